@@ -1,0 +1,151 @@
+/* shmkv/format.h - the on-disk (and in-memory) image layout, version 1.
+ *
+ * Part of the header-only reader; include <shmkv.h>, not this file.
+ * lib/FORMAT.md is the prose specification; this file is its C mirror.
+ * Every struct here is an ABI: change one and SHMKV_LAYOUT_HASH must change
+ * (tests/layout_test recomputes it from offsetof/sizeof and fails otherwise).
+ */
+#ifndef SHMKV_FORMAT_H
+#define SHMKV_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "shmkv images are little-endian and read in place: big-endian hosts are not supported"
+#endif
+#if UINTPTR_MAX != UINT64_MAX
+#error "shmkv needs a 64-bit address space (images use 64-bit offsets)"
+#endif
+
+#define SHMKV_MAGIC "SHMKVIMG"          /* 8 bytes, no NUL */
+#define SHMKV_FORMAT_VERSION 1u
+#define SHMKV_HEADER_SIZE 4096u         /* header block; sections start page-aligned */
+#define SHMKV_HEADER_USED 512u          /* bytes of the block the header struct uses */
+#define SHMKV_BUCKET_SLOTS 8u           /* slots per 64-byte bucket */
+#define SHMKV_BUCKET_BYTES 64u
+#define SHMKV_MAX_SECTIONS 8u
+#define SHMKV_NAME_MAX 63u              /* name bytes, NUL-padded to 64 */
+#define SHMKV_FILE_ALIGN 4096u          /* image size is a multiple of this */
+
+/* Documented limits, enforced by the builder and checked by readers. */
+#define SHMKV_MAX_KEY_LEN 65535u        /* bytes; key_len is a u16 */
+#define SHMKV_MAX_VALUE_LEN 0xFFFFFFFFu /* bytes of one value; value_len is a u32 */
+#define SHMKV_MAX_IMAGE_SIZE (UINT64_C(1) << 51) /* slot offsets are 48 bits of 8-byte units */
+
+/* A slot is (tag << 48) | (entry_offset >> 3); 0 means empty. */
+#define SHMKV_SLOT_OFF_MASK ((UINT64_C(1) << 48) - 1)
+#define SHMKV_SLOT_TAG_SHIFT 48
+
+/* Value types. Numbers are stable: they are stored in images. */
+enum shmkv_type {
+	SHMKV_TYPE_BYTES = 1,   /* raw bytes, NUL-terminated in the image for convenience */
+	SHMKV_TYPE_STRING = 2,  /* UTF-8 text, NUL-terminated in the image */
+	SHMKV_TYPE_I64 = 3,     /* int64_t, 8-aligned */
+	SHMKV_TYPE_BOOL = 4,    /* one byte, 0 or 1 */
+	SHMKV_TYPE_F64 = 5,     /* double, 8-aligned */
+	SHMKV_TYPE_F32LIST = 6, /* float[], 8-aligned */
+	SHMKV_TYPE_F64LIST = 7, /* double[], 8-aligned */
+	SHMKV_TYPE_I64LIST = 8, /* int64_t[], 8-aligned */
+	SHMKV_TYPE_STRLIST = 9  /* u32 count, u32 ends[count+1], NUL-terminated strings; 8-aligned */
+};
+#define SHMKV_TYPE_MAX 9
+
+/* Section kinds. */
+enum shmkv_section_kind {
+	SHMKV_SECTION_INDEX = 1,   /* bucket_count buckets of 8 slots */
+	SHMKV_SECTION_ENTRIES = 2, /* entries: header, key, inline value or shared-value offset */
+	SHMKV_SECTION_VALUES = 3   /* deduplicated values shared by several entries */
+};
+
+/* Header flags. */
+#define SHMKV_HFLAG_DEDUP UINT64_C(1) /* builder deduplicated shared values */
+#define SHMKV_HFLAG_KNOWN (SHMKV_HFLAG_DEDUP)
+
+/* Entry flags. */
+#define SHMKV_EFLAG_SHARED 1u /* value lives in VALUES; entry holds its u64 image offset */
+#define SHMKV_EFLAG_KNOWN (SHMKV_EFLAG_SHARED)
+
+typedef struct shmkv_section_desc {
+	uint32_t kind;     /* enum shmkv_section_kind */
+	uint32_t flags;    /* 0 in v1 */
+	uint64_t offset;   /* from image start; 64-byte aligned */
+	uint64_t size;     /* bytes */
+	uint64_t checksum; /* XXH3-64, seed 0, over [offset, offset+size) */
+} shmkv_section_desc;
+
+typedef struct shmkv_image_header {
+	char magic[8];                /*   0 SHMKV_MAGIC */
+	uint32_t format_version;      /*   8 SHMKV_FORMAT_VERSION */
+	uint32_t header_size;         /*  12 SHMKV_HEADER_SIZE */
+	uint64_t layout_hash;         /*  16 SHMKV_LAYOUT_HASH */
+	uint64_t flags;               /*  24 SHMKV_HFLAG_* */
+	uint64_t file_size;           /*  32 whole image, multiple of SHMKV_FILE_ALIGN */
+	uint64_t entry_count;         /*  40 */
+	uint64_t bucket_count;        /*  48 >= 1 */
+	uint32_t bucket_slots;        /*  56 SHMKV_BUCKET_SLOTS */
+	uint32_t hash_bits;           /*  60 64 in production; fewer only in test images */
+	uint64_t hash_seed;           /*  64 XXH3 seed */
+	uint32_t max_probe;           /*  72 longest distance (buckets) from a key's home bucket */
+	uint32_t section_count;       /*  76 */
+	uint32_t builder_version;     /*  80 major << 16 | minor << 8 | patch */
+	uint32_t reserved0;           /*  84 zero */
+	int64_t created_unix;         /*  88 seconds since the epoch */
+	uint64_t value_bytes_logical; /*  96 value bytes had nothing been shared */
+	uint64_t dedup_values;        /* 104 distinct shared values in VALUES */
+	uint64_t dedup_refs;          /* 112 entries pointing at shared values */
+	uint64_t dedup_saved_bytes;   /* 120 image bytes saved by sharing */
+	char name[64];                /* 128 NUL-padded */
+	shmkv_section_desc sections[SHMKV_MAX_SECTIONS]; /* 192 unused ones zero */
+	uint64_t reserved[7];         /* 448 zero */
+	uint64_t header_checksum;     /* 504 XXH3-64, seed 0, over bytes [0, 504) */
+} shmkv_image_header;
+
+typedef struct shmkv_entry_header {
+	uint8_t type;       /* enum shmkv_type */
+	uint8_t flags;      /* SHMKV_EFLAG_* */
+	uint16_t key_len;   /* key bytes follow at +8 */
+	uint32_t value_len; /* bytes of the value (strings: without the NUL) */
+} shmkv_entry_header;
+
+/* The layout description the layout hash is taken of (XXH3-64, seed 0).
+ * tests/layout_test.cc rebuilds this string from offsetof/sizeof. */
+#define SHMKV_LAYOUT_DESC                                                                        \
+	"shmkv-image-v1;header=512:magic@0,format_version@8,header_size@12,layout_hash@16,"          \
+	"flags@24,file_size@32,entry_count@40,bucket_count@48,bucket_slots@56,hash_bits@60,"         \
+	"hash_seed@64,max_probe@72,section_count@76,builder_version@80,reserved0@84,"               \
+	"created_unix@88,value_bytes_logical@96,dedup_values@104,dedup_refs@112,"                   \
+	"dedup_saved_bytes@120,name@128,sections@192,reserved@448,header_checksum@504;"             \
+	"section=32:kind@0,flags@4,offset@8,size@16,checksum@24;"                                   \
+	"entry=8:type@0,flags@1,key_len@2,value_len@4;"                                             \
+	"bucket=64:8xu64(tag16<<48|off>>3);hash=xxh3_64(seed);home=mulhi(h,buckets);tag=h&0xffff|1if0"
+#define SHMKV_LAYOUT_HASH UINT64_C(0xdbdf513fbc14b41f)
+
+#ifdef __cplusplus
+static_assert(sizeof(shmkv_image_header) == SHMKV_HEADER_USED, "header layout");
+static_assert(sizeof(shmkv_section_desc) == 32, "section layout");
+static_assert(sizeof(shmkv_entry_header) == 8, "entry layout");
+#else
+_Static_assert(sizeof(shmkv_image_header) == SHMKV_HEADER_USED, "header layout");
+_Static_assert(sizeof(shmkv_section_desc) == 32, "section layout");
+_Static_assert(sizeof(shmkv_entry_header) == 8, "entry layout");
+#endif
+
+/* Errors: 0 on success, -errno for system errors, or one of these. */
+#define SHMKV_ENOTFOUND (-30900)  /* key not in the cache */
+#define SHMKV_ETYPE (-30901)      /* value has another type than the getter asks for */
+#define SHMKV_EMAGIC (-30902)     /* not a shmkv image */
+#define SHMKV_EVERSION (-30903)   /* image format version not supported by this reader */
+#define SHMKV_ELAYOUT (-30904)    /* layout hash differs: reader and image disagree on layout */
+#define SHMKV_ETRUNCATED (-30905) /* image shorter than its header says */
+#define SHMKV_ECHECKSUM (-30906)  /* a checksum does not match */
+#define SHMKV_ECORRUPT (-30907)   /* structure invalid (bounds, counts, padding) */
+#define SHMKV_EKEYLEN (-30908)    /* key longer than SHMKV_MAX_KEY_LEN */
+#define SHMKV_EEND (-30909)       /* iteration has no more entries */
+#define SHMKV_EDUPKEY (-30910)    /* builder: duplicate key */
+#define SHMKV_EINPUT (-30911)     /* builder: malformed input */
+#define SHMKV_ELIMIT (-30912)     /* builder: a documented limit is exceeded */
+#define SHMKV_EFIRST_ (-30912)
+#define SHMKV_ELAST_ (-30900)
+
+#endif /* SHMKV_FORMAT_H */

@@ -1,0 +1,314 @@
+/* shmkv/handle.h - the reader handle, header/section checks, open and close.
+ * Part of the header-only reader; include <shmkv.h>, not this file. */
+#ifndef SHMKV_HANDLE_H
+#define SHMKV_HANDLE_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "errors.h"
+#include "format.h"
+#include "probe.h"
+
+/* Strict -std=c11 hides these Linux flags; their values are the kernel ABI on
+ * the two architectures shmkv supports (x86-64, AArch64). */
+#ifdef O_CLOEXEC
+#define SHMKV__O_CLOEXEC O_CLOEXEC
+#else
+#define SHMKV__O_CLOEXEC 02000000
+#endif
+#ifdef MAP_POPULATE
+#define SHMKV__MAP_POPULATE MAP_POPULATE
+#else
+#define SHMKV__MAP_POPULATE 0x8000
+#endif
+
+/* open flags */
+#define SHMKV_OPEN_NOVERIFY 1u /* skip section checksums (header checksum is always checked) */
+#define SHMKV_OPEN_POPULATE 2u /* prefault the whole mapping at open */
+#define SHMKV_OPEN_DEEP 4u     /* also run the full structural walk (shmkv_verify) */
+#define SHMKV_OPEN_KNOWN_ (SHMKV_OPEN_NOVERIFY | SHMKV_OPEN_POPULATE | SHMKV_OPEN_DEEP)
+
+/* The handle. Treat as opaque: fields may change between versions. */
+typedef struct shmkv {
+	const uint8_t *base;      /* image start */
+	uint64_t size;            /* image bytes */
+	const uint64_t *buckets;  /* INDEX section */
+	uint64_t bucket_count;
+	uint64_t seed;
+	uint32_t hash_bits;
+	uint32_t max_probe;
+	uint64_t entry_count;
+	uint64_t entries_off, entries_end; /* ENTRIES section [off, end) */
+	uint64_t values_off, values_end;   /* VALUES section [off, end) */
+	void *map;                /* munmap() on close */
+	size_t map_len;
+} shmkv;
+
+static inline const shmkv_image_header *shmkv__hdr(const shmkv *db)
+{
+	return (const shmkv_image_header *)(const void *)db->base;
+}
+
+static inline const char *shmkv__section_name(uint32_t kind)
+{
+	switch (kind) {
+	case SHMKV_SECTION_INDEX: return "index";
+	case SHMKV_SECTION_ENTRIES: return "entries";
+	case SHMKV_SECTION_VALUES: return "values";
+	default: return "unknown";
+	}
+}
+
+static inline int shmkv__all_zero(const uint8_t *p, uint64_t n)
+{
+	for (uint64_t i = 0; i < n; i++)
+		if (p[i])
+			return 0;
+	return 1;
+}
+
+/* Checks an image in memory: header fields, section table geometry and (unless
+ * SHMKV_OPEN_NOVERIFY) every checksum. size is the number of valid bytes at
+ * base. Returns 0 or a SHMKV_E* code, with the reason in why (may be NULL). */
+static inline int shmkv_image_check(const void *base, uint64_t size, unsigned flags, char *why,
+				    size_t why_len)
+{
+	const uint8_t *b = (const uint8_t *)base;
+	const shmkv_image_header *h = (const shmkv_image_header *)base;
+	if (size < SHMKV_HEADER_SIZE)
+		return shmkv__fail(SHMKV_ETRUNCATED, why, why_len,
+				   "image is %llu bytes, shorter than the %u-byte header",
+				   (unsigned long long)size, SHMKV_HEADER_SIZE);
+	if (memcmp(h->magic, SHMKV_MAGIC, 8) != 0)
+		return shmkv__fail(SHMKV_EMAGIC, why, why_len,
+				   "bad magic at offset 0: not a shmkv image");
+	if (h->format_version != SHMKV_FORMAT_VERSION)
+		return shmkv__fail(SHMKV_EVERSION, why, why_len,
+				   "image format version %u, this reader reads version %u",
+				   h->format_version, SHMKV_FORMAT_VERSION);
+	if (h->layout_hash != SHMKV_LAYOUT_HASH)
+		return shmkv__fail(SHMKV_ELAYOUT, why, why_len,
+				   "layout hash %016llx, this reader expects %016llx",
+				   (unsigned long long)h->layout_hash,
+				   (unsigned long long)SHMKV_LAYOUT_HASH);
+	uint64_t hc = XXH3_64bits(b, offsetof(shmkv_image_header, header_checksum));
+	if (hc != h->header_checksum)
+		return shmkv__fail(SHMKV_ECHECKSUM, why, why_len,
+				   "header checksum mismatch: stored %016llx, computed %016llx",
+				   (unsigned long long)h->header_checksum, (unsigned long long)hc);
+	if (h->file_size > size)
+		return shmkv__fail(SHMKV_ETRUNCATED, why, why_len,
+				   "image is %llu bytes, its header says %llu",
+				   (unsigned long long)size, (unsigned long long)h->file_size);
+	if (h->file_size < size)
+		return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
+				   "%llu unexpected bytes after the image end at %llu",
+				   (unsigned long long)(size - h->file_size),
+				   (unsigned long long)h->file_size);
+#define SHMKV__BAD(...) shmkv__fail(SHMKV_ECORRUPT, why, why_len, __VA_ARGS__)
+	if (h->header_size != SHMKV_HEADER_SIZE)
+		return SHMKV__BAD("header_size %u, expected %u", h->header_size, SHMKV_HEADER_SIZE);
+	if (h->file_size % SHMKV_FILE_ALIGN)
+		return SHMKV__BAD("image size %llu is not a multiple of %u",
+				  (unsigned long long)h->file_size, SHMKV_FILE_ALIGN);
+	if (h->file_size > SHMKV_MAX_IMAGE_SIZE)
+		return SHMKV__BAD("image size %llu exceeds the format limit",
+				  (unsigned long long)h->file_size);
+	if (h->flags & ~SHMKV_HFLAG_KNOWN)
+		return SHMKV__BAD("unknown header flags %llx", (unsigned long long)h->flags);
+	if (h->bucket_slots != SHMKV_BUCKET_SLOTS)
+		return SHMKV__BAD("bucket_slots %u, expected %u", h->bucket_slots, SHMKV_BUCKET_SLOTS);
+	if (h->hash_bits < 1 || h->hash_bits > 64)
+		return SHMKV__BAD("hash_bits %u out of range 1..64", h->hash_bits);
+	if (h->bucket_count < 1 || h->bucket_count > h->file_size / SHMKV_BUCKET_BYTES)
+		return SHMKV__BAD("bucket_count %llu does not fit the image",
+				  (unsigned long long)h->bucket_count);
+	if (h->entry_count > h->bucket_count * SHMKV_BUCKET_SLOTS)
+		return SHMKV__BAD("entry_count %llu exceeds the %llu index slots",
+				  (unsigned long long)h->entry_count,
+				  (unsigned long long)(h->bucket_count * SHMKV_BUCKET_SLOTS));
+	if (h->max_probe >= h->bucket_count)
+		return SHMKV__BAD("max_probe %u not below bucket_count %llu", h->max_probe,
+				  (unsigned long long)h->bucket_count);
+	if (h->name[sizeof h->name - 1] != 0)
+		return SHMKV__BAD("name is not NUL-terminated");
+	if (h->reserved0 || !shmkv__all_zero((const uint8_t *)h->reserved, sizeof h->reserved))
+		return SHMKV__BAD("reserved header fields are not zero");
+	if (h->section_count != 3)
+		return SHMKV__BAD("section_count %u, version 1 has 3", h->section_count);
+	uint64_t prev_end = SHMKV_HEADER_SIZE;
+	for (uint32_t i = 0; i < SHMKV_MAX_SECTIONS; i++) {
+		const shmkv_section_desc *s = &h->sections[i];
+		if (i >= h->section_count) {
+			if (!shmkv__all_zero((const uint8_t *)s, sizeof *s))
+				return SHMKV__BAD("unused section slot %u is not zero", i);
+			continue;
+		}
+		const char *nm = shmkv__section_name(i + 1);
+		if (s->kind != i + 1)
+			return SHMKV__BAD("section %u has kind %u, expected %u (%s)", i, s->kind, i + 1, nm);
+		if (s->flags)
+			return SHMKV__BAD("section %s has unknown flags %x", nm, s->flags);
+		if (s->offset % 64 || s->offset < prev_end)
+			return SHMKV__BAD("section %s offset %llu is misaligned or overlaps", nm,
+					  (unsigned long long)s->offset);
+		if (s->size > h->file_size || s->offset > h->file_size - s->size)
+			return SHMKV__BAD("section %s [%llu, +%llu) runs past the image end %llu", nm,
+					  (unsigned long long)s->offset, (unsigned long long)s->size,
+					  (unsigned long long)h->file_size);
+		prev_end = s->offset + s->size;
+	}
+	if (h->sections[0].size != h->bucket_count * SHMKV_BUCKET_BYTES)
+		return SHMKV__BAD("index section is %llu bytes, %llu buckets need %llu",
+				  (unsigned long long)h->sections[0].size,
+				  (unsigned long long)h->bucket_count,
+				  (unsigned long long)(h->bucket_count * SHMKV_BUCKET_BYTES));
+	if (h->entry_count && h->sections[1].size < h->entry_count * sizeof(shmkv_entry_header))
+		return SHMKV__BAD("entries section too small for %llu entries",
+				  (unsigned long long)h->entry_count);
+#undef SHMKV__BAD
+	if (!(flags & SHMKV_OPEN_NOVERIFY)) {
+		for (uint32_t i = 0; i < h->section_count; i++) {
+			const shmkv_section_desc *s = &h->sections[i];
+			uint64_t c = XXH3_64bits(b + s->offset, (size_t)s->size);
+			if (c != s->checksum)
+				return shmkv__fail(SHMKV_ECHECKSUM, why, why_len,
+						   "section %s [%llu, +%llu) checksum mismatch: stored %016llx, "
+						   "computed %016llx",
+						   shmkv__section_name(s->kind), (unsigned long long)s->offset,
+						   (unsigned long long)s->size, (unsigned long long)s->checksum,
+						   (unsigned long long)c);
+		}
+	}
+	return 0;
+}
+
+/* Fills a handle's lookup fields from a checked image. */
+static inline void shmkv__bind(shmkv *db, const void *base, uint64_t size)
+{
+	const shmkv_image_header *h = (const shmkv_image_header *)base;
+	db->base = (const uint8_t *)base;
+	db->size = size;
+	db->buckets = (const uint64_t *)(const void *)(db->base + h->sections[0].offset);
+	db->bucket_count = h->bucket_count;
+	db->seed = h->hash_seed;
+	db->hash_bits = h->hash_bits;
+	db->max_probe = h->max_probe;
+	db->entry_count = h->entry_count;
+	db->entries_off = h->sections[1].offset;
+	db->entries_end = h->sections[1].offset + h->sections[1].size;
+	db->values_off = h->sections[2].offset;
+	db->values_end = h->sections[2].offset + h->sections[2].size;
+}
+
+static inline int shmkv_verify(const shmkv *db, char *why, size_t why_len);
+
+/* Opens and maps an image file read-only. On failure *out is NULL and why (if
+ * given) says what is wrong and where. Returns 0, -errno or SHMKV_E*. */
+static inline int shmkv_open_file_diag(const char *path, unsigned flags, shmkv **out, char *why,
+				       size_t why_len)
+{
+	int saved_errno = errno, err = 0, fd;
+	struct stat st;
+	void *map = MAP_FAILED;
+	shmkv *db = NULL;
+	*out = NULL;
+	if (why && why_len)
+		why[0] = 0;
+	if (flags & ~SHMKV_OPEN_KNOWN_) {
+		err = shmkv__fail(-EINVAL, why, why_len, "unknown open flags %x", flags);
+		goto done;
+	}
+	fd = open(path, O_RDONLY | SHMKV__O_CLOEXEC);
+	if (fd < 0) {
+		err = -errno;
+		shmkv__fail(err, why, why_len, "%s: %s", path, shmkv_strerror(err));
+		goto done;
+	}
+	if (fstat(fd, &st) != 0) {
+		err = -errno;
+		close(fd);
+		shmkv__fail(err, why, why_len, "%s: %s", path, shmkv_strerror(err));
+		goto done;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		err = shmkv__fail(-EINVAL, why, why_len, "%s: not a regular file", path);
+		goto done;
+	}
+	if ((uint64_t)st.st_size < SHMKV_HEADER_SIZE) {
+		close(fd);
+		err = shmkv__fail(SHMKV_ETRUNCATED, why, why_len,
+				  "%s: %llu bytes, shorter than the %u-byte header", path,
+				  (unsigned long long)st.st_size, SHMKV_HEADER_SIZE);
+		goto done;
+	}
+	map = mmap(NULL, (size_t)st.st_size, PROT_READ,
+		   MAP_SHARED | ((flags & SHMKV_OPEN_POPULATE) ? SHMKV__MAP_POPULATE : 0), fd, 0);
+	if (map == MAP_FAILED) {
+		err = -errno;
+		close(fd);
+		shmkv__fail(err, why, why_len, "%s: mmap: %s", path, shmkv_strerror(err));
+		goto done;
+	}
+	close(fd); /* the mapping keeps the file */
+	err = shmkv_image_check(map, (uint64_t)st.st_size, flags, why, why_len);
+	if (err)
+		goto done;
+	db = (shmkv *)calloc(1, sizeof *db);
+	if (!db) {
+		err = shmkv__fail(-ENOMEM, why, why_len, "out of memory");
+		goto done;
+	}
+	shmkv__bind(db, map, (uint64_t)st.st_size);
+	db->map = map;
+	db->map_len = (size_t)st.st_size;
+	if (flags & SHMKV_OPEN_DEEP) {
+		err = shmkv_verify(db, why, why_len);
+		if (err)
+			goto done;
+	}
+	*out = db;
+	map = MAP_FAILED;
+	db = NULL;
+done:
+	if (err && why && why_len && !why[0])
+		shmkv__fail(err, why, why_len, "%s: %s", path, shmkv_strerror(err));
+	if (map != MAP_FAILED)
+		munmap(map, (size_t)st.st_size);
+	free(db);
+	errno = saved_errno; /* the library never reports through errno */
+	return err;
+}
+
+/* Opens an image file; see shmkv_open_file_diag() for the reason on failure. */
+static inline int shmkv_open_file(const char *path, unsigned flags, shmkv **out)
+{
+	return shmkv_open_file_diag(path, flags, out, NULL, 0);
+}
+
+/* Unmaps and frees. Values obtained from db are invalid afterwards. NULL is fine. */
+static inline void shmkv_close(shmkv *db)
+{
+	if (!db)
+		return;
+	int saved_errno = errno;
+	if (db->map)
+		munmap(db->map, db->map_len);
+	free(db);
+	errno = saved_errno;
+}
+
+/* Header of the open image (for inspection; fields per lib/FORMAT.md). */
+static inline const shmkv_image_header *shmkv_header(const shmkv *db)
+{
+	return shmkv__hdr(db);
+}
+
+#endif /* SHMKV_HANDLE_H */

@@ -1,0 +1,126 @@
+/* shmkv/verify.h - the full structural walk behind `shmctl image verify`.
+ * Part of the header-only reader; include <shmkv.h>, not this file.
+ * Unlike the lookup path, everything here is bounds-checked: it must name the
+ * first problem in a damaged image and never crash on one. */
+#ifndef SHMKV_VERIFY_H
+#define SHMKV_VERIFY_H
+
+#include "get.h"
+
+/* Checks that the bytes [from, to) of the image are zero (padding). */
+static inline int shmkv__zero_range(const shmkv *db, uint64_t from, uint64_t to, const char *what,
+				    char *why, size_t why_len)
+{
+	for (uint64_t i = from; i < to; i++)
+		if (db->base[i])
+			return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
+					   "non-zero byte at offset %llu in %s padding",
+					   (unsigned long long)i, what);
+	return 0;
+}
+
+/* Every checksum, every index slot, every entry and value, and all padding.
+ * Returns 0, SHMKV_ECHECKSUM or SHMKV_ECORRUPT with what and where in why. */
+static inline int shmkv_verify(const shmkv *db, char *why, size_t why_len)
+{
+	const shmkv_image_header *h = shmkv__hdr(db);
+	int err = shmkv_image_check(db->base, db->size, 0, why, why_len);
+	if (err)
+		return err;
+	err = shmkv__zero_range(db, SHMKV_HEADER_USED, SHMKV_HEADER_SIZE, "header", why, why_len);
+	uint64_t prev = SHMKV_HEADER_SIZE;
+	for (uint32_t i = 0; !err && i < h->section_count; i++) {
+		err = shmkv__zero_range(db, prev, h->sections[i].offset, "inter-section", why, why_len);
+		prev = h->sections[i].offset + h->sections[i].size;
+	}
+	if (!err)
+		err = shmkv__zero_range(db, prev, h->file_size, "trailing", why, why_len);
+	if (err)
+		return err;
+
+	/* Index: slots filled in order, each pointing at a valid entry whose tag
+	 * and probe distance agree with its key's hash. */
+	uint64_t filled = 0;
+	uint32_t max_d = 0;
+	for (uint64_t b = 0; b < db->bucket_count; b++) {
+		const uint64_t *bk = db->buckets + b * SHMKV_BUCKET_SLOTS;
+		int empty_seen = 0;
+		for (unsigned j = 0; j < SHMKV_BUCKET_SLOTS; j++) {
+			uint64_t w = bk[j];
+			if (!w) {
+				empty_seen = 1;
+				continue;
+			}
+			if (empty_seen)
+				return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
+						   "index bucket %llu: slot %u is full after an empty slot",
+						   (unsigned long long)b, j);
+			shmkv__entry e;
+			char sub[200];
+			err = shmkv__entry_decode(db, (w & SHMKV_SLOT_OFF_MASK) << 3, &e, sub, sizeof sub);
+			if (err)
+				return shmkv__fail(err, why, why_len, "index bucket %llu slot %u: %s",
+						   (unsigned long long)b, j, sub);
+			uint64_t hv = shmkv__hash(db->seed, db->hash_bits, e.key, e.key_len);
+			if ((w >> SHMKV_SLOT_TAG_SHIFT) != shmkv__tag(hv))
+				return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
+						   "index bucket %llu slot %u: tag %04llx, key hashes to %04llx",
+						   (unsigned long long)b, j,
+						   (unsigned long long)(w >> SHMKV_SLOT_TAG_SHIFT),
+						   (unsigned long long)shmkv__tag(hv));
+			uint64_t home = shmkv__home(hv, db->bucket_count);
+			uint64_t d = b >= home ? b - home : b + db->bucket_count - home;
+			if (d > h->max_probe)
+				return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
+						   "index bucket %llu slot %u: key is %llu buckets from home, "
+						   "max_probe is %u", (unsigned long long)b, j,
+						   (unsigned long long)d, h->max_probe);
+			if (d > max_d)
+				max_d = (uint32_t)d;
+			filled++;
+		}
+	}
+	if (filled != h->entry_count)
+		return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
+				   "index holds %llu keys, header says %llu entries",
+				   (unsigned long long)filled, (unsigned long long)h->entry_count);
+	if (max_d != h->max_probe)
+		return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
+				   "longest probe is %u buckets, header says %u", max_d, h->max_probe);
+
+	/* Entries: walked in order, each found by lookup at its own offset (so
+	 * index and entries are one-to-one and keys are unique). */
+	uint64_t pos = db->entries_off, n = 0, shared = 0;
+	while (pos < db->entries_end) {
+		uint64_t w;
+		memcpy(&w, db->base + pos, 8);
+		if (w == 0) {
+			pos += 8;
+			continue;
+		}
+		shmkv__entry e;
+		err = shmkv__entry_decode(db, pos, &e, why, why_len);
+		if (err)
+			return err;
+		const uint8_t *found = NULL;
+		if (shmkv__lookup(db, e.key, e.key_len, &found) != 0 || found != db->base + pos)
+			return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
+					   "entry at %llu: lookup of its key does not find it%s",
+					   (unsigned long long)pos,
+					   found ? " (duplicate key)" : "");
+		shared += e.value.shared;
+		n++;
+		pos = e.end;
+	}
+	if (n != h->entry_count)
+		return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
+				   "entries section holds %llu entries, header says %llu",
+				   (unsigned long long)n, (unsigned long long)h->entry_count);
+	if (shared != h->dedup_refs)
+		return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
+				   "%llu entries use shared values, header says %llu",
+				   (unsigned long long)shared, (unsigned long long)h->dedup_refs);
+	return 0;
+}
+
+#endif /* SHMKV_VERIFY_H */
