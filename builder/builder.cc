@@ -1,0 +1,368 @@
+// builder/builder.cc - the builder's C API: options, records, input files.
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fcntl.h>
+#include <new>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <simdjson.h>
+
+#include "internal.h"
+
+using namespace shmkv_build;
+
+uint8_t *Arena::alloc(size_t n)
+{
+	n = align_up(n, 8);
+	if (used_ + n > cap_) {
+		size_t sz = n > (size_t(64) << 20) ? n : (size_t(64) << 20);
+		blocks_.emplace_back(new uint8_t[sz]);
+		used_ = 0;
+		cap_ = sz;
+	}
+	uint8_t *p = blocks_.back().get() + used_;
+	used_ += n;
+	return p;
+}
+
+int shmkv_builder::fail(int code, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	err = buf;
+	return code;
+}
+
+std::string shmkv_builder::where(const Record &r, size_t index) const
+{
+	if (r.src == kNoSource)
+		return "record #" + std::to_string(index + 1);
+	return sources[r.src] + ":" + std::to_string(r.line);
+}
+
+std::string shmkv_builder::here() const
+{
+	if (cur_src == kNoSource)
+		return "record #" + std::to_string(recs.size() + 1);
+	return sources[cur_src] + ":" + std::to_string(cur_line);
+}
+
+extern "C" int shmkv_build_options_init(shmkv_build_options *o)
+{
+	memset(o, 0, sizeof *o);
+	o->seed = SHMKV_DEFAULT_SEED;
+	o->dedup = 1;
+	o->on_duplicate = SHMKV_DUP_ERROR;
+	o->load_factor = SHMKV_DEFAULT_LOAD_FACTOR;
+	o->hash_bits = 64;
+	o->created = (int64_t)time(nullptr);
+	const char *sde = getenv("SOURCE_DATE_EPOCH");
+	if (sde && *sde) {
+		char *end;
+		errno = 0;
+		long long v = strtoll(sde, &end, 10);
+		if (errno || *end || v < 0)
+			return SHMKV_EINPUT;
+		o->created = v;
+	}
+	return 0;
+}
+
+extern "C" int shmkv_builder_new(const shmkv_build_options *o, shmkv_builder **out)
+{
+	*out = nullptr;
+	if (!(o->load_factor > 0.0 && o->load_factor <= 1.0) || o->hash_bits < 1 ||
+	    o->hash_bits > 64 || o->on_duplicate < SHMKV_DUP_ERROR ||
+	    o->on_duplicate > SHMKV_DUP_LAST || memchr(o->name, 0, sizeof o->name) == nullptr)
+		return -EINVAL;
+	shmkv_builder *b = new (std::nothrow) shmkv_builder;
+	if (!b)
+		return -ENOMEM;
+	b->opt = *o;
+	*out = b;
+	return 0;
+}
+
+extern "C" void shmkv_builder_free(shmkv_builder *b)
+{
+	delete b;
+}
+
+extern "C" const char *shmkv_builder_error(const shmkv_builder *b)
+{
+	return b->err.c_str();
+}
+
+extern "C" void shmkv_builder_set_source(shmkv_builder *b, const char *file, uint64_t line)
+{
+	if (b->cur_src == kNoSource || b->sources[b->cur_src] != file) {
+		b->sources.emplace_back(file);
+		b->cur_src = (uint32_t)(b->sources.size() - 1);
+	}
+	b->cur_line = line;
+}
+
+// Checks that value bytes are a valid encoding of type.
+static int check_value(shmkv_builder *b, unsigned type, const uint8_t *v, size_t len)
+{
+	const char *tn = shmkv_type_name(type);
+	switch (type) {
+	case SHMKV_TYPE_BYTES: return 0;
+	case SHMKV_TYPE_STRING:
+		if (!simdjson::validate_utf8((const char *)v, len))
+			return b->fail(SHMKV_EINPUT, "%s: string value is not valid UTF-8",
+				       b->here().c_str());
+		return 0;
+	case SHMKV_TYPE_STRLIST: {
+		// The reader's check wants to see the bytes as stored.
+		char why[200];
+		int err = shmkv__value_check(type, v, len, why, sizeof why);
+		if (err)
+			return b->fail(SHMKV_EINPUT, "%s: %s", b->here().c_str(), why);
+		uint32_t n;
+		memcpy(&n, v, 4);
+		const uint8_t *data = v + 4 * ((uint64_t)n + 2);
+		for (uint32_t i = 0; i < n; i++) {
+			uint32_t s, e;
+			memcpy(&s, v + 4 + 4 * (uint64_t)i, 4);
+			memcpy(&e, v + 8 + 4 * (uint64_t)i, 4);
+			if (!simdjson::validate_utf8((const char *)data + s, e - s - 1))
+				return b->fail(SHMKV_EINPUT, "%s: string %u of the list is not valid UTF-8",
+					       b->here().c_str(), i);
+		}
+		return 0;
+	}
+	default: {
+		char why[200];
+		int err = shmkv__value_check(type, v, len, why, sizeof why);
+		if (err)
+			return b->fail(SHMKV_EINPUT, "%s: bad %s value: %s", b->here().c_str(), tn, why);
+		return 0;
+	}
+	}
+}
+
+extern "C" int shmkv_builder_add(shmkv_builder *b, const void *key, size_t key_len, unsigned type,
+				 const void *value, size_t value_len)
+{
+	if (b->finished)
+		return b->fail(-EINVAL, "builder already finished");
+	if (type < 1 || type > SHMKV_TYPE_MAX)
+		return b->fail(SHMKV_EINPUT, "%s: unknown value type %u", b->here().c_str(), type);
+	if (key_len > SHMKV_MAX_KEY_LEN)
+		return b->fail(SHMKV_ELIMIT, "%s: key of %zu bytes exceeds the %u-byte limit",
+			       b->here().c_str(), key_len, SHMKV_MAX_KEY_LEN);
+	if (value_len > SHMKV_MAX_VALUE_LEN)
+		return b->fail(SHMKV_ELIMIT, "%s: value of %zu bytes exceeds the %u-byte limit",
+			       b->here().c_str(), value_len, SHMKV_MAX_VALUE_LEN);
+	int err = check_value(b, type, (const uint8_t *)value, value_len);
+	if (err)
+		return err;
+	uint8_t *p;
+	try {
+		p = b->arena.alloc(key_len + value_len + 1);
+		b->recs.emplace_back();
+	} catch (const std::bad_alloc &) {
+		return b->fail(-ENOMEM, "%s: out of memory", b->here().c_str());
+	}
+	if (key_len)
+		memcpy(p, key, key_len);
+	if (value_len)
+		memcpy(p + key_len, value, value_len);
+	Record &r = b->recs.back();
+	r.key = p;
+	r.key_len = (uint16_t)key_len;
+	r.val = p + key_len;
+	r.val_len = (uint32_t)value_len;
+	r.type = (uint8_t)type;
+	r.pad = 0;
+	r.src = b->cur_src;
+	r.line = b->cur_src == kNoSource ? b->recs.size() : b->cur_line;
+	return 0;
+}
+
+extern "C" int shmkv_builder_add_i64(shmkv_builder *b, const void *k, size_t kl, int64_t v)
+{
+	return shmkv_builder_add(b, k, kl, SHMKV_TYPE_I64, &v, 8);
+}
+
+extern "C" int shmkv_builder_add_f64(shmkv_builder *b, const void *k, size_t kl, double v)
+{
+	return shmkv_builder_add(b, k, kl, SHMKV_TYPE_F64, &v, 8);
+}
+
+extern "C" int shmkv_builder_add_bool(shmkv_builder *b, const void *k, size_t kl, int v)
+{
+	uint8_t x = v != 0;
+	return shmkv_builder_add(b, k, kl, SHMKV_TYPE_BOOL, &x, 1);
+}
+
+extern "C" int shmkv_builder_add_str(shmkv_builder *b, const void *k, size_t kl, const char *s,
+				     size_t len)
+{
+	return shmkv_builder_add(b, k, kl, SHMKV_TYPE_STRING, s, len);
+}
+
+extern "C" int shmkv_builder_add_bytes(shmkv_builder *b, const void *k, size_t kl, const void *p,
+				       size_t len)
+{
+	return shmkv_builder_add(b, k, kl, SHMKV_TYPE_BYTES, p, len);
+}
+
+static int add_array(shmkv_builder *b, const void *k, size_t kl, unsigned type, const void *v,
+		     size_t n, size_t elem)
+{
+	if (n > SHMKV_MAX_VALUE_LEN / elem)
+		return b->fail(SHMKV_ELIMIT, "%s: list of %zu elements exceeds the %u-byte value limit",
+			       b->here().c_str(), n, SHMKV_MAX_VALUE_LEN);
+	return shmkv_builder_add(b, k, kl, type, v, n * elem);
+}
+
+extern "C" int shmkv_builder_add_f32list(shmkv_builder *b, const void *k, size_t kl,
+					 const float *v, size_t n)
+{
+	return add_array(b, k, kl, SHMKV_TYPE_F32LIST, v, n, 4);
+}
+
+extern "C" int shmkv_builder_add_f64list(shmkv_builder *b, const void *k, size_t kl,
+					 const double *v, size_t n)
+{
+	return add_array(b, k, kl, SHMKV_TYPE_F64LIST, v, n, 8);
+}
+
+extern "C" int shmkv_builder_add_i64list(shmkv_builder *b, const void *k, size_t kl,
+					 const int64_t *v, size_t n)
+{
+	return add_array(b, k, kl, SHMKV_TYPE_I64LIST, v, n, 8);
+}
+
+extern "C" int shmkv_builder_add_strlist(shmkv_builder *b, const void *k, size_t kl,
+					 const char *const *strs, const size_t *lens, size_t n)
+{
+	uint64_t total = 4 * ((uint64_t)n + 2);
+	for (size_t i = 0; i < n && total <= SHMKV_MAX_VALUE_LEN; i++)
+		total += (uint64_t)lens[i] + 1;
+	if (total > SHMKV_MAX_VALUE_LEN)
+		return b->fail(SHMKV_ELIMIT, "%s: string list exceeds the %u-byte value limit",
+			       b->here().c_str(), SHMKV_MAX_VALUE_LEN);
+	std::vector<std::string> items;
+	try {
+		items.reserve(n);
+		for (size_t i = 0; i < n; i++)
+			items.emplace_back(strs[i], lens[i]);
+		std::string enc = encode_strlist(items);
+		return shmkv_builder_add(b, k, kl, SHMKV_TYPE_STRLIST, enc.data(), enc.size());
+	} catch (const std::bad_alloc &) {
+		return b->fail(-ENOMEM, "%s: out of memory", b->here().c_str());
+	}
+}
+
+// The whole input as one read-only range: mapped for files, read for pipes.
+namespace {
+struct Input {
+	const char *data = nullptr;
+	size_t size = 0;
+	void *map = nullptr;
+	std::string buf;
+	~Input()
+	{
+		if (map)
+			munmap(map, size);
+	}
+};
+
+int read_input(shmkv_builder *b, const char *path, Input &in)
+{
+	bool is_stdin = strcmp(path, "-") == 0;
+	int fd = is_stdin ? 0 : open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return b->fail(-errno, "%s: %s", path, strerror(errno));
+	struct stat st;
+	if (fstat(fd, &st) != 0) {
+		int e = errno;
+		if (!is_stdin)
+			close(fd);
+		return b->fail(-e, "%s: %s", path, strerror(e));
+	}
+	if (S_ISDIR(st.st_mode)) {
+		close(fd);
+		return b->fail(-EISDIR, "%s: is a directory", path);
+	}
+	if (S_ISREG(st.st_mode) && st.st_size > 0) {
+		void *m = mmap(nullptr, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (m != MAP_FAILED) {
+			madvise(m, (size_t)st.st_size, MADV_SEQUENTIAL);
+			in.map = m;
+			in.data = (const char *)m;
+			in.size = (size_t)st.st_size;
+			if (!is_stdin)
+				close(fd);
+			return 0;
+		}
+	}
+	char chunk[1 << 16];
+	for (;;) {
+		ssize_t n = read(fd, chunk, sizeof chunk);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int e = errno;
+			if (!is_stdin)
+				close(fd);
+			return b->fail(-e, "%s: read: %s", path, strerror(e));
+		}
+		if (n == 0)
+			break;
+		in.buf.append(chunk, (size_t)n);
+	}
+	if (!is_stdin)
+		close(fd);
+	in.data = in.buf.data();
+	in.size = in.buf.size();
+	return 0;
+}
+} // namespace
+
+extern "C" int shmkv_builder_add_file(shmkv_builder *b, const char *path, int format,
+				      unsigned tsv_type)
+{
+	if (b->finished)
+		return b->fail(-EINVAL, "builder already finished");
+	if (format == SHMKV_INPUT_TSV && (tsv_type < 1 || tsv_type > SHMKV_TYPE_MAX))
+		return b->fail(-EINVAL, "unknown TSV value type %u", tsv_type);
+	if (format != SHMKV_INPUT_JSONL && format != SHMKV_INPUT_TSV)
+		return b->fail(-EINVAL, "unknown input format %d", format);
+	bool first_input = b->recs.empty() && b->sources.empty();
+	Input in;
+	int err = read_input(b, path, in);
+	if (err)
+		return err;
+	shmkv_builder_set_source(b, strcmp(path, "-") == 0 ? "<stdin>" : path, 0);
+	try {
+		if (format == SHMKV_INPUT_JSONL)
+			return add_jsonl(b, in.data, in.size, first_input);
+		return add_tsv(b, in.data, in.size, tsv_type);
+	} catch (const std::bad_alloc &) {
+		return b->fail(-ENOMEM, "%s: out of memory", b->here().c_str());
+	}
+}
+
+extern "C" int shmkv_builder_finish(shmkv_builder *b, const char *path, shmkv_build_stats *st)
+{
+	if (b->finished)
+		return b->fail(-EINVAL, "builder already finished");
+	b->finished = true;
+	try {
+		return finish_image(b, path, st);
+	} catch (const std::bad_alloc &) {
+		return b->fail(-ENOMEM, "%s: out of memory while laying out the image", path);
+	}
+}

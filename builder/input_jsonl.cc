@@ -1,0 +1,491 @@
+// builder/input_jsonl.cc - JSONL records: {"key": K, "value": V[, "type": T]}.
+// Parsed with simdjson On Demand, one line at a time; f32 numbers are parsed
+// from their text with fast_float so they round once, not twice.
+#include <cmath>
+#include <cstring>
+#include <fast_float/fast_float.h>
+#include <simdjson.h>
+
+#include "internal.h"
+
+using namespace simdjson;
+
+namespace shmkv_build {
+
+namespace {
+
+const char *json_type_name(ondemand::json_type t)
+{
+	switch (t) {
+	case ondemand::json_type::array: return "an array";
+	case ondemand::json_type::object: return "an object";
+	case ondemand::json_type::number: return "a number";
+	case ondemand::json_type::string: return "a string";
+	case ondemand::json_type::boolean: return "a bool";
+	case ondemand::json_type::null: return "null";
+	}
+	return "unknown";
+}
+
+unsigned type_from_name(std::string_view s)
+{
+	for (unsigned t = 1; t <= SHMKV_TYPE_MAX; t++)
+		if (s == shmkv_type_name(t))
+			return t;
+	return 0;
+}
+
+// Parses one JSON value into the encoded bytes of a type; *why on failure.
+class ValueParser {
+public:
+	explicit ValueParser(std::string &why) : why_(why) {}
+
+	bool parse(ondemand::value v, unsigned type, std::string &enc, unsigned *out_type)
+	{
+		ondemand::json_type jt{};
+		if (!ok(v.type().get(jt)))
+			return false;
+		if (type == 0 && !infer(v, jt, &type))
+			return false;
+		enc.clear();
+		if (type == 0)
+			return list(v, jt, 0, enc, out_type);
+		*out_type = type;
+		switch (type) {
+		case SHMKV_TYPE_STRING: {
+			std::string_view s;
+			if (!want(jt, ondemand::json_type::string, type) || !ok(v.get_string().get(s)))
+				return false;
+			enc.assign(s);
+			return true;
+		}
+		case SHMKV_TYPE_BYTES: {
+			std::string_view s;
+			size_t bad;
+			if (!want(jt, ondemand::json_type::string, type) || !ok(v.get_string().get(s)))
+				return false;
+			if (!base64_decode(s, enc, &bad))
+				return fail("bytes value is not valid base64 (at character %zu)", bad + 1);
+			return true;
+		}
+		case SHMKV_TYPE_BOOL: {
+			bool x = false;
+			if (!want(jt, ondemand::json_type::boolean, type) || !ok(v.get_bool().get(x)))
+				return false;
+			enc.assign(1, (char)x);
+			return true;
+		}
+		case SHMKV_TYPE_I64: {
+			int64_t x = 0;
+			if (!int64(v, jt, &x))
+				return false;
+			enc.assign((const char *)&x, 8);
+			return true;
+		}
+		case SHMKV_TYPE_F64: {
+			double x = 0;
+			if (!f64(v, jt, &x))
+				return false;
+			enc.assign((const char *)&x, 8);
+			return true;
+		}
+		default: return list(v, jt, type, enc, out_type);
+		}
+	}
+
+private:
+	std::string &why_;
+
+	bool fail(const char *fmt, ...) __attribute__((format(printf, 2, 3)))
+	{
+		char buf[512];
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(buf, sizeof buf, fmt, ap);
+		va_end(ap);
+		why_ = buf;
+		return false;
+	}
+	bool ok(error_code e)
+	{
+		if (e == SUCCESS)
+			return true;
+		return fail("invalid JSON: %s", error_message(e));
+	}
+	bool want(ondemand::json_type got, ondemand::json_type need, unsigned type)
+	{
+		if (got == need)
+			return true;
+		return fail("type %s needs %s, got %s", shmkv_type_name(type), json_type_name(need),
+			    json_type_name(got));
+	}
+	bool infer(ondemand::value v, ondemand::json_type jt, unsigned *type)
+	{
+		switch (jt) {
+		case ondemand::json_type::string: *type = SHMKV_TYPE_STRING; return true;
+		case ondemand::json_type::boolean: *type = SHMKV_TYPE_BOOL; return true;
+		case ondemand::json_type::number: {
+			ondemand::number_type nt{};
+			if (!ok(v.get_number_type().get(nt)))
+				return false;
+			*type = nt == ondemand::number_type::floating_point_number ? SHMKV_TYPE_F64
+										    : SHMKV_TYPE_I64;
+			return true;
+		}
+		case ondemand::json_type::array:
+			*type = 0; // list() decides from the first element
+			return true;
+		case ondemand::json_type::null:
+			return fail("null is not a valid value");
+		case ondemand::json_type::object:
+			return fail("an object is not a valid value");
+		}
+		return fail("unsupported value");
+	}
+	bool int64(ondemand::value v, ondemand::json_type jt, int64_t *x)
+	{
+		if (jt != ondemand::json_type::number)
+			return fail("type i64 needs an integer, got %s", json_type_name(jt));
+		ondemand::number_type nt{};
+		if (!ok(v.get_number_type().get(nt)))
+			return false;
+		std::string_view raw;
+		if (nt == ondemand::number_type::unsigned_integer) {
+			raw = v.raw_json_token();
+			return fail("integer %.*s is out of the i64 range", (int)trim(raw).size(),
+				    trim(raw).data());
+		}
+		if (nt == ondemand::number_type::floating_point_number) {
+			raw = v.raw_json_token();
+			return fail("i64 value must be an integer, got %.*s", (int)trim(raw).size(),
+				    trim(raw).data());
+		}
+		return ok(v.get_int64().get(*x));
+	}
+	bool f64(ondemand::value v, ondemand::json_type jt, double *x)
+	{
+		if (jt == ondemand::json_type::string) {
+			std::string_view s;
+			if (!ok(v.get_string().get(s)))
+				return false;
+			if (parse_special_f64(s, x))
+				return true;
+			return fail("\"%.*s\" is not a number (strings allowed for floats: \"inf\", "
+				    "\"-inf\", \"nan\", \"nan:0x<16 hex digits>\")", (int)s.size(), s.data());
+		}
+		if (jt != ondemand::json_type::number)
+			return fail("a float needs a number, got %s", json_type_name(jt));
+		return ok(v.get_double().get(*x));
+	}
+	bool f32(ondemand::value v, ondemand::json_type jt, float *x)
+	{
+		if (jt == ondemand::json_type::string) {
+			std::string_view s;
+			if (!ok(v.get_string().get(s)))
+				return false;
+			if (parse_special_f32(s, x))
+				return true;
+			return fail("\"%.*s\" is not a number (strings allowed for floats: \"inf\", "
+				    "\"-inf\", \"nan\", \"nan:0x<8 hex digits>\")", (int)s.size(), s.data());
+		}
+		if (jt != ondemand::json_type::number)
+			return fail("a float needs a number, got %s", json_type_name(jt));
+		double check = 0; // validates the token as JSON
+		std::string_view raw;
+		raw = v.raw_json_token();
+		if (!ok(v.get_double().get(check)))
+			return false;
+		raw = trim(raw);
+		auto r = fast_float::from_chars(raw.data(), raw.data() + raw.size(), *x);
+		if (r.ec != std::errc() || r.ptr != raw.data() + raw.size())
+			return fail("cannot parse %.*s as f32", (int)raw.size(), raw.data());
+		if (std::isinf(*x))
+			return fail("%.*s is out of the f32 range", (int)raw.size(), raw.data());
+		return true;
+	}
+	static std::string_view trim(std::string_view s)
+	{
+		while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' ||
+				      s.back() == '\n'))
+			s.remove_suffix(1);
+		return s;
+	}
+	// type 0: an untyped array; its first element decides f32list or strlist.
+	bool list(ondemand::value v, ondemand::json_type jt, unsigned type, std::string &enc,
+		  unsigned *out_type)
+	{
+		if (jt != ondemand::json_type::array)
+			return fail("type %s needs an array, got %s", shmkv_type_name(type),
+				    json_type_name(jt));
+		ondemand::array a;
+		if (!ok(v.get_array().get(a)))
+			return false;
+		std::vector<std::string> strs;
+		size_t i = 0;
+		for (auto el : a) {
+			i++;
+			ondemand::value ev;
+			ondemand::json_type et{};
+			if (!ok(el.get(ev)) || !ok(ev.type().get(et)))
+				return false;
+			if (type == 0) {
+				if (et == ondemand::json_type::number)
+					type = SHMKV_TYPE_F32LIST;
+				else if (et == ondemand::json_type::string)
+					type = SHMKV_TYPE_STRLIST;
+				else
+					return fail("array elements must be numbers or strings, element 1 is %s", json_type_name(et));
+			} else if (!*out_type && et != (type == SHMKV_TYPE_STRLIST
+							? ondemand::json_type::string
+							: ondemand::json_type::number)) {
+				return fail("mixed array: element %zu is %s, element 1 was %s", i,
+					    json_type_name(et),
+					    type == SHMKV_TYPE_STRLIST ? "a string" : "a number");
+			}
+			bool good = true;
+			switch (type) {
+			case SHMKV_TYPE_F32LIST: {
+				float f = 0;
+				good = f32(ev, et, &f);
+				enc.append((const char *)&f, 4);
+				break;
+			}
+			case SHMKV_TYPE_F64LIST: {
+				double d = 0;
+				good = f64(ev, et, &d);
+				enc.append((const char *)&d, 8);
+				break;
+			}
+			case SHMKV_TYPE_I64LIST: {
+				int64_t x = 0;
+				good = int64(ev, et, &x);
+				enc.append((const char *)&x, 8);
+				break;
+			}
+			case SHMKV_TYPE_STRLIST: {
+				std::string_view s;
+				if (et != ondemand::json_type::string)
+					return fail("element %zu: a strlist holds strings, got %s", i,
+						    json_type_name(et));
+				good = ok(ev.get_string().get(s));
+				strs.emplace_back(s);
+				break;
+			}
+			default: return fail("unknown type %u", type);
+			}
+			if (!good) {
+				std::string inner = why_;
+				return fail("element %zu: %s", i, inner.c_str());
+			}
+			if (enc.size() > SHMKV_MAX_VALUE_LEN)
+				return fail("list exceeds the %u-byte value limit", SHMKV_MAX_VALUE_LEN);
+		}
+		if (type == 0)
+			return fail("an empty array needs a \"type\" (f32list, f64list, i64list or "
+				    "strlist)");
+		if (type == SHMKV_TYPE_STRLIST)
+			enc = encode_strlist(strs);
+		*out_type = type;
+		return true;
+	}
+};
+
+// Applies {"shmkv_meta": {...}} to options the caller did not fix.
+bool apply_meta(shmkv_builder *b, ondemand::value mv, std::string &why)
+{
+	ondemand::object m;
+	if (mv.get_object().get(m) != SUCCESS) {
+		why = "shmkv_meta must be an object";
+		return false;
+	}
+	auto &o = b->opt;
+	for (auto f : m) {
+		std::string_view k;
+		ondemand::value v;
+		if (f.unescaped_key().get(k) || f.value().get(v)) {
+			why = "invalid JSON in shmkv_meta";
+			return false;
+		}
+		error_code e = SUCCESS;
+		if (k == "name") {
+			std::string_view s;
+			e = v.get_string().get(s);
+			if (!e && s.size() > SHMKV_NAME_MAX) {
+				why = "shmkv_meta name is longer than 63 bytes";
+				return false;
+			}
+			if (!e && !(o.fixed & SHMKV_OPT_NAME)) {
+				memset(o.name, 0, sizeof o.name);
+				memcpy(o.name, s.data(), s.size());
+			}
+		} else if (k == "seed") {
+			uint64_t x;
+			e = v.get_uint64().get(x);
+			if (!e && !(o.fixed & SHMKV_OPT_SEED))
+				o.seed = x;
+		} else if (k == "created") {
+			int64_t x = 0;
+			e = v.get_int64().get(x);
+			if (!e && !(o.fixed & SHMKV_OPT_CREATED))
+				o.created = x;
+		} else if (k == "buckets") {
+			uint64_t x;
+			e = v.get_uint64().get(x);
+			if (!e && !(o.fixed & SHMKV_OPT_BUCKETS))
+				o.buckets = x;
+		} else if (k == "hash_bits") {
+			uint64_t x;
+			e = v.get_uint64().get(x);
+			if (!e && (x < 1 || x > 64)) {
+				why = "shmkv_meta hash_bits must be 1..64";
+				return false;
+			}
+			if (!e && !(o.fixed & SHMKV_OPT_HASH_BITS))
+				o.hash_bits = (unsigned)x;
+		} else if (k == "dedup") {
+			bool x = false;
+			e = v.get_bool().get(x);
+			if (!e && !(o.fixed & SHMKV_OPT_DEDUP))
+				o.dedup = x;
+		} else {
+			why = "unknown shmkv_meta field \"" + std::string(k) + "\"";
+			return false;
+		}
+		if (e) {
+			why = "shmkv_meta field \"" + std::string(k) + "\": " + error_message(e);
+			return false;
+		}
+	}
+	return true;
+}
+
+// simdjson 3.0 has no document::at_end(): past the last token there is no location.
+bool at_end(ondemand::document &doc)
+{
+	const char *loc;
+	return doc.current_location().get(loc) != SUCCESS;
+}
+
+} // namespace
+
+int add_jsonl(shmkv_builder *b, const char *data, size_t size, bool first_input)
+{
+	ondemand::parser parser;
+	std::string line_buf, key, enc, why;
+	uint64_t line_no = 0;
+	bool saw_line = false;
+	size_t next_progress = 0;
+	ValueParser vp(why);
+	for (size_t off = 0; off < size;) {
+		const char *nl = (const char *)memchr(data + off, '\n', size - off);
+		size_t len = (nl ? (size_t)(nl - (data + off)) : size - off);
+		const char *line = data + off;
+		off += len + (nl != nullptr);
+		line_no++;
+		b->cur_line = line_no;
+		if (off >= next_progress) {
+			b->progress("reading", off, size);
+			next_progress = off + (size_t(1) << 22);
+		}
+		size_t k = 0;
+		while (k < len && (line[k] == ' ' || line[k] == '\t' || line[k] == '\r'))
+			k++;
+		if (k == len)
+			continue; // blank line
+		bool first_line = !saw_line;
+		saw_line = true;
+		line_buf.assign(line, len);
+		line_buf.append(SIMDJSON_PADDING, '\0');
+		auto bad = [&](const std::string &msg) {
+			return b->fail(SHMKV_EINPUT, "%s: %s", b->here().c_str(), msg.c_str());
+		};
+		ondemand::document doc;
+		ondemand::object obj;
+		error_code e = parser.iterate(line_buf.data(), len, line_buf.size()).get(doc);
+		if (!e)
+			e = doc.get_object().get(obj);
+		if (e)
+			return bad(e == INCORRECT_TYPE ? "a line must be one JSON object"
+						       : std::string("invalid JSON: ") + error_message(e));
+		// Pass 1: which fields are there (a value's meaning depends on "type").
+		bool has_key = false, has_value = false, has_type = false;
+		unsigned type = 0;
+		for (auto f : obj) {
+			std::string_view name;
+			ondemand::value v;
+			if ((e = f.unescaped_key().get(name)) || (e = f.value().get(v)))
+				return bad(std::string("invalid JSON: ") + error_message(e));
+			bool dup = false;
+			if (name == "key" || name == "key_base64") {
+				dup = has_key;
+				has_key = true;
+				std::string_view s;
+				if (v.get_string().get(s))
+					return bad("\"" + std::string(name) + "\" must be a string");
+				if (name == "key") {
+					key.assign(s);
+				} else {
+					size_t pos;
+					if (!base64_decode(s, key, &pos))
+						return bad("key_base64 is not valid base64 (at character " +
+							   std::to_string(pos + 1) + ")");
+				}
+			} else if (name == "value") {
+				dup = has_value;
+				has_value = true;
+			} else if (name == "type") {
+				dup = has_type;
+				has_type = true;
+				std::string_view s;
+				if (v.get_string().get(s))
+					return bad("\"type\" must be a string");
+				type = type_from_name(s);
+				if (!type)
+					return bad("unknown type \"" + std::string(s) +
+						   "\" (bytes, string, i64, bool, f64, f32list, f64list, "
+						   "i64list, strlist)");
+			} else if (name == "shmkv_meta") {
+				if (!first_input || !first_line || !b->recs.empty() || b->meta_seen)
+					return bad("shmkv_meta must be the first line of the first input");
+				if (!apply_meta(b, v, why))
+					return bad(why);
+				b->meta_seen = true;
+			} else {
+				return bad("unknown field \"" + std::string(name) +
+					   "\" (expected key, value, type)");
+			}
+			if (dup)
+				return bad("field \"" + std::string(name) + "\" appears twice");
+		}
+		if (b->meta_seen && !has_key && !has_value && !has_type && first_line) {
+			if (!at_end(doc))
+				return bad("trailing characters after the JSON object");
+			continue;
+		}
+		if (!has_key)
+			return bad("missing \"key\"");
+		if (!has_value)
+			return bad("missing \"value\"");
+		// Pass 2: the value, now that its type is known.
+		if ((e = obj.reset().error()))
+			return bad(std::string("invalid JSON: ") + error_message(e));
+		unsigned vtype = 0;
+		for (auto f : obj) {
+			std::string_view name;
+			ondemand::value v;
+			if ((e = f.unescaped_key().get(name)) || (e = f.value().get(v)))
+				return bad(std::string("invalid JSON: ") + error_message(e));
+			if (name == "value" && !vp.parse(v, type, enc, &vtype))
+				return bad(why);
+		}
+		if (!at_end(doc))
+			return bad("trailing characters after the JSON object");
+		int err = shmkv_builder_add(b, key.data(), key.size(), vtype, enc.data(), enc.size());
+		if (err)
+			return err;
+	}
+	b->progress("reading", size, size);
+	return 0;
+}
+
+} // namespace shmkv_build

@@ -1,0 +1,217 @@
+// builder/input_tsv.cc - TSV records: key<TAB>value, one per line.
+// Escapes in keys and values: \\ \t \n \r \0, and \, inside list elements.
+// Lists are comma-separated; an empty field is an empty list. Numbers are
+// parsed with fast_float (floats) and std::from_chars (integers).
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <fast_float/fast_float.h>
+
+#include "internal.h"
+
+namespace shmkv_build {
+
+namespace {
+
+// Unescapes s; with split_commas, also splits on unescaped commas.
+bool unescape(std::string_view s, bool split_commas, std::vector<std::string> &out,
+	      std::string &why)
+{
+	out.assign(1, std::string());
+	for (size_t i = 0; i < s.size(); i++) {
+		char c = s[i];
+		if (c == ',' && split_commas) {
+			out.emplace_back();
+			continue;
+		}
+		if (c != '\\') {
+			out.back() += c;
+			continue;
+		}
+		if (++i == s.size()) {
+			why = "a lone backslash ends the field (write \\\\ for a backslash)";
+			return false;
+		}
+		switch (s[i]) {
+		case '\\': out.back() += '\\'; break;
+		case 't': out.back() += '\t'; break;
+		case 'n': out.back() += '\n'; break;
+		case 'r': out.back() += '\r'; break;
+		case '0': out.back() += '\0'; break;
+		case ',': out.back() += ','; break;
+		default:
+			why = std::string("unknown escape \\") + s[i] + " (known: \\\\ \\t \\n \\r \\0 \\,)";
+			return false;
+		}
+	}
+	return true;
+}
+
+std::string_view trim_spaces(std::string_view s)
+{
+	while (!s.empty() && s.front() == ' ')
+		s.remove_prefix(1);
+	while (!s.empty() && s.back() == ' ')
+		s.remove_suffix(1);
+	return s;
+}
+
+bool parse_i64(std::string_view s, int64_t *x, std::string &why)
+{
+	std::string_view t = trim_spaces(s);
+	const char *b = t.data(), *e = t.data() + t.size();
+	if (b != e && *b == '+')
+		b++;
+	auto r = std::from_chars(b, e, *x);
+	if (r.ec == std::errc::result_out_of_range) {
+		why = "integer " + std::string(t) + " is out of the i64 range";
+		return false;
+	}
+	if (r.ec != std::errc() || r.ptr != e || t.empty()) {
+		why = "\"" + std::string(s) + "\" is not an integer";
+		return false;
+	}
+	return true;
+}
+
+template <typename F> bool parse_float(std::string_view s, F *x, std::string &why)
+{
+	std::string_view t = trim_spaces(s);
+	bool special = sizeof(F) == 4 ? parse_special_f32(t, (float *)(void *)x)
+				      : parse_special_f64(t, (double *)(void *)x);
+	if (special)
+		return true;
+	auto r = fast_float::from_chars(t.data(), t.data() + t.size(), *x);
+	if (r.ec != std::errc() || r.ptr != t.data() + t.size() || t.empty()) {
+		why = "\"" + std::string(s) + "\" is not a number";
+		return false;
+	}
+	if (std::isinf(*x)) {
+		why = std::string(t) + " is out of the " + (sizeof(F) == 4 ? "f32" : "f64") + " range";
+		return false;
+	}
+	return true;
+}
+
+// Encodes one TSV value field as type.
+bool encode_field(std::string_view field, unsigned type, std::string &enc, std::string &why)
+{
+	std::vector<std::string> parts;
+	enc.clear();
+	switch (type) {
+	case SHMKV_TYPE_STRING:
+		if (!unescape(field, false, parts, why))
+			return false;
+		enc = parts[0];
+		return true;
+	case SHMKV_TYPE_BYTES: {
+		size_t bad;
+		if (!base64_decode(field, enc, &bad)) {
+			why = "bytes value is not valid base64 (at character " + std::to_string(bad + 1) + ")";
+			return false;
+		}
+		return true;
+	}
+	case SHMKV_TYPE_BOOL:
+		if (field == "true" || field == "1")
+			enc.assign(1, '\1');
+		else if (field == "false" || field == "0")
+			enc.assign(1, '\0');
+		else {
+			why = "\"" + std::string(field) + "\" is not a bool (true, false, 1, 0)";
+			return false;
+		}
+		return true;
+	case SHMKV_TYPE_I64: {
+		int64_t x;
+		if (!parse_i64(field, &x, why))
+			return false;
+		enc.assign((const char *)&x, 8);
+		return true;
+	}
+	case SHMKV_TYPE_F64: {
+		double x;
+		if (!parse_float(field, &x, why))
+			return false;
+		enc.assign((const char *)&x, 8);
+		return true;
+	}
+	default: break;
+	}
+	// lists
+	if (!field.empty() && !unescape(field, true, parts, why))
+		return false;
+	if (type == SHMKV_TYPE_STRLIST) {
+		enc = encode_strlist(parts);
+		return true;
+	}
+	for (size_t i = 0; i < parts.size(); i++) {
+		bool good;
+		if (type == SHMKV_TYPE_F32LIST) {
+			float f;
+			good = parse_float(parts[i], &f, why);
+			enc.append((const char *)&f, 4);
+		} else if (type == SHMKV_TYPE_F64LIST) {
+			double d;
+			good = parse_float(parts[i], &d, why);
+			enc.append((const char *)&d, 8);
+		} else {
+			int64_t x;
+			good = parse_i64(parts[i], &x, why);
+			enc.append((const char *)&x, 8);
+		}
+		if (!good) {
+			why = "element " + std::to_string(i + 1) + ": " + why;
+			return false;
+		}
+	}
+	return true;
+}
+
+} // namespace
+
+int add_tsv(shmkv_builder *b, const char *data, size_t size, unsigned type)
+{
+	std::string enc, why;
+	std::vector<std::string> key;
+	uint64_t line_no = 0;
+	size_t next_progress = 0;
+	for (size_t off = 0; off < size;) {
+		const char *nl = (const char *)memchr(data + off, '\n', size - off);
+		size_t len = nl ? (size_t)(nl - (data + off)) : size - off;
+		std::string_view line(data + off, len);
+		off += len + (nl != nullptr);
+		b->cur_line = ++line_no;
+		if (off >= next_progress) {
+			b->progress("reading", off, size);
+			next_progress = off + (size_t(1) << 22);
+		}
+		if (!line.empty() && line.back() == '\r')
+			line.remove_suffix(1);
+		if (line.empty())
+			continue;
+		auto bad = [&](const std::string &msg) {
+			return b->fail(SHMKV_EINPUT, "%s: %s", b->here().c_str(), msg.c_str());
+		};
+		size_t tab = line.find('\t');
+		if (tab == std::string_view::npos)
+			return bad("no TAB between key and value");
+		size_t fields = 1;
+		for (char c : line)
+			fields += c == '\t';
+		if (fields != 2)
+			return bad("found " + std::to_string(fields) +
+				   " fields, expected 2 (key<TAB>value; write a TAB inside a field as \\t)");
+		if (!unescape(line.substr(0, tab), false, key, why))
+			return bad("key: " + why);
+		if (!encode_field(line.substr(tab + 1), type, enc, why))
+			return bad(why);
+		int err = shmkv_builder_add(b, key[0].data(), key[0].size(), type, enc.data(), enc.size());
+		if (err)
+			return err;
+	}
+	b->progress("reading", size, size);
+	return 0;
+}
+
+} // namespace shmkv_build

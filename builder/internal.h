@@ -1,0 +1,98 @@
+// builder/internal.h - the builder's private state, shared by its .cc files.
+#pragma once
+
+#include <cstdarg>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "shmkv.h"
+#include "shmkv_build.h"
+
+namespace shmkv_build {
+
+// Bump allocator for record bytes: records are never freed one by one.
+class Arena {
+public:
+	uint8_t *alloc(size_t n);
+
+private:
+	std::vector<std::unique_ptr<uint8_t[]>> blocks_;
+	size_t used_ = 0, cap_ = 0;
+};
+
+// One added record; key and value bytes live in the arena.
+struct Record {
+	const uint8_t *key;
+	const uint8_t *val;
+	uint32_t val_len;
+	uint16_t key_len;
+	uint8_t type;
+	uint8_t pad;
+	uint32_t src; // index into sources, or kNoSource
+	uint64_t line;
+};
+constexpr uint32_t kNoSource = UINT32_MAX;
+
+// Stored bytes of a value: bytes and strings carry a trailing NUL.
+inline uint64_t stored_len(uint8_t type, uint64_t val_len)
+{
+	return val_len + (type == SHMKV_TYPE_BYTES || type == SHMKV_TYPE_STRING);
+}
+
+inline uint64_t align_up(uint64_t x, uint64_t a)
+{
+	return (x + a - 1) & ~(a - 1);
+}
+
+// Printable, bounded rendering of a key for messages.
+std::string show_key(const uint8_t *key, size_t len);
+
+// base64 (RFC 4648, standard alphabet, padding optional). Returns false and the
+// position of the first bad character on malformed input.
+bool base64_decode(std::string_view in, std::string &out, size_t *bad_pos);
+
+// Encodes a string list in the image's strlist form.
+std::string encode_strlist(const std::vector<std::string> &items);
+
+// Parses "inf", "-inf", "nan" and "nan:0x<bits>" (the forms shmctl dump writes
+// for non-finite floats). bits_width is 32 or 64. Returns false if s is none.
+bool parse_special_f64(std::string_view s, double *out);
+bool parse_special_f32(std::string_view s, float *out);
+
+// Layout and write (layout.cc, write.cc).
+struct Layout;
+
+} // namespace shmkv_build
+
+struct shmkv_builder {
+	shmkv_build_options opt;
+	std::vector<shmkv_build::Record> recs;
+	shmkv_build::Arena arena;
+	std::vector<std::string> sources;
+	uint32_t cur_src = shmkv_build::kNoSource;
+	uint64_t cur_line = 0;
+	std::string err;
+	bool finished = false;
+	bool meta_seen = false;
+
+	// Sets err to a formatted message and returns code.
+	int fail(int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+	// "file:line" of a record, or "record #N".
+	std::string where(const shmkv_build::Record &r, size_t index) const;
+	// Where the next record will come from, for input-level errors.
+	std::string here() const;
+	void progress(const char *phase, uint64_t done, uint64_t total) const
+	{
+		if (opt.progress)
+			opt.progress(opt.progress_ctx, phase, done, total);
+	}
+};
+
+namespace shmkv_build {
+int finish_image(shmkv_builder *b, const char *path, shmkv_build_stats *st);
+int add_jsonl(shmkv_builder *b, const char *data, size_t size, bool first_input);
+int add_tsv(shmkv_builder *b, const char *data, size_t size, unsigned type);
+} // namespace shmkv_build

@@ -1,0 +1,136 @@
+/* shmkv_build.h - build shmkv images. C API (usable from C and C++);
+ * implemented in C++17 in libshmkv-build.
+ *
+ * Contents
+ *   shmkv_build_options_init(&o)                 defaults (see below)
+ *   shmkv_builder_new(&o, &b) / shmkv_builder_free(b)
+ *   shmkv_builder_add(b, key, key_len, type, value, value_len)   raw encoded value
+ *   shmkv_builder_add_i64 / _f64 / _bool / _str / _bytes
+ *   shmkv_builder_add_f32list / _f64list / _i64list / _strlist
+ *   shmkv_builder_add_file(b, path, format, tsv_type)   JSONL or TSV ("-" = stdin)
+ *   shmkv_builder_set_source(b, file, line)      location named in later messages
+ *   shmkv_builder_finish(b, path, &stats)        lay out, write atomically
+ *   shmkv_builder_error(b)                       what went wrong, where and why
+ *
+ * Every function returns 0 or a negative code (-errno or SHMKV_E*, see
+ * <shmkv.h> and shmkv_strerror()); after an error shmkv_builder_error() holds
+ * a message like "in.jsonl:7: duplicate key \"a\" (first at in.jsonl:3)".
+ * finish() writes a temporary file in the output's directory, fsyncs it and
+ * renames it over the output: on any error nothing is left under the output
+ * name and an existing file there is untouched.
+ *
+ * Output is deterministic: the same records in the same order with the same
+ * options give byte-identical images.
+ */
+#ifndef SHMKV_BUILD_H
+#define SHMKV_BUILD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct shmkv_builder shmkv_builder;
+
+enum shmkv_on_duplicate {
+	SHMKV_DUP_ERROR = 0, /* a duplicate key is an error naming both places */
+	SHMKV_DUP_FIRST = 1, /* keep the first record of a key */
+	SHMKV_DUP_LAST = 2   /* keep the last record of a key */
+};
+
+enum shmkv_input_format { SHMKV_INPUT_JSONL = 1, SHMKV_INPUT_TSV = 2 };
+
+/* Options a JSONL meta line may set unless the caller fixed them. */
+#define SHMKV_OPT_SEED 1u
+#define SHMKV_OPT_CREATED 2u
+#define SHMKV_OPT_NAME 4u
+#define SHMKV_OPT_BUCKETS 8u
+#define SHMKV_OPT_DEDUP 16u
+#define SHMKV_OPT_HASH_BITS 32u
+
+#define SHMKV_DEFAULT_SEED UINT64_C(0x53484d4b56763121) /* "SHMKVv1!" */
+#define SHMKV_DEFAULT_LOAD_FACTOR 0.85
+
+typedef void (*shmkv_progress_fn)(void *ctx, const char *phase, uint64_t done, uint64_t total);
+
+typedef struct shmkv_build_options {
+	uint64_t seed;           /* XXH3 seed; SHMKV_DEFAULT_SEED */
+	int64_t created;         /* unix time; SOURCE_DATE_EPOCH if set, else now */
+	char name[64];           /* image name, NUL-terminated; "" */
+	int dedup;               /* share identical values: 1 */
+	int on_duplicate;        /* enum shmkv_on_duplicate: SHMKV_DUP_ERROR */
+	double load_factor;      /* target index fill, (0, 1]: 0.85 */
+	uint64_t buckets;        /* exact bucket count, 0 = from load_factor */
+	unsigned hash_bits;      /* 64; fewer forces collisions (tests only) */
+	unsigned fixed;          /* SHMKV_OPT_* the caller set; a meta line leaves them */
+	shmkv_progress_fn progress; /* NULL, or called now and then while working */
+	void *progress_ctx;
+} shmkv_build_options;
+
+/* Fills defaults. Returns 0, or SHMKV_EINPUT if SOURCE_DATE_EPOCH is malformed. */
+int shmkv_build_options_init(shmkv_build_options *o);
+
+/* Returns 0, -EINVAL for invalid options (message via *err_out if not NULL
+ * is not available: check options first), -ENOMEM. */
+int shmkv_builder_new(const shmkv_build_options *o, shmkv_builder **out);
+void shmkv_builder_free(shmkv_builder *b);
+
+/* The last error's message ("" if none); valid until the next call on b. */
+const char *shmkv_builder_error(const shmkv_builder *b);
+
+/* Names the place (file and line) of the records added next, for messages. */
+void shmkv_builder_set_source(shmkv_builder *b, const char *file, uint64_t line);
+
+/* Adds a record; the value is in its encoded form (lib/FORMAT.md): bytes and
+ * string as is, i64/f64 as 8 bytes, bool as 1 byte (0/1), lists as arrays,
+ * strlist as u32 count, u32 ends[count+1], NUL-terminated strings.
+ * Returns 0, SHMKV_ELIMIT (key or value too long), SHMKV_EINPUT (bad type or
+ * encoding), -ENOMEM. Duplicates are found at finish. */
+int shmkv_builder_add(shmkv_builder *b, const void *key, size_t key_len, unsigned type,
+		      const void *value, size_t value_len);
+int shmkv_builder_add_i64(shmkv_builder *b, const void *key, size_t key_len, int64_t v);
+int shmkv_builder_add_f64(shmkv_builder *b, const void *key, size_t key_len, double v);
+int shmkv_builder_add_bool(shmkv_builder *b, const void *key, size_t key_len, int v);
+int shmkv_builder_add_str(shmkv_builder *b, const void *key, size_t key_len, const char *s,
+			  size_t len);
+int shmkv_builder_add_bytes(shmkv_builder *b, const void *key, size_t key_len, const void *p,
+			    size_t len);
+int shmkv_builder_add_f32list(shmkv_builder *b, const void *key, size_t key_len, const float *v,
+			      size_t n);
+int shmkv_builder_add_f64list(shmkv_builder *b, const void *key, size_t key_len,
+			      const double *v, size_t n);
+int shmkv_builder_add_i64list(shmkv_builder *b, const void *key, size_t key_len,
+			      const int64_t *v, size_t n);
+int shmkv_builder_add_strlist(shmkv_builder *b, const void *key, size_t key_len,
+			      const char *const *strs, const size_t *lens, size_t n);
+
+/* Reads records from a JSONL or TSV file ("-" = standard input). tsv_type is
+ * the value type of TSV input (enum shmkv_type), ignored for JSONL. Errors
+ * name file, line and reason. Returns 0, SHMKV_EINPUT, SHMKV_ELIMIT, -errno. */
+int shmkv_builder_add_file(shmkv_builder *b, const char *path, int format, unsigned tsv_type);
+
+typedef struct shmkv_build_stats {
+	uint64_t records;           /* records added */
+	uint64_t entries;           /* entries written (records less dropped duplicates) */
+	uint64_t duplicates;        /* records dropped by SHMKV_DUP_FIRST/LAST */
+	uint64_t image_bytes;
+	uint64_t index_bytes, entries_bytes, values_bytes;
+	uint64_t bucket_count;
+	uint32_t max_probe;
+	double load_factor;         /* entries / index slots */
+	uint64_t value_bytes_logical;
+	uint64_t dedup_values, dedup_refs, dedup_saved_bytes;
+	double seconds;             /* finish() time */
+} shmkv_build_stats;
+
+/* Lays the image out and writes it atomically to path. stats may be NULL.
+ * Returns 0, SHMKV_EDUPKEY, SHMKV_ELIMIT, -errno. The builder is spent after. */
+int shmkv_builder_finish(shmkv_builder *b, const char *path, shmkv_build_stats *stats);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SHMKV_BUILD_H */

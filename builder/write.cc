@@ -1,0 +1,280 @@
+// builder/write.cc - writes a laid-out image atomically: temporary file in the
+// output's directory, fsync, rename, fsync of the directory.
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "layout.h"
+
+namespace shmkv_build {
+
+namespace {
+
+// Buffered sequential writer that checksums the current section as it goes.
+class Writer {
+public:
+	Writer(shmkv_builder *b, int fd, const char *path) : b_(b), fd_(fd), path_(path)
+	{
+		buf_.reserve(kBuf);
+	}
+	int put(const void *p, size_t n)
+	{
+		if (in_section_)
+			XXH3_64bits_update(&st_, p, n);
+		const char *c = (const char *)p;
+		while (n) {
+			size_t k = std::min(n, kBuf - buf_.size());
+			buf_.append(c, k);
+			c += k;
+			n -= k;
+			pos_ += k;
+			if (buf_.size() == kBuf) {
+				int err = flush();
+				if (err)
+					return err;
+			}
+		}
+		return 0;
+	}
+	int zeros(uint64_t n)
+	{
+		static const char z[4096] = {0};
+		while (n) {
+			size_t k = n < sizeof z ? (size_t)n : sizeof z;
+			int err = put(z, k);
+			if (err)
+				return err;
+			n -= k;
+		}
+		return 0;
+	}
+	int pad_to(uint64_t off) { return zeros(off - pos_); }
+	void begin_section()
+	{
+		XXH3_64bits_reset(&st_);
+		in_section_ = true;
+	}
+	uint64_t end_section()
+	{
+		in_section_ = false;
+		return XXH3_64bits_digest(&st_);
+	}
+	int flush()
+	{
+		const char *p = buf_.data();
+		size_t n = buf_.size();
+		while (n) {
+			ssize_t w = write(fd_, p, n);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w < 0)
+				return b_->fail(-errno, "writing %s: %s", path_, strerror(errno));
+			p += w;
+			n -= (size_t)w;
+		}
+		buf_.clear();
+		return 0;
+	}
+	uint64_t pos() const { return pos_; }
+
+private:
+	static constexpr size_t kBuf = size_t(4) << 20;
+	shmkv_builder *b_;
+	int fd_;
+	const char *path_;
+	std::string buf_;
+	uint64_t pos_ = 0;
+	XXH3_state_t st_;
+	bool in_section_ = false;
+};
+
+int write_body(shmkv_builder *b, const Layout &L, Writer &w, shmkv_image_header &h)
+{
+	const auto &R = b->recs;
+	int err = w.zeros(SHMKV_HEADER_SIZE);
+	if (err)
+		return err;
+
+	w.begin_section();
+	if ((err = w.put(L.index.data(), L.index.size() * 8)))
+		return err;
+	h.sections[0] = {SHMKV_SECTION_INDEX, 0, SHMKV_HEADER_SIZE,
+			 L.bucket_count * SHMKV_BUCKET_BYTES, w.end_section()};
+
+	w.begin_section();
+	size_t m = L.order.size();
+	for (size_t k = 0; k < m; k++) {
+		const Record &r = R[L.order[k]];
+		bool shared = L.shared_off[k] != 0;
+		if ((err = w.pad_to(L.entry_off[k])))
+			return err;
+		shmkv_entry_header eh = {r.type, (uint8_t)(shared ? SHMKV_EFLAG_SHARED : 0), r.key_len,
+					 r.val_len};
+		if ((err = w.put(&eh, sizeof eh)) || (err = w.put(r.key, r.key_len)))
+			return err;
+		uint64_t vpos = shmkv__value_pos(&eh);
+		if ((err = w.pad_to(L.entry_off[k] + vpos)))
+			return err;
+		if (shared) {
+			err = w.put(&L.shared_off[k], 8);
+		} else {
+			err = w.put(r.val, r.val_len);
+			if (!err && stored_len(r.type, r.val_len) > r.val_len)
+				err = w.zeros(1);
+		}
+		if (!err)
+			err = w.pad_to(align_up(w.pos(), 8));
+		if (err)
+			return err;
+		if ((k & 0xfffff) == 0)
+			b->progress("writing", k, m);
+	}
+	if ((err = w.pad_to(L.entries_end)))
+		return err;
+	h.sections[1] = {SHMKV_SECTION_ENTRIES, 0, L.entries_off, L.entries_end - L.entries_off,
+			 w.end_section()};
+
+	if ((err = w.pad_to(L.values_off)))
+		return err;
+	w.begin_section();
+	for (uint32_t rep : L.shared_reps) {
+		const Record &r = R[L.order[rep]];
+		if ((err = w.pad_to(align_up(w.pos(), 8))) || (err = w.put(r.val, r.val_len)))
+			return err;
+		if (stored_len(r.type, r.val_len) > r.val_len && (err = w.zeros(1)))
+			return err;
+	}
+	h.sections[2] = {SHMKV_SECTION_VALUES, 0, L.values_off, L.values_end - L.values_off,
+			 w.end_section()};
+	if ((err = w.pad_to(L.file_size)))
+		return err;
+	return w.flush();
+}
+
+void fill_header(const shmkv_builder *b, const Layout &L, shmkv_image_header &h)
+{
+	const auto &o = b->opt;
+	memcpy(h.magic, SHMKV_MAGIC, 8);
+	h.format_version = SHMKV_FORMAT_VERSION;
+	h.header_size = SHMKV_HEADER_SIZE;
+	h.layout_hash = SHMKV_LAYOUT_HASH;
+	h.flags = o.dedup ? SHMKV_HFLAG_DEDUP : 0;
+	h.file_size = L.file_size;
+	h.entry_count = L.order.size();
+	h.bucket_count = L.bucket_count;
+	h.bucket_slots = SHMKV_BUCKET_SLOTS;
+	h.hash_bits = o.hash_bits;
+	h.hash_seed = o.seed;
+	h.max_probe = L.max_probe;
+	h.section_count = 3;
+	h.builder_version = SHMKV_VERSION_MAJOR << 16 | SHMKV_VERSION_MINOR << 8 | SHMKV_VERSION_PATCH;
+	h.created_unix = o.created;
+	h.value_bytes_logical = L.value_bytes_logical;
+	h.dedup_values = L.dedup_values;
+	h.dedup_refs = L.dedup_refs;
+	h.dedup_saved_bytes = L.dedup_saved;
+	memcpy(h.name, o.name, sizeof h.name);
+	h.header_checksum = XXH3_64bits(&h, offsetof(shmkv_image_header, header_checksum));
+}
+
+std::string dir_of(const std::string &path)
+{
+	size_t slash = path.rfind('/');
+	if (slash == std::string::npos)
+		return ".";
+	return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// Creates dir/.base.XXXXXXXX.tmp with O_EXCL (mode 0666 less the umask).
+int make_temp(shmkv_builder *b, const std::string &path, std::string &tmp)
+{
+	std::string dir = dir_of(path);
+	std::string base = path.substr(path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1);
+	for (int tries = 0; tries < 100; tries++) {
+		uint64_t r;
+		if (getrandom(&r, sizeof r, 0) != sizeof r)
+			r = (uint64_t)getpid() << 32 ^ (uint64_t)tries;
+		char suffix[32];
+		snprintf(suffix, sizeof suffix, ".%016llx.tmp", (unsigned long long)r);
+		tmp = dir + "/." + base + suffix;
+		int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+		if (fd >= 0)
+			return fd;
+		if (errno != EEXIST)
+			return b->fail(-errno, "cannot create a temporary file in %s: %s", dir.c_str(),
+				       strerror(errno));
+	}
+	return b->fail(-EEXIST, "cannot create a temporary file in %s", dir.c_str());
+}
+
+} // namespace
+
+int write_image(shmkv_builder *b, const Layout &L, const char *path)
+{
+	std::string tmp;
+	int fd = make_temp(b, path, tmp);
+	if (fd < 0)
+		return fd;
+	shmkv_image_header h;
+	memset(&h, 0, sizeof h);
+	Writer w(b, fd, tmp.c_str());
+	int err = write_body(b, L, w, h);
+	if (!err) {
+		fill_header(b, L, h);
+		if (pwrite(fd, &h, sizeof h, 0) != (ssize_t)sizeof h)
+			err = b->fail(-errno, "writing %s: %s", tmp.c_str(), strerror(errno));
+	}
+	if (!err && fsync(fd) != 0)
+		err = b->fail(-errno, "fsync %s: %s", tmp.c_str(), strerror(errno));
+	if (close(fd) != 0 && !err)
+		err = b->fail(-errno, "close %s: %s", tmp.c_str(), strerror(errno));
+	if (!err && rename(tmp.c_str(), path) != 0)
+		err = b->fail(-errno, "rename %s to %s: %s", tmp.c_str(), path, strerror(errno));
+	if (err) {
+		unlink(tmp.c_str());
+		return err;
+	}
+	// make the rename durable
+	int dfd = open(dir_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+	return 0;
+}
+
+int finish_image(shmkv_builder *b, const char *path, shmkv_build_stats *st)
+{
+	auto t0 = std::chrono::steady_clock::now();
+	Layout L;
+	int err = compute_layout(b, L);
+	if (!err)
+		err = write_image(b, L, path);
+	if (err)
+		return err;
+	b->progress("done", 1, 1);
+	if (st) {
+		memset(st, 0, sizeof *st);
+		st->records = b->recs.size();
+		st->entries = L.order.size();
+		st->duplicates = L.duplicates;
+		st->image_bytes = L.file_size;
+		st->index_bytes = L.bucket_count * SHMKV_BUCKET_BYTES;
+		st->entries_bytes = L.entries_end - L.entries_off;
+		st->values_bytes = L.values_end - L.values_off;
+		st->bucket_count = L.bucket_count;
+		st->max_probe = L.max_probe;
+		st->load_factor = (double)L.order.size() / ((double)L.bucket_count * SHMKV_BUCKET_SLOTS);
+		st->value_bytes_logical = L.value_bytes_logical;
+		st->dedup_values = L.dedup_values;
+		st->dedup_refs = L.dedup_refs;
+		st->dedup_saved_bytes = L.dedup_saved;
+		st->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+	}
+	return 0;
+}
+
+} // namespace shmkv_build
