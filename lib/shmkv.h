@@ -20,6 +20,7 @@
  *     int  shmkv_get_strlist(db, key, key_len, &list)
  *          shmkv_strlist_count(&list), shmkv_strlist_at(&list, i, &len)
  *     Typed getters return SHMKV_ETYPE on a type mismatch: nothing is converted.
+ *     size_t shmkv_get_batch(db, keys, n, values, errs)  many keys, prefetched in groups
  *   Iteration
  *     shmkv_iter_init(db, &it); while (shmkv_iter_next(&it, &k, &klen, &v) == 0) ...
  *   Misc
@@ -59,5 +60,6 @@
 #include "shmkv/handle.h"
 #include "shmkv/get.h"
 #include "shmkv/verify.h"
+#include "shmkv/batch.h"
 
 #endif /* SHMKV_H */

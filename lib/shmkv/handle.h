@@ -258,6 +258,11 @@ static inline int shmkv_open_file_diag(const char *path, unsigned flags, shmkv *
 		goto done;
 	}
 	close(fd); /* the mapping keeps the file */
+#if defined(MADV_HUGEPAGE)
+	/* Fewer TLB misses where the kernel backs file pages with huge pages
+	 * (tmpfs, or CONFIG_READ_ONLY_THP_FOR_FS); advice only, errors ignored. */
+	madvise(map, (size_t)st.st_size, MADV_HUGEPAGE);
+#endif
 	err = shmkv_image_check(map, (uint64_t)st.st_size, flags, why, why_len);
 	if (err)
 		goto done;
