@@ -13,6 +13,15 @@
  *     int  shmkv_verify(db, why, why_len)            full structural walk
  *     flags: SHMKV_OPEN_NOVERIFY (skip section checksums), SHMKV_OPEN_POPULATE,
  *            SHMKV_OPEN_DEEP (also shmkv_verify at open)
+ *   Attach to a loader-managed cache (lib/PROTOCOL.md)
+ *     int  shmkv_attach(name, flags, &db)            root from $SHMKV_ROOT or /run/shmkv
+ *     int  shmkv_attach_diag(root, name, flags, &db, why, why_len)
+ *     int  shmkv_refresh(db)                         1 if it moved to a new generation
+ *     uint64_t shmkv_generation(db)
+ *     flags: SHMKV_ATTACH_VERIFY (checksums at attach), SHMKV_OPEN_DEEP
+ *     A get never mixes two generations; values stay valid until the next
+ *     refresh that returns 1, or close. Mappings are read-only (PROT_READ of
+ *     O_RDONLY descriptors): a reader cannot write the cache.
  *   Lookups (no system call, no allocation; values point into the image)
  *     int  shmkv_get(db, key, key_len, &value)       any type
  *     int  shmkv_get_i64 / _f64 / _bool / _str / _bytes
@@ -61,5 +70,6 @@
 #include "shmkv/get.h"
 #include "shmkv/verify.h"
 #include "shmkv/batch.h"
+#include "shmkv/attach.h"
 
 #endif /* SHMKV_H */

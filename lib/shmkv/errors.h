@@ -28,6 +28,7 @@ static inline const char *shmkv_strerror(int err)
 	case SHMKV_EDUPKEY: return "duplicate key";
 	case SHMKV_EINPUT: return "malformed input";
 	case SHMKV_ELIMIT: return "limit exceeded";
+	case SHMKV_EPROTO: return "control segment protocol mismatch";
 	default: break;
 	}
 	if (err < 0 && err > -4096) {

@@ -145,7 +145,8 @@ _Static_assert(sizeof(shmkv_entry_header) == 8, "entry layout");
 #define SHMKV_EDUPKEY (-30910)    /* builder: duplicate key */
 #define SHMKV_EINPUT (-30911)     /* builder: malformed input */
 #define SHMKV_ELIMIT (-30912)     /* builder: a documented limit is exceeded */
-#define SHMKV_EFIRST_ (-30912)
+#define SHMKV_EPROTO (-30913)     /* control segment of another protocol version or layout */
+#define SHMKV_EFIRST_ (-30913)
 #define SHMKV_ELAST_ (-30900)
 
 #endif /* SHMKV_FORMAT_H */

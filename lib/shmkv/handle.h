@@ -14,6 +14,7 @@
 #include "errors.h"
 #include "format.h"
 #include "probe.h"
+#include "protocol.h"
 
 /* Strict -std=c11 hides these Linux flags; their values are the kernel ABI on
  * the two architectures shmkv supports (x86-64, AArch64). */
@@ -46,8 +47,11 @@ typedef struct shmkv {
 	uint64_t entry_count;
 	uint64_t entries_off, entries_end; /* ENTRIES section [off, end) */
 	uint64_t values_off, values_end;   /* VALUES section [off, end) */
-	void *map;                /* munmap() on close */
+	void *map;                /* image mapping, munmap() on close */
 	size_t map_len;
+	const shmkv_ctl *ctl;     /* attached handles: the control segment, else NULL */
+	uint64_t generation;      /* attached handles: generation served, else 0 */
+	unsigned flags;           /* attach flags, reused by refresh */
 } shmkv;
 
 static inline const shmkv_image_header *shmkv__hdr(const shmkv *db)
@@ -306,6 +310,8 @@ static inline void shmkv_close(shmkv *db)
 	int saved_errno = errno;
 	if (db->map)
 		munmap(db->map, db->map_len);
+	if (db->ctl)
+		munmap((void *)(uintptr_t)db->ctl, SHMKV_CTL_SIZE);
 	free(db);
 	errno = saved_errno;
 }

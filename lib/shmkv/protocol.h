@@ -1,0 +1,63 @@
+/* shmkv/protocol.h - the control segment: how the loader tells readers which
+ * image is current. lib/PROTOCOL.md is the prose specification.
+ * Part of the header-only reader; include <shmkv.h>, not this file.
+ *
+ * One control file per cache, ROOT/NAME.ctl, written only by the loader and
+ * mapped read-only by readers. It holds numbers and file names, never
+ * pointers. Its fields other than seq change only inside a seqcount write
+ * section (seq odd); readers copy them out in a seqcount loop. */
+#ifndef SHMKV_PROTOCOL_H
+#define SHMKV_PROTOCOL_H
+
+#include <stdint.h>
+
+#define SHMKV_CTL_MAGIC "SHMKVCTL"
+#define SHMKV_PROTOCOL_VERSION 1u
+#define SHMKV_CTL_SIZE 4096u
+#define SHMKV_CTL_MAX_SEGMENTS 8u /* one per NUMA node at most */
+#define SHMKV_CTL_PATH_MAX 224u
+#define SHMKV_DEFAULT_ROOT "/run/shmkv"
+#define SHMKV_CACHE_NAME_MAX 63u
+
+/* segment flags */
+#define SHMKV_SEG_HUGETLB 1u /* hugetlbfs-backed; otherwise tmpfs (/dev/shm) */
+
+typedef struct shmkv_ctl_segment {
+	int32_t node;       /* NUMA node of this copy, -1 when not pinned */
+	uint32_t flags;     /* SHMKV_SEG_* */
+	uint64_t size;      /* image bytes (the image header's file_size) */
+	uint64_t map_size;  /* file size: size rounded up to page_size */
+	uint64_t page_size; /* bytes */
+	char path[SHMKV_CTL_PATH_MAX]; /* absolute path of the segment file, NUL-terminated */
+} shmkv_ctl_segment;
+
+typedef struct shmkv_ctl {
+	char magic[8];              /*   0 SHMKV_CTL_MAGIC */
+	uint32_t protocol_version;  /*   8 SHMKV_PROTOCOL_VERSION */
+	uint32_t ctl_size;          /*  12 SHMKV_CTL_SIZE */
+	uint64_t layout_hash;       /*  16 SHMKV_CTL_LAYOUT_HASH */
+	uint64_t seq;               /*  24 seqcount: odd while the loader writes */
+	uint64_t generation;        /*  32 current generation; 0 = nothing published yet */
+	uint32_t segment_count;     /*  40 1..SHMKV_CTL_MAX_SEGMENTS when generation != 0 */
+	uint32_t flags;             /*  44 0 */
+	uint64_t loader_pid;        /*  48 pid of the loader that published */
+	int64_t published_ns;       /*  56 CLOCK_REALTIME of the publish, ns */
+	uint64_t reserved[8];       /*  64 zero */
+	shmkv_ctl_segment segments[SHMKV_CTL_MAX_SEGMENTS]; /* 128 */
+} shmkv_ctl;
+
+#define SHMKV_CTL_LAYOUT_DESC                                                                    \
+	"shmkv-ctl-v1;ctl=2176:magic@0,protocol_version@8,ctl_size@12,layout_hash@16,seq@24,"       \
+	"generation@32,segment_count@40,flags@44,loader_pid@48,published_ns@56,reserved@64,"        \
+	"segments@128;segment=256:node@0,flags@4,size@8,map_size@16,page_size@24,path@32"
+#define SHMKV_CTL_LAYOUT_HASH UINT64_C(0x4b43ad88b167e31c)
+
+#ifdef __cplusplus
+static_assert(sizeof(shmkv_ctl_segment) == 256, "segment layout");
+static_assert(sizeof(shmkv_ctl) == 128 + 256 * SHMKV_CTL_MAX_SEGMENTS, "ctl layout");
+#else
+_Static_assert(sizeof(shmkv_ctl_segment) == 256, "segment layout");
+_Static_assert(sizeof(shmkv_ctl) == 128 + 256 * SHMKV_CTL_MAX_SEGMENTS, "ctl layout");
+#endif
+
+#endif /* SHMKV_PROTOCOL_H */
