@@ -62,7 +62,9 @@ typedef struct shmkv_build_options {
 	int dedup;               /* share identical values: 1 */
 	int on_duplicate;        /* enum shmkv_on_duplicate: SHMKV_DUP_ERROR */
 	double load_factor;      /* target index fill, (0, 1]: 0.85 */
-	uint64_t buckets;        /* exact bucket count, 0 = from load_factor */
+	uint64_t buckets;        /* exact bucket count, 0 = from load_factor (a meta line
+				    may set it unless SHMKV_OPT_BUCKETS is fixed; fix that bit
+				    to make load_factor win) */
 	unsigned hash_bits;      /* 64; fewer forces collisions (tests only) */
 	unsigned fixed;          /* SHMKV_OPT_* the caller set; a meta line leaves them */
 	shmkv_progress_fn progress; /* NULL, or called now and then while working */
@@ -72,8 +74,10 @@ typedef struct shmkv_build_options {
 /* Fills defaults. Returns 0, or SHMKV_EINPUT if SOURCE_DATE_EPOCH is malformed. */
 int shmkv_build_options_init(shmkv_build_options *o);
 
-/* Returns 0, -EINVAL for invalid options (message via *err_out if not NULL
- * is not available: check options first), -ENOMEM. */
+/* Returns 0, -EINVAL for invalid options (load_factor outside (0, 1],
+ * hash_bits outside 1..64, an unknown on_duplicate, a name without NUL),
+ * or -ENOMEM. There is no builder yet to hold a message: callers that take
+ * options from users check them first. */
 int shmkv_builder_new(const shmkv_build_options *o, shmkv_builder **out);
 void shmkv_builder_free(shmkv_builder *b);
 

@@ -366,7 +366,7 @@ static inline int shmkv__entry_decode(const shmkv *db, uint64_t off, shmkv__entr
 					   (unsigned long long)voff, (unsigned long long)stored);
 		end = vpos + 8;
 	} else {
-		if (stored > db->entries_end - vpos)
+		if (vpos > db->entries_end || stored > db->entries_end - vpos)
 			return SHMKV__BADE("entry at %llu: key of %u and value of %u bytes run past the "
 					   "section", (unsigned long long)off, eh->key_len,
 					   eh->value_len);

@@ -268,8 +268,14 @@ static inline int shmkv_open_file_diag(const char *path, unsigned flags, shmkv *
 	madvise(map, (size_t)st.st_size, MADV_HUGEPAGE);
 #endif
 	err = shmkv_image_check(map, (uint64_t)st.st_size, flags, why, why_len);
-	if (err)
+	if (err) {
+		if (why && why_len) { /* name the file, like the other errors */
+			char tmp[256];
+			snprintf(tmp, sizeof tmp, "%s", why);
+			shmkv__fail(err, why, why_len, "%s: %s", path, tmp);
+		}
 		goto done;
+	}
 	db = (shmkv *)calloc(1, sizeof *db);
 	if (!db) {
 		err = shmkv__fail(-ENOMEM, why, why_len, "out of memory");

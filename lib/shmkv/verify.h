@@ -19,6 +19,59 @@ static inline int shmkv__zero_range(const shmkv *db, uint64_t from, uint64_t to,
 	return 0;
 }
 
+/* Strict UTF-8 (no overlongs, surrogates or code points past U+10FFFF). */
+static inline int shmkv__utf8_valid(const uint8_t *p, size_t n)
+{
+	size_t i = 0;
+	while (i < n) {
+		uint8_t c = p[i];
+		if (c < 0x80) {
+			i++;
+			continue;
+		}
+		size_t len;
+		uint32_t cp, min;
+		if ((c & 0xe0) == 0xc0) {
+			len = 2, cp = c & 0x1f, min = 0x80;
+		} else if ((c & 0xf0) == 0xe0) {
+			len = 3, cp = c & 0x0f, min = 0x800;
+		} else if ((c & 0xf8) == 0xf0) {
+			len = 4, cp = c & 0x07, min = 0x10000;
+		} else {
+			return 0;
+		}
+		if (n - i < len)
+			return 0;
+		for (size_t k = 1; k < len; k++) {
+			if ((p[i + k] & 0xc0) != 0x80)
+				return 0;
+			cp = cp << 6 | (p[i + k] & 0x3f);
+		}
+		if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+			return 0;
+		i += len;
+	}
+	return 1;
+}
+
+/* String and string-list values must be UTF-8 (the builder enforces it). */
+static inline int shmkv__text_valid(const shmkv_value *v)
+{
+	if (v->type == SHMKV_TYPE_STRING)
+		return shmkv__utf8_valid((const uint8_t *)v->data, v->size);
+	if (v->type != SHMKV_TYPE_STRLIST)
+		return 1;
+	shmkv_strlist l;
+	shmkv_value_strlist(v, &l);
+	for (size_t i = 0; i < l.count; i++) {
+		size_t len;
+		const char *s = shmkv_strlist_at(&l, i, &len);
+		if (!shmkv__utf8_valid((const uint8_t *)s, len))
+			return 0;
+	}
+	return 1;
+}
+
 /* Every checksum, every index slot, every entry and value, and all padding.
  * Returns 0, SHMKV_ECHECKSUM or SHMKV_ECORRUPT with what and where in why. */
 static inline int shmkv_verify(const shmkv *db, char *why, size_t why_len)
@@ -108,6 +161,10 @@ static inline int shmkv_verify(const shmkv *db, char *why, size_t why_len)
 					   "entry at %llu: lookup of its key does not find it%s",
 					   (unsigned long long)pos,
 					   found ? " (duplicate key)" : "");
+		if (!shmkv__text_valid(&e.value))
+			return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
+					   "entry at %llu: %s value is not valid UTF-8",
+					   (unsigned long long)pos, shmkv_type_name(e.value.type));
 		shared += e.value.shared;
 		n++;
 		pos = e.end;
