@@ -219,11 +219,15 @@ static inline int shmkv_get_i64list(const shmkv *db, const void *key, size_t key
 	return err;
 }
 
-/* Views a STRLIST value as a list. Returns 0 or SHMKV_ETYPE. */
+/* Views a STRLIST value as a list. Returns 0, or SHMKV_ETYPE with *out empty. */
 static inline int shmkv_value_strlist(const shmkv_value *v, shmkv_strlist *out)
 {
-	if (v->type != SHMKV_TYPE_STRLIST)
+	if (v->type != SHMKV_TYPE_STRLIST) {
+		out->count = 0; /* an empty list, so no caller reads garbage */
+		out->ends = NULL;
+		out->data = NULL;
 		return SHMKV_ETYPE;
+	}
 	const uint8_t *p = (const uint8_t *)v->data;
 	out->count = v->count;
 	out->ends = (const uint32_t *)(const void *)(p + 4);
