@@ -1,0 +1,93 @@
+/* image.c - the `image` object: its command table and help. */
+#include "image.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "main.h"
+
+int image_help(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	print_help(
+		"Usage: " BIN_NAME " [OPTIONS] image { COMMAND | help }\n"
+		"       " BIN_NAME " image build -o OUT [BUILD_OPTS] INPUT...\n"
+		"       " BIN_NAME " image get [--key-base64] FILE KEY\n"
+		"       " BIN_NAME " image inspect FILE\n"
+		"       " BIN_NAME " image verify FILE\n"
+		"       " BIN_NAME " image dump FILE\n"
+		"       " BIN_NAME " image help\n"
+		"\n"
+		"       COMMAND := { build | get | inspect | verify | dump }\n"
+		"       BUILD_OPTS := { --format FORMAT | --type TYPE | --on-duplicate DUP |\n"
+		"                       --name NAME | --seed SEED | --created UNIX_TIME |\n"
+		"                       --buckets N | --load-factor F | --no-dedup |\n"
+		"                       --hash-bits BITS }   (--hash-bits: tests only)\n"
+		"       INPUT := { PATH | - }\n"
+		"       FORMAT := { jsonl | tsv }   (default: tsv for *.tsv, else jsonl)\n"
+		"       TYPE := { bytes | string | i64 | bool | f64 | f32list | f64list |\n"
+		"                 i64list | strlist }   (TSV value type; default string)\n"
+		"       DUP := { error | first | last }   (default error)\n"
+		"       OPTIONS := { {-j|--json} [{-p|--pretty}] | {-h|--help} }\n"
+		"\n"
+		"build    write an image from JSONL or TSV records ('-' is stdin)\n"
+		"get      print KEY's value; --key-base64: KEY is base64 (binary keys)\n"
+		"inspect  header, sections, value types, probe lengths, dedup savings\n"
+		"verify   check every checksum, slot, entry and byte of padding\n"
+		"dump     the records as JSONL, after a shmkv_meta line: 'image build'\n"
+		"         of the dump gives the same image, byte for byte\n"
+		"\n"
+		"Options of a command come before its arguments ('--' ends them);\n"
+		"build also takes them after its inputs.\n"
+		"Exit status: 0 ok; 1 key not found (get), image invalid (verify);\n"
+		"             2 usage or I/O error.\n");
+	return 0;
+}
+
+static const struct cmd cmds[] = {
+	{"build", do_image_build},
+	{"get", do_image_get},
+	{"inspect", do_image_inspect},
+	{"verify", do_image_verify},
+	{"dump", do_image_dump},
+	{"help", image_help},
+	{NULL, NULL},
+};
+
+int do_image(int argc, char **argv)
+{
+	return cmd_select(cmds, argc - 1, argv + 1, image_help, "image");
+}
+
+int image_simple_args(int argc, char **argv, int nargs, const char *usage)
+{
+	static const struct option opts[] = {VERB_LONGOPTS, {NULL, 0, NULL, 0}};
+	int c, rc;
+	verb_getopt_reset();
+	while ((c = getopt_long(argc, argv, "+" VERB_SHORTOPTS, opts, NULL)) != -1)
+		if ((rc = verb_common_opt(c, argv, image_help, "image")) >= 0)
+			return rc;
+	if (argc - optind != nargs)
+		return p_usage("image", "%s: expected %s", argv[0], usage);
+	return -1;
+}
+
+void image_why(char *out, size_t len, const char *path, const char *why)
+{
+	size_t n = strlen(path);
+	if (!strncmp(why, path, n) && why[n] == ':')
+		snprintf(out, len, "%s", why);
+	else
+		snprintf(out, len, "%s: %s", path, why);
+}
+
+int image_open(const char *path, unsigned flags, shmkv **db)
+{
+	char why[512], msg[1024];
+	int err = shmkv_open_file_diag(path, flags, db, why, sizeof why);
+	if (!err)
+		return EXIT_OK;
+	image_why(msg, sizeof msg, path, why);
+	return p_err("%s", msg);
+}

@@ -1,0 +1,28 @@
+/* image.h - the `image` object's commands (image.c dispatches; the verbs
+ * live in build_cmd.c, image_read.c, image_inspect.c). */
+#ifndef SHMCTL_IMAGE_H
+#define SHMCTL_IMAGE_H
+
+#include <shmkv.h>
+
+int image_help(int argc, char **argv);
+
+int do_image_build(int argc, char **argv);
+int do_image_get(int argc, char **argv);
+int do_image_inspect(int argc, char **argv);
+int do_image_verify(int argc, char **argv);
+int do_image_dump(int argc, char **argv);
+
+/* Parses a verb's options when it has none of its own (only -j/-p/-h) and
+ * checks that exactly nargs positional arguments follow. Returns -1 to go
+ * on, with the positionals at argv[optind...], else the exit code. */
+int image_simple_args(int argc, char **argv, int nargs, const char *usage);
+
+/* Opens an image: 0, or reports "FILE: why" and returns EXIT_USAGE
+ * (verify opens by itself: it maps image problems to EXIT_NEGATIVE). */
+int image_open(const char *path, unsigned flags, shmkv **db);
+
+/* "why" with the path in front unless the reader already put it there. */
+void image_why(char *out, size_t len, const char *path, const char *why);
+
+#endif /* SHMCTL_IMAGE_H */

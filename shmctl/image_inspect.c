@@ -1,0 +1,228 @@
+/* image_inspect.c - image inspect: header, sections, value types, probe
+ * lengths and dedup savings of an image. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "image.h"
+#include "main.h"
+
+struct stats {
+	uint64_t types[SHMKV_TYPE_MAX + 1]; /* entries per value type */
+	uint64_t *probe;                     /* probe[d]: keys d buckets from home */
+	uint32_t probe_len;                  /* max_probe + 1 */
+};
+
+/* Counts entries per type by iterating. */
+static int count_types(const shmkv *db, struct stats *st, char *why, size_t len)
+{
+	shmkv_iter it;
+	const void *key;
+	size_t key_len;
+	shmkv_value v;
+	uint64_t n = 0;
+	int err;
+	shmkv_iter_init(db, &it);
+	while ((err = shmkv_iter_next(&it, &key, &key_len, &v)) == 0) {
+		st->types[v.type <= SHMKV_TYPE_MAX ? v.type : 0]++;
+		n++;
+	}
+	if (err != SHMKV_EEND)
+		return shmkv__fail(err, why, len, "entry %" PRIu64 ": %s", n, shmkv_strerror(err));
+	return 0;
+}
+
+/* Walks the index: each slot's entry, its key's home bucket, the distance. */
+static int probe_lengths(const shmkv *db, struct stats *st, char *why, size_t len)
+{
+	const shmkv_image_header *h = shmkv_header(db);
+	/* the header sits at the image start: no need to look into the handle */
+	const uint64_t *slots =
+		(const uint64_t *)(const void *)((const uint8_t *)h + h->sections[0].offset);
+	st->probe_len = h->max_probe + 1;
+	st->probe = calloc(st->probe_len, sizeof *st->probe);
+	if (!st->probe)
+		return shmkv__fail(-ENOMEM, why, len, "out of memory");
+	for (uint64_t b = 0; b < h->bucket_count; b++) {
+		for (unsigned j = 0; j < SHMKV_BUCKET_SLOTS; j++) {
+			uint64_t w = slots[b * SHMKV_BUCKET_SLOTS + j];
+			if (!w)
+				continue;
+			shmkv__entry e;
+			char sub[256];
+			int err = shmkv__entry_decode(db, (w & SHMKV_SLOT_OFF_MASK) << 3, &e, sub,
+						      sizeof sub);
+			if (err)
+				return shmkv__fail(err, why, len, "index bucket %" PRIu64 " slot %u: %s",
+						   b, j, sub);
+			uint64_t hv = shmkv__hash(h->hash_seed, h->hash_bits, e.key, e.key_len);
+			uint64_t home = shmkv__home(hv, h->bucket_count);
+			uint64_t d = b >= home ? b - home : b + h->bucket_count - home;
+			if (d >= st->probe_len)
+				return shmkv__fail(SHMKV_ECORRUPT, why, len,
+						   "index bucket %" PRIu64 " slot %u: key is %" PRIu64
+						   " buckets from home, max_probe is %u", b, j, d, h->max_probe);
+			st->probe[d]++;
+		}
+	}
+	return 0;
+}
+
+static void version_text(char *buf, size_t n, uint32_t v)
+{
+	snprintf(buf, n, "%u.%u.%u", v >> 16, v >> 8 & 0xff, v & 0xff);
+}
+
+static double ratio(uint64_t a, uint64_t b)
+{
+	return b ? (double)a / (double)b : 0.0;
+}
+
+static void print_json(const char *path, const shmkv_image_header *h, const struct stats *st)
+{
+	json_writer *w = &json_out;
+	char buf[64];
+	uint64_t slots = h->bucket_count * SHMKV_BUCKET_SLOTS;
+	json_obj_begin(w);
+	json_kv_str(w, "file", path);
+	json_kv_str(w, "name", h->name);
+	json_kv_u64(w, "format_version", h->format_version);
+	version_text(buf, sizeof buf, h->builder_version);
+	json_kv_str(w, "builder_version", buf);
+	json_kv_i64(w, "created", h->created_unix);
+	json_kv_u64(w, "seed", h->hash_seed);
+	json_kv_u64(w, "hash_bits", h->hash_bits);
+	json_name(w, "flags");
+	json_arr_begin(w);
+	if (h->flags & SHMKV_HFLAG_DEDUP)
+		json_str(w, "dedup");
+	json_arr_end(w);
+	json_kv_u64(w, "entries", h->entry_count);
+	json_kv_u64(w, "buckets", h->bucket_count);
+	json_kv_u64(w, "slots", slots);
+	json_kv_stat(w, "load_factor", ratio(h->entry_count, slots));
+	json_kv_u64(w, "max_probe", h->max_probe);
+	json_kv_u64(w, "file_size", h->file_size);
+	json_name(w, "bytes_per_key");
+	if (h->entry_count)
+		json_stat(w, ratio(h->file_size, h->entry_count));
+	else
+		json_null(w);
+	json_name(w, "sections");
+	json_arr_begin(w);
+	for (uint32_t i = 0; i < h->section_count; i++) {
+		const shmkv_section_desc *s = &h->sections[i];
+		json_obj_begin(w);
+		json_kv_str(w, "kind", shmkv__section_name(s->kind));
+		json_kv_u64(w, "offset", s->offset);
+		json_kv_u64(w, "size", s->size);
+		snprintf(buf, sizeof buf, "%016" PRIx64, s->checksum);
+		json_kv_str(w, "checksum", buf);
+		json_obj_end(w);
+	}
+	json_arr_end(w);
+	json_name(w, "types");
+	json_obj_begin(w);
+	for (unsigned t = 1; t <= SHMKV_TYPE_MAX; t++)
+		json_kv_u64(w, shmkv_type_name(t), st->types[t]);
+	json_obj_end(w);
+	json_name(w, "probe_lengths"); /* [d]: keys d buckets from their home */
+	json_arr_begin(w);
+	for (uint32_t d = 0; d < st->probe_len; d++)
+		json_u64(w, st->probe[d]);
+	json_arr_end(w);
+	json_name(w, "dedup");
+	json_obj_begin(w);
+	json_kv_u64(w, "value_bytes_logical", h->value_bytes_logical);
+	json_kv_u64(w, "shared_values", h->dedup_values);
+	json_kv_u64(w, "shared_refs", h->dedup_refs);
+	json_kv_u64(w, "saved_bytes", h->dedup_saved_bytes);
+	json_obj_end(w);
+	json_obj_end(w);
+}
+
+static void print_plain(const char *path, const shmkv_image_header *h, const struct stats *st)
+{
+	char buf[64];
+	uint64_t slots = h->bucket_count * SHMKV_BUCKET_SLOTS;
+	time_t t = (time_t)h->created_unix;
+	struct tm tm;
+	printf("%-18s%s\n", "file", path);
+	printf("%-18s%s\n", "name", h->name[0] ? h->name : "(none)");
+	printf("%-18s%u\n", "format version", h->format_version);
+	version_text(buf, sizeof buf, h->builder_version);
+	printf("%-18s%s\n", "builder version", buf);
+	if (gmtime_r(&t, &tm) && strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm))
+		printf("%-18s%" PRId64 " (%s)\n", "created", h->created_unix, buf);
+	else
+		printf("%-18s%" PRId64 "\n", "created", h->created_unix);
+	printf("%-18s0x%016" PRIx64 "\n", "seed", h->hash_seed);
+	printf("%-18s%u\n", "hash bits", h->hash_bits);
+	printf("%-18s%s\n", "flags", h->flags & SHMKV_HFLAG_DEDUP ? "dedup" : "none");
+	printf("%-18s%" PRIu64 "\n", "entries", h->entry_count);
+	printf("%-18s%" PRIu64 "\n", "buckets", h->bucket_count);
+	printf("%-18s%" PRIu64 "\n", "slots", slots);
+	printf("%-18s%.4f\n", "load factor", ratio(h->entry_count, slots));
+	printf("%-18s%u\n", "max probe", h->max_probe);
+	printf("%-18s%" PRIu64 "\n", "file size", h->file_size);
+	if (h->entry_count)
+		printf("%-18s%.1f\n", "bytes per key", ratio(h->file_size, h->entry_count));
+	else
+		printf("%-18s-\n", "bytes per key");
+
+	printf("\nsections\n  %-10s%14s%14s  %s\n", "kind", "offset", "size", "checksum");
+	for (uint32_t i = 0; i < h->section_count; i++) {
+		const shmkv_section_desc *s = &h->sections[i];
+		printf("  %-10s%14" PRIu64 "%14" PRIu64 "  %016" PRIx64 "\n",
+		       shmkv__section_name(s->kind), s->offset, s->size, s->checksum);
+	}
+
+	printf("\nvalue types\n");
+	for (unsigned ty = 1; ty <= SHMKV_TYPE_MAX; ty++)
+		if (st->types[ty])
+			printf("  %-10s%14" PRIu64 "\n", shmkv_type_name(ty), st->types[ty]);
+	if (!h->entry_count)
+		printf("  (none)\n");
+
+	printf("\nprobe lengths (buckets from home)\n");
+	for (uint32_t d = 0; d < st->probe_len; d++)
+		printf("  %-10u%14" PRIu64 "  %5.1f%%\n", d, st->probe[d],
+		       100.0 * ratio(st->probe[d], h->entry_count));
+
+	printf("\ndedup\n");
+	printf("  %-22s%" PRIu64 "\n", "logical value bytes", h->value_bytes_logical);
+	printf("  %-22s%" PRIu64 "\n", "shared values", h->dedup_values);
+	printf("  %-22s%" PRIu64 "\n", "entries sharing", h->dedup_refs);
+	printf("  %-22s%" PRIu64 " (%.1f%% of logical)\n", "bytes saved", h->dedup_saved_bytes,
+	       100.0 * ratio(h->dedup_saved_bytes, h->value_bytes_logical));
+}
+
+int do_image_inspect(int argc, char **argv)
+{
+	int rc = image_simple_args(argc, argv, 1, "FILE");
+	if (rc >= 0)
+		return rc;
+	const char *path = argv[optind];
+	shmkv *db;
+	if ((rc = image_open(path, 0, &db)))
+		return rc;
+	const shmkv_image_header *h = shmkv_header(db);
+	struct stats st;
+	char why[512];
+	memset(&st, 0, sizeof st);
+	if (count_types(db, &st, why, sizeof why) || probe_lengths(db, &st, why, sizeof why)) {
+		rc = p_err("%s: %s; 'shmctl image verify' says more", path, why);
+	} else {
+		if (json_output)
+			print_json(path, h, &st);
+		else
+			print_plain(path, h, &st);
+		rc = EXIT_OK;
+	}
+	free(st.probe);
+	shmkv_close(db);
+	return rc;
+}
