@@ -225,24 +225,46 @@ int compute_layout(shmkv_builder *b, Layout &L)
 		if (grp[k] != kInline)
 			L.shared_off[k] = goff[grp[k]];
 
-	// Index: each key goes to the first bucket with a free slot from its home.
+	// Index, in two passes so that as many keys as possible live in their home
+	// bucket: first every key whose home has room, then the rest, each in the
+	// first later bucket with room. A home bucket records its displaced keys
+	// in its meta bytes (format.h), so a miss reads one bucket.
 	b->progress("indexing", 0, m);
 	L.index.assign(L.bucket_count * SHMKV_BUCKET_SLOTS, 0);
 	std::vector<uint8_t> fill(L.bucket_count, 0);
+	std::vector<uint32_t> displaced;
+	auto put = [&](uint64_t bk, size_t k, uint64_t tag) {
+		L.index[bk * SHMKV_BUCKET_SLOTS + fill[bk]++] |=
+			tag << SHMKV_SLOT_TAG_SHIFT | L.entry_off[k] >> 3;
+	};
 	for (size_t k = 0; k < m; k++) {
 		uint64_t hv = h[L.order[k]];
 		uint64_t bk = shmkv__home(hv, L.bucket_count);
+		if (fill[bk] < SHMKV_BUCKET_SLOTS)
+			put(bk, k, shmkv__tag(hv));
+		else
+			displaced.push_back((uint32_t)k);
+	}
+	for (uint32_t k : displaced) {
+		uint64_t hv = h[L.order[k]], tag = shmkv__tag(hv);
+		uint64_t home = shmkv__home(hv, L.bucket_count), bk = home;
 		uint32_t d = 0;
 		while (fill[bk] == SHMKV_BUCKET_SLOTS) {
 			bk = bk + 1 == L.bucket_count ? 0 : bk + 1;
 			d++;
 		}
-		L.index[bk * SHMKV_BUCKET_SLOTS + fill[bk]++] =
-			shmkv__tag(hv) << SHMKV_SLOT_TAG_SHIFT | L.entry_off[k] >> 3;
+		put(bk, k, tag);
 		if (d > L.max_probe)
 			L.max_probe = d;
-		if ((k & 0xfffff) == 0)
-			b->progress("indexing", k, m);
+		uint64_t *hb = &L.index[home * SHMKV_BUCKET_SLOTS];
+		unsigned fi = shmkv__filter_index(tag);
+		hb[fi >> 3] |= UINT64_C(1) << (SHMKV_SLOT_META_SHIFT + (fi & 7));
+		uint64_t cur = shmkv__slot_meta(hb[SHMKV_BUCKET_SLOTS - 1]);
+		uint64_t want = d < SHMKV_DISPLACEMENT_MAX ? d : SHMKV_DISPLACEMENT_MAX;
+		if (want > cur)
+			hb[SHMKV_BUCKET_SLOTS - 1] = (hb[SHMKV_BUCKET_SLOTS - 1] &
+						      ~(UINT64_C(0xff) << SHMKV_SLOT_META_SHIFT)) |
+						     want << SHMKV_SLOT_META_SHIFT;
 	}
 	return 0;
 }

@@ -4,8 +4,8 @@
  * Keys are processed in groups of SHMKV_BATCH_GROUP: hash all and prefetch
  * their buckets, then match tags and prefetch candidate entries, then compare
  * keys. The memory latency of one group's lines overlaps instead of adding up.
- * Anything off the common path (a second candidate, a full bucket, a long
- * key) goes through the single-key lookup, so results are exactly those of
+ * Anything off the common path (a second candidate, a possibly displaced
+ * key, a long key) goes through the single-key lookup, so results are exactly those of
  * shmkv_get(). */
 #ifndef SHMKV_BATCH_H
 #define SHMKV_BATCH_H
@@ -55,7 +55,7 @@ static inline size_t shmkv_get_batch(const shmkv *db, const shmkv_key *keys, siz
 				cand[i] = db->base + ((bk[i][j] & SHMKV_SLOT_OFF_MASK) << 3);
 				__builtin_prefetch(cand[i]);
 			}
-			more[i] = (mask & (mask - 1)) || bk[i][SHMKV_BUCKET_SLOTS - 1] != 0;
+			more[i] = (mask & (mask - 1)) || shmkv__displaced(bk[i], tag[i], db->max_probe);
 		}
 		for (size_t i = 0; i < m; i++) {
 			const shmkv_key *k = &keys[base + i];
@@ -68,7 +68,7 @@ static inline size_t shmkv_get_batch(const shmkv *db, const shmkv_key *keys, siz
 				shmkv__entry_value(db, cand[i], &values[base + i]);
 				e = 0;
 			} else if (!more[i]) {
-				e = SHMKV_ENOTFOUND; /* home bucket has room and no other candidate */
+				e = SHMKV_ENOTFOUND; /* no other candidate, none displaced */
 			} else {
 				e = shmkv_get(db, k->data, k->len, &values[base + i]);
 			}

@@ -31,11 +31,19 @@
 /* Documented limits, enforced by the builder and checked by readers. */
 #define SHMKV_MAX_KEY_LEN 65535u        /* bytes; key_len is a u16 */
 #define SHMKV_MAX_VALUE_LEN 0xFFFFFFFFu /* bytes of one value; value_len is a u32 */
-#define SHMKV_MAX_IMAGE_SIZE (UINT64_C(1) << 51) /* slot offsets are 48 bits of 8-byte units */
+#define SHMKV_MAX_IMAGE_SIZE (UINT64_C(1) << 43) /* 8 TiB: slot offsets are 40 bits of 8-byte units */
 
-/* A slot is (tag << 48) | (entry_offset >> 3); 0 means empty. */
-#define SHMKV_SLOT_OFF_MASK ((UINT64_C(1) << 48) - 1)
+/* A slot is (tag << 48) | (meta << 40) | (entry_offset >> 3); 0 means empty.
+ * The meta bytes are 0 except in a full bucket some of whose keys (keys whose
+ * home it is) were displaced to later buckets: then the meta bytes of slots
+ * 0..6 are a 56-bit filter of those keys' tags (bit (tag * 56) >> 16), and
+ * slot 7's is their largest displacement in buckets (255: up to max_probe).
+ * A miss thus reads one bucket unless the filter says otherwise. */
+#define SHMKV_SLOT_OFF_MASK ((UINT64_C(1) << 40) - 1)
+#define SHMKV_SLOT_META_SHIFT 40
 #define SHMKV_SLOT_TAG_SHIFT 48
+#define SHMKV_FILTER_BITS 56u
+#define SHMKV_DISPLACEMENT_MAX 255u
 
 /* Value types. Numbers are stable: they are stored in images. */
 enum shmkv_type {
@@ -118,8 +126,9 @@ typedef struct shmkv_entry_header {
 	"dedup_saved_bytes@120,name@128,sections@192,reserved@448,header_checksum@504;"             \
 	"section=32:kind@0,flags@4,offset@8,size@16,checksum@24;"                                   \
 	"entry=8:type@0,flags@1,key_len@2,value_len@4;"                                             \
-	"bucket=64:8xu64(tag16<<48|off>>3);hash=xxh3_64(seed);home=mulhi(h,buckets);tag=h&0xffff|1if0"
-#define SHMKV_LAYOUT_HASH UINT64_C(0xdbdf513fbc14b41f)
+	"bucket=64:8xu64(tag16<<48|meta8<<40|off>>3);meta0..6=filter56[(tag*56)>>16];meta7=maxdisp;" \
+	"hash=xxh3_64(seed);home=mulhi(h,buckets);tag=h&0xffff|1if0"
+#define SHMKV_LAYOUT_HASH UINT64_C(0x52171befdcf1d7ee)
 
 #ifdef __cplusplus
 static_assert(sizeof(shmkv_image_header) == SHMKV_HEADER_USED, "header layout");

@@ -77,7 +77,25 @@ static inline void shmkv__entry_value(const shmkv *db, const uint8_t *e, shmkv_v
 	v->count = shmkv__count(eh->type, p, eh->value_len);
 }
 
-/* Finds the entry of key. Returns 0 with *entry set, SHMKV_ENOTFOUND or SHMKV_EKEYLEN. */
+/* The entry among a bucket's tag matches whose key equals key, or NULL. */
+static inline const uint8_t *shmkv__bucket_find(const shmkv *db, const uint64_t *bk, uint64_t tag,
+						const void *key, size_t key_len)
+{
+	unsigned m = shmkv__match(bk, tag);
+	while (m) {
+		unsigned j = SHMKV__CTZ(m);
+		m &= m - 1;
+		const uint8_t *e = db->base + ((bk[j] & SHMKV_SLOT_OFF_MASK) << 3);
+		const shmkv_entry_header *eh = (const shmkv_entry_header *)(const void *)e;
+		if (eh->key_len == key_len && memcmp(e + sizeof(shmkv_entry_header), key, key_len) == 0)
+			return e;
+	}
+	return NULL;
+}
+
+/* Finds the entry of key. Returns 0 with *entry set, SHMKV_ENOTFOUND or SHMKV_EKEYLEN.
+ * Reads the home bucket; later buckets only when the home bucket's filter
+ * says a displaced key with this tag may exist (format.h). */
 static inline int shmkv__lookup(const shmkv *db, const void *key, size_t key_len,
 				const uint8_t **entry)
 {
@@ -86,27 +104,22 @@ static inline int shmkv__lookup(const shmkv *db, const void *key, size_t key_len
 	uint64_t h = shmkv__hash(db->seed, db->hash_bits, key, key_len);
 	uint64_t tag = shmkv__tag(h);
 	uint64_t b = shmkv__home(h, db->bucket_count);
-	for (uint32_t probe = 0;; probe++) {
-		const uint64_t *bk = db->buckets + b * SHMKV_BUCKET_SLOTS;
-		unsigned m = shmkv__match(bk, tag);
-		while (m) {
-			unsigned j = SHMKV__CTZ(m);
-			m &= m - 1;
-			const uint8_t *e = db->base + ((bk[j] & SHMKV_SLOT_OFF_MASK) << 3);
-			const shmkv_entry_header *eh = (const shmkv_entry_header *)(const void *)e;
-			if (eh->key_len == key_len &&
-			    memcmp(e + sizeof(shmkv_entry_header), key, key_len) == 0) {
-				*entry = e;
-				return 0;
-			}
-		}
-		/* Slots fill in order: a bucket with a free last slot ends every chain
-		 * through it; no key lives further than max_probe from home. */
-		if (bk[SHMKV_BUCKET_SLOTS - 1] == 0 || probe == db->max_probe)
-			return SHMKV_ENOTFOUND;
+	const uint64_t *bk = db->buckets + b * SHMKV_BUCKET_SLOTS;
+	const uint8_t *e = shmkv__bucket_find(db, bk, tag, key, key_len);
+	if (SHMKV__LIKELY(e != NULL)) {
+		*entry = e;
+		return 0;
+	}
+	for (uint64_t d = shmkv__displaced(bk, tag, db->max_probe); d; d--) {
 		if (++b == db->bucket_count)
 			b = 0;
+		e = shmkv__bucket_find(db, db->buckets + b * SHMKV_BUCKET_SLOTS, tag, key, key_len);
+		if (e) {
+			*entry = e;
+			return 0;
+		}
 	}
+	return SHMKV_ENOTFOUND;
 }
 
 /* Looks key up. Returns 0 with *out filled, SHMKV_ENOTFOUND, or SHMKV_EKEYLEN. */

@@ -102,6 +102,31 @@ static inline uint64_t shmkv__tag(uint64_t h)
 	return t + (t == 0);
 }
 
+/* A slot's meta byte (see format.h). */
+static inline unsigned shmkv__slot_meta(uint64_t slot)
+{
+	return (unsigned)(slot >> SHMKV_SLOT_META_SHIFT) & 0xffu;
+}
+
+/* Index of a tag in a bucket's 56-bit displaced-key filter. */
+static inline unsigned shmkv__filter_index(uint64_t tag)
+{
+	return (unsigned)((tag * SHMKV_FILTER_BITS) >> 16);
+}
+
+/* May a key with this tag, homed in this bucket, live in a later bucket?
+ * Returns the number of later buckets to search (0: no). */
+static inline uint64_t shmkv__displaced(const uint64_t *bucket, uint64_t tag, uint32_t max_probe)
+{
+	unsigned d = shmkv__slot_meta(bucket[SHMKV_BUCKET_SLOTS - 1]);
+	if (SHMKV__LIKELY(d == 0))
+		return 0;
+	unsigned fi = shmkv__filter_index(tag);
+	if (!((bucket[fi >> 3] >> (SHMKV_SLOT_META_SHIFT + (fi & 7))) & 1))
+		return 0;
+	return d == SHMKV_DISPLACEMENT_MAX ? max_probe : d;
+}
+
 static inline unsigned shmkv__match_scalar(const uint64_t *bucket, uint64_t tag)
 {
 	unsigned m = 0;

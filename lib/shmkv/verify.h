@@ -92,12 +92,18 @@ static inline int shmkv_verify(const shmkv *db, char *why, size_t why_len)
 		return err;
 
 	/* Index: slots filled in order, each pointing at a valid entry whose tag
-	 * and probe distance agree with its key's hash. */
+	 * and probe distance agree with its key's hash; a displaced key is
+	 * announced by its home bucket's filter and displacement bytes. */
 	uint64_t filled = 0;
 	uint32_t max_d = 0;
 	for (uint64_t b = 0; b < db->bucket_count; b++) {
 		const uint64_t *bk = db->buckets + b * SHMKV_BUCKET_SLOTS;
 		int empty_seen = 0;
+		unsigned disp = shmkv__slot_meta(bk[SHMKV_BUCKET_SLOTS - 1]);
+		if (disp && (disp != SHMKV_DISPLACEMENT_MAX ? disp > h->max_probe : h->max_probe < disp))
+			return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
+					   "index bucket %llu: displacement %u exceeds max_probe %u",
+					   (unsigned long long)b, disp, h->max_probe);
 		for (unsigned j = 0; j < SHMKV_BUCKET_SLOTS; j++) {
 			uint64_t w = bk[j];
 			if (!w) {
@@ -108,6 +114,11 @@ static inline int shmkv_verify(const shmkv *db, char *why, size_t why_len)
 				return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
 						   "index bucket %llu: slot %u is full after an empty slot",
 						   (unsigned long long)b, j);
+			if (!disp && shmkv__slot_meta(w))
+				return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
+						   "index bucket %llu slot %u: meta byte %02x in a bucket "
+						   "without displaced keys", (unsigned long long)b, j,
+						   shmkv__slot_meta(w));
 			shmkv__entry e;
 			char sub[200];
 			err = shmkv__entry_decode(db, (w & SHMKV_SLOT_OFF_MASK) << 3, &e, sub, sizeof sub);
@@ -115,12 +126,13 @@ static inline int shmkv_verify(const shmkv *db, char *why, size_t why_len)
 				return shmkv__fail(err, why, why_len, "index bucket %llu slot %u: %s",
 						   (unsigned long long)b, j, sub);
 			uint64_t hv = shmkv__hash(db->seed, db->hash_bits, e.key, e.key_len);
-			if ((w >> SHMKV_SLOT_TAG_SHIFT) != shmkv__tag(hv))
+			uint64_t tag = shmkv__tag(hv);
+			if ((w >> SHMKV_SLOT_TAG_SHIFT) != tag)
 				return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
 						   "index bucket %llu slot %u: tag %04llx, key hashes to %04llx",
 						   (unsigned long long)b, j,
 						   (unsigned long long)(w >> SHMKV_SLOT_TAG_SHIFT),
-						   (unsigned long long)shmkv__tag(hv));
+						   (unsigned long long)tag);
 			uint64_t home = shmkv__home(hv, db->bucket_count);
 			uint64_t d = b >= home ? b - home : b + db->bucket_count - home;
 			if (d > h->max_probe)
@@ -128,10 +140,21 @@ static inline int shmkv_verify(const shmkv *db, char *why, size_t why_len)
 						   "index bucket %llu slot %u: key is %llu buckets from home, "
 						   "max_probe is %u", (unsigned long long)b, j,
 						   (unsigned long long)d, h->max_probe);
+			if (d && shmkv__displaced(db->buckets + home * SHMKV_BUCKET_SLOTS, tag,
+						  h->max_probe) < d)
+				return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
+						   "index bucket %llu slot %u: key displaced %llu buckets, but "
+						   "its home bucket %llu does not announce it",
+						   (unsigned long long)b, j, (unsigned long long)d,
+						   (unsigned long long)home);
 			if (d > max_d)
 				max_d = (uint32_t)d;
 			filled++;
 		}
+		if (disp && empty_seen)
+			return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
+					   "index bucket %llu: announces displaced keys but is not full",
+					   (unsigned long long)b);
 	}
 	if (filled != h->entry_count)
 		return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
