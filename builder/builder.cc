@@ -81,7 +81,7 @@ extern "C" int shmkv_builder_new(const shmkv_build_options *o, shmkv_builder **o
 	*out = nullptr;
 	if (!(o->load_factor > 0.0 && o->load_factor <= 1.0) || o->hash_bits < 1 ||
 	    o->hash_bits > 64 || o->on_duplicate < SHMKV_DUP_ERROR ||
-	    o->on_duplicate > SHMKV_DUP_LAST || memchr(o->name, 0, sizeof o->name) == nullptr)
+	    o->on_duplicate > SHMKV_DUP_LAST || strnlen(o->name, sizeof o->name) > SHMKV_NAME_MAX)
 		return -EINVAL;
 	shmkv_builder *b = new (std::nothrow) shmkv_builder;
 	if (!b)

@@ -58,7 +58,7 @@ typedef void (*shmkv_progress_fn)(void *ctx, const char *phase, uint64_t done, u
 typedef struct shmkv_build_options {
 	uint64_t seed;           /* XXH3 seed; SHMKV_DEFAULT_SEED */
 	int64_t created;         /* unix time; SOURCE_DATE_EPOCH if set, else now */
-	char name[64];           /* image name, NUL-terminated; "" */
+	char name[64];           /* image name, at most 63 bytes, NUL-terminated; "" */
 	int dedup;               /* share identical values: 1 */
 	int on_duplicate;        /* enum shmkv_on_duplicate: SHMKV_DUP_ERROR */
 	double load_factor;      /* target index fill, (0, 1]: 0.85 */
@@ -91,7 +91,7 @@ void shmkv_builder_set_source(shmkv_builder *b, const char *file, uint64_t line)
  * string as is, i64/f64 as 8 bytes, bool as 1 byte (0/1), lists as arrays,
  * strlist as u32 count, u32 ends[count+1], NUL-terminated strings.
  * Returns 0, SHMKV_ELIMIT (key or value too long), SHMKV_EINPUT (bad type or
- * encoding), -ENOMEM. Duplicates are found at finish. */
+ * encoding), -ENOMEM, -EINVAL (after finish). Duplicates are found at finish. */
 int shmkv_builder_add(shmkv_builder *b, const void *key, size_t key_len, unsigned type,
 		      const void *value, size_t value_len);
 int shmkv_builder_add_i64(shmkv_builder *b, const void *key, size_t key_len, int64_t v);

@@ -176,7 +176,7 @@ void fill_header(const shmkv_builder *b, const Layout &L, shmkv_image_header &h)
 	h.dedup_values = L.dedup_values;
 	h.dedup_refs = L.dedup_refs;
 	h.dedup_saved_bytes = L.dedup_saved;
-	memcpy(h.name, o.name, sizeof h.name);
+	memcpy(h.name, o.name, strnlen(o.name, SHMKV_NAME_MAX)); /* rest stays zero */
 	h.header_checksum = XXH3_64bits(&h, offsetof(shmkv_image_header, header_checksum));
 }
 
