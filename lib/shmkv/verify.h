@@ -184,6 +184,16 @@ static inline int shmkv_verify(const shmkv *db, char *why, size_t why_len)
 					   "entry at %llu: lookup of its key does not find it%s",
 					   (unsigned long long)pos,
 					   found ? " (duplicate key)" : "");
+		/* padding inside the entry: after the key, and after the value */
+		const shmkv_entry_header *eh = (const shmkv_entry_header *)(const void *)(db->base + pos);
+		uint64_t key_end = pos + sizeof *eh + eh->key_len, vpos = pos + shmkv__value_pos(eh);
+		uint64_t vend = e.value.shared ? vpos + 8 : e.value_off + e.value.size +
+			(eh->type == SHMKV_TYPE_BYTES || eh->type == SHMKV_TYPE_STRING);
+		err = shmkv__zero_range(db, key_end, vpos, "entry", why, why_len);
+		if (!err)
+			err = shmkv__zero_range(db, vend, e.end, "entry", why, why_len);
+		if (err)
+			return err;
 		if (!shmkv__text_valid(&e.value))
 			return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
 					   "entry at %llu: %s value is not valid UTF-8",
