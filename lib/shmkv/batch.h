@@ -5,7 +5,7 @@
  * their buckets, then match tags and prefetch candidate entries, then compare
  * keys. The memory latency of one group's lines overlaps instead of adding up.
  * Anything off the common path (a second candidate, a possibly displaced
- * key, a long key) goes through the single-key lookup, so results are exactly those of
+ * key) goes through the single-key lookup, so results are exactly those of
  * shmkv_get(). */
 #ifndef SHMKV_BATCH_H
 #define SHMKV_BATCH_H

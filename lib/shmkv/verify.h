@@ -100,7 +100,7 @@ static inline int shmkv_verify(const shmkv *db, char *why, size_t why_len)
 		const uint64_t *bk = db->buckets + b * SHMKV_BUCKET_SLOTS;
 		int empty_seen = 0;
 		unsigned disp = shmkv__slot_meta(bk[SHMKV_BUCKET_SLOTS - 1]);
-		if (disp && (disp != SHMKV_DISPLACEMENT_MAX ? disp > h->max_probe : h->max_probe < disp))
+		if (disp > h->max_probe) /* 255 ("up to max_probe") needs max_probe >= 255 too */
 			return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
 					   "index bucket %llu: displacement %u exceeds max_probe %u",
 					   (unsigned long long)b, disp, h->max_probe);
@@ -151,10 +151,8 @@ static inline int shmkv_verify(const shmkv *db, char *why, size_t why_len)
 				max_d = (uint32_t)d;
 			filled++;
 		}
-		if (disp && empty_seen)
-			return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
-					   "index bucket %llu: announces displaced keys but is not full",
-					   (unsigned long long)b);
+		/* a bucket announcing displaced keys is full: its slot 7 holds the
+		 * announcement, so an empty slot before it failed above */
 	}
 	if (filled != h->entry_count)
 		return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
