@@ -27,6 +27,15 @@
 bool json_output;
 bool pretty_output;
 json_writer json_out;
+const char *root_option;
+
+const char *shmctl_root(void)
+{
+	const char *env = getenv("SHMKV_ROOT");
+	if (root_option)
+		return root_option;
+	return env && *env ? env : SHMKV_DEFAULT_ROOT;
+}
 
 bool is_prefix(const char *pfx, const char *str)
 {
@@ -206,8 +215,8 @@ static int do_help(int argc, char **argv)
 	n--; /* drop the last '|' */
 	n += (size_t)snprintf(text + n, sizeof text - n,
 			      "}\n"
-			      "       OPTIONS := { {-j|--json} [{-p|--pretty}] | {-h|--help} | "
-			      "{-V|--version} }\n"
+			      "       OPTIONS := { {-j|--json} [{-p|--pretty}] | {-r|--root} DIR |\n"
+			      "                    {-h|--help} | {-V|--version} }\n"
 			      "\n");
 #define X(name, summary) n += (size_t)snprintf(text + n, sizeof text - n, "       %-8s %s\n", #name, summary);
 	SHMCTL_OBJECTS(X)
@@ -217,10 +226,11 @@ static int do_help(int argc, char **argv)
 		 "Objects and commands may be abbreviated to a prefix: '%s im in FILE'.\n"
 		 "'%s OBJECT help' shows an object's commands.\n"
 		 "-j prints JSON (errors too, as {\"error\": \"...\"} on stdout); -p indents it.\n"
+		 "-r DIR: the shmkv root of the caches (default $SHMKV_ROOT, else %s).\n"
 		 "\n"
-		 "Exit status: 0 ok; 1 key not found or image failed verification;\n"
+		 "Exit status: 0 ok; 1 key or cache not found, image failed verification;\n"
 		 "             2 usage or I/O error.\n",
-		 BIN_NAME, BIN_NAME);
+		 BIN_NAME, BIN_NAME, SHMKV_DEFAULT_ROOT);
 	print_help(text);
 	return EXIT_OK;
 }
@@ -232,6 +242,7 @@ int main(int argc, char **argv)
 		{"pretty", no_argument, NULL, 'p'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
+		{"root", required_argument, NULL, 'r'},
 		{NULL, 0, NULL, 0},
 	};
 	bool version = false, help = false;
@@ -239,12 +250,15 @@ int main(int argc, char **argv)
 
 	opterr = 0;
 	/* '+': stop at OBJECT; what follows belongs to the object and verb */
-	while ((c = getopt_long(argc, argv, "+jphV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:jphVr:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j': json_output = true; break;
 		case 'p': json_output = pretty_output = true; break;
 		case 'h': help = true; break;
 		case 'V': version = true; break;
+		case 'r': root_option = optarg; break;
+		case ':':
+			return p_usage("", "option %s needs an argument", argv[optind - 1]);
 		default:
 			if (optopt && optopt < 256)
 				return p_usage("", "unknown option -%c", optopt) ;

@@ -10,7 +10,7 @@
 
 /* Exit codes (documented in the help text and README.md). */
 #define EXIT_OK 0
-#define EXIT_NEGATIVE 1 /* key not found, image failed verification */
+#define EXIT_NEGATIVE 1 /* key or cache not found, image failed verification */
 #define EXIT_USAGE 2    /* usage or I/O error (anything else that went wrong) */
 
 #define BIN_NAME "shmctl"
@@ -18,11 +18,18 @@
 extern bool json_output;   /* -j: JSON on stdout */
 extern bool pretty_output; /* -p: indented JSON (implies -j) */
 extern json_writer json_out; /* the stdout writer, set up by main() */
+extern const char *root_option; /* -r/--root DIR, or NULL */
+
+/* The shmkv root directory (control segments, the loader's socket):
+ * --root, else $SHMKV_ROOT, else SHMKV_DEFAULT_ROOT (/run/shmkv). */
+const char *shmctl_root(void);
 
 /* Objects: one X(name, summary) line each; name's commands live in
  * do_<name>(argc, argv), where argv[0] is the object word as typed and the
  * verb follows (do_<name> calls cmd_select(its table, argc - 1, argv + 1)). */
-#define SHMCTL_OBJECTS(X) X(image, "build, read, inspect and check image files")
+#define SHMCTL_OBJECTS(X)                                                                          \
+	X(image, "build, read, inspect and check image files")                                      \
+	X(cache, "caches in shared memory: load, status, get, readers (shmkv-loader)")
 
 #define X(name, summary) int do_##name(int argc, char **argv);
 SHMCTL_OBJECTS(X)

@@ -1,6 +1,7 @@
-/* progress.h - a progress bar on stderr for the builder's progress callback.
- * Drawn only when stderr is a terminal, at most ten times a second (and on
- * every phase change); silent otherwise. */
+/* progress.h - a progress bar on stderr: the builder's progress callback, and
+ * `cache load` (cache.c, from the loader's status). Drawn only when stderr is
+ * a terminal, at most ten times a second (and on every phase change); silent
+ * otherwise. */
 #ifndef SHMCTL_PROGRESS_H
 #define SHMCTL_PROGRESS_H
 

@@ -1,0 +1,46 @@
+/* cache.h - the `cache` object: caches a shmkv-loader keeps in shared memory
+ * under a root (cache.c dispatches and runs the control-socket verbs;
+ * cache_ctl.c reads control segments; cache_readers.c scans /proc). */
+#ifndef SHMCTL_CACHE_H
+#define SHMCTL_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <shmkv.h>
+
+#include "json_parse.h"
+
+int cache_help(int argc, char **argv);
+
+int do_cache_list(int argc, char **argv);
+int do_cache_readers(int argc, char **argv);
+
+/* Parses a verb's options (-j, -p, -h, -r/--root DIR) and checks that
+ * exactly nargs positional arguments follow. Returns -1 to go on, with the
+ * positionals at argv[optind...], else the exit code. */
+int cache_args(int argc, char **argv, int nargs, const char *usage);
+
+/* Checks a cache name as the protocol does; reports and returns EXIT_USAGE. */
+int cache_check_name(const char *name);
+
+/* Reads ROOT/NAME.ctl read-only: a consistent copy of the control segment
+ * (the seqcount loop of lib/PROTOCOL.md). Returns 0; -ENOENT (no such
+ * cache); SHMKV_EPROTO (not a control segment of this protocol version and
+ * layout, message in why); -EAGAIN (stays mid-update); other -errno. */
+int ctl_read(const char *root, const char *name, shmkv_ctl *out, char *why, size_t why_len);
+
+/* `cache list` without a loader: every ROOT/NAME.ctl read with ctl_read(),
+ * as {"loader_running": false, "note": note, "caches": [{"name",
+ * "generation", "published", "image_size", "memory", "copies", "segment",
+ * "loader_pid", "published_ns"} or {"name", "error"}]}. Returns 0, or -1
+ * with why (the root cannot be read). */
+int ctl_list(const char *root, const char *note, jv *out, char *why, size_t why_len);
+
+/* The loader's name of a segment's memory: "hugetlb-2M", "hugetlb-1G", "shm". */
+const char *mem_kind(uint32_t flags, uint64_t page_size, char *buf, size_t len);
+
+/* "1.5 GiB", "4 KiB", "512 B" */
+const char *fmt_bytes(uint64_t n, char *buf, size_t len);
+
+#endif /* SHMCTL_CACHE_H */

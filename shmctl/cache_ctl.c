@@ -1,0 +1,213 @@
+/* cache_ctl.c - reading control segments (lib/PROTOCOL.md) without the
+ * loader: ctl_read() for `cache readers` and the fallback of `cache list`. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cache.h"
+#include "json.h"
+
+int ctl_read(const char *root, const char *name, shmkv_ctl *out, char *why, size_t why_len)
+{
+	char path[4200];
+	int err = 0;
+	snprintf(path, sizeof path, "%s/%s.ctl", root, name);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		err = -errno;
+		snprintf(why, why_len, "%s: %s", path, strerror(-err));
+		return err;
+	}
+	struct stat st;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size < SHMKV_CTL_SIZE) {
+		close(fd);
+		snprintf(why, why_len, "%s: not a shmkv control segment (size)", path);
+		return SHMKV_EPROTO;
+	}
+	void *m = mmap(NULL, SHMKV_CTL_SIZE, PROT_READ, MAP_SHARED, fd, 0);
+	err = m == MAP_FAILED ? -errno : 0;
+	close(fd);
+	if (err) {
+		snprintf(why, why_len, "%s: mmap: %s", path, strerror(-err));
+		return err;
+	}
+	const shmkv_ctl *ctl = m;
+	if (memcmp(ctl->magic, SHMKV_CTL_MAGIC, 8) != 0) {
+		snprintf(why, why_len, "%s: not a shmkv control segment (magic)", path);
+		err = SHMKV_EPROTO;
+	} else if (ctl->protocol_version != SHMKV_PROTOCOL_VERSION ||
+		   ctl->layout_hash != SHMKV_CTL_LAYOUT_HASH) {
+		snprintf(why, why_len,
+			 "%s: protocol version %u layout %016llx, this shmctl speaks version %u "
+			 "layout %016llx", path, ctl->protocol_version,
+			 (unsigned long long)ctl->layout_hash, SHMKV_PROTOCOL_VERSION,
+			 (unsigned long long)SHMKV_CTL_LAYOUT_HASH);
+		err = SHMKV_EPROTO;
+	} else {
+		err = -EAGAIN;
+		for (uint32_t spins = 0; spins < SHMKV__SEQ_SPINS; spins++) {
+			/* pairs with the final shmkv__store_release(&ctl->seq) in
+			 * loader/ctl.c:ctl_publish(), as in shmkv__ctl_snapshot() */
+			uint64_t s1 = shmkv__load_acquire(&ctl->seq);
+			if (!(s1 & 1)) {
+				memcpy(out, (const void *)ctl, sizeof *out);
+				/* pairs with the shmkv__fence_release() after seq turns odd
+				 * in ctl_publish() */
+				shmkv__fence_acquire();
+				if (shmkv__load_relaxed(&ctl->seq) == s1) {
+					err = 0;
+					break;
+				}
+			}
+			shmkv__cpu_relax();
+		}
+		if (err)
+			snprintf(why, why_len,
+				 "%s: stays mid-update (loader died while publishing?); try again",
+				 path);
+		for (uint32_t i = 0; i < SHMKV_CTL_MAX_SEGMENTS; i++)
+			out->segments[i].path[SHMKV_CTL_PATH_MAX - 1] = 0;
+		if (out->segment_count > SHMKV_CTL_MAX_SEGMENTS)
+			out->segment_count = SHMKV_CTL_MAX_SEGMENTS;
+	}
+	munmap(m, SHMKV_CTL_SIZE);
+	return err;
+}
+
+const char *mem_kind(uint32_t flags, uint64_t page_size, char *buf, size_t len)
+{
+	if (!(flags & SHMKV_SEG_HUGETLB))
+		snprintf(buf, len, "shm");
+	else if (page_size >= (1u << 30) && page_size % (1u << 30) == 0)
+		snprintf(buf, len, "hugetlb-%lluG", (unsigned long long)(page_size >> 30));
+	else if (page_size >= (1u << 20) && page_size % (1u << 20) == 0)
+		snprintf(buf, len, "hugetlb-%lluM", (unsigned long long)(page_size >> 20));
+	else
+		snprintf(buf, len, "hugetlb-%lluK", (unsigned long long)(page_size >> 10));
+	return buf;
+}
+
+const char *fmt_bytes(uint64_t n, char *buf, size_t len)
+{
+	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+	if (n < 1024) {
+		snprintf(buf, len, "%llu B", (unsigned long long)n);
+		return buf;
+	}
+	double v = (double)n;
+	unsigned u = 0;
+	while (v >= 1024 && u + 1 < sizeof units / sizeof *units) {
+		v /= 1024;
+		u++;
+	}
+	snprintf(buf, len, v < 10 ? "%.2f %s" : v < 100 ? "%.1f %s" : "%.0f %s", v, units[u]);
+	return buf;
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* One cache's figures, as the loader's list names them. */
+static void list_one(json_writer *w, const char *root, const char *name)
+{
+	shmkv_ctl ctl;
+	char why[512], mem[32];
+	json_obj_begin(w);
+	json_kv_str(w, "name", name);
+	int err = ctl_read(root, name, &ctl, why, sizeof why);
+	if (err) {
+		json_kv_str(w, "error", why);
+		json_obj_end(w);
+		return;
+	}
+	const shmkv_ctl_segment *s = &ctl.segments[0];
+	bool published = ctl.generation != 0 && ctl.segment_count > 0;
+	json_kv_u64(w, "generation", ctl.generation);
+	json_kv_bool(w, "published", published);
+	json_kv_u64(w, "image_size", published ? s->size : 0);
+	json_name(w, "memory");
+	if (published)
+		json_str(w, mem_kind(s->flags, s->page_size, mem, sizeof mem));
+	else
+		json_null(w);
+	json_kv_u64(w, "copies", published ? ctl.segment_count : 0);
+	json_name(w, "segment");
+	if (published)
+		json_str(w, s->path);
+	else
+		json_null(w);
+	json_kv_u64(w, "loader_pid", ctl.loader_pid);
+	json_kv_i64(w, "published_ns", ctl.published_ns);
+	json_obj_end(w);
+}
+
+int ctl_list(const char *root, const char *note, jv *out, char *why, size_t why_len)
+{
+	why[0] = 0;
+	DIR *d = opendir(root);
+	if (!d) {
+		snprintf(why, why_len, "%s: %s", root, strerror(errno));
+		return -1;
+	}
+	char **names = NULL;
+	size_t n = 0, cap = 0;
+	struct dirent *e;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+	json_writer w;
+	int rc = -1;
+	while ((e = readdir(d))) {
+		size_t l = strlen(e->d_name);
+		if (l <= 4 || strcmp(e->d_name + l - 4, ".ctl"))
+			continue;
+		char name[256];
+		snprintf(name, sizeof name, "%.*s", (int)(l - 4), e->d_name);
+		if (!shmkv__valid_name(name))
+			continue; /* the loader's temporary files start with '.' */
+		if (n == cap) {
+			cap = cap ? cap * 2 : 16;
+			char **nn = realloc(names, cap * sizeof *nn);
+			if (!nn)
+				goto out;
+			names = nn;
+		}
+		if (!(names[n] = strdup(name)))
+			goto out;
+		n++;
+	}
+	if (n)
+		qsort(names, n, sizeof *names, by_name);
+
+	if (!(f = open_memstream(&text, &len)))
+		goto out;
+	json_init(&w, f, false);
+	json_obj_begin(&w);
+	json_kv_bool(&w, "loader_running", false);
+	json_kv_str(&w, "note", note);
+	json_name(&w, "caches");
+	json_arr_begin(&w);
+	for (size_t i = 0; i < n; i++)
+		list_one(&w, root, names[i]);
+	json_arr_end(&w);
+	json_obj_end(&w);
+	fclose(f);
+	rc = jv_parse(text, len, out, why, why_len);
+	free(text);
+out:
+	if (rc && !why[0])
+		snprintf(why, why_len, "out of memory");
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	closedir(d);
+	return rc;
+}

@@ -1,0 +1,205 @@
+/* ctlsock.c - the control socket client. See ctlsock.h. */
+#include "ctlsock.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CTL_SOCK_NAME "control.sock"
+#define CTL_REPLY_MAX (16u << 20) /* a list of many caches stays far below */
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Connects to root/control.sock; a root too long for sun_path is reached
+ * through /proc/self/fd of the directory. Returns the socket or -errno. */
+static int ctl_connect(const char *root)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int dirfd = -1, err = 0;
+	if ((size_t)snprintf(sa.sun_path, sizeof sa.sun_path, "%s/%s", root, CTL_SOCK_NAME) >=
+	    sizeof sa.sun_path) {
+		dirfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (dirfd < 0)
+			return -errno;
+		snprintf(sa.sun_path, sizeof sa.sun_path, "/proc/self/fd/%d/%s", dirfd, CTL_SOCK_NAME);
+	}
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		err = -errno;
+	else if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0)
+		err = -errno;
+	if (dirfd >= 0)
+		close(dirfd);
+	if (err) {
+		if (fd >= 0)
+			close(fd);
+		return err;
+	}
+	return fd;
+}
+
+static int send_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+int ctl_request(const char *root, const char *const *words, size_t n, int timeout_ms, jv *reply,
+		char *why, size_t why_len)
+{
+	return ctl_request_tick(root, words, n, timeout_ms, reply, why, why_len, 0, NULL, NULL);
+}
+
+int ctl_request_tick(const char *root, const char *const *words, size_t n, int timeout_ms,
+		     jv *reply, char *why, size_t why_len, int tick_ms, void (*tick)(void *ctx),
+		     void *ctx)
+{
+	char sock[4200];
+	snprintf(sock, sizeof sock, "%s/%s", root, CTL_SOCK_NAME);
+	memset(reply, 0, sizeof *reply);
+
+	/* the request line: words must not hold the separators */
+	size_t len = 1;
+	for (size_t i = 0; i < n; i++) {
+		if (strpbrk(words[i], "\t\n")) {
+			snprintf(why, why_len,
+				 "'%s' contains a tab or newline, which the control protocol cannot "
+				 "carry", words[i]);
+			return CTL_EFAIL;
+		}
+		len += strlen(words[i]) + 1;
+	}
+	char *req = malloc(len);
+	if (!req) {
+		snprintf(why, why_len, "out of memory");
+		return CTL_EFAIL;
+	}
+	size_t o = 0;
+	for (size_t i = 0; i < n; i++) {
+		size_t l = strlen(words[i]);
+		memcpy(req + o, words[i], l);
+		o += l;
+		req[o++] = i + 1 < n ? '\t' : '\n';
+	}
+
+	int fd = ctl_connect(root);
+	if (fd < 0) {
+		free(req);
+		snprintf(why, why_len, "cannot connect to %s: %s%s", sock, strerror(-fd),
+			 fd == -EACCES || fd == -EPERM
+				 ? " (not allowed: run as root or as a member of the loader's group)"
+				 : CTL_CONNECT_HINT);
+		return fd == -ENOENT || fd == -ECONNREFUSED || fd == -ENOTDIR ? CTL_ECONNECT
+									  : CTL_EFAIL;
+	}
+	int err = send_all(fd, req, o);
+	free(req);
+	if (err) {
+		close(fd);
+		snprintf(why, why_len, "%s: sending the request: %s", sock, strerror(-err));
+		return CTL_EFAIL;
+	}
+
+	/* one line back */
+	char *buf = NULL;
+	size_t have = 0, cap = 0;
+	long long deadline = timeout_ms >= 0 ? now_ms() + timeout_ms : 0;
+	int rc = CTL_EFAIL;
+	for (;;) {
+		if (have + 4096 > cap) {
+			if (cap >= CTL_REPLY_MAX) {
+				snprintf(why, why_len, "%s: reply longer than %u bytes", sock,
+					 CTL_REPLY_MAX);
+				goto out;
+			}
+			cap = cap ? cap * 2 : 8192;
+			char *b = realloc(buf, cap);
+			if (!b) {
+				snprintf(why, why_len, "out of memory");
+				goto out;
+			}
+			buf = b;
+		}
+		int wait = -1;
+		if (timeout_ms >= 0) {
+			long long left = deadline - now_ms();
+			if (left <= 0) {
+				snprintf(why, why_len,
+					 "%s: no reply within %d s (is shmkv-loader stuck?)", sock,
+					 timeout_ms / 1000);
+				goto out;
+			}
+			wait = (int)left;
+		}
+		if (tick && (wait < 0 || wait > tick_ms))
+			wait = tick_ms;
+		struct pollfd pfd = {.fd = fd, .events = POLLIN};
+		int pr = poll(&pfd, 1, wait);
+		if (pr < 0 && errno == EINTR)
+			continue;
+		if (pr < 0) {
+			snprintf(why, why_len, "%s: poll: %s", sock, strerror(errno));
+			goto out;
+		}
+		if (pr == 0) {
+			if (tick)
+				tick(ctx);
+			continue; /* the deadline check above reports a timeout */
+		}
+		ssize_t r = recv(fd, buf + have, cap - have - 1, 0);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			snprintf(why, why_len, "%s: reading the reply: %s", sock, strerror(errno));
+			goto out;
+		}
+		if (r == 0) {
+			snprintf(why, why_len, "%s: the loader closed the connection without %s", sock,
+				 have ? "ending its reply" : "a reply");
+			goto out;
+		}
+		char *nl = memchr(buf + have, '\n', (size_t)r);
+		have += (size_t)r;
+		if (nl) {
+			have = (size_t)(nl - buf);
+			break;
+		}
+	}
+	char perr[256];
+	if (jv_parse(buf, have, reply, perr, sizeof perr)) {
+		snprintf(why, why_len, "%s: the reply is not JSON (%s): protocol mismatch", sock, perr);
+		goto out;
+	}
+	if (reply->type != JV_OBJ || !jv_get(reply, "ok") || jv_get(reply, "ok")->type != JV_BOOL) {
+		jv_free(reply);
+		snprintf(why, why_len, "%s: the reply is not an object with \"ok\": protocol mismatch",
+			 sock);
+		goto out;
+	}
+	rc = 0;
+out:
+	free(buf);
+	close(fd);
+	return rc;
+}

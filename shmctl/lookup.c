@@ -1,0 +1,155 @@
+/* lookup.c - the get verb of image and cache. See lookup.h. */
+#include "lookup.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "main.h"
+#include "value.h"
+
+void json_key_member(json_writer *w, const void *key, size_t len)
+{
+	if (utf8_valid(key, len)) {
+		json_name(w, "key");
+		json_str_n(w, key, len);
+	} else {
+		json_name(w, "key_base64");
+		json_base64(w, key, len);
+	}
+}
+
+/* shmkv_get() trusts the entries it probes (checksums only guard against
+ * accidents), so a crafted or buggy image could crash it. An admin tool must
+ * not: walk the same probe sequence with every candidate entry decoded with
+ * bounds checks first. Returns 0 (shmkv_get is then safe), SHMKV_ENOTFOUND
+ * or SHMKV_ECORRUPT with why. */
+static int checked_probe(const shmkv *db, const void *key, size_t key_len, char *why, size_t len)
+{
+	const shmkv_image_header *h = shmkv_header(db);
+	/* the header sits at the image start: no need to look into the handle */
+	const uint64_t *slots =
+		(const uint64_t *)(const void *)((const uint8_t *)h + h->sections[0].offset);
+	uint64_t hv = shmkv__hash(h->hash_seed, h->hash_bits, key, key_len);
+	uint64_t tag = shmkv__tag(hv), b = shmkv__home(hv, h->bucket_count);
+	for (uint32_t probe = 0;; probe++) {
+		const uint64_t *bk = slots + b * SHMKV_BUCKET_SLOTS;
+		for (unsigned j = 0; j < SHMKV_BUCKET_SLOTS; j++) {
+			if (bk[j] >> SHMKV_SLOT_TAG_SHIFT != tag)
+				continue;
+			shmkv__entry e = {0};
+			char sub[160]; /* shmkv__entry_decode keeps 160 bytes of a nested why */
+			int err = shmkv__entry_decode(db, (bk[j] & SHMKV_SLOT_OFF_MASK) << 3, &e, sub,
+						      sizeof sub);
+			if (err)
+				return shmkv__fail(err, why, len, "index bucket %" PRIu64 " slot %u: %s",
+						   b, j, sub);
+			if (e.key_len == key_len && !memcmp(e.key, key, key_len))
+				return 0;
+		}
+		if (bk[SHMKV_BUCKET_SLOTS - 1] == 0 || probe == h->max_probe)
+			return SHMKV_ENOTFOUND;
+		if (++b == h->bucket_count)
+			b = 0;
+	}
+}
+
+/* Prints the value found; returns the exit code. */
+static int print_value(const void *key, size_t key_len, const shmkv_value *v)
+{
+	if (!json_output) {
+		value_plain(stdout, v);
+		return EXIT_OK;
+	}
+	if (v->type == SHMKV_TYPE_STRLIST && !value_utf8_ok(v))
+		return p_err("the value is a strlist with a string that is not valid UTF-8; "
+			     "get it without -j");
+	json_writer *w = &json_out;
+	json_obj_begin(w);
+	json_key_member(w, key, key_len);
+	json_kv_str(w, "type", shmkv_type_name(v->type));
+	if (v->type == SHMKV_TYPE_STRING && !value_utf8_ok(v)) {
+		json_name(w, "value_base64");
+		json_base64(w, v->data, v->size);
+	} else {
+		json_name(w, "value");
+		value_json(w, v);
+	}
+	json_obj_end(w);
+	return EXIT_OK;
+}
+
+int get_verb(int argc, char **argv, const struct get_source *src)
+{
+	static const struct option opts[] = {
+		VERB_LONGOPTS,
+		{"key-base64", no_argument, NULL, 'k'},
+		{"root", required_argument, NULL, 'r'},
+		{NULL, 0, NULL, 0},
+	};
+	static const struct option opts_no_root[] = {
+		VERB_LONGOPTS,
+		{"key-base64", no_argument, NULL, 'k'},
+		{NULL, 0, NULL, 0},
+	};
+	bool key_b64 = false;
+	int c, rc;
+	verb_getopt_reset();
+	while ((c = getopt_long(argc, argv, src->takes_root ? "+" VERB_SHORTOPTS "r:" : "+" VERB_SHORTOPTS,
+				src->takes_root ? opts : opts_no_root, NULL)) != -1) {
+		if (c == 'k')
+			key_b64 = true;
+		else if (c == 'r')
+			root_option = optarg;
+		else if ((rc = verb_common_opt(c, argv, src->help, src->object)) >= 0)
+			return rc;
+	}
+	if (argc - optind != 2)
+		return p_usage(src->object, "get: expected %s", src->usage);
+	const char *arg = argv[optind], *key_arg = argv[optind + 1];
+
+	unsigned char *decoded = NULL;
+	const void *key = key_arg;
+	size_t key_len = strlen(key_arg);
+	if (key_b64) {
+		decoded = malloc(key_len / 4 * 3 + 3);
+		long n = decoded ? base64_decode(key_arg, decoded) : -1;
+		if (n < 0) {
+			free(decoded);
+			return p_usage(src->object, "get: KEY is not valid base64");
+		}
+		key = decoded;
+		key_len = (size_t)n;
+	}
+	if (key_len > SHMKV_MAX_KEY_LEN) {
+		free(decoded);
+		return p_err("key is %zu bytes, keys are at most %u", key_len, SHMKV_MAX_KEY_LEN);
+	}
+
+	shmkv *db;
+	if ((rc = src->open(arg, &db))) {
+		free(decoded);
+		return rc;
+	}
+	char what[256];
+	snprintf(what, sizeof what, "%s%s", src->what_prefix ? src->what_prefix : "", arg);
+	shmkv_value v;
+	char why[512];
+	int err = checked_probe(db, key, key_len, why, sizeof why);
+	if (!err)
+		err = shmkv_get(db, key, key_len, &v);
+	if (err == SHMKV_ENOTFOUND) {
+		rc = EXIT_NEGATIVE;
+		p_err("key not found");
+	} else if (err == SHMKV_ECORRUPT) {
+		rc = p_err("%s: %s%s", what, why, src->corrupt_hint ? src->corrupt_hint : "");
+	} else if (err) {
+		rc = p_err("%s: %s", what, shmkv_strerror(err));
+	} else {
+		rc = print_value(key, key_len, &v);
+	}
+	shmkv_close(db);
+	free(decoded);
+	return rc;
+}
