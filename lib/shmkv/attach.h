@@ -240,14 +240,13 @@ static inline int shmkv_refresh(shmkv *db)
 {
 	if (!db->ctl)
 		return 0;
-	/* pairs with the final shmkv__store_release(&ctl->seq) in ctl_publish(), which
-	 * orders the generation store written inside the section before it */
+	/* pairs with shmkv__store_release(&ctl->generation) in loader/ctl.c:ctl_publish() */
 	if (shmkv__load_acquire(&db->ctl->generation) == db->generation)
 		return 0;
 	int saved_errno = errno;
 	shmkv_ctl_segment seg;
-	uint64_t gen;
-	void *map;
+	uint64_t gen = 0;
+	void *map = NULL;
 	int err = shmkv__attach_current(db->ctl, db->flags, &gen, &seg, &map, NULL, 0);
 	if (!err) {
 		munmap(db->map, db->map_len);
