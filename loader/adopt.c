@@ -1,0 +1,278 @@
+/* adopt.c - restart: adopt the control segments and segments of an earlier
+ * loader with the same root, repair a publish a crash left open, and remove
+ * orphaned segments and temporary files. */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "loader.h"
+#include "log.h"
+#include "mounts.h"
+#include "state.h"
+
+/* A segment file of this root found on disk. */
+struct found {
+	char path[SHMKV_CTL_PATH_MAX];
+	char cache[SHMKV_CACHE_NAME_MAX + 1];
+	uint64_t load_id;
+	int loading;
+};
+
+struct scan {
+	struct found *f;
+	size_t n, cap;
+	char dirs[24][PATH_MAX];
+	size_t ndirs;
+};
+
+static void add_dir(struct scan *sc, const char *dir)
+{
+	for (size_t i = 0; i < sc->ndirs; i++)
+		if (!strcmp(sc->dirs[i], dir))
+			return;
+	if (sc->ndirs < sizeof sc->dirs / sizeof sc->dirs[0])
+		snprintf(sc->dirs[sc->ndirs++], PATH_MAX, "%s", dir);
+}
+
+static void scan_dir(struct loader *L, struct scan *sc, const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		struct found f;
+		memset(&f, 0, sizeof f);
+		if (seg_parse(e->d_name, L->prefix, f.cache, sizeof f.cache, &f.load_id, &f.loading))
+			continue;
+		if ((size_t)snprintf(f.path, sizeof f.path, "%s/%s", dir, e->d_name) >= sizeof f.path)
+			continue;
+		if (sc->n == sc->cap) {
+			size_t cap = sc->cap ? sc->cap * 2 : 64;
+			struct found *t = realloc(sc->f, cap * sizeof *t);
+			if (!t)
+				break;
+			sc->f = t;
+			sc->cap = cap;
+		}
+		sc->f[sc->n++] = f;
+	}
+	closedir(d);
+}
+
+static void dir_of(const char *path, char *out, size_t len)
+{
+	snprintf(out, len, "%s", path);
+	char *s = strrchr(out, '/');
+	if (s && s != out)
+		*s = 0;
+}
+
+/* The newest committed segment of a cache that checks out (repair). */
+static int newest_valid(const struct scan *sc, const char *cache, struct seg_info *out)
+{
+	int found = 0;
+	uint64_t best = 0;
+	for (size_t i = 0; i < sc->n; i++) {
+		const struct found *f = &sc->f[i];
+		if (f->loading || strcmp(f->cache, cache) || (found && f->load_id <= best))
+			continue;
+		struct seg_info in;
+		char why[256];
+		if (seg_inspect(f->path, &in, why, sizeof why) == 0) {
+			*out = in;
+			best = f->load_id;
+			found = 1;
+		}
+	}
+	return found;
+}
+
+static void adopt_one(struct loader *L, struct scan *sc, const char *name)
+{
+	char why[400], q[512], mem[32];
+	struct cache *c;
+	if (cache_add(L, name, &c)) {
+		log_err("out of memory");
+		return;
+	}
+	int err = ctl_open(L->root, name, &c->ctl, why, sizeof why);
+	if (err) {
+		c->broken = 1;
+		cache_set_error(L, c, "%s", why);
+		log_err("cannot adopt cache=%s error=%s", name, log_quote(q, sizeof q, why));
+		return;
+	}
+	state_read(L->root, c);
+	struct seg_info rb_hint = c->rb;
+	memset(&c->rb, 0, sizeof c->rb);
+	for (size_t i = 0; i < sc->n; i++)
+		if (!strcmp(sc->f[i].cache, name) && sc->f[i].load_id >= c->next_load)
+			c->next_load = sc->f[i].load_id + 1;
+
+	/* the published state; no reader writes it and no loader runs (root lock) */
+	shmkv_ctl_segment seg;
+	memcpy(&seg, (const void *)&c->ctl.map->segments[0], sizeof seg);
+	seg.path[SHMKV_CTL_PATH_MAX - 1] = 0;
+	uint64_t gen = ctl_generation(&c->ctl);
+	uint32_t count = c->ctl.map->segment_count;
+	int odd = ctl_seq_odd(&c->ctl), valid = 0;
+	struct seg_info in;
+	if (gen && count >= 1) {
+		err = seg_inspect(seg.path, &in, why, sizeof why);
+		if (!err && in.size != seg.size)
+			err = shmkv__fail(SHMKV_ECORRUPT, why, sizeof why,
+					  "%s: image is %llu bytes, the control segment says %llu",
+					  seg.path, (unsigned long long)in.size,
+					  (unsigned long long)seg.size);
+		valid = !err;
+		if (err)
+			log_err("cache=%s: published segment unusable: %s", name, why);
+	}
+	if (valid) {
+		c->cur = in;
+		c->cur.generation = gen;
+		c->have_cur = 1;
+	}
+	if (rb_hint.path[0] && (!valid || strcmp(rb_hint.path, c->cur.path)) &&
+	    seg_inspect(rb_hint.path, &in, why, sizeof why) == 0) {
+		c->rb = in;
+		c->rb.generation = rb_hint.generation;
+		c->have_rb = 1;
+	}
+	if (odd || (gen && !valid)) {
+		/* a publish a crash left open, or a published file that is gone */
+		const char *how;
+		if (!valid && newest_valid(sc, name, &in)) {
+			c->cur = in;
+			c->have_cur = 1;
+			if (c->have_rb && !strcmp(c->rb.path, in.path))
+				c->have_rb = 0;
+			how = "republished the newest complete segment";
+		} else if (!valid && c->have_rb) {
+			c->cur = c->rb;
+			c->have_cur = 1;
+			c->have_rb = 0;
+			how = "published the rollback segment";
+		} else {
+			how = valid ? "republished its segment" : "no usable segment: published none";
+		}
+		uint64_t ng = gen + 1;
+		if (c->have_cur) {
+			shmkv_ctl_segment cs;
+			memset(&cs, 0, sizeof cs);
+			cs.node = -1;
+			cs.flags = c->cur.flags;
+			cs.size = c->cur.size;
+			cs.map_size = c->cur.map_size;
+			cs.page_size = c->cur.page_size;
+			snprintf(cs.path, sizeof cs.path, "%s", c->cur.path);
+			ctl_publish(&c->ctl, ng, &cs, 1);
+			c->cur.generation = ng;
+		} else {
+			ctl_publish(&c->ctl, ng, NULL, 0);
+		}
+		log_warn("repaired cache=%s gen=%llu: control segment was %s; %s", name,
+			 (unsigned long long)ng, odd ? "mid-publish (seq odd)" : "naming a bad file",
+			 how);
+	}
+	if (c->have_cur)
+		log_info("adopted cache=%s gen=%llu bytes=%llu entries=%llu memory=%s file=%s%s%s",
+			 name, (unsigned long long)c->cur.generation,
+			 (unsigned long long)c->cur.size, (unsigned long long)c->cur.entries,
+			 mem_kind_name(c->cur.flags, c->cur.page_size, mem, sizeof mem), c->cur.path,
+			 c->have_rb ? " rollback=" : "", c->have_rb ? c->rb.path : "");
+	else
+		log_info("adopted cache=%s gen=%llu: nothing published", name,
+			 (unsigned long long)gen);
+	cache_save_state(L, c);
+}
+
+static int kept(struct loader *L, const struct found *f)
+{
+	for (size_t i = 0; i < L->ncaches; i++) {
+		const struct cache *c = L->caches[i];
+		if (strcmp(c->name, f->cache))
+			continue;
+		if (c->broken)
+			return 1; /* not ours to judge: its control segment is unreadable */
+		if ((c->have_cur && !strcmp(c->cur.path, f->path)) ||
+		    (c->have_rb && !strcmp(c->rb.path, f->path)))
+			return 1;
+	}
+	return 0;
+}
+
+void adopt_all(struct loader *L)
+{
+	struct scan sc;
+	memset(&sc, 0, sizeof sc);
+	struct hmount m[16];
+	size_t nm = 0;
+	add_dir(&sc, L->conf->shm_dir);
+	if (mounts_hugetlb(m, 16, &nm, "") == 0)
+		for (size_t i = 0; i < nm; i++)
+			add_dir(&sc, m[i].dir);
+	/* directories named by the control segments, which may differ from today's config */
+	DIR *d = opendir(L->root);
+	struct dirent *e;
+	char names[1024][SHMKV_CACHE_NAME_MAX + 1];
+	size_t nn = 0;
+	while (d && (e = readdir(d))) {
+		size_t n = strlen(e->d_name);
+		char path[PATH_MAX];
+		if ((size_t)snprintf(path, sizeof path, "%s/%s", L->root, e->d_name) >= sizeof path)
+			continue;
+		if (e->d_name[0] == '.' && n > 4 && !strcmp(e->d_name + n - 4, ".tmp")) {
+			if (unlink(path) == 0)
+				log_info("removed leftover file=%s", path);
+			continue;
+		}
+		if (n <= 4 || strcmp(e->d_name + n - 4, ".ctl") || n - 4 > SHMKV_CACHE_NAME_MAX)
+			continue;
+		char name[SHMKV_CACHE_NAME_MAX + 1];
+		memcpy(name, e->d_name, n - 4);
+		name[n - 4] = 0;
+		if (!shmkv__valid_name(name))
+			continue;
+		if (nn == sizeof names / sizeof names[0]) {
+			log_err("more than %zu caches under %s: %s not adopted", nn, L->root, name);
+			continue;
+		}
+		memcpy(names[nn++], name, sizeof name);
+		struct ctl tmp;
+		char why[256];
+		if (ctl_open(L->root, name, &tmp, why, sizeof why) == 0) {
+			char dir[PATH_MAX];
+			char p[SHMKV_CTL_PATH_MAX];
+			memcpy(p, (const void *)tmp.map->segments[0].path, sizeof p);
+			p[sizeof p - 1] = 0;
+			if (p[0] == '/') {
+				dir_of(p, dir, sizeof dir);
+				add_dir(&sc, dir);
+			}
+			ctl_close(&tmp);
+		}
+	}
+	if (d)
+		closedir(d);
+	for (size_t i = 0; i < sc.ndirs; i++)
+		scan_dir(L, &sc, sc.dirs[i]);
+	for (size_t i = 0; i < nn; i++)
+		adopt_one(L, &sc, names[i]);
+	/* segment files of caches that have no ctl: only their load ids matter */
+	for (size_t i = 0; i < sc.n; i++) {
+		const struct found *f = &sc.f[i];
+		if (kept(L, f))
+			continue;
+		if (unlink(f->path) == 0)
+			log_info("removed orphan cache=%s file=%s (%s)", f->cache, f->path,
+				 f->loading ? "load interrupted" : "not published, not the rollback");
+		else if (errno != ENOENT)
+			log_warn("cannot remove orphan file=%s: %s", f->path, strerror(errno));
+	}
+	free(sc.f);
+}

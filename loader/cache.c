@@ -1,0 +1,94 @@
+/* cache.c - the cache table and small helpers about caches. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "loader.h"
+#include "mounts.h"
+
+struct cache *cache_find(struct loader *L, const char *name)
+{
+	for (size_t i = 0; i < L->ncaches; i++)
+		if (!strcmp(L->caches[i]->name, name))
+			return L->caches[i];
+	return NULL;
+}
+
+int cache_add(struct loader *L, const char *name, struct cache **out)
+{
+	struct cache *c = calloc(1, sizeof *c);
+	if (!c)
+		return -ENOMEM;
+	snprintf(c->name, sizeof c->name, "%s", name);
+	const struct cache_def *d = conf_find(L->conf, name);
+	if (d) {
+		c->configured = 1;
+		c->conf = d->c;
+	} else {
+		conf_cache_defaults(L->conf, &c->conf);
+	}
+	c->next_load = 1;
+	pthread_mutex_lock(&L->lock);
+	if (L->ncaches == L->caps) {
+		size_t caps = L->caps ? L->caps * 2 : 16;
+		struct cache **t = realloc(L->caches, caps * sizeof *t);
+		if (!t) {
+			pthread_mutex_unlock(&L->lock);
+			free(c);
+			return -ENOMEM;
+		}
+		L->caches = t;
+		L->caps = caps;
+	}
+	L->caches[L->ncaches++] = c;
+	pthread_mutex_unlock(&L->lock);
+	*out = c;
+	return 0;
+}
+
+void cache_remove(struct loader *L, struct cache *c)
+{
+	pthread_mutex_lock(&L->lock);
+	for (size_t i = 0; i < L->ncaches; i++) {
+		if (L->caches[i] == c) {
+			L->caches[i] = L->caches[--L->ncaches];
+			break;
+		}
+	}
+	pthread_mutex_unlock(&L->lock);
+	ctl_close(&c->ctl);
+	free(c);
+}
+
+void cache_set_error(struct loader *L, struct cache *c, const char *fmt, ...)
+{
+	char msg[sizeof c->last_error];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	pthread_mutex_lock(&L->lock);
+	memcpy(c->last_error, msg, sizeof msg);
+	pthread_mutex_unlock(&L->lock);
+}
+
+const char *mem_kind_name(uint32_t flags, uint64_t page_size, char *buf, size_t len)
+{
+	char ps[16];
+	if (flags & SHMKV_SEG_HUGETLB)
+		snprintf(buf, len, "hugetlb-%s", mounts_size_name(page_size, ps, sizeof ps));
+	else
+		snprintf(buf, len, "shm");
+	return buf;
+}
+
+const char *mem_policy_name(enum mem_policy p)
+{
+	switch (p) {
+	case MEM_HUGETLB: return "hugetlb";
+	case MEM_SHM: return "shm";
+	default: return "auto";
+	}
+}

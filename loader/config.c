@@ -1,0 +1,368 @@
+/* config.c - the INI config file, parsed with libinih. */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <grp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ini.h>
+
+void conf_defaults(struct loader_conf *c)
+{
+	memset(c, 0, sizeof *c);
+	snprintf(c->root, sizeof c->root, "%s", SHMKV_DEFAULT_ROOT);
+	snprintf(c->shm_dir, sizeof c->shm_dir, "%s", CONF_DEFAULT_SHM_DIR);
+	c->queue_depth = CONF_DEFAULT_QUEUE_DEPTH;
+	c->block_size = CONF_DEFAULT_BLOCK_SIZE;
+	c->memory = MEM_AUTO;
+	c->gid = (gid_t)-1;
+}
+
+void conf_cache_defaults(const struct loader_conf *lc, struct cache_conf *cc)
+{
+	memset(cc, 0, sizeof *cc);
+	cc->memory = lc->memory;
+	cc->mode = CONF_DEFAULT_MODE;
+	cc->gid = (gid_t)-1;
+}
+
+int conf_parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	if (!isdigit((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno)
+		return -EINVAL;
+	unsigned shift = 0;
+	switch (*end) {
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	case 't': case 'T': shift = 40; end++; break;
+	default: break;
+	}
+	if (shift && (*end == 'i' || *end == 'I'))
+		end++;
+	if (shift && (*end == 'b' || *end == 'B'))
+		end++;
+	if (*end || (shift && v > (UINT64_MAX >> shift)))
+		return -EINVAL;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+int conf_parse_policy(const char *s, enum mem_policy *out)
+{
+	if (!strcmp(s, "auto"))
+		*out = MEM_AUTO;
+	else if (!strcmp(s, "hugetlb"))
+		*out = MEM_HUGETLB;
+	else if (!strcmp(s, "shm"))
+		*out = MEM_SHM;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+/* State of one parse: the reader counts lines so that every message names one. */
+struct parse {
+	const char *file;
+	FILE *fp;
+	int line;          /* line of the text inih is handling now */
+	int at_line_start; /* the last fragment read ended a line */
+	int err_line;      /* first error we found (0 = none) */
+	char err[512];
+	struct loader_conf *c;
+	struct cache_def *cur; /* the [cache NAME] being read */
+	int in_loader;
+	int seen_section;
+};
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static int perr(struct parse *p, const char *fmt, ...)
+{
+	if (!p->err_line) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(p->err, sizeof p->err, fmt, ap);
+		va_end(ap);
+		p->err_line = p->line;
+	}
+	return 0; /* inih: handler failed */
+}
+
+static int enter_section(struct parse *p, const char *section);
+
+/* fgets-style reader for inih that counts lines and refuses lines inih
+ * would cut (INI_MAX_LINE): a cut line would be parsed as two. */
+static char *reader(char *str, int num, void *stream)
+{
+	struct parse *p = stream;
+	if (!fgets(str, num, p->fp))
+		return NULL;
+	if (p->at_line_start)
+		p->line++;
+	size_t n = strlen(str);
+	p->at_line_start = n > 0 && str[n - 1] == '\n';
+	if (!p->at_line_start && !feof(p->fp)) {
+		perr(p, "line longer than %d bytes (the limit of libinih)", num - 1);
+		int ch;
+		while ((ch = fgetc(p->fp)) != EOF && ch != '\n')
+			;
+		p->at_line_start = 1;
+		str[0] = '\n';
+		str[1] = 0;
+		return str;
+	}
+	const char *s = str;
+	while (*s == ' ' || *s == '\t')
+		s++;
+	const char *end = *s == '[' ? strchr(s, ']') : NULL;
+	if (end) {
+		char section[256];
+		snprintf(section, sizeof section, "%.*s", (int)(end - s - 1), s + 1);
+		enter_section(p, section);
+	}
+	return str;
+}
+
+static int parse_mode(const char *v, mode_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long m = strtoul(v, &end, 8);
+	if (errno || *end || !*v || m > 07777)
+		return -EINVAL;
+	*out = (mode_t)m;
+	return 0;
+}
+
+static int parse_group(struct parse *p, const char *v, char *name, size_t name_len, gid_t *gid)
+{
+	struct group *g = getgrnam(v);
+	if (!g) {
+		char *end;
+		errno = 0;
+		unsigned long id = strtoul(v, &end, 10);
+		if (errno || *end || !*v)
+			return perr(p, "unknown group \"%s\"", v);
+		*gid = (gid_t)id;
+	} else {
+		*gid = g->gr_gid;
+	}
+	snprintf(name, name_len, "%s", v);
+	return 1;
+}
+
+static int set_path(struct parse *p, const char *key, const char *v, char *dst, size_t len)
+{
+	if (v[0] != '/')
+		return perr(p, "%s must be an absolute path, not \"%s\"", key, v);
+	if (strlen(v) >= len)
+		return perr(p, "%s is too long", key);
+	snprintf(dst, len, "%s", v);
+	return 1;
+}
+
+static int loader_key(struct parse *p, const char *k, const char *v)
+{
+	struct loader_conf *c = p->c;
+	uint64_t n;
+	if (!strcmp(k, "root"))
+		return set_path(p, k, v, c->root, sizeof c->root);
+	if (!strcmp(k, "spool"))
+		return set_path(p, k, v, c->spool, sizeof c->spool);
+	if (!strcmp(k, "shm_dir"))
+		return set_path(p, k, v, c->shm_dir, sizeof c->shm_dir);
+	if (!strcmp(k, "hugetlb_dir"))
+		return set_path(p, k, v, c->hugetlb_dir, sizeof c->hugetlb_dir);
+	if (!strcmp(k, "queue_depth")) {
+		if (conf_parse_size(v, &n) || n < 1 || n > 4096)
+			return perr(p, "queue_depth \"%s\" is not a number in 1..4096", v);
+		c->queue_depth = (unsigned)n;
+		return 1;
+	}
+	if (!strcmp(k, "block_size")) {
+		if (conf_parse_size(v, &n) || n < 4096 || n > (UINT64_C(1) << 30) || n % 4096)
+			return perr(p, "block_size \"%s\" must be a multiple of 4096 in 4K..1G", v);
+		c->block_size = n;
+		return 1;
+	}
+	if (!strcmp(k, "memory")) {
+		if (conf_parse_policy(v, &c->memory))
+			return perr(p, "memory \"%s\": expected auto, hugetlb or shm", v);
+		return 1;
+	}
+	if (!strcmp(k, "group"))
+		return parse_group(p, v, c->group, sizeof c->group, &c->gid);
+	return perr(p, "unknown key \"%s\" in [loader] (root, spool, shm_dir, hugetlb_dir, "
+		       "queue_depth, block_size, memory, group)", k);
+}
+
+static int cache_key(struct parse *p, const char *k, const char *v)
+{
+	struct cache_conf *cc = &p->cur->c;
+	if (!strcmp(k, "source"))
+		return set_path(p, k, v, cc->source, sizeof cc->source);
+	if (!strcmp(k, "memory")) {
+		if (conf_parse_policy(v, &cc->memory))
+			return perr(p, "memory \"%s\": expected auto, hugetlb or shm", v);
+		cc->memory_set = 1;
+		return 1;
+	}
+	if (!strcmp(k, "numa")) {
+		if (strcmp(v, "none"))
+			return perr(p, "numa \"%s\": only \"none\" is supported so far (NUMA "
+				       "placement is not implemented yet)", v);
+		return 1;
+	}
+	if (!strcmp(k, "group"))
+		return parse_group(p, v, cc->group, sizeof cc->group, &cc->gid);
+	if (!strcmp(k, "mode")) {
+		if (parse_mode(v, &cc->mode))
+			return perr(p, "mode \"%s\" is not an octal mode like 0640", v);
+		return 1;
+	}
+	if (!strcmp(k, "max_size")) {
+		if (conf_parse_size(v, &cc->max_size))
+			return perr(p, "max_size \"%s\" is not a size like 10G", v);
+		return 1;
+	}
+	return perr(p, "unknown key \"%s\" in [cache %s] (source, memory, numa, group, mode, "
+		       "max_size)", k, p->cur->name);
+}
+
+/* A new section: "loader" or "cache NAME". */
+static int enter_section(struct parse *p, const char *section)
+{
+	p->seen_section = 1;
+	p->cur = NULL;
+	p->in_loader = 0;
+	if (!strcmp(section, "loader")) {
+		p->in_loader = 1;
+		return 1;
+	}
+	if (strncmp(section, "cache", 5) || (section[5] != ' ' && section[5] != '\t'))
+		return perr(p, "unknown section [%s] (expected [loader] or [cache NAME])", section);
+	const char *name = section + 6;
+	while (*name == ' ' || *name == '\t')
+		name++;
+	if (!shmkv__valid_name(name))
+		return perr(p, "invalid cache name \"%s\" (1-63 of A-Z a-z 0-9 _ - ., not starting "
+			       "with .)", name);
+	if (conf_find(p->c, name))
+		return perr(p, "[cache %s] appears twice", name);
+	struct cache_def *d = realloc(p->c->caches, (p->c->ncaches + 1) * sizeof *d);
+	if (!d)
+		return perr(p, "out of memory");
+	p->c->caches = d;
+	p->cur = &d[p->c->ncaches++];
+	memset(p->cur, 0, sizeof *p->cur);
+	snprintf(p->cur->name, sizeof p->cur->name, "%s", name);
+	conf_cache_defaults(p->c, &p->cur->c);
+	p->cur->c.line = p->line;
+	return 1;
+}
+
+static int handler(void *user, const char *section, const char *name, const char *value)
+{
+	struct parse *p = user;
+	(void)section; /* the reader tracks sections, with their lines */
+	if (!p->seen_section)
+		return perr(p, "\"%s\" outside any section (put it under [loader] or [cache NAME])",
+			    name);
+	if (!p->cur && !p->in_loader)
+		return 0; /* inside an invalid section: reported at its header */
+	if (!*value)
+		return perr(p, "%s has an empty value", name);
+	return p->in_loader ? loader_key(p, name, value) : cache_key(p, name, value);
+}
+
+int conf_load(const char *path, struct loader_conf *c, char *why, size_t why_len)
+{
+	struct parse p;
+	memset(&p, 0, sizeof p);
+	p.file = path;
+	p.c = c;
+	p.at_line_start = 1;
+	p.fp = fopen(path, "re");
+	if (!p.fp) {
+		int err = -errno;
+		return shmkv__fail(err, why, why_len, "%s: %s", path, strerror(-err));
+	}
+	int r = ini_parse_stream(reader, &p, handler, &p);
+	int io = ferror(p.fp);
+	fclose(p.fp);
+	if (io)
+		return shmkv__fail(-EIO, why, why_len, "%s: read error", path);
+	if (p.err_line && (r <= 0 || p.err_line <= r))
+		return shmkv__fail(-EINVAL, why, why_len, "%s:%d: %s", path, p.err_line, p.err);
+	if (r > 0)
+		return shmkv__fail(-EINVAL, why, why_len,
+				   "%s:%d: syntax error (expected [section], key = value or a comment)",
+				   path, r);
+	if (r < 0)
+		return shmkv__fail(-ENOMEM, why, why_len, "%s: cannot parse", path);
+	conf_apply_defaults(c);
+	return 0;
+}
+
+void conf_apply_defaults(struct loader_conf *c)
+{
+	for (size_t i = 0; i < c->ncaches; i++)
+		if (!c->caches[i].c.memory_set)
+			c->caches[i].c.memory = c->memory;
+}
+
+int conf_check(const struct loader_conf *c, char *why, size_t why_len)
+{
+	if (!c->spool[0])
+		return shmkv__fail(-EINVAL, why, why_len,
+				   "no spool directory: set spool= in [loader] or pass --spool DIR");
+	if (c->root[0] != '/' || c->spool[0] != '/' || c->shm_dir[0] != '/')
+		return shmkv__fail(-EINVAL, why, why_len, "root, spool and shm_dir must be absolute paths");
+	if (!strcmp(c->root, c->spool))
+		return shmkv__fail(-EINVAL, why, why_len, "spool and root must be different directories");
+	return 0;
+}
+
+const struct cache_def *conf_find(const struct loader_conf *c, const char *name)
+{
+	for (size_t i = 0; i < c->ncaches; i++)
+		if (!strcmp(c->caches[i].name, name))
+			return &c->caches[i];
+	return NULL;
+}
+
+struct loader_conf *conf_dup(const struct loader_conf *c)
+{
+	struct loader_conf *d = malloc(sizeof *d);
+	if (!d)
+		return NULL;
+	*d = *c;
+	d->caches = NULL;
+	if (c->ncaches) {
+		d->caches = malloc(c->ncaches * sizeof *d->caches);
+		if (!d->caches) {
+			free(d);
+			return NULL;
+		}
+		memcpy(d->caches, c->caches, c->ncaches * sizeof *d->caches);
+	}
+	return d;
+}
+
+void conf_free(struct loader_conf *c)
+{
+	if (!c)
+		return;
+	free(c->caches);
+	free(c);
+}

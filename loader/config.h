@@ -1,0 +1,73 @@
+/* config.h - the loader's configuration: an INI file (libinih) and/or the
+ * command line. Every error names the file, the line and the reason. */
+#ifndef LOADER_CONFIG_H
+#define LOADER_CONFIG_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <shmkv.h>
+
+enum mem_policy {
+	MEM_AUTO = 0,    /* hugetlbfs, else tmpfs (logged, visible in status) */
+	MEM_HUGETLB = 1, /* hugetlbfs only: a load that does not fit is refused */
+	MEM_SHM = 2      /* tmpfs only */
+};
+
+struct cache_conf {
+	char source[PATH_MAX]; /* "" = none: loaded only through the spool or `load` */
+	enum mem_policy memory;
+	int memory_set;        /* memory= given; otherwise the [loader] default */
+	mode_t mode;           /* of the ctl and segment files */
+	gid_t gid;             /* (gid_t)-1: leave the group alone */
+	char group[64];        /* "" = none */
+	uint64_t max_size;     /* image bytes; 0 = no limit */
+	int line;              /* line of the [cache NAME] header, 0 for defaults */
+};
+
+struct cache_def {
+	char name[SHMKV_CACHE_NAME_MAX + 1];
+	struct cache_conf c;
+};
+
+struct loader_conf {
+	char root[PATH_MAX];
+	char spool[PATH_MAX];
+	char shm_dir[PATH_MAX];
+	char hugetlb_dir[PATH_MAX]; /* "" = every hugetlbfs mount in /proc/mounts */
+	unsigned queue_depth;
+	uint64_t block_size;
+	enum mem_policy memory;     /* policy of caches not in the config */
+	char group[64];             /* control socket group: "" = 0600 socket */
+	gid_t gid;
+	struct cache_def *caches;
+	size_t ncaches;
+};
+
+#define CONF_DEFAULT_SHM_DIR "/dev/shm"
+#define CONF_DEFAULT_QUEUE_DEPTH 16u
+#define CONF_DEFAULT_BLOCK_SIZE (UINT64_C(4) << 20)
+#define CONF_DEFAULT_MODE 0644
+
+/* Fills defaults (no caches). */
+void conf_defaults(struct loader_conf *c);
+/* A cache's settings when the config does not name it. */
+void conf_cache_defaults(const struct loader_conf *lc, struct cache_conf *cc);
+/* Parses path into c (which holds defaults). Returns 0, or -EINVAL / -errno
+ * with "FILE:LINE: reason" (or "FILE: reason") in why. */
+int conf_load(const char *path, struct loader_conf *c, char *why, size_t why_len);
+/* Gives caches without memory= the loader's default (after the command line). */
+void conf_apply_defaults(struct loader_conf *c);
+/* Checks cross-field rules after the command line was applied. */
+int conf_check(const struct loader_conf *c, char *why, size_t why_len);
+const struct cache_def *conf_find(const struct loader_conf *c, const char *name);
+struct loader_conf *conf_dup(const struct loader_conf *c);
+void conf_free(struct loader_conf *c);
+
+/* "4M", "10G", "4096": binary suffixes K M G T. Returns 0 or -EINVAL. */
+int conf_parse_size(const char *s, uint64_t *out);
+int conf_parse_policy(const char *s, enum mem_policy *out);
+
+#endif /* LOADER_CONFIG_H */

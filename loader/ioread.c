@@ -1,0 +1,218 @@
+/* ioread.c - io_uring reads straight into the segment, checksums overlapped. */
+#include "ioread.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <liburing.h>
+
+#include "log.h"
+
+struct req {
+	uint64_t off; /* chunk start */
+	uint32_t len; /* chunk bytes */
+	uint32_t got; /* bytes read so far (short reads are continued) */
+};
+
+/* One ioread() call. */
+struct io {
+	struct io_uring ring;
+	int fd;                /* the descriptor reads are issued on */
+	int buffered_fd;       /* reopened without O_DIRECT, or -1 */
+	int *direct;
+	const char *path;
+	uint8_t *dst;
+	uint64_t size, bs, nchunks;
+	struct req *reqs;      /* one per slot (queue_depth) */
+	unsigned *free_slots;  /* stack of idle slots */
+	unsigned nfree, inflight;
+	uint8_t *done;         /* per chunk: read completely */
+	int err;               /* first error; then only drain */
+	char *why;
+	size_t why_len;
+};
+
+static int prep(struct io *io, unsigned slot)
+{
+	const struct req *r = &io->reqs[slot];
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&io->ring);
+	if (!sqe) {
+		int n = io_uring_submit(&io->ring);
+		if (n < 0)
+			return n;
+		sqe = io_uring_get_sqe(&io->ring);
+		if (!sqe)
+			return -EBUSY;
+	}
+	io_uring_prep_read(sqe, io->fd, io->dst + r->off + r->got, r->len - r->got,
+			   r->off + r->got);
+	io_uring_sqe_set_data64(sqe, slot);
+	io->inflight++;
+	return 0;
+}
+
+static void fail(struct io *io, unsigned slot, int err)
+{
+	io->err = err;
+	io->free_slots[io->nfree++] = slot;
+}
+
+/* The filesystem took the O_DIRECT open but refuses direct reads: reopen. */
+static int go_buffered(struct io *io)
+{
+	if (io->buffered_fd < 0) {
+		io->buffered_fd = open(io->path, O_RDONLY | O_CLOEXEC);
+		if (io->buffered_fd < 0)
+			return shmkv__fail(-errno, io->why, io->why_len, "%s: %s", io->path,
+					   strerror(errno));
+		log_warn("direct I/O refused file=%s: reading buffered", io->path);
+	}
+	*io->direct = 0;
+	io->fd = io->buffered_fd;
+	return 0;
+}
+
+/* A completion: continue a short read, retry, or mark the chunk done. */
+static void complete(struct io *io, unsigned slot, int res)
+{
+	struct req *r = &io->reqs[slot];
+	io->inflight--;
+	if (io->err) {
+		io->free_slots[io->nfree++] = slot; /* draining */
+		return;
+	}
+	if (res == -EINVAL && *io->direct) {
+		int e = go_buffered(io);
+		if (e) {
+			fail(io, slot, e);
+			return;
+		}
+		res = -EAGAIN;
+	}
+	if (res > 0) {
+		r->got += (uint32_t)res;
+	} else if (res == 0) {
+		shmkv__fail(SHMKV_ETRUNCATED, io->why, io->why_len,
+			    "%s ended at %llu while reading %llu bytes (file shrank?)", io->path,
+			    (unsigned long long)(r->off + r->got), (unsigned long long)io->size);
+		fail(io, slot, SHMKV_ETRUNCATED);
+		return;
+	} else if (res != -EAGAIN && res != -EINTR) {
+		shmkv__fail(res, io->why, io->why_len, "read %s at offset %llu: %s", io->path,
+			    (unsigned long long)(r->off + r->got), strerror(-res));
+		fail(io, slot, res);
+		return;
+	}
+	if (r->got < r->len) {
+		int e = prep(io, slot);
+		if (e) {
+			shmkv__fail(e, io->why, io->why_len, "io_uring submit: %s", strerror(-e));
+			fail(io, slot, e);
+		}
+		return;
+	}
+	io->done[r->off / io->bs] = 1;
+	io->free_slots[io->nfree++] = slot;
+}
+
+/* Fills idle slots with the next chunks. */
+static void refill(struct io *io, uint64_t *next)
+{
+	while (!io->err && io->nfree && *next < io->nchunks) {
+		unsigned slot = io->free_slots[--io->nfree];
+		struct req *r = &io->reqs[slot];
+		r->off = *next * io->bs;
+		r->len = (uint32_t)(io->size - r->off < io->bs ? io->size - r->off : io->bs);
+		r->got = 0;
+		int e = prep(io, slot);
+		if (e) {
+			shmkv__fail(e, io->why, io->why_len, "io_uring submit: %s", strerror(-e));
+			fail(io, slot, e);
+			return;
+		}
+		(*next)++;
+	}
+}
+
+int ioread(int fd, int *direct, const char *path, uint8_t *dst, uint64_t size,
+	   const struct ioread_opts *o, struct vstream *v, char *why, size_t why_len)
+{
+	struct io io;
+	memset(&io, 0, sizeof io);
+	io.fd = fd;
+	io.buffered_fd = -1;
+	io.direct = direct;
+	io.path = path;
+	io.dst = dst;
+	io.size = size;
+	io.bs = o->block_size;
+	io.nchunks = (size + io.bs - 1) / io.bs;
+	io.why = why;
+	io.why_len = why_len;
+	unsigned qd = o->queue_depth;
+	int err = io_uring_queue_init(qd, &io.ring, 0);
+	if (err)
+		return shmkv__fail(err, why, why_len, "io_uring_queue_init(%u): %s", qd,
+				   strerror(-err));
+	io.reqs = calloc(qd, sizeof *io.reqs);
+	io.free_slots = calloc(qd, sizeof *io.free_slots);
+	io.done = calloc(io.nchunks ? io.nchunks : 1, 1);
+	if (!io.reqs || !io.free_slots || !io.done) {
+		io.err = shmkv__fail(-ENOMEM, why, why_len, "out of memory");
+		goto out;
+	}
+	for (unsigned i = 0; i < qd; i++)
+		io.free_slots[io.nfree++] = qd - 1 - i;
+	uint64_t next = 0, prefix_chunk = 0;
+	for (;;) {
+		/* relaxed: a stop request only, no data comes with it (the store is
+		 * in worker.c:worker_stop()) */
+		if (!io.err && atomic_load_explicit(o->cancel, memory_order_relaxed))
+			io.err = shmkv__fail(-ECANCELED, why, why_len, "the loader is stopping");
+		refill(&io, &next);
+		if (!io.inflight)
+			break;
+		int n = io_uring_submit_and_wait(&io.ring, 1);
+		if (n < 0 && n != -EINTR && n != -EAGAIN && n != -EBUSY) {
+			/* nothing more can be submitted; still drain what is in flight */
+			if (!io.err)
+				io.err = shmkv__fail(n, why, why_len, "io_uring_enter: %s", strerror(-n));
+			struct io_uring_cqe *cqe;
+			while (io.inflight && io_uring_wait_cqe(&io.ring, &cqe) == 0) {
+				io_uring_cqe_seen(&io.ring, cqe);
+				io.inflight--;
+			}
+			break;
+		}
+		struct io_uring_cqe *cqe;
+		unsigned head, seen = 0;
+		io_uring_for_each_cqe(&io.ring, head, cqe) {
+			seen++;
+			complete(&io, (unsigned)io_uring_cqe_get_data64(cqe), cqe->res);
+		}
+		io_uring_cq_advance(&io.ring, seen);
+		uint64_t before = prefix_chunk;
+		while (prefix_chunk < io.nchunks && io.done[prefix_chunk])
+			prefix_chunk++;
+		if (!io.err && prefix_chunk != before) {
+			uint64_t prefix = prefix_chunk * io.bs < size ? prefix_chunk * io.bs : size;
+			/* relaxed: a figure for status.c:take(), which reads it relaxed;
+			 * nothing else is published through it */
+			if (o->progress)
+				atomic_store_explicit(o->progress, prefix, memory_order_relaxed);
+			/* hash what arrived while the reads queued above are in flight */
+			io.err = vstream_feed(v, dst, prefix, why, why_len);
+		}
+	}
+out:
+	if (io.buffered_fd >= 0)
+		close(io.buffered_fd);
+	free(io.reqs);
+	free(io.free_slots);
+	free(io.done);
+	io_uring_queue_exit(&io.ring);
+	return io.err;
+}

@@ -1,0 +1,280 @@
+/* load.c - load one image file into a cache: read, verify, publish, free. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ioread.h"
+#include "json.h"
+#include "loader.h"
+#include "log.h"
+#include "place.h"
+#include "state.h"
+#include "vstream.h"
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Opens the source: O_DIRECT where the filesystem takes it. */
+static int open_source(const char *path, int *direct, char *why, size_t why_len)
+{
+	*direct = 1;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_DIRECT);
+	if (fd < 0 && errno == EINVAL) {
+		log_warn("direct I/O unsupported file=%s: reading buffered", path);
+		*direct = 0;
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+	}
+	if (fd < 0) {
+		int err = -errno;
+		return shmkv__fail(err, why, why_len, "%s: %s", path, strerror(-err));
+	}
+	return fd;
+}
+
+/* Reads the header block (aligned for O_DIRECT) and checks it against the
+ * file size before any memory is taken for the image. */
+static int read_head(int *fd, int *direct, const char *path, uint64_t size, struct vstream *v,
+		     char *why, size_t why_len)
+{
+	void *head = NULL;
+	if (posix_memalign(&head, SHMKV_HEADER_SIZE, SHMKV_HEADER_SIZE))
+		return shmkv__fail(-ENOMEM, why, why_len, "out of memory");
+	ssize_t n = pread(*fd, head, SHMKV_HEADER_SIZE, 0);
+	if (n < 0 && errno == EINVAL && *direct) {
+		log_warn("direct I/O refused file=%s: reading buffered", path);
+		int b = open(path, O_RDONLY | O_CLOEXEC);
+		if (b >= 0) {
+			close(*fd);
+			*fd = b;
+			*direct = 0;
+			n = pread(*fd, head, SHMKV_HEADER_SIZE, 0);
+		}
+	}
+	int err;
+	if (n < 0)
+		err = shmkv__fail(-errno, why, why_len, "read %s: %s", path, strerror(errno));
+	else if (n != SHMKV_HEADER_SIZE)
+		err = shmkv__fail(SHMKV_ETRUNCATED, why, why_len,
+				  "file is %llu bytes, shorter than the %u-byte header",
+				  (unsigned long long)size, SHMKV_HEADER_SIZE);
+	else
+		err = vstream_begin(v, head, size, why, why_len);
+	free(head);
+	return err;
+}
+
+static char *reply_loaded(const struct cache *c, const struct load_stats *ls)
+{
+	char mem[32];
+	struct json j;
+	json_init(&j);
+	json_bool(&j, "ok", 1);
+	json_str(&j, "cache", c->name);
+	json_u64(&j, "generation", c->cur.generation);
+	json_u64(&j, "bytes", c->cur.size);
+	json_u64(&j, "entries", c->cur.entries);
+	json_u64(&j, "ms", ls->ms);
+	json_u64(&j, "alloc_ms", ls->alloc_ms);
+	json_f64(&j, "gbps", ls->gbps, 2);
+	json_bool(&j, "direct_io", ls->direct);
+	json_str(&j, "memory", mem_kind_name(c->cur.flags, c->cur.page_size, mem, sizeof mem));
+	json_str(&j, "segment", c->cur.path);
+	if (ls->note[0])
+		json_str(&j, "note", ls->note);
+	return json_finish(&j);
+}
+
+/* Publishes a committed segment as the cache's new generation; the old
+ * current becomes the rollback candidate, the old candidate is unlinked. */
+static int publish_new(struct loader *L, struct cache *c, const struct seg_info *in,
+		       const struct load_stats *st, char *why, size_t why_len)
+{
+	if (!c->ctl.map) {
+		int err = ctl_create(L->root, c->name, c->conf.mode, c->conf.gid, &c->ctl, why,
+				     why_len);
+		if (err)
+			return err;
+	}
+	uint64_t gen = ctl_generation(&c->ctl) + 1;
+	shmkv_ctl_segment cs;
+	memset(&cs, 0, sizeof cs);
+	cs.node = -1;
+	cs.flags = in->flags;
+	cs.size = in->size;
+	cs.map_size = in->map_size;
+	cs.page_size = in->page_size;
+	snprintf(cs.path, sizeof cs.path, "%s", in->path);
+	ctl_publish(&c->ctl, gen, &cs, 1);
+
+	struct seg_info old_rb = c->rb;
+	int had_rb = c->have_rb;
+	pthread_mutex_lock(&L->lock);
+	if (c->have_cur) {
+		c->rb = c->cur;
+		c->rb_stats = c->stats;
+	}
+	c->have_rb = c->have_cur;
+	c->cur = *in;
+	c->cur.generation = gen;
+	c->have_cur = 1;
+	c->stats = *st;
+	c->last_error[0] = 0;
+	pthread_mutex_unlock(&L->lock);
+	if (had_rb) {
+		/* readers still mapping it keep it; the kernel frees it after them */
+		if (unlink(old_rb.path) != 0 && errno != ENOENT)
+			log_warn("unlink file=%s: %s", old_rb.path, strerror(errno));
+		else
+			log_info("freed cache=%s gen=%llu file=%s", c->name,
+				 (unsigned long long)old_rb.generation, old_rb.path);
+	}
+	return 0;
+}
+
+int op_load(struct loader *L, const char *name, const char *path, int from_spool, char **reply)
+{
+	char why[512] = "", note[160] = "", q[640];
+	struct cache *c = cache_find(L, name);
+	struct vstream v;
+	struct seg s;
+	int err, fd = -1, direct = 0, have_seg = 0;
+	memset(&v, 0, sizeof v);
+	uint64_t t0 = now_ns();
+	if (!shmkv__valid_name(name)) {
+		err = shmkv__fail(-EINVAL, why, sizeof why,
+				  "invalid cache name \"%s\" (1-63 of A-Z a-z 0-9 _ - ., not starting "
+				  "with .)", name);
+		goto reject;
+	}
+	if (path[0] != '/' || strchr(path, '\n')) {
+		err = shmkv__fail(-EINVAL, why, sizeof why,
+				  "image path must be absolute and free of newlines: \"%s\"", path);
+		goto reject;
+	}
+	if (!c) {
+		err = cache_add(L, name, &c);
+		if (err) {
+			shmkv__fail(err, why, sizeof why, "out of memory");
+			goto reject;
+		}
+	}
+	if (c->broken) {
+		err = shmkv__fail(SHMKV_EPROTO, why, sizeof why,
+				  "cache %s has a control segment this loader cannot adopt (%s); "
+				  "drop it first", name, c->last_error);
+		goto reject;
+	}
+	fd = open_source(path, &direct, why, sizeof why);
+	if (fd < 0) {
+		err = fd;
+		goto reject;
+	}
+	struct stat st;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		err = shmkv__fail(-EINVAL, why, sizeof why, "%s: not a regular file", path);
+		goto reject;
+	}
+	uint64_t size = (uint64_t)st.st_size;
+	err = read_head(&fd, &direct, path, size, &v, why, sizeof why);
+	if (err)
+		goto reject;
+	if (c->conf.max_size && size > c->conf.max_size) {
+		err = shmkv__fail(-EFBIG, why, sizeof why,
+				  "image is %llu bytes, over the cache's max_size of %llu bytes",
+				  (unsigned long long)size, (unsigned long long)c->conf.max_size);
+		goto reject;
+	}
+	/* relaxed: figures for status.c:take(), which reads them relaxed */
+	atomic_store_explicit(&c->load_done, 0, memory_order_relaxed);
+	atomic_store_explicit(&c->load_total, size, memory_order_relaxed);
+	err = place_segment(L, c, size, &s, note, sizeof note, why, sizeof why);
+	if (err)
+		goto reject;
+	have_seg = 1;
+	uint64_t t_alloc = now_ns();
+	c->next_load++;
+	struct ioread_opts o = {
+		.queue_depth = L->conf->queue_depth,
+		.block_size = L->conf->block_size,
+		.cancel = &L->cancel,
+		.progress = &c->load_done,
+	};
+	err = ioread(fd, &direct, path, s.map, size, &o, &v, why, sizeof why);
+	if (!err)
+		err = vstream_end(&v, s.map, why, sizeof why);
+	if (err)
+		goto reject;
+	uint64_t t_end = now_ns(), ms = (t_end - t0) / 1000000u;
+	uint64_t alloc_ms = (t_alloc - t0) / 1000000u;
+	double secs = (double)(t_end - t0) / 1e9;
+	atomic_store_explicit(&c->load_total, 0, memory_order_relaxed); /* as above */
+	s.info.entries = v.hdr->entry_count;
+	err = seg_commit(&s, why, sizeof why);
+	have_seg = 0;
+	if (err)
+		goto reject;
+	struct load_stats ls;
+	memset(&ls, 0, sizeof ls);
+	snprintf(ls.source, sizeof ls.source, "%s", path);
+	ls.ms = ms;
+	ls.alloc_ms = alloc_ms;
+	ls.gbps = secs > 0 ? (double)size / 1e9 / secs : 0;
+	ls.direct = direct;
+	snprintf(ls.note, sizeof ls.note, "%s", note);
+	err = publish_new(L, c, &s.info, &ls, why, sizeof why);
+	if (err) {
+		unlink(s.info.path);
+		goto reject;
+	}
+	close(fd);
+	vstream_free(&v);
+	if (cache_save_state(L, c))
+		log_warn("cache=%s: state file not written; a restart loses the rollback", name);
+	char mem[32];
+	log_info("loaded cache=%s gen=%llu bytes=%llu entries=%llu ms=%llu alloc_ms=%llu GB/s=%.2f "
+		 "memory=%s direct=%s file=%s", name, (unsigned long long)c->cur.generation,
+		 (unsigned long long)size, (unsigned long long)c->cur.entries,
+		 (unsigned long long)ms, (unsigned long long)alloc_ms, ls.gbps,
+		 mem_kind_name(c->cur.flags, c->cur.page_size, mem, sizeof mem),
+		 direct ? "yes" : "no", path);
+	notify_status("cache %s: generation %llu loaded, %.2f GB/s", name,
+		      (unsigned long long)c->cur.generation, ls.gbps);
+	if (from_spool)
+		spool_dispose(path, 1, NULL);
+	*reply = reply_loaded(c, &ls);
+	return 0;
+reject:
+	if (c) /* relaxed: as above */
+		atomic_store_explicit(&c->load_total, 0, memory_order_relaxed);
+	if (have_seg)
+		seg_discard(&s);
+	if (fd >= 0)
+		close(fd);
+	vstream_free(&v);
+	if (err == -ECANCELED) {
+		/* the spool file stays for the next loader */
+		log_info("aborted cache=%s file=%s: the loader is stopping", name, path);
+		*reply = json_error_code("the loader is stopping", err);
+		return err;
+	}
+	if (c)
+		cache_set_error(L, c, "load %s: %s", path, why);
+	log_err("rejected cache=%s file=%s error=%s", name, path, log_quote(q, sizeof q, why));
+	notify_status("cache %s: load rejected: %s", name, why);
+	if (from_spool)
+		spool_dispose(path, 0, why);
+	char msg[700];
+	snprintf(msg, sizeof msg, "load %s into %s: %s%s", path, name, why,
+		 c && c->have_cur ? " (the current generation keeps serving)" : "");
+	*reply = json_error_code(msg, err);
+	return err;
+}

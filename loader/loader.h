@@ -1,0 +1,153 @@
+/* loader.h - the daemon's shared state: the loader, its caches and its jobs.
+ *
+ * Threads: the main thread (main.c) owns the event loop: signals, the spool
+ * watch, the control socket. One worker thread (worker.c) runs every job that
+ * changes a cache (load, reload, rollback, drop, config apply) one at a time.
+ * The worker is the only writer of struct cache and of the cache table; it
+ * writes them under L->lock, and the main thread reads them under L->lock
+ * (status, list). The worker reads its own state without the lock. */
+#ifndef LOADER_LOADER_H
+#define LOADER_LOADER_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <shmkv.h>
+
+#include "config.h"
+#include "ctl.h"
+#include "segment.h"
+
+#define LOADER_VERSION "0.1.0"
+
+/* Figures of the last successful load, for status. */
+struct load_stats {
+	char source[PATH_MAX]; /* file the current image was read from */
+	uint64_t ms;           /* open to verified, milliseconds */
+	uint64_t alloc_ms;     /* of which taking the memory (tmpfs: fallocate) */
+	double gbps;           /* bytes / 1e9 / seconds */
+	int direct;            /* 1: O_DIRECT, 0: buffered */
+	char note[160];        /* why memory differs from the policy ("" if it does not) */
+};
+
+struct cache {
+	char name[SHMKV_CACHE_NAME_MAX + 1];
+	int configured;            /* has a [cache NAME] section */
+	struct cache_conf conf;    /* from the config, or the loader's defaults */
+	struct ctl ctl;            /* ctl.map == NULL: nothing published (no ctl file) */
+	int broken;                /* ctl file exists but cannot be adopted (see last_error) */
+	int have_cur, have_rb;
+	struct seg_info cur;       /* published */
+	struct seg_info rb;        /* rollback candidate, linked, not published */
+	uint64_t next_load;        /* load id of the next segment file */
+	struct load_stats stats;    /* of the current image */
+	struct load_stats rb_stats; /* of the rollback candidate */
+	char last_error[512];      /* "" = the last operation succeeded */
+	/* written by the worker without the lock while a load runs */
+	atomic_uint_fast64_t load_done, load_total; /* load_total 0: no load running */
+};
+
+enum job_kind { JOB_LOAD, JOB_RELOAD, JOB_ROLLBACK, JOB_DROP, JOB_CONFIG, JOB_START };
+
+struct job {
+	enum job_kind kind;
+	char name[SHMKV_CACHE_NAME_MAX + 1];
+	char path[PATH_MAX];         /* JOB_LOAD: the image file */
+	int from_spool;              /* JOB_LOAD: dispose of path afterwards */
+	uint64_t client;             /* control connection waiting for the reply, 0 = none */
+	struct loader_conf *conf;    /* JOB_CONFIG: the new config (the job owns it) */
+	struct job *next;
+};
+
+/* A reply the worker hands back to the main thread. */
+struct done {
+	uint64_t client;
+	char *line; /* JSON object and '\n', malloc'd */
+	struct done *next;
+};
+
+struct loader {
+	/* fixed at startup */
+	char config_path[PATH_MAX]; /* "" = no config file */
+	char root[PATH_MAX];        /* canonical */
+	char spool[PATH_MAX];       /* canonical */
+	char prefix[32];            /* segment file prefix "shmkv-xxxxxxxx-" */
+	pid_t pid;
+
+	/* worker-owned; read by main under lock */
+	struct loader_conf *conf;
+	pthread_mutex_t lock;
+	struct cache **caches;
+	size_t ncaches, caps;
+
+	/* job queue: guarded by qlock */
+	pthread_mutex_t qlock;
+	pthread_cond_t qcond;
+	struct job *jobs, **jobs_tail;
+	struct done *dones, **dones_tail;
+	int qstop;                  /* the worker exits when it sees this */
+	int done_fd;                /* eventfd: the worker posted replies */
+	pthread_t worker;
+	atomic_int cancel;          /* abort the running load: the loader stops */
+
+	/* main thread */
+	int lock_fd, sig_fd, spool_fd, listen_fd, ep_fd;
+};
+
+/* cache.c: the cache table (lock held by the caller as documented) */
+struct cache *cache_find(struct loader *L, const char *name);      /* any thread, lock held by main */
+int cache_add(struct loader *L, const char *name, struct cache **out); /* worker; takes the lock */
+void cache_remove(struct loader *L, struct cache *c);               /* worker; takes the lock */
+void cache_set_error(struct loader *L, struct cache *c, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+const char *mem_kind_name(uint32_t flags, uint64_t page_size, char *buf, size_t len);
+const char *mem_policy_name(enum mem_policy p);
+
+/* load.c: one image into a cache; the reply (JSON) goes to *reply */
+int op_load(struct loader *L, const char *name, const char *path, int from_spool, char **reply);
+/* ops.c */
+int op_reload(struct loader *L, const char *name, char **reply);
+int op_rollback(struct loader *L, const char *name, char **reply);
+int op_drop(struct loader *L, const char *name, char **reply);
+void op_config(struct loader *L, struct loader_conf *conf);
+void op_start(struct loader *L);
+int cache_drop_rollback(struct loader *L, struct cache *c, const char *why);
+int cache_save_state(struct loader *L, struct cache *c);
+
+/* adopt.c: restart */
+void adopt_all(struct loader *L);
+
+/* worker.c */
+int worker_start(struct loader *L, char *why, size_t why_len);
+void worker_push(struct loader *L, struct job *j);
+struct done *worker_take_done(struct loader *L);
+void worker_stop(struct loader *L);
+struct job *job_new(enum job_kind kind, const char *name);
+
+/* server.c: the control socket */
+int server_open(struct loader *L, char *why, size_t why_len);
+void server_accept(struct loader *L);
+void server_client_event(struct loader *L, void *client, uint32_t events);
+void server_deliver(struct loader *L, struct done *d);
+void server_reap(void);
+void server_close(struct loader *L);
+
+/* status.c: JSON for list and status (main thread, takes the lock) */
+char *status_list(struct loader *L);
+char *status_cache(struct loader *L, const char *name);
+
+/* readers.c */
+void readers_count(const char *prefix_name, const char *cur_path, pid_t self, unsigned *cur,
+		   unsigned *stale);
+
+/* spool.c */
+int spool_open(struct loader *L, char *why, size_t why_len);
+void spool_scan(struct loader *L);
+void spool_event(struct loader *L);
+void spool_dispose(const char *path, int ok, const char *error);
+int spool_cache_name(const char *file, char name[SHMKV_CACHE_NAME_MAX + 1]);
+
+#endif /* LOADER_LOADER_H */

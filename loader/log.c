@@ -1,0 +1,108 @@
+/* log.c - stderr event lines and sd_notify. */
+#include "log.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <systemd/sd-daemon.h>
+
+static int to_journal;
+
+void log_init(void)
+{
+	const char *js = getenv("JOURNAL_STREAM");
+	unsigned long long dev, ino;
+	struct stat st;
+	if (js && sscanf(js, "%llu:%llu", &dev, &ino) == 2 && fstat(STDERR_FILENO, &st) == 0 &&
+	    (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino)
+		to_journal = 1;
+}
+
+static void vlog(int prio, const char *fmt, va_list ap)
+{
+	char line[2048];
+	int n = 0;
+	if (to_journal)
+		n = snprintf(line, sizeof line, "<%d>", prio);
+	else if (prio <= 4)
+		n = snprintf(line, sizeof line, "%s", prio <= 3 ? "error: " : "warning: ");
+	int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
+	if (m < 0)
+		return;
+	size_t len = (size_t)n + (size_t)m;
+	if (len > sizeof line - 2)
+		len = sizeof line - 2;
+	line[len++] = '\n';
+	/* one write per line: lines of the two threads never interleave */
+	ssize_t w = write(STDERR_FILENO, line, len);
+	(void)w;
+}
+
+void log_info(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vlog(6, fmt, ap);
+	va_end(ap);
+}
+
+void log_warn(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vlog(4, fmt, ap);
+	va_end(ap);
+}
+
+void log_err(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vlog(3, fmt, ap);
+	va_end(ap);
+}
+
+void notify_status(const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = snprintf(msg, sizeof msg, "STATUS=");
+	vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
+	va_end(ap);
+	sd_notify(0, msg);
+}
+
+void notify_raw(const char *state)
+{
+	sd_notify(0, state);
+}
+
+const char *log_quote(char *buf, size_t len, const char *s)
+{
+	size_t o = 0;
+	if (len < 3) {
+		if (len)
+			buf[0] = 0;
+		return buf;
+	}
+	buf[o++] = '"';
+	for (; *s && o + 3 < len; s++) {
+		if (*s == '"' || *s == '\\') {
+			buf[o++] = '\\';
+			buf[o++] = *s;
+		} else if (*s == '\n') {
+			buf[o++] = '\\';
+			buf[o++] = 'n';
+		} else {
+			buf[o++] = *s;
+		}
+	}
+	buf[o++] = '"';
+	buf[o] = 0;
+	return buf;
+}

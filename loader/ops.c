@@ -1,0 +1,247 @@
+/* ops.c - the worker's other operations: reload, rollback, drop, config. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "json.h"
+#include "loader.h"
+#include "log.h"
+#include "state.h"
+
+static int fail(char **reply, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int fail(char **reply, int err, const char *fmt, ...)
+{
+	char msg[700];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	*reply = json_error_code(msg, err);
+	return err;
+}
+
+int cache_save_state(struct loader *L, struct cache *c)
+{
+	char why[300];
+	int err = state_write(L->root, c, why, sizeof why);
+	if (err)
+		log_warn("state cache=%s: %s", c->name, why);
+	return err;
+}
+
+int cache_drop_rollback(struct loader *L, struct cache *c, const char *reason)
+{
+	if (!c->have_rb)
+		return 0;
+	struct seg_info rb = c->rb;
+	pthread_mutex_lock(&L->lock);
+	c->have_rb = 0;
+	pthread_mutex_unlock(&L->lock);
+	int err = unlink(rb.path) != 0 && errno != ENOENT ? -errno : 0;
+	log_info("dropped rollback cache=%s gen=%llu bytes=%llu file=%s reason=\"%s\"", c->name,
+		 (unsigned long long)rb.generation, (unsigned long long)rb.size, rb.path, reason);
+	cache_save_state(L, c);
+	return err;
+}
+
+int op_reload(struct loader *L, const char *name, char **reply)
+{
+	struct cache *c = cache_find(L, name);
+	const struct cache_def *d = conf_find(L->conf, name);
+	if (!d && !c) {
+		return fail(reply, -ENOENT, "no cache \"%s\"", name);
+	}
+	if (!d || !d->c.source[0]) {
+		return fail(reply, -ENOENT,
+			    "cache %s has no source= in the config: use load NAME PATH", name);
+	}
+	char src[PATH_MAX];
+	snprintf(src, sizeof src, "%s", d->c.source);
+	return op_load(L, name, src, 0, reply);
+}
+
+static shmkv_ctl_segment ctl_seg(const struct seg_info *in)
+{
+	shmkv_ctl_segment cs;
+	memset(&cs, 0, sizeof cs);
+	cs.node = -1;
+	cs.flags = in->flags;
+	cs.size = in->size;
+	cs.map_size = in->map_size;
+	cs.page_size = in->page_size;
+	snprintf(cs.path, sizeof cs.path, "%s", in->path);
+	return cs;
+}
+
+int op_rollback(struct loader *L, const char *name, char **reply)
+{
+	struct cache *c = cache_find(L, name);
+	char why[400];
+	if (!c) {
+		return fail(reply, -ENOENT, "no cache \"%s\"", name);
+	}
+	if (!c->have_rb || !c->ctl.map) {
+		return fail(reply, -ENOENT, "cache %s has no rollback segment", name);
+	}
+	struct seg_info chk;
+	int err = seg_inspect(c->rb.path, &chk, why, sizeof why);
+	if (err) {
+		cache_drop_rollback(L, c, "unusable");
+		return fail(reply, err, "cache %s: the rollback segment is unusable: %s", name, why);
+	}
+	uint64_t gen = ctl_generation(&c->ctl) + 1, from = c->cur.generation;
+	shmkv_ctl_segment cs = ctl_seg(&c->rb);
+	ctl_publish(&c->ctl, gen, &cs, 1);
+	pthread_mutex_lock(&L->lock);
+	struct seg_info t = c->cur;
+	struct load_stats ts = c->stats;
+	int had_cur = c->have_cur;
+	c->cur = c->rb;
+	c->cur.generation = gen;
+	c->stats = c->rb_stats;
+	c->rb = t;
+	c->rb_stats = ts;
+	c->have_rb = had_cur;
+	c->have_cur = 1;
+	c->last_error[0] = 0;
+	pthread_mutex_unlock(&L->lock);
+	cache_save_state(L, c);
+	log_info("rolled back cache=%s gen=%llu load=%llu file=%s (gen %llu is the rollback now)",
+		 name, (unsigned long long)gen, (unsigned long long)c->cur.load_id, c->cur.path,
+		 (unsigned long long)from);
+	notify_status("cache %s: rolled back, generation %llu", name, (unsigned long long)gen);
+	struct json j;
+	json_init(&j);
+	json_bool(&j, "ok", 1);
+	json_str(&j, "cache", name);
+	json_u64(&j, "generation", gen);
+	json_str(&j, "segment", c->cur.path);
+	json_u64(&j, "rollback_generation", from);
+	*reply = json_finish(&j);
+	return 0;
+}
+
+int op_drop(struct loader *L, const char *name, char **reply)
+{
+	struct cache *c = cache_find(L, name);
+	if (!c) {
+		return fail(reply, -ENOENT, "no cache \"%s\"", name);
+	}
+	uint64_t gen = ctl_generation(&c->ctl);
+	/* the ctl first: a reader attaching now finds no cache rather than a
+	 * control segment naming a file that is gone */
+	if (c->ctl.map) {
+		ctl_remove(&c->ctl);
+	} else if (c->broken) {
+		char p[PATH_MAX];
+		if ((size_t)snprintf(p, sizeof p, "%s/%s.ctl", L->root, name) < sizeof p)
+			unlink(p);
+	}
+	if (c->have_cur)
+		unlink(c->cur.path);
+	if (c->have_rb)
+		unlink(c->rb.path);
+	state_remove(L->root, name);
+	log_info("dropped cache=%s gen=%llu", name, (unsigned long long)gen);
+	notify_status("cache %s dropped", name);
+	if (c->configured) {
+		pthread_mutex_lock(&L->lock);
+		c->have_cur = c->have_rb = 0;
+		c->broken = 0;
+		memset(&c->stats, 0, sizeof c->stats);
+		memset(&c->rb_stats, 0, sizeof c->rb_stats);
+		c->last_error[0] = 0;
+		pthread_mutex_unlock(&L->lock);
+	} else {
+		cache_remove(L, c);
+	}
+	struct json j;
+	json_init(&j);
+	json_bool(&j, "ok", 1);
+	json_str(&j, "cache", name);
+	json_u64(&j, "dropped_generation", gen);
+	*reply = json_finish(&j);
+	return 0;
+}
+
+/* Mode and group of the files of a cache, after a config change. */
+static void apply_perms(struct cache *c)
+{
+	if (c->ctl.map && ctl_chmod(&c->ctl, c->conf.mode, c->conf.gid))
+		log_warn("cache=%s: chmod %s: %s", c->name, c->ctl.path, strerror(errno));
+	const struct seg_info *s[2] = {c->have_cur ? &c->cur : NULL, c->have_rb ? &c->rb : NULL};
+	for (int i = 0; i < 2; i++) {
+		if (!s[i])
+			continue;
+		if (chmod(s[i]->path, c->conf.mode) != 0 ||
+		    (c->conf.gid != (gid_t)-1 && chown(s[i]->path, (uid_t)-1, c->conf.gid) != 0))
+			log_warn("cache=%s: chmod %s: %s", c->name, s[i]->path, strerror(errno));
+	}
+}
+
+/* Loads every configured cache that has a source and nothing published. */
+static void load_missing(struct loader *L)
+{
+	for (size_t i = 0; i < L->conf->ncaches; i++) {
+		const struct cache_def *d = &L->conf->caches[i];
+		struct cache *c = cache_find(L, d->name);
+		if (!d->c.source[0] || (c && (c->have_cur || c->broken)))
+			continue;
+		/* relaxed: a stop request only; pairs with the store in worker.c:worker_stop() */
+		if (atomic_load_explicit(&L->cancel, memory_order_relaxed))
+			return;
+		char *reply = NULL;
+		char src[PATH_MAX];
+		snprintf(src, sizeof src, "%s", d->c.source);
+		op_load(L, d->name, src, 0, &reply);
+		free(reply);
+	}
+}
+
+void op_config(struct loader *L, struct loader_conf *conf)
+{
+	struct loader_conf *old = L->conf;
+	if (strcmp(old->root, conf->root) || strcmp(old->spool, conf->spool))
+		log_warn("config: root and spool changes take effect at the next start");
+	snprintf(conf->root, sizeof conf->root, "%s", old->root);
+	snprintf(conf->spool, sizeof conf->spool, "%s", old->spool);
+	pthread_mutex_lock(&L->lock);
+	L->conf = conf;
+	for (size_t i = 0; i < L->ncaches; i++) {
+		struct cache *c = L->caches[i];
+		const struct cache_def *d = conf_find(conf, c->name);
+		c->configured = d != NULL;
+		if (d)
+			c->conf = d->c;
+		else
+			conf_cache_defaults(conf, &c->conf);
+	}
+	pthread_mutex_unlock(&L->lock);
+	conf_free(old);
+	for (size_t i = 0; i < L->ncaches; i++)
+		apply_perms(L->caches[i]);
+	for (size_t i = 0; i < conf->ncaches; i++) {
+		struct cache *c;
+		if (!cache_find(L, conf->caches[i].name) && cache_add(L, conf->caches[i].name, &c))
+			log_err("config: out of memory");
+	}
+	log_info("config reloaded file=%s caches=%zu", L->config_path, conf->ncaches);
+	notify_status("config reloaded, %zu caches configured", conf->ncaches);
+	load_missing(L);
+}
+
+void op_start(struct loader *L)
+{
+	for (size_t i = 0; i < L->conf->ncaches; i++) {
+		struct cache *c;
+		if (!cache_find(L, L->conf->caches[i].name) &&
+		    cache_add(L, L->conf->caches[i].name, &c))
+			log_err("out of memory");
+	}
+	load_missing(L);
+}

@@ -1,0 +1,142 @@
+/* place.c - the memory policy ladder: hugetlb, shm, auto. */
+#include "place.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "mounts.h"
+
+static int is_short(int err)
+{
+	return err == -ENOMEM || err == -ENOSPC;
+}
+
+static int try_hugetlb(struct loader *L, struct cache *c, uint64_t size, struct seg *s,
+		       char *why, size_t why_len)
+{
+	const struct loader_conf *lc = L->conf;
+	struct hmount m[16];
+	size_t n = 0;
+	int err = mounts_hugetlb(m, 16, &n, lc->hugetlb_dir);
+	if (err)
+		return shmkv__fail(err, why, why_len, "/proc/mounts: %s", strerror(-err));
+	if (!n)
+		return shmkv__fail(-ENODEV, why, why_len,
+				   lc->hugetlb_dir[0] ? "hugetlb_dir %s is not a hugetlbfs mount"
+						      : "no hugetlbfs mount in /proc/mounts%s",
+				   lc->hugetlb_dir);
+	uint64_t smallest = m[n - 1].page_size;
+	char detail[256] = "";
+	for (size_t i = 0; i < n; i++) {
+		uint64_t ps = m[i].page_size, need = (size + ps - 1) / ps;
+		if (ps != smallest && need * ps - size > size / 8)
+			continue; /* would waste more than 1/8 of the image */
+		err = seg_create(s, m[i].dir, 1, ps, L->prefix, c->name, c->next_load, size,
+				 c->conf.mode, c->conf.gid, why, why_len);
+		if (!err)
+			return 0;
+		if (!is_short(err))
+			return err;
+		char psn[16];
+		long long fr = mounts_free_hugepages(ps);
+		size_t dl = strlen(detail);
+		snprintf(detail + dl, sizeof detail - dl, "%s%llu x %s pages on %.100s (%lld free)",
+			 dl ? ", or " : "", (unsigned long long)need,
+			 mounts_size_name(ps, psn, sizeof psn), m[i].dir, fr);
+	}
+	return shmkv__fail(-ENOMEM, why, why_len, "not enough huge pages: the image needs %s",
+			   detail);
+}
+
+static int try_shm(struct loader *L, struct cache *c, uint64_t size, struct seg *s, char *why,
+		   size_t why_len)
+{
+	const char *dir = L->conf->shm_dir;
+	int err = seg_create(s, dir, 0, (uint64_t)sysconf(_SC_PAGESIZE), L->prefix, c->name,
+			     c->next_load, size, c->conf.mode, c->conf.gid, why, why_len);
+	if (is_short(err)) {
+		struct statvfs sv;
+		unsigned long long fr = statvfs(dir, &sv) == 0
+						? (unsigned long long)sv.f_bavail * sv.f_frsize
+						: 0;
+		shmkv__fail(-ENOSPC, why, why_len, "no room in %s: the image needs %llu bytes, %llu "
+			    "free", dir, (unsigned long long)size, fr);
+		return -ENOSPC;
+	}
+	return err;
+}
+
+/* Would dropping the rollback candidate make room for size bytes? Only
+ * then is it dropped: a load that cannot fit anyway keeps the rollback. */
+static int rollback_helps(struct loader *L, const struct cache *c, int hugetlb, uint64_t size)
+{
+	if (!c->have_rb || !!(c->rb.flags & SHMKV_SEG_HUGETLB) != hugetlb)
+		return 0;
+	if (hugetlb) {
+		uint64_t ps = c->rb.page_size;
+		long long fr = mounts_free_hugepages(ps);
+		if (fr < 0)
+			return 1; /* unknown: try */
+		return (uint64_t)fr + c->rb.map_size / ps >= (size + ps - 1) / ps;
+	}
+	struct statvfs sv;
+	if (statvfs(L->conf->shm_dir, &sv) != 0)
+		return 1;
+	return (uint64_t)sv.f_bavail * sv.f_frsize + c->rb.map_size >= size;
+}
+
+int place_segment(struct loader *L, struct cache *c, uint64_t size, struct seg *s, char *note,
+		  size_t note_len, char *why, size_t why_len)
+{
+	int err;
+	note[0] = 0;
+	switch (c->conf.memory) {
+	case MEM_HUGETLB:
+		err = try_hugetlb(L, c, size, s, why, why_len);
+		if (is_short(err) && rollback_helps(L, c, 1, size)) {
+			cache_drop_rollback(L, c, "no room for a new load");
+			err = try_hugetlb(L, c, size, s, why, why_len);
+		}
+		return err;
+	case MEM_SHM:
+		err = try_shm(L, c, size, s, why, why_len);
+		if (is_short(err) && rollback_helps(L, c, 0, size)) {
+			cache_drop_rollback(L, c, "no room for a new load");
+			err = try_shm(L, c, size, s, why, why_len);
+		}
+		return err;
+	case MEM_AUTO:
+		break;
+	}
+	char hwhy[400];
+	err = try_hugetlb(L, c, size, s, hwhy, sizeof hwhy);
+	if (is_short(err) && rollback_helps(L, c, 1, size)) {
+		cache_drop_rollback(L, c, "no huge pages for a new load");
+		err = try_hugetlb(L, c, size, s, hwhy, sizeof hwhy);
+	}
+	if (!err)
+		return 0;
+	snprintf(note, note_len, "fell back to shm: %s", hwhy);
+	char q[512];
+	if (err == -ENODEV) /* no hugetlbfs at all: the normal case of many hosts */
+		log_info("fallback cache=%s memory=shm reason=%s", c->name,
+			 log_quote(q, sizeof q, hwhy));
+	else
+		log_warn("fallback cache=%s memory=shm reason=%s", c->name,
+			 log_quote(q, sizeof q, hwhy));
+	err = try_shm(L, c, size, s, why, why_len);
+	if (is_short(err) && rollback_helps(L, c, 0, size)) {
+		cache_drop_rollback(L, c, "no room for a new load");
+		err = try_shm(L, c, size, s, why, why_len);
+	}
+	if (err) {
+		char swhy[400];
+		snprintf(swhy, sizeof swhy, "%s", why);
+		shmkv__fail(err, why, why_len, "%s; and %s", hwhy, swhy);
+	}
+	return err;
+}

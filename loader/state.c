@@ -1,0 +1,109 @@
+/* state.c - the per-cache state file (see state.h). */
+#include "state.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void put_stats(FILE *f, const char *pfx, const struct load_stats *s)
+{
+	fprintf(f, "%s.source=%s\n%s.ms=%" PRIu64 "\n%s.alloc_ms=%" PRIu64 "\n%s.gbps=%.3f\n"
+		"%s.direct=%d\n%s.note=%s\n", pfx, s->source, pfx, s->ms, pfx, s->alloc_ms, pfx,
+		s->gbps, pfx, s->direct, pfx, s->note);
+}
+
+int state_write(const char *root, const struct cache *c, char *why, size_t why_len)
+{
+	char path[PATH_MAX], tmp[PATH_MAX];
+	snprintf(path, sizeof path, "%s/%s.state", root, c->name);
+	snprintf(tmp, sizeof tmp, "%s/.%s.state.tmp", root, c->name);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		int err = -errno;
+		return shmkv__fail(err, why, why_len, "%s: %s", tmp, strerror(-err));
+	}
+	FILE *f = fdopen(fd, "w");
+	if (!f) {
+		close(fd);
+		unlink(tmp);
+		return shmkv__fail(-ENOMEM, why, why_len, "out of memory");
+	}
+	fprintf(f, "# shmkv-loader state of cache %s; written by the loader, do not edit\n",
+		c->name);
+	fprintf(f, "next_load=%" PRIu64 "\n", c->next_load);
+	put_stats(f, "cur", &c->stats);
+	if (c->have_rb) {
+		fprintf(f, "rb.path=%s\nrb.generation=%" PRIu64 "\n", c->rb.path, c->rb.generation);
+		put_stats(f, "rb", &c->rb_stats);
+	}
+	int bad = ferror(f);
+	if (fclose(f) != 0 || bad) {
+		unlink(tmp);
+		return shmkv__fail(-EIO, why, why_len, "%s: write error", tmp);
+	}
+	if (rename(tmp, path) != 0) {
+		int err = -errno;
+		unlink(tmp);
+		return shmkv__fail(err, why, why_len, "rename %s: %s", tmp, strerror(-err));
+	}
+	return 0;
+}
+
+static int get_stats(struct load_stats *s, const char *k, const char *v)
+{
+	if (!strcmp(k, "source"))
+		snprintf(s->source, sizeof s->source, "%s", v);
+	else if (!strcmp(k, "ms"))
+		s->ms = strtoull(v, NULL, 10);
+	else if (!strcmp(k, "alloc_ms"))
+		s->alloc_ms = strtoull(v, NULL, 10);
+	else if (!strcmp(k, "gbps"))
+		s->gbps = strtod(v, NULL);
+	else if (!strcmp(k, "direct"))
+		s->direct = atoi(v);
+	else if (!strcmp(k, "note"))
+		snprintf(s->note, sizeof s->note, "%s", v);
+	else
+		return 0;
+	return 1;
+}
+
+int state_read(const char *root, struct cache *c)
+{
+	char path[PATH_MAX], line[PATH_MAX + 64];
+	snprintf(path, sizeof path, "%s/%s.state", root, c->name);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof line, f)) {
+		line[strcspn(line, "\n")] = 0;
+		char *eq = strchr(line, '=');
+		if (line[0] == '#' || !eq)
+			continue;
+		*eq = 0;
+		const char *k = line, *v = eq + 1;
+		if (!strcmp(k, "next_load"))
+			c->next_load = strtoull(v, NULL, 10);
+		else if (!strcmp(k, "rb.path"))
+			snprintf(c->rb.path, sizeof c->rb.path, "%s", v);
+		else if (!strcmp(k, "rb.generation"))
+			c->rb.generation = strtoull(v, NULL, 10);
+		else if (!strncmp(k, "cur.", 4))
+			get_stats(&c->stats, k + 4, v);
+		else if (!strncmp(k, "rb.", 3))
+			get_stats(&c->rb_stats, k + 3, v);
+	}
+	fclose(f);
+	return 0;
+}
+
+void state_remove(const char *root, const char *name)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof path, "%s/%s.state", root, name);
+	unlink(path);
+}

@@ -1,0 +1,135 @@
+/* status.c - the JSON of the list and status verbs (main thread). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+#include "loader.h"
+
+/* A copy taken under the lock, so that /proc is scanned without it. */
+struct snap {
+	struct cache c;
+	uint64_t done, total;
+};
+
+static void take(struct cache *c, struct snap *s)
+{
+	memcpy(s->c.name, c->name, sizeof c->name);
+	s->c.configured = c->configured;
+	s->c.conf = c->conf;
+	s->c.broken = c->broken;
+	s->c.have_cur = c->have_cur;
+	s->c.have_rb = c->have_rb;
+	s->c.cur = c->cur;
+	s->c.rb = c->rb;
+	s->c.stats = c->stats;
+	s->c.rb_stats = c->rb_stats;
+	memcpy(s->c.last_error, c->last_error, sizeof c->last_error);
+	/* relaxed: progress figures stored relaxed by ioread.c:ioread() and load.c:op_load() */
+	s->total = atomic_load_explicit(&c->load_total, memory_order_relaxed);
+	s->done = atomic_load_explicit(&c->load_done, memory_order_relaxed);
+}
+
+static void summary(struct json *j, const struct snap *s)
+{
+	const struct cache *c = &s->c;
+	char mem[32];
+	json_str(j, "name", c->name);
+	json_u64(j, "generation", c->have_cur ? c->cur.generation : 0);
+	json_bool(j, "published", c->have_cur);
+	json_u64(j, "image_size", c->have_cur ? c->cur.size : 0);
+	json_str(j, "memory", c->have_cur ? mem_kind_name(c->cur.flags, c->cur.page_size, mem,
+							   sizeof mem)
+					  : NULL);
+	json_bool(j, "loading", s->total != 0);
+	json_str(j, "last_error", c->last_error[0] ? c->last_error : NULL);
+}
+
+char *status_list(struct loader *L)
+{
+	struct json j;
+	json_init(&j);
+	json_bool(&j, "ok", 1);
+	json_arr_begin(&j, "caches");
+	pthread_mutex_lock(&L->lock);
+	for (size_t i = 0; i < L->ncaches; i++) {
+		struct snap *s = malloc(sizeof *s);
+		if (!s)
+			break;
+		take(L->caches[i], s);
+		json_obj_begin(&j, NULL);
+		summary(&j, s);
+		json_obj_end(&j);
+		free(s);
+	}
+	pthread_mutex_unlock(&L->lock);
+	json_arr_end(&j);
+	return json_finish(&j);
+}
+
+char *status_cache(struct loader *L, const char *name)
+{
+	struct snap *s = calloc(1, sizeof *s);
+	if (!s)
+		return NULL;
+	pthread_mutex_lock(&L->lock);
+	struct cache *c0 = cache_find(L, name);
+	if (c0)
+		take(c0, s);
+	pthread_mutex_unlock(&L->lock);
+	if (!c0) {
+		free(s);
+		char msg[128];
+		snprintf(msg, sizeof msg, "no cache \"%s\"", name);
+		return json_error_code(msg, -ENOENT);
+	}
+	const struct cache *c = &s->c;
+	char pfx[128];
+	unsigned cur = 0, stale = 0;
+	snprintf(pfx, sizeof pfx, "%s%s-", L->prefix, c->name);
+	readers_count(pfx, c->have_cur ? c->cur.path : NULL, L->pid, &cur, &stale);
+
+	struct json j;
+	json_init(&j);
+	json_bool(&j, "ok", 1);
+	summary(&j, s);
+	json_bool(&j, "configured", c->configured);
+	json_str(&j, "policy", mem_policy_name(c->conf.memory));
+	json_u64(&j, "max_size", c->conf.max_size);
+	json_str(&j, "configured_source", c->conf.source[0] ? c->conf.source : NULL);
+	if (c->have_cur) {
+		json_u64(&j, "map_size", c->cur.map_size);
+		json_u64(&j, "page_size", c->cur.page_size);
+		json_bool(&j, "hugepages", (c->cur.flags & SHMKV_SEG_HUGETLB) != 0);
+		json_u64(&j, "entries", c->cur.entries);
+		json_str(&j, "segment", c->cur.path);
+		json_u64(&j, "load_id", c->cur.load_id);
+		json_str(&j, "source", c->stats.source[0] ? c->stats.source : NULL);
+		json_u64(&j, "load_ms", c->stats.ms);
+		json_u64(&j, "alloc_ms", c->stats.alloc_ms);
+		json_f64(&j, "gbps", c->stats.gbps, 2);
+		json_bool(&j, "direct_io", c->stats.direct);
+		json_str(&j, "memory_note", c->stats.note[0] ? c->stats.note : NULL);
+	}
+	if (c->have_rb) {
+		json_obj_begin(&j, "rollback");
+		json_u64(&j, "generation", c->rb.generation);
+		json_u64(&j, "image_size", c->rb.size);
+		json_str(&j, "segment", c->rb.path);
+		json_str(&j, "source", c->rb_stats.source[0] ? c->rb_stats.source : NULL);
+		json_obj_end(&j);
+	} else {
+		json_null(&j, "rollback");
+	}
+	json_u64(&j, "readers", cur);
+	json_u64(&j, "readers_stale", stale);
+	if (s->total) {
+		json_obj_begin(&j, "progress");
+		json_u64(&j, "bytes_done", s->done);
+		json_u64(&j, "bytes_total", s->total);
+		json_obj_end(&j);
+	}
+	free(s);
+	return json_finish(&j);
+}

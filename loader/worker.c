@@ -1,0 +1,150 @@
+/* worker.c - the worker thread: runs jobs one at a time, posts replies. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "json.h"
+#include "loader.h"
+#include "log.h"
+
+struct job *job_new(enum job_kind kind, const char *name)
+{
+	struct job *j = calloc(1, sizeof *j);
+	if (!j)
+		return NULL;
+	j->kind = kind;
+	if (name)
+		snprintf(j->name, sizeof j->name, "%s", name);
+	return j;
+}
+
+static void post(struct loader *L, uint64_t client, char *line)
+{
+	if (!client) {
+		free(line);
+		return;
+	}
+	struct done *d = calloc(1, sizeof *d);
+	if (!d) {
+		free(line);
+		return;
+	}
+	d->client = client;
+	d->line = line ? line : json_error("out of memory");
+	pthread_mutex_lock(&L->qlock);
+	*L->dones_tail = d;
+	L->dones_tail = &d->next;
+	pthread_mutex_unlock(&L->qlock);
+	uint64_t one = 1;
+	ssize_t w = write(L->done_fd, &one, sizeof one);
+	(void)w;
+}
+
+static void run(struct loader *L, struct job *j)
+{
+	char *reply = NULL;
+	if (j->from_spool && access(j->path, F_OK) != 0)
+		return; /* queued twice (a rescan), and already handled */
+	switch (j->kind) {
+	case JOB_LOAD:
+		op_load(L, j->name, j->path, j->from_spool, &reply);
+		break;
+	case JOB_RELOAD:
+		op_reload(L, j->name, &reply);
+		break;
+	case JOB_ROLLBACK:
+		op_rollback(L, j->name, &reply);
+		break;
+	case JOB_DROP:
+		op_drop(L, j->name, &reply);
+		break;
+	case JOB_CONFIG:
+		op_config(L, j->conf);
+		j->conf = NULL;
+		break;
+	case JOB_START:
+		op_start(L);
+		break;
+	}
+	post(L, j->client, reply);
+}
+
+static void *worker_main(void *arg)
+{
+	struct loader *L = arg;
+	for (;;) {
+		pthread_mutex_lock(&L->qlock);
+		while (!L->jobs && !L->qstop)
+			pthread_cond_wait(&L->qcond, &L->qlock);
+		if (L->qstop) {
+			pthread_mutex_unlock(&L->qlock);
+			break;
+		}
+		struct job *j = L->jobs;
+		L->jobs = j->next;
+		if (!L->jobs)
+			L->jobs_tail = &L->jobs;
+		pthread_mutex_unlock(&L->qlock);
+		run(L, j);
+		conf_free(j->conf);
+		free(j);
+	}
+	return NULL;
+}
+
+int worker_start(struct loader *L, char *why, size_t why_len)
+{
+	L->jobs_tail = &L->jobs;
+	L->dones_tail = &L->dones;
+	L->done_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (L->done_fd < 0)
+		return shmkv__fail(-errno, why, why_len, "eventfd: %s", strerror(errno));
+	int err = pthread_create(&L->worker, NULL, worker_main, L);
+	if (err)
+		return shmkv__fail(-err, why, why_len, "pthread_create: %s", strerror(err));
+	return 0;
+}
+
+void worker_push(struct loader *L, struct job *j)
+{
+	pthread_mutex_lock(&L->qlock);
+	*L->jobs_tail = j;
+	L->jobs_tail = &j->next;
+	pthread_cond_signal(&L->qcond);
+	pthread_mutex_unlock(&L->qlock);
+}
+
+struct done *worker_take_done(struct loader *L)
+{
+	uint64_t n;
+	ssize_t r = read(L->done_fd, &n, sizeof n);
+	(void)r;
+	pthread_mutex_lock(&L->qlock);
+	struct done *d = L->dones;
+	L->dones = NULL;
+	L->dones_tail = &L->dones;
+	pthread_mutex_unlock(&L->qlock);
+	return d;
+}
+
+void worker_stop(struct loader *L)
+{
+	/* relaxed: a stop request read by ioread.c:ioread() and ops.c:load_missing();
+	 * no data travels with it, and the join below orders everything else */
+	atomic_store_explicit(&L->cancel, 1, memory_order_relaxed);
+	pthread_mutex_lock(&L->qlock);
+	L->qstop = 1;
+	pthread_cond_signal(&L->qcond);
+	pthread_mutex_unlock(&L->qlock);
+	pthread_join(L->worker, NULL);
+	while (L->jobs) {
+		struct job *j = L->jobs;
+		L->jobs = j->next;
+		conf_free(j->conf);
+		free(j);
+	}
+	L->jobs_tail = &L->jobs;
+}
