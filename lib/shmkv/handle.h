@@ -178,6 +178,18 @@ static inline int shmkv_image_check(const void *base, uint64_t size, unsigned fl
 				  (unsigned long long)h->entry_count);
 #undef SHMKV__BAD
 	if (!(flags & SHMKV_OPEN_NOVERIFY)) {
+		/* bytes no checksum covers (header tail, gaps, file tail) must be zero */
+		uint64_t from = SHMKV_HEADER_USED;
+		for (uint32_t i = 0; i <= h->section_count; i++) {
+			uint64_t to = i < h->section_count ? h->sections[i].offset : h->file_size;
+			for (uint64_t k = from; k < to; k++)
+				if (b[k])
+					return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
+							   "non-zero byte at offset %llu outside every "
+							   "section", (unsigned long long)k);
+			if (i < h->section_count)
+				from = h->sections[i].offset + h->sections[i].size;
+		}
 		for (uint32_t i = 0; i < h->section_count; i++) {
 			const shmkv_section_desc *s = &h->sections[i];
 			uint64_t c = XXH3_64bits(b + s->offset, (size_t)s->size);
