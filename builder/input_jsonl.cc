@@ -160,7 +160,15 @@ private:
 			return fail("i64 value must be an integer, got %.*s", (int)trim(raw).size(),
 				    trim(raw).data());
 		}
-		return ok(v.get_int64().get(*x));
+		error_code e = v.get_int64().get(*x);
+		if (e != SUCCESS) {
+			// simdjson calls integers below INT64_MIN the wrong type; say what it is
+			raw = trim(v.raw_json_token());
+			if (raw.find_first_of(".eE") == std::string_view::npos)
+				return fail("integer %.*s is out of the i64 range", (int)raw.size(), raw.data());
+			return ok(e);
+		}
+		return true;
 	}
 	bool f64(ondemand::value v, ondemand::json_type jt, double *x)
 	{
@@ -409,6 +417,7 @@ int add_jsonl(shmkv_builder *b, const char *data, size_t size, bool first_input)
 						       : std::string("invalid JSON: ") + error_message(e));
 		// Pass 1: which fields are there (a value's meaning depends on "type").
 		bool has_key = false, has_value = false, has_type = false;
+		std::string_view key_field;
 		unsigned type = 0;
 		for (auto f : obj) {
 			std::string_view name;
@@ -417,6 +426,9 @@ int add_jsonl(shmkv_builder *b, const char *data, size_t size, bool first_input)
 				return bad(std::string("invalid JSON: ") + error_message(e));
 			bool dup = false;
 			if (name == "key" || name == "key_base64") {
+				if (has_key && !key_field.empty() && key_field != name)
+					return bad("give either \"key\" or \"key_base64\", not both");
+				key_field = name;
 				dup = has_key;
 				has_key = true;
 				std::string_view s;
@@ -452,7 +464,7 @@ int add_jsonl(shmkv_builder *b, const char *data, size_t size, bool first_input)
 				b->meta_seen = true;
 			} else {
 				return bad("unknown field \"" + std::string(name) +
-					   "\" (expected key, value, type)");
+					   "\" (expected key or key_base64, value, type)");
 			}
 			if (dup)
 				return bad("field \"" + std::string(name) + "\" appears twice");
