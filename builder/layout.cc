@@ -125,13 +125,18 @@ std::vector<uint32_t> share_values(shmkv_builder *b, Layout &L)
 				break;
 			e++;
 		}
-		uint64_t refs = e - s, size = align_up(stored_len(rs.type, rs.val_len), 8);
-		if ((refs - 1) * size > 8 * refs) {
+		// Share when the entries shrink by more than the one shared copy costs.
+		uint64_t refs = e - s, copy = align_up(stored_len(rs.type, rs.val_len), 8), shrink = 0;
+		for (size_t k = s; k < e && refs > 1; k++) {
+			const Record &r = R[L.order[pos[k]]];
+			shrink += entry_size(r, false) - entry_size(r, true);
+		}
+		if (refs > 1 && shrink > copy) {
 			for (size_t k = s; k < e; k++)
 				tmp_grp[pos[k]] = (uint32_t)reps.size();
 			reps.push_back(pos[s]); // smallest position: ties sort by position
 			L.dedup_refs += refs;
-			L.dedup_saved += (refs - 1) * size - 8 * refs;
+			L.dedup_saved += shrink - copy;
 		}
 		s = e;
 	}

@@ -102,7 +102,7 @@ typedef struct shmkv_image_header {
 	uint64_t value_bytes_logical; /*  96 value bytes had nothing been shared */
 	uint64_t dedup_values;        /* 104 distinct shared values in VALUES */
 	uint64_t dedup_refs;          /* 112 entries pointing at shared values */
-	uint64_t dedup_saved_bytes;   /* 120 image bytes saved by sharing */
+	uint64_t dedup_saved_bytes;   /* 120 entry bytes saved less the shared copies (cache-line padding aside) */
 	char name[64];                /* 128 NUL-padded */
 	shmkv_section_desc sections[SHMKV_MAX_SECTIONS]; /* 192 unused ones zero */
 	uint64_t reserved[7];         /* 448 zero */
