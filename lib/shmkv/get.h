@@ -442,6 +442,7 @@ static inline int shmkv_iter_next(shmkv_iter *it, const void **key, size_t *key_
 	while (it->pos + 8 <= db->entries_end && (memcpy(&w, db->base + it->pos, 8), w == 0))
 		it->pos += 8;
 	shmkv__entry e;
+	memset(&e, 0, sizeof e); /* GCC 12 -O2 cannot see decode fills it on success */
 	int err = shmkv__entry_decode(db, it->pos, &e, NULL, 0);
 	if (err)
 		return err;
