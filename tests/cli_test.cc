@@ -1,0 +1,571 @@
+// cli_test: shmctl end to end (the binary named by $SHMCTL, set by meson).
+//
+//   build -> get (plain and -j) -> inspect -j -> verify (0; 1 on damaged
+//   copies) -> dump -> build -> byte-identical image, for JSONL and TSV input;
+//   exit codes: 1 for a missing key, 2 for usage and I/O errors; build errors
+//   name file:line and leave no output; --on-duplicate; -j errors as JSON.
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "test_util.h"
+
+extern char **environ;
+
+using namespace shmkv_test;
+
+namespace {
+
+// ---- a minimal JSON reader (enough for shmctl's output) -----------------
+
+struct Json {
+	enum Kind { NUL, BOOL, NUM, STR, ARR, OBJ } kind = NUL;
+	bool b = false;
+	double num = 0;
+	std::string str; // STR; NUM keeps its text here too
+	std::vector<Json> arr;
+	std::map<std::string, Json> obj;
+
+	const Json *get(const std::string &k) const
+	{
+		auto it = obj.find(k);
+		return kind == OBJ && it != obj.end() ? &it->second : nullptr;
+	}
+};
+
+class JsonParser {
+public:
+	explicit JsonParser(const std::string &s) : s_(s) {}
+	bool parse(Json *out)
+	{
+		if (!value(out))
+			return false;
+		ws();
+		return i_ == s_.size();
+	}
+
+private:
+	const std::string &s_;
+	size_t i_ = 0;
+	void ws()
+	{
+		while (i_ < s_.size() && strchr(" \t\r\n", s_[i_]))
+			i_++;
+	}
+	bool lit(const char *w)
+	{
+		size_t n = strlen(w);
+		if (s_.compare(i_, n, w) != 0)
+			return false;
+		i_ += n;
+		return true;
+	}
+	static void utf8(std::string *o, unsigned cp)
+	{
+		if (cp < 0x80) {
+			*o += (char)cp;
+		} else if (cp < 0x800) {
+			*o += (char)(0xc0 | cp >> 6);
+			*o += (char)(0x80 | (cp & 0x3f));
+		} else if (cp < 0x10000) {
+			*o += (char)(0xe0 | cp >> 12);
+			*o += (char)(0x80 | (cp >> 6 & 0x3f));
+			*o += (char)(0x80 | (cp & 0x3f));
+		} else {
+			*o += (char)(0xf0 | cp >> 18);
+			*o += (char)(0x80 | (cp >> 12 & 0x3f));
+			*o += (char)(0x80 | (cp >> 6 & 0x3f));
+			*o += (char)(0x80 | (cp & 0x3f));
+		}
+	}
+	bool hex4(unsigned *cp)
+	{
+		if (i_ + 4 > s_.size())
+			return false;
+		*cp = (unsigned)strtoul(s_.substr(i_, 4).c_str(), nullptr, 16);
+		i_ += 4;
+		return true;
+	}
+	bool string(std::string *o)
+	{
+		if (s_[i_] != '"')
+			return false;
+		i_++;
+		while (i_ < s_.size() && s_[i_] != '"') {
+			char c = s_[i_++];
+			if (c != '\\') {
+				*o += c;
+				continue;
+			}
+			if (i_ >= s_.size())
+				return false;
+			char e = s_[i_++];
+			switch (e) {
+			case 'n': *o += '\n'; break;
+			case 't': *o += '\t'; break;
+			case 'r': *o += '\r'; break;
+			case 'b': *o += '\b'; break;
+			case 'f': *o += '\f'; break;
+			case 'u': {
+				unsigned cp, lo;
+				if (!hex4(&cp))
+					return false;
+				if (cp >= 0xd800 && cp < 0xdc00 && lit("\\u") && hex4(&lo))
+					cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+				utf8(o, cp);
+				break;
+			}
+			default: *o += e; break;
+			}
+		}
+		if (i_ >= s_.size())
+			return false;
+		i_++;
+		return true;
+	}
+	bool value(Json *o)
+	{
+		ws();
+		if (i_ >= s_.size())
+			return false;
+		char c = s_[i_];
+		if (c == '{') {
+			o->kind = Json::OBJ;
+			i_++;
+			ws();
+			if (i_ < s_.size() && s_[i_] == '}')
+				return ++i_, true;
+			for (;;) {
+				ws();
+				std::string k;
+				if (i_ >= s_.size() || !string(&k))
+					return false;
+				ws();
+				if (i_ >= s_.size() || s_[i_++] != ':')
+					return false;
+				if (!value(&o->obj[k]))
+					return false;
+				ws();
+				if (i_ >= s_.size())
+					return false;
+				if (s_[i_] == ',') {
+					i_++;
+					continue;
+				}
+				return s_[i_++] == '}';
+			}
+		}
+		if (c == '[') {
+			o->kind = Json::ARR;
+			i_++;
+			ws();
+			if (i_ < s_.size() && s_[i_] == ']')
+				return ++i_, true;
+			for (;;) {
+				o->arr.emplace_back();
+				if (!value(&o->arr.back()))
+					return false;
+				ws();
+				if (i_ >= s_.size())
+					return false;
+				if (s_[i_] == ',') {
+					i_++;
+					continue;
+				}
+				return s_[i_++] == ']';
+			}
+		}
+		if (c == '"') {
+			o->kind = Json::STR;
+			return string(&o->str);
+		}
+		if (lit("true")) {
+			o->kind = Json::BOOL;
+			o->b = true;
+			return true;
+		}
+		if (lit("false")) {
+			o->kind = Json::BOOL;
+			return true;
+		}
+		if (lit("null"))
+			return true;
+		size_t st = i_;
+		while (i_ < s_.size() && strchr("+-0123456789.eE", s_[i_]))
+			i_++;
+		if (st == i_)
+			return false;
+		o->kind = Json::NUM;
+		o->str = s_.substr(st, i_ - st);
+		o->num = strtod(o->str.c_str(), nullptr);
+		return true;
+	}
+};
+
+bool parse_json(const std::string &s, Json *out)
+{
+	return JsonParser(s).parse(out);
+}
+
+// ---- running shmctl ------------------------------------------------------
+
+struct Proc {
+	int rc = -1; // exit status, or 128 + signal
+	std::string out, err;
+};
+
+const char *shmctl_path()
+{
+	const char *p = getenv("SHMCTL");
+	return p && *p ? p : nullptr;
+}
+
+class Cli : public ::testing::Test {
+protected:
+	TempDir dir;
+
+	void SetUp() override { ASSERT_NE(shmctl_path(), nullptr) << "SHMCTL is not set (meson sets it)"; }
+
+	// Runs shmctl with args; env_set entries are "NAME=value" (or "NAME" to unset).
+	Proc shmctl(const std::vector<std::string> &args, const std::vector<std::string> &env_set = {})
+	{
+		Proc r;
+		std::string out = dir.file(".stdout"), err = dir.file(".stderr");
+		std::vector<std::string> env;
+		for (char **e = environ; *e; e++) {
+			std::string s = *e;
+			bool replaced = false;
+			for (const std::string &set : env_set) {
+				std::string name = set.substr(0, set.find('='));
+				if (s.compare(0, name.size() + 1, name + "=") == 0)
+					replaced = true;
+			}
+			if (!replaced)
+				env.push_back(s);
+		}
+		for (const std::string &set : env_set)
+			if (set.find('=') != std::string::npos)
+				env.push_back(set);
+		std::vector<char *> argv, envp;
+		std::string prog = shmctl_path();
+		argv.push_back(&prog[0]);
+		std::vector<std::string> a = args;
+		for (std::string &s : a)
+			argv.push_back(&s[0]);
+		argv.push_back(nullptr);
+		for (std::string &s : env)
+			envp.push_back(&s[0]);
+		envp.push_back(nullptr);
+		posix_spawn_file_actions_t fa;
+		posix_spawn_file_actions_init(&fa);
+		posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+		posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		pid_t pid;
+		int e = posix_spawn(&pid, prog.c_str(), &fa, nullptr, argv.data(), envp.data());
+		posix_spawn_file_actions_destroy(&fa);
+		EXPECT_EQ(e, 0) << "posix_spawn " << prog << ": " << strerror(e);
+		if (e)
+			return r;
+		int status;
+		while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+		}
+		r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+		r.out = read_file(out);
+		r.err = read_file(err);
+		unlink(out.c_str());
+		unlink(err.c_str());
+		return r;
+	}
+
+	static std::string show(const Proc &r)
+	{
+		return "exit " + std::to_string(r.rc) + "\nstdout: " + r.out.substr(0, 2000) +
+		       "\nstderr: " + r.err.substr(0, 2000);
+	}
+};
+
+const char *kEpoch = "SOURCE_DATE_EPOCH=1700000000";
+
+const std::string kInput =
+	"{\"key\": \"greeting\", \"value\": \"hello world\"}\n"
+	"{\"key\": \"answer\", \"value\": 42}\n"
+	"{\"key\": \"pi\", \"value\": 3.141592653589793}\n"
+	"{\"key\": \"yes\", \"value\": true}\n"
+	"{\"key\": \"empty\", \"value\": \"\"}\n"
+	"{\"key\": \"unicode\", \"value\": \"Grüße 世界 🌍\"}\n"
+	"{\"key\": \"vec\", \"value\": [0.5, -1, 3.25]}\n"
+	"{\"key\": \"tags\", \"value\": [\"a\", \"\", \"b,c\"]}\n"
+	"{\"key\": \"blob\", \"type\": \"bytes\", \"value\": \"AAECAwT/\"}\n"
+	"{\"key\": \"ints\", \"type\": \"i64list\", \"value\": [1, -9223372036854775808]}\n"
+	"{\"key\": \"dbl\", \"type\": \"f64list\", \"value\": [\"-inf\", \"nan:0x7ff8000000000123\", 1e-300]}\n"
+	"{\"key\": \"f32nan\", \"type\": \"f32list\", \"value\": [\"nan:0x7fa00001\", \"inf\"]}\n"
+	"{\"key\": \"nanval\", \"type\": \"f64\", \"value\": \"nan:0xfff8000000000042\"}\n"
+	"{\"key\": \"nolist\", \"type\": \"strlist\", \"value\": []}\n"
+	"{\"key_base64\": \"AP8B\", \"value\": \"binary key\"}\n"
+	"{\"key\": \"shared1\", \"value\": \"a value long enough to be worth sharing, twice over\"}\n"
+	"{\"key\": \"shared2\", \"value\": \"a value long enough to be worth sharing, twice over\"}\n"
+	"{\"key\": \"quote\\\"\\n\\t\", \"value\": \"esc \\\\ \\\" \\u0001\"}\n";
+const int kInputEntries = 18;
+
+TEST_F(Cli, BuildGetInspectVerifyDumpRebuild)
+{
+	std::string in = dir.file("in.jsonl"), img = dir.file("img.shmkv");
+	ASSERT_TRUE(write_file(in, kInput));
+	Proc r = shmctl({"image", "build", "-o", img, in}, {kEpoch});
+	ASSERT_EQ(r.rc, 0) << show(r);
+	ASSERT_TRUE(file_exists(img));
+
+	// the image is what the reader expects
+	{
+		Db db = open_db(img, SHMKV_OPEN_DEEP);
+		ASSERT_TRUE(db);
+		EXPECT_EQ(db.hdr()->entry_count, (uint64_t)kInputEntries);
+		EXPECT_EQ(db.hdr()->created_unix, 1700000000);
+		const char *s = nullptr;
+		size_t n = 0;
+		ASSERT_EQ(shmkv_get_str(db, "\0\xff\x01", 3, &s, &n), 0);
+		EXPECT_EQ(std::string(s, n), "binary key");
+	}
+
+	// get, plain
+	r = shmctl({"image", "get", img, "greeting"});
+	EXPECT_EQ(r.rc, 0) << show(r);
+	EXPECT_NE(r.out.find("hello world"), std::string::npos) << show(r);
+	r = shmctl({"image", "get", img, "answer"});
+	EXPECT_EQ(r.rc, 0) << show(r);
+	EXPECT_NE(r.out.find("42"), std::string::npos) << show(r);
+
+	// get, JSON
+	r = shmctl({"-j", "image", "get", img, "greeting"});
+	ASSERT_EQ(r.rc, 0) << show(r);
+	Json j;
+	ASSERT_TRUE(parse_json(r.out, &j)) << show(r);
+	ASSERT_NE(j.get("value"), nullptr) << show(r);
+	EXPECT_EQ(j.get("value")->str, "hello world");
+	ASSERT_NE(j.get("type"), nullptr) << show(r);
+	EXPECT_EQ(j.get("type")->str, "string");
+	r = shmctl({"-j", "image", "get", img, "answer"});
+	ASSERT_EQ(r.rc, 0) << show(r);
+	j = Json();
+	ASSERT_TRUE(parse_json(r.out, &j)) << show(r);
+	ASSERT_NE(j.get("value"), nullptr) << show(r);
+	EXPECT_EQ(j.get("value")->kind, Json::NUM);
+	EXPECT_EQ(j.get("value")->num, 42);
+	EXPECT_EQ(j.get("type")->str, "i64");
+	r = shmctl({"-j", "image", "get", img, "tags"});
+	ASSERT_EQ(r.rc, 0) << show(r);
+	j = Json();
+	ASSERT_TRUE(parse_json(r.out, &j)) << show(r);
+	ASSERT_NE(j.get("value"), nullptr);
+	ASSERT_EQ(j.get("value")->arr.size(), 3u) << show(r);
+	EXPECT_EQ(j.get("value")->arr[2].str, "b,c");
+	r = shmctl({"-j", "image", "get", img, "unicode"});
+	ASSERT_EQ(r.rc, 0) << show(r);
+	j = Json();
+	ASSERT_TRUE(parse_json(r.out, &j)) << show(r);
+	EXPECT_EQ(j.get("value")->str, "Grüße 世界 🌍");
+
+	// inspect -j
+	r = shmctl({"-j", "image", "inspect", img});
+	ASSERT_EQ(r.rc, 0) << show(r);
+	j = Json();
+	ASSERT_TRUE(parse_json(r.out, &j)) << show(r);
+	ASSERT_NE(j.get("entries"), nullptr) << show(r);
+	EXPECT_EQ(j.get("entries")->num, kInputEntries);
+	ASSERT_NE(j.get("file_size"), nullptr) << show(r);
+	EXPECT_EQ(j.get("file_size")->num, (double)read_file(img).size());
+	ASSERT_NE(j.get("created"), nullptr) << show(r);
+	EXPECT_EQ(j.get("created")->num, 1700000000);
+	r = shmctl({"image", "inspect", img});
+	EXPECT_EQ(r.rc, 0) << show(r);
+	EXPECT_NE(r.out.find(std::to_string(kInputEntries)), std::string::npos) << show(r);
+
+	// verify
+	r = shmctl({"image", "verify", img});
+	EXPECT_EQ(r.rc, 0) << show(r);
+	r = shmctl({"-j", "image", "verify", img});
+	EXPECT_EQ(r.rc, 0) << show(r);
+	j = Json();
+	EXPECT_TRUE(parse_json(r.out, &j)) << show(r);
+
+	// dump -> build -> the same bytes (the meta line carries seed, time, name...)
+	r = shmctl({"image", "dump", img});
+	ASSERT_EQ(r.rc, 0) << show(r);
+	std::string dump = dir.file("dump.jsonl"), img2 = dir.file("img2.shmkv");
+	ASSERT_TRUE(write_file(dump, r.out));
+	size_t lines = 0;
+	for (char c : r.out)
+		lines += c == '\n';
+	EXPECT_EQ(lines, (size_t)kInputEntries + 1) << "a meta line, then one line per entry";
+	j = Json();
+	EXPECT_TRUE(parse_json(r.out.substr(0, r.out.find('\n')), &j)) << "meta line is JSON";
+	EXPECT_EQ(j.kind, Json::OBJ);
+	r = shmctl({"image", "build", "-o", img2, dump}, {"SOURCE_DATE_EPOCH"});
+	ASSERT_EQ(r.rc, 0) << show(r);
+	EXPECT_TRUE(read_file(img) == read_file(img2)) << "dump -> build is not byte-identical";
+	// and dumping that gives the same dump
+	r = shmctl({"image", "dump", img2});
+	ASSERT_EQ(r.rc, 0) << show(r);
+	EXPECT_EQ(r.out, read_file(dump));
+}
+
+TEST_F(Cli, TsvDumpRebuild)
+{
+	std::string in = dir.file("in.tsv"), img = dir.file("t.shmkv"), img2 = dir.file("t2.shmkv");
+	ASSERT_TRUE(write_file(in, "a\t1,2,3\nb\t\nc\\tkey\t-9223372036854775808\n"));
+	Proc r = shmctl({"image", "build", "-o", img, "--format", "tsv", "--type", "i64list", in},
+		       {kEpoch});
+	ASSERT_EQ(r.rc, 0) << show(r);
+	r = shmctl({"-j", "image", "get", img, "a"});
+	ASSERT_EQ(r.rc, 0) << show(r);
+	Json j;
+	ASSERT_TRUE(parse_json(r.out, &j)) << show(r);
+	ASSERT_NE(j.get("value"), nullptr);
+	EXPECT_EQ(j.get("value")->arr.size(), 3u) << show(r);
+	EXPECT_EQ(j.get("type")->str, "i64list");
+	r = shmctl({"image", "get", img, "c\tkey"});
+	EXPECT_EQ(r.rc, 0) << show(r);
+	r = shmctl({"image", "dump", img});
+	ASSERT_EQ(r.rc, 0) << show(r);
+	std::string dump = dir.file("dump.jsonl");
+	ASSERT_TRUE(write_file(dump, r.out));
+	r = shmctl({"image", "build", "-o", img2, dump}, {"SOURCE_DATE_EPOCH"});
+	ASSERT_EQ(r.rc, 0) << show(r);
+	EXPECT_TRUE(read_file(img) == read_file(img2)) << "dump -> build is not byte-identical";
+}
+
+TEST_F(Cli, VerifyFailsOnDamage)
+{
+	std::string in = dir.file("in.jsonl"), img = dir.file("img.shmkv");
+	ASSERT_TRUE(write_file(in, kInput));
+	Proc r = shmctl({"image", "build", "-o", img, in}, {kEpoch});
+	ASSERT_EQ(r.rc, 0) << show(r);
+	const std::string good = read_file(img);
+	shmkv_image_header h;
+	memcpy(&h, good.data(), sizeof h);
+	struct Damage {
+		const char *what;
+		uint64_t pos;
+	};
+	const Damage damage[] = {
+		{"header field", 40},
+		{"index section", h.sections[0].offset + 7},
+		{"entries section", h.sections[1].offset + 9},
+		{"header padding", SHMKV_HEADER_USED + 1},
+		{"trailing padding", good.size() - 1},
+	};
+	for (const Damage &d : damage) {
+		SCOPED_TRACE(d.what);
+		std::string bad = good, p = dir.file("bad.shmkv");
+		bad[d.pos] ^= 0x04;
+		ASSERT_TRUE(write_file(p, bad));
+		r = shmctl({"image", "verify", p});
+		EXPECT_EQ(r.rc, 1) << show(r);
+		EXPECT_FALSE(r.err.empty() && r.out.empty()) << "no reason printed";
+		r = shmctl({"-j", "image", "verify", p});
+		EXPECT_EQ(r.rc, 1) << show(r);
+	}
+}
+
+TEST_F(Cli, ExitCodes)
+{
+	std::string in = dir.file("in.jsonl"), img = dir.file("img.shmkv");
+	ASSERT_TRUE(write_file(in, kInput));
+	Proc r = shmctl({"image", "build", "-o", img, in});
+	ASSERT_EQ(r.rc, 0) << show(r);
+	// missing key: 1
+	r = shmctl({"image", "get", img, "no such key"});
+	EXPECT_EQ(r.rc, 1) << show(r);
+	r = shmctl({"-j", "image", "get", img, "no such key"});
+	EXPECT_EQ(r.rc, 1) << show(r);
+	// usage: 2
+	for (const std::vector<std::string> &args : std::vector<std::vector<std::string>>{
+		     {"image", "frobnicate"},
+		     {"nosuchobject", "get"},
+		     {"image", "get", img},
+		     {"image", "build", in},
+		     {"image", "build", "-o", dir.file("x.shmkv"), "--format", "xml", in},
+		     {"image", "build", "-o", dir.file("x.shmkv"), "--on-duplicate", "maybe", in},
+		     {"image", "get", "--no-such-option", img, "k"},
+	     }) {
+		std::string cmd;
+		for (const std::string &a : args)
+			cmd += " " + a;
+		SCOPED_TRACE(cmd);
+		r = shmctl(args);
+		EXPECT_EQ(r.rc, 2) << show(r);
+		EXPECT_FALSE(r.err.empty()) << "usage errors explain themselves on stderr";
+		r = shmctl([&] {
+			std::vector<std::string> a = {"-j"};
+			a.insert(a.end(), args.begin(), args.end());
+			return a;
+		}());
+		EXPECT_EQ(r.rc, 2) << show(r);
+		Json j;
+		EXPECT_TRUE(parse_json(r.out, &j) && j.get("error")) << "JSON error expected: " << show(r);
+	}
+	EXPECT_FALSE(file_exists(dir.file("x.shmkv")));
+	// I/O: 2
+	r = shmctl({"image", "get", dir.file("missing.shmkv"), "k"});
+	EXPECT_EQ(r.rc, 2) << show(r);
+	EXPECT_NE(r.err.find("missing.shmkv"), std::string::npos) << show(r);
+	r = shmctl({"image", "build", "-o", dir.file("out.shmkv"), dir.file("missing.jsonl")});
+	EXPECT_EQ(r.rc, 2) << show(r);
+	EXPECT_FALSE(file_exists(dir.file("out.shmkv")));
+	// help is not an error
+	r = shmctl({"image", "help"});
+	EXPECT_EQ(r.rc, 0) << show(r);
+}
+
+TEST_F(Cli, BuildErrorsAndDuplicates)
+{
+	std::string in = dir.file("dup.jsonl"), img = dir.file("img.shmkv");
+	ASSERT_TRUE(write_file(in, "{\"key\": \"a\", \"value\": 1}\n{\"key\": \"b\", \"value\": 2}\n"
+				   "{\"key\": \"a\", \"value\": 3}\n"));
+	Proc r = shmctl({"image", "build", "-o", img, in});
+	EXPECT_NE(r.rc, 0) << show(r);
+	EXPECT_NE(r.err.find(in + ":3"), std::string::npos) << show(r);
+	EXPECT_NE(r.err.find(in + ":1"), std::string::npos) << show(r);
+	EXPECT_FALSE(file_exists(img));
+	r = shmctl({"-j", "image", "build", "-o", img, in});
+	EXPECT_NE(r.rc, 0) << show(r);
+	Json j;
+	EXPECT_TRUE(parse_json(r.out, &j) && j.get("error")) << show(r);
+	if (j.get("error")) {
+		EXPECT_NE(j.get("error")->str.find(":3"), std::string::npos) << show(r);
+	}
+
+	for (const char *mode : {"first", "last"}) {
+		SCOPED_TRACE(mode);
+		r = shmctl({"image", "build", "-o", img, "--on-duplicate", mode, in});
+		ASSERT_EQ(r.rc, 0) << show(r);
+		r = shmctl({"-j", "image", "get", img, "a"});
+		ASSERT_EQ(r.rc, 0) << show(r);
+		j = Json();
+		ASSERT_TRUE(parse_json(r.out, &j)) << show(r);
+		ASSERT_NE(j.get("value"), nullptr);
+		EXPECT_EQ(j.get("value")->num, strcmp(mode, "first") == 0 ? 1 : 3);
+	}
+
+	std::string bad = dir.file("bad.jsonl"), img2 = dir.file("img2.shmkv");
+	ASSERT_TRUE(write_file(bad, "{\"key\": \"a\", \"value\": 1}\n{\"key\": \"b\", \"value\": null}\n"));
+	r = shmctl({"image", "build", "-o", img2, bad});
+	EXPECT_NE(r.rc, 0) << show(r);
+	EXPECT_NE(r.err.find(bad + ":2"), std::string::npos) << show(r);
+	EXPECT_FALSE(file_exists(img2));
+	// an existing image survives a failed rebuild
+	std::string before = read_file(img);
+	r = shmctl({"image", "build", "-o", img, bad});
+	EXPECT_NE(r.rc, 0) << show(r);
+	EXPECT_TRUE(read_file(img) == before);
+	EXPECT_EQ(list_dir(dir.path()), (std::vector<std::string>{"bad.jsonl", "dup.jsonl", "img.shmkv"}));
+}
+
+} // namespace

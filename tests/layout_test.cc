@@ -1,0 +1,143 @@
+// layout_test: the image layout description in lib/shmkv/format.h is what the
+// structs really are. SHMKV_LAYOUT_DESC is rebuilt from offsetof/sizeof and
+// compared, and SHMKV_LAYOUT_HASH must be XXH3-64 (seed 0) of it; the hash,
+// home and tag rules the description names are checked against probe.h.
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include <shmkv.h>
+
+namespace {
+
+#define FIELD(s, f) (std::string(#f) + "@" + std::to_string(offsetof(s, f)))
+
+std::string rebuilt_desc()
+{
+	using H = shmkv_image_header;
+	using S = shmkv_section_desc;
+	using E = shmkv_entry_header;
+	std::string d = "shmkv-image-v1;";
+	d += "header=" + std::to_string(sizeof(H)) + ":";
+	d += FIELD(H, magic) + "," + FIELD(H, format_version) + "," + FIELD(H, header_size) + "," +
+	     FIELD(H, layout_hash) + "," + FIELD(H, flags) + "," + FIELD(H, file_size) + "," +
+	     FIELD(H, entry_count) + "," + FIELD(H, bucket_count) + "," + FIELD(H, bucket_slots) +
+	     "," + FIELD(H, hash_bits) + "," + FIELD(H, hash_seed) + "," + FIELD(H, max_probe) +
+	     "," + FIELD(H, section_count) + "," + FIELD(H, builder_version) + "," +
+	     FIELD(H, reserved0) + "," + FIELD(H, created_unix) + "," +
+	     FIELD(H, value_bytes_logical) + "," + FIELD(H, dedup_values) + "," +
+	     FIELD(H, dedup_refs) + "," + FIELD(H, dedup_saved_bytes) + "," + FIELD(H, name) +
+	     "," + FIELD(H, sections) + "," + FIELD(H, reserved) + "," +
+	     FIELD(H, header_checksum) + ";";
+	d += "section=" + std::to_string(sizeof(S)) + ":";
+	d += FIELD(S, kind) + "," + FIELD(S, flags) + "," + FIELD(S, offset) + "," + FIELD(S, size) +
+	     "," + FIELD(S, checksum) + ";";
+	d += "entry=" + std::to_string(sizeof(E)) + ":";
+	d += FIELD(E, type) + "," + FIELD(E, flags) + "," + FIELD(E, key_len) + "," +
+	     FIELD(E, value_len) + ";";
+	d += "bucket=" + std::to_string(SHMKV_BUCKET_BYTES) + ":" +
+	     std::to_string(SHMKV_BUCKET_SLOTS) + "xu64(tag16<<" +
+	     std::to_string(SHMKV_SLOT_TAG_SHIFT) + "|meta8<<" + std::to_string(SHMKV_SLOT_META_SHIFT) +
+	     "|off>>3);";
+	d += "meta0.." + std::to_string(SHMKV_BUCKET_SLOTS - 2) + "=filter" +
+	     std::to_string(SHMKV_FILTER_BITS) + "[(tag*" + std::to_string(SHMKV_FILTER_BITS) +
+	     ")>>16];meta" + std::to_string(SHMKV_BUCKET_SLOTS - 1) + "=maxdisp;";
+	d += "hash=xxh3_64(seed);home=mulhi(h,buckets);tag=h&0xffff|1if0";
+	return d;
+}
+
+#undef FIELD
+
+TEST(Layout, DescriptionMatchesStructs)
+{
+	EXPECT_EQ(rebuilt_desc(), std::string(SHMKV_LAYOUT_DESC));
+}
+
+TEST(Layout, HashIsXxh3OfDescription)
+{
+	const char *d = SHMKV_LAYOUT_DESC;
+	EXPECT_EQ(XXH3_64bits(d, strlen(d)), SHMKV_LAYOUT_HASH)
+		<< std::hex << "computed 0x" << XXH3_64bits(d, strlen(d));
+	std::string r = rebuilt_desc();
+	EXPECT_EQ(XXH3_64bits(r.data(), r.size()), SHMKV_LAYOUT_HASH);
+}
+
+TEST(Layout, FieldSizes)
+{
+	shmkv_image_header h;
+	EXPECT_EQ(sizeof h, SHMKV_HEADER_USED);
+	EXPECT_EQ(sizeof h.magic, 8u);
+	EXPECT_EQ(strlen(SHMKV_MAGIC), 8u);
+	EXPECT_EQ(sizeof h.name, SHMKV_NAME_MAX + 1);
+	EXPECT_EQ(sizeof h.sections / sizeof h.sections[0], SHMKV_MAX_SECTIONS);
+	EXPECT_EQ(offsetof(shmkv_image_header, reserved) + sizeof h.reserved,
+		  offsetof(shmkv_image_header, header_checksum));
+	EXPECT_EQ(offsetof(shmkv_image_header, header_checksum) + 8, sizeof h);
+	EXPECT_EQ(offsetof(shmkv_image_header, sections) + sizeof h.sections,
+		  offsetof(shmkv_image_header, reserved));
+	EXPECT_EQ(sizeof(shmkv_section_desc), 32u);
+	EXPECT_EQ(sizeof(shmkv_entry_header), 8u);
+	EXPECT_EQ(SHMKV_BUCKET_SLOTS * sizeof(uint64_t), SHMKV_BUCKET_BYTES);
+	EXPECT_EQ(SHMKV_HEADER_SIZE % SHMKV_FILE_ALIGN, 0u);
+	EXPECT_EQ(SHMKV_MAX_KEY_LEN, (unsigned)UINT16_MAX); // key_len is a u16
+	EXPECT_EQ(SHMKV_MAX_VALUE_LEN, (unsigned)UINT32_MAX); // value_len is a u32
+	// slot offsets in 8-byte units cover the whole image size limit, and the
+	// offset, meta byte and tag fields tile the 64-bit slot
+	EXPECT_EQ(SHMKV_SLOT_OFF_MASK + 1, SHMKV_MAX_IMAGE_SIZE >> 3);
+	EXPECT_EQ(SHMKV_SLOT_OFF_MASK + 1, UINT64_C(1) << SHMKV_SLOT_META_SHIFT);
+	EXPECT_EQ(SHMKV_SLOT_META_SHIFT + 8, SHMKV_SLOT_TAG_SHIFT);
+	EXPECT_EQ(SHMKV_SLOT_TAG_SHIFT + 16, 64u);
+	// the displaced-key filter is the meta bytes of all slots but the last
+	EXPECT_EQ(SHMKV_FILTER_BITS, 8 * (SHMKV_BUCKET_SLOTS - 1));
+	EXPECT_EQ(SHMKV_DISPLACEMENT_MAX, 255u);
+}
+
+// The rules behind "hash=xxh3_64(seed);home=mulhi(h,buckets);tag=h&0xffff|1if0".
+TEST(Layout, HashHomeTagRules)
+{
+	const char key[] = "user:42";
+	for (uint64_t seed : {UINT64_C(0), UINT64_C(1), UINT64_C(0x53484d4b56763121)})
+		EXPECT_EQ(shmkv__hash(seed, 64, key, 7), XXH3_64bits_withSeed(key, 7, seed));
+	EXPECT_EQ(shmkv__home(0, 1000), 0u);
+	EXPECT_EQ(shmkv__home(UINT64_MAX, 1000), 999u);
+	EXPECT_EQ(shmkv__home(UINT64_C(1) << 63, 1000), 500u);
+	EXPECT_EQ(shmkv__home(UINT64_C(1) << 63, 1), 0u);
+	EXPECT_EQ(shmkv__tag(0), 1u);
+	EXPECT_EQ(shmkv__tag(0x10000), 1u);
+	EXPECT_EQ(shmkv__tag(0xabcd0000ffffu), 0xffffu);
+	EXPECT_EQ(shmkv__tag(0x1234), 0x1234u);
+	// filter index: (tag * 56) >> 16, within the 56 filter bits for every tag
+	EXPECT_EQ(shmkv__filter_index(1), 0u);
+	EXPECT_EQ(shmkv__filter_index(0xffff), SHMKV_FILTER_BITS - 1);
+	EXPECT_EQ(shmkv__filter_index(0x8000), SHMKV_FILTER_BITS / 2);
+	for (uint64_t t = 1; t <= 0xffff; t++)
+		ASSERT_LT(shmkv__filter_index(t), SHMKV_FILTER_BITS) << t;
+	// reduced hashes (test images): 2^bits distinct values, spread by a multiply
+	for (unsigned bits = 1; bits <= 8; bits++) {
+		uint64_t h = shmkv__hash(7, bits, key, 7);
+		uint64_t x = XXH3_64bits_withSeed(key, 7, 7) & ((UINT64_C(1) << bits) - 1);
+		EXPECT_EQ(h, x * UINT64_C(0x9E3779B97F4A7C15));
+	}
+}
+
+TEST(Layout, ErrorCodesAreDistinctAndNamed)
+{
+	for (int e = SHMKV_EFIRST_; e <= SHMKV_ELAST_; e++) {
+		EXPECT_STRNE(shmkv_strerror(e), "unknown shmkv error") << e;
+		for (int f = e + 1; f <= SHMKV_ELAST_; f++)
+			EXPECT_STRNE(shmkv_strerror(e), shmkv_strerror(f));
+	}
+	EXPECT_LT(SHMKV_ELAST_, -4095); // clear of every -errno
+	EXPECT_STREQ(shmkv_strerror(0), "success");
+	EXPECT_STREQ(shmkv_strerror(-ENOENT), strerror(ENOENT));
+	EXPECT_STREQ(shmkv_strerror(1), "unknown shmkv error");
+	EXPECT_STREQ(shmkv_type_name(0), "invalid");
+	EXPECT_STREQ(shmkv_type_name(SHMKV_TYPE_MAX + 1), "invalid");
+	EXPECT_STREQ(shmkv_type_name(SHMKV_TYPE_F32LIST), "f32list");
+}
+
+} // namespace
