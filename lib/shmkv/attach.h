@@ -20,18 +20,21 @@
 
 /* Copies the current generation and its segment out of the control segment:
  * consistent, or retried (the Linux vDSO seqcount pattern). */
-static inline int shmkv__ctl_snapshot(const shmkv_ctl *ctl, uint64_t *gen, shmkv_ctl_segment *seg)
+static inline int shmkv__ctl_snapshot(const shmkv_ctl *ctl, uint64_t *gen, uint32_t *count,
+				      shmkv_ctl_segment *seg)
 {
 	for (uint32_t spins = 0; spins < SHMKV__SEQ_SPINS; spins++) {
 		/* pairs with the final shmkv__store_release(&ctl->seq) in loader/ctl.c:ctl_publish() */
 		uint64_t s1 = shmkv__load_acquire(&ctl->seq);
 		if (!(s1 & 1)) {
 			uint64_t g = shmkv__load_relaxed(&ctl->generation);
+			uint32_t n = *(const volatile uint32_t *)&ctl->segment_count;
 			memcpy(seg, (const void *)&ctl->segments[0], sizeof *seg);
 			/* pairs with the shmkv__fence_release() after seq turns odd in ctl_publish() */
 			shmkv__fence_acquire();
 			if (shmkv__load_relaxed(&ctl->seq) == s1) {
 				*gen = g;
+				*count = n;
 				seg->path[SHMKV_CTL_PATH_MAX - 1] = 0;
 				return 0;
 			}
@@ -80,13 +83,20 @@ static inline int shmkv__attach_current(const shmkv_ctl *ctl, unsigned flags, ui
 {
 	int err = -EAGAIN;
 	for (int tries = 0; tries < 100; tries++) {
-		err = shmkv__ctl_snapshot(ctl, gen, seg);
+		uint32_t count = 0;
+		err = shmkv__ctl_snapshot(ctl, gen, &count, seg);
 		if (err)
 			return shmkv__fail(err, why, why_len,
 					   "control segment stays mid-update (loader died while "
 					   "publishing?); try again");
+		/* generation 0, or a generation without segments (the loader found
+		 * its images gone at restart): nothing to map */
 		if (*gen == 0)
 			return shmkv__fail(-EAGAIN, why, why_len, "no generation published yet");
+		if (count == 0 || !seg->path[0])
+			return shmkv__fail(-EAGAIN, why, why_len,
+					   "nothing published (generation %llu has no segment)",
+					   (unsigned long long)*gen);
 		err = shmkv__map_segment(seg, flags, map, why, why_len);
 		if (err != -ENOENT)
 			return err;
