@@ -187,7 +187,7 @@ static void adopt_one(struct loader *L, struct scan *sc, const char *name)
 			 c->have_rb ? " rollback=" : "", c->have_rb ? c->rb.path : "");
 	else
 		log_info("adopted cache=%s gen=%llu: nothing published", name,
-			 (unsigned long long)gen);
+			 (unsigned long long)ctl_generation(&c->ctl));
 	cache_save_state(L, c);
 }
 
