@@ -64,7 +64,8 @@ static inline size_t shmkv_get_batch(const shmkv *db, const shmkv_key *keys, siz
 				e = SHMKV_EKEYLEN;
 			} else if (cand[i] && ((const shmkv_entry_header *)(const void *)cand[i])->key_len ==
 						      k->len &&
-				   memcmp(cand[i] + sizeof(shmkv_entry_header), k->data, k->len) == 0) {
+				   shmkv__key_eq(cand[i] + sizeof(shmkv_entry_header),
+						 (const uint8_t *)k->data, k->len)) {
 				shmkv__entry_value(db, cand[i], &values[base + i]);
 				e = 0;
 			} else if (!more[i]) {

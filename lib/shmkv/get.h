@@ -77,6 +77,36 @@ static inline void shmkv__entry_value(const shmkv *db, const uint8_t *e, shmkv_v
 	v->count = shmkv__count(eh->type, p, eh->value_len);
 }
 
+/* Key equality. Short keys use two overlapping loads from each side: glibc's
+ * memcmp reads 32 bytes, which for an entry late in a cache line touches the
+ * next line too. */
+static inline int shmkv__key_eq(const uint8_t *a, const uint8_t *b, size_t n)
+{
+	if (n >= 8 && n <= 16) {
+		uint64_t a0, b0, a1, b1;
+		memcpy(&a0, a, 8);
+		memcpy(&b0, b, 8);
+		memcpy(&a1, a + n - 8, 8);
+		memcpy(&b1, b + n - 8, 8);
+		return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+	}
+	if (n >= 4 && n < 8) {
+		uint32_t a0, b0, a1, b1;
+		memcpy(&a0, a, 4);
+		memcpy(&b0, b, 4);
+		memcpy(&a1, a + n - 4, 4);
+		memcpy(&b1, b + n - 4, 4);
+		return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+	}
+	if (n < 4) {
+		for (size_t i = 0; i < n; i++)
+			if (a[i] != b[i])
+				return 0;
+		return 1;
+	}
+	return memcmp(a, b, n) == 0;
+}
+
 /* The entry among a bucket's tag matches whose key equals key, or NULL. */
 static inline const uint8_t *shmkv__bucket_find(const shmkv *db, const uint64_t *bk, uint64_t tag,
 						const void *key, size_t key_len)
@@ -87,7 +117,8 @@ static inline const uint8_t *shmkv__bucket_find(const shmkv *db, const uint64_t 
 		m &= m - 1;
 		const uint8_t *e = db->base + ((bk[j] & SHMKV_SLOT_OFF_MASK) << 3);
 		const shmkv_entry_header *eh = (const shmkv_entry_header *)(const void *)e;
-		if (eh->key_len == key_len && memcmp(e + sizeof(shmkv_entry_header), key, key_len) == 0)
+		if (eh->key_len == key_len &&
+		    shmkv__key_eq(e + sizeof(shmkv_entry_header), (const uint8_t *)key, key_len))
 			return e;
 	}
 	return NULL;
