@@ -1,0 +1,369 @@
+// attach_test: shmkv_attach_diag() against missing, foreign and damaged
+// control segments, and the read-only guarantees of an attached reader.
+//
+//   Errors: no such cache (-ENOENT naming the root), invalid names
+//     (-EINVAL), hand-written NAME.ctl files: wrong magic, another protocol
+//     version, another layout hash, too short (SHMKV_EPROTO, the message says
+//     which), generation 0 (-EAGAIN, nothing published), seq stuck odd
+//     (-EAGAIN, mid-update), a segment path that is gone (-ENOENT naming it),
+//     a segment that is not an image (SHMKV_EMAGIC). A hand-written control
+//     segment naming a real image attaches: the protocol alone suffices.
+//   NothingPublished: a loader restarted after every segment of a cache
+//     vanished publishes "nothing"; attach then fails cleanly.
+//   ReadOnly: mprotect(PROT_WRITE) on the image and the control mappings
+//     fails with EACCES; a store through the mapping faults; files are 0644
+//     and, as uid 65534, O_RDWR opens fail with EACCES while attaching
+//     works; a cache configured mode=0640 cannot be attached by that user.
+#include <grp.h>
+
+#include "loader_util.h"
+
+using namespace loader_test;
+
+namespace {
+
+struct FakeCtl {
+	shmkv_ctl c;
+	FakeCtl()
+	{
+		memset(&c, 0, sizeof c);
+		memcpy(c.magic, SHMKV_CTL_MAGIC, 8);
+		c.protocol_version = SHMKV_PROTOCOL_VERSION;
+		c.ctl_size = SHMKV_CTL_SIZE;
+		c.layout_hash = SHMKV_CTL_LAYOUT_HASH;
+	}
+	void segment(const std::string &path, uint64_t size, uint64_t map_size, uint64_t gen)
+	{
+		c.generation = gen;
+		c.segment_count = 1;
+		c.segments[0].node = -1;
+		c.segments[0].size = size;
+		c.segments[0].map_size = map_size;
+		c.segments[0].page_size = 4096;
+		snprintf(c.segments[0].path, sizeof c.segments[0].path, "%s", path.c_str());
+	}
+	bool write(const std::string &file, size_t len = SHMKV_CTL_SIZE) const
+	{
+		std::string data(SHMKV_CTL_SIZE, '\0');
+		memcpy(&data[0], &c, sizeof c);
+		data.resize(len);
+		return shmkv_test::write_file(file, data);
+	}
+};
+
+struct Attempt {
+	int err = 0;
+	std::string why;
+	shmkv *db = nullptr;
+	~Attempt() { shmkv_close(db); }
+};
+
+void try_attach(const std::string &root, const std::string &name, Attempt *a, unsigned flags = 0)
+{
+	a->db = attach(root, name, flags, &a->err, &a->why);
+}
+
+TEST(Attach, NoSuchCache)
+{
+	Env env;
+	Attempt a;
+	try_attach(env.root(), "nope", &a);
+	EXPECT_EQ(a.err, -ENOENT);
+	EXPECT_EQ(a.db, nullptr);
+	EXPECT_NE(a.why.find("\"nope\""), std::string::npos) << a.why;
+	EXPECT_NE(a.why.find(env.root()), std::string::npos) << "names the root: " << a.why;
+
+	Attempt b;
+	std::string gone = env.base() + "/no-such-root";
+	try_attach(gone, "nope", &b);
+	EXPECT_EQ(b.err, -ENOENT);
+	EXPECT_NE(b.why.find(gone), std::string::npos) << b.why;
+
+	for (const char *bad : {"", ".hidden", "a/b", "sp ace", "x\n"}) {
+		Attempt c;
+		try_attach(env.root(), bad, &c);
+		EXPECT_EQ(c.err, -EINVAL) << "name \"" << bad << "\": " << c.why;
+		EXPECT_TRUE(contains_ci(c.why, "invalid cache name")) << c.why;
+	}
+	std::string long_name(64, 'n');
+	Attempt d;
+	try_attach(env.root(), long_name, &d);
+	EXPECT_EQ(d.err, -EINVAL) << d.why;
+}
+
+TEST(Attach, ForeignControlSegments)
+{
+	Env env;
+	auto ctl_path = [&](const char *n) { return env.root() + "/" + n + ".ctl"; };
+
+	FakeCtl magic;
+	memcpy(magic.c.magic, "NOTACTL!", 8);
+	ASSERT_TRUE(magic.write(ctl_path("magic")));
+	Attempt a;
+	try_attach(env.root(), "magic", &a);
+	EXPECT_EQ(a.err, SHMKV_EPROTO) << a.why;
+	EXPECT_TRUE(contains_ci(a.why, "magic")) << a.why;
+	EXPECT_NE(a.why.find(ctl_path("magic")), std::string::npos) << a.why;
+
+	FakeCtl ver;
+	ver.c.protocol_version = SHMKV_PROTOCOL_VERSION + 1;
+	ASSERT_TRUE(ver.write(ctl_path("ver")));
+	Attempt b;
+	try_attach(env.root(), "ver", &b);
+	EXPECT_EQ(b.err, SHMKV_EPROTO) << b.why;
+	EXPECT_NE(b.why.find("protocol version " + std::to_string(SHMKV_PROTOCOL_VERSION + 1)),
+		  std::string::npos) << b.why;
+	EXPECT_NE(b.why.find("speaks version " + std::to_string(SHMKV_PROTOCOL_VERSION)),
+		  std::string::npos) << b.why;
+
+	FakeCtl lay;
+	lay.c.layout_hash ^= 1;
+	ASSERT_TRUE(lay.write(ctl_path("lay")));
+	Attempt c;
+	try_attach(env.root(), "lay", &c);
+	EXPECT_EQ(c.err, SHMKV_EPROTO) << c.why;
+	EXPECT_TRUE(contains_ci(c.why, "layout")) << c.why;
+
+	FakeCtl shortc;
+	ASSERT_TRUE(shortc.write(ctl_path("short"), 100));
+	Attempt d;
+	try_attach(env.root(), "short", &d);
+	EXPECT_EQ(d.err, SHMKV_EPROTO) << d.why;
+	EXPECT_TRUE(contains_ci(d.why, "size")) << d.why;
+	EXPECT_STREQ(shmkv_strerror(SHMKV_EPROTO), "control segment protocol mismatch");
+}
+
+TEST(Attach, HandWrittenControlSegments)
+{
+	Env env;
+	auto ctl_path = [&](const char *n) { return env.root() + "/" + n + ".ctl"; };
+
+	// nothing published yet
+	FakeCtl empty;
+	ASSERT_TRUE(empty.write(ctl_path("empty")));
+	Attempt a;
+	try_attach(env.root(), "empty", &a);
+	EXPECT_EQ(a.err, -EAGAIN) << a.why;
+	EXPECT_TRUE(contains_ci(a.why, "no generation published yet")) << a.why;
+
+	// a loader that died mid-publish: seq stays odd
+	FakeCtl odd;
+	odd.segment(env.img_path("x"), 8192, 8192, 4);
+	odd.c.seq = 7;
+	ASSERT_TRUE(odd.write(ctl_path("odd")));
+	Attempt b;
+	uint64_t t0 = now_ms();
+	try_attach(env.root(), "odd", &b);
+	EXPECT_EQ(b.err, -EAGAIN) << b.why;
+	EXPECT_TRUE(contains_ci(b.why, "mid-update")) << b.why;
+	printf("odd seq: gave up after %llu ms\n", (unsigned long long)(now_ms() - t0));
+
+	// the published segment is gone
+	FakeCtl gone;
+	std::string missing = env.shm() + "/shmkv-00000000-gone-1";
+	gone.segment(missing, 8192, 8192, 3);
+	ASSERT_TRUE(gone.write(ctl_path("gone")));
+	Attempt c;
+	try_attach(env.root(), "gone", &c);
+	EXPECT_EQ(c.err, -ENOENT) << c.why;
+	EXPECT_NE(c.why.find(missing), std::string::npos) << c.why;
+
+	// a segment that is not an image
+	std::string junk = env.img_path("junk");
+	ASSERT_TRUE(shmkv_test::write_file(junk, std::string(8192, 'j')));
+	FakeCtl notimg;
+	notimg.segment(junk, 8192, 8192, 1);
+	ASSERT_TRUE(notimg.write(ctl_path("notimg")));
+	Attempt d;
+	try_attach(env.root(), "notimg", &d);
+	EXPECT_EQ(d.err, SHMKV_EMAGIC) << d.why;
+
+	// a control segment claiming more bytes than the file holds
+	std::string img = env.img_path("real.shmkv");
+	ASSERT_EQ(build_image(img, "real", 500), "");
+	struct stat st;
+	ASSERT_EQ(stat(img.c_str(), &st), 0);
+	FakeCtl big;
+	big.segment(img, (uint64_t)st.st_size * 2, (uint64_t)st.st_size * 2, 1);
+	ASSERT_TRUE(big.write(ctl_path("toobig")));
+	Attempt e;
+	try_attach(env.root(), "toobig", &e);
+	EXPECT_EQ(e.err, SHMKV_ETRUNCATED) << e.why;
+
+	// a hand-written control segment naming a real image: attach works
+	FakeCtl real;
+	real.segment(img, (uint64_t)st.st_size, (uint64_t)st.st_size, 9);
+	ASSERT_TRUE(real.write(ctl_path("real")));
+	Attempt f;
+	try_attach(env.root(), "real", &f, SHMKV_ATTACH_VERIFY | SHMKV_OPEN_DEEP);
+	ASSERT_EQ(f.err, 0) << f.why;
+	EXPECT_EQ(shmkv_generation(f.db), 9u);
+	EXPECT_EQ(tag_of(f.db), "real");
+	EXPECT_EQ(check_handle(f.db, "real", 500), 0u);
+	EXPECT_EQ(shmkv_refresh(f.db), 0);
+
+	Attempt g;
+	try_attach(env.root(), "real", &g, 0x1000);
+	EXPECT_EQ(g.err, -EINVAL) << g.why;
+}
+
+// A loader restarted after every segment of a cache was removed publishes
+// "nothing" (a new generation with no segment): attach must fail cleanly
+// and say so, and a new load must work again.
+TEST(Attach, NothingPublished)
+{
+	Env env;
+	Loader ld(env);
+	ASSERT_TRUE(ld.start());
+	std::string a = env.img_path("a.shmkv");
+	ASSERT_EQ(build_image(a, "a", 100), "");
+	ASSERT_TRUE(ld.load("vanish", a).ok());
+	ASSERT_TRUE(ld.load("vanish", a).ok());
+	EXPECT_EQ(ld.stop(), 0);
+	for (const std::string &f : env.shm_files())
+		ASSERT_EQ(unlink((env.shm() + "/" + f).c_str()), 0);
+
+	ASSERT_TRUE(ld.start());
+	std::string log = env.log();
+	EXPECT_EQ(log_lines(log, {"repaired cache=vanish gen=3", "published none"}).size(), 1u)
+		<< log;
+	// the adoption line that follows names the generation now in the control segment
+	EXPECT_EQ(log_lines(log, {"adopted cache=vanish gen=3: nothing published"}).size(), 1u)
+		<< log;
+	CtlView v;
+	ASSERT_TRUE(read_ctl(env.root(), "vanish", &v));
+	EXPECT_EQ(v.generation, 3u) << "the repair takes the next generation";
+	EXPECT_EQ(v.segment_count, 0u);
+	Json j = ld.status("vanish");
+	EXPECT_FALSE(j["published"].truthy());
+
+	Attempt at;
+	try_attach(env.root(), "vanish", &at);
+	EXPECT_NE(at.err, 0);
+	EXPECT_EQ(at.db, nullptr);
+	// "nothing published" is the state: the reader should say so (EAGAIN, as
+	// for generation 0), not report a missing file with an empty name
+	EXPECT_EQ(at.err, -EAGAIN) << shmkv_strerror(at.err) << ": " << at.why;
+	EXPECT_TRUE(contains_ci(at.why, "no generation published") ||
+		    contains_ci(at.why, "nothing published"))
+		<< at.why;
+
+	j = ld.load("vanish", a);
+	ASSERT_TRUE(j.ok()) << j["error"].s();
+	EXPECT_EQ(j["generation"].u64(), 4u);
+	Attempt ok;
+	try_attach(env.root(), "vanish", &ok);
+	EXPECT_EQ(ok.err, 0) << ok.why;
+}
+
+// The result of the unprivileged child, bit per check that failed.
+enum {
+	F_SETUID = 1,
+	F_RDWR_SEG = 2,
+	F_RDWR_CTL = 4,
+	F_ATTACH = 8,
+	F_VALUES = 16,
+	F_MPROTECT = 32,
+	F_PRIVATE = 64,
+};
+
+TEST(Attach, ReadOnly)
+{
+	Env env;
+	std::string conf = env.base() + "/loader.conf";
+	ASSERT_TRUE(shmkv_test::write_file(conf, "[cache private]\nmode = 0640\n"));
+	Loader ld(env, {"--memory", "shm", "--config", conf});
+	ASSERT_TRUE(ld.start());
+	std::string img = env.img_path("ro.shmkv");
+	ASSERT_EQ(build_image(img, "ro", 5000), "");
+	Json j = ld.load("ro", img);
+	ASSERT_TRUE(j.ok()) << j["error"].s();
+	std::string seg = j["segment"].s();
+	ASSERT_TRUE(ld.load("private", img).ok());
+	std::string ctl = env.root() + "/ro.ctl";
+
+	struct stat st;
+	ASSERT_EQ(stat(seg.c_str(), &st), 0);
+	EXPECT_EQ(st.st_mode & 07777, 0644u) << "segment mode";
+	ASSERT_EQ(stat(ctl.c_str(), &st), 0);
+	EXPECT_EQ(st.st_mode & 07777, 0644u) << "control segment mode";
+	ASSERT_EQ(stat((env.root() + "/private.ctl").c_str(), &st), 0);
+	EXPECT_EQ(st.st_mode & 07777, 0640u) << "mode = 0640 from the config";
+
+	Attempt a;
+	try_attach(env.root(), "ro", &a);
+	ASSERT_EQ(a.err, 0) << a.why;
+	shmkv *db = a.db;
+	EXPECT_EQ(mprotect(db->map, db->map_len, PROT_READ | PROT_WRITE), -1);
+	EXPECT_EQ(errno, EACCES) << strerror(errno);
+	EXPECT_EQ(mprotect((void *)db->ctl, SHMKV_CTL_SIZE, PROT_READ | PROT_WRITE), -1);
+	EXPECT_EQ(errno, EACCES) << strerror(errno);
+	EXPECT_EQ(mprotect(db->map, db->map_len, PROT_READ | PROT_EXEC), 0)
+		<< "mprotect itself works on the mapping";
+	EXPECT_EQ(mprotect(db->map, db->map_len, PROT_READ), 0);
+
+	// a store through either mapping faults
+	for (volatile uint8_t *p : {(volatile uint8_t *)db->map + 4096,
+				    (volatile uint8_t *)(uintptr_t)db->ctl + 32}) {
+		Child w([p](int) {
+			// our own handler: sanitizer runtimes turn a plain SIGSEGV into exit 1
+			struct sigaction sa;
+			memset(&sa, 0, sizeof sa);
+			sa.sa_handler = [](int) { _exit(42); };
+			sigaction(SIGSEGV, &sa, nullptr);
+			*p = 1;
+			return 0;
+		});
+		int code = w.wait_exit(10000);
+		EXPECT_TRUE(code == 42 || code == 128 + SIGSEGV)
+			<< "a write through a reader's mapping must fault; exit " << code;
+	}
+	EXPECT_EQ(check_handle(db, "ro", 5000, 11), 0u);
+
+	if (geteuid() != 0) {
+		printf("not root: the unprivileged-user checks are left out\n");
+		return;
+	}
+	std::string root = env.root();
+	Child nobody([root, seg, ctl](int) -> int {
+		int bad = 0;
+		if (setgroups(0, nullptr) != 0 || setgid(65534) != 0 || setuid(65534) != 0)
+			return F_SETUID;
+		int fd = open(seg.c_str(), O_RDWR);
+		if (fd >= 0 || errno != EACCES)
+			bad |= F_RDWR_SEG;
+		fd = open(ctl.c_str(), O_RDWR);
+		if (fd >= 0 || errno != EACCES)
+			bad |= F_RDWR_CTL;
+		int err;
+		std::string why;
+		shmkv *d = attach(root, "ro", 0, &err, &why);
+		if (!d)
+			return bad | F_ATTACH;
+		if (check_handle(d, "ro", 5000, 7) != 0)
+			bad |= F_VALUES;
+		if (mprotect(d->map, d->map_len, PROT_READ | PROT_WRITE) == 0 || errno != EACCES)
+			bad |= F_MPROTECT;
+		shmkv_close(d);
+		d = attach(root, "private", 0, &err, &why);
+		if (d || err != -EACCES || why.find("private.ctl") == std::string::npos)
+			bad |= F_PRIVATE;
+		shmkv_close(d);
+		return bad;
+	});
+	int code = nobody.wait_exit(20000);
+	EXPECT_EQ(code & F_SETUID, 0) << "could not become uid 65534";
+	EXPECT_EQ(code & F_RDWR_SEG, 0) << "uid 65534 opened the segment O_RDWR";
+	EXPECT_EQ(code & F_RDWR_CTL, 0) << "uid 65534 opened the control segment O_RDWR";
+	EXPECT_EQ(code & F_ATTACH, 0) << "uid 65534 cannot attach to a 0644 cache";
+	EXPECT_EQ(code & F_VALUES, 0);
+	EXPECT_EQ(code & F_MPROTECT, 0);
+	EXPECT_EQ(code & F_PRIVATE, 0) << "uid 65534 and a 0640 cache: -EACCES naming the file";
+	EXPECT_EQ(code, 0);
+
+	// the loader counts the unprivileged reader too while it runs; here: us
+	j = ld.status("ro");
+	EXPECT_EQ(j["readers"].u64(), 1u);
+}
+
+} // namespace

@@ -1,0 +1,249 @@
+// cache_cli_test: `shmctl -r ROOT cache ...` ($SHMCTL) against a running
+// loader: load, list, status, get, readers, rollback (twice: undo), drop,
+// and without a loader; output (plain and -j) and exit codes (0 ok, 1 no
+// such cache or key, 2 other failures such as no loader or a failed load).
+#include "loader_util.h"
+
+using namespace loader_test;
+
+namespace {
+
+struct CliRun {
+	int rc = -1;
+	std::string out, err;
+};
+
+// Runs shmctl with args (stdout, stderr to files under dir), bounded.
+CliRun shmctl(const Env &env, std::vector<std::string> args, unsigned timeout_ms = 60000)
+{
+	CliRun r;
+	std::string exe = env_or_empty("SHMCTL");
+	if (exe.empty()) {
+		ADD_FAILURE() << "SHMCTL is not set (meson sets it)";
+		return r;
+	}
+	args.insert(args.begin(), {exe, "-r", env.root()});
+	std::vector<char *> argv;
+	for (std::string &a : args)
+		argv.push_back(&a[0]);
+	argv.push_back(nullptr);
+	std::string of = env.base() + "/shmctl.out", ef = env.base() + "/shmctl.err";
+	pid_t pid = fork();
+	if (pid == 0) {
+		int o = open(of.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int e = open(ef.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (o < 0 || e < 0)
+			_exit(126);
+		dup2(o, STDOUT_FILENO);
+		dup2(e, STDERR_FILENO);
+		unsetenv("SHMKV_ROOT");
+		execv(argv[0], argv.data());
+		_exit(127);
+	}
+	int st = 0;
+	bool done = pid > 0 && wait_until([&] { return waitpid(pid, &st, WNOHANG) == pid; },
+					  timeout_ms, 2);
+	if (!done) {
+		if (pid > 0) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+		}
+		ADD_FAILURE() << "shmctl " << args[3] << " " << args[4] << ": no exit";
+		return r;
+	}
+	r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	r.out = read_file(of);
+	r.err = read_file(ef);
+	return r;
+}
+
+Json as_json(const CliRun &r)
+{
+	Json j;
+	EXPECT_TRUE(parse_json(r.out, &j)) << "not JSON: " << r.out << r.err;
+	return j;
+}
+
+// A reader process that attaches, says so, then waits for a byte from the
+// test and checks its values once more (also after drop) before exiting.
+struct HeldReader {
+	int go[2] = {-1, -1};
+	std::unique_ptr<Child> child;
+	HeldReader(const std::string &root, const std::string &cache, const std::string &tag,
+		   uint64_t n)
+	{
+		if (pipe2(go, O_CLOEXEC) != 0)
+			ADD_FAILURE() << "pipe";
+		int in = go[0];
+		child = std::make_unique<Child>([=](int fd) -> int {
+			int err;
+			std::string why;
+			shmkv *db = attach(root, cache, 0, &err, &why);
+			char c = db ? 'y' : 'n';
+			write_all_fd(fd, &c, 1);
+			if (!db)
+				return 1;
+			if (read(in, &c, 1) != 1)
+				return 2;
+			int bad = check_handle(db, tag, n) != 0;
+			shmkv_close(db);
+			return bad ? 3 : 0;
+		});
+		close(go[0]);
+		char c = 0;
+		struct pollfd p = {child->fd(), POLLIN, 0};
+		EXPECT_EQ(poll(&p, 1, 20000), 1);
+		EXPECT_EQ(read(child->fd(), &c, 1), 1);
+		EXPECT_EQ(c, 'y') << "reader could not attach";
+	}
+	int finish()
+	{
+		char c = 'g';
+		EXPECT_EQ(write(go[1], &c, 1), 1);
+		close(go[1]);
+		go[1] = -1;
+		return child->wait_exit(20000);
+	}
+	~HeldReader()
+	{
+		if (go[1] >= 0)
+			close(go[1]);
+	}
+};
+
+TEST(CacheCli, AgainstARunningLoader)
+{
+	Env env;
+	Loader ld(env);
+	ASSERT_TRUE(ld.start());
+	std::string a = env.img_path("a.shmkv"), b = env.img_path("b.shmkv");
+	ASSERT_EQ(build_image(a, "a", 300), "");
+	ASSERT_EQ(build_image(b, "b", 400), "");
+
+	CliRun r = shmctl(env, {"cache", "load", "cli", a});
+	EXPECT_EQ(r.rc, 0) << r.err;
+	EXPECT_NE(r.out.find("generation  1"), std::string::npos) << r.out;
+	r = shmctl(env, {"-j", "cache", "load", "cli", b});
+	EXPECT_EQ(r.rc, 0) << r.err;
+	Json j = as_json(r);
+	EXPECT_TRUE(j.ok());
+	EXPECT_EQ(j["generation"].u64(), 2u);
+	EXPECT_EQ(j["entries"].u64(), 402u);
+
+	r = shmctl(env, {"cache", "list"});
+	EXPECT_EQ(r.rc, 0) << r.err;
+	EXPECT_NE(r.out.find("cli"), std::string::npos) << r.out;
+	r = shmctl(env, {"-j", "cache", "list"});
+	EXPECT_EQ(r.rc, 0) << r.err;
+	j = as_json(r);
+	ASSERT_EQ(j["caches"].arr.size(), 1u) << r.out;
+	EXPECT_EQ(j["caches"].arr[0]["name"].s(), "cli");
+	EXPECT_EQ(j["caches"].arr[0]["generation"].u64(), 2u);
+	EXPECT_EQ(j["caches"].arr[0]["memory"].s(), "shm");
+
+	r = shmctl(env, {"-j", "cache", "status", "cli"});
+	EXPECT_EQ(r.rc, 0) << r.err;
+	j = as_json(r);
+	EXPECT_EQ(j["generation"].u64(), 2u);
+	EXPECT_EQ(j["rollback.generation"].u64(), 1u);
+	EXPECT_EQ(j["source"].s(), b);
+	r = shmctl(env, {"cache", "status", "nope"});
+	EXPECT_EQ(r.rc, 1) << "no such cache: " << r.err;
+	EXPECT_TRUE(contains_ci(r.err, "nope")) << r.err;
+
+	r = shmctl(env, {"cache", "get", "cli", "key_5"});
+	EXPECT_EQ(r.rc, 0) << r.err;
+	EXPECT_EQ(r.out, value_of("b", 5) + "\n");
+	r = shmctl(env, {"-j", "cache", "get", "cli", "__n"});
+	EXPECT_EQ(r.rc, 0) << r.err;
+	j = as_json(r);
+	EXPECT_EQ(j["type"].s(), "i64");
+	EXPECT_EQ(j["value"].u64(), 400u);
+	r = shmctl(env, {"cache", "get", "cli", "key_400"});
+	EXPECT_EQ(r.rc, 1) << "missing key: " << r.out << r.err;
+	r = shmctl(env, {"cache", "get", "nope", "key_1"});
+	EXPECT_EQ(r.rc, 1) << "no such cache: " << r.err;
+
+	// readers: one on the current generation
+	HeldReader on_b(env.root(), "cli", "b", 400);
+	r = shmctl(env, {"-j", "cache", "readers", "cli"});
+	EXPECT_EQ(r.rc, 0) << r.err;
+	j = as_json(r);
+	bool found = false;
+	for (const Json &rd : j["readers"].arr) {
+		if ((pid_t)rd["pid"].u64() != on_b.child->pid())
+			continue;
+		found = true;
+		ASSERT_EQ(rd["segments"].arr.size(), 1u) << r.out;
+		EXPECT_EQ(rd["segments"].arr[0]["state"].s(), "current") << r.out;
+		EXPECT_EQ(rd["segments"].arr[0]["generation"].u64(), 2u) << r.out;
+	}
+	EXPECT_TRUE(found) << "reader pid " << on_b.child->pid() << " not listed: " << r.out;
+
+	// rollback to a, and back (a second rollback undoes the first)
+	r = shmctl(env, {"-j", "cache", "rollback", "cli"});
+	EXPECT_EQ(r.rc, 0) << r.err;
+	j = as_json(r);
+	EXPECT_EQ(j["generation"].u64(), 3u);
+	EXPECT_EQ(j["rollback_generation"].u64(), 2u) << "the replaced generation is the rollback now";
+	r = shmctl(env, {"cache", "get", "cli", "key_5"});
+	EXPECT_EQ(r.out, value_of("a", 5) + "\n");
+	r = shmctl(env, {"-j", "cache", "readers", "cli"});
+	j = as_json(r);
+	for (const Json &rd : j["readers"].arr) {
+		if ((pid_t)rd["pid"].u64() == on_b.child->pid()) {
+			EXPECT_EQ(rd["segments"].arr[0]["state"].s(), "rollback") << r.out;
+		}
+	}
+	r = shmctl(env, {"cache", "rollback", "cli"});
+	EXPECT_EQ(r.rc, 0) << r.err;
+	r = shmctl(env, {"cache", "get", "cli", "key_5"});
+	EXPECT_EQ(r.out, value_of("b", 5) + "\n");
+	j = ld.status("cli");
+	EXPECT_EQ(j["generation"].u64(), 4u);
+	EXPECT_EQ(j["readers"].u64(), 1u) << "the held reader maps b again";
+	r = shmctl(env, {"cache", "rollback", "nope"});
+	EXPECT_EQ(r.rc, 1) << r.err;
+
+	// a failed load: exit 2, the loader's reason
+	std::string junk = env.img_path("junk.shmkv");
+	ASSERT_TRUE(shmkv_test::write_file(junk, std::string(8192, 'j')));
+	r = shmctl(env, {"cache", "load", "cli", junk});
+	EXPECT_EQ(r.rc, 2);
+	EXPECT_TRUE(contains_ci(r.err, "magic")) << r.err;
+
+	// drop: the control segment goes, attached readers keep their values
+	r = shmctl(env, {"-j", "cache", "drop", "cli"});
+	EXPECT_EQ(r.rc, 0) << r.err;
+	j = as_json(r);
+	EXPECT_EQ(j["dropped_generation"].u64(), 4u);
+	EXPECT_FALSE(file_exists(env.root() + "/cli.ctl"));
+	r = shmctl(env, {"cache", "get", "cli", "key_5"});
+	EXPECT_EQ(r.rc, 1) << r.out << r.err;
+	EXPECT_EQ(on_b.finish(), 0) << "a reader keeps serving after drop";
+	EXPECT_TRUE(env.shm_files().empty()) << "drop unlinks the segments";
+	r = shmctl(env, {"cache", "drop", "cli"});
+	EXPECT_EQ(r.rc, 1) << r.err;
+
+	// without a loader
+	ASSERT_TRUE(ld.load("off", a).ok());
+	EXPECT_EQ(ld.stop(), 0);
+	r = shmctl(env, {"cache", "list"});
+	EXPECT_EQ(r.rc, 0) << r.err;
+	EXPECT_TRUE(contains_ci(r.err, "not running")) << r.err;
+	EXPECT_NE(r.out.find("off"), std::string::npos) << r.out;
+	r = shmctl(env, {"-j", "cache", "list"});
+	j = as_json(r);
+	EXPECT_EQ(j["loader_running"].kind, Json::BOOL);
+	EXPECT_FALSE(j["loader_running"].b);
+	ASSERT_EQ(j["caches"].arr.size(), 1u) << r.out;
+	EXPECT_EQ(j["caches"].arr[0]["generation"].u64(), 1u);
+	r = shmctl(env, {"cache", "status", "off"});
+	EXPECT_EQ(r.rc, 2);
+	EXPECT_TRUE(contains_ci(r.err, "is shmkv-loader running")) << r.err;
+	r = shmctl(env, {"cache", "get", "off", "key_7"});
+	EXPECT_EQ(r.rc, 0) << "get needs no loader: " << r.err;
+	EXPECT_EQ(r.out, value_of("a", 7) + "\n");
+}
+
+} // namespace

@@ -1,0 +1,1016 @@
+// loader_util.h - helpers of the shmkv-loader integration tests (header-only).
+//
+//   Env                  a fresh mkdtemp directory with root/, spool/, img/ and a
+//                        private shm dir (a mkdtemp dir in /dev/shm when that is
+//                        a tmpfs, else base/shm); everything removed at the end
+//   Loader               starts $SHMKV_LOADER --foreground on an Env (memory=shm
+//                        unless told otherwise), waits for its socket, stops it
+//                        (SIGTERM) or kills it (SIGKILL); its stderr goes to
+//                        Env::log_path() and is printed when a test failed
+//   request(root, ...)   one request over ROOT/control.sock, the reply parsed
+//   Json / parse_json    a small JSON reader (the loader's replies)
+//   build_image(...)     keys key_<i> -> "<tag>:val_<i>[|pad]", plus __gen_tag
+//                        (the tag) and __n (i64 key count), with the builder
+//   check_value(...)     what a reader expects for key_<i> under a tag
+//   spool_drop(...)      rename (or hard link, then rename) an image into the spool
+//   read_ctl(...)        a seqcount copy of ROOT/NAME.ctl (generation, segment)
+//   Child                a forked process running a function, with a result pipe
+//   wait_until(...)      bounded polling
+//
+// Every wait is bounded; nothing here calls exit() in a child (children _exit).
+#ifndef SHMKV_LOADER_UTIL_H
+#define SHMKV_LOADER_UTIL_H
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/vfs.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdarg>
+#include <cstdio>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../test_util.h"
+
+namespace loader_test {
+
+using shmkv_test::contains_ci;
+using shmkv_test::file_exists;
+using shmkv_test::list_dir;
+using shmkv_test::read_file;
+
+inline uint64_t now_ms()
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+inline void sleep_ms(unsigned ms)
+{
+	std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+}
+
+// Polls pred every poll_ms until it holds (true) or timeout_ms passed (false).
+inline bool wait_until(const std::function<bool()> &pred, unsigned timeout_ms,
+		       unsigned poll_ms = 5)
+{
+	uint64_t end = now_ms() + timeout_ms;
+	for (;;) {
+		if (pred())
+			return true;
+		if (now_ms() >= end)
+			return false;
+		sleep_ms(poll_ms);
+	}
+}
+
+inline std::string env_or_empty(const char *name)
+{
+	const char *v = getenv(name);
+	return v ? v : "";
+}
+
+// ---- JSON -----------------------------------------------------------------
+
+struct Json {
+	enum Kind { NUL, BOOL, NUM, STR, ARR, OBJ } kind = NUL;
+	bool b = false;
+	std::string str; // STR; NUM keeps its text
+	std::vector<Json> arr;
+	std::map<std::string, Json> obj;
+
+	// Member k of an object (a path "a.b" descends); a null Json if absent.
+	const Json &operator[](const std::string &path) const
+	{
+		static const Json none;
+		const Json *j = this;
+		size_t i = 0;
+		while (j && i <= path.size()) {
+			size_t dot = path.find('.', i);
+			std::string k = path.substr(i, dot == std::string::npos ? std::string::npos
+										: dot - i);
+			auto it = j->obj.find(k);
+			if (j->kind != OBJ || it == j->obj.end())
+				return none;
+			j = &it->second;
+			if (dot == std::string::npos)
+				return *j;
+			i = dot + 1;
+		}
+		return none;
+	}
+	bool has(const std::string &path) const
+	{
+		size_t dot = path.rfind('.');
+		const Json &parent = dot == std::string::npos ? *this : (*this)[path.substr(0, dot)];
+		return parent.kind == OBJ &&
+		       parent.obj.count(dot == std::string::npos ? path : path.substr(dot + 1));
+	}
+	bool is_null() const { return kind == NUL; }
+	bool ok() const { return (*this)["ok"].kind == BOOL && (*this)["ok"].b; }
+	uint64_t u64() const { return kind == NUM ? strtoull(str.c_str(), nullptr, 10) : 0; }
+	bool truthy() const { return kind == BOOL && b; }
+	std::string s() const { return kind == STR ? str : ""; }
+};
+
+class JsonParser {
+public:
+	explicit JsonParser(const std::string &s) : s_(s) {}
+	bool parse(Json *out)
+	{
+		if (!value(out, 0))
+			return false;
+		ws();
+		return i_ == s_.size();
+	}
+
+private:
+	const std::string &s_;
+	size_t i_ = 0;
+	void ws()
+	{
+		while (i_ < s_.size() && strchr(" \t\r\n", s_[i_]))
+			i_++;
+	}
+	bool lit(const char *w)
+	{
+		size_t n = strlen(w);
+		if (s_.compare(i_, n, w) != 0)
+			return false;
+		i_ += n;
+		return true;
+	}
+	bool string(std::string *o)
+	{
+		if (i_ >= s_.size() || s_[i_] != '"')
+			return false;
+		i_++;
+		while (i_ < s_.size() && s_[i_] != '"') {
+			char c = s_[i_++];
+			if (c != '\\') {
+				*o += c;
+				continue;
+			}
+			if (i_ >= s_.size())
+				return false;
+			char e = s_[i_++];
+			switch (e) {
+			case 'n': *o += '\n'; break;
+			case 't': *o += '\t'; break;
+			case 'r': *o += '\r'; break;
+			case 'b': *o += '\b'; break;
+			case 'f': *o += '\f'; break;
+			case 'u': {
+				if (i_ + 4 > s_.size())
+					return false;
+				unsigned cp = (unsigned)strtoul(s_.substr(i_, 4).c_str(), nullptr, 16);
+				i_ += 4;
+				if (cp < 0x80) {
+					*o += (char)cp;
+				} else if (cp < 0x800) {
+					*o += (char)(0xc0 | cp >> 6);
+					*o += (char)(0x80 | (cp & 0x3f));
+				} else {
+					*o += (char)(0xe0 | cp >> 12);
+					*o += (char)(0x80 | (cp >> 6 & 0x3f));
+					*o += (char)(0x80 | (cp & 0x3f));
+				}
+				break;
+			}
+			default: *o += e; break;
+			}
+		}
+		if (i_ >= s_.size())
+			return false;
+		i_++;
+		return true;
+	}
+	bool value(Json *o, int depth)
+	{
+		if (depth > 32)
+			return false;
+		ws();
+		if (i_ >= s_.size())
+			return false;
+		char c = s_[i_];
+		if (c == '{') {
+			o->kind = Json::OBJ;
+			i_++;
+			ws();
+			if (i_ < s_.size() && s_[i_] == '}') {
+				i_++;
+				return true;
+			}
+			for (;;) {
+				ws();
+				std::string k;
+				if (!string(&k))
+					return false;
+				ws();
+				if (i_ >= s_.size() || s_[i_++] != ':')
+					return false;
+				if (!value(&o->obj[k], depth + 1))
+					return false;
+				ws();
+				if (i_ < s_.size() && s_[i_] == ',') {
+					i_++;
+					continue;
+				}
+				if (i_ < s_.size() && s_[i_] == '}') {
+					i_++;
+					return true;
+				}
+				return false;
+			}
+		}
+		if (c == '[') {
+			o->kind = Json::ARR;
+			i_++;
+			ws();
+			if (i_ < s_.size() && s_[i_] == ']') {
+				i_++;
+				return true;
+			}
+			for (;;) {
+				o->arr.emplace_back();
+				if (!value(&o->arr.back(), depth + 1))
+					return false;
+				ws();
+				if (i_ < s_.size() && s_[i_] == ',') {
+					i_++;
+					continue;
+				}
+				if (i_ < s_.size() && s_[i_] == ']') {
+					i_++;
+					return true;
+				}
+				return false;
+			}
+		}
+		if (c == '"') {
+			o->kind = Json::STR;
+			return string(&o->str);
+		}
+		if (lit("true")) {
+			o->kind = Json::BOOL;
+			o->b = true;
+			return true;
+		}
+		if (lit("false")) {
+			o->kind = Json::BOOL;
+			return true;
+		}
+		if (lit("null"))
+			return true;
+		size_t st = i_;
+		while (i_ < s_.size() && strchr("+-0123456789.eE", s_[i_]))
+			i_++;
+		if (i_ == st)
+			return false;
+		o->kind = Json::NUM;
+		o->str = s_.substr(st, i_ - st);
+		return true;
+	}
+};
+
+inline bool parse_json(const std::string &text, Json *out)
+{
+	*out = Json();
+	return JsonParser(text).parse(out);
+}
+
+// ---- the test environment ---------------------------------------------------
+
+inline bool is_tmpfs(const char *dir)
+{
+	struct statfs sf;
+	return statfs(dir, &sf) == 0 && (unsigned long)sf.f_type == 0x01021994UL;
+}
+
+inline std::string make_temp_dir(const std::string &parent, const std::string &stem)
+{
+	std::string tmpl = parent + "/" + stem + "-XXXXXX";
+	std::vector<char> buf(tmpl.begin(), tmpl.end());
+	buf.push_back(0);
+	if (!mkdtemp(buf.data())) {
+		ADD_FAILURE() << "mkdtemp " << tmpl << ": " << strerror(errno);
+		return "";
+	}
+	return buf.data();
+}
+
+// Directories of one test: base/{root,spool,img}; img is on the spool's
+// filesystem (rename into the spool), shm a private tmpfs directory.
+class Env {
+public:
+	Env()
+	{
+		const char *t = getenv("TMPDIR");
+		base_ = make_temp_dir(t && *t ? t : "/tmp", "shmkv-ltest");
+		chmod(base_.c_str(), 0755); // readable by the unprivileged children
+		root_ = base_ + "/root";
+		spool_ = base_ + "/spool";
+		img_ = base_ + "/img";
+		for (const std::string &d : {root_, spool_, img_})
+			EXPECT_EQ(mkdir(d.c_str(), 0755), 0) << d << ": " << strerror(errno);
+		if (is_tmpfs("/dev/shm")) {
+			shm_ = make_temp_dir("/dev/shm", "shmkv-ltest");
+			chmod(shm_.c_str(), 0755);
+		} else {
+			shm_ = base_ + "/shm";
+			EXPECT_EQ(mkdir(shm_.c_str(), 0755), 0) << shm_ << ": " << strerror(errno);
+		}
+	}
+	~Env()
+	{
+		std::error_code ec;
+		if (!shm_.empty())
+			std::filesystem::remove_all(shm_, ec);
+		if (!base_.empty())
+			std::filesystem::remove_all(base_, ec);
+	}
+	Env(const Env &) = delete;
+	Env &operator=(const Env &) = delete;
+
+	const std::string &base() const { return base_; }
+	const std::string &root() const { return root_; }
+	const std::string &spool() const { return spool_; }
+	const std::string &img() const { return img_; }
+	const std::string &shm() const { return shm_; }
+	std::string log_path() const { return base_ + "/loader.log"; }
+	std::string img_path(const std::string &n) const { return img_ + "/" + n; }
+	std::string spool_path(const std::string &cache) const
+	{
+		return spool_ + "/" + cache + ".shmkv";
+	}
+	std::string log() const { return read_file(log_path()); }
+
+	// Names in the shm dir (segments), optionally only those containing sub.
+	std::vector<std::string> shm_files(const std::string &sub = "") const
+	{
+		std::vector<std::string> out;
+		for (const std::string &n : list_dir(shm_))
+			if (sub.empty() || n.find(sub) != std::string::npos)
+				out.push_back(n);
+		return out;
+	}
+
+private:
+	std::string base_, root_, spool_, img_, shm_;
+};
+
+// ---- the control socket -----------------------------------------------------
+
+// Connects to ROOT/control.sock; -1 on failure (errno set).
+inline int sock_connect(const std::string &root)
+{
+	struct sockaddr_un a;
+	memset(&a, 0, sizeof a);
+	a.sun_family = AF_UNIX;
+	std::string p = root + "/control.sock";
+	if (p.size() >= sizeof a.sun_path) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	memcpy(a.sun_path, p.c_str(), p.size() + 1);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+inline bool send_all(int fd, const std::string &s)
+{
+	size_t done = 0;
+	while (done < s.size()) {
+		ssize_t n = send(fd, s.data() + done, s.size() - done, MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return false;
+		done += (size_t)n;
+	}
+	return true;
+}
+
+// Reads one line (without '\n') within timeout_ms; false on EOF or timeout.
+inline bool read_line(int fd, std::string *line, unsigned timeout_ms)
+{
+	line->clear();
+	uint64_t end = now_ms() + timeout_ms;
+	for (;;) {
+		uint64_t t = now_ms();
+		if (t >= end)
+			return false;
+		struct pollfd p = {fd, POLLIN, 0};
+		int r = poll(&p, 1, (int)(end - t));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return false;
+		char c;
+		for (;;) {
+			ssize_t n = recv(fd, &c, 1, MSG_DONTWAIT);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+				break;
+			if (n <= 0)
+				return false;
+			if (c == '\n')
+				return true;
+			*line += c;
+		}
+	}
+}
+
+inline std::string join_tab(const std::vector<std::string> &words)
+{
+	std::string s;
+	for (size_t i = 0; i < words.size(); i++)
+		s += (i ? "\t" : "") + words[i];
+	return s + "\n";
+}
+
+// One request; returns the parsed reply. On a connection, timeout or parse
+// problem the Json is null and *why (if given) says what happened.
+inline Json request(const std::string &root, const std::vector<std::string> &words,
+		    unsigned timeout_ms = 60000, std::string *why = nullptr)
+{
+	Json j;
+	std::string line, w;
+	int fd = sock_connect(root);
+	if (fd < 0)
+		w = std::string("connect: ") + strerror(errno);
+	else if (!send_all(fd, join_tab(words)))
+		w = std::string("send: ") + strerror(errno);
+	else if (!read_line(fd, &line, timeout_ms))
+		w = "no reply within " + std::to_string(timeout_ms) + " ms";
+	else if (!parse_json(line, &j))
+		w = "reply is not JSON: " + line;
+	if (fd >= 0)
+		close(fd);
+	if (why)
+		*why = w;
+	return j;
+}
+
+// A request whose reply is not awaited (the crash test kills the loader under it).
+inline int request_async(const std::string &root, const std::vector<std::string> &words)
+{
+	int fd = sock_connect(root);
+	if (fd >= 0 && !send_all(fd, join_tab(words))) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+// ---- the loader -------------------------------------------------------------
+
+class Loader {
+public:
+	// extra: options after --root/--spool/--shm-dir/--foreground; the default
+	// makes every cache shm-only, so that no test but hugepage_test touches
+	// huge pages whatever the host mounts.
+	explicit Loader(const Env &env, std::vector<std::string> extra = {"--memory", "shm"})
+		: env_(env), extra_(std::move(extra))
+	{
+	}
+	~Loader()
+	{
+		if (pid_ > 0)
+			kill9();
+		if (::testing::Test::HasFailure() && !dumped_) {
+			dumped_ = true;
+			std::string log = env_.log();
+			if (log.size() > 6000)
+				log = "...\n" + log.substr(log.size() - 6000);
+			std::cerr << "---- loader log (" << env_.log_path() << ") ----\n"
+				  << log << "---- end of loader log ----\n";
+		}
+	}
+	Loader(const Loader &) = delete;
+	Loader &operator=(const Loader &) = delete;
+
+	std::vector<std::string> &extra() { return extra_; }
+
+	// Starts the loader and waits (up to timeout_ms) until `ping` answers.
+	bool start(std::string *why = nullptr, unsigned timeout_ms = 20000)
+	{
+		std::string w;
+		bool ok = start_(&w, timeout_ms);
+		if (why)
+			*why = w;
+		if (!ok)
+			ADD_FAILURE() << "shmkv-loader did not start: " << w << "\nlog:\n"
+				      << env_.log();
+		return ok;
+	}
+
+	// Starts it and waits for it to exit (startup refused); returns the exit
+	// status (-1 when it kept running, then it is killed).
+	int start_expect_exit(unsigned timeout_ms = 10000)
+	{
+		std::string w;
+		if (!spawn(&w))
+			return -1;
+		int st = 0;
+		bool exited = wait_until([&] { return waitpid(pid_, &st, WNOHANG) == pid_; },
+					 timeout_ms, 5);
+		if (!exited) {
+			kill9();
+			return -1;
+		}
+		pid_ = -1;
+		return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	}
+
+	pid_t pid() const { return pid_; }
+
+	bool alive()
+	{
+		if (pid_ <= 0)
+			return false;
+		int st;
+		if (waitpid(pid_, &st, WNOHANG) == pid_) {
+			pid_ = -1;
+			return false;
+		}
+		return true;
+	}
+
+	// SIGKILL and reap.
+	void kill9()
+	{
+		if (pid_ <= 0)
+			return;
+		kill(pid_, SIGKILL);
+		int st;
+		while (waitpid(pid_, &st, 0) < 0 && errno == EINTR) {
+		}
+		pid_ = -1;
+	}
+
+	// SIGTERM, up to timeout_ms for a clean exit (then SIGKILL). Returns the
+	// exit code, or -1 if it had to be killed.
+	int stop(unsigned timeout_ms = 20000)
+	{
+		if (pid_ <= 0)
+			return -1;
+		kill(pid_, SIGTERM);
+		int st = 0;
+		bool exited = wait_until([&] { return waitpid(pid_, &st, WNOHANG) == pid_; },
+					 timeout_ms, 5);
+		if (!exited) {
+			kill9();
+			return -1;
+		}
+		pid_ = -1;
+		return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	}
+
+	Json req(const std::vector<std::string> &words, unsigned timeout_ms = 120000)
+	{
+		std::string why;
+		Json j = request(env_.root(), words, timeout_ms, &why);
+		if (j.kind != Json::OBJ)
+			ADD_FAILURE() << "request " << words[0] << ": " << why;
+		return j;
+	}
+	Json status(const std::string &cache) { return req({"status", cache}); }
+	// load NAME PATH over the socket; the reply comes after publish or failure.
+	Json load(const std::string &cache, const std::string &path)
+	{
+		return req({"load", cache, path});
+	}
+
+private:
+	const Env &env_;
+	std::vector<std::string> extra_;
+	pid_t pid_ = -1;
+	bool dumped_ = false;
+
+	bool spawn(std::string *why)
+	{
+		std::string exe = env_or_empty("SHMKV_LOADER");
+		if (exe.empty()) {
+			*why = "SHMKV_LOADER is not set (meson sets it)";
+			return false;
+		}
+		std::vector<std::string> args = {exe,        "--foreground", "--root", env_.root(),
+						 "--spool",  env_.spool(),   "--shm-dir", env_.shm()};
+		args.insert(args.end(), extra_.begin(), extra_.end());
+		std::vector<char *> argv;
+		for (std::string &a : args)
+			argv.push_back(&a[0]);
+		argv.push_back(nullptr);
+		int logfd = open(env_.log_path().c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
+				 0644);
+		if (logfd < 0) {
+			*why = env_.log_path() + ": " + strerror(errno);
+			return false;
+		}
+		std::string banner = "==== start: " + exe + "\n";
+		ssize_t wr = write(logfd, banner.data(), banner.size());
+		(void)wr;
+		pid_t pid = fork();
+		if (pid < 0) {
+			*why = std::string("fork: ") + strerror(errno);
+			close(logfd);
+			return false;
+		}
+		if (pid == 0) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL); // a test killed on timeout takes it along
+			dup2(logfd, STDERR_FILENO);
+			dup2(logfd, STDOUT_FILENO);
+			int nul = open("/dev/null", O_RDONLY);
+			if (nul >= 0)
+				dup2(nul, STDIN_FILENO);
+			unsetenv("NOTIFY_SOCKET");
+			unsetenv("JOURNAL_STREAM");
+			execv(argv[0], argv.data());
+			_exit(127);
+		}
+		close(logfd);
+		pid_ = pid;
+		return true;
+	}
+
+	bool start_(std::string *why, unsigned timeout_ms)
+	{
+		if (!spawn(why))
+			return false;
+		uint64_t end = now_ms() + timeout_ms;
+		std::string w;
+		for (;;) {
+			if (!alive()) {
+				*why = "the loader exited during startup";
+				return false;
+			}
+			Json j = request(env_.root(), {"ping"}, 2000, &w);
+			if (j.ok() && (pid_t)j["pid"].u64() == pid_)
+				return true;
+			if (now_ms() >= end) {
+				*why = "no answer to ping within " + std::to_string(timeout_ms) +
+				       " ms (" + w + ")";
+				kill9();
+				return false;
+			}
+			sleep_ms(10);
+		}
+	}
+};
+
+// ---- images -------------------------------------------------------------------
+
+inline std::string key_of(uint64_t i)
+{
+	return "key_" + std::to_string(i);
+}
+
+// The value of key_<i> in an image tagged tag: "<tag>:val_<i>", followed by
+// "|" and pad filler bytes when pad > 0.
+inline std::string value_of(const std::string &tag, uint64_t i, size_t pad = 0)
+{
+	std::string v = tag + ":val_" + std::to_string(i);
+	if (pad) {
+		v += '|';
+		static const char fill[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+		for (size_t k = 0; k < pad; k++)
+			v += fill[(i + k) % (sizeof fill - 1)];
+	}
+	return v;
+}
+
+// Does value v (len bytes) belong to key_<i> in an image tagged tag? Checks
+// the "<tag>:val_<i>" head and that the rest is empty or starts with '|'.
+inline bool check_value(const char *v, size_t len, const char *tag, size_t tag_len, uint64_t i)
+{
+	char head[96];
+	int n = snprintf(head, sizeof head, ":val_%llu", (unsigned long long)i);
+	if (len < tag_len + (size_t)n || memcmp(v, tag, tag_len) ||
+	    memcmp(v + tag_len, head, (size_t)n))
+		return false;
+	return len == tag_len + (size_t)n || v[tag_len + (size_t)n] == '|';
+}
+
+// Builds an image of n keys tagged tag at path (written atomically by the
+// builder). Returns "" or the error.
+inline std::string build_image(const std::string &path, const std::string &tag, uint64_t n,
+			       size_t pad = 0)
+{
+	shmkv_build_options o = shmkv_test::test_options();
+	o.dedup = 0; // every value differs anyway; skip the hashing
+	o.fixed |= SHMKV_OPT_DEDUP;
+	snprintf(o.name, sizeof o.name, "%s", tag.c_str());
+	o.fixed |= SHMKV_OPT_NAME;
+	shmkv_builder *b = nullptr;
+	int err = shmkv_builder_new(&o, &b);
+	if (err)
+		return std::string("shmkv_builder_new: ") + shmkv_strerror(err);
+	std::string v;
+	for (uint64_t i = 0; i < n && !err; i++) {
+		std::string k = key_of(i);
+		v = value_of(tag, i, pad);
+		err = shmkv_builder_add_str(b, k.data(), k.size(), v.data(), v.size());
+	}
+	if (!err)
+		err = shmkv_builder_add_str(b, "__gen_tag", 9, tag.data(), tag.size());
+	if (!err)
+		err = shmkv_builder_add_i64(b, "__n", 3, (int64_t)n);
+	if (!err)
+		err = shmkv_builder_finish(b, path.c_str(), nullptr);
+	std::string out;
+	if (err)
+		out = path + ": " + shmkv_strerror(err) + ": " + shmkv_builder_error(b);
+	shmkv_builder_free(b);
+	return out;
+}
+
+// Renames src into the spool as CACHE.shmkv (keep_src: through a hard link,
+// so src stays for later use). Returns "" or the error.
+inline std::string spool_drop(const Env &env, const std::string &src, const std::string &cache,
+			      bool keep_src = false)
+{
+	std::string from = src;
+	if (keep_src) {
+		from = env.img() + "/.link-" + cache + "-" + std::to_string(now_ms());
+		unlink(from.c_str());
+		if (link(src.c_str(), from.c_str()) != 0)
+			return "link " + src + ": " + strerror(errno);
+	}
+	std::string to = env.spool_path(cache);
+	if (rename(from.c_str(), to.c_str()) != 0)
+		return "rename " + from + " -> " + to + ": " + strerror(errno);
+	return "";
+}
+
+// ---- readers --------------------------------------------------------------------
+
+// Attaches; returns the handle or nullptr with *err and *why set.
+inline shmkv *attach(const std::string &root, const std::string &name, unsigned flags,
+		     int *err, std::string *why)
+{
+	shmkv *db = nullptr;
+	char w[768] = "";
+	*err = shmkv_attach_diag(root.c_str(), name.c_str(), flags, &db, w, sizeof w);
+	*why = w;
+	return *err ? nullptr : db;
+}
+
+// The tag of the image a handle serves ("" if it has none).
+inline std::string tag_of(const shmkv *db)
+{
+	const char *s;
+	size_t n;
+	if (shmkv_get_str(db, "__gen_tag", 9, &s, &n))
+		return "";
+	return std::string(s, n);
+}
+
+// Checks keys key_0..key_<n-1> (step) of a handle against tag; returns the
+// number of wrong or missing values.
+inline uint64_t check_handle(const shmkv *db, const std::string &tag, uint64_t n,
+			     uint64_t step = 1)
+{
+	uint64_t bad = 0;
+	for (uint64_t i = 0; i < n; i += step) {
+		std::string k = key_of(i);
+		const char *s;
+		size_t len;
+		if (shmkv_get_str(db, k.data(), k.size(), &s, &len) ||
+		    !check_value(s, len, tag.data(), tag.size(), i))
+			bad++;
+	}
+	return bad;
+}
+
+struct CtlView {
+	uint64_t generation = 0;
+	uint32_t segment_count = 0;
+	uint64_t loader_pid = 0;
+	int64_t published_ns = 0;
+	uint64_t seq = 0;
+	shmkv_ctl_segment seg{};
+	std::string path() const { return seg.path; }
+};
+
+// A consistent copy of ROOT/NAME.ctl (read-only mapping, seqcount loop).
+inline bool read_ctl(const std::string &root, const std::string &name, CtlView *out)
+{
+	std::string p = root + "/" + name + ".ctl";
+	int fd = open(p.c_str(), O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	void *m = mmap(nullptr, SHMKV_CTL_SIZE, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED)
+		return false;
+	const shmkv_ctl *c = (const shmkv_ctl *)m;
+	bool ok = false;
+	for (int tries = 0; tries < 1000000 && !ok; tries++) {
+		uint64_t s1 = shmkv__load_acquire(&c->seq);
+		if (s1 & 1)
+			continue;
+		out->generation = shmkv__load_relaxed(&c->generation);
+		out->segment_count = c->segment_count;
+		out->loader_pid = c->loader_pid;
+		out->published_ns = c->published_ns;
+		memcpy(&out->seg, (const void *)&c->segments[0], sizeof out->seg);
+		shmkv__fence_acquire();
+		ok = shmkv__load_relaxed(&c->seq) == s1;
+		out->seq = s1;
+	}
+	out->seg.path[SHMKV_CTL_PATH_MAX - 1] = 0;
+	munmap(m, SHMKV_CTL_SIZE);
+	return ok;
+}
+
+// ---- child processes ----------------------------------------------------------
+
+// A forked child running fn(write_fd); its return value is the exit code.
+// The parent reads what the child wrote with read_all(). The destructor
+// kills a child still running.
+class Child {
+public:
+	explicit Child(const std::function<int(int)> &fn)
+	{
+		int p[2];
+		if (pipe2(p, O_CLOEXEC) != 0) {
+			ADD_FAILURE() << "pipe: " << strerror(errno);
+			return;
+		}
+		fflush(stdout);
+		fflush(stderr);
+		pid_ = fork();
+		if (pid_ < 0) {
+			ADD_FAILURE() << "fork: " << strerror(errno);
+			close(p[0]);
+			close(p[1]);
+			return;
+		}
+		if (pid_ == 0) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			close(p[0]);
+			int rc = fn(p[1]);
+			close(p[1]);
+			_exit(rc);
+		}
+		close(p[1]);
+		rfd_ = p[0];
+	}
+	~Child()
+	{
+		if (pid_ > 0) {
+			kill(pid_, SIGKILL);
+			wait_exit(5000);
+		}
+		if (rfd_ >= 0)
+			close(rfd_);
+	}
+	Child(const Child &) = delete;
+	Child &operator=(const Child &) = delete;
+
+	pid_t pid() const { return pid_; }
+	int fd() const { return rfd_; }
+
+	// Everything the child writes until it closes its end (bounded).
+	std::string read_all(unsigned timeout_ms)
+	{
+		std::string out;
+		uint64_t end = now_ms() + timeout_ms;
+		while (rfd_ >= 0) {
+			uint64_t t = now_ms();
+			if (t >= end)
+				break;
+			struct pollfd p = {rfd_, POLLIN, 0};
+			int r = poll(&p, 1, (int)(end - t));
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r <= 0)
+				break;
+			char buf[65536];
+			ssize_t n = read(rfd_, buf, sizeof buf);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				break;
+			out.append(buf, (size_t)n);
+		}
+		return out;
+	}
+
+	// Exit code, or -1 on timeout (the child is then killed), 128+sig if killed.
+	int wait_exit(unsigned timeout_ms)
+	{
+		if (pid_ <= 0)
+			return code_;
+		int st = 0;
+		bool done = wait_until([&] { return waitpid(pid_, &st, WNOHANG) == pid_; },
+				       timeout_ms, 2);
+		if (!done) {
+			kill(pid_, SIGKILL);
+			waitpid(pid_, &st, 0);
+			pid_ = -1;
+			return code_ = -1;
+		}
+		pid_ = -1;
+		return code_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	}
+
+private:
+	pid_t pid_ = -1;
+	int rfd_ = -1;
+	int code_ = -1;
+};
+
+inline bool write_all_fd(int fd, const void *p, size_t n)
+{
+	const char *c = static_cast<const char *>(p);
+	while (n) {
+		ssize_t w = write(fd, c, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return false;
+		c += w;
+		n -= (size_t)w;
+	}
+	return true;
+}
+
+// A page shared between the test and its forked children (MAP_SHARED|MAP_ANONYMOUS).
+template <class T> class Shared {
+public:
+	Shared()
+	{
+		void *m = mmap(nullptr, sizeof(T), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+			       -1, 0);
+		if (m == MAP_FAILED) {
+			ADD_FAILURE() << "mmap: " << strerror(errno);
+			return;
+		}
+		p_ = new (m) T();
+	}
+	~Shared()
+	{
+		if (p_) {
+			p_->~T();
+			munmap(p_, sizeof(T));
+		}
+	}
+	Shared(const Shared &) = delete;
+	Shared &operator=(const Shared &) = delete;
+	T *operator->() const { return p_; }
+	T &operator*() const { return *p_; }
+
+private:
+	T *p_ = nullptr;
+};
+
+// Lines of the log containing all of the given words.
+inline std::vector<std::string> log_lines(const std::string &log,
+					  const std::vector<std::string> &words)
+{
+	std::vector<std::string> out;
+	size_t i = 0;
+	while (i < log.size()) {
+		size_t e = log.find('\n', i);
+		if (e == std::string::npos)
+			e = log.size();
+		std::string line = log.substr(i, e - i);
+		bool all = true;
+		for (const std::string &w : words)
+			all = all && line.find(w) != std::string::npos;
+		if (all)
+			out.push_back(line);
+		i = e + 1;
+	}
+	return out;
+}
+
+} // namespace loader_test
+
+#endif // SHMKV_LOADER_UTIL_H

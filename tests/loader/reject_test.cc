@@ -1,0 +1,220 @@
+// reject_test: damaged images dropped into the spool (or loaded over the
+// socket) are refused and the current generation keeps serving.
+//
+// Each damaged image is renamed into the spool; the test waits for
+// NAME.shmkv.rejected, then checks the `rejected` log line with its reason,
+// `status`'s last_error, that the generation and segment did not move, that
+// an attached reader neither moves nor reads anything different, and that no
+// .loading segment is left. Cases: a byte flipped inside the ENTRIES section
+// (section checksum), a byte flipped in the header (header checksum), an
+// image cut in the middle of a section (file_size), an image shorter than
+// its header, and a file that is not an image. Over the socket the reply is
+// {"ok": false} with the shmkv code and says the current generation keeps
+// serving. A good image afterwards loads and clears last_error.
+#include "loader_util.h"
+
+using namespace loader_test;
+
+namespace {
+
+constexpr uint64_t kKeys = 20000;
+
+std::string damage_copy(const std::string &src, const std::string &dst,
+			const std::function<void(std::string &)> &fn)
+{
+	std::string data = read_file(src);
+	fn(data);
+	if (!shmkv_test::write_file(dst, data))
+		return "write " + dst + ": " + strerror(errno);
+	return "";
+}
+
+const shmkv_image_header *hdr_of(const std::string &data)
+{
+	return reinterpret_cast<const shmkv_image_header *>(data.data());
+}
+
+class Reject : public ::testing::Test {
+protected:
+	Env env;
+	Loader ld{env};
+	std::string good; // tag "good", generation 1
+	shmkv *db = nullptr;
+	CtlView before;
+
+	void SetUp() override
+	{
+		ASSERT_TRUE(ld.start());
+		good = env.img_path("good.shmkv");
+		ASSERT_EQ(build_image(good, "good", kKeys), "");
+		// the first generation comes through the spool too
+		ASSERT_EQ(spool_drop(env, good, "rej", true), "");
+		ASSERT_TRUE(wait_until([&] { return read_ctl(env.root(), "rej", &before) &&
+						    before.generation == 1; },
+				       20000));
+		int err;
+		std::string why;
+		db = attach(env.root(), "rej", 0, &err, &why);
+		ASSERT_NE(db, nullptr) << why;
+		ASSERT_EQ(check_handle(db, "good", kKeys), 0u);
+	}
+	void TearDown() override { shmkv_close(db); }
+
+	// Drops file into the spool as rej.shmkv, waits for its rejection and
+	// checks everything stayed; returns the rejection's log line.
+	std::string expect_spool_reject(const std::string &file, const std::string &reason)
+	{
+		std::string rejected = env.spool_path("rej") + ".rejected";
+		unlink(rejected.c_str());
+		size_t lines0 = log_lines(env.log(), {"rejected cache=rej"}).size();
+		EXPECT_EQ(spool_drop(env, file, "rej"), "");
+		bool seen = wait_until([&] { return file_exists(rejected); }, 20000);
+		EXPECT_TRUE(seen) << file << ": no " << rejected;
+		EXPECT_FALSE(file_exists(env.spool_path("rej")));
+		// the log line is written before the rename
+		std::vector<std::string> lines = log_lines(env.log(), {"rejected cache=rej"});
+		EXPECT_EQ(lines.size(), lines0 + 1);
+		std::string line = lines.empty() ? "" : lines.back();
+		EXPECT_TRUE(contains_ci(line, reason)) << line;
+		EXPECT_NE(line.find("file=" + env.spool_path("rej")), std::string::npos) << line;
+		Json j = ld.status("rej");
+		EXPECT_TRUE(j.ok());
+		EXPECT_TRUE(contains_ci(j["last_error"].s(), reason)) << j["last_error"].s();
+		EXPECT_EQ(j["generation"].u64(), 1u);
+		EXPECT_EQ(j["segment"].s(), before.path());
+		EXPECT_FALSE(j["loading"].truthy());
+		expect_unchanged();
+		return line;
+	}
+
+	void expect_unchanged()
+	{
+		CtlView now;
+		ASSERT_TRUE(read_ctl(env.root(), "rej", &now));
+		EXPECT_EQ(now.generation, 1u);
+		EXPECT_EQ(now.path(), before.path());
+		EXPECT_EQ(now.published_ns, before.published_ns);
+		EXPECT_EQ(shmkv_refresh(db), 0);
+		EXPECT_EQ(shmkv_generation(db), 1u);
+		EXPECT_EQ(tag_of(db), "good");
+		EXPECT_EQ(check_handle(db, "good", kKeys, 7), 0u);
+		EXPECT_TRUE(env.shm_files(".loading").empty()) << "a rejected load left a segment";
+		EXPECT_EQ(env.shm_files().size(), 1u) << "only the current segment";
+	}
+};
+
+TEST_F(Reject, FlippedByteInsideSection)
+{
+	std::string bad = env.img_path("bad.shmkv");
+	std::string data = read_file(good);
+	ASSERT_GT(data.size(), 8192u);
+	const shmkv_section_desc &e = hdr_of(data)->sections[1]; // ENTRIES
+	ASSERT_EQ(e.kind, (uint32_t)SHMKV_SECTION_ENTRIES);
+	uint64_t off = e.offset + e.size / 2;
+	ASSERT_EQ(damage_copy(good, bad, [&](std::string &d) { d[off] ^= 0x20; }), "");
+	std::string line = expect_spool_reject(bad, "checksum");
+	EXPECT_TRUE(contains_ci(line, "entries")) << "the section is named: " << line;
+	std::string rej = read_file(env.spool_path("rej") + ".rejected");
+	EXPECT_EQ(rej.size(), data.size()) << "the rejected file is kept as it was";
+}
+
+TEST_F(Reject, FlippedByteInHeader)
+{
+	std::string bad = env.img_path("bad.shmkv");
+	// entry_count (offset 40): covered by the header checksum only
+	ASSERT_EQ(damage_copy(good, bad, [&](std::string &d) { d[40] ^= 1; }), "");
+	expect_spool_reject(bad, "checksum");
+}
+
+TEST_F(Reject, TruncatedInsideSection)
+{
+	std::string bad = env.img_path("bad.shmkv");
+	std::string data = read_file(good);
+	const shmkv_section_desc &e = hdr_of(data)->sections[1];
+	uint64_t cut = (e.offset + e.size / 2) / 4096 * 4096; // O_DIRECT-friendly, still short
+	ASSERT_GT(cut, 4096u);
+	ASSERT_EQ(damage_copy(good, bad, [&](std::string &d) { d.resize(cut); }), "");
+	expect_spool_reject(bad, "bytes");
+	Json j = ld.status("rej");
+	EXPECT_TRUE(contains_ci(j["last_error"].s(), std::to_string(cut))) << j["last_error"].s();
+}
+
+TEST_F(Reject, ShorterThanHeader)
+{
+	std::string bad = env.img_path("bad.shmkv");
+	ASSERT_EQ(damage_copy(good, bad, [&](std::string &d) { d.resize(100); }), "");
+	expect_spool_reject(bad, "header");
+}
+
+TEST_F(Reject, NotAnImage)
+{
+	std::string bad = env.img_path("bad.shmkv");
+	ASSERT_TRUE(shmkv_test::write_file(bad, std::string(8192, 'x')));
+	expect_spool_reject(bad, "magic");
+}
+
+TEST_F(Reject, OverTheSocketThenAGoodLoad)
+{
+	std::string bad = env.img_path("bad.shmkv");
+	std::string data = read_file(good);
+	const shmkv_section_desc &idx = hdr_of(data)->sections[0]; // INDEX
+	uint64_t off = idx.offset + idx.size - 1;
+	ASSERT_EQ(damage_copy(good, bad, [&](std::string &d) { d[off] ^= 0x80; }), "");
+	Json j = ld.load("rej", bad);
+	EXPECT_FALSE(j.ok());
+	EXPECT_EQ(j["code"].s(), "SHMKV_ECHECKSUM") << j["error"].s();
+	EXPECT_TRUE(contains_ci(j["error"].s(), "index")) << j["error"].s();
+	EXPECT_TRUE(contains_ci(j["error"].s(), "current generation keeps serving")) << j["error"].s();
+	EXPECT_TRUE(file_exists(bad)) << "a file loaded over the socket is not renamed";
+	EXPECT_FALSE(file_exists(bad + ".rejected"));
+	j = ld.status("rej");
+	EXPECT_TRUE(contains_ci(j["last_error"].s(), "checksum")) << j["last_error"].s();
+	expect_unchanged();
+
+	j = ld.load("rej", env.img_path("missing.shmkv"));
+	EXPECT_FALSE(j.ok());
+	EXPECT_EQ(j["code"].s(), "ENOENT") << j["error"].s();
+	j = ld.load("rej", "relative.shmkv");
+	EXPECT_FALSE(j.ok());
+	EXPECT_EQ(j["code"].s(), "EINVAL") << j["error"].s();
+	expect_unchanged();
+
+	// a good image clears last_error; the reader moves to it
+	std::string next = env.img_path("next.shmkv");
+	ASSERT_EQ(build_image(next, "next", kKeys / 2), "");
+	j = ld.load("rej", next);
+	ASSERT_TRUE(j.ok()) << j["error"].s();
+	EXPECT_EQ(j["generation"].u64(), 2u);
+	j = ld.status("rej");
+	EXPECT_TRUE(j["last_error"].is_null()) << j["last_error"].s();
+	EXPECT_EQ(shmkv_refresh(db), 1);
+	EXPECT_EQ(tag_of(db), "next");
+	EXPECT_EQ(check_handle(db, "next", kKeys / 2, 3), 0u);
+}
+
+TEST_F(Reject, NewCacheWhoseFirstLoadFails)
+{
+	std::string bad = env.img_path("bad.shmkv");
+	ASSERT_EQ(damage_copy(good, bad, [&](std::string &d) { d.resize(100); }), "");
+	ASSERT_EQ(spool_drop(env, bad, "fresh"), "");
+	ASSERT_TRUE(wait_until([&] { return file_exists(env.spool_path("fresh") + ".rejected"); },
+			       20000));
+	Json j = ld.status("fresh");
+	ASSERT_TRUE(j.ok()) << "a new cache whose first load fails stays listed";
+	EXPECT_FALSE(j["published"].truthy());
+	EXPECT_EQ(j["generation"].u64(), 0u);
+	EXPECT_FALSE(j["last_error"].is_null());
+	EXPECT_FALSE(file_exists(env.root() + "/fresh.ctl")) << "nothing to publish, no ctl";
+	int err;
+	std::string why;
+	EXPECT_EQ(attach(env.root(), "fresh", 0, &err, &why), nullptr);
+	EXPECT_EQ(err, -ENOENT) << why;
+	j = ld.req({"drop", "fresh"});
+	EXPECT_TRUE(j.ok()) << j["error"].s();
+	j = request(env.root(), {"status", "fresh"});
+	EXPECT_FALSE(j.ok());
+	EXPECT_EQ(j["code"].s(), "ENOENT");
+	expect_unchanged();
+}
+
+} // namespace
