@@ -32,7 +32,7 @@ static inline size_t shmkv_get_batch(const shmkv *db, const shmkv_key *keys, siz
 		const uint64_t *bk[SHMKV_BATCH_GROUP];
 		uint64_t tag[SHMKV_BATCH_GROUP];
 		const uint8_t *cand[SHMKV_BATCH_GROUP];
-		unsigned more[SHMKV_BATCH_GROUP];
+		unsigned mask[SHMKV_BATCH_GROUP];
 		for (size_t i = 0; i < m; i++) {
 			const shmkv_key *k = &keys[base + i];
 			if (SHMKV__UNLIKELY(k->len > SHMKV_MAX_KEY_LEN)) {
@@ -46,16 +46,15 @@ static inline size_t shmkv_get_batch(const shmkv *db, const shmkv_key *keys, siz
 		}
 		for (size_t i = 0; i < m; i++) {
 			cand[i] = NULL;
-			more[i] = 0;
+			mask[i] = 0;
 			if (!bk[i])
 				continue;
-			unsigned mask = shmkv__match(bk[i], tag[i]);
-			if (mask) {
-				unsigned j = SHMKV__CTZ(mask);
+			mask[i] = shmkv__match(bk[i], tag[i]);
+			if (mask[i]) {
+				unsigned j = SHMKV__CTZ(mask[i]);
 				cand[i] = db->base + ((bk[i][j] & SHMKV_SLOT_OFF_MASK) << 3);
 				__builtin_prefetch(cand[i]);
 			}
-			more[i] = (mask & (mask - 1)) || shmkv__displaced(bk[i], tag[i], db->max_probe);
 		}
 		for (size_t i = 0; i < m; i++) {
 			const shmkv_key *k = &keys[base + i];
@@ -68,7 +67,8 @@ static inline size_t shmkv_get_batch(const shmkv *db, const shmkv_key *keys, siz
 						 (const uint8_t *)k->data, k->len)) {
 				shmkv__entry_value(db, cand[i], &values[base + i]);
 				e = 0;
-			} else if (!more[i]) {
+			} else if (!(mask[i] & (mask[i] - 1)) &&
+				   !shmkv__displaced(bk[i], tag[i], db->max_probe)) {
 				e = SHMKV_ENOTFOUND; /* no other candidate, none displaced */
 			} else {
 				e = shmkv_get(db, k->data, k->len, &values[base + i]);

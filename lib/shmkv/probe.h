@@ -143,12 +143,15 @@ static inline unsigned shmkv__match_sse2(const uint64_t *bucket, uint64_t tag)
 	const __m128i *b = (const __m128i *)bucket;
 	const __m128i keep = _mm_set1_epi64x((long long)UINT64_C(0xffff000000000000));
 	const __m128i want = _mm_set1_epi64x((long long)(tag << SHMKV_SLOT_TAG_SHIFT));
-	unsigned m = 0;
-	for (unsigned i = 0; i < 4; i++) {
-		__m128i c = _mm_cmpeq_epi32(_mm_and_si128(_mm_load_si128(b + i), keep), want);
-		m |= (unsigned)_mm_movemask_pd(_mm_castsi128_pd(c)) << (2 * i);
-	}
-	return m;
+	/* unrolled by hand: GCC -O2 keeps the loop */
+	__m128i c0 = _mm_cmpeq_epi32(_mm_and_si128(_mm_load_si128(b + 0), keep), want);
+	__m128i c1 = _mm_cmpeq_epi32(_mm_and_si128(_mm_load_si128(b + 1), keep), want);
+	__m128i c2 = _mm_cmpeq_epi32(_mm_and_si128(_mm_load_si128(b + 2), keep), want);
+	__m128i c3 = _mm_cmpeq_epi32(_mm_and_si128(_mm_load_si128(b + 3), keep), want);
+	return (unsigned)_mm_movemask_pd(_mm_castsi128_pd(c0)) |
+	       (unsigned)_mm_movemask_pd(_mm_castsi128_pd(c1)) << 2 |
+	       (unsigned)_mm_movemask_pd(_mm_castsi128_pd(c2)) << 4 |
+	       (unsigned)_mm_movemask_pd(_mm_castsi128_pd(c3)) << 6;
 }
 #endif
 
