@@ -80,11 +80,52 @@ static inline int shmkv__all_zero(const uint8_t *p, uint64_t n)
 /* Checks an image in memory: header fields, section table geometry and (unless
  * SHMKV_OPEN_NOVERIFY) every checksum. size is the number of valid bytes at
  * base. Returns 0 or a SHMKV_E* code, with the reason in why (may be NULL). */
+static inline int shmkv_header_check(const void *header, uint64_t size, char *why, size_t why_len);
+
 static inline int shmkv_image_check(const void *base, uint64_t size, unsigned flags, char *why,
 				    size_t why_len)
 {
 	const uint8_t *b = (const uint8_t *)base;
 	const shmkv_image_header *h = (const shmkv_image_header *)base;
+	int err = shmkv_header_check(base, size, why, why_len);
+	if (err)
+		return err;
+	if (!(flags & SHMKV_OPEN_NOVERIFY)) {
+		/* bytes no checksum covers (header tail, gaps, file tail) must be zero */
+		uint64_t from = SHMKV_HEADER_USED;
+		for (uint32_t i = 0; i <= h->section_count; i++) {
+			uint64_t to = i < h->section_count ? h->sections[i].offset : h->file_size;
+			for (uint64_t k = from; k < to; k++)
+				if (b[k])
+					return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
+							   "non-zero byte at offset %llu outside every "
+							   "section", (unsigned long long)k);
+			if (i < h->section_count)
+				from = h->sections[i].offset + h->sections[i].size;
+		}
+		for (uint32_t i = 0; i < h->section_count; i++) {
+			const shmkv_section_desc *s = &h->sections[i];
+			uint64_t c = XXH3_64bits(b + s->offset, (size_t)s->size);
+			if (c != s->checksum)
+				return shmkv__fail(SHMKV_ECHECKSUM, why, why_len,
+						   "section %s [%llu, +%llu) checksum mismatch: stored %016llx, "
+						   "computed %016llx",
+						   shmkv__section_name(s->kind), (unsigned long long)s->offset,
+						   (unsigned long long)s->size, (unsigned long long)s->checksum,
+						   (unsigned long long)c);
+		}
+	}
+	return 0;
+}
+
+/* Checks an image's header alone: the first SHMKV_HEADER_USED bytes at header,
+ * for an image of size bytes (magic, version, layout hash, header checksum,
+ * sizes, geometry, section table). What a loader can check before the rest of
+ * the image has arrived. Returns 0 or a SHMKV_E* code, the reason in why. */
+static inline int shmkv_header_check(const void *header, uint64_t size, char *why, size_t why_len)
+{
+	const uint8_t *b = (const uint8_t *)header;
+	const shmkv_image_header *h = (const shmkv_image_header *)header;
 	if (size < SHMKV_HEADER_SIZE)
 		return shmkv__fail(SHMKV_ETRUNCATED, why, why_len,
 				   "image is %llu bytes, shorter than the %u-byte header",
@@ -177,31 +218,6 @@ static inline int shmkv_image_check(const void *base, uint64_t size, unsigned fl
 		return SHMKV__BAD("entries section too small for %llu entries",
 				  (unsigned long long)h->entry_count);
 #undef SHMKV__BAD
-	if (!(flags & SHMKV_OPEN_NOVERIFY)) {
-		/* bytes no checksum covers (header tail, gaps, file tail) must be zero */
-		uint64_t from = SHMKV_HEADER_USED;
-		for (uint32_t i = 0; i <= h->section_count; i++) {
-			uint64_t to = i < h->section_count ? h->sections[i].offset : h->file_size;
-			for (uint64_t k = from; k < to; k++)
-				if (b[k])
-					return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
-							   "non-zero byte at offset %llu outside every "
-							   "section", (unsigned long long)k);
-			if (i < h->section_count)
-				from = h->sections[i].offset + h->sections[i].size;
-		}
-		for (uint32_t i = 0; i < h->section_count; i++) {
-			const shmkv_section_desc *s = &h->sections[i];
-			uint64_t c = XXH3_64bits(b + s->offset, (size_t)s->size);
-			if (c != s->checksum)
-				return shmkv__fail(SHMKV_ECHECKSUM, why, why_len,
-						   "section %s [%llu, +%llu) checksum mismatch: stored %016llx, "
-						   "computed %016llx",
-						   shmkv__section_name(s->kind), (unsigned long long)s->offset,
-						   (unsigned long long)s->size, (unsigned long long)s->checksum,
-						   (unsigned long long)c);
-		}
-	}
 	return 0;
 }
 
