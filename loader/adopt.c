@@ -162,14 +162,7 @@ static void adopt_one(struct loader *L, struct scan *sc, const char *name)
 		}
 		uint64_t ng = gen + 1;
 		if (c->have_cur) {
-			shmkv_ctl_segment cs;
-			memset(&cs, 0, sizeof cs);
-			cs.node = -1;
-			cs.flags = c->cur.flags;
-			cs.size = c->cur.size;
-			cs.map_size = c->cur.map_size;
-			cs.page_size = c->cur.page_size;
-			snprintf(cs.path, sizeof cs.path, "%s", c->cur.path);
+			shmkv_ctl_segment cs = seg_ctl_entry(&c->cur);
 			ctl_publish(&c->ctl, ng, &cs, 1);
 			c->cur.generation = ng;
 		} else {

@@ -105,14 +105,7 @@ static int publish_new(struct loader *L, struct cache *c, const struct seg_info 
 			return err;
 	}
 	uint64_t gen = ctl_generation(&c->ctl) + 1;
-	shmkv_ctl_segment cs;
-	memset(&cs, 0, sizeof cs);
-	cs.node = -1;
-	cs.flags = in->flags;
-	cs.size = in->size;
-	cs.map_size = in->map_size;
-	cs.page_size = in->page_size;
-	snprintf(cs.path, sizeof cs.path, "%s", in->path);
+	shmkv_ctl_segment cs = seg_ctl_entry(in);
 	ctl_publish(&c->ctl, gen, &cs, 1);
 
 	struct seg_info old_rb = c->rb;

@@ -65,18 +65,6 @@ int op_reload(struct loader *L, const char *name, char **reply)
 	return op_load(L, name, src, 0, reply);
 }
 
-static shmkv_ctl_segment ctl_seg(const struct seg_info *in)
-{
-	shmkv_ctl_segment cs;
-	memset(&cs, 0, sizeof cs);
-	cs.node = -1;
-	cs.flags = in->flags;
-	cs.size = in->size;
-	cs.map_size = in->map_size;
-	cs.page_size = in->page_size;
-	snprintf(cs.path, sizeof cs.path, "%s", in->path);
-	return cs;
-}
 
 int op_rollback(struct loader *L, const char *name, char **reply)
 {
@@ -95,7 +83,7 @@ int op_rollback(struct loader *L, const char *name, char **reply)
 		return fail(reply, err, "cache %s: the rollback segment is unusable: %s", name, why);
 	}
 	uint64_t gen = ctl_generation(&c->ctl) + 1, from = c->cur.generation;
-	shmkv_ctl_segment cs = ctl_seg(&c->rb);
+	shmkv_ctl_segment cs = seg_ctl_entry(&c->rb);
 	ctl_publish(&c->ctl, gen, &cs, 1);
 	pthread_mutex_lock(&L->lock);
 	struct seg_info t = c->cur;

@@ -195,3 +195,16 @@ int seg_inspect(const char *path_in, struct seg_info *in, char *why, size_t why_
 	in->load_id = dash ? strtoull(dash + 1, NULL, 10) : 0;
 	return 0;
 }
+
+shmkv_ctl_segment seg_ctl_entry(const struct seg_info *in)
+{
+	shmkv_ctl_segment cs;
+	memset(&cs, 0, sizeof cs);
+	cs.node = -1;
+	cs.flags = in->flags;
+	cs.size = in->size;
+	cs.map_size = in->map_size;
+	cs.page_size = in->page_size;
+	snprintf(cs.path, sizeof cs.path, "%s", in->path);
+	return cs;
+}

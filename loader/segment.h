@@ -61,4 +61,7 @@ void seg_discard(struct seg *s);
  * (not the section checksums). Fills info (not generation). */
 int seg_inspect(const char *path, struct seg_info *info, char *why, size_t why_len);
 
+/* The control-segment entry that publishes this segment (not NUMA-pinned). */
+shmkv_ctl_segment seg_ctl_entry(const struct seg_info *in);
+
 #endif /* LOADER_SEGMENT_H */
