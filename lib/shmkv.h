@@ -18,6 +18,7 @@
  *     int  shmkv_attach_diag(root, name, flags, &db, why, why_len)
  *     int  shmkv_refresh(db)                         1 if it moved to a new generation
  *     uint64_t shmkv_generation(db)
+ *     int  shmkv_ctl_read(ctl, &copy)               consistent copy of a control segment
  *     flags: SHMKV_ATTACH_VERIFY (checksums at attach), SHMKV_OPEN_DEEP
  *     A get never mixes two generations; values stay valid until the next
  *     refresh that returns 1, or close. Mappings are read-only (PROT_READ of

@@ -50,29 +50,11 @@ int ctl_read(const char *root, const char *name, shmkv_ctl *out, char *why, size
 			 (unsigned long long)SHMKV_CTL_LAYOUT_HASH);
 		err = SHMKV_EPROTO;
 	} else {
-		err = -EAGAIN;
-		for (uint32_t spins = 0; spins < SHMKV__SEQ_SPINS; spins++) {
-			/* pairs with the final shmkv__store_release(&ctl->seq) in
-			 * loader/ctl.c:ctl_publish(), as in shmkv__ctl_snapshot() */
-			uint64_t s1 = shmkv__load_acquire(&ctl->seq);
-			if (!(s1 & 1)) {
-				memcpy(out, (const void *)ctl, sizeof *out);
-				/* pairs with the shmkv__fence_release() after seq turns odd
-				 * in ctl_publish() */
-				shmkv__fence_acquire();
-				if (shmkv__load_relaxed(&ctl->seq) == s1) {
-					err = 0;
-					break;
-				}
-			}
-			shmkv__cpu_relax();
-		}
+		err = shmkv_ctl_read(ctl, out);
 		if (err)
 			snprintf(why, why_len,
 				 "%s: stays mid-update (loader died while publishing?); try again",
 				 path);
-		for (uint32_t i = 0; i < SHMKV_CTL_MAX_SEGMENTS; i++)
-			out->segments[i].path[SHMKV_CTL_PATH_MAX - 1] = 0;
 		if (out->segment_count > SHMKV_CTL_MAX_SEGMENTS)
 			out->segment_count = SHMKV_CTL_MAX_SEGMENTS;
 	}

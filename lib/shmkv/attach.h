@@ -18,30 +18,40 @@
  * repairs the segment). */
 #define SHMKV__SEQ_SPINS (1u << 24)
 
-/* Copies the current generation and its segment out of the control segment:
- * consistent, or retried (the Linux vDSO seqcount pattern). */
-static inline int shmkv__ctl_snapshot(const shmkv_ctl *ctl, uint64_t *gen, uint32_t *count,
-				      shmkv_ctl_segment *seg)
+/* Copies the whole control segment out: consistent, or retried (the Linux
+ * vDSO seqcount pattern). Returns 0, or -EAGAIN if seq stays odd. */
+static inline int shmkv_ctl_read(const shmkv_ctl *ctl, shmkv_ctl *out)
 {
 	for (uint32_t spins = 0; spins < SHMKV__SEQ_SPINS; spins++) {
 		/* pairs with the final shmkv__store_release(&ctl->seq) in loader/ctl.c:ctl_publish() */
 		uint64_t s1 = shmkv__load_acquire(&ctl->seq);
 		if (!(s1 & 1)) {
-			uint64_t g = shmkv__load_relaxed(&ctl->generation);
-			uint32_t n = *(const volatile uint32_t *)&ctl->segment_count;
-			memcpy(seg, (const void *)&ctl->segments[0], sizeof *seg);
+			memcpy(out, (const void *)ctl, sizeof *out);
 			/* pairs with the shmkv__fence_release() after seq turns odd in ctl_publish() */
 			shmkv__fence_acquire();
 			if (shmkv__load_relaxed(&ctl->seq) == s1) {
-				*gen = g;
-				*count = n;
-				seg->path[SHMKV_CTL_PATH_MAX - 1] = 0;
+				for (uint32_t i = 0; i < SHMKV_CTL_MAX_SEGMENTS; i++)
+					out->segments[i].path[SHMKV_CTL_PATH_MAX - 1] = 0;
 				return 0;
 			}
 		}
 		shmkv__cpu_relax();
 	}
 	return -EAGAIN;
+}
+
+/* The current generation, its segment count and first segment, consistently. */
+static inline int shmkv__ctl_snapshot(const shmkv_ctl *ctl, uint64_t *gen, uint32_t *count,
+				      shmkv_ctl_segment *seg)
+{
+	shmkv_ctl copy;
+	int err = shmkv_ctl_read(ctl, &copy);
+	if (err)
+		return err;
+	*gen = copy.generation;
+	*count = copy.segment_count;
+	*seg = copy.segments[0];
+	return 0;
 }
 
 /* Maps a segment read-only and checks its image header (and checksums when asked). */
