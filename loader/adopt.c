@@ -33,8 +33,9 @@ static void add_dir(struct scan *sc, const char *dir)
 	for (size_t i = 0; i < sc->ndirs; i++)
 		if (!strcmp(sc->dirs[i], dir))
 			return;
-	if (sc->ndirs < sizeof sc->dirs / sizeof sc->dirs[0])
-		snprintf(sc->dirs[sc->ndirs++], PATH_MAX, "%s", dir);
+	size_t len = strlen(dir);
+	if (sc->ndirs < sizeof sc->dirs / sizeof sc->dirs[0] && len < PATH_MAX)
+		memcpy(sc->dirs[sc->ndirs++], dir, len + 1); /* paths longer than PATH_MAX cannot exist */
 }
 
 static void scan_dir(struct loader *L, struct scan *sc, const char *dir)

@@ -174,7 +174,7 @@ static char *usage(const char *u)
 /* Handles one request line; async verbs hand a job to the worker. */
 static void request(struct loader *L, struct client *c, char *line)
 {
-	char *w[MAX_WORDS + 1];
+	char *w[MAX_WORDS + 1] = {0};
 	int n = 0;
 	for (char *p = line;;) {
 		if (n == MAX_WORDS + 1) {
