@@ -86,7 +86,10 @@ void time_streams(const Options &o, uint64_t n, Kind kind, const std::vector<con
 		std::string workload = kind == Kind::Str ? s->name : "typed";
 		std::vector<std::vector<double>> per(group.size()); // counter samples
 		for (unsigned rep = 0; rep < o.reps; rep++) {
-			for (size_t g = 0; g < group.size(); g++) {
+			// round-robin, starting one system later each pass, so that no
+			// system always follows the same one (whose data fills the caches)
+			for (size_t i = 0; i < group.size(); i++) {
+				size_t g = (i + rep) % group.size();
 				System *sys = group[g];
 				counters.start();
 				double c0 = thread_cpu_seconds();

@@ -6,13 +6,13 @@
 
 #include <algorithm>
 #include <cinttypes>
+#include <csignal>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
 #include <mutex>
-#include <set>
 #include <sstream>
 
 namespace bench {
@@ -55,28 +55,56 @@ std::string fmt(const char *f, ...)
 	return buf;
 }
 
-static std::mutex g_files_mu;
-static std::set<std::string> g_files;
+// Files to remove if the run dies: a fixed table, so that the signal handler
+// can walk it (unlink is async-signal-safe).
+namespace {
+constexpr int kMaxFiles = 32;
+char g_files[kMaxFiles][512];
+std::mutex g_files_mu;
+
+void unlink_tracked()
+{
+	for (auto &f : g_files)
+		if (f[0])
+			unlink(f);
+}
+
+extern "C" void on_signal(int sig)
+{
+	unlink_tracked();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+} // namespace
 
 void track_file(const std::string &path)
 {
 	std::lock_guard<std::mutex> l(g_files_mu);
-	g_files.insert(path);
+	static bool handlers = false;
+	if (!handlers) {
+		signal(SIGINT, on_signal);
+		signal(SIGTERM, on_signal);
+		signal(SIGHUP, on_signal);
+		handlers = true;
+	}
+	for (auto &f : g_files)
+		if (!f[0] && path.size() < sizeof f) {
+			std::memcpy(f, path.c_str(), path.size() + 1);
+			return;
+		}
 }
 
 void untrack_file(const std::string &path)
 {
 	std::lock_guard<std::mutex> l(g_files_mu);
-	g_files.erase(path);
+	for (auto &f : g_files)
+		if (path == f)
+			f[0] = 0;
 }
 
 void fail(const char *f, ...)
 {
-	{
-		std::lock_guard<std::mutex> l(g_files_mu);
-		for (const std::string &p : g_files)
-			unlink(p.c_str());
-	}
+	unlink_tracked();
 	va_list ap;
 	va_start(ap, f);
 	std::fprintf(stderr, "\nlookup_bench: FAILED: ");
