@@ -215,8 +215,9 @@ int run_under_perf(const Options &o)
 	int st = run_wait(cmd);
 	if (st)
 		return st;
-	int rst = run_wait({perf, "report", "--stdio", "-i", data, "--no-children", "--sort",
-			    "symbol", "--percent-limit", "0.5"},
+	int rst = run_wait({perf, "report", "--stdio", "-i", data, "--comm", "lookup_bench",
+			    "--no-children", "-g", "none", "--percentage", "relative", "--sort", "symbol",
+			    "--percent-limit", "0.5"},
 			   report.c_str());
 	std::string md = "\n## perf\n\n";
 	md += "The run above ran under `perf stat -e " + stat_events + " -- perf record -e " +
@@ -230,15 +231,19 @@ int run_under_perf(const Options &o)
 			md += line + "\n";
 	md += "```\n\n";
 	if (rst == 0) {
-		md += "Top symbols, all phases (`perf report --stdio --no-children --sort symbol -i " +
-		      data + "`):\n\n```\n";
+		md += "Top symbols of lookup_bench, all phases (`perf report --stdio --comm "
+		      "lookup_bench --no-children -g none --percentage relative --sort symbol -i " + data + "`):\n\n```\n";
 		std::istringstream rs(slurp(report));
 		int shown = 0;
-		while (std::getline(rs, line) && shown < 25)
-			if (!line.empty() && line[0] != '#' && line.find('%') != std::string::npos &&
-			    line.find("--") == std::string::npos && line[0] == ' ' &&
-			    line.find('[') != std::string::npos)
-				md += line + "\n", shown++;
+		while (std::getline(rs, line) && shown < 25) {
+			if (line.empty() || line[0] == '#' || line.find('%') == std::string::npos)
+				continue;
+			while (!line.empty() && (line.back() == ' ' || line.back() == '-'))
+				line.pop_back();
+			if (line.size() > 140)
+				line = line.substr(0, 137) + "...";
+			md += line + "\n", shown++;
+		}
 		md += "```\n";
 	} else {
 		md += "perf report failed (status " + std::to_string(rst) + ").\n";
