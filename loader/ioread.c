@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -16,6 +18,85 @@ struct req {
 	uint32_t len; /* chunk bytes */
 	uint32_t got; /* bytes read so far (short reads are continued) */
 };
+
+/* The hasher thread: feeds the vstream as the contiguous prefix grows, so
+ * the thread that issues the reads (and, on hugetlbfs, takes the page faults
+ * that zero each huge page) never stops to hash. */
+struct hasher {
+	pthread_t tid;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	uint64_t prefix;  /* under mu: bytes of the segment read */
+	int closing;      /* under mu: no more prefix comes; 2: stop without hashing */
+	atomic_int err;   /* the vstream error, once; then the hasher exits */
+	struct vstream *v;
+	const uint8_t *base;
+	char why[512];
+};
+
+static void *hasher_main(void *arg)
+{
+	struct hasher *h = arg;
+	uint64_t done = 0;
+	for (;;) {
+		pthread_mutex_lock(&h->mu);
+		while (h->prefix == done && !h->closing)
+			pthread_cond_wait(&h->cv, &h->mu);
+		/* the mutex orders the reads' completions (seen by ioread() before
+		 * hasher_offer()) before our reads of those bytes */
+		uint64_t prefix = h->prefix;
+		int closing = h->closing;
+		pthread_mutex_unlock(&h->mu);
+		if (closing == 2 || (prefix == done && closing))
+			break;
+		int err = vstream_feed(h->v, h->base, prefix, h->why, sizeof h->why);
+		if (err) {
+			/* relaxed: the value is all; why[] is read after pthread_join() */
+			atomic_store_explicit(&h->err, err, memory_order_relaxed);
+			break;
+		}
+		done = prefix;
+	}
+	return NULL;
+}
+
+static void hasher_offer(struct hasher *h, uint64_t prefix, int closing)
+{
+	pthread_mutex_lock(&h->mu);
+	if (prefix > h->prefix)
+		h->prefix = prefix;
+	if (closing > h->closing)
+		h->closing = closing;
+	pthread_cond_signal(&h->cv);
+	pthread_mutex_unlock(&h->mu);
+}
+
+static int hasher_start(struct hasher *h, struct vstream *v, const uint8_t *base)
+{
+	memset(h, 0, sizeof *h);
+	h->v = v;
+	h->base = base;
+	pthread_mutex_init(&h->mu, NULL);
+	pthread_cond_init(&h->cv, NULL);
+	int err = pthread_create(&h->tid, NULL, hasher_main, h);
+	if (err) {
+		pthread_cond_destroy(&h->cv);
+		pthread_mutex_destroy(&h->mu);
+	}
+	return -err;
+}
+
+/* Lets the hasher finish what was offered (abort: stop where it is), joins
+ * it; returns its error (reason in h->why) or 0. */
+static int hasher_stop(struct hasher *h, int abort)
+{
+	hasher_offer(h, 0, abort ? 2 : 1);
+	pthread_join(h->tid, NULL);
+	pthread_cond_destroy(&h->cv);
+	pthread_mutex_destroy(&h->mu);
+	/* relaxed: pthread_join() ordered the hasher's stores before this */
+	return atomic_load_explicit(&h->err, memory_order_relaxed);
+}
 
 /* One ioread() call. */
 struct io {
@@ -166,7 +247,14 @@ int ioread(int fd, int *direct, const char *path, uint8_t *dst, uint64_t size,
 	}
 	for (unsigned i = 0; i < qd; i++)
 		io.free_slots[io.nfree++] = qd - 1 - i;
+	struct hasher h;
+	err = hasher_start(&h, v, dst);
+	if (err) {
+		io.err = shmkv__fail(err, why, why_len, "hasher thread: %s", strerror(-err));
+		goto out;
+	}
 	uint64_t next = 0, prefix_chunk = 0;
+	int hash_failed = 0;
 	for (;;) {
 		/* relaxed: a stop request only, no data comes with it (the store is
 		 * in worker.c:worker_stop()) */
@@ -203,9 +291,21 @@ int ioread(int fd, int *direct, const char *path, uint8_t *dst, uint64_t size,
 			 * nothing else is published through it */
 			if (o->progress)
 				atomic_store_explicit(o->progress, prefix, memory_order_relaxed);
-			/* hash what arrived while the reads queued above are in flight */
-			io.err = vstream_feed(v, dst, prefix, why, why_len);
+			/* hashed by the hasher while the reads queued above are in flight */
+			hasher_offer(&h, prefix, 0);
 		}
+		/* relaxed: see hasher_main() */
+		int e = atomic_load_explicit(&h.err, memory_order_relaxed);
+		if (e && !io.err) {
+			io.err = e; /* stop reading and drain; why is copied below */
+			hash_failed = 1;
+		}
+	}
+	/* after an error of ours, stop the hasher where it is; else it finishes */
+	int herr = hasher_stop(&h, io.err && !hash_failed);
+	if (herr && (!io.err || hash_failed)) {
+		io.err = herr;
+		snprintf(why, why_len, "%s", h.why);
 	}
 out:
 	if (io.buffered_fd >= 0)

@@ -11,6 +11,11 @@
 // its header, and a file that is not an image. Over the socket the reply is
 // {"ok": false} with the shmkv code and says the current generation keeps
 // serving. A good image afterwards loads and clears last_error.
+//
+// The read paths: a file out of the page cache is read with O_DIRECT
+// (direct_io: true, `direct=yes`), one the page cache holds is read buffered
+// (direct_io: false, `direct=cached`); both publish, and a flipped byte is
+// caught by the hasher thread on the direct path too.
 #include "loader_util.h"
 
 using namespace loader_test;
@@ -27,6 +32,19 @@ std::string damage_copy(const std::string &src, const std::string &dst,
 	if (!shmkv_test::write_file(dst, data))
 		return "write " + dst + ": " + strerror(errno);
 	return "";
+}
+
+// Drops path from the page cache (written back first); false when the
+// filesystem takes no O_DIRECT (then the loader reads buffered anyway).
+bool uncache(const std::string &path)
+{
+	int fd = open(path.c_str(), O_RDONLY | O_DIRECT);
+	if (fd < 0)
+		return false;
+	fdatasync(fd);
+	posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+	close(fd);
+	return true;
 }
 
 const shmkv_image_header *hdr_of(const std::string &data)
@@ -190,6 +208,53 @@ TEST_F(Reject, OverTheSocketThenAGoodLoad)
 	EXPECT_EQ(shmkv_refresh(db), 1);
 	EXPECT_EQ(tag_of(db), "next");
 	EXPECT_EQ(check_handle(db, "next", kKeys / 2, 3), 0u);
+}
+
+TEST_F(Reject, DirectAndPageCacheReads)
+{
+	// several 4 MiB read blocks, so reads and hashing overlap
+	std::string big = env.img_path("big.shmkv");
+	ASSERT_EQ(build_image(big, "big", 60000, 200), "");
+	std::string data = read_file(big);
+	ASSERT_GT(data.size(), 12u << 20);
+	if (!uncache(big))
+		GTEST_SKIP() << env.img() << " takes no O_DIRECT: only buffered reads to test";
+	size_t direct0 = log_lines(env.log(), {"loaded cache=rej", "direct=yes"}).size();
+	size_t cached0 = log_lines(env.log(), {"loaded cache=rej", "direct=cached"}).size();
+	Json j = ld.load("rej", big);
+	ASSERT_TRUE(j.ok()) << j["error"].s();
+	EXPECT_TRUE(j["direct_io"].truthy()) << "a file out of the page cache is read O_DIRECT";
+	EXPECT_EQ(log_lines(env.log(), {"loaded cache=rej", "direct=yes"}).size(), direct0 + 1)
+		<< env.log();
+	EXPECT_EQ(shmkv_refresh(db), 1);
+	EXPECT_EQ(check_handle(db, "big", 60000, 11), 0u);
+
+	read_file(big); // now the page cache holds it
+	j = ld.load("rej", big);
+	ASSERT_TRUE(j.ok()) << j["error"].s();
+	EXPECT_FALSE(j["direct_io"].truthy()) << "a file in the page cache is read buffered";
+	EXPECT_EQ(log_lines(env.log(), {"loaded cache=rej", "direct=cached"}).size(), cached0 + 1)
+		<< env.log();
+	EXPECT_EQ(shmkv_refresh(db), 1);
+	EXPECT_EQ(check_handle(db, "big", 60000, 11), 0u);
+
+	// a flipped byte near the end, read O_DIRECT: the hasher stops the load
+	std::string bad = env.img_path("bad.shmkv");
+	const shmkv_image_header *h = hdr_of(data);
+	uint64_t off = 0; // the last byte of the last non-empty section
+	for (uint32_t i = 0; i < h->section_count; i++)
+		if (h->sections[i].size)
+			off = h->sections[i].offset + h->sections[i].size - 1;
+	ASSERT_GT(off, 8u << 20);
+	ASSERT_EQ(damage_copy(big, bad, [&](std::string &d) { d[off] ^= 0x01; }), "");
+	ASSERT_TRUE(uncache(bad));
+	uint64_t gen = shmkv_generation(db);
+	j = ld.load("rej", bad);
+	EXPECT_FALSE(j.ok());
+	EXPECT_EQ(j["code"].s(), "SHMKV_ECHECKSUM") << j["error"].s();
+	EXPECT_EQ(shmkv_refresh(db), 0);
+	EXPECT_EQ(shmkv_generation(db), gen);
+	EXPECT_TRUE(env.shm_files(".loading").empty()) << "a rejected load left a segment";
 }
 
 TEST_F(Reject, NewCacheWhoseFirstLoadFails)
