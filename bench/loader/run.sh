@@ -287,7 +287,7 @@ if has_part 1; then
 	log "part 1: load throughput, $REPS repetitions"
 	BIG=$(size_of big)
 	declare -A R # method -> "v1 v2 ..." GB/s
-	declare -A ALLOC COPYS TOUCH HOT HASH XXH
+	declare -A ALLOC COPYS TOUCH HOT HASH XXH DIRECT # DIRECT: method -> the loader's direct_io
 	add() { R[$1]="${R[$1]:-} $2"; }
 	# untimed warm-up loads (first use of each memory kind)
 	loader_load A big_huge cold > /dev/null
@@ -301,7 +301,7 @@ if has_part 1; then
 			w=A; [ $k = thp ] && w=B
 			set -- $(loader_load $w big_$k cold)
 			add "loader_cold_$k" "$1"; ALLOC[cold_$k]="${ALLOC[cold_$k]:-} $3"
-			DIRECT=$4
+			DIRECT[loader_cold_$k]=$4
 		done
 		add fio_warm_buffered "$(fio_read 16 4M 0 malloc warm)"
 		add fio_warm_direct_huge "$(fio_read 16 4M 1 "mmaphuge:$HUGE/lbench-fio-buf" warm)"
@@ -309,6 +309,7 @@ if has_part 1; then
 			w=A; [ $k = thp ] && w=B
 			set -- $(loader_load $w big_$k warm)
 			add "loader_warm_$k" "$1"; ALLOC[warm_$k]="${ALLOC[warm_$k]:-} $3"
+			DIRECT[loader_warm_$k]=$4
 		done
 		for k in huge shm thp; do
 			d=$HUGE; [ $k = shm ] && d=$SHM; [ $k = thp ] && d=$THP
@@ -336,20 +337,21 @@ if has_part 1; then
 	echo "Median of $REPS interleaved repetitions; GB = 10^9 bytes. Cold: \`sync; echo 3 >"
 	echo "/proc/sys/vm/drop_caches\` right before. Warm: the file read with \`cat\` right before."
 	echo "Loader: its own \`ms\` (open to verified, before publish); it checks every checksum."
+	echo "It reads with O_DIRECT unless the page cache holds the file (then buffered: O_DIRECT = no)."
 	echo "fio reads whole 4 MiB blocks only ($(( BIG / 4194304 * 4194304 )) bytes)."
 	echo
 	echo "| method | memory | O_DIRECT | GB/s median | min–max | s |"
 	echo "|---|---|---|---|---|---|"
 	row fio_cold_4k "fio io_uring 4M×16, cold, 4 KiB-page buffers (fio default)" "anon 4K" yes
 	row fio_cold_huge "fio io_uring 4M×16, cold, 2 MiB-page buffers (\`--iomem=mmaphuge\`)" "hugetlb 2M" yes
-	row loader_cold_huge "shmkv-loader, cold" "hugetlb 2M" "$DIRECT"
-	row loader_cold_shm "shmkv-loader, cold" "shm (tmpfs 4K)" "$DIRECT"
-	row loader_cold_thp "shmkv-loader, cold" "shm (tmpfs huge=always)" "$DIRECT"
+	row loader_cold_huge "shmkv-loader, cold" "hugetlb 2M" "${DIRECT[loader_cold_huge]}"
+	row loader_cold_shm "shmkv-loader, cold" "shm (tmpfs 4K)" "${DIRECT[loader_cold_shm]}"
+	row loader_cold_thp "shmkv-loader, cold" "shm (tmpfs huge=always)" "${DIRECT[loader_cold_thp]}"
 	row fio_warm_direct_huge "fio io_uring 4M×16, warm, 2 MiB-page buffers" "hugetlb 2M" yes
 	row fio_warm_buffered "fio io_uring 4M×16, warm, buffered (\`--direct=0 --invalidate=0\`)" "anon 4K" no
-	row loader_warm_huge "shmkv-loader, warm" "hugetlb 2M" "$DIRECT"
-	row loader_warm_shm "shmkv-loader, warm" "shm (tmpfs 4K)" "$DIRECT"
-	row loader_warm_thp "shmkv-loader, warm" "shm (tmpfs huge=always)" "$DIRECT"
+	row loader_warm_huge "shmkv-loader, warm" "hugetlb 2M" "${DIRECT[loader_warm_huge]}"
+	row loader_warm_shm "shmkv-loader, warm" "shm (tmpfs 4K)" "${DIRECT[loader_warm_shm]}"
+	row loader_warm_thp "shmkv-loader, warm" "shm (tmpfs huge=always)" "${DIRECT[loader_warm_thp]}"
 	row memcpy_huge "memcpy from the warm mmap into a fresh segment" "hugetlb 2M" "–"
 	row memcpy_shm "memcpy from the warm mmap into a fresh segment (fallocate'd)" "shm (tmpfs 4K)" "–"
 	row memcpy_thp "memcpy from the warm mmap into a fresh segment (fallocate'd)" "shm (tmpfs huge=always)" "–"
