@@ -102,6 +102,17 @@ TEST(Layout, HashHomeTagRules)
 	const char key[] = "user:42";
 	for (uint64_t seed : {UINT64_C(0), UINT64_C(1), UINT64_C(0x53484d4b56763121)})
 		EXPECT_EQ(shmkv__hash(seed, 64, key, 7), XXH3_64bits_withSeed(key, 7, seed));
+	// every length through each of XXH3's input classes (0-16 is reader's own
+	// short path, probe.h), unaligned starts included
+	unsigned char buf[304];
+	for (size_t i = 0; i < sizeof buf; i++)
+		buf[i] = (unsigned char)(i * 131 + 7);
+	for (size_t len = 0; len <= 300; len++)
+		for (size_t at : {0, 1, 3})
+			for (uint64_t seed : {UINT64_C(0), UINT64_C(0x53484d4b56763121)})
+				ASSERT_EQ(shmkv__hash(seed, 64, buf + at, len),
+					  XXH3_64bits_withSeed(buf + at, len, seed))
+					<< "len " << len << " at " << at;
 	EXPECT_EQ(shmkv__home(0, 1000), 0u);
 	EXPECT_EQ(shmkv__home(UINT64_MAX, 1000), 999u);
 	EXPECT_EQ(shmkv__home(UINT64_C(1) << 63, 1000), 500u);

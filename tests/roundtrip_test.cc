@@ -299,7 +299,7 @@ TEST_F(Roundtrip, AllTypes)
 			EXPECT_EQ((uintptr_t)v.data % 8, 0u) << w.key;
 		}
 	}
-	shmkv_value v;
+	shmkv_value v{};
 	ASSERT_EQ(shmkv_get(db, "sl.list", 7, &v), 0);
 	EXPECT_EQ(sv(v.data, v.size), encode_strlist(sl)) << "strlist encoding";
 }
@@ -544,7 +544,7 @@ TEST_F(Roundtrip, OneEntry)
 	ASSERT_TRUE(db);
 	EXPECT_EQ(db.hdr()->entry_count, 1u);
 	EXPECT_EQ(get_str(db, "only"), "one");
-	shmkv_value v;
+	shmkv_value v{};
 	EXPECT_EQ(shmkv_get(db, "onl", 3, &v), SHMKV_ENOTFOUND);
 	shmkv_iter it;
 	shmkv_iter_init(db, &it);

@@ -61,7 +61,7 @@ static inline size_t shmkv__count(unsigned type, const uint8_t *data, uint64_t s
 }
 
 /* Decodes the value of an entry known to be valid (hot path: no checks). */
-static inline void shmkv__entry_value(const shmkv *db, const uint8_t *e, shmkv_value *v)
+static SHMKV__HOT void shmkv__entry_value(const shmkv *db, const uint8_t *e, shmkv_value *v)
 {
 	const shmkv_entry_header *eh = (const shmkv_entry_header *)(const void *)e;
 	const uint8_t *p = e + shmkv__value_pos(eh);
@@ -108,8 +108,8 @@ static inline int shmkv__key_eq(const uint8_t *a, const uint8_t *b, size_t n)
 }
 
 /* The entry among a bucket's tag matches whose key equals key, or NULL. */
-static inline const uint8_t *shmkv__bucket_find(const shmkv *db, const uint64_t *bk, uint64_t tag,
-						const void *key, size_t key_len)
+static SHMKV__HOT const uint8_t *shmkv__bucket_find(const shmkv *db, const uint64_t *bk,
+						    uint64_t tag, const void *key, size_t key_len)
 {
 	unsigned m = shmkv__match(bk, tag);
 	while (m) {
@@ -124,48 +124,63 @@ static inline const uint8_t *shmkv__bucket_find(const shmkv *db, const uint64_t 
 	return NULL;
 }
 
-/* Finds the entry of key. Returns 0 with *entry set, SHMKV_ENOTFOUND or SHMKV_EKEYLEN.
- * Reads the home bucket; later buckets only when the home bucket's filter
- * says a displaced key with this tag may exist (format.h). */
-static inline int shmkv__lookup(const shmkv *db, const void *key, size_t key_len,
-				const uint8_t **entry)
+/* The later buckets of home bucket b, for a key its filter says may have
+ * been displaced. Out of line: about 8% of hits and few misses come here, and
+ * keeping the loop out of every caller keeps the hot path short. */
+static SHMKV__COLD const uint8_t *shmkv__probe_on(const shmkv *db, uint64_t b, uint64_t d,
+						  uint64_t tag, const void *key, size_t key_len)
+{
+	for (; d; d--) {
+		if (++b == db->bucket_count)
+			b = 0;
+		const uint8_t *e = shmkv__bucket_find(db, db->buckets + b * SHMKV_BUCKET_SLOTS, tag,
+						      key, key_len);
+		if (e)
+			return e;
+	}
+	return NULL;
+}
+
+/* The entry of key, or NULL: not found, or key_len > SHMKV_MAX_KEY_LEN
+ * (shmkv__miss tells which). Reads the home bucket; later buckets only when
+ * the home bucket's filter says a displaced key with this tag may exist
+ * (format.h). */
+static SHMKV__HOT const uint8_t *shmkv__find(const shmkv *db, const void *key, size_t key_len)
 {
 	if (SHMKV__UNLIKELY(key_len > SHMKV_MAX_KEY_LEN))
-		return SHMKV_EKEYLEN;
+		return NULL;
 	uint64_t h = shmkv__hash(db->seed, db->hash_bits, key, key_len);
 	uint64_t tag = shmkv__tag(h);
 	uint64_t b = shmkv__home(h, db->bucket_count);
 	const uint64_t *bk = db->buckets + b * SHMKV_BUCKET_SLOTS;
 	const uint8_t *e = shmkv__bucket_find(db, bk, tag, key, key_len);
-	if (SHMKV__LIKELY(e != NULL)) {
-		*entry = e;
-		return 0;
-	}
-	for (uint64_t d = shmkv__displaced(bk, tag, db->max_probe); d; d--) {
-		if (++b == db->bucket_count)
-			b = 0;
-		e = shmkv__bucket_find(db, db->buckets + b * SHMKV_BUCKET_SLOTS, tag, key, key_len);
-		if (e) {
-			*entry = e;
-			return 0;
-		}
-	}
-	return SHMKV_ENOTFOUND;
+	if (SHMKV__LIKELY(e != NULL))
+		return e;
+	uint64_t d = shmkv__displaced(bk, tag, db->max_probe);
+	if (SHMKV__LIKELY(d == 0))
+		return NULL;
+	return shmkv__probe_on(db, b, d, tag, key, key_len);
+}
+
+/* Why shmkv__find returned NULL. */
+static inline int shmkv__miss(size_t key_len)
+{
+	return key_len > SHMKV_MAX_KEY_LEN ? SHMKV_EKEYLEN : SHMKV_ENOTFOUND;
 }
 
 /* Looks key up. Returns 0 with *out filled, SHMKV_ENOTFOUND, or SHMKV_EKEYLEN. */
-static inline int shmkv_get(const shmkv *db, const void *key, size_t key_len, shmkv_value *out)
+static SHMKV__HOT int shmkv_get(const shmkv *db, const void *key, size_t key_len, shmkv_value *out)
 {
-	const uint8_t *e;
-	int err = shmkv__lookup(db, key, key_len, &e);
-	if (SHMKV__LIKELY(err == 0))
-		shmkv__entry_value(db, e, out);
-	return err;
+	const uint8_t *e = shmkv__find(db, key, key_len);
+	if (SHMKV__UNLIKELY(e == NULL))
+		return shmkv__miss(key_len);
+	shmkv__entry_value(db, e, out);
+	return 0;
 }
 
 /* Typed getters: 0, SHMKV_ENOTFOUND, SHMKV_EKEYLEN, or SHMKV_ETYPE when the
  * stored type differs (nothing is converted). Outputs are untouched on error. */
-static inline int shmkv__get_typed(const shmkv *db, const void *key, size_t key_len,
+static SHMKV__HOT int shmkv__get_typed(const shmkv *db, const void *key, size_t key_len,
 				   unsigned type, shmkv_value *v)
 {
 	int err = shmkv_get(db, key, key_len, v);
@@ -174,7 +189,7 @@ static inline int shmkv__get_typed(const shmkv *db, const void *key, size_t key_
 	return v->type == type ? 0 : SHMKV_ETYPE;
 }
 
-static inline int shmkv_get_i64(const shmkv *db, const void *key, size_t key_len, int64_t *out)
+static SHMKV__HOT int shmkv_get_i64(const shmkv *db, const void *key, size_t key_len, int64_t *out)
 {
 	shmkv_value v;
 	int err = shmkv__get_typed(db, key, key_len, SHMKV_TYPE_I64, &v);
@@ -183,7 +198,7 @@ static inline int shmkv_get_i64(const shmkv *db, const void *key, size_t key_len
 	return err;
 }
 
-static inline int shmkv_get_f64(const shmkv *db, const void *key, size_t key_len, double *out)
+static SHMKV__HOT int shmkv_get_f64(const shmkv *db, const void *key, size_t key_len, double *out)
 {
 	shmkv_value v;
 	int err = shmkv__get_typed(db, key, key_len, SHMKV_TYPE_F64, &v);
@@ -192,7 +207,7 @@ static inline int shmkv_get_f64(const shmkv *db, const void *key, size_t key_len
 	return err;
 }
 
-static inline int shmkv_get_bool(const shmkv *db, const void *key, size_t key_len, bool *out)
+static SHMKV__HOT int shmkv_get_bool(const shmkv *db, const void *key, size_t key_len, bool *out)
 {
 	shmkv_value v;
 	int err = shmkv__get_typed(db, key, key_len, SHMKV_TYPE_BOOL, &v);
@@ -202,7 +217,7 @@ static inline int shmkv_get_bool(const shmkv *db, const void *key, size_t key_le
 }
 
 /* *s is NUL-terminated; *len excludes the NUL (the string may hold NULs). */
-static inline int shmkv_get_str(const shmkv *db, const void *key, size_t key_len,
+static SHMKV__HOT int shmkv_get_str(const shmkv *db, const void *key, size_t key_len,
 				const char **s, size_t *len)
 {
 	shmkv_value v;
@@ -215,7 +230,7 @@ static inline int shmkv_get_str(const shmkv *db, const void *key, size_t key_len
 	return err;
 }
 
-static inline int shmkv_get_bytes(const shmkv *db, const void *key, size_t key_len,
+static SHMKV__HOT int shmkv_get_bytes(const shmkv *db, const void *key, size_t key_len,
 				  const void **p, size_t *len)
 {
 	shmkv_value v;
@@ -227,7 +242,7 @@ static inline int shmkv_get_bytes(const shmkv *db, const void *key, size_t key_l
 	return err;
 }
 
-static inline int shmkv_get_f32list(const shmkv *db, const void *key, size_t key_len,
+static SHMKV__HOT int shmkv_get_f32list(const shmkv *db, const void *key, size_t key_len,
 				    const float **p, size_t *count)
 {
 	shmkv_value v;
@@ -239,7 +254,7 @@ static inline int shmkv_get_f32list(const shmkv *db, const void *key, size_t key
 	return err;
 }
 
-static inline int shmkv_get_f64list(const shmkv *db, const void *key, size_t key_len,
+static SHMKV__HOT int shmkv_get_f64list(const shmkv *db, const void *key, size_t key_len,
 				    const double **p, size_t *count)
 {
 	shmkv_value v;
@@ -251,7 +266,7 @@ static inline int shmkv_get_f64list(const shmkv *db, const void *key, size_t key
 	return err;
 }
 
-static inline int shmkv_get_i64list(const shmkv *db, const void *key, size_t key_len,
+static SHMKV__HOT int shmkv_get_i64list(const shmkv *db, const void *key, size_t key_len,
 				    const int64_t **p, size_t *count)
 {
 	shmkv_value v;
@@ -279,7 +294,7 @@ static inline int shmkv_value_strlist(const shmkv_value *v, shmkv_strlist *out)
 	return 0;
 }
 
-static inline int shmkv_get_strlist(const shmkv *db, const void *key, size_t key_len,
+static SHMKV__HOT int shmkv_get_strlist(const shmkv *db, const void *key, size_t key_len,
 				    shmkv_strlist *out)
 {
 	shmkv_value v;

@@ -177,7 +177,7 @@ static inline int shmkv_verify(const shmkv *db, char *why, size_t why_len)
 		if (err)
 			return err;
 		const uint8_t *found = NULL;
-		if (shmkv__lookup(db, e.key, e.key_len, &found) != 0 || found != db->base + pos)
+		if ((found = shmkv__find(db, e.key, e.key_len)) == NULL || found != db->base + pos)
 			return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
 					   "entry at %llu: lookup of its key does not find it%s",
 					   (unsigned long long)pos,
