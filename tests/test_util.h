@@ -7,6 +7,7 @@
 //   Builder / Db             RAII owners of a shmkv_builder / shmkv handle
 //   open_db(path, flags)     open or record a failure (with the reader's reason)
 //   contains_ci(hay, needle) case-insensitive substring
+//   emulator()               "qemu-user (...)" under a user-mode emulator, else ""
 #ifndef SHMKV_TEST_UTIL_H
 #define SHMKV_TEST_UTIL_H
 
@@ -220,6 +221,20 @@ inline std::string verify_msg(const shmkv *db)
 inline std::string sv(const void *p, size_t n)
 {
 	return std::string(static_cast<const char *>(p), n);
+}
+
+// The user-mode emulator this process runs under, e.g. "qemu-user
+// (qemu-aarch64-st)", or "" when it runs natively. qemu-user fakes
+// /proc/self/exe, maps and cmdline for the guest, but not status, whose Name
+// is the emulator's own (15 characters at most).
+inline std::string emulator()
+{
+	std::string status = read_file("/proc/self/status");
+	if (status.compare(0, 5, "Name:") != 0)
+		return "";
+	size_t b = status.find_first_not_of(" \t", 5), e = status.find('\n', 5);
+	std::string name = b < e ? status.substr(b, e - b) : "";
+	return name.compare(0, 5, "qemu-") == 0 ? "qemu-user (" + name + ")" : "";
 }
 
 } // namespace shmkv_test
