@@ -31,6 +31,10 @@ using namespace loader_test;
 
 namespace {
 
+// Every test here loads images: the binary skips where the loader cannot.
+[[maybe_unused]] const auto *g_loads =
+	::testing::AddGlobalTestEnvironment(new SkipBinaryUnlessLoaderLoads);
+
 constexpr uint64_t kPage = 2u << 20;
 constexpr int kPages = 16;
 constexpr size_t kPad = 200;

@@ -22,6 +22,10 @@ using namespace loader_test;
 
 namespace {
 
+// Every test here loads images: the binary skips where the loader cannot.
+[[maybe_unused]] const auto *g_loads =
+	::testing::AddGlobalTestEnvironment(new SkipBinaryUnlessLoaderLoads);
+
 constexpr uint64_t kKeys = 20000;
 
 std::string damage_copy(const std::string &src, const std::string &dst,
