@@ -1176,4 +1176,95 @@ TEST(RoundtripBig, TenMillion)
 	EXPECT_EQ(verify_msg(db), "");
 }
 
+// Kilobytes of the mapping that holds addr mapped by huge pages (PMDs), from
+// /proc/self/smaps; -1 when no mapping of this process holds addr.
+long pmd_kb(const void *addr)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	if (!f)
+		return -1;
+	char line[512];
+	bool in = false, seen = false;
+	long kb = 0;
+	uintptr_t a = (uintptr_t)addr;
+	while (fgets(line, sizeof line, f)) {
+		unsigned long lo, hi;
+		long v;
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' ')) {
+			in = a >= lo && a < hi;
+			seen = seen || in;
+		} else if (in && (sscanf(line, "ShmemPmdMapped: %ld kB", &v) == 1 ||
+				  sscanf(line, "FilePmdMapped: %ld kB", &v) == 1)) {
+			kb += v;
+		}
+	}
+	fclose(f);
+	return seen ? kb : -1;
+}
+
+// Whether this kernel collapses a 2 MiB-aligned mapping of a tmpfs file into
+// a huge page on MADV_COLLAPSE (Linux 6.1+; not under qemu-user, whose
+// /proc/self/smaps shows the host's addresses).
+std::string collapse_unsupported(const std::string &dir)
+{
+	std::string path = dir + "/shmkv-collapse-probe";
+	const size_t huge = (size_t)2 << 20;
+	std::string why;
+	int fd = open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0)
+		return path + ": " + strerror(errno);
+	unlink(path.c_str());
+	if (ftruncate(fd, (off_t)huge) != 0) {
+		close(fd);
+		return "ftruncate: " + std::string(strerror(errno));
+	}
+	uint8_t *r = (uint8_t *)mmap(nullptr, 2 * huge, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint8_t *a = (uint8_t *)(((uintptr_t)r + huge - 1) & ~(uintptr_t)(huge - 1));
+	void *m = mmap(a, huge, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED) {
+		munmap(r, 2 * huge);
+		return "mmap: " + std::string(strerror(errno));
+	}
+	memset(m, 1, huge);
+	if (madvise(m, huge, 25 /* MADV_COLLAPSE */) != 0)
+		why = "MADV_COLLAPSE: " + std::string(strerror(errno));
+	else if (pmd_kb(m) <= 0)
+		why = "MADV_COLLAPSE succeeded but /proc/self/smaps shows no huge page mapping";
+	munmap(r, 2 * huge);
+	return why;
+}
+
+// SHMKV_OPEN_HUGEPAGES: an image on tmpfs is mapped at a 2 MiB-aligned
+// address and collapsed into huge pages; lookups see the same data.
+TEST(Open, HugePages)
+{
+	const std::string dir = "/dev/shm";
+	if (access(dir.c_str(), W_OK) != 0)
+		GTEST_SKIP() << dir << " is not writable here";
+	std::string img = dir + "/shmkv-open-huge-" + std::to_string(getpid()) + ".shmkv";
+	const int n = 200000; // about 8 MiB: several huge pages
+	{
+		Builder b;
+		ASSERT_TRUE(b.ok());
+		for (int i = 0; i < n; i++)
+			ASSERT_EQ(b.str("key_" + std::to_string(i), "val_" + std::to_string(i)), 0);
+		ASSERT_EQ(b.finish(img), 0) << b.error();
+	}
+	shmkv *raw = nullptr;
+	EXPECT_EQ(shmkv_open_file(img.c_str(), SHMKV_OPEN_HUGEPAGES << 1, &raw), -EINVAL);
+	Db db = open_db(img, SHMKV_OPEN_POPULATE | SHMKV_OPEN_HUGEPAGES);
+	unlink(img.c_str()); // the mapping keeps the file
+	ASSERT_TRUE(db);
+	const uint8_t *base = (const uint8_t *)shmkv_header(db);
+	EXPECT_EQ((uintptr_t)base % ((uintptr_t)2 << 20), 0u) << "image not mapped 2 MiB-aligned";
+	for (int i = 0; i < n; i += 997)
+		EXPECT_EQ(get_str(db, "key_" + std::to_string(i)), "val_" + std::to_string(i));
+	EXPECT_EQ(verify_msg(db), "");
+	std::string why = collapse_unsupported(dir);
+	if (!why.empty())
+		GTEST_SKIP() << "huge pages not checked: " << why;
+	EXPECT_GE(pmd_kb(base), 2048) << "no part of the image is mapped by huge pages";
+}
+
 } // namespace

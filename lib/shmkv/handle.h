@@ -29,11 +29,56 @@
 #define SHMKV__MAP_POPULATE 0x8000
 #endif
 
-/* open flags */
+/* open flags (8 is SHMKV_ATTACH_VERIFY) */
 #define SHMKV_OPEN_NOVERIFY 1u /* skip section checksums (header checksum is always checked) */
 #define SHMKV_OPEN_POPULATE 2u /* prefault the whole mapping at open */
 #define SHMKV_OPEN_DEEP 4u     /* also run the full structural walk (shmkv_verify) */
-#define SHMKV_OPEN_KNOWN_ (SHMKV_OPEN_NOVERIFY | SHMKV_OPEN_POPULATE | SHMKV_OPEN_DEEP)
+/* Back the image with huge pages now (MADV_COLLAPSE, Linux 6.1+): works for
+ * files on tmpfs (/dev/shm) whatever shmem_enabled says, and for read-only
+ * files elsewhere where the kernel has CONFIG_READ_ONLY_THP_FOR_FS. It copies
+ * the file's pages once (about 3 GB/s), for every user of the file; where the
+ * kernel refuses, the open goes on with small pages. Needs <sys/mman.h>'s
+ * Linux extensions (_DEFAULT_SOURCE or _GNU_SOURCE); ignored without them. */
+#define SHMKV_OPEN_HUGEPAGES 16u
+#define SHMKV_OPEN_KNOWN_                                                                          \
+	(SHMKV_OPEN_NOVERIFY | SHMKV_OPEN_POPULATE | SHMKV_OPEN_DEEP | SHMKV_OPEN_HUGEPAGES)
+
+#define SHMKV__HUGE_ALIGN ((size_t)2 << 20)
+
+/* mmap(NULL, len, PROT_READ, MAP_SHARED | extra, fd, 0), at an address
+ * aligned to 2 MiB when len is at least that: only an aligned range can be
+ * mapped by huge pages (tmpfs THP, collapsed or read-only-THP file pages).
+ * Reserves len + 2 MiB of address space, maps over its aligned part, gives
+ * the slack back. Returns MAP_FAILED with *err set on failure. */
+static inline void *shmkv__map_aligned(int fd, size_t len, int extra, int *err)
+{
+	void *m;
+#if defined(MAP_ANONYMOUS) && defined(MAP_NORESERVE)
+	if (len >= SHMKV__HUGE_ALIGN && len <= SIZE_MAX - SHMKV__HUGE_ALIGN) {
+		uint8_t *r = (uint8_t *)mmap(NULL, len + SHMKV__HUGE_ALIGN, PROT_NONE,
+					     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (r != (uint8_t *)MAP_FAILED) {
+			uint8_t *a = (uint8_t *)(((uintptr_t)r + SHMKV__HUGE_ALIGN - 1) &
+						 ~(uintptr_t)(SHMKV__HUGE_ALIGN - 1));
+			m = mmap(a, len, PROT_READ, MAP_SHARED | MAP_FIXED | extra, fd, 0);
+			if (m == MAP_FAILED) {
+				*err = -errno;
+				munmap(r, len + SHMKV__HUGE_ALIGN);
+				return MAP_FAILED;
+			}
+			if (a > r)
+				munmap(r, (size_t)(a - r));
+			if (r + len + SHMKV__HUGE_ALIGN > a + len)
+				munmap(a + len, (size_t)(r + SHMKV__HUGE_ALIGN - a));
+			return m;
+		}
+	}
+#endif
+	m = mmap(NULL, len, PROT_READ, MAP_SHARED | extra, fd, 0);
+	if (m == MAP_FAILED)
+		*err = -errno;
+	return m;
+}
 
 /* The handle. Treat as opaque: fields may change between versions. */
 typedef struct shmkv {
@@ -281,10 +326,9 @@ static inline int shmkv_open_file_diag(const char *path, unsigned flags, shmkv *
 				  (unsigned long long)st.st_size, SHMKV_HEADER_SIZE);
 		goto done;
 	}
-	map = mmap(NULL, (size_t)st.st_size, PROT_READ,
-		   MAP_SHARED | ((flags & SHMKV_OPEN_POPULATE) ? SHMKV__MAP_POPULATE : 0), fd, 0);
+	map = shmkv__map_aligned(fd, (size_t)st.st_size,
+				 (flags & SHMKV_OPEN_POPULATE) ? SHMKV__MAP_POPULATE : 0, &err);
 	if (map == MAP_FAILED) {
-		err = -errno;
 		close(fd);
 		shmkv__fail(err, why, why_len, "%s: mmap: %s", path, shmkv_strerror(err));
 		goto done;
@@ -294,6 +338,8 @@ static inline int shmkv_open_file_diag(const char *path, unsigned flags, shmkv *
 	/* Fewer TLB misses where the kernel backs file pages with huge pages
 	 * (tmpfs, or CONFIG_READ_ONLY_THP_FOR_FS); advice only, errors ignored. */
 	madvise(map, (size_t)st.st_size, MADV_HUGEPAGE);
+	if (flags & SHMKV_OPEN_HUGEPAGES)
+		madvise(map, (size_t)st.st_size, 25 /* MADV_COLLAPSE, Linux 6.1 */);
 #endif
 	err = shmkv_image_check(map, (uint64_t)st.st_size, flags, why, why_len);
 	if (err) {
