@@ -24,6 +24,7 @@ struct Options {
 	uint64_t seed = 42;
 	unsigned reps = 5;                 // timed passes per system and workload
 	double load_factor = 0;            // shmkv builder's index fill; 0: its default
+	bool hugepages = false;            // shmkv opens with SHMKV_OPEN_HUGEPAGES
 	double zipf_theta = 0.99;
 	std::vector<std::string> systems;  // in report order
 	std::vector<std::string> phases;   // strings, typed, threads, procs, cachegrind

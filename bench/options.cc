@@ -34,6 +34,8 @@ void usage(int status)
 "  --proc-lookups M  lookups each reader process makes (1M)\n"
 "  --zipf-theta X    skew of the zipf workload (0.99)\n"
 "  --load-factor F   shmkv builder's index fill target, (0, 1] (builder default 0.85)\n"
+"  --hugepages       shmkv opens its image with SHMKV_OPEN_HUGEPAGES (huge pages for a\n"
+"                    file on tmpfs, Linux 6.1+; the maps stay as malloc gives them)\n"
 "  --serial auto|yes|no  build and time one system at a time (auto: when all at once\n"
 "                    would not fit in 60%% of MemAvailable)\n"
 "  --dir DIR         where images and database files go (default /dev/shm)\n"
@@ -121,6 +123,10 @@ Options parse_args(int argc, char **argv)
 		}
 		if (a == "--perf") {
 			o.perf = true;
+			continue;
+		}
+		if (a == "--hugepages") {
+			o.hugepages = true;
 			continue;
 		}
 		if (a == "--perf-child") { // internal: the run under perf

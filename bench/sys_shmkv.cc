@@ -78,7 +78,12 @@ PassResult shmkv_pass(const shmkv *db, Kind kind, const Stream &s, size_t b, siz
 
 class ShmkvSystem final : public System {
 public:
-	ShmkvSystem(double lf, Kind k) : load_factor_(lf), kind_(k) { name = "shmkv"; }
+	ShmkvSystem(double lf, bool huge, Kind k)
+		: load_factor_(lf), open_flags_(SHMKV_OPEN_POPULATE | (huge ? SHMKV_OPEN_HUGEPAGES : 0)),
+		  kind_(k)
+	{
+		name = "shmkv";
+	}
 	~ShmkvSystem() override { release(); }
 
 	const shmkv *db() const { return db_; }
@@ -131,14 +136,15 @@ public:
 
 		t0 = Clock::now();
 		char why[256];
-		err = shmkv_open_file_diag(path.c_str(), SHMKV_OPEN_POPULATE, &db_, why, sizeof why);
+		err = shmkv_open_file_diag(path.c_str(), open_flags_, &db_, why, sizeof why);
 		if (err)
 			fail("shmkv_open_file %s", why);
 		open_s = seconds_since(t0);
 		bytes = malloc_bytes = shmkv_header(db_)->file_size;
-		notes = fmt("open = POPULATE + section checksums; NOVERIFY lazy open %.3f ms; finish %.2f "
+		notes = fmt("open = POPULATE%s + section checksums; NOVERIFY lazy open %.3f ms; finish %.2f "
 			    "s; %" PRIu64 " buckets, load %.3f, max_probe %u, probe %s",
-			    lazy_s * 1e3, st.seconds, st.bucket_count, st.load_factor, st.max_probe,
+			    open_flags_ & SHMKV_OPEN_HUGEPAGES ? " + HUGEPAGES" : "", lazy_s * 1e3,
+			    st.seconds, st.bucket_count, st.load_factor, st.max_probe,
 			    shmkv_vector_name());
 	}
 
@@ -184,6 +190,7 @@ public:
 
 private:
 	double load_factor_;
+	unsigned open_flags_;
 	Kind kind_;
 	shmkv *db_ = nullptr;
 };
@@ -303,7 +310,7 @@ private:
 
 std::unique_ptr<System> make_shmkv(const Options &o, Kind kind)
 {
-	return std::make_unique<ShmkvSystem>(o.load_factor, kind);
+	return std::make_unique<ShmkvSystem>(o.load_factor, o.hugepages, kind);
 }
 
 std::unique_ptr<System> make_shmkv_batch(const Options &o, Kind kind, const System *img)
@@ -312,7 +319,8 @@ std::unique_ptr<System> make_shmkv_batch(const Options &o, Kind kind, const Syst
 	if (s)
 		return std::make_unique<ShmkvBatchSystem>(s, nullptr);
 	return std::make_unique<ShmkvBatchSystem>(nullptr,
-						  std::make_unique<ShmkvSystem>(o.load_factor, kind));
+						  std::make_unique<ShmkvSystem>(o.load_factor, o.hugepages,
+										kind));
 }
 
 std::unique_ptr<Reader> open_shmkv_reader(const std::string &path, Kind kind)
