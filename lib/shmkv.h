@@ -12,7 +12,8 @@
  *     int  shmkv_image_check(base, size, flags, why, why_len)    check bytes in memory
  *     int  shmkv_verify(db, why, why_len)            full structural walk
  *     flags: SHMKV_OPEN_NOVERIFY (skip section checksums), SHMKV_OPEN_POPULATE,
- *            SHMKV_OPEN_DEEP (also shmkv_verify at open)
+ *            SHMKV_OPEN_DEEP (also shmkv_verify at open), SHMKV_OPEN_HUGEPAGES
+ *            (huge pages for an image on tmpfs now: MADV_COLLAPSE, Linux 6.1+)
  *   Attach to a loader-managed cache (lib/PROTOCOL.md)
  *     int  shmkv_attach(name, flags, &db)            root from $SHMKV_ROOT or /run/shmkv
  *     int  shmkv_attach_diag(root, name, flags, &db, why, why_len)
