@@ -69,6 +69,24 @@ int conf_parse_policy(const char *s, enum mem_policy *out)
 	return 0;
 }
 
+int conf_parse_io(const char *s, enum io_engine *out)
+{
+	if (!strcmp(s, "auto"))
+		*out = IO_AUTO;
+	else if (!strcmp(s, "io_uring"))
+		*out = IO_URING;
+	else if (!strcmp(s, "pread"))
+		*out = IO_PREAD;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+const char *conf_io_name(enum io_engine io)
+{
+	return io == IO_URING ? "io_uring" : io == IO_PREAD ? "pread" : "auto";
+}
+
 /* State of one parse: the reader counts lines so that every message names one. */
 struct parse {
 	const char *file;
@@ -195,6 +213,11 @@ static int loader_key(struct parse *p, const char *k, const char *v)
 		c->block_size = n;
 		return 1;
 	}
+	if (!strcmp(k, "io")) {
+		if (conf_parse_io(v, &c->io))
+			return perr(p, "io \"%s\": expected auto, io_uring or pread", v);
+		return 1;
+	}
 	if (!strcmp(k, "memory")) {
 		if (conf_parse_policy(v, &c->memory))
 			return perr(p, "memory \"%s\": expected auto, hugetlb or shm", v);
@@ -203,7 +226,7 @@ static int loader_key(struct parse *p, const char *k, const char *v)
 	if (!strcmp(k, "group"))
 		return parse_group(p, v, c->group, sizeof c->group, &c->gid);
 	return perr(p, "unknown key \"%s\" in [loader] (root, spool, shm_dir, hugetlb_dir, "
-		       "queue_depth, block_size, memory, group)", k);
+		       "queue_depth, block_size, io, memory, group)", k);
 }
 
 static int cache_key(struct parse *p, const char *k, const char *v)

@@ -10,6 +10,13 @@
 
 #include <shmkv.h>
 
+/* How images are read (io=). */
+enum io_engine {
+	IO_AUTO = 0,     /* io_uring; pread where io_uring is unavailable (logged) */
+	IO_URING = 1,    /* io_uring only: a load fails where it is unavailable */
+	IO_PREAD = 2     /* pread, one block at a time (the hashing still overlaps) */
+};
+
 enum mem_policy {
 	MEM_AUTO = 0,    /* hugetlbfs, else tmpfs (logged, visible in status) */
 	MEM_HUGETLB = 1, /* hugetlbfs only: a load that does not fit is refused */
@@ -39,6 +46,7 @@ struct loader_conf {
 	char hugetlb_dir[PATH_MAX]; /* "" = every hugetlbfs mount in /proc/mounts */
 	unsigned queue_depth;
 	uint64_t block_size;
+	enum io_engine io;
 	enum mem_policy memory;     /* policy of caches not in the config */
 	char group[64];             /* control socket group: "" = 0600 socket */
 	gid_t gid;
@@ -69,5 +77,7 @@ void conf_free(struct loader_conf *c);
 /* "4M", "10G", "4096": binary suffixes K M G T. Returns 0 or -EINVAL. */
 int conf_parse_size(const char *s, uint64_t *out);
 int conf_parse_policy(const char *s, enum mem_policy *out);
+int conf_parse_io(const char *s, enum io_engine *out);
+const char *conf_io_name(enum io_engine io);
 
 #endif /* LOADER_CONFIG_H */

@@ -218,6 +218,48 @@ static void refill(struct io *io, uint64_t *next)
 	}
 }
 
+/* The pread engine: one block at a time on this thread, each offered to the
+ * hasher as soon as it is in, so reading and hashing still overlap. */
+static int read_sync(struct io *io, const struct ioread_opts *o, struct hasher *h)
+{
+	uint64_t off = 0;
+	while (off < io->size) {
+		/* relaxed: as in ioread() */
+		if (atomic_load_explicit(o->cancel, memory_order_relaxed))
+			return shmkv__fail(-ECANCELED, io->why, io->why_len, "the loader is stopping");
+		/* relaxed: see hasher_main() */
+		if (atomic_load_explicit(&h->err, memory_order_relaxed))
+			return 0; /* the hasher's error is taken by the caller */
+		uint64_t end = io->size - off < io->bs ? io->size : off + io->bs;
+		while (off < end) {
+			ssize_t n = pread(io->fd, io->dst + off, (size_t)(end - off), (off_t)off);
+			if (n < 0 && errno == EINVAL && *io->direct) {
+				int e = go_buffered(io);
+				if (e)
+					return e;
+				continue;
+			}
+			if (n < 0 && (errno == EINTR || errno == EAGAIN))
+				continue;
+			if (n < 0)
+				return shmkv__fail(-errno, io->why, io->why_len,
+						   "read %s at offset %llu: %s", io->path,
+						   (unsigned long long)off, strerror(errno));
+			if (n == 0)
+				return shmkv__fail(SHMKV_ETRUNCATED, io->why, io->why_len,
+						   "%s ended at %llu while reading %llu bytes "
+						   "(file shrank?)", io->path, (unsigned long long)off,
+						   (unsigned long long)io->size);
+			off += (uint64_t)n;
+		}
+		/* relaxed: a figure for status.c:take(), as in ioread() */
+		if (o->progress)
+			atomic_store_explicit(o->progress, off, memory_order_relaxed);
+		hasher_offer(h, off, 0);
+	}
+	return 0;
+}
+
 int ioread(int fd, int *direct, const char *path, uint8_t *dst, uint64_t size,
 	   const struct ioread_opts *o, struct vstream *v, char *why, size_t why_len)
 {
@@ -234,10 +276,36 @@ int ioread(int fd, int *direct, const char *path, uint8_t *dst, uint64_t size,
 	io.why = why;
 	io.why_len = why_len;
 	unsigned qd = o->queue_depth;
-	int err = io_uring_queue_init(qd, &io.ring, 0);
-	if (err)
-		return shmkv__fail(err, why, why_len, "io_uring_queue_init(%u): %s", qd,
-				   strerror(-err));
+	int err = 0, uring = o->engine != IO_PREAD;
+	if (uring) {
+		err = io_uring_queue_init(qd, &io.ring, 0);
+		/* ENOSYS: no io_uring in this kernel (or emulator); EPERM: turned off
+		 * (kernel.io_uring_disabled, a seccomp profile) */
+		if ((err == -ENOSYS || err == -EPERM) && o->engine == IO_AUTO) {
+			log_warn("io_uring unavailable (%s): reading %s with pread", strerror(-err),
+				 path);
+			uring = 0;
+			err = 0;
+		}
+		if (err)
+			return shmkv__fail(err, why, why_len, "io_uring_queue_init(%u): %s", qd,
+					   strerror(-err));
+	}
+	if (!uring) {
+		struct hasher h;
+		err = hasher_start(&h, v, dst);
+		if (err)
+			return shmkv__fail(err, why, why_len, "hasher thread: %s", strerror(-err));
+		err = read_sync(&io, o, &h);
+		int herr = hasher_stop(&h, err != 0);
+		if (herr && !err) {
+			err = herr;
+			snprintf(why, why_len, "%s", h.why);
+		}
+		if (io.buffered_fd >= 0)
+			close(io.buffered_fd);
+		return err;
+	}
 	io.reqs = calloc(qd, sizeof *io.reqs);
 	io.free_slots = calloc(qd, sizeof *io.free_slots);
 	io.done = calloc(io.nchunks ? io.nchunks : 1, 1);

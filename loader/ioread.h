@@ -6,17 +6,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "config.h"
 #include "vstream.h"
 
 struct ioread_opts {
 	unsigned queue_depth;           /* reads in flight */
 	uint64_t block_size;            /* bytes per read; a multiple of 4096 */
+	enum io_engine engine;          /* io_uring, pread, or auto (see config.h) */
 	atomic_int *cancel;             /* set by another thread: stop (-ECANCELED) */
 	atomic_uint_fast64_t *progress; /* bytes of the contiguous prefix read, or NULL */
 };
 
 /* Reads [0, size) of fd (opened on path) straight into dst (no bounce
- * buffer), feeding v as the contiguous prefix grows; everything in flight is
+ * buffer) with io_uring, or pread (o->engine), feeding v as the contiguous
+ * prefix grows; everything in flight is
  * drained before it returns, on error too. *direct says fd has O_DIRECT; if
  * the filesystem refuses a direct read (EINVAL) the file is reopened
  * buffered, *direct is cleared and the warning logged. Returns 0, -errno,

@@ -240,6 +240,7 @@ int op_load(struct loader *L, const char *name, const char *path, int from_spool
 	struct ioread_opts o = {
 		.queue_depth = L->conf->queue_depth,
 		.block_size = L->conf->block_size,
+		.engine = L->conf->io,
 		.cancel = &L->cancel,
 		.progress = &c->load_done,
 	};

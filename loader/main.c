@@ -23,7 +23,7 @@ enum { TAG_SIG = 1, TAG_SPOOL, TAG_LISTEN, TAG_DONE };
 /* Command-line settings; they override the config file, also on SIGHUP. */
 struct cli {
 	const char *config, *root, *spool, *shm_dir, *hugetlb_dir, *memory, *queue_depth,
-		*block_size;
+		*block_size, *io;
 	int foreground;
 };
 
@@ -32,12 +32,14 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: shmkv-loader [--config FILE] [--root DIR] [--spool DIR] [--shm-dir DIR]\n"
 		"                    [--hugetlb-dir DIR] [--memory auto|hugetlb|shm]\n"
-		"                    [--queue-depth N] [--block-size SIZE] [--foreground]\n"
+		"                    [--queue-depth N] [--block-size SIZE]\n"
+		"                    [--io auto|io_uring|pread] [--foreground]\n"
 		"       shmkv-loader --help | --version\n"
 		"Loads shmkv images into shared memory and publishes them to readers.\n"
 		"Options given here override the config file. Without --foreground the loader\n"
 		"detaches once it is ready (under systemd use --foreground, Type=notify).\n"
-		"Defaults: root %s, shm-dir %s, queue depth %u, block size 4M, memory auto.\n"
+		"Defaults: root %s, shm-dir %s, queue depth %u, block size 4M, memory auto,\n"
+		"io auto (io_uring, or pread where the kernel refuses io_uring).\n"
 		"Control: ROOT/control.sock, see loader/README.md.\n",
 		SHMKV_DEFAULT_ROOT, CONF_DEFAULT_SHM_DIR, CONF_DEFAULT_QUEUE_DEPTH);
 }
@@ -119,6 +121,9 @@ static int build_conf(const struct cli *o, struct loader_conf **out, char *why, 
 		else
 			c->queue_depth = (unsigned)n;
 	}
+	if (!err && o->io && conf_parse_io(o->io, &c->io))
+		err = shmkv__fail(-EINVAL, why, why_len, "--io %s: expected auto, io_uring or pread",
+				  o->io);
 	if (!err && o->block_size) {
 		if (conf_parse_size(o->block_size, &n) || n < 4096 || n > (UINT64_C(1) << 30) ||
 		    n % 4096)
@@ -255,8 +260,9 @@ static int startup(struct loader *L, struct loader_conf *conf, char *why, size_t
 		log_warn("shm_dir %s is not a tmpfs: segments there live on disk", conf->shm_dir);
 	L->conf = conf;
 	log_info("starting root=%s spool=%s shm_dir=%s prefix=%s queue_depth=%u block_size=%llu "
-		 "config=%s", L->root, L->spool, conf->shm_dir, L->prefix, conf->queue_depth,
-		 (unsigned long long)conf->block_size, L->config_path[0] ? L->config_path : "none");
+		 "io=%s config=%s", L->root, L->spool, conf->shm_dir, L->prefix, conf->queue_depth,
+		 (unsigned long long)conf->block_size, conf_io_name(conf->io),
+		 L->config_path[0] ? L->config_path : "none");
 	adopt_all(L);
 
 	sigset_t set;
@@ -391,6 +397,7 @@ int main(int argc, char **argv)
 		{"memory", required_argument, NULL, 'M'},
 		{"queue-depth", required_argument, NULL, 'q'},
 		{"block-size", required_argument, NULL, 'b'},
+		{"io", required_argument, NULL, 'I'},
 		{"foreground", no_argument, NULL, 'f'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
@@ -409,6 +416,7 @@ int main(int argc, char **argv)
 		case 'M': o.memory = optarg; break;
 		case 'q': o.queue_depth = optarg; break;
 		case 'b': o.block_size = optarg; break;
+		case 'I': o.io = optarg; break;
 		case 'f': o.foreground = 1; break;
 		case 'h': usage(stdout); return 0;
 		case 'V': printf("shmkv-loader %s\n", LOADER_VERSION); return 0;

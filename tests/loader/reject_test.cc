@@ -22,10 +22,6 @@ using namespace loader_test;
 
 namespace {
 
-// Every test here loads images: the binary skips where the loader cannot.
-[[maybe_unused]] const auto *g_loads =
-	::testing::AddGlobalTestEnvironment(new SkipBinaryUnlessLoaderLoads);
-
 constexpr uint64_t kKeys = 20000;
 
 std::string damage_copy(const std::string &src, const std::string &dst,
@@ -259,6 +255,53 @@ TEST_F(Reject, DirectAndPageCacheReads)
 	EXPECT_EQ(shmkv_refresh(db), 0);
 	EXPECT_EQ(shmkv_generation(db), gen);
 	EXPECT_TRUE(env.shm_files(".loading").empty()) << "a rejected load left a segment";
+}
+
+// io = pread (the engine where the kernel refuses io_uring): the same
+// reads, hashing and rejection, without a ring; a bad --io stops the start.
+TEST(RejectPread, LoadsVerifiesAndRejects)
+{
+	Env env;
+	Loader bad_io(env, {"--memory", "shm", "--io", "aio"});
+	EXPECT_EQ(bad_io.start_expect_exit(), 1);
+	EXPECT_EQ(log_lines(env.log(), {"--io aio: expected auto, io_uring or pread"}).size(), 1u)
+		<< env.log();
+
+	Loader ld(env, {"--memory", "shm", "--io", "pread"});
+	ASSERT_TRUE(ld.start());
+	EXPECT_EQ(log_lines(env.log(), {"starting", "io=pread"}).size(), 1u) << env.log();
+	std::string big = env.img_path("big.shmkv");
+	ASSERT_EQ(build_image(big, "big", 60000, 200), "");
+	std::string data = read_file(big);
+	ASSERT_GT(data.size(), 12u << 20); // several 4 MiB blocks
+	bool direct = uncache(big);
+	Json j = ld.load("pr", big);
+	ASSERT_TRUE(j.ok()) << j["error"].s();
+	EXPECT_EQ(j["direct_io"].truthy(), direct);
+	int err;
+	std::string why;
+	shmkv *db = attach(env.root(), "pr", 0, &err, &why);
+	ASSERT_NE(db, nullptr) << why;
+	EXPECT_EQ(check_handle(db, "big", 60000, 11), 0u);
+
+	std::string bad = env.img_path("bad.shmkv");
+	const shmkv_image_header *h = hdr_of(data);
+	uint64_t off = 0; // the last byte of the last non-empty section
+	for (uint32_t i = 0; i < h->section_count; i++)
+		if (h->sections[i].size)
+			off = h->sections[i].offset + h->sections[i].size - 1;
+	ASSERT_EQ(damage_copy(big, bad, [&](std::string &d) { d[off] ^= 0x01; }), "");
+	uncache(bad);
+	uint64_t gen = shmkv_generation(db);
+	j = ld.load("pr", bad);
+	EXPECT_FALSE(j.ok());
+	EXPECT_EQ(j["code"].s(), "SHMKV_ECHECKSUM") << j["error"].s();
+	EXPECT_EQ(shmkv_refresh(db), 0);
+	EXPECT_EQ(shmkv_generation(db), gen);
+	EXPECT_EQ(check_handle(db, "big", 60000, 11), 0u);
+	EXPECT_TRUE(env.shm_files(".loading").empty()) << "a rejected load left a segment";
+	EXPECT_TRUE(log_lines(env.log(), {"io_uring unavailable"}).empty()) << env.log();
+	shmkv_close(db);
 }
 
 TEST_F(Reject, NewCacheWhoseFirstLoadFails)
