@@ -212,7 +212,6 @@ TEST(Attach, HandWrittenControlSegments)
 // and say so, and a new load must work again.
 TEST(Attach, NothingPublished)
 {
-	SKIP_UNLESS_LOADER_LOADS();
 	Env env;
 	Loader ld(env);
 	ASSERT_TRUE(ld.start());
@@ -270,7 +269,6 @@ enum {
 
 TEST(Attach, ReadOnly)
 {
-	SKIP_UNLESS_LOADER_LOADS();
 	Env env;
 	std::string conf = env.base() + "/loader.conf";
 	ASSERT_TRUE(shmkv_test::write_file(conf, "[cache private]\nmode = 0640\n"));

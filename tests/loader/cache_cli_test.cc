@@ -8,10 +8,6 @@ using namespace loader_test;
 
 namespace {
 
-// Every test here loads images: the binary skips where the loader cannot.
-[[maybe_unused]] const auto *g_loads =
-	::testing::AddGlobalTestEnvironment(new SkipBinaryUnlessLoaderLoads);
-
 struct CliRun {
 	int rc = -1;
 	std::string out, err;

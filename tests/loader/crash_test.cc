@@ -23,10 +23,6 @@ using namespace loader_test;
 
 namespace {
 
-// Every test here loads images: the binary skips where the loader cannot.
-[[maybe_unused]] const auto *g_loads =
-	::testing::AddGlobalTestEnvironment(new SkipBinaryUnlessLoaderLoads);
-
 constexpr size_t kBigPad = 180;
 
 uint64_t big_keys()

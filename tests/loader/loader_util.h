@@ -16,9 +16,6 @@
 //   read_ctl(...)        a seqcount copy of ROOT/NAME.ctl (generation, segment)
 //   Child                a forked process running a function, with a result pipe
 //   wait_until(...)      bounded polling
-//   loader_cannot_load() why the loader cannot load images here ("" if it can);
-//                        SKIP_UNLESS_LOADER_LOADS() and SkipBinaryUnlessLoaderLoads
-//                        skip a test or a whole binary (exit 77) for it
 //
 // Every wait is bounded; nothing here calls exit() in a child (children _exit).
 #ifndef SHMKV_LOADER_UTIL_H
@@ -90,50 +87,6 @@ inline std::string env_or_empty(const char *name)
 }
 
 // ---- what this machine can run --------------------------------------------
-
-// Why shmkv-loader cannot load an image here, or "". It reads images with
-// io_uring, which qemu-user does not emulate: io_uring_setup fails with ENOSYS
-// under it (the loader, run through the same emulator, logs
-// "io_uring_queue_init(16): Function not implemented"). Only under an
-// emulator: natively, a kernel without io_uring fails the tests.
-inline std::string loader_cannot_load()
-{
-	std::string emu = shmkv_test::emulator();
-	if (emu.empty())
-		return "";
-	errno = 0;
-	long r = syscall(__NR_io_uring_setup, 0u, nullptr); // 0 entries: EINVAL, no ring
-	if (r >= 0)
-		close((int)r);
-	if (r >= 0 || errno != ENOSYS)
-		return "";
-	return emu + " does not emulate io_uring (io_uring_setup: ENOSYS), which "
-		     "shmkv-loader reads images with";
-}
-
-// First statement of a test that needs the loader to load images.
-#define SKIP_UNLESS_LOADER_LOADS()                                             \
-	do {                                                                   \
-		std::string why_ = loader_test::loader_cannot_load();          \
-		if (!why_.empty())                                             \
-			GTEST_SKIP() << why_;                                  \
-	} while (0)
-
-// For a binary every test of which loads images: exits 77 (meson: SKIP) with
-// the reason on one line before any test runs. Register it with
-// ::testing::AddGlobalTestEnvironment.
-class SkipBinaryUnlessLoaderLoads : public ::testing::Environment {
-public:
-	void SetUp() override
-	{
-		std::string why = loader_cannot_load();
-		if (why.empty())
-			return;
-		std::printf("skip: %s\n", why.c_str());
-		std::fflush(stdout);
-		std::_Exit(77);
-	}
-};
 
 // ---- JSON -----------------------------------------------------------------
 

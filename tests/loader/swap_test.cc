@@ -22,10 +22,6 @@ using namespace loader_test;
 
 namespace {
 
-// Every test here loads images: the binary skips where the loader cannot.
-[[maybe_unused]] const auto *g_loads =
-	::testing::AddGlobalTestEnvironment(new SkipBinaryUnlessLoaderLoads);
-
 constexpr int kReaders = 3;
 constexpr int kImages = 6;
 constexpr int kSwaps = 210;
