@@ -52,6 +52,18 @@ const shmkv_image_header *hdr_of(const std::string &data)
 	return reinterpret_cast<const shmkv_image_header *>(data.data());
 }
 
+// Offset of the last byte of the image's last non-empty section: a flip
+// there is caught only once nearly the whole image is read.
+uint64_t last_section_byte(const std::string &data)
+{
+	const shmkv_image_header *h = hdr_of(data);
+	uint64_t off = 0;
+	for (uint32_t i = 0; i < h->section_count; i++)
+		if (h->sections[i].size)
+			off = h->sections[i].offset + h->sections[i].size - 1;
+	return off;
+}
+
 class Reject : public ::testing::Test {
 protected:
 	Env env;
@@ -240,11 +252,7 @@ TEST_F(Reject, DirectAndPageCacheReads)
 
 	// a flipped byte near the end, read O_DIRECT: the hasher stops the load
 	std::string bad = env.img_path("bad.shmkv");
-	const shmkv_image_header *h = hdr_of(data);
-	uint64_t off = 0; // the last byte of the last non-empty section
-	for (uint32_t i = 0; i < h->section_count; i++)
-		if (h->sections[i].size)
-			off = h->sections[i].offset + h->sections[i].size - 1;
+	uint64_t off = last_section_byte(data);
 	ASSERT_GT(off, 8u << 20);
 	ASSERT_EQ(damage_copy(big, bad, [&](std::string &d) { d[off] ^= 0x01; }), "");
 	ASSERT_TRUE(uncache(bad));
@@ -285,11 +293,7 @@ TEST(RejectPread, LoadsVerifiesAndRejects)
 	EXPECT_EQ(check_handle(db, "big", 60000, 11), 0u);
 
 	std::string bad = env.img_path("bad.shmkv");
-	const shmkv_image_header *h = hdr_of(data);
-	uint64_t off = 0; // the last byte of the last non-empty section
-	for (uint32_t i = 0; i < h->section_count; i++)
-		if (h->sections[i].size)
-			off = h->sections[i].offset + h->sections[i].size - 1;
+	uint64_t off = last_section_byte(data);
 	ASSERT_EQ(damage_copy(big, bad, [&](std::string &d) { d[off] ^= 0x01; }), "");
 	uncache(bad);
 	uint64_t gen = shmkv_generation(db);
