@@ -266,7 +266,8 @@ TEST_F(Reject, DirectAndPageCacheReads)
 }
 
 // io = pread (the engine where the kernel refuses io_uring): the same
-// reads, hashing and rejection, without a ring; a bad --io stops the start.
+// reads, hashing and rejection, without a ring; a bad --io or io= stops the
+// start.
 TEST(RejectPread, LoadsVerifiesAndRejects)
 {
 	Env env;
@@ -275,7 +276,18 @@ TEST(RejectPread, LoadsVerifiesAndRejects)
 	EXPECT_EQ(log_lines(env.log(), {"--io aio: expected auto, io_uring or pread"}).size(), 1u)
 		<< env.log();
 
-	Loader ld(env, {"--memory", "shm", "--io", "pread"});
+	// the config file's io= too: a bad value names the file and line
+	std::string conf = env.base() + "/loader.conf";
+	ASSERT_TRUE(shmkv_test::write_file(conf, "[loader]\nqueue_depth = 8\nio = aio\n"));
+	Loader bad_conf(env, {"--memory", "shm", "--config", conf});
+	EXPECT_EQ(bad_conf.start_expect_exit(), 1);
+	EXPECT_EQ(log_lines(env.log(), {conf + ":3:", "io \"aio\": expected auto, io_uring or pread"})
+			  .size(),
+		  1u)
+		<< env.log();
+
+	ASSERT_TRUE(shmkv_test::write_file(conf, "[loader]\nio = pread\n"));
+	Loader ld(env, {"--memory", "shm", "--config", conf});
 	ASSERT_TRUE(ld.start());
 	EXPECT_EQ(log_lines(env.log(), {"starting", "io=pread"}).size(), 1u) << env.log();
 	std::string big = env.img_path("big.shmkv");
