@@ -1,12 +1,16 @@
-/* cache.c - the cache table and small helpers about caches. */
+/* cache.c - the cache table and small helpers about caches: error, state
+ * file, dropping the rollback candidate, names of memory kinds. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "loader.h"
+#include "log.h"
 #include "mounts.h"
+#include "state.h"
 
 struct cache *cache_find(struct loader *L, const char *name)
 {
@@ -72,6 +76,30 @@ void cache_set_error(struct loader *L, struct cache *c, const char *fmt, ...)
 	pthread_mutex_lock(&L->lock);
 	memcpy(c->last_error, msg, sizeof msg);
 	pthread_mutex_unlock(&L->lock);
+}
+
+int cache_save_state(struct loader *L, struct cache *c)
+{
+	char why[300];
+	int err = state_write(L->root, c, why, sizeof why);
+	if (err)
+		log_warn("state cache=%s: %s", c->name, why);
+	return err;
+}
+
+int cache_drop_rollback(struct loader *L, struct cache *c, const char *reason)
+{
+	if (!c->have_rb)
+		return 0;
+	struct seg_info rb = c->rb;
+	pthread_mutex_lock(&L->lock);
+	c->have_rb = 0;
+	pthread_mutex_unlock(&L->lock);
+	int err = unlink(rb.path) != 0 && errno != ENOENT ? -errno : 0;
+	log_info("dropped rollback cache=%s gen=%llu bytes=%llu file=%s reason=\"%s\"", c->name,
+		 (unsigned long long)rb.generation, (unsigned long long)rb.size, rb.path, reason);
+	cache_save_state(L, c);
+	return err;
 }
 
 const char *mem_kind_name(uint32_t flags, uint64_t page_size, char *buf, size_t len)

@@ -6,15 +6,17 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "load.h"
+
 #include "ioread.h"
 #include "json.h"
-#include "loader.h"
 #include "log.h"
+#include "mounts.h"
 #include "place.h"
-#include "state.h"
 #include "vstream.h"
 
 static uint64_t now_ns(void)
@@ -166,7 +168,43 @@ static int publish_new(struct loader *L, struct cache *c, const struct seg_info 
 	return 0;
 }
 
-int op_load(struct loader *L, const char *name, const char *path, int from_spool, char **reply)
+/* Would dropping the rollback candidate make room for size bytes? Only
+ * then is it dropped: a load that cannot fit anyway keeps the rollback. */
+static int rollback_helps(const struct loader *L, const struct cache *c, int hugetlb,
+			  uint64_t size)
+{
+	if (!c->have_rb || !!(c->rb.flags & SHMKV_SEG_HUGETLB) != hugetlb)
+		return 0;
+	if (hugetlb) {
+		uint64_t ps = c->rb.page_size;
+		long long fr = mounts_free_hugepages(ps);
+		if (fr < 0)
+			return 1; /* unknown: try */
+		return (uint64_t)fr + c->rb.map_size / ps >= (size + ps - 1) / ps;
+	}
+	struct statvfs sv;
+	if (statvfs(L->conf->shm_dir, &sv) != 0)
+		return 1;
+	return (uint64_t)sv.f_bavail * sv.f_frsize + c->rb.map_size >= size;
+}
+
+struct room_arg {
+	struct loader *L;
+	struct cache *c;
+};
+
+/* place_req.make_room: place.c:place_segment() is short of memory. */
+static int make_room(void *arg, int hugetlb, uint64_t size, const char *reason)
+{
+	struct room_arg *a = arg;
+	if (!rollback_helps(a->L, a->c, hugetlb, size))
+		return 0;
+	cache_drop_rollback(a->L, a->c, reason);
+	return 1;
+}
+
+int op_load(struct loader *L, const char *name, const char *path, char **reply, char *why_out,
+	    size_t why_out_len)
 {
 	char why[512] = "", note[160] = "", q[640];
 	struct cache *c = cache_find(L, name);
@@ -231,7 +269,19 @@ int op_load(struct loader *L, const char *name, const char *path, int from_spool
 	/* relaxed: figures for status.c:take(), which reads them relaxed */
 	atomic_store_explicit(&c->load_done, 0, memory_order_relaxed);
 	atomic_store_explicit(&c->load_total, size, memory_order_relaxed);
-	err = place_segment(L, c, size, &s, note, sizeof note, why, sizeof why);
+	struct room_arg ra = {L, c};
+	const struct place_req pr = {
+		.conf = L->conf,
+		.prefix = L->prefix,
+		.name = c->name,
+		.load_id = c->next_load,
+		.memory = c->conf.memory,
+		.mode = c->conf.mode,
+		.gid = c->conf.gid,
+		.make_room = make_room,
+		.arg = &ra,
+	};
+	err = place_segment(&pr, size, &s, note, sizeof note, why, sizeof why);
 	if (err)
 		goto reject;
 	have_seg = 1;
@@ -284,9 +334,9 @@ int op_load(struct loader *L, const char *name, const char *path, int from_spool
 		 direct ? "yes" : cached ? "cached" : "no", path);
 	notify_status("cache %s: generation %llu loaded, %.2f GB/s", name,
 		      (unsigned long long)c->cur.generation, ls.gbps);
-	if (from_spool)
-		spool_dispose(path, 1, NULL);
 	*reply = reply_loaded(c, &ls);
+	if (why_out_len)
+		why_out[0] = 0;
 	return 0;
 reject:
 	if (c) /* relaxed: as above */
@@ -296,8 +346,10 @@ reject:
 	if (fd >= 0)
 		close(fd);
 	vstream_free(&v);
+	if (why_out_len)
+		snprintf(why_out, why_out_len, "%s", why);
 	if (err == -ECANCELED) {
-		/* the spool file stays for the next loader */
+		/* the spool file stays for the next loader (spool.c:finish()) */
 		log_info("aborted cache=%s file=%s: the loader is stopping", name, path);
 		*reply = json_error_code("the loader is stopping", err);
 		return err;
@@ -306,8 +358,6 @@ reject:
 		cache_set_error(L, c, "load %s: %s", path, why);
 	log_err("rejected cache=%s file=%s error=%s", name, path, log_quote(q, sizeof q, why));
 	notify_status("cache %s: load rejected: %s", name, why);
-	if (from_spool)
-		spool_dispose(path, 0, why);
 	char msg[700];
 	snprintf(msg, sizeof msg, "load %s into %s: %s%s", path, name, why,
 		 c && c->have_cur ? " (the current generation keeps serving)" : "");

@@ -50,13 +50,19 @@ struct cache {
 	atomic_uint_fast64_t load_done, load_total; /* load_total 0: no load running */
 };
 
+struct loader;
+
 enum job_kind { JOB_LOAD, JOB_RELOAD, JOB_ROLLBACK, JOB_DROP, JOB_CONFIG, JOB_START };
 
 struct job {
 	enum job_kind kind;
 	char name[SHMKV_CACHE_NAME_MAX + 1];
 	char path[PATH_MAX];         /* JOB_LOAD: the image file */
-	int from_spool;              /* JOB_LOAD: dispose of path afterwards */
+	int from_spool;              /* JOB_LOAD: path is a spool file (skipped if gone) */
+	/* called by the worker once the job is over (err: its result, why: the
+	 * reason of a failure), before the reply is posted; NULL = none. Lets the
+	 * queuing layer (spool.c) finish its part without the worker calling up. */
+	void (*finish)(struct loader *L, const struct job *j, int err, const char *why);
 	uint64_t client;             /* control connection waiting for the reply, 0 = none */
 	struct loader_conf *conf;    /* JOB_CONFIG: the new config (the job owns it) */
 	struct job *next;
@@ -105,49 +111,16 @@ void cache_set_error(struct loader *L, struct cache *c, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 const char *mem_kind_name(uint32_t flags, uint64_t page_size, char *buf, size_t len);
 const char *mem_policy_name(enum mem_policy p);
-
-/* load.c: one image into a cache; the reply (JSON) goes to *reply */
-int op_load(struct loader *L, const char *name, const char *path, int from_spool, char **reply);
-/* ops.c */
-int op_reload(struct loader *L, const char *name, char **reply);
-int op_rollback(struct loader *L, const char *name, char **reply);
-int op_drop(struct loader *L, const char *name, char **reply);
-void op_config(struct loader *L, struct loader_conf *conf);
-void op_start(struct loader *L);
-int cache_drop_rollback(struct loader *L, struct cache *c, const char *why);
+/* worker: writes ROOT/NAME.state; a failure is logged and returned (-errno) */
 int cache_save_state(struct loader *L, struct cache *c);
+/* worker: unlinks the rollback candidate (logged with reason), saves the state */
+int cache_drop_rollback(struct loader *L, struct cache *c, const char *reason);
 
 /* adopt.c: restart */
 void adopt_all(struct loader *L);
 
-/* worker.c */
-int worker_start(struct loader *L, char *why, size_t why_len);
-void worker_push(struct loader *L, struct job *j);
-struct done *worker_take_done(struct loader *L);
-void worker_stop(struct loader *L);
-struct job *job_new(enum job_kind kind, const char *name);
-
-/* server.c: the control socket */
-int server_open(struct loader *L, char *why, size_t why_len);
-void server_accept(struct loader *L);
-void server_client_event(struct loader *L, void *client, uint32_t events);
-void server_deliver(struct loader *L, struct done *d);
-void server_reap(void);
-void server_close(struct loader *L);
-
-/* status.c: JSON for list and status (main thread, takes the lock) */
-char *status_list(struct loader *L);
-char *status_cache(struct loader *L, const char *name);
-
 /* readers.c */
 void readers_count(const char *prefix_name, const char *cur_path, pid_t self, unsigned *cur,
 		   unsigned *stale);
-
-/* spool.c */
-int spool_open(struct loader *L, char *why, size_t why_len);
-void spool_scan(struct loader *L);
-void spool_event(struct loader *L);
-void spool_dispose(const char *path, int ok, const char *error);
-int spool_cache_name(const char *file, char name[SHMKV_CACHE_NAME_MAX + 1]);
 
 #endif /* LOADER_LOADER_H */

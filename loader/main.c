@@ -15,6 +15,9 @@
 
 #include "loader.h"
 #include "log.h"
+#include "server.h"
+#include "spool.h"
+#include "worker.h"
 
 #define TMPFS_MAGIC_ 0x01021994
 

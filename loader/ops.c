@@ -7,8 +7,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ops.h"
+
 #include "json.h"
-#include "loader.h"
+#include "load.h"
 #include "log.h"
 #include "state.h"
 
@@ -25,30 +27,6 @@ static int fail(char **reply, int err, const char *fmt, ...)
 	return err;
 }
 
-int cache_save_state(struct loader *L, struct cache *c)
-{
-	char why[300];
-	int err = state_write(L->root, c, why, sizeof why);
-	if (err)
-		log_warn("state cache=%s: %s", c->name, why);
-	return err;
-}
-
-int cache_drop_rollback(struct loader *L, struct cache *c, const char *reason)
-{
-	if (!c->have_rb)
-		return 0;
-	struct seg_info rb = c->rb;
-	pthread_mutex_lock(&L->lock);
-	c->have_rb = 0;
-	pthread_mutex_unlock(&L->lock);
-	int err = unlink(rb.path) != 0 && errno != ENOENT ? -errno : 0;
-	log_info("dropped rollback cache=%s gen=%llu bytes=%llu file=%s reason=\"%s\"", c->name,
-		 (unsigned long long)rb.generation, (unsigned long long)rb.size, rb.path, reason);
-	cache_save_state(L, c);
-	return err;
-}
-
 int op_reload(struct loader *L, const char *name, char **reply)
 {
 	struct cache *c = cache_find(L, name);
@@ -62,7 +40,7 @@ int op_reload(struct loader *L, const char *name, char **reply)
 	}
 	char src[PATH_MAX];
 	snprintf(src, sizeof src, "%s", d->c.source);
-	return op_load(L, name, src, 0, reply);
+	return op_load(L, name, src, reply, NULL, 0);
 }
 
 
@@ -186,7 +164,7 @@ static void load_missing(struct loader *L)
 		char *reply = NULL;
 		char src[PATH_MAX];
 		snprintf(src, sizeof src, "%s", d->c.source);
-		op_load(L, d->name, src, 0, &reply);
+		op_load(L, d->name, src, &reply, NULL, 0);
 		free(reply);
 	}
 }

@@ -15,10 +15,10 @@ static int is_short(int err)
 	return err == -ENOMEM || err == -ENOSPC;
 }
 
-static int try_hugetlb(struct loader *L, struct cache *c, uint64_t size, struct seg *s,
-		       char *why, size_t why_len)
+static int try_hugetlb(const struct place_req *r, uint64_t size, struct seg *s, char *why,
+		       size_t why_len)
 {
-	const struct loader_conf *lc = L->conf;
+	const struct loader_conf *lc = r->conf;
 	struct hmount m[16];
 	size_t n = 0;
 	int err = mounts_hugetlb(m, 16, &n, lc->hugetlb_dir);
@@ -35,8 +35,8 @@ static int try_hugetlb(struct loader *L, struct cache *c, uint64_t size, struct 
 		uint64_t ps = m[i].page_size, need = (size + ps - 1) / ps;
 		if (ps != smallest && need * ps - size > size / 8)
 			continue; /* would waste more than 1/8 of the image */
-		err = seg_create(s, m[i].dir, 1, ps, L->prefix, c->name, c->next_load, size,
-				 c->conf.mode, c->conf.gid, why, why_len);
+		err = seg_create(s, m[i].dir, 1, ps, r->prefix, r->name, r->load_id, size, r->mode,
+				 r->gid, why, why_len);
 		if (!err)
 			return 0;
 		if (!is_short(err))
@@ -52,12 +52,12 @@ static int try_hugetlb(struct loader *L, struct cache *c, uint64_t size, struct 
 			   detail);
 }
 
-static int try_shm(struct loader *L, struct cache *c, uint64_t size, struct seg *s, char *why,
+static int try_shm(const struct place_req *r, uint64_t size, struct seg *s, char *why,
 		   size_t why_len)
 {
-	const char *dir = L->conf->shm_dir;
-	int err = seg_create(s, dir, 0, (uint64_t)sysconf(_SC_PAGESIZE), L->prefix, c->name,
-			     c->next_load, size, c->conf.mode, c->conf.gid, why, why_len);
+	const char *dir = r->conf->shm_dir;
+	int err = seg_create(s, dir, 0, (uint64_t)sysconf(_SC_PAGESIZE), r->prefix, r->name,
+			     r->load_id, size, r->mode, r->gid, why, why_len);
 	if (is_short(err)) {
 		struct statvfs sv;
 		unsigned long long fr = statvfs(dir, &sv) == 0
@@ -70,69 +70,49 @@ static int try_shm(struct loader *L, struct cache *c, uint64_t size, struct seg 
 	return err;
 }
 
-/* Would dropping the rollback candidate make room for size bytes? Only
- * then is it dropped: a load that cannot fit anyway keeps the rollback. */
-static int rollback_helps(struct loader *L, const struct cache *c, int hugetlb, uint64_t size)
+/* Short of memory: asks the caller for room; 1: retry. */
+static int room(const struct place_req *r, int err, int hugetlb, uint64_t size,
+		const char *reason)
 {
-	if (!c->have_rb || !!(c->rb.flags & SHMKV_SEG_HUGETLB) != hugetlb)
-		return 0;
-	if (hugetlb) {
-		uint64_t ps = c->rb.page_size;
-		long long fr = mounts_free_hugepages(ps);
-		if (fr < 0)
-			return 1; /* unknown: try */
-		return (uint64_t)fr + c->rb.map_size / ps >= (size + ps - 1) / ps;
-	}
-	struct statvfs sv;
-	if (statvfs(L->conf->shm_dir, &sv) != 0)
-		return 1;
-	return (uint64_t)sv.f_bavail * sv.f_frsize + c->rb.map_size >= size;
+	return is_short(err) && r->make_room && r->make_room(r->arg, hugetlb, size, reason);
 }
 
-int place_segment(struct loader *L, struct cache *c, uint64_t size, struct seg *s, char *note,
+int place_segment(const struct place_req *r, uint64_t size, struct seg *s, char *note,
 		  size_t note_len, char *why, size_t why_len)
 {
 	int err;
 	note[0] = 0;
-	switch (c->conf.memory) {
+	switch (r->memory) {
 	case MEM_HUGETLB:
-		err = try_hugetlb(L, c, size, s, why, why_len);
-		if (is_short(err) && rollback_helps(L, c, 1, size)) {
-			cache_drop_rollback(L, c, "no room for a new load");
-			err = try_hugetlb(L, c, size, s, why, why_len);
-		}
+		err = try_hugetlb(r, size, s, why, why_len);
+		if (room(r, err, 1, size, "no room for a new load"))
+			err = try_hugetlb(r, size, s, why, why_len);
 		return err;
 	case MEM_SHM:
-		err = try_shm(L, c, size, s, why, why_len);
-		if (is_short(err) && rollback_helps(L, c, 0, size)) {
-			cache_drop_rollback(L, c, "no room for a new load");
-			err = try_shm(L, c, size, s, why, why_len);
-		}
+		err = try_shm(r, size, s, why, why_len);
+		if (room(r, err, 0, size, "no room for a new load"))
+			err = try_shm(r, size, s, why, why_len);
 		return err;
 	case MEM_AUTO:
 		break;
 	}
 	char hwhy[400];
-	err = try_hugetlb(L, c, size, s, hwhy, sizeof hwhy);
-	if (is_short(err) && rollback_helps(L, c, 1, size)) {
-		cache_drop_rollback(L, c, "no huge pages for a new load");
-		err = try_hugetlb(L, c, size, s, hwhy, sizeof hwhy);
-	}
+	err = try_hugetlb(r, size, s, hwhy, sizeof hwhy);
+	if (room(r, err, 1, size, "no huge pages for a new load"))
+		err = try_hugetlb(r, size, s, hwhy, sizeof hwhy);
 	if (!err)
 		return 0;
 	snprintf(note, note_len, "fell back to shm: %s", hwhy);
 	char q[512];
 	if (err == -ENODEV) /* no hugetlbfs at all: the normal case of many hosts */
-		log_info("fallback cache=%s memory=shm reason=%s", c->name,
+		log_info("fallback cache=%s memory=shm reason=%s", r->name,
 			 log_quote(q, sizeof q, hwhy));
 	else
-		log_warn("fallback cache=%s memory=shm reason=%s", c->name,
+		log_warn("fallback cache=%s memory=shm reason=%s", r->name,
 			 log_quote(q, sizeof q, hwhy));
-	err = try_shm(L, c, size, s, why, why_len);
-	if (is_short(err) && rollback_helps(L, c, 0, size)) {
-		cache_drop_rollback(L, c, "no room for a new load");
-		err = try_shm(L, c, size, s, why, why_len);
-	}
+	err = try_shm(r, size, s, why, why_len);
+	if (room(r, err, 0, size, "no room for a new load"))
+		err = try_shm(r, size, s, why, why_len);
 	if (err) {
 		char swhy[400];
 		snprintf(swhy, sizeof swhy, "%s", why);

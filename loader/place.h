@@ -1,16 +1,39 @@
-/* place.h - where a new segment goes: the cache's memory policy. */
+/* place.h - where a new segment goes: a cache's memory policy (place.c).
+ * Knows mounts and segment files, not caches: what a load needs placed comes
+ * in struct place_req, and the caller frees memory when asked (make_room). */
 #ifndef LOADER_PLACE_H
 #define LOADER_PLACE_H
 
-#include "loader.h"
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
 
-/* Creates a segment for an image of size bytes for cache c: hugetlbfs
- * (largest page size that wastes at most 1/8 of the image, else the
- * smallest) and/or tmpfs, as c's policy says. When memory is short the
- * rollback candidate is dropped and the allocation retried. note gets why
- * the memory is not the policy's first choice ("" if it is). Returns 0, or
- * -ENOMEM/-ENOSPC (short: the load is refused), other -errno, with why. */
-int place_segment(struct loader *L, struct cache *c, uint64_t size, struct seg *s, char *note,
+#include "config.h"
+#include "segment.h"
+
+struct place_req {
+	const struct loader_conf *conf; /* hugetlb_dir, shm_dir */
+	const char *prefix;             /* segment file prefix "shmkv-xxxxxxxx-" */
+	const char *name;               /* cache */
+	uint64_t load_id;               /* names the file */
+	enum mem_policy memory;
+	mode_t mode;
+	gid_t gid;                      /* (gid_t)-1: keep */
+	/* Memory is short (hugetlb: huge pages, else tmpfs) for size bytes: may
+	 * free some (the loader drops the cache's rollback segment, logged with
+	 * reason) and returns 1 if it did and the allocation is worth retrying,
+	 * 0 if not. NULL: nothing to free. */
+	int (*make_room)(void *arg, int hugetlb, uint64_t size, const char *reason);
+	void *arg;
+};
+
+/* Creates a segment for an image of size bytes: hugetlbfs (largest page
+ * size that wastes at most 1/8 of the image, else the smallest) and/or
+ * tmpfs, as r->memory says; when memory is short, asks r->make_room once
+ * and retries. note gets why the memory is not the policy's first choice
+ * ("" if it is). Returns 0, or -ENOMEM/-ENOSPC (short: the load is
+ * refused), other -errno, with why. */
+int place_segment(const struct place_req *r, uint64_t size, struct seg *s, char *note,
 		  size_t note_len, char *why, size_t why_len);
 
 #endif /* LOADER_PLACE_H */

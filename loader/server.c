@@ -11,9 +11,12 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "server.h"
+
 #include "json.h"
-#include "loader.h"
 #include "log.h"
+#include "status.h"
+#include "worker.h"
 
 #define LINE_MAX_ 8192       /* longest request line */
 #define MAX_WORDS 4

@@ -10,12 +10,15 @@
 #include <sys/inotify.h>
 #include <unistd.h>
 
-#include "loader.h"
+#include "spool.h"
+
 #include "log.h"
+#include "worker.h"
 
 #define SPOOL_SUFFIX ".shmkv"
 
-int spool_cache_name(const char *file, char name[SHMKV_CACHE_NAME_MAX + 1])
+/* NAME.shmkv -> NAME; -EINVAL for any other file name */
+static int spool_cache_name(const char *file, char name[SHMKV_CACHE_NAME_MAX + 1])
 {
 	size_t n = strlen(file), sl = strlen(SPOOL_SUFFIX);
 	if (n <= sl || strcmp(file + n - sl, SPOOL_SUFFIX) || n - sl > SHMKV_CACHE_NAME_MAX)
@@ -34,6 +37,33 @@ int spool_open(struct loader *L, char *why, size_t why_len)
 		return shmkv__fail(-errno, why, why_len, "inotify_add_watch %s: %s", L->spool,
 				   strerror(errno));
 	return 0;
+}
+
+static void dispose(const char *path, int ok, const char *error)
+{
+	if (ok) {
+		if (unlink(path) != 0 && errno != ENOENT)
+			log_warn("spool: unlink file=%s: %s", path, strerror(errno));
+		return;
+	}
+	char rej[PATH_MAX + 16];
+	snprintf(rej, sizeof rej, "%s.rejected", path);
+	if (rename(path, rej) != 0) {
+		if (errno != ENOENT)
+			log_warn("spool: rename file=%s: %s", path, strerror(errno));
+		return;
+	}
+	log_info("spool: moved file=%s to %s (%s)", path, rej, error ? error : "rejected");
+}
+
+/* job.finish of a spool load: a loaded file is removed, a refused one renamed
+ * NAME.shmkv.rejected; a load abandoned because the loader stops leaves the
+ * file for the next loader. */
+static void finish(struct loader *L, const struct job *j, int err, const char *why)
+{
+	(void)L;
+	if (err != -ECANCELED)
+		dispose(j->path, err == 0, why);
 }
 
 static void queue(struct loader *L, const char *file)
@@ -56,6 +86,7 @@ static void queue(struct loader *L, const char *file)
 		return;
 	}
 	j->from_spool = 1;
+	j->finish = finish;
 	log_info("spooled cache=%s file=%s", name, j->path);
 	worker_push(L, j);
 }
@@ -90,21 +121,4 @@ void spool_event(struct loader *L)
 			p += sizeof *ev + ev->len;
 		}
 	}
-}
-
-void spool_dispose(const char *path, int ok, const char *error)
-{
-	if (ok) {
-		if (unlink(path) != 0 && errno != ENOENT)
-			log_warn("spool: unlink file=%s: %s", path, strerror(errno));
-		return;
-	}
-	char rej[PATH_MAX + 16];
-	snprintf(rej, sizeof rej, "%s.rejected", path);
-	if (rename(path, rej) != 0) {
-		if (errno != ENOENT)
-			log_warn("spool: rename file=%s: %s", path, strerror(errno));
-		return;
-	}
-	log_info("spool: moved file=%s to %s (%s)", path, rej, error ? error : "rejected");
 }

@@ -4,8 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "status.h"
+
 #include "json.h"
-#include "loader.h"
 
 /* A copy taken under the lock, so that /proc is scanned without it. */
 struct snap {

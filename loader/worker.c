@@ -6,9 +6,12 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "worker.h"
+
 #include "json.h"
-#include "loader.h"
+#include "load.h"
 #include "log.h"
+#include "ops.h"
 
 struct job *job_new(enum job_kind kind, const char *name)
 {
@@ -45,21 +48,22 @@ static void post(struct loader *L, uint64_t client, char *line)
 
 static void run(struct loader *L, struct job *j)
 {
-	char *reply = NULL;
+	char *reply = NULL, why[512] = "";
+	int err = 0;
 	if (j->from_spool && access(j->path, F_OK) != 0)
 		return; /* queued twice (a rescan), and already handled */
 	switch (j->kind) {
 	case JOB_LOAD:
-		op_load(L, j->name, j->path, j->from_spool, &reply);
+		err = op_load(L, j->name, j->path, &reply, why, sizeof why);
 		break;
 	case JOB_RELOAD:
-		op_reload(L, j->name, &reply);
+		err = op_reload(L, j->name, &reply);
 		break;
 	case JOB_ROLLBACK:
-		op_rollback(L, j->name, &reply);
+		err = op_rollback(L, j->name, &reply);
 		break;
 	case JOB_DROP:
-		op_drop(L, j->name, &reply);
+		err = op_drop(L, j->name, &reply);
 		break;
 	case JOB_CONFIG:
 		op_config(L, j->conf);
@@ -69,6 +73,8 @@ static void run(struct loader *L, struct job *j)
 		op_start(L);
 		break;
 	}
+	if (j->finish)
+		j->finish(L, j, err, why);
 	post(L, j->client, reply);
 }
 
