@@ -1,0 +1,94 @@
+/* json.h - the one JSON writer of shmkv's programs (the loader's control
+ * socket replies, every shmctl -j output).
+ *
+ * A writer writes either to a FILE (json_init_file: shmctl's stdout, any
+ * size, streamed) or to a growing malloc'd buffer (json_init: the loader's
+ * one-line replies). It keeps a nesting stack and puts separators in by
+ * itself. Every value function takes the member name first: a name inside an
+ * object, NULL inside an array or for a top-level value.
+ * Compact mode writes `{"a": 1, "b": [1, 2]}` (one line: JSONL-friendly);
+ * pretty mode indents by four spaces. A top-level value ends with '\n'.
+ *
+ * Strings are escaped fully: '"', '\\', every control character (as \n, \t,
+ * ... or \u00XX), DEL, U+2028 and U+2029 (line breaks to JavaScript). Bytes
+ * that are not valid UTF-8 become U+FFFD: output is always valid UTF-8
+ * JSON. Callers that must not lose bytes check utf8_valid() first and write
+ * base64 instead (json_base64).
+ *
+ * Not thread-safe per writer; writers share nothing. */
+#ifndef SHMKV_COMMON_JSON_H
+#define SHMKV_COMMON_JSON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define JSON_MAX_DEPTH 32 /* deeper containers still nest, without separators */
+
+struct json {
+	FILE *f;                             /* stream, or NULL: the buffer below */
+	char *buf;                           /* buffer: NUL-terminated text so far */
+	size_t len, cap;
+	bool oom;                            /* buffer: out of memory (json_finish fails) */
+	bool pretty;
+	bool after_name;                     /* a member name was written, value due */
+	int depth;                           /* open containers */
+	bool first[JSON_MAX_DEPTH];          /* no member written yet at this depth */
+};
+
+/* Buffer writer that starts the top-level object ("{"); json_finish() ends
+ * it and hands over the line. */
+void json_init(struct json *j);
+/* "}\n"; returns the malloc'd line (the caller frees it), or NULL when out
+ * of memory (the buffer is freed then). */
+char *json_finish(struct json *j);
+/* Frees the buffer of a writer that will not be finished. */
+void json_free(struct json *j);
+
+/* Stream writer on f; nothing written yet. */
+void json_init_file(struct json *j, FILE *f, bool pretty);
+
+/* key: the member name inside an object, NULL in an array or at top level. */
+void json_obj_begin(struct json *j, const char *key);
+void json_obj_end(struct json *j);
+void json_arr_begin(struct json *j, const char *key);
+void json_arr_end(struct json *j);
+/* A member name alone; the next value call (with key NULL) is its value. */
+void json_name(struct json *j, const char *key);
+
+void json_str(struct json *j, const char *key, const char *v); /* v NULL: null */
+void json_str_n(struct json *j, const char *key, const void *v, size_t n);
+void json_base64(struct json *j, const char *key, const void *p, size_t n);
+void json_u64(struct json *j, const char *key, uint64_t v);
+void json_i64(struct json *j, const char *key, int64_t v);
+/* v with a fixed number of decimals; non-finite values are written as null. */
+void json_f64(struct json *j, const char *key, double v, int decimals);
+/* A statistic (ratio, seconds) with up to 6 significant digits; non-finite
+ * values are written as null. */
+void json_stat(struct json *j, const char *key, double v);
+void json_bool(struct json *j, const char *key, bool v);
+void json_null(struct json *j, const char *key);
+/* Writes text as is (a number the caller formatted). */
+void json_raw(struct json *j, const char *key, const char *text);
+
+/* The loader's failed reply {"ok": false, "error": msg}\n, malloc'd (NULL:
+ * out of memory). */
+char *json_error(const char *msg);
+/* {"ok": false, "error": msg, "code": NAME}\n with NAME the symbolic name
+ * of err: "ENOENT" for -ENOENT, "SHMKV_ECHECKSUM" for a shmkv code; no
+ * "code" when err is 0. */
+char *json_error_code(const char *msg, int err);
+
+/* Length of the valid UTF-8 sequence at p (1..4), or 0 if the bytes there are
+ * not one (overlong forms, surrogates and code points over U+10FFFF are not). */
+size_t utf8_seq_len(const unsigned char *p, size_t n);
+bool utf8_valid(const void *p, size_t n);
+
+/* Standard base64 (RFC 4648, '+' '/', '=' padding). */
+void base64_write(FILE *f, const void *p, size_t n);
+/* Decodes text (padding optional, no whitespace). Returns the decoded length,
+ * or -1 if text is not base64. out needs (strlen(text) / 4 + 1) * 3 bytes. */
+long base64_decode(const char *text, unsigned char *out);
+
+#endif /* SHMKV_COMMON_JSON_H */

@@ -1,0 +1,84 @@
+/* procmaps.c - see procmaps.h. */
+#include "procmaps.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "segname.h"
+
+bool procmaps_parse_line(char *line, uint64_t *start, char **path, bool *deleted)
+{
+	unsigned long long lo, hi, off, inode;
+	char perms[8], dev[16];
+	int used = 0;
+	if (!isxdigit((unsigned char)line[0]) ||
+	    sscanf(line, "%llx-%llx %7s %llx %15s %llu %n", &lo, &hi, perms, &off, dev, &inode,
+		   &used) < 6 || used == 0)
+		return false;
+	char *p = line + used;
+	size_t n = strlen(p);
+	while (n && (p[n - 1] == '\n' || p[n - 1] == ' '))
+		p[--n] = 0;
+	*deleted = false;
+	static const char del[] = " (deleted)";
+	if (n > sizeof del - 1 && !strcmp(p + n - (sizeof del - 1), del)) {
+		p[n - (sizeof del - 1)] = 0;
+		*deleted = true;
+	}
+	*start = lo;
+	*path = p;
+	return true;
+}
+
+int procmaps_for_each_pid(int (*fn)(long pid, void *arg), void *arg)
+{
+	DIR *d = opendir("/proc");
+	if (!d)
+		return -errno;
+	struct dirent *e;
+	int rc = 0;
+	while (!rc && (e = readdir(d))) {
+		char *end;
+		long pid = strtol(e->d_name, &end, 10);
+		if (*end || pid <= 0)
+			continue;
+		rc = fn(pid, arg);
+	}
+	closedir(d);
+	return rc;
+}
+
+int procmaps_scan_pid(long pid, const char *cache_prefix,
+		      int (*fn)(const struct procmaps_seg *seg, void *arg), void *arg)
+{
+	char fn_[64];
+	snprintf(fn_, sizeof fn_, "/proc/%ld/maps", pid);
+	FILE *f = fopen(fn_, "re");
+	if (!f)
+		return -errno;
+	char *line = NULL;
+	size_t cap = 0;
+	int rc = 0;
+	bool any_line = false;
+	while (!rc && getline(&line, &cap, f) > 0) {
+		struct procmaps_seg s;
+		char *path;
+		any_line = true;
+		if (!procmaps_parse_line(line, &s.start, &path, &s.deleted) || path[0] != '/')
+			continue;
+		if (!segname_match(strrchr(path, '/') + 1, cache_prefix, &s.loading))
+			continue;
+		s.path = path;
+		rc = fn(&s, arg);
+	}
+	/* maps of another user's process opens but reads as EACCES */
+	if (!rc && !any_line && ferror(f))
+		rc = errno ? -errno : -EIO;
+	free(line);
+	fclose(f);
+	return rc;
+}
