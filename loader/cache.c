@@ -9,6 +9,7 @@
 
 #include "loader.h"
 #include "log.h"
+#include "memkind.h"
 #include "mounts.h"
 #include "state.h"
 
@@ -104,12 +105,7 @@ int cache_drop_rollback(struct loader *L, struct cache *c, const char *reason)
 
 const char *mem_kind_name(uint32_t flags, uint64_t page_size, char *buf, size_t len)
 {
-	char ps[16];
-	if (flags & SHMKV_SEG_HUGETLB)
-		snprintf(buf, len, "hugetlb-%s", mounts_size_name(page_size, ps, sizeof ps));
-	else
-		snprintf(buf, len, "shm");
-	return buf;
+	return memkind_name(flags, page_size, buf, len); /* shared with shmctl: common/memkind.h */
 }
 
 const char *mem_policy_name(enum mem_policy p)

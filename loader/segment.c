@@ -1,5 +1,6 @@
 /* segment.c - create, back, name and inspect segment files. */
 #include "segment.h"
+#include "segname.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,8 +16,7 @@
 
 void seg_prefix(const char *root, char *out, size_t len)
 {
-	uint64_t h = XXH3_64bits(root, strlen(root));
-	snprintf(out, len, "shmkv-%08x-", (unsigned)(h >> 32));
+	segname_root_prefix(root, out, len); /* the naming rule lives in common/segname.h */
 }
 
 int seg_parse(const char *file, const char *prefix, char *cache, size_t cache_len,
