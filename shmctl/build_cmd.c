@@ -182,32 +182,32 @@ static void print_summary(const char *out, const shmkv_build_stats *s, double se
 {
 	double per_key = s->entries ? (double)s->image_bytes / (double)s->entries : 0.0;
 	if (json_output) {
-		json_writer *w = &json_out;
-		json_obj_begin(w);
-		json_kv_str(w, "output", out);
-		json_kv_u64(w, "records", s->records);
-		json_kv_u64(w, "entries", s->entries);
-		json_kv_u64(w, "duplicates", s->duplicates);
-		json_kv_u64(w, "image_bytes", s->image_bytes);
-		json_kv_u64(w, "index_bytes", s->index_bytes);
-		json_kv_u64(w, "entries_bytes", s->entries_bytes);
-		json_kv_u64(w, "values_bytes", s->values_bytes);
+		struct json *w = &json_out;
+		json_obj_begin(w, NULL);
+		json_str(w, "output", out);
+		json_u64(w, "records", s->records);
+		json_u64(w, "entries", s->entries);
+		json_u64(w, "duplicates", s->duplicates);
+		json_u64(w, "image_bytes", s->image_bytes);
+		json_u64(w, "index_bytes", s->index_bytes);
+		json_u64(w, "entries_bytes", s->entries_bytes);
+		json_u64(w, "values_bytes", s->values_bytes);
 		json_name(w, "bytes_per_key");
 		if (s->entries)
-			json_stat(w, per_key);
+			json_stat(w, NULL, per_key);
 		else
-			json_null(w);
-		json_kv_u64(w, "buckets", s->bucket_count);
-		json_kv_stat(w, "load_factor", s->load_factor);
-		json_kv_u64(w, "max_probe", s->max_probe);
+			json_null(w, NULL);
+		json_u64(w, "buckets", s->bucket_count);
+		json_stat(w, "load_factor", s->load_factor);
+		json_u64(w, "max_probe", s->max_probe);
 		json_name(w, "dedup");
-		json_obj_begin(w);
-		json_kv_u64(w, "value_bytes_logical", s->value_bytes_logical);
-		json_kv_u64(w, "shared_values", s->dedup_values);
-		json_kv_u64(w, "shared_refs", s->dedup_refs);
-		json_kv_u64(w, "saved_bytes", s->dedup_saved_bytes);
+		json_obj_begin(w, NULL);
+		json_u64(w, "value_bytes_logical", s->value_bytes_logical);
+		json_u64(w, "shared_values", s->dedup_values);
+		json_u64(w, "shared_refs", s->dedup_refs);
+		json_u64(w, "saved_bytes", s->dedup_saved_bytes);
 		json_obj_end(w);
-		json_kv_stat(w, "seconds", seconds);
+		json_stat(w, "seconds", seconds);
 		json_obj_end(w);
 		return;
 	}

@@ -98,36 +98,36 @@ static int by_name(const void *a, const void *b)
 }
 
 /* One cache's figures, as the loader's list names them. */
-static void list_one(json_writer *w, const char *root, const char *name)
+static void list_one(struct json *w, const char *root, const char *name)
 {
 	shmkv_ctl ctl;
 	char why[512], mem[32];
-	json_obj_begin(w);
-	json_kv_str(w, "name", name);
+	json_obj_begin(w, NULL);
+	json_str(w, "name", name);
 	int err = ctl_read(root, name, &ctl, why, sizeof why);
 	if (err) {
-		json_kv_str(w, "error", why);
+		json_str(w, "error", why);
 		json_obj_end(w);
 		return;
 	}
 	const shmkv_ctl_segment *s = &ctl.segments[0];
 	bool published = ctl.generation != 0 && ctl.segment_count > 0;
-	json_kv_u64(w, "generation", ctl.generation);
-	json_kv_bool(w, "published", published);
-	json_kv_u64(w, "image_size", published ? s->size : 0);
+	json_u64(w, "generation", ctl.generation);
+	json_bool(w, "published", published);
+	json_u64(w, "image_size", published ? s->size : 0);
 	json_name(w, "memory");
 	if (published)
-		json_str(w, mem_kind(s->flags, s->page_size, mem, sizeof mem));
+		json_str(w, NULL, mem_kind(s->flags, s->page_size, mem, sizeof mem));
 	else
-		json_null(w);
-	json_kv_u64(w, "copies", published ? ctl.segment_count : 0);
+		json_null(w, NULL);
+	json_u64(w, "copies", published ? ctl.segment_count : 0);
 	json_name(w, "segment");
 	if (published)
-		json_str(w, s->path);
+		json_str(w, NULL, s->path);
 	else
-		json_null(w);
-	json_kv_u64(w, "loader_pid", ctl.loader_pid);
-	json_kv_i64(w, "published_ns", ctl.published_ns);
+		json_null(w, NULL);
+	json_u64(w, "loader_pid", ctl.loader_pid);
+	json_i64(w, "published_ns", ctl.published_ns);
 	json_obj_end(w);
 }
 
@@ -145,7 +145,7 @@ int ctl_list(const char *root, const char *note, jv *out, char *why, size_t why_
 	char *text = NULL;
 	size_t len = 0;
 	FILE *f;
-	json_writer w;
+	struct json w;
 	int rc = -1;
 	while ((e = readdir(d))) {
 		size_t l = strlen(e->d_name);
@@ -171,12 +171,12 @@ int ctl_list(const char *root, const char *note, jv *out, char *why, size_t why_
 
 	if (!(f = open_memstream(&text, &len)))
 		goto out;
-	json_init(&w, f, false);
-	json_obj_begin(&w);
-	json_kv_bool(&w, "loader_running", false);
-	json_kv_str(&w, "note", note);
+	json_init_file(&w, f, false);
+	json_obj_begin(&w, NULL);
+	json_bool(&w, "loader_running", false);
+	json_str(&w, "note", note);
 	json_name(&w, "caches");
-	json_arr_begin(&w);
+	json_arr_begin(&w, NULL);
 	for (size_t i = 0; i < n; i++)
 		list_one(&w, root, names[i]);
 	json_arr_end(&w);

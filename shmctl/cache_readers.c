@@ -300,57 +300,57 @@ static int by_pid(const void *a, const void *b)
 
 static void print_json(const char *name, const struct scan *sc, const char *note)
 {
-	json_writer *w = &json_out;
-	json_obj_begin(w);
-	json_kv_str(w, "cache", name);
+	struct json *w = &json_out;
+	json_obj_begin(w, NULL);
+	json_str(w, "cache", name);
 	json_name(w, "generation");
 	if (sc->ctl)
-		json_u64(w, sc->ctl->generation);
+		json_u64(w, NULL, sc->ctl->generation);
 	else
-		json_null(w);
+		json_null(w, NULL);
 	json_name(w, "current_segments");
-	json_arr_begin(w);
+	json_arr_begin(w, NULL);
 	if (sc->ctl && sc->ctl->generation)
 		for (uint32_t i = 0; i < sc->ctl->segment_count; i++)
-			json_str(w, sc->ctl->segments[i].path);
+			json_str(w, NULL, sc->ctl->segments[i].path);
 	json_arr_end(w);
 	json_name(w, "readers");
-	json_arr_begin(w);
+	json_arr_begin(w, NULL);
 	for (size_t i = 0; i < sc->n; i++) {
 		const struct rproc *p = &sc->procs[i];
-		json_obj_begin(w);
-		json_kv_i64(w, "pid", p->pid);
-		json_kv_str(w, "command", p->comm);
-		json_kv_bool(w, "loader", p->loader);
+		json_obj_begin(w, NULL);
+		json_i64(w, "pid", p->pid);
+		json_str(w, "command", p->comm);
+		json_bool(w, "loader", p->loader);
 		json_name(w, "segments");
-		json_arr_begin(w);
+		json_arr_begin(w, NULL);
 		for (size_t j = 0; j < p->n; j++) {
 			const struct rmap *m = &p->maps[j];
-			json_obj_begin(w);
-			json_kv_str(w, "path", m->path);
-			json_kv_str(w, "state", state_names[m->state]);
+			json_obj_begin(w, NULL);
+			json_str(w, "path", m->path);
+			json_str(w, "state", state_names[m->state]);
 			json_name(w, "generation");
 			if (m->state == MAP_CURRENT)
-				json_u64(w, sc->ctl->generation);
+				json_u64(w, NULL, sc->ctl->generation);
 			else if (m->state == MAP_ROLLBACK)
-				json_u64(w, sc->rb_gen);
+				json_u64(w, NULL, sc->rb_gen);
 			else
-				json_null(w);
-			json_kv_bool(w, "current", m->state == MAP_CURRENT);
-			json_kv_bool(w, "deleted", m->state == MAP_DELETED);
-			json_kv_u64(w, "mappings", m->mappings);
-			json_kv_u64(w, "rss", m->rss);
-			json_kv_u64(w, "pss", m->pss);
-			json_kv_u64(w, "hugetlb", m->hugetlb);
+				json_null(w, NULL);
+			json_bool(w, "current", m->state == MAP_CURRENT);
+			json_bool(w, "deleted", m->state == MAP_DELETED);
+			json_u64(w, "mappings", m->mappings);
+			json_u64(w, "rss", m->rss);
+			json_u64(w, "pss", m->pss);
+			json_u64(w, "hugetlb", m->hugetlb);
 			json_obj_end(w);
 		}
 		json_arr_end(w);
 		json_obj_end(w);
 	}
 	json_arr_end(w);
-	json_kv_u64(w, "unreadable_processes", sc->unreadable);
+	json_u64(w, "unreadable_processes", sc->unreadable);
 	if (note)
-		json_kv_str(w, "note", note);
+		json_str(w, "note", note);
 	json_obj_end(w);
 }
 

@@ -83,63 +83,63 @@ static double ratio(uint64_t a, uint64_t b)
 
 static void print_json(const char *path, const shmkv_image_header *h, const struct stats *st)
 {
-	json_writer *w = &json_out;
+	struct json *w = &json_out;
 	char buf[64];
 	uint64_t slots = h->bucket_count * SHMKV_BUCKET_SLOTS;
-	json_obj_begin(w);
-	json_kv_str(w, "file", path);
-	json_kv_str(w, "name", h->name);
-	json_kv_u64(w, "format_version", h->format_version);
+	json_obj_begin(w, NULL);
+	json_str(w, "file", path);
+	json_str(w, "name", h->name);
+	json_u64(w, "format_version", h->format_version);
 	version_text(buf, sizeof buf, h->builder_version);
-	json_kv_str(w, "builder_version", buf);
-	json_kv_i64(w, "created", h->created_unix);
-	json_kv_u64(w, "seed", h->hash_seed);
-	json_kv_u64(w, "hash_bits", h->hash_bits);
+	json_str(w, "builder_version", buf);
+	json_i64(w, "created", h->created_unix);
+	json_u64(w, "seed", h->hash_seed);
+	json_u64(w, "hash_bits", h->hash_bits);
 	json_name(w, "flags");
-	json_arr_begin(w);
+	json_arr_begin(w, NULL);
 	if (h->flags & SHMKV_HFLAG_DEDUP)
-		json_str(w, "dedup");
+		json_str(w, NULL, "dedup");
 	json_arr_end(w);
-	json_kv_u64(w, "entries", h->entry_count);
-	json_kv_u64(w, "buckets", h->bucket_count);
-	json_kv_u64(w, "slots", slots);
-	json_kv_stat(w, "load_factor", ratio(h->entry_count, slots));
-	json_kv_u64(w, "max_probe", h->max_probe);
-	json_kv_u64(w, "file_size", h->file_size);
+	json_u64(w, "entries", h->entry_count);
+	json_u64(w, "buckets", h->bucket_count);
+	json_u64(w, "slots", slots);
+	json_stat(w, "load_factor", ratio(h->entry_count, slots));
+	json_u64(w, "max_probe", h->max_probe);
+	json_u64(w, "file_size", h->file_size);
 	json_name(w, "bytes_per_key");
 	if (h->entry_count)
-		json_stat(w, ratio(h->file_size, h->entry_count));
+		json_stat(w, NULL, ratio(h->file_size, h->entry_count));
 	else
-		json_null(w);
+		json_null(w, NULL);
 	json_name(w, "sections");
-	json_arr_begin(w);
+	json_arr_begin(w, NULL);
 	for (uint32_t i = 0; i < h->section_count; i++) {
 		const shmkv_section_desc *s = &h->sections[i];
-		json_obj_begin(w);
-		json_kv_str(w, "kind", shmkv__section_name(s->kind));
-		json_kv_u64(w, "offset", s->offset);
-		json_kv_u64(w, "size", s->size);
+		json_obj_begin(w, NULL);
+		json_str(w, "kind", shmkv__section_name(s->kind));
+		json_u64(w, "offset", s->offset);
+		json_u64(w, "size", s->size);
 		snprintf(buf, sizeof buf, "%016" PRIx64, s->checksum);
-		json_kv_str(w, "checksum", buf);
+		json_str(w, "checksum", buf);
 		json_obj_end(w);
 	}
 	json_arr_end(w);
 	json_name(w, "types");
-	json_obj_begin(w);
+	json_obj_begin(w, NULL);
 	for (unsigned t = 1; t <= SHMKV_TYPE_MAX; t++)
-		json_kv_u64(w, shmkv_type_name(t), st->types[t]);
+		json_u64(w, shmkv_type_name(t), st->types[t]);
 	json_obj_end(w);
 	json_name(w, "probe_lengths"); /* [d]: keys d buckets from their home */
-	json_arr_begin(w);
+	json_arr_begin(w, NULL);
 	for (uint32_t d = 0; d < st->probe_len; d++)
-		json_u64(w, st->probe[d]);
+		json_u64(w, NULL, st->probe[d]);
 	json_arr_end(w);
 	json_name(w, "dedup");
-	json_obj_begin(w);
-	json_kv_u64(w, "value_bytes_logical", h->value_bytes_logical);
-	json_kv_u64(w, "shared_values", h->dedup_values);
-	json_kv_u64(w, "shared_refs", h->dedup_refs);
-	json_kv_u64(w, "saved_bytes", h->dedup_saved_bytes);
+	json_obj_begin(w, NULL);
+	json_u64(w, "value_bytes_logical", h->value_bytes_logical);
+	json_u64(w, "shared_values", h->dedup_values);
+	json_u64(w, "shared_refs", h->dedup_refs);
+	json_u64(w, "saved_bytes", h->dedup_saved_bytes);
 	json_obj_end(w);
 	json_obj_end(w);
 }

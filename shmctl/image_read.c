@@ -17,15 +17,15 @@ static char *key_text(const void *key, size_t len)
 	FILE *f = open_memstream(&buf, &n);
 	if (!f)
 		return NULL;
-	json_writer w;
-	json_init(&w, f, false);
+	struct json w;
+	json_init_file(&w, f, false);
 	w.depth = 1; /* no newline after the value */
 	w.first[0] = true;
 	if (utf8_valid(key, len)) {
-		json_str_n(&w, key, len);
+		json_str_n(&w, NULL, key, len);
 	} else {
 		fputs("base64:", f);
-		json_base64(&w, key, len);
+		json_base64(&w, NULL, key, len);
 	}
 	fclose(f);
 	return buf;
@@ -68,10 +68,10 @@ int do_image_verify(int argc, char **argv)
 			uint64_t n = shmkv_header(db)->entry_count;
 			shmkv_close(db);
 			if (json_output) {
-				json_obj_begin(&json_out);
-				json_kv_str(&json_out, "file", path);
-				json_kv_bool(&json_out, "ok", true);
-				json_kv_u64(&json_out, "entries", n);
+				json_obj_begin(&json_out, NULL);
+				json_str(&json_out, "file", path);
+				json_bool(&json_out, "ok", true);
+				json_u64(&json_out, "entries", n);
 				json_obj_end(&json_out);
 			} else {
 				printf("ok: %" PRIu64 " entries verified\n", n);
@@ -82,10 +82,10 @@ int do_image_verify(int argc, char **argv)
 	}
 	image_why(msg, sizeof msg, path, why);
 	if (json_output) {
-		json_obj_begin(&json_out);
-		json_kv_str(&json_out, "file", path);
-		json_kv_bool(&json_out, "ok", false);
-		json_kv_str(&json_out, "error", msg);
+		json_obj_begin(&json_out, NULL);
+		json_str(&json_out, "file", path);
+		json_bool(&json_out, "ok", false);
+		json_str(&json_out, "error", msg);
 		json_obj_end(&json_out);
 	} else {
 		fflush(stdout);
@@ -94,17 +94,17 @@ int do_image_verify(int argc, char **argv)
 	return EXIT_NEGATIVE;
 }
 
-static void dump_meta(json_writer *w, const shmkv_image_header *h)
+static void dump_meta(struct json *w, const shmkv_image_header *h)
 {
-	json_obj_begin(w);
+	json_obj_begin(w, NULL);
 	json_name(w, "shmkv_meta");
-	json_obj_begin(w);
-	json_kv_str(w, "name", h->name);
-	json_kv_u64(w, "seed", h->hash_seed);
-	json_kv_i64(w, "created", h->created_unix);
-	json_kv_u64(w, "buckets", h->bucket_count);
-	json_kv_u64(w, "hash_bits", h->hash_bits);
-	json_kv_bool(w, "dedup", (h->flags & SHMKV_HFLAG_DEDUP) != 0);
+	json_obj_begin(w, NULL);
+	json_str(w, "name", h->name);
+	json_u64(w, "seed", h->hash_seed);
+	json_i64(w, "created", h->created_unix);
+	json_u64(w, "buckets", h->bucket_count);
+	json_u64(w, "hash_bits", h->hash_bits);
+	json_bool(w, "dedup", (h->flags & SHMKV_HFLAG_DEDUP) != 0);
 	json_obj_end(w);
 	json_obj_end(w);
 }
@@ -124,8 +124,8 @@ int do_image_dump(int argc, char **argv)
 		return p_err("%s: the image name is not valid UTF-8: JSONL cannot carry it", path);
 	}
 
-	json_writer w; /* JSONL: one compact record a line, whatever -p says */
-	json_init(&w, stdout, false);
+	struct json w; /* JSONL: one compact record a line, whatever -p says */
+	json_init_file(&w, stdout, false);
 	dump_meta(&w, h);
 
 	shmkv_iter it;
@@ -143,9 +143,9 @@ int do_image_dump(int argc, char **argv)
 			free(k);
 			break;
 		}
-		json_obj_begin(&w);
+		json_obj_begin(&w, NULL);
 		json_key_member(&w, key, key_len);
-		json_kv_str(&w, "type", shmkv_type_name(v.type));
+		json_str(&w, "type", shmkv_type_name(v.type));
 		json_name(&w, "value");
 		value_json(&w, &v);
 		json_obj_end(&w);

@@ -438,21 +438,21 @@ bool jv_get_bool(const jv *v, const char *name, bool *out)
 	return true;
 }
 
-void jv_write(json_writer *w, const jv *v)
+void jv_write(struct json *w, const jv *v)
 {
 	switch (v->type) {
-	case JV_NULL: json_null(w); break;
-	case JV_BOOL: json_bool(w, v->b); break;
-	case JV_NUM: json_raw(w, v->s); break;
-	case JV_STR: json_str_n(w, v->s, v->len); break;
+	case JV_NULL: json_null(w, NULL); break;
+	case JV_BOOL: json_bool(w, NULL, v->b); break;
+	case JV_NUM: json_raw(w, NULL, v->s); break;
+	case JV_STR: json_str_n(w, NULL, v->s, v->len); break;
 	case JV_ARR:
-		json_arr_begin(w);
+		json_arr_begin(w, NULL);
 		for (size_t i = 0; i < v->n; i++)
 			jv_write(w, &v->kids[i]);
 		json_arr_end(w);
 		break;
 	case JV_OBJ:
-		json_obj_begin(w);
+		json_obj_begin(w, NULL);
 		for (size_t i = 0; i < v->n; i++) {
 			json_name(w, v->keys[i]);
 			jv_write(w, &v->kids[i]);

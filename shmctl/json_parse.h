@@ -45,6 +45,6 @@ bool jv_get_bool(const jv *v, const char *name, bool *out);
 bool jv_u64(const jv *v, uint64_t *out);
 
 /* Writes v through w (numbers as their original text). */
-void jv_write(json_writer *w, const jv *v);
+void jv_write(struct json *w, const jv *v);
 
 #endif /* SHMCTL_JSON_PARSE_H */

@@ -9,14 +9,14 @@
 #include "main.h"
 #include "value.h"
 
-void json_key_member(json_writer *w, const void *key, size_t len)
+void json_key_member(struct json *w, const void *key, size_t len)
 {
 	if (utf8_valid(key, len)) {
 		json_name(w, "key");
-		json_str_n(w, key, len);
+		json_str_n(w, NULL, key, len);
 	} else {
 		json_name(w, "key_base64");
-		json_base64(w, key, len);
+		json_base64(w, NULL, key, len);
 	}
 }
 
@@ -65,13 +65,13 @@ static int print_value(const void *key, size_t key_len, const shmkv_value *v)
 	if (v->type == SHMKV_TYPE_STRLIST && !value_utf8_ok(v))
 		return p_err("the value is a strlist with a string that is not valid UTF-8; "
 			     "get it without -j");
-	json_writer *w = &json_out;
-	json_obj_begin(w);
+	struct json *w = &json_out;
+	json_obj_begin(w, NULL);
 	json_key_member(w, key, key_len);
-	json_kv_str(w, "type", shmkv_type_name(v->type));
+	json_str(w, "type", shmkv_type_name(v->type));
 	if (v->type == SHMKV_TYPE_STRING && !value_utf8_ok(v)) {
 		json_name(w, "value_base64");
-		json_base64(w, v->data, v->size);
+		json_base64(w, NULL, v->data, v->size);
 	} else {
 		json_name(w, "value");
 		value_json(w, v);

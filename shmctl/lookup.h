@@ -29,6 +29,6 @@ struct get_source {
 int get_verb(int argc, char **argv, const struct get_source *src);
 
 /* Writes the key member: "key" when UTF-8, else "key_base64". */
-void json_key_member(json_writer *w, const void *key, size_t len);
+void json_key_member(struct json *w, const void *key, size_t len);
 
 #endif /* SHMCTL_LOOKUP_H */

@@ -26,7 +26,7 @@
 
 bool json_output;
 bool pretty_output;
-json_writer json_out;
+struct json json_out;
 const char *root_option;
 
 const char *shmctl_root(void)
@@ -69,11 +69,11 @@ int p_err(const char *fmt, ...)
 	vsnprintf(buf, sizeof buf, fmt, ap);
 	va_end(ap);
 	if (json_output) {
-		json_writer w;
+		struct json w;
 		fflush(stdout);
-		json_init(&w, stdout, pretty_output);
-		json_obj_begin(&w);
-		json_kv_str(&w, "error", buf);
+		json_init_file(&w, stdout, pretty_output);
+		json_obj_begin(&w, NULL);
+		json_str(&w, "error", buf);
 		json_obj_end(&w);
 		fflush(stdout);
 	} else {
@@ -96,8 +96,8 @@ int p_usage(const char *help_cmd, const char *fmt, ...)
 void print_help(const char *text)
 {
 	if (json_output) {
-		json_obj_begin(&json_out);
-		json_kv_str(&json_out, "help", text);
+		json_obj_begin(&json_out, NULL);
+		json_str(&json_out, "help", text);
 		json_obj_end(&json_out);
 	} else {
 		fputs(text, stdout);
@@ -115,11 +115,11 @@ int verb_common_opt(int c, char **argv, int (*help)(int, char **), const char *h
 	switch (c) {
 	case 'j':
 		json_output = true;
-		json_init(&json_out, stdout, pretty_output);
+		json_init_file(&json_out, stdout, pretty_output);
 		return -1;
 	case 'p':
 		json_output = pretty_output = true;
-		json_init(&json_out, stdout, pretty_output);
+		json_init_file(&json_out, stdout, pretty_output);
 		return -1;
 	case 'h':
 		return help(0, argv);
@@ -171,10 +171,10 @@ static int do_version(int argc, char **argv)
 	(void)argc;
 	(void)argv;
 	if (json_output) {
-		json_obj_begin(&json_out);
-		json_kv_str(&json_out, "version", SHMCTL_VERSION);
-		json_kv_u64(&json_out, "format_version", SHMKV_FORMAT_VERSION);
-		json_kv_str(&json_out, "vector", shmkv_vector_name());
+		json_obj_begin(&json_out, NULL);
+		json_str(&json_out, "version", SHMCTL_VERSION);
+		json_u64(&json_out, "format_version", SHMKV_FORMAT_VERSION);
+		json_str(&json_out, "vector", shmkv_vector_name());
 		json_obj_end(&json_out);
 	} else {
 		printf("%s %s (image format %u, probe %s)\n", BIN_NAME, SHMCTL_VERSION,
@@ -265,7 +265,7 @@ int main(int argc, char **argv)
 			return p_usage("", "unknown option %s", argv[optind - 1]);
 		}
 	}
-	json_init(&json_out, stdout, pretty_output);
+	json_init_file(&json_out, stdout, pretty_output);
 	argc -= optind;
 	argv += optind;
 

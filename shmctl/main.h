@@ -17,7 +17,7 @@
 
 extern bool json_output;   /* -j: JSON on stdout */
 extern bool pretty_output; /* -p: indented JSON (implies -j) */
-extern json_writer json_out; /* the stdout writer, set up by main() */
+extern struct json json_out; /* the stdout writer, set up by main() */
 extern const char *root_option; /* -r/--root DIR, or NULL */
 
 /* The shmkv root directory (control segments, the loader's socket):

@@ -52,8 +52,8 @@ char *plain_value(const jv *v)
 	case JV_STR: put_text(f, v->s, v->len); break;
 	case JV_ARR:
 	case JV_OBJ: {
-		json_writer w;
-		json_init(&w, f, false);
+		struct json w;
+		json_init_file(&w, f, false);
 		jv_write(&w, v);
 		break;
 	}

@@ -114,47 +114,47 @@ bool value_utf8_ok(const shmkv_value *v)
 	return true;
 }
 
-static void json_f64(json_writer *w, double d)
+static void value_f64(struct json *w, double d)
 {
 	char buf[NUM_BUF];
 	if (fmt_f64_json(buf, d))
-		json_str(w, buf);
+		json_str(w, NULL, buf);
 	else
-		json_raw(w, buf);
+		json_raw(w, NULL, buf);
 }
 
-static void json_f32(json_writer *w, float f)
+static void value_f32(struct json *w, float f)
 {
 	char buf[NUM_BUF];
 	if (fmt_f32_json(buf, f))
-		json_str(w, buf);
+		json_str(w, NULL, buf);
 	else
-		json_raw(w, buf);
+		json_raw(w, NULL, buf);
 }
 
-void value_json(json_writer *w, const shmkv_value *v)
+void value_json(struct json *w, const shmkv_value *v)
 {
 	switch (v->type) {
-	case SHMKV_TYPE_BYTES: json_base64(w, v->data, v->size); return;
-	case SHMKV_TYPE_STRING: json_str_n(w, v->data, v->size); return;
-	case SHMKV_TYPE_I64: json_i64(w, i64_at(v, 0)); return;
-	case SHMKV_TYPE_BOOL: json_bool(w, *(const uint8_t *)v->data != 0); return;
-	case SHMKV_TYPE_F64: json_f64(w, f64_at(v, 0)); return;
+	case SHMKV_TYPE_BYTES: json_base64(w, NULL, v->data, v->size); return;
+	case SHMKV_TYPE_STRING: json_str_n(w, NULL, v->data, v->size); return;
+	case SHMKV_TYPE_I64: json_i64(w, NULL, i64_at(v, 0)); return;
+	case SHMKV_TYPE_BOOL: json_bool(w, NULL, *(const uint8_t *)v->data != 0); return;
+	case SHMKV_TYPE_F64: value_f64(w, f64_at(v, 0)); return;
 	default: break;
 	}
-	json_arr_begin(w);
+	json_arr_begin(w, NULL);
 	switch (v->type) {
 	case SHMKV_TYPE_F32LIST:
 		for (size_t i = 0; i < v->count; i++)
-			json_f32(w, f32_at(v, i));
+			value_f32(w, f32_at(v, i));
 		break;
 	case SHMKV_TYPE_F64LIST:
 		for (size_t i = 0; i < v->count; i++)
-			json_f64(w, f64_at(v, i));
+			value_f64(w, f64_at(v, i));
 		break;
 	case SHMKV_TYPE_I64LIST:
 		for (size_t i = 0; i < v->count; i++)
-			json_i64(w, i64_at(v, i));
+			json_i64(w, NULL, i64_at(v, i));
 		break;
 	case SHMKV_TYPE_STRLIST: {
 		shmkv_strlist l;
@@ -163,7 +163,7 @@ void value_json(json_writer *w, const shmkv_value *v)
 		for (size_t i = 0; i < l.count; i++) {
 			size_t n;
 			const char *s = shmkv_strlist_at(&l, i, &n);
-			json_str_n(w, s, n);
+			json_str_n(w, NULL, s, n);
 		}
 		break;
 	}
@@ -204,8 +204,8 @@ void value_plain(FILE *f, const shmkv_value *v)
 		fputc(']', f);
 		break;
 	case SHMKV_TYPE_STRLIST: {
-		json_writer w; /* the strings quoted and escaped, on one line */
-		json_init(&w, f, false);
+		struct json w; /* the strings quoted and escaped, on one line */
+		json_init_file(&w, f, false);
 		w.depth = 1; /* as if nested: no newline after the array */
 		w.first[0] = true;
 		value_json(&w, v);

@@ -34,7 +34,7 @@ bool fmt_f32_json(char *buf, float v);
 bool value_utf8_ok(const shmkv_value *v);
 
 /* Writes v as one JSON value (strings not UTF-8 get U+FFFD: check first). */
-void value_json(json_writer *w, const shmkv_value *v);
+void value_json(struct json *w, const shmkv_value *v);
 
 /* Writes v as plain text and a newline. */
 void value_plain(FILE *f, const shmkv_value *v);
