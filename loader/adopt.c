@@ -1,11 +1,18 @@
 /* adopt.c - restart: adopt the control segments and segments of an earlier
  * loader with the same root, repair a publish a crash left open, and remove
- * orphaned segments and temporary files. */
+ * orphaned segments and temporary files.
+ *
+ * Trust: ROOT must be a directory no other user can write (else startup is
+ * refused), so its names cannot be swapped under us; every control segment
+ * and segment file is checked (owner, mode, type) before it is used, and
+ * files of other users are left alone (logged), whatever their name. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "loader.h"
@@ -38,6 +45,10 @@ static void add_dir(struct scan *sc, const char *dir)
 		memcpy(sc->dirs[sc->ndirs++], dir, len + 1); /* paths longer than PATH_MAX cannot exist */
 }
 
+/* Segment files of this root in dir (a segment directory, or a mount or
+ * shm_dir where earlier versions put them), and segment directories in it.
+ * Files of other users are logged and skipped: they neither count as load
+ * ids, nor get adopted, nor get removed. */
 static void scan_dir(struct loader *L, struct scan *sc, const char *dir)
 {
 	DIR *d = opendir(dir);
@@ -47,10 +58,24 @@ static void scan_dir(struct loader *L, struct scan *sc, const char *dir)
 	while ((e = readdir(d))) {
 		struct found f;
 		memset(&f, 0, sizeof f);
+		if (seg_dir_trusted(dir, e->d_name)) {
+			char sub[PATH_MAX];
+			if ((size_t)snprintf(sub, sizeof sub, "%s/%s", dir, e->d_name) < sizeof sub)
+				add_dir(sc, sub);
+			continue;
+		}
 		if (seg_parse(e->d_name, L->prefix, f.cache, sizeof f.cache, &f.load_id, &f.loading))
 			continue;
 		if ((size_t)snprintf(f.path, sizeof f.path, "%s/%s", dir, e->d_name) >= sizeof f.path)
 			continue;
+		struct stat st;
+		char why[400], q[512];
+		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+			continue;
+		if (seg_trust_stat(&st, f.path, 0, 0, why, sizeof why)) {
+			log_warn("ignored file=%s: %s", f.path, log_quote(q, sizeof q, why));
+			continue;
+		}
 		if (sc->n == sc->cap) {
 			size_t cap = sc->cap ? sc->cap * 2 : 64;
 			struct found *t = realloc(sc->f, cap * sizeof *t);
@@ -92,6 +117,19 @@ static int newest_valid(const struct scan *sc, const char *cache, struct seg_inf
 	return found;
 }
 
+/* ROOT/NAME.ctl is ours: ROOT is trusted (adopt_all), so an lstat cannot be
+ * raced, and ctl_open() then never opens a FIFO or another user's file. */
+static int ctl_trusted(struct loader *L, const char *name, char *why, size_t why_len)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	if ((size_t)snprintf(path, sizeof path, "%s/%s.ctl", L->root, name) >= sizeof path)
+		return shmkv__fail(-ENAMETOOLONG, why, why_len, "%s: path too long", L->root);
+	if (lstat(path, &st) != 0)
+		return shmkv__fail(-errno, why, why_len, "%s: %s", path, strerror(errno));
+	return seg_trust_stat(&st, path, 0, 0, why, why_len);
+}
+
 static void adopt_one(struct loader *L, struct scan *sc, const char *name)
 {
 	char why[400], q[512], mem[32];
@@ -100,7 +138,9 @@ static void adopt_one(struct loader *L, struct scan *sc, const char *name)
 		log_err("out of memory");
 		return;
 	}
-	int err = ctl_open(L->root, name, &c->ctl, why, sizeof why);
+	int err = ctl_trusted(L, name, why, sizeof why);
+	if (!err)
+		err = ctl_open(L->root, name, &c->ctl, why, sizeof why);
 	if (err) {
 		c->broken = 1;
 		cache_set_error(L, c, "%s", why);
@@ -200,8 +240,30 @@ static int kept(struct loader *L, const struct found *f)
 	return 0;
 }
 
-void adopt_all(struct loader *L)
+/* ROOT holds the control segments readers trust: refuse a root another user
+ * could write (a group-writable one included). */
+static int root_trusted(struct loader *L, char *why, size_t why_len)
 {
+	int fd = open(L->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return shmkv__fail(-errno, why, why_len, "root %s: %s", L->root, strerror(errno));
+	int err = seg_trust(fd, L->root, 1, 1, why, why_len);
+	close(fd);
+	if (err) {
+		char t[400];
+		snprintf(t, sizeof t, "%s", why);
+		shmkv__fail(err, why, why_len, "%s (root must be owned by the loader's user or "
+			    "root and writable by no one else)", t);
+	}
+	return err;
+}
+
+int adopt_all(struct loader *L, char *why_out, size_t why_out_len)
+{
+	int rerr = root_trusted(L, why_out, why_out_len);
+	if (rerr)
+		return rerr;
+	seg_set_dir_group(L->conf->gid);
 	struct scan sc;
 	memset(&sc, 0, sizeof sc);
 	struct hmount m[16];
@@ -239,7 +301,8 @@ void adopt_all(struct loader *L)
 		memcpy(names[nn++], name, sizeof name);
 		struct ctl tmp;
 		char why[256];
-		if (ctl_open(L->root, name, &tmp, why, sizeof why) == 0) {
+		if (ctl_trusted(L, name, why, sizeof why) == 0 &&
+		    ctl_open(L->root, name, &tmp, why, sizeof why) == 0) {
 			char dir[PATH_MAX];
 			char p[SHMKV_CTL_PATH_MAX];
 			memcpy(p, (const void *)tmp.map->segments[0].path, sizeof p);
@@ -269,4 +332,5 @@ void adopt_all(struct loader *L)
 			log_warn("cannot remove orphan file=%s: %s", f->path, strerror(errno));
 	}
 	free(sc.f);
+	return 0;
 }

@@ -286,7 +286,7 @@ int op_load(struct loader *L, const char *name, const char *path, char **reply, 
 		goto reject;
 	have_seg = 1;
 	uint64_t t_alloc = now_ns();
-	c->next_load++;
+	c->next_load = s.info.load_id + 1; /* seg_create() skips names taken */
 	struct ioread_opts o = {
 		.queue_depth = L->conf->queue_depth,
 		.block_size = L->conf->block_size,

@@ -116,8 +116,8 @@ int cache_save_state(struct loader *L, struct cache *c);
 /* worker: unlinks the rollback candidate (logged with reason), saves the state */
 int cache_drop_rollback(struct loader *L, struct cache *c, const char *reason);
 
-/* adopt.c: restart */
-void adopt_all(struct loader *L);
+/* adopt.c: restart; refuses (error in why) a root others can write */
+int adopt_all(struct loader *L, char *why, size_t why_len);
 
 /* readers.c */
 void readers_count(const char *prefix_name, const char *cur_path, pid_t self, unsigned *cur,

@@ -266,7 +266,8 @@ static int startup(struct loader *L, struct loader_conf *conf, char *why, size_t
 		 "io=%s config=%s", L->root, L->spool, conf->shm_dir, L->prefix, conf->queue_depth,
 		 (unsigned long long)conf->block_size, conf_io_name(conf->io),
 		 L->config_path[0] ? L->config_path : "none");
-	adopt_all(L);
+	if ((err = adopt_all(L, why, why_len)))
+		return err;
 
 	sigset_t set;
 	sigemptyset(&set);

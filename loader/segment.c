@@ -1,9 +1,12 @@
-/* segment.c - create, back, name and inspect segment files. */
+/* segment.c - create, back, name and inspect segment files; the segment
+ * directory and the trust checks of what is adopted (segment.h). */
 #include "segment.h"
 #include "segname.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +15,165 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include "log.h"
+
 #define HUGETLBFS_MAGIC_ 0x958458f6
+
+static gid_t dir_group = (gid_t)-1; /* set once at startup, before the worker runs */
+
+void seg_set_dir_group(gid_t gid)
+{
+	dir_group = gid;
+}
+
+static gid_t group_for_dir(void)
+{
+	if (dir_group != (gid_t)-1)
+		return dir_group;
+	struct group g, *r = NULL;
+	char buf[4096];
+	if (getgrnam_r("shmkv", &g, buf, sizeof buf, &r) == 0 && r)
+		return r->gr_gid;
+	return getegid();
+}
+
+int seg_trust_stat(const struct stat *st, const char *path, int dir, int allow_root, char *why,
+		   size_t why_len)
+{
+	uid_t me = geteuid();
+	if (dir ? !S_ISDIR(st->st_mode) : !S_ISREG(st->st_mode))
+		return shmkv__fail(-EPERM, why, why_len, "%s: not a %s (mode %06o): not trusted",
+				   path, dir ? "directory" : "regular file", (unsigned)st->st_mode);
+	if (st->st_uid != me && !(allow_root && st->st_uid == 0))
+		return shmkv__fail(-EPERM, why, why_len,
+				   "%s: owned by uid %u, not by the loader's uid %u: not trusted",
+				   path, (unsigned)st->st_uid, (unsigned)me);
+	if (st->st_mode & (S_IWGRP | S_IWOTH))
+		return shmkv__fail(-EPERM, why, why_len,
+				   "%s: mode %04o is writable by group or others: not trusted", path,
+				   (unsigned)(st->st_mode & 07777));
+	return 0;
+}
+
+int seg_trust(int fd, const char *path, int dir, int allow_root, char *why, size_t why_len)
+{
+	struct stat st;
+	if (fstat(fd, &st) != 0)
+		return shmkv__fail(-errno, why, why_len, "%s: fstat: %s", path, strerror(errno));
+	return seg_trust_stat(&st, path, dir, allow_root, why, why_len);
+}
+
+/* SEG_DIR_NAME, or SEG_DIR_NAME "." and 6 characters (mkdtemp) */
+static int is_dir_name(const char *n)
+{
+	size_t l = strlen(SEG_DIR_NAME);
+	if (strncmp(n, SEG_DIR_NAME, l))
+		return 0;
+	return !n[l] || (n[l] == '.' && strlen(n + l + 1) == 6);
+}
+
+/* Opens base/name as a trusted segment directory: a descriptor or -errno. */
+static int open_trusted_dir(int bfd, const char *base, const char *name, char *why,
+			    size_t why_len)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof path, "%s/%s", base, name);
+	/* O_NOFOLLOW|O_DIRECTORY: a symlink or a FIFO fails here without blocking */
+	int fd = openat(bfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return shmkv__fail(-errno, why, why_len, "%s: %s", path,
+				   errno == ELOOP || errno == ENOTDIR ? "not a directory"
+								      : strerror(errno));
+	int err = seg_trust(fd, path, 1, 0, why, why_len);
+	if (err) {
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+int seg_dir_trusted(const char *base, const char *name)
+{
+	char why[256];
+	if (!is_dir_name(name))
+		return 0;
+	int bfd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (bfd < 0)
+		return 0;
+	int fd = open_trusted_dir(bfd, base, name, why, sizeof why);
+	close(bfd);
+	if (fd < 0)
+		return 0;
+	close(fd);
+	return 1;
+}
+
+/* A directory just created (mode 0700 so far): its group, then 0750. */
+static int finish_new_dir(int fd, const char *path, char *why, size_t why_len)
+{
+	if (fchown(fd, (uid_t)-1, group_for_dir()) != 0 || fchmod(fd, 0750) != 0)
+		return shmkv__fail(-errno, why, why_len, "%s: set group and mode: %s", path,
+				   strerror(errno));
+	return 0;
+}
+
+int seg_dir_open(const char *base, char *out, size_t out_len, char *why, size_t why_len)
+{
+	char refused[400];
+	int bfd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (bfd < 0)
+		return shmkv__fail(-errno, why, why_len, "%s: %s", base, strerror(errno));
+	if ((size_t)snprintf(out, out_len, "%s/" SEG_DIR_NAME, base) >= out_len) {
+		close(bfd);
+		return shmkv__fail(-ENAMETOOLONG, why, why_len, "%s: path too long", base);
+	}
+	int created = mkdirat(bfd, SEG_DIR_NAME, 0700) == 0;
+	int fd = open_trusted_dir(bfd, base, SEG_DIR_NAME, refused, sizeof refused);
+	if (fd >= 0 && created && finish_new_dir(fd, out, why, why_len)) {
+		close(fd);
+		close(bfd);
+		return -EPERM;
+	}
+	if (fd >= 0) {
+		close(bfd);
+		return fd;
+	}
+	/* someone else holds the name: a private directory of ours instead; an
+	 * earlier one is reused so that a restart finds every segment */
+	DIR *d = fdopendir(dup(bfd));
+	struct dirent *e;
+	while (d && fd < 0 && (e = readdir(d))) {
+		char w[256];
+		if (strcmp(e->d_name, SEG_DIR_NAME) && is_dir_name(e->d_name) &&
+		    (fd = open_trusted_dir(bfd, base, e->d_name, w, sizeof w)) >= 0)
+			snprintf(out, out_len, "%s/%s", base, e->d_name);
+	}
+	if (d)
+		closedir(d);
+	if (fd < 0) {
+		char tmpl[PATH_MAX];
+		snprintf(tmpl, sizeof tmpl, "%s/" SEG_DIR_NAME ".XXXXXX", base);
+		if (!mkdtemp(tmpl)) {
+			int err = -errno;
+			close(bfd);
+			return shmkv__fail(err, why, why_len, "%s; and mkdtemp %s: %s", refused, tmpl,
+					   strerror(-err));
+		}
+		snprintf(out, out_len, "%s", tmpl);
+		fd = open_trusted_dir(bfd, base, strrchr(tmpl, '/') + 1, why, why_len);
+		if (fd >= 0 && finish_new_dir(fd, out, why, why_len)) {
+			close(fd);
+			fd = -EPERM;
+		}
+	}
+	close(bfd);
+	if (fd >= 0) {
+		char q[512];
+		log_err("segment directory refused: %s; using %s", log_quote(q, sizeof q, refused),
+			out);
+	}
+	return fd;
+}
 
 void seg_prefix(const char *root, char *out, size_t len)
 {
@@ -54,23 +215,51 @@ int seg_create(struct seg *s, const char *dir, int hugetlb, uint64_t page_size,
 	memset(s, 0, sizeof *s);
 	s->fd = -1;
 	struct seg_info *in = &s->info;
-	if ((size_t)snprintf(in->path, sizeof in->path, "%s/%s%s-%llu", dir, prefix, cache,
-			     (unsigned long long)load_id) >= sizeof in->path)
-		return shmkv__fail(-ENAMETOOLONG, why, why_len,
-				   "segment path in %s longer than the control segment's %u bytes",
-				   dir, SHMKV_CTL_PATH_MAX - 1);
-	snprintf(s->tmp, sizeof s->tmp, "%s%s", in->path, SEG_LOADING_SUFFIX);
+	char sdir[PATH_MAX];
+	int dfd = seg_dir_open(dir, sdir, sizeof sdir, why, why_len);
+	if (dfd < 0)
+		return dfd;
+	for (int tries = 0;; tries++) {
+		if ((size_t)snprintf(in->path, sizeof in->path, "%s/%s%s-%llu", sdir, prefix, cache,
+				     (unsigned long long)load_id) >= sizeof in->path) {
+			close(dfd);
+			return shmkv__fail(-ENAMETOOLONG, why, why_len,
+					   "segment path in %s longer than the control segment's "
+					   "%u bytes", sdir, SHMKV_CTL_PATH_MAX - 1);
+		}
+		snprintf(s->tmp, sizeof s->tmp, "%s%s", in->path, SEG_LOADING_SUFFIX);
+		const char *name = strrchr(s->tmp, '/') + 1;
+		struct stat st;
+		char fin[SHMKV_CTL_PATH_MAX];
+		snprintf(fin, sizeof fin, "%s", strrchr(in->path, '/') + 1);
+		/* the final name must be free too: seg_commit() never replaces */
+		if (fstatat(dfd, fin, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+			err = -EEXIST;
+		} else {
+			s->fd = openat(dfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+				       0600);
+			err = s->fd < 0 ? -errno : 0;
+		}
+		if (!err)
+			break;
+		if (err != -EEXIST || tries + 1 == SEG_NAME_TRIES) {
+			close(dfd);
+			return shmkv__fail(err, why, why_len, "%s: %s%s", s->tmp, strerror(-err),
+					   err == -EEXIST ? " (and every load id before it)" : "");
+		}
+		log_warn("segment name taken file=%s: trying load id %llu", s->tmp,
+			 (unsigned long long)load_id + 1);
+		load_id++;
+	}
+	close(dfd);
 	in->load_id = load_id;
 	in->size = size;
 	in->page_size = page_size;
 	in->map_size = (size + page_size - 1) / page_size * page_size;
 	in->flags = hugetlb ? SHMKV_SEG_HUGETLB : 0;
-	s->fd = open(s->tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (s->fd < 0) {
-		err = -errno;
-		return shmkv__fail(err, why, why_len, "%s: %s", s->tmp, strerror(-err));
-	}
-	if (fchmod(s->fd, mode) != 0 || (gid != (gid_t)-1 && fchown(s->fd, (uid_t)-1, gid) != 0)) {
+	/* readers need read access only: never group or other write */
+	if (fchmod(s->fd, mode & 0644) != 0 ||
+	    (gid != (gid_t)-1 && fchown(s->fd, (uid_t)-1, gid) != 0)) {
 		err = -errno;
 		shmkv__fail(err, why, why_len, "%s: set mode/group: %s", s->tmp, strerror(-err));
 		goto fail;
@@ -116,7 +305,12 @@ int seg_commit(struct seg *s, char *why, size_t why_len)
 	s->map = NULL;
 	close(s->fd);
 	s->fd = -1;
-	if (rename(s->tmp, s->info.path) != 0) {
+	/* never replaces: seg_create() chose a free name in a directory only we
+	 * can write; RENAME_NOREPLACE also where a filesystem would not say so */
+	int r = renameat2(AT_FDCWD, s->tmp, AT_FDCWD, s->info.path, RENAME_NOREPLACE);
+	if (r != 0 && errno == EINVAL)
+		r = link(s->tmp, s->info.path) == 0 ? unlink(s->tmp) : -1;
+	if (r != 0) {
 		err = -errno;
 		shmkv__fail(err, why, why_len, "rename %s: %s", s->tmp, strerror(-err));
 		unlink(s->tmp);
@@ -146,10 +340,17 @@ int seg_inspect(const char *path_in, struct seg_info *in, char *why, size_t why_
 	memcpy(path, path_in, plen + 1);
 	memset(in, 0, sizeof *in);
 	memcpy(in->path, path, plen + 1);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO put here must not block the loader; then fstat */
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0) {
 		err = -errno;
-		return shmkv__fail(err, why, why_len, "%s: %s", path, strerror(-err));
+		return shmkv__fail(err, why, why_len, "%s: %s", path,
+				   err == -ELOOP ? "a symbolic link: not trusted" : strerror(-err));
+	}
+	err = seg_trust(fd, path, 0, 0, why, why_len);
+	if (err) {
+		close(fd);
+		return err;
 	}
 	struct stat st;
 	struct statfs sf;

@@ -12,8 +12,10 @@
 //     vanished publishes "nothing"; attach then fails cleanly.
 //   ReadOnly: mprotect(PROT_WRITE) on the image and the control mappings
 //     fails with EACCES; a store through the mapping faults; files are 0644
-//     and, as uid 65534, O_RDWR opens fail with EACCES while attaching
-//     works; a cache configured mode=0640 cannot be attached by that user.
+//     and, as uid 65534 (in the loader's group, nogroup here, which readers
+//     need to enter the segment directory), O_RDWR opens fail with EACCES
+//     while attaching works; a cache configured mode=0640 cannot be
+//     attached by that user.
 #include <grp.h>
 
 #include "loader_util.h"
@@ -221,7 +223,7 @@ TEST(Attach, NothingPublished)
 	ASSERT_TRUE(ld.load("vanish", a).ok());
 	EXPECT_EQ(ld.stop(), 0);
 	for (const std::string &f : env.shm_files())
-		ASSERT_EQ(unlink((env.shm() + "/" + f).c_str()), 0);
+		ASSERT_EQ(unlink((env.seg_dir() + "/" + f).c_str()), 0);
 
 	ASSERT_TRUE(ld.start());
 	std::string log = env.log();
@@ -271,7 +273,8 @@ TEST(Attach, ReadOnly)
 {
 	Env env;
 	std::string conf = env.base() + "/loader.conf";
-	ASSERT_TRUE(shmkv_test::write_file(conf, "[cache private]\nmode = 0640\n"));
+	ASSERT_TRUE(shmkv_test::write_file(conf, "[loader]\ngroup = nogroup\n"
+						 "[cache private]\nmode = 0640\n"));
 	Loader ld(env, {"--memory", "shm", "--config", conf});
 	ASSERT_TRUE(ld.start());
 	std::string img = env.img_path("ro.shmkv");

@@ -209,7 +209,7 @@ protected:
 		if (mounted_) {
 			std::error_code ec;
 			for (const std::string &n : list_dir(*mnt_))
-				std::filesystem::remove(*mnt_ + "/" + n, ec);
+				std::filesystem::remove_all(*mnt_ + "/" + n, ec);
 			if (umount2(mnt_->c_str(), 0) != 0)
 				umount2(mnt_->c_str(), MNT_DETACH);
 			mounted_ = false;
@@ -252,7 +252,7 @@ protected:
 		if (mounted_) {
 			std::error_code ec;
 			for (const std::string &n : list_dir(*mnt_))
-				std::filesystem::remove(*mnt_ + "/" + n, ec);
+				std::filesystem::remove_all(*mnt_ + "/" + n, ec);
 		}
 	}
 
@@ -265,7 +265,7 @@ protected:
 		ASSERT_LE(p, hi) << path << ": " << st.st_size << " bytes";
 	}
 
-	std::vector<std::string> mount_files() const { return list_dir(*mnt_); }
+	std::vector<std::string> mount_files() const { return list_dir(*mnt_ + "/shmkv"); }
 
 	shmkv *attach_ok(const std::string &cache)
 	{

@@ -159,11 +159,13 @@ public:
 	}
 	std::string log() const { return read_file(log_path()); }
 
-	// Names in the shm dir (segments), optionally only those containing sub.
+	// The loader's segment directory in the shm dir (loader/segment.h).
+	std::string seg_dir() const { return shm_ + "/shmkv"; }
+	// Names in the segment directory, optionally only those containing sub.
 	std::vector<std::string> shm_files(const std::string &sub = "") const
 	{
 		std::vector<std::string> out;
-		for (const std::string &n : list_dir(shm_))
+		for (const std::string &n : list_dir(seg_dir()))
 			if (sub.empty() || n.find(sub) != std::string::npos)
 				out.push_back(n);
 		return out;
