@@ -33,6 +33,7 @@ struct client {
 	int bad;     /* close once the output is flushed */
 	int gone;    /* hung up while a job runs: out of the epoll set */
 	int dead;    /* closed; freed by server_reap() after the event batch */
+	uid_t uid;   /* the peer's (SO_PEERCRED at accept); (uid_t)-1 unknown */
 	struct client *next;
 };
 
@@ -131,6 +132,9 @@ void server_accept(struct loader *L)
 		}
 		c->fd = fd;
 		c->id = next_id++;
+		struct ucred cr;
+		socklen_t cl = sizeof cr;
+		c->uid = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) == 0 ? cr.uid : (uid_t)-1;
 		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
 		if (epoll_ctl(L->ep_fd, EPOLL_CTL_ADD, fd, &ev) != 0) {
 			close(fd);
@@ -231,6 +235,16 @@ static void request(struct loader *L, struct client *c, char *line)
 	}
 	if (n != want) {
 		emit(c, usage(u));
+		return;
+	}
+	/* the socket may be group-accessible (0660) for status; what changes a
+	 * cache, or reads a file as the loader, is for root and our own uid */
+	if (c->uid != 0 && c->uid != geteuid()) {
+		char msg[200];
+		snprintf(msg, sizeof msg, "%s is for root and the loader's user (uid %u); uid %d "
+			 "may only ping, list and status", v, (unsigned)geteuid(),
+			 c->uid == (uid_t)-1 ? -1 : (int)c->uid);
+		emit(c, json_error_code(msg, -EPERM));
 		return;
 	}
 	if (!shmkv__valid_name(w[1])) {
