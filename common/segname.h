@@ -1,8 +1,10 @@
 /* segname.h - the names of the loader's segment files, which shmctl reads
  * back from /proc (`cache readers`) and the loader's reader count.
  *
- *   DIR/shmkv-RRRRRRRR-CACHE-LOADID[.loading]
+ *   DIR/shmkv/shmkv-RRRRRRRR-CACHE-LOADID[.loading]
  *
+ * DIR/shmkv (or DIR/shmkv.XXXXXX when that name is taken) is the loader's
+ * own directory in a hugetlbfs mount or shm_dir (loader/segment.h);
  * RRRRRRRR: the first 8 hex digits of XXH3-64 (seed 0) of the canonical
  * (realpath) root, so loaders with different roots never touch each other's
  * files; CACHE the cache name; LOADID the decimal load id (per cache, grows
