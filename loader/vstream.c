@@ -20,6 +20,7 @@ int vstream_begin(struct vstream *v, const void *head, uint64_t src_size, char *
 		return shmkv__fail(-ENOMEM, why, why_len, "out of memory");
 	XXH3_64bits_reset(v->st);
 	v->pos = h->sections[0].offset;
+	vwalk_begin(&v->walk, h);
 	return 0;
 }
 
@@ -56,6 +57,10 @@ int vstream_feed(struct vstream *v, const uint8_t *base, uint64_t prefix, char *
 		XXH3_64bits_reset(v->st);
 		v->next++;
 	}
+	/* after the hashing, while these bytes are still in the cache; a problem
+	 * is kept in v->walk for vstream_end() */
+	if (v->head_seen)
+		vwalk_feed(&v->walk, base, prefix);
 	return 0;
 }
 
@@ -66,7 +71,10 @@ int vstream_end(struct vstream *v, const uint8_t *base, char *why, size_t why_le
 		return err;
 	if (!v->head_seen || v->next != v->hdr->section_count)
 		return shmkv__fail(SHMKV_ETRUNCATED, why, why_len, "image not completely read");
-	return shmkv_image_check(base, v->size, SHMKV_OPEN_NOVERIFY, why, why_len);
+	err = shmkv_image_check(base, v->size, SHMKV_OPEN_NOVERIFY, why, why_len);
+	if (err)
+		return err;
+	return vwalk_end(&v->walk, base, why, why_len);
 }
 
 void vstream_free(struct vstream *v)
@@ -74,4 +82,5 @@ void vstream_free(struct vstream *v)
 	if (v->st)
 		XXH3_freeState(v->st);
 	v->st = NULL;
+	vwalk_free(&v->walk);
 }

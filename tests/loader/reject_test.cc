@@ -12,10 +12,18 @@
 // {"ok": false} with the shmkv code and says the current generation keeps
 // serving. A good image afterwards loads and clears last_error.
 //
+// Forged images (damage, then every checksum recomputed, as anyone who can
+// write the spool can do) get the full structural check of `shmctl image
+// verify`: a non-zero byte in padding, a slot pointing outside the entries,
+// an entry whose value runs past its section are refused; and over many
+// random forgeries the loader publishes exactly what shmkv_verify accepts.
+//
 // The read paths: a file out of the page cache is read with O_DIRECT
 // (direct_io: true, `direct=yes`), one the page cache holds is read buffered
 // (direct_io: false, `direct=cached`); both publish, and a flipped byte is
 // caught by the hasher thread on the direct path too.
+#include <random>
+
 #include "loader_util.h"
 
 using namespace loader_test;
@@ -62,6 +70,47 @@ uint64_t last_section_byte(const std::string &data)
 		if (h->sections[i].size)
 			off = h->sections[i].offset + h->sections[i].size - 1;
 	return off;
+}
+
+// Recomputes every section checksum, then the header's.
+void reseal(std::string &img)
+{
+	shmkv_image_header h;
+	memcpy(&h, img.data(), sizeof h);
+	for (unsigned i = 0; i < SHMKV_MAX_SECTIONS && i < h.section_count; i++) {
+		shmkv_section_desc &s = h.sections[i];
+		if (s.offset <= img.size() && s.size <= img.size() - s.offset)
+			s.checksum = XXH3_64bits(img.data() + s.offset, (size_t)s.size);
+	}
+	h.header_checksum = XXH3_64bits(&h, offsetof(shmkv_image_header, header_checksum));
+	memcpy(&img[0], &h, sizeof h);
+}
+
+// `shmctl image verify`'s verdict on a file: "" accepted, else the reason.
+std::string verify_file(const std::string &path)
+{
+	shmkv *db = nullptr;
+	char why[512] = "";
+	int err = shmkv_open_file_diag(path.c_str(), 0, &db, why, sizeof why);
+	if (!err) {
+		err = shmkv_verify(db, why, sizeof why);
+		shmkv_close(db);
+	}
+	return err ? std::string(shmkv_strerror(err)) + ": " + why : "";
+}
+
+// The first full slot of the index: its image offset.
+uint64_t first_full_slot(const std::string &img)
+{
+	const shmkv_image_header *h = reinterpret_cast<const shmkv_image_header *>(img.data());
+	const shmkv_section_desc &ix = h->sections[0];
+	for (uint64_t off = ix.offset; off + 8 <= ix.offset + ix.size; off += 8) {
+		uint64_t w;
+		memcpy(&w, img.data() + off, 8);
+		if (w)
+			return off;
+	}
+	return 0;
 }
 
 class Reject : public ::testing::Test {
@@ -181,6 +230,145 @@ TEST_F(Reject, NotAnImage)
 	std::string bad = env.img_path("bad.shmkv");
 	ASSERT_TRUE(shmkv_test::write_file(bad, std::string(8192, 'x')));
 	expect_spool_reject(bad, "magic");
+}
+
+// A non-zero byte outside every section is covered by no checksum: verify
+// refuses it, and so must the loader (it published it before).
+TEST_F(Reject, ForgedPadding)
+{
+	std::string data = read_file(good);
+	const shmkv_image_header *h = hdr_of(data);
+	uint64_t end = h->sections[2].offset + h->sections[2].size;
+	std::vector<std::pair<uint64_t, std::string>> at = {{3000, "header padding"}};
+	if (end < data.size())
+		at.push_back({data.size() - 1, "trailing padding"});
+	for (const auto &[off, what] : at) {
+		SCOPED_TRACE(what);
+		std::string bad = env.img_path("bad.shmkv");
+		ASSERT_EQ(damage_copy(good, bad, [&](std::string &d) {
+				  d[off] = 0x5a;
+				  reseal(d);
+			  }),
+			  "");
+		ASSERT_NE(verify_file(bad), "") << "verify refuses it";
+		std::string line = expect_spool_reject(bad, "padding");
+		EXPECT_TRUE(contains_ci(line, std::to_string(off))) << "names the offset: " << line;
+	}
+}
+
+// Checksum-valid images with forged offsets and lengths: refused with the
+// reason, never published, the serving generation untouched.
+TEST_F(Reject, ForgedOffsetsWithChecksums)
+{
+	std::string data = read_file(good);
+	const shmkv_image_header *h = hdr_of(data);
+	uint64_t slot = first_full_slot(data);
+	ASSERT_NE(slot, 0u);
+	uint64_t entry = h->sections[1].offset; // the first entry (the builder packs them)
+	struct Forgery {
+		std::string what, reason;
+		std::function<void(std::string &)> fn;
+	};
+	std::vector<Forgery> cases = {
+		{"slot points into the index", "outside the entries section",
+		 [&](std::string &d) {
+			 uint64_t w;
+			 memcpy(&w, &d[slot], 8);
+			 w = (w & ~SHMKV_SLOT_OFF_MASK) | (h->sections[0].offset >> 3);
+			 memcpy(&d[slot], &w, 8);
+		 }},
+		{"slot points past the image", "outside the entries section",
+		 [&](std::string &d) {
+			 uint64_t w;
+			 memcpy(&w, &d[slot], 8);
+			 w = (w & ~SHMKV_SLOT_OFF_MASK) | ((uint64_t)1 << 36);
+			 memcpy(&d[slot], &w, 8);
+		 }},
+		{"value runs past the section", "past the section",
+		 [&](std::string &d) {
+			 uint32_t vl = 0x7fffffff;
+			 memcpy(&d[entry + offsetof(shmkv_entry_header, value_len)], &vl, 4);
+		 }},
+		{"key changed (the index no longer finds it)", "does not find",
+		 [&](std::string &d) { d[entry + sizeof(shmkv_entry_header)] ^= 0x01; }},
+	};
+	for (const Forgery &f : cases) {
+		SCOPED_TRACE(f.what);
+		std::string bad = env.img_path("bad.shmkv");
+		ASSERT_EQ(damage_copy(good, bad, [&](std::string &d) {
+				  f.fn(d);
+				  reseal(d);
+			  }),
+			  "");
+		shmkv *db2 = nullptr;
+		ASSERT_EQ(shmkv_open_file_diag(bad.c_str(), 0, &db2, nullptr, 0), 0)
+			<< "checksums and header pass: only the structural check sees it";
+		shmkv_close(db2);
+		ASSERT_NE(verify_file(bad), "");
+		expect_spool_reject(bad, f.reason);
+	}
+}
+
+// Random forgeries (1-3 flipped bytes anywhere but the header struct, or a
+// slot's offset moved, checksums recomputed), loaded over the socket: the
+// loader publishes exactly the images shmkv_verify accepts, and refuses the
+// others with generation and segment unchanged.
+TEST_F(Reject, AgreesWithVerify)
+{
+	std::string data = read_file(good);
+	const shmkv_image_header *h = hdr_of(data);
+	const uint64_t ix = h->sections[0].offset, ix_end = ix + h->sections[0].size;
+	std::mt19937_64 rng(20261123);
+	std::string bad = env.img_path("forged.shmkv");
+	int accepted = 0, refused = 0;
+	uint64_t gen = 0;
+	for (int n = 0; n < 150; n++) {
+		std::string img = data;
+		std::string what;
+		if (n % 5 == 4) { // move a slot's offset by a few words
+			uint64_t off = ix + rng() % ((ix_end - ix) / 8) * 8;
+			uint64_t w;
+			memcpy(&w, &img[off], 8);
+			w += (rng() % 16) - 8;
+			memcpy(&img[off], &w, 8);
+			what = "slot at " + std::to_string(off);
+		} else {
+			for (int k = 0, flips = 1 + (int)(rng() % 3); k < flips; k++) {
+				uint64_t off = SHMKV_HEADER_USED + rng() % (img.size() - SHMKV_HEADER_USED);
+				if (n % 3 == 0) // the index, where every byte matters
+					off = ix + rng() % (ix_end - ix);
+				img[off] = (char)(img[off] ^ (1 << (rng() % 8)));
+				what += " " + std::to_string(off);
+			}
+		}
+		reseal(img);
+		ASSERT_TRUE(shmkv_test::write_file(bad, img));
+		std::string v = verify_file(bad);
+		SCOPED_TRACE("forgery " + std::to_string(n) + " (" + what + "): verify says " +
+			     (v.empty() ? "ok" : v));
+		Json j = ld.load("agree", bad);
+		ASSERT_EQ(j.kind, Json::OBJ);
+		EXPECT_EQ(j.ok(), v.empty()) << j["error"].s();
+		if (j.ok()) {
+			accepted++;
+			EXPECT_GT(j["generation"].u64(), gen);
+			gen = j["generation"].u64();
+		} else {
+			refused++;
+			Json st = ld.status("agree");
+			EXPECT_EQ(st["generation"].u64(), gen) << "a refused image is never published";
+			EXPECT_FALSE(st["last_error"].is_null());
+		}
+	}
+	printf("forgeries: %d published (verify accepts them), %d refused\n", accepted, refused);
+	EXPECT_GT(accepted, 0);
+	EXPECT_GT(refused, 0);
+	EXPECT_TRUE(env.shm_files(".loading").empty()) << "a rejected load left a segment";
+	CtlView now; // and cache rej did not move
+	ASSERT_TRUE(read_ctl(env.root(), "rej", &now));
+	EXPECT_EQ(now.generation, 1u);
+	EXPECT_EQ(shmkv_refresh(db), 0);
+	EXPECT_EQ(check_handle(db, "good", kKeys, 7), 0u);
 }
 
 TEST_F(Reject, OverTheSocketThenAGoodLoad)

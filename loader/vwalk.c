@@ -1,0 +1,284 @@
+/* vwalk.c - shmkv_verify's structural checks in file order (see vwalk.h). */
+#include "vwalk.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const gap_names[] = {"header", "inter-section", "inter-section",
+					"inter-section", "trailing"};
+
+void vwalk_begin(struct vwalk *w, const shmkv_image_header *h)
+{
+	memset(w, 0, sizeof *w);
+	w->h = h;
+	w->size = h->file_size;
+	/* FORMAT.md §13 step 2: header bytes [512, 4096), the gaps before and
+	 * between the sections, and after the last one (as verify.h) */
+	uint64_t prev = SHMKV_HEADER_SIZE;
+	w->gap[0][0] = SHMKV_HEADER_USED;
+	w->gap[0][1] = SHMKV_HEADER_SIZE;
+	for (uint32_t i = 0; i < h->section_count && i < 3; i++) {
+		w->gap[1 + i][0] = prev;
+		w->gap[1 + i][1] = h->sections[i].offset;
+		prev = h->sections[i].offset + h->sections[i].size;
+	}
+	w->gap[4][0] = prev;
+	w->gap[4][1] = h->file_size;
+	w->ngap = 5;
+}
+
+static int fail(struct vwalk *w, int err)
+{
+	w->err = err;
+	return err;
+}
+
+/* The bucket's own rules (verify.h's index walk, the parts that need no
+ * entry): displacement byte <= max_probe, no full slot after an empty one,
+ * no meta byte in a bucket that announces no displaced key. */
+static int check_bucket(struct vwalk *w, uint64_t b)
+{
+	const uint64_t *bk = w->db.buckets + b * SHMKV_BUCKET_SLOTS;
+	unsigned disp = shmkv__slot_meta(bk[SHMKV_BUCKET_SLOTS - 1]);
+	if (disp > w->h->max_probe)
+		return shmkv__fail(SHMKV_ECORRUPT, w->why, sizeof w->why,
+				   "index bucket %llu: displacement %u exceeds max_probe %u",
+				   (unsigned long long)b, disp, w->h->max_probe);
+	int empty_seen = 0;
+	for (unsigned j = 0; j < SHMKV_BUCKET_SLOTS; j++) {
+		uint64_t s = bk[j];
+		if (!s) {
+			empty_seen = 1;
+			continue;
+		}
+		if (empty_seen)
+			return shmkv__fail(SHMKV_ECORRUPT, w->why, sizeof w->why,
+					   "index bucket %llu: slot %u is full after an empty slot",
+					   (unsigned long long)b, j);
+		if (!disp && shmkv__slot_meta(s))
+			return shmkv__fail(SHMKV_ECORRUPT, w->why, sizeof w->why,
+					   "index bucket %llu slot %u: meta byte %02x in a bucket "
+					   "without displaced keys", (unsigned long long)b, j,
+					   shmkv__slot_meta(s));
+		w->filled++;
+	}
+	return 0;
+}
+
+/* Can the entry at off be decoded from what is read (prefix)? Its header
+ * must be, and the farthest byte a decode may read: the value (inline; a
+ * shared one lies in VALUES, read last) and the padding after it. */
+static int readable(const struct vwalk *w, const uint8_t *base, uint64_t off, uint64_t prefix)
+{
+	if (prefix >= w->size)
+		return 1;
+	if (off % 8 || off < w->db.entries_off || off + sizeof(shmkv_entry_header) > w->db.entries_end)
+		return 1; /* decoding refuses it without reading */
+	if (off + sizeof(shmkv_entry_header) > prefix)
+		return 0;
+	const shmkv_entry_header *eh = (const shmkv_entry_header *)(const void *)(base + off);
+	if (eh->flags & SHMKV_EFLAG_SHARED)
+		return 0;
+	uint64_t far = off + 24 + (uint64_t)eh->key_len + (uint64_t)eh->value_len;
+	if (far > w->db.entries_end)
+		far = w->db.entries_end;
+	return far <= prefix;
+}
+
+/* Looks the key of entry e (at pos) up: every candidate the lookup will
+ * compare (slots of its tag in the buckets it visits) must be a valid entry,
+ * and the lookup must find pos. Returns 0, 1 (a candidate is not read yet:
+ * try again at the end) or an error. */
+static int lookup(struct vwalk *w, const uint8_t *base, uint64_t pos, const shmkv__entry *e,
+		  uint64_t prefix)
+{
+	const shmkv *db = &w->db;
+	uint64_t hv = shmkv__hash(db->seed, db->hash_bits, e->key, e->key_len);
+	uint64_t tag = shmkv__tag(hv), home = shmkv__home(hv, db->bucket_count);
+	/* the buckets shmkv__find visits: home, then as many as its filter announces */
+	uint64_t more = shmkv__displaced(db->buckets + home * SHMKV_BUCKET_SLOTS, tag,
+					 db->max_probe);
+	int64_t d = -1;
+	for (uint64_t k = 0; k <= more; k++) {
+		uint64_t b = home + k;
+		if (b >= db->bucket_count)
+			b -= db->bucket_count;
+		const uint64_t *bk = db->buckets + b * SHMKV_BUCKET_SLOTS;
+		for (unsigned j = 0; j < SHMKV_BUCKET_SLOTS; j++) {
+			if (!bk[j] || (bk[j] >> SHMKV_SLOT_TAG_SHIFT) != tag)
+				continue;
+			uint64_t off = (bk[j] & SHMKV_SLOT_OFF_MASK) << 3;
+			if (off == pos) {
+				if (d < 0)
+					d = (int64_t)k;
+				continue;
+			}
+			if (prefix < w->size && (off > pos || !readable(w, base, off, prefix)))
+				return 1;
+			shmkv__entry c;
+			char sub[200];
+			int err = shmkv__entry_decode(db, off, &c, sub, sizeof sub);
+			if (err)
+				return shmkv__fail(err, w->why, sizeof w->why,
+						   "index bucket %llu slot %u: %s",
+						   (unsigned long long)b, j, sub);
+		}
+	}
+	const uint8_t *found = shmkv__find(db, e->key, e->key_len);
+	if (found != base + pos || d < 0)
+		return shmkv__fail(SHMKV_ECORRUPT, w->why, sizeof w->why,
+				   "entry at %llu: lookup of its key does not find it%s",
+				   (unsigned long long)pos, found ? " (duplicate key)" : "");
+	if ((uint64_t)d > w->max_d)
+		w->max_d = (uint32_t)d;
+	return 0;
+}
+
+static int defer(struct vwalk *w, uint64_t pos)
+{
+	if (w->ndeferred == w->capdeferred) {
+		size_t cap = w->capdeferred ? w->capdeferred * 2 : 64;
+		uint64_t *t = realloc(w->deferred, cap * sizeof *t);
+		if (!t)
+			return shmkv__fail(-ENOMEM, w->why, sizeof w->why, "out of memory");
+		w->deferred = t;
+		w->capdeferred = cap;
+	}
+	w->deferred[w->ndeferred++] = pos;
+	return 0;
+}
+
+/* One entry at pos (decoded, within what is read): padding, text, lookup. */
+static int check_entry(struct vwalk *w, const uint8_t *base, uint64_t pos, shmkv__entry *e,
+		       uint64_t prefix)
+{
+	const shmkv *db = &w->db;
+	int err = shmkv__entry_decode(db, pos, e, w->why, sizeof w->why);
+	if (err)
+		return err;
+	const shmkv_entry_header *eh = (const shmkv_entry_header *)(const void *)(base + pos);
+	uint64_t key_end = pos + sizeof *eh + eh->key_len, vpos = pos + shmkv__value_pos(eh);
+	uint64_t vend = e->value.shared ? vpos + 8 : e->value_off + e->value.size +
+		(eh->type == SHMKV_TYPE_BYTES || eh->type == SHMKV_TYPE_STRING);
+	err = shmkv__zero_range(db, key_end, vpos, "entry", w->why, sizeof w->why);
+	if (!err)
+		err = shmkv__zero_range(db, vend, e->end, "entry", w->why, sizeof w->why);
+	if (err)
+		return err;
+	if (!shmkv__text_valid(&e->value))
+		return shmkv__fail(SHMKV_ECORRUPT, w->why, sizeof w->why,
+				   "entry at %llu: %s value is not valid UTF-8",
+				   (unsigned long long)pos, shmkv_type_name(e->value.type));
+	err = lookup(w, base, pos, e, prefix);
+	if (err == 1)
+		err = defer(w, pos);
+	return err;
+}
+
+int vwalk_feed(struct vwalk *w, const uint8_t *base, uint64_t prefix)
+{
+	if (w->err)
+		return w->err;
+	if (prefix > w->size)
+		prefix = w->size;
+	if (!w->bound) {
+		/* the caller compared the segment's header block with h */
+		shmkv__bind(&w->db, base, w->size);
+		w->pos = w->db.entries_off;
+		w->bound = 1;
+	}
+	const shmkv *db = &w->db;
+	int err;
+	/* padding, as it arrives */
+	while (w->gi < w->ngap) {
+		uint64_t from = w->gap[w->gi][0], to = w->gap[w->gi][1];
+		if (w->gpos > from)
+			from = w->gpos;
+		uint64_t upto = to < prefix ? to : prefix;
+		if (upto > from) {
+			err = shmkv__zero_range(db, from, upto, gap_names[w->gi], w->why,
+						sizeof w->why);
+			if (err)
+				return fail(w, err);
+		}
+		if (upto < to) {
+			w->gpos = upto > from ? upto : from;
+			break;
+		}
+		w->gi++;
+		w->gpos = 0;
+	}
+	/* the index, bucket by bucket; the entries need all of it */
+	uint64_t idx = w->h->sections[0].offset;
+	while (w->bucket < db->bucket_count &&
+	       idx + (w->bucket + 1) * SHMKV_BUCKET_BYTES <= prefix) {
+		if ((err = check_bucket(w, w->bucket)))
+			return fail(w, err);
+		w->bucket++;
+	}
+	if (w->bucket < db->bucket_count)
+		return 0;
+	/* the entries, in order, skipping zero words (verify.h's entries walk) */
+	while (w->pos < db->entries_end && w->pos + 8 <= prefix) {
+		uint64_t word;
+		memcpy(&word, base + w->pos, 8);
+		if (!word) {
+			w->pos += 8;
+			continue;
+		}
+		if (!readable(w, base, w->pos, prefix))
+			break;
+		shmkv__entry e;
+		if ((err = check_entry(w, base, w->pos, &e, prefix)))
+			return fail(w, err);
+		w->shared += e.value.shared;
+		w->n++;
+		w->pos = e.end;
+	}
+	return 0;
+}
+
+int vwalk_end(struct vwalk *w, const uint8_t *base, char *why, size_t why_len)
+{
+	int err = vwalk_feed(w, base, w->size);
+	for (size_t i = 0; !err && i < w->ndeferred; i++) {
+		shmkv__entry e;
+		err = shmkv__entry_decode(&w->db, w->deferred[i], &e, w->why, sizeof w->why);
+		if (!err)
+			err = lookup(w, base, w->deferred[i], &e, w->size);
+		if (err == 1) /* cannot be: everything is read */
+			err = shmkv__fail(SHMKV_ECORRUPT, w->why, sizeof w->why,
+					  "entry at %llu: lookup not done",
+					  (unsigned long long)w->deferred[i]);
+	}
+	if (err)
+		return shmkv__fail(err, why, why_len, "%s", w->why);
+	const shmkv_image_header *h = w->h;
+	if (w->bucket != w->db.bucket_count || w->pos < w->db.entries_end)
+		return shmkv__fail(SHMKV_ETRUNCATED, why, why_len, "image not completely walked");
+	if (w->filled != h->entry_count)
+		return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
+				   "index holds %llu keys, header says %llu entries",
+				   (unsigned long long)w->filled, (unsigned long long)h->entry_count);
+	if (w->max_d != h->max_probe)
+		return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
+				   "longest probe is %u buckets, header says %u", w->max_d,
+				   h->max_probe);
+	if (w->n != h->entry_count)
+		return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
+				   "entries section holds %llu entries, header says %llu",
+				   (unsigned long long)w->n, (unsigned long long)h->entry_count);
+	if (w->shared != h->dedup_refs)
+		return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
+				   "%llu entries use shared values, header says %llu",
+				   (unsigned long long)w->shared, (unsigned long long)h->dedup_refs);
+	return 0;
+}
+
+void vwalk_free(struct vwalk *w)
+{
+	free(w->deferred);
+	w->deferred = NULL;
+	w->ndeferred = w->capdeferred = 0;
+}
