@@ -6,7 +6,7 @@ a.c uses a function (or global) that b.c defines, or includes b.h (directly
 or through another of our headers). Fails when the graph has a cycle, or an
 edge goes up the layers of loader/README.md's file table (column "layer":
 a file may use files of its own layer or below, never above), or a .c file
-is missing from the table.
+is missing from the table, or the table names a .c file that is gone.
 
 usage: layers.py LOADER_DIR         check loader/
        layers.py --self-test        check that the check catches a cycle
@@ -152,6 +152,9 @@ def check(d, verbose=False):
         for n in nodes:
             if n not in lay:
                 bad.append(f"{n} is not in {readme}'s file table (with its layer)")
+        for n in sorted(lay):
+            if n not in nodes:
+                bad.append(f"{readme}'s file table names {n}, which does not exist")
         for (a, b), why in sorted(edges.items()):
             if a in lay and b in lay and lay[a] < lay[b]:
                 bad.append(f"{a} (layer {lay[a]}) uses {b} (layer {lay[b]}), a higher layer: "
