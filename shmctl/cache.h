@@ -37,9 +37,6 @@ int ctl_read(const char *root, const char *name, shmkv_ctl *out, char *why, size
  * with why (the root cannot be read). */
 int ctl_list(const char *root, const char *note, jv *out, char *why, size_t why_len);
 
-/* The loader's name of a segment's memory: "hugetlb-2M", "hugetlb-1G", "shm". */
-const char *mem_kind(uint32_t flags, uint64_t page_size, char *buf, size_t len);
-
 /* "1.5 GiB", "4 KiB", "512 B" */
 const char *fmt_bytes(uint64_t n, char *buf, size_t len);
 

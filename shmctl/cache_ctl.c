@@ -12,6 +12,7 @@
 
 #include "cache.h"
 #include "json.h"
+#include "memkind.h"
 
 int ctl_read(const char *root, const char *name, shmkv_ctl *out, char *why, size_t why_len)
 {
@@ -62,19 +63,6 @@ int ctl_read(const char *root, const char *name, shmkv_ctl *out, char *why, size
 	return err;
 }
 
-const char *mem_kind(uint32_t flags, uint64_t page_size, char *buf, size_t len)
-{
-	if (!(flags & SHMKV_SEG_HUGETLB))
-		snprintf(buf, len, "shm");
-	else if (page_size >= (1u << 30) && page_size % (1u << 30) == 0)
-		snprintf(buf, len, "hugetlb-%lluG", (unsigned long long)(page_size >> 30));
-	else if (page_size >= (1u << 20) && page_size % (1u << 20) == 0)
-		snprintf(buf, len, "hugetlb-%lluM", (unsigned long long)(page_size >> 20));
-	else
-		snprintf(buf, len, "hugetlb-%lluK", (unsigned long long)(page_size >> 10));
-	return buf;
-}
-
 const char *fmt_bytes(uint64_t n, char *buf, size_t len)
 {
 	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
@@ -117,7 +105,7 @@ static void list_one(struct json *w, const char *root, const char *name)
 	json_u64(w, "image_size", published ? s->size : 0);
 	json_name(w, "memory");
 	if (published)
-		json_str(w, NULL, mem_kind(s->flags, s->page_size, mem, sizeof mem));
+		json_str(w, NULL, memkind_name(s->flags, s->page_size, mem, sizeof mem));
 	else
 		json_null(w, NULL);
 	json_u64(w, "copies", published ? ctl.segment_count : 0);

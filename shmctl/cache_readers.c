@@ -1,11 +1,8 @@
 /* cache_readers.c - `cache readers NAME`: which processes map which
- * generation of a cache, from /proc/PID/maps and /proc/PID/smaps. Needs no
- * loader: segment files are named DIR/shmkv-RRRRRRRR-NAME-LOADID, RRRRRRRR
- * the first 8 hex digits of XXH3-64 (seed 0) of the canonical root
- * (loader/segment.h), and the current ones are listed in ROOT/NAME.ctl. When
+ * generation of a cache, from /proc/PID/maps (common/procmaps.h) and
+ * /proc/PID/smaps. Needs no loader: segment files are named as
+ * common/segname.h says, and the current ones are listed in ROOT/NAME.ctl. When
  * the loader answers, its status names the rollback segment's generation. */
-#include <ctype.h>
-#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -17,8 +14,8 @@
 #include "cache.h"
 #include "ctlsock.h"
 #include "main.h"
-
-#define LOADING_SUFFIX ".loading"
+#include "procmaps.h"
+#include "segname.h"
 
 enum map_state { MAP_CURRENT, MAP_ROLLBACK, MAP_OLD, MAP_DELETED, MAP_LOADING };
 
@@ -52,20 +49,6 @@ struct scan {
 	unsigned unreadable;                     /* processes whose maps we may not read */
 	int first_denied_errno;
 };
-
-/* Is file (a base name) prefix + LOADID [+ ".loading"]? */
-static bool name_matches(const char *file, const char *prefix, bool *loading)
-{
-	size_t pl = strlen(prefix);
-	if (strncmp(file, prefix, pl))
-		return false;
-	const char *p = file + pl;
-	size_t digits = strspn(p, "0123456789");
-	if (digits == 0 || digits > 19)
-		return false;
-	*loading = !strcmp(p + digits, LOADING_SUFFIX);
-	return p[digits] == 0 || *loading;
-}
 
 static enum map_state classify(const struct scan *sc, const char *path, bool deleted,
 			       bool loading)
@@ -121,32 +104,6 @@ static struct rmap *find_map(struct rproc *p, uint64_t start)
 	return NULL;
 }
 
-/* Parses a maps/smaps header line: start address and path (" (deleted)"
- * stripped). Returns false for other lines (smaps fields). */
-static bool parse_map_line(char *line, uint64_t *start, char **path, bool *deleted)
-{
-	unsigned long long lo, hi, off, inode;
-	char perms[8], dev[16];
-	int used = 0;
-	if (!isxdigit((unsigned char)line[0]) ||
-	    sscanf(line, "%llx-%llx %7s %llx %15s %llu %n", &lo, &hi, perms, &off, dev, &inode,
-		   &used) < 6 || used == 0)
-		return false;
-	char *p = line + used;
-	size_t n = strlen(p);
-	while (n && (p[n - 1] == '\n' || p[n - 1] == ' '))
-		p[--n] = 0;
-	*deleted = false;
-	static const char del[] = " (deleted)";
-	if (n > sizeof del - 1 && !strcmp(p + n - (sizeof del - 1), del)) {
-		p[n - (sizeof del - 1)] = 0;
-		*deleted = true;
-	}
-	*start = lo;
-	*path = p;
-	return true;
-}
-
 /* smaps: Rss, Pss and hugetlb usage of the mappings found in maps. */
 static void read_smaps(struct rproc *p)
 {
@@ -162,7 +119,7 @@ static void read_smaps(struct rproc *p)
 		uint64_t start;
 		char *path;
 		bool deleted;
-		if (parse_map_line(line, &start, &path, &deleted)) {
+		if (procmaps_parse_line(line, &start, &path, &deleted)) {
 			cur = find_map(p, start);
 			continue;
 		}
@@ -196,82 +153,52 @@ static void read_comm(struct rproc *p)
 		snprintf(p->comm, sizeof p->comm, "?");
 }
 
-/* One process: its matching mappings, then their sizes. */
-static int scan_pid(struct scan *sc, long pid)
+struct pid_scan {
+	struct scan *sc;
+	struct rproc pr;
+};
+
+static int one_mapping(const struct procmaps_seg *m, void *arg)
 {
-	char fn[64];
-	snprintf(fn, sizeof fn, "/proc/%ld/maps", pid);
-	FILE *f = fopen(fn, "re");
-	if (!f) {
-		if (errno == EACCES || errno == EPERM) {
-			if (!sc->unreadable++)
-				sc->first_denied_errno = errno;
-		}
-		return 0; /* gone, or not ours to read */
-	}
-	struct rproc pr = {.pid = pid};
-	char *line = NULL;
-	size_t cap = 0;
-	int err = 0;
-	bool any_line = false;
-	ssize_t got;
-	while ((got = getline(&line, &cap, f)) > 0) {
-		uint64_t start;
-		char *path;
-		bool deleted, loading;
-		any_line = true;
-		if (!parse_map_line(line, &start, &path, &deleted) || path[0] != '/')
-			continue;
-		const char *base = strrchr(path, '/') + 1;
-		if (!name_matches(base, sc->prefix, &loading))
-			continue;
-		if ((err = add_map(&pr, path, classify(sc, path, deleted, loading), start)))
-			break;
-	}
-	if (!any_line && ferror(f) && (errno == EACCES || errno == EPERM)) {
+	struct pid_scan *ps = arg;
+	return add_map(&ps->pr, m->path, classify(ps->sc, m->path, m->deleted, m->loading),
+		       m->start);
+}
+
+/* One process: its matching mappings, then their sizes. */
+static int scan_pid(long pid, void *arg)
+{
+	struct scan *sc = arg;
+	struct pid_scan ps = {.sc = sc, .pr = {.pid = pid}};
+	int err = procmaps_scan_pid(pid, sc->prefix, one_mapping, &ps);
+	if (err == -EACCES || err == -EPERM) {
 		if (!sc->unreadable++)
-			sc->first_denied_errno = errno;
+			sc->first_denied_errno = -err;
+		err = 0; /* not ours to read: counted */
+	} else if (err && err != -ENOMEM) {
+		err = 0; /* gone */
 	}
-	free(line);
-	fclose(f);
-	if (err || pr.n == 0) {
-		free(pr.maps);
+	if (err || ps.pr.n == 0) {
+		free(ps.pr.maps);
 		return err;
 	}
+	struct rproc pr = ps.pr;
 	read_comm(&pr);
 	read_smaps(&pr);
 	pr.loader = (sc->ctl && sc->ctl->loader_pid == (uint64_t)pid) ||
 		    !strcmp(pr.comm, "shmkv-loader");
 	if (sc->n == sc->cap) {
 		size_t c = sc->cap ? sc->cap * 2 : 16;
-		struct rproc *ps = realloc(sc->procs, c * sizeof *ps);
-		if (!ps) {
+		struct rproc *procs = realloc(sc->procs, c * sizeof *procs);
+		if (!procs) {
 			free(pr.maps);
 			return -ENOMEM;
 		}
-		sc->procs = ps;
+		sc->procs = procs;
 		sc->cap = c;
 	}
 	sc->procs[sc->n++] = pr;
 	return 0;
-}
-
-static int scan_proc(struct scan *sc)
-{
-	DIR *d = opendir("/proc");
-	if (!d)
-		return -errno;
-	struct dirent *e;
-	int err = 0;
-	while (!err && (e = readdir(d))) {
-		char *end;
-		long pid = strtol(e->d_name, &end, 10);
-		if (*end || pid <= 0)
-			continue;
-		err = scan_pid(sc, pid);
-	}
-	closedir(d);
-	return err;
 }
 
 /* Which old segment is the loader's rollback candidate, and of which
@@ -434,8 +361,7 @@ int do_cache_readers(int argc, char **argv)
 	}
 
 	struct scan sc = {0};
-	uint64_t h = XXH3_64bits(canon, strlen(canon));
-	snprintf(sc.prefix, sizeof sc.prefix, "shmkv-%08x-%s-", (unsigned)(h >> 32), name);
+	segname_cache_prefix(canon, name, sc.prefix, sizeof sc.prefix);
 
 	shmkv_ctl ctl;
 	const char *note = NULL;
@@ -448,7 +374,7 @@ int do_cache_readers(int argc, char **argv)
 		return p_err("%s", why);
 	rollback_info(canon, name, &sc);
 
-	err = scan_proc(&sc);
+	err = procmaps_for_each_pid(scan_pid, &sc);
 	if (err) {
 		for (size_t i = 0; i < sc.n; i++)
 			free(sc.procs[i].maps);
