@@ -302,7 +302,8 @@ static inline int shmkv_open_file_diag(const char *path, unsigned flags, shmkv *
 		err = shmkv__fail(-EINVAL, why, why_len, "unknown open flags %x", flags);
 		goto done;
 	}
-	fd = open(path, O_RDONLY | SHMKV__O_CLOEXEC);
+	/* O_NONBLOCK: opening a FIFO must not wait for a writer; fstat decides */
+	fd = open(path, O_RDONLY | O_NONBLOCK | SHMKV__O_CLOEXEC);
 	if (fd < 0) {
 		err = -errno;
 		shmkv__fail(err, why, why_len, "%s: %s", path, shmkv_strerror(err));
@@ -316,7 +317,11 @@ static inline int shmkv_open_file_diag(const char *path, unsigned flags, shmkv *
 	}
 	if (!S_ISREG(st.st_mode)) {
 		close(fd);
-		err = shmkv__fail(-EINVAL, why, why_len, "%s: not a regular file", path);
+		err = shmkv__fail(-EINVAL, why, why_len, "%s: not a regular file (%s)", path,
+				  S_ISFIFO(st.st_mode)  ? "a FIFO"
+				  : S_ISDIR(st.st_mode) ? "a directory"
+				  : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
+									       : "a socket");
 		goto done;
 	}
 	if ((uint64_t)st.st_size < SHMKV_HEADER_SIZE) {
