@@ -52,13 +52,27 @@ int cmd_select(const struct cmd *cmds, int argc, char **argv, int (*help)(int, c
 	}
 	if (!strcmp(argv[0], "-h") || !strcmp(argv[0], "--help"))
 		return help(argc, argv);
+	const char *what = *help_cmd ? "command" : "object";
+	const struct cmd *found = NULL;
+	char candidates[512] = "";
+	size_t n = 0, len = 0;
 	for (const struct cmd *c = cmds; c->name; c++)
 		if (!strcmp(argv[0], c->name))
-			return c->func(argc, argv);
-	for (const struct cmd *c = cmds; c->name; c++)
-		if (is_prefix(argv[0], c->name))
-			return c->func(argc, argv);
-	return p_usage(help_cmd, "unknown %s '%s'", *help_cmd ? "command" : "object", argv[0]);
+			return c->func(argc, argv); /* an exact name always wins */
+	for (const struct cmd *c = cmds; c->name; c++) {
+		if (!is_prefix(argv[0], c->name))
+			continue;
+		found = c;
+		n++;
+		if (len < sizeof candidates)
+			len += (size_t)snprintf(candidates + len, sizeof candidates - len, "%s%s",
+						n > 1 ? ", " : "", c->name);
+	}
+	if (n == 1)
+		return found->func(argc, argv);
+	if (n > 1) /* a prefix that means two things means neither (bpftool does the same) */
+		return p_usage(help_cmd, "ambiguous %s '%s': could be %s", what, argv[0], candidates);
+	return p_usage(help_cmd, "unknown %s '%s'", what, argv[0]);
 }
 
 int p_err(const char *fmt, ...)
@@ -223,7 +237,7 @@ static int do_help(int argc, char **argv)
 #undef X
 	snprintf(text + n, sizeof text - n,
 		 "\n"
-		 "Objects and commands may be abbreviated to a prefix: '%s im in FILE'.\n"
+		 "Objects and commands may be abbreviated to a unique prefix: '%s im in FILE'.\n"
 		 "'%s OBJECT help' shows an object's commands.\n"
 		 "-j prints JSON (errors too, as {\"error\": \"...\"} on stdout); -p indents it.\n"
 		 "-r DIR: the shmkv root of the caches (default $SHMKV_ROOT, else %s).\n"

@@ -35,16 +35,18 @@ const char *shmctl_root(void);
 SHMCTL_OBJECTS(X)
 #undef X
 
-/* A command table: the first entry whose name starts with the word typed
- * wins, so appending entries never changes what an existing prefix means. */
+/* A command table: the word typed selects the entry of that name, else the
+ * one entry whose name starts with it; a prefix of two or more names is an
+ * error that lists them (so does an unknown word). */
 struct cmd {
 	const char *name;
 	int (*func)(int argc, char **argv); /* argv[0] is the word as typed */
 };
 
 bool is_prefix(const char *pfx, const char *str);
-/* Runs the command argv[0] names; help when argv[0] is -h/--help, and help
- * with EXIT_USAGE when argc is 0 (the object or verb is missing).
+/* Runs the command argv[0] names (exact name, else unique prefix); help when
+ * argv[0] is -h/--help, and help with EXIT_USAGE when argc is 0 (the object
+ * or verb is missing); EXIT_USAGE for an unknown or ambiguous word.
  * help_cmd is the object ("image"), or "" for the object table itself. */
 int cmd_select(const struct cmd *cmds, int argc, char **argv, int (*help)(int, char **),
 	       const char *help_cmd);

@@ -4,8 +4,11 @@
 //   copies) -> dump -> build -> byte-identical image, for JSONL and TSV input;
 //   exit codes: 1 for a missing key, 2 for usage and I/O errors; build errors
 //   name file:line and leave no output; --on-duplicate; -j errors as JSON.
+#include <signal.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
@@ -38,6 +41,7 @@ const char *shmctl_path()
 
 class Cli : public ::testing::Test {
 protected:
+	static constexpr int kDeadlineMs = 30000;
 	TempDir dir;
 
 	void SetUp() override { ASSERT_NE(shmctl_path(), nullptr) << "SHMCTL is not set (meson sets it)"; }
@@ -83,8 +87,18 @@ protected:
 		EXPECT_EQ(e, 0) << "posix_spawn " << prog << ": " << strerror(e);
 		if (e)
 			return r;
-		int status;
-		while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+		// Bounded: a shmctl that hangs (a FIFO opened without O_NONBLOCK) is
+		// killed after kDeadlineMs and reported as 128 + SIGKILL.
+		int status = 0;
+		pid_t got = 0;
+		for (int waited = 0; (got = waitpid(pid, &status, WNOHANG)) == 0 && waited < kDeadlineMs;
+		     waited += 10)
+			usleep(10 * 1000);
+		if (got == 0) {
+			ADD_FAILURE() << "shmctl still runs after " << kDeadlineMs << " ms: killed";
+			kill(pid, SIGKILL);
+			while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+			}
 		}
 		r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 		r.out = read_file(out);
@@ -376,6 +390,88 @@ TEST_F(Cli, BuildErrorsAndDuplicates)
 	EXPECT_NE(r.rc, 0) << show(r);
 	EXPECT_TRUE(read_file(img) == before);
 	EXPECT_EQ(list_dir(dir.path()), (std::vector<std::string>{"bad.jsonl", "dup.jsonl", "img.shmkv"}));
+}
+
+} // namespace
+
+namespace {
+
+// issue 9 §4: a prefix of two or more names is an error that lists them
+// (it used to run the first: `cache re X` ran `readers`); a unique prefix
+// and an exact name still work.
+TEST_F(Cli, AmbiguousPrefixIsAnError)
+{
+	std::string root = dir.file("root");
+	ASSERT_EQ(mkdir(root.c_str(), 0755), 0);
+	for (const std::vector<std::string> &args : std::vector<std::vector<std::string>>{
+		     {"cache", "re", "x"}, {"cache", "l"}, {"cache", "r", "x"}}) {
+		SCOPED_TRACE(args[1]);
+		std::vector<std::string> a = {"-r", root};
+		a.insert(a.end(), args.begin(), args.end());
+		Proc r = shmctl(a);
+		EXPECT_EQ(r.rc, 2) << show(r);
+		EXPECT_EQ(r.out, "") << "nothing ran";
+		EXPECT_NE(r.err.find("ambiguous command '" + args[1] + "'"), std::string::npos) << show(r);
+		a.insert(a.begin(), "-j");
+		r = shmctl(a);
+		EXPECT_EQ(r.rc, 2) << show(r);
+		Json j;
+		ASSERT_TRUE(parse_json(r.out, &j)) << show(r);
+		EXPECT_NE(j["error"].s().find("ambiguous"), std::string::npos) << show(r);
+	}
+	Proc r = shmctl({"-r", root, "cache", "re", "x"});
+	EXPECT_NE(r.err.find("could be readers, reload"), std::string::npos) << show(r);
+	r = shmctl({"-r", root, "cache", "r", "x"});
+	EXPECT_NE(r.err.find("could be readers, reload, rollback"), std::string::npos) << show(r);
+	// objects too: "help" is the only object that starts with 'h'; none is
+	// ambiguous today, so an unknown one is checked instead
+	r = shmctl({"nosuch"});
+	EXPECT_EQ(r.rc, 2) << show(r);
+	EXPECT_NE(r.err.find("unknown object 'nosuch'"), std::string::npos) << show(r);
+
+	// unique prefixes and exact names run their command
+	std::string in = dir.file("in.jsonl"), img = dir.file("img.shmkv");
+	ASSERT_TRUE(write_file(in, kInput));
+	r = shmctl({"im", "b", "-o", img, in}, {kEpoch});
+	ASSERT_EQ(r.rc, 0) << show(r);
+	r = shmctl({"im", "g", img, "greeting"});
+	EXPECT_EQ(r.rc, 0) << show(r);
+	EXPECT_EQ(r.out, "hello world\n");
+	r = shmctl({"-r", root, "cache", "rea", "x"});
+	EXPECT_EQ(r.err.find("ambiguous"), std::string::npos) << show(r);
+	EXPECT_NE(r.err.find("no cache"), std::string::npos) << show(r);
+	r = shmctl({"-r", root, "cache", "readers", "x"});
+	EXPECT_NE(r.err.find("no cache"), std::string::npos) << show(r);
+}
+
+// issue 8 §3: image verbs on a FIFO, a directory, a device end at once with
+// a clear error (they used to block forever in open() on a FIFO).
+TEST_F(Cli, NonRegularFilesAreRefusedWithoutBlocking)
+{
+	std::string fifo = dir.file("fifo");
+	ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0) << strerror(errno);
+	struct { std::string path, kind; } files[] = {
+		{fifo, "a FIFO"}, {dir.path(), "a directory"}, {"/dev/null", "a device"}};
+	for (const auto &f : files) {
+		for (const std::vector<std::string> &verb : std::vector<std::vector<std::string>>{
+			     {"inspect", f.path}, {"verify", f.path}, {"dump", f.path},
+			     {"get", f.path, "k"}}) {
+			SCOPED_TRACE(verb[0] + " " + f.path);
+			std::vector<std::string> a = {"image"};
+			a.insert(a.end(), verb.begin(), verb.end());
+			Proc r = shmctl(a);
+			EXPECT_EQ(r.rc, 2) << show(r); // not an image at all: an I/O error, not 1
+			EXPECT_NE(r.err.find("not a regular file (" + f.kind + ")"), std::string::npos)
+				<< show(r);
+			a.insert(a.begin(), "-j");
+			r = shmctl(a);
+			EXPECT_EQ(r.rc, 2) << show(r);
+			Json j;
+			ASSERT_TRUE(parse_json(r.out, &j)) << show(r);
+			EXPECT_NE(j["error"].s().find("not a regular file (" + f.kind + ")"),
+				  std::string::npos) << show(r);
+		}
+	}
 }
 
 } // namespace
