@@ -1,54 +1,105 @@
 /* shmkv.h - header-only reader for shmkv images (C11, also valid C++17).
  *
  * Depends on libc and xxhash.h (included with XXH_INLINE_ALL) only.
- * Format: lib/FORMAT.md. Errors: 0 or negative (-errno or SHMKV_E*), named by
- * shmkv_strerror(); nothing here sets errno.
+ * Format: lib/FORMAT.md. Control segment protocol: lib/PROTOCOL.md.
+ * Errors: 0 or negative (-errno or SHMKV_E*, in [-31299, -31200]), named by
+ * shmkv_strerror() and shmkv_errname(); nothing here sets errno.
+ * Public names are shmkv_*; shmkv__* are internal: don't use them directly.
  *
  * Contents
- *   Open and close
+ *   Open and close (shmkv/handle.h, shmkv/verify.h)
  *     int  shmkv_open_file(path, flags, &db)         map an image read-only
  *     int  shmkv_open_file_diag(path, flags, &db, why, why_len)  same, with the reason
- *     void shmkv_close(db)
+ *     void shmkv_close(db)                           NULL is ignored
  *     int  shmkv_image_check(base, size, flags, why, why_len)    check bytes in memory
  *     int  shmkv_verify(db, why, why_len)            full structural walk
  *     flags: SHMKV_OPEN_NOVERIFY (skip section checksums), SHMKV_OPEN_POPULATE,
  *            SHMKV_OPEN_DEEP (also shmkv_verify at open), SHMKV_OPEN_HUGEPAGES
  *            (huge pages for an image on tmpfs now: MADV_COLLAPSE, Linux 6.1+)
- *   Attach to a loader-managed cache (lib/PROTOCOL.md)
+ *   Attach to a loader-managed cache (shmkv/attach.h; lib/PROTOCOL.md)
  *     int  shmkv_attach(name, flags, &db)            root from $SHMKV_ROOT or /run/shmkv
- *     int  shmkv_attach_diag(root, name, flags, &db, why, why_len)
- *     int  shmkv_refresh(db)                         1 if it moved to a new generation
- *     uint64_t shmkv_generation(db)
- *     int  shmkv_ctl_read(ctl, &copy)               consistent copy of a control segment
+ *     int  shmkv_attach_diag(root, name, flags, &db, why, why_len)  same, with the reason
+ *     int  shmkv_refresh(db)                         0 unchanged, 1 moved to a new generation
+ *     uint64_t shmkv_generation(db)                  generation served (0: a file handle)
  *     flags: SHMKV_ATTACH_VERIFY (checksums at attach), SHMKV_OPEN_DEEP
  *     A get never mixes two generations; values stay valid until the next
  *     refresh that returns 1, or close. Mappings are read-only (PROT_READ of
  *     O_RDONLY descriptors): a reader cannot write the cache.
- *   Lookups (no system call, no allocation; values point into the image)
+ *   Lookups (shmkv/get.h, shmkv/batch.h; no system call, no allocation;
+ *   values point into the image)
  *     int  shmkv_get(db, key, key_len, &value)       any type
  *     int  shmkv_get_i64 / _f64 / _bool / _str / _bytes
  *     int  shmkv_get_f32list / _f64list / _i64list   zero-copy arrays
  *     int  shmkv_get_strlist(db, key, key_len, &list)
- *          shmkv_strlist_count(&list), shmkv_strlist_at(&list, i, &len)
+ *          shmkv_value_strlist(&value, &list)        a string list from shmkv_get's value
+ *          size_t shmkv_strlist_count(&list), shmkv_strlist_at(&list, i, &len)
  *     Typed getters return SHMKV_ETYPE on a type mismatch: nothing is converted.
  *     size_t shmkv_get_batch(db, keys, n, values, errs)  many keys, prefetched in groups
  *   Iteration
  *     shmkv_iter_init(db, &it); while (shmkv_iter_next(&it, &k, &klen, &v) == 0) ...
- *   Misc
- *     const char *shmkv_strerror(err), shmkv_type_name(type), shmkv_vector_name()
+ *   Errors and misc (shmkv/errors.h, shmkv/get.h, shmkv/probe.h)
+ *     const char *shmkv_strerror(err)                message ("key not found", strerror)
+ *     const char *shmkv_errname(err)                 symbol ("SHMKV_ENOTFOUND", "ENOENT")
+ *     const char *shmkv_type_name(type), shmkv_vector_name()
  *     const shmkv_image_header *shmkv_header(db)
+ *   Cache names and control segments (shmkv/ctl.h), for readers, shmctl and the loader
+ *     int  shmkv_name_check(name)                    0, or -EINVAL (SHMKV_CACHE_NAME_RULE)
+ *     const char *shmkv_ctl_root(root)               root, else $SHMKV_ROOT, else /run/shmkv
+ *     int  shmkv_ctl_path(root, name, buf, len)      ROOT/NAME.ctl
+ *     int  shmkv_ctl_open(root, name, flags, &ctl, why, why_len)  map and check one
+ *     void shmkv_ctl_close(ctl)
+ *     int  shmkv_ctl_read(ctl, &copy)                consistent copy (seqcount read)
+ *     uint64_t shmkv_ctl_generation(ctl)             one acquire load
+ *     int  shmkv_ctl_mid_update(ctl)                 1 while seq is odd
+ *     the loader only: shmkv_ctl_init(&ctl), shmkv_ctl_open(..., SHMKV_CTL_RDWR, ...),
+ *     int  shmkv_ctl_publish(ctl, generation, segs, n, loader_pid, published_ns)
+ *   Format functions for builders and inspectors (shmkv/tools.h; FORMAT.md §5-8)
+ *     uint64_t shmkv_key_hash(seed, hash_bits, key, len), shmkv_home_bucket(hash, buckets),
+ *              shmkv_key_tag(hash), shmkv_slot_tag(slot), shmkv_slot_entry_offset(slot)
+ *     unsigned shmkv_slot_meta(slot), shmkv_filter_index(tag)
+ *     int      shmkv_type_align8(type); uint64_t shmkv_entry_value_pos(&entry_header)
+ *     int      shmkv_value_check(type, p, len, why, why_len)
+ *     int      shmkv_entry_at(db, offset, &entry, why, why_len)  bounds-checked decode
+ *     const char *shmkv_section_name(kind)
  *
- * Return values
+ * Return values (why/why_len, where taken, receive a one-line reason naming
+ * the file, section or offset; NULL/0 to skip it)
  *   shmkv_get*: 0; SHMKV_ENOTFOUND (absent); SHMKV_EKEYLEN (key over 65535 bytes);
  *               SHMKV_ETYPE (typed getters only).
- *   shmkv_open_file*: 0; -errno (open/fstat/mmap); SHMKV_EMAGIC, SHMKV_EVERSION,
- *               SHMKV_ELAYOUT, SHMKV_ETRUNCATED, SHMKV_ECHECKSUM, SHMKV_ECORRUPT.
+ *   shmkv_get_batch: the number of keys found; errs[i] as shmkv_get's.
+ *   shmkv_open_file*: 0; -errno (open/fstat/mmap: -ENOENT, -EACCES, -ENOMEM...);
+ *               -EINVAL (unknown flags); SHMKV_EMAGIC, SHMKV_EVERSION, SHMKV_ELAYOUT,
+ *               SHMKV_ETRUNCATED, SHMKV_ECHECKSUM, SHMKV_ECORRUPT.
+ *   shmkv_image_check, shmkv_verify: 0; the image errors above.
+ *   shmkv_attach*: 0; -ENOENT (no such cache); -EINVAL (bad name or flags);
+ *               -EAGAIN (nothing published yet, or the control segment stays
+ *               mid-update: try again); SHMKV_EPROTO (not a control segment
+ *               of this protocol); other -errno; image errors as shmkv_open_file.
+ *   shmkv_refresh: 0 (unchanged, or a file handle); 1 (moved: values from before
+ *               are invalid); < 0 as shmkv_attach, the handle still serving
+ *               its old generation.
  *   shmkv_iter_next: 0; SHMKV_EEND; SHMKV_ECORRUPT.
+ *   shmkv_name_check: 0; -EINVAL.   shmkv_ctl_path: 0; -EINVAL; -ENAMETOOLONG.
+ *   shmkv_ctl_open: 0; -ENOENT; -EINVAL; -ELOOP (a symlink); -ENAMETOOLONG;
+ *               other -errno; SHMKV_EPROTO (not a control segment of this
+ *               protocol, not a regular file, or with SHMKV_CTL_RDWR not ours alone).
+ *   shmkv_ctl_read: 0; -EAGAIN (seq stays odd); SHMKV_EPROTO (impossible contents).
+ *   shmkv_ctl_publish: 0; -EINVAL (more than SHMKV_CTL_MAX_SEGMENTS, or generation 0).
+ *   shmkv_value_check, shmkv_entry_at: 0; SHMKV_ECORRUPT.
+ *   shmkv_strerror, shmkv_errname, *_name: never NULL (static strings).
  *
- * Lifetime: pointers obtained from a handle stay valid until shmkv_close().
- * A handle is immutable after open: any number of threads may read through it.
+ * Lifetime: pointers obtained from a handle stay valid until shmkv_close()
+ * (and, for an attached handle, until a shmkv_refresh() that returns 1).
  * Images must be replaced by rename, never rewritten in place (the builder does
  * so): truncating a mapped file would fault readers.
+ *
+ * Threads: lookups, iteration and shmkv_generation() only read the handle:
+ * any number of threads may run them on one handle at once. shmkv_refresh()
+ * and shmkv_close() change it (refresh unmaps the old image): call them only
+ * when no other thread is using that handle. The simple pattern: one handle
+ * per thread (attach is cheap: each maps the same pages), each thread
+ * refreshing its own between requests. Handles share nothing, so threads
+ * never wait on each other.
  *
  * Example
  *   shmkv *db;
@@ -72,6 +123,8 @@
 #include "shmkv/get.h"
 #include "shmkv/verify.h"
 #include "shmkv/batch.h"
+#include "shmkv/ctl.h"
 #include "shmkv/attach.h"
+#include "shmkv/tools.h"
 
 #endif /* SHMKV_H */

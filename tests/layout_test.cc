@@ -101,7 +101,7 @@ TEST(Layout, HashHomeTagRules)
 {
 	const char key[] = "user:42";
 	for (uint64_t seed : {UINT64_C(0), UINT64_C(1), UINT64_C(0x53484d4b56763121)})
-		EXPECT_EQ(shmkv__hash(seed, 64, key, 7), XXH3_64bits_withSeed(key, 7, seed));
+		EXPECT_EQ(shmkv_key_hash(seed, 64, key, 7), XXH3_64bits_withSeed(key, 7, seed));
 	// every length through each of XXH3's input classes (0-16 is reader's own
 	// short path, probe.h), unaligned starts included
 	unsigned char buf[304];
@@ -110,26 +110,26 @@ TEST(Layout, HashHomeTagRules)
 	for (size_t len = 0; len <= 300; len++)
 		for (size_t at : {0, 1, 3})
 			for (uint64_t seed : {UINT64_C(0), UINT64_C(0x53484d4b56763121)})
-				ASSERT_EQ(shmkv__hash(seed, 64, buf + at, len),
+				ASSERT_EQ(shmkv_key_hash(seed, 64, buf + at, len),
 					  XXH3_64bits_withSeed(buf + at, len, seed))
 					<< "len " << len << " at " << at;
-	EXPECT_EQ(shmkv__home(0, 1000), 0u);
-	EXPECT_EQ(shmkv__home(UINT64_MAX, 1000), 999u);
-	EXPECT_EQ(shmkv__home(UINT64_C(1) << 63, 1000), 500u);
-	EXPECT_EQ(shmkv__home(UINT64_C(1) << 63, 1), 0u);
-	EXPECT_EQ(shmkv__tag(0), 1u);
-	EXPECT_EQ(shmkv__tag(0x10000), 1u);
-	EXPECT_EQ(shmkv__tag(0xabcd0000ffffu), 0xffffu);
-	EXPECT_EQ(shmkv__tag(0x1234), 0x1234u);
+	EXPECT_EQ(shmkv_home_bucket(0, 1000), 0u);
+	EXPECT_EQ(shmkv_home_bucket(UINT64_MAX, 1000), 999u);
+	EXPECT_EQ(shmkv_home_bucket(UINT64_C(1) << 63, 1000), 500u);
+	EXPECT_EQ(shmkv_home_bucket(UINT64_C(1) << 63, 1), 0u);
+	EXPECT_EQ(shmkv_key_tag(0), 1u);
+	EXPECT_EQ(shmkv_key_tag(0x10000), 1u);
+	EXPECT_EQ(shmkv_key_tag(0xabcd0000ffffu), 0xffffu);
+	EXPECT_EQ(shmkv_key_tag(0x1234), 0x1234u);
 	// filter index: (tag * 56) >> 16, within the 56 filter bits for every tag
-	EXPECT_EQ(shmkv__filter_index(1), 0u);
-	EXPECT_EQ(shmkv__filter_index(0xffff), SHMKV_FILTER_BITS - 1);
-	EXPECT_EQ(shmkv__filter_index(0x8000), SHMKV_FILTER_BITS / 2);
+	EXPECT_EQ(shmkv_filter_index(1), 0u);
+	EXPECT_EQ(shmkv_filter_index(0xffff), SHMKV_FILTER_BITS - 1);
+	EXPECT_EQ(shmkv_filter_index(0x8000), SHMKV_FILTER_BITS / 2);
 	for (uint64_t t = 1; t <= 0xffff; t++)
-		ASSERT_LT(shmkv__filter_index(t), SHMKV_FILTER_BITS) << t;
+		ASSERT_LT(shmkv_filter_index(t), SHMKV_FILTER_BITS) << t;
 	// reduced hashes (test images): 2^bits distinct values, spread by a multiply
 	for (unsigned bits = 1; bits <= 8; bits++) {
-		uint64_t h = shmkv__hash(7, bits, key, 7);
+		uint64_t h = shmkv_key_hash(7, bits, key, 7);
 		uint64_t x = XXH3_64bits_withSeed(key, 7, 7) & ((UINT64_C(1) << bits) - 1);
 		EXPECT_EQ(h, x * UINT64_C(0x9E3779B97F4A7C15));
 	}

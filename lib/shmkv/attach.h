@@ -1,6 +1,6 @@
 /* shmkv/attach.h - attach to a loader-managed cache by name; lock-free refresh.
  * Part of the header-only reader; include <shmkv.h>, not this file.
- * Protocol: lib/PROTOCOL.md. Writer side: loader/ctl.c. */
+ * Protocol: lib/PROTOCOL.md. The control segment (open, read, publish): ctl.h. */
 #ifndef SHMKV_ATTACH_H
 #define SHMKV_ATTACH_H
 
@@ -8,39 +8,14 @@
 #include <stdlib.h>
 
 #include "atomic.h"
+#include "ctl.h"
 #include "handle.h"
 #include "protocol.h"
 
 #define SHMKV_ATTACH_VERIFY 8u /* verify every image checksum at attach and refresh */
 
-/* Spins on an odd seq before giving up: the loader holds seq odd for a few
- * stores; staying odd this long means it died mid-publish (its restart
- * repairs the segment). */
-#define SHMKV__SEQ_SPINS (1u << 24)
-
-/* Copies the whole control segment out: consistent, or retried (the Linux
- * vDSO seqcount pattern). Returns 0, or -EAGAIN if seq stays odd. */
-static inline int shmkv_ctl_read(const shmkv_ctl *ctl, shmkv_ctl *out)
-{
-	for (uint32_t spins = 0; spins < SHMKV__SEQ_SPINS; spins++) {
-		/* pairs with the final shmkv__store_release(&ctl->seq) in loader/ctl.c:ctl_publish() */
-		uint64_t s1 = shmkv__load_acquire(&ctl->seq);
-		if (!(s1 & 1)) {
-			memcpy(out, (const void *)ctl, sizeof *out);
-			/* pairs with the shmkv__fence_release() after seq turns odd in ctl_publish() */
-			shmkv__fence_acquire();
-			if (shmkv__load_relaxed(&ctl->seq) == s1) {
-				for (uint32_t i = 0; i < SHMKV_CTL_MAX_SEGMENTS; i++)
-					out->segments[i].path[SHMKV_CTL_PATH_MAX - 1] = 0;
-				return 0;
-			}
-		}
-		shmkv__cpu_relax();
-	}
-	return -EAGAIN;
-}
-
-/* The current generation, its segment count and first segment, consistently. */
+/* Deprecated (use shmkv_ctl_read): the current generation, its segment
+ * count and first segment, consistently. Kept while callers move. */
 static inline int shmkv__ctl_snapshot(const shmkv_ctl *ctl, uint64_t *gen, uint32_t *count,
 				      shmkv_ctl_segment *seg)
 {
@@ -58,13 +33,19 @@ static inline int shmkv__ctl_snapshot(const shmkv_ctl *ctl, uint64_t *gen, uint3
 static inline int shmkv__map_segment(const shmkv_ctl_segment *seg, unsigned flags, void **map,
 				     char *why, size_t why_len)
 {
-	int fd = open(seg->path, O_RDONLY | SHMKV__O_CLOEXEC);
+	SHMKV_TRACE(segment_open);
+	/* O_NONBLOCK: a FIFO under a segment's name must not block the reader */
+	int fd = open(seg->path, O_RDONLY | SHMKV__O_CLOEXEC | SHMKV__O_NONBLOCK);
 	if (fd < 0) {
 		int err = -errno;
 		return shmkv__fail(err, why, why_len, "%s: %s", seg->path, shmkv_strerror(err));
 	}
 	struct stat st;
-	if (fstat(fd, &st) != 0 || (uint64_t)st.st_size < seg->size || seg->map_size < seg->size) {
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return shmkv__fail(SHMKV_EPROTO, why, why_len, "%s: not a regular file", seg->path);
+	}
+	if ((uint64_t)st.st_size < seg->size || seg->map_size < seg->size) {
 		close(fd);
 		return shmkv__fail(SHMKV_ETRUNCATED, why, why_len,
 				   "%s: segment smaller than the %llu-byte image", seg->path,
@@ -110,24 +91,10 @@ static inline int shmkv__attach_current(const shmkv_ctl *ctl, unsigned flags, ui
 		err = shmkv__map_segment(seg, flags, map, why, why_len);
 		if (err != -ENOENT)
 			return err;
-		if (shmkv__load_acquire(&ctl->generation) == *gen)
+		if (shmkv_ctl_generation(ctl) == *gen)
 			return err; /* gone without a successor: not a race */
 	}
 	return err;
-}
-
-static inline int shmkv__valid_name(const char *name)
-{
-	size_t n = strlen(name);
-	if (n == 0 || n > SHMKV_CACHE_NAME_MAX || name[0] == '.')
-		return 0;
-	for (size_t i = 0; i < n; i++) {
-		char c = name[i];
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		      c == '_' || c == '-' || c == '.'))
-			return 0;
-	}
-	return 1;
 }
 
 /* Attaches read-only to cache name under root (NULL: $SHMKV_ROOT, else
@@ -138,71 +105,22 @@ static inline int shmkv__valid_name(const char *name)
 static inline int shmkv_attach_diag(const char *root, const char *name, unsigned flags,
 				    shmkv **out, char *why, size_t why_len)
 {
-	int saved_errno = errno, err = 0, fd = -1;
-	void *ctl_map = MAP_FAILED, *map = NULL;
+	int saved_errno = errno, err = 0;
+	void *map = NULL;
+	shmkv_ctl *ctl = NULL;
 	shmkv_ctl_segment seg;
 	uint64_t gen = 0;
-	char path[512];
 	shmkv *db = NULL;
-	const shmkv_ctl *ctl;
-	struct stat st;
 	*out = NULL;
 	if (why && why_len)
 		why[0] = 0;
-	if (!root)
-		root = getenv("SHMKV_ROOT");
-	if (!root || !*root)
-		root = SHMKV_DEFAULT_ROOT;
 	if (flags & ~(SHMKV_ATTACH_VERIFY | SHMKV_OPEN_DEEP)) {
 		err = shmkv__fail(-EINVAL, why, why_len, "unknown attach flags %x", flags);
 		goto done;
 	}
-	if (!shmkv__valid_name(name)) {
-		err = shmkv__fail(-EINVAL, why, why_len,
-				  "invalid cache name \"%s\" (1-63 of A-Z a-z 0-9 _ - ., not "
-				  "starting with .)", name);
+	err = shmkv_ctl_open(root, name, 0, &ctl, why, why_len);
+	if (err)
 		goto done;
-	}
-	if ((size_t)snprintf(path, sizeof path, "%s/%s.ctl", root, name) >= sizeof path) {
-		err = shmkv__fail(-ENAMETOOLONG, why, why_len, "root path too long");
-		goto done;
-	}
-	fd = open(path, O_RDONLY | SHMKV__O_CLOEXEC);
-	if (fd < 0) {
-		err = -errno;
-		if (err == -ENOENT)
-			shmkv__fail(err, why, why_len,
-				    "no cache \"%s\" under %s (no %s.ctl; is shmkv-loader running with "
-				    "this root? set SHMKV_ROOT)", name, root, name);
-		else
-			shmkv__fail(err, why, why_len, "%s: %s", path, shmkv_strerror(err));
-		goto done;
-	}
-	if (fstat(fd, &st) != 0 || (uint64_t)st.st_size < SHMKV_CTL_SIZE) {
-		err = shmkv__fail(SHMKV_EPROTO, why, why_len, "%s: not a shmkv control segment (size)",
-				  path);
-		goto done;
-	}
-	ctl_map = mmap(NULL, SHMKV_CTL_SIZE, PROT_READ, MAP_SHARED, fd, 0);
-	if (ctl_map == MAP_FAILED) {
-		err = -errno;
-		shmkv__fail(err, why, why_len, "%s: mmap: %s", path, shmkv_strerror(err));
-		goto done;
-	}
-	ctl = (const shmkv_ctl *)ctl_map;
-	if (memcmp(ctl->magic, SHMKV_CTL_MAGIC, 8) != 0) {
-		err = shmkv__fail(SHMKV_EPROTO, why, why_len, "%s: not a shmkv control segment (magic)",
-				  path);
-		goto done;
-	}
-	if (ctl->protocol_version != SHMKV_PROTOCOL_VERSION || ctl->layout_hash != SHMKV_CTL_LAYOUT_HASH) {
-		err = shmkv__fail(SHMKV_EPROTO, why, why_len,
-				  "%s: protocol version %u layout %016llx, this reader speaks version %u "
-				  "layout %016llx", path, ctl->protocol_version,
-				  (unsigned long long)ctl->layout_hash, SHMKV_PROTOCOL_VERSION,
-				  (unsigned long long)SHMKV_CTL_LAYOUT_HASH);
-		goto done;
-	}
 	err = shmkv__attach_current(ctl, flags, &gen, &seg, &map, why, why_len);
 	if (err) {
 		if (why && why_len) {
@@ -229,17 +147,14 @@ static inline int shmkv_attach_diag(const char *root, const char *name, unsigned
 		if (err) {
 			shmkv_close(db);
 			db = NULL;
-			ctl_map = MAP_FAILED; /* shmkv_close unmapped it */
+			ctl = NULL; /* shmkv_close unmapped it */
 			goto done;
 		}
 	}
 	*out = db;
-	ctl_map = MAP_FAILED;
+	ctl = NULL;
 done:
-	if (fd >= 0)
-		close(fd);
-	if (ctl_map != MAP_FAILED)
-		munmap(ctl_map, SHMKV_CTL_SIZE);
+	shmkv_ctl_close(ctl);
 	errno = saved_errno;
 	return err;
 }
@@ -260,8 +175,9 @@ static inline int shmkv_refresh(shmkv *db)
 {
 	if (!db->ctl)
 		return 0;
-	/* pairs with shmkv__store_release(&ctl->generation) in loader/ctl.c:ctl_publish() */
-	if (shmkv__load_acquire(&db->ctl->generation) == db->generation)
+	/* acquire; pairs with the release store of generation in
+	 * lib/shmkv/ctl.h:shmkv_ctl_publish() */
+	if (shmkv_ctl_generation(db->ctl) == db->generation)
 		return 0;
 	int saved_errno = errno;
 	shmkv_ctl_segment seg;

@@ -140,22 +140,7 @@ _Static_assert(sizeof(shmkv_section_desc) == 32, "section layout");
 _Static_assert(sizeof(shmkv_entry_header) == 8, "entry layout");
 #endif
 
-/* Errors: 0 on success, -errno for system errors, or one of these. */
-#define SHMKV_ENOTFOUND (-30900)  /* key not in the cache */
-#define SHMKV_ETYPE (-30901)      /* value has another type than the getter asks for */
-#define SHMKV_EMAGIC (-30902)     /* not a shmkv image */
-#define SHMKV_EVERSION (-30903)   /* image format version not supported by this reader */
-#define SHMKV_ELAYOUT (-30904)    /* layout hash differs: reader and image disagree on layout */
-#define SHMKV_ETRUNCATED (-30905) /* image shorter than its header says */
-#define SHMKV_ECHECKSUM (-30906)  /* a checksum does not match */
-#define SHMKV_ECORRUPT (-30907)   /* structure invalid (bounds, counts, padding) */
-#define SHMKV_EKEYLEN (-30908)    /* key longer than SHMKV_MAX_KEY_LEN */
-#define SHMKV_EEND (-30909)       /* iteration has no more entries */
-#define SHMKV_EDUPKEY (-30910)    /* builder: duplicate key */
-#define SHMKV_EINPUT (-30911)     /* builder: malformed input */
-#define SHMKV_ELIMIT (-30912)     /* builder: a documented limit is exceeded */
-#define SHMKV_EPROTO (-30913)     /* control segment of another protocol version or layout */
-#define SHMKV_EFIRST_ (-30913)
-#define SHMKV_ELAST_ (-30900)
+/* The error codes (SHMKV_E*) live in errors.h, which this file includes for them. */
+#include "errors.h"
 
 #endif /* SHMKV_FORMAT_H */

@@ -34,6 +34,37 @@ int header_test_shmkv_c(char *why, size_t why_len)
 	const shmkv_image_header *(*hdr)(const shmkv *) = shmkv_header;
 	int (*open)(const char *, unsigned, shmkv **) = shmkv_open_file;
 	int (*vstr)(const shmkv_value *, shmkv_strlist *) = shmkv_value_strlist;
+	/* errors.h, ctl.h, attach.h, tools.h */
+	const char *(*errname)(int) = shmkv_errname;
+	int (*name_check)(const char *) = shmkv_name_check;
+	const char *(*ctl_root)(const char *) = shmkv_ctl_root;
+	int (*ctl_path)(const char *, const char *, char *, size_t) = shmkv_ctl_path;
+	void (*ctl_init)(shmkv_ctl *) = shmkv_ctl_init;
+	int (*ctl_open)(const char *, const char *, unsigned, shmkv_ctl **, char *, size_t) =
+		shmkv_ctl_open;
+	void (*ctl_close)(const shmkv_ctl *) = shmkv_ctl_close;
+	int (*ctl_read)(const shmkv_ctl *, shmkv_ctl *) = shmkv_ctl_read;
+	uint64_t (*ctl_gen)(const shmkv_ctl *) = shmkv_ctl_generation;
+	int (*ctl_mid)(const shmkv_ctl *) = shmkv_ctl_mid_update;
+	int (*ctl_pub)(shmkv_ctl *, uint64_t, const shmkv_ctl_segment *, uint32_t, uint64_t,
+		       int64_t) = shmkv_ctl_publish;
+	int (*attach)(const char *, unsigned, shmkv **) = shmkv_attach;
+	int (*attach_diag)(const char *, const char *, unsigned, shmkv **, char *, size_t) =
+		shmkv_attach_diag;
+	int (*refresh)(shmkv *) = shmkv_refresh;
+	uint64_t (*generation)(const shmkv *) = shmkv_generation;
+	uint64_t (*key_hash)(uint64_t, unsigned, const void *, size_t) = shmkv_key_hash;
+	uint64_t (*home)(uint64_t, uint64_t) = shmkv_home_bucket;
+	uint64_t (*tag)(uint64_t) = shmkv_key_tag;
+	uint64_t (*slot_tag)(uint64_t) = shmkv_slot_tag;
+	unsigned (*slot_meta)(uint64_t) = shmkv_slot_meta;
+	uint64_t (*slot_off)(uint64_t) = shmkv_slot_entry_offset;
+	unsigned (*filter)(uint64_t) = shmkv_filter_index;
+	int (*align8)(unsigned) = shmkv_type_align8;
+	uint64_t (*vpos)(const shmkv_entry_header *) = shmkv_entry_value_pos;
+	int (*vcheck)(unsigned, const void *, uint64_t, char *, size_t) = shmkv_value_check;
+	const char *(*secname)(uint32_t) = shmkv_section_name;
+	int (*entry_at)(const shmkv *, uint64_t, shmkv_entry *, char *, size_t) = shmkv_entry_at;
 	const void *fns[] = {(const void *)(uintptr_t)get,     (const void *)(uintptr_t)get_i64,
 			     (const void *)(uintptr_t)get_f64, (const void *)(uintptr_t)get_bool,
 			     (const void *)(uintptr_t)get_str, (const void *)(uintptr_t)get_bytes,
@@ -43,12 +74,27 @@ int header_test_shmkv_c(char *why, size_t why_len)
 			     (const void *)(uintptr_t)verify,  (const void *)(uintptr_t)check,
 			     (const void *)(uintptr_t)at,      (const void *)(uintptr_t)count,
 			     (const void *)(uintptr_t)hdr,     (const void *)(uintptr_t)open,
-			     (const void *)(uintptr_t)vstr};
+			     (const void *)(uintptr_t)vstr,
+			     (const void *)(uintptr_t)errname, (const void *)(uintptr_t)name_check,
+			     (const void *)(uintptr_t)ctl_root, (const void *)(uintptr_t)ctl_path,
+			     (const void *)(uintptr_t)ctl_init, (const void *)(uintptr_t)ctl_open,
+			     (const void *)(uintptr_t)ctl_close, (const void *)(uintptr_t)ctl_read,
+			     (const void *)(uintptr_t)ctl_gen, (const void *)(uintptr_t)ctl_mid,
+			     (const void *)(uintptr_t)ctl_pub, (const void *)(uintptr_t)attach,
+			     (const void *)(uintptr_t)attach_diag, (const void *)(uintptr_t)refresh,
+			     (const void *)(uintptr_t)generation, (const void *)(uintptr_t)key_hash,
+			     (const void *)(uintptr_t)home, (const void *)(uintptr_t)tag,
+			     (const void *)(uintptr_t)slot_tag, (const void *)(uintptr_t)slot_meta,
+			     (const void *)(uintptr_t)slot_off, (const void *)(uintptr_t)filter,
+			     (const void *)(uintptr_t)align8, (const void *)(uintptr_t)vpos,
+			     (const void *)(uintptr_t)vcheck, (const void *)(uintptr_t)secname,
+			     (const void *)(uintptr_t)entry_at};
 	for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++)
 		if (!fns[i])
 			return -1;
 	if (sizeof(shmkv_image_header) != SHMKV_HEADER_USED || !shmkv_vector_name()[0] ||
-	    !shmkv_type_name(SHMKV_TYPE_STRLIST)[0] || !shmkv_strerror(SHMKV_ECORRUPT)[0])
+	    !shmkv_type_name(SHMKV_TYPE_STRLIST)[0] || !shmkv_strerror(SHMKV_ECORRUPT)[0] ||
+	    !shmkv_errname(-ENOENT)[0])
 		return -1;
 	return err;
 }

@@ -1,0 +1,354 @@
+/* shmkv/ctl.h - the control segment ROOT/NAME.ctl: cache names, opening,
+ * the consistent read (readers) and the publish (the loader). Both sides of
+ * the seqcount live here, so each atomic and the one it pairs with are in one
+ * file. Protocol: lib/PROTOCOL.md; layout: protocol.h.
+ * Part of the header-only reader; include <shmkv.h>, not this file. */
+#ifndef SHMKV_CTL_H
+#define SHMKV_CTL_H
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "atomic.h"
+#include "errors.h"
+#include "handle.h"
+#include "protocol.h"
+
+/* Strict -std=c11 hides these; values are the kernel ABI of x86-64 and
+ * AArch64 (O_NOFOLLOW differs between them). */
+#ifdef O_NOFOLLOW
+#define SHMKV__O_NOFOLLOW O_NOFOLLOW
+#elif defined(__aarch64__)
+#define SHMKV__O_NOFOLLOW 0100000
+#else
+#define SHMKV__O_NOFOLLOW 0400000
+#endif
+#ifdef O_NONBLOCK
+#define SHMKV__O_NONBLOCK O_NONBLOCK
+#else
+#define SHMKV__O_NONBLOCK 04000
+#endif
+
+/* SHMKV_TRACE(event): a test hook. Define it before including <shmkv.h> to
+ * count the reader's slow-path work without timing anything
+ * (tests/refresh_test.cc does). Events: ctl_retry (one more pass of the
+ * seqcount loop in shmkv_ctl_read), segment_open (an open of a segment file
+ * by attach or refresh). Compiles to nothing by default. */
+#ifndef SHMKV_TRACE
+#define SHMKV_TRACE(event) ((void)0)
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Cache names */
+
+/* The rule, for messages. */
+#define SHMKV_CACHE_NAME_RULE "1-63 bytes of A-Z a-z 0-9 _ - ., not starting with ."
+
+/* Checks a cache name (SHMKV_CACHE_NAME_RULE): names become file names
+ * (ROOT/NAME.ctl, segment names), so this is the one place the rule lives.
+ * Returns 0, or -EINVAL (NULL, empty, too long, a byte outside the set, or a
+ * leading '.', which the loader keeps for its temporary files). */
+static inline int shmkv_name_check(const char *name)
+{
+	if (!name)
+		return -EINVAL;
+	size_t n = strlen(name);
+	if (n == 0 || n > SHMKV_CACHE_NAME_MAX || name[0] == '.')
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		char c = name[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '_' || c == '-' || c == '.'))
+			return -EINVAL;
+	}
+	return 0;
+}
+
+/* Deprecated spelling of shmkv_name_check() == 0, kept while callers move. */
+static inline int shmkv__valid_name(const char *name)
+{
+	return shmkv_name_check(name) == 0;
+}
+
+/* The root directory of control segments: root itself when given and not
+ * empty, else $SHMKV_ROOT when set and not empty, else SHMKV_DEFAULT_ROOT
+ * ("/run/shmkv"). Never NULL. */
+static inline const char *shmkv_ctl_root(const char *root)
+{
+	if (root && *root)
+		return root;
+	root = getenv("SHMKV_ROOT");
+	return root && *root ? root : SHMKV_DEFAULT_ROOT;
+}
+
+/* Writes the control segment's path, ROOT/NAME.ctl, into buf[len] (root as
+ * shmkv_ctl_root() resolves it). Returns 0; -EINVAL (bad name, see
+ * shmkv_name_check); -ENAMETOOLONG (does not fit in len). */
+static inline int shmkv_ctl_path(const char *root, const char *name, char *buf, size_t len)
+{
+	if (shmkv_name_check(name))
+		return -EINVAL;
+	root = shmkv_ctl_root(root);
+	size_t r = strlen(root), n = strlen(name);
+	if (r + 1 + n + 4 + 1 > len)
+		return -ENAMETOOLONG;
+	memcpy(buf, root, r);
+	buf[r] = '/';
+	memcpy(buf + r + 1, name, n);
+	memcpy(buf + r + 1 + n, ".ctl", 5);
+	return 0;
+}
+
+/* Fills *ctl as a fresh control segment with nothing published: magic,
+ * protocol version, size and layout hash set, everything else zero. For the
+ * loader, which writes it to a new file before anyone can map it. */
+static inline void shmkv_ctl_init(shmkv_ctl *ctl)
+{
+	memset(ctl, 0, sizeof *ctl);
+	memcpy(ctl->magic, SHMKV_CTL_MAGIC, 8);
+	ctl->protocol_version = SHMKV_PROTOCOL_VERSION;
+	ctl->ctl_size = SHMKV_CTL_SIZE;
+	ctl->layout_hash = SHMKV_CTL_LAYOUT_HASH;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Opening */
+
+/* shmkv_ctl_open() flags */
+#define SHMKV_CTL_RDWR 1u /* the loader: map read-write, to publish (shmkv_ctl_publish) */
+#define SHMKV_CTL_KNOWN_ (SHMKV_CTL_RDWR)
+
+/* Maps ROOT/NAME.ctl (root as shmkv_ctl_root() resolves it) and checks it
+ * is a control segment this library speaks: a regular file (opened with
+ * O_NOFOLLOW|O_NONBLOCK, then fstat: never a symlink, never blocks on a
+ * FIFO) of at least SHMKV_CTL_SIZE bytes, with SHMKV_CTL_MAGIC, this
+ * SHMKV_PROTOCOL_VERSION, ctl_size and SHMKV_CTL_LAYOUT_HASH. Read-only
+ * (PROT_READ of an O_RDONLY descriptor) unless flags has SHMKV_CTL_RDWR; with
+ * it, the file must also belong to the calling user and not be writable by
+ * group or others (the loader adopting its own segment at restart).
+ * On success *out is the mapping, valid until shmkv_ctl_close(*out).
+ * Returns 0; -EINVAL (bad name or flags); -ENOENT (no such cache);
+ * -ENAMETOOLONG; -ELOOP (a symlink); -EACCES, other -errno of
+ * open/fstat/mmap; SHMKV_EPROTO (not a regular file, too small, bad magic,
+ * another protocol version, size or layout; with SHMKV_CTL_RDWR, another
+ * owner or a mode writable by others). why[why_len], if given, receives a
+ * message naming the file. */
+static inline int shmkv_ctl_open(const char *root, const char *name, unsigned flags,
+				 shmkv_ctl **out, char *why, size_t why_len)
+{
+	char path[4096 + 80];
+	void *map = MAP_FAILED;
+	struct stat st;
+	int fd, err, rw = (flags & SHMKV_CTL_RDWR) != 0;
+	*out = NULL;
+	if (flags & ~SHMKV_CTL_KNOWN_)
+		return shmkv__fail(-EINVAL, why, why_len, "unknown control segment flags %x", flags);
+	root = shmkv_ctl_root(root);
+	err = shmkv_ctl_path(root, name, path, sizeof path);
+	if (err == -EINVAL)
+		return shmkv__fail(err, why, why_len, "invalid cache name \"%s\" (%s)",
+				   name ? name : "(null)", SHMKV_CACHE_NAME_RULE);
+	if (err)
+		return shmkv__fail(err, why, why_len, "%s: root path too long", root);
+	fd = open(path, (rw ? O_RDWR : O_RDONLY) | SHMKV__O_CLOEXEC | SHMKV__O_NOFOLLOW |
+				SHMKV__O_NONBLOCK);
+	if (fd < 0) {
+		err = -errno;
+		if (err == -ENOENT)
+			return shmkv__fail(err, why, why_len,
+					   "no cache \"%s\" under %s (no %s.ctl; is shmkv-loader "
+					   "running with this root? set SHMKV_ROOT)", name, root, name);
+		if (err == -ELOOP)
+			return shmkv__fail(err, why, why_len, "%s: is a symbolic link, not a control "
+					   "segment", path);
+		return shmkv__fail(err, why, why_len, "%s: %s", path, shmkv_strerror(err));
+	}
+	if (fstat(fd, &st) != 0) {
+		err = -errno;
+		shmkv__fail(err, why, why_len, "%s: fstat: %s", path, shmkv_strerror(err));
+		goto done;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		err = shmkv__fail(SHMKV_EPROTO, why, why_len,
+				  "%s: not a shmkv control segment (not a regular file)", path);
+		goto done;
+	}
+	if ((uint64_t)st.st_size < SHMKV_CTL_SIZE) {
+		err = shmkv__fail(SHMKV_EPROTO, why, why_len,
+				  "%s: not a shmkv control segment (size %llu, below %u bytes)", path,
+				  (unsigned long long)st.st_size, SHMKV_CTL_SIZE);
+		goto done;
+	}
+	if (rw && (st.st_uid != geteuid() || (st.st_mode & 022))) {
+		err = shmkv__fail(SHMKV_EPROTO, why, why_len,
+				  "%s: owned by uid %u mode %04o; refusing to adopt a control segment "
+				  "that is not ours alone to write", path, (unsigned)st.st_uid,
+				  (unsigned)(st.st_mode & 07777));
+		goto done;
+	}
+	map = mmap(NULL, SHMKV_CTL_SIZE, rw ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED) {
+		err = -errno;
+		shmkv__fail(err, why, why_len, "%s: mmap: %s", path, shmkv_strerror(err));
+		goto done;
+	}
+	{
+		/* written once before the file got its name (loader/ctl.c:ctl_create
+		 * renames it into place), never after: plain reads */
+		const shmkv_ctl *c = (const shmkv_ctl *)map;
+		if (memcmp(c->magic, SHMKV_CTL_MAGIC, 8) != 0) {
+			err = shmkv__fail(SHMKV_EPROTO, why, why_len,
+					  "%s: not a shmkv control segment (magic)", path);
+		} else if (c->protocol_version != SHMKV_PROTOCOL_VERSION ||
+			   c->ctl_size != SHMKV_CTL_SIZE || c->layout_hash != SHMKV_CTL_LAYOUT_HASH) {
+			err = shmkv__fail(SHMKV_EPROTO, why, why_len,
+					  "%s: protocol version %u size %u layout %016llx, this "
+					  "library speaks version %u size %u layout %016llx", path,
+					  c->protocol_version, c->ctl_size,
+					  (unsigned long long)c->layout_hash, SHMKV_PROTOCOL_VERSION,
+					  SHMKV_CTL_SIZE, (unsigned long long)SHMKV_CTL_LAYOUT_HASH);
+		}
+	}
+	if (!err)
+		*out = (shmkv_ctl *)map;
+	else
+		munmap(map, SHMKV_CTL_SIZE);
+done:
+	close(fd);
+	return err;
+}
+
+/* Unmaps a control segment from shmkv_ctl_open(); NULL is ignored. The file
+ * stays. */
+static inline void shmkv_ctl_close(const shmkv_ctl *ctl)
+{
+	if (ctl)
+		munmap((void *)(uintptr_t)ctl, SHMKV_CTL_SIZE);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The seqcount (the Linux vDSO pattern): the loader writes inside a section
+ * that makes seq odd; readers copy everything out and keep the copy only if
+ * seq was even and unchanged around it. Both copies move 64-bit words with
+ * relaxed atomics, so a reader racing the writer is a retry, never a C11
+ * data race (tests/ctl_race_test runs it under ThreadSanitizer). */
+
+#define SHMKV__CTL_WORDS (sizeof(shmkv_ctl) / 8)
+#define SHMKV__CTL_WORD(field) (offsetof(shmkv_ctl, field) / 8)
+
+/* Passes of the read loop before shmkv_ctl_read() gives up: the loader holds
+ * seq odd for a few thousand stores; odd much longer means it died (or
+ * stopped) mid-publish, and its restart repairs the segment. */
+#define SHMKV__SEQ_SPINS (1u << 16)
+
+/* The current generation (0: nothing published yet). One acquire load: a
+ * cheap "did anything change?" check for readers, as shmkv_refresh() uses. */
+static inline uint64_t shmkv_ctl_generation(const shmkv_ctl *ctl)
+{
+	/* pairs with shmkv__store_release(&ctl->generation) in
+	 * lib/shmkv/ctl.h:shmkv_ctl_publish(): a reader that sees the new
+	 * generation sees the section's stores too (it still copies them out
+	 * with shmkv_ctl_read) */
+	return shmkv__load_acquire(&ctl->generation);
+}
+
+/* 1 while a publish is under way, or was left open by a loader that died in
+ * it (seq odd); else 0. A snapshot, for the loader's restart repair and for
+ * readers that would rather not wait. */
+static inline int shmkv_ctl_mid_update(const shmkv_ctl *ctl)
+{
+	/* pairs with shmkv__store_release(&ctl->seq, s + 2) in
+	 * lib/shmkv/ctl.h:shmkv_ctl_publish() */
+	return (int)(shmkv__load_acquire(&ctl->seq) & 1);
+}
+
+/* Copies the whole control segment into *out, consistently: all fields come
+ * from one publish. Returns 0; -EAGAIN if seq stayed odd (a publish under
+ * way, or a loader that died mid-publish: try again later);
+ * SHMKV_EPROTO if the copy is not one a loader writes (segment_count over
+ * SHMKV_CTL_MAX_SEGMENTS). Paths in the copy are always NUL-terminated.
+ * No system call; ctl may be mapped read-only. */
+static inline int shmkv_ctl_read(const shmkv_ctl *ctl, shmkv_ctl *out)
+{
+	const uint64_t *w = (const uint64_t *)(const void *)ctl;
+	unsigned char *o = (unsigned char *)out;
+	for (uint32_t spins = 0; spins < SHMKV__SEQ_SPINS; spins++) {
+		if (spins)
+			SHMKV_TRACE(ctl_retry);
+		/* pairs with the final shmkv__store_release(&ctl->seq, s + 2) in
+		 * lib/shmkv/ctl.h:shmkv_ctl_publish() */
+		uint64_t s1 = shmkv__load_acquire(&ctl->seq);
+		if (!(s1 & 1)) {
+			for (size_t i = 0; i < SHMKV__CTL_WORDS; i++) {
+				/* relaxed: ordered by the fence below; pairs with the
+				 * relaxed word stores in shmkv_ctl_publish() */
+				uint64_t v = shmkv__load_relaxed(w + i);
+				memcpy(o + 8 * i, &v, 8);
+			}
+			/* pairs with the shmkv__fence_release() after seq turns odd
+			 * in lib/shmkv/ctl.h:shmkv_ctl_publish(): if any word above
+			 * came from a section, the re-read sees that section's odd
+			 * seq (or a later one) */
+			shmkv__fence_acquire();
+			if (shmkv__load_relaxed(&ctl->seq) == s1) {
+				for (uint32_t i = 0; i < SHMKV_CTL_MAX_SEGMENTS; i++)
+					out->segments[i].path[SHMKV_CTL_PATH_MAX - 1] = 0;
+				return out->segment_count > SHMKV_CTL_MAX_SEGMENTS ? SHMKV_EPROTO : 0;
+			}
+		}
+		shmkv__cpu_relax();
+	}
+	return -EAGAIN;
+}
+
+/* For the loader, the only writer: publishes generation with segs[0..n)
+ * (n may be 0: a generation with nothing to map), loader_pid and
+ * published_ns, in one seqcount write section; unused segment slots and
+ * reserved words become zero. A section a crashed loader left open (seq
+ * odd) is closed by this publish. ctl must come from shmkv_ctl_open(...,
+ * SHMKV_CTL_RDWR, ...) or be the loader's own read-write mapping. Readers
+ * see either the previous publish or this one, whole. Returns 0, or -EINVAL
+ * (n over SHMKV_CTL_MAX_SEGMENTS, or generation 0) without touching ctl. */
+static inline int shmkv_ctl_publish(shmkv_ctl *ctl, uint64_t generation,
+				    const shmkv_ctl_segment *segs, uint32_t n, uint64_t loader_pid,
+				    int64_t published_ns)
+{
+	if (n > SHMKV_CTL_MAX_SEGMENTS || generation == 0)
+		return -EINVAL;
+	/* the new fields, built privately, then stored word by word */
+	shmkv_ctl next;
+	memset(&next, 0, sizeof next);
+	next.segment_count = n;
+	next.loader_pid = loader_pid;
+	next.published_ns = published_ns;
+	for (uint32_t i = 0; i < n; i++)
+		next.segments[i] = segs[i];
+	const unsigned char *src = (const unsigned char *)&next;
+	uint64_t *w = (uint64_t *)(void *)ctl;
+
+	/* Only writer: a relaxed load sees its own last store. An odd seq is a
+	 * section a crashed loader left open: s is its start. */
+	uint64_t s = shmkv__load_relaxed(&ctl->seq) & ~UINT64_C(1);
+	shmkv__store_relaxed(&ctl->seq, s + 1);
+	/* pairs with shmkv__fence_acquire() in lib/shmkv/ctl.h:shmkv_ctl_read():
+	 * a reader whose copy holds any store below sees seq odd on its re-read */
+	shmkv__fence_release();
+	for (size_t i = SHMKV__CTL_WORD(segment_count); i < SHMKV__CTL_WORDS; i++) {
+		uint64_t v;
+		memcpy(&v, src + 8 * i, 8);
+		/* relaxed: pairs with the relaxed word loads in shmkv_ctl_read(),
+		 * ordered by the fences around them */
+		shmkv__store_relaxed(w + i, v);
+	}
+	/* pairs with shmkv__load_acquire(&ctl->generation) in
+	 * lib/shmkv/ctl.h:shmkv_ctl_generation() (shmkv_refresh's check): a
+	 * reader that sees the new generation sees the stores above */
+	shmkv__store_release(&ctl->generation, generation);
+	/* pairs with shmkv__load_acquire(&ctl->seq) in
+	 * lib/shmkv/ctl.h:shmkv_ctl_read() and shmkv_ctl_mid_update(): the
+	 * section's stores are visible before seq turns even again */
+	shmkv__store_release(&ctl->seq, s + 2);
+	return 0;
+}
+
+#endif /* SHMKV_CTL_H */

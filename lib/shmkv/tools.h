@@ -1,0 +1,113 @@
+/* shmkv/tools.h - the image format as functions, for programs that build or
+ * inspect images (the builder, shmctl image inspect/dump, a second builder).
+ * Each is the one definition of a rule lib/FORMAT.md states; the reader uses
+ * the same code (these wrap its internal helpers), so a builder that calls
+ * them writes images every reader finds its keys in.
+ * Part of the header-only reader; include <shmkv.h>, not this file. */
+#ifndef SHMKV_TOOLS_H
+#define SHMKV_TOOLS_H
+
+#include "get.h"
+#include "handle.h"
+#include "probe.h"
+
+/* Key hash (FORMAT.md §5): XXH3-64 of the key with the image's
+ * hash_seed; hash_bits is the header's (64 in production; fewer only in test
+ * images, where the hash is reduced to 2^hash_bits values and spread by a
+ * multiply). */
+static inline uint64_t shmkv_key_hash(uint64_t seed, unsigned hash_bits, const void *key,
+				      size_t key_len)
+{
+	return shmkv__hash(seed, hash_bits, key, key_len);
+}
+
+/* Home bucket of a hash among bucket_count buckets: the high bits of
+ * hash * bucket_count (any bucket count, no power of two needed). */
+static inline uint64_t shmkv_home_bucket(uint64_t hash, uint64_t bucket_count)
+{
+	return shmkv__home(hash, bucket_count);
+}
+
+/* The 16-bit slot tag of a hash: its low 16 bits, 1 when they are 0 (an
+ * empty slot is all zero and never matches). */
+static inline uint64_t shmkv_key_tag(uint64_t hash)
+{
+	return shmkv__tag(hash);
+}
+
+/* Slot fields (a slot is tag << 48 | meta << 40 | entry_offset >> 3; 0 is
+ * empty): the tag, the meta byte, and the image offset of the entry. */
+static inline uint64_t shmkv_slot_tag(uint64_t slot)
+{
+	return slot >> SHMKV_SLOT_TAG_SHIFT;
+}
+static inline unsigned shmkv_slot_meta(uint64_t slot)
+{
+	return shmkv__slot_meta(slot);
+}
+static inline uint64_t shmkv_slot_entry_offset(uint64_t slot)
+{
+	return (slot & SHMKV_SLOT_OFF_MASK) << 3;
+}
+
+/* Bit of a full bucket's 56-bit displaced-key filter that a tag sets
+ * (0..SHMKV_FILTER_BITS-1); the filter's bits are the meta bytes of slots
+ * 0..6, bit i in slot i / 8's meta bit i % 8. */
+static inline unsigned shmkv_filter_index(uint64_t tag)
+{
+	return shmkv__filter_index(tag);
+}
+
+/* 1 when values of this type start 8-aligned in their entry (numbers and
+ * lists), 0 for bytes, string and bool. Shared-value references are always
+ * 8-aligned, whatever the type. */
+static inline int shmkv_type_align8(unsigned type)
+{
+	return shmkv__align8_type(type);
+}
+
+/* Offset, from the start of an entry, where its inline value (or its 8-byte
+ * shared-value reference, SHMKV_EFLAG_SHARED) starts: after the 8-byte entry
+ * header and the key, rounded up to 8 when shmkv_type_align8() or shared. */
+static inline uint64_t shmkv_entry_value_pos(const shmkv_entry_header *eh)
+{
+	return shmkv__value_pos(eh);
+}
+
+/* Checks the bytes of a value of a type (FORMAT.md §8): lengths,
+ * terminating NULs, bool bytes, the string-list shape. p must have len
+ * readable bytes, and one more for bytes and string values (the NUL).
+ * Returns 0, or SHMKV_ECORRUPT with why[why_len] (if given) saying what is
+ * wrong (an unknown type is SHMKV_ECORRUPT too). */
+static inline int shmkv_value_check(unsigned type, const void *p, uint64_t len, char *why,
+				    size_t why_len)
+{
+	return shmkv__value_check(type, (const uint8_t *)p, len, why, why_len);
+}
+
+/* Name of a section kind: "index", "entries", "values", or "unknown". */
+static inline const char *shmkv_section_name(uint32_t kind)
+{
+	return shmkv__section_name(kind);
+}
+
+/* One entry, decoded with every bound checked (shmkv_entry_at). key and
+ * value.data point into the image. */
+typedef shmkv__entry shmkv_entry;
+/* fields: const uint8_t *key; size_t key_len; shmkv_value value;
+ *         uint64_t value_off (image offset of the value);
+ *         uint64_t end (image offset just past the entry, 8-aligned) */
+
+/* Decodes the entry at image offset off (a slot's shmkv_slot_entry_offset(),
+ * or an iterator position) checking everything against its section: the
+ * offset, type, flags, key and value bounds, a shared value's reference,
+ * and the value bytes (shmkv_value_check). Safe on any image, however
+ * damaged. Returns 0 with *out filled, or SHMKV_ECORRUPT with why[why_len]
+ * (if given) naming the offset and the fault. */
+static inline int shmkv_entry_at(const shmkv *db, uint64_t off, shmkv_entry *out, char *why,
+				 size_t why_len)
+{
+	return shmkv__entry_decode(db, off, out, why, why_len);
+}
+
+#endif /* SHMKV_TOOLS_H */

@@ -1,0 +1,407 @@
+// api_test: the public contracts lib/ exports for the loader, shmctl and
+// builders: error names and ranges (errors.h), the cache-name rule, the
+// control-segment opener, reader and publisher (ctl.h), and the format
+// functions (tools.h), each through its public name only.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <set>
+#include <string>
+
+#include "test_util.h"
+
+using shmkv_test::Builder;
+using shmkv_test::TempDir;
+
+// ---------------------------------------------------------------- errors
+
+TEST(Errors, EveryCodeHasANameAndAMessage)
+{
+	std::set<std::string> names, messages;
+	for (int e = SHMKV_EFIRST_; e <= SHMKV_ELAST_; e++) {
+		std::string name = shmkv_errname(e), msg = shmkv_strerror(e);
+		EXPECT_EQ(name.rfind("SHMKV_E", 0), 0u) << e << " is named " << name;
+		EXPECT_NE(msg, "unknown shmkv error") << name;
+		EXPECT_TRUE(names.insert(name).second) << "two codes named " << name;
+		EXPECT_TRUE(messages.insert(msg).second) << "two codes say " << msg;
+	}
+	EXPECT_STREQ(shmkv_errname(SHMKV_ENOTFOUND), "SHMKV_ENOTFOUND");
+	EXPECT_STREQ(shmkv_errname(SHMKV_EPROTO), "SHMKV_EPROTO");
+	EXPECT_STREQ(shmkv_errname(SHMKV_ECORRUPT), "SHMKV_ECORRUPT");
+	EXPECT_STREQ(shmkv_errname(0), "OK");
+	EXPECT_STREQ(shmkv_strerror(0), "success");
+	// just outside the assigned codes: unknown, never a neighbour's name
+	EXPECT_STREQ(shmkv_errname(SHMKV_EFIRST_ - 1), "UNKNOWN");
+	EXPECT_STREQ(shmkv_errname(SHMKV_ELAST_ + 1), "UNKNOWN");
+	EXPECT_STREQ(shmkv_strerror(SHMKV_EFIRST_ - 1), "unknown shmkv error");
+	EXPECT_STREQ(shmkv_errname(1), "UNKNOWN");
+	EXPECT_STREQ(shmkv_errname(-4096), "UNKNOWN");
+}
+
+TEST(Errors, CodesCollideWithNoErrnoNorLmdbNorBerkeleyDb)
+{
+	struct Range {
+		const char *who;
+		int lo, hi;
+	};
+	const Range taken[] = {{"errno (-MAX_ERRNO..-1)", -4095, -1},
+			       {"LMDB", -30799, -30600},
+			       {"Berkeley DB", -30999, -30800}};
+	EXPECT_LE(SHMKV_ERR_MIN, SHMKV_EFIRST_);
+	EXPECT_LE(SHMKV_EFIRST_, SHMKV_ELAST_);
+	EXPECT_LE(SHMKV_ELAST_, SHMKV_ERR_MAX);
+	for (const Range &r : taken)
+		EXPECT_TRUE(SHMKV_ERR_MAX < r.lo || SHMKV_ERR_MIN > r.hi)
+			<< "[" << SHMKV_ERR_MIN << ", " << SHMKV_ERR_MAX << "] overlaps " << r.who;
+	// and no code is an errno value a libc knows
+	for (int e = SHMKV_EFIRST_; e <= SHMKV_ELAST_; e++)
+		EXPECT_EQ(strerrorname_np(-e), nullptr) << e;
+}
+
+TEST(Errors, EveryErrnoValueHasItsSymbolicName)
+{
+	int named = 0;
+	for (int e = 1; e < 4096; e++) {
+		const char *want = strerrorname_np(e); // glibc 2.32+
+		if (!want) {
+			EXPECT_STREQ(shmkv_errname(-e), "UNKNOWN") << e;
+			continue;
+		}
+		named++;
+		// Linux aliases share a number: glibc names the one shmkv names
+		EXPECT_STREQ(shmkv_errname(-e), want) << e;
+		EXPECT_STREQ(shmkv_strerror(-e), strerror(e)) << e;
+	}
+	EXPECT_GE(named, 130);
+	EXPECT_STREQ(shmkv_errname(-ENOENT), "ENOENT");
+	EXPECT_STREQ(shmkv_errname(-EAGAIN), "EAGAIN");
+	EXPECT_STREQ(shmkv_errname(-EOPNOTSUPP), "EOPNOTSUPP");
+}
+
+TEST(Errors, NamingNeverTouchesErrno)
+{
+	errno = 1234;
+	(void)shmkv_errname(-ENOENT);
+	(void)shmkv_strerror(-ENOENT);
+	(void)shmkv_strerror(-9999);
+	EXPECT_EQ(errno, 1234);
+}
+
+// ---------------------------------------------------------------- names
+
+TEST(CacheName, TheOneRule)
+{
+	for (const char *ok : {"a", "users", "Feature_Store-2.v1", "A.", "0"})
+		EXPECT_EQ(shmkv_name_check(ok), 0) << ok;
+	std::string max(SHMKV_CACHE_NAME_MAX, 'x'), over(SHMKV_CACHE_NAME_MAX + 1, 'x');
+	EXPECT_EQ(shmkv_name_check(max.c_str()), 0);
+	EXPECT_EQ(shmkv_name_check(over.c_str()), -EINVAL);
+	for (const char *bad : {"", ".hidden", "a/b", "..", "a b", "tab\t", "ü", "x\n", "a:b"})
+		EXPECT_EQ(shmkv_name_check(bad), -EINVAL) << bad;
+	EXPECT_EQ(shmkv_name_check(nullptr), -EINVAL);
+}
+
+TEST(CacheName, ControlSegmentPath)
+{
+	char buf[64];
+	ASSERT_EQ(shmkv_ctl_path("/run/x", "users", buf, sizeof buf), 0);
+	EXPECT_STREQ(buf, "/run/x/users.ctl");
+	EXPECT_EQ(shmkv_ctl_path("/run/x", "../etc", buf, sizeof buf), -EINVAL);
+	EXPECT_EQ(shmkv_ctl_path("/run/x", "users", buf, 16), -ENAMETOOLONG);
+	ASSERT_EQ(shmkv_ctl_path("/run/x", "users", buf, 17), 0); // exactly fits
+	setenv("SHMKV_ROOT", "/from/env", 1);
+	EXPECT_STREQ(shmkv_ctl_root(nullptr), "/from/env");
+	EXPECT_STREQ(shmkv_ctl_root(""), "/from/env");
+	EXPECT_STREQ(shmkv_ctl_root("/given"), "/given");
+	unsetenv("SHMKV_ROOT");
+	EXPECT_STREQ(shmkv_ctl_root(nullptr), SHMKV_DEFAULT_ROOT);
+}
+
+// ---------------------------------------------------------------- control segment
+
+namespace {
+
+// Writes ROOT/NAME.ctl as a loader would (shmkv_ctl_init), then lets the
+// test damage it.
+void write_ctl(const TempDir &d, const std::string &name, void (*damage)(shmkv_ctl *) = nullptr,
+	       mode_t mode = 0644, size_t size = SHMKV_CTL_SIZE)
+{
+	shmkv_ctl c;
+	shmkv_ctl_init(&c);
+	if (damage)
+		damage(&c);
+	std::string bytes(size, '\0');
+	memcpy(&bytes[0], &c, std::min(sizeof c, size));
+	std::string path = d.file(name + ".ctl");
+	ASSERT_TRUE(shmkv_test::write_file(path, bytes));
+	ASSERT_EQ(chmod(path.c_str(), mode), 0);
+}
+
+shmkv_ctl_segment segment(const char *path, uint64_t size)
+{
+	shmkv_ctl_segment s;
+	memset(&s, 0, sizeof s);
+	s.node = -1;
+	s.size = size;
+	s.map_size = size;
+	s.page_size = 4096;
+	snprintf(s.path, sizeof s.path, "%s", path);
+	return s;
+}
+
+} // namespace
+
+TEST(CtlOpen, AcceptsWhatTheLoaderWritesReadOnly)
+{
+	TempDir d;
+	write_ctl(d, "c");
+	shmkv_ctl *ctl = nullptr;
+	char why[512] = "";
+	ASSERT_EQ(shmkv_ctl_open(d.path().c_str(), "c", 0, &ctl, why, sizeof why), 0) << why;
+	ASSERT_NE(ctl, nullptr);
+	EXPECT_EQ(shmkv_ctl_generation(ctl), 0u);
+	EXPECT_EQ(shmkv_ctl_mid_update(ctl), 0);
+	shmkv_ctl copy;
+	EXPECT_EQ(shmkv_ctl_read(ctl, &copy), 0);
+	EXPECT_EQ(copy.generation, 0u);
+	EXPECT_EQ(memcmp(copy.magic, SHMKV_CTL_MAGIC, 8), 0);
+	// a read-only mapping: writing would fault, and mprotect cannot lift it
+	EXPECT_NE(mprotect(ctl, SHMKV_CTL_SIZE, PROT_READ | PROT_WRITE), 0);
+	shmkv_ctl_close(ctl);
+	shmkv_ctl_close(nullptr);
+}
+
+TEST(CtlOpen, RefusesWhatIsNotAControlSegment)
+{
+	TempDir d;
+	char why[512];
+	shmkv_ctl *ctl = nullptr;
+	auto open_err = [&](const char *name, unsigned flags = 0) {
+		why[0] = 0;
+		int err = shmkv_ctl_open(d.path().c_str(), name, flags, &ctl, why, sizeof why);
+		EXPECT_EQ(ctl, nullptr) << name;
+		return err;
+	};
+	EXPECT_EQ(open_err("missing"), -ENOENT);
+	EXPECT_NE(strstr(why, "no cache \"missing\""), nullptr) << why;
+	EXPECT_EQ(open_err(".hidden"), -EINVAL);
+	EXPECT_NE(strstr(why, "invalid cache name"), nullptr) << why;
+	EXPECT_EQ(open_err("c", 0x80), -EINVAL);
+
+	write_ctl(d, "short", nullptr, 0644, 100);
+	EXPECT_EQ(open_err("short"), SHMKV_EPROTO);
+	EXPECT_NE(strstr(why, "short.ctl"), nullptr) << why;
+	write_ctl(d, "magic", [](shmkv_ctl *c) { c->magic[0] = 'X'; });
+	EXPECT_EQ(open_err("magic"), SHMKV_EPROTO);
+	EXPECT_NE(strstr(why, "magic"), nullptr) << why;
+	write_ctl(d, "version", [](shmkv_ctl *c) { c->protocol_version = 2; });
+	EXPECT_EQ(open_err("version"), SHMKV_EPROTO);
+	EXPECT_NE(strstr(why, "protocol version 2"), nullptr) << why;
+	write_ctl(d, "layout", [](shmkv_ctl *c) { c->layout_hash ^= 1; });
+	EXPECT_EQ(open_err("layout"), SHMKV_EPROTO);
+	write_ctl(d, "size", [](shmkv_ctl *c) { c->ctl_size = 8192; });
+	EXPECT_EQ(open_err("size"), SHMKV_EPROTO);
+
+	// a FIFO is refused at once, without blocking the opener
+	ASSERT_EQ(mkfifo(d.file("fifo.ctl").c_str(), 0644), 0);
+	EXPECT_EQ(open_err("fifo"), SHMKV_EPROTO);
+	EXPECT_NE(strstr(why, "not a regular file"), nullptr) << why;
+	// a directory too
+	ASSERT_EQ(mkdir(d.file("dir.ctl").c_str(), 0755), 0);
+	EXPECT_NE(open_err("dir"), 0);
+	// a symlink to a good segment is not followed
+	write_ctl(d, "good");
+	ASSERT_EQ(symlink(d.file("good.ctl").c_str(), d.file("link.ctl").c_str()), 0);
+	EXPECT_EQ(open_err("link"), -ELOOP);
+	EXPECT_NE(strstr(why, "symbolic link"), nullptr) << why;
+}
+
+TEST(CtlOpen, ReadWriteAdoptsOnlyAFileOnlyWeCanWrite)
+{
+	TempDir d;
+	char why[512] = "";
+	shmkv_ctl *ctl = nullptr;
+	write_ctl(d, "open", nullptr, 0666);
+	EXPECT_EQ(shmkv_ctl_open(d.path().c_str(), "open", SHMKV_CTL_RDWR, &ctl, why, sizeof why),
+		  SHMKV_EPROTO);
+	EXPECT_NE(strstr(why, "refusing to adopt"), nullptr) << why;
+	EXPECT_EQ(ctl, nullptr);
+	// read-only users do not care who may write it
+	ASSERT_EQ(shmkv_ctl_open(d.path().c_str(), "open", 0, &ctl, why, sizeof why), 0) << why;
+	shmkv_ctl_close(ctl);
+
+	write_ctl(d, "mine", nullptr, 0640);
+	ASSERT_EQ(shmkv_ctl_open(d.path().c_str(), "mine", SHMKV_CTL_RDWR, &ctl, why, sizeof why), 0)
+		<< why;
+	shmkv_ctl_segment s = segment("/dev/shm/x", 4096);
+	EXPECT_EQ(shmkv_ctl_publish(ctl, 7, &s, 1, 42, 1234), 0);
+	shmkv_ctl_close(ctl);
+
+	// another mapping (another process, in real life) sees the publish
+	ASSERT_EQ(shmkv_ctl_open(d.path().c_str(), "mine", 0, &ctl, why, sizeof why), 0) << why;
+	shmkv_ctl copy;
+	ASSERT_EQ(shmkv_ctl_read(ctl, &copy), 0);
+	EXPECT_EQ(copy.generation, 7u);
+	EXPECT_EQ(copy.segment_count, 1u);
+	EXPECT_EQ(copy.loader_pid, 42u);
+	EXPECT_EQ(copy.published_ns, 1234);
+	EXPECT_STREQ(copy.segments[0].path, "/dev/shm/x");
+	EXPECT_EQ(copy.segments[0].node, -1);
+	EXPECT_EQ(shmkv_ctl_generation(ctl), 7u);
+	shmkv_ctl_close(ctl);
+}
+
+TEST(CtlPublish, ReplacesEveryFieldAndClosesAStuckSection)
+{
+	shmkv_ctl c;
+	shmkv_ctl_init(&c);
+	shmkv_ctl_segment s[3] = {segment("/a", 4096), segment("/b", 8192), segment("/c", 4096)};
+	ASSERT_EQ(shmkv_ctl_publish(&c, 1, s, 3, 1, 1), 0);
+	ASSERT_EQ(shmkv_ctl_publish(&c, 2, s + 1, 1, 2, 2), 0);
+	shmkv_ctl copy;
+	ASSERT_EQ(shmkv_ctl_read(&c, &copy), 0);
+	EXPECT_EQ(copy.generation, 2u);
+	EXPECT_EQ(copy.segment_count, 1u);
+	EXPECT_STREQ(copy.segments[0].path, "/b");
+	EXPECT_EQ(copy.segments[1].path[0], 0) << "older segments are cleared";
+	EXPECT_EQ(copy.segments[2].size, 0u);
+	EXPECT_EQ(c.seq, 4u);
+	EXPECT_EQ(memcmp(c.magic, SHMKV_CTL_MAGIC, 8), 0) << "the header is never touched";
+
+	// refused arguments leave it alone
+	EXPECT_EQ(shmkv_ctl_publish(&c, 3, s, SHMKV_CTL_MAX_SEGMENTS + 1, 3, 3), -EINVAL);
+	EXPECT_EQ(shmkv_ctl_publish(&c, 0, s, 1, 3, 3), -EINVAL);
+	EXPECT_EQ(c.seq, 4u);
+	EXPECT_EQ(c.generation, 2u);
+
+	// a loader that died mid-publish leaves seq odd: readers give up with
+	// -EAGAIN, the next publish closes the section
+	c.seq = 5;
+	EXPECT_EQ(shmkv_ctl_mid_update(&c), 1);
+	EXPECT_EQ(shmkv_ctl_read(&c, &copy), -EAGAIN);
+	ASSERT_EQ(shmkv_ctl_publish(&c, 3, s + 2, 1, 3, 3), 0);
+	EXPECT_EQ(c.seq, 6u);
+	EXPECT_EQ(shmkv_ctl_mid_update(&c), 0);
+	ASSERT_EQ(shmkv_ctl_read(&c, &copy), 0);
+	EXPECT_EQ(copy.generation, 3u);
+}
+
+TEST(CtlRead, RefusesASegmentCountNoLoaderWrites)
+{
+	shmkv_ctl c;
+	shmkv_ctl_init(&c);
+	c.segment_count = SHMKV_CTL_MAX_SEGMENTS + 1;
+	memset(c.segments[0].path, 'x', sizeof c.segments[0].path); // no NUL
+	shmkv_ctl copy;
+	EXPECT_EQ(shmkv_ctl_read(&c, &copy), SHMKV_EPROTO);
+	c.segment_count = 1;
+	ASSERT_EQ(shmkv_ctl_read(&c, &copy), 0);
+	EXPECT_EQ(strlen(copy.segments[0].path), SHMKV_CTL_PATH_MAX - 1u) << "always terminated";
+}
+
+// ---------------------------------------------------------------- format functions
+
+TEST(Tools, FindEveryKeyTheWayTheReaderDoes)
+{
+	TempDir d;
+	Builder b;
+	ASSERT_TRUE(b.ok());
+	const int n = 500;
+	for (int i = 0; i < n; i++) {
+		std::string k = "key:" + std::to_string(i);
+		if (i % 3)
+			ASSERT_EQ(b.str(k, "value " + std::to_string(i)), 0) << b.error();
+		else
+			ASSERT_EQ(b.i64(k, i), 0) << b.error();
+	}
+	std::string path = d.file("t.shmkv");
+	ASSERT_EQ(b.finish(path), 0) << b.error();
+	shmkv_test::Db db = shmkv_test::open_db(path, 0);
+	ASSERT_TRUE(db);
+	const shmkv_image_header *h = db.hdr();
+	EXPECT_STREQ(shmkv_section_name(SHMKV_SECTION_INDEX), "index");
+	EXPECT_STREQ(shmkv_section_name(SHMKV_SECTION_ENTRIES), "entries");
+	EXPECT_STREQ(shmkv_section_name(SHMKV_SECTION_VALUES), "values");
+	EXPECT_STREQ(shmkv_section_name(99), "unknown");
+	const shmkv_section_desc *index = nullptr;
+	for (uint32_t i = 0; i < h->section_count; i++)
+		if (h->sections[i].kind == SHMKV_SECTION_INDEX)
+			index = &h->sections[i];
+	ASSERT_NE(index, nullptr);
+	const uint64_t *slots =
+		reinterpret_cast<const uint64_t *>(reinterpret_cast<const uint8_t *>(h) + index->offset);
+
+	// a second lookup written only with the public format functions
+	for (int i = 0; i < n; i++) {
+		std::string k = "key:" + std::to_string(i);
+		uint64_t hv = shmkv_key_hash(h->hash_seed, h->hash_bits, k.data(), k.size());
+		uint64_t tag = shmkv_key_tag(hv), bk = shmkv_home_bucket(hv, h->bucket_count);
+		bool found = false;
+		for (uint32_t d = 0; d <= h->max_probe && !found; d++) {
+			const uint64_t *bucket = slots + ((bk + d) % h->bucket_count) * SHMKV_BUCKET_SLOTS;
+			for (unsigned j = 0; j < SHMKV_BUCKET_SLOTS && !found; j++) {
+				if (!bucket[j] || shmkv_slot_tag(bucket[j]) != tag)
+					continue;
+				shmkv_entry e;
+				char why[256];
+				ASSERT_EQ(shmkv_entry_at(db, shmkv_slot_entry_offset(bucket[j]), &e, why,
+							 sizeof why), 0) << why;
+				if (e.key_len != k.size() || memcmp(e.key, k.data(), k.size()))
+					continue;
+				found = true;
+				shmkv_value v;
+				ASSERT_EQ(shmkv_get(db, k.data(), k.size(), &v), 0);
+				EXPECT_EQ(v.data, e.value.data) << k;
+				EXPECT_EQ(v.type, e.value.type) << k;
+				const shmkv_entry_header *eh = reinterpret_cast<const shmkv_entry_header *>(
+					e.key - sizeof(shmkv_entry_header));
+				uint64_t pos = shmkv_entry_value_pos(eh);
+				EXPECT_EQ(pos % 8 == 0 || !shmkv_type_align8(eh->type), true);
+				EXPECT_EQ(shmkv_value_check(eh->type, e.value.data, e.value.size, why,
+							    sizeof why), 0) << why;
+			}
+		}
+		EXPECT_TRUE(found) << k;
+	}
+	EXPECT_EQ(shmkv_filter_index(1), 0u);
+	EXPECT_EQ(shmkv_filter_index(0xffff), SHMKV_FILTER_BITS - 1);
+	EXPECT_EQ(shmkv_slot_meta(UINT64_C(0xab) << SHMKV_SLOT_META_SHIFT), 0xabu);
+	EXPECT_EQ(shmkv_key_tag(0), 1u);
+	EXPECT_EQ(shmkv_type_align8(SHMKV_TYPE_STRING), 0);
+	EXPECT_EQ(shmkv_type_align8(SHMKV_TYPE_F32LIST), 1);
+}
+
+TEST(Tools, EntryAtRefusesEveryOffsetOutsideItsSection)
+{
+	TempDir d;
+	Builder b;
+	ASSERT_EQ(b.str("k", "v"), 0) << b.error();
+	std::string path = d.file("t.shmkv");
+	ASSERT_EQ(b.finish(path), 0) << b.error();
+	shmkv_test::Db db = shmkv_test::open_db(path, 0);
+	ASSERT_TRUE(db);
+	shmkv_entry e;
+	char why[256];
+	uint64_t index_off = 0, entries_off = 0;
+	for (uint32_t i = 0; i < db.hdr()->section_count; i++) {
+		if (db.hdr()->sections[i].kind == SHMKV_SECTION_INDEX)
+			index_off = db.hdr()->sections[i].offset;
+		if (db.hdr()->sections[i].kind == SHMKV_SECTION_ENTRIES)
+			entries_off = db.hdr()->sections[i].offset;
+	}
+	ASSERT_NE(index_off, 0u);
+	ASSERT_NE(entries_off, 0u);
+	for (uint64_t off : {UINT64_C(0), entries_off + 1, index_off, UINT64_C(7) << 40,
+			     UINT64_MAX - 7, db.hdr()->file_size}) {
+		why[0] = 0;
+		EXPECT_EQ(shmkv_entry_at(db, off, &e, why, sizeof why), SHMKV_ECORRUPT) << off;
+		EXPECT_NE(why[0], 0) << off;
+	}
+	EXPECT_EQ(shmkv_value_check(SHMKV_TYPE_BOOL, "\2", 1, why, sizeof why), SHMKV_ECORRUPT);
+	EXPECT_EQ(shmkv_value_check(77, "x", 1, why, sizeof why), SHMKV_ECORRUPT);
+	EXPECT_NE(strstr(why, "unknown value type 77"), nullptr) << why;
+}
