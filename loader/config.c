@@ -251,6 +251,9 @@ static int cache_key(struct parse *p, const char *k, const char *v)
 	if (!strcmp(k, "mode")) {
 		if (parse_mode(v, &cc->mode))
 			return perr(p, "mode \"%s\" is not an octal mode like 0640", v);
+		if (cc->mode & 0133) /* readers read; never write or execute (README "Trust") */
+			return perr(p, "mode %s: the files of a cache are read-only to group and "
+				    "others and never executable (e.g. 0640, 0644)", v);
 		return 1;
 	}
 	if (!strcmp(k, "max_size")) {
