@@ -94,6 +94,22 @@ static int read_head(int *fd, int *direct, const char *path, uint64_t size, stru
 			n = pread(*fd, head, SHMKV_HEADER_SIZE, 0);
 		}
 	}
+	/* a short read is not the end of the file: continue it (buffered, since an
+	 * O_DIRECT read must stay aligned) */
+	while (n > 0 && n < SHMKV_HEADER_SIZE && (uint64_t)n < size) {
+		if (*direct) {
+			int b = open(path, O_RDONLY | O_CLOEXEC);
+			if (b < 0)
+				break;
+			close(*fd);
+			*fd = b;
+			*direct = 0;
+		}
+		ssize_t m = pread(*fd, (uint8_t *)head + n, SHMKV_HEADER_SIZE - (size_t)n, n);
+		if (m <= 0)
+			break;
+		n += m;
+	}
 	int err;
 	if (n < 0)
 		err = shmkv__fail(-errno, why, why_len, "read %s: %s", path, strerror(errno));
@@ -105,6 +121,27 @@ static int read_head(int *fd, int *direct, const char *path, uint64_t size, stru
 		err = vstream_begin(v, head, size, why, why_len);
 	free(head);
 	return err;
+}
+
+/* The bytes loaded are the file's only if it did not change while it was
+ * read: same inode (a descriptor reopened buffered included), size and
+ * mtime as at the open. A writer in place is caught here even where it
+ * rewrote only what was read already (the checksums then still match). */
+static int source_unchanged(int fd, const struct stat *was, const char *path, char *why,
+			    size_t why_len)
+{
+	struct stat now;
+	if (fstat(fd, &now) != 0)
+		return shmkv__fail(-errno, why, why_len, "fstat %s: %s", path, strerror(errno));
+	if (now.st_dev != was->st_dev || now.st_ino != was->st_ino || now.st_size != was->st_size ||
+	    now.st_mtim.tv_sec != was->st_mtim.tv_sec || now.st_mtim.tv_nsec != was->st_mtim.tv_nsec)
+		return shmkv__fail(-ESTALE, why, why_len,
+				   "%s changed while it was read (size %lld -> %lld, mtime moved by "
+				   "%lld ns): write images elsewhere and rename them in", path,
+				   (long long)was->st_size, (long long)now.st_size,
+				   (long long)(now.st_mtim.tv_sec - was->st_mtim.tv_sec) * 1000000000 +
+					   (now.st_mtim.tv_nsec - was->st_mtim.tv_nsec));
+	return 0;
 }
 
 static char *reply_loaded(const struct cache *c, const struct load_stats *ls)
@@ -297,6 +334,8 @@ int op_load(struct loader *L, const char *name, const char *path, char **reply, 
 	err = ioread(fd, &direct, path, s.map, size, &o, &v, why, sizeof why);
 	if (!err)
 		err = vstream_end(&v, s.map, why, sizeof why);
+	if (!err)
+		err = source_unchanged(fd, &st, path, why, sizeof why);
 	if (err)
 		goto reject;
 	uint64_t t_end = now_ns(), ms = (t_end - t0) / 1000000u;
