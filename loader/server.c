@@ -20,6 +20,8 @@
 
 #define LINE_MAX_ 8192       /* longest request line */
 #define MAX_WORDS 4
+#define OUT_MAX_ (1u << 20) /* replies held for a peer that does not read them:
+			     * beyond this, its requests wait (no EPOLLIN) */
 
 struct client {
 	uint64_t id;
@@ -85,7 +87,7 @@ out:
 static void update(struct loader *L, struct client *c)
 {
 	struct epoll_event ev = {.events = 0, .data.ptr = c};
-	if (!c->pending && !c->eof && !c->bad)
+	if (!c->pending && !c->eof && !c->bad && c->out_len < OUT_MAX_)
 		ev.events |= EPOLLIN;
 	if (c->out_len)
 		ev.events |= EPOLLOUT;
@@ -273,7 +275,7 @@ static void request(struct loader *L, struct client *c, char *line)
 /* Runs the complete lines in the input buffer, until one waits for a job. */
 static void process(struct loader *L, struct client *c)
 {
-	while (!c->pending && !c->bad && c->in_len) {
+	while (!c->pending && !c->bad && c->in_len && c->out_len < OUT_MAX_) {
 		char *nl = memchr(c->in, '\n', c->in_len);
 		if (!nl && !c->eof)
 			break;
@@ -294,7 +296,8 @@ static void process(struct loader *L, struct client *c)
 		if (line[0])
 			request(L, c, line);
 	}
-	if (!c->pending && c->in_len > LINE_MAX_ && !memchr(c->in, '\n', c->in_len)) {
+	if (!c->pending && c->out_len < OUT_MAX_ && c->in_len > LINE_MAX_ &&
+	    !memchr(c->in, '\n', c->in_len)) {
 		emit(c, json_error_code("request line too long", -E2BIG));
 		c->bad = 1;
 	}
@@ -318,6 +321,14 @@ static void settle(struct loader *L, struct client *c)
 	if (flush(c) != 0) {
 		drop_client(c);
 		return;
+	}
+	/* requests held back while the peer was not reading its replies */
+	if (c->in_len && !c->pending && !c->bad && c->out_len < OUT_MAX_) {
+		process(L, c);
+		if (flush(c) != 0) {
+			drop_client(c);
+			return;
+		}
 	}
 	if (!c->out_len && !c->pending && (c->bad || (c->eof && !c->in_len))) {
 		drop_client(c);
