@@ -1,0 +1,515 @@
+// fault_test: faults during a load, in the memory, in the builder and on the
+// control socket (issue 8 §6). Each case ends with a clear error, the
+// serving generation untouched (readers still get every value of it) and
+// nothing lost (a spool file is kept as NAME.shmkv.rejected), in bounded time.
+//
+//   Read faults (`--io pread`, through tests/loader/fault_shim.c preloaded
+//   into the loader; io_uring reads bypass libc and are not injected, see
+//   README.md): EIO halfway (EIO, "Input/output error" and the offset),
+//   the file ending early (SHMKV_ETRUNCATED, "shrank"), short reads of 1000
+//   bytes, header included (the load succeeds, every value right).
+//   ModifiedWhileLoading: a byte the loader has already read is rewritten
+//   while the load runs (slowed by the shim): the checksums cannot see it,
+//   the size/mtime check does (ESTALE, "changed while it was read"); a byte
+//   not yet read: refused as well.
+//   TmpfsFull: the shm dir is a 8 MiB tmpfs of our own (root; private mount
+//   namespace): a 12 MiB image is refused with ENOSPC naming the need and
+//   the room, the rollback segment is kept (dropping it would not help).
+//   HugetlbShort: a hugetlbfs of our own limited to 2 pages: a cache moved
+//   to memory=hugetlb (SIGHUP) refuses a 12 MiB image with ENOMEM.
+//   BuilderKilled: `shmctl image build` SIGKILLed while it writes its
+//   temporary file: the output name still holds the previous image, intact.
+//   SocketGarbage: binary junk, an endless line, a half line that never
+//   ends, a client that sends a load and vanishes, one that pipelines
+//   thousands of requests and never reads: the loader stays up and keeps
+//   answering other clients at once.
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/statvfs.h>
+
+#include <random>
+
+#include "loader_util.h"
+
+using namespace loader_test;
+
+namespace {
+
+// The shim's control file: "MODE ARG PATH", or nothing.
+class Fault {
+public:
+	explicit Fault(const Env &env) : conf_(env.base() + "/fault.conf") { clear(); }
+	void set(const std::string &mode, long long arg, const std::string &path)
+	{
+		std::string tmp = conf_ + ".tmp";
+		ASSERT_TRUE(shmkv_test::write_file(tmp, mode + " " + std::to_string(arg) + " " + path +
+								"\n"));
+		ASSERT_EQ(rename(tmp.c_str(), conf_.c_str()), 0);
+	}
+	void clear() { unlink(conf_.c_str()); }
+	const std::string &conf() const { return conf_; }
+
+private:
+	std::string conf_;
+};
+
+// Starts ld with the shim preloaded (and told where its control file is).
+bool start_with_shim(Loader &ld, const Fault &f, std::string *skip)
+{
+	std::string shim = env_or_empty("SHMKV_FAULT_SHIM");
+	if (shim.empty()) {
+		*skip = "SHMKV_FAULT_SHIM is not set (meson sets it)";
+		return false;
+	}
+	if (!shmkv_test::emulator().empty()) {
+		*skip = "under " + shmkv_test::emulator() + " a native LD_PRELOAD does not apply";
+		return false;
+	}
+	std::string asan = env_or_empty("ASAN_OPTIONS");
+	setenv("LD_PRELOAD", shim.c_str(), 1);
+	setenv("SHMKV_FAULT_CONF", f.conf().c_str(), 1);
+	// a sanitizer build: the shim comes before the ASan runtime, which is fine here
+	setenv("ASAN_OPTIONS", (asan + (asan.empty() ? "" : ":") + "verify_asan_link_order=0").c_str(),
+	       1);
+	bool ok = ld.start();
+	unsetenv("LD_PRELOAD");
+	unsetenv("SHMKV_FAULT_CONF");
+	if (asan.empty())
+		unsetenv("ASAN_OPTIONS");
+	else
+		setenv("ASAN_OPTIONS", asan.c_str(), 1);
+	return ok;
+}
+
+shmkv *attach_or_fail(const Env &env, const std::string &cache)
+{
+	int err;
+	std::string why;
+	shmkv *db = attach(env.root(), cache, 0, &err, &why);
+	EXPECT_NE(db, nullptr) << why;
+	return db;
+}
+
+// The cache still serves generation gen with image tag (n keys), and no
+// partial segment is left.
+void still_serving(Loader &ld, const Env &env, const std::string &cache, uint64_t gen,
+		   const std::string &tag, uint64_t n)
+{
+	Json j = ld.status(cache);
+	EXPECT_EQ(j["generation"].u64(), gen);
+	EXPECT_FALSE(j["last_error"].is_null());
+	shmkv_test::Db db(attach_or_fail(env, cache));
+	if (db) {
+		EXPECT_EQ(shmkv_generation(db), gen);
+		EXPECT_EQ(tag_of(db), tag);
+		EXPECT_EQ(check_handle(db, tag, n), 0u);
+	}
+	EXPECT_TRUE(env.shm_files(".loading").empty()) << "a partial segment was left";
+}
+
+class ReadFaults : public ::testing::Test {
+protected:
+	void SetUp() override
+	{
+		env_ = std::make_unique<Env>();
+		fault_ = std::make_unique<Fault>(*env_);
+		ld_ = std::make_unique<Loader>(*env_, std::vector<std::string>{
+							      "--memory", "shm", "--io", "pread",
+							      "--block-size", "64K"});
+		a_ = env_->img_path("a.shmkv");
+		b_ = env_->img_path("b.shmkv");
+		ASSERT_EQ(build_image(a_, "a", 3000), "");
+		ASSERT_EQ(build_image(b_, "b", 20000, 60), "");
+		std::string skip;
+		if (!start_with_shim(*ld_, *fault_, &skip)) {
+			if (!skip.empty())
+				GTEST_SKIP() << skip;
+			FAIL() << "loader did not start";
+		}
+		Json j = ld_->load("c", a_);
+		ASSERT_TRUE(j.ok()) << j["error"].s();
+		struct stat st;
+		ASSERT_EQ(stat(b_.c_str(), &st), 0);
+		bsize_ = (uint64_t)st.st_size;
+		ASSERT_GT(bsize_, 1u << 20);
+	}
+	void TearDown() override
+	{
+		if (fault_)
+			fault_->clear();
+		if (ld_ && ld_->pid() > 0) {
+			EXPECT_TRUE(ld_->alive()) << "the loader died";
+			EXPECT_EQ(ld_->stop(), 0);
+		}
+	}
+	std::unique_ptr<Env> env_;
+	std::unique_ptr<Fault> fault_;
+	std::unique_ptr<Loader> ld_;
+	std::string a_, b_;
+	uint64_t bsize_ = 0;
+};
+
+TEST_F(ReadFaults, EioHalfway)
+{
+	fault_->set("eio", (long long)bsize_ / 2, b_);
+	uint64_t t0 = now_ms();
+	Json j = ld_->load("c", b_);
+	EXPECT_FALSE(j.ok());
+	EXPECT_EQ(j["code"].s(), "EIO") << j["error"].s();
+	EXPECT_TRUE(contains_ci(j["error"].s(), "Input/output error")) << j["error"].s();
+	EXPECT_TRUE(contains_ci(j["error"].s(), "offset")) << j["error"].s();
+	EXPECT_TRUE(contains_ci(j["error"].s(), "keeps serving")) << j["error"].s();
+	EXPECT_LT(now_ms() - t0, 20000u);
+	still_serving(*ld_, *env_, "c", 1, "a", 3000);
+
+	// through the spool: the file is kept, renamed .rejected
+	ASSERT_EQ(spool_drop(*env_, b_, "c", true), "");
+	EXPECT_TRUE(wait_until([&] { return file_exists(env_->spool_path("c") + ".rejected"); },
+			       20000));
+	EXPECT_EQ(read_file(env_->spool_path("c") + ".rejected"), read_file(b_));
+	still_serving(*ld_, *env_, "c", 1, "a", 3000);
+
+	// the fault gone, the same file loads
+	fault_->clear();
+	j = ld_->load("c", b_);
+	ASSERT_TRUE(j.ok()) << j["error"].s();
+	EXPECT_EQ(j["generation"].u64(), 2u);
+}
+
+TEST_F(ReadFaults, HeaderEio)
+{
+	fault_->set("eio", 0, b_);
+	Json j = ld_->load("c", b_);
+	EXPECT_FALSE(j.ok());
+	EXPECT_EQ(j["code"].s(), "EIO") << j["error"].s();
+	still_serving(*ld_, *env_, "c", 1, "a", 3000);
+}
+
+TEST_F(ReadFaults, FileEndsEarly)
+{
+	fault_->set("eof", (long long)bsize_ * 3 / 4, b_);
+	Json j = ld_->load("c", b_);
+	EXPECT_FALSE(j.ok());
+	EXPECT_EQ(j["code"].s(), "SHMKV_ETRUNCATED") << j["error"].s();
+	EXPECT_TRUE(contains_ci(j["error"].s(), "shrank")) << j["error"].s();
+	still_serving(*ld_, *env_, "c", 1, "a", 3000);
+}
+
+TEST_F(ReadFaults, ShortReads)
+{
+	fault_->set("short", 1000, b_); // also the 4096-byte header read
+	Json j = ld_->load("c", b_);
+	ASSERT_TRUE(j.ok()) << j["error"].s();
+	EXPECT_EQ(j["generation"].u64(), 2u);
+	shmkv_test::Db db(attach_or_fail(*env_, "c"));
+	ASSERT_TRUE(db);
+	EXPECT_EQ(tag_of(db), "b");
+	EXPECT_EQ(check_handle(db, "b", 20000), 0u);
+}
+
+TEST_F(ReadFaults, ModifiedWhileLoading)
+{
+	// 64 KiB per read, 40 ms each: the load takes about a second
+	fault_->set("slow", 40000, b_);
+	for (int already_read = 1; already_read >= 0; already_read--) {
+		std::string copy = env_->img_path("b-" + std::to_string(already_read) + ".shmkv");
+		ASSERT_TRUE(shmkv_test::write_file(copy, read_file(b_)));
+		fault_->set("slow", 40000, copy);
+		int fd = request_async(env_->root(), {"load", "c", copy});
+		ASSERT_GE(fd, 0);
+		uint64_t off = already_read ? 8192 : bsize_ - 100;
+		// wait until the loader has read past 512 KiB
+		EXPECT_TRUE(wait_until(
+			[&] {
+				Json s = request(env_->root(), {"status", "c"}, 5000);
+				return s["progress.bytes_done"].u64() >= (512u << 10);
+			},
+			20000));
+		int w = open(copy.c_str(), O_WRONLY);
+		ASSERT_GE(w, 0);
+		std::string data = read_file(copy);
+		char byte = (char)(data[off] ^ 0x5a);
+		ASSERT_EQ(pwrite(w, &byte, 1, (off_t)off), 1);
+		close(w);
+		std::string line;
+		ASSERT_TRUE(read_line(fd, &line, 30000));
+		close(fd);
+		Json j;
+		ASSERT_TRUE(parse_json(line, &j)) << line;
+		EXPECT_FALSE(j.ok()) << "a file changed while it was read was published";
+		if (already_read) {
+			EXPECT_EQ(j["code"].s(), "ESTALE") << j["error"].s();
+			EXPECT_TRUE(contains_ci(j["error"].s(), "changed while it was read"))
+				<< j["error"].s();
+		} else {
+			EXPECT_FALSE(j["error"].s().empty());
+		}
+		still_serving(*ld_, *env_, "c", 1, "a", 3000);
+	}
+}
+
+// A tmpfs or hugetlbfs mounted for this test only: the test process moves to
+// a private mount namespace first (the loader it starts inherits it).
+class PrivateMount {
+public:
+	PrivateMount(const std::string &dir, const char *type, const std::string &opts)
+	{
+		if (geteuid() != 0) {
+			skip_ = "needs root to mount a " + std::string(type);
+			return;
+		}
+		if (unshare(CLONE_NEWNS) != 0 ||
+		    mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
+			skip_ = std::string("private mount namespace: ") + strerror(errno);
+			return;
+		}
+		if (mount("shmkv-fault", dir.c_str(), type, 0, opts.c_str()) != 0) {
+			skip_ = std::string("mount ") + type + " " + opts + ": " + strerror(errno);
+			return;
+		}
+		dir_ = dir;
+	}
+	~PrivateMount()
+	{
+		if (!dir_.empty())
+			umount2(dir_.c_str(), MNT_DETACH);
+	}
+	const std::string &skip() const { return skip_; }
+
+private:
+	std::string dir_, skip_;
+};
+
+TEST(Fault, TmpfsFull)
+{
+	Env env;
+	PrivateMount pm(env.shm(), "tmpfs", "size=8M,mode=0755");
+	if (!pm.skip().empty())
+		GTEST_SKIP() << pm.skip();
+	Loader ld(env);
+	ASSERT_TRUE(ld.start());
+	std::string a = env.img_path("a.shmkv"), big = env.img_path("big.shmkv");
+	ASSERT_EQ(build_image(a, "a", 3000), "");
+	ASSERT_EQ(build_image(big, "big", 60000, 150), "");
+	struct stat st;
+	ASSERT_EQ(stat(big.c_str(), &st), 0);
+	ASSERT_GT(st.st_size, 9 << 20) << "must not fit in 8 MiB";
+	ASSERT_TRUE(ld.load("c", a).ok());
+	ASSERT_TRUE(ld.load("c", a).ok()); // generation 2, rollback 1
+	Json j = ld.load("c", big);
+	EXPECT_FALSE(j.ok());
+	EXPECT_EQ(j["code"].s(), "ENOSPC") << j["error"].s();
+	EXPECT_TRUE(contains_ci(j["error"].s(), "no room in " + env.shm())) << j["error"].s();
+	EXPECT_TRUE(contains_ci(j["error"].s(), "free")) << j["error"].s();
+	still_serving(ld, env, "c", 2, "a", 3000);
+	j = ld.status("c");
+	EXPECT_EQ(j["rollback.generation"].u64(), 1u) << "dropping it would not have helped";
+	EXPECT_EQ(env.shm_files().size(), 2u);
+	j = ld.load("c", a);
+	EXPECT_TRUE(j.ok()) << "a load that fits still works: " << j["error"].s();
+	EXPECT_EQ(ld.stop(), 0);
+}
+
+TEST(Fault, HugetlbShort)
+{
+	Env env;
+	std::string mnt = env.base() + "/huge";
+	ASSERT_EQ(mkdir(mnt.c_str(), 0755), 0);
+	PrivateMount pm(mnt, "hugetlbfs", "pagesize=2M,size=4M,mode=0755");
+	if (!pm.skip().empty())
+		GTEST_SKIP() << pm.skip();
+	std::string conf = env.base() + "/loader.conf";
+	auto write_conf = [&](const char *memory) {
+		ASSERT_TRUE(shmkv_test::write_file(conf, "[loader]\nhugetlb_dir = " + mnt +
+								 "\n[cache c]\nmemory = " + memory +
+								 "\n"));
+	};
+	write_conf("shm");
+	Loader ld(env, {"--config", conf});
+	ASSERT_TRUE(ld.start());
+	std::string a = env.img_path("a.shmkv"), big = env.img_path("big.shmkv");
+	ASSERT_EQ(build_image(a, "a", 3000), "");
+	ASSERT_EQ(build_image(big, "big", 60000, 150), "");
+	ASSERT_TRUE(ld.load("c", a).ok());
+	write_conf("hugetlb");
+	kill(ld.pid(), SIGHUP);
+	ASSERT_TRUE(wait_until([&] { return ld.status("c")["policy"].s() == "hugetlb"; }, 10000))
+		<< ld.status("c")["policy"].s();
+	Json j = ld.load("c", big);
+	EXPECT_FALSE(j.ok());
+	EXPECT_EQ(j["code"].s(), "ENOMEM") << j["error"].s();
+	EXPECT_TRUE(contains_ci(j["error"].s(), "not enough huge pages")) << j["error"].s();
+	still_serving(ld, env, "c", 1, "a", 3000);
+	EXPECT_TRUE(list_dir(mnt + "/shmkv").empty()) << "nothing left on the hugetlbfs";
+	EXPECT_EQ(ld.stop(), 0);
+}
+
+TEST(Fault, BuilderKilled)
+{
+	Env env;
+	std::string shmctl = env_or_empty("SHMCTL");
+	ASSERT_FALSE(shmctl.empty());
+	std::string out = env.img_path("out.shmkv"), in = env.img_path("in.jsonl");
+	ASSERT_EQ(build_image(out, "old", 500), "");
+	std::string old = read_file(out);
+	bool killed_mid_write = false;
+	for (int attempt = 0; attempt < 3 && !killed_mid_write; attempt++) {
+		{
+			std::string s;
+			uint64_t n = 300000u << attempt;
+			s.reserve(n * 64);
+			for (uint64_t i = 0; i < n; i++)
+				s += "{\"key\": \"k" + std::to_string(i) + "\", \"value\": \"" +
+				     value_of("new", i, 16) + "\"}\n";
+			ASSERT_TRUE(shmkv_test::write_file(in, s));
+		}
+		pid_t pid = fork();
+		ASSERT_GE(pid, 0);
+		if (pid == 0) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			int nul = open("/dev/null", O_WRONLY);
+			dup2(nul, 1);
+			dup2(nul, 2);
+			execl(shmctl.c_str(), shmctl.c_str(), "image", "build", "-o", out.c_str(),
+			      in.c_str(), (char *)nullptr);
+			_exit(127);
+		}
+		// kill it as soon as its temporary file (.out.shmkv.*.tmp) has bytes
+		int st = 0;
+		bool exited = false;
+		uint64_t end = now_ms() + 60000;
+		while (!killed_mid_write && !exited && now_ms() < end) {
+			for (const std::string &n : list_dir(env.img())) {
+				struct stat s;
+				if (n.rfind(".out.shmkv.", 0) == 0 &&
+				    stat((env.img() + "/" + n).c_str(), &s) == 0 && s.st_size > 0) {
+					kill(pid, SIGKILL);
+					killed_mid_write = true;
+					break;
+				}
+			}
+			exited = waitpid(pid, &st, WNOHANG) == pid;
+			if (!exited && !killed_mid_write)
+				usleep(200);
+		}
+		if (!exited) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+		}
+		if (!killed_mid_write) {
+			// finished before it was caught: put the old image back, try a bigger input
+			printf("attempt %d: the build finished first\n", attempt);
+			ASSERT_TRUE(shmkv_test::write_file(out, old));
+			continue;
+		}
+		EXPECT_EQ(read_file(out), old) << "the output name changed";
+	}
+	EXPECT_TRUE(killed_mid_write) << "the builder never was caught writing";
+	EXPECT_EQ(read_file(out), old);
+	shmkv_test::Db db = shmkv_test::open_db(out, 0);
+	ASSERT_TRUE(db);
+	EXPECT_EQ(tag_of(db), "old");
+}
+
+TEST(Fault, SocketGarbage)
+{
+	Env env;
+	Loader ld(env);
+	ASSERT_TRUE(ld.start());
+	std::string a = env.img_path("a.shmkv"), b = env.img_path("b.shmkv");
+	ASSERT_EQ(build_image(a, "a", 3000), "");
+	ASSERT_EQ(build_image(b, "b", 30000, 40), "");
+	ASSERT_TRUE(ld.load("c", a).ok());
+	auto quick_ping = [&] {
+		std::string why;
+		uint64_t t0 = now_ms();
+		Json j = request(env.root(), {"ping"}, 3000, &why);
+		EXPECT_TRUE(j.ok()) << why;
+		EXPECT_LT(now_ms() - t0, 3000u);
+	};
+
+	// binary junk, NULs, lone \r, tabs galore: an error per line, never a crash
+	int g = sock_connect(env.root());
+	ASSERT_GE(g, 0);
+	std::mt19937_64 rng(42);
+	std::string junk;
+	for (int i = 0; i < 4000; i++) {
+		char c = (char)(rng() & 0xff);
+		junk += c == '\n' ? '\t' : c;
+		if (i % 97 == 0)
+			junk += '\n';
+	}
+	junk += std::string("load\t\t\t\t\t\n") + std::string(1, '\0') + "ping\n\r\n\t\n";
+	ASSERT_TRUE(send_all(g, junk));
+	std::string line;
+	int replies = 0;
+	while (read_line(g, &line, 2000)) {
+		Json j;
+		EXPECT_TRUE(parse_json(line, &j)) << line;
+		replies++;
+	}
+	EXPECT_GT(replies, 30);
+	close(g);
+	quick_ping();
+
+	// an endless line: E2BIG, then the connection is closed
+	g = sock_connect(env.root());
+	ASSERT_GE(g, 0);
+	send_all(g, std::string(100000, 'x'));
+	ASSERT_TRUE(read_line(g, &line, 5000));
+	EXPECT_TRUE(contains_ci(line, "too long")) << line;
+	EXPECT_FALSE(read_line(g, &line, 2000)) << "closed after that";
+	close(g);
+
+	// a half line that never ends, and a client pipelining and never reading
+	int half = sock_connect(env.root());
+	ASSERT_GE(half, 0);
+	ASSERT_TRUE(send_all(half, "stat"));
+	int flood = sock_connect(env.root());
+	ASSERT_GE(flood, 0);
+	int fl = fcntl(flood, F_GETFL);
+	fcntl(flood, F_SETFL, fl | O_NONBLOCK);
+	std::string pings;
+	for (int i = 0; i < 1000; i++)
+		pings += "ping\n";
+	uint64_t sent = 0;
+	for (int i = 0; i < 4000; i++) {
+		ssize_t n = send(flood, pings.data(), pings.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n <= 0)
+			break;
+		sent += (uint64_t)n;
+	}
+	EXPECT_GT(sent, 0u);
+	quick_ping();
+	// replies to a peer that does not read are held back, not piled up: the
+	// loader stops reading that peer (at most about 1 MiB of replies kept)
+	EXPECT_LT(sent, 8u << 20) << "the loader kept reading a peer that never reads";
+	uint64_t rss_kb = 0;
+	{
+		std::string status = read_file("/proc/" + std::to_string(ld.pid()) + "/status");
+		size_t p = status.find("VmRSS:");
+		if (p != std::string::npos)
+			rss_kb = strtoull(status.c_str() + p + 6, nullptr, 10);
+	}
+	EXPECT_LT(rss_kb, 64u << 10) << "loader RSS " << rss_kb << " KiB after the flood";
+	Json j = ld.status("c");
+	EXPECT_EQ(j["generation"].u64(), 1u);
+
+	// a client that asks for a load and vanishes before the reply
+	int gone = request_async(env.root(), {"load", "c", b});
+	ASSERT_GE(gone, 0);
+	close(gone);
+	quick_ping();
+	EXPECT_TRUE(wait_until([&] { return ld.status("c")["generation"].u64() == 2u; }, 30000))
+		<< "the load goes on without its client";
+	close(half);
+	close(flood);
+	quick_ping();
+	EXPECT_TRUE(ld.alive());
+	j = ld.load("c", a);
+	EXPECT_TRUE(j.ok()) << j["error"].s();
+	EXPECT_EQ(j["generation"].u64(), 3u);
+	EXPECT_EQ(ld.stop(), 0);
+}
+
+} // namespace
