@@ -258,9 +258,26 @@ static int root_trusted(struct loader *L, char *why, size_t why_len)
 	return err;
 }
 
+/* Whoever can write the spool publishes: a group of producers may, every
+ * local user may not. */
+static int spool_trusted(struct loader *L, char *why, size_t why_len)
+{
+	struct stat st;
+	if (stat(L->spool, &st) != 0)
+		return shmkv__fail(-errno, why, why_len, "spool %s: %s", L->spool, strerror(errno));
+	if (st.st_mode & S_IWOTH)
+		return shmkv__fail(-EPERM, why, why_len,
+				   "spool %s: mode %04o lets every local user publish; make it 0755, "
+				   "or 0775 with a group of producers", L->spool,
+				   (unsigned)(st.st_mode & 07777));
+	return 0;
+}
+
 int adopt_all(struct loader *L, char *why_out, size_t why_out_len)
 {
 	int rerr = root_trusted(L, why_out, why_out_len);
+	if (!rerr)
+		rerr = spool_trusted(L, why_out, why_out_len);
 	if (rerr)
 		return rerr;
 	seg_set_dir_group(L->conf->gid);

@@ -24,9 +24,10 @@
 //   PeerCannotMutate: through a group-accessible control socket the other
 //     user may ping, list and status; load, reload, rollback and drop are
 //     refused (EPERM) and change nothing; outside the group it cannot connect.
-//   UntrustedRootAndControlFiles: a root writable by others stops startup
-//     with a clear error; a NAME.ctl owned by another user is not adopted
-//     (status says why) and a load into that cache is refused.
+//   UntrustedRootAndControlFiles: a root writable by others, or a spool
+//     every user can write (anyone could publish), stops startup with a
+//     clear error; a NAME.ctl owned by another user is not adopted (status
+//     says why) and a load into that cache is refused.
 #include <grp.h>
 #include <sys/stat.h>
 
@@ -468,6 +469,15 @@ TEST(Trust, UntrustedRootAndControlFiles)
 			<< env.log();
 	}
 	ASSERT_EQ(chmod(env.root().c_str(), 0755), 0);
+	// a spool every user can write: anyone could publish
+	ASSERT_EQ(chmod(env.spool().c_str(), 01777), 0);
+	{
+		Loader ld(env, {"--memory", "shm", "--config", conf});
+		EXPECT_EQ(ld.start_expect_exit(), 1);
+		EXPECT_EQ(log_lines(env.log(), {"spool", "lets every local user publish"}).size(), 1u)
+			<< env.log();
+	}
+	ASSERT_EQ(chmod(env.spool().c_str(), 0775), 0); // a producers' group may
 	Loader ld(env, {"--memory", "shm", "--config", conf});
 	ASSERT_TRUE(ld.start());
 	std::string img = env.img_path("a.shmkv");
