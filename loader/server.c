@@ -243,7 +243,7 @@ static void request(struct loader *L, struct client *c, char *line)
 	 * cache, or reads a file as the loader, is for root and our own uid */
 	if (c->uid != 0 && c->uid != geteuid()) {
 		char msg[200];
-		snprintf(msg, sizeof msg, "%s is for root and the loader's user (uid %u); uid %d "
+		snprintf(msg, sizeof msg, "%.16s is for root and the loader's user (uid %u); uid %d "
 			 "may only ping, list and status", v, (unsigned)geteuid(),
 			 c->uid == (uid_t)-1 ? -1 : (int)c->uid);
 		emit(c, json_error_code(msg, -EPERM));
