@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <liburing.h>
@@ -141,14 +142,38 @@ static void fail(struct io *io, unsigned slot, int err)
 	io->free_slots[io->nfree++] = slot;
 }
 
+int ioread_reopen_buffered(int fd)
+{
+	char p[64];
+	snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+	int b = open(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (b < 0)
+		return -errno;
+	struct stat a, n;
+	if (fstat(fd, &a) != 0 || fstat(b, &n) != 0 || a.st_dev != n.st_dev || a.st_ino != n.st_ino ||
+	    !S_ISREG(n.st_mode)) {
+		close(b);
+		return -ESTALE;
+	}
+	/* blocking again: with O_NONBLOCK, io_uring returns EAGAIN for data
+	 * not in the page cache instead of waiting for it */
+	int fl = fcntl(b, F_GETFL);
+	if (fl < 0 || fcntl(b, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+		int err = -errno;
+		close(b);
+		return err;
+	}
+	return b;
+}
+
 /* The filesystem took the O_DIRECT open but refuses direct reads: reopen. */
 static int go_buffered(struct io *io)
 {
 	if (io->buffered_fd < 0) {
-		io->buffered_fd = open(io->path, O_RDONLY | O_CLOEXEC);
+		io->buffered_fd = ioread_reopen_buffered(io->fd);
 		if (io->buffered_fd < 0)
-			return shmkv__fail(-errno, io->why, io->why_len, "%s: %s", io->path,
-					   strerror(errno));
+			return shmkv__fail(io->buffered_fd, io->why, io->why_len, "%s: reopen: %s",
+					   io->path, strerror(-io->buffered_fd));
 		log_warn("direct I/O refused file=%s: reading buffered", io->path);
 	}
 	*io->direct = 0;

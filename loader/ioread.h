@@ -27,4 +27,9 @@ struct ioread_opts {
 int ioread(int fd, int *direct, const char *path, uint8_t *dst, uint64_t size,
 	   const struct ioread_opts *o, struct vstream *v, char *why, size_t why_len);
 
+/* A second descriptor of fd's file without O_DIRECT, opened through
+ * /proc/self/fd (the same inode, whatever its name points to now; never a
+ * FIFO swapped in, so never a blocking open). Returns the fd or -errno. */
+int ioread_reopen_buffered(int fd);
+
 #endif /* LOADER_IOREAD_H */

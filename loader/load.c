@@ -26,19 +26,70 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Opens the source: O_DIRECT where the filesystem takes it. */
-static int open_source(const char *path, int *direct, char *why, size_t why_len)
+static const char *file_kind(mode_t m)
 {
-	*direct = 1;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_DIRECT);
-	if (fd < 0 && errno == EINVAL) {
-		log_warn("direct I/O unsupported file=%s: reading buffered", path);
-		*direct = 0;
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-	}
+	if (S_ISFIFO(m))
+		return "a FIFO";
+	if (S_ISDIR(m))
+		return "a directory";
+	if (S_ISCHR(m))
+		return "a character device";
+	if (S_ISBLK(m))
+		return "a block device";
+	if (S_ISSOCK(m))
+		return "a socket";
+	return "not a regular file";
+}
+
+/* Opens the source without ever blocking in open(): O_NONBLOCK (a FIFO with
+ * no writer would wait forever, and with it every later load), O_NOFOLLOW
+ * when the name is ours (the spool), then fstat: only a regular file is read.
+ * Then O_NONBLOCK off, and O_DIRECT on where the filesystem takes it.
+ * Returns the fd, with *st and *direct, or an error with why. */
+static int open_source(const char *path, int nofollow, struct stat *st, int *direct, char *why,
+		       size_t why_len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY |
+				    (nofollow ? O_NOFOLLOW : 0));
 	if (fd < 0) {
 		int err = -errno;
+		if (err == -ELOOP && nofollow)
+			return shmkv__fail(-ELOOP, why, why_len,
+					   "%s: a symbolic link; the spool loads regular files "
+					   "renamed into it, never links", path);
+		if (err == -ENXIO) /* open() of a socket file */
+			return shmkv__fail(-EINVAL, why, why_len,
+					   "%s: a socket, not an image file: refused", path);
 		return shmkv__fail(err, why, why_len, "%s: %s", path, strerror(-err));
+	}
+	if (fstat(fd, st) != 0) {
+		int err = -errno;
+		close(fd);
+		return shmkv__fail(err, why, why_len, "fstat %s: %s", path, strerror(-err));
+	}
+	if (!S_ISREG(st->st_mode)) {
+		close(fd);
+		return shmkv__fail(-EINVAL, why, why_len,
+				   "%s is %s, not a regular file: refused without reading it (an "
+				   "image is a regular file)", path, file_kind(st->st_mode));
+	}
+	int fl = fcntl(fd, F_GETFL), err = 0;
+	*direct = 1;
+	if (fl < 0) {
+		err = -errno;
+	} else if (fcntl(fd, F_SETFL, (fl & ~O_NONBLOCK) | O_DIRECT) != 0) {
+		if (errno != EINVAL) {
+			err = -errno;
+		} else {
+			log_warn("direct I/O unsupported file=%s: reading buffered", path);
+			*direct = 0;
+			if (fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0)
+				err = -errno;
+		}
+	}
+	if (err) {
+		close(fd);
+		return shmkv__fail(err, why, why_len, "fcntl %s: %s", path, strerror(-err));
 	}
 	return fd;
 }
@@ -86,7 +137,7 @@ static int read_head(int *fd, int *direct, const char *path, uint64_t size, stru
 	ssize_t n = pread(*fd, head, SHMKV_HEADER_SIZE, 0);
 	if (n < 0 && errno == EINVAL && *direct) {
 		log_warn("direct I/O refused file=%s: reading buffered", path);
-		int b = open(path, O_RDONLY | O_CLOEXEC);
+		int b = ioread_reopen_buffered(*fd);
 		if (b >= 0) {
 			close(*fd);
 			*fd = b;
@@ -240,8 +291,8 @@ static int make_room(void *arg, int hugetlb, uint64_t size, const char *reason)
 	return 1;
 }
 
-int op_load(struct loader *L, const char *name, const char *path, char **reply, char *why_out,
-	    size_t why_out_len)
+int op_load(struct loader *L, const char *name, const char *path, int nofollow, char **reply,
+	    char *why_out, size_t why_out_len)
 {
 	char why[512] = "", note[160] = "", q[640];
 	struct cache *c = cache_find(L, name);
@@ -274,19 +325,15 @@ int op_load(struct loader *L, const char *name, const char *path, char **reply, 
 				  "drop it first", name, c->last_error);
 		goto reject;
 	}
-	fd = open_source(path, &direct, why, sizeof why);
+	struct stat st;
+	fd = open_source(path, nofollow, &st, &direct, why, sizeof why);
 	if (fd < 0) {
 		err = fd;
 		goto reject;
 	}
-	struct stat st;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		err = shmkv__fail(-EINVAL, why, sizeof why, "%s: not a regular file", path);
-		goto reject;
-	}
 	uint64_t size = (uint64_t)st.st_size;
 	if (direct && mostly_cached(fd, size)) {
-		int b = open(path, O_RDONLY | O_CLOEXEC);
+		int b = ioread_reopen_buffered(fd);
 		if (b >= 0) {
 			close(fd);
 			fd = b;

@@ -7,9 +7,12 @@
 #include "loader.h"
 
 /* Loads the image at path (absolute) into cache name, created if new.
- * Returns 0 or a negative error; *reply gets the JSON reply (malloc'd) and
- * why (why_len bytes) the reason of a failure ("" on success). */
-int op_load(struct loader *L, const char *name, const char *path, char **reply, char *why,
-	    size_t why_len);
+ * nofollow: the name is ours (a spool entry): a symbolic link is refused.
+ * Only a regular file is read; nothing blocks on the path (load.c:
+ * open_source()). Returns 0 or a negative error; *reply gets the JSON reply
+ * (malloc'd) and why (why_len bytes) the reason of a failure ("" on
+ * success). */
+int op_load(struct loader *L, const char *name, const char *path, int nofollow, char **reply,
+	    char *why, size_t why_len);
 
 #endif /* LOADER_LOAD_H */

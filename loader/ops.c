@@ -40,7 +40,7 @@ int op_reload(struct loader *L, const char *name, char **reply)
 	}
 	char src[PATH_MAX];
 	snprintf(src, sizeof src, "%s", d->c.source);
-	return op_load(L, name, src, reply, NULL, 0);
+	return op_load(L, name, src, 0, reply, NULL, 0);
 }
 
 
@@ -164,7 +164,7 @@ static void load_missing(struct loader *L)
 		char *reply = NULL;
 		char src[PATH_MAX];
 		snprintf(src, sizeof src, "%s", d->c.source);
-		op_load(L, d->name, src, &reply, NULL, 0);
+		op_load(L, d->name, src, 0, &reply, NULL, 0);
 		free(reply);
 	}
 }

@@ -54,7 +54,7 @@ static void run(struct loader *L, struct job *j)
 		return; /* queued twice (a rescan), and already handled */
 	switch (j->kind) {
 	case JOB_LOAD:
-		err = op_load(L, j->name, j->path, &reply, why, sizeof why);
+		err = op_load(L, j->name, j->path, j->from_spool, &reply, why, sizeof why);
 		break;
 	case JOB_RELOAD:
 		err = op_reload(L, j->name, &reply);

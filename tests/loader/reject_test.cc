@@ -371,6 +371,55 @@ TEST_F(Reject, AgreesWithVerify)
 	EXPECT_EQ(check_handle(db, "good", kKeys, 7), 0u);
 }
 
+// A FIFO (no writer) given to `load` used to block the worker in open()
+// forever, and every later load of every cache with it. Now: refused at
+// once, by its type, and the next loads go through. The same for a
+// directory and a character device, and for a FIFO or a symbolic link
+// renamed into the spool.
+TEST_F(Reject, NonRegularFilesNeverBlock)
+{
+	std::string fifo = env.img_path("fifo.shmkv");
+	ASSERT_EQ(mkfifo(fifo.c_str(), 0644), 0) << strerror(errno);
+	std::string why;
+	uint64_t t0 = now_ms();
+	Json j = request(env.root(), {"load", "other", fifo}, 5000, &why);
+	ASSERT_EQ(j.kind, Json::OBJ) << "no reply within 5 s: the worker blocks on the FIFO (" << why
+				     << ")";
+	EXPECT_LT(now_ms() - t0, 5000u);
+	EXPECT_FALSE(j.ok());
+	EXPECT_EQ(j["code"].s(), "EINVAL");
+	EXPECT_TRUE(contains_ci(j["error"].s(), "FIFO")) << j["error"].s();
+	EXPECT_TRUE(contains_ci(j["error"].s(), fifo)) << j["error"].s();
+	EXPECT_TRUE(contains_ci(j["error"].s(), "not a regular file")) << j["error"].s();
+
+	std::string dir = env.img_path("dir.shmkv");
+	ASSERT_EQ(mkdir(dir.c_str(), 0755), 0);
+	for (const auto &[path, kind] : std::vector<std::pair<std::string, std::string>>{
+		     {dir, "directory"}, {"/dev/null", "character device"}}) {
+		j = request(env.root(), {"load", "other", path}, 5000, &why);
+		ASSERT_EQ(j.kind, Json::OBJ) << path << ": " << why;
+		EXPECT_FALSE(j.ok());
+		EXPECT_TRUE(contains_ci(j["error"].s(), kind)) << j["error"].s();
+	}
+
+	// in the spool (the worker picks the names): a FIFO, a symbolic link
+	std::string line = expect_spool_reject(fifo, "FIFO");
+	EXPECT_TRUE(contains_ci(line, "not a regular file")) << line;
+	std::string lnk = env.img_path("link.shmkv");
+	ASSERT_EQ(symlink(good.c_str(), lnk.c_str()), 0);
+	expect_spool_reject(lnk, "symbolic link");
+
+	// later loads, of this cache and of another, still work (bounded wait)
+	std::string next = env.img_path("next.shmkv");
+	ASSERT_EQ(build_image(next, "next", 100), "");
+	j = request(env.root(), {"load", "other", next}, 10000, &why);
+	ASSERT_EQ(j.kind, Json::OBJ) << why;
+	EXPECT_TRUE(j.ok()) << j["error"].s();
+	j = request(env.root(), {"load", "third", next}, 10000, &why);
+	ASSERT_EQ(j.kind, Json::OBJ) << why;
+	EXPECT_TRUE(j.ok()) << j["error"].s();
+}
+
 TEST_F(Reject, OverTheSocketThenAGoodLoad)
 {
 	std::string bad = env.img_path("bad.shmkv");
