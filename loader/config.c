@@ -19,6 +19,7 @@ void conf_defaults(struct loader_conf *c)
 	c->block_size = CONF_DEFAULT_BLOCK_SIZE;
 	c->memory = MEM_AUTO;
 	c->gid = (gid_t)-1;
+	c->failed_expire_s = CONF_DEFAULT_FAILED_EXPIRE_S;
 }
 
 void conf_cache_defaults(const struct loader_conf *lc, struct cache_conf *cc)
@@ -53,6 +54,45 @@ int conf_parse_size(const char *s, uint64_t *out)
 	if (*end || (shift && v > (UINT64_MAX >> shift)))
 		return -EINVAL;
 	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+int conf_parse_queue_depth(const char *s, unsigned *out)
+{
+	uint64_t n;
+	if (conf_parse_size(s, &n) || n < 1 || n > 4096)
+		return -EINVAL;
+	*out = (unsigned)n;
+	return 0;
+}
+
+int conf_parse_block_size(const char *s, uint64_t *out)
+{
+	uint64_t n;
+	if (conf_parse_size(s, &n) || n < 4096 || n > (UINT64_C(1) << 30) || n % 4096)
+		return -EINVAL;
+	*out = n;
+	return 0;
+}
+
+int conf_parse_duration(const char *s, uint64_t *secs)
+{
+	char *end;
+	if (!isdigit((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	uint64_t mul = 1;
+	switch (*end) {
+	case 's': end++; break;
+	case 'm': mul = 60; end++; break;
+	case 'h': mul = 3600; end++; break;
+	case 'd': mul = 86400; end++; break;
+	default: break;
+	}
+	if (errno || *end || v > UINT64_MAX / 1000 / mul)
+		return -EINVAL;
+	*secs = v * mul;
 	return 0;
 }
 
@@ -192,7 +232,6 @@ static int set_path(struct parse *p, const char *key, const char *v, char *dst, 
 static int loader_key(struct parse *p, const char *k, const char *v)
 {
 	struct loader_conf *c = p->c;
-	uint64_t n;
 	if (!strcmp(k, "root"))
 		return set_path(p, k, v, c->root, sizeof c->root);
 	if (!strcmp(k, "spool"))
@@ -202,15 +241,20 @@ static int loader_key(struct parse *p, const char *k, const char *v)
 	if (!strcmp(k, "hugetlb_dir"))
 		return set_path(p, k, v, c->hugetlb_dir, sizeof c->hugetlb_dir);
 	if (!strcmp(k, "queue_depth")) {
-		if (conf_parse_size(v, &n) || n < 1 || n > 4096)
-			return perr(p, "queue_depth \"%s\" is not a number in 1..4096", v);
-		c->queue_depth = (unsigned)n;
+		if (conf_parse_queue_depth(v, &c->queue_depth))
+			return perr(p, "queue_depth \"%s\" is not a number in " CONF_QUEUE_DEPTH_RANGE,
+				    v);
 		return 1;
 	}
 	if (!strcmp(k, "block_size")) {
-		if (conf_parse_size(v, &n) || n < 4096 || n > (UINT64_C(1) << 30) || n % 4096)
-			return perr(p, "block_size \"%s\" must be a multiple of 4096 in 4K..1G", v);
-		c->block_size = n;
+		if (conf_parse_block_size(v, &c->block_size))
+			return perr(p, "block_size \"%s\" must be " CONF_BLOCK_SIZE_RANGE, v);
+		return 1;
+	}
+	if (!strcmp(k, "failed_expire")) {
+		if (conf_parse_duration(v, &c->failed_expire_s))
+			return perr(p, "failed_expire \"%s\" is not a duration like 90s, 15m, 1h "
+				       "or 0", v);
 		return 1;
 	}
 	if (!strcmp(k, "io")) {
@@ -226,7 +270,7 @@ static int loader_key(struct parse *p, const char *k, const char *v)
 	if (!strcmp(k, "group"))
 		return parse_group(p, v, c->group, sizeof c->group, &c->gid);
 	return perr(p, "unknown key \"%s\" in [loader] (root, spool, shm_dir, hugetlb_dir, "
-		       "queue_depth, block_size, io, memory, group)", k);
+		       "queue_depth, block_size, io, memory, group, failed_expire)", k);
 }
 
 static int cache_key(struct parse *p, const char *k, const char *v)

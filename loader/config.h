@@ -50,6 +50,8 @@ struct loader_conf {
 	enum mem_policy memory;     /* policy of caches not in the config */
 	char group[64];             /* control socket group: "" = 0600 socket */
 	gid_t gid;
+	uint64_t failed_expire_s;   /* a new cache whose loads all failed is forgotten
+				     * after this many seconds; 0 = kept until drop */
 	struct cache_def *caches;
 	size_t ncaches;
 };
@@ -58,6 +60,10 @@ struct loader_conf {
 #define CONF_DEFAULT_QUEUE_DEPTH 16u
 #define CONF_DEFAULT_BLOCK_SIZE (UINT64_C(4) << 20)
 #define CONF_DEFAULT_MODE 0644
+#define CONF_DEFAULT_FAILED_EXPIRE_S 3600u
+/* The one range check of each number the file and the command line take. */
+#define CONF_QUEUE_DEPTH_RANGE "1..4096"
+#define CONF_BLOCK_SIZE_RANGE "a multiple of 4096 in 4K..1G"
 
 /* Fills defaults (no caches). */
 void conf_defaults(struct loader_conf *c);
@@ -78,6 +84,12 @@ void conf_free(struct loader_conf *c);
 int conf_parse_size(const char *s, uint64_t *out);
 int conf_parse_policy(const char *s, enum mem_policy *out);
 int conf_parse_io(const char *s, enum io_engine *out);
+/* queue_depth: 1..4096; block_size: a size, multiple of 4096, 4K..1G.
+ * Return 0 or -EINVAL (out untouched). */
+int conf_parse_queue_depth(const char *s, unsigned *out);
+int conf_parse_block_size(const char *s, uint64_t *out);
+/* "90", "90s", "15m", "2h", "1d": seconds. Returns 0 or -EINVAL. */
+int conf_parse_duration(const char *s, uint64_t *secs);
 const char *conf_io_name(enum io_engine io);
 
 #endif /* LOADER_CONFIG_H */

@@ -244,6 +244,7 @@ static int publish_new(struct loader *L, struct cache *c, const struct seg_info 
 	c->have_cur = 1;
 	c->stats = *st;
 	c->last_error[0] = 0;
+	c->failed_ms = 0;
 	pthread_mutex_unlock(&L->lock);
 	if (had_rb) {
 		/* readers still mapping it keep it; the kernel frees it after them */
@@ -440,8 +441,14 @@ reject:
 		*reply = json_error_code("the loader is stopping", err);
 		return err;
 	}
-	if (c)
+	if (c) {
 		cache_set_error(L, c, "load %s: %s", path, why);
+		if (!c->failed_ms && !c->configured && !c->have_cur && !c->ctl.map && !c->broken) {
+			pthread_mutex_lock(&L->lock);
+			c->failed_ms = now_ns() / 1000000u; /* a ghost: see ops.c:op_expire() */
+			pthread_mutex_unlock(&L->lock);
+		}
+	}
 	log_err("rejected cache=%s file=%s error=%s", name, path, log_quote(q, sizeof q, why));
 	notify_status("cache %s: load rejected: %s", name, why);
 	char msg[700];

@@ -46,6 +46,9 @@ struct cache {
 	struct load_stats stats;    /* of the current image */
 	struct load_stats rb_stats; /* of the rollback candidate */
 	char last_error[512];      /* "" = the last operation succeeded */
+	uint64_t failed_ms;        /* a new cache whose loads all failed (never served,
+				    * not configured): CLOCK_MONOTONIC ms of the first
+				    * failure; it is forgotten failed_expire later. 0: not */
 	/* written by the worker without the lock while a load runs */
 	atomic_uint_fast64_t load_done, load_total; /* load_total 0: no load running */
 };
@@ -101,6 +104,10 @@ struct loader {
 
 	/* main thread */
 	int lock_fd, sig_fd, spool_fd, listen_fd, ep_fd;
+	/* main thread: the spool watch (spool.c), shown by status.c */
+	int spool_wd;               /* inotify watch of the spool; -1 while it is gone */
+	int spool_parent_wd;        /* of its parent while the spool is gone, else -1 */
+	char spool_error[PATH_MAX + 200]; /* "" = watched; else what happened to it */
 };
 
 /* cache.c: the cache table (lock held by the caller as documented) */

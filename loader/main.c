@@ -26,7 +26,7 @@ enum { TAG_SIG = 1, TAG_SPOOL, TAG_LISTEN, TAG_DONE };
 /* Command-line settings; they override the config file, also on SIGHUP. */
 struct cli {
 	const char *config, *root, *spool, *shm_dir, *hugetlb_dir, *memory, *queue_depth,
-		*block_size, *io;
+		*block_size, *io, *failed_expire;
 	int foreground;
 };
 
@@ -36,13 +36,15 @@ static void usage(FILE *f)
 		"usage: shmkv-loader [--config FILE] [--root DIR] [--spool DIR] [--shm-dir DIR]\n"
 		"                    [--hugetlb-dir DIR] [--memory auto|hugetlb|shm]\n"
 		"                    [--queue-depth N] [--block-size SIZE]\n"
-		"                    [--io auto|io_uring|pread] [--foreground]\n"
+		"                    [--io auto|io_uring|pread] [--failed-expire DURATION]\n"
+		"                    [--foreground]\n"
 		"       shmkv-loader --help | --version\n"
 		"Loads shmkv images into shared memory and publishes them to readers.\n"
 		"Options given here override the config file. Without --foreground the loader\n"
 		"detaches once it is ready (under systemd use --foreground, Type=notify).\n"
 		"Defaults: root %s, shm-dir %s, queue depth %u, block size 4M, memory auto,\n"
-		"io auto (io_uring, or pread where the kernel refuses io_uring).\n"
+		"io auto (io_uring, or pread where the kernel refuses io_uring), failed-expire 1h\n"
+		"(a new cache whose loads all failed is forgotten then; 0: kept until drop).\n"
 		"Control: ROOT/control.sock, see loader/README.md.\n",
 		SHMKV_DEFAULT_ROOT, CONF_DEFAULT_SHM_DIR, CONF_DEFAULT_QUEUE_DEPTH);
 }
@@ -99,7 +101,6 @@ static int build_conf(const struct cli *o, struct loader_conf **out, char *why, 
 {
 	struct loader_conf *c = calloc(1, sizeof *c);
 	int err = 0;
-	uint64_t n;
 	if (!c)
 		return shmkv__fail(-ENOMEM, why, why_len, "out of memory");
 	conf_defaults(c);
@@ -117,25 +118,18 @@ static int build_conf(const struct cli *o, struct loader_conf **out, char *why, 
 	if (!err && o->memory && conf_parse_policy(o->memory, &c->memory))
 		err = shmkv__fail(-EINVAL, why, why_len, "--memory %s: expected auto, hugetlb or shm",
 				  o->memory);
-	if (!err && o->queue_depth) {
-		if (conf_parse_size(o->queue_depth, &n) || n < 1 || n > 4096)
-			err = shmkv__fail(-EINVAL, why, why_len, "--queue-depth %s: expected 1..4096",
-					  o->queue_depth);
-		else
-			c->queue_depth = (unsigned)n;
-	}
+	if (!err && o->queue_depth && conf_parse_queue_depth(o->queue_depth, &c->queue_depth))
+		err = shmkv__fail(-EINVAL, why, why_len, "--queue-depth %s: expected "
+				  CONF_QUEUE_DEPTH_RANGE, o->queue_depth);
 	if (!err && o->io && conf_parse_io(o->io, &c->io))
 		err = shmkv__fail(-EINVAL, why, why_len, "--io %s: expected auto, io_uring or pread",
 				  o->io);
-	if (!err && o->block_size) {
-		if (conf_parse_size(o->block_size, &n) || n < 4096 || n > (UINT64_C(1) << 30) ||
-		    n % 4096)
-			err = shmkv__fail(-EINVAL, why, why_len,
-					  "--block-size %s: expected a multiple of 4096 in 4K..1G",
-					  o->block_size);
-		else
-			c->block_size = n;
-	}
+	if (!err && o->block_size && conf_parse_block_size(o->block_size, &c->block_size))
+		err = shmkv__fail(-EINVAL, why, why_len, "--block-size %s: expected "
+				  CONF_BLOCK_SIZE_RANGE, o->block_size);
+	if (!err && o->failed_expire && conf_parse_duration(o->failed_expire, &c->failed_expire_s))
+		err = shmkv__fail(-EINVAL, why, why_len, "--failed-expire %s: expected a duration "
+				  "like 90s, 15m, 1h or 0", o->failed_expire);
 	if (!err) {
 		conf_apply_defaults(c);
 		err = conf_check(c, why, why_len);
@@ -334,7 +328,8 @@ static void loop(struct loader *L, const struct cli *o)
 {
 	for (;;) {
 		struct epoll_event ev[32];
-		int n = epoll_wait(L->ep_fd, ev, 32, -1);
+		/* a timeout only while the spool directory is gone (spool.c) */
+		int n = epoll_wait(L->ep_fd, ev, 32, spool_wait_ms(L));
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -366,6 +361,7 @@ static void loop(struct loader *L, const struct cli *o)
 			}
 		}
 		server_reap();
+		spool_tick(L);
 		if (stop)
 			return;
 	}
@@ -402,6 +398,7 @@ int main(int argc, char **argv)
 		{"queue-depth", required_argument, NULL, 'q'},
 		{"block-size", required_argument, NULL, 'b'},
 		{"io", required_argument, NULL, 'I'},
+		{"failed-expire", required_argument, NULL, 'E'},
 		{"foreground", no_argument, NULL, 'f'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
@@ -421,6 +418,7 @@ int main(int argc, char **argv)
 		case 'q': o.queue_depth = optarg; break;
 		case 'b': o.block_size = optarg; break;
 		case 'I': o.io = optarg; break;
+		case 'E': o.failed_expire = optarg; break;
 		case 'f': o.foreground = 1; break;
 		case 'h': usage(stdout); return 0;
 		case 'V': printf("shmkv-loader %s\n", LOADER_VERSION); return 0;
@@ -438,7 +436,11 @@ int main(int argc, char **argv)
 	L.lock_fd = L.sig_fd = L.spool_fd = L.listen_fd = L.ep_fd = L.done_fd = -1;
 	pthread_mutex_init(&L.lock, NULL);
 	pthread_mutex_init(&L.qlock, NULL);
-	pthread_cond_init(&L.qcond, NULL);
+	pthread_condattr_t ca; /* the worker's timed waits (failed_expire) are monotonic */
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&L.qcond, &ca);
+	pthread_condattr_destroy(&ca);
 	char cfg[PATH_MAX];
 	if (o.config) {
 		if (!realpath(o.config, cfg)) {

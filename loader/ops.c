@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ops.h"
@@ -199,6 +200,46 @@ void op_config(struct loader *L, struct loader_conf *conf)
 	log_info("config reloaded file=%s caches=%zu", L->config_path, conf->ncaches);
 	notify_status("config reloaded, %zu caches configured", conf->ncaches);
 	load_missing(L);
+}
+
+static int is_ghost(const struct cache *c)
+{
+	return c->failed_ms && !c->configured && !c->have_cur && !c->ctl.map && !c->broken;
+}
+
+uint64_t op_expire_due(const struct loader *L)
+{
+	uint64_t ttl = L->conf->failed_expire_s * 1000u, due = 0;
+	if (!ttl)
+		return 0;
+	for (size_t i = 0; i < L->ncaches; i++) {
+		const struct cache *c = L->caches[i];
+		if (is_ghost(c) && (!due || c->failed_ms + ttl < due))
+			due = c->failed_ms + ttl;
+	}
+	return due;
+}
+
+void op_expire(struct loader *L)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	uint64_t now = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	uint64_t ttl = L->conf->failed_expire_s * 1000u;
+	for (size_t i = 0; ttl && i < L->ncaches;) {
+		struct cache *c = L->caches[i];
+		if (!is_ghost(c) || now < c->failed_ms + ttl) {
+			i++;
+			continue;
+		}
+		char q[600];
+		log_info("forgot cache=%s: it never served and its loads failed for %llus "
+			 "(failed_expire) last_error=%s", c->name,
+			 (unsigned long long)L->conf->failed_expire_s,
+			 log_quote(q, sizeof q, c->last_error));
+		notify_status("cache %s forgotten: it never loaded", c->name);
+		cache_remove(L, c); /* moves the last cache to i */
+	}
 }
 
 void op_start(struct loader *L)

@@ -206,6 +206,8 @@ static void request(struct loader *L, struct client *c, char *line)
 		json_str(&j, "version", LOADER_VERSION);
 		json_str(&j, "root", L->root);
 		json_str(&j, "spool", L->spool);
+		/* health: null, or why the spool is not watched (spool.c) */
+		json_str(&j, "spool_error", L->spool_error[0] ? L->spool_error : NULL);
 		emit(c, json_finish(&j));
 		return;
 	}

@@ -1,6 +1,10 @@
 /* spool.c - the spool directory: NAME.shmkv renamed into it is loaded into
  * cache NAME. Watched with inotify IN_MOVED_TO only, so a file still being
- * written (created in place) is never picked up. */
+ * written (created in place) is never picked up. The directory itself is
+ * watched too (IN_DELETE_SELF, IN_MOVE_SELF, IN_IGNORED): when it goes, the
+ * error is logged and shown (status.c), its parent is watched and the path
+ * retried every second, and once a directory is back at that path it is
+ * watched and scanned again. */
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
@@ -28,15 +32,89 @@ static int spool_cache_name(const char *file, char name[SHMKV_CACHE_NAME_MAX + 1
 	return shmkv__valid_name(name) ? 0 : -EINVAL;
 }
 
+#define SPOOL_EVENTS (IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
+
+static int watch(struct loader *L, char *why, size_t why_len)
+{
+	int wd = inotify_add_watch(L->spool_fd, L->spool, SPOOL_EVENTS);
+	if (wd < 0)
+		return shmkv__fail(-errno, why, why_len, "inotify_add_watch %s: %s", L->spool,
+				   strerror(errno));
+	L->spool_wd = wd;
+	return 0;
+}
+
 int spool_open(struct loader *L, char *why, size_t why_len)
 {
+	L->spool_wd = L->spool_parent_wd = -1;
+	L->spool_error[0] = 0;
 	L->spool_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	if (L->spool_fd < 0)
 		return shmkv__fail(-errno, why, why_len, "inotify_init1: %s", strerror(errno));
-	if (inotify_add_watch(L->spool_fd, L->spool, IN_MOVED_TO | IN_ONLYDIR) < 0)
-		return shmkv__fail(-errno, why, why_len, "inotify_add_watch %s: %s", L->spool,
-				   strerror(errno));
-	return 0;
+	return watch(L, why, why_len);
+}
+
+static const char *base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+	return s ? s + 1 : path;
+}
+
+static void watch_parent(struct loader *L)
+{
+	char parent[PATH_MAX];
+	snprintf(parent, sizeof parent, "%s", L->spool);
+	char *s = strrchr(parent, '/');
+	if (s)
+		s[s == parent] = 0; /* "/spool" -> "/" */
+	L->spool_parent_wd = inotify_add_watch(L->spool_fd, parent,
+					       IN_CREATE | IN_MOVED_TO | IN_ONLYDIR);
+}
+
+/* Watches the spool again if a directory is back at its path: 1 if so. */
+static int back(struct loader *L)
+{
+	char why[300];
+	if (watch(L, why, sizeof why))
+		return 0;
+	if (L->spool_parent_wd >= 0)
+		inotify_rm_watch(L->spool_fd, L->spool_parent_wd);
+	L->spool_parent_wd = -1;
+	L->spool_error[0] = 0;
+	log_info("spool: directory %s is back: watching it again", L->spool);
+	notify_status("spool %s is back", L->spool);
+	spool_scan(L); /* what was renamed in before the watch */
+	return 1;
+}
+
+/* The spool directory is gone (what: "was deleted", ...). */
+static void lost(struct loader *L, const char *what)
+{
+	if (L->spool_wd >= 0)
+		inotify_rm_watch(L->spool_fd, L->spool_wd); /* moved: it watches elsewhere now */
+	L->spool_wd = -1;
+	snprintf(L->spool_error, sizeof L->spool_error,
+		 "spool directory %s %s: nothing is loaded from the spool until a directory is "
+		 "back at that path (watched)", L->spool, what);
+	log_err("spool: directory %s %s; no loads from the spool until a directory is back "
+		"there", L->spool, what);
+	notify_status("spool %s %s", L->spool, what);
+	watch_parent(L);
+	back(L); /* it may be back already */
+}
+
+int spool_wait_ms(const struct loader *L)
+{
+	return L->spool_wd >= 0 ? -1 : 1000;
+}
+
+void spool_tick(struct loader *L)
+{
+	if (L->spool_wd >= 0)
+		return;
+	if (L->spool_parent_wd < 0)
+		watch_parent(L);
+	back(L);
 }
 
 static void dispose(const char *path, int ok, const char *error)
@@ -94,8 +172,10 @@ static void queue(struct loader *L, const char *file)
 void spool_scan(struct loader *L)
 {
 	DIR *d = opendir(L->spool);
-	if (!d)
+	if (!d) {
+		log_warn("spool: cannot scan %s: %s", L->spool, strerror(errno));
 		return;
+	}
 	struct dirent *e;
 	while ((e = readdir(d)))
 		if (e->d_name[0] != '.')
@@ -114,9 +194,22 @@ void spool_event(struct loader *L)
 			const struct inotify_event *ev = (const struct inotify_event *)(void *)p;
 			if (ev->mask & IN_Q_OVERFLOW) {
 				log_warn("spool: inotify queue overflowed: rescanning %s", L->spool);
-				spool_scan(L);
-			} else if ((ev->mask & IN_MOVED_TO) && ev->len && !(ev->mask & IN_ISDIR)) {
-				queue(L, ev->name);
+				if (L->spool_wd >= 0)
+					spool_scan(L);
+				else
+					spool_tick(L);
+			} else if (ev->wd >= 0 && ev->wd == L->spool_wd) {
+				if (ev->mask & IN_DELETE_SELF)
+					lost(L, "was deleted");
+				else if (ev->mask & IN_MOVE_SELF)
+					lost(L, "was moved away");
+				else if (ev->mask & (IN_IGNORED | IN_UNMOUNT))
+					lost(L, "is no longer watched (its filesystem unmounted?)");
+				else if ((ev->mask & IN_MOVED_TO) && ev->len && !(ev->mask & IN_ISDIR))
+					queue(L, ev->name);
+			} else if (ev->wd >= 0 && ev->wd == L->spool_parent_wd && ev->len &&
+				   !strcmp(ev->name, base_name(L->spool))) {
+				back(L);
 			}
 			p += sizeof *ev + ev->len;
 		}

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "status.h"
 
@@ -27,12 +28,20 @@ static void take(struct cache *c, struct snap *s)
 	s->c.stats = c->stats;
 	s->c.rb_stats = c->rb_stats;
 	memcpy(s->c.last_error, c->last_error, sizeof c->last_error);
+	s->c.failed_ms = c->failed_ms;
 	/* relaxed: progress figures stored relaxed by ioread.c:ioread() and load.c:op_load() */
 	s->total = atomic_load_explicit(&c->load_total, memory_order_relaxed);
 	s->done = atomic_load_explicit(&c->load_done, memory_order_relaxed);
 }
 
-static void summary(struct json *j, const struct snap *s)
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void summary(struct json *j, const struct loader *L, const struct snap *s)
 {
 	const struct cache *c = &s->c;
 	char mem[32];
@@ -45,6 +54,26 @@ static void summary(struct json *j, const struct snap *s)
 					  : NULL);
 	json_bool(j, "loading", s->total != 0);
 	json_str(j, "last_error", c->last_error[0] ? c->last_error : NULL);
+	/* failed: nothing published and the last load failed */
+	json_bool(j, "failed", !c->have_cur && c->last_error[0]);
+	/* a new cache that never served: forgotten this many seconds from now
+	 * (worker.c, failed_expire); null: kept */
+	uint64_t ttl = L->conf->failed_expire_s, now = now_ms();
+	if (c->failed_ms && ttl) {
+		uint64_t end = c->failed_ms + ttl * 1000u;
+		json_u64(j, "expires_in", end > now ? (end - now + 999) / 1000u : 0);
+	} else {
+		json_null(j, "expires_in");
+	}
+}
+
+static void spool_health(struct json *j, const struct loader *L)
+{
+	json_obj_begin(j, "spool");
+	json_str(j, "dir", L->spool);
+	json_bool(j, "watching", L->spool_wd >= 0);
+	json_str(j, "error", L->spool_error[0] ? L->spool_error : NULL);
+	json_obj_end(j);
 }
 
 char *status_list(struct loader *L)
@@ -60,12 +89,13 @@ char *status_list(struct loader *L)
 			break;
 		take(L->caches[i], s);
 		json_obj_begin(&j, NULL);
-		summary(&j, s);
+		summary(&j, L, s);
 		json_obj_end(&j);
 		free(s);
 	}
-	pthread_mutex_unlock(&L->lock);
 	json_arr_end(&j);
+	spool_health(&j, L);
+	pthread_mutex_unlock(&L->lock);
 	return json_finish(&j);
 }
 
@@ -94,7 +124,10 @@ char *status_cache(struct loader *L, const char *name)
 	struct json j;
 	json_init(&j);
 	json_bool(&j, "ok", 1);
-	summary(&j, s);
+	pthread_mutex_lock(&L->lock); /* L->conf */
+	summary(&j, L, s);
+	pthread_mutex_unlock(&L->lock);
+	json_str(&j, "spool_error", L->spool_error[0] ? L->spool_error : NULL);
 	json_bool(&j, "configured", c->configured);
 	json_str(&j, "policy", mem_policy_name(c->conf.memory));
 	json_u64(&j, "max_size", c->conf.max_size);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "worker.h"
@@ -83,11 +84,32 @@ static void *worker_main(void *arg)
 	struct loader *L = arg;
 	for (;;) {
 		pthread_mutex_lock(&L->qlock);
-		while (!L->jobs && !L->qstop)
-			pthread_cond_wait(&L->qcond, &L->qlock);
+		int expire = 0;
+		while (!L->jobs && !L->qstop) {
+			/* the cache table is ours: read without L->lock */
+			uint64_t due = op_expire_due(L);
+			if (!due) {
+				pthread_cond_wait(&L->qcond, &L->qlock);
+				continue;
+			}
+			struct timespec ts; /* qcond is CLOCK_MONOTONIC (main.c) */
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			if ((uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u >= due) {
+				expire = 1;
+				break;
+			}
+			ts.tv_sec = (time_t)(due / 1000u);
+			ts.tv_nsec = (long)(due % 1000u) * 1000000L;
+			pthread_cond_timedwait(&L->qcond, &L->qlock, &ts);
+		}
 		if (L->qstop) {
 			pthread_mutex_unlock(&L->qlock);
 			break;
+		}
+		if (expire) {
+			pthread_mutex_unlock(&L->qlock);
+			op_expire(L);
+			continue;
 		}
 		struct job *j = L->jobs;
 		L->jobs = j->next;

@@ -583,3 +583,140 @@ TEST_F(Reject, NewCacheWhoseFirstLoadFails)
 }
 
 } // namespace
+
+namespace {
+
+// Whether `list` names cache.
+bool listed(Loader &ld, const std::string &cache)
+{
+	Json j = ld.req({"list"});
+	for (const Json &c : j["caches"].arr)
+		if (c["name"].s() == cache)
+			return true;
+	return false;
+}
+
+// The spool directory deleted, then created again: the loss is logged and
+// shown (list's spool.error, ping's and status's spool_error), and once a
+// directory is back at the path, files renamed into it load.
+TEST(SpoolDir, DeletedThenRecreated)
+{
+	Env env;
+	Loader ld(env);
+	ASSERT_TRUE(ld.start());
+	Json j = ld.req({"list"});
+	EXPECT_TRUE(j["spool.watching"].truthy());
+	EXPECT_TRUE(j["spool.error"].is_null());
+	ASSERT_EQ(rmdir(env.spool().c_str()), 0) << strerror(errno);
+	ASSERT_TRUE(wait_until([&] { return !ld.req({"list"})["spool.error"].is_null(); }, 10000))
+		<< "the lost spool is not shown\n" << env.log();
+	j = ld.req({"list"});
+	EXPECT_FALSE(j["spool.watching"].truthy());
+	EXPECT_TRUE(contains_ci(j["spool.error"].s(), "deleted")) << j["spool.error"].s();
+	EXPECT_TRUE(contains_ci(j["spool.error"].s(), env.spool())) << j["spool.error"].s();
+	EXPECT_TRUE(contains_ci(ld.req({"ping"})["spool_error"].s(), "deleted"));
+	EXPECT_EQ(log_lines(env.log(), {"spool: directory " + env.spool(), "was deleted"}).size(),
+		  1u)
+		<< env.log();
+
+	ASSERT_EQ(mkdir(env.spool().c_str(), 0755), 0);
+	ASSERT_TRUE(wait_until([&] { return ld.req({"list"})["spool.watching"].truthy(); }, 10000))
+		<< env.log();
+	EXPECT_TRUE(ld.req({"list"})["spool.error"].is_null());
+	EXPECT_EQ(log_lines(env.log(), {"spool: directory " + env.spool(), "is back: watching"}).size(), 1u)
+		<< env.log();
+	std::string img = env.img_path("a.shmkv");
+	ASSERT_EQ(build_image(img, "a", 100), "");
+	ASSERT_EQ(spool_drop(env, img, "again"), "");
+	CtlView v;
+	EXPECT_TRUE(wait_until([&] { return read_ctl(env.root(), "again", &v) &&
+					    v.generation == 1; },
+			       20000))
+		<< "a file renamed into the recreated spool is not loaded\n" << env.log();
+	EXPECT_TRUE(ld.status("again")["spool_error"].is_null());
+}
+
+// The spool renamed away, then a directory holding an image renamed into
+// its place: the moved directory is no longer watched (a file renamed into
+// it is not loaded), the new one is scanned and its image loads.
+TEST(SpoolDir, RenamedAwayThenReplaced)
+{
+	Env env;
+	Loader ld(env);
+	ASSERT_TRUE(ld.start());
+	std::string moved = env.base() + "/spool.old";
+	ASSERT_EQ(rename(env.spool().c_str(), moved.c_str()), 0) << strerror(errno);
+	ASSERT_TRUE(wait_until([&] { return !ld.req({"list"})["spool.error"].is_null(); }, 10000))
+		<< env.log();
+	EXPECT_TRUE(contains_ci(ld.req({"list"})["spool.error"].s(), "moved")) << env.log();
+	std::string img = env.img_path("a.shmkv");
+	ASSERT_EQ(build_image(img, "a", 100), "");
+	std::string stray = env.img_path("b.shmkv");
+	ASSERT_EQ(build_image(stray, "b", 100), "");
+	ASSERT_EQ(rename(stray.c_str(), (moved + "/stray.shmkv").c_str()), 0);
+
+	std::string fresh = env.base() + "/spool.new";
+	ASSERT_EQ(mkdir(fresh.c_str(), 0755), 0);
+	ASSERT_EQ(rename(img.c_str(), (fresh + "/back.shmkv").c_str()), 0);
+	ASSERT_EQ(rename(fresh.c_str(), env.spool().c_str()), 0);
+	CtlView v;
+	EXPECT_TRUE(wait_until([&] { return read_ctl(env.root(), "back", &v) && v.generation == 1; },
+			       20000))
+		<< "the image in the directory renamed into place is not loaded\n" << env.log();
+	EXPECT_TRUE(ld.req({"list"})["spool.watching"].truthy());
+	EXPECT_FALSE(listed(ld, "stray")) << "a file in the moved-away directory was loaded";
+	EXPECT_TRUE(file_exists(moved + "/stray.shmkv"));
+}
+
+// "Ghost caches": a new cache whose loads all failed is listed as failed with
+// its error and an expiry, and forgotten after failed_expire without a drop;
+// a configured cache whose load fails stays.
+TEST(GhostCache, FailedNewCacheExpires)
+{
+	Env env;
+	std::string conf = env.base() + "/loader.conf";
+	ASSERT_TRUE(shmkv_test::write_file(conf, "[loader]\nfailed_expire = 2s\n[cache kept]\n"
+						 "source = " + env.img() + "/missing.shmkv\n"));
+	Loader ld(env, {"--memory", "shm", "--config", conf});
+	ASSERT_TRUE(ld.start());
+	Json j = ld.load("ghost", env.img_path("missing.shmkv"));
+	EXPECT_FALSE(j.ok());
+	j = ld.status("ghost");
+	ASSERT_TRUE(j.ok());
+	EXPECT_TRUE(j["failed"].truthy());
+	EXPECT_FALSE(j["published"].truthy());
+	EXPECT_TRUE(contains_ci(j["last_error"].s(), "missing.shmkv")) << j["last_error"].s();
+	EXPECT_LE(j["expires_in"].u64(), 2u);
+	ASSERT_TRUE(wait_until([&] { return listed(ld, "kept") && !ld.status("kept")["last_error"]
+								    .is_null(); },
+			       10000))
+		<< env.log();
+	EXPECT_TRUE(ld.status("kept")["expires_in"].is_null()) << "configured: never expires";
+
+	ASSERT_TRUE(wait_until([&] { return !listed(ld, "ghost"); }, 10000))
+		<< "the failed cache is still listed\n" << env.log();
+	EXPECT_EQ(log_lines(env.log(), {"forgot cache=ghost", "missing.shmkv"}).size(), 1u)
+		<< env.log();
+	Json st = request(env.root(), {"status", "ghost"});
+	EXPECT_EQ(st["code"].s(), "ENOENT");
+	EXPECT_TRUE(listed(ld, "kept")) << "a configured cache stays";
+	EXPECT_TRUE(ld.status("kept")["failed"].truthy());
+
+	// a cache that served once is never a ghost: a failed reload leaves it
+	std::string img = env.img_path("a.shmkv");
+	ASSERT_EQ(build_image(img, "a", 100), "");
+	ASSERT_TRUE(ld.load("served", img).ok());
+	EXPECT_FALSE(ld.load("served", env.img_path("missing.shmkv")).ok());
+	j = ld.status("served");
+	EXPECT_FALSE(j["failed"].truthy()) << "it still serves";
+	EXPECT_TRUE(j["expires_in"].is_null());
+
+	// failed_expire = 0 keeps them; a bad value stops the start with file:line
+	ASSERT_TRUE(shmkv_test::write_file(conf, "[loader]\nfailed_expire = soon\n"));
+	Loader bad(env, {"--memory", "shm", "--config", conf, "--root", env.base() + "/root2"});
+	EXPECT_EQ(bad.start_expect_exit(), 1);
+	EXPECT_EQ(log_lines(env.log(), {conf + ":2:", "failed_expire \"soon\""}).size(), 1u)
+		<< env.log();
+}
+
+} // namespace
