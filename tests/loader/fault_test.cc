@@ -472,12 +472,20 @@ TEST(Fault, SocketGarbage)
 	std::string pings;
 	for (int i = 0; i < 1000; i++)
 		pings += "ping\n";
-	uint64_t sent = 0;
-	for (int i = 0; i < 4000; i++) {
+	// send while the loader takes it (up to 8 MiB, 5 s); stop once it has
+	// not taken anything for 600 ms
+	uint64_t sent = 0, flood_end = now_ms() + 5000;
+	for (int stalls = 0; stalls < 3 && sent < (8u << 20) && now_ms() < flood_end;) {
+		struct pollfd p = {flood, POLLOUT, 0};
+		if (poll(&p, 1, 200) <= 0) {
+			stalls++;
+			continue;
+		}
 		ssize_t n = send(flood, pings.data(), pings.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (n <= 0)
-			break;
-		sent += (uint64_t)n;
+		if (n > 0) {
+			sent += (uint64_t)n;
+			stalls = 0;
+		}
 	}
 	EXPECT_GT(sent, 0u);
 	quick_ping();
