@@ -40,7 +40,7 @@ static int fail(struct vwalk *w, int err)
 static int check_bucket(struct vwalk *w, uint64_t b)
 {
 	const uint64_t *bk = w->db.buckets + b * SHMKV_BUCKET_SLOTS;
-	unsigned disp = shmkv__slot_meta(bk[SHMKV_BUCKET_SLOTS - 1]);
+	unsigned disp = shmkv_slot_meta(bk[SHMKV_BUCKET_SLOTS - 1]);
 	if (disp > w->h->max_probe)
 		return shmkv__fail(SHMKV_ECORRUPT, w->why, sizeof w->why,
 				   "index bucket %llu: displacement %u exceeds max_probe %u",
@@ -56,11 +56,11 @@ static int check_bucket(struct vwalk *w, uint64_t b)
 			return shmkv__fail(SHMKV_ECORRUPT, w->why, sizeof w->why,
 					   "index bucket %llu: slot %u is full after an empty slot",
 					   (unsigned long long)b, j);
-		if (!disp && shmkv__slot_meta(s))
+		if (!disp && shmkv_slot_meta(s))
 			return shmkv__fail(SHMKV_ECORRUPT, w->why, sizeof w->why,
 					   "index bucket %llu slot %u: meta byte %02x in a bucket "
 					   "without displaced keys", (unsigned long long)b, j,
-					   shmkv__slot_meta(s));
+					   shmkv_slot_meta(s));
 		w->filled++;
 	}
 	return 0;
@@ -90,12 +90,11 @@ static int readable(const struct vwalk *w, const uint8_t *base, uint64_t off, ui
  * compare (slots of its tag in the buckets it visits) must be a valid entry,
  * and the lookup must find pos. Returns 0, 1 (a candidate is not read yet:
  * try again at the end) or an error. */
-static int lookup(struct vwalk *w, const uint8_t *base, uint64_t pos, const shmkv__entry *e,
-		  uint64_t prefix)
+static int lookup(struct vwalk *w, const uint8_t *base, uint64_t pos, const shmkv_entry *e,
+		  uint64_t hv, uint64_t prefix)
 {
 	const shmkv *db = &w->db;
-	uint64_t hv = shmkv__hash(db->seed, db->hash_bits, e->key, e->key_len);
-	uint64_t tag = shmkv__tag(hv), home = shmkv__home(hv, db->bucket_count);
+	uint64_t tag = shmkv_key_tag(hv), home = shmkv_home_bucket(hv, db->bucket_count);
 	/* the buckets shmkv__find visits: home, then as many as its filter announces */
 	uint64_t more = shmkv__displaced(db->buckets + home * SHMKV_BUCKET_SLOTS, tag,
 					 db->max_probe);
@@ -106,9 +105,9 @@ static int lookup(struct vwalk *w, const uint8_t *base, uint64_t pos, const shmk
 			b -= db->bucket_count;
 		const uint64_t *bk = db->buckets + b * SHMKV_BUCKET_SLOTS;
 		for (unsigned j = 0; j < SHMKV_BUCKET_SLOTS; j++) {
-			if (!bk[j] || (bk[j] >> SHMKV_SLOT_TAG_SHIFT) != tag)
+			if (!bk[j] || shmkv_slot_tag(bk[j]) != tag)
 				continue;
-			uint64_t off = (bk[j] & SHMKV_SLOT_OFF_MASK) << 3;
+			uint64_t off = shmkv_slot_entry_offset(bk[j]);
 			if (off == pos) {
 				if (d < 0)
 					d = (int64_t)k;
@@ -116,9 +115,9 @@ static int lookup(struct vwalk *w, const uint8_t *base, uint64_t pos, const shmk
 			}
 			if (prefix < w->size && (off > pos || !readable(w, base, off, prefix)))
 				return 1;
-			shmkv__entry c;
+			shmkv_entry c;
 			char sub[200];
-			int err = shmkv__entry_decode(db, off, &c, sub, sizeof sub);
+			int err = shmkv_entry_at(db, off, &c, sub, sizeof sub);
 			if (err)
 				return shmkv__fail(err, w->why, sizeof w->why,
 						   "index bucket %llu slot %u: %s",
@@ -149,16 +148,16 @@ static int defer(struct vwalk *w, uint64_t pos)
 	return 0;
 }
 
-/* One entry at pos (decoded, within what is read): padding, text, lookup. */
-static int check_entry(struct vwalk *w, const uint8_t *base, uint64_t pos, shmkv__entry *e,
-		       uint64_t prefix)
+/* One entry at pos (within what is read): decoded, its padding and text;
+ * the lookup comes later (lookups()), its home bucket prefetched. */
+static int check_entry(struct vwalk *w, const uint8_t *base, uint64_t pos, shmkv_entry *e)
 {
 	const shmkv *db = &w->db;
-	int err = shmkv__entry_decode(db, pos, e, w->why, sizeof w->why);
+	int err = shmkv_entry_at(db, pos, e, w->why, sizeof w->why);
 	if (err)
 		return err;
 	const shmkv_entry_header *eh = (const shmkv_entry_header *)(const void *)(base + pos);
-	uint64_t key_end = pos + sizeof *eh + eh->key_len, vpos = pos + shmkv__value_pos(eh);
+	uint64_t key_end = pos + sizeof *eh + eh->key_len, vpos = pos + shmkv_entry_value_pos(eh);
 	uint64_t vend = e->value.shared ? vpos + 8 : e->value_off + e->value.size +
 		(eh->type == SHMKV_TYPE_BYTES || eh->type == SHMKV_TYPE_STRING);
 	err = shmkv__zero_range(db, key_end, vpos, "entry", w->why, sizeof w->why);
@@ -170,9 +169,21 @@ static int check_entry(struct vwalk *w, const uint8_t *base, uint64_t pos, shmkv
 		return shmkv__fail(SHMKV_ECORRUPT, w->why, sizeof w->why,
 				   "entry at %llu: %s value is not valid UTF-8",
 				   (unsigned long long)pos, shmkv_type_name(e->value.type));
-	err = lookup(w, base, pos, e, prefix);
-	if (err == 1)
-		err = defer(w, pos);
+	return 0;
+}
+
+/* The lookups of the pending entries. Each costs a miss on a random index
+ * bucket: their buckets were prefetched when the entries were checked, so
+ * the misses overlap (as the reader's batch get does). */
+static int lookups(struct vwalk *w, const uint8_t *base, uint64_t prefix)
+{
+	int err = 0;
+	for (unsigned i = 0; !err && i < w->npend; i++) {
+		err = lookup(w, base, w->pend[i].pos, &w->pend[i].e, w->pend[i].hv, prefix);
+		if (err == 1)
+			err = defer(w, w->pend[i].pos);
+	}
+	w->npend = 0;
 	return err;
 }
 
@@ -229,13 +240,21 @@ int vwalk_feed(struct vwalk *w, const uint8_t *base, uint64_t prefix)
 		}
 		if (!readable(w, base, w->pos, prefix))
 			break;
-		shmkv__entry e;
-		if ((err = check_entry(w, base, w->pos, &e, prefix)))
+		struct vwalk_pending *p = &w->pend[w->npend];
+		if ((err = check_entry(w, base, w->pos, &p->e)))
 			return fail(w, err);
-		w->shared += e.value.shared;
+		p->pos = w->pos;
+		p->hv = shmkv_key_hash(db->seed, db->hash_bits, p->e.key, p->e.key_len);
+		__builtin_prefetch(db->buckets +
+				   shmkv_home_bucket(p->hv, db->bucket_count) * SHMKV_BUCKET_SLOTS);
+		w->shared += p->e.value.shared;
 		w->n++;
-		w->pos = e.end;
+		w->pos = p->e.end;
+		if (++w->npend == VWALK_BATCH && (err = lookups(w, base, prefix)))
+			return fail(w, err);
 	}
+	if ((err = lookups(w, base, prefix)))
+		return fail(w, err);
 	return 0;
 }
 
@@ -243,10 +262,12 @@ int vwalk_end(struct vwalk *w, const uint8_t *base, char *why, size_t why_len)
 {
 	int err = vwalk_feed(w, base, w->size);
 	for (size_t i = 0; !err && i < w->ndeferred; i++) {
-		shmkv__entry e;
-		err = shmkv__entry_decode(&w->db, w->deferred[i], &e, w->why, sizeof w->why);
+		shmkv_entry e;
+		err = shmkv_entry_at(&w->db, w->deferred[i], &e, w->why, sizeof w->why);
 		if (!err)
-			err = lookup(w, base, w->deferred[i], &e, w->size);
+			err = lookup(w, base, w->deferred[i], &e,
+				     shmkv_key_hash(w->db.seed, w->db.hash_bits, e.key, e.key_len),
+				     w->size);
 		if (err == 1) /* cannot be: everything is read */
 			err = shmkv__fail(SHMKV_ECORRUPT, w->why, sizeof w->why,
 					  "entry at %llu: lookup not done",

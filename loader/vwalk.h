@@ -25,6 +25,13 @@
 
 #include <shmkv.h>
 
+#define VWALK_BATCH 32 /* lookups whose index buckets are prefetched together */
+
+struct vwalk_pending {
+	uint64_t pos, hv; /* entry offset, key hash */
+	shmkv_entry e;
+};
+
 struct vwalk {
 	shmkv db;                 /* lookup fields bound over the segment (first feed) */
 	int bound;
@@ -38,6 +45,8 @@ struct vwalk {
 	uint64_t pos;             /* next ENTRIES offset */
 	uint64_t n, shared;       /* entries walked, of which with a shared value */
 	uint32_t max_d;           /* largest displacement of a found slot */
+	struct vwalk_pending pend[VWALK_BATCH]; /* checked, lookup not done yet */
+	unsigned npend;
 	uint64_t *deferred;       /* entries whose lookup waits for the whole image */
 	size_t ndeferred, capdeferred;
 	int err;                  /* first problem (0: none); the walk stops there */
