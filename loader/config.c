@@ -1,6 +1,8 @@
 /* config.c - the INI config file, parsed with libinih. */
 #include "config.h"
 
+#include "diag.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <grp.h>
@@ -324,7 +326,7 @@ static int enter_section(struct parse *p, const char *section)
 	const char *name = section + 6;
 	while (*name == ' ' || *name == '\t')
 		name++;
-	if (!shmkv__valid_name(name))
+	if (!(shmkv_name_check(name) == 0))
 		return perr(p, "invalid cache name \"%s\" (1-63 of A-Z a-z 0-9 _ - ., not starting "
 			       "with .)", name);
 	if (conf_find(p->c, name))
@@ -365,21 +367,21 @@ int conf_load(const char *path, struct loader_conf *c, char *why, size_t why_len
 	p.fp = fopen(path, "re");
 	if (!p.fp) {
 		int err = -errno;
-		return shmkv__fail(err, why, why_len, "%s: %s", path, strerror(-err));
+		return diag_fail(err, why, why_len, "%s: %s", path, strerror(-err));
 	}
 	int r = ini_parse_stream(reader, &p, handler, &p);
 	int io = ferror(p.fp);
 	fclose(p.fp);
 	if (io)
-		return shmkv__fail(-EIO, why, why_len, "%s: read error", path);
+		return diag_fail(-EIO, why, why_len, "%s: read error", path);
 	if (p.err_line && (r <= 0 || p.err_line <= r))
-		return shmkv__fail(-EINVAL, why, why_len, "%s:%d: %s", path, p.err_line, p.err);
+		return diag_fail(-EINVAL, why, why_len, "%s:%d: %s", path, p.err_line, p.err);
 	if (r > 0)
-		return shmkv__fail(-EINVAL, why, why_len,
+		return diag_fail(-EINVAL, why, why_len,
 				   "%s:%d: syntax error (expected [section], key = value or a comment)",
 				   path, r);
 	if (r < 0)
-		return shmkv__fail(-ENOMEM, why, why_len, "%s: cannot parse", path);
+		return diag_fail(-ENOMEM, why, why_len, "%s: cannot parse", path);
 	conf_apply_defaults(c);
 	return 0;
 }
@@ -394,12 +396,12 @@ void conf_apply_defaults(struct loader_conf *c)
 int conf_check(const struct loader_conf *c, char *why, size_t why_len)
 {
 	if (!c->spool[0])
-		return shmkv__fail(-EINVAL, why, why_len,
+		return diag_fail(-EINVAL, why, why_len,
 				   "no spool directory: set spool= in [loader] or pass --spool DIR");
 	if (c->root[0] != '/' || c->spool[0] != '/' || c->shm_dir[0] != '/')
-		return shmkv__fail(-EINVAL, why, why_len, "root, spool and shm_dir must be absolute paths");
+		return diag_fail(-EINVAL, why, why_len, "root, spool and shm_dir must be absolute paths");
 	if (!strcmp(c->root, c->spool))
-		return shmkv__fail(-EINVAL, why, why_len, "spool and root must be different directories");
+		return diag_fail(-EINVAL, why, why_len, "spool and root must be different directories");
 	return 0;
 }
 

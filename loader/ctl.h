@@ -1,5 +1,6 @@
-/* ctl.h - the writer of the control segment ROOT/NAME.ctl (lib/shmkv/protocol.h).
- * Readers: lib/shmkv/attach.h (shmkv__ctl_snapshot, shmkv_refresh). */
+/* ctl.h - the loader's control segments ROOT/NAME.ctl (lib/shmkv/protocol.h):
+ * creating, mapping and publishing. The seqcount itself, writer and reader
+ * side, is lib/shmkv/ctl.h's (shmkv_ctl_publish, shmkv_ctl_read). */
 #ifndef LOADER_CTL_H
 #define LOADER_CTL_H
 
@@ -22,10 +23,11 @@ int ctl_create(const char *root, const char *name, mode_t mode, gid_t gid, struc
 /* Maps an existing ROOT/NAME.ctl read-write (restart). Returns 0, -errno, or
  * SHMKV_EPROTO (not a control segment of this protocol version and layout). */
 int ctl_open(const char *root, const char *name, struct ctl *out, char *why, size_t why_len);
-/* Publishes generation with segs[0..n) (n may be 0: nothing to map) inside a
- * seqcount write section. A section left open by a crash (seq odd) is closed
- * by this publish. */
-void ctl_publish(struct ctl *c, uint64_t generation, const shmkv_ctl_segment *segs, uint32_t n);
+/* Publishes generation with segs[0..n) (n may be 0: nothing to map), this
+ * pid and the time, with shmkv_ctl_publish(). A section left open by a crash
+ * (seq odd) is closed by this publish. Returns 0 or -EINVAL (n over
+ * SHMKV_CTL_MAX_SEGMENTS, generation 0: nothing written). */
+int ctl_publish(struct ctl *c, uint64_t generation, const shmkv_ctl_segment *segs, uint32_t n);
 /* The published state, as the only writer sees it. */
 uint64_t ctl_generation(const struct ctl *c);
 int ctl_seq_odd(const struct ctl *c);

@@ -12,6 +12,7 @@
 
 #include <liburing.h>
 
+#include "diag.h"
 #include "log.h"
 
 struct req {
@@ -172,7 +173,7 @@ static int go_buffered(struct io *io)
 	if (io->buffered_fd < 0) {
 		io->buffered_fd = ioread_reopen_buffered(io->fd);
 		if (io->buffered_fd < 0)
-			return shmkv__fail(io->buffered_fd, io->why, io->why_len, "%s: reopen: %s",
+			return diag_fail(io->buffered_fd, io->why, io->why_len, "%s: reopen: %s",
 					   io->path, strerror(-io->buffered_fd));
 		log_warn("direct I/O refused file=%s: reading buffered", io->path);
 	}
@@ -201,13 +202,13 @@ static void complete(struct io *io, unsigned slot, int res)
 	if (res > 0) {
 		r->got += (uint32_t)res;
 	} else if (res == 0) {
-		shmkv__fail(SHMKV_ETRUNCATED, io->why, io->why_len,
+		diag_fail(SHMKV_ETRUNCATED, io->why, io->why_len,
 			    "%s ended at %llu while reading %llu bytes (file shrank?)", io->path,
 			    (unsigned long long)(r->off + r->got), (unsigned long long)io->size);
 		fail(io, slot, SHMKV_ETRUNCATED);
 		return;
 	} else if (res != -EAGAIN && res != -EINTR) {
-		shmkv__fail(res, io->why, io->why_len, "read %s at offset %llu: %s", io->path,
+		diag_fail(res, io->why, io->why_len, "read %s at offset %llu: %s", io->path,
 			    (unsigned long long)(r->off + r->got), strerror(-res));
 		fail(io, slot, res);
 		return;
@@ -215,7 +216,7 @@ static void complete(struct io *io, unsigned slot, int res)
 	if (r->got < r->len) {
 		int e = prep(io, slot);
 		if (e) {
-			shmkv__fail(e, io->why, io->why_len, "io_uring submit: %s", strerror(-e));
+			diag_fail(e, io->why, io->why_len, "io_uring submit: %s", strerror(-e));
 			fail(io, slot, e);
 		}
 		return;
@@ -235,7 +236,7 @@ static void refill(struct io *io, uint64_t *next)
 		r->got = 0;
 		int e = prep(io, slot);
 		if (e) {
-			shmkv__fail(e, io->why, io->why_len, "io_uring submit: %s", strerror(-e));
+			diag_fail(e, io->why, io->why_len, "io_uring submit: %s", strerror(-e));
 			fail(io, slot, e);
 			return;
 		}
@@ -251,7 +252,7 @@ static int read_sync(struct io *io, const struct ioread_opts *o, struct hasher *
 	while (off < io->size) {
 		/* relaxed: as in ioread() */
 		if (atomic_load_explicit(o->cancel, memory_order_relaxed))
-			return shmkv__fail(-ECANCELED, io->why, io->why_len, "the loader is stopping");
+			return diag_fail(-ECANCELED, io->why, io->why_len, "the loader is stopping");
 		/* relaxed: see hasher_main() */
 		if (atomic_load_explicit(&h->err, memory_order_relaxed))
 			return 0; /* the hasher's error is taken by the caller */
@@ -267,11 +268,11 @@ static int read_sync(struct io *io, const struct ioread_opts *o, struct hasher *
 			if (n < 0 && (errno == EINTR || errno == EAGAIN))
 				continue;
 			if (n < 0)
-				return shmkv__fail(-errno, io->why, io->why_len,
+				return diag_fail(-errno, io->why, io->why_len,
 						   "read %s at offset %llu: %s", io->path,
 						   (unsigned long long)off, strerror(errno));
 			if (n == 0)
-				return shmkv__fail(SHMKV_ETRUNCATED, io->why, io->why_len,
+				return diag_fail(SHMKV_ETRUNCATED, io->why, io->why_len,
 						   "%s ended at %llu while reading %llu bytes "
 						   "(file shrank?)", io->path, (unsigned long long)off,
 						   (unsigned long long)io->size);
@@ -313,14 +314,14 @@ int ioread(int fd, int *direct, const char *path, uint8_t *dst, uint64_t size,
 			err = 0;
 		}
 		if (err)
-			return shmkv__fail(err, why, why_len, "io_uring_queue_init(%u): %s", qd,
+			return diag_fail(err, why, why_len, "io_uring_queue_init(%u): %s", qd,
 					   strerror(-err));
 	}
 	if (!uring) {
 		struct hasher h;
 		err = hasher_start(&h, v, dst);
 		if (err)
-			return shmkv__fail(err, why, why_len, "hasher thread: %s", strerror(-err));
+			return diag_fail(err, why, why_len, "hasher thread: %s", strerror(-err));
 		err = read_sync(&io, o, &h);
 		int herr = hasher_stop(&h, err != 0);
 		if (herr && !err) {
@@ -335,7 +336,7 @@ int ioread(int fd, int *direct, const char *path, uint8_t *dst, uint64_t size,
 	io.free_slots = calloc(qd, sizeof *io.free_slots);
 	io.done = calloc(io.nchunks ? io.nchunks : 1, 1);
 	if (!io.reqs || !io.free_slots || !io.done) {
-		io.err = shmkv__fail(-ENOMEM, why, why_len, "out of memory");
+		io.err = diag_fail(-ENOMEM, why, why_len, "out of memory");
 		goto out;
 	}
 	for (unsigned i = 0; i < qd; i++)
@@ -343,7 +344,7 @@ int ioread(int fd, int *direct, const char *path, uint8_t *dst, uint64_t size,
 	struct hasher h;
 	err = hasher_start(&h, v, dst);
 	if (err) {
-		io.err = shmkv__fail(err, why, why_len, "hasher thread: %s", strerror(-err));
+		io.err = diag_fail(err, why, why_len, "hasher thread: %s", strerror(-err));
 		goto out;
 	}
 	uint64_t next = 0, prefix_chunk = 0;
@@ -352,7 +353,7 @@ int ioread(int fd, int *direct, const char *path, uint8_t *dst, uint64_t size,
 		/* relaxed: a stop request only, no data comes with it (the store is
 		 * in worker.c:worker_stop()) */
 		if (!io.err && atomic_load_explicit(o->cancel, memory_order_relaxed))
-			io.err = shmkv__fail(-ECANCELED, why, why_len, "the loader is stopping");
+			io.err = diag_fail(-ECANCELED, why, why_len, "the loader is stopping");
 		refill(&io, &next);
 		if (!io.inflight)
 			break;
@@ -360,7 +361,7 @@ int ioread(int fd, int *direct, const char *path, uint8_t *dst, uint64_t size,
 		if (n < 0 && n != -EINTR && n != -EAGAIN && n != -EBUSY) {
 			/* nothing more can be submitted; still drain what is in flight */
 			if (!io.err)
-				io.err = shmkv__fail(n, why, why_len, "io_uring_enter: %s", strerror(-n));
+				io.err = diag_fail(n, why, why_len, "io_uring_enter: %s", strerror(-n));
 			struct io_uring_cqe *cqe;
 			while (io.inflight && io_uring_wait_cqe(&io.ring, &cqe) == 0) {
 				io_uring_cqe_seen(&io.ring, cqe);

@@ -12,6 +12,7 @@
 
 #include "load.h"
 
+#include "diag.h"
 #include "ioread.h"
 #include "json.h"
 #include "log.h"
@@ -54,22 +55,22 @@ static int open_source(const char *path, int nofollow, struct stat *st, int *dir
 	if (fd < 0) {
 		int err = -errno;
 		if (err == -ELOOP && nofollow)
-			return shmkv__fail(-ELOOP, why, why_len,
+			return diag_fail(-ELOOP, why, why_len,
 					   "%s: a symbolic link; the spool loads regular files "
 					   "renamed into it, never links", path);
 		if (err == -ENXIO) /* open() of a socket file */
-			return shmkv__fail(-EINVAL, why, why_len,
+			return diag_fail(-EINVAL, why, why_len,
 					   "%s: a socket, not an image file: refused", path);
-		return shmkv__fail(err, why, why_len, "%s: %s", path, strerror(-err));
+		return diag_fail(err, why, why_len, "%s: %s", path, strerror(-err));
 	}
 	if (fstat(fd, st) != 0) {
 		int err = -errno;
 		close(fd);
-		return shmkv__fail(err, why, why_len, "fstat %s: %s", path, strerror(-err));
+		return diag_fail(err, why, why_len, "fstat %s: %s", path, strerror(-err));
 	}
 	if (!S_ISREG(st->st_mode)) {
 		close(fd);
-		return shmkv__fail(-EINVAL, why, why_len,
+		return diag_fail(-EINVAL, why, why_len,
 				   "%s is %s, not a regular file: refused without reading it (an "
 				   "image is a regular file)", path, file_kind(st->st_mode));
 	}
@@ -89,7 +90,7 @@ static int open_source(const char *path, int nofollow, struct stat *st, int *dir
 	}
 	if (err) {
 		close(fd);
-		return shmkv__fail(err, why, why_len, "fcntl %s: %s", path, strerror(-err));
+		return diag_fail(err, why, why_len, "fcntl %s: %s", path, strerror(-err));
 	}
 	return fd;
 }
@@ -133,7 +134,7 @@ static int read_head(int *fd, int *direct, const char *path, uint64_t size, stru
 {
 	void *head = NULL;
 	if (posix_memalign(&head, SHMKV_HEADER_SIZE, SHMKV_HEADER_SIZE))
-		return shmkv__fail(-ENOMEM, why, why_len, "out of memory");
+		return diag_fail(-ENOMEM, why, why_len, "out of memory");
 	ssize_t n = pread(*fd, head, SHMKV_HEADER_SIZE, 0);
 	if (n < 0 && errno == EINVAL && *direct) {
 		log_warn("direct I/O refused file=%s: reading buffered", path);
@@ -163,9 +164,9 @@ static int read_head(int *fd, int *direct, const char *path, uint64_t size, stru
 	}
 	int err;
 	if (n < 0)
-		err = shmkv__fail(-errno, why, why_len, "read %s: %s", path, strerror(errno));
+		err = diag_fail(-errno, why, why_len, "read %s: %s", path, strerror(errno));
 	else if (n != SHMKV_HEADER_SIZE)
-		err = shmkv__fail(SHMKV_ETRUNCATED, why, why_len,
+		err = diag_fail(SHMKV_ETRUNCATED, why, why_len,
 				  "file is %llu bytes, shorter than the %u-byte header",
 				  (unsigned long long)size, SHMKV_HEADER_SIZE);
 	else
@@ -183,10 +184,10 @@ static int source_unchanged(int fd, const struct stat *was, const char *path, ch
 {
 	struct stat now;
 	if (fstat(fd, &now) != 0)
-		return shmkv__fail(-errno, why, why_len, "fstat %s: %s", path, strerror(errno));
+		return diag_fail(-errno, why, why_len, "fstat %s: %s", path, strerror(errno));
 	if (now.st_dev != was->st_dev || now.st_ino != was->st_ino || now.st_size != was->st_size ||
 	    now.st_mtim.tv_sec != was->st_mtim.tv_sec || now.st_mtim.tv_nsec != was->st_mtim.tv_nsec)
-		return shmkv__fail(-ESTALE, why, why_len,
+		return diag_fail(-ESTALE, why, why_len,
 				   "%s changed while it was read (size %lld -> %lld, mtime moved by "
 				   "%lld ns): write images elsewhere and rename them in", path,
 				   (long long)was->st_size, (long long)now.st_size,
@@ -302,26 +303,26 @@ int op_load(struct loader *L, const char *name, const char *path, int nofollow, 
 	int err, fd = -1, direct = 0, cached = 0, have_seg = 0;
 	memset(&v, 0, sizeof v);
 	uint64_t t0 = now_ns();
-	if (!shmkv__valid_name(name)) {
-		err = shmkv__fail(-EINVAL, why, sizeof why,
+	if (!(shmkv_name_check(name) == 0)) {
+		err = diag_fail(-EINVAL, why, sizeof why,
 				  "invalid cache name \"%s\" (1-63 of A-Z a-z 0-9 _ - ., not starting "
 				  "with .)", name);
 		goto reject;
 	}
 	if (path[0] != '/' || strchr(path, '\n')) {
-		err = shmkv__fail(-EINVAL, why, sizeof why,
+		err = diag_fail(-EINVAL, why, sizeof why,
 				  "image path must be absolute and free of newlines: \"%s\"", path);
 		goto reject;
 	}
 	if (!c) {
 		err = cache_add(L, name, &c);
 		if (err) {
-			shmkv__fail(err, why, sizeof why, "out of memory");
+			diag_fail(err, why, sizeof why, "out of memory");
 			goto reject;
 		}
 	}
 	if (c->broken) {
-		err = shmkv__fail(SHMKV_EPROTO, why, sizeof why,
+		err = diag_fail(SHMKV_EPROTO, why, sizeof why,
 				  "cache %s has a control segment this loader cannot adopt (%s); "
 				  "drop it first", name, c->last_error);
 		goto reject;
@@ -346,7 +347,7 @@ int op_load(struct loader *L, const char *name, const char *path, int nofollow, 
 	if (err)
 		goto reject;
 	if (c->conf.max_size && size > c->conf.max_size) {
-		err = shmkv__fail(-EFBIG, why, sizeof why,
+		err = diag_fail(-EFBIG, why, sizeof why,
 				  "image is %llu bytes, over the cache's max_size of %llu bytes",
 				  (unsigned long long)size, (unsigned long long)c->conf.max_size);
 		goto reject;

@@ -13,6 +13,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include "diag.h"
 #include "loader.h"
 #include "log.h"
 #include "server.h"
@@ -55,12 +56,12 @@ static int abs_path(const char *in, char *out, size_t len, const char *what, cha
 	char cwd[PATH_MAX];
 	if (in[0] == '/') {
 		if (strlen(in) >= len)
-			return shmkv__fail(-ENAMETOOLONG, why, why_len, "%s too long", what);
+			return diag_fail(-ENAMETOOLONG, why, why_len, "%s too long", what);
 		snprintf(out, len, "%s", in);
 		return 0;
 	}
 	if (!getcwd(cwd, sizeof cwd) || (size_t)snprintf(out, len, "%s/%s", cwd, in) >= len)
-		return shmkv__fail(-ENAMETOOLONG, why, why_len, "%s: cannot make it absolute", what);
+		return diag_fail(-ENAMETOOLONG, why, why_len, "%s: cannot make it absolute", what);
 	return 0;
 }
 
@@ -89,9 +90,9 @@ static int canon_dir(char *dir, size_t len, const char *what, int create, char *
 	if (create)
 		mkdir_p(dir);
 	if (!realpath(dir, real))
-		return shmkv__fail(-errno, why, why_len, "%s %s: %s", what, dir, strerror(errno));
+		return diag_fail(-errno, why, why_len, "%s %s: %s", what, dir, strerror(errno));
 	if (strlen(real) >= len)
-		return shmkv__fail(-ENAMETOOLONG, why, why_len, "%s %s: too long", what, real);
+		return diag_fail(-ENAMETOOLONG, why, why_len, "%s %s: too long", what, real);
 	snprintf(dir, len, "%s", real);
 	return 0;
 }
@@ -102,7 +103,7 @@ static int build_conf(const struct cli *o, struct loader_conf **out, char *why, 
 	struct loader_conf *c = calloc(1, sizeof *c);
 	int err = 0;
 	if (!c)
-		return shmkv__fail(-ENOMEM, why, why_len, "out of memory");
+		return diag_fail(-ENOMEM, why, why_len, "out of memory");
 	conf_defaults(c);
 	if (o->config)
 		err = conf_load(o->config, c, why, why_len);
@@ -116,19 +117,19 @@ static int build_conf(const struct cli *o, struct loader_conf **out, char *why, 
 		err = abs_path(o->hugetlb_dir, c->hugetlb_dir, sizeof c->hugetlb_dir,
 			       "--hugetlb-dir", why, why_len);
 	if (!err && o->memory && conf_parse_policy(o->memory, &c->memory))
-		err = shmkv__fail(-EINVAL, why, why_len, "--memory %s: expected auto, hugetlb or shm",
+		err = diag_fail(-EINVAL, why, why_len, "--memory %s: expected auto, hugetlb or shm",
 				  o->memory);
 	if (!err && o->queue_depth && conf_parse_queue_depth(o->queue_depth, &c->queue_depth))
-		err = shmkv__fail(-EINVAL, why, why_len, "--queue-depth %s: expected "
+		err = diag_fail(-EINVAL, why, why_len, "--queue-depth %s: expected "
 				  CONF_QUEUE_DEPTH_RANGE, o->queue_depth);
 	if (!err && o->io && conf_parse_io(o->io, &c->io))
-		err = shmkv__fail(-EINVAL, why, why_len, "--io %s: expected auto, io_uring or pread",
+		err = diag_fail(-EINVAL, why, why_len, "--io %s: expected auto, io_uring or pread",
 				  o->io);
 	if (!err && o->block_size && conf_parse_block_size(o->block_size, &c->block_size))
-		err = shmkv__fail(-EINVAL, why, why_len, "--block-size %s: expected "
+		err = diag_fail(-EINVAL, why, why_len, "--block-size %s: expected "
 				  CONF_BLOCK_SIZE_RANGE, o->block_size);
 	if (!err && o->failed_expire && conf_parse_duration(o->failed_expire, &c->failed_expire_s))
-		err = shmkv__fail(-EINVAL, why, why_len, "--failed-expire %s: expected a duration "
+		err = diag_fail(-EINVAL, why, why_len, "--failed-expire %s: expected a duration "
 				  "like 90s, 15m, 1h or 0", o->failed_expire);
 	if (!err) {
 		conf_apply_defaults(c);
@@ -151,9 +152,9 @@ static int prepare_dir(const char *in, char *out, const char *what, char *why, s
 {
 	int err = mkdir_p(in);
 	if (err)
-		return shmkv__fail(err, why, why_len, "%s %s: %s", what, in, strerror(-err));
+		return diag_fail(err, why, why_len, "%s %s: %s", what, in, strerror(-err));
 	if (!realpath(in, out))
-		return shmkv__fail(-errno, why, why_len, "%s %s: %s", what, in, strerror(errno));
+		return diag_fail(-errno, why, why_len, "%s %s: %s", what, in, strerror(errno));
 	return 0;
 }
 
@@ -183,7 +184,7 @@ static int lock_root(struct loader *L, char *why, size_t why_len)
 	snprintf(path, sizeof path, "%s/loader.lock", L->root);
 	L->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
 	if (L->lock_fd < 0)
-		return shmkv__fail(-errno, why, why_len, "%s: %s", path, strerror(errno));
+		return diag_fail(-errno, why, why_len, "%s: %s", path, strerror(errno));
 	/* a loader killed a moment ago holds the lock until its exit is over
 	 * (in-flight reads, a big mapping to tear down): wait for that, not for
 	 * a live one */
@@ -193,9 +194,9 @@ static int lock_root(struct loader *L, char *why, size_t why_len)
 		buf[n > 0 ? n : 0] = 0;
 		buf[strcspn(buf, "\n")] = 0;
 		if (err != -EWOULDBLOCK)
-			return shmkv__fail(err, why, why_len, "flock %s: %s", path, strerror(-err));
+			return diag_fail(err, why, why_len, "flock %s: %s", path, strerror(-err));
 		if (!exiting((pid_t)atoi(buf)) || tries == 500)
-			return shmkv__fail(-EBUSY, why, why_len,
+			return diag_fail(-EBUSY, why, why_len,
 					   "another shmkv-loader (pid %s) serves root %s", buf, L->root);
 		usleep(20000);
 	}
@@ -251,7 +252,7 @@ static int startup(struct loader *L, struct loader_conf *conf, char *why, size_t
 	seg_prefix(L->root, L->prefix, sizeof L->prefix);
 	struct statfs sf;
 	if (statfs(conf->shm_dir, &sf) != 0)
-		return shmkv__fail(-errno, why, why_len, "shm_dir %s: %s", conf->shm_dir,
+		return diag_fail(-errno, why, why_len, "shm_dir %s: %s", conf->shm_dir,
 				   strerror(errno));
 	if ((unsigned long)sf.f_type != TMPFS_MAGIC_)
 		log_warn("shm_dir %s is not a tmpfs: segments there live on disk", conf->shm_dir);
@@ -273,14 +274,14 @@ static int startup(struct loader *L, struct loader_conf *conf, char *why, size_t
 	signal(SIGPIPE, SIG_IGN);
 	L->sig_fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (L->sig_fd < 0)
-		return shmkv__fail(-errno, why, why_len, "signalfd: %s", strerror(errno));
+		return diag_fail(-errno, why, why_len, "signalfd: %s", strerror(errno));
 	if ((err = spool_open(L, why, why_len)) || (err = server_open(L, why, why_len)) ||
 	    (err = worker_start(L, why, why_len)))
 		return err;
 	L->ep_fd = epoll_create1(EPOLL_CLOEXEC);
 	if (L->ep_fd < 0 || add_fd(L, L->sig_fd, TAG_SIG) || add_fd(L, L->spool_fd, TAG_SPOOL) ||
 	    add_fd(L, L->listen_fd, TAG_LISTEN) || add_fd(L, L->done_fd, TAG_DONE))
-		return shmkv__fail(-errno, why, why_len, "epoll: %s", strerror(errno));
+		return diag_fail(-errno, why, why_len, "epoll: %s", strerror(errno));
 	worker_push(L, job_new(JOB_START, NULL));
 	spool_scan(L);
 	return 0;

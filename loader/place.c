@@ -7,6 +7,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "diag.h"
 #include "log.h"
 #include "mounts.h"
 
@@ -23,9 +24,9 @@ static int try_hugetlb(const struct place_req *r, uint64_t size, struct seg *s, 
 	size_t n = 0;
 	int err = mounts_hugetlb(m, 16, &n, lc->hugetlb_dir);
 	if (err)
-		return shmkv__fail(err, why, why_len, "/proc/mounts: %s", strerror(-err));
+		return diag_fail(err, why, why_len, "/proc/mounts: %s", strerror(-err));
 	if (!n)
-		return shmkv__fail(-ENODEV, why, why_len,
+		return diag_fail(-ENODEV, why, why_len,
 				   lc->hugetlb_dir[0] ? "hugetlb_dir %s is not a hugetlbfs mount"
 						      : "no hugetlbfs mount in /proc/mounts%s",
 				   lc->hugetlb_dir);
@@ -48,7 +49,7 @@ static int try_hugetlb(const struct place_req *r, uint64_t size, struct seg *s, 
 			 dl ? ", or " : "", (unsigned long long)need,
 			 mounts_size_name(ps, psn, sizeof psn), m[i].dir, fr);
 	}
-	return shmkv__fail(-ENOMEM, why, why_len, "not enough huge pages: the image needs %s",
+	return diag_fail(-ENOMEM, why, why_len, "not enough huge pages: the image needs %s",
 			   detail);
 }
 
@@ -63,7 +64,7 @@ static int try_shm(const struct place_req *r, uint64_t size, struct seg *s, char
 		unsigned long long fr = statvfs(dir, &sv) == 0
 						? (unsigned long long)sv.f_bavail * sv.f_frsize
 						: 0;
-		shmkv__fail(-ENOSPC, why, why_len, "no room in %s: the image needs %llu bytes, %llu "
+		diag_fail(-ENOSPC, why, why_len, "no room in %s: the image needs %llu bytes, %llu "
 			    "free", dir, (unsigned long long)size, fr);
 		return -ENOSPC;
 	}
@@ -116,7 +117,7 @@ int place_segment(const struct place_req *r, uint64_t size, struct seg *s, char 
 	if (err) {
 		char swhy[400];
 		snprintf(swhy, sizeof swhy, "%s", why);
-		shmkv__fail(err, why, why_len, "%s; and %s", hwhy, swhy);
+		diag_fail(err, why, why_len, "%s; and %s", hwhy, swhy);
 	}
 	return err;
 }

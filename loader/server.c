@@ -13,6 +13,7 @@
 
 #include "server.h"
 
+#include "diag.h"
 #include "json.h"
 #include "log.h"
 #include "status.h"
@@ -51,14 +52,14 @@ int server_open(struct loader *L, char *why, size_t why_len)
 	a.sun_family = AF_UNIX;
 	int dirfd = open(L->root, O_PATH | O_DIRECTORY | O_CLOEXEC), err = 0;
 	if (dirfd < 0)
-		return shmkv__fail(-errno, why, why_len, "%s: %s", L->root, strerror(errno));
+		return diag_fail(-errno, why, why_len, "%s: %s", L->root, strerror(errno));
 	/* a root too long for sun_path is reached through its descriptor */
 	if ((size_t)snprintf(a.sun_path, sizeof a.sun_path, "%s/" SOCK_NAME, L->root) >=
 	    sizeof a.sun_path)
 		snprintf(a.sun_path, sizeof a.sun_path, "/proc/self/fd/%d/" SOCK_NAME, dirfd);
 	L->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (L->listen_fd < 0) {
-		err = shmkv__fail(-errno, why, why_len, "socket: %s", strerror(errno));
+		err = diag_fail(-errno, why, why_len, "socket: %s", strerror(errno));
 		goto out;
 	}
 	unlinkat(dirfd, SOCK_NAME, 0); /* a stale one: the root lock says no loader uses it */
@@ -66,19 +67,19 @@ int server_open(struct loader *L, char *why, size_t why_len)
 	int r = bind(L->listen_fd, (struct sockaddr *)&a, sizeof a);
 	umask(old);
 	if (r != 0) {
-		err = shmkv__fail(-errno, why, why_len, "bind %s/" SOCK_NAME ": %s", L->root,
+		err = diag_fail(-errno, why, why_len, "bind %s/" SOCK_NAME ": %s", L->root,
 				  strerror(errno));
 		goto out;
 	}
 	if (L->conf->gid != (gid_t)-1 &&
 	    (fchownat(dirfd, SOCK_NAME, (uid_t)-1, L->conf->gid, 0) != 0 ||
 	     fchmodat(dirfd, SOCK_NAME, 0660, 0) != 0)) {
-		err = shmkv__fail(-errno, why, why_len, "%s/" SOCK_NAME ": set group: %s", L->root,
+		err = diag_fail(-errno, why, why_len, "%s/" SOCK_NAME ": set group: %s", L->root,
 				  strerror(errno));
 		goto out;
 	}
 	if (listen(L->listen_fd, 64) != 0)
-		err = shmkv__fail(-errno, why, why_len, "listen: %s", strerror(errno));
+		err = diag_fail(-errno, why, why_len, "listen: %s", strerror(errno));
 out:
 	close(dirfd);
 	return err;
@@ -251,7 +252,7 @@ static void request(struct loader *L, struct client *c, char *line)
 		emit(c, json_error_code(msg, -EPERM));
 		return;
 	}
-	if (!shmkv__valid_name(w[1])) {
+	if (!(shmkv_name_check(w[1]) == 0)) {
 		char msg[200];
 		snprintf(msg, sizeof msg, "invalid cache name \"%.64s\" (1-63 of A-Z a-z 0-9 _ - ., "
 			 "not starting with .)", w[1]);

@@ -16,6 +16,7 @@
 
 #include "spool.h"
 
+#include "diag.h"
 #include "log.h"
 #include "worker.h"
 
@@ -29,7 +30,7 @@ static int spool_cache_name(const char *file, char name[SHMKV_CACHE_NAME_MAX + 1
 		return -EINVAL;
 	memcpy(name, file, n - sl);
 	name[n - sl] = 0;
-	return shmkv__valid_name(name) ? 0 : -EINVAL;
+	return (shmkv_name_check(name) == 0) ? 0 : -EINVAL;
 }
 
 #define SPOOL_EVENTS (IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
@@ -38,7 +39,7 @@ static int watch(struct loader *L, char *why, size_t why_len)
 {
 	int wd = inotify_add_watch(L->spool_fd, L->spool, SPOOL_EVENTS);
 	if (wd < 0)
-		return shmkv__fail(-errno, why, why_len, "inotify_add_watch %s: %s", L->spool,
+		return diag_fail(-errno, why, why_len, "inotify_add_watch %s: %s", L->spool,
 				   strerror(errno));
 	L->spool_wd = wd;
 	return 0;
@@ -50,7 +51,7 @@ int spool_open(struct loader *L, char *why, size_t why_len)
 	L->spool_error[0] = 0;
 	L->spool_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	if (L->spool_fd < 0)
-		return shmkv__fail(-errno, why, why_len, "inotify_init1: %s", strerror(errno));
+		return diag_fail(-errno, why, why_len, "inotify_init1: %s", strerror(errno));
 	return watch(L, why, why_len);
 }
 

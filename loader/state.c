@@ -1,6 +1,8 @@
 /* state.c - the per-cache state file (see state.h). */
 #include "state.h"
 
+#include "diag.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -24,13 +26,13 @@ int state_write(const char *root, const struct cache *c, char *why, size_t why_l
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		int err = -errno;
-		return shmkv__fail(err, why, why_len, "%s: %s", tmp, strerror(-err));
+		return diag_fail(err, why, why_len, "%s: %s", tmp, strerror(-err));
 	}
 	FILE *f = fdopen(fd, "w");
 	if (!f) {
 		close(fd);
 		unlink(tmp);
-		return shmkv__fail(-ENOMEM, why, why_len, "out of memory");
+		return diag_fail(-ENOMEM, why, why_len, "out of memory");
 	}
 	fprintf(f, "# shmkv-loader state of cache %s; written by the loader, do not edit\n",
 		c->name);
@@ -43,12 +45,12 @@ int state_write(const char *root, const struct cache *c, char *why, size_t why_l
 	int bad = ferror(f);
 	if (fclose(f) != 0 || bad) {
 		unlink(tmp);
-		return shmkv__fail(-EIO, why, why_len, "%s: write error", tmp);
+		return diag_fail(-EIO, why, why_len, "%s: write error", tmp);
 	}
 	if (rename(tmp, path) != 0) {
 		int err = -errno;
 		unlink(tmp);
-		return shmkv__fail(err, why, why_len, "rename %s: %s", tmp, strerror(-err));
+		return diag_fail(err, why, why_len, "rename %s: %s", tmp, strerror(-err));
 	}
 	return 0;
 }

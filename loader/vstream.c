@@ -1,6 +1,8 @@
 /* vstream.c - streaming image verification (see vstream.h). */
 #include "vstream.h"
 
+#include "diag.h"
+
 #include <string.h>
 
 int vstream_begin(struct vstream *v, const void *head, uint64_t src_size, char *why,
@@ -17,7 +19,7 @@ int vstream_begin(struct vstream *v, const void *head, uint64_t src_size, char *
 	v->size = h->file_size;
 	v->st = XXH3_createState();
 	if (!v->st)
-		return shmkv__fail(-ENOMEM, why, why_len, "out of memory");
+		return diag_fail(-ENOMEM, why, why_len, "out of memory");
 	XXH3_64bits_reset(v->st);
 	v->pos = h->sections[0].offset;
 	vwalk_begin(&v->walk, h);
@@ -29,7 +31,7 @@ int vstream_feed(struct vstream *v, const uint8_t *base, uint64_t prefix, char *
 {
 	if (!v->head_seen && prefix >= SHMKV_HEADER_SIZE) {
 		if (memcmp(base, v->head, SHMKV_HEADER_SIZE) != 0)
-			return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
+			return diag_fail(SHMKV_ECORRUPT, why, why_len,
 					   "image header changed while the file was read (rewritten "
 					   "in place?)");
 		v->head_seen = 1;
@@ -49,9 +51,9 @@ int vstream_feed(struct vstream *v, const uint8_t *base, uint64_t prefix, char *
 			break;
 		uint64_t c = XXH3_64bits_digest(v->st);
 		if (c != s->checksum)
-			return shmkv__fail(SHMKV_ECHECKSUM, why, why_len,
+			return diag_fail(SHMKV_ECHECKSUM, why, why_len,
 					   "section %s [%llu, +%llu) checksum mismatch: stored %016llx, "
-					   "computed %016llx", shmkv__section_name(s->kind),
+					   "computed %016llx", shmkv_section_name(s->kind),
 					   (unsigned long long)s->offset, (unsigned long long)s->size,
 					   (unsigned long long)s->checksum, (unsigned long long)c);
 		XXH3_64bits_reset(v->st);
@@ -70,7 +72,7 @@ int vstream_end(struct vstream *v, const uint8_t *base, char *why, size_t why_le
 	if (err)
 		return err;
 	if (!v->head_seen || v->next != v->hdr->section_count)
-		return shmkv__fail(SHMKV_ETRUNCATED, why, why_len, "image not completely read");
+		return diag_fail(SHMKV_ETRUNCATED, why, why_len, "image not completely read");
 	err = shmkv_image_check(base, v->size, SHMKV_OPEN_NOVERIFY, why, why_len);
 	if (err)
 		return err;

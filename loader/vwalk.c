@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "diag.h"
+
 static const char *const gap_names[] = {"header", "inter-section", "inter-section",
 					"inter-section", "trailing"};
 
@@ -42,7 +44,7 @@ static int check_bucket(struct vwalk *w, uint64_t b)
 	const uint64_t *bk = w->db.buckets + b * SHMKV_BUCKET_SLOTS;
 	unsigned disp = shmkv_slot_meta(bk[SHMKV_BUCKET_SLOTS - 1]);
 	if (disp > w->h->max_probe)
-		return shmkv__fail(SHMKV_ECORRUPT, w->why, sizeof w->why,
+		return diag_fail(SHMKV_ECORRUPT, w->why, sizeof w->why,
 				   "index bucket %llu: displacement %u exceeds max_probe %u",
 				   (unsigned long long)b, disp, w->h->max_probe);
 	int empty_seen = 0;
@@ -53,11 +55,11 @@ static int check_bucket(struct vwalk *w, uint64_t b)
 			continue;
 		}
 		if (empty_seen)
-			return shmkv__fail(SHMKV_ECORRUPT, w->why, sizeof w->why,
+			return diag_fail(SHMKV_ECORRUPT, w->why, sizeof w->why,
 					   "index bucket %llu: slot %u is full after an empty slot",
 					   (unsigned long long)b, j);
 		if (!disp && shmkv_slot_meta(s))
-			return shmkv__fail(SHMKV_ECORRUPT, w->why, sizeof w->why,
+			return diag_fail(SHMKV_ECORRUPT, w->why, sizeof w->why,
 					   "index bucket %llu slot %u: meta byte %02x in a bucket "
 					   "without displaced keys", (unsigned long long)b, j,
 					   shmkv_slot_meta(s));
@@ -119,14 +121,14 @@ static int lookup(struct vwalk *w, const uint8_t *base, uint64_t pos, const shmk
 			char sub[200];
 			int err = shmkv_entry_at(db, off, &c, sub, sizeof sub);
 			if (err)
-				return shmkv__fail(err, w->why, sizeof w->why,
+				return diag_fail(err, w->why, sizeof w->why,
 						   "index bucket %llu slot %u: %s",
 						   (unsigned long long)b, j, sub);
 		}
 	}
 	const uint8_t *found = shmkv__find(db, e->key, e->key_len);
 	if (found != base + pos || d < 0)
-		return shmkv__fail(SHMKV_ECORRUPT, w->why, sizeof w->why,
+		return diag_fail(SHMKV_ECORRUPT, w->why, sizeof w->why,
 				   "entry at %llu: lookup of its key does not find it%s",
 				   (unsigned long long)pos, found ? " (duplicate key)" : "");
 	if ((uint64_t)d > w->max_d)
@@ -140,7 +142,7 @@ static int defer(struct vwalk *w, uint64_t pos)
 		size_t cap = w->capdeferred ? w->capdeferred * 2 : 64;
 		uint64_t *t = realloc(w->deferred, cap * sizeof *t);
 		if (!t)
-			return shmkv__fail(-ENOMEM, w->why, sizeof w->why, "out of memory");
+			return diag_fail(-ENOMEM, w->why, sizeof w->why, "out of memory");
 		w->deferred = t;
 		w->capdeferred = cap;
 	}
@@ -166,7 +168,7 @@ static int check_entry(struct vwalk *w, const uint8_t *base, uint64_t pos, shmkv
 	if (err)
 		return err;
 	if (!shmkv__text_valid(&e->value))
-		return shmkv__fail(SHMKV_ECORRUPT, w->why, sizeof w->why,
+		return diag_fail(SHMKV_ECORRUPT, w->why, sizeof w->why,
 				   "entry at %llu: %s value is not valid UTF-8",
 				   (unsigned long long)pos, shmkv_type_name(e->value.type));
 	return 0;
@@ -269,29 +271,29 @@ int vwalk_end(struct vwalk *w, const uint8_t *base, char *why, size_t why_len)
 				     shmkv_key_hash(w->db.seed, w->db.hash_bits, e.key, e.key_len),
 				     w->size);
 		if (err == 1) /* cannot be: everything is read */
-			err = shmkv__fail(SHMKV_ECORRUPT, w->why, sizeof w->why,
+			err = diag_fail(SHMKV_ECORRUPT, w->why, sizeof w->why,
 					  "entry at %llu: lookup not done",
 					  (unsigned long long)w->deferred[i]);
 	}
 	if (err)
-		return shmkv__fail(err, why, why_len, "%s", w->why);
+		return diag_fail(err, why, why_len, "%s", w->why);
 	const shmkv_image_header *h = w->h;
 	if (w->bucket != w->db.bucket_count || w->pos < w->db.entries_end)
-		return shmkv__fail(SHMKV_ETRUNCATED, why, why_len, "image not completely walked");
+		return diag_fail(SHMKV_ETRUNCATED, why, why_len, "image not completely walked");
 	if (w->filled != h->entry_count)
-		return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
+		return diag_fail(SHMKV_ECORRUPT, why, why_len,
 				   "index holds %llu keys, header says %llu entries",
 				   (unsigned long long)w->filled, (unsigned long long)h->entry_count);
 	if (w->max_d != h->max_probe)
-		return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
+		return diag_fail(SHMKV_ECORRUPT, why, why_len,
 				   "longest probe is %u buckets, header says %u", w->max_d,
 				   h->max_probe);
 	if (w->n != h->entry_count)
-		return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
+		return diag_fail(SHMKV_ECORRUPT, why, why_len,
 				   "entries section holds %llu entries, header says %llu",
 				   (unsigned long long)w->n, (unsigned long long)h->entry_count);
 	if (w->shared != h->dedup_refs)
-		return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
+		return diag_fail(SHMKV_ECORRUPT, why, why_len,
 				   "%llu entries use shared values, header says %llu",
 				   (unsigned long long)w->shared, (unsigned long long)h->dedup_refs);
 	return 0;

@@ -9,6 +9,7 @@
 
 #include "worker.h"
 
+#include "diag.h"
 #include "json.h"
 #include "load.h"
 #include "log.h"
@@ -129,10 +130,10 @@ int worker_start(struct loader *L, char *why, size_t why_len)
 	L->dones_tail = &L->dones;
 	L->done_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (L->done_fd < 0)
-		return shmkv__fail(-errno, why, why_len, "eventfd: %s", strerror(errno));
+		return diag_fail(-errno, why, why_len, "eventfd: %s", strerror(errno));
 	int err = pthread_create(&L->worker, NULL, worker_main, L);
 	if (err)
-		return shmkv__fail(-err, why, why_len, "pthread_create: %s", strerror(err));
+		return diag_fail(-err, why, why_len, "pthread_create: %s", strerror(err));
 	return 0;
 }
 
