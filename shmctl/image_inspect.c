@@ -51,7 +51,7 @@ static int probe_lengths(const shmkv *db, struct stats *st, char *why, size_t le
 			uint64_t w = slots[b * SHMKV_BUCKET_SLOTS + j];
 			if (!w)
 				continue;
-			shmkv__entry e;
+			shmkv__entry e = {0}; /* GCC -O3 cannot see decode set it */
 			char sub[256];
 			int err = shmkv__entry_decode(db, (w & SHMKV_SLOT_OFF_MASK) << 3, &e, sub,
 						      sizeof sub);

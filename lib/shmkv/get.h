@@ -440,7 +440,7 @@ static inline int shmkv__entry_decode(const shmkv *db, uint64_t off, shmkv__entr
 	if (err) {
 		if (why && why_len) {
 			char tmp[160];
-			snprintf(tmp, sizeof tmp, "%s", why);
+			snprintf(tmp, sizeof tmp, "%.*s", (int)sizeof tmp - 1, why); /* cut */
 			shmkv__fail(err, why, why_len, "entry at %llu: %s", (unsigned long long)off, tmp);
 		}
 		return err;
