@@ -101,6 +101,7 @@ static int lookup(struct vwalk *w, const uint8_t *base, uint64_t pos, const shmk
 	uint64_t more = shmkv__displaced(db->buckets + home * SHMKV_BUCKET_SLOTS, tag,
 					 db->max_probe);
 	int64_t d = -1;
+	unsigned others = 0; /* tag matches that are not pos */
 	for (uint64_t k = 0; k <= more; k++) {
 		uint64_t b = home + k;
 		if (b >= db->bucket_count)
@@ -115,6 +116,7 @@ static int lookup(struct vwalk *w, const uint8_t *base, uint64_t pos, const shmk
 					d = (int64_t)k;
 				continue;
 			}
+			others++;
 			if (prefix < w->size && (off > pos || !readable(w, base, off, prefix)))
 				return 1;
 			shmkv_entry c;
@@ -126,7 +128,10 @@ static int lookup(struct vwalk *w, const uint8_t *base, uint64_t pos, const shmk
 						   (unsigned long long)b, j, sub);
 		}
 	}
-	const uint8_t *found = shmkv__find(db, e->key, e->key_len);
+	/* shmkv__find compares the keys of exactly these tag matches, in this
+	 * order: when pos's slot is the only one, it finds pos (the common case,
+	 * spared a second hash and bucket read) */
+	const uint8_t *found = d >= 0 && !others ? base + pos : shmkv__find(db, e->key, e->key_len);
 	if (found != base + pos || d < 0)
 		return diag_fail(SHMKV_ECORRUPT, w->why, sizeof w->why,
 				   "entry at %llu: lookup of its key does not find it%s",
