@@ -1,0 +1,187 @@
+/* fuzz_corpus.c - writes the seed corpus of the fuzz targets, at build time:
+ *   fuzz_corpus OUTDIR [STAMP]
+ * makes OUTDIR/image (real images from the builder: every type, shared
+ * values, forced hash collisions, an empty image; also the seeds of
+ * image_fixsum), OUTDIR/jsonl, OUTDIR/tsv (input texts) and OUTDIR/ctl
+ * (control segments that point at fuzz_ctl's own image, "@/seg.shmkv"). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <shmkv.h>
+
+#include "fuzz_seg_image.h"
+
+static const char *out;
+
+static void die(const char *what)
+{
+	fprintf(stderr, "fuzz_corpus: %s\n", what);
+	exit(1);
+}
+
+static void put(const char *dir, const char *name, const void *p, size_t n)
+{
+	char path[4096];
+	snprintf(path, sizeof path, "%s/%s/%s", out, dir, name);
+	FILE *f = fopen(path, "wb");
+	if (!f || fwrite(p, 1, n, f) != n || fclose(f) != 0)
+		die(path);
+}
+
+static shmkv_builder *builder(unsigned hash_bits)
+{
+	shmkv_build_options o;
+	shmkv_builder *b;
+	if (shmkv_build_options_init(&o) != 0)
+		die("options");
+	o.created = 1;
+	o.fixed |= SHMKV_OPT_CREATED;
+	if (hash_bits)
+		o.hash_bits = hash_bits;
+	if (shmkv_builder_new(&o, &b) != 0)
+		die("builder");
+	return b;
+}
+
+static void finish(shmkv_builder *b, const char *name)
+{
+	char path[4096];
+	snprintf(path, sizeof path, "%s/image/%s", out, name);
+	if (shmkv_builder_finish(b, path, NULL) != 0)
+		die(shmkv_builder_error(b));
+	shmkv_builder_free(b);
+}
+
+static void add_all_types(shmkv_builder *b, int i)
+{
+	char k[64];
+	const float f32[] = {0.25f, -1.5f, 3.0f};
+	const double f64[] = {1e300, -0.0, 2.5};
+	const int64_t i64[] = {INT64_MIN, 0, INT64_MAX};
+	const char *strs[] = {"a", "", "hello"};
+	const size_t lens[] = {1, 0, 5};
+	int r = 0;
+	snprintf(k, sizeof k, "bytes:%d", i);
+	r |= shmkv_builder_add_bytes(b, k, strlen(k), "\0\1\2zz", 5);
+	snprintf(k, sizeof k, "str:%d", i);
+	r |= shmkv_builder_add_str(b, k, strlen(k), "shared value", 12); /* deduplicated */
+	snprintf(k, sizeof k, "i64:%d", i);
+	r |= shmkv_builder_add_i64(b, k, strlen(k), -i);
+	snprintf(k, sizeof k, "bool:%d", i);
+	r |= shmkv_builder_add_bool(b, k, strlen(k), i & 1);
+	snprintf(k, sizeof k, "f64:%d", i);
+	r |= shmkv_builder_add_f64(b, k, strlen(k), i * 0.5);
+	snprintf(k, sizeof k, "f32l:%d", i);
+	r |= shmkv_builder_add_f32list(b, k, strlen(k), f32, 3);
+	snprintf(k, sizeof k, "f64l:%d", i);
+	r |= shmkv_builder_add_f64list(b, k, strlen(k), f64, 3);
+	snprintf(k, sizeof k, "i64l:%d", i);
+	r |= shmkv_builder_add_i64list(b, k, strlen(k), i64, 3);
+	snprintf(k, sizeof k, "strl:%d", i);
+	r |= shmkv_builder_add_strlist(b, k, strlen(k), strs, lens, 3);
+	if (r)
+		die(shmkv_builder_error(b));
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 2 && argc != 3)
+		die("usage: fuzz_corpus OUTDIR [STAMP]");
+	out = argv[1];
+	const char *dirs[] = {"", "image", "jsonl", "tsv", "ctl"};
+	for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++) {
+		char p[4096];
+		snprintf(p, sizeof p, "%s/%s", out, dirs[i]);
+		if (mkdir(p, 0755) != 0 && errno != EEXIST)
+			die(p);
+	}
+
+	shmkv_builder *b = builder(0);
+	add_all_types(b, 0);
+	finish(b, "all-types.shmkv");
+	b = builder(0);
+	for (int i = 0; i < 12; i++)
+		add_all_types(b, i);
+	finish(b, "all-types-12.shmkv");
+	b = builder(3); /* 8 hash values: long probes, equal tags */
+	for (int i = 0; i < 6; i++)
+		add_all_types(b, i);
+	finish(b, "collisions.shmkv");
+	b = builder(0);
+	finish(b, "empty.shmkv");
+
+	static const char *jsonl[] = {
+		"{\"key\": \"user:1:name\", \"value\": \"Ada Lovelace\"}\n"
+		"{\"key\": \"user:1:age\", \"value\": 36}\n"
+		"{\"key\": \"user:1:active\", \"value\": true}\n"
+		"{\"key\": \"user:1:score\", \"value\": 97.5}\n"
+		"{\"key\": \"user:1:embedding\", \"value\": [0.25, -1.5, 3.0, 0.125]}\n"
+		"{\"key\": \"user:1:ids\", \"value\": [1, 16777217, -3]}\n"
+		"{\"key\": \"user:1:tags\", \"value\": [\"a\", \"b\"]}\n",
+		"{\"key\": \"k\", \"value\": [1.5, 2.5], \"type\": \"f32list\"}\n"
+		"{\"key\": \"b\", \"value\": \"AAEC\", \"type\": \"bytes\"}\n"
+		"{\"key\": \"s\", \"value\": \"\\u00e9\\n\\t\", \"type\": \"string\"}\n",
+		"{\"meta\": {\"name\": \"n\", \"seed\": 7}}\n{\"key\": \"a\", \"value\": 1}\n",
+		"{\"key\": \"a\", \"value\": 1}\n{\"key\": \"a\", \"value\": 2}\n",
+		"\n\n{\"key\": \"x\", \"value\": null}\n",
+	};
+	for (size_t i = 0; i < sizeof jsonl / sizeof *jsonl; i++) {
+		char name[32];
+		snprintf(name, sizeof name, "seed-%zu.jsonl", i);
+		put("jsonl", name, jsonl[i], strlen(jsonl[i]));
+	}
+	/* tsv: the first byte picks the type (1 + byte % 9), fuzz_tsv.c */
+	static const char *tsv[] = {
+		"\x01" "k1\tbytes\nk2\t\\x00\\x01\n",
+		"\x02" "a\thello\nb\tworld\n",
+		"\x03" "a\t1\nb\t-9223372036854775808\n",
+		"\x04" "a\ttrue\nb\tfalse\n",
+		"\x05" "a\t1.5\nb\t-0.0\n",
+		"\x06" "a\t0.25,1.5\n",
+		"\x07" "a\t1e300,2\n",
+		"\x08" "a\t1,2,3\n",
+		"\x09" "a\tx,y,z\n",
+	};
+	for (size_t i = 0; i < sizeof tsv / sizeof *tsv; i++) {
+		char name[32];
+		snprintf(name, sizeof name, "seed-%zu.tsv", i);
+		put("tsv", name, tsv[i], strlen(tsv[i]));
+	}
+
+	/* ctl: the image fuzz_ctl builds for itself, same bytes, same size */
+	char seg[4096];
+	snprintf(seg, sizeof seg, "%s/ctl/.seg.shmkv", out);
+	if (fuzz_build_seg_image(seg) != 0)
+		die("segment image");
+	struct stat st;
+	if (stat(seg, &st) != 0)
+		die(seg);
+	unlink(seg);
+	static const char *paths[] = {"@/seg.shmkv", "@/junk", "@/missing", ""};
+	for (size_t i = 0; i < sizeof paths / sizeof *paths; i++) {
+		shmkv_ctl c;
+		shmkv_ctl_init(&c);
+		c.seq = 2;
+		c.generation = i == 3 ? 0 : 1 + i;
+		c.segment_count = i == 3 ? 0 : 1;
+		c.loader_pid = 1;
+		c.segments[0].node = -1;
+		c.segments[0].size = (uint64_t)st.st_size;
+		c.segments[0].map_size = ((uint64_t)st.st_size + 4095) / 4096 * 4096;
+		c.segments[0].page_size = 4096;
+		snprintf(c.segments[0].path, sizeof c.segments[0].path, "%s", paths[i]);
+		char name[32];
+		snprintf(name, sizeof name, "seed-%zu.ctl", i);
+		put("ctl", name, &c, sizeof c);
+	}
+	if (argc == 3) { /* for meson: the file its custom_target names */
+		FILE *f = fopen(argv[2], "w");
+		if (!f || fclose(f) != 0)
+			die(argv[2]);
+	}
+	return 0;
+}
