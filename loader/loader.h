@@ -62,6 +62,11 @@ struct job {
 	char name[SHMKV_CACHE_NAME_MAX + 1];
 	char path[PATH_MAX];         /* JOB_LOAD: the image file */
 	int from_spool;              /* JOB_LOAD: path is a spool file (skipped if gone) */
+	/* JOB_LOAD from the spool: identity of the file the event named. The job
+	 * loads, removes or renames only that file: a newer one renamed over the
+	 * same name has its own event and job, and is never touched by this one. */
+	dev_t src_dev;
+	ino_t src_ino;
 	/* called by the worker once the job is over (err: its result, why: the
 	 * reason of a failure), before the reply is posted; NULL = none. Lets the
 	 * queuing layer (spool.c) finish its part without the worker calling up. */

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "spool.h"
@@ -118,8 +119,16 @@ void spool_tick(struct loader *L)
 	back(L);
 }
 
-static void dispose(const char *path, int ok, const char *error)
+static void dispose(const struct job *j, int ok, const char *error)
 {
+	const char *path = j->path;
+	/* A newer image renamed over this name while we loaded (a drop right
+	 * after the publish) is not ours to remove: its own event loads it. */
+	if (!job_source_current(j)) {
+		log_info("spool: file=%s was replaced while it loaded; the new one stays for its own "
+			 "load", path);
+		return;
+	}
 	if (ok) {
 		if (unlink(path) != 0 && errno != ENOENT)
 			log_warn("spool: unlink file=%s: %s", path, strerror(errno));
@@ -142,7 +151,7 @@ static void finish(struct loader *L, const struct job *j, int err, const char *w
 {
 	(void)L;
 	if (err != -ECANCELED)
-		dispose(j->path, err == 0, why);
+		dispose(j, err == 0, why);
 }
 
 static void queue(struct loader *L, const char *file)
@@ -164,6 +173,13 @@ static void queue(struct loader *L, const char *file)
 		free(j);
 		return;
 	}
+	struct stat st;
+	if (lstat(j->path, &st) != 0) {
+		free(j); /* gone already: an earlier job (a rescan's twin) handled it */
+		return;
+	}
+	j->src_dev = st.st_dev;
+	j->src_ino = st.st_ino;
 	j->from_spool = 1;
 	j->finish = finish;
 	log_info("spooled cache=%s file=%s", name, j->path);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -24,6 +25,14 @@ struct job *job_new(enum job_kind kind, const char *name)
 	if (name)
 		snprintf(j->name, sizeof j->name, "%s", name);
 	return j;
+}
+
+int job_source_current(const struct job *j)
+{
+	struct stat st;
+	if (lstat(j->path, &st) != 0)
+		return 0;
+	return st.st_dev == j->src_dev && st.st_ino == j->src_ino;
 }
 
 static void post(struct loader *L, uint64_t client, char *line)
@@ -52,8 +61,8 @@ static void run(struct loader *L, struct job *j)
 {
 	char *reply = NULL, why[512] = "";
 	int err = 0;
-	if (j->from_spool && access(j->path, F_OK) != 0)
-		return; /* queued twice (a rescan), and already handled */
+	if (j->from_spool && !job_source_current(j))
+		return; /* queued twice (a rescan) and handled, or replaced: its own job loads it */
 	switch (j->kind) {
 	case JOB_LOAD:
 		err = op_load(L, j->name, j->path, j->from_spool, &reply, why, sizeof why);

@@ -7,6 +7,8 @@
  *   eof N    the file seems to end at byte N (reads there return 0)
  *   short N  every read returns at most N bytes
  *   slow N   every read first sleeps N microseconds
+ *   slowrename N  a rename() onto PATH first sleeps N microseconds (holds
+ *                 the loader between a publish and its spool clean-up)
  * Reads of other files (by device and inode), or with no control file, pass
  * through untouched. Only the pread engine (`--io pread`) goes through here:
  * io_uring reads bypass libc. */
@@ -22,6 +24,7 @@
 #include <unistd.h>
 
 typedef ssize_t (*pread_fn)(int, void *, size_t, off64_t);
+typedef int (*rename_fn)(const char *, const char *);
 
 struct fault {
 	char mode[16];
@@ -89,4 +92,15 @@ ssize_t pread(int fd, void *buf, size_t n, off_t off)
 	if (!real)
 		real = (pread_fn)dlsym(RTLD_NEXT, "pread64");
 	return faulty(real, fd, buf, n, off);
+}
+
+int rename(const char *from, const char *to)
+{
+	static rename_fn real;
+	if (!real)
+		real = (rename_fn)dlsym(RTLD_NEXT, "rename");
+	struct fault f;
+	if (read_conf(&f) && !strcmp(f.mode, "slowrename") && !strcmp(to, f.path))
+		usleep((useconds_t)f.arg);
+	return real(from, to);
 }

@@ -176,6 +176,32 @@ TEST_F(ReadFaults, EioHalfway)
 	EXPECT_EQ(j["generation"].u64(), 2u);
 }
 
+// A new image renamed into the spool right after the previous one was
+// published, while the loader still finishes that load (here: held in the
+// state file's rename), must not be removed as if it were the loaded file:
+// it loads as the next generation. The old loader unlinked it unseen.
+TEST_F(ReadFaults, DropRightAfterPublishIsNotLost)
+{
+	std::string first = env_->img_path("first.shmkv");
+	ASSERT_EQ(build_image(first, "a", 3000), "");
+	fault_->set("slowrename", 1500000, env_->root() + "/d.state");
+	ASSERT_EQ(spool_drop(*env_, first, "d"), "");
+	CtlView v;
+	ASSERT_TRUE(wait_until([&] { return read_ctl(env_->root(), "d", &v) && v.generation == 1; },
+			       20000));
+	// published; the loader now sleeps in rename(.d.state.tmp, d.state)
+	ASSERT_EQ(spool_drop(*env_, b_, "d", true), "");
+	EXPECT_TRUE(wait_until([&] { return read_ctl(env_->root(), "d", &v) && v.generation == 2; },
+			       20000))
+		<< "the image dropped after the publish was never loaded";
+	fault_->clear();
+	shmkv_test::Db db(attach_or_fail(*env_, "d"));
+	if (db)
+		EXPECT_EQ(tag_of(db), "b");
+	EXPECT_TRUE(wait_until([&] { return !file_exists(env_->spool_path("d")); }, 10000))
+		<< "the loaded spool file was not removed";
+}
+
 TEST_F(ReadFaults, HeaderEio)
 {
 	fault_->set("eio", 0, b_);
