@@ -5,7 +5,8 @@
  * their buckets, then match tags and prefetch candidate entries, then compare
  * keys. The memory latency of one group's lines overlaps instead of adding up.
  * Anything off the common path (a second candidate, a possibly displaced
- * key) goes through the single-key lookup, so results are exactly those of
+ * key, a long key, damage) goes through the checked single-key lookup, and
+ * the common path makes shmkv_get()'s checks, so results are exactly those of
  * shmkv_get(). */
 #ifndef SHMKV_BATCH_H
 #define SHMKV_BATCH_H
@@ -21,8 +22,10 @@ typedef struct shmkv_key {
 	size_t len;
 } shmkv_key;
 
-/* Looks up n keys. For each i, err[i] is what shmkv_get() would return and
- * values[i] is filled when err[i] == 0. Returns the number of keys found. */
+/* Looks up n keys. For each i, err[i] is what shmkv_get() would return (0,
+ * SHMKV_ENOTFOUND, SHMKV_EKEYLEN or SHMKV_ECORRUPT) and values[i] is filled
+ * when err[i] == 0. Returns the number of keys found. The checks are
+ * shmkv_get's: a damaged entry costs its key SHMKV_ECORRUPT, not the batch. */
 static inline size_t shmkv_get_batch(const shmkv *db, const shmkv_key *keys, size_t n,
 				     shmkv_value *values, int *err)
 {
@@ -30,18 +33,17 @@ static inline size_t shmkv_get_batch(const shmkv *db, const shmkv_key *keys, siz
 	for (size_t base = 0; base < n; base += SHMKV_BATCH_GROUP) {
 		size_t m = n - base < SHMKV_BATCH_GROUP ? n - base : SHMKV_BATCH_GROUP;
 		const uint64_t *bk[SHMKV_BATCH_GROUP];
-		uint64_t tag[SHMKV_BATCH_GROUP];
+		uint64_t hash[SHMKV_BATCH_GROUP];
 		const uint8_t *cand[SHMKV_BATCH_GROUP];
 		unsigned mask[SHMKV_BATCH_GROUP];
 		for (size_t i = 0; i < m; i++) {
 			const shmkv_key *k = &keys[base + i];
-			if (SHMKV__UNLIKELY(k->len > SHMKV_MAX_KEY_LEN)) {
-				bk[i] = NULL;
+			if (SHMKV__UNLIKELY(k->len >= db->slow_key_len)) {
+				bk[i] = NULL; /* too long, or a test hash: the checked path */
 				continue;
 			}
-			uint64_t h = shmkv__hash(db->seed, db->hash_bits, k->data, k->len);
-			tag[i] = shmkv__tag(h);
-			bk[i] = db->buckets + shmkv__home(h, db->bucket_count) * SHMKV_BUCKET_SLOTS;
+			hash[i] = shmkv__hash64(db->seed, k->data, k->len);
+			bk[i] = db->buckets + shmkv__home(hash[i], db->bucket_count) * SHMKV_BUCKET_SLOTS;
 			__builtin_prefetch(bk[i]);
 		}
 		for (size_t i = 0; i < m; i++) {
@@ -49,29 +51,36 @@ static inline size_t shmkv_get_batch(const shmkv *db, const shmkv_key *keys, siz
 			mask[i] = 0;
 			if (!bk[i])
 				continue;
-			mask[i] = shmkv__match(bk[i], tag[i]);
+			mask[i] = shmkv__match(bk[i], shmkv__tag(hash[i]));
 			if (mask[i]) {
 				unsigned j = SHMKV__CTZ(mask[i]);
-				cand[i] = db->base + ((bk[i][j] & SHMKV_SLOT_OFF_MASK) << 3);
-				__builtin_prefetch(cand[i]);
+				uint64_t u = shmkv__slot_unit(db, bk[i][j]);
+				/* header and key inside ENTRIES, else left to the checked path */
+				if (SHMKV__LIKELY(u <= shmkv__key_lim(db, keys[base + i].len))) {
+					cand[i] = db->ent + (u << 3);
+					__builtin_prefetch(cand[i]);
+				}
 			}
 		}
 		for (size_t i = 0; i < m; i++) {
 			const shmkv_key *k = &keys[base + i];
-			int e;
+			shmkv_value *v = &values[base + i];
+			const uint8_t *c = cand[i];
+			int e = SHMKV__NEXT;
 			if (!bk[i]) {
-				e = SHMKV_EKEYLEN;
-			} else if (cand[i] && ((const shmkv_entry_header *)(const void *)cand[i])->key_len ==
-						      k->len &&
-				   shmkv__key_eq(cand[i] + sizeof(shmkv_entry_header),
-						 (const uint8_t *)k->data, k->len)) {
-				shmkv__entry_value(db, cand[i], &values[base + i]);
-				e = 0;
-			} else if (!(mask[i] & (mask[i] - 1)) &&
-				   !shmkv__displaced(bk[i], tag[i], db->max_probe)) {
-				e = SHMKV_ENOTFOUND; /* no other candidate, none displaced */
-			} else {
-				e = shmkv_get(db, k->data, k->len, &values[base + i]);
+				e = shmkv__get_cold(db, k->data, k->len, 0, SHMKV__REHASH, v, NULL, 0);
+			} else if (c) {
+				if (((const shmkv_entry_header *)(const void *)c)->key_len == k->len &&
+				    shmkv__key_eq(c + sizeof(shmkv_entry_header), (const uint8_t *)k->data,
+						  k->len))
+					e = shmkv__hit(db, c, k->len, 0, v);
+			}
+			if (e == SHMKV__NEXT) {
+				if (!cand[i] == !mask[i] && !(mask[i] & (mask[i] - 1)) &&
+				    !shmkv__displaced(bk[i], shmkv__tag(hash[i]), db->max_probe))
+					e = SHMKV_ENOTFOUND; /* no other candidate, none displaced */
+				else /* the single-key lookup (it checks its candidates again) */
+					e = shmkv_get(db, k->data, k->len, v);
 			}
 			err[base + i] = e;
 			found += e == 0;

@@ -18,11 +18,13 @@ typedef struct shmkv_value {
 	size_t count;     /* elements: list length, string length, 1 for scalars */
 } shmkv_value;
 
-/* A string list, iterated without allocation. */
+/* A string list, iterated without allocation (shmkv_strlist_at checks each
+ * string against size, so a damaged list never yields bytes outside it). */
 typedef struct shmkv_strlist {
 	const uint32_t *ends; /* ends[i+1] is one past string i's NUL, from data */
 	const char *data;
 	size_t count;
+	size_t size; /* bytes at data */
 } shmkv_strlist;
 
 static inline int shmkv__align8_type(unsigned type)
@@ -43,6 +45,7 @@ static inline uint64_t shmkv__value_pos(const shmkv_entry_header *eh)
 		       ? shmkv__align_up(p, 8) : p;
 }
 
+/* Elements of a value already checked by shmkv__value_check. */
 static inline size_t shmkv__count(unsigned type, const uint8_t *data, uint64_t size)
 {
 	switch (type) {
@@ -60,21 +63,177 @@ static inline size_t shmkv__count(unsigned type, const uint8_t *data, uint64_t s
 	}
 }
 
-/* Decodes the value of an entry known to be valid (hot path: no checks). */
-static SHMKV__HOT void shmkv__entry_value(const shmkv *db, const uint8_t *e, shmkv_value *v)
+/* Name of a value type ("string", "f32list", ...), or "invalid". */
+static inline const char *shmkv_type_name(unsigned type)
+{
+	static const char *const names[] = {"invalid", "bytes",   "string",  "i64",    "bool",
+					    "f64",     "f32list", "f64list", "i64list", "strlist"};
+	return type <= SHMKV_TYPE_MAX ? names[type] : names[0];
+}
+
+/* ---- lookups ---------------------------------------------------------------
+ *
+ * Every offset a lookup follows is checked against its section (FORMAT.md
+ * §12.1), so that no image, however forged and even opened without
+ * checksums, makes a get read outside the image:
+ *   - a slot's entry offset: the 8-byte entry header lies inside ENTRIES;
+ *   - the key bytes, when key_len equals the key's: inside ENTRIES;
+ *   - the value: inline, inside ENTRIES; shared, the 8-byte reference inside
+ *     ENTRIES and the value 8-aligned inside VALUES; stored_len bytes either way;
+ *   - what the getters read of the value: the NUL of bytes/string; length 8
+ *     for i64/f64, 1 (byte 0 or 1) for bool; list lengths a multiple of the
+ *     element size; a strlist's count fits its length (its strings are
+ *     checked by shmkv_strlist_at, one at a time);
+ *   - probing: the home bucket is < bucket_count by construction, later
+ *     buckets wrap, and at most max_probe of them are read (a larger
+ *     displacement byte is capped).
+ * A failed check is SHMKV_ECORRUPT. The hot path (shmkv__get_as) pays a few
+ * compares against limits shmkv__bind computes at open; anything unusual goes
+ * to one cold, checked lookup (shmkv__get_cold), which decides every error and
+ * names it for shmkv_get_diag. Both accept exactly the same entries: the hot
+ * path's checks are the cold path's functions, inlined with constants. */
+
+/* The value of the entry at e, whose header and key are known to lie inside
+ * ENTRIES, checked as above, into *v. type and flags are the entry's (the
+ * hot path passes them as constants once it has compared them). Returns 0 or
+ * SHMKV_ECORRUPT with the reason in why (NULL on the hot path, where the
+ * messages compile away); *v is written only on success. */
+static SHMKV__HOT int shmkv__value_ok(const shmkv *db, const uint8_t *e, size_t key_len,
+				      unsigned type, unsigned flags, shmkv_value *v, char *why,
+				      size_t why_len)
+{
+#define SHMKV__BADV(...)                                                                           \
+	return why ? shmkv__fail(SHMKV_ECORRUPT, why, why_len, "entry at %llu: " __VA_ARGS__)     \
+		   : SHMKV_ECORRUPT
+	const shmkv_entry_header *eh = (const shmkv_entry_header *)(const void *)e;
+	const unsigned long long off = (unsigned long long)(e - db->base); /* messages only */
+	const uint32_t len = eh->value_len;
+	if (type < 1 || type > SHMKV_TYPE_MAX)
+		SHMKV__BADV("unknown type %u", off, type);
+	if (flags & ~SHMKV_EFLAG_KNOWN)
+		SHMKV__BADV("unknown flags %x", off, flags);
+	const unsigned shared = flags & SHMKV_EFLAG_SHARED;
+	const unsigned nul = type == SHMKV_TYPE_BYTES || type == SHMKV_TYPE_STRING;
+	uint64_t vpos = sizeof(shmkv_entry_header) + key_len;
+	if (shared || shmkv__align8_type(type))
+		vpos = shmkv__align_up(vpos, 8);
+	const uintptr_t p = (uintptr_t)e + vpos, end = (uintptr_t)db->ent_end;
+	const uint8_t *data;
+	if (shared) {
+		uint64_t voff, stored = (uint64_t)len + nul;
+		if (p + 8 > end)
+			SHMKV__BADV("shared-value reference runs past the entries section end %llu", off,
+				    (unsigned long long)db->entries_end);
+		memcpy(&voff, (const void *)p, 8);
+		if (voff % 8 || voff < db->values_off || voff > db->values_end ||
+		    stored > db->values_end - voff)
+			SHMKV__BADV("shared value [%llu, +%llu) outside the values section [%llu, %llu)",
+				    off, (unsigned long long)voff, (unsigned long long)stored,
+				    (unsigned long long)db->values_off, (unsigned long long)db->values_end);
+		data = db->base + voff;
+	} else {
+		if (p + len + nul > end)
+			SHMKV__BADV("%s value of %u bytes at %llu runs past the entries section end %llu",
+				    off, shmkv_type_name(type), len,
+				    (unsigned long long)(p - (uintptr_t)db->base),
+				    (unsigned long long)db->entries_end);
+		data = (const uint8_t *)p;
+	}
+	size_t count = 1;
+	switch (type) {
+	case SHMKV_TYPE_BYTES:
+	case SHMKV_TYPE_STRING:
+		if (data[len] != 0)
+			SHMKV__BADV("%s value is not NUL-terminated", off, shmkv_type_name(type));
+		count = len;
+		break;
+	case SHMKV_TYPE_I64:
+	case SHMKV_TYPE_F64:
+		if (len != 8)
+			SHMKV__BADV("%s value has length %u", off, shmkv_type_name(type), len);
+		break;
+	case SHMKV_TYPE_BOOL:
+		if (len != 1 || data[0] > 1)
+			SHMKV__BADV("bool value has length %u or byte %u", off, len, len ? data[0] : 0u);
+		break;
+	case SHMKV_TYPE_F32LIST:
+		if (len % 4)
+			SHMKV__BADV("f32list length %u is not a multiple of 4", off, len);
+		count = len / 4;
+		break;
+	case SHMKV_TYPE_F64LIST:
+	case SHMKV_TYPE_I64LIST:
+		if (len % 8)
+			SHMKV__BADV("%s length %u is not a multiple of 8", off, shmkv_type_name(type),
+				    len);
+		count = len / 8;
+		break;
+	default: { /* SHMKV_TYPE_STRLIST */
+		uint32_t n;
+		if (len < 8)
+			SHMKV__BADV("strlist length %u below 8", off, len);
+		memcpy(&n, data, 4);
+		if (n > (len - 8) / 4)
+			SHMKV__BADV("strlist count %u does not fit its %u bytes", off, n, len);
+		count = n;
+		break;
+	}
+	}
+	v->type = type;
+	v->shared = shared;
+	v->data = data;
+	v->size = len;
+	v->count = count;
+	return 0;
+#undef SHMKV__BADV
+}
+
+/* The hit at e (header and key checked) as a value of type want (0: any):
+ * 0, SHMKV_ETYPE, or SHMKV_ECORRUPT. *v is written only on success. */
+static inline int shmkv__hit_checked(const shmkv *db, const uint8_t *e, size_t key_len,
+				     unsigned want, shmkv_value *v, char *why, size_t why_len)
 {
 	const shmkv_entry_header *eh = (const shmkv_entry_header *)(const void *)e;
-	const uint8_t *p = e + shmkv__value_pos(eh);
-	if (eh->flags & SHMKV_EFLAG_SHARED) {
-		uint64_t off;
-		memcpy(&off, p, 8);
-		p = db->base + off;
+	shmkv_value got;
+	int err = shmkv__value_ok(db, e, key_len, eh->type, eh->flags, &got, why, why_len);
+	if (err)
+		return err;
+	if (want && got.type != want)
+		return shmkv__fail(SHMKV_ETYPE, why, why_len, "value is %s, not %s",
+				   shmkv_type_name(got.type), shmkv_type_name(want));
+	*v = got;
+	return 0;
+}
+
+static SHMKV__COLD int shmkv__hit_cold(const shmkv *db, const uint8_t *e, size_t key_len,
+				       unsigned want, shmkv_value *v)
+{
+	return shmkv__hit_checked(db, e, key_len, want, v, NULL, 0);
+}
+
+/* shmkv__hit_checked on the hot path: an entry of the wanted type, inline
+ * or shared, is decoded here; anything else (another type, damage) is
+ * decided by the cold copy. */
+static SHMKV__HOT int shmkv__hit(const shmkv *db, const uint8_t *e, size_t key_len, unsigned want,
+				 shmkv_value *v)
+{
+	if (want) {
+		uint16_t tf; /* type | flags << 8 */
+		memcpy(&tf, e, 2);
+		if (SHMKV__LIKELY(tf == want)) {
+			if (SHMKV__LIKELY(!shmkv__value_ok(db, e, key_len, want, 0, v, NULL, 0)))
+				return 0;
+		} else if (tf == (want | SHMKV_EFLAG_SHARED << 8)) {
+			if (SHMKV__LIKELY(!shmkv__value_ok(db, e, key_len, want, SHMKV_EFLAG_SHARED, v,
+							   NULL, 0)))
+				return 0;
+		}
+	} else {
+		const shmkv_entry_header *eh = (const shmkv_entry_header *)(const void *)e;
+		if (SHMKV__LIKELY(!shmkv__value_ok(db, e, key_len, eh->type, eh->flags, v, NULL, 0)))
+			return 0;
 	}
-	v->type = eh->type;
-	v->shared = eh->flags & SHMKV_EFLAG_SHARED;
-	v->data = p;
-	v->size = eh->value_len;
-	v->count = shmkv__count(eh->type, p, eh->value_len);
+	return shmkv__hit_cold(db, e, key_len, want, v);
 }
 
 /* Key equality. Short keys use two overlapping loads from each side: glibc's
@@ -107,92 +266,225 @@ static inline int shmkv__key_eq(const uint8_t *a, const uint8_t *b, size_t n)
 	return memcmp(a, b, n) == 0;
 }
 
-/* The entry among a bucket's tag matches whose key equals key, or NULL. */
-static SHMKV__HOT const uint8_t *shmkv__bucket_find(const shmkv *db, const uint64_t *bk,
-						    uint64_t tag, const void *key, size_t key_len)
+#define SHMKV__NEXT 1 /* shmkv__bucket_scan: not in this bucket */
+
+/* The tag matches of bucket b, in slot order, for key: 0 with *out (the
+ * entry; its header and key lie inside ENTRIES), SHMKV__NEXT, or
+ * SHMKV_ECORRUPT. */
+static inline int shmkv__bucket_scan(const shmkv *db, uint64_t b, uint64_t tag, const void *key,
+				     size_t key_len, const uint8_t **out, char *why, size_t why_len)
 {
+	const uint64_t *bk = db->buckets + b * SHMKV_BUCKET_SLOTS;
 	unsigned m = shmkv__match(bk, tag);
 	while (m) {
 		unsigned j = SHMKV__CTZ(m);
 		m &= m - 1;
-		const uint8_t *e = db->base + ((bk[j] & SHMKV_SLOT_OFF_MASK) << 3);
-		const shmkv_entry_header *eh = (const shmkv_entry_header *)(const void *)e;
-		if (eh->key_len == key_len &&
-		    shmkv__key_eq(e + sizeof(shmkv_entry_header), (const uint8_t *)key, key_len))
+		uint64_t u = (bk[j] & SHMKV_SLOT_OFF_MASK) - db->ent_unit0;
+		if (u >= db->ent_units)
+			return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
+					   "index bucket %llu slot %u: entry offset %llu outside the "
+					   "entries section [%llu, %llu)", (unsigned long long)b, j,
+					   (unsigned long long)((bk[j] & SHMKV_SLOT_OFF_MASK) << 3),
+					   (unsigned long long)db->entries_off,
+					   (unsigned long long)db->entries_end);
+		const uint8_t *e = db->ent + (u << 3);
+		if (((const shmkv_entry_header *)(const void *)e)->key_len != key_len)
+			continue;
+		if ((uintptr_t)e + sizeof(shmkv_entry_header) + key_len > (uintptr_t)db->ent_end)
+			return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
+					   "index bucket %llu slot %u: entry at %llu: key of %zu bytes runs "
+					   "past the entries section end %llu", (unsigned long long)b, j,
+					   (unsigned long long)(e - db->base), key_len,
+					   (unsigned long long)db->entries_end);
+		if (shmkv__key_eq(e + sizeof(shmkv_entry_header), (const uint8_t *)key, key_len)) {
+			*out = e;
+			return 0;
+		}
+	}
+	return SHMKV__NEXT;
+}
+
+/* The entry of key (hash h), every offset checked: its home bucket, then,
+ * if the home bucket announces displaced keys with this tag, up to
+ * min(D, max_probe) later buckets (FORMAT.md §6). Returns 0 with *out,
+ * SHMKV_ENOTFOUND or SHMKV_ECORRUPT (why). */
+static inline int shmkv__locate(const shmkv *db, const void *key, size_t key_len, uint64_t h,
+				const uint8_t **out, char *why, size_t why_len)
+{
+	uint64_t tag = shmkv__tag(h), b = shmkv__home(h, db->bucket_count);
+	int r = shmkv__bucket_scan(db, b, tag, key, key_len, out, why, why_len);
+	if (r != SHMKV__NEXT)
+		return r;
+	uint64_t n = shmkv__displaced(db->buckets + b * SHMKV_BUCKET_SLOTS, tag, db->max_probe);
+	if (n > db->max_probe) /* a displacement byte above max_probe is damage: capped */
+		n = db->max_probe;
+	for (; n; n--) {
+		if (++b == db->bucket_count)
+			b = 0;
+		r = shmkv__bucket_scan(db, b, tag, key, key_len, out, why, why_len);
+		if (r != SHMKV__NEXT)
+			return r;
+	}
+	return shmkv__fail(SHMKV_ENOTFOUND, why, why_len, "key not found");
+}
+
+/* shmkv__get_cold mode bits, above the wanted type */
+#define SHMKV__REHASH 0x200u     /* hash here (key_len checked, hash_bits < 64 honoured) */
+
+/* The checked lookup: everything the hot path does not finish. */
+static SHMKV__COLD int shmkv__get_cold(const shmkv *db, const void *key, size_t key_len,
+				       uint64_t h, unsigned mode, shmkv_value *v, char *why,
+				       size_t why_len)
+{
+	if (mode & SHMKV__REHASH) {
+		if (key_len > SHMKV_MAX_KEY_LEN)
+			return shmkv__fail(SHMKV_EKEYLEN, why, why_len,
+					   "key of %zu bytes is longer than the %u-byte limit", key_len,
+					   SHMKV_MAX_KEY_LEN);
+		h = shmkv__hash(db->seed, db->hash_bits, key, key_len);
+	}
+	const uint8_t *e = NULL;
+	int err = shmkv__locate(db, key, key_len, h, &e, why, why_len);
+	if (err)
+		return err;
+	return shmkv__hit_checked(db, e, key_len, mode & 0xffu, v, why, why_len);
+}
+
+#define SHMKV__DEFER ((const uint8_t *)(uintptr_t)1) /* leave it to the checked path */
+
+/* Largest unit (8 bytes, relative to ENTRIES) at which an entry header and
+ * key_len key bytes fit inside ENTRIES: 8u + 8 + key_len <= ENTRIES size iff
+ * u <= lim. Needs key_len <= db->ent_room, which key_len < db->slow_key_len
+ * implies (shmkv__bind). */
+static inline uint64_t shmkv__key_lim(const shmkv *db, size_t key_len)
+{
+	return (db->ent_room - key_len) >> 3;
+}
+
+/* A slot's entry unit relative to ENTRIES. Computed modulo 2^40 (the width
+ * of the offset field), so one compare against a limit below
+ * 2^40 - ent_unit0 refuses offsets before ENTRIES as well as after it. */
+static inline uint64_t shmkv__slot_unit(const shmkv *db, uint64_t slot)
+{
+	return (slot - db->ent_unit0) & SHMKV_SLOT_OFF_MASK;
+}
+
+/* The hot path's scan of one bucket's tag matches m: the entry of key, NULL,
+ * or SHMKV__DEFER when a match fails its bound, lim (damage, or a key too
+ * long to fit where the match points: the checked path decides). One
+ * compare bounds both the entry header and the key bytes. */
+static SHMKV__HOT const uint8_t *shmkv__scan_fast(const shmkv *db, const uint64_t *bk, unsigned m,
+						  uint64_t lim, const void *key, size_t key_len)
+{
+	while (m) {
+		unsigned j = SHMKV__CTZ(m);
+		m &= m - 1;
+		uint64_t u = shmkv__slot_unit(db, bk[j]);
+		if (SHMKV__UNLIKELY(u > lim))
+			return SHMKV__DEFER;
+		const uint8_t *e = db->ent + (u << 3);
+		if (((const shmkv_entry_header *)(const void *)e)->key_len == key_len &&
+		    SHMKV__LIKELY(shmkv__key_eq(e + sizeof(shmkv_entry_header), (const uint8_t *)key,
+						key_len)))
 			return e;
 	}
 	return NULL;
 }
 
 /* The later buckets of home bucket b, for a key its filter says may have
- * been displaced. Out of line: about 8% of hits and few misses come here, and
- * keeping the loop out of every caller keeps the hot path short. */
+ * been displaced: d of them, at most max_probe. Out of line: about 8% of
+ * hits and few misses come here, and keeping the loop out of every caller
+ * keeps the hot path short. Returns as shmkv__scan_fast. */
 static SHMKV__COLD const uint8_t *shmkv__probe_on(const shmkv *db, uint64_t b, uint64_t d,
 						  uint64_t tag, const void *key, size_t key_len)
 {
+	if (d > db->max_probe) /* a displacement byte above max_probe is damage: capped */
+		d = db->max_probe;
+	uint64_t lim = shmkv__key_lim(db, key_len);
 	for (; d; d--) {
 		if (++b == db->bucket_count)
 			b = 0;
-		const uint8_t *e = shmkv__bucket_find(db, db->buckets + b * SHMKV_BUCKET_SLOTS, tag,
-						      key, key_len);
+		const uint64_t *bk = db->buckets + b * SHMKV_BUCKET_SLOTS;
+		const uint8_t *e = shmkv__scan_fast(db, bk, shmkv__match(bk, tag), lim, key, key_len);
 		if (e)
 			return e;
 	}
 	return NULL;
 }
 
-/* The entry of key, or NULL: not found, or key_len > SHMKV_MAX_KEY_LEN
- * (shmkv__miss tells which). Reads the home bucket; later buckets only when
- * the home bucket's filter says a displaced key with this tag may exist
- * (format.h). */
-static SHMKV__HOT const uint8_t *shmkv__find(const shmkv *db, const void *key, size_t key_len)
+/* A lookup as a value of type want (0: any). The hot path: hash, home
+ * bucket, its tag matches with entry header and key bounded by one compare,
+ * the value checked by shmkv__hit; displaced keys out of line; every other
+ * case (long key, test hash, damage) goes to the checked path. */
+static SHMKV__HOT int shmkv__get_as(const shmkv *db, const void *key, size_t key_len,
+				    unsigned want, shmkv_value *v)
 {
-	if (SHMKV__UNLIKELY(key_len > SHMKV_MAX_KEY_LEN))
-		return NULL;
-	uint64_t h = shmkv__hash(db->seed, db->hash_bits, key, key_len);
+	if (SHMKV__UNLIKELY(key_len >= db->slow_key_len))
+		return shmkv__get_cold(db, key, key_len, 0, want | SHMKV__REHASH, v, NULL, 0);
+	uint64_t h = shmkv__hash64(db->seed, key, key_len);
 	uint64_t tag = shmkv__tag(h);
 	uint64_t b = shmkv__home(h, db->bucket_count);
 	const uint64_t *bk = db->buckets + b * SHMKV_BUCKET_SLOTS;
-	const uint8_t *e = shmkv__bucket_find(db, bk, tag, key, key_len);
-	if (SHMKV__LIKELY(e != NULL))
-		return e;
-	uint64_t d = shmkv__displaced(bk, tag, db->max_probe);
-	if (SHMKV__LIKELY(d == 0))
-		return NULL;
-	return shmkv__probe_on(db, b, d, tag, key, key_len);
+	unsigned m = shmkv__match(bk, tag);
+	const uint8_t *e;
+	if (SHMKV__LIKELY(m != 0)) {
+		uint64_t lim = shmkv__key_lim(db, key_len);
+		do { /* shmkv__scan_fast, with its outcomes as jumps */
+			unsigned j = SHMKV__CTZ(m);
+			m &= m - 1;
+			uint64_t u = shmkv__slot_unit(db, bk[j]);
+			if (SHMKV__UNLIKELY(u > lim))
+				goto checked;
+			e = db->ent + (u << 3);
+			if (((const shmkv_entry_header *)(const void *)e)->key_len == key_len &&
+			    SHMKV__LIKELY(shmkv__key_eq(e + sizeof(shmkv_entry_header),
+							(const uint8_t *)key, key_len)))
+				goto found;
+		} while (m);
+	}
+	{
+		uint64_t d = shmkv__displaced(bk, tag, db->max_probe);
+		if (SHMKV__LIKELY(d == 0))
+			return SHMKV_ENOTFOUND;
+		e = shmkv__probe_on(db, b, d, tag, key, key_len);
+		if (!e)
+			return SHMKV_ENOTFOUND;
+		if (SHMKV__UNLIKELY(e == SHMKV__DEFER))
+			goto checked;
+	}
+found:
+	return shmkv__hit(db, e, key_len, want, v);
+checked:
+	return shmkv__get_cold(db, key, key_len, h, want, v, NULL, 0);
 }
 
-/* Why shmkv__find returned NULL. */
-static inline int shmkv__miss(size_t key_len)
-{
-	return key_len > SHMKV_MAX_KEY_LEN ? SHMKV_EKEYLEN : SHMKV_ENOTFOUND;
-}
-
-/* Looks key up. Returns 0 with *out filled, SHMKV_ENOTFOUND, or SHMKV_EKEYLEN. */
+/* Looks key up. Returns 0 with *out filled, SHMKV_ENOTFOUND, SHMKV_EKEYLEN,
+ * or SHMKV_ECORRUPT (a damaged index slot, entry or value on the key's
+ * path). *out is untouched on error. */
 static SHMKV__HOT int shmkv_get(const shmkv *db, const void *key, size_t key_len, shmkv_value *out)
 {
-	const uint8_t *e = shmkv__find(db, key, key_len);
-	if (SHMKV__UNLIKELY(e == NULL))
-		return shmkv__miss(key_len);
-	shmkv__entry_value(db, e, out);
-	return 0;
+	return shmkv__get_as(db, key, key_len, 0, out);
 }
 
-/* Typed getters: 0, SHMKV_ENOTFOUND, SHMKV_EKEYLEN, or SHMKV_ETYPE when the
- * stored type differs (nothing is converted). Outputs are untouched on error. */
-static SHMKV__HOT int shmkv__get_typed(const shmkv *db, const void *key, size_t key_len,
-				   unsigned type, shmkv_value *v)
+/* shmkv_get with the reason for an error in why: what, and for
+ * SHMKV_ECORRUPT where in the image. The same results as shmkv_get, by the
+ * checked path alone (slower): for tools. */
+static inline int shmkv_get_diag(const shmkv *db, const void *key, size_t key_len,
+				 shmkv_value *out, char *why, size_t why_len)
 {
-	int err = shmkv_get(db, key, key_len, v);
-	if (err)
-		return err;
-	return v->type == type ? 0 : SHMKV_ETYPE;
+	if (why && why_len)
+		why[0] = 0;
+	return shmkv__get_cold(db, key, key_len, 0, SHMKV__REHASH, out, why, why_len);
 }
 
+/* Typed getters: 0, SHMKV_ENOTFOUND, SHMKV_EKEYLEN, SHMKV_ECORRUPT, or
+ * SHMKV_ETYPE when the stored type differs (nothing is converted). Outputs
+ * are untouched on error. What they return has its type's shape (i64/f64: 8
+ * bytes; bool: one byte, 0 or 1; lists: whole elements). */
 static SHMKV__HOT int shmkv_get_i64(const shmkv *db, const void *key, size_t key_len, int64_t *out)
 {
 	shmkv_value v;
-	int err = shmkv__get_typed(db, key, key_len, SHMKV_TYPE_I64, &v);
+	int err = shmkv__get_as(db, key, key_len, SHMKV_TYPE_I64, &v);
 	if (!err)
 		memcpy(out, v.data, 8);
 	return err;
@@ -201,7 +493,7 @@ static SHMKV__HOT int shmkv_get_i64(const shmkv *db, const void *key, size_t key
 static SHMKV__HOT int shmkv_get_f64(const shmkv *db, const void *key, size_t key_len, double *out)
 {
 	shmkv_value v;
-	int err = shmkv__get_typed(db, key, key_len, SHMKV_TYPE_F64, &v);
+	int err = shmkv__get_as(db, key, key_len, SHMKV_TYPE_F64, &v);
 	if (!err)
 		memcpy(out, v.data, 8);
 	return err;
@@ -210,7 +502,7 @@ static SHMKV__HOT int shmkv_get_f64(const shmkv *db, const void *key, size_t key
 static SHMKV__HOT int shmkv_get_bool(const shmkv *db, const void *key, size_t key_len, bool *out)
 {
 	shmkv_value v;
-	int err = shmkv__get_typed(db, key, key_len, SHMKV_TYPE_BOOL, &v);
+	int err = shmkv__get_as(db, key, key_len, SHMKV_TYPE_BOOL, &v);
 	if (!err)
 		*out = *(const uint8_t *)v.data != 0;
 	return err;
@@ -221,7 +513,7 @@ static SHMKV__HOT int shmkv_get_str(const shmkv *db, const void *key, size_t key
 				const char **s, size_t *len)
 {
 	shmkv_value v;
-	int err = shmkv__get_typed(db, key, key_len, SHMKV_TYPE_STRING, &v);
+	int err = shmkv__get_as(db, key, key_len, SHMKV_TYPE_STRING, &v);
 	if (!err) {
 		*s = (const char *)v.data;
 		if (len)
@@ -234,7 +526,7 @@ static SHMKV__HOT int shmkv_get_bytes(const shmkv *db, const void *key, size_t k
 				  const void **p, size_t *len)
 {
 	shmkv_value v;
-	int err = shmkv__get_typed(db, key, key_len, SHMKV_TYPE_BYTES, &v);
+	int err = shmkv__get_as(db, key, key_len, SHMKV_TYPE_BYTES, &v);
 	if (!err) {
 		*p = v.data;
 		*len = v.size;
@@ -246,7 +538,7 @@ static SHMKV__HOT int shmkv_get_f32list(const shmkv *db, const void *key, size_t
 				    const float **p, size_t *count)
 {
 	shmkv_value v;
-	int err = shmkv__get_typed(db, key, key_len, SHMKV_TYPE_F32LIST, &v);
+	int err = shmkv__get_as(db, key, key_len, SHMKV_TYPE_F32LIST, &v);
 	if (!err) {
 		*p = (const float *)v.data;
 		*count = v.count;
@@ -258,7 +550,7 @@ static SHMKV__HOT int shmkv_get_f64list(const shmkv *db, const void *key, size_t
 				    const double **p, size_t *count)
 {
 	shmkv_value v;
-	int err = shmkv__get_typed(db, key, key_len, SHMKV_TYPE_F64LIST, &v);
+	int err = shmkv__get_as(db, key, key_len, SHMKV_TYPE_F64LIST, &v);
 	if (!err) {
 		*p = (const double *)v.data;
 		*count = v.count;
@@ -270,7 +562,7 @@ static SHMKV__HOT int shmkv_get_i64list(const shmkv *db, const void *key, size_t
 				    const int64_t **p, size_t *count)
 {
 	shmkv_value v;
-	int err = shmkv__get_typed(db, key, key_len, SHMKV_TYPE_I64LIST, &v);
+	int err = shmkv__get_as(db, key, key_len, SHMKV_TYPE_I64LIST, &v);
 	if (!err) {
 		*p = (const int64_t *)v.data;
 		*count = v.count;
@@ -278,29 +570,41 @@ static SHMKV__HOT int shmkv_get_i64list(const shmkv *db, const void *key, size_t
 	return err;
 }
 
-/* Views a STRLIST value as a list. Returns 0, or SHMKV_ETYPE with *out empty. */
+/* Views a STRLIST value as a list: 0; SHMKV_ETYPE (not a strlist) or
+ * SHMKV_ECORRUPT (shorter than 8 bytes, or a count its length cannot hold),
+ * with *out an empty list so that no caller reads garbage. O(1): each string
+ * is checked by shmkv_strlist_at. */
 static inline int shmkv_value_strlist(const shmkv_value *v, shmkv_strlist *out)
 {
-	if (v->type != SHMKV_TYPE_STRLIST) {
-		out->count = 0; /* an empty list, so no caller reads garbage */
-		out->ends = NULL;
-		out->data = NULL;
+	out->count = 0;
+	out->size = 0;
+	out->ends = NULL;
+	out->data = NULL;
+	if (v->type != SHMKV_TYPE_STRLIST)
 		return SHMKV_ETYPE;
-	}
 	const uint8_t *p = (const uint8_t *)v->data;
-	out->count = v->count;
+	uint32_t n;
+	if (v->size < 8)
+		return SHMKV_ECORRUPT;
+	memcpy(&n, p, 4);
+	if (n > (v->size - 8) / 4)
+		return SHMKV_ECORRUPT;
+	out->count = n;
 	out->ends = (const uint32_t *)(const void *)(p + 4);
-	out->data = (const char *)(p + 4 + 4 * ((uint64_t)v->count + 1));
+	out->data = (const char *)(p + 4 * ((uint64_t)n + 2));
+	out->size = v->size - 4 * ((uint64_t)n + 2);
 	return 0;
 }
 
+/* shmkv_get of a strlist: the typed getters' codes; *out is untouched on
+ * error. */
 static SHMKV__HOT int shmkv_get_strlist(const shmkv *db, const void *key, size_t key_len,
 				    shmkv_strlist *out)
 {
 	shmkv_value v;
-	int err = shmkv__get_typed(db, key, key_len, SHMKV_TYPE_STRLIST, &v);
+	int err = shmkv__get_as(db, key, key_len, SHMKV_TYPE_STRLIST, &v);
 	if (!err)
-		shmkv_value_strlist(&v, out);
+		err = shmkv_value_strlist(&v, out); /* 0: the get checked the count */
 	return err;
 }
 
@@ -309,22 +613,25 @@ static inline size_t shmkv_strlist_count(const shmkv_strlist *l)
 	return l->count;
 }
 
-/* String i (NUL-terminated) and its length; NULL when i >= count. */
+/* String i (NUL-terminated) and its length without the NUL. NULL when
+ * i >= count (*len untouched), or when string i is damaged (*len 0): its
+ * ends do not increase, run past the list, or its last byte is not NUL (an
+ * image shmkv_verify refuses). Never a pointer or a length outside the list. */
 static inline const char *shmkv_strlist_at(const shmkv_strlist *l, size_t i, size_t *len)
 {
 	if (i >= l->count)
 		return NULL;
+	uint32_t s, e;
+	memcpy(&s, l->ends + i, 4);
+	memcpy(&e, l->ends + i + 1, 4);
+	if (s >= e || e > l->size || l->data[e - 1] != 0) {
+		if (len)
+			*len = 0;
+		return NULL;
+	}
 	if (len)
-		*len = l->ends[i + 1] - l->ends[i] - 1;
-	return l->data + l->ends[i];
-}
-
-/* Name of a value type ("string", "f32list", ...), or "invalid". */
-static inline const char *shmkv_type_name(unsigned type)
-{
-	static const char *const names[] = {"invalid", "bytes",   "string",  "i64",    "bool",
-					    "f64",     "f32list", "f64list", "i64list", "strlist"};
-	return type <= SHMKV_TYPE_MAX ? names[type] : names[0];
+		*len = e - s - 1;
+	return l->data + s;
 }
 
 /* A decoded entry, as the checked walker sees it. */

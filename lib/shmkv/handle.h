@@ -80,13 +80,25 @@ static inline void *shmkv__map_aligned(int fd, size_t len, int extra, int *err)
 	return m;
 }
 
-/* The handle. Treat as opaque: fields may change between versions. */
+/* The handle. Treat as opaque: fields may change between versions. The
+ * lookup fields come first (one or two cache lines); the bounds a lookup
+ * checks are derived once by shmkv__bind from the checked header, so that a
+ * get pays a compare per offset (get.h). */
 typedef struct shmkv {
-	const uint8_t *base;      /* image start */
-	uint64_t size;            /* image bytes */
 	const uint64_t *buckets;  /* INDEX section */
 	uint64_t bucket_count;
 	uint64_t seed;
+	size_t slow_key_len;      /* keys this long or longer take the checked path: 65536,
+				     or less when ENTRIES has no room for such a key, 0 when
+				     hash_bits < 64 (test images) */
+	const uint8_t *ent;       /* ENTRIES section start, ent_end its end */
+	const uint8_t *ent_end;
+	uint64_t ent_unit0;       /* ENTRIES offset / 8 (slot offsets count 8-byte units) */
+	uint64_t ent_units;       /* ENTRIES size / 8: a slot's entry header lies inside
+				     ENTRIES iff its unit - ent_unit0 < ent_units */
+	uint64_t ent_room;        /* ENTRIES size - 8: room for a key after a header */
+	const uint8_t *base;      /* image start */
+	uint64_t size;            /* image bytes */
 	uint32_t hash_bits;
 	uint32_t max_probe;
 	uint64_t entry_count;
@@ -120,6 +132,18 @@ static inline int shmkv__all_zero(const uint8_t *p, uint64_t n)
 		if (p[i])
 			return 0;
 	return 1;
+}
+
+/* The magic, first of all checks: whatever is too short or damaged to be an
+ * image, a file that does not start like one is "not a shmkv image". prefix
+ * holds the first min(size, 8) bytes of an image of size bytes; a shorter
+ * image that starts like one is truncated (the next check). */
+static inline int shmkv__magic_check(const void *prefix, uint64_t size, char *why, size_t why_len)
+{
+	if (memcmp(prefix, SHMKV_MAGIC, size < 8 ? (size_t)size : 8) != 0)
+		return shmkv__fail(SHMKV_EMAGIC, why, why_len,
+				   "bad magic at offset 0: not a shmkv image");
+	return 0;
 }
 
 /* Checks an image in memory: header fields, section table geometry and (unless
@@ -171,13 +195,13 @@ static inline int shmkv_header_check(const void *header, uint64_t size, char *wh
 {
 	const uint8_t *b = (const uint8_t *)header;
 	const shmkv_image_header *h = (const shmkv_image_header *)header;
+	int err = shmkv__magic_check(header, size, why, why_len);
+	if (err)
+		return err;
 	if (size < SHMKV_HEADER_SIZE)
 		return shmkv__fail(SHMKV_ETRUNCATED, why, why_len,
 				   "image is %llu bytes, shorter than the %u-byte header",
 				   (unsigned long long)size, SHMKV_HEADER_SIZE);
-	if (memcmp(h->magic, SHMKV_MAGIC, 8) != 0)
-		return shmkv__fail(SHMKV_EMAGIC, why, why_len,
-				   "bad magic at offset 0: not a shmkv image");
 	if (h->format_version != SHMKV_FORMAT_VERSION)
 		return shmkv__fail(SHMKV_EVERSION, why, why_len,
 				   "image format version %u, this reader reads version %u",
@@ -266,7 +290,9 @@ static inline int shmkv_header_check(const void *header, uint64_t size, char *wh
 	return 0;
 }
 
-/* Fills a handle's lookup fields from a checked image. */
+/* Fills a handle's lookup fields from an image that passed
+ * shmkv_header_check (section bounds, bucket_count, max_probe): every limit
+ * a lookup checks is derived here, once. */
 static inline void shmkv__bind(shmkv *db, const void *base, uint64_t size)
 {
 	const shmkv_image_header *h = (const shmkv_image_header *)base;
@@ -276,10 +302,20 @@ static inline void shmkv__bind(shmkv *db, const void *base, uint64_t size)
 	db->bucket_count = h->bucket_count;
 	db->seed = h->hash_seed;
 	db->hash_bits = h->hash_bits;
+	db->slow_key_len = h->hash_bits == 64 ? (size_t)SHMKV_MAX_KEY_LEN + 1 : 0;
 	db->max_probe = h->max_probe;
 	db->entry_count = h->entry_count;
 	db->entries_off = h->sections[1].offset;
 	db->entries_end = h->sections[1].offset + h->sections[1].size;
+	db->ent = db->base + db->entries_off;
+	db->ent_end = db->base + db->entries_end;
+	db->ent_unit0 = db->entries_off >> 3; /* sections are 64-aligned */
+	db->ent_units = h->sections[1].size >> 3;
+	db->ent_room = h->sections[1].size >= 8 ? h->sections[1].size - 8 : 0;
+	if (h->sections[1].size < 8) /* no room for an entry: any match is damage */
+		db->slow_key_len = 0;
+	else if (db->slow_key_len > db->ent_room) /* a longer key fits in no entry */
+		db->slow_key_len = (size_t)db->ent_room + 1;
 	db->values_off = h->sections[2].offset;
 	db->values_end = h->sections[2].offset + h->sections[2].size;
 }
@@ -325,10 +361,23 @@ static inline int shmkv_open_file_diag(const char *path, unsigned flags, shmkv *
 		goto done;
 	}
 	if ((uint64_t)st.st_size < SHMKV_HEADER_SIZE) {
+		/* too short to map as an image: magic first, as shmkv_header_check */
+		char head[8];
+		ssize_t got = read(fd, head, sizeof head); /* a fresh descriptor: offset 0 */
 		close(fd);
-		err = shmkv__fail(SHMKV_ETRUNCATED, why, why_len,
-				  "%s: %llu bytes, shorter than the %u-byte header", path,
-				  (unsigned long long)st.st_size, SHMKV_HEADER_SIZE);
+		if (got < 0) {
+			err = -errno;
+			shmkv__fail(err, why, why_len, "%s: %s", path, shmkv_strerror(err));
+			goto done;
+		}
+		err = shmkv__magic_check(head, (uint64_t)got, NULL, 0);
+		if (err)
+			shmkv__fail(err, why, why_len, "%s: bad magic at offset 0: not a shmkv image",
+				    path);
+		else
+			err = shmkv__fail(SHMKV_ETRUNCATED, why, why_len,
+					  "%s: %llu bytes, shorter than the %u-byte header", path,
+					  (unsigned long long)st.st_size, SHMKV_HEADER_SIZE);
 		goto done;
 	}
 	map = shmkv__map_aligned(fd, (size_t)st.st_size,

@@ -82,12 +82,9 @@
 
 __extension__ typedef unsigned __int128 shmkv__u128;
 
-/* 64-bit key hash. hash_bits < 64 exists only for tests: it keeps 2^bits
- * distinct hashes, spread over buckets and tags, to force collisions. */
-static SHMKV__HOT uint64_t shmkv__hash(uint64_t seed, unsigned hash_bits, const void *key,
-				       size_t len)
+/* 64-bit key hash of a production image (hash_bits 64). */
+static SHMKV__HOT uint64_t shmkv__hash64(uint64_t seed, const void *key, size_t len)
 {
-	uint64_t h;
 #if XXH_VERSION_NUMBER >= 800 && XXH_VERSION_NUMBER < 900
 	/* Keys of up to 16 bytes go straight to xxhash's own short-input code
 	 * (what XXH3_64bits_withSeed runs for them): GCC does not inline the
@@ -95,10 +92,19 @@ static SHMKV__HOT uint64_t shmkv__hash(uint64_t seed, unsigned hash_bits, const 
 	 * call is a tenth of a get. Same function, same value: tests/header_test
 	 * compares the two for lengths 0..300. */
 	if (SHMKV__LIKELY(len <= 16))
-		h = XXH3_len_0to16_64b((const xxh_u8 *)key, len, XXH3_kSecret, seed);
-	else
+		return XXH3_len_0to16_64b((const xxh_u8 *)key, len, XXH3_kSecret, seed);
 #endif
-		h = XXH3_64bits_withSeed(key, len, seed);
+	return XXH3_64bits_withSeed(key, len, seed);
+}
+
+/* The key hash of an image with hash_bits (FORMAT.md §5). hash_bits < 64
+ * exists only for tests: it keeps 2^bits distinct hashes, spread over
+ * buckets and tags, to force collisions. (The lookup hot path calls
+ * shmkv__hash64 and leaves such images to its checked path.) */
+static SHMKV__HOT uint64_t shmkv__hash(uint64_t seed, unsigned hash_bits, const void *key,
+				       size_t len)
+{
+	uint64_t h = shmkv__hash64(seed, key, len);
 	if (SHMKV__UNLIKELY(hash_bits < 64))
 		h = (h & ((UINT64_C(1) << hash_bits) - 1)) * UINT64_C(0x9E3779B97F4A7C15);
 	return h;

@@ -64,9 +64,9 @@ static inline int shmkv__text_valid(const shmkv_value *v)
 	shmkv_strlist l;
 	shmkv_value_strlist(v, &l);
 	for (size_t i = 0; i < l.count; i++) {
-		size_t len;
+		size_t len = 0;
 		const char *s = shmkv_strlist_at(&l, i, &len);
-		if (!shmkv__utf8_valid((const uint8_t *)s, len))
+		if (!s || !shmkv__utf8_valid((const uint8_t *)s, len))
 			return 0;
 	}
 	return 1;
@@ -177,7 +177,9 @@ static inline int shmkv_verify(const shmkv *db, char *why, size_t why_len)
 		if (err)
 			return err;
 		const uint8_t *found = NULL;
-		if ((found = shmkv__find(db, e.key, e.key_len)) == NULL || found != db->base + pos)
+		uint64_t hv = shmkv__hash(db->seed, db->hash_bits, e.key, e.key_len);
+		if (shmkv__locate(db, e.key, e.key_len, hv, &found, NULL, 0) != 0 ||
+		    found != db->base + pos)
 			return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
 					   "entry at %llu: lookup of its key does not find it%s",
 					   (unsigned long long)pos,
