@@ -45,6 +45,18 @@
 
 using namespace shmkv_test;
 
+#ifdef HOSTILE_OLD_READER
+// Built against a reader from before the bounds checks (to show that this
+// test fails there), which has no shmkv_get_diag.
+static int shmkv_get_diag(const shmkv *db, const void *key, size_t key_len, shmkv_value *out,
+			  char *why, size_t why_len)
+{
+	int err = shmkv_get(db, key, key_len, out);
+	snprintf(why, why_len, "%s", shmkv_strerror(err));
+	return err;
+}
+#endif
+
 namespace {
 
 // ---- crash reporting (as corruption_test) ---------------------------------

@@ -328,6 +328,17 @@ static inline int shmkv__locate(const shmkv *db, const void *key, size_t key_len
 	return shmkv__fail(SHMKV_ENOTFOUND, why, why_len, "key not found");
 }
 
+/* The entry of key, or NULL (absent, too long, or damage on its path): the
+ * checked lookup, for walkers that compare entries (verify, loader/vwalk.c). */
+static inline const uint8_t *shmkv__find(const shmkv *db, const void *key, size_t key_len)
+{
+	const uint8_t *e = NULL;
+	if (key_len > SHMKV_MAX_KEY_LEN)
+		return NULL;
+	uint64_t h = shmkv__hash(db->seed, db->hash_bits, key, key_len);
+	return shmkv__locate(db, key, key_len, h, &e, NULL, 0) ? NULL : e;
+}
+
 /* shmkv__get_cold mode bits, above the wanted type */
 #define SHMKV__REHASH 0x200u     /* hash here (key_len checked, hash_bits < 64 honoured) */
 

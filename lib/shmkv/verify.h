@@ -176,10 +176,8 @@ static inline int shmkv_verify(const shmkv *db, char *why, size_t why_len)
 		err = shmkv__entry_decode(db, pos, &e, why, why_len);
 		if (err)
 			return err;
-		const uint8_t *found = NULL;
-		uint64_t hv = shmkv__hash(db->seed, db->hash_bits, e.key, e.key_len);
-		if (shmkv__locate(db, e.key, e.key_len, hv, &found, NULL, 0) != 0 ||
-		    found != db->base + pos)
+		const uint8_t *found = shmkv__find(db, e.key, e.key_len);
+		if (found != db->base + pos)
 			return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
 					   "entry at %llu: lookup of its key does not find it%s",
 					   (unsigned long long)pos,
