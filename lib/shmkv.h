@@ -35,6 +35,11 @@
  *          size_t shmkv_strlist_count(&list), shmkv_strlist_at(&list, i, &len)
  *     Typed getters return SHMKV_ETYPE on a type mismatch: nothing is converted.
  *     size_t shmkv_get_batch(db, keys, n, values, errs)  many keys, prefetched in groups
+ *     int  shmkv_get_diag(db, key, key_len, &value, why, why_len)  shmkv_get + the reason
+ *     Every offset a lookup follows is checked against its section (FORMAT.md
+ *     §12.1): no image, however forged, even opened with SHMKV_OPEN_NOVERIFY or
+ *     attached, makes a get, a batch, a string list or an iteration read
+ *     outside it; damage on a key's path is SHMKV_ECORRUPT.
  *   Iteration
  *     shmkv_iter_init(db, &it); while (shmkv_iter_next(&it, &k, &klen, &v) == 0) ...
  *   Errors and misc (shmkv/errors.h, shmkv/get.h, shmkv/probe.h)
@@ -64,9 +69,17 @@
  *
  * Return values (why/why_len, where taken, receive a one-line reason naming
  * the file, section or offset; NULL/0 to skip it)
- *   shmkv_get*: 0; SHMKV_ENOTFOUND (absent); SHMKV_EKEYLEN (key over 65535 bytes);
- *               SHMKV_ETYPE (typed getters only).
+ *   shmkv_get, shmkv_get_diag: 0; SHMKV_ENOTFOUND (absent); SHMKV_EKEYLEN (key
+ *               over 65535 bytes); SHMKV_ECORRUPT (a damaged slot, entry or value
+ *               on the key's path). Outputs untouched on error.
+ *   shmkv_get_i64 ... _strlist (typed): as shmkv_get, and SHMKV_ETYPE (another
+ *               type). What they return has its type's shape (i64/f64 8 bytes,
+ *               bool one byte 0 or 1, lists whole elements).
  *   shmkv_get_batch: the number of keys found; errs[i] as shmkv_get's.
+ *   shmkv_value_strlist: 0; SHMKV_ETYPE (not a strlist); SHMKV_ECORRUPT (count
+ *               does not fit the value); the list is empty on error.
+ *   shmkv_strlist_at: string i; NULL when i >= count (*len untouched) or when
+ *               string i is damaged (*len 0): never bytes outside the list.
  *   shmkv_open_file*: 0; -errno (open/fstat/mmap: -ENOENT, -EACCES, -ENOMEM...);
  *               -EINVAL (unknown flags); SHMKV_EMAGIC, SHMKV_EVERSION, SHMKV_ELAYOUT,
  *               SHMKV_ETRUNCATED, SHMKV_ECHECKSUM, SHMKV_ECORRUPT.
@@ -78,7 +91,9 @@
  *   shmkv_refresh: 0 (unchanged, or a file handle); 1 (moved: values from before
  *               are invalid); < 0 as shmkv_attach, the handle still serving
  *               its old generation.
- *   shmkv_iter_next: 0; SHMKV_EEND; SHMKV_ECORRUPT.
+ *   shmkv_iter_next: 0; SHMKV_EEND (all entry_count entries returned);
+ *               SHMKV_ECORRUPT (the next entry is damaged: every later call
+ *               returns it too).
  *   shmkv_name_check: 0; -EINVAL.   shmkv_ctl_path: 0; -EINVAL; -ENAMETOOLONG.
  *   shmkv_ctl_open: 0; -ENOENT; -EINVAL; -ELOOP (a symlink); -ENAMETOOLONG;
  *               other -errno; SHMKV_EPROTO (not a control segment of this
