@@ -15,10 +15,4 @@ __attribute__((format(printf, 4, 5)))
 #endif
 int diag_fail(int err, char *why, size_t why_len, const char *fmt, ...);
 
-/* The same with a va_list. */
-#if defined(__GNUC__)
-__attribute__((format(printf, 4, 0)))
-#endif
-int diag_vfail(int err, char *why, size_t why_len, const char *fmt, va_list ap);
-
 #endif /* SHMKV_COMMON_DIAG_H */

@@ -154,7 +154,9 @@ void json_free(struct json *j)
 
 /* ---- strings ---- */
 
-size_t utf8_seq_len(const unsigned char *p, size_t n)
+/* Length of the valid UTF-8 sequence at p (1..4), or 0 if the bytes there are
+ * not one (overlong forms, surrogates and code points over U+10FFFF are not). */
+static size_t utf8_seq_len(const unsigned char *p, size_t n)
 {
 	unsigned c = p[0];
 	if (c < 0x80)

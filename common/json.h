@@ -80,9 +80,8 @@ char *json_error(const char *msg);
  * "code" when err is 0. */
 char *json_error_code(const char *msg, int err);
 
-/* Length of the valid UTF-8 sequence at p (1..4), or 0 if the bytes there are
- * not one (overlong forms, surrogates and code points over U+10FFFF are not). */
-size_t utf8_seq_len(const unsigned char *p, size_t n);
+/* Is p[0..n) valid UTF-8 (no overlong forms, surrogates or code points
+ * over U+10FFFF)? */
 bool utf8_valid(const void *p, size_t n);
 
 /* Standard base64 (RFC 4648, '+' '/', '=' padding). */

@@ -413,24 +413,6 @@ const struct cache_def *conf_find(const struct loader_conf *c, const char *name)
 	return NULL;
 }
 
-struct loader_conf *conf_dup(const struct loader_conf *c)
-{
-	struct loader_conf *d = malloc(sizeof *d);
-	if (!d)
-		return NULL;
-	*d = *c;
-	d->caches = NULL;
-	if (c->ncaches) {
-		d->caches = malloc(c->ncaches * sizeof *d->caches);
-		if (!d->caches) {
-			free(d);
-			return NULL;
-		}
-		memcpy(d->caches, c->caches, c->ncaches * sizeof *d->caches);
-	}
-	return d;
-}
-
 void conf_free(struct loader_conf *c)
 {
 	if (!c)

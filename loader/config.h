@@ -77,7 +77,6 @@ void conf_apply_defaults(struct loader_conf *c);
 /* Checks cross-field rules after the command line was applied. */
 int conf_check(const struct loader_conf *c, char *why, size_t why_len);
 const struct cache_def *conf_find(const struct loader_conf *c, const char *name);
-struct loader_conf *conf_dup(const struct loader_conf *c);
 void conf_free(struct loader_conf *c);
 
 /* "4M", "10G", "4096": binary suffixes K M G T. Returns 0 or -EINVAL. */

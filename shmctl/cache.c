@@ -104,7 +104,7 @@ static int reply_error(const jv *reply)
 
 /* Asks the loader; returns -1 with a successful *reply, else the exit code
  * (reported). */
-static int loader_call(const char *const *words, size_t n, int timeout_ms, jv *reply,
+static int loader_call(const char *const *words, size_t n, int timeout_ms, jv **reply,
 		       void (*tick)(void *), void *ctx)
 {
 	char why[4600];
@@ -113,10 +113,10 @@ static int loader_call(const char *const *words, size_t n, int timeout_ms, jv *r
 	if (err)
 		return p_err("%s", why);
 	bool ok = false;
-	jv_get_bool(reply, "ok", &ok);
+	jv_get_bool(*reply, "ok", &ok);
 	if (!ok) {
-		int rc = reply_error(reply);
-		jv_free(reply);
+		int rc = reply_error(*reply);
+		jv_free(*reply);
 		return rc;
 	}
 	return -1;
@@ -141,11 +141,11 @@ static int do_cache_status(int argc, char **argv)
 	if ((rc = cache_check_name(name)))
 		return rc;
 	const char *words[] = {"status", name};
-	jv reply;
+	jv *reply;
 	if ((rc = loader_call(words, 2, QUERY_TIMEOUT_MS, &reply, NULL, NULL)) >= 0)
 		return rc;
-	print_reply(&reply);
-	jv_free(&reply);
+	print_reply(reply);
+	jv_free(reply);
 	return EXIT_OK;
 }
 
@@ -160,7 +160,7 @@ int do_cache_list(int argc, char **argv)
 		return rc;
 	const char *root = shmctl_root(), *words[] = {"list"};
 	char why[4600];
-	jv reply;
+	jv *reply;
 	int err = ctl_request(root, words, 1, QUERY_TIMEOUT_MS, &reply, why, sizeof why);
 	bool from_ctl = err == CTL_ECONNECT;
 	if (from_ctl) {
@@ -179,24 +179,24 @@ int do_cache_list(int argc, char **argv)
 		return p_err("%s", why);
 	} else {
 		bool ok = false;
-		jv_get_bool(&reply, "ok", &ok);
+		jv_get_bool(reply, "ok", &ok);
 		if (!ok) {
-			rc = reply_error(&reply);
-			jv_free(&reply);
+			rc = reply_error(reply);
+			jv_free(reply);
 			return rc;
 		}
 	}
-	const jv *caches = jv_get(&reply, "caches");
+	const jv *caches = jv_get(reply, "caches");
 	if (json_output) {
-		jv_write(&json_out, &reply);
-	} else if (!caches || caches->type != JV_ARR) {
-		plain_object(stdout, &reply, NULL);
-	} else if (caches->n == 0) {
+		jv_write(&json_out, reply);
+	} else if (jv_type(caches) != JV_ARR) {
+		plain_object(stdout, reply, NULL);
+	} else if (jv_size(caches) == 0) {
 		printf("no caches under %s\n", root);
 	} else {
 		plain_table(stdout, caches, from_ctl ? cols_ctl : cols, "");
 	}
-	jv_free(&reply);
+	jv_free(reply);
 	return EXIT_OK;
 }
 
@@ -212,14 +212,14 @@ static void load_tick(void *ctx)
 	struct load_watch *lw = ctx;
 	const char *words[] = {"status", lw->name};
 	char why[512];
-	jv st;
+	jv *st;
 	if (ctl_request(shmctl_root(), words, 2, 1000, &st, why, sizeof why))
 		return;
 	uint64_t done, total;
-	const jv *pr = jv_get(&st, "progress");
+	const jv *pr = jv_get(st, "progress");
 	if (jv_get_u64(pr, "bytes_done", &done) && jv_get_u64(pr, "bytes_total", &total) && total)
 		progress_update(&lw->bar, "loading", done, total);
-	jv_free(&st);
+	jv_free(st);
 }
 
 /* A long operation: no time limit, progress on a terminal. */
@@ -228,13 +228,13 @@ static int long_verb(const char *name, const char *const *words, size_t n)
 	struct load_watch lw = {.name = name};
 	progress_init(&lw.bar);
 	bool watch = lw.bar.enabled && !json_output;
-	jv reply;
+	jv *reply;
 	int rc = loader_call(words, n, -1, &reply, watch ? load_tick : NULL, &lw);
 	progress_clear(&lw.bar);
 	if (rc >= 0)
 		return rc;
-	print_reply(&reply);
-	jv_free(&reply);
+	print_reply(reply);
+	jv_free(reply);
 	return EXIT_OK;
 }
 

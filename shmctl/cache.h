@@ -9,7 +9,7 @@
 
 #include <shmkv.h>
 
-#include "json_parse.h"
+#include "jv.h"
 
 int cache_help(int argc, char **argv);
 
@@ -35,7 +35,7 @@ int ctl_read(const char *root, const char *name, shmkv_ctl *out, char *why, size
  * "generation", "published", "image_size", "memory", "copies", "segment",
  * "loader_pid", "published_ns"} or {"name", "error"}]}. Returns 0, or -1
  * with why (the root cannot be read). */
-int ctl_list(const char *root, const char *note, jv *out, char *why, size_t why_len);
+int ctl_list(const char *root, const char *note, jv **out, char *why, size_t why_len);
 
 /* "1.5 GiB", "4 KiB", "512 B" */
 const char *fmt_bytes(uint64_t n, char *buf, size_t len);

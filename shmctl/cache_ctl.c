@@ -119,7 +119,7 @@ static void list_one(struct json *w, const char *root, const char *name)
 	json_obj_end(w);
 }
 
-int ctl_list(const char *root, const char *note, jv *out, char *why, size_t why_len)
+int ctl_list(const char *root, const char *note, jv **out, char *why, size_t why_len)
 {
 	why[0] = 0;
 	DIR *d = opendir(root);
@@ -170,7 +170,7 @@ int ctl_list(const char *root, const char *note, jv *out, char *why, size_t why_
 	json_arr_end(&w);
 	json_obj_end(&w);
 	fclose(f);
-	rc = jv_parse(text, len, out, why, why_len);
+	rc = (*out = jv_parse(text, len, why, why_len)) ? 0 : -1;
 	free(text);
 out:
 	if (rc && !why[0])

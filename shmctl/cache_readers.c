@@ -207,16 +207,16 @@ static void rollback_info(const char *root, const char *name, struct scan *sc)
 {
 	const char *words[] = {"status", name}, *path;
 	char why[512];
-	jv st;
+	jv *st;
 	if (ctl_request(root, words, 2, 2000, &st, why, sizeof why))
 		return;
-	const jv *rb = jv_get(&st, "rollback");
+	const jv *rb = jv_get(st, "rollback");
 	uint64_t gen;
 	if (jv_get_str(rb, "segment", &path) && jv_get_u64(rb, "generation", &gen)) {
 		snprintf(sc->rb_path, sizeof sc->rb_path, "%s", path);
 		sc->rb_gen = gen;
 	}
-	jv_free(&st);
+	jv_free(st);
 }
 
 static int by_pid(const void *a, const void *b)

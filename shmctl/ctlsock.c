@@ -65,19 +65,19 @@ static int send_all(int fd, const char *p, size_t n)
 	return 0;
 }
 
-int ctl_request(const char *root, const char *const *words, size_t n, int timeout_ms, jv *reply,
+int ctl_request(const char *root, const char *const *words, size_t n, int timeout_ms, jv **reply,
 		char *why, size_t why_len)
 {
 	return ctl_request_tick(root, words, n, timeout_ms, reply, why, why_len, 0, NULL, NULL);
 }
 
 int ctl_request_tick(const char *root, const char *const *words, size_t n, int timeout_ms,
-		     jv *reply, char *why, size_t why_len, int tick_ms, void (*tick)(void *ctx),
+		     jv **reply, char *why, size_t why_len, int tick_ms, void (*tick)(void *ctx),
 		     void *ctx)
 {
 	char sock[4200];
 	snprintf(sock, sizeof sock, "%s/%s", root, CTL_SOCK_NAME);
-	memset(reply, 0, sizeof *reply);
+	*reply = NULL;
 
 	/* the request line: words must not hold the separators */
 	size_t len = 1;
@@ -187,12 +187,13 @@ int ctl_request_tick(const char *root, const char *const *words, size_t n, int t
 		}
 	}
 	char perr[256];
-	if (jv_parse(buf, have, reply, perr, sizeof perr)) {
+	if (!(*reply = jv_parse(buf, have, perr, sizeof perr))) {
 		snprintf(why, why_len, "%s: the reply is not JSON (%s): protocol mismatch", sock, perr);
 		goto out;
 	}
-	if (reply->type != JV_OBJ || !jv_get(reply, "ok") || jv_get(reply, "ok")->type != JV_BOOL) {
-		jv_free(reply);
+	if (jv_type(*reply) != JV_OBJ || jv_type(jv_get(*reply, "ok")) != JV_BOOL) {
+		jv_free(*reply);
+		*reply = NULL;
 		snprintf(why, why_len, "%s: the reply is not an object with \"ok\": protocol mismatch",
 			 sock);
 		goto out;

@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-#include "json_parse.h"
+#include "jv.h"
 
 /* The end of a CTL_ECONNECT message, for callers that say it their way. */
 #define CTL_CONNECT_HINT " (is shmkv-loader running with this root?)"
@@ -16,16 +16,16 @@
 #define CTL_EFAIL -2    /* anything else: the message says what */
 
 /* Sends words[0..n) and reads the reply into *reply (an object; free with
- * jv_free). timeout_ms < 0 waits as long as the loader takes (a load).
+ * jv_free; NULL on failure). timeout_ms < 0 waits as long as the loader takes (a load).
  * Returns 0, or CTL_ECONNECT / CTL_EFAIL with a complete message in why
  * ("cannot connect to ROOT/control.sock: ... (is shmkv-loader running with
  * this root?)"). A reply {"ok": false} is returned as 0: the caller reads it. */
-int ctl_request(const char *root, const char *const *words, size_t n, int timeout_ms, jv *reply,
+int ctl_request(const char *root, const char *const *words, size_t n, int timeout_ms, jv **reply,
 		char *why, size_t why_len);
 /* The same, calling tick(ctx) about every tick_ms while the reply is due
  * (a progress display: tick may make requests of its own). */
 int ctl_request_tick(const char *root, const char *const *words, size_t n, int timeout_ms,
-		     jv *reply, char *why, size_t why_len, int tick_ms, void (*tick)(void *ctx),
+		     jv **reply, char *why, size_t why_len, int tick_ms, void (*tick)(void *ctx),
 		     void *ctx);
 
 #endif /* SHMCTL_CTLSOCK_H */

@@ -37,7 +37,7 @@ const char *shmctl_root(void)
 	return env && *env ? env : SHMKV_DEFAULT_ROOT;
 }
 
-bool is_prefix(const char *pfx, const char *str)
+static bool is_prefix(const char *pfx, const char *str)
 {
 	size_t n = strlen(pfx);
 	return n > 0 && strncmp(str, pfx, n) == 0;

@@ -43,7 +43,6 @@ struct cmd {
 	int (*func)(int argc, char **argv); /* argv[0] is the word as typed */
 };
 
-bool is_prefix(const char *pfx, const char *str);
 /* Runs the command argv[0] names (exact name, else unique prefix); help when
  * argv[0] is -h/--help, and help with EXIT_USAGE when argc is 0 (the object
  * or verb is missing); EXIT_USAGE for an unknown or ambiguous word.

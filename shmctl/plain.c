@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cache.h"
+#include "json.h"
 
 /* Columns a string takes: UTF-8 code points. */
 static size_t width(const char *s)
@@ -38,18 +39,26 @@ static void put_text(FILE *f, const char *s, size_t len)
 	}
 }
 
-char *plain_value(const jv *v)
+/* A value as one line of text (malloc'd): strings raw, null "-", others as
+ * compact JSON. */
+static char *plain_value(const jv *v)
 {
 	char *buf = NULL;
 	size_t n = 0;
 	FILE *f = open_memstream(&buf, &n);
 	if (!f)
 		return NULL;
-	switch (v->type) {
+	char num[40];
+	size_t len;
+	const char *s;
+	switch (jv_type(v)) {
 	case JV_NULL: fputs("-", f); break;
-	case JV_BOOL: fputs(v->b ? "true" : "false", f); break;
-	case JV_NUM: fputs(v->s, f); break;
-	case JV_STR: put_text(f, v->s, v->len); break;
+	case JV_BOOL: fputs(jv_is_true(v) ? "true" : "false", f); break;
+	case JV_NUM: fputs(jv_num_text(v, num, sizeof num), f); break;
+	case JV_STR:
+		s = jv_str(v, &len);
+		put_text(f, s, len);
+		break;
 	case JV_ARR:
 	case JV_OBJ: {
 		struct json w;
@@ -73,15 +82,15 @@ static bool is_bytes_name(const char *name)
 
 static bool scalar(const jv *v)
 {
-	return v->type != JV_ARR && v->type != JV_OBJ;
+	return jv_type(v) != JV_ARR && jv_type(v) != JV_OBJ;
 }
 
 static bool array_of_scalars(const jv *v)
 {
-	if (v->type != JV_ARR)
+	if (jv_type(v) != JV_ARR)
 		return false;
-	for (size_t i = 0; i < v->n; i++)
-		if (!scalar(&v->kids[i]))
+	for (size_t i = 0; i < jv_size(v); i++)
+		if (!scalar(jv_item(v, i)))
 			return false;
 	return true;
 }
@@ -140,10 +149,10 @@ static char *join_scalars(const jv *arr)
 	FILE *f = open_memstream(&buf, &n);
 	if (!f)
 		return NULL;
-	if (arr->n == 0)
+	if (jv_size(arr) == 0)
 		fputs("-", f);
-	for (size_t i = 0; i < arr->n; i++) {
-		char *t = plain_value(&arr->kids[i]);
+	for (size_t i = 0; i < jv_size(arr); i++) {
+		char *t = plain_value(jv_item(arr, i));
 		fprintf(f, "%s%s", i ? ", " : "", t ? t : "?");
 		free(t);
 	}
@@ -153,9 +162,9 @@ static char *join_scalars(const jv *arr)
 
 static void collect(struct lines *ls, const jv *obj, const char *prefix, const char *const *skip)
 {
-	for (size_t i = 0; i < obj->n; i++) {
-		const char *key = obj->keys[i];
-		const jv *v = &obj->kids[i];
+	for (const void *it = jv_first(obj); it; it = jv_next(obj, it)) {
+		const char *key = jv_key(it);
+		const jv *v = jv_value(it);
 		bool skipped = false;
 		for (const char *const *s = skip; !*prefix && s && *s; s++)
 			skipped |= !strcmp(*s, key);
@@ -163,11 +172,11 @@ static void collect(struct lines *ls, const jv *obj, const char *prefix, const c
 			continue;
 		char name[256];
 		snprintf(name, sizeof name, "%s%s%s", prefix, *prefix ? "." : "", key);
-		if (v->type == JV_OBJ && v->n) {
+		if (jv_type(v) == JV_OBJ && jv_size(v)) {
 			collect(ls, v, name, NULL);
-		} else if (v->type == JV_ARR && !array_of_scalars(v)) {
+		} else if (jv_type(v) == JV_ARR && !array_of_scalars(v)) {
 			add_table(ls, name, v);
-		} else if (v->type == JV_ARR) {
+		} else if (jv_type(v) == JV_ARR) {
 			add_line(ls, name, join_scalars(v));
 		} else {
 			char *t = plain_value(v);
@@ -200,8 +209,8 @@ void plain_object(FILE *f, const jv *obj, const char *const *skip)
 	}
 	for (size_t i = 0; i < ls.nt; i++) {
 		fprintf(f, "%s%s:%s\n", ls.n || i ? "\n" : "", ls.t[i].name ? ls.t[i].name : "?",
-			ls.t[i].arr->n ? "" : " none");
-		if (ls.t[i].arr->n)
+			jv_size(ls.t[i].arr) ? "" : " none");
+		if (jv_size(ls.t[i].arr))
 			plain_table(f, ls.t[i].arr, NULL, "  ");
 		free(ls.t[i].name);
 	}
@@ -223,12 +232,12 @@ void plain_table(FILE *f, const jv *arr, const char *const *cols, const char *in
 		memcpy(names, cols, nc * sizeof *names);
 	} else {
 		size_t cap = 0;
-		for (size_t r = 0; r < arr->n; r++) {
-			const jv *row = &arr->kids[r];
-			for (size_t k = 0; row->type == JV_OBJ && k < row->n; k++) {
+		for (size_t r = 0; r < jv_size(arr); r++) {
+			const jv *row = jv_item(arr, r);
+			for (const void *it = jv_first(row); it; it = jv_next(row, it)) {
 				bool seen = false;
 				for (size_t c = 0; c < nc && !seen; c++)
-					seen = !strcmp(names[c], row->keys[k]);
+					seen = !strcmp(names[c], jv_key(it));
 				if (seen)
 					continue;
 				if (nc == cap) {
@@ -240,12 +249,12 @@ void plain_table(FILE *f, const jv *arr, const char *const *cols, const char *in
 					}
 					names = nn;
 				}
-				names[nc++] = row->keys[k];
+				names[nc++] = jv_key(it);
 			}
 		}
 		if (nc == 0) { /* no objects: one value a line */
-			for (size_t r = 0; r < arr->n; r++) {
-				char *t = plain_value(&arr->kids[r]);
+			for (size_t r = 0; r < jv_size(arr); r++) {
+				char *t = plain_value(jv_item(arr, r));
 				fprintf(f, "%s%s\n", indent, t ? t : "?");
 				free(t);
 			}
@@ -255,7 +264,7 @@ void plain_table(FILE *f, const jv *arr, const char *const *cols, const char *in
 	}
 
 	/* the cells, the header first */
-	size_t rows = arr->n + 1;
+	size_t rows = jv_size(arr) + 1;
 	char **cell = calloc(rows * nc, sizeof *cell);
 	size_t *w = calloc(nc, sizeof *w);
 	if (!cell || !w) {
@@ -272,7 +281,7 @@ void plain_table(FILE *f, const jv *arr, const char *const *cols, const char *in
 	}
 	for (size_t r = 1; r < rows; r++)
 		for (size_t c = 0; c < nc; c++) {
-			const jv *v = jv_get(&arr->kids[r - 1], names[c]);
+			const jv *v = jv_get(jv_item(arr, r - 1), names[c]);
 			char h[32];
 			uint64_t bytes;
 			if (v && is_bytes_name(names[c]) && jv_u64(v, &bytes))

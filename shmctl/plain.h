@@ -6,7 +6,7 @@
 
 #include <stdio.h>
 
-#include "json_parse.h"
+#include "jv.h"
 
 /* Prints obj's members as "key  value" lines, the names padded to one width.
  * Nested objects are flattened ("last_load.ms"); arrays of scalars are
@@ -23,9 +23,5 @@ void plain_object(FILE *f, const jv *obj, const char *const *skip);
  * nested values show as compact JSON; numbers in "bytes" or "size" columns
  * (as plain_object names them) in binary units only. Each line starts with indent. */
 void plain_table(FILE *f, const jv *arr, const char *const *cols, const char *indent);
-
-/* A value as one line of text (malloc'd): strings raw, null "-", others as
- * compact JSON. */
-char *plain_value(const jv *v);
 
 #endif /* SHMCTL_PLAIN_H */

@@ -1,15 +1,18 @@
-// json_util.h - a small JSON reader for the tests: enough for shmctl's -j
-// output and the loader's control-socket replies (tests/cli_test.cc,
-// tests/loader/). Not a validator: it accepts what those print.
+// json_util.h - shmctl's -j output and the loader's control-socket replies
+// as a Json tree for the tests (tests/cli_test.cc, tests/loader/): jansson
+// parses (strict RFC 8259), Json gives the tests paths and typed getters.
 #ifndef SHMKV_TEST_JSON_UTIL_H
 #define SHMKV_TEST_JSON_UTIL_H
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <string>
 #include <vector>
+
+#include <jansson.h>
 
 namespace shmkv_test {
 
@@ -61,171 +64,69 @@ struct Json {
 	std::string s() const { return kind == STR ? str : ""; }
 };
 
-class JsonParser {
-public:
-	explicit JsonParser(const std::string &s) : s_(s) {}
-	bool parse(Json *out)
-	{
-		if (!value(out, 0))
-			return false;
-		ws();
-		return i_ == s_.size();
+// Converts jansson's tree into Json (numbers keep their text: integers
+// exactly, reals in the shortest form that reads back the same).
+inline void from_jansson(const json_t *v, Json *o)
+{
+	switch (json_typeof(v)) {
+	case JSON_OBJECT: {
+		o->kind = Json::OBJ;
+		const char *k;
+		json_t *x;
+		json_object_foreach(const_cast<json_t *>(v), k, x) from_jansson(x, &o->obj[k]);
+		break;
 	}
-
-private:
-	const std::string &s_;
-	size_t i_ = 0;
-	void ws()
-	{
-		while (i_ < s_.size() && strchr(" \t\r\n", s_[i_]))
-			i_++;
+	case JSON_ARRAY: {
+		o->kind = Json::ARR;
+		size_t i;
+		json_t *x;
+		json_array_foreach(v, i, x) {
+			o->arr.emplace_back();
+			from_jansson(x, &o->arr.back());
+		}
+		break;
 	}
-	bool lit(const char *w)
-	{
-		size_t n = strlen(w);
-		if (s_.compare(i_, n, w) != 0)
-			return false;
-		i_ += n;
-		return true;
-	}
-	bool string(std::string *o)
-	{
-		if (i_ >= s_.size() || s_[i_] != '"')
-			return false;
-		i_++;
-		while (i_ < s_.size() && s_[i_] != '"') {
-			char c = s_[i_++];
-			if (c != '\\') {
-				*o += c;
-				continue;
-			}
-			if (i_ >= s_.size())
-				return false;
-			char e = s_[i_++];
-			switch (e) {
-			case 'n': *o += '\n'; break;
-			case 't': *o += '\t'; break;
-			case 'r': *o += '\r'; break;
-			case 'b': *o += '\b'; break;
-			case 'f': *o += '\f'; break;
-			case 'u': {
-				if (i_ + 4 > s_.size())
-					return false;
-				unsigned cp = (unsigned)strtoul(s_.substr(i_, 4).c_str(), nullptr, 16);
-				i_ += 4;
-				if (cp < 0x80) {
-					*o += (char)cp;
-				} else if (cp < 0x800) {
-					*o += (char)(0xc0 | cp >> 6);
-					*o += (char)(0x80 | (cp & 0x3f));
-				} else {
-					*o += (char)(0xe0 | cp >> 12);
-					*o += (char)(0x80 | (cp >> 6 & 0x3f));
-					*o += (char)(0x80 | (cp & 0x3f));
-				}
-				break;
-			}
-			default: *o += e; break;
-			}
-		}
-		if (i_ >= s_.size())
-			return false;
-		i_++;
-		return true;
-	}
-	bool value(Json *o, int depth)
-	{
-		if (depth > 32)
-			return false;
-		ws();
-		if (i_ >= s_.size())
-			return false;
-		char c = s_[i_];
-		if (c == '{') {
-			o->kind = Json::OBJ;
-			i_++;
-			ws();
-			if (i_ < s_.size() && s_[i_] == '}') {
-				i_++;
-				return true;
-			}
-			for (;;) {
-				ws();
-				std::string k;
-				if (!string(&k))
-					return false;
-				ws();
-				if (i_ >= s_.size() || s_[i_++] != ':')
-					return false;
-				if (!value(&o->obj[k], depth + 1))
-					return false;
-				ws();
-				if (i_ < s_.size() && s_[i_] == ',') {
-					i_++;
-					continue;
-				}
-				if (i_ < s_.size() && s_[i_] == '}') {
-					i_++;
-					return true;
-				}
-				return false;
-			}
-		}
-		if (c == '[') {
-			o->kind = Json::ARR;
-			i_++;
-			ws();
-			if (i_ < s_.size() && s_[i_] == ']') {
-				i_++;
-				return true;
-			}
-			for (;;) {
-				o->arr.emplace_back();
-				if (!value(&o->arr.back(), depth + 1))
-					return false;
-				ws();
-				if (i_ < s_.size() && s_[i_] == ',') {
-					i_++;
-					continue;
-				}
-				if (i_ < s_.size() && s_[i_] == ']') {
-					i_++;
-					return true;
-				}
-				return false;
-			}
-		}
-		if (c == '"') {
-			o->kind = Json::STR;
-			return string(&o->str);
-		}
-		if (lit("true")) {
-			o->kind = Json::BOOL;
-			o->b = true;
-			return true;
-		}
-		if (lit("false")) {
-			o->kind = Json::BOOL;
-			return true;
-		}
-		if (lit("null"))
-			return true;
-		size_t st = i_;
-		while (i_ < s_.size() && strchr("+-0123456789.eE", s_[i_]))
-			i_++;
-		if (i_ == st)
-			return false;
+	case JSON_STRING:
+		o->kind = Json::STR;
+		o->str.assign(json_string_value(v), json_string_length(v));
+		break;
+	case JSON_INTEGER:
 		o->kind = Json::NUM;
-		o->str = s_.substr(st, i_ - st);
-		o->num = strtod(o->str.c_str(), nullptr);
-		return true;
+		o->str = std::to_string((long long)json_integer_value(v));
+		o->num = (double)json_integer_value(v);
+		break;
+	case JSON_REAL: {
+		o->kind = Json::NUM;
+		o->num = json_real_value(v);
+		char b[40];
+		for (int prec = 1; prec <= 17; prec++) {
+			snprintf(b, sizeof b, "%.*g", prec, o->num);
+			if (strtod(b, nullptr) == o->num)
+				break;
+		}
+		o->str = b;
+		break;
 	}
-};
+	case JSON_TRUE:
+	case JSON_FALSE:
+		o->kind = Json::BOOL;
+		o->b = json_is_true(v);
+		break;
+	case JSON_NULL: break;
+	}
+}
 
+// Parses one JSON value (jansson, strict: nothing but whitespace after it).
 inline bool parse_json(const std::string &text, Json *out)
 {
 	*out = Json();
-	return JsonParser(text).parse(out);
+	json_error_t e;
+	json_t *v = json_loadb(text.data(), text.size(), JSON_DECODE_ANY | JSON_ALLOW_NUL, &e);
+	if (!v)
+		return false;
+	from_jansson(v, out);
+	json_decref(v);
+	return true;
 }
 
 } // namespace shmkv_test
