@@ -196,8 +196,9 @@ TEST_F(ReadFaults, DropRightAfterPublishIsNotLost)
 		<< "the image dropped after the publish was never loaded";
 	fault_->clear();
 	shmkv_test::Db db(attach_or_fail(*env_, "d"));
-	if (db)
+	if (db) {
 		EXPECT_EQ(tag_of(db), "b");
+	}
 	EXPECT_TRUE(wait_until([&] { return !file_exists(env_->spool_path("d")); }, 10000))
 		<< "the loaded spool file was not removed";
 }
