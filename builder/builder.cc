@@ -293,8 +293,15 @@ int read_input(shmkv_builder *b, const char *path, Input &in)
 		return b->fail(-e, "%s: %s", path, strerror(e));
 	}
 	if (S_ISDIR(st.st_mode)) {
-		close(fd);
+		if (!is_stdin)
+			close(fd);
 		return b->fail(-EISDIR, "%s: is a directory", path);
+	}
+	int err = note_input(b, is_stdin ? "<stdin>" : path, st);
+	if (err) {
+		if (!is_stdin)
+			close(fd);
+		return err;
 	}
 	if (S_ISREG(st.st_mode) && st.st_size > 0) {
 		void *m = mmap(nullptr, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);

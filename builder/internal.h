@@ -3,6 +3,8 @@
 
 #include <cstdarg>
 #include <cstdint>
+#include <sys/stat.h>
+#include <sys/types.h>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -65,6 +67,13 @@ bool parse_special_f32(std::string_view s, float *out);
 // Layout and write (layout.cc, write.cc).
 struct Layout;
 
+// Identity of a regular file the builder read, or the declared output.
+struct FileId {
+	dev_t dev;
+	ino_t ino;
+	std::string name;
+};
+
 } // namespace shmkv_build
 
 struct shmkv_builder {
@@ -75,6 +84,8 @@ struct shmkv_builder {
 	uint32_t cur_src = shmkv_build::kNoSource;
 	uint64_t cur_line = 0;
 	std::string err;
+	std::vector<shmkv_build::FileId> inputs; // regular files read by add_file
+	std::vector<shmkv_build::FileId> outputs; // from check_output: inputs must not be these
 	bool finished = false;
 	bool meta_seen = false;
 
@@ -93,6 +104,14 @@ struct shmkv_builder {
 
 namespace shmkv_build {
 int finish_image(shmkv_builder *b, const char *path, shmkv_build_stats *st);
+// output.cc: refuses an output that is not absent or a regular file, or that
+// is one of the inputs; "-" (standard output) when it is a terminal.
+int check_output(shmkv_builder *b, const char *path);
+// Refuses an input file that is a declared output; remembers it otherwise.
+int note_input(shmkv_builder *b, const char *path, const struct stat &st);
+// Temporary names to remove on a signal (shmkv_build_cleanup).
+int cleanup_register(const std::string &path);
+void cleanup_unregister(int slot);
 int add_jsonl(shmkv_builder *b, const char *data, size_t size, bool first_input);
 int add_tsv(shmkv_builder *b, const char *data, size_t size, unsigned type);
 } // namespace shmkv_build

@@ -9,7 +9,9 @@
  *   shmkv_builder_add_f32list / _f64list / _i64list / _strlist
  *   shmkv_builder_add_file(b, path, format, tsv_type)   JSONL or TSV ("-" = stdin)
  *   shmkv_builder_set_source(b, file, line)      location named in later messages
- *   shmkv_builder_finish(b, path, &stats)        lay out, write atomically
+ *   shmkv_builder_check_output(b, path)          refuse a non-regular output or an input
+ *   shmkv_builder_finish(b, path, &stats)        lay out, write atomically ("-" = stdout)
+ *   shmkv_build_cleanup()                        signal handlers: remove temporaries
  *   shmkv_builder_error(b)                       what went wrong, where and why
  *
  * Every function returns 0 or a negative code (-errno or SHMKV_E*, see
@@ -17,7 +19,8 @@
  * a message like "in.jsonl:7: duplicate key \"a\" (first at in.jsonl:3)".
  * finish() writes a temporary file in the output's directory, fsyncs it and
  * renames it over the output: on any error nothing is left under the output
- * name and an existing file there is untouched.
+ * name and an existing file there is untouched. It never replaces anything
+ * but a regular file that is not one of its inputs.
  *
  * Output is deterministic: the same records in the same order with the same
  * options give byte-identical images.
@@ -129,9 +132,33 @@ typedef struct shmkv_build_stats {
 	double seconds;             /* finish() time */
 } shmkv_build_stats;
 
-/* Lays the image out and writes it atomically to path. stats may be NULL.
+/* Checks that finish() may write path: it does not exist, or it is a regular
+ * file that is none of the input files (same device and inode: another path
+ * or a hard link is the same file). A symbolic link, FIFO, socket, device or
+ * directory is refused, never followed or replaced (lstat). "-" is standard
+ * output, refused when it is a terminal. Optional: finish() runs the same
+ * check; calling it before add_file() fails early, and add_file() then
+ * refuses to read this output as an input. Returns 0, -EEXIST (exists and is
+ * not a regular file, or is an input), -EISDIR, -EINVAL (a terminal), -errno. */
+int shmkv_builder_check_output(shmkv_builder *b, const char *path);
+
+/* Lays the image out and writes it to path. stats may be NULL. First the
+ * checks of shmkv_builder_check_output() (again just before the rename).
+ * A file is written atomically: an unnamed temporary (O_TMPFILE) in path's
+ * directory, fsynced, linked as ".<name>.<16 hex digits>.tmp" and renamed
+ * over path. A process killed before the rename leaves nothing under path
+ * (SIGKILL in the instant between link and rename: at most that temporary
+ * name). Where the filesystem has no O_TMPFILE the temporary is named from
+ * the start; shmkv_build_cleanup() removes it. "-" writes the image to
+ * standard output as a stream (not atomic: a failed build leaves a truncated
+ * image there, which readers refuse; it costs a second pass for checksums).
  * Returns 0, SHMKV_EDUPKEY, SHMKV_ELIMIT, -errno. The builder is spent after. */
 int shmkv_builder_finish(shmkv_builder *b, const char *path, shmkv_build_stats *stats);
+
+/* Removes the named temporary files of the builds now writing in this
+ * process (at most 8 at once). Async-signal-safe: call it from a SIGINT or
+ * SIGTERM handler before the process dies, as shmctl does. */
+void shmkv_build_cleanup(void);
 
 #ifdef __cplusplus
 }

@@ -1,10 +1,15 @@
-// builder/write.cc - writes a laid-out image atomically: temporary file in the
-// output's directory, fsync, rename, fsync of the directory.
+// builder/write.cc - writes a laid-out image. To a file atomically: an unnamed
+// O_TMPFILE in the output's directory (a named temporary where the filesystem
+// has none), fsync, named .<output>.<16 hex>.tmp only for the rename over the
+// output, fsync of the directory; a killed builder leaves nothing under the
+// output's name. To standard output ("-") as a stream: a first pass computes
+// the checksums, the second writes the header first.
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <fcntl.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "layout.h"
@@ -64,6 +69,10 @@ public:
 	}
 	int flush()
 	{
+		if (fd_ < 0) { // checksum pass: nothing is written
+			buf_.clear();
+			return 0;
+		}
 		const char *p = buf_.data();
 		size_t n = buf_.size();
 		while (n) {
@@ -91,10 +100,14 @@ private:
 	bool in_section_ = false;
 };
 
-int write_body(shmkv_builder *b, const Layout &L, Writer &w, shmkv_image_header &h)
+// hdr: the header to write first (a stream), or null for zeros (pwritten later).
+int write_body(shmkv_builder *b, const Layout &L, Writer &w, shmkv_image_header &h,
+	       const shmkv_image_header *hdr)
 {
 	const auto &R = b->recs;
-	int err = w.zeros(SHMKV_HEADER_SIZE);
+	int err = hdr ? w.put(hdr, sizeof *hdr) : 0;
+	if (!err)
+		err = w.pad_to(SHMKV_HEADER_SIZE);
 	if (err)
 		return err;
 
@@ -188,61 +201,187 @@ std::string dir_of(const std::string &path)
 	return slash == 0 ? "/" : path.substr(0, slash);
 }
 
-// Creates dir/.base.XXXXXXXX.tmp with O_EXCL (mode 0666 less the umask).
-int make_temp(shmkv_builder *b, const std::string &path, std::string &tmp)
+std::string base_of(const std::string &path)
 {
-	std::string dir = dir_of(path);
-	std::string base = path.substr(path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1);
-	for (int tries = 0; tries < 100; tries++) {
-		uint64_t r;
-		if (getrandom(&r, sizeof r, 0) != sizeof r)
-			r = (uint64_t)getpid() << 32 ^ (uint64_t)tries;
-		char suffix[32];
-		snprintf(suffix, sizeof suffix, ".%016llx.tmp", (unsigned long long)r);
-		tmp = dir + "/." + base + suffix;
-		int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+	size_t slash = path.rfind('/');
+	return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// ".<base>.<16 hex digits>.tmp": clearly ours, hidden, unique.
+std::string temp_name(const std::string &base, int tries)
+{
+	uint64_t r;
+	if (getrandom(&r, sizeof r, 0) != sizeof r)
+		r = (uint64_t)getpid() << 32 ^ (uint64_t)tries;
+	char suffix[32];
+	snprintf(suffix, sizeof suffix, ".%016llx.tmp", (unsigned long long)r);
+	return "." + base + suffix;
+}
+
+// Where the image is being written, and what to undo on failure.
+struct Target {
+	shmkv_builder *b = nullptr;
+	std::string path, dir, tmp; // tmp: the temporary's name in dir, once it has one
+	int dfd = -1, fd = -1, slot = -1;
+	~Target()
+	{
 		if (fd >= 0)
-			return fd;
-		if (errno != EEXIST)
-			return b->fail(-errno, "cannot create a temporary file in %s: %s", dir.c_str(),
-				       strerror(errno));
+			close(fd);
+		if (!tmp.empty())
+			unlinkat(dfd, tmp.c_str(), 0);
+		cleanup_unregister(slot);
+		if (dfd >= 0)
+			close(dfd);
 	}
-	return b->fail(-EEXIST, "cannot create a temporary file in %s", dir.c_str());
+};
+
+// Creates dir/.base.XXXX.tmp with O_EXCL (mode 0666 less the umask) and
+// registers it for shmkv_build_cleanup().
+int make_named_temp(Target &t)
+{
+	for (int tries = 0; tries < 100; tries++) {
+		std::string name = temp_name(base_of(t.path), tries);
+		// registered before it exists: a signal right after the open finds it
+		int slot = cleanup_register(t.dir + "/" + name);
+		int fd = openat(t.dfd, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+				0666);
+		if (fd >= 0) {
+			t.tmp = name;
+			t.slot = slot;
+			return fd;
+		}
+		cleanup_unregister(slot);
+		if (errno != EEXIST)
+			return t.b->fail(-errno, "cannot create a temporary file in %s: %s",
+					 t.dir.c_str(), strerror(errno));
+	}
+	return t.b->fail(-EEXIST, "cannot create a temporary file in %s", t.dir.c_str());
+}
+
+bool force_named_temp()
+{
+	const char *e = getenv("SHMKV_BUILD_NO_TMPFILE"); // tests: the path of filesystems without O_TMPFILE
+	return e && *e && strcmp(e, "0") != 0;
+}
+
+// Gives the unnamed temporary a name in dir (linkat), so that it can be
+// renamed over the output. A copy where linking an O_TMPFILE is refused.
+int name_temp(Target &t)
+{
+	char proc[64];
+	snprintf(proc, sizeof proc, "/proc/self/fd/%d", t.fd);
+	for (int tries = 0; tries < 100; tries++) {
+		std::string name = temp_name(base_of(t.path), tries);
+		int slot = cleanup_register(t.dir + "/" + name);
+		int rc = linkat(t.fd, "", t.dfd, name.c_str(), AT_EMPTY_PATH);
+		if (rc != 0 && errno != EEXIST)
+			rc = linkat(AT_FDCWD, proc, t.dfd, name.c_str(), AT_SYMLINK_FOLLOW);
+		if (rc == 0) {
+			t.tmp = name;
+			t.slot = slot;
+			return 0;
+		}
+		int e = errno;
+		cleanup_unregister(slot);
+		if (e == EEXIST)
+			continue;
+		// no CAP_DAC_READ_SEARCH and no /proc: copy into a named temporary
+		struct stat st;
+		if (fstat(t.fd, &st) != 0)
+			return t.b->fail(-errno, "fstat: %s", strerror(errno));
+		int in = t.fd;
+		t.fd = make_named_temp(t);
+		if (t.fd < 0) {
+			close(in);
+			return t.fd;
+		}
+		off_t off = 0;
+		while (off < st.st_size) {
+			ssize_t n = copy_file_range(in, &off, t.fd, nullptr, (size_t)(st.st_size - off), 0);
+			if (n <= 0) {
+				int ce = n < 0 ? errno : EIO;
+				close(in);
+				return t.b->fail(-ce, "copying the image to %s/%s: %s", t.dir.c_str(),
+						 t.tmp.c_str(), strerror(ce));
+			}
+		}
+		close(in);
+		if (fsync(t.fd) != 0)
+			return t.b->fail(-errno, "fsync %s/%s: %s", t.dir.c_str(), t.tmp.c_str(),
+					 strerror(errno));
+		return 0;
+	}
+	return t.b->fail(-EEXIST, "cannot name a temporary file in %s", t.dir.c_str());
+}
+
+int write_stream(shmkv_builder *b, const Layout &L)
+{
+	shmkv_image_header h;
+	memset(&h, 0, sizeof h);
+	Writer sums(b, -1, "standard output");
+	int err = write_body(b, L, sums, h, nullptr);
+	if (err)
+		return err;
+	fill_header(b, L, h);
+	shmkv_image_header h2;
+	memset(&h2, 0, sizeof h2);
+	Writer w(b, STDOUT_FILENO, "standard output");
+	return write_body(b, L, w, h2, &h);
 }
 
 } // namespace
 
 int write_image(shmkv_builder *b, const Layout &L, const char *path)
 {
-	std::string tmp;
-	int fd = make_temp(b, path, tmp);
-	if (fd < 0)
-		return fd;
+	if (strcmp(path, "-") == 0)
+		return write_stream(b, L);
+	Target t;
+	t.b = b;
+	t.path = path;
+	t.dir = dir_of(path);
+	t.dfd = open(t.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (t.dfd < 0)
+		return b->fail(-errno, "cannot open the output directory %s: %s", t.dir.c_str(),
+			       strerror(errno));
+	if (!force_named_temp())
+		t.fd = openat(t.dfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
+	if (t.fd < 0) {
+		if (!force_named_temp() && errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
+			return b->fail(-errno, "cannot create a temporary file in %s: %s", t.dir.c_str(),
+				       strerror(errno));
+		t.fd = make_named_temp(t);
+		if (t.fd < 0)
+			return t.fd;
+	}
+	std::string shown = t.tmp.empty() ? "the image" : t.dir + "/" + t.tmp;
 	shmkv_image_header h;
 	memset(&h, 0, sizeof h);
-	Writer w(b, fd, tmp.c_str());
-	int err = write_body(b, L, w, h);
+	Writer w(b, t.fd, shown.c_str());
+	int err = write_body(b, L, w, h, nullptr);
 	if (!err) {
 		fill_header(b, L, h);
-		if (pwrite(fd, &h, sizeof h, 0) != (ssize_t)sizeof h)
-			err = b->fail(-errno, "writing %s: %s", tmp.c_str(), strerror(errno));
+		if (pwrite(t.fd, &h, sizeof h, 0) != (ssize_t)sizeof h)
+			err = b->fail(-errno, "writing %s: %s", shown.c_str(), strerror(errno));
 	}
-	if (!err && fsync(fd) != 0)
-		err = b->fail(-errno, "fsync %s: %s", tmp.c_str(), strerror(errno));
-	if (close(fd) != 0 && !err)
-		err = b->fail(-errno, "close %s: %s", tmp.c_str(), strerror(errno));
-	if (!err && rename(tmp.c_str(), path) != 0)
-		err = b->fail(-errno, "rename %s to %s: %s", tmp.c_str(), path, strerror(errno));
-	if (err) {
-		unlink(tmp.c_str());
+	if (!err && fsync(t.fd) != 0)
+		err = b->fail(-errno, "fsync %s: %s", shown.c_str(), strerror(errno));
+	if (!err && t.tmp.empty())
+		err = name_temp(t);
+	if (err)
 		return err;
-	}
-	// make the rename durable
-	int dfd = open(dir_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
-		fsync(dfd);
-		close(dfd);
-	}
+	int fd = t.fd;
+	t.fd = -1;
+	if (close(fd) != 0)
+		return b->fail(-errno, "close %s/%s: %s", t.dir.c_str(), t.tmp.c_str(), strerror(errno));
+	// Checked again just before the rename: what appeared at the output's
+	// name while we wrote is refused as at the start.
+	if ((err = check_output(b, path)))
+		return err;
+	if (renameat(t.dfd, t.tmp.c_str(), t.dfd, base_of(path).c_str()) != 0)
+		return b->fail(-errno, "rename %s/%s to %s: %s", t.dir.c_str(), t.tmp.c_str(), path,
+			       strerror(errno));
+	t.tmp.clear();
+	fsync(t.dfd); // make the rename durable
 	return 0;
 }
 
@@ -250,7 +389,9 @@ int finish_image(shmkv_builder *b, const char *path, shmkv_build_stats *st)
 {
 	auto t0 = std::chrono::steady_clock::now();
 	Layout L;
-	int err = compute_layout(b, L);
+	int err = check_output(b, path);
+	if (!err)
+		err = compute_layout(b, L);
 	if (!err)
 		err = write_image(b, L, path);
 	if (err)

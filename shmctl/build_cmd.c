@@ -1,6 +1,7 @@
 /* build_cmd.c - image build: options to shmkv_build_options, inputs to
  * shmkv_builder_add_file(), then shmkv_builder_finish() and a summary. */
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,6 +154,8 @@ static int parse_args(int argc, char **argv, struct build_args *a)
 	}
 	if (!a->out)
 		return BAD("-o OUT is required");
+	if (!strcmp(a->out, "-") && json_output)
+		return BAD("-j and -o - both write to standard output; give -o FILE");
 	if (optind == argc)
 		return BAD("no INPUT given ('-' reads standard input)");
 	if (a->load_factor_given) {
@@ -178,9 +181,15 @@ static double now_seconds(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* With -o - the image is on stdout: the summary goes to stderr. */
 static void print_summary(const char *out, const shmkv_build_stats *s, double seconds)
 {
 	double per_key = s->entries ? (double)s->image_bytes / (double)s->entries : 0.0;
+	FILE *f = stdout;
+	if (!strcmp(out, "-")) {
+		out = "standard output";
+		f = stderr;
+	}
 	if (json_output) {
 		struct json *w = &json_out;
 		json_obj_begin(w, NULL);
@@ -211,20 +220,20 @@ static void print_summary(const char *out, const shmkv_build_stats *s, double se
 		json_obj_end(w);
 		return;
 	}
-	printf("wrote %s: %" PRIu64 " entries, %" PRIu64 " bytes", out, s->entries, s->image_bytes);
+	fprintf(f, "wrote %s: %" PRIu64 " entries, %" PRIu64 " bytes", out, s->entries, s->image_bytes);
 	if (s->entries)
-		printf(" (%.1f bytes/key)", per_key);
-	printf("\n");
-	printf("  records      %" PRIu64 " read, %" PRIu64 " duplicates dropped\n", s->records,
+		fprintf(f, " (%.1f bytes/key)", per_key);
+	fprintf(f, "\n");
+	fprintf(f, "  records      %" PRIu64 " read, %" PRIu64 " duplicates dropped\n", s->records,
 	       s->duplicates);
-	printf("  index        %" PRIu64 " buckets, load factor %.3f, max probe %u\n",
+	fprintf(f, "  index        %" PRIu64 " buckets, load factor %.3f, max probe %u\n",
 	       s->bucket_count, s->load_factor, s->max_probe);
-	printf("  sections     index %" PRIu64 ", entries %" PRIu64 ", values %" PRIu64 " bytes\n",
+	fprintf(f, "  sections     index %" PRIu64 ", entries %" PRIu64 ", values %" PRIu64 " bytes\n",
 	       s->index_bytes, s->entries_bytes, s->values_bytes);
-	printf("  dedup        %" PRIu64 " bytes saved (%" PRIu64 " shared values, %" PRIu64
+	fprintf(f, "  dedup        %" PRIu64 " bytes saved (%" PRIu64 " shared values, %" PRIu64
 	       " entries sharing them, %" PRIu64 " logical value bytes)\n",
 	       s->dedup_saved_bytes, s->dedup_values, s->dedup_refs, s->value_bytes_logical);
-	printf("  time         %.3f s\n", seconds);
+	fprintf(f, "  time         %.3f s\n", seconds);
 }
 
 /* The builder's message for err, or a generic one if it left none. */
@@ -234,6 +243,30 @@ static int build_error(const shmkv_builder *b, const char *what, int err)
 	if (msg && *msg)
 		return p_err("%s", msg);
 	return p_err("%s: %s", what, shmkv_strerror(err));
+}
+
+/* SIGINT, SIGTERM, SIGHUP while building: remove the builder's named
+ * temporary files (most filesystems have none: O_TMPFILE), then die of the
+ * signal as before. */
+static void on_signal(int sig)
+{
+	shmkv_build_cleanup();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void catch_signals(void)
+{
+	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+		struct sigaction sa, old;
+		if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN)
+			continue; /* ignored (nohup): stay so */
+		memset(&sa, 0, sizeof sa);
+		sa.sa_handler = on_signal;
+		sigemptyset(&sa.sa_mask);
+		sigaction(sigs[i], &sa, NULL);
+	}
 }
 
 int do_image_build(int argc, char **argv)
@@ -253,6 +286,15 @@ int do_image_build(int argc, char **argv)
 	int err = shmkv_builder_new(&a.o, &b);
 	if (err)
 		return p_err("cannot start the builder: %s", shmkv_strerror(err));
+	/* before reading any input: a refused output fails at once, and an input
+	 * that is the output is refused when it is added */
+	err = shmkv_builder_check_output(b, a.out);
+	if (err) {
+		rc = build_error(b, a.out, err);
+		shmkv_builder_free(b);
+		return rc;
+	}
+	catch_signals();
 
 	for (int k = optind; k < argc; k++) {
 		err = shmkv_builder_add_file(b, argv[k], input_format(&a, argv[k]), a.tsv_type);
