@@ -124,7 +124,7 @@ static int check_value(shmkv_builder *b, unsigned type, const uint8_t *v, size_t
 	case SHMKV_TYPE_STRLIST: {
 		// The reader's check wants to see the bytes as stored.
 		char why[200];
-		int err = shmkv__value_check(type, v, len, why, sizeof why);
+		int err = shmkv_value_check(type, v, len, why, sizeof why);
 		if (err)
 			return b->fail(SHMKV_EINPUT, "%s: %s", b->here().c_str(), why);
 		uint32_t n;
@@ -142,7 +142,7 @@ static int check_value(shmkv_builder *b, unsigned type, const uint8_t *v, size_t
 	}
 	default: {
 		char why[200];
-		int err = shmkv__value_check(type, v, len, why, sizeof why);
+		int err = shmkv_value_check(type, v, len, why, sizeof why);
 		if (err)
 			return b->fail(SHMKV_EINPUT, "%s: bad %s value: %s", b->here().c_str(), tn, why);
 		return 0;

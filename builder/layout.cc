@@ -170,7 +170,7 @@ int compute_layout(shmkv_builder *b, Layout &L)
 			       UINT32_MAX - 1);
 	std::vector<uint64_t> h(n);
 	for (size_t i = 0; i < n; i++) {
-		h[i] = shmkv__hash(o.seed, o.hash_bits, R[i].key, R[i].key_len);
+		h[i] = shmkv_key_hash(o.seed, o.hash_bits, R[i].key, R[i].key_len);
 		if ((i & 0xfffff) == 0)
 			b->progress("hashing", i, n);
 	}
@@ -244,15 +244,15 @@ int compute_layout(shmkv_builder *b, Layout &L)
 	};
 	for (size_t k = 0; k < m; k++) {
 		uint64_t hv = h[L.order[k]];
-		uint64_t bk = shmkv__home(hv, L.bucket_count);
+		uint64_t bk = shmkv_home_bucket(hv, L.bucket_count);
 		if (fill[bk] < SHMKV_BUCKET_SLOTS)
-			put(bk, k, shmkv__tag(hv));
+			put(bk, k, shmkv_key_tag(hv));
 		else
 			displaced.push_back((uint32_t)k);
 	}
 	for (uint32_t k : displaced) {
-		uint64_t hv = h[L.order[k]], tag = shmkv__tag(hv);
-		uint64_t home = shmkv__home(hv, L.bucket_count), bk = home;
+		uint64_t hv = h[L.order[k]], tag = shmkv_key_tag(hv);
+		uint64_t home = shmkv_home_bucket(hv, L.bucket_count), bk = home;
 		uint32_t d = 0;
 		while (fill[bk] == SHMKV_BUCKET_SLOTS) {
 			bk = bk + 1 == L.bucket_count ? 0 : bk + 1;
@@ -262,9 +262,9 @@ int compute_layout(shmkv_builder *b, Layout &L)
 		if (d > L.max_probe)
 			L.max_probe = d;
 		uint64_t *hb = &L.index[home * SHMKV_BUCKET_SLOTS];
-		unsigned fi = shmkv__filter_index(tag);
+		unsigned fi = shmkv_filter_index(tag);
 		hb[fi >> 3] |= UINT64_C(1) << (SHMKV_SLOT_META_SHIFT + (fi & 7));
-		uint64_t cur = shmkv__slot_meta(hb[SHMKV_BUCKET_SLOTS - 1]);
+		uint64_t cur = shmkv_slot_meta(hb[SHMKV_BUCKET_SLOTS - 1]);
 		uint64_t want = d < SHMKV_DISPLACEMENT_MAX ? d : SHMKV_DISPLACEMENT_MAX;
 		if (want > cur)
 			hb[SHMKV_BUCKET_SLOTS - 1] = (hb[SHMKV_BUCKET_SLOTS - 1] &

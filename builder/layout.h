@@ -27,7 +27,7 @@ inline uint64_t entry_size(const Record &r, bool shared)
 	uint64_t p = sizeof(shmkv_entry_header) + r.key_len;
 	if (shared)
 		return align_up(p, 8) + 8;
-	if (shmkv__align8_type(r.type))
+	if (shmkv_type_align8(r.type))
 		p = align_up(p, 8);
 	return align_up(p + stored_len(r.type, r.val_len), 8);
 }

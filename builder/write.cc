@@ -128,7 +128,7 @@ int write_body(shmkv_builder *b, const Layout &L, Writer &w, shmkv_image_header 
 					 r.val_len};
 		if ((err = w.put(&eh, sizeof eh)) || (err = w.put(r.key, r.key_len)))
 			return err;
-		uint64_t vpos = shmkv__value_pos(&eh);
+		uint64_t vpos = shmkv_entry_value_pos(&eh);
 		if ((err = w.pad_to(L.entry_off[k] + vpos)))
 			return err;
 		if (shared) {
