@@ -353,10 +353,22 @@ extern "C" int shmkv_builder_add_file(shmkv_builder *b, const char *path, int fo
 	if (err)
 		return err;
 	shmkv_builder_set_source(b, strcmp(path, "-") == 0 ? "<stdin>" : path, 0);
+	const char *data = in.data;
+	size_t size = in.size;
+	// A UTF-8 byte-order mark (Windows editors write one) is skipped, as
+	// RFC 8259 §8.1 allows; UTF-16 is refused with how to convert it.
+	if (size >= 3 && memcmp(data, "\xEF\xBB\xBF", 3) == 0) {
+		data += 3;
+		size -= 3;
+	} else if (size >= 2 && (memcmp(data, "\xFF\xFE", 2) == 0 || memcmp(data, "\xFE\xFF", 2) == 0)) {
+		b->cur_line = 1;
+		return b->fail(SHMKV_EINPUT, "%s: UTF-16 byte-order mark: input must be UTF-8 (convert "
+					     "it: iconv -f UTF-16 -t UTF-8 FILE)", b->here().c_str());
+	}
 	try {
 		if (format == SHMKV_INPUT_JSONL)
-			return add_jsonl(b, in.data, in.size, first_input);
-		return add_tsv(b, in.data, in.size, tsv_type);
+			return add_jsonl(b, data, size, first_input);
+		return add_tsv(b, data, size, tsv_type);
 	} catch (const std::bad_alloc &) {
 		return b->fail(-ENOMEM, "%s: out of memory", b->here().c_str());
 	}

@@ -1,6 +1,8 @@
 // builder/encode.cc - small encoders and decoders shared by the input readers.
+#include <charconv>
 #include <cmath>
 #include <cstring>
+#include <fast_float/fast_float.h>
 #include <strings.h>
 
 #include "internal.h"
@@ -162,6 +164,129 @@ bool parse_special_f32(std::string_view s, float *out)
 	case 2: *out = std::nanf(""); return true;
 	default: return false;
 	}
+}
+
+} // namespace shmkv_build
+
+namespace shmkv_build {
+
+bool is_integer_text(std::string_view t)
+{
+	size_t i = (!t.empty() && (t[0] == '-' || t[0] == '+')) ? 1 : 0;
+	if (i == t.size())
+		return false;
+	for (; i < t.size(); i++)
+		if (t[i] < '0' || t[i] > '9')
+			return false;
+	return true;
+}
+
+// An integer written in decimal equals the double d exactly: glibc prints an
+// integral double exactly with %.0f, so compare digit strings.
+bool integer_exact(std::string_view t, double d)
+{
+	if (!std::isfinite(d) || d != std::floor(d))
+		return false;
+	bool neg = !t.empty() && t[0] == '-';
+	if (!t.empty() && (t[0] == '-' || t[0] == '+'))
+		t.remove_prefix(1);
+	while (t.size() > 1 && t[0] == '0')
+		t.remove_prefix(1);
+	char buf[400];
+	snprintf(buf, sizeof buf, "%.0f", std::fabs(d));
+	if (t != buf)
+		return false;
+	return neg == std::signbit(d) || t == "0";
+}
+
+std::string shortest(float f)
+{
+	char buf[64];
+	auto r = std::to_chars(buf, buf + sizeof buf, f);
+	return std::string(buf, r.ptr);
+}
+
+std::string shortest(double d)
+{
+	char buf[64];
+	auto r = std::to_chars(buf, buf + sizeof buf, d);
+	return std::string(buf, r.ptr);
+}
+
+bool number_to_f64(std::string_view t, double d, std::string &why)
+{
+	if (!is_integer_text(t) || integer_exact(t, d))
+		return true;
+	why = "integer " + std::string(t) + " cannot be held exactly by an f64 (it would be " +
+	      shortest(d) + "); store it as i64, or write it with a fraction (" + std::string(t) +
+	      ".0) to accept the nearest f64";
+	return false;
+}
+
+// Significant digits of a decimal number's mantissa, 1..17.
+static int significant_digits(std::string_view t)
+{
+	int n = 0;
+	bool leading = true;
+	for (char c : t) {
+		if (c == 'e' || c == 'E')
+			break;
+		if (c < '0' || c > '9')
+			continue;
+		if (c == '0' && leading)
+			continue;
+		leading = false;
+		n++;
+	}
+	return n < 1 ? 1 : n > 17 ? 17 : n;
+}
+
+bool number_to_f32(std::string_view t, double d, bool lossy, float *out, std::string &why)
+{
+	auto r = fast_float::from_chars(t.data(), t.data() + t.size(), *out);
+	if (r.ec != std::errc() || r.ptr != t.data() + t.size()) {
+		why = "cannot parse " + std::string(t) + " as f32";
+		return false;
+	}
+	if (std::isinf(*out)) {
+		why = std::string(t) + " is out of the f32 range";
+		return false;
+	}
+	if (lossy)
+		return true;
+	bool exact;
+	if (is_integer_text(t)) {
+		exact = integer_exact(t, (double)*out);
+	} else {
+		// a decimal fraction: exact if it is the f32 to f64 precision, or the
+		// f32 rounded to the significant digits written (0.1 and 0.100000001,
+		// as shmctl dump prints, are both 0.1f; 3.14159265358979 is not)
+		char buf[64];
+		snprintf(buf, sizeof buf, "%.*g", significant_digits(t), (double)*out);
+		double back = 0;
+		fast_float::from_chars(buf, buf + strlen(buf), back);
+		exact = (double)*out == d || back == d;
+	}
+	if (exact)
+		return true;
+	why = std::string(t) + " cannot be held exactly by an f32 (it would be " + shortest(*out) +
+	      "); use f64list, or --lossy-f32 (C API: lossy_f32) to round to the nearest f32";
+	return false;
+}
+
+const char *nonjson_float(std::string_view t)
+{
+	std::string_view u = t;
+	if (!u.empty() && (u[0] == '-' || u[0] == '+'))
+		u.remove_prefix(1);
+	auto eq = [&](const char *w) {
+		return u.size() == strlen(w) && strncasecmp(u.data(), w, u.size()) == 0;
+	};
+	if (eq("nan"))
+		return "\"nan\"";
+	if (eq("inf") || eq("infinity"))
+		return t[0] == '-' ? "\"-inf\"" : "\"inf\"";
+	return nullptr;
 }
 
 } // namespace shmkv_build

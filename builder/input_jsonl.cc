@@ -1,6 +1,8 @@
 // builder/input_jsonl.cc - JSONL records: {"key": K, "value": V[, "type": T]}.
 // Parsed with simdjson On Demand, one line at a time; f32 numbers are parsed
-// from their text with fast_float so they round once, not twice.
+// from their text with fast_float so they round once, not twice. Types
+// inferred and numbers checked for loss as builder/README.md "Types" says.
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <fast_float/fast_float.h>
@@ -36,12 +38,15 @@ unsigned type_from_name(std::string_view s)
 }
 
 // Parses one JSON value into the encoded bytes of a type; *why on failure.
+// Numbers never lose precision silently (builder/README.md, "Types").
 class ValueParser {
 public:
-	explicit ValueParser(std::string &why) : why_(why) {}
+	ValueParser(std::string &why, bool lossy_f32) : why_(why), lossy_f32_(lossy_f32) {}
 
 	bool parse(ondemand::value v, unsigned type, std::string &enc, unsigned *out_type)
 	{
+		if (!jsonish(v, type, 0))
+			return false;
 		ondemand::json_type jt{};
 		if (!ok(v.type().get(jt)))
 			return false;
@@ -49,7 +54,7 @@ public:
 			return false;
 		enc.clear();
 		if (type == 0)
-			return list(v, jt, 0, enc, out_type);
+			return untyped_list(v, enc, out_type);
 		*out_type = type;
 		switch (type) {
 		case SHMKV_TYPE_STRING: {
@@ -89,16 +94,17 @@ public:
 			enc.assign((const char *)&x, 8);
 			return true;
 		}
-		default: return list(v, jt, type, enc, out_type);
+		default: return typed_list(v, jt, type, enc, out_type);
 		}
 	}
 
 private:
 	std::string &why_;
+	bool lossy_f32_;
 
 	bool fail(const char *fmt, ...) __attribute__((format(printf, 2, 3)))
 	{
-		char buf[512];
+		char buf[1024];
 		va_list ap;
 		va_start(ap, fmt);
 		vsnprintf(buf, sizeof buf, fmt, ap);
@@ -119,21 +125,38 @@ private:
 		return fail("type %s needs %s, got %s", shmkv_type_name(type), json_type_name(need),
 			    json_type_name(got));
 	}
+	// NaN, Infinity, -inf... are not JSON: say how to write them. elem: the
+	// list element's number, 0 for the value itself.
+	bool jsonish(ondemand::value v, unsigned type, size_t elem)
+	{
+		std::string_view raw = trim(v.raw_json_token());
+		const char *instead = nonjson_float(raw);
+		if (!instead)
+			return true;
+		if (elem)
+			return fail("%.*s is not JSON: in a list with \"type\": \"f64list\" (or "
+				    "\"f32list\") write it as the string %s",
+				    (int)raw.size(), raw.data(), instead);
+		(void)type;
+		return fail("%.*s is not JSON: write it as a string with a float type, "
+			    "{\"key\": ..., \"type\": \"f64\", \"value\": %s} (strings for floats: "
+			    "\"inf\", \"-inf\", \"nan\", \"nan:0x<hex bits>\")",
+			    (int)raw.size(), raw.data(), instead);
+	}
 	bool infer(ondemand::value v, ondemand::json_type jt, unsigned *type)
 	{
 		switch (jt) {
 		case ondemand::json_type::string: *type = SHMKV_TYPE_STRING; return true;
 		case ondemand::json_type::boolean: *type = SHMKV_TYPE_BOOL; return true;
 		case ondemand::json_type::number: {
-			ondemand::number_type nt{};
-			if (!ok(v.get_number_type().get(nt)))
+			double d;
+			if (!ok(v.get_double().get(d)))
 				return false;
-			*type = nt == ondemand::number_type::floating_point_number ? SHMKV_TYPE_F64
-										    : SHMKV_TYPE_I64;
+			*type = is_integer_text(trim(v.raw_json_token())) ? SHMKV_TYPE_I64 : SHMKV_TYPE_F64;
 			return true;
 		}
 		case ondemand::json_type::array:
-			*type = 0; // list() decides from the first element
+			*type = 0; // untyped_list() decides from the elements
 			return true;
 		case ondemand::json_type::null:
 			return fail("null is not a valid value");
@@ -142,33 +165,31 @@ private:
 		}
 		return fail("unsupported value");
 	}
-	bool int64(ondemand::value v, ondemand::json_type jt, int64_t *x)
+	// The number's text, validated as JSON, and its nearest f64.
+	bool number(ondemand::value v, ondemand::json_type jt, const char *need,
+		    std::string_view *raw, double *d)
 	{
 		if (jt != ondemand::json_type::number)
-			return fail("type i64 needs an integer, got %s", json_type_name(jt));
-		ondemand::number_type nt{};
-		if (!ok(v.get_number_type().get(nt)))
-			return false;
-		std::string_view raw;
-		if (nt == ondemand::number_type::unsigned_integer) {
-			raw = v.raw_json_token();
-			return fail("integer %.*s is out of the i64 range", (int)trim(raw).size(),
-				    trim(raw).data());
-		}
-		if (nt == ondemand::number_type::floating_point_number) {
-			raw = v.raw_json_token();
-			return fail("i64 value must be an integer, got %.*s", (int)trim(raw).size(),
-				    trim(raw).data());
-		}
-		error_code e = v.get_int64().get(*x);
-		if (e != SUCCESS) {
-			// simdjson calls integers below INT64_MIN the wrong type; say what it is
-			raw = trim(v.raw_json_token());
-			if (raw.find_first_of(".eE") == std::string_view::npos)
-				return fail("integer %.*s is out of the i64 range", (int)raw.size(), raw.data());
-			return ok(e);
-		}
+			return fail("%s needs a number, got %s", need, json_type_name(jt));
+		*raw = trim(v.raw_json_token());
+		return ok(v.get_double().get(*d));
+	}
+	bool parse_i64(std::string_view raw, int64_t *x)
+	{
+		if (!is_integer_text(raw))
+			return fail("i64 value must be an integer, got %.*s", (int)raw.size(), raw.data());
+		auto r = std::from_chars(raw.data(), raw.data() + raw.size(), *x);
+		if (r.ec != std::errc() || r.ptr != raw.data() + raw.size())
+			return fail("integer %.*s is out of the i64 range", (int)raw.size(), raw.data());
 		return true;
+	}
+	bool int64(ondemand::value v, ondemand::json_type jt, int64_t *x)
+	{
+		std::string_view raw;
+		double d;
+		if (jt != ondemand::json_type::number)
+			return fail("type i64 needs an integer, got %s", json_type_name(jt));
+		return number(v, jt, "an i64", &raw, &d) && parse_i64(raw, x);
 	}
 	bool f64(ondemand::value v, ondemand::json_type jt, double *x)
 	{
@@ -181,9 +202,11 @@ private:
 			return fail("\"%.*s\" is not a number (strings allowed for floats: \"inf\", "
 				    "\"-inf\", \"nan\", \"nan:0x<16 hex digits>\")", (int)s.size(), s.data());
 		}
-		if (jt != ondemand::json_type::number)
-			return fail("a float needs a number, got %s", json_type_name(jt));
-		return ok(v.get_double().get(*x));
+		std::string_view raw;
+		if (!number(v, jt, "a float", &raw, x))
+			return false;
+		std::string why;
+		return number_to_f64(raw, *x, why) || fail("%s", why.c_str());
 	}
 	bool f32(ondemand::value v, ondemand::json_type jt, float *x)
 	{
@@ -196,20 +219,12 @@ private:
 			return fail("\"%.*s\" is not a number (strings allowed for floats: \"inf\", "
 				    "\"-inf\", \"nan\", \"nan:0x<8 hex digits>\")", (int)s.size(), s.data());
 		}
-		if (jt != ondemand::json_type::number)
-			return fail("a float needs a number, got %s", json_type_name(jt));
-		double check = 0; // validates the token as JSON
 		std::string_view raw;
-		raw = v.raw_json_token();
-		if (!ok(v.get_double().get(check)))
+		double d;
+		if (!number(v, jt, "a float", &raw, &d))
 			return false;
-		raw = trim(raw);
-		auto r = fast_float::from_chars(raw.data(), raw.data() + raw.size(), *x);
-		if (r.ec != std::errc() || r.ptr != raw.data() + raw.size())
-			return fail("cannot parse %.*s as f32", (int)raw.size(), raw.data());
-		if (std::isinf(*x))
-			return fail("%.*s is out of the f32 range", (int)raw.size(), raw.data());
-		return true;
+		std::string why;
+		return number_to_f32(raw, d, lossy_f32_, x, why) || fail("%s", why.c_str());
 	}
 	static std::string_view trim(std::string_view s)
 	{
@@ -218,9 +233,14 @@ private:
 			s.remove_suffix(1);
 		return s;
 	}
-	// type 0: an untyped array; its first element decides f32list or strlist.
-	bool list(ondemand::value v, ondemand::json_type jt, unsigned type, std::string &enc,
-		  unsigned *out_type)
+	bool element_failed(size_t i)
+	{
+		std::string inner = why_;
+		return fail("element %zu: %s", i, inner.c_str());
+	}
+	// A list with a "type".
+	bool typed_list(ondemand::value v, ondemand::json_type jt, unsigned type, std::string &enc,
+			unsigned *out_type)
 	{
 		if (jt != ondemand::json_type::array)
 			return fail("type %s needs an array, got %s", shmkv_type_name(type),
@@ -234,22 +254,8 @@ private:
 			i++;
 			ondemand::value ev;
 			ondemand::json_type et{};
-			if (!ok(el.get(ev)) || !ok(ev.type().get(et)))
-				return false;
-			if (type == 0) {
-				if (et == ondemand::json_type::number)
-					type = SHMKV_TYPE_F32LIST;
-				else if (et == ondemand::json_type::string)
-					type = SHMKV_TYPE_STRLIST;
-				else
-					return fail("array elements must be numbers or strings, element 1 is %s", json_type_name(et));
-			} else if (!*out_type && et != (type == SHMKV_TYPE_STRLIST
-							? ondemand::json_type::string
-							: ondemand::json_type::number)) {
-				return fail("mixed array: element %zu is %s, element 1 was %s", i,
-					    json_type_name(et),
-					    type == SHMKV_TYPE_STRLIST ? "a string" : "a number");
-			}
+			if (!ok(el.get(ev)) || !jsonish(ev, type, i) || !ok(ev.type().get(et)))
+				return element_failed(i);
 			bool good = true;
 			switch (type) {
 			case SHMKV_TYPE_F32LIST: {
@@ -281,19 +287,93 @@ private:
 			}
 			default: return fail("unknown type %u", type);
 			}
-			if (!good) {
-				std::string inner = why_;
-				return fail("element %zu: %s", i, inner.c_str());
-			}
+			if (!good)
+				return element_failed(i);
 			if (enc.size() > SHMKV_MAX_VALUE_LEN)
 				return fail("list exceeds the %u-byte value limit", SHMKV_MAX_VALUE_LEN);
 		}
-		if (type == 0)
-			return fail("an empty array needs a \"type\" (f32list, f64list, i64list or "
-				    "strlist)");
 		if (type == SHMKV_TYPE_STRLIST)
 			enc = encode_strlist(strs);
 		*out_type = type;
+		return true;
+	}
+	// A list without a "type": strings make a strlist; numbers an i64list
+	// when all are integers, else an f64list (every integer exact in f64).
+	bool untyped_list(ondemand::value v, std::string &enc, unsigned *out_type)
+	{
+		ondemand::array a;
+		if (!ok(v.get_array().get(a)))
+			return false;
+		std::vector<std::string> strs;
+		std::vector<std::pair<std::string_view, double>> nums;
+		size_t first_float = 0, i = 0;
+		ondemand::json_type first{};
+		for (auto el : a) {
+			i++;
+			ondemand::value ev;
+			ondemand::json_type et{};
+			if (!ok(el.get(ev)) || !jsonish(ev, 0, i) || !ok(ev.type().get(et)))
+				return element_failed(i);
+			if (i == 1) {
+				first = et;
+				if (et != ondemand::json_type::number && et != ondemand::json_type::string)
+					return fail("array elements must be numbers or strings, element 1 "
+						    "is %s", json_type_name(et));
+			} else if (et != first) {
+				std::string_view s;
+				double special;
+				bool word = et == ondemand::json_type::string && !ev.get_string().get(s) &&
+					    parse_special_f64(s, &special);
+				return fail("mixed array: element %zu is %s, element 1 was %s%s", i,
+					    json_type_name(et), json_type_name(first),
+					    word ? " (a list of floats with \"inf\" or \"nan\" needs "
+						   "\"type\": \"f64list\" or \"f32list\")" : "");
+			}
+			if (et == ondemand::json_type::string) {
+				std::string_view s;
+				if (!ok(ev.get_string().get(s)))
+					return element_failed(i);
+				strs.emplace_back(s);
+				if (4 * (strs.size() + 2) > SHMKV_MAX_VALUE_LEN)
+					return fail("list exceeds the %u-byte value limit", SHMKV_MAX_VALUE_LEN);
+				continue;
+			}
+			std::string_view raw;
+			double d;
+			if (!number(ev, et, "a list element", &raw, &d))
+				return element_failed(i);
+			if (!first_float && !is_integer_text(raw))
+				first_float = i;
+			nums.emplace_back(raw, d);
+			if (nums.size() * 8 > SHMKV_MAX_VALUE_LEN)
+				return fail("list exceeds the %u-byte value limit", SHMKV_MAX_VALUE_LEN);
+		}
+		if (i == 0)
+			return fail("an empty array needs a \"type\" (f32list, f64list, i64list or "
+				    "strlist)");
+		if (first == ondemand::json_type::string) {
+			enc = encode_strlist(strs);
+			*out_type = SHMKV_TYPE_STRLIST;
+			return true;
+		}
+		enc.reserve(nums.size() * 8);
+		for (size_t k = 0; k < nums.size(); k++) {
+			auto [raw, d] = nums[k];
+			if (!first_float) {
+				int64_t x;
+				if (!parse_i64(raw, &x))
+					return fail("element %zu: %s (an array of integers is an i64list; "
+						    "give \"type\": \"f64list\" for floats)", k + 1, why_.c_str());
+				enc.append((const char *)&x, 8);
+				continue;
+			}
+			std::string why;
+			if (!number_to_f64(raw, d, why))
+				return fail("element %zu: %s (element %zu is not an integer, so the array "
+					    "is an f64list)", k + 1, why.c_str(), first_float);
+			enc.append((const char *)&d, 8);
+		}
+		*out_type = first_float ? SHMKV_TYPE_F64LIST : SHMKV_TYPE_I64LIST;
 		return true;
 	}
 };
@@ -383,7 +463,7 @@ int add_jsonl(shmkv_builder *b, const char *data, size_t size, bool first_input)
 	uint64_t line_no = 0;
 	bool saw_line = false;
 	size_t next_progress = 0;
-	ValueParser vp(why);
+	ValueParser vp(why, b->opt.lossy_f32 != 0);
 	for (size_t off = 0; off < size;) {
 		const char *nl = (const char *)memchr(data + off, '\n', size - off);
 		size_t len = (nl ? (size_t)(nl - (data + off)) : size - off);
@@ -398,6 +478,11 @@ int add_jsonl(shmkv_builder *b, const char *data, size_t size, bool first_input)
 		size_t k = 0;
 		while (k < len && (line[k] == ' ' || line[k] == '\t' || line[k] == '\r'))
 			k++;
+		if (len - k >= 3 && memcmp(line + k, "\xEF\xBB\xBF", 3) == 0)
+			return b->fail(SHMKV_EINPUT,
+				       "%s: UTF-8 byte-order mark inside the file (only its first line may "
+				       "start with one; were files concatenated?): remove it, e.g. "
+				       "sed -i 's/^\\xEF\\xBB\\xBF//' FILE", b->here().c_str());
 		if (k == len)
 			continue; // blank line
 		bool first_line = !saw_line;
@@ -488,7 +573,8 @@ int add_jsonl(shmkv_builder *b, const char *data, size_t size, bool first_input)
 			if ((e = f.unescaped_key().get(name)) || (e = f.value().get(v)))
 				return bad(std::string("invalid JSON: ") + error_message(e));
 			if (name == "value" && !vp.parse(v, type, enc, &vtype))
-				return bad(why);
+				return bad("key " + show_key((const uint8_t *)key.data(), key.size()) + ": " +
+					   why);
 		}
 		if (!at_end(doc))
 			return bad("trailing characters after the JSON object");

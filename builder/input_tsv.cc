@@ -74,27 +74,41 @@ bool parse_i64(std::string_view s, int64_t *x, std::string &why)
 	return true;
 }
 
-template <typename F> bool parse_float(std::string_view s, F *x, std::string &why)
+// A float field: "inf", "nan"... or a number, checked for loss like JSON
+// numbers (builder/README.md, "Types").
+bool parse_f64(std::string_view s, double *x, std::string &why)
 {
 	std::string_view t = trim_spaces(s);
-	bool special = sizeof(F) == 4 ? parse_special_f32(t, (float *)(void *)x)
-				      : parse_special_f64(t, (double *)(void *)x);
-	if (special)
+	if (parse_special_f64(t, x))
 		return true;
 	auto r = fast_float::from_chars(t.data(), t.data() + t.size(), *x);
+	if (r.ec != std::errc() || r.ptr != t.data() + t.size() || t.empty() || !std::isfinite(*x)) {
+		if (r.ec == std::errc() && r.ptr == t.data() + t.size() && !t.empty())
+			why = std::string(t) + " is out of the f64 range";
+		else
+			why = "\"" + std::string(s) + "\" is not a number";
+		return false;
+	}
+	return number_to_f64(t, *x, why);
+}
+
+bool parse_f32(std::string_view s, bool lossy, float *x, std::string &why)
+{
+	std::string_view t = trim_spaces(s);
+	if (parse_special_f32(t, x))
+		return true;
+	double d;
+	auto r = fast_float::from_chars(t.data(), t.data() + t.size(), d);
 	if (r.ec != std::errc() || r.ptr != t.data() + t.size() || t.empty()) {
 		why = "\"" + std::string(s) + "\" is not a number";
 		return false;
 	}
-	if (std::isinf(*x)) {
-		why = std::string(t) + " is out of the " + (sizeof(F) == 4 ? "f32" : "f64") + " range";
-		return false;
-	}
-	return true;
+	return number_to_f32(t, d, lossy, x, why);
 }
 
 // Encodes one TSV value field as type.
-bool encode_field(std::string_view field, unsigned type, std::string &enc, std::string &why)
+bool encode_field(std::string_view field, unsigned type, bool lossy_f32, std::string &enc,
+		  std::string &why)
 {
 	std::vector<std::string> parts;
 	enc.clear();
@@ -131,7 +145,7 @@ bool encode_field(std::string_view field, unsigned type, std::string &enc, std::
 	}
 	case SHMKV_TYPE_F64: {
 		double x;
-		if (!parse_float(field, &x, why))
+		if (!parse_f64(field, &x, why))
 			return false;
 		enc.assign((const char *)&x, 8);
 		return true;
@@ -149,11 +163,11 @@ bool encode_field(std::string_view field, unsigned type, std::string &enc, std::
 		bool good;
 		if (type == SHMKV_TYPE_F32LIST) {
 			float f;
-			good = parse_float(parts[i], &f, why);
+			good = parse_f32(parts[i], lossy_f32, &f, why);
 			enc.append((const char *)&f, 4);
 		} else if (type == SHMKV_TYPE_F64LIST) {
 			double d;
-			good = parse_float(parts[i], &d, why);
+			good = parse_f64(parts[i], &d, why);
 			enc.append((const char *)&d, 8);
 		} else {
 			int64_t x;
@@ -204,8 +218,9 @@ int add_tsv(shmkv_builder *b, const char *data, size_t size, unsigned type)
 				   " fields, expected 2 (key<TAB>value; write a TAB inside a field as \\t)");
 		if (!unescape(line.substr(0, tab), false, key, why))
 			return bad("key: " + why);
-		if (!encode_field(line.substr(tab + 1), type, enc, why))
-			return bad(why);
+		if (!encode_field(line.substr(tab + 1), type, b->opt.lossy_f32 != 0, enc, why))
+			return bad("key " + show_key((const uint8_t *)key[0].data(), key[0].size()) + ": " +
+				   why);
 		int err = shmkv_builder_add(b, key[0].data(), key[0].size(), type, enc.data(), enc.size());
 		if (err)
 			return err;

@@ -64,6 +64,20 @@ std::string encode_strlist(const std::vector<std::string> &items);
 bool parse_special_f64(std::string_view s, double *out);
 bool parse_special_f32(std::string_view s, float *out);
 
+// Numbers stored as floats, without silent loss (builder/README.md, "Types").
+// t is the number's text, d its nearest f64.
+bool is_integer_text(std::string_view t);          // [+-]digits
+bool integer_exact(std::string_view t, double d);  // the integer t equals d
+std::string shortest(float f);                     // shortest round-trip form
+std::string shortest(double d);
+// f64: an integer written without fraction or exponent must be exact.
+bool number_to_f64(std::string_view t, double d, std::string &why);
+// f32: exact unless lossy (an integer equals the f32; a decimal fraction is
+// the f32 to f64 precision, or the f32 rounded to the digits written).
+bool number_to_f32(std::string_view t, double d, bool lossy, float *out, std::string &why);
+// NaN, Infinity, inf, -inf... (not JSON): the string to write instead, or null.
+const char *nonjson_float(std::string_view t);
+
 // Layout and write (layout.cc, write.cc).
 struct Layout;
 

@@ -72,6 +72,9 @@ typedef struct shmkv_build_options {
 	unsigned fixed;          /* SHMKV_OPT_* the caller set; a meta line leaves them */
 	shmkv_progress_fn progress; /* NULL, or called now and then while working */
 	void *progress_ctx;
+	int lossy_f32;           /* 0: a number that an f32 cannot hold exactly, given for an
+				    f32list (JSONL "type" or TSV type), is an input error;
+				    1: it is rounded to the nearest f32 */
 } shmkv_build_options;
 
 /* Fills defaults. Returns 0, or SHMKV_EINPUT if SOURCE_DATE_EPOCH is malformed. */
@@ -114,8 +117,11 @@ int shmkv_builder_add_strlist(shmkv_builder *b, const void *key, size_t key_len,
 			      const char *const *strs, const size_t *lens, size_t n);
 
 /* Reads records from a JSONL or TSV file ("-" = standard input). tsv_type is
- * the value type of TSV input (enum shmkv_type), ignored for JSONL. Errors
- * name file, line and reason. Returns 0, SHMKV_EINPUT, SHMKV_ELIMIT, -errno. */
+ * the value type of TSV input (enum shmkv_type), ignored for JSONL. Types are
+ * inferred without loss (integers -> i64/i64list, other numbers -> f64/f64list;
+ * f32list only when asked; builder/README.md "Types"). A UTF-8 byte-order mark
+ * at the start is skipped. Errors name file, line, key and reason. Returns 0,
+ * SHMKV_EINPUT, SHMKV_ELIMIT, -EEXIST (the file is a checked output), -errno. */
 int shmkv_builder_add_file(shmkv_builder *b, const char *path, int format, unsigned tsv_type);
 
 typedef struct shmkv_build_stats {

@@ -24,6 +24,7 @@ enum {
 	OPT_LOAD_FACTOR,
 	OPT_NO_DEDUP,
 	OPT_HASH_BITS,
+	OPT_LOSSY_F32,
 };
 
 struct build_args {
@@ -67,6 +68,7 @@ static int parse_args(int argc, char **argv, struct build_args *a)
 		{"buckets", required_argument, NULL, OPT_BUCKETS},
 		{"load-factor", required_argument, NULL, OPT_LOAD_FACTOR},
 		{"no-dedup", no_argument, NULL, OPT_NO_DEDUP},
+		{"lossy-f32", no_argument, NULL, OPT_LOSSY_F32},
 		{"hash-bits", required_argument, NULL, OPT_HASH_BITS}, /* tests only */
 		{NULL, 0, NULL, 0},
 	};
@@ -136,6 +138,9 @@ static int parse_args(int argc, char **argv, struct build_args *a)
 			    o->load_factor > 1)
 				return BAD("--load-factor %s: expected a number in (0, 1]", optarg);
 			a->load_factor_given = true;
+			break;
+		case OPT_LOSSY_F32:
+			o->lossy_f32 = 1;
 			break;
 		case OPT_NO_DEDUP:
 			o->dedup = 0;

@@ -10,6 +10,8 @@
 //   Output.Stdout*           -o - writes the image to stdout (a pipe, a file),
 //                            byte-identical to -o FILE, summary on stderr;
 //                            refused when stdout is a terminal (a pty)
+//   Output.LossyF32Flag      an f32list value f32 cannot hold: exit 2 naming
+//                            file:line, key, element, value; --lossy-f32 rounds
 //   Kill.*                   SIGINT/SIGTERM while writing: nothing under the
 //                            output name, an existing output untouched, no
 //                            temporary left (O_TMPFILE, and the named-temporary
@@ -343,6 +345,23 @@ TEST_F(Output, StdoutTerminalRefused)
 	EXPECT_TRUE(contains_ci(read_file(err), "terminal")) << read_file(err);
 	EXPECT_EQ(tty.find("SHMKVIMG"), std::string::npos) << "image bytes reached the terminal";
 	EXPECT_EQ(list_dir(dir.path()), std::vector<std::string>{"in.jsonl"});
+}
+
+// --lossy-f32 is the only way to store a value an f32 cannot hold.
+TEST_F(Output, LossyF32Flag)
+{
+	std::string f = dir.file("f.jsonl"), img = dir.file("img.shmkv");
+	ASSERT_TRUE(write_file(f, "{\"key\": \"emb\", \"type\": \"f32list\", \"value\": [0.5, 16777217]}\n"));
+	Proc r = shmctl({"image", "build", "-o", img, f});
+	EXPECT_EQ(r.rc, 2) << show(r);
+	EXPECT_NE(r.err.find(f + ":1: key \"emb\": element 2: 16777217"), std::string::npos) << show(r);
+	EXPECT_NE(r.err.find("--lossy-f32"), std::string::npos) << show(r);
+	EXPECT_FALSE(file_exists(img));
+	r = shmctl({"image", "build", "--lossy-f32", "-o", img, f});
+	EXPECT_EQ(r.rc, 0) << show(r);
+	r = shmctl({"image", "get", img, "emb"});
+	EXPECT_EQ(r.rc, 0) << show(r);
+	EXPECT_NE(r.out.find("16777216"), std::string::npos) << show(r);
 }
 
 // ---- a build killed while it writes ----------------------------------------

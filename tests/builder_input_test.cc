@@ -128,13 +128,13 @@ TEST_F(Jsonl, ValidInferredTypes)
 	EXPECT_TRUE(b);
 	ASSERT_EQ(shmkv_get_bool(db, "n", 1, &b), 0);
 	EXPECT_FALSE(b);
-	const float *fp = nullptr;
+	const double *dp = nullptr;
 	size_t n = 0;
-	ASSERT_EQ(shmkv_get_f32list(db, "fl", 2, &fp, &n), 0) << "numbers array -> f32list";
+	ASSERT_EQ(shmkv_get_f64list(db, "fl", 2, &dp, &n), 0) << "numbers with a float -> f64list";
 	ASSERT_EQ(n, 3u);
-	EXPECT_EQ(fp[0], 1.0f);
-	EXPECT_EQ(fp[1], 2.5f);
-	EXPECT_EQ(fp[2], -3.0f);
+	EXPECT_EQ(dp[0], 1.0);
+	EXPECT_EQ(dp[1], 2.5);
+	EXPECT_EQ(dp[2], -3.0);
 	shmkv_strlist sl{};
 	ASSERT_EQ(shmkv_get_strlist(db, "sl", 2, &sl), 0);
 	ASSERT_EQ(shmkv_strlist_count(&sl), 3u);
@@ -257,6 +257,160 @@ TEST_F(Jsonl, LongLineAndNoFinalNewline)
 	EXPECT_EQ(n, big.size());
 	int64_t i = 0;
 	EXPECT_EQ(shmkv_get_i64(db, "last", 4, &i), 0);
+}
+
+// Issue 8 §5: numbers are never stored with silent loss.
+TEST_F(Jsonl, LosslessNumberInference)
+{
+	ASSERT_EQ(jsonl("{\"key\": \"ints\", \"value\": [16777217, -1, 9223372036854775807]}\n"
+			"{\"key\": \"mixed\", \"value\": [16777217, 0.1, 9007199254740992]}\n"
+			"{\"key\": \"big\", \"value\": [1.5, 18446744073709551616]}\n"
+			"{\"key\": \"f32\", \"type\": \"f32list\", \"value\": [0.1, 0.25, 16777216, -3, "
+			"1e-3, 3.4028234663852886e38, 0.10000000149011612, 0.100000001]}\n"
+			"{\"key\": \"f64i\", \"type\": \"f64\", \"value\": 9007199254740992}\n"
+			"{\"key\": \"f64r\", \"type\": \"f64\", \"value\": 9007199254740993.0}\n"),
+		  0)
+		<< msg;
+	Db db = open_db(out, SHMKV_OPEN_DEEP);
+	ASSERT_TRUE(db);
+	const int64_t *ip = nullptr;
+	size_t n = 0;
+	ASSERT_EQ(shmkv_get_i64list(db, "ints", 4, &ip, &n), 0) << "integers -> i64list";
+	ASSERT_EQ(n, 3u);
+	EXPECT_EQ(ip[0], 16777217) << "16777217 kept (f32 would make it 16777216)";
+	EXPECT_EQ(ip[2], INT64_MAX);
+	const double *dp = nullptr;
+	ASSERT_EQ(shmkv_get_f64list(db, "mixed", 5, &dp, &n), 0);
+	ASSERT_EQ(n, 3u);
+	EXPECT_EQ(dp[0], 16777217.0);
+	EXPECT_EQ(dp[1], 0.1);
+	EXPECT_EQ(dp[2], 9007199254740992.0);
+	ASSERT_EQ(shmkv_get_f64list(db, "big", 3, &dp, &n), 0) << "2^64 is exact in f64";
+	EXPECT_EQ(dp[1], 18446744073709551616.0);
+	const float *fp = nullptr;
+	ASSERT_EQ(shmkv_get_f32list(db, "f32", 3, &fp, &n), 0);
+	ASSERT_EQ(n, 8u);
+	EXPECT_EQ(fp[0], 0.1f) << "0.1 is its f32 rounded to one digit";
+	EXPECT_EQ(fp[2], 16777216.0f);
+	EXPECT_EQ(fp[4], 1e-3f);
+	EXPECT_EQ(fp[5], 3.4028234663852886e38f);
+	EXPECT_EQ(fp[6], 0.1f) << "the f32's exact value to f64 precision";
+	EXPECT_EQ(fp[7], 0.1f) << "as shmctl dump writes it (%.9g)";
+	double d = 0;
+	ASSERT_EQ(shmkv_get_f64(db, "f64i", 4, &d), 0);
+	EXPECT_EQ(d, 9007199254740992.0);
+	ASSERT_EQ(shmkv_get_f64(db, "f64r", 4, &d), 0) << "a fraction accepts the nearest f64";
+	EXPECT_EQ(d, 9007199254740992.0);
+
+	// what would lose precision is an error naming line, key, element and value
+	struct Lossy {
+		const char *line, *why;
+	};
+	const Lossy cases[] = {
+		{"{\"key\": \"k\", \"type\": \"f32list\", \"value\": [1, 16777217]}", "16777217"},
+		{"{\"key\": \"k\", \"type\": \"f32list\", \"value\": [3.14159265358979]}", "3.14159265358979"},
+		{"{\"key\": \"k\", \"type\": \"f32list\", \"value\": [1e-50]}", "1e-50"},
+		{"{\"key\": \"k\", \"type\": \"f32list\", \"value\": [1e39]}", "range"},
+		{"{\"key\": \"k\", \"value\": [0.5, 9007199254740993]}", "9007199254740993"},
+		{"{\"key\": \"k\", \"type\": \"f64\", \"value\": 9007199254740993}", "9007199254740993"},
+		{"{\"key\": \"k\", \"type\": \"f64list\", \"value\": [18446744073709551615]}",
+		 "18446744073709551615"},
+		{"{\"key\": \"k\", \"value\": [1, 9223372036854775808]}", "i64 range"},
+	};
+	unlink(out.c_str());
+	for (const Lossy &c : cases) {
+		SCOPED_TRACE(c.line);
+		EXPECT_EQ(jsonl(std::string("{\"key\": \"g\", \"value\": 1}\n") + c.line + "\n"),
+			  SHMKV_EINPUT)
+			<< msg;
+		EXPECT_NE(msg.find(where("in.jsonl", 2)), std::string::npos) << msg;
+		EXPECT_NE(msg.find("key \"k\""), std::string::npos) << msg;
+		EXPECT_TRUE(contains_ci(msg, c.why)) << msg;
+		EXPECT_FALSE(file_exists(out));
+	}
+	EXPECT_NE(msg.find("element 2"), std::string::npos) << msg;
+
+	// lossy_f32 rounds, when asked
+	shmkv_build_options o = test_options();
+	o.lossy_f32 = 1;
+	ASSERT_EQ(jsonl("{\"key\": \"k\", \"type\": \"f32list\", \"value\": [16777217, 3.14159265358979, "
+			"1e-50]}\n", o),
+		  0)
+		<< msg;
+	Db db2 = open_db(out);
+	ASSERT_TRUE(db2);
+	ASSERT_EQ(shmkv_get_f32list(db2, "k", 1, &fp, &n), 0);
+	ASSERT_EQ(n, 3u);
+	EXPECT_EQ(fp[0], 16777216.0f);
+	EXPECT_EQ(fp[1], 3.14159265358979f);
+	EXPECT_EQ(fp[2], 0.0f);
+}
+
+TEST_F(Input, TsvLosslessFloats)
+{
+	EXPECT_EQ(tsv("a\t1.5,16777217\n", SHMKV_TYPE_F32LIST), SHMKV_EINPUT) << msg;
+	EXPECT_NE(msg.find(where("in.tsv", 1)), std::string::npos) << msg;
+	EXPECT_NE(msg.find("key \"a\""), std::string::npos) << msg;
+	EXPECT_NE(msg.find("16777217"), std::string::npos) << msg;
+	EXPECT_EQ(tsv("a\t9007199254740993\n", SHMKV_TYPE_F64), SHMKV_EINPUT) << msg;
+	EXPECT_NE(msg.find("9007199254740993"), std::string::npos) << msg;
+	ASSERT_EQ(tsv("a\t0.1,0.25,-inf,16777216\n", SHMKV_TYPE_F32LIST), 0) << msg;
+	shmkv_build_options o = test_options();
+	o.lossy_f32 = 1;
+	ASSERT_EQ(tsv("a\t16777217\n", SHMKV_TYPE_F32LIST, o), 0) << msg;
+	Db db = open_db(out);
+	ASSERT_TRUE(db);
+	const float *fp = nullptr;
+	size_t n = 0;
+	ASSERT_EQ(shmkv_get_f32list(db, "a", 1, &fp, &n), 0);
+	ASSERT_EQ(n, 1u);
+	EXPECT_EQ(fp[0], 16777216.0f);
+}
+
+// Issue 8 §5: a UTF-8 BOM is skipped; NaN and Infinity say how to write them.
+TEST_F(Input, ByteOrderMarkAndNonJsonFloats)
+{
+	const std::string bom = "\xEF\xBB\xBF";
+	ASSERT_EQ(jsonl(bom + "{\"key\": \"a\", \"value\": 1}\n"), 0) << msg;
+	{
+		Db db = open_db(out);
+		ASSERT_TRUE(db);
+		int64_t i = 0;
+		EXPECT_EQ(shmkv_get_i64(db, "a", 1, &i), 0) << "the key is \"a\", not BOM + \"a\"";
+	}
+	ASSERT_EQ(tsv(bom + "k\tv\n", SHMKV_TYPE_STRING), 0) << msg;
+	{
+		Db db = open_db(out);
+		ASSERT_TRUE(db);
+		const char *s = nullptr;
+		size_t n = 0;
+		EXPECT_EQ(shmkv_get_str(db, "k", 1, &s, &n), 0);
+	}
+	EXPECT_EQ(jsonl("{\"key\": \"a\", \"value\": 1}\n" + bom + "{\"key\": \"b\", \"value\": 2}\n"),
+		  SHMKV_EINPUT);
+	EXPECT_NE(msg.find(where("in.jsonl", 2)), std::string::npos) << msg;
+	EXPECT_TRUE(contains_ci(msg, "byte-order mark")) << msg;
+	EXPECT_EQ(jsonl("\xFF\xFE{\0\"\0"), SHMKV_EINPUT);
+	EXPECT_NE(msg.find(where("in.jsonl", 1)), std::string::npos) << msg;
+	EXPECT_TRUE(contains_ci(msg, "UTF-16")) << msg;
+
+	for (const char *v : {"NaN", "nan", "Infinity", "-Infinity", "inf", "-inf"}) {
+		SCOPED_TRACE(v);
+		EXPECT_EQ(jsonl(std::string("{\"key\": \"a\", \"value\": ") + v + "}\n"), SHMKV_EINPUT);
+		EXPECT_NE(msg.find(where("in.jsonl", 1)), std::string::npos) << msg;
+		EXPECT_NE(msg.find(std::string(v) + " is not JSON"), std::string::npos) << msg;
+		EXPECT_NE(msg.find("\"type\": \"f64\""), std::string::npos) << msg;
+		EXPECT_EQ(jsonl(std::string("{\"key\": \"a\", \"type\": \"f64list\", \"value\": [1, ") + v +
+				"]}\n"),
+			  SHMKV_EINPUT);
+		EXPECT_NE(msg.find("element 2"), std::string::npos) << msg;
+		EXPECT_NE(msg.find("is not JSON"), std::string::npos) << msg;
+	}
+	// the spelling the messages suggest works
+	ASSERT_EQ(jsonl("{\"key\": \"a\", \"type\": \"f64\", \"value\": \"nan\"}\n"
+			"{\"key\": \"b\", \"type\": \"f64list\", \"value\": [1.5, \"-inf\"]}\n"),
+		  0)
+		<< msg;
 }
 
 struct BadCase {
