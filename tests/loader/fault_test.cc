@@ -401,11 +401,24 @@ TEST(Fault, BuilderKilled)
 			      in.c_str(), (char *)nullptr);
 			_exit(127);
 		}
-		// kill it as soon as its temporary file (.out.shmkv.*.tmp) has bytes
+		// kill it as soon as its temporary file has bytes: an unnamed O_TMPFILE
+		// (in /proc/PID/fd as "IMG/#INODE (deleted)"), or .out.shmkv.*.tmp
 		int st = 0;
 		bool exited = false;
 		uint64_t end = now_ms() + 60000;
+		std::string fds = "/proc/" + std::to_string(pid) + "/fd";
 		while (!killed_mid_write && !exited && now_ms() < end) {
+			for (const std::string &n : list_dir(fds)) {
+				char t[4096];
+				ssize_t k = readlink((fds + "/" + n).c_str(), t, sizeof t - 1);
+				struct stat s;
+				if (k > 0 && std::string(t, (size_t)k).rfind(env.img() + "/#", 0) == 0 &&
+				    stat((fds + "/" + n).c_str(), &s) == 0 && s.st_size > 0) {
+					kill(pid, SIGKILL);
+					killed_mid_write = true;
+					break;
+				}
+			}
 			for (const std::string &n : list_dir(env.img())) {
 				struct stat s;
 				if (n.rfind(".out.shmkv.", 0) == 0 &&
