@@ -67,24 +67,31 @@ static inline int shmkv__map_segment(const shmkv_ctl_segment *seg, unsigned flag
 }
 
 /* Maps the current generation, retrying when it moves underneath (the loader
- * unlinks a segment only after publishing its successor). */
-static inline int shmkv__attach_current(const shmkv_ctl *ctl, unsigned flags, uint64_t *gen,
-					shmkv_ctl_segment *seg, void **map, char *why,
-					size_t why_len)
+ * unlinks a segment only after publishing its successor). passes bounds each
+ * seqcount read (shmkv__ctl_read_n). */
+static inline int shmkv__attach_current(const shmkv_ctl *ctl, unsigned flags, uint32_t passes,
+					uint64_t *gen, shmkv_ctl_segment *seg, void **map,
+					char *why, size_t why_len)
 {
 	int err = -EAGAIN;
+	shmkv_ctl copy;
 	for (int tries = 0; tries < 100; tries++) {
-		uint32_t count = 0;
-		err = shmkv__ctl_snapshot(ctl, gen, &count, seg);
-		if (err)
+		err = shmkv__ctl_read_n(ctl, &copy, passes);
+		if (err == -EAGAIN)
 			return shmkv__fail(err, why, why_len,
 					   "control segment stays mid-update (loader died while "
 					   "publishing?); try again");
+		if (err)
+			return shmkv__fail(err, why, why_len, "control segment holds %u segments, "
+					   "at most %u are possible", copy.segment_count,
+					   SHMKV_CTL_MAX_SEGMENTS);
+		*gen = copy.generation;
+		*seg = copy.segments[0];
 		/* generation 0, or a generation without segments (the loader found
 		 * its images gone at restart): nothing to map */
 		if (*gen == 0)
 			return shmkv__fail(-EAGAIN, why, why_len, "no generation published yet");
-		if (count == 0 || !seg->path[0])
+		if (copy.segment_count == 0 || !seg->path[0])
 			return shmkv__fail(-EAGAIN, why, why_len,
 					   "nothing published (generation %llu has no segment)",
 					   (unsigned long long)*gen);
@@ -96,6 +103,22 @@ static inline int shmkv__attach_current(const shmkv_ctl *ctl, unsigned flags, ui
 	}
 	return err;
 }
+
+/* An attached handle as shmkv_attach_diag allocates it: the handle first
+ * (an attached shmkv * points here; shmkv_close frees it as one block),
+ * then what shmkv_refresh remembers between calls. File handles are plain
+ * shmkv and never reach the fields after it. */
+typedef struct shmkv__attached {
+	shmkv db;
+	uint64_t failed_seq; /* seq whose generation failed to map; odd (never a
+				published seq) when none */
+	int failed_err;      /* what that attempt returned */
+} shmkv__attached;
+
+/* Passes of the seqcount loop refresh allows itself when a generation moved
+ * but seq is even: enough for a live loader's next section to end, far from
+ * a stall. */
+#define SHMKV__REFRESH_PASSES 64u
 
 /* Attaches read-only to cache name under root (NULL: $SHMKV_ROOT, else
  * SHMKV_DEFAULT_ROOT). Returns 0; -ENOENT (no such cache); SHMKV_EPROTO
@@ -121,7 +144,7 @@ static inline int shmkv_attach_diag(const char *root, const char *name, unsigned
 	err = shmkv_ctl_open(root, name, 0, &ctl, why, why_len);
 	if (err)
 		goto done;
-	err = shmkv__attach_current(ctl, flags, &gen, &seg, &map, why, why_len);
+	err = shmkv__attach_current(ctl, flags, SHMKV__SEQ_SPINS, &gen, &seg, &map, why, why_len);
 	if (err) {
 		if (why && why_len) {
 			char tmp[256];
@@ -130,7 +153,13 @@ static inline int shmkv_attach_diag(const char *root, const char *name, unsigned
 		}
 		goto done;
 	}
-	db = (shmkv *)calloc(1, sizeof *db);
+	{
+		shmkv__attached *a = (shmkv__attached *)calloc(1, sizeof *a);
+		if (a) {
+			a->failed_seq = 1;
+			db = &a->db;
+		}
+	}
 	if (!db) {
 		munmap(map, (size_t)seg.map_size);
 		err = shmkv__fail(-ENOMEM, why, why_len, "out of memory");
@@ -167,10 +196,16 @@ static inline int shmkv_attach(const char *name, unsigned flags, shmkv **out)
 
 /* Moves an attached handle to the current generation: one atomic load when
  * nothing changed; otherwise maps the new image, then unmaps the old one.
- * Returns 0 (unchanged, or a file handle), 1 (moved), or an error, in which
- * case the handle keeps serving its old generation. Values obtained before a
- * refresh that returned 1 are invalid afterwards. Not thread-safe on one
- * handle: refresh from the thread that owns it. */
+ * Returns 0 (unchanged, or a file handle), 1 (moved: values obtained before
+ * are invalid), or an error, in which case the handle keeps serving its old
+ * generation: -EAGAIN when the control segment is mid-update (a publish
+ * under way, or a loader that died in one: returned at once, no spinning),
+ * or what mapping the new generation failed with (as shmkv_attach_diag).
+ * Bounded: a generation that failed is not tried again until the loader
+ * publishes again (its error is returned from memory, no system call), so a
+ * hot loop calling refresh never pays open+fstat per call.
+ * Changes the handle: no other thread may use it meanwhile (shmkv.h,
+ * "Threads"). */
 static inline int shmkv_refresh(shmkv *db)
 {
 	if (!db->ctl)
@@ -179,18 +214,29 @@ static inline int shmkv_refresh(shmkv *db)
 	 * lib/shmkv/ctl.h:shmkv_ctl_publish() */
 	if (shmkv_ctl_generation(db->ctl) == db->generation)
 		return 0;
+	shmkv__attached *a = (shmkv__attached *)db; /* attached: allocated as one */
+	uint64_t seq = shmkv__ctl_seq(db->ctl);
+	if (seq & 1)
+		return -EAGAIN; /* mid-publish, or the loader died in one: don't wait */
+	if (seq == a->failed_seq)
+		return a->failed_err; /* nothing published since that failure */
 	int saved_errno = errno;
 	shmkv_ctl_segment seg;
 	uint64_t gen = 0;
 	void *map = NULL;
-	int err = shmkv__attach_current(db->ctl, db->flags, &gen, &seg, &map, NULL, 0);
+	int err = shmkv__attach_current(db->ctl, db->flags, SHMKV__REFRESH_PASSES, &gen, &seg, &map,
+					NULL, 0);
 	if (!err) {
 		munmap(db->map, db->map_len);
 		shmkv__bind(db, map, seg.size);
 		db->map = map;
 		db->map_len = (size_t)seg.map_size;
 		db->generation = gen;
+		a->failed_seq = 1;
 		err = 1;
+	} else {
+		a->failed_seq = seq;
+		a->failed_err = err;
 	}
 	errno = saved_errno;
 	return err;

@@ -6,6 +6,7 @@
 #ifndef SHMKV_CTL_H
 #define SHMKV_CTL_H
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -229,17 +230,25 @@ static inline void shmkv_ctl_close(const shmkv_ctl *ctl)
 /* ------------------------------------------------------------------------ */
 /* The seqcount (the Linux vDSO pattern): the loader writes inside a section
  * that makes seq odd; readers copy everything out and keep the copy only if
- * seq was even and unchanged around it. Both copies move 64-bit words with
- * relaxed atomics, so a reader racing the writer is a retry, never a C11
- * data race (tests/ctl_race_test runs it under ThreadSanitizer). */
+ * seq was even and unchanged around it. Both sides move 64-bit words with
+ * atomics, so a reader racing the writer is a retry, never a C11 data race
+ * (tests/ctl_race_test runs it under ThreadSanitizer). The words are stored
+ * with release and loaded with acquire rather than relaxed between two
+ * fences: the same guarantee (Boehm, "Can seqlocks get along with
+ * programming language memory models?"), the same instructions on x86-64,
+ * and ThreadSanitizer models it, where it ignores standalone fences (GCC
+ * refuses to compile them under -fsanitize=thread). */
 
 #define SHMKV__CTL_WORDS (sizeof(shmkv_ctl) / 8)
 #define SHMKV__CTL_WORD(field) (offsetof(shmkv_ctl, field) / 8)
 
 /* Passes of the read loop before shmkv_ctl_read() gives up: the loader holds
- * seq odd for a few thousand stores; odd much longer means it died (or
- * stopped) mid-publish, and its restart repairs the segment. */
+ * seq odd for a few hundred stores; odd much longer means it died (or
+ * stopped) mid-publish, and its restart repairs the segment. The first
+ * SHMKV__SEQ_PAUSES passes pause, the others yield the CPU (a few ms in all
+ * on an idle host; longer only while other threads want the CPU). */
 #define SHMKV__SEQ_SPINS (1u << 16)
+#define SHMKV__SEQ_PAUSES 256u
 
 /* The current generation (0: nothing published yet). One acquire load: a
  * cheap "did anything change?" check for readers, as shmkv_refresh() uses. */
@@ -262,43 +271,63 @@ static inline int shmkv_ctl_mid_update(const shmkv_ctl *ctl)
 	return (int)(shmkv__load_acquire(&ctl->seq) & 1);
 }
 
-/* Copies the whole control segment into *out, consistently: all fields come
- * from one publish. Returns 0; -EAGAIN if seq stayed odd (a publish under
- * way, or a loader that died mid-publish: try again later);
- * SHMKV_EPROTO if the copy is not one a loader writes (segment_count over
- * SHMKV_CTL_MAX_SEGMENTS). Paths in the copy are always NUL-terminated.
- * No system call; ctl may be mapped read-only. */
-static inline int shmkv_ctl_read(const shmkv_ctl *ctl, shmkv_ctl *out)
+/* shmkv_ctl_read() giving up after max_passes passes of its loop. */
+static inline int shmkv__ctl_read_n(const shmkv_ctl *ctl, shmkv_ctl *out, uint32_t max_passes)
 {
 	const uint64_t *w = (const uint64_t *)(const void *)ctl;
 	unsigned char *o = (unsigned char *)out;
-	for (uint32_t spins = 0; spins < SHMKV__SEQ_SPINS; spins++) {
-		if (spins)
+	for (uint32_t pass = 0; pass < max_passes; pass++) {
+		if (pass) {
 			SHMKV_TRACE(ctl_retry);
+			/* spin briefly, then let a descheduled writer run: on a
+			 * busy host it may have been preempted inside its section */
+			if (pass < SHMKV__SEQ_PAUSES)
+				shmkv__cpu_relax();
+			else
+				sched_yield();
+		}
 		/* pairs with the final shmkv__store_release(&ctl->seq, s + 2) in
 		 * lib/shmkv/ctl.h:shmkv_ctl_publish() */
 		uint64_t s1 = shmkv__load_acquire(&ctl->seq);
-		if (!(s1 & 1)) {
-			for (size_t i = 0; i < SHMKV__CTL_WORDS; i++) {
-				/* relaxed: ordered by the fence below; pairs with the
-				 * relaxed word stores in shmkv_ctl_publish() */
-				uint64_t v = shmkv__load_relaxed(w + i);
-				memcpy(o + 8 * i, &v, 8);
-			}
-			/* pairs with the shmkv__fence_release() after seq turns odd
-			 * in lib/shmkv/ctl.h:shmkv_ctl_publish(): if any word above
-			 * came from a section, the re-read sees that section's odd
-			 * seq (or a later one) */
-			shmkv__fence_acquire();
-			if (shmkv__load_relaxed(&ctl->seq) == s1) {
-				for (uint32_t i = 0; i < SHMKV_CTL_MAX_SEGMENTS; i++)
-					out->segments[i].path[SHMKV_CTL_PATH_MAX - 1] = 0;
-				return out->segment_count > SHMKV_CTL_MAX_SEGMENTS ? SHMKV_EPROTO : 0;
-			}
+		if (s1 & 1)
+			continue;
+		for (size_t i = 0; i < SHMKV__CTL_WORDS; i++) {
+			/* acquire; pairs with the store_release of each word in
+			 * lib/shmkv/ctl.h:shmkv_ctl_publish(): a word that comes
+			 * from a section brings that section's odd seq with it,
+			 * so the re-read below sees it (or a later seq) */
+			uint64_t v = shmkv__load_acquire(w + i);
+			memcpy(o + 8 * i, &v, 8);
 		}
-		shmkv__cpu_relax();
+		/* relaxed: ordered after the loads above by their acquire */
+		if (shmkv__load_relaxed(&ctl->seq) != s1)
+			continue;
+		for (uint32_t i = 0; i < SHMKV_CTL_MAX_SEGMENTS; i++)
+			out->segments[i].path[SHMKV_CTL_PATH_MAX - 1] = 0;
+		return out->segment_count > SHMKV_CTL_MAX_SEGMENTS ? SHMKV_EPROTO : 0;
 	}
 	return -EAGAIN;
+}
+
+/* Copies the whole control segment into *out, consistently: all fields come
+ * from one publish. Returns 0; -EAGAIN if seq stayed odd for
+ * SHMKV__SEQ_SPINS passes (a publish under way and descheduled, or a loader
+ * that died mid-publish: try again later); SHMKV_EPROTO if the copy is not
+ * one a loader writes (segment_count over SHMKV_CTL_MAX_SEGMENTS). Paths in
+ * the copy are always NUL-terminated. No system call; ctl may be mapped
+ * read-only. */
+static inline int shmkv_ctl_read(const shmkv_ctl *ctl, shmkv_ctl *out)
+{
+	return shmkv__ctl_read_n(ctl, out, SHMKV__SEQ_SPINS);
+}
+
+/* The seqcount itself: even and unchanged means nothing was published since
+ * it was last read. Private: shmkv_refresh remembers failures by it. */
+static inline uint64_t shmkv__ctl_seq(const shmkv_ctl *ctl)
+{
+	/* pairs with shmkv__store_release(&ctl->seq, s + 2) in
+	 * lib/shmkv/ctl.h:shmkv_ctl_publish() */
+	return shmkv__load_acquire(&ctl->seq);
 }
 
 /* For the loader, the only writer: publishes generation with segs[0..n)
@@ -329,23 +358,24 @@ static inline int shmkv_ctl_publish(shmkv_ctl *ctl, uint64_t generation,
 	/* Only writer: a relaxed load sees its own last store. An odd seq is a
 	 * section a crashed loader left open: s is its start. */
 	uint64_t s = shmkv__load_relaxed(&ctl->seq) & ~UINT64_C(1);
+	/* odd: relaxed, published by the release of every word store below
+	 * (pairs with the relaxed seq re-read in shmkv__ctl_read_n()) */
 	shmkv__store_relaxed(&ctl->seq, s + 1);
-	/* pairs with shmkv__fence_acquire() in lib/shmkv/ctl.h:shmkv_ctl_read():
-	 * a reader whose copy holds any store below sees seq odd on its re-read */
-	shmkv__fence_release();
 	for (size_t i = SHMKV__CTL_WORD(segment_count); i < SHMKV__CTL_WORDS; i++) {
 		uint64_t v;
 		memcpy(&v, src + 8 * i, 8);
-		/* relaxed: pairs with the relaxed word loads in shmkv_ctl_read(),
-		 * ordered by the fences around them */
-		shmkv__store_relaxed(w + i, v);
+		/* release; pairs with the load_acquire of each word in
+		 * lib/shmkv/ctl.h:shmkv__ctl_read_n(): a reader whose copy holds
+		 * this store also sees seq odd (the store above) on its re-read */
+		shmkv__store_release(w + i, v);
 	}
 	/* pairs with shmkv__load_acquire(&ctl->generation) in
-	 * lib/shmkv/ctl.h:shmkv_ctl_generation() (shmkv_refresh's check): a
-	 * reader that sees the new generation sees the stores above */
+	 * lib/shmkv/ctl.h:shmkv_ctl_generation() (shmkv_refresh's first check,
+	 * lib/shmkv/attach.h): a reader that sees the new generation sees the
+	 * stores above */
 	shmkv__store_release(&ctl->generation, generation);
-	/* pairs with shmkv__load_acquire(&ctl->seq) in
-	 * lib/shmkv/ctl.h:shmkv_ctl_read() and shmkv_ctl_mid_update(): the
+	/* pairs with shmkv__load_acquire(&ctl->seq) in lib/shmkv/ctl.h:
+	 * shmkv__ctl_read_n(), shmkv_ctl_mid_update() and shmkv__ctl_seq(): the
 	 * section's stores are visible before seq turns even again */
 	shmkv__store_release(&ctl->seq, s + 2);
 	return 0;
