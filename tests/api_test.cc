@@ -11,6 +11,7 @@
 #include <cstring>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "test_util.h"
 
@@ -367,6 +368,23 @@ TEST(Tools, FindEveryKeyTheWayTheReaderDoes)
 		}
 		EXPECT_TRUE(found) << k;
 	}
+	// the reader's own lookup, by offset, and its displacement rule
+	for (int i = 0; i < n; i++) {
+		std::string k = "key:" + std::to_string(i);
+		uint64_t off = 0;
+		ASSERT_EQ(shmkv_find_entry(db, k.data(), k.size(), &off), 0) << k;
+		shmkv_entry e;
+		ASSERT_EQ(shmkv_entry_at(db, off, &e, nullptr, 0), 0);
+		EXPECT_EQ(std::string((const char *)e.key, e.key_len), k);
+		uint64_t hv = shmkv_key_hash(h->hash_seed, h->hash_bits, k.data(), k.size());
+		uint64_t home = shmkv_home_bucket(hv, h->bucket_count);
+		EXPECT_LE(shmkv_bucket_displacement(slots + home * SHMKV_BUCKET_SLOTS, shmkv_key_tag(hv),
+						    h->max_probe), h->max_probe);
+	}
+	uint64_t off = 0;
+	EXPECT_EQ(shmkv_find_entry(db, "absent", 6, &off), SHMKV_ENOTFOUND);
+	std::string huge(SHMKV_MAX_KEY_LEN + 1, 'k');
+	EXPECT_EQ(shmkv_find_entry(db, huge.data(), huge.size(), &off), SHMKV_EKEYLEN);
 	EXPECT_EQ(shmkv_filter_index(1), 0u);
 	EXPECT_EQ(shmkv_filter_index(0xffff), SHMKV_FILTER_BITS - 1);
 	EXPECT_EQ(shmkv_slot_meta(UINT64_C(0xab) << SHMKV_SLOT_META_SHIFT), 0xabu);
@@ -404,4 +422,49 @@ TEST(Tools, EntryAtRefusesEveryOffsetOutsideItsSection)
 	EXPECT_EQ(shmkv_value_check(SHMKV_TYPE_BOOL, "\2", 1, why, sizeof why), SHMKV_ECORRUPT);
 	EXPECT_EQ(shmkv_value_check(77, "x", 1, why, sizeof why), SHMKV_ECORRUPT);
 	EXPECT_NE(strstr(why, "unknown value type 77"), nullptr) << why;
+}
+
+TEST(Tools, BindMemZeroCheckAndUtf8)
+{
+	TempDir d;
+	Builder b;
+	ASSERT_EQ(b.str("k", "v\xc3\xa9"), 0) << b.error();
+	std::string path = d.file("t.shmkv");
+	ASSERT_EQ(b.finish(path), 0) << b.error();
+	std::string bytes = shmkv_test::read_file(path);
+	ASSERT_FALSE(bytes.empty());
+	// 8-aligned private copy, as a segment would be
+	std::vector<uint64_t> mem((bytes.size() + 7) / 8);
+	memcpy(mem.data(), bytes.data(), bytes.size());
+
+	shmkv db;
+	char why[256] = "";
+	ASSERT_EQ(shmkv_bind_mem(&db, mem.data(), bytes.size(), 0, why, sizeof why), 0) << why;
+	const char *s = nullptr;
+	size_t len = 0;
+	ASSERT_EQ(shmkv_get_str(&db, "k", 1, &s, &len), 0);
+	EXPECT_EQ(std::string(s, len), "v\xc3\xa9");
+	EXPECT_EQ(shmkv_verify(&db, why, sizeof why), 0) << why;
+	shmkv_value v;
+	ASSERT_EQ(shmkv_get(&db, "k", 1, &v), 0);
+	EXPECT_EQ(shmkv_value_utf8_valid(&v), 1);
+	// header block padding is zero; out-of-image ranges are refused, not read
+	EXPECT_EQ(shmkv_zero_check(&db, SHMKV_HEADER_USED, SHMKV_HEADER_SIZE, "header", why,
+				   sizeof why), 0) << why;
+	EXPECT_EQ(shmkv_zero_check(&db, 0, 8, "magic", why, sizeof why), SHMKV_ECORRUPT);
+	EXPECT_NE(strstr(why, "offset 0"), nullptr) << why;
+	EXPECT_EQ(shmkv_zero_check(&db, 0, bytes.size() + 1, "x", why, sizeof why), SHMKV_ECORRUPT);
+
+	// a damaged copy is refused and db left alone
+	shmkv before = db;
+	reinterpret_cast<char *>(mem.data())[0] ^= 1;
+	EXPECT_EQ(shmkv_bind_mem(&db, mem.data(), bytes.size(), 0, why, sizeof why), SHMKV_EMAGIC);
+	EXPECT_EQ(memcmp(&before, &db, sizeof db), 0);
+
+	// text that is not UTF-8
+	shmkv_value bad = v;
+	static const char latin1[] = "v\xe9";
+	bad.data = latin1;
+	bad.size = 2;
+	EXPECT_EQ(shmkv_value_utf8_valid(&bad), 0);
 }

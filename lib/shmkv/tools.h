@@ -10,6 +10,7 @@
 #include "get.h"
 #include "handle.h"
 #include "probe.h"
+#include "verify.h"
 
 /* Key hash (FORMAT.md §5): XXH3-64 of the key with the image's
  * hash_seed; hash_bits is the header's (64 in production; fewer only in test
@@ -108,6 +109,68 @@ static inline int shmkv_entry_at(const shmkv *db, uint64_t off, shmkv_entry *out
 				 size_t why_len)
 {
 	return shmkv__entry_decode(db, off, out, why, why_len);
+}
+
+/* How many buckets after its home a key with this tag may have been
+ * displaced to, as the home bucket's displaced-key filter says (FORMAT.md
+ * §6): 0 when the lookup may stop at the home bucket, else up to max_probe
+ * (the header's). bucket points at the home bucket's 8 slots. */
+static inline uint64_t shmkv_bucket_displacement(const uint64_t *bucket, uint64_t tag,
+						 uint32_t max_probe)
+{
+	return shmkv__displaced(bucket, tag, max_probe);
+}
+
+/* The image offset of key's entry, found exactly as shmkv_get finds it.
+ * Returns 0 with *off set; SHMKV_ENOTFOUND; SHMKV_EKEYLEN. For verifiers
+ * that check every key is found where the reader will look. */
+static inline int shmkv_find_entry(const shmkv *db, const void *key, size_t key_len, uint64_t *off)
+{
+	const uint8_t *e = shmkv__find(db, key, key_len);
+	if (!e)
+		return shmkv__miss(key_len);
+	*off = (uint64_t)(e - db->base);
+	return 0;
+}
+
+/* Checks that image bytes [from, to) are zero (padding, FORMAT.md §13).
+ * Returns 0, or SHMKV_ECORRUPT with why naming the first non-zero byte's
+ * offset and what (e.g. "entry"). The range must lie inside the image. */
+static inline int shmkv_zero_check(const shmkv *db, uint64_t from, uint64_t to, const char *what,
+				   char *why, size_t why_len)
+{
+	if (from > to || to > db->size)
+		return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
+				   "%s padding [%llu, %llu) outside the %llu-byte image", what,
+				   (unsigned long long)from, (unsigned long long)to,
+				   (unsigned long long)db->size);
+	return shmkv__zero_range(db, from, to, what, why, why_len);
+}
+
+/* 1 when a value's text is strict UTF-8 (string values, and every string of
+ * a string list; no overlongs, surrogates or code points past U+10FFFF), 0
+ * when not; 1 for other types. The check shmkv_verify applies. */
+static inline int shmkv_value_utf8_valid(const shmkv_value *v)
+{
+	return shmkv__text_valid(v);
+}
+
+/* Binds *db to an image already in memory (base[0, size), e.g. a segment
+ * the caller mapped or is reading): checks it as shmkv_image_check(base,
+ * size, flags) does, then fills *db so that lookups, iteration and
+ * shmkv_verify work on it. The caller keeps owning the memory: never pass
+ * such a handle to shmkv_close (there is nothing to free) and keep base
+ * mapped while db is used. Returns 0, or the errors of shmkv_image_check
+ * (db untouched). */
+static inline int shmkv_bind_mem(shmkv *db, const void *base, uint64_t size, unsigned flags,
+				 char *why, size_t why_len)
+{
+	int err = shmkv_image_check(base, size, flags, why, why_len);
+	if (err)
+		return err;
+	memset(db, 0, sizeof *db);
+	shmkv__bind(db, base, size);
+	return 0;
 }
 
 #endif /* SHMKV_TOOLS_H */

@@ -65,6 +65,12 @@ int header_test_shmkv_c(char *why, size_t why_len)
 	int (*vcheck)(unsigned, const void *, uint64_t, char *, size_t) = shmkv_value_check;
 	const char *(*secname)(uint32_t) = shmkv_section_name;
 	int (*entry_at)(const shmkv *, uint64_t, shmkv_entry *, char *, size_t) = shmkv_entry_at;
+	uint64_t (*disp)(const uint64_t *, uint64_t, uint32_t) = shmkv_bucket_displacement;
+	int (*find)(const shmkv *, const void *, size_t, uint64_t *) = shmkv_find_entry;
+	int (*zero)(const shmkv *, uint64_t, uint64_t, const char *, char *, size_t) =
+		shmkv_zero_check;
+	int (*utf8)(const shmkv_value *) = shmkv_value_utf8_valid;
+	int (*bind)(shmkv *, const void *, uint64_t, unsigned, char *, size_t) = shmkv_bind_mem;
 	const void *fns[] = {(const void *)(uintptr_t)get,     (const void *)(uintptr_t)get_i64,
 			     (const void *)(uintptr_t)get_f64, (const void *)(uintptr_t)get_bool,
 			     (const void *)(uintptr_t)get_str, (const void *)(uintptr_t)get_bytes,
@@ -88,7 +94,9 @@ int header_test_shmkv_c(char *why, size_t why_len)
 			     (const void *)(uintptr_t)slot_off, (const void *)(uintptr_t)filter,
 			     (const void *)(uintptr_t)align8, (const void *)(uintptr_t)vpos,
 			     (const void *)(uintptr_t)vcheck, (const void *)(uintptr_t)secname,
-			     (const void *)(uintptr_t)entry_at};
+			     (const void *)(uintptr_t)entry_at, (const void *)(uintptr_t)disp,
+			     (const void *)(uintptr_t)find,    (const void *)(uintptr_t)zero,
+			     (const void *)(uintptr_t)utf8,    (const void *)(uintptr_t)bind};
 	for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++)
 		if (!fns[i])
 			return -1;
