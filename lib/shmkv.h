@@ -66,6 +66,12 @@
  *     int      shmkv_value_check(type, p, len, why, why_len)
  *     int      shmkv_entry_at(db, offset, &entry, why, why_len)  bounds-checked decode
  *     const char *shmkv_section_name(kind)
+ *     uint64_t shmkv_bucket_displacement(bucket, tag, max_probe)  later buckets to search
+ *     int      shmkv_find_entry(db, key, len, &offset)           the reader's lookup, as an offset
+ *     int      shmkv_zero_check(db, from, to, what, why, why_len) padding is zero
+ *     int      shmkv_value_utf8_valid(&value)                    1 if strict UTF-8
+ *     int      shmkv_bind_mem(&db, base, size, flags, why, why_len) a handle over memory
+ *              the caller owns (checked as shmkv_image_check; never shmkv_close it)
  *
  * Return values (why/why_len, where taken, receive a one-line reason naming
  * the file, section or offset; NULL/0 to skip it)
@@ -100,7 +106,9 @@
  *               protocol, not a regular file, or with SHMKV_CTL_RDWR not ours alone).
  *   shmkv_ctl_read: 0; -EAGAIN (seq stays odd); SHMKV_EPROTO (impossible contents).
  *   shmkv_ctl_publish: 0; -EINVAL (more than SHMKV_CTL_MAX_SEGMENTS, or generation 0).
- *   shmkv_value_check, shmkv_entry_at: 0; SHMKV_ECORRUPT.
+ *   shmkv_value_check, shmkv_entry_at, shmkv_zero_check: 0; SHMKV_ECORRUPT.
+ *   shmkv_find_entry: 0; SHMKV_ENOTFOUND; SHMKV_EKEYLEN.
+ *   shmkv_bind_mem: 0; the errors of shmkv_image_check.
  *   shmkv_strerror, shmkv_errname, *_name: never NULL (static strings).
  *
  * Lifetime: pointers obtained from a handle stay valid until shmkv_close()
