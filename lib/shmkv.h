@@ -107,7 +107,7 @@
  *   shmkv_ctl_read: 0; -EAGAIN (seq stays odd); SHMKV_EPROTO (impossible contents).
  *   shmkv_ctl_publish: 0; -EINVAL (more than SHMKV_CTL_MAX_SEGMENTS, or generation 0).
  *   shmkv_value_check, shmkv_entry_at, shmkv_zero_check: 0; SHMKV_ECORRUPT.
- *   shmkv_find_entry: 0; SHMKV_ENOTFOUND; SHMKV_EKEYLEN.
+ *   shmkv_find_entry: 0; SHMKV_ENOTFOUND; SHMKV_EKEYLEN; SHMKV_ECORRUPT.
  *   shmkv_bind_mem: 0; the errors of shmkv_image_check.
  *   shmkv_strerror, shmkv_errname, *_name: never NULL (static strings).
  *

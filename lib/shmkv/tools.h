@@ -121,14 +121,19 @@ static inline uint64_t shmkv_bucket_displacement(const uint64_t *bucket, uint64_
 	return shmkv__displaced(bucket, tag, max_probe);
 }
 
-/* The image offset of key's entry, found exactly as shmkv_get finds it.
- * Returns 0 with *off set; SHMKV_ENOTFOUND; SHMKV_EKEYLEN. For verifiers
+/* The image offset of key's entry, found exactly as shmkv_get finds it
+ * (the checked lookup). Returns 0 with *off set; SHMKV_ENOTFOUND;
+ * SHMKV_EKEYLEN; SHMKV_ECORRUPT (damage on the key's path). For verifiers
  * that check every key is found where the reader will look. */
 static inline int shmkv_find_entry(const shmkv *db, const void *key, size_t key_len, uint64_t *off)
 {
-	const uint8_t *e = shmkv__find(db, key, key_len);
-	if (!e)
-		return shmkv__miss(key_len);
+	if (key_len > SHMKV_MAX_KEY_LEN)
+		return SHMKV_EKEYLEN;
+	const uint8_t *e = NULL;
+	uint64_t h = shmkv__hash(db->seed, db->hash_bits, key, key_len);
+	int err = shmkv__locate(db, key, key_len, h, &e, NULL, 0);
+	if (err)
+		return err;
 	*off = (uint64_t)(e - db->base);
 	return 0;
 }
