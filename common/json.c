@@ -337,32 +337,6 @@ void json_base64(struct json *j, const char *key, const void *p, size_t n)
 
 /* ---- the loader's error replies ---- */
 
-#ifndef SHMKV_ERR_MIN
-/* Until lib/ exports shmkv_errname() (issue 9 §1). */
-static const char *shmkv_errname(int err)
-{
-	switch (err) {
-	case SHMKV_ENOTFOUND: return "SHMKV_ENOTFOUND";
-	case SHMKV_ETYPE: return "SHMKV_ETYPE";
-	case SHMKV_EMAGIC: return "SHMKV_EMAGIC";
-	case SHMKV_EVERSION: return "SHMKV_EVERSION";
-	case SHMKV_ELAYOUT: return "SHMKV_ELAYOUT";
-	case SHMKV_ETRUNCATED: return "SHMKV_ETRUNCATED";
-	case SHMKV_ECHECKSUM: return "SHMKV_ECHECKSUM";
-	case SHMKV_ECORRUPT: return "SHMKV_ECORRUPT";
-	case SHMKV_EKEYLEN: return "SHMKV_EKEYLEN";
-	case SHMKV_EEND: return "SHMKV_EEND";
-	case SHMKV_EDUPKEY: return "SHMKV_EDUPKEY";
-	case SHMKV_EINPUT: return "SHMKV_EINPUT";
-	case SHMKV_ELIMIT: return "SHMKV_ELIMIT";
-	case SHMKV_EPROTO: return "SHMKV_EPROTO";
-	default: break;
-	}
-	const char *n = err < 0 && err > -4096 ? strerrorname_np(-err) : NULL;
-	return n ? n : "UNKNOWN";
-}
-#endif
-
 char *json_error_code(const char *msg, int err)
 {
 	struct json j;

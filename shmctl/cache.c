@@ -83,7 +83,7 @@ int cache_args(int argc, char **argv, int nargs, const char *usage)
 
 int cache_check_name(const char *name)
 {
-	if (shmkv__valid_name(name))
+	if (!shmkv_name_check(name))
 		return 0;
 	return p_usage("cache",
 		       "invalid cache name \"%s\" (1-%u of A-Z a-z 0-9 _ - ., not starting with .)",

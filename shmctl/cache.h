@@ -25,9 +25,9 @@ int cache_args(int argc, char **argv, int nargs, const char *usage);
 int cache_check_name(const char *name);
 
 /* Reads ROOT/NAME.ctl read-only: a consistent copy of the control segment
- * (the seqcount loop of lib/PROTOCOL.md). Returns 0; -ENOENT (no such
- * cache); SHMKV_EPROTO (not a control segment of this protocol version and
- * layout, message in why); -EAGAIN (stays mid-update); other -errno. */
+ * (shmkv_ctl_open, shmkv_ctl_read). Returns 0; -ENOENT (no such cache);
+ * SHMKV_EPROTO (not a control segment of this protocol version and layout);
+ * -EAGAIN (stays mid-update); other -errno; why says what and where. */
 int ctl_read(const char *root, const char *name, shmkv_ctl *out, char *why, size_t why_len);
 
 /* `cache list` without a loader: every ROOT/NAME.ctl read with ctl_read(),

@@ -1,65 +1,31 @@
 /* cache_ctl.c - reading control segments (lib/PROTOCOL.md) without the
- * loader: ctl_read() for `cache readers` and the fallback of `cache list`. */
+ * loader, through the reader's shmkv_ctl_open()/shmkv_ctl_read(): ctl_read()
+ * for `cache readers` and the fallback of `cache list`. */
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "cache.h"
+#include "diag.h"
 #include "json.h"
 #include "memkind.h"
 
 int ctl_read(const char *root, const char *name, shmkv_ctl *out, char *why, size_t why_len)
 {
-	char path[4200];
-	int err = 0;
-	snprintf(path, sizeof path, "%s/%s.ctl", root, name);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		err = -errno;
-		snprintf(why, why_len, "%s: %s", path, strerror(-err));
+	shmkv_ctl *ctl;
+	int err = shmkv_ctl_open(root, name, 0, &ctl, why, why_len);
+	if (err)
 		return err;
-	}
-	struct stat st;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size < SHMKV_CTL_SIZE) {
-		close(fd);
-		snprintf(why, why_len, "%s: not a shmkv control segment (size)", path);
-		return SHMKV_EPROTO;
-	}
-	void *m = mmap(NULL, SHMKV_CTL_SIZE, PROT_READ, MAP_SHARED, fd, 0);
-	err = m == MAP_FAILED ? -errno : 0;
-	close(fd);
-	if (err) {
-		snprintf(why, why_len, "%s: mmap: %s", path, strerror(-err));
-		return err;
-	}
-	const shmkv_ctl *ctl = m;
-	if (memcmp(ctl->magic, SHMKV_CTL_MAGIC, 8) != 0) {
-		snprintf(why, why_len, "%s: not a shmkv control segment (magic)", path);
-		err = SHMKV_EPROTO;
-	} else if (ctl->protocol_version != SHMKV_PROTOCOL_VERSION ||
-		   ctl->layout_hash != SHMKV_CTL_LAYOUT_HASH) {
-		snprintf(why, why_len,
-			 "%s: protocol version %u layout %016llx, this shmctl speaks version %u "
-			 "layout %016llx", path, ctl->protocol_version,
-			 (unsigned long long)ctl->layout_hash, SHMKV_PROTOCOL_VERSION,
-			 (unsigned long long)SHMKV_CTL_LAYOUT_HASH);
-		err = SHMKV_EPROTO;
-	} else {
-		err = shmkv_ctl_read(ctl, out);
-		if (err)
-			snprintf(why, why_len,
-				 "%s: stays mid-update (loader died while publishing?); try again",
-				 path);
-		if (out->segment_count > SHMKV_CTL_MAX_SEGMENTS)
-			out->segment_count = SHMKV_CTL_MAX_SEGMENTS;
-	}
-	munmap(m, SHMKV_CTL_SIZE);
+	err = shmkv_ctl_read(ctl, out);
+	if (err == -EAGAIN)
+		diag_fail(err, why, why_len,
+			  "%s/%s.ctl: stays mid-update (loader died while publishing?); try again",
+			  root, name);
+	else if (err)
+		diag_fail(err, why, why_len, "%s/%s.ctl: %s", root, name, shmkv_strerror(err));
+	shmkv_ctl_close(ctl);
 	return err;
 }
 
@@ -141,7 +107,7 @@ int ctl_list(const char *root, const char *note, jv **out, char *why, size_t why
 			continue;
 		char name[256];
 		snprintf(name, sizeof name, "%.*s", (int)(l - 4), e->d_name);
-		if (!shmkv__valid_name(name))
+		if (shmkv_name_check(name))
 			continue; /* the loader's temporary files start with '.' */
 		if (n == cap) {
 			cap = cap ? cap * 2 : 16;

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "diag.h"
 #include "image.h"
 #include "main.h"
 
@@ -31,7 +32,7 @@ static int count_types(const shmkv *db, struct stats *st, char *why, size_t len)
 		n++;
 	}
 	if (err != SHMKV_EEND)
-		return shmkv__fail(err, why, len, "entry %" PRIu64 ": %s", n, shmkv_strerror(err));
+		return diag_fail(err, why, len, "entry %" PRIu64 ": %s", n, shmkv_strerror(err));
 	return 0;
 }
 
@@ -45,26 +46,26 @@ static int probe_lengths(const shmkv *db, struct stats *st, char *why, size_t le
 	st->probe_len = h->max_probe + 1;
 	st->probe = calloc(st->probe_len, sizeof *st->probe);
 	if (!st->probe)
-		return shmkv__fail(-ENOMEM, why, len, "out of memory");
+		return diag_fail(-ENOMEM, why, len, "out of memory");
 	for (uint64_t b = 0; b < h->bucket_count; b++) {
 		for (unsigned j = 0; j < SHMKV_BUCKET_SLOTS; j++) {
 			uint64_t w = slots[b * SHMKV_BUCKET_SLOTS + j];
 			if (!w)
 				continue;
-			shmkv__entry e = {0}; /* GCC -O3 cannot see decode set it */
+			shmkv_entry e = {0}; /* GCC -O3 cannot see shmkv_entry_at set it */
 			char sub[256];
-			int err = shmkv__entry_decode(db, (w & SHMKV_SLOT_OFF_MASK) << 3, &e, sub,
-						      sizeof sub);
+			int err = shmkv_entry_at(db, shmkv_slot_entry_offset(w), &e, sub, sizeof sub);
 			if (err)
-				return shmkv__fail(err, why, len, "index bucket %" PRIu64 " slot %u: %s",
-						   b, j, sub);
-			uint64_t hv = shmkv__hash(h->hash_seed, h->hash_bits, e.key, e.key_len);
-			uint64_t home = shmkv__home(hv, h->bucket_count);
+				return diag_fail(err, why, len, "index bucket %" PRIu64 " slot %u: %s",
+						 b, j, sub);
+			uint64_t hv = shmkv_key_hash(h->hash_seed, h->hash_bits, e.key, e.key_len);
+			uint64_t home = shmkv_home_bucket(hv, h->bucket_count);
 			uint64_t d = b >= home ? b - home : b + h->bucket_count - home;
 			if (d >= st->probe_len)
-				return shmkv__fail(SHMKV_ECORRUPT, why, len,
-						   "index bucket %" PRIu64 " slot %u: key is %" PRIu64
-						   " buckets from home, max_probe is %u", b, j, d, h->max_probe);
+				return diag_fail(SHMKV_ECORRUPT, why, len,
+						 "index bucket %" PRIu64 " slot %u: key is %" PRIu64
+						 " buckets from home, max_probe is %u",
+						 b, j, d, h->max_probe);
 			st->probe[d]++;
 		}
 	}
@@ -116,7 +117,7 @@ static void print_json(const char *path, const shmkv_image_header *h, const stru
 	for (uint32_t i = 0; i < h->section_count; i++) {
 		const shmkv_section_desc *s = &h->sections[i];
 		json_obj_begin(w, NULL);
-		json_str(w, "kind", shmkv__section_name(s->kind));
+		json_str(w, "kind", shmkv_section_name(s->kind));
 		json_u64(w, "offset", s->offset);
 		json_u64(w, "size", s->size);
 		snprintf(buf, sizeof buf, "%016" PRIx64, s->checksum);
@@ -177,7 +178,7 @@ static void print_plain(const char *path, const shmkv_image_header *h, const str
 	for (uint32_t i = 0; i < h->section_count; i++) {
 		const shmkv_section_desc *s = &h->sections[i];
 		printf("  %-10s%14" PRIu64 "%14" PRIu64 "  %016" PRIx64 "\n",
-		       shmkv__section_name(s->kind), s->offset, s->size, s->checksum);
+		       shmkv_section_name(s->kind), s->offset, s->size, s->checksum);
 	}
 
 	printf("\nvalue types\n");

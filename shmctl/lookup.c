@@ -20,41 +20,6 @@ void json_key_member(struct json *w, const void *key, size_t len)
 	}
 }
 
-/* shmkv_get() trusts the entries it probes (checksums only guard against
- * accidents), so a crafted or buggy image could crash it. An admin tool must
- * not: walk the same probe sequence with every candidate entry decoded with
- * bounds checks first. Returns 0 (shmkv_get is then safe), SHMKV_ENOTFOUND
- * or SHMKV_ECORRUPT with why. */
-static int checked_probe(const shmkv *db, const void *key, size_t key_len, char *why, size_t len)
-{
-	const shmkv_image_header *h = shmkv_header(db);
-	/* the header sits at the image start: no need to look into the handle */
-	const uint64_t *slots =
-		(const uint64_t *)(const void *)((const uint8_t *)h + h->sections[0].offset);
-	uint64_t hv = shmkv__hash(h->hash_seed, h->hash_bits, key, key_len);
-	uint64_t tag = shmkv__tag(hv), b = shmkv__home(hv, h->bucket_count);
-	for (uint32_t probe = 0;; probe++) {
-		const uint64_t *bk = slots + b * SHMKV_BUCKET_SLOTS;
-		for (unsigned j = 0; j < SHMKV_BUCKET_SLOTS; j++) {
-			if (bk[j] >> SHMKV_SLOT_TAG_SHIFT != tag)
-				continue;
-			shmkv__entry e = {0};
-			char sub[160]; /* shmkv__entry_decode keeps 160 bytes of a nested why */
-			int err = shmkv__entry_decode(db, (bk[j] & SHMKV_SLOT_OFF_MASK) << 3, &e, sub,
-						      sizeof sub);
-			if (err)
-				return shmkv__fail(err, why, len, "index bucket %" PRIu64 " slot %u: %s",
-						   b, j, sub);
-			if (e.key_len == key_len && !memcmp(e.key, key, key_len))
-				return 0;
-		}
-		if (bk[SHMKV_BUCKET_SLOTS - 1] == 0 || probe == h->max_probe)
-			return SHMKV_ENOTFOUND;
-		if (++b == h->bucket_count)
-			b = 0;
-	}
-}
-
 /* Prints the value found; returns the exit code. */
 static int print_value(const void *key, size_t key_len, const shmkv_value *v)
 {
@@ -136,9 +101,8 @@ int get_verb(int argc, char **argv, const struct get_source *src)
 	snprintf(what, sizeof what, "%s%s", src->what_prefix ? src->what_prefix : "", arg);
 	shmkv_value v;
 	char why[512];
-	int err = checked_probe(db, key, key_len, why, sizeof why);
-	if (!err)
-		err = shmkv_get(db, key, key_len, &v);
+	/* the reader's lookup, every offset bounds-checked, with the reason */
+	int err = shmkv_get_diag(db, key, key_len, &v, why, sizeof why);
 	if (err == SHMKV_ENOTFOUND) {
 		rc = EXIT_NEGATIVE;
 		p_err("key not found");

@@ -1,5 +1,5 @@
 /* lookup.h - the `get` verb shared by `image get` (a file) and `cache get`
- * (a loader-managed cache): key argument, bounds-checked probe, printing. */
+ * (a loader-managed cache): key argument, shmkv_get_diag, printing. */
 #ifndef SHMCTL_LOOKUP_H
 #define SHMCTL_LOOKUP_H
 
