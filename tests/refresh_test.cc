@@ -206,7 +206,7 @@ TEST(Refresh, AttachGivesUpOnAStuckSegmentWithinItsBound)
 	EXPECT_EQ(shmkv_attach_diag(c.root(), "c", 0, &db, why, sizeof why), -EAGAIN);
 	EXPECT_EQ(db, nullptr);
 	EXPECT_NE(strstr(why, "mid-update"), nullptr) << why;
-	// bounded: SHMKV__SEQ_SPINS passes, far below the old 2^24
+	// bounded: the seqcount loop gives up after its fixed limit of passes, far below the old 2^24
 	EXPECT_LE(g_ctl_retry - retries, uint64_t(1) << 16);
 	EXPECT_GT(g_ctl_retry - retries, 0u);
 }
