@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "diag.h"
 #include "loader.h"
 #include "log.h"
 #include "mounts.h"
@@ -124,9 +125,9 @@ static int ctl_trusted(struct loader *L, const char *name, char *why, size_t why
 	char path[PATH_MAX];
 	struct stat st;
 	if ((size_t)snprintf(path, sizeof path, "%s/%s.ctl", L->root, name) >= sizeof path)
-		return shmkv__fail(-ENAMETOOLONG, why, why_len, "%s: path too long", L->root);
+		return diag_fail(-ENAMETOOLONG, why, why_len, "%s: path too long", L->root);
 	if (lstat(path, &st) != 0)
-		return shmkv__fail(-errno, why, why_len, "%s: %s", path, strerror(errno));
+		return diag_fail(-errno, why, why_len, "%s: %s", path, strerror(errno));
 	return seg_trust_stat(&st, path, 0, 0, why, why_len);
 }
 
@@ -165,7 +166,7 @@ static void adopt_one(struct loader *L, struct scan *sc, const char *name)
 	if (gen && count >= 1) {
 		err = seg_inspect(seg.path, &in, why, sizeof why);
 		if (!err && in.size != seg.size)
-			err = shmkv__fail(SHMKV_ECORRUPT, why, sizeof why,
+			err = diag_fail(SHMKV_ECORRUPT, why, sizeof why,
 					  "%s: image is %llu bytes, the control segment says %llu",
 					  seg.path, (unsigned long long)in.size,
 					  (unsigned long long)seg.size);
@@ -246,13 +247,13 @@ static int root_trusted(struct loader *L, char *why, size_t why_len)
 {
 	int fd = open(L->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
-		return shmkv__fail(-errno, why, why_len, "root %s: %s", L->root, strerror(errno));
+		return diag_fail(-errno, why, why_len, "root %s: %s", L->root, strerror(errno));
 	int err = seg_trust(fd, L->root, 1, 1, why, why_len);
 	close(fd);
 	if (err) {
 		char t[400];
 		snprintf(t, sizeof t, "%s", why);
-		shmkv__fail(err, why, why_len, "%s (root must be owned by the loader's user or "
+		diag_fail(err, why, why_len, "%s (root must be owned by the loader's user or "
 			    "root and writable by no one else)", t);
 	}
 	return err;
@@ -264,9 +265,9 @@ static int spool_trusted(struct loader *L, char *why, size_t why_len)
 {
 	struct stat st;
 	if (stat(L->spool, &st) != 0)
-		return shmkv__fail(-errno, why, why_len, "spool %s: %s", L->spool, strerror(errno));
+		return diag_fail(-errno, why, why_len, "spool %s: %s", L->spool, strerror(errno));
 	if (st.st_mode & S_IWOTH)
-		return shmkv__fail(-EPERM, why, why_len,
+		return diag_fail(-EPERM, why, why_len,
 				   "spool %s: mode %04o lets every local user publish; make it 0755, "
 				   "or 0775 with a group of producers", L->spool,
 				   (unsigned)(st.st_mode & 07777));
@@ -309,7 +310,7 @@ int adopt_all(struct loader *L, char *why_out, size_t why_out_len)
 		char name[SHMKV_CACHE_NAME_MAX + 1];
 		memcpy(name, e->d_name, n - 4);
 		name[n - 4] = 0;
-		if (!shmkv__valid_name(name))
+		if (shmkv_name_check(name) != 0)
 			continue;
 		if (nn == sizeof names / sizeof names[0]) {
 			log_err("more than %zu caches under %s: %s not adopted", nn, L->root, name);

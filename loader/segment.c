@@ -15,6 +15,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include "diag.h"
 #include "log.h"
 
 #define HUGETLBFS_MAGIC_ 0x958458f6
@@ -42,14 +43,14 @@ int seg_trust_stat(const struct stat *st, const char *path, int dir, int allow_r
 {
 	uid_t me = geteuid();
 	if (dir ? !S_ISDIR(st->st_mode) : !S_ISREG(st->st_mode))
-		return shmkv__fail(-EPERM, why, why_len, "%s: not a %s (mode %06o): not trusted",
+		return diag_fail(-EPERM, why, why_len, "%s: not a %s (mode %06o): not trusted",
 				   path, dir ? "directory" : "regular file", (unsigned)st->st_mode);
 	if (st->st_uid != me && !(allow_root && st->st_uid == 0))
-		return shmkv__fail(-EPERM, why, why_len,
+		return diag_fail(-EPERM, why, why_len,
 				   "%s: owned by uid %u, not by the loader's uid %u: not trusted",
 				   path, (unsigned)st->st_uid, (unsigned)me);
 	if (st->st_mode & (S_IWGRP | S_IWOTH))
-		return shmkv__fail(-EPERM, why, why_len,
+		return diag_fail(-EPERM, why, why_len,
 				   "%s: mode %04o is writable by group or others: not trusted", path,
 				   (unsigned)(st->st_mode & 07777));
 	return 0;
@@ -59,7 +60,7 @@ int seg_trust(int fd, const char *path, int dir, int allow_root, char *why, size
 {
 	struct stat st;
 	if (fstat(fd, &st) != 0)
-		return shmkv__fail(-errno, why, why_len, "%s: fstat: %s", path, strerror(errno));
+		return diag_fail(-errno, why, why_len, "%s: fstat: %s", path, strerror(errno));
 	return seg_trust_stat(&st, path, dir, allow_root, why, why_len);
 }
 
@@ -81,7 +82,7 @@ static int open_trusted_dir(int bfd, const char *base, const char *name, char *w
 	/* O_NOFOLLOW|O_DIRECTORY: a symlink or a FIFO fails here without blocking */
 	int fd = openat(bfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
-		return shmkv__fail(-errno, why, why_len, "%s: %s", path,
+		return diag_fail(-errno, why, why_len, "%s: %s", path,
 				   errno == ELOOP || errno == ENOTDIR ? "not a directory"
 								      : strerror(errno));
 	int err = seg_trust(fd, path, 1, 0, why, why_len);
@@ -112,7 +113,7 @@ int seg_dir_trusted(const char *base, const char *name)
 static int finish_new_dir(int fd, const char *path, char *why, size_t why_len)
 {
 	if (fchown(fd, (uid_t)-1, group_for_dir()) != 0 || fchmod(fd, 0750) != 0)
-		return shmkv__fail(-errno, why, why_len, "%s: set group and mode: %s", path,
+		return diag_fail(-errno, why, why_len, "%s: set group and mode: %s", path,
 				   strerror(errno));
 	return 0;
 }
@@ -122,10 +123,10 @@ int seg_dir_open(const char *base, char *out, size_t out_len, char *why, size_t 
 	char refused[400];
 	int bfd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (bfd < 0)
-		return shmkv__fail(-errno, why, why_len, "%s: %s", base, strerror(errno));
+		return diag_fail(-errno, why, why_len, "%s: %s", base, strerror(errno));
 	if ((size_t)snprintf(out, out_len, "%s/" SEG_DIR_NAME, base) >= out_len) {
 		close(bfd);
-		return shmkv__fail(-ENAMETOOLONG, why, why_len, "%s: path too long", base);
+		return diag_fail(-ENAMETOOLONG, why, why_len, "%s: path too long", base);
 	}
 	int created = mkdirat(bfd, SEG_DIR_NAME, 0700) == 0;
 	int fd = open_trusted_dir(bfd, base, SEG_DIR_NAME, refused, sizeof refused);
@@ -156,7 +157,7 @@ int seg_dir_open(const char *base, char *out, size_t out_len, char *why, size_t 
 		if (!mkdtemp(tmpl)) {
 			int err = -errno;
 			close(bfd);
-			return shmkv__fail(err, why, why_len, "%s; and mkdtemp %s: %s", refused, tmpl,
+			return diag_fail(err, why, why_len, "%s; and mkdtemp %s: %s", refused, tmpl,
 					   strerror(-err));
 		}
 		snprintf(out, out_len, "%s", tmpl);
@@ -223,7 +224,7 @@ int seg_create(struct seg *s, const char *dir, int hugetlb, uint64_t page_size,
 		if ((size_t)snprintf(in->path, sizeof in->path, "%s/%s%s-%llu", sdir, prefix, cache,
 				     (unsigned long long)load_id) >= sizeof in->path) {
 			close(dfd);
-			return shmkv__fail(-ENAMETOOLONG, why, why_len,
+			return diag_fail(-ENAMETOOLONG, why, why_len,
 					   "segment path in %s longer than the control segment's "
 					   "%u bytes", sdir, SHMKV_CTL_PATH_MAX - 1);
 		}
@@ -244,7 +245,7 @@ int seg_create(struct seg *s, const char *dir, int hugetlb, uint64_t page_size,
 			break;
 		if (err != -EEXIST || tries + 1 == SEG_NAME_TRIES) {
 			close(dfd);
-			return shmkv__fail(err, why, why_len, "%s: %s%s", s->tmp, strerror(-err),
+			return diag_fail(err, why, why_len, "%s: %s%s", s->tmp, strerror(-err),
 					   err == -EEXIST ? " (and every load id before it)" : "");
 		}
 		log_warn("segment name taken file=%s: trying load id %llu", s->tmp,
@@ -261,12 +262,12 @@ int seg_create(struct seg *s, const char *dir, int hugetlb, uint64_t page_size,
 	if (fchmod(s->fd, mode & 0644) != 0 ||
 	    (gid != (gid_t)-1 && fchown(s->fd, (uid_t)-1, gid) != 0)) {
 		err = -errno;
-		shmkv__fail(err, why, why_len, "%s: set mode/group: %s", s->tmp, strerror(-err));
+		diag_fail(err, why, why_len, "%s: set mode/group: %s", s->tmp, strerror(-err));
 		goto fail;
 	}
 	if (ftruncate(s->fd, (off_t)in->map_size) != 0) {
 		err = -errno;
-		shmkv__fail(err, why, why_len, "%s: ftruncate %llu: %s", s->tmp,
+		diag_fail(err, why, why_len, "%s: ftruncate %llu: %s", s->tmp,
 			    (unsigned long long)in->map_size, strerror(-err));
 		goto fail;
 	}
@@ -277,7 +278,7 @@ int seg_create(struct seg *s, const char *dir, int hugetlb, uint64_t page_size,
 	if (!hugetlb) {
 		err = -posix_fallocate(s->fd, 0, (off_t)in->map_size);
 		if (err) {
-			shmkv__fail(err, why, why_len, "%s: fallocate %llu: %s", s->tmp,
+			diag_fail(err, why, why_len, "%s: fallocate %llu: %s", s->tmp,
 				    (unsigned long long)in->map_size, strerror(-err));
 			goto fail;
 		}
@@ -285,7 +286,7 @@ int seg_create(struct seg *s, const char *dir, int hugetlb, uint64_t page_size,
 	void *m = mmap(NULL, (size_t)in->map_size, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, 0);
 	if (m == MAP_FAILED) {
 		err = -errno;
-		shmkv__fail(err, why, why_len, "%s: mmap %llu: %s", s->tmp,
+		diag_fail(err, why, why_len, "%s: mmap %llu: %s", s->tmp,
 			    (unsigned long long)in->map_size, strerror(-err));
 		goto fail;
 	}
@@ -312,7 +313,7 @@ int seg_commit(struct seg *s, char *why, size_t why_len)
 		r = link(s->tmp, s->info.path) == 0 ? unlink(s->tmp) : -1;
 	if (r != 0) {
 		err = -errno;
-		shmkv__fail(err, why, why_len, "rename %s: %s", s->tmp, strerror(-err));
+		diag_fail(err, why, why_len, "rename %s: %s", s->tmp, strerror(-err));
 		unlink(s->tmp);
 	}
 	return err;
@@ -336,7 +337,7 @@ int seg_inspect(const char *path_in, struct seg_info *in, char *why, size_t why_
 	char path[SHMKV_CTL_PATH_MAX]; /* path_in may be in->path */
 	size_t plen = strlen(path_in);
 	if (plen >= sizeof path)
-		return shmkv__fail(-ENAMETOOLONG, why, why_len, "%s: path too long", path_in);
+		return diag_fail(-ENAMETOOLONG, why, why_len, "%s: path too long", path_in);
 	memcpy(path, path_in, plen + 1);
 	memset(in, 0, sizeof *in);
 	memcpy(in->path, path, plen + 1);
@@ -344,7 +345,7 @@ int seg_inspect(const char *path_in, struct seg_info *in, char *why, size_t why_
 	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0) {
 		err = -errno;
-		return shmkv__fail(err, why, why_len, "%s: %s", path,
+		return diag_fail(err, why, why_len, "%s: %s", path,
 				   err == -ELOOP ? "a symbolic link: not trusted" : strerror(-err));
 	}
 	err = seg_trust(fd, path, 0, 0, why, why_len);
@@ -357,7 +358,7 @@ int seg_inspect(const char *path_in, struct seg_info *in, char *why, size_t why_
 	if (fstat(fd, &st) != 0 || fstatfs(fd, &sf) != 0) {
 		err = -errno;
 		close(fd);
-		return shmkv__fail(err, why, why_len, "%s: %s", path, strerror(-err));
+		return diag_fail(err, why, why_len, "%s: %s", path, strerror(-err));
 	}
 	in->flags = (unsigned long)sf.f_type == HUGETLBFS_MAGIC_ ? SHMKV_SEG_HUGETLB : 0;
 	in->page_size = in->flags ? (uint64_t)sf.f_bsize : (uint64_t)sysconf(_SC_PAGESIZE);
@@ -365,7 +366,7 @@ int seg_inspect(const char *path_in, struct seg_info *in, char *why, size_t why_
 	if (!S_ISREG(st.st_mode) || in->map_size < SHMKV_HEADER_SIZE ||
 	    in->map_size % in->page_size) {
 		close(fd);
-		return shmkv__fail(SHMKV_ETRUNCATED, why, why_len,
+		return diag_fail(SHMKV_ETRUNCATED, why, why_len,
 				   "%s: %llu bytes: not a whole image segment", path,
 				   (unsigned long long)in->map_size);
 	}
@@ -373,12 +374,12 @@ int seg_inspect(const char *path_in, struct seg_info *in, char *why, size_t why_
 	err = m == MAP_FAILED ? -errno : 0;
 	close(fd);
 	if (err)
-		return shmkv__fail(err, why, why_len, "%s: mmap: %s", path, strerror(-err));
+		return diag_fail(err, why, why_len, "%s: mmap: %s", path, strerror(-err));
 	const shmkv_image_header *h = m;
 	uint64_t size = h->file_size;
 	if (size < SHMKV_HEADER_SIZE || size > in->map_size) {
 		munmap(m, (size_t)in->map_size);
-		return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
+		return diag_fail(SHMKV_ECORRUPT, why, why_len,
 				   "%s: image header says %llu bytes, the file has %llu", path,
 				   (unsigned long long)size, (unsigned long long)in->map_size);
 	}
@@ -390,7 +391,7 @@ int seg_inspect(const char *path_in, struct seg_info *in, char *why, size_t why_
 	}
 	munmap(m, (size_t)in->map_size);
 	if (err)
-		return shmkv__fail(err, why, why_len, "%s: %s", path, reason);
+		return diag_fail(err, why, why_len, "%s: %s", path, reason);
 	const char *base = strrchr(path, '/');
 	const char *dash = strrchr(base ? base : path, '-');
 	in->load_id = dash ? strtoull(dash + 1, NULL, 10) : 0;

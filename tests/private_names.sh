@@ -23,8 +23,6 @@ tests/corruption_test.cc
 
 # files that still use private names and are being converted (report them)
 debt='
-loader/adopt.c
-loader/segment.c
 loader/vwalk.c
 bench/loader/lbench_attach.c
 bench/loader/lbench_swap.c
