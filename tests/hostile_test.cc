@@ -164,10 +164,7 @@ public:
 	int open(unsigned flags, shmkv *db, char *why, size_t why_len) const
 	{
 		memset(db, 0, sizeof *db);
-		int err = shmkv_image_check(base_, size_, flags, why, why_len);
-		if (!err)
-			shmkv__bind(db, base_, size_);
-		return err;
+		return shmkv_bind_mem(db, base_, size_, flags, why, why_len);
 	}
 
 private:
@@ -288,7 +285,7 @@ Image make_image(const std::string &kind, const TempDir &dir)
 		int err = shmkv_get(&db, k.data(), k.size(), &v);
 		im.ref.push_back({err, v.type, err ? 0 : (uint64_t)((const uint8_t *)v.data - db.base),
 				  v.size, v.count});
-		im.tag.push_back(shmkv__tag(shmkv__hash(db.seed, db.hash_bits, k.data(), k.size())));
+		im.tag.push_back(shmkv_key_tag(shmkv_key_hash(db.seed, db.hash_bits, k.data(), k.size())));
 	}
 	// entries, with their slots
 	std::vector<uint64_t> slot_of(im.bytes.size() / 8, 0);
@@ -312,7 +309,7 @@ Image make_image(const std::string &kind, const TempDir &dir)
 		e.value_len = (uint32_t)v.size;
 		shmkv_entry_header eh;
 		memcpy(&eh, db.base + e.off, 8);
-		e.ref_pos = e.off + shmkv__value_pos(&eh);
+		e.ref_pos = e.off + shmkv_entry_value_pos(&eh);
 		std::string key((const char *)k, kl);
 		e.key = (size_t)(std::find(im.keys.begin(), im.keys.end(), key) - im.keys.begin());
 		EXPECT_NE(e.slot, 0u);

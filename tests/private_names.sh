@@ -24,13 +24,6 @@ tests/corruption_test.cc
 # files that still use private names and are being converted (report them)
 debt='
 loader/vwalk.c
-bench/loader/lbench_attach.c
-bench/loader/lbench_swap.c
-tests/fuzz/fuzz_util.h
-tests/hostile_test.cc
-tests/loader/crash_test.cc
-tests/loader/loader_util.h
-tests/roundtrip_test.cc
 '
 
 status=0

@@ -302,7 +302,7 @@ TEST_F(Roundtrip, AllTypes)
 		EXPECT_EQ(v.type, w.type) << w.key;
 		EXPECT_EQ(v.size, w.size) << w.key;
 		EXPECT_EQ(v.count, w.count) << w.key;
-		if (shmkv__align8_type(v.type)) {
+		if (shmkv_type_align8(v.type)) {
 			EXPECT_EQ((uintptr_t)v.data % 8, 0u) << w.key;
 		}
 	}
@@ -596,7 +596,7 @@ TEST_F(Roundtrip, Collisions)
 			std::vector<std::string> keys;
 			for (int i = 0; (int)keys.size() < n; i++) {
 				std::string k = "c" + std::to_string(i);
-				if (!wrap || shmkv__hash(o.seed, bits, k.data(), k.size()) == top)
+				if (!wrap || shmkv_key_hash(o.seed, bits, k.data(), k.size()) == top)
 					keys.push_back(k);
 			}
 			Builder b(o);
@@ -635,8 +635,8 @@ TEST_F(Roundtrip, Collisions)
 			shmkv_value v;
 			while (shmkv_iter_next(&it, &k, &kl, &v) == 0) {
 				uint64_t off = (uint64_t)((const uint8_t *)k - db.get()->base) - 8;
-				uint64_t hv = shmkv__hash(h->hash_seed, bits, k, kl);
-				uint64_t home = shmkv__home(hv, h->bucket_count);
+				uint64_t hv = shmkv_key_hash(h->hash_seed, bits, k, kl);
+				uint64_t home = shmkv_home_bucket(hv, h->bucket_count);
 				auto w = where.find(off);
 				ASSERT_NE(w, where.end()) << "entry at " << off << " not in the index";
 				wrapped += w->second < home;

@@ -282,11 +282,10 @@ static int do_mem(int k)
 	close(fd);
 	if (ctl == MAP_FAILED)
 		lb_die("mmap %s: %s", p, strerror(errno));
-	shmkv_ctl_segment seg;
-	uint64_t gen;
-	uint32_t count;
-	if (shmkv__ctl_snapshot(ctl, &gen, &count, &seg) || !count)
+	shmkv_ctl copy;
+	if (shmkv_ctl_read(ctl, &copy) || !copy.generation || !copy.segment_count)
 		lb_die("%s: nothing published", p);
+	shmkv_ctl_segment seg = copy.segments[0];
 	munmap((void *)(uintptr_t)ctl, SHMKV_CTL_SIZE);
 
 	struct proc base, *r = calloc((size_t)k, sizeof *r);

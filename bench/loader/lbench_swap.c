@@ -123,23 +123,15 @@ static int reader(int id, unsigned sleep_us, unsigned gets)
 	return 0;
 }
 
-/* A consistent copy of generation and published_ns (seqcount loop). */
+/* A consistent copy of generation and published_ns (lib's seqcount copy). */
 static int ctl_read(const shmkv_ctl *c, uint64_t *gen, int64_t *pub)
 {
-	for (int i = 0; i < 1000000; i++) {
-		uint64_t s1 = shmkv__load_acquire(&c->seq);
-		if (s1 & 1)
-			continue;
-		uint64_t g = shmkv__load_relaxed(&c->generation);
-		int64_t p = *(const volatile int64_t *)&c->published_ns;
-		shmkv__fence_acquire();
-		if (shmkv__load_relaxed(&c->seq) == s1) {
-			*gen = g;
-			*pub = p;
-			return 0;
-		}
-	}
-	return -1;
+	shmkv_ctl copy;
+	if (shmkv_ctl_read(c, &copy))
+		return -1;
+	*gen = copy.generation;
+	*pub = copy.published_ns;
+	return 0;
 }
 
 static const shmkv_ctl *ctl_map(void)

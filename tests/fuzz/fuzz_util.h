@@ -73,13 +73,10 @@ static inline int fuzz_open(const uint8_t *b, size_t size, unsigned flags, shmkv
 {
 	char why[512];
 	memset(db, 0, sizeof *db);
-	int err = shmkv_image_check(b, size, flags, why, sizeof why);
-	if (err) {
+	int err = shmkv_bind_mem(db, b, size, flags, why, sizeof why);
+	if (err)
 		FUZZ_CHECK(why[0], "error %d without a reason", err);
-		return err;
-	}
-	shmkv__bind(db, b, size);
-	return 0;
+	return err;
 }
 
 static inline void fuzz_touch_value(const shmkv_value *v, unsigned *sink)

@@ -118,10 +118,10 @@ int reader_main(const std::string &root, const std::string &cache,
 			r.refresh_errors++;
 			first(std::string("refresh: ") + shmkv_strerror(rr));
 		}
-		uint64_t g;
-		uint32_t nseg;
-		shmkv_ctl_segment seg;
-		if (shmkv__ctl_snapshot(db->ctl, &g, &nseg, &seg) == 0) {
+		shmkv_ctl copy;
+		if (shmkv_ctl_read(db->ctl, &copy) == 0) {
+			uint64_t g = copy.generation;
+			const shmkv_ctl_segment &seg = copy.segments[0];
 			std::string p = seg.path;
 			if (p.find(".loading") != std::string::npos) {
 				r.saw_loading++;

@@ -630,19 +630,15 @@ inline bool read_ctl(const std::string &root, const std::string &name, CtlView *
 	if (m == MAP_FAILED)
 		return false;
 	const shmkv_ctl *c = (const shmkv_ctl *)m;
-	bool ok = false;
-	for (int tries = 0; tries < 1000000 && !ok; tries++) {
-		uint64_t s1 = shmkv__load_acquire(&c->seq);
-		if (s1 & 1)
-			continue;
-		out->generation = shmkv__load_relaxed(&c->generation);
-		out->segment_count = c->segment_count;
-		out->loader_pid = c->loader_pid;
-		out->published_ns = c->published_ns;
-		memcpy(&out->seg, (const void *)&c->segments[0], sizeof out->seg);
-		shmkv__fence_acquire();
-		ok = shmkv__load_relaxed(&c->seq) == s1;
-		out->seq = s1;
+	shmkv_ctl copy;
+	bool ok = shmkv_ctl_read(c, &copy) == 0;
+	if (ok) {
+		out->generation = copy.generation;
+		out->segment_count = copy.segment_count;
+		out->loader_pid = copy.loader_pid;
+		out->published_ns = copy.published_ns;
+		memcpy(&out->seg, (const void *)&copy.segments[0], sizeof out->seg);
+		out->seq = copy.seq;
 	}
 	out->seg.path[SHMKV_CTL_PATH_MAX - 1] = 0;
 	munmap(m, SHMKV_CTL_SIZE);
