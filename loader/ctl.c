@@ -72,34 +72,9 @@ int ctl_open(const char *root, const char *name, struct ctl *out, char *why, siz
 	int err = ctl_path(root, name, out->path, sizeof out->path);
 	if (err)
 		return diag_fail(err, why, why_len, "%s: path too long", root);
-	int fd = open(out->path, O_RDWR | O_CLOEXEC);
-	if (fd < 0) {
-		err = -errno;
-		return diag_fail(err, why, why_len, "%s: %s", out->path, strerror(-err));
-	}
-	struct stat st;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < (off_t)SHMKV_CTL_SIZE) {
-		close(fd);
-		return diag_fail(SHMKV_EPROTO, why, why_len,
-				   "%s: not a shmkv control segment (size)", out->path);
-	}
-	void *map = mmap(NULL, SHMKV_CTL_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	err = map == MAP_FAILED ? -errno : 0;
-	close(fd);
-	if (err)
-		return diag_fail(err, why, why_len, "%s: mmap: %s", out->path, strerror(-err));
-	const shmkv_ctl *c = map;
-	if (memcmp(c->magic, SHMKV_CTL_MAGIC, 8) != 0 ||
-	    c->protocol_version != SHMKV_PROTOCOL_VERSION || c->ctl_size != SHMKV_CTL_SIZE ||
-	    c->layout_hash != SHMKV_CTL_LAYOUT_HASH) {
-		munmap(map, SHMKV_CTL_SIZE);
-		return diag_fail(SHMKV_EPROTO, why, why_len,
-				   "%s: not a control segment of protocol version %u layout %016llx",
-				   out->path, SHMKV_PROTOCOL_VERSION,
-				   (unsigned long long)SHMKV_CTL_LAYOUT_HASH);
-	}
-	out->map = map;
-	return 0;
+	/* lib's one opener: O_NOFOLLOW|O_NONBLOCK, a regular file of ours that
+	 * no one else may write, then size, magic, version and layout */
+	return shmkv_ctl_open(root, name, SHMKV_CTL_RDWR, &out->map, why, why_len);
 }
 
 int ctl_publish(struct ctl *c, uint64_t generation, const shmkv_ctl_segment *segs, uint32_t n)
