@@ -97,8 +97,8 @@ static int lookup(struct vwalk *w, const uint8_t *base, uint64_t pos, const shmk
 {
 	const shmkv *db = &w->db;
 	uint64_t tag = shmkv_key_tag(hv), home = shmkv_home_bucket(hv, db->bucket_count);
-	/* the buckets shmkv__find visits: home, then as many as its filter announces */
-	uint64_t more = shmkv__displaced(db->buckets + home * SHMKV_BUCKET_SLOTS, tag,
+	/* the buckets shmkv_get visits: home, then as many as its filter announces */
+	uint64_t more = shmkv_bucket_displacement(db->buckets + home * SHMKV_BUCKET_SLOTS, tag,
 					 db->max_probe);
 	int64_t d = -1;
 	unsigned others = 0; /* tag matches that are not pos */
@@ -128,10 +128,14 @@ static int lookup(struct vwalk *w, const uint8_t *base, uint64_t pos, const shmk
 						   (unsigned long long)b, j, sub);
 		}
 	}
-	/* shmkv__find compares the keys of exactly these tag matches, in this
+	/* the lookup compares the keys of exactly these tag matches, in this
 	 * order: when pos's slot is the only one, it finds pos (the common case,
 	 * spared a second hash and bucket read) */
-	const uint8_t *found = d >= 0 && !others ? base + pos : shmkv__find(db, e->key, e->key_len);
+	const uint8_t *found = base + pos;
+	if (d < 0 || others) {
+		uint64_t foff;
+		found = shmkv_find_entry(db, e->key, e->key_len, &foff) == 0 ? db->base + foff : NULL;
+	}
 	if (found != base + pos || d < 0)
 		return diag_fail(SHMKV_ECORRUPT, w->why, sizeof w->why,
 				   "entry at %llu: lookup of its key does not find it%s",
@@ -167,12 +171,12 @@ static int check_entry(struct vwalk *w, const uint8_t *base, uint64_t pos, shmkv
 	uint64_t key_end = pos + sizeof *eh + eh->key_len, vpos = pos + shmkv_entry_value_pos(eh);
 	uint64_t vend = e->value.shared ? vpos + 8 : e->value_off + e->value.size +
 		(eh->type == SHMKV_TYPE_BYTES || eh->type == SHMKV_TYPE_STRING);
-	err = shmkv__zero_range(db, key_end, vpos, "entry", w->why, sizeof w->why);
+	err = shmkv_zero_check(db, key_end, vpos, "entry", w->why, sizeof w->why);
 	if (!err)
-		err = shmkv__zero_range(db, vend, e->end, "entry", w->why, sizeof w->why);
+		err = shmkv_zero_check(db, vend, e->end, "entry", w->why, sizeof w->why);
 	if (err)
 		return err;
-	if (!shmkv__text_valid(&e->value))
+	if (!shmkv_value_utf8_valid(&e->value))
 		return diag_fail(SHMKV_ECORRUPT, w->why, sizeof w->why,
 				   "entry at %llu: %s value is not valid UTF-8",
 				   (unsigned long long)pos, shmkv_type_name(e->value.type));
@@ -201,8 +205,12 @@ int vwalk_feed(struct vwalk *w, const uint8_t *base, uint64_t prefix)
 	if (prefix > w->size)
 		prefix = w->size;
 	if (!w->bound) {
-		/* the caller compared the segment's header block with h */
-		shmkv__bind(&w->db, base, w->size);
+		/* the caller compared the segment's header block with h: only
+		 * the header is checked again here (no checksums, nothing else read) */
+		int berr = shmkv_bind_mem(&w->db, base, w->size, SHMKV_OPEN_NOVERIFY, w->why,
+					  sizeof w->why);
+		if (berr)
+			return fail(w, berr);
 		w->pos = w->db.entries_off;
 		w->bound = 1;
 	}
@@ -215,7 +223,7 @@ int vwalk_feed(struct vwalk *w, const uint8_t *base, uint64_t prefix)
 			from = w->gpos;
 		uint64_t upto = to < prefix ? to : prefix;
 		if (upto > from) {
-			err = shmkv__zero_range(db, from, upto, gap_names[w->gi], w->why,
+			err = shmkv_zero_check(db, from, upto, gap_names[w->gi], w->why,
 						sizeof w->why);
 			if (err)
 				return fail(w, err);
