@@ -14,23 +14,6 @@ namespace shmkv_build {
 
 namespace {
 
-const char *kind_of(mode_t m)
-{
-	if (S_ISLNK(m))
-		return "a symbolic link";
-	if (S_ISFIFO(m))
-		return "a FIFO";
-	if (S_ISCHR(m))
-		return "a character device";
-	if (S_ISBLK(m))
-		return "a block device";
-	if (S_ISSOCK(m))
-		return "a socket";
-	if (S_ISDIR(m))
-		return "a directory";
-	return "not a regular file";
-}
-
 const FileId *find(const std::vector<FileId> &ids, const struct stat &st)
 {
 	for (const FileId &f : ids)
@@ -64,7 +47,7 @@ int check_output(shmkv_builder *b, const char *path)
 	if (!S_ISREG(st.st_mode))
 		return b->fail(S_ISDIR(st.st_mode) ? -EISDIR : -EEXIST,
 			       "%s is %s: refusing to replace it (an output must be a new or a "
-			       "regular file)", path, kind_of(st.st_mode));
+			       "regular file)", path, shmkv_file_kind(st.st_mode));
 	if (const FileId *in = find(b->inputs, st)) {
 		if (in->name == path)
 			return b->fail(-EEXIST, "%s is also an input: refusing to overwrite it", path);

@@ -45,6 +45,7 @@
  *   Errors and misc (shmkv/errors.h, shmkv/get.h, shmkv/probe.h)
  *     const char *shmkv_strerror(err)                message ("key not found", strerror)
  *     const char *shmkv_errname(err)                 symbol ("SHMKV_ENOTFOUND", "ENOENT")
+ *     const char *shmkv_file_kind(st_mode)           "a FIFO", "a directory", ... (error messages)
  *     const char *shmkv_type_name(type), shmkv_vector_name()
  *     const shmkv_image_header *shmkv_header(db)
  *   Cache names and control segments (shmkv/ctl.h), for readers, shmctl and the loader

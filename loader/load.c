@@ -27,21 +27,6 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static const char *file_kind(mode_t m)
-{
-	if (S_ISFIFO(m))
-		return "a FIFO";
-	if (S_ISDIR(m))
-		return "a directory";
-	if (S_ISCHR(m))
-		return "a character device";
-	if (S_ISBLK(m))
-		return "a block device";
-	if (S_ISSOCK(m))
-		return "a socket";
-	return "not a regular file";
-}
-
 /* Opens the source without ever blocking in open(): O_NONBLOCK (a FIFO with
  * no writer would wait forever, and with it every later load), O_NOFOLLOW
  * when the name is ours (the spool), then fstat: only a regular file is read.
@@ -72,7 +57,7 @@ static int open_source(const char *path, int nofollow, struct stat *st, int *dir
 		close(fd);
 		return diag_fail(-EINVAL, why, why_len,
 				   "%s is %s, not a regular file: refused without reading it (an "
-				   "image is a regular file)", path, file_kind(st->st_mode));
+				   "image is a regular file)", path, shmkv_file_kind(st->st_mode));
 	}
 	int fl = fcntl(fd, F_GETFL), err = 0;
 	*direct = 1;

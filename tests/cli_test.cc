@@ -451,7 +451,7 @@ TEST_F(Cli, NonRegularFilesAreRefusedWithoutBlocking)
 	std::string fifo = dir.file("fifo");
 	ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0) << strerror(errno);
 	struct { std::string path, kind; } files[] = {
-		{fifo, "a FIFO"}, {dir.path(), "a directory"}, {"/dev/null", "a device"}};
+		{fifo, "a FIFO"}, {dir.path(), "a directory"}, {"/dev/null", "a character device"}};
 	for (const auto &f : files) {
 		for (const std::vector<std::string> &verb : std::vector<std::vector<std::string>>{
 			     {"inspect", f.path}, {"verify", f.path}, {"dump", f.path},

@@ -322,6 +322,25 @@ static inline void shmkv__bind(shmkv *db, const void *base, uint64_t size)
 
 static inline int shmkv_verify(const shmkv *db, char *why, size_t why_len);
 
+/* What a file that is not a regular file is, for error messages ("a FIFO",
+ * "a directory", ...), from its st_mode; "a regular file" for one. Shared by
+ * the reader, the builder's output checks and the loader's source checks. */
+static inline const char *shmkv_file_kind(unsigned mode)
+{
+	/* the st_mode type bits as Linux defines them: spelled out, because
+	 * strict C11 headers hide S_ISSOCK and S_ISLNK */
+	switch (mode & 0170000u) {
+	case 0100000u: return "a regular file";
+	case 0120000u: return "a symbolic link";
+	case 0010000u: return "a FIFO";
+	case 0040000u: return "a directory";
+	case 0020000u: return "a character device";
+	case 0060000u: return "a block device";
+	case 0140000u: return "a socket";
+	default: return "not a regular file";
+	}
+}
+
 /* Opens and maps an image file read-only. On failure *out is NULL and why (if
  * given) says what is wrong and where. Returns 0, -errno or SHMKV_E*. */
 static inline int shmkv_open_file_diag(const char *path, unsigned flags, shmkv **out, char *why,
@@ -354,10 +373,7 @@ static inline int shmkv_open_file_diag(const char *path, unsigned flags, shmkv *
 	if (!S_ISREG(st.st_mode)) {
 		close(fd);
 		err = shmkv__fail(-EINVAL, why, why_len, "%s: not a regular file (%s)", path,
-				  S_ISFIFO(st.st_mode)  ? "a FIFO"
-				  : S_ISDIR(st.st_mode) ? "a directory"
-				  : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
-									       : "a socket");
+				  shmkv_file_kind(st.st_mode));
 		goto done;
 	}
 	if ((uint64_t)st.st_size < SHMKV_HEADER_SIZE) {
