@@ -67,7 +67,8 @@ int reader_main(const std::string &root, Control *ctl, int fd)
 		for (int k = 0; k < 256; k++) {
 			int rr = shmkv_refresh(db);
 			r.refreshes++;
-			if (rr < 0) {
+			/* -EAGAIN: a publish was under way (refresh never waits): not an error */
+			if (rr < 0 && rr != -EAGAIN) {
 				r.refresh_errors++;
 			} else if (rr == 1) {
 				r.moves++;

@@ -114,7 +114,9 @@ int reader_main(const std::string &root, const std::string &cache,
 	std::mt19937_64 rng((uint64_t)getpid());
 	for (;;) {
 		int rr = shmkv_refresh(db);
-		if (rr < 0) {
+		/* -EAGAIN: a publish was under way; refresh never waits for it (attach.h),
+		 * the handle keeps its generation and a later call moves: not an error */
+		if (rr < 0 && rr != -EAGAIN) {
 			r.refresh_errors++;
 			first(std::string("refresh: ") + shmkv_strerror(rr));
 		}

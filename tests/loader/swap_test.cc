@@ -80,7 +80,9 @@ int reader_main(const std::string &root, Control *ctl, unsigned flags, int fd)
 		int rr = shmkv_refresh(db);
 		if (rr == 1) {
 			r.moves++;
-		} else if (rr < 0) {
+		} else if (rr < 0 && rr != -EAGAIN) {
+			/* -EAGAIN: a publish was under way; refresh never waits for it (attach.h),
+			 * the handle keeps its generation and a later call moves: not an error */
 			if (!r.refresh_errors)
 				r.first_refresh_err = rr;
 			r.refresh_errors++;
