@@ -120,6 +120,7 @@ static inline int shmkv_verify(const shmkv *db, char *why, size_t why_len)
 						   "without displaced keys", (unsigned long long)b, j,
 						   shmkv__slot_meta(w));
 			shmkv__entry e;
+			memset(&e, 0, sizeof e); /* GCC 12 -O3 cannot see decode fills it on success */
 			char sub[200];
 			err = shmkv__entry_decode(db, (w & SHMKV_SLOT_OFF_MASK) << 3, &e, sub, sizeof sub);
 			if (err)
