@@ -64,9 +64,16 @@ static int try_shm(const struct place_req *r, uint64_t size, struct seg *s, char
 		unsigned long long fr = statvfs(dir, &sv) == 0
 						? (unsigned long long)sv.f_bavail * sv.f_frsize
 						: 0;
-		diag_fail(-ENOSPC, why, why_len, "no room in %s: the image needs %llu bytes, %llu "
-			    "free", dir, (unsigned long long)size, fr);
-		return -ENOSPC;
+		/* ENOSPC: the tmpfs is full (its size=); ENOMEM: the tmpfs has
+		 * room but memory does not (the loader's memory cgroup limit, or
+		 * the host): different fixes, so say which */
+		if (err == -ENOMEM)
+			return diag_fail(-ENOMEM, why, why_len, "out of memory taking %llu bytes in %s "
+					   "(the tmpfs has %llu free): the loader's memory cgroup "
+					   "limit (memory.max) or the host's memory is short",
+					   (unsigned long long)size, dir, fr);
+		return diag_fail(-ENOSPC, why, why_len, "no room in %s: the image needs %llu bytes, "
+				   "%llu free", dir, (unsigned long long)size, fr);
 	}
 	return err;
 }

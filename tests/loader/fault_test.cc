@@ -3,9 +3,10 @@
 // serving generation untouched (readers still get every value of it) and
 // nothing lost (a spool file is kept as NAME.shmkv.rejected), in bounded time.
 //
-//   Read faults (`--io pread`, through tests/loader/fault_shim.c preloaded
-//   into the loader; io_uring reads bypass libc and are not injected, see
-//   README.md): EIO halfway (EIO, "Input/output error" and the offset),
+//   Read faults, for each engine: `--io pread` through
+//   tests/loader/fault_shim.c preloaded into the loader, and `--io io_uring`
+//   reading a FUSE file of tests/loader/faultfs.c, whose reads fail in the
+//   kernel (io_uring bypasses libc): EIO halfway (EIO, "Input/output error" and the offset),
 //   the file ending early (SHMKV_ETRUNCATED, "shrank"), short reads of 1000
 //   bytes, header included (the load succeeds, every value right).
 //   ModifiedWhileLoading: a byte the loader has already read is rewritten
@@ -15,6 +16,9 @@
 //   TmpfsFull: the shm dir is a 8 MiB tmpfs of our own (root; private mount
 //   namespace): a 12 MiB image is refused with ENOSPC naming the need and
 //   the room, the rollback segment is kept (dropping it would not help).
+//   TmpfsMemcgEnomem: tmpfs with room, the loader in a memory cgroup of its
+//   own limited to 24 MiB: a 32 MiB image fails with ENOMEM said as memory
+//   (not "no room"), the OOM killer kept off, the cache keeps serving.
 //   HugetlbShort: a hugetlbfs of our own limited to 2 pages: a cache moved
 //   to memory=hugetlb (SIGHUP) refuses a 12 MiB image with ENOMEM.
 //   BuilderKilled: `shmctl image build` SIGKILLed while it writes its
@@ -107,31 +111,99 @@ void still_serving(Loader &ld, const Env &env, const std::string &cache, uint64_
 	EXPECT_TRUE(env.shm_files(".loading").empty()) << "a partial segment was left";
 }
 
-class ReadFaults : public ::testing::Test {
+// faultfs.c mounted on a directory of env: FILE (file()) reads BACKING, with
+// the faults fault_conf.h names, in the kernel's read path (io_uring's too).
+class FuseFile {
+public:
+	FuseFile(const Env &env, const Fault &f, const std::string &backing)
+	{
+		std::string exe = env_or_empty("SHMKV_FAULTFS");
+		if (exe.empty()) {
+			skip_ = "built without libfuse3 (faultfs); ./run installs libfuse3-dev";
+			return;
+		}
+		if (!shmkv_test::emulator().empty()) {
+			skip_ = "under " + shmkv_test::emulator() + " there is no io_uring to fault";
+			return;
+		}
+		if (geteuid() != 0 || access("/dev/fuse", R_OK | W_OK) != 0) {
+			skip_ = geteuid() != 0 ? "needs root to mount a FUSE filesystem"
+					       : std::string("/dev/fuse: ") + strerror(errno);
+			return;
+		}
+		dir_ = env.base() + "/fuse";
+		mkdir(dir_.c_str(), 0755);
+		pid_ = fork();
+		if (pid_ == 0) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			execl(exe.c_str(), exe.c_str(), f.conf().c_str(), backing.c_str(), dir_.c_str(),
+			      (char *)nullptr);
+			_exit(127);
+		}
+		struct stat b, m;
+		bool up = stat(backing.c_str(), &b) == 0 &&
+			  wait_until([&] { return stat(file().c_str(), &m) == 0 && m.st_size == b.st_size; },
+				     10000);
+		if (!up)
+			error_ = "faultfs did not come up on " + dir_;
+	}
+	~FuseFile()
+	{
+		if (pid_ <= 0)
+			return;
+		umount2(dir_.c_str(), MNT_DETACH); // faultfs returns when unmounted
+		if (!wait_until([&] { return waitpid(pid_, nullptr, WNOHANG) == pid_; }, 5000)) {
+			kill(pid_, SIGKILL);
+			waitpid(pid_, nullptr, 0);
+		}
+	}
+	std::string file() const { return dir_ + "/image"; }
+	const std::string &skip() const { return skip_; }
+	const std::string &error() const { return error_; }
+
+private:
+	std::string dir_, skip_, error_;
+	pid_t pid_ = -1;
+};
+
+// Read faults of a load, by engine: "pread" (the shim preloaded into the
+// loader, faults on b_ itself) or "io_uring" (the loader reads b_ through a
+// FuseFile, so the faults come from the kernel). ShimFaults: pread only.
+class ReadFaults : public ::testing::TestWithParam<std::string> {
 protected:
+	virtual std::string engine() const { return GetParam(); }
 	void SetUp() override
 	{
 		env_ = std::make_unique<Env>();
 		fault_ = std::make_unique<Fault>(*env_);
 		ld_ = std::make_unique<Loader>(*env_, std::vector<std::string>{
-							      "--memory", "shm", "--io", "pread",
+							      "--memory", "shm", "--io", engine(),
 							      "--block-size", "64K"});
 		a_ = env_->img_path("a.shmkv");
 		b_ = env_->img_path("b.shmkv");
 		ASSERT_EQ(build_image(a_, "a", 3000), "");
 		ASSERT_EQ(build_image(b_, "b", 20000, 60), "");
-		std::string skip;
-		if (!start_with_shim(*ld_, *fault_, &skip)) {
-			if (!skip.empty())
-				GTEST_SKIP() << skip;
-			FAIL() << "loader did not start";
-		}
-		Json j = ld_->load("c", a_);
-		ASSERT_TRUE(j.ok()) << j["error"].s();
 		struct stat st;
 		ASSERT_EQ(stat(b_.c_str(), &st), 0);
 		bsize_ = (uint64_t)st.st_size;
 		ASSERT_GT(bsize_, 1u << 20);
+		if (engine() == "pread") {
+			std::string skip;
+			if (!start_with_shim(*ld_, *fault_, &skip)) {
+				if (!skip.empty())
+					GTEST_SKIP() << skip;
+				FAIL() << "loader did not start";
+			}
+		} else {
+			fuse_ = std::make_unique<FuseFile>(*env_, *fault_, b_);
+			if (!fuse_->skip().empty())
+				GTEST_SKIP() << fuse_->skip();
+			ASSERT_EQ(fuse_->error(), "");
+			b_ = fuse_->file();
+			ASSERT_TRUE(ld_->start()) << "loader did not start";
+		}
+		Json j = ld_->load("c", a_);
+		ASSERT_TRUE(j.ok()) << j["error"].s();
 	}
 	void TearDown() override
 	{
@@ -141,15 +213,31 @@ protected:
 			EXPECT_TRUE(ld_->alive()) << "the loader died";
 			EXPECT_EQ(ld_->stop(), 0);
 		}
+		fuse_.reset(); // unmounted before env_ removes its directory
+	}
+	// the loader read with the engine asked for (not a fallback)
+	void expect_engine()
+	{
+		EXPECT_EQ(read_file(env_->log_path()).find("io_uring unavailable"), std::string::npos)
+			<< "the io_uring case ran on pread";
 	}
 	std::unique_ptr<Env> env_;
 	std::unique_ptr<Fault> fault_;
 	std::unique_ptr<Loader> ld_;
+	std::unique_ptr<FuseFile> fuse_;
 	std::string a_, b_;
 	uint64_t bsize_ = 0;
 };
 
-TEST_F(ReadFaults, EioHalfway)
+class ShimFaults : public ReadFaults {
+protected:
+	std::string engine() const override { return "pread"; }
+};
+
+INSTANTIATE_TEST_SUITE_P(Engine, ReadFaults, ::testing::Values("pread", "io_uring"),
+			 [](const ::testing::TestParamInfo<std::string> &i) { return i.param; });
+
+TEST_P(ReadFaults, EioHalfway)
 {
 	fault_->set("eio", (long long)bsize_ / 2, b_);
 	uint64_t t0 = now_ms();
@@ -161,13 +249,17 @@ TEST_F(ReadFaults, EioHalfway)
 	EXPECT_TRUE(contains_ci(j["error"].s(), "keeps serving")) << j["error"].s();
 	EXPECT_LT(now_ms() - t0, 20000u);
 	still_serving(*ld_, *env_, "c", 1, "a", 3000);
+	expect_engine();
 
-	// through the spool: the file is kept, renamed .rejected
-	ASSERT_EQ(spool_drop(*env_, b_, "c", true), "");
-	EXPECT_TRUE(wait_until([&] { return file_exists(env_->spool_path("c") + ".rejected"); },
-			       20000));
-	EXPECT_EQ(read_file(env_->spool_path("c") + ".rejected"), read_file(b_));
-	still_serving(*ld_, *env_, "c", 1, "a", 3000);
+	// through the spool: the file is kept, renamed .rejected (the spool is
+	// not on the FUSE file system: pread only)
+	if (engine() == "pread") {
+		ASSERT_EQ(spool_drop(*env_, b_, "c", true), "");
+		EXPECT_TRUE(wait_until([&] { return file_exists(env_->spool_path("c") + ".rejected"); },
+				       20000));
+		EXPECT_EQ(read_file(env_->spool_path("c") + ".rejected"), read_file(b_));
+		still_serving(*ld_, *env_, "c", 1, "a", 3000);
+	}
 
 	// the fault gone, the same file loads
 	fault_->clear();
@@ -180,7 +272,7 @@ TEST_F(ReadFaults, EioHalfway)
 // published, while the loader still finishes that load (here: held in the
 // state file's rename), must not be removed as if it were the loaded file:
 // it loads as the next generation. The old loader unlinked it unseen.
-TEST_F(ReadFaults, DropRightAfterPublishIsNotLost)
+TEST_F(ShimFaults, DropRightAfterPublishIsNotLost)
 {
 	std::string first = env_->img_path("first.shmkv");
 	ASSERT_EQ(build_image(first, "a", 3000), "");
@@ -203,16 +295,17 @@ TEST_F(ReadFaults, DropRightAfterPublishIsNotLost)
 		<< "the loaded spool file was not removed";
 }
 
-TEST_F(ReadFaults, HeaderEio)
+TEST_P(ReadFaults, HeaderEio)
 {
 	fault_->set("eio", 0, b_);
 	Json j = ld_->load("c", b_);
 	EXPECT_FALSE(j.ok());
 	EXPECT_EQ(j["code"].s(), "EIO") << j["error"].s();
 	still_serving(*ld_, *env_, "c", 1, "a", 3000);
+	expect_engine();
 }
 
-TEST_F(ReadFaults, FileEndsEarly)
+TEST_P(ReadFaults, FileEndsEarly)
 {
 	fault_->set("eof", (long long)bsize_ * 3 / 4, b_);
 	Json j = ld_->load("c", b_);
@@ -220,9 +313,10 @@ TEST_F(ReadFaults, FileEndsEarly)
 	EXPECT_EQ(j["code"].s(), "SHMKV_ETRUNCATED") << j["error"].s();
 	EXPECT_TRUE(contains_ci(j["error"].s(), "shrank")) << j["error"].s();
 	still_serving(*ld_, *env_, "c", 1, "a", 3000);
+	expect_engine();
 }
 
-TEST_F(ReadFaults, ShortReads)
+TEST_P(ReadFaults, ShortReads)
 {
 	fault_->set("short", 1000, b_); // also the 4096-byte header read
 	Json j = ld_->load("c", b_);
@@ -232,9 +326,10 @@ TEST_F(ReadFaults, ShortReads)
 	ASSERT_TRUE(db);
 	EXPECT_EQ(tag_of(db), "b");
 	EXPECT_EQ(check_handle(db, "b", 20000), 0u);
+	expect_engine();
 }
 
-TEST_F(ReadFaults, ModifiedWhileLoading)
+TEST_F(ShimFaults, ModifiedWhileLoading)
 {
 	// 64 KiB per read, 40 ms each: the load takes about a second
 	fault_->set("slow", 40000, b_);
@@ -332,6 +427,107 @@ TEST(Fault, TmpfsFull)
 	j = ld.status("c");
 	EXPECT_EQ(j["rollback.generation"].u64(), 1u) << "dropping it would not have helped";
 	EXPECT_EQ(env.shm_files().size(), 2u);
+	j = ld.load("c", a);
+	EXPECT_TRUE(j.ok()) << "a load that fits still works: " << j["error"].s();
+	EXPECT_EQ(ld.stop(), 0);
+}
+
+// A memory cgroup of this test's own, limited to limit bytes, for the loader
+// (add()): tmpfs pages it takes beyond the limit fail with ENOMEM, not with
+// ENOSPC as a full tmpfs does. The OOM killer is kept off (v1:
+// memory.oom_control; v2: the loader's oom_score_adj -1000), so the charge
+// fails instead of killing. The cgroup v1 memory controller or v2's.
+class MemCgroup {
+public:
+	explicit MemCgroup(uint64_t limit)
+	{
+		if (geteuid() != 0) {
+			skip_ = "needs root to make a memory cgroup";
+			return;
+		}
+		std::string name = "shmkv-fault-" + std::to_string(getpid());
+		if (read_file("/sys/fs/cgroup/cgroup.controllers").find("memory") !=
+		    std::string::npos) {
+			dir_ = "/sys/fs/cgroup/" + name; // v2
+			v2_ = true;
+		} else if (file_exists("/sys/fs/cgroup/memory/cgroup.procs")) {
+			dir_ = "/sys/fs/cgroup/memory/" + name; // v1
+		} else {
+			skip_ = "no cgroup memory controller (v1 or v2) in /sys/fs/cgroup";
+			return;
+		}
+		if (mkdir(dir_.c_str(), 0755) != 0 && errno != EEXIST) {
+			skip_ = "mkdir " + dir_ + ": " + strerror(errno);
+			dir_.clear();
+			return;
+		}
+		std::string l = std::to_string(limit);
+		bool ok = v2_ ? put("memory.max", l) && put("memory.swap.max", "0")
+			      : put("memory.limit_in_bytes", l) && put("memory.oom_control", "1");
+		if (!ok)
+			error_ = "cannot limit " + dir_ + ": " + strerror(errno);
+	}
+	~MemCgroup()
+	{
+		if (!dir_.empty())
+			rmdir(dir_.c_str()); // empty by then: the loader has stopped
+	}
+	bool add(pid_t pid)
+	{
+		return (!v2_ || shmkv_test::write_file("/proc/" + std::to_string(pid) +
+							       "/oom_score_adj",
+						       "-1000")) &&
+		       put("cgroup.procs", std::to_string(pid));
+	}
+	const std::string &skip() const { return skip_; }
+	const std::string &error() const { return error_; }
+
+private:
+	bool put(const std::string &f, const std::string &v)
+	{
+		int fd = open((dir_ + "/" + f).c_str(), O_WRONLY | O_CLOEXEC);
+		if (fd < 0)
+			return false;
+		bool ok = write(fd, v.data(), v.size()) == (ssize_t)v.size();
+		close(fd);
+		return ok;
+	}
+	std::string dir_, skip_, error_;
+	bool v2_ = false;
+};
+
+// tmpfs with room, but the loader's memory cgroup is short: ENOMEM, said as
+// memory (not "no room in" a tmpfs that has room), and the cache keeps
+// serving. The old loader called every short tmpfs ENOSPC "no room".
+TEST(Fault, TmpfsMemcgEnomem)
+{
+	Env env;
+	MemCgroup cg(24u << 20);
+	if (!cg.skip().empty())
+		GTEST_SKIP() << cg.skip();
+	ASSERT_EQ(cg.error(), "");
+	Loader ld(env);
+	ASSERT_TRUE(ld.start());
+	ASSERT_TRUE(cg.add(ld.pid())) << strerror(errno);
+	std::string a = env.img_path("a.shmkv"), big = env.img_path("big.shmkv");
+	ASSERT_EQ(build_image(a, "a", 3000), "");
+	ASSERT_EQ(build_image(big, "big", 200000, 150), "");
+	struct stat st;
+	ASSERT_EQ(stat(big.c_str(), &st), 0);
+	ASSERT_GT(st.st_size, 32 << 20) << "must not fit in 24 MiB";
+	struct statvfs sv;
+	ASSERT_EQ(statvfs(env.shm().c_str(), &sv), 0);
+	ASSERT_GT((uint64_t)sv.f_bavail * sv.f_frsize, 2 * (uint64_t)st.st_size)
+		<< "the tmpfs itself must have room";
+	ASSERT_TRUE(ld.load("c", a).ok());
+	Json j = ld.load("c", big);
+	EXPECT_FALSE(j.ok());
+	EXPECT_EQ(j["code"].s(), "ENOMEM") << j["error"].s();
+	EXPECT_TRUE(contains_ci(j["error"].s(), "memory")) << j["error"].s();
+	EXPECT_FALSE(contains_ci(j["error"].s(), "no room")) << j["error"].s();
+	EXPECT_TRUE(contains_ci(j["error"].s(), "keeps serving")) << j["error"].s();
+	still_serving(ld, env, "c", 1, "a", 3000);
+	EXPECT_TRUE(ld.alive()) << "killed by the OOM killer";
 	j = ld.load("c", a);
 	EXPECT_TRUE(j.ok()) << "a load that fits still works: " << j["error"].s();
 	EXPECT_EQ(ld.stop(), 0);

@@ -1,0 +1,65 @@
+/* fault_conf.h - the fault a test asks for, read from its control file; one
+ * owner for fault_shim.c (pread, preloaded) and faultfs.c (a FUSE file, so
+ * io_uring reads fail in the kernel as a real device's would).
+ *
+ * $SHMKV_FAULT_CONF (or the path given) names the control file; one line
+ * "MODE ARG PATH" (faultfs ignores PATH: it serves one file):
+ *   eio N    a read reaching byte N fails with EIO
+ *   eof N    the file seems to end at byte N (reads there return 0)
+ *   short N  every read returns at most N bytes
+ *   slow N   every read first sleeps N microseconds
+ *   slowrename N  (fault_shim.c only) a rename() onto PATH first sleeps
+ * The file is read again on every read, so a test changes the fault while
+ * the loader runs; no file, no fault. */
+#ifndef SHMKV_TEST_FAULT_CONF_H
+#define SHMKV_TEST_FAULT_CONF_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+struct fault {
+	char mode[16];
+	long long arg;
+	char path[4096];
+};
+
+/* 1 and *f filled when conf holds a fault, else 0. */
+static inline int fault_read_conf(const char *conf, struct fault *f)
+{
+	if (!conf)
+		return 0;
+	int fd = open(conf, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	char buf[4200];
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	return sscanf(buf, "%15s %lld %4095s", f->mode, &f->arg, f->path) == 3;
+}
+
+/* What a read of n bytes at off does under f: -EIO, or how many bytes it
+ * may return (n or fewer; 0 past a faked end of file). "slow" sleeps here. */
+static inline long long fault_read_len(const struct fault *f, long long off, size_t n)
+{
+	if (!strcmp(f->mode, "eio") && off + (long long)n > f->arg)
+		return -EIO;
+	if (!strcmp(f->mode, "eof")) {
+		if (off >= f->arg)
+			return 0;
+		if (off + (long long)n > f->arg)
+			n = (size_t)(f->arg - off);
+	}
+	if (!strcmp(f->mode, "short") && n > (size_t)f->arg)
+		n = (size_t)f->arg;
+	if (!strcmp(f->mode, "slow"))
+		usleep((useconds_t)f->arg);
+	return (long long)n;
+}
+
+#endif /* SHMKV_TEST_FAULT_CONF_H */
