@@ -109,14 +109,3 @@ long long mounts_free_hugepages(uint64_t page_size)
 		return -1;
 	return fr > rs ? fr - rs : 0;
 }
-
-const char *mounts_size_name(uint64_t b, char *buf, size_t len)
-{
-	if (b >= (UINT64_C(1) << 30) && !(b & ((UINT64_C(1) << 30) - 1)))
-		snprintf(buf, len, "%lluG", (unsigned long long)(b >> 30));
-	else if (b >= (UINT64_C(1) << 20) && !(b & ((UINT64_C(1) << 20) - 1)))
-		snprintf(buf, len, "%lluM", (unsigned long long)(b >> 20));
-	else
-		snprintf(buf, len, "%lluK", (unsigned long long)(b >> 10));
-	return buf;
-}

@@ -16,7 +16,5 @@ struct hmount {
 int mounts_hugetlb(struct hmount *out, size_t max, size_t *n, const char *only_dir);
 /* Free huge pages of that size (free - reserved), or -1 if unknown. */
 long long mounts_free_hugepages(uint64_t page_size);
-/* "2M", "1G", "4K" */
-const char *mounts_size_name(uint64_t bytes, char *buf, size_t len);
 
 #endif /* LOADER_MOUNTS_H */

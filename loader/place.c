@@ -9,6 +9,7 @@
 
 #include "diag.h"
 #include "log.h"
+#include "memkind.h"
 #include "mounts.h"
 
 static int is_short(int err)
@@ -47,7 +48,7 @@ static int try_hugetlb(const struct place_req *r, uint64_t size, struct seg *s, 
 		size_t dl = strlen(detail);
 		snprintf(detail + dl, sizeof detail - dl, "%s%llu x %s pages on %.100s (%lld free)",
 			 dl ? ", or " : "", (unsigned long long)need,
-			 mounts_size_name(ps, psn, sizeof psn), m[i].dir, fr);
+			 memkind_page_size(ps, psn, sizeof psn), m[i].dir, fr);
 	}
 	return diag_fail(-ENOMEM, why, why_len, "not enough huge pages: the image needs %s",
 			   detail);
