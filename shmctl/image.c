@@ -12,7 +12,7 @@ int image_help(int argc, char **argv)
 	(void)argv;
 	print_help(
 		"Usage: " BIN_NAME " [OPTIONS] image { COMMAND | help }\n"
-		"       " BIN_NAME " image build -o OUT [BUILD_OPTS] INPUT...\n"
+		"       " BIN_NAME " image build -o { OUT | - } [BUILD_OPTS] INPUT...\n"
 		"       " BIN_NAME " image get [--key-base64] FILE KEY\n"
 		"       " BIN_NAME " image inspect FILE\n"
 		"       " BIN_NAME " image verify FILE\n"
@@ -23,7 +23,7 @@ int image_help(int argc, char **argv)
 		"       BUILD_OPTS := { --format FORMAT | --type TYPE | --on-duplicate DUP |\n"
 		"                       --name NAME | --seed SEED | --created UNIX_TIME |\n"
 		"                       --buckets N | --load-factor F | --no-dedup |\n"
-		"                       --hash-bits BITS }   (--hash-bits: tests only)\n"
+		"                       --lossy-f32 | --hash-bits BITS }   (--hash-bits: tests only)\n"
 		"       INPUT := { PATH | - }\n"
 		"       FORMAT := { jsonl | tsv }   (default: tsv for *.tsv, else jsonl)\n"
 		"       TYPE := { bytes | string | i64 | bool | f64 | f32list | f64list |\n"
@@ -31,7 +31,9 @@ int image_help(int argc, char **argv)
 		"       DUP := { error | first | last }   (default error)\n"
 		"       OPTIONS := { {-j|--json} [{-p|--pretty}] | {-h|--help} }\n"
 		"\n"
-		"build    write an image from JSONL or TSV records ('-' is stdin)\n"
+		"build    write an image from JSONL or TSV records ('-' is stdin; -o -:\n"
+		"         the image to stdout); --lossy-f32: round f32list values that f32\n"
+		"         cannot hold exactly (else an error)\n"
 		"get      print KEY's value; --key-base64: KEY is base64 (binary keys)\n"
 		"inspect  header, sections, value types, probe lengths, dedup savings\n"
 		"verify   check every checksum, slot, entry and byte of padding\n"
