@@ -131,6 +131,32 @@ static int ctl_trusted(struct loader *L, const char *name, char *why, size_t why
 	return seg_trust_stat(&st, path, 0, 0, why, why_len);
 }
 
+/* ROOT/NAME.state, when it is a regular file of ours that only we can write
+ * (O_NOFOLLOW|O_NONBLOCK: a symlink or FIFO there neither redirects nor
+ * blocks the start); else it is ignored, with a warning, as if absent. */
+static void adopt_state(struct loader *L, struct cache *c)
+{
+	char path[PATH_MAX], why[PATH_MAX + 128], q[PATH_MAX + 256];
+	int fd = -1, err = 0;
+	struct stat st;
+	if ((size_t)snprintf(path, sizeof path, "%s/%s.state", L->root, c->name) >= sizeof path)
+		err = diag_fail(-ENAMETOOLONG, why, sizeof why, "%s: path too long", L->root);
+	else if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)) < 0) {
+		if (errno == ENOENT)
+			return;
+		err = diag_fail(-errno, why, sizeof why, "%s: %s", path, strerror(errno));
+	} else if (fstat(fd, &st) != 0)
+		err = diag_fail(-errno, why, sizeof why, "%s: %s", path, strerror(errno));
+	else
+		err = seg_trust_stat(&st, path, 0, 0, why, sizeof why);
+	if (err) {
+		log_warn("state ignored cache=%s error=%s", c->name, log_quote(q, sizeof q, why));
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	state_read(fd, c);
+}
 static void adopt_one(struct loader *L, struct scan *sc, const char *name)
 {
 	char why[400], q[512], mem[32];
@@ -148,7 +174,7 @@ static void adopt_one(struct loader *L, struct scan *sc, const char *name)
 		log_err("cannot adopt cache=%s error=%s", name, log_quote(q, sizeof q, why));
 		return;
 	}
-	state_read(L->root, c);
+	adopt_state(L, c);
 	struct seg_info rb_hint = c->rb;
 	memset(&c->rb, 0, sizeof c->rb);
 	for (size_t i = 0; i < sc->n; i++)

@@ -74,13 +74,14 @@ static int get_stats(struct load_stats *s, const char *k, const char *v)
 	return 1;
 }
 
-int state_read(const char *root, struct cache *c)
+int state_read(int fd, struct cache *c)
 {
-	char path[PATH_MAX], line[PATH_MAX + 64];
-	snprintf(path, sizeof path, "%s/%s.state", root, c->name);
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return -errno;
+	char line[PATH_MAX + 64];
+	FILE *f = fdopen(fd, "r");
+	if (!f) {
+		close(fd);
+		return -ENOMEM;
+	}
 	while (fgets(line, sizeof line, f)) {
 		line[strcspn(line, "\n")] = 0;
 		char *eq = strchr(line, '=');

@@ -11,10 +11,11 @@
 
 /* Writes c's state. Returns 0 or -errno (why says what failed). */
 int state_write(const char *root, const struct cache *c, char *why, size_t why_len);
-/* Reads into c: next_load, stats, and (if present) rb path and generation
+/* Reads into c, from fd (ROOT/NAME.state, opened and checked by the caller;
+ * closed here): next_load, stats, and (if present) rb path and generation
  * into c->rb.path / c->rb.generation (unchecked: the caller inspects the
- * file). Returns 0, -ENOENT (no state file) or -errno. */
-int state_read(const char *root, struct cache *c);
+ * file). Returns 0 or -errno. */
+int state_read(int fd, struct cache *c);
 void state_remove(const char *root, const char *name);
 
 #endif /* LOADER_STATE_H */

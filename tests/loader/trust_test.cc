@@ -28,6 +28,9 @@
 //     every user can write (anyone could publish), stops startup with a
 //     clear error; a NAME.ctl owned by another user is not adopted (status
 //     says why) and a load into that cache is refused.
+//   UntrustedStateFile: ROOT/NAME.state replaced by a FIFO (the old loader's
+//     fopen blocked its restart forever), a symlink, or a file of another
+//     uid: ignored with a warning, the cache is adopted and loads on.
 #include <grp.h>
 #include <sys/stat.h>
 
@@ -494,6 +497,46 @@ TEST(Trust, UntrustedRootAndControlFiles)
 	j = ld.load("c", img);
 	EXPECT_FALSE(j.ok());
 	EXPECT_TRUE(contains_ci(j["error"].s(), "cannot adopt")) << j["error"].s();
+}
+
+TEST(Trust, UntrustedStateFile)
+{
+	NEED_ROOT();
+	Env env;
+	std::string img = env.img_path("a.shmkv"), state = env.root() + "/c.state";
+	ASSERT_EQ(build_image(img, "a", 100), "");
+	uint64_t gen = 0;
+	size_t warned = 0;
+	for (const char *kind : {"fifo", "symlink", "foreign"}) {
+		SCOPED_TRACE(kind);
+		Loader ld(env);
+		ASSERT_TRUE(ld.start());
+		Json j = ld.load("c", img);
+		ASSERT_TRUE(j.ok()) << j["error"].s();
+		gen = j["generation"].u64();
+		ld.kill9();
+		ASSERT_EQ(unlink(state.c_str()), 0);
+		if (!strcmp(kind, "fifo"))
+			ASSERT_EQ(mkfifo(state.c_str(), 0600), 0);
+		else if (!strcmp(kind, "symlink"))
+			ASSERT_EQ(symlink(img.c_str(), state.c_str()), 0);
+		else {
+			ASSERT_TRUE(shmkv_test::write_file(state, "next_load=1\n"));
+			ASSERT_EQ(chown(state.c_str(), kOther, kOther), 0);
+		}
+		ASSERT_TRUE(ld.start()) << "the restart did not come up";
+		EXPECT_EQ(log_lines(env.log(), {"state ignored", "cache=c"}).size(), ++warned)
+			<< env.log();
+		j = ld.status("c");
+		EXPECT_EQ(j["generation"].u64(), gen) << "adopted";
+		j = ld.load("c", img);
+		EXPECT_TRUE(j.ok()) << j["error"].s();
+		EXPECT_EQ(j["generation"].u64(), gen + 1);
+		EXPECT_EQ(ld.stop(), 0);
+		struct stat st;
+		ASSERT_EQ(lstat(state.c_str(), &st), 0);
+		EXPECT_TRUE(S_ISREG(st.st_mode) && st.st_uid == 0) << "rewritten as the loader's own";
+	}
 }
 
 } // namespace
