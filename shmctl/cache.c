@@ -151,8 +151,8 @@ static int do_cache_status(int argc, char **argv)
 
 int do_cache_list(int argc, char **argv)
 {
-	static const char *const cols[] = {"name", "generation", "image_size", "memory",
-					   "loading", "last_error", NULL};
+	static const char *const cols[] = {"name", "generation", "image_size", "memory", "loading",
+					   "failed", "expires_in", "last_error", NULL};
 	static const char *const cols_ctl[] = {"name", "generation", "image_size", "memory",
 					       "loader_pid", "error", NULL};
 	int rc = cache_args(argc, argv, 0, "");
@@ -195,6 +195,14 @@ int do_cache_list(int argc, char **argv)
 		printf("no caches under %s\n", root);
 	} else {
 		plain_table(stdout, caches, from_ctl ? cols_ctl : cols, "");
+	}
+	/* the spool not watched (deleted, renamed away): nothing dropped there
+	 * loads until it is back, so say it under the table, not only in -j */
+	const char *spool_dir = NULL, *spool_err = NULL;
+	const jv *spool = jv_get(reply, "spool");
+	if (!json_output && jv_get_str(spool, "error", &spool_err) && spool_err) {
+		jv_get_str(spool, "dir", &spool_dir);
+		printf("spool %s: not watched: %s\n", spool_dir ? spool_dir : "?", spool_err);
 	}
 	jv_free(reply);
 	return EXIT_OK;

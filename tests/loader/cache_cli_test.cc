@@ -246,4 +246,43 @@ TEST(CacheCli, AgainstARunningLoader)
 	EXPECT_EQ(r.out, value_of("a", 7) + "\n");
 }
 
+// Plain `cache list` shows what -j shows about trouble: a failed new cache
+// (failed, expires_in, its error) and a spool that is not watched.
+TEST(CacheCli, ListPlainShowsFailedAndSpool)
+{
+	Env env;
+	Loader ld(env);
+	ASSERT_TRUE(ld.start());
+	std::string a = env.img_path("a.shmkv");
+	ASSERT_EQ(build_image(a, "a", 100), "");
+	ASSERT_TRUE(ld.load("good", a).ok());
+	EXPECT_FALSE(ld.load("ghost", env.img_path("missing.shmkv")).ok());
+	ASSERT_EQ(rmdir(env.spool().c_str()), 0) << strerror(errno);
+	ASSERT_TRUE(wait_until([&] { return !ld.req({"list"})["spool.error"].is_null(); }, 10000));
+
+	CliRun r = shmctl(env, {"cache", "list"});
+	EXPECT_EQ(r.rc, 0) << r.err;
+	std::vector<std::string> lines;
+	for (size_t p = 0, q; p < r.out.size(); p = q + 1) {
+		q = r.out.find('\n', p);
+		if (q == std::string::npos)
+			q = r.out.size();
+		lines.push_back(r.out.substr(p, q - p));
+	}
+	ASSERT_GE(lines.size(), 4u) << r.out;
+	EXPECT_NE(lines[0].find("FAILED"), std::string::npos) << r.out;
+	EXPECT_NE(lines[0].find("EXPIRES_IN"), std::string::npos) << r.out;
+	bool ghost = false;
+	for (const std::string &l : lines)
+		if (l.rfind("ghost", 0) == 0) {
+			ghost = true;
+			EXPECT_NE(l.find("true"), std::string::npos) << l;
+			EXPECT_NE(l.find("missing.shmkv"), std::string::npos) << l;
+		}
+	EXPECT_TRUE(ghost) << r.out;
+	EXPECT_NE(r.out.find("spool " + env.spool() + ": not watched: "), std::string::npos)
+		<< r.out;
+	EXPECT_NE(r.out.find("deleted"), std::string::npos) << r.out;
+}
+
 } // namespace
