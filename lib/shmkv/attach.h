@@ -29,6 +29,26 @@ static inline int shmkv__ctl_snapshot(const shmkv_ctl *ctl, uint64_t *gen, uint3
 	return 0;
 }
 
+/* -EACCES on a segment: readers get in through the group of the loader's
+ * segment directory (0750), so name that group; a bare "Permission denied"
+ * leaves an operator guessing. */
+static inline int shmkv__access_hint(const char *path, char *why, size_t why_len)
+{
+	char dir[SHMKV_CTL_PATH_MAX];
+	snprintf(dir, sizeof dir, "%s", path);
+	char *slash = strrchr(dir, '/');
+	struct stat st;
+	if (slash && slash != dir)
+		*slash = 0;
+	if (!slash || stat(dir, &st) != 0)
+		return shmkv__fail(-EACCES, why, why_len, "%s: %s", path, shmkv_strerror(-EACCES));
+	return shmkv__fail(-EACCES, why, why_len,
+			   "%s: %s: readers need the group of %s (gid %u, mode %04o); add this "
+			   "user to that group (packages: shmkv)",
+			   path, shmkv_strerror(-EACCES), dir, (unsigned)st.st_gid,
+			   (unsigned)(st.st_mode & 07777));
+}
+
 /* Maps a segment read-only and checks its image header (and checksums when asked). */
 static inline int shmkv__map_segment(const shmkv_ctl_segment *seg, unsigned flags, void **map,
 				     char *why, size_t why_len)
@@ -38,6 +58,8 @@ static inline int shmkv__map_segment(const shmkv_ctl_segment *seg, unsigned flag
 	int fd = open(seg->path, O_RDONLY | SHMKV__O_CLOEXEC | SHMKV__O_NONBLOCK);
 	if (fd < 0) {
 		int err = -errno;
+		if (err == -EACCES)
+			return shmkv__access_hint(seg->path, why, why_len);
 		return shmkv__fail(err, why, why_len, "%s: %s", seg->path, shmkv_strerror(err));
 	}
 	struct stat st;

@@ -309,6 +309,10 @@ TEST(Trust, CannotReadWithoutGroupNorWrite)
 		shmkv *d = attach(root, "c", 0, &err, &why);
 		if (d || err != -EACCES)
 			say(fd, "attached outside the group: " + std::to_string(err) + " " + why);
+		// the error names what to do: the directory's group
+		else if (why.find("readers need the group of " + segdir + " (gid " +
+				  std::to_string(kGroup) + ", mode 0750)") == std::string::npos)
+			say(fd, "no group hint: " + why);
 		shmkv_close(d);
 	});
 	EXPECT_EQ(out, "");
