@@ -238,8 +238,11 @@ static SHMKV__HOT int shmkv__hit(const shmkv *db, const uint8_t *e, size_t key_l
 
 /* Key equality. Short keys use two overlapping loads from each side: glibc's
  * memcmp reads 32 bytes, which for an entry late in a cache line touches the
- * next line too. */
-static inline int shmkv__key_eq(const uint8_t *a, const uint8_t *b, size_t n)
+ * next line too. Always inlined: left to GCC, whether it is inlined into
+ * shmkv__probe_on depended on how many other callers the translation unit
+ * had (a SHMKV_USDT build has one more), and a call costs displaced keys a
+ * few instructions more (bench/RESULTS.md, "USDT probes: untraced cost"). */
+static SHMKV__HOT int shmkv__key_eq(const uint8_t *a, const uint8_t *b, size_t n)
 {
 	if (n >= 8 && n <= 16) {
 		uint64_t a0, b0, a1, b1;
@@ -365,7 +368,7 @@ static SHMKV__COLD int shmkv__get_cold(const shmkv *db, const void *key, size_t 
 
 /* Largest unit (8 bytes, relative to ENTRIES) at which an entry header and
  * key_len key bytes fit inside ENTRIES: 8u + 8 + key_len <= ENTRIES size iff
- * u <= lim. Needs key_len <= db->ent_room, which key_len < db->slow_key_len
+ * u <= lim. Needs key_len <= db->ent_room, which key_len < db->bound_key_len
  * implies (shmkv__bind). */
 static inline uint64_t shmkv__key_lim(const shmkv *db, size_t key_len)
 {
@@ -423,15 +426,13 @@ static SHMKV__COLD const uint8_t *shmkv__probe_on(const shmkv *db, uint64_t b, u
 	return NULL;
 }
 
-/* A lookup as a value of type want (0: any). The hot path: hash, home
- * bucket, its tag matches with entry header and key bounded by one compare,
- * the value checked by shmkv__hit; displaced keys out of line; every other
- * case (long key, test hash, damage) goes to the checked path. */
-static SHMKV__HOT int shmkv__get_as(const shmkv *db, const void *key, size_t key_len,
-				    unsigned want, shmkv_value *v)
+/* The hot path of shmkv__get_as, for key_len < db->bound_key_len: hash,
+ * home bucket, its tag matches with entry header and key bounded by one
+ * compare, the value checked by shmkv__hit; displaced keys out of line;
+ * damage goes to the checked path. */
+static SHMKV__HOT int shmkv__get_fast(const shmkv *db, const void *key, size_t key_len,
+				      unsigned want, shmkv_value *v)
 {
-	if (SHMKV__UNLIKELY(key_len >= db->slow_key_len))
-		return shmkv__get_cold(db, key, key_len, 0, want | SHMKV__REHASH, v, NULL, 0);
 	uint64_t h = shmkv__hash64(db->seed, key, key_len);
 	uint64_t tag = shmkv__tag(h);
 	uint64_t b = shmkv__home(h, db->bucket_count);
@@ -467,6 +468,41 @@ found:
 	return shmkv__hit(db, e, key_len, want, v);
 checked:
 	return shmkv__get_cold(db, key, key_len, h, want, v, NULL, 0);
+}
+
+#if SHMKV_USDT
+/* A get of a handle whose gate saw a get probe traced (usdt.h), or of a key
+ * for the checked path: the lookup as untraced, timed, then the probe. */
+static SHMKV__COLD int shmkv__get_traced(const shmkv *db, const void *key, size_t key_len,
+					 unsigned want, shmkv_value *v)
+{
+	if (!db->usdt_gets)
+		return shmkv__get_cold(db, key, key_len, 0, want | SHMKV__REHASH, v, NULL, 0);
+	uint64_t t0 = shmkv__usdt_ns();
+	int err = key_len < db->bound_key_len
+			  ? shmkv__get_fast(db, key, key_len, want, v)
+			  : shmkv__get_cold(db, key, key_len, 0, want | SHMKV__REHASH, v, NULL, 0);
+	uint64_t ns = shmkv__usdt_ns() - t0;
+	if (err == 0)
+		SHMKV__USDT(get_hit, 4, db, key, key_len, ns);
+	else
+		SHMKV__USDT(get_miss, 5, db, key, key_len, err, ns);
+	return err;
+}
+#define SHMKV__GET_SLOW shmkv__get_traced
+#else
+#define SHMKV__GET_SLOW(db, key, key_len, want, v)                                                 	shmkv__get_cold(db, key, key_len, 0, (want) | SHMKV__REHASH, v, NULL, 0)
+#endif
+
+/* A lookup as a value of type want (0: any): the hot path, or for a long
+ * key or a test hash (and in SHMKV_USDT builds, while get probes are
+ * traced) the checked path. */
+static SHMKV__HOT int shmkv__get_as(const shmkv *db, const void *key, size_t key_len,
+				    unsigned want, shmkv_value *v)
+{
+	if (SHMKV__UNLIKELY(key_len >= db->slow_key_len))
+		return SHMKV__GET_SLOW(db, key, key_len, want, v);
+	return shmkv__get_fast(db, key, key_len, want, v);
 }
 
 /* Looks key up. Returns 0 with *out filled, SHMKV_ENOTFOUND, SHMKV_EKEYLEN,
