@@ -301,6 +301,24 @@ std::vector<CgTotals> parse_dumps(const std::string &base)
 
 } // namespace
 
+// The per-line report of one counted dump (callgrind_annotate, part of
+// valgrind): the counted gets' instructions, misses and branches by source
+// line, so that a regression in the table points at its lines.
+static void annotate(const std::string &dump, const std::string &out, Report &r)
+{
+	std::string ca = which("callgrind_annotate");
+	if (ca.empty()) {
+		if (r.notes.empty() || r.notes.back().find("callgrind_annotate") == std::string::npos)
+			r.notes.push_back("No per-line reports: callgrind_annotate (valgrind) not found.");
+		return;
+	}
+	int st = run_wait({ca, "--auto=yes", "--inclusive=no", "--show-percs=yes", dump}, out.c_str());
+	if (st)
+		r.notes.push_back(fmt("callgrind_annotate %s exited with %d", dump.c_str(), st));
+	else
+		r.cg_reports.push_back(out);
+}
+
 void run_cachegrind(const Options &o, Report &r)
 {
 	std::string vg = which("valgrind");
@@ -334,9 +352,15 @@ void run_cachegrind(const Options &o, Report &r)
 			if (st)
 				fail("cachegrind child for %s exited with %d", sys.c_str(), st);
 			unlink(base.c_str()); // the final dump (nothing collected after the last)
-			for (const CgTotals &t : parse_dumps(base)) {
+			std::vector<CgTotals> dumps = parse_dumps(base);
+			for (size_t i = 0; i < dumps.size(); i++) {
+				const CgTotals &t = dumps[i];
 				if (t.desc != "hit" && t.desc != "miss")
 					continue;
+				annotate(base + "." + std::to_string(i + 1),
+					 fmt("%s/annotate-%s-%" PRIu64 "-%s.txt", dir.c_str(), sys.c_str(),
+					     n, t.desc.c_str()),
+					 r);
 				CgRecord c;
 				c.keys = n;
 				c.system = sys;
