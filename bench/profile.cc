@@ -186,6 +186,82 @@ std::vector<std::string> args_without(const Options &o, const char *drop)
 
 // ---------------------------------------------------------------- --perf
 
+namespace {
+
+// The function each system's timed loop runs in (sys_*.cc, all noinline):
+// its samples, and the lines of it perf annotates, are that system's gets.
+const char *pass_function(const std::string &system)
+{
+	if (system == "shmkv")
+		return "pass_shmkv_str";
+	if (system == "shmkv-batch")
+		return "pass_shmkv_batch";
+	if (system == "absl")
+		return "pass_map<absl::";
+	if (system == "std")
+		return "pass_map<std::";
+	if (system == "lmdb")
+		return "pass_lmdb";
+	if (system == "cdb")
+		return "pass_cdb";
+	return nullptr;
+}
+
+// Per system, from perf.data: the symbols sampled under its pass function
+// (perf report --parent: the samples whose call chain holds it, so its
+// out-of-line helpers count too) and the pass function annotated per
+// instruction (perf annotate), in OUT/perf-SYSTEM-report.txt and
+// OUT/perf-SYSTEM-annotate.txt. Returns the markdown that lists them.
+std::string perf_per_system(const Options &o, const std::string &perf, const std::string &data)
+{
+	std::string syms = o.out + "/perf-symbols.txt";
+	if (run_wait({perf, "report", "--stdio", "-i", data, "--comm", "lookup_bench", "--no-children",
+		      "-g", "none", "--sort", "symbol", "--percent-limit", "0"},
+		     syms.c_str()) != 0)
+		return "perf report of the symbols failed: no per-system reports.\n";
+	std::string all = slurp(syms), md;
+	for (const std::string &sys : o.systems) {
+		const char *fn = pass_function(sys);
+		if (!fn)
+			continue;
+		// the symbol as perf prints it: "... [.] NAME"
+		std::string name;
+		std::istringstream ls(all);
+		std::string line;
+		while (std::getline(ls, line)) {
+			size_t at = line.find("[.] ");
+			if (at != std::string::npos && line.find(fn, at) != std::string::npos) {
+				name = line.substr(at + 4);
+				size_t gap = name.find("  "); // then perf's IPC columns
+				if (gap != std::string::npos)
+					name.resize(gap);
+				break;
+			}
+		}
+		if (name.empty()) {
+			md += "- " + sys + ": no sample in `" + fn + "` (too short a run?)\n";
+			continue;
+		}
+		std::string rep = o.out + "/perf-" + sys + "-report.txt",
+			    ann = o.out + "/perf-" + sys + "-annotate.txt";
+		std::string parent = fn;
+		for (size_t i = 0; i < parent.size(); i++)
+			if (std::strchr("<>:*.()[]", parent[i]))
+				parent[i] = '.';
+		int a = run_wait({perf, "report", "--stdio", "-i", data, "--comm", "lookup_bench",
+				  "--no-children", "-g", "none", "--sort", "symbol", "-p", parent, "-x",
+				  "--percentage", "relative", "--percent-limit", "0.5"},
+				 rep.c_str());
+		int b = run_wait({perf, "annotate", "--stdio", "-i", data, name}, ann.c_str());
+		md += "- " + sys + " (`" + fn + "`): " +
+		      (a == 0 ? "`" + rep + "`" : "perf report failed") + ", " +
+		      (b == 0 ? "`" + ann + "`" : "perf annotate failed") + "\n";
+	}
+	return md;
+}
+
+} // namespace
+
 int run_under_perf(const Options &o)
 {
 	std::string perf = which("perf");
@@ -248,6 +324,10 @@ int run_under_perf(const Options &o)
 	} else {
 		md += "perf report failed (status " + std::to_string(rst) + ").\n";
 	}
+	md += "\nPer system, the samples of its timed loop (its pass function and what that "
+	      "calls: perf report -p FUNCTION -x) and the loop annotated per instruction "
+	      "(perf annotate FUNCTION); builds and checks are not in them:\n\n";
+	md += perf_per_system(o, perf, data);
 	std::printf("%s", md.c_str());
 	FILE *f = std::fopen((o.out + "/results.md").c_str(), "a");
 	if (f) {
