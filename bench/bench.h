@@ -35,6 +35,8 @@ struct Options {
 	uint64_t proc_lookups = 1000000;   // lookups each reader process makes
 	std::vector<uint64_t> cg_keys;     // cachegrind table sizes (1M)
 	uint64_t cg_lookups = 200000;      // cachegrind lookups per hit or miss pass
+	std::vector<uint64_t> lat_keys;    // latency phase table sizes (1M)
+	uint64_t lat_lookups = 1000000;    // latency phase: gets timed one by one per pass
 	bool perf = false;                 // wrap in perf stat/record, count per pass
 	bool perf_child = false;           // internal: already running under perf
 	std::string serial = "auto";       // auto, yes, no: one system at a time
@@ -233,6 +235,16 @@ struct CgRecord {
 	double ir = 0, d1_miss = 0, ll_miss = 0, branches = 0, mispredicts = 0; // per get
 };
 
+// One class of keys of the latency phase (latency.cc): ns per get, each
+// percentile the median over the passes.
+struct LatencyRecord {
+	uint64_t keys = 0;
+	std::string system, cls; // cls: "home" or "displaced"
+	uint64_t gets = 0;       // per pass
+	double p50 = 0, p99 = 0, p999 = 0;
+	std::string timer;
+};
+
 struct Env {
 	std::string cpu, date, compiler, kernel, load_start, load_end, probe, command;
 	long nproc = 0;
@@ -246,6 +258,8 @@ struct Report {
 	std::vector<ThreadRecord> threads;
 	std::vector<ProcRecord> procs;
 	std::vector<CgRecord> cg;
+	std::vector<std::string> cg_reports; // callgrind_annotate per system and kind (profile.cc)
+	std::vector<LatencyRecord> latency;
 	std::vector<std::string> notes; // free text under the tables
 	std::vector<std::string> files; // output files written
 };
@@ -270,6 +284,7 @@ void run_procs(const Options &o, const Dataset &d, const std::vector<System *> &
 int proc_child_main(int argc, char **argv); // --proc-child
 // cachegrind: one valgrind child per system and table size.
 void run_cachegrind(const Options &o, Report &r);
+void run_latency(const Options &o, Report &r); // latency.cc
 int cg_child_main(const Options &o, const std::string &system, uint64_t keys);
 // --perf: re-exec under perf stat and perf record; returns the exit status.
 int run_under_perf(const Options &o);

@@ -9,6 +9,7 @@
 //   threads     QPS of 1..--threads-max threads on one table (--scale-keys)
 //   procs       --procs processes opening the same file: Rss and Pss each
 //   cachegrind  instructions, cache misses, mispredicts per hit and per miss
+//   latency     p50/p99/p99.9 of single gets, keys in their home bucket and displaced
 // --perf wraps the whole run in perf stat and perf record.
 //
 // Output: markdown on stdout (and results.md), results.json and results.png
@@ -49,6 +50,8 @@ int main(int argc, char **argv)
 	run_timing_phases(o, r);
 	if (has_phase(o, "cachegrind"))
 		run_cachegrind(o, r);
+	if (has_phase(o, "latency"))
+		run_latency(o, r);
 	r.env.load_end = loadavg();
 
 	for (size_t i = 1; i <= o.out.size(); i++)

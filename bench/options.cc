@@ -20,10 +20,12 @@ void usage(int status)
 "  --reps R          timed passes per system and workload; the median is reported (5)\n"
 "  --seed S          seed of the key streams (42)\n"
 "  --systems LIST    comma list of shmkv,shmkv-batch,absl,std,lmdb,cdb (default: all built in)\n"
-"  --phases LIST     strings,typed,threads,procs,cachegrind (default all but cachegrind)\n"
+"  --phases LIST     strings,typed,threads,procs,cachegrind,latency (default: the first 4)\n"
 "  --cachegrind      add the cachegrind phase (same as adding it to --phases)\n"
 "  --cachegrind-keys N  table size of the cachegrind phase, repeatable (default 1M)\n"
 "  --cachegrind-lookups M  lookups per hit and per miss pass under valgrind (200k)\n"
+"  --latency-keys N  table size of the latency phase, repeatable (default 1M)\n"
+"  --latency-lookups M  gets timed one by one per latency pass (1M)\n"
 "  --perf            wrap the run in perf stat and perf record, count per pass where\n"
 "                    the machine has hardware counters (says so when it has not)\n"
 "  --typed-keys N    records of the typed workload, f32 lists of 16..128 floats (1M)\n"
@@ -159,6 +161,10 @@ Options parse_args(int argc, char **argv)
 			o.cg_keys.push_back(parse_count(a.c_str(), v));
 		else if (a == "--cachegrind-lookups")
 			o.cg_lookups = parse_count(a.c_str(), v);
+		else if (a == "--latency-keys")
+			o.lat_keys.push_back(parse_count(a.c_str(), v));
+		else if (a == "--latency-lookups")
+			o.lat_lookups = parse_count(a.c_str(), v);
 		else if (a == "--typed-keys")
 			o.typed_keys = parse_count(a.c_str(), v);
 		else if (a == "--scale-keys")
@@ -190,13 +196,15 @@ Options parse_args(int argc, char **argv)
 		o.keys = {1000000, 10000000};
 	if (o.cg_keys.empty())
 		o.cg_keys = {1000000};
+	if (o.lat_keys.empty())
+		o.lat_keys = {1000000};
 	if (o.phases.empty())
 		o.phases = {"strings", "typed", "threads", "procs"};
 	if (cachegrind && !has_phase(o, "cachegrind"))
 		o.phases.push_back("cachegrind");
 	for (const std::string &p : o.phases)
 		if (p != "strings" && p != "typed" && p != "threads" && p != "procs" &&
-		    p != "cachegrind") {
+		    p != "cachegrind" && p != "latency") {
 			std::fprintf(stderr, "lookup_bench: --phases: unknown phase '%s'\n", p.c_str());
 			usage(2);
 		}

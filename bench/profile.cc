@@ -186,6 +186,82 @@ std::vector<std::string> args_without(const Options &o, const char *drop)
 
 // ---------------------------------------------------------------- --perf
 
+namespace {
+
+// The function each system's timed loop runs in (sys_*.cc, all noinline):
+// its samples, and the lines of it perf annotates, are that system's gets.
+const char *pass_function(const std::string &system)
+{
+	if (system == "shmkv")
+		return "pass_shmkv_str";
+	if (system == "shmkv-batch")
+		return "pass_shmkv_batch";
+	if (system == "absl")
+		return "pass_map<absl::";
+	if (system == "std")
+		return "pass_map<std::";
+	if (system == "lmdb")
+		return "pass_lmdb";
+	if (system == "cdb")
+		return "pass_cdb";
+	return nullptr;
+}
+
+// Per system, from perf.data: the symbols sampled under its pass function
+// (perf report --parent: the samples whose call chain holds it, so its
+// out-of-line helpers count too) and the pass function annotated per
+// instruction (perf annotate), in OUT/perf-SYSTEM-report.txt and
+// OUT/perf-SYSTEM-annotate.txt. Returns the markdown that lists them.
+std::string perf_per_system(const Options &o, const std::string &perf, const std::string &data)
+{
+	std::string syms = o.out + "/perf-symbols.txt";
+	if (run_wait({perf, "report", "--stdio", "-i", data, "--comm", "lookup_bench", "--no-children",
+		      "-g", "none", "--sort", "symbol", "--percent-limit", "0"},
+		     syms.c_str()) != 0)
+		return "perf report of the symbols failed: no per-system reports.\n";
+	std::string all = slurp(syms), md;
+	for (const std::string &sys : o.systems) {
+		const char *fn = pass_function(sys);
+		if (!fn)
+			continue;
+		// the symbol as perf prints it: "... [.] NAME"
+		std::string name;
+		std::istringstream ls(all);
+		std::string line;
+		while (std::getline(ls, line)) {
+			size_t at = line.find("[.] ");
+			if (at != std::string::npos && line.find(fn, at) != std::string::npos) {
+				name = line.substr(at + 4);
+				size_t gap = name.find("  "); // then perf's IPC columns
+				if (gap != std::string::npos)
+					name.resize(gap);
+				break;
+			}
+		}
+		if (name.empty()) {
+			md += "- " + sys + ": no sample in `" + fn + "` (too short a run?)\n";
+			continue;
+		}
+		std::string rep = o.out + "/perf-" + sys + "-report.txt",
+			    ann = o.out + "/perf-" + sys + "-annotate.txt";
+		std::string parent = fn;
+		for (size_t i = 0; i < parent.size(); i++)
+			if (std::strchr("<>:*.()[]", parent[i]))
+				parent[i] = '.';
+		int a = run_wait({perf, "report", "--stdio", "-i", data, "--comm", "lookup_bench",
+				  "--no-children", "-g", "none", "--sort", "symbol", "-p", parent, "-x",
+				  "--percentage", "relative", "--percent-limit", "0.5"},
+				 rep.c_str());
+		int b = run_wait({perf, "annotate", "--stdio", "-i", data, name}, ann.c_str());
+		md += "- " + sys + " (`" + fn + "`): " +
+		      (a == 0 ? "`" + rep + "`" : "perf report failed") + ", " +
+		      (b == 0 ? "`" + ann + "`" : "perf annotate failed") + "\n";
+	}
+	return md;
+}
+
+} // namespace
+
 int run_under_perf(const Options &o)
 {
 	std::string perf = which("perf");
@@ -248,6 +324,10 @@ int run_under_perf(const Options &o)
 	} else {
 		md += "perf report failed (status " + std::to_string(rst) + ").\n";
 	}
+	md += "\nPer system, the samples of its timed loop (its pass function and what that "
+	      "calls: perf report -p FUNCTION -x) and the loop annotated per instruction "
+	      "(perf annotate FUNCTION); builds and checks are not in them:\n\n";
+	md += perf_per_system(o, perf, data);
 	std::printf("%s", md.c_str());
 	FILE *f = std::fopen((o.out + "/results.md").c_str(), "a");
 	if (f) {
@@ -301,6 +381,24 @@ std::vector<CgTotals> parse_dumps(const std::string &base)
 
 } // namespace
 
+// The per-line report of one counted dump (callgrind_annotate, part of
+// valgrind): the counted gets' instructions, misses and branches by source
+// line, so that a regression in the table points at its lines.
+static void annotate(const std::string &dump, const std::string &out, Report &r)
+{
+	std::string ca = which("callgrind_annotate");
+	if (ca.empty()) {
+		if (r.notes.empty() || r.notes.back().find("callgrind_annotate") == std::string::npos)
+			r.notes.push_back("No per-line reports: callgrind_annotate (valgrind) not found.");
+		return;
+	}
+	int st = run_wait({ca, "--auto=yes", "--inclusive=no", "--show-percs=yes", dump}, out.c_str());
+	if (st)
+		r.notes.push_back(fmt("callgrind_annotate %s exited with %d", dump.c_str(), st));
+	else
+		r.cg_reports.push_back(out);
+}
+
 void run_cachegrind(const Options &o, Report &r)
 {
 	std::string vg = which("valgrind");
@@ -334,9 +432,15 @@ void run_cachegrind(const Options &o, Report &r)
 			if (st)
 				fail("cachegrind child for %s exited with %d", sys.c_str(), st);
 			unlink(base.c_str()); // the final dump (nothing collected after the last)
-			for (const CgTotals &t : parse_dumps(base)) {
+			std::vector<CgTotals> dumps = parse_dumps(base);
+			for (size_t i = 0; i < dumps.size(); i++) {
+				const CgTotals &t = dumps[i];
 				if (t.desc != "hit" && t.desc != "miss")
 					continue;
+				annotate(base + "." + std::to_string(i + 1),
+					 fmt("%s/annotate-%s-%" PRIu64 "-%s.txt", dir.c_str(), sys.c_str(),
+					     n, t.desc.c_str()),
+					 r);
 				CgRecord c;
 				c.keys = n;
 				c.system = sys;

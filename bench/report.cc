@@ -377,6 +377,37 @@ void write_markdown(const Options &o, const Report &r, FILE *f)
 				     c.branches, c.mispredicts, a ? ratio(c.ir, a->ir).c_str() : "-");
 		}
 		std::fprintf(f, "\n");
+		if (!r.cg_reports.empty()) {
+			std::fprintf(f, "Per source line (callgrind_annotate --auto=yes --inclusive=no "
+					"of the counted gets, per system and kind):\n\n");
+			for (const std::string &s : r.cg_reports)
+				std::fprintf(f, "- `%s`\n", s.c_str());
+			std::fprintf(f, "\n");
+		}
+	}
+
+	if (!r.latency.empty()) {
+		std::fprintf(f, "## Latency of single gets: home bucket and displaced keys\n\n"
+				"Each get of %" PRIu64 " uniform hits timed on its own (%s); keys "
+				"filed by where they live: their home bucket or a later one "
+				"(displaced). ns per get; each percentile the median of %u passes. "
+				"A lookup should cost the same for every key: p99/p50, and "
+				"displaced against home.\n\n",
+			     o.lat_lookups, r.latency[0].timer.c_str(), o.reps);
+		std::fprintf(f, "| keys | system | keys in | gets | p50 | p99 | p99.9 | p99/p50 | "
+				"p50 x home |\n|---:|---|---|---:|---:|---:|---:|---:|---:|\n");
+		for (const LatencyRecord &l : r.latency) {
+			const LatencyRecord *h = nullptr;
+			for (const LatencyRecord &x : r.latency)
+				if (x.keys == l.keys && x.system == l.system && x.cls == "home")
+					h = &x;
+			std::fprintf(f, "| %" PRIu64 " | %s | %s | %" PRIu64 " | %.1f | %.1f | %.1f | "
+					"%s | %s |\n",
+				     l.keys, l.system.c_str(), l.cls.c_str(), l.gets, l.p50, l.p99, l.p999,
+				     l.p50 > 0 ? fmt("%.2f", l.p99 / l.p50).c_str() : "-",
+				     h && h->p50 > 0 ? fmt("%.2f", l.p50 / h->p50).c_str() : "-");
+		}
+		std::fprintf(f, "\n");
 	}
 
 	for (const std::string &s : r.notes)
@@ -490,6 +521,15 @@ void write_json(const Options &o, const Report &r, const std::string &path)
 				"\"ll_misses\": %.4f, \"branches\": %.3f, \"mispredicts\": %.4f}",
 			     i ? "," : "", c.keys, js(c.system).c_str(), js(c.kind).c_str(), c.lookups,
 			     c.ir, c.d1_miss, c.ll_miss, c.branches, c.mispredicts);
+	}
+	std::fprintf(f, "\n  ],\n  \"latency\": [");
+	for (size_t i = 0; i < r.latency.size(); i++) {
+		const LatencyRecord &l = r.latency[i];
+		std::fprintf(f, "%s\n    {\"keys\": %" PRIu64 ", \"system\": %s, \"class\": %s, "
+				"\"gets\": %" PRIu64 ", \"p50_ns\": %.2f, \"p99_ns\": %.2f, "
+				"\"p999_ns\": %.2f, \"timer\": %s}",
+			     i ? "," : "", l.keys, js(l.system).c_str(), js(l.cls).c_str(), l.gets, l.p50,
+			     l.p99, l.p999, js(l.timer).c_str());
 	}
 	std::fprintf(f, "\n  ],\n  \"notes\": [");
 	for (size_t i = 0; i < r.notes.size(); i++)

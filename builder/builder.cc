@@ -13,6 +13,7 @@
 #include <simdjson.h>
 
 #include "internal.h"
+#include "probes.h"
 
 using namespace shmkv_build;
 
@@ -338,6 +339,11 @@ int read_input(shmkv_builder *b, const char *path, Input &in)
 }
 } // namespace
 
+namespace {
+int parse_input(shmkv_builder *b, const Input &in, int format, unsigned tsv_type,
+		bool first_input);
+} // namespace
+
 extern "C" int shmkv_builder_add_file(shmkv_builder *b, const char *path, int format,
 				      unsigned tsv_type)
 {
@@ -348,11 +354,23 @@ extern "C" int shmkv_builder_add_file(shmkv_builder *b, const char *path, int fo
 	if (format != SHMKV_INPUT_JSONL && format != SHMKV_INPUT_TSV)
 		return b->fail(-EINVAL, "unknown input format %d", format);
 	bool first_input = b->recs.empty() && b->sources.empty();
+	uint64_t recs0 = b->recs.size();
+	PROBE(parse_start, path, format);
 	Input in;
 	int err = read_input(b, path, in);
-	if (err)
+	if (err) {
+		PROBE(parse_done, path, err, (uint64_t)0, (uint64_t)0);
 		return err;
+	}
 	shmkv_builder_set_source(b, strcmp(path, "-") == 0 ? "<stdin>" : path, 0);
+	err = parse_input(b, in, format, tsv_type, first_input);
+	PROBE(parse_done, path, err, (uint64_t)(b->recs.size() - recs0), (uint64_t)in.size);
+	return err;
+}
+
+namespace {
+int parse_input(shmkv_builder *b, const Input &in, int format, unsigned tsv_type, bool first_input)
+{
 	const char *data = in.data;
 	size_t size = in.size;
 	// A UTF-8 byte-order mark (Windows editors write one) is skipped, as
@@ -373,6 +391,7 @@ extern "C" int shmkv_builder_add_file(shmkv_builder *b, const char *path, int fo
 		return b->fail(-ENOMEM, "%s: out of memory", b->here().c_str());
 	}
 }
+} // namespace
 
 extern "C" int shmkv_builder_finish(shmkv_builder *b, const char *path, shmkv_build_stats *st)
 {

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "layout.h"
+#include "probes.h"
 
 namespace shmkv_build {
 
@@ -385,15 +386,30 @@ int write_image(shmkv_builder *b, const Layout &L, const char *path)
 	return 0;
 }
 
+#if SHMKV_HAVE_SDT
+static uint64_t ns_since(std::chrono::steady_clock::time_point t)
+{
+	return (uint64_t)std::chrono::duration_cast<std::chrono::nanoseconds>(
+		       std::chrono::steady_clock::now() - t)
+		.count();
+}
+#endif
+
 int finish_image(shmkv_builder *b, const char *path, shmkv_build_stats *st)
 {
 	auto t0 = std::chrono::steady_clock::now();
 	Layout L;
 	int err = check_output(b, path);
-	if (!err)
+	if (!err) {
 		err = compute_layout(b, L);
-	if (!err)
+		PROBE(layout_done, err, (uint64_t)b->recs.size(), (uint64_t)L.order.size(),
+		      L.bucket_count, L.max_probe, ns_since(t0));
+	}
+	if (!err) {
+		auto t1 = std::chrono::steady_clock::now();
 		err = write_image(b, L, path);
+		PROBE(write_done, path, err, L.file_size, ns_since(t1));
+	}
 	if (err)
 		return err;
 	b->progress("done", 1, 1);

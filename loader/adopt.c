@@ -19,6 +19,7 @@
 #include "loader.h"
 #include "log.h"
 #include "mounts.h"
+#include "probes.h"
 #include "state.h"
 
 /* A segment file of this root found on disk. */
@@ -233,8 +234,10 @@ static void adopt_one(struct loader *L, struct scan *sc, const char *name)
 			shmkv_ctl_segment cs = seg_ctl_entry(&c->cur);
 			ctl_publish(&c->ctl, ng, &cs, 1);
 			c->cur.generation = ng;
+			PROBE(publish, name, ng, c->cur.size, c->cur.path);
 		} else {
 			ctl_publish(&c->ctl, ng, NULL, 0);
+			PROBE(publish, name, ng, (uint64_t)0, "");
 		}
 		log_warn("repaired cache=%s gen=%llu: control segment was %s; %s", name,
 			 (unsigned long long)ng, odd ? "mid-publish (seq odd)" : "naming a bad file",
@@ -249,6 +252,7 @@ static void adopt_one(struct loader *L, struct scan *sc, const char *name)
 	else
 		log_info("adopted cache=%s gen=%llu: nothing published", name,
 			 (unsigned long long)ctl_generation(&c->ctl));
+	PROBE(adopt, name, ctl_generation(&c->ctl), c->have_cur, c->have_cur ? c->cur.size : 0);
 	cache_save_state(L, c);
 }
 

@@ -11,6 +11,7 @@
 #include "log.h"
 #include "memkind.h"
 #include "mounts.h"
+#include "probes.h"
 #include "state.h"
 
 struct cache *cache_find(struct loader *L, const char *name)
@@ -97,6 +98,8 @@ int cache_drop_rollback(struct loader *L, struct cache *c, const char *reason)
 	c->have_rb = 0;
 	pthread_mutex_unlock(&L->lock);
 	int err = unlink(rb.path) != 0 && errno != ENOENT ? -errno : 0;
+	if (!err)
+		PROBE(unlink, c->name, rb.generation, rb.path);
 	log_info("dropped rollback cache=%s gen=%llu bytes=%llu file=%s reason=\"%s\"", c->name,
 		 (unsigned long long)rb.generation, (unsigned long long)rb.size, rb.path, reason);
 	cache_save_state(L, c);

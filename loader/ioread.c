@@ -14,6 +14,7 @@
 
 #include "diag.h"
 #include "log.h"
+#include "probes.h"
 
 struct req {
 	uint64_t off; /* chunk start */
@@ -281,6 +282,7 @@ static int read_sync(struct io *io, const struct ioread_opts *o, struct hasher *
 		/* relaxed: a figure for status.c:take(), as in ioread() */
 		if (o->progress)
 			atomic_store_explicit(o->progress, off, memory_order_relaxed);
+		PROBE(read_progress, off, io->size);
 		hasher_offer(h, off, 0);
 	}
 	return 0;
@@ -385,6 +387,7 @@ int ioread(int fd, int *direct, const char *path, uint8_t *dst, uint64_t size,
 			 * nothing else is published through it */
 			if (o->progress)
 				atomic_store_explicit(o->progress, prefix, memory_order_relaxed);
+			PROBE(read_progress, prefix, size);
 			/* hashed by the hasher while the reads queued above are in flight */
 			hasher_offer(&h, prefix, 0);
 		}

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "load.h"
+#include "probes.h"
 
 #include "diag.h"
 #include "ioread.h"
@@ -216,6 +217,7 @@ static int publish_new(struct loader *L, struct cache *c, const struct seg_info 
 	uint64_t gen = ctl_generation(&c->ctl) + 1;
 	shmkv_ctl_segment cs = seg_ctl_entry(in);
 	ctl_publish(&c->ctl, gen, &cs, 1);
+	PROBE(publish, c->name, gen, in->size, in->path);
 
 	struct seg_info old_rb = c->rb;
 	int had_rb = c->have_rb;
@@ -234,11 +236,13 @@ static int publish_new(struct loader *L, struct cache *c, const struct seg_info 
 	pthread_mutex_unlock(&L->lock);
 	if (had_rb) {
 		/* readers still mapping it keep it; the kernel frees it after them */
-		if (unlink(old_rb.path) != 0 && errno != ENOENT)
+		if (unlink(old_rb.path) != 0 && errno != ENOENT) {
 			log_warn("unlink file=%s: %s", old_rb.path, strerror(errno));
-		else
+		} else {
+			PROBE(unlink, c->name, old_rb.generation, old_rb.path);
 			log_info("freed cache=%s gen=%llu file=%s", c->name,
 				 (unsigned long long)old_rb.generation, old_rb.path);
+		}
 	}
 	return 0;
 }
@@ -319,6 +323,7 @@ int op_load(struct loader *L, const char *name, const char *path, int nofollow, 
 		goto reject;
 	}
 	uint64_t size = (uint64_t)st.st_size;
+	PROBE(load_start, name, path, size, c->next_load);
 	if (direct && mostly_cached(fd, size)) {
 		int b = ioread_reopen_buffered(fd);
 		if (b >= 0) {
@@ -356,6 +361,8 @@ int op_load(struct loader *L, const char *name, const char *path, int nofollow, 
 	if (err)
 		goto reject;
 	have_seg = 1;
+	PROBE(place, name, (int)!!(s.info.flags & SHMKV_SEG_HUGETLB), s.info.page_size, size,
+	      s.info.path);
 	uint64_t t_alloc = now_ns();
 	c->next_load = s.info.load_id + 1; /* seg_create() skips names taken */
 	struct ioread_opts o = {
@@ -370,6 +377,7 @@ int op_load(struct loader *L, const char *name, const char *path, int nofollow, 
 		err = vstream_end(&v, s.map, why, sizeof why);
 	if (!err)
 		err = source_unchanged(fd, &st, path, why, sizeof why);
+	PROBE(verify_done, name, err, size, now_ns() - t0);
 	if (err)
 		goto reject;
 	uint64_t t_end = now_ns(), ms = (t_end - t0) / 1000000u;
@@ -435,6 +443,7 @@ reject:
 			pthread_mutex_unlock(&L->lock);
 		}
 	}
+	PROBE(reject, name, path, err, why);
 	log_err("rejected cache=%s file=%s error=%s", name, path, log_quote(q, sizeof q, why));
 	notify_status("cache %s: load rejected: %s", name, why);
 	char msg[700];

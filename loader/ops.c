@@ -13,6 +13,7 @@
 #include "json.h"
 #include "load.h"
 #include "log.h"
+#include "probes.h"
 #include "state.h"
 
 static int fail(char **reply, int err, const char *fmt, ...)
@@ -64,6 +65,8 @@ int op_rollback(struct loader *L, const char *name, char **reply)
 	uint64_t gen = ctl_generation(&c->ctl) + 1, from = c->cur.generation;
 	shmkv_ctl_segment cs = seg_ctl_entry(&c->rb);
 	ctl_publish(&c->ctl, gen, &cs, 1);
+	PROBE(publish, c->name, gen, c->rb.size, c->rb.path);
+	PROBE(rollback, c->name, from, gen, c->rb.generation);
 	pthread_mutex_lock(&L->lock);
 	struct seg_info t = c->cur;
 	struct load_stats ts = c->stats;
@@ -109,10 +112,10 @@ int op_drop(struct loader *L, const char *name, char **reply)
 		if ((size_t)snprintf(p, sizeof p, "%s/%s.ctl", L->root, name) < sizeof p)
 			unlink(p);
 	}
-	if (c->have_cur)
-		unlink(c->cur.path);
-	if (c->have_rb)
-		unlink(c->rb.path);
+	if (c->have_cur && unlink(c->cur.path) == 0)
+		PROBE(unlink, c->name, c->cur.generation, c->cur.path);
+	if (c->have_rb && unlink(c->rb.path) == 0)
+		PROBE(unlink, c->name, c->rb.generation, c->rb.path);
 	state_remove(L->root, name);
 	log_info("dropped cache=%s gen=%llu", name, (unsigned long long)gen);
 	notify_status("cache %s dropped", name);

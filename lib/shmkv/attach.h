@@ -135,6 +135,7 @@ typedef struct shmkv__attached {
 	uint64_t failed_seq; /* seq whose generation failed to map; odd (never a
 				published seq) when none */
 	int failed_err;      /* what that attempt returned */
+	char name[SHMKV_CACHE_NAME_MAX + 1]; /* the cache's name, for the probes (usdt.h) */
 } shmkv__attached;
 
 /* Passes of the seqcount loop refresh allows itself when a generation moved
@@ -179,6 +180,7 @@ static inline int shmkv_attach_diag(const char *root, const char *name, unsigned
 		shmkv__attached *a = (shmkv__attached *)calloc(1, sizeof *a);
 		if (a) {
 			a->failed_seq = 1;
+			snprintf(a->name, sizeof a->name, "%s", name); /* checked by shmkv_ctl_open */
 			db = &a->db;
 		}
 	}
@@ -205,6 +207,7 @@ static inline int shmkv_attach_diag(const char *root, const char *name, unsigned
 	*out = db;
 	ctl = NULL;
 done:
+	SHMKV__USDT(attach, 4, db, name, gen, err);
 	shmkv_ctl_close(ctl);
 	errno = saved_errno;
 	return err;
@@ -230,6 +233,7 @@ static inline int shmkv_attach(const char *name, unsigned flags, shmkv **out)
  * "Threads"). */
 static inline int shmkv_refresh(shmkv *db)
 {
+	shmkv__usdt_gate(db); /* SHMKV_USDT builds: is a get probe traced now? */
 	if (!db->ctl)
 		return 0;
 	/* acquire; pairs with the release store of generation in
@@ -238,10 +242,16 @@ static inline int shmkv_refresh(shmkv *db)
 		return 0;
 	shmkv__attached *a = (shmkv__attached *)db; /* attached: allocated as one */
 	uint64_t seq = shmkv__ctl_seq(db->ctl);
-	if (seq & 1)
+	if (seq & 1) {
+		SHMKV__USDT(refresh, 5, db, a->name, db->generation, db->generation, -EAGAIN);
 		return -EAGAIN; /* mid-publish, or the loader died in one: don't wait */
-	if (seq == a->failed_seq)
+	}
+	if (seq == a->failed_seq) {
+		SHMKV__USDT(refresh, 5, db, a->name, db->generation, db->generation, a->failed_err);
 		return a->failed_err; /* nothing published since that failure */
+	}
+	uint64_t old_gen = db->generation; /* for the refresh probe */
+	(void)old_gen;
 	int saved_errno = errno;
 	shmkv_ctl_segment seg;
 	uint64_t gen = 0;
@@ -260,6 +270,7 @@ static inline int shmkv_refresh(shmkv *db)
 		a->failed_seq = seq;
 		a->failed_err = err;
 	}
+	SHMKV__USDT(refresh, 5, db, a->name, old_gen, db->generation, err);
 	errno = saved_errno;
 	return err;
 }

@@ -38,7 +38,7 @@ static inline size_t shmkv_get_batch(const shmkv *db, const shmkv_key *keys, siz
 		unsigned mask[SHMKV_BATCH_GROUP];
 		for (size_t i = 0; i < m; i++) {
 			const shmkv_key *k = &keys[base + i];
-			if (SHMKV__UNLIKELY(k->len >= db->slow_key_len)) {
+			if (SHMKV__UNLIKELY(k->len >= db->bound_key_len)) { /* no get probes here */
 				bk[i] = NULL; /* too long, or a test hash: the checked path */
 				continue;
 			}

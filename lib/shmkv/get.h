@@ -365,7 +365,7 @@ static SHMKV__COLD int shmkv__get_cold(const shmkv *db, const void *key, size_t 
 
 /* Largest unit (8 bytes, relative to ENTRIES) at which an entry header and
  * key_len key bytes fit inside ENTRIES: 8u + 8 + key_len <= ENTRIES size iff
- * u <= lim. Needs key_len <= db->ent_room, which key_len < db->slow_key_len
+ * u <= lim. Needs key_len <= db->ent_room, which key_len < db->bound_key_len
  * implies (shmkv__bind). */
 static inline uint64_t shmkv__key_lim(const shmkv *db, size_t key_len)
 {
@@ -405,8 +405,12 @@ static SHMKV__HOT const uint8_t *shmkv__scan_fast(const shmkv *db, const uint64_
 /* The later buckets of home bucket b, for a key its filter says may have
  * been displaced: d of them, at most max_probe. Out of line: about 8% of
  * hits and few misses come here, and keeping the loop out of every caller
- * keeps the hot path short. Returns as shmkv__scan_fast. */
-static SHMKV__COLD const uint8_t *shmkv__probe_on(const shmkv *db, uint64_t b, uint64_t d,
+ * keeps the hot path short. Returns as shmkv__scan_fast. Flattened (every
+ * call in it inlined): left to GCC, whether shmkv__key_eq was inlined here
+ * depended on how many other callers the translation unit had (a
+ * SHMKV_USDT build has one more), and the call cost displaced hits about
+ * 0.5 instructions per get (bench/RESULTS.md, "USDT probes: untraced cost"). */
+static SHMKV__COLD SHMKV__FLATTEN const uint8_t *shmkv__probe_on(const shmkv *db, uint64_t b, uint64_t d,
 						  uint64_t tag, const void *key, size_t key_len)
 {
 	if (d > db->max_probe) /* a displacement byte above max_probe is damage: capped */
@@ -423,15 +427,25 @@ static SHMKV__COLD const uint8_t *shmkv__probe_on(const shmkv *db, uint64_t b, u
 	return NULL;
 }
 
+#if SHMKV_USDT
+static SHMKV__COLD int shmkv__get_traced(const shmkv *db, const void *key, size_t key_len,
+					 unsigned want, shmkv_value *v);
+#define SHMKV__GET_SLOW shmkv__get_traced
+#else
+#define SHMKV__GET_SLOW(db, key, key_len, want, v)                                                 \
+	shmkv__get_cold(db, key, key_len, 0, (want) | SHMKV__REHASH, v, NULL, 0)
+#endif
+
 /* A lookup as a value of type want (0: any). The hot path: hash, home
  * bucket, its tag matches with entry header and key bounded by one compare,
  * the value checked by shmkv__hit; displaced keys out of line; every other
- * case (long key, test hash, damage) goes to the checked path. */
+ * case (long key, test hash, damage; in SHMKV_USDT builds, a handle whose
+ * get probes are traced) goes to the checked path. */
 static SHMKV__HOT int shmkv__get_as(const shmkv *db, const void *key, size_t key_len,
 				    unsigned want, shmkv_value *v)
 {
 	if (SHMKV__UNLIKELY(key_len >= db->slow_key_len))
-		return shmkv__get_cold(db, key, key_len, 0, want | SHMKV__REHASH, v, NULL, 0);
+		return SHMKV__GET_SLOW(db, key, key_len, want, v);
 	uint64_t h = shmkv__hash64(db->seed, key, key_len);
 	uint64_t tag = shmkv__tag(h);
 	uint64_t b = shmkv__home(h, db->bucket_count);
@@ -468,6 +482,31 @@ found:
 checked:
 	return shmkv__get_cold(db, key, key_len, h, want, v, NULL, 0);
 }
+
+#if SHMKV_USDT
+/* A get of a handle whose gate saw a get probe traced (usdt.h), or of a key
+ * for the checked path: the lookup as untraced (shmkv__get_as on a copy of
+ * the handle with its untraced limit), timed, then the probe. The copy keeps
+ * this path from adding a second inlined fast path to the translation unit,
+ * which changed how GCC compiled the first. */
+static SHMKV__COLD int shmkv__get_traced(const shmkv *db, const void *key, size_t key_len,
+					 unsigned want, shmkv_value *v)
+{
+	if (!db->usdt_gets)
+		return shmkv__get_cold(db, key, key_len, 0, want | SHMKV__REHASH, v, NULL, 0);
+	shmkv untraced = *db;
+	untraced.slow_key_len = db->bound_key_len;
+	untraced.usdt_gets = 0;
+	uint64_t t0 = shmkv__usdt_ns();
+	int err = shmkv__get_as(&untraced, key, key_len, want, v);
+	uint64_t ns = shmkv__usdt_ns() - t0;
+	if (err == 0)
+		SHMKV__USDT(get_hit, 4, db, key, key_len, ns);
+	else
+		SHMKV__USDT(get_miss, 5, db, key, key_len, err, ns);
+	return err;
+}
+#endif
 
 /* Looks key up. Returns 0 with *out filled, SHMKV_ENOTFOUND, SHMKV_EKEYLEN,
  * or SHMKV_ECORRUPT (a damaged index slot, entry or value on the key's

@@ -15,6 +15,7 @@
 #include "format.h"
 #include "probe.h"
 #include "protocol.h"
+#include "usdt.h"
 
 /* Strict -std=c11 hides these Linux flags; their values are the kernel ABI on
  * the two architectures shmkv supports (x86-64, AArch64). */
@@ -90,7 +91,8 @@ typedef struct shmkv {
 	uint64_t seed;
 	size_t slow_key_len;      /* keys this long or longer take the checked path: 65536,
 				     or less when ENTRIES has no room for such a key, 0 when
-				     hash_bits < 64 (test images) */
+				     hash_bits < 64 (test images); 0 while get probes are
+				     traced (usdt.h), else bound_key_len */
 	const uint8_t *ent;       /* ENTRIES section start, ent_end its end */
 	const uint8_t *ent_end;
 	uint64_t ent_unit0;       /* ENTRIES offset / 8 (slot offsets count 8-byte units) */
@@ -109,7 +111,22 @@ typedef struct shmkv {
 	const shmkv_ctl *ctl;     /* attached handles: the control segment, else NULL */
 	uint64_t generation;      /* attached handles: generation served, else 0 */
 	unsigned flags;           /* attach flags, reused by refresh */
+	size_t bound_key_len;     /* slow_key_len as shmkv__bind derived it from the image */
+	unsigned usdt_gets;       /* 1 while a get probe was traced at the last gate (usdt.h) */
 } shmkv;
+
+/* SHMKV_USDT builds: samples the get probes' semaphores into the handle
+ * (usdt.h): while one is set, every get of this handle takes the cold path,
+ * which fires them. Called by shmkv__bind and shmkv_refresh. */
+static inline void shmkv__usdt_gate(shmkv *db)
+{
+#if SHMKV_USDT
+	db->usdt_gets = SHMKV__USDT_ON(get_hit) || SHMKV__USDT_ON(get_miss);
+	db->slow_key_len = db->usdt_gets ? 0 : db->bound_key_len;
+#else
+	(void)db;
+#endif
+}
 
 static inline const shmkv_image_header *shmkv__hdr(const shmkv *db)
 {
@@ -318,6 +335,8 @@ static inline void shmkv__bind(shmkv *db, const void *base, uint64_t size)
 		db->slow_key_len = (size_t)db->ent_room + 1;
 	db->values_off = h->sections[2].offset;
 	db->values_end = h->sections[2].offset + h->sections[2].size;
+	db->bound_key_len = db->slow_key_len;
+	shmkv__usdt_gate(db);
 }
 
 static inline int shmkv_verify(const shmkv *db, char *why, size_t why_len);
@@ -458,6 +477,7 @@ static inline void shmkv_close(shmkv *db)
 	if (!db)
 		return;
 	int saved_errno = errno;
+	SHMKV__USDT(close, 2, db, db->generation);
 	if (db->map)
 		munmap(db->map, db->map_len);
 	if (db->ctl)

@@ -76,6 +76,8 @@
 /* The lookup hot path: inlined even where a caller has many call sites. */
 #define SHMKV__HOT inline __attribute__((always_inline))
 #define SHMKV__COLD __attribute__((noinline, cold))
+/* every call inside inlined (shmkv__probe_on) */
+#define SHMKV__FLATTEN __attribute__((flatten))
 #else
 #error "shmkv needs GCC or Clang builtins"
 #endif
