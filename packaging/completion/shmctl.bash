@@ -16,9 +16,10 @@ _shmctl()
 	_init_completion || return
 
 	local global_opts='-j --json -p --pretty -r --root -h --help -V --version'
-	local objects='image cache help version'
+	local objects='image cache hugepages help version'
 	local image_cmds='build get inspect verify dump help'
 	local cache_cmds='list status get load readers reload rollback drop help'
+	local hugepages_cmds='plan reserve help'
 	local build_opts='-o --output --format --type --on-duplicate --name --seed --created
 		--buckets --load-factor --no-dedup --lossy-f32 --hash-bits'
 
@@ -43,7 +44,11 @@ _shmctl()
 		COMPREPLY=($(compgen -W 'error first last' -- "$cur"))
 		return
 		;;
-	--name | --seed | --created | --buckets | --load-factor | --hash-bits)
+	--page-size)
+		COMPREPLY=($(compgen -W '2M 1G' -- "$cur"))
+		return
+		;;
+	--name | --seed | --created | --buckets | --load-factor | --hash-bits | --copies)
 		return
 		;;
 	esac
@@ -53,7 +58,8 @@ _shmctl()
 	for ((i = 1; i < cword; i++)); do
 		case ${words[i]} in
 		-r | --root | -o | --output | --format | --type | --on-duplicate | --name | \
-			--seed | --created | --buckets | --load-factor | --hash-bits)
+			--seed | --created | --buckets | --load-factor | --hash-bits | --copies | \
+			--page-size)
 			[[ ${words[i]} == -r || ${words[i]} == --root ]] && root=${words[i + 1]}
 			((i++))
 			;;
@@ -81,26 +87,31 @@ _shmctl()
 	fi
 	case $obj in
 	help)
-		[[ -z $cmd ]] && COMPREPLY=($(compgen -W 'image cache' -- "$cur"))
+		[[ -z $cmd ]] && COMPREPLY=($(compgen -W 'image cache hugepages' -- "$cur"))
 		return
 		;;
 	im | ima | imag | image) obj=image ;;
 	c | ca | cac | cach | cache) obj=cache ;;
+	hu* | hugepages) [[ hugepages == "$obj"* ]] && obj=hugepages || return ;;
 	*) return ;;
 	esac
 	if [[ -z $cmd ]]; then
 		if [[ $cur == -* ]]; then
 			COMPREPLY=($(compgen -W "$global_opts" -- "$cur"))
-		elif [[ $obj == image ]]; then
-			COMPREPLY=($(compgen -W "$image_cmds" -- "$cur"))
 		else
-			COMPREPLY=($(compgen -W "$cache_cmds" -- "$cur"))
+			local list=${obj}_cmds
+			COMPREPLY=($(compgen -W "${!list}" -- "$cur"))
 		fi
 		return
 	fi
 	if [[ $cur == -* ]]; then
 		case $obj/$cmd in
 		image/b*) COMPREPLY=($(compgen -W "$build_opts $global_opts" -- "$cur")) ;;
+		hugepages/p*) COMPREPLY=($(compgen -W "--copies $global_opts" -- "$cur")) ;;
+		hugepages/r*)
+			COMPREPLY=($(compgen -W "--copies --page-size --persist --no-mount $global_opts" \
+				-- "$cur"))
+			;;
 		*/g*) COMPREPLY=($(compgen -W "--key-base64 $global_opts" -- "$cur")) ;;
 		*) COMPREPLY=($(compgen -W "$global_opts" -- "$cur")) ;;
 		esac
@@ -112,6 +123,7 @@ _shmctl()
 		[[ $cmd == g* && $nargs -ge 1 ]] && return # the KEY
 		_filedir
 		;;
+	hugepages/p* | hugepages/r*) _filedir shmkv ;;
 	cache/st* | cache/g* | cache/rea* | cache/rel* | cache/ro* | cache/d* | cache/lo*)
 		if ((nargs == 0)); then
 			COMPREPLY=($(compgen -W "$(_shmctl_caches "$root")" -- "$cur"))
