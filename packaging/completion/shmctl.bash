@@ -16,10 +16,11 @@ _shmctl()
 	_init_completion || return
 
 	local global_opts='-j --json -p --pretty -r --root -h --help -V --version'
-	local objects='image cache hugepages help version'
+	local objects='image cache hugepages doctor help version'
 	local image_cmds='build get inspect verify dump help'
 	local cache_cmds='list status get load readers reload rollback drop help'
 	local hugepages_cmds='plan reserve help'
+	local doctor_cmds='check help'
 	local build_opts='-o --output --format --type --on-duplicate --name --seed --created
 		--buckets --load-factor --no-dedup --lossy-f32 --hash-bits'
 
@@ -87,12 +88,13 @@ _shmctl()
 	fi
 	case $obj in
 	help)
-		[[ -z $cmd ]] && COMPREPLY=($(compgen -W 'image cache hugepages' -- "$cur"))
+		[[ -z $cmd ]] && COMPREPLY=($(compgen -W 'image cache hugepages doctor' -- "$cur"))
 		return
 		;;
 	im | ima | imag | image) obj=image ;;
 	c | ca | cac | cach | cache) obj=cache ;;
 	hu* | hugepages) [[ hugepages == "$obj"* ]] && obj=hugepages || return ;;
+	d* | doctor) [[ doctor == "$obj"* ]] && obj=doctor || return ;;
 	*) return ;;
 	esac
 	if [[ -z $cmd ]]; then

@@ -86,6 +86,21 @@ for obj in ('image', 'cache', 'hugepages'):
             fail(f'completion: {obj} command {c} is not completed')
 
 
+# the objects shmctl's help lists, each in shmctl(8) and the completion
+top = subprocess.run([shmctl, 'help'], capture_output=True, text=True).stdout
+m = re.search(r'OBJECT := \{([^}]*)\}', top)
+objs = m.group(1).replace('|', ' ').split() if m else []
+if len(objs) < 3:
+    fail(f'shmctl help lists objects {objs}: the scan is broken')
+m = re.search(r"local objects='([^']*)'", comp_text)
+comp_objs = m.group(1).split() if m else []
+for o in objs:
+    if o not in comp_objs:
+        fail(f'completion: object {o} is not completed')
+    if not re.search(r'\*' + o + r'[* ]', man8):
+        fail(f'shmctl.8.scd: object {o} is not described')
+
+
 def complete(line):
     """COMPREPLY for the words of line (the last one is being completed)."""
     bc = '/usr/share/bash-completion/bash_completion'
@@ -112,8 +127,10 @@ if not os.path.exists('/usr/share/bash-completion/bash_completion'):
          'the completion cannot be tested')
 else:
     cases = [
-        ('shmctl ', {'image', 'cache', 'hugepages', 'help', 'version'}),
+        ('shmctl ', {'image', 'cache', 'hugepages', 'doctor', 'help', 'version'}),
         ('shmctl hu', {'hugepages'}),
+        ('shmctl do', {'doctor'}),
+        ('shmctl doctor ', {'check', 'help'}),
         ('shmctl hugepages ', {'plan', 'reserve', 'help'}),
         ('shmctl hugepages reserve --p', {'--page-size', '--persist', '--pretty'}),
         ('shmctl ca', {'cache'}),
