@@ -18,7 +18,7 @@ _shmctl()
 	local global_opts='-j --json -p --pretty -r --root -h --help -V --version'
 	local objects='image cache hugepages doctor help version'
 	local image_cmds='build get inspect verify dump help'
-	local cache_cmds='list status get load readers reload rollback drop help'
+	local cache_cmds='list status stats get load readers reload rollback drop help'
 	local hugepages_cmds='plan reserve help'
 	local doctor_cmds='check help'
 	local build_opts='-o --output --format --type --on-duplicate --name --seed --created
@@ -109,6 +109,7 @@ _shmctl()
 	if [[ $cur == -* ]]; then
 		case $obj/$cmd in
 		image/b*) COMPREPLY=($(compgen -W "$build_opts $global_opts" -- "$cur")) ;;
+		cache/stat | cache/stats) COMPREPLY=($(compgen -W "--prometheus $global_opts" -- "$cur")) ;;
 		hugepages/p*) COMPREPLY=($(compgen -W "--copies $global_opts" -- "$cur")) ;;
 		hugepages/r*)
 			COMPREPLY=($(compgen -W "--copies --page-size --persist --no-mount $global_opts" \
@@ -126,6 +127,9 @@ _shmctl()
 		_filedir
 		;;
 	hugepages/p* | hugepages/r*) _filedir shmkv ;;
+	cache/stat | cache/stats)
+		COMPREPLY=($(compgen -W "$(_shmctl_caches "$root")" -- "$cur"))
+		;;
 	cache/st* | cache/g* | cache/rea* | cache/rel* | cache/ro* | cache/d* | cache/lo*)
 		if ((nargs == 0)); then
 			COMPREPLY=($(compgen -W "$(_shmctl_caches "$root")" -- "$cur"))
