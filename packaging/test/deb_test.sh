@@ -200,7 +200,17 @@ fi
 echo "   client (not in group shmkv): refused: $out"
 [ "$(shmctl cache get users answer)" = 42 ] || fail "shmctl cache get users answer"
 
-step "8. bash completion of cache names from the running loader"
+step "8. metrics: the textfile collector's file (shmkv-metrics, as its unit runs it)"
+systemd-analyze verify --man=no /lib/systemd/system/shmkv-metrics.service \
+	/lib/systemd/system/shmkv-metrics.timer || fail "systemd-analyze verify shmkv-metrics"
+mkdir -m 0755 "$tmp/prom"
+/usr/libexec/shmkv-metrics "$tmp/prom" || fail "shmkv-metrics exited $?"
+grep -qx "shmkv_cache_generation{cache=\"users\"} $gen" "$tmp/prom/shmkv.prom" ||
+	{ cat "$tmp/prom/shmkv.prom"; fail "shmkv.prom lacks the users generation"; }
+grep -qx 'shmkv_up 1' "$tmp/prom/shmkv.prom" || fail "shmkv.prom: no shmkv_up 1"
+[ "$(ls -A "$tmp/prom")" = shmkv.prom ] || fail "shmkv-metrics left a temporary file"
+
+step "9. bash completion of cache names from the running loader"
 # shellcheck disable=SC2016
 names=$(bash --norc --noprofile -c 'source /usr/share/bash-completion/bash_completion
 	source /usr/share/bash-completion/completions/shmctl
@@ -208,7 +218,7 @@ names=$(bash --norc --noprofile -c 'source /usr/share/bash-completion/bash_compl
 	COMP_POINT=${#COMP_LINE}; _shmctl; echo "${COMPREPLY[@]}"')
 [ "$names" = users ] || fail "completion of 'shmctl cache status u': \"$names\", want users"
 
-step "9. stop (SIGTERM), purge, and check what is left"
+step "10. stop (SIGTERM), purge, and check what is left"
 if [ -d /run/systemd/system ]; then
 	systemctl stop shmkv-loader.service
 else
@@ -222,7 +232,8 @@ DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq shmkv libshmkv-dev libshmkv-
 	>"$tmp/purge.log" 2>&1 || { cat "$tmp/purge.log"; fail "apt-get purge failed"; }
 left=()
 for f in /etc/shmkv /run/shmkv /var/spool/shmkv "$(dirname "$seg")" /usr/bin/shmctl \
-	/usr/sbin/shmkv-loader /usr/libexec/shmkv-prepare-dirs /usr/include/shmkv.h \
+	/usr/sbin/shmkv-loader /usr/libexec/shmkv-prepare-dirs /usr/libexec/shmkv-metrics \
+	/lib/systemd/system/shmkv-metrics.service /usr/include/shmkv.h \
 	/usr/include/shmkv /usr/include/shmkv_build.h "$unit" /usr/lib/sysusers.d/shmkv.conf \
 	/usr/lib/tmpfiles.d/shmkv.conf /etc/sysctl.d/60-shmkv-hugepages.conf \
 	/usr/share/bash-completion/completions/shmctl /usr/share/doc/shmkv \
