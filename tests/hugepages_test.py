@@ -68,6 +68,13 @@ try:
     rc, out, err = run('image', 'build', '-o', img, src)
     check(rc == 0, f'image build: {rc} {err}')
     size = os.path.getsize(img)
+    # --progress: progress lines on stderr though it is no terminal; none without
+    rc, out, err = run('--progress', 'image', 'build', '-o', img + '.2', src)
+    check(rc == 0 and 'reading: 100%' in err and err.count('\n') >= 3,
+          f'--progress build: exit {rc}, stderr {err!r}')
+    rc, out, err = run('image', 'build', '-o', img + '.2', src)
+    check(rc == 0 and err == '', f'build without --progress on a pipe: stderr {err!r}')
+    os.unlink(img + '.2')
     check(3 << 20 < size < 4 << 20, f'image size {size}')
 
     rc, out, err = run('-j', 'hugepages', 'plan', img)

@@ -15,7 +15,7 @@ _shmctl()
 	local cur prev words cword
 	_init_completion || return
 
-	local global_opts='-j --json -p --pretty -r --root -h --help -V --version'
+	local global_opts='-j --json -p --pretty -r --root --progress -h --help -V --version'
 	local objects='image cache hugepages doctor help version'
 	local image_cmds='build get inspect verify dump help'
 	local cache_cmds='list status stats get load readers reload rollback drop help'

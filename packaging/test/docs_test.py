@@ -132,17 +132,18 @@ else:
         ('shmctl do', {'doctor'}),
         ('shmctl doctor ', {'check', 'help'}),
         ('shmctl hugepages ', {'plan', 'reserve', 'help'}),
-        ('shmctl hugepages reserve --p', {'--page-size', '--persist', '--pretty'}),
+        ('shmctl hugepages reserve --p', {'--page-size', '--persist', '--pretty',
+                                          '--progress'}),
         ('shmctl ca', {'cache'}),
         ('shmctl image ', set(cmds['image']) | {'help'}),
         ('shmctl -j cache r', {'readers', 'reload', 'rollback'}),
         ('shmctl ca st', {'status', 'stats'}),
-        ('shmctl cache stats --p', {'--prometheus', '--pretty'}),
+        ('shmctl cache stats --p', {'--prometheus', '--pretty', '--progress'}),
         ('shmctl image build --format ', {'jsonl', 'tsv'}),
         ('shmctl image build --on-duplicate l', {'last'}),
         ('shmctl image build --no', {'--no-dedup'}),
-        ('shmctl -', {'-j', '--json', '-p', '--pretty', '-r', '--root', '-h', '--help',
-                      '-V', '--version'}),
+        ('shmctl -', {'-j', '--json', '-p', '--pretty', '-r', '--root', '--progress', '-h',
+                      '--help', '-V', '--version'}),
     ]
     for line, want in cases:
         got = complete(line)
