@@ -322,21 +322,56 @@ static void check_group(void)
 	    (unsigned)g->gr_gid, n, n == 1 ? "" : "s");
 }
 
-static void check_segment_dirs(void)
+/* A segment directory the running loader (uid loader_uid, -1 unknown) does
+ * not own: it refuses it and uses a private DIR/shmkv.XXXXXX, which readers
+ * that mount DIR/shmkv alone (a container's subPath) do not see. */
+static void check_segment_owner(const char *path, long loader_uid)
+{
+	struct stat st;
+	if (loader_uid < 0 || lstat(path, &st) != 0 || !S_ISDIR(st.st_mode) ||
+	    st.st_uid == (uid_t)loader_uid)
+		return;
+	char fix[1200];
+	snprintf(fix, sizeof fix, "look at what is in %s, remove it (rm -r %s) and restart "
+		 "the loader", path, path);
+	add(WARN, "segments", fix, "%s is owned by uid %u, not by the loader's uid %ld: the "
+	    "loader uses a private %s.XXXXXX instead, which readers mounting %s do not see",
+	    path, (unsigned)st.st_uid, loader_uid, path, path);
+}
+
+static void check_segment_dirs(long loader_uid)
 {
 	struct mnt m[8];
 	size_t n = mounts_of("hugetlbfs", m, 8);
 	char p[1100];
 	check_dir("segments", "/dev/shm/shmkv", "shm segment directory", false);
+	check_segment_owner("/dev/shm/shmkv", loader_uid);
 	for (size_t i = 0; i < n; i++) {
 		if (snprintf(p, sizeof p, "%s/shmkv", m[i].dir) >= (int)sizeof p)
 			continue;
 		check_dir("segments", p, "hugetlbfs segment directory", false);
+		check_segment_owner(p, loader_uid);
 	}
 }
 
-/* The loader: ping, then list for caches whose last load failed. */
-static void check_loader(const char *root)
+/* The uid of process pid (the loader), -1 if it cannot be read. */
+static long pid_uid(uint64_t pid)
+{
+	char path[64], line[256];
+	snprintf(path, sizeof path, "/proc/%llu/status", (unsigned long long)pid);
+	FILE *f = fopen(path, "re");
+	long uid = -1;
+	while (f && fgets(line, sizeof line, f))
+		if (sscanf(line, "Uid: %*d %ld", &uid) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return uid;
+}
+
+/* The loader: ping, then list for caches whose last load failed. Returns
+ * the loader's (effective) uid, -1 when it does not answer. */
+static long check_loader(const char *root)
 {
 	char why[1024], fix[1200];
 	jv *reply = NULL;
@@ -346,7 +381,7 @@ static void check_loader(const char *root)
 		snprintf(fix, sizeof fix, "systemctl start shmkv-loader (journalctl -u "
 			 "shmkv-loader says why it stopped)");
 		add(FAIL, "loader", fix, "%s", why);
-		return;
+		return -1;
 	}
 	uint64_t pid = 0;
 	const char *version = "?", *spool = "?", *spool_error = NULL;
@@ -355,6 +390,7 @@ static void check_loader(const char *root)
 	jv_get_str(reply, "spool", &spool);
 	jv_get_str(reply, "spool_error", &spool_error);
 	add(OK, "loader", NULL, "shmkv-loader %s, pid %" PRIu64 ", root %s", version, pid, root);
+	long uid = pid_uid(pid);
 	if (spool_error) {
 		snprintf(fix, sizeof fix, "install -d -m 0755 -o shmkv -g shmkv %s", spool);
 		add(FAIL, "spool", fix, "%s", spool_error);
@@ -364,7 +400,7 @@ static void check_loader(const char *root)
 	jv_free(reply);
 	const char *list[] = {"list"};
 	if (ctl_request(root, list, 1, 5000, &reply, why, sizeof why))
-		return;
+		return uid;
 	const jv *caches = jv_get(reply, "caches");
 	for (size_t i = 0; i < jv_size(caches); i++) {
 		const jv *c = jv_item(caches, i);
@@ -380,6 +416,7 @@ static void check_loader(const char *root)
 		    failed ? " and nothing is published" : " (an older generation serves)", last);
 	}
 	jv_free(reply);
+	return uid;
 }
 
 int doctor_help(int argc, char **argv)
@@ -435,8 +472,8 @@ int do_doctor_check(int argc, char **argv)
 	check_fs("bpf", "/sys/fs/bpf", "pinned BPF programs and maps need it");
 	check_group();
 	check_dir("root", root, "control segments and control.sock", false);
-	check_segment_dirs();
-	check_loader(root);
+	long loader_uid = check_loader(root);
+	check_segment_dirs(loader_uid);
 	size_t fails = 0, warns = 0;
 	for (size_t i = 0; i < nfindings; i++) {
 		fails += findings[i].level == FAIL;

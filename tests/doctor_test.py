@@ -111,7 +111,20 @@ try:
         if os.path.exists(os.path.join(spool, 'bad.shmkv.rejected')):
             break
         time.sleep(0.05)
+    # a segment directory of another user on a (fake) hugetlbfs mount: the
+    # loader would refuse it (root can plant one: chown)
+    huge = os.path.join(tmp, 'huge')
+    os.makedirs(os.path.join(huge, 'shmkv'))
+    planted = os.geteuid() == 0
+    if planted:
+        os.chown(os.path.join(huge, 'shmkv'), 65534, 65534)
+        with open(os.path.join(host, 'proc/mounts'), 'a') as f:
+            f.write(f'hugetlbfs {huge} hugetlbfs rw,pagesize=2M 0 0\n')
     rc, out, _ = doctor(root)
+    if planted:
+        f = find(out, 'segments', 'warn', f'{huge}/shmkv is owned by uid 65534, not by the '
+                 f'loader\'s uid {os.geteuid()}')
+        check(f and f'rm -r {huge}/shmkv' in (f[0]['fix'] or ''), f'foreign segment dir: {find(out, "segments")}')
     check(find(out, 'loader', 'ok', f'pid {proc.pid}'), f'loader ok: {find(out, "loader")}')
     check(find(out, 'spool', 'ok'), f'spool ok: {find(out, "spool")}')
     f = find(out, 'cache', 'fail', 'cache bad')
