@@ -331,9 +331,10 @@ static void check_segment_owner(const char *path, long loader_uid)
 	if (loader_uid < 0 || lstat(path, &st) != 0 || !S_ISDIR(st.st_mode) ||
 	    st.st_uid == (uid_t)loader_uid)
 		return;
-	char fix[1200];
-	snprintf(fix, sizeof fix, "look at what is in %s, remove it (rm -r %s) and restart "
-		 "the loader", path, path);
+	char fix[2600];
+	if (snprintf(fix, sizeof fix, "look at what is in %s, remove it (rm -r %s) and restart "
+		     "the loader", path, path) >= (int)sizeof fix)
+		fix[0] = 0;
 	add(WARN, "segments", fix, "%s is owned by uid %u, not by the loader's uid %ld: the "
 	    "loader uses a private %s.XXXXXX instead, which readers mounting %s do not see",
 	    path, (unsigned)st.st_uid, loader_uid, path, path);

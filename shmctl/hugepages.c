@@ -542,7 +542,7 @@ int do_hugepages_reserve(int argc, char **argv)
 			return rc;
 		pages = need[p - pools];
 	}
-	uint64_t before = p->total, got;
+	uint64_t before = p->total, got = 0;
 	if ((rc = write_pool(p, pages, &got)))
 		return rc;
 	p->total = got;

@@ -138,7 +138,13 @@ try:
 finally:
     if proc:
         proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=20)
+        try:
+            rc = proc.wait(timeout=20)
+            check(rc == 0, f'the loader exited {rc} after SIGTERM')
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            fails.append('the loader did not stop within 20 s of SIGTERM (killed)')
     shutil.rmtree(tmp, ignore_errors=True)
 
 for f in fails:
