@@ -29,6 +29,7 @@ int cache_help(int argc, char **argv)
 		"Usage: " BIN_NAME " [OPTIONS] cache { COMMAND | help }\n"
 		"       " BIN_NAME " cache list\n"
 		"       " BIN_NAME " cache status NAME\n"
+		"       " BIN_NAME " cache stats [--prometheus] [NAME...]\n"
 		"       " BIN_NAME " cache get [--key-base64] NAME KEY\n"
 		"       " BIN_NAME " cache load NAME FILE\n"
 		"       " BIN_NAME " cache readers NAME\n"
@@ -37,14 +38,17 @@ int cache_help(int argc, char **argv)
 		"       " BIN_NAME " cache drop NAME\n"
 		"       " BIN_NAME " cache help\n"
 		"\n"
-		"       COMMAND := { list | status | get | load | readers | reload | rollback |\n"
-		"                    drop }\n"
+		"       COMMAND := { list | status | stats | get | load | readers | reload |\n"
+		"                    rollback | drop }\n"
 		"       OPTIONS := { {-j|--json} [{-p|--pretty}] | {-r|--root} DIR | {-h|--help} }\n"
 		"\n"
 		"list      the caches: generation, image size, memory (from the loader; from\n"
 		"          the control segments ROOT/*.ctl when no loader answers)\n"
 		"status    one cache as the loader sees it: generation, sizes, memory, load\n"
 		"          time and speed, entries, readers, rollback, last error\n"
+		"stats     every cache's (or NAME's) figures in one table, object (-j) or\n"
+		"          Prometheus text (--prometheus: shmkv_up, generation, bytes, memory,\n"
+		"          entries, load duration, readers, failures)\n"
 		"get       KEY's value in the current generation (as 'image get'; attaches\n"
 		"          like any reader, no loader needed); --key-base64: KEY is base64\n"
 		"load      load FILE (an image) into NAME and publish it as a new generation\n"
@@ -328,6 +332,7 @@ static int do_cache_get(int argc, char **argv)
 static const struct cmd cmds[] = {
 	{"list", do_cache_list},
 	{"status", do_cache_status},
+	{"stats", do_cache_stats},
 	{"get", do_cache_get},
 	{"load", do_cache_load},
 	{"readers", do_cache_readers},

@@ -24,6 +24,9 @@ int cache_args(int argc, char **argv, int nargs, const char *usage);
 /* Checks a cache name as the protocol does; reports and returns EXIT_USAGE. */
 int cache_check_name(const char *name);
 
+/* cache stats (cache_stats.c) */
+int do_cache_stats(int argc, char **argv);
+
 /* Reads ROOT/NAME.ctl read-only: a consistent copy of the control segment
  * (shmkv_ctl_open, shmkv_ctl_read). Returns 0; -ENOENT (no such cache);
  * SHMKV_EPROTO (not a control segment of this protocol version and layout);

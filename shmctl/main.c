@@ -6,6 +6,7 @@
  * and help live in its own file (image: image.c).
  */
 #include "main.h"
+#include "progress.h"
 
 #include <errno.h>
 #include <math.h>
@@ -230,9 +231,9 @@ static int do_help(int argc, char **argv)
 	n += (size_t)snprintf(text + n, sizeof text - n,
 			      "}\n"
 			      "       OPTIONS := { {-j|--json} [{-p|--pretty}] | {-r|--root} DIR |\n"
-			      "                    {-h|--help} | {-V|--version} }\n"
+			      "                    --progress | {-h|--help} | {-V|--version} }\n"
 			      "\n");
-#define X(name, summary) n += (size_t)snprintf(text + n, sizeof text - n, "       %-8s %s\n", #name, summary);
+#define X(name, summary) n += (size_t)snprintf(text + n, sizeof text - n, "       %-9s %s\n", #name, summary);
 	SHMCTL_OBJECTS(X)
 #undef X
 	snprintf(text + n, sizeof text - n,
@@ -241,6 +242,8 @@ static int do_help(int argc, char **argv)
 		 "'%s OBJECT help' shows an object's commands.\n"
 		 "-j prints JSON (errors too, as {\"error\": \"...\"} on stdout); -p indents it.\n"
 		 "-r DIR: the shmkv root of the caches (default $SHMKV_ROOT, else %s).\n"
+		 "--progress: progress of image build and cache load on stderr also when it\n"
+		 "is not a terminal (a line per phase, at most one a second).\n"
 		 "\n"
 		 "Exit status: 0 ok; 1 key or cache not found, image failed verification;\n"
 		 "             2 usage or I/O error.\n",
@@ -257,6 +260,7 @@ int main(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{"root", required_argument, NULL, 'r'},
+		{"progress", no_argument, NULL, 'P'},
 		{NULL, 0, NULL, 0},
 	};
 	bool version = false, help = false;
@@ -271,6 +275,7 @@ int main(int argc, char **argv)
 		case 'h': help = true; break;
 		case 'V': version = true; break;
 		case 'r': root_option = optarg; break;
+		case 'P': progress_forced = true; break;
 		case ':':
 			return p_usage("", "option %s needs an argument", argv[optind - 1]);
 		default:

@@ -29,7 +29,9 @@ const char *shmctl_root(void);
  * verb follows (do_<name> calls cmd_select(its table, argc - 1, argv + 1)). */
 #define SHMCTL_OBJECTS(X)                                                                          \
 	X(image, "build, read, inspect and check image files")                                      \
-	X(cache, "caches in shared memory: load, status, get, readers (shmkv-loader)")
+	X(cache, "caches in shared memory: load, status, get, readers (shmkv-loader)")              \
+	X(hugepages, "huge pages the images need (plan), and reserving them (reserve)")             \
+	X(doctor, "what shmkv needs from this host, each finding with its fix")
 
 #define X(name, summary) int do_##name(int argc, char **argv);
 SHMCTL_OBJECTS(X)

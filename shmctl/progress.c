@@ -8,11 +8,16 @@
 
 #define BAR_WIDTH 30
 #define REDRAW_NS 100000000LL /* 0.1 s */
+#define LINE_NS 1000000000LL  /* 1 s between lines when stderr is no terminal */
+
+bool progress_forced;
 
 void progress_init(struct progress *p)
 {
 	memset(p, 0, sizeof *p);
-	p->enabled = isatty(STDERR_FILENO) == 1;
+	bool tty = isatty(STDERR_FILENO) == 1;
+	p->enabled = tty || progress_forced;
+	p->lines = !tty;
 }
 
 void progress_update(void *ctx, const char *phase, uint64_t done, uint64_t total)
@@ -25,10 +30,23 @@ void progress_update(void *ctx, const char *phase, uint64_t done, uint64_t total
 	bool new_phase = strncmp(phase, p->phase, sizeof p->phase - 1) != 0;
 	long long since = (long long)(now.tv_sec - p->last.tv_sec) * 1000000000LL +
 			  (now.tv_nsec - p->last.tv_nsec);
-	if (!new_phase && since < REDRAW_NS && !(total && done >= total))
+	if (!new_phase && since < (p->lines ? LINE_NS : REDRAW_NS) && !(total && done >= total))
 		return;
+	if (p->lines && !new_phase && total && done >= total && p->done_shown)
+		return; /* the 100% line of this phase is out already */
 	p->last = now;
 	snprintf(p->phase, sizeof p->phase, "%s", phase);
+	if (p->lines) {
+		p->done_shown = total && done >= total;
+		if (total)
+			fprintf(stderr, "%s: %3u%% %" PRIu64 "/%" PRIu64 "\n", p->phase,
+				(unsigned)((double)(done > total ? total : done) / (double)total * 100.0),
+				done > total ? total : done, total);
+		else
+			fprintf(stderr, "%s: %" PRIu64 "\n", p->phase, done);
+		fflush(stderr);
+		return;
+	}
 
 	if (total) {
 		if (done > total)

@@ -1,7 +1,8 @@
 /* progress.h - a progress bar on stderr: the builder's progress callback, and
- * `cache load` (cache.c, from the loader's status). Drawn only when stderr is
- * a terminal, at most ten times a second (and on every phase change); silent
- * otherwise. */
+ * `cache load` (cache.c, from the loader's status). Drawn when stderr is a
+ * terminal, at most ten times a second (and on every phase change); with
+ * --progress (progress_forced) and no terminal, one line per phase change and
+ * at most one a second (for logs); silent otherwise. */
 #ifndef SHMCTL_PROGRESS_H
 #define SHMCTL_PROGRESS_H
 
@@ -9,8 +10,13 @@
 #include <stdint.h>
 #include <time.h>
 
+/* --progress: report progress even when stderr is not a terminal */
+extern bool progress_forced;
+
 struct progress {
-	bool enabled;          /* stderr is a terminal */
+	bool enabled;          /* stderr is a terminal, or --progress */
+	bool lines;            /* not a terminal: whole lines, no redraw */
+	bool done_shown;       /* lines: this phase's 100% line is out */
 	bool drawn;            /* a bar is on screen: clear before other output */
 	struct timespec last;  /* last redraw */
 	char phase[32];

@@ -1,0 +1,611 @@
+/* hugepages.c - the `hugepages` object: how many huge pages of which size
+ * images need (plan), and setting the kernel's pools to that (reserve), with
+ * the hugetlbfs mount and the sysctl.d line that make it last.
+ *
+ * The host's state is read from /sys/kernel/mm/hugepages, /proc/meminfo and
+ * /proc/mounts; $SHMKV_HOST_ROOT, when set, is a directory that stands for
+ * "/" in those paths and in /etc/sysctl.d (a container that has the host's
+ * /sys, /proc and /etc under /host; the tests' fake host). */
+#include "hugepages.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <shmkv.h>
+
+#include "cache.h"
+#include "main.h"
+
+#define MAX_SIZES 8
+#define SYSCTL_FILE "60-shmkv-hugepages.conf"
+
+struct pool {
+	uint64_t page_size; /* bytes */
+	uint64_t total, free, resv, surplus;
+	char mount[1024]; /* a hugetlbfs mount with this page size, or "" */
+};
+
+static const char *host_root(void)
+{
+	const char *r = getenv("SHMKV_HOST_ROOT");
+	return r && *r ? r : "";
+}
+
+static void host_path(char *buf, size_t len, const char *path)
+{
+	snprintf(buf, len, "%s%s", host_root(), path);
+}
+
+static int read_u64_file(const char *path, uint64_t *out)
+{
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	unsigned long long v;
+	int ok = fscanf(f, "%llu", &v) == 1;
+	fclose(f);
+	if (!ok)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+/* Hugepagesize: from /proc/meminfo (the size vm.nr_hugepages sets), 0 if none */
+static uint64_t default_page_size(void)
+{
+	char path[4096], line[256];
+	host_path(path, sizeof path, "/proc/meminfo");
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return 0;
+	unsigned long long kb = 0;
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, "Hugepagesize: %llu kB", &kb) == 1)
+			break;
+	fclose(f);
+	return (uint64_t)kb * 1024;
+}
+
+/* A hugetlbfs mount's page size: its pagesize= option, else the default. */
+static uint64_t mount_page_size(const char *opts, uint64_t dflt)
+{
+	const char *p = strstr(opts, "pagesize=");
+	if (!p)
+		return dflt;
+	char *end;
+	unsigned long long v = strtoull(p + 9, &end, 10);
+	switch (*end) {
+	case 'K': case 'k': v <<= 10; break;
+	case 'M': case 'm': v <<= 20; break;
+	case 'G': case 'g': v <<= 30; break;
+	default: break;
+	}
+	return v;
+}
+
+static void find_mounts(struct pool *pools, size_t n)
+{
+	char path[4096], line[4096];
+	host_path(path, sizeof path, "/proc/mounts");
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return;
+	uint64_t dflt = default_page_size();
+	while (fgets(line, sizeof line, f)) {
+		char dev[256], mnt[1024], type[64], opts[1024];
+		if (sscanf(line, "%255s %1023s %63s %1023s", dev, mnt, type, opts) != 4 ||
+		    strcmp(type, "hugetlbfs"))
+			continue;
+		uint64_t ps = mount_page_size(opts, dflt);
+		for (size_t i = 0; i < n; i++)
+			if (pools[i].page_size == ps && !pools[i].mount[0])
+				snprintf(pools[i].mount, sizeof pools[i].mount, "%s", mnt);
+	}
+	fclose(f);
+}
+
+static int cmp_pool(const void *a, const void *b)
+{
+	const struct pool *x = a, *y = b;
+	return x->page_size < y->page_size ? -1 : x->page_size > y->page_size;
+}
+
+/* The kernel's huge page pools, smallest page size first. Returns how many,
+ * or -1 after an error (printed). */
+static int read_pools(struct pool *pools)
+{
+	char dir[4096];
+	host_path(dir, sizeof dir, "/sys/kernel/mm/hugepages");
+	DIR *d = opendir(dir);
+	if (!d) {
+		p_err("%s: %s (no huge page support in this kernel?)", dir, strerror(errno));
+		return -1;
+	}
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d)) && n < MAX_SIZES) {
+		unsigned long long kb;
+		char tail;
+		if (sscanf(e->d_name, "hugepages-%llukB%c", &kb, &tail) != 1)
+			continue;
+		struct pool *p = &pools[n];
+		memset(p, 0, sizeof *p);
+		p->page_size = (uint64_t)kb * 1024;
+		static const char *const files[] = {"nr_hugepages", "free_hugepages",
+						    "resv_hugepages", "surplus_hugepages"};
+		uint64_t *dst[] = {&p->total, &p->free, &p->resv, &p->surplus};
+		for (int i = 0; i < 4; i++) {
+			char path[4600];
+			snprintf(path, sizeof path, "%s/%s/%s", dir, e->d_name, files[i]);
+			int err = read_u64_file(path, dst[i]);
+			if (err) {
+				closedir(d);
+				p_err("%s: %s", path, strerror(-err));
+				return -1;
+			}
+		}
+		n++;
+	}
+	closedir(d);
+	if (n == 0) {
+		p_err("%s: no hugepages-*kB pool (no huge page support in this kernel?)", dir);
+		return -1;
+	}
+	qsort(pools, (size_t)n, sizeof *pools, cmp_pool);
+	find_mounts(pools, (size_t)n);
+	return n;
+}
+
+static void size_name(uint64_t ps, char *buf, size_t len)
+{
+	if (ps >= (UINT64_C(1) << 30) && ps % (UINT64_C(1) << 30) == 0)
+		snprintf(buf, len, "%" PRIu64 "G", ps >> 30);
+	else if (ps >= (UINT64_C(1) << 20) && ps % (UINT64_C(1) << 20) == 0)
+		snprintf(buf, len, "%" PRIu64 "M", ps >> 20);
+	else
+		snprintf(buf, len, "%" PRIu64 "K", ps >> 10);
+}
+
+/* "2M", "1G", "2048K", "2097152": a page size in bytes, 0 if malformed. */
+static uint64_t parse_page_size(const char *s)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || end == s || v == 0)
+		return 0;
+	int shift = 0;
+	if (*end == 'K' || *end == 'k')
+		shift = 10;
+	else if (*end == 'M' || *end == 'm')
+		shift = 20;
+	else if (*end == 'G' || *end == 'g')
+		shift = 30;
+	if (shift)
+		end++;
+	if (*end == 'B' || *end == 'b')
+		end++;
+	if (*end || v > (UINT64_MAX >> shift))
+		return 0;
+	return (uint64_t)v << shift;
+}
+
+/* The image size from a checked header: never blocks, never follows the
+ * file beyond its first 4096 bytes. 0, or EXIT_USAGE after an error. */
+static int image_size(const char *path, uint64_t *out)
+{
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return p_err("%s: %s", path, strerror(errno));
+	struct stat st;
+	if (fstat(fd, &st) != 0) {
+		int e = errno;
+		close(fd);
+		return p_err("%s: fstat: %s", path, strerror(e));
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		return p_err("%s: not a regular file (%s)", path, shmkv_file_kind(st.st_mode));
+	}
+	unsigned char hdr[SHMKV_HEADER_SIZE];
+	ssize_t n = pread(fd, hdr, sizeof hdr, 0);
+	int e = errno;
+	close(fd);
+	if (n < 0)
+		return p_err("%s: read: %s", path, strerror(e));
+	if ((size_t)n < sizeof hdr)
+		return p_err("%s: %zd bytes: too short for a shmkv image header (%d bytes)", path,
+			     n, SHMKV_HEADER_SIZE);
+	char why[512];
+	int err = shmkv_header_check(hdr, (uint64_t)st.st_size, why, sizeof why);
+	if (err)
+		return p_err("%s: %s", path, why);
+	*out = ((const shmkv_image_header *)(const void *)hdr)->file_size;
+	return 0;
+}
+
+int hugepages_help(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	print_help(
+		"Usage: " BIN_NAME " [OPTIONS] hugepages { COMMAND | help }\n"
+		"       " BIN_NAME " hugepages plan [--copies N] IMAGE...\n"
+		"       " BIN_NAME " hugepages reserve [--page-size SIZE] [--copies N] [--persist]\n"
+		"                                [--no-mount] { PAGES | IMAGE... }\n"
+		"       " BIN_NAME " hugepages help\n"
+		"\n"
+		"       COMMAND := { plan | reserve }\n"
+		"       OPTIONS := { {-j|--json} [{-p|--pretty}] | {-h|--help} }\n"
+		"\n"
+		"plan     pages of each size the images need (each rounded up to whole\n"
+		"         pages, times --copies: 2 by default, the published generation\n"
+		"         and the one loading next to it; 3 keeps the rollback copy too),\n"
+		"         against the kernel's pools, and the command that reserves them\n"
+		"reserve  set the pool of SIZE (default: the kernel's default huge page\n"
+		"         size) to PAGES, or to what the images need; checks what the\n"
+		"         kernel gave; mounts hugetlbfs for that size if no mount has it\n"
+		"         (/dev/hugepages, or /dev/hugepages-SIZE; --no-mount: not);\n"
+		"         --persist: vm.nr_hugepages in /etc/sysctl.d/" SYSCTL_FILE "\n"
+		"         (default page size only; other sizes need the kernel command\n"
+		"         line, which is printed)\n"
+		"\n"
+		"Exit status: 0 ok (plan: the pools hold what the images need);\n"
+		"             1 plan: pages are short; reserve: the kernel gave fewer pages;\n"
+		"             2 usage or I/O error, not a shmkv image, not root.\n");
+	return 0;
+}
+
+struct plan_opts {
+	uint64_t copies;
+	uint64_t page_size; /* reserve: 0 = the default size */
+	bool persist, no_mount;
+};
+
+static int parse_opts(int argc, char **argv, bool reserve, struct plan_opts *o)
+{
+	static const struct option opts[] = {
+		{"copies", required_argument, NULL, 'c'},
+		{"page-size", required_argument, NULL, 's'},
+		{"persist", no_argument, NULL, 'P'},
+		{"no-mount", no_argument, NULL, 'M'},
+		VERB_LONGOPTS,
+		{NULL, 0, NULL, 0},
+	};
+	memset(o, 0, sizeof *o);
+	o->copies = 2;
+	int c, rc;
+	unsigned long long v;
+	verb_getopt_reset();
+	while ((c = getopt_long(argc, argv, "+" VERB_SHORTOPTS, opts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			if (!parse_u64(optarg, &v) || v < 1 || v > 16)
+				return p_usage("hugepages", "--copies %s: expected 1..16", optarg);
+			o->copies = v;
+			continue;
+		case 's':
+			if (!reserve)
+				return p_usage("hugepages", "--page-size: only for reserve");
+			if (!(o->page_size = parse_page_size(optarg)))
+				return p_usage("hugepages", "--page-size %s: expected a size such as "
+					       "2M or 1G", optarg);
+			continue;
+		case 'P':
+		case 'M':
+			if (!reserve)
+				return p_usage("hugepages", "%s: only for reserve",
+					       c == 'P' ? "--persist" : "--no-mount");
+			*(c == 'P' ? &o->persist : &o->no_mount) = true;
+			continue;
+		default:
+			if ((rc = verb_common_opt(c, argv, hugepages_help, "hugepages")) >= 0)
+				return rc;
+		}
+	}
+	if (optind >= argc)
+		return p_usage("hugepages", "%s: expected %s", argv[0],
+			       reserve ? "PAGES or IMAGE..." : "IMAGE...");
+	return -1;
+}
+
+/* The pages each pool needs for the images argv[first..argc). */
+static int images_need(int argc, char **argv, int first, const struct pool *pools, int np,
+		       uint64_t copies, uint64_t *need, uint64_t *bytes)
+{
+	for (int i = 0; i < np; i++)
+		need[i] = 0;
+	*bytes = 0;
+	for (int a = first; a < argc; a++) {
+		uint64_t size;
+		int rc = image_size(argv[a], &size);
+		if (rc)
+			return rc;
+		*bytes += size;
+		for (int i = 0; i < np; i++)
+			need[i] += (size + pools[i].page_size - 1) / pools[i].page_size * copies;
+	}
+	return 0;
+}
+
+static uint64_t short_of(const struct pool *p, uint64_t need)
+{
+	return need > p->free ? need - p->free : 0;
+}
+
+int do_hugepages_plan(int argc, char **argv)
+{
+	struct plan_opts o;
+	int rc = parse_opts(argc, argv, false, &o);
+	if (rc >= 0)
+		return rc;
+	struct pool pools[MAX_SIZES];
+	int np = read_pools(pools);
+	if (np < 0)
+		return EXIT_USAGE;
+	uint64_t need[MAX_SIZES], bytes;
+	if ((rc = images_need(argc, argv, optind, pools, np, o.copies, need, &bytes)))
+		return rc;
+	uint64_t dflt = default_page_size();
+	/* enough: some size has the pages free already */
+	bool enough = false;
+	for (int i = 0; i < np; i++)
+		enough |= short_of(&pools[i], need[i]) == 0;
+	char sz[32], h[64];
+	if (json_output) {
+		json_obj_begin(&json_out, NULL);
+		json_u64(&json_out, "images", (uint64_t)(argc - optind));
+		json_u64(&json_out, "image_bytes", bytes);
+		json_u64(&json_out, "copies", o.copies);
+		json_bool(&json_out, "enough", enough);
+		json_arr_begin(&json_out, "pools");
+		for (int i = 0; i < np; i++) {
+			size_name(pools[i].page_size, sz, sizeof sz);
+			json_obj_begin(&json_out, NULL);
+			json_str(&json_out, "page_size", sz);
+			json_u64(&json_out, "page_bytes", pools[i].page_size);
+			json_bool(&json_out, "default", pools[i].page_size == dflt);
+			json_u64(&json_out, "pages_needed", need[i]);
+			json_u64(&json_out, "total", pools[i].total);
+			json_u64(&json_out, "free", pools[i].free);
+			json_u64(&json_out, "reserved", pools[i].resv);
+			json_u64(&json_out, "surplus", pools[i].surplus);
+			json_u64(&json_out, "short", short_of(&pools[i], need[i]));
+			json_str(&json_out, "mount", pools[i].mount[0] ? pools[i].mount : NULL);
+			json_obj_end(&json_out);
+		}
+		json_arr_end(&json_out);
+		json_obj_end(&json_out);
+		return enough ? EXIT_OK : EXIT_NEGATIVE;
+	}
+	printf("%d image%s, %s, %" PRIu64 " cop%s each\n", argc - optind,
+	       argc - optind == 1 ? "" : "s", fmt_bytes(bytes, h, sizeof h), o.copies,
+	       o.copies == 1 ? "y" : "ies");
+	printf("%-6s %12s %10s %10s %10s  %s\n", "size", "pages needed", "total", "free", "short",
+	       "mount");
+	for (int i = 0; i < np; i++) {
+		size_name(pools[i].page_size, sz, sizeof sz);
+		printf("%-6s %12" PRIu64 " %10" PRIu64 " %10" PRIu64 " %10" PRIu64 "  %s%s\n", sz,
+		       need[i], pools[i].total, pools[i].free, short_of(&pools[i], need[i]),
+		       pools[i].mount[0] ? pools[i].mount : "(no hugetlbfs mount)",
+		       pools[i].page_size == dflt ? "  [default size]" : "");
+	}
+	if (enough) {
+		printf("enough: the free pages of a pool above hold the images\n");
+		return EXIT_OK;
+	}
+	for (int i = 0; i < np; i++) {
+		if (pools[i].page_size != dflt)
+			continue;
+		size_name(pools[i].page_size, sz, sizeof sz);
+		printf("short: reserve with\n  %s hugepages reserve --page-size %s --persist %" PRIu64
+		       "\n", BIN_NAME, sz, pools[i].total + short_of(&pools[i], need[i]));
+	}
+	return EXIT_NEGATIVE;
+}
+
+/* Sets vm.nr_hugepages = pages in the sysctl.d snippet: the first
+ * vm.nr_hugepages line (set or commented) becomes the setting, other lines
+ * stay; written to a temporary file and renamed over the old one. */
+static int persist(uint64_t pages, char *path, size_t path_len)
+{
+	char dir[4096];
+	host_path(dir, sizeof dir, "/etc/sysctl.d");
+	snprintf(path, path_len, "%s/%s", dir, SYSCTL_FILE);
+	char tmp[4200];
+	snprintf(tmp, sizeof tmp, "%s/.%s.tmp", dir, SYSCTL_FILE);
+	FILE *in = fopen(path, "re");
+	if (!in && errno != ENOENT)
+		return p_err("%s: %s", path, strerror(errno));
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		int e = errno;
+		if (in)
+			fclose(in);
+		return p_err("%s: %s", tmp, strerror(e));
+	}
+	FILE *out = fdopen(fd, "w");
+	bool done = false;
+	char line[1024];
+	if (!in)
+		fprintf(out, "# huge pages for shmkv-loader, set by shmctl hugepages reserve "
+			     "--persist; see shmctl(8)\n");
+	while (in && fgets(line, sizeof line, in)) {
+		const char *p = line + strspn(line, " \t;#");
+		if (!strncmp(p, "vm.nr_hugepages", 15) && strchr(" \t=", p[15])) {
+			if (!done)
+				fprintf(out, "vm.nr_hugepages = %" PRIu64 "\n", pages);
+			done = true;
+			continue;
+		}
+		fputs(line, out);
+	}
+	if (!done)
+		fprintf(out, "vm.nr_hugepages = %" PRIu64 "\n", pages);
+	if (in)
+		fclose(in);
+	if (fflush(out) != 0 || fsync(fd) != 0 || fclose(out) != 0) {
+		int e = errno;
+		unlink(tmp);
+		return p_err("%s: %s", tmp, strerror(e));
+	}
+	if (rename(tmp, path) != 0) {
+		int e = errno;
+		unlink(tmp);
+		return p_err("rename %s to %s: %s", tmp, path, strerror(e));
+	}
+	return 0;
+}
+
+static int write_pool(const struct pool *p, uint64_t pages, uint64_t *got)
+{
+	char path[4600], dir[4096], v[32];
+	host_path(dir, sizeof dir, "/sys/kernel/mm/hugepages");
+	snprintf(path, sizeof path, "%s/hugepages-%" PRIu64 "kB/nr_hugepages", dir,
+		 p->page_size >> 10);
+	int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+	if (fd < 0)
+		return p_err("%s: %s%s", path, strerror(errno),
+			     errno == EACCES || errno == EROFS ? " (run as root, on the host)" : "");
+	int n = snprintf(v, sizeof v, "%" PRIu64 "\n", pages);
+	if (write(fd, v, (size_t)n) != n) {
+		int e = errno;
+		close(fd);
+		return p_err("%s: write %" PRIu64 ": %s", path, pages, strerror(e));
+	}
+	close(fd);
+	int err = read_u64_file(path, got);
+	if (err)
+		return p_err("%s: %s", path, strerror(-err));
+	return 0;
+}
+
+static int mount_pool(struct pool *p, uint64_t dflt)
+{
+	char sz[32], mnt[1024], opts[64];
+	size_name(p->page_size, sz, sizeof sz);
+	if (p->page_size == dflt)
+		snprintf(mnt, sizeof mnt, "%s/dev/hugepages", host_root());
+	else
+		snprintf(mnt, sizeof mnt, "%s/dev/hugepages-%s", host_root(), sz);
+	snprintf(opts, sizeof opts, "pagesize=%s,mode=0755", sz);
+	if (mkdir(mnt, 0755) != 0 && errno != EEXIST)
+		return p_err("mkdir %s: %s", mnt, strerror(errno));
+	if (mount("hugetlbfs", mnt, "hugetlbfs", MS_NOSUID | MS_NODEV, opts) != 0)
+		return p_err("mount -t hugetlbfs -o %s hugetlbfs %s: %s", opts, mnt,
+			     strerror(errno));
+	snprintf(p->mount, sizeof p->mount, "%s", mnt);
+	return 0;
+}
+
+int do_hugepages_reserve(int argc, char **argv)
+{
+	struct plan_opts o;
+	int rc = parse_opts(argc, argv, true, &o);
+	if (rc >= 0)
+		return rc;
+	struct pool pools[MAX_SIZES];
+	int np = read_pools(pools);
+	if (np < 0)
+		return EXIT_USAGE;
+	uint64_t dflt = default_page_size();
+	uint64_t ps = o.page_size ? o.page_size : dflt;
+	struct pool *p = NULL;
+	for (int i = 0; i < np; i++)
+		if (pools[i].page_size == ps)
+			p = &pools[i];
+	char sz[32], have[256] = "";
+	if (!p) {
+		for (int i = 0; i < np; i++) {
+			size_name(pools[i].page_size, sz, sizeof sz);
+			snprintf(have + strlen(have), sizeof have - strlen(have), "%s%s", i ? ", " : "",
+				 sz);
+		}
+		size_name(ps, sz, sizeof sz);
+		return p_err("no %s huge page pool in this kernel (it has %s)", sz, have);
+	}
+	size_name(ps, sz, sizeof sz);
+	uint64_t pages, need[MAX_SIZES], bytes = 0;
+	unsigned long long v;
+	if (argc - optind == 1 && parse_u64(argv[optind], &v)) {
+		pages = v;
+	} else {
+		if ((rc = images_need(argc, argv, optind, pools, np, o.copies, need, &bytes)))
+			return rc;
+		pages = need[p - pools];
+	}
+	uint64_t before = p->total, got = 0;
+	if ((rc = write_pool(p, pages, &got)))
+		return rc;
+	p->total = got;
+	int mounted = 0;
+	if (!p->mount[0] && !o.no_mount) {
+		if ((rc = mount_pool(p, dflt)))
+			return rc;
+		mounted = 1;
+	}
+	char sysctl_path[4400] = "";
+	bool persisted = false;
+	if (o.persist && ps == dflt) {
+		if ((rc = persist(pages, sysctl_path, sizeof sysctl_path)))
+			return rc;
+		persisted = true;
+	}
+	bool ok = got >= pages;
+	if (json_output) {
+		json_obj_begin(&json_out, NULL);
+		json_str(&json_out, "page_size", sz);
+		json_u64(&json_out, "requested", pages);
+		json_u64(&json_out, "before", before);
+		json_u64(&json_out, "total", got);
+		json_bool(&json_out, "ok", ok);
+		json_str(&json_out, "mount", p->mount[0] ? p->mount : NULL);
+		json_bool(&json_out, "mounted", mounted);
+		json_str(&json_out, "persisted", persisted ? sysctl_path : NULL);
+		json_obj_end(&json_out);
+	} else {
+		printf("%s pool: %" PRIu64 " pages (was %" PRIu64 ", asked %" PRIu64 ")\n", sz, got,
+		       before, pages);
+		if (mounted)
+			printf("mounted hugetlbfs (pagesize=%s) on %s\n", sz, p->mount);
+		else if (!p->mount[0])
+			printf("no hugetlbfs mount for %s pages: the loader cannot use them\n", sz);
+		if (persisted)
+			printf("persisted: vm.nr_hugepages = %" PRIu64 " in %s\n", pages, sysctl_path);
+	}
+	if (o.persist && ps != dflt)
+		fprintf(stderr, "%s: %s pages cannot be set by sysctl: add \"hugepagesz=%s "
+				"hugepages=%" PRIu64 "\" to the kernel command line\n",
+			BIN_NAME, sz, sz, pages);
+	if (!ok) {
+		fflush(stdout);
+		fprintf(stderr, "%s: the kernel gave %" PRIu64 " of %" PRIu64 " %s pages (memory "
+				"short or fragmented): free memory (sync; echo 3 > "
+				"/proc/sys/vm/drop_caches; echo 1 > /proc/sys/vm/compact_memory) and "
+				"retry, or reserve at boot (kernel command line hugepagesz=%s "
+				"hugepages=%" PRIu64 ")\n",
+			BIN_NAME, got, pages, sz, sz, pages);
+		return EXIT_NEGATIVE;
+	}
+	return EXIT_OK;
+}
+
+static const struct cmd cmds[] = {
+	{"plan", do_hugepages_plan},
+	{"reserve", do_hugepages_reserve},
+	{"help", hugepages_help},
+	{NULL, NULL},
+};
+
+int do_hugepages(int argc, char **argv)
+{
+	return cmd_select(cmds, argc - 1, argv + 1, hugepages_help, "hugepages");
+}

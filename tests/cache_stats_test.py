@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""cache_stats_test: shmctl cache stats against a real shmkv-loader: the
+Prometheus text is well-formed (every sample's family has HELP and TYPE
+first, names and labels valid, values numbers) and says what status says;
+-j holds each cache's status; a loader that is down gives shmkv_up 0 and
+exit 2; a missing cache exit 1.
+usage: cache_stats_test.py SHMCTL SHMKV_LOADER"""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+shmctl, loader = sys.argv[1], sys.argv[2]
+fails = []
+tmp = tempfile.mkdtemp(prefix='shmkv-stats-test.')
+
+
+def check(cond, msg):
+    if not cond:
+        fails.append(msg)
+
+
+def run(*args):
+    r = subprocess.run([shmctl, '-r', os.path.join(tmp, 'root')] + list(args),
+                       capture_output=True, text=True)
+    return r.returncode, r.stdout, r.stderr
+
+
+def parse_prom(text):
+    """{(name, frozenset(labels)): value}; checks the exposition format."""
+    samples, declared = {}, {}
+    line_re = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([^}]*)\})? (-?[0-9.]+(e[+-]?[0-9]+)?)$')
+    for ln in text.splitlines():
+        if ln.startswith('# HELP ') or ln.startswith('# TYPE '):
+            parts = ln.split(' ', 3)
+            declared.setdefault(parts[2], set()).add(parts[1])
+            continue
+        m = line_re.match(ln)
+        if not m:
+            fails.append(f'prometheus: malformed line {ln!r}')
+            continue
+        name = m.group(1)
+        if declared.get(name) != {'HELP', 'TYPE'}:
+            fails.append(f'prometheus: {name} sampled before its HELP and TYPE')
+        labels = frozenset(re.findall(r'([a-z_]+)="([^"]*)"', m.group(3) or ''))
+        key = (name, labels)
+        if key in samples:
+            fails.append(f'prometheus: duplicate sample {key}')
+        samples[key] = float(m.group(4))
+    return samples
+
+
+proc = None
+try:
+    root, spool, shm = (os.path.join(tmp, d) for d in ('root', 'spool', 'shm'))
+    for d in (root, spool, shm):
+        os.mkdir(d, 0o755)
+    # down: shmkv_up 0
+    rc, out, err = run('cache', 'stats', '--prometheus')
+    check(rc == 2 and parse_prom(out) == {('shmkv_up', frozenset()): 0.0},
+          f'loader down: exit {rc}, {out!r}')
+    check('cannot connect' in err, f'loader down: {err}')
+
+    log = open(os.path.join(tmp, 'loader.log'), 'w')
+    proc = subprocess.Popen([loader, '--root', root, '--spool', spool, '--shm-dir', shm,
+                             '--memory', 'shm', '--foreground'], stderr=log)
+    for _ in range(200):
+        if os.path.exists(os.path.join(root, 'control.sock')):
+            break
+        time.sleep(0.05)
+    src = os.path.join(tmp, 'u.jsonl')
+    with open(src, 'w') as f:
+        for i in range(100):
+            f.write(json.dumps({'key': f'k{i}', 'value': i}) + '\n')
+    rc, out, err = run('image', 'build', '-o', os.path.join(tmp, 'u.shmkv'), src)
+    check(rc == 0, f'build: {err}')
+    os.rename(os.path.join(tmp, 'u.shmkv'), os.path.join(spool, 'users.shmkv'))
+    with open(os.path.join(tmp, 'bad'), 'w') as f:
+        f.write('junk\n')
+    os.rename(os.path.join(tmp, 'bad'), os.path.join(spool, 'bad.shmkv'))
+    for _ in range(200):
+        if (not os.path.exists(os.path.join(spool, 'users.shmkv')) and
+                os.path.exists(os.path.join(spool, 'bad.shmkv.rejected'))):
+            break
+        time.sleep(0.05)
+    time.sleep(0.2)
+
+    rc, out, err = run('-j', 'cache', 'status', 'users')
+    status = json.loads(out)
+    rc, out, err = run('cache', 'stats', '--prometheus')
+    check(rc == 0, f'stats --prometheus: exit {rc}: {err}')
+    s = parse_prom(out)
+    u = frozenset({('cache', 'users')})
+    b = frozenset({('cache', 'bad')})
+    check(s.get(('shmkv_up', frozenset())) == 1 and s.get(('shmkv_caches', frozenset())) == 2,
+          f'up/caches: {out}')
+    check(s.get(('shmkv_cache_generation', u)) == status['generation'] >= 1, 'generation')
+    check(s.get(('shmkv_cache_image_bytes', u)) == status['image_size'], 'image bytes')
+    check(s.get(('shmkv_cache_entries', u)) == 100, 'entries')
+    check(s.get(('shmkv_cache_memory_bytes', u | {('kind', 'shm')})) == status['map_size'],
+          'memory bytes by kind')
+    check(abs(s.get(('shmkv_cache_load_duration_seconds', u), -1) - status['load_ms'] / 1e3) < 1e-3,
+          'load duration')
+    check(s.get(('shmkv_cache_readers', u | {('generation', 'current')})) == status['readers'],
+          'readers')
+    check(s.get(('shmkv_cache_failed', b)) == 1 and s.get(('shmkv_cache_failed', u)) == 0,
+          'failed')
+    check(s.get(('shmkv_cache_last_load_failed', b)) == 1 and
+          s.get(('shmkv_cache_last_load_failed', u)) == 0, 'last load failed')
+    check(('shmkv_cache_memory_bytes', b | {('kind', 'shm')}) not in s,
+          'memory of a cache with nothing published')
+
+    rc, out, err = run('-j', 'cache', 'stats', 'users')
+    j = json.loads(out) if rc == 0 else {}
+    check(rc == 0 and [c['name'] for c in j.get('caches', [])] == ['users'] and
+          j['caches'][0]['generation'] == status['generation'], f'-j stats users: {out} {err}')
+    rc, out, err = run('cache', 'stats')
+    check(rc == 0 and re.search(r'^users\s+\d+', out, re.M) and 'bad' in out, f'plain: {out}')
+    rc, out, err = run('cache', 'stats', 'nope')
+    check(rc == 1 and 'no cache' in err, f'missing cache: exit {rc} {err}')
+    rc, out, err = run('cache', 'stats', '../x')
+    check(rc == 2, f'bad name: exit {rc} {err}')
+    rc, out, err = run('-j', 'cache', 'stats', '--prometheus')
+    check(rc == 2 and 'exclude' in out, f'-j with --prometheus: {rc} {out}')
+finally:
+    if proc:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            rc = proc.wait(timeout=20)
+            check(rc == 0, f'the loader exited {rc} after SIGTERM')
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            fails.append('the loader did not stop within 20 s of SIGTERM (killed)')
+    shutil.rmtree(tmp, ignore_errors=True)
+
+for f in fails:
+    print('FAIL:', f)
+print(f'cache_stats_test: {len(fails)} failures')
+sys.exit(1 if fails else 0)

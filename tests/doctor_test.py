@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""doctor_test: shmctl doctor against a fake host ($SHMKV_HOST_ROOT: huge
+page pools, mounts, io_uring_disabled) and a real shmkv-loader: each planted
+problem is found with its fix, the exit code is 1 exactly when a check
+fails, -j and plain agree.
+usage: doctor_test.py SHMCTL SHMKV_LOADER"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+shmctl, loader = sys.argv[1], sys.argv[2]
+fails = []
+tmp = tempfile.mkdtemp(prefix='shmkv-doctor-test.')
+host = os.path.join(tmp, 'host')
+
+
+def check(cond, msg):
+    if not cond:
+        fails.append(msg)
+
+
+def write(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, 'w') as f:
+        f.write(text)
+
+
+def doctor(root, *extra):
+    env = dict(os.environ, SHMKV_HOST_ROOT=host)
+    r = subprocess.run([shmctl, '-j', 'doctor', '-r', root] + list(extra),
+                       capture_output=True, text=True, env=env)
+    try:
+        out = json.loads(r.stdout)
+    except ValueError:
+        out = {}
+        fails.append(f'doctor -j: not JSON: {r.stdout!r} {r.stderr!r}')
+    p = subprocess.run([shmctl, 'doctor', '-r', root], capture_output=True, text=True, env=env)
+    check(p.returncode == r.returncode, f'plain exit {p.returncode} != -j exit {r.returncode}')
+    return r.returncode, out, p.stdout
+
+
+def find(out, check_name, level=None, contains=''):
+    return [f for f in out.get('findings', []) if f['check'] == check_name and
+            (level is None or f['level'] == level) and contains in f['what']]
+
+
+proc = None
+try:
+    d = os.path.join(host, 'sys/kernel/mm/hugepages/hugepages-2048kB')
+    for name, v in (('nr_hugepages', 4), ('free_hugepages', 4)):
+        write(os.path.join(d, name), f'{v}\n')
+    write(os.path.join(host, 'proc/meminfo'), 'Hugepagesize:       2048 kB\n')
+    write(os.path.join(host, 'proc/mounts'), 'proc /proc proc rw 0 0\n')
+    write(os.path.join(host, 'proc/sys/kernel/io_uring_disabled'), '2\n')
+
+    # 1. no loader, pages without a mount, io_uring off, no tracefs/bpffs
+    root = os.path.join(tmp, 'root')
+    os.mkdir(root, 0o755)
+    rc, out, plain = doctor(root)
+    check(rc == 1 and out.get('ok') is False, f'planted failures: exit {rc}, ok {out.get("ok")}')
+    f = find(out, 'hugepages', 'fail', 'no hugetlbfs mount')
+    check(f and 'mount -t hugetlbfs -o pagesize=2M' in (f[0]['fix'] or ''), f'hugepages: {out}')
+    f = find(out, 'loader', 'fail', 'cannot connect')
+    check(f and 'systemctl start shmkv-loader' in (f[0]['fix'] or ''), f'loader: {f}')
+    f = find(out, 'io_uring', 'warn', 'io_uring_disabled = 2')
+    check(f and f[0]['fix'].startswith('sysctl -w kernel.io_uring_disabled=0'), f'io_uring: {f}')
+    f = find(out, 'tracefs', 'warn')
+    check(f and f[0]['fix'] == 'mount -t tracefs tracefs /sys/kernel/tracing', f'tracefs: {f}')
+    check(find(out, 'bpf', 'warn'), 'bpffs not reported missing')
+    check(out.get('failures') == len([x for x in out['findings'] if x['level'] == 'fail']),
+          'failures count')
+    check('fix: mkdir -p /dev/hugepages && mount -t hugetlbfs -o pagesize=2M' in plain and 'failure' in plain, f'plain output: {plain}')
+
+    # 2. a root writable by every user
+    os.chmod(root, 0o777)
+    rc, out, _ = doctor(root)
+    f = find(out, 'root', 'fail', 'writable by every user')
+    check(f and f[0]['fix'] == f'chmod o-w {root}', f'world-writable root: {f}')
+    os.chmod(root, 0o755)
+
+    # 3. the pages mounted, io_uring allowed, tracefs and bpffs there: those are ok
+    write(os.path.join(host, 'proc/mounts'),
+          'hugetlbfs /dev/hugepages hugetlbfs rw,pagesize=2M 0 0\n'
+          'tracefs /sys/kernel/tracing tracefs rw 0 0\nbpf /sys/fs/bpf bpf rw 0 0\n')
+    write(os.path.join(host, 'proc/sys/kernel/io_uring_disabled'), '0\n')
+    rc, out, _ = doctor(root)
+    check(find(out, 'hugepages', 'ok', 'mounted on /dev/hugepages'), f'hugepages ok: {out}')
+    check(not find(out, 'io_uring', contains='io_uring_disabled'), 'io_uring_disabled=0 reported')
+    check(find(out, 'tracefs', 'ok') and find(out, 'bpf', 'ok'), 'tracefs/bpf ok')
+
+    # 4. a running loader, and a cache whose only load failed
+    spool = os.path.join(tmp, 'spool')
+    shm = os.path.join(tmp, 'shm')
+    os.mkdir(spool, 0o755)
+    os.mkdir(shm, 0o755)
+    log = open(os.path.join(tmp, 'loader.log'), 'w')
+    proc = subprocess.Popen([loader, '--root', root, '--spool', spool, '--shm-dir', shm,
+                             '--memory', 'shm', '--foreground'], stderr=log)
+    for _ in range(200):
+        if os.path.exists(os.path.join(root, 'control.sock')):
+            break
+        time.sleep(0.05)
+    write(os.path.join(tmp, 'bad.tmp'), 'not an image\n' * 500)
+    os.rename(os.path.join(tmp, 'bad.tmp'), os.path.join(spool, 'bad.shmkv'))
+    for _ in range(200):
+        if os.path.exists(os.path.join(spool, 'bad.shmkv.rejected')):
+            break
+        time.sleep(0.05)
+    # a segment directory of another user on a (fake) hugetlbfs mount: the
+    # loader would refuse it (root can plant one: chown)
+    huge = os.path.join(tmp, 'huge')
+    os.makedirs(os.path.join(huge, 'shmkv'))
+    planted = os.geteuid() == 0
+    if planted:
+        os.chown(os.path.join(huge, 'shmkv'), 65534, 65534)
+        with open(os.path.join(host, 'proc/mounts'), 'a') as f:
+            f.write(f'hugetlbfs {huge} hugetlbfs rw,pagesize=2M 0 0\n')
+    rc, out, _ = doctor(root)
+    if planted:
+        f = find(out, 'segments', 'warn', f'{huge}/shmkv is owned by uid 65534, not by the '
+                 f'loader\'s uid {os.geteuid()}')
+        check(f and f'rm -r {huge}/shmkv' in (f[0]['fix'] or ''), f'foreign segment dir: {find(out, "segments")}')
+    check(find(out, 'loader', 'ok', f'pid {proc.pid}'), f'loader ok: {find(out, "loader")}')
+    check(find(out, 'spool', 'ok'), f'spool ok: {find(out, "spool")}')
+    f = find(out, 'cache', 'fail', 'cache bad')
+    check(f and f[0]['fix'] == 'shmctl cache status bad', f'failed cache: {find(out, "cache")}')
+    check(rc == 1, f'a failed cache: exit {rc}')
+    check(rc == (1 if out.get('failures') else 0), 'exit code disagrees with failures')
+
+    # usage
+    r = subprocess.run([shmctl, 'doctor', 'check', 'extra'], capture_output=True, text=True)
+    check(r.returncode == 2 and 'unexpected argument' in r.stderr, f'usage: {r.returncode} {r.stderr}')
+finally:
+    if proc:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            rc = proc.wait(timeout=20)
+            check(rc == 0, f'the loader exited {rc} after SIGTERM')
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            fails.append('the loader did not stop within 20 s of SIGTERM (killed)')
+    shutil.rmtree(tmp, ignore_errors=True)
+
+for f in fails:
+    print('FAIL:', f)
+print(f'doctor_test: {len(fails)} failures')
+sys.exit(1 if fails else 0)
