@@ -466,7 +466,10 @@ int main(int argc, char **argv)
 	}
 	log_info("ready pid=%d socket=%s/control.sock", (int)L.pid, L.root);
 	notify_raw("READY=1");
-	notify_status("ready, %zu caches", L.ncaches);
+	pthread_mutex_lock(&L.lock); /* the worker runs already and may add caches */
+	size_t ncaches = L.ncaches;
+	pthread_mutex_unlock(&L.lock);
+	notify_status("ready, %zu caches", ncaches);
 	if (ready_fd >= 0) {
 		char ok = 0;
 		ssize_t w = write(ready_fd, &ok, 1);
