@@ -20,7 +20,11 @@ command -v perf >/dev/null || fail "perf is not installed (Debian linux-perf, in
 for i in $(seq 0 99); do echo "{\"key\": \"key$i\", \"value\": \"v$i\"}"; done >"$T/in.jsonl"
 "$SHMCTL" image build -o "$T/img.shmkv" "$T/in.jsonl" >/dev/null || fail "image build"
 
-# -- stat: exact get counts, hardware counters or the fallback message
+# -- stat: exact get counts, hardware counters or the fallback message; the
+# same build id cached under another path first (a copy since removed: an
+# earlier checkout's identical binary made perf probe -x fail with ENOENT)
+cp "$USDT_READER" "$T/copy" && perf buildid-cache --add "$T/copy" >/dev/null 2>&1
+rm -f "$T/copy"
 out=$("$PERF_DIR/stat" -- "$USDT_READER" get "$T/img.shmkv" 1000 500 2>&1) || fail "stat: $out"
 echo "$out"
 grep -Eq "^gets \(hits\+misses\) +1500$" <<<"$out" || fail "stat: gets are not 1500"
