@@ -386,14 +386,12 @@ int write_image(shmkv_builder *b, const Layout &L, const char *path)
 	return 0;
 }
 
-#if SHMKV_HAVE_SDT
-static uint64_t ns_since(std::chrono::steady_clock::time_point t)
+[[maybe_unused]] static uint64_t ns_since(std::chrono::steady_clock::time_point t)
 {
 	return (uint64_t)std::chrono::duration_cast<std::chrono::nanoseconds>(
 		       std::chrono::steady_clock::now() - t)
 		.count();
 }
-#endif
 
 int finish_image(shmkv_builder *b, const char *path, shmkv_build_stats *st)
 {
