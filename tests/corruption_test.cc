@@ -33,47 +33,12 @@
 #include <string>
 #include <vector>
 
+#include "crash_case.h"
 #include "test_util.h"
 
 using namespace shmkv_test;
 
 namespace {
-
-// ---- crash reporting -----------------------------------------------------
-
-char g_case[512] = "(no case running)";
-struct sigaction g_old[32];
-
-void on_crash(int sig)
-{
-	static const char pre[] = "\n*** corruption_test crashed in case: ";
-	(void)!write(2, pre, sizeof pre - 1);
-	(void)!write(2, g_case, strnlen(g_case, sizeof g_case));
-	(void)!write(2, "\n", 1);
-	sigaction(sig, &g_old[sig], nullptr); // the fault repeats into the old handler
-	if (g_old[sig].sa_handler == SIG_DFL || g_old[sig].sa_handler == SIG_IGN) {
-		signal(sig, SIG_DFL);
-		raise(sig);
-	}
-}
-
-class CrashReport : public ::testing::Environment {
-public:
-	void SetUp() override
-	{
-		for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL}) {
-			struct sigaction sa;
-			memset(&sa, 0, sizeof sa);
-			sa.sa_handler = on_crash;
-			sigemptyset(&sa.sa_mask);
-			sa.sa_flags = SA_NODEFER;
-			sigaction(sig, &sa, &g_old[sig]);
-		}
-	}
-};
-[[maybe_unused]] const auto *g_env = ::testing::AddGlobalTestEnvironment(new CrashReport);
-
-#define CASE(...) snprintf(g_case, sizeof g_case, __VA_ARGS__)
 
 // ---- the image under test ------------------------------------------------
 
@@ -238,7 +203,7 @@ TEST_F(Corruption, Truncation)
 		if (cut >= size)
 			continue;
 		CASE("truncated to %" PRIu64 " of %" PRIu64 " bytes", cut, size);
-		SCOPED_TRACE(g_case);
+		SCOPED_TRACE(crash_case::g_case);
 		std::string p = fx->put(fx->bytes.substr(0, cut));
 		for (unsigned flags : {0u, SHMKV_OPEN_NOVERIFY, SHMKV_OPEN_DEEP}) {
 			OpenResult r = try_open(p, flags);
@@ -284,7 +249,7 @@ TEST_F(Corruption, BitFlips)
 		uint64_t pos = rng() % size;
 		unsigned bit = (unsigned)(rng() % 8);
 		CASE("bit flip %d: byte %" PRIu64 " bit %u", n, pos, bit);
-		SCOPED_TRACE(g_case);
+		SCOPED_TRACE(crash_case::g_case);
 		std::string img = fx->bytes;
 		img[pos] = (char)(img[pos] ^ (1 << bit));
 		std::string p = fx->put(img);
@@ -467,7 +432,7 @@ TEST_F(Corruption, StructuralFuzz)
 		}
 		fix_checksums(img);
 		CASE("structural fuzz %d: flips (byte.bit)%s", n, what.c_str());
-		SCOPED_TRACE(g_case);
+		SCOPED_TRACE(crash_case::g_case);
 		outcome[check_guarded(img, fx->keys)]++;
 	}
 	CASE("(none)");
@@ -533,7 +498,7 @@ TEST_F(Corruption, EntryFields)
 			fix_checksums(img);
 			CASE("entry at %" PRIu64 " (type %u, key_len %u, value_len %u): %s", off,
 			     was.type, was.key_len, was.value_len, ed.name);
-			SCOPED_TRACE(g_case);
+			SCOPED_TRACE(crash_case::g_case);
 			int r = check_guarded(img, fx->keys);
 			if (ed.must_refuse) {
 				EXPECT_NE(r, 0) << "a damaged entry header passed verify";
@@ -674,7 +639,7 @@ TEST_F(Corruption, DeepChecks)
 	};
 	for (const Edit &e : edits) {
 		CASE("deep check %s at %" PRIu64, e.name, e.pos);
-		SCOPED_TRACE(g_case);
+		SCOPED_TRACE(crash_case::g_case);
 		if (e.pos == 0)
 			continue; // no such byte in this image
 		std::string img = fx->bytes;

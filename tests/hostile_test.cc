@@ -41,6 +41,7 @@
 #include <string>
 #include <vector>
 
+#include "crash_case.h"
 #include "test_util.h"
 
 using namespace shmkv_test;
@@ -58,42 +59,6 @@ static int shmkv_get_diag(const shmkv *db, const void *key, size_t key_len, shmk
 #endif
 
 namespace {
-
-// ---- crash reporting (as corruption_test) ---------------------------------
-
-char g_case[512] = "(no case running)";
-struct sigaction g_old[32];
-
-void on_crash(int sig)
-{
-	static const char pre[] = "\n*** hostile_test crashed in case: ";
-	(void)!write(2, pre, sizeof pre - 1);
-	(void)!write(2, g_case, strnlen(g_case, sizeof g_case));
-	(void)!write(2, "\n", 1);
-	sigaction(sig, &g_old[sig], nullptr);
-	if (g_old[sig].sa_handler == SIG_DFL || g_old[sig].sa_handler == SIG_IGN) {
-		signal(sig, SIG_DFL);
-		raise(sig);
-	}
-}
-
-class CrashReport : public ::testing::Environment {
-public:
-	void SetUp() override
-	{
-		for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL}) {
-			struct sigaction sa;
-			memset(&sa, 0, sizeof sa);
-			sa.sa_handler = on_crash;
-			sigemptyset(&sa.sa_mask);
-			sa.sa_flags = SA_NODEFER;
-			sigaction(sig, &sa, &g_old[sig]);
-		}
-	}
-};
-[[maybe_unused]] const auto *g_env = ::testing::AddGlobalTestEnvironment(new CrashReport);
-
-#define CASE(...) snprintf(g_case, sizeof g_case, __VA_ARGS__)
 
 // ---- images ----------------------------------------------------------------
 
@@ -627,7 +592,7 @@ std::vector<int> run(const Image &im, const std::string &img, const std::string 
 			    unsigned flags = 0, bool must_open = true)
 {
 	CASE("%s: %s", im.name.c_str(), what.c_str());
-	SCOPED_TRACE(g_case);
+	SCOPED_TRACE(crash_case::g_case);
 	Guarded g(img);
 	shmkv db;
 	char why[512] = "";
@@ -638,7 +603,7 @@ std::vector<int> run(const Image &im, const std::string &img, const std::string 
 		return {};
 	}
 	Reader r(&db, im);
-	r.set_case(std::string(g_case));
+	r.set_case(std::string(crash_case::g_case));
 	std::vector<int> codes = r.read_all(affected, others_exact);
 	if (total) {
 		total->ok += r.tally.ok;
