@@ -1,5 +1,9 @@
 /* usdt.h - the reader's USDT probes (provider shmkv): opt-in, semaphore-gated.
  *
+ * shmkv's own code: a thin layer over <sys/sdt.h>, which is not copied here
+ * but comes from Debian's systemtap-sdt-dev (in ./run's PKGS), and is
+ * included only when the program opts in.
+ *
  * Off unless the including program asks: nothing here is compiled, and the
  * reader needs no <sys/sdt.h>, unless SHMKV_USDT is 1. To opt in:
  *
