@@ -119,3 +119,43 @@ const char *mem_policy_name(enum mem_policy p)
 	default: return "auto";
 	}
 }
+
+static const char *const fail_names[LOAD_FAIL_N_] = {
+	[LOAD_FAIL_SOURCE] = "source",     [LOAD_FAIL_IO] = "io",
+	[LOAD_FAIL_CHANGED] = "changed",   [LOAD_FAIL_INVALID] = "invalid_image",
+	[LOAD_FAIL_CHECKSUM] = "checksum", [LOAD_FAIL_TOO_LARGE] = "too_large",
+	[LOAD_FAIL_NO_ROOM] = "no_room",   [LOAD_FAIL_NO_MEMORY] = "out_of_memory",
+	[LOAD_FAIL_OTHER] = "other",
+};
+
+const char *load_fail_name(enum load_fail r)
+{
+	return (unsigned)r < LOAD_FAIL_N_ ? fail_names[r] : "other";
+}
+
+enum load_fail load_fail_reason(int err)
+{
+	switch (err) {
+	case SHMKV_ECHECKSUM:
+		return LOAD_FAIL_CHECKSUM;
+	case SHMKV_EMAGIC: case SHMKV_EVERSION: case SHMKV_ELAYOUT: case SHMKV_ETRUNCATED:
+	case SHMKV_ECORRUPT: case SHMKV_EKEYLEN:
+		return LOAD_FAIL_INVALID;
+	case -ESTALE: /* load.c:source_unchanged() */
+		return LOAD_FAIL_CHANGED;
+	case -EFBIG:
+		return LOAD_FAIL_TOO_LARGE;
+	case -ENOSPC:
+	case -ENODEV: /* place.c: no hugetlbfs mount for a hugetlb-only cache */
+		return LOAD_FAIL_NO_ROOM;
+	case -ENOMEM:
+		return LOAD_FAIL_NO_MEMORY;
+	case -EIO: case -ENODATA: case -EREMOTEIO:
+		return LOAD_FAIL_IO;
+	case -ENOENT: case -EACCES: case -EPERM: case -ELOOP: case -ENOTDIR: case -EISDIR:
+	case -ENAMETOOLONG: case -ENXIO: case -EINVAL:
+		return LOAD_FAIL_SOURCE;
+	default:
+		return LOAD_FAIL_OTHER;
+	}
+}

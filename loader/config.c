@@ -22,6 +22,7 @@ void conf_defaults(struct loader_conf *c)
 	c->memory = MEM_AUTO;
 	c->gid = (gid_t)-1;
 	c->failed_expire_s = CONF_DEFAULT_FAILED_EXPIRE_S;
+	c->metrics_interval_s = CONF_DEFAULT_METRICS_INTERVAL_S;
 }
 
 void conf_cache_defaults(const struct loader_conf *lc, struct cache_conf *cc)
@@ -259,6 +260,15 @@ static int loader_key(struct parse *p, const char *k, const char *v)
 				       "or 0", v);
 		return 1;
 	}
+	if (!strcmp(k, "metrics_file"))
+		return set_path(p, k, v, c->metrics_file, sizeof c->metrics_file);
+	if (!strcmp(k, "metrics_interval")) {
+		if (conf_parse_duration(v, &c->metrics_interval_s) || !c->metrics_interval_s ||
+		    c->metrics_interval_s > 86400)
+			return perr(p, "metrics_interval \"%s\" is not a duration from 1s to 1d, "
+				       "like 15s or 1m", v);
+		return 1;
+	}
 	if (!strcmp(k, "io")) {
 		if (conf_parse_io(v, &c->io))
 			return perr(p, "io \"%s\": expected auto, io_uring or pread", v);
@@ -272,7 +282,8 @@ static int loader_key(struct parse *p, const char *k, const char *v)
 	if (!strcmp(k, "group"))
 		return parse_group(p, v, c->group, sizeof c->group, &c->gid);
 	return perr(p, "unknown key \"%s\" in [loader] (root, spool, shm_dir, hugetlb_dir, "
-		       "queue_depth, block_size, io, memory, group, failed_expire)", k);
+		       "queue_depth, block_size, io, memory, group, failed_expire, metrics_file, "
+		       "metrics_interval)", k);
 }
 
 static int cache_key(struct parse *p, const char *k, const char *v)

@@ -52,6 +52,8 @@ struct loader_conf {
 	gid_t gid;
 	uint64_t failed_expire_s;   /* a new cache whose loads all failed is forgotten
 				     * after this many seconds; 0 = kept until drop */
+	char metrics_file[PATH_MAX]; /* Prometheus text kept current here; "" = none */
+	uint64_t metrics_interval_s; /* and rewritten this often (readers change) */
 	struct cache_def *caches;
 	size_t ncaches;
 };
@@ -61,6 +63,7 @@ struct loader_conf {
 #define CONF_DEFAULT_BLOCK_SIZE (UINT64_C(4) << 20)
 #define CONF_DEFAULT_MODE 0644
 #define CONF_DEFAULT_FAILED_EXPIRE_S 3600u
+#define CONF_DEFAULT_METRICS_INTERVAL_S 15u
 /* The one range check of each number the file and the command line take. */
 #define CONF_QUEUE_DEPTH_RANGE "1..4096"
 #define CONF_BLOCK_SIZE_RANGE "a multiple of 4096 in 4K..1G"

@@ -402,6 +402,9 @@ int op_load(struct loader *L, const char *name, const char *path, int nofollow, 
 		unlink(s.info.path);
 		goto reject;
 	}
+	pthread_mutex_lock(&L->lock); /* read by status.c and metrics.c */
+	c->loads_ok++;
+	pthread_mutex_unlock(&L->lock);
 	close(fd);
 	vstream_free(&v);
 	if (cache_save_state(L, c))
@@ -437,11 +440,11 @@ reject:
 	}
 	if (c) {
 		cache_set_error(L, c, "load %s: %s", path, why);
-		if (!c->failed_ms && !c->configured && !c->have_cur && !c->ctl.map && !c->broken) {
-			pthread_mutex_lock(&L->lock);
+		pthread_mutex_lock(&L->lock); /* read by status.c and metrics.c */
+		c->load_failures[load_fail_reason(err)]++;
+		if (!c->failed_ms && !c->configured && !c->have_cur && !c->ctl.map && !c->broken)
 			c->failed_ms = now_ns() / 1000000u; /* a ghost: see ops.c:op_expire() */
-			pthread_mutex_unlock(&L->lock);
-		}
+		pthread_mutex_unlock(&L->lock);
 	}
 	PROBE(reject, name, path, err, why);
 	log_err("rejected cache=%s file=%s error=%s", name, path, log_quote(q, sizeof q, why));

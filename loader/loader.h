@@ -33,6 +33,21 @@ struct load_stats {
 	char note[160];        /* why memory differs from the policy ("" if it does not) */
 };
 
+/* Why a load failed, for the failure counters (cache.c:load_fail_reason()
+ * classifies the error code, load_fail_name() names it for status and metrics). */
+enum load_fail {
+	LOAD_FAIL_SOURCE,   /* the file: missing, not regular, not readable, bad path */
+	LOAD_FAIL_IO,       /* a read failed or came up short */
+	LOAD_FAIL_CHANGED,  /* the file changed while it was read */
+	LOAD_FAIL_INVALID,  /* not a valid image: magic, version, layout, structure */
+	LOAD_FAIL_CHECKSUM, /* a checksum does not match */
+	LOAD_FAIL_TOO_LARGE, /* over the cache's max_size */
+	LOAD_FAIL_NO_ROOM,  /* no shared memory or huge pages left (ENOSPC) */
+	LOAD_FAIL_NO_MEMORY, /* the kernel or a memory cgroup refused memory (ENOMEM) */
+	LOAD_FAIL_OTHER,
+	LOAD_FAIL_N_
+};
+
 struct cache {
 	char name[SHMKV_CACHE_NAME_MAX + 1];
 	int configured;            /* has a [cache NAME] section */
@@ -49,6 +64,9 @@ struct cache {
 	uint64_t failed_ms;        /* a new cache whose loads all failed (never served,
 				    * not configured): CLOCK_MONOTONIC ms of the first
 				    * failure; it is forgotten failed_expire later. 0: not */
+	/* since the loader started (or the cache was added), under L->lock */
+	uint64_t loads_ok;                      /* generations loaded and published */
+	uint64_t load_failures[LOAD_FAIL_N_];   /* loads rejected, by reason */
 	/* written by the worker without the lock while a load runs */
 	atomic_uint_fast64_t load_done, load_total; /* load_total 0: no load running */
 };
@@ -103,7 +121,9 @@ struct loader {
 	struct job *jobs, **jobs_tail;
 	struct done *dones, **dones_tail;
 	int qstop;                  /* the worker exits when it sees this */
-	int done_fd;                /* eventfd: the worker posted replies */
+	int done_fd;                /* eventfd: the worker posted replies, or
+				     * finished a job (metrics_dirty) */
+	atomic_int metrics_dirty;   /* a job ended: the metrics file is rewritten */
 	pthread_t worker;
 	atomic_int cancel;          /* abort the running load: the loader stops */
 
@@ -113,6 +133,9 @@ struct loader {
 	int spool_wd;               /* inotify watch of the spool; -1 while it is gone */
 	int spool_parent_wd;        /* of its parent while the spool is gone, else -1 */
 	char spool_error[PATH_MAX + 200]; /* "" = watched; else what happened to it */
+	/* main thread: the metrics file (metrics.c) */
+	uint64_t metrics_due_ms;    /* CLOCK_MONOTONIC ms of the next periodic write */
+	char metrics_error[PATH_MAX + 200]; /* "" = written; else the last failure */
 };
 
 /* cache.c: the cache table (lock held by the caller as documented) */
@@ -121,6 +144,10 @@ int cache_add(struct loader *L, const char *name, struct cache **out); /* worker
 void cache_remove(struct loader *L, struct cache *c);               /* worker; takes the lock */
 void cache_set_error(struct loader *L, struct cache *c, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* cache.c: the label of a failure reason ("source", "checksum", ...), and
+ * the reason of a load that returned err (-errno or SHMKV_E*) */
+const char *load_fail_name(enum load_fail r);
+enum load_fail load_fail_reason(int err);
 const char *mem_kind_name(uint32_t flags, uint64_t page_size, char *buf, size_t len);
 const char *mem_policy_name(enum mem_policy p);
 /* worker: writes ROOT/NAME.state; a failure is logged and returned (-errno) */

@@ -16,6 +16,7 @@
 #include "diag.h"
 #include "loader.h"
 #include "log.h"
+#include "metrics.h"
 #include "server.h"
 #include "spool.h"
 #include "worker.h"
@@ -329,8 +330,12 @@ static void loop(struct loader *L, const struct cli *o)
 {
 	for (;;) {
 		struct epoll_event ev[32];
-		/* a timeout only while the spool directory is gone (spool.c) */
-		int n = epoll_wait(L->ep_fd, ev, 32, spool_wait_ms(L));
+		/* a timeout while the spool directory is gone (spool.c), and for
+		 * the metrics file's periodic write (metrics.c) */
+		int t = spool_wait_ms(L), tm = metrics_wait_ms(L);
+		if (tm >= 0 && (t < 0 || tm < t))
+			t = tm;
+		int n = epoll_wait(L->ep_fd, ev, 32, t);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -363,6 +368,7 @@ static void loop(struct loader *L, const struct cli *o)
 		}
 		server_reap();
 		spool_tick(L);
+		metrics_tick(L, 0);
 		if (stop)
 			return;
 	}
@@ -378,6 +384,7 @@ static void shutdown_(struct loader *L)
 		free(d);
 	}
 	server_close(L);
+	metrics_stop(L);
 	for (size_t i = 0; i < L->ncaches; i++) {
 		ctl_close(&L->caches[i]->ctl); /* the files stay: readers keep serving */
 		free(L->caches[i]);

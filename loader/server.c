@@ -16,6 +16,7 @@
 #include "diag.h"
 #include "json.h"
 #include "log.h"
+#include "metrics.h"
 #include "status.h"
 #include "worker.h"
 
@@ -220,6 +221,10 @@ static void request(struct loader *L, struct client *c, char *line)
 		emit(c, n == 2 ? status_cache(L, w[1]) : usage("status NAME"));
 		return;
 	}
+	if (!strcmp(v, "metrics")) {
+		emit(c, n == 1 ? metrics_reply(L) : usage("metrics"));
+		return;
+	}
 	enum job_kind kind;
 	int want;
 	const char *u;
@@ -233,8 +238,8 @@ static void request(struct loader *L, struct client *c, char *line)
 		kind = JOB_DROP, want = 2, u = "drop NAME";
 	else {
 		char msg[160];
-		snprintf(msg, sizeof msg, "unknown verb \"%.64s\" (list, status, load, reload, "
-			 "rollback, drop, ping)", v);
+		snprintf(msg, sizeof msg, "unknown verb \"%.64s\" (list, status, metrics, load, "
+			 "reload, rollback, drop, ping)", v);
 		emit(c, json_error_code(msg, -EINVAL));
 		return;
 	}
@@ -247,7 +252,7 @@ static void request(struct loader *L, struct client *c, char *line)
 	if (c->uid != 0 && c->uid != geteuid()) {
 		char msg[200];
 		snprintf(msg, sizeof msg, "%.16s is for root and the loader's user (uid %u); uid %d "
-			 "may only ping, list and status", v, (unsigned)geteuid(),
+			 "may only ping, list, status and metrics", v, (unsigned)geteuid(),
 			 c->uid == (uid_t)-1 ? -1 : (int)c->uid);
 		emit(c, json_error_code(msg, -EPERM));
 		return;

@@ -9,13 +9,7 @@
 
 #include "json.h"
 
-/* A copy taken under the lock, so that /proc is scanned without it. */
-struct snap {
-	struct cache c;
-	uint64_t done, total;
-};
-
-static void take(struct cache *c, struct snap *s)
+void status_take(const struct cache *c, struct cache_snap *s)
 {
 	memcpy(s->c.name, c->name, sizeof c->name);
 	s->c.configured = c->configured;
@@ -29,6 +23,8 @@ static void take(struct cache *c, struct snap *s)
 	s->c.rb_stats = c->rb_stats;
 	memcpy(s->c.last_error, c->last_error, sizeof c->last_error);
 	s->c.failed_ms = c->failed_ms;
+	s->c.loads_ok = c->loads_ok;
+	memcpy(s->c.load_failures, c->load_failures, sizeof c->load_failures);
 	/* relaxed: progress figures stored relaxed by ioread.c:ioread() and load.c:op_load() */
 	s->total = atomic_load_explicit(&c->load_total, memory_order_relaxed);
 	s->done = atomic_load_explicit(&c->load_done, memory_order_relaxed);
@@ -41,7 +37,7 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-static void summary(struct json *j, const struct loader *L, const struct snap *s)
+static void summary(struct json *j, const struct loader *L, const struct cache_snap *s)
 {
 	const struct cache *c = &s->c;
 	char mem[32];
@@ -84,10 +80,10 @@ char *status_list(struct loader *L)
 	json_arr_begin(&j, "caches");
 	pthread_mutex_lock(&L->lock);
 	for (size_t i = 0; i < L->ncaches; i++) {
-		struct snap *s = malloc(sizeof *s);
+		struct cache_snap *s = malloc(sizeof *s);
 		if (!s)
 			break;
-		take(L->caches[i], s);
+		status_take(L->caches[i], s);
 		json_obj_begin(&j, NULL);
 		summary(&j, L, s);
 		json_obj_end(&j);
@@ -95,19 +91,23 @@ char *status_list(struct loader *L)
 	}
 	json_arr_end(&j);
 	spool_health(&j, L);
+	json_obj_begin(&j, "metrics");
+	json_str(&j, "file", L->conf->metrics_file[0] ? L->conf->metrics_file : NULL);
+	json_str(&j, "error", L->metrics_error[0] ? L->metrics_error : NULL);
+	json_obj_end(&j);
 	pthread_mutex_unlock(&L->lock);
 	return json_finish(&j);
 }
 
 char *status_cache(struct loader *L, const char *name)
 {
-	struct snap *s = calloc(1, sizeof *s);
+	struct cache_snap *s = calloc(1, sizeof *s);
 	if (!s)
 		return NULL;
 	pthread_mutex_lock(&L->lock);
 	struct cache *c0 = cache_find(L, name);
 	if (c0)
-		take(c0, s);
+		status_take(c0, s);
 	pthread_mutex_unlock(&L->lock);
 	if (!c0) {
 		free(s);
@@ -158,6 +158,12 @@ char *status_cache(struct loader *L, const char *name)
 	}
 	json_u64(&j, "readers", cur);
 	json_u64(&j, "readers_stale", stale);
+	/* counters since the loader started (metrics.c names the reasons) */
+	json_u64(&j, "loads", c->loads_ok);
+	json_obj_begin(&j, "failures");
+	for (int r = 0; r < LOAD_FAIL_N_; r++)
+		json_u64(&j, load_fail_name((enum load_fail)r), c->load_failures[r]);
+	json_obj_end(&j);
 	if (s->total) {
 		json_obj_begin(&j, "progress");
 		json_u64(&j, "bytes_done", s->done);

@@ -1,7 +1,8 @@
 /* cache_stats.c - `cache stats`: every cache's figures from the loader
  * (list, then status of each) as one JSON object (-j), aligned lines, or
- * Prometheus text exposition (--prometheus) for node_exporter's textfile
- * collector (packaging/systemd/shmkv-metrics.*). */
+ * Prometheus text exposition (--prometheus): the loader's `metrics` verb,
+ * the same text as the metrics file it keeps (loader/metrics.c owns the
+ * metric names); only shmkv_up 0 is ours, when the loader does not answer. */
 #include "cache.h"
 
 #include <stdio.h>
@@ -13,80 +14,11 @@
 
 #define STATS_TIMEOUT_MS 30000
 
-struct metric {
-	const char *name, *type, *help;
-	const char *field; /* a status field (u64), or NULL for the ones computed below */
-};
-
-/* One line per metric family, in this order. Label cache="NAME" (names are
- * [A-Za-z0-9_.-]: nothing to escape). */
-static const struct metric metrics[] = {
-	{"shmkv_cache_generation", "gauge", "generation being served (0: none)", "generation"},
-	{"shmkv_cache_published", "gauge", "1 when a generation is published", NULL},
-	{"shmkv_cache_image_bytes", "gauge", "size of the served image", "image_size"},
-	{"shmkv_cache_memory_bytes", "gauge",
-	 "shared memory of the served segment (image rounded up to its page size), by kind",
-	 "map_size"},
-	{"shmkv_cache_entries", "gauge", "keys in the served image", "entries"},
-	{"shmkv_cache_load_duration_seconds", "gauge", "duration of the load that is served", NULL},
-	{"shmkv_cache_load_alloc_seconds", "gauge", "memory allocation part of that load", NULL},
-	{"shmkv_cache_readers", "gauge",
-	 "processes mapping the cache, by generation (current or stale)", NULL},
-	{"shmkv_cache_loading", "gauge", "1 while a load runs", NULL},
-	{"shmkv_cache_last_load_failed", "gauge",
-	 "1 when the last load failed (the previous generation, if any, still serves)", NULL},
-	{"shmkv_cache_failed", "gauge", "1 when every load failed and nothing is published", NULL},
-	{"shmkv_cache_rollback_available", "gauge", "1 when a rollback generation is kept", NULL},
-};
-#define NMETRICS (sizeof metrics / sizeof metrics[0])
-
 static uint64_t u64_of(const jv *o, const char *name)
 {
 	uint64_t v = 0;
 	jv_get_u64(o, name, &v);
 	return v;
-}
-
-static int bool_of(const jv *o, const char *name)
-{
-	bool v = false;
-	jv_get_bool(o, name, &v);
-	return v;
-}
-
-/* Prints metric m of one cache (status reply st) in exposition format. */
-static void prom_value(const struct metric *m, const char *name, const jv *st)
-{
-	const char *s;
-	if (m->field && strcmp(m->field, "map_size") != 0) {
-		printf("%s{cache=\"%s\"} %llu\n", m->name, name, (unsigned long long)u64_of(st, m->field));
-	} else if (!strcmp(m->name, "shmkv_cache_memory_bytes")) {
-		if (jv_get_str(st, "memory", &s))
-			printf("%s{cache=\"%s\",kind=\"%s\"} %llu\n", m->name, name, s,
-			       (unsigned long long)u64_of(st, "map_size"));
-	} else if (!strcmp(m->name, "shmkv_cache_published")) {
-		printf("%s{cache=\"%s\"} %d\n", m->name, name, bool_of(st, "published"));
-	} else if (!strcmp(m->name, "shmkv_cache_load_duration_seconds")) {
-		if (jv_get(st, "load_ms"))
-			printf("%s{cache=\"%s\"} %.3f\n", m->name, name, u64_of(st, "load_ms") / 1e3);
-	} else if (!strcmp(m->name, "shmkv_cache_load_alloc_seconds")) {
-		if (jv_get(st, "alloc_ms"))
-			printf("%s{cache=\"%s\"} %.3f\n", m->name, name, u64_of(st, "alloc_ms") / 1e3);
-	} else if (!strcmp(m->name, "shmkv_cache_readers")) {
-		printf("%s{cache=\"%s\",generation=\"current\"} %llu\n", m->name, name,
-		       (unsigned long long)u64_of(st, "readers"));
-		printf("%s{cache=\"%s\",generation=\"stale\"} %llu\n", m->name, name,
-		       (unsigned long long)u64_of(st, "readers_stale"));
-	} else if (!strcmp(m->name, "shmkv_cache_loading")) {
-		printf("%s{cache=\"%s\"} %d\n", m->name, name, bool_of(st, "loading"));
-	} else if (!strcmp(m->name, "shmkv_cache_last_load_failed")) {
-		printf("%s{cache=\"%s\"} %d\n", m->name, name, jv_get_str(st, "last_error", &s));
-	} else if (!strcmp(m->name, "shmkv_cache_failed")) {
-		printf("%s{cache=\"%s\"} %d\n", m->name, name, bool_of(st, "failed"));
-	} else if (!strcmp(m->name, "shmkv_cache_rollback_available")) {
-		const jv *rb = jv_get(st, "rollback");
-		printf("%s{cache=\"%s\"} %d\n", m->name, name, rb && jv_type(rb) == JV_OBJ);
-	}
 }
 
 int do_cache_stats(int argc, char **argv)
@@ -110,6 +42,9 @@ int do_cache_stats(int argc, char **argv)
 	}
 	if (prom && json_output)
 		return p_usage("cache", "stats: --prometheus and -j exclude each other");
+	if (prom && optind < argc)
+		return p_usage("cache", "stats --prometheus: every cache, no NAME (filter by "
+				  "the cache label)");
 	for (int i = optind; i < argc; i++)
 		if ((rc = cache_check_name(argv[i])))
 			return rc;
@@ -132,6 +67,24 @@ int do_cache_stats(int argc, char **argv)
 		rc = p_err("%s%s", err ? "" : "shmkv-loader: ", msg);
 		jv_free(list);
 		return rc;
+	}
+	if (prom) {
+		jv_free(list);
+		const char *mw[] = {"metrics"};
+		jv *m = NULL;
+		const char *text = NULL;
+		err = ctl_request(shmctl_root(), mw, 1, STATS_TIMEOUT_MS, &m, why, sizeof why);
+		if (err || !jv_get_str(m, "text", &text)) {
+			const char *msg = why;
+			if (!err && !jv_get_str(m, "error", &msg))
+				msg = "no metrics in the reply (an older loader?)";
+			rc = p_err("%s%s", err ? "" : "shmkv-loader: ", msg);
+			jv_free(m);
+			return rc;
+		}
+		fputs(text, stdout);
+		jv_free(m);
+		return EXIT_OK;
 	}
 	/* the caches asked for, else all; each one's status */
 	const jv *caches = jv_get(list, "caches");
@@ -165,18 +118,7 @@ int do_cache_stats(int argc, char **argv)
 			return missing ? EXIT_NEGATIVE : rc;
 		}
 	}
-	if (prom) {
-		printf("# HELP shmkv_up 1 when shmkv-loader answers on its control socket\n"
-		       "# TYPE shmkv_up gauge\nshmkv_up 1\n");
-		printf("# HELP shmkv_caches caches the loader knows\n# TYPE shmkv_caches gauge\n"
-		       "shmkv_caches %zu\n", jv_size(caches));
-		for (size_t m = 0; m < NMETRICS; m++) {
-			printf("# HELP %s %s\n# TYPE %s %s\n", metrics[m].name, metrics[m].help,
-			       metrics[m].name, metrics[m].type);
-			for (size_t i = 0; i < n; i++)
-				prom_value(&metrics[m], names[i], st[i]);
-		}
-	} else if (json_output) {
+	if (json_output) {
 		json_obj_begin(&json_out, NULL);
 		json_arr_begin(&json_out, "caches");
 		for (size_t i = 0; i < n; i++)

@@ -3,7 +3,10 @@
 Prometheus text is well-formed (every sample's family has HELP and TYPE
 first, names and labels valid, values numbers) and says what status says;
 -j holds each cache's status; a loader that is down gives shmkv_up 0 and
-exit 2; a missing cache exit 1.
+exit 2; a missing cache exit 1. The metrics file (metrics_file) the loader
+keeps: the same text, rewritten after each load and every metrics_interval,
+by a rename (no temporary left), failures counted by reason, an unwritable
+path reported (log, list) without stopping the loader, shmkv_up 0 at stop.
 usage: cache_stats_test.py SHMCTL SHMKV_LOADER"""
 import json
 import os
@@ -66,9 +69,19 @@ try:
           f'loader down: exit {rc}, {out!r}')
     check('cannot connect' in err, f'loader down: {err}')
 
-    log = open(os.path.join(tmp, 'loader.log'), 'w')
-    proc = subprocess.Popen([loader, '--root', root, '--spool', spool, '--shm-dir', shm,
-                             '--memory', 'shm', '--foreground'], stderr=log)
+    promdir = os.path.join(tmp, 'prom')
+    os.mkdir(promdir)
+    prom = os.path.join(promdir, 'shmkv.prom')
+    conf = os.path.join(tmp, 'loader.conf')
+
+    def write_conf(path):
+        with open(conf, 'w') as f:
+            f.write(f'[loader]\nmetrics_file = {path}\nmetrics_interval = 1s\n')
+    write_conf(prom)
+    logpath = os.path.join(tmp, 'loader.log')
+    log = open(logpath, 'w')
+    proc = subprocess.Popen([loader, '--config', conf, '--root', root, '--spool', spool,
+                             '--shm-dir', shm, '--memory', 'shm', '--foreground'], stderr=log)
     for _ in range(200):
         if os.path.exists(os.path.join(root, 'control.sock')):
             break
@@ -115,6 +128,79 @@ try:
     check(('shmkv_cache_memory_bytes', b | {('kind', 'shm')}) not in s,
           'memory of a cache with nothing published')
 
+    # failure counters by reason: the junk file is not an image; a load of a
+    # directory is the source's fault, and a flipped header byte a checksum
+    reasons = ['source', 'io', 'changed', 'invalid_image', 'checksum', 'too_large',
+               'no_room', 'out_of_memory', 'other']
+    for r in reasons:
+        check(s.get(('shmkv_cache_load_failures_total', u | {('reason', r)})) == 0,
+              f'users failures {r}: {s.get(("shmkv_cache_load_failures_total", u | {("reason", r)}))}')
+        check(s.get(('shmkv_cache_load_failures_total', b | {('reason', r)})) ==
+              (1 if r == 'invalid_image' else 0), f'bad failures {r}')
+    check(s.get(('shmkv_cache_loads_total', u)) == 1 and s.get(('shmkv_cache_loads_total', b)) == 0,
+          'loads_total')
+    os.mkdir(os.path.join(tmp, 'dir.shmkv'))
+    rc, out, err = run('cache', 'load', 'users', os.path.join(tmp, 'dir.shmkv'))
+    check(rc != 0 and 'not a regular file' in err, f'load of a directory: exit {rc} {err}')
+    rc, out, err = run('image', 'build', '-o', os.path.join(tmp, 'c.shmkv'), src)
+    with open(os.path.join(tmp, 'c.shmkv'), 'r+b') as f:
+        f.seek(200)
+        byte = f.read(1)
+        f.seek(200)
+        f.write(bytes([byte[0] ^ 0xff]))
+    rc, out, err = run('cache', 'load', 'users', os.path.join(tmp, 'c.shmkv'))
+    check(rc != 0 and 'checksum' in err, f'load of a corrupt image: exit {rc} {err}')
+    rc, out, err = run('-j', 'cache', 'status', 'users')
+    st2 = json.loads(out) if rc == 0 else {}
+    check(st2.get('loads') == 1 and st2.get('failures', {}).get('source') == 1 and
+          st2.get('failures', {}).get('checksum') == 1 and
+          sum(st2.get('failures', {}).values()) == 2 and
+          st2.get('generation') == status['generation'], f'status counters: {out}')
+    rc, out, err = run('cache', 'stats', '--prometheus')
+    s = parse_prom(out)
+    check(s.get(('shmkv_cache_load_failures_total', u | {('reason', 'source')})) == 1 and
+          s.get(('shmkv_cache_load_failures_total', u | {('reason', 'checksum')})) == 1,
+          'prometheus failures by reason after two failed loads')
+    check(s.get(('shmkv_cache_last_load_failed', u)) == 1 and
+          s.get(('shmkv_cache_generation', u)) == status['generation'],
+          'the old generation serves after the failures')
+
+    # the metrics file: the same text, kept current by a rename
+    time.sleep(1.5)
+    rc, out, err = run('cache', 'stats', '--prometheus')
+    with open(prom) as f:
+        ftext = f.read()
+    fs = parse_prom(ftext)
+    check(fs == parse_prom(out), f'metrics file differs from stats --prometheus:\n{ftext}\n{out}')
+    check(os.listdir(promdir) == ['shmkv.prom'], f'temporaries left: {os.listdir(promdir)}')
+    check(os.stat(prom).st_mode & 0o777 == 0o644, f'mode {oct(os.stat(prom).st_mode)}')
+    m0 = os.stat(prom).st_mtime_ns
+    time.sleep(2.5)
+    check(os.stat(prom).st_mtime_ns > m0, 'metrics file not rewritten after metrics_interval')
+    # unwritable path (a reload): reported, the loader goes on; back again
+    write_conf(os.path.join(tmp, 'nodir', 'shmkv.prom'))
+    proc.send_signal(signal.SIGHUP)
+    lst = {}
+    for _ in range(100):
+        time.sleep(0.05)
+        rc, out, err = run('-j', 'cache', 'list')
+        lst = json.loads(out) if rc == 0 else {}
+        if (lst.get('metrics') or {}).get('error'):
+            break
+    check('nodir' in ((lst.get('metrics') or {}).get('error') or ''), f'list metrics: {lst}')
+    with open(logpath) as f:
+        check(sum('metrics file not written' in ln for ln in f) == 1,
+              'the failure is logged once, not at every retry')
+    write_conf(prom)
+    proc.send_signal(signal.SIGHUP)
+    for _ in range(100):
+        time.sleep(0.05)
+        rc, out, err = run('-j', 'cache', 'list')
+        lst = json.loads(out) if rc == 0 else {}
+        if lst.get('metrics', {}).get('error') is None and lst.get('metrics', {}).get('file') == prom:
+            break
+    check(lst.get('metrics') == {'file': prom, 'error': None}, f'list metrics again: {lst}')
+
     rc, out, err = run('-j', 'cache', 'stats', 'users')
     j = json.loads(out) if rc == 0 else {}
     check(rc == 0 and [c['name'] for c in j.get('caches', [])] == ['users'] and
@@ -133,6 +219,10 @@ finally:
         try:
             rc = proc.wait(timeout=20)
             check(rc == 0, f'the loader exited {rc} after SIGTERM')
+            if os.path.exists(prom):
+                with open(prom) as f:
+                    check(parse_prom(f.read()) == {('shmkv_up', frozenset()): 0.0},
+                          'metrics file at stop: shmkv_up 0')
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()

@@ -1,0 +1,356 @@
+/* metrics.c - Prometheus text exposition (format 0.0.4) of every cache, and
+ * the metrics file the loader keeps current for node_exporter's textfile
+ * collector: written to a temporary name in the same directory and renamed,
+ * so the collector never reads half a file. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "metrics.h"
+
+#include "json.h"
+#include "log.h"
+#include "status.h"
+
+/* One family: its HELP and TYPE, then one sample per cache from fn. */
+struct family {
+	const char *name, *type, *help;
+	void (*fn)(FILE *f, const char *name, const struct cache_snap *s, const unsigned rd[2]);
+};
+
+#define LBL "{cache=\"%s\"}"
+
+static void f_generation(FILE *f, const char *m, const struct cache_snap *s, const unsigned rd[2])
+{
+	(void)rd;
+	fprintf(f, "%s" LBL " %llu\n", m, s->c.name,
+		(unsigned long long)(s->c.have_cur ? s->c.cur.generation : 0));
+}
+
+static void f_published(FILE *f, const char *m, const struct cache_snap *s, const unsigned rd[2])
+{
+	(void)rd;
+	fprintf(f, "%s" LBL " %d\n", m, s->c.name, s->c.have_cur);
+}
+
+static void f_image(FILE *f, const char *m, const struct cache_snap *s, const unsigned rd[2])
+{
+	(void)rd;
+	fprintf(f, "%s" LBL " %llu\n", m, s->c.name,
+		(unsigned long long)(s->c.have_cur ? s->c.cur.size : 0));
+}
+
+static void f_memory(FILE *f, const char *m, const struct cache_snap *s, const unsigned rd[2])
+{
+	(void)rd;
+	char kind[32];
+	if (!s->c.have_cur)
+		return;
+	fprintf(f, "%s{cache=\"%s\",kind=\"%s\"} %llu\n", m, s->c.name,
+		mem_kind_name(s->c.cur.flags, s->c.cur.page_size, kind, sizeof kind),
+		(unsigned long long)s->c.cur.map_size);
+}
+
+static void f_rollback_memory(FILE *f, const char *m, const struct cache_snap *s,
+			      const unsigned rd[2])
+{
+	(void)rd;
+	fprintf(f, "%s" LBL " %llu\n", m, s->c.name,
+		(unsigned long long)(s->c.have_rb ? s->c.rb.map_size : 0));
+}
+
+static void f_entries(FILE *f, const char *m, const struct cache_snap *s, const unsigned rd[2])
+{
+	(void)rd;
+	fprintf(f, "%s" LBL " %llu\n", m, s->c.name,
+		(unsigned long long)(s->c.have_cur ? s->c.cur.entries : 0));
+}
+
+static void f_load_seconds(FILE *f, const char *m, const struct cache_snap *s,
+			   const unsigned rd[2])
+{
+	(void)rd;
+	if (s->c.have_cur)
+		fprintf(f, "%s" LBL " %.3f\n", m, s->c.name, (double)s->c.stats.ms / 1e3);
+}
+
+static void f_alloc_seconds(FILE *f, const char *m, const struct cache_snap *s,
+			    const unsigned rd[2])
+{
+	(void)rd;
+	if (s->c.have_cur)
+		fprintf(f, "%s" LBL " %.3f\n", m, s->c.name, (double)s->c.stats.alloc_ms / 1e3);
+}
+
+static void f_load_bytes(FILE *f, const char *m, const struct cache_snap *s, const unsigned rd[2])
+{
+	(void)rd;
+	if (s->c.have_cur)
+		fprintf(f, "%s" LBL " %llu\n", m, s->c.name, (unsigned long long)s->c.cur.size);
+}
+
+static void f_readers(FILE *f, const char *m, const struct cache_snap *s, const unsigned rd[2])
+{
+	fprintf(f, "%s{cache=\"%s\",generation=\"current\"} %u\n", m, s->c.name, rd[0]);
+	fprintf(f, "%s{cache=\"%s\",generation=\"stale\"} %u\n", m, s->c.name, rd[1]);
+}
+
+static void f_loading(FILE *f, const char *m, const struct cache_snap *s, const unsigned rd[2])
+{
+	(void)rd;
+	fprintf(f, "%s" LBL " %d\n", m, s->c.name, s->total != 0);
+}
+
+static void f_progress(FILE *f, const char *m, const struct cache_snap *s, const unsigned rd[2])
+{
+	(void)rd;
+	if (s->total)
+		fprintf(f, "%s" LBL " %.4f\n", m, s->c.name,
+			(double)(s->done < s->total ? s->done : s->total) / (double)s->total);
+}
+
+static void f_last_failed(FILE *f, const char *m, const struct cache_snap *s,
+			  const unsigned rd[2])
+{
+	(void)rd;
+	fprintf(f, "%s" LBL " %d\n", m, s->c.name, s->c.last_error[0] != 0);
+}
+
+static void f_failed(FILE *f, const char *m, const struct cache_snap *s, const unsigned rd[2])
+{
+	(void)rd;
+	fprintf(f, "%s" LBL " %d\n", m, s->c.name, !s->c.have_cur && s->c.last_error[0]);
+}
+
+static void f_rollback(FILE *f, const char *m, const struct cache_snap *s, const unsigned rd[2])
+{
+	(void)rd;
+	fprintf(f, "%s" LBL " %d\n", m, s->c.name, s->c.have_rb);
+}
+
+static void f_loads(FILE *f, const char *m, const struct cache_snap *s, const unsigned rd[2])
+{
+	(void)rd;
+	fprintf(f, "%s" LBL " %llu\n", m, s->c.name, (unsigned long long)s->c.loads_ok);
+}
+
+/* every reason, zeros too: rate() and alerts need the series to exist */
+static void f_failures(FILE *f, const char *m, const struct cache_snap *s, const unsigned rd[2])
+{
+	(void)rd;
+	for (int r = 0; r < LOAD_FAIL_N_; r++)
+		fprintf(f, "%s{cache=\"%s\",reason=\"%s\"} %llu\n", m, s->c.name,
+			load_fail_name((enum load_fail)r),
+			(unsigned long long)s->c.load_failures[r]);
+}
+
+/* Label cache="NAME": names are [A-Za-z0-9_.-] (shmkv_name_check), nothing to escape. */
+static const struct family families[] = {
+	{"shmkv_cache_generation", "gauge", "generation being served (0: none)", f_generation},
+	{"shmkv_cache_published", "gauge", "1 when a generation is published", f_published},
+	{"shmkv_cache_image_bytes", "gauge", "size of the served image", f_image},
+	{"shmkv_cache_memory_bytes", "gauge",
+	 "shared memory of the served segment (image rounded up to its page size), by kind",
+	 f_memory},
+	{"shmkv_cache_rollback_memory_bytes", "gauge",
+	 "shared memory kept for the rollback generation", f_rollback_memory},
+	{"shmkv_cache_entries", "gauge", "keys in the served image", f_entries},
+	{"shmkv_cache_load_duration_seconds", "gauge", "duration of the load that is served",
+	 f_load_seconds},
+	{"shmkv_cache_load_alloc_seconds", "gauge", "memory allocation part of that load",
+	 f_alloc_seconds},
+	{"shmkv_cache_load_bytes", "gauge", "bytes read by the load that is served", f_load_bytes},
+	{"shmkv_cache_readers", "gauge",
+	 "processes mapping the cache, by generation (current or stale)", f_readers},
+	{"shmkv_cache_loading", "gauge", "1 while a load runs", f_loading},
+	{"shmkv_cache_load_progress_ratio", "gauge", "share of the running load read so far",
+	 f_progress},
+	{"shmkv_cache_last_load_failed", "gauge",
+	 "1 when the last load failed (the previous generation, if any, still serves)",
+	 f_last_failed},
+	{"shmkv_cache_failed", "gauge", "1 when every load failed and nothing is published",
+	 f_failed},
+	{"shmkv_cache_rollback_available", "gauge", "1 when a rollback generation is kept",
+	 f_rollback},
+	{"shmkv_cache_loads_total", "counter",
+	 "generations loaded and published since the loader started", f_loads},
+	{"shmkv_cache_load_failures_total", "counter",
+	 "loads rejected since the loader started, by reason", f_failures},
+};
+#define NFAMILIES (sizeof families / sizeof families[0])
+
+char *metrics_text(struct loader *L)
+{
+	pthread_mutex_lock(&L->lock);
+	size_t n = L->ncaches;
+	struct cache_snap *s = n ? calloc(n, sizeof *s) : NULL;
+	if (n && !s) {
+		pthread_mutex_unlock(&L->lock);
+		return NULL;
+	}
+	for (size_t i = 0; i < n; i++)
+		status_take(L->caches[i], &s[i]);
+	pthread_mutex_unlock(&L->lock);
+	/* readers: a /proc scan per cache, without the lock */
+	unsigned (*rd)[2] = n ? calloc(n, sizeof *rd) : NULL;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	if ((n && !rd) || !f) {
+		if (f)
+			fclose(f);
+		free(text);
+		free(rd);
+		free(s);
+		return NULL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		char pfx[128];
+		snprintf(pfx, sizeof pfx, "%s%s-", L->prefix, s[i].c.name);
+		readers_count(pfx, s[i].c.have_cur ? s[i].c.cur.path : NULL, L->pid, &rd[i][0],
+			      &rd[i][1]);
+	}
+	fprintf(f, "# HELP shmkv_up 1 when shmkv-loader answers on its control socket\n"
+		   "# TYPE shmkv_up gauge\nshmkv_up 1\n"
+		   "# HELP shmkv_loader_info the loader's version and pid\n"
+		   "# TYPE shmkv_loader_info gauge\n"
+		   "shmkv_loader_info{version=\"" LOADER_VERSION "\",pid=\"%ld\"} 1\n"
+		   "# HELP shmkv_caches caches the loader knows\n# TYPE shmkv_caches gauge\n"
+		   "shmkv_caches %zu\n", (long)L->pid, n);
+	for (size_t m = 0; m < NFAMILIES; m++) {
+		fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", families[m].name, families[m].help,
+			families[m].name, families[m].type);
+		for (size_t i = 0; i < n; i++)
+			families[m].fn(f, families[m].name, &s[i], rd[i]);
+	}
+	int bad = ferror(f);
+	if (fclose(f) || bad) {
+		free(text);
+		text = NULL;
+	}
+	free(rd);
+	free(s);
+	return text;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+int metrics_wait_ms(struct loader *L)
+{
+	pthread_mutex_lock(&L->lock); /* L->conf: replaced by the worker (config reload) */
+	int on = L->conf->metrics_file[0] != 0;
+	pthread_mutex_unlock(&L->lock);
+	if (!on)
+		return -1;
+	uint64_t now = now_ms();
+	return L->metrics_due_ms <= now ? 0
+		: L->metrics_due_ms - now > 86400000u ? 86400000
+		: (int)(L->metrics_due_ms - now);
+}
+
+/* Writes text to path by a rename from a temporary in its directory.
+ * Returns 0 or -errno with the reason in why. */
+static int write_file(const char *path, const char *text, char *why, size_t why_len)
+{
+	const char *slash = strrchr(path, '/');
+	char tmp[PATH_MAX + 16];
+	/* ".NAME.XXXXXX": node_exporter reads only *.prom, so never this one */
+	if (snprintf(tmp, sizeof tmp, "%.*s/.%s.XXXXXX", (int)(slash - path), path, slash + 1) >=
+	    (int)sizeof tmp) {
+		snprintf(why, why_len, "%s: path too long", path);
+		return -ENAMETOOLONG;
+	}
+	int fd = mkostemp(tmp, O_CLOEXEC); /* O_EXCL: never through a planted link */
+	if (fd < 0) {
+		int err = -errno;
+		snprintf(why, why_len, "cannot create a file in the directory of %s: %s", path,
+			 strerror(errno));
+		return err;
+	}
+	size_t len = strlen(text), off = 0;
+	int err = 0;
+	if (fchmod(fd, 0644) != 0) /* for the collector's user; nothing secret in it */
+		err = -errno;
+	while (!err && off < len) {
+		ssize_t w = write(fd, text + off, len - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			err = w < 0 ? -errno : -EIO;
+		else
+			off += (size_t)w;
+	}
+	if (close(fd) != 0 && !err)
+		err = -errno;
+	if (!err && rename(tmp, path) != 0)
+		err = -errno;
+	if (err) {
+		snprintf(why, why_len, "write %s: %s", path, strerror(-err));
+		unlink(tmp);
+	}
+	return err;
+}
+
+void metrics_tick(struct loader *L, int force)
+{
+	char path[PATH_MAX];
+	pthread_mutex_lock(&L->lock); /* L->conf, as above */
+	snprintf(path, sizeof path, "%s", L->conf->metrics_file);
+	uint64_t every = L->conf->metrics_interval_s * 1000u;
+	pthread_mutex_unlock(&L->lock);
+	/* relaxed: a hint set by worker.c:run() after a job; the figures
+	 * themselves are read under L->lock */
+	int dirty = atomic_exchange_explicit(&L->metrics_dirty, 0, memory_order_relaxed);
+	uint64_t now = now_ms();
+	if (!path[0] || (!force && !dirty && now < L->metrics_due_ms))
+		return;
+	L->metrics_due_ms = now + every;
+	char why[PATH_MAX + 200] = "";
+	char *text = metrics_text(L);
+	int err = text ? write_file(path, text, why, sizeof why) : -ENOMEM;
+	free(text);
+	if (err && !why[0])
+		snprintf(why, sizeof why, "metrics: out of memory");
+	if (err && strcmp(why, L->metrics_error) != 0)
+		log_err("metrics file not written (retried every %llu s): %s",
+			(unsigned long long)(every / 1000u), why);
+	else if (!err && L->metrics_error[0])
+		log_info("metrics file %s written again", path);
+	pthread_mutex_lock(&L->lock); /* read by status.c */
+	snprintf(L->metrics_error, sizeof L->metrics_error, "%s", err ? why : "");
+	pthread_mutex_unlock(&L->lock);
+}
+
+char *metrics_reply(struct loader *L)
+{
+	char *text = metrics_text(L);
+	if (!text)
+		return NULL;
+	struct json j;
+	json_init(&j);
+	json_bool(&j, "ok", 1);
+	json_str(&j, "text", text);
+	free(text);
+	return json_finish(&j);
+}
+
+void metrics_stop(struct loader *L)
+{
+	char path[PATH_MAX], why[PATH_MAX + 200];
+	snprintf(path, sizeof path, "%s", L->conf->metrics_file); /* the worker has stopped */
+	if (path[0] && write_file(path,
+				  "# HELP shmkv_up 1 when shmkv-loader answers on its control socket\n"
+				  "# TYPE shmkv_up gauge\nshmkv_up 0\n",
+				  why, sizeof why))
+		log_err("metrics file not written at stop: %s", why);
+}
