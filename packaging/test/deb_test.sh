@@ -108,6 +108,8 @@ DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$tmp"/src/shmkv_*.deb "$t
 	{ cat "$tmp/install.log"; fail "apt-get install failed"; }
 getent passwd shmkv >/dev/null || fail "user shmkv not created (sysusers.d)"
 getent group shmkv >/dev/null || fail "group shmkv not created (sysusers.d)"
+[ "$(stat -c '%U:%G %a' /var/lib/shmkv)" = "shmkv:shmkv 755" ] ||
+	fail "/var/lib/shmkv: $(stat -c '%U:%G %a' /var/lib/shmkv), want shmkv:shmkv 755 (tmpfiles.d)"
 [ "$(stat -c '%U:%G %a' /var/spool/shmkv)" = "shmkv:shmkv 755" ] ||
 	fail "/var/spool/shmkv: $(stat -c '%U:%G %a' /var/spool/shmkv), want shmkv:shmkv 755 (tmpfiles.d)"
 unit=/lib/systemd/system/shmkv-loader.service
@@ -200,15 +202,20 @@ fi
 echo "   client (not in group shmkv): refused: $out"
 [ "$(shmctl cache get users answer)" = 42 ] || fail "shmctl cache get users answer"
 
-step "8. metrics: the textfile collector's file (shmkv-metrics, as its unit runs it)"
-systemd-analyze verify --man=no /lib/systemd/system/shmkv-metrics.service \
-	/lib/systemd/system/shmkv-metrics.timer || fail "systemd-analyze verify shmkv-metrics"
-mkdir -m 0755 "$tmp/prom"
-/usr/libexec/shmkv-metrics "$tmp/prom" || fail "shmkv-metrics exited $?"
-grep -qx "shmkv_cache_generation{cache=\"users\"} $gen" "$tmp/prom/shmkv.prom" ||
-	{ cat "$tmp/prom/shmkv.prom"; fail "shmkv.prom lacks the users generation"; }
-grep -qx 'shmkv_up 1' "$tmp/prom/shmkv.prom" || fail "shmkv.prom: no shmkv_up 1"
-[ "$(ls -A "$tmp/prom")" = shmkv.prom ] || fail "shmkv-metrics left a temporary file"
+step "8. metrics: the file the loader keeps for the textfile collector (metrics_file)"
+prom=/var/lib/shmkv/shmkv.prom
+for _ in $(seq 50); do
+	grep -qx "shmkv_cache_generation{cache=\"users\"} $gen" "$prom" 2>/dev/null && break
+	sleep 0.1
+done
+grep -qx "shmkv_cache_generation{cache=\"users\"} $gen" "$prom" ||
+	{ cat "$prom"; fail "$prom lacks the users generation"; }
+grep -qx 'shmkv_up 1' "$prom" || fail "$prom: no shmkv_up 1"
+grep -qx 'shmkv_cache_loads_total{cache="users"} 1' "$prom" || fail "$prom: no loads_total 1"
+[ "$(stat -c '%U %a' "$prom")" = "shmkv 644" ] || fail "$prom: $(stat -c '%U %a' "$prom"), want shmkv 644"
+[ "$(ls -A /var/lib/shmkv)" = shmkv.prom ] || fail "/var/lib/shmkv: a temporary left: $(ls -A /var/lib/shmkv)"
+shmctl cache stats --prometheus | grep -qx "shmkv_cache_generation{cache=\"users\"} $gen" ||
+	fail "shmctl cache stats --prometheus"
 
 step "9. bash completion of cache names from the running loader"
 # shellcheck disable=SC2016
@@ -232,8 +239,7 @@ DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq shmkv libshmkv-dev libshmkv-
 	>"$tmp/purge.log" 2>&1 || { cat "$tmp/purge.log"; fail "apt-get purge failed"; }
 left=()
 for f in /etc/shmkv /run/shmkv /var/spool/shmkv "$(dirname "$seg")" /usr/bin/shmctl \
-	/usr/sbin/shmkv-loader /usr/libexec/shmkv-prepare-dirs /usr/libexec/shmkv-metrics \
-	/lib/systemd/system/shmkv-metrics.service /usr/include/shmkv.h \
+	/usr/sbin/shmkv-loader /usr/libexec/shmkv-prepare-dirs /var/lib/shmkv /usr/include/shmkv.h \
 	/usr/include/shmkv /usr/include/shmkv_build.h "$unit" /usr/lib/sysusers.d/shmkv.conf \
 	/usr/lib/tmpfiles.d/shmkv.conf /etc/sysctl.d/60-shmkv-hugepages.conf \
 	/usr/share/bash-completion/completions/shmctl /usr/share/doc/shmkv \
