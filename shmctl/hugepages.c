@@ -23,6 +23,7 @@
 
 #include "cache.h"
 #include "main.h"
+#include "progress.h"
 
 #define MAX_SIZES 8
 #define SYSCTL_FILE "60-shmkv-hugepages.conf"
@@ -465,12 +466,10 @@ static int persist(uint64_t pages, char *path, size_t path_len)
 	return 0;
 }
 
-static int write_pool(const struct pool *p, uint64_t pages, uint64_t *got)
+/* One write of the pool size; *got: what the kernel then has. */
+static int write_pool_once(const char *path, uint64_t pages, uint64_t *got)
 {
-	char path[4600], dir[4096], v[32];
-	host_path(dir, sizeof dir, "/sys/kernel/mm/hugepages");
-	snprintf(path, sizeof path, "%s/hugepages-%" PRIu64 "kB/nr_hugepages", dir,
-		 p->page_size >> 10);
+	char v[32];
 	int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
 	if (fd < 0)
 		return p_err("%s: %s%s", path, strerror(errno),
@@ -486,6 +485,38 @@ static int write_pool(const struct pool *p, uint64_t pages, uint64_t *got)
 	if (err)
 		return p_err("%s: %s", path, strerror(-err));
 	return 0;
+}
+
+/* Sets the pool to pages. Growing takes the kernel seconds to minutes for
+ * hundreds of GB (it zeroes and often compacts memory), so it grows in up to
+ * RESERVE_STEPS writes with a progress bar between them, and stops at the
+ * first step the kernel cannot fill (more writes would only grind). */
+#define RESERVE_STEPS 50u
+static int write_pool(const struct pool *p, uint64_t pages, uint64_t *got)
+{
+	char path[4600], dir[4096];
+	host_path(dir, sizeof dir, "/sys/kernel/mm/hugepages");
+	snprintf(path, sizeof path, "%s/hugepages-%" PRIu64 "kB/nr_hugepages", dir,
+		 p->page_size >> 10);
+	uint64_t from = p->total;
+	if (pages <= from)
+		return write_pool_once(path, pages, got);
+	struct progress bar;
+	progress_init(&bar);
+	uint64_t step = (pages - from + RESERVE_STEPS - 1) / RESERVE_STEPS, at = from;
+	int rc = 0;
+	progress_update(&bar, "reserve", 0, pages - from);
+	while (at < pages) {
+		uint64_t want = pages - at > step ? at + step : pages;
+		if ((rc = write_pool_once(path, want, got)))
+			break;
+		progress_update(&bar, "reserve", *got > from ? *got - from : 0, pages - from);
+		if (*got < want)
+			break;
+		at = want;
+	}
+	progress_clear(&bar);
+	return rc;
 }
 
 static int mount_pool(struct pool *p, uint64_t dflt)

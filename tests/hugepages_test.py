@@ -121,6 +121,24 @@ try:
     check('hugepagesz=1G hugepages=7' in err, f'no kernel command line advice: {err}')
     check('vm.nr_hugepages = 4' in read(sysctl), 'a 1G reserve changed vm.nr_hugepages')
 
+    # progress (--progress: lines when stderr is no terminal): growing goes in
+    # steps, from 0% to 100%; shrinking is one write, no progress
+    pool(2048, 0, 0)
+    rc, out, err = run('--progress', 'hugepages', 'reserve', '--no-mount', '200')
+    lines = [ln for ln in err.splitlines() if ln.startswith('reserve:')]
+    check(rc == 0 and lines and lines[0].split() == ['reserve:', '0%', '0/200'] and
+          lines[-1].split() == ['reserve:', '100%', '200/200'],
+          f'reserve --progress: exit {rc}: {err!r}')
+    check(read(os.path.join(hp, 'hugepages-2048kB/nr_hugepages')).strip() == '200',
+          'reserve 200: nr_hugepages')
+    rc, out, err = run('--progress', 'hugepages', 'reserve', '--no-mount', '50')
+    check(rc == 0 and 'reserve:' not in err and
+          read(os.path.join(hp, 'hugepages-2048kB/nr_hugepages')).strip() == '50',
+          f'shrink to 50: exit {rc}: {err!r}')
+    rc, out, err = run('hugepages', 'reserve', '--no-mount', '60')
+    check(rc == 0 and 'reserve:' not in err, f'no progress without a terminal: {err!r}')
+    pool(2048, 4, 4)
+
     # bad input: clear errors, exit 2, nothing written
     for args, want in (
             (['hugepages', 'plan', '/etc/hostname'], 'too short for a shmkv image header'),
