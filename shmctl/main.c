@@ -242,8 +242,9 @@ static int do_help(int argc, char **argv)
 		 "'%s OBJECT help' shows an object's commands.\n"
 		 "-j prints JSON (errors too, as {\"error\": \"...\"} on stdout); -p indents it.\n"
 		 "-r DIR: the shmkv root of the caches (default $SHMKV_ROOT, else %s).\n"
-		 "--progress: progress of image build and cache load on stderr also when it\n"
-		 "is not a terminal (a line per phase, at most one a second).\n"
+		 "--progress: progress of image build, cache load and hugepages reserve on\n"
+		 "stderr also when it is not a terminal (a line per phase, at most one a\n"
+		 "second).\n"
 		 "\n"
 		 "Exit status: 0 ok; 1 key or cache not found, image failed verification;\n"
 		 "             2 usage or I/O error.\n",
