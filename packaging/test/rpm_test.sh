@@ -49,4 +49,38 @@ grep -q 'libshmkv-build.so.0' "$tmp/requires.txt" || fail "shmkv does not requir
 unit=$(find "$tmp/BUILDROOT" -path '*/usr/lib/systemd/system/shmkv-loader.service')
 grep -qx 'ExecStart=/usr/sbin/shmkv-loader --config /etc/shmkv/loader.conf --foreground' "$unit" ||
 	fail "the unit's ExecStart is not the installed paths: $(grep ExecStart= "$unit")"
+
+# Install the three RPMs into a scratch root with rpm itself (its own
+# database there; --nodeps: the Debian host's libraries are not in it;
+# --noscripts: systemd, sysusers and tmpfiles are not in that root), run
+# what they installed against the host's libraries, and erase them again:
+# rpm must know every file it laid down and leave nothing behind.
+root=$tmp/root
+mkdir -p "$root"
+# its database in the root (Debian's rpm keeps it in ~/.rpmdb by default)
+rpmr=(rpm --root "$root" --dbpath /var/lib/rpm)
+"${rpmr[@]}" --initdb
+"${rpmr[@]}" -i --nodeps --noscripts "$main" "$libs" "$devel" >"$tmp/install.log" 2>&1 ||
+	{ cat "$tmp/install.log"; fail "rpm -i into $root failed"; }
+[ "$("${rpmr[@]}" -qa | sort | sed 's/-[0-9].*//' | tr '\n' ' ')" = "shmkv shmkv-devel shmkv-libs " ] ||
+	fail "rpm -qa in $root: $("${rpmr[@]}" -qa | tr '\n' ' ')"
+"${rpmr[@]}" -V --nodeps --noscripts shmkv shmkv-libs shmkv-devel || fail "rpm -V: installed files differ from the packages"
+libdir=$(dirname "$(find "$root/usr" -name 'libshmkv-build.so.0' | head -1)")
+ver=$(LD_LIBRARY_PATH=$libdir "$root/usr/bin/shmctl" --version) || fail "the installed shmctl does not run"
+case $ver in *"$version"*) ;; *) fail "installed shmctl --version: $ver" ;; esac
+LD_LIBRARY_PATH=$libdir "$root/usr/sbin/shmkv-loader" --help >/dev/null 2>&1 ||
+	fail "the installed shmkv-loader does not run"
+# a client compiled with the installed pkg-config file alone
+# (its prefix moved to the scratch root; libxxhash comes from the host)
+PKG_CONFIG_PATH=$(dirname "$(find "$root" -name shmkv.pc | head -1)") \
+	pkg-config --define-variable=prefix="$root/usr" --cflags shmkv >"$tmp/cflags" ||
+	fail "pkg-config shmkv from the RPM"
+grep -q -- "-I$root/usr/include" "$tmp/cflags" || fail "pkg-config shmkv: $(cat "$tmp/cflags")"
+# shellcheck disable=SC2046
+cc -std=c11 -Wall -Wextra -Werror -o "$tmp/client" "$src/packaging/test/client.c" $(cat "$tmp/cflags") ||
+	fail "the client does not compile with the RPM's pkg-config --cflags shmkv ($(cat "$tmp/cflags"))"
+"${rpmr[@]}" -e --nodeps --noscripts shmkv shmkv-devel shmkv-libs || fail "rpm -e failed"
+left=$(find "$root" -mindepth 1 -not -path "$root/var*" -not -type d | head -20)
+[ -z "$left" ] || fail "left in $root after rpm -e: $left"
+echo "rpm_test: installed into a scratch root, ran, compiled a client, erased"
 echo "rpm_test: PASS"
