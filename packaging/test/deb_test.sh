@@ -103,6 +103,7 @@ grep -q 'pkgconfig/shmkv.pc$' "$tmp/dev.lst" || fail "libshmkv-dev: shmkv.pc mis
 grep -q 'pkgconfig/shmkv-build.pc$' "$tmp/dev.lst" || fail "libshmkv-dev: shmkv-build.pc missing"
 
 step "4. install"
+touch "$tmp/install.stamp" # what shmkv owns after the purge is counted from here
 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$tmp"/src/shmkv_*.deb "$tmp"/src/libshmkv-dev_*.deb \
 	"$tmp"/src/libshmkv-build0_*.deb >"$tmp/install.log" 2>&1 ||
 	{ cat "$tmp/install.log"; fail "apt-get install failed"; }
@@ -235,6 +236,7 @@ else
 	grep -qx 'EXIT=0' "$tmp/notify.log" || fail "the loader exited $(grep '^EXIT=' "$tmp/notify.log")"
 fi
 loader_pid= notify_pid=
+grep -qx 'shmkv_up 0' /var/lib/shmkv/shmkv.prom || fail "the metrics file does not say shmkv_up 0 after the stop"
 DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq shmkv libshmkv-dev libshmkv-build0 \
 	>"$tmp/purge.log" 2>&1 || { cat "$tmp/purge.log"; fail "apt-get purge failed"; }
 left=()
@@ -247,10 +249,12 @@ for f in /etc/shmkv /run/shmkv /var/spool/shmkv "$(dirname "$seg")" /usr/bin/shm
 	[ -e "$f" ] || [ -L "$f" ] && left+=("$f")
 done
 pkg-config --exists shmkv 2>/dev/null && left+=("shmkv.pc")
-# anything the loader's user still owns, on the filesystems it wrote to
+# anything the loader's user still owns, on the filesystems it wrote to,
+# made since the install (not an older test's leftovers)
 uid=$(id -u shmkv)
 while IFS= read -r f; do left+=("$f (owned by shmkv)"); done < <(
-	find /run /dev/shm /var /etc /tmp -xdev \( -uid "$uid" -o -gid "$(getent group shmkv | cut -d: -f3)" \) \
+	find /run /dev/shm /var /etc /tmp -xdev -newer "$tmp/install.stamp" \
+		\( -uid "$uid" -o -gid "$(getent group shmkv | cut -d: -f3)" \) \
 		-print 2>/dev/null | grep -v '^/proc' || true)
 [ ${#left[@]} -eq 0 ] || fail "left after purge: ${left[*]}"
 for p in shmkv libshmkv-dev libshmkv-build0; do
