@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include <ini.h>
+#include <shmkv_bpf.h>
 
 void conf_defaults(struct loader_conf *c)
 {
@@ -243,6 +244,8 @@ static int loader_key(struct parse *p, const char *k, const char *v)
 		return set_path(p, k, v, c->shm_dir, sizeof c->shm_dir);
 	if (!strcmp(k, "hugetlb_dir"))
 		return set_path(p, k, v, c->hugetlb_dir, sizeof c->hugetlb_dir);
+	if (!strcmp(k, "bpf_dir"))
+		return set_path(p, k, v, c->bpf_dir, sizeof c->bpf_dir);
 	if (!strcmp(k, "queue_depth")) {
 		if (conf_parse_queue_depth(v, &c->queue_depth))
 			return perr(p, "queue_depth \"%s\" is not a number in " CONF_QUEUE_DEPTH_RANGE,
@@ -283,7 +286,7 @@ static int loader_key(struct parse *p, const char *k, const char *v)
 		return parse_group(p, v, c->group, sizeof c->group, &c->gid);
 	return perr(p, "unknown key \"%s\" in [loader] (root, spool, shm_dir, hugetlb_dir, "
 		       "queue_depth, block_size, io, memory, group, failed_expire, metrics_file, "
-		       "metrics_interval)", k);
+		       "metrics_interval, bpf_dir)", k);
 }
 
 static int cache_key(struct parse *p, const char *k, const char *v)
@@ -318,8 +321,28 @@ static int cache_key(struct parse *p, const char *k, const char *v)
 			return perr(p, "max_size \"%s\" is not a size like 10G", v);
 		return 1;
 	}
+	if (!strcmp(k, "bpf")) {
+		if (strcmp(v, "yes") && strcmp(v, "no"))
+			return perr(p, "bpf \"%s\": expected yes or no", v);
+		cc->bpf = !strcmp(v, "yes");
+		return 1;
+	}
+	if (!strcmp(k, "bpf_prefix")) {
+		if (strlen(v) >= sizeof cc->bpf_prefix)
+			return perr(p, "bpf_prefix is longer than %zu bytes", sizeof cc->bpf_prefix - 1);
+		snprintf(cc->bpf_prefix, sizeof cc->bpf_prefix, "%s", v);
+		return 1;
+	}
+	if (!strcmp(k, "bpf_max_value")) {
+		uint64_t n;
+		if (conf_parse_size(v, &n) || n > SHMKV_BPF_VALUE_LIMIT)
+			return perr(p, "bpf_max_value \"%s\": expected 0..%d bytes", v,
+				    SHMKV_BPF_VALUE_LIMIT);
+		cc->bpf_max_value = n ? (uint32_t)n : SHMKV_BPF_DEFAULT_VALUE_MAX;
+		return 1;
+	}
 	return perr(p, "unknown key \"%s\" in [cache %s] (source, memory, numa, group, mode, "
-		       "max_size)", k, p->cur->name);
+		       "max_size, bpf, bpf_prefix, bpf_max_value)", k, p->cur->name);
 }
 
 /* A new section: "loader" or "cache NAME". */

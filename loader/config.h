@@ -31,6 +31,9 @@ struct cache_conf {
 	gid_t gid;             /* (gid_t)-1: leave the group alone */
 	char group[64];        /* "" = none */
 	uint64_t max_size;     /* image bytes; 0 = no limit */
+	int bpf;               /* bpf = yes: exported to BPF (loader/bpf.c) */
+	char bpf_prefix[129];  /* bpf_prefix: only keys under it ("" = all) */
+	uint32_t bpf_max_value; /* bpf_max_value: larger values stay out (0 = default 256) */
 	int line;              /* line of the [cache NAME] header, 0 for defaults */
 };
 
@@ -54,6 +57,7 @@ struct loader_conf {
 				     * after this many seconds; 0 = kept until drop */
 	char metrics_file[PATH_MAX]; /* Prometheus text kept current here; "" = none */
 	uint64_t metrics_interval_s; /* and rewritten this often (readers change) */
+	char bpf_dir[PATH_MAX];     /* where exports are pinned ("" = /sys/fs/bpf/shmkv) */
 	struct cache_def *caches;
 	size_t ncaches;
 };

@@ -17,6 +17,7 @@
 
 #include <shmkv.h>
 
+#include "bpf_export.h"
 #include "config.h"
 #include "ctl.h"
 #include "segment.h"
@@ -67,18 +68,21 @@ struct cache {
 	/* since the loader started (or the cache was added), under L->lock */
 	uint64_t loads_ok;                      /* generations loaded and published */
 	uint64_t load_failures[LOAD_FAIL_N_];   /* loads rejected, by reason */
+	struct bpf_export bpf;     /* BPF export (bpf.c) */
 	/* written by the worker without the lock while a load runs */
 	atomic_uint_fast64_t load_done, load_total; /* load_total 0: no load running */
 };
 
 struct loader;
 
-enum job_kind { JOB_LOAD, JOB_RELOAD, JOB_ROLLBACK, JOB_DROP, JOB_CONFIG, JOB_START };
+enum job_kind { JOB_LOAD, JOB_RELOAD, JOB_ROLLBACK, JOB_DROP, JOB_CONFIG, JOB_START,
+	       JOB_BPF_EXPORT, JOB_BPF_UNEXPORT };
 
 struct job {
 	enum job_kind kind;
 	char name[SHMKV_CACHE_NAME_MAX + 1];
-	char path[PATH_MAX];         /* JOB_LOAD: the image file */
+	char path[PATH_MAX];         /* JOB_LOAD: the image file; JOB_BPF_EXPORT: the prefix */
+	char arg[24];                /* JOB_BPF_EXPORT: max_value ("" = default) */
 	int from_spool;              /* JOB_LOAD: path is a spool file (skipped if gone) */
 	/* JOB_LOAD from the spool: identity of the file the event named. The job
 	 * loads, removes or renames only that file: a newer one renamed over the

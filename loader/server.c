@@ -13,6 +13,7 @@
 
 #include "server.h"
 
+#include "bpf.h"
 #include "diag.h"
 #include "json.h"
 #include "log.h"
@@ -225,6 +226,10 @@ static void request(struct loader *L, struct client *c, char *line)
 		emit(c, n == 1 ? metrics_reply(L) : usage("metrics"));
 		return;
 	}
+	if (!strcmp(v, "bpf_status")) {
+		emit(c, n <= 2 ? bpf_status(L, n == 2 ? w[1] : NULL) : usage("bpf_status [NAME]"));
+		return;
+	}
 	enum job_kind kind;
 	int want;
 	const char *u;
@@ -236,10 +241,14 @@ static void request(struct loader *L, struct client *c, char *line)
 		kind = JOB_ROLLBACK, want = 2, u = "rollback NAME";
 	else if (!strcmp(v, "drop"))
 		kind = JOB_DROP, want = 2, u = "drop NAME";
+	else if (!strcmp(v, "bpf_export"))
+		kind = JOB_BPF_EXPORT, want = 4, u = "bpf_export NAME PREFIX MAX_VALUE";
+	else if (!strcmp(v, "bpf_unexport"))
+		kind = JOB_BPF_UNEXPORT, want = 2, u = "bpf_unexport NAME";
 	else {
-		char msg[160];
+		char msg[200];
 		snprintf(msg, sizeof msg, "unknown verb \"%.64s\" (list, status, metrics, load, "
-			 "reload, rollback, drop, ping)", v);
+			 "reload, rollback, drop, ping, bpf_export, bpf_unexport, bpf_status)", v);
 		emit(c, json_error_code(msg, -EINVAL));
 		return;
 	}
@@ -252,7 +261,7 @@ static void request(struct loader *L, struct client *c, char *line)
 	if (c->uid != 0 && c->uid != geteuid()) {
 		char msg[200];
 		snprintf(msg, sizeof msg, "%.16s is for root and the loader's user (uid %u); uid %d "
-			 "may only ping, list, status and metrics", v, (unsigned)geteuid(),
+			 "may only ping, list, status, metrics and bpf_status", v, (unsigned)geteuid(),
 			 c->uid == (uid_t)-1 ? -1 : (int)c->uid);
 		emit(c, json_error_code(msg, -EPERM));
 		return;
@@ -273,6 +282,13 @@ static void request(struct loader *L, struct client *c, char *line)
 	    (size_t)snprintf(j->path, sizeof j->path, "%s", w[2]) >= sizeof j->path) {
 		free(j);
 		emit(c, json_error_code("path too long", -ENAMETOOLONG));
+		return;
+	}
+	if (kind == JOB_BPF_EXPORT &&
+	    ((size_t)snprintf(j->path, sizeof j->path, "%s", w[2]) >= sizeof j->path ||
+	     (size_t)snprintf(j->arg, sizeof j->arg, "%s", w[3]) >= sizeof j->arg)) {
+		free(j);
+		emit(c, json_error_code("bpf_export: prefix or max_value too long", -EINVAL));
 		return;
 	}
 	j->client = c->id;

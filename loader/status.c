@@ -7,6 +7,7 @@
 
 #include "status.h"
 
+#include "bpf.h"
 #include "json.h"
 
 void status_take(const struct cache *c, struct cache_snap *s)
@@ -25,6 +26,7 @@ void status_take(const struct cache *c, struct cache_snap *s)
 	s->c.failed_ms = c->failed_ms;
 	s->c.loads_ok = c->loads_ok;
 	memcpy(s->c.load_failures, c->load_failures, sizeof c->load_failures);
+	s->c.bpf = c->bpf;
 	/* relaxed: progress figures stored relaxed by ioread.c:ioread() and load.c:op_load() */
 	s->total = atomic_load_explicit(&c->load_total, memory_order_relaxed);
 	s->done = atomic_load_explicit(&c->load_done, memory_order_relaxed);
@@ -156,6 +158,7 @@ char *status_cache(struct loader *L, const char *name)
 	} else {
 		json_null(&j, "rollback");
 	}
+	bpf_status_fields(&j, L, c);
 	json_u64(&j, "readers", cur);
 	json_u64(&j, "readers_stale", stale);
 	/* counters since the loader started (metrics.c names the reasons) */

@@ -10,6 +10,7 @@
 
 #include "worker.h"
 
+#include "bpf.h"
 #include "diag.h"
 #include "json.h"
 #include "load.h"
@@ -83,10 +84,24 @@ static void run(struct loader *L, struct job *j)
 	case JOB_START:
 		op_start(L);
 		break;
+	case JOB_BPF_EXPORT:
+		err = op_bpf_export(L, j->name, j->path, j->arg, &reply);
+		break;
+	case JOB_BPF_UNEXPORT:
+		err = op_bpf_unexport(L, j->name, &reply);
+		break;
 	}
 	if (j->finish)
 		j->finish(L, j, err, why);
 	post(L, j->client, reply);
+	/* BPF after the reply and the publish: readers have the new generation
+	 * first, BPF programs right after (loader/README.md, "BPF export") */
+	if (!err && (j->kind == JOB_LOAD || j->kind == JOB_RELOAD || j->kind == JOB_ROLLBACK))
+		bpf_after_publish(L, j->name);
+	else if (!err && j->kind == JOB_DROP)
+		bpf_after_drop(L, j->name);
+	else if (j->kind == JOB_START || j->kind == JOB_CONFIG)
+		bpf_sync_all(L);
 	/* relaxed: a hint for metrics.c:metrics_tick(), which reads the figures
 	 * under L->lock; the eventfd write wakes the main thread */
 	atomic_store_explicit(&L->metrics_dirty, 1, memory_order_relaxed);

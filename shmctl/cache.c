@@ -106,9 +106,7 @@ static int reply_error(const jv *reply)
 	return missing ? EXIT_NEGATIVE : EXIT_USAGE;
 }
 
-/* Asks the loader; returns -1 with a successful *reply, else the exit code
- * (reported). */
-static int loader_call(const char *const *words, size_t n, int timeout_ms, jv **reply,
+int loader_call(const char *const *words, size_t n, int timeout_ms, jv **reply,
 		       void (*tick)(void *), void *ctx)
 {
 	char why[4600];
@@ -126,8 +124,7 @@ static int loader_call(const char *const *words, size_t n, int timeout_ms, jv **
 	return -1;
 }
 
-/* A successful reply: the object as it came with -j, else "key  value" lines. */
-static void print_reply(const jv *reply)
+void print_reply(const jv *reply)
 {
 	static const char *const skip[] = {"ok", NULL};
 	if (json_output)

@@ -24,6 +24,14 @@ int cache_args(int argc, char **argv, int nargs, const char *usage);
 /* Checks a cache name as the protocol does; reports and returns EXIT_USAGE. */
 int cache_check_name(const char *name);
 
+/* Asks the loader (words[0..n), timeout_ms < 0: as long as it takes; tick:
+ * see ctl_request_tick). Returns -1 with a successful *reply (jv_free it),
+ * else the exit code, the failure reported (1: no such cache, else 2). */
+int loader_call(const char *const *words, size_t n, int timeout_ms, jv **reply,
+		void (*tick)(void *), void *ctx);
+/* A successful reply: the object as it came with -j, else "key  value" lines. */
+void print_reply(const jv *reply);
+
 /* cache stats (cache_stats.c) */
 int do_cache_stats(int argc, char **argv);
 

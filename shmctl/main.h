@@ -31,7 +31,8 @@ const char *shmctl_root(void);
 	X(image, "build, read, inspect and check image files")                                      \
 	X(cache, "caches in shared memory: load, status, get, readers (shmkv-loader)")              \
 	X(hugepages, "huge pages the images need (plan), and reserving them (reserve)")             \
-	X(doctor, "what shmkv needs from this host, each finding with its fix")
+	X(doctor, "what shmkv needs from this host, each finding with its fix")                     \
+	X(bpf, "caches exported to BPF programs: export, status, unexport (shmkv-loader)")
 
 #define X(name, summary) int do_##name(int argc, char **argv);
 SHMCTL_OBJECTS(X)

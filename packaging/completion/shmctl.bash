@@ -16,11 +16,12 @@ _shmctl()
 	_init_completion || return
 
 	local global_opts='-j --json -p --pretty -r --root --progress -h --help -V --version'
-	local objects='image cache hugepages doctor help version'
+	local objects='image cache hugepages doctor bpf help version'
 	local image_cmds='build get inspect verify dump help'
 	local cache_cmds='list status stats get load readers reload rollback drop help'
 	local hugepages_cmds='plan reserve help'
 	local doctor_cmds='check help'
+	local bpf_cmds='export status unexport help'
 	local build_opts='-o --output --format --type --on-duplicate --name --seed --created
 		--buckets --load-factor --no-dedup --lossy-f32 --hash-bits'
 
@@ -49,7 +50,8 @@ _shmctl()
 		COMPREPLY=($(compgen -W '2M 1G' -- "$cur"))
 		return
 		;;
-	--name | --seed | --created | --buckets | --load-factor | --hash-bits | --copies)
+	--name | --seed | --created | --buckets | --load-factor | --hash-bits | --copies | \
+		--prefix | --max-value)
 		return
 		;;
 	esac
@@ -60,7 +62,7 @@ _shmctl()
 		case ${words[i]} in
 		-r | --root | -o | --output | --format | --type | --on-duplicate | --name | \
 			--seed | --created | --buckets | --load-factor | --hash-bits | --copies | \
-			--page-size)
+			--page-size | --prefix | --max-value)
 			[[ ${words[i]} == -r || ${words[i]} == --root ]] && root=${words[i + 1]}
 			((i++))
 			;;
@@ -88,13 +90,14 @@ _shmctl()
 	fi
 	case $obj in
 	help)
-		[[ -z $cmd ]] && COMPREPLY=($(compgen -W 'image cache hugepages doctor' -- "$cur"))
+		[[ -z $cmd ]] && COMPREPLY=($(compgen -W 'image cache hugepages doctor bpf' -- "$cur"))
 		return
 		;;
 	im | ima | imag | image) obj=image ;;
 	c | ca | cac | cach | cache) obj=cache ;;
 	hu* | hugepages) [[ hugepages == "$obj"* ]] && obj=hugepages || return ;;
 	d* | doctor) [[ doctor == "$obj"* ]] && obj=doctor || return ;;
+	b | bp | bpf) obj=bpf ;;
 	*) return ;;
 	esac
 	if [[ -z $cmd ]]; then
@@ -115,6 +118,7 @@ _shmctl()
 			COMPREPLY=($(compgen -W "--copies --page-size --persist --no-mount $global_opts" \
 				-- "$cur"))
 			;;
+		bpf/e*) COMPREPLY=($(compgen -W "--prefix --max-value $global_opts" -- "$cur")) ;;
 		*/g*) COMPREPLY=($(compgen -W "--key-base64 $global_opts" -- "$cur")) ;;
 		*) COMPREPLY=($(compgen -W "$global_opts" -- "$cur")) ;;
 		esac
@@ -129,6 +133,9 @@ _shmctl()
 	hugepages/p* | hugepages/r*) _filedir shmkv ;;
 	cache/stat | cache/stats)
 		COMPREPLY=($(compgen -W "$(_shmctl_caches "$root")" -- "$cur"))
+		;;
+	bpf/e* | bpf/s* | bpf/u*)
+		((nargs == 0)) && COMPREPLY=($(compgen -W "$(_shmctl_caches "$root")" -- "$cur"))
 		;;
 	cache/st* | cache/g* | cache/rea* | cache/rel* | cache/ro* | cache/d* | cache/lo*)
 		if ((nargs == 0)); then

@@ -127,7 +127,9 @@ if not os.path.exists('/usr/share/bash-completion/bash_completion'):
          'the completion cannot be tested')
 else:
     cases = [
-        ('shmctl ', {'image', 'cache', 'hugepages', 'doctor', 'help', 'version'}),
+        ('shmctl ', {'image', 'cache', 'hugepages', 'doctor', 'bpf', 'help', 'version'}),
+        ('shmctl bpf ', {'export', 'status', 'unexport', 'help'}),
+        ('shmctl bpf export --m', {'--max-value'}),
         ('shmctl hu', {'hugepages'}),
         ('shmctl do', {'doctor'}),
         ('shmctl doctor ', {'check', 'help'}),
