@@ -18,14 +18,10 @@ import sys
 import tempfile
 import time
 
+from pyutil import check, fails, finish, read, start_loader, stop_loader, wait_for
+
 shmctl, loader = sys.argv[1], sys.argv[2]
-fails = []
 tmp = tempfile.mkdtemp(prefix='shmkv-stats-test.')
-
-
-def check(cond, msg):
-    if not cond:
-        fails.append(msg)
 
 
 def run(*args):
@@ -80,12 +76,8 @@ try:
     write_conf(prom)
     logpath = os.path.join(tmp, 'loader.log')
     log = open(logpath, 'w')
-    proc = subprocess.Popen([loader, '--config', conf, '--root', root, '--spool', spool,
-                             '--shm-dir', shm, '--memory', 'shm', '--foreground'], stderr=log)
-    for _ in range(200):
-        if os.path.exists(os.path.join(root, 'control.sock')):
-            break
-        time.sleep(0.05)
+    proc = start_loader(loader, root, ['--config', conf, '--spool', spool, '--shm-dir', shm,
+                                       '--memory', 'shm'], log)
     src = os.path.join(tmp, 'u.jsonl')
     with open(src, 'w') as f:
         for i in range(100):
@@ -96,11 +88,8 @@ try:
     with open(os.path.join(tmp, 'bad'), 'w') as f:
         f.write('junk\n')
     os.rename(os.path.join(tmp, 'bad'), os.path.join(spool, 'bad.shmkv'))
-    for _ in range(200):
-        if (not os.path.exists(os.path.join(spool, 'users.shmkv')) and
-                os.path.exists(os.path.join(spool, 'bad.shmkv.rejected'))):
-            break
-        time.sleep(0.05)
+    wait_for(lambda: not os.path.exists(os.path.join(spool, 'users.shmkv')) and
+             os.path.exists(os.path.join(spool, 'bad.shmkv.rejected')))
     time.sleep(0.2)
 
     rc, out, err = run('-j', 'cache', 'status', 'users')
@@ -168,8 +157,7 @@ try:
     # the metrics file: the same text, kept current by a rename
     time.sleep(1.5)
     rc, out, err = run('cache', 'stats', '--prometheus')
-    with open(prom) as f:
-        ftext = f.read()
+    ftext = read(prom)
     fs = parse_prom(ftext)
     check(fs == parse_prom(out), f'metrics file differs from stats --prometheus:\n{ftext}\n{out}')
     check(os.listdir(promdir) == ['shmkv.prom'], f'temporaries left: {os.listdir(promdir)}')
@@ -215,21 +203,9 @@ try:
     check(rc == 2 and 'exclude' in out, f'-j with --prometheus: {rc} {out}')
 finally:
     if proc:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            rc = proc.wait(timeout=20)
-            check(rc == 0, f'the loader exited {rc} after SIGTERM')
-            if os.path.exists(prom):
-                with open(prom) as f:
-                    check(parse_prom(f.read()) == {('shmkv_up', frozenset()): 0.0},
-                          'metrics file at stop: shmkv_up 0')
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-            fails.append('the loader did not stop within 20 s of SIGTERM (killed)')
+        stop_loader(proc)
+        check(os.path.exists(prom) and parse_prom(read(prom)) == {('shmkv_up', frozenset()): 0.0},
+              'metrics file at stop: shmkv_up 0')
     shutil.rmtree(tmp, ignore_errors=True)
 
-for f in fails:
-    print('FAIL:', f)
-print(f'cache_stats_test: {len(fails)} failures')
-sys.exit(1 if fails else 0)
+finish('cache_stats_test')

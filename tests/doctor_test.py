@@ -7,27 +7,15 @@ usage: doctor_test.py SHMCTL SHMKV_LOADER"""
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import time
+
+from pyutil import check, fails, finish, start_loader, stop_loader, wait_for, write
 
 shmctl, loader = sys.argv[1], sys.argv[2]
-fails = []
 tmp = tempfile.mkdtemp(prefix='shmkv-doctor-test.')
 host = os.path.join(tmp, 'host')
-
-
-def check(cond, msg):
-    if not cond:
-        fails.append(msg)
-
-
-def write(path, text):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, 'w') as f:
-        f.write(text)
 
 
 def doctor(root, *extra):
@@ -99,18 +87,11 @@ try:
     os.mkdir(spool, 0o755)
     os.mkdir(shm, 0o755)
     log = open(os.path.join(tmp, 'loader.log'), 'w')
-    proc = subprocess.Popen([loader, '--root', root, '--spool', spool, '--shm-dir', shm,
-                             '--memory', 'shm', '--foreground'], stderr=log)
-    for _ in range(200):
-        if os.path.exists(os.path.join(root, 'control.sock')):
-            break
-        time.sleep(0.05)
+    proc = start_loader(loader, root, ['--spool', spool, '--shm-dir', shm, '--memory', 'shm'],
+                        log)
     write(os.path.join(tmp, 'bad.tmp'), 'not an image\n' * 500)
     os.rename(os.path.join(tmp, 'bad.tmp'), os.path.join(spool, 'bad.shmkv'))
-    for _ in range(200):
-        if os.path.exists(os.path.join(spool, 'bad.shmkv.rejected')):
-            break
-        time.sleep(0.05)
+    wait_for(lambda: os.path.exists(os.path.join(spool, 'bad.shmkv.rejected')))
     # a segment directory of another user on a (fake) hugetlbfs mount: the
     # loader would refuse it (root can plant one: chown)
     huge = os.path.join(tmp, 'huge')
@@ -136,18 +117,7 @@ try:
     r = subprocess.run([shmctl, 'doctor', 'check', 'extra'], capture_output=True, text=True)
     check(r.returncode == 2 and 'unexpected argument' in r.stderr, f'usage: {r.returncode} {r.stderr}')
 finally:
-    if proc:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            rc = proc.wait(timeout=20)
-            check(rc == 0, f'the loader exited {rc} after SIGTERM')
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-            fails.append('the loader did not stop within 20 s of SIGTERM (killed)')
+    stop_loader(proc)
     shutil.rmtree(tmp, ignore_errors=True)
 
-for f in fails:
-    print('FAIL:', f)
-print(f'doctor_test: {len(fails)} failures')
-sys.exit(1 if fails else 0)
+finish('doctor_test')

@@ -11,27 +11,12 @@ import subprocess
 import sys
 import tempfile
 
+from pyutil import check, fails, finish, read, write
+
 shmctl, snippet = sys.argv[1], sys.argv[2]
-fails = []
 tmp = tempfile.mkdtemp(prefix='shmkv-hp-test.')
 host = os.path.join(tmp, 'host')
 hp = os.path.join(host, 'sys/kernel/mm/hugepages')
-
-
-def check(cond, msg):
-    if not cond:
-        fails.append(msg)
-
-
-def write(path, text):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, 'w') as f:
-        f.write(text)
-
-
-def read(path):
-    with open(path) as f:
-        return f.read()
 
 
 def pool(kb, total, free):
@@ -170,7 +155,4 @@ try:
 finally:
     shutil.rmtree(tmp)
 
-for f in fails:
-    print('FAIL:', f)
-print(f'hugepages_test: {len(fails)} failures')
-sys.exit(1 if fails else 0)
+finish('hugepages_test')
