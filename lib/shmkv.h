@@ -19,6 +19,9 @@
  *   Attach to a loader-managed cache (shmkv/attach.h; lib/PROTOCOL.md)
  *     int  shmkv_attach(name, flags, &db)            root from $SHMKV_ROOT or /run/shmkv
  *     int  shmkv_attach_diag(root, name, flags, &db, why, why_len)  same, with the reason
+ *     int  shmkv_attach_node(root, name, node, flags, &db, why, why_len)  the copy of NUMA
+ *            node (numa=replicate), else the nearest; attach uses the calling thread's node
+ *     int  shmkv_node(db)                            node of the copy read (-1: not pinned)
  *     int  shmkv_refresh(db)                         0 unchanged, 1 moved to a new generation
  *     uint64_t shmkv_generation(db)                  generation served (0: a file handle)
  *     flags: SHMKV_ATTACH_VERIFY (checksums at attach), SHMKV_OPEN_DEEP

@@ -188,7 +188,7 @@ static void adopt_one(struct loader *L, struct scan *sc, const char *name)
 	seg.path[SHMKV_CTL_PATH_MAX - 1] = 0;
 	uint64_t gen = ctl_generation(&c->ctl);
 	uint32_t count = c->ctl.map->segment_count;
-	int odd = ctl_seq_odd(&c->ctl), valid = 0;
+	int odd = ctl_seq_odd(&c->ctl), valid = 0, lost = 0;
 	struct seg_info in;
 	if (gen && count >= 1) {
 		err = seg_inspect(seg.path, &in, why, sizeof why);
@@ -204,7 +204,25 @@ static void adopt_one(struct loader *L, struct scan *sc, const char *name)
 	if (valid) {
 		c->cur = in;
 		c->cur.generation = gen;
+		/* as published: verified by the load that published it */
+		c->cur.node = seg.node >= 0 && seg.node < 64 ? seg.node : -1;
 		c->have_cur = 1;
+		/* its replicas (numa=replicate); one that is gone or bad is left
+		 * out by the repair below */
+		for (uint32_t k = 1; k < count && k < SHMKV_CTL_MAX_SEGMENTS; k++) {
+			shmkv_ctl_segment rs;
+			memcpy(&rs, (const void *)&c->ctl.map->segments[k], sizeof rs);
+			rs.path[SHMKV_CTL_PATH_MAX - 1] = 0;
+			struct seg_info ri;
+			if (seg_inspect(rs.path, &ri, why, sizeof why) != 0 || ri.size != seg.size) {
+				log_err("cache=%s: replica %u unusable: %s", name, k, why);
+				lost = 1;
+				continue;
+			}
+			ri.generation = gen;
+			ri.node = rs.node >= 0 && rs.node < 64 ? rs.node : -1;
+			c->cur_more[c->ncur_more++] = ri;
+		}
 	}
 	if (rb_hint.path[0] && (!valid || strcmp(rb_hint.path, c->cur.path)) &&
 	    seg_inspect(rb_hint.path, &in, why, sizeof why) == 0) {
@@ -212,12 +230,13 @@ static void adopt_one(struct loader *L, struct scan *sc, const char *name)
 		c->rb.generation = rb_hint.generation;
 		c->have_rb = 1;
 	}
-	if (odd || (gen && !valid)) {
+	if (odd || (gen && !valid) || lost) {
 		/* a publish a crash left open, or a published file that is gone */
 		const char *how;
 		if (!valid && newest_valid(sc, name, &in)) {
 			c->cur = in;
 			c->have_cur = 1;
+			c->ncur_more = 0;
 			if (c->have_rb && !strcmp(c->rb.path, in.path))
 				c->have_rb = 0;
 			how = "republished the newest complete segment";
@@ -225,22 +244,29 @@ static void adopt_one(struct loader *L, struct scan *sc, const char *name)
 			c->cur = c->rb;
 			c->have_cur = 1;
 			c->have_rb = 0;
+			c->ncur_more = 0;
 			how = "published the rollback segment";
 		} else {
-			how = valid ? "republished its segment" : "no usable segment: published none";
+			how = valid ? (lost ? "republished without the replicas that are gone"
+					    : "republished its segment")
+				    : "no usable segment: published none";
 		}
 		uint64_t ng = gen + 1;
 		if (c->have_cur) {
-			shmkv_ctl_segment cs = seg_ctl_entry(&c->cur);
-			ctl_publish(&c->ctl, ng, &cs, 1);
+			shmkv_ctl_segment cs[SHMKV_CTL_MAX_SEGMENTS];
+			uint32_t ncs = cache_ctl_entries(&c->cur, c->cur_more, c->ncur_more, cs);
+			ctl_publish(&c->ctl, ng, cs, ncs);
 			c->cur.generation = ng;
+			for (unsigned k = 0; k < c->ncur_more; k++)
+				c->cur_more[k].generation = ng;
 			PROBE(publish, name, ng, c->cur.size, c->cur.path);
 		} else {
 			ctl_publish(&c->ctl, ng, NULL, 0);
 			PROBE(publish, name, ng, (uint64_t)0, "");
 		}
 		log_warn("repaired cache=%s gen=%llu: control segment was %s; %s", name,
-			 (unsigned long long)ng, odd ? "mid-publish (seq odd)" : "naming a bad file",
+			 (unsigned long long)ng, odd ? "mid-publish (seq odd)"
+					     : !valid ? "naming a bad file" : "naming a bad replica",
 			 how);
 	}
 	if (c->have_cur)
@@ -267,6 +293,9 @@ static int kept(struct loader *L, const struct found *f)
 		if ((c->have_cur && !strcmp(c->cur.path, f->path)) ||
 		    (c->have_rb && !strcmp(c->rb.path, f->path)))
 			return 1;
+		for (unsigned k = 0; c->have_cur && k < c->ncur_more; k++)
+			if (!strcmp(c->cur_more[k].path, f->path))
+				return 1; /* a published replica (numa=replicate) */
 	}
 	return 0;
 }
@@ -353,11 +382,14 @@ int adopt_all(struct loader *L, char *why_out, size_t why_out_len)
 		    ctl_open(L->root, name, &tmp, why, sizeof why) == 0) {
 			char dir[PATH_MAX];
 			char p[SHMKV_CTL_PATH_MAX];
-			memcpy(p, (const void *)tmp.map->segments[0].path, sizeof p);
-			p[sizeof p - 1] = 0;
-			if (p[0] == '/') {
-				dir_of(p, dir, sizeof dir);
-				add_dir(&sc, dir);
+			/* every copy's directory: replicas may sit in other mounts */
+			for (unsigned k = 0; k < SHMKV_CTL_MAX_SEGMENTS; k++) {
+				memcpy(p, (const void *)tmp.map->segments[k].path, sizeof p);
+				p[sizeof p - 1] = 0;
+				if (p[0] == '/') {
+					dir_of(p, dir, sizeof dir);
+					add_dir(&sc, dir);
+				}
 			}
 			ctl_close(&tmp);
 		}

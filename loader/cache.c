@@ -93,10 +93,14 @@ int cache_drop_rollback(struct loader *L, struct cache *c, const char *reason)
 {
 	if (!c->have_rb)
 		return 0;
-	struct seg_info rb = c->rb;
+	struct seg_info rb = c->rb, more[SHMKV_CTL_MAX_SEGMENTS - 1];
+	unsigned nmore = c->nrb_more;
+	memcpy(more, c->rb_more, sizeof more);
 	pthread_mutex_lock(&L->lock);
 	c->have_rb = 0;
+	c->nrb_more = 0;
 	pthread_mutex_unlock(&L->lock);
+	cache_unlink_more(c, more, nmore);
 	int err = unlink(rb.path) != 0 && errno != ENOENT ? -errno : 0;
 	if (!err)
 		PROBE(unlink, c->name, rb.generation, rb.path);
@@ -157,5 +161,29 @@ enum load_fail load_fail_reason(int err)
 		return LOAD_FAIL_SOURCE;
 	default:
 		return LOAD_FAIL_OTHER;
+	}
+}
+
+uint32_t cache_ctl_entries(const struct seg_info *first, const struct seg_info *more,
+			   unsigned nmore, shmkv_ctl_segment *out)
+{
+	uint32_t n = 0;
+	out[n++] = seg_ctl_entry(first);
+	for (unsigned i = 0; i < nmore && n < SHMKV_CTL_MAX_SEGMENTS; i++)
+		out[n++] = seg_ctl_entry(&more[i]);
+	return n;
+}
+
+void cache_unlink_more(const struct cache *c, const struct seg_info *more, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		/* readers still mapping it keep it; the kernel frees it after them */
+		if (unlink(more[i].path) != 0 && errno != ENOENT) {
+			log_warn("unlink file=%s: %s", more[i].path, strerror(errno));
+			continue;
+		}
+		PROBE(unlink, c->name, more[i].generation, more[i].path);
+		log_info("freed cache=%s gen=%llu replica node=%d file=%s", c->name,
+			 (unsigned long long)more[i].generation, more[i].node, more[i].path);
 	}
 }

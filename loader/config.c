@@ -301,9 +301,9 @@ static int cache_key(struct parse *p, const char *k, const char *v)
 		return 1;
 	}
 	if (!strcmp(k, "numa")) {
-		if (strcmp(v, "none"))
-			return perr(p, "numa \"%s\": only \"none\" is supported so far (NUMA "
-				       "placement is not implemented yet)", v);
+		char why[300];
+		if (npolicy_parse(v, &cc->numa, why, sizeof why))
+			return perr(p, "%s", why);
 		return 1;
 	}
 	if (!strcmp(k, "group"))

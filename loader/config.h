@@ -10,6 +10,8 @@
 
 #include <shmkv.h>
 
+#include "policy.h" /* numa/ */
+
 /* How images are read (io=). */
 enum io_engine {
 	IO_AUTO = 0,     /* io_uring; pread where io_uring is unavailable (logged) */
@@ -34,6 +36,7 @@ struct cache_conf {
 	int bpf;               /* bpf = yes: exported to BPF (loader/bpf.c) */
 	char bpf_prefix[129];  /* bpf_prefix: only keys under it ("" = all) */
 	uint32_t bpf_max_value; /* bpf_max_value: larger values stay out (0 = default 256) */
+	struct npolicy numa;   /* numa= (numa/policy.h); none by default */
 	int line;              /* line of the [cache NAME] header, 0 for defaults */
 };
 

@@ -18,6 +18,7 @@
 #include "json.h"
 #include "log.h"
 #include "mounts.h"
+#include "copies.h"
 #include "place.h"
 #include "vstream.h"
 
@@ -206,7 +207,8 @@ static char *reply_loaded(const struct cache *c, const struct load_stats *ls)
 /* Publishes a committed segment as the cache's new generation; the old
  * current becomes the rollback candidate, the old candidate is unlinked. */
 static int publish_new(struct loader *L, struct cache *c, const struct seg_info *in,
-		       const struct load_stats *st, char *why, size_t why_len)
+		       const struct seg_info *more, unsigned nmore, const struct load_stats *st,
+		       char *why, size_t why_len)
 {
 	if (!c->ctl.map) {
 		int err = ctl_create(L->root, c->name, c->conf.mode, c->conf.gid, &c->ctl, why,
@@ -215,25 +217,40 @@ static int publish_new(struct loader *L, struct cache *c, const struct seg_info 
 			return err;
 	}
 	uint64_t gen = ctl_generation(&c->ctl) + 1;
-	shmkv_ctl_segment cs = seg_ctl_entry(in);
-	ctl_publish(&c->ctl, gen, &cs, 1);
+	/* every copy of the generation at once (numa=replicate) */
+	shmkv_ctl_segment cs[SHMKV_CTL_MAX_SEGMENTS];
+	uint32_t ncs = cache_ctl_entries(in, more, nmore, cs);
+	ctl_publish(&c->ctl, gen, cs, ncs);
 	PROBE(publish, c->name, gen, in->size, in->path);
 
-	struct seg_info old_rb = c->rb;
+	struct seg_info old_rb = c->rb, old_rb_more[SHMKV_CTL_MAX_SEGMENTS - 1];
+	unsigned old_nrb_more = c->nrb_more;
+	memcpy(old_rb_more, c->rb_more, sizeof old_rb_more);
 	int had_rb = c->have_rb;
 	pthread_mutex_lock(&L->lock);
 	if (c->have_cur) {
 		c->rb = c->cur;
 		c->rb_stats = c->stats;
+		memcpy(c->rb_more, c->cur_more, sizeof c->rb_more);
+		c->nrb_more = c->ncur_more;
+	} else {
+		c->nrb_more = 0;
 	}
 	c->have_rb = c->have_cur;
 	c->cur = *in;
 	c->cur.generation = gen;
+	c->ncur_more = nmore;
+	for (unsigned i = 0; i < nmore; i++) {
+		c->cur_more[i] = more[i];
+		c->cur_more[i].generation = gen;
+	}
 	c->have_cur = 1;
 	c->stats = *st;
 	c->last_error[0] = 0;
 	c->failed_ms = 0;
 	pthread_mutex_unlock(&L->lock);
+	if (had_rb)
+		cache_unlink_more(c, old_rb_more, old_nrb_more);
 	if (had_rb) {
 		/* readers still mapping it keep it; the kernel frees it after them */
 		if (unlink(old_rb.path) != 0 && errno != ENOENT) {
@@ -282,15 +299,20 @@ static int make_room(void *arg, int hugetlb, uint64_t size, const char *reason)
 	return 1;
 }
 
-int op_load(struct loader *L, const char *name, const char *path, int nofollow, char **reply,
-	    char *why_out, size_t why_out_len)
+int op_load(struct loader *L, const char *name, const char *path, int nofollow,
+	    const char *numa, char **reply, char *why_out, size_t why_out_len)
 {
 	char why[512] = "", note[160] = "", q[640];
 	struct cache *c = cache_find(L, name);
 	struct vstream v;
 	struct seg s;
+	struct copies *cp = calloc(1, sizeof *cp);
 	int err, fd = -1, direct = 0, cached = 0, have_seg = 0;
 	memset(&v, 0, sizeof v);
+	if (!cp) {
+		err = diag_fail(-ENOMEM, why, sizeof why, "out of memory");
+		goto reject;
+	}
 	uint64_t t0 = now_ns();
 	if (!(shmkv_name_check(name) == 0)) {
 		err = diag_fail(-EINVAL, why, sizeof why,
@@ -346,7 +368,7 @@ int op_load(struct loader *L, const char *name, const char *path, int nofollow, 
 	atomic_store_explicit(&c->load_done, 0, memory_order_relaxed);
 	atomic_store_explicit(&c->load_total, size, memory_order_relaxed);
 	struct room_arg ra = {L, c};
-	const struct place_req pr = {
+	struct place_req pr = {
 		.conf = L->conf,
 		.prefix = L->prefix,
 		.name = c->name,
@@ -357,7 +379,14 @@ int op_load(struct loader *L, const char *name, const char *path, int nofollow, 
 		.make_room = make_room,
 		.arg = &ra,
 	};
+	/* NUMA: where each copy goes (numa/; replicate makes one per node) */
+	err = copies_plan(&pr, c->name, numa, &c->conf.numa, size, cp, why, sizeof why);
+	if (err)
+		goto reject;
+	pr.bind = &cp->plan.seg[0];
 	err = place_segment(&pr, size, &s, note, sizeof note, why, sizeof why);
+	if ((err == -ENOMEM || err == -ENOSPC) && copies_degrade(cp, c->name, why))
+		err = place_segment(&pr, size, &s, note, sizeof note, why, sizeof why);
 	if (err)
 		goto reject;
 	have_seg = 1;
@@ -378,6 +407,11 @@ int op_load(struct loader *L, const char *name, const char *path, int nofollow, 
 	if (!err)
 		err = source_unchanged(fd, &st, path, why, sizeof why);
 	PROBE(verify_done, name, err, size, now_ns() - t0);
+	if (!err) {
+		uint64_t next = c->next_load;
+		err = copies_make(cp, &pr, &s, size, &next, why, sizeof why);
+		c->next_load = next;
+	}
 	if (err)
 		goto reject;
 	uint64_t t_end = now_ns(), ms = (t_end - t0) / 1000000u;
@@ -385,26 +419,46 @@ int op_load(struct loader *L, const char *name, const char *path, int nofollow, 
 	double secs = (double)(t_end - t0) / 1e9;
 	atomic_store_explicit(&c->load_total, 0, memory_order_relaxed); /* as above */
 	s.info.entries = v.hdr->entry_count;
-	err = seg_commit(&s, why, sizeof why);
-	have_seg = 0;
-	if (err)
-		goto reject;
 	struct load_stats ls;
 	memset(&ls, 0, sizeof ls);
+	copies_verify(cp, c->name, &s, &ls);
+	err = seg_commit(&s, why, sizeof why);
+	have_seg = 0;
+	for (unsigned i = 0; i < cp->nmore; i++) {
+		cp->more[i].info.entries = s.info.entries;
+		if (!err)
+			err = seg_commit(&cp->more[i], why, sizeof why);
+		else
+			seg_discard(&cp->more[i]);
+	}
+	if (err) {
+		unlink(s.info.path);
+		for (unsigned i = 0; i < cp->nmore; i++)
+			unlink(cp->more[i].info.path); /* committed ones; the rest are gone */
+		cp->nmore = 0;
+		goto reject;
+	}
 	snprintf(ls.source, sizeof ls.source, "%s", path);
 	ls.ms = ms;
 	ls.alloc_ms = alloc_ms;
 	ls.gbps = secs > 0 ? (double)size / 1e9 / secs : 0;
 	ls.direct = direct;
 	snprintf(ls.note, sizeof ls.note, "%s", note);
-	err = publish_new(L, c, &s.info, &ls, why, sizeof why);
+	struct seg_info more[SHMKV_CTL_MAX_SEGMENTS - 1];
+	for (unsigned i = 0; i < cp->nmore; i++)
+		more[i] = cp->more[i].info;
+	err = publish_new(L, c, &s.info, more, cp->nmore, &ls, why, sizeof why);
 	if (err) {
 		unlink(s.info.path);
+		for (unsigned i = 0; i < cp->nmore; i++)
+			unlink(more[i].path);
+		cp->nmore = 0;
 		goto reject;
 	}
 	pthread_mutex_lock(&L->lock); /* read by status.c and metrics.c */
 	c->loads_ok++;
 	pthread_mutex_unlock(&L->lock);
+	free(cp);
 	close(fd);
 	vstream_free(&v);
 	if (cache_save_state(L, c))
@@ -427,6 +481,10 @@ reject:
 		atomic_store_explicit(&c->load_total, 0, memory_order_relaxed);
 	if (have_seg)
 		seg_discard(&s);
+	if (cp) {
+		copies_discard(cp);
+		free(cp);
+	}
 	if (fd >= 0)
 		close(fd);
 	vstream_free(&v);

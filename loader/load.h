@@ -11,8 +11,9 @@
  * Only a regular file is read; nothing blocks on the path (load.c:
  * open_source()). Returns 0 or a negative error; *reply gets the JSON reply
  * (malloc'd) and why (why_len bytes) the reason of a failure ("" on
- * success). */
-int op_load(struct loader *L, const char *name, const char *path, int nofollow, char **reply,
-	    char *why, size_t why_len);
+ * success). numa: a NUMA policy for this load (numa/policy.h; NULL or "":
+ * the cache's numa=). */
+int op_load(struct loader *L, const char *name, const char *path, int nofollow,
+	    const char *numa, char **reply, char *why, size_t why_len);
 
 #endif /* LOADER_LOAD_H */

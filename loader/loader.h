@@ -32,6 +32,18 @@ struct load_stats {
 	double gbps;           /* bytes / 1e9 / seconds */
 	int direct;            /* 1: O_DIRECT, 0: buffered */
 	char note[160];        /* why memory differs from the policy ("" if it does not) */
+	/* NUMA (numa/): the policy this image was loaded with, why its plan
+	 * changed (replicate degraded, placement wrong; "" if not), and per copy
+	 * (copy 0 = cur, then cur_more[]) where its pages were after the load */
+	char numa[NPOLICY_NAME_MAX];
+	char numa_note[400];
+	unsigned ncopies;          /* copies with figures below; 0: not queried */
+	struct copy_stat {
+		int32_t node;          /* pinned node as published, -1: not pinned */
+		int wrong;             /* pages off the plan's nodes: published unpinned */
+		uint64_t absent;       /* pages move_pages found in no node */
+		uint64_t pages[NTOPO_MAX_NODES]; /* pages per node id */
+	} copy[SHMKV_CTL_MAX_SEGMENTS];
 };
 
 /* Why a load failed, for the failure counters (cache.c:load_fail_reason()
@@ -58,6 +70,11 @@ struct cache {
 	int have_cur, have_rb;
 	struct seg_info cur;       /* published */
 	struct seg_info rb;        /* rollback candidate, linked, not published */
+	/* numa=replicate: the other copies of cur and of rb, one per node; they
+	 * are published, kept and freed with it */
+	unsigned ncur_more, nrb_more;
+	struct seg_info cur_more[SHMKV_CTL_MAX_SEGMENTS - 1];
+	struct seg_info rb_more[SHMKV_CTL_MAX_SEGMENTS - 1];
 	uint64_t next_load;        /* load id of the next segment file */
 	struct load_stats stats;    /* of the current image */
 	struct load_stats rb_stats; /* of the rollback candidate */
@@ -83,6 +100,7 @@ struct job {
 	char name[SHMKV_CACHE_NAME_MAX + 1];
 	char path[PATH_MAX];         /* JOB_LOAD: the image file; JOB_BPF_EXPORT: the prefix */
 	char arg[24];                /* JOB_BPF_EXPORT: max_value ("" = default) */
+	char numa[NPOLICY_NAME_MAX]; /* JOB_LOAD: NUMA policy of this load; "": the cache's */
 	int from_spool;              /* JOB_LOAD: path is a spool file (skipped if gone) */
 	/* JOB_LOAD from the spool: identity of the file the event named. The job
 	 * loads, removes or renames only that file: a newer one renamed over the
@@ -158,6 +176,13 @@ const char *mem_policy_name(enum mem_policy p);
 int cache_save_state(struct loader *L, struct cache *c);
 /* worker: unlinks the rollback candidate (logged with reason), saves the state */
 int cache_drop_rollback(struct loader *L, struct cache *c, const char *reason);
+
+/* cache.c: the control-segment entries of a copy and its replicas (out has
+ * room for SHMKV_CTL_MAX_SEGMENTS); returns their count */
+uint32_t cache_ctl_entries(const struct seg_info *first, const struct seg_info *more,
+			   unsigned nmore, shmkv_ctl_segment *out);
+/* cache.c: unlinks replicas (logged "freed ... replica") */
+void cache_unlink_more(const struct cache *c, const struct seg_info *more, unsigned n);
 
 /* adopt.c: restart; refuses (error in why) a root others can write */
 int adopt_all(struct loader *L, char *why, size_t why_len);

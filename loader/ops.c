@@ -42,7 +42,7 @@ int op_reload(struct loader *L, const char *name, char **reply)
 	}
 	char src[PATH_MAX];
 	snprintf(src, sizeof src, "%s", d->c.source);
-	return op_load(L, name, src, 0, reply, NULL, 0);
+	return op_load(L, name, src, 0, NULL, reply, NULL, 0);
 }
 
 
@@ -63,8 +63,9 @@ int op_rollback(struct loader *L, const char *name, char **reply)
 		return fail(reply, err, "cache %s: the rollback segment is unusable: %s", name, why);
 	}
 	uint64_t gen = ctl_generation(&c->ctl) + 1, from = c->cur.generation;
-	shmkv_ctl_segment cs = seg_ctl_entry(&c->rb);
-	ctl_publish(&c->ctl, gen, &cs, 1);
+	shmkv_ctl_segment cs[SHMKV_CTL_MAX_SEGMENTS];
+	uint32_t ncs = cache_ctl_entries(&c->rb, c->rb_more, c->nrb_more, cs);
+	ctl_publish(&c->ctl, gen, cs, ncs); /* its replicas with it */
 	PROBE(publish, c->name, gen, c->rb.size, c->rb.path);
 	PROBE(rollback, c->name, from, gen, c->rb.generation);
 	pthread_mutex_lock(&L->lock);
@@ -76,6 +77,15 @@ int op_rollback(struct loader *L, const char *name, char **reply)
 	c->stats = c->rb_stats;
 	c->rb = t;
 	c->rb_stats = ts;
+	struct seg_info tm[SHMKV_CTL_MAX_SEGMENTS - 1];
+	unsigned tn = c->ncur_more;
+	memcpy(tm, c->cur_more, sizeof tm);
+	memcpy(c->cur_more, c->rb_more, sizeof tm);
+	c->ncur_more = c->nrb_more;
+	memcpy(c->rb_more, tm, sizeof tm);
+	c->nrb_more = tn;
+	for (unsigned i = 0; i < c->ncur_more; i++)
+		c->cur_more[i].generation = gen;
 	c->have_rb = had_cur;
 	c->have_cur = 1;
 	c->last_error[0] = 0;
@@ -116,12 +126,17 @@ int op_drop(struct loader *L, const char *name, char **reply)
 		PROBE(unlink, c->name, c->cur.generation, c->cur.path);
 	if (c->have_rb && unlink(c->rb.path) == 0)
 		PROBE(unlink, c->name, c->rb.generation, c->rb.path);
+	if (c->have_cur)
+		cache_unlink_more(c, c->cur_more, c->ncur_more);
+	if (c->have_rb)
+		cache_unlink_more(c, c->rb_more, c->nrb_more);
 	state_remove(L->root, name);
 	log_info("dropped cache=%s gen=%llu", name, (unsigned long long)gen);
 	notify_status("cache %s dropped", name);
 	if (c->configured) {
 		pthread_mutex_lock(&L->lock);
 		c->have_cur = c->have_rb = 0;
+		c->ncur_more = c->nrb_more = 0;
 		c->broken = 0;
 		memset(&c->stats, 0, sizeof c->stats);
 		memset(&c->rb_stats, 0, sizeof c->rb_stats);
@@ -168,7 +183,7 @@ static void load_missing(struct loader *L)
 		char *reply = NULL;
 		char src[PATH_MAX];
 		snprintf(src, sizeof src, "%s", d->c.source);
-		op_load(L, d->name, src, 0, &reply, NULL, 0);
+		op_load(L, d->name, src, 0, NULL, &reply, NULL, 0);
 		free(reply);
 	}
 }

@@ -17,6 +17,50 @@ static int is_short(int err)
 	return err == -ENOMEM || err == -ENOSPC;
 }
 
+/* seg_create() with the memory bound to r->bind's nodes before anything
+ * touches it: the thread's policy covers tmpfs' fallocate and the huge page
+ * reservation, mbind the mapping (faults of io_uring's workers too), and huge
+ * pages are faulted in now so that a node short of them is ENOMEM here, not
+ * SIGBUS halfway through the read. */
+static int create(const struct place_req *r, const char *dir, int hugetlb, uint64_t ps,
+		  uint64_t size, struct seg *s, char *why, size_t why_len)
+{
+	const struct nplan_seg *b = r->bind;
+	if (!b || b->mode == NBIND_NONE)
+		return seg_create(s, dir, hugetlb, ps, r->prefix, r->name, r->load_id, size, r->mode,
+				  r->gid, why, why_len);
+	char nodes[96];
+	ntopo_list_name(b->nodes, nodes, sizeof nodes);
+	int err = nbind_thread(b->mode, b->nodes);
+	if (err)
+		return diag_fail(err, why, why_len, "set_mempolicy (nodes %s): %s", nodes,
+				 strerror(-err));
+	err = seg_create(s, dir, hugetlb, ps, r->prefix, r->name, r->load_id, size, r->mode, r->gid,
+			 why, why_len);
+	if (!err) {
+		err = nbind_range(s->map, (size_t)s->info.map_size, b->mode, b->nodes);
+		if (err)
+			diag_fail(err, why, why_len, "mbind %s (nodes %s): %s", s->tmp, nodes,
+				  strerror(-err));
+		if (!err && hugetlb) {
+			err = nbind_populate(s->map, (size_t)s->info.map_size);
+			if (err == -EFAULT) /* SIGBUS at fault: no free huge page there */
+				err = -ENOMEM;
+			if (err)
+				diag_fail(err, why, why_len, "huge pages on node %s: %s", nodes,
+					  strerror(-err));
+		}
+		if (err)
+			seg_discard(s);
+	}
+	int e2 = nbind_thread(NBIND_NONE, 0);
+	if (e2 && !err) {
+		seg_discard(s);
+		err = diag_fail(e2, why, why_len, "set_mempolicy (default): %s", strerror(-e2));
+	}
+	return err;
+}
+
 static int try_hugetlb(const struct place_req *r, uint64_t size, struct seg *s, char *why,
 		       size_t why_len)
 {
@@ -37,8 +81,7 @@ static int try_hugetlb(const struct place_req *r, uint64_t size, struct seg *s, 
 		uint64_t ps = m[i].page_size, need = (size + ps - 1) / ps;
 		if (ps != smallest && need * ps - size > size / 8)
 			continue; /* would waste more than 1/8 of the image */
-		err = seg_create(s, m[i].dir, 1, ps, r->prefix, r->name, r->load_id, size, r->mode,
-				 r->gid, why, why_len);
+		err = create(r, m[i].dir, 1, ps, size, s, why, why_len);
 		if (!err)
 			return 0;
 		if (!is_short(err))
@@ -46,9 +89,16 @@ static int try_hugetlb(const struct place_req *r, uint64_t size, struct seg *s, 
 		char psn[16];
 		long long fr = mounts_free_hugepages(ps);
 		size_t dl = strlen(detail);
-		snprintf(detail + dl, sizeof detail - dl, "%s%llu x %s pages on %.100s (%lld free)",
-			 dl ? ", or " : "", (unsigned long long)need,
-			 memkind_page_size(ps, psn, sizeof psn), m[i].dir, fr);
+		char on[112] = "";
+		if (r->bind && r->bind->mode != NBIND_NONE) {
+			char nl[96];
+			snprintf(on, sizeof on, " bound to node %s",
+				 ntopo_list_name(r->bind->nodes, nl, sizeof nl));
+		}
+		snprintf(detail + dl, sizeof detail - dl,
+			 "%s%llu x %s pages on %.100s%s (%lld free on all nodes)", dl ? ", or " : "",
+			 (unsigned long long)need, memkind_page_size(ps, psn, sizeof psn), m[i].dir,
+			 on, fr);
 	}
 	return diag_fail(-ENOMEM, why, why_len, "not enough huge pages: the image needs %s",
 			   detail);
@@ -58,8 +108,7 @@ static int try_shm(const struct place_req *r, uint64_t size, struct seg *s, char
 		   size_t why_len)
 {
 	const char *dir = r->conf->shm_dir;
-	int err = seg_create(s, dir, 0, (uint64_t)sysconf(_SC_PAGESIZE), r->prefix, r->name,
-			     r->load_id, size, r->mode, r->gid, why, why_len);
+	int err = create(r, dir, 0, (uint64_t)sysconf(_SC_PAGESIZE), size, s, why, why_len);
 	if (is_short(err)) {
 		struct statvfs sv;
 		unsigned long long fr = statvfs(dir, &sv) == 0
@@ -128,4 +177,26 @@ int place_segment(const struct place_req *r, uint64_t size, struct seg *s, char 
 		diag_fail(err, why, why_len, "%s; and %s", hwhy, swhy);
 	}
 	return err;
+}
+
+void place_first_choice(const struct place_req *r, uint64_t size, int *hugetlb,
+			uint64_t *page_size)
+{
+	*hugetlb = 0;
+	*page_size = (uint64_t)sysconf(_SC_PAGESIZE);
+	if (r->memory == MEM_SHM)
+		return;
+	struct hmount m[16];
+	size_t n = 0;
+	if (mounts_hugetlb(m, 16, &n, r->conf->hugetlb_dir) || !n)
+		return;
+	/* try_hugetlb()'s order: the largest page size wasting at most 1/8 */
+	for (size_t i = 0; i < n; i++) {
+		uint64_t ps = m[i].page_size, need = (size + ps - 1) / ps;
+		if (ps == m[n - 1].page_size || need * ps - size <= size / 8) {
+			*hugetlb = 1;
+			*page_size = ps;
+			return;
+		}
+	}
 }

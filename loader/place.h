@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "bind.h" /* numa/ */
 #include "config.h"
 #include "segment.h"
 
@@ -19,6 +20,9 @@ struct place_req {
 	enum mem_policy memory;
 	mode_t mode;
 	gid_t gid;                      /* (gid_t)-1: keep */
+	/* NUMA: the nodes this copy's memory is bound to before its first touch
+	 * (numa/bind.h); NULL or NBIND_NONE: the kernel's default */
+	const struct nplan_seg *bind;
 	/* Memory is short (hugetlb: huge pages, else tmpfs) for size bytes: may
 	 * free some (the loader drops the cache's rollback segment, logged with
 	 * reason) and returns 1 if it did and the allocation is worth retrying,
@@ -35,5 +39,11 @@ struct place_req {
  * refused), other -errno, with why. */
 int place_segment(const struct place_req *r, uint64_t size, struct seg *s, char *note,
 		  size_t note_len, char *why, size_t why_len);
+
+/* The memory place_segment() tries first for size bytes: *hugetlb and the
+ * page size (the tmpfs page size when no hugetlbfs mount serves), so that a
+ * NUMA plan counts the pages a node must have free. */
+void place_first_choice(const struct place_req *r, uint64_t size, int *hugetlb,
+			uint64_t *page_size);
 
 #endif /* LOADER_PLACE_H */

@@ -254,6 +254,7 @@ int seg_create(struct seg *s, const char *dir, int hugetlb, uint64_t page_size,
 	}
 	close(dfd);
 	in->load_id = load_id;
+	in->node = -1; /* until placement is verified (load.c) */
 	in->size = size;
 	in->page_size = page_size;
 	in->map_size = (size + page_size - 1) / page_size * page_size;
@@ -340,6 +341,7 @@ int seg_inspect(const char *path_in, struct seg_info *in, char *why, size_t why_
 		return diag_fail(-ENAMETOOLONG, why, why_len, "%s: path too long", path_in);
 	memcpy(path, path_in, plen + 1);
 	memset(in, 0, sizeof *in);
+	in->node = -1;
 	memcpy(in->path, path, plen + 1);
 	/* O_NONBLOCK: a FIFO put here must not block the loader; then fstat */
 	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
@@ -402,7 +404,7 @@ shmkv_ctl_segment seg_ctl_entry(const struct seg_info *in)
 {
 	shmkv_ctl_segment cs;
 	memset(&cs, 0, sizeof cs);
-	cs.node = -1;
+	cs.node = in->node;
 	cs.flags = in->flags;
 	cs.size = in->size;
 	cs.map_size = in->map_size;

@@ -41,6 +41,7 @@ struct seg_info {
 	uint32_t flags;                /* SHMKV_SEG_* */
 	uint64_t generation;           /* generation it was last published under */
 	uint64_t entries;              /* from the image header */
+	int32_t node;                  /* NUMA node it is pinned to (verified), -1: not */
 };
 
 /* A segment being loaded: mapped read-write, named *.loading. */
@@ -100,7 +101,7 @@ void seg_discard(struct seg *s);
  * the section checksums). Fills info (not generation). */
 int seg_inspect(const char *path, struct seg_info *info, char *why, size_t why_len);
 
-/* The control-segment entry that publishes this segment (not NUMA-pinned). */
+/* The control-segment entry that publishes this segment (node: info->node). */
 shmkv_ctl_segment seg_ctl_entry(const struct seg_info *in);
 
 #endif /* LOADER_SEGMENT_H */

@@ -234,7 +234,7 @@ static void request(struct loader *L, struct client *c, char *line)
 	int want;
 	const char *u;
 	if (!strcmp(v, "load"))
-		kind = JOB_LOAD, want = 3, u = "load NAME PATH";
+		kind = JOB_LOAD, want = n == 4 ? 4 : 3, u = "load NAME PATH [NUMA]";
 	else if (!strcmp(v, "reload"))
 		kind = JOB_RELOAD, want = 2, u = "reload NAME";
 	else if (!strcmp(v, "rollback"))
@@ -289,6 +289,13 @@ static void request(struct loader *L, struct client *c, char *line)
 	     (size_t)snprintf(j->arg, sizeof j->arg, "%s", w[3]) >= sizeof j->arg)) {
 		free(j);
 		emit(c, json_error_code("bpf_export: prefix or max_value too long", -EINVAL));
+		return;
+	}
+	/* the NUMA policy of this load (checked by the worker: load.c) */
+	if (kind == JOB_LOAD && n == 4 &&
+	    (size_t)snprintf(j->numa, sizeof j->numa, "%s", w[3]) >= sizeof j->numa) {
+		free(j);
+		emit(c, json_error_code("numa policy too long", -EINVAL));
 		return;
 	}
 	j->client = c->id;

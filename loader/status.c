@@ -65,6 +65,43 @@ static void summary(struct json *j, const struct loader *L, const struct cache_s
 	}
 }
 
+/* "numa": the policy of the current image, why its plan changed, and per
+ * copy its node (null: not pinned) and pages per node (move_pages after
+ * the load; absent where the host has one node and the policy is none) */
+static void numa_status(struct json *j, const struct cache *c)
+{
+	const struct load_stats *ls = &c->stats;
+	json_obj_begin(j, "numa");
+	json_str(j, "policy", ls->numa[0] ? ls->numa : "none");
+	json_str(j, "note", ls->numa_note[0] ? ls->numa_note : NULL);
+	json_arr_begin(j, "copies");
+	for (unsigned i = 0; i <= c->ncur_more; i++) {
+		const struct seg_info *in = i ? &c->cur_more[i - 1] : &c->cur;
+		json_obj_begin(j, NULL);
+		json_str(j, "segment", in->path);
+		if (in->node >= 0)
+			json_u64(j, "node", (uint64_t)in->node);
+		else
+			json_null(j, "node");
+		if (i < ls->ncopies) {
+			const struct copy_stat *cs = &ls->copy[i];
+			json_bool(j, "placement_ok", !cs->wrong);
+			json_obj_begin(j, "pages_per_node");
+			for (int n = 0; n < NTOPO_MAX_NODES; n++) {
+				char k[8];
+				snprintf(k, sizeof k, "%d", n);
+				if (cs->pages[n])
+					json_u64(j, k, cs->pages[n]);
+			}
+			json_obj_end(j);
+			json_u64(j, "pages_absent", cs->absent);
+		}
+		json_obj_end(j);
+	}
+	json_arr_end(j);
+	json_obj_end(j);
+}
+
 static void spool_health(struct json *j, const struct loader *L)
 {
 	json_obj_begin(j, "spool");
@@ -147,6 +184,7 @@ char *status_cache(struct loader *L, const char *name)
 		json_f64(&j, "gbps", c->stats.gbps, 2);
 		json_bool(&j, "direct_io", c->stats.direct);
 		json_str(&j, "memory_note", c->stats.note[0] ? c->stats.note : NULL);
+		numa_status(&j, c);
 	}
 	if (c->have_rb) {
 		json_obj_begin(&j, "rollback");

@@ -66,7 +66,7 @@ static void run(struct loader *L, struct job *j)
 		return; /* queued twice (a rescan) and handled, or replaced: its own job loads it */
 	switch (j->kind) {
 	case JOB_LOAD:
-		err = op_load(L, j->name, j->path, j->from_spool, &reply, why, sizeof why);
+		err = op_load(L, j->name, j->path, j->from_spool, j->numa, &reply, why, sizeof why);
 		break;
 	case JOB_RELOAD:
 		err = op_reload(L, j->name, &reply);

@@ -51,7 +51,10 @@ int cache_help(int argc, char **argv)
 		"          entries, load duration, readers, failures)\n"
 		"get       KEY's value in the current generation (as 'image get'; attaches\n"
 		"          like any reader, no loader needed); --key-base64: KEY is base64\n"
-		"load      load FILE (an image) into NAME and publish it as a new generation\n"
+		"load      load FILE (an image) into NAME and publish it as a new generation;\n"
+		"          --numa POLICY: this load's NUMA placement (none, local[=CPUS],\n"
+		"          node=N, interleave[=NODES], replicate[=NODES]; default: numa= of\n"
+		"          the cache in the loader's config)\n"
 		"readers   the processes that map NAME's segments: generation, RSS, PSS\n"
 		"          (from /proc; no loader needed; root sees every process)\n"
 		"reload    load NAME again from its configured source\n"
@@ -249,6 +252,27 @@ static int long_verb(const char *name, const char *const *words, size_t n)
 
 static int do_cache_load(int argc, char **argv)
 {
+	/* --numa POLICY is load's own option: taken out before the common ones */
+	const char *numa = NULL;
+	char *args[64];
+	int nargs = 0;
+	for (int i = 0; i < argc && nargs < 63; i++) {
+		if (!strcmp(argv[i], "--numa") && i + 1 < argc) {
+			numa = argv[++i];
+		} else if (!strncmp(argv[i], "--numa=", 7)) {
+			numa = argv[i] + 7;
+		} else if (!strcmp(argv[i], "--numa")) {
+			return p_usage("cache", "load: --numa needs a policy (none, local[=CPUS], "
+				       "node=N, interleave[=NODES], replicate[=NODES])");
+		} else {
+			args[nargs++] = argv[i];
+		}
+	}
+	args[nargs] = NULL;
+	if (numa && (!numa[0] || strpbrk(numa, "\t\n")))
+		return p_usage("cache", "load: --numa \"%s\" is not a policy", numa);
+	argc = nargs;
+	argv = args;
 	int rc = cache_args(argc, argv, 2, "NAME FILE");
 	if (rc >= 0)
 		return rc;
@@ -266,8 +290,8 @@ static int do_cache_load(int argc, char **argv)
 	if ((size_t)snprintf(abs, sizeof abs, "%s%s%s", file[0] == '/' ? "" : cwd,
 			     file[0] == '/' ? "" : "/", file) >= sizeof abs)
 		return p_err("%s: path too long", file);
-	const char *words[] = {"load", name, abs};
-	return long_verb(name, words, 3);
+	const char *words[] = {"load", name, abs, numa};
+	return long_verb(name, words, numa ? 4 : 3);
 }
 
 static int one_name_long(int argc, char **argv, const char *verb)

@@ -4,8 +4,11 @@
 #ifndef SHMKV_ATTACH_H
 #define SHMKV_ATTACH_H
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "atomic.h"
 #include "ctl.h"
@@ -88,13 +91,101 @@ static inline int shmkv__map_segment(const shmkv_ctl_segment *seg, unsigned flag
 	return 0;
 }
 
+/* Replica choice (lib/PROTOCOL.md, "Replicas"). No libnuma here: the node
+ * comes from getcpu(2), the distances from sysfs. */
+
+/* SHMKV_ATTACH_NODE_CURRENT: the replica of the node the calling thread runs
+ * on at attach and at each refresh that changes generation. */
+#define SHMKV_ATTACH_NODE_CURRENT (-1)
+
+/* The NUMA node the calling thread runs on now, or -1 (unknown; or a strict
+ * ISO C build without the Linux extensions _DEFAULT_SOURCE/_GNU_SOURCE,
+ * which declare syscall()). */
+static inline int shmkv__current_node(void)
+{
+#if defined(SYS_getcpu) && (defined(_DEFAULT_SOURCE) || defined(_GNU_SOURCE))
+	unsigned cpu = 0, node = 0;
+	if (syscall(SYS_getcpu, &cpu, &node, NULL) == 0 && node < 64u)
+		return (int)node;
+#endif
+	return -1;
+}
+
+/* SLIT distance from node `from` to each online node: dist[n] for n < 64,
+ * INT_MAX where unknown. /sys/devices/system/node/nodeF/distance lists one
+ * number per online node, in the order of .../online. */
+static inline void shmkv__node_distances(int from, int dist[64])
+{
+	for (int i = 0; i < 64; i++)
+		dist[i] = INT_MAX;
+	char path[96], line[1024];
+	int ids[64], n = 0;
+	FILE *f = fopen("/sys/devices/system/node/online", "r");
+	if (!f)
+		return;
+	char *ok = fgets(line, sizeof line, f);
+	fclose(f);
+	for (char *p = ok ? line : NULL; p && *p && n < 64;) {
+		char *end;
+		long a = strtol(p, &end, 10), b = a;
+		if (end == p)
+			break;
+		if (*end == '-')
+			b = strtol(end + 1, &end, 10);
+		for (long i = a; i <= b && i >= 0 && i < 64 && n < 64; i++)
+			ids[n++] = (int)i;
+		p = *end == ',' ? end + 1 : NULL;
+	}
+	snprintf(path, sizeof path, "/sys/devices/system/node/node%d/distance", from);
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	ok = fgets(line, sizeof line, f);
+	fclose(f);
+	char *p = ok ? line : NULL;
+	for (int i = 0; p && i < n; i++) {
+		char *end;
+		long d = strtol(p, &end, 10);
+		if (end == p)
+			break;
+		dist[ids[i]] = (int)d;
+		p = end;
+	}
+}
+
+/* Which of a snapshot's segments to map for node want (-1: unknown): the
+ * one pinned to want, else the nearest pinned one by distance, else 0. */
+static inline uint32_t shmkv__pick_segment(const shmkv_ctl *copy, int want)
+{
+	if (copy->segment_count <= 1 || want < 0)
+		return 0;
+	for (uint32_t i = 0; i < copy->segment_count; i++)
+		if (copy->segments[i].node == want)
+			return i;
+	int dist[64], best_d = INT_MAX;
+	uint32_t best = 0;
+	shmkv__node_distances(want, dist);
+	for (uint32_t i = 0; i < copy->segment_count; i++) {
+		int node = copy->segments[i].node;
+		if (node >= 0 && node < 64 && dist[node] < best_d) {
+			best_d = dist[node];
+			best = i;
+		}
+	}
+	return best;
+}
+
 /* Maps the current generation, retrying when it moves underneath (the loader
  * unlinks a segment only after publishing its successor). passes bounds each
- * seqcount read (shmkv__ctl_read_n). */
+ * seqcount read (shmkv__ctl_read_n). node: the replica wanted
+ * (SHMKV_ATTACH_NODE_CURRENT: this thread's node); a replica that does not
+ * map falls back to segment 0. */
 static inline int shmkv__attach_current(const shmkv_ctl *ctl, unsigned flags, uint32_t passes,
-					uint64_t *gen, shmkv_ctl_segment *seg, void **map,
+					int node, uint64_t *gen, shmkv_ctl_segment *seg, void **map,
 					char *why, size_t why_len)
 {
+	if (node == SHMKV_ATTACH_NODE_CURRENT)
+		node = shmkv__current_node();
 	int err = -EAGAIN;
 	shmkv_ctl copy;
 	for (int tries = 0; tries < 100; tries++) {
@@ -108,7 +199,8 @@ static inline int shmkv__attach_current(const shmkv_ctl *ctl, unsigned flags, ui
 					   "at most %u are possible", copy.segment_count,
 					   SHMKV_CTL_MAX_SEGMENTS);
 		*gen = copy.generation;
-		*seg = copy.segments[0];
+		uint32_t pick = shmkv__pick_segment(&copy, node);
+		*seg = copy.segments[pick];
 		/* generation 0, or a generation without segments (the loader found
 		 * its images gone at restart): nothing to map */
 		if (*gen == 0)
@@ -118,6 +210,10 @@ static inline int shmkv__attach_current(const shmkv_ctl *ctl, unsigned flags, ui
 					   "nothing published (generation %llu has no segment)",
 					   (unsigned long long)*gen);
 		err = shmkv__map_segment(seg, flags, map, why, why_len);
+		if (err && pick != 0) { /* that replica is unusable: the first copy */
+			*seg = copy.segments[0];
+			err = shmkv__map_segment(seg, flags, map, why, why_len);
+		}
 		if (err != -ENOENT)
 			return err;
 		if (shmkv_ctl_generation(ctl) == *gen)
@@ -135,6 +231,8 @@ typedef struct shmkv__attached {
 	uint64_t failed_seq; /* seq whose generation failed to map; odd (never a
 				published seq) when none */
 	int failed_err;      /* what that attempt returned */
+	int want_node;       /* replica wanted: a node, or SHMKV_ATTACH_NODE_CURRENT */
+	int node;            /* node of the replica mapped now; -1: not pinned */
 	char name[SHMKV_CACHE_NAME_MAX + 1]; /* the cache's name, for the probes (usdt.h) */
 } shmkv__attached;
 
@@ -143,13 +241,30 @@ typedef struct shmkv__attached {
  * a stall. */
 #define SHMKV__REFRESH_PASSES 64u
 
+/* shmkv_attach_diag() reading the replica of node (numa=replicate: the
+ * loader publishes one copy per node), else the nearest by distance, else
+ * the first copy; SHMKV_ATTACH_NODE_CURRENT: the node the calling thread
+ * runs on, at attach and again at each refresh that maps a new generation
+ * (a thread that migrates keeps reading its replica, remote now, until
+ * then). For threads pinned to a node. Returns as shmkv_attach_diag();
+ * -EINVAL for a node outside -1..63. */
+static inline int shmkv_attach_node(const char *root, const char *name, int node,
+				    unsigned flags, shmkv **out, char *why, size_t why_len);
+
 /* Attaches read-only to cache name under root (NULL: $SHMKV_ROOT, else
- * SHMKV_DEFAULT_ROOT). Returns 0; -ENOENT (no such cache); SHMKV_EPROTO
+ * SHMKV_DEFAULT_ROOT), to the replica of the calling thread's node (see
+ * shmkv_attach_node). Returns 0; -ENOENT (no such cache); SHMKV_EPROTO
  * (not a control segment, or another protocol version or layout); -EAGAIN
  * (nothing published yet, or the segment stays mid-update); -EINVAL (bad
  * name or flags); other -errno; image errors as shmkv_open_file(). */
 static inline int shmkv_attach_diag(const char *root, const char *name, unsigned flags,
 				    shmkv **out, char *why, size_t why_len)
+{
+	return shmkv_attach_node(root, name, SHMKV_ATTACH_NODE_CURRENT, flags, out, why, why_len);
+}
+
+static inline int shmkv_attach_node(const char *root, const char *name, int node,
+				    unsigned flags, shmkv **out, char *why, size_t why_len)
 {
 	int saved_errno = errno, err = 0;
 	void *map = NULL;
@@ -164,10 +279,16 @@ static inline int shmkv_attach_diag(const char *root, const char *name, unsigned
 		err = shmkv__fail(-EINVAL, why, why_len, "unknown attach flags %x", flags);
 		goto done;
 	}
+	if (node < SHMKV_ATTACH_NODE_CURRENT || node > 63) {
+		err = shmkv__fail(-EINVAL, why, why_len, "node %d: expected 0..63 or "
+				  "SHMKV_ATTACH_NODE_CURRENT", node);
+		goto done;
+	}
 	err = shmkv_ctl_open(root, name, 0, &ctl, why, why_len);
 	if (err)
 		goto done;
-	err = shmkv__attach_current(ctl, flags, SHMKV__SEQ_SPINS, &gen, &seg, &map, why, why_len);
+	err = shmkv__attach_current(ctl, flags, SHMKV__SEQ_SPINS, node, &gen, &seg, &map, why,
+				    why_len);
 	if (err) {
 		if (why && why_len) {
 			char tmp[256];
@@ -180,6 +301,8 @@ static inline int shmkv_attach_diag(const char *root, const char *name, unsigned
 		shmkv__attached *a = (shmkv__attached *)calloc(1, sizeof *a);
 		if (a) {
 			a->failed_seq = 1;
+			a->want_node = node;
+			a->node = seg.node;
 			snprintf(a->name, sizeof a->name, "%s", name); /* checked by shmkv_ctl_open */
 			db = &a->db;
 		}
@@ -256,14 +379,15 @@ static inline int shmkv_refresh(shmkv *db)
 	shmkv_ctl_segment seg;
 	uint64_t gen = 0;
 	void *map = NULL;
-	int err = shmkv__attach_current(db->ctl, db->flags, SHMKV__REFRESH_PASSES, &gen, &seg, &map,
-					NULL, 0);
+	int err = shmkv__attach_current(db->ctl, db->flags, SHMKV__REFRESH_PASSES, a->want_node, &gen,
+					&seg, &map, NULL, 0);
 	if (!err) {
 		munmap(db->map, db->map_len);
 		shmkv__bind(db, map, seg.size);
 		db->map = map;
 		db->map_len = (size_t)seg.map_size;
 		db->generation = gen;
+		a->node = seg.node;
 		a->failed_seq = 1;
 		err = 1;
 	} else {
@@ -273,6 +397,15 @@ static inline int shmkv_refresh(shmkv *db)
 	SHMKV__USDT(refresh, 5, db, a->name, old_gen, db->generation, err);
 	errno = saved_errno;
 	return err;
+}
+
+/* NUMA node of the copy this handle reads: the node the loader pinned it to
+ * and verified, or -1 (not pinned, or a file handle). */
+static inline int shmkv_node(const shmkv *db)
+{
+	if (!db->ctl)
+		return -1;
+	return ((const shmkv__attached *)db)->node; /* attached: allocated as one */
 }
 
 /* Generation this handle serves (0 for file handles). */

@@ -51,6 +51,9 @@ int header_test_shmkv_c(char *why, size_t why_len)
 	int (*attach)(const char *, unsigned, shmkv **) = shmkv_attach;
 	int (*attach_diag)(const char *, const char *, unsigned, shmkv **, char *, size_t) =
 		shmkv_attach_diag;
+	int (*attach_node)(const char *, const char *, int, unsigned, shmkv **, char *, size_t) =
+		shmkv_attach_node;
+	int (*node)(const shmkv *) = shmkv_node;
 	int (*refresh)(shmkv *) = shmkv_refresh;
 	uint64_t (*generation)(const shmkv *) = shmkv_generation;
 	uint64_t (*key_hash)(uint64_t, unsigned, const void *, size_t) = shmkv_key_hash;
@@ -88,6 +91,7 @@ int header_test_shmkv_c(char *why, size_t why_len)
 			     (const void *)(uintptr_t)ctl_gen, (const void *)(uintptr_t)ctl_mid,
 			     (const void *)(uintptr_t)ctl_pub, (const void *)(uintptr_t)attach,
 			     (const void *)(uintptr_t)attach_diag, (const void *)(uintptr_t)refresh,
+			     (const void *)(uintptr_t)attach_node, (const void *)(uintptr_t)node,
 			     (const void *)(uintptr_t)generation, (const void *)(uintptr_t)key_hash,
 			     (const void *)(uintptr_t)home, (const void *)(uintptr_t)tag,
 			     (const void *)(uintptr_t)slot_tag, (const void *)(uintptr_t)slot_meta,
