@@ -1,4 +1,5 @@
 // builder/builder.cc - the builder's C API: options, records, input files.
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -13,22 +14,55 @@
 #include <simdjson.h>
 
 #include "internal.h"
+#include "parallel.h"
 #include "probes.h"
 
 using namespace shmkv_build;
+
+void shmkv_build::hugepage_hint(const void *p, size_t n)
+{
+	uintptr_t b = align_up((uintptr_t)p, size_t(2) << 20), e = ((uintptr_t)p + n) & ~((uintptr_t(2) << 20) - 1);
+	if (e > b)
+		madvise((void *)b, e - b, MADV_HUGEPAGE);
+}
+
+void Arena::Unmap::operator()(uint8_t *p) const
+{
+	munmap(p, size);
+}
 
 uint8_t *Arena::alloc(size_t n)
 {
 	n = align_up(n, 8);
 	if (used_ + n > cap_) {
-		size_t sz = n > (size_t(64) << 20) ? n : (size_t(64) << 20);
-		blocks_.emplace_back(new uint8_t[sz]);
+		size_t sz = align_up(n > (size_t(64) << 20) ? n : (size_t(64) << 20), size_t(2) << 20);
+		blocks_.reserve(blocks_.size() + 1); // so that emplace_back cannot throw and leak m
+		void *m = mmap(nullptr, sz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m == MAP_FAILED)
+			throw std::bad_alloc();
+		hugepage_hint(m, sz);
+		blocks_.emplace_back((uint8_t *)m, Unmap{sz});
 		used_ = 0;
 		cap_ = sz;
 	}
 	uint8_t *p = blocks_.back().get() + used_;
 	used_ += n;
 	return p;
+}
+
+void Arena::adopt(Arena &&o)
+{
+	// in front: alloc() goes on from this arena's own last block
+	blocks_.insert(blocks_.begin(), std::make_move_iterator(o.blocks_.begin()),
+		       std::make_move_iterator(o.blocks_.end()));
+	o.blocks_.clear();
+	o.used_ = o.cap_ = 0;
+}
+
+unsigned shmkv_build::default_threads()
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n < 1 ? 1 : n > 64 ? 64 : (unsigned)n;
 }
 
 int shmkv_builder::fail(int code, const char *fmt, ...)
@@ -369,6 +403,90 @@ extern "C" int shmkv_builder_add_file(shmkv_builder *b, const char *path, int fo
 }
 
 namespace {
+// Progress of chunk 0 of T stands for the whole input.
+struct ChunkProgress {
+	shmkv_progress_fn fn;
+	void *ctx;
+	unsigned T;
+	static void cb(void *p, const char *phase, uint64_t done, uint64_t total)
+	{
+		auto *c = (ChunkProgress *)p;
+		c->fn(c->ctx, phase, done * c->T, total * c->T);
+	}
+};
+
+int parse_chunk(shmkv_builder *b, const char *data, size_t size, int format, unsigned tsv_type,
+		bool first_input, uint64_t line0)
+{
+	try {
+		if (format == SHMKV_INPUT_JSONL)
+			return add_jsonl(b, data, size, first_input, line0);
+		return add_tsv(b, data, size, tsv_type, line0);
+	} catch (const std::bad_alloc &) {
+		return b->fail(-ENOMEM, "%s: out of memory", b->here().c_str());
+	}
+}
+
+// Parses a large input in T chunks that start at line starts, each into its
+// own builder, then appends their records in file order. The first error in
+// file order is the one reported, with the same message a single thread gives.
+int parse_parallel(shmkv_builder *b, const char *data, size_t size, int format, unsigned tsv_type,
+		   bool first_input, unsigned T)
+{
+	std::vector<size_t> cut(T + 1);
+	cut[0] = 0;
+	for (unsigned t = 1; t < T; t++) {
+		size_t c = std::max(chunk_begin(size, T, t), cut[t - 1]);
+		const char *nl = c < size ? (const char *)memchr(data + c, '\n', size - c) : nullptr;
+		cut[t] = nl ? (size_t)(nl - data) + 1 : size;
+	}
+	cut[T] = size;
+	std::vector<uint64_t> lines(T + 1, 0);
+	run_threads(T, [&](unsigned t) {
+		lines[t + 1] = (uint64_t)std::count(data + cut[t], data + cut[t + 1], '\n');
+	});
+	for (unsigned t = 1; t <= T; t++)
+		lines[t] += lines[t - 1];
+	std::vector<shmkv_builder> sub(T);
+	ChunkProgress cp{b->opt.progress, b->opt.progress_ctx, T};
+	for (unsigned t = 0; t < T; t++) {
+		sub[t].opt = b->opt;
+		sub[t].opt.progress = t == 0 && cp.fn ? ChunkProgress::cb : nullptr;
+		sub[t].opt.progress_ctx = &cp;
+		sub[t].sources = b->sources;
+		sub[t].cur_src = b->cur_src;
+		sub[t].meta_seen = b->meta_seen;
+	}
+	std::vector<int> err(T, 0);
+	run_threads(T, [&](unsigned t) {
+		err[t] = parse_chunk(&sub[t], data + cut[t], cut[t + 1] - cut[t], format, tsv_type,
+				     first_input && t == 0, lines[t]);
+	});
+	for (unsigned t = 0; t < T; t++)
+		if (err[t]) {
+			b->err = sub[t].err;
+			b->cur_line = sub[t].cur_line;
+			return err[t];
+		}
+	// a meta line (first line of the first input) is in chunk 0
+	b->opt = sub[0].opt;
+	b->opt.progress = cp.fn;
+	b->opt.progress_ctx = cp.ctx;
+	b->meta_seen = sub[0].meta_seen;
+	size_t total = b->recs.size();
+	for (auto &s : sub)
+		total += s.recs.size();
+	b->recs.reserve(total);
+	hugepage_hint(b->recs.data(), total * sizeof(Record));
+	for (auto &s : sub) {
+		b->recs.insert(b->recs.end(), s.recs.begin(), s.recs.end());
+		s.recs = std::vector<Record>();
+		b->arena.adopt(std::move(s.arena));
+	}
+	b->cur_line = lines[T];
+	return 0;
+}
+
 int parse_input(shmkv_builder *b, const Input &in, int format, unsigned tsv_type, bool first_input)
 {
 	const char *data = in.data;
@@ -383,15 +501,48 @@ int parse_input(shmkv_builder *b, const Input &in, int format, unsigned tsv_type
 		return b->fail(SHMKV_EINPUT, "%s: UTF-16 byte-order mark: input must be UTF-8 (convert "
 					     "it: iconv -f UTF-16 -t UTF-8 FILE)", b->here().c_str());
 	}
-	try {
-		if (format == SHMKV_INPUT_JSONL)
-			return add_jsonl(b, data, size, first_input);
-		return add_tsv(b, data, size, tsv_type);
-	} catch (const std::bad_alloc &) {
-		return b->fail(-ENOMEM, "%s: out of memory", b->here().c_str());
+	unsigned T = b->threads ? b->threads : default_threads();
+	if (T > 1 && size >= (size_t(1) << 20)) {
+		try {
+			return parse_parallel(b, data, size, format, tsv_type, first_input, T);
+		} catch (const std::bad_alloc &) {
+			return b->fail(-ENOMEM, "%s: out of memory", b->here().c_str());
+		}
 	}
+	return parse_chunk(b, data, size, format, tsv_type, first_input, 0);
 }
 } // namespace
+
+extern "C" void shmkv_build_part_range(uint64_t k, uint64_t n, uint64_t buckets, uint64_t *lo,
+				       uint64_t *hi)
+{
+	*lo = (uint64_t)((unsigned __int128)buckets * (k - 1) / n);
+	*hi = (uint64_t)((unsigned __int128)buckets * k / n);
+}
+
+extern "C" uint64_t shmkv_build_part_of(uint64_t bucket, uint64_t n, uint64_t buckets)
+{
+	return (uint64_t)(((unsigned __int128)(bucket + 1) * n + buckets - 1) / buckets);
+}
+
+extern "C" int shmkv_builder_set_threads(shmkv_builder *b, unsigned threads)
+{
+	if (threads > 1024)
+		return b->fail(-EINVAL, "%u threads: at most 1024", threads);
+	b->threads = threads;
+	return 0;
+}
+
+extern "C" int shmkv_builder_set_part(shmkv_builder *b, uint64_t k, uint64_t n, int filter)
+{
+	if (n == 0 ? k != 0 : (k < 1 || k > n))
+		return b->fail(-EINVAL, "part %llu/%llu: expected K/N with 1 <= K <= N",
+			       (unsigned long long)k, (unsigned long long)n);
+	b->part_k = k;
+	b->part_n = n;
+	b->part_filter = filter != 0;
+	return 0;
+}
 
 extern "C" int shmkv_builder_finish(shmkv_builder *b, const char *path, shmkv_build_stats *st)
 {

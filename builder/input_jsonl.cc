@@ -456,11 +456,11 @@ bool at_end(ondemand::document &doc)
 
 } // namespace
 
-int add_jsonl(shmkv_builder *b, const char *data, size_t size, bool first_input)
+int add_jsonl(shmkv_builder *b, const char *data, size_t size, bool first_input, uint64_t line0)
 {
 	ondemand::parser parser;
 	std::string line_buf, key, enc, why;
-	uint64_t line_no = 0;
+	uint64_t line_no = line0;
 	bool saw_line = false;
 	size_t next_progress = 0;
 	ValueParser vp(why, b->opt.lossy_f32 != 0);

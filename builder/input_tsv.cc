@@ -184,11 +184,11 @@ bool encode_field(std::string_view field, unsigned type, bool lossy_f32, std::st
 
 } // namespace
 
-int add_tsv(shmkv_builder *b, const char *data, size_t size, unsigned type)
+int add_tsv(shmkv_builder *b, const char *data, size_t size, unsigned type, uint64_t line0)
 {
 	std::string enc, why;
 	std::vector<std::string> key;
-	uint64_t line_no = 0;
+	uint64_t line_no = line0;
 	size_t next_progress = 0;
 	for (size_t off = 0; off < size;) {
 		const char *nl = (const char *)memchr(data + off, '\n', size - off);

@@ -19,11 +19,22 @@ namespace shmkv_build {
 class Arena {
 public:
 	uint8_t *alloc(size_t n);
+	// Takes over another arena's blocks (records pointing into them stay valid).
+	void adopt(Arena &&o);
 
 private:
-	std::vector<std::unique_ptr<uint8_t[]>> blocks_;
+	struct Unmap {
+		size_t size;
+		void operator()(uint8_t *p) const;
+	};
+	std::vector<std::unique_ptr<uint8_t[], Unmap>> blocks_;
 	size_t used_ = 0, cap_ = 0;
 };
+
+// Asks for transparent huge pages over the whole pages of [p, p + n): the
+// layout and the write read records in hash order, a random order, and 4 KiB
+// pages would make nearly every read a TLB miss. A hint only: errors ignored.
+void hugepage_hint(const void *p, size_t n);
 
 // One added record; key and value bytes live in the arena.
 struct Record {
@@ -102,6 +113,9 @@ struct shmkv_builder {
 	std::vector<shmkv_build::FileId> outputs; // from check_output: inputs must not be these
 	bool finished = false;
 	bool meta_seen = false;
+	unsigned threads = 0;          // 0: shmkv_build::default_threads()
+	uint64_t part_k = 0, part_n = 0; // a part build (1-based k of n), or 0
+	bool part_filter = false;      // records of other parts are skipped, not an error
 
 	// Sets err to a formatted message and returns code.
 	int fail(int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -126,6 +140,7 @@ int note_input(shmkv_builder *b, const char *path, const struct stat &st);
 // Temporary names to remove on a signal (shmkv_build_cleanup).
 int cleanup_register(const std::string &path);
 void cleanup_unregister(int slot);
-int add_jsonl(shmkv_builder *b, const char *data, size_t size, bool first_input);
-int add_tsv(shmkv_builder *b, const char *data, size_t size, unsigned type);
+// line0: the lines of the file before data (a chunk of a file parsed in parallel).
+int add_jsonl(shmkv_builder *b, const char *data, size_t size, bool first_input, uint64_t line0);
+int add_tsv(shmkv_builder *b, const char *data, size_t size, unsigned type, uint64_t line0);
 } // namespace shmkv_build

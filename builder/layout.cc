@@ -1,65 +1,112 @@
 // builder/layout.cc - duplicates, value sharing, placement and the index.
+// Entries are in hash order (lib/FORMAT.md §14), so every phase is a sort or
+// a scan that splits by hash range across threads; the output does not depend
+// on the thread count.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <numeric>
 
 #include "layout.h"
+#include "parallel.h"
 
 namespace shmkv_build {
 
 namespace {
 
-// Sorts positions so that equal byte strings are adjacent, ties in position order.
-template <typename Bytes>
-void sort_by_bytes(std::vector<uint32_t> &pos, const std::vector<uint64_t> &hash, Bytes bytes)
+inline int cmp_bytes(const uint8_t *a, size_t la, const uint8_t *b, size_t lb)
 {
-	std::sort(pos.begin(), pos.end(), [&](uint32_t a, uint32_t b) {
-		if (hash[a] != hash[b])
-			return hash[a] < hash[b];
-		auto [pa, la] = bytes(a);
-		auto [pb, lb] = bytes(b);
-		if (la != lb)
-			return la < lb;
-		int c = la ? memcmp(pa, pb, la) : 0;
-		return c != 0 ? c < 0 : a < b;
-	});
+	if (la != lb)
+		return la < lb ? -1 : 1;
+	return la ? memcmp(a, b, la) : 0;
 }
 
-// Drops duplicate keys per the policy, or fails naming the earliest duplicate.
-int resolve_duplicates(shmkv_builder *b, const std::vector<uint64_t> &h, Layout &L)
+// Hashes every key, sorts records by (hash, key, input position), drops
+// duplicates per the policy or fails naming the earliest one. L.order and
+// L.hash are the kept records in entry order.
+int sort_and_dedup_keys(shmkv_builder *b, unsigned T, Layout &L)
 {
 	const auto &R = b->recs;
+	const auto &o = b->opt;
 	size_t n = R.size();
-	std::vector<uint32_t> idx(n);
-	std::iota(idx.begin(), idx.end(), 0u);
-	auto key = [&](uint32_t i) { return std::pair<const uint8_t *, size_t>(R[i].key, R[i].key_len); };
-	sort_by_bytes(idx, h, key);
-	std::vector<uint8_t> drop(n, 0);
+	std::vector<Item> sorted, tmp;
+	bool part = b->part_n != 0;
+	uint64_t lo = 0, hi = 0;
+	if (part)
+		shmkv_build_part_range(b->part_k, b->part_n, o.buckets, &lo, &hi);
+	std::vector<size_t> bad(T, SIZE_MAX); // first record outside the part, per thread
+	partition_sort(
+		T, n, sorted, tmp,
+		[&](size_t i, Item &it) {
+			it.h = shmkv_key_hash(o.seed, o.hash_bits, R[i].key, R[i].key_len);
+			if (part) {
+				uint64_t bk = shmkv_home_bucket(it.h, o.buckets);
+				if (bk < lo || bk >= hi) {
+					unsigned t = 0; // i's chunk: the first one whose end passes i
+					while (chunk_begin(n, T, t + 1) <= i)
+						t++;
+					if (bad[t] == SIZE_MAX)
+						bad[t] = i;
+					return false;
+				}
+			}
+			return true;
+		},
+		[&](const Item &a, const Item &c) {
+			if (a.h != c.h)
+				return a.h < c.h;
+			int d = cmp_bytes(R[a.i].key, R[a.i].key_len, R[c.i].key, R[c.i].key_len);
+			return d != 0 ? d < 0 : a.i < c.i;
+		});
+	tmp = std::vector<Item>();
+	if (part) {
+		size_t first_bad = *std::min_element(bad.begin(), bad.end());
+		L.filtered = n - sorted.size();
+		if (first_bad != SIZE_MAX && !b->part_filter) {
+			const Record &r = R[first_bad];
+			uint64_t h = shmkv_key_hash(o.seed, o.hash_bits, r.key, r.key_len);
+			uint64_t bk = shmkv_home_bucket(h, o.buckets);
+			uint64_t k = shmkv_build_part_of(bk, b->part_n, o.buckets);
+			return b->fail(SHMKV_EINPUT,
+				       "%s: key %s is in bucket %llu of %llu, which belongs to part "
+				       "%llu/%llu, not %llu/%llu (buckets %llu..%llu); route records by "
+				       "bucket range, or skip them with --filter-part",
+				       b->where(r, first_bad).c_str(), show_key(r.key, r.key_len).c_str(),
+				       (unsigned long long)bk, (unsigned long long)o.buckets,
+				       (unsigned long long)k, (unsigned long long)b->part_n,
+				       (unsigned long long)b->part_k, (unsigned long long)b->part_n,
+				       (unsigned long long)lo, (unsigned long long)(hi - 1));
+		}
+	}
+	size_t s_n = sorted.size();
 	uint64_t dup_keys = 0, dup_recs = 0;
 	uint32_t first = 0, second = UINT32_MAX;
-	for (size_t s = 0; s < n;) {
+	L.order.reserve(s_n);
+	L.hash.reserve(s_n);
+	hugepage_hint(L.order.data(), s_n * sizeof(uint32_t));
+	hugepage_hint(L.hash.data(), s_n * sizeof(uint64_t));
+	for (size_t s = 0; s < s_n;) {
 		size_t e = s + 1;
-		while (e < n && h[idx[e]] == h[idx[s]] && R[idx[e]].key_len == R[idx[s]].key_len &&
-		       memcmp(R[idx[e]].key, R[idx[s]].key, R[idx[s]].key_len) == 0)
+		const Record &rs = R[sorted[s].i];
+		while (e < s_n && sorted[e].h == sorted[s].h &&
+		       cmp_bytes(R[sorted[e].i].key, R[sorted[e].i].key_len, rs.key, rs.key_len) == 0)
 			e++;
+		size_t keep = s;
 		if (e - s > 1) {
 			dup_keys++;
 			dup_recs += e - s - 1;
-			if (idx[s + 1] < second) {
-				first = idx[s];
-				second = idx[s + 1];
+			if (sorted[s + 1].i < second) {
+				first = sorted[s].i;
+				second = sorted[s + 1].i;
 			}
-			if (b->opt.on_duplicate == SHMKV_DUP_FIRST)
-				for (size_t k = s + 1; k < e; k++)
-					drop[idx[k]] = 1;
-			else
-				for (size_t k = s; k + 1 < e; k++)
-					drop[idx[k]] = 1;
+			if (o.on_duplicate == SHMKV_DUP_LAST)
+				keep = e - 1;
 		}
+		L.order.push_back(sorted[keep].i);
+		L.hash.push_back(sorted[keep].h);
 		s = e;
 	}
-	if (dup_keys && b->opt.on_duplicate == SHMKV_DUP_ERROR) {
+	if (dup_keys && o.on_duplicate == SHMKV_DUP_ERROR) {
 		std::string more = dup_keys > 1 ? "; " + std::to_string(dup_keys) +
 							  " keys are duplicated in all"
 						: "";
@@ -69,92 +116,87 @@ int resolve_duplicates(shmkv_builder *b, const std::vector<uint64_t> &h, Layout 
 			       b->where(R[first], first).c_str(), more.c_str());
 	}
 	L.duplicates = dup_recs;
-	L.order.reserve(n - dup_recs);
-	for (uint32_t i = 0; i < n; i++)
-		if (!drop[i])
-			L.order.push_back(i);
 	return 0;
 }
 
 constexpr uint32_t kInline = UINT32_MAX;
 
-// Finds values worth sharing: (refs - 1) * stored size > 8 * refs.
-// Returns per kept record its group (or kInline); groups are numbered in
-// order of their first record.
-std::vector<uint32_t> share_values(shmkv_builder *b, Layout &L)
+// Finds values worth sharing: the entries shrink by more than the one shared
+// copy costs. Returns per entry its group (or kInline); groups are numbered in
+// order of their first entry.
+std::vector<uint32_t> share_values(shmkv_builder *b, unsigned T, Layout &L)
 {
 	const auto &R = b->recs;
 	size_t m = L.order.size();
 	std::vector<uint32_t> grp(m, kInline);
 	if (!b->opt.dedup)
 		return grp;
-	std::vector<uint64_t> vh(m);
-	for (size_t k = 0; k < m; k++) {
-		const Record &r = R[L.order[k]];
-		vh[k] = XXH3_64bits_withSeed(r.val, r.val_len, r.type);
-	}
-	std::vector<uint32_t> pos(m);
-	std::iota(pos.begin(), pos.end(), 0u);
-	auto val = [&](uint32_t k) {
-		const Record &r = R[L.order[k]];
-		return std::pair<const uint8_t *, size_t>(r.val, r.val_len);
+	std::vector<Item> sorted, tmp;
+	// the type seeds the hash and is compared, so equal bytes of two types stay apart
+	partition_sort(
+		T, m, sorted, tmp,
+		[&](size_t k, Item &it) {
+			if (k + 16 < m)
+				__builtin_prefetch(&R[L.order[k + 16]]);
+			if (k + 8 < m) {
+				const Record &p = R[L.order[k + 8]];
+				__builtin_prefetch(p.val);
+				__builtin_prefetch(p.val + p.val_len - 1);
+			}
+			const Record &r = R[L.order[k]];
+			it.h = XXH3_64bits_withSeed(r.val, r.val_len, r.type);
+			return true;
+		},
+		[&](const Item &a, const Item &c) {
+			if (a.h != c.h)
+				return a.h < c.h;
+			const Record &ra = R[L.order[a.i]], &rc = R[L.order[c.i]];
+			if (ra.type != rc.type)
+				return ra.type < rc.type;
+			int d = cmp_bytes(ra.val, ra.val_len, rc.val, rc.val_len);
+			return d != 0 ? d < 0 : a.i < c.i;
+		});
+	tmp = std::vector<Item>();
+	struct Group {
+		uint32_t rep; // first entry: ties sort by entry position
+		size_t s, e;  // its members in sorted
 	};
-	// type is part of the hash seed; compare it too so equal bytes of two types stay apart
-	std::sort(pos.begin(), pos.end(), [&](uint32_t a, uint32_t c) {
-		if (vh[a] != vh[c])
-			return vh[a] < vh[c];
-		const Record &ra = R[L.order[a]], &rc = R[L.order[c]];
-		if (ra.type != rc.type)
-			return ra.type < rc.type;
-		auto [pa, la] = val(a);
-		auto [pc, lc] = val(c);
-		if (la != lc)
-			return la < lc;
-		int d = la ? memcmp(pa, pc, la) : 0;
-		return d != 0 ? d < 0 : a < c;
-	});
-	std::vector<uint32_t> reps; // first record of each shared group
-	std::vector<uint32_t> tmp_grp(m, kInline);
+	std::vector<Group> groups;
 	for (size_t s = 0; s < m;) {
 		size_t e = s + 1;
-		const Record &rs = R[L.order[pos[s]]];
-		while (e < m) {
-			const Record &re = R[L.order[pos[e]]];
-			if (vh[pos[e]] != vh[pos[s]] || re.type != rs.type || re.val_len != rs.val_len ||
-			    (rs.val_len && memcmp(re.val, rs.val, rs.val_len) != 0))
+		if (e == m || sorted[e].h != sorted[s].h) { // the common case: a value of its own
+			s = e;
+			continue;
+		}
+		const Record &rs = R[L.order[sorted[s].i]];
+		while (e < m && sorted[e].h == sorted[s].h) {
+			const Record &re = R[L.order[sorted[e].i]];
+			if (re.type != rs.type || cmp_bytes(re.val, re.val_len, rs.val, rs.val_len) != 0)
 				break;
 			e++;
 		}
-		// Share when the entries shrink by more than the one shared copy costs.
 		uint64_t refs = e - s, copy = align_up(stored_len(rs.type, rs.val_len), 8), shrink = 0;
 		for (size_t k = s; k < e && refs > 1; k++) {
-			const Record &r = R[L.order[pos[k]]];
+			const Record &r = R[L.order[sorted[k].i]];
 			shrink += entry_size(r, false) - entry_size(r, true);
 		}
 		if (refs > 1 && shrink > copy) {
-			for (size_t k = s; k < e; k++)
-				tmp_grp[pos[k]] = (uint32_t)reps.size();
-			reps.push_back(pos[s]); // smallest position: ties sort by position
+			groups.push_back({sorted[s].i, s, e});
 			L.dedup_refs += refs;
 			L.dedup_saved += shrink - copy;
 		}
 		s = e;
 	}
-	// renumber groups by first record so VALUES follows input order
-	std::vector<uint32_t> by_first(reps.size());
-	std::iota(by_first.begin(), by_first.end(), 0u);
-	std::sort(by_first.begin(), by_first.end(),
-		  [&](uint32_t a, uint32_t c) { return reps[a] < reps[c]; });
-	std::vector<uint32_t> rank(reps.size());
-	for (uint32_t i = 0; i < by_first.size(); i++)
-		rank[by_first[i]] = i;
-	for (size_t k = 0; k < m; k++)
-		if (tmp_grp[k] != kInline)
-			grp[k] = rank[tmp_grp[k]];
-	L.shared_reps.resize(reps.size());
-	for (uint32_t g = 0; g < reps.size(); g++)
-		L.shared_reps[rank[g]] = reps[g];
-	L.dedup_values = reps.size();
+	// VALUES follows entry order: groups by their first entry
+	std::sort(groups.begin(), groups.end(),
+		  [](const Group &a, const Group &c) { return a.rep < c.rep; });
+	L.shared_reps.resize(groups.size());
+	for (uint32_t g = 0; g < groups.size(); g++) {
+		L.shared_reps[g] = groups[g].rep;
+		for (size_t x = groups[g].s; x < groups[g].e; x++)
+			grp[sorted[x].i] = g;
+	}
+	L.dedup_values = groups.size();
 	return grp;
 }
 
@@ -165,22 +207,21 @@ int compute_layout(shmkv_builder *b, Layout &L)
 	const auto &R = b->recs;
 	const auto &o = b->opt;
 	size_t n = R.size();
+	unsigned T = b->threads ? b->threads : default_threads();
 	if (n > UINT32_MAX - 1)
 		return b->fail(SHMKV_ELIMIT, "%zu records exceed the builder's limit of %u", n,
 			       UINT32_MAX - 1);
-	std::vector<uint64_t> h(n);
-	for (size_t i = 0; i < n; i++) {
-		h[i] = shmkv_key_hash(o.seed, o.hash_bits, R[i].key, R[i].key_len);
-		if ((i & 0xfffff) == 0)
-			b->progress("hashing", i, n);
-	}
-	b->progress("duplicates", 0, n);
-	int err = resolve_duplicates(b, h, L);
+	if (b->part_n && !o.buckets)
+		return b->fail(-EINVAL, "a part build (%llu/%llu) needs a fixed bucket count "
+					"(--buckets), the same for every part",
+			       (unsigned long long)b->part_k, (unsigned long long)b->part_n);
+	b->progress("sorting keys", 0, n);
+	int err = sort_and_dedup_keys(b, T, L);
 	if (err)
 		return err;
 	size_t m = L.order.size();
 	b->progress("sharing", 0, m);
-	std::vector<uint32_t> grp = share_values(b, L);
+	std::vector<uint32_t> grp = share_values(b, T, L);
 
 	if (o.buckets) {
 		if (o.buckets > UINT64_MAX / 64 / SHMKV_BUCKET_SLOTS || o.buckets * SHMKV_BUCKET_SLOTS < m)
@@ -196,20 +237,35 @@ int compute_layout(shmkv_builder *b, Layout &L)
 		return b->fail(SHMKV_ELIMIT, "index of %llu buckets exceeds the image size limit",
 			       (unsigned long long)L.bucket_count);
 
-	// Entries in input order; one that fits a cache line never straddles one,
-	// so a hit reads its bucket line and one entry line.
+	// Entries in hash order; one that fits a cache line never straddles one,
+	// so a hit reads its bucket line and one entry line. Sizes in parallel
+	// (records are read in a random order), positions in one cheap scan.
+	b->progress("placing", 0, m);
+	std::vector<uint32_t> size(m);
+	std::vector<uint64_t> logical(T, 0);
+	run_threads(T, [&](unsigned t) {
+		uint64_t sum = 0;
+		for (size_t k = chunk_begin(m, T, t), e = chunk_begin(m, T, t + 1); k < e; k++) {
+			if (k + 16 < e)
+				__builtin_prefetch(&R[L.order[k + 16]]);
+			const Record &r = R[L.order[k]];
+			size[k] = (uint32_t)entry_size(r, grp[k] != kInline);
+			sum += r.val_len;
+		}
+		logical[t] = sum;
+	});
+	L.value_bytes_logical = std::accumulate(logical.begin(), logical.end(), uint64_t(0));
 	L.entries_off = SHMKV_HEADER_SIZE + L.bucket_count * SHMKV_BUCKET_BYTES;
 	uint64_t pos = L.entries_off;
 	L.entry_off.resize(m);
 	for (size_t k = 0; k < m; k++) {
-		const Record &r = R[L.order[k]];
-		uint64_t sz = entry_size(r, grp[k] != kInline);
+		uint64_t sz = size[k];
 		if (sz <= 64 && (pos & 63) + sz > 64)
 			pos = align_up(pos, 64);
 		L.entry_off[k] = pos;
 		pos += sz;
-		L.value_bytes_logical += r.val_len;
 	}
+	size = std::vector<uint32_t>();
 	L.entries_end = pos;
 	L.values_off = align_up(L.entries_end, 64);
 	std::vector<uint64_t> goff(L.shared_reps.size());
@@ -233,7 +289,8 @@ int compute_layout(shmkv_builder *b, Layout &L)
 	// Index, in two passes so that as many keys as possible live in their home
 	// bucket: first every key whose home has room, then the rest, each in the
 	// first later bucket with room. A home bucket records its displaced keys
-	// in its meta bytes (format.h), so a miss reads one bucket.
+	// in its meta bytes (format.h), so a miss reads one bucket. Entries are in
+	// hash order, so homes ascend and both passes write the index in order.
 	b->progress("indexing", 0, m);
 	L.index.assign(L.bucket_count * SHMKV_BUCKET_SLOTS, 0);
 	std::vector<uint8_t> fill(L.bucket_count, 0);
@@ -243,7 +300,7 @@ int compute_layout(shmkv_builder *b, Layout &L)
 			tag << SHMKV_SLOT_TAG_SHIFT | L.entry_off[k] >> 3;
 	};
 	for (size_t k = 0; k < m; k++) {
-		uint64_t hv = h[L.order[k]];
+		uint64_t hv = L.hash[k];
 		uint64_t bk = shmkv_home_bucket(hv, L.bucket_count);
 		if (fill[bk] < SHMKV_BUCKET_SLOTS)
 			put(bk, k, shmkv_key_tag(hv));
@@ -251,7 +308,7 @@ int compute_layout(shmkv_builder *b, Layout &L)
 			displaced.push_back((uint32_t)k);
 	}
 	for (uint32_t k : displaced) {
-		uint64_t hv = h[L.order[k]], tag = shmkv_key_tag(hv);
+		uint64_t hv = L.hash[k], tag = shmkv_key_tag(hv);
 		uint64_t home = shmkv_home_bucket(hv, L.bucket_count), bk = home;
 		uint32_t d = 0;
 		while (fill[bk] == SHMKV_BUCKET_SLOTS) {

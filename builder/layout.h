@@ -7,6 +7,7 @@ namespace shmkv_build {
 
 struct Layout {
 	std::vector<uint32_t> order;       // kept records, in image order
+	std::vector<uint64_t> hash;        // their key hashes (ascending)
 	std::vector<uint64_t> entry_off;   // per kept record (parallel to order)
 	std::vector<uint64_t> shared_off;  // per kept record: value offset, or 0 if inline
 	std::vector<uint32_t> shared_reps; // records whose values form VALUES, in order
@@ -14,6 +15,7 @@ struct Layout {
 	uint64_t bucket_count = 0;
 	uint32_t max_probe = 0;
 	uint64_t duplicates = 0;
+	uint64_t filtered = 0;             // records of other parts skipped (--filter-part)
 	uint64_t entries_off = 0, entries_end = 0;
 	uint64_t values_off = 0, values_end = 0;
 	uint64_t file_size = 0;

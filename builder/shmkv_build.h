@@ -124,6 +124,27 @@ int shmkv_builder_add_strlist(shmkv_builder *b, const void *key, size_t key_len,
  * SHMKV_EINPUT, SHMKV_ELIMIT, -EEXIST (the file is a checked output), -errno. */
 int shmkv_builder_add_file(shmkv_builder *b, const char *path, int format, unsigned tsv_type);
 
+/* Partitioned builds (lib/FORMAT.md §14): part k of n (1-based) holds the
+ * buckets [lo, hi) = [floor(buckets * (k-1) / n), floor(buckets * k / n)),
+ * and a bucket b belongs to part ceil((b + 1) * n / buckets). A key's bucket
+ * is shmkv_home_bucket(shmkv_key_hash(seed, hash_bits, key, len), buckets)
+ * (lib/shmkv/tools.h). Both need 1 <= k <= n and buckets >= 1. */
+void shmkv_build_part_range(uint64_t k, uint64_t n, uint64_t buckets, uint64_t *lo, uint64_t *hi);
+uint64_t shmkv_build_part_of(uint64_t bucket, uint64_t n, uint64_t buckets);
+
+/* Threads for parsing large inputs and for the layout: 0 (the default) uses
+ * every online CPU (at most 64). The image does not depend on it.
+ * Returns 0, or -EINVAL above 1024. */
+int shmkv_builder_set_threads(shmkv_builder *b, unsigned threads);
+
+/* Makes this a part build: fragment k (1-based) of n, holding the keys whose
+ * home bucket is in [floor(buckets * (k-1) / n), floor(buckets * k / n))
+ * (lib/FORMAT.md §14, "Partitioned builds"); the buckets option must be set.
+ * A record of another part fails finish() with SHMKV_EINPUT naming it, or is
+ * skipped if filter is non-zero. n = 0 (with k = 0) makes it a whole build
+ * again. Returns 0, or -EINVAL unless 1 <= k <= n. */
+int shmkv_builder_set_part(shmkv_builder *b, uint64_t k, uint64_t n, int filter);
+
 typedef struct shmkv_build_stats {
 	uint64_t records;           /* records added */
 	uint64_t entries;           /* entries written (records less dropped duplicates) */

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "layout.h"
+#include "parallel.h"
 #include "probes.h"
 
 namespace shmkv_build {
@@ -42,6 +43,31 @@ public:
 				if (err)
 					return err;
 			}
+		}
+		return 0;
+	}
+	// A large piece: written from where it is, not copied into the buffer.
+	int put_big(const void *p, size_t n)
+	{
+		if (n < kBuf)
+			return put(p, n);
+		int err = flush();
+		if (err)
+			return err;
+		if (in_section_)
+			XXH3_64bits_update(&st_, p, n);
+		pos_ += n;
+		if (fd_ < 0)
+			return 0;
+		const char *c = (const char *)p;
+		while (n) {
+			ssize_t w = write(fd_, c, n);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w < 0)
+				return b_->fail(-errno, "writing %s: %s", path_, strerror(errno));
+			c += w;
+			n -= (size_t)w;
 		}
 		return 0;
 	}
@@ -101,6 +127,76 @@ private:
 	bool in_section_ = false;
 };
 
+// Renders entries [k0, k1) into buf, which stands for the image bytes from
+// entry_off[k0] up to end.
+void render_entries(const shmkv_builder *b, const Layout &L, size_t k0, size_t k1, uint64_t end,
+		    uint8_t *buf)
+{
+	const auto &R = b->recs;
+	uint64_t base = L.entry_off[k0];
+	memset(buf, 0, end - base);
+	for (size_t k = k0; k < k1; k++) {
+		// entries come in hash order, records in input order: fetch ahead
+		if (k + 16 < k1)
+			__builtin_prefetch(&R[L.order[k + 16]]);
+		if (k + 8 < k1) {
+			const Record &p = R[L.order[k + 8]];
+			__builtin_prefetch(p.key);
+			__builtin_prefetch(p.val + p.val_len - 1);
+		}
+		const Record &r = R[L.order[k]];
+		bool shared = L.shared_off[k] != 0;
+		uint8_t *e = buf + (L.entry_off[k] - base);
+		shmkv_entry_header eh = {r.type, (uint8_t)(shared ? SHMKV_EFLAG_SHARED : 0), r.key_len,
+					 r.val_len};
+		memcpy(e, &eh, sizeof eh);
+		if (r.key_len)
+			memcpy(e + sizeof eh, r.key, r.key_len);
+		uint64_t vpos = shmkv_entry_value_pos(&eh);
+		if (shared)
+			memcpy(e + vpos, &L.shared_off[k], 8);
+		else if (r.val_len)
+			memcpy(e + vpos, r.val, r.val_len); // a NUL terminator is already there
+	}
+}
+
+// The entries section, rendered in blocks of about kBlock bytes by all
+// threads, a round of one block each at a time, and written in order.
+int write_entries(shmkv_builder *b, const Layout &L, Writer &w)
+{
+	constexpr uint64_t kBlock = uint64_t(4) << 20;
+	size_t m = L.order.size();
+	unsigned T = b->threads ? b->threads : default_threads();
+	std::vector<std::vector<uint8_t>> buf(T);
+	struct Block {
+		size_t k0, k1;
+		uint64_t end;
+	};
+	std::vector<Block> round;
+	for (size_t k = 0; k < m;) {
+		round.clear();
+		while (round.size() < T && k < m) {
+			size_t k0 = k;
+			uint64_t start = L.entry_off[k0];
+			while (k < m && (k == k0 || L.entry_off[k] - start < kBlock))
+				k++;
+			round.push_back({k0, k, k < m ? L.entry_off[k] : L.entries_end});
+		}
+		for (size_t x = 0; x < round.size(); x++)
+			buf[x].resize(round[x].end - L.entry_off[round[x].k0]);
+		run_threads((unsigned)round.size(), [&](unsigned t) {
+			render_entries(b, L, round[t].k0, round[t].k1, round[t].end, buf[t].data());
+		});
+		for (size_t x = 0; x < round.size(); x++) {
+			int err = w.put_big(buf[x].data(), buf[x].size());
+			if (err)
+				return err;
+		}
+		b->progress("writing", k, m);
+	}
+	return 0;
+}
+
 // hdr: the header to write first (a stream), or null for zeros (pwritten later).
 int write_body(shmkv_builder *b, const Layout &L, Writer &w, shmkv_image_header &h,
 	       const shmkv_image_header *hdr)
@@ -119,33 +215,8 @@ int write_body(shmkv_builder *b, const Layout &L, Writer &w, shmkv_image_header 
 			 L.bucket_count * SHMKV_BUCKET_BYTES, w.end_section()};
 
 	w.begin_section();
-	size_t m = L.order.size();
-	for (size_t k = 0; k < m; k++) {
-		const Record &r = R[L.order[k]];
-		bool shared = L.shared_off[k] != 0;
-		if ((err = w.pad_to(L.entry_off[k])))
-			return err;
-		shmkv_entry_header eh = {r.type, (uint8_t)(shared ? SHMKV_EFLAG_SHARED : 0), r.key_len,
-					 r.val_len};
-		if ((err = w.put(&eh, sizeof eh)) || (err = w.put(r.key, r.key_len)))
-			return err;
-		uint64_t vpos = shmkv_entry_value_pos(&eh);
-		if ((err = w.pad_to(L.entry_off[k] + vpos)))
-			return err;
-		if (shared) {
-			err = w.put(&L.shared_off[k], 8);
-		} else {
-			err = w.put(r.val, r.val_len);
-			if (!err && stored_len(r.type, r.val_len) > r.val_len)
-				err = w.zeros(1);
-		}
-		if (!err)
-			err = w.pad_to(align_up(w.pos(), 8));
-		if (err)
-			return err;
-		if ((k & 0xfffff) == 0)
-			b->progress("writing", k, m);
-	}
+	if ((err = write_entries(b, L, w)))
+		return err;
 	if ((err = w.pad_to(L.entries_end)))
 		return err;
 	h.sections[1] = {SHMKV_SECTION_ENTRIES, 0, L.entries_off, L.entries_end - L.entries_off,

@@ -25,6 +25,9 @@ enum {
 	OPT_NO_DEDUP,
 	OPT_HASH_BITS,
 	OPT_LOSSY_F32,
+	OPT_THREADS,
+	OPT_PART,
+	OPT_FILTER_PART,
 };
 
 struct build_args {
@@ -33,6 +36,9 @@ struct build_args {
 	unsigned tsv_type;   /* 0: not given (string) */
 	shmkv_build_options o;
 	bool load_factor_given;
+	unsigned threads;          /* 0: every CPU */
+	unsigned long long part_k, part_n; /* --part K/N, or 0 */
+	bool filter_part;
 };
 
 static unsigned type_by_name(const char *s)
@@ -70,6 +76,9 @@ static int parse_args(int argc, char **argv, struct build_args *a)
 		{"no-dedup", no_argument, NULL, OPT_NO_DEDUP},
 		{"lossy-f32", no_argument, NULL, OPT_LOSSY_F32},
 		{"hash-bits", required_argument, NULL, OPT_HASH_BITS}, /* tests only */
+		{"threads", required_argument, NULL, OPT_THREADS},
+		{"part", required_argument, NULL, OPT_PART},
+		{"filter-part", no_argument, NULL, OPT_FILTER_PART},
 		{NULL, 0, NULL, 0},
 	};
 	shmkv_build_options *o = &a->o;
@@ -152,6 +161,30 @@ static int parse_args(int argc, char **argv, struct build_args *a)
 			o->hash_bits = (unsigned)u;
 			o->fixed |= SHMKV_OPT_HASH_BITS;
 			break;
+		case OPT_THREADS:
+			if (!parse_u64(optarg, &u) || u > 1024)
+				return BAD("--threads %s: expected 0 (every CPU) to 1024", optarg);
+			a->threads = (unsigned)u;
+			break;
+		case OPT_PART: {
+			char *slash = strchr(optarg, '/');
+			unsigned long long k = 0, n = 0;
+			if (slash) {
+				*slash = 0;
+				bool ok = parse_u64(optarg, &k) && parse_u64(slash + 1, &n);
+				*slash = '/';
+				if (!ok)
+					k = n = 0;
+			}
+			if (!n || k < 1 || k > n)
+				return BAD("--part %s: expected K/N with 1 <= K <= N", optarg);
+			a->part_k = k;
+			a->part_n = n;
+			break;
+		}
+		case OPT_FILTER_PART:
+			a->filter_part = true;
+			break;
 		default:
 			if ((rc = verb_common_opt(c, argv, image_help, "image")) >= 0)
 				return rc;
@@ -159,11 +192,17 @@ static int parse_args(int argc, char **argv, struct build_args *a)
 	}
 	if (!a->out)
 		return BAD("-o OUT is required");
+	if (a->part_n && !(o->fixed & SHMKV_OPT_BUCKETS))
+		return BAD("--part needs --buckets B, the same for every part and for the join");
+	if (a->filter_part && !a->part_n)
+		return BAD("--filter-part is for --part K/N builds");
 	if (!strcmp(a->out, "-") && json_output)
 		return BAD("-j and -o - both write to standard output; give -o FILE");
 	if (optind == argc)
 		return BAD("no INPUT given ('-' reads standard input)");
 	if (a->load_factor_given) {
+		if (a->part_n)
+			return BAD("--part needs --buckets, not --load-factor");
 		if (o->fixed & SHMKV_OPT_BUCKETS)
 			return BAD("--buckets and --load-factor exclude each other");
 		/* the bucket count follows the load factor, not a meta line */
@@ -179,7 +218,7 @@ static int parse_args(int argc, char **argv, struct build_args *a)
 	return -1;
 }
 
-static double now_seconds(void)
+double now_seconds(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -187,7 +226,7 @@ static double now_seconds(void)
 }
 
 /* With -o - the image is on stdout: the summary goes to stderr. */
-static void print_summary(const char *out, const shmkv_build_stats *s, double seconds)
+void print_summary(const char *out, const shmkv_build_stats *s, double seconds)
 {
 	double per_key = s->entries ? (double)s->image_bytes / (double)s->entries : 0.0;
 	FILE *f = stdout;
@@ -242,7 +281,7 @@ static void print_summary(const char *out, const shmkv_build_stats *s, double se
 }
 
 /* The builder's message for err, or a generic one if it left none. */
-static int build_error(const shmkv_builder *b, const char *what, int err)
+int build_error(const shmkv_builder *b, const char *what, int err)
 {
 	const char *msg = b ? shmkv_builder_error(b) : "";
 	if (msg && *msg)
@@ -260,7 +299,7 @@ static void on_signal(int sig)
 	raise(sig);
 }
 
-static void catch_signals(void)
+void catch_signals(void)
 {
 	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
 	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
@@ -293,7 +332,11 @@ int do_image_build(int argc, char **argv)
 		return p_err("cannot start the builder: %s", shmkv_strerror(err));
 	/* before reading any input: a refused output fails at once, and an input
 	 * that is the output is refused when it is added */
-	err = shmkv_builder_check_output(b, a.out);
+	err = shmkv_builder_set_threads(b, a.threads);
+	if (!err && a.part_n)
+		err = shmkv_builder_set_part(b, a.part_k, a.part_n, a.filter_part);
+	if (!err)
+		err = shmkv_builder_check_output(b, a.out);
 	if (err) {
 		rc = build_error(b, a.out, err);
 		shmkv_builder_free(b);

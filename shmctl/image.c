@@ -13,17 +13,19 @@ int image_help(int argc, char **argv)
 	print_help(
 		"Usage: " BIN_NAME " [OPTIONS] image { COMMAND | help }\n"
 		"       " BIN_NAME " image build -o { OUT | - } [BUILD_OPTS] INPUT...\n"
+		"       " BIN_NAME " image join -o { OUT | - } [--threads N] FRAGMENT...\n"
 		"       " BIN_NAME " image get [--key-base64] FILE KEY\n"
 		"       " BIN_NAME " image inspect FILE\n"
 		"       " BIN_NAME " image verify FILE\n"
 		"       " BIN_NAME " image dump FILE\n"
 		"       " BIN_NAME " image help\n"
 		"\n"
-		"       COMMAND := { build | get | inspect | verify | dump }\n"
+		"       COMMAND := { build | join | get | inspect | verify | dump }\n"
 		"       BUILD_OPTS := { --format FORMAT | --type TYPE | --on-duplicate DUP |\n"
 		"                       --name NAME | --seed SEED | --created UNIX_TIME |\n"
 		"                       --buckets N | --load-factor F | --no-dedup |\n"
-		"                       --lossy-f32 | --hash-bits BITS }   (--hash-bits: tests only)\n"
+		"                       --lossy-f32 | --threads N | --part K/N |\n"
+		"                       --filter-part | --hash-bits BITS }   (--hash-bits: tests only)\n"
 		"       INPUT := { PATH | - }\n"
 		"       FORMAT := { jsonl | tsv }   (default: tsv for *.tsv, else jsonl)\n"
 		"       TYPE := { bytes | string | i64 | bool | f64 | f32list | f64list |\n"
@@ -34,6 +36,10 @@ int image_help(int argc, char **argv)
 		"build    write an image from JSONL or TSV records ('-' is stdin; -o -:\n"
 		"         the image to stdout); --lossy-f32: round f32list values that f32\n"
 		"         cannot hold exactly (else an error)\n"
+		"         --part K/N --buckets B: fragment K of N (keys whose bucket is in\n"
+		"         part K; others are an error, or skipped with --filter-part)\n"
+		"join     fragments 1..N of --part builds, in order, into the image one\n"
+		"         build of all their records gives, byte for byte\n"
 		"get      print KEY's value; --key-base64: KEY is base64 (binary keys)\n"
 		"inspect  header, sections, value types, probe lengths, dedup savings\n"
 		"verify   check every checksum, slot, entry and byte of padding\n"
@@ -49,6 +55,7 @@ int image_help(int argc, char **argv)
 
 static const struct cmd cmds[] = {
 	{"build", do_image_build},
+	{"join", do_image_join},
 	{"get", do_image_get},
 	{"inspect", do_image_inspect},
 	{"verify", do_image_verify},

@@ -8,6 +8,20 @@
 int image_help(int argc, char **argv);
 
 int do_image_build(int argc, char **argv);
+int do_image_join(int argc, char **argv);
+
+/* build_cmd.c, shared with join_cmd.c */
+struct shmkv_builder;
+struct shmkv_build_stats;
+int build_error(const struct shmkv_builder *b, const char *what, int err);
+void print_summary(const char *out, const struct shmkv_build_stats *s, double seconds);
+void catch_signals(void);
+double now_seconds(void);
+
+/* A key as messages show it: JSON-quoted if UTF-8, else base64:"..." (malloc'd;
+ * NULL when out of memory). image_read.c. */
+char *key_text(const void *key, size_t len);
+
 int do_image_get(int argc, char **argv);
 int do_image_inspect(int argc, char **argv);
 int do_image_verify(int argc, char **argv);

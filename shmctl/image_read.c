@@ -10,7 +10,7 @@
 #include "value.h"
 
 /* A key as messages show it: JSON-quoted if UTF-8, else base64:"...". */
-static char *key_text(const void *key, size_t len)
+char *key_text(const void *key, size_t len)
 {
 	char *buf = NULL;
 	size_t n = 0;

@@ -17,13 +17,13 @@ _shmctl()
 
 	local global_opts='-j --json -p --pretty -r --root --progress -h --help -V --version'
 	local objects='image cache hugepages doctor bpf help version'
-	local image_cmds='build get inspect verify dump help'
+	local image_cmds='build join get inspect verify dump help'
 	local cache_cmds='list status stats get load readers reload rollback drop help'
 	local hugepages_cmds='plan reserve help'
 	local doctor_cmds='check help'
 	local bpf_cmds='export status unexport help'
 	local build_opts='-o --output --format --type --on-duplicate --name --seed --created
-		--buckets --load-factor --no-dedup --lossy-f32 --hash-bits'
+		--buckets --load-factor --no-dedup --lossy-f32 --threads --part --filter-part --hash-bits'
 
 	case $prev in
 	-r | --root)
@@ -112,6 +112,7 @@ _shmctl()
 	if [[ $cur == -* ]]; then
 		case $obj/$cmd in
 		image/b*) COMPREPLY=($(compgen -W "$build_opts $global_opts" -- "$cur")) ;;
+		image/j*) COMPREPLY=($(compgen -W "-o --output --threads $global_opts" -- "$cur")) ;;
 		cache/stat | cache/stats) COMPREPLY=($(compgen -W "--prometheus $global_opts" -- "$cur")) ;;
 		hugepages/p*) COMPREPLY=($(compgen -W "--copies $global_opts" -- "$cur")) ;;
 		hugepages/r*)
