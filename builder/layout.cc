@@ -24,12 +24,11 @@ inline int cmp_bytes(const uint8_t *a, size_t la, const uint8_t *b, size_t lb)
 // Hashes every key, sorts records by (hash, key, input position), drops
 // duplicates per the policy or fails naming the earliest one. L.order and
 // L.hash are the kept records in entry order.
-int sort_and_dedup_keys(shmkv_builder *b, unsigned T, Layout &L)
+int sort_and_dedup_keys(shmkv_builder *b, unsigned T, Layout &L, Items &sorted, Items &tmp)
 {
 	const auto &R = b->recs;
 	const auto &o = b->opt;
 	size_t n = R.size();
-	std::vector<Item> sorted, tmp;
 	bool part = b->part_n != 0;
 	uint64_t lo = 0, hi = 0;
 	if (part)
@@ -58,7 +57,6 @@ int sort_and_dedup_keys(shmkv_builder *b, unsigned T, Layout &L)
 			int d = cmp_bytes(R[a.i].key, R[a.i].key_len, R[c.i].key, R[c.i].key_len);
 			return d != 0 ? d < 0 : a.i < c.i;
 		});
-	tmp = std::vector<Item>();
 	if (part) {
 		size_t first_bad = *std::min_element(bad.begin(), bad.end());
 		L.filtered = n - sorted.size();
@@ -124,14 +122,13 @@ constexpr uint32_t kInline = UINT32_MAX;
 // Finds values worth sharing: the entries shrink by more than the one shared
 // copy costs. Returns per entry its group (or kInline); groups are numbered in
 // order of their first entry.
-std::vector<uint32_t> share_values(shmkv_builder *b, unsigned T, Layout &L)
+std::vector<uint32_t> share_values(shmkv_builder *b, unsigned T, Layout &L, Items &sorted, Items &tmp)
 {
 	const auto &R = b->recs;
 	size_t m = L.order.size();
 	std::vector<uint32_t> grp(m, kInline);
 	if (!b->opt.dedup)
 		return grp;
-	std::vector<Item> sorted, tmp;
 	// the type seeds the hash and is compared, so equal bytes of two types stay apart
 	partition_sort(
 		T, m, sorted, tmp,
@@ -156,7 +153,6 @@ std::vector<uint32_t> share_values(shmkv_builder *b, unsigned T, Layout &L)
 			int d = cmp_bytes(ra.val, ra.val_len, rc.val, rc.val_len);
 			return d != 0 ? d < 0 : a.i < c.i;
 		});
-	tmp = std::vector<Item>();
 	struct Group {
 		uint32_t rep; // first entry: ties sort by entry position
 		size_t s, e;  // its members in sorted
@@ -216,12 +212,15 @@ int compute_layout(shmkv_builder *b, Layout &L)
 					"(--buckets), the same for every part",
 			       (unsigned long long)b->part_k, (unsigned long long)b->part_n);
 	b->progress("sorting keys", 0, n);
-	int err = sort_and_dedup_keys(b, T, L);
+	Items sorted, tmp; // both sorts use them: fresh pages cost as much as sorting
+	int err = sort_and_dedup_keys(b, T, L, sorted, tmp);
 	if (err)
 		return err;
 	size_t m = L.order.size();
 	b->progress("sharing", 0, m);
-	std::vector<uint32_t> grp = share_values(b, T, L);
+	std::vector<uint32_t> grp = share_values(b, T, L, sorted, tmp);
+	sorted = Items();
+	tmp = Items();
 
 	if (o.buckets) {
 		if (o.buckets > UINT64_MAX / 64 / SHMKV_BUCKET_SLOTS || o.buckets * SHMKV_BUCKET_SLOTS < m)

@@ -56,12 +56,39 @@ struct Item {
 	uint32_t pad;
 };
 
-// Sorts the items gen(i, &item) emits for i in [0, n) (gen returns false to
+// An allocator whose resize() leaves new elements uninitialised: the sort
+// buffers are written before they are read, and zeroing them first cost as
+// much as the sort (fresh pages are cleared by the kernel anyway).
+template <typename T>
+struct NoInit : std::allocator<T> {
+	template <typename U>
+	struct rebind {
+		using other = NoInit<U>;
+	};
+	NoInit() = default;
+	template <typename U>
+	NoInit(const NoInit<U> &) noexcept
+	{
+	}
+	template <typename U>
+	void construct(U *p) noexcept
+	{
+		::new ((void *)p) U;
+	}
+	template <typename U, typename... A>
+	void construct(U *p, A &&...a)
+	{
+		::new ((void *)p) U(std::forward<A>(a)...);
+	}
+};
+using Items = std::vector<Item, NoInit<Item>>;
+
+// Sorts the items gen(i, &item) emits (out and tmp are reused buffers) for i in [0, n) (gen returns false to
 // emit none) into out, ascending by less(). Items are scattered by the top
 // kBits of h, in order of i within each partition, and each partition is then
 // sorted on its own: less must order by h first.
 template <typename Gen, typename Less>
-void partition_sort(unsigned T, size_t n, std::vector<Item> &out, std::vector<Item> &tmp, Gen gen,
+void partition_sort(unsigned T, size_t n, Items &out, Items &tmp, Gen gen,
 		    Less less)
 {
 	constexpr unsigned kBits = 12, kParts = 1u << kBits;

@@ -1,0 +1,39 @@
+#!/bin/sh
+# build_bench.sh - image build throughput, interleaved with its floors.
+# usage: build_bench.sh INPUT.jsonl REPEATS OUTDIR SYSTEM=CMD...
+#   each SYSTEM=CMD is run REPEATS times, round-robin with the others and with
+#   the floors (cat INPUT > /dev/null; LC_ALL=C sort INPUT | uniq > /dev/null);
+#   CMD is given "-o OUTDIR/SYSTEM.shmkv INPUT" after its own words.
+# Prints per run "system seconds peak_rss_kb", then per system the medians.
+set -eu
+in=$1 reps=$2 out=$3
+shift 3
+log=$out/build_bench.log
+: > "$log"
+run() { # name, command...
+	name=$1
+	shift
+	/usr/bin/time -f "$name %e %M" -a -o "$log" "$@" > /dev/null
+}
+r=1
+while [ "$r" -le "$reps" ]; do
+	run cat sh -c "cat '$in' > /dev/null"
+	run sort_uniq sh -c "LC_ALL=C sort -S 25% '$in' | uniq > /dev/null"
+	for s in "$@"; do
+		name=${s%%=*}
+		cmd=${s#*=}
+		rm -f "$out/$name.shmkv"
+		# shellcheck disable=SC2086 # CMD is words
+		run "$name" $cmd -o "$out/$name.shmkv" "$in"
+	done
+	r=$((r + 1))
+done
+cat "$log"
+echo "median: system seconds peak_rss_kb"
+awk '{ t[$1] = t[$1] " " $2; m[$1] = m[$1] " " $3 }
+     END { for (s in t) print s, t[s], "|", m[s] }' "$log" |
+while read -r s rest; do
+	secs=$(echo "${rest%%|*}" | tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+	rss=$(echo "${rest#*|}" | tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+	echo "$s $secs $rss"
+done
