@@ -449,6 +449,13 @@ int parse_parallel(shmkv_builder *b, const char *data, size_t size, int format, 
 		lines[t] += lines[t - 1];
 	std::vector<shmkv_builder> sub(T);
 	ChunkProgress cp{b->opt.progress, b->opt.progress_ctx, T};
+	// at most a record a line: reserved once, no doubling; chunk 0 has room
+	// for all, so that the others are appended to it without a new array
+	bool into_first = b->recs.empty();
+	for (unsigned t = 0; t < T; t++) {
+		sub[t].recs.reserve(t == 0 && into_first ? lines[T] + 1 : lines[t + 1] - lines[t] + 1);
+		hugepage_hint(sub[t].recs.data(), sub[t].recs.capacity() * sizeof(Record));
+	}
 	for (unsigned t = 0; t < T; t++) {
 		sub[t].opt = b->opt;
 		sub[t].opt.progress = t == 0 && cp.fn ? ChunkProgress::cb : nullptr;
@@ -476,8 +483,9 @@ int parse_parallel(shmkv_builder *b, const char *data, size_t size, int format, 
 	size_t total = b->recs.size();
 	for (auto &s : sub)
 		total += s.recs.size();
+	if (into_first)
+		b->recs.swap(sub[0].recs);
 	b->recs.reserve(total);
-	hugepage_hint(b->recs.data(), total * sizeof(Record));
 	for (auto &s : sub) {
 		b->recs.insert(b->recs.end(), s.recs.begin(), s.recs.end());
 		s.recs = std::vector<Record>();
@@ -505,6 +513,14 @@ int parse_input(shmkv_builder *b, const Input &in, int format, unsigned tsv_type
 	if (T > 1 && size >= (size_t(1) << 20)) {
 		try {
 			return parse_parallel(b, data, size, format, tsv_type, first_input, T);
+		} catch (const std::bad_alloc &) {
+			return b->fail(-ENOMEM, "%s: out of memory", b->here().c_str());
+		}
+	}
+	if (size >= (size_t(1) << 20)) {
+		try {
+			b->recs.reserve(b->recs.size() + (size_t)std::count(data, data + size, '\n') + 1);
+			hugepage_hint(b->recs.data(), b->recs.capacity() * sizeof(Record));
 		} catch (const std::bad_alloc &) {
 			return b->fail(-ENOMEM, "%s: out of memory", b->here().c_str());
 		}

@@ -117,8 +117,6 @@ int sort_and_dedup_keys(shmkv_builder *b, unsigned T, Layout &L, Items &sorted, 
 	return 0;
 }
 
-constexpr uint32_t kInline = UINT32_MAX;
-
 // Finds values worth sharing: the entries shrink by more than the one shared
 // copy costs. Returns per entry its group (or kInline); groups are numbered in
 // order of their first entry.
@@ -280,10 +278,8 @@ int compute_layout(shmkv_builder *b, Layout &L)
 	if (L.file_size > SHMKV_MAX_IMAGE_SIZE)
 		return b->fail(SHMKV_ELIMIT, "image of %llu bytes exceeds the format limit of %llu",
 			       (unsigned long long)L.file_size, (unsigned long long)SHMKV_MAX_IMAGE_SIZE);
-	L.shared_off.assign(m, 0);
-	for (size_t k = 0; k < m; k++)
-		if (grp[k] != kInline)
-			L.shared_off[k] = goff[grp[k]];
+	L.group = std::move(grp);
+	L.group_off = std::move(goff);
 
 	// Index, in two passes so that as many keys as possible live in their home
 	// bucket: first every key whose home has room, then the rest, each in the

@@ -5,11 +5,14 @@
 
 namespace shmkv_build {
 
+constexpr uint32_t kInline = UINT32_MAX;
+
 struct Layout {
 	std::vector<uint32_t> order;       // kept records, in image order
 	std::vector<uint64_t> hash;        // their key hashes (ascending)
 	std::vector<uint64_t> entry_off;   // per kept record (parallel to order)
-	std::vector<uint64_t> shared_off;  // per kept record: value offset, or 0 if inline
+	std::vector<uint32_t> group;       // per kept record: its shared value, or kInline
+	std::vector<uint64_t> group_off;   // per shared value: its offset in VALUES
 	std::vector<uint32_t> shared_reps; // records whose values form VALUES, in order
 	std::vector<uint64_t> index;       // bucket_count * 8 slots
 	uint64_t bucket_count = 0;

@@ -145,7 +145,7 @@ void render_entries(const shmkv_builder *b, const Layout &L, size_t k0, size_t k
 			__builtin_prefetch(p.val + p.val_len - 1);
 		}
 		const Record &r = R[L.order[k]];
-		bool shared = L.shared_off[k] != 0;
+		bool shared = L.group[k] != kInline;
 		uint8_t *e = buf + (L.entry_off[k] - base);
 		shmkv_entry_header eh = {r.type, (uint8_t)(shared ? SHMKV_EFLAG_SHARED : 0), r.key_len,
 					 r.val_len};
@@ -154,7 +154,7 @@ void render_entries(const shmkv_builder *b, const Layout &L, size_t k0, size_t k
 			memcpy(e + sizeof eh, r.key, r.key_len);
 		uint64_t vpos = shmkv_entry_value_pos(&eh);
 		if (shared)
-			memcpy(e + vpos, &L.shared_off[k], 8);
+			memcpy(e + vpos, &L.group_off[L.group[k]], 8);
 		else if (r.val_len)
 			memcpy(e + vpos, r.val, r.val_len); // a NUL terminator is already there
 	}
