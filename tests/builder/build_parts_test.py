@@ -24,16 +24,13 @@ import tempfile
 
 import xxhash
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+from pyutil import check, finish  # noqa: E402 (tests/pyutil.py)
+
 shmctl = sys.argv[1]
-fails = []
 tmp = tempfile.mkdtemp(prefix='shmkv-parts-test.')
 SEED = 0x53484D4B56763121  # the default hash seed
 B, N = 1500, 4              # buckets, parts
-
-
-def check(cond, msg):
-    if not cond:
-        fails.append(msg)
 
 
 def run(*args):
@@ -190,7 +187,4 @@ try:
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
 
-for f in fails:
-    print('FAIL:', f)
-print('%d failure(s)' % len(fails))
-sys.exit(1 if fails else 0)
+finish('build_parts_test')
