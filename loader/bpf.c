@@ -43,6 +43,96 @@ static const char *bpf_dir(const struct loader *L)
 	return L->conf->bpf_dir[0] ? L->conf->bpf_dir : BPF_DEFAULT_DIR;
 }
 
+/* ROOT/NAME.bpf: what `shmctl bpf export`/`unexport` asked, so that a
+ * restarted loader goes on exporting (or not). Written by rename; read only
+ * when it is a regular file of our uid that no one else can write (as the
+ * state file, loader/README.md "Files"). */
+static int ctl_path(const struct loader *L, const struct cache *c, char *p, size_t len,
+		    const char *pre, const char *suf)
+{
+	return (size_t)snprintf(p, len, "%s/%s%s.bpf%s", L->root, pre, c->name, suf) < len ? 0 : -1;
+}
+
+static void ctl_save(struct loader *L, const struct cache *c)
+{
+	char path[PATH_MAX], tmp[PATH_MAX];
+	if (ctl_path(L, c, path, sizeof path, "", "") || ctl_path(L, c, tmp, sizeof tmp, ".", ".tmp"))
+		return;
+	if (!c->bpf.ctl) {
+		unlink(path);
+		return;
+	}
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (!f) {
+		if (fd >= 0)
+			close(fd);
+		log_warn("bpf cache=%s: %s: %s; a restart forgets this export request", c->name, tmp,
+			 strerror(errno));
+		return;
+	}
+	fprintf(f, "# shmkv-loader: the BPF export asked with shmctl; written by the loader\n"
+		   "export=%d\nmax_value=%u\nprefix=%s\n", c->bpf.ctl > 0, c->bpf.ctl_max_value,
+		c->bpf.ctl_prefix);
+	int bad = ferror(f);
+	if (fclose(f) != 0 || bad || rename(tmp, path) != 0) {
+		log_warn("bpf cache=%s: writing %s failed; a restart forgets this export request",
+			 c->name, path);
+		unlink(tmp);
+	}
+}
+
+static void ctl_load(struct loader *L, struct cache *c)
+{
+	struct bpf_export *b = &c->bpf;
+	char path[PATH_MAX], line[BPF_PREFIX_MAX + 64];
+	b->ctl_read = 1;
+	if (ctl_path(L, c, path, sizeof path, "", ""))
+		return;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0)
+		return;
+	struct stat st;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+	    (st.st_mode & 022)) {
+		log_warn("bpf cache=%s: %s ignored: not a regular file of uid %u writable by no one "
+			 "else", c->name, path, (unsigned)geteuid());
+		close(fd);
+		return;
+	}
+	FILE *f = fdopen(fd, "r");
+	if (!f) {
+		close(fd);
+		return;
+	}
+	int on = -1, bad = 0;
+	unsigned long mv = SHMKV_BPF_DEFAULT_VALUE_MAX;
+	char prefix[BPF_PREFIX_MAX + 1] = "";
+	while (fgets(line, sizeof line, f)) {
+		line[strcspn(line, "\n")] = 0;
+		if (!strncmp(line, "export=", 7))
+			on = line[7] == '1';
+		else if (!strncmp(line, "max_value=", 10))
+			mv = strtoul(line + 10, NULL, 10);
+		else if (!strncmp(line, "prefix=", 7) && strlen(line + 7) <= BPF_PREFIX_MAX)
+			memcpy(prefix, line + 7, strlen(line + 7) + 1);
+		else if (!strncmp(line, "prefix=", 7))
+			bad = 1; /* too long: not what the loader writes */
+	}
+	fclose(f);
+	if (bad || on < 0 || mv > SHMKV_BPF_VALUE_LIMIT) {
+		log_warn("bpf cache=%s: %s ignored: not as the loader writes it", c->name, path);
+		return;
+	}
+	pthread_mutex_lock(&L->lock);
+	b->ctl = on ? 1 : -1;
+	b->ctl_max_value = (uint32_t)mv;
+	snprintf(b->ctl_prefix, sizeof b->ctl_prefix, "%s", prefix);
+	pthread_mutex_unlock(&L->lock);
+	log_info("bpf cache=%s: %s as asked before the restart (%s)", c->name,
+		 on ? "exported" : "not exported", path);
+}
+
 /* What the cache should have: 1 and its prefix and max_value, or 0. */
 static int wanted(const struct cache *c, const char **prefix, uint32_t *max_value)
 {
@@ -462,6 +552,8 @@ static void unexport(struct loader *L, struct cache *c, const char *reason)
 /* Exports c if it is wanted, logs and records a failure. */
 static int sync_one(struct loader *L, struct cache *c, char *why, size_t len)
 {
+	if (!c->bpf.ctl_read)
+		ctl_load(L, c);
 	const char *prefix;
 	uint32_t max_value;
 	why[0] = 0;
@@ -493,11 +585,18 @@ void bpf_after_publish(struct loader *L, const char *name)
 		sync_one(L, c, why, sizeof why);
 }
 
-void bpf_after_drop(struct loader *L, const char *name)
+void bpf_before_drop(struct loader *L, const char *name)
 {
 	struct cache *c = cache_find(L, name);
-	if (c && c->bpf.pinned)
+	if (!c)
+		return;
+	if (c->bpf.pinned)
 		unexport(L, c, "cache dropped");
+	pthread_mutex_lock(&L->lock);
+	c->bpf.ctl = 0; /* a configured cache follows its config again */
+	c->bpf.ctl_read = 1;
+	pthread_mutex_unlock(&L->lock);
+	ctl_save(L, c);
 }
 
 void bpf_sync_all(struct loader *L)
@@ -507,6 +606,8 @@ void bpf_sync_all(struct loader *L)
 		struct cache *c = L->caches[i];
 		const char *p;
 		uint32_t m;
+		if (!c->bpf.ctl_read)
+			ctl_load(L, c);
 		int w = wanted(c, &p, &m);
 		if (w && c->have_cur &&
 		    (c->bpf.generation != c->cur.generation || strcmp(p, c->bpf.prefix) ||
@@ -559,7 +660,9 @@ int op_bpf_export(struct loader *L, const char *name, const char *prefix, const 
 	c->bpf.ctl = 1;
 	snprintf(c->bpf.ctl_prefix, sizeof c->bpf.ctl_prefix, "%s", prefix);
 	c->bpf.ctl_max_value = mv;
+	c->bpf.ctl_read = 1;
 	pthread_mutex_unlock(&L->lock);
+	ctl_save(L, c);
 	char why[512];
 	int err = export_cache(L, c, prefix, mv, why, sizeof why);
 	if (err) {
@@ -589,7 +692,9 @@ int op_bpf_unexport(struct loader *L, const char *name, char **reply)
 	unexport(L, c, "bpf_unexport");
 	pthread_mutex_lock(&L->lock);
 	c->bpf.ctl = -1;
+	c->bpf.ctl_read = 1;
 	pthread_mutex_unlock(&L->lock);
+	ctl_save(L, c);
 	struct json j;
 	json_init(&j);
 	json_bool(&j, "ok", 1);

@@ -13,8 +13,9 @@ struct json;
 /* worker: after a publish (load, reload, rollback): exports the new
  * generation when the cache is exported. Readers already have it. */
 void bpf_after_publish(struct loader *L, const char *name);
-/* worker: the cache was dropped: unpins its table */
-void bpf_after_drop(struct loader *L, const char *name);
+/* worker: the cache is about to be dropped: unpins its table, forgets the
+ * export asked with shmctl (ROOT/NAME.bpf) */
+void bpf_before_drop(struct loader *L, const char *name);
 /* worker: after start and config changes: every cache to its wanted state */
 void bpf_sync_all(struct loader *L);
 /* worker: the socket verbs; *reply is the JSON line */

@@ -13,7 +13,9 @@
 /* One cache's export: what is asked, and what the last export did. */
 struct bpf_export {
 	/* asked: over the socket (ctl != 0), else the config's bpf= */
-	int ctl;                       /* 1 bpf_export, -1 bpf_unexport, 0 follow the config */
+	int ctl;                       /* 1 bpf_export, -1 bpf_unexport, 0 follow the config;
+					* kept in ROOT/NAME.bpf across restarts (bpf.c) */
+	int ctl_read;                  /* ROOT/NAME.bpf was read (once per cache) */
 	char ctl_prefix[BPF_PREFIX_MAX + 1];
 	uint32_t ctl_max_value;
 	/* the pinned table (worker only) */

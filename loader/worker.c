@@ -75,6 +75,7 @@ static void run(struct loader *L, struct job *j)
 		err = op_rollback(L, j->name, &reply);
 		break;
 	case JOB_DROP:
+		bpf_before_drop(L, j->name); /* unpinned first: drop may forget the cache */
 		err = op_drop(L, j->name, &reply);
 		break;
 	case JOB_CONFIG:
@@ -98,8 +99,6 @@ static void run(struct loader *L, struct job *j)
 	 * first, BPF programs right after (loader/README.md, "BPF export") */
 	if (!err && (j->kind == JOB_LOAD || j->kind == JOB_RELOAD || j->kind == JOB_ROLLBACK))
 		bpf_after_publish(L, j->name);
-	else if (!err && j->kind == JOB_DROP)
-		bpf_after_drop(L, j->name);
 	else if (j->kind == JOB_START || j->kind == JOB_CONFIG)
 		bpf_sync_all(L);
 	/* relaxed: a hint for metrics.c:metrics_tick(), which reads the figures

@@ -352,6 +352,23 @@ TEST_F(Bpf, ExportAnswersLikeTheReaderAndSwapsGenerations)
 	Json st = loader_->status("sc");
 	EXPECT_EQ(st["bpf.generation"].u64(), 3u) << st["bpf"].kind;
 	EXPECT_TRUE(st["bpf.error"].is_null());
+
+	// a restarted loader goes on exporting what shmctl asked (ROOT/sc.bpf)
+	EXPECT_EQ(loader_->stop(), 0);
+	ASSERT_TRUE(loader_->start());
+	s = wait_exported("sc", 3);
+	EXPECT_EQ(s["requested_by"].s(), "shmctl");
+	ASSERT_TRUE(loader_->load("sc", g2.path).ok());
+	wait_exported("sc", 4);
+	check_all(prog, "sc", "", {&g1, &g2}, 4, &hits);
+	EXPECT_EQ(hits, g2.keys.size() - 5);
+
+	// drop unpins, and forgets the request
+	ASSERT_TRUE(loader_->req({"drop", "sc"}).ok());
+	struct stat sb;
+	EXPECT_NE(lstat((dir_ + "/sc").c_str(), &sb), 0);
+	EXPECT_NE(lstat((env_.root() + "/sc.bpf").c_str(), &sb), 0);
+	EXPECT_EQ(prog.ask("key_400").substr(0, 10), "HIT second"); // it holds the table
 }
 
 TEST_F(Bpf, ConfigExportsUnderAPrefix)
