@@ -51,17 +51,48 @@ static void f_memory(FILE *f, const char *m, const struct cache_snap *s, const u
 	char kind[32];
 	if (!s->c.have_cur)
 		return;
+	uint64_t bytes = s->c.cur.map_size; /* and every replica's (numa=replicate) */
+	for (unsigned i = 0; i < s->c.ncur_more && i < SHMKV_CTL_MAX_SEGMENTS - 1; i++)
+		bytes += s->c.cur_more[i].map_size;
 	fprintf(f, "%s{cache=\"%s\",kind=\"%s\"} %llu\n", m, s->c.name,
 		mem_kind_name(s->c.cur.flags, s->c.cur.page_size, kind, sizeof kind),
-		(unsigned long long)s->c.cur.map_size);
+		(unsigned long long)bytes);
+}
+
+/* Where the pages of every copy are (move_pages after the load, load.c):
+ * summed per node over the copies; nothing when the load did not ask. */
+static void f_memory_node(FILE *f, const char *m, const struct cache_snap *s,
+			  const unsigned rd[2])
+{
+	(void)rd;
+	const struct load_stats *ls = &s->c.stats;
+	if (!s->c.have_cur || !ls->ncopies)
+		return;
+	for (int n = 0; n < NTOPO_MAX_NODES; n++) {
+		uint64_t pages = 0;
+		for (unsigned i = 0; i < ls->ncopies && i < SHMKV_CTL_MAX_SEGMENTS; i++)
+			pages += ls->copy[i].pages[n];
+		if (pages)
+			fprintf(f, "%s{cache=\"%s\",node=\"%d\"} %llu\n", m, s->c.name, n,
+				(unsigned long long)(pages * s->c.cur.page_size));
+	}
+}
+
+static void f_copies(FILE *f, const char *m, const struct cache_snap *s, const unsigned rd[2])
+{
+	(void)rd;
+	if (s->c.have_cur)
+		fprintf(f, "%s" LBL " %u\n", m, s->c.name, 1u + s->c.ncur_more);
 }
 
 static void f_rollback_memory(FILE *f, const char *m, const struct cache_snap *s,
 			      const unsigned rd[2])
 {
 	(void)rd;
-	fprintf(f, "%s" LBL " %llu\n", m, s->c.name,
-		(unsigned long long)(s->c.have_rb ? s->c.rb.map_size : 0));
+	uint64_t bytes = s->c.have_rb ? s->c.rb.map_size : 0;
+	for (unsigned i = 0; s->c.have_rb && i < s->c.nrb_more && i < SHMKV_CTL_MAX_SEGMENTS - 1; i++)
+		bytes += s->c.rb_more[i].map_size;
+	fprintf(f, "%s" LBL " %llu\n", m, s->c.name, (unsigned long long)bytes);
 }
 
 static void f_entries(FILE *f, const char *m, const struct cache_snap *s, const unsigned rd[2])
@@ -155,8 +186,14 @@ static const struct family families[] = {
 	{"shmkv_cache_published", "gauge", "1 when a generation is published", f_published},
 	{"shmkv_cache_image_bytes", "gauge", "size of the served image", f_image},
 	{"shmkv_cache_memory_bytes", "gauge",
-	 "shared memory of the served segment (image rounded up to its page size), by kind",
+	 "shared memory of the served generation (image rounded up to its page size, times "
+	 "its copies), by kind",
 	 f_memory},
+	{"shmkv_cache_memory_node_bytes", "gauge",
+	 "shared memory of the served generation on each NUMA node, all copies (where the "
+	 "loader checked placement)", f_memory_node},
+	{"shmkv_cache_copies", "gauge",
+	 "copies of the served generation (numa=replicate: one per node)", f_copies},
 	{"shmkv_cache_rollback_memory_bytes", "gauge",
 	 "shared memory kept for the rollback generation", f_rollback_memory},
 	{"shmkv_cache_entries", "gauge", "keys in the served image", f_entries},

@@ -20,6 +20,11 @@ void status_take(const struct cache *c, struct cache_snap *s)
 	s->c.have_rb = c->have_rb;
 	s->c.cur = c->cur;
 	s->c.rb = c->rb;
+	/* numa=replicate: the other copies (status' numa.copies, metrics per node) */
+	s->c.ncur_more = c->ncur_more;
+	s->c.nrb_more = c->nrb_more;
+	memcpy(s->c.cur_more, c->cur_more, sizeof c->cur_more);
+	memcpy(s->c.rb_more, c->rb_more, sizeof c->rb_more);
 	s->c.stats = c->stats;
 	s->c.rb_stats = c->rb_stats;
 	memcpy(s->c.last_error, c->last_error, sizeof c->last_error);

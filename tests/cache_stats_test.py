@@ -154,6 +154,22 @@ try:
           s.get(('shmkv_cache_generation', u)) == status['generation'],
           'the old generation serves after the failures')
 
+    # memory per NUMA node: a load pinned to node 0 (every host has it) is
+    # checked by move_pages, and its pages show on node 0
+    run('image', 'build', '-o', os.path.join(tmp, 'p.shmkv'), src)
+    rc, out, err = run('cache', 'load', '--numa', 'node=0', 'users', os.path.join(tmp, 'p.shmkv'))
+    check(rc == 0, f'load --numa node=0: exit {rc} {err}')
+    rc, out, err = run('-j', 'cache', 'status', 'users')
+    st3 = json.loads(out) if rc == 0 else {}
+    rc, out, err = run('cache', 'stats', '--prometheus')
+    s = parse_prom(out)
+    check(s.get(('shmkv_cache_memory_node_bytes', u | {('node', '0')})) == st3.get('map_size') and
+          not [k for k in s if k[0] == 'shmkv_cache_memory_node_bytes' and ('node', '0') not in k[1]
+               and ('cache', 'users') in k[1]] and s.get(('shmkv_cache_copies', u)) == 1,
+          f'memory per node: {[(k, v) for k, v in s.items() if "node" in k[0] or "copies" in k[0]]} '
+          f'map_size {st3.get("map_size")}')
+    check(s.get(('shmkv_cache_loads_total', u)) == 2, 'loads_total after the pinned load')
+
     # the metrics file: the same text, kept current by a rename
     time.sleep(1.5)
     rc, out, err = run('cache', 'stats', '--prometheus')
@@ -192,7 +208,7 @@ try:
     rc, out, err = run('-j', 'cache', 'stats', 'users')
     j = json.loads(out) if rc == 0 else {}
     check(rc == 0 and [c['name'] for c in j.get('caches', [])] == ['users'] and
-          j['caches'][0]['generation'] == status['generation'], f'-j stats users: {out} {err}')
+          j['caches'][0]['generation'] == st3.get('generation'), f'-j stats users: {out} {err}')
     rc, out, err = run('cache', 'stats')
     check(rc == 0 and re.search(r'^users\s+\d+', out, re.M) and 'bad' in out, f'plain: {out}')
     rc, out, err = run('cache', 'stats', 'nope')
