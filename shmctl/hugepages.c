@@ -22,6 +22,7 @@
 #include <shmkv.h>
 
 #include "cache.h"
+#include "hugepages_numa.h"
 #include "main.h"
 #include "progress.h"
 
@@ -239,9 +240,11 @@ int hugepages_help(int argc, char **argv)
 	(void)argv;
 	print_help(
 		"Usage: " BIN_NAME " [OPTIONS] hugepages { COMMAND | help }\n"
-		"       " BIN_NAME " hugepages plan [--copies N] IMAGE...\n"
+		"       " BIN_NAME " hugepages plan [--copies N] [--numa POLICY] IMAGE...\n"
 		"       " BIN_NAME " hugepages reserve [--page-size SIZE] [--copies N] [--persist]\n"
 		"                                [--no-mount] { PAGES | IMAGE... }\n"
+		"       " BIN_NAME " hugepages reserve --numa POLICY [--page-size SIZE] [--copies N]\n"
+		"                                [--no-mount] IMAGE...\n"
 		"       " BIN_NAME " hugepages help\n"
 		"\n"
 		"       COMMAND := { plan | reserve }\n"
@@ -258,6 +261,10 @@ int hugepages_help(int argc, char **argv)
 		"         --persist: vm.nr_hugepages in /etc/sysctl.d/" SYSCTL_FILE "\n"
 		"         (default page size only; other sizes need the kernel command\n"
 		"         line, which is printed)\n"
+		"--numa POLICY  (node=N, interleave[=NODES], replicate[=NODES], local=CPUS,\n"
+		"         as numa= in shmkv.conf): plan says the pages each NUMA node needs\n"
+		"         (the loader's own placement plan) against each node's pool, and\n"
+		"         reserve sets each node's pool to that\n"
 		"\n"
 		"Exit status: 0 ok (plan: the pools hold what the images need);\n"
 		"             1 plan: pages are short; reserve: the kernel gave fewer pages;\n"
@@ -266,6 +273,7 @@ int hugepages_help(int argc, char **argv)
 }
 
 struct plan_opts {
+	const char *numa;   /* --numa POLICY: per node; NULL: the whole pool */
 	uint64_t copies;
 	uint64_t page_size; /* reserve: 0 = the default size */
 	bool persist, no_mount;
@@ -278,6 +286,7 @@ static int parse_opts(int argc, char **argv, bool reserve, struct plan_opts *o)
 		{"page-size", required_argument, NULL, 's'},
 		{"persist", no_argument, NULL, 'P'},
 		{"no-mount", no_argument, NULL, 'M'},
+		{"numa", required_argument, NULL, 'N'},
 		VERB_LONGOPTS,
 		{NULL, 0, NULL, 0},
 	};
@@ -300,6 +309,9 @@ static int parse_opts(int argc, char **argv, bool reserve, struct plan_opts *o)
 				return p_usage("hugepages", "--page-size %s: expected a size such as "
 					       "2M or 1G", optarg);
 			continue;
+		case 'N':
+			o->numa = optarg;
+			continue;
 		case 'P':
 		case 'M':
 			if (!reserve)
@@ -318,9 +330,10 @@ static int parse_opts(int argc, char **argv, bool reserve, struct plan_opts *o)
 	return -1;
 }
 
-/* The pages each pool needs for the images argv[first..argc). */
+/* The pages each pool needs for the images argv[first..argc); sizes (NULL:
+ * not wanted): each image's size. */
 static int images_need(int argc, char **argv, int first, const struct pool *pools, int np,
-		       uint64_t copies, uint64_t *need, uint64_t *bytes)
+		       uint64_t copies, uint64_t *need, uint64_t *bytes, uint64_t *sizes)
 {
 	for (int i = 0; i < np; i++)
 		need[i] = 0;
@@ -330,6 +343,8 @@ static int images_need(int argc, char **argv, int first, const struct pool *pool
 		int rc = image_size(argv[a], &size);
 		if (rc)
 			return rc;
+		if (sizes)
+			sizes[a - first] = size;
 		*bytes += size;
 		for (int i = 0; i < np; i++)
 			need[i] += (size + pools[i].page_size - 1) / pools[i].page_size * copies;
@@ -342,6 +357,10 @@ static uint64_t short_of(const struct pool *p, uint64_t need)
 	return need > p->free ? need - p->free : 0;
 }
 
+static int plan_print(const struct plan_opts *po, const struct pool *pools, int np,
+		      const uint64_t *need, uint64_t bytes, int nimages, uint64_t dflt, bool enough,
+		      const struct ntopo *t, const uint64_t *nneed, char **images);
+
 int do_hugepages_plan(int argc, char **argv)
 {
 	struct plan_opts o;
@@ -352,18 +371,48 @@ int do_hugepages_plan(int argc, char **argv)
 	int np = read_pools(pools);
 	if (np < 0)
 		return EXIT_USAGE;
-	uint64_t need[MAX_SIZES], bytes;
-	if ((rc = images_need(argc, argv, optind, pools, np, o.copies, need, &bytes)))
+	uint64_t need[MAX_SIZES], bytes, sizes[argc - optind];
+	if ((rc = images_need(argc, argv, optind, pools, np, o.copies, need, &bytes, sizes)))
 		return rc;
 	uint64_t dflt = default_page_size();
 	/* enough: some size has the pages free already */
 	bool enough = false;
 	for (int i = 0; i < np; i++)
 		enough |= short_of(&pools[i], need[i]) == 0;
+	/* --numa: the default size, per node; enough only when every node is */
+	uint64_t nneed[NTOPO_MAX_NODES];
+	struct ntopo *t = NULL;
+	if (o.numa) {
+		if (!(t = malloc(sizeof *t)))
+			return p_err("out of memory");
+		if ((rc = numa_need(o.numa, dflt, sizes, (size_t)(argc - optind), o.copies, t,
+				    nneed))) {
+			free(t);
+			return rc;
+		}
+		enough = true;
+		for (unsigned i = 0; i < t->n; i++) {
+			uint64_t nr, fr;
+			numa_pool(t, t->node[i].id, dflt, &nr, &fr);
+			enough &= nneed[t->node[i].id] <= fr;
+		}
+	}
+	rc = plan_print(&o, pools, np, need, bytes, argc - optind, dflt, enough, t, nneed,
+			argv + optind);
+	free(t);
+	return rc;
+}
+
+/* Prints the plan (-j: one object). Returns EXIT_OK when enough, else EXIT_NEGATIVE. */
+static int plan_print(const struct plan_opts *po, const struct pool *pools, int np,
+		      const uint64_t *need, uint64_t bytes, int nimages, uint64_t dflt, bool enough,
+		      const struct ntopo *t, const uint64_t *nneed, char **images)
+{
+	const struct plan_opts o = *po;
 	char sz[32], h[64];
 	if (json_output) {
 		json_obj_begin(&json_out, NULL);
-		json_u64(&json_out, "images", (uint64_t)(argc - optind));
+		json_u64(&json_out, "images", (uint64_t)nimages);
 		json_u64(&json_out, "image_bytes", bytes);
 		json_u64(&json_out, "copies", o.copies);
 		json_bool(&json_out, "enough", enough);
@@ -384,11 +433,29 @@ int do_hugepages_plan(int argc, char **argv)
 			json_obj_end(&json_out);
 		}
 		json_arr_end(&json_out);
+		if (t) {
+			size_name(dflt, sz, sizeof sz);
+			json_str(&json_out, "numa", o.numa);
+			json_str(&json_out, "node_page_size", sz);
+			json_arr_begin(&json_out, "nodes");
+			for (unsigned i = 0; i < t->n; i++) {
+				uint64_t nr, fr;
+				int id = t->node[i].id;
+				numa_pool(t, id, dflt, &nr, &fr);
+				json_obj_begin(&json_out, NULL);
+				json_u64(&json_out, "node", (uint64_t)id);
+				json_u64(&json_out, "pages_needed", nneed[id]);
+				json_u64(&json_out, "total", nr);
+				json_u64(&json_out, "free", fr);
+				json_u64(&json_out, "short", nneed[id] > fr ? nneed[id] - fr : 0);
+				json_obj_end(&json_out);
+			}
+			json_arr_end(&json_out);
+		}
 		json_obj_end(&json_out);
 		return enough ? EXIT_OK : EXIT_NEGATIVE;
 	}
-	printf("%d image%s, %s, %" PRIu64 " cop%s each\n", argc - optind,
-	       argc - optind == 1 ? "" : "s", fmt_bytes(bytes, h, sizeof h), o.copies,
+	printf("%d image%s, %s, %" PRIu64 " cop%s each\n", nimages, nimages == 1 ? "" : "s", fmt_bytes(bytes, h, sizeof h), o.copies,
 	       o.copies == 1 ? "y" : "ies");
 	printf("%-6s %12s %10s %10s %10s  %s\n", "size", "pages needed", "total", "free", "short",
 	       "mount");
@@ -398,6 +465,28 @@ int do_hugepages_plan(int argc, char **argv)
 		       need[i], pools[i].total, pools[i].free, short_of(&pools[i], need[i]),
 		       pools[i].mount[0] ? pools[i].mount : "(no hugetlbfs mount)",
 		       pools[i].page_size == dflt ? "  [default size]" : "");
+	}
+	if (t) {
+		size_name(dflt, sz, sizeof sz);
+		printf("per node, %s pages, numa=%s:\n%-6s %12s %10s %10s %10s\n", sz, o.numa, "node",
+		       "pages needed", "total", "free", "short");
+		for (unsigned i = 0; i < t->n; i++) {
+			uint64_t nr, fr;
+			int id = t->node[i].id;
+			numa_pool(t, id, dflt, &nr, &fr);
+			printf("%-6d %12" PRIu64 " %10" PRIu64 " %10" PRIu64 " %10" PRIu64 "\n", id,
+			       nneed[id], nr, fr, nneed[id] > fr ? nneed[id] - fr : 0);
+		}
+		if (enough) {
+			printf("enough: every node's free %s pages hold its part\n", sz);
+			return EXIT_OK;
+		}
+		printf("short: reserve with\n  %s hugepages reserve --numa %s --copies %" PRIu64, BIN_NAME,
+		       o.numa, o.copies);
+		for (int i = 0; i < nimages; i++)
+			printf(" %s", images[i]);
+		printf("\n");
+		return EXIT_NEGATIVE;
 	}
 	if (enough) {
 		printf("enough: the free pages of a pool above hold the images\n");
@@ -492,30 +581,73 @@ static int write_pool_once(const char *path, uint64_t pages, uint64_t *got)
  * RESERVE_STEPS writes with a progress bar between them, and stops at the
  * first step the kernel cannot fill (more writes would only grind). */
 #define RESERVE_STEPS 50u
+/* The growth so far of every pool a reserve sets, for one progress bar. */
+struct grow {
+	struct progress bar;
+	uint64_t done, total; /* pages added by the pools already set; pages to add */
+};
+
+/* Sets the pool file path (now from pages) to pages, growing in steps. */
+static int grow_pool(const char *path, uint64_t from, uint64_t pages, uint64_t *got,
+		     struct grow *g)
+{
+	if (pages <= from)
+		return write_pool_once(path, pages, got);
+	uint64_t step = (pages - from + RESERVE_STEPS - 1) / RESERVE_STEPS, at = from;
+	int rc = 0;
+	progress_update(&g->bar, "reserve", g->done, g->total);
+	while (at < pages) {
+		uint64_t want = pages - at > step ? at + step : pages;
+		if ((rc = write_pool_once(path, want, got)))
+			break;
+		progress_update(&g->bar, "reserve", g->done + (*got > from ? *got - from : 0),
+				g->total);
+		if (*got < want)
+			break;
+		at = want;
+	}
+	g->done += pages - from; /* what was asked: a short pool is reported by the caller */
+	return rc;
+}
+
 static int write_pool(const struct pool *p, uint64_t pages, uint64_t *got)
 {
 	char path[4600], dir[4096];
 	host_path(dir, sizeof dir, "/sys/kernel/mm/hugepages");
 	snprintf(path, sizeof path, "%s/hugepages-%" PRIu64 "kB/nr_hugepages", dir,
 		 p->page_size >> 10);
-	uint64_t from = p->total;
-	if (pages <= from)
-		return write_pool_once(path, pages, got);
-	struct progress bar;
-	progress_init(&bar);
-	uint64_t step = (pages - from + RESERVE_STEPS - 1) / RESERVE_STEPS, at = from;
-	int rc = 0;
-	progress_update(&bar, "reserve", 0, pages - from);
-	while (at < pages) {
-		uint64_t want = pages - at > step ? at + step : pages;
-		if ((rc = write_pool_once(path, want, got)))
-			break;
-		progress_update(&bar, "reserve", *got > from ? *got - from : 0, pages - from);
-		if (*got < want)
-			break;
-		at = want;
+	struct grow g = {.total = pages > p->total ? pages - p->total : 0};
+	progress_init(&g.bar);
+	int rc = grow_pool(path, p->total, pages, got, &g);
+	progress_clear(&g.bar);
+	return rc;
+}
+
+/* --numa: sets each node's pool of page_size to what it needs (nodes without
+ * a need stay as they are). got[node]: what the kernel then has. */
+static int write_node_pools(const struct ntopo *t, uint64_t page_size,
+			    const uint64_t need[NTOPO_MAX_NODES], uint64_t got[NTOPO_MAX_NODES])
+{
+	struct grow g = {.total = 0};
+	for (unsigned i = 0; i < t->n; i++) {
+		uint64_t nr, fr;
+		numa_pool(t, t->node[i].id, page_size, &nr, &fr);
+		got[t->node[i].id] = nr;
+		g.total += need[t->node[i].id] > nr ? need[t->node[i].id] - nr : 0;
 	}
-	progress_clear(&bar);
+	progress_init(&g.bar);
+	int rc = 0;
+	for (unsigned i = 0; i < t->n && !rc; i++) {
+		int id = t->node[i].id;
+		if (!need[id])
+			continue;
+		char path[4600], dir[4096];
+		host_path(dir, sizeof dir, "/sys/devices/system/node");
+		snprintf(path, sizeof path, "%s/node%d/hugepages/hugepages-%" PRIu64 "kB/nr_hugepages",
+			 dir, id, page_size >> 10);
+		rc = grow_pool(path, got[id], need[id], &got[id], &g);
+	}
+	progress_clear(&g.bar);
 	return rc;
 }
 
@@ -535,6 +667,93 @@ static int mount_pool(struct pool *p, uint64_t dflt)
 			     strerror(errno));
 	snprintf(p->mount, sizeof p->mount, "%s", mnt);
 	return 0;
+}
+
+/* reserve --numa POLICY IMAGE...: each node's pool of p's size set to its
+ * part of the images (the plan of hugepages plan --numa). */
+static int reserve_nodes(const struct plan_opts *o, struct pool *p, int nimages, char **images,
+			 uint64_t dflt)
+{
+	char sz[32];
+	size_name(p->page_size, sz, sizeof sz);
+	if (o->persist)
+		return p_usage("hugepages", "--persist with --numa: sysctl has no per-node pool; "
+				  "run this command at boot (a oneshot unit before "
+				  "shmkv-loader.service)");
+	uint64_t sizes[nimages], need[NTOPO_MAX_NODES], got[NTOPO_MAX_NODES], before[NTOPO_MAX_NODES];
+	for (int i = 0; i < nimages; i++) {
+		unsigned long long v;
+		if (parse_u64(images[i], &v) && access(images[i], F_OK) != 0)
+			return p_usage("hugepages", "reserve --numa: IMAGE..., not PAGES (%s)", images[i]);
+		int rc = image_size(images[i], &sizes[i]);
+		if (rc)
+			return rc;
+	}
+	struct ntopo *t = malloc(sizeof *t);
+	if (!t)
+		return p_err("out of memory");
+	int rc = numa_need(o->numa, p->page_size, sizes, (size_t)nimages, o->copies, t, need);
+	if (!rc) {
+		for (unsigned i = 0; i < t->n; i++) {
+			uint64_t fr;
+			numa_pool(t, t->node[i].id, p->page_size, &before[t->node[i].id], &fr);
+		}
+		rc = write_node_pools(t, p->page_size, need, got);
+	}
+	int mounted = 0;
+	if (!rc && !p->mount[0] && !o->no_mount) {
+		if (!(rc = mount_pool(p, dflt)))
+			mounted = 1;
+	}
+	if (rc) {
+		free(t);
+		return rc;
+	}
+	bool ok = true;
+	for (unsigned i = 0; i < t->n; i++)
+		ok &= got[t->node[i].id] >= need[t->node[i].id];
+	if (json_output) {
+		json_obj_begin(&json_out, NULL);
+		json_str(&json_out, "page_size", sz);
+		json_str(&json_out, "numa", o->numa);
+		json_arr_begin(&json_out, "nodes");
+		for (unsigned i = 0; i < t->n; i++) {
+			int id = t->node[i].id;
+			json_obj_begin(&json_out, NULL);
+			json_u64(&json_out, "node", (uint64_t)id);
+			json_u64(&json_out, "requested", need[id]);
+			json_u64(&json_out, "before", before[id]);
+			json_u64(&json_out, "total", need[id] ? got[id] : before[id]);
+			json_bool(&json_out, "ok", got[id] >= need[id]);
+			json_obj_end(&json_out);
+		}
+		json_arr_end(&json_out);
+		json_bool(&json_out, "ok", ok);
+		json_str(&json_out, "mount", p->mount[0] ? p->mount : NULL);
+		json_bool(&json_out, "mounted", mounted);
+		json_obj_end(&json_out);
+	} else {
+		for (unsigned i = 0; i < t->n; i++) {
+			int id = t->node[i].id;
+			if (need[id])
+				printf("node %d: %s pool %" PRIu64 " pages (was %" PRIu64 ", asked %" PRIu64
+				       ")\n", id, sz, got[id], before[id], need[id]);
+		}
+		if (mounted)
+			printf("mounted hugetlbfs (pagesize=%s) on %s\n", sz, p->mount);
+	}
+	if (!ok) {
+		fflush(stdout);
+		for (unsigned i = 0; i < t->n; i++) {
+			int id = t->node[i].id;
+			if (got[id] < need[id])
+				fprintf(stderr, "%s: node %d: the kernel gave %" PRIu64 " of %" PRIu64
+						" %s pages (the node's memory is short or fragmented)\n",
+					BIN_NAME, id, got[id], need[id], sz);
+		}
+	}
+	free(t);
+	return ok ? EXIT_OK : EXIT_NEGATIVE;
 }
 
 int do_hugepages_reserve(int argc, char **argv)
@@ -564,12 +783,14 @@ int do_hugepages_reserve(int argc, char **argv)
 		return p_err("no %s huge page pool in this kernel (it has %s)", sz, have);
 	}
 	size_name(ps, sz, sizeof sz);
-	uint64_t pages, need[MAX_SIZES], bytes = 0;
+	uint64_t pages, need[MAX_SIZES], bytes = 0, sizes[argc - optind];
 	unsigned long long v;
+	if (o.numa)
+		return reserve_nodes(&o, p, argc - optind, argv + optind, dflt);
 	if (argc - optind == 1 && parse_u64(argv[optind], &v)) {
 		pages = v;
 	} else {
-		if ((rc = images_need(argc, argv, optind, pools, np, o.copies, need, &bytes)))
+		if ((rc = images_need(argc, argv, optind, pools, np, o.copies, need, &bytes, sizes)))
 			return rc;
 		pages = need[p - pools];
 	}

@@ -6,6 +6,7 @@ and plan once against the real host.
 usage: hugepages_test.py SHMCTL SYSCTL_SNIPPET"""
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -122,6 +123,59 @@ try:
           f'shrink to 50: exit {rc}: {err!r}')
     rc, out, err = run('hugepages', 'reserve', '--no-mount', '60')
     check(rc == 0 and 'reserve:' not in err, f'no progress without a terminal: {err!r}')
+    pool(2048, 4, 4)
+
+    # --numa: a fake 2-node host, 2M pages per node (node 1 short)
+    nodes = os.path.join(host, 'sys/devices/system/node')
+    write(os.path.join(nodes, 'online'), '0-1\n')
+    for n, (total, free) in enumerate(((6, 6), (1, 1))):
+        write(os.path.join(nodes, f'node{n}/cpulist'), f'{n}\n')
+        write(os.path.join(nodes, f'node{n}/distance'), '10 20\n' if n == 0 else '20 10\n')
+        write(os.path.join(nodes, f'node{n}/meminfo'),
+              f'Node {n} MemTotal: 1048576 kB\nNode {n} MemFree: 524288 kB\n')
+        d = os.path.join(nodes, f'node{n}/hugepages/hugepages-2048kB')
+        write(os.path.join(d, 'nr_hugepages'), f'{total}\n')
+        write(os.path.join(d, 'free_hugepages'), f'{free}\n')
+    # img is 2 pages of 2M (see above), 2 copies: node=0 needs 4 there
+    rc, out, err = run('-j', 'hugepages', 'plan', '--numa', 'node=0', img)
+    j = json.loads(out) if out else {}
+    per = {x['node']: x for x in j.get('nodes', [])}
+    check(rc == 0 and j.get('numa') == 'node=0' and per.get(0, {}).get('pages_needed') == 4 and
+          per.get(1, {}).get('pages_needed') == 0 and j.get('enough') is True,
+          f'plan --numa node=0: exit {rc}: {out} {err}')
+    # replicate: 4 on each node; node 1 has 1 free: short by 3, exit 1;
+    # interleave: a page of each copy on each node (2 + 2)
+    rc, out, err = run('-j', 'hugepages', 'plan', '--numa', 'replicate', img)
+    j = json.loads(out) if out else {}
+    per = {x['node']: x for x in j.get('nodes', [])}
+    check(rc == 1 and per.get(0, {}).get('short') == 0 and per.get(1, {}).get('short') == 3 and
+          per.get(1, {}).get('pages_needed') == 4 and j.get('enough') is False,
+          f'plan --numa replicate: exit {rc}: {out} {err}')
+    rc, out, err = run('hugepages', 'plan', '--numa', 'interleave', img)
+    check(rc == 1 and re.search(r'^0\s+2\s+6\s+6\s+0$', out, re.M) and
+          re.search(r'^1\s+2\s+1\s+1\s+1$', out, re.M), f'plan interleave: {out}')
+    rc, out, err = run('hugepages', 'plan', '--numa', 'replicate', img)
+    check(rc == 1 and f'hugepages reserve --numa replicate --copies 2 {img}' in out,
+          f'plan replicate, plain: {out}')
+    # reserve --numa: each node's pool set to its part, with progress
+    rc, out, err = run('--progress', '-j', 'hugepages', 'reserve', '--no-mount', '--numa',
+                       'replicate', img)
+    j = json.loads(out) if out else {}
+    check(rc == 0 and j.get('ok') is True and
+          [(x['node'], x['requested'], x['before'], x['total']) for x in j.get('nodes', [])] ==
+          [(0, 4, 6, 4), (1, 4, 1, 4)] and 'reserve: 100% 3/3' in err,
+          f'reserve --numa replicate: exit {rc}: {out} {err!r}')
+    check(read(os.path.join(nodes, 'node1/hugepages/hugepages-2048kB/nr_hugepages')).strip() == '4'
+          and read(os.path.join(nodes, 'node0/hugepages/hugepages-2048kB/nr_hugepages')).strip() == '4',
+          'per-node nr_hugepages not written')
+    for args, want in ((['hugepages', 'plan', '--numa', 'none', img], '--numa none'),
+                       (['hugepages', 'plan', '--numa', 'node=7', img], 'node'),
+                       (['hugepages', 'plan', '--numa', 'bogus', img], '--numa bogus'),
+                       (['hugepages', 'reserve', '--numa', 'node=0', '--persist', img], 'per-node'),
+                       (['hugepages', 'reserve', '--numa', 'node=0', '5'], 'IMAGE..., not PAGES')):
+        rc, out, err = run(*args)
+        check(rc == 2 and want in err, f'{" ".join(args)}: exit {rc}, stderr {err!r}')
+    shutil.rmtree(nodes)
     pool(2048, 4, 4)
 
     # bad input: clear errors, exit 2, nothing written

@@ -50,6 +50,11 @@ _shmctl()
 		COMPREPLY=($(compgen -W '2M 1G' -- "$cur"))
 		return
 		;;
+	--numa)
+		COMPREPLY=($(compgen -W 'none local node= interleave replicate' -- "$cur"))
+		[[ ${COMPREPLY[0]} == *= ]] && compopt -o nospace
+		return
+		;;
 	--name | --seed | --created | --buckets | --load-factor | --hash-bits | --copies | \
 		--prefix | --max-value)
 		return
@@ -114,9 +119,10 @@ _shmctl()
 		image/b*) COMPREPLY=($(compgen -W "$build_opts $global_opts" -- "$cur")) ;;
 		image/j*) COMPREPLY=($(compgen -W "-o --output --threads $global_opts" -- "$cur")) ;;
 		cache/stat | cache/stats) COMPREPLY=($(compgen -W "--prometheus $global_opts" -- "$cur")) ;;
-		hugepages/p*) COMPREPLY=($(compgen -W "--copies $global_opts" -- "$cur")) ;;
+		cache/lo*) COMPREPLY=($(compgen -W "--numa $global_opts" -- "$cur")) ;;
+		hugepages/p*) COMPREPLY=($(compgen -W "--copies --numa $global_opts" -- "$cur")) ;;
 		hugepages/r*)
-			COMPREPLY=($(compgen -W "--copies --page-size --persist --no-mount $global_opts" \
+			COMPREPLY=($(compgen -W "--copies --page-size --persist --no-mount --numa $global_opts" \
 				-- "$cur"))
 			;;
 		bpf/e*) COMPREPLY=($(compgen -W "--prefix --max-value $global_opts" -- "$cur")) ;;
