@@ -157,6 +157,8 @@ int main(int argc, char **argv)
 		const unsigned char *val;
 		size_t vlen;
 		int hit = xdp_packet_reply(out, t.data_size_out, t.retval, &val, &vlen);
+		bpf_object__close(o);
+		close(outer);
 		if (hit < 0)
 			return die("the program gave no reply (XDP action %s)%s",
 				   t.retval == XDP_PASS ? "PASS" : "other", "");
@@ -185,5 +187,6 @@ int main(int argc, char **argv)
 		pause();
 	bpf_xdp_detach((int)ifindex, 0, NULL);
 	bpf_object__close(o);
+	close(outer);
 	return 0;
 }

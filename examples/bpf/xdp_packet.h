@@ -18,31 +18,39 @@
 #define XDP_PACKET_HDRS (sizeof(struct ethhdr) + sizeof(struct iphdr) + sizeof(struct udphdr))
 #define XDP_PACKET_MAX 2048
 
-/* A request for key (klen bytes) into buf; returns its size, 0 if it does not fit. */
+/* A request for key (klen bytes) into buf; returns its size, 0 if it does not
+ * fit. Headers are built in locals and copied: the IP header sits at offset
+ * 14, not aligned for struct iphdr. */
 static inline size_t xdp_packet_get(unsigned char *buf, size_t cap, const void *key, size_t klen)
 {
 	size_t n = XDP_PACKET_HDRS + 4 + klen;
 	if (n > cap || n > XDP_PACKET_MAX)
 		return 0;
-	memset(buf, 0, XDP_PACKET_HDRS);
-	struct ethhdr *eth = (struct ethhdr *)buf;
-	memcpy(eth->h_dest, "\x02\x00\x00\x00\x00\x02", ETH_ALEN);
-	memcpy(eth->h_source, "\x02\x00\x00\x00\x00\x01", ETH_ALEN);
-	eth->h_proto = htons(ETH_P_IP);
-	struct iphdr *ip = (struct iphdr *)(eth + 1);
-	ip->version = 4;
-	ip->ihl = 5;
-	ip->ttl = 64;
-	ip->protocol = 17; /* UDP */
-	ip->tot_len = htons((uint16_t)(n - sizeof *eth));
-	ip->saddr = htonl(0x0a000001);
-	ip->daddr = htonl(0x0a000002);
-	struct udphdr *udp = (struct udphdr *)(ip + 1);
-	udp->source = htons(40000);
-	udp->dest = htons(XDP_PACKET_PORT);
-	udp->len = htons((uint16_t)(sizeof *udp + 4 + klen));
+	struct ethhdr eth;
+	struct iphdr ip;
+	struct udphdr udp;
+	memset(&eth, 0, sizeof eth);
+	memset(&ip, 0, sizeof ip);
+	memset(&udp, 0, sizeof udp);
+	memcpy(eth.h_dest, "\x02\x00\x00\x00\x00\x02", ETH_ALEN);
+	memcpy(eth.h_source, "\x02\x00\x00\x00\x00\x01", ETH_ALEN);
+	eth.h_proto = htons(ETH_P_IP);
+	ip.version = 4;
+	ip.ihl = 5;
+	ip.ttl = 64;
+	ip.protocol = 17; /* UDP */
+	ip.tot_len = htons((uint16_t)(n - sizeof eth));
+	ip.saddr = htonl(0x0a000001);
+	ip.daddr = htonl(0x0a000002);
+	udp.source = htons(40000);
+	udp.dest = htons(XDP_PACKET_PORT);
+	udp.len = htons((uint16_t)(sizeof udp + 4 + klen));
+	memcpy(buf, &eth, sizeof eth);
+	memcpy(buf + sizeof eth, &ip, sizeof ip);
+	memcpy(buf + sizeof eth + sizeof ip, &udp, sizeof udp);
 	memcpy(buf + XDP_PACKET_HDRS, "GET ", 4);
-	memcpy(buf + XDP_PACKET_HDRS + 4, key, klen);
+	if (klen)
+		memcpy(buf + XDP_PACKET_HDRS + 4, key, klen);
 	return n;
 }
 
@@ -55,18 +63,21 @@ static inline int xdp_packet_reply(const unsigned char *pkt, size_t n, uint32_t 
 {
 	if (action != XDP_TX || n < XDP_PACKET_HDRS + 4)
 		return -1;
-	const struct ethhdr *eth = (const struct ethhdr *)pkt;
-	const struct iphdr *ip = (const struct iphdr *)(eth + 1);
-	const struct udphdr *udp = (const struct udphdr *)(ip + 1);
-	if (memcmp(eth->h_dest, "\x02\x00\x00\x00\x00\x01", ETH_ALEN) ||
-	    ip->saddr != htonl(0x0a000002) || ip->daddr != htonl(0x0a000001) ||
-	    udp->source != htons(XDP_PACKET_PORT) || udp->dest != htons(40000) ||
-	    ntohs(ip->tot_len) != n - sizeof *eth ||
-	    ntohs(udp->len) != n - sizeof *eth - sizeof *ip)
+	struct ethhdr eth;
+	struct iphdr ip;
+	struct udphdr udp;
+	memcpy(&eth, pkt, sizeof eth);
+	memcpy(&ip, pkt + sizeof eth, sizeof ip);
+	memcpy(&udp, pkt + sizeof eth + sizeof ip, sizeof udp);
+	if (memcmp(eth.h_dest, "\x02\x00\x00\x00\x00\x01", ETH_ALEN) ||
+	    ip.saddr != htonl(0x0a000002) || ip.daddr != htonl(0x0a000001) ||
+	    udp.source != htons(XDP_PACKET_PORT) || udp.dest != htons(40000) ||
+	    ntohs(ip.tot_len) != n - sizeof eth || ntohs(udp.len) != n - sizeof eth - sizeof ip)
 		return -1;
+	const unsigned char *h = pkt + sizeof eth;
 	uint32_t sum = 0;
-	for (size_t i = 0; i < sizeof *ip; i += 2)
-		sum += (uint32_t)((const unsigned char *)ip)[i] << 8 | ((const unsigned char *)ip)[i + 1];
+	for (size_t i = 0; i < sizeof ip; i += 2)
+		sum += (uint32_t)h[i] << 8 | h[i + 1];
 	while (sum >> 16)
 		sum = (sum & 0xffff) + (sum >> 16);
 	if (sum != 0xffff)
