@@ -31,7 +31,7 @@
 #define BPFFS_MAGIC_ 0xcafe4a11u
 #define BATCH_ 4096u
 
-static uint64_t now_ns(clockid_t id)
+static inline uint64_t now_ns(clockid_t id)
 {
 	struct timespec ts;
 	clock_gettime(id, &ts);
