@@ -78,12 +78,24 @@ CmdRun run(const std::string &dir, std::vector<std::string> args, bool other = f
 	return r;
 }
 
+// A bpf_dir of this test under /sys/fs/bpf (mounted if missing); the dirs of
+// earlier runs that died before their TearDown (their pid is gone) go first.
 std::string bpffs_dir()
 {
 	static int n;
 	struct statfs fs;
 	if (statfs("/sys/fs/bpf", &fs) != 0 || (uint32_t)fs.f_type != 0xcafe4a11u) {
 		EXPECT_EQ(mount("bpf", "/sys/fs/bpf", "bpf", 0, "mode=0700"), 0) << strerror(errno);
+	}
+	for (const std::string &d : list_dir("/sys/fs/bpf")) {
+		long pid = 0;
+		if (sscanf(d.c_str(), "shmkv-test-%ld-", &pid) != 1 || pid <= 0 ||
+		    kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		std::string p = "/sys/fs/bpf/" + d;
+		for (const std::string &f : list_dir(p))
+			unlink((p + "/" + f).c_str());
+		rmdir(p.c_str());
 	}
 	return "/sys/fs/bpf/shmkv-test-" + std::to_string(getpid()) + "-" + std::to_string(n++);
 }
