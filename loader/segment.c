@@ -277,7 +277,13 @@ int seg_create(struct seg *s, const char *dir, int hugetlb, uint64_t page_size,
 	 * the pages are zeroed as the reads reach them rather than all up front.
 	 * tmpfs: posix_fallocate takes the memory now (ENOSPC when short). */
 	if (!hugetlb) {
-		err = -posix_fallocate(s->fd, 0, (off_t)in->map_size);
+		/* tmpfs' fallocate stops with EINTR whenever signal_pending(),
+		 * which io_uring's task work (TIF_NOTIFY_SIGNAL) makes true for
+		 * the worker too: what it allocated stays, so go on (bounded) */
+		int tries = 0;
+		do
+			err = -posix_fallocate(s->fd, 0, (off_t)in->map_size);
+		while (err == -EINTR && ++tries < 1000);
 		if (err) {
 			diag_fail(err, why, why_len, "%s: fallocate %llu: %s", s->tmp,
 				    (unsigned long long)in->map_size, strerror(-err));
