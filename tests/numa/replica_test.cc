@@ -88,6 +88,8 @@ int my_node()
 TEST(Replica, AttachMapsTheCopyOfThisThreadsNode)
 {
 	int me = my_node();
+	if (me < 0 && !shmkv_test::emulator().empty()) // natively getcpu always answers
+		GTEST_SKIP() << shmkv_test::emulator() << ": no getcpu";
 	ASSERT_GE(me, 0);
 	Cache c;
 	c.publish(1, {me + 1, me, me + 2});
