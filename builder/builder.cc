@@ -201,6 +201,16 @@ extern "C" int shmkv_builder_add(shmkv_builder *b, const void *key, size_t key_l
 	int err = check_value(b, type, (const uint8_t *)value, value_len);
 	if (err)
 		return err;
+	if (b->part_n) { // other parts' records are never stored: a part needs 1/N of the memory
+		uint64_t h = shmkv_key_hash(b->opt.seed, b->opt.hash_bits, key, key_len);
+		uint64_t bk = shmkv_home_bucket(h, b->opt.buckets);
+		if (bk < b->part_lo || bk >= b->part_hi) {
+			if (!b->part_filter)
+				return part_error(b, b->here(), (const uint8_t *)key, key_len);
+			b->filtered++;
+			return 0;
+		}
+	}
 	uint8_t *p;
 	try {
 		p = b->arena.alloc(key_len + value_len + 1);
@@ -463,6 +473,11 @@ int parse_parallel(shmkv_builder *b, const char *data, size_t size, int format, 
 		sub[t].sources = b->sources;
 		sub[t].cur_src = b->cur_src;
 		sub[t].meta_seen = b->meta_seen;
+		sub[t].part_k = b->part_k;
+		sub[t].part_n = b->part_n;
+		sub[t].part_filter = b->part_filter;
+		sub[t].part_lo = b->part_lo;
+		sub[t].part_hi = b->part_hi;
 	}
 	std::vector<int> err(T, 0);
 	run_threads(T, [&](unsigned t) {
@@ -487,6 +502,7 @@ int parse_parallel(shmkv_builder *b, const char *data, size_t size, int format, 
 		b->recs.swap(sub[0].recs);
 	b->recs.reserve(total);
 	for (auto &s : sub) {
+		b->filtered += s.filtered;
 		b->recs.insert(b->recs.end(), s.recs.begin(), s.recs.end());
 		s.recs = std::vector<Record>();
 		b->arena.adopt(std::move(s.arena));
@@ -554,10 +570,33 @@ extern "C" int shmkv_builder_set_part(shmkv_builder *b, uint64_t k, uint64_t n, 
 	if (n == 0 ? k != 0 : (k < 1 || k > n))
 		return b->fail(-EINVAL, "part %llu/%llu: expected K/N with 1 <= K <= N",
 			       (unsigned long long)k, (unsigned long long)n);
+	if (n && (!(b->opt.fixed & SHMKV_OPT_BUCKETS) || !b->opt.buckets))
+		return b->fail(-EINVAL, "a part build (%llu/%llu) needs a fixed bucket count "
+					"(--buckets), the same for every part and the join",
+			       (unsigned long long)k, (unsigned long long)n);
 	b->part_k = k;
 	b->part_n = n;
 	b->part_filter = filter != 0;
+	if (n)
+		shmkv_build_part_range(k, n, b->opt.buckets, &b->part_lo, &b->part_hi);
 	return 0;
+}
+
+int shmkv_build::part_error(shmkv_builder *b, const std::string &where, const uint8_t *key,
+			    size_t key_len)
+{
+	const auto &o = b->opt;
+	uint64_t bk = shmkv_home_bucket(shmkv_key_hash(o.seed, o.hash_bits, key, key_len), o.buckets);
+	return b->fail(SHMKV_EINPUT,
+		       "%s: key %s is in bucket %llu of %llu, which belongs to part %llu/%llu, not "
+		       "%llu/%llu (buckets %llu..%llu); route records by bucket range, or skip "
+		       "them with --filter-part",
+		       where.c_str(), show_key(key, key_len).c_str(), (unsigned long long)bk,
+		       (unsigned long long)o.buckets,
+		       (unsigned long long)shmkv_build_part_of(bk, b->part_n, o.buckets),
+		       (unsigned long long)b->part_n, (unsigned long long)b->part_k,
+		       (unsigned long long)b->part_n, (unsigned long long)b->part_lo,
+		       (unsigned long long)(b->part_hi - 1));
 }
 
 extern "C" int shmkv_builder_finish(shmkv_builder *b, const char *path, shmkv_build_stats *st)

@@ -116,6 +116,8 @@ struct shmkv_builder {
 	unsigned threads = 0;          // 0: shmkv_build::default_threads()
 	uint64_t part_k = 0, part_n = 0; // a part build (1-based k of n), or 0
 	bool part_filter = false;      // records of other parts are skipped, not an error
+	uint64_t part_lo = 0, part_hi = 0; // its buckets
+	uint64_t filtered = 0;         // records skipped (part_filter)
 
 	// Sets err to a formatted message and returns code.
 	int fail(int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -142,5 +144,7 @@ int cleanup_register(const std::string &path);
 void cleanup_unregister(int slot);
 // line0: the lines of the file before data (a chunk of a file parsed in parallel).
 int add_jsonl(shmkv_builder *b, const char *data, size_t size, bool first_input, uint64_t line0);
+// The error for a record of another part: where, the key, its bucket and part.
+int part_error(shmkv_builder *b, const std::string &where, const uint8_t *key, size_t key_len);
 int add_tsv(shmkv_builder *b, const char *data, size_t size, unsigned type, uint64_t line0);
 } // namespace shmkv_build

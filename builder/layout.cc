@@ -60,21 +60,9 @@ int sort_and_dedup_keys(shmkv_builder *b, unsigned T, Layout &L, Items &sorted, 
 	if (part) {
 		size_t first_bad = *std::min_element(bad.begin(), bad.end());
 		L.filtered = n - sorted.size();
-		if (first_bad != SIZE_MAX && !b->part_filter) {
-			const Record &r = R[first_bad];
-			uint64_t h = shmkv_key_hash(o.seed, o.hash_bits, r.key, r.key_len);
-			uint64_t bk = shmkv_home_bucket(h, o.buckets);
-			uint64_t k = shmkv_build_part_of(bk, b->part_n, o.buckets);
-			return b->fail(SHMKV_EINPUT,
-				       "%s: key %s is in bucket %llu of %llu, which belongs to part "
-				       "%llu/%llu, not %llu/%llu (buckets %llu..%llu); route records by "
-				       "bucket range, or skip them with --filter-part",
-				       b->where(r, first_bad).c_str(), show_key(r.key, r.key_len).c_str(),
-				       (unsigned long long)bk, (unsigned long long)o.buckets,
-				       (unsigned long long)k, (unsigned long long)b->part_n,
-				       (unsigned long long)b->part_k, (unsigned long long)b->part_n,
-				       (unsigned long long)lo, (unsigned long long)(hi - 1));
-		}
+		if (first_bad != SIZE_MAX && !b->part_filter)
+			return part_error(b, b->where(R[first_bad], first_bad), R[first_bad].key,
+					  R[first_bad].key_len);
 	}
 	size_t s_n = sorted.size();
 	uint64_t dup_keys = 0, dup_recs = 0;
@@ -205,10 +193,6 @@ int compute_layout(shmkv_builder *b, Layout &L)
 	if (n > UINT32_MAX - 1)
 		return b->fail(SHMKV_ELIMIT, "%zu records exceed the builder's limit of %u", n,
 			       UINT32_MAX - 1);
-	if (b->part_n && !o.buckets)
-		return b->fail(-EINVAL, "a part build (%llu/%llu) needs a fixed bucket count "
-					"(--buckets), the same for every part",
-			       (unsigned long long)b->part_k, (unsigned long long)b->part_n);
 	b->progress("sorting keys", 0, n);
 	Items sorted, tmp; // both sorts use them: fresh pages cost as much as sorting
 	int err = sort_and_dedup_keys(b, T, L, sorted, tmp);

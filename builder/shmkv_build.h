@@ -139,10 +139,13 @@ int shmkv_builder_set_threads(shmkv_builder *b, unsigned threads);
 
 /* Makes this a part build: fragment k (1-based) of n, holding the keys whose
  * home bucket is in [floor(buckets * (k-1) / n), floor(buckets * k / n))
- * (lib/FORMAT.md §14, "Partitioned builds"); the buckets option must be set.
- * A record of another part fails finish() with SHMKV_EINPUT naming it, or is
- * skipped if filter is non-zero. n = 0 (with k = 0) makes it a whole build
- * again. Returns 0, or -EINVAL unless 1 <= k <= n. */
+ * (lib/FORMAT.md §14, "Partitioned builds"); the buckets option must be
+ * fixed (SHMKV_OPT_BUCKETS). Call it before adding records: a record of
+ * another part is then refused when added (SHMKV_EINPUT naming it and its
+ * part), or skipped and never stored if filter is non-zero (records added
+ * before are checked the same way by finish()). n = 0 (with k = 0) makes it a
+ * whole build again. Returns 0, or -EINVAL unless 1 <= k <= n and the bucket
+ * count is fixed. */
 int shmkv_builder_set_part(shmkv_builder *b, uint64_t k, uint64_t n, int filter);
 
 typedef struct shmkv_build_stats {

@@ -19,11 +19,15 @@ struct progress {
 	bool done_shown;       /* lines: this phase's 100% line is out */
 	bool drawn;            /* a bar is on screen: clear before other output */
 	struct timespec last;  /* last redraw */
+	struct timespec start; /* this phase's start, and its done then: the rate */
+	uint64_t done0;
 	char phase[32];
 };
 
 void progress_init(struct progress *p);
-/* A shmkv_progress_fn: ctx is the struct progress. total 0 = unknown. */
+/* A shmkv_progress_fn: ctx is the struct progress. total 0 = unknown. After a
+ * second in a phase that is not done, the rate (units a second: bytes for the
+ * builder's "reading", entries for its other phases) and the time left. */
 void progress_update(void *ctx, const char *phase, uint64_t done, uint64_t total);
 /* Erases the bar (call before printing anything else). */
 void progress_clear(struct progress *p);
