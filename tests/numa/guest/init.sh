@@ -177,6 +177,25 @@ while read -r _ _ cpu _ node _ replica _ gets _ gens _ errors rest; do
 done </tmp/swap
 [ $good = 1 ] && ok swap-under-readers || bad swap-under-readers "$(cat /tmp/swap /tmp/err | tr '\n' ' ')"
 
+# 11. placement found wrong: a tmpfs mounted mpol=bind:LAST gives its files
+#     that policy, which tmpfs' fallocate follows over the loader's own; the
+#     loader's check after the read sees the pages off node 0, says so and
+#     publishes the copy as not pinned
+mkdir -p /tmp/mshm /run/shmkv2 /tmp/spool2
+chmod 755 /run/shmkv2 /tmp/spool2
+mount -t tmpfs -o mpol=bind:$LAST tmpfs /tmp/mshm
+shmkv-loader --root /run/shmkv2 --spool /tmp/spool2 --shm-dir /tmp/mshm --memory shm \
+	--foreground 2>/tmp/loader2.log &
+for i in $(seq 100); do [ -S /run/shmkv2/control.sock ] && break; sleep 0.1; done
+if shmctl -r /run/shmkv2 cache load --numa node=0 wrong /img/g1.shmkv >/dev/null 2>/tmp/err &&
+	shmctl -r /run/shmkv2 -j cache status wrong >/tmp/st && probe where /run/shmkv2 wrong >$W &&
+	grep -q "placement wrong" /tmp/st && grep -q "misplaced cache=wrong" /tmp/loader2.log &&
+	copy_line $W 0 | grep -Eq "^copy 0 node -1 pagesize 4096 pages $LAST:[0-9]+ absent 0$"; then
+	ok misplaced-reported
+else
+	bad misplaced-reported "$(cat /tmp/err $W | tr '\n' ' ') $(grep -o '"note": *"[^"]*"' /tmp/st) $(tail -n 3 /tmp/loader2.log | tr '\n' ' ')"
+fi
+
 if [ $FAILS -ne 0 ]; then
 	echo "---- loader log"
 	tail -n 40 /tmp/loader.log
