@@ -87,6 +87,10 @@ deb=$(echo "$tmp"/src/shmkv_*.deb)
 dev=$(echo "$tmp"/src/libshmkv-dev_*.deb)
 dpkg-deb -c "$deb" | awk '{print $6}' >"$tmp/shmkv.lst"
 dpkg-deb -c "$dev" | awk '{print $6}' >"$tmp/dev.lst"
+# built with BPF export and NUMA placement (Build-Depends: libbpf-dev, libnuma-dev)
+depends=$(dpkg-deb -f "$deb" Depends)
+case $depends in *libbpf1*) ;; *) fail "shmkv does not depend on libbpf1 (built without BPF export?): $depends" ;; esac
+case $depends in *libnuma1*) ;; *) fail "shmkv does not depend on libnuma1: $depends" ;; esac
 for f in ./usr/bin/shmctl ./usr/sbin/shmkv-loader ./lib/systemd/system/shmkv-loader.service \
 	./usr/lib/sysusers.d/shmkv.conf ./usr/lib/tmpfiles.d/shmkv.conf ./etc/shmkv/loader.conf \
 	./etc/sysctl.d/60-shmkv-hugepages.conf ./usr/share/bash-completion/completions/shmctl \
@@ -96,6 +100,7 @@ for f in ./usr/bin/shmctl ./usr/sbin/shmkv-loader ./lib/systemd/system/shmkv-loa
 	grep -qx "$f" "$tmp/shmkv.lst" || fail "shmkv: $f missing"
 done
 for f in ./usr/include/shmkv.h ./usr/include/shmkv/attach.h ./usr/include/shmkv_build.h \
+	./usr/include/shmkv_bpf.h \
 	./usr/share/man/man3/shmkv.3.gz; do
 	grep -qx "$f" "$tmp/dev.lst" || fail "libshmkv-dev: $f missing"
 done
@@ -159,6 +164,10 @@ fi
 [ "$(stat -c '%a %G' /run/shmkv/control.sock)" = "660 shmkv" ] ||
 	fail "control.sock: $(stat -c '%a %G' /run/shmkv/control.sock), want 660 shmkv ([loader] group)"
 
+# a top-level field of a status reply on stdin (nested objects have their own
+# generation and segment fields)
+status_field() { python3 -c 'import json, sys; print(json.load(sys.stdin).get(sys.argv[1], ""))' "$1"; }
+
 step "6. a cache through the spool, built with pkg-config shmkv-build"
 # shellcheck disable=SC2046
 cc -o "$tmp/build_client" "$src/packaging/test/build_client.c" \
@@ -169,13 +178,13 @@ mv /var/spool/shmkv/.users.shmkv.tmp /var/spool/shmkv/users.shmkv # a rename: th
 gen=0
 for _ in $(seq 300); do
 	gen=$(shmctl -j cache status users 2>/dev/null |
-		sed -n 's/.*"generation": *\([0-9]*\).*/\1/p' | head -1 || true)
+		status_field generation || true)
 	[ "${gen:-0}" -ge 1 ] && break
 	sleep 0.1
 done
 [ "${gen:-0}" -ge 1 ] || { shmctl cache list; cat "$tmp/loader.log" 2>/dev/null; fail "the spool file was not loaded"; }
 [ -e /var/spool/shmkv/users.shmkv ] && fail "the spool file stayed after the load"
-seg=$(shmctl -j cache status users | sed -n 's/.*"segment": *"\([^"]*\)".*/\1/p')
+seg=$(shmctl -j cache status users | status_field segment)
 case $seg in
 /dev/shm/shmkv/* | /dev/shm/shmkv.??????/*) ;;
 *) fail "segment \"$seg\": want one in /dev/shm/shmkv or its private fallback" ;;

@@ -36,6 +36,7 @@ done
 rpm -qlp "$devel" >"$tmp/devel.lst"
 rpm -qlp "$libs" >"$tmp/libs.lst"
 grep -qx /usr/include/shmkv.h "$tmp/devel.lst" || fail "shmkv-devel.rpm: shmkv.h missing"
+grep -qx /usr/include/shmkv_bpf.h "$tmp/devel.lst" || fail "shmkv-devel.rpm: shmkv_bpf.h missing"
 grep -q 'pkgconfig/shmkv.pc$' "$tmp/devel.lst" || fail "shmkv-devel.rpm: shmkv.pc missing"
 grep -q 'pkgconfig/shmkv-build.pc$' "$tmp/devel.lst" || fail "shmkv-devel.rpm: shmkv-build.pc missing"
 grep -qE '^/usr/share/man/man3/shmkv\.3(\.gz)?$' "$tmp/devel.lst" || fail "shmkv-devel.rpm: shmkv.3 missing"
@@ -46,6 +47,9 @@ rpm -qp --scripts "$main" >"$tmp/scripts.txt"
 grep -q 'shmkv-loader.service' "$tmp/scripts.txt" || fail "no systemd scriptlets"
 rpm -qpR "$main" >"$tmp/requires.txt"
 grep -q 'libshmkv-build.so.0' "$tmp/requires.txt" || fail "shmkv does not require libshmkv-build.so.0"
+# the loader is built with BPF export and NUMA placement
+grep -q 'libbpf.so' "$tmp/requires.txt" || fail "shmkv does not require libbpf (built without BPF export?)"
+grep -q 'libnuma.so' "$tmp/requires.txt" || fail "shmkv does not require libnuma"
 unit=$(find "$tmp/BUILDROOT" -path '*/usr/lib/systemd/system/shmkv-loader.service')
 grep -qx 'ExecStart=/usr/sbin/shmkv-loader --config /etc/shmkv/loader.conf --foreground' "$unit" ||
 	fail "the unit's ExecStart is not the installed paths: $(grep ExecStart= "$unit")"
