@@ -7,6 +7,7 @@
  * watched and scanned again. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,26 +120,50 @@ void spool_tick(struct loader *L)
 	back(L);
 }
 
+/* Takes the file at j->path out of the spool's names, to the hidden name
+ * tmp, when it is the one j loaded. A check of the name then an unlink (or
+ * rename) of it would race with a producer renaming a newer image over the
+ * name in between (a drop right after the publish) and remove that one
+ * unloaded; a rename takes exactly one file, whose identity is checked
+ * after. A newer file taken so is put back (its own event loads it; the
+ * event the put-back makes queues it twice, and the twin finds it handled).
+ * Returns 1 with ours at tmp, 0 when there is nothing of ours to dispose of. */
+static int take_ours(const struct job *j, char *tmp, size_t tmp_len)
+{
+	const char *path = j->path, *slash = strrchr(path, '/');
+	snprintf(tmp, tmp_len, "%.*s/.%s.disposing", (int)(slash - path), path, slash + 1);
+	if (rename(path, tmp) != 0) {
+		if (errno != ENOENT)
+			log_warn("spool: rename file=%s: %s", path, strerror(errno));
+		return 0;
+	}
+	struct stat st;
+	if (lstat(tmp, &st) == 0 && st.st_dev == j->src_dev && st.st_ino == j->src_ino)
+		return 1;
+	log_info("spool: file=%s was replaced while it loaded; the new one stays for its own "
+		 "load", path);
+	/* RENAME_NOREPLACE: a still newer one came meanwhile and replaces this one,
+	 * as its rename over the name would have */
+	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) != 0 && unlink(tmp) != 0)
+		log_warn("spool: unlink file=%s: %s", tmp, strerror(errno));
+	return 0;
+}
+
 static void dispose(const struct job *j, int ok, const char *error)
 {
 	const char *path = j->path;
-	/* A newer image renamed over this name while we loaded (a drop right
-	 * after the publish) is not ours to remove: its own event loads it. */
-	if (!job_source_current(j)) {
-		log_info("spool: file=%s was replaced while it loaded; the new one stays for its own "
-			 "load", path);
+	char tmp[PATH_MAX + 32];
+	if (!take_ours(j, tmp, sizeof tmp))
 		return;
-	}
 	if (ok) {
-		if (unlink(path) != 0 && errno != ENOENT)
-			log_warn("spool: unlink file=%s: %s", path, strerror(errno));
+		if (unlink(tmp) != 0)
+			log_warn("spool: unlink file=%s: %s", tmp, strerror(errno));
 		return;
 	}
 	char rej[PATH_MAX + 16];
 	snprintf(rej, sizeof rej, "%s.rejected", path);
-	if (rename(path, rej) != 0) {
-		if (errno != ENOENT)
-			log_warn("spool: rename file=%s: %s", path, strerror(errno));
+	if (rename(tmp, rej) != 0) {
+		log_warn("spool: rename file=%s to %s: %s", tmp, rej, strerror(errno));
 		return;
 	}
 	log_info("spool: moved file=%s to %s (%s)", path, rej, error ? error : "rejected");
@@ -157,6 +182,8 @@ static void finish(struct loader *L, const struct job *j, int err, const char *w
 static void queue(struct loader *L, const char *file)
 {
 	char name[SHMKV_CACHE_NAME_MAX + 1];
+	if (file[0] == '.')
+		return; /* hidden: a producer's temporary, or ours (dispose) */
 	if (spool_cache_name(file, name)) {
 		size_t n = strlen(file);
 		if (n < 9 || strcmp(file + n - 9, ".rejected"))
