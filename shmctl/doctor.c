@@ -25,6 +25,7 @@
 #include "ctlsock.h"
 #include "jv.h"
 #include "main.h"
+#include "topo.h"
 
 enum level { OK, INFO, WARN, FAIL };
 static const char *const level_name[] = {"ok", "info", "warn", "fail"};
@@ -238,26 +239,50 @@ static void check_io_uring(void)
 		    "io_uring_setup: %s; the loader reads with pread", strerror(e));
 }
 
+/* Several nodes: the caches' placement is their numa= (shmkv.conf(5)); a
+ * node whose huge page pool has nothing free makes replicate degrade and
+ * node= on it fail, so it is said with the command that reserves per node. */
 static void check_numa(void)
 {
-	char dir[4096];
-	host_path(dir, sizeof dir, "/sys/devices/system/node");
-	DIR *d = opendir(dir);
-	int nodes = 0;
-	struct dirent *e;
-	while (d && (e = readdir(d))) {
-		int n;
-		char tail;
-		if (sscanf(e->d_name, "node%d%c", &n, &tail) == 1)
-			nodes++;
+	char sys[4096], why[512];
+	host_path(sys, sizeof sys, "/sys");
+	struct ntopo *t = malloc(sizeof *t);
+	if (!t)
+		return;
+	if (ntopo_read(sys, t, why, sizeof why)) {
+		add(WARN, "numa", NULL, "NUMA topology unreadable: %s", why);
+		free(t);
+		return;
 	}
-	if (d)
-		closedir(d);
-	if (nodes > 1)
-		add(INFO, "numa", NULL, "%d NUMA nodes: segments are not placed per node yet "
-		    "(numa=none); readers on other nodes read remote memory", nodes);
-	else
-		add(OK, "numa", NULL, "%d NUMA node%s", nodes ? nodes : 1, nodes > 1 ? "s" : "");
+	if (t->n < 2) {
+		add(OK, "numa", NULL, "1 NUMA node");
+		free(t);
+		return;
+	}
+	char list[128];
+	add(INFO, "numa", NULL, "%u NUMA nodes (%s): a cache's numa= decides where its copies "
+	    "live (none: the loader's node; replicate: one per node; see shmkv.conf(5))", t->n,
+	    ntopo_list_name(t->online, list, sizeof list));
+	/* the default huge page size: where the pools are, per node */
+	uint64_t ps = 0;
+	for (unsigned i = 0; i < t->n && !ps; i++)
+		if (t->node[i].nhp)
+			ps = t->node[i].hp[0].page_size;
+	long long total_free = 0;
+	for (unsigned i = 0; i < t->n; i++) {
+		long long fr = ps ? ntopo_hp_free(&t->node[i], ps) : -1;
+		total_free += fr > 0 ? fr : 0;
+	}
+	for (unsigned i = 0; ps && total_free > 0 && i < t->n; i++) {
+		long long fr = ntopo_hp_free(&t->node[i], ps);
+		if (fr <= 0)
+			add(WARN, "numa",
+			    "shmctl hugepages reserve --numa replicate IMAGE... (pages on every node)",
+			    "node %d has no free %llu kB huge pages while others have %lld: "
+			    "numa=replicate degrades to interleave, and a cache with numa = node=%d falls back or fails",
+			    t->node[i].id, (unsigned long long)(ps >> 10), total_free, t->node[i].id);
+	}
+	free(t);
 }
 
 static void check_fs(const char *type, const char *dir, const char *why)

@@ -64,6 +64,26 @@ try:
           'failures count')
     check('fix: mkdir -p /dev/hugepages && mount -t hugetlbfs -o pagesize=2M' in plain and 'failure' in plain, f'plain output: {plain}')
 
+    # NUMA: one node (no node tree: the CPUs of cpu/online), then two nodes
+    # whose node 1 has no free huge pages while node 0 has
+    write(os.path.join(host, 'sys/devices/system/cpu/online'), '0-1\n')
+    rc, out, plain = doctor(root)
+    check(find(out, 'numa', 'ok', '1 NUMA node'), f'numa, one node: {find(out, "numa")}')
+    nodes = os.path.join(host, 'sys/devices/system/node')
+    write(os.path.join(nodes, 'online'), '0-1\n')
+    for n, free in ((0, 4), (1, 0)):
+        write(os.path.join(nodes, f'node{n}/cpulist'), f'{n}\n')
+        write(os.path.join(nodes, f'node{n}/distance'), '10 20\n' if n == 0 else '20 10\n')
+        d = os.path.join(nodes, f'node{n}/hugepages/hugepages-2048kB')
+        write(os.path.join(d, 'nr_hugepages'), f'{free}\n')
+        write(os.path.join(d, 'free_hugepages'), f'{free}\n')
+    rc, out, plain = doctor(root)
+    check(find(out, 'numa', 'info', '2 NUMA nodes (0-1)'), f'numa, two nodes: {find(out, "numa")}')
+    f = find(out, 'numa', 'warn', 'node 1 has no free 2048 kB huge pages')
+    check(f and 'hugepages reserve --numa replicate' in (f[0]['fix'] or ''),
+          f'numa, node 1 without pages: {find(out, "numa")}')
+    check(not find(out, 'numa', 'warn', 'node 0'), 'node 0 has pages: no warning for it')
+
     # 2. a root writable by every user
     os.chmod(root, 0o777)
     rc, out, _ = doctor(root)
