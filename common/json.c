@@ -2,6 +2,8 @@
 #include "json.h"
 
 #include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -351,6 +353,17 @@ char *json_error_code(const char *msg, int err)
 char *json_error(const char *msg)
 {
 	return json_error_code(msg, 0);
+}
+
+int json_reply_error(char **reply, int err, const char *fmt, ...)
+{
+	char msg[700];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	*reply = json_error_code(msg, err);
+	return err;
 }
 
 /* ---- base64 ---- */

@@ -79,6 +79,10 @@ char *json_error(const char *msg);
  * of err: "ENOENT" for -ENOENT, "SHMKV_ECHECKSUM" for a shmkv code; no
  * "code" when err is 0. */
 char *json_error_code(const char *msg, int err);
+/* The loader's verbs: *reply = json_error_code() of the formatted message
+ * (at most 699 bytes); returns err. */
+int json_reply_error(char **reply, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 /* Is p[0..n) valid UTF-8 (no overlong forms, surrogates or code points
  * over U+10FFFF)? */

@@ -618,19 +618,6 @@ void bpf_sync_all(struct loader *L)
 	}
 }
 
-static int reply_err(char **reply, int err, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int reply_err(char **reply, int err, const char *fmt, ...)
-{
-	char msg[700];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
-	*reply = json_error_code(msg, err);
-	return err;
-}
-
 static void fields(struct json *j, const struct cache *c, int want, const char *prefix,
 		   uint32_t max_value);
 
@@ -639,21 +626,21 @@ int op_bpf_export(struct loader *L, const char *name, const char *prefix, const 
 {
 	struct cache *c = cache_find(L, name);
 	if (!c)
-		return reply_err(reply, -ENOENT, "no cache \"%s\"", name);
+		return json_reply_error(reply, -ENOENT, "no cache \"%s\"", name);
 	if (strlen(prefix) > BPF_PREFIX_MAX)
-		return reply_err(reply, -EINVAL, "prefix longer than %d bytes", BPF_PREFIX_MAX);
+		return json_reply_error(reply, -EINVAL, "prefix longer than %d bytes", BPF_PREFIX_MAX);
 	uint32_t mv = SHMKV_BPF_DEFAULT_VALUE_MAX;
 	if (max_value[0]) {
 		char *end;
 		errno = 0;
 		unsigned long long x = strtoull(max_value, &end, 10);
 		if (*end || errno || max_value[0] == '-' || x > SHMKV_BPF_VALUE_LIMIT)
-			return reply_err(reply, -EINVAL, "max_value \"%.32s\": expected 0..%d bytes",
+			return json_reply_error(reply, -EINVAL, "max_value \"%.32s\": expected 0..%d bytes",
 					 max_value, SHMKV_BPF_VALUE_LIMIT);
 		mv = (uint32_t)x;
 	}
 	if (!c->have_cur)
-		return reply_err(reply, -ENOENT, "cache %s has nothing published: load it first",
+		return json_reply_error(reply, -ENOENT, "cache %s has nothing published: load it first",
 				 name);
 	/* asked from now on: a failure below is retried at the next generation */
 	pthread_mutex_lock(&L->lock);
@@ -670,7 +657,7 @@ int op_bpf_export(struct loader *L, const char *name, const char *prefix, const 
 		set_error(L, c, why);
 		log_err("bpf export failed cache=%s gen=%llu error=%s", name,
 			(unsigned long long)c->cur.generation, log_quote(q, sizeof q, why));
-		return reply_err(reply, err, "bpf export %s: %s%s", name, why,
+		return json_reply_error(reply, err, "bpf export %s: %s%s", name, why,
 				 c->bpf.pinned ? " (BPF programs keep the previous generation)" : "");
 	}
 	struct json j;
@@ -685,7 +672,7 @@ int op_bpf_unexport(struct loader *L, const char *name, char **reply)
 {
 	struct cache *c = cache_find(L, name);
 	if (!c)
-		return reply_err(reply, -ENOENT, "no cache \"%s\"", name);
+		return json_reply_error(reply, -ENOENT, "no cache \"%s\"", name);
 	int was = c->bpf.pinned;
 	char pin[PATH_MAX];
 	snprintf(pin, sizeof pin, "%s", c->bpf.pin);

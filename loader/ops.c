@@ -1,6 +1,5 @@
 /* ops.c - the worker's other operations: reload, rollback, drop, config. */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,28 +15,15 @@
 #include "probes.h"
 #include "state.h"
 
-static int fail(char **reply, int err, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int fail(char **reply, int err, const char *fmt, ...)
-{
-	char msg[700];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
-	*reply = json_error_code(msg, err);
-	return err;
-}
-
 int op_reload(struct loader *L, const char *name, char **reply)
 {
 	struct cache *c = cache_find(L, name);
 	const struct cache_def *d = conf_find(L->conf, name);
 	if (!d && !c) {
-		return fail(reply, -ENOENT, "no cache \"%s\"", name);
+		return json_reply_error(reply, -ENOENT, "no cache \"%s\"", name);
 	}
 	if (!d || !d->c.source[0]) {
-		return fail(reply, -ENOENT,
+		return json_reply_error(reply, -ENOENT,
 			    "cache %s has no source= in the config: use load NAME PATH", name);
 	}
 	char src[PATH_MAX];
@@ -51,16 +37,16 @@ int op_rollback(struct loader *L, const char *name, char **reply)
 	struct cache *c = cache_find(L, name);
 	char why[400];
 	if (!c) {
-		return fail(reply, -ENOENT, "no cache \"%s\"", name);
+		return json_reply_error(reply, -ENOENT, "no cache \"%s\"", name);
 	}
 	if (!c->have_rb || !c->ctl.map) {
-		return fail(reply, -ENOENT, "cache %s has no rollback segment", name);
+		return json_reply_error(reply, -ENOENT, "cache %s has no rollback segment", name);
 	}
 	struct seg_info chk;
 	int err = seg_inspect(c->rb.path, &chk, why, sizeof why);
 	if (err) {
 		cache_drop_rollback(L, c, "unusable");
-		return fail(reply, err, "cache %s: the rollback segment is unusable: %s", name, why);
+		return json_reply_error(reply, err, "cache %s: the rollback segment is unusable: %s", name, why);
 	}
 	uint64_t gen = ctl_generation(&c->ctl) + 1, from = c->cur.generation;
 	shmkv_ctl_segment cs[SHMKV_CTL_MAX_SEGMENTS];
@@ -110,7 +96,7 @@ int op_drop(struct loader *L, const char *name, char **reply)
 {
 	struct cache *c = cache_find(L, name);
 	if (!c) {
-		return fail(reply, -ENOENT, "no cache \"%s\"", name);
+		return json_reply_error(reply, -ENOENT, "no cache \"%s\"", name);
 	}
 	uint64_t gen = ctl_generation(&c->ctl);
 	/* the ctl first: a reader attaching now finds no cache rather than a
