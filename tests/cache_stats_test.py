@@ -158,14 +158,24 @@ try:
     # checked by move_pages, and its pages show on node 0
     run('image', 'build', '-o', os.path.join(tmp, 'p.shmkv'), src)
     rc, out, err = run('cache', 'load', '--numa', 'node=0', 'users', os.path.join(tmp, 'p.shmkv'))
-    check(rc == 0, f'load --numa node=0: exit {rc} {err}')
+    # qemu-user (the AArch64 tiers) has no set_mempolicy: refused there, as
+    # the loader must; the x86 runs check the figures
+    no_numa = rc != 0 and 'set_mempolicy' in err and 'Function not implemented' in err
+    if no_numa:
+        print('cache_stats_test: memory per node not checked: no set_mempolicy here '
+              '(qemu-user)')
+    check(rc == 0 or no_numa, f'load --numa node=0: exit {rc} {err}')
+    if no_numa:  # the second generation all the same, for what follows
+        run('cache', 'load', 'users', os.path.join(tmp, 'p.shmkv'))
     rc, out, err = run('-j', 'cache', 'status', 'users')
     st3 = json.loads(out) if rc == 0 else {}
     rc, out, err = run('cache', 'stats', '--prometheus')
     s = parse_prom(out)
-    check(s.get(('shmkv_cache_memory_node_bytes', u | {('node', '0')})) == st3.get('map_size') and
-          not [k for k in s if k[0] == 'shmkv_cache_memory_node_bytes' and ('node', '0') not in k[1]
-               and ('cache', 'users') in k[1]] and s.get(('shmkv_cache_copies', u)) == 1,
+    check(no_numa or (s.get(('shmkv_cache_memory_node_bytes', u | {('node', '0')})) ==
+                      st3.get('map_size') and
+                      not [k for k in s if k[0] == 'shmkv_cache_memory_node_bytes' and
+                           ('node', '0') not in k[1] and ('cache', 'users') in k[1]] and
+                      s.get(('shmkv_cache_copies', u)) == 1),
           f'memory per node: {[(k, v) for k, v in s.items() if "node" in k[0] or "copies" in k[0]]} '
           f'map_size {st3.get("map_size")}')
     check(s.get(('shmkv_cache_loads_total', u)) == 2, 'loads_total after the pinned load')
