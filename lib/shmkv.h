@@ -45,7 +45,7 @@
  *     outside it; damage on a key's path is SHMKV_ECORRUPT.
  *   Iteration
  *     shmkv_iter_init(db, &it); while (shmkv_iter_next(&it, &k, &klen, &v) == 0) ...
- *   USDT probes (shmkv/usdt.h; perf/README.md), opt-in: -DSHMKV_USDT=1 for every
+ *   USDT probes (shmkv/trace.h; perf/README.md), opt-in: -DSHMKV_USDT=1 for every
  *     file including <shmkv.h>, and #define SHMKV_USDT_SEMAPHORES 1 in one of them
  *   Errors and misc (shmkv/errors.h, shmkv/get.h, shmkv/probe.h)
  *     const char *shmkv_strerror(err)                message ("key not found", strerror)

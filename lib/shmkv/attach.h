@@ -233,7 +233,7 @@ typedef struct shmkv__attached {
 	int failed_err;      /* what that attempt returned */
 	int want_node;       /* replica wanted: a node, or SHMKV_ATTACH_NODE_CURRENT */
 	int node;            /* node of the replica mapped now; -1: not pinned */
-	char name[SHMKV_CACHE_NAME_MAX + 1]; /* the cache's name, for the probes (usdt.h) */
+	char name[SHMKV_CACHE_NAME_MAX + 1]; /* the cache's name, for the probes (trace.h) */
 } shmkv__attached;
 
 /* Passes of the seqcount loop refresh allows itself when a generation moved

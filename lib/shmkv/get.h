@@ -484,7 +484,7 @@ checked:
 }
 
 #if SHMKV_USDT
-/* A get of a handle whose gate saw a get probe traced (usdt.h), or of a key
+/* A get of a handle whose gate saw a get probe traced (trace.h), or of a key
  * for the checked path: the lookup as untraced (shmkv__get_as on a copy of
  * the handle with its untraced limit), timed, then the probe. The copy keeps
  * this path from adding a second inlined fast path to the translation unit,

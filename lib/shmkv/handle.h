@@ -15,7 +15,7 @@
 #include "format.h"
 #include "probe.h"
 #include "protocol.h"
-#include "usdt.h"
+#include "trace.h"
 
 /* Strict -std=c11 hides these Linux flags; their values are the kernel ABI on
  * the two architectures shmkv supports (x86-64, AArch64). */
@@ -92,7 +92,7 @@ typedef struct shmkv {
 	size_t slow_key_len;      /* keys this long or longer take the checked path: 65536,
 				     or less when ENTRIES has no room for such a key, 0 when
 				     hash_bits < 64 (test images); 0 while get probes are
-				     traced (usdt.h), else bound_key_len */
+				     traced (trace.h), else bound_key_len */
 	const uint8_t *ent;       /* ENTRIES section start, ent_end its end */
 	const uint8_t *ent_end;
 	uint64_t ent_unit0;       /* ENTRIES offset / 8 (slot offsets count 8-byte units) */
@@ -112,11 +112,11 @@ typedef struct shmkv {
 	uint64_t generation;      /* attached handles: generation served, else 0 */
 	unsigned flags;           /* attach flags, reused by refresh */
 	size_t bound_key_len;     /* slow_key_len as shmkv__bind derived it from the image */
-	unsigned usdt_gets;       /* 1 while a get probe was traced at the last gate (usdt.h) */
+	unsigned usdt_gets;       /* 1 while a get probe was traced at the last gate (trace.h) */
 } shmkv;
 
 /* SHMKV_USDT builds: samples the get probes' semaphores into the handle
- * (usdt.h): while one is set, every get of this handle takes the cold path,
+ * (trace.h): while one is set, every get of this handle takes the cold path,
  * which fires them. Called by shmkv__bind and shmkv_refresh. */
 static inline void shmkv__usdt_gate(shmkv *db)
 {

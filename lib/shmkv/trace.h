@@ -1,4 +1,4 @@
-/* usdt.h - the reader's USDT probes (provider shmkv): opt-in, semaphore-gated.
+/* trace.h - the reader's USDT probes (provider shmkv): opt-in, semaphore-gated.
  *
  * shmkv's own code: a thin layer over <sys/sdt.h>, which is not copied here
  * but comes from Debian's systemtap-sdt-dev (in ./run's PKGS), and is
@@ -42,8 +42,8 @@
  *
  * <sys/sdt.h> is included with _SDT_HAS_SEMAPHORES: a translation unit that
  * includes it before <shmkv.h> without that macro gets an #error here. */
-#ifndef SHMKV_USDT_H
-#define SHMKV_USDT_H
+#ifndef SHMKV_TRACE_H
+#define SHMKV_TRACE_H
 
 #ifndef SHMKV_USDT
 #define SHMKV_USDT 0
@@ -121,4 +121,4 @@ static inline uint64_t shmkv__usdt_ns(void)
 #define SHMKV__USDT(n, N, ...) ((void)0)
 #endif /* SHMKV_USDT */
 
-#endif /* SHMKV_USDT_H */
+#endif /* SHMKV_TRACE_H */
