@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "spool.h"
@@ -131,8 +132,20 @@ void spool_tick(struct loader *L)
 static int take_ours(const struct job *j, char *tmp, size_t tmp_len)
 {
 	const char *path = j->path, *slash = strrchr(path, '/');
-	snprintf(tmp, tmp_len, "%.*s/.%s.disposing", (int)(slash - path), path, slash + 1);
-	if (rename(path, tmp) != 0) {
+	/* a name of our own: RENAME_NOREPLACE, and another name when a producer
+	 * has one already (they write the spool; nothing of theirs is replaced) */
+	static unsigned long seq;
+	int r = -1;
+	for (int i = 0; i < 16 && r != 0; i++) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		snprintf(tmp, tmp_len, "%.*s/.%s.%lx%lx.disposing", (int)(slash - path), path,
+			 slash + 1, ++seq, (unsigned long)ts.tv_nsec);
+		r = renameat2(AT_FDCWD, path, AT_FDCWD, tmp, RENAME_NOREPLACE);
+		if (r != 0 && errno != EEXIST)
+			break;
+	}
+	if (r != 0) {
 		if (errno != ENOENT)
 			log_warn("spool: rename file=%s: %s", path, strerror(errno));
 		return 0;
@@ -152,7 +165,7 @@ static int take_ours(const struct job *j, char *tmp, size_t tmp_len)
 static void dispose(const struct job *j, int ok, const char *error)
 {
 	const char *path = j->path;
-	char tmp[PATH_MAX + 32];
+	char tmp[PATH_MAX + 64];
 	if (!take_ours(j, tmp, sizeof tmp))
 		return;
 	if (ok) {

@@ -225,6 +225,31 @@ TEST_F(Reject, ShorterThanHeader)
 	expect_spool_reject(bad, "header");
 }
 
+// A producer's hidden files in the spool (its temporaries) are neither
+// loaded, logged nor touched, while loads and disposals go on beside them;
+// the loader's own hidden names (dispose) never replace them.
+TEST_F(Reject, HiddenSpoolFilesAreLeftAlone)
+{
+	const std::string &spool = env.spool();
+	std::vector<std::string> hidden = {spool + "/.rej.shmkv.tmp", spool + "/.rej.shmkv.disposing"};
+	for (const std::string &h : hidden)
+		ASSERT_TRUE(shmkv_test::write_file(h, "a producer's bytes"));
+	std::string bad = env.img_path("bad.shmkv");
+	ASSERT_TRUE(shmkv_test::write_file(bad, std::string(8192, 'x')));
+	expect_spool_reject(bad, "magic");
+	for (const std::string &h : hidden) {
+		EXPECT_EQ(read_file(h), "a producer's bytes") << h;
+		std::string name = h.substr(h.rfind('/') + 1);
+		EXPECT_TRUE(log_lines(env.log(), {name}).empty()) << name << " was logged";
+	}
+	std::vector<std::string> left;
+	for (const auto &e : std::filesystem::directory_iterator(spool))
+		left.push_back(e.path().filename().string());
+	std::sort(left.begin(), left.end());
+	EXPECT_EQ(left, (std::vector<std::string>{".rej.shmkv.disposing", ".rej.shmkv.tmp",
+						   "rej.shmkv.rejected"}));
+}
+
 TEST_F(Reject, NotAnImage)
 {
 	std::string bad = env.img_path("bad.shmkv");
