@@ -227,6 +227,20 @@ try:
     check(rc == 2, f'bad name: exit {rc} {err}')
     rc, out, err = run('-j', 'cache', 'stats', '--prometheus')
     check(rc == 2 and 'exclude' in out, f'-j with --prometheus: {rc} {out}')
+    rc, out, err = run('cache', 'stats', '--prometheus', 'users')
+    check(rc == 2 and 'no NAME' in err, f'--prometheus NAME: {rc} {err}')
+    # bad metrics keys stop a start with FILE:LINE and the reason
+    for line, want in (('metrics_interval = 0', 'metrics_interval "0"'),
+                       ('metrics_interval = 2d', 'metrics_interval "2d"'),
+                       ('metrics_file = relative.prom', 'metrics_file must be an absolute path')):
+        bad = os.path.join(tmp, 'bad.conf')
+        with open(bad, 'w') as f:
+            f.write(f'[loader]\n{line}\n')
+        r = subprocess.run([loader, '--config', bad, '--root', os.path.join(tmp, 'root2'),
+                            '--spool', spool, '--foreground'], capture_output=True, text=True,
+                           timeout=20)
+        check(r.returncode != 0 and f'{bad}:2:' in r.stderr and want in r.stderr,
+              f'config "{line}": exit {r.returncode}: {r.stderr}')
 finally:
     if proc:
         stop_loader(proc)
