@@ -33,49 +33,10 @@ constexpr uid_t kOther = 4242;
 			GTEST_SKIP() << "needs root (BPF maps and programs)";                \
 	} while (0)
 
-struct CmdRun {
-	int rc = -1;
-	std::string out, err;
-};
-
-// Runs argv (stdout, stderr to files under dir) as root, or as uid kOther.
+// Runs argv (output to files under dir) as root, or as uid kOther.
 CmdRun run(const std::string &dir, std::vector<std::string> args, bool other = false)
 {
-	CmdRun r;
-	std::vector<char *> argv;
-	for (std::string &a : args)
-		argv.push_back(&a[0]);
-	argv.push_back(nullptr);
-	std::string of = dir + "/run.out", ef = dir + "/run.err";
-	pid_t pid = fork();
-	if (pid == 0) {
-		int o = open(of.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		int e = open(ef.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		if (o < 0 || e < 0)
-			_exit(126);
-		dup2(o, STDOUT_FILENO);
-		dup2(e, STDERR_FILENO);
-		if (other && (setgroups(0, nullptr) != 0 || setresgid(kOther, kOther, kOther) != 0 ||
-			      setresuid(kOther, kOther, kOther) != 0))
-			_exit(125);
-		execv(argv[0], argv.data());
-		_exit(127);
-	}
-	int st = 0;
-	bool done = pid > 0 && wait_until([&] { return waitpid(pid, &st, WNOHANG) == pid; },
-					  60000, 2);
-	if (!done) {
-		if (pid > 0) {
-			kill(pid, SIGKILL);
-			waitpid(pid, &st, 0);
-		}
-		ADD_FAILURE() << args[0] << ": no exit";
-		return r;
-	}
-	r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-	r.out = read_file(of);
-	r.err = read_file(ef);
-	return r;
+	return run_capture(dir, std::move(args), other ? (long)kOther : -1);
 }
 
 // A bpf_dir of this test under /sys/fs/bpf (mounted if missing); the dirs of

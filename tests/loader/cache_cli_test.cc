@@ -8,56 +8,19 @@ using namespace loader_test;
 
 namespace {
 
-struct CliRun {
-	int rc = -1;
-	std::string out, err;
-};
-
-// Runs shmctl with args (stdout, stderr to files under dir), bounded.
-CliRun shmctl(const Env &env, std::vector<std::string> args, unsigned timeout_ms = 60000)
+// Runs shmctl -r ROOT with args, bounded.
+CmdRun shmctl(const Env &env, std::vector<std::string> args, unsigned timeout_ms = 60000)
 {
-	CliRun r;
 	std::string exe = env_or_empty("SHMCTL");
 	if (exe.empty()) {
 		ADD_FAILURE() << "SHMCTL is not set (meson sets it)";
-		return r;
+		return CmdRun();
 	}
 	args.insert(args.begin(), {exe, "-r", env.root()});
-	std::vector<char *> argv;
-	for (std::string &a : args)
-		argv.push_back(&a[0]);
-	argv.push_back(nullptr);
-	std::string of = env.base() + "/shmctl.out", ef = env.base() + "/shmctl.err";
-	pid_t pid = fork();
-	if (pid == 0) {
-		int o = open(of.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		int e = open(ef.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		if (o < 0 || e < 0)
-			_exit(126);
-		dup2(o, STDOUT_FILENO);
-		dup2(e, STDERR_FILENO);
-		unsetenv("SHMKV_ROOT");
-		execv(argv[0], argv.data());
-		_exit(127);
-	}
-	int st = 0;
-	bool done = pid > 0 && wait_until([&] { return waitpid(pid, &st, WNOHANG) == pid; },
-					  timeout_ms, 2);
-	if (!done) {
-		if (pid > 0) {
-			kill(pid, SIGKILL);
-			waitpid(pid, &st, 0);
-		}
-		ADD_FAILURE() << "shmctl " << args[3] << " " << args[4] << ": no exit";
-		return r;
-	}
-	r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-	r.out = read_file(of);
-	r.err = read_file(ef);
-	return r;
+	return run_capture(env.base(), args, -1, timeout_ms);
 }
 
-Json as_json(const CliRun &r)
+Json as_json(const CmdRun &r)
 {
 	Json j;
 	EXPECT_TRUE(parse_json(r.out, &j)) << "not JSON: " << r.out << r.err;
@@ -120,7 +83,7 @@ TEST(CacheCli, AgainstARunningLoader)
 	ASSERT_EQ(build_image(a, "a", 300), "");
 	ASSERT_EQ(build_image(b, "b", 400), "");
 
-	CliRun r = shmctl(env, {"cache", "load", "cli", a});
+	CmdRun r = shmctl(env, {"cache", "load", "cli", a});
 	EXPECT_EQ(r.rc, 0) << r.err;
 	EXPECT_NE(r.out.find("generation  1"), std::string::npos) << r.out;
 	r = shmctl(env, {"-j", "cache", "load", "cli", b});
@@ -260,7 +223,7 @@ TEST(CacheCli, ListPlainShowsFailedAndSpool)
 	ASSERT_EQ(rmdir(env.spool().c_str()), 0) << strerror(errno);
 	ASSERT_TRUE(wait_until([&] { return !ld.req({"list"})["spool.error"].is_null(); }, 10000));
 
-	CliRun r = shmctl(env, {"cache", "list"});
+	CmdRun r = shmctl(env, {"cache", "list"});
 	EXPECT_EQ(r.rc, 0) << r.err;
 	std::vector<std::string> lines;
 	for (size_t p = 0, q; p < r.out.size(); p = q + 1) {

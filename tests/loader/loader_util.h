@@ -22,6 +22,7 @@
 #define SHMKV_LOADER_UTIL_H
 
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -552,6 +553,60 @@ inline std::string build_image(const std::string &path, const std::string &tag, 
 
 // Renames src into the spool as CACHE.shmkv (keep_src: through a hard link,
 // so src stays for later use). Returns "" or the error.
+// What run_capture() saw: the exit status (128 + signal; -1: it did not
+// exit in time and was killed, a failure is added), stdout and stderr.
+struct CmdRun {
+	int rc = -1;
+	std::string out, err;
+};
+
+// Runs args[0] with args (stdout and stderr to files under dir, SHMKV_ROOT
+// unset), bounded by timeout_ms; as uid and gid `as` without supplementary
+// groups when as >= 0 (the caller is root).
+inline CmdRun run_capture(const std::string &dir, std::vector<std::string> args, long as = -1,
+			  unsigned timeout_ms = 60000)
+{
+	CmdRun r;
+	std::vector<char *> argv;
+	for (std::string &a : args)
+		argv.push_back(&a[0]);
+	argv.push_back(nullptr);
+	std::string of = dir + "/run.out", ef = dir + "/run.err";
+	pid_t pid = fork();
+	if (pid == 0) {
+		int o = open(of.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int e = open(ef.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (o < 0 || e < 0)
+			_exit(126);
+		dup2(o, STDOUT_FILENO);
+		dup2(e, STDERR_FILENO);
+		unsetenv("SHMKV_ROOT");
+		if (as >= 0 && (setgroups(0, nullptr) != 0 || setresgid((gid_t)as, (gid_t)as, (gid_t)as) != 0 ||
+				setresuid((uid_t)as, (uid_t)as, (uid_t)as) != 0))
+			_exit(125);
+		execv(argv[0], argv.data());
+		_exit(127);
+	}
+	int st = 0;
+	bool done = pid > 0 && wait_until([&] { return waitpid(pid, &st, WNOHANG) == pid; },
+					  timeout_ms, 2);
+	if (!done) {
+		if (pid > 0) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+		}
+		std::string cmd;
+		for (size_t i = 0; i < args.size() && i < 6; i++)
+			cmd += (i ? " " : "") + args[i];
+		ADD_FAILURE() << cmd << ": no exit within " << timeout_ms << " ms";
+		return r;
+	}
+	r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	r.out = read_file(of);
+	r.err = read_file(ef);
+	return r;
+}
+
 inline std::string spool_drop(const Env &env, const std::string &src, const std::string &cache,
 			      bool keep_src = false)
 {
