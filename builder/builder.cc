@@ -47,6 +47,7 @@ uint8_t *Arena::alloc(size_t n)
 	}
 	uint8_t *p = blocks_.back().get() + used_;
 	used_ += n;
+	total_ += n;
 	return p;
 }
 
@@ -55,6 +56,8 @@ void Arena::adopt(Arena &&o)
 	// in front: alloc() goes on from this arena's own last block
 	blocks_.insert(blocks_.begin(), std::make_move_iterator(o.blocks_.begin()),
 		       std::make_move_iterator(o.blocks_.end()));
+	total_ += o.total_;
+	o.total_ = 0;
 	o.blocks_.clear();
 	o.used_ = o.cap_ = 0;
 }
@@ -86,7 +89,7 @@ std::string shmkv_builder::where(const Record &r, size_t index) const
 std::string shmkv_builder::here() const
 {
 	if (cur_src == kNoSource)
-		return "record #" + std::to_string(recs.size() + 1);
+		return "record #" + std::to_string(seq0 + recs.size() + 1);
 	return sources[cur_src] + ":" + std::to_string(cur_line);
 }
 
@@ -230,7 +233,9 @@ extern "C" int shmkv_builder_add(shmkv_builder *b, const void *key, size_t key_l
 	r.type = (uint8_t)type;
 	r.pad = 0;
 	r.src = b->cur_src;
-	r.line = b->cur_src == kNoSource ? b->recs.size() : b->cur_line;
+	r.line = b->cur_src == kNoSource ? b->seq0 + b->recs.size() : b->cur_line;
+	if (b->mem_limit && !b->sub && ++b->since_check >= 1024)
+		return spill_check(b);
 	return 0;
 }
 
@@ -388,6 +393,120 @@ int parse_input(shmkv_builder *b, const Input &in, int format, unsigned tsv_type
 		bool first_input);
 } // namespace
 
+namespace {
+int parse_chunk(shmkv_builder *b, const char *data, size_t size, int format, unsigned tsv_type,
+		bool first_input, uint64_t line0);
+
+// A window's "reading" progress is reported as the file's.
+struct WindowProgress {
+	shmkv_progress_fn fn;
+	void *ctx;
+	uint64_t base, total;
+	static void cb(void *p, const char *phase, uint64_t done, uint64_t)
+	{
+		auto *w = (WindowProgress *)p;
+		w->fn(w->ctx, phase, w->base + done, w->total);
+	}
+};
+
+// Reads the input with read() in windows of whole lines and parses each on
+// this thread: the memory it takes is one window, whatever the input's size
+// (a mapped file's pages would count in the process's memory). Records go
+// through shmkv_builder_add(), which spills them when they outgrow the limit.
+int add_file_windowed(shmkv_builder *b, const char *path, int format, unsigned tsv_type,
+		      bool first_input)
+{
+	bool is_stdin = strcmp(path, "-") == 0;
+	int fd = is_stdin ? 0 : open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return b->fail(-errno, "%s: %s", path, strerror(errno));
+	struct Closer {
+		int fd;
+		bool own;
+		~Closer()
+		{
+			if (own)
+				close(fd);
+		}
+	} closer{fd, !is_stdin};
+	struct stat st;
+	if (fstat(fd, &st) != 0)
+		return b->fail(-errno, "%s: %s", path, strerror(errno));
+	if (S_ISDIR(st.st_mode))
+		return b->fail(-EISDIR, "%s: is a directory", path);
+	int err = note_input(b, is_stdin ? "<stdin>" : path, st);
+	if (err)
+		return err;
+	shmkv_builder_set_source(b, is_stdin ? "<stdin>" : path, 0);
+	posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	size_t win = (size_t)std::min<uint64_t>(std::max<uint64_t>(b->mem_limit / 16, 1 << 20), 64 << 20);
+	std::vector<char> buf;
+	WindowProgress wp{b->opt.progress, b->opt.progress_ctx, 0,
+			  S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0};
+	uint64_t line0 = 0, offset = 0;
+	size_t have = 0;
+	bool eof = false, first = true;
+	try {
+		buf.resize(win);
+		while (!eof || have) {
+			while (!eof && have < buf.size()) {
+				ssize_t n = read(fd, buf.data() + have, buf.size() - have);
+				if (n < 0 && errno == EINTR)
+					continue;
+				if (n < 0)
+					return b->fail(-errno, "%s: read: %s", path, strerror(errno));
+				if (n == 0)
+					eof = true;
+				have += (size_t)n;
+			}
+			const char *data = buf.data();
+			size_t skip = 0;
+			if (first) {
+				if (have >= 3 && memcmp(data, "\xEF\xBB\xBF", 3) == 0) {
+					skip = 3;
+				} else if (have >= 2 && (memcmp(data, "\xFF\xFE", 2) == 0 ||
+							 memcmp(data, "\xFE\xFF", 2) == 0)) {
+					b->cur_line = 1;
+					return b->fail(SHMKV_EINPUT, "%s: UTF-16 byte-order mark: input must "
+								     "be UTF-8 (convert it: iconv -f UTF-16 "
+								     "-t UTF-8 FILE)", b->here().c_str());
+				}
+			}
+			size_t len = have;
+			if (!eof) {
+				const char *nl = (const char *)memrchr(data, '\n', have);
+				if (!nl) { // a line longer than the window: a larger window
+					buf.resize(buf.size() * 2);
+					continue;
+				}
+				len = (size_t)(nl - data) + 1;
+			}
+			wp.base = offset;
+			b->opt.progress = wp.fn ? WindowProgress::cb : nullptr;
+			b->opt.progress_ctx = &wp;
+			err = parse_chunk(b, data + skip, len - skip, format, tsv_type, first_input && first,
+					  line0);
+			// a meta line may have changed the options: keep them, restore the callback
+			b->opt.progress = wp.fn;
+			b->opt.progress_ctx = wp.ctx;
+			if (err)
+				return err;
+			line0 += (uint64_t)std::count(data, data + len, '\n');
+			offset += len;
+			memmove(buf.data(), data + len, have - len);
+			have -= len;
+			first = false;
+			if (eof && !have)
+				break;
+		}
+	} catch (const std::bad_alloc &) {
+		return b->fail(-ENOMEM, "%s: out of memory", b->here().c_str());
+	}
+	b->cur_line = line0;
+	return 0;
+}
+} // namespace
+
 extern "C" int shmkv_builder_add_file(shmkv_builder *b, const char *path, int format,
 				      unsigned tsv_type)
 {
@@ -397,9 +516,21 @@ extern "C" int shmkv_builder_add_file(shmkv_builder *b, const char *path, int fo
 		return b->fail(-EINVAL, "unknown TSV value type %u", tsv_type);
 	if (format != SHMKV_INPUT_JSONL && format != SHMKV_INPUT_TSV)
 		return b->fail(-EINVAL, "unknown input format %d", format);
-	bool first_input = b->recs.empty() && b->sources.empty();
+	bool first_input = b->recs.empty() && b->sources.empty() && !b->seq0;
 	uint64_t recs0 = b->recs.size();
 	PROBE(parse_start, path, format);
+	if (b->mem_limit && !b->sub) {
+		// a pipe, or a file whose in-memory build would not fit: read in windows
+		struct stat st;
+		bool is_stdin = strcmp(path, "-") == 0;
+		int rc = is_stdin ? fstat(0, &st) : stat(path, &st);
+		if (rc != 0 || b->spill || !S_ISREG(st.st_mode) ||
+		    inmem_estimate(b, (uint64_t)st.st_size) > b->mem_limit) {
+			int err = add_file_windowed(b, path, format, tsv_type, first_input);
+			PROBE(parse_done, path, err, (uint64_t)(b->recs.size() - recs0), (uint64_t)0);
+			return err;
+		}
+	}
 	Input in;
 	int err = read_input(b, path, in);
 	if (err) {
@@ -478,6 +609,7 @@ int parse_parallel(shmkv_builder *b, const char *data, size_t size, int format, 
 		sub[t].part_filter = b->part_filter;
 		sub[t].part_lo = b->part_lo;
 		sub[t].part_hi = b->part_hi;
+		sub[t].sub = true;
 	}
 	std::vector<int> err(T, 0);
 	run_threads(T, [&](unsigned t) {

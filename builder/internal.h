@@ -21,6 +21,8 @@ public:
 	uint8_t *alloc(size_t n);
 	// Takes over another arena's blocks (records pointing into them stay valid).
 	void adopt(Arena &&o);
+	// Bytes handed out (what the records' bytes take in memory).
+	size_t bytes() const { return total_; }
 
 private:
 	struct Unmap {
@@ -28,7 +30,7 @@ private:
 		void operator()(uint8_t *p) const;
 	};
 	std::vector<std::unique_ptr<uint8_t[], Unmap>> blocks_;
-	size_t used_ = 0, cap_ = 0;
+	size_t used_ = 0, cap_ = 0, total_ = 0;
 };
 
 // Asks for transparent huge pages over the whole pages of [p, p + n): the
@@ -92,6 +94,12 @@ const char *nonjson_float(std::string_view t);
 // Layout and write (layout.cc, write.cc).
 struct Layout;
 
+// A spilling build's state (spill.cc).
+class Spill;
+struct SpillDelete {
+	void operator()(Spill *s) const;
+};
+
 // Identity of a regular file the builder read, or the declared output.
 struct FileId {
 	dev_t dev;
@@ -118,6 +126,13 @@ struct shmkv_builder {
 	bool part_filter = false;      // records of other parts are skipped, not an error
 	uint64_t part_lo = 0, part_hi = 0; // its buckets
 	uint64_t filtered = 0;         // records skipped (part_filter)
+	uint64_t mem_limit = 0;        // bytes (shmkv_builder_set_memory_limit), 0: none
+	std::string tmpdir;            // where spill files go ("": see spill_dir())
+	std::string out_dir;           // the checked output's directory, "" if none or "-"
+	bool sub = false;              // a parse_parallel chunk: never spills itself
+	uint32_t since_check = 0;      // records added since memory was last checked
+	uint64_t seq0 = 0;             // records already spilled (input position of recs[0])
+	std::unique_ptr<shmkv_build::Spill, shmkv_build::SpillDelete> spill; // once spilling
 
 	// Sets err to a formatted message and returns code.
 	int fail(int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -147,4 +162,10 @@ int add_jsonl(shmkv_builder *b, const char *data, size_t size, bool first_input,
 // The error for a record of another part: where, the key, its bucket and part.
 int part_error(shmkv_builder *b, const std::string &where, const uint8_t *key, size_t key_len);
 int add_tsv(shmkv_builder *b, const char *data, size_t size, unsigned type, uint64_t line0);
+// spill.cc: what an in-memory build of recs would take at its peak, the
+// checks after records were added (starts or continues spilling), and the
+// spilling finish.
+uint64_t inmem_estimate(const shmkv_builder *b, uint64_t extra_input);
+int spill_check(shmkv_builder *b);
+int spill_finish(shmkv_builder *b, const char *path, shmkv_build_stats *st);
 } // namespace shmkv_build

@@ -65,42 +65,33 @@ int sort_and_dedup_keys(shmkv_builder *b, unsigned T, Layout &L, Items &sorted, 
 					  R[first_bad].key_len);
 	}
 	size_t s_n = sorted.size();
-	uint64_t dup_keys = 0, dup_recs = 0;
+	DupScan d;
 	uint32_t first = 0, second = UINT32_MAX;
 	L.order.reserve(s_n);
 	L.hash.reserve(s_n);
 	hugepage_hint(L.order.data(), s_n * sizeof(uint32_t));
 	hugepage_hint(L.hash.data(), s_n * sizeof(uint64_t));
-	for (size_t s = 0; s < s_n;) {
-		size_t e = s + 1;
-		const Record &rs = R[sorted[s].i];
-		while (e < s_n && sorted[e].h == sorted[s].h &&
-		       cmp_bytes(R[sorted[e].i].key, R[sorted[e].i].key_len, rs.key, rs.key_len) == 0)
-			e++;
-		size_t keep = s;
-		if (e - s > 1) {
-			dup_keys++;
-			dup_recs += e - s - 1;
-			if (sorted[s + 1].i < second) {
-				first = sorted[s].i;
-				second = sorted[s + 1].i;
-			}
-			if (o.on_duplicate == SHMKV_DUP_LAST)
-				keep = e - 1;
-		}
-		L.order.push_back(sorted[keep].i);
-		L.hash.push_back(sorted[keep].h);
-		s = e;
-	}
-	if (dup_keys && o.on_duplicate == SHMKV_DUP_ERROR) {
-		std::string more = dup_keys > 1 ? "; " + std::to_string(dup_keys) +
-							  " keys are duplicated in all"
-						: "";
-		return b->fail(SHMKV_EDUPKEY, "%s: duplicate key %s (first at %s)%s",
-			       b->where(R[second], second).c_str(),
-			       show_key(R[second].key, R[second].key_len).c_str(),
-			       b->where(R[first], first).c_str(), more.c_str());
-	}
+	scan_duplicates(
+		s_n, o.on_duplicate, d,
+		[&](size_t x, size_t y) {
+			const Record &rx = R[sorted[x].i], &ry = R[sorted[y].i];
+			return sorted[x].h == sorted[y].h &&
+			       cmp_bytes(rx.key, rx.key_len, ry.key, ry.key_len) == 0;
+		},
+		[&](size_t x) { return (uint64_t)sorted[x].i; },
+		[&](size_t k) {
+			L.order.push_back(sorted[k].i);
+			L.hash.push_back(sorted[k].h);
+		},
+		[&](size_t f, size_t sc) {
+			first = sorted[f].i;
+			second = sorted[sc].i;
+		});
+	uint64_t dup_keys = d.keys, dup_recs = d.recs;
+	if (dup_keys && o.on_duplicate == SHMKV_DUP_ERROR)
+		return dup_error(b, b->where(R[second], second),
+				 show_key(R[second].key, R[second].key_len),
+				 b->where(R[first], first), dup_keys);
 	L.duplicates = dup_recs;
 	return 0;
 }
@@ -157,15 +148,16 @@ std::vector<uint32_t> share_values(shmkv_builder *b, unsigned T, Layout &L, Item
 				break;
 			e++;
 		}
-		uint64_t refs = e - s, copy = align_up(stored_len(rs.type, rs.val_len), 8), shrink = 0;
+		uint64_t refs = e - s, copy = align_up(stored_len(rs.type, rs.val_len), 8);
+		int64_t gain = 0;
 		for (size_t k = s; k < e && refs > 1; k++) {
 			const Record &r = R[L.order[sorted[k].i]];
-			shrink += entry_size(r, false) - entry_size(r, true);
+			gain += share_gain(r.key_len, r.type, r.val_len);
 		}
-		if (refs > 1 && shrink > copy) {
+		if (worth_sharing(refs, gain, rs.type, rs.val_len)) {
 			groups.push_back({sorted[s].i, s, e});
 			L.dedup_refs += refs;
-			L.dedup_saved += shrink - copy;
+			L.dedup_saved += (uint64_t)gain - copy;
 		}
 		s = e;
 	}
@@ -184,10 +176,40 @@ std::vector<uint32_t> share_values(shmkv_builder *b, unsigned T, Layout &L, Item
 
 } // namespace
 
+int dup_error(shmkv_builder *b, const std::string &second, const std::string &key,
+	      const std::string &first, uint64_t dup_keys)
+{
+	std::string more = dup_keys > 1 ? "; " + std::to_string(dup_keys) + " keys are duplicated in all"
+					: "";
+	return b->fail(SHMKV_EDUPKEY, "%s: duplicate key %s (first at %s)%s", second.c_str(),
+		       key.c_str(), first.c_str(), more.c_str());
+}
+
+int choose_bucket_count(shmkv_builder *b, uint64_t m, uint64_t *out)
+{
+	const auto &o = b->opt;
+	uint64_t bc;
+	if (o.buckets) {
+		if (o.buckets > UINT64_MAX / 64 / SHMKV_BUCKET_SLOTS || o.buckets * SHMKV_BUCKET_SLOTS < m)
+			return b->fail(SHMKV_ELIMIT, "%llu buckets hold at most %llu keys, the image has %llu",
+				       (unsigned long long)o.buckets,
+				       (unsigned long long)(o.buckets * SHMKV_BUCKET_SLOTS),
+				       (unsigned long long)m);
+		bc = o.buckets;
+	} else {
+		double want = std::ceil((double)m / (SHMKV_BUCKET_SLOTS * o.load_factor));
+		bc = want < 1 ? 1 : (uint64_t)want;
+	}
+	if (bc > SHMKV_MAX_IMAGE_SIZE / SHMKV_BUCKET_BYTES)
+		return b->fail(SHMKV_ELIMIT, "index of %llu buckets exceeds the image size limit",
+			       (unsigned long long)bc);
+	*out = bc;
+	return 0;
+}
+
 int compute_layout(shmkv_builder *b, Layout &L)
 {
 	const auto &R = b->recs;
-	const auto &o = b->opt;
 	size_t n = R.size();
 	unsigned T = b->threads ? b->threads : default_threads();
 	if (n > UINT32_MAX - 1)
@@ -204,19 +226,9 @@ int compute_layout(shmkv_builder *b, Layout &L)
 	sorted = Items();
 	tmp = Items();
 
-	if (o.buckets) {
-		if (o.buckets > UINT64_MAX / 64 / SHMKV_BUCKET_SLOTS || o.buckets * SHMKV_BUCKET_SLOTS < m)
-			return b->fail(SHMKV_ELIMIT, "%llu buckets hold at most %llu keys, the image has %zu",
-				       (unsigned long long)o.buckets,
-				       (unsigned long long)(o.buckets * SHMKV_BUCKET_SLOTS), m);
-		L.bucket_count = o.buckets;
-	} else {
-		double want = std::ceil((double)m / (SHMKV_BUCKET_SLOTS * o.load_factor));
-		L.bucket_count = want < 1 ? 1 : (uint64_t)want;
-	}
-	if (L.bucket_count > SHMKV_MAX_IMAGE_SIZE / SHMKV_BUCKET_BYTES)
-		return b->fail(SHMKV_ELIMIT, "index of %llu buckets exceeds the image size limit",
-			       (unsigned long long)L.bucket_count);
+	if ((err = choose_bucket_count(b, m, &L.bucket_count)))
+		return err;
+	L.entries = m;
 
 	// Entries in hash order; one that fits a cache line never straddles one,
 	// so a hit reads its bucket line and one entry line. Sizes in parallel
@@ -239,13 +251,8 @@ int compute_layout(shmkv_builder *b, Layout &L)
 	L.entries_off = SHMKV_HEADER_SIZE + L.bucket_count * SHMKV_BUCKET_BYTES;
 	uint64_t pos = L.entries_off;
 	L.entry_off.resize(m);
-	for (size_t k = 0; k < m; k++) {
-		uint64_t sz = size[k];
-		if (sz <= 64 && (pos & 63) + sz > 64)
-			pos = align_up(pos, 64);
-		L.entry_off[k] = pos;
-		pos += sz;
-	}
+	for (size_t k = 0; k < m; k++)
+		L.entry_off[k] = place_entry(pos, size[k]);
 	size = std::vector<uint32_t>();
 	L.entries_end = pos;
 	L.values_off = align_up(L.entries_end, 64);
@@ -274,15 +281,12 @@ int compute_layout(shmkv_builder *b, Layout &L)
 	L.index.assign(L.bucket_count * SHMKV_BUCKET_SLOTS, 0);
 	std::vector<uint8_t> fill(L.bucket_count, 0);
 	std::vector<uint32_t> displaced;
-	auto put = [&](uint64_t bk, size_t k, uint64_t tag) {
-		L.index[bk * SHMKV_BUCKET_SLOTS + fill[bk]++] |=
-			tag << SHMKV_SLOT_TAG_SHIFT | L.entry_off[k] >> 3;
-	};
 	for (size_t k = 0; k < m; k++) {
 		uint64_t hv = L.hash[k];
 		uint64_t bk = shmkv_home_bucket(hv, L.bucket_count);
 		if (fill[bk] < SHMKV_BUCKET_SLOTS)
-			put(bk, k, shmkv_key_tag(hv));
+			slot_put(&L.index[bk * SHMKV_BUCKET_SLOTS], fill[bk], shmkv_key_tag(hv),
+				 L.entry_off[k]);
 		else
 			displaced.push_back((uint32_t)k);
 	}
@@ -294,18 +298,10 @@ int compute_layout(shmkv_builder *b, Layout &L)
 			bk = bk + 1 == L.bucket_count ? 0 : bk + 1;
 			d++;
 		}
-		put(bk, k, tag);
+		slot_put(&L.index[bk * SHMKV_BUCKET_SLOTS], fill[bk], tag, L.entry_off[k]);
 		if (d > L.max_probe)
 			L.max_probe = d;
-		uint64_t *hb = &L.index[home * SHMKV_BUCKET_SLOTS];
-		unsigned fi = shmkv_filter_index(tag);
-		hb[fi >> 3] |= UINT64_C(1) << (SHMKV_SLOT_META_SHIFT + (fi & 7));
-		uint64_t cur = shmkv_slot_meta(hb[SHMKV_BUCKET_SLOTS - 1]);
-		uint64_t want = d < SHMKV_DISPLACEMENT_MAX ? d : SHMKV_DISPLACEMENT_MAX;
-		if (want > cur)
-			hb[SHMKV_BUCKET_SLOTS - 1] = (hb[SHMKV_BUCKET_SLOTS - 1] &
-						      ~(UINT64_C(0xff) << SHMKV_SLOT_META_SHIFT)) |
-						     want << SHMKV_SLOT_META_SHIFT;
+		home_mark(&L.index[home * SHMKV_BUCKET_SLOTS], tag, d);
 	}
 	return 0;
 }

@@ -1,6 +1,8 @@
 // builder/layout.h - where every byte of the image goes (computed before writing).
 #pragma once
 
+#include <cstring>
+
 #include "internal.h"
 
 namespace shmkv_build {
@@ -22,24 +24,151 @@ struct Layout {
 	uint64_t entries_off = 0, entries_end = 0;
 	uint64_t values_off = 0, values_end = 0;
 	uint64_t file_size = 0;
+	uint64_t entries = 0;              // entry count (order.size() in memory)
 	uint64_t value_bytes_logical = 0;
 	uint64_t dedup_values = 0, dedup_refs = 0, dedup_saved = 0;
 };
 
 // Bytes of an entry: header, key, then inline value or shared reference.
-inline uint64_t entry_size(const Record &r, bool shared)
+inline uint64_t entry_size(unsigned key_len, unsigned type, uint64_t val_len, bool shared)
 {
-	uint64_t p = sizeof(shmkv_entry_header) + r.key_len;
+	uint64_t p = sizeof(shmkv_entry_header) + key_len;
 	if (shared)
 		return align_up(p, 8) + 8;
-	if (shmkv_type_align8(r.type))
+	if (shmkv_type_align8(type))
 		p = align_up(p, 8);
-	return align_up(p + stored_len(r.type, r.val_len), 8);
+	return align_up(p + stored_len(type, val_len), 8);
 }
+inline uint64_t entry_size(const Record &r, bool shared)
+{
+	return entry_size(r.key_len, r.type, r.val_len, shared);
+}
+
+// What an entry shrinks by when its value is shared (negative for values of
+// at most 8 stored bytes: a reference is never smaller than them).
+inline int64_t share_gain(unsigned key_len, unsigned type, uint64_t val_len)
+{
+	return (int64_t)entry_size(key_len, type, val_len, false) -
+	       (int64_t)entry_size(key_len, type, val_len, true);
+}
+// Values that no group can be worth sharing: gain <= 0 whatever the key.
+inline bool never_shared(unsigned type, uint64_t val_len)
+{
+	return stored_len(type, val_len) <= 8;
+}
+// The sharing rule (lib/FORMAT.md §14): r >= 2 entries whose gains sum to
+// more than the one copy costs.
+inline bool worth_sharing(uint64_t refs, int64_t gain, unsigned type, uint64_t val_len)
+{
+	return refs >= 2 && gain > (int64_t)align_up(stored_len(type, val_len), 8);
+}
+
+// The cache-line rule: the offset of an entry of sz bytes placed at pos, and
+// pos moved past it.
+inline uint64_t place_entry(uint64_t &pos, uint64_t sz)
+{
+	if (sz <= 64 && (pos & 63) + sz > 64)
+		pos = align_up(pos, 64);
+	uint64_t at = pos;
+	pos += sz;
+	return at;
+}
+
+// Renders one entry into e (entry_size bytes, zeroed by the caller).
+inline void render_entry(uint8_t *e, unsigned type, const uint8_t *key, unsigned key_len,
+			 const uint8_t *val, uint32_t val_len, bool shared, uint64_t ref)
+{
+	shmkv_entry_header eh = {(uint8_t)type, (uint8_t)(shared ? SHMKV_EFLAG_SHARED : 0),
+				 (uint16_t)key_len, val_len};
+	memcpy(e, &eh, sizeof eh);
+	if (key_len)
+		memcpy(e + sizeof eh, key, key_len);
+	uint64_t vpos = shmkv_entry_value_pos(&eh);
+	if (shared)
+		memcpy(e + vpos, &ref, 8);
+	else if (val_len)
+		memcpy(e + vpos, val, val_len); // a NUL terminator is the zero after it
+}
+
+// Index slots (pass 1 and 2 of lib/FORMAT.md §14): key into a bucket's first
+// empty slot; a home bucket's filter bit and displacement byte for a key
+// displaced d buckets away.
+inline void slot_put(uint64_t *bucket, uint8_t &fill, uint64_t tag, uint64_t entry_off)
+{
+	bucket[fill++] |= tag << SHMKV_SLOT_TAG_SHIFT | entry_off >> 3;
+}
+inline void home_mark(uint64_t *hb, uint64_t tag, uint64_t d)
+{
+	unsigned fi = shmkv_filter_index(tag);
+	hb[fi >> 3] |= UINT64_C(1) << (SHMKV_SLOT_META_SHIFT + (fi & 7));
+	uint64_t cur = shmkv_slot_meta(hb[SHMKV_BUCKET_SLOTS - 1]);
+	uint64_t want = d < SHMKV_DISPLACEMENT_MAX ? d : SHMKV_DISPLACEMENT_MAX;
+	if (want > cur)
+		hb[SHMKV_BUCKET_SLOTS - 1] = (hb[SHMKV_BUCKET_SLOTS - 1] &
+					      ~(UINT64_C(0xff) << SHMKV_SLOT_META_SHIFT)) |
+					     want << SHMKV_SLOT_META_SHIFT;
+}
+
+// Duplicates among records sorted by (key, input position): calls
+// same(a, b) for neighbours, keep(i) for the kept one of each key, and
+// remembers the pair (first, second) whose second record came earliest, for
+// the error message. Indices are positions in the sorted sequence.
+struct DupScan {
+	uint64_t keys = 0, recs = 0;
+	uint64_t first_seq = 0, second_seq = UINT64_MAX; // input positions
+	bool better(uint64_t second) const { return second < second_seq; }
+};
+template <typename Same, typename Seq, typename Keep, typename Found>
+void scan_duplicates(size_t n, int policy, DupScan &d, Same same, Seq seq, Keep keep, Found found)
+{
+	for (size_t s = 0; s < n;) {
+		size_t e = s + 1;
+		while (e < n && same(s, e))
+			e++;
+		size_t k = s;
+		if (e - s > 1) {
+			d.keys++;
+			d.recs += e - s - 1;
+			if (d.better(seq(s + 1))) {
+				d.first_seq = seq(s);
+				d.second_seq = seq(s + 1);
+				found(s, s + 1);
+			}
+			if (policy == SHMKV_DUP_LAST)
+				k = e - 1;
+		}
+		keep(k);
+		s = e;
+	}
+}
+
+// The duplicate-key error: where the second record is, its key, where the first is.
+int dup_error(shmkv_builder *b, const std::string &second, const std::string &key,
+	      const std::string &first, uint64_t dup_keys);
+
+// bucket_count from the options and the entry count (lib/FORMAT.md §14).
+int choose_bucket_count(shmkv_builder *b, uint64_t m, uint64_t *out);
 
 // Resolves duplicates, shares values, places entries and values, fills the
 // index. Returns 0 or an error set on b.
 int compute_layout(shmkv_builder *b, Layout &L);
+
+// The header of a laid-out image (checksums of the sections already in h).
+void fill_header(const shmkv_builder *b, const Layout &L, shmkv_image_header &h);
+
+// Where an image is being written (an unnamed or hidden temporary in the
+// output's directory), and what to undo on failure.
+struct Target {
+	shmkv_builder *b = nullptr;
+	std::string path, dir, tmp; // tmp: the temporary's name in dir, once it has one
+	std::string shown;          // the temporary, for messages
+	int dfd = -1, fd = -1, slot = -1;
+	~Target();
+};
+// Opens the temporary (read-write) for path.
+int open_target(shmkv_builder *b, const char *path, Target &t);
+// fsync, name, check the output again, rename over it, fsync the directory.
+int commit_target(shmkv_builder *b, Target &t);
 
 // Writes the laid-out image to path atomically.
 int write_image(shmkv_builder *b, const Layout &L, const char *path);

@@ -117,6 +117,8 @@ extern "C" int shmkv_builder_check_output(shmkv_builder *b, const char *path)
 	struct stat st;
 	if (lstat(path, &st) == 0)
 		b->outputs.push_back({st.st_dev, st.st_ino, path});
+	const char *slash = strrchr(path, '/');
+	b->out_dir = !slash ? "." : slash == path ? "/" : std::string(path, (size_t)(slash - path));
 	return 0;
 }
 

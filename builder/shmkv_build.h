@@ -148,6 +148,22 @@ int shmkv_builder_set_threads(shmkv_builder *b, unsigned threads);
  * count is fixed. */
 int shmkv_builder_set_part(shmkv_builder *b, uint64_t k, uint64_t n, int filter);
 
+/* Bounds the build's memory (builder/README.md, "Memory"): when the records
+ * would take more than bytes to build in memory, they are spilled to
+ * unnamed temporary files in tmpdir and the image is built from there, a
+ * partition at a time; the process's peak memory then stays within bytes
+ * plus a fixed allowance (32 MiB: code, stacks, buffers). The image is the
+ * same byte for byte whatever the limit. bytes = 0 (the default): no limit,
+ * everything in memory. tmpdir NULL or "": $TMPDIR, else the directory of
+ * the output given to shmkv_builder_check_output(), else /tmp. Call it before
+ * adding records. Returns 0, or -EINVAL for a limit under 1 MiB. */
+int shmkv_builder_set_memory_limit(shmkv_builder *b, uint64_t bytes, const char *tmpdir);
+
+/* A default limit for shmkv_builder_set_memory_limit(): half of the memory
+ * available (MemAvailable, or what the cgroup's memory.max leaves if less),
+ * at least 64 MiB. */
+uint64_t shmkv_build_default_memory_limit(void);
+
 typedef struct shmkv_build_stats {
 	uint64_t records;           /* records added */
 	uint64_t entries;           /* entries written (records less dropped duplicates) */

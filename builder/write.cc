@@ -13,119 +13,13 @@
 #include <unistd.h>
 
 #include "layout.h"
+#include "writer.h"
 #include "parallel.h"
 #include "probes.h"
 
 namespace shmkv_build {
 
 namespace {
-
-// Buffered sequential writer that checksums the current section as it goes.
-class Writer {
-public:
-	Writer(shmkv_builder *b, int fd, const char *path) : b_(b), fd_(fd), path_(path)
-	{
-		buf_.reserve(kBuf);
-	}
-	int put(const void *p, size_t n)
-	{
-		if (in_section_)
-			XXH3_64bits_update(&st_, p, n);
-		const char *c = (const char *)p;
-		while (n) {
-			size_t k = std::min(n, kBuf - buf_.size());
-			buf_.append(c, k);
-			c += k;
-			n -= k;
-			pos_ += k;
-			if (buf_.size() == kBuf) {
-				int err = flush();
-				if (err)
-					return err;
-			}
-		}
-		return 0;
-	}
-	// A large piece: written from where it is, not copied into the buffer.
-	int put_big(const void *p, size_t n)
-	{
-		if (n < kBuf)
-			return put(p, n);
-		int err = flush();
-		if (err)
-			return err;
-		if (in_section_)
-			XXH3_64bits_update(&st_, p, n);
-		pos_ += n;
-		if (fd_ < 0)
-			return 0;
-		const char *c = (const char *)p;
-		while (n) {
-			ssize_t w = write(fd_, c, n);
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w < 0)
-				return b_->fail(-errno, "writing %s: %s", path_, strerror(errno));
-			c += w;
-			n -= (size_t)w;
-		}
-		return 0;
-	}
-	int zeros(uint64_t n)
-	{
-		static const char z[4096] = {0};
-		while (n) {
-			size_t k = n < sizeof z ? (size_t)n : sizeof z;
-			int err = put(z, k);
-			if (err)
-				return err;
-			n -= k;
-		}
-		return 0;
-	}
-	int pad_to(uint64_t off) { return zeros(off - pos_); }
-	void begin_section()
-	{
-		XXH3_64bits_reset(&st_);
-		in_section_ = true;
-	}
-	uint64_t end_section()
-	{
-		in_section_ = false;
-		return XXH3_64bits_digest(&st_);
-	}
-	int flush()
-	{
-		if (fd_ < 0) { // checksum pass: nothing is written
-			buf_.clear();
-			return 0;
-		}
-		const char *p = buf_.data();
-		size_t n = buf_.size();
-		while (n) {
-			ssize_t w = write(fd_, p, n);
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w < 0)
-				return b_->fail(-errno, "writing %s: %s", path_, strerror(errno));
-			p += w;
-			n -= (size_t)w;
-		}
-		buf_.clear();
-		return 0;
-	}
-	uint64_t pos() const { return pos_; }
-
-private:
-	static constexpr size_t kBuf = size_t(4) << 20;
-	shmkv_builder *b_;
-	int fd_;
-	const char *path_;
-	std::string buf_;
-	uint64_t pos_ = 0;
-	XXH3_state_t st_;
-	bool in_section_ = false;
-};
 
 // Renders entries [k0, k1) into buf, which stands for the image bytes from
 // entry_off[k0] up to end.
@@ -146,17 +40,8 @@ void render_entries(const shmkv_builder *b, const Layout &L, size_t k0, size_t k
 		}
 		const Record &r = R[L.order[k]];
 		bool shared = L.group[k] != kInline;
-		uint8_t *e = buf + (L.entry_off[k] - base);
-		shmkv_entry_header eh = {r.type, (uint8_t)(shared ? SHMKV_EFLAG_SHARED : 0), r.key_len,
-					 r.val_len};
-		memcpy(e, &eh, sizeof eh);
-		if (r.key_len)
-			memcpy(e + sizeof eh, r.key, r.key_len);
-		uint64_t vpos = shmkv_entry_value_pos(&eh);
-		if (shared)
-			memcpy(e + vpos, &L.group_off[L.group[k]], 8);
-		else if (r.val_len)
-			memcpy(e + vpos, r.val, r.val_len); // a NUL terminator is already there
+		render_entry(buf + (L.entry_off[k] - base), r.type, r.key, r.key_len, r.val, r.val_len,
+			     shared, shared ? L.group_off[L.group[k]] : 0);
 	}
 }
 
@@ -239,6 +124,8 @@ int write_body(shmkv_builder *b, const Layout &L, Writer &w, shmkv_image_header 
 	return w.flush();
 }
 
+} // namespace
+
 void fill_header(const shmkv_builder *b, const Layout &L, shmkv_image_header &h)
 {
 	const auto &o = b->opt;
@@ -248,7 +135,7 @@ void fill_header(const shmkv_builder *b, const Layout &L, shmkv_image_header &h)
 	h.layout_hash = SHMKV_LAYOUT_HASH;
 	h.flags = o.dedup ? SHMKV_HFLAG_DEDUP : 0;
 	h.file_size = L.file_size;
-	h.entry_count = L.order.size();
+	h.entry_count = L.entries;
 	h.bucket_count = L.bucket_count;
 	h.bucket_slots = SHMKV_BUCKET_SLOTS;
 	h.hash_bits = o.hash_bits;
@@ -264,6 +151,8 @@ void fill_header(const shmkv_builder *b, const Layout &L, shmkv_image_header &h)
 	memcpy(h.name, o.name, strnlen(o.name, SHMKV_NAME_MAX)); /* rest stays zero */
 	h.header_checksum = XXH3_64bits(&h, offsetof(shmkv_image_header, header_checksum));
 }
+
+namespace {
 
 std::string dir_of(const std::string &path)
 {
@@ -290,23 +179,6 @@ std::string temp_name(const std::string &base, int tries)
 	return "." + base + suffix;
 }
 
-// Where the image is being written, and what to undo on failure.
-struct Target {
-	shmkv_builder *b = nullptr;
-	std::string path, dir, tmp; // tmp: the temporary's name in dir, once it has one
-	int dfd = -1, fd = -1, slot = -1;
-	~Target()
-	{
-		if (fd >= 0)
-			close(fd);
-		if (!tmp.empty())
-			unlinkat(dfd, tmp.c_str(), 0);
-		cleanup_unregister(slot);
-		if (dfd >= 0)
-			close(dfd);
-	}
-};
-
 // Creates dir/.base.XXXX.tmp with O_EXCL (mode 0666 less the umask) and
 // registers it for shmkv_build_cleanup().
 int make_named_temp(Target &t)
@@ -315,7 +187,7 @@ int make_named_temp(Target &t)
 		std::string name = temp_name(base_of(t.path), tries);
 		// registered before it exists: a signal right after the open finds it
 		int slot = cleanup_register(t.dir + "/" + name);
-		int fd = openat(t.dfd, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		int fd = openat(t.dfd, name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 				0666);
 		if (fd >= 0) {
 			t.tmp = name;
@@ -403,11 +275,19 @@ int write_stream(shmkv_builder *b, const Layout &L)
 
 } // namespace
 
-int write_image(shmkv_builder *b, const Layout &L, const char *path)
+Target::~Target()
 {
-	if (strcmp(path, "-") == 0)
-		return write_stream(b, L);
-	Target t;
+	if (fd >= 0)
+		close(fd);
+	if (!tmp.empty())
+		unlinkat(dfd, tmp.c_str(), 0);
+	cleanup_unregister(slot);
+	if (dfd >= 0)
+		close(dfd);
+}
+
+int open_target(shmkv_builder *b, const char *path, Target &t)
+{
 	t.b = b;
 	t.path = path;
 	t.dir = dir_of(path);
@@ -416,7 +296,7 @@ int write_image(shmkv_builder *b, const Layout &L, const char *path)
 		return b->fail(-errno, "cannot open the output directory %s: %s", t.dir.c_str(),
 			       strerror(errno));
 	if (!force_named_temp())
-		t.fd = openat(t.dfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
+		t.fd = openat(t.dfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0666);
 	if (t.fd < 0) {
 		if (!force_named_temp() && errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
 			return b->fail(-errno, "cannot create a temporary file in %s: %s", t.dir.c_str(),
@@ -425,20 +305,16 @@ int write_image(shmkv_builder *b, const Layout &L, const char *path)
 		if (t.fd < 0)
 			return t.fd;
 	}
-	std::string shown = t.tmp.empty() ? "the image" : t.dir + "/" + t.tmp;
-	shmkv_image_header h;
-	memset(&h, 0, sizeof h);
-	Writer w(b, t.fd, shown.c_str());
-	int err = write_body(b, L, w, h, nullptr);
-	if (!err) {
-		fill_header(b, L, h);
-		if (pwrite(t.fd, &h, sizeof h, 0) != (ssize_t)sizeof h)
-			err = b->fail(-errno, "writing %s: %s", shown.c_str(), strerror(errno));
-	}
-	if (!err && fsync(t.fd) != 0)
-		err = b->fail(-errno, "fsync %s: %s", shown.c_str(), strerror(errno));
-	if (!err && t.tmp.empty())
-		err = name_temp(t);
+	t.shown = t.tmp.empty() ? "the image" : t.dir + "/" + t.tmp;
+	return 0;
+}
+
+int commit_target(shmkv_builder *b, Target &t)
+{
+	const char *path = t.path.c_str();
+	if (fsync(t.fd) != 0)
+		return b->fail(-errno, "fsync %s: %s", t.shown.c_str(), strerror(errno));
+	int err = t.tmp.empty() ? name_temp(t) : 0;
 	if (err)
 		return err;
 	int fd = t.fd;
@@ -457,6 +333,26 @@ int write_image(shmkv_builder *b, const Layout &L, const char *path)
 	return 0;
 }
 
+int write_image(shmkv_builder *b, const Layout &L, const char *path)
+{
+	if (strcmp(path, "-") == 0)
+		return write_stream(b, L);
+	Target t;
+	int err = open_target(b, path, t);
+	if (err)
+		return err;
+	shmkv_image_header h;
+	memset(&h, 0, sizeof h);
+	Writer w(b, t.fd, t.shown.c_str());
+	err = write_body(b, L, w, h, nullptr);
+	if (!err) {
+		fill_header(b, L, h);
+		if (pwrite(t.fd, &h, sizeof h, 0) != (ssize_t)sizeof h)
+			err = b->fail(-errno, "writing %s: %s", t.shown.c_str(), strerror(errno));
+	}
+	return err ? err : commit_target(b, t);
+}
+
 [[maybe_unused]] static uint64_t ns_since(std::chrono::steady_clock::time_point t)
 {
 	return (uint64_t)std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -467,6 +363,13 @@ int write_image(shmkv_builder *b, const Layout &L, const char *path)
 int finish_image(shmkv_builder *b, const char *path, shmkv_build_stats *st)
 {
 	auto t0 = std::chrono::steady_clock::now();
+	if (b->mem_limit && !b->spill) { // records added since the last check
+		int err = spill_check(b);
+		if (err)
+			return err;
+	}
+	if (b->spill)
+		return spill_finish(b, path, st);
 	Layout L;
 	int err = check_output(b, path);
 	if (!err) {
@@ -485,7 +388,7 @@ int finish_image(shmkv_builder *b, const char *path, shmkv_build_stats *st)
 	if (st) {
 		memset(st, 0, sizeof *st);
 		st->records = b->recs.size();
-		st->entries = L.order.size();
+		st->entries = L.entries;
 		st->duplicates = L.duplicates;
 		st->image_bytes = L.file_size;
 		st->index_bytes = L.bucket_count * SHMKV_BUCKET_BYTES;
@@ -493,7 +396,7 @@ int finish_image(shmkv_builder *b, const char *path, shmkv_build_stats *st)
 		st->values_bytes = L.values_end - L.values_off;
 		st->bucket_count = L.bucket_count;
 		st->max_probe = L.max_probe;
-		st->load_factor = (double)L.order.size() / ((double)L.bucket_count * SHMKV_BUCKET_SLOTS);
+		st->load_factor = (double)L.entries / ((double)L.bucket_count * SHMKV_BUCKET_SLOTS);
 		st->value_bytes_logical = L.value_bytes_logical;
 		st->dedup_values = L.dedup_values;
 		st->dedup_refs = L.dedup_refs;

@@ -1,6 +1,8 @@
 /* build_cmd.c - image build: options to shmkv_build_options, inputs to
  * shmkv_builder_add_file(), then shmkv_builder_finish() and a summary. */
+#include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +30,8 @@ enum {
 	OPT_THREADS,
 	OPT_PART,
 	OPT_FILTER_PART,
+	OPT_MEMORY_LIMIT,
+	OPT_TMPDIR,
 };
 
 struct build_args {
@@ -39,7 +43,41 @@ struct build_args {
 	unsigned threads;          /* 0: every CPU */
 	unsigned long long part_k, part_n; /* --part K/N, or 0 */
 	bool filter_part;
+	unsigned long long memory_limit; /* --memory-limit, 0: the default */
+	bool no_memory_limit;            /* --memory-limit 0 / none */
+	const char *tmpdir;              /* --tmpdir, NULL: the library's choice */
 };
+
+/* SIZE: bytes, or with a K, M, G or T suffix (powers of 1024; "MiB" and
+ * "MB" mean the same). */
+static bool parse_size(const char *s, unsigned long long *out)
+{
+	char *end;
+	if (!*s || *s == '-')
+		return false;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return false;
+	unsigned shift = 0;
+	switch (*end) {
+	case 'k': case 'K': shift = 10; break;
+	case 'm': case 'M': shift = 20; break;
+	case 'g': case 'G': shift = 30; break;
+	case 't': case 'T': shift = 40; break;
+	case 0: break;
+	default: return false;
+	}
+	if (shift) {
+		end++;
+		if (!strcmp(end, "iB") || !strcmp(end, "B"))
+			end += strlen(end);
+	}
+	if (*end || (shift && v > (ULLONG_MAX >> shift)))
+		return false;
+	*out = v << shift;
+	return true;
+}
 
 static unsigned type_by_name(const char *s)
 {
@@ -79,6 +117,8 @@ static int parse_args(int argc, char **argv, struct build_args *a)
 		{"threads", required_argument, NULL, OPT_THREADS},
 		{"part", required_argument, NULL, OPT_PART},
 		{"filter-part", no_argument, NULL, OPT_FILTER_PART},
+		{"memory-limit", required_argument, NULL, OPT_MEMORY_LIMIT},
+		{"tmpdir", required_argument, NULL, OPT_TMPDIR},
 		{NULL, 0, NULL, 0},
 	};
 	shmkv_build_options *o = &a->o;
@@ -184,6 +224,22 @@ static int parse_args(int argc, char **argv, struct build_args *a)
 		}
 		case OPT_FILTER_PART:
 			a->filter_part = true;
+			break;
+		case OPT_MEMORY_LIMIT:
+			if (!strcmp(optarg, "none") || !strcmp(optarg, "0")) {
+				a->no_memory_limit = true;
+				a->memory_limit = 0;
+				break;
+			}
+			if (!parse_size(optarg, &a->memory_limit) || a->memory_limit < (1ULL << 20))
+				return BAD("--memory-limit %s: expected a size of at least 1M (e.g. 256M, "
+					   "2G), or none", optarg);
+			a->no_memory_limit = false;
+			break;
+		case OPT_TMPDIR:
+			if (!*optarg)
+				return BAD("--tmpdir: expected a directory");
+			a->tmpdir = optarg;
 			break;
 		default:
 			if ((rc = verb_common_opt(c, argv, image_help, "image")) >= 0)
@@ -333,6 +389,10 @@ int do_image_build(int argc, char **argv)
 	/* before reading any input: a refused output fails at once, and an input
 	 * that is the output is refused when it is added */
 	err = shmkv_builder_set_threads(b, a.threads);
+	if (!err)
+		err = shmkv_builder_set_memory_limit(
+			b, a.no_memory_limit ? 0 : a.memory_limit ? a.memory_limit : shmkv_build_default_memory_limit(),
+			a.tmpdir);
 	if (!err && a.part_n)
 		err = shmkv_builder_set_part(b, a.part_k, a.part_n, a.filter_part);
 	if (!err)

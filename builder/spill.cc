@@ -1,0 +1,800 @@
+// builder/spill.cc - a build bounded in memory (builder/README.md, "Memory").
+// When the records outgrow the memory limit, they go to partition files by
+// the top bits of their key hash; since entry order is hash order, the
+// partitions in order are the entries in order, and each is sorted and
+// resolved alone. Value sharing groups values across all partitions by their
+// own hash, the groups are ordered by their first entry, and the image is
+// written in one pass over the entries with the index built alongside
+// (StreamIndex). The bytes are those of the in-memory build (lib/FORMAT.md
+// §14), whatever the limit.
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "layout.h"
+#include "parallel.h"
+#include "spillfile.h"
+#include "writer.h"
+
+namespace shmkv_build {
+
+namespace {
+constexpr unsigned kTopBits = 8;   // 256 partitions by the top bits of a hash
+constexpr unsigned kSplitBits = 4; // a partition too large is split 16 ways
+constexpr uint64_t kInMemPerRecord = 112; // records, sort items, layout, index
+constexpr uint64_t kLeafPerRecord = 64;   // a loaded partition: pointers, tables
+
+inline size_t top(uint64_t h)
+{
+	return (size_t)(h >> (64 - kTopBits));
+}
+
+inline int cmp_bytes(const uint8_t *a, size_t la, const uint8_t *b, size_t lb)
+{
+	if (la != lb)
+		return la < lb ? -1 : 1;
+	return la ? memcmp(a, b, la) : 0;
+}
+} // namespace
+
+class Spill {
+public:
+	shmkv_builder *b;
+	std::string dir;
+	uint64_t limit;
+	size_t cap; // buffered bytes of one spill file
+	SpillFile keys;
+
+	Spill(shmkv_builder *bb) : b(bb), limit(bb->mem_limit)
+	{
+		cap = (size_t)std::min<uint64_t>(std::max<uint64_t>(limit / 64, 256 << 10), 8 << 20);
+	}
+	bool fits(uint64_t bytes, uint64_t count) const
+	{
+		return bytes + count * kLeafPerRecord <= limit / 4;
+	}
+	// Calls fn(buffer) for each leaf of partition p of f in hash order: a
+	// partition over the leaf budget is split by the next bits of h.
+	template <typename F>
+	int leaves(SpillFile &f, size_t p, unsigned used, F &fn)
+	{
+		if (fits(f.bytes(p), f.count(p)) || used + kSplitBits > 64) {
+			std::vector<uint8_t> buf;
+			int err = f.load(p, buf);
+			f.release(p);
+			return err ? err : fn(buf);
+		}
+		SpillFile sub;
+		int err = sub.open(b, dir, size_t(1) << kSplitBits, cap);
+		if (!err) {
+			SpillReader r(f, p);
+			err = r.each([&](const SRec &x) {
+				size_t q = (size_t)((x.h << used) >> (64 - kSplitBits));
+				return sub.append(q, x, x.data(), x.body);
+			});
+		}
+		f.release(p);
+		if (!err)
+			err = sub.flush();
+		for (size_t q = 0; !err && q < sub.parts(); q++)
+			err = leaves(sub, q, used + kSplitBits, fn);
+		return err;
+	}
+};
+
+void SpillDelete::operator()(Spill *s) const
+{
+	delete s;
+}
+
+uint64_t inmem_estimate(const shmkv_builder *b, uint64_t extra_input)
+{
+	unsigned T = b->threads ? b->threads : default_threads();
+	// a file is mapped whole, and its records take about as much again, plus
+	// a record's fixed cost per short line
+	return b->arena.bytes() + (uint64_t)b->recs.size() * kInMemPerRecord + 2 * extra_input +
+	       extra_input / 64 * kInMemPerRecord + (uint64_t)T * (8 << 20);
+}
+
+namespace {
+
+std::string spill_dir(const shmkv_builder *b)
+{
+	if (!b->tmpdir.empty())
+		return b->tmpdir;
+	const char *t = getenv("TMPDIR");
+	if (t && *t)
+		return t;
+	if (!b->out_dir.empty())
+		return b->out_dir;
+	return "/tmp";
+}
+
+// The records in memory go to their partitions, and memory is freed.
+int flush_run(shmkv_builder *b)
+{
+	Spill &s = *b->spill;
+	const auto &o = b->opt;
+	for (size_t i = 0; i < b->recs.size(); i++) {
+		const Record &r = b->recs[i];
+		if (b->part_n) { // records added before set_part(): checked as finish() does
+			uint64_t bk = shmkv_home_bucket(shmkv_key_hash(o.seed, o.hash_bits, r.key, r.key_len),
+							o.buckets);
+			if (bk < b->part_lo || bk >= b->part_hi) {
+				if (!b->part_filter)
+					return part_error(b, b->where(r, b->seq0 + i), r.key, r.key_len);
+				continue;
+			}
+		}
+		SRec h;
+		memset(&h, 0, sizeof h);
+		h.h = shmkv_key_hash(o.seed, o.hash_bits, r.key, r.key_len);
+		h.seq = b->seq0 + i;
+		h.line = r.line;
+		h.src = r.src;
+		h.val_len = r.val_len;
+		h.key_len = r.key_len;
+		h.type = r.type;
+		int err = s.keys.append(top(h.h), h, r.key, r.key_len, r.val, r.val_len);
+		if (err)
+			return err;
+	}
+	b->seq0 += b->recs.size();
+	std::vector<Record>().swap(b->recs);
+	b->arena = Arena();
+	return 0;
+}
+
+} // namespace
+
+int spill_check(shmkv_builder *b)
+{
+	b->since_check = 0;
+	if (!b->spill) {
+		if (inmem_estimate(b, 0) <= b->mem_limit)
+			return 0;
+		try {
+			b->spill.reset(new Spill(b));
+		} catch (const std::bad_alloc &) {
+			return b->fail(-ENOMEM, "out of memory");
+		}
+		b->spill->dir = spill_dir(b);
+		int err = b->spill->keys.open(b, b->spill->dir, size_t(1) << kTopBits, b->spill->cap);
+		if (err)
+			return err;
+	} else if (b->arena.bytes() + b->recs.capacity() * sizeof(Record) <= b->mem_limit / 2) {
+		return 0;
+	}
+	return flush_run(b);
+}
+
+namespace {
+
+// The index of lib/FORMAT.md §14, built while the entries stream by in
+// order, with only a window of buckets in memory: pass 1 of a bucket is
+// complete once the entries have passed it, so each displaced key (pass 2,
+// in entry order) goes into the first bucket after its home with room as
+// soon as its candidates are complete. Buckets that no displaced key can
+// reach any more are written to the file; keys displaced past the last
+// bucket wrap to bucket 0, read back from the file. The slots, meta bits
+// and max_probe are those of the in-memory index.
+class StreamIndex {
+public:
+	StreamIndex(shmkv_builder *b, int fd, uint64_t buckets) : b_(b), fd_(fd), B_(buckets) {}
+	int add(uint64_t h, uint64_t off)
+	{
+		uint64_t home = shmkv_home_bucket(h, B_), tag = shmkv_key_tag(h);
+		int err = place_pending(home);
+		uint64_t keep = pend_.empty() ? home : pend_.front().home;
+		if (!err && keep > lo_ && (keep - lo_ >= 4096 || keep >= hi()))
+			err = write_front(keep);
+		if (err)
+			return err;
+		extend(home);
+		if (fill_[home - lo_] < SHMKV_BUCKET_SLOTS)
+			slot_put(bucket(home), fill_[home - lo_], tag, off);
+		else
+			pend_.push_back({home, tag, off});
+		return 0;
+	}
+	int finish()
+	{
+		int err = place_pending(B_);
+		uint64_t c = 0; // past the last bucket: from bucket 0 on, again in order
+		while (!err && !pend_.empty()) {
+			Pend k = pend_.front();
+			uint64_t s[SHMKV_BUCKET_SLOTS];
+			uint8_t f = 0;
+			for (;; c++) {
+				if (c >= B_)
+					return b_->fail(-EIO, "index: no bucket with room (internal error)");
+				if (c >= lo_ && c < hi())
+					break;
+				if ((err = pio(s, c, false)))
+					return err;
+				for (f = 0; f < SHMKV_BUCKET_SLOTS && s[f] >> SHMKV_SLOT_TAG_SHIFT; f++)
+					;
+				if (f < SHMKV_BUCKET_SLOTS)
+					break;
+			}
+			if (c >= lo_ && c < hi()) {
+				if (fill_[c - lo_] == SHMKV_BUCKET_SLOTS) {
+					c++;
+					continue;
+				}
+				slot_put(bucket(c), fill_[c - lo_], k.tag, k.off);
+			} else {
+				slot_put(s, f, k.tag, k.off);
+				if ((err = pio(s, c, true)))
+					return err;
+			}
+			note(k, B_ - k.home + c);
+			pend_.pop_front();
+		}
+		return err ? err : write_front(hi());
+	}
+	uint32_t max_probe = 0;
+
+private:
+	struct Pend {
+		uint64_t home, tag, off;
+	};
+	uint64_t hi() const { return lo_ + fill_.size(); }
+	uint64_t *bucket(uint64_t k) { return &slots_[(k - lo_) * SHMKV_BUCKET_SLOTS]; }
+	void extend(uint64_t k)
+	{
+		if (k >= hi()) {
+			fill_.resize(k - lo_ + 1, 0);
+			slots_.resize(fill_.size() * SHMKV_BUCKET_SLOTS, 0);
+		}
+	}
+	void note(const Pend &k, uint64_t d)
+	{
+		home_mark(bucket(k.home), k.tag, d);
+		if (d > max_probe)
+			max_probe = (uint32_t)d;
+	}
+	// Displaced keys into the complete buckets below limit, in entry order;
+	// scan_ only moves forward: the buckets a key skipped are full for the
+	// keys after it too.
+	int place_pending(uint64_t limit)
+	{
+		while (!pend_.empty()) {
+			const Pend &k = pend_.front();
+			uint64_t c = std::max(k.home + 1, scan_);
+			while (c < limit && c < B_ && c < hi() && fill_[c - lo_] == SHMKV_BUCKET_SLOTS)
+				c++;
+			scan_ = c;
+			if (c >= limit || c >= B_)
+				return 0;
+			extend(c);
+			slot_put(bucket(c), fill_[c - lo_], k.tag, k.off);
+			note(k, c - k.home);
+			pend_.pop_front();
+		}
+		return 0;
+	}
+	// Writes buckets [lo_, upto) (those past the window are zero there already).
+	int write_front(uint64_t upto)
+	{
+		uint64_t k = std::min(upto, hi()) - lo_;
+		if (k) {
+			const uint8_t *p = (const uint8_t *)slots_.data();
+			uint64_t left = k * SHMKV_BUCKET_BYTES, off = SHMKV_HEADER_SIZE + lo_ * SHMKV_BUCKET_BYTES;
+			while (left) {
+				ssize_t w = pwrite(fd_, p, left, (off_t)off);
+				if (w < 0 && errno == EINTR)
+					continue;
+				if (w < 0)
+					return b_->fail(-errno, "writing the index: %s", strerror(errno));
+				p += w;
+				off += (uint64_t)w;
+				left -= (uint64_t)w;
+			}
+			fill_.erase(fill_.begin(), fill_.begin() + (ptrdiff_t)k);
+			slots_.erase(slots_.begin(), slots_.begin() + (ptrdiff_t)(k * SHMKV_BUCKET_SLOTS));
+		}
+		lo_ = upto;
+		return 0;
+	}
+	int pio(uint64_t *s, uint64_t c, bool write)
+	{
+		off_t off = (off_t)(SHMKV_HEADER_SIZE + c * SHMKV_BUCKET_BYTES);
+		ssize_t n = write ? pwrite(fd_, s, SHMKV_BUCKET_BYTES, off) : pread(fd_, s, SHMKV_BUCKET_BYTES, off);
+		if (n != (ssize_t)SHMKV_BUCKET_BYTES)
+			return b_->fail(n < 0 ? -errno : -EIO, "%s the index: %s", write ? "writing" : "reading",
+					n < 0 ? strerror(errno) : "short transfer");
+		return 0;
+	}
+
+	shmkv_builder *b_;
+	int fd_;
+	uint64_t B_;
+	uint64_t lo_ = 0;      // first bucket of the window
+	std::vector<uint64_t> slots_;
+	std::vector<uint8_t> fill_;
+	std::deque<Pend> pend_; // displaced keys not placed yet, in entry order
+	uint64_t scan_ = 0;     // the next candidate bucket of the first of them
+};
+
+// A partition's records, sorted.
+template <typename Less>
+void sorted_records(const std::vector<uint8_t> &buf, std::vector<const SRec *> &v, Less less)
+{
+	SpillFile::records(buf, v);
+	std::sort(v.begin(), v.end(), less);
+}
+
+std::string where_of(const shmkv_builder *b, const SRec &r)
+{
+	Record x;
+	memset(&x, 0, sizeof x);
+	x.src = r.src;
+	x.line = r.line;
+	return b->where(x, r.seq);
+}
+
+int read_back_checksum(shmkv_builder *b, int fd, uint64_t off, uint64_t len, uint64_t *sum)
+{
+	XXH3_state_t st;
+	XXH3_64bits_reset(&st);
+	std::vector<uint8_t> buf(size_t(1) << 20);
+	while (len) {
+		size_t k = (size_t)std::min<uint64_t>(len, buf.size());
+		ssize_t n = pread(fd, buf.data(), k, (off_t)off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return b->fail(n < 0 ? -errno : -EIO, "reading the index back: %s",
+				       n < 0 ? strerror(errno) : "short read");
+		XXH3_64bits_update(&st, buf.data(), (size_t)n);
+		off += (uint64_t)n;
+		len -= (uint64_t)n;
+	}
+	*sum = XXH3_64bits_digest(&st);
+	return 0;
+}
+
+int copy_to_stdout(shmkv_builder *b, int fd, uint64_t size)
+{
+	std::vector<uint8_t> buf(size_t(1) << 20);
+	for (uint64_t off = 0; off < size;) {
+		ssize_t n = pread(fd, buf.data(), (size_t)std::min<uint64_t>(size - off, buf.size()), (off_t)off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return b->fail(n < 0 ? -errno : -EIO, "reading the image back: %s",
+				       n < 0 ? strerror(errno) : "short read");
+		for (ssize_t at = 0; at < n;) {
+			ssize_t w = write(STDOUT_FILENO, buf.data() + at, (size_t)(n - at));
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w < 0)
+				return b->fail(-errno, "writing standard output: %s", strerror(errno));
+			at += w;
+		}
+		off += (uint64_t)n;
+	}
+	return 0;
+}
+
+// Which leaf holds entry ordinal o (first[q] is leaf q's first ordinal).
+size_t leaf_of(const std::vector<uint64_t> &first, uint64_t o)
+{
+	return (size_t)(std::upper_bound(first.begin(), first.end(), o) - first.begin()) - 1;
+}
+
+int spill_build(shmkv_builder *b, const char *path, Layout &L)
+{
+	Spill &S = *b->spill;
+	const auto &o = b->opt;
+	int err = flush_run(b);
+	if (!err)
+		err = S.keys.flush();
+	if (err)
+		return err;
+	uint64_t records = b->seq0;
+	if (records > UINT32_MAX - 1)
+		return b->fail(SHMKV_ELIMIT, "%llu records exceed the builder's limit of %u",
+			       (unsigned long long)records, UINT32_MAX - 1);
+
+	// B: each key partition in hash order: sorted, duplicates resolved; the
+	// kept records (entries, in order) to `kept`, one part per leaf, and the
+	// values that might be shared to `vals` by their hash.
+	SpillFile kept, vals;
+	if ((err = kept.open(b, S.dir, 0, S.cap)) || (err = vals.open(b, S.dir, size_t(1) << kTopBits, S.cap)))
+		return err;
+	std::vector<uint64_t> first; // per leaf: its first entry's ordinal
+	uint64_t n = 0, done = 0, total = S.keys.total_bytes();
+	DupScan dup;
+	std::string dup_first, dup_second, dup_key;
+	std::vector<const SRec *> v;
+	auto leaf_b = [&](std::vector<uint8_t> &buf) -> int {
+		sorted_records(buf, v, [](const SRec *x, const SRec *y) {
+			if (x->h != y->h)
+				return x->h < y->h;
+			int d = cmp_bytes(x->data(), x->key_len, y->data(), y->key_len);
+			return d != 0 ? d < 0 : x->seq < y->seq;
+		});
+		size_t q = kept.parts();
+		kept.add_parts(1);
+		first.push_back(n);
+		int e = 0;
+		scan_duplicates(
+			v.size(), o.on_duplicate, dup,
+			[&](size_t x, size_t y) {
+				return v[x]->h == v[y]->h &&
+				       cmp_bytes(v[x]->data(), v[x]->key_len, v[y]->data(), v[y]->key_len) == 0;
+			},
+			[&](size_t x) { return v[x]->seq; },
+			[&](size_t k) {
+				const SRec &r = *v[k];
+				uint64_t ord = n++;
+				L.value_bytes_logical += r.val_len;
+				if (e || (dup.keys && o.on_duplicate == SHMKV_DUP_ERROR))
+					return; // failing: only the count of duplicates matters
+				e = kept.append(q, r, r.data(), r.body);
+				if (!e && o.dedup && !never_shared(r.type, r.val_len)) {
+					SRec x;
+					memset(&x, 0, sizeof x);
+					x.h = XXH3_64bits_withSeed(r.data() + r.key_len, r.val_len, r.type);
+					x.seq = ord;
+					x.val_len = r.val_len;
+					x.key_len = r.key_len;
+					x.type = r.type;
+					e = vals.append(top(x.h), x, r.data() + r.key_len, r.val_len);
+				}
+			},
+			[&](size_t f, size_t s) {
+				dup_first = where_of(b, *v[f]);
+				dup_second = where_of(b, *v[s]);
+				dup_key = show_key(v[s]->data(), v[s]->key_len);
+			});
+		done += buf.size();
+		b->progress("sorting", done, total);
+		return e;
+	};
+	for (size_t p = 0; !err && p < S.keys.parts(); p++)
+		err = S.leaves(S.keys, p, kTopBits, leaf_b);
+	if (err)
+		return err;
+	if (dup.keys && o.on_duplicate == SHMKV_DUP_ERROR)
+		return dup_error(b, dup_second, dup_key, dup_first, dup.keys);
+	L.duplicates = dup.recs;
+	L.entries = n;
+	size_t leaves = first.size();
+	if ((err = kept.flush()) || (err = vals.flush()))
+		return err;
+	if ((err = choose_bucket_count(b, n, &L.bucket_count)))
+		return err;
+	L.entries_off = SHMKV_HEADER_SIZE + L.bucket_count * SHMKV_BUCKET_BYTES;
+
+	// C: values grouped exactly (type, length, bytes) across all entries;
+	// a shared group to `groups` and its members to `marks`, both in the
+	// leaf of the group's first entry.
+	SpillFile groups, marks, refs, values;
+	if ((err = groups.open(b, S.dir, leaves, S.cap)) || (err = marks.open(b, S.dir, leaves, S.cap)) ||
+	    (err = refs.open(b, S.dir, leaves, S.cap)) || (err = values.open(b, S.dir, 1, S.cap)))
+		return err;
+	done = 0;
+	total = vals.total_bytes();
+	auto leaf_c = [&](std::vector<uint8_t> &buf) -> int {
+		sorted_records(buf, v, [](const SRec *x, const SRec *y) {
+			if (x->h != y->h)
+				return x->h < y->h;
+			if (x->type != y->type)
+				return x->type < y->type;
+			int d = cmp_bytes(x->data(), x->val_len, y->data(), y->val_len);
+			return d != 0 ? d < 0 : x->seq < y->seq;
+		});
+		for (size_t s = 0, e; s < v.size(); s = e) {
+			const SRec &rs = *v[s];
+			for (e = s + 1; e < v.size() && v[e]->h == rs.h && v[e]->type == rs.type &&
+					cmp_bytes(v[e]->data(), v[e]->val_len, rs.data(), rs.val_len) == 0;
+			     e++)
+				;
+			if (e - s < 2)
+				continue;
+			int64_t gain = 0;
+			for (size_t k = s; k < e; k++)
+				gain += share_gain(v[k]->key_len, v[k]->type, v[k]->val_len);
+			if (!worth_sharing(e - s, gain, rs.type, rs.val_len))
+				continue;
+			L.dedup_values++;
+			L.dedup_refs += e - s;
+			L.dedup_saved += (uint64_t)gain - align_up(stored_len(rs.type, rs.val_len), 8);
+			size_t q = leaf_of(first, rs.seq);
+			SRec g;
+			memset(&g, 0, sizeof g);
+			g.h = rs.seq;
+			g.val_len = rs.val_len;
+			g.type = rs.type;
+			int err2 = groups.append(q, g, rs.data(), rs.val_len);
+			for (size_t k = s; !err2 && k < e; k++) {
+				SRec m;
+				memset(&m, 0, sizeof m);
+				m.h = rs.seq;
+				m.seq = v[k]->seq;
+				err2 = marks.append(q, m, nullptr, 0);
+			}
+			if (err2)
+				return err2;
+		}
+		done += buf.size();
+		b->progress("sharing", done, total);
+		return 0;
+	};
+	for (size_t p = 0; !err && p < vals.parts(); p++)
+		err = S.leaves(vals, p, kTopBits, leaf_c);
+	if (!err)
+		err = groups.flush();
+	if (!err)
+		err = marks.flush();
+	if (err)
+		return err;
+
+	// Per leaf in order: its groups get their VALUES offsets (in order of
+	// first entry), their members' references go to the members' leaves
+	// (never an earlier one), and with its references complete the leaf's
+	// entries are placed (sizes only) to find where ENTRIES ends.
+	uint64_t vpos = 0, pos = L.entries_off;
+	std::vector<std::pair<uint64_t, uint64_t>> table; // group's first entry -> offset in VALUES
+	std::vector<uint8_t> buf;
+	static const uint8_t zero[8] = {0};
+	for (size_t q = 0; q < leaves; q++) {
+		if ((err = groups.load(q, buf)))
+			return err;
+		groups.release(q);
+		sorted_records(buf, v, [](const SRec *x, const SRec *y) { return x->h < y->h; });
+		table.clear();
+		for (const SRec *g : v) {
+			uint64_t at = align_up(vpos, 8);
+			if (at > vpos && (err = values.append_raw(0, zero, at - vpos)))
+				return err;
+			if ((err = values.append_raw(0, g->data(), g->val_len)))
+				return err;
+			uint64_t sl = stored_len(g->type, g->val_len);
+			if (sl > g->val_len && (err = values.append_raw(0, zero, 1)))
+				return err;
+			table.push_back({g->h, at});
+			vpos = at + sl;
+		}
+		if ((err = marks.load(q, buf)))
+			return err;
+		marks.release(q);
+		SpillFile::records(buf, v);
+		for (const SRec *m : v) {
+			auto it = std::lower_bound(table.begin(), table.end(), std::make_pair(m->h, uint64_t(0)));
+			SRec r;
+			memset(&r, 0, sizeof r);
+			r.h = it->second;
+			r.seq = m->seq;
+			if ((err = refs.append(leaf_of(first, m->seq), r, nullptr, 0)))
+				return err;
+		}
+		if ((err = refs.load(q, buf)))
+			return err;
+		sorted_records(buf, v, [](const SRec *x, const SRec *y) { return x->seq < y->seq; });
+		size_t si = 0;
+		uint64_t ord = first[q];
+		err = SpillReader(kept, q).each([&](const SRec &r) {
+			bool shared = si < v.size() && v[si]->seq == ord;
+			si += shared;
+			ord++;
+			place_entry(pos, entry_size(r.key_len, r.type, r.val_len, shared));
+			return 0;
+		});
+		if (err)
+			return err;
+		b->progress("placing", q + 1, leaves);
+	}
+	if ((err = values.flush()) || (err = refs.flush()))
+		return err;
+	L.entries_end = pos;
+	L.values_off = align_up(L.entries_end, 64);
+	L.values_end = L.values_off + vpos;
+	L.file_size = align_up(L.values_end, SHMKV_FILE_ALIGN);
+	if (L.file_size > SHMKV_MAX_IMAGE_SIZE)
+		return b->fail(SHMKV_ELIMIT, "image of %llu bytes exceeds the format limit of %llu",
+			       (unsigned long long)L.file_size, (unsigned long long)SHMKV_MAX_IMAGE_SIZE);
+
+	// D: the image, to the output's temporary (or one in the spill
+	// directory for standard output): entries rendered in order with the
+	// index built alongside, VALUES copied, the index read back for its
+	// checksum, the header last.
+	bool to_stdout = strcmp(path, "-") == 0;
+	Target t;
+	int sfd = -1;
+	struct Closer {
+		int &fd;
+		~Closer()
+		{
+			if (fd >= 0)
+				close(fd);
+		}
+	} closer{sfd};
+	if (to_stdout) {
+		sfd = open_unnamed(b, S.dir);
+		if (sfd < 0)
+			return sfd;
+	} else if ((err = open_target(b, path, t))) {
+		return err;
+	}
+	int fd = to_stdout ? sfd : t.fd;
+	const char *shown = to_stdout ? "the temporary image" : t.shown.c_str();
+	Writer w(b, fd, shown);
+	shmkv_image_header h;
+	memset(&h, 0, sizeof h);
+	if ((err = w.pad_to(L.entries_off)) || (err = w.flush()))
+		return err;
+	StreamIndex ix(b, fd, L.bucket_count);
+	w.begin_section();
+	pos = L.entries_off;
+	std::vector<uint8_t> ent;
+	for (size_t q = 0; q < leaves; q++) {
+		if ((err = refs.load(q, buf)))
+			return err;
+		refs.release(q);
+		sorted_records(buf, v, [](const SRec *x, const SRec *y) { return x->seq < y->seq; });
+		size_t si = 0;
+		uint64_t ord = first[q];
+		err = SpillReader(kept, q).each([&](const SRec &r) {
+			bool shared = si < v.size() && v[si]->seq == ord;
+			uint64_t ref = shared ? L.values_off + v[si]->h : 0;
+			si += shared;
+			ord++;
+			uint64_t sz = entry_size(r.key_len, r.type, r.val_len, shared);
+			uint64_t at = place_entry(pos, sz);
+			ent.assign(sz, 0);
+			render_entry(ent.data(), r.type, r.data(), r.key_len, r.data() + r.key_len, r.val_len,
+				     shared, ref);
+			int e = w.pad_to(at);
+			if (!e)
+				e = w.put(ent.data(), sz);
+			if (!e)
+				e = ix.add(r.h, at);
+			return e;
+		});
+		kept.release(q);
+		if (err)
+			return err;
+		b->progress("writing", q + 1, leaves);
+	}
+	if ((err = w.pad_to(L.entries_end)))
+		return err;
+	h.sections[1] = {SHMKV_SECTION_ENTRIES, 0, L.entries_off, L.entries_end - L.entries_off,
+			 w.end_section()};
+	if ((err = w.pad_to(L.values_off)))
+		return err;
+	w.begin_section();
+	err = values.stream(0, size_t(1) << 20, [&](const uint8_t *d, size_t k) { return w.put_big(d, k); });
+	if (err)
+		return err;
+	h.sections[2] = {SHMKV_SECTION_VALUES, 0, L.values_off, L.values_end - L.values_off,
+			 w.end_section()};
+	if ((err = w.pad_to(L.file_size)) || (err = w.flush()) || (err = ix.finish()))
+		return err;
+	L.max_probe = ix.max_probe;
+	uint64_t isum = 0;
+	if ((err = read_back_checksum(b, fd, SHMKV_HEADER_SIZE, L.bucket_count * SHMKV_BUCKET_BYTES, &isum)))
+		return err;
+	h.sections[0] = {SHMKV_SECTION_INDEX, 0, SHMKV_HEADER_SIZE, L.bucket_count * SHMKV_BUCKET_BYTES,
+			 isum};
+	fill_header(b, L, h);
+	if (pwrite(fd, &h, sizeof h, 0) != (ssize_t)sizeof h)
+		return b->fail(-errno, "writing %s: %s", shown, strerror(errno));
+	b->spill.reset(); // the spill files are gone before the image is published
+	if (to_stdout)
+		return copy_to_stdout(b, fd, L.file_size);
+	return commit_target(b, t);
+}
+
+} // namespace
+
+int spill_finish(shmkv_builder *b, const char *path, shmkv_build_stats *st)
+{
+	auto t0 = std::chrono::steady_clock::now();
+	int err = check_output(b, path);
+	Layout L;
+	uint64_t records = b->seq0 + b->recs.size();
+	try {
+		if (!err)
+			err = spill_build(b, path, L);
+	} catch (const std::bad_alloc &) {
+		err = b->fail(-ENOMEM, "%s: out of memory while spilling", path);
+	}
+	b->spill.reset();
+	if (err)
+		return err;
+	b->progress("done", 1, 1);
+	if (st) {
+		memset(st, 0, sizeof *st);
+		st->records = records;
+		st->entries = L.entries;
+		st->duplicates = L.duplicates;
+		st->image_bytes = L.file_size;
+		st->index_bytes = L.bucket_count * SHMKV_BUCKET_BYTES;
+		st->entries_bytes = L.entries_end - L.entries_off;
+		st->values_bytes = L.values_end - L.values_off;
+		st->bucket_count = L.bucket_count;
+		st->max_probe = L.max_probe;
+		st->load_factor = (double)L.entries / ((double)L.bucket_count * SHMKV_BUCKET_SLOTS);
+		st->value_bytes_logical = L.value_bytes_logical;
+		st->dedup_values = L.dedup_values;
+		st->dedup_refs = L.dedup_refs;
+		st->dedup_saved_bytes = L.dedup_saved;
+		st->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+	}
+	return 0;
+}
+
+} // namespace shmkv_build
+
+using namespace shmkv_build;
+
+extern "C" int shmkv_builder_set_memory_limit(shmkv_builder *b, uint64_t bytes, const char *tmpdir)
+{
+	if (b->finished)
+		return b->fail(-EINVAL, "builder already finished");
+	if (bytes && bytes < (uint64_t(1) << 20))
+		return b->fail(-EINVAL, "memory limit of %llu bytes: at least 1 MiB",
+			       (unsigned long long)bytes);
+	b->mem_limit = bytes;
+	b->tmpdir = tmpdir ? tmpdir : "";
+	return 0;
+}
+
+namespace {
+// A number from a /proc or /sys file (its first field), or 0.
+uint64_t read_u64(const char *path, const char *key)
+{
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return 0;
+	char line[256];
+	uint64_t v = 0;
+	size_t kl = key ? strlen(key) : 0;
+	while (fgets(line, sizeof line, f)) {
+		if (key && strncmp(line, key, kl) != 0)
+			continue;
+		v = strtoull(line + kl, nullptr, 10);
+		break;
+	}
+	fclose(f);
+	return v;
+}
+} // namespace
+
+extern "C" uint64_t shmkv_build_default_memory_limit(void)
+{
+	uint64_t avail = read_u64("/proc/meminfo", "MemAvailable:") << 10;
+	// cgroup v2: what memory.max leaves above memory.current
+	char cg[512] = "", path[700];
+	FILE *f = fopen("/proc/self/cgroup", "re");
+	if (f) {
+		char line[512];
+		while (fgets(line, sizeof line, f))
+			if (strncmp(line, "0::", 3) == 0) {
+				snprintf(cg, sizeof cg, "%s", line + 3);
+				cg[strcspn(cg, "\n")] = 0;
+			}
+		fclose(f);
+	}
+	if (*cg) {
+		snprintf(path, sizeof path, "/sys/fs/cgroup%s/memory.max", strcmp(cg, "/") ? cg : "");
+		uint64_t max = read_u64(path, nullptr);
+		snprintf(path, sizeof path, "/sys/fs/cgroup%s/memory.current", strcmp(cg, "/") ? cg : "");
+		uint64_t cur = read_u64(path, nullptr);
+		if (max && max > cur && (!avail || max - cur < avail))
+			avail = max - cur;
+	}
+	uint64_t lim = avail / 2;
+	return lim < (uint64_t(64) << 20) ? uint64_t(64) << 20 : lim;
+}

@@ -1,0 +1,122 @@
+// builder/writer.h - a buffered sequential writer that checksums the current
+// section as it goes (the in-memory write and the spilling build's).
+#pragma once
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <unistd.h>
+
+#include "internal.h"
+
+namespace shmkv_build {
+
+// Buffered sequential writer that checksums the current section as it goes.
+class Writer {
+public:
+	Writer(shmkv_builder *b, int fd, const char *path) : b_(b), fd_(fd), path_(path)
+	{
+		buf_.reserve(kBuf);
+	}
+	int put(const void *p, size_t n)
+	{
+		if (in_section_)
+			XXH3_64bits_update(&st_, p, n);
+		const char *c = (const char *)p;
+		while (n) {
+			size_t k = std::min(n, kBuf - buf_.size());
+			buf_.append(c, k);
+			c += k;
+			n -= k;
+			pos_ += k;
+			if (buf_.size() == kBuf) {
+				int err = flush();
+				if (err)
+					return err;
+			}
+		}
+		return 0;
+	}
+	// A large piece: written from where it is, not copied into the buffer.
+	int put_big(const void *p, size_t n)
+	{
+		if (n < kBuf)
+			return put(p, n);
+		int err = flush();
+		if (err)
+			return err;
+		if (in_section_)
+			XXH3_64bits_update(&st_, p, n);
+		pos_ += n;
+		if (fd_ < 0)
+			return 0;
+		const char *c = (const char *)p;
+		while (n) {
+			ssize_t w = write(fd_, c, n);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w < 0)
+				return b_->fail(-errno, "writing %s: %s", path_, strerror(errno));
+			c += w;
+			n -= (size_t)w;
+		}
+		return 0;
+	}
+	int zeros(uint64_t n)
+	{
+		static const char z[4096] = {0};
+		while (n) {
+			size_t k = n < sizeof z ? (size_t)n : sizeof z;
+			int err = put(z, k);
+			if (err)
+				return err;
+			n -= k;
+		}
+		return 0;
+	}
+	int pad_to(uint64_t off) { return zeros(off - pos_); }
+	void begin_section()
+	{
+		XXH3_64bits_reset(&st_);
+		in_section_ = true;
+	}
+	uint64_t end_section()
+	{
+		in_section_ = false;
+		return XXH3_64bits_digest(&st_);
+	}
+	int flush()
+	{
+		if (fd_ < 0) { // checksum pass: nothing is written
+			buf_.clear();
+			return 0;
+		}
+		const char *p = buf_.data();
+		size_t n = buf_.size();
+		while (n) {
+			ssize_t w = write(fd_, p, n);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w < 0)
+				return b_->fail(-errno, "writing %s: %s", path_, strerror(errno));
+			p += w;
+			n -= (size_t)w;
+		}
+		buf_.clear();
+		return 0;
+	}
+	uint64_t pos() const { return pos_; }
+
+private:
+	static constexpr size_t kBuf = size_t(4) << 20;
+	shmkv_builder *b_;
+	int fd_;
+	const char *path_;
+	std::string buf_;
+	uint64_t pos_ = 0;
+	XXH3_state_t st_;
+	bool in_section_ = false;
+};
+
+} // namespace shmkv_build

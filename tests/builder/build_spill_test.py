@@ -1,0 +1,260 @@
+#!/usr/bin/python3
+# (Debian's python3, whose dist-packages hold python3-xxhash)
+"""build_spill_test: builds bounded in memory (--memory-limit) give the bytes of
+the in-memory build, within the limit.
+  1. A large input (image >= 4x a 24 MiB limit): random keys, 80-byte values,
+     several types, values shared across the whole input, duplicates far apart
+     (in different spill runs): byte-identical to the in-memory build for
+     --on-duplicate last and first, peak RSS (wait4) <= limit + 32 MiB, the
+     --progress lines of the spill phases, nothing left in --tmpdir.
+  2. A smaller input with an index of 8 slots a key (--buckets n/8): keys
+     displaced past the last bucket wrap to bucket 0 (checked in the index),
+     identical; -o - identical; a duplicate with --on-duplicate error fails
+     with the in-memory build's message, leaving nothing.
+  3. SIGINT and SIGTERM while spilling (O_TMPFILE spill files, and the named
+     ones of filesystems without it): no output, no temporary, tmpdir empty.
+  4. A value too short to be worth sharing (6 bytes) is not shared.
+--quick (sanitizer builds, AArch64 under qemu-user, where RSS is not the
+builder's own): a 4 MiB limit and an eighth of the records, no RSS checks.
+usage: build_spill_test.py SHMCTL [--quick]"""
+import filecmp
+import json
+import os
+import random
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+import xxhash
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+from pyutil import check, finish, wait_for  # noqa: E402 (tests/pyutil.py)
+
+QUICK = '--quick' in sys.argv
+LIMIT = (4 if QUICK else 24) << 20
+BIG = 180_000 if QUICK else 1_100_000
+ALLOWANCE = 32 << 20
+ENV = dict(os.environ, SOURCE_DATE_EPOCH='1700000000')
+
+
+def path(name):
+    return name if os.path.isabs(name) else os.path.join(tmp, name)
+
+
+def run(*args, env=ENV):
+    """Runs shmctl; (returncode, stdout, stderr, peak RSS in bytes)."""
+    p = subprocess.Popen([shmctl] + [str(a) for a in args], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, env=env)
+    out, err = p.stdout.read(), p.stderr.read()
+    _, status, ru = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    p.stdout.close()
+    p.stderr.close()
+    return p.returncode, out, err.decode(), ru.ru_maxrss * 1024
+
+
+def same(a, b):
+    return filecmp.cmp(a, b, shallow=False)
+
+
+def gen_here(name, n, rng, dup_rate, short=False):
+    pool = ['shared across the input, and long enough to be worth it: %03d %s' % (i, 'x' * i)
+            for i in range(40)]
+    keys = []
+    unique = 0
+    with open(name, 'w') as f:
+        for i in range(n):
+            if keys and rng.random() < dup_rate:
+                k = keys[rng.randrange(len(keys) // 4 + 1)]  # an early key: another run
+            else:
+                k = 'key_%d_%08x' % (i, rng.getrandbits(32))
+                keys.append(k)
+                unique += 1
+            r = rng.random()
+            if r < 0.08:
+                v = rng.choice(pool)
+            elif r < 0.12:
+                v = rng.randint(-2**40, 2**40)
+            elif r < 0.15:
+                v = [rng.random() for _ in range(rng.randint(1, 6))]
+            elif r < 0.18:
+                v = ['s%d' % rng.randint(0, 99), 'shared list item', 'z' * rng.randint(0, 20)]
+            elif r < 0.19:
+                v = rng.random() < 0.5
+            elif short:
+                v = '%x' % rng.getrandbits(40)
+            else:
+                v = '%080x' % rng.getrandbits(320)
+            f.write(json.dumps({'key': k, 'value': v}) + '\n')
+    return unique
+
+
+def gen(name, n, seed, dup_rate, short=False):
+    """Writes the input in a child process: the peak RSS a child reports
+    (wait4, getrusage) includes its parent's at fork and exec (Linux carries
+    the maxrss of the image it replaces), so this process stays small."""
+    r = subprocess.run([sys.executable, __file__, '--gen', path(name), str(n), str(seed),
+                        str(dup_rate), '1' if short else ''], capture_output=True, text=True,
+                       check=True)
+    return int(r.stdout)
+
+
+def spill_left():
+    return os.listdir(spilldir)
+
+
+def stats(out):
+    return json.loads(out)
+
+
+if sys.argv[1] == '--gen':
+    _, _, name, n, seed, rate, short = sys.argv
+    print(gen_here(name, int(n), random.Random(int(seed)), float(rate), short == '1'))
+    sys.exit(0)
+
+shmctl = sys.argv[1]
+tmp = tempfile.mkdtemp(prefix='shmkv-spill-test.')
+spilldir = os.path.join(tmp, 'spill')
+os.mkdir(spilldir)
+SEED = 0x53484D4B56763121
+
+try:
+    t0 = time.monotonic()
+    gen('big.jsonl', BIG, 14, 0.01)
+    gen_s = time.monotonic() - t0
+
+    # 1. the large build, last and first
+    for dup in ('last', 'first'):
+        ref, out = path('ref-%s.img' % dup), path('spill-%s.img' % dup)
+        rc, o, e, rss_mem = run('-j', 'image', 'build', '-o', ref, '--memory-limit', 'none',
+                                '--on-duplicate', dup, path('big.jsonl'))
+        check(rc == 0, 'in-memory build (%s): %s' % (dup, e))
+        rc, o, e, rss = run('-j', '--progress', 'image', 'build', '-o', out, '--memory-limit',
+                            LIMIT, '--tmpdir', spilldir, '--on-duplicate', dup, path('big.jsonl'))
+        check(rc == 0, 'spilling build (%s): %s' % (dup, e))
+        if rc != 0:
+            continue
+        st = stats(o)
+        check(st['image_bytes'] >= 4 * LIMIT, 'image of %d bytes is not 4x the limit' % st['image_bytes'])
+        check(st['duplicates'] > 1000, 'duplicates: %d' % st['duplicates'])
+        check(st['dedup']['shared_values'] >= 40, 'shared values: %s' % st['dedup'])
+        check(same(ref, out), 'spilled image (%s) differs from the in-memory one' % dup)
+        check(QUICK or rss <= LIMIT + ALLOWANCE, 'peak RSS %d MiB > limit 24 MiB + 32 MiB (in memory: %d MiB)'
+              % (rss >> 20, rss_mem >> 20))
+        check(QUICK or rss_mem > LIMIT + ALLOWANCE, 'the in-memory build took only %d MiB: the test '
+              'proves nothing' % (rss_mem >> 20))
+        for phase in ('reading', 'sorting', 'sharing', 'placing', 'writing'):
+            check(('\n%s: ' % phase) in '\n' + e, 'no --progress line for %s: %s' % (phase, e[-500:]))
+        check(not spill_left(), 'spill files left: %s' % spill_left())
+        print('%s: image %d MiB, peak RSS %d MiB spilling (limit %d MiB), %d MiB in memory'
+              % (dup, st['image_bytes'] >> 20, rss >> 20, LIMIT >> 20, rss_mem >> 20))
+    os.unlink(path('ref-first.img'))
+    os.unlink(path('spill-first.img'))
+
+    # 2. a full index: wrapping displaced keys; -o -; the duplicate error
+    n_unique = gen('small.jsonl', 150_000, 15, 0.01, short=True)
+    buckets = (n_unique + 7) // 8
+    for dup in ('first', 'last'):
+        a, b = path('w-mem.img'), path('w-spill.img')
+        rc1, _, e1, _ = run('image', 'build', '-o', a, '--memory-limit', 'none', '--on-duplicate',
+                            dup, '--buckets', buckets, path('small.jsonl'))
+        rc2, _, e2, _ = run('image', 'build', '-o', b, '--memory-limit', '2M', '--tmpdir', spilldir,
+                            '--on-duplicate', dup, '--buckets', buckets, path('small.jsonl'))
+        check(rc1 == 0 and rc2 == 0, 'full-index builds: %s %s' % (e1, e2))
+        check(rc2 == 0 and same(a, b), 'full index (%s): spilled image differs' % dup)
+    # a key in a bucket before its home: displaced past the last bucket
+    wrapped = 0
+    with open(path('w-spill.img'), 'rb') as f:
+        f.seek(4096)
+        index = f.read(64 * min(buckets, 4096))
+        for c in range(len(index) // 64):
+            for s in range(8):
+                word = struct.unpack_from('<Q', index, 64 * c + 8 * s)[0]
+                if not word >> 48:
+                    continue
+                f.seek((word & ((1 << 40) - 1)) << 3)
+                head = f.read(8 + 65535)
+                key = head[8:8 + struct.unpack_from('<H', head, 2)[0]]
+                home = (xxhash.xxh3_64_intdigest(key, seed=SEED) * buckets) >> 64
+                wrapped += home > c
+    check(wrapped > 0, 'no key wrapped past the last bucket: the test proves nothing')
+    # standard output
+    with open(path('o-mem.img'), 'wb') as f:
+        r1 = subprocess.run([shmctl, 'image', 'build', '-o', '-', '--memory-limit', 'none',
+                             '--on-duplicate', 'last', path('small.jsonl')], stdout=f, env=ENV)
+    with open(path('o-spill.img'), 'wb') as f:
+        r2 = subprocess.run([shmctl, 'image', 'build', '-o', '-', '--memory-limit', '2M', '--tmpdir',
+                             spilldir, '--on-duplicate', 'last', path('small.jsonl')], stdout=f,
+                            env=ENV)
+    check(r1.returncode == 0 and r2.returncode == 0 and same(path('o-mem.img'), path('o-spill.img')),
+          '-o -: spilled stream differs')
+    # the duplicate error: same message, nothing written
+    rc1, _, e1, _ = run('image', 'build', '-o', path('e.img'), '--memory-limit', 'none',
+                        path('small.jsonl'))
+    rc2, _, e2, _ = run('image', 'build', '-o', path('e.img'), '--memory-limit', '2M', '--tmpdir',
+                        spilldir, path('small.jsonl'))
+    check(rc1 == 2 and 'duplicate key' in e1 and 'first at' in e1, 'in-memory duplicate: ' + e1)
+    check(rc2 == 2 and e2 == e1, 'spilled duplicate error differs:\n%s\n%s' % (e1, e2))
+    check(not os.path.exists(path('e.img')), 'a failed build left an image')
+    check(not spill_left(), 'spill files left after a failure: %s' % spill_left())
+
+    # 3. signals while spilling
+    outdir = path('sig')
+    os.mkdir(outdir)
+    for sig, named in ((signal.SIGINT, False), (signal.SIGTERM, True)):
+        env = dict(ENV)
+        if named:
+            env['SHMKV_BUILD_NO_TMPFILE'] = '1'
+        # records through a pipe that stops once the build spills: the
+        # signal comes while it is spilling, whatever the machine's speed
+        p = subprocess.Popen([shmctl, 'image', 'build', '-o', os.path.join(outdir, 'x.img'),
+                              '--memory-limit', str(LIMIT), '--tmpdir', spilldir, '--on-duplicate',
+                              'last', '-'], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, env=env)
+
+        def spilling():
+            try:
+                for fd in os.listdir('/proc/%d/fd' % p.pid):
+                    if os.readlink('/proc/%d/fd/%s' % (p.pid, fd)).startswith(spilldir + '/'):
+                        return True
+            except OSError:
+                pass
+            return False
+        with open(path('big.jsonl'), 'rb') as f:
+            while not spilling():
+                chunk = f.read(1 << 20)
+                if not chunk:
+                    break
+                p.stdin.write(chunk)
+                p.stdin.flush()
+                time.sleep(0.01)
+        check(wait_for(spilling, 30), '%s: the build never spilled' % sig.name)
+        p.send_signal(sig)
+        try:
+            p.stdin.close()
+        except BrokenPipeError:
+            pass
+        p.wait(60)
+        p.stderr.close()
+        check(p.returncode == -sig, '%s: exit %s' % (sig.name, p.returncode))
+        check(not spill_left(), '%s: spill files left: %s' % (sig.name, spill_left()))
+        check(not os.listdir(outdir), '%s: left in the output directory: %s'
+              % (sig.name, os.listdir(outdir)))
+
+    # 4. a value of 7 stored bytes is never shared (a reference is no smaller)
+    with open(path('tiny.jsonl'), 'w') as f:
+        f.write('{"key":"a","value":"abcdef"}\n{"key":"b","value":"abcdef"}\n')
+    for lim in ('none', '1M'):
+        rc, o, e, _ = run('-j', 'image', 'build', '-o', path('tiny.img'), '--memory-limit', lim,
+                          '--tmpdir', spilldir, path('tiny.jsonl'))
+        check(rc == 0 and stats(o)['dedup']['shared_values'] == 0 and
+              stats(o)['dedup']['saved_bytes'] == 0, 'a 6-byte string was shared: %s %s' % (o, e))
+    print('generated the input in %.1f s, total %.1f s' % (gen_s, time.monotonic() - t0))
+finally:
+    shutil.rmtree(tmp, ignore_errors=True)
+
+finish('build_spill_test')
