@@ -234,8 +234,13 @@ extern "C" int shmkv_builder_add(shmkv_builder *b, const void *key, size_t key_l
 	r.pad = 0;
 	r.src = b->cur_src;
 	r.line = b->cur_src == kNoSource ? b->seq0 + b->recs.size() : b->cur_line;
-	if (b->mem_limit && !b->sub && ++b->since_check >= 1024)
-		return spill_check(b);
+	if (b->mem_limit && !b->sub && ++b->since_check >= 1024) {
+		try {
+			return spill_check(b);
+		} catch (const std::bad_alloc &) {
+			return b->fail(-ENOMEM, "%s: out of memory while spilling", b->here().c_str());
+		}
+	}
 	return 0;
 }
 

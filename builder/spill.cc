@@ -193,7 +193,8 @@ public:
 		uint64_t home = shmkv_home_bucket(h, B_), tag = shmkv_key_tag(h);
 		int err = place_pending(home);
 		uint64_t keep = pend_.empty() ? home : pend_.front().home;
-		if (!err && keep > lo_ && (keep - lo_ >= 4096 || keep >= hi()))
+		// in batches; a gap of more than a batch is never held (zero on file)
+		if (!err && keep > lo_ && keep - lo_ >= 4096)
 			err = write_front(keep);
 		if (err)
 			return err;

@@ -364,7 +364,12 @@ int finish_image(shmkv_builder *b, const char *path, shmkv_build_stats *st)
 {
 	auto t0 = std::chrono::steady_clock::now();
 	if (b->mem_limit && !b->spill) { // records added since the last check
-		int err = spill_check(b);
+		int err;
+		try {
+			err = spill_check(b);
+		} catch (const std::bad_alloc &) {
+			err = b->fail(-ENOMEM, "%s: out of memory while spilling", path);
+		}
 		if (err)
 			return err;
 	}
