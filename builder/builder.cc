@@ -453,6 +453,29 @@ int add_file_windowed(shmkv_builder *b, const char *path, int format, unsigned t
 	bool eof = false, first = true;
 	try {
 		buf.resize(win);
+		if (!S_ISREG(st.st_mode) && !b->spill) {
+			// a pipe: read whole and parsed in parallel, as without a limit,
+			// as long as its in-memory build fits; windows from where it stops
+			for (;;) {
+				if (have == buf.size()) {
+					if (inmem_estimate(b, have) + buf.size() > b->mem_limit) // and the next buffer
+						break;
+					buf.resize(buf.size() * 2);
+				}
+				ssize_t n = read(fd, buf.data() + have, buf.size() - have);
+				if (n < 0 && errno == EINTR)
+					continue;
+				if (n < 0)
+					return b->fail(-errno, "%s: read: %s", path, strerror(errno));
+				if (n == 0) {
+					Input in;
+					in.data = buf.data();
+					in.size = have;
+					return parse_input(b, in, format, tsv_type, first_input);
+				}
+				have += (size_t)n;
+			}
+		}
 		while (!eof || have) {
 			while (!eof && have < buf.size()) {
 				ssize_t n = read(fd, buf.data() + have, buf.size() - have);
@@ -500,6 +523,10 @@ int add_file_windowed(shmkv_builder *b, const char *path, int format, unsigned t
 			offset += len;
 			memmove(buf.data(), data + len, have - len);
 			have -= len;
+			if (buf.size() > win && have < win) { // back to a window after a pipe's start
+				buf.resize(win);
+				buf.shrink_to_fit();
+			}
 			first = false;
 			if (eof && !have)
 				break;
@@ -525,7 +552,8 @@ extern "C" int shmkv_builder_add_file(shmkv_builder *b, const char *path, int fo
 	uint64_t recs0 = b->recs.size();
 	PROBE(parse_start, path, format);
 	if (b->mem_limit && !b->sub) {
-		// a pipe, or a file whose in-memory build would not fit: read in windows
+		// a pipe (read whole while it fits), or a file whose in-memory build
+		// would not fit: read in windows
 		struct stat st;
 		bool is_stdin = strcmp(path, "-") == 0;
 		int rc = is_stdin ? fstat(0, &st) : stat(path, &st);
