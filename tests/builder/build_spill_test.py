@@ -192,6 +192,16 @@ try:
                             env=ENV)
     check(r1.returncode == 0 and r2.returncode == 0 and same(path('o-mem.img'), path('o-spill.img')),
           '-o -: spilled stream differs')
+    # a pipe as the input, read in windows
+    with open(path('small.jsonl'), 'rb') as fin:
+        p3 = subprocess.Popen(['cat'], stdin=fin, stdout=subprocess.PIPE)
+        r3 = subprocess.run([shmctl, 'image', 'build', '-o', path('p-spill.img'), '--memory-limit',
+                             '2M', '--tmpdir', spilldir, '--on-duplicate', 'last', '-'],
+                            stdin=p3.stdout, stdout=subprocess.DEVNULL, env=ENV)
+        p3.stdout.close()
+        p3.wait()
+    check(r3.returncode == 0 and same(path('o-mem.img'), path('p-spill.img')),
+          'a piped input: spilled image differs')
     # the duplicate error: same message, nothing written
     rc1, _, e1, _ = run('image', 'build', '-o', path('e.img'), '--memory-limit', 'none',
                         path('small.jsonl'))
