@@ -116,7 +116,20 @@ inline void home_mark(uint64_t *hb, uint64_t tag, uint64_t d)
 struct DupScan {
 	uint64_t keys = 0, recs = 0;
 	uint64_t first_seq = 0, second_seq = UINT64_MAX; // input positions
-	bool better(uint64_t second) const { return second < second_seq; }
+	// A key of count records whose two earliest are first and second (input
+	// positions): true if this pair is now the one to report.
+	bool group(uint64_t count, uint64_t first, uint64_t second)
+	{
+		if (count < 2)
+			return false;
+		keys++;
+		recs += count - 1;
+		if (second >= second_seq)
+			return false;
+		first_seq = first;
+		second_seq = second;
+		return true;
+	}
 };
 template <typename Same, typename Seq, typename Keep, typename Found>
 void scan_duplicates(size_t n, int policy, DupScan &d, Same same, Seq seq, Keep keep, Found found)
@@ -125,19 +138,9 @@ void scan_duplicates(size_t n, int policy, DupScan &d, Same same, Seq seq, Keep 
 		size_t e = s + 1;
 		while (e < n && same(s, e))
 			e++;
-		size_t k = s;
-		if (e - s > 1) {
-			d.keys++;
-			d.recs += e - s - 1;
-			if (d.better(seq(s + 1))) {
-				d.first_seq = seq(s);
-				d.second_seq = seq(s + 1);
-				found(s, s + 1);
-			}
-			if (policy == SHMKV_DUP_LAST)
-				k = e - 1;
-		}
-		keep(k);
+		if (e - s > 1 && d.group(e - s, seq(s), seq(s + 1)))
+			found(s, s + 1);
+		keep(e - s > 1 && policy == SHMKV_DUP_LAST ? e - 1 : s);
 		s = e;
 	}
 }

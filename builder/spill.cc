@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -61,15 +62,22 @@ public:
 		return bytes + count * kLeafPerRecord <= limit / 4;
 	}
 	// Calls fn(buffer) for each leaf of partition p of f in hash order: a
-	// partition over the leaf budget is split by the next bits of h.
-	template <typename F>
-	int leaves(SpillFile &f, size_t p, unsigned used, F &fn)
+	// partition over the leaf budget is split by the next bits of h, and
+	// one whose records all have the same h (a key repeated, a value shared,
+	// millions of times) goes to one(f, p), which streams it.
+	template <typename F, typename G>
+	int leaves(SpillFile &f, size_t p, unsigned used, F &fn, G &one)
 	{
-		if (fits(f.bytes(p), f.count(p)) || used + kSplitBits > 64) {
+		if (fits(f.bytes(p), f.count(p))) {
 			std::vector<uint8_t> buf;
 			int err = f.load(p, buf);
 			f.release(p);
 			return err ? err : fn(buf);
+		}
+		if (f.one_hash(p) || used + kSplitBits > 64) {
+			int err = one(f, p);
+			f.release(p);
+			return err;
 		}
 		SpillFile sub;
 		int err = sub.open(b, dir, size_t(1) << kSplitBits, cap);
@@ -84,7 +92,7 @@ public:
 		if (!err)
 			err = sub.flush();
 		for (size_t q = 0; !err && q < sub.parts(); q++)
-			err = leaves(sub, q, used + kSplitBits, fn);
+			err = leaves(sub, q, used + kSplitBits, fn, one);
 		return err;
 	}
 };
@@ -417,6 +425,30 @@ int spill_build(shmkv_builder *b, const char *path, Layout &L)
 	DupScan dup;
 	std::string dup_first, dup_second, dup_key;
 	std::vector<const SRec *> v;
+	int e = 0;
+	// the next entry (of leaf q), and its value to the value partitions
+	auto keep = [&](size_t q, const SRec &r) {
+		uint64_t ord = n++;
+		L.value_bytes_logical += r.val_len;
+		if (e || (dup.keys && o.on_duplicate == SHMKV_DUP_ERROR))
+			return; // failing: only the count of duplicates matters
+		e = kept.append(q, r, r.data(), r.body);
+		if (!e && o.dedup && !never_shared(r.type, r.val_len)) {
+			SRec x;
+			memset(&x, 0, sizeof x);
+			x.h = XXH3_64bits_withSeed(r.data() + r.key_len, r.val_len, r.type);
+			x.seq = ord;
+			x.val_len = r.val_len;
+			x.key_len = r.key_len;
+			x.type = r.type;
+			e = vals.append(top(x.h), x, r.data() + r.key_len, r.val_len);
+		}
+	};
+	auto new_leaf = [&]() {
+		kept.add_parts(1);
+		first.push_back(n);
+		return kept.parts() - 1;
+	};
 	auto leaf_b = [&](std::vector<uint8_t> &buf) -> int {
 		sorted_records(buf, v, [](const SRec *x, const SRec *y) {
 			if (x->h != y->h)
@@ -424,35 +456,14 @@ int spill_build(shmkv_builder *b, const char *path, Layout &L)
 			int d = cmp_bytes(x->data(), x->key_len, y->data(), y->key_len);
 			return d != 0 ? d < 0 : x->seq < y->seq;
 		});
-		size_t q = kept.parts();
-		kept.add_parts(1);
-		first.push_back(n);
-		int e = 0;
+		size_t q = new_leaf();
 		scan_duplicates(
 			v.size(), o.on_duplicate, dup,
 			[&](size_t x, size_t y) {
 				return v[x]->h == v[y]->h &&
 				       cmp_bytes(v[x]->data(), v[x]->key_len, v[y]->data(), v[y]->key_len) == 0;
 			},
-			[&](size_t x) { return v[x]->seq; },
-			[&](size_t k) {
-				const SRec &r = *v[k];
-				uint64_t ord = n++;
-				L.value_bytes_logical += r.val_len;
-				if (e || (dup.keys && o.on_duplicate == SHMKV_DUP_ERROR))
-					return; // failing: only the count of duplicates matters
-				e = kept.append(q, r, r.data(), r.body);
-				if (!e && o.dedup && !never_shared(r.type, r.val_len)) {
-					SRec x;
-					memset(&x, 0, sizeof x);
-					x.h = XXH3_64bits_withSeed(r.data() + r.key_len, r.val_len, r.type);
-					x.seq = ord;
-					x.val_len = r.val_len;
-					x.key_len = r.key_len;
-					x.type = r.type;
-					e = vals.append(top(x.h), x, r.data() + r.key_len, r.val_len);
-				}
-			},
+			[&](size_t x) { return v[x]->seq; }, [&](size_t k) { keep(q, *v[k]); },
 			[&](size_t f, size_t s) {
 				dup_first = where_of(b, *v[f]);
 				dup_second = where_of(b, *v[s]);
@@ -460,10 +471,58 @@ int spill_build(shmkv_builder *b, const char *path, Layout &L)
 			});
 		done += buf.size();
 		b->progress("sorting", done, total);
-		return e;
+		int err2 = e;
+		e = 0;
+		return err2;
+	};
+	// One hash over the leaf budget: the same key (or keys of one hash)
+	// many times. Streamed in input order (a partition holds its records in
+	// input order): per distinct key its count, the first two records'
+	// places and the record kept; then the keys in entry order.
+	auto one_b = [&](SpillFile &f, size_t p) -> int {
+		struct K {
+			uint64_t count = 0, s1 = 0, s2 = 0;
+			std::string w1, w2;
+			std::vector<uint8_t> rec; // the kept record, header and body
+		};
+		auto less = [](const std::string &a, const std::string &c) {
+			return cmp_bytes((const uint8_t *)a.data(), a.size(), (const uint8_t *)c.data(),
+					 c.size()) < 0;
+		};
+		std::map<std::string, K, decltype(less)> keys(less);
+		int err2 = SpillReader(f, p).each([&](const SRec &r) {
+			K &k = keys[std::string((const char *)r.data(), r.key_len)];
+			if (++k.count == 1) {
+				k.s1 = r.seq;
+				k.w1 = where_of(b, r);
+			} else if (k.count == 2) {
+				k.s2 = r.seq;
+				k.w2 = where_of(b, r);
+			}
+			if (k.count == 1 || o.on_duplicate == SHMKV_DUP_LAST)
+				k.rec.assign((const uint8_t *)&r, (const uint8_t *)&r + r.size());
+			return 0;
+		});
+		if (err2)
+			return err2;
+		size_t q = new_leaf();
+		for (auto &kv : keys) {
+			K &k = kv.second;
+			if (dup.group(k.count, k.s1, k.s2)) {
+				dup_first = k.w1;
+				dup_second = k.w2;
+				dup_key = show_key((const uint8_t *)kv.first.data(), kv.first.size());
+			}
+			keep(q, *(const SRec *)k.rec.data());
+		}
+		done += f.bytes(p);
+		b->progress("sorting", done, total);
+		err2 = e;
+		e = 0;
+		return err2;
 	};
 	for (size_t p = 0; !err && p < S.keys.parts(); p++)
-		err = S.leaves(S.keys, p, kTopBits, leaf_b);
+		err = S.leaves(S.keys, p, kTopBits, leaf_b, one_b);
 	if (err)
 		return err;
 	if (dup.keys && o.on_duplicate == SHMKV_DUP_ERROR)
@@ -486,6 +545,29 @@ int spill_build(shmkv_builder *b, const char *path, Layout &L)
 		return err;
 	done = 0;
 	total = vals.total_bytes();
+	// A group of refs entries whose first is rs: shared if worth it, then
+	// to the leaf of its first entry; its members are marked there.
+	auto group = [&](uint64_t refs, int64_t gain, const SRec &rs, bool *shared) -> int {
+		*shared = worth_sharing(refs, gain, rs.type, rs.val_len);
+		if (!*shared)
+			return 0;
+		L.dedup_values++;
+		L.dedup_refs += refs;
+		L.dedup_saved += (uint64_t)gain - align_up(stored_len(rs.type, rs.val_len), 8);
+		SRec g;
+		memset(&g, 0, sizeof g);
+		g.h = rs.seq;
+		g.val_len = rs.val_len;
+		g.type = rs.type;
+		return groups.append(leaf_of(first, rs.seq), g, rs.data(), rs.val_len);
+	};
+	auto mark = [&](uint64_t group_first, uint64_t member) -> int {
+		SRec m;
+		memset(&m, 0, sizeof m);
+		m.h = group_first;
+		m.seq = member;
+		return marks.append(leaf_of(first, group_first), m, nullptr, 0);
+	};
 	auto leaf_c = [&](std::vector<uint8_t> &buf) -> int {
 		sorted_records(buf, v, [](const SRec *x, const SRec *y) {
 			if (x->h != y->h)
@@ -506,25 +588,10 @@ int spill_build(shmkv_builder *b, const char *path, Layout &L)
 			int64_t gain = 0;
 			for (size_t k = s; k < e; k++)
 				gain += share_gain(v[k]->key_len, v[k]->type, v[k]->val_len);
-			if (!worth_sharing(e - s, gain, rs.type, rs.val_len))
-				continue;
-			L.dedup_values++;
-			L.dedup_refs += e - s;
-			L.dedup_saved += (uint64_t)gain - align_up(stored_len(rs.type, rs.val_len), 8);
-			size_t q = leaf_of(first, rs.seq);
-			SRec g;
-			memset(&g, 0, sizeof g);
-			g.h = rs.seq;
-			g.val_len = rs.val_len;
-			g.type = rs.type;
-			int err2 = groups.append(q, g, rs.data(), rs.val_len);
-			for (size_t k = s; !err2 && k < e; k++) {
-				SRec m;
-				memset(&m, 0, sizeof m);
-				m.h = rs.seq;
-				m.seq = v[k]->seq;
-				err2 = marks.append(q, m, nullptr, 0);
-			}
+			bool shared = false;
+			int err2 = group(e - s, gain, rs, &shared);
+			for (size_t k = s; shared && !err2 && k < e; k++)
+				err2 = mark(rs.seq, v[k]->seq);
 			if (err2)
 				return err2;
 		}
@@ -532,8 +599,44 @@ int spill_build(shmkv_builder *b, const char *path, Layout &L)
 		b->progress("sharing", done, total);
 		return 0;
 	};
+	// One value hash over the leaf budget: a value shared by millions of
+	// entries. Streamed twice in entry order (the first of a value is its
+	// first entry): count and gain per distinct value, then the marks.
+	auto one_c = [&](SpillFile &f, size_t p) -> int {
+		struct V {
+			uint64_t count = 0, first = 0;
+			int64_t gain = 0;
+			std::vector<uint8_t> rec; // the first record
+			bool shared = false;
+		};
+		std::map<std::pair<uint8_t, std::string>, V> vs;
+		auto key = [](const SRec &r) {
+			return std::make_pair(r.type, std::string((const char *)r.data(), r.val_len));
+		};
+		int err2 = SpillReader(f, p).each([&](const SRec &r) {
+			V &x = vs[key(r)];
+			if (x.count++ == 0) {
+				x.first = r.seq;
+				x.rec.assign((const uint8_t *)&r, (const uint8_t *)&r + r.size());
+			}
+			x.gain += share_gain(r.key_len, r.type, r.val_len);
+			return 0;
+		});
+		for (auto it = vs.begin(); !err2 && it != vs.end(); ++it)
+			if (it->second.count >= 2)
+				err2 = group(it->second.count, it->second.gain,
+					     *(const SRec *)it->second.rec.data(), &it->second.shared);
+		if (!err2)
+			err2 = SpillReader(f, p).each([&](const SRec &r) {
+				const V &x = vs[key(r)];
+				return x.shared ? mark(x.first, r.seq) : 0;
+			});
+		done += f.bytes(p);
+		b->progress("sharing", done, total);
+		return err2;
+	};
 	for (size_t p = 0; !err && p < vals.parts(); p++)
-		err = S.leaves(vals, p, kTopBits, leaf_c);
+		err = S.leaves(vals, p, kTopBits, leaf_c, one_c);
 	if (!err)
 		err = groups.flush();
 	if (!err)
@@ -567,19 +670,18 @@ int spill_build(shmkv_builder *b, const char *path, Layout &L)
 			table.push_back({g->h, at});
 			vpos = at + sl;
 		}
-		if ((err = marks.load(q, buf)))
-			return err;
-		marks.release(q);
-		SpillFile::records(buf, v);
-		for (const SRec *m : v) {
-			auto it = std::lower_bound(table.begin(), table.end(), std::make_pair(m->h, uint64_t(0)));
+		// streamed: a group's members may be millions
+		err = SpillReader(marks, q).each([&](const SRec &m) {
+			auto it = std::lower_bound(table.begin(), table.end(), std::make_pair(m.h, uint64_t(0)));
 			SRec r;
 			memset(&r, 0, sizeof r);
 			r.h = it->second;
-			r.seq = m->seq;
-			if ((err = refs.append(leaf_of(first, m->seq), r, nullptr, 0)))
-				return err;
-		}
+			r.seq = m.seq;
+			return refs.append(leaf_of(first, m.seq), r, nullptr, 0);
+		});
+		marks.release(q);
+		if (err)
+			return err;
 		if ((err = refs.load(q, buf)))
 			return err;
 		sorted_records(buf, v, [](const SRec *x, const SRec *y) { return x->seq < y->seq; });

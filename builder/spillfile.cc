@@ -100,7 +100,10 @@ int SpillFile::append(size_t p, const SRec &hdr, const void *a, size_t al, const
 	size_t pad = align_up(al + cl, 8) - (al + cl);
 	if (pad)
 		put(p, zero, pad);
-	parts_[p].count++;
+	Part &pt = parts_[p];
+	pt.count++;
+	pt.hmin = std::min(pt.hmin, hdr.h);
+	pt.hmax = std::max(pt.hmax, hdr.h);
 	return after_put(p);
 }
 

@@ -49,6 +49,8 @@ public:
 	void add_parts(size_t n) { parts_.resize(parts_.size() + n); }
 	uint64_t bytes(size_t p) const { return parts_[p].bytes; }
 	uint64_t count(size_t p) const { return parts_[p].count; }
+	// Every record of partition p has the same h: no split can divide it.
+	bool one_hash(size_t p) const { return parts_[p].hmin == parts_[p].hmax; }
 	uint64_t total_bytes() const { return total_; }
 	// Appends a record: hdr (its body field set) then the body's pieces.
 	int append(size_t p, const SRec &hdr, const void *a, size_t al, const void *c = nullptr,
@@ -78,6 +80,7 @@ private:
 		std::vector<Block> blocks;
 		std::vector<uint8_t> buf;
 		uint64_t bytes = 0, count = 0;
+		uint64_t hmin = UINT64_MAX, hmax = 0; // of its records' h
 	};
 	int write_block(Part &pt);
 	int put(size_t p, const void *a, size_t n);

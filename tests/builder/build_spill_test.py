@@ -14,6 +14,8 @@ the in-memory build, within the limit.
   3. SIGINT and SIGTERM while spilling (O_TMPFILE spill files, and the named
      ones of filesystems without it): no output, no temporary, tmpdir empty.
   4. A value too short to be worth sharing (6 bytes) is not shared.
+  5. Skew no hash split divides: one key in 600,000 records, one value in
+     600,000 entries: identical, within the limit, the same duplicate error.
 --quick (sanitizer builds, AArch64 under qemu-user, where RSS is not the
 builder's own): a 4 MiB limit and an eighth of the records, no RSS checks.
 usage: build_spill_test.py SHMCTL [--quick]"""
@@ -254,6 +256,28 @@ try:
         check(not spill_left(), '%s: spill files left: %s' % (sig.name, spill_left()))
         check(not os.listdir(outdir), '%s: left in the output directory: %s'
               % (sig.name, os.listdir(outdir)))
+
+    # 5. skew: one key repeated and one value shared, each by 600,000
+    # records, which no hash split can divide: streamed, within the limit
+    hot = 60_000 if QUICK else 600_000
+    with open(path('skew.jsonl'), 'w') as f:
+        for i in range(hot):
+            f.write('{"key":"hot","value":"hot value %d, long enough to count: %s"}\n' % (i, 'x' * 40))
+            f.write('{"key":"k%d","value":"one value shared by very many entries, 40+ bytes"}\n' % i)
+            f.write('{"key":"u%d","value":"%040x"}\n' % (i, i * 2654435761))
+    for dup in ('first', 'last', 'error'):
+        rc1, _, e1, _ = run('image', 'build', '-o', path('k-mem.img'), '--memory-limit', 'none',
+                            '--on-duplicate', dup, path('skew.jsonl'))
+        rc2, _, e2, rss = run('image', 'build', '-o', path('k-spill.img'), '--memory-limit', LIMIT,
+                              '--tmpdir', spilldir, '--on-duplicate', dup, path('skew.jsonl'))
+        if dup == 'error':
+            check(rc1 == 2 and rc2 == 2 and e1 == e2 and 'duplicate key "hot"' in e2,
+                  'skew, error: %s / %s' % (e1, e2))
+        else:
+            check(rc1 == 0 and rc2 == 0 and same(path('k-mem.img'), path('k-spill.img')),
+                  'skew (%s): spilled image differs: %s %s' % (dup, e1, e2))
+        check(QUICK or rss <= LIMIT + ALLOWANCE, 'skew (%s): peak RSS %d MiB' % (dup, rss >> 20))
+    check(not spill_left(), 'spill files left after skew: %s' % spill_left())
 
     # 4. a value of 7 stored bytes is never shared (a reference is no smaller)
     with open(path('tiny.jsonl'), 'w') as f:
