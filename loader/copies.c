@@ -75,6 +75,7 @@ int copies_make(struct copies *cp, const struct place_req *pr, struct seg *s, ui
 	for (unsigned i = 1; i < cp->plan.n; i++) {
 		struct place_req r = *pr;
 		r.bind = &cp->plan.seg[i];
+		r.fill_by_read = 0; /* memcpy fills it */
 		r.load_id = *next_load;
 		struct seg *m = &cp->more[cp->nmore];
 		int err = place_segment(&r, size, m, note, sizeof note, why, why_len);

@@ -378,6 +378,7 @@ int op_load(struct loader *L, const char *name, const char *path, int nofollow,
 		.gid = c->conf.gid,
 		.make_room = make_room,
 		.arg = &ra,
+		.fill_by_read = 1, /* ioread() below; copies_make() memcpys */
 	};
 	/* NUMA: where each copy goes (numa/; replicate makes one per node) */
 	err = copies_plan(&pr, c->name, numa, &c->conf.numa, size, cp, why, sizeof why);
@@ -402,6 +403,8 @@ int op_load(struct loader *L, const char *name, const char *path, int nofollow,
 		.progress = &c->load_done,
 	};
 	err = ioread(fd, &direct, path, s.map, size, &o, &v, why, sizeof why);
+	if (err == -EFAULT && (s.info.flags & SHMKV_SEG_HUGETLB))
+		err = place_read_fault(&pr, &s, why, sizeof why);
 	if (!err)
 		err = vstream_end(&v, s.map, why, sizeof why);
 	if (!err)

@@ -19,9 +19,14 @@ static int is_short(int err)
 
 /* seg_create() with the memory bound to r->bind's nodes before anything
  * touches it: the thread's policy covers tmpfs' fallocate and the huge page
- * reservation, mbind the mapping (faults of io_uring's workers too), and huge
- * pages are faulted in now so that a node short of them is ENOMEM here, not
- * SIGBUS halfway through the read. */
+ * reservation (which counts only the bound nodes' free huge pages, so a node
+ * short of them is ENOMEM here), and mbind covers the mapping's later faults,
+ * io_uring's workers' included. Huge pages are faulted in now only for a copy
+ * that user space fills (r->fill_by_read 0): a page that a node cannot give
+ * after all is then ENOMEM, not SIGBUS in memcpy. A read faults them in
+ * itself, in parallel, and gets EFAULT instead (load.c); populating first
+ * cleared every page on one thread and cost 21-34% of a load
+ * (bench/numa/RESULTS.md). */
 static int create(const struct place_req *r, const char *dir, int hugetlb, uint64_t ps,
 		  uint64_t size, struct seg *s, char *why, size_t why_len)
 {
@@ -42,7 +47,7 @@ static int create(const struct place_req *r, const char *dir, int hugetlb, uint6
 		if (err)
 			diag_fail(err, why, why_len, "mbind %s (nodes %s): %s", s->tmp, nodes,
 				  strerror(-err));
-		if (!err && hugetlb) {
+		if (!err && hugetlb && !r->fill_by_read) {
 			err = nbind_populate(s->map, (size_t)s->info.map_size);
 			if (err == -EFAULT) /* SIGBUS at fault: no free huge page there */
 				err = -ENOMEM;
@@ -59,6 +64,22 @@ static int create(const struct place_req *r, const char *dir, int hugetlb, uint6
 		err = diag_fail(e2, why, why_len, "set_mempolicy (default): %s", strerror(-e2));
 	}
 	return err;
+}
+
+int place_read_fault(const struct place_req *r, struct seg *s, char *why, size_t why_len)
+{
+	const struct nplan_seg *b = r->bind;
+	if (!r->fill_by_read || !b || b->mode == NBIND_NONE)
+		return -EFAULT;
+	/* pages the read faulted in are skipped; EFAULT: one cannot be had */
+	if (nbind_populate(s->map, (size_t)s->info.map_size) != -EFAULT)
+		return -EFAULT;
+	char nodes[96], was[400];
+	snprintf(was, sizeof was, "%s", why);
+	ntopo_list_name(b->nodes, nodes, sizeof nodes);
+	return diag_fail(-ENOMEM, why, why_len,
+			 "huge pages on node %s: none free for a page of the image (taken since "
+			 "the reservation); %s", nodes, was);
 }
 
 static int try_hugetlb(const struct place_req *r, uint64_t size, struct seg *s, char *why,

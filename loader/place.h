@@ -23,6 +23,11 @@ struct place_req {
 	/* NUMA: the nodes this copy's memory is bound to before its first touch
 	 * (numa/bind.h); NULL or NBIND_NONE: the kernel's default */
 	const struct nplan_seg *bind;
+	/* Bound huge pages: 1 when the caller's read (io_uring, in parallel)
+	 * faults every page in and turns a fault's EFAULT into "node short"
+	 * (load.c); 0 faults them in here, one thread (a copy filled by
+	 * memcpy would take SIGBUS on a node short of huge pages). */
+	int fill_by_read;
 	/* Memory is short (hugetlb: huge pages, else tmpfs) for size bytes: may
 	 * free some (the loader drops the cache's rollback segment, logged with
 	 * reason) and returns 1 if it did and the allocation is worth retrying,
@@ -39,6 +44,13 @@ struct place_req {
  * refused), other -errno, with why. */
 int place_segment(const struct place_req *r, uint64_t size, struct seg *s, char *note,
 		  size_t note_len, char *why, size_t why_len);
+
+/* A read into huge pages bound with fill_by_read failed with EFAULT: the
+ * bound node may have had no huge page for a fault (taken by another process
+ * since the reservation), or the source itself said EFAULT. Faulting the
+ * rest in tells which: node short rewrites why and returns -ENOMEM; else
+ * returns -EFAULT with why (the read's message) as it was. */
+int place_read_fault(const struct place_req *r, struct seg *s, char *why, size_t why_len);
 
 /* The memory place_segment() tries first for size bytes: *hugetlb and the
  * page size (the tmpfs page size when no hugetlbfs mount serves), so that a
