@@ -5,6 +5,8 @@
  * $SHMKV_FAULT_CONF (or the path given) names the control file; one line
  * "MODE ARG PATH" (faultfs ignores PATH: it serves one file):
  *   eio N    a read reaching byte N fails with EIO
+ *   efault N a read reaching byte N fails with EFAULT (as a fault in the
+ *            destination would: loader/place.c:place_read_fault())
  *   eof N    the file seems to end at byte N (reads there return 0)
  *   short N  every read returns at most N bytes
  *   slow N   every read first sleeps N microseconds
@@ -43,12 +45,14 @@ static inline int fault_read_conf(const char *conf, struct fault *f)
 	return sscanf(buf, "%15s %lld %4095s", f->mode, &f->arg, f->path) == 3;
 }
 
-/* What a read of n bytes at off does under f: -EIO, or how many bytes it
+/* What a read of n bytes at off does under f: -EIO or -EFAULT, or how many bytes it
  * may return (n or fewer; 0 past a faked end of file). "slow" sleeps here. */
 static inline long long fault_read_len(const struct fault *f, long long off, size_t n)
 {
 	if (!strcmp(f->mode, "eio") && off + (long long)n > f->arg)
 		return -EIO;
+	if (!strcmp(f->mode, "efault") && off + (long long)n > f->arg)
+		return -EFAULT;
 	if (!strcmp(f->mode, "eof")) {
 		if (off >= f->arg)
 			return 0;

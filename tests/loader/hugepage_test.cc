@@ -20,12 +20,19 @@
 //     generation keeps serving, untouched.
 //   StrictDropsRollback: when dropping the rollback segment makes room, it
 //     is dropped (logged) and the load succeeds.
+//   BoundToNodeZero: numa=node=0 on huge pages, which the load's own read
+//     faults in (loader/place.c): every page on node 0, none absent,
+//     published pinned, every value right; with the pread engine and the
+//     fault shim (fault_util.h) making the source's read fail with EFAULT
+//     halfway, the error is the source's (EFAULT, "Bad address", the
+//     offset), not "huge pages on node 0", and the first generation keeps
+//     serving; nothing is left on the hugetlbfs.
 #include <sched.h>
 #include <sys/mount.h>
 
 #include <fstream>
 
-#include "loader_util.h"
+#include "fault_util.h"
 
 using namespace loader_test;
 
@@ -402,3 +409,71 @@ TEST_F(Hugepage, StrictDropsRollback)
 }
 
 } // namespace
+
+TEST_F(Hugepage, BoundToNodeZero)
+{
+	ld_->stop();
+	ld_.reset();
+	std::string conf = env_->base() + "/numa.conf";
+	ASSERT_TRUE(shmkv_test::write_file(conf, "[loader]\n"
+						 "hugetlb_dir = " + *mnt_ + "\n"
+						 "[cache hnuma]\n"
+						 "memory = hugetlb\n"
+						 "numa = node=0\n"));
+	Fault fault(*env_);
+	ld_ = std::make_unique<Loader>(*env_, std::vector<std::string>{"--config", conf, "--io",
+									"pread"});
+	std::string skip;
+	if (!start_with_shim(*ld_, fault, &skip)) {
+		ld_.reset();
+		if (!skip.empty())
+			GTEST_SKIP() << skip;
+		FAIL() << "loader did not start";
+	}
+	Json j = ld_->load("hnuma", *small_);
+	ASSERT_TRUE(j.ok()) << j["error"].s();
+	EXPECT_EQ(j["memory"].s(), "hugetlb-2M");
+	Json st = ld_->status("hnuma");
+	EXPECT_EQ(st["numa.policy"].s(), "node=0");
+	const Json &copies = st["numa.copies"];
+	ASSERT_EQ(copies.arr.size(), 1u);
+	EXPECT_TRUE(copies.arr[0]["placement_ok"].truthy()) << st["numa.note"].s();
+	uint64_t pages = st["map_size"].u64() / kPage;
+	EXPECT_GE(pages, 1u);
+	EXPECT_EQ(copies.arr[0]["pages_per_node.0"].u64(), pages);
+	EXPECT_EQ(copies.arr[0]["pages_absent"].u64(), 0u);
+	{
+		shmkv_test::Db db(attach_ok("hnuma"));
+		ASSERT_TRUE(db);
+		EXPECT_EQ(shmkv_node(db), 0);
+		EXPECT_EQ(check_handle(db, "small", 12000, 3), 0u);
+	}
+
+	// the source fails with EFAULT halfway: its error, not a short node
+	struct stat ms;
+	ASSERT_EQ(stat(medium_->c_str(), &ms), 0);
+	fault.set("efault", (long long)ms.st_size / 2, *medium_);
+	j = ld_->load("hnuma", *medium_);
+	fault.clear();
+	EXPECT_FALSE(j.ok());
+	EXPECT_EQ(j["code"].s(), "EFAULT") << j["error"].s();
+	EXPECT_TRUE(contains_ci(j["error"].s(), "Bad address")) << j["error"].s();
+	EXPECT_TRUE(contains_ci(j["error"].s(), "offset")) << j["error"].s();
+	EXPECT_FALSE(contains_ci(j["error"].s(), "huge pages on node")) << j["error"].s();
+	EXPECT_EQ(mount_files().size(), 1u) << "only the serving generation's segment";
+	{
+		shmkv_test::Db db(attach_ok("hnuma"));
+		ASSERT_TRUE(db);
+		EXPECT_EQ(tag_of(db), "small");
+		EXPECT_EQ(check_handle(db, "small", 12000, 3), 0u);
+	}
+
+	// and the next good load is bound and verified again
+	j = ld_->load("hnuma", *medium_);
+	ASSERT_TRUE(j.ok()) << j["error"].s();
+	st = ld_->status("hnuma");
+	EXPECT_TRUE(st["numa.copies"].arr.size() == 1 &&
+		    st["numa.copies"].arr[0]["placement_ok"].truthy())
+		<< st["numa.note"].s();
+	EXPECT_EQ(st["numa.copies"].arr[0]["pages_per_node.0"].u64(), st["map_size"].u64() / kPage);
+}
