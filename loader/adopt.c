@@ -158,6 +158,37 @@ static void adopt_state(struct loader *L, struct cache *c)
 	}
 	state_read(fd, c);
 }
+/* The rollback's replicas (numa=replicate) that the state file names: each
+ * must be a trusted segment file of the rollback's size, not a file already
+ * published; one that is not is left out (and swept as an orphan), so the
+ * rollback is republished with the copies it still has. */
+static void adopt_rb_more(struct cache *c, const struct seg_info *hint, unsigned n)
+{
+	char why[400], q[512];
+	for (unsigned k = 0; k < n && k < SHMKV_CTL_MAX_SEGMENTS - 1; k++) {
+		struct seg_info ri;
+		int err = seg_inspect(hint[k].path, &ri, why, sizeof why);
+		if (!err && ri.size != c->rb.size)
+			err = diag_fail(SHMKV_ECORRUPT, why, sizeof why,
+					  "%s: %llu bytes, the rollback is %llu", hint[k].path,
+					  (unsigned long long)ri.size,
+					  (unsigned long long)c->rb.size);
+		for (unsigned j = 0; !err && j <= c->ncur_more; j++) {
+			const char *p = j ? c->cur_more[j - 1].path : c->cur.path;
+			if ((j || c->have_cur) && !strcmp(p, ri.path))
+				err = diag_fail(-EEXIST, why, sizeof why, "%s: published", p);
+		}
+		if (err) {
+			log_warn("cache=%s: rollback replica %u not adopted: %s", c->name, k + 1,
+				 log_quote(q, sizeof q, why));
+			continue;
+		}
+		ri.generation = c->rb.generation;
+		ri.node = hint[k].node;
+		c->rb_more[c->nrb_more++] = ri;
+	}
+}
+
 static void adopt_one(struct loader *L, struct scan *sc, const char *name)
 {
 	char why[400], q[512], mem[32];
@@ -176,8 +207,11 @@ static void adopt_one(struct loader *L, struct scan *sc, const char *name)
 		return;
 	}
 	adopt_state(L, c);
-	struct seg_info rb_hint = c->rb;
+	struct seg_info rb_hint = c->rb, rb_more_hint[SHMKV_CTL_MAX_SEGMENTS - 1];
+	unsigned nrb_more_hint = c->nrb_more;
+	memcpy(rb_more_hint, c->rb_more, sizeof rb_more_hint);
 	memset(&c->rb, 0, sizeof c->rb);
+	c->nrb_more = 0;
 	for (size_t i = 0; i < sc->n; i++)
 		if (!strcmp(sc->f[i].cache, name) && sc->f[i].load_id >= c->next_load)
 			c->next_load = sc->f[i].load_id + 1;
@@ -228,7 +262,9 @@ static void adopt_one(struct loader *L, struct scan *sc, const char *name)
 	    seg_inspect(rb_hint.path, &in, why, sizeof why) == 0) {
 		c->rb = in;
 		c->rb.generation = rb_hint.generation;
+		c->rb.node = rb_hint.node; /* as verified when it was loaded */
 		c->have_rb = 1;
+		adopt_rb_more(c, rb_more_hint, nrb_more_hint);
 	}
 	if (odd || (gen && !valid) || lost) {
 		/* a publish a crash left open, or a published file that is gone */
@@ -244,7 +280,9 @@ static void adopt_one(struct loader *L, struct scan *sc, const char *name)
 			c->cur = c->rb;
 			c->have_cur = 1;
 			c->have_rb = 0;
-			c->ncur_more = 0;
+			memcpy(c->cur_more, c->rb_more, sizeof c->cur_more);
+			c->ncur_more = c->nrb_more;
+			c->nrb_more = 0;
 			how = "published the rollback segment";
 		} else {
 			how = valid ? (lost ? "republished without the replicas that are gone"
@@ -293,6 +331,9 @@ static int kept(struct loader *L, const struct found *f)
 		if ((c->have_cur && !strcmp(c->cur.path, f->path)) ||
 		    (c->have_rb && !strcmp(c->rb.path, f->path)))
 			return 1;
+		for (unsigned k = 0; c->have_rb && k < c->nrb_more; k++)
+			if (!strcmp(c->rb_more[k].path, f->path))
+				return 1; /* a rollback replica */
 		for (unsigned k = 0; c->have_cur && k < c->ncur_more; k++)
 			if (!strcmp(c->cur_more[k].path, f->path))
 				return 1; /* a published replica (numa=replicate) */

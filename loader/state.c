@@ -39,7 +39,12 @@ int state_write(const char *root, const struct cache *c, char *why, size_t why_l
 	fprintf(f, "next_load=%" PRIu64 "\n", c->next_load);
 	put_stats(f, "cur", &c->stats);
 	if (c->have_rb) {
-		fprintf(f, "rb.path=%s\nrb.generation=%" PRIu64 "\n", c->rb.path, c->rb.generation);
+		fprintf(f, "rb.path=%s\nrb.generation=%" PRIu64 "\nrb.node=%d\n", c->rb.path,
+			c->rb.generation, (int)c->rb.node);
+		/* its replicas (numa=replicate): adopted with it at a restart */
+		for (unsigned k = 0; k < c->nrb_more && k < SHMKV_CTL_MAX_SEGMENTS - 1; k++)
+			fprintf(f, "rb.more.%u.path=%s\nrb.more.%u.node=%d\n", k,
+				c->rb_more[k].path, k, (int)c->rb_more[k].node);
 		put_stats(f, "rb", &c->rb_stats);
 	}
 	int bad = ferror(f);
@@ -74,6 +79,34 @@ static int get_stats(struct load_stats *s, const char *k, const char *v)
 	return 1;
 }
 
+/* A node number as written, else -1 (not pinned). */
+static int32_t node_of(const char *v)
+{
+	char *end;
+	long n = strtol(v, &end, 10);
+	return *v && !*end && n >= 0 && n < 64 ? (int32_t)n : -1;
+}
+
+/* "K.path" or "K.node" of rollback replica K; hints: adopt.c checks them. */
+static void get_more(struct cache *c, const char *k, const char *v)
+{
+	char *dot;
+	unsigned long i = strtoul(k, &dot, 10);
+	if (dot == k || *dot != '.' || i >= SHMKV_CTL_MAX_SEGMENTS - 1)
+		return;
+	struct seg_info *m = &c->rb_more[i];
+	if (!strcmp(dot + 1, "path")) {
+		snprintf(m->path, sizeof m->path, "%s", v);
+		if (c->nrb_more < i + 1) {
+			for (unsigned j = c->nrb_more; j < i; j++)
+				c->rb_more[j].node = -1;
+			c->nrb_more = (unsigned)i + 1;
+		}
+	} else if (!strcmp(dot + 1, "node")) {
+		m->node = node_of(v);
+	}
+}
+
 int state_read(int fd, struct cache *c)
 {
 	char line[PATH_MAX + 64];
@@ -95,6 +128,10 @@ int state_read(int fd, struct cache *c)
 			snprintf(c->rb.path, sizeof c->rb.path, "%s", v);
 		else if (!strcmp(k, "rb.generation"))
 			c->rb.generation = strtoull(v, NULL, 10);
+		else if (!strcmp(k, "rb.node"))
+			c->rb.node = node_of(v);
+		else if (!strncmp(k, "rb.more.", 8))
+			get_more(c, k + 8, v);
 		else if (!strncmp(k, "cur.", 4))
 			get_stats(&c->stats, k + 4, v);
 		else if (!strncmp(k, "rb.", 3))
