@@ -42,6 +42,7 @@ numa = replicate
 memory = auto
 CONF
 shmkv-loader --config /tmp/loader.conf --foreground 2>/tmp/loader.log &
+LP=$!
 for i in $(seq 100); do [ -S $R/control.sock ] && break; sleep 0.1; done
 S="shmctl -r $R"
 W=/tmp/where
@@ -176,6 +177,27 @@ while read -r _ _ cpu _ node _ replica _ gets _ gens _ errors rest; do
 		[ "$gens" -ge 2 ] && [ "$gets" -gt 0 ] || good=0
 done </tmp/swap
 [ $good = 1 ] && ok swap-under-readers || bad swap-under-readers "$(cat /tmp/swap /tmp/err | tr '\n' ' ')"
+
+# 10b. a restart adopts the rollback with its replicas: after a rollback,
+#      one copy per node again, each on its node, and a reader on each node
+#      maps its own
+kill $LP
+for i in $(seq 100); do kill -0 $LP 2>/dev/null || break; sleep 0.1; done
+shmkv-loader --config /tmp/loader.conf --foreground 2>>/tmp/loader.log &
+LP=$!
+for i in $(seq 100); do $S cache list >/dev/null 2>&1 && break; sleep 0.1; done
+if $S cache rollback rep >/dev/null 2>/tmp/err && probe where $R rep >$W &&
+	grep -q "^gen [0-9]* copies $N$" $W; then
+	good=1
+	for n in $(seq 0 $LAST); do
+		grep -Eq "^copy [0-9]+ node $n pagesize 4096 pages $n:[0-9]+ absent 0$" $W || good=0
+		probe pick $R rep $n | grep -q "^pick cpu $n node $n replica $n " || good=0
+	done
+	[ $good = 1 ] && ok restart-rollback-replicas ||
+		bad restart-rollback-replicas "$(cat $W | tr '\n' ' ')"
+else
+	bad restart-rollback-replicas "$(cat /tmp/err $W | tr '\n' ' ') $(grep -i 'rollback replica\|orphan\|removed' /tmp/loader.log | tail -n 4 | tr '\n' ' ')"
+fi
 
 # 11. placement found wrong: a tmpfs mounted mpol=bind:LAST gives its files
 #     that policy, which tmpfs' fallocate follows over the loader's own; the
