@@ -139,8 +139,8 @@ static int check_nodes(const struct ntopo *t, uint64_t want, const char *what, c
 	uint64_t bad = want & ~t->online;
 	if (bad) {
 		char b[NPOLICY_NAME_MAX], o[NPOLICY_NAME_MAX];
-		return diag_fail(-ENODEV, why, why_len, "numa %s: node %s not online (this host "
-				 "has node%s %s)", what, ntopo_list_name(bad, b, sizeof b),
+		return diag_fail(-ENODEV, why, why_len, "numa=%s: node %s not online on this host "
+				 "(online: node%s %s)", what, ntopo_list_name(bad, b, sizeof b),
 				 t->n > 1 ? "s" : "", ntopo_list_name(t->online, o, sizeof o));
 	}
 	return 0;
