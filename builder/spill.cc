@@ -53,9 +53,40 @@ public:
 	size_t cap; // buffered bytes of one spill file
 	SpillFile keys;
 
+	// Values seen once and more than once, by a hash bit: a value seen
+	// once cannot be shared, and only the others go to the value
+	// partitions (most values are distinct; a false positive only costs its
+	// copy there). limit/16 bytes each.
+	std::vector<uint64_t> once, twice;
+	unsigned vbits = 0;
+
 	Spill(shmkv_builder *bb) : b(bb), limit(bb->mem_limit)
 	{
 		cap = (size_t)std::min<uint64_t>(std::max<uint64_t>(limit / 64, 256 << 10), 8 << 20);
+		if (b->opt.dedup) {
+			vbits = 16;
+			while (vbits < 40 && (uint64_t(1) << (vbits + 1)) / 8 <= limit / 16)
+				vbits++;
+			once.assign(size_t(1) << (vbits - 6), 0);
+			twice.assign(size_t(1) << (vbits - 6), 0);
+		}
+	}
+	static uint64_t value_hash(const uint8_t *val, uint32_t len, unsigned type)
+	{
+		return XXH3_64bits_withSeed(val, len, type);
+	}
+	void saw_value(uint64_t vh)
+	{
+		uint64_t i = vh >> (64 - vbits), m = uint64_t(1) << (i & 63);
+		if (once[i >> 6] & m)
+			twice[i >> 6] |= m;
+		else
+			once[i >> 6] |= m;
+	}
+	bool maybe_repeated(uint64_t vh) const
+	{
+		uint64_t i = vh >> (64 - vbits);
+		return twice[i >> 6] >> (i & 63) & 1;
 	}
 	bool fits(uint64_t bytes, uint64_t count) const
 	{
@@ -141,6 +172,8 @@ int flush_run(shmkv_builder *b)
 				continue;
 			}
 		}
+		if (s.vbits && !never_shared(r.type, r.val_len))
+			s.saw_value(Spill::value_hash(r.val, r.val_len, r.type));
 		SRec h;
 		memset(&h, 0, sizeof h);
 		h.h = shmkv_key_hash(o.seed, o.hash_bits, r.key, r.key_len);
@@ -436,7 +469,9 @@ int spill_build(shmkv_builder *b, const char *path, Layout &L)
 		if (!e && o.dedup && !never_shared(r.type, r.val_len)) {
 			SRec x;
 			memset(&x, 0, sizeof x);
-			x.h = XXH3_64bits_withSeed(r.data() + r.key_len, r.val_len, r.type);
+			x.h = Spill::value_hash(r.data() + r.key_len, r.val_len, r.type);
+			if (S.vbits && !S.maybe_repeated(x.h))
+				return; // seen once in all the input: never shared
 			x.seq = ord;
 			x.val_len = r.val_len;
 			x.key_len = r.key_len;
@@ -529,6 +564,8 @@ int spill_build(shmkv_builder *b, const char *path, Layout &L)
 		return dup_error(b, dup_second, dup_key, dup_first, dup.keys);
 	L.duplicates = dup.recs;
 	L.entries = n;
+	std::vector<uint64_t>().swap(S.once);
+	std::vector<uint64_t>().swap(S.twice);
 	size_t leaves = first.size();
 	if ((err = kept.flush()) || (err = vals.flush()))
 		return err;
