@@ -9,6 +9,9 @@
 //   BuildParallel.FileChunksLikeOneThread   2 MiB JSONL and TSV: same bytes; a bad line deep
 //                                           in the file gives the same message for 1 and 4 threads
 //   BuildParallel.MetaLineWithThreads       a shmkv_meta first line still applies when parsed in chunks
+//   BuildParallel.MemoryLimitSameBytes      API records under a 1 MiB limit (spilled, split,
+//                                           one-hash partitions streamed): the same bytes,
+//                                           the same duplicate error ("record #N"), no file left
 //   BuildParallel.PartsHoldTheirKeys        part K/N: an outside record is an error naming
 //                                           its part (when added, or at finish if added
 //                                           before), or skipped with filter; parts partition the keys
@@ -85,13 +88,15 @@ std::vector<Rec> random_records(size_t n, bool dups, uint64_t seed)
 	return r;
 }
 
-// Builds recs with the options and thread count; returns the image bytes.
+// Builds recs with the options and thread count (and a memory limit, its
+// spill files in dir); returns the image bytes.
 std::string build(const TempDir &dir, const std::vector<Rec> &recs, shmkv_build_options o,
-		  unsigned threads, const char *name = "img")
+		  unsigned threads, const char *name = "img", uint64_t mem_limit = 0)
 {
 	Builder b(o);
 	EXPECT_TRUE(b.ok());
 	EXPECT_EQ(shmkv_builder_set_threads(b, threads), 0);
+	EXPECT_EQ(shmkv_builder_set_memory_limit(b, mem_limit, dir.path().c_str()), 0);
 	for (const Rec &x : recs) {
 		int err = shmkv_builder_add(b, x.key.data(), x.key.size(), x.type, x.val.data(),
 					    x.val.size());
@@ -353,3 +358,42 @@ TEST(BuildParallel, PartsHoldTheirKeys)
 }
 
 } // namespace
+
+TEST(BuildParallel, MemoryLimitSameBytes)
+{
+	TempDir dir;
+	auto recs = random_records(30000, true, 7);
+	// hash_bits 12: 4096 hashes, so partitions split to the last bits and
+	// hold several keys of one hash; 64: the ordinary case
+	for (shmkv_build_options o : {collide_options(), test_options()}) {
+		for (int dup : {SHMKV_DUP_LAST, SHMKV_DUP_FIRST}) {
+			o.on_duplicate = dup;
+			std::string mem = build(dir, recs, o, 2, "mem");
+			const shmkv_image_header *h = (const shmkv_image_header *)mem.data();
+			EXPECT_GT(h->dedup_values, 0u);
+			EXPECT_TRUE(build(dir, recs, o, 2, "spill", 1 << 20) == mem)
+				<< "hash_bits " << o.hash_bits << ", on_duplicate " << dup;
+		}
+		// the same duplicate error, naming API records by number
+		o.on_duplicate = SHMKV_DUP_ERROR;
+		std::string msg[2];
+		for (int k = 0; k < 2; k++) {
+			Builder b(o);
+			ASSERT_EQ(shmkv_builder_set_memory_limit(b, k ? 1 << 20 : 0, dir.path().c_str()), 0);
+			for (const Rec &x : recs)
+				ASSERT_EQ(shmkv_builder_add(b, x.key.data(), x.key.size(), x.type, x.val.data(),
+							    x.val.size()), 0);
+			EXPECT_EQ(b.finish(dir.file("err")), SHMKV_EDUPKEY);
+			msg[k] = b.error();
+		}
+		EXPECT_NE(msg[0].find("record #"), std::string::npos) << msg[0];
+		EXPECT_EQ(msg[1], msg[0]);
+	}
+	std::vector<std::string> left;
+	for (const std::string &f : list_dir(dir.path()))
+		if (f != "mem" && f != "spill")
+			left.push_back(f);
+	EXPECT_TRUE(left.empty()) << left.size() << " files left, e.g. " << left[0];
+	Builder b;
+	EXPECT_EQ(shmkv_builder_set_memory_limit(b, 1000, nullptr), -EINVAL) << "under 1 MiB";
+}
