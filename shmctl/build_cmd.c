@@ -50,7 +50,7 @@ struct build_args {
 
 /* SIZE: bytes, or with a K, M, G or T suffix (powers of 1024; "MiB" and
  * "MB" mean the same). */
-static bool parse_size(const char *s, unsigned long long *out)
+bool parse_size(const char *s, unsigned long long *out)
 {
 	char *end;
 	if (!*s || *s == '-')
@@ -226,15 +226,9 @@ static int parse_args(int argc, char **argv, struct build_args *a)
 			a->filter_part = true;
 			break;
 		case OPT_MEMORY_LIMIT:
-			if (!strcmp(optarg, "none") || !strcmp(optarg, "0")) {
-				a->no_memory_limit = true;
-				a->memory_limit = 0;
-				break;
-			}
-			if (!parse_size(optarg, &a->memory_limit) || a->memory_limit < (1ULL << 20))
-				return BAD("--memory-limit %s: expected a size of at least 1M (e.g. 256M, "
-					   "2G), or none", optarg);
-			a->no_memory_limit = false;
+			if (!memory_limit_arg("build", optarg, &a->memory_limit))
+				return EXIT_USAGE;
+			a->no_memory_limit = a->memory_limit == 0;
 			break;
 		case OPT_TMPDIR:
 			if (!*optarg)
@@ -272,6 +266,19 @@ static int parse_args(int argc, char **argv, struct build_args *a)
 	if (!a->tsv_type)
 		a->tsv_type = SHMKV_TYPE_STRING;
 	return -1;
+}
+
+bool memory_limit_arg(const char *verb, const char *arg, unsigned long long *out)
+{
+	if (!strcmp(arg, "none") || !strcmp(arg, "0")) {
+		*out = 0;
+		return true;
+	}
+	if (parse_size(arg, out) && *out >= (1ULL << 20))
+		return true;
+	p_usage("image", "%s: --memory-limit %s: expected a size of at least 1M (e.g. 256M, 2G), "
+		"or none", verb, arg);
+	return false;
 }
 
 double now_seconds(void)

@@ -13,7 +13,8 @@ int image_help(int argc, char **argv)
 	print_help(
 		"Usage: " BIN_NAME " [OPTIONS] image { COMMAND | help }\n"
 		"       " BIN_NAME " image build -o { OUT | - } [BUILD_OPTS] INPUT...\n"
-		"       " BIN_NAME " image join -o { OUT | - } [--threads N] FRAGMENT...\n"
+		"       " BIN_NAME " image join -o { OUT | - } [--threads N] [--memory-limit SIZE]\n"
+		"                          [--tmpdir DIR] FRAGMENT...\n"
 		"       " BIN_NAME " image get [--key-base64] FILE KEY\n"
 		"       " BIN_NAME " image inspect FILE\n"
 		"       " BIN_NAME " image verify FILE\n"

@@ -3,6 +3,8 @@
 #ifndef SHMCTL_IMAGE_H
 #define SHMCTL_IMAGE_H
 
+#include <stdbool.h>
+
 #include <shmkv.h>
 
 int image_help(int argc, char **argv);
@@ -17,6 +19,11 @@ int build_error(const struct shmkv_builder *b, const char *what, int err);
 void print_summary(const char *out, const struct shmkv_build_stats *s, double seconds);
 void catch_signals(void);
 double now_seconds(void);
+/* SIZE: bytes, or K/M/G/T (powers of 1024, "MiB"/"MB" alike). */
+bool parse_size(const char *s, unsigned long long *out);
+/* --memory-limit SIZE|none: a limit for shmkv_builder_set_memory_limit()
+ * (0: none), or false with a usage message printed. */
+bool memory_limit_arg(const char *verb, const char *arg, unsigned long long *out);
 
 /* A key as messages show it: JSON-quoted if UTF-8, else base64:"..." (malloc'd;
  * NULL when out of memory). image_read.c. */

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include <shmkv.h>
 #include <shmkv/tools.h>
@@ -16,7 +17,7 @@
 #include "main.h"
 #include "progress.h"
 
-enum { OPT_THREADS = 256 };
+enum { OPT_THREADS = 256, OPT_MEMORY_LIMIT, OPT_TMPDIR };
 
 #define BAD(...) p_usage("image", "join: " __VA_ARGS__)
 
@@ -43,9 +44,18 @@ static int same_header(const char *p0, const shmkv_image_header *h0, const char 
 		     "same --buckets, --seed, --created, --name and dedup", p, field, p0);
 }
 
-/* Adds fragment j (1-based) of n to b, checking that every key is of part j. */
+/* A fragment's pages read so far leave this process's memory (they stay in
+ * the page cache, and are read again if needed): under a memory limit the
+ * mapped fragments must not count, whatever their size. */
+static void drop_pages(const shmkv_image_header *h)
+{
+	madvise((void *)h, (size_t)h->file_size, MADV_DONTNEED);
+}
+
+/* Adds fragment j (1-based) of n to b, checking that every key is of part j;
+ * forget: drop its pages every 65536 entries. */
 static int add_fragment(shmkv_builder *b, const char *path, unsigned long long j,
-			unsigned long long n, shmkv *db)
+			unsigned long long n, shmkv *db, bool forget)
 {
 	const shmkv_image_header *h = shmkv_header(db);
 	uint64_t lo, hi;
@@ -76,7 +86,10 @@ static int add_fragment(shmkv_builder *b, const char *path, unsigned long long j
 		err = shmkv_builder_add(b, key, key_len, v.type, v.data, v.size);
 		if (err)
 			return build_error(b, path, err);
+		if (forget && count % 65536 == 0)
+			drop_pages(h);
 	}
+	drop_pages(h);
 	if (err != SHMKV_EEND)
 		return p_err("%s: entry %" PRIu64 ": %s; 'shmctl image verify' says more", path,
 			     count + 1, shmkv_strerror(err));
@@ -89,10 +102,13 @@ int do_image_join(int argc, char **argv)
 		VERB_LONGOPTS,
 		{"output", required_argument, NULL, 'o'},
 		{"threads", required_argument, NULL, OPT_THREADS},
+		{"memory-limit", required_argument, NULL, OPT_MEMORY_LIMIT},
+		{"tmpdir", required_argument, NULL, OPT_TMPDIR},
 		{NULL, 0, NULL, 0},
 	};
-	const char *out = NULL;
-	unsigned long long threads = 0;
+	const char *out = NULL, *tmpdir = NULL;
+	unsigned long long threads = 0, limit = 0;
+	bool limit_given = false;
 	int c, rc;
 	verb_getopt_reset();
 	while ((c = getopt_long(argc, argv, VERB_SHORTOPTS "o:", opts, NULL)) != -1) {
@@ -101,6 +117,16 @@ int do_image_join(int argc, char **argv)
 		case OPT_THREADS:
 			if (!parse_u64(optarg, &threads) || threads > 1024)
 				return BAD("--threads %s: expected 0 (every CPU) to 1024", optarg);
+			break;
+		case OPT_MEMORY_LIMIT:
+			if (!memory_limit_arg("join", optarg, &limit))
+				return EXIT_USAGE;
+			limit_given = true;
+			break;
+		case OPT_TMPDIR:
+			if (!*optarg)
+				return BAD("--tmpdir: expected a directory");
+			tmpdir = optarg;
 			break;
 		default:
 			if ((rc = verb_common_opt(c, argv, image_help, "image")) >= 0)
@@ -132,9 +158,11 @@ int do_image_join(int argc, char **argv)
 		if (err) {
 			image_why(msg, sizeof msg, argv[optind + j], why);
 			rc = p_err("%s", msg);
-		} else if (j > 0) {
-			rc = same_header(argv[optind], shmkv_header(dbs[0]), argv[optind + j],
-					 shmkv_header(dbs[j]));
+		} else {
+			drop_pages(shmkv_header(dbs[j])); /* verified: all read once */
+			if (j > 0)
+				rc = same_header(argv[optind], shmkv_header(dbs[0]), argv[optind + j],
+						 shmkv_header(dbs[j]));
 		}
 	}
 	shmkv_builder *b = NULL;
@@ -160,13 +188,17 @@ int do_image_join(int argc, char **argv)
 			rc = p_err("cannot start the builder: %s", shmkv_strerror(err));
 		if (!err && (err = shmkv_builder_set_threads(b, (unsigned)threads)) != 0)
 			rc = build_error(b, out, err);
+		if (!limit_given)
+			limit = shmkv_build_default_memory_limit();
+		if (!err && (err = shmkv_builder_set_memory_limit(b, limit, tmpdir)) != 0)
+			rc = build_error(b, out, err);
 		if (!err && (err = shmkv_builder_check_output(b, out)) != 0)
 			rc = build_error(b, out, err);
 		if (!err)
 			catch_signals();
 	}
 	for (unsigned long long j = 0; j < n && rc == EXIT_OK; j++)
-		rc = add_fragment(b, argv[optind + j], j + 1, n, dbs[j]);
+		rc = add_fragment(b, argv[optind + j], j + 1, n, dbs[j], limit != 0);
 	shmkv_build_stats stats;
 	if (rc == EXIT_OK) {
 		memset(&stats, 0, sizeof stats);

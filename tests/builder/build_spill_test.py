@@ -14,6 +14,8 @@ the in-memory build, within the limit.
   3. SIGINT and SIGTERM while spilling (O_TMPFILE spill files, and the named
      ones of filesystems without it): no output, no temporary, tmpdir empty.
   4. A value too short to be worth sharing (6 bytes) is not shared.
+  6. Four --part builds of the large input under the limit, and their
+     join under it: the large image byte for byte, each within the limit.
   5. Skew no hash split divides: one key in 600,000 records, one value in
      600,000 entries: identical, within the limit, the same duplicate error.
 --quick (sanitizer builds, AArch64 under qemu-user, where RSS is not the
@@ -129,8 +131,9 @@ try:
     gen('big.jsonl', BIG, 14, 0.01)
     gen_s = time.monotonic() - t0
 
-    # 1. the large build, last and first
-    for dup in ('last', 'first'):
+    # 1. the large build (first: in 2. and 5.)
+    buckets_big = 0
+    for dup in ('last',):
         ref, out = path('ref-%s.img' % dup), path('spill-%s.img' % dup)
         rc, o, e, rss_mem = run('-j', 'image', 'build', '-o', ref, '--memory-limit', 'none',
                                 '--on-duplicate', dup, path('big.jsonl'))
@@ -141,6 +144,7 @@ try:
         if rc != 0:
             continue
         st = stats(o)
+        buckets_big = st['buckets']
         check(st['image_bytes'] >= 4 * LIMIT, 'image of %d bytes is not 4x the limit' % st['image_bytes'])
         check(st['duplicates'] > 1000, 'duplicates: %d' % st['duplicates'])
         check(st['dedup']['shared_values'] >= 40, 'shared values: %s' % st['dedup'])
@@ -154,8 +158,28 @@ try:
         check(not spill_left(), 'spill files left: %s' % spill_left())
         print('%s: image %d MiB, peak RSS %d MiB spilling (limit %d MiB), %d MiB in memory'
               % (dup, st['image_bytes'] >> 20, rss >> 20, LIMIT >> 20, rss_mem >> 20))
-    os.unlink(path('ref-first.img'))
-    os.unlink(path('spill-first.img'))
+    os.unlink(path('spill-last.img'))
+
+    # 6. parts built under the limit, joined under it: the large image again
+    # (4 parts: join verifies each fragment whole first, mapped, so its peak
+    # is also at least the largest fragment's size, here about 30 MiB)
+    frags = []
+    for k in (1, 2, 3, 4):
+        frags.append(path('frag%d.img' % k))
+        rc, _, e, rss = run('image', 'build', '-o', frags[-1], '--part', '%d/4' % k, '--buckets',
+                            buckets_big, '--filter-part', '--memory-limit', LIMIT, '--tmpdir',
+                            spilldir, '--on-duplicate', 'last', path('big.jsonl'))
+        check(rc == 0 and (QUICK or rss <= LIMIT + ALLOWANCE), 'part %d: %s, RSS %d MiB'
+              % (k, e, rss >> 20))
+    rc, _, e, rss = run('image', 'join', '-o', path('joined.img'), '--memory-limit', LIMIT,
+                        '--tmpdir', spilldir, *frags)
+    check(rc == 0 and same(path('joined.img'), path('ref-last.img')),
+          'join under the limit differs from the single build: %s' % e)
+    check(QUICK or rss <= LIMIT + ALLOWANCE, 'join: peak RSS %d MiB' % (rss >> 20))
+    print('join of 4 parts: peak RSS %d MiB (limit %d MiB)' % (rss >> 20, LIMIT >> 20))
+    for f in frags + [path('joined.img')]:
+        os.unlink(f)
+    check(not spill_left(), 'spill files left after the parts and join: %s' % spill_left())
 
     # 2. a full index: wrapping displaced keys; -o -; the duplicate error
     n_unique = gen('small.jsonl', 150_000, 15, 0.01, short=True)
