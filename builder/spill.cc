@@ -62,7 +62,7 @@ public:
 
 	Spill(shmkv_builder *bb) : b(bb), limit(bb->mem_limit)
 	{
-		cap = (size_t)std::min<uint64_t>(std::max<uint64_t>(limit / 64, 256 << 10), 8 << 20);
+		cap = (size_t)std::min<uint64_t>(std::max<uint64_t>(limit / 16, 256 << 10), 64 << 20);
 		if (b->opt.dedup) {
 			vbits = 16;
 			while (vbits < 40 && (uint64_t(1) << (vbits + 1)) / 8 <= limit / 16)

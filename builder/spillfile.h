@@ -87,7 +87,7 @@ private:
 	int after_put(size_t p);
 	int pread_all(void *dst, uint64_t len, uint64_t off);
 
-	static constexpr size_t kBlock = size_t(64) << 10;     // a partition's block
+	static constexpr size_t kBlock = size_t(256) << 10;    // a partition's block
 	size_t cap_ = 0; // all buffers together
 	shmkv_builder *b_ = nullptr;
 	int fd_ = -1;
