@@ -197,7 +197,9 @@ int shmkv_builder_check_output(shmkv_builder *b, const char *path);
  * name). Where the filesystem has no O_TMPFILE the temporary is named from
  * the start; shmkv_build_cleanup() removes it. "-" writes the image to
  * standard output as a stream (not atomic: a failed build leaves a truncated
- * image there, which readers refuse; it costs a second pass for checksums).
+ * image there, which readers refuse; it costs a second pass for checksums;
+ * a build that spills writes it to an unnamed temporary in its spill
+ * directory first, then copies it).
  * Returns 0, SHMKV_EDUPKEY, SHMKV_ELIMIT, -errno. The builder is spent after. */
 int shmkv_builder_finish(shmkv_builder *b, const char *path, shmkv_build_stats *stats);
 
