@@ -94,6 +94,10 @@ protected:
 			dup2(e, 2);
 			for (const std::string &s : io.env)
 				putenv(strdup(s.c_str()));
+			// a test run under nohup would hand shmctl an ignored SIGHUP,
+			// which it keeps ignored by design (build_cmd.c:catch_signals)
+			for (int sig : {SIGINT, SIGTERM, SIGHUP})
+				signal(sig, SIG_DFL);
 			execv(argv[0], argv.data());
 			_exit(127);
 		}
