@@ -3,6 +3,8 @@
 
 #include <cstring>
 
+#include <chrono>
+
 #include "internal.h"
 
 namespace shmkv_build {
@@ -175,5 +177,10 @@ int commit_target(shmkv_builder *b, Target &t);
 
 // Writes the laid-out image to path atomically.
 int write_image(shmkv_builder *b, const Layout &L, const char *path);
+
+// A finished build's statistics (st may be null); t0: when finishing began.
+// For both the in-memory build and the spilling one (spill.cc).
+void fill_stats(const Layout &L, uint64_t records, std::chrono::steady_clock::time_point t0,
+		shmkv_build_stats *st);
 
 } // namespace shmkv_build

@@ -854,24 +854,7 @@ int spill_finish(shmkv_builder *b, const char *path, shmkv_build_stats *st)
 	if (err)
 		return err;
 	b->progress("done", 1, 1);
-	if (st) {
-		memset(st, 0, sizeof *st);
-		st->records = records;
-		st->entries = L.entries;
-		st->duplicates = L.duplicates;
-		st->image_bytes = L.file_size;
-		st->index_bytes = L.bucket_count * SHMKV_BUCKET_BYTES;
-		st->entries_bytes = L.entries_end - L.entries_off;
-		st->values_bytes = L.values_end - L.values_off;
-		st->bucket_count = L.bucket_count;
-		st->max_probe = L.max_probe;
-		st->load_factor = (double)L.entries / ((double)L.bucket_count * SHMKV_BUCKET_SLOTS);
-		st->value_bytes_logical = L.value_bytes_logical;
-		st->dedup_values = L.dedup_values;
-		st->dedup_refs = L.dedup_refs;
-		st->dedup_saved_bytes = L.dedup_saved;
-		st->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-	}
+	fill_stats(L, records, t0, st);
 	return 0;
 }
 
