@@ -158,16 +158,34 @@ static void adopt_state(struct loader *L, struct cache *c)
 	}
 	state_read(fd, c);
 }
+/* Whether the scan found path as a complete segment file of cache. */
+static int found_for(const struct scan *sc, const char *cache, const char *path)
+{
+	for (size_t i = 0; i < sc->n; i++)
+		if (!sc->f[i].loading && !strcmp(sc->f[i].cache, cache) &&
+		    !strcmp(sc->f[i].path, path))
+			return 1;
+	return 0;
+}
+
 /* The rollback's replicas (numa=replicate) that the state file names: each
- * must be a trusted segment file of the rollback's size, not a file already
- * published; one that is not is left out (and swept as an orphan), so the
- * rollback is republished with the copies it still has. */
-static void adopt_rb_more(struct cache *c, const struct seg_info *hint, unsigned n)
+ * must be one of this cache's complete segment files in a trusted segment
+ * directory (so a later drop unlinks nothing else), trusted itself, of the
+ * rollback's size, and neither published nor named twice; one that is not
+ * is left out (and swept as an orphan), so the rollback is republished with
+ * the copies it still has. */
+static void adopt_rb_more(const struct scan *sc, struct cache *c, const struct seg_info *hint,
+			  unsigned n)
 {
 	char why[400], q[512];
 	for (unsigned k = 0; k < n && k < SHMKV_CTL_MAX_SEGMENTS - 1; k++) {
 		struct seg_info ri;
-		int err = seg_inspect(hint[k].path, &ri, why, sizeof why);
+		int err = found_for(sc, c->name, hint[k].path)
+				  ? 0
+				  : diag_fail(-ENOENT, why, sizeof why,
+					      "%s: not a segment file of this cache", hint[k].path);
+		if (!err)
+			err = seg_inspect(hint[k].path, &ri, why, sizeof why);
 		if (!err && ri.size != c->rb.size)
 			err = diag_fail(SHMKV_ECORRUPT, why, sizeof why,
 					  "%s: %llu bytes, the rollback is %llu", hint[k].path,
@@ -177,6 +195,11 @@ static void adopt_rb_more(struct cache *c, const struct seg_info *hint, unsigned
 			const char *p = j ? c->cur_more[j - 1].path : c->cur.path;
 			if ((j || c->have_cur) && !strcmp(p, ri.path))
 				err = diag_fail(-EEXIST, why, sizeof why, "%s: published", p);
+		}
+		for (unsigned j = 0; !err && j <= c->nrb_more; j++) {
+			const char *p = j ? c->rb_more[j - 1].path : c->rb.path;
+			if (!strcmp(p, ri.path))
+				err = diag_fail(-EEXIST, why, sizeof why, "%s: named twice", p);
 		}
 		if (err) {
 			log_warn("cache=%s: rollback replica %u not adopted: %s", c->name, k + 1,
@@ -264,7 +287,7 @@ static void adopt_one(struct loader *L, struct scan *sc, const char *name)
 		c->rb.generation = rb_hint.generation;
 		c->rb.node = rb_hint.node; /* as verified when it was loaded */
 		c->have_rb = 1;
-		adopt_rb_more(c, rb_more_hint, nrb_more_hint);
+		adopt_rb_more(sc, c, rb_more_hint, nrb_more_hint);
 	}
 	if (odd || (gen && !valid) || lost) {
 		/* a publish a crash left open, or a published file that is gone */
