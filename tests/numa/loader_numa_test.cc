@@ -2,7 +2,8 @@
 // its nodes): each copy bound before first touch and found on its node by
 // move_pages after the load, shown in status, published with its node in
 // the control segment; policies this host cannot serve refused, and the
-// cache's numa= from the config. The multi-node proof is numa_guest.
+// cache's numa= from the config; a state file naming files that are not the
+// rollback's replicas adopts none of them. The multi-node proof is numa_guest.
 #include <sys/wait.h>
 
 #include <set>
@@ -196,4 +197,58 @@ TEST(LoaderNuma, ConfigNumaKey)
 	EXPECT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) != 0) << out;
 	EXPECT_NE(out.find(conf + ":3: numa \"node=one\": node must be a number"), std::string::npos)
 		<< out;
+}
+
+// The state file names the rollback's replicas (loader/state.c) and a restart
+// adopts them (adopt.c): a forged list — a trusted copy of the rollback
+// outside the segment directories, the rollback itself, the current segment,
+// a path that does not exist — adopts none, logs each, removes none of those
+// files, and the rollback still publishes its one copy.
+TEST(LoaderNuma, ForgedRollbackReplicasAreNotAdopted)
+{
+	Env env;
+	std::string a = env.img_path("a.shmkv"), b = env.img_path("b.shmkv");
+	ASSERT_EQ(build_image(a, "a", 2000), "");
+	ASSERT_EQ(build_image(b, "b", 2000), "");
+	std::string cur, rb, outside = env.base() + "/outside.seg";
+	{
+		Loader ld(env);
+		ASSERT_TRUE(ld.start());
+		ASSERT_TRUE(ld.load("f", a).ok());
+		ASSERT_TRUE(ld.load("f", b).ok());
+		Json st = ld.status("f");
+		cur = st["segment"].s();
+		rb = st["rollback.segment"].s();
+		ASSERT_FALSE(rb.empty()) << "no rollback";
+		EXPECT_EQ(ld.stop(), 0);
+	}
+	std::string bytes = read_file(rb);
+	ASSERT_FALSE(bytes.empty());
+	ASSERT_TRUE(shmkv_test::write_file(outside, bytes));
+	chmod(outside.c_str(), 0600);
+	std::string state = env.root() + "/f.state";
+	std::string s = read_file(state);
+	ASSERT_NE(s.find("rb.path=" + rb + "\n"), std::string::npos) << s;
+	s += "rb.more.0.path=" + outside + "\nrb.more.0.node=0\nrb.more.1.path=" + rb +
+	     "\nrb.more.2.path=" + cur + "\nrb.more.3.path=" + env.base() + "/none.seg\n";
+	ASSERT_TRUE(shmkv_test::write_file(state, s));
+
+	Loader ld(env);
+	ASSERT_TRUE(ld.start());
+	std::string log = env.log();
+	for (const char *k : {"1", "2", "3", "4"})
+		EXPECT_NE(log.find(std::string("rollback replica ") + k + " not adopted"),
+			  std::string::npos)
+			<< k << "\n" << log;
+	Json j = ld.req({"rollback", "f"});
+	ASSERT_TRUE(j.ok()) << j["error"].s();
+	auto segs = ctl_segments(env.root(), "f");
+	ASSERT_EQ(segs.size(), 1u);
+	EXPECT_EQ(std::string(segs[0].path), rb);
+	// a load frees the rollback (now b's segment): nothing it named goes with it
+	ASSERT_TRUE(ld.load("f", a).ok());
+	EXPECT_EQ(read_file(outside), bytes) << "a forged replica was removed";
+	EXPECT_TRUE(file_exists(rb)) << "the serving segment was removed";
+	EXPECT_EQ(read_file(state).find("rb.more."), std::string::npos) << read_file(state);
+	EXPECT_EQ(ld.stop(), 0);
 }
