@@ -18,6 +18,9 @@ the in-memory build, within the limit.
      join under it: the large image byte for byte, each within the limit.
   5. Skew no hash split divides: one key in 600,000 records, one value in
      600,000 entries: identical, within the limit, the same duplicate error.
+  7. Bad options (a size that is none, under 1 MiB, a --tmpdir that does
+     not exist; join's limit too): exit 2 naming the option, an existing
+     output untouched.
 --quick (sanitizer builds, AArch64 under qemu-user, where RSS is not the
 builder's own): a 4 MiB limit and an eighth of the records, no RSS checks.
 usage: build_spill_test.py SHMCTL [--quick]"""
@@ -311,6 +314,21 @@ try:
                           '--tmpdir', spilldir, path('tiny.jsonl'))
         check(rc == 0 and stats(o)['dedup']['shared_values'] == 0 and
               stats(o)['dedup']['saved_bytes'] == 0, 'a 6-byte string was shared: %s %s' % (o, e))
+    # 5. bad options: a clear error naming the option, nothing written, an
+    #    existing output untouched
+    with open(path('keep.img'), 'w') as f:
+        f.write('precious, not an image')
+    for args, want in ((['--memory-limit', '12Q'], '--memory-limit 12Q: expected a size'),
+                       (['--memory-limit', '1000'], '--memory-limit 1000: expected a size'),
+                       (['--memory-limit', '1M', '--tmpdir', path('no-such-dir')],
+                        'no-such-dir')):
+        rc, _, e, _ = run('image', 'build', '-o', path('keep.img'), *args, path('small.jsonl'))
+        check(rc == 2 and want in e, 'bad %s: exit %d: %s' % (args, rc, e))
+        with open(path('keep.img')) as f:
+            check(f.read() == 'precious, not an image', 'bad %s replaced the output' % args)
+    rc, _, e, _ = run('image', 'join', '--memory-limit', 'abc', '-o', path('keep.img'),
+                      path('tiny.img'))
+    check(rc == 2 and '--memory-limit abc' in e, 'join, bad limit: exit %d: %s' % (rc, e))
     print('generated the input in %.1f s, total %.1f s' % (gen_s, time.monotonic() - t0))
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
