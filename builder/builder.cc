@@ -89,7 +89,7 @@ std::string shmkv_builder::where(const Record &r, size_t index) const
 std::string shmkv_builder::here() const
 {
 	if (cur_src == kNoSource)
-		return "record #" + std::to_string(seq0 + recs.size() + 1);
+		return "record #" + std::to_string(seq0 + nrecs() + 1);
 	return sources[cur_src] + ":" + std::to_string(cur_line);
 }
 
@@ -214,10 +214,13 @@ extern "C" int shmkv_builder_add(shmkv_builder *b, const void *key, size_t key_l
 			return 0;
 		}
 	}
+	if (b->out && b->out_n == b->out_cap) // at most a record a line: cannot happen
+		return b->fail(-EOVERFLOW, "%s: more records than lines", b->here().c_str());
 	uint8_t *p;
 	try {
 		p = b->arena.alloc(key_len + value_len + 1);
-		b->recs.emplace_back();
+		if (!b->out)
+			b->recs.emplace_back();
 	} catch (const std::bad_alloc &) {
 		return b->fail(-ENOMEM, "%s: out of memory", b->here().c_str());
 	}
@@ -225,7 +228,7 @@ extern "C" int shmkv_builder_add(shmkv_builder *b, const void *key, size_t key_l
 		memcpy(p, key, key_len);
 	if (value_len)
 		memcpy(p + key_len, value, value_len);
-	Record &r = b->recs.back();
+	Record &r = b->out ? b->out[b->out_n++] : b->recs.back();
 	r.key = p;
 	r.key_len = (uint16_t)key_len;
 	r.val = p + key_len;
@@ -233,7 +236,7 @@ extern "C" int shmkv_builder_add(shmkv_builder *b, const void *key, size_t key_l
 	r.type = (uint8_t)type;
 	r.pad = 0;
 	r.src = b->cur_src;
-	r.line = b->cur_src == kNoSource ? b->seq0 + b->recs.size() : b->cur_line;
+	r.line = b->cur_src == kNoSource ? b->seq0 + b->nrecs() : b->cur_line;
 	if (b->mem_limit && !b->sub && ++b->since_check >= 1024) {
 		try {
 			return spill_check(b);
@@ -621,16 +624,19 @@ int parse_parallel(shmkv_builder *b, const char *data, size_t size, int format, 
 	});
 	for (unsigned t = 1; t <= T; t++)
 		lines[t] += lines[t - 1];
+	// One array with room for a record a line (the last line may lack its
+	// newline), cut into a window per chunk: each thread writes its records
+	// straight into their place, and the pages it first touches are cleared
+	// on its own core. Windows are closed up afterwards if some line made no
+	// record (a blank or meta line, another part's record).
+	size_t base = b->recs.size();
+	b->recs.resize(base + lines[T] + 1); // NoInit: nothing is touched here
+	hugepage_hint(b->recs.data(), b->recs.size() * sizeof(Record));
 	std::vector<shmkv_builder> sub(T);
 	ChunkProgress cp{b->opt.progress, b->opt.progress_ctx, T};
-	// at most a record a line: reserved once, no doubling; chunk 0 has room
-	// for all, so that the others are appended to it without a new array
-	bool into_first = b->recs.empty();
 	for (unsigned t = 0; t < T; t++) {
-		sub[t].recs.reserve(t == 0 && into_first ? lines[T] + 1 : lines[t + 1] - lines[t] + 1);
-		hugepage_hint(sub[t].recs.data(), sub[t].recs.capacity() * sizeof(Record));
-	}
-	for (unsigned t = 0; t < T; t++) {
+		sub[t].out = b->recs.data() + base + lines[t];
+		sub[t].out_cap = lines[t + 1] - lines[t] + (t == T - 1);
 		sub[t].opt = b->opt;
 		sub[t].opt.progress = t == 0 && cp.fn ? ChunkProgress::cb : nullptr;
 		sub[t].opt.progress_ctx = &cp;
@@ -651,6 +657,7 @@ int parse_parallel(shmkv_builder *b, const char *data, size_t size, int format, 
 	});
 	for (unsigned t = 0; t < T; t++)
 		if (err[t]) {
+			b->recs.resize(base);
 			b->err = sub[t].err;
 			b->cur_line = sub[t].cur_line;
 			return err[t];
@@ -660,18 +667,15 @@ int parse_parallel(shmkv_builder *b, const char *data, size_t size, int format, 
 	b->opt.progress = cp.fn;
 	b->opt.progress_ctx = cp.ctx;
 	b->meta_seen = sub[0].meta_seen;
-	size_t total = b->recs.size();
-	for (auto &s : sub)
-		total += s.recs.size();
-	if (into_first)
-		b->recs.swap(sub[0].recs);
-	b->recs.reserve(total);
+	size_t n = base;
 	for (auto &s : sub) {
+		if (s.out != b->recs.data() + n) // rare: rows before it made no record
+			memmove(b->recs.data() + n, s.out, s.out_n * sizeof(Record));
+		n += s.out_n;
 		b->filtered += s.filtered;
-		b->recs.insert(b->recs.end(), s.recs.begin(), s.recs.end());
-		s.recs = std::vector<Record>();
 		b->arena.adopt(std::move(s.arena));
 	}
+	b->recs.resize(n);
 	b->cur_line = lines[T];
 	return 0;
 }

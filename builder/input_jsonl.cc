@@ -542,7 +542,7 @@ int add_jsonl(shmkv_builder *b, const char *data, size_t size, bool first_input,
 						   "\" (bytes, string, i64, bool, f64, f32list, f64list, "
 						   "i64list, strlist)");
 			} else if (name == "shmkv_meta") {
-				if (!first_input || !first_line || !b->recs.empty() || b->meta_seen)
+				if (!first_input || !first_line || b->nrecs() || b->meta_seen)
 					return bad("shmkv_meta must be the first line of the first input");
 				if (!apply_meta(b, v, why))
 					return bad(why);

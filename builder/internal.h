@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "shmkv.h"
@@ -50,6 +51,34 @@ struct Record {
 	uint64_t line;
 };
 constexpr uint32_t kNoSource = UINT32_MAX;
+
+// An allocator whose resize() leaves new elements uninitialised: the sort
+// buffers and the record array are written before they are read, and zeroing
+// them first cost as much as the sort (fresh pages are cleared by the kernel
+// anyway), on one thread.
+template <typename T>
+struct NoInit : std::allocator<T> {
+	template <typename U>
+	struct rebind {
+		using other = NoInit<U>;
+	};
+	NoInit() = default;
+	template <typename U>
+	NoInit(const NoInit<U> &) noexcept
+	{
+	}
+	template <typename U>
+	void construct(U *p) noexcept
+	{
+		::new ((void *)p) U;
+	}
+	template <typename U, typename... A>
+	void construct(U *p, A &&...a)
+	{
+		::new ((void *)p) U(std::forward<A>(a)...);
+	}
+};
+using Records = std::vector<Record, NoInit<Record>>;
 
 // Stored bytes of a value: bytes and strings carry a trailing NUL.
 inline uint64_t stored_len(uint8_t type, uint64_t val_len)
@@ -111,7 +140,12 @@ struct FileId {
 
 struct shmkv_builder {
 	shmkv_build_options opt;
-	std::vector<shmkv_build::Record> recs;
+	shmkv_build::Records recs;
+	// A parse_parallel chunk: its records go to [out, out + out_cap) of the
+	// parent's array, where they stay (no append afterwards), not to recs.
+	shmkv_build::Record *out = nullptr;
+	size_t out_cap = 0, out_n = 0;
+	size_t nrecs() const { return out ? out_n : recs.size(); }
 	shmkv_build::Arena arena;
 	std::vector<std::string> sources;
 	uint32_t cur_src = shmkv_build::kNoSource;

@@ -56,31 +56,6 @@ struct Item {
 	uint32_t pad;
 };
 
-// An allocator whose resize() leaves new elements uninitialised: the sort
-// buffers are written before they are read, and zeroing them first cost as
-// much as the sort (fresh pages are cleared by the kernel anyway).
-template <typename T>
-struct NoInit : std::allocator<T> {
-	template <typename U>
-	struct rebind {
-		using other = NoInit<U>;
-	};
-	NoInit() = default;
-	template <typename U>
-	NoInit(const NoInit<U> &) noexcept
-	{
-	}
-	template <typename U>
-	void construct(U *p) noexcept
-	{
-		::new ((void *)p) U;
-	}
-	template <typename U, typename... A>
-	void construct(U *p, A &&...a)
-	{
-		::new ((void *)p) U(std::forward<A>(a)...);
-	}
-};
 using Items = std::vector<Item, NoInit<Item>>;
 
 // Sorts the items gen(i, &item) emits (out and tmp are reused buffers) for i in [0, n) (gen returns false to

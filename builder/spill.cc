@@ -188,7 +188,7 @@ int flush_run(shmkv_builder *b)
 			return err;
 	}
 	b->seq0 += b->recs.size();
-	std::vector<Record>().swap(b->recs);
+	Records().swap(b->recs);
 	b->arena = Arena();
 	return 0;
 }

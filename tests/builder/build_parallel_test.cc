@@ -9,6 +9,9 @@
 //   BuildParallel.FileChunksLikeOneThread   2 MiB JSONL and TSV: same bytes; a bad line deep
 //                                           in the file gives the same message for 1 and 4 threads
 //   BuildParallel.MetaLineWithThreads       a shmkv_meta first line still applies when parsed in chunks
+//   BuildParallel.LinesWithoutRecordsInEveryChunk  blank lines in every chunk, a meta line and
+//                                           a part's filtered records leave gaps in the chunks'
+//                                           windows of the one record array: closed up, same bytes
 //   BuildParallel.MemoryLimitSameBytes      API records under a 1 MiB limit (spilled, split,
 //                                           one-hash partitions streamed): the same bytes,
 //                                           the same duplicate error ("record #N"), no file left
@@ -396,4 +399,49 @@ TEST(BuildParallel, MemoryLimitSameBytes)
 	EXPECT_TRUE(left.empty()) << left.size() << " files left, e.g. " << left[0];
 	Builder b;
 	EXPECT_EQ(shmkv_builder_set_memory_limit(b, 1000, nullptr), -EINVAL) << "under 1 MiB";
+}
+
+TEST(BuildParallel, LinesWithoutRecordsInEveryChunk)
+{
+	TempDir dir;
+	std::string meta = "{\"shmkv_meta\": {\"name\": \"gaps\"}}\n";
+	std::string body;
+	std::mt19937_64 rng(9);
+	for (size_t i = 0; i < 30000; i++) {
+		if (rng() % 5 == 0)
+			body += rng() % 2 ? "\n" : "  \t\n"; // blank: no record
+		body += "{\"key\": \"key_" + std::to_string(i) + "\", \"value\": \"" +
+			std::string(60 + i % 30, (char)('a' + i % 7)) + "\"}\n";
+	}
+	ASSERT_GT(body.size(), size_t(2) << 20); // parsed in chunks
+	ASSERT_TRUE(write_file(dir.file("in.jsonl"), meta + body));
+	auto one = build_file(dir, dir.file("in.jsonl"), SHMKV_INPUT_JSONL, 1, "one");
+	ASSERT_EQ(one.first, 0) << one.second;
+	EXPECT_EQ(((const shmkv_image_header *)one.second.data())->entry_count, 30000u);
+	for (unsigned t : {2u, 3u, 7u}) {
+		auto many = build_file(dir, dir.file("in.jsonl"), SHMKV_INPUT_JSONL, t, "many");
+		ASSERT_EQ(many.first, 0) << many.second;
+		EXPECT_TRUE(many.second == one.second) << t << " threads";
+	}
+	// a part build skips most records: each chunk's window is mostly gaps
+	auto part = [&](unsigned threads, const char *out) {
+		shmkv_build_options o = test_options();
+		o.buckets = 4000;
+		o.fixed |= SHMKV_OPT_BUCKETS;
+		Builder b(o);
+		EXPECT_EQ(shmkv_builder_set_threads(b, threads), 0);
+		EXPECT_EQ(shmkv_builder_set_part(b, 2, 3, 1), 0) << b.error();
+		int err = shmkv_builder_add_file(b, dir.file("in.jsonl").c_str(), SHMKV_INPUT_JSONL, 0);
+		EXPECT_EQ(err, 0) << b.error();
+		err = b.finish(dir.file(out));
+		EXPECT_EQ(err, 0) << b.error();
+		return read_file(dir.file(out));
+	};
+	std::string p1 = part(1, "p1");
+	ASSERT_FALSE(p1.empty());
+	uint64_t kept = ((const shmkv_image_header *)p1.data())->entry_count;
+	EXPECT_GT(kept, 5000u);
+	EXPECT_LT(kept, 15000u);
+	EXPECT_TRUE(part(3, "p3") == p1);
+	EXPECT_TRUE(part(5, "p5") == p1);
 }
