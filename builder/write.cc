@@ -6,8 +6,10 @@
 // the checksums, the second writes the header first.
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <thread>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -46,40 +48,124 @@ void render_entries(const shmkv_builder *b, const Layout &L, size_t k0, size_t k
 }
 
 // The entries section, rendered in blocks of about kBlock bytes by all
-// threads, a round of one block each at a time, and written in order.
+// threads, a round of one block each at a time, and checksummed by the caller
+// in order. With a DirectOut, a round's blocks go to the file from the
+// buffers they were rendered in (each starts at its block's offset modulo the
+// alignment), on a thread of their own while the next round renders into the
+// other set of buffers: the device's time overlaps the rendering. Otherwise
+// the caller writes them in order.
 int write_entries(shmkv_builder *b, const Layout &L, Writer &w)
 {
 	constexpr uint64_t kBlock = uint64_t(4) << 20;
+	constexpr size_t A = DirectOut::kAlign;
 	size_t m = L.order.size();
 	unsigned T = b->threads ? b->threads : default_threads();
-	std::vector<std::vector<uint8_t>> buf(T);
+	DirectOut *d = w.direct_out();
+	struct Free {
+		void operator()(uint8_t *p) const { free(p); }
+	};
+	struct Buf {
+		std::unique_ptr<uint8_t[], Free> mem;
+		size_t cap = 0;
+	};
 	struct Block {
 		size_t k0, k1;
-		uint64_t end;
+		uint64_t start, end;
+		uint8_t *p;
 	};
-	std::vector<Block> round;
-	for (size_t k = 0; k < m;) {
-		round.clear();
-		while (round.size() < T && k < m) {
+	// two sets: one rendering, the other being written
+	struct Set {
+		std::vector<Buf> buf;
+		std::vector<Block> round;
+		std::thread io;
+		int err = 0;
+	} sets[2];
+	auto wait = [&](Set &s) { // the set's writes are done: its buffers are free
+		if (s.io.joinable())
+			s.io.join();
+		return s.err ? w.failed(s.err) : 0;
+	};
+	int err = 0;
+	size_t k = 0;
+	for (unsigned r = 0; !err && k < m; r++) {
+		Set &s = sets[r % 2];
+		if ((err = wait(s)))
+			break;
+		if (s.buf.size() < T) {
+			try {
+				s.buf.resize(T);
+			} catch (const std::bad_alloc &) {
+				err = b->fail(-ENOMEM, "out of memory while writing the entries");
+				break;
+			}
+		}
+		s.round.clear(); // its capacity stays: T blocks, reserved below once
+		if (s.round.capacity() < T) {
+			try {
+				s.round.reserve(T);
+			} catch (const std::bad_alloc &) {
+				err = b->fail(-ENOMEM, "out of memory while writing the entries");
+				break;
+			}
+		}
+		while (s.round.size() < T && k < m) {
 			size_t k0 = k;
 			uint64_t start = L.entry_off[k0];
 			while (k < m && (k == k0 || L.entry_off[k] - start < kBlock))
 				k++;
-			round.push_back({k0, k, k < m ? L.entry_off[k] : L.entries_end});
+			s.round.push_back({k0, k, start, k < m ? L.entry_off[k] : L.entries_end, nullptr});
 		}
-		for (size_t x = 0; x < round.size(); x++)
-			buf[x].resize(round[x].end - L.entry_off[round[x].k0]);
-		run_threads((unsigned)round.size(), [&](unsigned t) {
-			render_entries(b, L, round[t].k0, round[t].k1, round[t].end, buf[t].data());
+		for (size_t x = 0; !err && x < s.round.size(); x++) {
+			Block &bl = s.round[x];
+			size_t need = (size_t)(bl.end - bl.start) + A;
+			if (s.buf[x].cap < need) { // reused: fresh pages cost as much as rendering
+				void *p = nullptr;
+				s.buf[x].mem.reset();
+				s.buf[x].cap = 0;
+				if (posix_memalign(&p, A, need) != 0) {
+					err = b->fail(-ENOMEM, "out of memory while writing the entries");
+					break;
+				}
+				s.buf[x].mem.reset((uint8_t *)p);
+				s.buf[x].cap = need;
+			}
+			bl.p = s.buf[x].mem.get() + bl.start % A;
+		}
+		if (err)
+			break;
+		run_threads((unsigned)s.round.size(), [&](unsigned t) {
+			const Block &bl = s.round[t];
+			render_entries(b, L, bl.k0, bl.k1, bl.end, bl.p);
 		});
-		for (size_t x = 0; x < round.size(); x++) {
-			int err = w.put_big(buf[x].data(), buf[x].size());
+		for (const Block &bl : s.round) {
+			size_t n = (size_t)(bl.end - bl.start);
+			err = d ? w.put_written(bl.p, n) : w.put_big(bl.p, n);
+			if (!err && d)
+				err = w.failed(d->edges(bl.start, bl.p, n));
 			if (err)
-				return err;
+				break;
+		}
+		if (!err && d) {
+			auto io = [d, &s] {
+				for (const Block &bl : s.round)
+					if (!s.err)
+						s.err = d->interior(bl.start, bl.p, (size_t)(bl.end - bl.start));
+			};
+			try {
+				s.io = std::thread(io);
+			} catch (...) { // std::system_error, std::bad_alloc: no thread
+				io(); // written here
+			}
 		}
 		b->progress("writing", k, m);
 	}
-	return 0;
+	for (Set &s : sets) { // joined whatever happened: the buffers are theirs until then
+		if (s.io.joinable())
+			s.io.join();
+		if (!err && s.err)
+			err = w.failed(s.err);
+	}
+	return err;
 }
 
 // hdr: the header to write first (a stream), or null for zeros (pwritten later).
@@ -343,8 +429,14 @@ int write_image(shmkv_builder *b, const Layout &L, const char *path)
 		return err;
 	shmkv_image_header h;
 	memset(&h, 0, sizeof h);
-	Writer w(b, t.fd, t.shown.c_str());
+	DirectOut d(t.fd); // after t: gone before t closes the descriptor
+	if (ftruncate(t.fd, (off_t)L.file_size) != 0) // the blocks are written out of order
+		return b->fail(-errno, "cannot size %s to %llu bytes: %s", t.shown.c_str(),
+			       (unsigned long long)L.file_size, strerror(errno));
+	Writer w(b, t.fd, t.shown.c_str(), &d);
 	err = write_body(b, L, w, h, nullptr);
+	if (!err)
+		err = w.failed(d.finish(L.file_size));
 	if (!err) {
 		fill_header(b, L, h);
 		if (pwrite(t.fd, &h, sizeof h, 0) != (ssize_t)sizeof h)

@@ -1,5 +1,7 @@
 // builder/writer.h - a buffered sequential writer that checksums the current
-// section as it goes (the in-memory write and the spilling build's).
+// section as it goes (the in-memory write and the spilling build's). With a
+// DirectOut its writes are positional, so a caller may have other threads
+// write pieces themselves and only account for them here (put_written).
 #pragma once
 
 #include <algorithm>
@@ -8,6 +10,7 @@
 #include <string>
 #include <unistd.h>
 
+#include "direct.h"
 #include "internal.h"
 
 namespace shmkv_build {
@@ -15,7 +18,8 @@ namespace shmkv_build {
 // Buffered sequential writer that checksums the current section as it goes.
 class Writer {
 public:
-	Writer(shmkv_builder *b, int fd, const char *path) : b_(b), fd_(fd), path_(path)
+	Writer(shmkv_builder *b, int fd, const char *path, DirectOut *d = nullptr)
+		: b_(b), fd_(fd), path_(path), d_(d)
 	{
 		buf_.reserve(kBuf);
 	}
@@ -51,6 +55,8 @@ public:
 		pos_ += n;
 		if (fd_ < 0)
 			return 0;
+		if (d_)
+			return failed(d_->write(pos_ - n, (const uint8_t *)p, n));
 		const char *c = (const char *)p;
 		while (n) {
 			ssize_t w = write(fd_, c, n);
@@ -63,6 +69,26 @@ public:
 		}
 		return 0;
 	}
+	// n bytes at pos() that another thread wrote through the DirectOut:
+	// checksummed and counted, not written.
+	int put_written(const void *p, size_t n)
+	{
+		int err = flush();
+		if (err)
+			return err;
+		if (in_section_)
+			XXH3_64bits_update(&st_, p, n);
+		pos_ += n;
+		return 0;
+	}
+	// A DirectOut's error (0 or -errno) as this writer reports it.
+	int failed(int err)
+	{
+		if (err)
+			return b_->fail(err, "writing %s: %s", path_, strerror(-err));
+		return 0;
+	}
+	DirectOut *direct_out() const { return d_; }
 	int zeros(uint64_t n)
 	{
 		static const char z[4096] = {0};
@@ -94,6 +120,11 @@ public:
 		}
 		const char *p = buf_.data();
 		size_t n = buf_.size();
+		if (d_ && n) {
+			int err = failed(d_->write(pos_ - n, (const uint8_t *)p, n));
+			buf_.clear();
+			return err;
+		}
 		while (n) {
 			ssize_t w = write(fd_, p, n);
 			if (w < 0 && errno == EINTR)
@@ -113,6 +144,7 @@ private:
 	shmkv_builder *b_;
 	int fd_;
 	const char *path_;
+	DirectOut *d_;
 	std::string buf_;
 	uint64_t pos_ = 0;
 	XXH3_state_t st_;

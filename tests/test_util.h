@@ -1,6 +1,6 @@
 // test_util.h - small helpers shared by the shmkv tests (header-only).
 //
-//   TempDir                  a fresh directory under $TMPDIR (or /tmp), removed at exit
+//   TempDir                  a fresh directory under $TMPDIR (or /tmp, or a base given), removed at exit
 //   read_file / write_file   whole files as std::string
 //   list_dir                 names in a directory (sorted, no . or ..)
 //   test_options()           builder defaults with a fixed creation time
@@ -34,10 +34,11 @@ namespace shmkv_test {
 
 class TempDir {
 public:
-	TempDir()
+	TempDir() : TempDir(getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp") {}
+	// Under base, e.g. /dev/shm for a tmpfs.
+	explicit TempDir(const std::string &base)
 	{
-		const char *t = getenv("TMPDIR");
-		std::string tmpl = std::string(t && *t ? t : "/tmp") + "/shmkv-test-XXXXXX";
+		std::string tmpl = base + "/shmkv-test-XXXXXX";
 		std::vector<char> buf(tmpl.begin(), tmpl.end());
 		buf.push_back(0);
 		if (!mkdtemp(buf.data())) {

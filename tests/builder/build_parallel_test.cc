@@ -12,6 +12,9 @@
 //   BuildParallel.LinesWithoutRecordsInEveryChunk  blank lines in every chunk, a meta line and
 //                                           a part's filtered records leave gaps in the chunks'
 //                                           windows of the one record array: closed up, same bytes
+//   BuildParallel.DirectAndBufferedWritesAgree  the image written with O_DIRECT (ext4 here), with
+//                                           it turned off and on tmpfs: the same bytes, entries
+//                                           past a block's end and a one-entry image included
 //   BuildParallel.MemoryLimitSameBytes      API records under a 1 MiB limit (spilled, split,
 //                                           one-hash partitions streamed): the same bytes,
 //                                           the same duplicate error ("record #N"), no file left
@@ -22,6 +25,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <cstdlib>
 #include <map>
 #include <random>
 #include <string>
@@ -444,4 +448,39 @@ TEST(BuildParallel, LinesWithoutRecordsInEveryChunk)
 	EXPECT_LT(kept, 15000u);
 	EXPECT_TRUE(part(3, "p3") == p1);
 	EXPECT_TRUE(part(5, "p5") == p1);
+}
+
+namespace {
+
+// Sets an environment variable for a scope.
+struct ScopedEnv {
+	std::string name;
+	ScopedEnv(const char *n, const char *v) : name(n) { setenv(n, v, 1); }
+	~ScopedEnv() { unsetenv(name.c_str()); }
+};
+
+} // namespace
+
+TEST(BuildParallel, DirectAndBufferedWritesAgree)
+{
+	TempDir dir;
+	auto recs = random_records(30000, false, 11);
+	// entries larger than a 4 MiB block, between others
+	recs.push_back({"big-1", SHMKV_TYPE_BYTES, std::string((size_t(9) << 20) + 13, 'x')});
+	recs.push_back({"big-2", SHMKV_TYPE_STRING, std::string((size_t(4) << 20) + 1, 'y')});
+	std::vector<Rec> tiny = {{"only", SHMKV_TYPE_STRING, "one entry"}};
+	shmkv_build_options o = test_options();
+	for (const auto *set : {&recs, &tiny}) {
+		std::string direct = build(dir, *set, o, 3, "direct");
+		ASSERT_FALSE(direct.empty());
+		{
+			ScopedEnv off("SHMKV_BUILD_NO_DIRECT", "1");
+			EXPECT_TRUE(build(dir, *set, o, 3, "buffered") == direct) << set->size();
+		}
+		EXPECT_TRUE(build(dir, *set, o, 1, "one") == direct) << set->size();
+		if (access("/dev/shm", W_OK) == 0) { // tmpfs: no O_DIRECT alignment from statx
+			TempDir shm_dir("/dev/shm");
+			EXPECT_TRUE(build(shm_dir, *set, o, 2, "shm") == direct) << set->size();
+		}
+	}
 }
