@@ -1,8 +1,8 @@
 #!/bin/sh
 # build_bench.sh - image build throughput, interleaved with its floors.
 # usage: build_bench.sh INPUT.jsonl REPEATS OUTDIR SYSTEM=CMD...
-#   each SYSTEM=CMD is run REPEATS times, round-robin with the others and with
-#   the floors (cat INPUT > /dev/null; LC_ALL=C sort INPUT | uniq > /dev/null);
+#   each SYSTEM=CMD is run REPEATS times, round-robin with the others (each
+#   round starting one system later than the last) and with the floors (cat INPUT > /dev/null; LC_ALL=C sort INPUT | uniq > /dev/null);
 #   CMD is given "-o OUTDIR/SYSTEM.shmkv INPUT" after its own words.
 # Prints per run "system seconds peak_rss_kb", then per system the medians.
 set -eu
@@ -19,7 +19,16 @@ r=1
 while [ "$r" -le "$reps" ]; do
 	run cat sh -c "cat '$in' > /dev/null"
 	run sort_uniq sh -c "LC_ALL=C sort -S 25% '$in' | uniq > /dev/null"
+	# each round starts one system later: none always follows the floors
+	i=0
 	for s in "$@"; do
+		eval "sys_$i=\$s"
+		i=$((i + 1))
+	done
+	j=0
+	while [ "$j" -lt "$#" ]; do
+		eval "s=\$sys_$(((j + r - 1) % $#))"
+		j=$((j + 1))
 		name=${s%%=*}
 		cmd=${s#*=}
 		rm -f "$out/$name.shmkv"
