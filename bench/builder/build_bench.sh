@@ -39,10 +39,12 @@ while [ "$r" -le "$reps" ]; do
 done
 cat "$log"
 echo "median: system seconds peak_rss_kb"
+# of sorted numbers: the middle one, or the mean of the two middle ones
+med='{ a[NR] = $1 } END { print (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2) }'
 awk '{ t[$1] = t[$1] " " $2; m[$1] = m[$1] " " $3 }
      END { for (s in t) print s, t[s], "|", m[s] }' "$log" |
 while read -r s rest; do
-	secs=$(echo "${rest%%|*}" | tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
-	rss=$(echo "${rest#*|}" | tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+	secs=$(echo "${rest%%|*}" | tr ' ' '\n' | grep . | sort -g | awk "$med")
+	rss=$(echo "${rest#*|}" | tr ' ' '\n' | grep . | sort -g | awk "$med")
 	echo "$s $secs $rss"
 done
