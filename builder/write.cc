@@ -4,6 +4,7 @@
 // output, fsync of the directory; a killed builder leaves nothing under the
 // output's name. To standard output ("-") as a stream: a first pass computes
 // the checksums, the second writes the header first.
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -91,23 +92,14 @@ int write_entries(shmkv_builder *b, const Layout &L, Writer &w)
 		Set &s = sets[r % 2];
 		if ((err = wait(s)))
 			break;
-		if (s.buf.size() < T) {
-			try {
-				s.buf.resize(T);
-			} catch (const std::bad_alloc &) {
-				err = b->fail(-ENOMEM, "out of memory while writing the entries");
-				break;
-			}
+		try { // once a set: sizes stay
+			s.buf.resize(std::max<size_t>(s.buf.size(), T));
+			s.round.reserve(T);
+		} catch (const std::bad_alloc &) {
+			err = b->fail(-ENOMEM, "out of memory while writing the entries");
+			break;
 		}
-		s.round.clear(); // its capacity stays: T blocks, reserved below once
-		if (s.round.capacity() < T) {
-			try {
-				s.round.reserve(T);
-			} catch (const std::bad_alloc &) {
-				err = b->fail(-ENOMEM, "out of memory while writing the entries");
-				break;
-			}
-		}
+		s.round.clear();
 		while (s.round.size() < T && k < m) {
 			size_t k0 = k;
 			uint64_t start = L.entry_off[k0];

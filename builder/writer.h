@@ -47,14 +47,9 @@ public:
 	{
 		if (n < kBuf)
 			return put(p, n);
-		int err = flush();
-		if (err)
+		int err = put_written(p, n);
+		if (err || fd_ < 0)
 			return err;
-		if (in_section_)
-			XXH3_64bits_update(&st_, p, n);
-		pos_ += n;
-		if (fd_ < 0)
-			return 0;
 		if (d_)
 			return failed(d_->write(pos_ - n, (const uint8_t *)p, n));
 		const char *c = (const char *)p;
@@ -69,8 +64,8 @@ public:
 		}
 		return 0;
 	}
-	// n bytes at pos() that another thread wrote through the DirectOut:
-	// checksummed and counted, not written.
+	// n bytes at pos() written by someone else (another thread, through the
+	// DirectOut, or put_big): checksummed and counted, not written.
 	int put_written(const void *p, size_t n)
 	{
 		int err = flush();
