@@ -49,17 +49,21 @@ DirectOut::~DirectOut()
 
 int DirectOut::pwrite_all(uint64_t off, const uint8_t *p, size_t n)
 {
+	bool retried = false;
 	while (n) {
 		ssize_t w = pwrite(fd_, p, n, (off_t)off);
 		if (w < 0 && errno == EINTR)
 			continue;
-		if (w < 0 && errno == EINVAL && direct()) {
-			// the file system took O_DIRECT but not this I/O: buffered from now on
+		if (w < 0 && errno == EINVAL && !retried) {
+			// the file system took O_DIRECT but not this I/O: buffered from
+			// now on. Once per call, whoever turned it off: another thread's
+			// write may have failed and switched while this one was direct.
 			std::lock_guard<std::mutex> g(off_mu_);
 			if (direct()) {
 				fcntl(fd_, F_SETFL, flags_);
 				direct_.store(false, std::memory_order_relaxed);
 			}
+			retried = true;
 			continue;
 		}
 		if (w < 0)

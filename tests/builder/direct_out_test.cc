@@ -8,6 +8,7 @@
 //                                          tmpfs and with SHMKV_BUILD_NO_DIRECT=1; off after
 //                                          (skipped, after the buffered cases, where neither
 //                                          $TMPDIR nor the working directory takes O_DIRECT)
+//                                          a direct write refused with EINVAL goes buffered
 //   DirectOut.ErrorsAreReturned            a descriptor not open for writing: -EBADF
 #include <gtest/gtest.h>
 
@@ -160,6 +161,25 @@ TEST(DirectOut, PiecesInAnyOrderMakeTheFile)
 	std::string want = random_bytes((1 << 20) + 5, 6);
 	EXPECT_TRUE(write_pieces(dir.file("g"), want, 6, false) == want);
 	unsetenv("SHMKV_BUILD_NO_DIRECT");
+	if (here) { // a direct write the file system refuses (memory not aligned): buffered after
+		std::string want = random_bytes(3 * DirectOut::kAlign, 7);
+		std::string path = dir.file("h");
+		int fd = open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		ASSERT_GE(fd, 0);
+		{
+			DirectOut d(fd);
+			EXPECT_TRUE(d.direct());
+			std::vector<uint8_t> mem(5 * DirectOut::kAlign);
+			uint8_t *p = mem.data() + (DirectOut::kAlign - (uintptr_t)mem.data() % DirectOut::kAlign) + 1;
+			memcpy(p, want.data(), want.size());
+			EXPECT_EQ(d.interior(0, p, want.size()), 0); // misaligned memory: EINVAL, then buffered
+			EXPECT_FALSE(d.direct());
+			EXPECT_FALSE(fcntl(fd, F_GETFL) & O_DIRECT);
+			EXPECT_EQ(d.finish(want.size()), 0);
+		}
+		close(fd);
+		EXPECT_TRUE(read_file(path) == want);
+	}
 	if (!here)
 		GTEST_SKIP() << "neither " << tmp.path() << " nor the working directory takes O_DIRECT "
 			     << "(statx STATX_DIOALIGN): only the buffered path was tested";
