@@ -15,6 +15,10 @@
 //   BuildParallel.DirectAndBufferedWritesAgree  the image written with O_DIRECT (ext4 here), with
 //                                           it turned off and on tmpfs: the same bytes, entries
 //                                           past a block's end and a one-entry image included
+//   BuildParallel.FullFileSystemFailsCleanly  an image larger than its file system (a small tmpfs,
+//                                           and a loop-mounted ext4 written with O_DIRECT; root):
+//                                           -ENOSPC "writing ...: No space left on device", the
+//                                           existing output untouched, nothing else left
 //   BuildParallel.MemoryLimitSameBytes      API records under a 1 MiB limit (spilled, split,
 //                                           one-hash partitions streamed): the same bytes,
 //                                           the same duplicate error ("record #N"), no file left
@@ -26,7 +30,10 @@
 #include <algorithm>
 #include <cstring>
 #include <cstdlib>
+#include <dirent.h>
 #include <map>
+#include <sys/mount.h>
+#include <unistd.h>
 #include <random>
 #include <string>
 #include <vector>
@@ -483,4 +490,70 @@ TEST(BuildParallel, DirectAndBufferedWritesAgree)
 			EXPECT_TRUE(build(shm_dir, *set, o, 2, "shm") == direct) << set->size();
 		}
 	}
+}
+
+namespace {
+
+// The names in a directory, but lost+found.
+std::vector<std::string> names_in(const std::string &dir)
+{
+	std::vector<std::string> v;
+	if (DIR *d = opendir(dir.c_str())) {
+		while (dirent *e = readdir(d))
+			if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&
+			    strcmp(e->d_name, "lost+found"))
+				v.push_back(e->d_name);
+		closedir(d);
+	}
+	std::sort(v.begin(), v.end());
+	return v;
+}
+
+} // namespace
+
+TEST(BuildParallel, FullFileSystemFailsCleanly)
+{
+	if (geteuid() != 0)
+		GTEST_SKIP() << "mounting a small file system needs root";
+	TempDir dir;
+	std::string img = dir.file("ext4.img"), ext4 = dir.file("ext4"), tmpfs = dir.file("tmpfs");
+	ASSERT_EQ(mkdir(ext4.c_str(), 0755), 0);
+	ASSERT_EQ(mkdir(tmpfs.c_str(), 0755), 0);
+	ASSERT_EQ(mount("tmpfs", tmpfs.c_str(), "tmpfs", 0, "size=6m"), 0) << strerror(errno);
+	struct Unmount {
+		std::vector<std::string> at;
+		~Unmount()
+		{
+			for (auto &a : at)
+				umount2(a.c_str(), MNT_DETACH);
+		}
+	} unmount{{tmpfs}};
+	std::vector<std::string> fss{tmpfs};
+	bool loop = system(("truncate -s 24M " + img + " && mkfs.ext4 -q -F " + img +
+			    " && mount -o loop " + img + " " + ext4).c_str()) == 0;
+	if (loop) {
+		unmount.at.push_back(ext4);
+		fss.push_back(ext4);
+	}
+	std::vector<Rec> recs;
+	for (int i = 0; i < 40000; i++) // about 42 MB of image
+		recs.push_back({"k" + std::to_string(i), SHMKV_TYPE_BYTES,
+				std::to_string(i) + std::string(1000, (char)('a' + i % 26))}); // distinct: not shared
+	for (const std::string &fs : fss) {
+		std::string out = fs + "/img";
+		ASSERT_TRUE(write_file(out, "the old image"));
+		Builder b(test_options());
+		ASSERT_EQ(shmkv_builder_set_threads(b, 2), 0);
+		for (const Rec &x : recs)
+			ASSERT_EQ(shmkv_builder_add(b, x.key.data(), x.key.size(), x.type, x.val.data(),
+						    x.val.size()), 0);
+		EXPECT_EQ(b.finish(out), -ENOSPC) << fs;
+		EXPECT_NE(b.error().find("writing "), std::string::npos) << b.error();
+		EXPECT_NE(b.error().find("No space left on device"), std::string::npos) << b.error();
+		EXPECT_EQ(read_file(out), "the old image") << fs;
+		EXPECT_EQ(names_in(fs), std::vector<std::string>{"img"}) << fs;
+	}
+	if (!loop)
+		GTEST_SKIP() << "no loop-mounted ext4 (mkfs.ext4 from e2fsprogs, loop devices): only "
+			     << "tmpfs (buffered writes) was filled";
 }
