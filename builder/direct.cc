@@ -6,7 +6,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <new>
 #include <sys/stat.h>
+#include <utility>
 #include <unistd.h>
 
 #include "internal.h"
@@ -88,16 +90,26 @@ int DirectOut::interior(uint64_t off, const uint8_t *p, size_t n)
 int DirectOut::keep(uint64_t off, const uint8_t *p, size_t n)
 {
 	uint64_t page = off & ~(uint64_t)(kAlign - 1);
-	Page &pg = pages_[page];
-	if (!pg) {
+	auto it = pages_.find(page);
+	if (it == pages_.end()) {
 		void *m = nullptr;
 		if (posix_memalign(&m, kAlign, kAlign) != 0)
 			return -ENOMEM;
 		memset(m, 0, kAlign); // bytes no piece covers are zero, as in the image
-		pg.reset((uint8_t *)m);
+		Page pg((uint8_t *)m);
+		try {
+			it = pages_.emplace(page, Kept{std::move(pg), 0}).first;
+		} catch (const std::bad_alloc &) { // the page is freed with the Kept
+			return -ENOMEM;
+		}
 	}
-	memcpy(pg.get() + (off - page), p, n);
-	return 0;
+	memcpy(it->second.mem.get() + (off - page), p, n);
+	it->second.covered += n;
+	if (it->second.covered < kAlign)
+		return 0;
+	int err = pwrite_all(page, it->second.mem.get(), kAlign); // whole: written now
+	pages_.erase(it);
+	return err;
 }
 
 int DirectOut::edges(uint64_t off, const uint8_t *p, size_t n)
@@ -136,8 +148,8 @@ int DirectOut::write(uint64_t off, const uint8_t *p, size_t n)
 
 int DirectOut::finish(uint64_t size)
 {
-	for (auto &pg : pages_) {
-		int err = pwrite_all(pg.first, pg.second.get(), kAlign);
+	for (auto &pg : pages_) { // pages no piece finished: the file's last, or gaps (zeros)
+		int err = pwrite_all(pg.first, pg.second.mem.get(), kAlign);
 		if (err)
 			return err;
 	}

@@ -39,9 +39,13 @@ public:
 	// pages at either end are left to edges(). Safe from several threads at
 	// once; allocates nothing. 0 or -errno.
 	int interior(uint64_t off, const uint8_t *p, size_t n);
-	// Keeps the partial pages at the ends of [off, off + n) for finish().
-	// One thread at a time. 0 or -ENOMEM.
+	// Keeps the partial pages at the ends of [off, off + n); a kept page is
+	// written as soon as pieces cover it whole (so a few are kept at a time,
+	// whatever the image's size), the rest by finish(). One thread at a
+	// time. 0 or -errno.
 	int edges(uint64_t off, const uint8_t *p, size_t n);
+	// Partial pages kept now (tests).
+	size_t kept() const { return pages_.size(); }
 	// Any bytes from anywhere: interior (through a bounce buffer when p is not
 	// congruent) and edges. One thread at a time. 0 or -errno.
 	int write(uint64_t off, const uint8_t *p, size_t n);
@@ -59,6 +63,10 @@ private:
 		void operator()(uint8_t *p) const;
 	};
 	using Page = std::unique_ptr<uint8_t[], Free>;
+	struct Kept {
+		Page mem;
+		size_t covered = 0; // bytes of it pieces gave (each byte once)
+	};
 	int pwrite_all(uint64_t off, const uint8_t *p, size_t n);
 	int keep(uint64_t off, const uint8_t *p, size_t n); // within one page
 
@@ -68,7 +76,7 @@ private:
 	// a direct one is still correct, the writes are positional
 	std::atomic<bool> direct_{false};
 	std::mutex off_mu_; // one thread turns O_DIRECT off
-	std::map<uint64_t, Page> pages_; // partial pages, by file offset
+	std::map<uint64_t, Kept> pages_; // partial pages, by file offset
 	Page bounce_;
 };
 
