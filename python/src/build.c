@@ -455,8 +455,12 @@ static PyObject *record_error(shmkv_builder *b, rec *r, int err)
 	PyOS_snprintf(what, sizeof what, "record #%zu (index %zu)", r->i + 1, r->i);
 	if (err == -2)
 		err = SHMKV_EINPUT;
-	else if (err != -1 && *shmkv_builder_error(b))
-		return shmkvpy_raise(err, what, shmkv_builder_error(b));
+	else if (err != -1) {
+		const char *m = shmkv_builder_error(b), *c = strstr(m, ": ");
+		if (!strncmp(m, "record #", 8) && c) /* the builder's own place: said above */
+			m = c + 2;
+		PyOS_snprintf(r->why, sizeof r->why, "%s", m);
+	}
 	if (err == -1) { /* a Python exception: name the record in it */
 		PyObject *t, *v, *tb;
 		PyErr_Fetch(&t, &v, &tb);
