@@ -385,6 +385,15 @@ static int add_value(shmkv_builder *b, rec *r, const char *k, size_t kl, PyObjec
 					     "others): give a type");
 			Py_DECREF(seq);
 			return err;
+		} else if (PyIndex_Check(v) || (Py_TYPE(v)->tp_as_number &&
+						Py_TYPE(v)->tp_as_number->nb_float)) {
+			/* numpy scalars (numpy.int64, numpy.float32, ...) */
+			PyObject *x = PyIndex_Check(v) ? PyNumber_Index(v) : PyNumber_Float(v);
+			if (!x)
+				return -1;
+			int err = add_value(b, r, k, kl, x, 0, lossy);
+			Py_DECREF(x);
+			return err;
 		} else {
 			return BAD("a value of type %.60s: expected str, bytes, int, float, bool, "
 				   "a list of them or a numeric array", Py_TYPE(v)->tp_name);

@@ -77,11 +77,13 @@ def test_numpy_and_types(tmp_path):
     p = tmp_path / "n.shmkv"
     shmkv.build(p, [("a", np.array([1.5, 2], np.float64)), ("b", np.array([3, 4], np.int64)),
                     ("c", np.array([0.25], np.float32)), ("d", 3, "f64"),
-                    ("e", [1, 2], "f32list"), ("g", b"raw"), ("h", bytearray(b"r2"))])
+                    ("e", [1, 2], "f32list"), ("g", b"raw"), ("h", bytearray(b"r2")),
+                    ("i", np.int64(5)), ("j", np.float32(0.5))])
     c = shmkv.open(p)
     assert c.get_f64list("a").tolist() == [1.5, 2.0] and c.get_i64list("b").tolist() == [3, 4]
     assert c.get_f32list("c").tolist() == [0.25] and c.get_f64("d") == 3.0
     assert c.get_f32list("e").tolist() == [1.0, 2.0] and c["g"] == b"raw" and c["h"] == b"r2"
+    assert c.get_i64("i") == 5 and c.get_f64("j") == 0.5
 
 
 @pytest.mark.parametrize("bad,index,what", [
