@@ -351,6 +351,20 @@ static int add_seq_list(shmkv_builder *b, rec *r, const char *k, size_t kl, PyOb
 	return err;
 }
 
+static int add_value(shmkv_builder *b, rec *r, const char *k, size_t kl, PyObject *v, int type,
+		     int lossy);
+
+/* numpy scalars (numpy.int64, numpy.float32, ...): as the int or float they are */
+static int add_number(shmkv_builder *b, rec *r, const char *k, size_t kl, PyObject *v, int lossy)
+{
+	PyObject *x = PyIndex_Check(v) ? PyNumber_Index(v) : PyNumber_Float(v);
+	if (!x)
+		return -1;
+	int err = add_value(b, r, k, kl, x, 0, lossy);
+	Py_DECREF(x);
+	return err;
+}
+
 /* Adds value v under key k; type 0 infers it. Returns 0, -1 (a Python
  * exception), -2 (r->why says why) or a builder error code. */
 static int add_value(shmkv_builder *b, rec *r, const char *k, size_t kl, PyObject *v, int type,
@@ -370,6 +384,10 @@ static int add_value(shmkv_builder *b, rec *r, const char *k, size_t kl, PyObjec
 			if (PyObject_GetBuffer(v, &view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0)
 				return -1;
 			int t = buffer_type(&view), err;
+			if (view.ndim == 0) { /* a numpy scalar: a number, not a list */
+				PyBuffer_Release(&view);
+				return add_number(b, r, k, kl, v, lossy);
+			}
 			err = t < 0 ? BAD("an array of format '%s': give float32, float64, int64 or "
 					  "bytes", view.format ? view.format : "?")
 				    : add_buffer_list(b, r, k, kl, &view, t);
@@ -387,13 +405,7 @@ static int add_value(shmkv_builder *b, rec *r, const char *k, size_t kl, PyObjec
 			return err;
 		} else if (PyIndex_Check(v) || (Py_TYPE(v)->tp_as_number &&
 						Py_TYPE(v)->tp_as_number->nb_float)) {
-			/* numpy scalars (numpy.int64, numpy.float32, ...) */
-			PyObject *x = PyIndex_Check(v) ? PyNumber_Index(v) : PyNumber_Float(v);
-			if (!x)
-				return -1;
-			int err = add_value(b, r, k, kl, x, 0, lossy);
-			Py_DECREF(x);
-			return err;
+			return add_number(b, r, k, kl, v, lossy);
 		} else {
 			return BAD("a value of type %.60s: expected str, bytes, int, float, bool, "
 				   "a list of them or a numeric array", Py_TYPE(v)->tp_name);
