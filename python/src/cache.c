@@ -128,18 +128,27 @@ static int live(CacheObject *c)
 }
 
 /* The key's value, or an exception (NotFound for an absent key unless
- * missing_ok: then 1 with nothing raised). */
-static int lookup(CacheObject *c, PyObject *key, shmkv_value *v, int missing_ok)
+ * missing_ok: then 1 with nothing raised). *gen receives a reference to the
+ * generation v lies in: converting v may run Python code (a collection, a
+ * finalizer, another thread), which may refresh or close the cache. */
+static int lookup(CacheObject *c, PyObject *key, shmkv_value *v, int missing_ok, GenObject **gen)
 {
 	const char *p;
 	Py_ssize_t n;
 	Py_buffer view;
-	if (!live(c) || shmkvpy_key(key, &p, &n, &view) < 0)
+	/* the key first: a bytes-like key's buffer export may run Python code */
+	if (shmkvpy_key(key, &p, &n, &view) < 0)
 		return -1;
+	if (!live(c)) {
+		shmkvpy_key_release(&view);
+		return -1;
+	}
 	int err = shmkv_get(c->gen->db, p, (size_t)n, v);
 	shmkvpy_key_release(&view);
-	if (!err)
+	if (!err) {
+		*gen = (GenObject *)Py_NewRef(c->gen);
 		return 0;
+	}
 	if (err == SHMKV_ENOTFOUND) {
 		if (missing_ok)
 			return 1;
@@ -150,18 +159,30 @@ static int lookup(CacheObject *c, PyObject *key, shmkv_value *v, int missing_ok)
 	return -1;
 }
 
+/* v of gen as a Python object; drops the reference lookup() took */
+static PyObject *value_of(GenObject *gen, const shmkv_value *v, PyObject *key)
+{
+	PyObject *r = shmkvpy_value(gen, v, key);
+	Py_DECREF(gen);
+	return r;
+}
+
 static PyObject *cache_subscript(CacheObject *c, PyObject *key)
 {
 	shmkv_value v;
-	if (lookup(c, key, &v, 0))
+	GenObject *g;
+	if (lookup(c, key, &v, 0, &g))
 		return NULL;
-	return shmkvpy_value(c->gen, &v, key);
+	return value_of(g, &v, key);
 }
 
 static int cache_contains(CacheObject *c, PyObject *key)
 {
 	shmkv_value v;
-	int r = lookup(c, key, &v, 1);
+	GenObject *g;
+	int r = lookup(c, key, &v, 1, &g);
+	if (!r)
+		Py_DECREF(g);
 	return r < 0 ? -1 : !r;
 }
 
@@ -179,25 +200,28 @@ static PyObject *cache_get(CacheObject *c, PyObject *const *args, Py_ssize_t nar
 		return NULL;
 	}
 	shmkv_value v;
-	int r = lookup(c, args[0], &v, 1);
+	GenObject *g;
+	int r = lookup(c, args[0], &v, 1, &g);
 	if (r < 0)
 		return NULL;
 	if (r)
 		return Py_NewRef(nargs > 1 ? args[1] : Py_None);
-	return shmkvpy_value(c->gen, &v, args[0]);
+	return value_of(g, &v, args[0]);
 }
 
 static PyObject *typed(CacheObject *c, PyObject *key, unsigned type)
 {
 	shmkv_value v;
-	if (lookup(c, key, &v, 0))
+	GenObject *g;
+	if (lookup(c, key, &v, 0, &g))
 		return NULL;
 	if (v.type != type) {
+		Py_DECREF(g);
 		PyErr_Format(shmkvpy_TypeMismatch, "%R holds a %s value, not %s (SHMKV_ETYPE)", key,
 			     shmkv_type_name(v.type), shmkv_type_name(type));
 		return NULL;
 	}
-	return shmkvpy_value(c->gen, &v, key);
+	return value_of(g, &v, key);
 }
 
 #define TYPED(NAME, TYPE)                                                                  \
@@ -218,8 +242,10 @@ TYPED(strlist, SHMKV_TYPE_STRLIST)
 static PyObject *cache_type_of(CacheObject *c, PyObject *key)
 {
 	shmkv_value v;
-	if (lookup(c, key, &v, 0))
+	GenObject *g;
+	if (lookup(c, key, &v, 0, &g))
 		return NULL;
+	Py_DECREF(g);
 	return PyUnicode_FromString(shmkv_type_name(v.type));
 }
 
@@ -340,6 +366,8 @@ static PyObject *cache_get_many(CacheObject *c, PyObject *args, PyObject *kw)
 		    PyErr_Occurred())
 			goto done;
 	}
+	if (!live(c)) /* a key's buffer export may have run Python code that closed it */
+		goto done;
 	GenObject *gen = (GenObject *)Py_NewRef(c->gen); /* mapped while the GIL is away */
 	Py_BEGIN_ALLOW_THREADS
 	shmkv_get_batch(gen->db, ks, n, vs, errs);
@@ -431,6 +459,11 @@ static PyObject *cache_refresh(CacheObject *c, PyObject *unused)
 	GenObject *g = gen_new(db);
 	if (!g)
 		return NULL;
+	if (!c->gen) { /* closed by another thread while the GIL was away */
+		Py_DECREF(g);
+		live(c); /* raises ValueError */
+		return NULL;
+	}
 	/* the old generation stays mapped while an Array or iterator holds it */
 	Py_SETREF(c->gen, g);
 	Py_RETURN_TRUE;
