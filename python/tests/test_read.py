@@ -176,3 +176,45 @@ def test_errors(tmp_path):
     assert e.value.errname == "SHMKV_EMAGIC" and "junk" in str(e.value)
     with pytest.raises(shmkv.CacheNotFound):
         shmkv.attach("nosuchcache", root=str(tmp_path))
+
+
+def test_threads_and_close(tmp_path):
+    """Threads reading one Cache (single gets, batches with the GIL released,
+    iteration, zero-copy values) while another closes it: each read either
+    answers right or raises ValueError (closed); values taken before stay
+    valid."""
+    import threading
+    p = tmp_path / "th.shmkv"
+    n = 5000
+    shmkv.build(p, ((f"k{i}", np.full(16, i, np.float32)) for i in range(n)))
+    for _ in range(3):
+        c = shmkv.open(p)
+        errors, held = [], []
+        start = threading.Barrier(5)
+
+        def reader(seed):
+            start.wait()
+            rnd = __import__("random").Random(seed)
+            try:
+                while True:
+                    i = rnd.randrange(n)
+                    v = c[f"k{i}"]
+                    assert v[0] == i
+                    vals = c.get_many([f"k{(i + j) % n}" for j in range(64)])
+                    assert vals[5][0] == (i + 5) % n
+                    held.append(vals[0])
+            except ValueError:
+                pass  # closed
+            except Exception as e:  # anything else is a failure
+                errors.append(e)
+
+        ts = [threading.Thread(target=reader, args=(s,)) for s in range(4)]
+        for t in ts:
+            t.start()
+        start.wait()
+        __import__("time").sleep(0.2)
+        c.close()
+        for t in ts:
+            t.join(60)
+        assert not errors, errors
+        assert held and all(len(v) == 16 for v in held[-100:])
