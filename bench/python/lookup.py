@@ -17,7 +17,7 @@ in ns of the thread's CPU time per lookup:
               raises there)
 
 Usage: lookup.py --keys 1000000 [--lookups 1000000] [--rounds 7]
-                 [--dir DIR] [--axon] [--systems dict,shmkv,...]
+                 [--dir DIR] [--axon] [--hugepages] [--systems dict,shmkv,...]
 """
 import argparse
 import gc
@@ -76,6 +76,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--dir", default=None)
     ap.add_argument("--axon", action="store_true", help="also AxonCache's module")
+    ap.add_argument("--hugepages", action="store_true",
+                    help="open the shmkv image with hugepages=True (an image on tmpfs: --dir /dev/shm)")
     ap.add_argument("--systems", default="dict,shmkv,shmkv-many")
     a = ap.parse_args()
     systems = a.systems.split(",") + (["axoncache"] if a.axon else [])
@@ -86,7 +88,7 @@ def main():
     print(f"# keys {n}, lookups {m}, rounds {a.rounds}, python {sys.version.split()[0]}, "
           f"shmkv vector {shmkv.VECTOR}", flush=True)
     print(f"# build shmkv {build_shmkv(n, path):.1f} s", flush=True)
-    cache = shmkv.open(path, populate=True)
+    cache = shmkv.open(path, populate=True, hugepages=a.hugepages)
     d = {f"key_{i}": f"val_{i}" for i in range(n)} if "dict" in systems else None
     axon = None
     if "axoncache" in systems:
