@@ -29,7 +29,7 @@ static PyMethodDef functions[] = {
 	 "every lookup stays bounds-checked), deep=True also walks the whole structure\n"
 	 "(shmkv_verify), populate=True prefaults every page, hugepages=True backs an\n"
 	 "image on tmpfs with huge pages (Linux 6.1+). Raises CorruptImage,\n"
-	 "VersionMismatch or OSFailure (a FileNotFoundError-like OSError with errno).\n"},
+	 "VersionMismatch or OSFailure (an OSError with .errno set, e.g. ENOENT).\n"},
 	{"attach", KW(shmkvpy_attach), 
 	 "attach(name, root=None, *, verify=False, deep=False)\n"
 	 "--\n"
