@@ -2,6 +2,7 @@
 of records repartitioned by part_of, one fragment built per partition on the
 executors, joined on the driver: byte-identical to one shmkv.build."""
 import os
+import sys
 
 import pytest
 import shmkv
@@ -16,7 +17,11 @@ def spark_session():
         if os.environ.get("SHMKV_REQUIRE_ALL") == "1":
             pytest.fail("pyspark is not installed (./run test installs it)")
         pytest.skip("pyspark is not installed")
+    # the executors' Python workers must import this shmkv: this interpreter
+    # (on a cluster: an environment with the package, builder/README.md)
+    os.environ["PYSPARK_PYTHON"] = sys.executable
     return (SparkSession.builder.master("local[2]").appName("shmkv-test")
+            .config("spark.pyspark.python", sys.executable)
             .config("spark.ui.enabled", "false")
             .config("spark.sql.shuffle.partitions", "4").getOrCreate())
 
