@@ -449,6 +449,20 @@ static int add_value(shmkv_builder *b, rec *r, const char *k, size_t kl, PyObjec
 			if (PyObject_GetBuffer(v, &view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0)
 				return -1;
 			int t = buffer_type(&view), err;
+			if (t != type && !(type == SHMKV_TYPE_BYTES && t == 0) &&
+			    type != SHMKV_TYPE_BYTES && view.ndim == 1 &&
+			    PyObject_HasAttrString(v, "tolist")) {
+				/* an array of another element type (numpy float64 for an
+				 * f32list): element by element, without loss */
+				PyBuffer_Release(&view);
+				PyObject *l = PyObject_CallMethod(v, "tolist", NULL);
+				if (!l)
+					return -1;
+				err = PyList_Check(l) ? add_value(b, r, k, kl, l, type, lossy)
+						      : BAD("an array of another type for a %s", tn);
+				Py_DECREF(l);
+				return err;
+			}
 			err = t == type || (type == SHMKV_TYPE_BYTES && t == 0)
 				      ? add_buffer_list(b, r, k, kl, &view, type)
 				      : BAD("an array of format '%s' for a %s",

@@ -84,6 +84,13 @@ def test_numpy_and_types(tmp_path):
     assert c.get_f32list("c").tolist() == [0.25] and c.get_f64("d") == 3.0
     assert c.get_f32list("e").tolist() == [1.0, 2.0] and c["g"] == b"raw" and c["h"] == b"r2"
     assert c.get_i64("i") == 5 and c.get_f64("j") == 0.5
+    # an array of another element type converts element by element, without loss
+    shmkv.build(tmp_path / "m.shmkv", [("a", np.array([0.5, 0.25]), "f32list"),
+                                       ("b", np.array([1, 2], np.int32), "i64list")])
+    c = shmkv.open(tmp_path / "m.shmkv")
+    assert c.get_f32list("a").tolist() == [0.5, 0.25] and c.get_i64list("b").tolist() == [1, 2]
+    with pytest.raises(shmkv.BuildError):
+        shmkv.build(tmp_path / "x.shmkv", [("a", np.array([0.1]), "f32list")])
 
 
 @pytest.mark.parametrize("bad,index,what", [
