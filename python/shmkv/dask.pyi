@@ -1,6 +1,6 @@
 from typing import Any
 
-def build_dataframe(df: Any, out: str, *, parts: int, buckets: int, workdir: str,
+def build_dataframe(ddf: Any, out: str, *, parts: int, buckets: int, workdir: str,
                     key: str = "key", value: str = "value", type: str | None = None,
                     created: int | None = None, seed: int | None = None,
                     name: str | None = None, dedup: bool | None = None,
