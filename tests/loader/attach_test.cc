@@ -33,6 +33,7 @@ struct FakeCtl {
 		c.protocol_version = SHMKV_PROTOCOL_VERSION;
 		c.ctl_size = SHMKV_CTL_SIZE;
 		c.layout_hash = SHMKV_CTL_LAYOUT_HASH;
+		c.owner_uid = geteuid(); // the uid that owns it and its segments
 	}
 	void segment(const std::string &path, uint64_t size, uint64_t map_size, uint64_t gen)
 	{
