@@ -211,8 +211,8 @@ static int publish_new(struct loader *L, struct cache *c, const struct seg_info 
 		       char *why, size_t why_len)
 {
 	if (!c->ctl.map) {
-		int err = ctl_create(L->root, c->name, c->conf.mode, c->conf.gid, &c->ctl, why,
-				     why_len);
+		int err = ctl_create(L->root_fd, L->root, c->name, c->conf.mode, c->conf.gid,
+				     &c->ctl, why, why_len);
 		if (err)
 			return err;
 	}
@@ -220,7 +220,9 @@ static int publish_new(struct loader *L, struct cache *c, const struct seg_info 
 	/* every copy of the generation at once (numa=replicate) */
 	shmkv_ctl_segment cs[SHMKV_CTL_MAX_SEGMENTS];
 	uint32_t ncs = cache_ctl_entries(in, more, nmore, cs);
-	ctl_publish(&c->ctl, gen, cs, ncs);
+	int perr = ctl_publish(&c->ctl, gen, cs, ncs, why, why_len);
+	if (perr)
+		return perr;
 	PROBE(publish, c->name, gen, in->size, in->path);
 
 	struct seg_info old_rb = c->rb, old_rb_more[SHMKV_CTL_MAX_SEGMENTS - 1];

@@ -51,7 +51,11 @@ int op_rollback(struct loader *L, const char *name, char **reply)
 	uint64_t gen = ctl_generation(&c->ctl) + 1, from = c->cur.generation;
 	shmkv_ctl_segment cs[SHMKV_CTL_MAX_SEGMENTS];
 	uint32_t ncs = cache_ctl_entries(&c->rb, c->rb_more, c->nrb_more, cs);
-	ctl_publish(&c->ctl, gen, cs, ncs); /* its replicas with it */
+	err = ctl_publish(&c->ctl, gen, cs, ncs, why, sizeof why); /* its replicas with it */
+	if (err) {
+		cache_set_error(L, c, "rollback: %s", why);
+		return json_reply_error(reply, err, "cache %s: %s", name, why);
+	}
 	PROBE(publish, c->name, gen, c->rb.size, c->rb.path);
 	PROBE(rollback, c->name, from, gen, c->rb.generation);
 	pthread_mutex_lock(&L->lock);
