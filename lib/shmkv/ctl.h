@@ -368,12 +368,12 @@ static inline uint64_t shmkv__ctl_seq(const shmkv_ctl *ctl)
  * odd) is closed by this publish. ctl must come from shmkv_ctl_open(...,
  * SHMKV_CTL_RDWR, ...) or be the loader's own read-write mapping. Readers
  * see either the previous publish or this one, whole. Returns 0, or -EINVAL
- * (n over SHMKV_CTL_MAX_SEGMENTS, or generation 0) without touching ctl. */
+ * (n over SHMKV_CTL_MAX_SEGMENTS, or generation 0) without touching ctl.
+ * owner_uid is kept as shmkv_ctl_init() set it; flags become 0. */
 static inline int shmkv__ctl_publish_flags(shmkv_ctl *ctl, uint64_t generation,
 					   const shmkv_ctl_segment *segs, uint32_t n,
 					   uint32_t flags, uint64_t loader_pid,
 					   int64_t published_ns);
-
 static inline int shmkv_ctl_publish(shmkv_ctl *ctl, uint64_t generation,
 				    const shmkv_ctl_segment *segs, uint32_t n, uint64_t loader_pid,
 				    int64_t published_ns)
@@ -392,6 +392,7 @@ static inline int shmkv_ctl_retire(shmkv_ctl *ctl, uint64_t generation, uint64_t
 					published_ns);
 }
 
+/* The write section of both: shmkv_ctl_publish() with flags (SHMKV_CTL_*). */
 static inline int shmkv__ctl_publish_flags(shmkv_ctl *ctl, uint64_t generation,
 					   const shmkv_ctl_segment *segs, uint32_t n,
 					   uint32_t flags, uint64_t loader_pid,
