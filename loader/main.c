@@ -236,11 +236,20 @@ static int startup(struct loader *L, struct loader_conf *conf, char *why, size_t
 {
 	int err;
 	L->pid = getpid();
+	struct stat rst;
+	int fresh = lstat(conf->root, &rst) != 0 && errno == ENOENT;
 	L->root_fd = prepare_dir(conf->root, L->root, "root", 0,
 				 " (root must be owned by the loader's user or root and writable by "
 				 "no one else, and so must every directory above it)", why, why_len);
 	if (L->root_fd < 0)
 		return L->root_fd;
+	/* a root made here gets what systemd's RuntimeDirectoryMode=0750 gives:
+	 * the loader's group may enter it (the socket, the control segments),
+	 * other users may not (a loader started by hand as root, too) */
+	seg_set_dir_group(conf->gid);
+	if (fresh && (fchown(L->root_fd, (uid_t)-1, seg_dir_group()) != 0 ||
+		      fchmod(L->root_fd, 0750) != 0))
+		log_warn("root %s: set group and mode 0750: %s", L->root, strerror(errno));
 	int sfd = prepare_dir(conf->spool, L->spool, "spool", TDIR_GROUP_LAST,
 			      " (whoever can write the spool publishes: a spool every user can write "
 			      "lets every local user publish; make it 0755, or 0775 with a group of "

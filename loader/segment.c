@@ -29,7 +29,7 @@ void seg_set_dir_group(gid_t gid)
 	dir_group = gid;
 }
 
-static gid_t group_for_dir(void)
+gid_t seg_dir_group(void)
 {
 	if (dir_group != (gid_t)-1)
 		return dir_group;
@@ -114,7 +114,7 @@ int seg_dir_trusted(const char *base, const char *name)
 /* A directory just created (mode 0700 so far): its group, then 0750. */
 static int finish_new_dir(int fd, const char *path, char *why, size_t why_len)
 {
-	if (fchown(fd, (uid_t)-1, group_for_dir()) != 0 || fchmod(fd, 0750) != 0)
+	if (fchown(fd, (uid_t)-1, seg_dir_group()) != 0 || fchmod(fd, 0750) != 0)
 		return diag_fail(-errno, why, why_len, "%s: set group and mode: %s", path,
 				   strerror(errno));
 	return 0;

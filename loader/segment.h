@@ -57,6 +57,8 @@ struct seg {
  * (gid_t)-1, the group shmkv if it exists, else the loader's gid. Called at
  * startup (adopt.c) with the [loader] group. */
 void seg_set_dir_group(gid_t gid);
+/* That group: the one seg_set_dir_group() gave, else shmkv, else ours. */
+gid_t seg_dir_group(void);
 
 /* Whether the open file fd (path for messages) can be trusted: a regular
  * file (dir: a directory) owned by the loader's uid (also uid 0 if

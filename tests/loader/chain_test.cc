@@ -15,6 +15,9 @@
 //     user owns is refused before anything is touched in the target (a
 //     root-owned .x.tmp there stays, no lock, no socket); a symlink in a
 //     directory of root's is followed.
+//   FreshRootIsNotWorldReadable: a root the loader makes itself (a loader
+//     started by hand as root) is 0750, like systemd's RuntimeDirectoryMode:
+//     another user cannot open ROOT/NAME.ctl.
 //   SpoolOwnedByOther: an attacker-owned 0755 spool stops startup.
 //   SpoolRecreated: the spool (in a sticky, world-writable parent, like /tmp)
 //     is removed; the other user makes a directory at its path and renames an
@@ -176,6 +179,31 @@ TEST(Chain, RootThroughSymlink)
 	Loader ok(env, {"--memory", "shm", "--root", lnk});
 	ASSERT_TRUE(ok.start());
 	EXPECT_FALSE(file_exists(victim)) << "its own leftover in its own root is removed";
+}
+
+TEST(Chain, FreshRootIsNotWorldReadable)
+{
+	NEED_ROOT();
+	Env env;
+	ASSERT_EQ(rmdir(env.root().c_str()), 0); // the loader makes it, as by hand
+	Loader ld(env);
+	ASSERT_TRUE(ld.start());
+	std::string img = env.img_path("a.shmkv");
+	ASSERT_EQ(build_image(img, "a", 50), "");
+	ASSERT_TRUE(ld.load("c", img).ok());
+	struct stat st;
+	ASSERT_EQ(stat(env.root().c_str(), &st), 0);
+	EXPECT_EQ(st.st_mode & 07777, 0750u) << "as systemd's RuntimeDirectoryMode=0750";
+	EXPECT_EQ(st.st_uid, geteuid());
+	std::string ctl = env.root() + "/c.ctl";
+	std::string out = as_other([&](int fd) {
+		int f = open(ctl.c_str(), O_RDONLY);
+		if (f >= 0 || errno != EACCES)
+			say(fd, "uid 4242 opened " + ctl + " (or not EACCES: " + strerror(errno) + ")");
+		if (f >= 0)
+			close(f);
+	});
+	EXPECT_EQ(out, "");
 }
 
 TEST(Chain, SpoolOwnedByOther)
