@@ -128,7 +128,7 @@ static int ctl_trusted(struct loader *L, const char *name, char *why, size_t why
 	struct stat st;
 	if ((size_t)snprintf(path, sizeof path, "%s/%s.ctl", L->root, name) >= sizeof path)
 		return diag_fail(-ENAMETOOLONG, why, why_len, "%s: path too long", L->root);
-	if (lstat(path, &st) != 0)
+	if (fstatat(L->root_fd, strrchr(path, '/') + 1, &st, AT_SYMLINK_NOFOLLOW) != 0)
 		return diag_fail(-errno, why, why_len, "%s: %s", path, strerror(errno));
 	return seg_trust_stat(&st, path, 0, 0, why, why_len);
 }
@@ -143,7 +143,8 @@ static void adopt_state(struct loader *L, struct cache *c)
 	struct stat st;
 	if ((size_t)snprintf(path, sizeof path, "%s/%s.state", L->root, c->name) >= sizeof path)
 		err = diag_fail(-ENAMETOOLONG, why, sizeof why, "%s: path too long", L->root);
-	else if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)) < 0) {
+	else if ((fd = openat(L->root_fd, strrchr(path, '/') + 1,
+			      O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)) < 0) {
 		if (errno == ENOENT)
 			return;
 		err = diag_fail(-errno, why, sizeof why, "%s: %s", path, strerror(errno));

@@ -108,9 +108,9 @@ int op_drop(struct loader *L, const char *name, char **reply)
 	if (c->ctl.map) {
 		ctl_remove(&c->ctl);
 	} else if (c->broken) {
-		char p[PATH_MAX];
-		if ((size_t)snprintf(p, sizeof p, "%s/%s.ctl", L->root, name) < sizeof p)
-			unlink(p);
+		char p[SHMKV_CACHE_NAME_MAX + 8];
+		snprintf(p, sizeof p, "%s.ctl", name);
+		unlinkat(L->root_fd, p, 0);
 	}
 	if (c->have_cur && unlink(c->cur.path) == 0)
 		PROBE(unlink, c->name, c->cur.generation, c->cur.path);
@@ -120,7 +120,7 @@ int op_drop(struct loader *L, const char *name, char **reply)
 		cache_unlink_more(c, c->cur_more, c->ncur_more);
 	if (c->have_rb)
 		cache_unlink_more(c, c->rb_more, c->nrb_more);
-	state_remove(L->root, name);
+	state_remove(L->root_fd, name);
 	log_info("dropped cache=%s gen=%llu", name, (unsigned long long)gen);
 	notify_status("cache %s dropped", name);
 	if (c->configured) {
