@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -76,133 +77,163 @@ static int open_root(struct stat *st)
 	return fd;
 }
 
+/* A walk in progress: the directory reached (cur, its stat, its canonical
+ * path) and what is left to walk (rest from pos). */
+struct walk {
+	char rest[2 * PATH_MAX + 2], canon[PATH_MAX];
+	size_t pos;
+	int cur, links;
+	struct stat cst;
+	unsigned flags;
+	const char *path;
+};
+
+/* "..": the real parent of a directory reached by trusted steps, a prefix of
+ * canon, checked on the way down. */
+static int walk_up(struct walk *w, char *why, size_t why_len)
+{
+	char *s = strrchr(w->canon, '/');
+	if (s)
+		*s = 0;
+	int up = openat(w->cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	close(w->cur);
+	w->cur = up;
+	if (w->cur < 0 || fstat(w->cur, &w->cst) != 0)
+		return diag_fail(-errno, why, why_len, "%s/..: %s", shown(w->canon),
+				   strerror(errno));
+	return 0;
+}
+
+/* A symbolic link in cur: followed only where cur is trusted (so root or we
+ * made it); its target goes in front of what is left. */
+static int walk_link(struct walk *w, const char *name, const struct stat *lst, char *why,
+		     size_t why_len)
+{
+	int err = check_dir(&w->cst, w->canon, lst, w->flags, why, why_len);
+	if (err)
+		return err;
+	char target[PATH_MAX], next[sizeof w->rest];
+	ssize_t n = readlinkat(w->cur, name, target, sizeof target - 1);
+	if (n <= 0 || ++w->links > TDIR_MAX_LINKS)
+		return diag_fail(n < 0 ? -errno : -ELOOP, why, why_len, "%s/%s: %s", w->canon,
+				   name, n < 0 ? strerror(errno) : "too many symbolic links");
+	target[n] = 0;
+	if ((size_t)snprintf(next, sizeof next, "%s/%s", target, w->rest + w->pos) >= sizeof next)
+		return diag_fail(-ENAMETOOLONG, why, why_len, "%s: path too long", w->path);
+	memcpy(w->rest, next, sizeof w->rest);
+	w->pos = 0;
+	if (target[0] == '/') {
+		close(w->cur);
+		w->canon[0] = 0;
+		if ((w->cur = open_root(&w->cst)) < 0)
+			return diag_fail(-errno, why, why_len, "/: %s", strerror(errno));
+	}
+	return 0;
+}
+
+/* A directory in cur: opened O_NOFOLLOW, then cur is checked towards it. */
+static int walk_into(struct walk *w, const char *name, char *why, size_t why_len)
+{
+	int nfd = openat(w->cur, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat nst;
+	if (nfd < 0 || fstat(nfd, &nst) != 0) {
+		int err = -errno;
+		if (nfd >= 0)
+			close(nfd);
+		return diag_fail(err, why, why_len, "%s/%s: %s", w->canon, name,
+				   err == -ENOTDIR || err == -ELOOP ? "not a directory"
+								    : strerror(-err));
+	}
+	int err = check_dir(&w->cst, w->canon, &nst, w->flags, why, why_len);
+	if (!err && canon_push(w->canon, name))
+		err = diag_fail(-ENAMETOOLONG, why, why_len, "%s: path too long", w->path);
+	close(w->cur);
+	w->cur = nfd;
+	w->cst = nst;
+	return err;
+}
+
+/* The next component of rest into name (NAME_MAX + 1): 1, or 0 at the end. */
+static int next_name(struct walk *w, char *name, int *err, char *why, size_t why_len)
+{
+	while (w->rest[w->pos] == '/')
+		w->pos++;
+	if (!w->rest[w->pos])
+		return 0;
+	size_t end = w->pos;
+	while (w->rest[end] && w->rest[end] != '/')
+		end++;
+	if (end - w->pos > NAME_MAX) {
+		*err = diag_fail(-ENAMETOOLONG, why, why_len, "%s: a name too long", w->path);
+		return 0;
+	}
+	memcpy(name, w->rest + w->pos, end - w->pos);
+	name[end - w->pos] = 0;
+	w->pos = end;
+	return 1;
+}
+
+/* One component: ".", "..", a link, or a directory (made if missing and
+ * TDIR_CREATE: ours, whatever the parent, which is checked towards it). */
+static int walk_step(struct walk *w, const char *name, char *why, size_t why_len)
+{
+	if (!strcmp(name, "."))
+		return 0;
+	if (!strcmp(name, ".."))
+		return walk_up(w, why, why_len);
+	struct stat lst;
+	if (fstatat(w->cur, name, &lst, AT_SYMLINK_NOFOLLOW) != 0) {
+		int err = -errno;
+		if (err == -ENOENT && (w->flags & TDIR_CREATE))
+			err = (mkdirat(w->cur, name, 0755) == 0 || errno == EEXIST) &&
+					      fstatat(w->cur, name, &lst, AT_SYMLINK_NOFOLLOW) == 0
+				      ? 0
+				      : -errno;
+		if (err)
+			return diag_fail(err, why, why_len, "%s/%s: %s", w->canon, name,
+					   strerror(-err));
+	}
+	if (S_ISLNK(lst.st_mode))
+		return walk_link(w, name, &lst, why, why_len);
+	return walk_into(w, name, why, why_len);
+}
+
 int tdir_open(const char *path, unsigned flags, char *canon_out, size_t canon_len, char *why,
 	      size_t why_len)
 {
-	char rest[2 * PATH_MAX + 2], canon[PATH_MAX] = "", name[NAME_MAX + 1];
-	struct stat cst;
-	int err = 0, links = 0;
+	struct walk *w = calloc(1, sizeof *w);
+	char name[NAME_MAX + 1];
+	int err = 0;
+	if (!w)
+		return diag_fail(-ENOMEM, why, why_len, "out of memory");
+	w->flags = flags;
+	w->path = path;
 	if (path[0] != '/')
-		return diag_fail(-EINVAL, why, why_len, "%s: not an absolute path", path);
-	if (strlen(path) >= PATH_MAX)
-		return diag_fail(-ENAMETOOLONG, why, why_len, "%s: path too long", path);
-	snprintf(rest, sizeof rest, "%s", path);
-	int cur = open_root(&cst);
-	if (cur < 0)
-		return diag_fail(-errno, why, why_len, "/: %s", strerror(errno));
-	for (size_t pos = 0;;) {
-		while (rest[pos] == '/')
-			pos++;
-		if (!rest[pos])
-			break;
-		size_t end = pos;
-		while (rest[end] && rest[end] != '/')
-			end++;
-		if (end - pos > NAME_MAX) {
-			err = diag_fail(-ENAMETOOLONG, why, why_len, "%s: a name too long", path);
-			goto out;
-		}
-		memcpy(name, rest + pos, end - pos);
-		name[end - pos] = 0;
-		pos = end;
-		if (!strcmp(name, "."))
-			continue;
-		if (!strcmp(name, "..")) {
-			/* the real parent of a directory reached by trusted
-			 * steps: a prefix of canon, checked on the way down */
-			char *s = strrchr(canon, '/');
-			if (s)
-				*s = 0;
-			int up = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
-			close(cur);
-			cur = up;
-			if (cur < 0 || fstat(cur, &cst) != 0) {
-				err = diag_fail(-errno, why, why_len, "%s/..: %s", shown(canon),
-						  strerror(errno));
-				goto out;
-			}
-			continue;
-		}
-		struct stat lst;
-		if (fstatat(cur, name, &lst, AT_SYMLINK_NOFOLLOW) != 0) {
-			err = -errno;
-			if (err == -ENOENT && (flags & TDIR_CREATE)) {
-				/* made by us: ours, whatever the parent (checked below) */
-				if ((mkdirat(cur, name, 0755) == 0 || errno == EEXIST) &&
-				    fstatat(cur, name, &lst, AT_SYMLINK_NOFOLLOW) == 0)
-					err = 0;
-				else
-					err = -errno;
-			}
-			if (err) {
-				diag_fail(err, why, why_len, "%s/%s: %s", canon, name, strerror(-err));
-				goto out;
-			}
-		}
-		if (S_ISLNK(lst.st_mode)) {
-			/* a link in a trusted directory is root's or ours */
-			if ((err = check_dir(&cst, canon, &lst, flags, why, why_len)))
-				goto out;
-			char target[PATH_MAX];
-			ssize_t n = readlinkat(cur, name, target, sizeof target - 1);
-			if (n <= 0 || ++links > TDIR_MAX_LINKS) {
-				err = diag_fail(n < 0 ? -errno : -ELOOP, why, why_len,
-						  "%s/%s: %s", canon, name,
-						  n < 0 ? strerror(errno) : "too many symbolic links");
-				goto out;
-			}
-			target[n] = 0;
-			char next[sizeof rest];
-			if ((size_t)snprintf(next, sizeof next, "%s/%s", target, rest + pos) >=
-			    sizeof next) {
-				err = diag_fail(-ENAMETOOLONG, why, why_len, "%s: path too long", path);
-				goto out;
-			}
-			memcpy(rest, next, sizeof rest);
-			pos = 0;
-			if (target[0] == '/') {
-				close(cur);
-				canon[0] = 0;
-				if ((cur = open_root(&cst)) < 0) {
-					err = diag_fail(-errno, why, why_len, "/: %s", strerror(errno));
-					goto out;
-				}
-			}
-			continue;
-		}
-		int nfd = openat(cur, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		struct stat nst;
-		if (nfd < 0 || fstat(nfd, &nst) != 0) {
-			err = -errno;
-			diag_fail(err, why, why_len, "%s/%s: %s", canon, name,
-				    err == -ENOTDIR || err == -ELOOP ? "not a directory"
-								     : strerror(-err));
-			if (nfd >= 0)
-				close(nfd);
-			goto out;
-		}
-		err = check_dir(&cst, canon, &nst, flags, why, why_len);
-		if (!err && canon_push(canon, name))
-			err = diag_fail(-ENAMETOOLONG, why, why_len, "%s: path too long", path);
-		close(cur);
-		cur = nfd;
-		cst = nst;
-		if (err)
-			goto out;
+		err = diag_fail(-EINVAL, why, why_len, "%s: not an absolute path", path);
+	else if (strlen(path) >= PATH_MAX)
+		err = diag_fail(-ENAMETOOLONG, why, why_len, "%s: path too long", path);
+	else if ((w->cur = open_root(&w->cst)) < 0)
+		err = diag_fail(-errno, why, why_len, "/: %s", strerror(errno));
+	if (err) {
+		free(w);
+		return err;
 	}
-	if ((err = check_dir(&cst, canon, NULL, flags, why, why_len)))
-		goto out;
-	if (canon_out && (size_t)snprintf(canon_out, canon_len, "%s", shown(canon)) >= canon_len) {
-		err = diag_fail(-ENAMETOOLONG, why, why_len, "%s: path too long", shown(canon));
-		goto out;
+	snprintf(w->rest, sizeof w->rest, "%s", path);
+	while (!err && next_name(w, name, &err, why, why_len))
+		err = walk_step(w, name, why, why_len);
+	if (!err)
+		err = check_dir(&w->cst, w->canon, NULL, flags, why, why_len);
+	if (!err && canon_out &&
+	    (size_t)snprintf(canon_out, canon_len, "%s", shown(w->canon)) >= canon_len)
+		err = diag_fail(-ENAMETOOLONG, why, why_len, "%s: path too long", shown(w->canon));
+	if (!err) {
+		err = openat(w->cur, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (err < 0)
+			err = diag_fail(-errno, why, why_len, "%s: %s", shown(w->canon),
+					  strerror(errno));
 	}
-	int fd = openat(cur, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		err = diag_fail(-errno, why, why_len, "%s: %s", shown(canon), strerror(errno));
-	else
-		err = fd;
-out:
-	if (cur >= 0)
-		close(cur);
+	if (w->cur >= 0)
+		close(w->cur);
+	free(w);
 	return err;
 }
