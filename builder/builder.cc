@@ -93,6 +93,26 @@ std::string shmkv_builder::here() const
 	return sources[cur_src] + ":" + std::to_string(cur_line);
 }
 
+uint64_t shmkv_build::line_cap(const shmkv_builder *b)
+{
+	uint64_t limit = b->mem_limit ? b->mem_limit : shmkv_build_default_memory_limit();
+	return std::max<uint64_t>(limit / kLineShare / kLineCost, uint64_t(64) << 10);
+}
+
+int shmkv_builder::line_too_long(uint64_t len, bool whole)
+{
+	uint64_t limit = mem_limit ? mem_limit : shmkv_build_default_memory_limit();
+	return fail(SHMKV_ELIMIT,
+		    "%s: line of %s%llu bytes: longer than the %llu bytes a line may take under %s "
+		    "of %llu MiB (1/%llu of it, as a line's parse takes up to %llu times its "
+		    "length); give a larger --memory-limit",
+		    here().c_str(), whole ? "" : "at least ", (unsigned long long)len,
+		    (unsigned long long)line_max,
+		    mem_limit ? "the memory limit" : "the default memory limit (half the memory available)",
+		    (unsigned long long)(limit >> 20), (unsigned long long)(kLineShare * kLineCost),
+		    (unsigned long long)kLineCost);
+}
+
 extern "C" int shmkv_build_options_init(shmkv_build_options *o)
 {
 	memset(o, 0, sizeof *o);
@@ -201,6 +221,15 @@ extern "C" int shmkv_builder_add(shmkv_builder *b, const void *key, size_t key_l
 	if (value_len > SHMKV_MAX_VALUE_LEN)
 		return b->fail(SHMKV_ELIMIT, "%s: value of %zu bytes exceeds the %u-byte limit",
 			       b->here().c_str(), value_len, SHMKV_MAX_VALUE_LEN);
+	if (b->mem_limit && key_len + value_len > b->mem_limit / (kLineShare * kLineCost))
+		return b->fail(SHMKV_ELIMIT,
+			       "%s: record of %zu bytes (key and value): larger than the %llu bytes a "
+			       "record may take under the memory limit of %llu MiB (1/%llu of it); give "
+			       "a larger --memory-limit",
+			       b->here().c_str(), key_len + value_len,
+			       (unsigned long long)(b->mem_limit / (kLineShare * kLineCost)),
+			       (unsigned long long)(b->mem_limit >> 20),
+			       (unsigned long long)(kLineShare * kLineCost));
 	int err = check_value(b, type, (const uint8_t *)value, value_len);
 	if (err)
 		return err;
@@ -361,6 +390,7 @@ int read_input(shmkv_builder *b, const char *path, Input &in)
 			close(fd);
 		return err;
 	}
+	shmkv_builder_set_source(b, is_stdin ? "<stdin>" : path, 0); // for a line too long
 	if (S_ISREG(st.st_mode) && st.st_size > 0) {
 		void *m = mmap(nullptr, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 		if (m != MAP_FAILED) {
@@ -374,7 +404,14 @@ int read_input(shmkv_builder *b, const char *path, Input &in)
 		}
 	}
 	char chunk[1 << 16];
+	size_t line_start = 0; // of the line being read, in in.buf
 	for (;;) {
+		if (b->line_max && in.buf.size() - line_start > b->line_max) {
+			if (!is_stdin)
+				close(fd);
+			b->cur_line = (uint64_t)std::count(in.buf.begin(), in.buf.end(), '\n') + 1;
+			return b->line_too_long(in.buf.size() - line_start, false);
+		}
 		ssize_t n = read(fd, chunk, sizeof chunk);
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -387,6 +424,9 @@ int read_input(shmkv_builder *b, const char *path, Input &in)
 		if (n == 0)
 			break;
 		in.buf.append(chunk, (size_t)n);
+		const char *nl = (const char *)memrchr(chunk, '\n', (size_t)n);
+		if (nl)
+			line_start = in.buf.size() - (size_t)n + (size_t)(nl - chunk) + 1;
 	}
 	if (!is_stdin)
 		close(fd);
@@ -507,7 +547,11 @@ int add_file_windowed(shmkv_builder *b, const char *path, int format, unsigned t
 			if (!eof) {
 				const char *nl = (const char *)memrchr(data, '\n', have);
 				if (!nl) { // a line longer than the window: a larger window
-					buf.resize(buf.size() * 2);
+					if (have - skip > b->line_max) {
+						b->cur_line = line0 + 1;
+						return b->line_too_long(have - skip, false);
+					}
+					buf.resize(std::min<size_t>(buf.size() * 2, b->line_max + skip + 1));
 					continue;
 				}
 				len = (size_t)(nl - data) + 1;
@@ -551,6 +595,7 @@ extern "C" int shmkv_builder_add_file(shmkv_builder *b, const char *path, int fo
 		return b->fail(-EINVAL, "unknown TSV value type %u", tsv_type);
 	if (format != SHMKV_INPUT_JSONL && format != SHMKV_INPUT_TSV)
 		return b->fail(-EINVAL, "unknown input format %d", format);
+	b->line_max = line_cap(b);
 	bool first_input = b->recs.empty() && b->sources.empty() && !b->seq0;
 	uint64_t recs0 = b->recs.size();
 	PROBE(parse_start, path, format);
@@ -648,6 +693,8 @@ int parse_parallel(shmkv_builder *b, const char *data, size_t size, int format, 
 		sub[t].part_filter = b->part_filter;
 		sub[t].part_lo = b->part_lo;
 		sub[t].part_hi = b->part_hi;
+		sub[t].mem_limit = b->mem_limit; // its messages; a sub never spills
+		sub[t].line_max = b->line_max;
 		sub[t].sub = true;
 	}
 	std::vector<int> err(T, 0);

@@ -196,6 +196,8 @@ int add_tsv(shmkv_builder *b, const char *data, size_t size, unsigned type, uint
 		std::string_view line(data + off, len);
 		off += len + (nl != nullptr);
 		b->cur_line = ++line_no;
+		if (b->line_max && len > b->line_max)
+			return b->line_too_long(len, true);
 		if (off >= next_progress) {
 			b->progress("reading", off, size);
 			next_progress = off + (size_t(1) << 22);

@@ -161,6 +161,7 @@ struct shmkv_builder {
 	uint64_t part_lo = 0, part_hi = 0; // its buckets
 	uint64_t filtered = 0;         // records skipped (part_filter)
 	uint64_t mem_limit = 0;        // bytes (shmkv_builder_set_memory_limit), 0: none
+	uint64_t line_max = 0;         // longest input line read (line_cap()), 0: not set yet
 	std::string tmpdir;            // where spill files go ("": see spill_dir())
 	std::string out_dir;           // the checked output's directory, "" if none or "-"
 	bool sub = false;              // a parse_parallel chunk: never spills itself
@@ -170,6 +171,9 @@ struct shmkv_builder {
 
 	// Sets err to a formatted message and returns code.
 	int fail(int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+	// The error for a line (at here()) longer than line_max: len bytes,
+	// or at least len where the rest was not read.
+	int line_too_long(uint64_t len, bool whole);
 	// "file:line" of a record, or "record #N".
 	std::string where(const shmkv_build::Record &r, size_t index) const;
 	// Where the next record will come from, for input-level errors.
@@ -196,6 +200,13 @@ int add_jsonl(shmkv_builder *b, const char *data, size_t size, bool first_input,
 // The error for a record of another part: where, the key, its bucket and part.
 int part_error(shmkv_builder *b, const std::string &where, const uint8_t *key, size_t key_len);
 int add_tsv(shmkv_builder *b, const char *data, size_t size, unsigned type, uint64_t line0);
+// The longest input line the builder reads (builder/README.md, "Memory"): a
+// line's parse takes up to kLineCost times its length (copies, the parser's
+// indexes, a list's elements), and it must fit in a part of the memory
+// limit, or, without one, of shmkv_build_default_memory_limit().
+constexpr uint64_t kLineCost = 32;
+constexpr uint64_t kLineShare = 4; // a line's parse may take 1/4 of the limit
+uint64_t line_cap(const shmkv_builder *b);
 // spill.cc: what an in-memory build of recs would take at its peak, the
 // checks after records were added (starts or continues spilling), and the
 // spilling finish.
