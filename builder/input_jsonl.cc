@@ -447,6 +447,7 @@ bool apply_meta(shmkv_builder *b, ondemand::value mv, std::string &why)
 		return false;
 	}
 	auto &o = b->opt;
+	unsigned seen_name = 0;
 	for (auto f : m) {
 		std::string_view k;
 		ondemand::value v;
@@ -455,9 +456,27 @@ bool apply_meta(shmkv_builder *b, ondemand::value mv, std::string &why)
 			return false;
 		}
 		error_code e = SUCCESS;
-		if (k == "name") {
+		if (k == "name" || k == "name_base64") { // base64: a name not UTF-8 (shmctl image dump)
 			std::string_view s;
+			std::string bytes;
+			size_t bad;
+			if ((seen_name++)) {
+				why = "shmkv_meta: give name or name_base64, once";
+				return false;
+			}
 			e = v.get_string().get(s);
+			if (!e && k == "name_base64") {
+				if (!base64_decode(s, bytes, &bad)) {
+					why = "shmkv_meta name_base64 is not valid base64 (at character " +
+					      std::to_string(bad + 1) + ")";
+					return false;
+				}
+				s = bytes;
+			}
+			if (!e && memchr(s.data(), 0, s.size())) {
+				why = "shmkv_meta " + std::string(k) + ": a name holds no NUL byte";
+				return false;
+			}
 			if (!e && s.size() > SHMKV_NAME_MAX) {
 				why = "shmkv_meta name is longer than 63 bytes";
 				return false;

@@ -99,7 +99,12 @@ static void dump_meta(struct json *w, const shmkv_image_header *h)
 	json_obj_begin(w, NULL);
 	json_name(w, "shmkv_meta");
 	json_obj_begin(w, NULL);
-	json_str(w, "name", h->name);
+	if (utf8_valid(h->name, strlen(h->name))) {
+		json_str(w, "name", h->name);
+	} else { /* JSON strings are Unicode: the bytes as base64, as for keys */
+		json_name(w, "name_base64");
+		json_base64(w, NULL, h->name, strlen(h->name));
+	}
 	json_u64(w, "seed", h->hash_seed);
 	json_i64(w, "created", h->created_unix);
 	json_u64(w, "buckets", h->bucket_count);
@@ -119,10 +124,6 @@ int do_image_dump(int argc, char **argv)
 	if ((rc = image_open(path, 0, &db)))
 		return rc;
 	const shmkv_image_header *h = shmkv_header(db);
-	if (!utf8_valid(h->name, strlen(h->name))) {
-		shmkv_close(db);
-		return p_err("%s: the image name is not valid UTF-8: JSONL cannot carry it", path);
-	}
 
 	struct json w; /* JSONL: one compact record a line, whatever -p says */
 	json_init_file(&w, stdout, false);
