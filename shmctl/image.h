@@ -4,6 +4,7 @@
 #define SHMCTL_IMAGE_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include <shmkv.h>
 
@@ -42,6 +43,11 @@ int image_simple_args(int argc, char **argv, int nargs, const char *usage);
 /* Opens an image: 0, or reports "FILE: why" and returns EXIT_USAGE
  * (verify opens by itself: it maps image problems to EXIT_NEGATIVE). */
 int image_open(const char *path, unsigned flags, shmkv **db);
+
+/* SHMKV_ECORRUPT with why set when the header declares far more padding
+ * outside its sections than alignment needs (more than 1 MiB: reading it
+ * would take work out of proportion to the file's contents), else 0. */
+int image_padding_check(const char *path, char *why, size_t len);
 
 /* "why" with the path in front unless the reader already put it there. */
 void image_why(char *out, size_t len, const char *path, const char *why);

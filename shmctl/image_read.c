@@ -57,7 +57,9 @@ int do_image_verify(int argc, char **argv)
 	char why[512] = "", msg[1024];
 	shmkv *db;
 	/* NOVERIFY: the header is checked at open, all else by shmkv_verify */
-	int err = shmkv_open_file_diag(path, SHMKV_OPEN_NOVERIFY, &db, why, sizeof why);
+	int err = image_padding_check(path, why, sizeof why);
+	if (!err)
+		err = shmkv_open_file_diag(path, SHMKV_OPEN_NOVERIFY, &db, why, sizeof why);
 	if (err && err > -4096) { /* -errno: could not read it at all */
 		image_why(msg, sizeof msg, path, why);
 		return p_err("%s", msg);
