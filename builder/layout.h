@@ -4,10 +4,13 @@
 #include <cstring>
 
 #include <chrono>
+#include <functional>
 
 #include "internal.h"
 
 namespace shmkv_build {
+
+class Writer;
 
 constexpr uint32_t kInline = UINT32_MAX;
 
@@ -174,6 +177,16 @@ struct Target {
 int open_target(shmkv_builder *b, const char *path, Target &t);
 // fsync, name, check the output again, rename over it, fsync the directory.
 int commit_target(shmkv_builder *b, Target &t);
+
+// The image after its index, the one way both builds write it: the ENTRIES
+// section (entries() writes the entries from L.entries_off on) padded to its
+// end, VALUES at L.values_off (values() writes the shared values), the file
+// padded to its size, the sections' checksums into h, the writer flushed.
+int write_sections(Writer &w, const Layout &L, shmkv_image_header &h,
+		   const std::function<int()> &entries, const std::function<int()> &values);
+// Fills the header (h holds the sections) and writes it at offset 0 of fd.
+int write_header(shmkv_builder *b, const Layout &L, int fd, const char *shown,
+		 shmkv_image_header &h);
 
 // Writes the laid-out image to path atomically.
 int write_image(shmkv_builder *b, const Layout &L, const char *path);

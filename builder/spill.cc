@@ -433,88 +433,141 @@ size_t leaf_of(const std::vector<uint64_t> &first, uint64_t o)
 	return (size_t)(std::upper_bound(first.begin(), first.end(), o) - first.begin()) - 1;
 }
 
-int spill_build(shmkv_builder *b, const char *path, Layout &L)
-{
-	Spill &S = *b->spill;
-	const auto &o = b->opt;
-	int err = flush_run(b);
-	if (!err)
-		err = S.keys.flush();
-	if (err)
-		return err;
-	uint64_t records = b->seq0;
-	if (records > UINT32_MAX - 1)
-		return b->fail(SHMKV_ELIMIT, "%llu records exceed the builder's limit of %u",
-			       (unsigned long long)records, UINT32_MAX - 1);
+// The phases of a spilling build after the input (builder/README.md,
+// "Memory", steps 2 to 5), each a method, with what they hand on to the next
+// as members: the kept entries by leaf, the values that may be shared, the
+// groups and their members' marks, the members' references, VALUES.
+class SpillBuild {
+public:
+	SpillBuild(shmkv_builder *b, Layout &L) : b_(b), S_(*b->spill), o_(b->opt), L_(L) {}
+	int run(const char *path)
+	{
+		int err = sort_keys();
+		if (!err)
+			err = share_values();
+		if (!err)
+			err = place();
+		return err ? err : write(path);
+	}
 
-	// B: each key partition in hash order: sorted, duplicates resolved; the
-	// kept records (entries, in order) to `kept`, one part per leaf, and the
-	// values that might be shared to `vals` by their hash.
-	SpillFile kept, vals;
-	if ((err = kept.open(b, S.dir, 0, S.cap)) || (err = vals.open(b, S.dir, size_t(1) << kTopBits, S.cap)))
+private:
+	shmkv_builder *b_;
+	Spill &S_;
+	const shmkv_build_options &o_;
+	Layout &L_;
+	SpillFile kept_, vals_;                    // sort_keys: entries by leaf; values by hash
+	SpillFile groups_, marks_, refs_, values_; // share_values, place
+	std::vector<uint64_t> first_;              // per leaf: its first entry's ordinal
+	uint64_t n_ = 0, done_ = 0, total_ = 0;    // entries so far; progress
+	int e_ = 0;                                // keep()'s error, for the leaf's caller
+	DupScan dup_;
+	std::string dup_first_, dup_second_, dup_key_;
+	std::vector<const SRec *> v_; // a loaded leaf's records, sorted
+	std::vector<uint8_t> buf_;
+
+	size_t leaves() const { return first_.size(); }
+	size_t new_leaf()
+	{
+		kept_.add_parts(1);
+		first_.push_back(n_);
+		return kept_.parts() - 1;
+	}
+	int leaf_done(const char *phase, uint64_t bytes)
+	{
+		done_ += bytes;
+		b_->progress(phase, done_, total_);
+		int err = e_;
+		e_ = 0;
 		return err;
-	std::vector<uint64_t> first; // per leaf: its first entry's ordinal
-	uint64_t n = 0, done = 0, total = S.keys.total_bytes();
-	DupScan dup;
-	std::string dup_first, dup_second, dup_key;
-	std::vector<const SRec *> v;
-	int e = 0;
-	// the next entry (of leaf q), and its value to the value partitions
-	auto keep = [&](size_t q, const SRec &r) {
-		uint64_t ord = n++;
-		L.value_bytes_logical += r.val_len;
-		if (e || (dup.keys && o.on_duplicate == SHMKV_DUP_ERROR))
+	}
+
+	// Step 2: each key partition in hash order sorted, duplicates resolved;
+	// the kept records (entries, in order) to kept_, one part per leaf, and
+	// the values that might be shared to vals_ by their hash.
+	int sort_keys()
+	{
+		int err = flush_run(b_);
+		if (!err)
+			err = S_.keys.flush();
+		if (err)
+			return err;
+		if (b_->seq0 > UINT32_MAX - 1)
+			return b_->fail(SHMKV_ELIMIT, "%llu records exceed the builder's limit of %u",
+					(unsigned long long)b_->seq0, UINT32_MAX - 1);
+		if ((err = kept_.open(b_, S_.dir, 0, S_.cap)) ||
+		    (err = vals_.open(b_, S_.dir, size_t(1) << kTopBits, S_.cap)))
+			return err;
+		total_ = S_.keys.total_bytes();
+		auto leaf = [this](std::vector<uint8_t> &buf) { return sort_leaf(buf); };
+		auto one = [this](SpillFile &f, size_t p) { return stream_one_key(f, p); };
+		for (size_t p = 0; !err && p < S_.keys.parts(); p++)
+			err = S_.leaves(S_.keys, p, kTopBits, leaf, one);
+		if (err)
+			return err;
+		if (dup_.keys && o_.on_duplicate == SHMKV_DUP_ERROR)
+			return dup_error(b_, dup_second_, dup_key_, dup_first_, dup_.keys);
+		L_.duplicates = dup_.recs;
+		L_.entries = n_;
+		std::vector<uint64_t>().swap(S_.once);
+		std::vector<uint64_t>().swap(S_.twice);
+		if ((err = kept_.flush()) || (err = vals_.flush()))
+			return err;
+		if ((err = choose_bucket_count(b_, n_, &L_.bucket_count)))
+			return err;
+		L_.entries_off = SHMKV_HEADER_SIZE + L_.bucket_count * SHMKV_BUCKET_BYTES;
+		return 0;
+	}
+	// The next entry (of leaf q), and its value to the value partitions.
+	void keep(size_t q, const SRec &r)
+	{
+		uint64_t ord = n_++;
+		L_.value_bytes_logical += r.val_len;
+		if (e_ || (dup_.keys && o_.on_duplicate == SHMKV_DUP_ERROR))
 			return; // failing: only the count of duplicates matters
-		e = kept.append(q, r, r.data(), r.body);
-		if (!e && o.dedup && !never_shared(r.type, r.val_len)) {
-			SRec x;
-			memset(&x, 0, sizeof x);
-			x.h = Spill::value_hash(r.data() + r.key_len, r.val_len, r.type);
-			if (S.vbits && !S.maybe_repeated(x.h))
-				return; // seen once in all the input: never shared
-			x.seq = ord;
-			x.val_len = r.val_len;
-			x.key_len = r.key_len;
-			x.type = r.type;
-			e = vals.append(top(x.h), x, r.data() + r.key_len, r.val_len);
-		}
-	};
-	auto new_leaf = [&]() {
-		kept.add_parts(1);
-		first.push_back(n);
-		return kept.parts() - 1;
-	};
-	auto leaf_b = [&](std::vector<uint8_t> &buf) -> int {
-		sorted_records(buf, v, [](const SRec *x, const SRec *y) {
+		e_ = kept_.append(q, r, r.data(), r.body);
+		if (e_ || !o_.dedup || never_shared(r.type, r.val_len))
+			return;
+		SRec x;
+		memset(&x, 0, sizeof x);
+		x.h = Spill::value_hash(r.data() + r.key_len, r.val_len, r.type);
+		if (S_.vbits && !S_.maybe_repeated(x.h))
+			return; // seen once in all the input: never shared
+		x.seq = ord;
+		x.val_len = r.val_len;
+		x.key_len = r.key_len;
+		x.type = r.type;
+		e_ = vals_.append(top(x.h), x, r.data() + r.key_len, r.val_len);
+	}
+	int sort_leaf(std::vector<uint8_t> &buf)
+	{
+		sorted_records(buf, v_, [](const SRec *x, const SRec *y) {
 			if (x->h != y->h)
 				return x->h < y->h;
 			int d = cmp_bytes(x->data(), x->key_len, y->data(), y->key_len);
 			return d != 0 ? d < 0 : x->seq < y->seq;
 		});
 		size_t q = new_leaf();
+		auto &v = v_;
 		scan_duplicates(
-			v.size(), o.on_duplicate, dup,
+			v.size(), o_.on_duplicate, dup_,
 			[&](size_t x, size_t y) {
 				return v[x]->h == v[y]->h &&
 				       cmp_bytes(v[x]->data(), v[x]->key_len, v[y]->data(), v[y]->key_len) == 0;
 			},
 			[&](size_t x) { return v[x]->seq; }, [&](size_t k) { keep(q, *v[k]); },
 			[&](size_t f, size_t s) {
-				dup_first = where_of(b, *v[f]);
-				dup_second = where_of(b, *v[s]);
-				dup_key = show_key(v[s]->data(), v[s]->key_len);
+				dup_first_ = where_of(b_, *v[f]);
+				dup_second_ = where_of(b_, *v[s]);
+				dup_key_ = show_key(v[s]->data(), v[s]->key_len);
 			});
-		done += buf.size();
-		b->progress("sorting", done, total);
-		int err2 = e;
-		e = 0;
-		return err2;
-	};
+		return leaf_done("sorting", buf.size());
+	}
 	// One hash over the leaf budget: the same key (or keys of one hash)
 	// many times. Streamed in input order (a partition holds its records in
 	// input order): per distinct key its count, the first two records'
 	// places and the record kept; then the keys in entry order.
-	auto one_b = [&](SpillFile &f, size_t p) -> int {
+	int stream_one_key(SpillFile &f, size_t p)
+	{
 		struct K {
 			uint64_t count = 0, s1 = 0, s2 = 0;
 			std::string w1, w2;
@@ -525,87 +578,84 @@ int spill_build(shmkv_builder *b, const char *path, Layout &L)
 					 c.size()) < 0;
 		};
 		std::map<std::string, K, decltype(less)> keys(less);
-		int err2 = SpillReader(f, p).each([&](const SRec &r) {
+		int err = SpillReader(f, p).each([&](const SRec &r) {
 			K &k = keys[std::string((const char *)r.data(), r.key_len)];
 			if (++k.count == 1) {
 				k.s1 = r.seq;
-				k.w1 = where_of(b, r);
+				k.w1 = where_of(b_, r);
 			} else if (k.count == 2) {
 				k.s2 = r.seq;
-				k.w2 = where_of(b, r);
+				k.w2 = where_of(b_, r);
 			}
-			if (k.count == 1 || o.on_duplicate == SHMKV_DUP_LAST)
+			if (k.count == 1 || o_.on_duplicate == SHMKV_DUP_LAST)
 				k.rec.assign((const uint8_t *)&r, (const uint8_t *)&r + r.size());
 			return 0;
 		});
-		if (err2)
-			return err2;
+		if (err)
+			return err;
 		size_t q = new_leaf();
 		for (auto &kv : keys) {
 			K &k = kv.second;
-			if (dup.group(k.count, k.s1, k.s2)) {
-				dup_first = k.w1;
-				dup_second = k.w2;
-				dup_key = show_key((const uint8_t *)kv.first.data(), kv.first.size());
+			if (dup_.group(k.count, k.s1, k.s2)) {
+				dup_first_ = k.w1;
+				dup_second_ = k.w2;
+				dup_key_ = show_key((const uint8_t *)kv.first.data(), kv.first.size());
 			}
 			keep(q, *(const SRec *)k.rec.data());
 		}
-		done += f.bytes(p);
-		b->progress("sorting", done, total);
-		err2 = e;
-		e = 0;
-		return err2;
-	};
-	for (size_t p = 0; !err && p < S.keys.parts(); p++)
-		err = S.leaves(S.keys, p, kTopBits, leaf_b, one_b);
-	if (err)
-		return err;
-	if (dup.keys && o.on_duplicate == SHMKV_DUP_ERROR)
-		return dup_error(b, dup_second, dup_key, dup_first, dup.keys);
-	L.duplicates = dup.recs;
-	L.entries = n;
-	std::vector<uint64_t>().swap(S.once);
-	std::vector<uint64_t>().swap(S.twice);
-	size_t leaves = first.size();
-	if ((err = kept.flush()) || (err = vals.flush()))
-		return err;
-	if ((err = choose_bucket_count(b, n, &L.bucket_count)))
-		return err;
-	L.entries_off = SHMKV_HEADER_SIZE + L.bucket_count * SHMKV_BUCKET_BYTES;
+		return leaf_done("sorting", f.bytes(p));
+	}
 
-	// C: values grouped exactly (type, length, bytes) across all entries;
-	// a shared group to `groups` and its members to `marks`, both in the
-	// leaf of the group's first entry.
-	SpillFile groups, marks, refs, values;
-	if ((err = groups.open(b, S.dir, leaves, S.cap)) || (err = marks.open(b, S.dir, leaves, S.cap)) ||
-	    (err = refs.open(b, S.dir, leaves, S.cap)) || (err = values.open(b, S.dir, 1, S.cap)))
-		return err;
-	done = 0;
-	total = vals.total_bytes();
+	// Step 3: values grouped exactly (type, length, bytes) across all
+	// entries; a shared group to groups_ and its members to marks_, both in
+	// the leaf of the group's first entry.
+	int share_values()
+	{
+		int err;
+		if ((err = groups_.open(b_, S_.dir, leaves(), S_.cap)) ||
+		    (err = marks_.open(b_, S_.dir, leaves(), S_.cap)) ||
+		    (err = refs_.open(b_, S_.dir, leaves(), S_.cap)) ||
+		    (err = values_.open(b_, S_.dir, 1, S_.cap)))
+			return err;
+		done_ = 0;
+		total_ = vals_.total_bytes();
+		auto leaf = [this](std::vector<uint8_t> &buf) { return share_leaf(buf); };
+		auto one = [this](SpillFile &f, size_t p) { return stream_one_value(f, p); };
+		for (size_t p = 0; !err && p < vals_.parts(); p++)
+			err = S_.leaves(vals_, p, kTopBits, leaf, one);
+		if (!err)
+			err = groups_.flush();
+		return err ? err : marks_.flush();
+	}
 	// A group of refs entries whose first is rs: shared if worth it, then
-	// to the leaf of its first entry; its members are marked there.
-	auto group = [&](uint64_t refs, int64_t gain, const SRec &rs, bool *shared) -> int {
+	// to the leaf of its first entry.
+	int group(uint64_t refs, int64_t gain, const SRec &rs, bool *shared)
+	{
 		*shared = worth_sharing(refs, gain, rs.type, rs.val_len);
 		if (!*shared)
 			return 0;
-		L.dedup_values++;
-		L.dedup_refs += refs;
-		L.dedup_saved += (uint64_t)gain - align_up(stored_len(rs.type, rs.val_len), 8);
+		L_.dedup_values++;
+		L_.dedup_refs += refs;
+		L_.dedup_saved += (uint64_t)gain - align_up(stored_len(rs.type, rs.val_len), 8);
 		SRec g;
 		memset(&g, 0, sizeof g);
 		g.h = rs.seq;
 		g.val_len = rs.val_len;
 		g.type = rs.type;
-		return groups.append(leaf_of(first, rs.seq), g, rs.data(), rs.val_len);
-	};
-	auto mark = [&](uint64_t group_first, uint64_t member) -> int {
+		return groups_.append(leaf_of(first_, rs.seq), g, rs.data(), rs.val_len);
+	}
+	// A member of the shared group whose first entry is group_first.
+	int mark(uint64_t group_first, uint64_t member)
+	{
 		SRec m;
 		memset(&m, 0, sizeof m);
 		m.h = group_first;
 		m.seq = member;
-		return marks.append(leaf_of(first, group_first), m, nullptr, 0);
-	};
-	auto leaf_c = [&](std::vector<uint8_t> &buf) -> int {
+		return marks_.append(leaf_of(first_, group_first), m, nullptr, 0);
+	}
+	int share_leaf(std::vector<uint8_t> &buf)
+	{
+		auto &v = v_;
 		sorted_records(buf, v, [](const SRec *x, const SRec *y) {
 			if (x->h != y->h)
 				return x->h < y->h;
@@ -626,20 +676,19 @@ int spill_build(shmkv_builder *b, const char *path, Layout &L)
 			for (size_t k = s; k < e; k++)
 				gain += share_gain(v[k]->key_len, v[k]->type, v[k]->val_len);
 			bool shared = false;
-			int err2 = group(e - s, gain, rs, &shared);
-			for (size_t k = s; shared && !err2 && k < e; k++)
-				err2 = mark(rs.seq, v[k]->seq);
-			if (err2)
-				return err2;
+			int err = group(e - s, gain, rs, &shared);
+			for (size_t k = s; shared && !err && k < e; k++)
+				err = mark(rs.seq, v[k]->seq);
+			if (err)
+				return err;
 		}
-		done += buf.size();
-		b->progress("sharing", done, total);
-		return 0;
-	};
+		return leaf_done("sharing", buf.size());
+	}
 	// One value hash over the leaf budget: a value shared by millions of
 	// entries. Streamed twice in entry order (the first of a value is its
 	// first entry): count and gain per distinct value, then the marks.
-	auto one_c = [&](SpillFile &f, size_t p) -> int {
+	int stream_one_value(SpillFile &f, size_t p)
+	{
 		struct V {
 			uint64_t count = 0, first = 0;
 			int64_t gain = 0;
@@ -650,7 +699,7 @@ int spill_build(shmkv_builder *b, const char *path, Layout &L)
 		auto key = [](const SRec &r) {
 			return std::make_pair(r.type, std::string((const char *)r.data(), r.val_len));
 		};
-		int err2 = SpillReader(f, p).each([&](const SRec &r) {
+		int err = SpillReader(f, p).each([&](const SRec &r) {
 			V &x = vs[key(r)];
 			if (x.count++ == 0) {
 				x.first = r.seq;
@@ -659,182 +708,183 @@ int spill_build(shmkv_builder *b, const char *path, Layout &L)
 			x.gain += share_gain(r.key_len, r.type, r.val_len);
 			return 0;
 		});
-		for (auto it = vs.begin(); !err2 && it != vs.end(); ++it)
+		for (auto it = vs.begin(); !err && it != vs.end(); ++it)
 			if (it->second.count >= 2)
-				err2 = group(it->second.count, it->second.gain,
-					     *(const SRec *)it->second.rec.data(), &it->second.shared);
-		if (!err2)
-			err2 = SpillReader(f, p).each([&](const SRec &r) {
+				err = group(it->second.count, it->second.gain,
+					    *(const SRec *)it->second.rec.data(), &it->second.shared);
+		if (!err)
+			err = SpillReader(f, p).each([&](const SRec &r) {
 				const V &x = vs[key(r)];
 				return x.shared ? mark(x.first, r.seq) : 0;
 			});
-		done += f.bytes(p);
-		b->progress("sharing", done, total);
-		return err2;
-	};
-	for (size_t p = 0; !err && p < vals.parts(); p++)
-		err = S.leaves(vals, p, kTopBits, leaf_c, one_c);
-	if (!err)
-		err = groups.flush();
-	if (!err)
-		err = marks.flush();
-	if (err)
+		done_ += f.bytes(p);
+		b_->progress("sharing", done_, total_);
 		return err;
+	}
 
-	// Per leaf in order: its groups get their VALUES offsets (in order of
-	// first entry), their members' references go to the members' leaves
-	// (never an earlier one), and with its references complete the leaf's
-	// entries are placed (sizes only) to find where ENTRIES ends.
-	uint64_t vpos = 0, pos = L.entries_off;
-	std::vector<std::pair<uint64_t, uint64_t>> table; // group's first entry -> offset in VALUES
-	std::vector<uint8_t> buf;
-	static const uint8_t zero[8] = {0};
-	for (size_t q = 0; q < leaves; q++) {
-		if ((err = groups.load(q, buf)))
-			return err;
-		groups.release(q);
-		sorted_records(buf, v, [](const SRec *x, const SRec *y) { return x->h < y->h; });
-		table.clear();
-		for (const SRec *g : v) {
-			uint64_t at = align_up(vpos, 8);
-			if (at > vpos && (err = values.append_raw(0, zero, at - vpos)))
+	// Step 4, per leaf in order: its groups get their VALUES offsets (in
+	// order of first entry), their members' references go to the members'
+	// leaves (never an earlier one), and with its references complete the
+	// leaf's entries are placed (sizes only) to find where ENTRIES ends.
+	int place()
+	{
+		uint64_t vpos = 0, pos = L_.entries_off;
+		std::vector<std::pair<uint64_t, uint64_t>> table; // group's first entry -> offset in VALUES
+		int err = 0;
+		for (size_t q = 0; !err && q < leaves(); q++) {
+			if ((err = place_groups(q, vpos, table)) || (err = route_refs(q, table)))
 				return err;
-			if ((err = values.append_raw(0, g->data(), g->val_len)))
+			err = each_entry(q, [&](const SRec &r, bool shared, uint64_t) {
+				place_entry(pos, entry_size(r.key_len, r.type, r.val_len, shared));
+				return 0;
+			});
+			b_->progress("placing", q + 1, leaves());
+		}
+		if (err || (err = values_.flush()) || (err = refs_.flush()))
+			return err;
+		L_.entries_end = pos;
+		L_.values_off = align_up(L_.entries_end, 64);
+		L_.values_end = L_.values_off + vpos;
+		L_.file_size = align_up(L_.values_end, SHMKV_FILE_ALIGN);
+		if (L_.file_size > SHMKV_MAX_IMAGE_SIZE)
+			return b_->fail(SHMKV_ELIMIT, "image of %llu bytes exceeds the format limit of %llu",
+					(unsigned long long)L_.file_size,
+					(unsigned long long)SHMKV_MAX_IMAGE_SIZE);
+		return 0;
+	}
+	// Leaf q's groups to VALUES, in order of first entry, from vpos on.
+	int place_groups(size_t q, uint64_t &vpos, std::vector<std::pair<uint64_t, uint64_t>> &table)
+	{
+		static const uint8_t zero[8] = {0};
+		int err = groups_.load(q, buf_);
+		groups_.release(q);
+		if (err)
+			return err;
+		sorted_records(buf_, v_, [](const SRec *x, const SRec *y) { return x->h < y->h; });
+		table.clear();
+		for (const SRec *g : v_) {
+			uint64_t at = align_up(vpos, 8);
+			if (at > vpos && (err = values_.append_raw(0, zero, at - vpos)))
+				return err;
+			if ((err = values_.append_raw(0, g->data(), g->val_len)))
 				return err;
 			uint64_t sl = stored_len(g->type, g->val_len);
-			if (sl > g->val_len && (err = values.append_raw(0, zero, 1)))
+			if (sl > g->val_len && (err = values_.append_raw(0, zero, 1)))
 				return err;
 			table.push_back({g->h, at});
 			vpos = at + sl;
 		}
-		// streamed: a group's members may be millions
-		err = SpillReader(marks, q).each([&](const SRec &m) {
+		return 0;
+	}
+	// The members of leaf q's groups: a reference (the group's offset in
+	// VALUES) each, to the member's leaf. Streamed: a group's members may be
+	// millions.
+	int route_refs(size_t q, const std::vector<std::pair<uint64_t, uint64_t>> &table)
+	{
+		int err = SpillReader(marks_, q).each([&](const SRec &m) {
 			auto it = std::lower_bound(table.begin(), table.end(), std::make_pair(m.h, uint64_t(0)));
 			SRec r;
 			memset(&r, 0, sizeof r);
 			r.h = it->second;
 			r.seq = m.seq;
-			return refs.append(leaf_of(first, m.seq), r, nullptr, 0);
+			return refs_.append(leaf_of(first_, m.seq), r, nullptr, 0);
 		});
-		marks.release(q);
+		marks_.release(q);
+		return err;
+	}
+	// Calls fn(record, shared, its group's offset in VALUES) for each entry
+	// of leaf q in order; leaf q's references are complete.
+	template <typename F>
+	int each_entry(size_t q, F fn)
+	{
+		int err = refs_.load(q, buf_);
 		if (err)
 			return err;
-		if ((err = refs.load(q, buf)))
-			return err;
-		sorted_records(buf, v, [](const SRec *x, const SRec *y) { return x->seq < y->seq; });
+		sorted_records(buf_, v_, [](const SRec *x, const SRec *y) { return x->seq < y->seq; });
 		size_t si = 0;
-		uint64_t ord = first[q];
-		err = SpillReader(kept, q).each([&](const SRec &r) {
-			bool shared = si < v.size() && v[si]->seq == ord;
+		uint64_t ord = first_[q];
+		return SpillReader(kept_, q).each([&](const SRec &r) {
+			bool shared = si < v_.size() && v_[si]->seq == ord;
+			uint64_t ref = shared ? v_[si]->h : 0;
 			si += shared;
 			ord++;
-			place_entry(pos, entry_size(r.key_len, r.type, r.val_len, shared));
-			return 0;
+			return fn(r, shared, ref);
 		});
-		if (err)
-			return err;
-		b->progress("placing", q + 1, leaves);
 	}
-	if ((err = values.flush()) || (err = refs.flush()))
-		return err;
-	L.entries_end = pos;
-	L.values_off = align_up(L.entries_end, 64);
-	L.values_end = L.values_off + vpos;
-	L.file_size = align_up(L.values_end, SHMKV_FILE_ALIGN);
-	if (L.file_size > SHMKV_MAX_IMAGE_SIZE)
-		return b->fail(SHMKV_ELIMIT, "image of %llu bytes exceeds the format limit of %llu",
-			       (unsigned long long)L.file_size, (unsigned long long)SHMKV_MAX_IMAGE_SIZE);
 
-	// D: the image, to the output's temporary (or one in the spill
-	// directory for standard output): entries rendered in order with the
-	// index built alongside, VALUES copied, the index read back for its
-	// checksum, the header last.
-	bool to_stdout = strcmp(path, "-") == 0;
-	Target t;
-	int sfd = -1;
-	struct Closer {
-		int &fd;
-		~Closer()
-		{
-			if (fd >= 0)
-				close(fd);
-		}
-	} closer{sfd};
-	if (to_stdout) {
-		sfd = open_unnamed(b, S.dir);
-		if (sfd < 0)
-			return sfd;
-	} else if ((err = open_target(b, path, t))) {
-		return err;
-	}
-	int fd = to_stdout ? sfd : t.fd;
-	const char *shown = to_stdout ? "the temporary image" : t.shown.c_str();
-	Writer w(b, fd, shown);
-	shmkv_image_header h;
-	memset(&h, 0, sizeof h);
-	if ((err = w.pad_to(L.entries_off)) || (err = w.flush()))
-		return err;
-	StreamIndex ix(b, fd, L.bucket_count);
-	w.begin_section();
-	pos = L.entries_off;
-	std::vector<uint8_t> ent;
-	for (size_t q = 0; q < leaves; q++) {
-		if ((err = refs.load(q, buf)))
+	// Step 5: the image (write_sections(), write.cc) to the output's
+	// temporary, or to one in the spill directory for standard output:
+	// entries rendered in order with the index built alongside (StreamIndex),
+	// VALUES copied, the index read back for its checksum, the header last.
+	int write(const char *path)
+	{
+		bool to_stdout = strcmp(path, "-") == 0;
+		Target t;
+		if (to_stdout)
+			t.fd = open_unnamed(b_, S_.dir);
+		else if (int err = open_target(b_, path, t))
 			return err;
-		refs.release(q);
-		sorted_records(buf, v, [](const SRec *x, const SRec *y) { return x->seq < y->seq; });
-		size_t si = 0;
-		uint64_t ord = first[q];
-		err = SpillReader(kept, q).each([&](const SRec &r) {
-			bool shared = si < v.size() && v[si]->seq == ord;
-			uint64_t ref = shared ? L.values_off + v[si]->h : 0;
-			si += shared;
-			ord++;
-			uint64_t sz = entry_size(r.key_len, r.type, r.val_len, shared);
-			uint64_t at = place_entry(pos, sz);
-			ent.assign(sz, 0);
-			render_entry(ent.data(), r.type, r.data(), r.key_len, r.data() + r.key_len, r.val_len,
-				     shared, ref);
-			int e = w.pad_to(at);
-			if (!e)
-				e = w.put(ent.data(), sz);
-			if (!e)
-				e = ix.add(r.h, at);
-			return e;
-		});
-		kept.release(q);
+		if (t.fd < 0)
+			return t.fd;
+		const char *shown = to_stdout ? "the temporary image" : t.shown.c_str();
+		Writer w(b_, t.fd, shown);
+		StreamIndex ix(b_, t.fd, L_.bucket_count);
+		shmkv_image_header h;
+		memset(&h, 0, sizeof h);
+		int err = w.pad_to(L_.entries_off);
+		if (!err)
+			err = w.flush();
+		if (!err)
+			err = write_sections(
+				w, L_, h, [&] { return write_entries(w, ix); },
+				[&] {
+					return values_.stream(0, size_t(1) << 20, [&](const uint8_t *d, size_t k) {
+						return w.put_big(d, k);
+					});
+				});
+		if (!err)
+			err = ix.finish();
+		L_.max_probe = ix.max_probe;
+		uint64_t isum = 0;
+		uint64_t isize = L_.bucket_count * SHMKV_BUCKET_BYTES;
+		if (!err)
+			err = read_back_checksum(b_, t.fd, SHMKV_HEADER_SIZE, isize, &isum);
+		h.sections[0] = {SHMKV_SECTION_INDEX, 0, SHMKV_HEADER_SIZE, isize, isum};
+		if (!err)
+			err = write_header(b_, L_, t.fd, shown, h);
 		if (err)
 			return err;
-		b->progress("writing", q + 1, leaves);
+		b_->spill.reset(); // the spill files are gone before the image is published
+		if (to_stdout)
+			return copy_to_stdout(b_, t.fd, L_.file_size);
+		return commit_target(b_, t);
 	}
-	if ((err = w.pad_to(L.entries_end)))
-		return err;
-	h.sections[1] = {SHMKV_SECTION_ENTRIES, 0, L.entries_off, L.entries_end - L.entries_off,
-			 w.end_section()};
-	if ((err = w.pad_to(L.values_off)))
-		return err;
-	w.begin_section();
-	err = values.stream(0, size_t(1) << 20, [&](const uint8_t *d, size_t k) { return w.put_big(d, k); });
-	if (err)
-		return err;
-	h.sections[2] = {SHMKV_SECTION_VALUES, 0, L.values_off, L.values_end - L.values_off,
-			 w.end_section()};
-	if ((err = w.pad_to(L.file_size)) || (err = w.flush()) || (err = ix.finish()))
-		return err;
-	L.max_probe = ix.max_probe;
-	uint64_t isum = 0;
-	if ((err = read_back_checksum(b, fd, SHMKV_HEADER_SIZE, L.bucket_count * SHMKV_BUCKET_BYTES, &isum)))
-		return err;
-	h.sections[0] = {SHMKV_SECTION_INDEX, 0, SHMKV_HEADER_SIZE, L.bucket_count * SHMKV_BUCKET_BYTES,
-			 isum};
-	fill_header(b, L, h);
-	if (pwrite(fd, &h, sizeof h, 0) != (ssize_t)sizeof h)
-		return b->fail(-errno, "writing %s: %s", shown, strerror(errno));
-	b->spill.reset(); // the spill files are gone before the image is published
-	if (to_stdout)
-		return copy_to_stdout(b, fd, L.file_size);
-	return commit_target(b, t);
-}
+	// The entries in order, each slot added to the index as it is written.
+	int write_entries(Writer &w, StreamIndex &ix)
+	{
+		uint64_t pos = L_.entries_off;
+		std::vector<uint8_t> ent;
+		for (size_t q = 0; q < leaves(); q++) {
+			int err = each_entry(q, [&](const SRec &r, bool shared, uint64_t ref) {
+				uint64_t sz = entry_size(r.key_len, r.type, r.val_len, shared);
+				uint64_t at = place_entry(pos, sz);
+				ent.assign(sz, 0);
+				render_entry(ent.data(), r.type, r.data(), r.key_len, r.data() + r.key_len,
+					     r.val_len, shared, shared ? L_.values_off + ref : 0);
+				int e = w.pad_to(at);
+				if (!e)
+					e = w.put(ent.data(), sz);
+				return e ? e : ix.add(r.h, at);
+			});
+			refs_.release(q);
+			kept_.release(q);
+			if (err)
+				return err;
+			b_->progress("writing", q + 1, leaves());
+		}
+		return 0;
+	}
+};
 
 } // namespace
 
@@ -846,7 +896,7 @@ int spill_finish(shmkv_builder *b, const char *path, shmkv_build_stats *st)
 	uint64_t records = b->seq0 + b->recs.size();
 	try {
 		if (!err)
-			err = spill_build(b, path, L);
+			err = SpillBuild(b, L).run(path);
 	} catch (const std::bad_alloc &) {
 		err = b->fail(-ENOMEM, "%s: out of memory while spilling", path);
 	}
