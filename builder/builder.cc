@@ -457,6 +457,31 @@ struct WindowProgress {
 	}
 };
 
+// A pipe is read whole and parsed in parallel, as without a limit, as long
+// as its in-memory build fits: *whole when it was, else the windows go on
+// from the have bytes in buf.
+int read_pipe_start(shmkv_builder *b, int fd, const char *path, std::vector<char> &buf,
+		    size_t &have, bool *whole)
+{
+	for (;;) {
+		if (have == buf.size()) {
+			if (inmem_estimate(b, have) + buf.size() > b->mem_limit) // and the next buffer
+				return 0;
+			buf.resize(buf.size() * 2);
+		}
+		ssize_t n = read(fd, buf.data() + have, buf.size() - have);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return b->fail(-errno, "%s: read: %s", path, strerror(errno));
+		if (n == 0) {
+			*whole = true;
+			return 0;
+		}
+		have += (size_t)n;
+	}
+}
+
 // Reads the input with read() in windows of whole lines and parses each on
 // this thread: the memory it takes is one window, whatever the input's size
 // (a mapped file's pages would count in the process's memory). Records go
@@ -497,26 +522,13 @@ int add_file_windowed(shmkv_builder *b, const char *path, int format, unsigned t
 	try {
 		buf.resize(win);
 		if (!S_ISREG(st.st_mode) && !b->spill) {
-			// a pipe: read whole and parsed in parallel, as without a limit,
-			// as long as its in-memory build fits; windows from where it stops
-			for (;;) {
-				if (have == buf.size()) {
-					if (inmem_estimate(b, have) + buf.size() > b->mem_limit) // and the next buffer
-						break;
-					buf.resize(buf.size() * 2);
-				}
-				ssize_t n = read(fd, buf.data() + have, buf.size() - have);
-				if (n < 0 && errno == EINTR)
-					continue;
-				if (n < 0)
-					return b->fail(-errno, "%s: read: %s", path, strerror(errno));
-				if (n == 0) {
-					Input in;
-					in.data = buf.data();
-					in.size = have;
-					return parse_input(b, in, format, tsv_type, first_input);
-				}
-				have += (size_t)n;
+			bool whole = false;
+			err = read_pipe_start(b, fd, path, buf, have, &whole);
+			if (err || whole) {
+				Input in;
+				in.data = buf.data();
+				in.size = have;
+				return err ? err : parse_input(b, in, format, tsv_type, first_input);
 			}
 		}
 		while (!eof || have) {
