@@ -68,14 +68,19 @@ unsigned shmkv_build::default_threads()
 	return n < 1 ? 1 : n > 64 ? 64 : (unsigned)n;
 }
 
-int shmkv_builder::fail(int code, const char *fmt, ...)
+std::string shmkv_build::vformat(const char *fmt, va_list ap)
 {
 	char buf[1024];
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	return buf;
+}
+
+int shmkv_builder::fail(int code, const char *fmt, ...)
+{
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(buf, sizeof buf, fmt, ap);
+	err = vformat(fmt, ap);
 	va_end(ap);
-	err = buf;
 	return code;
 }
 

@@ -155,12 +155,10 @@ private:
 
 	bool fail(const char *fmt, ...) __attribute__((format(printf, 2, 3)))
 	{
-		char buf[1024];
 		va_list ap;
 		va_start(ap, fmt);
-		vsnprintf(buf, sizeof buf, fmt, ap);
+		why_ = vformat(fmt, ap);
 		va_end(ap);
-		why_ = buf;
 		return false;
 	}
 	bool ok(error_code e)
@@ -249,17 +247,23 @@ private:
 			return fail("type i64 needs an integer, got %s", json_type_name(jt));
 		return number(v, jt, "an i64", &raw, &d) && parse_i64(raw, x);
 	}
+	// A float written as a string: "inf", "-inf", "nan", "nan:0x<bits>".
+	template <typename F>
+	bool special(ondemand::value v, F *x)
+	{
+		std::string_view s;
+		if (!str(v, &s))
+			return false;
+		if (parse_special(s, x))
+			return true;
+		return fail("\"%.*s\" is not a number (strings allowed for floats: \"inf\", "
+			    "\"-inf\", \"nan\", \"nan:0x<%zu hex digits>\")", (int)s.size(), s.data(),
+			    2 * sizeof(F));
+	}
 	bool f64(ondemand::value v, ondemand::json_type jt, double *x)
 	{
-		if (jt == ondemand::json_type::string) {
-			std::string_view s;
-			if (!ok(v.get_string().get(s)))
-				return false;
-			if (parse_special_f64(s, x))
-				return true;
-			return fail("\"%.*s\" is not a number (strings allowed for floats: \"inf\", "
-				    "\"-inf\", \"nan\", \"nan:0x<16 hex digits>\")", (int)s.size(), s.data());
-		}
+		if (jt == ondemand::json_type::string)
+			return special(v, x);
 		std::string_view raw;
 		if (!number(v, jt, "a float", &raw, x))
 			return false;
@@ -268,15 +272,8 @@ private:
 	}
 	bool f32(ondemand::value v, ondemand::json_type jt, float *x)
 	{
-		if (jt == ondemand::json_type::string) {
-			std::string_view s;
-			if (!ok(v.get_string().get(s)))
-				return false;
-			if (parse_special_f32(s, x))
-				return true;
-			return fail("\"%.*s\" is not a number (strings allowed for floats: \"inf\", "
-				    "\"-inf\", \"nan\", \"nan:0x<8 hex digits>\")", (int)s.size(), s.data());
-		}
+		if (jt == ondemand::json_type::string)
+			return special(v, x);
 		std::string_view raw;
 		double d;
 		if (!number(v, jt, "a float", &raw, &d))

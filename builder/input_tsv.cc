@@ -106,6 +106,17 @@ bool parse_f32(std::string_view s, bool lossy, float *x, std::string &why)
 	return number_to_f32(t, d, lossy, x, why);
 }
 
+// A field parsed by parse into its 8 bytes.
+template <typename T, typename P>
+bool scalar(std::string_view field, P parse, std::string &enc, std::string &why)
+{
+	T x;
+	if (!parse(field, &x, why))
+		return false;
+	enc.assign((const char *)&x, sizeof x);
+	return true;
+}
+
 // Encodes one TSV value field as type.
 bool encode_field(std::string_view field, unsigned type, bool lossy_f32, std::string &enc,
 		  std::string &why)
@@ -136,20 +147,8 @@ bool encode_field(std::string_view field, unsigned type, bool lossy_f32, std::st
 			return false;
 		}
 		return true;
-	case SHMKV_TYPE_I64: {
-		int64_t x;
-		if (!parse_i64(field, &x, why))
-			return false;
-		enc.assign((const char *)&x, 8);
-		return true;
-	}
-	case SHMKV_TYPE_F64: {
-		double x;
-		if (!parse_f64(field, &x, why))
-			return false;
-		enc.assign((const char *)&x, 8);
-		return true;
-	}
+	case SHMKV_TYPE_I64: return scalar<int64_t>(field, parse_i64, enc, why);
+	case SHMKV_TYPE_F64: return scalar<double>(field, parse_f64, enc, why);
 	default: break;
 	}
 	// lists

@@ -91,6 +91,9 @@ inline uint64_t align_up(uint64_t x, uint64_t a)
 	return (x + a - 1) & ~(a - 1);
 }
 
+// printf into a string, for messages (at most 1023 bytes).
+std::string vformat(const char *fmt, va_list ap);
+
 // Printable, bounded rendering of a key for messages.
 std::string show_key(const uint8_t *key, size_t len);
 
@@ -105,6 +108,8 @@ std::string encode_strlist(const std::vector<std::string> &items);
 // for non-finite floats). bits_width is 32 or 64. Returns false if s is none.
 bool parse_special_f64(std::string_view s, double *out);
 bool parse_special_f32(std::string_view s, float *out);
+inline bool parse_special(std::string_view s, double *out) { return parse_special_f64(s, out); }
+inline bool parse_special(std::string_view s, float *out) { return parse_special_f32(s, out); }
 
 // Numbers stored as floats, without silent loss (builder/README.md, "Types").
 // t is the number's text, d its nearest f64.

@@ -150,6 +150,21 @@ void scan_duplicates(size_t n, int policy, DupScan &d, Same same, Seq seq, Keep 
 	}
 }
 
+// Loops over entries (hash order) read records (input order) at random:
+// entry k fetches the record of entry k + 16 and the bytes of entry k + 8
+// (from its key, or from its value where only the value is read).
+inline void prefetch_ahead(const Records &R, const std::vector<uint32_t> &order, size_t k,
+			   size_t m, bool key)
+{
+	if (k + 16 < m)
+		__builtin_prefetch(&R[order[k + 16]]);
+	if (k + 8 < m) {
+		const Record &p = R[order[k + 8]];
+		__builtin_prefetch(key ? p.key : p.val);
+		__builtin_prefetch(p.val + p.val_len - 1);
+	}
+}
+
 // The duplicate-key error: where the second record is, its key, where the first is.
 int dup_error(shmkv_builder *b, const std::string &second, const std::string &key,
 	      const std::string &first, uint64_t dup_keys);

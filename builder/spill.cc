@@ -328,18 +328,10 @@ private:
 	{
 		uint64_t k = std::min(upto, hi()) - lo_;
 		if (k) {
-			const uint8_t *p = (const uint8_t *)slots_.data();
-			uint64_t left = k * SHMKV_BUCKET_BYTES, off = SHMKV_HEADER_SIZE + lo_ * SHMKV_BUCKET_BYTES;
-			while (left) {
-				ssize_t w = pwrite(fd_, p, left, (off_t)off);
-				if (w < 0 && errno == EINTR)
-					continue;
-				if (w < 0)
-					return b_->fail(-errno, "writing the index: %s", strerror(errno));
-				p += w;
-				off += (uint64_t)w;
-				left -= (uint64_t)w;
-			}
+			int err = write_all(fd_, slots_.data(), k * SHMKV_BUCKET_BYTES,
+					    (off_t)(SHMKV_HEADER_SIZE + lo_ * SHMKV_BUCKET_BYTES));
+			if (err)
+				return b_->fail(err, "writing the index: %s", strerror(-err));
 			fill_.erase(fill_.begin(), fill_.begin() + (ptrdiff_t)k);
 			slots_.erase(slots_.begin(), slots_.begin() + (ptrdiff_t)(k * SHMKV_BUCKET_SLOTS));
 		}
@@ -414,14 +406,9 @@ int copy_to_stdout(shmkv_builder *b, int fd, uint64_t size)
 		if (n <= 0)
 			return b->fail(n < 0 ? -errno : -EIO, "reading the image back: %s",
 				       n < 0 ? strerror(errno) : "short read");
-		for (ssize_t at = 0; at < n;) {
-			ssize_t w = write(STDOUT_FILENO, buf.data() + at, (size_t)(n - at));
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w < 0)
-				return b->fail(-errno, "writing standard output: %s", strerror(errno));
-			at += w;
-		}
+		int err = write_all(STDOUT_FILENO, buf.data(), (size_t)n);
+		if (err)
+			return b->fail(err, "writing standard output: %s", strerror(-err));
 		off += (uint64_t)n;
 	}
 	return 0;

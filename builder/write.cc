@@ -33,14 +33,7 @@ void render_entries(const shmkv_builder *b, const Layout &L, size_t k0, size_t k
 	uint64_t base = L.entry_off[k0];
 	memset(buf, 0, end - base);
 	for (size_t k = k0; k < k1; k++) {
-		// entries come in hash order, records in input order: fetch ahead
-		if (k + 16 < k1)
-			__builtin_prefetch(&R[L.order[k + 16]]);
-		if (k + 8 < k1) {
-			const Record &p = R[L.order[k + 8]];
-			__builtin_prefetch(p.key);
-			__builtin_prefetch(p.val + p.val_len - 1);
-		}
+		prefetch_ahead(R, L.order, k, k1, true);
 		const Record &r = R[L.order[k]];
 		bool shared = L.group[k] != kInline;
 		render_entry(buf + (L.entry_off[k] - base), r.type, r.key, r.key_len, r.val, r.val_len,

@@ -352,13 +352,8 @@ void print_summary(const char *out, const shmkv_build_stats *s, double seconds)
 		json_u64(w, "buckets", s->bucket_count);
 		json_stat(w, "load_factor", s->load_factor);
 		json_u64(w, "max_probe", s->max_probe);
-		json_name(w, "dedup");
-		json_obj_begin(w, NULL);
-		json_u64(w, "value_bytes_logical", s->value_bytes_logical);
-		json_u64(w, "shared_values", s->dedup_values);
-		json_u64(w, "shared_refs", s->dedup_refs);
-		json_u64(w, "saved_bytes", s->dedup_saved_bytes);
-		json_obj_end(w);
+		json_dedup(w, s->value_bytes_logical, s->dedup_values, s->dedup_refs,
+			   s->dedup_saved_bytes);
 		json_stat(w, "seconds", seconds);
 		json_obj_end(w);
 		return;

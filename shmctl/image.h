@@ -26,6 +26,11 @@ bool parse_size(const char *s, unsigned long long *out);
  * (0: none), or false with a usage message printed. */
 bool memory_limit_arg(const char *verb, const char *arg, unsigned long long *out);
 
+/* The "dedup" member of build's and inspect's JSON (image_inspect.c). */
+struct json;
+void json_dedup(struct json *w, uint64_t logical, uint64_t values, uint64_t refs,
+		uint64_t saved);
+
 /* A key as messages show it: JSON-quoted if UTF-8, else base64:"..." (malloc'd;
  * NULL when out of memory). image_read.c. */
 char *key_text(const void *key, size_t len);

@@ -82,6 +82,18 @@ static double ratio(uint64_t a, uint64_t b)
 	return b ? (double)a / (double)b : 0.0;
 }
 
+void json_dedup(struct json *w, uint64_t logical, uint64_t values, uint64_t refs,
+		uint64_t saved)
+{
+	json_name(w, "dedup");
+	json_obj_begin(w, NULL);
+	json_u64(w, "value_bytes_logical", logical);
+	json_u64(w, "shared_values", values);
+	json_u64(w, "shared_refs", refs);
+	json_u64(w, "saved_bytes", saved);
+	json_obj_end(w);
+}
+
 static void print_json(const char *path, const shmkv_image_header *h, const struct stats *st)
 {
 	struct json *w = &json_out;
@@ -135,13 +147,7 @@ static void print_json(const char *path, const shmkv_image_header *h, const stru
 	for (uint32_t d = 0; d < st->probe_len; d++)
 		json_u64(w, NULL, st->probe[d]);
 	json_arr_end(w);
-	json_name(w, "dedup");
-	json_obj_begin(w, NULL);
-	json_u64(w, "value_bytes_logical", h->value_bytes_logical);
-	json_u64(w, "shared_values", h->dedup_values);
-	json_u64(w, "shared_refs", h->dedup_refs);
-	json_u64(w, "saved_bytes", h->dedup_saved_bytes);
-	json_obj_end(w);
+	json_dedup(w, h->value_bytes_logical, h->dedup_values, h->dedup_refs, h->dedup_saved_bytes);
 	json_obj_end(w);
 }
 
