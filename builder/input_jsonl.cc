@@ -133,17 +133,11 @@ public:
 		}
 		case SHMKV_TYPE_I64: {
 			int64_t x = 0;
-			if (!int64(v, jt, &x))
-				return false;
-			enc.assign((const char *)&x, 8);
-			return true;
+			return int64(v, jt, &x) && bytes_of(x, enc);
 		}
 		case SHMKV_TYPE_F64: {
 			double x = 0;
-			if (!f64(v, jt, &x))
-				return false;
-			enc.assign((const char *)&x, 8);
-			return true;
+			return f64(v, jt, &x) && bytes_of(x, enc);
 		}
 		default: return typed_list(v, jt, type, enc, out_type);
 		}
@@ -153,6 +147,12 @@ private:
 	std::string &why_;
 	bool lossy_f32_;
 
+	template <typename T>
+	static bool bytes_of(const T &x, std::string &enc)
+	{
+		enc.assign((const char *)&x, sizeof x);
+		return true;
+	}
 	bool fail(const char *fmt, ...) __attribute__((format(printf, 2, 3)))
 	{
 		va_list ap;
@@ -293,6 +293,16 @@ private:
 		std::string inner = why_;
 		return fail("element %zu: %s", i, inner.c_str());
 	}
+	// A list element parsed by parse, appended (0 if it failed: the list fails).
+	template <typename T>
+	bool element(bool (ValueParser::*parse)(ondemand::value, ondemand::json_type, T *),
+		     ondemand::value ev, ondemand::json_type et, std::string &enc)
+	{
+		T x = 0;
+		bool good = (this->*parse)(ev, et, &x);
+		enc.append((const char *)&x, sizeof x);
+		return good;
+	}
 	// A list with a "type".
 	bool typed_list(ondemand::value v, ondemand::json_type jt, unsigned type, std::string &enc,
 			unsigned *out_type)
@@ -313,24 +323,9 @@ private:
 				return element_failed(i);
 			bool good = true;
 			switch (type) {
-			case SHMKV_TYPE_F32LIST: {
-				float f = 0;
-				good = f32(ev, et, &f);
-				enc.append((const char *)&f, 4);
-				break;
-			}
-			case SHMKV_TYPE_F64LIST: {
-				double d = 0;
-				good = f64(ev, et, &d);
-				enc.append((const char *)&d, 8);
-				break;
-			}
-			case SHMKV_TYPE_I64LIST: {
-				int64_t x = 0;
-				good = int64(ev, et, &x);
-				enc.append((const char *)&x, 8);
-				break;
-			}
+			case SHMKV_TYPE_F32LIST: good = element<float>(&ValueParser::f32, ev, et, enc); break;
+			case SHMKV_TYPE_F64LIST: good = element<double>(&ValueParser::f64, ev, et, enc); break;
+			case SHMKV_TYPE_I64LIST: good = element<int64_t>(&ValueParser::int64, ev, et, enc); break;
 			case SHMKV_TYPE_STRLIST: {
 				std::string_view s;
 				if (et != ondemand::json_type::string)
@@ -435,6 +430,27 @@ private:
 	}
 };
 
+error_code number_of(ondemand::value v, uint64_t *x)
+{
+	return v.get_uint64().get(*x);
+}
+
+error_code number_of(ondemand::value v, int64_t *x)
+{
+	return v.get_int64().get(*x);
+}
+
+// A numeric meta field, stored in *field if set (the caller did not fix it).
+template <typename T>
+error_code meta_number(ondemand::value v, bool set, T *field)
+{
+	T x = 0;
+	error_code e = number_of(v, &x);
+	if (!e && set)
+		*field = x;
+	return e;
+}
+
 // Applies {"shmkv_meta": {...}} to options the caller did not fix.
 bool apply_meta(shmkv_builder *b, ondemand::value mv, std::string &why)
 {
@@ -483,20 +499,11 @@ bool apply_meta(shmkv_builder *b, ondemand::value mv, std::string &why)
 				memcpy(o.name, s.data(), s.size());
 			}
 		} else if (k == "seed") {
-			uint64_t x;
-			e = v.get_uint64().get(x);
-			if (!e && !(o.fixed & SHMKV_OPT_SEED))
-				o.seed = x;
+			e = meta_number(v, !(o.fixed & SHMKV_OPT_SEED), &o.seed);
 		} else if (k == "created") {
-			int64_t x = 0;
-			e = v.get_int64().get(x);
-			if (!e && !(o.fixed & SHMKV_OPT_CREATED))
-				o.created = x;
+			e = meta_number(v, !(o.fixed & SHMKV_OPT_CREATED), &o.created);
 		} else if (k == "buckets") {
-			uint64_t x;
-			e = v.get_uint64().get(x);
-			if (!e && !(o.fixed & SHMKV_OPT_BUCKETS))
-				o.buckets = x;
+			e = meta_number(v, !(o.fixed & SHMKV_OPT_BUCKETS), &o.buckets);
 		} else if (k == "hash_bits") {
 			uint64_t x;
 			e = v.get_uint64().get(x);
@@ -671,21 +678,8 @@ private:
 int add_jsonl(shmkv_builder *b, const char *data, size_t size, bool first_input, uint64_t line0)
 {
 	JsonlReader reader(b);
-	uint64_t line_no = line0;
 	bool saw_line = false;
-	size_t next_progress = 0;
-	for (size_t off = 0; off < size;) {
-		const char *nl = (const char *)memchr(data + off, '\n', size - off);
-		size_t len = (nl ? (size_t)(nl - (data + off)) : size - off);
-		const char *line = data + off;
-		off += len + (nl != nullptr);
-		b->cur_line = ++line_no;
-		if (b->line_max && len > b->line_max)
-			return b->line_too_long(len, true);
-		if (off >= next_progress) {
-			b->progress("reading", off, size);
-			next_progress = off + (size_t(1) << 22);
-		}
+	return each_line(b, data, size, line0, [&](const char *line, size_t len) {
 		size_t k = 0;
 		while (k < len && (line[k] == ' ' || line[k] == '\t' || line[k] == '\r'))
 			k++;
@@ -695,14 +689,11 @@ int add_jsonl(shmkv_builder *b, const char *data, size_t size, bool first_input,
 				       "start with one; were files concatenated?): remove it, e.g. "
 				       "sed -i 's/^\\xEF\\xBB\\xBF//' FILE", b->here().c_str());
 		if (k == len)
-			continue; // blank line
+			return 0; // blank line
 		int err = reader.line(line, len, first_input, !saw_line);
 		saw_line = true;
-		if (err)
-			return err;
-	}
-	b->progress("reading", size, size);
-	return 0;
+		return err;
+	});
 }
 
 } // namespace shmkv_build

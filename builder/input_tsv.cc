@@ -187,27 +187,15 @@ int add_tsv(shmkv_builder *b, const char *data, size_t size, unsigned type, uint
 {
 	std::string enc, why;
 	std::vector<std::string> key;
-	uint64_t line_no = line0;
-	size_t next_progress = 0;
-	for (size_t off = 0; off < size;) {
-		const char *nl = (const char *)memchr(data + off, '\n', size - off);
-		size_t len = nl ? (size_t)(nl - (data + off)) : size - off;
-		std::string_view line(data + off, len);
-		off += len + (nl != nullptr);
-		b->cur_line = ++line_no;
-		if (b->line_max && len > b->line_max)
-			return b->line_too_long(len, true);
-		if (off >= next_progress) {
-			b->progress("reading", off, size);
-			next_progress = off + (size_t(1) << 22);
-		}
+	auto bad = [&](const std::string &msg) {
+		return b->fail(SHMKV_EINPUT, "%s: %s", b->here().c_str(), msg.c_str());
+	};
+	return each_line(b, data, size, line0, [&](const char *text, size_t len) {
+		std::string_view line(text, len);
 		if (!line.empty() && line.back() == '\r')
 			line.remove_suffix(1);
 		if (line.empty())
-			continue;
-		auto bad = [&](const std::string &msg) {
-			return b->fail(SHMKV_EINPUT, "%s: %s", b->here().c_str(), msg.c_str());
-		};
+			return 0;
 		size_t tab = line.find('\t');
 		if (tab == std::string_view::npos)
 			return bad("no TAB between key and value");
@@ -222,12 +210,8 @@ int add_tsv(shmkv_builder *b, const char *data, size_t size, unsigned type, uint
 		if (!encode_field(line.substr(tab + 1), type, b->opt.lossy_f32 != 0, enc, why))
 			return bad("key " + show_key((const uint8_t *)key[0].data(), key[0].size()) + ": " +
 				   why);
-		int err = shmkv_builder_add(b, key[0].data(), key[0].size(), type, enc.data(), enc.size());
-		if (err)
-			return err;
-	}
-	b->progress("reading", size, size);
-	return 0;
+		return shmkv_builder_add(b, key[0].data(), key[0].size(), type, enc.data(), enc.size());
+	});
 }
 
 } // namespace shmkv_build

@@ -3,6 +3,7 @@
 
 #include <cstdarg>
 #include <cstdint>
+#include <cstring>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <memory>
@@ -205,6 +206,33 @@ int add_jsonl(shmkv_builder *b, const char *data, size_t size, bool first_input,
 // The error for a record of another part: where, the key, its bucket and part.
 int part_error(shmkv_builder *b, const std::string &where, const uint8_t *key, size_t key_len);
 int add_tsv(shmkv_builder *b, const char *data, size_t size, unsigned type, uint64_t line0);
+// Calls fn(line, len) for each line of [data, data + size), without its
+// newline, once every input's per-line steps are done: b->cur_line is its
+// number (after line0), the line cap checked, "reading" progress reported.
+// Returns fn's first error, or 0.
+template <typename F>
+int each_line(shmkv_builder *b, const char *data, size_t size, uint64_t line0, F fn)
+{
+	size_t next_progress = 0;
+	for (size_t off = 0; off < size;) {
+		const char *nl = (const char *)memchr(data + off, '\n', size - off);
+		size_t len = nl ? (size_t)(nl - (data + off)) : size - off;
+		const char *line = data + off;
+		off += len + (nl != nullptr);
+		b->cur_line = ++line0;
+		if (b->line_max && len > b->line_max)
+			return b->line_too_long(len, true);
+		if (off >= next_progress) {
+			b->progress("reading", off, size);
+			next_progress = off + (size_t(1) << 22);
+		}
+		if (int err = fn(line, len))
+			return err;
+	}
+	b->progress("reading", size, size);
+	return 0;
+}
+
 // The longest input line the builder reads (builder/README.md, "Memory"): a
 // line's parse takes up to kLineCost times its length (copies, the parser's
 // indexes, a list's elements), and it must fit in a part of the memory

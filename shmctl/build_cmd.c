@@ -102,22 +102,63 @@ static int input_format(const struct build_args *a, const char *path)
 #define GO_ON (-1)
 #define NOT_MINE (-2)
 
+/* The index of arg in words (NULL-terminated), or -1. */
+static int word_index(const char *arg, const char *const *words)
+{
+	for (int k = 0; words[k]; k++)
+		if (!strcmp(arg, words[k]))
+			return k;
+	return -1;
+}
+
 /* Where the records come from and where the image goes: -o, --format, --type. */
 static int input_opt(int c, struct build_args *a)
 {
 	switch (c) {
 	case 'o': a->out = optarg; return GO_ON;
-	case OPT_FORMAT:
-		if (!strcmp(optarg, "jsonl"))
-			a->format = SHMKV_INPUT_JSONL;
-		else if (!strcmp(optarg, "tsv"))
-			a->format = SHMKV_INPUT_TSV;
-		else
+	case OPT_FORMAT: {
+		static const char *const formats[] = {"jsonl", "tsv", NULL};
+		int k = word_index(optarg, formats);
+		if (k < 0)
 			return BAD("--format %s: expected jsonl or tsv", optarg);
+		a->format = k == 0 ? SHMKV_INPUT_JSONL : SHMKV_INPUT_TSV;
 		return GO_ON;
+	}
 	case OPT_TYPE:
 		if (!(a->tsv_type = type_by_name(optarg)))
 			return BAD("--type %s: not a value type", optarg);
+		return GO_ON;
+	}
+	return NOT_MINE;
+}
+
+/* The unsigned options that fix a field of the header (SHMKV_OPT_*, which a
+ * meta line then leaves): what each takes, and where it goes. */
+static int fixed_number_opt(int c, shmkv_build_options *o)
+{
+	static const struct {
+		int opt;
+		unsigned bit;
+		const char *name, *want;
+		unsigned long long min, max;
+	} nums[] = {
+		{OPT_SEED, SHMKV_OPT_SEED, "--seed", "an unsigned 64-bit number", 0, ULLONG_MAX},
+		{OPT_BUCKETS, SHMKV_OPT_BUCKETS, "--buckets", "a count of at least 1", 1, ULLONG_MAX},
+		{OPT_HASH_BITS, SHMKV_OPT_HASH_BITS, "--hash-bits", "1..64", 1, 64},
+	};
+	for (size_t k = 0; k < sizeof nums / sizeof nums[0]; k++) {
+		unsigned long long u;
+		if (nums[k].opt != c)
+			continue;
+		if (!parse_u64(optarg, &u) || u < nums[k].min || u > nums[k].max)
+			return BAD("%s %s: expected %s", nums[k].name, optarg, nums[k].want);
+		if (c == OPT_SEED)
+			o->seed = u;
+		else if (c == OPT_BUCKETS)
+			o->buckets = u;
+		else
+			o->hash_bits = (unsigned)u;
+		o->fixed |= nums[k].bit;
 		return GO_ON;
 	}
 	return NOT_MINE;
@@ -128,42 +169,25 @@ static int input_opt(int c, struct build_args *a)
 static int image_opt(int c, struct build_args *a)
 {
 	shmkv_build_options *o = &a->o;
-	unsigned long long u;
 	long long i;
 	switch (c) {
-	case OPT_ON_DUP:
-		if (!strcmp(optarg, "error"))
-			o->on_duplicate = SHMKV_DUP_ERROR;
-		else if (!strcmp(optarg, "first"))
-			o->on_duplicate = SHMKV_DUP_FIRST;
-		else if (!strcmp(optarg, "last"))
-			o->on_duplicate = SHMKV_DUP_LAST;
-		else
+	case OPT_ON_DUP: { /* in the order of enum shmkv_on_duplicate */
+		static const char *const dups[] = {"error", "first", "last", NULL};
+		if ((o->on_duplicate = word_index(optarg, dups)) < 0)
 			return BAD("--on-duplicate %s: expected error, first or last", optarg);
 		return GO_ON;
+	}
 	case OPT_NAME:
 		if (strlen(optarg) > SHMKV_NAME_MAX)
 			return BAD("--name is %zu bytes, at most %u", strlen(optarg), SHMKV_NAME_MAX);
 		snprintf(o->name, sizeof o->name, "%s", optarg);
 		o->fixed |= SHMKV_OPT_NAME;
 		return GO_ON;
-	case OPT_SEED:
-		if (!parse_u64(optarg, &u))
-			return BAD("--seed %s: expected an unsigned 64-bit number", optarg);
-		o->seed = u;
-		o->fixed |= SHMKV_OPT_SEED;
-		return GO_ON;
 	case OPT_CREATED:
 		if (!parse_i64(optarg, &i))
 			return BAD("--created %s: expected seconds since 1970", optarg);
 		o->created = i;
 		o->fixed |= SHMKV_OPT_CREATED;
-		return GO_ON;
-	case OPT_BUCKETS:
-		if (!parse_u64(optarg, &u) || u == 0)
-			return BAD("--buckets %s: expected a count of at least 1", optarg);
-		o->buckets = u;
-		o->fixed |= SHMKV_OPT_BUCKETS;
 		return GO_ON;
 	case OPT_LOAD_FACTOR:
 		if (!parse_double(optarg, &o->load_factor) || !(o->load_factor > 0) ||
@@ -175,12 +199,6 @@ static int image_opt(int c, struct build_args *a)
 	case OPT_NO_DEDUP:
 		o->dedup = 0;
 		o->fixed |= SHMKV_OPT_DEDUP;
-		return GO_ON;
-	case OPT_HASH_BITS:
-		if (!parse_u64(optarg, &u) || u < 1 || u > 64)
-			return BAD("--hash-bits %s: expected 1..64", optarg);
-		o->hash_bits = (unsigned)u;
-		o->fixed |= SHMKV_OPT_HASH_BITS;
 		return GO_ON;
 	}
 	return NOT_MINE;
@@ -264,7 +282,7 @@ static int parse_args(int argc, char **argv, struct build_args *a)
 {
 	static const struct option opts[] = {
 		VERB_LONGOPTS,
-		{"output", required_argument, NULL, 'o'},
+		IMAGE_WRITE_LONGOPTS,
 		{"format", required_argument, NULL, OPT_FORMAT},
 		{"type", required_argument, NULL, OPT_TYPE},
 		{"on-duplicate", required_argument, NULL, OPT_ON_DUP},
@@ -276,11 +294,8 @@ static int parse_args(int argc, char **argv, struct build_args *a)
 		{"no-dedup", no_argument, NULL, OPT_NO_DEDUP},
 		{"lossy-f32", no_argument, NULL, OPT_LOSSY_F32},
 		{"hash-bits", required_argument, NULL, OPT_HASH_BITS}, /* tests only */
-		{"threads", required_argument, NULL, OPT_THREADS},
 		{"part", required_argument, NULL, OPT_PART},
 		{"filter-part", no_argument, NULL, OPT_FILTER_PART},
-		{"memory-limit", required_argument, NULL, OPT_MEMORY_LIMIT},
-		{"tmpdir", required_argument, NULL, OPT_TMPDIR},
 		{NULL, 0, NULL, 0},
 	};
 	memset(a, 0, sizeof *a);
@@ -292,6 +307,8 @@ static int parse_args(int argc, char **argv, struct build_args *a)
 	int c;
 	while ((c = getopt_long(argc, argv, VERB_SHORTOPTS "o:", opts, NULL)) != -1) {
 		int rc = input_opt(c, a);
+		if (rc == NOT_MINE)
+			rc = fixed_number_opt(c, &a->o);
 		if (rc == NOT_MINE)
 			rc = image_opt(c, a);
 		if (rc == NOT_MINE)

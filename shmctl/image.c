@@ -136,6 +136,20 @@ int image_padding_check(const char *path, char *why, size_t len)
 	return SHMKV_ECORRUPT;
 }
 
+int image_file_verb(int argc, char **argv, int (*fn)(const char *path, shmkv *db))
+{
+	int rc = image_simple_args(argc, argv, 1, "FILE");
+	if (rc >= 0)
+		return rc;
+	const char *path = argv[optind];
+	shmkv *db;
+	if ((rc = image_open(path, 0, &db)))
+		return rc;
+	rc = fn(path, db);
+	shmkv_close(db);
+	return rc;
+}
+
 int image_open(const char *path, unsigned flags, shmkv **db)
 {
 	char why[512], msg[1024];

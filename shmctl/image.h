@@ -13,6 +13,13 @@ int image_help(int argc, char **argv);
 int do_image_build(int argc, char **argv);
 int do_image_join(int argc, char **argv);
 
+/* The long options build and join share: the output and how they run (each
+ * verb's own enum names OPT_THREADS, OPT_MEMORY_LIMIT and OPT_TMPDIR). */
+#define IMAGE_WRITE_LONGOPTS                                                                      \
+	{"output", required_argument, NULL, 'o'}, {"threads", required_argument, NULL, OPT_THREADS}, \
+	{"memory-limit", required_argument, NULL, OPT_MEMORY_LIMIT},                                \
+	{"tmpdir", required_argument, NULL, OPT_TMPDIR}
+
 /* build_cmd.c, shared with join_cmd.c */
 struct shmkv_builder;
 struct shmkv_build_stats;
@@ -48,6 +55,10 @@ int image_simple_args(int argc, char **argv, int nargs, const char *usage);
 /* Opens an image: 0, or reports "FILE: why" and returns EXIT_USAGE
  * (verify opens by itself: it maps image problems to EXIT_NEGATIVE). */
 int image_open(const char *path, unsigned flags, shmkv **db);
+
+/* A verb whose one argument is an image (inspect, dump): its options, the
+ * image opened, fn's exit code, the image closed. */
+int image_file_verb(int argc, char **argv, int (*fn)(const char *path, shmkv *db));
 
 /* SHMKV_ECORRUPT with why set when the header declares far more padding
  * outside its sections than alignment needs (more than 1 MiB: reading it

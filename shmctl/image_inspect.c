@@ -207,15 +207,9 @@ static void print_plain(const char *path, const shmkv_image_header *h, const str
 	       100.0 * ratio(h->dedup_saved_bytes, h->value_bytes_logical));
 }
 
-int do_image_inspect(int argc, char **argv)
+static int inspect_file(const char *path, shmkv *db)
 {
-	int rc = image_simple_args(argc, argv, 1, "FILE");
-	if (rc >= 0)
-		return rc;
-	const char *path = argv[optind];
-	shmkv *db;
-	if ((rc = image_open(path, 0, &db)))
-		return rc;
+	int rc;
 	const shmkv_image_header *h = shmkv_header(db);
 	struct stats st;
 	char why[512];
@@ -230,6 +224,10 @@ int do_image_inspect(int argc, char **argv)
 		rc = EXIT_OK;
 	}
 	free(st.probe);
-	shmkv_close(db);
 	return rc;
+}
+
+int do_image_inspect(int argc, char **argv)
+{
+	return image_file_verb(argc, argv, inspect_file);
 }

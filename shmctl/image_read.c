@@ -116,15 +116,9 @@ static void dump_meta(struct json *w, const shmkv_image_header *h)
 	json_obj_end(w);
 }
 
-int do_image_dump(int argc, char **argv)
+static int dump_file(const char *path, shmkv *db)
 {
-	int rc = image_simple_args(argc, argv, 1, "FILE");
-	if (rc >= 0)
-		return rc;
-	const char *path = argv[optind];
-	shmkv *db;
-	if ((rc = image_open(path, 0, &db)))
-		return rc;
+	int rc = EXIT_OK;
 	const shmkv_image_header *h = shmkv_header(db);
 
 	struct json w; /* JSONL: one compact record a line, whatever -p says */
@@ -157,6 +151,10 @@ int do_image_dump(int argc, char **argv)
 	if (err && err != SHMKV_EEND)
 		rc = p_err("%s: entry %" PRIu64 ": %s; 'shmctl image verify' says more", path, n,
 			   shmkv_strerror(err));
-	shmkv_close(db);
 	return rc;
+}
+
+int do_image_dump(int argc, char **argv)
+{
+	return image_file_verb(argc, argv, dump_file);
 }
