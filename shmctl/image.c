@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "main.h"
@@ -113,9 +114,12 @@ int image_padding_check(const char *path, char *why, size_t len)
 	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return 0; /* the open that follows says why */
-	ssize_t got = pread(fd, &h, sizeof h, 0);
+	struct stat st;
+	ssize_t got = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? pread(fd, &h, sizeof h, 0) : -1;
 	close(fd);
-	if (got != (ssize_t)sizeof h || memcmp(h.magic, SHMKV_MAGIC, 8) != 0 || h.section_count != 3)
+	/* a size other than file_size is the reader's to report (truncated...) */
+	if (got != (ssize_t)sizeof h || memcmp(h.magic, SHMKV_MAGIC, 8) != 0 ||
+	    h.section_count != 3 || h.file_size != (uint64_t)st.st_size)
 		return 0;
 	uint64_t pad = 0, from = SHMKV_HEADER_SIZE;
 	for (uint32_t i = 0; i <= h.section_count; i++) {
@@ -134,6 +138,24 @@ int image_padding_check(const char *path, char *why, size_t len)
 		 "an image (a header that declares more than the file holds); refused "
 		 "unread", pad, h.file_size, from, PADDING_MAX);
 	return SHMKV_ECORRUPT;
+}
+
+int image_each(const shmkv *db, image_entry_fn *fn, void *ctx, uint64_t *n)
+{
+	shmkv_iter it;
+	const void *key;
+	size_t key_len;
+	shmkv_value v;
+	int err;
+	*n = 0;
+	shmkv_iter_init(db, &it);
+	while ((err = shmkv_iter_next(&it, &key, &key_len, &v)) == 0) {
+		int rc = fn(ctx, key, key_len, &v);
+		if (rc)
+			return rc;
+		(*n)++;
+	}
+	return err == SHMKV_EEND ? 0 : err;
 }
 
 int image_file_verb(int argc, char **argv, int (*fn)(const char *path, shmkv *db))

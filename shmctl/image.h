@@ -56,6 +56,12 @@ int image_simple_args(int argc, char **argv, int nargs, const char *usage);
  * (verify opens by itself: it maps image problems to EXIT_NEGATIVE). */
 int image_open(const char *path, unsigned flags, shmkv **db);
 
+/* Calls fn(ctx, key, key_len, value) for each entry in image order until
+ * fn returns non-zero (an exit code, > 0). Returns fn's value, 0 at the end,
+ * or the reader's error (< 0); *n: the entries fn took. */
+typedef int image_entry_fn(void *ctx, const void *key, size_t key_len, const shmkv_value *v);
+int image_each(const shmkv *db, image_entry_fn *fn, void *ctx, uint64_t *n);
+
 /* A verb whose one argument is an image (inspect, dump): its options, the
  * image opened, fn's exit code, the image closed. */
 int image_file_verb(int argc, char **argv, int (*fn)(const char *path, shmkv *db));

@@ -17,21 +17,21 @@ struct stats {
 	uint32_t probe_len;                  /* max_probe + 1 */
 };
 
+static int count_type(void *ctx, const void *key, size_t key_len, const shmkv_value *v)
+{
+	struct stats *st = ctx;
+	(void)key;
+	(void)key_len;
+	st->types[v->type <= SHMKV_TYPE_MAX ? v->type : 0]++;
+	return 0;
+}
+
 /* Counts entries per type by iterating. */
 static int count_types(const shmkv *db, struct stats *st, char *why, size_t len)
 {
-	shmkv_iter it;
-	const void *key;
-	size_t key_len;
-	shmkv_value v;
-	uint64_t n = 0;
-	int err;
-	shmkv_iter_init(db, &it);
-	while ((err = shmkv_iter_next(&it, &key, &key_len, &v)) == 0) {
-		st->types[v.type <= SHMKV_TYPE_MAX ? v.type : 0]++;
-		n++;
-	}
-	if (err != SHMKV_EEND)
+	uint64_t n;
+	int err = image_each(db, count_type, st, &n);
+	if (err)
 		return diag_fail(err, why, len, "entry %" PRIu64 ": %s", n, shmkv_strerror(err));
 	return 0;
 }

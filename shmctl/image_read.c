@@ -48,6 +48,23 @@ int do_image_get(int argc, char **argv)
 	return get_verb(argc, argv, &src);
 }
 
+/* verify's JSON (nothing without -j): ok with n entries, or the error;
+ * the exit code. */
+static int verify_json(const char *path, uint64_t n, const char *error)
+{
+	if (json_output) {
+		json_obj_begin(&json_out, NULL);
+		json_str(&json_out, "file", path);
+		json_bool(&json_out, "ok", !error);
+		if (error)
+			json_str(&json_out, "error", error);
+		else
+			json_u64(&json_out, "entries", n);
+		json_obj_end(&json_out);
+	}
+	return error ? EXIT_NEGATIVE : EXIT_OK;
+}
+
 int do_image_verify(int argc, char **argv)
 {
 	int rc = image_simple_args(argc, argv, 1, "FILE");
@@ -69,31 +86,18 @@ int do_image_verify(int argc, char **argv)
 		if (!err) {
 			uint64_t n = shmkv_header(db)->entry_count;
 			shmkv_close(db);
-			if (json_output) {
-				json_obj_begin(&json_out, NULL);
-				json_str(&json_out, "file", path);
-				json_bool(&json_out, "ok", true);
-				json_u64(&json_out, "entries", n);
-				json_obj_end(&json_out);
-			} else {
+			if (!json_output)
 				printf("ok: %" PRIu64 " entries verified\n", n);
-			}
-			return EXIT_OK;
+			return verify_json(path, n, NULL);
 		}
 		shmkv_close(db);
 	}
 	image_why(msg, sizeof msg, path, why);
-	if (json_output) {
-		json_obj_begin(&json_out, NULL);
-		json_str(&json_out, "file", path);
-		json_bool(&json_out, "ok", false);
-		json_str(&json_out, "error", msg);
-		json_obj_end(&json_out);
-	} else {
+	if (!json_output) {
 		fflush(stdout);
 		fprintf(stderr, "%s: verification failed: %s\n", BIN_NAME, msg);
 	}
-	return EXIT_NEGATIVE;
+	return verify_json(path, 0, msg);
 }
 
 static void dump_meta(struct json *w, const shmkv_image_header *h)
@@ -116,41 +120,36 @@ static void dump_meta(struct json *w, const shmkv_image_header *h)
 	json_obj_end(w);
 }
 
+/* One entry as a JSONL record; an exit code if its value cannot be one. */
+static int dump_entry(void *ctx, const void *key, size_t key_len, const shmkv_value *v)
+{
+	struct json *w = ctx;
+	if (!value_utf8_ok(v)) {
+		char *k = key_text(key, key_len);
+		int rc = p_err("key %s: %s value is not valid UTF-8", k ? k : "?",
+			       shmkv_type_name(v->type));
+		free(k);
+		return rc;
+	}
+	json_obj_begin(w, NULL);
+	json_key_member(w, key, key_len);
+	json_str(w, "type", shmkv_type_name(v->type));
+	json_name(w, "value");
+	value_json(w, v);
+	json_obj_end(w);
+	return 0;
+}
+
 static int dump_file(const char *path, shmkv *db)
 {
-	int rc = EXIT_OK;
-	const shmkv_image_header *h = shmkv_header(db);
-
 	struct json w; /* JSONL: one compact record a line, whatever -p says */
 	json_init_file(&w, stdout, false);
-	dump_meta(&w, h);
-
-	shmkv_iter it;
-	const void *key;
-	size_t key_len;
-	shmkv_value v;
-	uint64_t n = 0;
-	int err;
-	shmkv_iter_init(db, &it);
-	while ((err = shmkv_iter_next(&it, &key, &key_len, &v)) == 0) {
-		if (!value_utf8_ok(&v)) {
-			char *k = key_text(key, key_len);
-			rc = p_err("key %s: %s value is not valid UTF-8", k ? k : "?",
-				   shmkv_type_name(v.type));
-			free(k);
-			break;
-		}
-		json_obj_begin(&w, NULL);
-		json_key_member(&w, key, key_len);
-		json_str(&w, "type", shmkv_type_name(v.type));
-		json_name(&w, "value");
-		value_json(&w, &v);
-		json_obj_end(&w);
-		n++;
-	}
-	if (err && err != SHMKV_EEND)
+	dump_meta(&w, shmkv_header(db));
+	uint64_t n;
+	int rc = image_each(db, dump_entry, &w, &n);
+	if (rc < 0)
 		rc = p_err("%s: entry %" PRIu64 ": %s; 'shmctl image verify' says more", path, n,
-			   shmkv_strerror(err));
+			   shmkv_strerror(rc));
 	return rc;
 }
 

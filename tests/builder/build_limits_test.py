@@ -15,7 +15,8 @@ tools on images they once refused or took hours over (issue 20).
   4. A lone surrogate escape (key, value, list element) says so, with the
      line; a valid pair builds.
   5. A header declaring 1 TiB over a few KiB of data (a sparse file):
-     inspect, verify, dump and get refuse it at once, naming the padding.
+     inspect, verify, dump and get refuse it at once, naming the padding;
+     the header alone in a 4 KiB file is truncated, as the reader says.
   6. An image whose name is not UTF-8: verify accepts it, dump writes
      name_base64, and the dump builds the same image byte for byte.
 usage: build_limits_test.py SHMCTL"""
@@ -189,6 +190,12 @@ def header_declares_a_tebibyte():
     d = bytearray(open(small, 'rb').read())
     struct.pack_into('<Q', d, 32, 1 << 40)  # file_size
     struct.pack_into('<Q', d, 504, xxhash.xxh3_64_intdigest(bytes(d[:504])))
+    short = path('tib4k.shmkv')  # the header alone: truncated, as the reader says
+    with open(short, 'wb') as f:
+        f.write(d[:4096])
+    rc, _, e, _, secs = run('image', 'verify', short, timeout=120)
+    check(rc == 1 and 'image is 4096 bytes, its header says %d' % (1 << 40) in e and secs < 30,
+          'verify of a 4 KiB file declaring 1 TiB: exit %d after %.1f s: %s' % (rc, secs, e))
     big = path('tib.shmkv')
     with open(big, 'wb') as f:
         f.write(d)
