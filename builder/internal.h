@@ -241,8 +241,8 @@ constexpr uint64_t kLineCost = 32;
 constexpr uint64_t kLineShare = 4; // a line's parse may take 1/4 of the limit
 uint64_t line_cap(const shmkv_builder *b);
 // spill.cc: what an in-memory build of recs would take at its peak, the
-// checks after records were added (starts or continues spilling), and the
-// spilling finish.
+// checks after records were added (starts or continues spilling);
+// spill_build.cc: the spilling finish.
 uint64_t inmem_estimate(const shmkv_builder *b, uint64_t extra_input);
 int spill_check(shmkv_builder *b);
 int spill_finish(shmkv_builder *b, const char *path, shmkv_build_stats *st);

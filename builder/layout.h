@@ -207,7 +207,7 @@ int write_header(shmkv_builder *b, const Layout &L, int fd, const char *shown,
 int write_image(shmkv_builder *b, const Layout &L, const char *path);
 
 // A finished build's statistics (st may be null); t0: when finishing began.
-// For both the in-memory build and the spilling one (spill.cc).
+// For both the in-memory build and the spilling one (spill_build.cc).
 void fill_stats(const Layout &L, uint64_t records, std::chrono::steady_clock::time_point t0,
 		shmkv_build_stats *st);
 
