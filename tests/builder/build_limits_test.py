@@ -19,7 +19,9 @@ tools on images they once refused or took hours over (issue 20).
      the header alone in a 4 KiB file is truncated, as the reader says.
   6. An image whose name is not UTF-8: verify accepts it, dump writes
      name_base64, and the dump builds the same image byte for byte.
-usage: build_limits_test.py SHMCTL"""
+--quick (sanitizer builds, AArch64 under qemu-user, where RSS is not the
+builder's own): no RSS checks.
+usage: build_limits_test.py SHMCTL [--quick]"""
 import filecmp
 import json
 import os
@@ -35,6 +37,7 @@ import xxhash
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 from pyutil import check, finish  # noqa: E402 (tests/pyutil.py)
 
+QUICK = '--quick' in sys.argv
 MiB = 1 << 20
 ALLOWANCE = 32 * MiB  # builder/README.md "Memory": code, stacks, buffers
 LINE_SHARE = 128      # a line may take 1/128 of the limit (builder/internal.h)
@@ -93,7 +96,7 @@ def long_line_via_fifo():
     feeder.join(timeout=60)
     check(rc == 2 and '%s:1: line of at least' % fifo in e and 'memory limit of 64 MiB' in e,
           '1 GiB line through a FIFO: exit %d: %s' % (rc, e))
-    check(rss <= limit + ALLOWANCE,
+    check(QUICK or rss <= limit + ALLOWANCE,
           '1 GiB line under 64M: peak RSS %d MiB over %d MiB' % (rss >> 20, (limit + ALLOWANCE) >> 20))
     check(not os.path.exists(path('big.shmkv')), '1 GiB line: an output was left')
     print('1 GiB line via a FIFO: exit %d in %.1f s, peak %d MiB' % (rc, secs, rss >> 20))
@@ -106,7 +109,7 @@ def dev_zero():
                                   '-o', path('z.shmkv'), '/dev/zero', timeout=120)
         check(rc == 2 and '/dev/zero:1: line of at least' in e and '64 MiB' in e,
               '/dev/zero (%s): exit %d: %s' % (fmt, rc, e))
-        check(rss <= limit + ALLOWANCE,
+        check(QUICK or rss <= limit + ALLOWANCE,
               '/dev/zero (%s): peak RSS %d MiB' % (fmt, rss >> 20))
         print('/dev/zero as %s under 64M: exit %d in %.1f s, peak %d MiB' % (fmt, rc, secs, rss >> 20))
     # no limit: the cap follows the default one (half of MemAvailable)
@@ -117,7 +120,7 @@ def dev_zero():
     check(rc == 2 and '/dev/zero:1: line of at least' in e and 'default memory limit' in e,
           '/dev/zero without a limit: exit %d: %s' % (rc, e))
     # the line read whole (the cap, 1/128 of half the memory) plus slack
-    check(rss <= avail // 2 // 16 + ALLOWANCE,
+    check(QUICK or rss <= avail // 2 // 16 + ALLOWANCE,
           '/dev/zero without a limit: peak RSS %d MiB' % (rss >> 20))
     print('/dev/zero without a limit: exit %d in %.1f s, peak %d MiB' % (rc, secs, rss >> 20))
 
