@@ -109,8 +109,8 @@ int shmkv_builder::line_too_long(uint64_t len, bool whole)
 	uint64_t limit = mem_limit ? mem_limit : shmkv_build_default_memory_limit();
 	return fail(SHMKV_ELIMIT,
 		    "%s: line of %s%llu bytes: longer than the %llu bytes a line may take under %s "
-		    "of %llu MiB (1/%llu of it, as a line's parse takes up to %llu times its "
-		    "length); give a larger --memory-limit",
+		    "of %llu MiB (1/%llu of it, at least 64 KiB, as a line's parse takes up to %llu "
+		    "times its length); give a larger --memory-limit",
 		    here().c_str(), whole ? "" : "at least ", (unsigned long long)len,
 		    (unsigned long long)line_max,
 		    mem_limit ? "the memory limit" : "the default memory limit (half the memory available)",
@@ -226,13 +226,12 @@ extern "C" int shmkv_builder_add(shmkv_builder *b, const void *key, size_t key_l
 	if (value_len > SHMKV_MAX_VALUE_LEN)
 		return b->fail(SHMKV_ELIMIT, "%s: value of %zu bytes exceeds the %u-byte limit",
 			       b->here().c_str(), value_len, SHMKV_MAX_VALUE_LEN);
-	if (b->mem_limit && key_len + value_len > b->mem_limit / (kLineShare * kLineCost))
+	if (b->mem_limit && key_len + value_len > line_cap(b)) // as a line of input may take
 		return b->fail(SHMKV_ELIMIT,
 			       "%s: record of %zu bytes (key and value): larger than the %llu bytes a "
-			       "record may take under the memory limit of %llu MiB (1/%llu of it); give "
-			       "a larger --memory-limit",
-			       b->here().c_str(), key_len + value_len,
-			       (unsigned long long)(b->mem_limit / (kLineShare * kLineCost)),
+			       "record may take under the memory limit of %llu MiB (1/%llu of it, at "
+			       "least 64 KiB); give a larger --memory-limit",
+			       b->here().c_str(), key_len + value_len, (unsigned long long)line_cap(b),
 			       (unsigned long long)(b->mem_limit >> 20),
 			       (unsigned long long)(kLineShare * kLineCost));
 	int err = check_value(b, type, (const uint8_t *)value, value_len);
