@@ -68,14 +68,19 @@ unsigned shmkv_build::default_threads()
 	return n < 1 ? 1 : n > 64 ? 64 : (unsigned)n;
 }
 
-int shmkv_builder::fail(int code, const char *fmt, ...)
+std::string shmkv_build::vformat(const char *fmt, va_list ap)
 {
 	char buf[1024];
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	return buf;
+}
+
+int shmkv_builder::fail(int code, const char *fmt, ...)
+{
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(buf, sizeof buf, fmt, ap);
+	err = vformat(fmt, ap);
 	va_end(ap);
-	err = buf;
 	return code;
 }
 
@@ -91,6 +96,26 @@ std::string shmkv_builder::here() const
 	if (cur_src == kNoSource)
 		return "record #" + std::to_string(seq0 + nrecs() + 1);
 	return sources[cur_src] + ":" + std::to_string(cur_line);
+}
+
+uint64_t shmkv_build::line_cap(const shmkv_builder *b)
+{
+	uint64_t limit = b->mem_limit ? b->mem_limit : shmkv_build_default_memory_limit();
+	return std::max<uint64_t>(limit / kLineShare / kLineCost, uint64_t(64) << 10);
+}
+
+int shmkv_builder::line_too_long(uint64_t len, bool whole)
+{
+	uint64_t limit = mem_limit ? mem_limit : shmkv_build_default_memory_limit();
+	return fail(SHMKV_ELIMIT,
+		    "%s: line of %s%llu bytes: longer than the %llu bytes a line may take under %s "
+		    "of %llu MiB (1/%llu of it, at least 64 KiB, as a line's parse takes up to %llu "
+		    "times its length); give a larger --memory-limit",
+		    here().c_str(), whole ? "" : "at least ", (unsigned long long)len,
+		    (unsigned long long)line_max,
+		    mem_limit ? "the memory limit" : "the default memory limit (half the memory available)",
+		    (unsigned long long)(limit >> 20), (unsigned long long)(kLineShare * kLineCost),
+		    (unsigned long long)kLineCost);
 }
 
 extern "C" int shmkv_build_options_init(shmkv_build_options *o)
@@ -201,6 +226,14 @@ extern "C" int shmkv_builder_add(shmkv_builder *b, const void *key, size_t key_l
 	if (value_len > SHMKV_MAX_VALUE_LEN)
 		return b->fail(SHMKV_ELIMIT, "%s: value of %zu bytes exceeds the %u-byte limit",
 			       b->here().c_str(), value_len, SHMKV_MAX_VALUE_LEN);
+	if (b->mem_limit && key_len + value_len > line_cap(b)) // as a line of input may take
+		return b->fail(SHMKV_ELIMIT,
+			       "%s: record of %zu bytes (key and value): larger than the %llu bytes a "
+			       "record may take under the memory limit of %llu MiB (1/%llu of it, at "
+			       "least 64 KiB); give a larger --memory-limit",
+			       b->here().c_str(), key_len + value_len, (unsigned long long)line_cap(b),
+			       (unsigned long long)(b->mem_limit >> 20),
+			       (unsigned long long)(kLineShare * kLineCost));
 	int err = check_value(b, type, (const uint8_t *)value, value_len);
 	if (err)
 		return err;
@@ -361,6 +394,7 @@ int read_input(shmkv_builder *b, const char *path, Input &in)
 			close(fd);
 		return err;
 	}
+	shmkv_builder_set_source(b, is_stdin ? "<stdin>" : path, 0); // for a line too long
 	if (S_ISREG(st.st_mode) && st.st_size > 0) {
 		void *m = mmap(nullptr, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 		if (m != MAP_FAILED) {
@@ -374,7 +408,14 @@ int read_input(shmkv_builder *b, const char *path, Input &in)
 		}
 	}
 	char chunk[1 << 16];
+	size_t line_start = 0; // of the line being read, in in.buf
 	for (;;) {
+		if (b->line_max && in.buf.size() - line_start > b->line_max) {
+			if (!is_stdin)
+				close(fd);
+			b->cur_line = (uint64_t)std::count(in.buf.begin(), in.buf.end(), '\n') + 1;
+			return b->line_too_long(in.buf.size() - line_start, false);
+		}
 		ssize_t n = read(fd, chunk, sizeof chunk);
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -387,6 +428,9 @@ int read_input(shmkv_builder *b, const char *path, Input &in)
 		if (n == 0)
 			break;
 		in.buf.append(chunk, (size_t)n);
+		const char *nl = (const char *)memrchr(chunk, '\n', (size_t)n);
+		if (nl)
+			line_start = in.buf.size() - (size_t)n + (size_t)(nl - chunk) + 1;
 	}
 	if (!is_stdin)
 		close(fd);
@@ -416,6 +460,31 @@ struct WindowProgress {
 		w->fn(w->ctx, phase, w->base + done, w->total);
 	}
 };
+
+// A pipe is read whole and parsed in parallel, as without a limit, as long
+// as its in-memory build fits: *whole when it was, else the windows go on
+// from the have bytes in buf.
+int read_pipe_start(shmkv_builder *b, int fd, const char *path, std::vector<char> &buf,
+		    size_t &have, bool *whole)
+{
+	for (;;) {
+		if (have == buf.size()) {
+			if (inmem_estimate(b, have) + buf.size() > b->mem_limit) // and the next buffer
+				return 0;
+			buf.resize(buf.size() * 2);
+		}
+		ssize_t n = read(fd, buf.data() + have, buf.size() - have);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return b->fail(-errno, "%s: read: %s", path, strerror(errno));
+		if (n == 0) {
+			*whole = true;
+			return 0;
+		}
+		have += (size_t)n;
+	}
+}
 
 // Reads the input with read() in windows of whole lines and parses each on
 // this thread: the memory it takes is one window, whatever the input's size
@@ -457,26 +526,13 @@ int add_file_windowed(shmkv_builder *b, const char *path, int format, unsigned t
 	try {
 		buf.resize(win);
 		if (!S_ISREG(st.st_mode) && !b->spill) {
-			// a pipe: read whole and parsed in parallel, as without a limit,
-			// as long as its in-memory build fits; windows from where it stops
-			for (;;) {
-				if (have == buf.size()) {
-					if (inmem_estimate(b, have) + buf.size() > b->mem_limit) // and the next buffer
-						break;
-					buf.resize(buf.size() * 2);
-				}
-				ssize_t n = read(fd, buf.data() + have, buf.size() - have);
-				if (n < 0 && errno == EINTR)
-					continue;
-				if (n < 0)
-					return b->fail(-errno, "%s: read: %s", path, strerror(errno));
-				if (n == 0) {
-					Input in;
-					in.data = buf.data();
-					in.size = have;
-					return parse_input(b, in, format, tsv_type, first_input);
-				}
-				have += (size_t)n;
+			bool whole = false;
+			err = read_pipe_start(b, fd, path, buf, have, &whole);
+			if (err || whole) {
+				Input in;
+				in.data = buf.data();
+				in.size = have;
+				return err ? err : parse_input(b, in, format, tsv_type, first_input);
 			}
 		}
 		while (!eof || have) {
@@ -507,7 +563,11 @@ int add_file_windowed(shmkv_builder *b, const char *path, int format, unsigned t
 			if (!eof) {
 				const char *nl = (const char *)memrchr(data, '\n', have);
 				if (!nl) { // a line longer than the window: a larger window
-					buf.resize(buf.size() * 2);
+					if (have - skip > b->line_max) {
+						b->cur_line = line0 + 1;
+						return b->line_too_long(have - skip, false);
+					}
+					buf.resize(std::min<size_t>(buf.size() * 2, b->line_max + skip + 1));
 					continue;
 				}
 				len = (size_t)(nl - data) + 1;
@@ -551,6 +611,7 @@ extern "C" int shmkv_builder_add_file(shmkv_builder *b, const char *path, int fo
 		return b->fail(-EINVAL, "unknown TSV value type %u", tsv_type);
 	if (format != SHMKV_INPUT_JSONL && format != SHMKV_INPUT_TSV)
 		return b->fail(-EINVAL, "unknown input format %d", format);
+	b->line_max = line_cap(b);
 	bool first_input = b->recs.empty() && b->sources.empty() && !b->seq0;
 	uint64_t recs0 = b->recs.size();
 	PROBE(parse_start, path, format);
@@ -648,6 +709,8 @@ int parse_parallel(shmkv_builder *b, const char *data, size_t size, int format, 
 		sub[t].part_filter = b->part_filter;
 		sub[t].part_lo = b->part_lo;
 		sub[t].part_hi = b->part_hi;
+		sub[t].mem_limit = b->mem_limit; // its messages; a sub never spills
+		sub[t].line_max = b->line_max;
 		sub[t].sub = true;
 	}
 	std::vector<int> err(T, 0);

@@ -2,6 +2,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <fast_float/fast_float.h>
 #include <strings.h>
 
@@ -135,35 +136,32 @@ static int special_kind(std::string_view s)
 	return 0;
 }
 
-bool parse_special_f64(std::string_view s, double *out)
+// F from a word or nan:0x<bits> (2 * sizeof(F) hex digits); U: F's bits.
+template <typename F, typename U>
+static bool special_value(std::string_view s, F *out)
 {
 	uint64_t bits;
-	if (parse_nan_bits(s, 16, &bits)) {
-		memcpy(out, &bits, 8);
+	if (parse_nan_bits(s, 2 * sizeof(F), &bits)) {
+		U u = (U)bits;
+		memcpy(out, &u, sizeof u);
 		return std::isnan(*out);
 	}
 	switch (special_kind(s)) {
-	case 1: *out = HUGE_VAL; return true;
-	case -1: *out = -HUGE_VAL; return true;
-	case 2: *out = std::nan(""); return true;
+	case 1: *out = std::numeric_limits<F>::infinity(); return true;
+	case -1: *out = -std::numeric_limits<F>::infinity(); return true;
+	case 2: *out = std::numeric_limits<F>::quiet_NaN(); return true;
 	default: return false;
 	}
 }
 
+bool parse_special_f64(std::string_view s, double *out)
+{
+	return special_value<double, uint64_t>(s, out);
+}
+
 bool parse_special_f32(std::string_view s, float *out)
 {
-	uint64_t bits;
-	if (parse_nan_bits(s, 8, &bits)) {
-		uint32_t b32 = (uint32_t)bits;
-		memcpy(out, &b32, 4);
-		return std::isnan(*out);
-	}
-	switch (special_kind(s)) {
-	case 1: *out = HUGE_VALF; return true;
-	case -1: *out = -HUGE_VALF; return true;
-	case 2: *out = std::nanf(""); return true;
-	default: return false;
-	}
+	return special_value<float, uint32_t>(s, out);
 }
 
 } // namespace shmkv_build

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <fast_float/fast_float.h>
 #include <simdjson.h>
 
@@ -37,6 +38,56 @@ unsigned type_from_name(std::string_view s)
 	return 0;
 }
 
+int hex4(std::string_view t, size_t i)
+{
+	if (i + 4 > t.size())
+		return -1;
+	int x = 0;
+	for (size_t k = i; k < i + 4; k++) {
+		char c = t[k];
+		int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+			: c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+		if (d < 0)
+			return -1;
+		x = x * 16 + d;
+	}
+	return x;
+}
+
+// What is wrong with a JSON string simdjson would not decode (e, other than
+// INCORRECT_TYPE): it says only "problem while parsing a string". An escaped
+// UTF-16 surrogate must come in a pair: a lone half stands for no character,
+// and has no UTF-8 form.
+std::string string_problem(ondemand::value v, error_code e)
+{
+	std::string_view t = v.raw_json_token();
+	for (size_t i = 0; i + 1 < t.size(); i++) {
+		if (t[i] != '\\')
+			continue;
+		if (t[i + 1] != 'u') {
+			i++;
+			continue;
+		}
+		int cp = hex4(t, i + 2);
+		if (cp >= 0xD800 && cp <= 0xDBFF && t.substr(i + 6, 2) == "\\u") {
+			int lo = hex4(t, i + 8);
+			if (lo >= 0xDC00 && lo <= 0xDFFF) {
+				i += 11;
+				continue;
+			}
+		}
+		if (cp >= 0xD800 && cp <= 0xDFFF) {
+			char buf[200];
+			snprintf(buf, sizeof buf, "lone surrogate \\u%.4s in a string: not a character, "
+				 "so not valid UTF-8 (a character above U+FFFF is escaped as a pair, "
+				 "\\uD83D\\uDE00)", t.data() + i + 2);
+			return buf;
+		}
+		i += 5;
+	}
+	return std::string("invalid string: ") + error_message(e);
+}
+
 // Parses one JSON value into the encoded bytes of a type; *why on failure.
 // Numbers never lose precision silently (builder/README.md, "Types").
 class ValueParser {
@@ -59,7 +110,7 @@ public:
 		switch (type) {
 		case SHMKV_TYPE_STRING: {
 			std::string_view s;
-			if (!want(jt, ondemand::json_type::string, type) || !ok(v.get_string().get(s)))
+			if (!want(jt, ondemand::json_type::string, type) || !str(v, &s))
 				return false;
 			enc.assign(s);
 			return true;
@@ -67,7 +118,7 @@ public:
 		case SHMKV_TYPE_BYTES: {
 			std::string_view s;
 			size_t bad;
-			if (!want(jt, ondemand::json_type::string, type) || !ok(v.get_string().get(s)))
+			if (!want(jt, ondemand::json_type::string, type) || !str(v, &s))
 				return false;
 			if (!base64_decode(s, enc, &bad))
 				return fail("bytes value is not valid base64 (at character %zu)", bad + 1);
@@ -82,17 +133,11 @@ public:
 		}
 		case SHMKV_TYPE_I64: {
 			int64_t x = 0;
-			if (!int64(v, jt, &x))
-				return false;
-			enc.assign((const char *)&x, 8);
-			return true;
+			return int64(v, jt, &x) && bytes_of(x, enc);
 		}
 		case SHMKV_TYPE_F64: {
 			double x = 0;
-			if (!f64(v, jt, &x))
-				return false;
-			enc.assign((const char *)&x, 8);
-			return true;
+			return f64(v, jt, &x) && bytes_of(x, enc);
 		}
 		default: return typed_list(v, jt, type, enc, out_type);
 		}
@@ -102,14 +147,18 @@ private:
 	std::string &why_;
 	bool lossy_f32_;
 
+	template <typename T>
+	static bool bytes_of(const T &x, std::string &enc)
+	{
+		enc.assign((const char *)&x, sizeof x);
+		return true;
+	}
 	bool fail(const char *fmt, ...) __attribute__((format(printf, 2, 3)))
 	{
-		char buf[1024];
 		va_list ap;
 		va_start(ap, fmt);
-		vsnprintf(buf, sizeof buf, fmt, ap);
+		why_ = vformat(fmt, ap);
 		va_end(ap);
-		why_ = buf;
 		return false;
 	}
 	bool ok(error_code e)
@@ -117,6 +166,13 @@ private:
 		if (e == SUCCESS)
 			return true;
 		return fail("invalid JSON: %s", error_message(e));
+	}
+	bool str(ondemand::value v, std::string_view *s)
+	{
+		error_code e = v.get_string().get(*s);
+		if (e == SUCCESS || e == INCORRECT_TYPE)
+			return ok(e);
+		return fail("%s", string_problem(v, e).c_str());
 	}
 	bool want(ondemand::json_type got, ondemand::json_type need, unsigned type)
 	{
@@ -191,17 +247,23 @@ private:
 			return fail("type i64 needs an integer, got %s", json_type_name(jt));
 		return number(v, jt, "an i64", &raw, &d) && parse_i64(raw, x);
 	}
+	// A float written as a string: "inf", "-inf", "nan", "nan:0x<bits>".
+	template <typename F>
+	bool special(ondemand::value v, F *x)
+	{
+		std::string_view s;
+		if (!str(v, &s))
+			return false;
+		if (parse_special(s, x))
+			return true;
+		return fail("\"%.*s\" is not a number (strings allowed for floats: \"inf\", "
+			    "\"-inf\", \"nan\", \"nan:0x<%zu hex digits>\")", (int)s.size(), s.data(),
+			    2 * sizeof(F));
+	}
 	bool f64(ondemand::value v, ondemand::json_type jt, double *x)
 	{
-		if (jt == ondemand::json_type::string) {
-			std::string_view s;
-			if (!ok(v.get_string().get(s)))
-				return false;
-			if (parse_special_f64(s, x))
-				return true;
-			return fail("\"%.*s\" is not a number (strings allowed for floats: \"inf\", "
-				    "\"-inf\", \"nan\", \"nan:0x<16 hex digits>\")", (int)s.size(), s.data());
-		}
+		if (jt == ondemand::json_type::string)
+			return special(v, x);
 		std::string_view raw;
 		if (!number(v, jt, "a float", &raw, x))
 			return false;
@@ -210,15 +272,8 @@ private:
 	}
 	bool f32(ondemand::value v, ondemand::json_type jt, float *x)
 	{
-		if (jt == ondemand::json_type::string) {
-			std::string_view s;
-			if (!ok(v.get_string().get(s)))
-				return false;
-			if (parse_special_f32(s, x))
-				return true;
-			return fail("\"%.*s\" is not a number (strings allowed for floats: \"inf\", "
-				    "\"-inf\", \"nan\", \"nan:0x<8 hex digits>\")", (int)s.size(), s.data());
-		}
+		if (jt == ondemand::json_type::string)
+			return special(v, x);
 		std::string_view raw;
 		double d;
 		if (!number(v, jt, "a float", &raw, &d))
@@ -237,6 +292,16 @@ private:
 	{
 		std::string inner = why_;
 		return fail("element %zu: %s", i, inner.c_str());
+	}
+	// A list element parsed by parse, appended (0 if it failed: the list fails).
+	template <typename T>
+	bool element(bool (ValueParser::*parse)(ondemand::value, ondemand::json_type, T *),
+		     ondemand::value ev, ondemand::json_type et, std::string &enc)
+	{
+		T x = 0;
+		bool good = (this->*parse)(ev, et, &x);
+		enc.append((const char *)&x, sizeof x);
+		return good;
 	}
 	// A list with a "type".
 	bool typed_list(ondemand::value v, ondemand::json_type jt, unsigned type, std::string &enc,
@@ -258,30 +323,15 @@ private:
 				return element_failed(i);
 			bool good = true;
 			switch (type) {
-			case SHMKV_TYPE_F32LIST: {
-				float f = 0;
-				good = f32(ev, et, &f);
-				enc.append((const char *)&f, 4);
-				break;
-			}
-			case SHMKV_TYPE_F64LIST: {
-				double d = 0;
-				good = f64(ev, et, &d);
-				enc.append((const char *)&d, 8);
-				break;
-			}
-			case SHMKV_TYPE_I64LIST: {
-				int64_t x = 0;
-				good = int64(ev, et, &x);
-				enc.append((const char *)&x, 8);
-				break;
-			}
+			case SHMKV_TYPE_F32LIST: good = element<float>(&ValueParser::f32, ev, et, enc); break;
+			case SHMKV_TYPE_F64LIST: good = element<double>(&ValueParser::f64, ev, et, enc); break;
+			case SHMKV_TYPE_I64LIST: good = element<int64_t>(&ValueParser::int64, ev, et, enc); break;
 			case SHMKV_TYPE_STRLIST: {
 				std::string_view s;
 				if (et != ondemand::json_type::string)
 					return fail("element %zu: a strlist holds strings, got %s", i,
 						    json_type_name(et));
-				good = ok(ev.get_string().get(s));
+				good = str(ev, &s);
 				strs.emplace_back(s);
 				break;
 			}
@@ -305,7 +355,9 @@ private:
 		if (!ok(v.get_array().get(a)))
 			return false;
 		std::vector<std::string> strs;
-		std::vector<std::pair<std::string_view, double>> nums;
+		// a deque: no copy at twice the size as it grows (a line of "1," is
+		// 12 bytes of it per 2 bytes of input: kLineCost)
+		std::deque<std::pair<std::string_view, double>> nums;
 		size_t first_float = 0, i = 0;
 		ondemand::json_type first{};
 		for (auto el : a) {
@@ -331,7 +383,7 @@ private:
 			}
 			if (et == ondemand::json_type::string) {
 				std::string_view s;
-				if (!ok(ev.get_string().get(s)))
+				if (!str(ev, &s))
 					return element_failed(i);
 				strs.emplace_back(s);
 				if (4 * (strs.size() + 2) > SHMKV_MAX_VALUE_LEN)
@@ -378,6 +430,27 @@ private:
 	}
 };
 
+error_code number_of(ondemand::value v, uint64_t *x)
+{
+	return v.get_uint64().get(*x);
+}
+
+error_code number_of(ondemand::value v, int64_t *x)
+{
+	return v.get_int64().get(*x);
+}
+
+// A numeric meta field, stored in *field if set (the caller did not fix it).
+template <typename T>
+error_code meta_number(ondemand::value v, bool set, T *field)
+{
+	T x = 0;
+	error_code e = number_of(v, &x);
+	if (!e && set)
+		*field = x;
+	return e;
+}
+
 // Applies {"shmkv_meta": {...}} to options the caller did not fix.
 bool apply_meta(shmkv_builder *b, ondemand::value mv, std::string &why)
 {
@@ -387,6 +460,7 @@ bool apply_meta(shmkv_builder *b, ondemand::value mv, std::string &why)
 		return false;
 	}
 	auto &o = b->opt;
+	unsigned seen_name = 0;
 	for (auto f : m) {
 		std::string_view k;
 		ondemand::value v;
@@ -395,9 +469,27 @@ bool apply_meta(shmkv_builder *b, ondemand::value mv, std::string &why)
 			return false;
 		}
 		error_code e = SUCCESS;
-		if (k == "name") {
+		if (k == "name" || k == "name_base64") { // base64: a name not UTF-8 (shmctl image dump)
 			std::string_view s;
+			std::string bytes;
+			size_t bad;
+			if ((seen_name++)) {
+				why = "shmkv_meta: give name or name_base64, once";
+				return false;
+			}
 			e = v.get_string().get(s);
+			if (!e && k == "name_base64") {
+				if (!base64_decode(s, bytes, &bad)) {
+					why = "shmkv_meta name_base64 is not valid base64 (at character " +
+					      std::to_string(bad + 1) + ")";
+					return false;
+				}
+				s = bytes;
+			}
+			if (!e && memchr(s.data(), 0, s.size())) {
+				why = "shmkv_meta " + std::string(k) + ": a name holds no NUL byte";
+				return false;
+			}
 			if (!e && s.size() > SHMKV_NAME_MAX) {
 				why = "shmkv_meta name is longer than 63 bytes";
 				return false;
@@ -407,20 +499,11 @@ bool apply_meta(shmkv_builder *b, ondemand::value mv, std::string &why)
 				memcpy(o.name, s.data(), s.size());
 			}
 		} else if (k == "seed") {
-			uint64_t x;
-			e = v.get_uint64().get(x);
-			if (!e && !(o.fixed & SHMKV_OPT_SEED))
-				o.seed = x;
+			e = meta_number(v, !(o.fixed & SHMKV_OPT_SEED), &o.seed);
 		} else if (k == "created") {
-			int64_t x = 0;
-			e = v.get_int64().get(x);
-			if (!e && !(o.fixed & SHMKV_OPT_CREATED))
-				o.created = x;
+			e = meta_number(v, !(o.fixed & SHMKV_OPT_CREATED), &o.created);
 		} else if (k == "buckets") {
-			uint64_t x;
-			e = v.get_uint64().get(x);
-			if (!e && !(o.fixed & SHMKV_OPT_BUCKETS))
-				o.buckets = x;
+			e = meta_number(v, !(o.fixed & SHMKV_OPT_BUCKETS), &o.buckets);
 		} else if (k == "hash_bits") {
 			uint64_t x;
 			e = v.get_uint64().get(x);
@@ -454,27 +537,149 @@ bool at_end(ondemand::document &doc)
 	return doc.current_location().get(loc) != SUCCESS;
 }
 
+// One JSONL line at a time into records: the parser and buffers are kept
+// from line to line.
+class JsonlReader {
+public:
+	JsonlReader(shmkv_builder *b) : b_(b), vp_(why_, b->opt.lossy_f32 != 0) {}
+	// A line that is not blank; first_line: the first of the file (the meta line's place).
+	int line(const char *line, size_t len, bool first_input, bool first_line)
+	{
+		line_buf_.assign(line, len);
+		line_buf_.append(SIMDJSON_PADDING, '\0');
+		ondemand::document doc;
+		ondemand::object obj;
+		error_code e = parser_.iterate(line_buf_.data(), len, line_buf_.size()).get(doc);
+		if (!e)
+			e = doc.get_object().get(obj);
+		if (e)
+			return bad(e == INCORRECT_TYPE ? "a line must be one JSON object"
+						       : std::string("invalid JSON: ") + error_message(e));
+		Fields f;
+		int err = fields(obj, first_input, first_line, f);
+		if (err)
+			return err;
+		if (b_->meta_seen && !f.has_key && !f.has_value && !f.has_type && first_line)
+			return at_end(doc) ? 0 : bad("trailing characters after the JSON object");
+		if (!f.has_key)
+			return bad("missing \"key\"");
+		if (!f.has_value)
+			return bad("missing \"value\"");
+		// Pass 2: the value, now that its type is known.
+		if ((e = obj.reset().error()))
+			return bad(std::string("invalid JSON: ") + error_message(e));
+		unsigned vtype = 0;
+		for (auto field : obj) {
+			std::string_view name;
+			ondemand::value v;
+			if ((e = field.unescaped_key().get(name)) || (e = field.value().get(v)))
+				return bad(std::string("invalid JSON: ") + error_message(e));
+			if (name == "value" && !vp_.parse(v, f.type, enc_, &vtype))
+				return bad("key " + show_key((const uint8_t *)key_.data(), key_.size()) + ": " +
+					   why_);
+		}
+		if (!at_end(doc))
+			return bad("trailing characters after the JSON object");
+		return shmkv_builder_add(b_, key_.data(), key_.size(), vtype, enc_.data(), enc_.size());
+	}
+
+private:
+	struct Fields {
+		bool has_key = false, has_value = false, has_type = false;
+		std::string_view key_field;
+		unsigned type = 0;
+	};
+	shmkv_builder *b_;
+	ondemand::parser parser_;
+	std::string line_buf_, key_, enc_, why_;
+	ValueParser vp_;
+
+	int bad(const std::string &msg)
+	{
+		return b_->fail(SHMKV_EINPUT, "%s: %s", b_->here().c_str(), msg.c_str());
+	}
+	// Pass 1: which fields are there (a value's meaning depends on "type"),
+	// the key into key_, the type; a meta line is applied.
+	int fields(ondemand::object &obj, bool first_input, bool first_line, Fields &f)
+	{
+		error_code e;
+		for (auto field : obj) {
+			std::string_view name;
+			ondemand::value v;
+			if ((e = field.unescaped_key().get(name)) || (e = field.value().get(v)))
+				return bad(std::string("invalid JSON: ") + error_message(e));
+			bool dup = false;
+			int err = 0;
+			if (name == "key" || name == "key_base64") {
+				if (f.has_key && !f.key_field.empty() && f.key_field != name)
+					return bad("give either \"key\" or \"key_base64\", not both");
+				f.key_field = name;
+				dup = f.has_key;
+				f.has_key = true;
+				err = key(name, v);
+			} else if (name == "value") {
+				dup = f.has_value;
+				f.has_value = true;
+			} else if (name == "type") {
+				dup = f.has_type;
+				f.has_type = true;
+				err = type(v, &f.type);
+			} else if (name == "shmkv_meta") {
+				if (!first_input || !first_line || b_->nrecs() || b_->meta_seen)
+					return bad("shmkv_meta must be the first line of the first input");
+				if (!apply_meta(b_, v, why_))
+					return bad(why_);
+				b_->meta_seen = true;
+			} else {
+				return bad("unknown field \"" + std::string(name) +
+					   "\" (expected key or key_base64, value, type)");
+			}
+			if (err)
+				return err;
+			if (dup)
+				return bad("field \"" + std::string(name) + "\" appears twice");
+		}
+		return 0;
+	}
+	int key(std::string_view name, ondemand::value v)
+	{
+		std::string_view s;
+		error_code e = v.get_string().get(s);
+		if (e)
+			return bad("\"" + std::string(name) + "\"" +
+				   (e == INCORRECT_TYPE ? " must be a string" : ": " + string_problem(v, e)));
+		if (name == "key") {
+			key_.assign(s);
+			return 0;
+		}
+		size_t pos;
+		if (!base64_decode(s, key_, &pos))
+			return bad("key_base64 is not valid base64 (at character " + std::to_string(pos + 1) +
+				   ")");
+		return 0;
+	}
+	int type(ondemand::value v, unsigned *out)
+	{
+		std::string_view s;
+		error_code e = v.get_string().get(s);
+		if (e)
+			return bad(e == INCORRECT_TYPE ? "\"type\" must be a string"
+						       : "\"type\": " + string_problem(v, e));
+		*out = type_from_name(s);
+		if (!*out)
+			return bad("unknown type \"" + std::string(s) +
+				   "\" (bytes, string, i64, bool, f64, f32list, f64list, i64list, strlist)");
+		return 0;
+	}
+};
+
 } // namespace
 
 int add_jsonl(shmkv_builder *b, const char *data, size_t size, bool first_input, uint64_t line0)
 {
-	ondemand::parser parser;
-	std::string line_buf, key, enc, why;
-	uint64_t line_no = line0;
+	JsonlReader reader(b);
 	bool saw_line = false;
-	size_t next_progress = 0;
-	ValueParser vp(why, b->opt.lossy_f32 != 0);
-	for (size_t off = 0; off < size;) {
-		const char *nl = (const char *)memchr(data + off, '\n', size - off);
-		size_t len = (nl ? (size_t)(nl - (data + off)) : size - off);
-		const char *line = data + off;
-		off += len + (nl != nullptr);
-		line_no++;
-		b->cur_line = line_no;
-		if (off >= next_progress) {
-			b->progress("reading", off, size);
-			next_progress = off + (size_t(1) << 22);
-		}
+	return each_line(b, data, size, line0, [&](const char *line, size_t len) {
 		size_t k = 0;
 		while (k < len && (line[k] == ' ' || line[k] == '\t' || line[k] == '\r'))
 			k++;
@@ -484,106 +689,11 @@ int add_jsonl(shmkv_builder *b, const char *data, size_t size, bool first_input,
 				       "start with one; were files concatenated?): remove it, e.g. "
 				       "sed -i 's/^\\xEF\\xBB\\xBF//' FILE", b->here().c_str());
 		if (k == len)
-			continue; // blank line
-		bool first_line = !saw_line;
+			return 0; // blank line
+		int err = reader.line(line, len, first_input, !saw_line);
 		saw_line = true;
-		line_buf.assign(line, len);
-		line_buf.append(SIMDJSON_PADDING, '\0');
-		auto bad = [&](const std::string &msg) {
-			return b->fail(SHMKV_EINPUT, "%s: %s", b->here().c_str(), msg.c_str());
-		};
-		ondemand::document doc;
-		ondemand::object obj;
-		error_code e = parser.iterate(line_buf.data(), len, line_buf.size()).get(doc);
-		if (!e)
-			e = doc.get_object().get(obj);
-		if (e)
-			return bad(e == INCORRECT_TYPE ? "a line must be one JSON object"
-						       : std::string("invalid JSON: ") + error_message(e));
-		// Pass 1: which fields are there (a value's meaning depends on "type").
-		bool has_key = false, has_value = false, has_type = false;
-		std::string_view key_field;
-		unsigned type = 0;
-		for (auto f : obj) {
-			std::string_view name;
-			ondemand::value v;
-			if ((e = f.unescaped_key().get(name)) || (e = f.value().get(v)))
-				return bad(std::string("invalid JSON: ") + error_message(e));
-			bool dup = false;
-			if (name == "key" || name == "key_base64") {
-				if (has_key && !key_field.empty() && key_field != name)
-					return bad("give either \"key\" or \"key_base64\", not both");
-				key_field = name;
-				dup = has_key;
-				has_key = true;
-				std::string_view s;
-				if (v.get_string().get(s))
-					return bad("\"" + std::string(name) + "\" must be a string");
-				if (name == "key") {
-					key.assign(s);
-				} else {
-					size_t pos;
-					if (!base64_decode(s, key, &pos))
-						return bad("key_base64 is not valid base64 (at character " +
-							   std::to_string(pos + 1) + ")");
-				}
-			} else if (name == "value") {
-				dup = has_value;
-				has_value = true;
-			} else if (name == "type") {
-				dup = has_type;
-				has_type = true;
-				std::string_view s;
-				if (v.get_string().get(s))
-					return bad("\"type\" must be a string");
-				type = type_from_name(s);
-				if (!type)
-					return bad("unknown type \"" + std::string(s) +
-						   "\" (bytes, string, i64, bool, f64, f32list, f64list, "
-						   "i64list, strlist)");
-			} else if (name == "shmkv_meta") {
-				if (!first_input || !first_line || b->nrecs() || b->meta_seen)
-					return bad("shmkv_meta must be the first line of the first input");
-				if (!apply_meta(b, v, why))
-					return bad(why);
-				b->meta_seen = true;
-			} else {
-				return bad("unknown field \"" + std::string(name) +
-					   "\" (expected key or key_base64, value, type)");
-			}
-			if (dup)
-				return bad("field \"" + std::string(name) + "\" appears twice");
-		}
-		if (b->meta_seen && !has_key && !has_value && !has_type && first_line) {
-			if (!at_end(doc))
-				return bad("trailing characters after the JSON object");
-			continue;
-		}
-		if (!has_key)
-			return bad("missing \"key\"");
-		if (!has_value)
-			return bad("missing \"value\"");
-		// Pass 2: the value, now that its type is known.
-		if ((e = obj.reset().error()))
-			return bad(std::string("invalid JSON: ") + error_message(e));
-		unsigned vtype = 0;
-		for (auto f : obj) {
-			std::string_view name;
-			ondemand::value v;
-			if ((e = f.unescaped_key().get(name)) || (e = f.value().get(v)))
-				return bad(std::string("invalid JSON: ") + error_message(e));
-			if (name == "value" && !vp.parse(v, type, enc, &vtype))
-				return bad("key " + show_key((const uint8_t *)key.data(), key.size()) + ": " +
-					   why);
-		}
-		if (!at_end(doc))
-			return bad("trailing characters after the JSON object");
-		int err = shmkv_builder_add(b, key.data(), key.size(), vtype, enc.data(), enc.size());
-		if (err)
-			return err;
-	}
-	b->progress("reading", size, size);
-	return 0;
+		return err;
+	});
 }
 
 } // namespace shmkv_build

@@ -106,6 +106,17 @@ bool parse_f32(std::string_view s, bool lossy, float *x, std::string &why)
 	return number_to_f32(t, d, lossy, x, why);
 }
 
+// A field parsed by parse into its 8 bytes.
+template <typename T, typename P>
+bool scalar(std::string_view field, P parse, std::string &enc, std::string &why)
+{
+	T x;
+	if (!parse(field, &x, why))
+		return false;
+	enc.assign((const char *)&x, sizeof x);
+	return true;
+}
+
 // Encodes one TSV value field as type.
 bool encode_field(std::string_view field, unsigned type, bool lossy_f32, std::string &enc,
 		  std::string &why)
@@ -136,20 +147,8 @@ bool encode_field(std::string_view field, unsigned type, bool lossy_f32, std::st
 			return false;
 		}
 		return true;
-	case SHMKV_TYPE_I64: {
-		int64_t x;
-		if (!parse_i64(field, &x, why))
-			return false;
-		enc.assign((const char *)&x, 8);
-		return true;
-	}
-	case SHMKV_TYPE_F64: {
-		double x;
-		if (!parse_f64(field, &x, why))
-			return false;
-		enc.assign((const char *)&x, 8);
-		return true;
-	}
+	case SHMKV_TYPE_I64: return scalar<int64_t>(field, parse_i64, enc, why);
+	case SHMKV_TYPE_F64: return scalar<double>(field, parse_f64, enc, why);
 	default: break;
 	}
 	// lists
@@ -188,25 +187,15 @@ int add_tsv(shmkv_builder *b, const char *data, size_t size, unsigned type, uint
 {
 	std::string enc, why;
 	std::vector<std::string> key;
-	uint64_t line_no = line0;
-	size_t next_progress = 0;
-	for (size_t off = 0; off < size;) {
-		const char *nl = (const char *)memchr(data + off, '\n', size - off);
-		size_t len = nl ? (size_t)(nl - (data + off)) : size - off;
-		std::string_view line(data + off, len);
-		off += len + (nl != nullptr);
-		b->cur_line = ++line_no;
-		if (off >= next_progress) {
-			b->progress("reading", off, size);
-			next_progress = off + (size_t(1) << 22);
-		}
+	auto bad = [&](const std::string &msg) {
+		return b->fail(SHMKV_EINPUT, "%s: %s", b->here().c_str(), msg.c_str());
+	};
+	return each_line(b, data, size, line0, [&](const char *text, size_t len) {
+		std::string_view line(text, len);
 		if (!line.empty() && line.back() == '\r')
 			line.remove_suffix(1);
 		if (line.empty())
-			continue;
-		auto bad = [&](const std::string &msg) {
-			return b->fail(SHMKV_EINPUT, "%s: %s", b->here().c_str(), msg.c_str());
-		};
+			return 0;
 		size_t tab = line.find('\t');
 		if (tab == std::string_view::npos)
 			return bad("no TAB between key and value");
@@ -221,12 +210,8 @@ int add_tsv(shmkv_builder *b, const char *data, size_t size, unsigned type, uint
 		if (!encode_field(line.substr(tab + 1), type, b->opt.lossy_f32 != 0, enc, why))
 			return bad("key " + show_key((const uint8_t *)key[0].data(), key[0].size()) + ": " +
 				   why);
-		int err = shmkv_builder_add(b, key[0].data(), key[0].size(), type, enc.data(), enc.size());
-		if (err)
-			return err;
-	}
-	b->progress("reading", size, size);
-	return 0;
+		return shmkv_builder_add(b, key[0].data(), key[0].size(), type, enc.data(), enc.size());
+	});
 }
 
 } // namespace shmkv_build

@@ -3,6 +3,7 @@
 
 #include <cstdarg>
 #include <cstdint>
+#include <cstring>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <memory>
@@ -91,6 +92,9 @@ inline uint64_t align_up(uint64_t x, uint64_t a)
 	return (x + a - 1) & ~(a - 1);
 }
 
+// printf into a string, for messages (at most 1023 bytes).
+std::string vformat(const char *fmt, va_list ap);
+
 // Printable, bounded rendering of a key for messages.
 std::string show_key(const uint8_t *key, size_t len);
 
@@ -105,6 +109,8 @@ std::string encode_strlist(const std::vector<std::string> &items);
 // for non-finite floats). bits_width is 32 or 64. Returns false if s is none.
 bool parse_special_f64(std::string_view s, double *out);
 bool parse_special_f32(std::string_view s, float *out);
+inline bool parse_special(std::string_view s, double *out) { return parse_special_f64(s, out); }
+inline bool parse_special(std::string_view s, float *out) { return parse_special_f32(s, out); }
 
 // Numbers stored as floats, without silent loss (builder/README.md, "Types").
 // t is the number's text, d its nearest f64.
@@ -161,6 +167,7 @@ struct shmkv_builder {
 	uint64_t part_lo = 0, part_hi = 0; // its buckets
 	uint64_t filtered = 0;         // records skipped (part_filter)
 	uint64_t mem_limit = 0;        // bytes (shmkv_builder_set_memory_limit), 0: none
+	uint64_t line_max = 0;         // longest input line read (line_cap()), 0: not set yet
 	std::string tmpdir;            // where spill files go ("": see spill_dir())
 	std::string out_dir;           // the checked output's directory, "" if none or "-"
 	bool sub = false;              // a parse_parallel chunk: never spills itself
@@ -170,6 +177,9 @@ struct shmkv_builder {
 
 	// Sets err to a formatted message and returns code.
 	int fail(int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+	// The error for a line (at here()) longer than line_max: len bytes,
+	// or at least len where the rest was not read.
+	int line_too_long(uint64_t len, bool whole);
 	// "file:line" of a record, or "record #N".
 	std::string where(const shmkv_build::Record &r, size_t index) const;
 	// Where the next record will come from, for input-level errors.
@@ -196,9 +206,43 @@ int add_jsonl(shmkv_builder *b, const char *data, size_t size, bool first_input,
 // The error for a record of another part: where, the key, its bucket and part.
 int part_error(shmkv_builder *b, const std::string &where, const uint8_t *key, size_t key_len);
 int add_tsv(shmkv_builder *b, const char *data, size_t size, unsigned type, uint64_t line0);
+// Calls fn(line, len) for each line of [data, data + size), without its
+// newline, once every input's per-line steps are done: b->cur_line is its
+// number (after line0), the line cap checked, "reading" progress reported.
+// Returns fn's first error, or 0.
+template <typename F>
+int each_line(shmkv_builder *b, const char *data, size_t size, uint64_t line0, F fn)
+{
+	size_t next_progress = 0;
+	for (size_t off = 0; off < size;) {
+		const char *nl = (const char *)memchr(data + off, '\n', size - off);
+		size_t len = nl ? (size_t)(nl - (data + off)) : size - off;
+		const char *line = data + off;
+		off += len + (nl != nullptr);
+		b->cur_line = ++line0;
+		if (b->line_max && len > b->line_max)
+			return b->line_too_long(len, true);
+		if (off >= next_progress) {
+			b->progress("reading", off, size);
+			next_progress = off + (size_t(1) << 22);
+		}
+		if (int err = fn(line, len))
+			return err;
+	}
+	b->progress("reading", size, size);
+	return 0;
+}
+
+// The longest input line the builder reads (builder/README.md, "Memory"): a
+// line's parse takes up to kLineCost times its length (copies, the parser's
+// indexes, a list's elements), and it must fit in a part of the memory
+// limit, or, without one, of shmkv_build_default_memory_limit().
+constexpr uint64_t kLineCost = 32;
+constexpr uint64_t kLineShare = 4; // a line's parse may take 1/4 of the limit
+uint64_t line_cap(const shmkv_builder *b);
 // spill.cc: what an in-memory build of recs would take at its peak, the
-// checks after records were added (starts or continues spilling), and the
-// spilling finish.
+// checks after records were added (starts or continues spilling);
+// spill_build.cc: the spilling finish.
 uint64_t inmem_estimate(const shmkv_builder *b, uint64_t extra_input);
 int spill_check(shmkv_builder *b);
 int spill_finish(shmkv_builder *b, const char *path, shmkv_build_stats *st);

@@ -110,13 +110,7 @@ std::vector<uint32_t> share_values(shmkv_builder *b, unsigned T, Layout &L, Item
 	partition_sort(
 		T, m, sorted, tmp,
 		[&](size_t k, Item &it) {
-			if (k + 16 < m)
-				__builtin_prefetch(&R[L.order[k + 16]]);
-			if (k + 8 < m) {
-				const Record &p = R[L.order[k + 8]];
-				__builtin_prefetch(p.val);
-				__builtin_prefetch(p.val + p.val_len - 1);
-			}
+			prefetch_ahead(R, L.order, k, m, false);
 			const Record &r = R[L.order[k]];
 			it.h = XXH3_64bits_withSeed(r.val, r.val_len, r.type);
 			return true;

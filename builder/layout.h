@@ -4,10 +4,13 @@
 #include <cstring>
 
 #include <chrono>
+#include <functional>
 
 #include "internal.h"
 
 namespace shmkv_build {
+
+class Writer;
 
 constexpr uint32_t kInline = UINT32_MAX;
 
@@ -147,6 +150,21 @@ void scan_duplicates(size_t n, int policy, DupScan &d, Same same, Seq seq, Keep 
 	}
 }
 
+// Loops over entries (hash order) read records (input order) at random:
+// entry k fetches the record of entry k + 16 and the bytes of entry k + 8
+// (from its key, or from its value where only the value is read).
+inline void prefetch_ahead(const Records &R, const std::vector<uint32_t> &order, size_t k,
+			   size_t m, bool key)
+{
+	if (k + 16 < m)
+		__builtin_prefetch(&R[order[k + 16]]);
+	if (k + 8 < m) {
+		const Record &p = R[order[k + 8]];
+		__builtin_prefetch(key ? p.key : p.val);
+		__builtin_prefetch(p.val + p.val_len - 1);
+	}
+}
+
 // The duplicate-key error: where the second record is, its key, where the first is.
 int dup_error(shmkv_builder *b, const std::string &second, const std::string &key,
 	      const std::string &first, uint64_t dup_keys);
@@ -175,11 +193,21 @@ int open_target(shmkv_builder *b, const char *path, Target &t);
 // fsync, name, check the output again, rename over it, fsync the directory.
 int commit_target(shmkv_builder *b, Target &t);
 
+// The image after its index, the one way both builds write it: the ENTRIES
+// section (entries() writes the entries from L.entries_off on) padded to its
+// end, VALUES at L.values_off (values() writes the shared values), the file
+// padded to its size, the sections' checksums into h, the writer flushed.
+int write_sections(Writer &w, const Layout &L, shmkv_image_header &h,
+		   const std::function<int()> &entries, const std::function<int()> &values);
+// Fills the header (h holds the sections) and writes it at offset 0 of fd.
+int write_header(shmkv_builder *b, const Layout &L, int fd, const char *shown,
+		 shmkv_image_header &h);
+
 // Writes the laid-out image to path atomically.
 int write_image(shmkv_builder *b, const Layout &L, const char *path);
 
 // A finished build's statistics (st may be null); t0: when finishing began.
-// For both the in-memory build and the spilling one (spill.cc).
+// For both the in-memory build and the spilling one (spill_build.cc).
 void fill_stats(const Layout &L, uint64_t records, std::chrono::steady_clock::time_point t0,
 		shmkv_build_stats *st);
 

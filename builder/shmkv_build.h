@@ -96,8 +96,10 @@ void shmkv_builder_set_source(shmkv_builder *b, const char *file, uint64_t line)
 /* Adds a record; the value is in its encoded form (lib/FORMAT.md): bytes and
  * string as is, i64/f64 as 8 bytes, bool as 1 byte (0/1), lists as arrays,
  * strlist as u32 count, u32 ends[count+1], NUL-terminated strings.
- * Returns 0, SHMKV_ELIMIT (key or value too long), SHMKV_EINPUT (bad type or
- * encoding), -ENOMEM, -EINVAL (after finish). Duplicates are found at finish. */
+ * Returns 0, SHMKV_ELIMIT (key or value too long; under a memory limit, a
+ * key and value together over 1/128 of it, at least 64 KiB), SHMKV_EINPUT (bad
+ * type or encoding), -ENOMEM, -EINVAL (after finish). Duplicates are found at
+ * finish. */
 int shmkv_builder_add(shmkv_builder *b, const void *key, size_t key_len, unsigned type,
 		      const void *value, size_t value_len);
 int shmkv_builder_add_i64(shmkv_builder *b, const void *key, size_t key_len, int64_t v);
@@ -120,7 +122,10 @@ int shmkv_builder_add_strlist(shmkv_builder *b, const void *key, size_t key_len,
  * the value type of TSV input (enum shmkv_type), ignored for JSONL. Types are
  * inferred without loss (integers -> i64/i64list, other numbers -> f64/f64list;
  * f32list only when asked; builder/README.md "Types"). A UTF-8 byte-order mark
- * at the start is skipped. Errors name file, line, key and reason. Returns 0,
+ * at the start is skipped. Errors name file, line, key and reason. A line may
+ * take 1/128 of the memory limit (of shmkv_build_default_memory_limit() when
+ * there is none), at least 64 KiB: a longer one is SHMKV_ELIMIT as soon as
+ * that much of it is read (builder/README.md, "Memory"). Returns 0,
  * SHMKV_EINPUT, SHMKV_ELIMIT, -EEXIST (the file is a checked output), -errno. */
 int shmkv_builder_add_file(shmkv_builder *b, const char *path, int format, unsigned tsv_type);
 

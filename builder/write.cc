@@ -33,14 +33,7 @@ void render_entries(const shmkv_builder *b, const Layout &L, size_t k0, size_t k
 	uint64_t base = L.entry_off[k0];
 	memset(buf, 0, end - base);
 	for (size_t k = k0; k < k1; k++) {
-		// entries come in hash order, records in input order: fetch ahead
-		if (k + 16 < k1)
-			__builtin_prefetch(&R[L.order[k + 16]]);
-		if (k + 8 < k1) {
-			const Record &p = R[L.order[k + 8]];
-			__builtin_prefetch(p.key);
-			__builtin_prefetch(p.val + p.val_len - 1);
-		}
+		prefetch_ahead(R, L.order, k, k1, true);
 		const Record &r = R[L.order[k]];
 		bool shared = L.group[k] != kInline;
 		render_entry(buf + (L.entry_off[k] - base), r.type, r.key, r.key_len, r.val, r.val_len,
@@ -177,24 +170,39 @@ int write_body(shmkv_builder *b, const Layout &L, Writer &w, shmkv_image_header 
 	h.sections[0] = {SHMKV_SECTION_INDEX, 0, SHMKV_HEADER_SIZE,
 			 L.bucket_count * SHMKV_BUCKET_BYTES, w.end_section()};
 
+	return write_sections(
+		w, L, h, [&] { return write_entries(b, L, w); },
+		[&] {
+			for (uint32_t rep : L.shared_reps) {
+				const Record &r = R[L.order[rep]];
+				int e = w.pad_to(align_up(w.pos(), 8));
+				if (!e)
+					e = w.put(r.val, r.val_len);
+				if (!e && stored_len(r.type, r.val_len) > r.val_len)
+					e = w.zeros(1);
+				if (e)
+					return e;
+			}
+			return 0;
+		});
+}
+
+} // namespace
+
+int write_sections(Writer &w, const Layout &L, shmkv_image_header &h,
+		   const std::function<int()> &entries, const std::function<int()> &values)
+{
 	w.begin_section();
-	if ((err = write_entries(b, L, w)))
-		return err;
-	if ((err = w.pad_to(L.entries_end)))
+	int err = entries();
+	if (err || (err = w.pad_to(L.entries_end)))
 		return err;
 	h.sections[1] = {SHMKV_SECTION_ENTRIES, 0, L.entries_off, L.entries_end - L.entries_off,
 			 w.end_section()};
-
 	if ((err = w.pad_to(L.values_off)))
 		return err;
 	w.begin_section();
-	for (uint32_t rep : L.shared_reps) {
-		const Record &r = R[L.order[rep]];
-		if ((err = w.pad_to(align_up(w.pos(), 8))) || (err = w.put(r.val, r.val_len)))
-			return err;
-		if (stored_len(r.type, r.val_len) > r.val_len && (err = w.zeros(1)))
-			return err;
-	}
+	if ((err = values()))
+		return err;
 	h.sections[2] = {SHMKV_SECTION_VALUES, 0, L.values_off, L.values_end - L.values_off,
 			 w.end_section()};
 	if ((err = w.pad_to(L.file_size)))
@@ -202,7 +210,14 @@ int write_body(shmkv_builder *b, const Layout &L, Writer &w, shmkv_image_header 
 	return w.flush();
 }
 
-} // namespace
+int write_header(shmkv_builder *b, const Layout &L, int fd, const char *shown,
+		 shmkv_image_header &h)
+{
+	fill_header(b, L, h);
+	if (pwrite(fd, &h, sizeof h, 0) != (ssize_t)sizeof h)
+		return b->fail(-errno, "writing %s: %s", shown, strerror(errno));
+	return 0;
+}
 
 void fill_header(const shmkv_builder *b, const Layout &L, shmkv_image_header &h)
 {
@@ -429,11 +444,8 @@ int write_image(shmkv_builder *b, const Layout &L, const char *path)
 	err = write_body(b, L, w, h, nullptr);
 	if (!err)
 		err = w.failed(d.finish(L.file_size));
-	if (!err) {
-		fill_header(b, L, h);
-		if (pwrite(t.fd, &h, sizeof h, 0) != (ssize_t)sizeof h)
-			err = b->fail(-errno, "writing %s: %s", t.shown.c_str(), strerror(errno));
-	}
+	if (!err)
+		err = write_header(b, L, t.fd, t.shown.c_str(), h);
 	return err ? err : commit_target(b, t);
 }
 

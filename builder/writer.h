@@ -15,6 +15,24 @@
 
 namespace shmkv_build {
 
+// Writes all of [p, p + n) to fd: at off, or at the file position where off
+// is negative. Returns 0 or -errno.
+inline int write_all(int fd, const void *p, size_t n, off_t off = -1)
+{
+	const char *c = (const char *)p;
+	while (n) {
+		ssize_t w = off < 0 ? write(fd, c, n) : pwrite(fd, c, n, off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		c += w;
+		n -= (size_t)w;
+		off += off < 0 ? 0 : w;
+	}
+	return 0;
+}
+
 // Buffered sequential writer that checksums the current section as it goes.
 class Writer {
 public:
@@ -52,17 +70,7 @@ public:
 			return err;
 		if (d_)
 			return failed(d_->write(pos_ - n, (const uint8_t *)p, n));
-		const char *c = (const char *)p;
-		while (n) {
-			ssize_t w = write(fd_, c, n);
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w < 0)
-				return b_->fail(-errno, "writing %s: %s", path_, strerror(errno));
-			c += w;
-			n -= (size_t)w;
-		}
-		return 0;
+		return failed(write_all(fd_, p, n));
 	}
 	// n bytes at pos() written by someone else (another thread, through the
 	// DirectOut, or put_big): checksummed and counted, not written.
@@ -115,22 +123,10 @@ public:
 		}
 		const char *p = buf_.data();
 		size_t n = buf_.size();
-		if (d_ && n) {
-			int err = failed(d_->write(pos_ - n, (const uint8_t *)p, n));
-			buf_.clear();
-			return err;
-		}
-		while (n) {
-			ssize_t w = write(fd_, p, n);
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w < 0)
-				return b_->fail(-errno, "writing %s: %s", path_, strerror(errno));
-			p += w;
-			n -= (size_t)w;
-		}
+		int err = failed(d_ && n ? d_->write(pos_ - n, (const uint8_t *)p, n)
+					 : write_all(fd_, p, n));
 		buf_.clear();
-		return 0;
+		return err;
 	}
 	uint64_t pos() const { return pos_; }
 

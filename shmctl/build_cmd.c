@@ -97,149 +97,158 @@ static int input_format(const struct build_args *a, const char *path)
 
 #define BAD(...) p_usage("image", "build: " __VA_ARGS__)
 
-/* Parses the command line into a; returns -1 to go on, else the exit code. */
-static int parse_args(int argc, char **argv, struct build_args *a)
+/* The option handlers below return GO_ON (handled, go on), NOT_MINE (c is
+ * none of theirs) or an exit code. */
+#define GO_ON (-1)
+#define NOT_MINE (-2)
+
+/* The index of arg in words (NULL-terminated), or -1. */
+static int word_index(const char *arg, const char *const *words)
 {
-	static const struct option opts[] = {
-		VERB_LONGOPTS,
-		{"output", required_argument, NULL, 'o'},
-		{"format", required_argument, NULL, OPT_FORMAT},
-		{"type", required_argument, NULL, OPT_TYPE},
-		{"on-duplicate", required_argument, NULL, OPT_ON_DUP},
-		{"name", required_argument, NULL, OPT_NAME},
-		{"seed", required_argument, NULL, OPT_SEED},
-		{"created", required_argument, NULL, OPT_CREATED},
-		{"buckets", required_argument, NULL, OPT_BUCKETS},
-		{"load-factor", required_argument, NULL, OPT_LOAD_FACTOR},
-		{"no-dedup", no_argument, NULL, OPT_NO_DEDUP},
-		{"lossy-f32", no_argument, NULL, OPT_LOSSY_F32},
-		{"hash-bits", required_argument, NULL, OPT_HASH_BITS}, /* tests only */
-		{"threads", required_argument, NULL, OPT_THREADS},
-		{"part", required_argument, NULL, OPT_PART},
-		{"filter-part", no_argument, NULL, OPT_FILTER_PART},
-		{"memory-limit", required_argument, NULL, OPT_MEMORY_LIMIT},
-		{"tmpdir", required_argument, NULL, OPT_TMPDIR},
-		{NULL, 0, NULL, 0},
-	};
-	shmkv_build_options *o = &a->o;
-	unsigned long long u;
-	long long i;
-	int c, rc;
+	for (int k = 0; words[k]; k++)
+		if (!strcmp(arg, words[k]))
+			return k;
+	return -1;
+}
 
-	memset(a, 0, sizeof *a);
-	int err = shmkv_build_options_init(o);
-	if (err)
-		return p_err("SOURCE_DATE_EPOCH is not a valid unix time: %s", shmkv_strerror(err));
-
-	verb_getopt_reset(); /* permuting: options may follow the inputs */
-	while ((c = getopt_long(argc, argv, VERB_SHORTOPTS "o:", opts, NULL)) != -1) {
-		switch (c) {
-		case 'o': a->out = optarg; break;
-		case OPT_FORMAT:
-			if (!strcmp(optarg, "jsonl"))
-				a->format = SHMKV_INPUT_JSONL;
-			else if (!strcmp(optarg, "tsv"))
-				a->format = SHMKV_INPUT_TSV;
-			else
-				return BAD("--format %s: expected jsonl or tsv", optarg);
-			break;
-		case OPT_TYPE:
-			if (!(a->tsv_type = type_by_name(optarg)))
-				return BAD("--type %s: not a value type", optarg);
-			break;
-		case OPT_ON_DUP:
-			if (!strcmp(optarg, "error"))
-				o->on_duplicate = SHMKV_DUP_ERROR;
-			else if (!strcmp(optarg, "first"))
-				o->on_duplicate = SHMKV_DUP_FIRST;
-			else if (!strcmp(optarg, "last"))
-				o->on_duplicate = SHMKV_DUP_LAST;
-			else
-				return BAD("--on-duplicate %s: expected error, first or last", optarg);
-			break;
-		case OPT_NAME:
-			if (strlen(optarg) > SHMKV_NAME_MAX)
-				return BAD("--name is %zu bytes, at most %u", strlen(optarg),
-					   SHMKV_NAME_MAX);
-			snprintf(o->name, sizeof o->name, "%s", optarg);
-			o->fixed |= SHMKV_OPT_NAME;
-			break;
-		case OPT_SEED:
-			if (!parse_u64(optarg, &u))
-				return BAD("--seed %s: expected an unsigned 64-bit number", optarg);
-			o->seed = u;
-			o->fixed |= SHMKV_OPT_SEED;
-			break;
-		case OPT_CREATED:
-			if (!parse_i64(optarg, &i))
-				return BAD("--created %s: expected seconds since 1970", optarg);
-			o->created = i;
-			o->fixed |= SHMKV_OPT_CREATED;
-			break;
-		case OPT_BUCKETS:
-			if (!parse_u64(optarg, &u) || u == 0)
-				return BAD("--buckets %s: expected a count of at least 1", optarg);
-			o->buckets = u;
-			o->fixed |= SHMKV_OPT_BUCKETS;
-			break;
-		case OPT_LOAD_FACTOR:
-			if (!parse_double(optarg, &o->load_factor) || !(o->load_factor > 0) ||
-			    o->load_factor > 1)
-				return BAD("--load-factor %s: expected a number in (0, 1]", optarg);
-			a->load_factor_given = true;
-			break;
-		case OPT_LOSSY_F32:
-			o->lossy_f32 = 1;
-			break;
-		case OPT_NO_DEDUP:
-			o->dedup = 0;
-			o->fixed |= SHMKV_OPT_DEDUP;
-			break;
-		case OPT_HASH_BITS:
-			if (!parse_u64(optarg, &u) || u < 1 || u > 64)
-				return BAD("--hash-bits %s: expected 1..64", optarg);
-			o->hash_bits = (unsigned)u;
-			o->fixed |= SHMKV_OPT_HASH_BITS;
-			break;
-		case OPT_THREADS:
-			if (!parse_u64(optarg, &u) || u > 1024)
-				return BAD("--threads %s: expected 0 (every CPU) to 1024", optarg);
-			a->threads = (unsigned)u;
-			break;
-		case OPT_PART: {
-			char *slash = strchr(optarg, '/');
-			unsigned long long k = 0, n = 0;
-			if (slash) {
-				*slash = 0;
-				bool ok = parse_u64(optarg, &k) && parse_u64(slash + 1, &n);
-				*slash = '/';
-				if (!ok)
-					k = n = 0;
-			}
-			if (!n || k < 1 || k > n)
-				return BAD("--part %s: expected K/N with 1 <= K <= N", optarg);
-			a->part_k = k;
-			a->part_n = n;
-			break;
-		}
-		case OPT_FILTER_PART:
-			a->filter_part = true;
-			break;
-		case OPT_MEMORY_LIMIT:
-			if (!memory_limit_arg("build", optarg, &a->memory_limit))
-				return EXIT_USAGE;
-			a->no_memory_limit = a->memory_limit == 0;
-			break;
-		case OPT_TMPDIR:
-			if (!*optarg)
-				return BAD("--tmpdir: expected a directory");
-			a->tmpdir = optarg;
-			break;
-		default:
-			if ((rc = verb_common_opt(c, argv, image_help, "image")) >= 0)
-				return rc;
-		}
+/* Where the records come from and where the image goes: -o, --format, --type. */
+static int input_opt(int c, struct build_args *a)
+{
+	switch (c) {
+	case 'o': a->out = optarg; return GO_ON;
+	case OPT_FORMAT: {
+		static const char *const formats[] = {"jsonl", "tsv", NULL};
+		int k = word_index(optarg, formats);
+		if (k < 0)
+			return BAD("--format %s: expected jsonl or tsv", optarg);
+		a->format = k == 0 ? SHMKV_INPUT_JSONL : SHMKV_INPUT_TSV;
+		return GO_ON;
 	}
+	case OPT_TYPE:
+		if (!(a->tsv_type = type_by_name(optarg)))
+			return BAD("--type %s: not a value type", optarg);
+		return GO_ON;
+	}
+	return NOT_MINE;
+}
+
+/* The unsigned options that fix a field of the header (SHMKV_OPT_*, which a
+ * meta line then leaves): what each takes, and where it goes. */
+static int fixed_number_opt(int c, shmkv_build_options *o)
+{
+	static const struct {
+		int opt;
+		unsigned bit;
+		const char *name, *want;
+		unsigned long long min, max;
+	} nums[] = {
+		{OPT_SEED, SHMKV_OPT_SEED, "--seed", "an unsigned 64-bit number", 0, ULLONG_MAX},
+		{OPT_BUCKETS, SHMKV_OPT_BUCKETS, "--buckets", "a count of at least 1", 1, ULLONG_MAX},
+		{OPT_HASH_BITS, SHMKV_OPT_HASH_BITS, "--hash-bits", "1..64", 1, 64},
+	};
+	for (size_t k = 0; k < sizeof nums / sizeof nums[0]; k++) {
+		unsigned long long u;
+		if (nums[k].opt != c)
+			continue;
+		if (!parse_u64(optarg, &u) || u < nums[k].min || u > nums[k].max)
+			return BAD("%s %s: expected %s", nums[k].name, optarg, nums[k].want);
+		if (c == OPT_SEED)
+			o->seed = u;
+		else if (c == OPT_BUCKETS)
+			o->buckets = u;
+		else
+			o->hash_bits = (unsigned)u;
+		o->fixed |= nums[k].bit;
+		return GO_ON;
+	}
+	return NOT_MINE;
+}
+
+/* What the image holds: its header's fields and how records become entries
+ * (shmkv_build_options). */
+static int image_opt(int c, struct build_args *a)
+{
+	shmkv_build_options *o = &a->o;
+	long long i;
+	switch (c) {
+	case OPT_ON_DUP: { /* in the order of enum shmkv_on_duplicate */
+		static const char *const dups[] = {"error", "first", "last", NULL};
+		if ((o->on_duplicate = word_index(optarg, dups)) < 0)
+			return BAD("--on-duplicate %s: expected error, first or last", optarg);
+		return GO_ON;
+	}
+	case OPT_NAME:
+		if (strlen(optarg) > SHMKV_NAME_MAX)
+			return BAD("--name is %zu bytes, at most %u", strlen(optarg), SHMKV_NAME_MAX);
+		snprintf(o->name, sizeof o->name, "%s", optarg);
+		o->fixed |= SHMKV_OPT_NAME;
+		return GO_ON;
+	case OPT_CREATED:
+		if (!parse_i64(optarg, &i))
+			return BAD("--created %s: expected seconds since 1970", optarg);
+		o->created = i;
+		o->fixed |= SHMKV_OPT_CREATED;
+		return GO_ON;
+	case OPT_LOAD_FACTOR:
+		if (!parse_double(optarg, &o->load_factor) || !(o->load_factor > 0) ||
+		    o->load_factor > 1)
+			return BAD("--load-factor %s: expected a number in (0, 1]", optarg);
+		a->load_factor_given = true;
+		return GO_ON;
+	case OPT_LOSSY_F32: o->lossy_f32 = 1; return GO_ON;
+	case OPT_NO_DEDUP:
+		o->dedup = 0;
+		o->fixed |= SHMKV_OPT_DEDUP;
+		return GO_ON;
+	}
+	return NOT_MINE;
+}
+
+/* K/N with 1 <= K <= N. */
+static bool parse_part(char *arg, unsigned long long *k, unsigned long long *n)
+{
+	char *slash = strchr(arg, '/');
+	if (!slash)
+		return false;
+	*slash = 0;
+	bool ok = parse_u64(arg, k) && parse_u64(slash + 1, n);
+	*slash = '/';
+	return ok && *n && *k >= 1 && *k <= *n;
+}
+
+/* How the build runs, not what it makes: threads, parts, memory, spill files. */
+static int run_opt(int c, struct build_args *a)
+{
+	unsigned long long u;
+	switch (c) {
+	case OPT_THREADS:
+		if (!parse_u64(optarg, &u) || u > 1024)
+			return BAD("--threads %s: expected 0 (every CPU) to 1024", optarg);
+		a->threads = (unsigned)u;
+		return GO_ON;
+	case OPT_PART:
+		if (!parse_part(optarg, &a->part_k, &a->part_n))
+			return BAD("--part %s: expected K/N with 1 <= K <= N", optarg);
+		return GO_ON;
+	case OPT_FILTER_PART: a->filter_part = true; return GO_ON;
+	case OPT_MEMORY_LIMIT:
+		if (!memory_limit_arg("build", optarg, &a->memory_limit))
+			return EXIT_USAGE;
+		a->no_memory_limit = a->memory_limit == 0;
+		return GO_ON;
+	case OPT_TMPDIR:
+		if (!*optarg)
+			return BAD("--tmpdir: expected a directory");
+		a->tmpdir = optarg;
+		return GO_ON;
+	}
+	return NOT_MINE;
+}
+
+/* The options taken together, and the inputs; GO_ON or the exit code. */
+static int check_args(int argc, char **argv, struct build_args *a)
+{
+	shmkv_build_options *o = &a->o;
 	if (!a->out)
 		return BAD("-o OUT is required");
 	if (a->part_n && !(o->fixed & SHMKV_OPT_BUCKETS))
@@ -265,7 +274,51 @@ static int parse_args(int argc, char **argv, struct build_args *a)
 				   "types", argv[k]);
 	if (!a->tsv_type)
 		a->tsv_type = SHMKV_TYPE_STRING;
-	return -1;
+	return GO_ON;
+}
+
+/* Parses the command line into a; returns GO_ON (-1) to go on, else the exit code. */
+static int parse_args(int argc, char **argv, struct build_args *a)
+{
+	static const struct option opts[] = {
+		VERB_LONGOPTS,
+		IMAGE_WRITE_LONGOPTS,
+		{"format", required_argument, NULL, OPT_FORMAT},
+		{"type", required_argument, NULL, OPT_TYPE},
+		{"on-duplicate", required_argument, NULL, OPT_ON_DUP},
+		{"name", required_argument, NULL, OPT_NAME},
+		{"seed", required_argument, NULL, OPT_SEED},
+		{"created", required_argument, NULL, OPT_CREATED},
+		{"buckets", required_argument, NULL, OPT_BUCKETS},
+		{"load-factor", required_argument, NULL, OPT_LOAD_FACTOR},
+		{"no-dedup", no_argument, NULL, OPT_NO_DEDUP},
+		{"lossy-f32", no_argument, NULL, OPT_LOSSY_F32},
+		{"hash-bits", required_argument, NULL, OPT_HASH_BITS}, /* tests only */
+		{"part", required_argument, NULL, OPT_PART},
+		{"filter-part", no_argument, NULL, OPT_FILTER_PART},
+		{NULL, 0, NULL, 0},
+	};
+	memset(a, 0, sizeof *a);
+	int err = shmkv_build_options_init(&a->o);
+	if (err)
+		return p_err("SOURCE_DATE_EPOCH is not a valid unix time: %s", shmkv_strerror(err));
+
+	verb_getopt_reset(); /* permuting: options may follow the inputs */
+	int c;
+	while ((c = getopt_long(argc, argv, VERB_SHORTOPTS "o:", opts, NULL)) != -1) {
+		int rc = input_opt(c, a);
+		if (rc == NOT_MINE)
+			rc = fixed_number_opt(c, &a->o);
+		if (rc == NOT_MINE)
+			rc = image_opt(c, a);
+		if (rc == NOT_MINE)
+			rc = run_opt(c, a);
+		if (rc == NOT_MINE) /* -j, -p, -h, or what getopt refused */
+			rc = verb_common_opt(c, argv, image_help, "image");
+		if (rc != GO_ON)
+			return rc;
+	}
+	return check_args(argc, argv, a);
 }
 
 bool memory_limit_arg(const char *verb, const char *arg, unsigned long long *out)
@@ -316,13 +369,8 @@ void print_summary(const char *out, const shmkv_build_stats *s, double seconds)
 		json_u64(w, "buckets", s->bucket_count);
 		json_stat(w, "load_factor", s->load_factor);
 		json_u64(w, "max_probe", s->max_probe);
-		json_name(w, "dedup");
-		json_obj_begin(w, NULL);
-		json_u64(w, "value_bytes_logical", s->value_bytes_logical);
-		json_u64(w, "shared_values", s->dedup_values);
-		json_u64(w, "shared_refs", s->dedup_refs);
-		json_u64(w, "saved_bytes", s->dedup_saved_bytes);
-		json_obj_end(w);
+		json_dedup(w, s->value_bytes_logical, s->dedup_values, s->dedup_refs,
+			   s->dedup_saved_bytes);
 		json_stat(w, "seconds", seconds);
 		json_obj_end(w);
 		return;

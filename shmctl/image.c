@@ -1,8 +1,12 @@
 /* image.c - the `image` object: its command table and help. */
 #include "image.h"
 
+#include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "main.h"
 
@@ -96,10 +100,87 @@ void image_why(char *out, size_t len, const char *path, const char *why)
 		snprintf(out, len, "%s: %s", path, why);
 }
 
+/* Padding outside the sections is zero (lib/FORMAT.md §2), so the reader
+ * reads all of it; alignment needs less than 8 KiB of it (64 between
+ * sections, 4096 at the end), and another builder's gaps may add some, but a
+ * header that declares far more than its sections hold (a 1 TiB file_size
+ * over a few KiB of data, the rest a hole) would have the reader read a TiB
+ * of zeros. Refused before it is mapped: work stays proportional to the
+ * image's contents. Only the header is read; it is checked whole later. */
+#define PADDING_MAX (UINT64_C(1) << 20)
+int image_padding_check(const char *path, char *why, size_t len)
+{
+	shmkv_image_header h;
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return 0; /* the open that follows says why */
+	struct stat st;
+	ssize_t got = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? pread(fd, &h, sizeof h, 0) : -1;
+	close(fd);
+	/* a size other than file_size is the reader's to report (truncated...) */
+	if (got != (ssize_t)sizeof h || memcmp(h.magic, SHMKV_MAGIC, 8) != 0 ||
+	    h.section_count != 3 || h.file_size != (uint64_t)st.st_size)
+		return 0;
+	uint64_t pad = 0, from = SHMKV_HEADER_SIZE;
+	for (uint32_t i = 0; i <= h.section_count; i++) {
+		uint64_t to = i < h.section_count ? h.sections[i].offset : h.file_size;
+		if (to < from) /* overlapping or out of order: the header check says so */
+			return 0;
+		pad += to - from;
+		if (i < h.section_count)
+			from = h.sections[i].offset + h.sections[i].size;
+	}
+	if (pad <= PADDING_MAX)
+		return 0;
+	snprintf(why, len,
+		 "%" PRIu64 " bytes of padding outside the sections (file_size %" PRIu64
+		 ", sections end at %" PRIu64 "): more than %" PRIu64 " bytes of zeros, not "
+		 "an image (a header that declares more than the file holds); refused "
+		 "unread", pad, h.file_size, from, PADDING_MAX);
+	return SHMKV_ECORRUPT;
+}
+
+int image_each(const shmkv *db, image_entry_fn *fn, void *ctx, uint64_t *n)
+{
+	shmkv_iter it;
+	const void *key;
+	size_t key_len;
+	shmkv_value v;
+	int err;
+	*n = 0;
+	shmkv_iter_init(db, &it);
+	while ((err = shmkv_iter_next(&it, &key, &key_len, &v)) == 0) {
+		int rc = fn(ctx, key, key_len, &v);
+		if (rc)
+			return rc;
+		(*n)++;
+	}
+	return err == SHMKV_EEND ? 0 : err;
+}
+
+int image_file_verb(int argc, char **argv, int (*fn)(const char *path, shmkv *db))
+{
+	int rc = image_simple_args(argc, argv, 1, "FILE");
+	if (rc >= 0)
+		return rc;
+	const char *path = argv[optind];
+	shmkv *db;
+	if ((rc = image_open(path, 0, &db)))
+		return rc;
+	rc = fn(path, db);
+	shmkv_close(db);
+	return rc;
+}
+
 int image_open(const char *path, unsigned flags, shmkv **db)
 {
 	char why[512], msg[1024];
-	int err = shmkv_open_file_diag(path, flags, db, why, sizeof why);
+	int err = image_padding_check(path, why, sizeof why);
+	if (err) {
+		image_why(msg, sizeof msg, path, why);
+		return p_err("%s", msg);
+	}
+	err = shmkv_open_file_diag(path, flags, db, why, sizeof why);
 	if (!err)
 		return EXIT_OK;
 	image_why(msg, sizeof msg, path, why);

@@ -4,6 +4,7 @@
 #define SHMCTL_IMAGE_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include <shmkv.h>
 
@@ -11,6 +12,13 @@ int image_help(int argc, char **argv);
 
 int do_image_build(int argc, char **argv);
 int do_image_join(int argc, char **argv);
+
+/* The long options build and join share: the output and how they run (each
+ * verb's own enum names OPT_THREADS, OPT_MEMORY_LIMIT and OPT_TMPDIR). */
+#define IMAGE_WRITE_LONGOPTS                                                                      \
+	{"output", required_argument, NULL, 'o'}, {"threads", required_argument, NULL, OPT_THREADS}, \
+	{"memory-limit", required_argument, NULL, OPT_MEMORY_LIMIT},                                \
+	{"tmpdir", required_argument, NULL, OPT_TMPDIR}
 
 /* build_cmd.c, shared with join_cmd.c */
 struct shmkv_builder;
@@ -24,6 +32,11 @@ bool parse_size(const char *s, unsigned long long *out);
 /* --memory-limit SIZE|none: a limit for shmkv_builder_set_memory_limit()
  * (0: none), or false with a usage message printed. */
 bool memory_limit_arg(const char *verb, const char *arg, unsigned long long *out);
+
+/* The "dedup" member of build's and inspect's JSON (image_inspect.c). */
+struct json;
+void json_dedup(struct json *w, uint64_t logical, uint64_t values, uint64_t refs,
+		uint64_t saved);
 
 /* A key as messages show it: JSON-quoted if UTF-8, else base64:"..." (malloc'd;
  * NULL when out of memory). image_read.c. */
@@ -42,6 +55,21 @@ int image_simple_args(int argc, char **argv, int nargs, const char *usage);
 /* Opens an image: 0, or reports "FILE: why" and returns EXIT_USAGE
  * (verify opens by itself: it maps image problems to EXIT_NEGATIVE). */
 int image_open(const char *path, unsigned flags, shmkv **db);
+
+/* Calls fn(ctx, key, key_len, value) for each entry in image order until
+ * fn returns non-zero (an exit code, > 0). Returns fn's value, 0 at the end,
+ * or the reader's error (< 0); *n: the entries fn took. */
+typedef int image_entry_fn(void *ctx, const void *key, size_t key_len, const shmkv_value *v);
+int image_each(const shmkv *db, image_entry_fn *fn, void *ctx, uint64_t *n);
+
+/* A verb whose one argument is an image (inspect, dump): its options, the
+ * image opened, fn's exit code, the image closed. */
+int image_file_verb(int argc, char **argv, int (*fn)(const char *path, shmkv *db));
+
+/* SHMKV_ECORRUPT with why set when the header declares far more padding
+ * outside its sections than alignment needs (more than 1 MiB: reading it
+ * would take work out of proportion to the file's contents), else 0. */
+int image_padding_check(const char *path, char *why, size_t len);
 
 /* "why" with the path in front unless the reader already put it there. */
 void image_why(char *out, size_t len, const char *path, const char *why);

@@ -17,21 +17,21 @@ struct stats {
 	uint32_t probe_len;                  /* max_probe + 1 */
 };
 
+static int count_type(void *ctx, const void *key, size_t key_len, const shmkv_value *v)
+{
+	struct stats *st = ctx;
+	(void)key;
+	(void)key_len;
+	st->types[v->type <= SHMKV_TYPE_MAX ? v->type : 0]++;
+	return 0;
+}
+
 /* Counts entries per type by iterating. */
 static int count_types(const shmkv *db, struct stats *st, char *why, size_t len)
 {
-	shmkv_iter it;
-	const void *key;
-	size_t key_len;
-	shmkv_value v;
-	uint64_t n = 0;
-	int err;
-	shmkv_iter_init(db, &it);
-	while ((err = shmkv_iter_next(&it, &key, &key_len, &v)) == 0) {
-		st->types[v.type <= SHMKV_TYPE_MAX ? v.type : 0]++;
-		n++;
-	}
-	if (err != SHMKV_EEND)
+	uint64_t n;
+	int err = image_each(db, count_type, st, &n);
+	if (err)
 		return diag_fail(err, why, len, "entry %" PRIu64 ": %s", n, shmkv_strerror(err));
 	return 0;
 }
@@ -80,6 +80,18 @@ static void version_text(char *buf, size_t n, uint32_t v)
 static double ratio(uint64_t a, uint64_t b)
 {
 	return b ? (double)a / (double)b : 0.0;
+}
+
+void json_dedup(struct json *w, uint64_t logical, uint64_t values, uint64_t refs,
+		uint64_t saved)
+{
+	json_name(w, "dedup");
+	json_obj_begin(w, NULL);
+	json_u64(w, "value_bytes_logical", logical);
+	json_u64(w, "shared_values", values);
+	json_u64(w, "shared_refs", refs);
+	json_u64(w, "saved_bytes", saved);
+	json_obj_end(w);
 }
 
 static void print_json(const char *path, const shmkv_image_header *h, const struct stats *st)
@@ -135,13 +147,7 @@ static void print_json(const char *path, const shmkv_image_header *h, const stru
 	for (uint32_t d = 0; d < st->probe_len; d++)
 		json_u64(w, NULL, st->probe[d]);
 	json_arr_end(w);
-	json_name(w, "dedup");
-	json_obj_begin(w, NULL);
-	json_u64(w, "value_bytes_logical", h->value_bytes_logical);
-	json_u64(w, "shared_values", h->dedup_values);
-	json_u64(w, "shared_refs", h->dedup_refs);
-	json_u64(w, "saved_bytes", h->dedup_saved_bytes);
-	json_obj_end(w);
+	json_dedup(w, h->value_bytes_logical, h->dedup_values, h->dedup_refs, h->dedup_saved_bytes);
 	json_obj_end(w);
 }
 
@@ -201,15 +207,9 @@ static void print_plain(const char *path, const shmkv_image_header *h, const str
 	       100.0 * ratio(h->dedup_saved_bytes, h->value_bytes_logical));
 }
 
-int do_image_inspect(int argc, char **argv)
+static int inspect_file(const char *path, shmkv *db)
 {
-	int rc = image_simple_args(argc, argv, 1, "FILE");
-	if (rc >= 0)
-		return rc;
-	const char *path = argv[optind];
-	shmkv *db;
-	if ((rc = image_open(path, 0, &db)))
-		return rc;
+	int rc;
 	const shmkv_image_header *h = shmkv_header(db);
 	struct stats st;
 	char why[512];
@@ -224,6 +224,10 @@ int do_image_inspect(int argc, char **argv)
 		rc = EXIT_OK;
 	}
 	free(st.probe);
-	shmkv_close(db);
 	return rc;
+}
+
+int do_image_inspect(int argc, char **argv)
+{
+	return image_file_verb(argc, argv, inspect_file);
 }

@@ -48,6 +48,23 @@ int do_image_get(int argc, char **argv)
 	return get_verb(argc, argv, &src);
 }
 
+/* verify's JSON (nothing without -j): ok with n entries, or the error;
+ * the exit code. */
+static int verify_json(const char *path, uint64_t n, const char *error)
+{
+	if (json_output) {
+		json_obj_begin(&json_out, NULL);
+		json_str(&json_out, "file", path);
+		json_bool(&json_out, "ok", !error);
+		if (error)
+			json_str(&json_out, "error", error);
+		else
+			json_u64(&json_out, "entries", n);
+		json_obj_end(&json_out);
+	}
+	return error ? EXIT_NEGATIVE : EXIT_OK;
+}
+
 int do_image_verify(int argc, char **argv)
 {
 	int rc = image_simple_args(argc, argv, 1, "FILE");
@@ -57,7 +74,9 @@ int do_image_verify(int argc, char **argv)
 	char why[512] = "", msg[1024];
 	shmkv *db;
 	/* NOVERIFY: the header is checked at open, all else by shmkv_verify */
-	int err = shmkv_open_file_diag(path, SHMKV_OPEN_NOVERIFY, &db, why, sizeof why);
+	int err = image_padding_check(path, why, sizeof why);
+	if (!err)
+		err = shmkv_open_file_diag(path, SHMKV_OPEN_NOVERIFY, &db, why, sizeof why);
 	if (err && err > -4096) { /* -errno: could not read it at all */
 		image_why(msg, sizeof msg, path, why);
 		return p_err("%s", msg);
@@ -67,31 +86,18 @@ int do_image_verify(int argc, char **argv)
 		if (!err) {
 			uint64_t n = shmkv_header(db)->entry_count;
 			shmkv_close(db);
-			if (json_output) {
-				json_obj_begin(&json_out, NULL);
-				json_str(&json_out, "file", path);
-				json_bool(&json_out, "ok", true);
-				json_u64(&json_out, "entries", n);
-				json_obj_end(&json_out);
-			} else {
+			if (!json_output)
 				printf("ok: %" PRIu64 " entries verified\n", n);
-			}
-			return EXIT_OK;
+			return verify_json(path, n, NULL);
 		}
 		shmkv_close(db);
 	}
 	image_why(msg, sizeof msg, path, why);
-	if (json_output) {
-		json_obj_begin(&json_out, NULL);
-		json_str(&json_out, "file", path);
-		json_bool(&json_out, "ok", false);
-		json_str(&json_out, "error", msg);
-		json_obj_end(&json_out);
-	} else {
+	if (!json_output) {
 		fflush(stdout);
 		fprintf(stderr, "%s: verification failed: %s\n", BIN_NAME, msg);
 	}
-	return EXIT_NEGATIVE;
+	return verify_json(path, 0, msg);
 }
 
 static void dump_meta(struct json *w, const shmkv_image_header *h)
@@ -99,7 +105,12 @@ static void dump_meta(struct json *w, const shmkv_image_header *h)
 	json_obj_begin(w, NULL);
 	json_name(w, "shmkv_meta");
 	json_obj_begin(w, NULL);
-	json_str(w, "name", h->name);
+	if (utf8_valid(h->name, strlen(h->name))) {
+		json_str(w, "name", h->name);
+	} else { /* JSON strings are Unicode: the bytes as base64, as for keys */
+		json_name(w, "name_base64");
+		json_base64(w, NULL, h->name, strlen(h->name));
+	}
 	json_u64(w, "seed", h->hash_seed);
 	json_i64(w, "created", h->created_unix);
 	json_u64(w, "buckets", h->bucket_count);
@@ -109,51 +120,40 @@ static void dump_meta(struct json *w, const shmkv_image_header *h)
 	json_obj_end(w);
 }
 
-int do_image_dump(int argc, char **argv)
+/* One entry as a JSONL record; an exit code if its value cannot be one. */
+static int dump_entry(void *ctx, const void *key, size_t key_len, const shmkv_value *v)
 {
-	int rc = image_simple_args(argc, argv, 1, "FILE");
-	if (rc >= 0)
+	struct json *w = ctx;
+	if (!value_utf8_ok(v)) {
+		char *k = key_text(key, key_len);
+		int rc = p_err("key %s: %s value is not valid UTF-8", k ? k : "?",
+			       shmkv_type_name(v->type));
+		free(k);
 		return rc;
-	const char *path = argv[optind];
-	shmkv *db;
-	if ((rc = image_open(path, 0, &db)))
-		return rc;
-	const shmkv_image_header *h = shmkv_header(db);
-	if (!utf8_valid(h->name, strlen(h->name))) {
-		shmkv_close(db);
-		return p_err("%s: the image name is not valid UTF-8: JSONL cannot carry it", path);
 	}
+	json_obj_begin(w, NULL);
+	json_key_member(w, key, key_len);
+	json_str(w, "type", shmkv_type_name(v->type));
+	json_name(w, "value");
+	value_json(w, v);
+	json_obj_end(w);
+	return 0;
+}
 
+static int dump_file(const char *path, shmkv *db)
+{
 	struct json w; /* JSONL: one compact record a line, whatever -p says */
 	json_init_file(&w, stdout, false);
-	dump_meta(&w, h);
-
-	shmkv_iter it;
-	const void *key;
-	size_t key_len;
-	shmkv_value v;
-	uint64_t n = 0;
-	int err;
-	shmkv_iter_init(db, &it);
-	while ((err = shmkv_iter_next(&it, &key, &key_len, &v)) == 0) {
-		if (!value_utf8_ok(&v)) {
-			char *k = key_text(key, key_len);
-			rc = p_err("key %s: %s value is not valid UTF-8", k ? k : "?",
-				   shmkv_type_name(v.type));
-			free(k);
-			break;
-		}
-		json_obj_begin(&w, NULL);
-		json_key_member(&w, key, key_len);
-		json_str(&w, "type", shmkv_type_name(v.type));
-		json_name(&w, "value");
-		value_json(&w, &v);
-		json_obj_end(&w);
-		n++;
-	}
-	if (err && err != SHMKV_EEND)
+	dump_meta(&w, shmkv_header(db));
+	uint64_t n;
+	int rc = image_each(db, dump_entry, &w, &n);
+	if (rc < 0)
 		rc = p_err("%s: entry %" PRIu64 ": %s; 'shmctl image verify' says more", path, n,
-			   shmkv_strerror(err));
-	shmkv_close(db);
+			   shmkv_strerror(rc));
 	return rc;
+}
+
+int do_image_dump(int argc, char **argv)
+{
+	return image_file_verb(argc, argv, dump_file);
 }

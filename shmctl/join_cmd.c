@@ -100,10 +100,7 @@ int do_image_join(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		VERB_LONGOPTS,
-		{"output", required_argument, NULL, 'o'},
-		{"threads", required_argument, NULL, OPT_THREADS},
-		{"memory-limit", required_argument, NULL, OPT_MEMORY_LIMIT},
-		{"tmpdir", required_argument, NULL, OPT_TMPDIR},
+		IMAGE_WRITE_LONGOPTS,
 		{NULL, 0, NULL, 0},
 	};
 	const char *out = NULL, *tmpdir = NULL;
