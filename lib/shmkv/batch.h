@@ -54,10 +54,13 @@ static inline size_t shmkv_get_batch(const shmkv *db, const shmkv_key *keys, siz
 			mask[i] = shmkv__match(bk[i], shmkv__tag(hash[i]));
 			if (mask[i]) {
 				/* header and key inside ENTRIES, else left to the checked path */
-				cand[i] = shmkv__slot_entry(db, bk[i][SHMKV__CTZ(mask[i])],
-							    shmkv__key_lim(db, keys[base + i].len));
-				if (SHMKV__LIKELY(cand[i] != NULL))
-					__builtin_prefetch(cand[i]);
+				const uint8_t *c;
+				if (SHMKV__LIKELY(shmkv__slot_entry(db, bk[i][SHMKV__CTZ(mask[i])],
+								    shmkv__key_lim(db, keys[base + i].len),
+								    &c))) {
+					cand[i] = c;
+					__builtin_prefetch(c);
+				}
 			}
 		}
 		for (size_t i = 0; i < m; i++) {

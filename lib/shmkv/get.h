@@ -80,15 +80,16 @@ static inline uint64_t shmkv__entry_size(unsigned type, unsigned flags, size_t k
  * names it for shmkv_get_diag. Both accept exactly the same entries: the hot
  * path's checks are the cold path's functions, inlined with constants. */
 
-/* "entry at OFF: " before the reason already in why (cold: messages only). */
-static SHMKV__COLD int shmkv__entry_why(int err, uint64_t off, char *why, size_t why_len)
+/* "entry at OFF: " before the reason already in why (cold: messages only;
+ * returns nothing, so that callers return their own constant and the
+ * compiler sees every error path return non-zero). */
+static SHMKV__COLD void shmkv__entry_why(uint64_t off, char *why, size_t why_len)
 {
 	if (why && why_len) {
 		char tmp[200];
 		snprintf(tmp, sizeof tmp, "%.*s", (int)sizeof tmp - 1, why); /* cut */
-		shmkv__fail(err, why, why_len, "entry at %llu: %s", (unsigned long long)off, tmp);
+		shmkv__fail(0, why, why_len, "entry at %llu: %s", (unsigned long long)off, tmp);
 	}
-	return err;
 }
 
 /* The value bound rule (FORMAT.md §12.1), its one statement: where the value
@@ -109,7 +110,7 @@ shmkv__value_place(const shmkv *db, const uint8_t *e, size_t key_len, unsigned t
 	if (flags & SHMKV_EFLAG_SHARED) {
 		uint64_t voff;
 		if (p + 8 > end)
-			SHMKV__BADP("shared-value reference runs past the entries section end %llu",
+			SHMKV__BADP("shared-value reference runs past the section (entries end at %llu)",
 				    (unsigned long long)db->entries_end);
 		memcpy(&voff, (const void *)p, 8);
 		if (voff % 8 || voff < db->values_off || voff > db->values_end ||
@@ -120,8 +121,8 @@ shmkv__value_place(const shmkv *db, const uint8_t *e, size_t key_len, unsigned t
 		*data = db->base + voff;
 	} else {
 		if (p + stored > end)
-			SHMKV__BADP("key of %zu and %s value of %u bytes run past the entries section "
-				    "end %llu", key_len, shmkv_type_name(type), len,
+			SHMKV__BADP("%s value of %u bytes after a key of %zu runs past the section "
+				    "(entries end at %llu)", shmkv_type_name(type), len, key_len,
 				    (unsigned long long)db->entries_end);
 		*data = (const uint8_t *)p;
 	}
@@ -144,17 +145,27 @@ shmkv__value_read(const shmkv *db, const uint8_t *e, size_t key_len, unsigned ty
 	const uint32_t len = ((const shmkv_entry_header *)(const void *)e)->value_len;
 	const uint8_t *data = NULL; /* set when err is 0: GCC 12 cannot always see it */
 	size_t count = 0;
-	int err;
-	if (type < 1 || type > SHMKV_TYPE_MAX)
-		err = why ? shmkv__fail(SHMKV_ECORRUPT, why, why_len, "unknown type %u", type)
-			  : SHMKV_ECORRUPT;
-	else if (flags & ~SHMKV_EFLAG_KNOWN)
-		err = why ? shmkv__fail(SHMKV_ECORRUPT, why, why_len, "unknown flags %x", flags)
-			  : SHMKV_ECORRUPT;
-	else if (!(err = shmkv__value_place(db, e, key_len, type, flags, &data, why, why_len)))
-		err = shmkv__value_shape(type, data, len, deep, &count, why, why_len);
-	if (SHMKV__UNLIKELY(err))
-		return why ? shmkv__entry_why(err, (uint64_t)(e - db->base), why, why_len) : err;
+#define SHMKV__BADR()                                                                              \
+	do {                                                                                       \
+		if (why)                                                                           \
+			shmkv__entry_why((uint64_t)(e - db->base), why, why_len);                   \
+		return SHMKV_ECORRUPT;                                                             \
+	} while (0)
+	if (type < 1 || type > SHMKV_TYPE_MAX) {
+		if (why)
+			shmkv__fail(SHMKV_ECORRUPT, why, why_len, "unknown type %u", type);
+		SHMKV__BADR();
+	}
+	if (flags & ~SHMKV_EFLAG_KNOWN) {
+		if (why)
+			shmkv__fail(SHMKV_ECORRUPT, why, why_len, "unknown flags %x", flags);
+		SHMKV__BADR();
+	}
+	if (shmkv__value_place(db, e, key_len, type, flags, &data, why, why_len))
+		SHMKV__BADR();
+	if (shmkv__value_shape(type, data, len, deep, &count, why, why_len))
+		SHMKV__BADR();
+#undef SHMKV__BADR
 	v->type = type;
 	v->shared = flags & SHMKV_EFLAG_SHARED;
 	v->data = data;
@@ -274,14 +285,20 @@ static inline uint64_t shmkv__key_lim(const shmkv *db, size_t key_len)
 	return (db->ent_room - key_len) >> 3;
 }
 
-/* The entry a slot points at when its unit is at most lim (a
- * shmkv__key_lim), else NULL. The unit is taken modulo 2^40 (the width of
- * the offset field), so one compare against a limit below 2^40 - ent_unit0
- * refuses offsets before ENTRIES as well as after it. */
-static SHMKV__HOT const uint8_t *shmkv__slot_entry(const shmkv *db, uint64_t slot, uint64_t lim)
+/* 1 with *e the entry a slot points at when its unit is at most lim (a
+ * shmkv__key_lim), else 0 (*e untouched).
+ * The unit is taken modulo 2^40 (the width of the offset field), so one
+ * compare against a limit below 2^40 - ent_unit0 refuses offsets before
+ * ENTRIES as well as after it. A flag, not a NULL pointer, so that callers
+ * branch on the compare itself. */
+static SHMKV__HOT int shmkv__slot_entry(const shmkv *db, uint64_t slot, uint64_t lim,
+					const uint8_t **e)
 {
 	const uint64_t u = (slot - db->ent_unit0) & SHMKV_SLOT_OFF_MASK;
-	return SHMKV__LIKELY(u <= lim) ? db->ent + (u << 3) : NULL;
+	if (SHMKV__UNLIKELY(u > lim))
+		return 0;
+	*e = db->ent + (u << 3); /* after the compare: computed earlier, it cost a register */
+	return 1;
 }
 
 /* Whether the entry at e (header and key_len bytes after it inside ENTRIES)
@@ -302,8 +319,8 @@ static SHMKV__HOT int shmkv__entry_key_is(const uint8_t *e, const void *key, siz
 static SHMKV__HOT const uint8_t *shmkv__slot_try(const shmkv *db, uint64_t slot, uint64_t lim,
 						 const void *key, size_t key_len)
 {
-	const uint8_t *e = shmkv__slot_entry(db, slot, lim);
-	if (SHMKV__UNLIKELY(!e))
+	const uint8_t *e;
+	if (SHMKV__UNLIKELY(!shmkv__slot_entry(db, slot, lim, &e)))
 		return SHMKV__DEFER;
 	return shmkv__entry_key_is(e, key, key_len) ? e : NULL;
 }
@@ -321,9 +338,8 @@ static inline int shmkv__bucket_scan(const shmkv *db, uint64_t b, uint64_t tag, 
 	while (m) {
 		unsigned j = SHMKV__CTZ(m);
 		m &= m - 1;
-		const uint8_t *e = shmkv__key_fits(db, 0)
-					   ? shmkv__slot_entry(db, bk[j], shmkv__key_lim(db, 0)) : NULL;
-		if (!e)
+		const uint8_t *e;
+		if (!shmkv__key_fits(db, 0) || !shmkv__slot_entry(db, bk[j], shmkv__key_lim(db, 0), &e))
 			return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
 					   "index bucket %llu slot %u: entry offset %llu outside the "
 					   "entries section [%llu, %llu)", (unsigned long long)b, j,
@@ -332,8 +348,9 @@ static inline int shmkv__bucket_scan(const shmkv *db, uint64_t b, uint64_t tag, 
 					   (unsigned long long)db->entries_end);
 		if (((const shmkv_entry_header *)(const void *)e)->key_len != key_len)
 			continue;
+		const uint8_t *ek;
 		if (!shmkv__key_fits(db, key_len) ||
-		    !shmkv__slot_entry(db, bk[j], shmkv__key_lim(db, key_len)))
+		    !shmkv__slot_entry(db, bk[j], shmkv__key_lim(db, key_len), &ek))
 			return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
 					   "index bucket %llu slot %u: entry at %llu: key of %zu bytes runs "
 					   "past the entries section end %llu", (unsigned long long)b, j,
@@ -482,10 +499,9 @@ static SHMKV__HOT int shmkv__get_as(const shmkv *db, const void *key, size_t key
 		do { /* shmkv__scan_fast, with its outcomes as jumps */
 			unsigned j = SHMKV__CTZ(m);
 			m &= m - 1;
-			e = shmkv__slot_try(db, bk[j], lim, key, key_len);
-			if (SHMKV__UNLIKELY(e == SHMKV__DEFER))
+			if (SHMKV__UNLIKELY(!shmkv__slot_entry(db, bk[j], lim, &e)))
 				goto checked;
-			if (e)
+			if (shmkv__entry_key_is(e, key, key_len))
 				goto found;
 		} while (m);
 	}
@@ -739,8 +755,9 @@ static inline int shmkv__entry_decode(const shmkv *db, uint64_t off, shmkv__entr
 				   (unsigned long long)off);
 	const uint8_t *e = db->base + off;
 	const shmkv_entry_header *eh = (const shmkv_entry_header *)(const void *)e;
+	const uint8_t *ek;
 	if (!shmkv__key_fits(db, eh->key_len) ||
-	    !shmkv__slot_entry(db, off >> 3, shmkv__key_lim(db, eh->key_len)))
+	    !shmkv__slot_entry(db, off >> 3, shmkv__key_lim(db, eh->key_len), &ek))
 		return SHMKV__BADE("entry at %llu: key of %u bytes runs past the section",
 				   (unsigned long long)off, eh->key_len);
 	int err = shmkv__value_read(db, e, eh->key_len, eh->type, eh->flags, 1, &out->value, why,
