@@ -218,7 +218,7 @@ extern "C" int shmkv_builder_add(shmkv_builder *b, const void *key, size_t key_l
 {
 	if (b->finished)
 		return b->fail(-EINVAL, "builder already finished");
-	if (type < 1 || type > SHMKV_TYPE_MAX)
+	if (!shmkv_type_desc_of(type))
 		return b->fail(SHMKV_EINPUT, "%s: unknown value type %u", b->here().c_str(), type);
 	if (key_len > SHMKV_MAX_KEY_LEN)
 		return b->fail(SHMKV_ELIMIT, "%s: key of %zu bytes exceeds the %u-byte limit",
@@ -607,7 +607,7 @@ extern "C" int shmkv_builder_add_file(shmkv_builder *b, const char *path, int fo
 {
 	if (b->finished)
 		return b->fail(-EINVAL, "builder already finished");
-	if (format == SHMKV_INPUT_TSV && (tsv_type < 1 || tsv_type > SHMKV_TYPE_MAX))
+	if (format == SHMKV_INPUT_TSV && !shmkv_type_desc_of(tsv_type))
 		return b->fail(-EINVAL, "unknown TSV value type %u", tsv_type);
 	if (format != SHMKV_INPUT_JSONL && format != SHMKV_INPUT_TSV)
 		return b->fail(-EINVAL, "unknown input format %d", format);

@@ -81,10 +81,10 @@ struct NoInit : std::allocator<T> {
 };
 using Records = std::vector<Record, NoInit<Record>>;
 
-// Stored bytes of a value: bytes and strings carry a trailing NUL.
+// Stored bytes of a value: bytes and strings carry a trailing NUL (lib's type table).
 inline uint64_t stored_len(uint8_t type, uint64_t val_len)
 {
-	return val_len + (type == SHMKV_TYPE_BYTES || type == SHMKV_TYPE_STRING);
+	return shmkv_value_stored_len(type, val_len);
 }
 
 inline uint64_t align_up(uint64_t x, uint64_t a)

@@ -34,15 +34,11 @@ struct Layout {
 	uint64_t dedup_values = 0, dedup_refs = 0, dedup_saved = 0;
 };
 
-// Bytes of an entry: header, key, then inline value or shared reference.
+// Bytes of an entry: header, key, then inline value or shared reference (the
+// reader's rule, shmkv_entry_size).
 inline uint64_t entry_size(unsigned key_len, unsigned type, uint64_t val_len, bool shared)
 {
-	uint64_t p = sizeof(shmkv_entry_header) + key_len;
-	if (shared)
-		return align_up(p, 8) + 8;
-	if (shmkv_type_align8(type))
-		p = align_up(p, 8);
-	return align_up(p + stored_len(type, val_len), 8);
+	return shmkv_entry_size(type, shared, key_len, val_len);
 }
 inline uint64_t entry_size(const Record &r, bool shared)
 {

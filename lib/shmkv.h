@@ -47,7 +47,10 @@
  *     shmkv_iter_init(db, &it); while (shmkv_iter_next(&it, &k, &klen, &v) == 0) ...
  *   USDT probes (shmkv/trace.h; perf/README.md), opt-in: -DSHMKV_USDT=1 for every
  *     file including <shmkv.h>, and #define SHMKV_USDT_SEMAPHORES 1 in one of them
- *   Errors and misc (shmkv/errors.h, shmkv/get.h, shmkv/probe.h)
+ *   Value types (shmkv/types.h): one row each, FORMAT.md §8
+ *     const shmkv_type_desc *shmkv_type_desc_of(type)  name, alignment, NUL, shape; NULL: no type
+ *     unsigned shmkv_type_by_name(name)              the type a name stands for, or 0
+ *   Errors and misc (shmkv/errors.h, shmkv/types.h, shmkv/probe.h)
  *     const char *shmkv_strerror(err)                message ("key not found", strerror)
  *     const char *shmkv_errname(err)                 symbol ("SHMKV_ENOTFOUND", "ENOENT")
  *     const char *shmkv_file_kind(st_mode)           "a FIFO", "a directory", ... (error messages)
@@ -149,6 +152,7 @@
 #include "shmkv/errors.h"
 #include "shmkv/probe.h"
 #include "shmkv/handle.h"
+#include "shmkv/types.h"
 #include "shmkv/get.h"
 #include "shmkv/verify.h"
 #include "shmkv/batch.h"

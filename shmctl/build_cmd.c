@@ -79,14 +79,6 @@ bool parse_size(const char *s, unsigned long long *out)
 	return true;
 }
 
-static unsigned type_by_name(const char *s)
-{
-	for (unsigned t = 1; t <= SHMKV_TYPE_MAX; t++)
-		if (!strcmp(s, shmkv_type_name(t)))
-			return t;
-	return 0;
-}
-
 static int input_format(const struct build_args *a, const char *path)
 {
 	if (a->format)
@@ -125,7 +117,7 @@ static int input_opt(int c, struct build_args *a)
 		return GO_ON;
 	}
 	case OPT_TYPE:
-		if (!(a->tsv_type = type_by_name(optarg)))
+		if (!(a->tsv_type = shmkv_type_by_name(optarg)))
 			return BAD("--type %s: not a value type", optarg);
 		return GO_ON;
 	}

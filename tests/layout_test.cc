@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <string>
 
@@ -64,6 +65,72 @@ TEST(Layout, HashIsXxh3OfDescription)
 		<< std::hex << "computed 0x" << XXH3_64bits(d, strlen(d));
 	std::string r = rebuilt_desc();
 	EXPECT_EQ(XXH3_64bits(r.data(), r.size()), SHMKV_LAYOUT_HASH);
+}
+
+// The vocabulary a v1 reader refuses to guess at, rebuilt from the type table
+// and the flag masks: a changed row, a new type or flag fails here, and
+// format.h says why that is a new format version (FORMAT.md §15).
+std::string rebuilt_vocab()
+{
+	std::string d = "types=";
+	for (unsigned t = 1; t <= SHMKV_TYPE_MAX; t++) {
+		const shmkv_type_desc *r = shmkv_type_desc_of(t);
+		d += (t > 1 ? "," : "") + std::to_string(t) + ":" + r->name + "/a" +
+		     std::to_string(r->align);
+		unsigned size = 1u << r->elem_shift;
+		switch (r->shape) {
+		case SHMKV_SHAPE_TEXT: d += r->nul ? "/nul/text" : "/text"; break;
+		case SHMKV_SHAPE_FIXED:
+			d += "/fixed" + std::to_string(size);
+			if (r->max_byte != 255)
+				d += "max" + std::to_string(r->max_byte);
+			break;
+		case SHMKV_SHAPE_ARRAY: d += "/array" + std::to_string(size); break;
+		case SHMKV_SHAPE_STRLIST: d += "/strlist"; break;
+		default: d += "/?";
+		}
+		if (r->utf8)
+			d += "/utf8";
+	}
+	char hex[64];
+	snprintf(hex, sizeof hex, ";eflags=%#x;hflags=%#llx;", (unsigned)SHMKV_EFLAG_KNOWN,
+		 (unsigned long long)SHMKV_HFLAG_KNOWN);
+	d += hex;
+	d += "sections=";
+	for (uint32_t k = SHMKV_SECTION_INDEX; k <= SHMKV_SECTION_VALUES; k++)
+		d += (k > 1 ? "," : "") + std::to_string(k) + ":" + shmkv_section_name(k);
+	return d;
+}
+
+TEST(Layout, VocabularyIsFrozenForV1)
+{
+	ASSERT_EQ(SHMKV_FORMAT_VERSION, 1u);
+	EXPECT_EQ(rebuilt_vocab(), std::string(SHMKV_VOCAB_DESC))
+		<< "format v1's types, flags and sections are frozen: a change is a new format "
+		   "version (lib/FORMAT.md §15)";
+	EXPECT_EQ(shmkv_type_desc_of(0), nullptr);
+	EXPECT_EQ(shmkv_type_desc_of(SHMKV_TYPE_MAX + 1), nullptr);
+	EXPECT_STREQ(shmkv_section_name(SHMKV_SECTION_VALUES + 1), "unknown");
+}
+
+// Every row agrees with the getters' and the entry layout's use of it.
+TEST(Layout, TypeRowsRoundTrip)
+{
+	for (unsigned t = 1; t <= SHMKV_TYPE_MAX; t++) {
+		const shmkv_type_desc *r = shmkv_type_desc_of(t);
+		ASSERT_NE(r, nullptr) << t;
+		EXPECT_EQ(shmkv_type_by_name(r->name), t) << r->name;
+		EXPECT_STREQ(shmkv_type_name(t), r->name);
+		EXPECT_EQ(shmkv_type_align8(t), r->align == 8) << r->name;
+		EXPECT_EQ(shmkv_value_stored_len(t, 5), 5u + r->nul) << r->name;
+		// an inline value of 3 bytes after a 1-byte key, and the shared form
+		EXPECT_EQ(shmkv_entry_size(t, 0, 1, 3), (r->align == 8 ? 16u + 3 + r->nul + 7 : 9u + 3 + r->nul + 7) / 8 * 8) << r->name;
+		EXPECT_EQ(shmkv_entry_size(t, 1, 1, 3), 24u) << r->name;
+	}
+	EXPECT_EQ(shmkv_type_by_name("int32"), 0u);
+	EXPECT_EQ(shmkv_type_by_name(""), 0u);
+	EXPECT_STREQ(shmkv_type_name(0), "invalid");
+	EXPECT_STREQ(shmkv_type_name(200), "invalid");
 }
 
 TEST(Layout, FieldSizes)

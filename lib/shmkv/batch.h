@@ -53,12 +53,13 @@ static inline size_t shmkv_get_batch(const shmkv *db, const shmkv_key *keys, siz
 				continue;
 			mask[i] = shmkv__match(bk[i], shmkv__tag(hash[i]));
 			if (mask[i]) {
-				unsigned j = SHMKV__CTZ(mask[i]);
-				uint64_t u = shmkv__slot_unit(db, bk[i][j]);
 				/* header and key inside ENTRIES, else left to the checked path */
-				if (SHMKV__LIKELY(u <= shmkv__key_lim(db, keys[base + i].len))) {
-					cand[i] = db->ent + (u << 3);
-					__builtin_prefetch(cand[i]);
+				const uint8_t *c;
+				if (SHMKV__LIKELY(shmkv__slot_entry(db, bk[i][SHMKV__CTZ(mask[i])],
+								    shmkv__key_lim(db, keys[base + i].len),
+								    &c))) {
+					cand[i] = c;
+					__builtin_prefetch(c);
 				}
 			}
 		}
@@ -69,11 +70,8 @@ static inline size_t shmkv_get_batch(const shmkv *db, const shmkv_key *keys, siz
 			int e = SHMKV__NEXT;
 			if (!bk[i]) {
 				e = shmkv__get_cold(db, k->data, k->len, 0, SHMKV__REHASH, v, NULL, 0);
-			} else if (c) {
-				if (((const shmkv_entry_header *)(const void *)c)->key_len == k->len &&
-				    shmkv__key_eq(c + sizeof(shmkv_entry_header), (const uint8_t *)k->data,
-						  k->len))
-					e = shmkv__hit(db, c, k->len, 0, v);
+			} else if (c && shmkv__entry_key_is(c, k->data, k->len)) {
+				e = shmkv__hit(db, c, k->len, 0, v);
 			}
 			if (e == SHMKV__NEXT) {
 				if (!cand[i] == !mask[i] && !(mask[i] & (mask[i] - 1)) &&

@@ -130,6 +130,26 @@ typedef struct shmkv_entry_header {
 	"hash=xxh3_64(seed);home=mulhi(h,buckets);tag=h&0xffff|1if0"
 #define SHMKV_LAYOUT_HASH UINT64_C(0x52171befdcf1d7ee)
 
+/* What else a v1 reader must refuse to guess at: the value types (the rows
+ * of types.h), entry flags, header flags and section kinds. The v1 layout
+ * hash was fixed before this was written down and does not cover it, and
+ * every v1 image must keep opening (and v1 images from new builders must
+ * open in old readers), so the v1 hash stays and v1's vocabulary is frozen
+ * instead: tests/layout_test rebuilds this string from types.h's table and
+ * the masks above and fails when they differ. A new type, flag or section
+ * kind is a new format_version, which old readers refuse with
+ * SHMKV_EVERSION; from v2 on the layout description ends with the
+ * vocabulary, so the hash covers it too (FORMAT.md §15). */
+#define SHMKV_VOCAB_DESC                                                                         \
+	"types=1:bytes/a1/nul/text,2:string/a1/nul/text/utf8,3:i64/a8/fixed8,"                      \
+	"4:bool/a1/fixed1max1,5:f64/a8/fixed8,6:f32list/a8/array4,7:f64list/a8/array8,"             \
+	"8:i64list/a8/array8,9:strlist/a8/strlist/utf8;eflags=0x1;hflags=0x1;"                      \
+	"sections=1:index,2:entries,3:values"
+
+#if SHMKV_FORMAT_VERSION == 1 && SHMKV_TYPE_MAX != 9
+#error "format v1 holds types 1..9: a new value type is a new format version (FORMAT.md §15)"
+#endif
+
 #ifdef __cplusplus
 static_assert(sizeof(shmkv_image_header) == SHMKV_HEADER_USED, "header layout");
 static_assert(sizeof(shmkv_section_desc) == 32, "section layout");

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "handle.h"
+#include "types.h"
 
 /* A value, pointing straight into the image (valid until shmkv_close). */
 typedef struct shmkv_value {
@@ -27,48 +28,34 @@ typedef struct shmkv_strlist {
 	size_t size; /* bytes at data */
 } shmkv_strlist;
 
-static inline int shmkv__align8_type(unsigned type)
-{
-	return !(type == SHMKV_TYPE_BYTES || type == SHMKV_TYPE_STRING || type == SHMKV_TYPE_BOOL);
-}
-
 static inline uint64_t shmkv__align_up(uint64_t x, uint64_t a)
 {
 	return (x + a - 1) & ~(a - 1);
 }
 
-/* Offset within an entry where its value (or shared-value reference) starts. */
+/* Offset within an entry where its value (or shared-value reference)
+ * starts: after the header and the key, 8-aligned for a shared reference
+ * and for the types whose row says so (FORMAT.md §7). */
+static inline uint64_t shmkv__value_pos_of(unsigned type, unsigned flags, size_t key_len)
+{
+	uint64_t p = sizeof(shmkv_entry_header) + key_len;
+	return (flags & SHMKV_EFLAG_SHARED) || shmkv__align8_type(type) ? shmkv__align_up(p, 8) : p;
+}
+
 static inline uint64_t shmkv__value_pos(const shmkv_entry_header *eh)
 {
-	uint64_t p = sizeof(shmkv_entry_header) + eh->key_len;
-	return (eh->flags & SHMKV_EFLAG_SHARED) || shmkv__align8_type(eh->type)
-		       ? shmkv__align_up(p, 8) : p;
+	return shmkv__value_pos_of(eh->type, eh->flags, eh->key_len);
 }
 
-/* Elements of a value already checked by shmkv__value_check. */
-static inline size_t shmkv__count(unsigned type, const uint8_t *data, uint64_t size)
+/* Bytes from an entry's start to the next entry's: header, key, the value
+ * (or its 8-byte shared reference) where shmkv__value_pos_of puts it, then
+ * up to 8-byte alignment. */
+static inline uint64_t shmkv__entry_size(unsigned type, unsigned flags, size_t key_len,
+					 uint64_t value_len)
 {
-	switch (type) {
-	case SHMKV_TYPE_F32LIST: return (size_t)(size / 4);
-	case SHMKV_TYPE_F64LIST:
-	case SHMKV_TYPE_I64LIST: return (size_t)(size / 8);
-	case SHMKV_TYPE_STRLIST: {
-		uint32_t n;
-		memcpy(&n, data, 4);
-		return n;
-	}
-	case SHMKV_TYPE_BYTES:
-	case SHMKV_TYPE_STRING: return (size_t)size;
-	default: return 1;
-	}
-}
-
-/* Name of a value type ("string", "f32list", ...), or "invalid". */
-static inline const char *shmkv_type_name(unsigned type)
-{
-	static const char *const names[] = {"invalid", "bytes",   "string",  "i64",    "bool",
-					    "f64",     "f32list", "f64list", "i64list", "strlist"};
-	return type <= SHMKV_TYPE_MAX ? names[type] : names[0];
+	uint64_t p = shmkv__value_pos_of(type, flags, key_len);
+	p += flags & SHMKV_EFLAG_SHARED ? 8 : shmkv__stored_len(type, value_len);
+	return shmkv__align_up(p, 8);
 }
 
 /* ---- lookups ---------------------------------------------------------------
@@ -93,99 +80,107 @@ static inline const char *shmkv_type_name(unsigned type)
  * names it for shmkv_get_diag. Both accept exactly the same entries: the hot
  * path's checks are the cold path's functions, inlined with constants. */
 
-/* The value of the entry at e, whose header and key are known to lie inside
- * ENTRIES, checked as above, into *v. type and flags are the entry's (the
- * hot path passes them as constants once it has compared them). Returns 0 or
- * SHMKV_ECORRUPT with the reason in why (NULL on the hot path, where the
- * messages compile away); *v is written only on success. */
-static SHMKV__HOT int shmkv__value_ok(const shmkv *db, const uint8_t *e, size_t key_len,
-				      unsigned type, unsigned flags, shmkv_value *v, char *why,
-				      size_t why_len)
+/* "entry at OFF: " before the reason already in why (cold: messages only;
+ * returns nothing, so that callers return their own constant and the
+ * compiler sees every error path return non-zero). */
+static SHMKV__COLD void shmkv__entry_why(uint64_t off, char *why, size_t why_len)
 {
-#define SHMKV__BADV(...)                                                                           \
-	return why ? shmkv__fail(SHMKV_ECORRUPT, why, why_len, "entry at %llu: " __VA_ARGS__)     \
-		   : SHMKV_ECORRUPT
-	const shmkv_entry_header *eh = (const shmkv_entry_header *)(const void *)e;
-	const unsigned long long off = (unsigned long long)(e - db->base); /* messages only */
-	const uint32_t len = eh->value_len;
-	if (type < 1 || type > SHMKV_TYPE_MAX)
-		SHMKV__BADV("unknown type %u", off, type);
-	if (flags & ~SHMKV_EFLAG_KNOWN)
-		SHMKV__BADV("unknown flags %x", off, flags);
-	const unsigned shared = flags & SHMKV_EFLAG_SHARED;
-	const unsigned nul = type == SHMKV_TYPE_BYTES || type == SHMKV_TYPE_STRING;
-	uint64_t vpos = sizeof(shmkv_entry_header) + key_len;
-	if (shared || shmkv__align8_type(type))
-		vpos = shmkv__align_up(vpos, 8);
-	const uintptr_t p = (uintptr_t)e + vpos, end = (uintptr_t)db->ent_end;
-	const uint8_t *data;
-	if (shared) {
-		uint64_t voff, stored = (uint64_t)len + nul;
+	if (why && why_len) {
+		char tmp[200];
+		snprintf(tmp, sizeof tmp, "%.*s", (int)sizeof tmp - 1, why); /* cut */
+		shmkv__fail(0, why, why_len, "entry at %llu: %s", (unsigned long long)off, tmp);
+	}
+}
+
+/* The value bound rule (FORMAT.md §12.1), its one statement: where the value
+ * of the entry at e (header inside ENTRIES) lies, key_len bytes of key
+ * after its header: inline, its stored bytes inside ENTRIES; shared, the
+ * 8-byte reference inside ENTRIES and the value 8-aligned inside VALUES.
+ * Returns 0 with *data, or SHMKV_ECORRUPT (why, when not NULL). */
+static inline __attribute__((always_inline)) int
+shmkv__value_place(const shmkv *db, const uint8_t *e, size_t key_len, unsigned type,
+		   unsigned flags, const uint8_t **data, char *why, size_t why_len)
+{
+#define SHMKV__BADP(...)                                                                           \
+	return why ? shmkv__fail(SHMKV_ECORRUPT, why, why_len, __VA_ARGS__) : SHMKV_ECORRUPT
+	const uint32_t len = ((const shmkv_entry_header *)(const void *)e)->value_len;
+	const uint64_t stored = shmkv__stored_len(type, len);
+	const uintptr_t p = (uintptr_t)e + shmkv__value_pos_of(type, flags, key_len);
+	const uintptr_t end = (uintptr_t)db->ent_end;
+	if (flags & SHMKV_EFLAG_SHARED) {
+		uint64_t voff;
 		if (p + 8 > end)
-			SHMKV__BADV("shared-value reference runs past the entries section end %llu", off,
+			SHMKV__BADP("shared-value reference runs past the section (entries end at %llu)",
 				    (unsigned long long)db->entries_end);
 		memcpy(&voff, (const void *)p, 8);
 		if (voff % 8 || voff < db->values_off || voff > db->values_end ||
 		    stored > db->values_end - voff)
-			SHMKV__BADV("shared value [%llu, +%llu) outside the values section [%llu, %llu)",
-				    off, (unsigned long long)voff, (unsigned long long)stored,
+			SHMKV__BADP("shared value [%llu, +%llu) outside the values section [%llu, %llu)",
+				    (unsigned long long)voff, (unsigned long long)stored,
 				    (unsigned long long)db->values_off, (unsigned long long)db->values_end);
-		data = db->base + voff;
+		*data = db->base + voff;
 	} else {
-		if (p + len + nul > end)
-			SHMKV__BADV("%s value of %u bytes at %llu runs past the entries section end %llu",
-				    off, shmkv_type_name(type), len,
-				    (unsigned long long)(p - (uintptr_t)db->base),
+		if (p + stored > end)
+			SHMKV__BADP("%s value of %u bytes after a key of %zu runs past the section "
+				    "(entries end at %llu)", shmkv_type_name(type), len, key_len,
 				    (unsigned long long)db->entries_end);
-		data = (const uint8_t *)p;
+		*data = (const uint8_t *)p;
 	}
-	size_t count = 1;
-	switch (type) {
-	case SHMKV_TYPE_BYTES:
-	case SHMKV_TYPE_STRING:
-		if (data[len] != 0)
-			SHMKV__BADV("%s value is not NUL-terminated", off, shmkv_type_name(type));
-		count = len;
-		break;
-	case SHMKV_TYPE_I64:
-	case SHMKV_TYPE_F64:
-		if (len != 8)
-			SHMKV__BADV("%s value has length %u", off, shmkv_type_name(type), len);
-		break;
-	case SHMKV_TYPE_BOOL:
-		if (len != 1 || data[0] > 1)
-			SHMKV__BADV("bool value has length %u or byte %u", off, len, len ? data[0] : 0u);
-		break;
-	case SHMKV_TYPE_F32LIST:
-		if (len % 4)
-			SHMKV__BADV("f32list length %u is not a multiple of 4", off, len);
-		count = len / 4;
-		break;
-	case SHMKV_TYPE_F64LIST:
-	case SHMKV_TYPE_I64LIST:
-		if (len % 8)
-			SHMKV__BADV("%s length %u is not a multiple of 8", off, shmkv_type_name(type),
-				    len);
-		count = len / 8;
-		break;
-	default: { /* SHMKV_TYPE_STRLIST */
-		uint32_t n;
-		if (len < 8)
-			SHMKV__BADV("strlist length %u below 8", off, len);
-		memcpy(&n, data, 4);
-		if (n > (len - 8) / 4)
-			SHMKV__BADV("strlist count %u does not fit its %u bytes", off, n, len);
-		count = n;
-		break;
+	return 0;
+#undef SHMKV__BADP
+}
+
+/* The value of the entry at e (header inside ENTRIES, key_len bytes of key
+ * after it), every rule of its shape checked, into *v: its type and flags
+ * known, the value's bounds (shmkv__value_place), its bytes
+ * (shmkv__value_shape; deep: a string list's every string). type and flags
+ * are the entry's (the hot path passes them as constants once it has
+ * compared them). Returns 0 or SHMKV_ECORRUPT with the reason in why (NULL
+ * on the hot path, where the messages compile away); *v is written only on
+ * success. The lookup, iteration and verify all read values through here. */
+static inline __attribute__((always_inline)) int
+shmkv__value_read(const shmkv *db, const uint8_t *e, size_t key_len, unsigned type,
+		  unsigned flags, int deep, shmkv_value *v, char *why, size_t why_len)
+{
+	const uint32_t len = ((const shmkv_entry_header *)(const void *)e)->value_len;
+	const uint8_t *data = NULL; /* set when err is 0: GCC 12 cannot always see it */
+	size_t count = 0;
+#define SHMKV__BADR()                                                                              \
+	do {                                                                                       \
+		if (why)                                                                           \
+			shmkv__entry_why((uint64_t)(e - db->base), why, why_len);                   \
+		return SHMKV_ECORRUPT;                                                             \
+	} while (0)
+	if (type < 1 || type > SHMKV_TYPE_MAX) {
+		if (why)
+			shmkv__fail(SHMKV_ECORRUPT, why, why_len, "unknown type %u", type);
+		SHMKV__BADR();
 	}
+	if (flags & ~SHMKV_EFLAG_KNOWN) {
+		if (why)
+			shmkv__fail(SHMKV_ECORRUPT, why, why_len, "unknown flags %x", flags);
+		SHMKV__BADR();
 	}
+	if (shmkv__value_place(db, e, key_len, type, flags, &data, why, why_len))
+		SHMKV__BADR();
+	if (shmkv__value_shape(type, data, len, deep, &count, why, why_len))
+		SHMKV__BADR();
+#undef SHMKV__BADR
 	v->type = type;
-	v->shared = shared;
+	v->shared = flags & SHMKV_EFLAG_SHARED;
 	v->data = data;
 	v->size = len;
 	v->count = count;
 	return 0;
-#undef SHMKV__BADV
+}
+
+/* The value of a lookup's hit (shmkv__value_read without a string list's
+ * strings: a get is O(1)). */
+static SHMKV__HOT int shmkv__value_ok(const shmkv *db, const uint8_t *e, size_t key_len,
+				      unsigned type, unsigned flags, shmkv_value *v, char *why,
+				      size_t why_len)
+{
+	return shmkv__value_read(db, e, key_len, type, flags, 0, v, why, why_len);
 }
 
 /* The hit at e (header and key checked) as a value of type want (0: any):
@@ -266,11 +261,75 @@ static inline int shmkv__key_eq(const uint8_t *a, const uint8_t *b, size_t n)
 	return memcmp(a, b, n) == 0;
 }
 
+/* ---- the slot/entry bound rule ---------------------------------------------
+ *
+ * A slot's entry at unit u (8-byte units from the start of ENTRIES) holds
+ * its 8-byte header and key_len bytes of key inside ENTRIES iff
+ * 8u + 8 + key_len <= ENTRIES size, that is u <= shmkv__key_lim(db,
+ * key_len), provided shmkv__key_fits(db, key_len). Every bucket scan (the
+ * hot one, the displaced keys', batch's and the checked one) applies it
+ * through shmkv__slot_entry; the hot paths only for keys shorter than
+ * db->bound_key_len, which shmkv__bind derives so that they fit. */
+
+/* Whether a key of key_len bytes fits after an entry header in ENTRIES at
+ * all (ENTRIES holds a header, and key_len <= its size - 8). */
+static inline int shmkv__key_fits(const shmkv *db, size_t key_len)
+{
+	return db->ent_units != 0 && key_len <= db->ent_room;
+}
+
+/* The largest unit at which a header and key_len key bytes fit inside
+ * ENTRIES. Needs shmkv__key_fits(db, key_len). */
+static inline uint64_t shmkv__key_lim(const shmkv *db, size_t key_len)
+{
+	return (db->ent_room - key_len) >> 3;
+}
+
+/* 1 with *e the entry a slot points at when its unit is at most lim (a
+ * shmkv__key_lim), else 0 (*e untouched).
+ * The unit is taken modulo 2^40 (the width of the offset field), so one
+ * compare against a limit below 2^40 - ent_unit0 refuses offsets before
+ * ENTRIES as well as after it. A flag, not a NULL pointer, so that callers
+ * branch on the compare itself. */
+static SHMKV__HOT int shmkv__slot_entry(const shmkv *db, uint64_t slot, uint64_t lim,
+					const uint8_t **e)
+{
+	const uint64_t u = (slot - db->ent_unit0) & SHMKV_SLOT_OFF_MASK;
+	if (SHMKV__UNLIKELY(u > lim))
+		return 0;
+	*e = db->ent + (u << 3); /* after the compare: computed earlier, it cost a register */
+	return 1;
+}
+
+/* Whether the entry at e (header and key_len bytes after it inside ENTRIES)
+ * holds key. */
+static SHMKV__HOT int shmkv__entry_key_is(const uint8_t *e, const void *key, size_t key_len)
+{
+	return ((const shmkv_entry_header *)(const void *)e)->key_len == key_len &&
+	       SHMKV__LIKELY(shmkv__key_eq(e + sizeof(shmkv_entry_header), (const uint8_t *)key,
+					   key_len));
+}
+
+#define SHMKV__DEFER ((const uint8_t *)(uintptr_t)1) /* leave it to the checked path */
+
+/* The hot paths' step for one tag match: the entry of key, NULL (another
+ * key), or SHMKV__DEFER when the slot fails the bound rule for lim (damage,
+ * or a key too long to fit where the slot points: the checked path
+ * decides). One compare bounds both the entry header and the key bytes. */
+static SHMKV__HOT const uint8_t *shmkv__slot_try(const shmkv *db, uint64_t slot, uint64_t lim,
+						 const void *key, size_t key_len)
+{
+	const uint8_t *e;
+	if (SHMKV__UNLIKELY(!shmkv__slot_entry(db, slot, lim, &e)))
+		return SHMKV__DEFER;
+	return shmkv__entry_key_is(e, key, key_len) ? e : NULL;
+}
+
 #define SHMKV__NEXT 1 /* shmkv__bucket_scan: not in this bucket */
 
-/* The tag matches of bucket b, in slot order, for key: 0 with *out (the
- * entry; its header and key lie inside ENTRIES), SHMKV__NEXT, or
- * SHMKV_ECORRUPT. */
+/* The checked scan of bucket b's tag matches, in slot order, for key: 0 with
+ * *out (the entry; its header and key lie inside ENTRIES), SHMKV__NEXT, or
+ * SHMKV_ECORRUPT (the bound rule failed: which part, in why). */
 static inline int shmkv__bucket_scan(const shmkv *db, uint64_t b, uint64_t tag, const void *key,
 				     size_t key_len, const uint8_t **out, char *why, size_t why_len)
 {
@@ -279,24 +338,25 @@ static inline int shmkv__bucket_scan(const shmkv *db, uint64_t b, uint64_t tag, 
 	while (m) {
 		unsigned j = SHMKV__CTZ(m);
 		m &= m - 1;
-		uint64_t u = (bk[j] & SHMKV_SLOT_OFF_MASK) - db->ent_unit0;
-		if (u >= db->ent_units)
+		const uint8_t *e;
+		if (!shmkv__key_fits(db, 0) || !shmkv__slot_entry(db, bk[j], shmkv__key_lim(db, 0), &e))
 			return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
 					   "index bucket %llu slot %u: entry offset %llu outside the "
 					   "entries section [%llu, %llu)", (unsigned long long)b, j,
 					   (unsigned long long)((bk[j] & SHMKV_SLOT_OFF_MASK) << 3),
 					   (unsigned long long)db->entries_off,
 					   (unsigned long long)db->entries_end);
-		const uint8_t *e = db->ent + (u << 3);
 		if (((const shmkv_entry_header *)(const void *)e)->key_len != key_len)
 			continue;
-		if ((uintptr_t)e + sizeof(shmkv_entry_header) + key_len > (uintptr_t)db->ent_end)
+		const uint8_t *ek;
+		if (!shmkv__key_fits(db, key_len) ||
+		    !shmkv__slot_entry(db, bk[j], shmkv__key_lim(db, key_len), &ek))
 			return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
 					   "index bucket %llu slot %u: entry at %llu: key of %zu bytes runs "
 					   "past the entries section end %llu", (unsigned long long)b, j,
 					   (unsigned long long)(e - db->base), key_len,
 					   (unsigned long long)db->entries_end);
-		if (shmkv__key_eq(e + sizeof(shmkv_entry_header), (const uint8_t *)key, key_len)) {
+		if (shmkv__entry_key_is(e, key, key_len)) {
 			*out = e;
 			return 0;
 		}
@@ -328,75 +388,57 @@ static inline int shmkv__locate(const shmkv *db, const void *key, size_t key_len
 	return shmkv__fail(SHMKV_ENOTFOUND, why, why_len, "key not found");
 }
 
+/* The checked lookup, the one every caller that is not the hot path uses
+ * (shmkv_get_diag, shmkv__find, shmkv_find_entry, the hot path's own
+ * fallback): the key's length, its hash (any hash_bits), shmkv__locate.
+ * Returns 0 with *out (the entry), SHMKV_EKEYLEN, SHMKV_ENOTFOUND or
+ * SHMKV_ECORRUPT, the reason in why. */
+static inline int shmkv__lookup(const shmkv *db, const void *key, size_t key_len,
+				const uint8_t **out, char *why, size_t why_len)
+{
+	if (key_len > SHMKV_MAX_KEY_LEN)
+		return shmkv__fail(SHMKV_EKEYLEN, why, why_len,
+				   "key of %zu bytes is longer than the %u-byte limit", key_len,
+				   SHMKV_MAX_KEY_LEN);
+	uint64_t h = shmkv__hash(db->seed, db->hash_bits, key, key_len);
+	return shmkv__locate(db, key, key_len, h, out, why, why_len);
+}
+
 /* The entry of key, or NULL (absent, too long, or damage on its path): the
- * checked lookup, for walkers that compare entries (verify, loader/vwalk.c). */
+ * checked lookup, for walkers that compare entries (verify). */
 static inline const uint8_t *shmkv__find(const shmkv *db, const void *key, size_t key_len)
 {
 	const uint8_t *e = NULL;
-	if (key_len > SHMKV_MAX_KEY_LEN)
-		return NULL;
-	uint64_t h = shmkv__hash(db->seed, db->hash_bits, key, key_len);
-	return shmkv__locate(db, key, key_len, h, &e, NULL, 0) ? NULL : e;
+	return shmkv__lookup(db, key, key_len, &e, NULL, 0) ? NULL : e;
 }
 
 /* shmkv__get_cold mode bits, above the wanted type */
 #define SHMKV__REHASH 0x200u     /* hash here (key_len checked, hash_bits < 64 honoured) */
 
-/* The checked lookup: everything the hot path does not finish. */
+/* The checked lookup and value: everything the hot path does not finish.
+ * h is the key's hash unless mode has SHMKV__REHASH. */
 static SHMKV__COLD int shmkv__get_cold(const shmkv *db, const void *key, size_t key_len,
 				       uint64_t h, unsigned mode, shmkv_value *v, char *why,
 				       size_t why_len)
 {
-	if (mode & SHMKV__REHASH) {
-		if (key_len > SHMKV_MAX_KEY_LEN)
-			return shmkv__fail(SHMKV_EKEYLEN, why, why_len,
-					   "key of %zu bytes is longer than the %u-byte limit", key_len,
-					   SHMKV_MAX_KEY_LEN);
-		h = shmkv__hash(db->seed, db->hash_bits, key, key_len);
-	}
 	const uint8_t *e = NULL;
-	int err = shmkv__locate(db, key, key_len, h, &e, why, why_len);
+	int err = mode & SHMKV__REHASH ? shmkv__lookup(db, key, key_len, &e, why, why_len)
+				       : shmkv__locate(db, key, key_len, h, &e, why, why_len);
 	if (err)
 		return err;
 	return shmkv__hit_checked(db, e, key_len, mode & 0xffu, v, why, why_len);
 }
 
-#define SHMKV__DEFER ((const uint8_t *)(uintptr_t)1) /* leave it to the checked path */
-
-/* Largest unit (8 bytes, relative to ENTRIES) at which an entry header and
- * key_len key bytes fit inside ENTRIES: 8u + 8 + key_len <= ENTRIES size iff
- * u <= lim. Needs key_len <= db->ent_room, which key_len < db->bound_key_len
- * implies (shmkv__bind). */
-static inline uint64_t shmkv__key_lim(const shmkv *db, size_t key_len)
-{
-	return (db->ent_room - key_len) >> 3;
-}
-
-/* A slot's entry unit relative to ENTRIES. Computed modulo 2^40 (the width
- * of the offset field), so one compare against a limit below
- * 2^40 - ent_unit0 refuses offsets before ENTRIES as well as after it. */
-static inline uint64_t shmkv__slot_unit(const shmkv *db, uint64_t slot)
-{
-	return (slot - db->ent_unit0) & SHMKV_SLOT_OFF_MASK;
-}
-
-/* The hot path's scan of one bucket's tag matches m: the entry of key, NULL,
- * or SHMKV__DEFER when a match fails its bound, lim (damage, or a key too
- * long to fit where the match points: the checked path decides). One
- * compare bounds both the entry header and the key bytes. */
+/* The hot path's scan of one bucket's tag matches m: as shmkv__slot_try,
+ * for the first match that is not another key. */
 static SHMKV__HOT const uint8_t *shmkv__scan_fast(const shmkv *db, const uint64_t *bk, unsigned m,
 						  uint64_t lim, const void *key, size_t key_len)
 {
 	while (m) {
 		unsigned j = SHMKV__CTZ(m);
 		m &= m - 1;
-		uint64_t u = shmkv__slot_unit(db, bk[j]);
-		if (SHMKV__UNLIKELY(u > lim))
-			return SHMKV__DEFER;
-		const uint8_t *e = db->ent + (u << 3);
-		if (((const shmkv_entry_header *)(const void *)e)->key_len == key_len &&
-		    SHMKV__LIKELY(shmkv__key_eq(e + sizeof(shmkv_entry_header), (const uint8_t *)key,
-						key_len)))
+		const uint8_t *e = shmkv__slot_try(db, bk[j], lim, key, key_len);
+		if (e)
 			return e;
 	}
 	return NULL;
@@ -457,13 +499,9 @@ static SHMKV__HOT int shmkv__get_as(const shmkv *db, const void *key, size_t key
 		do { /* shmkv__scan_fast, with its outcomes as jumps */
 			unsigned j = SHMKV__CTZ(m);
 			m &= m - 1;
-			uint64_t u = shmkv__slot_unit(db, bk[j]);
-			if (SHMKV__UNLIKELY(u > lim))
+			if (SHMKV__UNLIKELY(!shmkv__slot_entry(db, bk[j], lim, &e)))
 				goto checked;
-			e = db->ent + (u << 3);
-			if (((const shmkv_entry_header *)(const void *)e)->key_len == key_len &&
-			    SHMKV__LIKELY(shmkv__key_eq(e + sizeof(shmkv_entry_header),
-							(const uint8_t *)key, key_len)))
+			if (shmkv__entry_key_is(e, key, key_len))
 				goto found;
 		} while (m);
 	}
@@ -693,70 +731,21 @@ typedef struct shmkv__entry {
 	uint64_t end;       /* image offset just past the entry (8-aligned) */
 } shmkv__entry;
 
-/* Checks the value bytes of a type (lengths, NULs, bools, string-list shape). */
+/* Checks the value bytes of a type (lengths, NULs, bools, string-list
+ * shape): shmkv__value_shape, deep, with an unknown type refused. */
 static inline int shmkv__value_check(unsigned type, const uint8_t *p, uint64_t len, char *why,
 				     size_t why_len)
 {
-#define SHMKV__BADV(...) shmkv__fail(SHMKV_ECORRUPT, why, why_len, __VA_ARGS__)
-	switch (type) {
-	case SHMKV_TYPE_BYTES:
-	case SHMKV_TYPE_STRING:
-		if (p[len] != 0)
-			return SHMKV__BADV("%s value is not NUL-terminated", shmkv_type_name(type));
-		return 0;
-	case SHMKV_TYPE_BOOL:
-		if (len != 1 || p[0] > 1)
-			return SHMKV__BADV("bool value has length %llu or byte %u",
-					   (unsigned long long)len, p[0]);
-		return 0;
-	case SHMKV_TYPE_I64:
-	case SHMKV_TYPE_F64:
-		if (len != 8)
-			return SHMKV__BADV("%s value has length %llu", shmkv_type_name(type),
-					   (unsigned long long)len);
-		return 0;
-	case SHMKV_TYPE_F32LIST:
-		if (len % 4)
-			return SHMKV__BADV("f32list length %llu is not a multiple of 4",
-					   (unsigned long long)len);
-		return 0;
-	case SHMKV_TYPE_F64LIST:
-	case SHMKV_TYPE_I64LIST:
-		if (len % 8)
-			return SHMKV__BADV("%s length %llu is not a multiple of 8",
-					   shmkv_type_name(type), (unsigned long long)len);
-		return 0;
-	case SHMKV_TYPE_STRLIST: {
-		uint32_t n;
-		if (len < 8)
-			return SHMKV__BADV("strlist length %llu below 8", (unsigned long long)len);
-		memcpy(&n, p, 4);
-		if ((uint64_t)n > (len - 8) / 4)
-			return SHMKV__BADV("strlist count %u does not fit its %llu bytes", n,
-					   (unsigned long long)len);
-		uint64_t data_len = len - 4 * ((uint64_t)n + 2);
-		const uint8_t *data = p + 4 * ((uint64_t)n + 2);
-		uint32_t prev, e;
-		memcpy(&prev, p + 4, 4);
-		if (prev != 0)
-			return SHMKV__BADV("strlist first offset %u is not 0", prev);
-		for (uint32_t i = 0; i < n; i++) {
-			memcpy(&e, p + 8 + 4 * (uint64_t)i, 4);
-			if (e <= prev || e > data_len || data[e - 1] != 0)
-				return SHMKV__BADV("strlist string %u has bad end %u", i, e);
-			prev = e;
-		}
-		if (prev != data_len)
-			return SHMKV__BADV("strlist data is %llu bytes, strings end at %u",
-					   (unsigned long long)data_len, prev);
-		return 0;
-	}
-	default: return SHMKV__BADV("unknown value type %u", type);
-	}
-#undef SHMKV__BADV
+	size_t count;
+	if (!shmkv_type_desc_of(type))
+		return shmkv__fail(SHMKV_ECORRUPT, why, why_len, "unknown value type %u", type);
+	return shmkv__value_shape(type, p, len, 1, &count, why, why_len);
 }
 
-/* Decodes the entry at image offset off with every bound checked. */
+/* Decodes the entry at image offset off with every bound checked: the
+ * offset (the header inside ENTRIES), the key inside ENTRIES, then the
+ * value as a lookup reads it (shmkv__value_read, deep), and the entry's
+ * padding inside ENTRIES. */
 static inline int shmkv__entry_decode(const shmkv *db, uint64_t off, shmkv__entry *out, char *why,
 				      size_t why_len)
 {
@@ -764,53 +753,21 @@ static inline int shmkv__entry_decode(const shmkv *db, uint64_t off, shmkv__entr
 	if (off % 8 || off < db->entries_off || off > db->entries_end - sizeof(shmkv_entry_header))
 		return SHMKV__BADE("entry offset %llu outside the entries section",
 				   (unsigned long long)off);
-	const shmkv_entry_header *eh = (const shmkv_entry_header *)(const void *)(db->base + off);
-	if (eh->type < 1 || eh->type > SHMKV_TYPE_MAX)
-		return SHMKV__BADE("entry at %llu: unknown type %u", (unsigned long long)off, eh->type);
-	if (eh->flags & ~SHMKV_EFLAG_KNOWN)
-		return SHMKV__BADE("entry at %llu: unknown flags %x", (unsigned long long)off,
-				   eh->flags);
-	uint64_t vpos = off + shmkv__value_pos(eh);
-	int nul = eh->type == SHMKV_TYPE_BYTES || eh->type == SHMKV_TYPE_STRING;
-	uint64_t stored = (uint64_t)eh->value_len + (uint64_t)nul;
-	uint64_t voff, end;
-	if (eh->flags & SHMKV_EFLAG_SHARED) {
-		if (vpos + 8 > db->entries_end)
-			return SHMKV__BADE("entry at %llu: value reference runs past the section",
-					   (unsigned long long)off);
-		memcpy(&voff, db->base + vpos, 8);
-		if (voff % 8 || voff < db->values_off || voff > db->values_end ||
-		    stored > db->values_end - voff)
-			return SHMKV__BADE("entry at %llu: shared value [%llu, +%llu) outside the values "
-					   "section", (unsigned long long)off,
-					   (unsigned long long)voff, (unsigned long long)stored);
-		end = vpos + 8;
-	} else {
-		if (vpos > db->entries_end || stored > db->entries_end - vpos)
-			return SHMKV__BADE("entry at %llu: key of %u and value of %u bytes run past the "
-					   "section", (unsigned long long)off, eh->key_len,
-					   eh->value_len);
-		voff = vpos;
-		end = vpos + stored;
-	}
-	int err = shmkv__value_check(eh->type, db->base + voff, eh->value_len, why, why_len);
-	if (err) {
-		if (why && why_len) {
-			char tmp[160];
-			snprintf(tmp, sizeof tmp, "%.*s", (int)sizeof tmp - 1, why); /* cut */
-			shmkv__fail(err, why, why_len, "entry at %llu: %s", (unsigned long long)off, tmp);
-		}
+	const uint8_t *e = db->base + off;
+	const shmkv_entry_header *eh = (const shmkv_entry_header *)(const void *)e;
+	const uint8_t *ek;
+	if (!shmkv__key_fits(db, eh->key_len) ||
+	    !shmkv__slot_entry(db, off >> 3, shmkv__key_lim(db, eh->key_len), &ek))
+		return SHMKV__BADE("entry at %llu: key of %u bytes runs past the section",
+				   (unsigned long long)off, eh->key_len);
+	int err = shmkv__value_read(db, e, eh->key_len, eh->type, eh->flags, 1, &out->value, why,
+				    why_len);
+	if (err)
 		return err;
-	}
-	out->key = db->base + off + sizeof(shmkv_entry_header);
+	out->key = e + sizeof(shmkv_entry_header);
 	out->key_len = eh->key_len;
-	out->value.type = eh->type;
-	out->value.shared = eh->flags & SHMKV_EFLAG_SHARED;
-	out->value.data = db->base + voff;
-	out->value.size = eh->value_len;
-	out->value.count = shmkv__count(eh->type, db->base + voff, eh->value_len);
-	out->value_off = voff;
-	out->end = shmkv__align_up(end, 8);
+	out->value_off = (uint64_t)((const uint8_t *)out->value.data - db->base);
+	out->end = off + shmkv__entry_size(eh->type, eh->flags, eh->key_len, eh->value_len);
 	if (out->end > db->entries_end)
 		return SHMKV__BADE("entry at %llu: padding runs past the section",
 				   (unsigned long long)off);

@@ -75,6 +75,24 @@ static inline uint64_t shmkv_entry_value_pos(const shmkv_entry_header *eh)
 	return shmkv__value_pos(eh);
 }
 
+/* Bytes a value of value_len bytes of this type takes where it is stored:
+ * value_len, and 1 for the NUL after bytes and string values (the row's
+ * nul, shmkv/types.h). */
+static inline uint64_t shmkv_value_stored_len(unsigned type, uint64_t value_len)
+{
+	return shmkv__stored_len(type, value_len);
+}
+
+/* Bytes of an entry (FORMAT.md §7), from its start to where the next may
+ * start: the 8-byte header, the key, the value at shmkv_entry_value_pos()
+ * (stored_len bytes inline, or the 8-byte reference when shared), padded
+ * to a multiple of 8. The reader's decode finds the next entry there. */
+static inline uint64_t shmkv_entry_size(unsigned type, int shared, size_t key_len,
+					uint64_t value_len)
+{
+	return shmkv__entry_size(type, shared ? SHMKV_EFLAG_SHARED : 0, key_len, value_len);
+}
+
 /* Checks the bytes of a value of a type (FORMAT.md §8): lengths,
  * terminating NULs, bool bytes, the string-list shape. p must have len
  * readable bytes, and one more for bytes and string values (the NUL).
@@ -127,11 +145,8 @@ static inline uint64_t shmkv_bucket_displacement(const uint64_t *bucket, uint64_
  * that check every key is found where the reader will look. */
 static inline int shmkv_find_entry(const shmkv *db, const void *key, size_t key_len, uint64_t *off)
 {
-	if (key_len > SHMKV_MAX_KEY_LEN)
-		return SHMKV_EKEYLEN;
 	const uint8_t *e = NULL;
-	uint64_t h = shmkv__hash(db->seed, db->hash_bits, key, key_len);
-	int err = shmkv__locate(db, key, key_len, h, &e, NULL, 0);
+	int err = shmkv__lookup(db, key, key_len, &e, NULL, 0);
 	if (err)
 		return err;
 	*off = (uint64_t)(e - db->base);

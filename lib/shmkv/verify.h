@@ -54,13 +54,15 @@ static inline int shmkv__utf8_valid(const uint8_t *p, size_t n)
 	return 1;
 }
 
-/* String and string-list values must be UTF-8 (the builder enforces it). */
+/* The text of the types whose row says utf8 (string, and each string of a
+ * strlist) must be UTF-8 (the builder enforces it). */
 static inline int shmkv__text_valid(const shmkv_value *v)
 {
-	if (v->type == SHMKV_TYPE_STRING)
-		return shmkv__utf8_valid((const uint8_t *)v->data, v->size);
-	if (v->type != SHMKV_TYPE_STRLIST)
+	const shmkv_type_desc *t = shmkv_type_desc_of(v->type);
+	if (!t || !t->utf8)
 		return 1;
+	if (t->shape == SHMKV_SHAPE_TEXT)
+		return shmkv__utf8_valid((const uint8_t *)v->data, v->size);
 	shmkv_strlist l;
 	shmkv_value_strlist(v, &l);
 	for (size_t i = 0; i < l.count; i++) {
@@ -186,8 +188,8 @@ static inline int shmkv_verify(const shmkv *db, char *why, size_t why_len)
 		/* padding inside the entry: after the key, and after the value */
 		const shmkv_entry_header *eh = (const shmkv_entry_header *)(const void *)(db->base + pos);
 		uint64_t key_end = pos + sizeof *eh + eh->key_len, vpos = pos + shmkv__value_pos(eh);
-		uint64_t vend = e.value.shared ? vpos + 8 : e.value_off + e.value.size +
-			(eh->type == SHMKV_TYPE_BYTES || eh->type == SHMKV_TYPE_STRING);
+		uint64_t vend = e.value.shared ? vpos + 8
+					       : e.value_off + shmkv__stored_len(eh->type, e.value.size);
 		err = shmkv__zero_range(db, key_end, vpos, "entry", why, why_len);
 		if (!err)
 			err = shmkv__zero_range(db, vend, e.end, "entry", why, why_len);

@@ -1,0 +1,152 @@
+/* shmkv/types.h - the value types (FORMAT.md §8): one row per type, and the
+ * one check of a value's bytes that every path applies.
+ * Part of the header-only reader; include <shmkv.h>, not this file.
+ *
+ * Everything that depends on a value's type reads it from the row: the
+ * entry layout (alignment, the NUL stored after text), the shape check of
+ * the lookup, of iteration and of verify, the builder's sizing and checks,
+ * and shmctl's type names. Adding a type is a row here, a getter in get.h
+ * and the docs (lib/README.md, "Adding a value type"). */
+#ifndef SHMKV_TYPES_H
+#define SHMKV_TYPES_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "format.h"
+
+/* How a type's bytes are checked and counted. */
+enum shmkv_shape {
+	SHMKV_SHAPE_TEXT = 1,   /* any length and a NUL after it; count: the length */
+	SHMKV_SHAPE_FIXED = 2,  /* exactly 1 << elem_shift bytes, byte 0 at most max_byte; count 1 */
+	SHMKV_SHAPE_ARRAY = 3,  /* a multiple of 1 << elem_shift bytes; count: the elements */
+	SHMKV_SHAPE_STRLIST = 4 /* u32 count, u32 ends[count + 1], NUL-terminated strings */
+};
+
+/* One value type. */
+typedef struct shmkv_type_desc {
+	const char *name;   /* "string", ...: what shmctl and the builder's input call it */
+	uint8_t align;      /* alignment of an inline value in its entry: 1 or 8 */
+	uint8_t nul;        /* bytes stored after the value: 1 (a NUL, not in value_len) or 0 */
+	uint8_t shape;      /* enum shmkv_shape */
+	uint8_t elem_shift; /* FIXED: log2 of the length; ARRAY: log2 of the element size */
+	uint8_t max_byte;   /* FIXED: the largest first byte (bool: 1; else 255) */
+	uint8_t utf8;       /* 1: its text (a string, each string of a list) is strict UTF-8 */
+} shmkv_type_desc;
+
+/* The table, indexed by type number; row 0 is no type (every field 0, name
+ * "invalid"). Format v1 holds types 1..SHMKV_TYPE_MAX: a new type is a new
+ * format version (FORMAT.md §15), which format.h's assertion enforces. */
+static const shmkv_type_desc shmkv__types[SHMKV_TYPE_MAX + 1] = {
+	{"invalid", 0, 0, 0, 0, 0, 0},
+	/* SHMKV_TYPE_BYTES */ {"bytes", 1, 1, SHMKV_SHAPE_TEXT, 0, 0, 0},
+	/* SHMKV_TYPE_STRING */ {"string", 1, 1, SHMKV_SHAPE_TEXT, 0, 0, 1},
+	/* SHMKV_TYPE_I64 */ {"i64", 8, 0, SHMKV_SHAPE_FIXED, 3, 255, 0},
+	/* SHMKV_TYPE_BOOL */ {"bool", 1, 0, SHMKV_SHAPE_FIXED, 0, 1, 0},
+	/* SHMKV_TYPE_F64 */ {"f64", 8, 0, SHMKV_SHAPE_FIXED, 3, 255, 0},
+	/* SHMKV_TYPE_F32LIST */ {"f32list", 8, 0, SHMKV_SHAPE_ARRAY, 2, 0, 0},
+	/* SHMKV_TYPE_F64LIST */ {"f64list", 8, 0, SHMKV_SHAPE_ARRAY, 3, 0, 0},
+	/* SHMKV_TYPE_I64LIST */ {"i64list", 8, 0, SHMKV_SHAPE_ARRAY, 3, 0, 0},
+	/* SHMKV_TYPE_STRLIST */ {"strlist", 8, 0, SHMKV_SHAPE_STRLIST, 2, 0, 1},
+};
+
+/* The row of a type, or NULL for a number that is no type. */
+static inline const shmkv_type_desc *shmkv_type_desc_of(unsigned type)
+{
+	return type >= 1 && type <= SHMKV_TYPE_MAX ? &shmkv__types[type] : NULL;
+}
+
+/* Name of a value type ("string", "f32list", ...), or "invalid". */
+static inline const char *shmkv_type_name(unsigned type)
+{
+	return shmkv__types[type <= SHMKV_TYPE_MAX ? type : 0].name;
+}
+
+/* The type a name stands for (shmkv_type_name's inverse), or 0. */
+static inline unsigned shmkv_type_by_name(const char *name)
+{
+	for (unsigned t = 1; t <= SHMKV_TYPE_MAX; t++)
+		if (!strcmp(name, shmkv__types[t].name))
+			return t;
+	return 0;
+}
+
+/* 1 when an inline value of this type starts 8-aligned in its entry. */
+static inline int shmkv__align8_type(unsigned type)
+{
+	return shmkv__types[type <= SHMKV_TYPE_MAX ? type : 0].align == 8;
+}
+
+/* Bytes a value of value_len bytes takes where it is stored: with the NUL
+ * of text types. */
+static inline uint64_t shmkv__stored_len(unsigned type, uint64_t value_len)
+{
+	return value_len + shmkv__types[type <= SHMKV_TYPE_MAX ? type : 0].nul;
+}
+
+/* The shape check (FORMAT.md §8), the one every path applies: p holds len
+ * bytes of a value of type (known to be 1..SHMKV_TYPE_MAX), and for text the
+ * NUL after them. deep: a string list's ends and NULs too (iteration,
+ * verify, the builder); without it only its count is checked against its
+ * length (the lookup: O(1), shmkv_strlist_at checks each string as it is
+ * read). Returns 0 with *count (elements: the length of text, 1 for fixed
+ * values, the list length) or SHMKV_ECORRUPT with the reason in why (when
+ * why is not NULL: on the hot path the messages compile away). */
+static inline __attribute__((always_inline)) int
+shmkv__value_shape(unsigned type, const uint8_t *p, uint64_t len, int deep, size_t *count,
+		   char *why, size_t why_len)
+{
+#define SHMKV__BADS(...)                                                                           \
+	return why ? shmkv__fail(SHMKV_ECORRUPT, why, why_len, __VA_ARGS__) : SHMKV_ECORRUPT
+	const shmkv_type_desc *t = &shmkv__types[type];
+	const unsigned long long n64 = (unsigned long long)len; /* messages only */
+	switch (t->shape) {
+	case SHMKV_SHAPE_TEXT:
+		if (p[len] != 0)
+			SHMKV__BADS("%s value is not NUL-terminated", t->name);
+		*count = (size_t)len;
+		return 0;
+	case SHMKV_SHAPE_FIXED:
+		if (len != (UINT64_C(1) << t->elem_shift) || p[0] > t->max_byte)
+			SHMKV__BADS("%s value has length %llu or first byte %u", t->name, n64,
+				    len ? p[0] : 0u);
+		*count = 1;
+		return 0;
+	case SHMKV_SHAPE_ARRAY:
+		if (len & ((UINT64_C(1) << t->elem_shift) - 1))
+			SHMKV__BADS("%s length %llu is not a multiple of %u", t->name, n64,
+				    1u << t->elem_shift);
+		*count = (size_t)(len >> t->elem_shift);
+		return 0;
+	default: { /* SHMKV_SHAPE_STRLIST */
+		uint32_t n;
+		if (len < 8)
+			SHMKV__BADS("strlist length %llu below 8", n64);
+		memcpy(&n, p, 4);
+		if ((uint64_t)n > (len - 8) / 4)
+			SHMKV__BADS("strlist count %u does not fit its %llu bytes", n, n64);
+		*count = n;
+		if (!deep)
+			return 0;
+		uint64_t data_len = len - 4 * ((uint64_t)n + 2);
+		const uint8_t *data = p + 4 * ((uint64_t)n + 2);
+		uint32_t prev, e;
+		memcpy(&prev, p + 4, 4);
+		if (prev != 0)
+			SHMKV__BADS("strlist first offset %u is not 0", prev);
+		for (uint32_t i = 0; i < n; i++) {
+			memcpy(&e, p + 8 + 4 * (uint64_t)i, 4);
+			if (e <= prev || e > data_len || data[e - 1] != 0)
+				SHMKV__BADS("strlist string %u has bad end %u", i, e);
+			prev = e;
+		}
+		if (prev != data_len)
+			SHMKV__BADS("strlist data is %llu bytes, strings end at %u",
+				    (unsigned long long)data_len, prev);
+		return 0;
+	}
+	}
+#undef SHMKV__BADS
+}
+
+#endif /* SHMKV_TYPES_H */

@@ -1,0 +1,240 @@
+// vectors_test: the C reader over every conformance vector of manifest.json
+// (tests/vectors/README.md): the open and verify verdicts, the complete
+// contents of each accepted image by iteration, by shmkv_get, by the typed
+// getters and by shmkv_get_batch, and the listed lookups' results.
+#include <cinttypes>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <jansson.h>
+
+#include <shmkv.h>
+
+namespace {
+
+std::string dir()
+{
+	const char *d = getenv("SHMKV_VECTORS_DIR");
+	return d ? d : "tests/vectors";
+}
+
+std::string unhex(const char *h)
+{
+	std::string out;
+	for (size_t i = 0; h[i] && h[i + 1]; i += 2)
+		out += (char)std::stoi(std::string(h + i, 2), nullptr, 16);
+	return out;
+}
+
+const char *s_of(json_t *o, const char *k)
+{
+	const char *s = json_string_value(json_object_get(o, k));
+	return s ? s : "";
+}
+
+class Vectors : public ::testing::Test {
+protected:
+	void SetUp() override
+	{
+		json_error_t e;
+		m_ = json_load_file((dir() + "/manifest.json").c_str(), JSON_ALLOW_NUL, &e);
+		ASSERT_NE(m_, nullptr) << dir() << "/manifest.json: " << e.text << " at line " << e.line;
+		ASSERT_STREQ(s_of(m_, "format"), "shmkv-conformance-vectors");
+		ASSERT_EQ(json_integer_value(json_object_get(m_, "manifest_version")), 1);
+		vs_ = json_object_get(m_, "vectors");
+		ASSERT_TRUE(json_is_array(vs_));
+	}
+	void TearDown() override { json_decref(m_); }
+	json_t *m_ = nullptr, *vs_ = nullptr;
+};
+
+// The typed getter of e's type returns what the manifest says.
+void check_typed(const shmkv *db, const std::string &key, json_t *e, const std::string &raw)
+{
+	const std::string type = s_of(e, "type");
+	json_t *val = json_object_get(e, "value");
+	const char *k = key.data();
+	size_t kl = key.size();
+	if (type == "string") {
+		const char *s = nullptr;
+		size_t len = 0;
+		ASSERT_EQ(shmkv_get_str(db, k, kl, &s, &len), 0);
+		EXPECT_EQ(std::string(s, len),
+			  std::string(json_string_value(val), json_string_length(val)));
+		EXPECT_EQ(s[len], 0);
+	} else if (type == "bytes") {
+		const void *p = nullptr;
+		size_t len = 0;
+		ASSERT_EQ(shmkv_get_bytes(db, k, kl, &p, &len), 0);
+		EXPECT_EQ(std::string((const char *)p, len), unhex(json_string_value(val)));
+	} else if (type == "i64") {
+		int64_t x = 0;
+		ASSERT_EQ(shmkv_get_i64(db, k, kl, &x), 0);
+		EXPECT_EQ(x, strtoll(json_string_value(val), nullptr, 10));
+	} else if (type == "bool") {
+		bool x = false;
+		ASSERT_EQ(shmkv_get_bool(db, k, kl, &x), 0);
+		EXPECT_EQ(x, json_is_true(val));
+	} else if (type == "f64") {
+		double x = 0;
+		ASSERT_EQ(shmkv_get_f64(db, k, kl, &x), 0);
+		EXPECT_EQ(x, json_number_value(val));
+		EXPECT_EQ(std::signbit(x), std::signbit(json_number_value(val)));
+	} else if (type == "f32list" || type == "f64list" || type == "i64list") {
+		const void *p = nullptr;
+		size_t n = 0;
+		if (type == "f32list")
+			ASSERT_EQ(shmkv_get_f32list(db, k, kl, (const float **)&p, &n), 0);
+		else if (type == "f64list")
+			ASSERT_EQ(shmkv_get_f64list(db, k, kl, (const double **)&p, &n), 0);
+		else
+			ASSERT_EQ(shmkv_get_i64list(db, k, kl, (const int64_t **)&p, &n), 0);
+		ASSERT_EQ(n, json_array_size(val));
+		EXPECT_EQ((uintptr_t)p % 8, 0u) << "lists are 8-aligned";
+		for (size_t i = 0; i < n; i++) {
+			json_t *x = json_array_get(val, i);
+			if (type == "f32list")
+				EXPECT_EQ(((const float *)p)[i], (float)json_number_value(x)) << i;
+			else if (type == "f64list")
+				EXPECT_EQ(((const double *)p)[i], json_number_value(x)) << i;
+			else
+				EXPECT_EQ(((const int64_t *)p)[i], strtoll(json_string_value(x), nullptr, 10));
+		}
+	} else if (type == "strlist") {
+		shmkv_strlist l{};
+		ASSERT_EQ(shmkv_get_strlist(db, k, kl, &l), 0);
+		ASSERT_EQ(shmkv_strlist_count(&l), json_array_size(val));
+		for (size_t i = 0; i < shmkv_strlist_count(&l); i++) {
+			size_t len = 0;
+			const char *s = shmkv_strlist_at(&l, i, &len);
+			ASSERT_NE(s, nullptr) << i;
+			json_t *x = json_array_get(val, i);
+			EXPECT_EQ(std::string(s, len),
+				  std::string(json_string_value(x), json_string_length(x)));
+		}
+	} else {
+		ADD_FAILURE() << "unknown type " << type;
+	}
+	// another type's getter: SHMKV_ETYPE
+	int64_t x = 0;
+	if (type != "i64") {
+		EXPECT_EQ(shmkv_get_i64(db, k, kl, &x), SHMKV_ETYPE);
+	}
+	(void)raw;
+}
+
+TEST_F(Vectors, EveryVectorGetsItsVerdictAndContents)
+{
+	ASSERT_GT(json_array_size(vs_), 20u);
+	size_t i;
+	json_t *v;
+	json_array_foreach(vs_, i, v) {
+		const std::string name = s_of(v, "name");
+		SCOPED_TRACE("vector " + name);
+		const std::string path = dir() + "/" + s_of(v, "file");
+		const std::string open = s_of(v, "open"), verify = s_of(v, "verify");
+		shmkv *db = nullptr;
+		char why[512] = "";
+		int err = shmkv_open_file_diag(path.c_str(), 0, &db, why, sizeof why);
+		EXPECT_STREQ(shmkv_errname(err), open.c_str()) << why;
+		// the deep open is open, then verify
+		shmkv *deep = nullptr;
+		int derr = shmkv_open_file(path.c_str(), SHMKV_OPEN_DEEP, &deep);
+		shmkv_close(deep);
+		if (err) {
+			EXPECT_EQ(verify, "-");
+			EXPECT_EQ(derr, err);
+			continue;
+		}
+		int verr = shmkv_verify(db, why, sizeof why);
+		EXPECT_STREQ(shmkv_errname(verr), verify.c_str()) << why;
+		EXPECT_EQ(derr, verr);
+
+		json_t *entries = json_object_get(v, "entries");
+		if (entries) {
+			EXPECT_EQ(shmkv_header(db)->entry_count, json_array_size(entries));
+			shmkv_iter it;
+			shmkv_iter_init(db, &it);
+			std::vector<shmkv_key> keys;
+			std::vector<std::string> key_store(json_array_size(entries));
+			size_t j;
+			json_t *e;
+			json_array_foreach(entries, j, e) {
+				const std::string key = unhex(s_of(e, "key_hex"));
+				const std::string raw = unhex(s_of(e, "raw_hex"));
+				SCOPED_TRACE("key " + std::string(s_of(e, "key_hex")).substr(0, 40));
+				const void *k = nullptr;
+				size_t kl = 0;
+				shmkv_value got;
+				ASSERT_EQ(shmkv_iter_next(&it, &k, &kl, &got), 0);
+				EXPECT_EQ(std::string((const char *)k, kl), key) << "image order";
+				EXPECT_STREQ(shmkv_type_name(got.type), s_of(e, "type"));
+				EXPECT_EQ(got.shared != 0, json_is_true(json_object_get(e, "shared")));
+				EXPECT_EQ(std::string((const char *)got.data, got.size), raw);
+				EXPECT_EQ(got.count,
+					  (size_t)json_integer_value(json_object_get(e, "count")));
+				shmkv_value g;
+				ASSERT_EQ(shmkv_get(db, key.data(), key.size(), &g), 0);
+				EXPECT_EQ(g.data, got.data);
+				EXPECT_EQ(g.size, got.size);
+				EXPECT_EQ(g.type, got.type);
+				check_typed(db, key, e, raw);
+				key_store[j] = key;
+			}
+			const void *k = nullptr;
+			size_t kl = 0;
+			shmkv_value got;
+			EXPECT_EQ(shmkv_iter_next(&it, &k, &kl, &got), SHMKV_EEND);
+			for (const std::string &s : key_store)
+				keys.push_back({s.data(), s.size()});
+			std::vector<shmkv_value> vals(keys.size());
+			std::vector<int> errs(keys.size(), 1);
+			EXPECT_EQ(shmkv_get_batch(db, keys.data(), keys.size(), vals.data(), errs.data()),
+				  keys.size());
+			for (size_t n = 0; n < keys.size(); n++)
+				EXPECT_EQ(errs[n], 0) << n;
+		}
+		json_t *gets = json_object_get(v, "gets");
+		size_t j;
+		json_t *g;
+		json_array_foreach(gets, j, g) {
+			const std::string key = unhex(s_of(g, "key_hex"));
+			shmkv_value val;
+			int r = shmkv_get(db, key.data(), key.size(), &val);
+			EXPECT_STREQ(shmkv_errname(r), s_of(g, "result")) << "get " << key;
+			char gwhy[256] = "";
+			EXPECT_EQ(shmkv_get_diag(db, key.data(), key.size(), &val, gwhy, sizeof gwhy), r)
+				<< gwhy;
+			shmkv_key bk{key.data(), key.size()};
+			int berr = 1;
+			shmkv_get_batch(db, &bk, 1, &val, &berr);
+			EXPECT_EQ(berr, r) << "batch get " << key;
+		}
+		shmkv_close(db);
+	}
+}
+
+// The manifest names each file once, and every .img file is in it.
+TEST_F(Vectors, ManifestNamesEveryFileOnce)
+{
+	std::vector<std::string> names;
+	size_t i;
+	json_t *v;
+	json_array_foreach(vs_, i, v) {
+		std::string f = s_of(v, "file");
+		for (const std::string &n : names)
+			EXPECT_NE(n, f);
+		names.push_back(f);
+		FILE *fp = fopen((dir() + "/" + f).c_str(), "rb");
+		EXPECT_NE(fp, nullptr) << f;
+		if (fp)
+			fclose(fp);
+	}
+}
+
+} // namespace
