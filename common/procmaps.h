@@ -20,6 +20,11 @@ struct procmaps_seg {
  * an anonymous mapping). Returns false for other lines (smaps fields). */
 bool procmaps_parse_line(char *line, uint64_t *start, char **path, bool *deleted);
 
+/* The device (st_dev: makedev of the "MAJ:MIN" hex field) and inode of a
+ * maps line, without copying or parsing the rest; false for other lines.
+ * The loader matches mappings by these, never by name (loader/readers.c). */
+bool procmaps_line_id(const char *line, uint64_t *dev, uint64_t *ino);
+
 /* Calls fn(pid, arg) for every process in /proc, in directory order, until
  * fn returns non-zero (returned). Returns 0, or -errno when /proc cannot be
  * read. */
