@@ -266,7 +266,7 @@ TEST(ControlPlane, FdFlood)
 	std::string why;
 	uint64_t took = 0;
 	Json j = timed_request(root, {"list"}, 15000, &why, &took);
-	ASSERT_TRUE(j.ok()) << why << " " << line;
+	EXPECT_TRUE(j.ok()) << why << " " << line;
 	std::cout << "[          ] root list under the fd flood: " << took << " ms (" << line << ")\n";
 
 	// the loader does not spin
@@ -274,7 +274,9 @@ TEST(ControlPlane, FdFlood)
 	uint64_t c0 = cpu_ms(ld.pid()), t0 = now_ms();
 	sleep_ms(3000);
 	uint64_t used = cpu_ms(ld.pid()) - c0, wall = now_ms() - t0;
-	EXPECT_LT(used * 2, wall) << "the loader used " << used << " ms of CPU in " << wall
+	std::cout << "[          ] loader CPU while the flood idles: " << used << " ms in " << wall
+		  << " ms\n";
+	EXPECT_LT(used * 5, wall) << "the loader used " << used << " ms of CPU in " << wall
 				  << " ms while the flood idled";
 
 	// a spool load still succeeds
