@@ -19,6 +19,9 @@
 //   ManyMappingsPing: processes with 60000 mappings each, 8 caches, the
 //     metrics file every second and a status loop: each ping answers within
 //     a second, a spool load is published, the metrics file is written.
+//   VerbTableAndReasons: `help` lists the table; the unknown-verb and the
+//     EPERM messages name its verbs; errors carry `reason` (bad_request,
+//     no_cache, not_permitted); shmctl exits 1 for no_cache.
 #include <sys/resource.h>
 #include <sys/stat.h>
 
@@ -495,4 +498,63 @@ TEST(ControlPlane, ManyMappingsPing)
 	EXPECT_TRUE(wait_until([&] {
 		return read_file(prom).find("shmkv_cache_readers{cache=\"s\"") != std::string::npos;
 	}, 30000, 50)) << read_file(prom);
+}
+
+// issue 21: one table of verbs drives dispatch, `help` and both messages,
+// and errors carry a reason that clients test instead of the text.
+TEST(ControlPlane, VerbTableAndReasons)
+{
+	NEED_ROOT();
+	Env env;
+	Loader ld(env, {"--memory", "shm", "--config", group_conf(env)});
+	ASSERT_TRUE(ld.start());
+	Json h = ld.req({"help"});
+	ASSERT_TRUE(h.ok());
+	std::vector<std::string> all, anyone;
+	for (const Json &v : h["verbs"].arr) {
+		all.push_back(v["verb"].s());
+		if (v["who"].s() == "anyone who can connect")
+			anyone.push_back(v["verb"].s());
+		EXPECT_FALSE(v["help"].s().empty()) << v["verb"].s();
+	}
+	EXPECT_EQ(all.size(), 12u);
+	EXPECT_EQ(anyone.size(), 6u);
+	// the unknown-verb message names every verb of the table
+	Json j = ld.req({"frobnicate"});
+	EXPECT_EQ(j["reason"].s(), "bad_request");
+	for (const std::string &v : all)
+		EXPECT_NE(j["error"].s().find(v), std::string::npos) << v << ": " << j["error"].s();
+	j = ld.req({"status"});
+	EXPECT_EQ(j["reason"].s(), "bad_request");
+	EXPECT_NE(j["error"].s().find("usage: status NAME"), std::string::npos) << j["error"].s();
+	j = ld.req({"status", "nope"});
+	EXPECT_EQ(j["reason"].s(), "no_cache");
+	EXPECT_EQ(j["code"].s(), "ENOENT");
+	j = ld.req({"drop", "nope"});
+	EXPECT_EQ(j["reason"].s(), "no_cache");
+	j = ld.req({"rollback", "nope"});
+	EXPECT_EQ(j["reason"].s(), "no_cache");
+	// a group member: EPERM names the verbs it may use, from the table
+	std::string root = env.root();
+	Child member([&](int fd) -> int {
+		if (!become(kOther))
+			return 3;
+		std::string why;
+		Json r = timed_request(root, {"drop", "nope"}, 30000, &why);
+		say(fd, r["reason"].s() + "|" + r["error"].s());
+		return 0;
+	});
+	std::string line;
+	ASSERT_TRUE(pipe_line(member.fd(), &line, 30000));
+	EXPECT_EQ(line.substr(0, line.find('|')), "not_permitted") << line;
+	for (const std::string &v : anyone)
+		EXPECT_NE(line.find(v), std::string::npos) << v << ": " << line;
+	// shmctl's exit status 1 ("no such cache") comes from the reason
+	std::string shmctl = env_or_empty("SHMCTL");
+	if (!shmctl.empty()) {
+		CmdRun r = run_capture(env.base(), {shmctl, "-r", root, "cache", "status", "nope"});
+		EXPECT_EQ(r.rc, 1) << r.err;
+		r = run_capture(env.base(), {shmctl, "-r", root, "cache", "rollback", "nope"});
+		EXPECT_EQ(r.rc, 1) << r.err;
+	}
 }
