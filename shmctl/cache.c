@@ -19,7 +19,9 @@
 #include "plain.h"
 #include "progress.h"
 
-#define QUERY_TIMEOUT_MS 30000 /* list, status: the loader answers them at once */
+/* list at once; status within a reader scan (loader/README.md, "Control
+ * socket limits": at most about 10 s) */
+#define QUERY_TIMEOUT_MS 30000
 #define PROGRESS_TICK_MS 200
 
 int cache_help(int argc, char **argv)
