@@ -106,7 +106,8 @@ int procmaps_scan_pid(long pid, const char *cache_prefix,
 		any_line = true;
 		if (!procmaps_parse_line(line, &s.start, &path, &s.deleted) || path[0] != '/')
 			continue;
-		if (!segname_match(strrchr(path, '/') + 1, cache_prefix, &s.loading))
+		if (!segname_match(strrchr(path, '/') + 1, cache_prefix, &s.loading) ||
+		    !procmaps_line_id(line, &s.dev, &s.ino))
 			continue;
 		s.path = path;
 		rc = fn(&s, arg);

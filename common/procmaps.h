@@ -11,6 +11,7 @@
 struct procmaps_seg {
 	const char *path; /* absolute; " (deleted)" stripped */
 	uint64_t start;   /* address of the mapping */
+	uint64_t dev, ino; /* the file's st_dev and st_ino: what identifies it */
 	bool deleted;     /* the file is unlinked (only mappings keep it) */
 	bool loading;     /* a *.loading file (the loader's load in progress) */
 };

@@ -15,7 +15,8 @@
 //   ReadersByInode: a user who maps a file named like the current segment,
 //     in another directory on the same tmpfs, is not a reader (the old count
 //     matched names); a real reader is, and stays counted as stale after two
-//     newer loads, its segment deleted.
+//     newer loads, its segment deleted; `shmctl cache readers` lists the
+//     reader and not the other user's process.
 //   ManyMappingsPing: processes with 60000 mappings each, 8 caches, the
 //     metrics file every second and a status loop: each ping answers within
 //     a second, a spool load is published, the metrics file is written.
@@ -434,6 +435,20 @@ TEST(ControlPlane, ReadersByInode)
 	EXPECT_EQ(j["readers"].u64(), 1u);
 	EXPECT_EQ(j["readers_stale"].u64(), 0u)
 		<< "a file named like the segment is no reader";
+	// nor for `shmctl cache readers`: only the real reader and the loader
+	std::string shmctl = env_or_empty("SHMCTL");
+	if (!shmctl.empty()) {
+		CmdRun r = run_capture(env.base(), {shmctl, "-r", root, "-j", "cache", "readers", "c"});
+		Json rd;
+		ASSERT_TRUE(parse_json(r.out, &rd)) << r.out << r.err;
+		for (const Json &p : rd["readers"].arr)
+			EXPECT_NE((pid_t)p["pid"].u64(), faker.pid())
+				<< "the other user's same-named file is listed: " << r.out;
+		bool found = false;
+		for (const Json &p : rd["readers"].arr)
+			found |= (pid_t)p["pid"].u64() == reader.pid();
+		EXPECT_TRUE(found) << r.out;
+	}
 
 	// two newer generations: the reader's segment is deleted, still counted
 	ASSERT_TRUE(ld.load("c", img).ok());
