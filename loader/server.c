@@ -115,9 +115,12 @@ static void plan_limits(void)
 	room -= lim.priv;
 	lim.others = room < SERVER_CONN_OTHERS ? room : SERVER_CONN_OTHERS;
 	lim.per_uid = lim.others < SERVER_CONN_PER_UID ? lim.others : SERVER_CONN_PER_UID;
-	log_info("control socket limits: %u connections per uid, %u for all uids but root and "
-		 "%u, %u more for those two; %u descriptors kept for loads (RLIMIT_NOFILE %u)",
-		 lim.per_uid, lim.others, (unsigned)geteuid(), lim.priv, lim.reserve, cur);
+	char us[32] = "";
+	if (geteuid() != 0)
+		snprintf(us, sizeof us, " and uid %u", (unsigned)geteuid());
+	log_info("control socket limits: %u connections per uid, %u for all uids but root%s, "
+		 "%u more for root%s; %u descriptors kept for loads (RLIMIT_NOFILE %u)",
+		 lim.per_uid, lim.others, us, lim.priv, us, lim.reserve, cur);
 }
 
 int server_open(struct loader *L, char *why, size_t why_len)
