@@ -2,8 +2,9 @@
  * loader with the same root, repair a publish a crash left open, and remove
  * orphaned segments and temporary files.
  *
- * Trust: ROOT must be a directory no other user can write (else startup is
- * refused), so its names cannot be swapped under us; every control segment
+ * Trust: ROOT must be a directory no other user can write, nor any directory
+ * above it (else startup is refused: main.c, trustdir.h), so its names cannot
+ * be swapped under us; every control segment
  * and segment file is checked (owner, mode, type) before it is used, and
  * files of other users are left alone (logged), whatever their name. */
 #include <dirent.h>
@@ -127,7 +128,7 @@ static int ctl_trusted(struct loader *L, const char *name, char *why, size_t why
 	struct stat st;
 	if ((size_t)snprintf(path, sizeof path, "%s/%s.ctl", L->root, name) >= sizeof path)
 		return diag_fail(-ENAMETOOLONG, why, why_len, "%s: path too long", L->root);
-	if (lstat(path, &st) != 0)
+	if (fstatat(L->root_fd, strrchr(path, '/') + 1, &st, AT_SYMLINK_NOFOLLOW) != 0)
 		return diag_fail(-errno, why, why_len, "%s: %s", path, strerror(errno));
 	return seg_trust_stat(&st, path, 0, 0, why, why_len);
 }
@@ -142,7 +143,8 @@ static void adopt_state(struct loader *L, struct cache *c)
 	struct stat st;
 	if ((size_t)snprintf(path, sizeof path, "%s/%s.state", L->root, c->name) >= sizeof path)
 		err = diag_fail(-ENAMETOOLONG, why, sizeof why, "%s: path too long", L->root);
-	else if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)) < 0) {
+	else if ((fd = openat(L->root_fd, strrchr(path, '/') + 1,
+			      O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)) < 0) {
 		if (errno == ENOENT)
 			return;
 		err = diag_fail(-errno, why, sizeof why, "%s: %s", path, strerror(errno));
@@ -222,7 +224,7 @@ static void adopt_one(struct loader *L, struct scan *sc, const char *name)
 	}
 	int err = ctl_trusted(L, name, why, sizeof why);
 	if (!err)
-		err = ctl_open(L->root, name, &c->ctl, why, sizeof why);
+		err = ctl_open(L->root_fd, L->root, name, &c->ctl, why, sizeof why);
 	if (err) {
 		c->broken = 1;
 		cache_set_error(L, c, "%s", why);
@@ -316,13 +318,15 @@ static void adopt_one(struct loader *L, struct scan *sc, const char *name)
 		if (c->have_cur) {
 			shmkv_ctl_segment cs[SHMKV_CTL_MAX_SEGMENTS];
 			uint32_t ncs = cache_ctl_entries(&c->cur, c->cur_more, c->ncur_more, cs);
-			ctl_publish(&c->ctl, ng, cs, ncs);
+			if (ctl_publish(&c->ctl, ng, cs, ncs, why, sizeof why))
+				log_err("cache=%s: repair not published: %s", name, why);
 			c->cur.generation = ng;
 			for (unsigned k = 0; k < c->ncur_more; k++)
 				c->cur_more[k].generation = ng;
 			PROBE(publish, name, ng, c->cur.size, c->cur.path);
 		} else {
-			ctl_publish(&c->ctl, ng, NULL, 0);
+			if (ctl_publish(&c->ctl, ng, NULL, 0, why, sizeof why))
+				log_err("cache=%s: repair not published: %s", name, why);
 			PROBE(publish, name, ng, (uint64_t)0, "");
 		}
 		log_warn("repaired cache=%s gen=%llu: control segment was %s; %s", name,
@@ -364,46 +368,11 @@ static int kept(struct loader *L, const struct found *f)
 	return 0;
 }
 
-/* ROOT holds the control segments readers trust: refuse a root another user
- * could write (a group-writable one included). */
-static int root_trusted(struct loader *L, char *why, size_t why_len)
-{
-	int fd = open(L->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return diag_fail(-errno, why, why_len, "root %s: %s", L->root, strerror(errno));
-	int err = seg_trust(fd, L->root, 1, 1, why, why_len);
-	close(fd);
-	if (err) {
-		char t[400];
-		snprintf(t, sizeof t, "%s", why);
-		diag_fail(err, why, why_len, "%s (root must be owned by the loader's user or "
-			    "root and writable by no one else)", t);
-	}
-	return err;
-}
-
-/* Whoever can write the spool publishes: a group of producers may, every
- * local user may not. */
-static int spool_trusted(struct loader *L, char *why, size_t why_len)
-{
-	struct stat st;
-	if (stat(L->spool, &st) != 0)
-		return diag_fail(-errno, why, why_len, "spool %s: %s", L->spool, strerror(errno));
-	if (st.st_mode & S_IWOTH)
-		return diag_fail(-EPERM, why, why_len,
-				   "spool %s: mode %04o lets every local user publish; make it 0755, "
-				   "or 0775 with a group of producers", L->spool,
-				   (unsigned)(st.st_mode & 07777));
-	return 0;
-}
-
 int adopt_all(struct loader *L, char *why_out, size_t why_out_len)
 {
-	int rerr = root_trusted(L, why_out, why_out_len);
-	if (!rerr)
-		rerr = spool_trusted(L, why_out, why_out_len);
-	if (rerr)
-		return rerr;
+	/* ROOT and the spool were opened by their whole chain (main.c, trustdir.h) */
+	(void)why_out;
+	(void)why_out_len;
 	seg_set_dir_group(L->conf->gid);
 	struct scan sc;
 	memset(&sc, 0, sizeof sc);
@@ -414,7 +383,10 @@ int adopt_all(struct loader *L, char *why_out, size_t why_out_len)
 		for (size_t i = 0; i < nm; i++)
 			add_dir(&sc, m[i].dir);
 	/* directories named by the control segments, which may differ from today's config */
-	DIR *d = opendir(L->root);
+	int rfd = openat(L->root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = rfd >= 0 ? fdopendir(rfd) : NULL;
+	if (!d && rfd >= 0)
+		close(rfd);
 	struct dirent *e;
 	char names[1024][SHMKV_CACHE_NAME_MAX + 1];
 	size_t nn = 0;
@@ -424,7 +396,7 @@ int adopt_all(struct loader *L, char *why_out, size_t why_out_len)
 		if ((size_t)snprintf(path, sizeof path, "%s/%s", L->root, e->d_name) >= sizeof path)
 			continue;
 		if (e->d_name[0] == '.' && n > 4 && !strcmp(e->d_name + n - 4, ".tmp")) {
-			if (unlink(path) == 0)
+			if (unlinkat(L->root_fd, e->d_name, 0) == 0)
 				log_info("removed leftover file=%s", path);
 			continue;
 		}
@@ -443,7 +415,7 @@ int adopt_all(struct loader *L, char *why_out, size_t why_out_len)
 		struct ctl tmp;
 		char why[256];
 		if (ctl_trusted(L, name, why, sizeof why) == 0 &&
-		    ctl_open(L->root, name, &tmp, why, sizeof why) == 0) {
+		    ctl_open(L->root_fd, L->root, name, &tmp, why, sizeof why) == 0) {
 			char dir[PATH_MAX];
 			char p[SHMKV_CTL_PATH_MAX];
 			/* every copy's directory: replicas may sit in other mounts */

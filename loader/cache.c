@@ -83,7 +83,7 @@ void cache_set_error(struct loader *L, struct cache *c, const char *fmt, ...)
 int cache_save_state(struct loader *L, struct cache *c)
 {
 	char why[300];
-	int err = state_write(L->root, c, why, sizeof why);
+	int err = state_write(L->root_fd, L->root, c, why, sizeof why);
 	if (err)
 		log_warn("state cache=%s: %s", c->name, why);
 	return err;

@@ -1,4 +1,4 @@
-/* ctl.c - the loader's control segments: create, map, publish (lib/shmkv/ctl.h). */
+/* ctl.c - the loader's control segments: create, map, check, publish (lib/shmkv/ctl.h). */
 #include "ctl.h"
 
 #include <errno.h>
@@ -11,35 +11,47 @@
 #include <unistd.h>
 
 #include "diag.h"
+#include "log.h"
 
-/* ROOT/NAME.ctl: the one naming rule is lib's (shmkv_ctl_path). */
-static int ctl_path(const char *root, const char *name, char *out, size_t len)
+static int64_t now_real_ns(void)
 {
-	return shmkv_ctl_path(root, name, out, len);
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-int ctl_create(const char *root, const char *name, mode_t mode, gid_t gid, struct ctl *out,
-	       char *why, size_t why_len)
+/* Fills the names of out; ROOT/NAME.ctl: the one naming rule is lib's. */
+static int ctl_names(int root_fd, const char *root, const char *name, struct ctl *out)
 {
-	char tmp[PATH_MAX];
-	int err = ctl_path(root, name, out->path, sizeof out->path);
-	if (err || (size_t)snprintf(tmp, sizeof tmp, "%s/.%s.ctl.tmp", root, name) >= sizeof tmp)
-		return diag_fail(-ENAMETOOLONG, why, why_len, "%s: path too long", root);
-	unlink(tmp); /* a leftover of a crash: only this loader writes here (root lock) */
-	int fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	memset(out, 0, sizeof *out);
+	out->fd = -1;
+	out->root_fd = root_fd;
+	snprintf(out->name, sizeof out->name, "%s", name);
+	return shmkv_ctl_path(root, name, out->path, sizeof out->path);
+}
+
+/* A new control segment at NAME.ctl in c->root_fd, with nothing published:
+ * replace 0 never replaces a file there (readers may map it), replace 1
+ * takes the place of one that went wrong (ctl_check). */
+static int make(struct ctl *c, int replace, char *why, size_t why_len)
+{
+	char tmp[SHMKV_CACHE_NAME_MAX + 16], fin[SHMKV_CACHE_NAME_MAX + 8];
+	snprintf(tmp, sizeof tmp, ".%s.ctl.tmp", c->name);
+	snprintf(fin, sizeof fin, "%s.ctl", c->name);
+	int err;
+	/* a leftover of a crash: only this loader writes here (root lock) */
+	unlinkat(c->root_fd, tmp, 0);
+	int fd = openat(c->root_fd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		err = -errno;
-		return diag_fail(err, why, why_len, "%s: %s", tmp, strerror(-err));
+		return diag_fail(err, why, why_len, "%s/%s: %s", c->path, tmp, strerror(-err));
 	}
 	shmkv_ctl init;
-	memset(&init, 0, sizeof init);
-	memcpy(init.magic, SHMKV_CTL_MAGIC, 8);
-	init.protocol_version = SHMKV_PROTOCOL_VERSION;
-	init.ctl_size = SHMKV_CTL_SIZE;
-	init.layout_hash = SHMKV_CTL_LAYOUT_HASH;
+	shmkv_ctl_init(&init); /* lib's one layout: magic, version, size, hash, owner */
 	void *map = MAP_FAILED;
+	errno = 0;
 	if (ftruncate(fd, SHMKV_CTL_SIZE) != 0 || pwrite(fd, &init, sizeof init, 0) != sizeof init ||
-	    fchmod(fd, mode) != 0 || (gid != (gid_t)-1 && fchown(fd, (uid_t)-1, gid) != 0)) {
+	    fchmod(fd, c->mode) != 0 || (c->gid != (gid_t)-1 && fchown(fd, (uid_t)-1, c->gid) != 0)) {
 		err = errno ? -errno : -EIO;
 		diag_fail(err, why, why_len, "%s: %s", tmp, strerror(-err));
 		goto fail;
@@ -50,46 +62,120 @@ int ctl_create(const char *root, const char *name, mode_t mode, gid_t gid, struc
 		diag_fail(err, why, why_len, "%s: mmap: %s", tmp, strerror(-err));
 		goto fail;
 	}
-	/* never replaces: a reader may have the existing file mapped */
-	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, out->path, RENAME_NOREPLACE) != 0) {
+	if (renameat2(c->root_fd, tmp, c->root_fd, fin, replace ? 0 : RENAME_NOREPLACE) != 0) {
 		err = -errno;
-		diag_fail(err, why, why_len, "rename %s to %s: %s", tmp, out->path, strerror(-err));
+		diag_fail(err, why, why_len, "rename %s to %s: %s", tmp, c->path, strerror(-err));
 		goto fail;
 	}
-	close(fd);
-	out->map = map;
+	c->map = map;
+	c->fd = fd;
 	return 0;
 fail:
 	if (map != MAP_FAILED)
 		munmap(map, SHMKV_CTL_SIZE);
 	close(fd);
-	unlink(tmp);
+	unlinkat(c->root_fd, tmp, 0);
 	return err;
 }
 
-int ctl_open(const char *root, const char *name, struct ctl *out, char *why, size_t why_len)
+int ctl_create(int root_fd, const char *root, const char *name, mode_t mode, gid_t gid,
+	       struct ctl *out, char *why, size_t why_len)
 {
-	int err = ctl_path(root, name, out->path, sizeof out->path);
-	if (err)
-		return diag_fail(err, why, why_len, "%s: path too long", root);
-	/* lib's one opener: O_NOFOLLOW|O_NONBLOCK, a regular file of ours that
-	 * no one else may write, then size, magic, version and layout */
-	return shmkv_ctl_open(root, name, SHMKV_CTL_RDWR, &out->map, why, why_len);
+	uint64_t gen = out->gen; /* a file made again after one went wrong: on from there */
+	if (ctl_names(root_fd, root, name, out))
+		return diag_fail(-ENAMETOOLONG, why, why_len, "%s: path too long", root);
+	out->mode = mode;
+	out->gid = gid;
+	out->gen = gen;
+	return make(out, 0, why, why_len);
 }
 
-int ctl_publish(struct ctl *c, uint64_t generation, const shmkv_ctl_segment *segs, uint32_t n)
+int ctl_open(int root_fd, const char *root, const char *name, struct ctl *out, char *why,
+	     size_t why_len)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
+	if (ctl_names(root_fd, root, name, out))
+		return diag_fail(-ENAMETOOLONG, why, why_len, "%s: path too long", root);
+	/* lib's one opener: O_NOFOLLOW|O_NONBLOCK, a regular file of ours that
+	 * no one else may write, then size, magic, version, layout and owner */
+	int err = shmkv__ctl_open_fd(root, name, SHMKV_CTL_RDWR, &out->map, &out->fd, why, why_len);
+	struct stat st;
+	if (!err && fstat(out->fd, &st) == 0) {
+		out->mode = st.st_mode & 07777;
+		out->gid = st.st_gid;
+	}
+	if (!err)
+		out->gen = shmkv_ctl_generation(out->map);
+	return err;
+}
+
+/* What went wrong with c's file, or NULL: truncated (its mapping would
+ * SIGBUS), removed, or replaced under its name. */
+static const char *ctl_fault(const struct ctl *c, struct stat *st)
+{
+	struct stat ns;
+	char fin[SHMKV_CACHE_NAME_MAX + 8];
+	snprintf(fin, sizeof fin, "%s.ctl", c->name);
+	if (fstat(c->fd, st) != 0)
+		return "unreadable (fstat failed)";
+	if ((uint64_t)st->st_size < SHMKV_CTL_SIZE)
+		return "truncated";
+	if (st->st_nlink == 0)
+		return "removed or replaced";
+	if (fstatat(c->root_fd, fin, &ns, AT_SYMLINK_NOFOLLOW) != 0 || ns.st_dev != st->st_dev ||
+	    ns.st_ino != st->st_ino)
+		return "replaced";
+	return NULL;
+}
+
+/* Checks c's file before a publish; one that went wrong is retired (when its
+ * mapping is still whole) and made anew. 0 or -errno (c->map NULL). */
+static int ctl_check(struct ctl *c, char *why, size_t why_len)
+{
+	struct stat st;
+	const char *what = ctl_fault(c, &st);
+	if (!what)
+		return 0;
+	int whole = (uint64_t)st.st_size >= SHMKV_CTL_SIZE;
+	log_err("cache=%s: control segment %s was %s (%lld bytes, %u links): making a new one; "
+		"readers of the old one get SHMKV_ESTALE at their next refresh", c->name, c->path,
+		what, (long long)st.st_size, (unsigned)st.st_nlink);
+	if (whole)
+		shmkv_ctl_retire(c->map, c->gen + 1, (uint64_t)getpid(), now_real_ns());
+	munmap(c->map, SHMKV_CTL_SIZE);
+	close(c->fd);
+	c->map = NULL;
+	c->fd = -1;
+	int err = make(c, 1, why, why_len);
+	if (err) {
+		char t[300];
+		snprintf(t, sizeof t, "%s", why);
+		log_err("cache=%s: no new control segment: %s", c->name, t);
+		diag_fail(err, why, why_len, "control segment %s was %s and no new one could be "
+			    "made: %s", c->path, what, t);
+	}
+	return err;
+}
+
+int ctl_publish(struct ctl *c, uint64_t generation, const shmkv_ctl_segment *segs, uint32_t n,
+		char *why, size_t why_len)
+{
+	if (!c->map)
+		return diag_fail(-EBADF, why, why_len, "no control segment");
+	int err = ctl_check(c, why, why_len);
+	if (err)
+		return err;
 	/* the seqcount write section, and the atomics that pair with the
 	 * readers', live in lib/shmkv/ctl.h beside the reader's side */
-	return shmkv_ctl_publish(c->map, generation, segs, n, (uint64_t)getpid(),
-				 (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec);
+	err = shmkv_ctl_publish(c->map, generation, segs, n, (uint64_t)getpid(), now_real_ns());
+	if (err)
+		return diag_fail(err, why, why_len, "publish: %s", strerror(-err));
+	c->gen = generation;
+	return 0;
 }
 
 uint64_t ctl_generation(const struct ctl *c)
 {
-	return c->map ? shmkv_ctl_generation(c->map) : 0;
+	return c->gen;
 }
 
 int ctl_seq_odd(const struct ctl *c)
@@ -97,25 +183,44 @@ int ctl_seq_odd(const struct ctl *c)
 	return shmkv_ctl_mid_update(c->map);
 }
 
-int ctl_chmod(const struct ctl *c, mode_t mode, gid_t gid)
+int ctl_chmod(struct ctl *c, mode_t mode, gid_t gid)
 {
-	if (chmod(c->path, mode) != 0)
+	c->mode = mode;
+	c->gid = gid;
+	if (c->fd < 0)
+		return -EBADF;
+	if (fchmod(c->fd, mode) != 0)
 		return -errno;
-	if (gid != (gid_t)-1 && chown(c->path, (uid_t)-1, gid) != 0)
+	if (gid != (gid_t)-1 && fchown(c->fd, (uid_t)-1, gid) != 0)
 		return -errno;
 	return 0;
 }
 
 void ctl_close(struct ctl *c)
 {
-	if (c->map)
+	/* fd is valid exactly while map is (a struct ctl of a new cache is
+	 * zeroed: its fd 0 is not ours) */
+	if (c->map) {
 		munmap(c->map, SHMKV_CTL_SIZE);
+		close(c->fd);
+	}
 	c->map = NULL;
+	c->fd = -1;
 }
 
 int ctl_remove(struct ctl *c)
 {
-	int err = unlink(c->path) != 0 ? -errno : 0;
+	struct stat st;
+	char fin[SHMKV_CACHE_NAME_MAX + 8];
+	snprintf(fin, sizeof fin, "%s.ctl", c->name);
+	const char *what = c->map ? ctl_fault(c, &st) : "gone";
+	/* readers learn it at their next refresh, whatever unlinks the name */
+	if (!what || !strcmp(what, "removed or replaced") || !strcmp(what, "replaced"))
+		shmkv_ctl_retire(c->map, c->gen + 1, (uint64_t)getpid(), now_real_ns());
+	int err = 0;
+	/* only our own file: a replacement under the name is someone's mistake to keep */
+	if (!what || !strcmp(what, "truncated"))
+		err = unlinkat(c->root_fd, fin, 0) != 0 ? -errno : 0;
 	ctl_close(c);
 	return err;
 }

@@ -211,8 +211,8 @@ static int publish_new(struct loader *L, struct cache *c, const struct seg_info 
 		       char *why, size_t why_len)
 {
 	if (!c->ctl.map) {
-		int err = ctl_create(L->root, c->name, c->conf.mode, c->conf.gid, &c->ctl, why,
-				     why_len);
+		int err = ctl_create(L->root_fd, L->root, c->name, c->conf.mode, c->conf.gid,
+				     &c->ctl, why, why_len);
 		if (err)
 			return err;
 	}
@@ -220,7 +220,9 @@ static int publish_new(struct loader *L, struct cache *c, const struct seg_info 
 	/* every copy of the generation at once (numa=replicate) */
 	shmkv_ctl_segment cs[SHMKV_CTL_MAX_SEGMENTS];
 	uint32_t ncs = cache_ctl_entries(in, more, nmore, cs);
-	ctl_publish(&c->ctl, gen, cs, ncs);
+	int perr = ctl_publish(&c->ctl, gen, cs, ncs, why, why_len);
+	if (perr)
+		return perr;
 	PROBE(publish, c->name, gen, in->size, in->path);
 
 	struct seg_info old_rb = c->rb, old_rb_more[SHMKV_CTL_MAX_SEGMENTS - 1];
@@ -299,102 +301,129 @@ static int make_room(void *arg, int hugetlb, uint64_t size, const char *reason)
 	return 1;
 }
 
-int op_load(struct loader *L, const char *name, const char *path, int nofollow,
-	    const char *numa, char **reply, char *why_out, size_t why_out_len)
-{
-	char why[512] = "", note[160] = "", q[640];
-	struct cache *c = cache_find(L, name);
+/* One load in flight: what op_load's steps share. */
+struct load {
+	struct loader *L;
+	struct cache *c;
+	const char *name, *path;
+	int fd, direct, cached, have_seg;
+	struct stat st;   /* of the source at its open */
+	uint64_t size, t0, t_alloc;
 	struct vstream v;
-	struct seg s;
-	struct copies *cp = calloc(1, sizeof *cp);
-	int err, fd = -1, direct = 0, cached = 0, have_seg = 0;
-	memset(&v, 0, sizeof v);
-	if (!cp) {
-		err = diag_fail(-ENOMEM, why, sizeof why, "out of memory");
-		goto reject;
+	struct seg s;     /* the first copy */
+	struct copies *cp;
+	struct room_arg ra;
+	struct place_req pr;
+	struct load_stats ls;
+	char why[512], note[160];
+};
+
+/* The request itself: a valid cache name and an absolute path. */
+static int check_request(struct load *ld)
+{
+	if (shmkv_name_check(ld->name) != 0)
+		return diag_fail(-EINVAL, ld->why, sizeof ld->why, "invalid cache name \"%s\" (%s)",
+				   ld->name, SHMKV_CACHE_NAME_RULE);
+	if (ld->path[0] != '/' || strchr(ld->path, '\n'))
+		return diag_fail(-EINVAL, ld->why, sizeof ld->why,
+				   "image path must be absolute and free of newlines: \"%s\"",
+				   ld->path);
+	return 0;
+}
+
+/* The cache to load into, created if new; one whose control segment could
+ * not be adopted is refused. */
+static int take_cache(struct load *ld)
+{
+	if (!ld->c) {
+		int err = cache_add(ld->L, ld->name, &ld->c);
+		if (err)
+			return diag_fail(err, ld->why, sizeof ld->why, "out of memory");
 	}
-	uint64_t t0 = now_ns();
-	if (!(shmkv_name_check(name) == 0)) {
-		err = diag_fail(-EINVAL, why, sizeof why,
-				  "invalid cache name \"%s\" (1-63 of A-Z a-z 0-9 _ - ., not starting "
-				  "with .)", name);
-		goto reject;
-	}
-	if (path[0] != '/' || strchr(path, '\n')) {
-		err = diag_fail(-EINVAL, why, sizeof why,
-				  "image path must be absolute and free of newlines: \"%s\"", path);
-		goto reject;
-	}
-	if (!c) {
-		err = cache_add(L, name, &c);
-		if (err) {
-			diag_fail(err, why, sizeof why, "out of memory");
-			goto reject;
-		}
-	}
-	if (c->broken) {
-		err = diag_fail(SHMKV_EPROTO, why, sizeof why,
-				  "cache %s has a control segment this loader cannot adopt (%s); "
-				  "drop it first", name, c->last_error);
-		goto reject;
-	}
-	struct stat st;
-	fd = open_source(path, nofollow, &st, &direct, why, sizeof why);
-	if (fd < 0) {
-		err = fd;
-		goto reject;
-	}
-	uint64_t size = (uint64_t)st.st_size;
-	PROBE(load_start, name, path, size, c->next_load);
-	if (direct && mostly_cached(fd, size)) {
-		int b = ioread_reopen_buffered(fd);
+	if (ld->c->broken)
+		return diag_fail(SHMKV_EPROTO, ld->why, sizeof ld->why,
+				   "cache %s has a control segment this loader cannot adopt (%s); "
+				   "drop it first", ld->name, ld->c->last_error);
+	return 0;
+}
+
+/* Opens the source (buffered when the page cache holds it), reads and checks
+ * its header and the cache's max_size, before any memory is taken. */
+static int open_checked(struct load *ld, int nofollow)
+{
+	ld->fd = open_source(ld->path, nofollow, &ld->st, &ld->direct, ld->why, sizeof ld->why);
+	if (ld->fd < 0)
+		return ld->fd;
+	ld->size = (uint64_t)ld->st.st_size;
+	PROBE(load_start, ld->name, ld->path, ld->size, ld->c->next_load);
+	if (ld->direct && mostly_cached(ld->fd, ld->size)) {
+		int b = ioread_reopen_buffered(ld->fd);
 		if (b >= 0) {
-			close(fd);
-			fd = b;
-			direct = 0;
-			cached = 1;
+			close(ld->fd);
+			ld->fd = b;
+			ld->direct = 0;
+			ld->cached = 1;
 		}
 	}
-	err = read_head(&fd, &direct, path, size, &v, why, sizeof why);
+	int err = read_head(&ld->fd, &ld->direct, ld->path, ld->size, &ld->v, ld->why,
+			    sizeof ld->why);
 	if (err)
-		goto reject;
-	if (c->conf.max_size && size > c->conf.max_size) {
-		err = diag_fail(-EFBIG, why, sizeof why,
-				  "image is %llu bytes, over the cache's max_size of %llu bytes",
-				  (unsigned long long)size, (unsigned long long)c->conf.max_size);
-		goto reject;
-	}
-	/* relaxed: figures for status.c:take(), which reads them relaxed */
+		return err;
+	const struct cache *c = ld->c;
+	if (c->conf.max_size && ld->size > c->conf.max_size)
+		return diag_fail(-EFBIG, ld->why, sizeof ld->why,
+				   "image is %llu bytes, over the cache's max_size of %llu bytes",
+				   (unsigned long long)ld->size, (unsigned long long)c->conf.max_size);
+	return 0;
+}
+
+/* Plans the copies (NUMA) and places the first one by the memory policy. */
+static int place_first(struct load *ld, const char *numa)
+{
+	struct cache *c = ld->c;
+	/* relaxed: figures for status.c:status_take(), which reads them relaxed */
 	atomic_store_explicit(&c->load_done, 0, memory_order_relaxed);
-	atomic_store_explicit(&c->load_total, size, memory_order_relaxed);
-	struct room_arg ra = {L, c};
-	struct place_req pr = {
-		.conf = L->conf,
-		.prefix = L->prefix,
+	atomic_store_explicit(&c->load_total, ld->size, memory_order_relaxed);
+	ld->ra = (struct room_arg){ld->L, c};
+	ld->pr = (struct place_req){
+		.conf = ld->L->conf,
+		.prefix = ld->L->prefix,
 		.name = c->name,
 		.load_id = c->next_load,
 		.memory = c->conf.memory,
 		.mode = c->conf.mode,
 		.gid = c->conf.gid,
 		.make_room = make_room,
-		.arg = &ra,
-		.fill_by_read = 1, /* ioread() below; copies_make() memcpys */
+		.arg = &ld->ra,
+		.fill_by_read = 1, /* read_verified() reads; copies_make() memcpys */
 	};
 	/* NUMA: where each copy goes (numa/; replicate makes one per node) */
-	err = copies_plan(&pr, c->name, numa, &c->conf.numa, size, cp, why, sizeof why);
+	int err = copies_plan(&ld->pr, c->name, numa, &c->conf.numa, ld->size, ld->cp, ld->why,
+			      sizeof ld->why);
 	if (err)
-		goto reject;
-	pr.bind = &cp->plan.seg[0];
-	err = place_segment(&pr, size, &s, note, sizeof note, why, sizeof why);
-	if ((err == -ENOMEM || err == -ENOSPC) && copies_degrade(cp, c->name, why))
-		err = place_segment(&pr, size, &s, note, sizeof note, why, sizeof why);
+		return err;
+	ld->pr.bind = &ld->cp->plan.seg[0];
+	err = place_segment(&ld->pr, ld->size, &ld->s, ld->note, sizeof ld->note, ld->why,
+			    sizeof ld->why);
+	if ((err == -ENOMEM || err == -ENOSPC) && copies_degrade(ld->cp, c->name, ld->why))
+		err = place_segment(&ld->pr, ld->size, &ld->s, ld->note, sizeof ld->note, ld->why,
+				    sizeof ld->why);
 	if (err)
-		goto reject;
-	have_seg = 1;
-	PROBE(place, name, (int)!!(s.info.flags & SHMKV_SEG_HUGETLB), s.info.page_size, size,
-	      s.info.path);
-	uint64_t t_alloc = now_ns();
-	c->next_load = s.info.load_id + 1; /* seg_create() skips names taken */
+		return err;
+	ld->have_seg = 1;
+	PROBE(place, ld->name, (int)!!(ld->s.info.flags & SHMKV_SEG_HUGETLB), ld->s.info.page_size,
+	      ld->size, ld->s.info.path);
+	ld->t_alloc = now_ns();
+	c->next_load = ld->s.info.load_id + 1; /* seg_create() skips names taken */
+	return 0;
+}
+
+/* Reads the source into the first copy, verifying as it goes; checks the
+ * source did not change meanwhile; then makes the other copies from it. */
+static int read_verified(struct load *ld)
+{
+	struct loader *L = ld->L;
+	struct cache *c = ld->c;
 	struct ioread_opts o = {
 		.queue_depth = L->conf->queue_depth,
 		.block_size = L->conf->block_size,
@@ -402,97 +431,118 @@ int op_load(struct loader *L, const char *name, const char *path, int nofollow,
 		.cancel = &L->cancel,
 		.progress = &c->load_done,
 	};
-	err = ioread(fd, &direct, path, s.map, size, &o, &v, why, sizeof why);
-	if (err == -EFAULT && (s.info.flags & SHMKV_SEG_HUGETLB))
-		err = place_read_fault(&pr, &s, why, sizeof why);
+	char *why = ld->why;
+	size_t wl = sizeof ld->why;
+	int err = ioread(ld->fd, &ld->direct, ld->path, ld->s.map, ld->size, &o, &ld->v, why, wl);
+	if (err == -EFAULT && (ld->s.info.flags & SHMKV_SEG_HUGETLB))
+		err = place_read_fault(&ld->pr, &ld->s, why, wl);
 	if (!err)
-		err = vstream_end(&v, s.map, why, sizeof why);
+		err = vstream_end(&ld->v, ld->s.map, why, wl);
 	if (!err)
-		err = source_unchanged(fd, &st, path, why, sizeof why);
-	PROBE(verify_done, name, err, size, now_ns() - t0);
+		err = source_unchanged(ld->fd, &ld->st, ld->path, why, wl);
+	PROBE(verify_done, ld->name, err, ld->size, now_ns() - ld->t0);
 	if (!err) {
 		uint64_t next = c->next_load;
-		err = copies_make(cp, &pr, &s, size, &next, why, sizeof why);
+		err = copies_make(ld->cp, &ld->pr, &ld->s, ld->size, &next, why, wl);
 		c->next_load = next;
 	}
-	if (err)
-		goto reject;
-	uint64_t t_end = now_ns(), ms = (t_end - t0) / 1000000u;
-	uint64_t alloc_ms = (t_alloc - t0) / 1000000u;
-	double secs = (double)(t_end - t0) / 1e9;
-	atomic_store_explicit(&c->load_total, 0, memory_order_relaxed); /* as above */
-	s.info.entries = v.hdr->entry_count;
-	struct load_stats ls;
-	memset(&ls, 0, sizeof ls);
-	copies_verify(cp, c->name, &s, &ls);
-	err = seg_commit(&s, why, sizeof why);
-	have_seg = 0;
+	return err;
+}
+
+/* Unlinks the committed copies of a load that is not going to be published. */
+static void unlink_committed(const struct seg_info *first, const struct seg_info *more,
+			     unsigned nmore)
+{
+	unlink(first->path);
+	for (unsigned i = 0; i < nmore; i++)
+		unlink(more[i].path);
+}
+
+/* Renames every copy to its final name (all or none stay), and fills the
+ * load's figures. */
+static int commit_all(struct load *ld)
+{
+	struct copies *cp = ld->cp;
+	uint64_t t_end = now_ns();
+	double secs = (double)(t_end - ld->t0) / 1e9;
+	atomic_store_explicit(&ld->c->load_total, 0, memory_order_relaxed); /* as in place_first */
+	ld->s.info.entries = ld->v.hdr->entry_count;
+	memset(&ld->ls, 0, sizeof ld->ls);
+	copies_verify(cp, ld->c->name, &ld->s, &ld->ls);
+	int err = seg_commit(&ld->s, ld->why, sizeof ld->why);
+	ld->have_seg = 0;
+	unsigned committed = 0;
 	for (unsigned i = 0; i < cp->nmore; i++) {
-		cp->more[i].info.entries = s.info.entries;
-		if (!err)
-			err = seg_commit(&cp->more[i], why, sizeof why);
-		else
+		cp->more[i].info.entries = ld->s.info.entries;
+		if (!err && !(err = seg_commit(&cp->more[i], ld->why, sizeof ld->why)))
+			committed++;
+		else if (err)
 			seg_discard(&cp->more[i]);
 	}
 	if (err) {
-		unlink(s.info.path);
-		for (unsigned i = 0; i < cp->nmore; i++)
-			unlink(cp->more[i].info.path); /* committed ones; the rest are gone */
+		struct seg_info more[SHMKV_CTL_MAX_SEGMENTS - 1];
+		for (unsigned i = 0; i < committed; i++)
+			more[i] = cp->more[i].info;
+		unlink_committed(&ld->s.info, more, committed);
 		cp->nmore = 0;
-		goto reject;
+		return err;
 	}
-	snprintf(ls.source, sizeof ls.source, "%s", path);
-	ls.ms = ms;
-	ls.alloc_ms = alloc_ms;
-	ls.gbps = secs > 0 ? (double)size / 1e9 / secs : 0;
-	ls.direct = direct;
-	snprintf(ls.note, sizeof ls.note, "%s", note);
+	struct load_stats *ls = &ld->ls;
+	snprintf(ls->source, sizeof ls->source, "%s", ld->path);
+	ls->ms = (t_end - ld->t0) / 1000000u;
+	ls->alloc_ms = (ld->t_alloc - ld->t0) / 1000000u;
+	ls->gbps = secs > 0 ? (double)ld->size / 1e9 / secs : 0;
+	ls->direct = ld->direct;
+	snprintf(ls->note, sizeof ls->note, "%s", ld->note);
+	return 0;
+}
+
+/* Publishes the committed copies; on failure they are unlinked. */
+static int publish_all(struct load *ld)
+{
+	struct copies *cp = ld->cp;
 	struct seg_info more[SHMKV_CTL_MAX_SEGMENTS - 1];
 	for (unsigned i = 0; i < cp->nmore; i++)
 		more[i] = cp->more[i].info;
-	err = publish_new(L, c, &s.info, more, cp->nmore, &ls, why, sizeof why);
+	int err = publish_new(ld->L, ld->c, &ld->s.info, more, cp->nmore, &ld->ls, ld->why,
+			      sizeof ld->why);
 	if (err) {
-		unlink(s.info.path);
-		for (unsigned i = 0; i < cp->nmore; i++)
-			unlink(more[i].path);
+		unlink_committed(&ld->s.info, more, cp->nmore);
 		cp->nmore = 0;
-		goto reject;
 	}
+	return err;
+}
+
+/* A load done: counted, state saved, logged, replied. */
+static void loaded(struct load *ld, char **reply)
+{
+	struct loader *L = ld->L;
+	struct cache *c = ld->c;
 	pthread_mutex_lock(&L->lock); /* read by status.c and metrics.c */
 	c->loads_ok++;
 	pthread_mutex_unlock(&L->lock);
-	free(cp);
-	close(fd);
-	vstream_free(&v);
 	if (cache_save_state(L, c))
-		log_warn("cache=%s: state file not written; a restart loses the rollback", name);
+		log_warn("cache=%s: state file not written; a restart loses the rollback", ld->name);
 	char mem[32];
 	log_info("loaded cache=%s gen=%llu bytes=%llu entries=%llu ms=%llu alloc_ms=%llu GB/s=%.2f "
-		 "memory=%s direct=%s file=%s", name, (unsigned long long)c->cur.generation,
-		 (unsigned long long)size, (unsigned long long)c->cur.entries,
-		 (unsigned long long)ms, (unsigned long long)alloc_ms, ls.gbps,
+		 "memory=%s direct=%s file=%s", ld->name, (unsigned long long)c->cur.generation,
+		 (unsigned long long)ld->size, (unsigned long long)c->cur.entries,
+		 (unsigned long long)ld->ls.ms, (unsigned long long)ld->ls.alloc_ms, ld->ls.gbps,
 		 mem_kind_name(c->cur.flags, c->cur.page_size, mem, sizeof mem),
-		 direct ? "yes" : cached ? "cached" : "no", path);
-	notify_status("cache %s: generation %llu loaded, %.2f GB/s", name,
-		      (unsigned long long)c->cur.generation, ls.gbps);
-	*reply = reply_loaded(c, &ls);
-	if (why_out_len)
-		why_out[0] = 0;
-	return 0;
-reject:
-	if (c) /* relaxed: as above */
-		atomic_store_explicit(&c->load_total, 0, memory_order_relaxed);
-	if (have_seg)
-		seg_discard(&s);
-	if (cp) {
-		copies_discard(cp);
-		free(cp);
-	}
-	if (fd >= 0)
-		close(fd);
-	vstream_free(&v);
-	if (why_out_len)
-		snprintf(why_out, why_out_len, "%s", why);
+		 ld->direct ? "yes" : ld->cached ? "cached" : "no", ld->path);
+	notify_status("cache %s: generation %llu loaded, %.2f GB/s", ld->name,
+		      (unsigned long long)c->cur.generation, ld->ls.gbps);
+	*reply = reply_loaded(c, &ld->ls);
+}
+
+/* A load refused (or abandoned because the loader stops): recorded on the
+ * cache, logged, replied. Returns err. */
+static int rejected(struct load *ld, int err, char **reply)
+{
+	struct loader *L = ld->L;
+	struct cache *c = ld->c;
+	const char *name = ld->name, *path = ld->path, *why = ld->why;
+	char q[640];
 	if (err == -ECANCELED) {
 		/* the spool file stays for the next loader (spool.c:finish()) */
 		log_info("aborted cache=%s file=%s: the loader is stopping", name, path);
@@ -514,5 +564,64 @@ reject:
 	snprintf(msg, sizeof msg, "load %s into %s: %s%s", path, name, why,
 		 c && c->have_cur ? " (the current generation keeps serving)" : "");
 	*reply = json_error_code(msg, err);
+	return err;
+}
+
+/* Frees what a load holds; a placed segment not committed is discarded. */
+static void load_free(struct load *ld)
+{
+	if (ld->c) /* relaxed: as in place_first */
+		atomic_store_explicit(&ld->c->load_total, 0, memory_order_relaxed);
+	if (ld->have_seg)
+		seg_discard(&ld->s);
+	if (ld->cp) {
+		copies_discard(ld->cp);
+		free(ld->cp);
+	}
+	if (ld->fd >= 0)
+		close(ld->fd);
+	vstream_free(&ld->v);
+}
+
+int op_load(struct loader *L, const char *name, const char *path, int nofollow,
+	    const char *numa, char **reply, char *why_out, size_t why_out_len)
+{
+	struct load *ld = calloc(1, sizeof *ld);
+	if (!ld) {
+		*reply = json_error_code("out of memory", -ENOMEM);
+		if (why_out_len)
+			snprintf(why_out, why_out_len, "out of memory");
+		return -ENOMEM;
+	}
+	ld->L = L;
+	ld->name = name;
+	ld->path = path;
+	ld->fd = -1;
+	ld->t0 = now_ns();
+	ld->c = cache_find(L, name);
+	ld->cp = calloc(1, sizeof *ld->cp);
+	int err = ld->cp ? 0 : diag_fail(-ENOMEM, ld->why, sizeof ld->why, "out of memory");
+	if (!err)
+		err = check_request(ld);
+	if (!err)
+		err = take_cache(ld);
+	if (!err)
+		err = open_checked(ld, nofollow);
+	if (!err)
+		err = place_first(ld, numa);
+	if (!err)
+		err = read_verified(ld);
+	if (!err)
+		err = commit_all(ld);
+	if (!err)
+		err = publish_all(ld);
+	if (!err)
+		loaded(ld, reply);
+	else
+		rejected(ld, err, reply);
+	if (why_out_len)
+		snprintf(why_out, why_out_len, "%s", err ? ld->why : "");
+	load_free(ld);
+	free(ld);
 	return err;
 }

@@ -151,10 +151,11 @@ struct loader {
 
 	/* main thread */
 	int lock_fd, sig_fd, spool_fd, listen_fd, ep_fd;
+	int root_fd; /* ROOT, opened by its whole chain (trustdir.h) at startup */
 	/* main thread: the spool watch (spool.c), shown by status.c */
 	int spool_wd;               /* inotify watch of the spool; -1 while it is gone */
 	int spool_parent_wd;        /* of its parent while the spool is gone, else -1 */
-	char spool_error[PATH_MAX + 200]; /* "" = watched; else what happened to it */
+	char spool_error[PATH_MAX + 600]; /* "" = watched; else what happened to it */
 	/* main thread: the metrics file (metrics.c) */
 	uint64_t metrics_due_ms;    /* CLOCK_MONOTONIC ms of the next periodic write */
 	char metrics_error[PATH_MAX + 200]; /* "" = written; else the last failure */

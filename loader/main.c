@@ -19,6 +19,7 @@
 #include "metrics.h"
 #include "server.h"
 #include "spool.h"
+#include "trustdir.h"
 #include "worker.h"
 
 #define TMPFS_MAGIC_ 0x01021994
@@ -67,32 +68,19 @@ static int abs_path(const char *in, char *out, size_t len, const char *what, cha
 	return 0;
 }
 
-static int mkdir_p(const char *path)
-{
-	char tmp[PATH_MAX];
-	snprintf(tmp, sizeof tmp, "%s", path);
-	for (char *p = tmp + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = 0;
-		if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
-/* Segment paths are compared with what /proc/PID/maps shows: canonical. */
+/* Segment paths are compared with what /proc/PID/maps shows: canonical.
+ * shm_dir and a hugetlbfs mount are usually sticky and writable by all: the
+ * loader uses only its own directory inside (segment.c), and every
+ * directory above must be trusted (trustdir.h); checked again at each load. */
 static int canon_dir(char *dir, size_t len, const char *what, int create, char *why,
 		     size_t why_len)
 {
-	char real[PATH_MAX];
-	if (create)
-		mkdir_p(dir);
-	if (!realpath(dir, real))
-		return diag_fail(-errno, why, why_len, "%s %s: %s", what, dir, strerror(errno));
+	char real[PATH_MAX], w[400];
+	int fd = tdir_open(dir, TDIR_STICKY_LAST | (create ? TDIR_CREATE : 0), real, sizeof real,
+			   w, sizeof w);
+	if (fd < 0)
+		return diag_fail(fd, why, why_len, "%s %s: %s", what, dir, w);
+	close(fd);
 	if (strlen(real) >= len)
 		return diag_fail(-ENAMETOOLONG, why, why_len, "%s %s: too long", what, real);
 	snprintf(dir, len, "%s", real);
@@ -150,14 +138,18 @@ static int build_conf(const struct cli *o, struct loader_conf **out, char *why, 
 	return 0;
 }
 
-static int prepare_dir(const char *in, char *out, const char *what, char *why, size_t why_len)
+/* ROOT and the spool: created if missing, trusted by their whole chain
+ * (trustdir.h; a symbolic link only where root or we could have made it);
+ * their canonical path to out. Returns a directory descriptor or -errno. */
+static int prepare_dir(const char *in, char *out, const char *what, unsigned flags,
+		       const char *hint, char *why, size_t why_len)
 {
-	int err = mkdir_p(in);
-	if (err)
-		return diag_fail(err, why, why_len, "%s %s: %s", what, in, strerror(-err));
-	if (!realpath(in, out))
-		return diag_fail(-errno, why, why_len, "%s %s: %s", what, in, strerror(errno));
-	return 0;
+	char w[400];
+	int fd = tdir_open(in, TDIR_CREATE | flags, out, PATH_MAX, w, sizeof w);
+	if (fd < 0)
+		return diag_fail(fd, why, why_len, "%s %s: %s%s", what, in, w,
+				   fd == -EPERM ? hint : "");
+	return fd;
 }
 
 /* Is pid gone or on its way out (PF_EXITING in /proc/PID/stat flags)? */
@@ -184,7 +176,8 @@ static int lock_root(struct loader *L, char *why, size_t why_len)
 {
 	char path[PATH_MAX + 16], buf[32] = "";
 	snprintf(path, sizeof path, "%s/loader.lock", L->root);
-	L->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	L->lock_fd = openat(L->root_fd, "loader.lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+			    0644);
 	if (L->lock_fd < 0)
 		return diag_fail(-errno, why, why_len, "%s: %s", path, strerror(errno));
 	/* a loader killed a moment ago holds the lock until its exit is over
@@ -244,9 +237,28 @@ static int startup(struct loader *L, struct loader_conf *conf, char *why, size_t
 {
 	int err;
 	L->pid = getpid();
-	if ((err = prepare_dir(conf->root, L->root, "root", why, why_len)) ||
-	    (err = prepare_dir(conf->spool, L->spool, "spool", why, why_len)))
-		return err;
+	struct stat rst;
+	int fresh = lstat(conf->root, &rst) != 0 && errno == ENOENT;
+	L->root_fd = prepare_dir(conf->root, L->root, "root", 0,
+				 " (root must be owned by the loader's user or root and writable by "
+				 "no one else, and so must every directory above it)", why, why_len);
+	if (L->root_fd < 0)
+		return L->root_fd;
+	/* a root made here gets what systemd's RuntimeDirectoryMode=0750 gives:
+	 * the loader's group may enter it (the socket, the control segments),
+	 * other users may not (a loader started by hand as root, too) */
+	seg_set_dir_group(conf->gid);
+	if (fresh && (fchown(L->root_fd, (uid_t)-1, seg_dir_group()) != 0 ||
+		      fchmod(L->root_fd, 0750) != 0))
+		log_warn("root %s: set group and mode 0750: %s", L->root, strerror(errno));
+	int sfd = prepare_dir(conf->spool, L->spool, "spool", TDIR_GROUP_LAST,
+			      " (whoever can write the spool publishes: a spool every user can write "
+			      "lets every local user publish; make it 0755, or 0775 with a group of "
+			      "producers, owned by root or the loader's user, under directories "
+			      "only they can write)", why, why_len);
+	if (sfd < 0)
+		return sfd;
+	close(sfd); /* watched by inotify; checked again whenever it comes back */
 	snprintf(conf->root, sizeof conf->root, "%s", L->root);
 	snprintf(conf->spool, sizeof conf->spool, "%s", L->spool);
 	if ((err = lock_root(L, why, why_len)))
@@ -439,7 +451,7 @@ int main(int argc, char **argv)
 	static struct loader L;
 	char why[700];
 	struct loader_conf *conf;
-	L.lock_fd = L.sig_fd = L.spool_fd = L.listen_fd = L.ep_fd = L.done_fd = -1;
+	L.lock_fd = L.sig_fd = L.spool_fd = L.listen_fd = L.ep_fd = L.done_fd = L.root_fd = -1;
 	pthread_mutex_init(&L.lock, NULL);
 	pthread_mutex_init(&L.qlock, NULL);
 	pthread_condattr_t ca; /* the worker's timed waits (failed_expire) are monotonic */

@@ -51,7 +51,11 @@ int op_rollback(struct loader *L, const char *name, char **reply)
 	uint64_t gen = ctl_generation(&c->ctl) + 1, from = c->cur.generation;
 	shmkv_ctl_segment cs[SHMKV_CTL_MAX_SEGMENTS];
 	uint32_t ncs = cache_ctl_entries(&c->rb, c->rb_more, c->nrb_more, cs);
-	ctl_publish(&c->ctl, gen, cs, ncs); /* its replicas with it */
+	err = ctl_publish(&c->ctl, gen, cs, ncs, why, sizeof why); /* its replicas with it */
+	if (err) {
+		cache_set_error(L, c, "rollback: %s", why);
+		return json_reply_error(reply, err, "cache %s: %s", name, why);
+	}
 	PROBE(publish, c->name, gen, c->rb.size, c->rb.path);
 	PROBE(rollback, c->name, from, gen, c->rb.generation);
 	pthread_mutex_lock(&L->lock);
@@ -104,9 +108,9 @@ int op_drop(struct loader *L, const char *name, char **reply)
 	if (c->ctl.map) {
 		ctl_remove(&c->ctl);
 	} else if (c->broken) {
-		char p[PATH_MAX];
-		if ((size_t)snprintf(p, sizeof p, "%s/%s.ctl", L->root, name) < sizeof p)
-			unlink(p);
+		char p[SHMKV_CACHE_NAME_MAX + 8];
+		snprintf(p, sizeof p, "%s.ctl", name);
+		unlinkat(L->root_fd, p, 0);
 	}
 	if (c->have_cur && unlink(c->cur.path) == 0)
 		PROBE(unlink, c->name, c->cur.generation, c->cur.path);
@@ -116,7 +120,7 @@ int op_drop(struct loader *L, const char *name, char **reply)
 		cache_unlink_more(c, c->cur_more, c->ncur_more);
 	if (c->have_rb)
 		cache_unlink_more(c, c->rb_more, c->nrb_more);
-	state_remove(L->root, name);
+	state_remove(L->root_fd, name);
 	log_info("dropped cache=%s gen=%llu", name, (unsigned long long)gen);
 	notify_status("cache %s dropped", name);
 	if (c->configured) {

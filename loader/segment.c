@@ -13,10 +13,12 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "diag.h"
 #include "log.h"
+#include "trustdir.h"
 
 #define HUGETLBFS_MAGIC_ 0x958458f6
 
@@ -27,7 +29,7 @@ void seg_set_dir_group(gid_t gid)
 	dir_group = gid;
 }
 
-static gid_t group_for_dir(void)
+gid_t seg_dir_group(void)
 {
 	if (dir_group != (gid_t)-1)
 		return dir_group;
@@ -98,7 +100,7 @@ int seg_dir_trusted(const char *base, const char *name)
 	char why[256];
 	if (!is_dir_name(name))
 		return 0;
-	int bfd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int bfd = tdir_open(base, TDIR_STICKY_LAST, NULL, 0, why, sizeof why);
 	if (bfd < 0)
 		return 0;
 	int fd = open_trusted_dir(bfd, base, name, why, sizeof why);
@@ -112,24 +114,44 @@ int seg_dir_trusted(const char *base, const char *name)
 /* A directory just created (mode 0700 so far): its group, then 0750. */
 static int finish_new_dir(int fd, const char *path, char *why, size_t why_len)
 {
-	if (fchown(fd, (uid_t)-1, group_for_dir()) != 0 || fchmod(fd, 0750) != 0)
+	if (fchown(fd, (uid_t)-1, seg_dir_group()) != 0 || fchmod(fd, 0750) != 0)
 		return diag_fail(-errno, why, why_len, "%s: set group and mode: %s", path,
 				   strerror(errno));
 	return 0;
 }
 
+/* mkdtemp(3) in bfd: SEG_DIR_NAME ".XXXXXX", 0700; its name to name[]. */
+static int private_dir(int bfd, char name[sizeof SEG_DIR_NAME + 8])
+{
+	static const char set[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	uint64_t x = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid() << 32;
+	for (int tries = 0; tries < 100; tries++) {
+		char *p = name + snprintf(name, sizeof SEG_DIR_NAME + 8, SEG_DIR_NAME ".");
+		for (int i = 0; i < 6; i++, x = x * 6364136223846793005ull + 1442695040888963407ull)
+			*p++ = set[(x >> 33) % (sizeof set - 1)];
+		*p = 0;
+		if (mkdirat(bfd, name, 0700) == 0)
+			return 0;
+		if (errno != EEXIST)
+			return -errno;
+	}
+	return -EEXIST;
+}
+
 /* The private directory last used per base (a hugetlbfs mount, shm_dir).
  * seg_dir_open runs on one thread at a time: at startup, then the worker. */
-struct private_dir {
+struct private_dir_seen {
 	char base[PATH_MAX];
 	char name[NAME_MAX + 1]; /* "" none yet */
 };
-static struct private_dir private_dirs[8];
+static struct private_dir_seen private_dirs[8];
 
-static struct private_dir *private_dir_of(const char *base)
+static struct private_dir_seen *private_dir_of(const char *base)
 {
 	for (size_t i = 0; i < sizeof private_dirs / sizeof private_dirs[0]; i++) {
-		struct private_dir *p = &private_dirs[i];
+		struct private_dir_seen *p = &private_dirs[i];
 		if (!p->base[0] && strlen(base) < sizeof p->base)
 			snprintf(p->base, sizeof p->base, "%s", base);
 		if (!strcmp(p->base, base))
@@ -140,10 +162,12 @@ static struct private_dir *private_dir_of(const char *base)
 
 int seg_dir_open(const char *base, char *out, size_t out_len, char *why, size_t why_len)
 {
-	char refused[400];
-	int bfd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	char refused[400], w[400];
+	/* the whole chain, again at every load: a directory above that changed
+	 * hands since startup stops loads here (trustdir.h) */
+	int bfd = tdir_open(base, TDIR_STICKY_LAST, NULL, 0, w, sizeof w);
 	if (bfd < 0)
-		return diag_fail(-errno, why, why_len, "%s: %s", base, strerror(errno));
+		return diag_fail(bfd, why, why_len, "segment directory base %s: %s", base, w);
 	if ((size_t)snprintf(out, out_len, "%s/" SEG_DIR_NAME, base) >= out_len) {
 		close(bfd);
 		return diag_fail(-ENAMETOOLONG, why, why_len, "%s: path too long", base);
@@ -163,8 +187,7 @@ int seg_dir_open(const char *base, char *out, size_t out_len, char *why, size_t 
 	 * earlier one is reused so that a restart finds every segment. The one
 	 * found last in this base is tried first: a load then costs the same
 	 * whatever other names base holds (200k names made each load 200 ms) */
-	struct private_dir *pd = private_dir_of(base);
-	char w[256];
+	struct private_dir_seen *pd = private_dir_of(base);
 	if (pd && pd->name[0] && (fd = open_trusted_dir(bfd, base, pd->name, w, sizeof w)) >= 0)
 		snprintf(out, out_len, "%s/%s", base, pd->name);
 	DIR *d = fd < 0 ? fdopendir(dup(bfd)) : NULL;
@@ -177,16 +200,15 @@ int seg_dir_open(const char *base, char *out, size_t out_len, char *why, size_t 
 	if (d)
 		closedir(d);
 	if (fd < 0) {
-		char tmpl[PATH_MAX];
-		snprintf(tmpl, sizeof tmpl, "%s/" SEG_DIR_NAME ".XXXXXX", base);
-		if (!mkdtemp(tmpl)) {
-			int err = -errno;
+		char priv[sizeof SEG_DIR_NAME + 8];
+		int err = private_dir(bfd, priv);
+		if (err) {
 			close(bfd);
-			return diag_fail(err, why, why_len, "%s; and mkdtemp %s: %s", refused, tmpl,
-					   strerror(-err));
+			return diag_fail(err, why, why_len, "%s; and mkdir %s/" SEG_DIR_NAME
+					   ".XXXXXX: %s", refused, base, strerror(-err));
 		}
-		snprintf(out, out_len, "%s", tmpl);
-		fd = open_trusted_dir(bfd, base, strrchr(tmpl, '/') + 1, why, why_len);
+		snprintf(out, out_len, "%s/%s", base, priv);
+		fd = open_trusted_dir(bfd, base, priv, why, why_len);
 		if (fd >= 0 && finish_new_dir(fd, out, why, why_len)) {
 			close(fd);
 			fd = -EPERM;
@@ -241,7 +263,7 @@ int seg_create(struct seg *s, const char *dir, int hugetlb, uint64_t page_size,
 {
 	int err = 0;
 	memset(s, 0, sizeof *s);
-	s->fd = -1;
+	s->fd = s->dfd = -1;
 	struct seg_info *in = &s->info;
 	char sdir[PATH_MAX];
 	int dfd = seg_dir_open(dir, sdir, sizeof sdir, why, why_len);
@@ -279,7 +301,7 @@ int seg_create(struct seg *s, const char *dir, int hugetlb, uint64_t page_size,
 			 (unsigned long long)load_id + 1);
 		load_id++;
 	}
-	close(dfd);
+	s->dfd = dfd; /* seg_commit() and seg_discard() work through it, never the path */
 	in->load_id = load_id;
 	in->node = -1; /* until placement is verified (load.c) */
 	in->size = size;
@@ -329,7 +351,9 @@ int seg_create(struct seg *s, const char *dir, int hugetlb, uint64_t page_size,
 fail:
 	close(s->fd);
 	s->fd = -1;
-	unlink(s->tmp);
+	unlinkat(s->dfd, strrchr(s->tmp, '/') + 1, 0);
+	close(s->dfd);
+	s->dfd = -1;
 	return err;
 }
 
@@ -342,14 +366,17 @@ int seg_commit(struct seg *s, char *why, size_t why_len)
 	s->fd = -1;
 	/* never replaces: seg_create() chose a free name in a directory only we
 	 * can write; RENAME_NOREPLACE also where a filesystem would not say so */
-	int r = renameat2(AT_FDCWD, s->tmp, AT_FDCWD, s->info.path, RENAME_NOREPLACE);
+	const char *tmp = strrchr(s->tmp, '/') + 1, *fin = strrchr(s->info.path, '/') + 1;
+	int r = renameat2(s->dfd, tmp, s->dfd, fin, RENAME_NOREPLACE);
 	if (r != 0 && errno == EINVAL)
-		r = link(s->tmp, s->info.path) == 0 ? unlink(s->tmp) : -1;
+		r = linkat(s->dfd, tmp, s->dfd, fin, 0) == 0 ? unlinkat(s->dfd, tmp, 0) : -1;
 	if (r != 0) {
 		err = -errno;
 		diag_fail(err, why, why_len, "rename %s: %s", s->tmp, strerror(-err));
-		unlink(s->tmp);
+		unlinkat(s->dfd, tmp, 0);
 	}
+	close(s->dfd);
+	s->dfd = -1;
 	return err;
 }
 
@@ -360,9 +387,12 @@ void seg_discard(struct seg *s)
 	s->map = NULL;
 	if (s->fd >= 0) {
 		close(s->fd);
-		unlink(s->tmp);
+		unlinkat(s->dfd, strrchr(s->tmp, '/') + 1, 0);
 	}
 	s->fd = -1;
+	if (s->dfd >= 0)
+		close(s->dfd);
+	s->dfd = -1;
 }
 
 int seg_inspect(const char *path_in, struct seg_info *in, char *why, size_t why_len)

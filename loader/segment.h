@@ -49,6 +49,7 @@ struct seg {
 	struct seg_info info; /* info.path: the final name */
 	char tmp[SHMKV_CTL_PATH_MAX + 16];
 	int fd;
+	int dfd;      /* the segment directory, as seg_create() checked it */
 	uint8_t *map;
 };
 
@@ -56,6 +57,8 @@ struct seg {
  * (gid_t)-1, the group shmkv if it exists, else the loader's gid. Called at
  * startup (adopt.c) with the [loader] group. */
 void seg_set_dir_group(gid_t gid);
+/* That group: the one seg_set_dir_group() gave, else shmkv, else ours. */
+gid_t seg_dir_group(void);
 
 /* Whether the open file fd (path for messages) can be trusted: a regular
  * file (dir: a directory) owned by the loader's uid (also uid 0 if
@@ -91,7 +94,8 @@ int seg_parse(const char *file, const char *prefix, char *cache, size_t cache_le
 int seg_create(struct seg *s, const char *dir, int hugetlb, uint64_t page_size,
 	       const char *prefix, const char *cache, uint64_t load_id, uint64_t size, mode_t mode,
 	       gid_t gid, char *why, size_t why_len);
-/* Unmaps and renames the file to its final name (never replacing one). */
+/* Unmaps and renames the file to its final name (never replacing one),
+ * through the directory descriptor seg_create() opened and checked. */
 int seg_commit(struct seg *s, char *why, size_t why_len);
 /* Unmaps, closes and unlinks a segment that is not going to be published. */
 void seg_discard(struct seg *s);

@@ -21,6 +21,7 @@
 
 #include "diag.h"
 #include "log.h"
+#include "trustdir.h"
 #include "worker.h"
 
 #define SPOOL_SUFFIX ".shmkv"
@@ -75,10 +76,34 @@ static void watch_parent(struct loader *L)
 					       IN_CREATE | IN_MOVED_TO | IN_ONLYDIR);
 }
 
-/* Watches the spool again if a directory is back at its path: 1 if so. */
+/* Watches the spool again if a directory is back at its path and passes
+ * the start-up check again (trustdir.h: its whole chain; not writable by
+ * every user): 1 if so. One that is not trusted is refused, logged once per
+ * reason (not at each retry), and waited for as if absent. */
 static int back(struct loader *L)
 {
-	char why[300];
+	char why[300], w[400], msg[sizeof L->spool_error];
+	struct stat st;
+	if (lstat(L->spool, &st) != 0)
+		return 0;
+	int fd = tdir_open(L->spool, TDIR_GROUP_LAST, NULL, 0, w, sizeof w);
+	if (fd < 0) {
+		snprintf(msg, sizeof msg,
+			 "spool directory %s is back but not trusted: %s; nothing is loaded from it",
+			 L->spool, w);
+		if (strcmp(msg, L->spool_error)) { /* logged once per reason, not per retry */
+			memcpy(L->spool_error, msg, sizeof msg);
+			log_err("spool: directory %s is back but refused: %s (it must be owned by "
+				"root or the loader's user, not writable by every user, under "
+				"directories only they can write); still waiting for a trusted one",
+				L->spool, w);
+			notify_status("spool %s refused: not trusted", L->spool);
+		}
+		return 0;
+	}
+	close(fd);
+	/* checked, then watched by path: every directory above it is trusted,
+	 * so no one else can swap the name in between */
 	if (watch(L, why, sizeof why))
 		return 0;
 	if (L->spool_parent_wd >= 0)
@@ -262,8 +287,8 @@ void spool_event(struct loader *L)
 					lost(L, "was moved away");
 				else if (ev->mask & (IN_IGNORED | IN_UNMOUNT))
 					lost(L, "is no longer watched (its filesystem unmounted?)");
-				else if ((ev->mask & IN_MOVED_TO) && ev->len && !(ev->mask & IN_ISDIR))
-					queue(L, ev->name);
+				else if ((ev->mask & IN_MOVED_TO) && ev->len)
+					queue(L, ev->name); /* a directory too: refused by the load */
 			} else if (ev->wd >= 0 && ev->wd == L->spool_parent_wd && ev->len &&
 				   !strcmp(ev->name, base_name(L->spool))) {
 				back(L);

@@ -18,12 +18,17 @@ static void put_stats(FILE *f, const char *pfx, const struct load_stats *s)
 		s->gbps, pfx, s->direct, pfx, s->note);
 }
 
-int state_write(const char *root, const struct cache *c, char *why, size_t why_len)
+int state_write(int root_fd, const char *root, const struct cache *c, char *why,
+		size_t why_len)
 {
-	char path[PATH_MAX], tmp[PATH_MAX];
+	char path[PATH_MAX], tmp[PATH_MAX], name[SHMKV_CACHE_NAME_MAX + 8],
+		tname[SHMKV_CACHE_NAME_MAX + 16];
 	snprintf(path, sizeof path, "%s/%s.state", root, c->name);
 	snprintf(tmp, sizeof tmp, "%s/.%s.state.tmp", root, c->name);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	snprintf(name, sizeof name, "%s.state", c->name);
+	snprintf(tname, sizeof tname, ".%s.state.tmp", c->name);
+	/* through ROOT's descriptor (trustdir.h), never its path again */
+	int fd = openat(root_fd, tname, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		int err = -errno;
 		return diag_fail(err, why, why_len, "%s: %s", tmp, strerror(-err));
@@ -31,7 +36,7 @@ int state_write(const char *root, const struct cache *c, char *why, size_t why_l
 	FILE *f = fdopen(fd, "w");
 	if (!f) {
 		close(fd);
-		unlink(tmp);
+		unlinkat(root_fd, tname, 0);
 		return diag_fail(-ENOMEM, why, why_len, "out of memory");
 	}
 	fprintf(f, "# shmkv-loader state of cache %s; written by the loader, do not edit\n",
@@ -49,13 +54,14 @@ int state_write(const char *root, const struct cache *c, char *why, size_t why_l
 	}
 	int bad = ferror(f);
 	if (fclose(f) != 0 || bad) {
-		unlink(tmp);
+		unlinkat(root_fd, tname, 0);
 		return diag_fail(-EIO, why, why_len, "%s: write error", tmp);
 	}
-	if (rename(tmp, path) != 0) {
+	if (renameat(root_fd, tname, root_fd, name) != 0) {
 		int err = -errno;
-		unlink(tmp);
-		return diag_fail(err, why, why_len, "rename %s: %s", tmp, strerror(-err));
+		unlinkat(root_fd, tname, 0);
+		return diag_fail(err, why, why_len, "rename %s to %s: %s", tmp, path,
+				   strerror(-err));
 	}
 	return 0;
 }
@@ -141,9 +147,9 @@ int state_read(int fd, struct cache *c)
 	return 0;
 }
 
-void state_remove(const char *root, const char *name)
+void state_remove(int root_fd, const char *name)
 {
-	char path[PATH_MAX];
-	snprintf(path, sizeof path, "%s/%s.state", root, name);
-	unlink(path);
+	char n[SHMKV_CACHE_NAME_MAX + 8];
+	snprintf(n, sizeof n, "%s.state", name);
+	unlinkat(root_fd, n, 0);
 }

@@ -9,13 +9,15 @@
 
 #include "loader.h"
 
-/* Writes c's state. Returns 0 or -errno (why says what failed). */
-int state_write(const char *root, const struct cache *c, char *why, size_t why_len);
+/* Writes c's state into ROOT (root_fd; root for messages). Returns 0 or
+ * -errno (why says what failed). */
+int state_write(int root_fd, const char *root, const struct cache *c, char *why,
+		size_t why_len);
 /* Reads into c, from fd (ROOT/NAME.state, opened and checked by the caller;
  * closed here): next_load, stats, and (if present) rb path and generation
  * into c->rb.path / c->rb.generation (unchecked: the caller inspects the
  * file). Returns 0 or -errno. */
 int state_read(int fd, struct cache *c);
-void state_remove(const char *root, const char *name);
+void state_remove(int root_fd, const char *name);
 
 #endif /* LOADER_STATE_H */

@@ -229,11 +229,16 @@ TEST(CtlOpen, ReadWriteAdoptsOnlyAFileOnlyWeCanWrite)
 	write_ctl(d, "open", nullptr, 0666);
 	EXPECT_EQ(shmkv_ctl_open(d.path().c_str(), "open", SHMKV_CTL_RDWR, &ctl, why, sizeof why),
 		  SHMKV_EPROTO);
-	EXPECT_NE(strstr(why, "refusing to adopt"), nullptr) << why;
+	EXPECT_NE(strstr(why, "writable by group or others"), nullptr) << why;
 	EXPECT_EQ(ctl, nullptr);
-	// read-only users do not care who may write it
-	ASSERT_EQ(shmkv_ctl_open(d.path().c_str(), "open", 0, &ctl, why, sizeof why), 0) << why;
-	shmkv_ctl_close(ctl);
+	// nor do readers map one that others may write (issue 20)
+	EXPECT_EQ(shmkv_ctl_open(d.path().c_str(), "open", 0, &ctl, why, sizeof why), SHMKV_EPROTO);
+	EXPECT_NE(strstr(why, "writable by group or others"), nullptr) << why;
+	EXPECT_EQ(ctl, nullptr);
+	// nor one whose owner is not the uid it names
+	write_ctl(d, "owner", [](shmkv_ctl *c) { c->owner_uid += 1; });
+	EXPECT_EQ(shmkv_ctl_open(d.path().c_str(), "owner", 0, &ctl, why, sizeof why), SHMKV_EPROTO);
+	EXPECT_NE(strstr(why, "names uid"), nullptr) << why;
 
 	write_ctl(d, "mine", nullptr, 0640);
 	ASSERT_EQ(shmkv_ctl_open(d.path().c_str(), "mine", SHMKV_CTL_RDWR, &ctl, why, sizeof why), 0)

@@ -1,7 +1,7 @@
 /* attach_watch.c - attach to a loader-managed cache and follow generation swaps.
  * Usage: attach_watch ROOT NAME KEY SECONDS
- * Prints KEY's value and the generation, then refreshes (one atomic load when
- * nothing changed) until the generation moves or SECONDS pass. Exit 0 when it
+ * Prints KEY's value and the generation, then refreshes (an fstat and one
+ * atomic load when nothing changed) until the generation moves or SECONDS pass. Exit 0 when it
  * saw a swap, 1 when none came, 2 on errors. */
 #include <stdio.h>
 #include <stdlib.h>

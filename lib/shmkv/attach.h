@@ -52,9 +52,13 @@ static inline int shmkv__access_hint(const char *path, char *why, size_t why_len
 			   (unsigned)(st.st_mode & 07777));
 }
 
-/* Maps a segment read-only and checks its image header (and checksums when asked). */
-static inline int shmkv__map_segment(const shmkv_ctl_segment *seg, unsigned flags, void **map,
-				     char *why, size_t why_len)
+/* Maps a segment read-only and checks its image header (and checksums when
+ * asked). Only a regular file of owner (the uid the control segment names)
+ * that no one else can write is mapped: whoever can write a directory
+ * above the segment directory could otherwise put a file of their own under
+ * the published name (-EPERM). */
+static inline int shmkv__map_segment(const shmkv_ctl_segment *seg, uint64_t owner, unsigned flags,
+				     void **map, char *why, size_t why_len)
 {
 	SHMKV_TRACE(segment_open);
 	/* O_NONBLOCK: a FIFO under a segment's name must not block the reader */
@@ -69,6 +73,14 @@ static inline int shmkv__map_segment(const shmkv_ctl_segment *seg, unsigned flag
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
 		close(fd);
 		return shmkv__fail(SHMKV_EPROTO, why, why_len, "%s: not a regular file", seg->path);
+	}
+	if ((uint64_t)st.st_uid != owner || (st.st_mode & 022)) {
+		close(fd);
+		return shmkv__fail(-EPERM, why, why_len,
+				   "%s: owned by uid %u mode %04o; the control segment names uid %llu "
+				   "and segments no one else can write: not mapped", seg->path,
+				   (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777),
+				   (unsigned long long)owner);
 	}
 	if ((uint64_t)st.st_size < seg->size || seg->map_size < seg->size) {
 		close(fd);
@@ -199,6 +211,11 @@ static inline int shmkv__attach_current(const shmkv_ctl *ctl, unsigned flags, ui
 					   "at most %u are possible", copy.segment_count,
 					   SHMKV_CTL_MAX_SEGMENTS);
 		*gen = copy.generation;
+		if (copy.flags & SHMKV_CTL_RETIRED)
+			return shmkv__fail(SHMKV_ESTALE, why, why_len,
+					   "the loader dropped this cache or replaced its control "
+					   "segment (generation %llu): attach again",
+					   (unsigned long long)*gen);
 		uint32_t pick = shmkv__pick_segment(&copy, node);
 		*seg = copy.segments[pick];
 		/* generation 0, or a generation without segments (the loader found
@@ -209,10 +226,10 @@ static inline int shmkv__attach_current(const shmkv_ctl *ctl, unsigned flags, ui
 			return shmkv__fail(-EAGAIN, why, why_len,
 					   "nothing published (generation %llu has no segment)",
 					   (unsigned long long)*gen);
-		err = shmkv__map_segment(seg, flags, map, why, why_len);
+		err = shmkv__map_segment(seg, copy.owner_uid, flags, map, why, why_len);
 		if (err && pick != 0) { /* that replica is unusable: the first copy */
 			*seg = copy.segments[0];
-			err = shmkv__map_segment(seg, flags, map, why, why_len);
+			err = shmkv__map_segment(seg, copy.owner_uid, flags, map, why, why_len);
 		}
 		if (err != -ENOENT)
 			return err;
@@ -235,6 +252,28 @@ typedef struct shmkv__attached {
 	int node;            /* node of the replica mapped now; -1: not pinned */
 	char name[SHMKV_CACHE_NAME_MAX + 1]; /* the cache's name, for the probes (trace.h) */
 } shmkv__attached;
+
+/* Whether the control segment behind ctl_fd can still be read: not removed
+ * or replaced (a link count of 0: the loader, or someone, unlinked or renamed
+ * over it) and not truncated (a mapping of a truncated file raises SIGBUS
+ * where it is read). Checked before the mapping is touched. 0 or
+ * SHMKV_ESTALE. */
+static inline int shmkv__ctl_sound(int ctl_fd, char *why, size_t why_len)
+{
+	struct stat st;
+	if (fstat(ctl_fd, &st) != 0)
+		return shmkv__fail(SHMKV_ESTALE, why, why_len, "control segment: fstat: %s",
+				   shmkv_strerror(-errno));
+	if (st.st_nlink == 0)
+		return shmkv__fail(SHMKV_ESTALE, why, why_len,
+				   "control segment removed or replaced (cache dropped?): attach "
+				   "again");
+	if ((uint64_t)st.st_size < SHMKV_CTL_SIZE)
+		return shmkv__fail(SHMKV_ESTALE, why, why_len,
+				   "control segment truncated to %llu bytes: attach again",
+				   (unsigned long long)st.st_size);
+	return 0;
+}
 
 /* Passes of the seqcount loop refresh allows itself when a generation moved
  * but seq is even: enough for a live loader's next section to end, far from
@@ -266,7 +305,7 @@ static inline int shmkv_attach_diag(const char *root, const char *name, unsigned
 static inline int shmkv_attach_node(const char *root, const char *name, int node,
 				    unsigned flags, shmkv **out, char *why, size_t why_len)
 {
-	int saved_errno = errno, err = 0;
+	int saved_errno = errno, err = 0, ctl_fd = -1;
 	void *map = NULL;
 	shmkv_ctl *ctl = NULL;
 	shmkv_ctl_segment seg;
@@ -284,7 +323,7 @@ static inline int shmkv_attach_node(const char *root, const char *name, int node
 				  "SHMKV_ATTACH_NODE_CURRENT", node);
 		goto done;
 	}
-	err = shmkv_ctl_open(root, name, 0, &ctl, why, why_len);
+	err = shmkv__ctl_open_fd(root, name, 0, &ctl, &ctl_fd, why, why_len);
 	if (err)
 		goto done;
 	err = shmkv__attach_current(ctl, flags, SHMKV__SEQ_SPINS, node, &gen, &seg, &map, why,
@@ -302,6 +341,8 @@ static inline int shmkv_attach_node(const char *root, const char *name, int node
 		if (a) {
 			a->failed_seq = 1;
 			a->want_node = node;
+			a->db.ctl_fd = ctl_fd;
+			ctl_fd = -1; /* the handle's now: shmkv_close closes it */
 			a->node = seg.node;
 			snprintf(a->name, sizeof a->name, "%s", name); /* checked by shmkv_ctl_open */
 			db = &a->db;
@@ -332,6 +373,8 @@ static inline int shmkv_attach_node(const char *root, const char *name, int node
 done:
 	SHMKV__USDT(attach, 4, db, name, gen, err);
 	shmkv_ctl_close(ctl);
+	if (ctl_fd >= 0)
+		close(ctl_fd);
 	errno = saved_errno;
 	return err;
 }
@@ -342,13 +385,19 @@ static inline int shmkv_attach(const char *name, unsigned flags, shmkv **out)
 	return shmkv_attach_diag(NULL, name, flags, out, NULL, 0);
 }
 
-/* Moves an attached handle to the current generation: one atomic load when
- * nothing changed; otherwise maps the new image, then unmaps the old one.
+/* Moves an attached handle to the current generation: one fstat and one
+ * atomic load when nothing changed; otherwise maps the new image, then unmaps the old one.
  * Returns 0 (unchanged, or a file handle), 1 (moved: values obtained before
  * are invalid), or an error, in which case the handle keeps serving its old
- * generation: -EAGAIN when the control segment is mid-update (a publish
+ * generation: SHMKV_ESTALE when the cache was dropped or its control
+ * segment was removed, replaced or truncated (the loader retired it, or the
+ * file's fstat says so: checked at every call, before the mapping is read,
+ * so a truncated file never raises SIGBUS here): the handle will never move
+ * again; close it and attach anew (lib/README.md, "Stale handles");
+ * -EAGAIN when the control segment is mid-update (a publish
  * under way, or a loader that died in one: returned at once, no spinning),
  * or what mapping the new generation failed with (as shmkv_attach_diag).
+ * Cost when nothing changed: one fstat(2) and one atomic load.
  * Bounded: a generation that failed is not tried again until the loader
  * publishes again (its error is returned from memory, no system call), so a
  * hot loop calling refresh never pays open+fstat per call.
@@ -359,11 +408,17 @@ static inline int shmkv_refresh(shmkv *db)
 	shmkv__usdt_gate(db); /* SHMKV_USDT builds: is a get probe traced now? */
 	if (!db->ctl)
 		return 0;
+	shmkv__attached *a = (shmkv__attached *)db; /* attached: allocated as one */
+	/* before the mapping is read: a truncated file would SIGBUS it */
+	int stale = shmkv__ctl_sound(db->ctl_fd, NULL, 0);
+	if (stale) {
+		SHMKV__USDT(refresh, 5, db, a->name, db->generation, db->generation, stale);
+		return stale;
+	}
 	/* acquire; pairs with the release store of generation in
 	 * lib/shmkv/ctl.h:shmkv_ctl_publish() */
 	if (shmkv_ctl_generation(db->ctl) == db->generation)
 		return 0;
-	shmkv__attached *a = (shmkv__attached *)db; /* attached: allocated as one */
 	uint64_t seq = shmkv__ctl_seq(db->ctl);
 	if (seq & 1) {
 		SHMKV__USDT(refresh, 5, db, a->name, db->generation, db->generation, -EAGAIN);

@@ -101,8 +101,10 @@ static inline int shmkv_ctl_path(const char *root, const char *name, char *buf, 
 }
 
 /* Fills *ctl as a fresh control segment with nothing published: magic,
- * protocol version, size and layout hash set, everything else zero. For the
- * loader, which writes it to a new file before anyone can map it. */
+ * protocol version, size and layout hash set, owner_uid the calling
+ * process's effective uid (the loader: readers map only segments of that
+ * uid), everything else zero. For the loader, which writes it to a new file
+ * before anyone can map it. */
 static inline void shmkv_ctl_init(shmkv_ctl *ctl)
 {
 	memset(ctl, 0, sizeof *ctl);
@@ -110,6 +112,7 @@ static inline void shmkv_ctl_init(shmkv_ctl *ctl)
 	ctl->protocol_version = SHMKV_PROTOCOL_VERSION;
 	ctl->ctl_size = SHMKV_CTL_SIZE;
 	ctl->layout_hash = SHMKV_CTL_LAYOUT_HASH;
+	ctl->owner_uid = (uint64_t)geteuid();
 }
 
 /* ------------------------------------------------------------------------ */
@@ -134,8 +137,20 @@ static inline void shmkv_ctl_init(shmkv_ctl *ctl)
  * another protocol version, size or layout; with SHMKV_CTL_RDWR, another
  * owner or a mode writable by others). why[why_len], if given, receives a
  * message naming the file. */
+static inline int shmkv__ctl_open_fd(const char *root, const char *name, unsigned flags,
+				     shmkv_ctl **out, int *fd_out, char *why, size_t why_len);
+
 static inline int shmkv_ctl_open(const char *root, const char *name, unsigned flags,
 				 shmkv_ctl **out, char *why, size_t why_len)
+{
+	return shmkv__ctl_open_fd(root, name, flags, out, NULL, why, why_len);
+}
+
+/* shmkv_ctl_open() that, when fd_out is given, leaves the file open there on
+ * success (readers fstat it at each refresh: a truncated or replaced file is
+ * found before its mapping is touched). */
+static inline int shmkv__ctl_open_fd(const char *root, const char *name, unsigned flags,
+				     shmkv_ctl **out, int *fd_out, char *why, size_t why_len)
 {
 	char path[4096 + 80];
 	void *map = MAP_FAILED;
@@ -180,7 +195,13 @@ static inline int shmkv_ctl_open(const char *root, const char *name, unsigned fl
 				  (unsigned long long)st.st_size, SHMKV_CTL_SIZE);
 		goto done;
 	}
-	if (rw && (st.st_uid != geteuid() || (st.st_mode & 022))) {
+	if (st.st_mode & 022) {
+		err = shmkv__fail(SHMKV_EPROTO, why, why_len,
+				  "%s: mode %04o is writable by group or others: not a control "
+				  "segment to trust", path, (unsigned)(st.st_mode & 07777));
+		goto done;
+	}
+	if (rw && st.st_uid != geteuid()) {
 		err = shmkv__fail(SHMKV_EPROTO, why, why_len,
 				  "%s: owned by uid %u mode %04o; refusing to adopt a control segment "
 				  "that is not ours alone to write", path, (unsigned)st.st_uid,
@@ -208,6 +229,13 @@ static inline int shmkv_ctl_open(const char *root, const char *name, unsigned fl
 					  c->protocol_version, c->ctl_size,
 					  (unsigned long long)c->layout_hash, SHMKV_PROTOCOL_VERSION,
 					  SHMKV_CTL_SIZE, (unsigned long long)SHMKV_CTL_LAYOUT_HASH);
+		} else if (shmkv__load_relaxed(&c->owner_uid) != (uint64_t)st.st_uid) {
+			/* relaxed: set before the rename, rewritten unchanged by
+			 * each publish (shmkv_ctl_publish) */
+			err = shmkv__fail(SHMKV_EPROTO, why, why_len,
+					  "%s: owned by uid %u but names uid %llu as its loader: "
+					  "not trusted", path, (unsigned)st.st_uid,
+					  (unsigned long long)shmkv__load_relaxed(&c->owner_uid));
 		}
 	}
 	if (!err)
@@ -215,7 +243,10 @@ static inline int shmkv_ctl_open(const char *root, const char *name, unsigned fl
 	else
 		munmap(map, SHMKV_CTL_SIZE);
 done:
-	close(fd);
+	if (!err && fd_out)
+		*fd_out = fd;
+	else
+		close(fd);
 	return err;
 }
 
@@ -337,10 +368,35 @@ static inline uint64_t shmkv__ctl_seq(const shmkv_ctl *ctl)
  * odd) is closed by this publish. ctl must come from shmkv_ctl_open(...,
  * SHMKV_CTL_RDWR, ...) or be the loader's own read-write mapping. Readers
  * see either the previous publish or this one, whole. Returns 0, or -EINVAL
- * (n over SHMKV_CTL_MAX_SEGMENTS, or generation 0) without touching ctl. */
+ * (n over SHMKV_CTL_MAX_SEGMENTS, or generation 0) without touching ctl.
+ * owner_uid is kept as shmkv_ctl_init() set it; flags become 0. */
+static inline int shmkv__ctl_publish_flags(shmkv_ctl *ctl, uint64_t generation,
+					   const shmkv_ctl_segment *segs, uint32_t n,
+					   uint32_t flags, uint64_t loader_pid,
+					   int64_t published_ns);
 static inline int shmkv_ctl_publish(shmkv_ctl *ctl, uint64_t generation,
 				    const shmkv_ctl_segment *segs, uint32_t n, uint64_t loader_pid,
 				    int64_t published_ns)
+{
+	return shmkv__ctl_publish_flags(ctl, generation, segs, n, 0, loader_pid, published_ns);
+}
+
+/* For the loader: publishes generation with no segment and SHMKV_CTL_RETIRED
+ * (before it drops the cache, or when it replaces this file): a reader's
+ * next shmkv_refresh returns SHMKV_ESTALE instead of serving on unaware.
+ * Returns as shmkv_ctl_publish(). */
+static inline int shmkv_ctl_retire(shmkv_ctl *ctl, uint64_t generation, uint64_t loader_pid,
+				   int64_t published_ns)
+{
+	return shmkv__ctl_publish_flags(ctl, generation, NULL, 0, SHMKV_CTL_RETIRED, loader_pid,
+					published_ns);
+}
+
+/* The write section of both: shmkv_ctl_publish() with flags (SHMKV_CTL_*). */
+static inline int shmkv__ctl_publish_flags(shmkv_ctl *ctl, uint64_t generation,
+					   const shmkv_ctl_segment *segs, uint32_t n,
+					   uint32_t flags, uint64_t loader_pid,
+					   int64_t published_ns)
 {
 	if (n > SHMKV_CTL_MAX_SEGMENTS || generation == 0)
 		return -EINVAL;
@@ -348,6 +404,9 @@ static inline int shmkv_ctl_publish(shmkv_ctl *ctl, uint64_t generation,
 	shmkv_ctl next;
 	memset(&next, 0, sizeof next);
 	next.segment_count = n;
+	next.flags = flags;
+	/* only writer: its own store (shmkv_ctl_init), kept as it was */
+	next.owner_uid = shmkv__load_relaxed(&ctl->owner_uid);
 	next.loader_pid = loader_pid;
 	next.published_ns = published_ns;
 	for (uint32_t i = 0; i < n; i++)

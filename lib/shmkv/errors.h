@@ -37,10 +37,12 @@
 #define SHMKV_EINPUT (-31211)     /* builder: malformed input */
 #define SHMKV_ELIMIT (-31212)     /* builder: a documented limit is exceeded */
 #define SHMKV_EPROTO (-31213)     /* control segment of another protocol version or layout */
+#define SHMKV_ESTALE (-31214)     /* the cache was dropped or its control segment replaced,
+				     removed or truncated: close and attach again */
 /* The reserved range, and the codes assigned so far within it. */
 #define SHMKV_ERR_MIN (-31299)
 #define SHMKV_ERR_MAX (-31200)
-#define SHMKV_EFIRST_ (-31213) /* lowest assigned code */
+#define SHMKV_EFIRST_ (-31214) /* lowest assigned code */
 #define SHMKV_ELAST_ (-31200)  /* highest assigned code */
 
 /* The message for err: a SHMKV_E* code, a -errno value or 0. Never NULL,
@@ -63,6 +65,7 @@ static inline const char *shmkv_strerror(int err)
 	case SHMKV_EINPUT: return "malformed input";
 	case SHMKV_ELIMIT: return "limit exceeded";
 	case SHMKV_EPROTO: return "control segment protocol mismatch";
+	case SHMKV_ESTALE: return "cache dropped or control segment replaced: attach again";
 	default: break;
 	}
 	if (err < 0 && err > -4096) {
@@ -97,6 +100,7 @@ static inline const char *shmkv_errname(int err)
 	case SHMKV_EINPUT: return "SHMKV_EINPUT";
 	case SHMKV_ELIMIT: return "SHMKV_ELIMIT";
 	case SHMKV_EPROTO: return "SHMKV_EPROTO";
+	case SHMKV_ESTALE: return "SHMKV_ESTALE";
 	/* Linux errno values; aliases (EWOULDBLOCK, EDEADLOCK, ENOTSUP) share
 	 * their number with the name given */
 	SHMKV__E(EPERM) SHMKV__E(ENOENT) SHMKV__E(ESRCH) SHMKV__E(EINTR) SHMKV__E(EIO) SHMKV__E(ENXIO) 

@@ -109,6 +109,7 @@ typedef struct shmkv {
 	void *map;                /* image mapping, munmap() on close */
 	size_t map_len;
 	const shmkv_ctl *ctl;     /* attached handles: the control segment, else NULL */
+	int ctl_fd;               /* attached handles: its descriptor (refresh fstats it) */
 	uint64_t generation;      /* attached handles: generation served, else 0 */
 	unsigned flags;           /* attach flags, reused by refresh */
 	size_t bound_key_len;     /* slow_key_len as shmkv__bind derived it from the image */
@@ -480,8 +481,10 @@ static inline void shmkv_close(shmkv *db)
 	SHMKV__USDT(close, 2, db, db->generation);
 	if (db->map)
 		munmap(db->map, db->map_len);
-	if (db->ctl)
+	if (db->ctl) {
 		munmap((void *)(uintptr_t)db->ctl, SHMKV_CTL_SIZE);
+		close(db->ctl_fd);
+	}
 	free(db);
 	errno = saved_errno;
 }

@@ -16,6 +16,9 @@
 //     need to enter the segment directory), O_RDWR opens fail with EACCES
 //     while attaching works; a cache configured mode=0640 cannot be
 //     attached by that user.
+//   ControlLayoutDescribesStructs: SHMKV_CTL_LAYOUT_DESC rebuilt from
+//     offsetof/sizeof, SHMKV_CTL_LAYOUT_HASH its XXH3-64; shmkv_ctl_init
+//     names the caller's uid as owner_uid.
 #include <grp.h>
 
 #include "loader_util.h"
@@ -33,6 +36,7 @@ struct FakeCtl {
 		c.protocol_version = SHMKV_PROTOCOL_VERSION;
 		c.ctl_size = SHMKV_CTL_SIZE;
 		c.layout_hash = SHMKV_CTL_LAYOUT_HASH;
+		c.owner_uid = geteuid(); // the uid that owns it and its segments
 	}
 	void segment(const std::string &path, uint64_t size, uint64_t map_size, uint64_t gen)
 	{
@@ -368,5 +372,33 @@ TEST(Attach, ReadOnly)
 	j = ld.status("ro");
 	EXPECT_EQ(j["readers"].u64(), 1u);
 }
+
+#define CTL_FIELD(s, f) (std::string(#f) + "@" + std::to_string(offsetof(s, f)))
+
+// SHMKV_CTL_LAYOUT_DESC is what the structs are, and its hash is XXH3-64
+// (seed 0) of it (lib/PROTOCOL.md, "Versioning"): owner_uid moved it.
+TEST(Attach, ControlLayoutDescribesStructs)
+{
+	using C = shmkv_ctl;
+	using S = shmkv_ctl_segment;
+	std::string d = "shmkv-ctl-v1;ctl=" + std::to_string(sizeof(C)) + ":";
+	d += CTL_FIELD(C, magic) + "," + CTL_FIELD(C, protocol_version) + "," +
+	     CTL_FIELD(C, ctl_size) + "," + CTL_FIELD(C, layout_hash) + "," + CTL_FIELD(C, seq) +
+	     "," + CTL_FIELD(C, generation) + "," + CTL_FIELD(C, segment_count) + "," +
+	     CTL_FIELD(C, flags) + "," + CTL_FIELD(C, loader_pid) + "," +
+	     CTL_FIELD(C, published_ns) + "," + CTL_FIELD(C, owner_uid) + "," +
+	     CTL_FIELD(C, reserved) + "," + CTL_FIELD(C, segments) + ";";
+	d += "segment=" + std::to_string(sizeof(S)) + ":" + CTL_FIELD(S, node) + "," +
+	     CTL_FIELD(S, flags) + "," + CTL_FIELD(S, size) + "," + CTL_FIELD(S, map_size) + "," +
+	     CTL_FIELD(S, page_size) + "," + CTL_FIELD(S, path);
+	EXPECT_EQ(d, std::string(SHMKV_CTL_LAYOUT_DESC));
+	EXPECT_EQ(XXH3_64bits(d.data(), d.size()), SHMKV_CTL_LAYOUT_HASH)
+		<< std::hex << "computed 0x" << XXH3_64bits(d.data(), d.size());
+	shmkv_ctl c;
+	shmkv_ctl_init(&c);
+	EXPECT_EQ(c.owner_uid, (uint64_t)geteuid()) << "shmkv_ctl_init names the caller";
+}
+
+#undef CTL_FIELD
 
 } // namespace

@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+"""bench/python/lookup.py - shmkv's Python reads against a dict and
+AxonCache's Python module (bench/README.md, "Python"; figures in
+bench/RESULTS.md).
+
+Data: N records key_%d -> val_%d. Streams of --lookups keys, uniform over
+[0, N) (hits) and over [N, 2N) (misses), made before any timing: str objects
+for shmkv and the dict (new objects, not the dict's own keys), bytes for
+AxonCache (its get_key takes only bytes). Systems, timed in rounds, the
+order rotating each round (interleaved); the median over rounds is printed,
+in ns of the thread's CPU time per lookup:
+
+  dict        d[k] (hits), d.get(k) (misses)
+  shmkv       cache[k] (hits), cache.get(k) (misses)
+  shmkv-many  cache.get_many(batch of 64 keys), per key
+  axoncache   Reader.get_key(k) (hits), Reader.contains_key(k) (misses: get_key
+              raises there)
+
+Usage: lookup.py --keys 1000000 [--lookups 1000000] [--rounds 7]
+                 [--dir DIR] [--axon] [--hugepages] [--systems dict,shmkv,...]
+"""
+import argparse
+import gc
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+
+import shmkv
+
+
+def build_shmkv(n, path):
+    t = time.perf_counter()
+    shmkv.build(path, ((f"key_{i}", f"val_{i}") for i in range(n)), created=1700000000)
+    return time.perf_counter() - t
+
+
+def build_axon(n, d):
+    import axoncache
+    props = os.path.join(d, "bench.properties")
+    with open(props, "w") as f:
+        f.write(f"ccache.destination_folder={d}\n")
+    t = time.perf_counter()
+    w = axoncache.Writer("bench_cache", props, 2 * n)
+    for i in range(n):
+        w.insert_key(f"key_{i}".encode(), f"val_{i}".encode(), 0)
+    ts = w.finish_cache_creation()
+    w.close()
+    took = time.perf_counter() - t
+    # the reader opens TASK.TIMESTAMP.cache; this writer leaves TASK.cache
+    named = os.path.join(d, f"bench_cache.{ts}.cache")
+    if not os.path.exists(named):
+        os.rename(os.path.join(d, "bench_cache.cache"), named)
+    r = axoncache.Reader()
+    r.update("bench_cache", d, ts)
+    return r, took
+
+
+def timed(fn, n):
+    # the thread's CPU time, not the wall clock: on a shared, loaded machine
+    # the wall clock counts other processes' time slices too
+    gc.disable()
+    t = time.thread_time_ns()
+    fn()
+    took = time.thread_time_ns() - t
+    gc.enable()
+    return took / n
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--keys", type=int, default=1_000_000)
+    ap.add_argument("--lookups", type=int, default=1_000_000)
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--dir", default=None)
+    ap.add_argument("--axon", action="store_true", help="also AxonCache's module")
+    ap.add_argument("--hugepages", action="store_true",
+                    help="open the shmkv image with hugepages=True (an image on tmpfs: --dir /dev/shm)")
+    ap.add_argument("--systems", default="dict,shmkv,shmkv-many")
+    a = ap.parse_args()
+    systems = a.systems.split(",") + (["axoncache"] if a.axon else [])
+    n, m = a.keys, a.lookups
+    work = tempfile.mkdtemp(prefix="shmkv-pybench-", dir=a.dir)
+    rnd = random.Random(1)
+    path = os.path.join(work, "bench.shmkv")
+    print(f"# keys {n}, lookups {m}, rounds {a.rounds}, python {sys.version.split()[0]}, "
+          f"shmkv vector {shmkv.VECTOR}", flush=True)
+    print(f"# build shmkv {build_shmkv(n, path):.1f} s", flush=True)
+    cache = shmkv.open(path, populate=True, hugepages=a.hugepages)
+    d = {f"key_{i}": f"val_{i}" for i in range(n)} if "dict" in systems else None
+    axon = None
+    if "axoncache" in systems:
+        axon, took = build_axon(n, work)
+        print(f"# build axoncache {took:.1f} s", flush=True)
+    hits = [f"key_{rnd.randrange(n)}" for _ in range(m)]
+    miss = [f"key_{n + rnd.randrange(n)}" for _ in range(m)]
+    bhits = [k.encode() for k in hits]
+    bmiss = [k.encode() for k in miss]
+    batches = [hits[i:i + 64] for i in range(0, m - 63, 64)]
+    for k in hits[:3] + miss[:3]:  # the same answers everywhere
+        want = d.get(k) if d is not None else None
+        assert cache.get(k) == (want if d is not None else cache.get(k))
+        if axon is not None:
+            want = cache.get(k)
+            if want is None:
+                assert not axon.contains_key(k.encode())
+            else:
+                assert axon.get_key(k.encode()) == want.encode()
+
+    def run_dict_hit():
+        for k in hits:
+            d[k]
+
+    def run_dict_miss():
+        g = d.get
+        for k in miss:
+            g(k)
+
+    def run_shmkv_hit():
+        for k in hits:
+            cache[k]
+
+    def run_shmkv_miss():
+        g = cache.get
+        for k in miss:
+            g(k)
+
+    def run_many():
+        g = cache.get_many
+        for b in batches:
+            g(b)
+
+    def run_axon_hit():
+        g = axon.get_key
+        for k in bhits:
+            g(k)
+
+    def run_axon_miss():
+        # get_key raises NotFoundError for an absent key: the miss stream
+        # uses contains_key, its cheaper call (no exception)
+        g = axon.contains_key
+        for k in bmiss:
+            g(k)
+
+    cases = {"dict": [("hit", run_dict_hit, m), ("miss", run_dict_miss, m)],
+             "shmkv": [("hit", run_shmkv_hit, m), ("miss", run_shmkv_miss, m)],
+             "shmkv-many": [("hit", run_many, len(batches) * 64)],
+             "axoncache": [("hit", run_axon_hit, m), ("miss", run_axon_miss, m)]}
+    for s in systems:  # one warm-up pass each
+        for _, fn, k in cases[s]:
+            fn()
+    res = {}
+    for r in range(a.rounds):
+        order = systems[r % len(systems):] + systems[:r % len(systems)]
+        for s in order:
+            for what, fn, k in cases[s]:
+                res.setdefault((s, what), []).append(timed(fn, k))
+    print(f"{'system':<12} {'stream':<6} {'ns/lookup (median)':>20} {'min':>8} {'max':>8}")
+    for (s, what), v in res.items():
+        print(f"{s:<12} {what:<6} {statistics.median(v):>20.1f} {min(v):>8.1f} {max(v):>8.1f}")
+    med = {k: statistics.median(v) for k, v in res.items()}
+    if "dict" in systems:
+        for what in ("hit", "miss"):
+            print(f"# shmkv/dict {what}: {med[('shmkv', what)] / med[('dict', what)]:.2f}x")
+    if "axoncache" in systems:
+        for what in ("hit", "miss"):
+            print(f"# shmkv/axoncache {what}: "
+                  f"{med[('shmkv', what)] / med[('axoncache', what)]:.2f}x")
+    cache.close()
+    import shutil
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,91 @@
+"""shmkv.dask: build one image from a Dask DataFrame of records on the
+workers (python/README.md, "Spark and Dask"; builder/README.md,
+"Partitioned builds from PySpark").
+
+    from shmkv.dask import build_dataframe
+    build_dataframe(ddf, "/shared/feat.shmkv", parts=64, buckets=B,
+                    workdir="/shared/frags", created=1700000000)
+
+Each row is tagged with its part (shmkv.part_of) and its input position,
+the frame is shuffled on the part (every row of a part in one partition),
+each part is built into a fragment by shmkv.build(part=(k, n), buckets=B) on
+a worker, in input order, and the client joins the fragments (shmkv.join):
+the image is byte-identical to shmkv.build of all the rows. Parts without
+rows get an empty fragment. workdir must be visible to the workers and the
+client. Needs dask[dataframe] (pandas) and numpy. A value column of lists is
+an object column: set dask.config.set({"dataframe.convert-string": False})
+before making the frame, or dask turns the lists into strings.
+"""
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import shmkv
+
+
+def build_dataframe(ddf: Any, out: str, *, parts: int, buckets: int, workdir: str,
+                    key: str = "key", value: str = "value", type: str | None = None,
+                    created: int | None = None, seed: int | None = None,
+                    name: str | None = None, dedup: bool | None = None,
+                    on_duplicate: str = "error", lossy_f32: bool = False,
+                    threads: int = 1, memory_limit: int | None = None,
+                    keep_fragments: bool = False) -> dict[str, Any]:
+    """Builds the image `out` from ddf's columns key, value (and type, a
+    column of type names, if given) on the workers; returns join()'s
+    statistics."""
+    import numpy as np
+    import pandas as pd
+
+    n, b = int(parts), int(buckets)
+    seed_ = shmkv.DEFAULT_SEED if seed is None else seed
+    opts = dict(created=int(time.time()) if created is None else created, seed=seed,
+                name=name, dedup=dedup, on_duplicate=on_duplicate, lossy_f32=lossy_f32,
+                threads=threads, memory_limit=memory_limit, buckets=b)
+    os.makedirs(workdir, exist_ok=True)
+    cols = [key, value] + ([type] if type else [])
+
+    def tag(pdf: Any, partition_info: Any = None) -> Any:
+        pdf = pdf[cols].copy()
+        i = partition_info["number"] if partition_info else 0
+        pdf["_shmkv_seq"] = np.arange(len(pdf), dtype="int64") + (i << 40)
+        pdf["_shmkv_part"] = np.array([shmkv.part_of(k, b, n, seed=seed_) for k in pdf[key]],
+                                      dtype="int64")
+        return pdf
+
+    def path_of(k: int) -> str:
+        return os.path.join(workdir, f"part-{k:05d}-of-{n:05d}.shmkv")
+
+    def build_parts(pdf: Any) -> Any:
+        done = []
+        for k, g in pdf.groupby("_shmkv_part", sort=True):
+            g = g.sort_values("_shmkv_seq", kind="stable")
+            cs = [g[c].tolist() for c in cols]
+            shmkv.build(path_of(int(k)), zip(*cs), part=(int(k), n), **opts)
+            done.append((int(k), path_of(int(k))))
+        return pd.DataFrame(done, columns=["part", "path"]).astype({"part": "int64",
+                                                                    "path": object})
+
+    meta = tag(ddf._meta)
+    frames = ddf.map_partitions(tag, meta=meta).shuffle("_shmkv_part", npartitions=n)
+    built = frames.map_partitions(
+        build_parts, meta=pd.DataFrame({"part": pd.Series(dtype="int64"),
+                                        "path": pd.Series(dtype=object)})).compute()
+    have = dict(zip(built["part"], built["path"]))
+    if len(have) != len(built):
+        raise shmkv.BuildError("dask: a part was built twice (the shuffle split it)")
+    for k in range(1, n + 1):  # parts without rows: empty fragments
+        if k not in have:
+            shmkv.build(path_of(k), [], part=(k, n), **opts)
+            have[k] = path_of(k)
+    frags = [have[k] for k in range(1, n + 1)]
+    try:
+        return shmkv.join(out, frags, memory_limit=memory_limit)
+    finally:
+        if not keep_fragments:
+            for p in frags:
+                try:
+                    os.unlink(p)
+                except FileNotFoundError:
+                    pass

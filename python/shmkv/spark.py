@@ -1,0 +1,76 @@
+"""shmkv.spark: build one image from a Spark DataFrame (or RDD) of records on
+the executors (python/README.md, "Spark"; builder/README.md, "Partitioned
+builds").
+
+    from shmkv.spark import build_dataframe
+    build_dataframe(df, "/shared/feat.shmkv", parts=64, buckets=B,
+                    workdir="/shared/frags", created=1700000000)
+
+Each record goes to the part that holds its key (shmkv.part_of), each part is
+built into a fragment by shmkv.build(part=(k, n), buckets=B) on an executor,
+in the records' input order (so on_duplicate first/last mean what they mean
+in one build), and the driver joins the fragments (shmkv.join): the image is
+byte-identical to shmkv.build of all the records. workdir must be visible to
+the executors and the driver (a shared filesystem on a real cluster).
+pyspark is imported by the caller; this module needs only the DataFrame.
+"""
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import shmkv
+
+
+def build_dataframe(df: Any, out: str, *, parts: int, buckets: int, workdir: str,
+                    key: str = "key", value: str = "value", type: str | None = None,
+                    created: int | None = None, seed: int | None = None,
+                    name: str | None = None, dedup: bool | None = None,
+                    on_duplicate: str = "error", lossy_f32: bool = False,
+                    threads: int = 1, memory_limit: int | None = None,
+                    keep_fragments: bool = False) -> dict[str, Any]:
+    """Builds the image `out` from df's columns key, value (and type, a column
+    of type names, if given) on the executors; returns join()'s statistics.
+    Also takes an RDD of (key, value) or (key, value, type) tuples."""
+    rdd = df.rdd if hasattr(df, "rdd") else df
+    n, b = int(parts), int(buckets)
+    seed_ = shmkv.DEFAULT_SEED if seed is None else seed
+    # fixed once on the driver: every fragment and the join agree on them
+    opts = dict(created=int(time.time()) if created is None else created, seed=seed,
+                name=name, dedup=dedup, on_duplicate=on_duplicate, lossy_f32=lossy_f32,
+                threads=threads, memory_limit=memory_limit, buckets=b)
+    os.makedirs(workdir, exist_ok=True)
+    kcol, vcol, tcol = key, value, type
+
+    def as_record(r: Any) -> tuple:
+        if hasattr(r, "asDict"):
+            return (r[kcol], r[vcol], r[tcol] if tcol else None)
+        return (r[0], r[1], r[2] if len(r) > 2 else None)
+
+    def keyed(pair: tuple) -> tuple:
+        rec, index = pair
+        return ((shmkv.part_of(rec[0], b, n, seed=seed_), index), rec)
+
+    def build_part(index: int, it: Any) -> Any:
+        k = index + 1
+        path = os.path.join(workdir, f"part-{k:05d}-of-{n:05d}.shmkv")
+        shmkv.build(path, (rec for _, rec in it), part=(k, n), **opts)
+        yield (k, path)
+
+    frags = (rdd.map(as_record).zipWithIndex().map(keyed)
+             .repartitionAndSortWithinPartitions(n, lambda pk: pk[0] - 1)
+             .mapPartitionsWithIndex(build_part).collect())
+    frags.sort()
+    if [k for k, _ in frags] != list(range(1, n + 1)):
+        raise shmkv.BuildError(f"spark: fragments {sorted(k for k, _ in frags)} came back, "
+                               f"not 1..{n}")
+    try:
+        return shmkv.join(out, [p for _, p in frags], memory_limit=memory_limit)
+    finally:
+        if not keep_fragments:
+            for _, p in frags:
+                try:
+                    os.unlink(p)
+                except FileNotFoundError:
+                    pass

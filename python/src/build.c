@@ -1,0 +1,836 @@
+/* build.c - shmkv.build, build_file, join and part_of over the builder's C
+ * API (builder/shmkv_build.h): the same code as `shmctl image build`/`join`,
+ * so the same records and options give the same bytes. */
+#include <math.h>
+
+#include <shmkv_build.h>
+
+#include "shmkvpy.h"
+
+/* ---- options ---- */
+
+typedef struct {
+	shmkv_build_options o;
+	unsigned threads;
+	unsigned long long memory_limit; /* bytes; 0 none */
+	const char *tmpdir;
+	unsigned long long part_k, part_n;
+	int filter;
+	int type; /* default value type, 0: inferred */
+} opts;
+
+static int type_named(PyObject *name, int *type)
+{
+	const char *s = PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
+	if (s && !strcmp(s, "str"))
+		s = "string";
+	for (unsigned t = 1; s && t <= SHMKV_TYPE_MAX; t++)
+		if (!strcmp(s, shmkv_type_name(t))) {
+			*type = (int)t;
+			return 0;
+		}
+	PyErr_Format(PyExc_ValueError, "type %R: expected one of bytes, string (str), i64, bool, "
+		     "f64, f32list, f64list, i64list, strlist", name);
+	return -1;
+}
+
+/* kw of build()/build_file() to o; returns -1 with an exception set */
+static int parse_opts(PyObject *kw, opts *p)
+{
+	memset(p, 0, sizeof *p);
+	if (shmkv_build_options_init(&p->o) != 0) {
+		PyErr_SetString(PyExc_ValueError, "SOURCE_DATE_EPOCH is malformed");
+		return -1;
+	}
+	p->memory_limit = shmkv_build_default_memory_limit();
+	if (!kw)
+		return 0;
+	PyObject *k, *v;
+	Py_ssize_t pos = 0;
+	while (PyDict_Next(kw, &pos, &k, &v)) {
+		const char *n = PyUnicode_AsUTF8(k);
+		if (!n)
+			return -1;
+		if (v == Py_None && strcmp(n, "type"))
+			continue; /* the default */
+		if (!strcmp(n, "name")) {
+			Py_ssize_t len;
+			const char *s = PyUnicode_Check(v) ? PyUnicode_AsUTF8AndSize(v, &len) : NULL;
+			if (!s || len >= (Py_ssize_t)sizeof p->o.name) {
+				PyErr_Format(PyExc_ValueError, "name: a str of at most %zu bytes",
+					     sizeof p->o.name - 1);
+				return -1;
+			}
+			memcpy(p->o.name, s, (size_t)len + 1);
+			p->o.fixed |= SHMKV_OPT_NAME;
+		} else if (!strcmp(n, "seed")) {
+			p->o.seed = PyLong_AsUnsignedLongLong(v);
+			p->o.fixed |= SHMKV_OPT_SEED;
+		} else if (!strcmp(n, "created")) {
+			p->o.created = PyLong_AsLongLong(v);
+			p->o.fixed |= SHMKV_OPT_CREATED;
+		} else if (!strcmp(n, "buckets")) {
+			p->o.buckets = PyLong_AsUnsignedLongLong(v);
+			if (!PyErr_Occurred() && p->o.buckets < 1) {
+				PyErr_SetString(PyExc_ValueError, "buckets: expected at least 1");
+				return -1;
+			}
+			p->o.fixed |= SHMKV_OPT_BUCKETS;
+		} else if (!strcmp(n, "load_factor")) {
+			p->o.load_factor = PyFloat_AsDouble(v);
+			if (!PyErr_Occurred() && !(p->o.load_factor > 0 && p->o.load_factor <= 1)) {
+				PyErr_SetString(PyExc_ValueError, "load_factor: expected (0, 1]");
+				return -1;
+			}
+		} else if (!strcmp(n, "dedup")) {
+			p->o.dedup = PyObject_IsTrue(v);
+			p->o.fixed |= SHMKV_OPT_DEDUP;
+		} else if (!strcmp(n, "on_duplicate")) {
+			const char *s = PyUnicode_Check(v) ? PyUnicode_AsUTF8(v) : "";
+			if (s && !strcmp(s, "error"))
+				p->o.on_duplicate = SHMKV_DUP_ERROR;
+			else if (s && !strcmp(s, "first"))
+				p->o.on_duplicate = SHMKV_DUP_FIRST;
+			else if (s && !strcmp(s, "last"))
+				p->o.on_duplicate = SHMKV_DUP_LAST;
+			else {
+				PyErr_Format(PyExc_ValueError, "on_duplicate %R: expected 'error', "
+					     "'first' or 'last'", v);
+				return -1;
+			}
+		} else if (!strcmp(n, "lossy_f32")) {
+			p->o.lossy_f32 = PyObject_IsTrue(v);
+		} else if (!strcmp(n, "threads")) {
+			unsigned long t = PyLong_AsUnsignedLong(v);
+			if (!PyErr_Occurred() && t > 1024) {
+				PyErr_SetString(PyExc_ValueError, "threads: expected 0 (every CPU) to 1024");
+				return -1;
+			}
+			p->threads = (unsigned)t;
+		} else if (!strcmp(n, "memory_limit")) {
+			p->memory_limit = PyLong_AsUnsignedLongLong(v);
+			if (!PyErr_Occurred() && p->memory_limit && p->memory_limit < (1u << 20)) {
+				PyErr_SetString(PyExc_ValueError,
+						"memory_limit: expected 0 (none) or at least 1 MiB");
+				return -1;
+			}
+		} else if (!strcmp(n, "tmpdir")) {
+			p->tmpdir = PyUnicode_Check(v) ? PyUnicode_AsUTF8(v) : NULL;
+			if (!p->tmpdir && !PyErr_Occurred())
+				PyErr_SetString(PyExc_TypeError, "tmpdir: expected a str");
+		} else if (!strcmp(n, "part")) {
+			if (!PyArg_ParseTuple(v, "KK;part: expected (k, n) with 1 <= k <= n",
+					      &p->part_k, &p->part_n))
+				return -1;
+			if (p->part_k < 1 || p->part_k > p->part_n) {
+				PyErr_SetString(PyExc_ValueError, "part: expected (k, n) with 1 <= k <= n");
+				return -1;
+			}
+		} else if (!strcmp(n, "filter_part")) {
+			p->filter = PyObject_IsTrue(v);
+		} else if (!strcmp(n, "type")) {
+			if (v != Py_None && type_named(v, &p->type) < 0)
+				return -1;
+		} else {
+			PyErr_Format(PyExc_TypeError, "unexpected keyword argument %R", k);
+			return -1;
+		}
+		if (PyErr_Occurred())
+			return -1;
+	}
+	if (p->part_n && !(p->o.fixed & SHMKV_OPT_BUCKETS)) {
+		PyErr_SetString(PyExc_ValueError, "part needs buckets=B, the same for every part "
+				"and for the join");
+		return -1;
+	}
+	if (p->filter && !p->part_n) {
+		PyErr_SetString(PyExc_ValueError, "filter_part is for part=(k, n) builds");
+		return -1;
+	}
+	return 0;
+}
+
+static PyObject *build_error(shmkv_builder *b, int err, const char *what)
+{
+	const char *msg = b ? shmkv_builder_error(b) : "";
+	return shmkvpy_raise(err, what, *msg ? msg : NULL);
+}
+
+static shmkv_builder *new_builder(const opts *p, const char *out)
+{
+	shmkv_builder *b = NULL;
+	int err = shmkv_builder_new(&p->o, &b);
+	if (err) {
+		shmkvpy_raise(err, "build", "invalid options");
+		return NULL;
+	}
+	if ((err = shmkv_builder_set_threads(b, p->threads)) ||
+	    (err = shmkv_builder_set_memory_limit(b, p->memory_limit, p->tmpdir)) ||
+	    (p->part_n && (err = shmkv_builder_set_part(b, p->part_k, p->part_n, p->filter))) ||
+	    (err = shmkv_builder_check_output(b, out))) {
+		build_error(b, err, out);
+		shmkv_builder_free(b);
+		return NULL;
+	}
+	return b;
+}
+
+static PyObject *stats_dict(const shmkv_build_stats *s)
+{
+	return Py_BuildValue("{sKsKsKsKsKsIsdsKsd}", "records", (unsigned long long)s->records,
+			     "entries", (unsigned long long)s->entries, "duplicates",
+			     (unsigned long long)s->duplicates, "image_bytes",
+			     (unsigned long long)s->image_bytes, "bucket_count",
+			     (unsigned long long)s->bucket_count, "max_probe",
+			     (unsigned)s->max_probe, "load_factor", s->load_factor,
+			     "dedup_saved_bytes", (unsigned long long)s->dedup_saved_bytes,
+			     "seconds", s->seconds);
+}
+
+static PyObject *finish(shmkv_builder *b, const char *out)
+{
+	shmkv_build_stats st;
+	int err;
+	memset(&st, 0, sizeof st);
+	Py_BEGIN_ALLOW_THREADS
+	err = shmkv_builder_finish(b, out, &st);
+	Py_END_ALLOW_THREADS
+	PyObject *r = err ? build_error(b, err, out) : stats_dict(&st);
+	shmkv_builder_free(b);
+	return r;
+}
+
+/* ---- one record ---- */
+
+typedef struct {
+	size_t i;         /* index in the iterable */
+	PyObject *key;
+	char why[240];
+} rec;
+
+#define BAD(...) (PyOS_snprintf(r->why, sizeof r->why, __VA_ARGS__), -2)
+
+static int is_int(PyObject *x)
+{
+	return PyLong_Check(x) && !PyBool_Check(x);
+}
+
+/* x as a double; an int must be exact (as the JSONL reader's rule) */
+static int number(rec *r, PyObject *x, double *d, const char *type)
+{
+	if (PyFloat_Check(x)) {
+		*d = PyFloat_AS_DOUBLE(x);
+		return 0;
+	}
+	if (is_int(x)) {
+		*d = PyLong_AsDouble(x);
+		if (*d == -1.0 && PyErr_Occurred()) {
+			PyErr_Clear();
+			return BAD("an integer outside the %s range", type);
+		}
+		PyObject *back = PyLong_FromDouble(*d);
+		int eq = back ? PyObject_RichCompareBool(back, x, Py_EQ) : -1;
+		Py_XDECREF(back);
+		if (eq < 0)
+			return -1;
+		return eq ? 0 : BAD("the integer %lld is not exact in %s: give it as a float",
+				    PyLong_AsLongLong(x), type);
+	}
+	return BAD("%s holds numbers, not %.60s", type, Py_TYPE(x)->tp_name);
+}
+
+static int add_buffer_list(shmkv_builder *b, rec *r, const char *k, size_t kl, Py_buffer *v,
+			   int type)
+{
+	if (v->ndim > 1)
+		return BAD("a %d-dimensional array: give one list per record", v->ndim);
+	size_t n = (size_t)(v->len / (v->itemsize ? v->itemsize : 1));
+	switch (type) {
+	case SHMKV_TYPE_F32LIST: return shmkv_builder_add_f32list(b, k, kl, v->buf, n);
+	case SHMKV_TYPE_F64LIST: return shmkv_builder_add_f64list(b, k, kl, v->buf, n);
+	case SHMKV_TYPE_I64LIST: return shmkv_builder_add_i64list(b, k, kl, v->buf, n);
+	default: return shmkv_builder_add_bytes(b, k, kl, v->buf, (size_t)v->len);
+	}
+}
+
+/* the list type a buffer's format means, 0 for bytes, -1 for none */
+static int buffer_type(const Py_buffer *v)
+{
+	const char *f = v->format ? v->format : "B";
+	if (*f == '@' || *f == '=' || *f == '<')
+		f++;
+	if (f[0] && f[1])
+		return -1;
+	switch (*f) {
+	case 'f': return v->itemsize == 4 ? SHMKV_TYPE_F32LIST : -1;
+	case 'd': return v->itemsize == 8 ? SHMKV_TYPE_F64LIST : -1;
+	case 'q':
+	case 'l': return v->itemsize == 8 ? SHMKV_TYPE_I64LIST : -1;
+	case 'B':
+	case 'b':
+	case 'c': return 0;
+	default: return -1;
+	}
+}
+
+/* the type of a list's elements: strlist, i64list or f64list, or 0 */
+static int infer_list(PyObject *seq)
+{
+	Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+	PyObject **it = PySequence_Fast_ITEMS(seq);
+	int strs = 0, ints = 0, floats = 0;
+	for (Py_ssize_t i = 0; i < n; i++) {
+		if (PyUnicode_Check(it[i]))
+			strs++;
+		else if (is_int(it[i]))
+			ints++;
+		else if (PyFloat_Check(it[i]))
+			floats++;
+		else
+			return 0;
+	}
+	if (!n || (strs && strs != n))
+		return 0;
+	return strs ? SHMKV_TYPE_STRLIST : floats ? SHMKV_TYPE_F64LIST : SHMKV_TYPE_I64LIST;
+}
+
+static int add_seq_list(shmkv_builder *b, rec *r, const char *k, size_t kl, PyObject *seq,
+			int type, int lossy)
+{
+	size_t n = (size_t)PySequence_Fast_GET_SIZE(seq);
+	PyObject **it = PySequence_Fast_ITEMS(seq);
+	size_t each = type == SHMKV_TYPE_F32LIST ? 4 : type == SHMKV_TYPE_STRLIST ? 2 * sizeof(void *) : 8;
+	void *mem = PyMem_Malloc(n ? n * each : 1);
+	if (!mem) {
+		PyErr_NoMemory();
+		return -1;
+	}
+	int err = 0;
+	for (size_t i = 0; i < n && !err; i++) {
+		PyObject *x = it[i];
+		double d;
+		if (type == SHMKV_TYPE_STRLIST) {
+			Py_ssize_t len;
+			const char *s = PyUnicode_Check(x) ? PyUnicode_AsUTF8AndSize(x, &len) : NULL;
+			if (!s)
+				err = PyErr_Occurred() ? -1 : BAD("strlist element %zu is a %.60s, "
+								  "not a str", i, Py_TYPE(x)->tp_name);
+			((const char **)mem)[i] = s;
+			((size_t *)((const char **)mem + n))[i] = (size_t)len;
+		} else if (type == SHMKV_TYPE_I64LIST) {
+			if (!is_int(x))
+				err = BAD("i64list element %zu is a %.60s, not an int", i,
+					  Py_TYPE(x)->tp_name);
+			else if ((((int64_t *)mem)[i] = PyLong_AsLongLong(x)) == -1 && PyErr_Occurred()) {
+				PyErr_Clear();
+				err = BAD("i64list element %zu is outside the i64 range", i);
+			}
+		} else if ((err = number(r, x, &d, shmkv_type_name((unsigned)type))) == 0) {
+			if (type == SHMKV_TYPE_F64LIST) {
+				((double *)mem)[i] = d;
+			} else {
+				float f = (float)d;
+				if (!lossy && (double)f != d && !isnan(d))
+					err = BAD("f32list element %zu, %.17g, is not exact in f32 "
+						  "(lossy_f32=True rounds it)", i, d);
+				((float *)mem)[i] = f;
+			}
+		}
+	}
+	if (!err) {
+		switch (type) {
+		case SHMKV_TYPE_F32LIST: err = shmkv_builder_add_f32list(b, k, kl, mem, n); break;
+		case SHMKV_TYPE_F64LIST: err = shmkv_builder_add_f64list(b, k, kl, mem, n); break;
+		case SHMKV_TYPE_I64LIST: err = shmkv_builder_add_i64list(b, k, kl, mem, n); break;
+		default:
+			err = shmkv_builder_add_strlist(b, k, kl, (const char *const *)mem,
+							(const size_t *)((const char **)mem + n), n);
+		}
+	}
+	PyMem_Free(mem);
+	return err;
+}
+
+static int add_value(shmkv_builder *b, rec *r, const char *k, size_t kl, PyObject *v, int type,
+		     int lossy);
+
+/* numpy scalars (numpy.int64, numpy.float32, ...): as the int or float they are */
+static int add_number(shmkv_builder *b, rec *r, const char *k, size_t kl, PyObject *v, int lossy)
+{
+	PyObject *x = PyIndex_Check(v) ? PyNumber_Index(v) : PyNumber_Float(v);
+	if (!x)
+		return -1;
+	int err = add_value(b, r, k, kl, x, 0, lossy);
+	Py_DECREF(x);
+	return err;
+}
+
+/* Adds value v under key k; type 0 infers it. Returns 0, -1 (a Python
+ * exception), -2 (r->why says why) or a builder error code. */
+static int add_value(shmkv_builder *b, rec *r, const char *k, size_t kl, PyObject *v, int type,
+		     int lossy)
+{
+	if (!type) {
+		if (PyBool_Check(v))
+			type = SHMKV_TYPE_BOOL;
+		else if (PyLong_Check(v))
+			type = SHMKV_TYPE_I64;
+		else if (PyFloat_Check(v))
+			type = SHMKV_TYPE_F64;
+		else if (PyUnicode_Check(v))
+			type = SHMKV_TYPE_STRING;
+		else if (PyObject_CheckBuffer(v)) {
+			Py_buffer view;
+			if (PyObject_GetBuffer(v, &view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0)
+				return -1;
+			int t = buffer_type(&view), err;
+			if (view.ndim == 0) { /* a numpy scalar: a number, not a list */
+				PyBuffer_Release(&view);
+				return add_number(b, r, k, kl, v, lossy);
+			}
+			err = t < 0 ? BAD("an array of format '%s': give float32, float64, int64 or "
+					  "bytes", view.format ? view.format : "?")
+				    : add_buffer_list(b, r, k, kl, &view, t);
+			PyBuffer_Release(&view);
+			return err;
+		} else if (PyList_Check(v) || PyTuple_Check(v)) {
+			PyObject *seq = PySequence_Fast(v, "");
+			if (!seq)
+				return -1;
+			type = infer_list(seq);
+			int err = type ? add_seq_list(b, r, k, kl, seq, type, lossy)
+				       : BAD("a list that is empty or mixes kinds (strings, numbers, "
+					     "others): give a type");
+			Py_DECREF(seq);
+			return err;
+		} else if (PyIndex_Check(v) || (Py_TYPE(v)->tp_as_number &&
+						Py_TYPE(v)->tp_as_number->nb_float)) {
+			return add_number(b, r, k, kl, v, lossy);
+		} else {
+			return BAD("a value of type %.60s: expected str, bytes, int, float, bool, "
+				   "a list of them or a numeric array", Py_TYPE(v)->tp_name);
+		}
+	}
+	const char *tn = shmkv_type_name((unsigned)type);
+	switch (type) {
+	case SHMKV_TYPE_STRING: {
+		Py_ssize_t len;
+		const char *s = PyUnicode_Check(v) ? PyUnicode_AsUTF8AndSize(v, &len) : NULL;
+		if (!s)
+			return PyErr_Occurred() ? -1 : BAD("a %.60s for a string", Py_TYPE(v)->tp_name);
+		return shmkv_builder_add_str(b, k, kl, s, (size_t)len);
+	}
+	case SHMKV_TYPE_BOOL:
+		if (!PyBool_Check(v))
+			return BAD("a %.60s for a bool", Py_TYPE(v)->tp_name);
+		return shmkv_builder_add_bool(b, k, kl, v == Py_True);
+	case SHMKV_TYPE_I64: {
+		if (!is_int(v))
+			return BAD("a %.60s for an i64", Py_TYPE(v)->tp_name);
+		long long x = PyLong_AsLongLong(v);
+		if (x == -1 && PyErr_Occurred()) {
+			PyErr_Clear();
+			return BAD("an integer outside the i64 range");
+		}
+		return shmkv_builder_add_i64(b, k, kl, x);
+	}
+	case SHMKV_TYPE_F64: {
+		double d;
+		int err = number(r, v, &d, tn);
+		return err ? err : shmkv_builder_add_f64(b, k, kl, d);
+	}
+	case SHMKV_TYPE_BYTES:
+	case SHMKV_TYPE_F32LIST:
+	case SHMKV_TYPE_F64LIST:
+	case SHMKV_TYPE_I64LIST:
+	case SHMKV_TYPE_STRLIST:
+		if (PyObject_CheckBuffer(v) && !PyUnicode_Check(v)) {
+			Py_buffer view;
+			if (PyObject_GetBuffer(v, &view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0)
+				return -1;
+			int t = buffer_type(&view), err;
+			if (t != type && !(type == SHMKV_TYPE_BYTES && t == 0) &&
+			    type != SHMKV_TYPE_BYTES && view.ndim == 1 &&
+			    PyObject_HasAttrString(v, "tolist")) {
+				/* an array of another element type (numpy float64 for an
+				 * f32list): element by element, without loss */
+				PyBuffer_Release(&view);
+				PyObject *l = PyObject_CallMethod(v, "tolist", NULL);
+				if (!l)
+					return -1;
+				err = PyList_Check(l) ? add_value(b, r, k, kl, l, type, lossy)
+						      : BAD("an array of another type for a %s", tn);
+				Py_DECREF(l);
+				return err;
+			}
+			err = t == type || (type == SHMKV_TYPE_BYTES && t == 0)
+				      ? add_buffer_list(b, r, k, kl, &view, type)
+				      : BAD("an array of format '%s' for a %s",
+					    view.format ? view.format : "?", tn);
+			PyBuffer_Release(&view);
+			return err;
+		}
+		if (type != SHMKV_TYPE_BYTES && (PyList_Check(v) || PyTuple_Check(v))) {
+			PyObject *seq = PySequence_Fast(v, "");
+			if (!seq)
+				return -1;
+			int err = add_seq_list(b, r, k, kl, seq, type, lossy);
+			Py_DECREF(seq);
+			return err;
+		}
+		return BAD("a %.60s for a %s", Py_TYPE(v)->tp_name, tn);
+	default:
+		return BAD("type %s is not supported", tn);
+	}
+}
+
+static PyObject *record_error(shmkv_builder *b, rec *r, int err)
+{
+	char what[64];
+	PyOS_snprintf(what, sizeof what, "record #%zu (index %zu)", r->i + 1, r->i);
+	if (err == -2)
+		err = SHMKV_EINPUT;
+	else if (err != -1) {
+		const char *m = shmkv_builder_error(b), *c = strstr(m, ": ");
+		if (!strncmp(m, "record #", 8) && c) /* the builder's own place: said above */
+			m = c + 2;
+		PyOS_snprintf(r->why, sizeof r->why, "%s", m);
+	}
+	if (err == -1) { /* a Python exception: name the record in it */
+		PyObject *t, *v, *tb;
+		PyErr_Fetch(&t, &v, &tb);
+		PyErr_NormalizeException(&t, &v, &tb);
+		PyOS_snprintf(r->why, sizeof r->why, "%s", "");
+		PyObject *s = v ? PyObject_Str(v) : NULL;
+		const char *c = s ? PyUnicode_AsUTF8(s) : NULL;
+		PyOS_snprintf(r->why, sizeof r->why, "%.60s: %s", ((PyTypeObject *)t)->tp_name,
+			      c ? c : "?");
+		Py_XDECREF(s);
+		Py_XDECREF(t);
+		Py_XDECREF(v);
+		Py_XDECREF(tb);
+		PyErr_Clear();
+		err = SHMKV_EINPUT;
+	}
+	shmkvpy_raise(err, what, r->why);
+	PyObject *t, *v, *tb;
+	PyErr_Fetch(&t, &v, &tb);
+	PyObject *ix = PyLong_FromSize_t(r->i);
+	if (v && ix)
+		PyObject_SetAttrString(v, "index", ix);
+	Py_XDECREF(ix);
+	PyErr_Restore(t, v, tb);
+	return NULL;
+}
+
+/* one record of the iterable: (key, value), (key, value, type) or a dict */
+static int add_record(shmkv_builder *b, rec *r, PyObject *item, int dtype, int lossy)
+{
+	PyObject *key = NULL, *val = NULL, *tname = NULL;
+	if (PyDict_Check(item)) {
+		key = PyDict_GetItemString(item, "key");
+		val = PyDict_GetItemString(item, "value");
+		tname = PyDict_GetItemString(item, "type");
+		if (!key || !val)
+			return BAD("a dict record needs 'key' and 'value'");
+	} else if (PyTuple_Check(item) || PyList_Check(item)) {
+		Py_ssize_t n = PySequence_Size(item);
+		if (n != 2 && n != 3)
+			return BAD("a record is (key, value) or (key, value, type), not %zd items", n);
+		PyObject **it = PySequence_Fast_ITEMS(item);
+		key = it[0];
+		val = it[1];
+		tname = n == 3 ? it[2] : NULL;
+	} else {
+		return BAD("a record is a (key, value) pair or a dict, not a %.60s",
+			   Py_TYPE(item)->tp_name);
+	}
+	int type = dtype;
+	if (tname && tname != Py_None && type_named(tname, &type) < 0) {
+		PyErr_Clear();
+		return BAD("type %.40s is not a value type", PyUnicode_Check(tname)
+			   ? PyUnicode_AsUTF8(tname) : Py_TYPE(tname)->tp_name);
+	}
+	const char *k;
+	Py_ssize_t kl;
+	Py_buffer kv;
+	if (!PyUnicode_Check(key) && !PyObject_CheckBuffer(key))
+		return BAD("a key is str or bytes-like, not %.60s", Py_TYPE(key)->tp_name);
+	if (shmkvpy_key(key, &k, &kl, &kv) < 0)
+		return -1;
+	r->key = key;
+	int err = add_value(b, r, k, (size_t)kl, val, type, lossy);
+	shmkvpy_key_release(&kv);
+	return err;
+}
+
+PyObject *shmkvpy_build(PyObject *self, PyObject *args, PyObject *kw)
+{
+	(void)self;
+	PyObject *pathobj, *records, *pathb;
+	if (!PyArg_ParseTuple(args, "OO:build", &pathobj, &records))
+		return NULL;
+	opts p;
+	if (parse_opts(kw, &p) < 0 || !PyUnicode_FSConverter(pathobj, &pathb))
+		return NULL;
+	const char *out = PyBytes_AS_STRING(pathb);
+	PyObject *it = PyObject_GetIter(records), *result = NULL;
+	shmkv_builder *b = it ? new_builder(&p, out) : NULL;
+	if (b) {
+		rec r = {0};
+		PyObject *item;
+		int err = 0;
+		for (; (item = PyIter_Next(it)) != NULL; r.i++) {
+			err = add_record(b, &r, item, p.type, p.o.lossy_f32);
+			Py_DECREF(item);
+			if (err) {
+				record_error(b, &r, err);
+				break;
+			}
+		}
+		if (!err && !PyErr_Occurred())
+			result = finish(b, out);
+		else
+			shmkv_builder_free(b); /* nothing was written */
+	}
+	Py_XDECREF(it);
+	Py_DECREF(pathb);
+	return result;
+}
+
+PyObject *shmkvpy_build_file(PyObject *self, PyObject *args, PyObject *kw)
+{
+	(void)self;
+	PyObject *pathobj, *inputs, *pathb;
+	const char *fmt = NULL;
+	if (!PyArg_ParseTuple(args, "OOz:build_file", &pathobj, &inputs, &fmt))
+		return NULL;
+	if (fmt && strcmp(fmt, "jsonl") && strcmp(fmt, "tsv")) {
+		PyErr_Format(PyExc_ValueError, "format %s: expected 'jsonl' or 'tsv'", fmt);
+		return NULL;
+	}
+	opts p;
+	if (parse_opts(kw, &p) < 0 || !PyUnicode_FSConverter(pathobj, &pathb))
+		return NULL;
+	if (PyList_Check(inputs) || PyTuple_Check(inputs))
+		Py_INCREF(inputs);
+	else
+		inputs = Py_BuildValue("(O)", inputs); /* one path */
+	const char *out = PyBytes_AS_STRING(pathb);
+	PyObject *result = NULL;
+	shmkv_builder *b = inputs ? new_builder(&p, out) : NULL;
+	Py_ssize_t n = b ? PySequence_Size(inputs) : 0;
+	int err = 0;
+	for (Py_ssize_t i = 0; b && i < n && !err; i++) {
+		PyObject *in = PySequence_GetItem(inputs, i), *inb = NULL;
+		if (!in || !PyUnicode_FSConverter(in, &inb)) {
+			Py_XDECREF(in);
+			err = -1;
+			break;
+		}
+		const char *ip = PyBytes_AS_STRING(inb);
+		size_t il = strlen(ip);
+		int f = fmt ? (strcmp(fmt, "tsv") ? SHMKV_INPUT_JSONL : SHMKV_INPUT_TSV)
+			    : (il > 4 && !strcmp(ip + il - 4, ".tsv")) ? SHMKV_INPUT_TSV : SHMKV_INPUT_JSONL;
+		unsigned tsv_type = p.type ? (unsigned)p.type : SHMKV_TYPE_STRING;
+		Py_BEGIN_ALLOW_THREADS
+		err = shmkv_builder_add_file(b, ip, f, tsv_type);
+		Py_END_ALLOW_THREADS
+		if (err)
+			build_error(b, err, ip);
+		Py_DECREF(inb);
+		Py_DECREF(in);
+	}
+	if (b && !err)
+		result = finish(b, out);
+	else if (b)
+		shmkv_builder_free(b);
+	Py_XDECREF(inputs);
+	Py_DECREF(pathb);
+	return result;
+}
+
+/* ---- join (as shmctl/join_cmd.c: every fragment verified, of the same
+ * image options, holding only keys of its own part, given in part order) ---- */
+
+static int same_header(const shmkv_image_header *a, const shmkv_image_header *h,
+		       const char **field)
+{
+	*field = h->bucket_count != a->bucket_count ? "bucket count"
+		 : h->hash_seed != a->hash_seed     ? "hash seed"
+		 : h->hash_bits != a->hash_bits     ? "hash bits"
+		 : (h->flags & SHMKV_HFLAG_DEDUP) != (a->flags & SHMKV_HFLAG_DEDUP) ? "dedup flag"
+		 : h->created_unix != a->created_unix ? "created time"
+		 : strncmp(h->name, a->name, sizeof h->name) ? "name"
+							     : NULL;
+	return *field != NULL;
+}
+
+static int join_fragment(shmkv_builder *b, const char *path, uint64_t j, uint64_t n, shmkv *db,
+			 char *why, size_t why_len)
+{
+	const shmkv_image_header *h = shmkv_header(db);
+	uint64_t lo, hi, count = 0;
+	shmkv_build_part_range(j, n, h->bucket_count, &lo, &hi);
+	shmkv_iter it;
+	const void *key;
+	size_t key_len;
+	shmkv_value v;
+	int err;
+	shmkv_builder_set_source(b, path, 0);
+	shmkv_iter_init(db, &it);
+	while ((err = shmkv_iter_next(&it, &key, &key_len, &v)) == 0) {
+		uint64_t bk = shmkv_home_bucket(shmkv_key_hash(h->hash_seed, h->hash_bits, key, key_len),
+						h->bucket_count);
+		count++;
+		if (bk < lo || bk >= hi) {
+			snprintf(why, why_len, "%s: entry %llu is in bucket %llu of part %llu/%llu, "
+				 "but the fragment is given as part %llu/%llu: give the fragments in "
+				 "part order, each once", path, (unsigned long long)count,
+				 (unsigned long long)bk,
+				 (unsigned long long)shmkv_build_part_of(bk, n, h->bucket_count),
+				 (unsigned long long)n, (unsigned long long)j, (unsigned long long)n);
+			return SHMKV_EINPUT;
+		}
+		shmkv_builder_set_source(b, path, count);
+		if ((err = shmkv_builder_add(b, key, key_len, v.type, v.data, v.size)) != 0) {
+			snprintf(why, why_len, "%s", shmkv_builder_error(b));
+			return err;
+		}
+	}
+	if (err != SHMKV_EEND) {
+		snprintf(why, why_len, "%s: entry %llu: %s", path, (unsigned long long)count + 1,
+			 shmkv_strerror(err));
+		return err;
+	}
+	return 0;
+}
+
+PyObject *shmkvpy_join(PyObject *self, PyObject *args, PyObject *kw)
+{
+	(void)self;
+	static char *names[] = {"out", "fragments", "threads", "memory_limit", "tmpdir", NULL};
+	PyObject *outobj, *frags, *outb, *limobj = Py_None;
+	unsigned threads = 0;
+	const char *tmpdir = NULL;
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|$IOz:join", names, &outobj, &frags, &threads,
+					 &limobj, &tmpdir))
+		return NULL;
+	uint64_t limit = limobj == Py_None ? shmkv_build_default_memory_limit()
+					   : PyLong_AsUnsignedLongLong(limobj);
+	if (PyErr_Occurred())
+		return NULL;
+	PyObject *seq = PySequence_Fast(frags, "join: fragments must be a sequence of paths");
+	if (!seq)
+		return NULL;
+	Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+	if (n < 1) {
+		Py_DECREF(seq);
+		PyErr_SetString(PyExc_ValueError, "join: no fragment given");
+		return NULL;
+	}
+	if (!PyUnicode_FSConverter(outobj, &outb)) {
+		Py_DECREF(seq);
+		return NULL;
+	}
+	PyObject **pb = PyMem_Calloc((size_t)n, sizeof *pb);
+	shmkv **dbs = PyMem_Calloc((size_t)n, sizeof *dbs);
+	PyObject *result = NULL;
+	Py_ssize_t got = 0;
+	for (; pb && dbs && got < n; got++)
+		if (!PyUnicode_FSConverter(PySequence_Fast_GET_ITEM(seq, got), &pb[got]))
+			break;
+	if (!pb || !dbs)
+		PyErr_NoMemory();
+	else if (got == n) {
+		const char *out = PyBytes_AS_STRING(outb);
+		char why[1024] = "";
+		int err = 0;
+		shmkv_builder *b = NULL;
+		shmkv_build_stats st;
+		memset(&st, 0, sizeof st);
+		Py_BEGIN_ALLOW_THREADS
+		for (Py_ssize_t j = 0; j < n && !err; j++) {
+			const char *p = PyBytes_AS_STRING(pb[j]), *field;
+			char w[512] = "";
+			/* fragments are untrusted: every checksum and offset first */
+			err = shmkv_open_file_diag(p, SHMKV_OPEN_NOVERIFY, &dbs[j], w, sizeof w);
+			if (!err && (err = shmkv_verify(dbs[j], w, sizeof w)) != 0) {
+				shmkv_close(dbs[j]);
+				dbs[j] = NULL;
+			}
+			if (err)
+				snprintf(why, sizeof why, "%s: %s", p, w);
+			else if (j && same_header(shmkv_header(dbs[0]), shmkv_header(dbs[j]), &field)) {
+				err = SHMKV_EINPUT;
+				snprintf(why, sizeof why, "%s: its %s differs from %s's: fragments of one "
+					 "image are built with the same buckets, seed, created, name and "
+					 "dedup", p, field, PyBytes_AS_STRING(pb[0]));
+			}
+		}
+		if (!err) {
+			const shmkv_image_header *h = shmkv_header(dbs[0]);
+			shmkv_build_options o;
+			shmkv_build_options_init(&o);
+			o.seed = h->hash_seed;
+			o.hash_bits = h->hash_bits;
+			o.created = h->created_unix;
+			memcpy(o.name, h->name, sizeof o.name);
+			o.name[sizeof o.name - 1] = 0;
+			o.dedup = (h->flags & SHMKV_HFLAG_DEDUP) != 0;
+			o.buckets = h->bucket_count;
+			o.fixed = SHMKV_OPT_SEED | SHMKV_OPT_CREATED | SHMKV_OPT_NAME |
+				  SHMKV_OPT_BUCKETS | SHMKV_OPT_DEDUP | SHMKV_OPT_HASH_BITS;
+			if ((err = shmkv_builder_new(&o, &b)) != 0)
+				snprintf(why, sizeof why, "cannot start the builder");
+			else if ((err = shmkv_builder_set_threads(b, threads)) ||
+				 (err = shmkv_builder_set_memory_limit(b, limit, tmpdir)) ||
+				 (err = shmkv_builder_check_output(b, out)))
+				snprintf(why, sizeof why, "%s", shmkv_builder_error(b));
+		}
+		for (Py_ssize_t j = 0; j < n && !err; j++)
+			err = join_fragment(b, PyBytes_AS_STRING(pb[j]), (uint64_t)j + 1, (uint64_t)n,
+					    dbs[j], why, sizeof why);
+		if (!err && (err = shmkv_builder_finish(b, out, &st)) != 0)
+			snprintf(why, sizeof why, "%s", shmkv_builder_error(b));
+		shmkv_builder_free(b);
+		Py_END_ALLOW_THREADS
+		result = err ? shmkvpy_raise(err, "join", why) : stats_dict(&st);
+	}
+	for (Py_ssize_t j = 0; j < n; j++) {
+		if (dbs && dbs[j])
+			shmkv_close(dbs[j]);
+		if (pb)
+			Py_XDECREF(pb[j]);
+	}
+	PyMem_Free(pb);
+	PyMem_Free(dbs);
+	Py_DECREF(outb);
+	Py_DECREF(seq);
+	return result;
+}
+
+PyObject *shmkvpy_part_of(PyObject *self, PyObject *args, PyObject *kw)
+{
+	(void)self;
+	static char *names[] = {"key", "buckets", "n", "seed", "hash_bits", NULL};
+	PyObject *key;
+	unsigned long long buckets, n, seed = SHMKV_DEFAULT_SEED;
+	unsigned hash_bits = 64;
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "OKK|$KI:part_of", names, &key, &buckets, &n,
+					 &seed, &hash_bits))
+		return NULL;
+	if (buckets < 1 || n < 1 || hash_bits < 1 || hash_bits > 64) {
+		PyErr_SetString(PyExc_ValueError,
+				"part_of: needs buckets >= 1, n >= 1 and 1 <= hash_bits <= 64");
+		return NULL;
+	}
+	const char *p;
+	Py_ssize_t len;
+	Py_buffer view;
+	if (shmkvpy_key(key, &p, &len, &view) < 0)
+		return NULL;
+	uint64_t bk = shmkv_home_bucket(shmkv_key_hash(seed, hash_bits, p, (size_t)len), buckets);
+	shmkvpy_key_release(&view);
+	return PyLong_FromUnsignedLongLong(shmkv_build_part_of(bk, n, buckets));
+}

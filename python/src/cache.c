@@ -1,0 +1,866 @@
+/* cache.c - shmkv.Cache: a read-only mapping over one image (open) or one
+ * loader-served cache (attach), its generations (Gen), and its iterators. */
+#include "shmkvpy.h"
+
+/* ---- Gen: one mapped generation ---- */
+
+static void gen_dealloc(GenObject *g)
+{
+	shmkv_close(g->db); /* unmaps: no Array or iterator of it is left */
+	PyObject_Free(g);
+}
+
+PyTypeObject GenType = {
+	PyVarObject_HEAD_INIT(NULL, 0)
+	.tp_name = "shmkv._Generation",
+	.tp_basicsize = sizeof(GenObject),
+	.tp_dealloc = (destructor)gen_dealloc,
+	.tp_flags = Py_TPFLAGS_DEFAULT,
+	.tp_doc = "One mapped generation of a cache (internal): unmapped when the last "
+		  "Cache, Array or iterator reading it goes.",
+};
+
+static GenObject *gen_new(shmkv *db)
+{
+	GenObject *g = PyObject_New(GenObject, &GenType);
+	if (!g) {
+		shmkv_close(db);
+		return NULL;
+	}
+	g->db = db;
+	return g;
+}
+
+/* ---- keys and values ---- */
+
+int shmkvpy_key(PyObject *key, const char **p, Py_ssize_t *n, Py_buffer *view)
+{
+	view->obj = NULL;
+	if (PyUnicode_Check(key)) {
+		*p = PyUnicode_AsUTF8AndSize(key, n); /* cached in the str: no copy */
+		return *p ? 0 : -1;
+	}
+	if (PyBytes_Check(key)) {
+		*p = PyBytes_AS_STRING(key);
+		*n = PyBytes_GET_SIZE(key);
+		return 0;
+	}
+	if (PyObject_CheckBuffer(key)) {
+		if (PyObject_GetBuffer(key, view, PyBUF_SIMPLE) < 0)
+			return -1;
+		*p = (const char *)view->buf;
+		*n = view->len;
+		return 0;
+	}
+	PyErr_Format(PyExc_TypeError, "shmkv keys are str or bytes-like, not %.100s",
+		     Py_TYPE(key)->tp_name);
+	return -1;
+}
+
+void shmkvpy_key_release(Py_buffer *view)
+{
+	if (view->obj)
+		PyBuffer_Release(view);
+}
+
+static PyObject *corrupt_value(PyObject *key, const char *why)
+{
+	char what[160];
+	if (key)
+		PyOS_snprintf(what, sizeof what, "the value of %s",
+			      PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : "a key");
+	else
+		PyOS_snprintf(what, sizeof what, "a value");
+	if (PyErr_Occurred())
+		PyErr_Clear();
+	return shmkvpy_raise(SHMKV_ECORRUPT, what, why);
+}
+
+static PyObject *strlist_value(const shmkv_value *v, PyObject *key)
+{
+	shmkv_strlist l;
+	if (shmkv_value_strlist(v, &l) != 0)
+		return corrupt_value(key, "string list count does not fit the value");
+	size_t count = shmkv_strlist_count(&l);
+	PyObject *out = PyList_New((Py_ssize_t)count);
+	for (size_t i = 0; out && i < count; i++) {
+		size_t len;
+		const char *s = shmkv_strlist_at(&l, i, &len);
+		PyObject *x = s ? PyUnicode_DecodeUTF8(s, (Py_ssize_t)len, "strict") : NULL;
+		if (!x) {
+			Py_DECREF(out);
+			return corrupt_value(key, s ? "a string of the list is not UTF-8"
+						    : "a string of the list is damaged");
+		}
+		PyList_SET_ITEM(out, (Py_ssize_t)i, x);
+	}
+	return out;
+}
+
+PyObject *shmkvpy_value(GenObject *gen, const shmkv_value *v, PyObject *key)
+{
+	const void *d = v->data;
+	switch (v->type) {
+	case SHMKV_TYPE_BYTES: return PyBytes_FromStringAndSize(d, (Py_ssize_t)v->size);
+	case SHMKV_TYPE_STRING: {
+		PyObject *s = PyUnicode_DecodeUTF8(d, (Py_ssize_t)v->size, "strict");
+		return s ? s : corrupt_value(key, "string value is not UTF-8");
+	}
+	case SHMKV_TYPE_I64: return PyLong_FromLongLong(*(const int64_t *)d);
+	case SHMKV_TYPE_BOOL: return PyBool_FromLong(*(const uint8_t *)d);
+	case SHMKV_TYPE_F64: return PyFloat_FromDouble(*(const double *)d);
+	case SHMKV_TYPE_F32LIST:
+	case SHMKV_TYPE_F64LIST:
+	case SHMKV_TYPE_I64LIST: return shmkvpy_array_new(gen, (int)v->type, d, v->count);
+	case SHMKV_TYPE_STRLIST: return strlist_value(v, key);
+	default: return corrupt_value(key, "unknown value type");
+	}
+}
+
+/* ---- Cache ---- */
+
+static int live(CacheObject *c)
+{
+	if (c->gen)
+		return 1;
+	PyErr_SetString(PyExc_ValueError, "I/O operation on a closed shmkv.Cache");
+	return 0;
+}
+
+/* The key's value, or an exception (NotFound for an absent key unless
+ * missing_ok: then 1 with nothing raised). *gen receives a reference to the
+ * generation v lies in: converting v may run Python code (a collection, a
+ * finalizer, another thread), which may refresh or close the cache. */
+static int lookup(CacheObject *c, PyObject *key, shmkv_value *v, int missing_ok, GenObject **gen)
+{
+	const char *p;
+	Py_ssize_t n;
+	Py_buffer view;
+	/* the key first: a bytes-like key's buffer export may run Python code */
+	if (shmkvpy_key(key, &p, &n, &view) < 0)
+		return -1;
+	if (!live(c)) {
+		shmkvpy_key_release(&view);
+		return -1;
+	}
+	int err = shmkv_get(c->gen->db, p, (size_t)n, v);
+	shmkvpy_key_release(&view);
+	if (!err) {
+		*gen = (GenObject *)Py_NewRef(c->gen);
+		return 0;
+	}
+	if (err == SHMKV_ENOTFOUND) {
+		if (missing_ok)
+			return 1;
+		shmkvpy_not_found(key);
+	} else {
+		shmkvpy_raise(err, "get", NULL);
+	}
+	return -1;
+}
+
+/* v of gen as a Python object; drops the reference lookup() took */
+static PyObject *value_of(GenObject *gen, const shmkv_value *v, PyObject *key)
+{
+	PyObject *r = shmkvpy_value(gen, v, key);
+	Py_DECREF(gen);
+	return r;
+}
+
+static PyObject *cache_subscript(CacheObject *c, PyObject *key)
+{
+	shmkv_value v;
+	GenObject *g;
+	if (lookup(c, key, &v, 0, &g))
+		return NULL;
+	return value_of(g, &v, key);
+}
+
+static int cache_contains(CacheObject *c, PyObject *key)
+{
+	shmkv_value v;
+	GenObject *g;
+	int r = lookup(c, key, &v, 1, &g);
+	if (!r)
+		Py_DECREF(g);
+	return r < 0 ? -1 : !r;
+}
+
+static Py_ssize_t cache_len(CacheObject *c)
+{
+	if (!live(c))
+		return -1;
+	return (Py_ssize_t)shmkv_header(c->gen->db)->entry_count;
+}
+
+static PyObject *cache_get(CacheObject *c, PyObject *const *args, Py_ssize_t nargs)
+{
+	if (nargs < 1 || nargs > 2) {
+		PyErr_SetString(PyExc_TypeError, "get(key, default=None)");
+		return NULL;
+	}
+	shmkv_value v;
+	GenObject *g;
+	int r = lookup(c, args[0], &v, 1, &g);
+	if (r < 0)
+		return NULL;
+	if (r)
+		return Py_NewRef(nargs > 1 ? args[1] : Py_None);
+	return value_of(g, &v, args[0]);
+}
+
+static PyObject *typed(CacheObject *c, PyObject *key, unsigned type)
+{
+	shmkv_value v;
+	GenObject *g;
+	if (lookup(c, key, &v, 0, &g))
+		return NULL;
+	if (v.type != type) {
+		Py_DECREF(g);
+		PyErr_Format(shmkvpy_TypeMismatch, "%R holds a %s value, not %s (SHMKV_ETYPE)", key,
+			     shmkv_type_name(v.type), shmkv_type_name(type));
+		return NULL;
+	}
+	return value_of(g, &v, key);
+}
+
+#define TYPED(NAME, TYPE)                                                                  \
+	static PyObject *cache_get_##NAME(CacheObject *c, PyObject *key)                   \
+	{                                                                                  \
+		return typed(c, key, TYPE);                                                \
+	}
+TYPED(str, SHMKV_TYPE_STRING)
+TYPED(bytes, SHMKV_TYPE_BYTES)
+TYPED(i64, SHMKV_TYPE_I64)
+TYPED(f64, SHMKV_TYPE_F64)
+TYPED(bool, SHMKV_TYPE_BOOL)
+TYPED(f32list, SHMKV_TYPE_F32LIST)
+TYPED(f64list, SHMKV_TYPE_F64LIST)
+TYPED(i64list, SHMKV_TYPE_I64LIST)
+TYPED(strlist, SHMKV_TYPE_STRLIST)
+
+static PyObject *cache_type_of(CacheObject *c, PyObject *key)
+{
+	shmkv_value v;
+	GenObject *g;
+	if (lookup(c, key, &v, 0, &g))
+		return NULL;
+	Py_DECREF(g);
+	return PyUnicode_FromString(shmkv_type_name(v.type));
+}
+
+/* ---- get_many ---- */
+
+/* out's element format for a list type, or 0 */
+static int out_type(const Py_buffer *b)
+{
+	const char *f = b->format ? b->format : "B";
+	if (*f == '@' || *f == '=' || *f == '<')
+		f++;
+	if (f[0] && f[1])
+		return 0;
+	if (*f == 'f' && b->itemsize == 4)
+		return SHMKV_TYPE_F32LIST;
+	if (*f == 'd' && b->itemsize == 8)
+		return SHMKV_TYPE_F64LIST;
+	if ((*f == 'q' || *f == 'l') && b->itemsize == 8)
+		return SHMKV_TYPE_I64LIST;
+	return 0;
+}
+
+enum { ROW_OK, ROW_MISSING, ROW_TYPE, ROW_LEN };
+
+/* Copies found rows into out, fills absent ones; status[i] says which. */
+static void fill_rows(const Py_buffer *out, int type, const shmkv_value *vs, const int *errs,
+		      size_t n, double fill, unsigned char *status)
+{
+	size_t dim = (size_t)out->shape[1], row = dim * (size_t)out->itemsize;
+	for (size_t i = 0; i < n; i++) {
+		char *dst = (char *)out->buf + i * row;
+		if (errs[i] == 0 && vs[i].type == (unsigned)type && vs[i].count == dim) {
+			memcpy(dst, vs[i].data, row);
+			status[i] = ROW_OK;
+			continue;
+		}
+		status[i] = errs[i] ? ROW_MISSING : vs[i].type != (unsigned)type ? ROW_TYPE : ROW_LEN;
+		for (size_t j = 0; j < dim; j++) {
+			if (type == SHMKV_TYPE_F32LIST)
+				((float *)dst)[j] = (float)fill;
+			else if (type == SHMKV_TYPE_F64LIST)
+				((double *)dst)[j] = fill;
+			else
+				((int64_t *)dst)[j] = (int64_t)fill;
+		}
+	}
+}
+
+#define STACK_KEYS 64
+
+static PyObject *cache_get_many(CacheObject *c, PyObject *args, PyObject *kw)
+{
+	static char *names[] = {"keys", "default", "out", "fill", NULL};
+	PyObject *keys, *dflt = Py_None, *outobj = Py_None, *fillobj = Py_None;
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O$OO:get_many", names, &keys, &dflt,
+					 &outobj, &fillobj))
+		return NULL;
+	if (!live(c))
+		return NULL;
+	PyObject *seq = PySequence_Fast(keys, "get_many: keys must be a sequence (list, tuple)");
+	if (!seq)
+		return NULL;
+	size_t n = (size_t)PySequence_Fast_GET_SIZE(seq);
+	PyObject **items = PySequence_Fast_ITEMS(seq);
+	shmkv_key ks0[STACK_KEYS], *ks = ks0;
+	shmkv_value vs0[STACK_KEYS], *vs = vs0;
+	int errs0[STACK_KEYS], *errs = errs0;
+	unsigned char st0[STACK_KEYS], *status = st0;
+	Py_buffer *views = NULL; /* for bytes-like keys other than str and bytes */
+	Py_buffer out = {0};
+	PyObject *result = NULL;
+	size_t nviews = 0;
+	if (n > STACK_KEYS) {
+		ks = PyMem_Malloc(n * sizeof *ks);
+		vs = PyMem_Malloc(n * sizeof *vs);
+		errs = PyMem_Malloc(n * sizeof *errs);
+		status = PyMem_Malloc(n);
+		if (!ks || !vs || !errs || !status) {
+			PyErr_NoMemory();
+			goto done;
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		PyObject *k = items[i];
+		Py_buffer tmp;
+		Py_ssize_t len;
+		const char *p;
+		if (PyUnicode_Check(k) || PyBytes_Check(k)) {
+			if (shmkvpy_key(k, &p, &len, &tmp) < 0)
+				goto done;
+		} else {
+			if (!views && !(views = PyMem_Calloc(n, sizeof *views))) {
+				PyErr_NoMemory();
+				goto done;
+			}
+			if (shmkvpy_key(k, &p, &len, &views[nviews]) < 0)
+				goto done;
+			nviews++;
+		}
+		ks[i].data = p;
+		ks[i].len = (size_t)len;
+	}
+	int type = 0;
+	double fill = 0;
+	if (outobj != Py_None) {
+		if (PyObject_GetBuffer(outobj, &out, PyBUF_WRITABLE | PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) <
+		    0)
+			goto done;
+		type = out_type(&out);
+		if (out.ndim != 2 || (size_t)out.shape[0] != n || !type) {
+			PyErr_Format(PyExc_ValueError,
+				     "get_many: out must be a writable C-contiguous 2-D array of "
+				     "float32, float64 or int64 with one row per key (%zu rows)", n);
+			goto done;
+		}
+		fill = type == SHMKV_TYPE_I64LIST ? 0.0 : (double)NAN;
+		if (fillobj != Py_None && (fill = PyFloat_AsDouble(fillobj)) == -1.0 &&
+		    PyErr_Occurred())
+			goto done;
+	}
+	if (!live(c)) /* a key's buffer export may have run Python code that closed it */
+		goto done;
+	GenObject *gen = (GenObject *)Py_NewRef(c->gen); /* mapped while the GIL is away */
+	Py_BEGIN_ALLOW_THREADS
+	shmkv_get_batch(gen->db, ks, n, vs, errs);
+	if (type)
+		fill_rows(&out, type, vs, errs, n, fill, status);
+	Py_END_ALLOW_THREADS
+	for (size_t i = 0; i < n; i++) {
+		if (errs[i] && errs[i] != SHMKV_ENOTFOUND) {
+			char what[64];
+			PyOS_snprintf(what, sizeof what, "get_many: key %zu", i);
+			shmkvpy_raise(errs[i], what, NULL);
+			Py_DECREF(gen);
+			goto done;
+		}
+	}
+	if (type) {
+		result = PyList_New(0);
+		for (size_t i = 0; result && i < n; i++) {
+			if (status[i] == ROW_TYPE || status[i] == ROW_LEN) {
+				PyErr_Format(status[i] == ROW_TYPE ? shmkvpy_TypeMismatch
+								   : PyExc_ValueError,
+					     "get_many: key %zu (%R) holds a %s of %zu elements; out "
+					     "takes %s rows of %zd", i, items[i],
+					     shmkv_type_name(vs[i].type), vs[i].count,
+					     shmkv_type_name((unsigned)type), out.shape[1]);
+				Py_CLEAR(result);
+			} else if (status[i] == ROW_MISSING) {
+				PyObject *x = PyLong_FromSize_t(i);
+				if (!x || PyList_Append(result, x) < 0)
+					Py_CLEAR(result);
+				Py_XDECREF(x);
+			}
+		}
+	} else {
+		result = PyList_New((Py_ssize_t)n);
+		for (size_t i = 0; result && i < n; i++) {
+			PyObject *x = errs[i] ? Py_NewRef(dflt) : shmkvpy_value(gen, &vs[i], items[i]);
+			if (!x)
+				Py_CLEAR(result);
+			else
+				PyList_SET_ITEM(result, (Py_ssize_t)i, x);
+		}
+	}
+	Py_DECREF(gen);
+done:
+	if (out.obj)
+		PyBuffer_Release(&out);
+	for (size_t i = 0; i < nviews; i++)
+		PyBuffer_Release(&views[i]);
+	PyMem_Free(views);
+	if (n > STACK_KEYS) {
+		PyMem_Free(ks);
+		PyMem_Free(vs);
+		PyMem_Free(errs);
+		PyMem_Free(status);
+	}
+	Py_DECREF(seq);
+	return result;
+}
+
+/* ---- generations ---- */
+
+static PyObject *cache_refresh(CacheObject *c, PyObject *unused)
+{
+	(void)unused;
+	if (!live(c))
+		return NULL;
+	if (!c->ctl)
+		Py_RETURN_FALSE; /* an image file: one generation */
+	/* acquire; pairs with the release store in lib/shmkv/ctl.h:shmkv_ctl_publish() */
+	uint64_t now = shmkv_ctl_generation(c->ctl);
+	if (now == shmkv_generation(c->gen->db))
+		Py_RETURN_FALSE;
+	if (now == c->failed_gen) /* that generation failed: not again until the next */
+		return shmkvpy_raise(c->failed_err, "refresh", NULL);
+	char why[512] = "";
+	shmkv *db;
+	int err;
+	Py_BEGIN_ALLOW_THREADS
+	err = shmkv_attach_diag(c->root, c->name, c->flags, &db, why, sizeof why);
+	Py_END_ALLOW_THREADS
+	if (err) {
+		if (err != -EAGAIN) {
+			c->failed_gen = now;
+			c->failed_err = err;
+		}
+		return shmkvpy_raise(err, "refresh", why);
+	}
+	GenObject *g = gen_new(db);
+	if (!g)
+		return NULL;
+	if (!c->gen) { /* closed by another thread while the GIL was away */
+		Py_DECREF(g);
+		live(c); /* raises ValueError */
+		return NULL;
+	}
+	/* the old generation stays mapped while an Array or iterator holds it */
+	Py_SETREF(c->gen, g);
+	Py_RETURN_TRUE;
+}
+
+static PyObject *cache_close(CacheObject *c, PyObject *unused)
+{
+	(void)unused;
+	Py_CLEAR(c->gen);
+	shmkv_ctl_close(c->ctl);
+	c->ctl = NULL;
+	Py_RETURN_NONE;
+}
+
+static PyObject *cache_enter(CacheObject *c, PyObject *unused)
+{
+	(void)unused;
+	if (!live(c))
+		return NULL;
+	return Py_NewRef(c);
+}
+
+static PyObject *cache_exit(CacheObject *c, PyObject *args)
+{
+	(void)args;
+	return cache_close(c, NULL);
+}
+
+static PyObject *get_generation(CacheObject *c, void *x)
+{
+	(void)x;
+	if (!live(c))
+		return NULL;
+	return PyLong_FromUnsignedLongLong(shmkv_generation(c->gen->db));
+}
+
+static PyObject *get_closed(CacheObject *c, void *x)
+{
+	(void)x;
+	return PyBool_FromLong(!c->gen);
+}
+
+static PyObject *get_mapping(CacheObject *c, void *x)
+{
+	(void)x;
+	if (!live(c))
+		return NULL;
+	const shmkv_image_header *h = shmkv_header(c->gen->db);
+	return Py_BuildValue("(NK)", PyLong_FromVoidPtr((void *)h),
+			     (unsigned long long)h->file_size);
+}
+
+static PyObject *get_image_name(CacheObject *c, void *x)
+{
+	(void)x;
+	if (!live(c))
+		return NULL;
+	const shmkv_image_header *h = shmkv_header(c->gen->db);
+	return PyUnicode_DecodeUTF8(h->name, (Py_ssize_t)strnlen(h->name, sizeof h->name),
+				    "replace");
+}
+
+static PyObject *get_cache_name(CacheObject *c, void *x)
+{
+	(void)x;
+	if (!c->name)
+		Py_RETURN_NONE;
+	return PyUnicode_FromString(c->name);
+}
+
+static PyObject *get_path(CacheObject *c, void *x)
+{
+	(void)x;
+	return Py_NewRef(c->path);
+}
+
+static PyObject *cache_repr(CacheObject *c)
+{
+	if (!c->gen)
+		return PyUnicode_FromString("<shmkv.Cache closed>");
+	if (c->name)
+		return PyUnicode_FromFormat("<shmkv.Cache %s generation %llu, %llu entries>",
+					    c->name,
+					    (unsigned long long)shmkv_generation(c->gen->db),
+					    (unsigned long long)shmkv_header(c->gen->db)->entry_count);
+	return PyUnicode_FromFormat("<shmkv.Cache %R, %llu entries>", c->path,
+				    (unsigned long long)shmkv_header(c->gen->db)->entry_count);
+}
+
+static void cache_dealloc(CacheObject *c)
+{
+	if (c->weakrefs)
+		PyObject_ClearWeakRefs((PyObject *)c);
+	Py_XDECREF(c->gen);
+	shmkv_ctl_close(c->ctl);
+	PyMem_Free(c->root);
+	PyMem_Free(c->name);
+	Py_XDECREF(c->path);
+	PyObject_Free(c);
+}
+
+/* ---- iteration ---- */
+
+typedef struct {
+	PyObject_HEAD
+	GenObject *gen;
+	shmkv_iter it;
+	int what; /* 0 keys, 1 values, 2 items */
+} CacheIterObject;
+
+static PyObject *iter_new(CacheObject *c, int what)
+{
+	if (!live(c))
+		return NULL;
+	CacheIterObject *i = PyObject_New(CacheIterObject, &CacheIterType);
+	if (!i)
+		return NULL;
+	i->gen = (GenObject *)Py_NewRef(c->gen);
+	i->what = what;
+	shmkv_iter_init(c->gen->db, &i->it);
+	return (PyObject *)i;
+}
+
+static PyObject *key_object(const void *k, size_t len)
+{
+	PyObject *s = PyUnicode_DecodeUTF8(k, (Py_ssize_t)len, "strict");
+	if (s || !PyErr_ExceptionMatches(PyExc_UnicodeDecodeError))
+		return s;
+	PyErr_Clear(); /* not UTF-8: the key as bytes */
+	return PyBytes_FromStringAndSize(k, (Py_ssize_t)len);
+}
+
+static PyObject *iter_next(CacheIterObject *i)
+{
+	const void *k;
+	size_t len;
+	shmkv_value v;
+	int err = shmkv_iter_next(&i->it, &k, &len, &v);
+	if (err == SHMKV_EEND)
+		return NULL; /* StopIteration */
+	if (err)
+		return shmkvpy_raise(err, "iteration", NULL);
+	if (i->what == 1)
+		return shmkvpy_value(i->gen, &v, NULL);
+	PyObject *key = key_object(k, len);
+	if (!key || i->what == 0)
+		return key;
+	PyObject *val = shmkvpy_value(i->gen, &v, key);
+	if (!val) {
+		Py_DECREF(key);
+		return NULL;
+	}
+	return Py_BuildValue("(NN)", key, val);
+}
+
+static void iter_dealloc(CacheIterObject *i)
+{
+	Py_XDECREF(i->gen);
+	PyObject_Free(i);
+}
+
+PyTypeObject CacheIterType = {
+	PyVarObject_HEAD_INIT(NULL, 0)
+	.tp_name = "shmkv.CacheIterator",
+	.tp_basicsize = sizeof(CacheIterObject),
+	.tp_dealloc = (destructor)iter_dealloc,
+	.tp_flags = Py_TPFLAGS_DEFAULT,
+	.tp_doc = "An iterator over a cache's keys, values or items, in image order. It reads "
+		  "the generation it started on to its end, across refresh().",
+	.tp_iter = PyObject_SelfIter,
+	.tp_iternext = (iternextfunc)iter_next,
+};
+
+static PyObject *cache_iter(CacheObject *c)
+{
+	return iter_new(c, 0);
+}
+
+static PyObject *cache_keys(CacheObject *c, PyObject *u)
+{
+	(void)u;
+	return iter_new(c, 0);
+}
+
+static PyObject *cache_values(CacheObject *c, PyObject *u)
+{
+	(void)u;
+	return iter_new(c, 1);
+}
+
+static PyObject *cache_items(CacheObject *c, PyObject *u)
+{
+	(void)u;
+	return iter_new(c, 2);
+}
+
+/* ---- open and attach ---- */
+
+static CacheObject *cache_new(shmkv *db, PyObject *path)
+{
+	CacheObject *c = PyObject_New(CacheObject, &CacheType);
+	if (!c) {
+		shmkv_close(db);
+		return NULL;
+	}
+	c->gen = NULL;
+	c->ctl = NULL;
+	c->root = c->name = NULL;
+	c->flags = 0;
+	c->failed_gen = 0;
+	c->failed_err = 0;
+	c->path = Py_NewRef(path);
+	c->weakrefs = NULL;
+	if (!(c->gen = gen_new(db))) {
+		Py_DECREF(c);
+		return NULL;
+	}
+	return c;
+}
+
+PyObject *shmkvpy_open(PyObject *self, PyObject *args, PyObject *kw)
+{
+	(void)self;
+	static char *names[] = {"path", "verify", "deep", "populate", "hugepages", NULL};
+	PyObject *pathobj, *bytes;
+	int verify = 1, deep = 0, populate = 0, huge = 0;
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$pppp:open", names, &pathobj, &verify, &deep,
+					 &populate, &huge))
+		return NULL;
+	if (!PyUnicode_FSConverter(pathobj, &bytes))
+		return NULL;
+	unsigned flags = (verify ? 0 : SHMKV_OPEN_NOVERIFY) | (deep ? SHMKV_OPEN_DEEP : 0) |
+			 (populate ? SHMKV_OPEN_POPULATE : 0) | (huge ? SHMKV_OPEN_HUGEPAGES : 0);
+	char why[512] = "";
+	shmkv *db = NULL;
+	int err;
+	Py_BEGIN_ALLOW_THREADS
+	err = shmkv_open_file_diag(PyBytes_AS_STRING(bytes), flags, &db, why, sizeof why);
+	Py_END_ALLOW_THREADS
+	Py_DECREF(bytes);
+	if (err)
+		return shmkvpy_raise(err, "open", why);
+	PyObject *p = PyOS_FSPath(pathobj);
+	if (!p) {
+		shmkv_close(db);
+		return NULL;
+	}
+	CacheObject *c = cache_new(db, p);
+	Py_DECREF(p);
+	return (PyObject *)c;
+}
+
+static char *dup_str(const char *s)
+{
+	size_t n = strlen(s) + 1;
+	char *d = PyMem_Malloc(n);
+	if (d)
+		memcpy(d, s, n);
+	return d;
+}
+
+PyObject *shmkvpy_attach(PyObject *self, PyObject *args, PyObject *kw)
+{
+	(void)self;
+	static char *names[] = {"name", "root", "verify", "deep", NULL};
+	const char *name, *root = NULL;
+	PyObject *rootobj = Py_None, *rootbytes = NULL;
+	int verify = 0, deep = 0;
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "s|O$pp:attach", names, &name, &rootobj, &verify,
+					 &deep))
+		return NULL;
+	if (rootobj != Py_None) {
+		if (!PyUnicode_FSConverter(rootobj, &rootbytes))
+			return NULL;
+		root = PyBytes_AS_STRING(rootbytes);
+	}
+	unsigned flags = (verify ? SHMKV_ATTACH_VERIFY : 0) | (deep ? SHMKV_OPEN_DEEP : 0);
+	char why[512] = "", what[160];
+	shmkv *db = NULL;
+	shmkv_ctl *ctl = NULL;
+	int err;
+	Py_BEGIN_ALLOW_THREADS
+	err = shmkv_attach_diag(root, name, flags, &db, why, sizeof why);
+	if (!err && (err = shmkv_ctl_open(root, name, 0, &ctl, why, sizeof why)) != 0)
+		shmkv_close(db);
+	Py_END_ALLOW_THREADS
+	PyOS_snprintf(what, sizeof what, "attach %s", name);
+	if (err) {
+		Py_XDECREF(rootbytes);
+		return shmkvpy_raise(err, what, why);
+	}
+	CacheObject *c = cache_new(db, Py_None);
+	if (c) {
+		c->ctl = ctl;
+		c->flags = flags;
+		c->name = dup_str(name);
+		c->root = root ? dup_str(root) : NULL;
+		if (!c->name || (root && !c->root)) {
+			Py_CLEAR(c);
+			PyErr_NoMemory();
+		}
+	} else {
+		shmkv_ctl_close(ctl);
+	}
+	Py_XDECREF(rootbytes);
+	return (PyObject *)c;
+}
+
+static PyMethodDef cache_methods[] = {
+	{"get", (PyCFunction)(void (*)(void))cache_get, METH_FASTCALL,
+	 "get(key, default=None)\n\nThe value of key, or default when it is absent."},
+	{"get_many", (PyCFunction)(void (*)(void))cache_get_many, METH_VARARGS | METH_KEYWORDS,
+	 "get_many(keys, default=None, *, out=None, fill=None)\n\n"
+	 "Looks up a sequence of keys in one batched, prefetched pass (shmkv_get_batch),\n"
+	 "with the GIL released. Returns a list of values (default for absent keys).\n"
+	 "With out: a writable C-contiguous 2-D array (e.g. numpy.empty((len(keys), d),\n"
+	 "numpy.float32)) of float32, float64 or int64; row i receives key i's f32list,\n"
+	 "f64list or i64list of d elements, absent keys' rows are set to fill (NaN for\n"
+	 "floats, 0 for int64, by default), and the list of those rows' indices is\n"
+	 "returned. A value of another type or length raises (TypeMismatch, ValueError)."},
+	{"get_str", (PyCFunction)cache_get_str, METH_O, "get_str(key) -> str\n\nTypeMismatch unless the value is a string."},
+	{"get_bytes", (PyCFunction)cache_get_bytes, METH_O, "get_bytes(key) -> bytes\n\nTypeMismatch unless the value is bytes."},
+	{"get_i64", (PyCFunction)cache_get_i64, METH_O, "get_i64(key) -> int\n\nTypeMismatch unless the value is an i64."},
+	{"get_f64", (PyCFunction)cache_get_f64, METH_O, "get_f64(key) -> float\n\nTypeMismatch unless the value is an f64."},
+	{"get_bool", (PyCFunction)cache_get_bool, METH_O, "get_bool(key) -> bool\n\nTypeMismatch unless the value is a bool."},
+	{"get_f32list", (PyCFunction)cache_get_f32list, METH_O, "get_f32list(key) -> Array\n\nZero-copy; TypeMismatch unless the value is an f32list."},
+	{"get_f64list", (PyCFunction)cache_get_f64list, METH_O, "get_f64list(key) -> Array\n\nZero-copy; TypeMismatch unless the value is an f64list."},
+	{"get_i64list", (PyCFunction)cache_get_i64list, METH_O, "get_i64list(key) -> Array\n\nZero-copy; TypeMismatch unless the value is an i64list."},
+	{"get_strlist", (PyCFunction)cache_get_strlist, METH_O, "get_strlist(key) -> list[str]\n\nTypeMismatch unless the value is a strlist."},
+	{"type_of", (PyCFunction)cache_type_of, METH_O, "type_of(key) -> str\n\nThe image's type name of key's value ('string', 'f32list', ...)."},
+	{"keys", (PyCFunction)cache_keys, METH_NOARGS, "keys() -> iterator\n\nThe keys in image order: str (UTF-8), or bytes for a key that is not UTF-8."},
+	{"values", (PyCFunction)cache_values, METH_NOARGS, "values() -> iterator\n\nThe values in image order."},
+	{"items", (PyCFunction)cache_items, METH_NOARGS, "items() -> iterator\n\n(key, value) pairs in image order."},
+	{"refresh", (PyCFunction)cache_refresh, METH_NOARGS,
+	 "refresh() -> bool\n\nMoves an attached cache to the generation its loader serves now: False\n"
+	 "when unchanged (one atomic load; always for an image file), True when moved.\n"
+	 "Values read before stay valid: an Array keeps its generation mapped. On an\n"
+	 "error the cache keeps serving its generation (Unavailable while the loader\n"
+	 "is mid-publish; a generation that failed is not tried again until the\n"
+	 "next)."},
+	{"close", (PyCFunction)cache_close, METH_NOARGS,
+	 "close()\n\nDrops this cache's generation; it is unmapped once no Array or iterator\n"
+	 "holds it. Any later use of the cache raises ValueError."},
+	{"__enter__", (PyCFunction)cache_enter, METH_NOARGS, "Returns the cache."},
+	{"__exit__", (PyCFunction)cache_exit, METH_VARARGS, "Closes the cache."},
+	{NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef cache_getset[] = {
+	{"generation", (getter)get_generation, NULL,
+	 "The generation served (0 for an image file).", NULL},
+	{"closed", (getter)get_closed, NULL, "True after close().", NULL},
+	{"mapping", (getter)get_mapping, NULL,
+	 "(address, size) of the current generation's image in this process.", NULL},
+	{"image_name", (getter)get_image_name, NULL, "The name stored in the image's header.", NULL},
+	{"name", (getter)get_cache_name, NULL, "The cache name given to attach(), else None.", NULL},
+	{"path", (getter)get_path, NULL, "The path given to open(), else None.", NULL},
+	{NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMappingMethods cache_as_mapping = {
+	.mp_length = (lenfunc)cache_len,
+	.mp_subscript = (binaryfunc)cache_subscript,
+};
+
+static PySequenceMethods cache_as_sequence = {
+	.sq_contains = (objobjproc)cache_contains,
+};
+
+PyTypeObject CacheType = {
+	PyVarObject_HEAD_INIT(NULL, 0)
+	.tp_name = "shmkv.Cache",
+	.tp_basicsize = sizeof(CacheObject),
+	.tp_dealloc = (destructor)cache_dealloc,
+	.tp_repr = (reprfunc)cache_repr,
+	.tp_as_mapping = &cache_as_mapping,
+	.tp_as_sequence = &cache_as_sequence,
+	.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_MAPPING,
+	.tp_weaklistoffset = offsetof(CacheObject, weakrefs),
+	.tp_iter = (getiterfunc)cache_iter,
+	.tp_methods = cache_methods,
+	.tp_getset = cache_getset,
+	.tp_doc =
+		"A read-only mapping over a shmkv image: shmkv.open(path) or\n"
+		"shmkv.attach(name, root=None).\n\n"
+		"  cache[key]            the value; NotFound (a KeyError) when absent\n"
+		"  key in cache, len(cache), cache.get(key, default=None)\n"
+		"  for key in cache / cache.keys() / .values() / .items()  (iterators)\n"
+		"  cache.get_str(key), .get_i64, .get_f64, .get_bool, .get_bytes,\n"
+		"    .get_f32list, .get_f64list, .get_i64list, .get_strlist:\n"
+		"    typed getters; TypeMismatch (a TypeError) on another type\n"
+		"  cache.get_many(keys, default=None, *, out=None)  batched, GIL released\n"
+		"  cache.refresh(), cache.generation  (attached caches)\n"
+		"  with shmkv.open(path) as cache: ...  (close() at the end)\n\n"
+		"Keys are str (looked up as UTF-8) or bytes-like. Values come back as\n"
+		"the image's type says: str, bytes, int, float, bool, list[str], and\n"
+		"shmkv.Array for numeric lists (zero-copy, read-only, buffer protocol).\n\n"
+		"Threads: any number of threads may read one Cache; refresh() and close()\n"
+		"may run meanwhile (a read in flight keeps its generation mapped).",
+};

@@ -1,0 +1,81 @@
+/* shmkvpy.h - what the files of the shmkv extension module share.
+ * The reader is lib/shmkv.h itself (header-only, compiled into the module);
+ * the builder is libshmkv-build's C API (builder/shmkv_build.h), linked in.
+ *
+ * Lifetime (python/README.md, "Generations"): a Gen object owns one reader
+ * handle, that is one mapped generation. A Cache points at its current Gen;
+ * every zero-copy Array and every iterator holds a reference to the Gen it
+ * reads, so a mapping is unmapped (shmkv_close) only when the last of them
+ * goes. Refresh never unmaps in place: it attaches a new handle and swaps
+ * the Cache's Gen.
+ *
+ * Threads: every object here is changed only with the GIL held; get_many
+ * and build release it around the C work, holding references to what that
+ * work reads. */
+#ifndef SHMKVPY_H
+#define SHMKVPY_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <shmkv.h>
+
+typedef struct {
+	PyObject_HEAD
+	shmkv *db; /* owned: closed (unmapped) in dealloc */
+} GenObject;
+
+typedef struct {
+	PyObject_HEAD
+	GenObject *gen;    /* the generation read now; NULL once closed */
+	shmkv_ctl *ctl;    /* attached caches: the control segment, for refresh */
+	char *root, *name; /* attached caches: what to attach again */
+	unsigned flags;
+	uint64_t failed_gen; /* a generation whose attach failed: not retried */
+	int failed_err;
+	PyObject *path;    /* opened file, or None */
+	PyObject *weakrefs;
+} CacheObject;
+
+typedef struct {
+	PyObject_HEAD
+	PyObject *owner;   /* the Gen whose mapping data lies in (or NULL: own copy) */
+	const void *data;
+	Py_ssize_t n;      /* elements */
+	Py_ssize_t itemsize;
+	char fmt[2];       /* struct format: "f", "d" or "q" */
+	int type;          /* SHMKV_TYPE_F32LIST, _F64LIST, _I64LIST */
+	Py_ssize_t exports; /* live buffer views */
+} ArrayObject;
+
+extern PyTypeObject GenType, CacheType, ArrayType, CacheIterType;
+
+/* errors.c */
+int shmkvpy_errors_init(PyObject *m);
+/* Raises the exception of err (a SHMKV_E* code or -errno) with the message
+ * "what: reason (NAME)" (what and reason may be NULL: reason defaults to
+ * shmkv_strerror's message); returns NULL. */
+PyObject *shmkvpy_raise(int err, const char *what, const char *reason);
+/* Raises NotFound (a KeyError) for key; returns NULL. */
+PyObject *shmkvpy_not_found(PyObject *key);
+extern PyObject *shmkvpy_TypeMismatch, *shmkvpy_BuildError, *shmkvpy_CorruptImage;
+
+/* cache.c */
+/* Key bytes of a str (UTF-8) or bytes-like object; view is filled for
+ * bytes-like objects other than bytes (release it with key_release). */
+int shmkvpy_key(PyObject *key, const char **p, Py_ssize_t *n, Py_buffer *view);
+void shmkvpy_key_release(Py_buffer *view);
+/* The Python object for value v read from gen (zero-copy Array for numeric
+ * lists). key names it in errors. */
+PyObject *shmkvpy_value(GenObject *gen, const shmkv_value *v, PyObject *key);
+
+/* array.c */
+PyObject *shmkvpy_array_new(GenObject *owner, int type, const void *data, size_t n);
+
+/* build.c */
+PyObject *shmkvpy_build(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *shmkvpy_build_file(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *shmkvpy_join(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *shmkvpy_part_of(PyObject *self, PyObject *args, PyObject *kw);
+
+#endif /* SHMKVPY_H */

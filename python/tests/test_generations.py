@@ -1,0 +1,105 @@
+"""Generations: attach to a cache served by shmkv-loader, refresh while
+zero-copy values are held, use them after, and see the old segment unmapped
+once the last of them goes."""
+import gc
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+import numpy as np
+import pytest
+import shmkv
+
+
+def wait_for(cond, seconds=60.0):
+    end = time.monotonic() + seconds
+    while True:
+        v = cond()
+        if v or time.monotonic() >= end:
+            return v
+        time.sleep(0.05)
+
+
+def mapped_segments(shm):
+    with open("/proc/self/maps") as f:
+        return {line.split()[-1] for line in f if shm in line}
+
+
+@pytest.fixture
+def served(tmp_path, loader):
+    root, spool = tmp_path / "root", tmp_path / "spool"
+    root.mkdir(mode=0o755)
+    spool.mkdir(mode=0o755)
+    shm = tempfile.mkdtemp(prefix="shmkv-py-", dir="/dev/shm")
+    os.chmod(shm, 0o755)
+    log = open(tmp_path / "loader.log", "w")
+    proc = subprocess.Popen([loader, "--root", str(root), "--spool", str(spool), "--shm-dir", shm,
+                             "--memory", "shm", "--foreground"], stderr=log)
+
+    def publish(gen_records):
+        tmp = tmp_path / "next.shmkv"
+        shmkv.build(tmp, gen_records)
+        os.rename(tmp, spool / "feat.shmkv")  # only a rename into the spool is picked up
+
+    try:
+        assert wait_for(lambda: (root / "control.sock").exists()), "the loader did not start"
+        yield str(root), shm, publish
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+        shutil.rmtree(shm, ignore_errors=True)
+
+
+def attach_when_ready(root):
+    def try_attach():
+        try:
+            return shmkv.attach("feat", root=root)
+        except (shmkv.CacheNotFound, shmkv.Unavailable):
+            return None
+    c = wait_for(try_attach)
+    assert c is not None, "the cache was not published within 60 s"
+    return c
+
+
+def test_refresh_keeps_views(served):
+    root, shm, publish = served
+    publish([("v", np.full(128, 1.0, np.float32)), ("s", "one")])
+    c = attach_when_ready(root)
+    g1 = c.generation
+    assert g1 >= 1 and c["s"] == "one" and c.refresh() is False
+    v1 = c["v"]
+    a1 = np.asarray(v1)
+    it = c.keys()
+    seg1 = mapped_segments(shm)
+    assert len(seg1) == 1
+    publish([("v", np.full(128, 2.0, np.float32)), ("s", "two"), ("t", 3)])
+    assert wait_for(lambda: c.refresh()), "no new generation within 60 s"
+    assert c.generation > g1 and c["s"] == "two" and c["t"] == 3
+    # the old values still read the old generation, which is still mapped
+    assert (a1 == 1.0).all() and v1[127] == 1.0 and sorted(it) == ["s", "v"]
+    assert mapped_segments(shm) > seg1
+    v2 = c["v"]
+    assert v2[0] == 2.0
+    del v1, it
+    gc.collect()
+    assert seg1 <= mapped_segments(shm)  # a1 still holds it
+    del a1
+    gc.collect()
+    assert not (seg1 & mapped_segments(shm)), "the old generation is still mapped"
+    assert v2[0] == 2.0
+    # RefreshEvery: one clock read between refreshes
+    pol = shmkv.RefreshEvery(c, 0.05)
+    publish([("s", "three")])
+    assert wait_for(lambda: pol.maybe_refresh() or None)
+    assert c["s"] == "three" and "v" not in c
+    c.close()
+    del v2
+    gc.collect()
+    assert not mapped_segments(shm)

@@ -1,0 +1,220 @@
+"""Reading: the mapping API, every value type, typed getters, get_many,
+errors and the zero-copy Array."""
+import array
+import os
+import gc
+
+import numpy as np
+import pytest
+import shmkv
+
+from conftest import SAMPLE, TREE, sample_records
+
+
+@pytest.fixture
+def image(tmp_path):
+    p = tmp_path / "t.shmkv"
+    shmkv.build(p, sample_records() + [("vec128", np.arange(128, dtype=np.float32))],
+                created=1700000000)
+    return p
+
+
+def test_installed_copy_not_tree():
+    if os.environ.get("SHMKV_INSTALLED") == "1":
+        assert not os.path.abspath(shmkv.__file__).startswith(os.path.join(TREE, "python"))
+
+
+def test_mapping_api(image):
+    with shmkv.open(image) as c:
+        assert len(c) == len(SAMPLE) + 1
+        for k, v in SAMPLE:
+            got = c[k]
+            if isinstance(got, shmkv.Array):
+                got = got.tolist()
+            assert got == v, k
+            assert k in c
+            assert c.get(k) is not None
+        assert "nope" not in c
+        assert c.get("nope") is None
+        assert c.get("nope", 7) == 7
+        with pytest.raises(KeyError) as e:
+            c["nope"]
+        assert isinstance(e.value, shmkv.NotFound) and isinstance(e.value, shmkv.Error)
+        assert e.value.args == ("nope",)
+        assert e.value.errname == "SHMKV_ENOTFOUND" and e.value.code == -31200
+        keys = list(c)
+        assert sorted(keys) == sorted([k for k, _ in SAMPLE] + ["vec128"])
+        assert sorted(c.keys()) == sorted(keys)
+        items = dict(c.items())
+        assert items["s"] == "héllo" and items["i"] == -42
+        assert len(list(c.values())) == len(keys)
+    assert c.closed
+    with pytest.raises(ValueError):
+        c["s"]
+
+
+def test_key_kinds(image):
+    c = shmkv.open(image)
+    for k in (b"s", bytearray(b"s"), memoryview(b"xsx")[1:2], array.array("B", b"s")):
+        assert c[k] == "héllo"
+    with pytest.raises(TypeError):
+        c[5]
+    with pytest.raises(shmkv.KeyTooLong):
+        c["k" * 70000]
+
+
+def test_types_exact(image):
+    c = shmkv.open(image)
+    assert type(c["i"]) is int and type(c["f"]) is float and c["t"] is True
+    assert type(c["b"]) is bytes and type(c["S"]) is list
+    assert c["F"].typecode == "f" and c["D"].typecode == "d" and c["I"].typecode == "q"
+    assert c.type_of("F") == "f32list" and c.type_of("s") == "string"
+
+
+@pytest.mark.parametrize("getter,key", [
+    ("get_str", "s"), ("get_bytes", "b"), ("get_i64", "i"), ("get_f64", "f"),
+    ("get_bool", "t"), ("get_f32list", "F"), ("get_f64list", "D"), ("get_i64list", "I"),
+    ("get_strlist", "S")])
+def test_typed_getters(image, getter, key):
+    c = shmkv.open(image)
+    getattr(c, getter)(key)  # its own type: fine
+    for other in ("s", "i", "f", "F", "D", "S", "t", "b", "I"):
+        if other == key:
+            continue
+        with pytest.raises(TypeError) as e:  # nothing is converted
+            getattr(c, getter)(other)
+        assert isinstance(e.value, shmkv.TypeMismatch)
+    with pytest.raises(KeyError):
+        getattr(c, getter)("nope")
+
+
+def test_zero_copy_128_f32(image):
+    """A 128-float f32 list comes back without a copy: its buffer lies
+    inside the image's mapping."""
+    c = shmkv.open(image)
+    v = c.get_f32list("vec128")
+    base, size = c.mapping
+    a = np.asarray(v)
+    addr = a.__array_interface__["data"][0]
+    assert base <= addr and addr + 128 * 4 <= base + size
+    assert addr == v.address
+    assert a.dtype == np.float32 and len(a) == 128 and a[127] == 127.0
+    assert not a.flags.writeable
+    m = memoryview(v)
+    assert m.readonly and m.format == "f" and m.nbytes == 512
+    with pytest.raises(ValueError):
+        np.frombuffer(v, dtype=np.float32).setflags(write=True)
+    with pytest.raises(TypeError):
+        memoryview(v).cast("B")[0] = 1
+    assert bytes(m)[:8] == np.array([0, 1], np.float32).tobytes()
+
+
+def test_get_many(image):
+    c = shmkv.open(image)
+    keys = ["s", "nope", b"i", "F"] * 40
+    got = c.get_many(keys, default="D")
+    assert len(got) == len(keys)
+    for k, g in zip(keys, got):
+        want = c.get(k, "D")
+        assert (g.tolist() if isinstance(g, shmkv.Array) else g) == \
+               (want.tolist() if isinstance(want, shmkv.Array) else want)
+
+
+def test_get_many_out(tmp_path):
+    p = tmp_path / "v.shmkv"
+    rows = {f"k{i}": np.full(4, i, np.float32) for i in range(100)}
+    shmkv.build(p, rows.items())
+    c = shmkv.open(p)
+    keys = [f"k{i}" for i in range(0, 120, 3)]
+    out = np.empty((len(keys), 4), np.float32)
+    missing = c.get_many(keys, out=out)
+    assert missing == [i for i, k in enumerate(keys) if k not in rows]
+    for i, k in enumerate(keys):
+        if k in rows:
+            assert (out[i] == rows[k]).all()
+        else:
+            assert np.isnan(out[i]).all()
+    arr, miss = shmkv.get_array(c, keys)
+    assert miss == missing and arr.dtype == np.float32 and (arr[0] == 0).all()
+    with pytest.raises(ValueError):  # rows of another length
+        c.get_many(keys, out=np.empty((len(keys), 5), np.float32))
+    with pytest.raises(TypeError):  # another type
+        c.get_many(keys, out=np.empty((len(keys), 4), np.float64))
+    with pytest.raises(ValueError):  # not one row per key
+        c.get_many(keys, out=np.empty((3, 4), np.float32))
+
+
+def test_lifetime_across_close(image):
+    """An Array keeps its generation mapped after close(); the mapping goes
+    with the last Array."""
+    def mapped():
+        with open("/proc/self/maps") as f:
+            return str(image) in f.read()
+    c = shmkv.open(image)
+    v = c["vec128"]
+    a = np.asarray(v)
+    it = c.items()
+    c.close()
+    assert mapped()
+    assert v[5] == 5.0 and a[6] == 6.0 and len(list(it)) == len(SAMPLE) + 1
+    del v, it
+    gc.collect()
+    assert mapped()  # a still holds a view
+    del a
+    gc.collect()
+    assert not mapped()
+
+
+def test_errors(tmp_path):
+    with pytest.raises(shmkv.OSFailure) as e:
+        shmkv.open(tmp_path / "missing")
+    assert e.value.errno == 2 and e.value.errname == "ENOENT" and isinstance(e.value, OSError)
+    junk = tmp_path / "junk"
+    junk.write_bytes(b"not an image" * 1000)
+    with pytest.raises(shmkv.CorruptImage) as e:
+        shmkv.open(junk)
+    assert e.value.errname == "SHMKV_EMAGIC" and "junk" in str(e.value)
+    with pytest.raises(shmkv.CacheNotFound):
+        shmkv.attach("nosuchcache", root=str(tmp_path))
+
+
+def test_threads_and_close(tmp_path):
+    """Threads reading one Cache (single gets, batches with the GIL released,
+    iteration, zero-copy values) while another closes it: each read either
+    answers right or raises ValueError (closed); values taken before stay
+    valid."""
+    import threading
+    p = tmp_path / "th.shmkv"
+    n = 5000
+    shmkv.build(p, ((f"k{i}", np.full(16, i, np.float32)) for i in range(n)))
+    for _ in range(3):
+        c = shmkv.open(p)
+        errors, held = [], []
+        start = threading.Barrier(5)
+
+        def reader(seed):
+            start.wait()
+            rnd = __import__("random").Random(seed)
+            try:
+                while True:
+                    i = rnd.randrange(n)
+                    v = c[f"k{i}"]
+                    assert v[0] == i
+                    vals = c.get_many([f"k{(i + j) % n}" for j in range(64)])
+                    assert vals[5][0] == (i + 5) % n
+                    held.append(vals[0])
+            except ValueError:
+                pass  # closed
+            except Exception as e:  # anything else is a failure
+                errors.append(e)
+
+        ts = [threading.Thread(target=reader, args=(s,)) for s in range(4)]
+        for t in ts:
+            t.start()
+        start.wait()
+        __import__("time").sleep(0.2)
+        c.close()
+        for t in ts:
+            t.join(60)
+        assert not errors, errors
+        assert held and all(len(v) == 16 for v in held[-100:])
