@@ -1,6 +1,7 @@
 /* json.c - the JSON writer, UTF-8 validation, base64 (see json.h). */
 #include "json.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -339,7 +340,24 @@ void json_base64(struct json *j, const char *key, const void *p, size_t n)
 
 /* ---- the loader's error replies ---- */
 
-char *json_error_code(const char *msg, int err)
+static const char *const reason_names[JSON_R_N_] = {
+	"failed", "no_cache", "bad_request", "not_permitted", "busy", "stopping",
+};
+
+const char *json_reason_name(enum json_reason r)
+{
+	return (unsigned)r < JSON_R_N_ ? reason_names[r] : reason_names[JSON_R_FAILED];
+}
+
+enum json_reason json_reason_parse(const char *name)
+{
+	for (int r = 0; name && r < JSON_R_N_; r++)
+		if (!strcmp(name, reason_names[r]))
+			return (enum json_reason)r;
+	return JSON_R_FAILED;
+}
+
+char *json_error_reason(const char *msg, int err, enum json_reason r)
 {
 	struct json j;
 	json_init(&j);
@@ -347,7 +365,26 @@ char *json_error_code(const char *msg, int err)
 	json_str(&j, "error", msg);
 	if (err)
 		json_str(&j, "code", shmkv_errname(err));
+	json_str(&j, "reason", json_reason_name(r));
 	return json_finish(&j);
+}
+
+char *json_error_code(const char *msg, int err)
+{
+	return json_error_reason(msg, err, JSON_R_FAILED);
+}
+
+char *json_no_cache(const char *name)
+{
+	char msg[SHMKV_CACHE_NAME_MAX * 4 + 32];
+	snprintf(msg, sizeof msg, "no cache \"%.*s\"", SHMKV_CACHE_NAME_MAX * 2, name);
+	return json_error_reason(msg, -ENOENT, JSON_R_NO_CACHE);
+}
+
+int json_reply_no_cache(char **reply, const char *name)
+{
+	*reply = json_no_cache(name);
+	return -ENOENT;
 }
 
 char *json_error(const char *msg)

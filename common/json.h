@@ -72,12 +72,34 @@ void json_null(struct json *j, const char *key);
 /* Writes text as is (a number the caller formatted). */
 void json_raw(struct json *j, const char *key, const char *text);
 
-/* The loader's failed reply {"ok": false, "error": msg}\n, malloc'd (NULL:
- * out of memory). */
+/* What kind of failure a loader reply is: its "reason" field, which clients
+ * test instead of the message text (lib/PROTOCOL.md, "Errors"). The one
+ * owner of these names for the loader and shmctl. */
+enum json_reason {
+	JSON_R_FAILED,        /* "failed": the operation failed; "code" says why */
+	JSON_R_NO_CACHE,      /* "no_cache": the named cache does not exist */
+	JSON_R_BAD_REQUEST,   /* "bad_request": unknown verb, wrong words, bad name */
+	JSON_R_NOT_PERMITTED, /* "not_permitted": a verb this peer's uid may not use */
+	JSON_R_BUSY,          /* "busy": over a connection limit; try again later */
+	JSON_R_STOPPING,      /* "stopping": the loader stops; the request was not run */
+	JSON_R_N_
+};
+const char *json_reason_name(enum json_reason r);
+/* The reason a reply names; JSON_R_FAILED for an unknown or missing one. */
+enum json_reason json_reason_parse(const char *name);
+
+/* The loader's failed reply {"ok": false, "error": msg, "reason": "failed"}\n,
+ * malloc'd (NULL: out of memory). */
 char *json_error(const char *msg);
-/* {"ok": false, "error": msg, "code": NAME}\n with NAME the symbolic name
- * of err: "ENOENT" for -ENOENT, "SHMKV_ECHECKSUM" for a shmkv code; no
- * "code" when err is 0. */
+/* {"ok": false, "error": msg, "code": NAME, "reason": R}\n with NAME the
+ * symbolic name of err (none when err is 0) and R the reason's name. */
+char *json_error_reason(const char *msg, int err, enum json_reason r);
+/* {"ok": false, "error": "no cache \"NAME\"", "code": "ENOENT", "reason":
+ * "no_cache"}\n; json_reply_no_cache() puts it in *reply and returns -ENOENT. */
+char *json_no_cache(const char *name);
+int json_reply_no_cache(char **reply, const char *name);
+/* json_error_reason(msg, err, JSON_R_FAILED): NAME is "ENOENT" for -ENOENT,
+ * "SHMKV_ECHECKSUM" for a shmkv code. */
 char *json_error_code(const char *msg, int err);
 /* The loader's verbs: *reply = json_error_code() of the formatted message
  * (at most 699 bytes); returns err. */

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sysmacros.h>
 
 #include "segname.h"
 
@@ -31,6 +32,41 @@ bool procmaps_parse_line(char *line, uint64_t *start, char **path, bool *deleted
 	}
 	*start = lo;
 	*path = p;
+	return true;
+}
+
+static const char *hex(const char *p, unsigned long long *v)
+{
+	unsigned long long x = 0;
+	const char *s = p;
+	for (;; p++) {
+		int d = *p >= '0' && *p <= '9' ? *p - '0' : *p >= 'a' && *p <= 'f' ? *p - 'a' + 10 : -1;
+		if (d < 0 || p - s >= 16)
+			break;
+		x = x * 16 + (unsigned)d;
+	}
+	*v = x;
+	return p > s ? p : NULL;
+}
+
+bool procmaps_line_id(const char *line, uint64_t *dev, uint64_t *ino)
+{
+	/* "lo-hi perms off MAJ:MIN inode path": the dev is the 4th field */
+	const char *p = line;
+	for (int f = 0; f < 3; f++) {
+		p = strchr(p, ' ');
+		if (!p)
+			return false;
+		p++;
+	}
+	unsigned long long maj, min, i = 0;
+	if (!(p = hex(p, &maj)) || *p != ':' || !(p = hex(p + 1, &min)) || *p != ' ' ||
+	    p[1] < '0' || p[1] > '9')
+		return false;
+	for (p++; *p >= '0' && *p <= '9'; p++)
+		i = i * 10 + (unsigned)(*p - '0');
+	*dev = (uint64_t)makedev((unsigned)maj, (unsigned)min);
+	*ino = i;
 	return true;
 }
 
@@ -70,7 +106,8 @@ int procmaps_scan_pid(long pid, const char *cache_prefix,
 		any_line = true;
 		if (!procmaps_parse_line(line, &s.start, &path, &s.deleted) || path[0] != '/')
 			continue;
-		if (!segname_match(strrchr(path, '/') + 1, cache_prefix, &s.loading))
+		if (!segname_match(strrchr(path, '/') + 1, cache_prefix, &s.loading) ||
+		    !procmaps_line_id(line, &s.dev, &s.ino))
 			continue;
 		s.path = path;
 		rc = fn(&s, arg);

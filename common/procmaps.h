@@ -11,6 +11,7 @@
 struct procmaps_seg {
 	const char *path; /* absolute; " (deleted)" stripped */
 	uint64_t start;   /* address of the mapping */
+	uint64_t dev, ino; /* the file's st_dev and st_ino: what identifies it */
 	bool deleted;     /* the file is unlinked (only mappings keep it) */
 	bool loading;     /* a *.loading file (the loader's load in progress) */
 };
@@ -19,6 +20,11 @@ struct procmaps_seg {
  * the start address and the path (" (deleted)" stripped, in place; "" for
  * an anonymous mapping). Returns false for other lines (smaps fields). */
 bool procmaps_parse_line(char *line, uint64_t *start, char **path, bool *deleted);
+
+/* The device (st_dev: makedev of the "MAJ:MIN" hex field) and inode of a
+ * maps line, without copying or parsing the rest; false for other lines.
+ * The loader matches mappings by these, never by name (loader/readers.c). */
+bool procmaps_line_id(const char *line, uint64_t *dev, uint64_t *ino);
 
 /* Calls fn(pid, arg) for every process in /proc, in directory order, until
  * fn returns non-zero (returned). Returns 0, or -errno when /proc cannot be

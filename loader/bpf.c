@@ -626,7 +626,7 @@ int op_bpf_export(struct loader *L, const char *name, const char *prefix, const 
 {
 	struct cache *c = cache_find(L, name);
 	if (!c)
-		return json_reply_error(reply, -ENOENT, "no cache \"%s\"", name);
+		return json_reply_no_cache(reply, name);
 	if (strlen(prefix) > BPF_PREFIX_MAX)
 		return json_reply_error(reply, -EINVAL, "prefix longer than %d bytes", BPF_PREFIX_MAX);
 	uint32_t mv = SHMKV_BPF_DEFAULT_VALUE_MAX;
@@ -672,7 +672,7 @@ int op_bpf_unexport(struct loader *L, const char *name, char **reply)
 {
 	struct cache *c = cache_find(L, name);
 	if (!c)
-		return json_reply_error(reply, -ENOENT, "no cache \"%s\"", name);
+		return json_reply_no_cache(reply, name);
 	int was = c->bpf.pinned;
 	char pin[PATH_MAX];
 	snprintf(pin, sizeof pin, "%s", c->bpf.pin);
@@ -773,9 +773,7 @@ char *bpf_status(struct loader *L, const char *name)
 	free(s);
 	if (name && !found) {
 		json_free(&j);
-		char msg[128];
-		snprintf(msg, sizeof msg, "no cache \"%s\"", name);
-		return json_error_code(msg, -ENOENT);
+		return json_no_cache(name);
 	}
 	return json_finish(&j);
 }

@@ -188,8 +188,4 @@ void cache_unlink_more(const struct cache *c, const struct seg_info *more, unsig
 /* adopt.c: restart; refuses (error in why) a root others can write */
 int adopt_all(struct loader *L, char *why, size_t why_len);
 
-/* readers.c */
-void readers_count(const char *prefix_name, const char *cur_path, pid_t self, unsigned *cur,
-		   unsigned *stale);
-
 #endif /* LOADER_LOADER_H */

@@ -24,7 +24,8 @@
 
 #define TMPFS_MAGIC_ 0x01021994
 
-enum { TAG_SIG = 1, TAG_SPOOL, TAG_LISTEN, TAG_DONE };
+/* the server's entries carry pointers instead (server_watch) */
+enum { TAG_SIG = 1, TAG_SPOOL, TAG_DONE };
 
 /* Command-line settings; they override the config file, also on SIGHUP. */
 struct cli {
@@ -293,7 +294,7 @@ static int startup(struct loader *L, struct loader_conf *conf, char *why, size_t
 		return err;
 	L->ep_fd = epoll_create1(EPOLL_CLOEXEC);
 	if (L->ep_fd < 0 || add_fd(L, L->sig_fd, TAG_SIG) || add_fd(L, L->spool_fd, TAG_SPOOL) ||
-	    add_fd(L, L->listen_fd, TAG_LISTEN) || add_fd(L, L->done_fd, TAG_DONE))
+	    server_watch(L) || add_fd(L, L->done_fd, TAG_DONE))
 		return diag_fail(-errno, why, why_len, "epoll: %s", strerror(errno));
 	worker_push(L, job_new(JOB_START, NULL));
 	spool_scan(L);
@@ -363,9 +364,6 @@ static void loop(struct loader *L, const struct cli *o)
 			case TAG_SPOOL:
 				spool_event(L);
 				break;
-			case TAG_LISTEN:
-				server_accept(L);
-				break;
 			case TAG_DONE:
 				for (struct done *d = worker_take_done(L), *nx; d; d = nx) {
 					nx = d->next;
@@ -374,7 +372,7 @@ static void loop(struct loader *L, const struct cli *o)
 				}
 				break;
 			default:
-				server_client_event(L, ev[i].data.ptr, ev[i].events);
+				server_event(L, ev[i].data.ptr, ev[i].events);
 				break;
 			}
 		}

@@ -15,6 +15,7 @@
 
 #include "json.h"
 #include "log.h"
+#include "readers.h"
 #include "status.h"
 
 /* One family: its HELP and TYPE, then one sample per cache from fn. */
@@ -221,19 +222,22 @@ static const struct family families[] = {
 };
 #define NFAMILIES (sizeof families / sizeof families[0])
 
-char *metrics_text(struct loader *L)
+int metrics_text(struct loader *L, char **out)
 {
+	*out = NULL;
+	/* reader counts come from the shared scan (readers.h): off this thread */
+	if (!readers_fresh(L))
+		return -EAGAIN;
 	pthread_mutex_lock(&L->lock);
 	size_t n = L->ncaches;
 	struct cache_snap *s = n ? calloc(n, sizeof *s) : NULL;
 	if (n && !s) {
 		pthread_mutex_unlock(&L->lock);
-		return NULL;
+		return -ENOMEM;
 	}
 	for (size_t i = 0; i < n; i++)
 		status_take(L->caches[i], &s[i]);
 	pthread_mutex_unlock(&L->lock);
-	/* readers: a /proc scan per cache, without the lock */
 	unsigned (*rd)[2] = n ? calloc(n, sizeof *rd) : NULL;
 	char *text = NULL;
 	size_t len = 0;
@@ -244,13 +248,14 @@ char *metrics_text(struct loader *L)
 		free(text);
 		free(rd);
 		free(s);
-		return NULL;
+		return -ENOMEM;
 	}
 	for (size_t i = 0; i < n; i++) {
-		char pfx[128];
-		snprintf(pfx, sizeof pfx, "%s%s-", L->prefix, s[i].c.name);
-		readers_count(pfx, s[i].c.have_cur ? s[i].c.cur.path : NULL, L->pid, &rd[i][0],
-			      &rd[i][1]);
+		struct readers_count c = {0};
+		/* any_path: fresh is enough (a scan may lag a publish by its TTL) */
+		readers_lookup(L, s[i].c.name, s[i].c.have_cur ? s[i].c.cur.path : "", true, &c);
+		rd[i][0] = c.cur;
+		rd[i][1] = c.stale;
 	}
 	fprintf(f, "# HELP shmkv_up 1 when shmkv-loader answers on its control socket\n"
 		   "# TYPE shmkv_up gauge\nshmkv_up 1\n"
@@ -272,7 +277,8 @@ char *metrics_text(struct loader *L)
 	}
 	free(rd);
 	free(s);
-	return text;
+	*out = text;
+	return text ? 0 : -ENOMEM;
 }
 
 static uint64_t now_ms(void)
@@ -282,8 +288,13 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+/* The file is due but waits for a reader scan (its end wakes the loop). */
+static int waiting_scan;
+
 int metrics_wait_ms(struct loader *L)
 {
+	if (waiting_scan)
+		return -1;
 	pthread_mutex_lock(&L->lock); /* L->conf: replaced by the worker (config reload) */
 	int on = L->conf->metrics_file[0] != 0;
 	pthread_mutex_unlock(&L->lock);
@@ -349,12 +360,21 @@ void metrics_tick(struct loader *L, int force)
 	 * themselves are read under L->lock */
 	int dirty = atomic_exchange_explicit(&L->metrics_dirty, 0, memory_order_relaxed);
 	uint64_t now = now_ms();
-	if (!path[0] || (!force && !dirty && now < L->metrics_due_ms))
+	if (!path[0]) {
+		waiting_scan = 0;
 		return;
-	L->metrics_due_ms = now + every;
+	}
+	if (!force && !dirty && !waiting_scan && now < L->metrics_due_ms)
+		return;
 	char why[PATH_MAX + 200] = "";
-	char *text = metrics_text(L);
-	int err = text ? write_file(path, text, why, sizeof why) : -ENOMEM;
+	char *text;
+	int err = metrics_text(L, &text);
+	waiting_scan = err == -EAGAIN;
+	if (waiting_scan)
+		return; /* written once the scan is in (readers.h) */
+	L->metrics_due_ms = now + every;
+	if (!err)
+		err = write_file(path, text, why, sizeof why);
 	free(text);
 	if (err && !why[0])
 		snprintf(why, sizeof why, "metrics: out of memory");
@@ -368,17 +388,20 @@ void metrics_tick(struct loader *L, int force)
 	pthread_mutex_unlock(&L->lock);
 }
 
-char *metrics_reply(struct loader *L)
+int metrics_reply(struct loader *L, char **reply)
 {
-	char *text = metrics_text(L);
-	if (!text)
-		return NULL;
+	char *text;
+	int err = metrics_text(L, &text);
+	*reply = NULL;
+	if (err)
+		return err;
 	struct json j;
 	json_init(&j);
 	json_bool(&j, "ok", 1);
 	json_str(&j, "text", text);
 	free(text);
-	return json_finish(&j);
+	*reply = json_finish(&j);
+	return *reply ? 0 : -ENOMEM;
 }
 
 void metrics_stop(struct loader *L)

@@ -20,7 +20,7 @@ int op_reload(struct loader *L, const char *name, char **reply)
 	struct cache *c = cache_find(L, name);
 	const struct cache_def *d = conf_find(L->conf, name);
 	if (!d && !c) {
-		return json_reply_error(reply, -ENOENT, "no cache \"%s\"", name);
+		return json_reply_no_cache(reply, name);
 	}
 	if (!d || !d->c.source[0]) {
 		return json_reply_error(reply, -ENOENT,
@@ -37,7 +37,7 @@ int op_rollback(struct loader *L, const char *name, char **reply)
 	struct cache *c = cache_find(L, name);
 	char why[400];
 	if (!c) {
-		return json_reply_error(reply, -ENOENT, "no cache \"%s\"", name);
+		return json_reply_no_cache(reply, name);
 	}
 	if (!c->have_rb || !c->ctl.map) {
 		return json_reply_error(reply, -ENOENT, "cache %s has no rollback segment", name);
@@ -100,7 +100,7 @@ int op_drop(struct loader *L, const char *name, char **reply)
 {
 	struct cache *c = cache_find(L, name);
 	if (!c) {
-		return json_reply_error(reply, -ENOENT, "no cache \"%s\"", name);
+		return json_reply_no_cache(reply, name);
 	}
 	uint64_t gen = ctl_generation(&c->ctl);
 	/* the ctl first: a reader attaching now finds no cache rather than a

@@ -140,6 +140,26 @@ static int private_dir(int bfd, char name[sizeof SEG_DIR_NAME + 8])
 	return -EEXIST;
 }
 
+/* The private directory last used per base (a hugetlbfs mount, shm_dir).
+ * seg_dir_open runs on one thread at a time: at startup, then the worker. */
+struct private_dir_seen {
+	char base[PATH_MAX];
+	char name[NAME_MAX + 1]; /* "" none yet */
+};
+static struct private_dir_seen private_dirs[8];
+
+static struct private_dir_seen *private_dir_of(const char *base)
+{
+	for (size_t i = 0; i < sizeof private_dirs / sizeof private_dirs[0]; i++) {
+		struct private_dir_seen *p = &private_dirs[i];
+		if (!p->base[0] && strlen(base) < sizeof p->base)
+			snprintf(p->base, sizeof p->base, "%s", base);
+		if (!strcmp(p->base, base))
+			return p;
+	}
+	return NULL; /* more bases than slots: read the directory as before */
+}
+
 int seg_dir_open(const char *base, char *out, size_t out_len, char *why, size_t why_len)
 {
 	char refused[400], w[400];
@@ -164,11 +184,15 @@ int seg_dir_open(const char *base, char *out, size_t out_len, char *why, size_t 
 		return fd;
 	}
 	/* someone else holds the name: a private directory of ours instead; an
-	 * earlier one is reused so that a restart finds every segment */
-	DIR *d = fdopendir(dup(bfd));
+	 * earlier one is reused so that a restart finds every segment. The one
+	 * found last in this base is tried first: a load then costs the same
+	 * whatever other names base holds (200k names made each load 200 ms) */
+	struct private_dir_seen *pd = private_dir_of(base);
+	if (pd && pd->name[0] && (fd = open_trusted_dir(bfd, base, pd->name, w, sizeof w)) >= 0)
+		snprintf(out, out_len, "%s/%s", base, pd->name);
+	DIR *d = fd < 0 ? fdopendir(dup(bfd)) : NULL;
 	struct dirent *e;
 	while (d && fd < 0 && (e = readdir(d))) {
-		char w[256];
 		if (strcmp(e->d_name, SEG_DIR_NAME) && is_dir_name(e->d_name) &&
 		    (fd = open_trusted_dir(bfd, base, e->d_name, w, sizeof w)) >= 0)
 			snprintf(out, out_len, "%s/%s", base, e->d_name);
@@ -195,6 +219,8 @@ int seg_dir_open(const char *base, char *out, size_t out_len, char *why, size_t 
 		char q[512];
 		log_err("segment directory refused: %s; using %s", log_quote(q, sizeof q, refused),
 			out);
+		if (pd)
+			snprintf(pd->name, sizeof pd->name, "%s", strrchr(out, '/') + 1);
 	}
 	return fd;
 }

@@ -1,13 +1,24 @@
 /* server.c - the control socket ROOT/control.sock (protocol: README.md).
- * Main thread only. */
+ * Main thread only.
+ *
+ * Shared fairly (README.md, "Control socket limits"): connections are bounded
+ * per uid and in all, with a share kept for root and the loader's uid; each
+ * connection runs at most a budget of requests per turn of the loop, root's
+ * first; a peer that does not read its replies is not read either; reader
+ * counts come from readers.c's scan on its own thread, so no request waits
+ * for /proc on this one. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/timerfd.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -18,34 +29,99 @@
 #include "json.h"
 #include "log.h"
 #include "metrics.h"
+#include "readers.h"
 #include "status.h"
 #include "worker.h"
 
-#define LINE_MAX_ 8192       /* longest request line */
+#define LINE_MAX_ 8192        /* longest request line */
 #define MAX_WORDS 4
-#define OUT_MAX_ (1u << 20) /* replies held for a peer that does not read them:
-			     * beyond this, its requests wait (no EPOLLIN) */
+#define OUT_MAX_ (128u << 10) /* replies held for a peer that does not read them:
+			       * beyond this, its requests wait (no EPOLLIN) */
+#define ACCEPT_BATCH 64       /* connections taken per turn of the loop */
+#define PAUSE_MS 200          /* accept paused this long when out of descriptors */
+
+/* Every epoll entry of this file points at a struct whose first member is
+ * its kind (main.c hands them to server_event). */
+enum item_kind { IT_CLIENT = 0x5e1, IT_LISTEN, IT_TIMER, IT_SCAN, IT_MORE };
+struct item {
+	enum item_kind kind;
+};
 
 struct client {
+	struct item it; /* first: IT_CLIENT */
 	uint64_t id;
 	int fd;
 	char *in;
 	size_t in_len, in_cap;
 	char *out;
 	size_t out_len, out_cap;
-	int pending; /* a job's reply is awaited: later lines wait */
+	char *held;  /* a request waiting for a reader scan (pending too) */
+	int pending; /* a job's reply (or a scan) is awaited: later lines wait */
 	int eof;     /* the peer closed its side */
 	int bad;     /* close once the output is flushed */
 	int gone;    /* hung up while a job runs: out of the epoll set */
 	int dead;    /* closed; freed by server_reap() after the event batch */
+	int queued;  /* on the ready list: complete lines left after its budget */
+	int priv;    /* root or the loader's uid */
 	uid_t uid;   /* the peer's (SO_PEERCRED at accept); (uid_t)-1 unknown */
-	struct client *next;
+	struct client *next, *next_ready;
 };
 
-static struct client *clients, *graveyard;
+static struct client *clients, *graveyard, *ready;
 static uint64_t next_id = 1;
+static struct item it_listen = {IT_LISTEN}, it_timer = {IT_TIMER}, it_scan = {IT_SCAN},
+		   it_more = {IT_MORE};
+static int timer_fd = -1, more_fd = -1, spare_fd = -1, paused;
+
+/* The limits, fixed by server_open() from RLIMIT_NOFILE (README.md). */
+struct limits {
+	unsigned per_uid, others, priv; /* connections */
+	unsigned n_others, n_priv;      /* open now */
+	unsigned rlimit, reserve;
+};
+/* Connections of a uid other than root's and ours. */
+struct uid_count {
+	uid_t uid;
+	unsigned n;
+};
+static struct limits lim;
+static struct uid_count *uids; /* at most lim.others + 1 uids */
+static unsigned nuids;
 
 #define SOCK_NAME "control.sock"
+
+/* ---- descriptors and limits ---- */
+
+static void plan_limits(void)
+{
+	struct rlimit rl;
+	unsigned want = SERVER_CONN_OTHERS + SERVER_CONN_PRIV + SERVER_FD_RESERVE + 64;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur < want) {
+		rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	unsigned cur = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 1u << 20
+			       ? (unsigned)rl.rlim_cur : 1u << 20;
+	/* descriptors open now (the spool, signals, the lock, ...) plus what
+	 * loads, scans and BPF exports take: never given to clients */
+	unsigned base = (unsigned)dup(0) + 1;
+	if (base > 0)
+		close((int)base - 1);
+	lim.rlimit = cur;
+	lim.reserve = cur / 4 < SERVER_FD_RESERVE ? cur / 4 : SERVER_FD_RESERVE;
+	unsigned room = cur > base + lim.reserve ? cur - base - lim.reserve : 0;
+	lim.priv = room < SERVER_CONN_PRIV ? room / 2 : SERVER_CONN_PRIV;
+	room -= lim.priv;
+	lim.others = room < SERVER_CONN_OTHERS ? room : SERVER_CONN_OTHERS;
+	lim.per_uid = lim.others < SERVER_CONN_PER_UID ? lim.others : SERVER_CONN_PER_UID;
+	char us[32] = "";
+	if (geteuid() != 0)
+		snprintf(us, sizeof us, " and uid %u", (unsigned)geteuid());
+	log_info("control socket limits: %u connections per uid, %u for all uids but root%s, "
+		 "%u more for root%s; %u descriptors kept for loads (RLIMIT_NOFILE %u)",
+		 lim.per_uid, lim.others, us, lim.priv, us, lim.reserve, cur);
+}
 
 int server_open(struct loader *L, char *why, size_t why_len)
 {
@@ -80,24 +156,83 @@ int server_open(struct loader *L, char *why, size_t why_len)
 				  strerror(errno));
 		goto out;
 	}
-	if (listen(L->listen_fd, 64) != 0)
+	if (listen(L->listen_fd, 128) != 0) {
 		err = diag_fail(-errno, why, why_len, "listen: %s", strerror(errno));
+		goto out;
+	}
+	/* the reserve descriptor: given up for one accept when out of them */
+	spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	more_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (spare_fd < 0 || timer_fd < 0 || more_fd < 0) {
+		err = diag_fail(-errno, why, why_len, "control socket descriptors: %s",
+				  strerror(errno));
+		goto out;
+	}
+	plan_limits();
+	uids = calloc(lim.others + 1, sizeof *uids);
+	if (!uids) {
+		err = diag_fail(-ENOMEM, why, why_len, "out of memory");
+		goto out;
+	}
+	err = readers_start(L, why, why_len);
 out:
 	close(dirfd);
 	return err;
 }
 
+static int watch(struct loader *L, int fd, struct item *it)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = it};
+	return epoll_ctl(L->ep_fd, EPOLL_CTL_ADD, fd, &ev);
+}
+
+int server_watch(struct loader *L)
+{
+	if (watch(L, L->listen_fd, &it_listen) || watch(L, timer_fd, &it_timer) ||
+	    watch(L, readers_fd(), &it_scan) || watch(L, more_fd, &it_more))
+		return -errno;
+	return 0;
+}
+
+static void listen_pause(struct loader *L, int on)
+{
+	if (paused == on)
+		return;
+	paused = on;
+	struct epoll_event ev = {.events = on ? 0 : EPOLLIN, .data.ptr = &it_listen};
+	epoll_ctl(L->ep_fd, EPOLL_CTL_MOD, L->listen_fd, &ev);
+	struct itimerspec ts = {.it_value = {.tv_nsec = on ? PAUSE_MS * 1000000L : 0}};
+	timerfd_settime(timer_fd, 0, &ts, NULL);
+}
+
+static struct uid_count *uid_slot(uid_t uid, int add)
+{
+	for (unsigned i = 0; i < nuids; i++)
+		if (uids[i].uid == uid)
+			return &uids[i];
+	if (!add || nuids > lim.others)
+		return NULL;
+	uids[nuids] = (struct uid_count){uid, 0};
+	return &uids[nuids++];
+}
+
+/* ---- clients ---- */
+
 static void update(struct loader *L, struct client *c)
 {
 	struct epoll_event ev = {.events = 0, .data.ptr = c};
-	if (!c->pending && !c->eof && !c->bad && c->out_len < OUT_MAX_)
+	/* input waits while complete lines do (the budget), so a flood stays in
+	 * the peer's socket buffer, not in ours */
+	if (!c->pending && !c->eof && !c->bad && c->out_len < OUT_MAX_ &&
+	    !(c->in_len && memchr(c->in, '\n', c->in_len)))
 		ev.events |= EPOLLIN;
 	if (c->out_len)
 		ev.events |= EPOLLOUT;
 	epoll_ctl(L->ep_fd, EPOLL_CTL_MOD, c->fd, &ev);
 }
 
-static void drop_client(struct client *c)
+static void drop_client(struct loader *L, struct client *c)
 {
 	for (struct client **p = &clients; *p; p = &(*p)->next) {
 		if (*p == c) {
@@ -105,9 +240,24 @@ static void drop_client(struct client *c)
 			break;
 		}
 	}
+	for (struct client **p = &ready; *p; p = &(*p)->next_ready) {
+		if (*p == c) {
+			*p = c->next_ready;
+			break;
+		}
+	}
 	close(c->fd); /* also leaves the epoll set */
 	c->fd = -1;
 	c->dead = 1;
+	if (c->priv) {
+		lim.n_priv--;
+	} else {
+		lim.n_others--;
+		struct uid_count *u = uid_slot(c->uid, 0);
+		if (u && --u->n == 0)
+			*u = uids[--nuids];
+	}
+	listen_pause(L, 0); /* a descriptor is free again */
 	/* later events of this batch may still name it: freed by server_reap() */
 	c->next = graveyard;
 	graveyard = c;
@@ -120,41 +270,108 @@ void server_reap(void)
 		graveyard = c->next;
 		free(c->in);
 		free(c->out);
+		free(c->held);
 		free(c);
 	}
 }
 
-void server_accept(struct loader *L)
+/* Says why in one line (the socket buffer of a new connection takes it) and
+ * closes. */
+static void refuse(int fd, const char *msg)
 {
-	for (;;) {
+	char *line = json_error_reason(msg, -EUSERS, JSON_R_BUSY);
+	if (line) {
+		ssize_t w = send(fd, line, strlen(line), MSG_DONTWAIT | MSG_NOSIGNAL);
+		(void)w;
+		free(line);
+	}
+	close(fd);
+}
+
+/* Out of descriptors: the reserve one lets us take the connection and say
+ * so, which empties the backlog (a readable listener whose accept fails would
+ * spin the loop); without it, accept pauses until a descriptor is freed. */
+static void out_of_fds(struct loader *L, int err)
+{
+	log_warn("control socket: accept: %s (RLIMIT_NOFILE %u)", strerror(err), lim.rlimit);
+	if (spare_fd >= 0) {
+		close(spare_fd);
+		int fd = accept4(L->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd >= 0)
+			refuse(fd, "the loader is out of file descriptors; try again later");
+		spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	}
+	if (spare_fd < 0)
+		listen_pause(L, 1);
+}
+
+static int admit(struct client *c, char *msg, size_t len)
+{
+	if (c->priv) {
+		if (lim.n_priv >= lim.priv) {
+			snprintf(msg, len, "too many connections from root and uid %u (%u)",
+				 (unsigned)geteuid(), lim.priv);
+			return 0;
+		}
+		lim.n_priv++;
+		return 1;
+	}
+	struct uid_count *u = uid_slot(c->uid, 1);
+	if (!u || u->n >= lim.per_uid || lim.n_others >= lim.others) {
+		snprintf(msg, len, "too many connections: uid %d has %u (at most %u per uid, %u "
+			 "for all uids together)", c->uid == (uid_t)-1 ? -1 : (int)c->uid,
+			 u ? u->n : 0, lim.per_uid, lim.others);
+		if (u && !u->n)
+			*u = uids[--nuids];
+		return 0;
+	}
+	u->n++;
+	lim.n_others++;
+	return 1;
+}
+
+static void accept_some(struct loader *L)
+{
+	for (int i = 0; i < ACCEPT_BATCH; i++) {
 		int fd = accept4(L->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0)
-			return;
+		if (fd < 0) {
+			int e = errno;
+			if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM)
+				out_of_fds(L, e);
+			if (e != ECONNABORTED && e != EINTR && e != EPROTO)
+				return;
+			continue;
+		}
 		struct client *c = calloc(1, sizeof *c);
 		if (!c) {
 			close(fd);
 			continue;
 		}
+		c->it.kind = IT_CLIENT;
 		c->fd = fd;
-		c->id = next_id++;
 		struct ucred cr;
 		socklen_t cl = sizeof cr;
 		c->uid = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) == 0 ? cr.uid : (uid_t)-1;
-		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
-		if (epoll_ctl(L->ep_fd, EPOLL_CTL_ADD, fd, &ev) != 0) {
-			close(fd);
+		c->priv = c->uid == 0 || c->uid == geteuid();
+		char msg[200];
+		if (!admit(c, msg, sizeof msg)) {
+			refuse(fd, msg);
 			free(c);
 			continue;
 		}
+		c->id = next_id++;
+		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
 		c->next = clients;
 		clients = c;
+		if (epoll_ctl(L->ep_fd, EPOLL_CTL_ADD, fd, &ev) != 0)
+			drop_client(L, c);
 	}
 }
 
 static void emit(struct client *c, char *line)
 {
 	if (!line)
-		line = json_error("out of memory");
+		line = json_error_code("out of memory", -ENOMEM);
 	if (!line)
 		return;
 	size_t n = strlen(line);
@@ -176,22 +393,186 @@ static void emit(struct client *c, char *line)
 	free(line);
 }
 
-static char *usage(const char *u)
+static void bad_request(struct client *c, const char *msg, int err)
 {
-	char msg[128];
-	snprintf(msg, sizeof msg, "usage: %s (words separated by TAB)", u);
-	return json_error_code(msg, -EINVAL);
+	emit(c, json_error_reason(msg, err, JSON_R_BAD_REQUEST));
 }
 
-/* Handles one request line; async verbs hand a job to the worker. */
-static void request(struct loader *L, struct client *c, char *line)
+/* ---- the verbs ---- */
+
+enum who { WHO_ANY, WHO_PRIV };
+enum { WAIT_JOB = 1, WAIT_SCAN };
+
+struct verb {
+	const char *name;
+	const char *args; /* after the verb, for usage and help */
+	int min, max;     /* words after the verb */
+	enum who who;
+	/* emits the reply and returns 0, or returns WAIT_JOB (the worker
+	 * replies) or WAIT_SCAN (run again once a reader scan ended, with
+	 * retry set) */
+	int (*fn)(struct loader *L, struct client *c, const struct verb *v, char **w, int retry);
+	enum job_kind job; /* the worker's job, for v_job */
+	const char *help;
+};
+
+static int v_ping(struct loader *L, struct client *c, const struct verb *v, char **w, int retry)
+{
+	(void)v, (void)w, (void)retry;
+	struct json j;
+	json_init(&j);
+	json_bool(&j, "ok", 1);
+	json_u64(&j, "pid", (uint64_t)L->pid);
+	json_str(&j, "version", LOADER_VERSION);
+	json_str(&j, "root", L->root);
+	json_str(&j, "spool", L->spool);
+	/* health: null, or why the spool is not watched (spool.c) */
+	json_str(&j, "spool_error", L->spool_error[0] ? L->spool_error : NULL);
+	emit(c, json_finish(&j));
+	return 0;
+}
+
+static int v_help(struct loader *L, struct client *c, const struct verb *v, char **w, int retry);
+
+static int v_list(struct loader *L, struct client *c, const struct verb *v, char **w, int retry)
+{
+	(void)v, (void)w, (void)retry;
+	emit(c, status_list(L));
+	return 0;
+}
+
+static int v_status(struct loader *L, struct client *c, const struct verb *v, char **w, int retry)
+{
+	(void)v;
+	char *reply;
+	if (status_cache(L, w[1], retry, &reply) == -EAGAIN)
+		return WAIT_SCAN;
+	emit(c, reply);
+	return 0;
+}
+
+static int v_metrics(struct loader *L, struct client *c, const struct verb *v, char **w,
+		     int retry)
+{
+	(void)v, (void)w, (void)retry;
+	char *reply;
+	if (metrics_reply(L, &reply) == -EAGAIN)
+		return WAIT_SCAN;
+	emit(c, reply);
+	return 0;
+}
+
+static int v_bpf_status(struct loader *L, struct client *c, const struct verb *v, char **w,
+			int retry)
+{
+	(void)v, (void)retry;
+	emit(c, bpf_status(L, w[1]));
+	return 0;
+}
+
+static int v_job(struct loader *L, struct client *c, const struct verb *v, char **w, int retry)
+{
+	(void)retry;
+	if (shmkv_name_check(w[1]) != 0) {
+		char msg[200];
+		snprintf(msg, sizeof msg, "invalid cache name \"%.64s\" (%s)", w[1],
+			 SHMKV_CACHE_NAME_RULE);
+		bad_request(c, msg, -EINVAL);
+		return 0;
+	}
+	struct job *j = job_new(v->job, w[1]);
+	if (!j) {
+		emit(c, NULL);
+		return 0;
+	}
+	const char *too_long = NULL;
+	/* load: the image file and the NUMA policy of this load (checked by the
+	 * worker: load.c); bpf_export: the prefix and max_value */
+	if (w[2] && (size_t)snprintf(j->path, sizeof j->path, "%s", w[2]) >= sizeof j->path)
+		too_long = v->job == JOB_LOAD ? "path too long" : "bpf_export: prefix too long";
+	if (w[3] && v->job == JOB_LOAD &&
+	    (size_t)snprintf(j->numa, sizeof j->numa, "%s", w[3]) >= sizeof j->numa)
+		too_long = "numa policy too long";
+	if (w[3] && v->job == JOB_BPF_EXPORT &&
+	    (size_t)snprintf(j->arg, sizeof j->arg, "%s", w[3]) >= sizeof j->arg)
+		too_long = "bpf_export: max_value too long";
+	if (too_long) {
+		free(j);
+		bad_request(c, too_long, v->job == JOB_LOAD && w[2] && strlen(w[2]) >= sizeof j->path
+						 ? -ENAMETOOLONG : -EINVAL);
+		return 0;
+	}
+	j->client = c->id;
+	worker_push(L, j);
+	return WAIT_JOB;
+}
+
+/* The one list of verbs: the dispatcher, `help`, and both messages below. */
+static const struct verb verbs[] = {
+	{"ping", "", 0, 0, WHO_ANY, v_ping, 0, "the loader's pid, version, root, spool"},
+	{"help", "", 0, 0, WHO_ANY, v_help, 0, "these verbs, their words and who may use them"},
+	{"list", "", 0, 0, WHO_ANY, v_list, 0, "every cache's summary, the spool, the metrics file"},
+	{"status", "NAME", 1, 1, WHO_ANY, v_status, 0, "one cache in full, its readers too"},
+	{"metrics", "", 0, 0, WHO_ANY, v_metrics, 0, "the Prometheus text of every cache"},
+	{"bpf_status", "[NAME]", 0, 1, WHO_ANY, v_bpf_status, 0, "the BPF exports' figures"},
+	{"load", "NAME PATH [NUMA]", 2, 3, WHO_PRIV, v_job, JOB_LOAD,
+	 "load an image file into a cache (created if new) and publish it"},
+	{"reload", "NAME", 1, 1, WHO_PRIV, v_job, JOB_RELOAD, "load the cache's configured source"},
+	{"rollback", "NAME", 1, 1, WHO_PRIV, v_job, JOB_ROLLBACK,
+	 "publish the rollback generation again"},
+	{"drop", "NAME", 1, 1, WHO_PRIV, v_job, JOB_DROP, "remove the cache and its segments"},
+	{"bpf_export", "NAME PREFIX MAX_VALUE", 3, 3, WHO_PRIV, v_job, JOB_BPF_EXPORT,
+	 "export the cache to BPF programs"},
+	{"bpf_unexport", "NAME", 1, 1, WHO_PRIV, v_job, JOB_BPF_UNEXPORT, "end its BPF export"},
+};
+#define NVERBS (sizeof verbs / sizeof verbs[0])
+
+/* "a, b and c": the verbs for who (or all of them with who < 0). */
+static void verb_list(char *out, size_t len, int who, const char *last_sep)
+{
+	size_t n = 0, count = 0, k = 0;
+	for (size_t i = 0; i < NVERBS; i++)
+		count += who < 0 || (int)verbs[i].who == who;
+	out[0] = 0;
+	for (size_t i = 0; i < NVERBS && n < len; i++) {
+		if (who >= 0 && (int)verbs[i].who != who)
+			continue;
+		const char *sep = k == 0 ? "" : k + 1 == count ? last_sep : ", ";
+		n += (size_t)snprintf(out + n, len - n, "%s%s", sep, verbs[i].name);
+		k++;
+	}
+}
+
+static int v_help(struct loader *L, struct client *c, const struct verb *v, char **w, int retry)
+{
+	(void)L, (void)v, (void)w, (void)retry;
+	struct json j;
+	json_init(&j);
+	json_bool(&j, "ok", 1);
+	json_arr_begin(&j, "verbs");
+	for (size_t i = 0; i < NVERBS; i++) {
+		json_obj_begin(&j, NULL);
+		json_str(&j, "verb", verbs[i].name);
+		json_str(&j, "args", verbs[i].args);
+		json_str(&j, "who", verbs[i].who == WHO_ANY ? "anyone who can connect"
+							 : "root and the loader's uid");
+		json_str(&j, "help", verbs[i].help);
+		json_obj_end(&j);
+	}
+	json_arr_end(&j);
+	emit(c, json_finish(&j));
+	return 0;
+}
+
+/* Handles one request line; returns 0 or what the client now waits for. */
+static int request(struct loader *L, struct client *c, char *line, int retry)
 {
 	char *w[MAX_WORDS + 1] = {0};
 	int n = 0;
 	for (char *p = line;;) {
-		if (n == MAX_WORDS + 1) {
-			emit(c, json_error_code("too many words", -EINVAL));
-			return;
+		if (n == MAX_WORDS) {
+			bad_request(c, "too many words", -EINVAL);
+			return 0;
 		}
 		w[n++] = p;
 		char *t = strchr(p, '\t');
@@ -200,120 +581,51 @@ static void request(struct loader *L, struct client *c, char *line)
 		*t = 0;
 		p = t + 1;
 	}
-	const char *v = w[0];
-	if (!strcmp(v, "ping")) {
-		struct json j;
-		json_init(&j);
-		json_bool(&j, "ok", 1);
-		json_u64(&j, "pid", (uint64_t)L->pid);
-		json_str(&j, "version", LOADER_VERSION);
-		json_str(&j, "root", L->root);
-		json_str(&j, "spool", L->spool);
-		/* health: null, or why the spool is not watched (spool.c) */
-		json_str(&j, "spool_error", L->spool_error[0] ? L->spool_error : NULL);
-		emit(c, json_finish(&j));
-		return;
+	const struct verb *v = NULL;
+	for (size_t i = 0; i < NVERBS && !v; i++)
+		if (!strcmp(w[0], verbs[i].name))
+			v = &verbs[i];
+	char msg[400];
+	if (!v) {
+		char all[300];
+		verb_list(all, sizeof all, -1, ", ");
+		snprintf(msg, sizeof msg, "unknown verb \"%.64s\" (%s)", w[0], all);
+		bad_request(c, msg, -EINVAL);
+		return 0;
 	}
-	if (!strcmp(v, "list")) {
-		emit(c, n == 1 ? status_list(L) : usage("list"));
-		return;
-	}
-	if (!strcmp(v, "status")) {
-		emit(c, n == 2 ? status_cache(L, w[1]) : usage("status NAME"));
-		return;
-	}
-	if (!strcmp(v, "metrics")) {
-		emit(c, n == 1 ? metrics_reply(L) : usage("metrics"));
-		return;
-	}
-	if (!strcmp(v, "bpf_status")) {
-		emit(c, n <= 2 ? bpf_status(L, n == 2 ? w[1] : NULL) : usage("bpf_status [NAME]"));
-		return;
-	}
-	enum job_kind kind;
-	int want;
-	const char *u;
-	if (!strcmp(v, "load"))
-		kind = JOB_LOAD, want = n == 4 ? 4 : 3, u = "load NAME PATH [NUMA]";
-	else if (!strcmp(v, "reload"))
-		kind = JOB_RELOAD, want = 2, u = "reload NAME";
-	else if (!strcmp(v, "rollback"))
-		kind = JOB_ROLLBACK, want = 2, u = "rollback NAME";
-	else if (!strcmp(v, "drop"))
-		kind = JOB_DROP, want = 2, u = "drop NAME";
-	else if (!strcmp(v, "bpf_export"))
-		kind = JOB_BPF_EXPORT, want = 4, u = "bpf_export NAME PREFIX MAX_VALUE";
-	else if (!strcmp(v, "bpf_unexport"))
-		kind = JOB_BPF_UNEXPORT, want = 2, u = "bpf_unexport NAME";
-	else {
-		char msg[200];
-		snprintf(msg, sizeof msg, "unknown verb \"%.64s\" (list, status, metrics, load, "
-			 "reload, rollback, drop, ping, bpf_export, bpf_unexport, bpf_status)", v);
-		emit(c, json_error_code(msg, -EINVAL));
-		return;
-	}
-	if (n != want) {
-		emit(c, usage(u));
-		return;
+	if (n - 1 < v->min || n - 1 > v->max) {
+		snprintf(msg, sizeof msg, "usage: %s%s%s (words separated by TAB)", v->name,
+			 v->args[0] ? " " : "", v->args);
+		bad_request(c, msg, -EINVAL);
+		return 0;
 	}
 	/* the socket may be group-accessible (0660) for status; what changes a
 	 * cache, or reads a file as the loader, is for root and our own uid */
-	if (c->uid != 0 && c->uid != geteuid()) {
-		char msg[200];
-		snprintf(msg, sizeof msg, "%.16s is for root and the loader's user (uid %u); uid %d "
-			 "may only ping, list, status, metrics and bpf_status", v, (unsigned)geteuid(),
-			 c->uid == (uid_t)-1 ? -1 : (int)c->uid);
-		emit(c, json_error_code(msg, -EPERM));
-		return;
+	if (v->who == WHO_PRIV && !c->priv) {
+		char any[300];
+		verb_list(any, sizeof any, WHO_ANY, " and ");
+		snprintf(msg, sizeof msg, "%s is for root and the loader's user (uid %u); uid %d "
+			 "may only %s", v->name, (unsigned)geteuid(),
+			 c->uid == (uid_t)-1 ? -1 : (int)c->uid, any);
+		emit(c, json_error_reason(msg, -EPERM, JSON_R_NOT_PERMITTED));
+		return 0;
 	}
-	if (!(shmkv_name_check(w[1]) == 0)) {
-		char msg[200];
-		snprintf(msg, sizeof msg, "invalid cache name \"%.64s\" (1-63 of A-Z a-z 0-9 _ - ., "
-			 "not starting with .)", w[1]);
-		emit(c, json_error_code(msg, -EINVAL));
-		return;
-	}
-	struct job *j = job_new(kind, w[1]);
-	if (!j) {
-		emit(c, json_error("out of memory"));
-		return;
-	}
-	if (kind == JOB_LOAD &&
-	    (size_t)snprintf(j->path, sizeof j->path, "%s", w[2]) >= sizeof j->path) {
-		free(j);
-		emit(c, json_error_code("path too long", -ENAMETOOLONG));
-		return;
-	}
-	if (kind == JOB_BPF_EXPORT &&
-	    ((size_t)snprintf(j->path, sizeof j->path, "%s", w[2]) >= sizeof j->path ||
-	     (size_t)snprintf(j->arg, sizeof j->arg, "%s", w[3]) >= sizeof j->arg)) {
-		free(j);
-		emit(c, json_error_code("bpf_export: prefix or max_value too long", -EINVAL));
-		return;
-	}
-	/* the NUMA policy of this load (checked by the worker: load.c) */
-	if (kind == JOB_LOAD && n == 4 &&
-	    (size_t)snprintf(j->numa, sizeof j->numa, "%s", w[3]) >= sizeof j->numa) {
-		free(j);
-		emit(c, json_error_code("numa policy too long", -EINVAL));
-		return;
-	}
-	j->client = c->id;
-	c->pending = 1;
-	worker_push(L, j);
+	return v->fn(L, c, v, w, retry);
 }
 
-/* Runs the complete lines in the input buffer, until one waits for a job. */
-static void process(struct loader *L, struct client *c)
+/* Runs up to budget complete lines, until one waits for the worker or a scan. */
+static void process(struct loader *L, struct client *c, int budget)
 {
 	while (!c->pending && !c->bad && c->in_len && c->out_len < OUT_MAX_) {
 		char *nl = memchr(c->in, '\n', c->in_len);
 		if (!nl && !c->eof)
 			break;
+		if (budget-- == 0)
+			return; /* more next turn: server_event(IT_MORE) */
 		size_t len = nl ? (size_t)(nl - c->in) : c->in_len;
 		char line[LINE_MAX_ + 1];
 		if (len > LINE_MAX_) {
-			emit(c, json_error_code("request line too long", -E2BIG));
+			bad_request(c, "request line too long", -E2BIG);
 			c->bad = 1;
 			break;
 		}
@@ -324,14 +636,41 @@ static void process(struct loader *L, struct client *c)
 		size_t used = nl ? len + 1 : len;
 		memmove(c->in, c->in + used, c->in_len - used);
 		c->in_len -= used;
-		if (line[0])
-			request(L, c, line);
+		if (!line[0])
+			continue;
+		/* kept whole: request() cuts its words in place */
+		char copy[LINE_MAX_ + 1];
+		memcpy(copy, line, len + 1);
+		int wait = request(L, c, line, 0);
+		if (wait == WAIT_SCAN && !(c->held = strdup(copy))) {
+			emit(c, NULL);
+			wait = 0;
+		}
+		c->pending = wait != 0;
 	}
 	if (!c->pending && c->out_len < OUT_MAX_ && c->in_len > LINE_MAX_ &&
 	    !memchr(c->in, '\n', c->in_len)) {
-		emit(c, json_error_code("request line too long", -E2BIG));
+		bad_request(c, "request line too long", -E2BIG);
 		c->bad = 1;
 	}
+}
+
+static int has_work(const struct client *c)
+{
+	return !c->pending && !c->bad && c->out_len < OUT_MAX_ && c->in_len &&
+	       memchr(c->in, '\n', c->in_len);
+}
+
+static void enqueue(struct client *c)
+{
+	if (c->queued)
+		return;
+	c->queued = 1;
+	c->next_ready = ready;
+	ready = c;
+	uint64_t one = 1;
+	ssize_t w = write(more_fd, &one, sizeof one); /* the loop comes back at once */
+	(void)w;
 }
 
 static int flush(struct client *c)
@@ -346,46 +685,43 @@ static int flush(struct client *c)
 	return 0;
 }
 
+static int budget(const struct client *c)
+{
+	return c->priv ? SERVER_BUDGET_PRIV : SERVER_BUDGET;
+}
+
 /* After any change: write what can be written, close when finished. */
 static void settle(struct loader *L, struct client *c)
 {
 	if (flush(c) != 0) {
-		drop_client(c);
+		drop_client(L, c);
 		return;
-	}
-	/* requests held back while the peer was not reading its replies */
-	if (c->in_len && !c->pending && !c->bad && c->out_len < OUT_MAX_) {
-		process(L, c);
-		if (flush(c) != 0) {
-			drop_client(c);
-			return;
-		}
 	}
 	if (!c->out_len && !c->pending && (c->bad || (c->eof && !c->in_len))) {
-		drop_client(c);
+		drop_client(L, c);
 		return;
 	}
+	/* an unterminated last line at EOF counts (process()) */
+	if (has_work(c) || (c->eof && c->in_len && !c->pending && !c->bad && c->out_len < OUT_MAX_))
+		enqueue(c);
 	update(L, c);
 }
 
-void server_client_event(struct loader *L, void *ptr, uint32_t events)
+static void client_event(struct loader *L, struct client *c, uint32_t events)
 {
-	struct client *c = ptr;
-	if (c->dead)
-		return;
 	if ((events & (EPOLLHUP | EPOLLERR)) && c->pending) {
 		/* level-triggered HUP would spin until the reply: wait without it */
 		epoll_ctl(L->ep_fd, EPOLL_CTL_DEL, c->fd, NULL);
 		c->gone = 1;
 		return;
 	}
-	if (events & EPOLLIN) {
+	if ((events & EPOLLIN) && !has_work(c)) {
 		for (;;) {
 			if (c->in_cap - c->in_len < 4096) {
 				size_t cap = c->in_cap ? c->in_cap * 2 : 8192;
 				char *b = realloc(c->in, cap);
 				if (!b) {
-					drop_client(c);
+					drop_client(L, c);
 					return;
 				}
 				c->in = b;
@@ -401,16 +737,94 @@ void server_client_event(struct loader *L, void *ptr, uint32_t events)
 			if (n == 0)
 				c->eof = 1;
 			else if (errno != EAGAIN && errno != EINTR) {
-				drop_client(c);
+				drop_client(L, c);
 				return;
 			}
 			break;
 		}
-		process(L, c);
+		if (!c->queued)
+			process(L, c, budget(c));
 	} else if (events & (EPOLLHUP | EPOLLERR)) {
 		c->eof = 1;
 	}
 	settle(L, c);
+}
+
+/* One more budget for every client with lines left: root's and ours first. */
+static void run_ready(struct loader *L)
+{
+	uint64_t n;
+	ssize_t r = read(more_fd, &n, sizeof n);
+	(void)r;
+	struct client *list = ready;
+	ready = NULL;
+	for (int pass = 1; pass >= 0; pass--) {
+		for (struct client *c = list; c; c = c->next_ready) {
+			if (c->priv != pass || c->dead)
+				continue;
+			c->queued = 0;
+			process(L, c, budget(c));
+		}
+	}
+	for (struct client *c = list, *nx; c; c = nx) {
+		nx = c->next_ready;
+		if (!c->dead)
+			settle(L, c);
+	}
+}
+
+/* A reader scan ended: the requests that waited for it run again. */
+static void scan_done(struct loader *L)
+{
+	if (!readers_collect())
+		return;
+	for (struct client *c = clients, *nx; c; c = nx) {
+		nx = c->next;
+		if (!c->held)
+			continue;
+		char line[LINE_MAX_ + 1];
+		snprintf(line, sizeof line, "%s", c->held);
+		c->pending = 0;
+		if (request(L, c, line, 1)) {
+			c->pending = 1; /* not fresh yet: the next scan */
+			continue;
+		}
+		free(c->held);
+		c->held = NULL;
+		if (c->gone) {
+			drop_client(L, c);
+			continue;
+		}
+		process(L, c, budget(c));
+		settle(L, c);
+	}
+}
+
+void server_event(struct loader *L, void *ptr, uint32_t events)
+{
+	struct item *it = ptr;
+	switch (it->kind) {
+	case IT_LISTEN:
+		accept_some(L);
+		break;
+	case IT_TIMER: {
+		uint64_t n;
+		ssize_t r = read(timer_fd, &n, sizeof n);
+		(void)r;
+		listen_pause(L, 0);
+		break;
+	}
+	case IT_SCAN:
+		scan_done(L);
+		break;
+	case IT_MORE:
+		run_ready(L);
+		break;
+	case IT_CLIENT:
+		if (!((struct client *)it)->dead)
+			client_event(L, (struct client *)it, events);
+		break;
+	}
 }
 
 void server_deliver(struct loader *L, struct done *d)
@@ -424,12 +838,12 @@ void server_deliver(struct loader *L, struct done *d)
 	}
 	if (c->gone) {
 		free(d->line);
-		drop_client(c);
+		drop_client(L, c);
 		return;
 	}
 	emit(c, d->line);
 	c->pending = 0;
-	process(L, c);
+	process(L, c, budget(c));
 	settle(L, c);
 }
 
@@ -438,12 +852,14 @@ void server_close(struct loader *L)
 	while (clients) {
 		struct client *c = clients;
 		if (c->pending)
-			emit(c, json_error_code("the loader is stopping", -ECANCELED));
+			emit(c, json_error_reason("the loader is stopping", -ECANCELED,
+						  JSON_R_STOPPING));
 		c->pending = 0;
 		flush(c);
-		drop_client(c);
+		drop_client(L, c);
 	}
 	server_reap();
+	readers_stop();
 	if (L->listen_fd >= 0) {
 		int dirfd = open(L->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 		if (dirfd >= 0) {
@@ -453,4 +869,10 @@ void server_close(struct loader *L)
 		close(L->listen_fd);
 		L->listen_fd = -1;
 	}
+	for (int *fd = (int[]){spare_fd, timer_fd, more_fd}, i = 0; i < 3; i++)
+		if (fd[i] >= 0)
+			close(fd[i]);
+	spare_fd = timer_fd = more_fd = -1;
+	free(uids);
+	uids = NULL;
 }

@@ -9,6 +9,7 @@
 
 #include "bpf.h"
 #include "json.h"
+#include "readers.h"
 
 void status_take(const struct cache *c, struct cache_snap *s)
 {
@@ -143,11 +144,12 @@ char *status_list(struct loader *L)
 	return json_finish(&j);
 }
 
-char *status_cache(struct loader *L, const char *name)
+int status_cache(struct loader *L, const char *name, bool any_path, char **reply)
 {
 	struct cache_snap *s = calloc(1, sizeof *s);
+	*reply = NULL;
 	if (!s)
-		return NULL;
+		return -ENOMEM;
 	pthread_mutex_lock(&L->lock);
 	struct cache *c0 = cache_find(L, name);
 	if (c0)
@@ -155,15 +157,16 @@ char *status_cache(struct loader *L, const char *name)
 	pthread_mutex_unlock(&L->lock);
 	if (!c0) {
 		free(s);
-		char msg[128];
-		snprintf(msg, sizeof msg, "no cache \"%s\"", name);
-		return json_error_code(msg, -ENOENT);
+		*reply = json_no_cache(name);
+		return *reply ? 0 : -ENOMEM;
 	}
 	const struct cache *c = &s->c;
-	char pfx[128];
-	unsigned cur = 0, stale = 0;
-	snprintf(pfx, sizeof pfx, "%s%s-", L->prefix, c->name);
-	readers_count(pfx, c->have_cur ? c->cur.path : NULL, L->pid, &cur, &stale);
+	struct readers_count rd;
+	/* the scan runs on its own thread: the request waits for it (server.c) */
+	if (!readers_lookup(L, c->name, c->have_cur ? c->cur.path : "", any_path, &rd)) {
+		free(s);
+		return -EAGAIN;
+	}
 
 	struct json j;
 	json_init(&j);
@@ -202,8 +205,11 @@ char *status_cache(struct loader *L, const char *name)
 		json_null(&j, "rollback");
 	}
 	bpf_status_fields(&j, L, c);
-	json_u64(&j, "readers", cur);
-	json_u64(&j, "readers_stale", stale);
+	json_u64(&j, "readers", rd.cur);
+	json_u64(&j, "readers_stale", rd.stale);
+	/* the shared scan's age, and whether it stopped at its time bound */
+	json_u64(&j, "readers_age_ms", rd.age_ms);
+	json_bool(&j, "readers_partial", rd.partial);
 	/* counters since the loader started (metrics.c names the reasons) */
 	json_u64(&j, "loads", c->loads_ok);
 	json_obj_begin(&j, "failures");
@@ -217,5 +223,6 @@ char *status_cache(struct loader *L, const char *name)
 		json_obj_end(&j);
 	}
 	free(s);
-	return json_finish(&j);
+	*reply = json_finish(&j);
+	return *reply ? 0 : -ENOMEM;
 }

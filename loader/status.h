@@ -3,6 +3,8 @@
 #ifndef LOADER_STATUS_H
 #define LOADER_STATUS_H
 
+#include <stdbool.h>
+
 #include "loader.h"
 
 /* A copy of a cache taken under L->lock, so that /proc is scanned without it. */
@@ -14,6 +16,10 @@ struct cache_snap {
 void status_take(const struct cache *c, struct cache_snap *s);
 
 char *status_list(struct loader *L);
-char *status_cache(struct loader *L, const char *name);
+/* The status reply of cache name in *reply (malloc'd; "no cache" included).
+ * Returns 0, -ENOMEM, or -EAGAIN: the reader counts are not fresh; a scan
+ * was requested, call again once readers_collect() says it ended, then with
+ * any_path (readers.h). */
+int status_cache(struct loader *L, const char *name, bool any_path, char **reply);
 
 #endif /* LOADER_STATUS_H */

@@ -13,12 +13,15 @@
 #include <unistd.h>
 
 #include "ctlsock.h"
+#include "json.h"
 #include "lookup.h"
 #include "main.h"
 #include "plain.h"
 #include "progress.h"
 
-#define QUERY_TIMEOUT_MS 30000 /* list, status: the loader answers them at once */
+/* list at once; status within a reader scan (loader/README.md, "Control
+ * socket limits": at most about 10 s) */
+#define QUERY_TIMEOUT_MS 30000
 #define PROGRESS_TICK_MS 200
 
 int cache_help(int argc, char **argv)
@@ -97,16 +100,21 @@ int cache_check_name(const char *name)
 		       name, SHMKV_CACHE_NAME_MAX);
 }
 
+bool reply_no_cache(const jv *reply)
+{
+	const char *reason = NULL;
+	jv_get_str(reply, "reason", &reason);
+	return json_reason_parse(reason) == JSON_R_NO_CACHE;
+}
+
 /* A failed reply {"ok": false, "error": ...}: reports it; 1 when the cache
- * does not exist, else 2. */
+ * does not exist (its "reason", never its message), else 2. */
 static int reply_error(const jv *reply)
 {
-	const char *msg = "the loader gave no reason", *code;
+	const char *msg = "the loader gave no reason";
 	jv_get_str(reply, "error", &msg);
-	bool missing = (jv_get_str(reply, "code", &code) && !strcmp(code, "ENOENT")) ||
-		       !strncmp(msg, "no cache \"", 10);
 	p_err("shmkv-loader: %s", msg);
-	return missing ? EXIT_NEGATIVE : EXIT_USAGE;
+	return reply_no_cache(reply) ? EXIT_NEGATIVE : EXIT_USAGE;
 }
 
 int loader_call(const char *const *words, size_t n, int timeout_ms, jv **reply,

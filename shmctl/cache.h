@@ -4,6 +4,7 @@
 #ifndef SHMCTL_CACHE_H
 #define SHMCTL_CACHE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -29,6 +30,9 @@ int cache_check_name(const char *name);
  * else the exit code, the failure reported (1: no such cache, else 2). */
 int loader_call(const char *const *words, size_t n, int timeout_ms, jv **reply,
 		void (*tick)(void *), void *ctx);
+/* Whether a failed reply says the cache does not exist: its "reason" is
+ * "no_cache" (common/json.h names the reasons). */
+bool reply_no_cache(const jv *reply);
 /* A successful reply: the object as it came with -j, else "key  value" lines. */
 void print_reply(const jv *reply);
 

@@ -2,13 +2,16 @@
  * generation of a cache, from /proc/PID/maps (common/procmaps.h) and
  * /proc/PID/smaps. Needs no loader: segment files are named as
  * common/segname.h says, and the current ones are listed in ROOT/NAME.ctl. When
- * the loader answers, its status names the rollback segment's generation. */
+ * the loader answers, its status names the rollback segment's generation.
+ * A mapping counts when it is a published copy (device and inode) or lies
+ * in their directory on their device, never by its name alone. */
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cache.h"
@@ -42,6 +45,14 @@ struct rproc {
 struct scan {
 	char prefix[SHMKV_CACHE_NAME_MAX + 32]; /* "shmkv-RRRRRRRR-NAME-" */
 	const shmkv_ctl *ctl;                    /* NULL: no control segment */
+	/* identities of the published copies (stat), and the directory and
+	 * device segments live in: a mapping elsewhere that only has a
+	 * segment's name is not counted (ndirs 0: no ctl, names only) */
+	uint64_t cur_dev[SHMKV_CTL_MAX_SEGMENTS], cur_ino[SHMKV_CTL_MAX_SEGMENTS];
+	unsigned ncur;
+	char dirs[SHMKV_CTL_MAX_SEGMENTS][SHMKV_CTL_PATH_MAX];
+	uint64_t dir_dev[SHMKV_CTL_MAX_SEGMENTS];
+	unsigned ndirs;
 	char rb_path[SHMKV_CTL_PATH_MAX];        /* the loader's rollback segment, or "" */
 	uint64_t rb_gen;
 	struct rproc *procs;
@@ -50,18 +61,53 @@ struct scan {
 	int first_denied_errno;
 };
 
-static enum map_state classify(const struct scan *sc, const char *path, bool deleted,
-			       bool loading)
+/* The published copies' identities and the directories they live in. */
+static void identify(struct scan *sc)
 {
-	if (loading)
+	for (uint32_t i = 0; sc->ctl && sc->ctl->generation && i < sc->ctl->segment_count &&
+			     i < SHMKV_CTL_MAX_SEGMENTS; i++) {
+		const char *path = sc->ctl->segments[i].path;
+		struct stat st;
+		if (stat(path, &st) == 0) {
+			sc->cur_dev[sc->ncur] = (uint64_t)st.st_dev;
+			sc->cur_ino[sc->ncur++] = (uint64_t)st.st_ino;
+		}
+		const char *slash = strrchr(path, '/');
+		if (!slash || sc->ndirs == SHMKV_CTL_MAX_SEGMENTS)
+			continue;
+		char *d = sc->dirs[sc->ndirs];
+		snprintf(d, SHMKV_CTL_PATH_MAX, "%.*s", (int)(slash - path), path);
+		if (stat(d, &st) == 0)
+			sc->dir_dev[sc->ndirs++] = (uint64_t)st.st_dev;
+	}
+}
+
+/* Is m a segment of this cache: its identity, or its directory and device? */
+static bool ours(const struct scan *sc, const struct procmaps_seg *m)
+{
+	if (!sc->ndirs)
+		return true; /* no control segment to tell: the name decides */
+	for (unsigned i = 0; i < sc->ncur; i++)
+		if (m->dev == sc->cur_dev[i] && m->ino == sc->cur_ino[i])
+			return true;
+	const char *slash = strrchr(m->path, '/');
+	for (unsigned i = 0; slash && i < sc->ndirs; i++)
+		if (m->dev == sc->dir_dev[i] && strlen(sc->dirs[i]) == (size_t)(slash - m->path) &&
+		    !strncmp(m->path, sc->dirs[i], (size_t)(slash - m->path)))
+			return true;
+	return false;
+}
+
+static enum map_state classify(const struct scan *sc, const struct procmaps_seg *m)
+{
+	if (m->loading)
 		return MAP_LOADING;
-	if (deleted)
+	for (unsigned i = 0; i < sc->ncur; i++)
+		if (m->dev == sc->cur_dev[i] && m->ino == sc->cur_ino[i])
+			return MAP_CURRENT;
+	if (m->deleted)
 		return MAP_DELETED;
-	if (sc->ctl && sc->ctl->generation)
-		for (uint32_t i = 0; i < sc->ctl->segment_count; i++)
-			if (!strcmp(path, sc->ctl->segments[i].path))
-				return MAP_CURRENT;
-	if (sc->rb_path[0] && !strcmp(path, sc->rb_path))
+	if (sc->rb_path[0] && !strcmp(m->path, sc->rb_path))
 		return MAP_ROLLBACK;
 	return MAP_OLD;
 }
@@ -161,8 +207,9 @@ struct pid_scan {
 static int one_mapping(const struct procmaps_seg *m, void *arg)
 {
 	struct pid_scan *ps = arg;
-	return add_map(&ps->pr, m->path, classify(ps->sc, m->path, m->deleted, m->loading),
-		       m->start);
+	if (!ours(ps->sc, m))
+		return 0; /* a file that only has a segment's name */
+	return add_map(&ps->pr, m->path, classify(ps->sc, m), m->start);
 }
 
 /* One process: its matching mappings, then their sizes. */
@@ -373,6 +420,7 @@ int do_cache_readers(int argc, char **argv)
 	else
 		return p_err("%s", why);
 	rollback_info(canon, name, &sc);
+	identify(&sc);
 
 	err = procmaps_for_each_pid(scan_pid, &sc);
 	if (err) {

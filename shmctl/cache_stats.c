@@ -111,7 +111,7 @@ int do_cache_stats(int argc, char **argv)
 			if (!err)
 				jv_get_str(st[i], "error", &msg);
 			rc = p_err("%s%s", err ? "" : "shmkv-loader: ", msg);
-			bool missing = !err && !strncmp(msg, "no cache \"", 10);
+			bool missing = !err && reply_no_cache(st[i]);
 			for (size_t k = 0; k <= i; k++)
 				jv_free(st[k]);
 			jv_free(list);

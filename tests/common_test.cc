@@ -10,6 +10,7 @@
 #include <string>
 
 #include <sys/mman.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 extern "C" {
@@ -128,16 +129,47 @@ TEST(JsonWriter, ErrorReplyNamesTheCode)
 {
 	char *line = json_error_code("no such cache", -ENOENT);
 	ASSERT_NE(line, nullptr);
-	EXPECT_STREQ(line, "{\"ok\": false, \"error\": \"no such cache\", \"code\": \"ENOENT\"}\n");
+	EXPECT_STREQ(line, "{\"ok\": false, \"error\": \"no such cache\", \"code\": \"ENOENT\", "
+			   "\"reason\": \"failed\"}\n");
 	free(line);
 	line = json_error_code("bad", SHMKV_ECHECKSUM);
 	ASSERT_NE(line, nullptr);
-	EXPECT_STREQ(line, "{\"ok\": false, \"error\": \"bad\", \"code\": \"SHMKV_ECHECKSUM\"}\n");
+	EXPECT_STREQ(line, "{\"ok\": false, \"error\": \"bad\", \"code\": \"SHMKV_ECHECKSUM\", "
+			   "\"reason\": \"failed\"}\n");
 	free(line);
 	line = json_error("x");
 	ASSERT_NE(line, nullptr);
-	EXPECT_STREQ(line, "{\"ok\": false, \"error\": \"x\"}\n");
+	EXPECT_STREQ(line, "{\"ok\": false, \"error\": \"x\", \"reason\": \"failed\"}\n");
 	free(line);
+	// a missing cache says so by its reason, which clients test
+	line = json_no_cache("users");
+	ASSERT_NE(line, nullptr);
+	EXPECT_STREQ(line, "{\"ok\": false, \"error\": \"no cache \\\"users\\\"\", \"code\": "
+			   "\"ENOENT\", \"reason\": \"no_cache\"}\n");
+	free(line);
+	for (int r = 0; r < JSON_R_N_; r++)
+		EXPECT_EQ(json_reason_parse(json_reason_name((enum json_reason)r)), r);
+	EXPECT_EQ(json_reason_parse("no_such_thing"), JSON_R_FAILED);
+	EXPECT_EQ(json_reason_parse(nullptr), JSON_R_FAILED);
+}
+
+TEST(ProcMaps, LineIdentity)
+{
+	uint64_t dev = 0, ino = 0;
+	char line[] = "7f0000000000-7f0000001000 r--s 00000000 00:1a 123456   "
+		      "/dev/shm/shmkv/shmkv-1a2b3c4d-users-7 (deleted)";
+	ASSERT_TRUE(procmaps_line_id(line, &dev, &ino));
+	EXPECT_EQ(dev, (uint64_t)makedev(0, 0x1a));
+	EXPECT_EQ(ino, 123456u);
+	char big[] = "55d0c0000000-55d0c0021000 rw-p 00000000 103:02 98765 /usr/bin/x";
+	ASSERT_TRUE(procmaps_line_id(big, &dev, &ino));
+	EXPECT_EQ(dev, (uint64_t)makedev(0x103, 0x2));
+	EXPECT_EQ(ino, 98765u);
+	char anon[] = "7ffd0000-7ffd1000 rw-p 00000000 00:00 0 ";
+	ASSERT_TRUE(procmaps_line_id(anon, &dev, &ino));
+	EXPECT_EQ(ino, 0u);
+	char field[] = "Rss:                 4 kB";
+	EXPECT_FALSE(procmaps_line_id(field, &dev, &ino));
 }
 
 TEST(JsonWriter, Base64RoundTrip)
