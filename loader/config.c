@@ -361,8 +361,7 @@ static int enter_section(struct parse *p, const char *section)
 	while (*name == ' ' || *name == '\t')
 		name++;
 	if (!(shmkv_name_check(name) == 0))
-		return perr(p, "invalid cache name \"%s\" (1-63 of A-Z a-z 0-9 _ - ., not starting "
-			       "with .)", name);
+		return perr(p, "invalid cache name \"%s\" (" SHMKV_CACHE_NAME_RULE ")", name);
 	if (conf_find(p->c, name))
 		return perr(p, "[cache %s] appears twice", name);
 	struct cache_def *d = realloc(p->c->caches, (p->c->ncaches + 1) * sizeof *d);

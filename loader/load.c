@@ -316,8 +316,7 @@ int op_load(struct loader *L, const char *name, const char *path, int nofollow,
 	uint64_t t0 = now_ns();
 	if (!(shmkv_name_check(name) == 0)) {
 		err = diag_fail(-EINVAL, why, sizeof why,
-				  "invalid cache name \"%s\" (1-63 of A-Z a-z 0-9 _ - ., not starting "
-				  "with .)", name);
+				"invalid cache name \"%s\" (" SHMKV_CACHE_NAME_RULE ")", name);
 		goto reject;
 	}
 	if (path[0] != '/' || strchr(path, '\n')) {

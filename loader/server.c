@@ -268,8 +268,8 @@ static void request(struct loader *L, struct client *c, char *line)
 	}
 	if (!(shmkv_name_check(w[1]) == 0)) {
 		char msg[200];
-		snprintf(msg, sizeof msg, "invalid cache name \"%.64s\" (1-63 of A-Z a-z 0-9 _ - ., "
-			 "not starting with .)", w[1]);
+		snprintf(msg, sizeof msg, "invalid cache name \"%.64s\" (" SHMKV_CACHE_NAME_RULE ")",
+			 w[1]);
 		emit(c, json_error_code(msg, -EINVAL));
 		return;
 	}

@@ -92,9 +92,7 @@ int cache_check_name(const char *name)
 {
 	if (!shmkv_name_check(name))
 		return 0;
-	return p_usage("cache",
-		       "invalid cache name \"%s\" (1-%u of A-Z a-z 0-9 _ - ., not starting with .)",
-		       name, SHMKV_CACHE_NAME_MAX);
+	return p_usage("cache", "invalid cache name \"%s\" (" SHMKV_CACHE_NAME_RULE ")", name);
 }
 
 /* A failed reply {"ok": false, "error": ...}: reports it; 1 when the cache
