@@ -76,6 +76,8 @@
  *     int      shmkv_find_entry(db, key, len, &offset)           the reader's lookup, as an offset
  *     int      shmkv_zero_check(db, from, to, what, why, why_len) padding is zero
  *     int      shmkv_value_utf8_valid(&value)                    1 if strict UTF-8
+ *     int      shmkv_utf8_valid(p, n), size_t shmkv_utf8_seq_len(p, n)  (shmkv/utf8.h)
+ *              strict UTF-8: the one check, 1/0; one sequence's length, 0 if none
  *     int      shmkv_bind_mem(&db, base, size, flags, why, why_len) a handle over memory
  *              the caller owns (checked as shmkv_image_check; never shmkv_close it)
  *

@@ -21,7 +21,7 @@ char *key_text(const void *key, size_t len)
 	json_init_file(&w, f, false);
 	w.depth = 1; /* no newline after the value */
 	w.first[0] = true;
-	if (utf8_valid(key, len)) {
+	if (shmkv_utf8_valid(key, len)) {
 		json_str_n(&w, NULL, key, len);
 	} else {
 		fputs("base64:", f);
@@ -119,7 +119,7 @@ int do_image_dump(int argc, char **argv)
 	if ((rc = image_open(path, 0, &db)))
 		return rc;
 	const shmkv_image_header *h = shmkv_header(db);
-	if (!utf8_valid(h->name, strlen(h->name))) {
+	if (!shmkv_utf8_valid(h->name, strlen(h->name))) {
 		shmkv_close(db);
 		return p_err("%s: the image name is not valid UTF-8: JSONL cannot carry it", path);
 	}
