@@ -51,6 +51,7 @@
  *     const char *shmkv_strerror(err)                message ("key not found", strerror)
  *     const char *shmkv_errname(err)                 symbol ("SHMKV_ENOTFOUND", "ENOENT")
  *     const char *shmkv_file_kind(st_mode)           "a FIFO", "a directory", ... (error messages)
+ *     int  shmkv_vfail(err, why, why_len, fmt, ap)   the why/why_len convention: message, err back
  *     const char *shmkv_type_name(type), shmkv_vector_name()
  *     const shmkv_image_header *shmkv_header(db)
  *   Cache names and control segments (shmkv/ctl.h), for readers, shmctl and the loader
@@ -118,6 +119,7 @@
  *   shmkv_find_entry: 0; SHMKV_ENOTFOUND; SHMKV_EKEYLEN; SHMKV_ECORRUPT.
  *   shmkv_bind_mem: 0; the errors of shmkv_image_check.
  *   shmkv_strerror, shmkv_errname, *_name: never NULL (static strings).
+ *   shmkv_vfail: err, as given.
  *
  * Lifetime: pointers obtained from a handle stay valid until shmkv_close()
  * (and, for an attached handle, until a shmkv_refresh() that returns 1).
