@@ -221,7 +221,7 @@ TEST(CacheCli, ListPlainShowsFailedAndSpool)
 	ASSERT_TRUE(ld.load("good", a).ok());
 	EXPECT_FALSE(ld.load("ghost", env.img_path("missing.shmkv")).ok());
 	ASSERT_EQ(rmdir(env.spool().c_str()), 0) << strerror(errno);
-	ASSERT_TRUE(wait_until([&] { return !ld.req({"list"})["spool.error"].is_null(); }, 10000));
+	ASSERT_TRUE(wait_until([&] { return !ld.req({"list"})["spool.error"].is_null(); }, 60000));
 
 	CmdRun r = shmctl(env, {"cache", "list"});
 	EXPECT_EQ(r.rc, 0) << r.err;
