@@ -363,7 +363,7 @@ int op_load(struct loader *L, const char *name, const char *path, int nofollow,
 				  (unsigned long long)size, (unsigned long long)c->conf.max_size);
 		goto reject;
 	}
-	/* relaxed: figures for status.c:take(), which reads them relaxed */
+	/* relaxed: figures for status.c:status_take(), which reads them relaxed */
 	atomic_store_explicit(&c->load_done, 0, memory_order_relaxed);
 	atomic_store_explicit(&c->load_total, size, memory_order_relaxed);
 	struct room_arg ra = {L, c};
