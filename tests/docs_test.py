@@ -45,27 +45,40 @@ def named(text, name):
     return re.search(r'(?<![\w.-])' + re.escape(name) + r'(?![\w-]|\.\w)', text) is not None
 
 
-# 1. file lists
-skip_dirs = {'.git', 'build', 'subprojects'}
-readmes = []
-for d, dirs, files in os.walk(src):
-    dirs[:] = sorted(x for x in dirs if x not in skip_dirs and not x.startswith('.') and
-                     not x.startswith('build') and not os.path.exists(os.path.join(d, x, 'meson-private')))
-    if 'README.md' in files:
-        readmes.append(d)
+# 1. file lists: the tracked files in a git checkout; else (a source
+# package) the tree without build directories and debian/
+def tree():
+    r = subprocess.run(['git', '-C', src, 'ls-files', '-z'], capture_output=True, text=True)
+    if r.returncode == 0 and r.stdout:
+        return [f for f in r.stdout.split('\0') if f and os.path.exists(os.path.join(src, f))]
+    out = []
+    for d, dirs, files in os.walk(src):
+        dirs[:] = [x for x in dirs if not x.startswith('.') and not x.startswith('build') and
+                   not (d == src and x in ('debian', 'stage')) and
+                   not os.path.exists(os.path.join(d, x, 'meson-private'))]
+        out += [os.path.relpath(os.path.join(d, f), src) for f in files]
+    return out
+
+
+entries = {}  # directory (relative, '.' top) -> names in it (a subdirectory ends with /)
+for f in tree():
+    parts = f.split('/')
+    for i in range(len(parts)):
+        d = '/'.join(parts[:i]) or '.'
+        entries.setdefault(d, set()).add(parts[i] + ('/' if i < len(parts) - 1 else ''))
+readmes = sorted(os.path.join(src, d) if d != '.' else src
+                 for d, names in entries.items() if 'README.md' in names)
 if len(readmes) < 15:
     fail(f'found only {len(readmes)} READMEs: the walk is broken')
 for d in readmes:
     text = read(d, 'README.md')
     rel = os.path.relpath(d, src)
-    for e in sorted(os.listdir(d)):
-        if e == 'README.md' or e in PLUMBING or e.startswith('.') or e == '__pycache__':
+    for e in sorted(entries[rel]):
+        name = e.rstrip('/')
+        if name == 'README.md' or name in PLUMBING or name.startswith('.') or name == '__pycache__':
             continue
-        if os.path.isdir(os.path.join(d, e)) and (e.startswith('build') or
-                                                  os.path.exists(os.path.join(d, e, 'meson-private'))):
-            continue
-        if not named(text, e):
-            fail(f'{rel}/README.md does not name {e}{"/" if os.path.isdir(os.path.join(d, e)) else ""}')
+        if not named(text, name):
+            fail(f'{rel}/README.md does not name {e}')
 
 # 2. the dependency graph
 targets = json.loads(subprocess.run(['meson', 'introspect', build, '--targets'],
