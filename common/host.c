@@ -50,11 +50,14 @@ int host_parse_size(const char *s, uint64_t *out)
 	case 'K': case 'k': shift = 10; end++; break;
 	case 'M': case 'm': shift = 20; end++; break;
 	case 'G': case 'g': shift = 30; end++; break;
+	case 'T': case 't': shift = 40; end++; break;
 	default: break;
 	}
+	if (shift && (*end == 'i' || *end == 'I'))
+		end++;
 	if (*end == 'B' || *end == 'b')
 		end++;
-	if (*end || v == 0)
+	if (*end)
 		return -EINVAL;
 	if (v > (UINT64_MAX >> shift))
 		return -ERANGE;

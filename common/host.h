@@ -41,8 +41,11 @@ int host_read_u64(const char *path, uint64_t *out);
 /* Decodes /proc/mounts' escapes (\040 space, \011 tab, \012 newline, \134
  * backslash: any \ooo) in place. */
 void host_unescape(char *s);
-/* "2M", "1G", "2048K", "2048kB", "2097152": a size in bytes into *out.
- * Returns 0, or -EINVAL (empty, not a number, 0, another suffix) / -ERANGE. */
+/* "2M", "1G", "2048K", "2048kB", "4MiB", "1T", "2097152": a size in bytes
+ * (binary units) into *out: the one parser of sizes (pagesize= options,
+ * shmctl --page-size, the loader's config). Returns 0, or -EINVAL (empty,
+ * not a number, another suffix) / -ERANGE (past 2^64). 0 parses: callers
+ * that need a page size refuse it. */
 int host_parse_size(const char *s, uint64_t *out);
 /* A page size's short name: "4K", "2M", "1G" (the pagesize= spelling). */
 const char *host_size_name(uint64_t bytes, char *buf, size_t len);

@@ -184,7 +184,7 @@ static int parse_opts(int argc, char **argv, bool reserve, struct plan_opts *o)
 		case 's':
 			if (!reserve)
 				return p_usage("hugepages", "--page-size: only for reserve");
-			if (host_parse_size(optarg, &o->page_size))
+			if (host_parse_size(optarg, &o->page_size) || !o->page_size)
 				return p_usage("hugepages", "--page-size %s: expected a size such as "
 					       "2M or 1G", optarg);
 			continue;

@@ -309,8 +309,16 @@ TEST(Host, ParseSizeAndName)
 	EXPECT_EQ(v, 2u << 20);
 	EXPECT_EQ(host_parse_size("65536", &v), 0);
 	EXPECT_EQ(v, 65536u);
-	for (const char *bad : {"", "M", "0", "2T", "2M,", "-1", "99999999999999999999"})
-		EXPECT_NE(host_parse_size(bad, &v), 0) << bad;
+	EXPECT_EQ(host_parse_size("4MiB", &v), 0);
+	EXPECT_EQ(v, 4u << 20);
+	EXPECT_EQ(host_parse_size("1T", &v), 0);
+	EXPECT_EQ(v, UINT64_C(1) << 40);
+	EXPECT_EQ(host_parse_size("0", &v), 0) << "0 parses; page-size callers refuse it";
+	EXPECT_EQ(v, 0u);
+	for (const char *bad : {"", "M", "2P", "2M,", "-1", "2 M", "2iB"})
+		EXPECT_EQ(host_parse_size(bad, &v), -EINVAL) << bad;
+	for (const char *big : {"99999999999999999999", "17179869184G"})
+		EXPECT_EQ(host_parse_size(big, &v), -ERANGE) << big;
 	char b[16];
 	EXPECT_STREQ(host_size_name(2u << 20, b, sizeof b), "2M");
 	EXPECT_STREQ(host_size_name(1u << 30, b, sizeof b), "1G");
