@@ -178,12 +178,17 @@ grep -Eq "^migrate from 0 to $LAST node_now $LAST before 0 moved 0 get 1 after $
 
 # 10. swaps under a reader on every node: no error, no mixed generation,
 #     every reader on its own node's copy at the end
-probe swap $R rep 8 >/tmp/swap &
+# the readers run until the three swaps are done (a stop file), not for a
+# fixed time a loaded TCG guest overran; the sleeps space the swaps
+rm -f /tmp/swap.stop
+probe swap $R rep $((600 * SLOW)) /tmp/swap.stop >/tmp/swap &
 sp=$!
 for g in 3 2 3; do
 	sleep 1
 	$S cache load --numa replicate rep /img/g$g.shmkv >/dev/null 2>>/tmp/err
 done
+sleep 1 # every reader refreshes each 256 gets: the last generation is seen
+touch /tmp/swap.stop
 wait $sp
 good=1
 [ "$(grep -c '^reader ' /tmp/swap)" = "$N" ] || good=0
