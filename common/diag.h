@@ -1,6 +1,6 @@
 /* diag.h - diagnostics for the loader and shmctl: a message into the
- * caller's why buffer, and the error code back (the pattern of the reader's
- * `char *why, size_t why_len` functions, which keeps its helper private). */
+ * caller's why buffer, and the error code back (the reader's `char *why,
+ * size_t why_len` convention; lib's shmkv_vfail owns it, diag_fail calls it). */
 #ifndef SHMKV_COMMON_DIAG_H
 #define SHMKV_COMMON_DIAG_H
 

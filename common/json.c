@@ -157,59 +157,13 @@ void json_free(struct json *j)
 
 /* ---- strings ---- */
 
-/* Length of the valid UTF-8 sequence at p (1..4), or 0 if the bytes there are
- * not one (overlong forms, surrogates and code points over U+10FFFF are not). */
-static size_t utf8_seq_len(const unsigned char *p, size_t n)
-{
-	unsigned c = p[0];
-	if (c < 0x80)
-		return 1;
-	size_t len;
-	unsigned lo = 0x80, hi = 0xBF; /* range of the second byte */
-	if (c >= 0xC2 && c <= 0xDF) {
-		len = 2;
-	} else if (c >= 0xE0 && c <= 0xEF) {
-		len = 3;
-		if (c == 0xE0)
-			lo = 0xA0; /* overlong */
-		else if (c == 0xED)
-			hi = 0x9F; /* surrogates */
-	} else if (c >= 0xF0 && c <= 0xF4) {
-		len = 4;
-		if (c == 0xF0)
-			lo = 0x90; /* overlong */
-		else if (c == 0xF4)
-			hi = 0x8F; /* over U+10FFFF */
-	} else {
-		return 0;
-	}
-	if (n < len || p[1] < lo || p[1] > hi)
-		return 0;
-	for (size_t i = 2; i < len; i++)
-		if (p[i] < 0x80 || p[i] > 0xBF)
-			return 0;
-	return len;
-}
-
-bool utf8_valid(const void *s, size_t n)
-{
-	const unsigned char *p = s;
-	for (size_t i = 0; i < n;) {
-		size_t l = utf8_seq_len(p + i, n - i);
-		if (!l)
-			return false;
-		i += l;
-	}
-	return true;
-}
-
 static void write_escaped(struct json *j, const unsigned char *p, size_t n)
 {
 	static const char hex[] = "0123456789abcdef";
 	putc_(j, '"');
 	for (size_t i = 0; i < n;) {
 		unsigned c = p[i];
-		size_t l = utf8_seq_len(p + i, n - i);
+		size_t l = shmkv_utf8_seq_len(p + i, n - i);
 		if (l == 0) {
 			puts_(j, "\\ufffd"); /* not UTF-8: replacement character */
 			i++;

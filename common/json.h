@@ -12,7 +12,7 @@
  * Strings are escaped fully: '"', '\\', every control character (as \n, \t,
  * ... or \u00XX), DEL, U+2028 and U+2029 (line breaks to JavaScript). Bytes
  * that are not valid UTF-8 become U+FFFD: output is always valid UTF-8
- * JSON. Callers that must not lose bytes check utf8_valid() first and write
+ * JSON. Callers that must not lose bytes check shmkv_utf8_valid() (lib) first and write
  * base64 instead (json_base64).
  *
  * Not thread-safe per writer; writers share nothing. */
@@ -105,10 +105,6 @@ char *json_error_code(const char *msg, int err);
  * (at most 699 bytes); returns err. */
 int json_reply_error(char **reply, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-
-/* Is p[0..n) valid UTF-8 (no overlong forms, surrogates or code points
- * over U+10FFFF)? */
-bool utf8_valid(const void *p, size_t n);
 
 /* Standard base64 (RFC 4648, '+' '/', '=' padding). */
 void base64_write(FILE *f, const void *p, size_t n);

@@ -54,6 +54,7 @@
  *     const char *shmkv_strerror(err)                message ("key not found", strerror)
  *     const char *shmkv_errname(err)                 symbol ("SHMKV_ENOTFOUND", "ENOENT")
  *     const char *shmkv_file_kind(st_mode)           "a FIFO", "a directory", ... (error messages)
+ *     int  shmkv_vfail(err, why, why_len, fmt, ap)   the why/why_len convention: message, err back
  *     const char *shmkv_type_name(type), shmkv_vector_name()
  *     const shmkv_image_header *shmkv_header(db)
  *   Cache names and control segments (shmkv/ctl.h), for readers, shmctl and the loader
@@ -79,6 +80,8 @@
  *     int      shmkv_find_entry(db, key, len, &offset)           the reader's lookup, as an offset
  *     int      shmkv_zero_check(db, from, to, what, why, why_len) padding is zero
  *     int      shmkv_value_utf8_valid(&value)                    1 if strict UTF-8
+ *     int      shmkv_utf8_valid(p, n), size_t shmkv_utf8_seq_len(p, n)  (shmkv/utf8.h)
+ *              strict UTF-8: the one check, 1/0; one sequence's length, 0 if none
  *     int      shmkv_bind_mem(&db, base, size, flags, why, why_len) a handle over memory
  *              the caller owns (checked as shmkv_image_check; never shmkv_close it)
  *
@@ -119,6 +122,7 @@
  *   shmkv_find_entry: 0; SHMKV_ENOTFOUND; SHMKV_EKEYLEN; SHMKV_ECORRUPT.
  *   shmkv_bind_mem: 0; the errors of shmkv_image_check.
  *   shmkv_strerror, shmkv_errname, *_name: never NULL (static strings).
+ *   shmkv_vfail: err, as given.
  *
  * Lifetime: pointers obtained from a handle stay valid until shmkv_close()
  * (and, for an attached handle, until a shmkv_refresh() that returns 1).

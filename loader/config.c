@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include "diag.h"
+#include "host.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -36,29 +37,7 @@ void conf_cache_defaults(const struct loader_conf *lc, struct cache_conf *cc)
 
 int conf_parse_size(const char *s, uint64_t *out)
 {
-	char *end;
-	if (!isdigit((unsigned char)*s))
-		return -EINVAL;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno)
-		return -EINVAL;
-	unsigned shift = 0;
-	switch (*end) {
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	case 't': case 'T': shift = 40; end++; break;
-	default: break;
-	}
-	if (shift && (*end == 'i' || *end == 'I'))
-		end++;
-	if (shift && (*end == 'b' || *end == 'B'))
-		end++;
-	if (*end || (shift && v > (UINT64_MAX >> shift)))
-		return -EINVAL;
-	*out = (uint64_t)v << shift;
-	return 0;
+	return host_parse_size(s, out) ? -EINVAL : 0; /* common/host.h owns the syntax */
 }
 
 int conf_parse_queue_depth(const char *s, unsigned *out)
@@ -361,8 +340,7 @@ static int enter_section(struct parse *p, const char *section)
 	while (*name == ' ' || *name == '\t')
 		name++;
 	if (!(shmkv_name_check(name) == 0))
-		return perr(p, "invalid cache name \"%s\" (1-63 of A-Z a-z 0-9 _ - ., not starting "
-			       "with .)", name);
+		return perr(p, "invalid cache name \"%s\" (" SHMKV_CACHE_NAME_RULE ")", name);
 	if (conf_find(p->c, name))
 		return perr(p, "[cache %s] appears twice", name);
 	struct cache_def *d = realloc(p->c->caches, (p->c->ncaches + 1) * sizeof *d);

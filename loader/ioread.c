@@ -279,7 +279,7 @@ static int read_sync(struct io *io, const struct ioread_opts *o, struct hasher *
 						   (unsigned long long)io->size);
 			off += (uint64_t)n;
 		}
-		/* relaxed: a figure for status.c:take(), as in ioread() */
+		/* relaxed: a figure for status.c:status_take(), as in ioread() */
 		if (o->progress)
 			atomic_store_explicit(o->progress, off, memory_order_relaxed);
 		PROBE(read_progress, off, io->size);
@@ -383,7 +383,7 @@ int ioread(int fd, int *direct, const char *path, uint8_t *dst, uint64_t size,
 			prefix_chunk++;
 		if (!io.err && prefix_chunk != before) {
 			uint64_t prefix = prefix_chunk * io.bs < size ? prefix_chunk * io.bs : size;
-			/* relaxed: a figure for status.c:take(), which reads it relaxed;
+			/* relaxed: a figure for status.c:status_take(), which reads it relaxed;
 			 * nothing else is published through it */
 			if (o->progress)
 				atomic_store_explicit(o->progress, prefix, memory_order_relaxed);

@@ -2,13 +2,13 @@
 #include "topo.h"
 
 #include <ctype.h>
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "diag.h"
+#include "host.h"
 
 static int read_small(const char *path, char *buf, size_t len)
 {
@@ -123,26 +123,17 @@ static int read_node(const char *base, struct ntopo_node *n, const int *ids, uns
 		n->mem_free = meminfo_kb(buf, "MemFree") * 1024;
 		n->meminfo = 1;
 	}
+	/* the node's pools, read as common/host.h reads the host's */
 	snprintf(path, sizeof path, "%s/node%d/hugepages", base, n->id);
-	DIR *d = opendir(path);
-	if (!d)
+	struct host_pool p[HOST_MAX_POOLS];
+	size_t np;
+	if (host_pools(path, p, HOST_MAX_POOLS, &np, NULL, 0))
 		return 0; /* no hugetlb in this kernel */
-	struct dirent *e;
-	while ((e = readdir(d)) && n->nhp < NTOPO_MAX_HP) {
-		unsigned long long kb;
-		char tail[8];
-		if (sscanf(e->d_name, "hugepages-%llukB%7s", &kb, tail) != 1)
-			continue;
-		struct ntopo_hp *h = &n->hp[n->nhp];
-		h->page_size = (uint64_t)kb * 1024;
-		char f[4400];
-		snprintf(f, sizeof f, "%s/%s/nr_hugepages", path, e->d_name);
-		h->nr = read_small(f, buf, sizeof buf) == 0 ? atoll(buf) : 0;
-		snprintf(f, sizeof f, "%s/%s/free_hugepages", path, e->d_name);
-		h->free = read_small(f, buf, sizeof buf) == 0 ? atoll(buf) : 0;
-		n->nhp++;
+	for (size_t i = 0; i < np && n->nhp < NTOPO_MAX_HP; i++, n->nhp++) {
+		n->hp[n->nhp].page_size = p[i].page_size;
+		n->hp[n->nhp].nr = (long long)p[i].nr;
+		n->hp[n->nhp].free = (long long)p[i].free;
 	}
-	closedir(d);
 	return 0;
 }
 

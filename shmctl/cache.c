@@ -31,7 +31,7 @@ int cache_help(int argc, char **argv)
 	print_help(
 		"Usage: " BIN_NAME " [OPTIONS] cache { COMMAND | help }\n"
 		"       " BIN_NAME " cache list\n"
-		"       " BIN_NAME " cache status NAME\n"
+		"       " BIN_NAME " cache status [--all] NAME\n"
 		"       " BIN_NAME " cache stats [--prometheus] [NAME...]\n"
 		"       " BIN_NAME " cache get [--key-base64] NAME KEY\n"
 		"       " BIN_NAME " cache load NAME FILE\n"
@@ -47,8 +47,9 @@ int cache_help(int argc, char **argv)
 		"\n"
 		"list      the caches: generation, image size, memory (from the loader; from\n"
 		"          the control segments ROOT/*.ctl when no loader answers)\n"
-		"status    one cache as the loader sees it: generation, sizes, memory, load\n"
-		"          time and speed, entries, readers, rollback, last error\n"
+		"status    one cache as the loader sees it, in a dozen lines: state,\n"
+		"          generation, size, memory and placement, readers, last load, last\n"
+		"          error, rollback; --all (or -j): every field the loader reports\n"
 		"stats     every cache's (or NAME's) figures in one table, object (-j) or\n"
 		"          Prometheus text (--prometheus: shmkv_up, generation, bytes, memory,\n"
 		"          entries, load duration, readers, failures)\n"
@@ -95,9 +96,7 @@ int cache_check_name(const char *name)
 {
 	if (!shmkv_name_check(name))
 		return 0;
-	return p_usage("cache",
-		       "invalid cache name \"%s\" (1-%u of A-Z a-z 0-9 _ - ., not starting with .)",
-		       name, SHMKV_CACHE_NAME_MAX);
+	return p_usage("cache", "invalid cache name \"%s\" (" SHMKV_CACHE_NAME_RULE ")", name);
 }
 
 bool reply_no_cache(const jv *reply)
@@ -142,23 +141,6 @@ void print_reply(const jv *reply)
 		jv_write(&json_out, reply);
 	else
 		plain_object(stdout, reply, skip);
-}
-
-static int do_cache_status(int argc, char **argv)
-{
-	int rc = cache_args(argc, argv, 1, "NAME");
-	if (rc >= 0)
-		return rc;
-	const char *name = argv[optind];
-	if ((rc = cache_check_name(name)))
-		return rc;
-	const char *words[] = {"status", name};
-	jv *reply;
-	if ((rc = loader_call(words, 2, QUERY_TIMEOUT_MS, &reply, NULL, NULL)) >= 0)
-		return rc;
-	print_reply(reply);
-	jv_free(reply);
-	return EXIT_OK;
 }
 
 int do_cache_list(int argc, char **argv)
@@ -357,7 +339,8 @@ static int do_cache_get(int argc, char **argv)
 	return get_verb(argc, argv, &src);
 }
 
-/* The ambiguous prefixes go to the read-only verbs: "re" is readers. */
+/* Verbs take unique prefixes only (cmd_select): "re" is refused as
+ * ambiguous (readers, reload), never taken as the first match. */
 static const struct cmd cmds[] = {
 	{"list", do_cache_list},
 	{"status", do_cache_status},

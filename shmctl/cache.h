@@ -15,6 +15,7 @@
 int cache_help(int argc, char **argv);
 
 int do_cache_list(int argc, char **argv);
+int do_cache_status(int argc, char **argv); /* cache_status.c */
 int do_cache_readers(int argc, char **argv);
 
 /* Parses a verb's options (-j, -p, -h, -r/--root DIR) and checks that

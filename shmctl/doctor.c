@@ -6,7 +6,6 @@
  * with the host's trees under it); the loader is asked over its socket. */
 #include "doctor.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <grp.h>
 #include <inttypes.h>
@@ -23,6 +22,7 @@
 #include <unistd.h>
 
 #include "ctlsock.h"
+#include "host.h"
 #include "jv.h"
 #include "main.h"
 #include "topo.h"
@@ -58,115 +58,54 @@ static void add(enum level level, const char *check, const char *fix, const char
 	va_end(ap);
 }
 
-static void host_path(char *buf, size_t len, const char *path)
+/* Mounts of one type (up to max), as common/host.h reads them: decoded
+ * directories and page sizes, the loader's view. */
+static size_t mounts_of(const char *type, struct host_mount *out, size_t max)
 {
-	const char *r = getenv("SHMKV_HOST_ROOT");
-	snprintf(buf, len, "%s%s", r && *r ? r : "", path);
-}
-
-static int read_long(const char *path, long *out)
-{
-	char p[4096];
-	host_path(p, sizeof p, path);
-	FILE *f = fopen(p, "re");
-	if (!f)
-		return -errno;
-	int ok = fscanf(f, "%ld", out) == 1;
-	fclose(f);
-	return ok ? 0 : -EINVAL;
-}
-
-struct mnt {
-	char dir[1024], type[64], opts[1024];
-};
-
-/* Mounts of one type (up to max), from /proc/mounts. */
-static size_t mounts_of(const char *type, struct mnt *out, size_t max)
-{
-	char p[4096], line[4096];
-	host_path(p, sizeof p, "/proc/mounts");
-	FILE *f = fopen(p, "re");
-	if (!f)
-		return 0;
-	size_t n = 0;
-	while (n < max && fgets(line, sizeof line, f)) {
-		char dev[256];
-		struct mnt m;
-		if (sscanf(line, "%255s %1023s %63s %1023s", dev, m.dir, m.type, m.opts) == 4 &&
-		    !strcmp(m.type, type))
-			out[n++] = m;
-	}
-	fclose(f);
-	return n;
+	size_t n;
+	return host_mounts(host_root_env(), type, out, max, &n) ? 0 : n;
 }
 
 static void check_hugepages(void)
 {
-	char dir[4096];
-	host_path(dir, sizeof dir, "/sys/kernel/mm/hugepages");
-	DIR *d = opendir(dir);
-	if (!d) {
-		add(WARN, "hugepages", NULL, "%s: %s: no huge pages here; the loader uses shm "
-		    "(memory=auto) and refuses memory=hugetlb caches", dir, strerror(errno));
+	char dir[4096], why[512];
+	host_path(dir, sizeof dir, host_root_env(), "/sys/kernel/mm/hugepages");
+	struct host_pool pools[HOST_MAX_POOLS];
+	size_t np;
+	if (host_pools(dir, pools, HOST_MAX_POOLS, &np, why, sizeof why)) {
+		add(WARN, "hugepages", NULL, "%s: no huge pages here; the loader uses shm "
+		    "(memory=auto) and refuses memory=hugetlb caches", why);
 		return;
 	}
-	struct mnt m[8];
+	struct host_mount m[8];
 	size_t nm = mounts_of("hugetlbfs", m, 8);
-	long dflt_kb = 0;
-	char p[4096], line[256];
-	host_path(p, sizeof p, "/proc/meminfo");
-	FILE *f = fopen(p, "re");
-	while (f && fgets(line, sizeof line, f))
-		if (sscanf(line, "Hugepagesize: %ld kB", &dflt_kb) == 1)
-			break;
-	if (f)
-		fclose(f);
+	uint64_t dflt = host_default_hugepage_size(host_root_env());
 	uint64_t reserved_total = 0;
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		long kb, nr = 0, fr = 0;
-		char tail;
-		if (sscanf(e->d_name, "hugepages-%ldkB%c", &kb, &tail) != 1)
+	for (size_t k = 0; k < np; k++) {
+		const struct host_pool *p = &pools[k];
+		if (p->nr == 0)
 			continue;
-		char q[4600];
-		snprintf(q, sizeof q, "/sys/kernel/mm/hugepages/%s/nr_hugepages", e->d_name);
-		read_long(q, &nr);
-		snprintf(q, sizeof q, "/sys/kernel/mm/hugepages/%s/free_hugepages", e->d_name);
-		read_long(q, &fr);
 		char sz[32];
-		if (kb >= 1048576)
-			snprintf(sz, sizeof sz, "%ldG", kb >> 20);
-		else
-			snprintf(sz, sizeof sz, "%ldM", kb >> 10);
-		if (nr == 0)
-			continue;
-		reserved_total += (uint64_t)nr;
+		host_size_name(p->page_size, sz, sizeof sz);
+		reserved_total += p->nr;
 		const char *mnt = NULL;
-		for (size_t i = 0; i < nm && !mnt; i++) {
-			const char *ps = strstr(m[i].opts, "pagesize=");
-			long mkb = ps ? strtol(ps + 9, NULL, 10) : dflt_kb;
-			if (ps) {
-				char unit = ps[9 + strspn(ps + 9, "0123456789")];
-				mkb *= unit == 'G' ? 1048576 : unit == 'M' ? 1024 : 1;
-			}
-			if (mkb == kb)
+		for (size_t i = 0; i < nm && !mnt; i++)
+			if (m[i].page_size == p->page_size)
 				mnt = m[i].dir;
-		}
-		char fix[256];
 		if (!mnt) {
-			char dir[64];
-			snprintf(dir, sizeof dir, kb == dflt_kb ? "/dev/hugepages" : "/dev/hugepages-%s",
-				 sz);
+			char fix[256], mdir[64];
+			snprintf(mdir, sizeof mdir, p->page_size == dflt ? "/dev/hugepages"
+									 : "/dev/hugepages-%s", sz);
 			snprintf(fix, sizeof fix, "mkdir -p %s && mount -t hugetlbfs -o pagesize=%s "
-				 "hugetlbfs %s", dir, sz, dir);
-			add(FAIL, "hugepages", fix, "%ld reserved %s pages (%ld free) but no hugetlbfs "
-			    "mount has that page size: the loader cannot use them", nr, sz, fr);
+				 "hugetlbfs %s", mdir, sz, mdir);
+			add(FAIL, "hugepages", fix, "%llu reserved %s pages (%llu free) but no "
+			    "hugetlbfs mount has that page size: the loader cannot use them",
+			    (unsigned long long)p->nr, sz, (unsigned long long)p->free);
 		} else {
-			add(OK, "hugepages", NULL, "%ld %s pages reserved, %ld free, mounted on %s", nr,
-			    sz, fr, mnt);
+			add(OK, "hugepages", NULL, "%llu %s pages reserved, %llu free, mounted on %s",
+			    (unsigned long long)p->nr, sz, (unsigned long long)p->free, mnt);
 		}
 	}
-	closedir(d);
 	if (!reserved_total)
 		add(WARN, "hugepages", "shmctl hugepages plan IMAGE... && shmctl hugepages reserve "
 		    "--persist IMAGE...", "no huge pages reserved: caches load into shm "
@@ -200,12 +139,14 @@ static void check_memlock(void)
 
 static void check_io_uring(void)
 {
-	long disabled = 0;
-	if (read_long("/proc/sys/kernel/io_uring_disabled", &disabled) == 0 && disabled) {
+	uint64_t disabled = 0;
+	char dpath[4096];
+	host_path(dpath, sizeof dpath, host_root_env(), "/proc/sys/kernel/io_uring_disabled");
+	if (host_read_u64(dpath, &disabled) == 0 && disabled) {
 		add(disabled == 2 ? WARN : INFO, "io_uring",
 		    "sysctl -w kernel.io_uring_disabled=0 (persist in /etc/sysctl.d)",
-		    "kernel.io_uring_disabled = %ld: %s; the loader reads with pread (slower)",
-		    disabled, disabled == 2 ? "io_uring is off for everyone"
+		    "kernel.io_uring_disabled = %llu: %s; the loader reads with pread (slower)",
+		    (unsigned long long)disabled, disabled == 2 ? "io_uring is off for everyone"
 					    : "only root and kernel.io_uring_group may use it");
 	}
 	struct io_uring_params p;
@@ -245,7 +186,7 @@ static void check_io_uring(void)
 static void check_numa(void)
 {
 	char sys[4096], why[512];
-	host_path(sys, sizeof sys, "/sys");
+	host_path(sys, sizeof sys, host_root_env(), "/sys");
 	struct ntopo *t = malloc(sizeof *t);
 	if (!t)
 		return;
@@ -287,7 +228,7 @@ static void check_numa(void)
 
 static void check_fs(const char *type, const char *dir, const char *why)
 {
-	struct mnt m[4];
+	struct host_mount m[4];
 	size_t n = mounts_of(type, m, 4);
 	if (n) {
 		add(OK, type, NULL, "%s mounted on %s", type, m[0].dir);
@@ -367,7 +308,7 @@ static void check_segment_owner(const char *path, long loader_uid)
 
 static void check_segment_dirs(long loader_uid)
 {
-	struct mnt m[8];
+	struct host_mount m[8];
 	size_t n = mounts_of("hugetlbfs", m, 8);
 	char p[1100];
 	check_dir("segments", "/dev/shm/shmkv", "shm segment directory", false);

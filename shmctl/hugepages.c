@@ -8,7 +8,6 @@
  * /sys, /proc and /etc under /host; the tests' fake host). */
 #include "hugepages.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -22,6 +21,7 @@
 #include <shmkv.h>
 
 #include "cache.h"
+#include "host.h"
 #include "hugepages_numa.h"
 #include "main.h"
 #include "progress.h"
@@ -35,169 +35,48 @@ struct pool {
 	char mount[1024]; /* a hugetlbfs mount with this page size, or "" */
 };
 
-static const char *host_root(void)
-{
-	const char *r = getenv("SHMKV_HOST_ROOT");
-	return r && *r ? r : "";
-}
-
-static void host_path(char *buf, size_t len, const char *path)
-{
-	snprintf(buf, len, "%s%s", host_root(), path);
-}
-
-static int read_u64_file(const char *path, uint64_t *out)
-{
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	unsigned long long v;
-	int ok = fscanf(f, "%llu", &v) == 1;
-	fclose(f);
-	if (!ok)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
-/* Hugepagesize: from /proc/meminfo (the size vm.nr_hugepages sets), 0 if none */
-static uint64_t default_page_size(void)
-{
-	char path[4096], line[256];
-	host_path(path, sizeof path, "/proc/meminfo");
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return 0;
-	unsigned long long kb = 0;
-	while (fgets(line, sizeof line, f))
-		if (sscanf(line, "Hugepagesize: %llu kB", &kb) == 1)
-			break;
-	fclose(f);
-	return (uint64_t)kb * 1024;
-}
-
-/* A hugetlbfs mount's page size: its pagesize= option, else the default. */
-static uint64_t mount_page_size(const char *opts, uint64_t dflt)
-{
-	const char *p = strstr(opts, "pagesize=");
-	if (!p)
-		return dflt;
-	char *end;
-	unsigned long long v = strtoull(p + 9, &end, 10);
-	switch (*end) {
-	case 'K': case 'k': v <<= 10; break;
-	case 'M': case 'm': v <<= 20; break;
-	case 'G': case 'g': v <<= 30; break;
-	default: break;
-	}
-	return v;
-}
-
+/* The hugetlbfs mounts (common/host.h reads them as the loader does): the
+ * first with each pool's page size becomes the pool's mount. */
 static void find_mounts(struct pool *pools, size_t n)
 {
-	char path[4096], line[4096];
-	host_path(path, sizeof path, "/proc/mounts");
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return;
-	uint64_t dflt = default_page_size();
-	while (fgets(line, sizeof line, f)) {
-		char dev[256], mnt[1024], type[64], opts[1024];
-		if (sscanf(line, "%255s %1023s %63s %1023s", dev, mnt, type, opts) != 4 ||
-		    strcmp(type, "hugetlbfs"))
-			continue;
-		uint64_t ps = mount_page_size(opts, dflt);
+	struct host_mount *m = malloc(64 * sizeof *m);
+	size_t nm = 0;
+	if (!m || host_mounts(host_root_env(), "hugetlbfs", m, 64, &nm))
+		nm = 0;
+	for (size_t k = 0; k < nm; k++)
 		for (size_t i = 0; i < n; i++)
-			if (pools[i].page_size == ps && !pools[i].mount[0])
-				snprintf(pools[i].mount, sizeof pools[i].mount, "%s", mnt);
-	}
-	fclose(f);
-}
-
-static int cmp_pool(const void *a, const void *b)
-{
-	const struct pool *x = a, *y = b;
-	return x->page_size < y->page_size ? -1 : x->page_size > y->page_size;
+			if (pools[i].page_size == m[k].page_size && !pools[i].mount[0])
+				snprintf(pools[i].mount, sizeof pools[i].mount, "%s", m[k].dir);
+	free(m);
 }
 
 /* The kernel's huge page pools, smallest page size first. Returns how many,
  * or -1 after an error (printed). */
 static int read_pools(struct pool *pools)
 {
-	char dir[4096];
-	host_path(dir, sizeof dir, "/sys/kernel/mm/hugepages");
-	DIR *d = opendir(dir);
-	if (!d) {
-		p_err("%s: %s (no huge page support in this kernel?)", dir, strerror(errno));
+	char dir[4096], why[512];
+	struct host_pool hp[MAX_SIZES];
+	size_t n;
+	host_path(dir, sizeof dir, host_root_env(), "/sys/kernel/mm/hugepages");
+	int err = host_pools(dir, hp, MAX_SIZES, &n, why, sizeof why);
+	if (err == -ENOENT) {
+		p_err("%s (no huge page support in this kernel?)", why);
 		return -1;
 	}
-	int n = 0;
-	struct dirent *e;
-	while ((e = readdir(d)) && n < MAX_SIZES) {
-		unsigned long long kb;
-		char tail;
-		if (sscanf(e->d_name, "hugepages-%llukB%c", &kb, &tail) != 1)
-			continue;
-		struct pool *p = &pools[n];
-		memset(p, 0, sizeof *p);
-		p->page_size = (uint64_t)kb * 1024;
-		static const char *const files[] = {"nr_hugepages", "free_hugepages",
-						    "resv_hugepages", "surplus_hugepages"};
-		uint64_t *dst[] = {&p->total, &p->free, &p->resv, &p->surplus};
-		for (int i = 0; i < 4; i++) {
-			char path[4600];
-			snprintf(path, sizeof path, "%s/%s/%s", dir, e->d_name, files[i]);
-			int err = read_u64_file(path, dst[i]);
-			if (err) {
-				closedir(d);
-				p_err("%s: %s", path, strerror(-err));
-				return -1;
-			}
-		}
-		n++;
+	if (err) {
+		p_err("%s", why);
+		return -1;
 	}
-	closedir(d);
 	if (n == 0) {
 		p_err("%s: no hugepages-*kB pool (no huge page support in this kernel?)", dir);
 		return -1;
 	}
-	qsort(pools, (size_t)n, sizeof *pools, cmp_pool);
-	find_mounts(pools, (size_t)n);
-	return n;
-}
-
-static void size_name(uint64_t ps, char *buf, size_t len)
-{
-	if (ps >= (UINT64_C(1) << 30) && ps % (UINT64_C(1) << 30) == 0)
-		snprintf(buf, len, "%" PRIu64 "G", ps >> 30);
-	else if (ps >= (UINT64_C(1) << 20) && ps % (UINT64_C(1) << 20) == 0)
-		snprintf(buf, len, "%" PRIu64 "M", ps >> 20);
-	else
-		snprintf(buf, len, "%" PRIu64 "K", ps >> 10);
-}
-
-/* "2M", "1G", "2048K", "2097152": a page size in bytes, 0 if malformed. */
-static uint64_t parse_page_size(const char *s)
-{
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || end == s || v == 0)
-		return 0;
-	int shift = 0;
-	if (*end == 'K' || *end == 'k')
-		shift = 10;
-	else if (*end == 'M' || *end == 'm')
-		shift = 20;
-	else if (*end == 'G' || *end == 'g')
-		shift = 30;
-	if (shift)
-		end++;
-	if (*end == 'B' || *end == 'b')
-		end++;
-	if (*end || v > (UINT64_MAX >> shift))
-		return 0;
-	return (uint64_t)v << shift;
+	for (size_t i = 0; i < n; i++)
+		pools[i] = (struct pool){.page_size = hp[i].page_size, .total = hp[i].nr,
+					 .free = hp[i].free, .resv = hp[i].resv,
+					 .surplus = hp[i].surplus};
+	find_mounts(pools, n);
+	return (int)n;
 }
 
 /* The image size from a checked header: never blocks, never follows the
@@ -305,7 +184,7 @@ static int parse_opts(int argc, char **argv, bool reserve, struct plan_opts *o)
 		case 's':
 			if (!reserve)
 				return p_usage("hugepages", "--page-size: only for reserve");
-			if (!(o->page_size = parse_page_size(optarg)))
+			if (host_parse_size(optarg, &o->page_size) || !o->page_size)
 				return p_usage("hugepages", "--page-size %s: expected a size such as "
 					       "2M or 1G", optarg);
 			continue;
@@ -374,7 +253,7 @@ int do_hugepages_plan(int argc, char **argv)
 	uint64_t need[MAX_SIZES], bytes, sizes[argc - optind];
 	if ((rc = images_need(argc, argv, optind, pools, np, o.copies, need, &bytes, sizes)))
 		return rc;
-	uint64_t dflt = default_page_size();
+	uint64_t dflt = host_default_hugepage_size(host_root_env());
 	/* enough: some size has the pages free already */
 	bool enough = false;
 	for (int i = 0; i < np; i++)
@@ -418,7 +297,7 @@ static int plan_print(const struct plan_opts *po, const struct pool *pools, int 
 		json_bool(&json_out, "enough", enough);
 		json_arr_begin(&json_out, "pools");
 		for (int i = 0; i < np; i++) {
-			size_name(pools[i].page_size, sz, sizeof sz);
+			host_size_name(pools[i].page_size, sz, sizeof sz);
 			json_obj_begin(&json_out, NULL);
 			json_str(&json_out, "page_size", sz);
 			json_u64(&json_out, "page_bytes", pools[i].page_size);
@@ -434,7 +313,7 @@ static int plan_print(const struct plan_opts *po, const struct pool *pools, int 
 		}
 		json_arr_end(&json_out);
 		if (t) {
-			size_name(dflt, sz, sizeof sz);
+			host_size_name(dflt, sz, sizeof sz);
 			json_str(&json_out, "numa", o.numa);
 			json_str(&json_out, "node_page_size", sz);
 			json_arr_begin(&json_out, "nodes");
@@ -460,14 +339,14 @@ static int plan_print(const struct plan_opts *po, const struct pool *pools, int 
 	printf("%-6s %12s %10s %10s %10s  %s\n", "size", "pages needed", "total", "free", "short",
 	       "mount");
 	for (int i = 0; i < np; i++) {
-		size_name(pools[i].page_size, sz, sizeof sz);
+		host_size_name(pools[i].page_size, sz, sizeof sz);
 		printf("%-6s %12" PRIu64 " %10" PRIu64 " %10" PRIu64 " %10" PRIu64 "  %s%s\n", sz,
 		       need[i], pools[i].total, pools[i].free, short_of(&pools[i], need[i]),
 		       pools[i].mount[0] ? pools[i].mount : "(no hugetlbfs mount)",
 		       pools[i].page_size == dflt ? "  [default size]" : "");
 	}
 	if (t) {
-		size_name(dflt, sz, sizeof sz);
+		host_size_name(dflt, sz, sizeof sz);
 		printf("per node, %s pages, numa=%s:\n%-6s %12s %10s %10s %10s\n", sz, o.numa, "node",
 		       "pages needed", "total", "free", "short");
 		for (unsigned i = 0; i < t->n; i++) {
@@ -495,7 +374,7 @@ static int plan_print(const struct plan_opts *po, const struct pool *pools, int 
 	for (int i = 0; i < np; i++) {
 		if (pools[i].page_size != dflt)
 			continue;
-		size_name(pools[i].page_size, sz, sizeof sz);
+		host_size_name(pools[i].page_size, sz, sizeof sz);
 		printf("short: reserve with\n  %s hugepages reserve --page-size %s --persist %" PRIu64
 		       "\n", BIN_NAME, sz, pools[i].total + short_of(&pools[i], need[i]));
 	}
@@ -508,7 +387,7 @@ static int plan_print(const struct plan_opts *po, const struct pool *pools, int 
 static int persist(uint64_t pages, char *path, size_t path_len)
 {
 	char dir[4096];
-	host_path(dir, sizeof dir, "/etc/sysctl.d");
+	host_path(dir, sizeof dir, host_root_env(), "/etc/sysctl.d");
 	snprintf(path, path_len, "%s/%s", dir, SYSCTL_FILE);
 	char tmp[4200];
 	snprintf(tmp, sizeof tmp, "%s/.%s.tmp", dir, SYSCTL_FILE);
@@ -570,7 +449,7 @@ static int write_pool_once(const char *path, uint64_t pages, uint64_t *got)
 		return p_err("%s: write %" PRIu64 ": %s", path, pages, strerror(e));
 	}
 	close(fd);
-	int err = read_u64_file(path, got);
+	int err = host_read_u64(path, got);
 	if (err)
 		return p_err("%s: %s", path, strerror(-err));
 	return 0;
@@ -613,7 +492,7 @@ static int grow_pool(const char *path, uint64_t from, uint64_t pages, uint64_t *
 static int write_pool(const struct pool *p, uint64_t pages, uint64_t *got)
 {
 	char path[4600], dir[4096];
-	host_path(dir, sizeof dir, "/sys/kernel/mm/hugepages");
+	host_path(dir, sizeof dir, host_root_env(), "/sys/kernel/mm/hugepages");
 	snprintf(path, sizeof path, "%s/hugepages-%" PRIu64 "kB/nr_hugepages", dir,
 		 p->page_size >> 10);
 	struct grow g = {.total = pages > p->total ? pages - p->total : 0};
@@ -642,7 +521,7 @@ static int write_node_pools(const struct ntopo *t, uint64_t page_size,
 		if (!need[id])
 			continue;
 		char path[4600], dir[4096];
-		host_path(dir, sizeof dir, "/sys/devices/system/node");
+		host_path(dir, sizeof dir, host_root_env(), "/sys/devices/system/node");
 		snprintf(path, sizeof path, "%s/node%d/hugepages/hugepages-%" PRIu64 "kB/nr_hugepages",
 			 dir, id, page_size >> 10);
 		rc = grow_pool(path, got[id], need[id], &got[id], &g);
@@ -654,11 +533,11 @@ static int write_node_pools(const struct ntopo *t, uint64_t page_size,
 static int mount_pool(struct pool *p, uint64_t dflt)
 {
 	char sz[32], mnt[1024], opts[64];
-	size_name(p->page_size, sz, sizeof sz);
+	host_size_name(p->page_size, sz, sizeof sz);
 	if (p->page_size == dflt)
-		snprintf(mnt, sizeof mnt, "%s/dev/hugepages", host_root());
+		snprintf(mnt, sizeof mnt, "%s/dev/hugepages", host_root_env());
 	else
-		snprintf(mnt, sizeof mnt, "%s/dev/hugepages-%s", host_root(), sz);
+		snprintf(mnt, sizeof mnt, "%s/dev/hugepages-%s", host_root_env(), sz);
 	snprintf(opts, sizeof opts, "pagesize=%s,mode=0755", sz);
 	if (mkdir(mnt, 0755) != 0 && errno != EEXIST)
 		return p_err("mkdir %s: %s", mnt, strerror(errno));
@@ -675,7 +554,7 @@ static int reserve_nodes(const struct plan_opts *o, struct pool *p, int nimages,
 			 uint64_t dflt)
 {
 	char sz[32];
-	size_name(p->page_size, sz, sizeof sz);
+	host_size_name(p->page_size, sz, sizeof sz);
 	if (o->persist)
 		return p_usage("hugepages", "--persist with --numa: sysctl has no per-node pool; "
 				  "run this command at boot (a oneshot unit before "
@@ -766,7 +645,7 @@ int do_hugepages_reserve(int argc, char **argv)
 	int np = read_pools(pools);
 	if (np < 0)
 		return EXIT_USAGE;
-	uint64_t dflt = default_page_size();
+	uint64_t dflt = host_default_hugepage_size(host_root_env());
 	uint64_t ps = o.page_size ? o.page_size : dflt;
 	struct pool *p = NULL;
 	for (int i = 0; i < np; i++)
@@ -775,14 +654,14 @@ int do_hugepages_reserve(int argc, char **argv)
 	char sz[32], have[256] = "";
 	if (!p) {
 		for (int i = 0; i < np; i++) {
-			size_name(pools[i].page_size, sz, sizeof sz);
+			host_size_name(pools[i].page_size, sz, sizeof sz);
 			snprintf(have + strlen(have), sizeof have - strlen(have), "%s%s", i ? ", " : "",
 				 sz);
 		}
-		size_name(ps, sz, sizeof sz);
+		host_size_name(ps, sz, sizeof sz);
 		return p_err("no %s huge page pool in this kernel (it has %s)", sz, have);
 	}
-	size_name(ps, sz, sizeof sz);
+	host_size_name(ps, sz, sizeof sz);
 	uint64_t pages, need[MAX_SIZES], bytes = 0, sizes[argc - optind];
 	unsigned long long v;
 	if (o.numa)

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "host.h"
 #include "main.h"
 #include "policy.h"
 
@@ -20,8 +21,7 @@ int numa_need(const char *policy, uint64_t page_size, const uint64_t *sizes, siz
 	if (pol.kind == NPOL_NONE)
 		return p_usage("hugepages", "--numa none: nothing is bound to a node; plan without "
 				  "--numa");
-	const char *root = getenv("SHMKV_HOST_ROOT");
-	snprintf(sys, sizeof sys, "%s/sys", root && root[0] ? root : "");
+	host_path(sys, sizeof sys, host_root_env(), "/sys");
 	if (ntopo_read(sys, t, why, sizeof why))
 		return p_err("NUMA topology: %s", why);
 	/* as if every node had the pages and the memory: no degrade */

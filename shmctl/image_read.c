@@ -21,7 +21,7 @@ char *key_text(const void *key, size_t len)
 	json_init_file(&w, f, false);
 	w.depth = 1; /* no newline after the value */
 	w.first[0] = true;
-	if (utf8_valid(key, len)) {
+	if (shmkv_utf8_valid(key, len)) {
 		json_str_n(&w, NULL, key, len);
 	} else {
 		fputs("base64:", f);
@@ -105,7 +105,7 @@ static void dump_meta(struct json *w, const shmkv_image_header *h)
 	json_obj_begin(w, NULL);
 	json_name(w, "shmkv_meta");
 	json_obj_begin(w, NULL);
-	if (utf8_valid(h->name, strlen(h->name))) {
+	if (shmkv_utf8_valid(h->name, strlen(h->name))) {
 		json_str(w, "name", h->name);
 	} else { /* JSON strings are Unicode: the bytes as base64, as for keys */
 		json_name(w, "name_base64");

@@ -11,7 +11,7 @@
 
 void json_key_member(struct json *w, const void *key, size_t len)
 {
-	if (utf8_valid(key, len)) {
+	if (shmkv_utf8_valid(key, len)) {
 		json_name(w, "key");
 		json_str_n(w, NULL, key, len);
 	} else {

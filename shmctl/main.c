@@ -71,7 +71,9 @@ int cmd_select(const struct cmd *cmds, int argc, char **argv, int (*help)(int, c
 	}
 	if (n == 1)
 		return found->func(argc, argv);
-	if (n > 1) /* a prefix that means two things means neither (bpftool does the same) */
+	/* a prefix that means two things means neither (bpftool takes the first
+	 * match in its table; a destructive verb must never be a guess) */
+	if (n > 1)
 		return p_usage(help_cmd, "ambiguous %s '%s': could be %s", what, argv[0], candidates);
 	return p_usage(help_cmd, "unknown %s '%s'", what, argv[0]);
 }

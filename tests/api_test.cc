@@ -473,3 +473,40 @@ TEST(Tools, BindMemZeroCheckAndUtf8)
 	bad.size = 2;
 	EXPECT_EQ(shmkv_value_utf8_valid(&bad), 0);
 }
+
+// shmkv_utf8_valid / shmkv_utf8_seq_len (shmkv/utf8.h): the one strict
+// UTF-8 check, shared by shmkv_verify, shmctl and common/json.c.
+TEST(Utf8, StrictChecksAndSequenceLengths)
+{
+	struct Case {
+		const char *bytes;
+		size_t n;
+		int valid;
+		size_t first; // shmkv_utf8_seq_len at 0
+	};
+	const Case cases[] = {
+		{"", 0, 1, 0},
+		{"a", 1, 1, 1},
+		{"\xc3\xa9", 2, 1, 2},             // é
+		{"\xe2\x82\xac", 3, 1, 3},         // €
+		{"\xf0\x9f\x98\x80", 4, 1, 4},     // U+1F600
+		{"\xf4\x8f\xbf\xbf", 4, 1, 4},     // U+10FFFF, the last
+		{"\xc0\xaf", 2, 0, 0},             // overlong '/'
+		{"\xe0\x80\xaf", 3, 0, 0},         // overlong, 3 bytes
+		{"\xf0\x80\x80\xaf", 4, 0, 0},     // overlong, 4 bytes
+		{"\xed\xa0\x80", 3, 0, 0},         // U+D800, a surrogate
+		{"\xf4\x90\x80\x80", 4, 0, 0},     // past U+10FFFF
+		{"\x80", 1, 0, 0},                 // a lone continuation byte
+		{"\xe2\x82", 2, 0, 0},             // truncated
+		{"\xff", 1, 0, 0},
+		{"ok\xc3", 3, 0, 1},               // valid start, truncated end
+	};
+	for (const Case &c : cases) {
+		EXPECT_EQ(shmkv_utf8_valid(c.bytes, c.n), c.valid) << testing::PrintToString(c.bytes);
+		if (c.n) {
+			EXPECT_EQ(shmkv_utf8_seq_len(c.bytes, c.n), c.first)
+				<< testing::PrintToString(c.bytes);
+		}
+	}
+	EXPECT_EQ(shmkv_utf8_valid(nullptr, 0), 1);
+}

@@ -90,7 +90,7 @@ try:
     os.rename(os.path.join(tmp, 'bad'), os.path.join(spool, 'bad.shmkv'))
     wait_for(lambda: not os.path.exists(os.path.join(spool, 'users.shmkv')) and
              os.path.exists(os.path.join(spool, 'bad.shmkv.rejected')))
-    time.sleep(0.2)
+    wait_for(lambda: json.loads(run('-j', 'cache', 'status', 'users')[1] or '{}').get('published'))
 
     rc, out, err = run('-j', 'cache', 'status', 'users')
     status = json.loads(out)
@@ -181,38 +181,37 @@ try:
     check(s.get(('shmkv_cache_loads_total', u)) == 2, 'loads_total after the pinned load')
 
     # the metrics file: the same text, kept current by a rename
-    time.sleep(1.5)
-    rc, out, err = run('cache', 'stats', '--prometheus')
-    ftext = read(prom)
-    fs = parse_prom(ftext)
-    check(fs == parse_prom(out), f'metrics file differs from stats --prometheus:\n{ftext}\n{out}')
+    def same_as_stats():
+        # the file is rewritten every metrics_interval: until it says what stats says
+        global out, ftext
+        out = run('cache', 'stats', '--prometheus')[1]
+        ftext = read(prom) if os.path.exists(prom) else ''
+        return parse_prom(ftext) == parse_prom(out)
+    out = ftext = ''
+    check(wait_for(same_as_stats), f'metrics file differs from stats --prometheus:\n{ftext}\n{out}')
     check(os.listdir(promdir) == ['shmkv.prom'], f'temporaries left: {os.listdir(promdir)}')
     check(os.stat(prom).st_mode & 0o777 == 0o644, f'mode {oct(os.stat(prom).st_mode)}')
     m0 = os.stat(prom).st_mtime_ns
-    time.sleep(2.5)
-    check(os.stat(prom).st_mtime_ns > m0, 'metrics file not rewritten after metrics_interval')
+    check(wait_for(lambda: os.stat(prom).st_mtime_ns > m0),
+          'metrics file not rewritten after metrics_interval')
     # unwritable path (a reload): reported, the loader goes on; back again
     write_conf(os.path.join(tmp, 'nodir', 'shmkv.prom'))
     proc.send_signal(signal.SIGHUP)
     lst = {}
-    for _ in range(100):
-        time.sleep(0.05)
+
+    def listed(pred):
+        global lst
         rc, out, err = run('-j', 'cache', 'list')
         lst = json.loads(out) if rc == 0 else {}
-        if (lst.get('metrics') or {}).get('error'):
-            break
+        return pred(lst.get('metrics') or {})
+    wait_for(lambda: listed(lambda m: m.get('error')))
     check('nodir' in ((lst.get('metrics') or {}).get('error') or ''), f'list metrics: {lst}')
     with open(logpath) as f:
         check(sum('metrics file not written' in ln for ln in f) == 1,
               'the failure is logged once, not at every retry')
     write_conf(prom)
     proc.send_signal(signal.SIGHUP)
-    for _ in range(100):
-        time.sleep(0.05)
-        rc, out, err = run('-j', 'cache', 'list')
-        lst = json.loads(out) if rc == 0 else {}
-        if lst.get('metrics', {}).get('error') is None and lst.get('metrics', {}).get('file') == prom:
-            break
+    wait_for(lambda: listed(lambda m: m.get('error') is None and m.get('file') == prom))
     check(lst.get('metrics') == {'file': prom, 'error': None}, f'list metrics again: {lst}')
 
     rc, out, err = run('-j', 'cache', 'stats', 'users')

@@ -1,6 +1,7 @@
 // common_test: the internal library shared by the loader and shmctl
 // (common/): the one JSON writer's escaping in both its modes, segment
-// names, /proc/PID/maps lines, memory-kind names, diag_fail.
+// names, /proc/PID/maps lines, memory-kind names, diag_fail, and the host
+// facts (host.h) read from a fake /proc and /sys tree.
 #include <gtest/gtest.h>
 
 #include <cerrno>
@@ -8,6 +9,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
+
+#include <sys/stat.h>
 
 #include <sys/mman.h>
 #include <sys/sysmacros.h>
@@ -15,6 +19,7 @@
 
 extern "C" {
 #include "diag.h"
+#include "host.h"
 #include "json.h"
 #include "memkind.h"
 #include "procmaps.h"
@@ -291,6 +296,151 @@ TEST(Diag, FailFormatsAndReturns)
 	EXPECT_EQ(diag_fail(-EINVAL, why, sizeof why, "%s %d", "abcdef", 42), -EINVAL);
 	EXPECT_STREQ(why, "abcdef "); // truncated, terminated
 	EXPECT_EQ(diag_fail(SHMKV_ECORRUPT, nullptr, 0, "x"), SHMKV_ECORRUPT);
+}
+
+// A fake host root: files written under a temporary directory.
+class FakeHost {
+public:
+	FakeHost()
+	{
+		char tmpl[] = "/tmp/common_host.XXXXXX";
+		root_ = mkdtemp(tmpl) ? tmpl : "";
+	}
+	~FakeHost() { std::system(("rm -rf '" + root_ + "'").c_str()); }
+	const std::string &root() const { return root_; }
+	void write(const std::string &rel, const std::string &text)
+	{
+		std::string p = root_ + "/" + rel;
+		std::system(("mkdir -p \"$(dirname '" + p + "')\"").c_str());
+		FILE *f = fopen(p.c_str(), "w");
+		ASSERT_NE(f, nullptr) << p;
+		fputs(text.c_str(), f);
+		fclose(f);
+	}
+	void pool(const std::string &dir, unsigned kb, unsigned nr, unsigned fr, int resv = -1)
+	{
+		std::string d = dir + "/hugepages-" + std::to_string(kb) + "kB/";
+		write(d + "nr_hugepages", std::to_string(nr) + "\n");
+		write(d + "free_hugepages", std::to_string(fr) + "\n");
+		if (resv >= 0)
+			write(d + "resv_hugepages", std::to_string(resv) + "\n");
+	}
+
+private:
+	std::string root_;
+};
+
+TEST(Host, ParseSizeAndName)
+{
+	uint64_t v = 0;
+	EXPECT_EQ(host_parse_size("2M", &v), 0);
+	EXPECT_EQ(v, 2u << 20);
+	EXPECT_EQ(host_parse_size("1G", &v), 0);
+	EXPECT_EQ(v, 1u << 30);
+	EXPECT_EQ(host_parse_size("2048kB", &v), 0);
+	EXPECT_EQ(v, 2u << 20);
+	EXPECT_EQ(host_parse_size("65536", &v), 0);
+	EXPECT_EQ(v, 65536u);
+	EXPECT_EQ(host_parse_size("4MiB", &v), 0);
+	EXPECT_EQ(v, 4u << 20);
+	EXPECT_EQ(host_parse_size("1T", &v), 0);
+	EXPECT_EQ(v, UINT64_C(1) << 40);
+	EXPECT_EQ(host_parse_size("0", &v), 0) << "0 parses; page-size callers refuse it";
+	EXPECT_EQ(v, 0u);
+	for (const char *bad : {"", "M", "2P", "2M,", "-1", "2 M", "2iB"})
+		EXPECT_EQ(host_parse_size(bad, &v), -EINVAL) << bad;
+	for (const char *big : {"99999999999999999999", "17179869184G"})
+		EXPECT_EQ(host_parse_size(big, &v), -ERANGE) << big;
+	char b[16];
+	EXPECT_STREQ(host_size_name(2u << 20, b, sizeof b), "2M");
+	EXPECT_STREQ(host_size_name(1u << 30, b, sizeof b), "1G");
+	EXPECT_STREQ(host_size_name(64u << 10, b, sizeof b), "64K");
+	char o[64];
+	EXPECT_EQ(host_mount_opt("rw,relatime,pagesize=1024M", "pagesize", o, sizeof o), 0);
+	EXPECT_STREQ(o, "1024M");
+	EXPECT_EQ(host_mount_opt("rw,xpagesize=2M", "pagesize", o, sizeof o), -ENOENT);
+}
+
+TEST(Host, MountsDecodedWithPageSizes)
+{
+	FakeHost h;
+	h.write("proc/meminfo", "MemTotal: 1000 kB\nHugepagesize:       2048 kB\n");
+	h.write("proc/mounts",
+		"proc /proc proc rw 0 0\n"
+		"none /mnt/huge\\040pages hugetlbfs rw,relatime,pagesize=1024M 0 0\n"
+		"none /dev/hugepages hugetlbfs rw,relatime 0 0\n"
+		"none /dev/hugepages hugetlbfs rw,pagesize=1G 0 0\n" // listed again: the first
+		"none /mnt/tab\\011and\\134slash hugetlbfs rw,pagesize=64K 0 0\n"
+		"tmpfs /dev/shm tmpfs rw 0 0\n");
+	struct host_mount m[8];
+	size_t n = 0;
+	ASSERT_EQ(host_mounts(h.root().c_str(), "hugetlbfs", m, 8, &n), 0);
+	ASSERT_EQ(n, 3u);
+	EXPECT_STREQ(m[0].dir, "/mnt/huge pages");
+	EXPECT_EQ(m[0].page_size, 1u << 30);
+	EXPECT_STREQ(m[1].dir, "/dev/hugepages");
+	EXPECT_EQ(m[1].page_size, 2u << 20) << "no pagesize=: the default Hugepagesize";
+	EXPECT_STREQ(m[2].dir, "/mnt/tab\tand\\slash");
+	EXPECT_EQ(m[2].page_size, 64u << 10);
+	ASSERT_EQ(host_mounts(h.root().c_str(), NULL, m, 8, &n), 0);
+	EXPECT_EQ(n, 5u);
+	EXPECT_EQ(m[4].page_size, 0u) << "not hugetlbfs";
+	ASSERT_EQ(host_mounts(h.root().c_str(), "hugetlbfs", m, 1, &n), 0);
+	EXPECT_EQ(n, 1u) << "at most max";
+	EXPECT_EQ(host_default_hugepage_size(h.root().c_str()), 2u << 20);
+	EXPECT_EQ(host_mounts((h.root() + "/nothing").c_str(), "hugetlbfs", m, 8, &n), -ENOENT);
+}
+
+TEST(Host, PoolsPerSizeAndNode)
+{
+	FakeHost h;
+	std::string hp = "sys/kernel/mm/hugepages";
+	h.pool(hp, 1048576, 2, 1, 0);
+	h.pool(hp, 2048, 100, 40, 15);
+	h.write(hp + "/hugepages-2048kB/surplus_hugepages", "3\n");
+	std::string node1 = "sys/devices/system/node/node1/hugepages";
+	h.pool(node1, 2048, 12, 5); // per node: no resv_hugepages
+	struct host_pool p[HOST_MAX_POOLS];
+	size_t n = 0;
+	char why[256] = "";
+	ASSERT_EQ(host_pools((h.root() + "/" + hp).c_str(), p, HOST_MAX_POOLS, &n, why, sizeof why),
+		  0) << why;
+	ASSERT_EQ(n, 2u);
+	EXPECT_EQ(p[0].page_size, 2u << 20) << "smallest first";
+	EXPECT_EQ(p[0].nr, 100u);
+	EXPECT_EQ(p[0].free, 40u);
+	EXPECT_EQ(p[0].resv, 15u);
+	EXPECT_EQ(p[0].surplus, 3u);
+	EXPECT_EQ(p[1].page_size, 1u << 30);
+	EXPECT_EQ(host_pool_available(h.root().c_str(), 2u << 20), 25);
+	EXPECT_EQ(host_pool_available(h.root().c_str(), 1u << 30), 1);
+	EXPECT_EQ(host_pool_available(h.root().c_str(), 64u << 10), -1) << "no such pool";
+	ASSERT_EQ(host_pools((h.root() + "/" + node1).c_str(), p, HOST_MAX_POOLS, &n, why,
+			     sizeof why), 0) << why;
+	ASSERT_EQ(n, 1u);
+	EXPECT_EQ(p[0].nr, 12u);
+	EXPECT_EQ(p[0].free, 5u);
+	EXPECT_EQ(p[0].resv, 0u);
+	// a pool whose free_hugepages is not a number: an error naming the file
+	h.write(node1 + "/hugepages-2048kB/free_hugepages", "lots\n");
+	EXPECT_EQ(host_pools((h.root() + "/" + node1).c_str(), p, HOST_MAX_POOLS, &n, why,
+			     sizeof why), -EINVAL);
+	EXPECT_NE(strstr(why, "free_hugepages: not a number"), nullptr) << why;
+	EXPECT_EQ(host_pools((h.root() + "/none").c_str(), p, HOST_MAX_POOLS, &n, why, sizeof why),
+		  -ENOENT);
+}
+
+TEST(Host, Paths)
+{
+	char b[16];
+	EXPECT_EQ(host_path(b, sizeof b, "/host", "/proc/mounts"), -ENAMETOOLONG);
+	EXPECT_EQ(host_path(b, sizeof b, "", "/proc/mounts"), 0);
+	EXPECT_STREQ(b, "/proc/mounts");
+	setenv("SHMKV_HOST_ROOT", "/x", 1);
+	EXPECT_STREQ(host_root_env(), "/x");
+	setenv("SHMKV_HOST_ROOT", "", 1);
+	EXPECT_STREQ(host_root_env(), "");
+	unsetenv("SHMKV_HOST_ROOT");
 }
 
 } // namespace

@@ -17,21 +17,6 @@
 
 #define SHMKV_ATTACH_VERIFY 8u /* verify every image checksum at attach and refresh */
 
-/* Deprecated (use shmkv_ctl_read): the current generation, its segment
- * count and first segment, consistently. Kept while callers move. */
-static inline int shmkv__ctl_snapshot(const shmkv_ctl *ctl, uint64_t *gen, uint32_t *count,
-				      shmkv_ctl_segment *seg)
-{
-	shmkv_ctl copy;
-	int err = shmkv_ctl_read(ctl, &copy);
-	if (err)
-		return err;
-	*gen = copy.generation;
-	*count = copy.segment_count;
-	*seg = copy.segments[0];
-	return 0;
-}
-
 /* -EACCES on a segment: readers get in through the group of the loader's
  * segment directory (0750), so name that group; a bare "Permission denied"
  * leaves an operator guessing. */

@@ -65,12 +65,6 @@ static inline int shmkv_name_check(const char *name)
 	return 0;
 }
 
-/* Deprecated spelling of shmkv_name_check() == 0, kept while callers move. */
-static inline int shmkv__valid_name(const char *name)
-{
-	return shmkv_name_check(name) == 0;
-}
-
 /* The root directory of control segments: root itself when given and not
  * empty, else $SHMKV_ROOT when set and not empty, else SHMKV_DEFAULT_ROOT
  * ("/run/shmkv"). Never NULL. */

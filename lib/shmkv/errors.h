@@ -131,19 +131,30 @@ static inline const char *shmkv_errname(int err)
 #undef SHMKV__E
 }
 
-/* Private: writes a diagnostic into why[why_len] (if given) and returns err.
- * lib/ only; programs format their own messages. */
+/* The why/why_len convention of every *_diag function, for programs that
+ * follow it too (the loader and shmctl do, through common/diag.h): formats
+ * fmt and ap into why[why_len] (truncated to fit, always terminated;
+ * nothing written when why is NULL or why_len 0) and returns err. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 4, 0)))
+#endif
+static inline int shmkv_vfail(int err, char *why, size_t why_len, const char *fmt, va_list ap)
+{
+	if (why && why_len)
+		vsnprintf(why, why_len, fmt, ap);
+	return err;
+}
+
+/* Private: shmkv_vfail with the arguments inline. lib/ only. */
 #if defined(__GNUC__)
 __attribute__((format(printf, 4, 5)))
 #endif
 static inline int shmkv__fail(int err, char *why, size_t why_len, const char *fmt, ...)
 {
-	if (why && why_len) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(why, why_len, fmt, ap);
-		va_end(ap);
-	}
+	va_list ap;
+	va_start(ap, fmt);
+	err = shmkv_vfail(err, why, why_len, fmt, ap);
+	va_end(ap);
 	return err;
 }
 

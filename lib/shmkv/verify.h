@@ -6,6 +6,7 @@
 #define SHMKV_VERIFY_H
 
 #include "get.h"
+#include "utf8.h"
 
 /* Checks that the bytes [from, to) of the image are zero (padding). */
 static inline int shmkv__zero_range(const shmkv *db, uint64_t from, uint64_t to, const char *what,
@@ -19,41 +20,6 @@ static inline int shmkv__zero_range(const shmkv *db, uint64_t from, uint64_t to,
 	return 0;
 }
 
-/* Strict UTF-8 (no overlongs, surrogates or code points past U+10FFFF). */
-static inline int shmkv__utf8_valid(const uint8_t *p, size_t n)
-{
-	size_t i = 0;
-	while (i < n) {
-		uint8_t c = p[i];
-		if (c < 0x80) {
-			i++;
-			continue;
-		}
-		size_t len;
-		uint32_t cp, min;
-		if ((c & 0xe0) == 0xc0) {
-			len = 2, cp = c & 0x1f, min = 0x80;
-		} else if ((c & 0xf0) == 0xe0) {
-			len = 3, cp = c & 0x0f, min = 0x800;
-		} else if ((c & 0xf8) == 0xf0) {
-			len = 4, cp = c & 0x07, min = 0x10000;
-		} else {
-			return 0;
-		}
-		if (n - i < len)
-			return 0;
-		for (size_t k = 1; k < len; k++) {
-			if ((p[i + k] & 0xc0) != 0x80)
-				return 0;
-			cp = cp << 6 | (p[i + k] & 0x3f);
-		}
-		if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-			return 0;
-		i += len;
-	}
-	return 1;
-}
-
 /* The text of the types whose row says utf8 (string, and each string of a
  * strlist) must be UTF-8 (the builder enforces it). */
 static inline int shmkv__text_valid(const shmkv_value *v)
@@ -62,13 +28,13 @@ static inline int shmkv__text_valid(const shmkv_value *v)
 	if (!t || !t->utf8)
 		return 1;
 	if (t->shape == SHMKV_SHAPE_TEXT)
-		return shmkv__utf8_valid((const uint8_t *)v->data, v->size);
+		return shmkv_utf8_valid(v->data, v->size);
 	shmkv_strlist l;
 	shmkv_value_strlist(v, &l);
 	for (size_t i = 0; i < l.count; i++) {
 		size_t len = 0;
 		const char *s = shmkv_strlist_at(&l, i, &len);
-		if (!s || !shmkv__utf8_valid((const uint8_t *)s, len))
+		if (!s || !shmkv_utf8_valid(s, len))
 			return 0;
 	}
 	return 1;

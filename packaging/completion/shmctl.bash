@@ -118,6 +118,7 @@ _shmctl()
 		case $obj/$cmd in
 		image/b*) COMPREPLY=($(compgen -W "$build_opts $global_opts" -- "$cur")) ;;
 		image/j*) COMPREPLY=($(compgen -W "-o --output --threads $global_opts" -- "$cur")) ;;
+		cache/statu | cache/status) COMPREPLY=($(compgen -W "--all $global_opts" -- "$cur")) ;;
 		cache/stat | cache/stats) COMPREPLY=($(compgen -W "--prometheus $global_opts" -- "$cur")) ;;
 		cache/lo*) COMPREPLY=($(compgen -W "--numa $global_opts" -- "$cur")) ;;
 		hugepages/p*) COMPREPLY=($(compgen -W "--copies --numa $global_opts" -- "$cur")) ;;

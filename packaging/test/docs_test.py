@@ -2,7 +2,7 @@
 """packaging_docs: the installed docs name what the code has.
 
 - every public function of lib/ (shmkv_*, from the headers) has a SYNOPSIS
-  line and a RETURN VALUE entry in shmkv(3);
+  line and a RETURN VALUE entry in shmkv(3), and is named in lib/README.md;
 - every key the loader's config parser accepts is in the example
   loader.conf and in shmkv.conf(5);
 - every command shmctl's help lists is in shmctl(8) and in the bash
@@ -48,6 +48,11 @@ for n in sorted(names):
         fail(f'shmkv.3.scd: {n} has no SYNOPSIS line')
     if '*' + n + '*()' not in retval:
         fail(f'shmkv.3.scd: {n} has no RETURN VALUE entry')
+# and lib/README.md (its API reference), which the top README says is whole
+lib_readme = read(src, 'lib', 'README.md')
+for n in sorted(names):
+    if not re.search(r'\b' + n + r'\b', lib_readme):
+        fail(f'lib/README.md: {n} is not in its API reference')
 
 # 2. config keys
 conf_c = read(src, 'loader', 'config.c')

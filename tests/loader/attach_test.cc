@@ -321,7 +321,7 @@ TEST(Attach, ReadOnly)
 			*p = 1;
 			return 0;
 		});
-		int code = w.wait_exit(10000);
+		int code = w.wait_exit(60000);
 		EXPECT_TRUE(code == 42 || code == 128 + SIGSEGV)
 			<< "a write through a reader's mapping must fault; exit " << code;
 	}

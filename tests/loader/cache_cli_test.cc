@@ -221,7 +221,7 @@ TEST(CacheCli, ListPlainShowsFailedAndSpool)
 	ASSERT_TRUE(ld.load("good", a).ok());
 	EXPECT_FALSE(ld.load("ghost", env.img_path("missing.shmkv")).ok());
 	ASSERT_EQ(rmdir(env.spool().c_str()), 0) << strerror(errno);
-	ASSERT_TRUE(wait_until([&] { return !ld.req({"list"})["spool.error"].is_null(); }, 10000));
+	ASSERT_TRUE(wait_until([&] { return !ld.req({"list"})["spool.error"].is_null(); }, 60000));
 
 	CmdRun r = shmctl(env, {"cache", "list"});
 	EXPECT_EQ(r.rc, 0) << r.err;
@@ -249,3 +249,57 @@ TEST(CacheCli, ListPlainShowsFailedAndSpool)
 }
 
 } // namespace
+
+// cache status NAME: the summary of one screen (state, generation, size,
+// memory, readers, last load and error, rollback), nothing that does not
+// apply (BPF of a cache not exported); --all and -j: every field.
+TEST(CacheCli, StatusSummaryAndAll)
+{
+	Env env;
+	Loader ld(env);
+	ASSERT_TRUE(ld.start());
+	std::string a = env.img_path("a.shmkv"), b = env.img_path("b.shmkv");
+	std::string bad = env.img_path("bad.shmkv");
+	ASSERT_EQ(build_image(a, "a", 300), "");
+	ASSERT_EQ(build_image(b, "b", 400), "");
+	FILE *f = fopen(bad.c_str(), "w");
+	ASSERT_NE(f, nullptr);
+	fputs("not an image\n", f);
+	fclose(f);
+	ASSERT_EQ(shmctl(env, {"cache", "load", "sum", a}).rc, 0);
+	ASSERT_EQ(shmctl(env, {"cache", "load", "sum", b}).rc, 0);
+	EXPECT_NE(shmctl(env, {"cache", "load", "sum", bad}).rc, 0);
+
+	CmdRun r = shmctl(env, {"cache", "status", "sum"});
+	ASSERT_EQ(r.rc, 0) << r.err;
+	size_t lines = (size_t)std::count(r.out.begin(), r.out.end(), '\n');
+	EXPECT_LE(lines, 16u) << "one screen:\n" << r.out;
+	for (const char *want : {"cache       sum\n", "state       serving generation 2\n",
+				 "402 entries\n", "memory      shm", "readers     0\n",
+				 "loads       2 ok, 1 failed (invalid_image 1)\n",
+				 "rollback    generation 1 ("})
+		EXPECT_NE(r.out.find(want), std::string::npos) << want << " in:\n" << r.out;
+	EXPECT_NE(r.out.find("last load   " + b + " in "), std::string::npos) << r.out;
+	EXPECT_NE(r.out.find("last error  load " + bad), std::string::npos) << r.out;
+	EXPECT_EQ(r.out.find("bpf"), std::string::npos) << "not exported: no BPF lines\n" << r.out;
+	EXPECT_EQ(r.out.find("map_size"), std::string::npos) << r.out;
+
+	// --all (before or after NAME): every field, flattened
+	for (auto args : {std::vector<std::string>{"cache", "status", "--all", "sum"},
+			  std::vector<std::string>{"cache", "status", "sum", "--all"}}) {
+		r = shmctl(env, args);
+		ASSERT_EQ(r.rc, 0) << r.err;
+		for (const char *want : {"map_size", "load_id", "bpf.exported", "failures.invalid_image",
+					 "rollback.generation", "configured_source"})
+			EXPECT_NE(r.out.find(want), std::string::npos) << want << " in:\n" << r.out;
+		EXPECT_GT((size_t)std::count(r.out.begin(), r.out.end(), '\n'), 30u);
+	}
+	// -j stays complete
+	r = shmctl(env, {"-j", "cache", "status", "sum"});
+	Json j = as_json(r);
+	EXPECT_TRUE(j.has("bpf.exported")) << r.out;
+	EXPECT_TRUE(j.has("map_size")) << r.out;
+	EXPECT_EQ(j["failures.invalid_image"].u64(), 1u) << r.out;
+	EXPECT_EQ(shmctl(env, {"cache", "status", "--all"}).rc, 2) << "NAME is required";
+	EXPECT_EQ(shmctl(env, {"cache", "status", "--all", "nope"}).rc, 1);
+}

@@ -178,7 +178,7 @@ void check_reports(std::vector<std::unique_ptr<Child>> &readers, uint64_t final_
 {
 	for (size_t i = 0; i < readers.size(); i++) {
 		std::string out = readers[i]->read_all(30000);
-		int code = readers[i]->wait_exit(10000);
+		int code = readers[i]->wait_exit(60000);
 		ASSERT_EQ(out.size(), sizeof(Report)) << "reader " << i << " exit " << code;
 		Report r;
 		memcpy(&r, out.data(), sizeof r);
@@ -203,7 +203,7 @@ Json wait_mid_load(const Env &env, const std::string &cache, unsigned timeout_ms
 	Json hit;
 	wait_until(
 		[&] {
-			Json j = request(env.root(), {"status", cache}, 5000);
+			Json j = request(env.root(), {"status", cache}, 30000);
 			if (j.ok() && j["loading"].truthy() && j["progress.bytes_done"].u64() > 0 &&
 			    j["progress.bytes_done"].u64() < j["progress.bytes_total"].u64()) {
 				hit = j;
@@ -283,7 +283,7 @@ TEST_F(Crash, KillMidLoad)
 
 	// readers serve on without a loader
 	uint64_t p0 = ctl->passes.load();
-	EXPECT_TRUE(wait_until([&] { return ctl->passes.load() > p0 + 20; }, 10000))
+	EXPECT_TRUE(wait_until([&] { return ctl->passes.load() > p0 + 20; }, 60000))
 		<< "readers stalled after the kill";
 
 	ASSERT_TRUE(ld.start());
@@ -365,7 +365,7 @@ TEST_F(Crash, KillMidSpoolLoad)
 	EXPECT_EQ(log_lines(log, {"removed orphan cache=crashs", "load interrupted"}).size(), 1u)
 		<< log;
 	EXPECT_LT(log.find("adopted cache=crashs"), log.find("loaded cache=crashs")) << log;
-	EXPECT_TRUE(wait_until([&] { return !file_exists(env.spool_path("crashs")); }, 5000));
+	EXPECT_TRUE(wait_until([&] { return !file_exists(env.spool_path("crashs")); }, 60000));
 	Json j = ld.status("crashs");
 	EXPECT_EQ(j["generation"].u64(), 2u);
 	EXPECT_TRUE(j["last_error"].is_null()) << j["last_error"].s();
@@ -392,7 +392,7 @@ TEST_F(Crash, SigtermMidLoad)
 	EXPECT_EQ(ld.stop(), 0);
 	std::string line;
 	Json j;
-	EXPECT_TRUE(read_line(fd, &line, 5000)) << "no reply to the abandoned load";
+	EXPECT_TRUE(read_line(fd, &line, 60000)) << "no reply to the abandoned load";
 	close(fd);
 	EXPECT_TRUE(parse_json(line, &j)) << line;
 	EXPECT_FALSE(j.ok()) << line;

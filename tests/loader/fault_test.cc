@@ -97,7 +97,7 @@ public:
 		struct stat b, m;
 		bool up = stat(backing.c_str(), &b) == 0 &&
 			  wait_until([&] { return stat(file().c_str(), &m) == 0 && m.st_size == b.st_size; },
-				     10000);
+				     60000);
 		if (!up)
 			error_ = "faultfs did not come up on " + dir_;
 	}
@@ -106,7 +106,7 @@ public:
 		if (pid_ <= 0)
 			return;
 		umount2(dir_.c_str(), MNT_DETACH); // faultfs returns when unmounted
-		if (!wait_until([&] { return waitpid(pid_, nullptr, WNOHANG) == pid_; }, 5000)) {
+		if (!wait_until([&] { return waitpid(pid_, nullptr, WNOHANG) == pid_; }, 30000)) {
 			kill(pid_, SIGKILL);
 			waitpid(pid_, nullptr, 0);
 		}
@@ -245,7 +245,7 @@ TEST_F(ShimFaults, DropRightAfterPublishIsNotLost)
 	if (db) {
 		EXPECT_EQ(tag_of(db), "b");
 	}
-	EXPECT_TRUE(wait_until([&] { return !file_exists(env_->spool_path("d")); }, 10000))
+	EXPECT_TRUE(wait_until([&] { return !file_exists(env_->spool_path("d")); }, 60000))
 		<< "the loaded spool file was not removed";
 }
 
@@ -297,7 +297,7 @@ TEST_F(ShimFaults, ModifiedWhileLoading)
 		// wait until the loader has read past 512 KiB
 		EXPECT_TRUE(wait_until(
 			[&] {
-				Json s = request(env_->root(), {"status", "c"}, 5000);
+				Json s = request(env_->root(), {"status", "c"}, 30000);
 				return s["progress.bytes_done"].u64() >= (512u << 10);
 			},
 			20000));
@@ -513,7 +513,7 @@ TEST(Fault, HugetlbShort)
 	ASSERT_TRUE(ld.load("c", a).ok());
 	write_conf("hugetlb");
 	kill(ld.pid(), SIGHUP);
-	ASSERT_TRUE(wait_until([&] { return ld.status("c")["policy"].s() == "hugetlb"; }, 10000))
+	ASSERT_TRUE(wait_until([&] { return ld.status("c")["policy"].s() == "hugetlb"; }, 60000))
 		<< ld.status("c")["policy"].s();
 	Json j = ld.load("c", big);
 	EXPECT_FALSE(j.ok());

@@ -68,11 +68,23 @@ inline void sleep_ms(unsigned ms)
 	std::this_thread::sleep_for(std::chrono::milliseconds(ms));
 }
 
-// Polls pred every poll_ms until it holds (true) or timeout_ms passed (false).
+// A deadline scaled for a slow machine: ms times $SHMKV_TEST_SLOW (a factor,
+// default 1; ./run test-loaded sets it). Every wait below goes through it;
+// the deadlines the tests give are already generous for a loaded 2-core box,
+// and a wait for an event returns as soon as it happens.
+inline uint64_t slow_ms(uint64_t ms)
+{
+	const char *s = getenv("SHMKV_TEST_SLOW");
+	double f = s && *s ? atof(s) : 1.0;
+	return f > 1.0 ? (uint64_t)((double)ms * f) : ms;
+}
+
+// Polls pred every poll_ms until it holds (true) or timeout_ms (scaled by
+// slow_ms) passed (false).
 inline bool wait_until(const std::function<bool()> &pred, unsigned timeout_ms,
 		       unsigned poll_ms = 5)
 {
-	uint64_t end = now_ms() + timeout_ms;
+	uint64_t end = now_ms() + slow_ms(timeout_ms);
 	for (;;) {
 		if (pred())
 			return true;
@@ -220,7 +232,7 @@ inline bool send_all(int fd, const std::string &s)
 inline bool read_line(int fd, std::string *line, unsigned timeout_ms)
 {
 	line->clear();
-	uint64_t end = now_ms() + timeout_ms;
+	uint64_t end = now_ms() + slow_ms(timeout_ms);
 	for (;;) {
 		uint64_t t = now_ms();
 		if (t >= end)
@@ -319,7 +331,7 @@ public:
 	std::vector<std::string> &extra() { return extra_; }
 
 	// Starts the loader and waits (up to timeout_ms) until `ping` answers.
-	bool start(std::string *why = nullptr, unsigned timeout_ms = 20000)
+	bool start(std::string *why = nullptr, unsigned timeout_ms = 60000)
 	{
 		std::string w;
 		bool ok = start_(&w, timeout_ms);
@@ -333,7 +345,7 @@ public:
 
 	// Starts it and waits for it to exit (startup refused); returns the exit
 	// status (-1 when it kept running, then it is killed).
-	int start_expect_exit(unsigned timeout_ms = 10000)
+	int start_expect_exit(unsigned timeout_ms = 60000)
 	{
 		std::string w;
 		if (!spawn(&w))
@@ -377,7 +389,7 @@ public:
 
 	// SIGTERM, up to timeout_ms for a clean exit (then SIGKILL). Returns the
 	// exit code, or -1 if it had to be killed.
-	int stop(unsigned timeout_ms = 20000)
+	int stop(unsigned timeout_ms = 60000)
 	{
 		if (pid_ <= 0)
 			return -1;
@@ -464,7 +476,7 @@ private:
 	{
 		if (!spawn(why))
 			return false;
-		uint64_t end = now_ms() + timeout_ms;
+		uint64_t end = now_ms() + slow_ms(timeout_ms);
 		std::string w;
 		for (;;) {
 			if (!alive()) {
@@ -475,7 +487,7 @@ private:
 			if (j.ok() && (pid_t)j["pid"].u64() == pid_)
 				return true;
 			if (now_ms() >= end) {
-				*why = "no answer to ping within " + std::to_string(timeout_ms) +
+				*why = "no answer to ping within " + std::to_string(slow_ms(timeout_ms)) +
 				       " ms (" + w + ")";
 				kill9();
 				return false;
@@ -752,7 +764,7 @@ public:
 	std::string read_all(unsigned timeout_ms)
 	{
 		std::string out;
-		uint64_t end = now_ms() + timeout_ms;
+		uint64_t end = now_ms() + slow_ms(timeout_ms);
 		while (rfd_ >= 0) {
 			uint64_t t = now_ms();
 			if (t >= end)

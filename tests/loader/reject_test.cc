@@ -633,7 +633,7 @@ TEST(SpoolDir, DeletedThenRecreated)
 	EXPECT_TRUE(j["spool.watching"].truthy());
 	EXPECT_TRUE(j["spool.error"].is_null());
 	ASSERT_EQ(rmdir(env.spool().c_str()), 0) << strerror(errno);
-	ASSERT_TRUE(wait_until([&] { return !ld.req({"list"})["spool.error"].is_null(); }, 10000))
+	ASSERT_TRUE(wait_until([&] { return !ld.req({"list"})["spool.error"].is_null(); }, 60000))
 		<< "the lost spool is not shown\n" << env.log();
 	j = ld.req({"list"});
 	EXPECT_FALSE(j["spool.watching"].truthy());
@@ -645,7 +645,7 @@ TEST(SpoolDir, DeletedThenRecreated)
 		<< env.log();
 
 	ASSERT_EQ(mkdir(env.spool().c_str(), 0755), 0);
-	ASSERT_TRUE(wait_until([&] { return ld.req({"list"})["spool.watching"].truthy(); }, 10000))
+	ASSERT_TRUE(wait_until([&] { return ld.req({"list"})["spool.watching"].truthy(); }, 60000))
 		<< env.log();
 	EXPECT_TRUE(ld.req({"list"})["spool.error"].is_null());
 	EXPECT_EQ(log_lines(env.log(), {"spool: directory " + env.spool(), "is back: watching"}).size(), 1u)
@@ -671,7 +671,7 @@ TEST(SpoolDir, RenamedAwayThenReplaced)
 	ASSERT_TRUE(ld.start());
 	std::string moved = env.base() + "/spool.old";
 	ASSERT_EQ(rename(env.spool().c_str(), moved.c_str()), 0) << strerror(errno);
-	ASSERT_TRUE(wait_until([&] { return !ld.req({"list"})["spool.error"].is_null(); }, 10000))
+	ASSERT_TRUE(wait_until([&] { return !ld.req({"list"})["spool.error"].is_null(); }, 60000))
 		<< env.log();
 	EXPECT_TRUE(contains_ci(ld.req({"list"})["spool.error"].s(), "moved")) << env.log();
 	std::string img = env.img_path("a.shmkv");
@@ -718,7 +718,7 @@ TEST(GhostCache, FailedNewCacheExpires)
 		<< env.log();
 	EXPECT_TRUE(ld.status("kept")["expires_in"].is_null()) << "configured: never expires";
 
-	ASSERT_TRUE(wait_until([&] { return !listed(ld, "ghost"); }, 10000))
+	ASSERT_TRUE(wait_until([&] { return !listed(ld, "ghost"); }, 60000))
 		<< "the failed cache is still listed\n" << env.log();
 	EXPECT_EQ(log_lines(env.log(), {"forgot cache=ghost", "missing.shmkv"}).size(), 1u)
 		<< env.log();

@@ -230,7 +230,7 @@ TEST(Swap, ReadersNeverSeeWrongValuesAcross200Swaps)
 	uint64_t total_gets = 0;
 	for (int i = 0; i < kReaders; i++) {
 		std::string out = readers[i]->read_all(30000);
-		int code = readers[i]->wait_exit(10000);
+		int code = readers[i]->wait_exit(60000);
 		ASSERT_GE(out.size(), sizeof(Report)) << "reader " << i << " exit " << code;
 		Report r;
 		memcpy(&r, out.data(), sizeof r);

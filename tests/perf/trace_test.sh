@@ -41,10 +41,12 @@ for v in PERF_DIR SHMCTL SHMKV_LOADER USDT_READER BUILD_LIB; do
 	[ -n "${!v:-}" ] || fail "$v is not set (run through meson test)"
 done
 
-# wait_for FILE REGEX [SECS]: until a line of FILE matches (grep -E)
+# wait_for FILE REGEX [SECS]: until a line of FILE matches (grep -E), a
+# deadline of SECS (60) times $SHMKV_TEST_SLOW (a factor; ./run test-loaded)
 wait_for() {
-	local i
-	for ((i = 0; i < ${3:-30} * 20; i++)); do
+	local slow=${SHMKV_TEST_SLOW:-1}
+	local end=$((SECONDS + ${3:-60} * ${slow%%.*}))
+	while ((SECONDS <= end)); do
 		grep -Eq -- "$2" "$1" 2>/dev/null && return 0
 		sleep 0.05
 	done
@@ -135,7 +137,7 @@ mkdir -p "$T/root" "$T/spool"
 "$SHMKV_LOADER" --root "$T/root" --spool "$T/spool" --shm-dir /dev/shm --memory shm \
 	--foreground 2>"$T/loader.log" &
 LOADER_PID=$!
-wait_for "$T/loader.log" "." 10 # its first log line: it is up
+wait_for "$T/loader.log" "." # its first log line: it is up
 start_trace load "$PERF_DIR/trace" load_phases "$SHMKV_LOADER"
 start_trace swaps "$PERF_DIR/trace" swaps "$USDT_READER" "$SHMKV_LOADER"
 start_trace old "$PERF_DIR/old_readers" "$USDT_READER" "$SHMKV_LOADER" 1
@@ -166,10 +168,10 @@ wait $fpid || fail "usdt_reader follow failed"
 head -c 4096 /dev/zero >"$T/c.tmp" && mv "$T/c.tmp" "$T/spool/c.shmkv"
 wait_for "$T/load.out" "REJECT cache=c"
 # the holder still serves generation 1 of 3
-wait_for "$T/old.out" "^$hpid +usdt_reader +0x[0-9a-f]+ +c +1 +3 " 10
+wait_for "$T/old.out" "^$hpid +usdt_reader +0x[0-9a-f]+ +c +1 +3 "
 touch "$T/stop"
 wait $hpid || fail "usdt_reader hold failed"
-wait_for "$T/old.out" "no reader behind" 10
+wait_for "$T/old.out" "no reader behind"
 stop_trace load
 stop_trace swaps
 stop_trace old

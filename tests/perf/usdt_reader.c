@@ -8,6 +8,7 @@
  *   usdt_reader follow ROOT NAME GEN
  *       attaches to cache NAME under ROOT, then refreshes (and gets key0)
  *       every millisecond until it serves generation GEN; exit 1 after 60 s
+ *       (times $SHMKV_TEST_SLOW, as every deadline here)
  *   usdt_reader hold ROOT NAME STOPFILE
  *       attaches, prints its generation, and never refreshes until STOPFILE
  *       exists: a reader stuck on an old generation
@@ -29,10 +30,28 @@ static void nap_ms(long ms)
 	nanosleep(&t, NULL);
 }
 
+/* The monotonic clock in ms past which a wait of secs (times
+ * $SHMKV_TEST_SLOW, an integer factor: ./run test-loaded) gives up. */
+static long long deadline_ms(long long secs)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	const char *s = getenv("SHMKV_TEST_SLOW");
+	long long f = s && atoll(s) > 1 ? atoll(s) : 1;
+	return t.tv_sec * 1000LL + t.tv_nsec / 1000000 + secs * 1000 * f;
+}
+
+static int before(long long deadline)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1000LL + t.tv_nsec / 1000000 < deadline;
+}
+
 static int attach_wait(const char *root, const char *name, shmkv **db)
 {
 	char why[256];
-	for (int i = 0; i < 6000; i++) {
+	for (long long end = deadline_ms(60); before(end);) {
 		int err = shmkv_attach_diag(root, name, 0, db, why, sizeof why);
 		if (!err)
 			return 0;
@@ -42,7 +61,7 @@ static int attach_wait(const char *root, const char *name, shmkv **db)
 		}
 		nap_ms(10);
 	}
-	fprintf(stderr, "usdt_reader: attach %s: nothing published after 60 s\n", name);
+	fprintf(stderr, "usdt_reader: attach %s: nothing published within the deadline\n", name);
 	return -ETIMEDOUT;
 }
 
@@ -79,7 +98,7 @@ static int run_follow(const char *root, const char *name, uint64_t gen)
 	printf("ready %llu\n", (unsigned long long)shmkv_generation(db));
 	fflush(stdout);
 	shmkv_value v;
-	for (int i = 0; i < 60000 && shmkv_generation(db) < gen; i++) {
+	for (long long end = deadline_ms(60); before(end) && shmkv_generation(db) < gen;) {
 		nap_ms(1);
 		shmkv_refresh(db);
 		shmkv_get(db, "key0", 4, &v);
@@ -87,7 +106,7 @@ static int run_follow(const char *root, const char *name, uint64_t gen)
 	uint64_t got = shmkv_generation(db);
 	shmkv_close(db);
 	if (got < gen) {
-		fprintf(stderr, "usdt_reader: still at generation %llu after 60 s\n",
+		fprintf(stderr, "usdt_reader: still at generation %llu at the deadline\n",
 			(unsigned long long)got);
 		return 1;
 	}
@@ -101,7 +120,7 @@ static int run_hold(const char *root, const char *name, const char *stop)
 		return 1;
 	printf("ready %llu\n", (unsigned long long)shmkv_generation(db));
 	fflush(stdout);
-	for (int i = 0; i < 60000 && access(stop, F_OK) != 0; i++)
+	for (long long end = deadline_ms(60); before(end) && access(stop, F_OK) != 0;)
 		nap_ms(1);
 	shmkv_close(db);
 	return 0;

@@ -3,8 +3,9 @@
  *   probe where ROOT NAME        each published copy: its node as published,
  *                                and where move_pages finds every page
  *   probe pick ROOT NAME CPU     pinned to CPU: the copy shmkv_attach maps
- *   probe swap ROOT NAME SECS    a reader thread pinned to every CPU, each
- *                                getting and refreshing while the loader swaps:
+ *   probe swap ROOT NAME SECS STOPFILE  a reader thread pinned to every CPU,
+ *                                each getting and refreshing while the loader
+ *                                swaps, until STOPFILE exists (at most SECS):
  *                                generations seen, errors, its final copy's node
  *   probe migrate ROOT NAME A B  attached on CPU A, moved to CPU B: keeps
  *                                reading, takes B's copy at the next generation
@@ -182,7 +183,7 @@ static void *read_loop(void *arg)
 	return NULL;
 }
 
-static int swap(const char *root, const char *name, int secs)
+static int swap(const char *root, const char *name, int secs, const char *stopfile)
 {
 	int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
 	struct reader *rs = calloc((size_t)ncpu, sizeof *rs);
@@ -192,7 +193,11 @@ static int swap(const char *root, const char *name, int secs)
 		rs[i].name = name;
 		pthread_create(&rs[i].t, NULL, read_loop, &rs[i]);
 	}
-	sleep((unsigned)secs);
+	/* until the script says the swaps are done (an event, not a time a
+	 * loaded TCG guest may overrun); secs only bounds a script that died */
+	time_t end = time(NULL) + secs;
+	while (access(stopfile, F_OK) != 0 && time(NULL) < end)
+		usleep(10000);
 	atomic_store(&stop, 1);
 	for (int i = 0; i < ncpu; i++) {
 		pthread_join(rs[i].t, NULL);
@@ -247,11 +252,11 @@ int main(int argc, char **argv)
 		return where(argv[2], argv[3]);
 	if (argc == 5 && !strcmp(argv[1], "pick"))
 		return pick(argv[2], argv[3], atoi(argv[4]));
-	if (argc == 5 && !strcmp(argv[1], "swap"))
-		return swap(argv[2], argv[3], atoi(argv[4]));
+	if (argc == 6 && !strcmp(argv[1], "swap"))
+		return swap(argv[2], argv[3], atoi(argv[4]), argv[5]);
 	if (argc == 6 && !strcmp(argv[1], "migrate"))
 		return migrate(argv[2], argv[3], atoi(argv[4]), atoi(argv[5]));
-	fprintf(stderr, "usage: probe where ROOT NAME | pick ROOT NAME CPU | swap ROOT NAME SECS |"
+	fprintf(stderr, "usage: probe where ROOT NAME | pick ROOT NAME CPU | swap ROOT NAME SECS STOPFILE |"
 		" migrate ROOT NAME FROM_CPU TO_CPU\n");
 	return 2;
 }

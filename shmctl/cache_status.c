@@ -1,0 +1,206 @@
+/* cache_status.c - `cache status NAME`: the loader's status reply as the
+ * dozen lines an operator reads first (state, generation, size, memory and
+ * placement, readers, last load, last error, rollback), leaving out what
+ * does not apply (BPF when not exported, NUMA when unplaced, progress when
+ * idle); `--all` prints every field, and -j the reply as it came. */
+#include <getopt.h>
+#include <stdarg.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cache.h"
+#include "main.h"
+
+#define QUERY_TIMEOUT_MS 30000 /* the loader answers status at once */
+
+static const char *str_or(const jv *o, const char *name, const char *dflt)
+{
+	const char *s;
+	return jv_get_str(o, name, &s) ? s : dflt;
+}
+
+static uint64_t u64_or0(const jv *o, const char *name)
+{
+	uint64_t v = 0;
+	jv_get_u64(o, name, &v);
+	return v;
+}
+
+static bool bool_of(const jv *o, const char *name)
+{
+	bool b = false;
+	jv_get_bool(o, name, &b);
+	return b;
+}
+
+static void line(const char *label, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void line(const char *label, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	printf("%-12s", label);
+	vprintf(fmt, ap);
+	putchar('\n');
+	va_end(ap);
+}
+
+static void state_line(const jv *r)
+{
+	const jv *pr = jv_get(r, "progress");
+	uint64_t done = u64_or0(pr, "bytes_done"), total = u64_or0(pr, "bytes_total");
+	bool published = bool_of(r, "published");
+	uint64_t gen = u64_or0(r, "generation");
+	char b[32], serving[64] = "";
+	if (published)
+		snprintf(serving, sizeof serving, "serving generation %" PRIu64, gen);
+	if (total)
+		line("state", "loading %" PRIu64 "%% of %s%s%s%s", done * 100 / total,
+		     fmt_bytes(total, b, sizeof b), published ? " (" : "", serving,
+		     published ? ")" : "");
+	else if (bool_of(r, "failed"))
+		line("state", "failed: nothing published");
+	else if (published)
+		line("state", "%s", serving);
+	else
+		line("state", "nothing published yet");
+	uint64_t exp;
+	if (jv_get_u64(r, "expires_in", &exp))
+		line("", "the loader forgets it in %" PRIu64 " s", exp);
+}
+
+static void memory_lines(const jv *r)
+{
+	char b[32], m[32];
+	line("size", "%s (%" PRIu64 " bytes), %" PRIu64 " entries",
+	     fmt_bytes(u64_or0(r, "image_size"), b, sizeof b), u64_or0(r, "image_size"),
+	     u64_or0(r, "entries"));
+	line("memory", "%s, %s mapped (policy %s)", str_or(r, "memory", "-"),
+	     fmt_bytes(u64_or0(r, "map_size"), m, sizeof m), str_or(r, "policy", "-"));
+	const char *note = str_or(r, "memory_note", NULL);
+	if (note)
+		line("", "%s", note);
+	const jv *numa = jv_get(r, "numa"), *copies = jv_get(numa, "copies");
+	const char *pol = str_or(numa, "policy", "none");
+	size_t nc = jv_size(copies);
+	if (!numa || (!strcmp(pol, "none") && nc <= 1 && !str_or(numa, "note", NULL)))
+		return;
+	char nodes[256] = "";
+	size_t o = 0;
+	bool wrong = false;
+	for (size_t i = 0; i < nc && o < sizeof nodes; i++) {
+		const jv *c = jv_item(copies, i);
+		uint64_t node;
+		int w = jv_get_u64(c, "node", &node)
+				? snprintf(nodes + o, sizeof nodes - o, "%snode %" PRIu64, i ? ", " : "", node)
+				: snprintf(nodes + o, sizeof nodes - o, "%sunpinned", i ? ", " : "");
+		o += w > 0 ? (size_t)w : 0;
+		bool ok = true;
+		if (jv_get_bool(c, "placement_ok", &ok) && !ok)
+			wrong = true;
+	}
+	line("placement", "numa %s: %zu cop%s (%s)%s", pol, nc, nc == 1 ? "y" : "ies", nodes,
+	     wrong ? ", placement wrong" : "");
+	if ((note = str_or(numa, "note", NULL)))
+		line("", "%s", note);
+}
+
+static void load_lines(const jv *r)
+{
+	if (bool_of(r, "published")) {
+		char rate[32] = "";
+		const jv *g = jv_get(r, "gbps");
+		if (g)
+			jv_num_text(g, rate, sizeof rate);
+		line("last load", "%s in %" PRIu64 " ms (%s GB/s%s)", str_or(r, "source", "(unknown)"),
+		     u64_or0(r, "load_ms"), rate[0] ? rate : "-",
+		     bool_of(r, "direct_io") ? ", direct I/O" : "");
+	}
+	/* failures: the total, and each reason that happened */
+	const jv *f = jv_get(r, "failures");
+	uint64_t total = 0;
+	char why[512] = "";
+	size_t o = 0;
+	for (const void *it = jv_first(f); it; it = jv_next(f, it)) {
+		uint64_t n = 0;
+		if (!jv_u64(jv_value(it), &n) || !n)
+			continue;
+		total += n;
+		int w = snprintf(why + o, sizeof why - o, "%s%s %" PRIu64, o ? ", " : "", jv_key(it),
+				 n);
+		if (w > 0 && (size_t)w < sizeof why - o)
+			o += (size_t)w;
+	}
+	line("loads", "%" PRIu64 " ok, %" PRIu64 " failed%s%s%s", u64_or0(r, "loads"), total,
+	     total ? " (" : "", why, total ? ")" : "");
+	line("last error", "%s", str_or(r, "last_error", "-"));
+	const char *se = str_or(r, "spool_error", NULL);
+	if (se)
+		line("spool", "%s", se);
+}
+
+static void summary(const jv *r)
+{
+	char b[32];
+	line("cache", "%s", str_or(r, "name", "?"));
+	state_line(r);
+	if (bool_of(r, "published"))
+		memory_lines(r);
+	uint64_t stale = u64_or0(r, "readers_stale");
+	if (stale)
+		line("readers", "%" PRIu64 " (%" PRIu64 " on an old generation)",
+		     u64_or0(r, "readers"), stale);
+	else
+		line("readers", "%" PRIu64, u64_or0(r, "readers"));
+	load_lines(r);
+	const jv *rb = jv_get(r, "rollback");
+	if (jv_type(rb) == JV_OBJ)
+		line("rollback", "generation %" PRIu64 " (%s) from %s", u64_or0(rb, "generation"),
+		     fmt_bytes(u64_or0(rb, "image_size"), b, sizeof b),
+		     str_or(rb, "source", "(unknown)"));
+	else
+		line("rollback", "none");
+	const jv *bpf = jv_get(r, "bpf");
+	if (bool_of(bpf, "exported"))
+		line("bpf", "exported%s%s", str_or(bpf, "error", NULL) ? ": " : "",
+		     str_or(bpf, "error", ""));
+	printf("(every field: " BIN_NAME " cache status --all %s)\n", str_or(r, "name", "NAME"));
+}
+
+int do_cache_status(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		VERB_LONGOPTS,
+		{"root", required_argument, NULL, 'r'},
+		{"all", no_argument, NULL, 'a'},
+		{NULL, 0, NULL, 0},
+	};
+	int c, rc;
+	bool all = false;
+	verb_getopt_reset();
+	/* options may follow NAME too: `cache status NAME --all` */
+	while ((c = getopt_long(argc, argv, VERB_SHORTOPTS "r:a", opts, NULL)) != -1) {
+		if (c == 'r')
+			root_option = optarg;
+		else if (c == 'a')
+			all = true;
+		else if ((rc = verb_common_opt(c, argv, cache_help, "cache")) >= 0)
+			return rc;
+	}
+	if (argc - optind != 1)
+		return p_usage("cache", "%s: expected [--all] NAME", argv[0]);
+	const char *name = argv[optind];
+	if ((rc = cache_check_name(name)))
+		return rc;
+	const char *words[] = {"status", name};
+	jv *reply;
+	if ((rc = loader_call(words, 2, QUERY_TIMEOUT_MS, &reply, NULL, NULL)) >= 0)
+		return rc;
+	if (json_output || all)
+		print_reply(reply); /* -j is always complete */
+	else
+		summary(reply);
+	jv_free(reply);
+	return EXIT_OK;
+}

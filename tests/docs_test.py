@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""docs: each directory's README says what is there and who links whom.
+
+- every directory with a README.md names each of its files and
+  subdirectories (build plumbing aside: meson.build, meson_options.txt,
+  .gitignore); the file list is the source tree's, not a list kept here;
+- the code directories' READMEs (lib, builder, common, numa, loader,
+  shmctl, examples/bpf) carry two lines, "Depends on (ours): ..." and
+  "Used by (ours): ...", that match the meson build graph: a target defined
+  in directory A that compiles with B's include directory (B's dependency
+  object) depends on B (meson introspect --targets of the build dir);
+- the top README's layout table has one row per top-level directory with a
+  README (the table is read, not listed here), each linking to it, and
+  calls none of them "planned";
+- (lib/README.md naming every public function is packaging/test/docs_test.py's
+  check, beside shmkv(3)'s, from one scan of the headers);
+- the cache-name rule's text is written in C only by lib's
+  SHMKV_CACHE_NAME_RULE, and the docs that spell it out agree with it.
+usage: docs_test.py SOURCE_ROOT BUILD_ROOT
+"""
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+
+src, build = sys.argv[1], sys.argv[2]
+fails = []
+PLUMBING = {'meson.build', 'meson_options.txt', '.gitignore'}
+CODE_DIRS = ['lib', 'builder', 'common', 'numa', 'loader', 'shmctl', 'examples/bpf']
+
+
+def read(*p):
+    with open(os.path.join(*p), encoding='utf-8') as f:
+        return f.read()
+
+
+def fail(msg):
+    fails.append(msg)
+
+
+def named(text, name):
+    """name appears as itself (not inside a longer name)."""
+    return re.search(r'(?<![\w.-])' + re.escape(name) + r'(?![\w-]|\.\w)', text) is not None
+
+
+# 1. file lists: the tracked files in a git checkout; else (a source
+# package) the tree without build directories and debian/
+def tree():
+    r = subprocess.run(['git', '-C', src, 'ls-files', '-z'], capture_output=True, text=True)
+    if r.returncode == 0 and r.stdout:
+        return [f for f in r.stdout.split('\0') if f and os.path.exists(os.path.join(src, f))]
+    out = []
+    for d, dirs, files in os.walk(src):
+        dirs[:] = [x for x in dirs if not x.startswith('.') and not x.startswith('build') and
+                   not (d == src and x in ('debian', 'stage')) and
+                   not os.path.exists(os.path.join(d, x, 'meson-private'))]
+        out += [os.path.relpath(os.path.join(d, f), src) for f in files]
+    return out
+
+
+entries = {}  # directory (relative, '.' top) -> names in it (a subdirectory ends with /)
+for f in tree():
+    parts = f.split('/')
+    for i in range(len(parts)):
+        d = '/'.join(parts[:i]) or '.'
+        entries.setdefault(d, set()).add(parts[i] + ('/' if i < len(parts) - 1 else ''))
+readmes = sorted(os.path.join(src, d) if d != '.' else src
+                 for d, names in entries.items() if 'README.md' in names)
+if len(readmes) < 15:
+    fail(f'found only {len(readmes)} READMEs: the walk is broken')
+for d in readmes:
+    text = read(d, 'README.md')
+    rel = os.path.relpath(d, src)
+    for e in sorted(entries[rel]):
+        name = e.rstrip('/')
+        if name == 'README.md' or name in PLUMBING or name.startswith('.') or name == '__pycache__':
+            continue
+        if not named(text, name):
+            fail(f'{rel}/README.md does not name {e}')
+
+# 2. the dependency graph
+targets = json.loads(subprocess.run(['meson', 'introspect', build, '--targets'],
+                                    capture_output=True, text=True, check=True).stdout)
+deps = {d: set() for d in CODE_DIRS}
+seen = set()
+for t in targets:
+    rel = os.path.relpath(os.path.dirname(t['defined_in']), src)
+    if rel not in deps or t['type'] == 'custom':
+        continue
+    seen.add(rel)
+    for s in t['target_sources']:
+        for p in s.get('parameters', []):
+            if not p.startswith('-I'):
+                continue
+            inc = os.path.relpath(os.path.realpath(p[2:]), os.path.realpath(src))
+            for other in CODE_DIRS:
+                if other != rel and (inc == other or inc.startswith(other + '/')):
+                    deps[rel].add(other)
+if len(seen) < 6 or 'lib' not in deps.get('shmctl', ()):
+    fail(f'the meson graph looks wrong (targets in {sorted(seen)}, shmctl -> '
+         f'{sorted(deps.get("shmctl", ()))}): the introspection scan is broken')
+users = {d: {u for u in CODE_DIRS if d in deps[u]} for d in CODE_DIRS}
+
+
+def listed(text, label):
+    m = re.search(r'^' + re.escape(label) + r' \(ours\): (.*)$', text, re.M)
+    if not m:
+        return None
+    if m.group(1).strip().rstrip('.') == 'nothing':
+        return set()
+    return {x.strip('`') .rstrip('/') for x in re.findall(r'`?[a-z][a-z/]*/`?', m.group(1))}
+
+
+for d in CODE_DIRS:
+    text = read(src, d, 'README.md')
+    for label, want in (('Depends on', deps[d]), ('Used by', users[d])):
+        got = listed(text, label)
+        if got is None:
+            fail(f'{d}/README.md: no "{label} (ours): ..." line (meson says: '
+                 f'{", ".join(x + "/" for x in sorted(want)) or "nothing"})')
+        elif got != want:
+            fail(f'{d}/README.md: "{label} (ours)" says {sorted(got)}, the meson build '
+                 f'graph {sorted(want)}')
+
+# 3. the top README's layout table
+top = read(src, 'README.md')
+table = top.partition('## Layout')[2].partition('\n## ')[0]
+rows = {}
+for m in re.finditer(r'^\| \[([^\]]+)\]\(([^)]+)\) \| (.*) \|$', table, re.M):
+    rows[m.group(1).rstrip('/')] = (m.group(2), m.group(3))
+tops = sorted(os.path.relpath(d, src).split('/')[0] for d in readmes if d != src)
+for t in sorted(set(tops)):
+    if not os.path.exists(os.path.join(src, t, 'README.md')):
+        continue
+    if t not in rows:
+        fail(f'README.md: the layout table has no row for {t}/')
+        continue
+    link, what = rows[t]
+    if not os.path.exists(os.path.join(src, link)):
+        fail(f'README.md: the row of {t}/ links to {link}, which does not exist')
+    if 'planned' in what.lower():
+        fail(f'README.md: the row of {t}/ calls it planned: {what}')
+for r in rows:
+    if not os.path.isdir(os.path.join(src, r)):
+        fail(f'README.md: the layout table lists {r}/, which does not exist')
+
+# 4. the cache-name rule: one text in C, and the docs agree with it
+rule = re.search(r'#define SHMKV_CACHE_NAME_RULE "([^"]*)"', read(src, 'lib', 'shmkv', 'ctl.h')).group(1)
+for f in glob.glob(os.path.join(src, '**', '*.[ch]'), recursive=True) + \
+        glob.glob(os.path.join(src, '**', '*.cc'), recursive=True):
+    rel = os.path.relpath(f, src)
+    if rel.startswith('build') or rel == 'lib/shmkv/ctl.h':
+        continue
+    if 'A-Z a-z 0-9' in read(f):
+        fail(f'{rel}: writes the cache-name rule out; use SHMKV_CACHE_NAME_RULE')
+bare = re.sub(r'[`*\\]', '', rule).replace('–', '-')
+for doc in ('lib/PROTOCOL.md', 'lib/README.md', 'packaging/man/shmkv.3.scd',
+            'packaging/man/shmkv.conf.5.scd'):
+    text = re.sub(r'\s+', ' ', re.sub(r'[`*\\]', '', read(src, doc)).replace('–', '-'))
+    if bare not in text:
+        fail(f'{doc}: does not state the cache-name rule as lib has it: "{bare}"')
+
+for f in fails:
+    print('FAIL', f)
+print(f'docs: {len(readmes)} READMEs, '
+      f'graph {({k: sorted(v) for k, v in deps.items()})}')
+sys.exit(1 if fails else 0)
