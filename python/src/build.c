@@ -556,11 +556,19 @@ static int add_record(shmkv_builder *b, rec *r, PyObject *item, int dtype, int l
 	Py_buffer kv;
 	if (!PyUnicode_Check(key) && !PyObject_CheckBuffer(key))
 		return BAD("a key is str or bytes-like, not %.60s", Py_TYPE(key)->tp_name);
-	if (shmkvpy_key(key, &k, &kl, &kv) < 0)
-		return -1;
-	r->key = key;
-	int err = add_value(b, r, k, (size_t)kl, val, type, lossy);
-	shmkvpy_key_release(&kv);
+	/* own references: converting the value may run Python code (__float__,
+	 * tolist) that changes a list or dict record, freeing what it held */
+	Py_INCREF(key);
+	Py_INCREF(val);
+	int err = shmkvpy_key(key, &k, &kl, &kv) < 0 ? -1 : 0;
+	if (!err) {
+		r->key = key;
+		err = add_value(b, r, k, (size_t)kl, val, type, lossy);
+		shmkvpy_key_release(&kv);
+		r->key = NULL;
+	}
+	Py_DECREF(key);
+	Py_DECREF(val);
 	return err;
 }
 
