@@ -11,6 +11,7 @@
  *   shmkv_builder_set_source(b, file, line)      location named in later messages
  *   shmkv_builder_check_output(b, path)          refuse a non-regular output or an input
  *   shmkv_builder_finish(b, path, &stats)        lay out, write atomically ("-" = stdout)
+ *   shmkv_build_join(out, fragments, n, &jo, &stats, err, len)   parts 1..n -> one image
  *   shmkv_build_cleanup()                        signal handlers: remove temporaries
  *   shmkv_builder_error(b)                       what went wrong, where and why
  *
@@ -207,6 +208,38 @@ int shmkv_builder_check_output(shmkv_builder *b, const char *path);
  * directory first, then copies it).
  * Returns 0, SHMKV_EDUPKEY, SHMKV_ELIMIT, -errno. The builder is spent after. */
 int shmkv_builder_finish(shmkv_builder *b, const char *path, shmkv_build_stats *stats);
+
+/* Options of shmkv_build_join(); shmkv_join_options_init() fills the defaults. */
+typedef struct shmkv_join_options {
+	unsigned threads;        /* as shmkv_builder_set_threads(): 0 = every CPU */
+	uint64_t memory_limit;   /* as shmkv_builder_set_memory_limit(): 0 = none;
+				    default shmkv_build_default_memory_limit() */
+	const char *tmpdir;      /* spill directory, as set_memory_limit(): NULL */
+	shmkv_progress_fn progress; /* NULL, or called now and then while working */
+	void *progress_ctx;
+} shmkv_join_options;
+
+void shmkv_join_options_init(shmkv_join_options *o);
+
+/* Joins fragments[0..n-1], built as parts 1..n of one image
+ * (shmkv_builder_set_part() with the same buckets, seed, created time, name
+ * and dedup; lib/FORMAT.md §14), given in part order, into out: the image
+ * one build of all their records gives, byte for byte. Fragments are
+ * untrusted: each is verified whole first, must agree with the first on
+ * those header fields, and may hold only keys of its own part (a fragment
+ * out of order or a missing one is refused). Under a memory limit the
+ * fragments' pages are dropped as they are read. out is written as by
+ * shmkv_builder_finish() ("-" = stdout): on any error nothing is left
+ * under out. opt NULL = the defaults; stats may be NULL. On error err (if
+ * err_len > 0) holds a message naming the file, entry and reason, e.g.
+ * "b.shmkv: its bucket count differs from a.shmkv's: ...".
+ * Returns 0, -EINVAL (no fragment, no output, a bad option), SHMKV_EINPUT
+ * (a fragment of other options or another part), SHMKV_ECORRUPT and the
+ * other codes of shmkv_open_file() and shmkv_verify() for a bad fragment,
+ * -ENOENT for a missing one, SHMKV_EDUPKEY, -ENOMEM, -errno. */
+int shmkv_build_join(const char *out, const char *const *fragments, size_t n,
+		     const shmkv_join_options *opt, shmkv_build_stats *stats, char *err,
+		     size_t err_len);
 
 /* Removes the named temporary files of the builds now writing in this
  * process (at most 8 at once). Async-signal-safe: call it from a SIGINT or

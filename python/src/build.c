@@ -556,11 +556,19 @@ static int add_record(shmkv_builder *b, rec *r, PyObject *item, int dtype, int l
 	Py_buffer kv;
 	if (!PyUnicode_Check(key) && !PyObject_CheckBuffer(key))
 		return BAD("a key is str or bytes-like, not %.60s", Py_TYPE(key)->tp_name);
-	if (shmkvpy_key(key, &k, &kl, &kv) < 0)
-		return -1;
-	r->key = key;
-	int err = add_value(b, r, k, (size_t)kl, val, type, lossy);
-	shmkvpy_key_release(&kv);
+	/* own references: converting the value may run Python code (__float__,
+	 * tolist) that changes a list or dict record, freeing what it held */
+	Py_INCREF(key);
+	Py_INCREF(val);
+	int err = shmkvpy_key(key, &k, &kl, &kv) < 0 ? -1 : 0;
+	if (!err) {
+		r->key = key;
+		err = add_value(b, r, k, (size_t)kl, val, type, lossy);
+		shmkvpy_key_release(&kv);
+		r->key = NULL;
+	}
+	Py_DECREF(key);
+	Py_DECREF(val);
 	return err;
 }
 
@@ -650,74 +658,20 @@ PyObject *shmkvpy_build_file(PyObject *self, PyObject *args, PyObject *kw)
 	return result;
 }
 
-/* ---- join (as shmctl/join_cmd.c: every fragment verified, of the same
- * image options, holding only keys of its own part, given in part order) ---- */
-
-static int same_header(const shmkv_image_header *a, const shmkv_image_header *h,
-		       const char **field)
-{
-	*field = h->bucket_count != a->bucket_count ? "bucket count"
-		 : h->hash_seed != a->hash_seed     ? "hash seed"
-		 : h->hash_bits != a->hash_bits     ? "hash bits"
-		 : (h->flags & SHMKV_HFLAG_DEDUP) != (a->flags & SHMKV_HFLAG_DEDUP) ? "dedup flag"
-		 : h->created_unix != a->created_unix ? "created time"
-		 : strncmp(h->name, a->name, sizeof h->name) ? "name"
-							     : NULL;
-	return *field != NULL;
-}
-
-static int join_fragment(shmkv_builder *b, const char *path, uint64_t j, uint64_t n, shmkv *db,
-			 char *why, size_t why_len)
-{
-	const shmkv_image_header *h = shmkv_header(db);
-	uint64_t lo, hi, count = 0;
-	shmkv_build_part_range(j, n, h->bucket_count, &lo, &hi);
-	shmkv_iter it;
-	const void *key;
-	size_t key_len;
-	shmkv_value v;
-	int err;
-	shmkv_builder_set_source(b, path, 0);
-	shmkv_iter_init(db, &it);
-	while ((err = shmkv_iter_next(&it, &key, &key_len, &v)) == 0) {
-		uint64_t bk = shmkv_home_bucket(shmkv_key_hash(h->hash_seed, h->hash_bits, key, key_len),
-						h->bucket_count);
-		count++;
-		if (bk < lo || bk >= hi) {
-			snprintf(why, why_len, "%s: entry %llu is in bucket %llu of part %llu/%llu, "
-				 "but the fragment is given as part %llu/%llu: give the fragments in "
-				 "part order, each once", path, (unsigned long long)count,
-				 (unsigned long long)bk,
-				 (unsigned long long)shmkv_build_part_of(bk, n, h->bucket_count),
-				 (unsigned long long)n, (unsigned long long)j, (unsigned long long)n);
-			return SHMKV_EINPUT;
-		}
-		shmkv_builder_set_source(b, path, count);
-		if ((err = shmkv_builder_add(b, key, key_len, v.type, v.data, v.size)) != 0) {
-			snprintf(why, why_len, "%s", shmkv_builder_error(b));
-			return err;
-		}
-	}
-	if (err != SHMKV_EEND) {
-		snprintf(why, why_len, "%s: entry %llu: %s", path, (unsigned long long)count + 1,
-			 shmkv_strerror(err));
-		return err;
-	}
-	return 0;
-}
+/* ---- join: shmkv_build_join() (builder/join.cc), as `shmctl image join` ---- */
 
 PyObject *shmkvpy_join(PyObject *self, PyObject *args, PyObject *kw)
 {
 	(void)self;
 	static char *names[] = {"out", "fragments", "threads", "memory_limit", "tmpdir", NULL};
 	PyObject *outobj, *frags, *outb, *limobj = Py_None;
-	unsigned threads = 0;
-	const char *tmpdir = NULL;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|$IOz:join", names, &outobj, &frags, &threads,
-					 &limobj, &tmpdir))
+	shmkv_join_options jo;
+	shmkv_join_options_init(&jo);
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|$IOz:join", names, &outobj, &frags,
+					 &jo.threads, &limobj, &jo.tmpdir))
 		return NULL;
-	uint64_t limit = limobj == Py_None ? shmkv_build_default_memory_limit()
-					   : PyLong_AsUnsignedLongLong(limobj);
+	if (limobj != Py_None)
+		jo.memory_limit = PyLong_AsUnsignedLongLong(limobj);
 	if (PyErr_Occurred())
 		return NULL;
 	PyObject *seq = PySequence_Fast(frags, "join: fragments must be a sequence of paths");
@@ -734,77 +688,31 @@ PyObject *shmkvpy_join(PyObject *self, PyObject *args, PyObject *kw)
 		return NULL;
 	}
 	PyObject **pb = PyMem_Calloc((size_t)n, sizeof *pb);
-	shmkv **dbs = PyMem_Calloc((size_t)n, sizeof *dbs);
+	const char **paths = PyMem_Calloc((size_t)n, sizeof *paths);
 	PyObject *result = NULL;
 	Py_ssize_t got = 0;
-	for (; pb && dbs && got < n; got++)
+	for (; pb && paths && got < n; got++) {
 		if (!PyUnicode_FSConverter(PySequence_Fast_GET_ITEM(seq, got), &pb[got]))
 			break;
-	if (!pb || !dbs)
+		paths[got] = PyBytes_AS_STRING(pb[got]);
+	}
+	if (!pb || !paths)
 		PyErr_NoMemory();
 	else if (got == n) {
 		const char *out = PyBytes_AS_STRING(outb);
-		char why[1024] = "";
-		int err = 0;
-		shmkv_builder *b = NULL;
+		char why[2048] = "";
 		shmkv_build_stats st;
 		memset(&st, 0, sizeof st);
+		int err;
 		Py_BEGIN_ALLOW_THREADS
-		for (Py_ssize_t j = 0; j < n && !err; j++) {
-			const char *p = PyBytes_AS_STRING(pb[j]), *field;
-			char w[512] = "";
-			/* fragments are untrusted: every checksum and offset first */
-			err = shmkv_open_file_diag(p, SHMKV_OPEN_NOVERIFY, &dbs[j], w, sizeof w);
-			if (!err && (err = shmkv_verify(dbs[j], w, sizeof w)) != 0) {
-				shmkv_close(dbs[j]);
-				dbs[j] = NULL;
-			}
-			if (err)
-				snprintf(why, sizeof why, "%s: %s", p, w);
-			else if (j && same_header(shmkv_header(dbs[0]), shmkv_header(dbs[j]), &field)) {
-				err = SHMKV_EINPUT;
-				snprintf(why, sizeof why, "%s: its %s differs from %s's: fragments of one "
-					 "image are built with the same buckets, seed, created, name and "
-					 "dedup", p, field, PyBytes_AS_STRING(pb[0]));
-			}
-		}
-		if (!err) {
-			const shmkv_image_header *h = shmkv_header(dbs[0]);
-			shmkv_build_options o;
-			shmkv_build_options_init(&o);
-			o.seed = h->hash_seed;
-			o.hash_bits = h->hash_bits;
-			o.created = h->created_unix;
-			memcpy(o.name, h->name, sizeof o.name);
-			o.name[sizeof o.name - 1] = 0;
-			o.dedup = (h->flags & SHMKV_HFLAG_DEDUP) != 0;
-			o.buckets = h->bucket_count;
-			o.fixed = SHMKV_OPT_SEED | SHMKV_OPT_CREATED | SHMKV_OPT_NAME |
-				  SHMKV_OPT_BUCKETS | SHMKV_OPT_DEDUP | SHMKV_OPT_HASH_BITS;
-			if ((err = shmkv_builder_new(&o, &b)) != 0)
-				snprintf(why, sizeof why, "cannot start the builder");
-			else if ((err = shmkv_builder_set_threads(b, threads)) ||
-				 (err = shmkv_builder_set_memory_limit(b, limit, tmpdir)) ||
-				 (err = shmkv_builder_check_output(b, out)))
-				snprintf(why, sizeof why, "%s", shmkv_builder_error(b));
-		}
-		for (Py_ssize_t j = 0; j < n && !err; j++)
-			err = join_fragment(b, PyBytes_AS_STRING(pb[j]), (uint64_t)j + 1, (uint64_t)n,
-					    dbs[j], why, sizeof why);
-		if (!err && (err = shmkv_builder_finish(b, out, &st)) != 0)
-			snprintf(why, sizeof why, "%s", shmkv_builder_error(b));
-		shmkv_builder_free(b);
+		err = shmkv_build_join(out, paths, (size_t)n, &jo, &st, why, sizeof why);
 		Py_END_ALLOW_THREADS
 		result = err ? shmkvpy_raise(err, "join", why) : stats_dict(&st);
 	}
-	for (Py_ssize_t j = 0; j < n; j++) {
-		if (dbs && dbs[j])
-			shmkv_close(dbs[j]);
-		if (pb)
-			Py_XDECREF(pb[j]);
-	}
+	for (Py_ssize_t j = 0; pb && j < n; j++)
+		Py_XDECREF(pb[j]);
 	PyMem_Free(pb);
-	PyMem_Free(dbs);
+	PyMem_Free(paths);
 	Py_DECREF(outb);
 	Py_DECREF(seq);
 	return result;

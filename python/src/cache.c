@@ -309,7 +309,11 @@ static PyObject *cache_get_many(CacheObject *c, PyObject *args, PyObject *kw)
 	if (!seq)
 		return NULL;
 	size_t n = (size_t)PySequence_Fast_GET_SIZE(seq);
-	PyObject **items = PySequence_Fast_ITEMS(seq);
+	/* our own references to the keys: Python code run below (a key's
+	 * buffer export, fill's __float__, another thread while the GIL is
+	 * away) may change or empty a list, which would free the strings whose
+	 * bytes ks[] points into, and the list's item array */
+	PyObject *items0[STACK_KEYS], **items = items0;
 	shmkv_key ks0[STACK_KEYS], *ks = ks0;
 	shmkv_value vs0[STACK_KEYS], *vs = vs0;
 	int errs0[STACK_KEYS], *errs = errs0;
@@ -317,17 +321,20 @@ static PyObject *cache_get_many(CacheObject *c, PyObject *args, PyObject *kw)
 	Py_buffer *views = NULL; /* for bytes-like keys other than str and bytes */
 	Py_buffer out = {0};
 	PyObject *result = NULL;
-	size_t nviews = 0;
+	size_t nviews = 0, nitems = 0;
 	if (n > STACK_KEYS) {
+		items = PyMem_Malloc(n * sizeof *items);
 		ks = PyMem_Malloc(n * sizeof *ks);
 		vs = PyMem_Malloc(n * sizeof *vs);
 		errs = PyMem_Malloc(n * sizeof *errs);
 		status = PyMem_Malloc(n);
-		if (!ks || !vs || !errs || !status) {
+		if (!items || !ks || !vs || !errs || !status) {
 			PyErr_NoMemory();
 			goto done;
 		}
 	}
+	for (; nitems < n; nitems++)
+		items[nitems] = Py_NewRef(PySequence_Fast_GET_ITEM(seq, nitems));
 	for (size_t i = 0; i < n; i++) {
 		PyObject *k = items[i];
 		Py_buffer tmp;
@@ -418,7 +425,10 @@ done:
 	for (size_t i = 0; i < nviews; i++)
 		PyBuffer_Release(&views[i]);
 	PyMem_Free(views);
+	for (size_t i = 0; i < nitems; i++)
+		Py_DECREF(items[i]);
 	if (n > STACK_KEYS) {
+		PyMem_Free(items);
 		PyMem_Free(ks);
 		PyMem_Free(vs);
 		PyMem_Free(errs);

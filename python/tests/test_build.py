@@ -1,5 +1,6 @@
 """Building: byte-identical to `shmctl image build`, bad records, partitioned
 builds and join, part_of."""
+import errno
 import json
 import os
 import subprocess
@@ -156,6 +157,18 @@ def test_parts_and_join(tmp_path):
         shmkv.join(tmp_path / "bad.shmkv", frags[::-1])
     assert "part order" in str(e.value)
     assert not (tmp_path / "bad.shmkv").exists()
+    # a missing fragment, a damaged one: the error names it, nothing is left
+    before = sorted(os.listdir(tmp_path))
+    with pytest.raises(shmkv.OSFailure) as e:
+        shmkv.join(tmp_path / "bad.shmkv", [frags[0], tmp_path / "gone.shmkv", *frags[2:]])
+    assert e.value.errno == errno.ENOENT and "gone.shmkv" in str(e.value)
+    img = bytearray(frags[1].read_bytes())
+    img[-100] ^= 0x40
+    (tmp_path / "damaged.shmkv").write_bytes(bytes(img))
+    with pytest.raises(shmkv.CorruptImage) as e:
+        shmkv.join(tmp_path / "bad.shmkv", [frags[0], tmp_path / "damaged.shmkv", *frags[2:]])
+    assert "damaged.shmkv: " in str(e.value)
+    assert sorted(os.listdir(tmp_path)) == sorted(before + ["damaged.shmkv"])
     with pytest.raises(ValueError):
         shmkv.build(tmp_path / "y.shmkv", recs, part=(1, N))  # part needs buckets
 

@@ -144,6 +144,37 @@ def test_get_many_out(tmp_path):
         c.get_many(keys, out=np.empty((3, 4), np.float32))
 
 
+CHILD_GET_MANY_KEYS_FREED = """
+import sys
+import numpy as np
+import shmkv
+c = shmkv.open(sys.argv[1])
+keys = ["".join(("k", str(i))) for i in range(100)]  # held by the list alone
+class Fill:
+    def __float__(self):  # runs inside get_many, after the keys were read
+        keys.clear()      # frees them, and the list's item array
+        return -1.0
+out = np.empty((100, 4), np.float32)
+missing = c.get_many(keys, out=out, fill=Fill())
+print(missing == [] and out[:, 0].tolist() == list(range(100)))
+"""
+
+
+def test_get_many_keys_freed_meanwhile(tmp_path):
+    """get_many holds its keys while it works: Python code it runs (fill's
+    __float__; another thread while the GIL is released) may empty the list.
+    Under PYTHONMALLOC=debug freed memory is overwritten: a key read after
+    its str was freed would miss."""
+    import subprocess
+    import sys
+    p = tmp_path / "v.shmkv"
+    shmkv.build(p, ((f"k{i}", np.full(4, i, np.float32)) for i in range(100)))
+    r = subprocess.run([sys.executable, "-c", CHILD_GET_MANY_KEYS_FREED, str(p)],
+                       env=dict(os.environ, PYTHONMALLOC="debug"), capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0 and r.stdout.strip() == "True", (r.returncode, r.stdout, r.stderr)
+
+
 def test_lifetime_across_close(image):
     """An Array keeps its generation mapped after close(); the mapping goes
     with the last Array."""

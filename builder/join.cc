@@ -1,0 +1,221 @@
+// join.cc - shmkv_build_join(): fragments built as parts 1..n of one image
+// (shmkv_builder_set_part, lib/FORMAT.md §14) become that image, byte for
+// byte what one build of all their records gives. The one owner of join:
+// `shmctl image join` and the Python package's shmkv.join call it.
+//
+// Fragments are untrusted: each is verified whole (every checksum and
+// offset) before any entry is read, must agree with the first on the header
+// fields the image depends on, and may hold only keys of its own part.
+#include <cinttypes>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <sys/mman.h>
+#include "internal.h"
+#include "shmkv/tools.h"
+
+namespace {
+
+struct Msg {
+	char *buf;
+	size_t len;
+	int set(int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)))
+	{
+		if (buf && len) {
+			va_list ap;
+			va_start(ap, fmt);
+			vsnprintf(buf, len, fmt, ap);
+			va_end(ap);
+		}
+		return code;
+	}
+};
+
+// The fragments' mappings, closed whatever happens.
+struct Fragments {
+	std::vector<shmkv *> dbs;
+	~Fragments()
+	{
+		for (shmkv *db : dbs)
+			if (db)
+				shmkv_close(db);
+	}
+};
+
+// A fragment's pages read so far leave this process's memory (they stay in
+// the page cache and are read again if needed): under a memory limit the
+// mapped fragments must not count, whatever their size.
+void drop_pages(const shmkv_image_header *h)
+{
+	madvise((void *)h, (size_t)h->file_size, MADV_DONTNEED);
+}
+
+// Opens and verifies path; the reader's message names the file unless it
+// already starts with it.
+int open_fragment(const char *path, shmkv **db, Msg &m)
+{
+	char why[512] = "";
+	int err = shmkv_open_file_diag(path, SHMKV_OPEN_NOVERIFY, db, why, sizeof why);
+	if (!err && (err = shmkv_verify(*db, why, sizeof why)) != 0) {
+		shmkv_close(*db);
+		*db = nullptr;
+	}
+	if (!err) {
+		drop_pages(shmkv_header(*db)); // verified: all read once
+		return 0;
+	}
+	size_t n = strlen(path);
+	if (!strncmp(why, path, n) && why[n] == ':')
+		return m.set(err, "%s", why);
+	return m.set(err, "%s: %s", path, why);
+}
+
+// Header fields that must be equal in all fragments: the join's options.
+int same_header(const char *p0, const shmkv_image_header *h0, const char *p,
+		const shmkv_image_header *h, Msg &m)
+{
+	const char *field = nullptr;
+	if (h->bucket_count != h0->bucket_count)
+		field = "bucket count";
+	else if (h->hash_seed != h0->hash_seed)
+		field = "hash seed";
+	else if (h->hash_bits != h0->hash_bits)
+		field = "hash bits";
+	else if ((h->flags & SHMKV_HFLAG_DEDUP) != (h0->flags & SHMKV_HFLAG_DEDUP))
+		field = "dedup flag";
+	else if (h->created_unix != h0->created_unix)
+		field = "created time";
+	else if (strncmp(h->name, h0->name, sizeof h->name) != 0)
+		field = "name";
+	if (!field)
+		return 0;
+	return m.set(SHMKV_EINPUT, "%s: its %s differs from %s's: fragments of one image are "
+		     "built with the same buckets, seed, created time, name and dedup", p, field, p0);
+}
+
+// Adds fragment j (1-based) of n to b, checking that every key is of part j;
+// forget: drop its pages every 65536 entries.
+int add_fragment(shmkv_builder *b, const char *path, uint64_t j, uint64_t n, shmkv *db,
+		 bool forget, Msg &m)
+{
+	const shmkv_image_header *h = shmkv_header(db);
+	uint64_t lo, hi, count = 0;
+	shmkv_build_part_range(j, n, h->bucket_count, &lo, &hi);
+	shmkv_iter it;
+	const void *key;
+	size_t key_len;
+	shmkv_value v;
+	int err;
+	shmkv_builder_set_source(b, path, 0);
+	shmkv_iter_init(db, &it);
+	while ((err = shmkv_iter_next(&it, &key, &key_len, &v)) == 0) {
+		uint64_t bk = shmkv_home_bucket(shmkv_key_hash(h->hash_seed, h->hash_bits, key, key_len),
+						h->bucket_count);
+		count++;
+		if (bk < lo || bk >= hi)
+			return m.set(SHMKV_EINPUT, "%s: entry %" PRIu64 ", key %s, is in bucket %" PRIu64
+				     " of part %" PRIu64 "/%" PRIu64 ", but the fragment is given as "
+				     "part %" PRIu64 "/%" PRIu64 ": give the fragments in part order, "
+				     "each once", path, count,
+				     shmkv_build::show_key((const uint8_t *)key, key_len).c_str(), bk,
+				     shmkv_build_part_of(bk, n, h->bucket_count), n, j, n);
+		shmkv_builder_set_source(b, path, count);
+		if ((err = shmkv_builder_add(b, key, key_len, v.type, v.data, v.size)) != 0)
+			return m.set(err, "%s", shmkv_builder_error(b));
+		if (forget && count % 65536 == 0)
+			drop_pages(h);
+	}
+	drop_pages(h);
+	if (err != SHMKV_EEND)
+		return m.set(err, "%s: entry %" PRIu64 ": %s; 'shmctl image verify' says more", path,
+			     count + 1, shmkv_strerror(err));
+	return 0;
+}
+
+// The builder of the joined image: the first fragment's header options, fixed.
+int start_builder(const shmkv_image_header *h, const shmkv_join_options &jo, const char *out,
+		  shmkv_builder **bp, Msg &m)
+{
+	shmkv_build_options o;
+	shmkv_build_options_init(&o);
+	o.seed = h->hash_seed;
+	o.hash_bits = h->hash_bits;
+	o.created = h->created_unix;
+	memcpy(o.name, h->name, sizeof o.name);
+	o.name[sizeof o.name - 1] = 0;
+	o.dedup = (h->flags & SHMKV_HFLAG_DEDUP) != 0;
+	o.buckets = h->bucket_count;
+	o.fixed = SHMKV_OPT_SEED | SHMKV_OPT_CREATED | SHMKV_OPT_NAME | SHMKV_OPT_BUCKETS |
+		  SHMKV_OPT_DEDUP | SHMKV_OPT_HASH_BITS;
+	o.progress = jo.progress;
+	o.progress_ctx = jo.progress_ctx;
+	int err = shmkv_builder_new(&o, bp);
+	if (err)
+		return m.set(err, "cannot start the builder: %s", shmkv_strerror(err));
+	shmkv_builder *b = *bp;
+	if ((err = shmkv_builder_set_threads(b, jo.threads)) != 0 ||
+	    (err = shmkv_builder_set_memory_limit(b, jo.memory_limit, jo.tmpdir)) != 0 ||
+	    (err = shmkv_builder_check_output(b, out)) != 0) {
+		const char *e = shmkv_builder_error(b);
+		return *e ? m.set(err, "%s", e) : m.set(err, "%s: %s", out, shmkv_strerror(err));
+	}
+	return 0;
+}
+
+} // namespace
+
+extern "C" void shmkv_join_options_init(shmkv_join_options *o)
+{
+	memset(o, 0, sizeof *o);
+	o->memory_limit = shmkv_build_default_memory_limit();
+}
+
+extern "C" int shmkv_build_join(const char *out, const char *const *fragments, size_t n,
+				const shmkv_join_options *opt, shmkv_build_stats *stats, char *err,
+				size_t err_len)
+{
+	Msg m{err, err_len};
+	m.set(0, "%s", "");
+	shmkv_join_options jo;
+	if (opt)
+		jo = *opt;
+	else
+		shmkv_join_options_init(&jo);
+	if (!out || !*out)
+		return m.set(-EINVAL, "join: no output given");
+	if (n == 0 || !fragments)
+		return m.set(-EINVAL, "join: no fragment given");
+	Fragments f;
+	try {
+		f.dbs.assign(n, nullptr);
+	} catch (const std::bad_alloc &) {
+		return m.set(-ENOMEM, "join: out of memory");
+	}
+	int rc = 0;
+	for (size_t j = 0; j < n && !rc; j++) {
+		rc = open_fragment(fragments[j], &f.dbs[j], m);
+		if (!rc && j > 0)
+			rc = same_header(fragments[0], shmkv_header(f.dbs[0]), fragments[j],
+					 shmkv_header(f.dbs[j]), m);
+	}
+	if (rc)
+		return rc;
+	shmkv_builder *b = nullptr;
+	std::unique_ptr<shmkv_builder, void (*)(shmkv_builder *)> own(nullptr, shmkv_builder_free);
+	rc = start_builder(shmkv_header(f.dbs[0]), jo, out, &b, m);
+	own.reset(b);
+	for (size_t j = 0; j < n && !rc; j++)
+		rc = add_fragment(b, fragments[j], j + 1, n, f.dbs[j], jo.memory_limit != 0, m);
+	if (rc)
+		return rc;
+	shmkv_build_stats st;
+	memset(&st, 0, sizeof st);
+	if ((rc = shmkv_builder_finish(b, out, &st)) != 0) {
+		const char *e = shmkv_builder_error(b);
+		return *e ? m.set(rc, "%s", e) : m.set(rc, "%s: %s", out, shmkv_strerror(rc));
+	}
+	if (stats)
+		*stats = st;
+	return 0;
+}
