@@ -53,8 +53,8 @@ static inline int shmkv__access_hint(const char *path, char *why, size_t why_len
 }
 
 /* Maps a segment read-only and checks its image header (and checksums when
- * asked). Only a regular file of owner (the uid the control segment names)
- * that no one else can write is mapped: whoever can write a directory
+ * asked). Only a regular file of owner (the uid owning the control segment
+ * file) that no one else can write is mapped: whoever can write a directory
  * above the segment directory could otherwise put a file of their own under
  * the published name (-EPERM). */
 static inline int shmkv__map_segment(const shmkv_ctl_segment *seg, uint64_t owner, unsigned flags,
@@ -77,8 +77,9 @@ static inline int shmkv__map_segment(const shmkv_ctl_segment *seg, uint64_t owne
 	if ((uint64_t)st.st_uid != owner || (st.st_mode & 022)) {
 		close(fd);
 		return shmkv__fail(-EPERM, why, why_len,
-				   "%s: owned by uid %u mode %04o; the control segment names uid %llu "
-				   "and segments no one else can write: not mapped", seg->path,
+				   "%s: owned by uid %u mode %04o; segments must be owned by the control "
+				   "segment's owner (uid %llu) and writable by no one else: not mapped",
+				   seg->path,
 				   (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777),
 				   (unsigned long long)owner);
 	}
@@ -191,10 +192,11 @@ static inline uint32_t shmkv__pick_segment(const shmkv_ctl *copy, int want)
  * unlinks a segment only after publishing its successor). passes bounds each
  * seqcount read (shmkv__ctl_read_n). node: the replica wanted
  * (SHMKV_ATTACH_NODE_CURRENT: this thread's node); a replica that does not
- * map falls back to segment 0. */
-static inline int shmkv__attach_current(const shmkv_ctl *ctl, unsigned flags, uint32_t passes,
-					int node, uint64_t *gen, shmkv_ctl_segment *seg, void **map,
-					char *why, size_t why_len)
+ * map falls back to segment 0. owner: the control segment file's uid
+ * (shmkv__ctl_sound), the only owner a segment may have. */
+static inline int shmkv__attach_current(const shmkv_ctl *ctl, uint64_t owner, unsigned flags,
+					uint32_t passes, int node, uint64_t *gen,
+					shmkv_ctl_segment *seg, void **map, char *why, size_t why_len)
 {
 	if (node == SHMKV_ATTACH_NODE_CURRENT)
 		node = shmkv__current_node();
@@ -226,10 +228,10 @@ static inline int shmkv__attach_current(const shmkv_ctl *ctl, unsigned flags, ui
 			return shmkv__fail(-EAGAIN, why, why_len,
 					   "nothing published (generation %llu has no segment)",
 					   (unsigned long long)*gen);
-		err = shmkv__map_segment(seg, copy.owner_uid, flags, map, why, why_len);
+		err = shmkv__map_segment(seg, owner, flags, map, why, why_len);
 		if (err && pick != 0) { /* that replica is unusable: the first copy */
 			*seg = copy.segments[0];
-			err = shmkv__map_segment(seg, copy.owner_uid, flags, map, why, why_len);
+			err = shmkv__map_segment(seg, owner, flags, map, why, why_len);
 		}
 		if (err != -ENOENT)
 			return err;
@@ -255,10 +257,14 @@ typedef struct shmkv__attached {
 
 /* Whether the control segment behind ctl_fd can still be read: not removed
  * or replaced (a link count of 0: the loader, or someone, unlinked or renamed
- * over it) and not truncated (a mapping of a truncated file raises SIGBUS
- * where it is read). Checked before the mapping is touched. 0 or
- * SHMKV_ESTALE. */
-static inline int shmkv__ctl_sound(int ctl_fd, char *why, size_t why_len)
+ * over it), not truncated (a mapping of a truncated file raises SIGBUS
+ * where it is read) and writable by neither group nor others. Checked
+ * before the mapping is touched. *owner: the file's uid, the uid every
+ * segment must have (lib/PROTOCOL.md, "Trust": st_uid is set only by root
+ * or at creation, so it names the loader; a field in the file would be no
+ * better, whoever can write the file could write it too). 0,
+ * SHMKV_ESTALE, or SHMKV_EPROTO (the mode). */
+static inline int shmkv__ctl_sound(int ctl_fd, uint64_t *owner, char *why, size_t why_len)
 {
 	struct stat st;
 	if (fstat(ctl_fd, &st) != 0)
@@ -272,6 +278,11 @@ static inline int shmkv__ctl_sound(int ctl_fd, char *why, size_t why_len)
 		return shmkv__fail(SHMKV_ESTALE, why, why_len,
 				   "control segment truncated to %llu bytes: attach again",
 				   (unsigned long long)st.st_size);
+	if (st.st_mode & 022)
+		return shmkv__fail(SHMKV_EPROTO, why, why_len,
+				   "control segment: mode %04o is writable by group or others: "
+				   "not trusted", (unsigned)(st.st_mode & 07777));
+	*owner = (uint64_t)st.st_uid;
 	return 0;
 }
 
@@ -309,7 +320,7 @@ static inline int shmkv_attach_node(const char *root, const char *name, int node
 	void *map = NULL;
 	shmkv_ctl *ctl = NULL;
 	shmkv_ctl_segment seg;
-	uint64_t gen = 0;
+	uint64_t gen = 0, owner = 0;
 	shmkv *db = NULL;
 	*out = NULL;
 	if (why && why_len)
@@ -324,10 +335,12 @@ static inline int shmkv_attach_node(const char *root, const char *name, int node
 		goto done;
 	}
 	err = shmkv__ctl_open_fd(root, name, 0, &ctl, &ctl_fd, why, why_len);
+	if (!err)
+		err = shmkv__ctl_sound(ctl_fd, &owner, why, why_len);
 	if (err)
 		goto done;
-	err = shmkv__attach_current(ctl, flags, SHMKV__SEQ_SPINS, node, &gen, &seg, &map, why,
-				    why_len);
+	err = shmkv__attach_current(ctl, owner, flags, SHMKV__SEQ_SPINS, node, &gen, &seg, &map,
+				    why, why_len);
 	if (err) {
 		if (why && why_len) {
 			char tmp[256];
@@ -410,7 +423,8 @@ static inline int shmkv_refresh(shmkv *db)
 		return 0;
 	shmkv__attached *a = (shmkv__attached *)db; /* attached: allocated as one */
 	/* before the mapping is read: a truncated file would SIGBUS it */
-	int stale = shmkv__ctl_sound(db->ctl_fd, NULL, 0);
+	uint64_t owner = 0;
+	int stale = shmkv__ctl_sound(db->ctl_fd, &owner, NULL, 0);
 	if (stale) {
 		SHMKV__USDT(refresh, 5, db, a->name, db->generation, db->generation, stale);
 		return stale;
@@ -434,8 +448,8 @@ static inline int shmkv_refresh(shmkv *db)
 	shmkv_ctl_segment seg;
 	uint64_t gen = 0;
 	void *map = NULL;
-	int err = shmkv__attach_current(db->ctl, db->flags, SHMKV__REFRESH_PASSES, a->want_node, &gen,
-					&seg, &map, NULL, 0);
+	int err = shmkv__attach_current(db->ctl, owner, db->flags, SHMKV__REFRESH_PASSES,
+					a->want_node, &gen, &seg, &map, NULL, 0);
 	if (!err) {
 		munmap(db->map, db->map_len);
 		shmkv__bind(db, map, seg.size);
