@@ -451,7 +451,8 @@ static inline int shmkv_refresh(shmkv *db)
 	int err = shmkv__attach_current(db->ctl, owner, db->flags, SHMKV__REFRESH_PASSES,
 					a->want_node, &gen, &seg, &map, NULL, 0);
 	if (!err) {
-		munmap(db->map, db->map_len);
+		if (db->map) /* NULL after shmkv_detach */
+			munmap(db->map, db->map_len);
 		shmkv__bind(db, map, seg.size);
 		db->map = map;
 		db->map_len = (size_t)seg.map_size;
@@ -468,6 +469,38 @@ static inline int shmkv_refresh(shmkv *db)
 	return err;
 }
 
+/* For bindings whose values outlive a refresh (python/src/cache.c): hands
+ * the generation the attached handle db maps to a new plain handle *out, as
+ * from shmkv_open_file: it serves that generation (shmkv_generation says
+ * which) until shmkv_close(*out), whatever db does; refresh on it returns 0.
+ * db keeps its control segment and goes on following the cache, but maps
+ * nothing until its next shmkv_refresh that returns 1 (then detach again):
+ * until then only shmkv_refresh, shmkv_generation, shmkv_detach (-EINVAL)
+ * and shmkv_close may be called on it. So a binding keeps one such handle
+ * per cache to follow generations and one plain handle per generation its
+ * values still read, each unmapped when the last value of it goes.
+ * Returns 0; -EINVAL (db is not attached, or maps nothing: detached and not
+ * moved since); -ENOMEM (db unchanged). Changes db: no other thread may
+ * use it meanwhile. */
+static inline int shmkv_detach(shmkv *db, shmkv **out)
+{
+	*out = NULL;
+	if (!db->ctl || !db->map)
+		return -EINVAL;
+	shmkv *g = (shmkv *)calloc(1, sizeof *g);
+	if (!g)
+		return -ENOMEM;
+	shmkv__bind(g, db->map, db->size);
+	g->map = db->map;
+	g->map_len = db->map_len;
+	g->generation = db->generation;
+	g->flags = db->flags;
+	db->map = NULL; /* g's now; shmkv_refresh maps the next one */
+	db->map_len = 0;
+	*out = g;
+	return 0;
+}
+
 /* NUMA node of the copy this handle reads: the node the loader pinned it to
  * and verified, or -1 (not pinned, or a file handle). */
 static inline int shmkv_node(const shmkv *db)
@@ -477,7 +510,8 @@ static inline int shmkv_node(const shmkv *db)
 	return ((const shmkv__attached *)db)->node; /* attached: allocated as one */
 }
 
-/* Generation this handle serves (0 for file handles). */
+/* Generation this handle serves (0 for file handles; for a handle from
+ * shmkv_detach, the generation it holds). */
 static inline uint64_t shmkv_generation(const shmkv *db)
 {
 	return db->generation;

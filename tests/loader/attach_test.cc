@@ -21,6 +21,11 @@
 //     of the layout before issue 20 (0x4b43ad88b167e31c: old and new readers
 //     and loaders share control segments); shmkv_ctl_init leaves flags and
 //     reserved zero.
+//   DetachKeepsGenerations: shmkv_detach hands the mapped generation to a
+//     plain handle that keeps reading it across the attached handle's next
+//     refresh and its close; the attached handle maps nothing until a
+//     refresh that moves (a second detach: -EINVAL), refresh on the plain
+//     handle is 0, a file handle cannot be detached.
 //   OldLoaderControlSegment: a control segment as a loader before issue 20
 //     wrote it, byte by byte at the documented offsets (flags 0, reserved
 //     zero), attaches and refreshes with this reader.
@@ -219,6 +224,48 @@ TEST(Attach, HandWrittenControlSegments)
 	Attempt g;
 	try_attach(env.root(), "real", &g, 0x1000);
 	EXPECT_EQ(g.err, -EINVAL) << g.why;
+}
+
+TEST(Attach, DetachKeepsGenerations)
+{
+	Env env;
+	Loader ld(env);
+	ASSERT_TRUE(ld.start());
+	std::string a = env.img_path("a.shmkv"), b = env.img_path("b.shmkv");
+	ASSERT_EQ(build_image(a, "a", 200), "");
+	ASSERT_EQ(build_image(b, "b", 300), "");
+	ASSERT_TRUE(ld.load("d", a).ok());
+	Attempt at;
+	try_attach(env.root(), "d", &at);
+	ASSERT_EQ(at.err, 0) << at.why;
+	uint64_t g = shmkv_generation(at.db);
+	shmkv *g1 = nullptr, *g2 = nullptr, *x = nullptr;
+	ASSERT_EQ(shmkv_detach(at.db, &g1), 0);
+	ASSERT_NE(g1, nullptr);
+	EXPECT_EQ(shmkv_generation(g1), g);
+	EXPECT_EQ(tag_of(g1), "a");
+	EXPECT_EQ(shmkv_detach(at.db, &x), -EINVAL) << "nothing mapped until it moves";
+	EXPECT_EQ(x, nullptr);
+	EXPECT_EQ(shmkv_refresh(at.db), 0);
+	EXPECT_EQ(shmkv_refresh(g1), 0) << "a plain handle never moves";
+
+	ASSERT_TRUE(ld.load("d", b).ok());
+	ASSERT_EQ(shmkv_refresh(at.db), 1);
+	ASSERT_EQ(shmkv_detach(at.db, &g2), 0);
+	EXPECT_GT(shmkv_generation(g2), g);
+	EXPECT_EQ(shmkv_generation(g1), g);
+	shmkv_close(at.db);
+	at.db = nullptr;
+	// both generations still read, the first one's segment long replaced
+	EXPECT_EQ(check_handle(g1, "a", 200), 0u);
+	EXPECT_EQ(check_handle(g2, "b", 300), 0u);
+	shmkv_close(g1);
+	shmkv_close(g2);
+
+	shmkv *f = nullptr;
+	ASSERT_EQ(shmkv_open_file(b.c_str(), 0, &f), 0);
+	EXPECT_EQ(shmkv_detach(f, &x), -EINVAL) << "a file handle is not attached";
+	shmkv_close(f);
 }
 
 // A loader restarted after every segment of a cache was removed publishes
