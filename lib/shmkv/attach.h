@@ -38,8 +38,8 @@ static inline int shmkv__access_hint(const char *path, char *why, size_t why_len
 }
 
 /* Maps a segment read-only and checks its image header (and checksums when
- * asked). Only a regular file of owner (the uid the control segment names)
- * that no one else can write is mapped: whoever can write a directory
+ * asked). Only a regular file of owner (the uid owning the control segment
+ * file) that no one else can write is mapped: whoever can write a directory
  * above the segment directory could otherwise put a file of their own under
  * the published name (-EPERM). */
 static inline int shmkv__map_segment(const shmkv_ctl_segment *seg, uint64_t owner, unsigned flags,
@@ -62,8 +62,9 @@ static inline int shmkv__map_segment(const shmkv_ctl_segment *seg, uint64_t owne
 	if ((uint64_t)st.st_uid != owner || (st.st_mode & 022)) {
 		close(fd);
 		return shmkv__fail(-EPERM, why, why_len,
-				   "%s: owned by uid %u mode %04o; the control segment names uid %llu "
-				   "and segments no one else can write: not mapped", seg->path,
+				   "%s: owned by uid %u mode %04o; segments must be owned by the control "
+				   "segment's owner (uid %llu) and writable by no one else: not mapped",
+				   seg->path,
 				   (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777),
 				   (unsigned long long)owner);
 	}
@@ -176,10 +177,11 @@ static inline uint32_t shmkv__pick_segment(const shmkv_ctl *copy, int want)
  * unlinks a segment only after publishing its successor). passes bounds each
  * seqcount read (shmkv__ctl_read_n). node: the replica wanted
  * (SHMKV_ATTACH_NODE_CURRENT: this thread's node); a replica that does not
- * map falls back to segment 0. */
-static inline int shmkv__attach_current(const shmkv_ctl *ctl, unsigned flags, uint32_t passes,
-					int node, uint64_t *gen, shmkv_ctl_segment *seg, void **map,
-					char *why, size_t why_len)
+ * map falls back to segment 0. owner: the control segment file's uid
+ * (shmkv__ctl_sound), the only owner a segment may have. */
+static inline int shmkv__attach_current(const shmkv_ctl *ctl, uint64_t owner, unsigned flags,
+					uint32_t passes, int node, uint64_t *gen,
+					shmkv_ctl_segment *seg, void **map, char *why, size_t why_len)
 {
 	if (node == SHMKV_ATTACH_NODE_CURRENT)
 		node = shmkv__current_node();
@@ -211,10 +213,10 @@ static inline int shmkv__attach_current(const shmkv_ctl *ctl, unsigned flags, ui
 			return shmkv__fail(-EAGAIN, why, why_len,
 					   "nothing published (generation %llu has no segment)",
 					   (unsigned long long)*gen);
-		err = shmkv__map_segment(seg, copy.owner_uid, flags, map, why, why_len);
+		err = shmkv__map_segment(seg, owner, flags, map, why, why_len);
 		if (err && pick != 0) { /* that replica is unusable: the first copy */
 			*seg = copy.segments[0];
-			err = shmkv__map_segment(seg, copy.owner_uid, flags, map, why, why_len);
+			err = shmkv__map_segment(seg, owner, flags, map, why, why_len);
 		}
 		if (err != -ENOENT)
 			return err;
@@ -240,10 +242,14 @@ typedef struct shmkv__attached {
 
 /* Whether the control segment behind ctl_fd can still be read: not removed
  * or replaced (a link count of 0: the loader, or someone, unlinked or renamed
- * over it) and not truncated (a mapping of a truncated file raises SIGBUS
- * where it is read). Checked before the mapping is touched. 0 or
- * SHMKV_ESTALE. */
-static inline int shmkv__ctl_sound(int ctl_fd, char *why, size_t why_len)
+ * over it), not truncated (a mapping of a truncated file raises SIGBUS
+ * where it is read) and writable by neither group nor others. Checked
+ * before the mapping is touched. *owner: the file's uid, the uid every
+ * segment must have (lib/PROTOCOL.md, "Trust": st_uid is set only by root
+ * or at creation, so it names the loader; a field in the file would be no
+ * better, whoever can write the file could write it too). 0,
+ * SHMKV_ESTALE, or SHMKV_EPROTO (the mode). */
+static inline int shmkv__ctl_sound(int ctl_fd, uint64_t *owner, char *why, size_t why_len)
 {
 	struct stat st;
 	if (fstat(ctl_fd, &st) != 0)
@@ -257,6 +263,11 @@ static inline int shmkv__ctl_sound(int ctl_fd, char *why, size_t why_len)
 		return shmkv__fail(SHMKV_ESTALE, why, why_len,
 				   "control segment truncated to %llu bytes: attach again",
 				   (unsigned long long)st.st_size);
+	if (st.st_mode & 022)
+		return shmkv__fail(SHMKV_EPROTO, why, why_len,
+				   "control segment: mode %04o is writable by group or others: "
+				   "not trusted", (unsigned)(st.st_mode & 07777));
+	*owner = (uint64_t)st.st_uid;
 	return 0;
 }
 
@@ -294,7 +305,7 @@ static inline int shmkv_attach_node(const char *root, const char *name, int node
 	void *map = NULL;
 	shmkv_ctl *ctl = NULL;
 	shmkv_ctl_segment seg;
-	uint64_t gen = 0;
+	uint64_t gen = 0, owner = 0;
 	shmkv *db = NULL;
 	*out = NULL;
 	if (why && why_len)
@@ -309,10 +320,12 @@ static inline int shmkv_attach_node(const char *root, const char *name, int node
 		goto done;
 	}
 	err = shmkv__ctl_open_fd(root, name, 0, &ctl, &ctl_fd, why, why_len);
+	if (!err)
+		err = shmkv__ctl_sound(ctl_fd, &owner, why, why_len);
 	if (err)
 		goto done;
-	err = shmkv__attach_current(ctl, flags, SHMKV__SEQ_SPINS, node, &gen, &seg, &map, why,
-				    why_len);
+	err = shmkv__attach_current(ctl, owner, flags, SHMKV__SEQ_SPINS, node, &gen, &seg, &map,
+				    why, why_len);
 	if (err) {
 		if (why && why_len) {
 			char tmp[256];
@@ -395,7 +408,8 @@ static inline int shmkv_refresh(shmkv *db)
 		return 0;
 	shmkv__attached *a = (shmkv__attached *)db; /* attached: allocated as one */
 	/* before the mapping is read: a truncated file would SIGBUS it */
-	int stale = shmkv__ctl_sound(db->ctl_fd, NULL, 0);
+	uint64_t owner = 0;
+	int stale = shmkv__ctl_sound(db->ctl_fd, &owner, NULL, 0);
 	if (stale) {
 		SHMKV__USDT(refresh, 5, db, a->name, db->generation, db->generation, stale);
 		return stale;
@@ -419,10 +433,11 @@ static inline int shmkv_refresh(shmkv *db)
 	shmkv_ctl_segment seg;
 	uint64_t gen = 0;
 	void *map = NULL;
-	int err = shmkv__attach_current(db->ctl, db->flags, SHMKV__REFRESH_PASSES, a->want_node, &gen,
-					&seg, &map, NULL, 0);
+	int err = shmkv__attach_current(db->ctl, owner, db->flags, SHMKV__REFRESH_PASSES,
+					a->want_node, &gen, &seg, &map, NULL, 0);
 	if (!err) {
-		munmap(db->map, db->map_len);
+		if (db->map) /* NULL after shmkv_detach */
+			munmap(db->map, db->map_len);
 		shmkv__bind(db, map, seg.size);
 		db->map = map;
 		db->map_len = (size_t)seg.map_size;
@@ -439,6 +454,38 @@ static inline int shmkv_refresh(shmkv *db)
 	return err;
 }
 
+/* For bindings whose values outlive a refresh (python/src/cache.c): hands
+ * the generation the attached handle db maps to a new plain handle *out, as
+ * from shmkv_open_file: it serves that generation (shmkv_generation says
+ * which) until shmkv_close(*out), whatever db does; refresh on it returns 0.
+ * db keeps its control segment and goes on following the cache, but maps
+ * nothing until its next shmkv_refresh that returns 1 (then detach again):
+ * until then only shmkv_refresh, shmkv_generation, shmkv_detach (-EINVAL)
+ * and shmkv_close may be called on it. So a binding keeps one such handle
+ * per cache to follow generations and one plain handle per generation its
+ * values still read, each unmapped when the last value of it goes.
+ * Returns 0; -EINVAL (db is not attached, or maps nothing: detached and not
+ * moved since); -ENOMEM (db unchanged). Changes db: no other thread may
+ * use it meanwhile. */
+static inline int shmkv_detach(shmkv *db, shmkv **out)
+{
+	*out = NULL;
+	if (!db->ctl || !db->map)
+		return -EINVAL;
+	shmkv *g = (shmkv *)calloc(1, sizeof *g);
+	if (!g)
+		return -ENOMEM;
+	shmkv__bind(g, db->map, db->size);
+	g->map = db->map;
+	g->map_len = db->map_len;
+	g->generation = db->generation;
+	g->flags = db->flags;
+	db->map = NULL; /* g's now; shmkv_refresh maps the next one */
+	db->map_len = 0;
+	*out = g;
+	return 0;
+}
+
 /* NUMA node of the copy this handle reads: the node the loader pinned it to
  * and verified, or -1 (not pinned, or a file handle). */
 static inline int shmkv_node(const shmkv *db)
@@ -448,7 +495,8 @@ static inline int shmkv_node(const shmkv *db)
 	return ((const shmkv__attached *)db)->node; /* attached: allocated as one */
 }
 
-/* Generation this handle serves (0 for file handles). */
+/* Generation this handle serves (0 for file handles; for a handle from
+ * shmkv_detach, the generation it holds). */
 static inline uint64_t shmkv_generation(const shmkv *db)
 {
 	return db->generation;

@@ -95,10 +95,8 @@ static inline int shmkv_ctl_path(const char *root, const char *name, char *buf, 
 }
 
 /* Fills *ctl as a fresh control segment with nothing published: magic,
- * protocol version, size and layout hash set, owner_uid the calling
- * process's effective uid (the loader: readers map only segments of that
- * uid), everything else zero. For the loader, which writes it to a new file
- * before anyone can map it. */
+ * protocol version, size and layout hash set, everything else zero. For
+ * the loader, which writes it to a new file before anyone can map it. */
 static inline void shmkv_ctl_init(shmkv_ctl *ctl)
 {
 	memset(ctl, 0, sizeof *ctl);
@@ -106,7 +104,6 @@ static inline void shmkv_ctl_init(shmkv_ctl *ctl)
 	ctl->protocol_version = SHMKV_PROTOCOL_VERSION;
 	ctl->ctl_size = SHMKV_CTL_SIZE;
 	ctl->layout_hash = SHMKV_CTL_LAYOUT_HASH;
-	ctl->owner_uid = (uint64_t)geteuid();
 }
 
 /* ------------------------------------------------------------------------ */
@@ -128,8 +125,8 @@ static inline void shmkv_ctl_init(shmkv_ctl *ctl)
  * Returns 0; -EINVAL (bad name or flags); -ENOENT (no such cache);
  * -ENAMETOOLONG; -ELOOP (a symlink); -EACCES, other -errno of
  * open/fstat/mmap; SHMKV_EPROTO (not a regular file, too small, bad magic,
- * another protocol version, size or layout; with SHMKV_CTL_RDWR, another
- * owner or a mode writable by others). why[why_len], if given, receives a
+ * another protocol version, size or layout, a mode writable by group or
+ * others; with SHMKV_CTL_RDWR, another owner than the caller). why[why_len], if given, receives a
  * message naming the file. */
 static inline int shmkv__ctl_open_fd(const char *root, const char *name, unsigned flags,
 				     shmkv_ctl **out, int *fd_out, char *why, size_t why_len);
@@ -223,13 +220,6 @@ static inline int shmkv__ctl_open_fd(const char *root, const char *name, unsigne
 					  c->protocol_version, c->ctl_size,
 					  (unsigned long long)c->layout_hash, SHMKV_PROTOCOL_VERSION,
 					  SHMKV_CTL_SIZE, (unsigned long long)SHMKV_CTL_LAYOUT_HASH);
-		} else if (shmkv__load_relaxed(&c->owner_uid) != (uint64_t)st.st_uid) {
-			/* relaxed: set before the rename, rewritten unchanged by
-			 * each publish (shmkv_ctl_publish) */
-			err = shmkv__fail(SHMKV_EPROTO, why, why_len,
-					  "%s: owned by uid %u but names uid %llu as its loader: "
-					  "not trusted", path, (unsigned)st.st_uid,
-					  (unsigned long long)shmkv__load_relaxed(&c->owner_uid));
 		}
 	}
 	if (!err)
@@ -363,7 +353,7 @@ static inline uint64_t shmkv__ctl_seq(const shmkv_ctl *ctl)
  * SHMKV_CTL_RDWR, ...) or be the loader's own read-write mapping. Readers
  * see either the previous publish or this one, whole. Returns 0, or -EINVAL
  * (n over SHMKV_CTL_MAX_SEGMENTS, or generation 0) without touching ctl.
- * owner_uid is kept as shmkv_ctl_init() set it; flags become 0. */
+ * flags become 0. */
 static inline int shmkv__ctl_publish_flags(shmkv_ctl *ctl, uint64_t generation,
 					   const shmkv_ctl_segment *segs, uint32_t n,
 					   uint32_t flags, uint64_t loader_pid,
@@ -399,8 +389,6 @@ static inline int shmkv__ctl_publish_flags(shmkv_ctl *ctl, uint64_t generation,
 	memset(&next, 0, sizeof next);
 	next.segment_count = n;
 	next.flags = flags;
-	/* only writer: its own store (shmkv_ctl_init), kept as it was */
-	next.owner_uid = shmkv__load_relaxed(&ctl->owner_uid);
 	next.loader_pid = loader_pid;
 	next.published_ns = published_ns;
 	for (uint32_t i = 0; i < n; i++)

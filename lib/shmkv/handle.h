@@ -110,7 +110,7 @@ typedef struct shmkv {
 	size_t map_len;
 	const shmkv_ctl *ctl;     /* attached handles: the control segment, else NULL */
 	int ctl_fd;               /* attached handles: its descriptor (refresh fstats it) */
-	uint64_t generation;      /* attached handles: generation served, else 0 */
+	uint64_t generation;      /* attached and detached handles: generation served, else 0 */
 	unsigned flags;           /* attach flags, reused by refresh */
 	size_t bound_key_len;     /* slow_key_len as shmkv__bind derived it from the image */
 	unsigned usdt_gets;       /* 1 while a get probe was traced at the last gate (trace.h) */

@@ -19,7 +19,8 @@
 #define SHMKV_DEFAULT_ROOT "/run/shmkv"
 #define SHMKV_CACHE_NAME_MAX 63u
 
-/* control segment flags */
+/* control segment flags (a field readers before SHMKV_ESTALE ignore: adding
+ * a flag keeps the layout, and its hash, as it was) */
 #define SHMKV_CTL_RETIRED 1u /* the loader dropped the cache or replaced this file:
 				readers re-attach (SHMKV_ESTALE) */
 
@@ -46,17 +47,15 @@ typedef struct shmkv_ctl {
 	uint32_t flags;             /*  44 SHMKV_CTL_* flags */
 	uint64_t loader_pid;        /*  48 pid of the loader that published */
 	int64_t published_ns;       /*  56 CLOCK_REALTIME of the publish, ns */
-	uint64_t owner_uid;         /*  64 the loader's uid: owns this file and every segment */
-	uint64_t reserved[7];       /*  72 zero */
+	uint64_t reserved[8];       /*  64 zero */
 	shmkv_ctl_segment segments[SHMKV_CTL_MAX_SEGMENTS]; /* 128 */
 } shmkv_ctl;
 
 #define SHMKV_CTL_LAYOUT_DESC                                                                    \
 	"shmkv-ctl-v1;ctl=2176:magic@0,protocol_version@8,ctl_size@12,layout_hash@16,seq@24,"       \
-	"generation@32,segment_count@40,flags@44,loader_pid@48,published_ns@56,owner_uid@64,"      \
-	"reserved@72,segments@128;segment=256:node@0,flags@4,size@8,map_size@16,page_size@24,"     \
-	"path@32"
-#define SHMKV_CTL_LAYOUT_HASH UINT64_C(0x777da419648d0c0d)
+	"generation@32,segment_count@40,flags@44,loader_pid@48,published_ns@56,reserved@64,"        \
+	"segments@128;segment=256:node@0,flags@4,size@8,map_size@16,page_size@24,path@32"
+#define SHMKV_CTL_LAYOUT_HASH UINT64_C(0x4b43ad88b167e31c)
 
 #ifdef __cplusplus
 static_assert(sizeof(shmkv_ctl_segment) == 256, "segment layout");

@@ -36,6 +36,7 @@ from ._shmkv import (  # noqa: F401  (re-exported)
     KeyTooLong,
     NotFound,
     OSFailure,
+    StaleCache,
     TypeMismatch,
     Unavailable,
     VersionMismatch,
@@ -48,7 +49,7 @@ from . import _shmkv
 __all__ = [
     "DEFAULT_SEED", "VECTOR", "Array", "Cache", "CacheIterator",
     "Error", "NotFound", "TypeMismatch", "KeyTooLong", "CorruptImage", "VersionMismatch",
-    "CacheNotFound", "Unavailable", "BuildError", "DuplicateKey", "OSFailure",
+    "CacheNotFound", "Unavailable", "StaleCache", "BuildError", "DuplicateKey", "OSFailure",
     "open", "attach", "build", "build_file", "join", "part_of", "get_array",
     "RefreshEvery",
 ]
@@ -162,10 +163,11 @@ class RefreshEvery:
             policy.maybe_refresh()           # one clock read; refresh every 100 ms
             return cache[request.key]
 
-    refresh() itself costs one atomic load when nothing changed; the interval
-    bounds even that. A failed refresh (the loader mid-publish, a generation
-    that cannot be mapped) is logged through on_error (default: ignored) and
-    the cache keeps serving its generation. Values read before a refresh stay
+    refresh() itself costs one fstat and one atomic load when nothing changed;
+    the interval bounds even that. A failed refresh (the loader mid-publish, a
+    generation that cannot be mapped; StaleCache: the cache was dropped, attach
+    anew) is logged through on_error (default: ignored) and the cache keeps
+    serving its generation. Values read before a refresh stay
     valid: their generation stays mapped while they live.
     """
 

@@ -440,32 +440,51 @@ done:
 
 /* ---- generations ---- */
 
+/* Takes c->tlock with the GIL released (a refresh mapping a generation holds
+ * it for long; whoever holds it may take the GIL: no deadlock). */
+static void tracker_lock(CacheObject *c)
+{
+	if (PyThread_acquire_lock(c->tlock, NOWAIT_LOCK))
+		return;
+	Py_BEGIN_ALLOW_THREADS
+	PyThread_acquire_lock(c->tlock, WAIT_LOCK);
+	Py_END_ALLOW_THREADS
+}
+
+/* Follows the cache through lib's shmkv_refresh (the one owner of the
+ * protocol: the control segment's fstat first, retired control segments,
+ * generations that failed not retried until the next publish) and hands a
+ * generation it moved to to a new Gen (shmkv_detach): the old Gen stays
+ * mapped while any value of it lives. */
 static PyObject *cache_refresh(CacheObject *c, PyObject *unused)
 {
 	(void)unused;
 	if (!live(c))
 		return NULL;
-	if (!c->ctl)
+	if (!c->tlock)
 		Py_RETURN_FALSE; /* an image file: one generation */
-	/* acquire; pairs with the release store in lib/shmkv/ctl.h:shmkv_ctl_publish() */
-	uint64_t now = shmkv_ctl_generation(c->ctl);
-	if (now == shmkv_generation(c->gen->db))
-		Py_RETURN_FALSE;
-	if (now == c->failed_gen) /* that generation failed: not again until the next */
-		return shmkvpy_raise(c->failed_err, "refresh", NULL);
-	char why[512] = "";
-	shmkv *db;
-	int err;
-	Py_BEGIN_ALLOW_THREADS
-	err = shmkv_attach_diag(c->root, c->name, c->flags, &db, why, sizeof why);
-	Py_END_ALLOW_THREADS
-	if (err) {
-		if (err != -EAGAIN) {
-			c->failed_gen = now;
-			c->failed_err = err;
+	shmkv *db = NULL;
+	int err = 0;
+	tracker_lock(c);
+	if (c->tracker) { /* else closed meanwhile */
+		Py_BEGIN_ALLOW_THREADS
+		err = shmkv_refresh(c->tracker);
+		/* moved, or moved before and the detach failed (ENOMEM): the
+		 * tracker holds a generation no Gen has yet */
+		if (err == 1 || (err == 0 && c->undetached)) {
+			err = shmkv_detach(c->tracker, &db);
+			c->undetached = err != 0;
 		}
-		return shmkvpy_raise(err, "refresh", why);
+		Py_END_ALLOW_THREADS
 	}
+	PyThread_release_lock(c->tlock);
+	if (err < 0) {
+		char what[160];
+		PyOS_snprintf(what, sizeof what, "refresh %s", c->name);
+		return shmkvpy_raise(err, what, NULL);
+	}
+	if (!db)
+		Py_RETURN_FALSE;
 	GenObject *g = gen_new(db);
 	if (!g)
 		return NULL;
@@ -473,6 +492,12 @@ static PyObject *cache_refresh(CacheObject *c, PyObject *unused)
 		Py_DECREF(g);
 		live(c); /* raises ValueError */
 		return NULL;
+	}
+	/* never backwards: a concurrent refresh may have installed a newer one
+	 * between our unlock and here */
+	if (shmkv_generation(db) < shmkv_generation(c->gen->db)) {
+		Py_DECREF(g);
+		Py_RETURN_FALSE;
 	}
 	/* the old generation stays mapped while an Array or iterator holds it */
 	Py_SETREF(c->gen, g);
@@ -483,8 +508,13 @@ static PyObject *cache_close(CacheObject *c, PyObject *unused)
 {
 	(void)unused;
 	Py_CLEAR(c->gen);
-	shmkv_ctl_close(c->ctl);
-	c->ctl = NULL;
+	if (c->tlock) {
+		tracker_lock(c);
+		shmkv *t = c->tracker;
+		c->tracker = NULL;
+		PyThread_release_lock(c->tlock);
+		shmkv_close(t);
+	}
 	Py_RETURN_NONE;
 }
 
@@ -568,8 +598,9 @@ static void cache_dealloc(CacheObject *c)
 	if (c->weakrefs)
 		PyObject_ClearWeakRefs((PyObject *)c);
 	Py_XDECREF(c->gen);
-	shmkv_ctl_close(c->ctl);
-	PyMem_Free(c->root);
+	shmkv_close(c->tracker);
+	if (c->tlock)
+		PyThread_free_lock(c->tlock);
 	PyMem_Free(c->name);
 	Py_XDECREF(c->path);
 	PyObject_Free(c);
@@ -680,11 +711,10 @@ static CacheObject *cache_new(shmkv *db, PyObject *path)
 		return NULL;
 	}
 	c->gen = NULL;
-	c->ctl = NULL;
-	c->root = c->name = NULL;
-	c->flags = 0;
-	c->failed_gen = 0;
-	c->failed_err = 0;
+	c->tracker = NULL;
+	c->tlock = NULL;
+	c->undetached = 0;
+	c->name = NULL;
 	c->path = Py_NewRef(path);
 	c->weakrefs = NULL;
 	if (!(c->gen = gen_new(db))) {
@@ -752,33 +782,31 @@ PyObject *shmkvpy_attach(PyObject *self, PyObject *args, PyObject *kw)
 	}
 	unsigned flags = (verify ? SHMKV_ATTACH_VERIFY : 0) | (deep ? SHMKV_OPEN_DEEP : 0);
 	char why[512] = "", what[160];
-	shmkv *db = NULL;
-	shmkv_ctl *ctl = NULL;
+	shmkv *tracker = NULL, *db = NULL;
 	int err;
 	Py_BEGIN_ALLOW_THREADS
-	err = shmkv_attach_diag(root, name, flags, &db, why, sizeof why);
-	if (!err && (err = shmkv_ctl_open(root, name, 0, &ctl, why, sizeof why)) != 0)
-		shmkv_close(db);
+	err = shmkv_attach_diag(root, name, flags, &tracker, why, sizeof why);
+	if (!err && (err = shmkv_detach(tracker, &db)) != 0)
+		PyOS_snprintf(why, sizeof why, "%s", shmkv_strerror(err));
 	Py_END_ALLOW_THREADS
+	Py_XDECREF(rootbytes);
 	PyOS_snprintf(what, sizeof what, "attach %s", name);
 	if (err) {
-		Py_XDECREF(rootbytes);
+		shmkv_close(tracker);
 		return shmkvpy_raise(err, what, why);
 	}
 	CacheObject *c = cache_new(db, Py_None);
-	if (c) {
-		c->ctl = ctl;
-		c->flags = flags;
-		c->name = dup_str(name);
-		c->root = root ? dup_str(root) : NULL;
-		if (!c->name || (root && !c->root)) {
-			Py_CLEAR(c);
-			PyErr_NoMemory();
-		}
-	} else {
-		shmkv_ctl_close(ctl);
+	if (!c) {
+		shmkv_close(tracker);
+		return NULL;
 	}
-	Py_XDECREF(rootbytes);
+	c->tracker = tracker;
+	c->name = dup_str(name);
+	c->tlock = PyThread_allocate_lock();
+	if (!c->name || !c->tlock) {
+		Py_DECREF(c);
+		return PyErr_NoMemory();
+	}
 	return (PyObject *)c;
 }
 
@@ -809,11 +837,13 @@ static PyMethodDef cache_methods[] = {
 	{"items", (PyCFunction)cache_items, METH_NOARGS, "items() -> iterator\n\n(key, value) pairs in image order."},
 	{"refresh", (PyCFunction)cache_refresh, METH_NOARGS,
 	 "refresh() -> bool\n\nMoves an attached cache to the generation its loader serves now: False\n"
-	 "when unchanged (one atomic load; always for an image file), True when moved.\n"
-	 "Values read before stay valid: an Array keeps its generation mapped. On an\n"
-	 "error the cache keeps serving its generation (Unavailable while the loader\n"
-	 "is mid-publish; a generation that failed is not tried again until the\n"
-	 "next)."},
+	 "when unchanged (one fstat and one atomic load; always for an image file),\n"
+	 "True when moved. Values read before stay valid: an Array keeps its\n"
+	 "generation mapped. On an error the cache keeps serving its generation\n"
+	 "(Unavailable while the loader is mid-publish; a generation that failed is\n"
+	 "not tried again until the next). StaleCache: the loader dropped the cache\n"
+	 "or its control segment was removed, replaced or truncated; this Cache\n"
+	 "keeps its generation and never moves again: attach() anew."},
 	{"close", (PyCFunction)cache_close, METH_NOARGS,
 	 "close()\n\nDrops this cache's generation; it is unmapped once no Array or iterator\n"
 	 "holds it. Any later use of the cache raises ValueError."},

@@ -5,7 +5,7 @@
 #include "shmkvpy.h"
 
 static PyObject *Error, *NotFound, *KeyTooLong, *VersionMismatch, *CacheNotFound,
-	*Unavailable, *DuplicateKey, *OSFailure;
+	*Unavailable, *StaleCache, *DuplicateKey, *OSFailure;
 PyObject *shmkvpy_TypeMismatch, *shmkvpy_BuildError, *shmkvpy_CorruptImage;
 
 static PyObject *new_class(PyObject *m, const char *name, PyObject *bases, int code,
@@ -69,13 +69,17 @@ int shmkvpy_errors_init(PyObject *m)
 	Unavailable = sub(m, "Unavailable", NULL, -EAGAIN,
 			  "attach()/refresh(): the loader has published nothing yet, or is "
 			  "mid-publish: try again later.");
+	StaleCache = sub(m, "StaleCache", NULL, SHMKV_ESTALE,
+			 "refresh(): the loader dropped the cache, or its control segment was "
+			 "removed, replaced or truncated. The Cache keeps its generation and "
+			 "never moves again: attach() anew.");
 	shmkvpy_BuildError = sub(m, "BuildError", PyExc_ValueError, SHMKV_EINPUT,
 				 "build()/join(): a bad record or option; the message names the "
 				 "record (its index) and why (also a ValueError).");
 	OSFailure = sub(m, "OSFailure", PyExc_OSError, 0,
 			"A system call failed (also an OSError, errno set).");
 	if (!NotFound || !shmkvpy_TypeMismatch || !KeyTooLong || !shmkvpy_CorruptImage ||
-	    !VersionMismatch || !CacheNotFound || !Unavailable || !shmkvpy_BuildError ||
+	    !VersionMismatch || !CacheNotFound || !Unavailable || !StaleCache || !shmkvpy_BuildError ||
 	    !OSFailure)
 		return -1;
 	PyObject *bases = PyTuple_Pack(1, shmkvpy_BuildError);
@@ -104,6 +108,7 @@ static PyObject *class_of(int err)
 	case SHMKV_EINPUT:
 	case SHMKV_ELIMIT: return shmkvpy_BuildError;
 	case -EAGAIN: return Unavailable;
+	case SHMKV_ESTALE: return StaleCache;
 	default: return err < 0 && err > -4096 ? OSFailure : Error;
 	}
 }

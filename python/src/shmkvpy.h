@@ -28,11 +28,13 @@ typedef struct {
 typedef struct {
 	PyObject_HEAD
 	GenObject *gen;    /* the generation read now; NULL once closed */
-	shmkv_ctl *ctl;    /* attached caches: the control segment, for refresh */
-	char *root, *name; /* attached caches: what to attach again */
-	unsigned flags;
-	uint64_t failed_gen; /* a generation whose attach failed: not retried */
-	int failed_err;
+	/* attached caches: lib's handle following the generations (shmkv_refresh),
+	 * each handed to a Gen by shmkv_detach; never read from here. NULL for
+	 * an image file and once closed. Used only with tlock held. */
+	shmkv *tracker;
+	PyThread_type_lock tlock; /* taken only with the GIL released */
+	int undetached;    /* the tracker moved but shmkv_detach failed (ENOMEM) */
+	char *name;        /* attached caches: the cache name */
 	PyObject *path;    /* opened file, or None */
 	PyObject *weakrefs;
 } CacheObject;

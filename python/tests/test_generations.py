@@ -6,6 +6,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -103,3 +104,64 @@ def test_refresh_keeps_views(served):
     del v2
     gc.collect()
     assert not mapped_segments(shm)
+
+
+def test_truncated_ctl_does_not_crash(served):
+    """`truncate -s 0 ROOT/feat.ctl` under a reader: refresh() raises
+    StaleCache (lib's fstat comes before the mapping is read), the values and
+    the generation held still read; in a child, so a SIGBUS (what a direct
+    read of the truncated mapping raises) shows as its exit status."""
+    root, shm, publish = served
+    publish([("s", "one")])
+    attach_when_ready(root).close()
+    code = f"""
+import os, shmkv
+c = shmkv.attach("feat", root={root!r})
+v = c["s"]
+os.truncate(os.path.join({root!r}, "feat.ctl"), 0)
+for _ in range(2):  # and again: the cache never moves, never faults
+    try:
+        c.refresh()
+        print("no error")
+    except shmkv.StaleCache as e:
+        print("stale", e.errname, c["s"], v)
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, f"child exited {r.returncode} (-7: SIGBUS): {r.stderr}"
+    assert r.stdout.split() == ["stale", "SHMKV_ESTALE", "one", "one"] * 2, r.stdout + r.stderr
+
+
+def test_drop_and_reload_reported(served, shmctl):
+    """`shmctl cache drop` then a new load: refresh() raises StaleCache (the
+    loader retired the control segment before the drop) instead of serving
+    the dropped generation as current; values held stay valid; a new
+    attach() reads the reloaded cache."""
+    root, shm, publish = served
+    publish([("v", np.full(64, 1.0, np.float32)), ("s", "one")])
+    c = attach_when_ready(root)
+    v1 = c["v"]
+    subprocess.run([shmctl, "-r", root, "cache", "drop", "feat"], check=True,
+                   capture_output=True, timeout=120)
+    publish([("s", "two")])
+    with pytest.raises(shmkv.StaleCache) as e:
+        c.refresh()
+    assert e.value.errname == "SHMKV_ESTALE" and e.value.code == shmkv.StaleCache.code
+    assert isinstance(e.value, shmkv.Error)
+    assert c["s"] == "one" and v1[63] == 1.0  # still the generation it had
+    with pytest.raises(shmkv.StaleCache):
+        c.refresh()  # stays stale: attach again
+
+    def reloaded():
+        try:
+            n = shmkv.attach("feat", root=root)
+        except (shmkv.CacheNotFound, shmkv.Unavailable):
+            return None
+        if n.get("s") == "two":
+            return n
+        n.close()
+        return None
+    n = wait_for(reloaded)
+    assert n is not None, "the reloaded cache was not served within 60 s"
+    assert "v" not in n and n.refresh() is False
+    n.close()
+    c.close()

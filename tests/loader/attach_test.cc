@@ -17,8 +17,22 @@
 //     while attaching works; a cache configured mode=0640 cannot be
 //     attached by that user.
 //   ControlLayoutDescribesStructs: SHMKV_CTL_LAYOUT_DESC rebuilt from
-//     offsetof/sizeof, SHMKV_CTL_LAYOUT_HASH its XXH3-64; shmkv_ctl_init
-//     names the caller's uid as owner_uid.
+//     offsetof/sizeof, SHMKV_CTL_LAYOUT_HASH its XXH3-64 and still the hash
+//     of the layout before issue 20 (0x4b43ad88b167e31c: old and new readers
+//     and loaders share control segments); shmkv_ctl_init leaves flags and
+//     reserved zero.
+//   DetachKeepsGenerations: shmkv_detach hands the mapped generation to a
+//     plain handle that keeps reading it across the attached handle's next
+//     refresh and its close; the attached handle maps nothing until a
+//     refresh that moves (a second detach: -EINVAL), refresh on the plain
+//     handle is 0, a file handle cannot be detached.
+//   OldLoaderControlSegment: a control segment as a loader before issue 20
+//     wrote it, byte by byte at the documented offsets (flags 0, reserved
+//     zero), attaches and refreshes with this reader.
+//   SegmentOwnerIsTheControlSegmentFiles: the uid segments must have is the
+//     control segment file's st_uid: the same control segment chown'ed to
+//     another uid gets -EPERM for our segment (as root; else skipped), and
+//     one chmod'ed 0666 is refused (SHMKV_EPROTO).
 #include <grp.h>
 
 #include "loader_util.h"
@@ -36,7 +50,6 @@ struct FakeCtl {
 		c.protocol_version = SHMKV_PROTOCOL_VERSION;
 		c.ctl_size = SHMKV_CTL_SIZE;
 		c.layout_hash = SHMKV_CTL_LAYOUT_HASH;
-		c.owner_uid = geteuid(); // the uid that owns it and its segments
 	}
 	void segment(const std::string &path, uint64_t size, uint64_t map_size, uint64_t gen)
 	{
@@ -213,6 +226,48 @@ TEST(Attach, HandWrittenControlSegments)
 	EXPECT_EQ(g.err, -EINVAL) << g.why;
 }
 
+TEST(Attach, DetachKeepsGenerations)
+{
+	Env env;
+	Loader ld(env);
+	ASSERT_TRUE(ld.start());
+	std::string a = env.img_path("a.shmkv"), b = env.img_path("b.shmkv");
+	ASSERT_EQ(build_image(a, "a", 200), "");
+	ASSERT_EQ(build_image(b, "b", 300), "");
+	ASSERT_TRUE(ld.load("d", a).ok());
+	Attempt at;
+	try_attach(env.root(), "d", &at);
+	ASSERT_EQ(at.err, 0) << at.why;
+	uint64_t g = shmkv_generation(at.db);
+	shmkv *g1 = nullptr, *g2 = nullptr, *x = nullptr;
+	ASSERT_EQ(shmkv_detach(at.db, &g1), 0);
+	ASSERT_NE(g1, nullptr);
+	EXPECT_EQ(shmkv_generation(g1), g);
+	EXPECT_EQ(tag_of(g1), "a");
+	EXPECT_EQ(shmkv_detach(at.db, &x), -EINVAL) << "nothing mapped until it moves";
+	EXPECT_EQ(x, nullptr);
+	EXPECT_EQ(shmkv_refresh(at.db), 0);
+	EXPECT_EQ(shmkv_refresh(g1), 0) << "a plain handle never moves";
+
+	ASSERT_TRUE(ld.load("d", b).ok());
+	ASSERT_EQ(shmkv_refresh(at.db), 1);
+	ASSERT_EQ(shmkv_detach(at.db, &g2), 0);
+	EXPECT_GT(shmkv_generation(g2), g);
+	EXPECT_EQ(shmkv_generation(g1), g);
+	shmkv_close(at.db);
+	at.db = nullptr;
+	// both generations still read, the first one's segment long replaced
+	EXPECT_EQ(check_handle(g1, "a", 200), 0u);
+	EXPECT_EQ(check_handle(g2, "b", 300), 0u);
+	shmkv_close(g1);
+	shmkv_close(g2);
+
+	shmkv *f = nullptr;
+	ASSERT_EQ(shmkv_open_file(b.c_str(), 0, &f), 0);
+	EXPECT_EQ(shmkv_detach(f, &x), -EINVAL) << "a file handle is not attached";
+	shmkv_close(f);
+}
+
 // A loader restarted after every segment of a cache was removed publishes
 // "nothing" (a new generation with no segment): attach must fail cleanly
 // and say so, and a new load must work again.
@@ -376,7 +431,10 @@ TEST(Attach, ReadOnly)
 #define CTL_FIELD(s, f) (std::string(#f) + "@" + std::to_string(offsetof(s, f)))
 
 // SHMKV_CTL_LAYOUT_DESC is what the structs are, and its hash is XXH3-64
-// (seed 0) of it (lib/PROTOCOL.md, "Versioning"): owner_uid moved it.
+// (seed 0) of it (lib/PROTOCOL.md, "Versioning"), and it is the layout
+// every loader and reader since protocol 1 shares: a changed hash would make
+// every deployed client refuse a new loader's caches (the reader is
+// header-only: each program carries its copy).
 TEST(Attach, ControlLayoutDescribesStructs)
 {
 	using C = shmkv_ctl;
@@ -386,17 +444,111 @@ TEST(Attach, ControlLayoutDescribesStructs)
 	     CTL_FIELD(C, ctl_size) + "," + CTL_FIELD(C, layout_hash) + "," + CTL_FIELD(C, seq) +
 	     "," + CTL_FIELD(C, generation) + "," + CTL_FIELD(C, segment_count) + "," +
 	     CTL_FIELD(C, flags) + "," + CTL_FIELD(C, loader_pid) + "," +
-	     CTL_FIELD(C, published_ns) + "," + CTL_FIELD(C, owner_uid) + "," +
-	     CTL_FIELD(C, reserved) + "," + CTL_FIELD(C, segments) + ";";
+	     CTL_FIELD(C, published_ns) + "," + CTL_FIELD(C, reserved) + "," +
+	     CTL_FIELD(C, segments) + ";";
 	d += "segment=" + std::to_string(sizeof(S)) + ":" + CTL_FIELD(S, node) + "," +
 	     CTL_FIELD(S, flags) + "," + CTL_FIELD(S, size) + "," + CTL_FIELD(S, map_size) + "," +
 	     CTL_FIELD(S, page_size) + "," + CTL_FIELD(S, path);
 	EXPECT_EQ(d, std::string(SHMKV_CTL_LAYOUT_DESC));
 	EXPECT_EQ(XXH3_64bits(d.data(), d.size()), SHMKV_CTL_LAYOUT_HASH)
 		<< std::hex << "computed 0x" << XXH3_64bits(d.data(), d.size());
+	EXPECT_EQ(SHMKV_CTL_LAYOUT_HASH, UINT64_C(0x4b43ad88b167e31c))
+		<< "the layout readers and loaders before issue 20 speak";
+	EXPECT_EQ(sizeof(C::reserved), 64u);
 	shmkv_ctl c;
+	memset(&c, 0xee, sizeof c);
 	shmkv_ctl_init(&c);
-	EXPECT_EQ(c.owner_uid, (uint64_t)geteuid()) << "shmkv_ctl_init names the caller";
+	EXPECT_EQ(c.flags, 0u);
+	for (uint64_t r : c.reserved)
+		EXPECT_EQ(r, 0u) << "reserved stays zero: old readers see what they always saw";
+}
+
+// Bytes at the offsets lib/PROTOCOL.md gives, as a loader before issue 20
+// wrote them: nothing taken from the structs, so a moved field fails here.
+std::string old_ctl_bytes(const std::string &seg, uint64_t size, uint64_t gen)
+{
+	std::string b(SHMKV_CTL_SIZE, '\0');
+	auto put = [&](size_t off, const void *v, size_t n) { memcpy(&b[off], v, n); };
+	uint32_t version = 1, ctl_size = 4096, count = 1, seg_flags = 0;
+	uint64_t hash = UINT64_C(0x4b43ad88b167e31c), seq = 2, pid = 1, page = 4096;
+	int32_t node = -1;
+	int64_t ns = 1;
+	put(0, "SHMKVCTL", 8);
+	put(8, &version, 4);
+	put(12, &ctl_size, 4);
+	put(16, &hash, 8);
+	put(24, &seq, 8);
+	put(32, &gen, 8);
+	put(40, &count, 4); // flags@44 and reserved@64..127 stay zero
+	put(48, &pid, 8);
+	put(56, &ns, 8);
+	put(128, &node, 4);
+	put(132, &seg_flags, 4);
+	put(136, &size, 8);
+	put(144, &size, 8);
+	put(152, &page, 8);
+	put(160, seg.c_str(), seg.size() + 1);
+	return b;
+}
+
+TEST(Attach, OldLoaderControlSegment)
+{
+	Env env;
+	std::string img = env.img_path("old.shmkv");
+	ASSERT_EQ(build_image(img, "old", 300), "");
+	struct stat st;
+	ASSERT_EQ(stat(img.c_str(), &st), 0);
+	ASSERT_EQ(memcmp(SHMKV_CTL_MAGIC, "SHMKVCTL", 8), 0);
+	std::string ctl = env.root() + "/old.ctl";
+	ASSERT_TRUE(shmkv_test::write_file(ctl, old_ctl_bytes(img, (uint64_t)st.st_size, 5)));
+	ASSERT_EQ(chmod(ctl.c_str(), 0644), 0);
+	Attempt a;
+	try_attach(env.root(), "old", &a, SHMKV_ATTACH_VERIFY);
+	ASSERT_EQ(a.err, 0) << a.why;
+	EXPECT_EQ(shmkv_generation(a.db), 5u);
+	EXPECT_EQ(tag_of(a.db), "old");
+	EXPECT_EQ(check_handle(a.db, "old", 300), 0u);
+	EXPECT_EQ(shmkv_refresh(a.db), 0) << "flags 0: not retired";
+}
+
+TEST(Attach, SegmentOwnerIsTheControlSegmentFiles)
+{
+	Env env;
+	std::string img = env.img_path("own.shmkv");
+	ASSERT_EQ(build_image(img, "own", 300), "");
+	ASSERT_EQ(chmod(img.c_str(), 0644), 0);
+	struct stat st;
+	ASSERT_EQ(stat(img.c_str(), &st), 0);
+	std::string ctl = env.root() + "/own.ctl";
+	FakeCtl c;
+	c.segment(img, (uint64_t)st.st_size, (uint64_t)st.st_size, 3);
+	ASSERT_TRUE(c.write(ctl));
+	ASSERT_EQ(chmod(ctl.c_str(), 0644), 0);
+	{
+		Attempt a;
+		try_attach(env.root(), "own", &a);
+		ASSERT_EQ(a.err, 0) << a.why;
+		// a chmod after attach: refresh refuses to go on (before reading it)
+		ASSERT_EQ(chmod(ctl.c_str(), 0666), 0);
+		EXPECT_EQ(shmkv_refresh(a.db), SHMKV_EPROTO);
+		ASSERT_EQ(chmod(ctl.c_str(), 0644), 0);
+		EXPECT_EQ(shmkv_refresh(a.db), 0);
+	}
+	ASSERT_EQ(chmod(ctl.c_str(), 0666), 0);
+	{
+		Attempt a;
+		try_attach(env.root(), "own", &a);
+		EXPECT_EQ(a.err, SHMKV_EPROTO) << a.why;
+		EXPECT_TRUE(contains_ci(a.why, "writable by group or others")) << a.why;
+	}
+	ASSERT_EQ(chmod(ctl.c_str(), 0644), 0);
+	if (geteuid() != 0)
+		GTEST_SKIP() << "chown to another uid needs root";
+	ASSERT_EQ(chown(ctl.c_str(), 4242, 4242), 0);
+	Attempt b;
+	try_attach(env.root(), "own", &b);
+	EXPECT_EQ(b.err, -EPERM) << b.why;
+	EXPECT_TRUE(contains_ci(b.why, "control segment's owner (uid 4242)")) << b.why;
 }
 
 #undef CTL_FIELD

@@ -9,7 +9,7 @@
 //   SwappedSegmentDirectory: the shm dir changes hands after startup and its
 //     owner swaps the loader's shmkv/ for one of its own, holding a forged
 //     image under the published segment name: a reader (root) refuses to map
-//     it (owner is not the uid the control segment names) and never serves
+//     it (owner is not the control segment file's uid) and never serves
 //     the forged values; the next load is refused with the chain's reason.
 //   RootThroughSymlink: --root through a symlink in a directory the other
 //     user owns is refused before anything is touched in the target (a
