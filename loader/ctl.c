@@ -97,7 +97,7 @@ int ctl_open(int root_fd, const char *root, const char *name, struct ctl *out, c
 		return diag_fail(-ENAMETOOLONG, why, why_len, "%s: path too long", root);
 	/* lib's one opener: O_NOFOLLOW|O_NONBLOCK, a regular file of ours that
 	 * no one else may write, then size, magic, version, layout and owner */
-	int err = shmkv__ctl_open_fd(root, name, SHMKV_CTL_RDWR, &out->map, &out->fd, why, why_len);
+	int err = shmkv_ctl_open_fd(root, name, SHMKV_CTL_RDWR, &out->map, &out->fd, why, why_len);
 	struct stat st;
 	if (!err && fstat(out->fd, &st) == 0) {
 		out->mode = st.st_mode & 07777;

@@ -319,7 +319,7 @@ static inline int shmkv_attach_node(const char *root, const char *name, int node
 				  "SHMKV_ATTACH_NODE_CURRENT", node);
 		goto done;
 	}
-	err = shmkv__ctl_open_fd(root, name, 0, &ctl, &ctl_fd, why, why_len);
+	err = shmkv_ctl_open_fd(root, name, 0, &ctl, &ctl_fd, why, why_len);
 	if (!err)
 		err = shmkv__ctl_sound(ctl_fd, &owner, why, why_len);
 	if (err)

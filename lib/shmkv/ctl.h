@@ -128,19 +128,19 @@ static inline void shmkv_ctl_init(shmkv_ctl *ctl)
  * another protocol version, size or layout, a mode writable by group or
  * others; with SHMKV_CTL_RDWR, another owner than the caller). why[why_len], if given, receives a
  * message naming the file. */
-static inline int shmkv__ctl_open_fd(const char *root, const char *name, unsigned flags,
+static inline int shmkv_ctl_open_fd(const char *root, const char *name, unsigned flags,
 				     shmkv_ctl **out, int *fd_out, char *why, size_t why_len);
 
 static inline int shmkv_ctl_open(const char *root, const char *name, unsigned flags,
 				 shmkv_ctl **out, char *why, size_t why_len)
 {
-	return shmkv__ctl_open_fd(root, name, flags, out, NULL, why, why_len);
+	return shmkv_ctl_open_fd(root, name, flags, out, NULL, why, why_len);
 }
 
 /* shmkv_ctl_open() that, when fd_out is given, leaves the file open there on
  * success (readers fstat it at each refresh: a truncated or replaced file is
  * found before its mapping is touched). */
-static inline int shmkv__ctl_open_fd(const char *root, const char *name, unsigned flags,
+static inline int shmkv_ctl_open_fd(const char *root, const char *name, unsigned flags,
 				     shmkv_ctl **out, int *fd_out, char *why, size_t why_len)
 {
 	char path[4096 + 80];
