@@ -18,11 +18,10 @@ before making the frame, or dask turns the lists into strings.
 """
 from __future__ import annotations
 
-import os
-import time
 from typing import Any
 
 import shmkv
+from shmkv import _parts
 
 
 def build_dataframe(ddf: Any, out: str, *, parts: int, buckets: int, workdir: str,
@@ -38,32 +37,25 @@ def build_dataframe(ddf: Any, out: str, *, parts: int, buckets: int, workdir: st
     import numpy as np
     import pandas as pd
 
-    n, b = int(parts), int(buckets)
-    seed_ = shmkv.DEFAULT_SEED if seed is None else seed
-    opts = dict(created=int(time.time()) if created is None else created, seed=seed,
-                name=name, dedup=dedup, on_duplicate=on_duplicate, lossy_f32=lossy_f32,
-                threads=threads, memory_limit=memory_limit, buckets=b)
-    os.makedirs(workdir, exist_ok=True)
+    j = _parts.job(parts, buckets, workdir, created=created, seed=seed, name=name,
+                   dedup=dedup, on_duplicate=on_duplicate, lossy_f32=lossy_f32,
+                   threads=threads, memory_limit=memory_limit)
+    n = j.n
     cols = [key, value] + ([type] if type else [])
 
     def tag(pdf: Any, partition_info: Any = None) -> Any:
         pdf = pdf[cols].copy()
         i = partition_info["number"] if partition_info else 0
         pdf["_shmkv_seq"] = np.arange(len(pdf), dtype="int64") + (i << 40)
-        pdf["_shmkv_part"] = np.array([shmkv.part_of(k, b, n, seed=seed_) for k in pdf[key]],
-                                      dtype="int64")
+        pdf["_shmkv_part"] = np.array([j.part_of(k) for k in pdf[key]], dtype="int64")
         return pdf
-
-    def path_of(k: int) -> str:
-        return os.path.join(workdir, f"part-{k:05d}-of-{n:05d}.shmkv")
 
     def build_parts(pdf: Any) -> Any:
         done = []
         for k, g in pdf.groupby("_shmkv_part", sort=True):
             g = g.sort_values("_shmkv_seq", kind="stable")
             cs = [g[c].tolist() for c in cols]
-            shmkv.build(path_of(int(k)), zip(*cs), part=(int(k), n), **opts)
-            done.append((int(k), path_of(int(k))))
+            done.append((int(k), j.build(int(k), zip(*cs))))
         return pd.DataFrame(done, columns=["part", "path"]).astype({"part": "int64",
                                                                     "path": object})
 
@@ -77,15 +69,6 @@ def build_dataframe(ddf: Any, out: str, *, parts: int, buckets: int, workdir: st
         raise shmkv.BuildError("dask: a part was built twice (the shuffle split it)")
     for k in range(1, n + 1):  # parts without rows: empty fragments
         if k not in have:
-            shmkv.build(path_of(k), [], part=(k, n), **opts)
-            have[k] = path_of(k)
-    frags = [have[k] for k in range(1, n + 1)]
-    try:
-        return shmkv.join(out, frags, memory_limit=memory_limit)
-    finally:
-        if not keep_fragments:
-            for p in frags:
-                try:
-                    os.unlink(p)
-                except FileNotFoundError:
-                    pass
+            have[k] = j.build(k, [])
+    return _parts.join(out, [have[k] for k in range(1, n + 1)], memory_limit=memory_limit,
+                       keep_fragments=keep_fragments)

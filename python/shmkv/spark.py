@@ -16,11 +16,10 @@ pyspark is imported by the caller; this module needs only the DataFrame.
 """
 from __future__ import annotations
 
-import os
-import time
 from typing import Any
 
 import shmkv
+from shmkv import _parts
 
 
 def build_dataframe(df: Any, out: str, *, parts: int, buckets: int, workdir: str,
@@ -34,14 +33,10 @@ def build_dataframe(df: Any, out: str, *, parts: int, buckets: int, workdir: str
     of type names, if given) on the executors; returns join()'s statistics.
     Also takes an RDD of (key, value) or (key, value, type) tuples."""
     rdd = df.rdd if hasattr(df, "rdd") else df
-    n, b = int(parts), int(buckets)
-    seed_ = shmkv.DEFAULT_SEED if seed is None else seed
-    # fixed once on the driver: every fragment and the join agree on them
-    opts = dict(created=int(time.time()) if created is None else created, seed=seed,
-                name=name, dedup=dedup, on_duplicate=on_duplicate, lossy_f32=lossy_f32,
-                threads=threads, memory_limit=memory_limit, buckets=b)
-    os.makedirs(workdir, exist_ok=True)
-    kcol, vcol, tcol = key, value, type
+    j = _parts.job(parts, buckets, workdir, created=created, seed=seed, name=name,
+                   dedup=dedup, on_duplicate=on_duplicate, lossy_f32=lossy_f32,
+                   threads=threads, memory_limit=memory_limit)
+    n, kcol, vcol, tcol = j.n, key, value, type
 
     def as_record(r: Any) -> tuple:
         if hasattr(r, "asDict"):
@@ -50,13 +45,10 @@ def build_dataframe(df: Any, out: str, *, parts: int, buckets: int, workdir: str
 
     def keyed(pair: tuple) -> tuple:
         rec, index = pair
-        return ((shmkv.part_of(rec[0], b, n, seed=seed_), index), rec)
+        return ((j.part_of(rec[0]), index), rec)
 
     def build_part(index: int, it: Any) -> Any:
-        k = index + 1
-        path = os.path.join(workdir, f"part-{k:05d}-of-{n:05d}.shmkv")
-        shmkv.build(path, (rec for _, rec in it), part=(k, n), **opts)
-        yield (k, path)
+        yield (index + 1, j.build(index + 1, (rec for _, rec in it)))
 
     frags = (rdd.map(as_record).zipWithIndex().map(keyed)
              .repartitionAndSortWithinPartitions(n, lambda pk: pk[0] - 1)
@@ -65,12 +57,5 @@ def build_dataframe(df: Any, out: str, *, parts: int, buckets: int, workdir: str
     if [k for k, _ in frags] != list(range(1, n + 1)):
         raise shmkv.BuildError(f"spark: fragments {sorted(k for k, _ in frags)} came back, "
                                f"not 1..{n}")
-    try:
-        return shmkv.join(out, [p for _, p in frags], memory_limit=memory_limit)
-    finally:
-        if not keep_fragments:
-            for _, p in frags:
-                try:
-                    os.unlink(p)
-                except FileNotFoundError:
-                    pass
+    return _parts.join(out, [p for _, p in frags], memory_limit=memory_limit,
+                       keep_fragments=keep_fragments)

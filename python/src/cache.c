@@ -296,6 +296,181 @@ static void fill_rows(const Py_buffer *out, int type, const shmkv_value *vs, con
 
 #define STACK_KEYS 64
 
+/* One get_many's keys and results, on the stack up to STACK_KEYS keys. It
+ * holds its own references to the keys: Python code run meanwhile (a key's
+ * buffer export, fill's __float__, another thread while the GIL is away)
+ * may change or empty the list, which would free the strings whose bytes
+ * ks[] points into, and the list's item array. */
+typedef struct {
+	size_t n, nitems, nviews;
+	PyObject **items;
+	shmkv_key *ks;
+	shmkv_value *vs;
+	int *errs;
+	unsigned char *status;
+	Py_buffer *views; /* for bytes-like keys other than str and bytes */
+	PyObject *items0[STACK_KEYS];
+	shmkv_key ks0[STACK_KEYS];
+	shmkv_value vs0[STACK_KEYS];
+	int errs0[STACK_KEYS];
+	unsigned char st0[STACK_KEYS];
+} batch;
+
+/* b's arrays for seq's keys, references to them and their bytes in ks[];
+ * -1 with an exception. batch_free() either way. */
+static int batch_keys(batch *b, PyObject *seq)
+{
+	size_t n = b->n = (size_t)PySequence_Fast_GET_SIZE(seq);
+	b->nitems = b->nviews = 0;
+	b->views = NULL;
+	b->items = b->items0;
+	b->ks = b->ks0;
+	b->vs = b->vs0;
+	b->errs = b->errs0;
+	b->status = b->st0;
+	if (n > STACK_KEYS) {
+		b->items = PyMem_Malloc(n * sizeof *b->items);
+		b->ks = PyMem_Malloc(n * sizeof *b->ks);
+		b->vs = PyMem_Malloc(n * sizeof *b->vs);
+		b->errs = PyMem_Malloc(n * sizeof *b->errs);
+		b->status = PyMem_Malloc(n);
+		if (!b->items || !b->ks || !b->vs || !b->errs || !b->status) {
+			PyErr_NoMemory();
+			return -1;
+		}
+	}
+	for (; b->nitems < n; b->nitems++)
+		b->items[b->nitems] = Py_NewRef(PySequence_Fast_GET_ITEM(seq, b->nitems));
+	for (size_t i = 0; i < n; i++) {
+		PyObject *k = b->items[i];
+		Py_buffer tmp;
+		Py_ssize_t len;
+		const char *p;
+		if (PyUnicode_Check(k) || PyBytes_Check(k)) {
+			if (shmkvpy_key(k, &p, &len, &tmp) < 0)
+				return -1;
+		} else {
+			if (!b->views && !(b->views = PyMem_Calloc(n, sizeof *b->views))) {
+				PyErr_NoMemory();
+				return -1;
+			}
+			if (shmkvpy_key(k, &p, &len, &b->views[b->nviews]) < 0)
+				return -1;
+			b->nviews++;
+		}
+		b->ks[i].data = p;
+		b->ks[i].len = (size_t)len;
+	}
+	return 0;
+}
+
+static void batch_free(batch *b)
+{
+	for (size_t i = 0; i < b->nviews; i++)
+		PyBuffer_Release(&b->views[i]);
+	PyMem_Free(b->views);
+	for (size_t i = 0; i < b->nitems; i++)
+		Py_DECREF(b->items[i]);
+	if (b->n > STACK_KEYS) {
+		PyMem_Free(b->items);
+		PyMem_Free(b->ks);
+		PyMem_Free(b->vs);
+		PyMem_Free(b->errs);
+		PyMem_Free(b->status);
+	}
+}
+
+/* get_many's out= (a buffer the caller releases when out->obj) for n keys,
+ * its list type and the fill value (fill=, else NaN or 0); -1 with an
+ * exception */
+static int out_rows(PyObject *outobj, PyObject *fillobj, size_t n, Py_buffer *out, int *type,
+		    double *fill)
+{
+	if (PyObject_GetBuffer(outobj, out, PyBUF_WRITABLE | PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0)
+		return -1;
+	*type = out_type(out);
+	if (out->ndim != 2 || (size_t)out->shape[0] != n || !*type) {
+		PyErr_Format(PyExc_ValueError,
+			     "get_many: out must be a writable C-contiguous 2-D array of "
+			     "float32, float64 or int64 with one row per key (%zu rows)", n);
+		return -1;
+	}
+	*fill = *type == SHMKV_TYPE_I64LIST ? 0.0 : (double)NAN;
+	if (fillobj != Py_None && (*fill = PyFloat_AsDouble(fillobj)) == -1.0 && PyErr_Occurred())
+		return -1;
+	return 0;
+}
+
+/* -1 with an exception for the first key whose lookup failed other than
+ * by being absent, else 0 */
+static int batch_error(const batch *b)
+{
+	for (size_t i = 0; i < b->n; i++) {
+		if (b->errs[i] && b->errs[i] != SHMKV_ENOTFOUND) {
+			char what[64];
+			PyOS_snprintf(what, sizeof what, "get_many: key %zu", i);
+			shmkvpy_raise(b->errs[i], what, NULL);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* out='s result once fill_rows() ran: the indices of the absent keys' rows,
+ * or an exception for a value of another type or length */
+static PyObject *missing_rows(const batch *b, const Py_buffer *out, int type)
+{
+	PyObject *result = PyList_New(0);
+	for (size_t i = 0; result && i < b->n; i++) {
+		if (b->status[i] == ROW_TYPE || b->status[i] == ROW_LEN) {
+			PyErr_Format(b->status[i] == ROW_TYPE ? shmkvpy_TypeMismatch : PyExc_ValueError,
+				     "get_many: key %zu (%R) holds a %s of %zu elements; out "
+				     "takes %s rows of %zd", i, b->items[i],
+				     shmkv_type_name(b->vs[i].type), b->vs[i].count,
+				     shmkv_type_name((unsigned)type), out->shape[1]);
+			Py_CLEAR(result);
+		} else if (b->status[i] == ROW_MISSING) {
+			PyObject *x = PyLong_FromSize_t(i);
+			if (!x || PyList_Append(result, x) < 0)
+				Py_CLEAR(result);
+			Py_XDECREF(x);
+		}
+	}
+	return result;
+}
+
+/* the values of gen's lookups, dflt for absent keys */
+static PyObject *values_list(const batch *b, GenObject *gen, PyObject *dflt)
+{
+	PyObject *result = PyList_New((Py_ssize_t)b->n);
+	for (size_t i = 0; result && i < b->n; i++) {
+		PyObject *x = b->errs[i] ? Py_NewRef(dflt) : shmkvpy_value(gen, &b->vs[i], b->items[i]);
+		if (!x)
+			Py_CLEAR(result);
+		else
+			PyList_SET_ITEM(result, (Py_ssize_t)i, x);
+	}
+	return result;
+}
+
+/* b's lookups in c's generation with the GIL released, and their result:
+ * with type, out's rows filled and missing_rows(), else values_list() */
+static PyObject *batch_lookup(CacheObject *c, batch *b, const Py_buffer *out, int type,
+			      double fill, PyObject *dflt)
+{
+	GenObject *gen = (GenObject *)Py_NewRef(c->gen); /* mapped while the GIL is away */
+	Py_BEGIN_ALLOW_THREADS
+	shmkv_get_batch(gen->db, b->ks, b->n, b->vs, b->errs);
+	if (type)
+		fill_rows(out, type, b->vs, b->errs, b->n, fill, b->status);
+	Py_END_ALLOW_THREADS
+	PyObject *result = NULL;
+	if (!batch_error(b))
+		result = type ? missing_rows(b, out, type) : values_list(b, gen, dflt);
+	Py_DECREF(gen);
+	return result;
+}
+
 static PyObject *cache_get_many(CacheObject *c, PyObject *args, PyObject *kw)
 {
 	static char *names[] = {"keys", "default", "out", "fill", NULL};
@@ -308,132 +483,18 @@ static PyObject *cache_get_many(CacheObject *c, PyObject *args, PyObject *kw)
 	PyObject *seq = PySequence_Fast(keys, "get_many: keys must be a sequence (list, tuple)");
 	if (!seq)
 		return NULL;
-	size_t n = (size_t)PySequence_Fast_GET_SIZE(seq);
-	/* our own references to the keys: Python code run below (a key's
-	 * buffer export, fill's __float__, another thread while the GIL is
-	 * away) may change or empty a list, which would free the strings whose
-	 * bytes ks[] points into, and the list's item array */
-	PyObject *items0[STACK_KEYS], **items = items0;
-	shmkv_key ks0[STACK_KEYS], *ks = ks0;
-	shmkv_value vs0[STACK_KEYS], *vs = vs0;
-	int errs0[STACK_KEYS], *errs = errs0;
-	unsigned char st0[STACK_KEYS], *status = st0;
-	Py_buffer *views = NULL; /* for bytes-like keys other than str and bytes */
+	batch b;
 	Py_buffer out = {0};
 	PyObject *result = NULL;
-	size_t nviews = 0, nitems = 0;
-	if (n > STACK_KEYS) {
-		items = PyMem_Malloc(n * sizeof *items);
-		ks = PyMem_Malloc(n * sizeof *ks);
-		vs = PyMem_Malloc(n * sizeof *vs);
-		errs = PyMem_Malloc(n * sizeof *errs);
-		status = PyMem_Malloc(n);
-		if (!items || !ks || !vs || !errs || !status) {
-			PyErr_NoMemory();
-			goto done;
-		}
-	}
-	for (; nitems < n; nitems++)
-		items[nitems] = Py_NewRef(PySequence_Fast_GET_ITEM(seq, nitems));
-	for (size_t i = 0; i < n; i++) {
-		PyObject *k = items[i];
-		Py_buffer tmp;
-		Py_ssize_t len;
-		const char *p;
-		if (PyUnicode_Check(k) || PyBytes_Check(k)) {
-			if (shmkvpy_key(k, &p, &len, &tmp) < 0)
-				goto done;
-		} else {
-			if (!views && !(views = PyMem_Calloc(n, sizeof *views))) {
-				PyErr_NoMemory();
-				goto done;
-			}
-			if (shmkvpy_key(k, &p, &len, &views[nviews]) < 0)
-				goto done;
-			nviews++;
-		}
-		ks[i].data = p;
-		ks[i].len = (size_t)len;
-	}
 	int type = 0;
 	double fill = 0;
-	if (outobj != Py_None) {
-		if (PyObject_GetBuffer(outobj, &out, PyBUF_WRITABLE | PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) <
-		    0)
-			goto done;
-		type = out_type(&out);
-		if (out.ndim != 2 || (size_t)out.shape[0] != n || !type) {
-			PyErr_Format(PyExc_ValueError,
-				     "get_many: out must be a writable C-contiguous 2-D array of "
-				     "float32, float64 or int64 with one row per key (%zu rows)", n);
-			goto done;
-		}
-		fill = type == SHMKV_TYPE_I64LIST ? 0.0 : (double)NAN;
-		if (fillobj != Py_None && (fill = PyFloat_AsDouble(fillobj)) == -1.0 &&
-		    PyErr_Occurred())
-			goto done;
-	}
-	if (!live(c)) /* a key's buffer export may have run Python code that closed it */
-		goto done;
-	GenObject *gen = (GenObject *)Py_NewRef(c->gen); /* mapped while the GIL is away */
-	Py_BEGIN_ALLOW_THREADS
-	shmkv_get_batch(gen->db, ks, n, vs, errs);
-	if (type)
-		fill_rows(&out, type, vs, errs, n, fill, status);
-	Py_END_ALLOW_THREADS
-	for (size_t i = 0; i < n; i++) {
-		if (errs[i] && errs[i] != SHMKV_ENOTFOUND) {
-			char what[64];
-			PyOS_snprintf(what, sizeof what, "get_many: key %zu", i);
-			shmkvpy_raise(errs[i], what, NULL);
-			Py_DECREF(gen);
-			goto done;
-		}
-	}
-	if (type) {
-		result = PyList_New(0);
-		for (size_t i = 0; result && i < n; i++) {
-			if (status[i] == ROW_TYPE || status[i] == ROW_LEN) {
-				PyErr_Format(status[i] == ROW_TYPE ? shmkvpy_TypeMismatch
-								   : PyExc_ValueError,
-					     "get_many: key %zu (%R) holds a %s of %zu elements; out "
-					     "takes %s rows of %zd", i, items[i],
-					     shmkv_type_name(vs[i].type), vs[i].count,
-					     shmkv_type_name((unsigned)type), out.shape[1]);
-				Py_CLEAR(result);
-			} else if (status[i] == ROW_MISSING) {
-				PyObject *x = PyLong_FromSize_t(i);
-				if (!x || PyList_Append(result, x) < 0)
-					Py_CLEAR(result);
-				Py_XDECREF(x);
-			}
-		}
-	} else {
-		result = PyList_New((Py_ssize_t)n);
-		for (size_t i = 0; result && i < n; i++) {
-			PyObject *x = errs[i] ? Py_NewRef(dflt) : shmkvpy_value(gen, &vs[i], items[i]);
-			if (!x)
-				Py_CLEAR(result);
-			else
-				PyList_SET_ITEM(result, (Py_ssize_t)i, x);
-		}
-	}
-	Py_DECREF(gen);
-done:
+	if (!batch_keys(&b, seq) &&
+	    (outobj == Py_None || !out_rows(outobj, fillobj, b.n, &out, &type, &fill)) &&
+	    live(c)) /* a key's buffer export may have run Python code that closed it */
+		result = batch_lookup(c, &b, &out, type, fill, dflt);
 	if (out.obj)
 		PyBuffer_Release(&out);
-	for (size_t i = 0; i < nviews; i++)
-		PyBuffer_Release(&views[i]);
-	PyMem_Free(views);
-	for (size_t i = 0; i < nitems; i++)
-		Py_DECREF(items[i]);
-	if (n > STACK_KEYS) {
-		PyMem_Free(items);
-		PyMem_Free(ks);
-		PyMem_Free(vs);
-		PyMem_Free(errs);
-		PyMem_Free(status);
-	}
+	batch_free(&b);
 	Py_DECREF(seq);
 	return result;
 }
