@@ -139,20 +139,6 @@ Json timed_request(const std::string &root, const std::vector<std::string> &word
 	return j;
 }
 
-// utime + stime of a process, in ms.
-uint64_t cpu_ms(pid_t pid)
-{
-	std::string st = read_file("/proc/" + std::to_string(pid) + "/stat");
-	size_t p = st.rfind(')');
-	if (p == std::string::npos)
-		return 0;
-	unsigned long long ut = 0, stime = 0;
-	// ") S ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime"
-	sscanf(st.c_str() + p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
-	       &stime);
-	return (ut + stime) * 1000u / (uint64_t)sysconf(_SC_CLK_TCK);
-}
-
 // A process of uid with n separate mappings (alternating protections keep
 // them from merging); it says "ready" and waits to be killed.
 std::unique_ptr<Child> many_maps(uid_t uid, size_t n)

@@ -16,6 +16,7 @@
 //   read_ctl(...)        a seqcount copy of ROOT/NAME.ctl (generation, segment)
 //   Child                a forked process running a function, with a result pipe
 //   wait_until(...)      bounded polling
+//   cpu_ms(pid)          a process's CPU time (utime + stime), in ms
 //
 // Every wait is bounded; nothing here calls exit() in a child (children _exit).
 #ifndef SHMKV_LOADER_UTIL_H
@@ -853,6 +854,20 @@ public:
 private:
 	T *p_ = nullptr;
 };
+
+// utime + stime of a process, in ms.
+inline uint64_t cpu_ms(pid_t pid)
+{
+	std::string st = read_file("/proc/" + std::to_string(pid) + "/stat");
+	size_t p = st.rfind(')');
+	if (p == std::string::npos)
+		return 0;
+	unsigned long long ut = 0, stime = 0;
+	// ") S ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime"
+	sscanf(st.c_str() + p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
+	       &stime);
+	return (ut + stime) * 1000u / (uint64_t)sysconf(_SC_CLK_TCK);
+}
 
 // Lines of the log containing all of the given words.
 inline std::vector<std::string> log_lines(const std::string &log,
