@@ -290,18 +290,24 @@ static void refuse(int fd, const char *msg)
 
 /* Out of descriptors: the reserve one lets us take the connection and say
  * so, which empties the backlog (a readable listener whose accept fails would
- * spin the loop); without it, accept pauses until a descriptor is freed. */
+ * spin the loop); without it, or when giving it up did not help (ENFILE, the
+ * whole system out; ENOMEM), accept pauses until a descriptor is freed or
+ * PAUSE_MS passed. */
 static void out_of_fds(struct loader *L, int err)
 {
 	log_warn("control socket: accept: %s (RLIMIT_NOFILE %u)", strerror(err), lim.rlimit);
+	int stuck = 1;
 	if (spare_fd >= 0) {
 		close(spare_fd);
 		int fd = accept4(L->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		int e = errno;
 		if (fd >= 0)
 			refuse(fd, "the loader is out of file descriptors; try again later");
+		/* taken, or the backlog is empty: nothing left to spin on */
+		stuck = fd < 0 && e != EAGAIN && e != EWOULDBLOCK;
 		spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	}
-	if (spare_fd < 0)
+	if (stuck || spare_fd < 0)
 		listen_pause(L, 1);
 }
 

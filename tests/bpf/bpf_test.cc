@@ -7,7 +7,7 @@
 // table serving, unexport, and what another uid gets (clear errors).
 // Needs root (BPF); CI runs it as root. Each test pins under its own
 // bpf_dir, /sys/fs/bpf/shmkv-test-PID-N, removed at the end.
-#include "../loader/loader_util.h"
+#include "../loader/uid_util.h"
 
 #include <grp.h>
 #include <set>
@@ -25,13 +25,7 @@ using namespace loader_test;
 
 namespace {
 
-constexpr uid_t kOther = 4242;
-
-#define NEED_ROOT()                                                                          \
-	do {                                                                                 \
-		if (geteuid() != 0)                                                          \
-			GTEST_SKIP() << "needs root (BPF maps and programs)";                \
-	} while (0)
+#define NEED_ROOT() NEED_ROOT_FOR("(BPF maps and programs)")
 
 // Runs argv (output to files under dir) as root, or as uid kOther.
 CmdRun run(const std::string &dir, std::vector<std::string> args, bool other = false)

@@ -37,43 +37,13 @@
 
 #include <filesystem>
 
-#include "loader_util.h"
+#include "uid_util.h"
 
 using namespace loader_test;
 
 namespace {
 
-constexpr uid_t kOther = 4242;
-
-#define NEED_ROOT()                                                                          \
-	do {                                                                                 \
-		if (geteuid() != 0)                                                          \
-			GTEST_SKIP() << "needs root to act as a second uid (setresuid)";     \
-	} while (0)
-
-void say(int fd, const std::string &s)
-{
-	std::string l = s + "\n";
-	write_all_fd(fd, l.data(), l.size());
-}
-
-// Runs fn as uid/gid kOther in a child; returns what it wrote (one line per
-// broken expectation), which the caller expects to be empty.
-std::string as_other(const std::function<void(int)> &fn)
-{
-	Child c([&](int fd) -> int {
-		if (setgroups(0, nullptr) != 0 || setresgid(kOther, kOther, kOther) != 0 ||
-		    setresuid(kOther, kOther, kOther) != 0) {
-			say(fd, std::string("could not become uid 4242: ") + strerror(errno));
-			return 3;
-		}
-		fn(fd);
-		return 0;
-	});
-	std::string out = c.read_all(30000);
-	EXPECT_EQ(c.wait_exit(30000), 0) << out;
-	return out;
-}
+#define NEED_ROOT() NEED_ROOT_FOR("to act as a second uid (setresuid)")
 
 // A directory of the other user's, mode 0755.
 void other_dir(const std::string &d)
@@ -119,7 +89,7 @@ TEST(Chain, SwappedSegmentDirectory)
 
 	// the parent changes hands (a misconfiguration); its owner swaps shmkv/
 	ASSERT_EQ(chown(shm.c_str(), kOther, kOther), 0);
-	std::string out = as_other([&](int fd) {
+	std::string out = as_other({}, [&](int fd) {
 		std::string d = shm + "/shmkv";
 		if (rename(d.c_str(), (shm + "/old").c_str()) != 0)
 			return say(fd, "rename shmkv: " + std::string(strerror(errno)));
@@ -158,7 +128,7 @@ TEST(Chain, RootThroughSymlink)
 	std::string att = env.base() + "/att", victim = env.root() + "/.victim.tmp";
 	other_dir(att);
 	ASSERT_TRUE(shmkv_test::write_file(victim, "root's file\n"));
-	std::string out = as_other([&](int fd) {
+	std::string out = as_other({}, [&](int fd) {
 		if (symlink(env.root().c_str(), (att + "/r").c_str()) != 0)
 			say(fd, std::string("symlink: ") + strerror(errno));
 	});
@@ -188,15 +158,13 @@ TEST(Chain, FreshRootIsNotWorldReadable)
 	ASSERT_EQ(rmdir(env.root().c_str()), 0); // the loader makes it, as by hand
 	Loader ld(env);
 	ASSERT_TRUE(ld.start());
-	std::string img = env.img_path("a.shmkv");
-	ASSERT_EQ(build_image(img, "a", 50), "");
-	ASSERT_TRUE(ld.load("c", img).ok());
+	ASSERT_TRUE(build_and_load(ld, env, "c", "a", 50).ok());
 	struct stat st;
 	ASSERT_EQ(stat(env.root().c_str(), &st), 0);
 	EXPECT_EQ(st.st_mode & 07777, 0750u) << "as systemd's RuntimeDirectoryMode=0750";
 	EXPECT_EQ(st.st_uid, geteuid());
 	std::string ctl = env.root() + "/c.ctl";
-	std::string out = as_other([&](int fd) {
+	std::string out = as_other({}, [&](int fd) {
 		int f = open(ctl.c_str(), O_RDONLY);
 		if (f >= 0 || errno != EACCES)
 			say(fd, "uid 4242 opened " + ctl + " (or not EACCES: " + strerror(errno) + ")");
@@ -231,7 +199,7 @@ TEST(Chain, SpoolRecreated)
 
 	ASSERT_EQ(rmdir(env.spool().c_str()), 0);
 	ASSERT_TRUE(wait_log(env, {"spool", "was deleted"}));
-	std::string out = as_other([&](int fd) {
+	std::string out = as_other({}, [&](int fd) {
 		std::string tmp = env.spool() + "/.c.tmp";
 		if (mkdir(env.spool().c_str(), 0755) != 0)
 			return say(fd, std::string("mkdir spool: ") + strerror(errno));
@@ -310,19 +278,31 @@ std::string refresh_in_child(shmkv *db)
 	return out.substr(0, out.find('\n'));
 }
 
-TEST(Stale, TruncatedCtl)
-{
+// A loader serving cache c from image a (tag A, 200 keys), image b (tag B)
+// built for the next load, and db, a reader attached to A (closed at the end).
+class Stale : public ::testing::Test {
+protected:
+	void SetUp() override
+	{
+		ASSERT_TRUE(ld.start());
+		ASSERT_EQ(build_image(a, "A", 200), "");
+		ASSERT_EQ(build_image(b, "B", 200), "");
+		ASSERT_TRUE(ld.load("c", a).ok());
+		db = attach(env.root(), "c", 0, &err, &why);
+		ASSERT_NE(db, nullptr) << why;
+	}
+	void TearDown() override { shmkv_close(db); }
+
 	Env env;
-	Loader ld(env);
-	ASSERT_TRUE(ld.start());
+	Loader ld{env};
 	std::string a = env.img_path("a.shmkv"), b = env.img_path("b.shmkv");
-	ASSERT_EQ(build_image(a, "A", 200), "");
-	ASSERT_EQ(build_image(b, "B", 200), "");
-	ASSERT_TRUE(ld.load("c", a).ok());
 	int err = 0;
 	std::string why;
-	shmkv *db = attach(env.root(), "c", 0, &err, &why);
-	ASSERT_NE(db, nullptr) << why;
+	shmkv *db = nullptr;
+};
+
+TEST_F(Stale, TruncatedCtl)
+{
 	std::string ctl = env.root() + "/c.ctl";
 	ASSERT_EQ(truncate(ctl.c_str(), 0), 0);
 
@@ -350,22 +330,10 @@ TEST(Stale, TruncatedCtl)
 	db = attach(env.root(), "c", 0, &err, &why);
 	EXPECT_EQ(db, nullptr);
 	EXPECT_EQ(err, SHMKV_EPROTO) << why;
-	shmkv_close(db);
 }
 
-TEST(Stale, DropAndReload)
+TEST_F(Stale, DropAndReload)
 {
-	Env env;
-	Loader ld(env);
-	ASSERT_TRUE(ld.start());
-	std::string a = env.img_path("a.shmkv"), b = env.img_path("b.shmkv");
-	ASSERT_EQ(build_image(a, "A", 200), "");
-	ASSERT_EQ(build_image(b, "B", 200), "");
-	ASSERT_TRUE(ld.load("c", a).ok());
-	int err = 0;
-	std::string why;
-	shmkv *db = attach(env.root(), "c", 0, &err, &why);
-	ASSERT_NE(db, nullptr) << why;
 	EXPECT_EQ(shmkv_refresh(db), 0);
 	ASSERT_TRUE(ld.req({"drop", "c"}).ok());
 	EXPECT_EQ(shmkv_refresh(db), SHMKV_ESTALE) << "learns of the drop";
@@ -377,22 +345,10 @@ TEST(Stale, DropAndReload)
 	db = attach(env.root(), "c", 0, &err, &why);
 	ASSERT_NE(db, nullptr) << why;
 	EXPECT_EQ(tag_of(db), "B");
-	shmkv_close(db);
 }
 
-TEST(Stale, RemovedCtl)
+TEST_F(Stale, RemovedCtl)
 {
-	Env env;
-	Loader ld(env);
-	ASSERT_TRUE(ld.start());
-	std::string a = env.img_path("a.shmkv"), b = env.img_path("b.shmkv");
-	ASSERT_EQ(build_image(a, "A", 200), "");
-	ASSERT_EQ(build_image(b, "B", 200), "");
-	ASSERT_TRUE(ld.load("c", a).ok());
-	int err = 0;
-	std::string why;
-	shmkv *db = attach(env.root(), "c", 0, &err, &why);
-	ASSERT_NE(db, nullptr) << why;
 	ASSERT_EQ(unlink((env.root() + "/c.ctl").c_str()), 0);
 	EXPECT_EQ(shmkv_refresh(db), SHMKV_ESTALE);
 	Json j = ld.load("c", b);
@@ -404,7 +360,6 @@ TEST(Stale, RemovedCtl)
 	db = attach(env.root(), "c", 0, &err, &why);
 	ASSERT_NE(db, nullptr) << why;
 	EXPECT_EQ(tag_of(db), "B");
-	shmkv_close(db);
 }
 
 } // namespace

@@ -11,6 +11,10 @@
  *   short N  every read returns at most N bytes
  *   slow N   every read first sleeps N microseconds
  *   slowrename N  (fault_shim.c only) a rename() onto PATH first sleeps
+ *   accepterr N   (fault_shim.c only) every accept()/accept4() fails with
+ *            errno N (EMFILE 24, ENFILE 23: out of descriptors, and giving
+ *            one up does not help, as when the whole system is out); PATH
+ *            is not used ("-")
  * The file is read again on every read, so a test changes the fault while
  * the loader runs; no file, no fault. */
 #ifndef SHMKV_TEST_FAULT_CONF_H

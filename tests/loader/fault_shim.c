@@ -1,6 +1,6 @@
 /* fault_shim.c - an LD_PRELOAD library for fault_test: makes pread()/pread64()
- * of one file fail, end early, return short counts or go slowly, and a
- * rename() onto one name go slowly, as told by the control file the test
+ * of one file fail, end early, return short counts or go slowly, a rename()
+ * onto one name go slowly, and accept()/accept4() fail (EMFILE), as told by the control file the test
  * rewrites while the loader runs (fault_conf.h: the modes).
  * Reads of other files (by device and inode), or with no control file, pass
  * through untouched. Only the pread engine (`--io pread`) goes through here:
@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -66,4 +67,33 @@ int rename(const char *from, const char *to)
 	if (fault_read_conf(getenv("SHMKV_FAULT_CONF"), &f) && !strcmp(f.mode, "slowrename") && !strcmp(to, f.path))
 		usleep((useconds_t)f.arg);
 	return real(from, to);
+}
+
+/* "accepterr N": the errno every accept fails with, else 0. */
+static int accept_fault(void)
+{
+	struct fault f;
+	if (fault_read_conf(getenv("SHMKV_FAULT_CONF"), &f) && !strcmp(f.mode, "accepterr"))
+		return (int)f.arg;
+	return 0;
+}
+
+typedef int (*accept4_fn)(int, struct sockaddr *, socklen_t *, int);
+
+int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
+{
+	static accept4_fn real;
+	if (!real)
+		real = (accept4_fn)dlsym(RTLD_NEXT, "accept4");
+	int e = accept_fault();
+	if (e) {
+		errno = e;
+		return -1;
+	}
+	return real(fd, addr, len, flags);
+}
+
+int accept(int fd, struct sockaddr *addr, socklen_t *len)
+{
+	return accept4(fd, addr, len, 0);
 }

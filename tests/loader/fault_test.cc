@@ -27,8 +27,13 @@
 //   ends, a client that sends a load and vanishes, one that pipelines
 //   thousands of requests and never reads: the loader stays up and keeps
 //   answering other clients at once.
+//   ControlSocketOutOfFds: accept out of descriptors (issue 20 item 4): a
+//   real EMFILE (RLIMIT_NOFILE lowered by prlimit) is refused through the
+//   reserve descriptor ("busy"); accept failing even so (the shim) pauses
+//   accept instead of spinning; after it, requests and spool loads go on.
 #include <sched.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/statvfs.h>
 
 #include <random>
@@ -711,6 +716,112 @@ TEST(Fault, SocketGarbage)
 	EXPECT_TRUE(j.ok()) << j["error"].s();
 	EXPECT_EQ(j["generation"].u64(), 3u);
 	EXPECT_EQ(ld.stop(), 0);
+}
+
+// Connects and sends a ping; returns the fd (the reply is read later) or -1.
+// The send may fail: a refused connection may be closed before it.
+int ping_async(const std::string &root)
+{
+	int fd = sock_connect(root);
+	if (fd >= 0)
+		(void)send_all(fd, join_tab({"ping"}));
+	return fd;
+}
+
+// The loader's highest open descriptor (its /proc/PID/fd), or -1.
+int highest_fd(pid_t pid)
+{
+	int hi = -1;
+	for (const std::string &f : list_dir("/proc/" + std::to_string(pid) + "/fd"))
+		hi = std::max(hi, atoi(f.c_str()));
+	return hi;
+}
+
+// accept() out of descriptors (loader/server.c, issue 20 item 4): with a
+// real EMFILE (the loader's RLIMIT_NOFILE lowered to what it holds, by
+// prlimit) the reserve descriptor takes one connection and refuses it
+// ("out of file descriptors", reason busy); with accept failing whatever is
+// given up (the shim: EMFILE from every accept, as when the whole system is
+// out) accept pauses instead of spinning. When the fault ends, root's
+// `shmctl cache list` and the waiting pings are answered and a spool load
+// publishes.
+TEST(Fault, ControlSocketOutOfFds)
+{
+	Env env;
+	Fault fault(env);
+	Loader ld(env);
+	std::string skip;
+	if (!start_with_shim(ld, fault, &skip)) {
+		if (!skip.empty())
+			GTEST_SKIP() << skip;
+		FAIL() << env.log();
+	}
+	std::string root = env.root();
+	ASSERT_TRUE(request(root, {"ping"}, 30000).ok());
+
+	// 1. a real EMFILE: no descriptor free below the limit; idle connections
+	// fill any hole below it until one is refused through the reserve
+	struct rlimit old, low;
+	ASSERT_EQ(prlimit(ld.pid(), RLIMIT_NOFILE, nullptr, &old), 0) << strerror(errno);
+	int hi = highest_fd(ld.pid());
+	ASSERT_GE(hi, 3);
+	low = old;
+	low.rlim_cur = (rlim_t)hi + 1;
+	ASSERT_EQ(prlimit(ld.pid(), RLIMIT_NOFILE, &low, nullptr), 0) << strerror(errno);
+	std::vector<int> idle;
+	std::string refusal;
+	for (int i = 0; i < 32 && refusal.empty(); i++) {
+		int fd = ping_async(root);
+		ASSERT_GE(fd, 0) << strerror(errno);
+		std::string line;
+		if (read_line(fd, &line, 30000) && line.find("out of file descriptors") != std::string::npos)
+			refusal = line;
+		idle.push_back(fd);
+	}
+	EXPECT_FALSE(refusal.empty()) << "no connection was refused through the reserve descriptor\n"
+				      << env.log();
+	Json r;
+	EXPECT_TRUE(parse_json(refusal, &r) && !r.ok() && r["reason"].s() == "busy") << refusal;
+	EXPECT_TRUE(ld.alive());
+	EXPECT_FALSE(log_lines(env.log(), {"control socket: accept", "Too many open files"}).empty())
+		<< env.log();
+	ASSERT_EQ(prlimit(ld.pid(), RLIMIT_NOFILE, &old, nullptr), 0) << strerror(errno);
+	for (int fd : idle)
+		close(fd);
+
+	// 2. every accept fails (the shim) while pings wait in the backlog: the
+	// loader pauses accept, it does not spin
+	fault.set("accepterr", EMFILE, "-");
+	std::vector<int> waiting;
+	for (int i = 0; i < 8; i++) {
+		int fd = ping_async(root);
+		ASSERT_GE(fd, 0) << strerror(errno);
+		waiting.push_back(fd);
+	}
+	ASSERT_TRUE(wait_until([&] {
+		return log_lines(env.log(), {"control socket: accept", "Too many open files"}).size() >= 3;
+	}, 30000, 20)) << env.log();
+	expect_no_spin(ld.pid(), "while every accept fails");
+	EXPECT_TRUE(ld.alive());
+
+	// 3. the fault ends: the waiting pings, root's list and a spool load go through
+	fault.clear();
+	for (int fd : waiting) {
+		std::string line;
+		Json j;
+		EXPECT_TRUE(read_line(fd, &line, 30000) && parse_json(line, &j) && j.ok()) << line;
+		close(fd);
+	}
+	std::vector<std::string> args = {env_or_empty("SHMCTL"), "-r", root, "cache", "list"};
+	ASSERT_FALSE(args[0].empty()) << "SHMCTL is not set (meson sets it)";
+	CmdRun list = run_capture(env.base(), args, -1, 30000);
+	EXPECT_EQ(list.rc, 0) << list.out << list.err;
+	std::string img = env.img_path("s.shmkv");
+	ASSERT_EQ(build_image(img, "s", 500), "");
+	ASSERT_EQ(spool_drop(env, img, "s"), "");
+	EXPECT_TRUE(wait_until([&] { return request(root, {"status", "s"}, 10000)["generation"].u64() == 1; },
+			       60000, 50)) << env.log();
+	EXPECT_TRUE(ld.alive());
 }
 
 } // namespace

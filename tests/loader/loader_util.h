@@ -12,10 +12,13 @@
 //   build_image(...)     keys key_<i> -> "<tag>:val_<i>[|pad]", plus __gen_tag
 //                        (the tag) and __n (i64 key count), with the builder
 //   check_value(...)     what a reader expects for key_<i> under a tag
+//   build_and_load(...)  build_image, then the loader's load of it
+//   expect_no_spin(...)  a process's CPU over 3 s under a fifth of the time
 //   spool_drop(...)      rename (or hard link, then rename) an image into the spool
 //   read_ctl(...)        a seqcount copy of ROOT/NAME.ctl (generation, segment)
 //   Child                a forked process running a function, with a result pipe
 //   wait_until(...)      bounded polling
+//   cpu_ms(pid)          a process's CPU time (utime + stime), in ms
 //
 // Every wait is bounded; nothing here calls exit() in a child (children _exit).
 #ifndef SHMKV_LOADER_UTIL_H
@@ -635,6 +638,20 @@ inline std::string spool_drop(const Env &env, const std::string &src, const std:
 	return "";
 }
 
+// Builds ENV/img/TAG.shmkv (n keys tagged tag) and loads it into cache; the
+// loader's reply (a null Json, the failure added, when the build fails).
+inline Json build_and_load(Loader &ld, const Env &env, const std::string &cache,
+			   const std::string &tag, uint64_t n)
+{
+	std::string img = env.img_path(tag + ".shmkv");
+	std::string err = build_image(img, tag, n);
+	if (!err.empty()) {
+		ADD_FAILURE() << err;
+		return Json();
+	}
+	return ld.load(cache, img);
+}
+
 // ---- readers --------------------------------------------------------------------
 
 // Attaches; returns the handle or nullptr with *err and *why set.
@@ -853,6 +870,33 @@ public:
 private:
 	T *p_ = nullptr;
 };
+
+// utime + stime of a process, in ms.
+inline uint64_t cpu_ms(pid_t pid)
+{
+	std::string st = read_file("/proc/" + std::to_string(pid) + "/stat");
+	size_t p = st.rfind(')');
+	if (p == std::string::npos)
+		return 0;
+	unsigned long long ut = 0, stime = 0;
+	// ") S ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime"
+	sscanf(st.c_str() + p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
+	       &stime);
+	return (ut + stime) * 1000u / (uint64_t)sysconf(_SC_CLK_TCK);
+}
+
+// Over 3 s, a process (the loader) uses under a fifth of the wall time in
+// CPU: it does not spin while `what` goes on (a failure says so).
+inline void expect_no_spin(pid_t pid, const std::string &what)
+{
+	uint64_t c0 = cpu_ms(pid), t0 = now_ms();
+	sleep_ms(3000);
+	uint64_t used = cpu_ms(pid) - c0, wall = now_ms() - t0;
+	std::cout << "[          ] loader CPU " << what << ": " << used << " ms in " << wall
+		  << " ms\n";
+	EXPECT_LT(used * 5, wall) << "the loader used " << used << " ms of CPU in " << wall
+				  << " ms " << what;
+}
 
 // Lines of the log containing all of the given words.
 inline std::vector<std::string> log_lines(const std::string &log,

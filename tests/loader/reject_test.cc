@@ -728,9 +728,7 @@ TEST(GhostCache, FailedNewCacheExpires)
 	EXPECT_TRUE(ld.status("kept")["failed"].truthy());
 
 	// a cache that served once is never a ghost: a failed reload leaves it
-	std::string img = env.img_path("a.shmkv");
-	ASSERT_EQ(build_image(img, "a", 100), "");
-	ASSERT_TRUE(ld.load("served", img).ok());
+	ASSERT_TRUE(build_and_load(ld, env, "served", "a", 100).ok());
 	EXPECT_FALSE(ld.load("served", env.img_path("missing.shmkv")).ok());
 	j = ld.status("served");
 	EXPECT_FALSE(j["failed"].truthy()) << "it still serves";

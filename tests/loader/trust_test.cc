@@ -34,48 +34,13 @@
 #include <grp.h>
 #include <sys/stat.h>
 
-#include "loader_util.h"
+#include "uid_util.h"
 
 using namespace loader_test;
 
 namespace {
 
-constexpr uid_t kOther = 4242;
-constexpr gid_t kGroup = 4343; // the loader's [loader] group in these tests
-
-#define NEED_ROOT()                                                                          \
-	do {                                                                                 \
-		if (geteuid() != 0)                                                          \
-			GTEST_SKIP() << "needs root to act as a second uid (setresuid)";     \
-	} while (0)
-
-void say(int fd, const std::string &s)
-{
-	std::string l = s + "\n";
-	write_all_fd(fd, l.data(), l.size());
-}
-
-// Runs fn as uid kOther (gid kOther, supplementary groups), in a child;
-// returns what it wrote (one line per broken expectation) and its exit code.
-std::string as_other(const std::vector<gid_t> &groups, const std::function<void(int)> &fn,
-		     int *code = nullptr)
-{
-	Child c([&](int fd) -> int {
-		if (setgroups(groups.size(), groups.data()) != 0 ||
-		    setresgid(kOther, kOther, kOther) != 0 || setresuid(kOther, kOther, kOther) != 0) {
-			say(fd, std::string("could not become uid 4242: ") + strerror(errno));
-			return 3;
-		}
-		fn(fd);
-		return 0;
-	});
-	std::string out = c.read_all(30000);
-	int rc = c.wait_exit(30000);
-	if (code)
-		*code = rc;
-	EXPECT_EQ(rc, 0) << out;
-	return out;
-}
+#define NEED_ROOT() NEED_ROOT_FOR("to act as a second uid (setresuid)")
 
 // "SHM/shmkv/shmkv-RRRRRRRR-" -> prefix "shmkv-RRRRRRRR-", cache, load id
 struct SegName {
@@ -113,26 +78,13 @@ bool copy_file(const std::string &src, const std::string &dst)
 	return ok && !data.empty();
 }
 
-// The loader's config with [loader] group = kGroup, and the Env made like
-// /dev/shm: the shm dir world-writable and sticky.
-std::string group_conf(const Env &env, const std::string &extra = "")
-{
-	std::string conf = env.base() + "/loader.conf";
-	EXPECT_TRUE(shmkv_test::write_file(conf, "[loader]\ngroup = " + std::to_string(kGroup) +
-							 "\n" + extra));
-	EXPECT_EQ(chmod(env.shm().c_str(), 01777), 0);
-	return conf;
-}
-
 TEST(Trust, SegmentDirectory)
 {
 	NEED_ROOT();
 	Env env;
 	Loader ld(env, {"--memory", "shm", "--config", group_conf(env)});
 	ASSERT_TRUE(ld.start());
-	std::string img = env.img_path("a.shmkv");
-	ASSERT_EQ(build_image(img, "a", 200), "");
-	Json j = ld.load("c", img);
+	Json j = build_and_load(ld, env, "c", "a", 200);
 	ASSERT_TRUE(j.ok()) << j["error"].s();
 	std::string seg = j["segment"].s();
 	EXPECT_EQ(dir_of(seg), env.seg_dir()) << "segments live in SHM/shmkv";
