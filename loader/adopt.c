@@ -214,6 +214,98 @@ static void adopt_rb_more(const struct scan *sc, struct cache *c, const struct s
 	}
 }
 
+/* The published segment seg and its replicas (count in all) as the control
+ * segment names them, generation gen: returns 1 if seg is usable, c->cur and
+ * c->cur_more then holding it and its usable replicas; sets *lost if a
+ * replica is not. */
+static int adopt_published(struct cache *c, const char *name, const shmkv_ctl_segment *seg,
+			   uint32_t count, uint64_t gen, int *lost, char *why, size_t why_len)
+{
+	struct seg_info in;
+	int err = seg_inspect(seg->path, &in, why, why_len);
+	if (!err && in.size != seg->size)
+		err = diag_fail(SHMKV_ECORRUPT, why, why_len,
+				  "%s: image is %llu bytes, the control segment says %llu",
+				  seg->path, (unsigned long long)in.size,
+				  (unsigned long long)seg->size);
+	if (err) {
+		log_err("cache=%s: published segment unusable: %s", name, why);
+		return 0;
+	}
+	c->cur = in;
+	c->cur.generation = gen;
+	/* as published: verified by the load that published it */
+	c->cur.node = seg->node >= 0 && seg->node < 64 ? seg->node : -1;
+	c->have_cur = 1;
+	/* its replicas (numa=replicate); one that is gone or bad is left
+	 * out by the repair */
+	for (uint32_t k = 1; k < count && k < SHMKV_CTL_MAX_SEGMENTS; k++) {
+		shmkv_ctl_segment rs;
+		memcpy(&rs, (const void *)&c->ctl.map->segments[k], sizeof rs);
+		rs.path[SHMKV_CTL_PATH_MAX - 1] = 0;
+		struct seg_info ri;
+		if (seg_inspect(rs.path, &ri, why, why_len) != 0 || ri.size != seg->size) {
+			log_err("cache=%s: replica %u unusable: %s", name, k, why);
+			*lost = 1;
+			continue;
+		}
+		ri.generation = gen;
+		ri.node = rs.node >= 0 && rs.node < 64 ? rs.node : -1;
+		c->cur_more[c->ncur_more++] = ri;
+	}
+	return 1;
+}
+
+/* A publish a crash left open (odd), a published file that is gone or bad
+ * (gen but not valid) or a lost replica: publishes generation gen + 1 with
+ * the best there is (the segment itself, the newest complete one, the
+ * rollback segment, or none). */
+static void adopt_repair(struct scan *sc, struct cache *c, const char *name, uint64_t gen,
+			 int odd, int valid, int lost, char *why, size_t why_len)
+{
+	struct seg_info in;
+	const char *how;
+	if (!valid && newest_valid(sc, name, &in)) {
+		c->cur = in;
+		c->have_cur = 1;
+		c->ncur_more = 0;
+		if (c->have_rb && !strcmp(c->rb.path, in.path))
+			c->have_rb = 0;
+		how = "republished the newest complete segment";
+	} else if (!valid && c->have_rb) {
+		c->cur = c->rb;
+		c->have_cur = 1;
+		c->have_rb = 0;
+		memcpy(c->cur_more, c->rb_more, sizeof c->cur_more);
+		c->ncur_more = c->nrb_more;
+		c->nrb_more = 0;
+		how = "published the rollback segment";
+	} else {
+		how = valid ? (lost ? "republished without the replicas that are gone"
+				    : "republished its segment")
+			    : "no usable segment: published none";
+	}
+	uint64_t ng = gen + 1;
+	if (c->have_cur) {
+		shmkv_ctl_segment cs[SHMKV_CTL_MAX_SEGMENTS];
+		uint32_t ncs = cache_ctl_entries(&c->cur, c->cur_more, c->ncur_more, cs);
+		if (ctl_publish(&c->ctl, ng, cs, ncs, why, why_len))
+			log_err("cache=%s: repair not published: %s", name, why);
+		c->cur.generation = ng;
+		for (unsigned k = 0; k < c->ncur_more; k++)
+			c->cur_more[k].generation = ng;
+		PROBE(publish, name, ng, c->cur.size, c->cur.path);
+	} else {
+		if (ctl_publish(&c->ctl, ng, NULL, 0, why, why_len))
+			log_err("cache=%s: repair not published: %s", name, why);
+		PROBE(publish, name, ng, (uint64_t)0, "");
+	}
+	log_warn("repaired cache=%s gen=%llu: control segment was %s; %s", name,
+		 (unsigned long long)ng, odd ? "mid-publish (seq odd)"
+				     : !valid ? "naming a bad file" : "naming a bad replica",
+		 how);
+}
+
 static void adopt_one(struct loader *L, struct scan *sc, const char *name)
 {
 	char why[400], q[512], mem[32];
@@ -248,41 +340,9 @@ static void adopt_one(struct loader *L, struct scan *sc, const char *name)
 	uint64_t gen = ctl_generation(&c->ctl);
 	uint32_t count = c->ctl.map->segment_count;
 	int odd = ctl_seq_odd(&c->ctl), valid = 0, lost = 0;
+	if (gen && count >= 1)
+		valid = adopt_published(c, name, &seg, count, gen, &lost, why, sizeof why);
 	struct seg_info in;
-	if (gen && count >= 1) {
-		err = seg_inspect(seg.path, &in, why, sizeof why);
-		if (!err && in.size != seg.size)
-			err = diag_fail(SHMKV_ECORRUPT, why, sizeof why,
-					  "%s: image is %llu bytes, the control segment says %llu",
-					  seg.path, (unsigned long long)in.size,
-					  (unsigned long long)seg.size);
-		valid = !err;
-		if (err)
-			log_err("cache=%s: published segment unusable: %s", name, why);
-	}
-	if (valid) {
-		c->cur = in;
-		c->cur.generation = gen;
-		/* as published: verified by the load that published it */
-		c->cur.node = seg.node >= 0 && seg.node < 64 ? seg.node : -1;
-		c->have_cur = 1;
-		/* its replicas (numa=replicate); one that is gone or bad is left
-		 * out by the repair below */
-		for (uint32_t k = 1; k < count && k < SHMKV_CTL_MAX_SEGMENTS; k++) {
-			shmkv_ctl_segment rs;
-			memcpy(&rs, (const void *)&c->ctl.map->segments[k], sizeof rs);
-			rs.path[SHMKV_CTL_PATH_MAX - 1] = 0;
-			struct seg_info ri;
-			if (seg_inspect(rs.path, &ri, why, sizeof why) != 0 || ri.size != seg.size) {
-				log_err("cache=%s: replica %u unusable: %s", name, k, why);
-				lost = 1;
-				continue;
-			}
-			ri.generation = gen;
-			ri.node = rs.node >= 0 && rs.node < 64 ? rs.node : -1;
-			c->cur_more[c->ncur_more++] = ri;
-		}
-	}
 	if (rb_hint.path[0] && (!valid || strcmp(rb_hint.path, c->cur.path)) &&
 	    seg_inspect(rb_hint.path, &in, why, sizeof why) == 0) {
 		c->rb = in;
@@ -291,49 +351,8 @@ static void adopt_one(struct loader *L, struct scan *sc, const char *name)
 		c->have_rb = 1;
 		adopt_rb_more(sc, c, rb_more_hint, nrb_more_hint);
 	}
-	if (odd || (gen && !valid) || lost) {
-		/* a publish a crash left open, or a published file that is gone */
-		const char *how;
-		if (!valid && newest_valid(sc, name, &in)) {
-			c->cur = in;
-			c->have_cur = 1;
-			c->ncur_more = 0;
-			if (c->have_rb && !strcmp(c->rb.path, in.path))
-				c->have_rb = 0;
-			how = "republished the newest complete segment";
-		} else if (!valid && c->have_rb) {
-			c->cur = c->rb;
-			c->have_cur = 1;
-			c->have_rb = 0;
-			memcpy(c->cur_more, c->rb_more, sizeof c->cur_more);
-			c->ncur_more = c->nrb_more;
-			c->nrb_more = 0;
-			how = "published the rollback segment";
-		} else {
-			how = valid ? (lost ? "republished without the replicas that are gone"
-					    : "republished its segment")
-				    : "no usable segment: published none";
-		}
-		uint64_t ng = gen + 1;
-		if (c->have_cur) {
-			shmkv_ctl_segment cs[SHMKV_CTL_MAX_SEGMENTS];
-			uint32_t ncs = cache_ctl_entries(&c->cur, c->cur_more, c->ncur_more, cs);
-			if (ctl_publish(&c->ctl, ng, cs, ncs, why, sizeof why))
-				log_err("cache=%s: repair not published: %s", name, why);
-			c->cur.generation = ng;
-			for (unsigned k = 0; k < c->ncur_more; k++)
-				c->cur_more[k].generation = ng;
-			PROBE(publish, name, ng, c->cur.size, c->cur.path);
-		} else {
-			if (ctl_publish(&c->ctl, ng, NULL, 0, why, sizeof why))
-				log_err("cache=%s: repair not published: %s", name, why);
-			PROBE(publish, name, ng, (uint64_t)0, "");
-		}
-		log_warn("repaired cache=%s gen=%llu: control segment was %s; %s", name,
-			 (unsigned long long)ng, odd ? "mid-publish (seq odd)"
-					     : !valid ? "naming a bad file" : "naming a bad replica",
-			 how);
-	}
+	if (odd || (gen && !valid) || lost)
+		adopt_repair(sc, c, name, gen, odd, valid, lost, why, sizeof why);
 	if (c->have_cur)
 		log_info("adopted cache=%s gen=%llu bytes=%llu entries=%llu memory=%s file=%s%s%s",
 			 name, (unsigned long long)c->cur.generation,

@@ -368,6 +368,90 @@ static int flush(struct fill *f, char *why, size_t len)
 	return 0;
 }
 
+/* Pass 1: counts the entries of db (at path) by how they fit (cnt[FIT_*]),
+ * so that the map holds exactly those that do. */
+static int count_fits(shmkv *db, const char *path, const char *prefix, size_t plen,
+		      uint32_t max_value, uint64_t cnt[4], char *why, size_t len)
+{
+	shmkv_iter it;
+	const void *k;
+	size_t klen;
+	shmkv_value v;
+	int err;
+	shmkv_iter_init(db, &it);
+	while ((err = shmkv_iter_next(&it, &k, &klen, &v)) == 0)
+		cnt[fits(k, klen, &v, prefix, plen, max_value)]++;
+	if (err != SHMKV_EEND)
+		return fail(why, len, err, "%s: %s", path, shmkv_strerror(err));
+	if (cnt[FIT_OK] > UINT32_MAX - 1)
+		return fail(why, len, -E2BIG, "%" PRIu64 " entries: a BPF map holds at most 2^32-2",
+			    cnt[FIT_OK]);
+	return 0;
+}
+
+/* Pass 2: fills the table f->fd with the entries of db (at path) that fit,
+ * in batches of BATCH_. */
+static int fill_table(shmkv *db, const char *path, struct fill *f, const char *prefix,
+		      size_t plen, uint32_t max_value, char *why, size_t len)
+{
+	f->keys = calloc(BATCH_, sizeof(struct shmkv_bpf_key));
+	f->vals = calloc(BATCH_, f->value_size);
+	int err = f->keys && f->vals ? 0 : fail(why, len, -ENOMEM, "out of memory");
+	shmkv_iter it;
+	const void *k;
+	size_t klen;
+	shmkv_value v;
+	shmkv_iter_init(db, &it);
+	while (!err && (err = shmkv_iter_next(&it, &k, &klen, &v)) == 0) {
+		if (fits(k, klen, &v, prefix, plen, max_value) != FIT_OK)
+			continue;
+		struct shmkv_bpf_key *bk = (void *)(f->keys + (size_t)f->n * sizeof *bk);
+		unsigned char *bv = f->vals + (size_t)f->n * f->value_size;
+		memset(bk, 0, sizeof *bk);
+		bk->len = (uint32_t)klen;
+		memcpy(bk->data, k, klen);
+		memset(bv, 0, f->value_size);
+		uint32_t vl = (uint32_t)v.size, vt = v.type;
+		memcpy(bv, &vl, 4);
+		memcpy(bv + 4, &vt, 4);
+		memcpy(bv + SHMKV_BPF_VALUE_HDR, v.data, v.size);
+		if (++f->n == BATCH_)
+			err = flush(f, why, len);
+	}
+	if (err == SHMKV_EEND)
+		err = flush(f, why, len);
+	else if (err < 0 && err > -4096 && !why[0])
+		fail(why, len, err, "%s: %s", path, shmkv_strerror(err));
+	free(f->keys);
+	free(f->vals);
+	f->keys = f->vals = NULL;
+	return err;
+}
+
+/* Swaps table fd into the slot of the outer map *outer, pinning a new outer
+ * map at pin first if *outer < 0 (then *outer is it, or the error). */
+static int swap_in(struct cache *c, const char *pin, uint32_t value_size, uint32_t max_value,
+		   int *outer, int fd, char *why, size_t len)
+{
+	if (*outer < 0) {
+		*outer = new_outer(c->name, pin, value_size, why, len);
+		if (*outer < 0)
+			return *outer;
+		if (c->bpf.have_fd && c->bpf.value_size != value_size)
+			log_warn("bpf cache=%s: max_value changed (%u -> %u bytes): a new table is "
+				 "pinned at %s; programs that hold the old one keep its last "
+				 "generation until they open the pin again", c->name,
+				 c->bpf.max_value, max_value, pin);
+	}
+	/* the swap: one update of the slot; a program that looked the slot up
+	 * keeps the inner map it got (RCU) for the rest of its run */
+	uint32_t zero = 0, ifd = (uint32_t)fd;
+	int err = bpf_map_update_elem(*outer, &zero, &ifd, BPF_ANY);
+	if (err)
+		fail(why, len, err, "swapping the new table in: %s", strerror(-err));
+	return err;
+}
+
 /* Exports the current generation of c; on failure the table in the pin
  * (the previous generation) is left as it is. */
 static int export_cache(struct loader *L, struct cache *c, const char *prefix,
@@ -395,23 +479,11 @@ static int export_cache(struct loader *L, struct cache *c, const char *prefix,
 	err = shmkv_open_file_diag(c->cur.path, oflags, &db, w, sizeof w);
 	if (err)
 		return fail(why, len, err, "%s", w);
-	/* pass 1: count what fits, so the map holds exactly that many */
 	uint64_t cnt[4] = {0};
-	shmkv_iter it;
-	const void *k;
-	size_t klen;
-	shmkv_value v;
-	shmkv_iter_init(db, &it);
-	while ((err = shmkv_iter_next(&it, &k, &klen, &v)) == 0)
-		cnt[fits(k, klen, &v, prefix, plen, max_value)]++;
-	if (err != SHMKV_EEND) {
+	err = count_fits(db, c->cur.path, prefix, plen, max_value, cnt, why, len);
+	if (err) {
 		shmkv_close(db);
-		return fail(why, len, err, "%s: %s", c->cur.path, shmkv_strerror(err));
-	}
-	if (cnt[FIT_OK] > UINT32_MAX - 1) {
-		shmkv_close(db);
-		return fail(why, len, -E2BIG, "%" PRIu64 " entries: a BPF map holds at most 2^32-2",
-			    cnt[FIT_OK]);
+		return err;
 	}
 	int outer = c->bpf.have_fd && c->bpf.value_size == value_size && !strcmp(c->bpf.pin, pin)
 			    ? c->bpf.fd
@@ -430,53 +502,11 @@ static int export_cache(struct loader *L, struct cache *c, const char *prefix,
 			    "bytes: %s%s", cnt[FIT_OK], value_size, strerror(-f.fd),
 			    perm_hint(f.fd));
 	}
-	f.keys = calloc(BATCH_, sizeof(struct shmkv_bpf_key));
-	f.vals = calloc(BATCH_, value_size);
-	err = f.keys && f.vals ? 0 : fail(why, len, -ENOMEM, "out of memory");
-	/* pass 2: fill */
-	shmkv_iter_init(db, &it);
-	while (!err && (err = shmkv_iter_next(&it, &k, &klen, &v)) == 0) {
-		if (fits(k, klen, &v, prefix, plen, max_value) != FIT_OK)
-			continue;
-		struct shmkv_bpf_key *bk = (void *)(f.keys + (size_t)f.n * sizeof *bk);
-		unsigned char *bv = f.vals + (size_t)f.n * value_size;
-		memset(bk, 0, sizeof *bk);
-		bk->len = (uint32_t)klen;
-		memcpy(bk->data, k, klen);
-		memset(bv, 0, value_size);
-		uint32_t vl = (uint32_t)v.size, vt = v.type;
-		memcpy(bv, &vl, 4);
-		memcpy(bv + 4, &vt, 4);
-		memcpy(bv + SHMKV_BPF_VALUE_HDR, v.data, v.size);
-		if (++f.n == BATCH_)
-			err = flush(&f, why, len);
-	}
-	if (err == SHMKV_EEND)
-		err = flush(&f, why, len);
-	else if (err < 0 && err > -4096 && !why[0])
-		fail(why, len, err, "%s: %s", c->cur.path, shmkv_strerror(err));
+	err = fill_table(db, c->cur.path, &f, prefix, plen, max_value, why, len);
 	shmkv_close(db);
-	free(f.keys);
-	free(f.vals);
 	uint64_t memlock = fd_memlock(f.fd);
-	if (!err && outer < 0) {
-		outer = new_outer(c->name, pin, value_size, why, len);
-		if (outer < 0)
-			err = outer;
-		else if (c->bpf.have_fd && c->bpf.value_size != value_size)
-			log_warn("bpf cache=%s: max_value changed (%u -> %u bytes): a new table is "
-				 "pinned at %s; programs that hold the old one keep its last "
-				 "generation until they open the pin again", c->name,
-				 c->bpf.max_value, max_value, pin);
-	}
-	if (!err) {
-		/* the swap: one update of the slot; a program that looked the slot up
-		 * keeps the inner map it got (RCU) for the rest of its run */
-		uint32_t zero = 0, ifd = (uint32_t)f.fd;
-		err = bpf_map_update_elem(outer, &zero, &ifd, BPF_ANY);
-		if (err)
-			fail(why, len, err, "swapping the new table in: %s", strerror(-err));
-	}
+	if (!err)
+		err = swap_in(c, pin, value_size, max_value, &outer, f.fd, why, len);
 	close(f.fd); /* the slot holds it now; the old inner map is freed by the kernel */
 	if (err) {
 		if (outer >= 0 && outer != c->bpf.fd)

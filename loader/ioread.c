@@ -45,7 +45,7 @@ static void *hasher_main(void *arg)
 		pthread_mutex_lock(&h->mu);
 		while (h->prefix == done && !h->closing)
 			pthread_cond_wait(&h->cv, &h->mu);
-		/* the mutex orders the reads' completions (seen by ioread() before
+		/* the mutex orders the reads' completions (seen by reap() or read_sync() before
 		 * hasher_offer()) before our reads of those bytes */
 		uint64_t prefix = h->prefix;
 		int closing = h->closing;
@@ -251,7 +251,7 @@ static int read_sync(struct io *io, const struct ioread_opts *o, struct hasher *
 {
 	uint64_t off = 0;
 	while (off < io->size) {
-		/* relaxed: as in ioread() */
+		/* relaxed: as in read_uring() */
 		if (atomic_load_explicit(o->cancel, memory_order_relaxed))
 			return diag_fail(-ECANCELED, io->why, io->why_len, "the loader is stopping");
 		/* relaxed: see hasher_main() */
@@ -279,13 +279,119 @@ static int read_sync(struct io *io, const struct ioread_opts *o, struct hasher *
 						   (unsigned long long)io->size);
 			off += (uint64_t)n;
 		}
-		/* relaxed: a figure for status.c:status_take(), as in ioread() */
+		/* relaxed: a figure for status.c:status_take(), as in reap() */
 		if (o->progress)
 			atomic_store_explicit(o->progress, off, memory_order_relaxed);
 		PROBE(read_progress, off, io->size);
 		hasher_offer(h, off, 0);
 	}
 	return 0;
+}
+
+/* Sets up io's ring; where io_uring is unavailable and the engine is auto,
+ * clears *uring instead (then the file is read with pread). */
+static int ring_init(struct io *io, const struct ioread_opts *o, int *uring)
+{
+	unsigned qd = o->queue_depth;
+	int err = io_uring_queue_init(qd, &io->ring, 0);
+	/* ENOSYS: no io_uring in this kernel (or emulator); EPERM: turned off
+	 * (kernel.io_uring_disabled, a seccomp profile) */
+	if ((err == -ENOSYS || err == -EPERM) && o->engine == IO_AUTO) {
+		log_warn("io_uring unavailable (%s): reading %s with pread", strerror(-err),
+			 io->path);
+		*uring = 0;
+		return 0;
+	}
+	if (err)
+		return diag_fail(err, io->why, io->why_len, "io_uring_queue_init(%u): %s", qd,
+				   strerror(-err));
+	return 0;
+}
+
+/* The pread engine (read_sync()) with its hasher. */
+static int ioread_pread(struct io *io, const struct ioread_opts *o, struct vstream *v)
+{
+	struct hasher h;
+	int err = hasher_start(&h, v, io->dst);
+	if (err)
+		return diag_fail(err, io->why, io->why_len, "hasher thread: %s", strerror(-err));
+	err = read_sync(io, o, &h);
+	int herr = hasher_stop(&h, err != 0);
+	if (herr && !err) {
+		err = herr;
+		snprintf(io->why, io->why_len, "%s", h.why);
+	}
+	if (io->buffered_fd >= 0)
+		close(io->buffered_fd);
+	return err;
+}
+
+/* Takes the completions in io's ring; when the prefix of chunks that are all
+ * in (*prefix_chunk) grows, offers it to the hasher. */
+static void reap(struct io *io, const struct ioread_opts *o, struct hasher *h,
+		 uint64_t *prefix_chunk)
+{
+	struct io_uring_cqe *cqe;
+	unsigned head, seen = 0;
+	io_uring_for_each_cqe(&io->ring, head, cqe) {
+		seen++;
+		complete(io, (unsigned)io_uring_cqe_get_data64(cqe), cqe->res);
+	}
+	io_uring_cq_advance(&io->ring, seen);
+	uint64_t before = *prefix_chunk;
+	while (*prefix_chunk < io->nchunks && io->done[*prefix_chunk])
+		(*prefix_chunk)++;
+	if (!io->err && *prefix_chunk != before) {
+		uint64_t prefix = *prefix_chunk * io->bs < io->size ? *prefix_chunk * io->bs
+								    : io->size;
+		/* relaxed: a figure for status.c:status_take(), which reads it relaxed;
+		 * nothing else is published through it */
+		if (o->progress)
+			atomic_store_explicit(o->progress, prefix, memory_order_relaxed);
+		PROBE(read_progress, prefix, io->size);
+		/* hashed by the hasher while the reads queued above are in flight */
+		hasher_offer(h, prefix, 0);
+	}
+}
+
+/* The io_uring engine: keeps the ring full until every chunk is in or an
+ * error (io->err) stopped it and what was in flight is drained. Returns 1 if
+ * the error is the hasher's. */
+static int read_uring(struct io *io, const struct ioread_opts *o, struct hasher *h)
+{
+	uint64_t next = 0, prefix_chunk = 0;
+	int hash_failed = 0;
+	for (;;) {
+		/* relaxed: a stop request only, no data comes with it (the store is
+		 * in worker.c:worker_stop()) */
+		if (!io->err && atomic_load_explicit(o->cancel, memory_order_relaxed))
+			io->err = diag_fail(-ECANCELED, io->why, io->why_len,
+					      "the loader is stopping");
+		refill(io, &next);
+		if (!io->inflight)
+			break;
+		int n = io_uring_submit_and_wait(&io->ring, 1);
+		if (n < 0 && n != -EINTR && n != -EAGAIN && n != -EBUSY) {
+			/* nothing more can be submitted; still drain what is in flight */
+			if (!io->err)
+				io->err = diag_fail(n, io->why, io->why_len, "io_uring_enter: %s",
+						      strerror(-n));
+			struct io_uring_cqe *cqe;
+			while (io->inflight && io_uring_wait_cqe(&io->ring, &cqe) == 0) {
+				io_uring_cqe_seen(&io->ring, cqe);
+				io->inflight--;
+			}
+			break;
+		}
+		reap(io, o, h, &prefix_chunk);
+		/* relaxed: see hasher_main() */
+		int e = atomic_load_explicit(&h->err, memory_order_relaxed);
+		if (e && !io->err) {
+			io->err = e; /* stop reading and drain; why is copied by the caller */
+			hash_failed = 1;
+		}
+	}
+	return hash_failed;
 }
 
 int ioread(int fd, int *direct, const char *path, uint8_t *dst, uint64_t size,
@@ -305,35 +411,12 @@ int ioread(int fd, int *direct, const char *path, uint8_t *dst, uint64_t size,
 	io.why_len = why_len;
 	unsigned qd = o->queue_depth;
 	int err = 0, uring = o->engine != IO_PREAD;
-	if (uring) {
-		err = io_uring_queue_init(qd, &io.ring, 0);
-		/* ENOSYS: no io_uring in this kernel (or emulator); EPERM: turned off
-		 * (kernel.io_uring_disabled, a seccomp profile) */
-		if ((err == -ENOSYS || err == -EPERM) && o->engine == IO_AUTO) {
-			log_warn("io_uring unavailable (%s): reading %s with pread", strerror(-err),
-				 path);
-			uring = 0;
-			err = 0;
-		}
-		if (err)
-			return diag_fail(err, why, why_len, "io_uring_queue_init(%u): %s", qd,
-					   strerror(-err));
-	}
-	if (!uring) {
-		struct hasher h;
-		err = hasher_start(&h, v, dst);
-		if (err)
-			return diag_fail(err, why, why_len, "hasher thread: %s", strerror(-err));
-		err = read_sync(&io, o, &h);
-		int herr = hasher_stop(&h, err != 0);
-		if (herr && !err) {
-			err = herr;
-			snprintf(why, why_len, "%s", h.why);
-		}
-		if (io.buffered_fd >= 0)
-			close(io.buffered_fd);
+	if (uring)
+		err = ring_init(&io, o, &uring);
+	if (err)
 		return err;
-	}
+	if (!uring)
+		return ioread_pread(&io, o, v);
 	io.reqs = calloc(qd, sizeof *io.reqs);
 	io.free_slots = calloc(qd, sizeof *io.free_slots);
 	io.done = calloc(io.nchunks ? io.nchunks : 1, 1);
@@ -349,55 +432,7 @@ int ioread(int fd, int *direct, const char *path, uint8_t *dst, uint64_t size,
 		io.err = diag_fail(err, why, why_len, "hasher thread: %s", strerror(-err));
 		goto out;
 	}
-	uint64_t next = 0, prefix_chunk = 0;
-	int hash_failed = 0;
-	for (;;) {
-		/* relaxed: a stop request only, no data comes with it (the store is
-		 * in worker.c:worker_stop()) */
-		if (!io.err && atomic_load_explicit(o->cancel, memory_order_relaxed))
-			io.err = diag_fail(-ECANCELED, why, why_len, "the loader is stopping");
-		refill(&io, &next);
-		if (!io.inflight)
-			break;
-		int n = io_uring_submit_and_wait(&io.ring, 1);
-		if (n < 0 && n != -EINTR && n != -EAGAIN && n != -EBUSY) {
-			/* nothing more can be submitted; still drain what is in flight */
-			if (!io.err)
-				io.err = diag_fail(n, why, why_len, "io_uring_enter: %s", strerror(-n));
-			struct io_uring_cqe *cqe;
-			while (io.inflight && io_uring_wait_cqe(&io.ring, &cqe) == 0) {
-				io_uring_cqe_seen(&io.ring, cqe);
-				io.inflight--;
-			}
-			break;
-		}
-		struct io_uring_cqe *cqe;
-		unsigned head, seen = 0;
-		io_uring_for_each_cqe(&io.ring, head, cqe) {
-			seen++;
-			complete(&io, (unsigned)io_uring_cqe_get_data64(cqe), cqe->res);
-		}
-		io_uring_cq_advance(&io.ring, seen);
-		uint64_t before = prefix_chunk;
-		while (prefix_chunk < io.nchunks && io.done[prefix_chunk])
-			prefix_chunk++;
-		if (!io.err && prefix_chunk != before) {
-			uint64_t prefix = prefix_chunk * io.bs < size ? prefix_chunk * io.bs : size;
-			/* relaxed: a figure for status.c:status_take(), which reads it relaxed;
-			 * nothing else is published through it */
-			if (o->progress)
-				atomic_store_explicit(o->progress, prefix, memory_order_relaxed);
-			PROBE(read_progress, prefix, size);
-			/* hashed by the hasher while the reads queued above are in flight */
-			hasher_offer(&h, prefix, 0);
-		}
-		/* relaxed: see hasher_main() */
-		int e = atomic_load_explicit(&h.err, memory_order_relaxed);
-		if (e && !io.err) {
-			io.err = e; /* stop reading and drain; why is copied below */
-			hash_failed = 1;
-		}
-	}
+	int hash_failed = read_uring(&io, o, &h);
 	/* after an error of ours, stop the hasher where it is; else it finishes */
 	int herr = hasher_stop(&h, io.err && !hash_failed);
 	if (herr && (!io.err || hash_failed)) {

@@ -71,16 +71,13 @@ int ctl_request(const char *root, const char *const *words, size_t n, int timeou
 	return ctl_request_tick(root, words, n, timeout_ms, reply, why, why_len, 0, NULL, NULL);
 }
 
-int ctl_request_tick(const char *root, const char *const *words, size_t n, int timeout_ms,
-		     jv **reply, char *why, size_t why_len, int tick_ms, void (*tick)(void *ctx),
-		     void *ctx)
+/* The request line of words[0..n) (tab-separated, newline-ended) into
+ * *req (malloc'd), its length into *len; words must not hold the
+ * separators. */
+static int request_line(const char *const *words, size_t n, char **req, size_t *len, char *why,
+			size_t why_len)
 {
-	char sock[4200];
-	snprintf(sock, sizeof sock, "%s/%s", root, CTL_SOCK_NAME);
-	*reply = NULL;
-
-	/* the request line: words must not hold the separators */
-	size_t len = 1;
+	size_t size = 1;
 	for (size_t i = 0; i < n; i++) {
 		if (strpbrk(words[i], "\t\n")) {
 			snprintf(why, why_len,
@@ -88,58 +85,48 @@ int ctl_request_tick(const char *root, const char *const *words, size_t n, int t
 				 "carry", words[i]);
 			return CTL_EFAIL;
 		}
-		len += strlen(words[i]) + 1;
+		size += strlen(words[i]) + 1;
 	}
-	char *req = malloc(len);
-	if (!req) {
+	char *r = malloc(size);
+	if (!r) {
 		snprintf(why, why_len, "out of memory");
 		return CTL_EFAIL;
 	}
 	size_t o = 0;
 	for (size_t i = 0; i < n; i++) {
 		size_t l = strlen(words[i]);
-		memcpy(req + o, words[i], l);
+		memcpy(r + o, words[i], l);
 		o += l;
-		req[o++] = i + 1 < n ? '\t' : '\n';
+		r[o++] = i + 1 < n ? '\t' : '\n';
 	}
+	*req = r;
+	*len = o;
+	return 0;
+}
 
-	int fd = ctl_connect(root);
-	if (fd < 0) {
-		free(req);
-		snprintf(why, why_len, "cannot connect to %s: %s%s", sock, strerror(-fd),
-			 fd == -EACCES || fd == -EPERM
-				 ? " (not allowed: run as root or as a member of the loader's group)"
-				 : CTL_CONNECT_HINT);
-		return fd == -ENOENT || fd == -ECONNREFUSED || fd == -ENOTDIR ? CTL_ECONNECT
-									  : CTL_EFAIL;
-	}
-	int err = send_all(fd, req, o);
-	free(req);
-	if (err) {
-		close(fd);
-		snprintf(why, why_len, "%s: sending the request: %s", sock, strerror(-err));
-		return CTL_EFAIL;
-	}
-
-	/* one line back */
-	char *buf = NULL;
-	size_t have = 0, cap = 0;
+/* One line of reply from fd (socket sock) into *buf (malloc'd, the caller
+ * frees it even on failure), its length without the newline into *have;
+ * tick(ctx) every tick_ms while none comes, until timeout_ms (< 0: none). */
+static int reply_line(int fd, const char *sock, int timeout_ms, int tick_ms,
+		      void (*tick)(void *ctx), void *ctx, char **buf, size_t *have, char *why,
+		      size_t why_len)
+{
+	size_t cap = 0;
 	long long deadline = timeout_ms >= 0 ? now_ms() + timeout_ms : 0;
-	int rc = CTL_EFAIL;
 	for (;;) {
-		if (have + 4096 > cap) {
+		if (*have + 4096 > cap) {
 			if (cap >= CTL_REPLY_MAX) {
 				snprintf(why, why_len, "%s: reply longer than %u bytes", sock,
 					 CTL_REPLY_MAX);
-				goto out;
+				return CTL_EFAIL;
 			}
 			cap = cap ? cap * 2 : 8192;
-			char *b = realloc(buf, cap);
+			char *b = realloc(*buf, cap);
 			if (!b) {
 				snprintf(why, why_len, "out of memory");
-				goto out;
+				return CTL_EFAIL;
 			}
-			buf = b;
+			*buf = b;
 		}
 		int wait = -1;
 		if (timeout_ms >= 0) {
@@ -148,7 +135,7 @@ int ctl_request_tick(const char *root, const char *const *words, size_t n, int t
 				snprintf(why, why_len,
 					 "%s: no reply within %d s (is shmkv-loader stuck?)", sock,
 					 timeout_ms / 1000);
-				goto out;
+				return CTL_EFAIL;
 			}
 			wait = (int)left;
 		}
@@ -160,46 +147,90 @@ int ctl_request_tick(const char *root, const char *const *words, size_t n, int t
 			continue;
 		if (pr < 0) {
 			snprintf(why, why_len, "%s: poll: %s", sock, strerror(errno));
-			goto out;
+			return CTL_EFAIL;
 		}
 		if (pr == 0) {
 			if (tick)
 				tick(ctx);
 			continue; /* the deadline check above reports a timeout */
 		}
-		ssize_t r = recv(fd, buf + have, cap - have - 1, 0);
+		ssize_t r = recv(fd, *buf + *have, cap - *have - 1, 0);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0) {
 			snprintf(why, why_len, "%s: reading the reply: %s", sock, strerror(errno));
-			goto out;
+			return CTL_EFAIL;
 		}
 		if (r == 0) {
 			snprintf(why, why_len, "%s: the loader closed the connection without %s", sock,
-				 have ? "ending its reply" : "a reply");
-			goto out;
+				 *have ? "ending its reply" : "a reply");
+			return CTL_EFAIL;
 		}
-		char *nl = memchr(buf + have, '\n', (size_t)r);
-		have += (size_t)r;
+		char *nl = memchr(*buf + *have, '\n', (size_t)r);
+		*have += (size_t)r;
 		if (nl) {
-			have = (size_t)(nl - buf);
-			break;
+			*have = (size_t)(nl - *buf);
+			return 0;
 		}
 	}
+}
+
+/* The reply line buf[0..have) as a JSON object with "ok" into *reply. */
+static int reply_parse(const char *sock, const char *buf, size_t have, jv **reply, char *why,
+		       size_t why_len)
+{
 	char perr[256];
 	if (!(*reply = jv_parse(buf, have, perr, sizeof perr))) {
 		snprintf(why, why_len, "%s: the reply is not JSON (%s): protocol mismatch", sock, perr);
-		goto out;
+		return CTL_EFAIL;
 	}
 	if (jv_type(*reply) != JV_OBJ || jv_type(jv_get(*reply, "ok")) != JV_BOOL) {
 		jv_free(*reply);
 		*reply = NULL;
 		snprintf(why, why_len, "%s: the reply is not an object with \"ok\": protocol mismatch",
 			 sock);
-		goto out;
+		return CTL_EFAIL;
 	}
-	rc = 0;
-out:
+	return 0;
+}
+
+int ctl_request_tick(const char *root, const char *const *words, size_t n, int timeout_ms,
+		     jv **reply, char *why, size_t why_len, int tick_ms, void (*tick)(void *ctx),
+		     void *ctx)
+{
+	char sock[4200];
+	snprintf(sock, sizeof sock, "%s/%s", root, CTL_SOCK_NAME);
+	*reply = NULL;
+
+	char *req;
+	size_t len;
+	int rc = request_line(words, n, &req, &len, why, why_len);
+	if (rc)
+		return rc;
+	int fd = ctl_connect(root);
+	if (fd < 0) {
+		free(req);
+		snprintf(why, why_len, "cannot connect to %s: %s%s", sock, strerror(-fd),
+			 fd == -EACCES || fd == -EPERM
+				 ? " (not allowed: run as root or as a member of the loader's group)"
+				 : CTL_CONNECT_HINT);
+		return fd == -ENOENT || fd == -ECONNREFUSED || fd == -ENOTDIR ? CTL_ECONNECT
+									  : CTL_EFAIL;
+	}
+	int err = send_all(fd, req, len);
+	free(req);
+	if (err) {
+		close(fd);
+		snprintf(why, why_len, "%s: sending the request: %s", sock, strerror(-err));
+		return CTL_EFAIL;
+	}
+
+	/* one line back */
+	char *buf = NULL;
+	size_t have = 0;
+	rc = reply_line(fd, sock, timeout_ms, tick_ms, tick, ctx, &buf, &have, why, why_len);
+	if (!rc)
+		rc = reply_parse(sock, buf, have, reply, why, why_len);
 	free(buf);
 	close(fd);
 	return rc;

@@ -40,15 +40,12 @@ static inline int shmkv__text_valid(const shmkv_value *v)
 	return 1;
 }
 
-/* Every checksum, every index slot, every entry and value, and all padding.
- * Returns 0, SHMKV_ECHECKSUM or SHMKV_ECORRUPT with what and where in why. */
-static inline int shmkv_verify(const shmkv *db, char *why, size_t why_len)
+/* The header's unused tail, the gaps between sections and the file's tail
+ * are zero. */
+static inline int shmkv__verify_padding(const shmkv *db, char *why, size_t why_len)
 {
 	const shmkv_image_header *h = shmkv__hdr(db);
-	int err = shmkv_image_check(db->base, db->size, 0, why, why_len);
-	if (err)
-		return err;
-	err = shmkv__zero_range(db, SHMKV_HEADER_USED, SHMKV_HEADER_SIZE, "header", why, why_len);
+	int err = shmkv__zero_range(db, SHMKV_HEADER_USED, SHMKV_HEADER_SIZE, "header", why, why_len);
 	uint64_t prev = SHMKV_HEADER_SIZE;
 	for (uint32_t i = 0; !err && i < h->section_count; i++) {
 		err = shmkv__zero_range(db, prev, h->sections[i].offset, "inter-section", why, why_len);
@@ -56,12 +53,60 @@ static inline int shmkv_verify(const shmkv *db, char *why, size_t why_len)
 	}
 	if (!err)
 		err = shmkv__zero_range(db, prev, h->file_size, "trailing", why, why_len);
-	if (err)
-		return err;
+	return err;
+}
 
-	/* Index: slots filled in order, each pointing at a valid entry whose tag
-	 * and probe distance agree with its key's hash; a displaced key is
-	 * announced by its home bucket's filter and displacement bytes. */
+/* One full slot w (bucket b, slot j, the bucket's displacement byte disp):
+ * it points at a valid entry whose tag and probe distance agree with its
+ * key's hash, and a displaced key is announced by its home bucket. Sets *dist
+ * to the key's distance from its home bucket. */
+static inline int shmkv__verify_slot(const shmkv *db, uint64_t b, unsigned j, uint64_t w,
+				     unsigned disp, uint64_t *dist, char *why, size_t why_len)
+{
+	const shmkv_image_header *h = shmkv__hdr(db);
+	if (!disp && shmkv__slot_meta(w))
+		return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
+				   "index bucket %llu slot %u: meta byte %02x in a bucket "
+				   "without displaced keys", (unsigned long long)b, j,
+				   shmkv__slot_meta(w));
+	shmkv__entry e;
+	memset(&e, 0, sizeof e); /* GCC 12 -O3 cannot see decode fills it on success */
+	char sub[200];
+	int err = shmkv__entry_decode(db, (w & SHMKV_SLOT_OFF_MASK) << 3, &e, sub, sizeof sub);
+	if (err)
+		return shmkv__fail(err, why, why_len, "index bucket %llu slot %u: %s",
+				   (unsigned long long)b, j, sub);
+	uint64_t hv = shmkv__hash(db->seed, db->hash_bits, e.key, e.key_len);
+	uint64_t tag = shmkv__tag(hv);
+	if ((w >> SHMKV_SLOT_TAG_SHIFT) != tag)
+		return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
+				   "index bucket %llu slot %u: tag %04llx, key hashes to %04llx",
+				   (unsigned long long)b, j,
+				   (unsigned long long)(w >> SHMKV_SLOT_TAG_SHIFT),
+				   (unsigned long long)tag);
+	uint64_t home = shmkv__home(hv, db->bucket_count);
+	uint64_t d = b >= home ? b - home : b + db->bucket_count - home;
+	if (d > h->max_probe)
+		return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
+				   "index bucket %llu slot %u: key is %llu buckets from home, "
+				   "max_probe is %u", (unsigned long long)b, j,
+				   (unsigned long long)d, h->max_probe);
+	if (d && shmkv__displaced(db->buckets + home * SHMKV_BUCKET_SLOTS, tag,
+				  h->max_probe) < d)
+		return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
+				   "index bucket %llu slot %u: key displaced %llu buckets, but "
+				   "its home bucket %llu does not announce it",
+				   (unsigned long long)b, j, (unsigned long long)d,
+				   (unsigned long long)home);
+	*dist = d;
+	return 0;
+}
+
+/* Index: slots filled in order, each valid (shmkv__verify_slot); the count of
+ * keys and the longest probe agree with the header. */
+static inline int shmkv__verify_index(const shmkv *db, char *why, size_t why_len)
+{
+	const shmkv_image_header *h = shmkv__hdr(db);
 	uint64_t filled = 0;
 	uint32_t max_d = 0;
 	for (uint64_t b = 0; b < db->bucket_count; b++) {
@@ -82,40 +127,10 @@ static inline int shmkv_verify(const shmkv *db, char *why, size_t why_len)
 				return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
 						   "index bucket %llu: slot %u is full after an empty slot",
 						   (unsigned long long)b, j);
-			if (!disp && shmkv__slot_meta(w))
-				return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
-						   "index bucket %llu slot %u: meta byte %02x in a bucket "
-						   "without displaced keys", (unsigned long long)b, j,
-						   shmkv__slot_meta(w));
-			shmkv__entry e;
-			memset(&e, 0, sizeof e); /* GCC 12 -O3 cannot see decode fills it on success */
-			char sub[200];
-			err = shmkv__entry_decode(db, (w & SHMKV_SLOT_OFF_MASK) << 3, &e, sub, sizeof sub);
+			uint64_t d = 0;
+			int err = shmkv__verify_slot(db, b, j, w, disp, &d, why, why_len);
 			if (err)
-				return shmkv__fail(err, why, why_len, "index bucket %llu slot %u: %s",
-						   (unsigned long long)b, j, sub);
-			uint64_t hv = shmkv__hash(db->seed, db->hash_bits, e.key, e.key_len);
-			uint64_t tag = shmkv__tag(hv);
-			if ((w >> SHMKV_SLOT_TAG_SHIFT) != tag)
-				return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
-						   "index bucket %llu slot %u: tag %04llx, key hashes to %04llx",
-						   (unsigned long long)b, j,
-						   (unsigned long long)(w >> SHMKV_SLOT_TAG_SHIFT),
-						   (unsigned long long)tag);
-			uint64_t home = shmkv__home(hv, db->bucket_count);
-			uint64_t d = b >= home ? b - home : b + db->bucket_count - home;
-			if (d > h->max_probe)
-				return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
-						   "index bucket %llu slot %u: key is %llu buckets from home, "
-						   "max_probe is %u", (unsigned long long)b, j,
-						   (unsigned long long)d, h->max_probe);
-			if (d && shmkv__displaced(db->buckets + home * SHMKV_BUCKET_SLOTS, tag,
-						  h->max_probe) < d)
-				return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
-						   "index bucket %llu slot %u: key displaced %llu buckets, but "
-						   "its home bucket %llu does not announce it",
-						   (unsigned long long)b, j, (unsigned long long)d,
-						   (unsigned long long)home);
+				return err;
 			if (d > max_d)
 				max_d = (uint32_t)d;
 			filled++;
@@ -130,9 +145,42 @@ static inline int shmkv_verify(const shmkv *db, char *why, size_t why_len)
 	if (max_d != h->max_probe)
 		return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
 				   "longest probe is %u buckets, header says %u", max_d, h->max_probe);
+	return 0;
+}
 
-	/* Entries: walked in order, each found by lookup at its own offset (so
-	 * index and entries are one-to-one and keys are unique). */
+/* The entry at pos (decoded into e): lookup of its key finds it, its padding
+ * (after the key, after the value) is zero and its text is UTF-8. */
+static inline int shmkv__verify_entry(const shmkv *db, uint64_t pos, const shmkv__entry *e,
+				      char *why, size_t why_len)
+{
+	const uint8_t *found = shmkv__find(db, e->key, e->key_len);
+	if (found != db->base + pos)
+		return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
+				   "entry at %llu: lookup of its key does not find it%s",
+				   (unsigned long long)pos,
+				   found ? " (duplicate key)" : "");
+	const shmkv_entry_header *eh = (const shmkv_entry_header *)(const void *)(db->base + pos);
+	uint64_t key_end = pos + sizeof *eh + eh->key_len, vpos = pos + shmkv__value_pos(eh);
+	uint64_t vend = e->value.shared ? vpos + 8
+					: e->value_off + shmkv__stored_len(eh->type, e->value.size);
+	int err = shmkv__zero_range(db, key_end, vpos, "entry", why, why_len);
+	if (!err)
+		err = shmkv__zero_range(db, vend, e->end, "entry", why, why_len);
+	if (err)
+		return err;
+	if (!shmkv__text_valid(&e->value))
+		return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
+				   "entry at %llu: %s value is not valid UTF-8",
+				   (unsigned long long)pos, shmkv_type_name(e->value.type));
+	return 0;
+}
+
+/* Entries: walked in order, each found by lookup at its own offset (so
+ * index and entries are one-to-one and keys are unique); the counts of
+ * entries and of shared values agree with the header. */
+static inline int shmkv__verify_entries(const shmkv *db, char *why, size_t why_len)
+{
+	const shmkv_image_header *h = shmkv__hdr(db);
 	uint64_t pos = db->entries_off, n = 0, shared = 0;
 	while (pos < db->entries_end) {
 		uint64_t w;
@@ -142,29 +190,11 @@ static inline int shmkv_verify(const shmkv *db, char *why, size_t why_len)
 			continue;
 		}
 		shmkv__entry e;
-		err = shmkv__entry_decode(db, pos, &e, why, why_len);
-		if (err)
-			return err;
-		const uint8_t *found = shmkv__find(db, e.key, e.key_len);
-		if (found != db->base + pos)
-			return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
-					   "entry at %llu: lookup of its key does not find it%s",
-					   (unsigned long long)pos,
-					   found ? " (duplicate key)" : "");
-		/* padding inside the entry: after the key, and after the value */
-		const shmkv_entry_header *eh = (const shmkv_entry_header *)(const void *)(db->base + pos);
-		uint64_t key_end = pos + sizeof *eh + eh->key_len, vpos = pos + shmkv__value_pos(eh);
-		uint64_t vend = e.value.shared ? vpos + 8
-					       : e.value_off + shmkv__stored_len(eh->type, e.value.size);
-		err = shmkv__zero_range(db, key_end, vpos, "entry", why, why_len);
+		int err = shmkv__entry_decode(db, pos, &e, why, why_len);
 		if (!err)
-			err = shmkv__zero_range(db, vend, e.end, "entry", why, why_len);
+			err = shmkv__verify_entry(db, pos, &e, why, why_len);
 		if (err)
 			return err;
-		if (!shmkv__text_valid(&e.value))
-			return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
-					   "entry at %llu: %s value is not valid UTF-8",
-					   (unsigned long long)pos, shmkv_type_name(e.value.type));
 		shared += e.value.shared;
 		n++;
 		pos = e.end;
@@ -178,6 +208,20 @@ static inline int shmkv_verify(const shmkv *db, char *why, size_t why_len)
 				   "%llu entries use shared values, header says %llu",
 				   (unsigned long long)shared, (unsigned long long)h->dedup_refs);
 	return 0;
+}
+
+/* Every checksum, every index slot, every entry and value, and all padding.
+ * Returns 0, SHMKV_ECHECKSUM or SHMKV_ECORRUPT with what and where in why. */
+static inline int shmkv_verify(const shmkv *db, char *why, size_t why_len)
+{
+	int err = shmkv_image_check(db->base, db->size, 0, why, why_len);
+	if (!err)
+		err = shmkv__verify_padding(db, why, why_len);
+	if (!err)
+		err = shmkv__verify_index(db, why, why_len);
+	if (!err)
+		err = shmkv__verify_entries(db, why, why_len);
+	return err;
 }
 
 #endif /* SHMKV_VERIFY_H */
