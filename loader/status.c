@@ -33,7 +33,7 @@ void status_take(const struct cache *c, struct cache_snap *s)
 	s->c.loads_ok = c->loads_ok;
 	memcpy(s->c.load_failures, c->load_failures, sizeof c->load_failures);
 	s->c.bpf = c->bpf;
-	/* relaxed: progress figures stored relaxed by ioread.c:ioread() and load.c:op_load() */
+	/* relaxed: progress figures stored relaxed by ioread.c:reap() and read_sync(), and load.c:place_first() */
 	s->total = atomic_load_explicit(&c->load_total, memory_order_relaxed);
 	s->done = atomic_load_explicit(&c->load_done, memory_order_relaxed);
 }

@@ -190,7 +190,7 @@ struct done *worker_take_done(struct loader *L)
 
 void worker_stop(struct loader *L)
 {
-	/* relaxed: a stop request read by ioread.c:ioread() and ops.c:load_missing();
+	/* relaxed: a stop request read by ioread.c:read_uring() and read_sync(), and ops.c:load_missing();
 	 * no data travels with it, and the join below orders everything else */
 	atomic_store_explicit(&L->cancel, 1, memory_order_relaxed);
 	pthread_mutex_lock(&L->qlock);
