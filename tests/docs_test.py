@@ -117,10 +117,18 @@ def listed(text, label):
     return {x.strip('`') .rstrip('/') for x in re.findall(r'`?[a-z][a-z/]*/`?', m.group(1))}
 
 
+# a directory this configuration does not build (examples/bpf without BPF, as
+# in the AArch64 cross build) has no edges to compare: its lines, and its name
+# in the others' lines, are checked by the builds that have it
+unbuilt = set(CODE_DIRS) - seen
 for d in CODE_DIRS:
+    if d in unbuilt:
+        continue
     text = read(src, d, 'README.md')
     for label, want in (('Depends on', deps[d]), ('Used by', users[d])):
         got = listed(text, label)
+        if got is not None:
+            got -= unbuilt
         if got is None:
             fail(f'{d}/README.md: no "{label} (ours): ..." line (meson says: '
                  f'{", ".join(x + "/" for x in sorted(want)) or "nothing"})')
