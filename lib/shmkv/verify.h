@@ -190,6 +190,9 @@ static inline int shmkv__verify_entries(const shmkv *db, char *why, size_t why_l
 			continue;
 		}
 		shmkv__entry e;
+		/* cleared only for GCC -O3's -Wmaybe-uninitialized: decode fills
+		 * every field it returns 0 for (verify is the cold path) */
+		memset(&e, 0, sizeof e);
 		int err = shmkv__entry_decode(db, pos, &e, why, why_len);
 		if (!err)
 			err = shmkv__verify_entry(db, pos, &e, why, why_len);
