@@ -479,6 +479,8 @@ int main(int argc, char **argv)
 	}
 	if (startup(&L, conf, why, sizeof why)) {
 		log_err("%s", why);
+		if (L.conf != conf) /* refused before startup took it (a directory's check) */
+			conf_free(conf);
 		return 1;
 	}
 	log_info("ready pid=%d socket=%s/control.sock", (int)L.pid, L.root);
