@@ -244,7 +244,13 @@ static int adopt_published(struct cache *c, const char *name, const shmkv_ctl_se
 		memcpy(&rs, (const void *)&c->ctl.map->segments[k], sizeof rs);
 		rs.path[SHMKV_CTL_PATH_MAX - 1] = 0;
 		struct seg_info ri;
-		if (seg_inspect(rs.path, &ri, why, why_len) != 0 || ri.size != seg->size) {
+		int rerr = seg_inspect(rs.path, &ri, why, why_len);
+		if (!rerr && ri.size != seg->size)
+			rerr = diag_fail(SHMKV_ECORRUPT, why, why_len,
+					 "%s: image is %llu bytes, the published segment is %llu",
+					 rs.path, (unsigned long long)ri.size,
+					 (unsigned long long)seg->size);
+		if (rerr) {
 			log_err("cache=%s: replica %u unusable: %s", name, k, why);
 			*lost = 1;
 			continue;

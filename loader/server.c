@@ -299,7 +299,7 @@ static void out_of_fds(struct loader *L, int err)
 	int stuck = 1;
 	if (spare_fd >= 0) {
 		close(spare_fd);
-		int fd = accept4(L->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		int fd = accept4(L->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		int e = errno;
 		if (fd >= 0)
 			refuse(fd, "the loader is out of file descriptors; try again later");
