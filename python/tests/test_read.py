@@ -243,7 +243,11 @@ def test_threads_and_close(tmp_path):
         for t in ts:
             t.start()
         start.wait()
-        __import__("time").sleep(0.2)
+        # close while the readers run, once they have taken 400 values (an event,
+        # not a fixed sleep: a loaded machine may not schedule them soon)
+        end = __import__("time").monotonic() + 60
+        while len(held) < 400 and not errors and __import__("time").monotonic() < end:
+            __import__("time").sleep(0.01)
         c.close()
         for t in ts:
             t.join(60)
