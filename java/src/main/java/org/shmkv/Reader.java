@@ -24,7 +24,7 @@ public abstract sealed class Reader implements Iterable<Value> permits Shmkv, Sn
 	 * newer generation (a cache whose refresh switched under the get), or
 	 * throws.
 	 */
-	abstract void onClosed(Generation g, IllegalStateException e);
+	abstract void onClosed(Generation g, RuntimeException e);
 
 	static ShmkvException.Corrupt outside(IndexOutOfBoundsException e) {
 		return new ShmkvException.Corrupt("an offset points outside the image", e);
@@ -76,11 +76,7 @@ public abstract sealed class Reader implements Iterable<Value> permits Shmkv, Sn
 		}
 	}
 
-	/**
-	 * The value offset of key of type t: the hot path of the typed getters
-	 * (no allocation). Returns the offset in g's image, with g in gs[0]... as
-	 * Java has no pair return, the getters inline this loop themselves.
-	 */
+	/** The offset of key's value in g's image, of type t: the typed getters' hot path (no allocation). */
 	private static long locate(Generation g, byte[] key, int len, int t) {
 		Image im = g.image;
 		long e = im.find(key, len);
@@ -209,43 +205,70 @@ public abstract sealed class Reader implements Iterable<Value> permits Shmkv, Sn
 		}
 	}
 
-	/** A bytes value (a copy), or null when missing. */
-	public byte[] getBytes(String key) {
-		Value v = get(key);
-		if (v == null)
-			return null;
+	/**
+	 * f applied to the value of key within one generation (a refresh that
+	 * releases it meanwhile makes the read start again on the new one); null
+	 * when the key is missing. For getters that copy out of the mapping.
+	 */
+	private <T> T read(byte[] key, int len, java.util.function.Function<Value, T> f) {
+		for (;;) {
+			Generation g = current();
+			try {
+				long e = g.image.find(key, len);
+				return e < 0 ? null : f.apply(Value.at(g, e));
+			} catch (IllegalStateException x) {
+				onClosed(g, x);
+			} catch (ShmkvException.Released x) {
+				onClosed(g, x);
+			} catch (IndexOutOfBoundsException x) {
+				throw outside(x);
+			}
+		}
+	}
+
+	private <T> T read(String key, java.util.function.Function<Value, T> f) {
+		Keys.Buf k = Keys.utf8(key);
+		return read(k.b, k.len, f);
+	}
+
+	private static byte[] bytesOf(Value v) {
 		if (v.type() != ValueType.BYTES)
 			throw new ShmkvException.Type("the value is " + v.type().formatName() + ", not bytes");
 		return v.toBytes();
+	}
+
+	/** A bytes value (a copy), or null when missing. */
+	public byte[] getBytes(String key) {
+		return read(key, Reader::bytesOf);
 	}
 
 	public byte[] getBytes(byte[] key) {
-		Value v = get(key);
-		if (v == null)
-			return null;
-		if (v.type() != ValueType.BYTES)
-			throw new ShmkvException.Type("the value is " + v.type().formatName() + ", not bytes");
-		return v.toBytes();
+		return read(key, key.length, Reader::bytesOf);
 	}
 
-	/** A bytes or string value's stored bytes as a read-only buffer (no copy), or null when missing. */
+	/**
+	 * A value's stored bytes as a read-only little-endian buffer (no copy),
+	 * or null when missing; valid while its generation is mapped.
+	 */
 	public java.nio.ByteBuffer getByteBuffer(String key) {
 		Value v = get(key);
 		return v == null ? null : v.asByteBuffer();
 	}
 
-	/** A string value, or null when missing. */
+	/** A string value (decoded, a copy), or null when missing. */
 	public String getString(String key) {
-		Value v = get(key);
-		return v == null ? null : v.asString();
+		return read(key, Value::asString);
 	}
 
 	public String getString(byte[] key) {
-		Value v = get(key);
-		return v == null ? null : v.asString();
+		return read(key, key.length, Value::asString);
 	}
 
-	/** Lists (zero-copy, read-only), or null when missing. */
+	/**
+	 * Lists as zero-copy read-only views, or null when missing; valid while
+	 * their generation is mapped (take them from a {@link Snapshot} to hold
+	 * them across refreshes).
+	 */
 	public LongList getLongList(String key) {
 		Value v = get(key);
 		return v == null ? null : v.asLongList();
@@ -261,9 +284,15 @@ public abstract sealed class Reader implements Iterable<Value> permits Shmkv, Sn
 		return v == null ? null : v.asFloatList();
 	}
 
+	/** A string list (its strings are decoded when read), or null when missing. */
 	public StringList getStringList(String key) {
 		Value v = get(key);
 		return v == null ? null : v.asStringList();
+	}
+
+	/** A string list's strings, decoded now (copies), or null when missing. */
+	public List<String> getStrings(String key) {
+		return read(key, v -> List.copyOf(v.asStringList()));
 	}
 
 	/**

@@ -163,7 +163,7 @@ public final class Shmkv extends Reader implements AutoCloseable {
 	}
 
 	@Override
-	void onClosed(Generation g, IllegalStateException e) {
+	void onClosed(Generation g, RuntimeException e) {
 		if (closed)
 			throw new ShmkvException.Released(source + " is closed", e);
 		if (!g.released())

@@ -21,8 +21,8 @@ public final class Snapshot extends Reader implements AutoCloseable {
 	}
 
 	@Override
-	void onClosed(Generation gen, IllegalStateException e) {
-		throw gen.releasedError(e);
+	void onClosed(Generation gen, RuntimeException e) {
+		throw e instanceof ShmkvException.Released r ? r : gen.releasedError(e);
 	}
 
 	@Override
