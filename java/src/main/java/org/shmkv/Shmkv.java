@@ -65,6 +65,26 @@ public final class Shmkv extends Reader implements AutoCloseable {
 		return new Shmkv(map(file, size, size, 0, file.toString(), check), null, file.toString(), check);
 	}
 
+	/**
+	 * An image held in memory (a copy of bytes, aligned as a mapping is):
+	 * for images that did not come from a file, and for tests.
+	 */
+	public static Shmkv of(byte[] bytes, Check check) {
+		Arena arena = Arena.ofShared();
+		try {
+			MemorySegment seg = arena.allocate(Math.max(bytes.length, 1), 4096);
+			MemorySegment.copy(MemorySegment.ofArray(bytes), 0, seg, 0, bytes.length);
+			Image im = new Image(seg.asSlice(0, bytes.length), bytes.length, check.ordinal());
+			return new Shmkv(new Generation(im, arena, 0, "an image in memory"), null, "an image in memory", check);
+		} catch (IndexOutOfBoundsException e) {
+			arena.close();
+			throw outside(e);
+		} catch (RuntimeException e) {
+			arena.close();
+			throw e;
+		}
+	}
+
 	/** Attaches to cache name under $SHMKV_ROOT (else /run/shmkv). */
 	public static Shmkv attach(String name) {
 		return attach(name, null, Check.HEADER);
