@@ -18,9 +18,12 @@ import org.junit.jupiter.api.Assumptions;
 final class Programs {
 	private Programs() {}
 
+	/** The repository's root (the pom sets it; java/.. when run from java/). */
+	static final Path REPO = Path.of(System.getProperty("shmkv.repo", ".."));
+
 	static Path find(String var, String rel) {
 		String p = System.getenv(var);
-		Path path = p != null && !p.isEmpty() ? Path.of(p) : Path.of("..", "build").resolve(rel);
+		Path path = p != null && !p.isEmpty() ? Path.of(p) : REPO.resolve("build").resolve(rel);
 		if (Files.isExecutable(path))
 			return path.toAbsolutePath();
 		String why = "$" + var + " names no program and " + path + " does not exist (./run test-java builds "

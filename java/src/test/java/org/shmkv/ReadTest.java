@@ -49,6 +49,24 @@ class ReadTest {
 		}
 	}
 
+	/** The first read of java/README.md, on lib/examples/users.jsonl built by shmctl. */
+	@Test
+	void readmeFirstRead(@TempDir Path tmp) throws Exception {
+		Path img = tmp.resolve("users.shmkv");
+		Programs.build(img, "users", Files.readAllLines(Programs.REPO.resolve("lib/examples/users.jsonl")));
+		try (Shmkv db = Shmkv.open(img)) {
+			assertEquals("Ada Lovelace", db.getString("user:1:name"));
+			assertEquals(36, db.getLong("user:1:age"));
+			FloatList emb = db.getFloatList("user:1:embedding");
+			assertEquals(0.25f, emb.get(0));
+			assertEquals(-1.5f, emb.asBuffer().get(1));
+			long n = 0;
+			for (Value v : db)
+				n += v.key().length > 0 ? 1 : 0;
+			assertEquals(db.size(), n);
+		}
+	}
+
 	@Test
 	void errorsAreNamedAfterTheCCodes() throws Exception {
 		try (Shmkv db = Shmkv.open(TYPES)) {
