@@ -1,5 +1,6 @@
 package org.shmkv.bench;
 
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.SplittableRandom;
@@ -13,9 +14,9 @@ import org.shmkv.Shmkv;
  * HashMap<String,String> of the same data (java/README.md, "Benchmark";
  * figures in bench/RESULTS.md, "Java"). The images come from shmctl:
  * -Dshmkv.bench.dir=DIR holds kv_1000000.shmkv, kv_10000000.shmkv and
- * num_1000000.shmkv (key_N -> the i64 N).
+ * num_1000000.shmkv (key_N -> the i64 N). Each side has its own state, so
+ * a run of one side does not build the other.
  */
-@State(Scope.Benchmark)
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
 @Fork(value = 1, jvmArgsAppend = {"-Xmx6g", "-XX:+UseParallelGC"})
@@ -24,83 +25,101 @@ import org.shmkv.Shmkv;
 public class LookupBench {
 	static final int RING = 1 << 20;
 
-	@Param({"1000000", "10000000"})
-	public int keys;
+	@State(Scope.Thread)
+	public static class Keys {
+		@Param({"1000000", "10000000"})
+		public int keys;
+		String[] hit, miss, num;
+		byte[][] hitBytes;
+		int next;
 
-	String[] hitKeys, missKeys, numKeys;
-	byte[][] hitBytes;
-	HashMap<String, String> map;
-	Shmkv kv, num;
-	int next;
-	final byte[] dst = new byte[64];
+		@Setup(Level.Trial)
+		public void setup() {
+			SplittableRandom r = new SplittableRandom(42);
+			hit = new String[RING];
+			miss = new String[RING];
+			num = new String[RING];
+			hitBytes = new byte[RING][];
+			for (int i = 0; i < RING; i++) {
+				hit[i] = "key_" + r.nextInt(keys);
+				miss[i] = "key_" + (keys + r.nextInt(keys));
+				num[i] = "key_" + r.nextInt(1_000_000);
+				hitBytes[i] = hit[i].getBytes(StandardCharsets.US_ASCII);
+			}
+		}
 
-	@Setup(Level.Trial)
-	public void setup() {
-		Path dir = Path.of(System.getProperty("shmkv.bench.dir", "."));
-		kv = Shmkv.open(dir.resolve("kv_" + keys + ".shmkv"), Shmkv.Check.HEADER);
-		num = Shmkv.open(dir.resolve("num_1000000.shmkv"), Shmkv.Check.HEADER);
-		map = new HashMap<>(keys * 2);
-		for (int i = 0; i < keys; i++)
-			map.put("key_" + i, "val_" + i);
-		SplittableRandom r = new SplittableRandom(42);
-		hitKeys = new String[RING];
-		missKeys = new String[RING];
-		numKeys = new String[RING];
-		hitBytes = new byte[RING][];
-		for (int i = 0; i < RING; i++) {
-			hitKeys[i] = "key_" + r.nextInt(keys);
-			missKeys[i] = "key_" + (keys + r.nextInt(keys));
-			numKeys[i] = "key_" + r.nextInt(1_000_000);
-			hitBytes[i] = hitKeys[i].getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+		int i() {
+			return next = (next + 1) & (RING - 1);
 		}
 	}
 
-	@TearDown(Level.Trial)
-	public void close() {
-		kv.close();
-		num.close();
+	@State(Scope.Benchmark)
+	public static class Map {
+		HashMap<String, String> map;
+
+		@Setup(Level.Trial)
+		public void setup(Keys k) {
+			map = new HashMap<>(k.keys * 2);
+			for (int i = 0; i < k.keys; i++)
+				map.put("key_" + i, "val_" + i);
+		}
 	}
 
-	int i() {
-		return next = (next + 1) & (RING - 1);
+	@State(Scope.Benchmark)
+	public static class Kv {
+		Shmkv kv, num;
+		final byte[] dst = new byte[64];
+
+		@Setup(Level.Trial)
+		public void setup(Keys k) {
+			Path dir = Path.of(System.getProperty("shmkv.bench.dir", "."));
+			kv = Shmkv.open(dir.resolve("kv_" + k.keys + ".shmkv"), Shmkv.Check.HEADER);
+			num = Shmkv.open(dir.resolve("num_1000000.shmkv"), Shmkv.Check.HEADER);
+		}
+
+		@TearDown(Level.Trial)
+		public void close() {
+			kv.close();
+			num.close();
+		}
 	}
 
 	@Benchmark
-	public String hashMapHit() {
-		return map.get(hitKeys[i()]);
+	public String hashMapHit(Map m, Keys k) {
+		return m.map.get(k.hit[k.i()]);
 	}
 
 	@Benchmark
-	public String hashMapMiss() {
-		return map.get(missKeys[i()]);
+	public String hashMapMiss(Map m, Keys k) {
+		return m.map.get(k.miss[k.i()]);
 	}
 
-	/** The value as a new String (decoded, like HashMap's but a copy). */
+	/** The value as a new String (decoded: a copy, where HashMap returns its own). */
 	@Benchmark
-	public String shmkvHitString() {
-		return kv.getString(hitKeys[i()]);
+	public String shmkvHitString(Kv s, Keys k) {
+		return s.kv.getString(k.hit[k.i()]);
 	}
 
 	/** The value's bytes into a caller's buffer: no allocation. */
 	@Benchmark
-	public int shmkvHitBytes() {
-		return kv.getInto(hitKeys[i()], dst);
+	public int shmkvHitBytes(Kv s, Keys k) {
+		return s.kv.getInto(k.hit[k.i()], s.dst);
 	}
 
-	/** byte[] keys (no String encoding) and the value's bytes into a buffer. */
+	/** byte[] keys (no String encoding), the value's bytes into a buffer. */
 	@Benchmark
-	public int shmkvHitBytesKey() {
-		return kv.getInto(hitBytes[i()], dst);
+	public int shmkvHitBytesKey(Kv s, Keys k) {
+		return s.kv.getInto(k.hitBytes[k.i()], s.dst);
 	}
 
 	@Benchmark
-	public int shmkvMiss() {
-		return kv.getInto(missKeys[i()], dst);
+	public int shmkvMiss(Kv s, Keys k) {
+		return s.kv.getInto(k.miss[k.i()], s.dst);
 	}
 
 	/** An i64 value (num_1000000: key_N -> N, whatever keys is). */
 	@Benchmark
-	public long shmkvHitLong() {
-		return num.getLong(numKeys[i()]);
+	public long shmkvHitLong(Kv s, Keys k) {
+		return s.num.getLong(k.num[k.i()]);
 	}
 }
