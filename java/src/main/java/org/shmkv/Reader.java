@@ -115,8 +115,8 @@ public abstract sealed class Reader implements Iterable<Value> permits Shmkv, Sn
 
 	/** An i64 value, or dflt when the key is missing. */
 	public long getLong(String key, long dflt) {
-		Value v = get(key);
-		return v == null ? dflt : v.asLong();
+		Long v = read(key, Value::asLong);
+		return v == null ? dflt : v;
 	}
 
 	/** An f64 value; NotFound when missing. */
