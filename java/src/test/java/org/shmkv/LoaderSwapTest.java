@@ -124,6 +124,24 @@ class LoaderSwapTest {
 		assertEquals("EINVAL", assertThrows(ShmkvException.class, () -> Shmkv.attach(".x", root, Shmkv.Check.HEADER)).codeName());
 	}
 
+	/** shmctl cache drop: refresh says Stale (PROTOCOL.md, "Stale handles") and keeps serving what it has. */
+	@Test
+	void dropIsStale() throws Exception {
+		publish(image(1));
+		try (Shmkv c = attachWhenReady()) {
+			Value v = c.get("key_3");
+			Process p = new ProcessBuilder(Programs.shmctl().toString(), "-r", root.toString(), "cache", "drop", "feat")
+					.redirectErrorStream(true).start();
+			String out = new String(p.getInputStream().readAllBytes());
+			assertTrue(p.waitFor(120, TimeUnit.SECONDS) && p.exitValue() == 0, "shmctl cache drop: " + out);
+			ShmkvException e = assertThrows(ShmkvException.Stale.class, c::refresh);
+			assertEquals("SHMKV_ESTALE", e.codeName());
+			assertEquals("t1:val_3", v.asString(), "the generation held is still mapped");
+			assertEquals("t1:val_5", c.getString("key_5"));
+			assertThrows(ShmkvException.Stale.class, c::refresh);
+		}
+	}
+
 	@Test
 	void thousandSwapsUnderReaders() throws Exception {
 		Path[] imgs = new Path[IMAGES];
