@@ -1,0 +1,212 @@
+package org.shmkv;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
+import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.AccessDeniedException;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.util.Map;
+
+/**
+ * The control segment ROOT/NAME.ctl (lib/PROTOCOL.md): opening it, and the
+ * reader's side of the seqcount, whose writer is shmkv_ctl_publish() in
+ * lib/shmkv/ctl.h. Loads use VarHandle acquire mode on the mapped words,
+ * as the C reader's __atomic loads do.
+ */
+final class Ctl implements AutoCloseable {
+	static final long SIZE = 4096, LAYOUT_HASH = 0x4b43ad88b167e31cL;
+	static final int WORDS = 2176 / 8, MAX_SEGMENTS = 8, PATH_MAX = 224;
+	static final int RETIRED = 1;
+	static final int SEQ_SPINS = 1 << 16, SEQ_PAUSES = 256;
+	static final String NAME_RULE = "1-63 bytes of A-Z a-z 0-9 _ - ., not starting with .";
+	/** Coordinates (MemorySegment, long offset); native order is the format's (little-endian hosts only). */
+	private static final VarHandle WORD = ValueLayout.JAVA_LONG.varHandle();
+	private static final long OFF_SEQ = 24, OFF_GENERATION = 32;
+
+	final Path path;
+	final Object fileKey;
+	final int uid;
+	private final Arena arena;
+	private final MemorySegment seg;
+
+	static boolean validName(String name) {
+		if (name == null || name.isEmpty() || name.length() > 63 || name.charAt(0) == '.')
+			return false;
+		for (int i = 0; i < name.length(); i++) {
+			char c = name.charAt(i);
+			if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-'
+					|| c == '.'))
+				return false;
+		}
+		return true;
+	}
+
+	/** root, else $SHMKV_ROOT, else /run/shmkv (shmkv_ctl_root). */
+	static Path root(Path root) {
+		if (root != null && !root.toString().isEmpty())
+			return root;
+		String env = System.getenv("SHMKV_ROOT");
+		return Path.of(env != null && !env.isEmpty() ? env : "/run/shmkv");
+	}
+
+	/** shmkv_ctl_open() for a reader: checks and maps the file read-only. */
+	Ctl(Path root, String name) {
+		if (!validName(name))
+			throw new ShmkvException.Io(22, "EINVAL", "invalid cache name \"" + name + "\" (" + NAME_RULE + ")", null);
+		root = root(root);
+		path = root.resolve(name + ".ctl");
+		Map<String, Object> st;
+		try {
+			st = Files.readAttributes(path, "unix:mode,uid,size,fileKey,isRegularFile,isSymbolicLink",
+					LinkOption.NOFOLLOW_LINKS);
+		} catch (NoSuchFileException e) {
+			throw new ShmkvException.Io(2, "ENOENT", "no cache \"" + name + "\" under " + root + " (no " + name
+					+ ".ctl; is shmkv-loader running with this root? set SHMKV_ROOT)", e);
+		} catch (IOException e) {
+			throw io(path, e);
+		}
+		if ((Boolean) st.get("isSymbolicLink"))
+			throw new ShmkvException.Io(40, "ELOOP", path + ": is a symbolic link, not a control segment", null);
+		if (!(Boolean) st.get("isRegularFile"))
+			throw new ShmkvException.Proto(path + ": not a shmkv control segment (not a regular file)");
+		long size = (Long) st.get("size");
+		if (size < SIZE)
+			throw new ShmkvException.Proto(path + ": not a shmkv control segment (size " + size + ", below 4096 bytes)");
+		int mode = (Integer) st.get("mode");
+		if ((mode & 022) != 0)
+			throw new ShmkvException.Proto(String.format("%s: mode %04o is writable by group or others: not a control "
+					+ "segment to trust", path, mode & 07777));
+		uid = (Integer) st.get("uid");
+		fileKey = st.get("fileKey");
+		arena = Arena.ofShared();
+		try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ)) {
+			seg = ch.map(FileChannel.MapMode.READ_ONLY, 0, SIZE, arena);
+		} catch (IOException e) {
+			arena.close();
+			throw io(path, e);
+		}
+		// written once before the file got its name, never after: plain reads
+		byte[] magic = seg.asSlice(0, 8).toArray(ValueLayout.JAVA_BYTE);
+		String problem = null;
+		if (!new String(magic, StandardCharsets.ISO_8859_1).equals("SHMKVCTL"))
+			problem = path + ": not a shmkv control segment (magic)";
+		else {
+			long version = Bytes.u32(seg, 8), csize = Bytes.u32(seg, 12), layout = Bytes.u64(seg, 16);
+			if (version != 1 || csize != SIZE || layout != LAYOUT_HASH)
+				problem = path + ": protocol version " + version + " size " + csize + " layout " + Bytes.hex(layout)
+						+ ", this library speaks version 1 size 4096 layout " + Bytes.hex(LAYOUT_HASH);
+		}
+		if (problem != null) {
+			arena.close();
+			throw new ShmkvException.Proto(problem);
+		}
+	}
+
+	static ShmkvException io(Path p, IOException e) {
+		if (e instanceof NoSuchFileException)
+			return new ShmkvException.Io(2, "ENOENT", p + ": No such file or directory", e);
+		if (e instanceof AccessDeniedException)
+			return new ShmkvException.Io(13, "EACCES", p + ": Permission denied", e);
+		return new ShmkvException.Io(5, "EIO", p + ": " + e.getMessage(), e);
+	}
+
+	/** The current generation: one acquire load (shmkv_ctl_generation). */
+	long generation() {
+		// pairs with shmkv__store_release(&ctl->generation) in
+		// lib/shmkv/ctl.h:shmkv_ctl_publish(): seeing the new generation
+		// means seeing the section's stores (still copied by read())
+		return (long) WORD.getAcquire(seg, OFF_GENERATION);
+	}
+
+	/** The seqcount (shmkv__ctl_seq). */
+	long seq() {
+		// pairs with shmkv__store_release(&ctl->seq, s + 2) in
+		// lib/shmkv/ctl.h:shmkv_ctl_publish()
+		return (long) WORD.getAcquire(seg, OFF_SEQ);
+	}
+
+	/** A consistent copy of the control segment (shmkv__ctl_read_n). */
+	record Snap(long seq, long generation, int segmentCount, int flags, long[] words) {
+		long segSize(int i) { return words[(128 + 256 * i + 8) / 8]; }
+		long segMapSize(int i) { return words[(128 + 256 * i + 16) / 8]; }
+		int segNode(int i) { return (int) words[(128 + 256 * i) / 8]; }
+		String segPath(int i) {
+			byte[] b = new byte[PATH_MAX];
+			int n = 0;
+			for (; n < PATH_MAX - 1; n++) {
+				byte c = (byte) (words[(128 + 256 * i + 32 + n) / 8] >>> (8 * ((32 + n) % 8)));
+				if (c == 0)
+					break;
+				b[n] = c;
+			}
+			return new String(b, 0, n, StandardCharsets.UTF_8);
+		}
+	}
+
+	Snap read(int maxPasses) {
+		long[] w = new long[WORDS];
+		for (int pass = 0; pass < maxPasses; pass++) {
+			if (pass > 0) {
+				// spin briefly, then let a descheduled writer run
+				if (pass < SEQ_PAUSES)
+					Thread.onSpinWait();
+				else
+					Thread.yield();
+			}
+			// pairs with the final shmkv__store_release(&ctl->seq, s + 2) in
+			// lib/shmkv/ctl.h:shmkv_ctl_publish()
+			long s1 = (long) WORD.getAcquire(seg, OFF_SEQ);
+			if ((s1 & 1) != 0)
+				continue;
+			for (int i = 0; i < WORDS; i++)
+				// acquire; pairs with the store_release of each word in
+				// lib/shmkv/ctl.h:shmkv_ctl_publish(): a word from a newer
+				// section brings that section's odd seq with it
+				w[i] = (long) WORD.getAcquire(seg, 8L * i);
+			// plain (relaxed): ordered after the loads above by their acquire
+			if ((long) WORD.get(seg, OFF_SEQ) != s1)
+				continue;
+			int count = (int) w[5];
+			int flags = (int) (w[5] >>> 32);
+			if (Integer.toUnsignedLong(count) > MAX_SEGMENTS)
+				throw new ShmkvException.Proto(path + ": segment_count " + Integer.toUnsignedString(count) + " over "
+						+ MAX_SEGMENTS);
+			return new Snap(s1, w[4], count, flags, w);
+		}
+		throw new ShmkvException.Unavailable(path + ": a publish is under way (or its loader died in it): try again");
+	}
+
+	/**
+	 * Refresh's first check (lib/PROTOCOL.md "Stale handles"): the path still
+	 * names this file and it is not truncated. Java has no fstat of a
+	 * descriptor: comparing the file key (device and inode) of the path with
+	 * the one opened tells a removed or renamed-over file the same way.
+	 */
+	void checkCurrent() {
+		try {
+			BasicFileAttributes a = Files.readAttributes(path, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
+			if (!fileKey.equals(a.fileKey()))
+				throw new ShmkvException.Stale(path + " was replaced");
+			if (a.size() < SIZE)
+				throw new ShmkvException.Stale(path + " was truncated");
+		} catch (NoSuchFileException e) {
+			throw new ShmkvException.Stale(path + " was removed");
+		} catch (IOException e) {
+			throw io(path, e);
+		}
+	}
+
+	@Override
+	public void close() {
+		arena.close();
+	}
+}

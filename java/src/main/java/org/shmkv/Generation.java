@@ -1,0 +1,78 @@
+package org.shmkv;
+
+import java.lang.foreign.Arena;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * One mapped image and the shared arena that owns its mapping. The mapping
+ * is unmapped (arena closed) once the generation is retired (a refresh
+ * switched to a newer one, or close) and no {@link Snapshot} pins it. A view
+ * used after that fails: the JDK refuses any access to a closed shared arena's
+ * memory (IllegalStateException, which the views turn into
+ * {@link ShmkvException.Released}); closing waits out a thread that is in the
+ * middle of an access, so no read ever touches unmapped memory.
+ */
+final class Generation {
+	final Image image;
+	final long number;
+	final String source;
+	private final Arena arena;
+	/** Snapshots pinning this generation; -1 once the arena is closed. */
+	private final AtomicInteger pins = new AtomicInteger();
+	private volatile boolean retired;
+
+	Generation(Image image, Arena arena, long number, String source) {
+		this.image = image;
+		this.arena = arena;
+		this.number = number;
+		this.source = source;
+	}
+
+	/** Pins the mapping for a snapshot; false when it is already released. */
+	boolean pin() {
+		for (;;) {
+			int p = pins.get();
+			if (p < 0)
+				return false;
+			if (pins.compareAndSet(p, p + 1))
+				return true;
+		}
+	}
+
+	void unpin() {
+		if (pins.decrementAndGet() == 0 && retired)
+			tryRelease();
+	}
+
+	/** No longer current: released now, or when its last snapshot closes. */
+	void retire() {
+		retired = true;
+		tryRelease();
+	}
+
+	boolean released() {
+		return pins.get() < 0;
+	}
+
+	private void tryRelease() {
+		// 0 -> -1 excludes a concurrent pin (0 -> 1): one of the two wins
+		if (!pins.compareAndSet(0, -1))
+			return;
+		for (;;) {
+			try {
+				arena.close();
+				return;
+			} catch (IllegalStateException busy) {
+				// a JDK that refuses to close while another thread is inside an
+				// access of this arena (before JDK 23): that access ends soon
+				Thread.onSpinWait();
+			}
+		}
+	}
+
+	ShmkvException.Released releasedError(Throwable cause) {
+		return new ShmkvException.Released("generation " + number + " of " + source + " was released (a refresh "
+				+ "switched to a newer generation, or the cache was closed); values that must outlive a refresh "
+				+ "come from a Snapshot", cause);
+	}
+}

@@ -1,0 +1,247 @@
+package org.shmkv;
+
+import com.dynatrace.hash4j.hashing.Hasher64;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+
+/**
+ * One opened image (one generation) over its mapping: the open checks
+ * (FORMAT.md §12), lookups with the checks of §12.1, entries (§7), value
+ * decoding (§8, §9) and the full check (§13). Thread-safe: immutable after
+ * construction. The mapping's lifetime is its {@link Generation}'s.
+ */
+final class Image {
+	static final int BYTES = 1, STRING = 2, I64 = 3, BOOL = 4, F64 = 5, F32LIST = 6, F64LIST = 7, I64LIST = 8,
+			STRLIST = 9;
+	static final int MAX_KEY = 65535;
+	static final int ENTRY_SHARED = 1;
+
+	final MemorySegment seg;
+	final Header hdr;
+	final Index index;
+	final Hasher64 hasher;
+	final long bucketCount, entryCount, idxOff, entOff, entEnd, valOff, valEnd, hashMask;
+	final int maxProbe, hashBits;
+
+	/** depth: 0 header only (checks 1-10), 1 with checks 11-12, 2 also the full check (§13). */
+	Image(MemorySegment seg, long size, int depth) {
+		this.seg = seg;
+		hdr = new Header(seg, size);
+		index = IndexV1.INSTANCE; // by hdr.formatVersion once v2 lands
+		hasher = Xxh3.hasher(hdr.hashSeed);
+		bucketCount = hdr.bucketCount;
+		entryCount = hdr.entryCount;
+		maxProbe = hdr.maxProbe;
+		hashBits = hdr.hashBits;
+		hashMask = hashBits == 64 ? -1L : (1L << hashBits) - 1;
+		idxOff = hdr.secOff[0];
+		entOff = hdr.secOff[1];
+		entEnd = entOff + hdr.secSize[1];
+		valOff = hdr.secOff[2];
+		valEnd = valOff + hdr.secSize[2];
+		if (depth >= 1)
+			hdr.checkSections(seg);
+		if (depth >= 2)
+			verify();
+	}
+
+	/** The key hash of FORMAT.md §5. */
+	long hash(byte[] key, int len) {
+		long h = hasher.hashBytesToLong(key, 0, len);
+		return hashBits == 64 ? h : (h & hashMask) * 0x9E3779B97F4A7C15L;
+	}
+
+	/** The entry of key[0, len), or -1. */
+	long find(byte[] key, int len) {
+		if (len > MAX_KEY)
+			throw new ShmkvException.KeyLength(len);
+		return index.find(this, key, len, hash(key, len));
+	}
+
+	static boolean aligned(int type) {
+		return type >= I64 && type != BOOL;
+	}
+
+	static boolean nul(int type) {
+		return type == BYTES || type == STRING;
+	}
+
+	/**
+	 * The image offset of the value of the entry at e that a lookup found,
+	 * with the checks of §12.1 (type, flags, where the value lies, its shape;
+	 * a strlist's count, not its strings).
+	 */
+	long valueOffset(long e) {
+		int type = Bytes.u8(seg, e), flags = Bytes.u8(seg, e + 1);
+		int kl = Bytes.u16(seg, e + 2);
+		long vlen = Bytes.u32(seg, e + 4);
+		long voff = place(e, type, flags, kl, vlen);
+		shape(e, type, voff, vlen, false);
+		return voff;
+	}
+
+	/** Type, flags and where the value lies (§7, §9); throws Corrupt naming the rule. */
+	private long place(long e, int type, int flags, int kl, long vlen) {
+		if (type < 1 || type > 9)
+			throw entryCorrupt(e, "unknown value type " + type);
+		if ((flags & ~ENTRY_SHARED) != 0)
+			throw entryCorrupt(e, "unknown entry flags " + Integer.toHexString(flags));
+		long p = 8 + kl;
+		long stored = vlen + (nul(type) ? 1 : 0);
+		boolean shared = (flags & ENTRY_SHARED) != 0;
+		long vpos = shared || aligned(type) ? (p + 7) & ~7L : p;
+		if (shared) {
+			if (e + vpos + 8 > entEnd)
+				throw entryCorrupt(e, "shared value reference runs past the entries section");
+			long voff = Bytes.u64(seg, e + vpos);
+			if (voff % 8 != 0 || voff < valOff || Long.compareUnsigned(voff, valEnd) > 0 || stored > valEnd - voff)
+				throw entryCorrupt(e, "shared value at " + Long.toUnsignedString(voff) + " (" + stored
+						+ " bytes) is not an 8-aligned value inside the values section [" + valOff + ", " + valEnd + ")");
+			return voff;
+		}
+		if (e + vpos + stored > entEnd)
+			throw entryCorrupt(e, "value of " + vlen + " bytes runs past the entries section");
+		return e + vpos;
+	}
+
+	/** The value's shape (§8); full: a strlist's strings too (iteration, verify). */
+	private void shape(long e, int type, long voff, long vlen, boolean full) {
+		switch (type) {
+			case BYTES, STRING -> {
+				if (Bytes.u8(seg, voff + vlen) != 0)
+					throw entryCorrupt(e, "bytes/string value not NUL-terminated");
+			}
+			case I64, F64 -> {
+				if (vlen != 8)
+					throw entryCorrupt(e, "value length " + vlen + ", type needs 8");
+			}
+			case BOOL -> {
+				if (vlen != 1 || Bytes.u8(seg, voff) > 1)
+					throw entryCorrupt(e, "bool value is not one byte 0 or 1");
+			}
+			case F32LIST -> {
+				if (vlen % 4 != 0)
+					throw entryCorrupt(e, "f32list length " + vlen + " is not a multiple of 4");
+			}
+			case F64LIST, I64LIST -> {
+				if (vlen % 8 != 0)
+					throw entryCorrupt(e, "list length " + vlen + " is not a multiple of 8");
+			}
+			default -> {
+				if (vlen < 8)
+					throw entryCorrupt(e, "strlist of " + vlen + " bytes, below 8");
+				long count = Bytes.u32(seg, voff);
+				if (count > (vlen - 8) / 4)
+					throw entryCorrupt(e, "strlist count " + count + " does not fit its " + vlen + " bytes");
+				if (full)
+					strlistFull(e, voff, vlen, count);
+			}
+		}
+	}
+
+	private void strlistFull(long e, long voff, long vlen, long count) {
+		long data = 4 * (count + 2);
+		if (Bytes.u32(seg, voff + 4) != 0)
+			throw entryCorrupt(e, "strlist ends[0] is not 0");
+		long prev = 0;
+		for (long i = 1; i <= count; i++) {
+			long end = Bytes.u32(seg, voff + 4 + 4 * i);
+			if (end <= prev || end > vlen - data)
+				throw entryCorrupt(e, "strlist ends[" + i + "] " + end + " out of order or past the data");
+			if (Bytes.u8(seg, voff + data + end - 1) != 0)
+				throw entryCorrupt(e, "strlist string " + (i - 1) + " is not NUL-terminated");
+			prev = end;
+		}
+		if (prev != vlen - data)
+			throw entryCorrupt(e, "strlist data ends at " + prev + ", the value at " + (vlen - data));
+	}
+
+	static ShmkvException.Corrupt entryCorrupt(long e, String m) {
+		return new ShmkvException.Corrupt("entry at " + e + ": " + m);
+	}
+
+	/** A decoded entry (iteration and verify; lookups decode without allocating). */
+	static final class Entry {
+		long off, voff, end;
+		int type, keyLen;
+		long valueLen;
+		boolean shared;
+
+		byte[] key(MemorySegment s) {
+			byte[] k = new byte[keyLen];
+			MemorySegment.copy(s, ValueLayout.JAVA_BYTE, off + 8, k, 0, keyLen);
+			return k;
+		}
+	}
+
+	/** shmkv__entry_decode of §13: the entry at e, with every rule, strlists whole. */
+	Entry decode(long e, boolean full) {
+		if (e % 8 != 0 || e < entOff || e > entEnd - 8)
+			throw entryCorrupt(e, "not an 8-aligned entry inside the entries section [" + entOff + ", " + entEnd + ")");
+		Entry en = new Entry();
+		en.off = e;
+		en.type = Bytes.u8(seg, e);
+		int flags = Bytes.u8(seg, e + 1);
+		en.keyLen = Bytes.u16(seg, e + 2);
+		en.valueLen = Bytes.u32(seg, e + 4);
+		if (e + 8 + en.keyLen > entEnd)
+			throw entryCorrupt(e, "key runs past the entries section");
+		en.voff = place(e, en.type, flags, en.keyLen, en.valueLen);
+		en.shared = (flags & ENTRY_SHARED) != 0;
+		shape(e, en.type, en.voff, en.valueLen, full);
+		long p = 8 + en.keyLen;
+		long vpos = en.shared || aligned(en.type) ? (p + 7) & ~7L : p;
+		long stored = en.valueLen + (nul(en.type) ? 1 : 0);
+		en.end = en.shared ? e + vpos + 8 : e + ((vpos + stored + 7) & ~7L);
+		if (en.end > entEnd)
+			throw entryCorrupt(e, "entry end " + en.end + " past the entries section end " + entEnd);
+		return en;
+	}
+
+	/** The next entry at or after pos (skipping zero words), or -1 at the section end. */
+	long nextEntry(long pos) {
+		for (; pos + 8 <= entEnd; pos += 8)
+			if (Bytes.u64(seg, pos) != 0)
+				return pos;
+		return -1;
+	}
+
+	/** The full structural check, FORMAT.md §13 (after §12's checks, which the constructor ran). */
+	void verify() {
+		index.verify(this);
+		long n = 0, shared = 0;
+		for (long pos = nextEntry(entOff); pos >= 0; ) {
+			Entry en = decode(pos, true);
+			byte[] key = en.key(seg);
+			if (find(key, key.length) != pos)
+				throw entryCorrupt(pos, "looking its key up does not find this entry");
+			long p = pos + 8 + en.keyLen;
+			long vpos = en.shared ? pos + ((8 + en.keyLen + 7) & ~7L) : en.voff;
+			long nz = Bytes.firstNonZero(seg, p, vpos - p);
+			if (nz >= 0)
+				throw entryCorrupt(pos, "non-zero padding byte at " + nz + " before the value");
+			long after = en.shared ? vpos + 8 : en.voff + en.valueLen + (nul(en.type) ? 1 : 0);
+			nz = Bytes.firstNonZero(seg, after, en.end - after);
+			if (nz >= 0)
+				throw entryCorrupt(pos, "non-zero padding byte at " + nz + " after the value");
+			if (en.type == STRING && !Utf8.valid(seg, en.voff, en.valueLen))
+				throw entryCorrupt(pos, "string value is not valid UTF-8");
+			if (en.type == STRLIST) {
+				long count = Bytes.u32(seg, en.voff), data = en.voff + 4 * (count + 2);
+				for (long i = 0; i < count; i++) {
+					long a = Bytes.u32(seg, en.voff + 4 + 4 * i), b = Bytes.u32(seg, en.voff + 8 + 4 * i);
+					if (!Utf8.valid(seg, data + a, b - a - 1))
+						throw entryCorrupt(pos, "strlist string " + i + " is not valid UTF-8");
+				}
+			}
+			n++;
+			if (en.shared)
+				shared++;
+			pos = nextEntry(en.end);
+		}
+		if (n != entryCount)
+			throw new ShmkvException.Corrupt("entries section holds " + n + " entries, entry_count is " + entryCount);
+		if (shared != hdr.dedupRefs)
+			throw new ShmkvException.Corrupt(shared + " entries share a value, dedup_refs is " + hdr.dedupRefs);
+	}
+}

@@ -1,0 +1,396 @@
+package org.shmkv;
+
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.List;
+import java.util.NoSuchElementException;
+import java.util.function.BiConsumer;
+
+/**
+ * The lookups every reader has: {@link Shmkv} (an image file or an attached
+ * cache, which follows generations) and {@link Snapshot} (one pinned
+ * generation). Object getters return null for a missing key; primitive
+ * getters throw {@link ShmkvException.NotFound} (or take a default).
+ * Keys are bytes; a String key is its UTF-8 bytes.
+ */
+public abstract sealed class Reader implements Iterable<Value> permits Shmkv, Snapshot {
+	Reader() {}
+
+	/** The generation to read now. */
+	abstract Generation current();
+
+	/**
+	 * An access found the generation's memory closed: returns to retry on a
+	 * newer generation (a cache whose refresh switched under the get), or
+	 * throws.
+	 */
+	abstract void onClosed(Generation g, RuntimeException e);
+
+	static ShmkvException.Corrupt outside(IndexOutOfBoundsException e) {
+		return new ShmkvException.Corrupt("an offset points outside the image", e);
+	}
+
+	private static ShmkvException.NotFound notFound(byte[] key, int len) {
+		StringBuilder b = new StringBuilder();
+		for (int i = 0; i < Math.min(len, 64); i++)
+			b.append(String.format("%02x", key[i] & 0xFF));
+		return new ShmkvException.NotFound("key " + b + (len > 64 ? "..." : "") + " (" + len + " bytes)");
+	}
+
+	/** The generation number read now (0 for an image file). */
+	public long generation() {
+		return current().number;
+	}
+
+	/** The number of keys. */
+	public long size() {
+		return current().image.entryCount;
+	}
+
+	/** The image's name (header field). */
+	public String name() {
+		return current().image.hdr.name;
+	}
+
+	/** The value of key, or null when the key is not there. */
+	public Value get(byte[] key) {
+		return get(key, key.length);
+	}
+
+	public Value get(String key) {
+		Keys.Buf k = Keys.utf8(key);
+		return get(k.b, k.len);
+	}
+
+	private Value get(byte[] key, int len) {
+		for (;;) {
+			Generation g = current();
+			try {
+				long e = g.image.find(key, len);
+				return e < 0 ? null : Value.at(g, e);
+			} catch (IllegalStateException x) {
+				onClosed(g, x);
+			} catch (IndexOutOfBoundsException x) {
+				throw outside(x);
+			}
+		}
+	}
+
+	/** The offset of key's value in g's image, of type t: the typed getters' hot path (no allocation). */
+	private static long locate(Generation g, byte[] key, int len, int t) {
+		Image im = g.image;
+		long e = im.find(key, len);
+		if (e < 0)
+			throw notFound(key, len);
+		long voff = im.valueOffset(e);
+		int type = Bytes.u8(im.seg, e);
+		if (type != t)
+			throw new ShmkvException.Type("the value is " + ValueType.of(type).formatName() + ", not "
+					+ ValueType.of(t).formatName());
+		return voff;
+	}
+
+	/** An i64 value; NotFound when missing, Type when of another type. */
+	public long getLong(byte[] key) {
+		return getLong(key, key.length);
+	}
+
+	public long getLong(String key) {
+		Keys.Buf k = Keys.utf8(key);
+		return getLong(k.b, k.len);
+	}
+
+	private long getLong(byte[] key, int len) {
+		for (;;) {
+			Generation g = current();
+			try {
+				return g.image.seg.get(Bytes.U64, locate(g, key, len, Image.I64));
+			} catch (IllegalStateException x) {
+				onClosed(g, x);
+			} catch (IndexOutOfBoundsException x) {
+				throw outside(x);
+			}
+		}
+	}
+
+	/** An i64 value, or dflt when the key is missing. */
+	public long getLong(String key, long dflt) {
+		Long v = read(key, Value::asLong);
+		return v == null ? dflt : v;
+	}
+
+	/** An f64 value; NotFound when missing. */
+	public double getDouble(byte[] key) {
+		return getDouble(key, key.length);
+	}
+
+	public double getDouble(String key) {
+		Keys.Buf k = Keys.utf8(key);
+		return getDouble(k.b, k.len);
+	}
+
+	private double getDouble(byte[] key, int len) {
+		for (;;) {
+			Generation g = current();
+			try {
+				return g.image.seg.get(Bytes.F64, locate(g, key, len, Image.F64));
+			} catch (IllegalStateException x) {
+				onClosed(g, x);
+			} catch (IndexOutOfBoundsException x) {
+				throw outside(x);
+			}
+		}
+	}
+
+	/** A bool value; NotFound when missing. */
+	public boolean getBoolean(byte[] key) {
+		return getBoolean(key, key.length);
+	}
+
+	public boolean getBoolean(String key) {
+		Keys.Buf k = Keys.utf8(key);
+		return getBoolean(k.b, k.len);
+	}
+
+	private boolean getBoolean(byte[] key, int len) {
+		for (;;) {
+			Generation g = current();
+			try {
+				return Bytes.u8(g.image.seg, locate(g, key, len, Image.BOOL)) != 0;
+			} catch (IllegalStateException x) {
+				onClosed(g, x);
+			} catch (IndexOutOfBoundsException x) {
+				throw outside(x);
+			}
+		}
+	}
+
+	/**
+	 * Copies a bytes or string value into dst (no allocation) and returns its
+	 * length; -1 when the key is missing. A value longer than dst is not
+	 * copied: the return is its length, larger than dst.length.
+	 */
+	public int getInto(byte[] key, byte[] dst) {
+		return getInto(key, key.length, dst);
+	}
+
+	public int getInto(String key, byte[] dst) {
+		Keys.Buf k = Keys.utf8(key);
+		return getInto(k.b, k.len, dst);
+	}
+
+	private int getInto(byte[] key, int len, byte[] dst) {
+		for (;;) {
+			Generation g = current();
+			try {
+				Image im = g.image;
+				long e = im.find(key, len);
+				if (e < 0)
+					return -1;
+				long voff = im.valueOffset(e);
+				int type = Bytes.u8(im.seg, e);
+				if (type != Image.BYTES && type != Image.STRING)
+					throw new ShmkvException.Type("the value is " + ValueType.of(type).formatName() + ", not bytes or string");
+				long n = Bytes.u32(im.seg, e + 4);
+				if (n > Integer.MAX_VALUE)
+					return Integer.MAX_VALUE;
+				if (n <= dst.length)
+					java.lang.foreign.MemorySegment.copy(im.seg, java.lang.foreign.ValueLayout.JAVA_BYTE, voff, dst, 0, (int) n);
+				return (int) n;
+			} catch (IllegalStateException x) {
+				onClosed(g, x);
+			} catch (IndexOutOfBoundsException x) {
+				throw outside(x);
+			}
+		}
+	}
+
+	/**
+	 * f applied to the value of key within one generation (a refresh that
+	 * releases it meanwhile makes the read start again on the new one); null
+	 * when the key is missing. For getters that copy out of the mapping.
+	 */
+	private <T> T read(byte[] key, int len, java.util.function.Function<Value, T> f) {
+		for (;;) {
+			Generation g = current();
+			try {
+				long e = g.image.find(key, len);
+				return e < 0 ? null : f.apply(Value.at(g, e));
+			} catch (IllegalStateException x) {
+				onClosed(g, x);
+			} catch (ShmkvException.Released x) {
+				onClosed(g, x);
+			} catch (IndexOutOfBoundsException x) {
+				throw outside(x);
+			}
+		}
+	}
+
+	private <T> T read(String key, java.util.function.Function<Value, T> f) {
+		Keys.Buf k = Keys.utf8(key);
+		return read(k.b, k.len, f);
+	}
+
+	private static byte[] bytesOf(Value v) {
+		if (v.type() != ValueType.BYTES)
+			throw new ShmkvException.Type("the value is " + v.type().formatName() + ", not bytes");
+		return v.toBytes();
+	}
+
+	/** A bytes value (a copy), or null when missing. */
+	public byte[] getBytes(String key) {
+		return read(key, Reader::bytesOf);
+	}
+
+	public byte[] getBytes(byte[] key) {
+		return read(key, key.length, Reader::bytesOf);
+	}
+
+	/**
+	 * A value's stored bytes as a read-only little-endian buffer (no copy),
+	 * or null when missing; valid while its generation is mapped.
+	 */
+	public java.nio.ByteBuffer getByteBuffer(String key) {
+		Value v = get(key);
+		return v == null ? null : v.asByteBuffer();
+	}
+
+	/** A string value (decoded, a copy), or null when missing. */
+	public String getString(String key) {
+		return read(key, Value::asString);
+	}
+
+	public String getString(byte[] key) {
+		return read(key, key.length, Value::asString);
+	}
+
+	/**
+	 * Lists as zero-copy read-only views, or null when missing; valid while
+	 * their generation is mapped (take them from a {@link Snapshot} to hold
+	 * them across refreshes).
+	 */
+	public LongList getLongList(String key) {
+		Value v = get(key);
+		return v == null ? null : v.asLongList();
+	}
+
+	public DoubleList getDoubleList(String key) {
+		Value v = get(key);
+		return v == null ? null : v.asDoubleList();
+	}
+
+	public FloatList getFloatList(String key) {
+		Value v = get(key);
+		return v == null ? null : v.asFloatList();
+	}
+
+	/** A string list (its strings are decoded when read), or null when missing. */
+	public StringList getStringList(String key) {
+		Value v = get(key);
+		return v == null ? null : v.asStringList();
+	}
+
+	/** A string list's strings, decoded now (copies), or null when missing. */
+	public List<String> getStrings(String key) {
+		return read(key, v -> List.copyOf(v.asStringList()));
+	}
+
+	/**
+	 * The values of keys, all from one generation (a refresh racing the batch
+	 * makes it start again on the new one); null where a key is missing.
+	 */
+	public Value[] getAll(byte[]... keys) {
+		for (;;) {
+			Generation g = current();
+			try {
+				Value[] out = new Value[keys.length];
+				for (int i = 0; i < keys.length; i++) {
+					long e = g.image.find(keys[i], keys[i].length);
+					out[i] = e < 0 ? null : Value.at(g, e);
+				}
+				return out;
+			} catch (IllegalStateException x) {
+				onClosed(g, x);
+			} catch (IndexOutOfBoundsException x) {
+				throw outside(x);
+			}
+		}
+	}
+
+	public List<Value> getAll(List<String> keys) {
+		byte[][] k = new byte[keys.size()][];
+		for (int i = 0; i < k.length; i++)
+			k[i] = keys.get(i).getBytes(java.nio.charset.StandardCharsets.UTF_8);
+		List<Value> out = new ArrayList<>(k.length);
+		for (Value v : getAll(k))
+			out.add(v);
+		return out;
+	}
+
+	/**
+	 * Every entry of the generation read now, in image order ({@link Value#key()}
+	 * gives the key). Every entry is checked as verify checks it (FORMAT.md
+	 * §13): a damaged one ends the iteration with Corrupt. An iteration over a
+	 * cache that a refresh switches away from fails with Released: iterate a
+	 * {@link Snapshot} to be sure to finish.
+	 */
+	@Override
+	public Iterator<Value> iterator() {
+		Generation g = current();
+		return new Iterator<>() {
+			long pos = g.image.entOff, left = g.image.entryCount;
+			Value next;
+
+			@Override
+			public boolean hasNext() {
+				if (next != null)
+					return true;
+				if (left == 0)
+					return false;
+				try {
+					long e = g.image.nextEntry(pos);
+					if (e < 0)
+						throw new ShmkvException.Corrupt("entries section ends after " + (g.image.entryCount - left)
+								+ " of " + g.image.entryCount + " entries");
+					Image.Entry en = g.image.decode(e, true);
+					next = new Value(g, e, en.voff, en.type, en.valueLen);
+					pos = en.end;
+					left--;
+					return true;
+				} catch (IllegalStateException x) {
+					throw g.released() ? g.releasedError(x) : x;
+				} catch (IndexOutOfBoundsException x) {
+					throw outside(x);
+				}
+			}
+
+			@Override
+			public Value next() {
+				if (!hasNext())
+					throw new NoSuchElementException();
+				Value v = next;
+				next = null;
+				return v;
+			}
+		};
+	}
+
+	/** Calls action with every key and value, as {@link #iterator()}. */
+	public void forEach(BiConsumer<byte[], Value> action) {
+		for (Value v : this)
+			action.accept(v.key(), v);
+	}
+
+	/** The full structural check of FORMAT.md §13 on the generation read now; throws what it finds. */
+	public void verify() {
+		Generation g = current();
+		try {
+			g.image.hdr.checkSections(g.image.seg);
+			g.image.verify();
+		} catch (IllegalStateException x) {
+			throw g.released() ? g.releasedError(x) : x;
+		} catch (IndexOutOfBoundsException x) {
+			throw outside(x);
+		}
+	}
+}

@@ -1,0 +1,264 @@
+package org.shmkv;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.Map;
+
+/**
+ * A shmkv reader: an image file ({@link #open}) or a cache served by
+ * shmkv-loader ({@link #attach}), which {@link #refresh()} moves to the newest
+ * generation. Safe for any number of threads, refresh and close included:
+ * a get reads one generation whole (one racing a refresh finishes on the new
+ * one), and an old generation's mapping is unmapped when the refresh that
+ * replaced it returns, or when the last {@link Snapshot} pinning it closes.
+ * Values read from the cache directly are valid until then; a value used
+ * after its generation was released throws {@link ShmkvException.Released}.
+ */
+public final class Shmkv extends Reader implements AutoCloseable {
+	/** How much of an image is checked when it is mapped. */
+	public enum Check {
+		/** The header and section table (FORMAT.md §12 checks 1-10): O(1). Lookups stay inside the image anyway. */
+		HEADER,
+		/** Also zero padding outside sections and every section checksum (§12 checks 11-12). */
+		CHECKSUMS,
+		/** Also the full structural check of §13 (every bucket and entry). */
+		DEEP
+	}
+
+	private volatile Generation gen;
+	private volatile boolean closed;
+	private final Ctl ctl; // null for an image file
+	private final String source;
+	private final Check check;
+	private long failedSeq = -1; // under this
+	private ShmkvException failedError;
+
+	private Shmkv(Generation g, Ctl ctl, String source, Check check) {
+		this.gen = g;
+		this.ctl = ctl;
+		this.source = source;
+		this.check = check;
+	}
+
+	/** Opens an image file with checksums checked (Check.CHECKSUMS). */
+	public static Shmkv open(Path file) {
+		return open(file, Check.CHECKSUMS);
+	}
+
+	public static Shmkv open(Path file, Check check) {
+		Map<String, Object> st;
+		try {
+			st = Files.readAttributes(file, "size,isRegularFile");
+		} catch (IOException e) {
+			throw Ctl.io(file, e);
+		}
+		if (!(Boolean) st.get("isRegularFile"))
+			throw new ShmkvException.Io(22, "EINVAL", file + ": not a regular file", null);
+		long size = (Long) st.get("size");
+		return new Shmkv(map(file, size, size, 0, file.toString(), check), null, file.toString(), check);
+	}
+
+	/**
+	 * An image held in memory (a copy of bytes, aligned as a mapping is):
+	 * for images that did not come from a file, and for tests.
+	 */
+	public static Shmkv of(byte[] bytes, Check check) {
+		Arena arena = Arena.ofShared();
+		try {
+			MemorySegment seg = arena.allocate(Math.max(bytes.length, 1), 4096);
+			MemorySegment.copy(MemorySegment.ofArray(bytes), 0, seg, 0, bytes.length);
+			Image im = new Image(seg.asSlice(0, bytes.length), bytes.length, check.ordinal());
+			return new Shmkv(new Generation(im, arena, 0, "an image in memory"), null, "an image in memory", check);
+		} catch (IndexOutOfBoundsException e) {
+			arena.close();
+			throw outside(e);
+		} catch (RuntimeException e) {
+			arena.close();
+			throw e;
+		}
+	}
+
+	/** Attaches to cache name under $SHMKV_ROOT (else /run/shmkv). */
+	public static Shmkv attach(String name) {
+		return attach(name, null, Check.HEADER);
+	}
+
+	/**
+	 * Attaches to cache name under root (null: $SHMKV_ROOT, else /run/shmkv).
+	 * The loader verified every checksum and the full structure before it
+	 * published the segment, so Check.HEADER is the usual choice.
+	 * Throws Io ENOENT (no such cache), Unavailable (nothing published yet),
+	 * Stale (a dropped cache), Proto, or an image error.
+	 */
+	public static Shmkv attach(String name, Path root, Check check) {
+		Ctl ctl = new Ctl(root, name);
+		try {
+			String source = "cache \"" + name + "\" (" + ctl.path + ")";
+			for (int attempt = 0; ; attempt++) {
+				Ctl.Snap s = ctl.read(Ctl.SEQ_SPINS);
+				try {
+					return new Shmkv(mapSnap(ctl, s, source, check), ctl, source, check);
+				} catch (ShmkvException e) {
+					// the loader replaced the segment between snapshot and open
+					if (!"ENOENT".equals(e.codeName()) || ctl.generation() == s.generation() || attempt >= 16)
+						throw e;
+				}
+			}
+		} catch (RuntimeException e) {
+			ctl.close();
+			throw e;
+		}
+	}
+
+	private static Generation mapSnap(Ctl ctl, Ctl.Snap s, String source, Check check) {
+		if ((s.flags() & Ctl.RETIRED) != 0)
+			throw new ShmkvException.Stale(ctl.path + ": the cache was dropped or its control segment replaced");
+		if (s.generation() == 0 || s.segmentCount() == 0)
+			throw new ShmkvException.Unavailable(source + ": nothing published yet");
+		// replicas (NUMA): Java cannot ask getcpu; it reads segment 0
+		Path p = Path.of(s.segPath(0));
+		Map<String, Object> st;
+		try {
+			st = Files.readAttributes(p, "unix:mode,uid,size,isRegularFile", LinkOption.NOFOLLOW_LINKS);
+		} catch (IOException e) {
+			throw Ctl.io(p, e);
+		}
+		long size = s.segSize(0);
+		int mode = (Integer) st.get("mode");
+		if (!(Boolean) st.get("isRegularFile") || (Integer) st.get("uid") != ctl.uid || (mode & 022) != 0)
+			throw new ShmkvException.Io(1, "EPERM", String.format("%s: segment is not a regular file of the control "
+					+ "segment's owner (uid %d) writable by it alone (uid %d mode %04o)", p, ctl.uid, st.get("uid"),
+					mode & 07777), null);
+		long fileLen = (Long) st.get("size");
+		if (fileLen < size)
+			throw new ShmkvException.Truncated(p + ": segment is " + fileLen + " bytes, its image " + size);
+		long mapLen = Long.compareUnsigned(s.segMapSize(0), size) >= 0 && s.segMapSize(0) <= fileLen ? s.segMapSize(0) : size;
+		return map(p, size, mapLen, s.generation(), source, check);
+	}
+
+	private static Generation map(Path p, long size, long mapLen, long number, String source, Check check) {
+		Arena arena = Arena.ofShared();
+		try {
+			MemorySegment seg;
+			if (mapLen < Header.HEADER_SIZE) {
+				// too short to map as an image: read what there is, for the magic and length checks
+				seg = arena.allocate(Math.max(mapLen, 1), 64);
+				byte[] b = Files.readAllBytes(p);
+				MemorySegment.copy(MemorySegment.ofArray(b), 0, seg, 0, Math.min(b.length, mapLen));
+				new Header(seg, Math.min(b.length, mapLen)); // throws
+			}
+			try (FileChannel ch = FileChannel.open(p, StandardOpenOption.READ)) {
+				seg = ch.map(FileChannel.MapMode.READ_ONLY, 0, mapLen, arena);
+			}
+			Image im = new Image(seg.asSlice(0, size), size, check.ordinal());
+			return new Generation(im, arena, number, source);
+		} catch (NoSuchFileException e) {
+			arena.close();
+			throw Ctl.io(p, e);
+		} catch (IOException e) {
+			arena.close();
+			throw Ctl.io(p, e);
+		} catch (IndexOutOfBoundsException e) {
+			arena.close();
+			throw outside(e);
+		} catch (RuntimeException e) {
+			arena.close();
+			throw e;
+		}
+	}
+
+	@Override
+	Generation current() {
+		Generation g = gen;
+		if (closed)
+			throw new ShmkvException.Released(source + " is closed", null);
+		return g;
+	}
+
+	@Override
+	void onClosed(Generation g, RuntimeException e) {
+		if (closed)
+			throw new ShmkvException.Released(source + " is closed", e);
+		if (!g.released())
+			throw e;
+		// a refresh switched generations under this get: read the new one
+	}
+
+	/**
+	 * Moves to the newest generation the loader published (lib/PROTOCOL.md,
+	 * "Refresh"). Returns true when it switched (the old generation is
+	 * released, unless a snapshot pins it), false when there was nothing new
+	 * (one file-key check and one acquire load; always false for an image
+	 * file). Throws Stale (the cache was dropped or its control segment
+	 * replaced: attach again), Unavailable (a publish under way), or the
+	 * error of mapping the new generation, remembered until the next publish;
+	 * the cache keeps its generation on any error.
+	 */
+	public synchronized boolean refresh() {
+		if (ctl == null)
+			return false;
+		if (closed)
+			throw new ShmkvException.Released(source + " is closed", null);
+		ctl.checkCurrent();
+		Generation old = gen;
+		if (ctl.generation() == old.number)
+			return false;
+		long s = ctl.seq();
+		if ((s & 1) != 0)
+			throw new ShmkvException.Unavailable(source + ": a publish is under way: try again");
+		if (s == failedSeq)
+			throw failedError;
+		Generation g;
+		try {
+			g = mapSnap(ctl, ctl.read(64), source, check);
+		} catch (ShmkvException e) {
+			failedSeq = s;
+			failedError = e;
+			throw e;
+		}
+		gen = g;
+		old.retire();
+		return true;
+	}
+
+	/**
+	 * Pins the current generation: the snapshot reads it, and its values stay
+	 * valid, until the snapshot is closed, whatever refreshes happen meanwhile.
+	 */
+	public Snapshot snapshot() {
+		for (;;) {
+			Generation g = current();
+			if (g.pin())
+				return new Snapshot(g);
+			// released between the read and the pin: a newer one is current
+		}
+	}
+
+	/** The image size in bytes. */
+	public long imageSize() {
+		return current().image.hdr.fileSize;
+	}
+
+	/** Unmaps the current generation (once no snapshot pins it) and the control segment. */
+	@Override
+	public synchronized void close() {
+		if (closed)
+			return;
+		closed = true;
+		gen.retire();
+		if (ctl != null)
+			ctl.close();
+	}
+
+	@Override
+	public String toString() {
+		return "Shmkv(" + source + ", generation " + gen.number + ")";
+	}
+}

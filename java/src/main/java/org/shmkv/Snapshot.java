@@ -1,0 +1,35 @@
+package org.shmkv;
+
+/**
+ * One generation of a cache, pinned: reads see it alone and its values stay
+ * mapped until {@link #close()}, whatever refreshes the cache makes. Thread
+ * safe; close once.
+ */
+public final class Snapshot extends Reader implements AutoCloseable {
+	private final Generation g;
+	private volatile boolean closed;
+
+	Snapshot(Generation g) {
+		this.g = g;
+	}
+
+	@Override
+	Generation current() {
+		if (closed)
+			throw g.releasedError(null);
+		return g;
+	}
+
+	@Override
+	void onClosed(Generation gen, RuntimeException e) {
+		throw e instanceof ShmkvException.Released r ? r : gen.releasedError(e);
+	}
+
+	@Override
+	public synchronized void close() {
+		if (closed)
+			return;
+		closed = true;
+		g.unpin();
+	}
+}

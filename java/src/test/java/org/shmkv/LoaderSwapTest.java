@@ -1,0 +1,254 @@
+package org.shmkv;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+import java.io.File;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A cache served by a real shmkv-loader: attach by name and root, follow
+ * 1,000 swaps with reader threads checking every value they read (direct
+ * gets, snapshots, and values held across refreshes), 0 wrong; a held view
+ * of a released generation fails with Released, never a wrong value or a
+ * crash.
+ */
+class LoaderSwapTest {
+	static final int KEYS = 1000, IMAGES = 4, SWAPS = Integer.getInteger("shmkv.swaps", 1000);
+	static final long DEADLINE_NS = TimeUnit.SECONDS.toNanos(120);
+
+	@TempDir
+	Path tmp;
+	Path root, spool, shm;
+	Process loader;
+
+	@BeforeEach
+	void start() throws Exception {
+		Path exe = Programs.loader();
+		Programs.shmctl();
+		root = Files.createDirectory(tmp.resolve("root"));
+		spool = Files.createDirectory(tmp.resolve("spool"));
+		shm = Files.createTempDirectory(Path.of("/dev/shm"), "shmkv-java-");
+		for (Path d : List.of(tmp, root, spool, shm))
+			Files.setPosixFilePermissions(d, PosixFilePermissions.fromString("rwxr-xr-x"));
+		loader = new ProcessBuilder(exe.toString(), "--root", root.toString(), "--spool", spool.toString(),
+				"--shm-dir", shm.toString(), "--memory", "shm", "--foreground")
+				.redirectErrorStream(true).redirectOutput(tmp.resolve("loader.log").toFile()).start();
+		long end = System.nanoTime() + DEADLINE_NS;
+		while (!Files.exists(root.resolve("control.sock"))) {
+			assertTrue(loader.isAlive(), "the loader exited: " + log());
+			assertTrue(System.nanoTime() < end, "the loader did not start in 120 s: " + log());
+			Thread.sleep(20);
+		}
+	}
+
+	String log() {
+		try {
+			return Files.readString(tmp.resolve("loader.log"));
+		} catch (Exception e) {
+			return "(no log)";
+		}
+	}
+
+	@AfterEach
+	void stop() throws Exception {
+		if (loader != null) {
+			loader.destroy(); // SIGTERM
+			if (!loader.waitFor(30, TimeUnit.SECONDS))
+				loader.destroyForcibly();
+		}
+		if (shm != null)
+			try (var s = Files.walk(shm)) {
+				s.sorted((a, b) -> b.compareTo(a)).map(Path::toFile).forEach(File::delete);
+			}
+	}
+
+	/** Image k: "n" = k, key_N = "tK:val_N", list_N = [k, N]. */
+	Path image(int k) throws Exception {
+		List<String> lines = new ArrayList<>();
+		lines.add("{\"key\": \"n\", \"value\": " + k + "}");
+		for (int i = 0; i < KEYS; i++) {
+			lines.add("{\"key\": \"key_" + i + "\", \"value\": \"t" + k + ":val_" + i + "\"}");
+			lines.add("{\"key\": \"list_" + i + "\", \"value\": [" + k + ", " + i + "]}");
+		}
+		Path out = tmp.resolve("img" + k + ".shmkv");
+		Programs.build(out, "feat", lines);
+		return out;
+	}
+
+	void publish(Path img) throws Exception {
+		Path t = spool.resolve(".next.tmp");
+		Files.copy(img, t, StandardCopyOption.REPLACE_EXISTING);
+		Files.move(t, spool.resolve("feat.shmkv"), StandardCopyOption.ATOMIC_MOVE); // only a rename is picked up
+	}
+
+	Shmkv attachWhenReady() throws Exception {
+		long end = System.nanoTime() + DEADLINE_NS;
+		for (;;) {
+			try {
+				return Shmkv.attach("feat", root, Shmkv.Check.HEADER);
+			} catch (ShmkvException e) {
+				if (!e.codeName().equals("ENOENT") && !e.codeName().equals("EAGAIN"))
+					throw e;
+			}
+			assertTrue(System.nanoTime() < end, "not published in 120 s: " + log());
+			Thread.sleep(10);
+		}
+	}
+
+	@Test
+	void attachByEnvironmentRoot() throws Exception {
+		publish(image(0));
+		attachWhenReady().close();
+		// the root given explicitly; $SHMKV_ROOT is read when it is null (cannot be set in-process)
+		try (Shmkv c = Shmkv.attach("feat", root, Shmkv.Check.CHECKSUMS)) {
+			assertEquals("t0:val_7", c.getString("key_7"));
+			assertTrue(c.generation() >= 1);
+			assertFalse(c.refresh(), "nothing new");
+		}
+		ShmkvException e = assertThrows(ShmkvException.class, () -> Shmkv.attach("nope", root, Shmkv.Check.HEADER));
+		assertEquals("ENOENT", e.codeName());
+		assertTrue(e.getMessage().contains("no cache \"nope\""), e.getMessage());
+		assertEquals("EINVAL", assertThrows(ShmkvException.class, () -> Shmkv.attach(".x", root, Shmkv.Check.HEADER)).codeName());
+	}
+
+	/** shmctl cache drop: refresh says Stale (PROTOCOL.md, "Stale handles") and keeps serving what it has. */
+	@Test
+	void dropIsStale() throws Exception {
+		publish(image(1));
+		try (Shmkv c = attachWhenReady()) {
+			Value v = c.get("key_3");
+			Process p = new ProcessBuilder(Programs.shmctl().toString(), "-r", root.toString(), "cache", "drop", "feat")
+					.redirectErrorStream(true).start();
+			String out = new String(p.getInputStream().readAllBytes());
+			assertTrue(p.waitFor(120, TimeUnit.SECONDS) && p.exitValue() == 0, "shmctl cache drop: " + out);
+			ShmkvException e = assertThrows(ShmkvException.Stale.class, c::refresh);
+			assertEquals("SHMKV_ESTALE", e.codeName());
+			assertEquals("t1:val_3", v.asString(), "the generation held is still mapped");
+			assertEquals("t1:val_5", c.getString("key_5"));
+			assertThrows(ShmkvException.Stale.class, c::refresh);
+		}
+	}
+
+	@Test
+	void thousandSwapsUnderReaders() throws Exception {
+		Path[] imgs = new Path[IMAGES];
+		for (int k = 0; k < IMAGES; k++)
+			imgs[k] = image(k);
+		publish(imgs[0]);
+		AtomicLong reads = new AtomicLong(), wrong = new AtomicLong(), released = new AtomicLong();
+		AtomicReference<Throwable> error = new AtomicReference<>();
+		try (Shmkv c = attachWhenReady()) {
+			assertEquals(0, c.getLong("n"));
+			long g0 = c.generation();
+			var stop = new java.util.concurrent.atomic.AtomicBoolean();
+			List<Thread> readers = new ArrayList<>();
+			for (int t = 0; t < 3; t++) {
+				int mode = t;
+				Thread th = new Thread(() -> {
+					ThreadLocalRandom r = ThreadLocalRandom.current();
+					Value held = null;
+					String heldWant = null;
+					try {
+						while (!stop.get()) {
+							int i = r.nextInt(KEYS);
+							if (mode == 0) { // direct gets: one generation per get
+								String v = c.getString("key_" + i);
+								if (v == null || !v.matches("t[0-3]:val_" + i))
+									wrong.incrementAndGet();
+								LongList l = c.getLongList("list_" + i);
+								try {
+									long[] a = l == null ? null : l.toArray();
+									if (a == null || a.length != 2 || a[1] != i || a[0] < 0 || a[0] >= IMAGES)
+										wrong.incrementAndGet();
+								} catch (ShmkvException.Released e) {
+									released.incrementAndGet(); // a refresh came between get and read
+								}
+							} else if (mode == 1) { // snapshots: every value of the generation pinned
+								try (Snapshot s = c.snapshot()) {
+									long k = s.getLong("n");
+									for (int j = 0; j < 20; j++) {
+										int n = r.nextInt(KEYS);
+										if (!("t" + k + ":val_" + n).equals(s.getString("key_" + n)))
+											wrong.incrementAndGet();
+										if (s.getLongList("list_" + n).get(0) != k)
+											wrong.incrementAndGet();
+									}
+								}
+							} else { // a value held across refreshes: right, or Released
+								if (held != null) {
+									try {
+										if (!held.asString().equals(heldWant))
+											wrong.incrementAndGet();
+									} catch (ShmkvException.Released e) {
+										released.incrementAndGet();
+										held = null;
+									}
+								}
+								if (held == null) {
+									held = c.get("key_" + i);
+									try {
+										heldWant = held.asString();
+										if (!heldWant.matches("t[0-3]:val_" + i))
+											wrong.incrementAndGet();
+									} catch (ShmkvException.Released e) {
+										released.incrementAndGet(); // a refresh came between get and read
+										held = null;
+									}
+								}
+							}
+							reads.incrementAndGet();
+						}
+					} catch (Throwable e) {
+						error.compareAndSet(null, e);
+					}
+				});
+				th.start();
+				readers.add(th);
+			}
+			long gen = c.generation(), switched = 0;
+			for (int s = 1; s <= SWAPS; s++) {
+				publish(imgs[s % IMAGES]);
+				long end = System.nanoTime() + DEADLINE_NS;
+				while (c.generation() == gen) {
+					try {
+						if (c.refresh())
+							switched++;
+					} catch (ShmkvException.Unavailable e) {
+						// mid-publish: again
+					}
+					assertTrue(System.nanoTime() < end, "swap " + s + ": no new generation in 120 s: " + log());
+					if (error.get() != null)
+						throw new AssertionError("a reader failed", error.get());
+					if (c.generation() == gen)
+						Thread.sleep(1);
+				}
+				gen = c.generation();
+				assertEquals(s % IMAGES, c.getLong("n"), "swap " + s);
+			}
+			stop.set(true);
+			for (Thread th : readers)
+				th.join(TimeUnit.SECONDS.toMillis(60));
+			if (error.get() != null)
+				throw new AssertionError("a reader failed", error.get());
+			System.out.printf("LoaderSwapTest: %d swaps (generation %d -> %d), %d reads, %d wrong, %d held values "
+					+ "released%n", SWAPS, g0, gen, reads.get(), wrong.get(), released.get());
+			assertEquals(0, wrong.get(), "wrong values");
+			assertEquals(SWAPS, switched, "one switching refresh per swap");
+			assertTrue(reads.get() > SWAPS, "the readers ran: " + reads.get());
+			assertTrue(released.get() > 0, "a held value met a released generation");
+		}
+	}
+}
