@@ -523,8 +523,11 @@ TEST_F(Corruption, HeaderFields)
 	};
 	const Edit edits[] = {
 		{"magic", [](shmkv_image_header &h) { h.magic[0] = 'X'; }, SHMKV_EMAGIC, "magic"},
-		{"format_version", [](shmkv_image_header &h) { h.format_version = 2; }, SHMKV_EVERSION,
-		 "version 2"},
+		{"format_version", [](shmkv_image_header &h) { h.format_version = 3; }, SHMKV_EVERSION,
+		 "version 3"},
+		// a v1 image claiming v2: v2's layout hash is checked, not v1's
+		{"format_version 2 with the v1 layout",
+		 [](shmkv_image_header &h) { h.format_version = 2; }, SHMKV_ELAYOUT, "for version 2"},
 		{"layout_hash", [](shmkv_image_header &h) { h.layout_hash ^= 1; }, SHMKV_ELAYOUT,
 		 "layout hash"},
 		{"file_size larger", [](shmkv_image_header &h) { h.file_size += 4096; },

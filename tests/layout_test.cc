@@ -70,7 +70,7 @@ TEST(Layout, HashIsXxh3OfDescription)
 // The vocabulary a v1 reader refuses to guess at, rebuilt from the type table
 // and the flag masks: a changed row, a new type or flag fails here, and
 // format.h says why that is a new format version (FORMAT.md §15).
-std::string rebuilt_vocab()
+std::string rebuilt_vocab(uint64_t hflags = SHMKV_HFLAG_KNOWN, const std::string &extra = "")
 {
 	std::string d = "types=";
 	for (unsigned t = 1; t <= SHMKV_TYPE_MAX; t++) {
@@ -94,8 +94,8 @@ std::string rebuilt_vocab()
 	}
 	char hex[64];
 	snprintf(hex, sizeof hex, ";eflags=%#x;hflags=%#llx;", (unsigned)SHMKV_EFLAG_KNOWN,
-		 (unsigned long long)SHMKV_HFLAG_KNOWN);
-	d += hex;
+		 (unsigned long long)hflags);
+	d += hex + extra;
 	d += "sections=";
 	for (uint32_t k = SHMKV_SECTION_INDEX; k <= SHMKV_SECTION_VALUES; k++)
 		d += (k > 1 ? "," : "") + std::to_string(k) + ":" + shmkv_section_name(k);
@@ -111,6 +111,60 @@ TEST(Layout, VocabularyIsFrozenForV1)
 	EXPECT_EQ(shmkv_type_desc_of(0), nullptr);
 	EXPECT_EQ(shmkv_type_desc_of(SHMKV_TYPE_MAX + 1), nullptr);
 	EXPECT_STREQ(shmkv_section_name(SHMKV_SECTION_VALUES + 1), "unknown");
+}
+
+// v2's description: the structs as v1, the 128-byte bucket and record
+// layout from format.h's constants, then the vocabulary, so that the v2
+// hash covers the types and flags (FORMAT.md §17.8).
+std::string rebuilt_desc_v2()
+{
+	std::string v1 = rebuilt_desc();
+	std::string structs = v1.substr(strlen("shmkv-image-v1;"));
+	structs = structs.substr(0, structs.find("bucket="));
+	char rk[96];
+	snprintf(rk, sizeof rk, "rkind=type%#x,expires%#x,out%#x;", SHMKV_REC_TYPE_MASK,
+		 SHMKV_REC_EXPIRES, SHMKV_REC_OUT);
+	std::string d = "shmkv-image-v2;" + structs;
+	d += "bucket=" + std::to_string(SHMKV_V2_BUCKET_BYTES) + ":count@0,disp@1,filter" +
+	     std::to_string(SHMKV_V2_FILTER_BITS) + "@2[(tag*" + std::to_string(SHMKV_V2_FILTER_BITS) +
+	     ")>>16],records@" + std::to_string(SHMKV_V2_BUCKET_HEAD) + ".." +
+	     std::to_string(SHMKV_V2_BUCKET_BYTES) + ",zero-tail;";
+	d += "record=tag16@0,kind8@2;inline=key_len8@3,value_len8@4,expires32@" +
+	     std::to_string(SHMKV_REC_INLINE_HEAD) +
+	     "?,key,pad0-to-align(type)-in-bucket,value,nul(type);out=entry_off40>>3@3,expires32@" +
+	     std::to_string(SHMKV_REC_OUT_HEAD) + "?;expired=now>=expires;";
+	d += "hash=xxh3_64(seed);home=mulhi(h,buckets);tag=h&0xffff|1if0;";
+	d += rebuilt_vocab(SHMKV_HFLAG_KNOWN_V2, rk);
+	return d;
+}
+
+TEST(Layout, V2DescriptionMatchesConstantsAndVocabulary)
+{
+	EXPECT_EQ(rebuilt_desc_v2(), std::string(SHMKV_LAYOUT_DESC_V2));
+	EXPECT_EQ(std::string(SHMKV_VOCAB_DESC_V2),
+		  rebuilt_vocab(SHMKV_HFLAG_KNOWN_V2,
+				"rkind=type0xf,expires0x40,out0x80;"));
+	// the description ends with the vocabulary: the hash covers the types
+	std::string d = SHMKV_LAYOUT_DESC_V2, v = SHMKV_VOCAB_DESC_V2;
+	ASSERT_GT(d.size(), v.size());
+	EXPECT_EQ(d.substr(d.size() - v.size()), v);
+	EXPECT_EQ(XXH3_64bits(d.data(), d.size()), SHMKV_LAYOUT_HASH_V2)
+		<< std::hex << "computed 0x" << XXH3_64bits(d.data(), d.size());
+	EXPECT_NE(SHMKV_LAYOUT_HASH_V2, SHMKV_LAYOUT_HASH);
+	EXPECT_EQ(d.size(), 1075u); // FORMAT.md §17.8 states it
+}
+
+TEST(Layout, V2Geometry)
+{
+	EXPECT_EQ(SHMKV_V2_BUCKET_BYTES, 2 * 64u); // an aligned pair of cache lines
+	EXPECT_EQ(SHMKV_V2_BUCKET_HEAD, 2 + SHMKV_V2_FILTER_BITS / 8);
+	// the smallest record: an inline bool or empty bytes with an empty key
+	EXPECT_EQ(SHMKV_V2_MAX_RECORDS, (SHMKV_V2_BUCKET_BYTES - SHMKV_V2_BUCKET_HEAD) /
+					    (SHMKV_REC_INLINE_HEAD + 1));
+	EXPECT_EQ(SHMKV_REC_KNOWN & 0x30u, 0u); // kind bits 4 and 5 are reserved
+	EXPECT_EQ(SHMKV_HFLAG_KNOWN_V2 & SHMKV_HFLAG_KNOWN, SHMKV_HFLAG_KNOWN);
+	EXPECT_GE(SHMKV_TYPE_MAX, 1);
+	EXPECT_LE(SHMKV_TYPE_MAX, (int)SHMKV_REC_TYPE_MASK);
 }
 
 // Every row agrees with the getters' and the entry layout's use of it.

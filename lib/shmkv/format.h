@@ -1,4 +1,4 @@
-/* shmkv/format.h - the on-disk (and in-memory) image layout, version 1.
+/* shmkv/format.h - the on-disk (and in-memory) image layout, versions 1 and 2.
  *
  * Part of the header-only reader; include <shmkv.h>, not this file.
  * lib/FORMAT.md is the prose specification; this file is its C mirror.
@@ -19,7 +19,7 @@
 #endif
 
 #define SHMKV_MAGIC "SHMKVIMG"          /* 8 bytes, no NUL */
-#define SHMKV_FORMAT_VERSION 1u
+#define SHMKV_FORMAT_VERSION 1u        /* v1; SHMKV_FORMAT_V2 below */
 #define SHMKV_HEADER_SIZE 4096u         /* header block; sections start page-aligned */
 #define SHMKV_HEADER_USED 512u          /* bytes of the block the header struct uses */
 #define SHMKV_BUCKET_SLOTS 8u           /* slots per 64-byte bucket */
@@ -117,17 +117,21 @@ typedef struct shmkv_entry_header {
 } shmkv_entry_header;
 
 /* The layout description the layout hash is taken of (XXH3-64, seed 0).
- * tests/layout_test.cc rebuilds this string from offsetof/sizeof. */
-#define SHMKV_LAYOUT_DESC                                                                        \
-	"shmkv-image-v1;header=512:magic@0,format_version@8,header_size@12,layout_hash@16,"          \
+ * tests/layout_test.cc rebuilds this string from offsetof/sizeof. The
+ * header, section and entry parts are shared by v1 and v2. */
+#define SHMKV__DESC_STRUCTS                                                                      \
+	"header=512:magic@0,format_version@8,header_size@12,layout_hash@16,"                         \
 	"flags@24,file_size@32,entry_count@40,bucket_count@48,bucket_slots@56,hash_bits@60,"         \
 	"hash_seed@64,max_probe@72,section_count@76,builder_version@80,reserved0@84,"               \
 	"created_unix@88,value_bytes_logical@96,dedup_values@104,dedup_refs@112,"                   \
 	"dedup_saved_bytes@120,name@128,sections@192,reserved@448,header_checksum@504;"             \
 	"section=32:kind@0,flags@4,offset@8,size@16,checksum@24;"                                   \
-	"entry=8:type@0,flags@1,key_len@2,value_len@4;"                                             \
+	"entry=8:type@0,flags@1,key_len@2,value_len@4;"
+#define SHMKV__DESC_HASH "hash=xxh3_64(seed);home=mulhi(h,buckets);tag=h&0xffff|1if0"
+#define SHMKV_LAYOUT_DESC                                                                        \
+	"shmkv-image-v1;" SHMKV__DESC_STRUCTS                                                        \
 	"bucket=64:8xu64(tag16<<48|meta8<<40|off>>3);meta0..6=filter56[(tag*56)>>16];meta7=maxdisp;" \
-	"hash=xxh3_64(seed);home=mulhi(h,buckets);tag=h&0xffff|1if0"
+	SHMKV__DESC_HASH
 #define SHMKV_LAYOUT_HASH UINT64_C(0x52171befdcf1d7ee)
 
 /* What else a v1 reader must refuse to guess at: the value types (the rows
@@ -140,12 +144,51 @@ typedef struct shmkv_entry_header {
  * kind is a new format_version, which old readers refuse with
  * SHMKV_EVERSION; from v2 on the layout description ends with the
  * vocabulary, so the hash covers it too (FORMAT.md §15). */
-#define SHMKV_VOCAB_DESC                                                                         \
+#define SHMKV__VOCAB_TYPES                                                                       \
 	"types=1:bytes/a1/nul/text,2:string/a1/nul/text/utf8,3:i64/a8/fixed8,"                      \
 	"4:bool/a1/fixed1max1,5:f64/a8/fixed8,6:f32list/a8/array4,7:f64list/a8/array8,"             \
-	"8:i64list/a8/array8,9:strlist/a8/strlist/utf8;eflags=0x1;hflags=0x1;"                      \
-	"sections=1:index,2:entries,3:values"
+	"8:i64list/a8/array8,9:strlist/a8/strlist/utf8;"
+#define SHMKV__VOCAB_SECTIONS "sections=1:index,2:entries,3:values"
+#define SHMKV_VOCAB_DESC SHMKV__VOCAB_TYPES "eflags=0x1;hflags=0x1;" SHMKV__VOCAB_SECTIONS
 
+/* ---- format version 2 (FORMAT.md §17) --------------------------------------
+ * Header, section table, ENTRIES' entry format, VALUES, hash, home and tag
+ * are v1's. The index is bucket_count buckets of 128 bytes (128-aligned):
+ * count u8 @0, displacement byte D @1, a 48-bit displaced-key filter @2,
+ * then count records packed from @8, zero to the end. A record is u16 tag,
+ * u8 kind; inline (kind & OUT clear): u8 key_len, u8 value_len, [u32
+ * expires], key, zero padding to the value's alignment within the bucket,
+ * value (+ NUL for text); OUT: 40-bit LE entry offset >> 3, [u32 expires]. */
+#define SHMKV_FORMAT_V2 2u
+#define SHMKV_FORMAT_NEWEST SHMKV_FORMAT_V2 /* the newest version this reader reads */
+#define SHMKV_V2_BUCKET_BYTES 128u          /* header bucket_slots holds this in v2 */
+#define SHMKV_V2_BUCKET_HEAD 8u             /* count, D, filter; records start here */
+#define SHMKV_V2_FILTER_BITS 48u
+#define SHMKV_V2_MAX_RECORDS 20u            /* 120 bytes / the 6-byte smallest record */
+#define SHMKV_REC_TYPE_MASK 0x0fu           /* kind bits 0..3: value type (0 for OUT) */
+#define SHMKV_REC_EXPIRES 0x40u             /* kind bit 6: a u32 expiry follows the head */
+#define SHMKV_REC_OUT 0x80u                 /* kind bit 7: the entry lives in ENTRIES */
+#define SHMKV_REC_KNOWN (SHMKV_REC_TYPE_MASK | SHMKV_REC_EXPIRES | SHMKV_REC_OUT)
+#define SHMKV_REC_INLINE_HEAD 5u            /* tag, kind, key_len, value_len */
+#define SHMKV_REC_OUT_HEAD 8u               /* tag, kind, 40-bit offset >> 3 */
+#define SHMKV_REC_EXPIRES_SIZE 4u
+#define SHMKV_REC_MAX_LEN 255u              /* inline key_len and value_len are u8 */
+#define SHMKV_HFLAG_EXPIRY UINT64_C(2)      /* v2: some record carries an expiry */
+#define SHMKV_HFLAG_KNOWN_V2 (SHMKV_HFLAG_DEDUP | SHMKV_HFLAG_EXPIRY)
+
+/* The v2 vocabulary (types, entry flags, header flags, record kind bits,
+ * sections): the end of the v2 layout description, so that the v2 layout
+ * hash covers it (tests/layout_test rebuilds it from the table and masks). */
+#define SHMKV_VOCAB_DESC_V2                                                                      \
+	SHMKV__VOCAB_TYPES "eflags=0x1;hflags=0x3;rkind=type0xf,expires0x40,out0x80;"               \
+	SHMKV__VOCAB_SECTIONS
+#define SHMKV_LAYOUT_DESC_V2                                                                     \
+	"shmkv-image-v2;" SHMKV__DESC_STRUCTS                                                        \
+	"bucket=128:count@0,disp@1,filter48@2[(tag*48)>>16],records@8..128,zero-tail;"              \
+	"record=tag16@0,kind8@2;inline=key_len8@3,value_len8@4,expires32@5?,key,"                   \
+	"pad0-to-align(type)-in-bucket,value,nul(type);out=entry_off40>>3@3,expires32@8?;"          \
+	"expired=now>=expires;" SHMKV__DESC_HASH ";" SHMKV_VOCAB_DESC_V2
+#define SHMKV_LAYOUT_HASH_V2 UINT64_C(0xfba82e8976eb9578)
 #if SHMKV_FORMAT_VERSION == 1 && SHMKV_TYPE_MAX != 9
 #error "format v1 holds types 1..9: a new value type is a new format version (FORMAT.md §15)"
 #endif

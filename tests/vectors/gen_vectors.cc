@@ -516,8 +516,8 @@ std::vector<Vector> make_all(const std::string &tmp)
 
 	forged("bad_magic", "magic SHMKVIMX", "SHMKV_EMAGIC", "-",
 	       with([](std::string &i) { i[7] = 'X'; }, false));
-	forged("version_2", "format_version 2, checksums recomputed: a v1 reader refuses it",
-	       "SHMKV_EVERSION", "-", with([](std::string &i) { put_at<uint32_t>(i, 8, 2); }));
+	forged("version_3", "format_version 3, checksums recomputed: a reader of v1 (and v2) refuses it",
+	       "SHMKV_EVERSION", "-", with([](std::string &i) { put_at<uint32_t>(i, 8, 3); }));
 	forged("layout_hash", "another layout hash, checksums recomputed", "SHMKV_ELAYOUT", "-",
 	       with([](std::string &i) { put_at<uint64_t>(i, 16, 0x0123456789abcdefULL); }));
 	forged("truncated", "the file cut to one page less than file_size", "SHMKV_ETRUNCATED", "-",
