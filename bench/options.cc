@@ -19,6 +19,8 @@ void usage(int status)
 "  --lookups M       timed lookups per pass (default 3M)\n"
 "  --reps R          timed passes per system and workload; the median is reported (5)\n"
 "  --seed S          seed of the key streams (42)\n"
+"  --read first|full|both  what a string hit reads: length + first byte (\"uniform\"),\n"
+"                    every value byte (\"uniform-full\", same keys), or both (default)\n"
 "  --systems LIST    comma list of shmkv,shmkv-batch,absl,std,lmdb,cdb (default: all built in)\n"
 "  --phases LIST     strings,typed,threads,procs,cachegrind,latency (default: the first 4)\n"
 "  --cachegrind      add the cachegrind phase (same as adding it to --phases)\n"
@@ -177,6 +179,15 @@ Options parse_args(int argc, char **argv)
 			o.proc_lookups = parse_count(a.c_str(), v);
 		else if (a == "--serial")
 			o.serial = v;
+		else if (a == "--read") {
+			std::string m = v;
+			if (m != "first" && m != "full" && m != "both") {
+				std::fprintf(stderr, "lookup_bench: --read takes first, full or both\n");
+				usage(2);
+			}
+			o.read_first = m != "full";
+			o.read_full = m != "first";
+		}
 		else if (a == "--dir")
 			o.dir = v;
 		else if (a == "--out")

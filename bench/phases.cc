@@ -224,8 +224,13 @@ void run_timing_phases(const Options &o, Report &r)
 		sizes.push_back(o.scale_keys);
 	for (uint64_t n : sizes) {
 		std::vector<Pattern> pats;
-		if (strings && std::find(o.keys.begin(), o.keys.end(), n) != o.keys.end())
-			pats = {Pattern::Uniform, Pattern::Zipf, Pattern::Miss50};
+		if (strings && std::find(o.keys.begin(), o.keys.end(), n) != o.keys.end()) {
+			if (o.read_first)
+				pats.push_back(Pattern::Uniform);
+			if (o.read_full)
+				pats.push_back(Pattern::UniformFull);
+			pats.insert(pats.end(), {Pattern::Zipf, Pattern::Miss50});
+		}
 		run_table(o, r, n, Kind::Str, pats, threads && n == o.scale_keys,
 			  procs && n == o.scale_keys);
 	}

@@ -23,7 +23,7 @@ __attribute__((noinline)) PassResult pass_shmkv_str(const shmkv *db, const Strea
 		size_t len;
 		if (shmkv_get_str(db, k.data(), k.size(), &v, &len) == 0) {
 			r.found++;
-			r.sum += digest_str(v, len);
+			r.sum += digest_str_mode(s.full, v, len);
 		}
 	}
 	return r;
@@ -61,7 +61,7 @@ __attribute__((noinline)) PassResult pass_shmkv_batch(const shmkv *db, const Str
 				continue;
 			if (v[i].type == SHMKV_TYPE_STRING) {
 				r.found++;
-				r.sum += digest_str(v[i].data, v[i].size);
+				r.sum += digest_str_mode(s.full, v[i].data, v[i].size);
 			} else if (v[i].type == SHMKV_TYPE_F32LIST) {
 				r.found++;
 				r.sum += digest_f32(v[i].data, v[i].count);
