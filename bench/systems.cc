@@ -12,6 +12,9 @@
 #ifndef SHMKV_BENCH_HAVE_CDB
 #error "meson.build defines SHMKV_BENCH_HAVE_CDB to 0 or 1"
 #endif
+#ifndef SHMKV_BENCH_HAVE_AXON
+#error "meson.build defines SHMKV_BENCH_HAVE_AXON to 0 or 1"
+#endif
 
 namespace bench {
 
@@ -28,10 +31,13 @@ const char *lmdb_version();
 std::unique_ptr<System> make_cdb(Kind kind);
 std::unique_ptr<Reader> open_cdb_reader(const std::string &path, Kind kind);
 #endif
+#if SHMKV_BENCH_HAVE_AXON
+std::unique_ptr<System> make_axon(Kind kind); // sys_axon.cc, -Daxoncache=DIR
+#endif
 
 std::vector<std::string> all_systems()
 {
-	return {"shmkv", "shmkv-batch", "absl", "std", "lmdb", "cdb"};
+	return {"shmkv", "shmkv-batch", "absl", "std", "lmdb", "cdb", "axoncache"};
 }
 
 bool system_available(const std::string &name)
@@ -40,6 +46,8 @@ bool system_available(const std::string &name)
 		return SHMKV_BENCH_HAVE_LMDB;
 	if (name == "cdb")
 		return SHMKV_BENCH_HAVE_CDB;
+	if (name == "axoncache")
+		return SHMKV_BENCH_HAVE_AXON;
 	return true;
 }
 
@@ -69,6 +77,10 @@ std::unique_ptr<System> make_system(const std::string &name, const Options &o, K
 #if SHMKV_BENCH_HAVE_CDB
 	if (name == "cdb")
 		return make_cdb(kind);
+#endif
+#if SHMKV_BENCH_HAVE_AXON
+	if (name == "axoncache")
+		return make_axon(kind);
 #endif
 	return nullptr;
 }
