@@ -208,6 +208,13 @@ struct System {
 std::unique_ptr<System> make_system(const std::string &name, const Options &o, Kind kind,
 				    const System *shmkv_image);
 std::vector<std::string> all_systems();
+// shmkv's image format variants (bench/README.md, "v1 against v2"): "shmkv-v1",
+// "shmkv-batch-v2", ...: the format a name asks for (0: the builder's default),
+// whether it is a batch system, and the name of the image system it reads.
+unsigned shmkv_format_of(const std::string &name);
+bool is_shmkv(const std::string &name);       // shmkv, shmkv-v1, shmkv-v2
+bool is_shmkv_batch(const std::string &name); // shmkv-batch, shmkv-batch-v1, ...
+std::string shmkv_image_system(const std::string &batch_name);
 bool system_available(const std::string &name);
 const char *system_version(const std::string &name);
 

@@ -41,11 +41,58 @@ inline uint64_t ticks()
 const char *const kTimer = "clock_gettime(CLOCK_MONOTONIC)";
 #endif
 
-// Is key i in its home bucket? Its entry's offset in one of the home
-// bucket's 8 slots, found through lib's public format functions.
+// Format 2 (lib/FORMAT.md §17): is the key's record in its home bucket's
+// 128 bytes? The records are walked as the format states them (inline: tag,
+// kind, key and value lengths, key; OUT: tag, kind, entry offset), for the
+// string records this phase builds; anything else exits with the reason.
+bool at_home_v2(const shmkv_image_header *h, std::string_view key)
+{
+	uint64_t hash = shmkv_key_hash(h->hash_seed, h->hash_bits, key.data(), key.size());
+	uint16_t tag = (uint16_t)(hash & 0xFFFF) ? (uint16_t)(hash & 0xFFFF) : 1;
+	uint64_t b = shmkv_home_bucket(hash, h->bucket_count);
+	const unsigned char *bk =
+		(const unsigned char *)h + h->sections[0].offset + b * 128;
+	const unsigned char *base = (const unsigned char *)h;
+	size_t pos = 8;
+	for (unsigned i = 0; i < bk[0]; i++) {
+		if (pos + 8 > 128)
+			fail("latency: v2 bucket %" PRIu64 ": record %u past its end", b, i);
+		uint16_t t = (uint16_t)(bk[pos] | bk[pos + 1] << 8);
+		unsigned kind = bk[pos + 2];
+		bool expires = kind & 0x40;
+		if (kind & 0x80) { // OUT: the entry (v1 §7) holds the key
+			uint64_t off = 0;
+			for (int j = 4; j >= 0; j--)
+				off = off << 8 | bk[pos + 3 + j];
+			off <<= 3;
+			if (t == tag) {
+				const unsigned char *ent = base + off; // v1 entry (§7): key_len u16 at +2
+				uint16_t klen = (uint16_t)(ent[2] | ent[3] << 8);
+				if (klen == key.size() && !std::memcmp(ent + 8, key.data(), klen))
+					return true;
+			}
+			pos += 8 + (expires ? 4 : 0);
+			continue;
+		}
+		if ((kind & 0x0F) != SHMKV_TYPE_STRING)
+			fail("latency: v2 bucket %" PRIu64 ": a record of type %u (this phase builds "
+			     "strings only)", b, kind & 0x0F);
+		size_t klen = bk[pos + 3], vlen = bk[pos + 4];
+		size_t kpos = pos + 5 + (expires ? 4 : 0);
+		if (t == tag && klen == key.size() && !std::memcmp(bk + kpos, key.data(), klen))
+			return true;
+		pos = kpos + klen + vlen + 1; // strings: alignment 1, a NUL after the value
+	}
+	return false;
+}
+
+// Is key i in its home bucket? Format 1: its entry's offset in one of the
+// home bucket's 8 slots, found through lib's public format functions.
 bool at_home(const shmkv *db, std::string_view key)
 {
 	const shmkv_image_header *h = shmkv_header(db);
+	if (h->format_version == 2)
+		return at_home_v2(h, key);
 	const uint64_t *buckets =
 		(const uint64_t *)(const void *)((const char *)h + h->sections[0].offset);
 	uint64_t off = 0;
@@ -162,12 +209,13 @@ double pct_of(std::vector<uint64_t> &v, double p)
 
 } // namespace
 
-void run_latency(const Options &o, Report &r)
+// One table size and one shmkv system (shmkv, shmkv-v1 or shmkv-v2).
+static void latency_one(const Options &o, Report &r, uint64_t n, const std::string &name)
 {
-	for (uint64_t n : o.lat_keys) {
-		note("[latency %" PRIu64 " keys] building shmkv\n", n);
+	{
+		note("[latency %" PRIu64 " keys] building %s\n", n, name.c_str());
 		Dataset d = make_dataset(n, Kind::Str);
-		std::unique_ptr<System> sys = make_system("shmkv", o, Kind::Str, nullptr);
+		std::unique_ptr<System> sys = make_system(name, o, Kind::Str, nullptr);
 		sys->build(d, o.dir);
 		shmkv *db = nullptr;
 		unsigned flags = SHMKV_OPEN_POPULATE | (o.hugepages ? SHMKV_OPEN_HUGEPAGES : 0);
@@ -230,8 +278,8 @@ void run_latency(const Options &o, Report &r)
 					(home[i] ? th : td).push_back(b - a);
 				}
 				if (found != s.hits || sum != (full ? expect_full : s.expect))
-					fail("latency: shmkv found %" PRIu64 " of %" PRIu64 " keys (%s read)",
-					     found, s.hits, full ? "full" : "first-byte");
+					fail("latency: %s found %" PRIu64 " of %" PRIu64 " keys (%s read)",
+					     name.c_str(), found, s.hits, full ? "full" : "first-byte");
 			}
 			ticks_per_ns = (double)(ticks() - k0) /
 				       (double)std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -253,7 +301,7 @@ void run_latency(const Options &o, Report &r)
 				continue;
 			LatencyRecord l;
 			l.keys = n;
-			l.system = c < 4 ? "shmkv" : "chase";
+			l.system = c < 4 ? name : "chase:" + name; // sized to name's image
 			l.cls = c < 4 ? cls[c] : chase.pages();
 			l.gets = c == 4 ? s.keys.size() : c & 1 ? displaced : s.keys.size() - displaced;
 			double ns[3];
@@ -278,6 +326,19 @@ void run_latency(const Options &o, Report &r)
 		sys->release();
 		sys->remove();
 	}
+}
+
+void run_latency(const Options &o, Report &r)
+{
+	std::vector<std::string> names; // shmkv, or each shmkv format the run names
+	for (const std::string &s : o.systems)
+		if (is_shmkv(s))
+			names.push_back(s);
+	if (names.empty())
+		names.push_back("shmkv");
+	for (uint64_t n : o.lat_keys)
+		for (const std::string &name : names)
+			latency_one(o, r, n, name);
 }
 
 } // namespace bench

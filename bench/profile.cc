@@ -192,10 +192,12 @@ namespace {
 // its samples, and the lines of it perf annotates, are that system's gets.
 const char *pass_function(const std::string &system)
 {
-	if (system == "shmkv")
+	if (is_shmkv(system))
 		return "pass_shmkv_str";
-	if (system == "shmkv-batch")
+	if (is_shmkv_batch(system))
 		return "pass_shmkv_batch";
+	if (system == "axoncache")
+		return "pass_axon";
 	if (system == "absl")
 		return "pass_map<absl::";
 	if (system == "std")

@@ -71,6 +71,7 @@ const CgRecord *find_cg(const Report &r, uint64_t n, const std::string &s, const
 }
 
 double round_ratio(const TimingRecord &t, const TimingRecord &base);
+std::vector<std::string> systems_of(const Report &r);
 const LatencyRecord *find_lat(const Report &r, uint64_t n, const std::string &sys,
 			      const std::string &cls);
 
@@ -118,29 +119,33 @@ std::vector<Goal> goals(const Report &r)
 		if (!s || !a)
 			return;
 		double x = round_ratio(*s, *a);
-		g.push_back({fmt("issue 22: %s ≤ %.2f× %s, %" PRIu64 " keys, uniform hits, %s",
-				 std::string(sys) == "shmkv" ? "single get" : "batched get", target, base,
+		g.push_back({fmt("issue 22: %s (%s) ≤ %.2f× %s, %" PRIu64 " keys, uniform hits, %s",
+				 is_shmkv(sys) ? "single get" : "batched get", sys, target, base,
 				 n, std::string(w) == "uniform" ? "length + first byte" : "every value byte"),
 			     fmt("%.2f×", x), verdict(x, target)});
 	};
 	for (uint64_t n : {1000000ull, 10000000ull})
-		for (const char *w : {"uniform", "uniform-full"}) {
-			round_goal("shmkv", "absl", n, w, 0.6);
-			round_goal("shmkv", "axoncache", n, w, 0.7);
-			round_goal("shmkv-batch", "absl", n, w, 0.3);
-		}
+		for (const char *w : {"uniform", "uniform-full"})
+			for (const std::string &s : systems_of(r)) {
+				if (is_shmkv(s)) {
+					round_goal(s.c_str(), "absl", n, w, 0.6);
+					round_goal(s.c_str(), "axoncache", n, w, 0.7);
+				} else if (is_shmkv_batch(s)) {
+					round_goal(s.c_str(), "absl", n, w, 0.3);
+				}
+			}
 	for (const CgRecord &c : r.cg)
-		if (c.system == "shmkv" && (c.kind == "hit" || c.kind == "hit-full"))
-			g.push_back({fmt("issue 22: last-level misses per hit ≤ 1.1 (cachegrind, %" PRIu64
-					 " keys, %s)", c.keys, c.kind.c_str()),
+		if (is_shmkv(c.system) && (c.kind == "hit" || c.kind == "hit-full"))
+			g.push_back({fmt("issue 22: last-level misses per hit ≤ 1.1 (cachegrind, %s, %" PRIu64
+					 " keys, %s)", c.system.c_str(), c.keys, c.kind.c_str()),
 				     fmt("%.3f", c.ll_miss), verdict(c.ll_miss, 1.1)});
 	for (const LatencyRecord &l : r.latency)
-		if (l.system == "shmkv" && (l.cls == "home" || l.cls == "home-full"))
-			if (const LatencyRecord *c = find_lat(r, l.keys, "chase", ""))
+		if (is_shmkv(l.system) && (l.cls == "home" || l.cls == "home-full"))
+			if (const LatencyRecord *c = find_lat(r, l.keys, "chase:" + l.system, ""))
 				if (c->p50 > 0)
-					g.push_back({fmt("issue 22: lone get (%s keys, p50) ≤ 1.2× one "
+					g.push_back({fmt("issue 22: lone get (%s, %s keys, p50) ≤ 1.2× one "
 							 "random memory access (%s), %" PRIu64 " keys",
-							 l.cls.c_str(), c->cls.c_str(), l.keys),
+							 l.system.c_str(), l.cls.c_str(), c->cls.c_str(), l.keys),
 						     fmt("%.1f / %.1f ns = %.2f×", l.p50, c->p50,
 							 l.p50 / c->p50),
 						     verdict(l.p50 / c->p50, 1.2)});
@@ -515,7 +520,7 @@ void write_markdown(const Options &o, const Report &r, FILE *f)
 				if (x.keys == l.keys && x.system == l.system &&
 				    x.cls == (l.cls.find("-full") != std::string::npos ? "home-full" : "home"))
 					h = &x;
-			const LatencyRecord *c = find_lat(r, l.keys, "chase", "");
+			const LatencyRecord *c = find_lat(r, l.keys, "chase:" + l.system, "");
 			std::fprintf(f, "| %" PRIu64 " | %s | %s | %" PRIu64 " | %.1f | %.1f | %.1f | "
 					"%s | %s | %s |\n",
 				     l.keys, l.system.c_str(), l.cls.c_str(), l.gets, l.p50, l.p99, l.p999,
