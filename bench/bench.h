@@ -25,6 +25,8 @@ struct Options {
 	unsigned reps = 5;                 // timed passes per system and workload
 	double load_factor = 0;            // shmkv builder's index fill; 0: its default
 	bool hugepages = false;            // shmkv opens with SHMKV_OPEN_HUGEPAGES
+	bool read_first = true;            // --read: length + first byte of each hit ("uniform")
+	bool read_full = true;             // --read: every value byte ("uniform-full")
 	double zipf_theta = 0.99;
 	std::vector<std::string> systems;  // in report order
 	std::vector<std::string> phases;   // strings, typed, threads, procs, cachegrind
@@ -107,7 +109,7 @@ struct Dataset {
 	{
 		return kind == Kind::Str ? str(i).size() : 4 * float_count(i);
 	}
-	uint64_t digest(uint64_t i) const; // what a pass adds for a hit on key i
+	uint64_t digest(uint64_t i, bool full = false) const; // what a pass adds for a hit on key i
 };
 
 Dataset make_dataset(uint64_t n, Kind kind);
@@ -119,6 +121,24 @@ Dataset make_dataset(uint64_t n, Kind kind);
 inline uint64_t digest_str(const void *p, size_t len)
 {
 	return len + (len ? *(const unsigned char *)p : 0);
+}
+
+// The "full" read mode: length + every byte, so that a value on a line of
+// its own costs what it costs (the first byte alone can hide a dependent
+// miss on the line after).
+inline uint64_t digest_full(const void *p, size_t len)
+{
+	const unsigned char *b = (const unsigned char *)p;
+	uint64_t s = len;
+	for (size_t i = 0; i < len; i++)
+		s += b[i];
+	return s;
+}
+
+// A string hit's digest in the stream's read mode.
+inline uint64_t digest_str_mode(bool full, const void *p, size_t len)
+{
+	return full ? digest_full(p, len) : digest_str(p, len);
 }
 
 inline uint64_t digest_f32(const void *p, size_t count)
@@ -138,7 +158,8 @@ inline uint64_t digest_f32(const void *p, size_t count)
 // as they would in a caller), views of the same bytes for the batch API, and
 // what a correct pass returns.
 struct Stream {
-	std::string name; // uniform, zipf, miss50, miss100
+	std::string name; // uniform, uniform-full, zipf, miss50, miss100
+	bool full = false; // string hits read every value byte (digest_full)
 	std::vector<std::string> keys;
 	std::vector<shmkv_key> views;
 	uint64_t hits = 0;   // keys present
@@ -149,7 +170,8 @@ struct PassResult {
 	uint64_t found = 0, sum = 0;
 };
 
-enum class Pattern { Uniform, Zipf, Miss50, Miss100 };
+// UniformFull last: each pattern's value seeds its stream (keeps the others' keys)
+enum class Pattern { Uniform, Zipf, Miss50, Miss100, UniformFull };
 const char *pattern_name(Pattern p);
 Stream make_stream(const Dataset &d, Pattern p, uint64_t count, uint64_t seed, double theta);
 
@@ -186,6 +208,13 @@ struct System {
 std::unique_ptr<System> make_system(const std::string &name, const Options &o, Kind kind,
 				    const System *shmkv_image);
 std::vector<std::string> all_systems();
+// shmkv's image format variants (bench/README.md, "v1 against v2"): "shmkv-v1",
+// "shmkv-batch-v2", ...: the format a name asks for (0: the builder's default),
+// whether it is a batch system, and the name of the image system it reads.
+unsigned shmkv_format_of(const std::string &name);
+bool is_shmkv(const std::string &name);       // shmkv, shmkv-v1, shmkv-v2
+bool is_shmkv_batch(const std::string &name); // shmkv-batch, shmkv-batch-v1, ...
+std::string shmkv_image_system(const std::string &batch_name);
 bool system_available(const std::string &name);
 const char *system_version(const std::string &name);
 
@@ -243,6 +272,7 @@ struct LatencyRecord {
 	uint64_t gets = 0;       // per pass
 	double p50 = 0, p99 = 0, p999 = 0;
 	std::string timer;
+	std::string notes; // the pointer chase: buffer, pages, the unfenced chain
 };
 
 struct Env {

@@ -67,11 +67,11 @@ Dataset make_dataset(uint64_t n, Kind kind)
 	return d;
 }
 
-uint64_t Dataset::digest(uint64_t i) const
+uint64_t Dataset::digest(uint64_t i, bool full) const
 {
 	if (kind == Kind::Str) {
 		std::string_view v = str(i);
-		return digest_str(v.data(), v.size());
+		return digest_str_mode(full, v.data(), v.size());
 	}
 	return digest_f32(floats(i), float_count(i));
 }
@@ -83,6 +83,7 @@ const char *pattern_name(Pattern p)
 	case Pattern::Zipf: return "zipf";
 	case Pattern::Miss50: return "miss50";
 	case Pattern::Miss100: return "miss100";
+	case Pattern::UniformFull: return "uniform-full";
 	}
 	return "?";
 }
@@ -120,6 +121,9 @@ Stream make_stream(const Dataset &d, Pattern p, uint64_t count, uint64_t seed, d
 {
 	Stream s;
 	s.name = pattern_name(p);
+	s.full = p == Pattern::UniformFull;
+	if (s.full) // the same keys as "uniform": only the read differs
+		p = Pattern::Uniform;
 	s.keys.reserve(count);
 	uint64_t state = seed * 0x9E3779B97F4A7C15ULL + (uint64_t)p;
 	std::unique_ptr<Zipf> z;
@@ -149,7 +153,7 @@ Stream make_stream(const Dataset &d, Pattern p, uint64_t count, uint64_t seed, d
 			std::string_view k = d.key(i);
 			s.keys.emplace_back(k.data(), k.size());
 			s.hits++;
-			s.expect += d.digest(i);
+			s.expect += d.digest(i, s.full);
 		} else { // key_n .. key_2n-1: same shape, never added
 			size_t len = format_key(buf, "key_", d.n + i);
 			s.keys.emplace_back(buf, len);

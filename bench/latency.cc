@@ -3,12 +3,17 @@
 // (rdtsc between lfences on x86-64, CLOCK_MONOTONIC elsewhere) and filed by
 // where its key lives: in its home bucket, or displaced to a later one (FORMAT.md
 // §6). p50, p99 and p99.9 per class, and p99/p50: a lookup should cost the
-// same for every key.
+// same for every key. Gets read length + first byte, or every value byte
+// (--read), and in the same passes a pointer chase over a buffer of the
+// image's size times one dependent memory access: the floor a lone get is
+// measured against (issue 22 §5: a lone get ≤ 1.2× one access).
 #include "bench.h"
 
 #include <algorithm>
 #include <cinttypes>
 #include <ctime>
+
+#include <sys/mman.h>
 #if defined(__x86_64__)
 #include <x86intrin.h>
 #endif
@@ -36,11 +41,58 @@ inline uint64_t ticks()
 const char *const kTimer = "clock_gettime(CLOCK_MONOTONIC)";
 #endif
 
-// Is key i in its home bucket? Its entry's offset in one of the home
-// bucket's 8 slots, found through lib's public format functions.
+// Format 2 (lib/FORMAT.md §17): is the key's record in its home bucket's
+// 128 bytes? The records are walked as the format states them (inline: tag,
+// kind, key and value lengths, key; OUT: tag, kind, entry offset), for the
+// string records this phase builds; anything else exits with the reason.
+bool at_home_v2(const shmkv_image_header *h, std::string_view key)
+{
+	uint64_t hash = shmkv_key_hash(h->hash_seed, h->hash_bits, key.data(), key.size());
+	uint16_t tag = (uint16_t)(hash & 0xFFFF) ? (uint16_t)(hash & 0xFFFF) : 1;
+	uint64_t b = shmkv_home_bucket(hash, h->bucket_count);
+	const unsigned char *bk =
+		(const unsigned char *)h + h->sections[0].offset + b * 128;
+	const unsigned char *base = (const unsigned char *)h;
+	size_t pos = 8;
+	for (unsigned i = 0; i < bk[0]; i++) {
+		if (pos + 8 > 128)
+			fail("latency: v2 bucket %" PRIu64 ": record %u past its end", b, i);
+		uint16_t t = (uint16_t)(bk[pos] | bk[pos + 1] << 8);
+		unsigned kind = bk[pos + 2];
+		bool expires = kind & 0x40;
+		if (kind & 0x80) { // OUT: the entry (v1 §7) holds the key
+			uint64_t off = 0;
+			for (int j = 4; j >= 0; j--)
+				off = off << 8 | bk[pos + 3 + j];
+			off <<= 3;
+			if (t == tag) {
+				const unsigned char *ent = base + off; // v1 entry (§7): key_len u16 at +2
+				uint16_t klen = (uint16_t)(ent[2] | ent[3] << 8);
+				if (klen == key.size() && !std::memcmp(ent + 8, key.data(), klen))
+					return true;
+			}
+			pos += 8 + (expires ? 4 : 0);
+			continue;
+		}
+		if ((kind & 0x0F) != SHMKV_TYPE_STRING)
+			fail("latency: v2 bucket %" PRIu64 ": a record of type %u (this phase builds "
+			     "strings only)", b, kind & 0x0F);
+		size_t klen = bk[pos + 3], vlen = bk[pos + 4];
+		size_t kpos = pos + 5 + (expires ? 4 : 0);
+		if (t == tag && klen == key.size() && !std::memcmp(bk + kpos, key.data(), klen))
+			return true;
+		pos = kpos + klen + vlen + 1; // strings: alignment 1, a NUL after the value
+	}
+	return false;
+}
+
+// Is key i in its home bucket? Format 1: its entry's offset in one of the
+// home bucket's 8 slots, found through lib's public format functions.
 bool at_home(const shmkv *db, std::string_view key)
 {
 	const shmkv_image_header *h = shmkv_header(db);
+	if (h->format_version == 2)
+		return at_home_v2(h, key);
 	const uint64_t *buckets =
 		(const uint64_t *)(const void *)((const char *)h + h->sections[0].offset);
 	uint64_t off = 0;
@@ -55,6 +107,99 @@ bool at_home(const shmkv *db, std::string_view key)
 	return false;
 }
 
+// The baseline of a lone get: one dependent random memory access. The
+// buffer (the image's size, rounded up to 2 MiB) holds one random cycle over
+// its 64-byte lines (Sattolo's algorithm), each line the index of the next,
+// so every access depends on the one before and no prefetcher can guess it.
+// Pages: 4 KiB (MADV_NOHUGEPAGE, whatever THP's setting) as the image on a
+// plain tmpfs, or with --hugepages huge pages (MAP_HUGETLB when the pool has
+// them, else MADV_HUGEPAGE), as the image opened SHMKV_OPEN_HUGEPAGES.
+class Chase {
+public:
+	Chase(uint64_t image_bytes, bool huge, uint64_t seed)
+	{
+		const size_t align = 2u << 20;
+		bytes_ = (size_t)((image_bytes + align - 1) / align * align);
+		void *p = MAP_FAILED;
+		if (huge) {
+			p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
+			how_ = "MAP_HUGETLB, 2 MiB pages";
+		}
+		if (p == MAP_FAILED) {
+			// over-allocate by 2 MiB so that THP can back aligned 2 MiB extents
+			map_bytes_ = bytes_ + align;
+			void *raw = mmap(nullptr, map_bytes_, PROT_READ | PROT_WRITE,
+					 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			if (raw == MAP_FAILED)
+				fail("latency: mmap of %zu bytes for the pointer chase failed", map_bytes_);
+			raw_ = raw;
+			p = (void *)(((uintptr_t)raw + align - 1) & ~(uintptr_t)(align - 1));
+			if (madvise(p, bytes_, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE) != 0)
+				fail("latency: madvise on the pointer chase buffer failed");
+			how_ = huge ? "MAP_HUGETLB failed (no pool): MADV_HUGEPAGE"
+				    : "4 KiB pages (MADV_NOHUGEPAGE)";
+		} else {
+			raw_ = p;
+			map_bytes_ = bytes_;
+		}
+		base_ = (uint64_t *)p;
+		size_t lines = bytes_ / 64;
+		uint64_t st = seed ^ 0xC4A5E;
+		for (size_t i = 0; i < lines; i++)
+			base_[i * 8] = i;
+		for (size_t i = lines - 1; i > 0; i--) { // Sattolo: one cycle through all lines
+			size_t j = (size_t)uniform(st, i);
+			std::swap(base_[i * 8], base_[j * 8]);
+		}
+		if (huge && raw_ != p)
+			how_ += fmt(", AnonHugePages of the process %.0f MiB",
+				    smaps_sum("", "AnonHugePages") / 1048576.0);
+		pages_ = huge ? "huge pages" : "4 KiB pages";
+	}
+	~Chase() { munmap(raw_, map_bytes_); }
+	Chase(const Chase &) = delete;
+	Chase &operator=(const Chase &) = delete;
+
+	size_t bytes() const { return bytes_; }
+	const std::string &pages() const { return pages_; }
+	const std::string &how() const { return how_; }
+
+	// count accesses, each timed alone as a get is (lfence, rdtsc, lfence)
+	std::vector<uint64_t> lone(size_t count)
+	{
+		std::vector<uint64_t> t;
+		t.reserve(count);
+		for (size_t i = 0; i < count; i++) {
+			uint64_t a = ticks();
+			pos_ = *(volatile uint64_t *)(base_ + pos_ * 8);
+			uint64_t b = ticks();
+			t.push_back(b - a);
+		}
+		return t;
+	}
+
+	// ns per access of count accesses in one dependent chain, no fences, by
+	// the thread's CPU time (the wall clock of a whole chain on a loaded
+	// machine counts the time slices other processes ran)
+	double chain(size_t count)
+	{
+		double c0 = thread_cpu_seconds();
+		uint64_t p = pos_;
+		for (size_t i = 0; i < count; i++)
+			p = *(volatile uint64_t *)(base_ + p * 8);
+		pos_ = p;
+		return (thread_cpu_seconds() - c0) * 1e9 / (double)count;
+	}
+
+private:
+	size_t bytes_ = 0, map_bytes_ = 0;
+	void *raw_ = nullptr;
+	uint64_t *base_ = nullptr;
+	uint64_t pos_ = 0;
+	std::string how_, pages_;
+};
+
 double pct_of(std::vector<uint64_t> &v, double p)
 {
 	if (v.empty())
@@ -66,23 +211,36 @@ double pct_of(std::vector<uint64_t> &v, double p)
 
 } // namespace
 
-void run_latency(const Options &o, Report &r)
+// One table size and one shmkv system (shmkv, shmkv-v1 or shmkv-v2).
+static void latency_one(const Options &o, Report &r, uint64_t n, const std::string &name)
 {
-	for (uint64_t n : o.lat_keys) {
-		note("[latency %" PRIu64 " keys] building shmkv\n", n);
+	{
+		note("[latency %" PRIu64 " keys] building %s\n", n, name.c_str());
 		Dataset d = make_dataset(n, Kind::Str);
-		std::unique_ptr<System> sys = make_system("shmkv", o, Kind::Str, nullptr);
+		std::unique_ptr<System> sys = make_system(name, o, Kind::Str, nullptr);
 		sys->build(d, o.dir);
 		shmkv *db = nullptr;
-		int err = shmkv_open_file(sys->path.c_str(), SHMKV_OPEN_POPULATE, &db);
+		unsigned flags = SHMKV_OPEN_POPULATE | (o.hugepages ? SHMKV_OPEN_HUGEPAGES : 0);
+		int err = shmkv_open_file(sys->path.c_str(), flags, &db);
 		if (err)
 			fail("latency: shmkv_open_file %s: %s", sys->path.c_str(), shmkv_strerror(err));
+		// the baseline: one dependent access over a buffer of the image's size
+		Chase chase(shmkv_header(db)->file_size, o.hugepages, o.seed);
+		note("[latency %" PRIu64 " keys] pointer chase over %.0f MiB (%s)\n", n,
+		     (double)chase.bytes() / 1048576.0, chase.pages().c_str());
 		Stream s = make_stream(d, Pattern::Uniform, o.lat_lookups, o.seed, o.zipf_theta);
 		std::vector<char> home(s.keys.size());
 		uint64_t displaced = 0;
 		for (size_t i = 0; i < s.keys.size(); i++) {
 			home[i] = at_home(db, s.keys[i]);
 			displaced += !home[i];
+		}
+		uint64_t expect_full = 0;
+		for (const std::string &k : s.keys) {
+			const char *v;
+			size_t len;
+			if (shmkv_get_str(db, k.data(), k.size(), &v, &len) == 0)
+				expect_full += digest_full(v, len);
 		}
 		// the timer's own cost: the median of empty timed regions
 		std::vector<uint64_t> empty(100000);
@@ -91,46 +249,63 @@ void run_latency(const Options &o, Report &r)
 			e = ticks() - t0;
 		}
 		double overhead = pct_of(empty, 50);
-		// passes: each get timed; percentiles per pass, the median pass reported
-		std::vector<double> pcts[2][3];
+		// classes: 0 home, 1 displaced, 2 home-full, 3 displaced-full, 4 chase;
+		// per pass, in turn (so that load on the machine hits them alike):
+		// the chase, the gets reading length + first byte, the gets reading all
+		std::vector<double> pcts[5][3];
+		std::vector<double> chain_ns;
 		double ticks_per_ns = 1;
+		const bool modes[2] = {o.read_first, o.read_full};
 		for (unsigned rep = 0; rep < o.reps; rep++) {
-			std::vector<uint64_t> t[2];
-			t[0].reserve(s.keys.size());
-			t[1].reserve(displaced);
-			uint64_t found = 0, sum = 0;
+			std::vector<uint64_t> t[5];
 			auto c0 = Clock::now();
 			uint64_t k0 = ticks();
-			for (size_t i = 0; i < s.keys.size(); i++) {
-				const char *v;
-				size_t len;
-				uint64_t a = ticks();
-				int e = shmkv_get_str(db, s.keys[i].data(), s.keys[i].size(), &v, &len);
-				uint64_t b = ticks();
-				if (e == 0) {
-					found++;
-					sum += digest_str(v, len);
+			t[4] = chase.lone(s.keys.size());
+			for (int full = 0; full < 2; full++) {
+				if (!modes[full])
+					continue;
+				std::vector<uint64_t> &th = t[2 * full], &td = t[2 * full + 1];
+				th.reserve(s.keys.size());
+				td.reserve(displaced);
+				uint64_t found = 0, sum = 0;
+				for (size_t i = 0; i < s.keys.size(); i++) {
+					const char *v;
+					size_t len;
+					uint64_t a = ticks();
+					int e = shmkv_get_str(db, s.keys[i].data(), s.keys[i].size(), &v, &len);
+					if (e == 0) // inside the timed region: the read is part of the get
+						sum += full ? digest_full(v, len) : digest_str(v, len);
+					uint64_t b = ticks();
+					found += e == 0;
+					(home[i] ? th : td).push_back(b - a);
 				}
-				t[home[i] ? 0 : 1].push_back(b - a);
+				if (found != s.hits || sum != (full ? expect_full : s.expect))
+					fail("latency: %s found %" PRIu64 " of %" PRIu64 " keys (%s read)",
+					     name.c_str(), found, s.hits, full ? "full" : "first-byte");
 			}
 			ticks_per_ns = (double)(ticks() - k0) /
 				       (double)std::chrono::duration_cast<std::chrono::nanoseconds>(
 					       Clock::now() - c0)
 					       .count();
-			if (found != s.hits || sum != s.expect)
-				fail("latency: shmkv found %" PRIu64 " of %" PRIu64 " keys", found, s.hits);
-			for (int c = 0; c < 2; c++) {
+			chain_ns.push_back(chase.chain(s.keys.size()));
+			for (int c = 0; c < 5; c++) {
+				if (t[c].empty())
+					continue;
 				pcts[c][0].push_back(pct_of(t[c], 50));
 				pcts[c][1].push_back(pct_of(t[c], 99));
 				pcts[c][2].push_back(pct_of(t[c], 99.9));
 			}
 		}
-		for (int c = 0; c < 2; c++) {
+		static const char *const cls[5] = {"home", "displaced", "home-full", "displaced-full",
+						   nullptr};
+		for (int c = 0; c < 5; c++) {
+			if (pcts[c][0].empty())
+				continue;
 			LatencyRecord l;
 			l.keys = n;
-			l.system = "shmkv";
-			l.cls = c ? "displaced" : "home";
-			l.gets = c ? displaced : s.keys.size() - displaced;
+			l.system = c < 4 ? name : "chase:" + name; // sized to name's image
+			l.cls = c < 4 ? cls[c] : chase.pages();
+			l.gets = c == 4 ? s.keys.size() : c & 1 ? displaced : s.keys.size() - displaced;
 			double ns[3];
 			for (int p = 0; p < 3; p++) {
 				std::vector<double> &v = pcts[c][p];
@@ -141,12 +316,31 @@ void run_latency(const Options &o, Report &r)
 			l.p50 = ns[0], l.p99 = ns[1], l.p999 = ns[2];
 			l.timer = fmt("%s, %.1f ns of timer overhead subtracted", kTimer,
 				      overhead / ticks_per_ns);
+			if (c == 4)
+				l.notes = fmt("%.0f MiB buffer (the image's size rounded up to 2 MiB), "
+					      "%s; the same accesses unfenced in one dependent chain: %.1f "
+					      "ns each by the thread's CPU time (median pass)",
+					      (double)chase.bytes() / 1048576.0, chase.how().c_str(),
+					      median(chain_ns));
 			r.latency.push_back(l);
 		}
 		shmkv_close(db);
 		sys->release();
 		sys->remove();
 	}
+}
+
+void run_latency(const Options &o, Report &r)
+{
+	std::vector<std::string> names; // shmkv, or each shmkv format the run names
+	for (const std::string &s : o.systems)
+		if (is_shmkv(s))
+			names.push_back(s);
+	if (names.empty())
+		names.push_back("shmkv");
+	for (uint64_t n : o.lat_keys)
+		for (const std::string &name : names)
+			latency_one(o, r, n, name);
 }
 
 } // namespace bench

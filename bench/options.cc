@@ -19,7 +19,11 @@ void usage(int status)
 "  --lookups M       timed lookups per pass (default 3M)\n"
 "  --reps R          timed passes per system and workload; the median is reported (5)\n"
 "  --seed S          seed of the key streams (42)\n"
-"  --systems LIST    comma list of shmkv,shmkv-batch,absl,std,lmdb,cdb (default: all built in)\n"
+"  --read first|full|both  what a string hit reads: length + first byte (\"uniform\"),\n"
+"                    every value byte (\"uniform-full\", same keys), or both (default)\n"
+"  --systems LIST    comma list of shmkv,shmkv-batch,absl,std,lmdb,cdb,axoncache (default:\n"
+"                    all built in); shmkv-v1,shmkv-v2,shmkv-batch-v1,shmkv-batch-v2: the\n"
+"                    image built in that format (when the builder has the option)\n"
 "  --phases LIST     strings,typed,threads,procs,cachegrind,latency (default: the first 4)\n"
 "  --cachegrind      add the cachegrind phase (same as adding it to --phases)\n"
 "  --cachegrind-keys N  table size of the cachegrind phase, repeatable (default 1M)\n"
@@ -177,6 +181,15 @@ Options parse_args(int argc, char **argv)
 			o.proc_lookups = parse_count(a.c_str(), v);
 		else if (a == "--serial")
 			o.serial = v;
+		else if (a == "--read") {
+			std::string m = v;
+			if (m != "first" && m != "full" && m != "both") {
+				std::fprintf(stderr, "lookup_bench: --read takes first, full or both\n");
+				usage(2);
+			}
+			o.read_first = m != "full";
+			o.read_full = m != "first";
+		}
 		else if (a == "--dir")
 			o.dir = v;
 		else if (a == "--out")
@@ -210,7 +223,7 @@ Options parse_args(int argc, char **argv)
 		}
 	if (o.systems.empty()) {
 		for (const std::string &s : all_systems())
-			if (system_available(s))
+			if (system_available(s) && !shmkv_format_of(s)) // variants: by name only
 				o.systems.push_back(s);
 	} else {
 		for (const std::string &s : o.systems) {

@@ -15,9 +15,9 @@ namespace {
 // Rough peak bytes per key of a system, to decide whether all fit at once.
 double guess_bytes_per_key(const std::string &sys, uint64_t n, double value_bytes)
 {
-	if (sys == "shmkv")
+	if (is_shmkv(sys))
 		return 42 + value_bytes;
-	if (sys == "shmkv-batch")
+	if (is_shmkv_batch(sys))
 		return 0; // shares shmkv's image
 	if (sys == "absl") {
 		double cap = 1;
@@ -49,11 +49,12 @@ std::vector<std::vector<std::string>> plan_groups(const Options &o, uint64_t n, 
 		return groups;
 	}
 	for (const std::string &s : o.systems) {
-		if (s == "shmkv-batch" && has_system(o, "shmkv"))
-			continue; // goes with shmkv: it reads the same image
+		if (is_shmkv_batch(s) && has_system(o, shmkv_image_system(s).c_str()))
+			continue; // goes with its shmkv system: it reads the same image
 		groups.push_back({s});
-		if (s == "shmkv" && has_system(o, "shmkv-batch"))
-			groups.back().push_back("shmkv-batch");
+		for (const std::string &b : o.systems)
+			if (is_shmkv_batch(b) && shmkv_image_system(b) == s)
+				groups.back().push_back(b);
 	}
 	return groups;
 }
@@ -164,11 +165,14 @@ void run_table(const Options &o, Report &r, uint64_t n, Kind kind, const std::ve
 			      why.c_str()));
 	for (const auto &names : groups) {
 		std::vector<std::unique_ptr<System>> owned;
-		const System *img = nullptr;
 		for (const std::string &name : names) {
+			if (name == "axoncache" && kind != Kind::Str)
+				continue; // its adapter reads strings only (sys_axon.cc)
+			const System *img = nullptr; // a batch system reads its shmkv system's image
+			for (auto &s : owned)
+				if (is_shmkv_batch(name) && s->name == shmkv_image_system(name))
+					img = s.get();
 			owned.push_back(make_system(name, o, kind, img));
-			if (name == "shmkv")
-				img = owned.back().get();
 		}
 		std::vector<System *> group;
 		for (auto &s : owned) {
@@ -183,7 +187,7 @@ void run_table(const Options &o, Report &r, uint64_t n, Kind kind, const std::ve
 		// Whether huge pages back the data (--dir on a huge=always tmpfs,
 		// GLIBC_TUNABLES=glibc.malloc.hugetlb=1 for the maps).
 		for (System *s : group) {
-			if (!s->path.empty() && s->name != "shmkv-batch") {
+			if (!s->path.empty() && !is_shmkv_batch(s->name)) {
 				uint64_t huge = smaps_sum(s->path, "ShmemPmdMapped") +
 						smaps_sum(s->path, "FilePmdMapped");
 				s->notes += fmt("; huge pages map %.0f of its %.0f MiB resident", huge / 1048576.0,
@@ -224,8 +228,13 @@ void run_timing_phases(const Options &o, Report &r)
 		sizes.push_back(o.scale_keys);
 	for (uint64_t n : sizes) {
 		std::vector<Pattern> pats;
-		if (strings && std::find(o.keys.begin(), o.keys.end(), n) != o.keys.end())
-			pats = {Pattern::Uniform, Pattern::Zipf, Pattern::Miss50};
+		if (strings && std::find(o.keys.begin(), o.keys.end(), n) != o.keys.end()) {
+			if (o.read_first)
+				pats.push_back(Pattern::Uniform);
+			if (o.read_full)
+				pats.push_back(Pattern::UniformFull);
+			pats.insert(pats.end(), {Pattern::Zipf, Pattern::Miss50});
+		}
 		run_table(o, r, n, Kind::Str, pats, threads && n == o.scale_keys,
 			  procs && n == o.scale_keys);
 	}

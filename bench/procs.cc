@@ -142,7 +142,7 @@ void run_procs(const Options &o, const Dataset &d, const std::vector<System *> &
 		unsigned k;
 		if (sys->name == "absl")
 			k = 1;
-		else if ((sys->name == "shmkv" || sys->name == "lmdb" || sys->name == "cdb") &&
+		else if ((is_shmkv(sys->name) || sys->name == "lmdb" || sys->name == "cdb") &&
 			 !sys->path.empty())
 			k = o.procs;
 		else

@@ -192,10 +192,12 @@ namespace {
 // its samples, and the lines of it perf annotates, are that system's gets.
 const char *pass_function(const std::string &system)
 {
-	if (system == "shmkv")
+	if (is_shmkv(system))
 		return "pass_shmkv_str";
-	if (system == "shmkv-batch")
+	if (is_shmkv_batch(system))
 		return "pass_shmkv_batch";
+	if (system == "axoncache")
+		return "pass_axon";
 	if (system == "absl")
 		return "pass_map<absl::";
 	if (system == "std")
@@ -435,7 +437,7 @@ void run_cachegrind(const Options &o, Report &r)
 			std::vector<CgTotals> dumps = parse_dumps(base);
 			for (size_t i = 0; i < dumps.size(); i++) {
 				const CgTotals &t = dumps[i];
-				if (t.desc != "hit" && t.desc != "miss")
+				if (t.desc != "hit" && t.desc != "hit-full" && t.desc != "miss")
 					continue;
 				annotate(base + "." + std::to_string(i + 1),
 					 fmt("%s/annotate-%s-%" PRIu64 "-%s.txt", dir.c_str(), sys.c_str(),
@@ -464,7 +466,8 @@ void run_cachegrind(const Options &o, Report &r)
 }
 
 // Under valgrind: build one system, warm the simulated caches with one hit
-// and one miss pass, then count one pass of each, dumped as "hit" and "miss".
+// and one miss pass, then count one pass of each, dumped as "hit" and "miss",
+// then the hits again reading every value byte ("hit-full").
 // The stream is walked in chunks of 64 keys; before each chunk, outside the
 // counted region, its keys are touched, so that the counts are the store's
 // own: the simulator has no prefetcher, and the stream (32 bytes per key,
@@ -477,6 +480,7 @@ int cg_child_main(const Options &o, const std::string &system, uint64_t n)
 	std::unique_ptr<System> sys = make_system(system, o, Kind::Str, nullptr);
 	sys->build(d, o.dir);
 	Stream hit = make_stream(d, Pattern::Uniform, o.cg_lookups, o.seed, o.zipf_theta);
+	Stream hit_full = make_stream(d, Pattern::UniformFull, o.cg_lookups, o.seed, o.zipf_theta);
 	Stream miss = make_stream(d, Pattern::Miss100, o.cg_lookups, o.seed, o.zipf_theta);
 	const size_t chunk = 64;
 	auto run = [&](const Stream &s, bool count) {
@@ -510,6 +514,11 @@ int cg_child_main(const Options &o, const std::string &system, uint64_t n)
 	CALLGRIND_DUMP_STATS_AT("hit");
 	run(miss, true);
 	CALLGRIND_DUMP_STATS_AT("miss");
+	// the hit keys again, every value byte read, after the same passes as
+	// the counted hits came after (the hit keys, then the misses): the same
+	// simulated cache contents, so hit and hit-full differ only by the read
+	run(hit_full, true);
+	CALLGRIND_DUMP_STATS_AT("hit-full");
 	CALLGRIND_STOP_INSTRUMENTATION;
 	sys->release();
 	sys->remove();

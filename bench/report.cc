@@ -70,6 +70,11 @@ const CgRecord *find_cg(const Report &r, uint64_t n, const std::string &s, const
 	return nullptr;
 }
 
+double round_ratio(const TimingRecord &t, const TimingRecord &base, bool cpu = false);
+std::vector<std::string> systems_of(const Report &r);
+const LatencyRecord *find_lat(const Report &r, uint64_t n, const std::string &sys,
+			      const std::string &cls);
+
 struct Goal {
 	std::string what, measured, verdict;
 };
@@ -107,6 +112,43 @@ std::vector<Goal> goals(const Report &r)
 				g.push_back({fmt("instructions per hit ≤ absl's (cachegrind, %" PRIu64
 						 " keys)", c.keys),
 					     fmt("%.1f vs absl %.1f", c.ir, a->ir), verdict(c.ir, a->ir)});
+	// issue 22 §5, per read mode: in-run ratios (median of per-round ratios)
+	auto round_goal = [&](const char *sys, const char *base, uint64_t n, const char *w,
+			      double target) {
+		const TimingRecord *s = find_t(r, n, w, sys), *a = find_t(r, n, w, base);
+		if (!s || !a)
+			return;
+		double x = round_ratio(*s, *a), c = round_ratio(*s, *a, true);
+		g.push_back({fmt("issue 22: %s (%s) ≤ %.2f× %s, %" PRIu64 " keys, uniform hits, %s",
+				 is_shmkv(sys) ? "single get" : "batched get", sys, target, base,
+				 n, std::string(w) == "uniform" ? "length + first byte" : "every value byte"),
+			     fmt("%.2f× (CPU time %.2f×)", x, c), verdict(x, target)});
+	};
+	for (uint64_t n : {1000000ull, 10000000ull})
+		for (const char *w : {"uniform", "uniform-full"})
+			for (const std::string &s : systems_of(r)) {
+				if (is_shmkv(s)) {
+					round_goal(s.c_str(), "absl", n, w, 0.6);
+					round_goal(s.c_str(), "axoncache", n, w, 0.7);
+				} else if (is_shmkv_batch(s)) {
+					round_goal(s.c_str(), "absl", n, w, 0.3);
+				}
+			}
+	for (const CgRecord &c : r.cg)
+		if (is_shmkv(c.system) && (c.kind == "hit" || c.kind == "hit-full"))
+			g.push_back({fmt("issue 22: last-level misses per hit ≤ 1.1 (cachegrind, %s, %" PRIu64
+					 " keys, %s)", c.system.c_str(), c.keys, c.kind.c_str()),
+				     fmt("%.3f", c.ll_miss), verdict(c.ll_miss, 1.1)});
+	for (const LatencyRecord &l : r.latency)
+		if (is_shmkv(l.system) && (l.cls == "home" || l.cls == "home-full"))
+			if (const LatencyRecord *c = find_lat(r, l.keys, "chase:" + l.system, ""))
+				if (c->p50 > 0)
+					g.push_back({fmt("issue 22: lone get (%s, %s keys, p50) ≤ 1.2× one "
+							 "random memory access (%s), %" PRIu64 " keys",
+							 l.system.c_str(), l.cls.c_str(), c->cls.c_str(), l.keys),
+						     fmt("%.1f / %.1f ns = %.2f×", l.p50, c->p50,
+							 l.p50 / c->p50),
+						     verdict(l.p50 / c->p50, 1.2)});
 	if (const TimingRecord *s = find_t(r, 1000000, "uniform", "shmkv")) {
 		double b = (double)s->bytes / 1e6;
 		g.push_back({"image ≤ 42 bytes per key, 1M keys", fmt("%.2f", b), verdict(b, 42)});
@@ -150,6 +192,83 @@ std::string mib(uint64_t b)
 	return fmt("%.1f", (double)b / 1048576.0);
 }
 
+
+// Median over the rounds of the per-round ratio t/base: pass i of every
+// system ran in the same round of the round-robin (phases.cc), so a round's
+// ratio sees one load; robust where the machine's load swings between rounds.
+double round_ratio(const TimingRecord &t, const TimingRecord &base, bool cpu)
+{
+	const std::vector<double> &x = cpu ? t.cpu_ns : t.ns, &y = cpu ? base.cpu_ns : base.ns;
+	std::vector<double> v;
+	for (size_t i = 0; i < x.size() && i < y.size(); i++)
+		if (y[i] > 0)
+			v.push_back(x[i] / y[i]);
+	return v.empty() ? 0 : median(v);
+}
+
+// Issue 22 §5: every shmkv system against absl and AxonCache, per table size
+// and read mode, as the median of per-round ratios (and the ratio of medians).
+void write_ratios(const Report &r, FILE *f)
+{
+	std::vector<std::string> shm;
+	for (const std::string &s : systems_of(r))
+		if (s.rfind("shmkv", 0) == 0)
+			shm.push_back(s);
+	const char *bases[] = {"absl", "axoncache"};
+	bool any = false;
+	for (const TimingRecord &t : r.timings)
+		any |= (t.workload == "uniform" || t.workload == "uniform-full") &&
+		       (t.system == "absl" || t.system == "axoncache");
+	if (shm.empty() || !any)
+		return;
+	std::fprintf(f, "## Ratios: shmkv against absl and AxonCache (issue 22 §5)\n\n"
+			"Uniform hits; first: length + first byte read, full: every value byte. "
+			"Each cell: the median over the rounds of the ratio of that round's passes "
+			"(all systems timed in the same round, interleaved), then in parentheses "
+			"the ratio of the median passes; cpu: the same by the thread's CPU time "
+			"(on a loaded machine the wall clock counts time other processes ran). "
+			"Lower is faster for shmkv.\n\n");
+	std::fprintf(f, "| keys | read | system | ns/get | x absl | x axoncache | x absl (cpu) | "
+			"x axoncache (cpu) |\n|---:|---|---|---:|---:|---:|---:|---:|\n");
+	for (uint64_t n : sizes_of(r, false))
+		for (const char *w : {"uniform", "uniform-full"})
+			for (const std::string &s : shm) {
+				const TimingRecord *t = find_t(r, n, w, s);
+				if (!t)
+					continue;
+				std::fprintf(f, "| %" PRIu64 " | %s | %s | %.1f", n,
+					     std::string(w) == "uniform" ? "first" : "full", s.c_str(),
+					     median(t->ns));
+				for (const char *b : bases) {
+					const TimingRecord *a = find_t(r, n, w, b);
+					if (!a)
+						std::fprintf(f, " | -");
+					else
+						std::fprintf(f, " | **%.2f** (%.2f)", round_ratio(*t, *a),
+							     median(t->ns) / median(a->ns));
+				}
+				for (const char *b : bases) {
+					const TimingRecord *a = find_t(r, n, w, b);
+					if (!a)
+						std::fprintf(f, " | -");
+					else
+						std::fprintf(f, " | %.2f (%.2f)", round_ratio(*t, *a, true),
+							     median(t->cpu_ns) / median(a->cpu_ns));
+				}
+				std::fprintf(f, " |\n");
+			}
+	std::fprintf(f, "\n");
+}
+
+const LatencyRecord *find_lat(const Report &r, uint64_t n, const std::string &sys,
+			      const std::string &cls)
+{
+	for (const LatencyRecord &l : r.latency)
+		if (l.keys == n && l.system == sys && (cls.empty() || l.cls == cls))
+			return &l;
+	return nullptr;
+}
+
 } // namespace
 
 void write_markdown(const Options &o, const Report &r, FILE *f)
@@ -176,19 +295,22 @@ void write_markdown(const Options &o, const Report &r, FILE *f)
 
 	std::vector<std::string> systems = systems_of(r);
 	std::vector<uint64_t> sizes = sizes_of(r, false);
-	const char *wls[] = {"uniform", "zipf", "miss50"};
+	const char *wls[] = {"uniform", "uniform-full", "zipf", "miss50"};
 	if (!sizes.empty() && find_t(r, sizes[0], "build", systems[0]) == nullptr) {
 		std::fprintf(f, "## String workloads: ns per get\n\n");
 		std::fprintf(f, "`key_N` → `val_N`; %" PRIu64 " lookups per pass, %u passes, seed %" PRIu64
 				"; median pass by the wall clock, and in parentheses the ratio of "
-				"medians against absl. uniform: every key equally likely; zipf: "
+				"medians against absl. uniform: every key equally likely, a hit reads "
+				"the value's length and first byte; uniform-full: the same keys, a "
+				"hit reads every value byte; zipf: "
 				"Zipf(%.2f) popularity; miss50: half the keys absent (`key_N` with N "
 				"past the table).\n\n",
 			     o.lookups, o.reps, o.seed, o.zipf_theta);
-		std::fprintf(f, "| keys | system | uniform | zipf | miss50 |\n|---:|---|---:|---:|---:|\n");
+		std::fprintf(f, "| keys | system | uniform | uniform-full | zipf | miss50 |\n"
+				"|---:|---|---:|---:|---:|---:|\n");
 		for (uint64_t n : sizes)
 			for (const std::string &s : systems) {
-				if (!find_t(r, n, "uniform", s))
+				if (!find_t(r, n, "uniform", s) && !find_t(r, n, "uniform-full", s))
 					continue;
 				std::fprintf(f, "| %" PRIu64 " | %s", n, s.c_str());
 				for (const char *w : wls) {
@@ -203,6 +325,8 @@ void write_markdown(const Options &o, const Report &r, FILE *f)
 			}
 		std::fprintf(f, "\n");
 	}
+
+	write_ratios(r, f);
 
 	if (!sizes.empty()) {
 		std::fprintf(f, "## Build, open and size\n\n");
@@ -394,19 +518,32 @@ void write_markdown(const Options &o, const Report &r, FILE *f)
 				"A lookup should cost the same for every key: p99/p50, and "
 				"displaced against home.\n\n",
 			     o.lat_lookups, r.latency[0].timer.c_str(), o.reps);
+		std::fprintf(f, "Gets of class home/displaced read the value's length and first "
+				"byte, *-full every value byte, inside the timed region. chase: in "
+				"the same passes, one dependent random access over a buffer of the "
+				"image's size, timed the same way (latency.cc, class Chase); p50 x "
+				"chase is the lone get against one memory access of this machine.\n\n");
 		std::fprintf(f, "| keys | system | keys in | gets | p50 | p99 | p99.9 | p99/p50 | "
-				"p50 x home |\n|---:|---|---|---:|---:|---:|---:|---:|---:|\n");
+				"p50 x home | p50 x chase |\n|---:|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
 		for (const LatencyRecord &l : r.latency) {
 			const LatencyRecord *h = nullptr;
 			for (const LatencyRecord &x : r.latency)
-				if (x.keys == l.keys && x.system == l.system && x.cls == "home")
+				if (x.keys == l.keys && x.system == l.system &&
+				    x.cls == (l.cls.find("-full") != std::string::npos ? "home-full" : "home"))
 					h = &x;
+			const LatencyRecord *c = find_lat(r, l.keys, "chase:" + l.system, "");
 			std::fprintf(f, "| %" PRIu64 " | %s | %s | %" PRIu64 " | %.1f | %.1f | %.1f | "
-					"%s | %s |\n",
+					"%s | %s | %s |\n",
 				     l.keys, l.system.c_str(), l.cls.c_str(), l.gets, l.p50, l.p99, l.p999,
 				     l.p50 > 0 ? fmt("%.2f", l.p99 / l.p50).c_str() : "-",
-				     h && h->p50 > 0 ? fmt("%.2f", l.p50 / h->p50).c_str() : "-");
+				     h && h->p50 > 0 ? fmt("%.2f", l.p50 / h->p50).c_str() : "-",
+				     c && c->p50 > 0 ? fmt("%.2f", l.p50 / c->p50).c_str() : "-");
 		}
+		std::fprintf(f, "\n");
+		for (const LatencyRecord &l : r.latency)
+			if (!l.notes.empty())
+				std::fprintf(f, "- %" PRIu64 " keys, %s (%s): %s.\n", l.keys, l.system.c_str(),
+					     l.cls.c_str(), l.notes.c_str());
 		std::fprintf(f, "\n");
 	}
 
@@ -482,6 +619,14 @@ void write_json(const Options &o, const Report &r, const std::string &path)
 			std::fprintf(f, "\"ns_per_get_median\": %.3f, \"ns_per_get_best\": %.3f, "
 					"\"cpu_ns_per_get_median\": %.3f, ",
 				     median(t.ns), best(t.ns), median(t.cpu_ns));
+			// per pass, in round order: pass i of every system ran in round i
+			for (int cpu = 0; cpu < 2; cpu++) {
+				const std::vector<double> &v = cpu ? t.cpu_ns : t.ns;
+				std::fprintf(f, "\"%s\": [", cpu ? "cpu_ns_per_pass" : "ns_per_pass");
+				for (size_t k = 0; k < v.size(); k++)
+					std::fprintf(f, "%s%.3f", k ? ", " : "", v[k]);
+				std::fprintf(f, "], ");
+			}
 			if (a && !a->ns.empty())
 				std::fprintf(f, "\"ratio_vs_absl\": %.4f, \"cpu_ratio_vs_absl\": %.4f, ",
 					     median(t.ns) / median(a->ns), median(t.cpu_ns) / median(a->cpu_ns));
@@ -527,9 +672,9 @@ void write_json(const Options &o, const Report &r, const std::string &path)
 		const LatencyRecord &l = r.latency[i];
 		std::fprintf(f, "%s\n    {\"keys\": %" PRIu64 ", \"system\": %s, \"class\": %s, "
 				"\"gets\": %" PRIu64 ", \"p50_ns\": %.2f, \"p99_ns\": %.2f, "
-				"\"p999_ns\": %.2f, \"timer\": %s}",
+				"\"p999_ns\": %.2f, \"timer\": %s, \"notes\": %s}",
 			     i ? "," : "", l.keys, js(l.system).c_str(), js(l.cls).c_str(), l.gets, l.p50,
-			     l.p99, l.p999, js(l.timer).c_str());
+			     l.p99, l.p999, js(l.timer).c_str(), js(l.notes).c_str());
 	}
 	std::fprintf(f, "\n  ],\n  \"notes\": [");
 	for (size_t i = 0; i < r.notes.size(); i++)

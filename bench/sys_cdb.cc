@@ -30,7 +30,7 @@ __attribute__((noinline)) PassResult pass_cdb(const struct cdb *shared, Kind kin
 		if (cdb_find(&c, k.data(), (unsigned)k.size()) > 0) {
 			const void *v = cdb_getdata(&c);
 			r.found++;
-			r.sum += kind == Kind::Str ? digest_str(v, cdb_datalen(&c))
+			r.sum += kind == Kind::Str ? digest_str_mode(s.full, v, cdb_datalen(&c))
 						   : digest_f32(v, cdb_datalen(&c) / 4);
 		}
 	}

@@ -61,7 +61,7 @@ __attribute__((noinline)) PassResult pass_lmdb(MDB_env *env, MDB_dbi dbi, Kind k
 		MDB_val key{k.size(), (void *)k.data()}, val;
 		if (mdb_get(txn, dbi, &key, &val) == 0) {
 			r.found++;
-			r.sum += kind == Kind::Str ? digest_str(val.mv_data, val.mv_size)
+			r.sum += kind == Kind::Str ? digest_str_mode(s.full, val.mv_data, val.mv_size)
 						   : digest_f32(val.mv_data, val.mv_size / 4);
 		}
 	}

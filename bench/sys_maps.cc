@@ -57,12 +57,12 @@ template <class V>
 using StdMap = std::unordered_map<std::string, V, std::hash<std::string>, std::equal_to<std::string>,
 				  CountingAllocator<std::pair<const std::string, V>>>;
 
-inline uint64_t digest_of(const std::string &v)
+inline uint64_t digest_of(const std::string &v, bool full = false)
 {
-	return digest_str(v.data(), v.size());
+	return digest_str_mode(full, v.data(), v.size());
 }
 
-inline uint64_t digest_of(const FloatVec &v)
+inline uint64_t digest_of(const FloatVec &v, bool = false)
 {
 	return digest_f32(v.data(), v.size());
 }
@@ -77,7 +77,7 @@ __attribute__((noinline)) PassResult pass_map(const Map &m, const Stream &s, siz
 		auto it = m.find(s.keys[i]);
 		if (it != m.end()) {
 			r.found++;
-			r.sum += digest_of(it->second);
+			r.sum += digest_of(it->second, s.full);
 		}
 	}
 	return r;

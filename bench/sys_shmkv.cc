@@ -23,7 +23,7 @@ __attribute__((noinline)) PassResult pass_shmkv_str(const shmkv *db, const Strea
 		size_t len;
 		if (shmkv_get_str(db, k.data(), k.size(), &v, &len) == 0) {
 			r.found++;
-			r.sum += digest_str(v, len);
+			r.sum += digest_str_mode(s.full, v, len);
 		}
 	}
 	return r;
@@ -61,7 +61,7 @@ __attribute__((noinline)) PassResult pass_shmkv_batch(const shmkv *db, const Str
 				continue;
 			if (v[i].type == SHMKV_TYPE_STRING) {
 				r.found++;
-				r.sum += digest_str(v[i].data, v[i].size);
+				r.sum += digest_str_mode(s.full, v[i].data, v[i].size);
 			} else if (v[i].type == SHMKV_TYPE_F32LIST) {
 				r.found++;
 				r.sum += digest_f32(v[i].data, v[i].count);
@@ -78,11 +78,11 @@ PassResult shmkv_pass(const shmkv *db, Kind kind, const Stream &s, size_t b, siz
 
 class ShmkvSystem final : public System {
 public:
-	ShmkvSystem(double lf, bool huge, Kind k)
+	ShmkvSystem(double lf, bool huge, Kind k, unsigned format)
 		: load_factor_(lf), open_flags_(SHMKV_OPEN_POPULATE | (huge ? SHMKV_OPEN_HUGEPAGES : 0)),
-		  kind_(k)
+		  kind_(k), format_(format)
 	{
-		name = "shmkv";
+		name = format ? fmt("shmkv-v%u", format) : "shmkv";
 	}
 	~ShmkvSystem() override { release(); }
 
@@ -90,8 +90,8 @@ public:
 
 	void build(const Dataset &d, const std::string &dir) override
 	{
-		path = fmt("%s/lookup_bench-%d-%" PRIu64 "%s.shmkv", dir.c_str(), (int)getpid(), d.n,
-			   d.kind == Kind::Str ? "" : "-f32");
+		path = fmt("%s/lookup_bench-%d-%" PRIu64 "%s%s.shmkv", dir.c_str(), (int)getpid(), d.n,
+			   d.kind == Kind::Str ? "" : "-f32", format_ ? fmt("-v%u", format_).c_str() : "");
 		track_file(path);
 		auto t0 = Clock::now();
 		shmkv_build_options o;
@@ -100,6 +100,13 @@ public:
 			fail("shmkv_build_options_init: %s", shmkv_strerror(err));
 		if (load_factor_ > 0)
 			o.load_factor = load_factor_;
+#if SHMKV_BENCH_HAVE_FORMAT
+		if (format_)
+			o.format = format_;
+#else
+		if (format_) // systems.cc refuses these names without the option
+			fail("shmkv-v%u: the builder has no format option", format_);
+#endif
 		shmkv_builder *b = nullptr;
 		err = shmkv_builder_new(&o, &b);
 		if (err)
@@ -141,8 +148,9 @@ public:
 			fail("shmkv_open_file %s", why);
 		open_s = seconds_since(t0);
 		bytes = malloc_bytes = shmkv_header(db_)->file_size;
-		notes = fmt("open = POPULATE%s + section checksums; NOVERIFY lazy open %.3f ms; finish %.2f "
-			    "s; %" PRIu64 " buckets, load %.3f, max_probe %u, probe %s",
+		notes = fmt("format %u; open = POPULATE%s + section checksums; NOVERIFY lazy open %.3f "
+			    "ms; finish %.2f s; %" PRIu64 " buckets, load %.3f, max_probe %u, probe %s",
+			    (unsigned)shmkv_header(db_)->format_version,
 			    open_flags_ & SHMKV_OPEN_HUGEPAGES ? " + HUGEPAGES" : "", lazy_s * 1e3,
 			    st.seconds, st.bucket_count, st.load_factor, st.max_probe,
 			    shmkv_vector_name());
@@ -192,15 +200,16 @@ private:
 	double load_factor_;
 	unsigned open_flags_;
 	Kind kind_;
+	unsigned format_; // 0: the builder's default
 	shmkv *db_ = nullptr;
 };
 
 class ShmkvBatchSystem final : public System {
 public:
-	ShmkvBatchSystem(const ShmkvSystem *img, std::unique_ptr<ShmkvSystem> own)
+	ShmkvBatchSystem(const ShmkvSystem *img, std::unique_ptr<ShmkvSystem> own, unsigned format)
 		: img_(img), own_(std::move(own))
 	{
-		name = "shmkv-batch";
+		name = format ? fmt("shmkv-batch-v%u", format) : "shmkv-batch";
 		if (own_)
 			img_ = own_.get();
 	}
@@ -215,7 +224,7 @@ public:
 		bytes = img_->bytes;
 		malloc_bytes = img_->malloc_bytes;
 		notes = fmt("shmkv_get_batch, %zu keys a call, %s image", kBatch,
-			    own_ ? "its own" : "shmkv's");
+			    own_ ? "its own" : (img_->name + "'s").c_str());
 	}
 
 	// All keys through shmkv_get_batch in chunks of 1M, then the absent ones.
@@ -308,19 +317,21 @@ private:
 
 } // namespace
 
-std::unique_ptr<System> make_shmkv(const Options &o, Kind kind)
+std::unique_ptr<System> make_shmkv(const Options &o, Kind kind, unsigned format)
 {
-	return std::make_unique<ShmkvSystem>(o.load_factor, o.hugepages, kind);
+	return std::make_unique<ShmkvSystem>(o.load_factor, o.hugepages, kind, format);
 }
 
-std::unique_ptr<System> make_shmkv_batch(const Options &o, Kind kind, const System *img)
+// img: the shmkv system of the same format, when the run has it (phases.cc)
+std::unique_ptr<System> make_shmkv_batch(const Options &o, Kind kind, unsigned format,
+					 const System *img)
 {
 	auto *s = dynamic_cast<const ShmkvSystem *>(img);
 	if (s)
-		return std::make_unique<ShmkvBatchSystem>(s, nullptr);
-	return std::make_unique<ShmkvBatchSystem>(nullptr,
-						  std::make_unique<ShmkvSystem>(o.load_factor, o.hugepages,
-										kind));
+		return std::make_unique<ShmkvBatchSystem>(s, nullptr, format);
+	return std::make_unique<ShmkvBatchSystem>(
+		nullptr, std::make_unique<ShmkvSystem>(o.load_factor, o.hugepages, kind, format),
+		format);
 }
 
 std::unique_ptr<Reader> open_shmkv_reader(const std::string &path, Kind kind)

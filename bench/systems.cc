@@ -12,11 +12,18 @@
 #ifndef SHMKV_BENCH_HAVE_CDB
 #error "meson.build defines SHMKV_BENCH_HAVE_CDB to 0 or 1"
 #endif
+#ifndef SHMKV_BENCH_HAVE_FORMAT
+#error "meson.build defines SHMKV_BENCH_HAVE_FORMAT to 0 or 1"
+#endif
+#ifndef SHMKV_BENCH_HAVE_AXON
+#error "meson.build defines SHMKV_BENCH_HAVE_AXON to 0 or 1"
+#endif
 
 namespace bench {
 
-std::unique_ptr<System> make_shmkv(const Options &o, Kind kind);
-std::unique_ptr<System> make_shmkv_batch(const Options &o, Kind kind, const System *img);
+std::unique_ptr<System> make_shmkv(const Options &o, Kind kind, unsigned format);
+std::unique_ptr<System> make_shmkv_batch(const Options &o, Kind kind, unsigned format,
+					 const System *img);
 std::unique_ptr<System> make_map(const std::string &name, Kind kind);
 std::unique_ptr<Reader> open_shmkv_reader(const std::string &path, Kind kind);
 #if SHMKV_BENCH_HAVE_LMDB
@@ -28,10 +35,39 @@ const char *lmdb_version();
 std::unique_ptr<System> make_cdb(Kind kind);
 std::unique_ptr<Reader> open_cdb_reader(const std::string &path, Kind kind);
 #endif
+#if SHMKV_BENCH_HAVE_AXON
+std::unique_ptr<System> make_axon(Kind kind); // sys_axon.cc, -Daxoncache=DIR
+#endif
 
 std::vector<std::string> all_systems()
 {
-	return {"shmkv", "shmkv-batch", "absl", "std", "lmdb", "cdb"};
+	return {"shmkv",	  "shmkv-batch",    "absl",	      "std",
+		"lmdb",		  "cdb",	    "axoncache",      "shmkv-v1",
+		"shmkv-v2",	  "shmkv-batch-v1", "shmkv-batch-v2"};
+}
+
+unsigned shmkv_format_of(const std::string &name)
+{
+	size_t n = name.size();
+	if (n > 3 && name.compare(n - 3, 2, "-v") == 0 && (name[n - 1] == '1' || name[n - 1] == '2'))
+		return (unsigned)(name[n - 1] - '0');
+	return 0;
+}
+
+bool is_shmkv(const std::string &name)
+{
+	return name == "shmkv" || name == "shmkv-v1" || name == "shmkv-v2";
+}
+
+bool is_shmkv_batch(const std::string &name)
+{
+	return name == "shmkv-batch" || name == "shmkv-batch-v1" || name == "shmkv-batch-v2";
+}
+
+std::string shmkv_image_system(const std::string &batch_name)
+{
+	unsigned f = shmkv_format_of(batch_name);
+	return f ? fmt("shmkv-v%u", f) : "shmkv";
 }
 
 bool system_available(const std::string &name)
@@ -40,6 +76,10 @@ bool system_available(const std::string &name)
 		return SHMKV_BENCH_HAVE_LMDB;
 	if (name == "cdb")
 		return SHMKV_BENCH_HAVE_CDB;
+	if (name == "axoncache")
+		return SHMKV_BENCH_HAVE_AXON;
+	if (shmkv_format_of(name)) // the builder's format option (meson.build)
+		return SHMKV_BENCH_HAVE_FORMAT;
 	return true;
 }
 
@@ -56,10 +96,10 @@ const char *system_version(const std::string &name)
 std::unique_ptr<System> make_system(const std::string &name, const Options &o, Kind kind,
 				    const System *shmkv_image)
 {
-	if (name == "shmkv")
-		return make_shmkv(o, kind);
-	if (name == "shmkv-batch")
-		return make_shmkv_batch(o, kind, shmkv_image);
+	if (is_shmkv(name))
+		return make_shmkv(o, kind, shmkv_format_of(name));
+	if (is_shmkv_batch(name))
+		return make_shmkv_batch(o, kind, shmkv_format_of(name), shmkv_image);
 	if (name == "absl" || name == "std")
 		return make_map(name, kind);
 #if SHMKV_BENCH_HAVE_LMDB
@@ -70,12 +110,16 @@ std::unique_ptr<System> make_system(const std::string &name, const Options &o, K
 	if (name == "cdb")
 		return make_cdb(kind);
 #endif
+#if SHMKV_BENCH_HAVE_AXON
+	if (name == "axoncache")
+		return make_axon(kind);
+#endif
 	return nullptr;
 }
 
 std::unique_ptr<Reader> open_reader(const std::string &system, const std::string &path, Kind kind)
 {
-	if (system == "shmkv")
+	if (is_shmkv(system))
 		return open_shmkv_reader(path, kind);
 #if SHMKV_BENCH_HAVE_LMDB
 	if (system == "lmdb")

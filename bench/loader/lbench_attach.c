@@ -4,6 +4,7 @@
  *   lbench_attach time --root ROOT --cache NAME [--cycles N]
  *   lbench_attach mem  --root ROOT --cache NAME --readers K [--gets all|N]
  *   lbench_attach reader --root ROOT --cache NAME [--gets all|N] [--no-attach]
+ *   lbench_attach refresh --root ROOT --cache NAME [--calls N] [--reps R]
  *
  * time: N cycles (default 10000) of shmkv_attach_diag(); one get of a random
  * key_<i> (the first get after attach: it faults in the pages it reads);
@@ -25,6 +26,15 @@
  * process (kB) and a summary line.
  *
  * reader: the child side of mem.
+ *
+ * refresh: what shmkv_refresh() costs a reader when nothing changed (issue
+ * 20: one fstat of the control segment per call, where it was one atomic
+ * load). Attaches once, then R rounds (default 5) of: N calls (default 1M)
+ * of shmkv_refresh(), each of which must return 0; N gets of random keys on
+ * the same handle (the scale: a refresh as a multiple of a get). Prints ns
+ * per call of each round, by the wall clock and by the thread's CPU time
+ * (a loaded machine inflates the first), the median and best round, and the
+ * load average.
  */
 #include <fcntl.h>
 #include <signal.h>
@@ -118,6 +128,74 @@ static int do_time(unsigned cycles)
 	print_us("close", cl, cycles);
 	print_us("cycle", cyc, cycles);
 	free(v);
+	return 0;
+}
+
+static double per_call_ns(uint64_t t0, uint64_t t1, unsigned calls)
+{
+	return (double)(t1 - t0) / (double)calls;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static int do_refresh(unsigned calls, unsigned reps)
+{
+	shmkv *db = attach_or_die();
+	int64_t n = 0;
+	if (shmkv_get_i64(db, "__n", 3, &n) || n <= 0)
+		lb_die("no __n in the image");
+	/* wall clock and the thread's CPU time: on a loaded machine the wall
+	 * figure counts the time other processes ran; the CPU figure does not */
+	double *ref = calloc(reps, sizeof(double)), *get = calloc(reps, sizeof(double));
+	double *ref_cpu = calloc(reps, sizeof(double)), *get_cpu = calloc(reps, sizeof(double));
+	if (!ref || !get || !ref_cpu || !get_cpu)
+		lb_die("out of memory");
+	uint64_t rng = 0x2545f4914f6cdd1dull;
+	for (unsigned r = 0; r < reps; r++) { /* interleaved: refresh, then gets, per round */
+		uint64_t c0 = lb_now_ns(CLOCK_THREAD_CPUTIME_ID);
+		uint64_t t0 = lb_now_ns(CLOCK_MONOTONIC);
+		for (unsigned i = 0; i < calls; i++) {
+			int err = shmkv_refresh(db);
+			if (err != 0)
+				lb_die("shmkv_refresh returned %d (%s): the cache changed during the run",
+				       err, err < 0 ? shmkv_strerror(err) : "a new generation");
+		}
+		uint64_t t1 = lb_now_ns(CLOCK_MONOTONIC);
+		uint64_t c1 = lb_now_ns(CLOCK_THREAD_CPUTIME_ID);
+		for (unsigned i = 0; i < calls; i++)
+			if (get_key(db, xorshift(&rng) % (uint64_t)n))
+				lb_die("a key_<i> below __n was not found");
+		uint64_t t2 = lb_now_ns(CLOCK_MONOTONIC);
+		uint64_t c2 = lb_now_ns(CLOCK_THREAD_CPUTIME_ID);
+		ref[r] = per_call_ns(t0, t1, calls);
+		get[r] = per_call_ns(t1, t2, calls);
+		ref_cpu[r] = per_call_ns(c0, c1, calls);
+		get_cpu[r] = per_call_ns(c1, c2, calls);
+		printf("round=%u refresh_ns=%.1f get_ns=%.1f refresh_cpu_ns=%.1f get_cpu_ns=%.1f\n",
+		       r + 1, ref[r], get[r], ref_cpu[r], get_cpu[r]);
+	}
+	double load[3] = {0, 0, 0};
+	if (getloadavg(load, 3) < 0)
+		load[0] = load[1] = load[2] = -1;
+	qsort(ref, reps, sizeof(double), cmp_double);
+	qsort(get, reps, sizeof(double), cmp_double);
+	qsort(ref_cpu, reps, sizeof(double), cmp_double);
+	qsort(get_cpu, reps, sizeof(double), cmp_double);
+	printf("summary cache=%s calls=%u reps=%u refresh_median_ns=%.1f refresh_best_ns=%.1f "
+	       "get_median_ns=%.1f get_best_ns=%.1f refresh_cpu_median_ns=%.1f "
+	       "get_cpu_median_ns=%.1f refresh_per_get_cpu=%.2f loadavg=%.2f,%.2f,%.2f\n",
+	       cache, calls, reps, ref[reps / 2], ref[0], get[reps / 2], get[0],
+	       ref_cpu[reps / 2], get_cpu[reps / 2], ref_cpu[reps / 2] / get_cpu[reps / 2],
+	       load[0], load[1], load[2]);
+	free(ref);
+	free(get);
+	free(ref_cpu);
+	free(get_cpu);
+	shmkv_close(db);
 	return 0;
 }
 
@@ -357,9 +435,9 @@ static int do_mem(int k)
 int main(int argc, char **argv)
 {
 	if (argc < 2)
-		lb_die("usage: %s time|mem|reader --root ROOT --cache NAME [...]", argv[0]);
+		lb_die("usage: %s time|mem|reader|refresh --root ROOT --cache NAME [...]", argv[0]);
 	const char *mode = argv[1];
-	unsigned cycles = 10000;
+	unsigned cycles = 10000, calls = 1000000, reps = 5;
 	int k = 1, attach = 1;
 	for (int i = 2; i < argc; i++) {
 		if (!strcmp(argv[i], "--root") && i + 1 < argc)
@@ -372,6 +450,10 @@ int main(int argc, char **argv)
 			k = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--gets") && i + 1 < argc)
 			gets_arg = argv[++i];
+		else if (!strcmp(argv[i], "--calls") && i + 1 < argc)
+			calls = (unsigned)atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
+			reps = (unsigned)atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--no-attach"))
 			attach = 0;
 		else
@@ -385,5 +467,10 @@ int main(int argc, char **argv)
 		return k >= 1 && k <= 256 ? do_mem(k) : 1;
 	if (!strcmp(mode, "reader"))
 		return do_reader(attach);
+	if (!strcmp(mode, "refresh")) {
+		if (!calls || !reps || reps > 1000)
+			lb_die("--calls must be positive, --reps in 1..1000");
+		return do_refresh(calls, reps);
+	}
 	lb_die("unknown mode %s", mode);
 }

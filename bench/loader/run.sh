@@ -1,6 +1,7 @@
 #!/bin/bash
 # run.sh - the shmkv-loader benchmarks: load throughput against fio and memcpy,
-# swap latency with live readers, attach time and per-reader memory.
+# swap latency with live readers, attach time and per-reader memory, the cost
+# of shmkv_refresh() when nothing changed.
 # Prints markdown tables on stdout; raw outputs go to --out. See README.md.
 #
 # Needs root (drop_caches, nr_hugepages, mounts), fio, jq, flock.
@@ -20,19 +21,21 @@ usage: $0 --build BUILDDIR [options]
   --loader PATH      shmkv-loader to measure (default: BUILDDIR/loader/shmkv-loader)
   --work DIR         work dir on the disk to measure (default /var/tmp/shmkv-lbench)
   --out DIR          raw outputs (default /tmp/shmkv-lbench-out.YYYYmmdd-HHMMSS)
-  --parts LIST       which parts, comma-separated: 1 load, 2 swap, 3 attach (default 1,2,3)
+  --parts LIST       which parts, comma-separated: 1 load, 2 swap, 3 attach, 4 refresh
+                     (default 1,2,3,4)
   --reps N           part 1 repetitions, interleaved (default 5)
   --sweep LIST       part 1 queue settings QDxBS to try, space-separated
                      (default "16x4M 32x4M 64x4M 16x8M 64x1M"; "" to skip)
   --swaps N          part 2 swaps per configuration (default 7)
   --readers K        part 2 reader processes (default 4)
   --cycles N         part 3 attach cycles (default 10000)
+  --calls N          part 4 refresh calls (and gets) per round, 5 rounds (default 1000000)
   --keep-images      build images once into WORK/img and keep them for later runs
 EOF
 }
 
-BUILD= LOADER= WORK=/var/tmp/shmkv-lbench OUT= PARTS=1,2,3 REPS=5 SWAPS=7 READERS=4
-CYCLES=10000 KEEP_IMAGES=0 SWEEP="16x4M 32x4M 64x4M 16x8M 64x1M"
+BUILD= LOADER= WORK=/var/tmp/shmkv-lbench OUT= PARTS=1,2,3,4 REPS=5 SWAPS=7 READERS=4
+CYCLES=10000 CALLS=1000000 KEEP_IMAGES=0 SWEEP="16x4M 32x4M 64x4M 16x8M 64x1M"
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--build) BUILD=$2; shift 2 ;;
@@ -45,6 +48,7 @@ while [ $# -gt 0 ]; do
 	--swaps) SWAPS=$2; shift 2 ;;
 	--readers) READERS=$2; shift 2 ;;
 	--cycles) CYCLES=$2; shift 2 ;;
+	--calls) CALLS=$2; shift 2 ;;
 	--keep-images) KEEP_IMAGES=1; shift ;;
 	-h|--help) usage; exit 0 ;;
 	*) usage >&2; exit 2 ;;
@@ -158,6 +162,7 @@ has_part 1 && image big --size 2G --value-size 2040 --tag big
 has_part 2 && image swap_a --size 1G --value-size 2040 --tag a
 has_part 2 && image swap_b --size 1G --value-size 2040 --tag b
 has_part 3 && image k10m --keys 10M --value-size 16 --tag k10m
+has_part 4 && image k1m --keys 1M --value-size 16 --tag k1m
 size_of() { stat -c %s "$IMG/$1.shmkv"; }
 pages_of() { echo $((($(size_of "$1") + 2097151) / 2097152)); }
 
@@ -203,6 +208,8 @@ memory = shm
 [cache k10m_huge]
 memory = hugetlb
 [cache k10m_shm]
+memory = shm
+[cache refresh_shm]
 memory = shm
 EOF
 cat > "$WORK/loaderB.conf" <<EOF
@@ -518,5 +525,30 @@ if has_part 3; then
 	ctl A drop k10m_huge > /dev/null
 	ctl A drop k10m_shm > /dev/null
 	ctl B drop k10m_thp > /dev/null
+fi
+
+# ---- part 4: the cost of shmkv_refresh when nothing changed ---------------------------------
+
+if has_part 4; then
+	log "part 4: shmkv_refresh, nothing changed (5 rounds of $CALLS calls)"
+	ctl A load refresh_shm "$IMG/k1m.shmkv" > /dev/null
+	echo "## 4. shmkv_refresh with nothing changed, 1M keys (shm)"
+	echo
+	echo "One reader attached to a loaded cache; 5 rounds of $CALLS \`shmkv_refresh\` calls"
+	echo "(each returns 0: one \`fstat\` of the control segment and an atomic load) and as many"
+	echo "gets of random keys on the same handle; ns per call, median (best) round by the wall"
+	echo "clock, and the median round by the thread's CPU time."
+	echo
+	echo "| refresh ns | get ns | refresh CPU ns | get CPU ns | refresh / get (CPU) | load average |"
+	echo "|---|---|---|---|---|---|"
+	out=$(timed "$B/lbench_attach" refresh --root "$WORK/rootA" --cache refresh_shm --calls "$CALLS" --reps 5)
+	echo "$out" >> "$OUT/refresh.txt"
+	s=$(grep '^summary' <<<"$out")
+	printf '| %s (%s) | %s (%s) | %s | %s | %s | %s |\n' "$(kv "$s" refresh_median_ns)" \
+		"$(kv "$s" refresh_best_ns)" "$(kv "$s" get_median_ns)" "$(kv "$s" get_best_ns)" \
+		"$(kv "$s" refresh_cpu_median_ns)" "$(kv "$s" get_cpu_median_ns)" \
+		"$(kv "$s" refresh_per_get_cpu)" "$(kv "$s" loadavg)"
+	echo
+	ctl A drop refresh_shm > /dev/null
 fi
 echo "- load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
