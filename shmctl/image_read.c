@@ -111,6 +111,7 @@ static void dump_meta(struct json *w, const shmkv_image_header *h)
 		json_name(w, "name_base64");
 		json_base64(w, NULL, h->name, strlen(h->name));
 	}
+	json_u64(w, "format", h->format_version);
 	json_u64(w, "seed", h->hash_seed);
 	json_i64(w, "created", h->created_unix);
 	json_u64(w, "buckets", h->bucket_count);
