@@ -45,6 +45,10 @@
  *     outside it; damage on a key's path is SHMKV_ECORRUPT.
  *   Iteration
  *     shmkv_iter_init(db, &it); while (shmkv_iter_next(&it, &k, &klen, &v) == 0) ...
+ *     uint32_t shmkv_iter_expires(&it)            expiry of the entry just returned (0: none)
+ *   Expiry (format v2, FORMAT.md §17.6; shmkv/v2.h): an expired entry is absent
+ *     int  shmkv_get_expires(db, key, key_len, &expires)  expiry of a key, expired or not
+ *     void shmkv_set_clock(db, now)                  pin "now" (unix seconds; 0: real clock)
  *   USDT probes (shmkv/trace.h; perf/README.md), opt-in: -DSHMKV_USDT=1 for every
  *     file including <shmkv.h>, and #define SHMKV_USDT_SEMAPHORES 1 in one of them
  *   Value types (shmkv/types.h): one row each, FORMAT.md §8

@@ -22,6 +22,60 @@ typedef struct shmkv_key {
 	size_t len;
 } shmkv_key;
 
+/* shmkv_get_batch of a v2 image: per group, hash and request both lines of
+ * every home bucket; then scan each home bucket's tags and request the
+ * entry of an OUT record that matches; then resolve each key by the one v2
+ * lookup (shmkv__get2_h), whose lines are now on their way. The clock is
+ * read once per batch at most. */
+static inline size_t shmkv__get_batch2(const shmkv *db, const shmkv_key *keys, size_t n,
+				       shmkv_value *values, int *err)
+{
+	size_t found = 0;
+	int64_t now = 0;
+	for (size_t base = 0; base < n; base += SHMKV_BATCH_GROUP) {
+		size_t m = n - base < SHMKV_BATCH_GROUP ? n - base : SHMKV_BATCH_GROUP;
+		const uint8_t *bk[SHMKV_BATCH_GROUP];
+		uint64_t hash[SHMKV_BATCH_GROUP];
+		for (size_t i = 0; i < m; i++) {
+			const shmkv_key *k = &keys[base + i];
+			bk[i] = NULL;
+			if (SHMKV__UNLIKELY(k->len >= db->v2_bound_key_len))
+				continue; /* too long, or a test hash: the checked path */
+			hash[i] = shmkv__hash64(db->seed, k->data, k->len);
+			bk[i] = shmkv__bucket2(db, shmkv__home(hash[i], db->bucket_count));
+			__builtin_prefetch(bk[i]);
+			__builtin_prefetch(bk[i] + 64);
+		}
+		for (size_t i = 0; i < m; i++) {
+			if (!bk[i])
+				continue;
+			const uint64_t tag = shmkv__tag(hash[i]);
+			unsigned pos = SHMKV_V2_BUCKET_HEAD;
+			shmkv__rec r;
+			for (unsigned j = 0; j < bk[i][0] && shmkv__rec_decode(bk[i], pos, &r); j++) {
+				uint16_t t;
+				memcpy(&t, bk[i] + pos, 2);
+				pos = r.end;
+				const uint8_t *c;
+				if (t == tag && (r.kind & SHMKV_REC_OUT) && shmkv__key_fits(db, 0) &&
+				    shmkv__slot_entry(db, r.unit, shmkv__key_lim(db, 0), &c)) {
+					__builtin_prefetch(c);
+					break;
+				}
+			}
+		}
+		for (size_t i = 0; i < m; i++) {
+			const shmkv_key *k = &keys[base + i];
+			shmkv_value *v = &values[base + i];
+			int e = bk[i] ? shmkv__get2_h(db, k->data, k->len, hash[i], 0, v, &now)
+				      : shmkv__get2_cold(db, k->data, k->len, 0, v, NULL, 0);
+			err[base + i] = e;
+			found += e == 0;
+		}
+	}
+	return found;
+}
+
 /* Looks up n keys. For each i, err[i] is what shmkv_get() would return (0,
  * SHMKV_ENOTFOUND, SHMKV_EKEYLEN or SHMKV_ECORRUPT) and values[i] is filled
  * when err[i] == 0. Returns the number of keys found. The checks are
@@ -29,6 +83,8 @@ typedef struct shmkv_key {
 static inline size_t shmkv_get_batch(const shmkv *db, const shmkv_key *keys, size_t n,
 				     shmkv_value *values, int *err)
 {
+	if (db->version == SHMKV_FORMAT_V2)
+		return shmkv__get_batch2(db, keys, n, values, err);
 	size_t found = 0;
 	for (size_t base = 0; base < n; base += SHMKV_BATCH_GROUP) {
 		size_t m = n - base < SHMKV_BATCH_GROUP ? n - base : SHMKV_BATCH_GROUP;

@@ -388,10 +388,19 @@ static inline int shmkv__locate(const shmkv *db, const void *key, size_t key_len
 	return shmkv__fail(SHMKV_ENOTFOUND, why, why_len, "key not found");
 }
 
+/* Format v2 (v2.h, included at the end of this file). */
+static int shmkv__get2(const shmkv *db, const void *key, size_t key_len, unsigned want,
+		       shmkv_value *v);
+static int shmkv__get2_cold(const shmkv *db, const void *key, size_t key_len, unsigned want,
+			    shmkv_value *v, char *why, size_t why_len);
+static inline int shmkv__find2(const shmkv *db, const void *key, size_t key_len, uint64_t *out,
+			       uint32_t *expires, char *why, size_t why_len);
+
 /* The checked lookup, the one every caller that is not the hot path uses
  * (shmkv_get_diag, shmkv__find, shmkv_find_entry, the hot path's own
- * fallback): the key's length, its hash (any hash_bits), shmkv__locate.
- * Returns 0 with *out (the entry), SHMKV_EKEYLEN, SHMKV_ENOTFOUND or
+ * fallback): the key's length, its hash (any hash_bits), shmkv__locate
+ * (v2: shmkv__find2, expired or not). Returns 0 with *out (the entry; v2:
+ * the record), SHMKV_EKEYLEN, SHMKV_ENOTFOUND or
  * SHMKV_ECORRUPT, the reason in why. */
 static inline int shmkv__lookup(const shmkv *db, const void *key, size_t key_len,
 				const uint8_t **out, char *why, size_t why_len)
@@ -400,6 +409,13 @@ static inline int shmkv__lookup(const shmkv *db, const void *key, size_t key_len
 		return shmkv__fail(SHMKV_EKEYLEN, why, why_len,
 				   "key of %zu bytes is longer than the %u-byte limit", key_len,
 				   SHMKV_MAX_KEY_LEN);
+	if (db->version == SHMKV_FORMAT_V2) { /* the key's record in INDEX */
+		uint64_t off = 0;
+		int err = shmkv__find2(db, key, key_len, &off, NULL, why, why_len);
+		if (!err)
+			*out = db->base + off;
+		return err;
+	}
 	uint64_t h = shmkv__hash(db->seed, db->hash_bits, key, key_len);
 	return shmkv__locate(db, key, key_len, h, out, why, why_len);
 }
@@ -421,6 +437,8 @@ static SHMKV__COLD int shmkv__get_cold(const shmkv *db, const void *key, size_t 
 				       uint64_t h, unsigned mode, shmkv_value *v, char *why,
 				       size_t why_len)
 {
+	if (db->version == SHMKV_FORMAT_V2) /* rehashes: the v2 hot path passes no hash */
+		return shmkv__get2_cold(db, key, key_len, mode & 0xffu, v, why, why_len);
 	const uint8_t *e = NULL;
 	int err = mode & SHMKV__REHASH ? shmkv__lookup(db, key, key_len, &e, why, why_len)
 				       : shmkv__locate(db, key, key_len, h, &e, why, why_len);
@@ -486,8 +504,11 @@ static SHMKV__COLD int shmkv__get_traced(const shmkv *db, const void *key, size_
 static SHMKV__HOT int shmkv__get_as(const shmkv *db, const void *key, size_t key_len,
 				    unsigned want, shmkv_value *v)
 {
-	if (SHMKV__UNLIKELY(key_len >= db->slow_key_len))
+	if (SHMKV__UNLIKELY(key_len >= db->slow_key_len)) {
+		if (key_len < db->v2_key_len) /* a v2 image (slow_key_len 0): v2.h */
+			return shmkv__get2(db, key, key_len, want, v);
 		return SHMKV__GET_SLOW(db, key, key_len, want, v);
+	}
 	uint64_t h = shmkv__hash64(db->seed, key, key_len);
 	uint64_t tag = shmkv__tag(h);
 	uint64_t b = shmkv__home(h, db->bucket_count);
@@ -534,6 +555,7 @@ static SHMKV__COLD int shmkv__get_traced(const shmkv *db, const void *key, size_
 		return shmkv__get_cold(db, key, key_len, 0, want | SHMKV__REHASH, v, NULL, 0);
 	shmkv untraced = *db;
 	untraced.slow_key_len = db->bound_key_len;
+	untraced.v2_key_len = db->v2_bound_key_len;
 	untraced.usdt_gets = 0;
 	uint64_t t0 = shmkv__usdt_ns();
 	int err = shmkv__get_as(&untraced, key, key_len, want, v);
@@ -778,15 +800,33 @@ static inline int shmkv__entry_decode(const shmkv *db, uint64_t off, shmkv__entr
 /* Iteration over all entries, in image order. */
 typedef struct shmkv_iter {
 	const shmkv *db;
-	uint64_t pos;  /* next image offset to look at */
-	uint64_t seen; /* entries returned so far */
+	uint64_t pos;     /* v1: next image offset to look at; v2: next record's offset
+			     in bucket `bucket - 1` */
+	uint64_t seen;    /* entries returned so far */
+	uint64_t bucket;  /* v2: the next bucket to enter */
+	uint32_t left;    /* v2: records still to read in the current bucket */
+	uint32_t expires; /* the last entry returned: its expiry (unix seconds), 0: none */
 } shmkv_iter;
 
 static inline void shmkv_iter_init(const shmkv *db, shmkv_iter *it)
 {
 	it->db = db;
-	it->pos = db->entries_off;
+	it->pos = db->version == SHMKV_FORMAT_V2 ? 0 : db->entries_off;
 	it->seen = 0;
+	it->bucket = 0;
+	it->left = 0;
+	it->expires = 0;
+}
+
+static inline int shmkv__iter2_next(shmkv_iter *it, const void **key, size_t *key_len,
+				    shmkv_value *value);
+
+/* When the entry the last shmkv_iter_next returned expires (unix seconds;
+ * FORMAT.md §17.6), 0 when it does not. Iteration returns expired entries
+ * too: a get would not find them once the clock reads this or later. */
+static inline uint32_t shmkv_iter_expires(const shmkv_iter *it)
+{
+	return it->expires;
 }
 
 /* Next entry: 0 with key and value set, SHMKV_EEND when done, SHMKV_ECORRUPT
@@ -797,6 +837,8 @@ static inline int shmkv_iter_next(shmkv_iter *it, const void **key, size_t *key_
 	const shmkv *db = it->db;
 	if (it->seen == db->entry_count)
 		return SHMKV_EEND;
+	if (db->version == SHMKV_FORMAT_V2)
+		return shmkv__iter2_next(it, key, key_len, value);
 	uint64_t w;
 	/* zero words are padding that keeps small entries inside one cache line */
 	while (it->pos + 8 <= db->entries_end && (memcpy(&w, db->base + it->pos, 8), w == 0))
@@ -813,5 +855,7 @@ static inline int shmkv_iter_next(shmkv_iter *it, const void **key, size_t *key_
 	it->seen++;
 	return 0;
 }
+
+#include "v2.h"
 
 #endif /* SHMKV_GET_H */

@@ -103,6 +103,14 @@ typedef struct shmkv {
 	uint64_t size;            /* image bytes */
 	uint32_t hash_bits;
 	uint32_t max_probe;
+	size_t v2_key_len;        /* v2 images: keys shorter than this take the v2 lookup
+				     (v2.h), 65536, 0 for test hashes or while traced; v1: 0.
+				     v2 handles have slow_key_len 0, so that the v1 hot
+				     path's one compare sends them there and v1 pays nothing */
+	uint32_t version;         /* the image's format_version: 1 or 2 */
+	uint32_t expiry;          /* v2: header flag EXPIRY (the clock is read only if set) */
+	int64_t clock_pin;        /* shmkv_set_clock: the "now" of expiry, 0: CLOCK_REALTIME
+				     (kept across refresh: bind leaves it) */
 	uint64_t entry_count;
 	uint64_t entries_off, entries_end; /* ENTRIES section [off, end) */
 	uint64_t values_off, values_end;   /* VALUES section [off, end) */
@@ -113,6 +121,7 @@ typedef struct shmkv {
 	uint64_t generation;      /* attached and detached handles: generation served, else 0 */
 	unsigned flags;           /* attach flags, reused by refresh */
 	size_t bound_key_len;     /* slow_key_len as shmkv__bind derived it from the image */
+	size_t v2_bound_key_len;  /* v2_key_len as shmkv__bind derived it */
 	unsigned usdt_gets;       /* 1 while a get probe was traced at the last gate (trace.h) */
 } shmkv;
 
@@ -124,6 +133,7 @@ static inline void shmkv__usdt_gate(shmkv *db)
 #if SHMKV_USDT
 	db->usdt_gets = SHMKV__USDT_ON(get_hit) || SHMKV__USDT_ON(get_miss);
 	db->slow_key_len = db->usdt_gets ? 0 : db->bound_key_len;
+	db->v2_key_len = db->usdt_gets ? 0 : db->v2_bound_key_len;
 #else
 	(void)db;
 #endif
@@ -220,15 +230,22 @@ static inline int shmkv_header_check(const void *header, uint64_t size, char *wh
 		return shmkv__fail(SHMKV_ETRUNCATED, why, why_len,
 				   "image is %llu bytes, shorter than the %u-byte header",
 				   (unsigned long long)size, SHMKV_HEADER_SIZE);
-	if (h->format_version != SHMKV_FORMAT_VERSION)
+	if (h->format_version != SHMKV_FORMAT_VERSION && h->format_version != SHMKV_FORMAT_V2)
 		return shmkv__fail(SHMKV_EVERSION, why, why_len,
-				   "image format version %u, this reader reads version %u",
-				   h->format_version, SHMKV_FORMAT_VERSION);
-	if (h->layout_hash != SHMKV_LAYOUT_HASH)
+				   "image format version %u, this reader reads versions %u and %u",
+				   h->format_version, SHMKV_FORMAT_VERSION, SHMKV_FORMAT_V2);
+	/* what differs between the versions (FORMAT.md §17.2) */
+	const int v2 = h->format_version == SHMKV_FORMAT_V2;
+	const uint64_t want_hash = v2 ? SHMKV_LAYOUT_HASH_V2 : SHMKV_LAYOUT_HASH;
+	const uint64_t known_flags = v2 ? SHMKV_HFLAG_KNOWN_V2 : SHMKV_HFLAG_KNOWN;
+	const uint32_t slots = v2 ? SHMKV_V2_BUCKET_BYTES : SHMKV_BUCKET_SLOTS;
+	const uint64_t bucket_bytes = v2 ? SHMKV_V2_BUCKET_BYTES : SHMKV_BUCKET_BYTES;
+	const uint64_t per_bucket = v2 ? SHMKV_V2_MAX_RECORDS : SHMKV_BUCKET_SLOTS;
+	if (h->layout_hash != want_hash)
 		return shmkv__fail(SHMKV_ELAYOUT, why, why_len,
-				   "layout hash %016llx, this reader expects %016llx",
-				   (unsigned long long)h->layout_hash,
-				   (unsigned long long)SHMKV_LAYOUT_HASH);
+				   "layout hash %016llx, this reader expects %016llx for version %u",
+				   (unsigned long long)h->layout_hash, (unsigned long long)want_hash,
+				   h->format_version);
 	uint64_t hc = XXH3_64bits(b, offsetof(shmkv_image_header, header_checksum));
 	if (hc != h->header_checksum)
 		return shmkv__fail(SHMKV_ECHECKSUM, why, why_len,
@@ -252,19 +269,20 @@ static inline int shmkv_header_check(const void *header, uint64_t size, char *wh
 	if (h->file_size > SHMKV_MAX_IMAGE_SIZE)
 		return SHMKV__BAD("image size %llu exceeds the format limit",
 				  (unsigned long long)h->file_size);
-	if (h->flags & ~SHMKV_HFLAG_KNOWN)
+	if (h->flags & ~known_flags)
 		return SHMKV__BAD("unknown header flags %llx", (unsigned long long)h->flags);
-	if (h->bucket_slots != SHMKV_BUCKET_SLOTS)
-		return SHMKV__BAD("bucket_slots %u, expected %u", h->bucket_slots, SHMKV_BUCKET_SLOTS);
+	if (h->bucket_slots != slots)
+		return SHMKV__BAD("bucket_slots %u, expected %u", h->bucket_slots, slots);
 	if (h->hash_bits < 1 || h->hash_bits > 64)
 		return SHMKV__BAD("hash_bits %u out of range 1..64", h->hash_bits);
-	if (h->bucket_count < 1 || h->bucket_count > h->file_size / SHMKV_BUCKET_BYTES)
+	if (h->bucket_count < 1 || h->bucket_count > h->file_size / bucket_bytes)
 		return SHMKV__BAD("bucket_count %llu does not fit the image",
 				  (unsigned long long)h->bucket_count);
-	if (h->entry_count > h->bucket_count * SHMKV_BUCKET_SLOTS)
-		return SHMKV__BAD("entry_count %llu exceeds the %llu index slots",
+	if (h->entry_count > h->bucket_count * per_bucket)
+		return SHMKV__BAD("entry_count %llu exceeds the %llu index %s",
 				  (unsigned long long)h->entry_count,
-				  (unsigned long long)(h->bucket_count * SHMKV_BUCKET_SLOTS));
+				  (unsigned long long)(h->bucket_count * per_bucket),
+				  v2 ? "records" : "slots");
 	if (h->max_probe >= h->bucket_count)
 		return SHMKV__BAD("max_probe %u not below bucket_count %llu", h->max_probe,
 				  (unsigned long long)h->bucket_count);
@@ -273,7 +291,8 @@ static inline int shmkv_header_check(const void *header, uint64_t size, char *wh
 	if (h->reserved0 || !shmkv__all_zero((const uint8_t *)h->reserved, sizeof h->reserved))
 		return SHMKV__BAD("reserved header fields are not zero");
 	if (h->section_count != 3)
-		return SHMKV__BAD("section_count %u, version 1 has 3", h->section_count);
+		return SHMKV__BAD("section_count %u, version %u has 3", h->section_count,
+				  h->format_version);
 	uint64_t prev_end = SHMKV_HEADER_SIZE;
 	for (uint32_t i = 0; i < SHMKV_MAX_SECTIONS; i++) {
 		const shmkv_section_desc *s = &h->sections[i];
@@ -296,12 +315,17 @@ static inline int shmkv_header_check(const void *header, uint64_t size, char *wh
 					  (unsigned long long)h->file_size);
 		prev_end = s->offset + s->size;
 	}
-	if (h->sections[0].size != h->bucket_count * SHMKV_BUCKET_BYTES)
+	if (h->sections[0].size != h->bucket_count * bucket_bytes)
 		return SHMKV__BAD("index section is %llu bytes, %llu buckets need %llu",
 				  (unsigned long long)h->sections[0].size,
 				  (unsigned long long)h->bucket_count,
-				  (unsigned long long)(h->bucket_count * SHMKV_BUCKET_BYTES));
-	if (h->entry_count && h->sections[1].size < h->entry_count * sizeof(shmkv_entry_header))
+				  (unsigned long long)(h->bucket_count * bucket_bytes));
+	if (v2 && h->sections[0].offset % SHMKV_V2_BUCKET_BYTES)
+		return SHMKV__BAD("index section offset %llu is not a multiple of %u",
+				  (unsigned long long)h->sections[0].offset, SHMKV_V2_BUCKET_BYTES);
+	/* v2: inline records have no entry in ENTRIES */
+	if (!v2 && h->entry_count &&
+	    h->sections[1].size < h->entry_count * sizeof(shmkv_entry_header))
 		return SHMKV__BAD("entries section too small for %llu entries",
 				  (unsigned long long)h->entry_count);
 #undef SHMKV__BAD
@@ -336,7 +360,17 @@ static inline void shmkv__bind(shmkv *db, const void *base, uint64_t size)
 		db->slow_key_len = (size_t)db->ent_room + 1;
 	db->values_off = h->sections[2].offset;
 	db->values_end = h->sections[2].offset + h->sections[2].size;
+	db->version = h->format_version;
+	db->expiry = 0;
+	db->v2_key_len = 0;
+	if (db->version == SHMKV_FORMAT_V2) {
+		/* every v2 get leaves the v1 hot path at its first compare */
+		db->v2_key_len = h->hash_bits == 64 ? (size_t)SHMKV_MAX_KEY_LEN + 1 : 0;
+		db->slow_key_len = 0;
+		db->expiry = (h->flags & SHMKV_HFLAG_EXPIRY) != 0;
+	}
 	db->bound_key_len = db->slow_key_len;
+	db->v2_bound_key_len = db->v2_key_len;
 	shmkv__usdt_gate(db);
 }
 

@@ -148,17 +148,11 @@ static inline int shmkv__verify_index(const shmkv *db, char *why, size_t why_len
 	return 0;
 }
 
-/* The entry at pos (decoded into e): lookup of its key finds it, its padding
- * (after the key, after the value) is zero and its text is UTF-8. */
-static inline int shmkv__verify_entry(const shmkv *db, uint64_t pos, const shmkv__entry *e,
-				      char *why, size_t why_len)
+/* The entry at pos (decoded into e): its padding (after the key, after the
+ * value) is zero and its text is UTF-8 (v1 and v2's ENTRIES). */
+static inline int shmkv__verify_entry_bytes(const shmkv *db, uint64_t pos, const shmkv__entry *e,
+					    char *why, size_t why_len)
 {
-	const uint8_t *found = shmkv__find(db, e->key, e->key_len);
-	if (found != db->base + pos)
-		return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
-				   "entry at %llu: lookup of its key does not find it%s",
-				   (unsigned long long)pos,
-				   found ? " (duplicate key)" : "");
 	const shmkv_entry_header *eh = (const shmkv_entry_header *)(const void *)(db->base + pos);
 	uint64_t key_end = pos + sizeof *eh + eh->key_len, vpos = pos + shmkv__value_pos(eh);
 	uint64_t vend = e->value.shared ? vpos + 8
@@ -173,6 +167,20 @@ static inline int shmkv__verify_entry(const shmkv *db, uint64_t pos, const shmkv
 				   "entry at %llu: %s value is not valid UTF-8",
 				   (unsigned long long)pos, shmkv_type_name(e->value.type));
 	return 0;
+}
+
+/* The v1 entry at pos: lookup of its key finds it, and its bytes
+ * (shmkv__verify_entry_bytes). */
+static inline int shmkv__verify_entry(const shmkv *db, uint64_t pos, const shmkv__entry *e,
+				      char *why, size_t why_len)
+{
+	const uint8_t *found = shmkv__find(db, e->key, e->key_len);
+	if (found != db->base + pos)
+		return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
+				   "entry at %llu: lookup of its key does not find it%s",
+				   (unsigned long long)pos,
+				   found ? " (duplicate key)" : "");
+	return shmkv__verify_entry_bytes(db, pos, e, why, why_len);
 }
 
 /* Entries: walked in order, each found by lookup at its own offset (so
@@ -213,6 +221,177 @@ static inline int shmkv__verify_entries(const shmkv *db, char *why, size_t why_l
 	return 0;
 }
 
+/* ---- format v2 (FORMAT.md §17.7) ---------------------------------------- */
+
+/* One v2 record of bucket b (decoded into r): its value (deep, UTF-8), its
+ * zero padding, its expiry, its tag and home against its key's hash, its
+ * displacement announced at home, and a lookup of its key finding it here.
+ * Sets *dist; counts OUT entries and their shared values. */
+static inline int shmkv__verify_record2(const shmkv *db, uint64_t b, unsigned i,
+					const shmkv__rec *r, uint64_t *dist, uint64_t *shared,
+					char *why, size_t why_len)
+{
+#define SHMKV__BADV(...) shmkv__fail(SHMKV_ECORRUPT, why, why_len, __VA_ARGS__)
+	const shmkv_image_header *h = shmkv__hdr(db);
+	const uint8_t *bk = shmkv__bucket2(db, b);
+	const uint64_t at = (uint64_t)(bk + r->pos - db->base);
+	const uint8_t *key, *e = NULL;
+	size_t key_len;
+	char sub[200];
+	if ((r->kind & SHMKV_REC_EXPIRES) && r->expires == 0)
+		return SHMKV__BADV("index bucket %llu record %u: expiry 0", (unsigned long long)b, i);
+	if (r->kind & SHMKV_REC_OUT) {
+		shmkv__entry ent;
+		memset(&ent, 0, sizeof ent); /* GCC 12 -O3 cannot see decode fills it on success */
+		int err = shmkv__entry_decode(db, r->unit << 3, &ent, sub, sizeof sub);
+		if (err)
+			return shmkv__fail(err, why, why_len, "index bucket %llu record %u: %s",
+					   (unsigned long long)b, i, sub);
+		e = db->base + (r->unit << 3);
+		key = ent.key;
+		key_len = ent.key_len;
+		*shared += ent.value.shared;
+	} else {
+		key = bk + r->key_pos;
+		key_len = r->key_len;
+		for (unsigned k = r->key_pos + r->key_len; k < r->val_pos; k++)
+			if (bk[k])
+				return SHMKV__BADV("non-zero byte at offset %llu in record padding",
+						   (unsigned long long)(bk + k - db->base));
+	}
+	shmkv_value v;
+	int err = shmkv__rec_value(db, bk, r, e, 1, &v, sub, sizeof sub);
+	if (err)
+		return shmkv__fail(err, why, why_len, "index bucket %llu record %u: %s",
+				   (unsigned long long)b, i, sub);
+	if (!shmkv__text_valid(&v))
+		return SHMKV__BADV("index bucket %llu record %u: %s value is not valid UTF-8",
+				   (unsigned long long)b, i, shmkv_type_name(v.type));
+	uint16_t t;
+	memcpy(&t, bk + r->pos, 2);
+	uint64_t hv = shmkv__hash(db->seed, db->hash_bits, key, key_len);
+	uint64_t tag = shmkv__tag(hv);
+	if (t != tag)
+		return SHMKV__BADV("index bucket %llu record %u: tag %04x, key hashes to %04llx",
+				   (unsigned long long)b, i, t, (unsigned long long)tag);
+	uint64_t home = shmkv__home(hv, db->bucket_count);
+	uint64_t d = b >= home ? b - home : b + db->bucket_count - home;
+	if (d > h->max_probe)
+		return SHMKV__BADV("index bucket %llu record %u: key is %llu buckets from home, "
+				   "max_probe is %u", (unsigned long long)b, i,
+				   (unsigned long long)d, h->max_probe);
+	if (d && shmkv__displaced2(shmkv__bucket2(db, home), tag, h->max_probe) < d)
+		return SHMKV__BADV("index bucket %llu record %u: key displaced %llu buckets, but "
+				   "its home bucket %llu does not announce it",
+				   (unsigned long long)b, i, (unsigned long long)d,
+				   (unsigned long long)home);
+	uint64_t found = 0;
+	err = shmkv__find2(db, key, key_len, &found, NULL, NULL, 0);
+	if (err || found != at)
+		return SHMKV__BADV("index record at %llu: lookup of its key does not find it%s",
+				   (unsigned long long)at, !err ? " (duplicate key)" : "");
+	*dist = d;
+	return 0;
+#undef SHMKV__BADV
+}
+
+/* The v2 index: every bucket's head (D and filter), records and zero tail;
+ * the counts and the longest probe against the header; ENTRIES holds
+ * exactly the OUT records' entries. */
+static inline int shmkv__verify_index2(const shmkv *db, char *why, size_t why_len)
+{
+#define SHMKV__BADV(...) shmkv__fail(SHMKV_ECORRUPT, why, why_len, __VA_ARGS__)
+	const shmkv_image_header *h = shmkv__hdr(db);
+	uint64_t n = 0, outs = 0, shared = 0, expiring = 0;
+	uint32_t max_d = 0;
+	for (uint64_t b = 0; b < db->bucket_count; b++) {
+		const uint8_t *bk = shmkv__bucket2(db, b);
+		const unsigned disp = bk[1];
+		if (disp > h->max_probe) /* 255 ("up to max_probe") needs max_probe >= 255 too */
+			return SHMKV__BADV("index bucket %llu: displacement %u exceeds max_probe %u",
+					   (unsigned long long)b, disp, h->max_probe);
+		if (!disp && !shmkv__all_zero(bk + 2, SHMKV_V2_FILTER_BITS / 8))
+			return SHMKV__BADV("index bucket %llu: filter bits without displaced keys",
+					   (unsigned long long)b);
+		if (bk[0] > SHMKV_V2_MAX_RECORDS)
+			return SHMKV__BADV("index bucket %llu: %u records, at most %u fit",
+					   (unsigned long long)b, bk[0], SHMKV_V2_MAX_RECORDS);
+		unsigned pos = SHMKV_V2_BUCKET_HEAD;
+		for (unsigned i = 0; i < bk[0]; i++) {
+			shmkv__rec r;
+			if (!shmkv__rec_decode(bk, pos, &r))
+				return SHMKV__BADV("index bucket %llu record %u at +%u: malformed "
+						   "(kind %02x) or past the bucket's end",
+						   (unsigned long long)b, i, pos,
+						   pos + 2 < SHMKV_V2_BUCKET_BYTES ? bk[pos + 2] : 0u);
+			uint64_t d = 0;
+			int err = shmkv__verify_record2(db, b, i, &r, &d, &shared, why, why_len);
+			if (err)
+				return err;
+			if (d > max_d)
+				max_d = (uint32_t)d;
+			outs += (r.kind & SHMKV_REC_OUT) != 0;
+			expiring += r.expires != 0;
+			pos = r.end;
+			n++;
+		}
+		for (unsigned k = pos; k < SHMKV_V2_BUCKET_BYTES; k++)
+			if (bk[k])
+				return SHMKV__BADV("non-zero byte at offset %llu after bucket %llu's "
+						   "records", (unsigned long long)(bk + k - db->base),
+						   (unsigned long long)b);
+	}
+	if (n != h->entry_count)
+		return SHMKV__BADV("index holds %llu records, header says %llu entries",
+				   (unsigned long long)n, (unsigned long long)h->entry_count);
+	if (max_d != h->max_probe)
+		return SHMKV__BADV("longest probe is %u buckets, header says %u", max_d,
+				   h->max_probe);
+	if (!expiring != !(h->flags & SHMKV_HFLAG_EXPIRY))
+		return SHMKV__BADV("%llu records expire, but the header's expiry flag is %s",
+				   (unsigned long long)expiring,
+				   h->flags & SHMKV_HFLAG_EXPIRY ? "set" : "clear");
+	if (shared != h->dedup_refs)
+		return SHMKV__BADV("%llu entries use shared values, header says %llu",
+				   (unsigned long long)shared, (unsigned long long)h->dedup_refs);
+	/* ENTRIES: walked as in v1; each entry is its key's OUT record's, so
+	 * with the counts equal, entries and OUT records are one-to-one */
+	uint64_t pos = db->entries_off, ents = 0;
+	while (pos < db->entries_end) {
+		uint64_t w;
+		memcpy(&w, db->base + pos, 8);
+		if (w == 0) {
+			pos += 8;
+			continue;
+		}
+		shmkv__entry e;
+		memset(&e, 0, sizeof e); /* GCC 12 -O3 cannot see decode fills it on success */
+		int err = shmkv__entry_decode(db, pos, &e, why, why_len);
+		if (!err)
+			err = shmkv__verify_entry_bytes(db, pos, &e, why, why_len);
+		if (err)
+			return err;
+		uint64_t rec = 0;
+		const uint8_t *rp;
+		uint64_t u = 0;
+		if (!shmkv__find2(db, e.key, e.key_len, &rec, NULL, NULL, 0)) {
+			rp = db->base + rec;
+			if (rp[2] & SHMKV_REC_OUT)
+				memcpy(&u, rp + 3, 5);
+		}
+		if (!u || (u << 3) != pos)
+			return SHMKV__BADV("entry at %llu: no OUT record of its key points at it",
+					   (unsigned long long)pos);
+		ents++;
+		pos = e.end;
+	}
+	if (ents != outs)
+		return SHMKV__BADV("entries section holds %llu entries, the index %llu OUT records",
+				   (unsigned long long)ents, (unsigned long long)outs);
+	return 0;
+#undef SHMKV__BADV
+}
+
 /* Every checksum, every index slot, every entry and value, and all padding.
  * Returns 0, SHMKV_ECHECKSUM or SHMKV_ECORRUPT with what and where in why. */
 static inline int shmkv_verify(const shmkv *db, char *why, size_t why_len)
@@ -220,6 +399,8 @@ static inline int shmkv_verify(const shmkv *db, char *why, size_t why_len)
 	int err = shmkv_image_check(db->base, db->size, 0, why, why_len);
 	if (!err)
 		err = shmkv__verify_padding(db, why, why_len);
+	if (!err && db->version == SHMKV_FORMAT_V2)
+		return shmkv__verify_index2(db, why, why_len);
 	if (!err)
 		err = shmkv__verify_index(db, why, why_len);
 	if (!err)

@@ -1,0 +1,408 @@
+/* shmkv/v2.h - format v2's index (FORMAT.md §17): 128-byte buckets that hold
+ * small entries inline and OUT records of entries in ENTRIES, expiry.
+ * Part of the header-only reader; include <shmkv.h>, not this file.
+ *
+ * One owner per rule: shmkv__rec_decode is the record rule (every reader
+ * of a bucket decodes records through it), shmkv__bucket2_scan the scan
+ * of one bucket, shmkv__locate2 the lookup (the hot path, batch, the
+ * checked path and verify all use these two), shmkv__rec_value the value of
+ * a record. An OUT record's entry is a v1 entry, read by get.h's rules. */
+#ifndef SHMKV_V2_H
+#define SHMKV_V2_H
+
+#include <time.h>
+
+#include "get.h"
+
+/* A record decoded by shmkv__rec_decode. Offsets are within its bucket. */
+typedef struct shmkv__rec {
+	unsigned pos, end;   /* the record's bytes [pos, end) */
+	unsigned kind;       /* SHMKV_REC_* bits and the type */
+	unsigned key_len;    /* inline records */
+	unsigned key_pos;    /* inline: the key's offset */
+	unsigned val_pos;    /* inline: the value's offset (aligned for its type) */
+	unsigned value_len;  /* inline */
+	uint32_t expires;    /* 0: none */
+	uint64_t unit;       /* OUT: the entry's image offset / 8 */
+} shmkv__rec;
+
+/* The record at bucket offset pos (FORMAT.md §17.4): 1 with *r, or 0 when
+ * it is malformed (reserved kind bits, a type that is none, an OUT record
+ * with type bits, bytes past the bucket's end). Reads nothing at or past
+ * bk + 128. */
+static SHMKV__HOT int shmkv__rec_decode(const uint8_t *bk, unsigned pos, shmkv__rec *r)
+{
+	if (SHMKV__UNLIKELY(pos + SHMKV_REC_INLINE_HEAD > SHMKV_V2_BUCKET_BYTES))
+		return 0;
+	const unsigned kind = bk[pos + 2];
+	const unsigned x = kind & SHMKV_REC_EXPIRES ? SHMKV_REC_EXPIRES_SIZE : 0;
+	unsigned end;
+	r->pos = pos;
+	r->kind = kind;
+	if (kind & SHMKV_REC_OUT) {
+		end = pos + SHMKV_REC_OUT_HEAD + x;
+		if (SHMKV__UNLIKELY((kind & ~(SHMKV_REC_OUT | SHMKV_REC_EXPIRES)) ||
+				    end > SHMKV_V2_BUCKET_BYTES))
+			return 0;
+		uint64_t u = 0;
+		memcpy(&u, bk + pos + 3, 5); /* little-endian hosts only (format.h) */
+		r->unit = u;
+		r->key_len = r->key_pos = r->val_pos = r->value_len = 0;
+	} else {
+		const unsigned t = kind & SHMKV_REC_TYPE_MASK;
+		if (SHMKV__UNLIKELY((kind & ~SHMKV_REC_KNOWN) || t < 1 || t > SHMKV_TYPE_MAX))
+			return 0;
+		const unsigned a = shmkv__types[t].align;
+		r->key_len = bk[pos + 3];
+		r->value_len = bk[pos + 4];
+		r->key_pos = pos + SHMKV_REC_INLINE_HEAD + x;
+		r->val_pos = (r->key_pos + r->key_len + a - 1) & ~(a - 1);
+		end = r->val_pos + r->value_len + shmkv__types[t].nul;
+		r->unit = 0;
+		if (SHMKV__UNLIKELY(end > SHMKV_V2_BUCKET_BYTES))
+			return 0;
+	}
+	r->end = end;
+	r->expires = 0;
+	if (x) /* after the head: +5 inline, +8 OUT */
+		memcpy(&r->expires, bk + pos + (kind & SHMKV_REC_OUT ? SHMKV_REC_OUT_HEAD
+								      : SHMKV_REC_INLINE_HEAD), 4);
+	return 1;
+}
+
+/* Bucket b's bytes. */
+static SHMKV__HOT const uint8_t *shmkv__bucket2(const shmkv *db, uint64_t b)
+{
+	return (const uint8_t *)db->buckets + b * SHMKV_V2_BUCKET_BYTES;
+}
+
+/* Index of a tag in a v2 bucket's 48-bit displaced-key filter. */
+static inline unsigned shmkv__filter_index2(uint64_t tag)
+{
+	return (unsigned)((tag * SHMKV_V2_FILTER_BITS) >> 16);
+}
+
+/* How many buckets after home bucket bk a key with this tag may have been
+ * displaced to (FORMAT.md §17.3): 0, D, or max_probe for D = 255. */
+static SHMKV__HOT uint64_t shmkv__displaced2(const uint8_t *bk, uint64_t tag, uint32_t max_probe)
+{
+	const unsigned d = bk[1];
+	if (SHMKV__LIKELY(d == 0))
+		return 0;
+	const unsigned fi = shmkv__filter_index2(tag);
+	if (!((bk[2 + (fi >> 3)] >> (fi & 7)) & 1))
+		return 0;
+	return d == SHMKV_DISPLACEMENT_MAX ? max_probe : d;
+}
+
+/* The scan of bucket b for key (tag): its records in order, each decoded
+ * (a malformed one is damage); a tag match compares the key, inline or in
+ * the OUT record's entry (header and key bounded inside ENTRIES by get.h's
+ * slot/entry rule). Returns 0 with *r (and *e, the entry, for OUT; NULL
+ * inline), SHMKV__NEXT, or SHMKV_ECORRUPT (why, when not NULL: on the hot
+ * path the messages compile away). */
+static SHMKV__HOT int shmkv__bucket2_scan(const shmkv *db, uint64_t b, uint64_t tag,
+					  const void *key, size_t key_len, shmkv__rec *r,
+					  const uint8_t **e, char *why, size_t why_len)
+{
+#define SHMKV__BAD2(...)                                                                           \
+	return why ? shmkv__fail(SHMKV_ECORRUPT, why, why_len, __VA_ARGS__) : SHMKV_ECORRUPT
+	const uint8_t *bk = shmkv__bucket2(db, b);
+	const unsigned n = bk[0];
+	unsigned pos = SHMKV_V2_BUCKET_HEAD;
+	for (unsigned i = 0; i < n; i++) {
+		if (SHMKV__UNLIKELY(!shmkv__rec_decode(bk, pos, r)))
+			SHMKV__BAD2("index bucket %llu record %u at +%u: malformed (kind %02x) or "
+				    "past the bucket's end", (unsigned long long)b, i, pos,
+				    pos + 2 < SHMKV_V2_BUCKET_BYTES ? bk[pos + 2] : 0u);
+		uint16_t t;
+		memcpy(&t, bk + pos, 2);
+		pos = r->end;
+		if (t != tag)
+			continue;
+		if (!(r->kind & SHMKV_REC_OUT)) {
+			if (r->key_len == key_len &&
+			    shmkv__key_eq(bk + r->key_pos, (const uint8_t *)key, key_len)) {
+				*e = NULL;
+				return 0;
+			}
+			continue;
+		}
+		const uint8_t *c;
+		if (SHMKV__UNLIKELY(!shmkv__key_fits(db, 0) ||
+				    !shmkv__slot_entry(db, r->unit, shmkv__key_lim(db, 0), &c)))
+			SHMKV__BAD2("index bucket %llu record %u: entry offset %llu outside the "
+				    "entries section [%llu, %llu)", (unsigned long long)b, i,
+				    (unsigned long long)(r->unit << 3),
+				    (unsigned long long)db->entries_off,
+				    (unsigned long long)db->entries_end);
+		if (((const shmkv_entry_header *)(const void *)c)->key_len != key_len)
+			continue;
+		if (SHMKV__UNLIKELY(!shmkv__key_fits(db, key_len) ||
+				    !shmkv__slot_entry(db, r->unit, shmkv__key_lim(db, key_len), &c)))
+			SHMKV__BAD2("index bucket %llu record %u: entry at %llu: key of %zu bytes "
+				    "runs past the entries section end %llu", (unsigned long long)b,
+				    i, (unsigned long long)(r->unit << 3), key_len,
+				    (unsigned long long)db->entries_end);
+		if (shmkv__entry_key_is(c, key, key_len)) {
+			*e = c;
+			return 0;
+		}
+	}
+	return SHMKV__NEXT;
+#undef SHMKV__BAD2
+}
+
+/* The v2 lookup (FORMAT.md §17.5), the one every path uses: the home
+ * bucket (both its lines requested at once), then, when its D and filter
+ * announce displaced keys with this tag, up to min(D, max_probe) later
+ * buckets. 0 with *bkp (the bucket found in), *r, *e; SHMKV_ENOTFOUND;
+ * SHMKV_ECORRUPT (why). Expiry is the caller's. */
+static SHMKV__HOT int shmkv__locate2(const shmkv *db, const void *key, size_t key_len, uint64_t h,
+				     const uint8_t **bkp, shmkv__rec *r, const uint8_t **e,
+				     char *why, size_t why_len)
+{
+	uint64_t tag = shmkv__tag(h), b = shmkv__home(h, db->bucket_count);
+	const uint8_t *bk = shmkv__bucket2(db, b);
+	__builtin_prefetch(bk + 64); /* the pair's second line, with the first */
+	int rc = shmkv__bucket2_scan(db, b, tag, key, key_len, r, e, why, why_len);
+	if (SHMKV__LIKELY(rc != SHMKV__NEXT)) {
+		*bkp = bk;
+		return rc;
+	}
+	uint64_t n = shmkv__displaced2(bk, tag, db->max_probe);
+	if (n > db->max_probe) /* a displacement byte above max_probe is damage: capped */
+		n = db->max_probe;
+	for (; n; n--) {
+		if (++b == db->bucket_count)
+			b = 0;
+		rc = shmkv__bucket2_scan(db, b, tag, key, key_len, r, e, why, why_len);
+		if (rc != SHMKV__NEXT) {
+			*bkp = shmkv__bucket2(db, b);
+			return rc;
+		}
+	}
+	return why ? shmkv__fail(SHMKV_ENOTFOUND, why, why_len, "key not found") : SHMKV_ENOTFOUND;
+}
+
+/* "now" for expiry: the handle's pinned clock (shmkv_set_clock) or the
+ * realtime clock in whole seconds (C11 timespec_get, glibc's
+ * clock_gettime(CLOCK_REALTIME): a vDSO read, no system call). */
+static SHMKV__COLD int64_t shmkv__now(const shmkv *db)
+{
+	if (db->clock_pin)
+		return db->clock_pin;
+	struct timespec ts;
+	if (timespec_get(&ts, TIME_UTC) != TIME_UTC)
+		return INT64_MAX; /* no clock: treat every expiring entry as expired */
+	return (int64_t)ts.tv_sec;
+}
+
+/* Whether record r is expired at *now (FORMAT.md §17.6). The clock is read
+ * only for a record that expires in an image whose header says EXPIRY, and
+ * once per call: *now is 0 until read. */
+static SHMKV__HOT int shmkv__rec_expired(const shmkv *db, const shmkv__rec *r, int64_t *now)
+{
+	if (SHMKV__LIKELY(!db->expiry) || !r->expires)
+		return 0;
+	if (!*now)
+		*now = shmkv__now(db);
+	return *now >= (int64_t)r->expires;
+}
+
+/* The value of a found record (bucket bk, entry e for OUT): inline, its
+ * bytes in the bucket checked by shmkv__value_shape (deep: a strlist's
+ * strings too); OUT, the entry's by get.h's rules. 0 with *v, or
+ * SHMKV_ECORRUPT (why). */
+static inline __attribute__((always_inline)) int
+shmkv__rec_value(const shmkv *db, const uint8_t *bk, const shmkv__rec *r, const uint8_t *e,
+		 int deep, shmkv_value *v, char *why, size_t why_len)
+{
+	if (r->kind & SHMKV_REC_OUT) {
+		const shmkv_entry_header *eh = (const shmkv_entry_header *)(const void *)e;
+		return shmkv__value_read(db, e, eh->key_len, eh->type, eh->flags, deep, v, why,
+					 why_len);
+	}
+	const unsigned t = r->kind & SHMKV_REC_TYPE_MASK;
+	size_t count = 0;
+	if (shmkv__value_shape(t, bk + r->val_pos, r->value_len, deep, &count, why, why_len)) {
+		if (why) {
+			char tmp[200];
+			snprintf(tmp, sizeof tmp, "%s", why);
+			shmkv__fail(0, why, why_len, "index record at %llu: %s",
+				    (unsigned long long)(bk + r->pos - db->base), tmp);
+		}
+		return SHMKV_ECORRUPT;
+	}
+	v->type = t;
+	v->shared = 0;
+	v->data = bk + r->val_pos;
+	v->size = r->value_len;
+	v->count = count;
+	return 0;
+}
+
+/* The checked v2 get (shmkv_get_diag, and every case the hot path leaves):
+ * the lookup with messages, expiry ("expired"), the value, the type. */
+static SHMKV__COLD int shmkv__get2_cold(const shmkv *db, const void *key, size_t key_len,
+					unsigned want, shmkv_value *v, char *why, size_t why_len)
+{
+	if (key_len > SHMKV_MAX_KEY_LEN)
+		return shmkv__fail(SHMKV_EKEYLEN, why, why_len,
+				   "key of %zu bytes is longer than the %u-byte limit", key_len,
+				   SHMKV_MAX_KEY_LEN);
+	uint64_t h = shmkv__hash(db->seed, db->hash_bits, key, key_len);
+	const uint8_t *bk = NULL, *e = NULL;
+	shmkv__rec r;
+	memset(&r, 0, sizeof r); /* GCC 12 cannot see locate fills it on success */
+	int err = shmkv__locate2(db, key, key_len, h, &bk, &r, &e, why, why_len);
+	if (err)
+		return err;
+	int64_t now = 0;
+	if (shmkv__rec_expired(db, &r, &now))
+		return shmkv__fail(SHMKV_ENOTFOUND, why, why_len,
+				   "key expired at %u (unix seconds), now is %lld", r.expires,
+				   (long long)now);
+	shmkv_value got;
+	err = shmkv__rec_value(db, bk, &r, e, 0, &got, why, why_len);
+	if (err)
+		return err;
+	if (want && got.type != want)
+		return shmkv__fail(SHMKV_ETYPE, why, why_len, "value is %s, not %s",
+				   shmkv_type_name(got.type), shmkv_type_name(want));
+	*v = got;
+	return 0;
+}
+
+/* A v2 get of key with hash h (hash_bits 64) as a value of type want (0:
+ * any), the lookup without messages; *now is the call's clock (0: not read
+ * yet), so that a batch reads it once. Anything but a clean hit of the
+ * wanted type or a miss goes to shmkv__get2_cold. */
+static SHMKV__HOT int shmkv__get2_h(const shmkv *db, const void *key, size_t key_len, uint64_t h,
+				    unsigned want, shmkv_value *v, int64_t *now)
+{
+	const uint8_t *bk = NULL, *e = NULL;
+	shmkv__rec r;
+	int err = shmkv__locate2(db, key, key_len, h, &bk, &r, &e, NULL, 0);
+	if (SHMKV__UNLIKELY(err))
+		return err == SHMKV_ENOTFOUND ? err
+					      : shmkv__get2_cold(db, key, key_len, want, v, NULL, 0);
+	if (SHMKV__UNLIKELY(shmkv__rec_expired(db, &r, now)))
+		return SHMKV_ENOTFOUND;
+	if (e) /* OUT: the entry's value, by the v1 hit rules */
+		return shmkv__hit(db, e, key_len, want, v);
+	if (SHMKV__LIKELY(!want || (r.kind & SHMKV_REC_TYPE_MASK) == want) &&
+	    SHMKV__LIKELY(!shmkv__rec_value(db, bk, &r, NULL, 0, v, NULL, 0)))
+		return 0;
+	return shmkv__get2_cold(db, key, key_len, want, v, NULL, 0);
+}
+
+/* The v2 hot get: one out-of-line call from shmkv__get_as, so that v1's
+ * code there is untouched (tests/perf counts its instructions). */
+static __attribute__((noinline, hot)) int shmkv__get2(const shmkv *db, const void *key,
+						      size_t key_len, unsigned want,
+						      shmkv_value *v)
+{
+	int64_t now = 0;
+	return shmkv__get2_h(db, key, key_len, shmkv__hash64(db->seed, key, key_len), want, v,
+			     &now);
+}
+
+/* Pins the clock that db's expiry checks read to now (unix seconds), for
+ * tests and for replaying a past moment; 0 goes back to CLOCK_REALTIME.
+ * Not thread-safe against gets on the same handle. */
+static inline void shmkv_set_clock(shmkv *db, int64_t now)
+{
+	db->clock_pin = now;
+}
+
+/* The record of key (v2), expired or not, for tools and verify: 0 with
+ * *out its image offset (in INDEX) and *expires (0: none); the checked
+ * lookup's codes. */
+static inline int shmkv__find2(const shmkv *db, const void *key, size_t key_len, uint64_t *out,
+			       uint32_t *expires, char *why, size_t why_len)
+{
+	if (key_len > SHMKV_MAX_KEY_LEN)
+		return shmkv__fail(SHMKV_EKEYLEN, why, why_len,
+				   "key of %zu bytes is longer than the %u-byte limit", key_len,
+				   SHMKV_MAX_KEY_LEN);
+	uint64_t h = shmkv__hash(db->seed, db->hash_bits, key, key_len);
+	const uint8_t *bk = NULL, *e = NULL;
+	shmkv__rec r;
+	memset(&r, 0, sizeof r); /* GCC 12 cannot see locate fills it on success */
+	int err = shmkv__locate2(db, key, key_len, h, &bk, &r, &e, why, why_len);
+	if (err)
+		return err;
+	*out = (uint64_t)(bk + r.pos - db->base);
+	if (expires)
+		*expires = r.expires;
+	return 0;
+}
+
+/* When key's entry expires (unix seconds, FORMAT.md §17.6; 0: never, and
+ * always 0 in a v1 image): 0 with *expires for a key the image holds,
+ * expired or not; SHMKV_ENOTFOUND, SHMKV_EKEYLEN or SHMKV_ECORRUPT
+ * (*expires untouched). For tools that show expiry (shmctl image get). */
+static inline int shmkv_get_expires(const shmkv *db, const void *key, size_t key_len,
+				    uint32_t *expires)
+{
+	if (db->version != SHMKV_FORMAT_V2) {
+		const uint8_t *e = NULL;
+		int err = shmkv__lookup(db, key, key_len, &e, NULL, 0);
+		if (!err)
+			*expires = 0;
+		return err;
+	}
+	uint64_t off = 0;
+	return shmkv__find2(db, key, key_len, &off, expires, NULL, 0);
+}
+
+/* Iteration over a v2 image: the records of every bucket, in index order,
+ * expired ones included (shmkv_iter_expires says when each expires), each
+ * decoded and its value checked deep. The iterator reads bucket
+ * it->bucket - 1 from offset it->pos, it->left records still to read. */
+static inline int shmkv__iter2_next(shmkv_iter *it, const void **key, size_t *key_len,
+				    shmkv_value *value)
+{
+	const shmkv *db = it->db;
+	while (!it->left) {
+		if (it->bucket >= db->bucket_count)
+			return SHMKV_ECORRUPT; /* fewer records than entry_count */
+		it->left = shmkv__bucket2(db, it->bucket)[0];
+		it->pos = SHMKV_V2_BUCKET_HEAD;
+		it->bucket++;
+	}
+	const uint8_t *bk = shmkv__bucket2(db, it->bucket - 1);
+	shmkv__rec r;
+	if (!shmkv__rec_decode(bk, (unsigned)it->pos, &r))
+		return SHMKV_ECORRUPT;
+	const uint8_t *k, *e = NULL;
+	size_t kl;
+	if (r.kind & SHMKV_REC_OUT) {
+		shmkv__entry ent;
+		memset(&ent, 0, sizeof ent); /* GCC 12 -O2 cannot see decode fills it on success */
+		int err = shmkv__entry_decode(db, r.unit << 3, &ent, NULL, 0);
+		if (err)
+			return err;
+		e = db->base + (r.unit << 3);
+		k = ent.key;
+		kl = ent.key_len;
+	} else {
+		k = bk + r.key_pos;
+		kl = r.key_len;
+	}
+	shmkv_value v;
+	int err = shmkv__rec_value(db, bk, &r, e, 1, &v, NULL, 0);
+	if (err)
+		return err;
+	*key = k;
+	*key_len = kl;
+	*value = v;
+	it->expires = r.expires;
+	it->pos = r.end;
+	it->left--;
+	it->seen++;
+	return 0;
+}
+
+#endif /* SHMKV_V2_H */

@@ -1,0 +1,221 @@
+// v2_image.h: composes format v2 images from lib/FORMAT.md §17 alone (tests
+// only), so that the reader's v2 tests do not depend on the builder and the
+// text is checked to be precise enough to write a builder from. Placement is
+// the builder convention of §17.9 in its simplest form: home bucket if the
+// record fits, else the next bucket with room.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <shmkv.h>
+
+namespace v2img {
+
+struct Rec {
+	std::string key;
+	unsigned type = SHMKV_TYPE_STRING;
+	std::string value;    // value bytes, without the NUL of bytes/string
+	uint32_t expires = 0; // 0: none
+	bool out = false;     // OUT record, the entry in ENTRIES
+};
+
+struct Options {
+	uint64_t bucket_count = 8;
+	uint64_t seed = 0x5eed;
+	uint32_t hash_bits = 64;
+	bool expiry_flag_auto = true; // set EXPIRY iff a record expires
+	uint64_t flags = 0;           // used when !expiry_flag_auto
+};
+
+inline uint64_t align_up(uint64_t x, uint64_t a)
+{
+	return (x + a - 1) / a * a;
+}
+
+// Bytes of rec's record at bucket offset pos (inline), or 0 if past 128.
+inline unsigned inline_end(const Rec &r, unsigned pos)
+{
+	const shmkv_type_desc *t = shmkv_type_desc_of(r.type);
+	unsigned q = pos + SHMKV_REC_INLINE_HEAD + (r.expires ? 4 : 0) + (unsigned)r.key.size();
+	q = (unsigned)align_up(q, t->align);
+	unsigned end = q + (unsigned)r.value.size() + t->nul;
+	return end;
+}
+
+// The image; entry_unit[i] is record i's OUT entry unit (0 inline),
+// rec_off[i] its record's image offset, home[i] and bucket[i] its buckets.
+struct Image {
+	std::string bytes;
+	std::vector<uint64_t> rec_off, home, bucket;
+	uint64_t index_off = SHMKV_HEADER_SIZE, entries_off = 0, entries_size = 0;
+};
+
+inline void fix_checksums(std::string &img)
+{
+	auto *h = reinterpret_cast<shmkv_image_header *>(&img[0]);
+	for (uint32_t i = 0; i < h->section_count && i < SHMKV_MAX_SECTIONS; i++) {
+		shmkv_section_desc &s = h->sections[i];
+		if (s.offset + s.size <= img.size())
+			s.checksum = XXH3_64bits(img.data() + s.offset, (size_t)s.size);
+	}
+	h->header_checksum = XXH3_64bits(img.data(), offsetof(shmkv_image_header, header_checksum));
+}
+
+inline Image compose(const std::vector<Rec> &recs, const Options &o = Options())
+{
+	Image im;
+	const uint64_t bc = o.bucket_count;
+	im.entries_off = im.index_off + bc * SHMKV_V2_BUCKET_BYTES;
+	// ENTRIES: the OUT records' v1 entries, in input order
+	std::string ent;
+	std::vector<uint64_t> unit(recs.size(), 0);
+	for (size_t i = 0; i < recs.size(); i++) {
+		const Rec &r = recs[i];
+		if (!r.out)
+			continue;
+		unit[i] = (im.entries_off + ent.size()) >> 3;
+		shmkv_entry_header eh{};
+		eh.type = (uint8_t)r.type;
+		eh.key_len = (uint16_t)r.key.size();
+		eh.value_len = (uint32_t)r.value.size();
+		std::string e(sizeof eh, '\0');
+		memcpy(&e[0], &eh, sizeof eh);
+		e += r.key;
+		e.resize(shmkv_entry_value_pos(&eh), '\0');
+		e += r.value;
+		e.resize(e.size() + shmkv_value_stored_len(r.type, 0), '\0');
+		e.resize(align_up(e.size(), 8), '\0');
+		ent += e;
+	}
+	im.entries_size = ent.size();
+	// placement
+	std::vector<uint64_t> hash(recs.size());
+	im.home.assign(recs.size(), 0);
+	im.bucket.assign(recs.size(), UINT64_MAX);
+	for (size_t i = 0; i < recs.size(); i++) {
+		hash[i] = shmkv_key_hash(o.seed, o.hash_bits, recs[i].key.data(), recs[i].key.size());
+		im.home[i] = shmkv_home_bucket(hash[i], bc);
+	}
+	std::vector<std::string> bk(bc, std::string(SHMKV_V2_BUCKET_BYTES, '\0'));
+	std::vector<unsigned> used(bc, SHMKV_V2_BUCKET_HEAD);
+	std::vector<uint32_t> disp(bc, 0);
+	im.rec_off.assign(recs.size(), 0);
+	auto place = [&](size_t i, uint64_t b) {
+		const Rec &r = recs[i];
+		unsigned pos = used[b];
+		unsigned end = r.out ? pos + SHMKV_REC_OUT_HEAD + (r.expires ? 4 : 0) : inline_end(r, pos);
+		if (end > SHMKV_V2_BUCKET_BYTES)
+			return false;
+		std::string &s = bk[b];
+		uint16_t tag = (uint16_t)shmkv_key_tag(hash[i]);
+		memcpy(&s[pos], &tag, 2);
+		unsigned kind = (r.out ? SHMKV_REC_OUT : r.type) | (r.expires ? SHMKV_REC_EXPIRES : 0);
+		s[pos + 2] = (char)kind;
+		if (r.out) {
+			memcpy(&s[pos + 3], &unit[i], 5);
+			if (r.expires)
+				memcpy(&s[pos + 8], &r.expires, 4);
+		} else {
+			s[pos + 3] = (char)r.key.size();
+			s[pos + 4] = (char)r.value.size();
+			unsigned k = pos + 5;
+			if (r.expires) {
+				memcpy(&s[k], &r.expires, 4);
+				k += 4;
+			}
+			memcpy(&s[k], r.key.data(), r.key.size());
+			unsigned vpos = end - (unsigned)r.value.size() -
+					shmkv_type_desc_of(r.type)->nul;
+			memcpy(&s[vpos], r.value.data(), r.value.size());
+		}
+		s[0] = (char)(s[0] + 1);
+		used[b] = end;
+		im.bucket[i] = b;
+		im.rec_off[i] = im.index_off + b * SHMKV_V2_BUCKET_BYTES + pos;
+		return true;
+	};
+	for (size_t i = 0; i < recs.size(); i++)
+		place(i, im.home[i]);
+	uint32_t max_probe = 0;
+	for (size_t i = 0; i < recs.size(); i++) {
+		if (im.bucket[i] != UINT64_MAX)
+			continue;
+		uint64_t d = 1;
+		for (; d < bc; d++)
+			if (place(i, (im.home[i] + d) % bc))
+				break;
+		if (d >= bc)
+			abort(); // the test asked for more than fits
+		std::string &h = bk[im.home[i]];
+		unsigned fi = (unsigned)((shmkv_key_tag(hash[i]) * SHMKV_V2_FILTER_BITS) >> 16);
+		h[2 + fi / 8] = (char)(h[2 + fi / 8] | (1 << (fi % 8)));
+		disp[im.home[i]] = std::max(disp[im.home[i]], (uint32_t)d);
+		max_probe = std::max(max_probe, (uint32_t)d);
+	}
+	for (uint64_t b = 0; b < bc; b++)
+		bk[b][1] = (char)std::min<uint32_t>(disp[b], 255);
+	// the file
+	uint64_t values_off = align_up(im.entries_off + ent.size(), 64);
+	uint64_t file_size = align_up(std::max<uint64_t>(values_off, SHMKV_HEADER_SIZE + 1), 4096);
+	std::string img(file_size, '\0');
+	for (uint64_t b = 0; b < bc; b++)
+		memcpy(&img[im.index_off + b * SHMKV_V2_BUCKET_BYTES], bk[b].data(),
+		       SHMKV_V2_BUCKET_BYTES);
+	if (!ent.empty())
+		memcpy(&img[im.entries_off], ent.data(), ent.size());
+	shmkv_image_header h{};
+	memcpy(h.magic, SHMKV_MAGIC, 8);
+	h.format_version = SHMKV_FORMAT_V2;
+	h.header_size = SHMKV_HEADER_SIZE;
+	h.layout_hash = SHMKV_LAYOUT_HASH_V2;
+	bool any_exp = false;
+	for (const Rec &r : recs)
+		any_exp |= r.expires != 0;
+	h.flags = o.expiry_flag_auto ? (any_exp ? SHMKV_HFLAG_EXPIRY : 0) : o.flags;
+	h.file_size = file_size;
+	h.entry_count = recs.size();
+	h.bucket_count = bc;
+	h.bucket_slots = SHMKV_V2_BUCKET_BYTES;
+	h.hash_bits = o.hash_bits;
+	h.hash_seed = o.seed;
+	h.max_probe = max_probe;
+	h.section_count = 3;
+	strcpy(h.name, "v2test");
+	h.sections[0] = {SHMKV_SECTION_INDEX, 0, im.index_off, bc * SHMKV_V2_BUCKET_BYTES, 0};
+	h.sections[1] = {SHMKV_SECTION_ENTRIES, 0, im.entries_off, ent.size(), 0};
+	h.sections[2] = {SHMKV_SECTION_VALUES, 0, values_off, 0, 0};
+	memcpy(&img[0], &h, sizeof h);
+	fix_checksums(img);
+	im.bytes = img;
+	return im;
+}
+
+// Little-endian encodings of values.
+inline std::string i64(int64_t x)
+{
+	return std::string(reinterpret_cast<const char *>(&x), 8);
+}
+inline std::string f64(double x)
+{
+	return std::string(reinterpret_cast<const char *>(&x), 8);
+}
+inline std::string strlist(const std::vector<std::string> &v)
+{
+	std::string s(4 * (v.size() + 2), '\0'), data;
+	uint32_t n = (uint32_t)v.size(), e = 0;
+	memcpy(&s[0], &n, 4);
+	memcpy(&s[4], &e, 4);
+	for (size_t i = 0; i < v.size(); i++) {
+		data += v[i];
+		data += '\0';
+		e = (uint32_t)data.size();
+		memcpy(&s[8 + 4 * i], &e, 4);
+	}
+	return s + data;
+}
+
+} // namespace v2img
