@@ -123,7 +123,8 @@ int add_fragment(shmkv_builder *b, const char *path, uint64_t j, uint64_t n, shm
 				     shmkv_build::show_key((const uint8_t *)key, key_len).c_str(), bk,
 				     shmkv_build_part_of(bk, n, h->bucket_count), n, j, n);
 		shmkv_builder_set_source(b, path, count);
-		if ((err = shmkv_builder_add(b, key, key_len, v.type, v.data, v.size)) != 0)
+		if ((err = shmkv_builder_set_expires(b, shmkv_iter_expires(&it))) != 0 ||
+		    (err = shmkv_builder_add(b, key, key_len, v.type, v.data, v.size)) != 0)
 			return m.set(err, "%s", shmkv_builder_error(b));
 		if (forget && count % 65536 == 0)
 			drop_pages(h);

@@ -57,7 +57,7 @@ enum shmkv_input_format { SHMKV_INPUT_JSONL = 1, SHMKV_INPUT_TSV = 2 };
 
 #define SHMKV_DEFAULT_SEED UINT64_C(0x53484d4b56763121) /* "SHMKVv1!" */
 #define SHMKV_DEFAULT_LOAD_FACTOR 0.85    /* format 1: entries per index slot */
-#define SHMKV_DEFAULT_LOAD_FACTOR_V2 0.70 /* format 2: record bytes per bucket byte
+#define SHMKV_DEFAULT_LOAD_FACTOR_V2 0.72 /* format 2: record bytes per bucket byte
 					     (builder/README.md, "Format 2": why) */
 /* The image format a build writes unless told (shmkv_build_options.format).
  * 1 until every v2 reader has landed; the one line to change to make v2 the

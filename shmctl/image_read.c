@@ -122,7 +122,8 @@ static void dump_meta(struct json *w, const shmkv_image_header *h)
 }
 
 /* One entry as a JSONL record; an exit code if its value cannot be one. */
-static int dump_entry(void *ctx, const void *key, size_t key_len, const shmkv_value *v)
+static int dump_entry(void *ctx, const void *key, size_t key_len, const shmkv_value *v,
+		      uint32_t expires)
 {
 	struct json *w = ctx;
 	if (!value_utf8_ok(v)) {
@@ -137,6 +138,8 @@ static int dump_entry(void *ctx, const void *key, size_t key_len, const shmkv_va
 	json_str(w, "type", shmkv_type_name(v->type));
 	json_name(w, "value");
 	value_json(w, v);
+	if (expires) /* Unix seconds: the builder takes them back as they are */
+		json_u64(w, "expires", expires);
 	json_obj_end(w);
 	return 0;
 }
