@@ -13,6 +13,9 @@
 //   BuildV2.NoRoomIsAnError           a fixed bucket count too small: SHMKV_ELIMIT saying so
 //   BuildV2.BadlyPackingSizesGetMoreBuckets  records of 41 bytes (two a bucket, 68%) at the
 //                                     default fill and at 1.0: more buckets, not an error
+//   BuildV2.ReaderAgrees              lib's reader: the image verifies, every key's value and
+//                                     expiry (shmkv_get_expires), expired keys absent at a pinned clock
+//   BuildV2.PartsJoinEqualsOneBuild   3 parts (filtered) joined: one build's bytes, expiry kept
 //   BuildV2.ExpiryInputForms          JSONL RFC 3339 (Z, offsets, fraction), Unix seconds,
 //                                     null; TSV column; API: the same stored seconds
 //   BuildV2.ExpiryInputErrors         bad forms, before 1970, after 2106, with format 1:
@@ -328,6 +331,64 @@ TEST(BuildV2, ImageFollowsTheFormat)
 	EXPECT_GT(shared, 100u); // the two long repeated byte values
 	Found f;
 	EXPECT_FALSE(dec.lookup("no such key", &f));
+}
+
+TEST(BuildV2, ReaderAgrees)
+{
+	TempDir d;
+	auto recs = random_records(5000, 13, true);
+	ASSERT_FALSE(build(recs, d.file("a.shmkv"), 2, 0.9).empty());
+	Db db = open_db(d.file("a.shmkv"));
+	ASSERT_TRUE(db.get());
+	EXPECT_EQ(verify_msg(db.get()), "");
+	shmkv_set_clock(db.get(), 1); // before every expiry
+	for (const Rec &r : recs) {
+		shmkv_value v;
+		ASSERT_EQ(shmkv_get(db.get(), r.key.data(), r.key.size(), &v), 0) << r.key;
+		EXPECT_EQ(v.type, r.type);
+		EXPECT_EQ(sv(v.data, v.size), r.val);
+		uint32_t e = 7;
+		ASSERT_EQ(shmkv_get_expires(db.get(), r.key.data(), r.key.size(), &e), 0);
+		EXPECT_EQ(e, r.expires) << r.key;
+	}
+	shmkv_set_clock(db.get(), INT64_C(0xFFFFFFFF)); // every expiry past
+	for (const Rec &r : recs) {
+		shmkv_value v;
+		EXPECT_EQ(shmkv_get(db.get(), r.key.data(), r.key.size(), &v),
+			  r.expires ? SHMKV_ENOTFOUND : 0) << r.key;
+	}
+}
+
+TEST(BuildV2, PartsJoinEqualsOneBuild)
+{
+	TempDir d;
+	auto recs = random_records(6000, 17, true);
+	const uint64_t B = 1500;
+	std::string one = build(recs, d.file("one.shmkv"), 2, 0, B);
+	ASSERT_FALSE(one.empty());
+	std::vector<std::string> parts;
+	for (uint64_t k = 1; k <= 3; k++) {
+		shmkv_build_options o = test_options();
+		o.format = 2;
+		o.buckets = B;
+		o.fixed |= SHMKV_OPT_BUCKETS;
+		Builder b(o);
+		ASSERT_EQ(shmkv_builder_set_part(b, k, 3, 1), 0);
+		for (const Rec &r : recs) {
+			ASSERT_EQ(shmkv_builder_set_expires(b, r.expires), 0);
+			ASSERT_EQ(shmkv_builder_add(b, r.key.data(), r.key.size(), r.type, r.val.data(),
+						    r.val.size()), 0) << b.error();
+		}
+		parts.push_back(d.file("p" + std::to_string(k) + ".shmkv"));
+		ASSERT_EQ(b.finish(parts.back()), 0) << b.error();
+	}
+	std::vector<const char *> names;
+	for (auto &p : parts)
+		names.push_back(p.c_str());
+	char err[512] = "";
+	ASSERT_EQ(shmkv_build_join(d.file("j.shmkv").c_str(), names.data(), names.size(), nullptr,
+				   nullptr, err, sizeof err), 0) << err;
+	EXPECT_TRUE(read_file(d.file("j.shmkv")) == one) << "join differs from one build";
 }
 
 TEST(BuildV2, ThreadCountsGiveOneImage)
