@@ -124,8 +124,9 @@ extern "C" int shmkv_build_options_init(shmkv_build_options *o)
 	o->seed = SHMKV_DEFAULT_SEED;
 	o->dedup = 1;
 	o->on_duplicate = SHMKV_DUP_ERROR;
-	o->load_factor = SHMKV_DEFAULT_LOAD_FACTOR;
+	o->load_factor = 0; // the format's default
 	o->hash_bits = 64;
+	o->format = SHMKV_BUILD_DEFAULT_FORMAT;
 	o->created = (int64_t)time(nullptr);
 	const char *sde = getenv("SOURCE_DATE_EPOCH");
 	if (sde && *sde) {
@@ -142,9 +143,10 @@ extern "C" int shmkv_build_options_init(shmkv_build_options *o)
 extern "C" int shmkv_builder_new(const shmkv_build_options *o, shmkv_builder **out)
 {
 	*out = nullptr;
-	if (!(o->load_factor > 0.0 && o->load_factor <= 1.0) || o->hash_bits < 1 ||
+	if (!(o->load_factor >= 0.0 && o->load_factor <= 1.0) || o->hash_bits < 1 ||
 	    o->hash_bits > 64 || o->on_duplicate < SHMKV_DUP_ERROR ||
-	    o->on_duplicate > SHMKV_DUP_LAST || strnlen(o->name, sizeof o->name) > SHMKV_NAME_MAX)
+	    o->on_duplicate > SHMKV_DUP_LAST || o->format < 1 || o->format > 2 ||
+	    strnlen(o->name, sizeof o->name) > SHMKV_NAME_MAX)
 		return -EINVAL;
 	shmkv_builder *b = new (std::nothrow) shmkv_builder;
 	if (!b)
@@ -171,6 +173,14 @@ extern "C" void shmkv_builder_set_source(shmkv_builder *b, const char *file, uin
 		b->cur_src = (uint32_t)(b->sources.size() - 1);
 	}
 	b->cur_line = line;
+}
+
+extern "C" int shmkv_builder_set_expires(shmkv_builder *b, int64_t t)
+{
+	int err = t ? check_expiry(b, std::to_string(t), t) : 0;
+	if (!err)
+		b->expires = (uint32_t)t;
+	return err;
 }
 
 // Checks that value bytes are a valid encoding of type.
@@ -269,6 +279,7 @@ extern "C" int shmkv_builder_add(shmkv_builder *b, const void *key, size_t key_l
 	r.type = (uint8_t)type;
 	r.pad = 0;
 	r.src = b->cur_src;
+	r.expires = b->expires;
 	r.line = b->cur_src == kNoSource ? b->seq0 + b->nrecs() : b->cur_line;
 	if (b->mem_limit && !b->sub && ++b->since_check >= 1024) {
 		try {
@@ -711,6 +722,7 @@ int parse_parallel(shmkv_builder *b, const char *data, size_t size, int format, 
 		sub[t].part_hi = b->part_hi;
 		sub[t].mem_limit = b->mem_limit; // its messages; a sub never spills
 		sub[t].line_max = b->line_max;
+		sub[t].expires = b->expires;
 		sub[t].sub = true;
 	}
 	std::vector<int> err(T, 0);

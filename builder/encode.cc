@@ -288,3 +288,104 @@ const char *nonjson_float(std::string_view t)
 }
 
 } // namespace shmkv_build
+
+namespace shmkv_build {
+
+namespace {
+// Days from 1970-01-01 to y-m-d (proleptic Gregorian; H. Hinnant's days_from_civil).
+int64_t days_from_civil(int64_t y, unsigned m, unsigned d)
+{
+	y -= m <= 2;
+	int64_t era = (y >= 0 ? y : y - 399) / 400;
+	unsigned yoe = (unsigned)(y - era * 400);
+	unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+	unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	return era * 146097 + (int64_t)doe - 719468;
+}
+
+bool digits(std::string_view s, size_t at, size_t n, unsigned *out)
+{
+	if (at + n > s.size())
+		return false;
+	unsigned v = 0;
+	for (size_t i = at; i < at + n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+		v = v * 10 + (unsigned)(s[i] - '0');
+	}
+	*out = v;
+	return true;
+}
+} // namespace
+
+bool parse_rfc3339(std::string_view s, int64_t *out, std::string &why)
+{
+	unsigned y, mo, d, h, mi, sec;
+	why = "expected an RFC 3339 time such as 2030-01-31T12:00:00Z or "
+	      "2030-01-31T13:00:00+01:00, or Unix seconds";
+	if (!digits(s, 0, 4, &y) || s.size() < 19 || s[4] != '-' || !digits(s, 5, 2, &mo) ||
+	    s[7] != '-' || !digits(s, 8, 2, &d) || (s[10] != 'T' && s[10] != 't' && s[10] != ' ') ||
+	    !digits(s, 11, 2, &h) || s[13] != ':' || !digits(s, 14, 2, &mi) || s[16] != ':' ||
+	    !digits(s, 17, 2, &sec))
+		return false;
+	static const unsigned mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+	bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+	if (mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || (mo == 2 && d == 29 && !leap) ||
+	    h > 23 || mi > 59 || sec > 60) {
+		why = "no such date or time of day";
+		return false;
+	}
+	size_t i = 19;
+	bool frac = false;
+	if (i < s.size() && s[i] == '.') { // fraction: rounded up (never absent before its time)
+		size_t j = ++i;
+		while (i < s.size() && s[i] >= '0' && s[i] <= '9')
+			frac |= s[i++] != '0';
+		if (i == j)
+			return false;
+	}
+	int64_t off = 0;
+	if (i < s.size() && (s[i] == 'Z' || s[i] == 'z')) {
+		i++;
+	} else if (i < s.size() && (s[i] == '+' || s[i] == '-')) {
+		unsigned oh, om;
+		if (!digits(s, i + 1, 2, &oh) || i + 3 >= s.size() || s[i + 3] != ':' ||
+		    !digits(s, i + 4, 2, &om))
+			return false;
+		if (oh > 23 || om > 59) {
+			why = "no such UTC offset";
+			return false;
+		}
+		off = (s[i] == '+' ? 1 : -1) * (int64_t)(oh * 3600 + om * 60);
+		i += 6;
+	} else {
+		why = "an RFC 3339 time needs its UTC offset (Z or +HH:MM)";
+		return false;
+	}
+	if (i != s.size())
+		return false;
+	*out = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - off + frac;
+	return true;
+}
+
+int expiry_error(shmkv_builder *b, const std::string &text, const std::string &why)
+{
+	return b->fail(SHMKV_EINPUT, "%s: expires %s: %s", b->here().c_str(), text.c_str(),
+		       why.c_str());
+}
+
+int check_expiry(shmkv_builder *b, const std::string &text, int64_t t)
+{
+	if (b->opt.format < 2)
+		return expiry_error(b, text, "an expiry needs format 2 (format 1 images have none): "
+				    "build without --format 1, or drop the expiry");
+	if (t < 1)
+		return expiry_error(b, text, "before 1970-01-01T00:00:01Z: an image holds Unix seconds "
+				    "from 1 on");
+	if (t > SHMKV_BUILD_EXPIRES_MAX)
+		return expiry_error(b, text, "after 2106-02-07T06:28:15Z, the latest an image holds "
+				    "(32-bit Unix seconds)");
+	return 0;
+}
+
+} // namespace shmkv_build

@@ -513,6 +513,21 @@ bool apply_meta(shmkv_builder *b, ondemand::value mv, std::string &why)
 			}
 			if (!e && !(o.fixed & SHMKV_OPT_HASH_BITS))
 				o.hash_bits = (unsigned)x;
+		} else if (k == "format") { // the image format version (shmctl image dump writes it)
+			uint64_t x;
+			e = v.get_uint64().get(x);
+			if (!e && x != 1 && x != 2) {
+				why = "shmkv_meta format must be 1 or 2";
+				return false;
+			}
+			if (!e && !(o.fixed & SHMKV_OPT_FORMAT)) {
+				if (x == 1 && b->expires) {
+					why = "shmkv_meta format 1: the records are given an expiry, which "
+					      "format 1 images cannot hold";
+					return false;
+				}
+				o.format = (unsigned)x;
+			}
 		} else if (k == "dedup") {
 			bool x = false;
 			e = v.get_bool().get(x);
@@ -580,14 +595,22 @@ public:
 		}
 		if (!at_end(doc))
 			return bad("trailing characters after the JSON object");
-		return shmkv_builder_add(b_, key_.data(), key_.size(), vtype, enc_.data(), enc_.size());
+		if (!f.has_expires)
+			return shmkv_builder_add(b_, key_.data(), key_.size(), vtype, enc_.data(),
+						 enc_.size());
+		uint32_t keep = b_->expires; // the record's own, else the builder's
+		b_->expires = f.expires;
+		err = shmkv_builder_add(b_, key_.data(), key_.size(), vtype, enc_.data(), enc_.size());
+		b_->expires = keep;
+		return err;
 	}
 
 private:
 	struct Fields {
-		bool has_key = false, has_value = false, has_type = false;
+		bool has_key = false, has_value = false, has_type = false, has_expires = false;
 		std::string_view key_field;
 		unsigned type = 0;
+		uint32_t expires = 0; // 0: none (null)
 	};
 	shmkv_builder *b_;
 	ondemand::parser parser_;
@@ -624,6 +647,10 @@ private:
 				dup = f.has_type;
 				f.has_type = true;
 				err = type(v, &f.type);
+			} else if (name == "expires") {
+				dup = f.has_expires;
+				f.has_expires = true;
+				err = expires(v, &f.expires);
 			} else if (name == "shmkv_meta") {
 				if (!first_input || !first_line || b_->nrecs() || b_->meta_seen)
 					return bad("shmkv_meta must be the first line of the first input");
@@ -632,7 +659,7 @@ private:
 				b_->meta_seen = true;
 			} else {
 				return bad("unknown field \"" + std::string(name) +
-					   "\" (expected key or key_base64, value, type)");
+					   "\" (expected key or key_base64, value, type, expires)");
 			}
 			if (err)
 				return err;
@@ -657,6 +684,52 @@ private:
 			return bad("key_base64 is not valid base64 (at character " + std::to_string(pos + 1) +
 				   ")");
 		return 0;
+	}
+	// "expires": Unix seconds (an integer), an RFC 3339 time, or null (none).
+	int expires(ondemand::value v, uint32_t *out)
+	{
+		ondemand::json_type jt;
+		error_code e = v.type().get(jt);
+		if (e)
+			return bad(std::string("invalid JSON: ") + error_message(e));
+		std::string text;
+		int64_t t = 0;
+		if (jt == ondemand::json_type::null) {
+			*out = 0;
+			return 0;
+		} else if (jt == ondemand::json_type::number) {
+			std::string_view raw = trim_raw(v);
+			text.assign(raw);
+			if (!is_integer_text(raw))
+				return expiry_error(b_, text, "Unix seconds must be an integer");
+			auto r = std::from_chars(raw.data() + (raw[0] == '+'), raw.data() + raw.size(), t);
+			if (r.ec != std::errc())
+				return expiry_error(b_, text, "after 2106-02-07T06:28:15Z, the latest an "
+						    "image holds (32-bit Unix seconds)");
+		} else if (jt == ondemand::json_type::string) {
+			std::string_view s;
+			if ((e = v.get_string().get(s)))
+				return bad("\"expires\": " + string_problem(v, e));
+			text = "\"" + std::string(s) + "\"";
+			std::string why;
+			if (!parse_rfc3339(s, &t, why))
+				return expiry_error(b_, text, why);
+		} else {
+			return expiry_error(b_, std::string(trim_raw(v)), "expected an RFC 3339 time (a string), Unix seconds "
+					    "(an integer) or null");
+		}
+		if (int err = check_expiry(b_, text, t))
+			return err;
+		*out = (uint32_t)t;
+		return 0;
+	}
+	static std::string_view trim_raw(ondemand::value &v)
+	{
+		std::string_view raw = v.raw_json_token();
+		while (!raw.empty() && (raw.back() == ' ' || raw.back() == '\t' || raw.back() == '\r' ||
+					raw.back() == '\n'))
+			raw.remove_suffix(1);
+		return raw;
 	}
 	int type(ondemand::value v, unsigned *out)
 	{

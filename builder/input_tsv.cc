@@ -202,15 +202,42 @@ int add_tsv(shmkv_builder *b, const char *data, size_t size, unsigned type, uint
 		size_t fields = 1;
 		for (char c : line)
 			fields += c == '\t';
-		if (fields != 2)
+		bool exp_col = b->opt.tsv_expires != 0;
+		if (fields != (exp_col ? 3u : 2u))
 			return bad("found " + std::to_string(fields) +
-				   " fields, expected 2 (key<TAB>value; write a TAB inside a field as \\t)");
+				   (exp_col ? " fields, expected 3 (key<TAB>value<TAB>expires; "
+					    : " fields, expected 2 (key<TAB>value; ") +
+				   "write a TAB inside a field as \\t)");
+		uint32_t expires = b->expires; // the builder's, unless the column gives one
+		if (exp_col) {
+			size_t tab2 = line.rfind('\t');
+			std::string_view ef = trim_spaces(line.substr(tab2 + 1));
+			line = line.substr(0, tab2);
+			if (!ef.empty()) {
+				int64_t t = 0;
+				std::string text(ef);
+				if (ef.find_first_not_of("0123456789") == std::string_view::npos) {
+					auto r = std::from_chars(ef.data(), ef.data() + ef.size(), t);
+					if (r.ec != std::errc())
+						t = INT64_MAX; // past 2106: check_expiry says so
+				} else if (!parse_rfc3339(ef, &t, why)) {
+					return expiry_error(b, text, why);
+				}
+				if (int err = check_expiry(b, text, t))
+					return err;
+				expires = (uint32_t)t;
+			}
+		}
 		if (!unescape(line.substr(0, tab), false, key, why))
 			return bad("key: " + why);
 		if (!encode_field(line.substr(tab + 1), type, b->opt.lossy_f32 != 0, enc, why))
 			return bad("key " + show_key((const uint8_t *)key[0].data(), key[0].size()) + ": " +
 				   why);
-		return shmkv_builder_add(b, key[0].data(), key[0].size(), type, enc.data(), enc.size());
+		uint32_t keep = b->expires;
+		b->expires = expires;
+		int err = shmkv_builder_add(b, key[0].data(), key[0].size(), type, enc.data(), enc.size());
+		b->expires = keep;
+		return err;
 	});
 }
 

@@ -49,8 +49,10 @@ struct Record {
 	uint8_t type;
 	uint8_t pad;
 	uint32_t src; // index into sources, or kNoSource
+	uint32_t expires; // Unix seconds, 0: none (format 2 only)
 	uint64_t line;
 };
+static_assert(sizeof(Record) == 40, "Record: expires fills the padding before line");
 constexpr uint32_t kNoSource = UINT32_MAX;
 
 // An allocator whose resize() leaves new elements uninitialised: the sort
@@ -126,6 +128,14 @@ bool number_to_f32(std::string_view t, double d, bool lossy, float *out, std::st
 // NaN, Infinity, inf, -inf... (not JSON): the string to write instead, or null.
 const char *nonjson_float(std::string_view t);
 
+// Expiry input (encode.cc): an RFC 3339 time with its offset ("2030-01-31T12:00:00Z",
+// a fraction rounds up) to Unix seconds, or false and why; the checks of a
+// record's expiry (format 2, 1..SHMKV_BUILD_EXPIRES_MAX) with errors naming
+// the line and the text given.
+bool parse_rfc3339(std::string_view s, int64_t *out, std::string &why);
+int expiry_error(shmkv_builder *b, const std::string &text, const std::string &why);
+int check_expiry(shmkv_builder *b, const std::string &text, int64_t t);
+
 // Layout and write (layout.cc, write.cc).
 struct Layout;
 
@@ -156,6 +166,7 @@ struct shmkv_builder {
 	std::vector<std::string> sources;
 	uint32_t cur_src = shmkv_build::kNoSource;
 	uint64_t cur_line = 0;
+	uint32_t expires = 0;          // of the records added next (shmkv_builder_set_expires)
 	std::string err;
 	std::vector<shmkv_build::FileId> inputs; // regular files read by add_file
 	std::vector<shmkv_build::FileId> outputs; // from check_output: inputs must not be these

@@ -82,6 +82,8 @@ int same_header(const char *p0, const shmkv_image_header *h0, const char *p,
 		field = "hash seed";
 	else if (h->hash_bits != h0->hash_bits)
 		field = "hash bits";
+	else if (h->format_version != h0->format_version)
+		field = "format version";
 	else if ((h->flags & SHMKV_HFLAG_DEDUP) != (h0->flags & SHMKV_HFLAG_DEDUP))
 		field = "dedup flag";
 	else if (h->created_unix != h0->created_unix)
@@ -121,7 +123,8 @@ int add_fragment(shmkv_builder *b, const char *path, uint64_t j, uint64_t n, shm
 				     shmkv_build::show_key((const uint8_t *)key, key_len).c_str(), bk,
 				     shmkv_build_part_of(bk, n, h->bucket_count), n, j, n);
 		shmkv_builder_set_source(b, path, count);
-		if ((err = shmkv_builder_add(b, key, key_len, v.type, v.data, v.size)) != 0)
+		if ((err = shmkv_builder_set_expires(b, shmkv_iter_expires(&it))) != 0 ||
+		    (err = shmkv_builder_add(b, key, key_len, v.type, v.data, v.size)) != 0)
 			return m.set(err, "%s", shmkv_builder_error(b));
 		if (forget && count % 65536 == 0)
 			drop_pages(h);
@@ -146,6 +149,7 @@ int start_builder(const shmkv_image_header *h, const shmkv_join_options &jo, con
 	o.name[sizeof o.name - 1] = 0;
 	o.dedup = (h->flags & SHMKV_HFLAG_DEDUP) != 0;
 	o.buckets = h->bucket_count;
+	o.format = h->format_version; // verified: 1 or 2
 	o.fixed = SHMKV_OPT_SEED | SHMKV_OPT_CREATED | SHMKV_OPT_NAME | SHMKV_OPT_BUCKETS |
 		  SHMKV_OPT_DEDUP | SHMKV_OPT_HASH_BITS;
 	o.progress = jo.progress;

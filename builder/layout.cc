@@ -21,6 +21,8 @@ inline int cmp_bytes(const uint8_t *a, size_t la, const uint8_t *b, size_t lb)
 	return la ? memcmp(a, b, la) : 0;
 }
 
+} // namespace
+
 // Hashes every key, sorts records by (hash, key, input position), drops
 // duplicates per the policy or fails naming the earliest one. L.order and
 // L.hash are the kept records in entry order.
@@ -104,7 +106,7 @@ std::vector<uint32_t> share_values(shmkv_builder *b, unsigned T, Layout &L, Item
 	const auto &R = b->recs;
 	size_t m = L.order.size();
 	std::vector<uint32_t> grp(m, kInline);
-	if (!b->opt.dedup)
+	if (!b->opt.dedup || m == 0)
 		return grp;
 	// the type seeds the hash and is compared, so equal bytes of two types stay apart
 	partition_sort(
@@ -168,8 +170,6 @@ std::vector<uint32_t> share_values(shmkv_builder *b, unsigned T, Layout &L, Item
 	return grp;
 }
 
-} // namespace
-
 int dup_error(shmkv_builder *b, const std::string &second, const std::string &key,
 	      const std::string &first, uint64_t dup_keys)
 {
@@ -191,7 +191,8 @@ int choose_bucket_count(shmkv_builder *b, uint64_t m, uint64_t *out)
 				       (unsigned long long)m);
 		bc = o.buckets;
 	} else {
-		double want = std::ceil((double)m / (SHMKV_BUCKET_SLOTS * o.load_factor));
+		double lf = o.load_factor > 0 ? o.load_factor : SHMKV_DEFAULT_LOAD_FACTOR;
+		double want = std::ceil((double)m / (SHMKV_BUCKET_SLOTS * lf));
 		bc = want < 1 ? 1 : (uint64_t)want;
 	}
 	if (bc > SHMKV_MAX_IMAGE_SIZE / SHMKV_BUCKET_BYTES)
@@ -201,29 +202,11 @@ int choose_bucket_count(shmkv_builder *b, uint64_t m, uint64_t *out)
 	return 0;
 }
 
-int compute_layout(shmkv_builder *b, Layout &L)
+int place_entries(shmkv_builder *b, unsigned T, Layout &L, std::vector<uint32_t> &grp,
+		  uint64_t index_bytes)
 {
 	const auto &R = b->recs;
-	size_t n = R.size();
-	unsigned T = b->threads ? b->threads : default_threads();
-	if (n > UINT32_MAX - 1)
-		return b->fail(SHMKV_ELIMIT, "%zu records exceed the builder's limit of %u", n,
-			       UINT32_MAX - 1);
-	b->progress("sorting keys", 0, n);
-	Items sorted, tmp; // both sorts use them: fresh pages cost as much as sorting
-	int err = sort_and_dedup_keys(b, T, L, sorted, tmp);
-	if (err)
-		return err;
 	size_t m = L.order.size();
-	b->progress("sharing", 0, m);
-	std::vector<uint32_t> grp = share_values(b, T, L, sorted, tmp);
-	sorted = Items();
-	tmp = Items();
-
-	if ((err = choose_bucket_count(b, m, &L.bucket_count)))
-		return err;
-	L.entries = m;
-
 	// Entries in hash order; one that fits a cache line never straddles one,
 	// so a hit reads its bucket line and one entry line. Sizes in parallel
 	// (records are read in a random order), positions in one cheap scan.
@@ -242,7 +225,7 @@ int compute_layout(shmkv_builder *b, Layout &L)
 		logical[t] = sum;
 	});
 	L.value_bytes_logical = std::accumulate(logical.begin(), logical.end(), uint64_t(0));
-	L.entries_off = SHMKV_HEADER_SIZE + L.bucket_count * SHMKV_BUCKET_BYTES;
+	L.entries_off = SHMKV_HEADER_SIZE + index_bytes;
 	uint64_t pos = L.entries_off;
 	L.entry_off.resize(m);
 	for (size_t k = 0; k < m; k++)
@@ -265,6 +248,36 @@ int compute_layout(shmkv_builder *b, Layout &L)
 			       (unsigned long long)L.file_size, (unsigned long long)SHMKV_MAX_IMAGE_SIZE);
 	L.group = std::move(grp);
 	L.group_off = std::move(goff);
+
+	return 0;
+}
+
+int compute_layout(shmkv_builder *b, Layout &L)
+{
+	if (b->opt.format == 2)
+		return compute_layout_v2(b, L);
+	const auto &R = b->recs;
+	size_t n = R.size();
+	unsigned T = b->threads ? b->threads : default_threads();
+	if (n > UINT32_MAX - 1)
+		return b->fail(SHMKV_ELIMIT, "%zu records exceed the builder's limit of %u", n,
+			       UINT32_MAX - 1);
+	b->progress("sorting keys", 0, n);
+	Items sorted, tmp; // both sorts use them: fresh pages cost as much as sorting
+	int err = sort_and_dedup_keys(b, T, L, sorted, tmp);
+	if (err)
+		return err;
+	size_t m = L.order.size();
+	b->progress("sharing", 0, m);
+	std::vector<uint32_t> grp = share_values(b, T, L, sorted, tmp);
+	sorted = Items();
+	tmp = Items();
+
+	if ((err = choose_bucket_count(b, m, &L.bucket_count)))
+		return err;
+	L.entries = m;
+	if ((err = place_entries(b, T, L, grp, L.bucket_count * SHMKV_BUCKET_BYTES)))
+		return err;
 
 	// Index, in two passes so that as many keys as possible live in their home
 	// bucket: first every key whose home has room, then the rest, each in the

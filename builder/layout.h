@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "internal.h"
+#include "parallel.h"
 
 namespace shmkv_build {
 
@@ -23,6 +24,10 @@ struct Layout {
 	std::vector<uint32_t> shared_reps; // records whose values form VALUES, in order
 	std::vector<uint64_t> index;       // bucket_count * 8 slots
 	uint64_t bucket_count = 0;
+	unsigned format = 1;               // image format version
+	uint64_t bucket_bytes = SHMKV_BUCKET_BYTES; // 64 (v1) or 128 (v2)
+	bool expiry = false;               // v2: some record expires (header flag)
+	uint64_t record_bytes = 0;         // v2: bytes of the records in the buckets
 	uint32_t max_probe = 0;
 	uint64_t duplicates = 0;
 	uint64_t filtered = 0;             // records of other parts skipped (--filter-part)
@@ -169,8 +174,20 @@ int dup_error(shmkv_builder *b, const std::string &second, const std::string &ke
 int choose_bucket_count(shmkv_builder *b, uint64_t m, uint64_t *out);
 
 // Resolves duplicates, shares values, places entries and values, fills the
-// index. Returns 0 or an error set on b.
+// index. Returns 0 or an error set on b. Format 2: compute_layout_v2().
 int compute_layout(shmkv_builder *b, Layout &L);
+int compute_layout_v2(shmkv_builder *b, Layout &L);
+
+// The steps both formats share (layout.cc). sort_and_dedup_keys: L.order and
+// L.hash are the kept records in hash order. share_values: per entry of
+// L.order its shared value or kInline (L.shared_reps, dedup counts).
+// place_entries: the entries of L.order from SHMKV_HEADER_SIZE + index_bytes
+// on (cache-line rule), VALUES after them, the file size.
+int sort_and_dedup_keys(shmkv_builder *b, unsigned T, Layout &L, Items &sorted, Items &tmp);
+std::vector<uint32_t> share_values(shmkv_builder *b, unsigned T, Layout &L, Items &sorted,
+				   Items &tmp);
+int place_entries(shmkv_builder *b, unsigned T, Layout &L, std::vector<uint32_t> &grp,
+		  uint64_t index_bytes);
 
 // The header of a laid-out image (checksums of the sections already in h).
 void fill_header(const shmkv_builder *b, const Layout &L, shmkv_image_header &h);

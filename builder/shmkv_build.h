@@ -53,9 +53,18 @@ enum shmkv_input_format { SHMKV_INPUT_JSONL = 1, SHMKV_INPUT_TSV = 2 };
 #define SHMKV_OPT_BUCKETS 8u
 #define SHMKV_OPT_DEDUP 16u
 #define SHMKV_OPT_HASH_BITS 32u
+#define SHMKV_OPT_FORMAT 64u
 
 #define SHMKV_DEFAULT_SEED UINT64_C(0x53484d4b56763121) /* "SHMKVv1!" */
-#define SHMKV_DEFAULT_LOAD_FACTOR 0.85
+#define SHMKV_DEFAULT_LOAD_FACTOR 0.85    /* format 1: entries per index slot */
+#define SHMKV_DEFAULT_LOAD_FACTOR_V2 0.72 /* format 2: record bytes per bucket byte
+					     (builder/README.md, "Format 2": why) */
+/* The image format a build writes unless told (shmkv_build_options.format).
+ * 1 until every v2 reader has landed; the one line to change to make v2 the
+ * default (lib/FORMAT.md §15: upgrade readers first). */
+#define SHMKV_BUILD_DEFAULT_FORMAT 1
+/* The latest expiry an image can hold: 2106-02-07T06:28:15Z (u32 seconds). */
+#define SHMKV_BUILD_EXPIRES_MAX INT64_C(0xFFFFFFFF)
 
 typedef void (*shmkv_progress_fn)(void *ctx, const char *phase, uint64_t done, uint64_t total);
 
@@ -65,7 +74,8 @@ typedef struct shmkv_build_options {
 	char name[64];           /* image name, at most 63 bytes, NUL-terminated; "" */
 	int dedup;               /* share identical values: 1 */
 	int on_duplicate;        /* enum shmkv_on_duplicate: SHMKV_DUP_ERROR */
-	double load_factor;      /* target index fill, (0, 1]: 0.85 */
+	double load_factor;      /* target index fill, (0, 1], or 0 (the default): the
+				    format's SHMKV_DEFAULT_LOAD_FACTOR(_V2) */
 	uint64_t buckets;        /* exact bucket count, 0 = from load_factor (a meta line
 				    may set it unless SHMKV_OPT_BUCKETS is fixed; fix that bit
 				    to make load_factor win) */
@@ -76,12 +86,18 @@ typedef struct shmkv_build_options {
 	int lossy_f32;           /* 0: a number that an f32 cannot hold exactly, given for an
 				    f32list (JSONL "type" or TSV type), is an input error;
 				    1: it is rounded to the nearest f32 */
+	unsigned format;         /* image format version, 1 or 2: SHMKV_BUILD_DEFAULT_FORMAT.
+				    v1 is byte-identical to the builders before v2; only v2
+				    holds expiry times. In v2, load_factor is the share of
+				    each bucket's 120 record bytes the records fill. */
+	int tsv_expires;         /* 1: TSV lines are key<TAB>value<TAB>expires (RFC 3339 or
+				    Unix seconds; an empty field: none); 0: key<TAB>value */
 } shmkv_build_options;
 
 /* Fills defaults. Returns 0, or SHMKV_EINPUT if SOURCE_DATE_EPOCH is malformed. */
 int shmkv_build_options_init(shmkv_build_options *o);
 
-/* Returns 0, -EINVAL for invalid options (load_factor outside (0, 1],
+/* Returns 0, -EINVAL for invalid options (load_factor outside [0, 1],
  * hash_bits outside 1..64, an unknown on_duplicate, a name without NUL),
  * or -ENOMEM. There is no builder yet to hold a message: callers that take
  * options from users check them first. */
@@ -90,6 +106,13 @@ void shmkv_builder_free(shmkv_builder *b);
 
 /* The last error's message ("" if none); valid until the next call on b. */
 const char *shmkv_builder_error(const shmkv_builder *b);
+
+/* The expiry time (Unix seconds, 1..SHMKV_BUILD_EXPIRES_MAX) of the records
+ * added next, 0 for none (the default): a reader treats such an entry as
+ * absent from that second on (lib/FORMAT.md, "Expiry"). Only format 2 images
+ * hold one. Returns 0, or SHMKV_EINPUT (with a message) for a time out of
+ * range or a format 1 build. */
+int shmkv_builder_set_expires(shmkv_builder *b, int64_t unix_seconds);
 
 /* Names the place (file and line) of the records added next, for messages. */
 void shmkv_builder_set_source(shmkv_builder *b, const char *file, uint64_t line);

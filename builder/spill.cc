@@ -87,6 +87,11 @@ int spill_check(shmkv_builder *b)
 	if (!b->spill) {
 		if (inmem_estimate(b, 0) <= b->mem_limit)
 			return 0;
+		if (b->opt.format == 2) // the streamed v2 index is not written yet
+			return b->fail(SHMKV_ELIMIT, "%s: the records outgrow the memory limit of %llu "
+				       "MiB, and a format 2 build does not spill yet: give a larger "
+				       "--memory-limit (or none), or --format 1", b->here().c_str(),
+				       (unsigned long long)(b->mem_limit >> 20));
 		try {
 			b->spill.reset(new Spill(b));
 		} catch (const std::bad_alloc &) {

@@ -32,6 +32,7 @@ enum {
 	OPT_FILTER_PART,
 	OPT_MEMORY_LIMIT,
 	OPT_TMPDIR,
+	OPT_TSV_EXPIRES,
 };
 
 struct build_args {
@@ -109,13 +110,23 @@ static int input_opt(int c, struct build_args *a)
 	switch (c) {
 	case 'o': a->out = optarg; return GO_ON;
 	case OPT_FORMAT: {
-		static const char *const formats[] = {"jsonl", "tsv", NULL};
+		/* the input's (jsonl, tsv) or the image's (1, 2): the words differ */
+		static const char *const formats[] = {"jsonl", "tsv", "1", "2", NULL};
 		int k = word_index(optarg, formats);
 		if (k < 0)
-			return BAD("--format %s: expected jsonl or tsv", optarg);
-		a->format = k == 0 ? SHMKV_INPUT_JSONL : SHMKV_INPUT_TSV;
+			return BAD("--format %s: expected jsonl or tsv (the input's), or 1 or 2 "
+				   "(the image's format version)", optarg);
+		if (k >= 2) {
+			a->o.format = (unsigned)(k - 1);
+			a->o.fixed |= SHMKV_OPT_FORMAT; /* a dump's meta line leaves it */
+		}
+		else
+			a->format = k == 0 ? SHMKV_INPUT_JSONL : SHMKV_INPUT_TSV;
 		return GO_ON;
 	}
+	case OPT_TSV_EXPIRES:
+		a->o.tsv_expires = 1;
+		return GO_ON;
 	case OPT_TYPE:
 		if (!(a->tsv_type = shmkv_type_by_name(optarg)))
 			return BAD("--type %s: not a value type", optarg);
@@ -277,6 +288,7 @@ static int parse_args(int argc, char **argv, struct build_args *a)
 		IMAGE_WRITE_LONGOPTS,
 		{"format", required_argument, NULL, OPT_FORMAT},
 		{"type", required_argument, NULL, OPT_TYPE},
+		{"tsv-expires", no_argument, NULL, OPT_TSV_EXPIRES},
 		{"on-duplicate", required_argument, NULL, OPT_ON_DUP},
 		{"name", required_argument, NULL, OPT_NAME},
 		{"seed", required_argument, NULL, OPT_SEED},

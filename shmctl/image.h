@@ -59,7 +59,9 @@ int image_open(const char *path, unsigned flags, shmkv **db);
 /* Calls fn(ctx, key, key_len, value) for each entry in image order until
  * fn returns non-zero (an exit code, > 0). Returns fn's value, 0 at the end,
  * or the reader's error (< 0); *n: the entries fn took. */
-typedef int image_entry_fn(void *ctx, const void *key, size_t key_len, const shmkv_value *v);
+/* expires: the entry's expiry (Unix seconds; 0: none, and always in v1). */
+typedef int image_entry_fn(void *ctx, const void *key, size_t key_len, const shmkv_value *v,
+			   uint32_t expires);
 int image_each(const shmkv *db, image_entry_fn *fn, void *ctx, uint64_t *n);
 
 /* A verb whose one argument is an image (inspect, dump): its options, the

@@ -111,6 +111,7 @@ static void dump_meta(struct json *w, const shmkv_image_header *h)
 		json_name(w, "name_base64");
 		json_base64(w, NULL, h->name, strlen(h->name));
 	}
+	json_u64(w, "format", h->format_version);
 	json_u64(w, "seed", h->hash_seed);
 	json_i64(w, "created", h->created_unix);
 	json_u64(w, "buckets", h->bucket_count);
@@ -121,7 +122,8 @@ static void dump_meta(struct json *w, const shmkv_image_header *h)
 }
 
 /* One entry as a JSONL record; an exit code if its value cannot be one. */
-static int dump_entry(void *ctx, const void *key, size_t key_len, const shmkv_value *v)
+static int dump_entry(void *ctx, const void *key, size_t key_len, const shmkv_value *v,
+		      uint32_t expires)
 {
 	struct json *w = ctx;
 	if (!value_utf8_ok(v)) {
@@ -136,6 +138,8 @@ static int dump_entry(void *ctx, const void *key, size_t key_len, const shmkv_va
 	json_str(w, "type", shmkv_type_name(v->type));
 	json_name(w, "value");
 	value_json(w, v);
+	if (expires) /* Unix seconds: the builder takes them back as they are */
+		json_u64(w, "expires", expires);
 	json_obj_end(w);
 	return 0;
 }

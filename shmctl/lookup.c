@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "main.h"
 #include "value.h"
@@ -20,11 +21,27 @@ void json_key_member(struct json *w, const void *key, size_t len)
 	}
 }
 
-/* Prints the value found; returns the exit code. */
-static int print_value(const void *key, size_t key_len, const shmkv_value *v)
+/* Unix seconds as RFC 3339 UTC ("2030-01-31T12:00:00Z"). */
+void expiry_text(char *buf, size_t n, uint32_t t)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+	gmtime_r(&tt, &tm);
+	strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* Prints the value found (and when it expires, 0: never); returns the exit
+ * code. Plain: the value alone on stdout, as ever; the expiry on stderr. */
+static int print_value(const void *key, size_t key_len, const shmkv_value *v, uint32_t expires)
 {
 	if (!json_output) {
 		value_plain(stdout, v);
+		if (expires) {
+			char t[40];
+			expiry_text(t, sizeof t, expires);
+			fflush(stdout);
+			fprintf(stderr, "%s: expires %s (%" PRIu32 ")\n", BIN_NAME, t, expires);
+		}
 		return EXIT_OK;
 	}
 	if (v->type == SHMKV_TYPE_STRLIST && !value_utf8_ok(v))
@@ -41,6 +58,8 @@ static int print_value(const void *key, size_t key_len, const shmkv_value *v)
 		json_name(w, "value");
 		value_json(w, v);
 	}
+	if (expires)
+		json_u64(w, "expires", expires);
 	json_obj_end(w);
 	return EXIT_OK;
 }
@@ -103,15 +122,21 @@ int get_verb(int argc, char **argv, const struct get_source *src)
 	char why[512];
 	/* the reader's lookup, every offset bounds-checked, with the reason */
 	int err = shmkv_get_diag(db, key, key_len, &v, why, sizeof why);
+	uint32_t expires = 0;
+	if (!err && shmkv_get_expires(db, key, key_len, &expires) != 0)
+		expires = 0; /* found a moment ago: cannot fail */
 	if (err == SHMKV_ENOTFOUND) {
 		rc = EXIT_NEGATIVE;
-		p_err("key not found");
+		if (strstr(why, "expired"))
+			p_err("key not found: %s", why);
+		else
+			p_err("key not found");
 	} else if (err == SHMKV_ECORRUPT) {
 		rc = p_err("%s: %s%s", what, why, src->corrupt_hint ? src->corrupt_hint : "");
 	} else if (err) {
 		rc = p_err("%s: %s", what, shmkv_strerror(err));
 	} else {
-		rc = print_value(key, key_len, &v);
+		rc = print_value(key, key_len, &v, expires);
 	}
 	shmkv_close(db);
 	free(decoded);

@@ -28,6 +28,9 @@ struct get_source {
  * the key is absent, 2 on usage and other errors. */
 int get_verb(int argc, char **argv, const struct get_source *src);
 
+/* Unix seconds as RFC 3339 UTC ("2030-01-31T12:00:00Z") into buf. */
+void expiry_text(char *buf, size_t n, uint32_t t);
+
 /* Writes the key member: "key" when UTF-8, else "key_base64". */
 void json_key_member(struct json *w, const void *key, size_t len);
 

@@ -3,7 +3,8 @@
 //   build -> get (plain and -j) -> inspect -j -> verify (0; 1 on damaged
 //   copies) -> dump -> build -> byte-identical image, for JSONL and TSV input;
 //   exit codes: 1 for a missing key, 2 for usage and I/O errors; build errors
-//   name file:line and leave no output; --on-duplicate; -j errors as JSON.
+//   name file:line and leave no output; --on-duplicate; -j errors as JSON;
+//   format 2 with expiry: get/inspect/dump show it, dump -> build the same bytes.
 #include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
@@ -263,6 +264,52 @@ TEST_F(Cli, TsvDumpRebuild)
 	r = shmctl({"image", "build", "-o", img2, dump}, {"SOURCE_DATE_EPOCH"});
 	ASSERT_EQ(r.rc, 0) << show(r);
 	EXPECT_TRUE(read_file(img) == read_file(img2)) << "dump -> build is not byte-identical";
+}
+
+// Format 2 with expiry: --format 2 (and the input-format words beside it),
+// get shows the expiry (-j member, stderr note), inspect the version and the
+// expiring entries, dump carries format and "expires", and rebuilds the same
+// bytes without --format; an expiry with --format 1 is an error naming the line.
+TEST_F(Cli, FormatTwoExpiryDumpRebuild)
+{
+	std::string in = dir.file("in.tsv"), img = dir.file("t.shmkv"), img2 = dir.file("t2.shmkv");
+	ASSERT_TRUE(write_file(in, "a\tx\t2030-01-31T12:00:00Z\nb\ty\t\nc\tz\t1\n"));
+	Proc r = shmctl({"image", "build", "-o", img, "--format", "2", "--format", "tsv",
+			 "--tsv-expires", in}, {kEpoch});
+	ASSERT_EQ(r.rc, 0) << show(r);
+	r = shmctl({"-j", "image", "get", img, "a"});
+	ASSERT_EQ(r.rc, 0) << show(r);
+	Json j;
+	ASSERT_TRUE(parse_json(r.out, &j)) << show(r);
+	ASSERT_NE(j.get("expires"), nullptr) << show(r);
+	EXPECT_EQ(j.get("expires")->num, 1896091200.0);
+	r = shmctl({"image", "get", img, "a"});
+	EXPECT_EQ(r.rc, 0) << show(r);
+	EXPECT_EQ(r.out, "x\n");
+	EXPECT_NE(r.err.find("expires 2030-01-31T12:00:00Z (1896091200)"), std::string::npos) << show(r);
+	r = shmctl({"image", "get", img, "c"}); // expired in 1970
+	EXPECT_EQ(r.rc, 1) << show(r);
+	EXPECT_NE(r.err.find("expired"), std::string::npos) << show(r);
+	r = shmctl({"image", "inspect", img});
+	EXPECT_NE(r.out.find("format version    2"), std::string::npos) << show(r);
+	EXPECT_NE(r.out.find("expiring          2 (1 expired now)"), std::string::npos) << show(r);
+	r = shmctl({"image", "dump", img});
+	ASSERT_EQ(r.rc, 0) << show(r);
+	EXPECT_NE(r.out.find("\"format\": 2"), std::string::npos) << show(r);
+	EXPECT_NE(r.out.find("\"expires\": 1896091200"), std::string::npos) << show(r);
+	std::string dump = dir.file("dump.jsonl");
+	ASSERT_TRUE(write_file(dump, r.out));
+	r = shmctl({"image", "build", "-o", img2, dump}, {"SOURCE_DATE_EPOCH"});
+	ASSERT_EQ(r.rc, 0) << show(r);
+	EXPECT_TRUE(read_file(img) == read_file(img2)) << "dump -> build is not byte-identical";
+	r = shmctl({"image", "build", "-o", img2, "--format", "1", dump}, {"SOURCE_DATE_EPOCH"});
+	EXPECT_EQ(r.rc, 2) << show(r);
+	EXPECT_NE(r.err.find("dump.jsonl:"), std::string::npos) << show(r);
+	EXPECT_NE(r.err.find(": an expiry needs format 2"), std::string::npos) << show(r);
+	r = shmctl({"image", "build", "-o", img2, "--format", "3", dump});
+	EXPECT_EQ(r.rc, 2) << show(r);
+	EXPECT_NE(r.err.find("expected jsonl or tsv (the input's), or 1 or 2"), std::string::npos)
+		<< show(r);
 }
 
 TEST_F(Cli, VerifyFailsOnDamage)

@@ -950,7 +950,8 @@ TEST_F(Roundtrip, DefaultsAndHeaderFields)
 	EXPECT_EQ(o.seed, SHMKV_DEFAULT_SEED);
 	EXPECT_EQ(o.dedup, 1);
 	EXPECT_EQ(o.on_duplicate, SHMKV_DUP_ERROR);
-	EXPECT_EQ(o.load_factor, SHMKV_DEFAULT_LOAD_FACTOR);
+	EXPECT_EQ(o.load_factor, 0.0); // the format's default
+	EXPECT_EQ(o.format, (unsigned)SHMKV_BUILD_DEFAULT_FORMAT);
 	EXPECT_EQ(o.buckets, 0u);
 	EXPECT_EQ(o.hash_bits, 64u);
 	EXPECT_STREQ(o.name, "");
