@@ -1,6 +1,7 @@
 package shmkv
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -50,8 +51,10 @@ func OpenFile(path string, flags OpenFlags) (*Image, error) {
 		if _, err := io.ReadFull(f, head); err != nil {
 			return nil, fmt.Errorf("shmkv: %s: %w", path, err)
 		}
-		_, err := checkImage(head, false)
-		return nil, fmt.Errorf("%s: %w", path, err)
+		if _, err := checkImage(head, false); !errors.Is(err, ErrTruncated) {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		return nil, fmt.Errorf("%s: %w", path, errf(ErrTruncated, "%d bytes, shorter than the 4096-byte header block", st.Size()))
 	}
 	mem, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
 	if err != nil {
