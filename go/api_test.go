@@ -209,3 +209,28 @@ func TestOpenFileErrors(t *testing.T) {
 	v.Release()
 	img.Close()
 }
+
+// Get, GetBatch and the zero-copy getters allocate nothing, for hits and
+// misses (issue 24 §4).
+func TestGetAllocatesNothing(t *testing.T) {
+	img := openBase(t)
+	defer img.Close()
+	v, _ := img.Pin()
+	defer v.Release()
+	keys := []string{"s", "missing", "fl", "sh1"}
+	vals, errs := make([]Value, len(keys)), make([]error, len(keys))
+	n := testing.AllocsPerRun(200, func() {
+		a, _ := v.Get("s")
+		_, err := v.Get("missing")
+		fl, _ := v.Get("fl")
+		_, _ = fl.Float32s()
+		_, _ = a.TextBytes()
+		v.GetBatch(keys, vals, errs)
+		if err != ErrNotFound {
+			t.Fatal(err)
+		}
+	})
+	if n != 0 {
+		t.Fatalf("%v allocations per run", n)
+	}
+}

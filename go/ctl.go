@@ -95,8 +95,13 @@ func (c *ctlFile) check(path string) error {
 	}
 	c.mem = mem
 	c.word = (*[ctlWords]uint64)(unsafe.Pointer(&mem[0]))
-	// The header words never change after the file is created (the loader
-	// makes it with a temporary file and a rename): plain reads.
+	return checkCtlHeader(mem, path)
+}
+
+// checkCtlHeader: magic, protocol version, size and layout hash. These
+// words never change after the loader creates the file (a temporary file
+// and a rename): plain reads.
+func checkCtlHeader(mem []byte, path string) error {
 	switch {
 	case !bytes.Equal(mem[:8], ctlMagic):
 		return errf(ErrProto, "%s: magic %q, not %q", path, mem[:8], ctlMagic)

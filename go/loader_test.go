@@ -22,7 +22,7 @@ import (
 
 // program is the path in $env, else the meson build's one (../build), else
 // a skip with the reason (a failure with SHMKV_REQUIRE_ALL=1, as in CI).
-func program(t *testing.T, env, built string) string {
+func program(t testing.TB, env, built string) string {
 	if p := os.Getenv(env); p != "" {
 		return p
 	}
