@@ -24,7 +24,7 @@ func (v *View) GetBatch(keys []string, vals []Value, errs []error) {
 		for i := 0; i < n; i++ {
 			k := keys[lo+i]
 			if len(k) > maxKeyLen {
-				hs[i] = 0
+				hs[i] = 0 // refused below
 				continue
 			}
 			h := im.hash(strBytes(k))
@@ -45,7 +45,19 @@ func (v *View) GetBatch(keys []string, vals []Value, errs []error) {
 		}
 		runtime.KeepAlive(sink) // the touching loads must happen
 		for i := 0; i < n; i++ {
-			vals[lo+i], errs[lo+i] = im.get(strBytes(keys[lo+i]))
+			k := strBytes(keys[lo+i])
+			if len(k) > maxKeyLen {
+				vals[lo+i], errs[lo+i] = Value{}, errKeyLen
+				continue
+			}
+			off, err := im.findHashed(k, hs[i])
+			if err == nil {
+				vals[lo+i], _, err = im.decodeValue(off)
+			}
+			if err != nil {
+				vals[lo+i] = Value{}
+			}
+			errs[lo+i] = err
 		}
 	}
 }

@@ -93,7 +93,11 @@ func (im *image) find(key []byte) (uint64, error) {
 	if len(key) > maxKeyLen {
 		return 0, errKeyLen
 	}
-	h := im.hash(key)
+	return im.findHashed(key, im.hash(key))
+}
+
+// findHashed is find with the key's hash already computed (GetBatch).
+func (im *image) findHashed(key []byte, h uint64) (uint64, error) {
 	tag, b := tagOf(h), im.home(h)
 	if off, ok, err := im.findIn(b, tag, key); ok || err != nil {
 		return off, err
