@@ -288,3 +288,38 @@ func TestLoaderSwapsUnderViews(t *testing.T) {
 		t.Fatalf("after the last view, %d segments still mapped", n)
 	}
 }
+
+// A dropped cache: Refresh says ErrStale (attach again) and keeps serving
+// the generation it has; a pinned view keeps reading.
+func TestLoaderDropIsStale(t *testing.T) {
+	s := serve(t)
+	s.publish(t, 2)
+	c := s.attach(t)
+	defer c.Close()
+	v, err := c.Pin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Release()
+	shmctl := program(t, "SHMKV_SHMCTL", "shmctl/shmctl")
+	if out, err := exec.Command(shmctl, "-r", s.root, "cache", "drop", "feat").CombinedOutput(); err != nil {
+		t.Fatalf("shmctl cache drop: %v\n%s", err, out)
+	}
+	var err2 error
+	waitFor(t, "ErrStale from Refresh", 60*time.Second, func() bool {
+		_, err2 = c.Refresh()
+		return err2 != nil
+	})
+	if !errors.Is(err2, ErrStale) || Class(err2) != "SHMKV_ESTALE" {
+		t.Fatalf("refresh after a drop: %v", err2)
+	}
+	if got, err := c.String("k_3"); err != nil || got != "2:3" {
+		t.Fatalf("the old generation after the drop: %q %v", got, err)
+	}
+	if val, err := v.Get("k_4"); err != nil || string(val.Raw()) != "2:4" {
+		t.Fatalf("a view after the drop: %v", err)
+	}
+	if _, err := Attach("feat", s.root); err == nil {
+		t.Fatal("attach to a dropped cache succeeded")
+	}
+}
