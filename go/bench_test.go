@@ -16,7 +16,8 @@ import (
 // Issue 24 §4: Get against a Go map of the same data, key_N -> val_N at 1M
 // and 10M keys, uniform random hits and misses (misses are key_N for N in
 // [n, 2n)). The images are built once with shmctl into
-// $SHMKV_GO_BENCH_DIR (default: the system's temporary directory) and kept.
+// $SHMKV_GO_BENCH_DIR (default: the system's temporary directory) and kept;
+// SHMKV_GO_BENCH_HUGEPAGES=1 opens them with HugePages (a directory on tmpfs).
 //
 //	go test -run '^$' -bench 'Get' -benchmem -count 1   # bench/RESULTS.md, "Go"
 
@@ -50,7 +51,11 @@ func benchImage(b *testing.B, n int) *Image {
 		}
 		os.Remove(src)
 	}
-	img, err := OpenFile(path, NoVerify)
+	flags := NoVerify
+	if os.Getenv("SHMKV_GO_BENCH_HUGEPAGES") == "1" { // the directory on tmpfs: 2 MiB pages
+		flags |= HugePages
+	}
+	img, err := OpenFile(path, flags)
 	if err != nil {
 		b.Fatal(err)
 	}

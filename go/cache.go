@@ -149,13 +149,13 @@ func (c *Cache) mapSegment(seg ctlSegment, gen uint64) (*mapping, error) {
 	if seg.mapSize >= seg.size && seg.mapSize <= uint64(st.Size) {
 		mapLen = seg.mapSize // a hugetlbfs mapping must be whole pages
 	}
-	mem, err := unix.Mmap(fd, 0, int(mapLen), unix.PROT_READ, unix.MAP_SHARED)
+	mem, err := mapFile(fd, mapLen, false)
 	if err != nil {
 		return nil, fmt.Errorf("shmkv: mmap %s: %w", seg.path, err)
 	}
 	im, err := checkImage(mem[:seg.size], c.verify)
 	if err != nil {
-		_ = unix.Munmap(mem)
+		unmapFile(mem)
 		return nil, fmt.Errorf("segment %s: %w", seg.path, err)
 	}
 	return newMapping(mem, im, gen, seg.node), nil

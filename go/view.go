@@ -3,8 +3,6 @@ package shmkv
 import (
 	"sync/atomic"
 	"unsafe"
-
-	"golang.org/x/sys/unix"
 )
 
 // mapping is one mapped image (a file, or one generation of a cache) with a
@@ -41,7 +39,7 @@ func (m *mapping) acquire() bool {
 
 func (m *mapping) release() {
 	if m.refs.Add(-1) == 0 && m.mem != nil {
-		_ = unix.Munmap(m.mem)
+		unmapFile(m.mem)
 	}
 }
 
