@@ -51,7 +51,7 @@ func benchImage(b *testing.B, n int) *Image {
 		}
 		os.Remove(src)
 	}
-	flags := NoVerify | Populate // steady state: page faults are not timed
+	flags := NoVerify | Populate                      // steady state: page faults are not timed
 	if os.Getenv("SHMKV_GO_BENCH_HUGEPAGES") == "1" { // the directory on tmpfs: 2 MiB pages
 		flags |= HugePages
 	}
