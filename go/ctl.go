@@ -1,0 +1,188 @@
+package shmkv
+
+import (
+	"bytes"
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The control segment of lib/PROTOCOL.md: opening it, and the reader's side
+// of its seqcount (the loader's side is shmkv_ctl_publish() in
+// lib/shmkv/ctl.h, called by loader/ctl.c).
+//
+// Go's sync/atomic operations are sequentially consistent (the Go memory
+// model, "Atomic values"), which is at least the acquire the protocol names
+// for every reader load; on x86-64 and arm64 they compile to the same plain
+// (x86) or ldar (arm64) loads as C's memory_order_acquire.
+
+const (
+	ctlSize        = 4096
+	ctlWords       = (128 + ctlMaxSegments*256) / 8 // the 2176 bytes a snapshot copies
+	ctlMaxSegments = 8
+	ctlPathMax     = 224
+	ctlRetired     = 1
+	ctlLayoutHash  = 0x4b43ad88b167e31c
+	ctlSeqSpins    = 1 << 16 // attach: a seq odd this long is a dead loader's
+	ctlRefreshPass = 64      // refresh: bounded, never waits long
+
+	ctlOffSeq = 24 / 8 // word indexes
+	ctlOffGen = 32 / 8
+)
+
+var ctlMagic = []byte("SHMKVCTL")
+
+// ctlSegment is one published copy of the image (PROTOCOL.md, segments[]).
+type ctlSegment struct {
+	node    int
+	flags   uint32
+	size    uint64
+	mapSize uint64
+	path    string
+}
+
+// ctlSnap is a consistent copy of the control segment's fields.
+type ctlSnap struct {
+	seq, gen uint64
+	flags    uint32
+	segs     []ctlSegment
+}
+
+// ctlFile is an open, mapped control segment.
+type ctlFile struct {
+	fd   int
+	mem  []byte
+	uid  uint32
+	word *[ctlWords]uint64
+}
+
+// openCtl opens path as a control segment: PROTOCOL.md's "Attach" checks
+// (O_NOFOLLOW|O_NONBLOCK; a regular file of at least 4096 bytes, written by
+// neither group nor others; magic, protocol version, size, layout hash).
+func openCtl(path string) (*ctlFile, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("shmkv: control segment %s: %w", path, err)
+	}
+	c := &ctlFile{fd: fd}
+	if err := c.check(path); err != nil {
+		c.close()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *ctlFile) check(path string) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(c.fd, &st); err != nil {
+		return fmt.Errorf("shmkv: control segment %s: %w", path, err)
+	}
+	switch {
+	case st.Mode&unix.S_IFMT != unix.S_IFREG:
+		return errf(ErrProto, "%s is not a regular file", path)
+	case st.Size < ctlSize:
+		return errf(ErrProto, "%s: %d bytes, a control segment has 4096", path, st.Size)
+	case st.Mode&0o022 != 0:
+		return errf(ErrProto, "%s: mode %#o, writable by group or others", path, st.Mode&0o777)
+	}
+	c.uid = st.Uid
+	mem, err := unix.Mmap(c.fd, 0, ctlSize, unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return fmt.Errorf("shmkv: mmap %s: %w", path, err)
+	}
+	c.mem = mem
+	c.word = (*[ctlWords]uint64)(unsafe.Pointer(&mem[0]))
+	return checkCtlHeader(mem, path)
+}
+
+// checkCtlHeader: magic, protocol version, size and layout hash. These
+// words never change after the loader creates the file (a temporary file
+// and a rename): plain reads.
+func checkCtlHeader(mem []byte, path string) error {
+	switch {
+	case !bytes.Equal(mem[:8], ctlMagic):
+		return errf(ErrProto, "%s: magic %q, not %q", path, mem[:8], ctlMagic)
+	case le.Uint32(mem[8:]) != 1:
+		return errf(ErrProto, "%s: protocol version %d; this reader speaks 1", path, le.Uint32(mem[8:]))
+	case le.Uint32(mem[12:]) != ctlSize:
+		return errf(ErrProto, "%s: ctl_size %d, not 4096", path, le.Uint32(mem[12:]))
+	case le.Uint64(mem[16:]) != ctlLayoutHash:
+		return errf(ErrProto, "%s: layout hash %#016x; protocol 1 has %#016x", path, le.Uint64(mem[16:]), uint64(ctlLayoutHash))
+	}
+	return nil
+}
+
+func (c *ctlFile) close() {
+	if c.mem != nil {
+		_ = unix.Munmap(c.mem)
+		c.mem, c.word = nil, nil
+	}
+	_ = unix.Close(c.fd)
+}
+
+// stale: the file was removed, renamed over or truncated (PROTOCOL.md,
+// "Stale handles"); checked before every read of the mapping.
+func (c *ctlFile) stale() (bool, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(c.fd, &st); err != nil {
+		return false, fmt.Errorf("shmkv: fstat of the control segment: %w", err)
+	}
+	return st.Nlink == 0 || st.Size < ctlSize, nil
+}
+
+// seq and generation, as refresh's first loads.
+func (c *ctlFile) seq() uint64 {
+	return atomic.LoadUint64(&c.word[ctlOffSeq]) // pairs with shmkv_ctl_publish()'s final store_release(seq, s + 2) (lib/shmkv/ctl.h)
+}
+
+func (c *ctlFile) generation() uint64 {
+	return atomic.LoadUint64(&c.word[ctlOffGen]) // pairs with shmkv_ctl_publish()'s store_release(generation, g) (lib/shmkv/ctl.h)
+}
+
+// snapshot is PROTOCOL.md's reader loop (the Linux vDSO seqcount): at most
+// passes tries while seq is odd or moves; ErrAgain if it never settles.
+func (c *ctlFile) snapshot(passes int) (ctlSnap, error) {
+	var w [ctlWords]uint64
+	for i := 0; i < passes; i++ {
+		s1 := atomic.LoadUint64(&c.word[ctlOffSeq]) // pairs with shmkv_ctl_publish()'s final store_release(seq, s + 2) (lib/shmkv/ctl.h)
+		if s1&1 != 0 {
+			runtime.Gosched()
+			continue
+		}
+		for j := range w {
+			w[j] = atomic.LoadUint64(&c.word[j]) // pairs with shmkv_ctl_publish()'s store_release of word j: a word of a newer section brings its odd seq
+		}
+		if atomic.LoadUint64(&c.word[ctlOffSeq]) != s1 { // the protocol's load_relaxed(seq); seq-cst in Go
+			continue
+		}
+		return decodeSnap(&w, s1)
+	}
+	return ctlSnap{}, errf(ErrAgain, "the control segment's seq stayed odd or kept moving for %d passes (a publish in progress, or a dead loader's)", passes)
+}
+
+// decodeSnap reads the private copy; every path is terminated here.
+func decodeSnap(w *[ctlWords]uint64, seq uint64) (ctlSnap, error) {
+	b := unsafe.Slice((*byte)(unsafe.Pointer(&w[0])), ctlWords*8)
+	s := ctlSnap{seq: seq, gen: le.Uint64(b[32:]), flags: le.Uint32(b[44:])}
+	n := le.Uint32(b[40:])
+	if n > ctlMaxSegments {
+		return ctlSnap{}, errf(ErrProto, "segment_count %d is over 8", n)
+	}
+	for i := uint32(0); i < n; i++ {
+		d := b[128+256*i : 128+256*(i+1)]
+		p := d[32 : 32+ctlPathMax]
+		if k := bytes.IndexByte(p, 0); k >= 0 {
+			p = p[:k]
+		} else {
+			p = p[:ctlPathMax-1]
+		}
+		s.segs = append(s.segs, ctlSegment{
+			node: int(int32(le.Uint32(d))), flags: le.Uint32(d[4:]),
+			size: le.Uint64(d[8:]), mapSize: le.Uint64(d[16:]), path: string(p),
+		})
+	}
+	return s, nil
+}

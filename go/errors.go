@@ -1,0 +1,69 @@
+package shmkv
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors, one per error class of the format (lib/README.md,
+// "Errors"; the class names of tests/vectors/manifest.json). Every error this
+// package returns matches exactly one of them with errors.Is; most are an
+// *Error that adds where and why (the section, the offset, the field).
+var (
+	ErrNotFound  = errors.New("shmkv: key not found")
+	ErrType      = errors.New("shmkv: value has a different type")
+	ErrMagic     = errors.New("shmkv: not a shmkv image (bad magic)")
+	ErrVersion   = errors.New("shmkv: unsupported image format version")
+	ErrLayout    = errors.New("shmkv: image layout hash does not match this reader")
+	ErrTruncated = errors.New("shmkv: image is truncated")
+	ErrChecksum  = errors.New("shmkv: checksum mismatch")
+	ErrCorrupt   = errors.New("shmkv: image structure is corrupt")
+	ErrKeyLen    = errors.New("shmkv: key too long")
+	ErrProto     = errors.New("shmkv: control segment protocol mismatch")
+	ErrStale     = errors.New("shmkv: cache dropped or control segment replaced: attach again")
+	// ErrAgain: nothing is published yet, or the loader is mid-publish (or
+	// died in one); try again later (the C reader's -EAGAIN).
+	ErrAgain = errors.New("shmkv: nothing published, or a publish in progress: try again")
+	// ErrClosed: the Image, Cache or View was closed or released.
+	ErrClosed = errors.New("shmkv: use of a closed image, cache or released view")
+)
+
+// Error is an error of one class (Kind, a sentinel above) with the detail
+// that names what failed: errors.Is(err, ErrCorrupt) and the like work on it.
+type Error struct {
+	Kind error
+	Msg  string
+}
+
+func (e *Error) Error() string { return e.Kind.Error() + ": " + e.Msg }
+func (e *Error) Unwrap() error { return e.Kind }
+
+func errf(kind error, format string, args ...any) error {
+	return &Error{Kind: kind, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Class names the error class of err as the C reader and the vectors'
+// manifest spell it ("OK" for nil, "SHMKV_ECORRUPT", ...; "UNKNOWN" for an
+// error of no class here, such as an os error).
+func Class(err error) string {
+	if err == nil {
+		return "OK"
+	}
+	for _, c := range classes {
+		if errors.Is(err, c.err) {
+			return c.name
+		}
+	}
+	return "UNKNOWN"
+}
+
+var classes = []struct {
+	err  error
+	name string
+}{
+	{ErrNotFound, "SHMKV_ENOTFOUND"}, {ErrType, "SHMKV_ETYPE"}, {ErrMagic, "SHMKV_EMAGIC"},
+	{ErrVersion, "SHMKV_EVERSION"}, {ErrLayout, "SHMKV_ELAYOUT"},
+	{ErrTruncated, "SHMKV_ETRUNCATED"}, {ErrChecksum, "SHMKV_ECHECKSUM"},
+	{ErrCorrupt, "SHMKV_ECORRUPT"}, {ErrKeyLen, "SHMKV_EKEYLEN"}, {ErrProto, "SHMKV_EPROTO"},
+	{ErrStale, "SHMKV_ESTALE"}, {ErrAgain, "EAGAIN"}, {ErrClosed, "ECLOSED"},
+}

@@ -1,0 +1,124 @@
+package shmkv
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// Fuzz targets: the reader never panics, whatever the bytes (issue 24 §3).
+// `go test -run '^$' -fuzz FuzzImage -fuzztime 60s` runs one; CI runs each
+// for a bounded time (run: test_go), and plain `go test` replays the seeds
+// and testdata/fuzz/.
+
+func addImageSeeds(f *testing.F) {
+	paths, _ := filepath.Glob(filepath.Join(vectorsDir, "*.img"))
+	for _, p := range paths {
+		if b, err := os.ReadFile(p); err == nil && len(b) <= 64<<10 {
+			f.Add(b)
+		}
+	}
+	f.Add([]byte("SHMKVIMG"))
+	f.Add([]byte{})
+}
+
+// exercise reads everything an image offers, the way a user would.
+func exercise(t *testing.T, img *Image) {
+	v, err := img.Pin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Release()
+	var keys []string
+	it := v.Iter()
+	for it.Next() {
+		k := string(it.Key())
+		keys = append(keys, k)
+		val := it.Value()
+		_ = val.Count()
+		_, _ = val.Strings()
+		_, _ = img.Bytes(k)
+		_, _ = img.String(k)
+		_, _ = img.Int64(k)
+		_, _ = img.Float64(k)
+		_, _ = img.Bool(k)
+	}
+	keys = append(keys, "", "k", "missing key", "k0", "gen")
+	vals, errs := make([]Value, len(keys)), make([]error, len(keys))
+	v.GetBatch(keys, vals, errs)
+	for i, k := range keys {
+		one, err := v.Get(k)
+		if Class(err) != Class(errs[i]) || string(one.Raw()) != string(vals[i].Raw()) {
+			t.Fatalf("batch and get disagree on %q: %v, %v", k, errs[i], err)
+		}
+	}
+	if v.Verify() == nil && it.Err() != nil {
+		t.Fatalf("verify accepts, iteration fails: %v", it.Err())
+	}
+}
+
+func FuzzImage(f *testing.F) {
+	addImageSeeds(f)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, flags := range []OpenFlags{0, NoVerify, Deep} {
+			buf := append(make([]byte, 0, len(b)+8), b...) // 8-aligned, as a mapping is
+			img, err := Open(buf, flags)
+			if err != nil {
+				if Class(err) == "UNKNOWN" {
+					t.Fatalf("an error of no class: %v", err)
+				}
+				continue
+			}
+			exercise(t, img)
+			img.Close()
+		}
+	})
+}
+
+// FuzzImageFixSum: the same after recomputing every checksum and zeroing
+// what lies outside the sections (what anyone who can write the spool can
+// do), so that the structural checks, not the checksums, are fuzzed.
+func FuzzImageFixSum(f *testing.F) {
+	addImageSeeds(f)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		buf := append(make([]byte, 0, len(b)+8), b...)
+		fixSums(buf)
+		for _, flags := range []OpenFlags{NoVerify, Deep} {
+			if img, err := Open(buf, flags); err == nil {
+				exercise(t, img)
+				img.Close()
+			}
+		}
+	})
+}
+
+// FuzzCtl: a control segment's bytes: the header checks, the snapshot's
+// decoding and the NUMA choice never panic.
+func FuzzCtl(f *testing.F) {
+	seed := make([]byte, ctlSize)
+	copy(seed, ctlMagic)
+	le.PutUint32(seed[8:], 1)
+	le.PutUint32(seed[12:], ctlSize)
+	le.PutUint64(seed[16:], ctlLayoutHash)
+	le.PutUint64(seed[32:], 3)
+	le.PutUint32(seed[40:], 2)
+	copy(seed[128+32:], "/dev/shm/x")
+	le.PutUint32(seed[384:], 1)
+	f.Add(seed)
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		mem := make([]byte, ctlSize)
+		copy(mem, b)
+		_ = checkCtlHeader(mem, "fuzz.ctl")
+		var w [ctlWords]uint64
+		for i := range w {
+			w[i] = le.Uint64(mem[8*i:])
+		}
+		s, err := decodeSnap(&w, 0)
+		if err == nil && len(s.segs) > 0 {
+			if i := pickSegment(s.segs, int(b[0]%4)); i < 0 || i >= len(s.segs) {
+				t.Fatalf("picked segment %d of %d", i, len(s.segs))
+			}
+		}
+	})
+}

@@ -1,0 +1,238 @@
+package shmkv
+
+import (
+	"sync/atomic"
+	"unsafe"
+)
+
+// mapping is one mapped image (a file, or one generation of a cache) with a
+// reference count: its owner (the Image, or the Cache while this is its
+// current generation) holds one reference, each pinned View one more. It is
+// unmapped when the count reaches zero, so no View can outlive its memory.
+type mapping struct {
+	mem  []byte // the whole mmap(2) region; nil for an in-memory image
+	im   *image
+	gen  uint64
+	node int
+	refs atomic.Int64
+}
+
+func newMapping(mem []byte, im *image, gen uint64, node int) *mapping {
+	m := &mapping{mem: mem, im: im, gen: gen, node: node}
+	m.refs.Store(1) // the owner's
+	return m
+}
+
+// acquire takes a reference unless the count already reached zero (the
+// mapping is gone or going: the caller reloads the current one).
+func (m *mapping) acquire() bool {
+	for {
+		r := m.refs.Load()
+		if r <= 0 {
+			return false
+		}
+		if m.refs.CompareAndSwap(r, r+1) {
+			return true
+		}
+	}
+}
+
+func (m *mapping) release() {
+	if m.refs.Add(-1) == 0 && m.mem != nil {
+		unmapFile(m.mem)
+	}
+}
+
+// source is what Image and Cache share: the current mapping, swapped by
+// a Cache's refresh, pinned by views and by the copying getters.
+type source struct {
+	cur atomic.Pointer[mapping]
+}
+
+func (s *source) pin() (*mapping, error) {
+	for {
+		m := s.cur.Load()
+		if m == nil {
+			return nil, ErrClosed
+		}
+		if m.acquire() {
+			return m, nil
+		}
+		// Lost a race with a refresh that swapped cur and dropped the
+		// owner's reference: the new mapping is in cur now.
+	}
+}
+
+// swap makes m current and drops the owner's reference on the previous one
+// (unmapped once no view holds it). nil closes.
+func (s *source) swap(m *mapping) {
+	if old := s.cur.Swap(m); old != nil {
+		old.release()
+	}
+}
+
+// Pin returns a View of the current image (for a Cache: its current
+// generation). Values from the View are zero-copy and stay valid, and
+// unchanged, until View.Release, whatever refreshes and closes happen
+// meanwhile; the View must be released (or its mapping is never unmapped).
+func (s *source) Pin() (*View, error) {
+	m, err := s.pin()
+	if err != nil {
+		return nil, err
+	}
+	return &View{m: m, im: m.im}, nil
+}
+
+// with pins, runs f on the value of key and unpins: the copying getters.
+func (s *source) with(key string, f func(Value) error) error {
+	m, err := s.pin()
+	if err != nil {
+		return err
+	}
+	defer m.release()
+	v, err := m.im.get(strBytes(key))
+	if err != nil {
+		return err
+	}
+	return f(v)
+}
+
+// Bytes is a copy of key's bytes value.
+func (s *source) Bytes(key string) (out []byte, err error) {
+	err = s.with(key, func(v Value) error {
+		b, err := v.Bytes()
+		out = append([]byte{}, b...)
+		return err
+	})
+	return out, err
+}
+
+// String is key's string value.
+func (s *source) String(key string) (out string, err error) {
+	err = s.with(key, func(v Value) error { out, err = v.Text(); return err })
+	return out, err
+}
+
+// Int64 is key's i64 value.
+func (s *source) Int64(key string) (out int64, err error) {
+	err = s.with(key, func(v Value) error { out, err = v.Int64(); return err })
+	return out, err
+}
+
+// Float64 is key's f64 value.
+func (s *source) Float64(key string) (out float64, err error) {
+	err = s.with(key, func(v Value) error { out, err = v.Float64(); return err })
+	return out, err
+}
+
+// Bool is key's bool value.
+func (s *source) Bool(key string) (out bool, err error) {
+	err = s.with(key, func(v Value) error { out, err = v.Bool(); return err })
+	return out, err
+}
+
+// Float32s is a copy of key's f32list.
+func (s *source) Float32s(key string) (out []float32, err error) {
+	err = s.with(key, func(v Value) error {
+		l, err := v.Float32s()
+		out = append([]float32{}, l...)
+		return err
+	})
+	return out, err
+}
+
+// Float64s is a copy of key's f64list.
+func (s *source) Float64s(key string) (out []float64, err error) {
+	err = s.with(key, func(v Value) error {
+		l, err := v.Float64s()
+		out = append([]float64{}, l...)
+		return err
+	})
+	return out, err
+}
+
+// Int64s is a copy of key's i64list.
+func (s *source) Int64s(key string) (out []int64, err error) {
+	err = s.with(key, func(v Value) error {
+		l, err := v.Int64s()
+		out = append([]int64{}, l...)
+		return err
+	})
+	return out, err
+}
+
+// Strings is a copy of key's strlist.
+func (s *source) Strings(key string) (out []string, err error) {
+	err = s.with(key, func(v Value) error { out, err = v.Strings(); return err })
+	return out, err
+}
+
+// View is a pinned image: one generation of a Cache, or an Image, that
+// stays mapped until Release. Its methods may be called from any number of
+// goroutines until then; after Release they return ErrClosed, and slices
+// obtained from it must no longer be used (they may point into unmapped
+// memory: that is the one rule of zero-copy reading, as in bbolt's
+// transactions).
+type View struct {
+	m        *mapping
+	im       *image
+	released atomic.Bool
+}
+
+// Release unpins the view; later calls do nothing.
+func (v *View) Release() {
+	if v.released.CompareAndSwap(false, true) {
+		v.m.release()
+	}
+}
+
+// Generation is the cache generation this view reads (0 for an image file).
+func (v *View) Generation() uint64 { return v.m.gen }
+
+// Node is the NUMA node whose copy of the image this view reads; -1 where
+// the copy is not pinned to a node (and for an image file).
+func (v *View) Node() int { return v.m.node }
+
+// Len is the number of entries.
+func (v *View) Len() int { return int(v.m.im.entryCount) }
+
+// Get is key's value, zero-copy: ErrNotFound, ErrKeyLen, ErrCorrupt where
+// the lookup meets damage (FORMAT.md §12.1), ErrClosed after Release.
+// No allocation.
+func (v *View) Get(key string) (Value, error) {
+	return v.GetBytes(strBytes(key))
+}
+
+// GetBytes is Get with the key as bytes.
+func (v *View) GetBytes(key []byte) (Value, error) {
+	if v.released.Load() {
+		return Value{}, ErrClosed
+	}
+	return v.im.get(key)
+}
+
+// Iter walks every entry of the view's image in image order.
+func (v *View) Iter() *Iter {
+	if v.released.Load() {
+		return &Iter{err: ErrClosed}
+	}
+	return &Iter{im: v.m.im, pos: v.m.im.entOff}
+}
+
+// Verify runs the full structural check of FORMAT.md §13 (checksums
+// included) on the view's image: nil, or the first problem found.
+func (v *View) Verify() error {
+	if v.released.Load() {
+		return ErrClosed
+	}
+	im := v.m.im
+	if err := im.checkSums(); err != nil {
+		return err
+	}
+	return im.verify()
+}
+
+// strBytes is s's bytes without a copy (keys are only read).
+func strBytes(s string) []byte {
+	return unsafe.Slice(unsafe.StringData(s), len(s))
+}
