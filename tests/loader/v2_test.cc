@@ -1,6 +1,7 @@
 // v2_test: the loader serves format v2 images (lib/FORMAT.md §17) as it
 // serves v1 (issue 22 §4): composed from the spec (../v2_image.h), loaded
 // through the spool and over the socket, read by a client (attach + get),
+// `format` 2 in status and the load reply, adopted across a restart,
 // an expiring record served and read as expired from its expiry on; a v2
 // image damaged with every checksum recomputed (a record's tag, a displaced
 // key its home bucket does not announce) is refused with a reason naming the
@@ -169,6 +170,7 @@ TEST_F(V2, ServedThroughSpoolAndSocket)
 	EXPECT_EQ(shmkv_get(db, "absent", 6, &v), SHMKV_ENOTFOUND);
 	Json j = ld.status("v2");
 	EXPECT_TRUE(j["last_error"].is_null()) << j["last_error"].s();
+	EXPECT_EQ(j["format"].u64(), 2u) << "status says which format the cache serves";
 
 	// generation 2 over the socket: another v2 image, the reader moves
 	std::vector<Rec> r2 = recs;
@@ -180,9 +182,21 @@ TEST_F(V2, ServedThroughSpoolAndSocket)
 	std::string p = write_img(env, "v2b.shmkv", v2img::compose(r2, o).bytes);
 	j = ld.load("v2", p);
 	ASSERT_TRUE(j.ok()) << j["error"].s();
+	EXPECT_EQ(j["format"].u64(), 2u);
 	ASSERT_TRUE(wait_until([&] { return shmkv_refresh(db) >= 0 && shmkv_generation(db) == 2; },
 			       20000));
 	shmkv_set_clock(db, (int64_t)kExpires - 1);
+	EXPECT_EQ(check_v2(db, r2), 0u);
+
+	// a restart adopts the v2 segment (its header checked again), the
+	// reader keeps serving, status still says format 2
+	ASSERT_EQ(ld.stop(), 0);
+	ASSERT_TRUE(ld.start());
+	j = ld.status("v2");
+	EXPECT_EQ(j["generation"].u64(), 2u) << env.log();
+	EXPECT_EQ(j["format"].u64(), 2u);
+	EXPECT_TRUE(contains_ci(env.log(), "adopted cache=v2")) << env.log();
+	EXPECT_EQ(shmkv_refresh(db), 0);
 	EXPECT_EQ(check_v2(db, r2), 0u);
 }
 
