@@ -30,6 +30,8 @@
  *     SHMKV_BPF_VALUE_LIMIT); larger ones are counted as value_too_big;
  *   - an export with --prefix P holds only the keys that start with P (the
  *     others are counted as not_under_prefix); keys keep the prefix;
+ *   - entries that expire (format v2, FORMAT.md §17.6) are not exported: a
+ *     map cannot drop them at their expiry (counted as expiring);
  *   - value bytes are the reader's shmkv_value bytes (lib/shmkv/get.h):
  *     strings and bytes without the NUL, i64/f64 as 8 little-endian bytes,
  *     bool as one byte, lists as their packed array (strlists: their encoded

@@ -319,13 +319,17 @@ static uint64_t fd_memlock(int fd)
 }
 
 /* Reasons an entry stays out of the table. */
-enum { FIT_OK, FIT_PREFIX, FIT_KEY, FIT_VALUE };
+enum { FIT_OK, FIT_PREFIX, FIT_KEY, FIT_VALUE, FIT_EXPIRES, FIT_N };
 
 static int fits(const void *key, size_t klen, const shmkv_value *v, const char *prefix,
-		size_t plen, uint32_t max_value)
+		size_t plen, uint32_t max_value, uint32_t expires)
 {
 	if (klen < plen || memcmp(key, prefix, plen))
 		return FIT_PREFIX;
+	/* a BPF map cannot drop a key at its expiry (format v2, FORMAT.md
+	 * §17.6): exported, it would be served after it; readers do expire it */
+	if (expires)
+		return FIT_EXPIRES;
 	if (klen > SHMKV_BPF_KEY_MAX)
 		return FIT_KEY;
 	if (v->size > max_value)
@@ -371,7 +375,7 @@ static int flush(struct fill *f, char *why, size_t len)
 /* Pass 1: counts the entries of db (at path) by how they fit (cnt[FIT_*]),
  * so that the map holds exactly those that do. */
 static int count_fits(shmkv *db, const char *path, const char *prefix, size_t plen,
-		      uint32_t max_value, uint64_t cnt[4], char *why, size_t len)
+		      uint32_t max_value, uint64_t cnt[FIT_N], char *why, size_t len)
 {
 	shmkv_iter it;
 	const void *k;
@@ -380,7 +384,7 @@ static int count_fits(shmkv *db, const char *path, const char *prefix, size_t pl
 	int err;
 	shmkv_iter_init(db, &it);
 	while ((err = shmkv_iter_next(&it, &k, &klen, &v)) == 0)
-		cnt[fits(k, klen, &v, prefix, plen, max_value)]++;
+		cnt[fits(k, klen, &v, prefix, plen, max_value, shmkv_iter_expires(&it))]++;
 	if (err != SHMKV_EEND)
 		return fail(why, len, err, "%s: %s", path, shmkv_strerror(err));
 	if (cnt[FIT_OK] > UINT32_MAX - 1)
@@ -403,7 +407,7 @@ static int fill_table(shmkv *db, const char *path, struct fill *f, const char *p
 	shmkv_value v;
 	shmkv_iter_init(db, &it);
 	while (!err && (err = shmkv_iter_next(&it, &k, &klen, &v)) == 0) {
-		if (fits(k, klen, &v, prefix, plen, max_value) != FIT_OK)
+		if (fits(k, klen, &v, prefix, plen, max_value, shmkv_iter_expires(&it)) != FIT_OK)
 			continue;
 		struct shmkv_bpf_key *bk = (void *)(f->keys + (size_t)f->n * sizeof *bk);
 		unsigned char *bv = f->vals + (size_t)f->n * f->value_size;
@@ -479,7 +483,7 @@ static int export_cache(struct loader *L, struct cache *c, const char *prefix,
 	err = shmkv_open_file_diag(c->cur.path, oflags, &db, w, sizeof w);
 	if (err)
 		return fail(why, len, err, "%s", w);
-	uint64_t cnt[4] = {0};
+	uint64_t cnt[FIT_N] = {0};
 	err = count_fits(db, c->cur.path, prefix, plen, max_value, cnt, why, len);
 	if (err) {
 		shmkv_close(db);
@@ -530,6 +534,7 @@ static int export_cache(struct loader *L, struct cache *c, const char *prefix,
 	b->not_under_prefix = cnt[FIT_PREFIX];
 	b->key_too_long = cnt[FIT_KEY];
 	b->value_too_big = cnt[FIT_VALUE];
+	b->expiring = cnt[FIT_EXPIRES];
 	b->ms = ms;
 	b->memlock = memlock;
 	b->exported_ns = now_ns(CLOCK_REALTIME);
@@ -537,10 +542,12 @@ static int export_cache(struct loader *L, struct cache *c, const char *prefix,
 	b->error[0] = 0;
 	pthread_mutex_unlock(&L->lock);
 	log_info("bpf exported cache=%s gen=%llu entries=%llu not_under_prefix=%llu "
-		 "key_too_long=%llu value_too_big=%llu ms=%llu memlock=%llu pin=%s", c->name,
+		 "key_too_long=%llu value_too_big=%llu expiring=%llu ms=%llu memlock=%llu pin=%s",
+		 c->name,
 		 (unsigned long long)b->generation, (unsigned long long)b->exported,
 		 (unsigned long long)b->not_under_prefix, (unsigned long long)b->key_too_long,
-		 (unsigned long long)b->value_too_big, (unsigned long long)ms,
+		 (unsigned long long)b->value_too_big, (unsigned long long)b->expiring,
+		 (unsigned long long)ms,
 		 (unsigned long long)memlock, pin);
 	return 0;
 }
@@ -743,6 +750,7 @@ static void fields(struct json *j, const struct cache *c, int want, const char *
 	json_u64(j, "not_under_prefix", b->not_under_prefix);
 	json_u64(j, "key_too_long", b->key_too_long);
 	json_u64(j, "value_too_big", b->value_too_big);
+	json_u64(j, "expiring", b->expiring);
 	json_obj_end(j);
 	json_u64(j, "export_ms", b->ms);
 	json_u64(j, "memlock", b->memlock);

@@ -27,7 +27,7 @@ struct bpf_export {
 	char prefix[BPF_PREFIX_MAX + 1];
 	uint32_t max_value, value_size;
 	uint64_t generation;           /* exported; 0: none yet */
-	uint64_t exported, not_under_prefix, key_too_long, value_too_big;
+	uint64_t exported, not_under_prefix, key_too_long, value_too_big, expiring;
 	uint64_t ms, memlock, exported_ns;
 	int batch;                     /* 1: batch updates, 0: one update per entry */
 	char error[512];               /* the last export's failure; "" after a success */

@@ -193,6 +193,7 @@ static char *reply_loaded(const struct cache *c, const struct load_stats *ls)
 	json_u64(&j, "generation", c->cur.generation);
 	json_u64(&j, "bytes", c->cur.size);
 	json_u64(&j, "entries", c->cur.entries);
+	json_u64(&j, "format", c->cur.format);
 	json_u64(&j, "ms", ls->ms);
 	json_u64(&j, "alloc_ms", ls->alloc_ms);
 	json_f64(&j, "gbps", ls->gbps, 2);
@@ -467,6 +468,7 @@ static int commit_all(struct load *ld)
 	double secs = (double)(t_end - ld->t0) / 1e9;
 	atomic_store_explicit(&ld->c->load_total, 0, memory_order_relaxed); /* as in place_first */
 	ld->s.info.entries = ld->v.hdr->entry_count;
+	ld->s.info.format = ld->v.hdr->format_version;
 	memset(&ld->ls, 0, sizeof ld->ls);
 	copies_verify(cp, ld->c->name, &ld->s, &ld->ls);
 	int err = seg_commit(&ld->s, ld->why, sizeof ld->why);
@@ -474,6 +476,7 @@ static int commit_all(struct load *ld)
 	unsigned committed = 0;
 	for (unsigned i = 0; i < cp->nmore; i++) {
 		cp->more[i].info.entries = ld->s.info.entries;
+		cp->more[i].info.format = ld->s.info.format;
 		if (!err && !(err = seg_commit(&cp->more[i], ld->why, sizeof ld->why)))
 			committed++;
 		else if (err)
@@ -524,10 +527,10 @@ static void loaded(struct load *ld, char **reply)
 	if (cache_save_state(L, c))
 		log_warn("cache=%s: state file not written; a restart loses the rollback", ld->name);
 	char mem[32];
-	log_info("loaded cache=%s gen=%llu bytes=%llu entries=%llu ms=%llu alloc_ms=%llu GB/s=%.2f "
-		 "memory=%s direct=%s file=%s", ld->name, (unsigned long long)c->cur.generation,
+	log_info("loaded cache=%s gen=%llu bytes=%llu entries=%llu format=%u ms=%llu alloc_ms=%llu "
+		 "GB/s=%.2f memory=%s direct=%s file=%s", ld->name, (unsigned long long)c->cur.generation,
 		 (unsigned long long)ld->size, (unsigned long long)c->cur.entries,
-		 (unsigned long long)ld->ls.ms, (unsigned long long)ld->ls.alloc_ms, ld->ls.gbps,
+		 c->cur.format, (unsigned long long)ld->ls.ms, (unsigned long long)ld->ls.alloc_ms, ld->ls.gbps,
 		 mem_kind_name(c->cur.flags, c->cur.page_size, mem, sizeof mem),
 		 ld->direct ? "yes" : ld->cached ? "cached" : "no", ld->path);
 	notify_status("cache %s: generation %llu loaded, %.2f GB/s", ld->name,

@@ -453,6 +453,7 @@ int seg_inspect(const char *path_in, struct seg_info *in, char *why, size_t why_
 	if (!err) {
 		in->size = size;
 		in->entries = h->entry_count;
+		in->format = h->format_version;
 	}
 	munmap(m, (size_t)in->map_size);
 	if (err)

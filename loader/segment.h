@@ -41,6 +41,7 @@ struct seg_info {
 	uint32_t flags;                /* SHMKV_SEG_* */
 	uint64_t generation;           /* generation it was last published under */
 	uint64_t entries;              /* from the image header */
+	uint32_t format;               /* its format_version (1, 2) */
 	int32_t node;                  /* NUMA node it is pinned to (verified), -1: not */
 };
 

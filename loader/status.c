@@ -184,6 +184,7 @@ int status_cache(struct loader *L, const char *name, bool any_path, char **reply
 		json_u64(&j, "page_size", c->cur.page_size);
 		json_bool(&j, "hugepages", (c->cur.flags & SHMKV_SEG_HUGETLB) != 0);
 		json_u64(&j, "entries", c->cur.entries);
+		json_u64(&j, "format", c->cur.format);
 		json_str(&j, "segment", c->cur.path);
 		json_u64(&j, "load_id", c->cur.load_id);
 		json_str(&j, "source", c->stats.source[0] ? c->stats.source : NULL);

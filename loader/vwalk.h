@@ -15,6 +15,11 @@
  * for the end of the read. The verdict is shmkv_verify's; the wording of the
  * reason may differ (tests/loader/reject_test.cc: Reject.AgreesWithVerify).
  *
+ * Format v2 (FORMAT.md §17, 128-byte buckets of records): only the padding
+ * is checked as it arrives; vwalk_end then runs lib's shmkv_verify on the
+ * whole image (the one owner of the v2 rules), one more pass over it in
+ * memory (tests/loader/v2_test.cc).
+ *
  * Bytes not yet read are never looked at; every offset is bounds-checked
  * before it is followed. */
 #ifndef LOADER_VWALK_H
