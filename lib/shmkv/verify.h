@@ -186,10 +186,16 @@ static inline int shmkv__verify_entry(const shmkv *db, uint64_t pos, const shmkv
 /* Entries: walked in order, each found by lookup at its own offset (so
  * index and entries are one-to-one and keys are unique); the counts of
  * entries and of shared values agree with the header. */
-static inline int shmkv__verify_entries(const shmkv *db, char *why, size_t why_len)
+/* ENTRIES in image order (FORMAT.md §7: zero words skipped, each entry
+ * decoded), each given to check; the one walk of v1's and v2's verify.
+ * *n: the entries walked. */
+typedef int (*shmkv__entry_check)(const shmkv *db, uint64_t pos, const shmkv__entry *e,
+				  void *ctx, char *why, size_t why_len);
+static inline int shmkv__walk_entries(const shmkv *db, shmkv__entry_check check, void *ctx,
+				      uint64_t *n, char *why, size_t why_len)
 {
-	const shmkv_image_header *h = shmkv__hdr(db);
-	uint64_t pos = db->entries_off, n = 0, shared = 0;
+	uint64_t pos = db->entries_off;
+	*n = 0;
 	while (pos < db->entries_end) {
 		uint64_t w;
 		memcpy(&w, db->base + pos, 8);
@@ -203,13 +209,30 @@ static inline int shmkv__verify_entries(const shmkv *db, char *why, size_t why_l
 		memset(&e, 0, sizeof e);
 		int err = shmkv__entry_decode(db, pos, &e, why, why_len);
 		if (!err)
-			err = shmkv__verify_entry(db, pos, &e, why, why_len);
+			err = check(db, pos, &e, ctx, why, why_len);
 		if (err)
 			return err;
-		shared += e.value.shared;
-		n++;
+		(*n)++;
 		pos = e.end;
 	}
+	return 0;
+}
+
+/* v1: the entry's own rules and its lookup; counts shared values in *ctx */
+static inline int shmkv__check_entry1(const shmkv *db, uint64_t pos, const shmkv__entry *e,
+				      void *ctx, char *why, size_t why_len)
+{
+	*(uint64_t *)ctx += e->value.shared;
+	return shmkv__verify_entry(db, pos, e, why, why_len);
+}
+
+static inline int shmkv__verify_entries(const shmkv *db, char *why, size_t why_len)
+{
+	const shmkv_image_header *h = shmkv__hdr(db);
+	uint64_t n = 0, shared = 0;
+	int err = shmkv__walk_entries(db, shmkv__check_entry1, &shared, &n, why, why_len);
+	if (err)
+		return err;
 	if (n != h->entry_count)
 		return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
 				   "entries section holds %llu entries, header says %llu",
@@ -222,6 +245,27 @@ static inline int shmkv__verify_entries(const shmkv *db, char *why, size_t why_l
 }
 
 /* ---- format v2 (FORMAT.md §17.7) ---------------------------------------- */
+
+/* v2: an ENTRIES entry's own rules, and that its key's OUT record points at it */
+static inline int shmkv__check_entry2(const shmkv *db, uint64_t pos, const shmkv__entry *e,
+				      void *ctx, char *why, size_t why_len)
+{
+	(void)ctx;
+	int err = shmkv__verify_entry_bytes(db, pos, e, why, why_len);
+	if (err)
+		return err;
+	uint64_t rec = 0, u = 0;
+	if (!shmkv__find2(db, e->key, e->key_len, &rec, NULL, NULL, 0)) {
+		const uint8_t *rp = db->base + rec;
+		if (rp[2] & SHMKV_REC_OUT)
+			memcpy(&u, rp + 3, 5);
+	}
+	if (!u || (u << 3) != pos)
+		return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
+				   "entry at %llu: no OUT record of its key points at it",
+				   (unsigned long long)pos);
+	return 0;
+}
 
 /* One v2 record of bucket b (decoded into r): its value (deep, UTF-8), its
  * zero padding, its expiry, its tag and home against its key's hash, its
@@ -356,35 +400,10 @@ static inline int shmkv__verify_index2(const shmkv *db, char *why, size_t why_le
 				   (unsigned long long)shared, (unsigned long long)h->dedup_refs);
 	/* ENTRIES: walked as in v1; each entry is its key's OUT record's, so
 	 * with the counts equal, entries and OUT records are one-to-one */
-	uint64_t pos = db->entries_off, ents = 0;
-	while (pos < db->entries_end) {
-		uint64_t w;
-		memcpy(&w, db->base + pos, 8);
-		if (w == 0) {
-			pos += 8;
-			continue;
-		}
-		shmkv__entry e;
-		memset(&e, 0, sizeof e); /* GCC 12 -O3 cannot see decode fills it on success */
-		int err = shmkv__entry_decode(db, pos, &e, why, why_len);
-		if (!err)
-			err = shmkv__verify_entry_bytes(db, pos, &e, why, why_len);
-		if (err)
-			return err;
-		uint64_t rec = 0;
-		const uint8_t *rp;
-		uint64_t u = 0;
-		if (!shmkv__find2(db, e.key, e.key_len, &rec, NULL, NULL, 0)) {
-			rp = db->base + rec;
-			if (rp[2] & SHMKV_REC_OUT)
-				memcpy(&u, rp + 3, 5);
-		}
-		if (!u || (u << 3) != pos)
-			return SHMKV__BADV("entry at %llu: no OUT record of its key points at it",
-					   (unsigned long long)pos);
-		ents++;
-		pos = e.end;
-	}
+	uint64_t ents = 0;
+	int err = shmkv__walk_entries(db, shmkv__check_entry2, NULL, &ents, why, why_len);
+	if (err)
+		return err;
 	if (ents != outs)
 		return SHMKV__BADV("entries section holds %llu entries, the index %llu OUT records",
 				   (unsigned long long)ents, (unsigned long long)outs);
