@@ -242,20 +242,29 @@ shmkv__rec_value(const shmkv *db, const uint8_t *bk, const shmkv__rec *r, const 
 	return 0;
 }
 
-/* The checked v2 get (shmkv_get_diag, and every case the hot path leaves):
- * the lookup with messages, expiry ("expired"), the value, the type. */
-static SHMKV__COLD int shmkv__get2_cold(const shmkv *db, const void *key, size_t key_len,
-					unsigned want, shmkv_value *v, char *why, size_t why_len)
+/* The checked lookup of a key of any length (the cold get and find2): the
+ * key length rule, the hash, shmkv__locate2 with messages. */
+static inline int shmkv__locate2_key(const shmkv *db, const void *key, size_t key_len,
+				     const uint8_t **bk, shmkv__rec *r, const uint8_t **e,
+				     char *why, size_t why_len)
 {
 	if (key_len > SHMKV_MAX_KEY_LEN)
 		return shmkv__fail(SHMKV_EKEYLEN, why, why_len,
 				   "key of %zu bytes is longer than the %u-byte limit", key_len,
 				   SHMKV_MAX_KEY_LEN);
 	uint64_t h = shmkv__hash(db->seed, db->hash_bits, key, key_len);
+	memset(r, 0, sizeof *r); /* GCC 12 cannot see locate fills it on success */
+	return shmkv__locate2(db, key, key_len, h, bk, r, e, why, why_len);
+}
+
+/* The checked v2 get (shmkv_get_diag, and every case the hot path leaves):
+ * the lookup with messages, expiry ("expired"), the value, the type. */
+static SHMKV__COLD int shmkv__get2_cold(const shmkv *db, const void *key, size_t key_len,
+					unsigned want, shmkv_value *v, char *why, size_t why_len)
+{
 	const uint8_t *bk = NULL, *e = NULL;
 	shmkv__rec r;
-	memset(&r, 0, sizeof r); /* GCC 12 cannot see locate fills it on success */
-	int err = shmkv__locate2(db, key, key_len, h, &bk, &r, &e, why, why_len);
+	int err = shmkv__locate2_key(db, key, key_len, &bk, &r, &e, why, why_len);
 	if (err)
 		return err;
 	int64_t now = 0;
@@ -322,15 +331,9 @@ static inline void shmkv_set_clock(shmkv *db, int64_t now)
 static inline int shmkv__find2(const shmkv *db, const void *key, size_t key_len, uint64_t *out,
 			       uint32_t *expires, char *why, size_t why_len)
 {
-	if (key_len > SHMKV_MAX_KEY_LEN)
-		return shmkv__fail(SHMKV_EKEYLEN, why, why_len,
-				   "key of %zu bytes is longer than the %u-byte limit", key_len,
-				   SHMKV_MAX_KEY_LEN);
-	uint64_t h = shmkv__hash(db->seed, db->hash_bits, key, key_len);
 	const uint8_t *bk = NULL, *e = NULL;
 	shmkv__rec r;
-	memset(&r, 0, sizeof r); /* GCC 12 cannot see locate fills it on success */
-	int err = shmkv__locate2(db, key, key_len, h, &bk, &r, &e, why, why_len);
+	int err = shmkv__locate2_key(db, key, key_len, &bk, &r, &e, why, why_len);
 	if (err)
 		return err;
 	*out = (uint64_t)(bk + r.pos - db->base);
