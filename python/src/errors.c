@@ -158,3 +158,20 @@ PyObject *shmkvpy_not_found(PyObject *key)
 	}
 	return NULL;
 }
+
+PyObject *shmkvpy_expired(PyObject *key, uint32_t t, const char *why)
+{
+	PyObject *msg = PyUnicode_FromString(why), *exc = NULL;
+	PyObject *args = msg ? PyTuple_Pack(2, key, msg) : NULL;
+	if (args)
+		exc = PyObject_Call(NotFound, args, NULL);
+	PyObject *te = exc ? PyLong_FromUnsignedLong(t) : NULL;
+	if (te && !PyObject_SetAttrString(exc, "expires", te) &&
+	    !PyObject_SetAttrString(exc, "reason", msg))
+		PyErr_SetObject(NotFound, exc);
+	Py_XDECREF(te);
+	Py_XDECREF(exc);
+	Py_XDECREF(args);
+	Py_XDECREF(msg);
+	return NULL;
+}
