@@ -25,8 +25,8 @@ class Error(Exception):
 
 class NotFound(Error, KeyError):
     """An absent key (args[0]); for a key whose entry has expired, args[1]
-    and .reason say "key expired at T ...", and .expires is T."""
-    expires: int
+    and .reason say "key expired at T ...", and .expires is T (else None)."""
+    expires: int | None
 class TypeMismatch(Error, TypeError): ...
 class KeyTooLong(Error, ValueError): ...
 class CorruptImage(Error): ...

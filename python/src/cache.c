@@ -138,7 +138,10 @@ static void not_found(CacheObject *c, PyObject *key, const char *p, size_t n)
 	uint32_t t = 0;
 	char why[160];
 	shmkv_value v;
-	if (shmkv_get_expires(c->gen->db, p, n, &t) || !t ||
+	const shmkv_image_header *h = shmkv_header(c->gen->db);
+	/* only an image whose header says some entry expires can hold one */
+	if (h->format_version != 2 || !(h->flags & SHMKV_HFLAG_EXPIRY) ||
+	    shmkv_get_expires(c->gen->db, p, n, &t) || !t ||
 	    shmkv_get_diag(c->gen->db, p, n, &v, why, sizeof why) != SHMKV_ENOTFOUND ||
 	    !strstr(why, "expired")) {
 		shmkvpy_not_found(key);
@@ -176,9 +179,7 @@ static int lookup(CacheObject *c, PyObject *key, shmkv_value *v, int missing_ok,
 		return missing_ok ? 1 : -1;
 	}
 	shmkvpy_key_release(&view);
-	{
-		shmkvpy_raise(err, "get", NULL);
-	}
+	shmkvpy_raise(err, "get", NULL);
 	return -1;
 }
 

@@ -53,6 +53,9 @@ int shmkvpy_errors_init(PyObject *m)
 		return -1;
 	NotFound = sub(m, "NotFound", PyExc_KeyError, SHMKV_ENOTFOUND,
 		       "The key is not in the cache (also a KeyError).");
+	/* .expires: None, or the time of an expired entry (shmkvpy_expired) */
+	if (NotFound && PyObject_SetAttrString(NotFound, "expires", Py_None) < 0)
+		return -1;
 	shmkvpy_TypeMismatch = sub(m, "TypeMismatch", PyExc_TypeError, SHMKV_ETYPE,
 				   "A typed getter found a value of another type (also a "
 				   "TypeError): nothing is converted.");

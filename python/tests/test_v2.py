@@ -114,6 +114,7 @@ def test_expired_entries_are_absent(tmp_path):
     with pytest.raises(shmkv.NotFound) as e:
         c["nope"]
     assert e.value.args == ("nope",) and "expired" not in str(e.value)
+    assert e.value.expires is None
     with pytest.raises(shmkv.NotFound):
         c.expires("nope")
     assert c["live"].tolist() == [1.5, 2.5] and c["never"] == 7
