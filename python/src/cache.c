@@ -1028,10 +1028,13 @@ PyTypeObject CacheType = {
 		"    typed getters; TypeMismatch (a TypeError) on another type\n"
 		"  cache.get_many(keys, default=None, *, out=None)  batched, GIL released\n"
 		"  cache.refresh(), cache.generation  (attached caches)\n"
+		"  cache.format (1 or 2), cache.expires(key)  (Unix seconds or None)\n"
 		"  with shmkv.open(path) as cache: ...  (close() at the end)\n\n"
 		"Keys are str (looked up as UTF-8) or bytes-like. Values come back as\n"
 		"the image's type says: str, bytes, int, float, bool, list[str], and\n"
 		"shmkv.Array for numeric lists (zero-copy, read-only, buffer protocol).\n\n"
+		"Expiry (format 2): an entry whose time has come is absent to every read\n"
+		"(NotFound saying 'expired', not in iteration); len() counts it.\n\n"
 		"Threads: any number of threads may read one Cache; refresh() and close()\n"
 		"may run meanwhile (a read in flight keeps its generation mapped).",
 };
