@@ -19,6 +19,7 @@ python/README.md has the whole story: types, generations, threads, Spark.
 """
 from __future__ import annotations
 
+import datetime
 import os
 from typing import Any, Iterable, Sequence
 
@@ -65,12 +66,15 @@ def build(path: str | os.PathLike[str], records: Iterable[Any], *,
           dedup: bool | None = None, on_duplicate: str = "error",
           type: str | None = None, lossy_f32: bool = False, threads: int = 0,
           memory_limit: int | None = None, tmpdir: str | None = None,
-          part: tuple[int, int] | None = None, filter_part: bool = False) -> dict[str, Any]:
+          part: tuple[int, int] | None = None, filter_part: bool = False,
+          format: int | None = None,
+          expires: int | datetime.datetime | None = None) -> dict[str, Any]:
     """Builds an image at path from records; returns the build's statistics.
 
-    records: any iterable of (key, value) pairs, (key, value, type) triples or
-    dicts {"key": ..., "value": ..., "type": ...} ("type" optional), as the
-    JSONL records of `shmctl image build`. Keys are str (stored as UTF-8) or
+    records: any iterable of (key, value) pairs, (key, value, type) triples,
+    (key, value, type, expires) quadruples (type may be None) or dicts
+    {"key": ..., "value": ..., "type": ..., "expires": ...} ("type" and
+    "expires" optional), as the JSONL records of `shmctl image build`. Keys are str (stored as UTF-8) or
     bytes-like. Without a type, a value's Python type picks it: str -> string,
     bytes-like -> bytes, bool -> bool, int -> i64, float -> f64, a list of str
     -> strlist, of int -> i64list, of numbers with a float -> f64list, a
@@ -87,6 +91,19 @@ def build(path: str | os.PathLike[str], records: Iterable[Any], *,
     refusing them). The same records and options give the same bytes as
     `shmctl image build`.
 
+    format: the image format version, 1 or 2 (None: the builder's default,
+    1 today; lib/FORMAT.md §15 says when to write 2: once every reader of the
+    fleet reads it). Only format 2 holds expiry times.
+
+    Expiry (format 2 only, lib/FORMAT.md §17.6): from that second on a
+    reader treats the entry as absent. A record's own expiry (the fourth
+    item, or the dict's "expires"; None: never) wins over expires=, the
+    expiry of every record that gives none. A time is int Unix seconds or
+    an aware datetime (a fraction of a second rounds up); a naive datetime,
+    a time outside 1970-01-01T00:00:01Z..2106-02-07T06:28:15Z, another type,
+    or an expiry with format 1 raise (BuildError naming the record, or
+    ValueError for expires=).
+
     The image is written atomically (a temporary renamed over path). A bad
     record raises BuildError (a ValueError) naming it ("record #8 (index 7)")
     and why, with .index set; DuplicateKey for a repeated key; nothing is left
@@ -95,22 +112,38 @@ def build(path: str | os.PathLike[str], records: Iterable[Any], *,
     opts = dict(name=name, seed=seed, created=created, buckets=buckets,
                 load_factor=load_factor, dedup=dedup, on_duplicate=on_duplicate, type=type,
                 lossy_f32=lossy_f32, threads=threads, memory_limit=memory_limit,
-                tmpdir=tmpdir, part=part, filter_part=filter_part or None)
+                tmpdir=tmpdir, part=part, filter_part=filter_part or None, format=format,
+                expires=expires)
     return _shmkv._build(path, records, **opts)
 
 
 def build_file(path: str | os.PathLike[str],
                inputs: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], *,
-               format: str | None = None, **options: Any) -> dict[str, Any]:
+               format: str | int | tuple[str, int] | None = None,
+               **options: Any) -> dict[str, Any]:
     """Builds an image at path from JSONL or TSV files, as `shmctl image build`.
 
-    inputs: one path or a list of them ("-" is standard input). format:
-    "jsonl" or "tsv" (None: TSV for names ending in .tsv, else JSONL). The
-    options are build()'s; type= is the value type of TSV input (default
-    string). Errors name the file, the line, the key and why. The GIL is
-    released while files are read and the image written.
+    inputs: one path or a list of them ("-" is standard input). format, as
+    `shmctl image build --format`: the input's, "jsonl" or "tsv" (None: TSV
+    for names ending in .tsv, else JSONL), or the image format version, 1 or
+    2 (None: a JSONL meta line's, else build()'s default), or both as a
+    tuple, ("tsv", 2). The options are build()'s, but not expires=:
+    records carry their own expiry (format 2), JSONL as "expires" (RFC 3339
+    or Unix seconds), TSV as a third column with tsv_expires=True
+    (key<TAB>value<TAB>expires, empty: none). type= is the value type of TSV
+    input (default string). Errors name the file, the line, the key and
+    why. The GIL is released while files are read and the image written.
     """
-    return _shmkv._build_file(path, inputs, format, **options)
+    fmts = format if isinstance(format, tuple) else (format,)
+    inp = [f for f in fmts if f is not None and not isinstance(f, int)]
+    ver = [f for f in fmts if isinstance(f, int) and not isinstance(f, bool)]
+    if len(inp) > 1 or len(ver) > 1 or len(inp) + len(ver) != len(
+            [f for f in fmts if f is not None]):
+        raise ValueError(f"format {format!r}: expected 'jsonl' or 'tsv', 1 or 2, or one of "
+                         "each as a tuple")
+    if ver:
+        options["format"] = ver[0]
+    return _shmkv._build_file(path, inputs, inp[0] if inp else None, **options)
 
 
 def join(out: str | os.PathLike[str], fragments: Sequence[str | os.PathLike[str]], *,
@@ -119,9 +152,11 @@ def join(out: str | os.PathLike[str], fragments: Sequence[str | os.PathLike[str]
     """Joins the fragments of a partitioned build (given in part order 1..n)
     into one image at out, byte-identical to a single build of all their
     records, as `shmctl image join`. Every fragment is verified, must agree
-    with the first on buckets, seed, created, name and dedup, and may hold
-    only keys of its own part; else BuildError/CorruptImage naming it. The
-    GIL is released throughout."""
+    with the first on buckets, seed, created, name, dedup and format version,
+    and may hold only keys of its own part; else BuildError/CorruptImage
+    naming it. The image has the fragments' format (1 or 2, as built with
+    build(format=...)) and keeps their expiry times. The GIL is released
+    throughout."""
     return _shmkv._join(out, [os.fspath(f) for f in fragments], threads=threads,
                         memory_limit=memory_limit, tmpdir=tmpdir)
 

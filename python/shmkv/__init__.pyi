@@ -1,5 +1,6 @@
 """Type stubs of the shmkv package (the reader and builder in _shmkv, the
 wrappers in __init__.py). Docstrings: help(shmkv.Cache) and python/README.md."""
+import datetime
 import os
 from typing import Any, Callable, Iterable, Iterator, Literal, Sequence, SupportsIndex, overload
 
@@ -8,6 +9,7 @@ from typing_extensions import Buffer
 _Key = str | Buffer
 _Value = str | bytes | int | float | bool | list[str] | Array
 _Path = str | os.PathLike[str]
+_Expires = int | datetime.datetime | None
 _TypeName = Literal["bytes", "string", "str", "i64", "bool", "f64", "f32list", "f64list",
                     "i64list", "strlist"]
 
@@ -21,7 +23,10 @@ class Error(Exception):
     errname: str | None
     reason: str | None
 
-class NotFound(Error, KeyError): ...
+class NotFound(Error, KeyError):
+    """An absent key (args[0]); for a key whose entry has expired, args[1]
+    and .reason say "key expired at T ...", and .expires is T (else None)."""
+    expires: int | None
 class TypeMismatch(Error, TypeError): ...
 class KeyTooLong(Error, ValueError): ...
 class CorruptImage(Error): ...
@@ -55,6 +60,7 @@ class Cache:
     generation: int
     closed: bool
     mapping: tuple[int, int]
+    format: Literal[1, 2]
     image_name: str
     name: str | None
     path: str | None
@@ -81,6 +87,7 @@ class Cache:
     def get_i64list(self, key: _Key) -> Array: ...
     def get_strlist(self, key: _Key) -> list[str]: ...
     def type_of(self, key: _Key) -> str: ...
+    def expires(self, key: _Key) -> int | None: ...
     def keys(self) -> CacheIterator: ...
     def values(self) -> CacheIterator: ...
     def items(self) -> CacheIterator: ...
@@ -100,9 +107,12 @@ def build(path: _Path, records: Iterable[Any], *, name: str | None = None,
           on_duplicate: Literal["error", "first", "last"] = "error",
           type: _TypeName | None = None, lossy_f32: bool = False, threads: int = 0,
           memory_limit: int | None = None, tmpdir: str | None = None,
-          part: tuple[int, int] | None = None, filter_part: bool = False) -> dict[str, Any]: ...
+          part: tuple[int, int] | None = None, filter_part: bool = False,
+          format: Literal[1, 2] | None = None, expires: _Expires = None) -> dict[str, Any]: ...
 def build_file(path: _Path, inputs: _Path | Sequence[_Path], *,
-               format: Literal["jsonl", "tsv"] | None = None, **options: Any) -> dict[str, Any]: ...
+               format: Literal["jsonl", "tsv", 1, 2] | tuple[Literal["jsonl", "tsv"], Literal[1, 2]]
+               | None = None, tsv_expires: bool = False,
+               **options: Any) -> dict[str, Any]: ...
 def join(out: _Path, fragments: Sequence[_Path], *, threads: int = 0,
          memory_limit: int | None = None, tmpdir: str | None = None) -> dict[str, Any]: ...
 def get_array(cache: Cache, keys: Sequence[_Key], dtype: Any = None,

@@ -34,13 +34,13 @@ class Job(NamedTuple):
 
 def job(parts: int, buckets: int, workdir: str, *, created: int | None, seed: int | None,
         name: str | None, dedup: bool | None, on_duplicate: str, lossy_f32: bool,
-        threads: int, memory_limit: int | None) -> Job:
+        threads: int, memory_limit: int | None, format: int | None = None) -> Job:
     """The Job of build_dataframe's arguments; makes workdir."""
     n, b = int(parts), int(buckets)
     # fixed once on the driver: every fragment and the join agree on them
     opts = dict(created=int(time.time()) if created is None else created, seed=seed,
                 name=name, dedup=dedup, on_duplicate=on_duplicate, lossy_f32=lossy_f32,
-                threads=threads, memory_limit=memory_limit, buckets=b)
+                threads=threads, memory_limit=memory_limit, buckets=b, format=format)
     os.makedirs(workdir, exist_ok=True)
     return Job(n, b, shmkv.DEFAULT_SEED if seed is None else seed, workdir, opts)
 

@@ -30,18 +30,22 @@ def build_dataframe(ddf: Any, out: str, *, parts: int, buckets: int, workdir: st
                     name: str | None = None, dedup: bool | None = None,
                     on_duplicate: str = "error", lossy_f32: bool = False,
                     threads: int = 1, memory_limit: int | None = None,
+                    format: int | None = None, expires: str | None = None,
                     keep_fragments: bool = False) -> dict[str, Any]:
     """Builds the image `out` from ddf's columns key, value (and type, a
-    column of type names, if given) on the workers; returns join()'s
-    statistics."""
+    column of type names, and expires, a column of expiry times, if given) on
+    the workers; returns join()'s statistics. format is shmkv.build's (1 or
+    2; every fragment and so the joined image has it); the expires column
+    holds Unix seconds (int), aware datetimes (pandas Timestamps with a
+    zone) or None (never), and needs format=2."""
     import numpy as np
     import pandas as pd
 
     j = _parts.job(parts, buckets, workdir, created=created, seed=seed, name=name,
                    dedup=dedup, on_duplicate=on_duplicate, lossy_f32=lossy_f32,
-                   threads=threads, memory_limit=memory_limit)
+                   threads=threads, memory_limit=memory_limit, format=format)
     n = j.n
-    cols = [key, value] + ([type] if type else [])
+    cols = [key, value] + ([type] if type else []) + ([expires] if expires else [])
 
     def tag(pdf: Any, partition_info: Any = None) -> Any:
         pdf = pdf[cols].copy()
@@ -55,6 +59,8 @@ def build_dataframe(ddf: Any, out: str, *, parts: int, buckets: int, workdir: st
         for k, g in pdf.groupby("_shmkv_part", sort=True):
             g = g.sort_values("_shmkv_seq", kind="stable")
             cs = [g[c].tolist() for c in cols]
+            if expires and not type:  # (key, value, type, expires): no type given
+                cs.insert(2, [None] * len(g))
             done.append((int(k), j.build(int(k), zip(*cs))))
         return pd.DataFrame(done, columns=["part", "path"]).astype({"part": "int64",
                                                                     "path": object})

@@ -6,4 +6,5 @@ def build_dataframe(ddf: Any, out: str, *, parts: int, buckets: int, workdir: st
                     name: str | None = None, dedup: bool | None = None,
                     on_duplicate: str = "error", lossy_f32: bool = False,
                     threads: int = 1, memory_limit: int | None = None,
+                    format: int | None = None, expires: str | None = None,
                     keep_fragments: bool = False) -> dict[str, Any]: ...

@@ -28,20 +28,27 @@ def build_dataframe(df: Any, out: str, *, parts: int, buckets: int, workdir: str
                     name: str | None = None, dedup: bool | None = None,
                     on_duplicate: str = "error", lossy_f32: bool = False,
                     threads: int = 1, memory_limit: int | None = None,
+                    format: int | None = None, expires: str | None = None,
                     keep_fragments: bool = False) -> dict[str, Any]:
     """Builds the image `out` from df's columns key, value (and type, a column
-    of type names, if given) on the executors; returns join()'s statistics.
-    Also takes an RDD of (key, value) or (key, value, type) tuples."""
+    of type names, and expires, a column of expiry times, if given) on the
+    executors; returns join()'s statistics. format is shmkv.build's (1 or 2;
+    every fragment and so the joined image has it); the expires column
+    holds Unix seconds (int) or None (never), and needs format=2: Spark gives
+    TimestampType values as naive local datetimes, which shmkv.build refuses,
+    so convert such a column first (F.unix_timestamp(col) or
+    col.cast("long")). Also takes an RDD of (key, value), (key, value, type)
+    or (key, value, type, expires) tuples."""
     rdd = df.rdd if hasattr(df, "rdd") else df
     j = _parts.job(parts, buckets, workdir, created=created, seed=seed, name=name,
                    dedup=dedup, on_duplicate=on_duplicate, lossy_f32=lossy_f32,
-                   threads=threads, memory_limit=memory_limit)
-    n, kcol, vcol, tcol = j.n, key, value, type
+                   threads=threads, memory_limit=memory_limit, format=format)
+    n, kcol, vcol, tcol, ecol = j.n, key, value, type, expires
 
     def as_record(r: Any) -> tuple:
         if hasattr(r, "asDict"):
-            return (r[kcol], r[vcol], r[tcol] if tcol else None)
-        return (r[0], r[1], r[2] if len(r) > 2 else None)
+            return (r[kcol], r[vcol], r[tcol] if tcol else None, r[ecol] if ecol else None)
+        return (r[0], r[1], r[2] if len(r) > 2 else None, r[3] if len(r) > 3 else None)
 
     def keyed(pair: tuple) -> tuple:
         rec, index = pair

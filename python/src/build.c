@@ -1,11 +1,12 @@
 /* build.c - shmkv.build, build_file, join and part_of over the builder's C
  * API (builder/shmkv_build.h): the same code as `shmctl image build`/`join`,
  * so the same records and options give the same bytes. */
+#include "shmkvpy.h"
+
+#include <datetime.h>
 #include <math.h>
 
 #include <shmkv_build.h>
-
-#include "shmkvpy.h"
 
 /* ---- options ---- */
 
@@ -17,7 +18,78 @@ typedef struct {
 	unsigned long long part_k, part_n;
 	int filter;
 	int type; /* default value type, 0: inferred */
+	int64_t expires; /* expires=: every record's expiry unless its own says; 0 none */
 } opts;
+
+/* An expiry given from Python as Unix seconds: an int (not a bool) or an
+ * aware datetime (a naive one is refused: its zone would be a guess),
+ * 1..SHMKV_BUILD_EXPIRES_MAX; None is 0 (never). A datetime with a
+ * fraction of a second expires at the next whole second (the entry is
+ * never served after the time given). Returns 0, or -1 with why filled
+ * (why_len bytes) or, for a Python failure, an exception set and why "". */
+static int expiry_of(PyObject *x, int64_t *t, char *why, size_t why_len)
+{
+	*why = 0;
+	*t = 0;
+	if (x == Py_None)
+		return 0;
+	if (!PyDateTimeAPI) {
+		PyDateTime_IMPORT;
+		if (!PyDateTimeAPI)
+			return -1;
+	}
+	if (PyDateTime_Check(x)) {
+		PyObject *tz = PyObject_GetAttrString(x, "tzinfo"), *off = NULL;
+		if (tz && tz != Py_None)
+			off = PyObject_CallMethod(x, "utcoffset", NULL);
+		int naive = tz && (tz == Py_None || off == Py_None);
+		Py_XDECREF(tz);
+		Py_XDECREF(off);
+		if (PyErr_Occurred())
+			return -1;
+		if (naive) {
+			PyOS_snprintf(why, why_len, "expires: a naive datetime (no tzinfo): give an "
+				      "aware one, e.g. datetime(..., tzinfo=timezone.utc)");
+			return -1;
+		}
+		PyObject *ts = PyObject_CallMethod(x, "timestamp", NULL);
+		if (!ts)
+			return -1;
+		double d = PyFloat_AsDouble(ts);
+		Py_DECREF(ts);
+		if (d == -1.0 && PyErr_Occurred())
+			return -1;
+		d = ceil(d);
+		if (!(d >= 1 && d <= (double)SHMKV_BUILD_EXPIRES_MAX)) {
+			PyOS_snprintf(why, why_len, "expires: %.0f is outside 1970-01-01T00:00:01Z.."
+				      "2106-02-07T06:28:15Z (Unix seconds 1..%lld)", d,
+				      (long long)SHMKV_BUILD_EXPIRES_MAX);
+			return -1;
+		}
+		*t = (int64_t)d;
+		return 0;
+	}
+	if (!PyLong_Check(x) || PyBool_Check(x)) {
+		PyOS_snprintf(why, why_len, "expires: a %.60s: expected int Unix seconds, an aware "
+			      "datetime or None", Py_TYPE(x)->tp_name);
+		return -1;
+	}
+	int over = 0;
+	long long v = PyLong_AsLongLongAndOverflow(x, &over);
+	if (v == -1 && PyErr_Occurred())
+		return -1;
+	if (over || v < 1 || v > SHMKV_BUILD_EXPIRES_MAX) {
+		PyObject *r = PyObject_Repr(x);
+		PyOS_snprintf(why, why_len, "expires: %.40s is outside Unix seconds 1..%lld "
+			      "(1970-01-01T00:00:01Z..2106-02-07T06:28:15Z)",
+			      r ? PyUnicode_AsUTF8(r) : "?", (long long)SHMKV_BUILD_EXPIRES_MAX);
+		Py_XDECREF(r);
+		PyErr_Clear();
+		return -1;
+	}
+	*t = v;
+	return 0;
+}
 
 static int type_named(PyObject *name, int *type)
 {
@@ -126,6 +198,25 @@ static int parse_opts(PyObject *kw, opts *p)
 				PyErr_SetString(PyExc_ValueError, "part: expected (k, n) with 1 <= k <= n");
 				return -1;
 			}
+		} else if (!strcmp(n, "format")) {
+			unsigned long f = PyLong_Check(v) && !PyBool_Check(v) ? PyLong_AsUnsignedLong(v) : 0;
+			if (f != 1 && f != 2) {
+				PyErr_Clear();
+				PyErr_Format(PyExc_ValueError, "format %R: expected 1 or 2 (the image "
+					     "format version, lib/FORMAT.md section 15)", v);
+				return -1;
+			}
+			p->o.format = (unsigned)f;
+			p->o.fixed |= SHMKV_OPT_FORMAT;
+		} else if (!strcmp(n, "expires")) {
+			char why[200];
+			if (expiry_of(v, &p->expires, why, sizeof why) < 0) {
+				if (*why)
+					PyErr_SetString(PyExc_ValueError, why);
+				return -1;
+			}
+		} else if (!strcmp(n, "tsv_expires")) {
+			p->o.tsv_expires = PyObject_IsTrue(v);
 		} else if (!strcmp(n, "filter_part")) {
 			p->filter = PyObject_IsTrue(v);
 		} else if (!strcmp(n, "type")) {
@@ -141,6 +232,11 @@ static int parse_opts(PyObject *kw, opts *p)
 	if (p->part_n && !(p->o.fixed & SHMKV_OPT_BUCKETS)) {
 		PyErr_SetString(PyExc_ValueError, "part needs buckets=B, the same for every part "
 				"and for the join");
+		return -1;
+	}
+	if (p->expires && p->o.format != 2) {
+		PyErr_SetString(PyExc_ValueError, "expires: only format 2 images hold expiry times "
+				"(format=2)");
 		return -1;
 	}
 	if (p->filter && !p->part_n) {
@@ -523,24 +619,31 @@ static PyObject *record_error(shmkv_builder *b, rec *r, int err)
 	return NULL;
 }
 
-/* one record of the iterable: (key, value), (key, value, type) or a dict */
-static int add_record(shmkv_builder *b, rec *r, PyObject *item, int dtype, int lossy)
+/* one record of the iterable: (key, value), (key, value, type),
+ * (key, value, type, expires) or a dict with "key", "value" and optional
+ * "type" and "expires"; dexp is expires= (the expiry of a record that
+ * gives none), *cur the expiry the builder is set to now */
+static int add_record(shmkv_builder *b, rec *r, PyObject *item, int dtype, int lossy,
+		      int64_t dexp, int64_t *cur)
 {
-	PyObject *key = NULL, *val = NULL, *tname = NULL;
+	PyObject *key = NULL, *val = NULL, *tname = NULL, *exp = NULL;
 	if (PyDict_Check(item)) {
 		key = PyDict_GetItemString(item, "key");
 		val = PyDict_GetItemString(item, "value");
 		tname = PyDict_GetItemString(item, "type");
+		exp = PyDict_GetItemString(item, "expires");
 		if (!key || !val)
 			return BAD("a dict record needs 'key' and 'value'");
 	} else if (PyTuple_Check(item) || PyList_Check(item)) {
 		Py_ssize_t n = PySequence_Size(item);
-		if (n != 2 && n != 3)
-			return BAD("a record is (key, value) or (key, value, type), not %zd items", n);
+		if (n < 2 || n > 4)
+			return BAD("a record is (key, value), (key, value, type) or (key, value, "
+				   "type, expires), not %zd items", n);
 		PyObject **it = PySequence_Fast_ITEMS(item);
 		key = it[0];
 		val = it[1];
-		tname = n == 3 ? it[2] : NULL;
+		tname = n >= 3 ? it[2] : NULL;
+		exp = n == 4 ? it[3] : NULL;
 	} else {
 		return BAD("a record is a (key, value) pair or a dict, not a %.60s",
 			   Py_TYPE(item)->tp_name);
@@ -550,6 +653,15 @@ static int add_record(shmkv_builder *b, rec *r, PyObject *item, int dtype, int l
 		PyErr_Clear();
 		return BAD("type %.40s is not a value type", PyUnicode_Check(tname)
 			   ? PyUnicode_AsUTF8(tname) : Py_TYPE(tname)->tp_name);
+	}
+	int64_t t = dexp;
+	if (exp && expiry_of(exp, &t, r->why, sizeof r->why) < 0)
+		return *r->why ? -2 : -1;
+	if (t != *cur) { /* the builder's expiry is sticky: set it on a change only */
+		int e = shmkv_builder_set_expires(b, t);
+		if (e)
+			return e;
+		*cur = t;
 	}
 	const char *k;
 	Py_ssize_t kl;
@@ -588,8 +700,9 @@ PyObject *shmkvpy_build(PyObject *self, PyObject *args, PyObject *kw)
 		rec r = {0};
 		PyObject *item;
 		int err = 0;
+		int64_t cur = 0;
 		for (; (item = PyIter_Next(it)) != NULL; r.i++) {
-			err = add_record(b, &r, item, p.type, p.o.lossy_f32);
+			err = add_record(b, &r, item, p.type, p.o.lossy_f32, p.expires, &cur);
 			Py_DECREF(item);
 			if (err) {
 				record_error(b, &r, err);
@@ -618,7 +731,14 @@ PyObject *shmkvpy_build_file(PyObject *self, PyObject *args, PyObject *kw)
 		return NULL;
 	}
 	opts p;
-	if (parse_opts(kw, &p) < 0 || !PyUnicode_FSConverter(pathobj, &pathb))
+	if (parse_opts(kw, &p) < 0)
+		return NULL;
+	if (p.expires) {
+		PyErr_SetString(PyExc_TypeError, "build_file: expires= is build()'s; a file gives "
+				"each record's expiry (JSONL \"expires\", TSV with tsv_expires=True)");
+		return NULL;
+	}
+	if (!PyUnicode_FSConverter(pathobj, &pathb))
 		return NULL;
 	if (PyList_Check(inputs) || PyTuple_Check(inputs))
 		Py_INCREF(inputs);

@@ -2,6 +2,8 @@
  * loader-served cache (attach), its generations (Gen), and its iterators. */
 #include "shmkvpy.h"
 
+#include <time.h>
+
 /* ---- Gen: one mapped generation ---- */
 
 static void gen_dealloc(GenObject *g)
@@ -127,6 +129,27 @@ static int live(CacheObject *c)
 	return 0;
 }
 
+/* NotFound for key (p, n), absent from c's image. A key the image holds
+ * whose entry has expired (FORMAT.md §17.6) says so: args (key, "key
+ * expired at T (unix seconds), now is N"), .expires = T; the extra lookup
+ * is on the miss path of a raising call only. */
+static void not_found(CacheObject *c, PyObject *key, const char *p, size_t n)
+{
+	uint32_t t = 0;
+	char why[160];
+	shmkv_value v;
+	const shmkv_image_header *h = shmkv_header(c->gen->db);
+	/* only an image whose header says some entry expires can hold one */
+	if (h->format_version != 2 || !(h->flags & SHMKV_HFLAG_EXPIRY) ||
+	    shmkv_get_expires(c->gen->db, p, n, &t) || !t ||
+	    shmkv_get_diag(c->gen->db, p, n, &v, why, sizeof why) != SHMKV_ENOTFOUND ||
+	    !strstr(why, "expired")) {
+		shmkvpy_not_found(key);
+		return;
+	}
+	shmkvpy_expired(key, t, why);
+}
+
 /* The key's value, or an exception (NotFound for an absent key unless
  * missing_ok: then 1 with nothing raised). *gen receives a reference to the
  * generation v lies in: converting v may run Python code (a collection, a
@@ -144,18 +167,19 @@ static int lookup(CacheObject *c, PyObject *key, shmkv_value *v, int missing_ok,
 		return -1;
 	}
 	int err = shmkv_get(c->gen->db, p, (size_t)n, v);
-	shmkvpy_key_release(&view);
 	if (!err) {
+		shmkvpy_key_release(&view);
 		*gen = (GenObject *)Py_NewRef(c->gen);
 		return 0;
 	}
 	if (err == SHMKV_ENOTFOUND) {
-		if (missing_ok)
-			return 1;
-		shmkvpy_not_found(key);
-	} else {
-		shmkvpy_raise(err, "get", NULL);
+		if (!missing_ok)
+			not_found(c, key, p, (size_t)n);
+		shmkvpy_key_release(&view);
+		return missing_ok ? 1 : -1;
 	}
+	shmkvpy_key_release(&view);
+	shmkvpy_raise(err, "get", NULL);
 	return -1;
 }
 
@@ -247,6 +271,31 @@ static PyObject *cache_type_of(CacheObject *c, PyObject *key)
 		return NULL;
 	Py_DECREF(g);
 	return PyUnicode_FromString(shmkv_type_name(v.type));
+}
+
+/* expires(key): when key's entry expires (unix seconds), None when never;
+ * NotFound for a key the image does not hold. An expired entry's time is
+ * returned too (it is in the past): the way to tell "expired" from "absent"
+ * without an exception. */
+static PyObject *cache_expires(CacheObject *c, PyObject *key)
+{
+	const char *p;
+	Py_ssize_t n;
+	Py_buffer view;
+	if (shmkvpy_key(key, &p, &n, &view) < 0)
+		return NULL;
+	if (!live(c)) {
+		shmkvpy_key_release(&view);
+		return NULL;
+	}
+	uint32_t t = 0;
+	int err = shmkv_get_expires(c->gen->db, p, (size_t)n, &t);
+	shmkvpy_key_release(&view);
+	if (err == SHMKV_ENOTFOUND)
+		return shmkvpy_not_found(key);
+	if (err)
+		return shmkvpy_raise(err, "expires", NULL);
+	return t ? PyLong_FromUnsignedLong(t) : Py_NewRef(Py_None);
 }
 
 /* ---- get_many ---- */
@@ -617,6 +666,14 @@ static PyObject *get_mapping(CacheObject *c, void *x)
 			     (unsigned long long)h->file_size);
 }
 
+static PyObject *get_format(CacheObject *c, void *x)
+{
+	(void)x;
+	if (!live(c))
+		return NULL;
+	return PyLong_FromUnsignedLong(shmkv_header(c->gen->db)->format_version);
+}
+
 static PyObject *get_image_name(CacheObject *c, void *x)
 {
 	(void)x;
@@ -703,7 +760,13 @@ static PyObject *iter_next(CacheIterObject *i)
 	const void *k;
 	size_t len;
 	shmkv_value v;
-	int err = shmkv_iter_next(&i->it, &k, &len, &v);
+	int err;
+	uint32_t t;
+	/* expired entries are absent, as for cache[key] (lib's iteration returns
+	 * them; the clock is read only for an entry that expires) */
+	while (!(err = shmkv_iter_next(&i->it, &k, &len, &v)) &&
+	       (t = shmkv_iter_expires(&i->it)) != 0 && (int64_t)time(NULL) >= (int64_t)t)
+		;
 	if (err == SHMKV_EEND)
 		return NULL; /* StopIteration */
 	if (err)
@@ -892,6 +955,11 @@ static PyMethodDef cache_methods[] = {
 	{"get_f64list", (PyCFunction)cache_get_f64list, METH_O, "get_f64list(key) -> Array\n\nZero-copy; TypeMismatch unless the value is an f64list."},
 	{"get_i64list", (PyCFunction)cache_get_i64list, METH_O, "get_i64list(key) -> Array\n\nZero-copy; TypeMismatch unless the value is an i64list."},
 	{"get_strlist", (PyCFunction)cache_get_strlist, METH_O, "get_strlist(key) -> list[str]\n\nTypeMismatch unless the value is a strlist."},
+	{"expires", (PyCFunction)cache_expires, METH_O,
+	 "expires(key) -> int | None\n\nWhen key's entry expires, in Unix seconds (format 2 images); None when\n"
+	 "it never does (always, in a format 1 image). The time of an entry that has\n"
+	 "already expired is returned too (cache[key] raises NotFound for it, saying\n"
+	 "'expired'); NotFound for a key the image does not hold."},
 	{"type_of", (PyCFunction)cache_type_of, METH_O, "type_of(key) -> str\n\nThe image's type name of key's value ('string', 'f32list', ...)."},
 	{"keys", (PyCFunction)cache_keys, METH_NOARGS, "keys() -> iterator\n\nThe keys in image order: str (UTF-8), or bytes for a key that is not UTF-8."},
 	{"values", (PyCFunction)cache_values, METH_NOARGS, "values() -> iterator\n\nThe values in image order."},
@@ -919,6 +987,8 @@ static PyGetSetDef cache_getset[] = {
 	{"closed", (getter)get_closed, NULL, "True after close().", NULL},
 	{"mapping", (getter)get_mapping, NULL,
 	 "(address, size) of the current generation's image in this process.", NULL},
+	{"format", (getter)get_format, NULL,
+	 "The image's format version: 1 or 2 (lib/FORMAT.md §15, §17).", NULL},
 	{"image_name", (getter)get_image_name, NULL, "The name stored in the image's header.", NULL},
 	{"name", (getter)get_cache_name, NULL, "The cache name given to attach(), else None.", NULL},
 	{"path", (getter)get_path, NULL, "The path given to open(), else None.", NULL},
@@ -958,10 +1028,13 @@ PyTypeObject CacheType = {
 		"    typed getters; TypeMismatch (a TypeError) on another type\n"
 		"  cache.get_many(keys, default=None, *, out=None)  batched, GIL released\n"
 		"  cache.refresh(), cache.generation  (attached caches)\n"
+		"  cache.format (1 or 2), cache.expires(key)  (Unix seconds or None)\n"
 		"  with shmkv.open(path) as cache: ...  (close() at the end)\n\n"
 		"Keys are str (looked up as UTF-8) or bytes-like. Values come back as\n"
 		"the image's type says: str, bytes, int, float, bool, list[str], and\n"
 		"shmkv.Array for numeric lists (zero-copy, read-only, buffer protocol).\n\n"
+		"Expiry (format 2): an entry whose time has come is absent to every read\n"
+		"(NotFound saying 'expired', not in iteration); len() counts it.\n\n"
 		"Threads: any number of threads may read one Cache; refresh() and close()\n"
 		"may run meanwhile (a read in flight keeps its generation mapped).",
 };

@@ -53,6 +53,9 @@ int shmkvpy_errors_init(PyObject *m)
 		return -1;
 	NotFound = sub(m, "NotFound", PyExc_KeyError, SHMKV_ENOTFOUND,
 		       "The key is not in the cache (also a KeyError).");
+	/* .expires: None, or the time of an expired entry (shmkvpy_expired) */
+	if (NotFound && PyObject_SetAttrString(NotFound, "expires", Py_None) < 0)
+		return -1;
 	shmkvpy_TypeMismatch = sub(m, "TypeMismatch", PyExc_TypeError, SHMKV_ETYPE,
 				   "A typed getter found a value of another type (also a "
 				   "TypeError): nothing is converted.");
@@ -156,5 +159,22 @@ PyObject *shmkvpy_not_found(PyObject *key)
 		PyErr_SetObject(NotFound, t);
 		Py_DECREF(t);
 	}
+	return NULL;
+}
+
+PyObject *shmkvpy_expired(PyObject *key, uint32_t t, const char *why)
+{
+	PyObject *msg = PyUnicode_FromString(why), *exc = NULL;
+	PyObject *args = msg ? PyTuple_Pack(2, key, msg) : NULL;
+	if (args)
+		exc = PyObject_Call(NotFound, args, NULL);
+	PyObject *te = exc ? PyLong_FromUnsignedLong(t) : NULL;
+	if (te && !PyObject_SetAttrString(exc, "expires", te) &&
+	    !PyObject_SetAttrString(exc, "reason", msg))
+		PyErr_SetObject(NotFound, exc);
+	Py_XDECREF(te);
+	Py_XDECREF(exc);
+	Py_XDECREF(args);
+	Py_XDECREF(msg);
 	return NULL;
 }

@@ -60,6 +60,9 @@ int shmkvpy_errors_init(PyObject *m);
 PyObject *shmkvpy_raise(int err, const char *what, const char *reason);
 /* Raises NotFound (a KeyError) for key; returns NULL. */
 PyObject *shmkvpy_not_found(PyObject *key);
+/* Raises NotFound for key whose entry expired at t: args (key, why),
+ * .reason why, .expires t; returns NULL. */
+PyObject *shmkvpy_expired(PyObject *key, uint32_t t, const char *why);
 extern PyObject *shmkvpy_TypeMismatch, *shmkvpy_BuildError, *shmkvpy_CorruptImage;
 
 /* cache.c */

@@ -2,6 +2,7 @@
 shuffled by part_of, one fragment built per part on the workers, joined on
 the client: byte-identical to one shmkv.build."""
 import os
+import time
 
 import pytest
 import shmkv
@@ -35,3 +36,25 @@ def test_dask_join_equals_single_build(tmp_path):
     assert os.listdir(tmp_path / "frags") == []
     c = shmkv.open(tmp_path / "dask.shmkv")
     assert c["key_7"].tolist() == [7 / 4.0, 1.5] and c["key_7"].typecode == "f"
+
+
+def test_dask_format_2_with_expiry(tmp_path):
+    try:
+        import dask.dataframe as dd
+        import pandas as pd
+    except ImportError:
+        if os.environ.get("SHMKV_REQUIRE_ALL") == "1":
+            pytest.fail("dask[dataframe] is not installed (./run test installs it)")
+        pytest.skip("dask[dataframe] is not installed")
+    t = int(time.time()) + 86400
+    rows = [(f"key_{i}", f"val_{i}", t + i) for i in range(1500)]
+    ddf = dd.from_pandas(pd.DataFrame(rows, columns=["k", "v", "exp"]), npartitions=3)
+    from shmkv.dask import build_dataframe
+    build_dataframe(ddf, str(tmp_path / "dask.shmkv"), parts=3, buckets=600, key="k",
+                    value="v", expires="exp", workdir=str(tmp_path / "frags"),
+                    created=CREATED, format=2)
+    shmkv.build(tmp_path / "one.shmkv", [(k, v, None, e) for k, v, e in rows],
+                created=CREATED, buckets=600, format=2)
+    assert (tmp_path / "dask.shmkv").read_bytes() == (tmp_path / "one.shmkv").read_bytes()
+    c = shmkv.open(tmp_path / "dask.shmkv")
+    assert c.format == 2 and c.expires("key_9") == t + 9 and c["key_9"] == "val_9"

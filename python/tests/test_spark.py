@@ -3,6 +3,7 @@ of records repartitioned by part_of, one fragment built per partition on the
 executors, joined on the driver: byte-identical to one shmkv.build."""
 import os
 import sys
+import time
 
 import pytest
 import shmkv
@@ -47,5 +48,25 @@ def test_spark_join_equals_single_build(tmp_path):
         assert os.listdir(tmp_path / "frags") == []
         c = shmkv.open(tmp_path / "spark.shmkv")
         assert c["key_5"].tolist() == [9.0, 9.0, 9.0] and c["key_4"].typecode == "f"
+    finally:
+        spark.stop()
+
+
+def test_spark_format_2_with_expiry(tmp_path):
+    spark = spark_session()
+    try:
+        t = int(time.time()) + 86400
+        rows = [(f"key_{i}", f"val_{i}", t + i if i % 4 else None) for i in range(1500)]
+        df = spark.createDataFrame(spark.sparkContext.parallelize(rows, 3),
+                                   "k string, v string, exp long")
+        from shmkv.spark import build_dataframe
+        build_dataframe(df, str(tmp_path / "spark.shmkv"), parts=3, buckets=600, key="k",
+                        value="v", expires="exp", workdir=str(tmp_path / "frags"),
+                        created=CREATED, format=2)
+        shmkv.build(tmp_path / "one.shmkv", [(k, v, None, e) for k, v, e in rows],
+                    created=CREATED, buckets=600, format=2)
+        assert (tmp_path / "spark.shmkv").read_bytes() == (tmp_path / "one.shmkv").read_bytes()
+        c = shmkv.open(tmp_path / "spark.shmkv")
+        assert c.format == 2 and c.expires("key_9") == t + 9 and c.expires("key_8") is None
     finally:
         spark.stop()
