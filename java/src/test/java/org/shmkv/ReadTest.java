@@ -87,9 +87,9 @@ class ReadTest {
 		assertEquals("EINVAL", assertThrows(ShmkvException.class, () -> Shmkv.open(Path.of("/tmp"))).codeName());
 		e = assertThrows(ShmkvException.class, () -> Shmkv.open(VectorsTest.DIR.resolve("README.md")));
 		assertEquals("SHMKV_EMAGIC", e.codeName());
-		e = assertThrows(ShmkvException.class, () -> Shmkv.open(VectorsTest.DIR.resolve("version_2.img")));
+		e = assertThrows(ShmkvException.class, () -> Shmkv.open(VectorsTest.DIR.resolve("version_3.img")));
 		assertEquals("SHMKV_EVERSION", e.codeName());
-		assertTrue(e.getMessage().contains("image format version 2, this reader reads version 1"), e.getMessage());
+		assertTrue(e.getMessage().contains("image format version 3, this reader reads version 1"), e.getMessage());
 	}
 
 	@Test
