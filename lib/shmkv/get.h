@@ -183,6 +183,17 @@ static SHMKV__HOT int shmkv__value_ok(const shmkv *db, const uint8_t *e, size_t 
 	return shmkv__value_read(db, e, key_len, type, flags, 0, v, why, why_len);
 }
 
+/* The typed getters' rule: a value of another type than want (0: any) is
+ * SHMKV_ETYPE, never converted (v1's and v2's checked gets). */
+static inline int shmkv__type_want(const shmkv_value *got, unsigned want, char *why,
+				   size_t why_len)
+{
+	if (want && got->type != want)
+		return shmkv__fail(SHMKV_ETYPE, why, why_len, "value is %s, not %s",
+				   shmkv_type_name(got->type), shmkv_type_name(want));
+	return 0;
+}
+
 /* The hit at e (header and key checked) as a value of type want (0: any):
  * 0, SHMKV_ETYPE, or SHMKV_ECORRUPT. *v is written only on success. */
 static inline int shmkv__hit_checked(const shmkv *db, const uint8_t *e, size_t key_len,
@@ -191,11 +202,10 @@ static inline int shmkv__hit_checked(const shmkv *db, const uint8_t *e, size_t k
 	const shmkv_entry_header *eh = (const shmkv_entry_header *)(const void *)e;
 	shmkv_value got;
 	int err = shmkv__value_ok(db, e, key_len, eh->type, eh->flags, &got, why, why_len);
+	if (!err)
+		err = shmkv__type_want(&got, want, why, why_len);
 	if (err)
 		return err;
-	if (want && got.type != want)
-		return shmkv__fail(SHMKV_ETYPE, why, why_len, "value is %s, not %s",
-				   shmkv_type_name(got.type), shmkv_type_name(want));
 	*v = got;
 	return 0;
 }

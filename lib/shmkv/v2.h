@@ -274,11 +274,10 @@ static SHMKV__COLD int shmkv__get2_cold(const shmkv *db, const void *key, size_t
 				   (long long)now);
 	shmkv_value got;
 	err = shmkv__rec_value(db, bk, &r, e, 0, &got, why, why_len);
+	if (!err)
+		err = shmkv__type_want(&got, want, why, why_len);
 	if (err)
 		return err;
-	if (want && got.type != want)
-		return shmkv__fail(SHMKV_ETYPE, why, why_len, "value is %s, not %s",
-				   shmkv_type_name(got.type), shmkv_type_name(want));
 	*v = got;
 	return 0;
 }
