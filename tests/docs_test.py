@@ -16,7 +16,10 @@
 - (lib/README.md naming every public function is packaging/test/docs_test.py's
   check, beside shmkv(3)'s, from one scan of the headers);
 - the cache-name rule's text is written in C only by lib's
-  SHMKV_CACHE_NAME_RULE, and the docs that spell it out agree with it.
+  SHMKV_CACHE_NAME_RULE, and the docs that spell it out agree with it;
+- every header lib/shmkv.h and shmkv_bpf.h include, directly or through
+  another, is in lib/meson.build's install_headers (an uninstalled one
+  breaks every client of the installed packages).
 usage: docs_test.py SOURCE_ROOT BUILD_ROOT
 """
 import glob
@@ -174,6 +177,26 @@ for doc in ('lib/PROTOCOL.md', 'lib/README.md', 'packaging/man/shmkv.3.scd',
     text = re.sub(r'\s+', ' ', re.sub(r'[`*\\]', '', read(src, doc)).replace('–', '-'))
     if bare not in text:
         fail(f'{doc}: does not state the cache-name rule as lib has it: "{bare}"')
+
+# 5. the installed headers: what the public headers include, transitively
+lib_build = read(src, 'lib', 'meson.build')
+installed = set()
+for m in re.finditer(r"install_headers\((.*?)\)", lib_build, re.S):
+    sub = re.search(r"subdir\s*:\s*'([^']*)'", m.group(1))
+    for h in re.findall(r"'([^']+\.h)'", m.group(1)):
+        installed.add(h if sub is None or h.startswith(sub.group(1) + '/') else sub.group(1) + '/' + h)
+todo, seen_h = ['shmkv.h', 'shmkv_bpf.h'], set()
+while todo:
+    h = todo.pop()
+    if h in seen_h:
+        continue
+    seen_h.add(h)
+    if h not in installed:
+        fail(f'lib/meson.build: {h} is included by the public headers but not installed')
+    for inc in re.findall(r'^\s*#\s*include\s+"([^"]+)"', read(src, 'lib', h), re.M):
+        rel = os.path.normpath(os.path.join(os.path.dirname(h), inc))
+        if os.path.exists(os.path.join(src, 'lib', rel)):
+            todo.append(rel)
 
 for f in fails:
     print('FAIL', f)
