@@ -107,6 +107,19 @@ static void memory_lines(const jv *r)
 		line("", "%s", note);
 }
 
+/* A duration for people: "42 s", "17 min", "5 h", "12 d" (rounded down). */
+static void fmt_secs(uint64_t s, char *buf, size_t n)
+{
+	if (s < 120)
+		snprintf(buf, n, "%" PRIu64 " s", s);
+	else if (s < 7200)
+		snprintf(buf, n, "%" PRIu64 " min", s / 60);
+	else if (s < 172800)
+		snprintf(buf, n, "%" PRIu64 " h", s / 3600);
+	else
+		snprintf(buf, n, "%" PRIu64 " d", s / 86400);
+}
+
 /* "expiry": one line, only for a cache whose entries expire (format 2) or
  * whose expiry the loader could not read: how many carry a time, how many
  * of them readers no longer see, and the next to go. */
@@ -125,9 +138,10 @@ static void expiry_line(const jv *r)
 	if (known)
 		snprintf(gone, sizeof gone, "%" PRIu64 " expired (absent to readers)", x);
 	if (jv_get_u64(e, "next", &next) && jv_get_u64(e, "next_in", &in) && next <= UINT32_MAX) {
-		char t[40];
+		char t[40], d[32];
 		expiry_text(t, sizeof t, (uint32_t)next);
-		snprintf(when, sizeof when, "next %s (in %" PRIu64 " s)", t, in);
+		fmt_secs(in, d, sizeof d);
+		snprintf(when, sizeof when, "next %s (in %s)", t, d);
 	} else {
 		snprintf(when, sizeof when, "%s", known && x == n ? "none left" : "next: unknown");
 	}
