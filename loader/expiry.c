@@ -32,7 +32,7 @@ static int sort_times(uint32_t *a, uint64_t n)
 		memset(cnt, 0, 65536 * sizeof *cnt);
 		for (uint64_t i = 0; i < n; i++)
 			cnt[(src[i] >> shift) & 0xffff]++;
-		uint32_t sum = 0; /* n <= EXPIRY_TIMES_MAX < 2^32 */
+		uint32_t sum = 0; /* n <= max_times < 2^32 */
 		for (unsigned d = 0; d < 65536; d++) {
 			uint32_t c = cnt[d];
 			cnt[d] = sum;
@@ -63,7 +63,8 @@ static int scan_fail(struct expiry *out, int err, char *why, size_t why_len, con
 	return err;
 }
 
-int expiry_scan(const shmkv *db, struct expiry *out, char *why, size_t why_len)
+int expiry_scan(const shmkv *db, uint64_t max_times, struct expiry *out, char *why,
+		size_t why_len)
 {
 	memset(out, 0, sizeof *out);
 	uint64_t t0 = mono_ms();
@@ -73,7 +74,7 @@ int expiry_scan(const shmkv *db, struct expiry *out, char *why, size_t why_len)
 		out->state = EXPIRY_NONE;
 		return 0;
 	}
-	uint64_t cap = 0, n = 0;
+	uint64_t cap = 0, n = 0, seen = 0;
 	uint32_t *times = NULL;
 	shmkv_iter it;
 	const void *k;
@@ -83,6 +84,7 @@ int expiry_scan(const shmkv *db, struct expiry *out, char *why, size_t why_len)
 	shmkv_iter_init(db, &it);
 	while ((err = shmkv_iter_next(&it, &k, &klen, &v)) == 0) {
 		uint32_t e = shmkv_iter_expires(&it);
+		seen++;
 		if (!e)
 			continue;
 		out->expiring++;
@@ -90,16 +92,16 @@ int expiry_scan(const shmkv *db, struct expiry *out, char *why, size_t why_len)
 			out->first = e;
 		if (e > out->last)
 			out->last = e;
-		if (out->expiring > EXPIRY_TIMES_MAX) {
-			free(times); /* over the cap: count only */
+		if (out->expiring > max_times) {
+			free(times); /* over the bound: count only */
 			times = NULL;
 			cap = 0;
 			continue;
 		}
 		if (n == cap) {
 			uint64_t nc = cap ? cap * 2 : 4096;
-			if (nc > EXPIRY_TIMES_MAX)
-				nc = EXPIRY_TIMES_MAX;
+			if (nc > max_times)
+				nc = max_times;
 			uint32_t *nt = realloc(times, nc * sizeof *nt);
 			if (!nt) {
 				out->times = times;
@@ -114,16 +116,16 @@ int expiry_scan(const shmkv *db, struct expiry *out, char *why, size_t why_len)
 	if (err != SHMKV_EEND) {
 		char w[160];
 		snprintf(w, sizeof w, "iteration stopped after %llu entries: %s",
-			 (unsigned long long)it.seen, shmkv_strerror(err));
+			 (unsigned long long)seen, shmkv_strerror(err));
 		out->times = times;
 		return scan_fail(out, err, why, why_len, w);
 	}
-	if (out->expiring > EXPIRY_TIMES_MAX) {
+	if (out->expiring > max_times) {
 		out->state = EXPIRY_COUNTED;
 		snprintf(out->note, sizeof out->note,
-			 "%llu entries expire, over the %llu whose times the loader keeps: "
+			 "%llu entries expire, over the %llu times the loader keeps (expiry_times): "
 			 "expired and next are known only before the first and after the last",
-			 (unsigned long long)out->expiring, (unsigned long long)EXPIRY_TIMES_MAX);
+			 (unsigned long long)out->expiring, (unsigned long long)max_times);
 	} else {
 		if (n < cap) { /* give back what doubling took */
 			uint32_t *nt = realloc(times, (n ? n : 1) * sizeof *nt);
@@ -140,7 +142,8 @@ int expiry_scan(const shmkv *db, struct expiry *out, char *why, size_t why_len)
 	return 0;
 }
 
-int expiry_scan_file(const char *path, struct expiry *out, char *why, size_t why_len)
+int expiry_scan_file(const char *path, uint64_t max_times, struct expiry *out, char *why,
+		     size_t why_len)
 {
 	shmkv *db;
 	char w[300];
@@ -149,7 +152,7 @@ int expiry_scan_file(const char *path, struct expiry *out, char *why, size_t why
 		memset(out, 0, sizeof *out);
 		return scan_fail(out, err, why, why_len, w);
 	}
-	err = expiry_scan(db, out, why, why_len);
+	err = expiry_scan(db, max_times, out, why, why_len);
 	shmkv_close(db);
 	return err;
 }

@@ -6,7 +6,7 @@
  * one does.
  *
  * One pass over the image (lib's shmkv_iter) collects the expiry times and
- * sorts them (4 bytes per expiring entry, at most EXPIRY_TIMES_MAX of them);
+ * sorts them (4 bytes per expiring entry, up to a bound: [loader] expiry_times);
  * the figures at a given second are then two binary searches. An image
  * whose header has no EXPIRY flag (every v1 image) is not read at all. */
 #ifndef LOADER_EXPIRY_H
@@ -17,15 +17,11 @@
 
 #include <shmkv.h>
 
-/* The most times kept (64 MiB). An image with more expiring entries keeps
- * only their count and the earliest and latest time (EXPIRY_COUNTED). */
-#define EXPIRY_TIMES_MAX (UINT64_C(1) << 24)
-
 enum expiry_state {
 	EXPIRY_PENDING = 0, /* not read yet (adopted at restart, or just rolled back) */
 	EXPIRY_NONE,        /* no entry expires: v1, or v2 without the EXPIRY flag */
 	EXPIRY_TRACKED,     /* times[] holds every expiring entry's time */
-	EXPIRY_COUNTED,     /* over EXPIRY_TIMES_MAX: count, first and last only */
+	EXPIRY_COUNTED,     /* more than the scan's max_times: count, first and last only */
 	EXPIRY_FAILED,      /* the pass stopped (note says why): nothing known */
 };
 
@@ -55,12 +51,16 @@ struct expiry_figs {
 	char note[200];
 };
 
-/* Reads db's expiry times into *out (which it initialises). Returns 0, or
- * the iteration's error (SHMKV_ECORRUPT, -ENOMEM) with *out FAILED and the
- * reason in why and out->note. */
-int expiry_scan(const shmkv *db, struct expiry *out, char *why, size_t why_len);
+/* Reads db's expiry times into *out (which it initialises), at most
+ * max_times of them (< 2^32; the loader's expiry_times): with more, only
+ * their count, first and last (COUNTED). Returns 0, or the iteration's
+ * error (SHMKV_ECORRUPT, -ENOMEM) with *out FAILED and the reason in why
+ * and out->note. */
+int expiry_scan(const shmkv *db, uint64_t max_times, struct expiry *out, char *why,
+		size_t why_len);
 /* The same for a segment file (its header is checked; no checksum). */
-int expiry_scan_file(const char *path, struct expiry *out, char *why, size_t why_len);
+int expiry_scan_file(const char *path, uint64_t max_times, struct expiry *out, char *why,
+		     size_t why_len);
 /* The figures of e at unix second now (times[] is read: hold what guards it). */
 void expiry_figures(const struct expiry *e, int64_t now, struct expiry_figs *f);
 /* Frees times[] and makes e PENDING. */

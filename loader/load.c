@@ -470,10 +470,10 @@ static int read_verified(struct load *ld)
 static void scan_expiry(struct load *ld)
 {
 	shmkv db;
-	char w[300];
+	char w[sizeof ld->exp.note];
 	int err = shmkv_bind_mem(&db, ld->s.map, ld->size, SHMKV_OPEN_NOVERIFY, w, sizeof w);
 	if (!err)
-		err = expiry_scan(&db, &ld->exp, w, sizeof w);
+		err = expiry_scan(&db, ld->L->conf->expiry_times, &ld->exp, w, sizeof w);
 	else
 		snprintf(ld->exp.note, sizeof ld->exp.note, "%s", w);
 	if (err) {

@@ -22,7 +22,7 @@ static void refresh_expiry(struct loader *L, struct cache *c)
 {
 	struct expiry e;
 	char why[300], q[400];
-	int err = expiry_scan_file(c->cur.path, &e, why, sizeof why);
+	int err = expiry_scan_file(c->cur.path, L->conf->expiry_times, &e, why, sizeof why);
 	pthread_mutex_lock(&L->lock); /* read by status.c:status_take() */
 	struct expiry old = c->exp;
 	c->exp = e;
