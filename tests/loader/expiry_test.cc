@@ -107,7 +107,12 @@ protected:
 	Env env;
 	Loader ld{env};
 
-	void SetUp() override { ASSERT_TRUE(ld.start()); }
+	void SetUp() override
+	{
+		configure();
+		ASSERT_TRUE(ld.start());
+	}
+	virtual void configure() {}
 
 	std::string metrics()
 	{
@@ -280,6 +285,64 @@ TEST_F(Expiry, RollbackAndRestart)
 	EXPECT_EQ(e["expired"].u64(), 1u);
 	EXPECT_EQ(e["next"].u64(), (uint64_t)t.soon);
 	EXPECT_EQ(e["last"].u64(), (uint64_t)t.far);
+}
+
+// [loader] expiry_times bounds the times kept: with 2, an image of 4
+// expiring entries keeps their count, first and last only ("counted"):
+// expired and next are known before the first and after the last, null in
+// between, and no memory is held.
+class ExpiryBound : public Expiry {
+protected:
+	void configure() override
+	{
+		std::string conf = env.base() + "/loader.conf";
+		ASSERT_TRUE(shmkv_test::write_file(conf, "[loader]\nexpiry_times = 2\n"));
+		ld.extra().insert(ld.extra().end(), {"--config", conf});
+	}
+};
+
+TEST_F(ExpiryBound, CountedOverTheBound)
+{
+	int64_t now = unix_now();
+	Times t{now + 300 * 86400, now + 400 * 86400, now - 60};
+	ASSERT_TRUE(load("b", "between", 2, t).ok());
+	Json e = ld.status("b")["expiry"];
+	EXPECT_EQ(e["state"].s(), "counted");
+	EXPECT_EQ(e["entries"].u64(), 4u);
+	EXPECT_TRUE(e["expired"].is_null()) << "now lies between the first and the last";
+	EXPECT_TRUE(e["next"].is_null());
+	EXPECT_EQ(e["last"].u64(), (uint64_t)t.far);
+	EXPECT_EQ(e["memory_bytes"].u64(), 0u);
+	EXPECT_TRUE(contains_ci(e["note"].s(), "expiry_times")) << e["note"].s();
+	std::string m = metrics();
+	EXPECT_EQ(sample(m, "shmkv_cache_entries_expiring", "b"), "4") << m;
+	EXPECT_EQ(sample(m, "shmkv_cache_entries_expired", "b"), "") << m;
+	EXPECT_EQ(sample(m, "shmkv_cache_next_expiry_timestamp_seconds", "b"), "") << m;
+	CmdRun r = shmctl(env, {"cache", "status", "b"});
+	EXPECT_TRUE(contains_ci(expiry_line(r.out), "4 entries with a time, expired: unknown, "
+							"next: unknown"))
+		<< r.out;
+
+	// all ahead (3 over the bound of 2): before the first, so known
+	t.past = 0;
+	ASSERT_TRUE(load("b", "ahead", 2, t).ok());
+	e = ld.status("b")["expiry"];
+	EXPECT_EQ(e["state"].s(), "counted");
+	EXPECT_EQ(e["entries"].u64(), 3u);
+	EXPECT_EQ(e["expired"].kind, Json::NUM);
+	EXPECT_EQ(e["expired"].u64(), 0u);
+	EXPECT_EQ(e["next"].u64(), (uint64_t)t.soon);
+}
+
+// A bound out of range stops the start with the reason.
+TEST(ExpiryConf, BadBoundRefused)
+{
+	Env env;
+	std::string conf = env.base() + "/loader.conf";
+	ASSERT_TRUE(shmkv_test::write_file(conf, "[loader]\nexpiry_times = -1\n"));
+	Loader ld(env, {"--memory", "shm", "--config", conf});
+	EXPECT_NE(ld.start_expect_exit(), 0);
+	EXPECT_TRUE(contains_ci(env.log(), "expiry_times \"-1\" is not a number")) << env.log();
 }
 
 } // namespace
