@@ -311,7 +311,7 @@ TEST_F(V2, ExpiringRecordsExpire)
 	}
 }
 
-// An inline record's key changed ("damage_me" -> "Damage_me", a key the
+// An inline record's key changed ("damage_me" -> "?amage_me", a key the
 // image lacks), every checksum recomputed: its tag no longer matches its
 // key; refused, the bucket named.
 TEST_F(V2, BrokenRecordRefused)
@@ -321,7 +321,18 @@ TEST_F(V2, BrokenRecordRefused)
 	uint64_t b0 = index_section(img).first + p.bucket * SHMKV_V2_BUCKET_BYTES;
 	size_t at = bytes.find("damage_me", b0);
 	ASSERT_LT(at, b0 + SHMKV_V2_BUCKET_BYTES) << "the key is stored in its bucket";
-	bytes[at] = 'D';
+	// a first letter whose key's tag differs from the stored one in both its
+	// bytes, whichever of the tag's bits a layout keeps
+	const auto *h = reinterpret_cast<const shmkv_image_header *>(img.data());
+	std::string k = "damage_me";
+	for (k[0] = 'A'; k[0] <= 'Z'; k[0]++) {
+		unsigned t = (unsigned)shmkv_key_tag(shmkv_key_hash(h->hash_seed, h->hash_bits,
+								    k.data(), k.size()));
+		if (((t ^ p.tag) & 0xff) && ((t ^ p.tag) & 0xff00))
+			break;
+	}
+	ASSERT_LE(k[0], 'Z');
+	bytes[at] = k[0];
 	reseal(bytes);
 	expect_refused(bytes, {"index bucket " + std::to_string(p.bucket) + " record", "tag"});
 }
