@@ -65,6 +65,7 @@ void cache_remove(struct loader *L, struct cache *c)
 	}
 	pthread_mutex_unlock(&L->lock);
 	ctl_close(&c->ctl);
+	expiry_free(&c->exp);
 	free(c);
 }
 

@@ -25,6 +25,7 @@ void conf_defaults(struct loader_conf *c)
 	c->gid = (gid_t)-1;
 	c->failed_expire_s = CONF_DEFAULT_FAILED_EXPIRE_S;
 	c->metrics_interval_s = CONF_DEFAULT_METRICS_INTERVAL_S;
+	c->expiry_times = CONF_DEFAULT_EXPIRY_TIMES;
 }
 
 void conf_cache_defaults(const struct loader_conf *lc, struct cache_conf *cc)
@@ -251,6 +252,16 @@ static int loader_key(struct parse *p, const char *k, const char *v)
 				       "like 15s or 1m", v);
 		return 1;
 	}
+	if (!strcmp(k, "expiry_times")) {
+		char *end;
+		errno = 0;
+		unsigned long long n = strtoull(v, &end, 10);
+		if (errno || *end || !*v || v[0] == '-' || n > CONF_EXPIRY_TIMES_MAX)
+			return perr(p, "expiry_times \"%s\" is not a number from 0 to %llu", v,
+				    (unsigned long long)CONF_EXPIRY_TIMES_MAX);
+		c->expiry_times = n;
+		return 1;
+	}
 	if (!strcmp(k, "io")) {
 		if (conf_parse_io(v, &c->io))
 			return perr(p, "io \"%s\": expected auto, io_uring or pread", v);
@@ -265,7 +276,7 @@ static int loader_key(struct parse *p, const char *k, const char *v)
 		return parse_group(p, v, c->group, sizeof c->group, &c->gid);
 	return perr(p, "unknown key \"%s\" in [loader] (root, spool, shm_dir, hugetlb_dir, "
 		       "queue_depth, block_size, io, memory, group, failed_expire, metrics_file, "
-		       "metrics_interval, bpf_dir)", k);
+		       "metrics_interval, bpf_dir, expiry_times)", k);
 }
 
 static int cache_key(struct parse *p, const char *k, const char *v)

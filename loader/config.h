@@ -61,6 +61,8 @@ struct loader_conf {
 	char metrics_file[PATH_MAX]; /* Prometheus text kept current here; "" = none */
 	uint64_t metrics_interval_s; /* and rewritten this often (readers change) */
 	char bpf_dir[PATH_MAX];     /* where exports are pinned ("" = /sys/fs/bpf/shmkv) */
+	uint64_t expiry_times;      /* most expiry times kept per cache (4 bytes each,
+				     * expiry.h); 0: count only */
 	struct cache_def *caches;
 	size_t ncaches;
 };
@@ -71,6 +73,8 @@ struct loader_conf {
 #define CONF_DEFAULT_MODE 0644
 #define CONF_DEFAULT_FAILED_EXPIRE_S 3600u
 #define CONF_DEFAULT_METRICS_INTERVAL_S 15u
+#define CONF_DEFAULT_EXPIRY_TIMES (UINT64_C(1) << 24) /* 64 MiB */
+#define CONF_EXPIRY_TIMES_MAX (UINT64_C(1) << 28)     /* 1 GiB */
 /* The one range check of each number the file and the command line take. */
 #define CONF_QUEUE_DEPTH_RANGE "1..4096"
 #define CONF_BLOCK_SIZE_RANGE "a multiple of 4096 in 4K..1G"

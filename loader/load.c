@@ -194,6 +194,11 @@ static char *reply_loaded(const struct cache *c, const struct load_stats *ls)
 	json_u64(&j, "bytes", c->cur.size);
 	json_u64(&j, "entries", c->cur.entries);
 	json_u64(&j, "format", c->cur.format);
+	/* entries that carry an expiry (null: the pass failed, see status) */
+	if (c->exp.state == EXPIRY_FAILED)
+		json_null(&j, "expiring");
+	else
+		json_u64(&j, "expiring", c->exp.expiring);
 	json_u64(&j, "ms", ls->ms);
 	json_u64(&j, "alloc_ms", ls->alloc_ms);
 	json_f64(&j, "gbps", ls->gbps, 2);
@@ -206,10 +211,11 @@ static char *reply_loaded(const struct cache *c, const struct load_stats *ls)
 }
 
 /* Publishes a committed segment as the cache's new generation; the old
- * current becomes the rollback candidate, the old candidate is unlinked. */
+ * current becomes the rollback candidate, the old candidate is unlinked.
+ * exp (the new generation's expiry times) moves into the cache once published. */
 static int publish_new(struct loader *L, struct cache *c, const struct seg_info *in,
 		       const struct seg_info *more, unsigned nmore, const struct load_stats *st,
-		       char *why, size_t why_len)
+		       struct expiry *exp, char *why, size_t why_len)
 {
 	if (!c->ctl.map) {
 		int err = ctl_create(L->root_fd, L->root, c->name, c->conf.mode, c->conf.gid,
@@ -249,9 +255,14 @@ static int publish_new(struct loader *L, struct cache *c, const struct seg_info 
 	}
 	c->have_cur = 1;
 	c->stats = *st;
+	/* the old generation's times go (a rollback reads its image again) */
+	struct expiry old_exp = c->exp;
+	c->exp = *exp;
+	memset(exp, 0, sizeof *exp);
 	c->last_error[0] = 0;
 	c->failed_ms = 0;
 	pthread_mutex_unlock(&L->lock);
+	expiry_free(&old_exp);
 	if (had_rb)
 		cache_unlink_more(c, old_rb_more, old_nrb_more);
 	if (had_rb) {
@@ -316,6 +327,7 @@ struct load {
 	struct room_arg ra;
 	struct place_req pr;
 	struct load_stats ls;
+	struct expiry exp; /* the image's expiry times (scan_expiry) */
 	char why[512], note[160];
 };
 
@@ -450,6 +462,28 @@ static int read_verified(struct load *ld)
 	return err;
 }
 
+/* One pass over the verified image for its expiry times (expiry.h; none
+ * for an image whose header says no entry expires), before it is
+ * published, so that status counts expired entries from the first reply.
+ * A pass that fails (it checks what verify checked) leaves the figures
+ * unknown and is logged; it never refuses an image verify accepted. */
+static void scan_expiry(struct load *ld)
+{
+	shmkv db;
+	char w[sizeof ld->exp.note];
+	int err = shmkv_bind_mem(&db, ld->s.map, ld->size, SHMKV_OPEN_NOVERIFY, w, sizeof w);
+	if (!err)
+		err = expiry_scan(&db, ld->L->conf->expiry_times, &ld->exp, w, sizeof w);
+	else
+		snprintf(ld->exp.note, sizeof ld->exp.note, "%s", w);
+	if (err) {
+		ld->exp.state = EXPIRY_FAILED;
+		char q[400];
+		log_warn("expiry unknown cache=%s file=%s error=%s", ld->name, ld->path,
+			 log_quote(q, sizeof q, w));
+	}
+}
+
 /* Unlinks the committed copies of a load that is not going to be published. */
 static void unlink_committed(const struct seg_info *first, const struct seg_info *more,
 			     unsigned nmore)
@@ -507,8 +541,8 @@ static int publish_all(struct load *ld)
 	struct seg_info more[SHMKV_CTL_MAX_SEGMENTS - 1];
 	for (unsigned i = 0; i < cp->nmore; i++)
 		more[i] = cp->more[i].info;
-	int err = publish_new(ld->L, ld->c, &ld->s.info, more, cp->nmore, &ld->ls, ld->why,
-			      sizeof ld->why);
+	int err = publish_new(ld->L, ld->c, &ld->s.info, more, cp->nmore, &ld->ls, &ld->exp,
+			      ld->why, sizeof ld->why);
 	if (err) {
 		unlink_committed(&ld->s.info, more, cp->nmore);
 		cp->nmore = 0;
@@ -526,13 +560,17 @@ static void loaded(struct load *ld, char **reply)
 	pthread_mutex_unlock(&L->lock);
 	if (cache_save_state(L, c))
 		log_warn("cache=%s: state file not written; a restart loses the rollback", ld->name);
-	char mem[32];
+	char mem[32], ex[96] = "";
+	if (c->exp.expiring) /* c->exp: the worker's own, read without the lock */
+		snprintf(ex, sizeof ex, " expiring=%llu expiry_ms=%llu",
+			 (unsigned long long)c->exp.expiring, (unsigned long long)c->exp.scan_ms);
 	log_info("loaded cache=%s gen=%llu bytes=%llu entries=%llu format=%u ms=%llu alloc_ms=%llu "
-		 "GB/s=%.2f memory=%s direct=%s file=%s", ld->name, (unsigned long long)c->cur.generation,
-		 (unsigned long long)ld->size, (unsigned long long)c->cur.entries,
-		 c->cur.format, (unsigned long long)ld->ls.ms, (unsigned long long)ld->ls.alloc_ms, ld->ls.gbps,
+		 "GB/s=%.2f memory=%s direct=%s%s file=%s", ld->name,
+		 (unsigned long long)c->cur.generation, (unsigned long long)ld->size,
+		 (unsigned long long)c->cur.entries, c->cur.format, (unsigned long long)ld->ls.ms,
+		 (unsigned long long)ld->ls.alloc_ms, ld->ls.gbps,
 		 mem_kind_name(c->cur.flags, c->cur.page_size, mem, sizeof mem),
-		 ld->direct ? "yes" : ld->cached ? "cached" : "no", ld->path);
+		 ld->direct ? "yes" : ld->cached ? "cached" : "no", ex, ld->path);
 	notify_status("cache %s: generation %llu loaded, %.2f GB/s", ld->name,
 		      (unsigned long long)c->cur.generation, ld->ls.gbps);
 	*reply = reply_loaded(c, &ld->ls);
@@ -584,6 +622,7 @@ static void load_free(struct load *ld)
 	if (ld->fd >= 0)
 		close(ld->fd);
 	vstream_free(&ld->v);
+	expiry_free(&ld->exp); /* published: moved into the cache, nothing left */
 }
 
 int op_load(struct loader *L, const char *name, const char *path, int nofollow,
@@ -614,6 +653,8 @@ int op_load(struct loader *L, const char *name, const char *path, int nofollow,
 		err = place_first(ld, numa);
 	if (!err)
 		err = read_verified(ld);
+	if (!err)
+		scan_expiry(ld);
 	if (!err)
 		err = commit_all(ld);
 	if (!err)

@@ -20,6 +20,7 @@
 #include "bpf_export.h"
 #include "config.h"
 #include "ctl.h"
+#include "expiry.h"
 #include "segment.h"
 
 #define LOADER_VERSION "0.1.0"
@@ -86,6 +87,11 @@ struct cache {
 	uint64_t loads_ok;                      /* generations loaded and published */
 	uint64_t load_failures[LOAD_FAIL_N_];   /* loads rejected, by reason */
 	struct bpf_export bpf;     /* BPF export (bpf.c) */
+	/* when the current generation's entries expire (expiry.h): read by the
+	 * load before it publishes, by rollback and startup after; the worker
+	 * replaces it under L->lock, status_take() reads it under the lock. The
+	 * rollback candidate keeps none (a rollback reads its image again). */
+	struct expiry exp;
 	/* written by the worker without the lock while a load runs */
 	atomic_uint_fast64_t load_done, load_total; /* load_total 0: no load running */
 };

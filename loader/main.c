@@ -397,6 +397,7 @@ static void shutdown_(struct loader *L)
 	metrics_stop(L);
 	for (size_t i = 0; i < L->ncaches; i++) {
 		ctl_close(&L->caches[i]->ctl); /* the files stay: readers keep serving */
+		expiry_free(&L->caches[i]->exp);
 		free(L->caches[i]);
 	}
 	free(L->caches);

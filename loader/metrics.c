@@ -103,6 +103,38 @@ static void f_entries(FILE *f, const char *m, const struct cache_snap *s, const 
 		(unsigned long long)(s->c.have_cur ? s->c.cur.entries : 0));
 }
 
+/* Expiry (expiry.h), at the time status_take() ran: absent while unknown */
+static void f_expiring(FILE *f, const char *m, const struct cache_snap *s, const unsigned rd[2])
+{
+	(void)rd;
+	if (s->c.have_cur && s->exp.state != EXPIRY_PENDING && s->exp.state != EXPIRY_FAILED)
+		fprintf(f, "%s" LBL " %llu\n", m, s->c.name, (unsigned long long)s->exp.expiring);
+}
+
+static void f_expired(FILE *f, const char *m, const struct cache_snap *s, const unsigned rd[2])
+{
+	(void)rd;
+	if (s->c.have_cur && s->exp.expired_known)
+		fprintf(f, "%s" LBL " %llu\n", m, s->c.name, (unsigned long long)s->exp.expired);
+}
+
+static void f_next_expiry(FILE *f, const char *m, const struct cache_snap *s,
+			  const unsigned rd[2])
+{
+	(void)rd;
+	if (s->c.have_cur && s->exp.next_known && s->exp.next)
+		fprintf(f, "%s" LBL " %llu\n", m, s->c.name, (unsigned long long)s->exp.next);
+}
+
+static void f_expiry_memory(FILE *f, const char *m, const struct cache_snap *s,
+			    const unsigned rd[2])
+{
+	(void)rd;
+	if (s->c.have_cur)
+		fprintf(f, "%s" LBL " %llu\n", m, s->c.name,
+			(unsigned long long)s->exp.memory_bytes);
+}
+
 static void f_load_seconds(FILE *f, const char *m, const struct cache_snap *s,
 			   const unsigned rd[2])
 {
@@ -198,6 +230,15 @@ static const struct family families[] = {
 	{"shmkv_cache_rollback_memory_bytes", "gauge",
 	 "shared memory kept for the rollback generation", f_rollback_memory},
 	{"shmkv_cache_entries", "gauge", "keys in the served image", f_entries},
+	{"shmkv_cache_entries_expiring", "gauge",
+	 "entries of the served image that carry an expiry time (format 2)", f_expiring},
+	{"shmkv_cache_entries_expired", "gauge",
+	 "of those, entries whose expiry has passed (readers treat them as absent)", f_expired},
+	{"shmkv_cache_next_expiry_timestamp_seconds", "gauge",
+	 "unix time at which the next entry of the served image expires", f_next_expiry},
+	{"shmkv_cache_expiry_memory_bytes", "gauge",
+	 "loader memory holding the expiry times of the served image (4 bytes per expiring "
+	 "entry)", f_expiry_memory},
 	{"shmkv_cache_load_duration_seconds", "gauge", "duration of the load that is served",
 	 f_load_seconds},
 	{"shmkv_cache_load_alloc_seconds", "gauge", "memory allocation part of that load",

@@ -15,6 +15,29 @@
 #include "probes.h"
 #include "state.h"
 
+/* Reads the expiry times of c's current image (expiry.h) and installs them:
+ * after a rollback, and at startup for a generation adopted from the last
+ * loader (a load reads them itself before it publishes). Worker. */
+static void refresh_expiry(struct loader *L, struct cache *c)
+{
+	struct expiry e;
+	char why[300], q[400];
+	int err = expiry_scan_file(c->cur.path, L->conf->expiry_times, &e, why, sizeof why);
+	pthread_mutex_lock(&L->lock); /* read by status.c:status_take() */
+	struct expiry old = c->exp;
+	c->exp = e;
+	pthread_mutex_unlock(&L->lock);
+	expiry_free(&old);
+	if (err)
+		log_warn("expiry unknown cache=%s gen=%llu file=%s error=%s", c->name,
+			 (unsigned long long)c->cur.generation, c->cur.path,
+			 log_quote(q, sizeof q, why));
+	else if (c->exp.expiring)
+		log_info("expiry cache=%s gen=%llu expiring=%llu expiry_ms=%llu", c->name,
+			 (unsigned long long)c->cur.generation, (unsigned long long)c->exp.expiring,
+			 (unsigned long long)c->exp.scan_ms);
+}
+
 int op_reload(struct loader *L, const char *name, char **reply)
 {
 	struct cache *c = cache_find(L, name);
@@ -79,7 +102,11 @@ int op_rollback(struct loader *L, const char *name, char **reply)
 	c->have_rb = had_cur;
 	c->have_cur = 1;
 	c->last_error[0] = 0;
+	struct expiry old_exp = c->exp; /* of the generation rolled back from */
+	memset(&c->exp, 0, sizeof c->exp); /* pending until read below */
 	pthread_mutex_unlock(&L->lock);
+	expiry_free(&old_exp);
+	refresh_expiry(L, c);
 	cache_save_state(L, c);
 	log_info("rolled back cache=%s gen=%llu load=%llu file=%s (gen %llu is the rollback now)",
 		 name, (unsigned long long)gen, (unsigned long long)c->cur.load_id, c->cur.path,
@@ -130,8 +157,11 @@ int op_drop(struct loader *L, const char *name, char **reply)
 		c->broken = 0;
 		memset(&c->stats, 0, sizeof c->stats);
 		memset(&c->rb_stats, 0, sizeof c->rb_stats);
+		struct expiry old_exp = c->exp;
+		memset(&c->exp, 0, sizeof c->exp);
 		c->last_error[0] = 0;
 		pthread_mutex_unlock(&L->lock);
+		expiry_free(&old_exp);
 	} else {
 		cache_remove(L, c);
 	}
@@ -258,5 +288,9 @@ void op_start(struct loader *L)
 		    cache_add(L, L->conf->caches[i].name, &c))
 			log_err("out of memory");
 	}
+	/* generations adopted from the last loader (adopt.c) */
+	for (size_t i = 0; i < L->ncaches; i++)
+		if (L->caches[i]->have_cur && L->caches[i]->exp.state == EXPIRY_PENDING)
+			refresh_expiry(L, L->caches[i]);
 	load_missing(L);
 }

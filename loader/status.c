@@ -36,6 +36,9 @@ void status_take(const struct cache *c, struct cache_snap *s)
 	/* relaxed: progress figures stored relaxed by ioread.c:reap() and read_sync(), and load.c:place_first() */
 	s->total = atomic_load_explicit(&c->load_total, memory_order_relaxed);
 	s->done = atomic_load_explicit(&c->load_done, memory_order_relaxed);
+	/* the times are the worker's to free once the lock is let go: counted here */
+	expiry_figures(&c->exp, (int64_t)time(NULL), &s->exp);
+	s->c.exp.times = NULL;
 }
 
 static uint64_t now_ms(void)
@@ -105,6 +108,40 @@ static void numa_status(struct json *j, const struct cache *c)
 		json_obj_end(j);
 	}
 	json_arr_end(j);
+	json_obj_end(j);
+}
+
+/* "expiry": when the entries of the current generation expire (expiry.h).
+ * expired and next are as of `now`; null where unknown (state pending or
+ * failed, or counted between the first and the last expiry). */
+static void expiry_status(struct json *j, const struct expiry_figs *f)
+{
+	int known = f->state != EXPIRY_PENDING && f->state != EXPIRY_FAILED;
+	json_obj_begin(j, "expiry");
+	json_str(j, "state", expiry_state_name(f->state));
+	json_u64(j, "now", (uint64_t)f->now);
+	if (known)
+		json_u64(j, "entries", f->expiring);
+	else
+		json_null(j, "entries");
+	if (f->expired_known)
+		json_u64(j, "expired", f->expired);
+	else
+		json_null(j, "expired");
+	if (f->next_known && f->next) {
+		json_u64(j, "next", f->next);
+		json_u64(j, "next_in", (uint64_t)((int64_t)f->next - f->now));
+	} else {
+		json_null(j, "next");
+		json_null(j, "next_in");
+	}
+	if (known && f->last)
+		json_u64(j, "last", f->last);
+	else
+		json_null(j, "last");
+	json_u64(j, "memory_bytes", f->memory_bytes);
+	json_u64(j, "scan_ms", f->scan_ms);
+	json_str(j, "note", f->note[0] ? f->note : NULL);
 	json_obj_end(j);
 }
 
@@ -194,6 +231,7 @@ int status_cache(struct loader *L, const char *name, bool any_path, char **reply
 		json_bool(&j, "direct_io", c->stats.direct);
 		json_str(&j, "memory_note", c->stats.note[0] ? c->stats.note : NULL);
 		numa_status(&j, c);
+		expiry_status(&j, &s->exp);
 	}
 	if (c->have_rb) {
 		json_obj_begin(&j, "rollback");

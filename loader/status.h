@@ -11,6 +11,8 @@
 struct cache_snap {
 	struct cache c;
 	uint64_t done, total; /* load progress; total 0: no load runs */
+	struct expiry_figs exp; /* expiry of the current generation at the time taken
+				   (c.exp.times is not copied: NULL here) */
 };
 /* Copies what status and metrics show; L->lock held. */
 void status_take(const struct cache *c, struct cache_snap *s);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cache.h"
+#include "lookup.h"
 #include "main.h"
 
 #define QUERY_TIMEOUT_MS 30000 /* the loader answers status at once */
@@ -106,6 +107,48 @@ static void memory_lines(const jv *r)
 		line("", "%s", note);
 }
 
+/* A duration for people: "42 s", "17 min", "5 h", "12 d" (rounded down). */
+static void fmt_secs(uint64_t s, char *buf, size_t n)
+{
+	if (s < 120)
+		snprintf(buf, n, "%" PRIu64 " s", s);
+	else if (s < 7200)
+		snprintf(buf, n, "%" PRIu64 " min", s / 60);
+	else if (s < 172800)
+		snprintf(buf, n, "%" PRIu64 " h", s / 3600);
+	else
+		snprintf(buf, n, "%" PRIu64 " d", s / 86400);
+}
+
+/* "expiry": one line, only for a cache whose entries expire (format 2) or
+ * whose expiry the loader could not read: how many carry a time, how many
+ * of them readers no longer see, and the next to go. */
+static void expiry_line(const jv *r)
+{
+	const jv *e = jv_get(r, "expiry");
+	if (!strcmp(str_or(e, "state", "none"), "failed")) {
+		line("expiry", "unknown: %s", str_or(e, "note", "-"));
+		return;
+	}
+	uint64_t n = 0, x = 0, next = 0, in = 0;
+	if (!jv_get_u64(e, "entries", &n) || !n)
+		return;
+	char gone[64] = "expired: unknown", when[96];
+	bool known = jv_get_u64(e, "expired", &x);
+	if (known)
+		snprintf(gone, sizeof gone, "%" PRIu64 " expired (absent to readers)", x);
+	if (jv_get_u64(e, "next", &next) && jv_get_u64(e, "next_in", &in) && next <= UINT32_MAX) {
+		char t[40], d[32];
+		expiry_text(t, sizeof t, (uint32_t)next);
+		fmt_secs(in, d, sizeof d);
+		snprintf(when, sizeof when, "next %s (in %s)", t, d);
+	} else {
+		snprintf(when, sizeof when, "%s", known && x == n ? "none left" : "next: unknown");
+	}
+	line("expiry", "%" PRIu64 " entr%s with a time, %s, %s", n, n == 1 ? "y" : "ies", gone,
+	     when);
+}
+
 static void load_lines(const jv *r)
 {
 	if (bool_of(r, "published")) {
@@ -145,8 +188,10 @@ static void summary(const jv *r)
 	char b[32];
 	line("cache", "%s", str_or(r, "name", "?"));
 	state_line(r);
-	if (bool_of(r, "published"))
+	if (bool_of(r, "published")) {
 		memory_lines(r);
+		expiry_line(r);
+	}
 	uint64_t stale = u64_or0(r, "readers_stale");
 	if (stale)
 		line("readers", "%" PRIu64 " (%" PRIu64 " on an old generation)",

@@ -652,6 +652,23 @@ inline Json build_and_load(Loader &ld, const Env &env, const std::string &cache,
 	return ld.load(cache, img);
 }
 
+// Recomputes every section checksum of an image (v1 or v2: the header and
+// its section table, lib/FORMAT.md), then the header's: a forgery anyone
+// who can write the file could make, so that only the structural checks
+// stand between it and readers.
+inline void reseal(std::string &img)
+{
+	shmkv_image_header h;
+	memcpy(&h, img.data(), sizeof h);
+	for (unsigned i = 0; i < SHMKV_MAX_SECTIONS && i < h.section_count; i++) {
+		shmkv_section_desc &s = h.sections[i];
+		if (s.offset <= img.size() && s.size <= img.size() - s.offset)
+			s.checksum = XXH3_64bits(img.data() + s.offset, (size_t)s.size);
+	}
+	h.header_checksum = XXH3_64bits(&h, offsetof(shmkv_image_header, header_checksum));
+	memcpy(&img[0], &h, sizeof h);
+}
+
 // ---- readers --------------------------------------------------------------------
 
 // Attaches; returns the handle or nullptr with *err and *why set.

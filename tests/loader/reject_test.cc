@@ -72,20 +72,6 @@ uint64_t last_section_byte(const std::string &data)
 	return off;
 }
 
-// Recomputes every section checksum, then the header's.
-void reseal(std::string &img)
-{
-	shmkv_image_header h;
-	memcpy(&h, img.data(), sizeof h);
-	for (unsigned i = 0; i < SHMKV_MAX_SECTIONS && i < h.section_count; i++) {
-		shmkv_section_desc &s = h.sections[i];
-		if (s.offset <= img.size() && s.size <= img.size() - s.offset)
-			s.checksum = XXH3_64bits(img.data() + s.offset, (size_t)s.size);
-	}
-	h.header_checksum = XXH3_64bits(&h, offsetof(shmkv_image_header, header_checksum));
-	memcpy(&img[0], &h, sizeof h);
-}
-
 // `shmctl image verify`'s verdict on a file: "" accepted, else the reason.
 std::string verify_file(const std::string &path)
 {

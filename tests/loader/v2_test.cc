@@ -1,56 +1,136 @@
 // v2_test: the loader serves format v2 images (lib/FORMAT.md §17) as it
-// serves v1 (issue 22 §4): composed from the spec (../v2_image.h), loaded
-// through the spool and over the socket, read by a client (attach + get),
-// `format` 2 in status and the load reply, adopted across a restart,
-// an expiring record served and read as expired from its expiry on; a v2
-// image damaged with every checksum recomputed (a record's tag, a displaced
-// key its home bucket does not announce) is refused with a reason naming the
-// bucket, and nothing is published: the current generation keeps serving, a
-// new cache gets no ctl; over random forgeries the loader publishes exactly
-// what shmkv_verify accepts.
+// serves v1 (issue 22 §4): built with the builder (format 2, a fixed small
+// bucket count so that some keys are displaced), loaded through the spool
+// and over the socket, read by a client (attach + get), `format` 2 in status
+// and the load reply, adopted across a restart, an expiring record served
+// and read as expired from its expiry on; a v2 image damaged with every
+// checksum recomputed (a record's key, a displaced key its home bucket does
+// not announce) is refused with a reason naming the bucket, and nothing is
+// published: the current generation keeps serving, a new cache gets no ctl;
+// over random forgeries the loader publishes exactly what shmkv_verify
+// accepts.
+//
+// The images come from the builder and every place damaged is found through
+// lib's public API (shmkv_find_entry, shmkv_key_hash, shmkv_home_bucket), so
+// the test holds while the v2 bucket layout changes; it relies only on what
+// every v2 layout keeps (/work/wt/V2B.md): 128-byte buckets in INDEX, the
+// 48-bit filter at +2 indexed by (tag * 48) >> 16, inline keys stored whole
+// in their bucket.
 #include <random>
+
+#include <shmkv_build.h>
 
 #include "loader_util.h"
 
-#include "../v2_image.h"
-
 using namespace loader_test;
-using v2img::Rec;
 
 namespace {
 
 const uint32_t kExpires = 1900000000; // 2030-03-17; the test pins the clock
 
-// Inline and OUT records of several types, an expiring one of each kind;
-// 8 buckets for 60 records: some keys are displaced.
+struct Rec {
+	std::string key;
+	unsigned type;
+	std::string value; // encoded (lib/FORMAT.md §8), without the NUL of text
+	uint32_t expires;  // 0: none
+};
+
+std::string i64(int64_t x)
+{
+	return std::string(reinterpret_cast<const char *>(&x), 8);
+}
+
+// Values of 300 bytes (OUT records: over an inline record's 255), short
+// ones (inline), several types, an expiring one of each kind, a key to damage.
 std::vector<Rec> records()
 {
 	std::vector<Rec> r;
 	for (int i = 0; i < 56; i++) {
 		std::string k = "k" + std::to_string(i);
 		if (i % 7 == 3)
-			r.push_back({k, SHMKV_TYPE_STRING, std::string(300, (char)('a' + i % 26)), 0,
-				     true});
+			r.push_back({k, SHMKV_TYPE_STRING, std::string(300, (char)('a' + i % 26)), 0});
 		else if (i % 5 == 1)
-			r.push_back({k, SHMKV_TYPE_I64, v2img::i64(i * 1000), 0, false});
+			r.push_back({k, SHMKV_TYPE_I64, i64(i * 1000), 0});
 		else
-			r.push_back({k, SHMKV_TYPE_STRING, "v" + std::to_string(i), 0, false});
+			r.push_back({k, SHMKV_TYPE_STRING, "v" + std::to_string(i), 0});
 	}
-	r.push_back({"exp_in", SHMKV_TYPE_STRING, "soon", kExpires, false});
-	r.push_back({"exp_out", SHMKV_TYPE_STRING, std::string(200, 'x'), kExpires, true});
-	r.push_back({"gen", SHMKV_TYPE_STRING, "one", 0, false});
-	r.push_back({"last", SHMKV_TYPE_BYTES, std::string("\0\1\2", 3), 0, false});
+	r.push_back({"exp_in", SHMKV_TYPE_STRING, "soon", kExpires});
+	r.push_back({"exp_out", SHMKV_TYPE_STRING, std::string(300, 'x'), kExpires});
+	r.push_back({"gen", SHMKV_TYPE_STRING, "one", 0});
+	r.push_back({"last", SHMKV_TYPE_BYTES, std::string("\0\1\2", 3), 0});
+	r.push_back({"damage_me", SHMKV_TYPE_STRING, "dm", 0});
 	return r;
 }
 
-v2img::Image compose_v2()
+// A format 2 image of recs in `buckets` buckets, built by the builder at
+// path; its bytes, "" on failure (added unless quiet).
+std::string build_v2(const std::vector<Rec> &recs, const std::string &path, uint64_t buckets,
+		     bool quiet = false)
 {
-	v2img::Options o;
-	o.bucket_count = 8;
-	return v2img::compose(records(), o);
+	shmkv_build_options o;
+	EXPECT_EQ(shmkv_build_options_init(&o), 0);
+	o.format = 2;
+	o.buckets = buckets;
+	o.fixed |= SHMKV_OPT_FORMAT | SHMKV_OPT_BUCKETS;
+	shmkv_builder *b = nullptr;
+	int err = shmkv_builder_new(&o, &b);
+	for (const Rec &r : recs) {
+		if (!err)
+			err = shmkv_builder_set_expires(b, r.expires);
+		if (!err)
+			err = shmkv_builder_add(b, r.key.data(), r.key.size(), r.type, r.value.data(),
+						r.value.size());
+	}
+	std::string bytes;
+	if (!err)
+		err = shmkv_builder_finish(b, path.c_str(), nullptr);
+	if (err && !quiet)
+		ADD_FAILURE() << "build: " << shmkv_strerror(err) << ": "
+			      << (b ? shmkv_builder_error(b) : "");
+	else
+		bytes = read_file(path);
+	shmkv_builder_free(b);
+	return bytes;
 }
 
-// Every record read through db as composed; the number of wrong ones.
+// Where a key lives in an image, found through lib's public API.
+struct Place {
+	uint64_t rec_off = 0; // its record's image offset (in INDEX)
+	uint64_t bucket = 0;  // the bucket holding it
+	uint64_t home = 0;    // its home bucket
+	unsigned tag = 0;
+};
+
+// The image's INDEX section: its offset and size.
+std::pair<uint64_t, uint64_t> index_section(const std::string &img)
+{
+	const auto *h = reinterpret_cast<const shmkv_image_header *>(img.data());
+	for (uint32_t i = 0; i < h->section_count && i < SHMKV_MAX_SECTIONS; i++)
+		if (h->sections[i].kind == SHMKV_SECTION_INDEX)
+			return {h->sections[i].offset, h->sections[i].size};
+	ADD_FAILURE() << "no index section";
+	return {0, 0};
+}
+
+Place place_of(const std::string &img, const std::string &key)
+{
+	Place p;
+	shmkv db{};
+	char why[512] = "";
+	EXPECT_EQ(shmkv_bind_mem(&db, img.data(), img.size(), 0, why, sizeof why), 0) << why;
+	shmkv_set_clock(&db, (int64_t)kExpires - 1); /* the expiring keys are found too */
+	EXPECT_EQ(shmkv_find_entry(&db, key.data(), key.size(), &p.rec_off), 0) << key;
+	const shmkv_image_header *h = shmkv_header(&db);
+	uint64_t hv = shmkv_key_hash(h->hash_seed, h->hash_bits, key.data(), key.size());
+	p.home = shmkv_home_bucket(hv, h->bucket_count);
+	p.tag = (unsigned)shmkv_key_tag(hv);
+	auto ix = index_section(img);
+	EXPECT_GE(p.rec_off, ix.first) << key << ": its record is not in INDEX";
+	p.bucket = (p.rec_off - ix.first) / SHMKV_V2_BUCKET_BYTES;
+	return p;
+}
+
+// Every record read through db as built; the number of wrong ones.
 unsigned check_v2(shmkv *db, const std::vector<Rec> &recs)
 {
 	unsigned bad = 0;
@@ -58,7 +138,7 @@ unsigned check_v2(shmkv *db, const std::vector<Rec> &recs)
 		shmkv_value v;
 		if (shmkv_get(db, r.key.data(), r.key.size(), &v) != 0 || v.type != r.type ||
 		    std::string((const char *)v.data, v.size) != r.value) {
-			ADD_FAILURE() << "key " << r.key << " not served as composed";
+			ADD_FAILURE() << "key " << r.key << " not served as built";
 			bad++;
 		}
 	}
@@ -76,26 +156,35 @@ class V2 : public ::testing::Test {
 protected:
 	Env env;
 	Loader ld{env};
-	v2img::Image im = compose_v2();
 	std::vector<Rec> recs = records();
+	uint64_t buckets = 0;
+	std::string img;
 	shmkv *db = nullptr;
 	CtlView before;
 
 	void SetUp() override
 	{
 		ASSERT_TRUE(ld.start());
-		// lib's own verdict on the composed image: good
+		// the most buckets (of 8 down to 3) whose image holds displaced keys:
+		// how many records a bucket takes is the layout's business
+		bool displaced = false;
+		for (buckets = 8; buckets >= 3 && !displaced; buckets--) {
+			img = build_v2(recs, env.img_path("built.shmkv"), buckets, true);
+			for (size_t i = 0; i < recs.size() && !img.empty() && !displaced; i++) {
+				Place p = place_of(img, recs[i].key);
+				displaced = p.home != p.bucket;
+			}
+		}
+		buckets++;
+		ASSERT_TRUE(displaced) << "no image of 8 to 3 buckets holds displaced keys";
+		// lib's own verdict on the built image: good, v2
 		shmkv mem{};
 		char why[512] = "";
-		ASSERT_EQ(shmkv_bind_mem(&mem, im.bytes.data(), im.bytes.size(), 0, why, sizeof why),
-			  0) << why;
+		ASSERT_EQ(shmkv_bind_mem(&mem, img.data(), img.size(), 0, why, sizeof why), 0) << why;
 		ASSERT_EQ(shmkv_verify(&mem, why, sizeof why), 0) << why;
-		bool displaced = false;
-		for (size_t i = 0; i < im.home.size(); i++)
-			displaced |= im.home[i] != im.bucket[i];
-		ASSERT_TRUE(displaced) << "the image should hold displaced keys";
+		ASSERT_EQ(shmkv_header(&mem)->format_version, (uint32_t)SHMKV_FORMAT_V2);
 
-		std::string good = write_img(env, "v2.shmkv", im.bytes);
+		std::string good = write_img(env, "v2.shmkv", img);
 		ASSERT_EQ(spool_drop(env, good, "v2"), "");
 		ASSERT_TRUE(wait_until([&] { return read_ctl(env.root(), "v2", &before) &&
 						    before.generation == 1; },
@@ -180,9 +269,7 @@ TEST_F(V2, ServedThroughSpoolAndSocket)
 	for (Rec &r : r2)
 		if (r.key == "gen")
 			r.value = "two";
-	v2img::Options o;
-	o.bucket_count = 8;
-	std::string p = write_img(env, "v2b.shmkv", v2img::compose(r2, o).bytes);
+	std::string p = write_img(env, "v2b.shmkv", build_v2(r2, env.img_path("built2.shmkv"), buckets));
 	j = ld.load("v2", p);
 	ASSERT_TRUE(j.ok()) << j["error"].s();
 	EXPECT_EQ(j["format"].u64(), 2u);
@@ -224,33 +311,47 @@ TEST_F(V2, ExpiringRecordsExpire)
 	}
 }
 
-// A record's tag changed, every checksum recomputed: refused, the bucket named.
+// An inline record's key changed ("damage_me" -> "?amage_me", a key the
+// image lacks), every checksum recomputed: its tag no longer matches its
+// key; refused, the bucket named.
 TEST_F(V2, BrokenRecordRefused)
 {
-	std::string bytes = im.bytes;
-	size_t i = 0;
-	while (recs[i].key != "k10")
-		i++;
-	bytes[im.rec_off[i]] ^= 0x01;
-	v2img::fix_checksums(bytes);
-	expect_refused(bytes, {"index bucket " + std::to_string(im.bucket[i]) + " record", "tag"});
+	std::string bytes = img;
+	Place p = place_of(img, "damage_me");
+	uint64_t b0 = index_section(img).first + p.bucket * SHMKV_V2_BUCKET_BYTES;
+	size_t at = bytes.find("damage_me", b0);
+	ASSERT_LT(at, b0 + SHMKV_V2_BUCKET_BYTES) << "the key is stored in its bucket";
+	// a first letter whose key's tag differs from the stored one in both its
+	// bytes, whichever of the tag's bits a layout keeps
+	const auto *h = reinterpret_cast<const shmkv_image_header *>(img.data());
+	std::string k = "damage_me";
+	for (k[0] = 'A'; k[0] <= 'Z'; k[0]++) {
+		unsigned t = (unsigned)shmkv_key_tag(shmkv_key_hash(h->hash_seed, h->hash_bits,
+								    k.data(), k.size()));
+		if (((t ^ p.tag) & 0xff) && ((t ^ p.tag) & 0xff00))
+			break;
+	}
+	ASSERT_LE(k[0], 'Z');
+	bytes[at] = k[0];
+	reseal(bytes);
+	expect_refused(bytes, {"index bucket " + std::to_string(p.bucket) + " record", "tag"});
 }
 
 // A displaced key whose home bucket's filter no longer announces it (the
 // displacement invariant, FORMAT.md §17), checksums recomputed: refused.
 TEST_F(V2, UnannouncedDisplacementRefused)
 {
-	size_t i = 0;
-	while (i < recs.size() && im.home[i] == im.bucket[i])
-		i++;
-	ASSERT_LT(i, recs.size());
-	std::string bytes = im.bytes;
-	uint64_t hv = shmkv_key_hash(0x5eed, 64, recs[i].key.data(), recs[i].key.size());
-	unsigned fi = (unsigned)((shmkv_key_tag(hv) * SHMKV_V2_FILTER_BITS) >> 16);
-	uint64_t home = im.index_off + im.home[i] * SHMKV_V2_BUCKET_BYTES;
+	Place p;
+	for (const Rec &r : recs)
+		if ((p = place_of(img, r.key)).home != p.bucket)
+			break;
+	ASSERT_NE(p.home, p.bucket) << "no displaced key";
+	std::string bytes = img;
+	unsigned fi = (p.tag * SHMKV_V2_FILTER_BITS) >> 16;
+	uint64_t home = index_section(img).first + p.home * SHMKV_V2_BUCKET_BYTES;
 	bytes[home + 2 + fi / 8] = (char)(bytes[home + 2 + fi / 8] & ~(1 << (fi % 8)));
-	v2img::fix_checksums(bytes);
-	expect_refused(bytes, {"index bucket ", "home bucket " + std::to_string(im.home[i]),
+	reseal(bytes);
+	expect_refused(bytes, {"index bucket ", "home bucket " + std::to_string(p.home),
 			       "does not announce"});
 }
 
@@ -261,14 +362,19 @@ TEST_F(V2, UnannouncedDisplacementRefused)
 TEST_F(V2, AgreesWithVerify)
 {
 	std::mt19937_64 rng(22);
-	uint64_t from = im.index_off, to = im.entries_off + im.entries_size;
+	// the index and the entries section after it
+	const auto *h = reinterpret_cast<const shmkv_image_header *>(img.data());
+	uint64_t from = index_section(img).first, to = from + index_section(img).second;
+	for (uint32_t i = 0; i < h->section_count && i < SHMKV_MAX_SECTIONS; i++)
+		if (h->sections[i].kind == SHMKV_SECTION_ENTRIES && h->sections[i].size)
+			to = h->sections[i].offset + h->sections[i].size;
 	uint64_t gen = 1;
 	unsigned refused = 0, accepted = 0;
 	for (int n = 0; n < 60; n++) {
-		std::string bytes = im.bytes;
+		std::string bytes = img;
 		uint64_t off = from + rng() % (to - from);
 		bytes[off] = (char)(bytes[off] ^ (uint8_t)(1u << (rng() % 8)));
-		v2img::fix_checksums(bytes);
+		reseal(bytes);
 		shmkv mem{};
 		char why[512] = "";
 		int want = shmkv_bind_mem(&mem, bytes.data(), bytes.size(), 0, why, sizeof why);
