@@ -22,7 +22,7 @@
 /* Reader policy (not format, FORMAT.md §17.5): how many lines of bucket
  * b+1 a lookup requests at its start, with bucket b's two, so that a key
  * displaced by one bucket does not wait for a second round trip: 0, 1 or 2.
- * bench/RESULTS.md ("v2 layout B") measured the choice. */
+ * bench/RESULTS.md ("Format v2 layout B") measured the choice. */
 #ifndef SHMKV_V2_PREFETCH_NEXT
 #define SHMKV_V2_PREFETCH_NEXT 0
 #endif
