@@ -10,6 +10,7 @@
 #include <cinttypes>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -24,6 +25,7 @@
 
 #if PROBE_TEST_AVX2
 unsigned probe_test_match_avx2(const uint64_t *bucket, uint64_t tag);
+unsigned probe_test_match2_avx2(const uint8_t *bk, unsigned n, uint64_t tag);
 #endif
 
 namespace {
@@ -283,6 +285,123 @@ TEST(ProbeVariants, DISABLED_Bench)
 				    std::chrono::steady_clock::now() - t0).count() /
 			    (rounds * (double)bs.size());
 		printf("%-8s %6.2f ns/match (sink %u)\n", v.name, ns, sink);
+	}
+}
+
+// ---- format v2's directory compare (lib/shmkv/v2.h, shmkv__match2) ----
+// u16 dir = (tag << 7 | off) & 0xffff at +8 of a 128-byte bucket, n of them
+// (0..16), compared on bits 7..15; every variant returns what
+// shmkv__match2_scalar returns, whatever the bytes past n hold.
+using match2_fn = unsigned (*)(const uint8_t *, unsigned, uint64_t);
+
+unsigned match2_dispatch(const uint8_t *b, unsigned n, uint64_t t)
+{
+	return shmkv__match2(b, n, t);
+}
+
+std::vector<std::pair<const char *, match2_fn>> variants2()
+{
+	std::vector<std::pair<const char *, match2_fn>> v;
+#if SHMKV_HAVE_SSE2
+	v.push_back({"sse2", shmkv__match2_sse2});
+#endif
+#if SHMKV_HAVE_AVX2
+	v.push_back({"avx2", shmkv__match2_avx2});
+#elif PROBE_TEST_AVX2
+	if (__builtin_cpu_supports("avx2"))
+		v.push_back({"avx2", probe_test_match2_avx2});
+#endif
+#if SHMKV_HAVE_NEON
+	v.push_back({"neon", shmkv__match2_neon});
+#endif
+	v.push_back({"dispatch", match2_dispatch});
+	return v;
+}
+
+bool check2(const uint8_t *bk, uint64_t tag)
+{
+	for (unsigned n = 0; n <= SHMKV_V2_MAX_RECORDS; n++) {
+		unsigned want = shmkv__match2_scalar(bk, n, tag);
+		for (const auto &v : variants2()) {
+			unsigned got = v.second(bk, n, tag);
+			if (got != want) {
+				ADD_FAILURE() << v.first << " returned 0x" << std::hex << got
+					      << ", scalar 0x" << want << " for tag " << tag
+					      << std::dec << ", n " << n;
+				return false;
+			}
+		}
+	}
+	return true;
+}
+
+uint16_t dir_entry(uint64_t tag, unsigned off)
+{
+	return (uint16_t)((tag << 7 | off) & 0xffff);
+}
+
+TEST(ProbeVariants, V2ScalarReference)
+{
+	alignas(128) uint8_t bk[128] = {};
+	const uint16_t d0 = dir_entry(7, 40), d5 = dir_entry(7 | 0x3e00, 127), d15 = dir_entry(8, 7);
+	const uint16_t d9 = dir_entry(6, 0x7f); // off bits all set, tag bits 6: no match for 7
+	memcpy(bk + 8, &d0, 2);
+	memcpy(bk + 8 + 2 * 5, &d5, 2);
+	memcpy(bk + 8 + 2 * 9, &d9, 2);
+	memcpy(bk + 8 + 2 * 15, &d15, 2);
+	// only the tag's low 9 bits are stored: 7 | 0x3e00 is a candidate for 7
+	EXPECT_EQ(shmkv__match2_scalar(bk, 16, 7), (1u << 0) | (1u << 5));
+	EXPECT_EQ(shmkv__match2_scalar(bk, 16, 0xfe07), (1u << 0) | (1u << 5));
+	EXPECT_EQ(shmkv__match2_scalar(bk, 5, 7), 1u);
+	EXPECT_EQ(shmkv__match2_scalar(bk, 16, 8), 1u << 15);
+	EXPECT_EQ(shmkv__match2_scalar(bk, 15, 8), 0u);
+	EXPECT_EQ(shmkv__match2_scalar(bk, 16, 6), 1u << 9);
+	EXPECT_EQ(shmkv__match2_scalar(bk, 16, 6 ^ 0x100), 0u); // tag bit 8: dir bit 15
+	EXPECT_TRUE(check2(bk, 7));
+	EXPECT_TRUE(check2(bk, 6));
+}
+
+TEST(ProbeVariants, V2TagDirectory)
+{
+	std::mt19937_64 rng(2);
+	alignas(128) uint8_t bk[128];
+	for (uint64_t tag : {UINT64_C(1), UINT64_C(0x00ff), UINT64_C(0x0100), UINT64_C(0x7fff),
+			     UINT64_C(0x8000), UINT64_C(0xffff)}) {
+		// every entry the query's (offsets varied), then each single one,
+		// then lookalikes: one bit of the query flipped (bits 0..8 miss,
+		// 9..15 are not stored and still match)
+		for (unsigned j = 0; j < 16; j++) {
+			const uint16_t d = dir_entry(tag, (unsigned)(rng() & 0x7f));
+			memcpy(bk + 8 + 2 * j, &d, 2);
+		}
+		ASSERT_TRUE(check2(bk, tag));
+		EXPECT_EQ(shmkv__match2_scalar(bk, 16, tag), 0xffffu);
+		for (unsigned bit = 0; bit < 16; bit++) {
+			const uint64_t t = tag ^ (UINT64_C(1) << bit) ? tag ^ (UINT64_C(1) << bit) : 1;
+			ASSERT_TRUE(check2(bk, t));
+			if (t != 1) {
+				EXPECT_EQ(shmkv__match2_scalar(bk, 16, t), bit < 9 ? 0u : 0xffffu);
+			}
+		}
+		for (unsigned j = 0; j < 16; j++) {
+			memset(bk, 0, sizeof bk);
+			const uint16_t d = dir_entry(tag, j * 7 + 8);
+			memcpy(bk + 8 + 2 * j, &d, 2);
+			ASSERT_TRUE(check2(bk, tag));
+			// a tag whose low 9 bits are 0 (0x8000) is a candidate at every zero entry
+			EXPECT_EQ(shmkv__match2_scalar(bk, 16, tag), tag & 0x1ff ? 1u << j : 0xffffu);
+		}
+	}
+	for (int rep = 0; rep < 20000; rep++) {
+		for (auto &x : bk)
+			x = (uint8_t)rng();
+		uint64_t tag = rng() % 0xffff + 1;
+		for (unsigned j = 0; j < 16; j++)
+			if (rng() % 4 == 0) {
+				const uint16_t d = dir_entry(tag, (unsigned)(rng() & 0x7f));
+				memcpy(bk + 8 + 2 * j, &d, 2);
+			}
+		ASSERT_TRUE(check2(bk, tag));
 	}
 }
 

@@ -276,10 +276,16 @@ TEST(V2Reader, HeaderChecksPerVersion)
 	r = forge([](shmkv_image_header &h) { h.layout_hash = SHMKV_LAYOUT_HASH; });
 	EXPECT_EQ(r.first, SHMKV_ELAYOUT);
 	EXPECT_NE(r.second.find("for version 2"), std::string::npos) << r.second;
+	// an image of the preview layout (tags inside the records, 1c9dbe4)
+	r = forge([](shmkv_image_header &h) { h.layout_hash = UINT64_C(0xfba82e8976eb9578); });
+	EXPECT_EQ(r.first, SHMKV_ELAYOUT);
+	EXPECT_NE(r.second.find("layout hash fba82e8976eb9578"), std::string::npos) << r.second;
 	r = forge([](shmkv_image_header &h) { h.format_version = 3; });
 	EXPECT_EQ(r.first, SHMKV_EVERSION);
 	EXPECT_NE(r.second.find("version 3"), std::string::npos) << r.second;
-	r = forge([](shmkv_image_header &h) { h.entry_count = h.bucket_count * 20 + 1; });
+	r = forge([](shmkv_image_header &h) {
+		h.entry_count = h.bucket_count * SHMKV_V2_MAX_RECORDS + 1;
+	});
 	EXPECT_EQ(r.first, SHMKV_ECORRUPT);
 	r = forge([](shmkv_image_header &h) { h.sections[0].size -= 64; });
 	EXPECT_EQ(r.first, SHMKV_ECORRUPT);
@@ -319,25 +325,37 @@ TEST(V2Reader, EachInvariantViolatedGivesItsError)
 			dk = i;
 	ASSERT_NE(dk, 0u);
 	const uint64_t home = im.index_off + im.home[dk] * 128;
+	const uint64_t t0 = im.dir_off[0]; // "s"'s directory entry (tag bits 7..15, off 0..6)
 	std::vector<Damage> cases = {
-		{"kind bit 4", [&](std::string &b, auto &) { b[r0 + 2] |= 0x10; }, "malformed", true},
-		{"kind bit 5", [&](std::string &b, auto &) { b[r0 + 2] |= 0x20; }, "malformed", true},
-		{"type 0 inline", [&](std::string &b, auto &) { b[r0 + 2] &= ~0x0f; }, "malformed", true},
-		{"type 12", [&](std::string &b, auto &) { b[r0 + 2] = 12; }, "malformed", true},
-		{"OUT with type bits", [&](std::string &b, auto &) { b[r1 + 2] |= 2; }, "malformed", false},
-		{"value past the bucket", [&](std::string &b, auto &) { b[r0 + 4] = (char)250; },
+		{"kind bit 4", [&](std::string &b, auto &) { b[r0] |= 0x10; }, "malformed", true},
+		{"kind bit 5", [&](std::string &b, auto &) { b[r0] |= 0x20; }, "malformed", true},
+		{"type 0 inline", [&](std::string &b, auto &) { b[r0] &= ~0x0f; }, "malformed", true},
+		{"type 12", [&](std::string &b, auto &) { b[r0] = 12; }, "malformed", true},
+		{"OUT with type bits", [&](std::string &b, auto &) { b[r1] |= 2; }, "malformed", false},
+		{"value past the bucket", [&](std::string &b, auto &) { b[r0 + 2] = (char)250; },
 		 "malformed", true},
-		{"count past the records", [&](std::string &b, auto &) { b[b0] = 20; }, "malformed",
-		 false},
-		{"count 21", [&](std::string &b, auto &) { b[b0] = 21; }, "at most 20", false},
+		{"count past the records", [&](std::string &b, auto &) { b[b0] = 16; }, "", false},
+		{"count 17", [&](std::string &b, auto &) { b[b0] = 17; }, "at most 16", true},
+		{"count 255", [&](std::string &b, auto &) { b[b0] = (char)255; }, "at most 16", true},
 		{"OUT entry out of bounds",
-		 [&](std::string &b, auto &) { b[r1 + 3] = b[r1 + 4] = b[r1 + 5] = b[r1 + 6] = (char)0xff; },
+		 [&](std::string &b, auto &) { b[r1 + 1] = b[r1 + 2] = b[r1 + 3] = b[r1 + 4] = (char)0xff; },
 		 "outside the entries section", false},
-		{"OUT entry before ENTRIES", [&](std::string &b, auto &) { memset(&b[r1 + 3], 0, 5); b[r1 + 3] = 1; },
+		{"OUT entry before ENTRIES", [&](std::string &b, auto &) { memset(&b[r1 + 1], 0, 5); b[r1 + 1] = 1; },
 		 "outside the entries section", false},
-		{"string without NUL", [&](std::string &b, auto &) { b[r0 + 5 + 1 + 5] = 'x'; },
+		{"string without NUL", [&](std::string &b, auto &) { b[r0 + 3 + 1 + 5] = 'x'; },
 		 "not NUL-terminated", true},
-		{"tag mismatch", [&](std::string &b, auto &) { b[r0] ^= 1; }, "key hashes to", false},
+		{"tag mismatch", [&](std::string &b, auto &) { b[t0 + 1] ^= 1; }, "key hashes to", false},
+		{"tag bit 0 flipped", [&](std::string &b, auto &) { b[t0] ^= (char)0x80; }, "key hashes to",
+		 false},
+		{"tag bits 0",
+		 [&](std::string &b, auto &) {
+			 b[t0] &= 0x7f;
+			 b[t0 + 1] = 0;
+		 },
+		 "key hashes to", false},
+		{"offset inside the directory",
+		 [&](std::string &b, auto &) { b[t0] = (char)((b[t0] & 0x80) | 9); },
+		 "inside the directory", true},
 		{"D above max_probe", [&](std::string &b, auto &) { b[home + 1] = (char)200; },
 		 "exceeds max_probe", false},
 		{"filter without D",
@@ -354,7 +372,7 @@ TEST(V2Reader, EachInvariantViolatedGivesItsError)
 		 [&](std::string &b, auto &) {
 			 // re-encode record "s" cannot grow in place: flag the OUT record
 			 // instead (its 4 extra bytes are the zero after it, if free)
-			 b[r1 + 2] |= SHMKV_REC_EXPIRES;
+			 b[r1] |= SHMKV_REC_EXPIRES;
 			 auto *h = reinterpret_cast<shmkv_image_header *>(&b[0]);
 			 h->flags |= SHMKV_HFLAG_EXPIRY;
 		 },
@@ -398,6 +416,222 @@ TEST(V2Reader, EachInvariantViolatedGivesItsError)
 	}
 }
 
+// Layout B's directory rules (FORMAT.md §17.3), each broken in a bucket
+// of four records whose bytes the test knows: verify names the rule, the
+// lookup of the record concerned says ECORRUPT where it reads the damage
+// (or, where the damage is only what verify checks, still finds it), every
+// path agrees, nothing reads past the bucket (test-san).
+TEST(V2Reader, DirectoryRulesViolated)
+{
+	// placement order s, t, u, i: count 4, dir at +8..+15 (record j's off in
+	// the low 7 bits of byte +8+2j), records from +16: s [16,26), t [26,32),
+	// u [32,38), i [38,56)
+	std::vector<Rec> recs = {{"s", SHMKV_TYPE_STRING, "hello", 0, false},
+				 {"t", SHMKV_TYPE_STRING, "x", 0, false},
+				 {"u", SHMKV_TYPE_STRING, "y", 0, false},
+				 {"i", SHMKV_TYPE_I64, v2img::i64(5), 0, false}};
+	v2img::Options o;
+	o.bucket_count = 1;
+	auto im = v2img::compose(recs, o);
+	const uint64_t bk = im.index_off;
+	ASSERT_EQ(Mem(im.bytes).verify(), "");
+	ASSERT_EQ(im.bytes[bk], 4);
+	for (unsigned j = 0; j < 4; j++)
+		ASSERT_EQ(im.slot[j], j);
+	ASSERT_EQ(im.rec_off[0], bk + 16);
+	ASSERT_EQ(im.rec_off[1], bk + 26);
+	ASSERT_EQ(im.rec_off[2], bk + 32);
+	ASSERT_EQ(im.rec_off[3], bk + 38);
+	for (unsigned j = 0; j < 4; j++)
+		ASSERT_EQ(im.dir_off[j], bk + 8 + 2 * j);
+	// "i": kind, key_len, value_len, 'i' at +41, padding +42..+47, value +48..+55
+	// record j's offset: the low 7 bits of dir[j]'s low byte, its tag bits kept
+	auto set_off = [&](std::string &b, unsigned j, unsigned v) {
+		char &c = b[bk + 8 + 2 * j];
+		c = (char)(((unsigned char)c & 0x80u) | v);
+	};
+	// "i" moved 8 bytes up (its value stays 8-aligned): a zero gap [38, 46)
+	auto shift_i = [&](std::string &b) {
+		std::string i = b.substr(bk + 38, 18);
+		memset(&b[bk + 38], 0, 18);
+		memcpy(&b[bk + 46], i.data(), 18);
+		set_off(b, 3, 46);
+	};
+	struct Case {
+		const char *what;
+		std::function<void(std::string &)> f;
+		const char *verify_says; // "" : verify accepts
+		const char *key;         // the key whose lookup is checked
+		int get;                 // what its get returns
+	};
+	std::vector<Case> cases = {
+		{"count 17", [&](std::string &b) { b[bk] = 17; }, "17 records, at most 16", "s",
+		 SHMKV_ECORRUPT},
+		{"off[0] inside the directory", [&](std::string &b) { set_off(b, 0, 15); },
+		 "starts inside the directory", "s", SHMKV_ECORRUPT},
+		{"off[0] at the head", [&](std::string &b) { set_off(b, 0, 2); },
+		 "starts inside the directory", "s", SHMKV_ECORRUPT},
+		{"off[0] 0", [&](std::string &b) { set_off(b, 0, 0); }, "starts inside the directory",
+		 "s", SHMKV_ECORRUPT},
+		{"off[1] overlapping record 0", [&](std::string &b) { set_off(b, 1, 21); },
+		 "overlaps the record before", "s", 0},
+		{"offs not ascending (directory entries swapped)",
+		 [&](std::string &b) {
+			 std::swap(b[bk + 8 + 2], b[bk + 8 + 4]);
+			 std::swap(b[bk + 8 + 3], b[bk + 8 + 5]);
+		 },
+		 "offsets not in ascending order", "t", 0},
+		{"record past +128",
+		 [&](std::string &b) {
+			 // "i" moved to +121: its value, 8-aligned, would start at +128
+			 memset(&b[bk + 38], 0, 18);
+			 b[bk + 121] = SHMKV_TYPE_I64;
+			 b[bk + 122] = 1;
+			 b[bk + 123] = 8;
+			 b[bk + 124] = 'i';
+			 set_off(b, 3, 121);
+		 },
+		 "past the bucket's end", "i", SHMKV_ECORRUPT},
+		{"off 127: the head past the bucket",
+		 [&](std::string &b) {
+			 memset(&b[bk + 38], 0, 18);
+			 set_off(b, 3, 127);
+		 },
+		 "past the bucket's end", "i", SHMKV_ECORRUPT},
+		{"non-zero gap byte after the records", [&](std::string &b) { b[bk + 100] = 1; },
+		 "after bucket", "s", 0},
+		{"non-zero byte between records",
+		 [&](std::string &b) {
+			 shift_i(b);
+			 b[bk + 40] = 7;
+		 },
+		 "non-zero byte in bucket 0's record area before record 3", "i", 0},
+		{"non-zero padding", [&](std::string &b) { b[bk + 42] = 1; }, "record padding", "i", 0},
+		{"tag mismatch (dir bit 14)", [&](std::string &b) { b[bk + 9] ^= 0x40; }, "key hashes to",
+		 "s", SHMKV_ENOTFOUND},
+		{"tag mismatch (dir bit 7, tag bit 0)", [&](std::string &b) { b[bk + 8] ^= (char)0x80; },
+		 "key hashes to", "s", SHMKV_ENOTFOUND},
+		{"tag bits 0",
+		 [&](std::string &b) {
+			 b[bk + 8] &= 0x7f;
+			 b[bk + 9] = 0;
+		 },
+		 "key hashes to", "s", SHMKV_ENOTFOUND},
+	};
+	for (const Case &c : cases) {
+		SCOPED_TRACE(c.what);
+		std::string b = im.bytes;
+		c.f(b);
+		v2img::fix_checksums(b);
+		Mem m(b);
+		ASSERT_EQ(m.err, 0) << m.why;
+		std::string vm = m.verify();
+		EXPECT_NE(vm, "");
+		if (*c.verify_says) {
+			EXPECT_NE(vm.find(c.verify_says), std::string::npos) << vm;
+		}
+		shmkv_value v;
+		EXPECT_EQ(shmkv_get(&m.db, c.key, 1, &v), c.get);
+		char why[256] = "";
+		for (const Rec &r : recs) {
+			int e1 = shmkv_get(&m.db, r.key.data(), r.key.size(), &v);
+			int e2 = shmkv_get_diag(&m.db, r.key.data(), r.key.size(), &v, why, sizeof why);
+			EXPECT_EQ(e1, e2) << r.key << ": " << why;
+			shmkv_key k{r.key.data(), r.key.size()};
+			int e3 = 7;
+			shmkv_get_batch(&m.db, &k, 1, &v, &e3);
+			EXPECT_EQ(e1, e3) << r.key;
+		}
+		shmkv_iter it;
+		shmkv_iter_init(&m.db, &it);
+		const void *k;
+		size_t kl;
+		for (int n = 0; n < 100 && shmkv_iter_next(&it, &k, &kl, &v) == 0; n++) {
+		}
+	}
+	// a zero gap between records is allowed (the builder packs, a reader
+	// does not rely on it)
+	std::string b = im.bytes;
+	shift_i(b);
+	v2img::fix_checksums(b);
+	Mem m(b);
+	ASSERT_EQ(m.err, 0) << m.why;
+	EXPECT_EQ(m.verify(), "");
+	const char *sp = nullptr;
+	size_t n = 0;
+	int64_t x = 0;
+	ASSERT_EQ(shmkv_get_i64(&m.db, "i", 1, &x), 0);
+	EXPECT_EQ(x, 5);
+	ASSERT_EQ(shmkv_get_str(&m.db, "u", 1, &sp, &n), 0);
+	EXPECT_EQ(std::string(sp, n), "y");
+}
+
+// The directory holds only a tag's low 9 bits: keys whose tags differ but
+// share them are candidates for each other's lookup, and the key compare
+// decides. A bucket with two such keys (one inline, one OUT, the same key
+// length so that only the bytes differ) serves each its own value on every
+// path, and a third such key that the image does not hold misses.
+TEST(V2Reader, NineBitTagCollisionIsNotAMatch)
+{
+	const v2img::Options o0;
+	std::map<unsigned, std::vector<std::pair<std::string, uint64_t>>> by_low9;
+	std::vector<std::string> keys; // three keys, tags distinct, low 9 bits equal
+	for (int i = 0; keys.empty() && i < 200000; i++) {
+		char k[16];
+		snprintf(k, sizeof k, "c%06d", i);
+		uint64_t tag = shmkv_key_tag(shmkv_key_hash(o0.seed, o0.hash_bits, k, strlen(k)));
+		auto &v = by_low9[(unsigned)(tag & 0x1ff)];
+		bool fresh = true;
+		for (const auto &p : v)
+			fresh &= p.second != tag;
+		if (fresh)
+			v.push_back({k, tag});
+		if (v.size() == 3)
+			for (const auto &p : v)
+				keys.push_back(p.first);
+	}
+	ASSERT_EQ(keys.size(), 3u);
+	std::vector<Rec> recs = {{keys[0], SHMKV_TYPE_STRING, "inline", 0, false},
+				 {keys[1], SHMKV_TYPE_STRING, "out of line", 0, true}};
+	v2img::Options o;
+	o.bucket_count = 1;
+	auto im = v2img::compose(recs, o);
+	Mem m(im.bytes);
+	ASSERT_EQ(m.err, 0) << m.why;
+	ASSERT_EQ(m.verify(), "");
+	// one bucket, both records in it: each directory entry is a candidate
+	// for every one of the three keys (probe_variants_test checks the
+	// compare itself)
+	ASSERT_EQ(m.img[im.index_off], 2);
+	ASSERT_EQ(im.bucket[0], 0u);
+	ASSERT_EQ(im.bucket[1], 0u);
+	const char *want[3] = {"inline", "out of line", nullptr};
+	for (int i = 0; i < 3; i++) {
+		SCOPED_TRACE(keys[i]);
+		const std::string &k = keys[i];
+		shmkv_value v;
+		char why[256] = "";
+		int e1 = shmkv_get(&m.db, k.data(), k.size(), &v);
+		std::string got1 = e1 ? "" : std::string((const char *)v.data, v.size);
+		int e2 = shmkv_get_diag(&m.db, k.data(), k.size(), &v, why, sizeof why);
+		std::string got2 = e2 ? "" : std::string((const char *)v.data, v.size);
+		shmkv_key bk1{k.data(), k.size()};
+		int e3 = 7;
+		shmkv_get_batch(&m.db, &bk1, 1, &v, &e3);
+		std::string got3 = e3 ? "" : std::string((const char *)v.data, v.size);
+		if (want[i]) {
+			EXPECT_EQ(e1, 0);
+			EXPECT_EQ(got1, want[i]);
+		} else {
+			EXPECT_EQ(e1, SHMKV_ENOTFOUND);
+		}
+		EXPECT_EQ(e2, e1) << why;
+		EXPECT_EQ(got2, got1);
+		EXPECT_EQ(e3, e1);
+		EXPECT_EQ(got3, got1);
+	}
+}
+
 // Random damage to the index with checksums recomputed: every path agrees
 // and nothing crashes (run under ASan by test-san: no read past a bucket).
 TEST(V2Reader, RandomIndexDamageSweep)
@@ -436,6 +670,46 @@ TEST(V2Reader, RandomIndexDamageSweep)
 		}
 	}
 	EXPECT_GT(corrupt_seen, 0);
+}
+
+// The v2 seeds of the image fuzz targets (tests/fuzz/regress/image and
+// image_fixsum) are this layout's: composed here, compared with the files;
+// SHMKV_WRITE_V2_SEEDS=1 writes them (after a layout change).
+std::vector<std::pair<std::string, std::string>> fuzz_seeds()
+{
+	v2img::Options o;
+	o.bucket_count = 7;
+	std::vector<std::pair<std::string, std::string>> seeds;
+	seeds.push_back({"v2-seed-mixed", v2img::compose(mixed(), o).bytes});
+	std::vector<Rec> r;
+	for (int i = 0; i < 36; i++)
+		r.push_back({"key_" + std::to_string(i), SHMKV_TYPE_STRING, "val_" + std::to_string(i),
+			     i % 3 ? 0u : 1900000000u + (uint32_t)i, i % 10 == 0});
+	seeds.push_back({"v2-seed-displaced-expiry", v2img::compose(r, o).bytes});
+	return seeds;
+}
+
+TEST(V2Reader, FuzzSeedsAreThisLayout)
+{
+	const std::string src = SHMKV_SOURCE_ROOT;
+	if (src.empty())
+		GTEST_SKIP() << "no source root";
+	const bool write = getenv("SHMKV_WRITE_V2_SEEDS") && *getenv("SHMKV_WRITE_V2_SEEDS") == '1';
+	for (const auto &seed : fuzz_seeds()) {
+		Mem m(seed.second, SHMKV_OPEN_DEEP);
+		ASSERT_EQ(m.err, 0) << seed.first << ": " << m.why;
+		EXPECT_EQ(m.verify(), "") << seed.first;
+		EXPECT_GT(shmkv_header(&m.db)->max_probe, 0u) << seed.first << ": displaced keys";
+		for (const char *dir : {"image", "image_fixsum"}) {
+			const std::string path = src + "/tests/fuzz/regress/" + dir + "/" + seed.first;
+			if (write) {
+				ASSERT_TRUE(write_file(path, seed.second)) << path;
+			}
+			EXPECT_TRUE(read_file(path) == seed.second)
+				<< path << " is not this layout's seed: SHMKV_WRITE_V2_SEEDS=1 "
+				<< "tests/v2_reader_test --gtest_filter='*FuzzSeeds*' rewrites it";
+		}
+	}
 }
 
 // issue 22 §4: a reader as of main 4dc25bf (v1 only), built from a git
