@@ -16,6 +16,41 @@ import java.util.function.BiConsumer;
 public abstract sealed class Reader implements Iterable<Value> permits Shmkv, Snapshot {
 	Reader() {}
 
+	/** The clock of expiry checks (unix seconds), pinned; 0: the system clock. */
+	volatile long clockPin;
+
+	/**
+	 * Pins the clock that expiry checks read (FORMAT.md §17.6) to now, in Unix
+	 * seconds, for tests and for replaying a past moment; 0 goes back to the
+	 * system clock (as {@code shmkv_set_clock}). A snapshot takes its cache's.
+	 */
+	public void setClock(long now) {
+		clockPin = now;
+	}
+
+	/** The system clock in whole Unix seconds (CLOCK_REALTIME); tests replace it to count its reads. */
+	java.util.function.LongSupplier clock = () -> Math.floorDiv(System.currentTimeMillis(), 1000);
+
+	/** Now for expiry: whole Unix seconds. Read at most once per call, and only for an expiring record. */
+	final long now() {
+		long p = clockPin;
+		return p != 0 ? p : clock.getAsLong();
+	}
+
+	/**
+	 * The lookup every getter makes: the locator of key in im, or -1 when it
+	 * is missing or expired (the clock read only for an expiring record).
+	 */
+	final long find(Image im, byte[] key, int len) {
+		long loc = im.locate(key, len);
+		if (loc >= 0 && im.expiry) {
+			long x = im.expires(loc);
+			if (x != 0 && now() >= x)
+				return -1;
+		}
+		return loc;
+	}
+
 	/** The generation to read now. */
 	abstract Generation current();
 
@@ -66,7 +101,7 @@ public abstract sealed class Reader implements Iterable<Value> permits Shmkv, Sn
 		for (;;) {
 			Generation g = current();
 			try {
-				long e = g.image.find(key, len);
+				long e = find(g.image, key, len);
 				return e < 0 ? null : Value.at(g, e);
 			} catch (IllegalStateException x) {
 				onClosed(g, x);
@@ -77,13 +112,13 @@ public abstract sealed class Reader implements Iterable<Value> permits Shmkv, Sn
 	}
 
 	/** The offset of key's value in g's image, of type t: the typed getters' hot path (no allocation). */
-	private static long locate(Generation g, byte[] key, int len, int t) {
+	private long locate(Generation g, byte[] key, int len, int t) {
 		Image im = g.image;
-		long e = im.find(key, len);
+		long e = find(im, key, len);
 		if (e < 0)
 			throw notFound(key, len);
 		long voff = im.valueOffset(e);
-		int type = Bytes.u8(im.seg, e);
+		int type = im.typeOf(e);
 		if (type != t)
 			throw new ShmkvException.Type("the value is " + ValueType.of(type).formatName() + ", not "
 					+ ValueType.of(t).formatName());
@@ -184,14 +219,14 @@ public abstract sealed class Reader implements Iterable<Value> permits Shmkv, Sn
 			Generation g = current();
 			try {
 				Image im = g.image;
-				long e = im.find(key, len);
+				long e = find(im, key, len);
 				if (e < 0)
 					return -1;
 				long voff = im.valueOffset(e);
-				int type = Bytes.u8(im.seg, e);
+				int type = im.typeOf(e);
 				if (type != Image.BYTES && type != Image.STRING)
 					throw new ShmkvException.Type("the value is " + ValueType.of(type).formatName() + ", not bytes or string");
-				long n = Bytes.u32(im.seg, e + 4);
+				long n = im.valueLen(e);
 				if (n > Integer.MAX_VALUE)
 					return Integer.MAX_VALUE;
 				if (n <= dst.length)
@@ -214,7 +249,7 @@ public abstract sealed class Reader implements Iterable<Value> permits Shmkv, Sn
 		for (;;) {
 			Generation g = current();
 			try {
-				long e = g.image.find(key, len);
+				long e = find(g.image, key, len);
 				return e < 0 ? null : f.apply(Value.at(g, e));
 			} catch (IllegalStateException x) {
 				onClosed(g, x);
@@ -303,9 +338,16 @@ public abstract sealed class Reader implements Iterable<Value> permits Shmkv, Sn
 		for (;;) {
 			Generation g = current();
 			try {
+				Image im = g.image;
 				Value[] out = new Value[keys.length];
+				long now = 0; // the batch reads the clock once, when a record expires
 				for (int i = 0; i < keys.length; i++) {
-					long e = g.image.find(keys[i], keys[i].length);
+					long e = im.locate(keys[i], keys[i].length);
+					if (e >= 0 && im.expiry) {
+						long x = im.expires(e);
+						if (x != 0 && (now == 0 ? now = now() : now) >= x)
+							e = -1;
+					}
 					out[i] = e < 0 ? null : Value.at(g, e);
 				}
 				return out;
@@ -337,42 +379,110 @@ public abstract sealed class Reader implements Iterable<Value> permits Shmkv, Sn
 	@Override
 	public Iterator<Value> iterator() {
 		Generation g = current();
-		return new Iterator<>() {
-			long pos = g.image.entOff, left = g.image.entryCount;
-			Value next;
+		return g.image.v2 ? new RecordIterator(g) : new EntryIterator(g);
+	}
 
-			@Override
-			public boolean hasNext() {
-				if (next != null)
-					return true;
-				if (left == 0)
-					return false;
-				try {
-					long e = g.image.nextEntry(pos);
-					if (e < 0)
-						throw new ShmkvException.Corrupt("entries section ends after " + (g.image.entryCount - left)
-								+ " of " + g.image.entryCount + " entries");
-					Image.Entry en = g.image.decode(e, true);
-					next = new Value(g, e, en.voff, en.type, en.valueLen);
-					pos = en.end;
-					left--;
-					return true;
-				} catch (IllegalStateException x) {
-					throw g.released() ? g.releasedError(x) : x;
-				} catch (IndexOutOfBoundsException x) {
-					throw outside(x);
+	/** Iteration of a v1 image: ENTRIES in order. */
+	private static final class EntryIterator implements Iterator<Value> {
+		final Generation g;
+		long pos, left;
+		Value next;
+
+		EntryIterator(Generation g) {
+			this.g = g;
+			pos = g.image.entOff;
+			left = g.image.entryCount;
+		}
+
+		@Override
+		public boolean hasNext() {
+			if (next != null)
+				return true;
+			if (left == 0)
+				return false;
+			try {
+				long e = g.image.nextEntry(pos);
+				if (e < 0)
+					throw new ShmkvException.Corrupt("entries section ends after " + (g.image.entryCount - left)
+							+ " of " + g.image.entryCount + " entries");
+				Image.Entry en = g.image.decode(e, true);
+				next = new Value(g, e, en.voff, en.type, en.valueLen);
+				pos = en.end;
+				left--;
+				return true;
+			} catch (IllegalStateException x) {
+				throw g.released() ? g.releasedError(x) : x;
+			} catch (IndexOutOfBoundsException x) {
+				throw outside(x);
+			}
+		}
+
+		@Override
+		public Value next() {
+			if (!hasNext())
+				throw new NoSuchElementException();
+			Value v = next;
+			next = null;
+			return v;
+		}
+	}
+
+	/**
+	 * Iteration of a v2 image: every bucket's records in index order,
+	 * expired ones included ({@link Value#expires()} says when), each decoded
+	 * and its value checked as verify checks it (an OUT record's entry too).
+	 */
+	private static final class RecordIterator implements Iterator<Value> {
+		final Generation g;
+		long bucket, left;
+		int i, n;
+		Value next;
+
+		RecordIterator(Generation g) {
+			this.g = g;
+			left = g.image.entryCount;
+		}
+
+		@Override
+		public boolean hasNext() {
+			if (next != null)
+				return true;
+			if (left == 0)
+				return false;
+			Image im = g.image;
+			try {
+				while (i == n) {
+					if (bucket >= im.bucketCount)
+						throw new ShmkvException.Corrupt("index ends after " + (im.entryCount - left) + " of "
+								+ im.entryCount + " records");
+					n = Bytes.u8(im.seg, IndexV2.bucket(im, bucket));
+					if (n > IndexV2.MAX_RECORDS)
+						throw IndexV2.corrupt(bucket, "count " + n + ", at most " + IndexV2.MAX_RECORDS + " records fit");
+					i = 0;
+					bucket++;
 				}
+				long r = IndexV2.record(im, bucket - 1, IndexV2.bucket(im, bucket - 1), n, i);
+				if ((Bytes.u8(im.seg, r) & IndexV2.K_OUT) != 0)
+					im.decode(IndexV2.outEntry(im.seg, r), true);
+				next = Value.at(g, IndexV2.REC | r, true);
+				i++;
+				left--;
+				return true;
+			} catch (IllegalStateException x) {
+				throw g.released() ? g.releasedError(x) : x;
+			} catch (IndexOutOfBoundsException x) {
+				throw outside(x);
 			}
+		}
 
-			@Override
-			public Value next() {
-				if (!hasNext())
-					throw new NoSuchElementException();
-				Value v = next;
-				next = null;
-				return v;
-			}
-		};
+		@Override
+		public Value next() {
+			if (!hasNext())
+				throw new NoSuchElementException();
+			Value v = next;
+			next = null;
+			return v;
+		}
 	}
 
 	/** Calls action with every key and value, as {@link #iterator()}. */

@@ -1,0 +1,307 @@
+package org.shmkv;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * Format v2's index, layout B (FORMAT.md §17, V2B): 128-byte buckets whose
+ * head holds count, D, the 48-bit displaced-key filter, then the records'
+ * u16 tags together and a byte offset per record; small entries inline in
+ * the bucket, larger ones as OUT records of a v1 entry in ENTRIES; expiry.
+ *
+ * <p>A lookup returns a locator: {@link #REC} | the image offset of the
+ * record found (inline or OUT). {@link Image} reads a locator of either
+ * version (a v1 locator is the entry's offset). One owner per rule here:
+ * {@link #record} decodes a record with every bound a lookup checks.
+ */
+final class IndexV2 implements Index {
+	static final IndexV2 INSTANCE = new IndexV2();
+
+	static final int BUCKET = 128, HEAD = 8, MAX_RECORDS = 16, FILTER_BITS = 48;
+	static final int K_TYPE = 0x0f, K_RESERVED = 0x30, K_EXPIRES = 0x40, K_OUT = 0x80;
+	static final int INLINE_HEAD = 3, OUT_HEAD = 6, EXPIRES_SIZE = 4;
+	/** Marks a v2 locator (a record's image offset); image offsets stay below 2^43. */
+	static final long REC = 1L << 62;
+	private static final long LANES = 0x0001_0001_0001_0001L, HIGHS = 0x8000_8000_8000_8000L;
+
+	static int filterBin(int tag) {
+		return (tag * FILTER_BITS) >>> 16;
+	}
+
+	static long bucket(Image im, long b) {
+		return im.idxOff + (long) BUCKET * b;
+	}
+
+	/**
+	 * How many buckets after home bucket bk a key with this tag may have been
+	 * displaced to (§17.3): 0, D, or max_probe for D = 255; capped at max_probe.
+	 */
+	static long displaced(Image im, long bk, int tag) {
+		MemorySegment s = im.seg;
+		int d = Bytes.u8(s, bk + 1);
+		if (d == 0)
+			return 0;
+		int fi = filterBin(tag);
+		if (((Bytes.u8(s, bk + 2 + (fi >>> 3)) >>> (fi & 7)) & 1) == 0)
+			return 0;
+		return d < 255 ? Math.min(d, im.maxProbe) : im.maxProbe;
+	}
+
+	@Override
+	public long find(Image im, byte[] key, int len, long h) {
+		int tag = IndexV1.tag(h);
+		long b = IndexV1.home(h, im.bucketCount);
+		long r = scan(im, b, tag, key, len);
+		if (r >= 0)
+			return r;
+		long n = displaced(im, bucket(im, b), tag);
+		for (long i = 0; i < n; i++) {
+			b = b + 1 == im.bucketCount ? 0 : b + 1;
+			r = scan(im, b, tag, key, len);
+			if (r >= 0)
+				return r;
+		}
+		return -1;
+	}
+
+	/**
+	 * scan(c) of V2B: the records of bucket b whose tag matches (four tags a
+	 * word, compared at once), each decoded with its bounds; the locator of
+	 * the one holding key, or -1.
+	 */
+	private static long scan(Image im, long b, int tag, byte[] key, int len) {
+		MemorySegment s = im.seg;
+		long bk = bucket(im, b);
+		int n = Bytes.u8(s, bk);
+		if (n > MAX_RECORDS)
+			throw corrupt(b, "count " + n + ", at most " + MAX_RECORDS + " records fit");
+		long pattern = tag * LANES;
+		for (int w = 0; w < n; w += 4) {
+			long x = Bytes.u64(s, bk + HEAD + 2 * w) ^ pattern;
+			// a lane of x is 0 where the tag matches; the test may flag a lane
+			// above a true zero too, so each candidate is compared exactly
+			long z = (x - LANES) & ~x & HIGHS;
+			while (z != 0) {
+				int lane = Long.numberOfTrailingZeros(z) >>> 4;
+				z &= z - 1;
+				int i = w + lane;
+				if (i >= n)
+					break;
+				if (((x >>> (16 * lane)) & 0xFFFF) != 0)
+					continue;
+				long r = record(im, b, bk, n, i);
+				if (matches(im, b, i, r, key, len))
+					return REC | r;
+			}
+		}
+		return -1;
+	}
+
+	/** Whether the record at image offset r (decoded by {@link #record}) holds key. */
+	private static boolean matches(Image im, long b, int i, long r, byte[] key, int len) {
+		MemorySegment s = im.seg;
+		int kind = Bytes.u8(s, r);
+		if ((kind & K_OUT) == 0) {
+			int x = (kind & K_EXPIRES) != 0 ? EXPIRES_SIZE : 0;
+			return Bytes.u8(s, r + 1) == len && Bytes.equal(s, r + INLINE_HEAD + x, key, len);
+		}
+		long e = outEntry(s, r);
+		if (e < im.entOff || e > im.entEnd - 8)
+			throw corrupt(b, "record " + i + ": entry offset " + e + " outside the entries section ["
+					+ im.entOff + ", " + im.entEnd + ")");
+		int kl = Bytes.u16(s, e + 2);
+		if (kl != len)
+			return false;
+		if (e + 8 + kl > im.entEnd)
+			throw corrupt(b, "record " + i + ": entry at " + e + ": key of " + len
+					+ " bytes runs past the entries section end " + im.entEnd);
+		return Bytes.equal(s, e + 8, key, len);
+	}
+
+	/** The entry offset an OUT record at r names (unit * 8; unchecked). */
+	static long outEntry(MemorySegment s, long r) {
+		return (Bytes.u32(s, r + 1) | (long) Bytes.u8(s, r + 5) << 32) << 3;
+	}
+
+	/**
+	 * The image offset of record i of bucket b (at bk, count n), decoded with
+	 * every bound of V2B's lookup: its offset at or after the directory, its
+	 * kind (no reserved bits, a type 1..9 inline, none for OUT), and its head,
+	 * expiry, key and value inside the bucket. Malformed: Corrupt.
+	 */
+	static long record(Image im, long b, long bk, int n, int i) {
+		MemorySegment s = im.seg;
+		int off = Bytes.u8(s, bk + HEAD + 2L * n + i);
+		if (off < HEAD + 3 * n)
+			throw corrupt(b, "record " + i + " at +" + off + " overlaps the bucket's directory (count " + n + ")");
+		if (off >= BUCKET)
+			throw corrupt(b, "record " + i + " at +" + off + " is past the bucket's end");
+		long r = bk + off;
+		if (size(s, r, BUCKET - off) < 0)
+			throw corrupt(b, "record " + i + " at +" + off + ": malformed (kind " + String.format("%02x", Bytes.u8(s, r))
+					+ ") or past the bucket's end");
+		return r;
+	}
+
+	/**
+	 * The size of the record at r (room bytes to the bucket's end, at least
+	 * 1), or -1 when it is malformed or does not fit.
+	 */
+	static int size(MemorySegment s, long r, int room) {
+		int kind = Bytes.u8(s, r);
+		int x = (kind & K_EXPIRES) != 0 ? EXPIRES_SIZE : 0;
+		if ((kind & K_RESERVED) != 0)
+			return -1;
+		int size;
+		if ((kind & K_OUT) != 0) {
+			if ((kind & K_TYPE) != 0)
+				return -1;
+			size = OUT_HEAD + x;
+		} else {
+			int t = kind & K_TYPE;
+			if (t < 1 || t > 9 || room < INLINE_HEAD)
+				return -1;
+			size = (int) (valuePos(r, kind, Bytes.u8(s, r + 1)) - r) + Bytes.u8(s, r + 2) + (Image.nul(t) ? 1 : 0);
+		}
+		return size <= room ? size : -1;
+	}
+
+	/** An inline record's key offset: after its head and expiry. */
+	static long keyPos(long r, int kind) {
+		return r + INLINE_HEAD + ((kind & K_EXPIRES) != 0 ? EXPIRES_SIZE : 0);
+	}
+
+	/**
+	 * An inline record's value offset: after its key, aligned for its type
+	 * within the bucket (buckets are 128-aligned in the image and images
+	 * page-aligned, so aligning the image offset is the same).
+	 */
+	static long valuePos(long r, int kind, int keyLen) {
+		long q = keyPos(r, kind) + keyLen;
+		return Image.aligned(kind & K_TYPE) ? (q + 7) & ~7L : q;
+	}
+
+	/** A record's expiry (unix seconds), 0 when it has none. */
+	static long expires(MemorySegment s, long r) {
+		int kind = Bytes.u8(s, r);
+		if ((kind & K_EXPIRES) == 0)
+			return 0;
+		return Bytes.u32(s, r + ((kind & K_OUT) != 0 ? OUT_HEAD : INLINE_HEAD));
+	}
+
+	static ShmkvException.Corrupt corrupt(long b, String m) {
+		return new ShmkvException.Corrupt("index bucket " + b + ": " + m);
+	}
+
+	/**
+	 * The v2 index check of FORMAT.md §17.7 and V2B: every bucket's head,
+	 * directory, records and uncovered bytes; each record's value, padding,
+	 * expiry, tag, home and displacement, and its lookup; the counts against
+	 * the header; ENTRIES holds exactly the OUT records' entries.
+	 */
+	@Override
+	public void verify(Image im) {
+		MemorySegment s = im.seg;
+		long count = 0, outs = 0, shared = 0, expiring = 0, maxD = 0;
+		for (long b = 0; b < im.bucketCount; b++) {
+			long bk = bucket(im, b);
+			int d = Bytes.u8(s, bk + 1);
+			if (d > im.maxProbe)
+				throw corrupt(b, "displacement " + d + " exceeds max_probe " + im.maxProbe);
+			if (d == 0 && Bytes.firstNonZero(s, bk + 2, FILTER_BITS / 8) >= 0)
+				throw corrupt(b, "filter bits without displaced keys");
+			int n = Bytes.u8(s, bk);
+			if (n > MAX_RECORDS)
+				throw corrupt(b, n + " records, at most " + MAX_RECORDS + " fit");
+			int pos = HEAD + 3 * n; // covered up to here
+			for (int i = 0; i < n; i++) {
+				long r = record(im, b, bk, n, i);
+				int off = (int) (r - bk);
+				if (off < pos)
+					throw corrupt(b, "record " + i + " at +" + off + " overlaps the one before it (ends at +" + pos + ")");
+				long nz = Bytes.firstNonZero(s, bk + pos, off - pos);
+				if (nz >= 0)
+					throw new ShmkvException.Corrupt("non-zero byte at offset " + nz + " outside bucket " + b + "'s records");
+				long dist = verifyRecord(im, b, bk, n, i, r);
+				maxD = Math.max(maxD, dist);
+				int kind = Bytes.u8(s, r);
+				if ((kind & K_OUT) != 0) {
+					outs++;
+					if ((Bytes.u8(s, outEntry(s, r) + 1) & Image.ENTRY_SHARED) != 0)
+						shared++;
+				}
+				if ((kind & K_EXPIRES) != 0)
+					expiring++;
+				pos = off + size(s, r, BUCKET - off);
+				count++;
+			}
+			long nz = Bytes.firstNonZero(s, bk + pos, BUCKET - pos);
+			if (nz >= 0)
+				throw new ShmkvException.Corrupt("non-zero byte at offset " + nz + " after bucket " + b + "'s records");
+		}
+		if (count != im.entryCount)
+			throw new ShmkvException.Corrupt("index holds " + count + " records, entry_count is " + im.entryCount);
+		if (maxD != im.maxProbe)
+			throw new ShmkvException.Corrupt("largest displacement is " + maxD + ", max_probe is " + im.maxProbe);
+		boolean flag = (im.hdr.flags & Header.FLAG_EXPIRY) != 0;
+		if ((expiring != 0) != flag)
+			throw new ShmkvException.Corrupt(expiring + " records expire, but the header's expiry flag is "
+					+ (flag ? "set" : "clear"));
+		if (shared != im.hdr.dedupRefs)
+			throw new ShmkvException.Corrupt(shared + " entries share a value, dedup_refs is " + im.hdr.dedupRefs);
+		// ENTRIES: walked as in v1; each entry is its key's OUT record's, so
+		// with the counts equal, entries and OUT records are one-to-one
+		long ents = 0;
+		for (long pos = im.nextEntry(im.entOff); pos >= 0; ) {
+			Image.Entry en = im.decode(pos, true);
+			im.verifyEntryBytes(en);
+			byte[] key = en.key(s);
+			long loc = im.locate(key, key.length);
+			if (loc < 0 || (Bytes.u8(s, loc & ~REC) & K_OUT) == 0 || outEntry(s, loc & ~REC) != pos)
+				throw Image.entryCorrupt(pos, "no OUT record of its key points at it");
+			ents++;
+			pos = im.nextEntry(en.end);
+		}
+		if (ents != outs)
+			throw new ShmkvException.Corrupt("entries section holds " + ents + " entries, the index " + outs + " OUT records");
+	}
+
+	/** One record of bucket b (§17.7): returns its displacement. */
+	private static long verifyRecord(Image im, long b, long bk, int n, int i, long r) {
+		MemorySegment s = im.seg;
+		int kind = Bytes.u8(s, r);
+		String where = "record " + i + ": ";
+		if ((kind & K_EXPIRES) != 0 && expires(s, r) == 0)
+			throw corrupt(b, where + "expiry 0");
+		byte[] key;
+		if ((kind & K_OUT) != 0) {
+			Image.Entry en = im.decode(outEntry(s, r), true);
+			key = en.key(s);
+		} else {
+			int kl = Bytes.u8(s, r + 1);
+			long kp = keyPos(r, kind);
+			key = s.asSlice(kp, kl).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
+			long vp = valuePos(r, kind, kl);
+			long nz = Bytes.firstNonZero(s, kp + kl, vp - kp - kl);
+			if (nz >= 0)
+				throw new ShmkvException.Corrupt("non-zero byte at offset " + nz + " in record padding");
+			im.checkValue(r | REC, true);
+		}
+		long h = im.hash(key, key.length);
+		int tag = IndexV1.tag(h);
+		int t = Bytes.u16(s, bk + HEAD + 2L * i);
+		if (t != tag)
+			throw corrupt(b, where + "tag " + String.format("%04x", t) + ", key hashes to " + String.format("%04x", tag));
+		long home = IndexV1.home(h, im.bucketCount);
+		long d = b >= home ? b - home : b + im.bucketCount - home;
+		if (d > im.maxProbe)
+			throw corrupt(b, where + "key is " + d + " buckets from home, max_probe is " + im.maxProbe);
+		if (d > 0 && displaced(im, bucket(im, home), tag) < d)
+			throw corrupt(b, where + "key displaced " + d + " buckets, but its home bucket " + home
+					+ " does not announce it");
+		long found = im.locate(key, key.length);
+		if (found != (REC | r))
+			throw new ShmkvException.Corrupt("index record at " + r + ": lookup of its key does not find it"
+					+ (found >= 0 ? " (duplicate key)" : ""));
+		return d;
+	}
+}
