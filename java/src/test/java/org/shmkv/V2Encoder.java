@@ -233,6 +233,20 @@ final class V2Encoder {
 		return img.array();
 	}
 
+	/**
+	 * Writes a benchmark image until the C builder writes layout B:
+	 * V2Encoder OUT KEYS kv|num — key_N -> "val_N" (string) or the i64 N,
+	 * KEYS / 3.5 buckets (about 85% of a bucket's room for these records).
+	 */
+	public static void main(String[] a) throws java.io.IOException {
+		int keys = Integer.parseInt(a[1]);
+		boolean num = a.length > 2 && a[2].equals("num");
+		V2Encoder enc = new V2Encoder();
+		for (int i = 0; i < keys; i++)
+			enc.add(str("key_" + i), num ? Image.I64 : Image.STRING, num ? i64(i) : str("val_" + i), 0, false);
+		java.nio.file.Files.write(java.nio.file.Path.of(a[0]), enc.build(Math.max(1, keys * 2L / 7)));
+	}
+
 	/** Recomputes every checksum after a test damaged the image on purpose. */
 	static byte[] resum(byte[] b) {
 		FuzzTest.resum(b);
