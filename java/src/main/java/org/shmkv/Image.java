@@ -51,7 +51,12 @@ final class Image {
 
 	/** The key hash of FORMAT.md §5. */
 	long hash(byte[] key, int len) {
-		long h = hasher.hashBytesToLong(key, 0, len);
+		return hash(key, 0, 0, len);
+	}
+
+	/** The hash of key[0, len), or (key null) of the packed key lo, hi (Keys). */
+	long hash(byte[] key, long lo, long hi, int len) {
+		long h = key == null ? Xxh3.packed(lo, hi, len, hdr.hashSeed) : hasher.hashBytesToLong(key, 0, len);
 		return hashBits == 64 ? h : (h & hashMask) * 0x9E3779B97F4A7C15L;
 	}
 
@@ -61,9 +66,14 @@ final class Image {
 	 * below read either.
 	 */
 	long locate(byte[] key, int len) {
+		return locate(key, 0, 0, len);
+	}
+
+	/** locate of key[0, len), or (key null) of the packed key lo, hi (Keys). */
+	long locate(byte[] key, long lo, long hi, int len) {
 		if (len > MAX_KEY)
 			throw new ShmkvException.KeyLength(len);
-		return index.find(this, key, len, hash(key, len));
+		return index.find(this, key, lo, hi, len, hash(key, lo, hi, len));
 	}
 
 	/** The entry of a locator: v1's is the locator; a v2 OUT record's entry; -1 for an inline record. */

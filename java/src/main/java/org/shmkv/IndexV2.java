@@ -47,16 +47,16 @@ final class IndexV2 implements Index {
 	}
 
 	@Override
-	public long find(Image im, byte[] key, int len, long h) {
+	public long find(Image im, byte[] key, long lo, long hi, int len, long h) {
 		int tag = IndexV1.tag(h);
 		long b = IndexV1.home(h, im.bucketCount);
-		long r = scan(im, b, tag, key, len);
+		long r = scan(im, b, tag, key, lo, hi, len);
 		if (r >= 0)
 			return r;
 		long n = displaced(im, bucket(im, b), tag);
 		for (long i = 0; i < n; i++) {
 			b = b + 1 == im.bucketCount ? 0 : b + 1;
-			r = scan(im, b, tag, key, len);
+			r = scan(im, b, tag, key, lo, hi, len);
 			if (r >= 0)
 				return r;
 		}
@@ -68,7 +68,7 @@ final class IndexV2 implements Index {
 	 * word, compared at once), each decoded with its bounds; the locator of
 	 * the one holding key, or -1.
 	 */
-	private static long scan(Image im, long b, int tag, byte[] key, int len) {
+	private static long scan(Image im, long b, int tag, byte[] key, long lo, long hi, int len) {
 		MemorySegment s = im.seg;
 		long bk = bucket(im, b);
 		int n = Bytes.u8(s, bk);
@@ -89,7 +89,7 @@ final class IndexV2 implements Index {
 				if (((x >>> (16 * lane)) & 0xFFFF) != 0)
 					continue;
 				long r = record(im, b, bk, n, i);
-				if (matches(im, b, i, r, key, len))
+				if (matches(im, b, i, r, key, lo, hi, len))
 					return REC | r;
 			}
 		}
@@ -97,12 +97,12 @@ final class IndexV2 implements Index {
 	}
 
 	/** Whether the record at image offset r (decoded by {@link #record}) holds key. */
-	private static boolean matches(Image im, long b, int i, long r, byte[] key, int len) {
+	private static boolean matches(Image im, long b, int i, long r, byte[] key, long lo, long hi, int len) {
 		MemorySegment s = im.seg;
 		int kind = Bytes.u8(s, r);
 		if ((kind & K_OUT) == 0) {
 			int x = (kind & K_EXPIRES) != 0 ? EXPIRES_SIZE : 0;
-			return Bytes.u8(s, r + 1) == len && Bytes.equal(s, r + INLINE_HEAD + x, key, len);
+			return Bytes.u8(s, r + 1) == len && Bytes.equal(s, r + INLINE_HEAD + x, key, lo, hi, len);
 		}
 		long e = outEntry(s, r);
 		if (e < im.entOff || e > im.entEnd - 8)
@@ -114,7 +114,7 @@ final class IndexV2 implements Index {
 		if (e + 8 + kl > im.entEnd)
 			throw corrupt(b, "record " + i + ": entry at " + e + ": key of " + len
 					+ " bytes runs past the entries section end " + im.entEnd);
-		return Bytes.equal(s, e + 8, key, len);
+		return Bytes.equal(s, e + 8, key, lo, hi, len);
 	}
 
 	/** The entry offset an OUT record at r names (unit * 8; unchecked). */

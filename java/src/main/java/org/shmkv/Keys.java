@@ -3,8 +3,11 @@ package org.shmkv;
 import java.nio.charset.StandardCharsets;
 
 /**
- * A String key as its UTF-8 bytes without allocating: ASCII keys (the common
- * case) are written into a per-thread buffer; others are encoded.
+ * A String key as its UTF-8 bytes without allocating: an ASCII key of at
+ * most 16 characters (the common case) is packed into two longs (bytes 0-7
+ * and 8-15, little-endian), which the lookup hashes ({@link Xxh3#packed})
+ * and compares ({@link Bytes#equalPacked}) without a buffer; a longer ASCII
+ * key is written into a per-thread buffer; others are encoded.
  */
 final class Keys {
 	private Keys() {}
@@ -12,6 +15,33 @@ final class Keys {
 	static final class Buf {
 		byte[] b = new byte[256];
 		int len;
+	}
+
+	/** The length of key when it packs (ASCII, at most 16 characters), else -1. */
+	static int ascii(String key) {
+		int n = key.length();
+		if (n > 16)
+			return -1;
+		for (int i = 0; i < n; i++)
+			if (key.charAt(i) >= 0x80)
+				return -1;
+		return n;
+	}
+
+	/** Characters [from, from + 8) of an ASCII key of n characters as 8 little-endian bytes (0 past n). */
+	static long word(String key, int from, int n) {
+		long w = 0;
+		for (int i = Math.min(n, from + 8) - 1; i >= from; i--)
+			w = w << 8 | key.charAt(i);
+		return w;
+	}
+
+	/** The bytes of a packed key (messages; cold). */
+	static byte[] unpack(long lo, long hi, int len) {
+		byte[] b = new byte[len];
+		for (int i = 0; i < len; i++)
+			b[i] = (byte) ((i < 8 ? lo : hi) >>> (8 * (i & 7)));
+		return b;
 	}
 
 	private static final ThreadLocal<Buf> BUF = ThreadLocal.withInitial(Buf::new);

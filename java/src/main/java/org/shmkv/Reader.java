@@ -41,8 +41,8 @@ public abstract sealed class Reader implements Iterable<Value> permits Shmkv, Sn
 	 * The lookup every getter makes: the locator of key in im, or -1 when it
 	 * is missing or expired (the clock read only for an expiring record).
 	 */
-	final long find(Image im, byte[] key, int len) {
-		long loc = im.locate(key, len);
+	final long find(Image im, byte[] key, long lo, long hi, int len) {
+		long loc = im.locate(key, lo, hi, len);
 		if (loc >= 0 && im.expiry) {
 			long x = im.expires(loc);
 			if (x != 0 && now() >= x)
@@ -65,7 +65,9 @@ public abstract sealed class Reader implements Iterable<Value> permits Shmkv, Sn
 		return new ShmkvException.Corrupt("an offset points outside the image", e);
 	}
 
-	private static ShmkvException.NotFound notFound(byte[] key, int len) {
+	private static ShmkvException.NotFound notFound(byte[] key, long lo, long hi, int len) {
+		if (key == null)
+			key = Keys.unpack(lo, hi, len);
 		StringBuilder b = new StringBuilder();
 		for (int i = 0; i < Math.min(len, 64); i++)
 			b.append(String.format("%02x", key[i] & 0xFF));
@@ -89,19 +91,22 @@ public abstract sealed class Reader implements Iterable<Value> permits Shmkv, Sn
 
 	/** The value of key, or null when the key is not there. */
 	public Value get(byte[] key) {
-		return get(key, key.length);
+		return get(key, 0, 0, key.length);
 	}
 
 	public Value get(String key) {
+		int n = Keys.ascii(key);
+		if (n >= 0)
+			return get(null, Keys.word(key, 0, n), Keys.word(key, 8, n), n);
 		Keys.Buf k = Keys.utf8(key);
-		return get(k.b, k.len);
+		return get(k.b, 0, 0, k.len);
 	}
 
-	private Value get(byte[] key, int len) {
+	private Value get(byte[] key, long lo, long hi, int len) {
 		for (;;) {
 			Generation g = current();
 			try {
-				long e = find(g.image, key, len);
+				long e = find(g.image, key, lo, hi, len);
 				return e < 0 ? null : Value.at(g, e);
 			} catch (IllegalStateException x) {
 				onClosed(g, x);
@@ -112,11 +117,11 @@ public abstract sealed class Reader implements Iterable<Value> permits Shmkv, Sn
 	}
 
 	/** The offset of key's value in g's image, of type t: the typed getters' hot path (no allocation). */
-	private long locate(Generation g, byte[] key, int len, int t) {
+	private long locate(Generation g, byte[] key, long lo, long hi, int len, int t) {
 		Image im = g.image;
-		long e = find(im, key, len);
+		long e = find(im, key, lo, hi, len);
 		if (e < 0)
-			throw notFound(key, len);
+			throw notFound(key, lo, hi, len);
 		long voff = im.valueOffset(e);
 		int type = im.typeOf(e);
 		if (type != t)
@@ -127,19 +132,22 @@ public abstract sealed class Reader implements Iterable<Value> permits Shmkv, Sn
 
 	/** An i64 value; NotFound when missing, Type when of another type. */
 	public long getLong(byte[] key) {
-		return getLong(key, key.length);
+		return getLong(key, 0, 0, key.length);
 	}
 
 	public long getLong(String key) {
+		int n = Keys.ascii(key);
+		if (n >= 0)
+			return getLong(null, Keys.word(key, 0, n), Keys.word(key, 8, n), n);
 		Keys.Buf k = Keys.utf8(key);
-		return getLong(k.b, k.len);
+		return getLong(k.b, 0, 0, k.len);
 	}
 
-	private long getLong(byte[] key, int len) {
+	private long getLong(byte[] key, long lo, long hi, int len) {
 		for (;;) {
 			Generation g = current();
 			try {
-				return g.image.seg.get(Bytes.U64, locate(g, key, len, Image.I64));
+				return g.image.seg.get(Bytes.U64, locate(g, key, lo, hi, len, Image.I64));
 			} catch (IllegalStateException x) {
 				onClosed(g, x);
 			} catch (IndexOutOfBoundsException x) {
@@ -156,19 +164,22 @@ public abstract sealed class Reader implements Iterable<Value> permits Shmkv, Sn
 
 	/** An f64 value; NotFound when missing. */
 	public double getDouble(byte[] key) {
-		return getDouble(key, key.length);
+		return getDouble(key, 0, 0, key.length);
 	}
 
 	public double getDouble(String key) {
+		int n = Keys.ascii(key);
+		if (n >= 0)
+			return getDouble(null, Keys.word(key, 0, n), Keys.word(key, 8, n), n);
 		Keys.Buf k = Keys.utf8(key);
-		return getDouble(k.b, k.len);
+		return getDouble(k.b, 0, 0, k.len);
 	}
 
-	private double getDouble(byte[] key, int len) {
+	private double getDouble(byte[] key, long lo, long hi, int len) {
 		for (;;) {
 			Generation g = current();
 			try {
-				return g.image.seg.get(Bytes.F64, locate(g, key, len, Image.F64));
+				return g.image.seg.get(Bytes.F64, locate(g, key, lo, hi, len, Image.F64));
 			} catch (IllegalStateException x) {
 				onClosed(g, x);
 			} catch (IndexOutOfBoundsException x) {
@@ -179,19 +190,22 @@ public abstract sealed class Reader implements Iterable<Value> permits Shmkv, Sn
 
 	/** A bool value; NotFound when missing. */
 	public boolean getBoolean(byte[] key) {
-		return getBoolean(key, key.length);
+		return getBoolean(key, 0, 0, key.length);
 	}
 
 	public boolean getBoolean(String key) {
+		int n = Keys.ascii(key);
+		if (n >= 0)
+			return getBoolean(null, Keys.word(key, 0, n), Keys.word(key, 8, n), n);
 		Keys.Buf k = Keys.utf8(key);
-		return getBoolean(k.b, k.len);
+		return getBoolean(k.b, 0, 0, k.len);
 	}
 
-	private boolean getBoolean(byte[] key, int len) {
+	private boolean getBoolean(byte[] key, long lo, long hi, int len) {
 		for (;;) {
 			Generation g = current();
 			try {
-				return Bytes.u8(g.image.seg, locate(g, key, len, Image.BOOL)) != 0;
+				return Bytes.u8(g.image.seg, locate(g, key, lo, hi, len, Image.BOOL)) != 0;
 			} catch (IllegalStateException x) {
 				onClosed(g, x);
 			} catch (IndexOutOfBoundsException x) {
@@ -206,20 +220,23 @@ public abstract sealed class Reader implements Iterable<Value> permits Shmkv, Sn
 	 * copied: the return is its length, larger than dst.length.
 	 */
 	public int getInto(byte[] key, byte[] dst) {
-		return getInto(key, key.length, dst);
+		return getInto(key, 0, 0, key.length, dst);
 	}
 
 	public int getInto(String key, byte[] dst) {
+		int n = Keys.ascii(key);
+		if (n >= 0)
+			return getInto(null, Keys.word(key, 0, n), Keys.word(key, 8, n), n, dst);
 		Keys.Buf k = Keys.utf8(key);
-		return getInto(k.b, k.len, dst);
+		return getInto(k.b, 0, 0, k.len, dst);
 	}
 
-	private int getInto(byte[] key, int len, byte[] dst) {
+	private int getInto(byte[] key, long lo, long hi, int len, byte[] dst) {
 		for (;;) {
 			Generation g = current();
 			try {
 				Image im = g.image;
-				long e = find(im, key, len);
+				long e = find(im, key, lo, hi, len);
 				if (e < 0)
 					return -1;
 				long voff = im.valueOffset(e);
@@ -245,11 +262,11 @@ public abstract sealed class Reader implements Iterable<Value> permits Shmkv, Sn
 	 * releases it meanwhile makes the read start again on the new one); null
 	 * when the key is missing. For getters that copy out of the mapping.
 	 */
-	private <T> T read(byte[] key, int len, java.util.function.Function<Value, T> f) {
+	private <T> T read(byte[] key, long lo, long hi, int len, java.util.function.Function<Value, T> f) {
 		for (;;) {
 			Generation g = current();
 			try {
-				long e = find(g.image, key, len);
+				long e = find(g.image, key, lo, hi, len);
 				return e < 0 ? null : f.apply(Value.at(g, e));
 			} catch (IllegalStateException x) {
 				onClosed(g, x);
@@ -262,8 +279,11 @@ public abstract sealed class Reader implements Iterable<Value> permits Shmkv, Sn
 	}
 
 	private <T> T read(String key, java.util.function.Function<Value, T> f) {
+		int n = Keys.ascii(key);
+		if (n >= 0)
+			return read(null, Keys.word(key, 0, n), Keys.word(key, 8, n), n, f);
 		Keys.Buf k = Keys.utf8(key);
-		return read(k.b, k.len, f);
+		return read(k.b, 0, 0, k.len, f);
 	}
 
 	private static byte[] bytesOf(Value v) {
@@ -278,7 +298,7 @@ public abstract sealed class Reader implements Iterable<Value> permits Shmkv, Sn
 	}
 
 	public byte[] getBytes(byte[] key) {
-		return read(key, key.length, Reader::bytesOf);
+		return read(key, 0, 0, key.length, Reader::bytesOf);
 	}
 
 	/**
@@ -296,7 +316,7 @@ public abstract sealed class Reader implements Iterable<Value> permits Shmkv, Sn
 	}
 
 	public String getString(byte[] key) {
-		return read(key, key.length, Value::asString);
+		return read(key, 0, 0, key.length, Value::asString);
 	}
 
 	/**
@@ -342,7 +362,7 @@ public abstract sealed class Reader implements Iterable<Value> permits Shmkv, Sn
 				Value[] out = new Value[keys.length];
 				long now = 0; // the batch reads the clock once, when a record expires
 				for (int i = 0; i < keys.length; i++) {
-					long e = im.locate(keys[i], keys[i].length);
+					long e = im.locate(keys[i], 0, 0, keys[i].length);
 					if (e >= 0 && im.expiry) {
 						long x = im.expires(e);
 						if (x != 0 && (now == 0 ? now = now() : now) >= x)

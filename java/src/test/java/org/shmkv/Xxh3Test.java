@@ -82,4 +82,31 @@ class Xxh3Test {
 		assertEquals(1129, desc2.length());
 		assertEquals(Header.LAYOUT_HASH_V2, Xxh3.SEED0.hashBytesToLong(desc2.getBytes(StandardCharsets.US_ASCII)));
 	}
+
+	/** The String-key hot path's XXH3 of packed keys (Keys, Xxh3.packed) against hash4j: every length 0-16. */
+	@Test
+	void packedShortKeysHashAsTheLibrary() {
+		java.util.SplittableRandom r = new java.util.SplittableRandom(25);
+		long[] seeds = {0, 1, -1, 0x53484d4b56763121L, 0x9E3779B97F4A7C15L};
+		for (int len = 0; len <= 16; len++)
+			for (int t = 0; t < 500; t++) {
+				byte[] b = new byte[len];
+				for (int i = 0; i < len; i++)
+					b[i] = (byte) r.nextInt(256);
+				long lo = 0, hi = 0;
+				for (int i = 0; i < len; i++)
+					if (i < 8)
+						lo |= (b[i] & 0xFFL) << 8 * i;
+					else
+						hi |= (b[i] & 0xFFL) << 8 * (i - 8);
+				for (long seed : seeds)
+					assertEquals(Xxh3.hasher(seed).hashBytesToLong(b), Xxh3.packed(lo, hi, len, seed), "len " + len);
+				String ascii = new String(b, java.nio.charset.StandardCharsets.ISO_8859_1).chars()
+						.map(c -> c & 0x7F).collect(StringBuilder::new, StringBuilder::appendCodePoint, StringBuilder::append).toString();
+				int n = Keys.ascii(ascii);
+				assertEquals(len, n);
+				org.junit.jupiter.api.Assertions.assertArrayEquals(ascii.getBytes(java.nio.charset.StandardCharsets.US_ASCII),
+						Keys.unpack(Keys.word(ascii, 0, n), Keys.word(ascii, 8, n), n));
+			}
+	}
 }
