@@ -20,20 +20,24 @@ final class Keys {
 	/** The length of key when it packs (ASCII, at most 16 characters), else -1. */
 	static int ascii(String key) {
 		int n = key.length();
-		if (n > 16)
-			return -1;
-		for (int i = 0; i < n; i++)
-			if (key.charAt(i) >= 0x80)
-				return -1;
-		return n;
+		return n <= 16 && (word(key, 0, n) | word(key, 8, n)) >= 0 ? n : -1;
 	}
 
-	/** Characters [from, from + 8) of an ASCII key of n characters as 8 little-endian bytes (0 past n). */
+	/**
+	 * Characters [from, from + 8) of a key of n characters as 8 little-endian
+	 * bytes (0 past n), or -1 when one is not ASCII (a packed word never has
+	 * bit 63 set). One pass: the String getters call it twice and pack when
+	 * both are >= 0.
+	 */
 	static long word(String key, int from, int n) {
 		long w = 0;
-		for (int i = Math.min(n, from + 8) - 1; i >= from; i--)
-			w = w << 8 | key.charAt(i);
-		return w;
+		int any = 0;
+		for (int i = Math.min(n, from + 8) - 1; i >= from; i--) {
+			char c = key.charAt(i);
+			any |= c;
+			w = w << 8 | c;
+		}
+		return any < 0x80 ? w : -1;
 	}
 
 	/** The bytes of a packed key (messages; cold). */

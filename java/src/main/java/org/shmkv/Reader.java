@@ -95,9 +95,10 @@ public abstract sealed class Reader implements Iterable<Value> permits Shmkv, Sn
 	}
 
 	public Value get(String key) {
-		int n = Keys.ascii(key);
-		if (n >= 0)
-			return get(null, Keys.word(key, 0, n), Keys.word(key, 8, n), n);
+		int n = key.length();
+		long lo, hi;
+		if (n <= 16 && ((lo = Keys.word(key, 0, n)) | (hi = Keys.word(key, 8, n))) >= 0)
+			return get(null, lo, hi, n);
 		Keys.Buf k = Keys.utf8(key);
 		return get(k.b, 0, 0, k.len);
 	}
@@ -136,9 +137,10 @@ public abstract sealed class Reader implements Iterable<Value> permits Shmkv, Sn
 	}
 
 	public long getLong(String key) {
-		int n = Keys.ascii(key);
-		if (n >= 0)
-			return getLong(null, Keys.word(key, 0, n), Keys.word(key, 8, n), n);
+		int n = key.length();
+		long lo, hi;
+		if (n <= 16 && ((lo = Keys.word(key, 0, n)) | (hi = Keys.word(key, 8, n))) >= 0)
+			return getLong(null, lo, hi, n);
 		Keys.Buf k = Keys.utf8(key);
 		return getLong(k.b, 0, 0, k.len);
 	}
@@ -168,9 +170,10 @@ public abstract sealed class Reader implements Iterable<Value> permits Shmkv, Sn
 	}
 
 	public double getDouble(String key) {
-		int n = Keys.ascii(key);
-		if (n >= 0)
-			return getDouble(null, Keys.word(key, 0, n), Keys.word(key, 8, n), n);
+		int n = key.length();
+		long lo, hi;
+		if (n <= 16 && ((lo = Keys.word(key, 0, n)) | (hi = Keys.word(key, 8, n))) >= 0)
+			return getDouble(null, lo, hi, n);
 		Keys.Buf k = Keys.utf8(key);
 		return getDouble(k.b, 0, 0, k.len);
 	}
@@ -194,9 +197,10 @@ public abstract sealed class Reader implements Iterable<Value> permits Shmkv, Sn
 	}
 
 	public boolean getBoolean(String key) {
-		int n = Keys.ascii(key);
-		if (n >= 0)
-			return getBoolean(null, Keys.word(key, 0, n), Keys.word(key, 8, n), n);
+		int n = key.length();
+		long lo, hi;
+		if (n <= 16 && ((lo = Keys.word(key, 0, n)) | (hi = Keys.word(key, 8, n))) >= 0)
+			return getBoolean(null, lo, hi, n);
 		Keys.Buf k = Keys.utf8(key);
 		return getBoolean(k.b, 0, 0, k.len);
 	}
@@ -224,9 +228,10 @@ public abstract sealed class Reader implements Iterable<Value> permits Shmkv, Sn
 	}
 
 	public int getInto(String key, byte[] dst) {
-		int n = Keys.ascii(key);
-		if (n >= 0)
-			return getInto(null, Keys.word(key, 0, n), Keys.word(key, 8, n), n, dst);
+		int n = key.length();
+		long lo, hi;
+		if (n <= 16 && ((lo = Keys.word(key, 0, n)) | (hi = Keys.word(key, 8, n))) >= 0)
+			return getInto(null, lo, hi, n, dst);
 		Keys.Buf k = Keys.utf8(key);
 		return getInto(k.b, 0, 0, k.len, dst);
 	}
@@ -279,9 +284,10 @@ public abstract sealed class Reader implements Iterable<Value> permits Shmkv, Sn
 	}
 
 	private <T> T read(String key, java.util.function.Function<Value, T> f) {
-		int n = Keys.ascii(key);
-		if (n >= 0)
-			return read(null, Keys.word(key, 0, n), Keys.word(key, 8, n), n, f);
+		int n = key.length();
+		long lo, hi;
+		if (n <= 16 && ((lo = Keys.word(key, 0, n)) | (hi = Keys.word(key, 8, n))) >= 0)
+			return read(null, lo, hi, n, f);
 		Keys.Buf k = Keys.utf8(key);
 		return read(k.b, 0, 0, k.len, f);
 	}
