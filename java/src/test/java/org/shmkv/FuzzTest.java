@@ -24,9 +24,10 @@ import org.junit.jupiter.api.Test;
  * ArithmeticException or anything else unchecked.
  */
 class FuzzTest {
-	static final String[] SEEDS = {"base", "types", "shared", "displaced", "hash_bits_6", "empty", "v2:mixed", "v2:small"};
+	static final String[] SEEDS = {"base", "types", "shared", "displaced", "hash_bits_6", "empty", "v2/v2_types",
+			"v2/v2_displaced", "v2/v2_expiry", "v2/v2_shared", "v2/v2_long_keys", "v2:mixed", "v2:small"};
 
-	/** A seed image: a vector's, or (v2:) one of the test-only v2 writer's, until the vectors hold v2 images. */
+	/** A seed image: a vector's (v2/: the C builder's format 2 ones), or (v2:) one of the test-only v2 writer's. */
 	static byte[] seed(String n) throws java.io.IOException {
 		return switch (n) {
 			case "v2:mixed" -> V2Test.mixedImage();
