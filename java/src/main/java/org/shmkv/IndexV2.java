@@ -73,7 +73,7 @@ final class IndexV2 implements Index {
 		long bk = bucket(im, b);
 		int n = Bytes.u8(s, bk);
 		if (n > MAX_RECORDS)
-			throw corrupt(b, "count " + n + ", at most " + MAX_RECORDS + " records fit");
+			throw corrupt(b, n + " records, at most " + MAX_RECORDS + " fit");
 		long pattern = tag * LANES;
 		for (int w = 0; w < n; w += 4) {
 			long x = Bytes.u64(s, bk + HEAD + 2 * w) ^ pattern;
@@ -131,14 +131,11 @@ final class IndexV2 implements Index {
 	static long record(Image im, long b, long bk, int n, int i) {
 		MemorySegment s = im.seg;
 		int off = Bytes.u8(s, bk + HEAD + 2L * n + i);
-		if (off < HEAD + 3 * n)
-			throw corrupt(b, "record " + i + " at +" + off + " overlaps the bucket's directory (count " + n + ")");
-		if (off >= BUCKET)
-			throw corrupt(b, "record " + i + " at +" + off + " is past the bucket's end");
 		long r = bk + off;
-		if (size(s, r, BUCKET - off) < 0)
-			throw corrupt(b, "record " + i + " at +" + off + ": malformed (kind " + String.format("%02x", Bytes.u8(s, r))
-					+ ") or past the bucket's end");
+		if (off < HEAD + 3 * n || off >= BUCKET || size(s, r, BUCKET - off) < 0)
+			throw corrupt(b, "record " + i + " at +" + off + ": malformed (kind "
+					+ String.format("%02x", off < BUCKET ? Bytes.u8(s, r) : 0)
+					+ "), inside the directory or past the bucket's end");
 		return r;
 	}
 
@@ -212,15 +209,22 @@ final class IndexV2 implements Index {
 			int n = Bytes.u8(s, bk);
 			if (n > MAX_RECORDS)
 				throw corrupt(b, n + " records, at most " + MAX_RECORDS + " fit");
-			int pos = HEAD + 3 * n; // covered up to here
+			int pos = HEAD + 3 * n; // the record area: offsets ascending from here
+			for (int i = 0, prev = -1; i < n; i++) {
+				int off = Bytes.u8(s, bk + HEAD + 2L * n + i);
+				if (i > 0 ? off <= prev : off < pos)
+					throw corrupt(b, "record " + i + " at +" + off + ": "
+							+ (i > 0 ? "offsets not in ascending order" : "starts inside the tag directory"));
+				prev = off;
+			}
 			for (int i = 0; i < n; i++) {
-				long r = record(im, b, bk, n, i);
-				int off = (int) (r - bk);
+				int off = Bytes.u8(s, bk + HEAD + 2L * n + i);
 				if (off < pos)
-					throw corrupt(b, "record " + i + " at +" + off + " overlaps the one before it (ends at +" + pos + ")");
-				long nz = Bytes.firstNonZero(s, bk + pos, off - pos);
-				if (nz >= 0)
-					throw new ShmkvException.Corrupt("non-zero byte at offset " + nz + " outside bucket " + b + "'s records");
+					throw corrupt(b, "record " + i + " at +" + off + ": overlaps the record before (ends at +" + pos + ")");
+				if (Bytes.firstNonZero(s, bk + pos, Math.min(off, BUCKET) - pos) >= 0)
+					throw new ShmkvException.Corrupt("non-zero byte in bucket " + b + "'s record area before record " + i
+							+ " (+" + pos + "..+" + off + ")");
+				long r = record(im, b, bk, n, i);
 				long dist = verifyRecord(im, b, bk, n, i, r);
 				maxD = Math.max(maxD, dist);
 				int kind = Bytes.u8(s, r);
@@ -239,15 +243,15 @@ final class IndexV2 implements Index {
 				throw new ShmkvException.Corrupt("non-zero byte at offset " + nz + " after bucket " + b + "'s records");
 		}
 		if (count != im.entryCount)
-			throw new ShmkvException.Corrupt("index holds " + count + " records, entry_count is " + im.entryCount);
+			throw new ShmkvException.Corrupt("index holds " + count + " records, header says " + im.entryCount + " entries");
 		if (maxD != im.maxProbe)
-			throw new ShmkvException.Corrupt("largest displacement is " + maxD + ", max_probe is " + im.maxProbe);
+			throw new ShmkvException.Corrupt("longest probe is " + maxD + " buckets, header says " + im.maxProbe);
 		boolean flag = (im.hdr.flags & Header.FLAG_EXPIRY) != 0;
 		if ((expiring != 0) != flag)
 			throw new ShmkvException.Corrupt(expiring + " records expire, but the header's expiry flag is "
 					+ (flag ? "set" : "clear"));
 		if (shared != im.hdr.dedupRefs)
-			throw new ShmkvException.Corrupt(shared + " entries share a value, dedup_refs is " + im.hdr.dedupRefs);
+			throw new ShmkvException.Corrupt(shared + " entries use shared values, header says " + im.hdr.dedupRefs);
 		// ENTRIES: walked as in v1; each entry is its key's OUT record's, so
 		// with the counts equal, entries and OUT records are one-to-one
 		long ents = 0;

@@ -483,7 +483,7 @@ public abstract sealed class Reader implements Iterable<Value> permits Shmkv, Sn
 								+ im.entryCount + " records");
 					n = Bytes.u8(im.seg, IndexV2.bucket(im, bucket));
 					if (n > IndexV2.MAX_RECORDS)
-						throw IndexV2.corrupt(bucket, "count " + n + ", at most " + IndexV2.MAX_RECORDS + " records fit");
+						throw IndexV2.corrupt(bucket, n + " records, at most " + IndexV2.MAX_RECORDS + " fit");
 					i = 0;
 					bucket++;
 				}

@@ -197,17 +197,17 @@ class V2Test {
 	@Test
 	void verifyChecksEveryRuleOfLayoutB() {
 		refused("at most 16 fit", b -> b[bucketWith(b, 1)] = 17);
-		refused("overlaps the bucket's directory", b -> {
+		refused("starts inside the tag directory", b -> {
 			int bk = bucketWith(b, 2);
 			int n = b[bk];
 			b[bk + 8 + 2 * n] = (byte) (8 + 3 * n - 1);
 		});
-		refused("overlaps the one before it", b -> {
+		refused("offsets not in ascending order", b -> {
 			int bk = bucketWith(b, 2);
 			int n = b[bk];
 			b[bk + 8 + 2 * n + 1] = b[bk + 8 + 2 * n];
 		});
-		refused("outside bucket", b -> { // a gap: the second record one byte later, its old first byte left
+		refused("record area before record", b -> { // a gap: the second record one byte later, its old first byte left
 			int bk = bucketWith(b, 3);
 			int n = b[bk];
 			int off1 = b[bk + 8 + 2 * n + 1] & 0xFF;
@@ -233,7 +233,7 @@ class V2Test {
 		});
 		refused("records expire, but the header's expiry flag is clear", b -> b[24] = 0);
 		refused("index holds", b -> b[40]++);
-		refused("largest displacement", b -> b[72]++);
+		refused("longest probe", b -> b[72]++);
 	}
 
 	@Test
