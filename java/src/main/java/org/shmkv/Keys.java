@@ -17,12 +17,6 @@ final class Keys {
 		int len;
 	}
 
-	/** The length of key when it packs (ASCII, at most 16 characters), else -1. */
-	static int ascii(String key) {
-		int n = key.length();
-		return n <= 16 && (word(key, 0, n) | word(key, 8, n)) >= 0 ? n : -1;
-	}
-
 	/**
 	 * Characters [from, from + 8) of a key of n characters as 8 little-endian
 	 * bytes (0 past n), or -1 when one is not ASCII (a packed word never has
