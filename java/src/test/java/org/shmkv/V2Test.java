@@ -34,6 +34,9 @@ class V2Test {
 		enc.add("strs", Image.STRLIST, V2Encoder.strlist("a", "bc", "déf"));
 		enc.add("long-string", Image.STRING, V2Encoder.str("x".repeat(300)));
 		enc.add(V2Encoder.str("key-empty"), Image.STRING, new byte[0], 0, false);
+		enc.add("a-key-longer-than-16", Image.I64, V2Encoder.i64(17)); // String keys: the per-thread buffer
+		enc.add("clé", Image.I64, V2Encoder.i64(18)); // and the UTF-8 encoding
+		enc.add("exactly16chars!!", Image.I64, V2Encoder.i64(16)); // the longest packed key
 		enc.add(new byte[0], Image.BYTES, new byte[] {7}, 0, false); // the empty key
 		enc.add(V2Encoder.str("exp-inline"), Image.I64, V2Encoder.i64(1), E, false);
 		enc.add(V2Encoder.str("exp-out"), Image.STRING, V2Encoder.str("gone"), E, true);
@@ -54,7 +57,7 @@ class V2Test {
 		try (Shmkv db = Shmkv.of(img, Shmkv.Check.DEEP)) {
 			db.setClock(E - 1);
 			db.verify();
-			assertEquals(2013, db.size());
+			assertEquals(2016, db.size());
 			for (int i = 0; i < 2000; i++) {
 				assertEquals("val_" + i, db.getString("key_" + i), "key_" + i);
 				byte[] dst = new byte[16];
@@ -63,6 +66,11 @@ class V2Test {
 			assertNull(db.get("key_2000"));
 			assertNull(db.get("nope"));
 			assertEquals(-42, db.getLong("i64"));
+			assertEquals(17, db.getLong("a-key-longer-than-16"));
+			assertEquals(18, db.getLong("clé"));
+			assertEquals(16, db.getLong("exactly16chars!!"));
+			assertNull(db.get("exactly16chars!?"));
+			assertNull(db.get("cle"));
 			assertEquals(2.5, db.getDouble("f64"));
 			assertTrue(db.getBoolean("bool"));
 			assertArrayEquals(new byte[] {0, 1, 2, (byte) 255}, db.getBytes("bytes"));
@@ -83,7 +91,7 @@ class V2Test {
 			Map<String, Long> seen = new HashMap<>();
 			for (Value v : db)
 				assertNull(seen.put(new String(v.key(), java.nio.charset.StandardCharsets.UTF_8), v.expires()));
-			assertEquals(2013, seen.size());
+			assertEquals(2016, seen.size());
 			assertEquals(E, seen.get("exp-inline"));
 			assertEquals(E + 10, seen.get("exp-str"));
 			assertEquals(0L, seen.get("key_7"));
@@ -116,7 +124,7 @@ class V2Test {
 			long n = 0;
 			for (Value v : db)
 				n++;
-			assertEquals(2013, n, "iteration returns expired entries too");
+			assertEquals(2016, n, "iteration returns expired entries too");
 			db.verify();
 		}
 	}
