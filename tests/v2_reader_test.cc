@@ -548,33 +548,6 @@ TEST(V2Reader, DirectoryRulesViolated)
 	EXPECT_EQ(std::string(sp, n), "y");
 }
 
-// The tag directory compare: every compiled variant agrees with the scalar
-// one (tests/probe_variants_test runs the AVX2 one too); here the dispatch
-// on buckets whose bytes past count carry the query tag.
-TEST(V2Reader, TagMatchMasksPastCount)
-{
-	alignas(128) uint8_t bk[128];
-	std::mt19937_64 rng(5);
-	for (int rep = 0; rep < 20000; rep++) {
-		for (auto &x : bk)
-			x = (uint8_t)rng();
-		const uint16_t tag = (uint16_t)(rng() % 0xffff + 1);
-		for (unsigned j = 0; j < 16; j++)
-			if (rng() % 3 == 0)
-				memcpy(&bk[8 + 2 * j], &tag, 2);
-		for (unsigned n = 0; n <= SHMKV_V2_MAX_RECORDS; n++) {
-			unsigned want = 0;
-			for (unsigned j = 0; j < n; j++) {
-				uint16_t t;
-				memcpy(&t, &bk[8 + 2 * j], 2);
-				want |= (unsigned)(t == tag) << j;
-			}
-			ASSERT_EQ(shmkv__match2_scalar(bk, n, tag), want);
-			ASSERT_EQ(shmkv__match2(bk, n, tag), want) << shmkv_vector_name() << " n " << n;
-		}
-	}
-}
-
 // Random damage to the index with checksums recomputed: every path agrees
 // and nothing crashes (run under ASan by test-san: no read past a bucket).
 TEST(V2Reader, RandomIndexDamageSweep)

@@ -19,11 +19,14 @@
 #include "get.h"
 
 /* Reader policy (not format, FORMAT.md §17.5): how many lines of bucket
- * b+1 a lookup requests at its start, with bucket b's two, so that a key
- * displaced by one bucket does not wait for a second round trip: 0, 1 or 2.
- * bench/RESULTS.md ("v2 layout B") measured the choice. */
+ * b+1 a single get requests at its start, with bucket b's two, so that a
+ * key displaced by one bucket (nearly every displaced key) does not wait
+ * for a second round trip: 0, 1 or 2. bench/RESULTS.md ("Format v2 layout
+ * B") measured 2 against 0 and 1: displaced/home at the median 1.07-1.16
+ * (0: 1.35-2.00, 1: 1.36-1.40), the throughput loop within the noise.
+ * Batches request the next bucket themselves, only where it may serve. */
 #ifndef SHMKV_V2_PREFETCH_NEXT
-#define SHMKV_V2_PREFETCH_NEXT 0
+#define SHMKV_V2_PREFETCH_NEXT 2
 #endif
 #if SHMKV_V2_PREFETCH_NEXT < 0 || SHMKV_V2_PREFETCH_NEXT > 2
 #error "SHMKV_V2_PREFETCH_NEXT must be 0, 1 or 2"
@@ -265,11 +268,10 @@ static SHMKV__HOT int shmkv__bucket2_scan(const shmkv *db, uint64_t b, uint64_t 
 }
 
 /* The v2 lookup (FORMAT.md §17.5), the one every path uses: the home
- * bucket (both its lines requested at once, and SHMKV_V2_PREFETCH_NEXT
- * lines of the next bucket), then, when its D and filter announce
- * displaced keys with this tag, up to min(D, max_probe) later buckets. 0
- * with *bkp (the bucket found in), *r, *e; SHMKV_ENOTFOUND; SHMKV_ECORRUPT
- * (why). Expiry is the caller's. */
+ * bucket (both its lines requested at once), then, when its D and filter
+ * announce displaced keys with this tag, up to min(D, max_probe) later
+ * buckets. 0 with *bkp (the bucket found in), *r, *e; SHMKV_ENOTFOUND;
+ * SHMKV_ECORRUPT (why). Expiry is the caller's. */
 static SHMKV__HOT int shmkv__locate2(const shmkv *db, const void *key, size_t key_len, uint64_t h,
 				     const uint8_t **bkp, shmkv__rec *r, const uint8_t **e,
 				     char *why, size_t why_len)
@@ -277,15 +279,6 @@ static SHMKV__HOT int shmkv__locate2(const shmkv *db, const void *key, size_t ke
 	uint64_t tag = shmkv__tag(h), b = shmkv__home(h, db->bucket_count);
 	const uint8_t *bk = shmkv__bucket2(db, b);
 	__builtin_prefetch(bk + 64); /* the pair's second line, with the first */
-#if SHMKV_V2_PREFETCH_NEXT
-	{
-		const uint8_t *nx = shmkv__bucket2(db, b + 1 == db->bucket_count ? 0 : b + 1);
-		__builtin_prefetch(nx);
-#if SHMKV_V2_PREFETCH_NEXT == 2
-		__builtin_prefetch(nx + 64);
-#endif
-	}
-#endif
 	int rc = shmkv__bucket2_scan(db, b, tag, key, key_len, r, e, why, why_len);
 	if (SHMKV__LIKELY(rc != SHMKV__NEXT)) {
 		*bkp = bk;
@@ -427,14 +420,23 @@ static SHMKV__HOT int shmkv__get2_h(const shmkv *db, const void *key, size_t key
 }
 
 /* The v2 hot get: one out-of-line call from shmkv__get_as, so that v1's
- * code there is untouched (tests/perf counts its instructions). */
+ * code there is untouched (tests/perf counts its instructions); it requests
+ * SHMKV_V2_PREFETCH_NEXT lines of the home bucket's successor first. */
 static __attribute__((noinline, hot)) int shmkv__get2(const shmkv *db, const void *key,
 						      size_t key_len, unsigned want,
 						      shmkv_value *v)
 {
 	int64_t now = 0;
-	return shmkv__get2_h(db, key, key_len, shmkv__hash64(db->seed, key, key_len), want, v,
-			     &now);
+	const uint64_t h = shmkv__hash64(db->seed, key, key_len);
+#if SHMKV_V2_PREFETCH_NEXT /* the reader policy above */
+	uint64_t b = shmkv__home(h, db->bucket_count) + 1;
+	const uint8_t *nx = shmkv__bucket2(db, b == db->bucket_count ? 0 : b);
+	__builtin_prefetch(nx);
+#if SHMKV_V2_PREFETCH_NEXT == 2
+	__builtin_prefetch(nx + 64);
+#endif
+#endif
+	return shmkv__get2_h(db, key, key_len, h, want, v, &now);
 }
 
 /* Pins the clock that db's expiry checks read to now (unix seconds), for

@@ -134,9 +134,11 @@ public:
 				}
 				EXPECT_TRUE(all.emplace(key, f).second) << "key twice";
 			}
-			for (unsigned p = 8; p < 128; p++) // the record area's other bytes, padding too
-				if (!covered[p])
+			for (unsigned p = 8; p < 128; p++) { // the record area's other bytes, padding too
+				if (!covered[p]) {
 					ASSERT_EQ(img_[base + p], 0) << "bucket " << b << " byte " << p;
+				}
+			}
 			if (img_[base + 1] == 0) {
 				for (unsigned p = 2; p < 8; p++)
 					EXPECT_EQ(img_[base + p], 0);
