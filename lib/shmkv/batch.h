@@ -67,7 +67,7 @@ static inline size_t shmkv__get_batch2(const shmkv *db, const shmkv_key *keys, s
 			for (; mt; mt &= mt - 1) {
 				shmkv__rec r;
 				const uint8_t *c;
-				const unsigned pos = shmkv__rec_off2(bk[i], nr, SHMKV__CTZ(mt));
+				const unsigned pos = shmkv__rec_off2(bk[i], SHMKV__CTZ(mt));
 				if (shmkv__rec_decode(bk[i], nr, pos, &r) && (r.kind & SHMKV_REC_OUT) &&
 				    shmkv__key_fits(db, 0) &&
 				    shmkv__slot_entry(db, r.unit, shmkv__key_lim(db, 0), &c)) {

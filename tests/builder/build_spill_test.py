@@ -136,7 +136,7 @@ def v2_wrapped(img):
         base = ix + 128 * c
         n = data[base]
         for i in range(n):
-            r = base + data[base + 8 + 2 * n + i]
+            r = base + (data[base + 8 + 2 * i] & 0x7f)  # dir = tag << 7 | off
             kind = data[r]
             if kind & 0x80:
                 e = (int.from_bytes(data[r + 1:r + 6], 'little')) << 3
