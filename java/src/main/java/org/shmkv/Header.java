@@ -13,8 +13,11 @@ final class Header {
 	static final byte[] MAGIC = "SHMKVIMG".getBytes(StandardCharsets.US_ASCII);
 	static final int HEADER_SIZE = 4096;
 	static final long LAYOUT_HASH_V1 = 0x52171befdcf1d7eeL;
-	/** Format v2, layout B (FORMAT.md §17): XXH3-64 of SHMKV_LAYOUT_DESC_V2 (Xxh3Test rebuilds it). */
-	static final long LAYOUT_HASH_V2 = 0xae51b4e761553183L;
+	/**
+	 * Format v2, layout B with the 2-byte directory (FORMAT.md §17, V2B
+	 * amendment 1): XXH3-64 of SHMKV_LAYOUT_DESC_V2 (Xxh3Test rebuilds it).
+	 */
+	static final long LAYOUT_HASH_V2 = 0x5a240d8d9e73bf24L;
 	static final long FLAG_DEDUP = 1, FLAG_EXPIRY = 2;
 	static final long MAX_FILE_SIZE = 1L << 43;
 	static final int KIND_INDEX = 1, KIND_ENTRIES = 2, KIND_VALUES = 3;

@@ -4,9 +4,11 @@ import java.lang.foreign.MemorySegment;
 
 /**
  * Format v2's index, layout B (FORMAT.md §17, V2B): 128-byte buckets whose
- * head holds count, D, the 48-bit displaced-key filter, then the records'
- * u16 tags together and a byte offset per record; small entries inline in
- * the bucket, larger ones as OUT records of a v1 entry in ENTRIES; expiry.
+ * head holds count, D, the 48-bit displaced-key filter, then the directory,
+ * one u16 per record: dir[i] = (tag << 7 | off) & 0xffff, the low 9 bits of
+ * its key's tag and its offset in the bucket (V2B amendment 1); small
+ * entries inline in the bucket, larger ones as OUT records of a v1 entry in
+ * ENTRIES; expiry.
  *
  * <p>A lookup returns a locator: {@link #REC} | the image offset of the
  * record found (inline or OUT). {@link Image} reads a locator of either
@@ -17,11 +19,14 @@ final class IndexV2 implements Index {
 	static final IndexV2 INSTANCE = new IndexV2();
 
 	static final int BUCKET = 128, HEAD = 8, MAX_RECORDS = 16, FILTER_BITS = 48;
+	/** A directory entry: bytes per record; its offset bits 0..6, its tag bits 7..15. */
+	static final int DIR_BYTES = 2, DIR_OFF = 0x7f, DIR_TAG = 0xff80, DIR_TAG_SHIFT = 7;
 	static final int K_TYPE = 0x0f, K_RESERVED = 0x30, K_EXPIRES = 0x40, K_OUT = 0x80;
 	static final int INLINE_HEAD = 3, OUT_HEAD = 6, EXPIRES_SIZE = 4;
 	/** Marks a v2 locator (a record's image offset); image offsets stay below 2^43. */
 	static final long REC = 1L << 62;
 	private static final long LANES = 0x0001_0001_0001_0001L, HIGHS = 0x8000_8000_8000_8000L;
+	private static final long TAG_LANES = DIR_TAG * LANES;
 
 	static int filterBin(int tag) {
 		return (tag * FILTER_BITS) >>> 16;
@@ -29,6 +34,30 @@ final class IndexV2 implements Index {
 
 	static long bucket(Image im, long b) {
 		return im.idxOff + (long) BUCKET * b;
+	}
+
+	/** Where the directory of a bucket of n records ends: no record starts before it. */
+	static int dirEnd(int n) {
+		return HEAD + DIR_BYTES * n;
+	}
+
+	/** Record i's directory entry dir[i] in the bucket at bk. */
+	static int dir(MemorySegment s, long bk, int i) {
+		return Bytes.u16(s, bk + HEAD + (long) DIR_BYTES * i);
+	}
+
+	/** Record i's offset in the bucket at bk: dir[i] & 0x7f. */
+	static int off(MemorySegment s, long bk, int i) {
+		return Bytes.u8(s, bk + HEAD + (long) DIR_BYTES * i) & DIR_OFF;
+	}
+
+	/**
+	 * The directory bits of a key with this tag: the tag's low 9 bits at bits
+	 * 7..15. Record i is a candidate for the key when (dir[i] & 0xff80)
+	 * equals this (1/512 of other keys match too; the key compare decides).
+	 */
+	static int dirTag(int tag) {
+		return (tag << DIR_TAG_SHIFT) & DIR_TAG;
 	}
 
 	/**
@@ -64,9 +93,10 @@ final class IndexV2 implements Index {
 	}
 
 	/**
-	 * scan(c) of V2B: the records of bucket b whose tag matches (four tags a
-	 * word, compared at once), each decoded with its bounds; the locator of
-	 * the one holding key, or -1.
+	 * scan(c) of V2B: the records of bucket b whose directory tag bits match
+	 * (four directory entries a word, masked with 0xff80 and compared at
+	 * once), each decoded with its bounds; the locator of the one holding
+	 * key, or -1.
 	 */
 	private static long scan(Image im, long b, int tag, byte[] key, long lo, long hi, int len) {
 		MemorySegment s = im.seg;
@@ -74,20 +104,20 @@ final class IndexV2 implements Index {
 		int n = Bytes.u8(s, bk);
 		if (n > MAX_RECORDS)
 			throw corrupt(b, n + " records, at most " + MAX_RECORDS + " fit");
-		long pattern = tag * LANES;
+		long pattern = dirTag(tag) * LANES;
 		for (int w = 0; w < n; w += 4) {
-			long x = Bytes.u64(s, bk + HEAD + 2 * w) ^ pattern;
-			// a lane of x is 0 where the tag matches; the test may flag a lane
-			// above a true zero too, so each candidate is compared exactly
+			long x = (Bytes.u64(s, bk + HEAD + DIR_BYTES * w) & TAG_LANES) ^ pattern;
+			// a lane of x is 0 where the tag bits match. The zero test is
+			// exact here: a non-zero lane is >= 0x80 (its bits 0..6 are
+			// masked off), so subtracting 1, or 2 under a borrow from a zero
+			// lane below, neither borrows out of it nor sets its bit 15
+			// unless bit 15 was set already
 			long z = (x - LANES) & ~x & HIGHS;
 			while (z != 0) {
-				int lane = Long.numberOfTrailingZeros(z) >>> 4;
+				int i = w + (Long.numberOfTrailingZeros(z) >>> 4);
 				z &= z - 1;
-				int i = w + lane;
 				if (i >= n)
 					break;
-				if (((x >>> (16 * lane)) & 0xFFFF) != 0)
-					continue;
 				long r = record(im, b, bk, n, i);
 				if (matches(im, b, i, r, key, lo, hi, len))
 					return REC | r;
@@ -130,9 +160,9 @@ final class IndexV2 implements Index {
 	 */
 	static long record(Image im, long b, long bk, int n, int i) {
 		MemorySegment s = im.seg;
-		int off = Bytes.u8(s, bk + HEAD + 2L * n + i);
+		int off = off(s, bk, i);
 		long r = bk + off;
-		if (off < HEAD + 3 * n || off >= BUCKET || size(s, r, BUCKET - off) < 0)
+		if (off < dirEnd(n) || off >= BUCKET || size(s, r, BUCKET - off) < 0)
 			throw corrupt(b, "record " + i + " at +" + off + ": malformed (kind "
 					+ String.format("%02x", off < BUCKET ? Bytes.u8(s, r) : 0)
 					+ "), inside the directory or past the bucket's end");
@@ -209,16 +239,16 @@ final class IndexV2 implements Index {
 			int n = Bytes.u8(s, bk);
 			if (n > MAX_RECORDS)
 				throw corrupt(b, n + " records, at most " + MAX_RECORDS + " fit");
-			int pos = HEAD + 3 * n; // the record area: offsets ascending from here
+			int pos = dirEnd(n); // the record area: offsets ascending from here
 			for (int i = 0, prev = -1; i < n; i++) {
-				int off = Bytes.u8(s, bk + HEAD + 2L * n + i);
+				int off = off(s, bk, i);
 				if (i > 0 ? off <= prev : off < pos)
 					throw corrupt(b, "record " + i + " at +" + off + ": "
-							+ (i > 0 ? "offsets not in ascending order" : "starts inside the tag directory"));
+							+ (i > 0 ? "offsets not in ascending order" : "starts inside the directory"));
 				prev = off;
 			}
 			for (int i = 0; i < n; i++) {
-				int off = Bytes.u8(s, bk + HEAD + 2L * n + i);
+				int off = off(s, bk, i);
 				if (off < pos)
 					throw corrupt(b, "record " + i + " at +" + off + ": overlaps the record before (ends at +" + pos + ")");
 				if (Bytes.firstNonZero(s, bk + pos, Math.min(off, BUCKET) - pos) >= 0)
@@ -292,9 +322,10 @@ final class IndexV2 implements Index {
 		}
 		long h = im.hash(key, key.length);
 		int tag = IndexV1.tag(h);
-		int t = Bytes.u16(s, bk + HEAD + 2L * i);
-		if (t != tag)
-			throw corrupt(b, where + "tag " + String.format("%04x", t) + ", key hashes to " + String.format("%04x", tag));
+		int t = dir(s, bk, i) >>> DIR_TAG_SHIFT;
+		if (t != dirTag(tag) >>> DIR_TAG_SHIFT)
+			throw corrupt(b, where + "directory tag bits " + String.format("%03x", t) + ", key hashes to tag "
+					+ String.format("%04x (low 9 bits %03x)", tag, tag & 0x1ff));
 		long home = IndexV1.home(h, im.bucketCount);
 		long d = b >= home ? b - home : b + im.bucketCount - home;
 		if (d > im.maxProbe)

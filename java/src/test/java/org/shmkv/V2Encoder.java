@@ -14,7 +14,8 @@ import java.util.List;
  * specification (V2B, FORMAT.md §17) and not from the C builder, so that the
  * reader's tests do not depend on the builder: records placed as V2B's
  * builder conventions say (home keys first, smallest record first; the rest
- * to the next bucket with room, D and filter set at home), small entries
+ * to the next bucket with room, D and filter set at home; 2 directory bytes
+ * a record, amendment 1), small entries
  * inline, the rest OUT with a v1 entry in ENTRIES (no shared values), seed
  * 0, hash_bits 64.
  */
@@ -100,7 +101,7 @@ final class V2Encoder {
 	static boolean fits(List<Placed> b) {
 		if (b.size() > IndexV2.MAX_RECORDS)
 			return false;
-		int pos = 8 + 3 * b.size();
+		int pos = 8 + 2 * b.size();
 		for (Placed p : b)
 			pos += size(p, pos);
 		return pos <= 128;
@@ -186,12 +187,11 @@ final class V2Encoder {
 			img.put(base, (byte) n).put(base + 1, (byte) disp[i]);
 			for (int k = 0; k < 6; k++)
 				img.put(base + 2 + k, filter[i][k]);
-			int pos = 8 + 3 * n;
+			int pos = 8 + 2 * n; // V2B amendment 1: dir[k] = (tag << 7 | off) & 0xffff
 			for (int k = 0; k < n; k++) {
 				Placed p = b.get(k);
 				Rec r = p.rec;
-				img.putShort(base + 8 + 2 * k, (short) p.tag);
-				img.put(base + 8 + 2 * n + k, (byte) pos);
+				img.putShort(base + 8 + 2 * k, (short) (p.tag << 7 | pos));
 				int x = r.expires != 0 ? 4 : 0;
 				expiry |= x != 0;
 				int at = base + pos;

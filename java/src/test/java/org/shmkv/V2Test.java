@@ -164,7 +164,12 @@ class V2Test {
 		bb.putLong(16, 0xfba82e8976eb9578L); // the preview's layout hash
 		V2Encoder.resum(img);
 		ShmkvException e = assertThrows(ShmkvException.Layout.class, () -> Shmkv.of(img, Shmkv.Check.HEADER));
-		assertTrue(e.getMessage().contains("this reader expects ae51b4e761553183 for version 2"), e.getMessage());
+		assertTrue(e.getMessage().contains("this reader expects 5a240d8d9e73bf24 for version 2"), e.getMessage());
+		byte[] b3 = mixedImage();
+		ByteBuffer.wrap(b3).order(ByteOrder.LITTLE_ENDIAN).putLong(16, 0xae51b4e761553183L); // the 3-byte directory's
+		V2Encoder.resum(b3);
+		e = assertThrows(ShmkvException.Layout.class, () -> Shmkv.of(b3, Shmkv.Check.HEADER));
+		assertTrue(e.getMessage().contains("this reader expects 5a240d8d9e73bf24 for version 2"), e.getMessage());
 		byte[] b2 = mixedImage();
 		ByteBuffer.wrap(b2).order(ByteOrder.LITTLE_ENDIAN).putInt(56, 8);
 		V2Encoder.resum(b2);
@@ -180,6 +185,17 @@ class V2Test {
 			if ((img[(int) off + 128 * b] & 0xFF) >= min)
 				return (int) off + 128 * b;
 		throw new AssertionError("no bucket with " + min + " records");
+	}
+
+	/** Record i's offset in the bucket at image offset bk: dir[i] & 0x7f. */
+	static int off(byte[] img, int bk, int i) {
+		return img[bk + 8 + 2 * i] & 0x7F;
+	}
+
+	/** Sets record i's offset (dir[i]'s bits 0..6), its tag bits kept. */
+	static void setOff(byte[] img, int bk, int i, int off) {
+		assertTrue(off >= 0 && off < 128, "offset " + off);
+		img[bk + 8 + 2 * i] = (byte) (img[bk + 8 + 2 * i] & 0x80 | off);
 	}
 
 	/** An image damaged by f and re-summed: a deep open refuses it with Corrupt naming what; lookups stay checked. */
@@ -205,21 +221,21 @@ class V2Test {
 	@Test
 	void verifyChecksEveryRuleOfLayoutB() {
 		refused("at most 16 fit", b -> b[bucketWith(b, 1)] = 17);
-		refused("starts inside the tag directory", b -> {
+		// dir[i] = (tag << 7 | off) & 0xffff: off is the low 7 bits of dir[i]'s
+		// low byte at +8+2i, the tag bits the byte's bit 7 and the byte above
+		refused("starts inside the directory", b -> {
 			int bk = bucketWith(b, 2);
 			int n = b[bk];
-			b[bk + 8 + 2 * n] = (byte) (8 + 3 * n - 1);
+			setOff(b, bk, 0, 8 + 2 * n - 1);
 		});
 		refused("offsets not in ascending order", b -> {
 			int bk = bucketWith(b, 2);
-			int n = b[bk];
-			b[bk + 8 + 2 * n + 1] = b[bk + 8 + 2 * n];
+			setOff(b, bk, 1, off(b, bk, 0));
 		});
 		refused("record area before record", b -> { // a gap: the second record one byte later, its old first byte left
 			int bk = bucketWith(b, 3);
-			int n = b[bk];
-			int off1 = b[bk + 8 + 2 * n + 1] & 0xFF;
-			b[bk + 8 + 2 * n + 1] = (byte) (off1 + 1);
+			int off1 = off(b, bk, 1);
+			setOff(b, bk, 1, off1 + 1);
 			System.arraycopy(b, bk + off1, b, bk + off1 + 1, 127 - off1);
 			b[bk + off1] = 1;
 		});
@@ -234,10 +250,11 @@ class V2Test {
 					return;
 				}
 		});
-		refused("key hashes to", b -> b[bucketWith(b, 1) + 8] ^= 0x40);
+		refused("directory tag bits", b -> b[bucketWith(b, 1) + 9] ^= 0x40); // tag bit 7
+		refused("(low 9 bits", b -> b[bucketWith(b, 1) + 8] ^= (byte) 0x80); // tag bit 0, the offset kept
 		refused("malformed", b -> { // reserved kind bits
 			int bk = bucketWith(b, 1);
-			b[bk + (b[bk + 8 + 2 * b[bk]] & 0xFF)] |= 0x10;
+			b[bk + off(b, bk, 0)] |= 0x10;
 		});
 		refused("records expire, but the header's expiry flag is clear", b -> b[24] = 0);
 		refused("index holds", b -> b[40]++);
@@ -258,7 +275,7 @@ class V2Test {
 			assertEquals("out", db.getString("b"));
 		}
 		for (int i = 0; i < n; i++) {
-			int r = bk + (img[bk + 8 + 2 * n + i] & 0xFF);
+			int r = bk + off(img, bk, i);
 			byte[] d = img.clone();
 			if ((d[r] & 0x80) != 0) {
 				d[r] |= 3; // OUT with type bits
