@@ -261,6 +261,67 @@ class V2Test {
 		refused("longest probe", b -> b[72]++);
 	}
 
+	static int tag(byte[] key) {
+		return IndexV1.tag(Xxh3.SEED0.hashBytesToLong(key));
+	}
+
+	/**
+	 * Amendment 1: the directory keeps only a tag's low 9 bits, so two keys
+	 * of one bucket whose tags differ above them are both candidates for
+	 * either key; the key compare tells them apart, and a third key of the
+	 * same low 9 bits is absent. Twelve records in one bucket, the pair at
+	 * 0-1, 5-6 and 10-11: in the first, second and third word the scan
+	 * compares.
+	 */
+	@Test
+	void keysWhoseTagsShareTheLow9BitsAreToldApartByTheKey() {
+		// two-letter keys: the first three found with equal low 9 bits, full tags all different
+		Map<Integer, List<byte[]>> byLow = new HashMap<>();
+		List<byte[]> same = null;
+		for (int i = 0; same == null && i < 26 * 26; i++) {
+			byte[] k = {(byte) ('a' + i / 26), (byte) ('a' + i % 26)};
+			List<byte[]> l = byLow.computeIfAbsent(tag(k) & 0x1ff, x -> new java.util.ArrayList<>());
+			if (l.stream().noneMatch(o -> tag(o) == tag(k)))
+				l.add(k);
+			if (l.size() == 3)
+				same = l;
+		}
+		assertNotNull(same, "three two-letter keys whose tags share the low 9 bits");
+		byte[] a = same.get(0), b = same.get(1), absent = same.get(2);
+		int low = tag(a) & 0x1ff;
+		assertNotEquals(tag(a), tag(b));
+		assertEquals(low, tag(b) & 0x1ff);
+		for (int fillers = 0; fillers <= 10; fillers += 5) {
+			V2Encoder enc = new V2Encoder();
+			// fillers: keys of 3 bytes that sort before the pair's (smaller
+			// records go first; equal ones in key order) or after it
+			for (int f = 0; f < 10; f++) {
+				byte[] k = {(byte) (f < fillers ? '0' : '~'), (byte) ('a' + f), 'z'};
+				enc.add(k, Image.BYTES, new byte[0], 0, false);
+			}
+			enc.add(a, Image.BYTES, new byte[] {1}, 0, false);
+			enc.add(b, Image.BYTES, new byte[] {2}, 0, false);
+			byte[] img = enc.build(1);
+			int bk = 4096, n = img[bk];
+			assertEquals(12, n, "all in the one bucket");
+			int candidates = 0;
+			for (int i = 0; i < n; i++)
+				if ((ByteBuffer.wrap(img).order(ByteOrder.LITTLE_ENDIAN).getShort(bk + 8 + 2 * i) & 0xff80) == low << 7)
+					candidates++;
+			assertTrue(candidates >= 2, "both keys are candidates for either: " + candidates);
+			try (Shmkv db = Shmkv.of(img, Shmkv.Check.DEEP)) {
+				db.verify();
+				assertArrayEquals(new byte[] {1}, db.getBytes(a));
+				assertArrayEquals(new byte[] {2}, db.getBytes(b));
+				assertNull(db.get(absent), "a key of the same low 9 bits, not in the image");
+				Value[] got = db.getAll(b, absent, a);
+				assertArrayEquals(new byte[] {2}, got[0].toBytes());
+				assertNull(got[1]);
+				assertArrayEquals(new byte[] {1}, got[2].toBytes());
+			}
+		}
+	}
+
 	@Test
 	void expiryZeroAndOutRecordRules() {
 		V2Encoder enc = new V2Encoder();
