@@ -35,6 +35,29 @@ final class Bytes {
 		return true;
 	}
 
+	/** Whether image bytes [off, off + len) equal the packed key (Keys): reads only those bytes. */
+	static boolean equalPacked(MemorySegment s, long off, long lo, long hi, int len) {
+		if (len >= 8) {
+			if (s.get(U64, off) != lo)
+				return false;
+			if (len == 8)
+				return true;
+			int k = 8 * (len - 8);
+			return s.get(U64, off + len - 8) == (len == 16 ? hi : lo >>> k | hi << (64 - k));
+		}
+		if (len >= 4)
+			return s.get(U32, off) == (int) lo && s.get(U32, off + len - 4) == (int) (lo >>> 8 * (len - 4));
+		for (int i = 0; i < len; i++)
+			if (s.get(ValueLayout.JAVA_BYTE, off + i) != (byte) (lo >>> 8 * i))
+				return false;
+		return true;
+	}
+
+	/** The key compare of every lookup: key[0, len), or (key null) the packed key lo, hi. */
+	static boolean equal(MemorySegment s, long off, byte[] key, long lo, long hi, int len) {
+		return key == null ? equalPacked(s, off, lo, hi, len) : equal(s, off, key, len);
+	}
+
 	/** Whether [off, off + len) of s is all zero. */
 	static long firstNonZero(MemorySegment s, long off, long len) {
 		long i = 0;

@@ -13,7 +13,12 @@ final class Header {
 	static final byte[] MAGIC = "SHMKVIMG".getBytes(StandardCharsets.US_ASCII);
 	static final int HEADER_SIZE = 4096;
 	static final long LAYOUT_HASH_V1 = 0x52171befdcf1d7eeL;
-	static final long FLAG_DEDUP = 1;
+	/**
+	 * Format v2, layout B with the 2-byte directory (FORMAT.md §17, V2B
+	 * amendment 1): XXH3-64 of SHMKV_LAYOUT_DESC_V2 (Xxh3Test rebuilds it).
+	 */
+	static final long LAYOUT_HASH_V2 = 0x5a240d8d9e73bf24L;
+	static final long FLAG_DEDUP = 1, FLAG_EXPIRY = 2;
 	static final long MAX_FILE_SIZE = 1L << 43;
 	static final int KIND_INDEX = 1, KIND_ENTRIES = 2, KIND_VALUES = 3;
 	static final String[] KIND_NAMES = {"unknown", "index", "entries", "values"};
@@ -36,13 +41,19 @@ final class Header {
 		if (size < HEADER_SIZE)
 			throw new ShmkvException.Truncated("image is " + size + " bytes, shorter than the 4096-byte header");
 		formatVersion = (int) Bytes.u32(s, 8);
-		if (formatVersion != 1)
+		if (formatVersion != 1 && formatVersion != 2)
 			throw new ShmkvException.Version("image format version " + Integer.toUnsignedString(formatVersion)
-					+ ", this reader reads version 1");
+					+ ", this reader reads versions 1 and 2");
+		// what differs between the versions (FORMAT.md §17.2)
+		boolean v2 = formatVersion == 2;
+		long wantHash = v2 ? LAYOUT_HASH_V2 : LAYOUT_HASH_V1;
+		long knownFlags = v2 ? FLAG_DEDUP | FLAG_EXPIRY : FLAG_DEDUP;
+		int slots = v2 ? IndexV2.BUCKET : 8;
+		long bucketBytes = v2 ? IndexV2.BUCKET : 64, perBucket = v2 ? IndexV2.MAX_RECORDS : 8;
 		long layout = Bytes.u64(s, 16);
-		if (layout != LAYOUT_HASH_V1)
+		if (layout != wantHash)
 			throw new ShmkvException.Layout("layout hash " + Bytes.hex(layout) + ", this reader expects "
-					+ Bytes.hex(LAYOUT_HASH_V1));
+					+ Bytes.hex(wantHash) + " for version " + formatVersion);
 		long stored = Bytes.u64(s, 504), computed = Xxh3.checksum(s, 0, 504);
 		if (stored != computed)
 			throw new ShmkvException.Checksum("header checksum mismatch: stored " + Bytes.hex(stored)
@@ -71,17 +82,17 @@ final class Header {
 			throw corrupt("image size " + fileSize + " is not a multiple of 4096");
 		if (fileSize > MAX_FILE_SIZE)
 			throw corrupt("image size " + fileSize + " exceeds the format limit");
-		if ((flags & ~FLAG_DEDUP) != 0)
+		if ((flags & ~knownFlags) != 0)
 			throw corrupt("unknown header flags " + Long.toHexString(flags));
-		if (bucketSlots != 8)
-			throw corrupt("bucket_slots " + Integer.toUnsignedString(bucketSlots) + ", expected 8");
+		if (bucketSlots != slots)
+			throw corrupt("bucket_slots " + Integer.toUnsignedString(bucketSlots) + ", expected " + slots);
 		if (hashBits < 1 || hashBits > 64)
 			throw corrupt("hash_bits " + Integer.toUnsignedString(hashBits) + " out of range 1..64");
-		if (bucketCount < 1 || Long.compareUnsigned(bucketCount, fileSize / 64) > 0)
+		if (bucketCount < 1 || Long.compareUnsigned(bucketCount, fileSize / bucketBytes) > 0)
 			throw corrupt("bucket_count " + Long.toUnsignedString(bucketCount) + " does not fit the image");
-		if (Long.compareUnsigned(entryCount, 8 * bucketCount) > 0)
+		if (Long.compareUnsigned(entryCount, perBucket * bucketCount) > 0)
 			throw corrupt("entry_count " + Long.toUnsignedString(entryCount) + " exceeds the "
-					+ 8 * bucketCount + " index slots");
+					+ perBucket * bucketCount + " index " + (v2 ? "records" : "slots"));
 		if (maxProbe < 0 || maxProbe >= bucketCount)
 			throw corrupt("max_probe " + Integer.toUnsignedString(maxProbe) + " not below bucket_count " + bucketCount);
 		if (Bytes.u8(s, 128 + 63) != 0)
@@ -92,7 +103,8 @@ final class Header {
 		if (reserved)
 			throw corrupt("reserved header fields are not zero");
 		if (sectionCount != 3)
-			throw corrupt("section_count " + Integer.toUnsignedString(sectionCount) + ", version 1 has 3");
+			throw corrupt("section_count " + Integer.toUnsignedString(sectionCount) + ", version " + formatVersion
+					+ " has 3");
 		long prevEnd = HEADER_SIZE;
 		for (int i = 0; i < 8; i++) {
 			long d = 192 + 32L * i;
@@ -119,10 +131,13 @@ final class Header {
 			secSum[i] = Bytes.u64(s, d + 24);
 			prevEnd = off + sz;
 		}
-		if (secSize[0] != bucketCount * 64)
+		if (secSize[0] != bucketCount * bucketBytes)
 			throw corrupt("index section is " + secSize[0] + " bytes, " + bucketCount + " buckets need "
-					+ bucketCount * 64);
-		if (entryCount > 0 && Long.compareUnsigned(secSize[1], 8 * entryCount) < 0)
+					+ bucketCount * bucketBytes);
+		if (v2 && secOff[0] % IndexV2.BUCKET != 0)
+			throw corrupt("index section offset " + secOff[0] + " is not a multiple of " + IndexV2.BUCKET);
+		// v2: inline records have no entry in ENTRIES
+		if (!v2 && entryCount > 0 && Long.compareUnsigned(secSize[1], 8 * entryCount) < 0)
 			throw corrupt("entries section too small for " + entryCount + " entries");
 		int len = 0;
 		while (len < 63 && Bytes.u8(s, 128 + len) != 0)

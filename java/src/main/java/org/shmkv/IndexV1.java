@@ -20,11 +20,11 @@ final class IndexV1 implements Index {
 	}
 
 	@Override
-	public long find(Image im, byte[] key, int len, long h) {
+	public long find(Image im, byte[] key, long lo, long hi, int len, long h) {
 		MemorySegment s = im.seg;
 		int tag = tag(h);
 		long b = home(h, im.bucketCount);
-		long e = scan(im, b, tag, key, len);
+		long e = scan(im, b, tag, key, lo, hi, len);
 		if (e >= 0)
 			return e;
 		long base = im.idxOff + 64 * b;
@@ -37,7 +37,7 @@ final class IndexV1 implements Index {
 		long n = d < 255 ? Math.min(d, im.maxProbe) : im.maxProbe;
 		for (long i = 0; i < n; i++) {
 			b = b + 1 == im.bucketCount ? 0 : b + 1;
-			e = scan(im, b, tag, key, len);
+			e = scan(im, b, tag, key, lo, hi, len);
 			if (e >= 0)
 				return e;
 		}
@@ -45,7 +45,7 @@ final class IndexV1 implements Index {
 	}
 
 	/** find(c) of FORMAT.md §6: the slots of bucket b whose tag matches, in slot order. */
-	private static long scan(Image im, long b, int tag, byte[] key, int len) {
+	private static long scan(Image im, long b, int tag, byte[] key, long lo, long hi, int len) {
 		MemorySegment s = im.seg;
 		long base = im.idxOff + 64 * b;
 		for (int j = 0; j < 8; j++) {
@@ -62,7 +62,7 @@ final class IndexV1 implements Index {
 			if (e + 8 + kl > im.entEnd)
 				throw new ShmkvException.Corrupt("bucket " + b + " slot " + j + ": key of entry " + e
 						+ " runs past the entries section end " + im.entEnd);
-			if (Bytes.equal(s, e + 8, key, len))
+			if (Bytes.equal(s, e + 8, key, lo, hi, len))
 				return e;
 		}
 		return -1;

@@ -16,6 +16,41 @@ import java.util.function.BiConsumer;
 public abstract sealed class Reader implements Iterable<Value> permits Shmkv, Snapshot {
 	Reader() {}
 
+	/** The clock of expiry checks (unix seconds), pinned; 0: the system clock. */
+	volatile long clockPin;
+
+	/**
+	 * Pins the clock that expiry checks read (FORMAT.md §17.6) to now, in Unix
+	 * seconds, for tests and for replaying a past moment; 0 goes back to the
+	 * system clock (as {@code shmkv_set_clock}). A snapshot takes its cache's.
+	 */
+	public void setClock(long now) {
+		clockPin = now;
+	}
+
+	/** The system clock in whole Unix seconds (CLOCK_REALTIME); tests replace it to count its reads. */
+	java.util.function.LongSupplier clock = () -> Math.floorDiv(System.currentTimeMillis(), 1000);
+
+	/** Now for expiry: whole Unix seconds. Read at most once per call, and only for an expiring record. */
+	final long now() {
+		long p = clockPin;
+		return p != 0 ? p : clock.getAsLong();
+	}
+
+	/**
+	 * The lookup every getter makes: the locator of key in im, or -1 when it
+	 * is missing or expired (the clock read only for an expiring record).
+	 */
+	final long find(Image im, byte[] key, long lo, long hi, int len) {
+		long loc = im.locate(key, lo, hi, len);
+		if (loc >= 0 && im.expiry) {
+			long x = im.expires(loc);
+			if (x != 0 && now() >= x)
+				return -1;
+		}
+		return loc;
+	}
+
 	/** The generation to read now. */
 	abstract Generation current();
 
@@ -30,7 +65,9 @@ public abstract sealed class Reader implements Iterable<Value> permits Shmkv, Sn
 		return new ShmkvException.Corrupt("an offset points outside the image", e);
 	}
 
-	private static ShmkvException.NotFound notFound(byte[] key, int len) {
+	private static ShmkvException.NotFound notFound(byte[] key, long lo, long hi, int len) {
+		if (key == null)
+			key = Keys.unpack(lo, hi, len);
 		StringBuilder b = new StringBuilder();
 		for (int i = 0; i < Math.min(len, 64); i++)
 			b.append(String.format("%02x", key[i] & 0xFF));
@@ -54,19 +91,23 @@ public abstract sealed class Reader implements Iterable<Value> permits Shmkv, Sn
 
 	/** The value of key, or null when the key is not there. */
 	public Value get(byte[] key) {
-		return get(key, key.length);
+		return get(key, 0, 0, key.length);
 	}
 
 	public Value get(String key) {
+		int n = key.length();
+		long lo, hi;
+		if (n <= 16 && ((lo = Keys.word(key, 0, n)) | (hi = Keys.word(key, 8, n))) >= 0)
+			return get(null, lo, hi, n);
 		Keys.Buf k = Keys.utf8(key);
-		return get(k.b, k.len);
+		return get(k.b, 0, 0, k.len);
 	}
 
-	private Value get(byte[] key, int len) {
+	private Value get(byte[] key, long lo, long hi, int len) {
 		for (;;) {
 			Generation g = current();
 			try {
-				long e = g.image.find(key, len);
+				long e = find(g.image, key, lo, hi, len);
 				return e < 0 ? null : Value.at(g, e);
 			} catch (IllegalStateException x) {
 				onClosed(g, x);
@@ -77,13 +118,13 @@ public abstract sealed class Reader implements Iterable<Value> permits Shmkv, Sn
 	}
 
 	/** The offset of key's value in g's image, of type t: the typed getters' hot path (no allocation). */
-	private static long locate(Generation g, byte[] key, int len, int t) {
+	private long locate(Generation g, byte[] key, long lo, long hi, int len, int t) {
 		Image im = g.image;
-		long e = im.find(key, len);
+		long e = find(im, key, lo, hi, len);
 		if (e < 0)
-			throw notFound(key, len);
+			throw notFound(key, lo, hi, len);
 		long voff = im.valueOffset(e);
-		int type = Bytes.u8(im.seg, e);
+		int type = im.typeOf(e);
 		if (type != t)
 			throw new ShmkvException.Type("the value is " + ValueType.of(type).formatName() + ", not "
 					+ ValueType.of(t).formatName());
@@ -92,19 +133,23 @@ public abstract sealed class Reader implements Iterable<Value> permits Shmkv, Sn
 
 	/** An i64 value; NotFound when missing, Type when of another type. */
 	public long getLong(byte[] key) {
-		return getLong(key, key.length);
+		return getLong(key, 0, 0, key.length);
 	}
 
 	public long getLong(String key) {
+		int n = key.length();
+		long lo, hi;
+		if (n <= 16 && ((lo = Keys.word(key, 0, n)) | (hi = Keys.word(key, 8, n))) >= 0)
+			return getLong(null, lo, hi, n);
 		Keys.Buf k = Keys.utf8(key);
-		return getLong(k.b, k.len);
+		return getLong(k.b, 0, 0, k.len);
 	}
 
-	private long getLong(byte[] key, int len) {
+	private long getLong(byte[] key, long lo, long hi, int len) {
 		for (;;) {
 			Generation g = current();
 			try {
-				return g.image.seg.get(Bytes.U64, locate(g, key, len, Image.I64));
+				return g.image.seg.get(Bytes.U64, locate(g, key, lo, hi, len, Image.I64));
 			} catch (IllegalStateException x) {
 				onClosed(g, x);
 			} catch (IndexOutOfBoundsException x) {
@@ -121,19 +166,23 @@ public abstract sealed class Reader implements Iterable<Value> permits Shmkv, Sn
 
 	/** An f64 value; NotFound when missing. */
 	public double getDouble(byte[] key) {
-		return getDouble(key, key.length);
+		return getDouble(key, 0, 0, key.length);
 	}
 
 	public double getDouble(String key) {
+		int n = key.length();
+		long lo, hi;
+		if (n <= 16 && ((lo = Keys.word(key, 0, n)) | (hi = Keys.word(key, 8, n))) >= 0)
+			return getDouble(null, lo, hi, n);
 		Keys.Buf k = Keys.utf8(key);
-		return getDouble(k.b, k.len);
+		return getDouble(k.b, 0, 0, k.len);
 	}
 
-	private double getDouble(byte[] key, int len) {
+	private double getDouble(byte[] key, long lo, long hi, int len) {
 		for (;;) {
 			Generation g = current();
 			try {
-				return g.image.seg.get(Bytes.F64, locate(g, key, len, Image.F64));
+				return g.image.seg.get(Bytes.F64, locate(g, key, lo, hi, len, Image.F64));
 			} catch (IllegalStateException x) {
 				onClosed(g, x);
 			} catch (IndexOutOfBoundsException x) {
@@ -144,19 +193,23 @@ public abstract sealed class Reader implements Iterable<Value> permits Shmkv, Sn
 
 	/** A bool value; NotFound when missing. */
 	public boolean getBoolean(byte[] key) {
-		return getBoolean(key, key.length);
+		return getBoolean(key, 0, 0, key.length);
 	}
 
 	public boolean getBoolean(String key) {
+		int n = key.length();
+		long lo, hi;
+		if (n <= 16 && ((lo = Keys.word(key, 0, n)) | (hi = Keys.word(key, 8, n))) >= 0)
+			return getBoolean(null, lo, hi, n);
 		Keys.Buf k = Keys.utf8(key);
-		return getBoolean(k.b, k.len);
+		return getBoolean(k.b, 0, 0, k.len);
 	}
 
-	private boolean getBoolean(byte[] key, int len) {
+	private boolean getBoolean(byte[] key, long lo, long hi, int len) {
 		for (;;) {
 			Generation g = current();
 			try {
-				return Bytes.u8(g.image.seg, locate(g, key, len, Image.BOOL)) != 0;
+				return Bytes.u8(g.image.seg, locate(g, key, lo, hi, len, Image.BOOL)) != 0;
 			} catch (IllegalStateException x) {
 				onClosed(g, x);
 			} catch (IndexOutOfBoundsException x) {
@@ -171,27 +224,31 @@ public abstract sealed class Reader implements Iterable<Value> permits Shmkv, Sn
 	 * copied: the return is its length, larger than dst.length.
 	 */
 	public int getInto(byte[] key, byte[] dst) {
-		return getInto(key, key.length, dst);
+		return getInto(key, 0, 0, key.length, dst);
 	}
 
 	public int getInto(String key, byte[] dst) {
+		int n = key.length();
+		long lo, hi;
+		if (n <= 16 && ((lo = Keys.word(key, 0, n)) | (hi = Keys.word(key, 8, n))) >= 0)
+			return getInto(null, lo, hi, n, dst);
 		Keys.Buf k = Keys.utf8(key);
-		return getInto(k.b, k.len, dst);
+		return getInto(k.b, 0, 0, k.len, dst);
 	}
 
-	private int getInto(byte[] key, int len, byte[] dst) {
+	private int getInto(byte[] key, long lo, long hi, int len, byte[] dst) {
 		for (;;) {
 			Generation g = current();
 			try {
 				Image im = g.image;
-				long e = im.find(key, len);
+				long e = find(im, key, lo, hi, len);
 				if (e < 0)
 					return -1;
 				long voff = im.valueOffset(e);
-				int type = Bytes.u8(im.seg, e);
+				int type = im.typeOf(e);
 				if (type != Image.BYTES && type != Image.STRING)
 					throw new ShmkvException.Type("the value is " + ValueType.of(type).formatName() + ", not bytes or string");
-				long n = Bytes.u32(im.seg, e + 4);
+				long n = im.valueLen(e);
 				if (n > Integer.MAX_VALUE)
 					return Integer.MAX_VALUE;
 				if (n <= dst.length)
@@ -210,11 +267,11 @@ public abstract sealed class Reader implements Iterable<Value> permits Shmkv, Sn
 	 * releases it meanwhile makes the read start again on the new one); null
 	 * when the key is missing. For getters that copy out of the mapping.
 	 */
-	private <T> T read(byte[] key, int len, java.util.function.Function<Value, T> f) {
+	private <T> T read(byte[] key, long lo, long hi, int len, java.util.function.Function<Value, T> f) {
 		for (;;) {
 			Generation g = current();
 			try {
-				long e = g.image.find(key, len);
+				long e = find(g.image, key, lo, hi, len);
 				return e < 0 ? null : f.apply(Value.at(g, e));
 			} catch (IllegalStateException x) {
 				onClosed(g, x);
@@ -227,8 +284,12 @@ public abstract sealed class Reader implements Iterable<Value> permits Shmkv, Sn
 	}
 
 	private <T> T read(String key, java.util.function.Function<Value, T> f) {
+		int n = key.length();
+		long lo, hi;
+		if (n <= 16 && ((lo = Keys.word(key, 0, n)) | (hi = Keys.word(key, 8, n))) >= 0)
+			return read(null, lo, hi, n, f);
 		Keys.Buf k = Keys.utf8(key);
-		return read(k.b, k.len, f);
+		return read(k.b, 0, 0, k.len, f);
 	}
 
 	private static byte[] bytesOf(Value v) {
@@ -243,7 +304,7 @@ public abstract sealed class Reader implements Iterable<Value> permits Shmkv, Sn
 	}
 
 	public byte[] getBytes(byte[] key) {
-		return read(key, key.length, Reader::bytesOf);
+		return read(key, 0, 0, key.length, Reader::bytesOf);
 	}
 
 	/**
@@ -261,7 +322,7 @@ public abstract sealed class Reader implements Iterable<Value> permits Shmkv, Sn
 	}
 
 	public String getString(byte[] key) {
-		return read(key, key.length, Value::asString);
+		return read(key, 0, 0, key.length, Value::asString);
 	}
 
 	/**
@@ -303,9 +364,16 @@ public abstract sealed class Reader implements Iterable<Value> permits Shmkv, Sn
 		for (;;) {
 			Generation g = current();
 			try {
+				Image im = g.image;
 				Value[] out = new Value[keys.length];
+				long now = 0; // the batch reads the clock once, when a record expires
 				for (int i = 0; i < keys.length; i++) {
-					long e = g.image.find(keys[i], keys[i].length);
+					long e = im.locate(keys[i], 0, 0, keys[i].length);
+					if (e >= 0 && im.expiry) {
+						long x = im.expires(e);
+						if (x != 0 && (now == 0 ? now = now() : now) >= x)
+							e = -1;
+					}
 					out[i] = e < 0 ? null : Value.at(g, e);
 				}
 				return out;
@@ -337,42 +405,110 @@ public abstract sealed class Reader implements Iterable<Value> permits Shmkv, Sn
 	@Override
 	public Iterator<Value> iterator() {
 		Generation g = current();
-		return new Iterator<>() {
-			long pos = g.image.entOff, left = g.image.entryCount;
-			Value next;
+		return g.image.v2 ? new RecordIterator(g) : new EntryIterator(g);
+	}
 
-			@Override
-			public boolean hasNext() {
-				if (next != null)
-					return true;
-				if (left == 0)
-					return false;
-				try {
-					long e = g.image.nextEntry(pos);
-					if (e < 0)
-						throw new ShmkvException.Corrupt("entries section ends after " + (g.image.entryCount - left)
-								+ " of " + g.image.entryCount + " entries");
-					Image.Entry en = g.image.decode(e, true);
-					next = new Value(g, e, en.voff, en.type, en.valueLen);
-					pos = en.end;
-					left--;
-					return true;
-				} catch (IllegalStateException x) {
-					throw g.released() ? g.releasedError(x) : x;
-				} catch (IndexOutOfBoundsException x) {
-					throw outside(x);
+	/** Iteration of a v1 image: ENTRIES in order. */
+	private static final class EntryIterator implements Iterator<Value> {
+		final Generation g;
+		long pos, left;
+		Value next;
+
+		EntryIterator(Generation g) {
+			this.g = g;
+			pos = g.image.entOff;
+			left = g.image.entryCount;
+		}
+
+		@Override
+		public boolean hasNext() {
+			if (next != null)
+				return true;
+			if (left == 0)
+				return false;
+			try {
+				long e = g.image.nextEntry(pos);
+				if (e < 0)
+					throw new ShmkvException.Corrupt("entries section ends after " + (g.image.entryCount - left)
+							+ " of " + g.image.entryCount + " entries");
+				Image.Entry en = g.image.decode(e, true);
+				next = new Value(g, e, en.voff, en.type, en.valueLen);
+				pos = en.end;
+				left--;
+				return true;
+			} catch (IllegalStateException x) {
+				throw g.released() ? g.releasedError(x) : x;
+			} catch (IndexOutOfBoundsException x) {
+				throw outside(x);
+			}
+		}
+
+		@Override
+		public Value next() {
+			if (!hasNext())
+				throw new NoSuchElementException();
+			Value v = next;
+			next = null;
+			return v;
+		}
+	}
+
+	/**
+	 * Iteration of a v2 image: every bucket's records in index order,
+	 * expired ones included ({@link Value#expires()} says when), each decoded
+	 * and its value checked as verify checks it (an OUT record's entry too).
+	 */
+	private static final class RecordIterator implements Iterator<Value> {
+		final Generation g;
+		long bucket, left;
+		int i, n;
+		Value next;
+
+		RecordIterator(Generation g) {
+			this.g = g;
+			left = g.image.entryCount;
+		}
+
+		@Override
+		public boolean hasNext() {
+			if (next != null)
+				return true;
+			if (left == 0)
+				return false;
+			Image im = g.image;
+			try {
+				while (i == n) {
+					if (bucket >= im.bucketCount)
+						throw new ShmkvException.Corrupt("index ends after " + (im.entryCount - left) + " of "
+								+ im.entryCount + " records");
+					n = Bytes.u8(im.seg, IndexV2.bucket(im, bucket));
+					if (n > IndexV2.MAX_RECORDS)
+						throw IndexV2.corrupt(bucket, n + " records, at most " + IndexV2.MAX_RECORDS + " fit");
+					i = 0;
+					bucket++;
 				}
+				long r = IndexV2.record(im, bucket - 1, IndexV2.bucket(im, bucket - 1), n, i);
+				if ((Bytes.u8(im.seg, r) & IndexV2.K_OUT) != 0)
+					im.decode(IndexV2.outEntry(im.seg, r), true);
+				next = Value.at(g, IndexV2.REC | r, true);
+				i++;
+				left--;
+				return true;
+			} catch (IllegalStateException x) {
+				throw g.released() ? g.releasedError(x) : x;
+			} catch (IndexOutOfBoundsException x) {
+				throw outside(x);
 			}
+		}
 
-			@Override
-			public Value next() {
-				if (!hasNext())
-					throw new NoSuchElementException();
-				Value v = next;
-				next = null;
-				return v;
-			}
-		};
+		@Override
+		public Value next() {
+			if (!hasNext())
+				throw new NoSuchElementException();
+			Value v = next;
+			next = null;
+			return v;
+		}
 	}
 
 	/** Calls action with every key and value, as {@link #iterator()}. */

@@ -235,8 +235,11 @@ public final class Shmkv extends Reader implements AutoCloseable {
 	public Snapshot snapshot() {
 		for (;;) {
 			Generation g = current();
-			if (g.pin())
-				return new Snapshot(g);
+			if (g.pin()) {
+				Snapshot sn = new Snapshot(g);
+				sn.clockPin = clockPin;
+				return sn;
+			}
 			// released between the read and the pin: a newer one is current
 		}
 	}

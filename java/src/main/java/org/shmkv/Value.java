@@ -13,19 +13,24 @@ import java.nio.charset.StandardCharsets;
  * throws {@link ShmkvException.Released}.
  */
 public final class Value extends View {
-	private final long entry;
+	private final long loc; // the entry (v1) or record (v2) found: Image's locator
 	private final int type;
 
-	Value(Generation g, long entry, long voff, int type, long len) {
+	Value(Generation g, long loc, long voff, int type, long len) {
 		super(g, g.image.seg.asSlice(voff, len));
-		this.entry = entry;
+		this.loc = loc;
 		this.type = type;
 	}
 
-	static Value at(Generation g, long e) {
+	/** The value of the locator a lookup or the iteration found (full: a strlist's strings checked too). */
+	static Value at(Generation g, long loc, boolean full) {
 		Image im = g.image;
-		long voff = im.valueOffset(e);
-		return new Value(g, e, voff, Bytes.u8(im.seg, e), Bytes.u32(im.seg, e + 4));
+		long voff = im.valueOffset(loc, full);
+		return new Value(g, loc, voff, im.typeOf(loc), im.valueLen(loc));
+	}
+
+	static Value at(Generation g, long loc) {
+		return at(g, loc, false);
 	}
 
 	public ValueType type() {
@@ -35,7 +40,7 @@ public final class Value extends View {
 	/** Whether the value is stored once for several keys (FORMAT.md §9). */
 	public boolean isShared() {
 		try {
-			return (Bytes.u8(gen.image.seg, entry + 1) & Image.ENTRY_SHARED) != 0;
+			return gen.image.shared(loc);
 		} catch (IllegalStateException e) {
 			throw failed(e);
 		}
@@ -44,8 +49,21 @@ public final class Value extends View {
 	/** The key of this entry (a copy). */
 	public byte[] key() {
 		try {
-			MemorySegment s = gen.image.seg;
-			return s.asSlice(entry + 8, Bytes.u16(s, entry + 2)).toArray(ValueLayout.JAVA_BYTE);
+			Image im = gen.image;
+			return im.seg.asSlice(im.keyOffset(loc), im.keyLen(loc)).toArray(ValueLayout.JAVA_BYTE);
+		} catch (IllegalStateException e) {
+			throw failed(e);
+		}
+	}
+
+	/**
+	 * When this entry expires, in Unix seconds (FORMAT.md §17.6), or 0 when it
+	 * does not (every entry of a v1 image). A get never returns an expired
+	 * entry; the iteration returns every entry, expired or not.
+	 */
+	public long expires() {
+		try {
+			return gen.image.expires(loc);
 		} catch (IllegalStateException e) {
 			throw failed(e);
 		}

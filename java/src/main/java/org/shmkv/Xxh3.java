@@ -17,6 +17,70 @@ final class Xxh3 {
 	static final Hasher64 SEED0 = Hashing.xxh3_64();
 	private static final int CHUNK = 1 << 16;
 
+	/**
+	 * The first 72 bytes of XXH3's default secret (xxhash.h, XXH3_kSecret):
+	 * what inputs of at most 16 bytes read of it.
+	 */
+	private static final byte[] K = {
+		(byte) 0xb8, (byte) 0xfe, 0x6c, 0x39, 0x23, (byte) 0xa4, 0x4b, (byte) 0xbe,
+		0x7c, 0x01, (byte) 0x81, 0x2c, (byte) 0xf7, 0x21, (byte) 0xad, 0x1c,
+		(byte) 0xde, (byte) 0xd4, 0x6d, (byte) 0xe9, (byte) 0x83, (byte) 0x90, (byte) 0x97, (byte) 0xdb,
+		0x72, 0x40, (byte) 0xa4, (byte) 0xa4, (byte) 0xb7, (byte) 0xb3, 0x67, 0x1f,
+		(byte) 0xcb, 0x79, (byte) 0xe6, 0x4e, (byte) 0xcc, (byte) 0xc0, (byte) 0xe5, 0x78,
+		(byte) 0x82, 0x5a, (byte) 0xd0, 0x7d, (byte) 0xcc, (byte) 0xff, 0x72, 0x21,
+		(byte) 0xb8, 0x08, 0x46, 0x74, (byte) 0xf7, 0x43, 0x24, (byte) 0x8e,
+		(byte) 0xe0, 0x35, (byte) 0x90, (byte) 0xe6, (byte) 0x81, 0x3a, 0x26, 0x4c,
+		0x3c, 0x28, 0x52, (byte) 0xbb, (byte) 0x91, (byte) 0xc3, 0x00, (byte) 0xcb,
+	};
+	private static final long S0_4 = (u64(0) ^ (u64(0) >>> 32)) & 0xFFFFFFFFL, S8_16 = u64(8) ^ u64(16),
+			S24_32 = u64(24) ^ u64(32), S40_48 = u64(40) ^ u64(48), S56_64 = u64(56) ^ u64(64);
+
+	private static long u64(int off) {
+		return (long) Bytes.ARRAY_U64.get(K, off);
+	}
+
+	/**
+	 * XXH3_64bits_withSeed of len <= 16 bytes packed little-endian in lo
+	 * (bytes 0-7) and hi (bytes 8-15), zero past len: the String-key hot
+	 * path without a buffer (Xxh3Test compares it with hash4j for every
+	 * length 0-16). The short-input paths of XXH3 (xxhash.h
+	 * XXH3_len_0to16_64b), which read only those bytes and the secret above.
+	 */
+	static long packed(long lo, long hi, int len, long seed) {
+		if (len > 8) {
+			int k = 8 * (len - 8);
+			long tail = len == 16 ? hi : lo >>> k | hi << (64 - k); // bytes [len - 8, len)
+			long a = lo ^ (S24_32 + seed), b = tail ^ (S40_48 - seed);
+			long acc = len + Long.reverseBytes(a) + b + (a * b ^ Math.unsignedMultiplyHigh(a, b));
+			acc ^= acc >>> 37;
+			acc *= 0x165667919E3779F9L;
+			return acc ^ acc >>> 32;
+		}
+		if (len >= 4) {
+			long s = seed ^ (long) Integer.reverseBytes((int) seed) << 32;
+			long in1 = lo & 0xFFFFFFFFL, in2 = lo >>> 8 * (len - 4) & 0xFFFFFFFFL;
+			long h = (in2 + (in1 << 32)) ^ (S8_16 - s);
+			h ^= Long.rotateLeft(h, 49) ^ Long.rotateLeft(h, 24);
+			h *= 0x9FB21C651E98DF25L;
+			h ^= (h >>> 35) + len;
+			h *= 0x9FB21C651E98DF25L;
+			return h ^ h >>> 28;
+		}
+		long h;
+		if (len > 0) {
+			long c1 = lo & 0xFF, c2 = lo >>> 8 * (len >> 1) & 0xFF, c3 = lo >>> 8 * (len - 1) & 0xFF;
+			long combined = c1 << 16 | c2 << 24 | c3 | (long) len << 8;
+			h = combined ^ (S0_4 + seed);
+		} else {
+			h = seed ^ S56_64;
+		}
+		h ^= h >>> 33;
+		h *= 0xC2B2AE3D27D4EB4FL;
+		h ^= h >>> 29;
+		h *= 0x165667B19E3779F9L;
+		return h ^ h >>> 32;
+	}
+
 	static Hasher64 hasher(long seed) {
 		return seed == 0 ? SEED0 : Hashing.xxh3_64(seed);
 	}

@@ -24,7 +24,24 @@ import org.junit.jupiter.api.Test;
  * ArithmeticException or anything else unchecked.
  */
 class FuzzTest {
-	static final String[] SEEDS = {"base", "types", "shared", "displaced", "hash_bits_6", "empty"};
+	static final String[] SEEDS = {"base", "types", "shared", "displaced", "hash_bits_6", "empty", "v2/v2_types",
+			"v2/v2_displaced", "v2/v2_expiry", "v2/v2_shared", "v2/v2_long_keys", "v2:mixed", "v2:small"};
+
+	/** A seed image: a vector's (v2/: the C builder's format 2 ones), or (v2:) one of the test-only v2 writer's. */
+	static byte[] seed(String n) throws java.io.IOException {
+		return switch (n) {
+			case "v2:mixed" -> V2Test.mixedImage();
+			case "v2:small" -> {
+				V2Encoder enc = new V2Encoder();
+				for (int i = 0; i < 40; i++)
+					enc.add(V2Encoder.str("k" + i), i % 3 == 0 ? Image.I64 : Image.STRING,
+							i % 3 == 0 ? V2Encoder.i64(i) : V2Encoder.str("v".repeat(i * 3)), i % 5 == 0 ? 1000 + i : 0, i % 7 == 0);
+				enc.add("strs", Image.STRLIST, V2Encoder.strlist("a", "b"));
+				yield enc.build(12);
+			}
+			default -> Files.readAllBytes(VectorsTest.DIR.resolve(n + ".img"));
+		};
+	}
 
 	@Test
 	void damagedImagesNeverEscapeUnchecked() throws Exception {
@@ -33,7 +50,7 @@ class FuzzTest {
 		List<byte[]> images = new ArrayList<>();
 		List<List<byte[]>> keys = new ArrayList<>();
 		for (String n : SEEDS) {
-			byte[] b = Files.readAllBytes(VectorsTest.DIR.resolve(n + ".img"));
+			byte[] b = seed(n);
 			images.add(b);
 			List<byte[]> k = new ArrayList<>();
 			try (Shmkv db = Shmkv.of(b, Shmkv.Check.DEEP)) {
@@ -119,9 +136,12 @@ class FuzzTest {
 			return false;
 		}
 		try (db) {
+			db.setClock(r.nextInt(3) == 0 ? 0 : 1000 + r.nextInt(40));
 			try {
 				for (Value v : db) {
 					v.key();
+					v.expires();
+					v.isShared();
 					touch(v);
 				}
 			} catch (ShmkvException e) {

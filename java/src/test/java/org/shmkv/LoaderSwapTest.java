@@ -20,10 +20,10 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * A cache served by a real shmkv-loader: attach by name and root, follow
- * 1,000 swaps with reader threads checking every value they read (direct
- * gets, snapshots, and values held across refreshes), 0 wrong; a held view
- * of a released generation fails with Released, never a wrong value or a
- * crash.
+ * 1,000 swaps between format v1 and v2 images with reader threads checking
+ * every value they read (direct gets, snapshots, and values held across
+ * refreshes), 0 wrong; a held view of a released generation fails with
+ * Released, never a wrong value or a crash.
  */
 class LoaderSwapTest {
 	static final int KEYS = 1000, IMAGES = 4, SWAPS = Integer.getInteger("shmkv.swaps", 1000);
@@ -75,7 +75,10 @@ class LoaderSwapTest {
 			}
 	}
 
-	/** Image k: "n" = k, key_N = "tK:val_N", list_N = [k, N]. */
+	/**
+	 * Image k: "n" = k, key_N = "tK:val_N", list_N = [k, N]; odd k in format
+	 * v2, so that the swaps alternate between the format versions.
+	 */
 	Path image(int k) throws Exception {
 		List<String> lines = new ArrayList<>();
 		lines.add("{\"key\": \"n\", \"value\": " + k + "}");
@@ -84,7 +87,7 @@ class LoaderSwapTest {
 			lines.add("{\"key\": \"list_" + i + "\", \"value\": [" + k + ", " + i + "]}");
 		}
 		Path out = tmp.resolve("img" + k + ".shmkv");
-		Programs.build(out, "feat", lines);
+		Programs.build(out, "feat", lines, k % 2 == 1 ? 2 : 1);
 		return out;
 	}
 

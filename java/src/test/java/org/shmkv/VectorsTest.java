@@ -43,21 +43,31 @@ class VectorsTest {
 	@TestFactory
 	Stream<DynamicTest> vectors() throws Exception {
 		List<DynamicTest> out = new ArrayList<>();
-		for (JsonNode v : manifest().get("vectors"))
+		JsonNode m = manifest();
+		for (JsonNode v : m.get("vectors"))
 			out.add(DynamicTest.dynamicTest(v.get("name").asText(), () -> check(v)));
 		assertTrue(out.size() >= 30, "the manifest lists " + out.size() + " vectors");
+		int v1 = out.size();
+		for (JsonNode v : m.get("vectors_v2")) {
+			assertEquals(2, v.get("format").asInt(), v.get("name").asText());
+			out.add(DynamicTest.dynamicTest(v.get("name").asText(), () -> check(v)));
+		}
+		assertTrue(out.size() - v1 >= 30, "the manifest lists " + (out.size() - v1) + " format 2 vectors");
 		return out.stream();
 	}
 
 	@Test
 	void everyImageIsInTheManifest() throws Exception {
 		List<String> named = new ArrayList<>();
-		for (JsonNode v : manifest().get("vectors"))
-			named.add(v.get("file").asText());
-		try (Stream<Path> files = Files.list(DIR)) {
-			files.map(p -> p.getFileName().toString()).filter(n -> n.endsWith(".img"))
-					.forEach(n -> assertTrue(named.contains(n), n + " is not in the manifest"));
-		}
+		JsonNode m = manifest();
+		for (String array : new String[] {"vectors", "vectors_v2"})
+			for (JsonNode v : m.get(array))
+				named.add(v.get("file").asText());
+		for (Path d : new Path[] {DIR, DIR.resolve("v2")})
+			try (Stream<Path> files = Files.list(d)) {
+				files.map(p -> DIR.relativize(p).toString()).filter(n -> n.endsWith(".img"))
+						.forEach(n -> assertTrue(named.contains(n), n + " is not in the manifest"));
+			}
 	}
 
 	static void check(JsonNode v) {
@@ -92,6 +102,11 @@ class VectorsTest {
 		}
 	}
 
+	/** Whether a vector's entry has expired (format 2; the vectors' expiries are long past or far ahead). */
+	static boolean expired(JsonNode e) {
+		return e.has("expires") && System.currentTimeMillis() / 1000 >= e.get("expires").asLong();
+	}
+
 	static void entries(Shmkv db, JsonNode want) {
 		assertEquals(want.size(), db.size(), "entry_count");
 		Iterator<Value> it = db.iterator();
@@ -103,14 +118,22 @@ class VectorsTest {
 			byte[] key = HEX.parseHex(e.get("key_hex").asText());
 			keys[i++] = key;
 			assertArrayEquals(key, got.key(), "key of entry " + i);
+			assertEquals(e.has("expires") ? e.get("expires").asLong() : 0, got.expires(), "expiry of entry " + i);
 			same(e, got);
-			same(e, db.get(key));
+			if (expired(e))
+				assertNull(db.get(key), "an expired key is absent");
+			else
+				same(e, db.get(key));
 		}
 		assertFalse(it.hasNext(), "iteration yields no more entries than the manifest");
 		Value[] batch = db.getAll(keys);
 		i = 0;
-		for (JsonNode e : want)
-			same(e, batch[i++]);
+		for (JsonNode e : want) {
+			if (expired(e))
+				assertNull(batch[i++], "an expired key is absent from a batch");
+			else
+				same(e, batch[i++]);
+		}
 	}
 
 	static void same(JsonNode e, Value got) {

@@ -16,7 +16,9 @@ import org.shmkv.Shmkv;
  * a machine whose other processes make JMH's wall-clock figures count their
  * time slices (bench/RESULTS.md, "Java"). Rounds rotate the systems' order;
  * the median, min and max of ns per lookup are printed.
- * Usage: CpuTimeBench DIR KEYS [ROUNDS [LOOKUPS]]
+ * Usage: CpuTimeBench DIR KEYS [ROUNDS [LOOKUPS [DIR2]]]: DIR2 holds the
+ * same images in format v2 (kv_KEYS.shmkv, num_1000000.shmkv), read in the
+ * same run.
  */
 public final class CpuTimeBench {
 	public static void main(String[] a) {
@@ -29,6 +31,9 @@ public final class CpuTimeBench {
 			map.put("key_" + i, "val_" + i);
 		Shmkv kv = Shmkv.open(dir.resolve("kv_" + keys + ".shmkv"), Shmkv.Check.HEADER);
 		Shmkv num = Shmkv.open(dir.resolve("num_1000000.shmkv"), Shmkv.Check.HEADER);
+		Path dir2 = a.length > 4 ? Path.of(a[4]) : null;
+		Shmkv kv2 = dir2 == null ? null : Shmkv.open(dir2.resolve("kv_" + keys + ".shmkv"), Shmkv.Check.HEADER);
+		Shmkv num2 = dir2 == null ? null : Shmkv.open(dir2.resolve("num_1000000.shmkv"), Shmkv.Check.HEADER);
 		SplittableRandom r = new SplittableRandom(42);
 		String[] hit = new String[lookups], miss = new String[lookups], numk = new String[lookups];
 		for (int i = 0; i < lookups; i++) {
@@ -44,6 +49,12 @@ public final class CpuTimeBench {
 		systems.put("shmkv getInto hit", i -> kv.getInto(hit[i], dst));
 		systems.put("shmkv getInto miss", i -> kv.getInto(miss[i], dst));
 		systems.put("shmkv getLong hit", i -> num.getLong(numk[i]));
+		if (kv2 != null) {
+			systems.put("v2 getString hit", i -> kv2.getString(hit[i]).length());
+			systems.put("v2 getInto hit", i -> kv2.getInto(hit[i], dst));
+			systems.put("v2 getInto miss", i -> kv2.getInto(miss[i], dst));
+			systems.put("v2 getLong hit", i -> num2.getLong(numk[i]));
+		}
 		run(systems, rounds, lookups);
 	}
 
