@@ -16,6 +16,10 @@ func (v *View) GetBatch(keys []string, vals []Value, errs []error) {
 		return
 	}
 	im := v.im
+	if im.version == 2 {
+		im.getBatch2(keys, vals, errs)
+		return
+	}
 	const group = 16
 	var hs [group]uint64
 	for lo := 0; lo < len(keys); lo += group {

@@ -1,0 +1,514 @@
+package shmkv
+
+import (
+	"bytes"
+	"math/bits"
+	"runtime"
+	"time"
+	"unicode/utf8"
+)
+
+// Format v2's index and lookup, layout B (FORMAT.md §17; the bucket, record
+// and lookup of /work/wt/V2B.md, which replaces §17.3–§17.5 of the
+// preview): 128-byte buckets whose head holds the records' tags and
+// offsets, small entries inline, OUT records naming a v1 entry in ENTRIES,
+// and a per-record expiry. Header, sections, entries and values are read by
+// the version-independent files.
+
+const (
+	v2Bucket      = 128 // bucket bytes; the header's bucket_slots says 128
+	v2Head        = 8   // count, D, filter; the tag array starts here
+	v2MaxRecords  = 16  // a bucket's count is at most 16
+	v2FilterBits  = 48
+	recTypeMask   = 0x0f // kind bits 0..3: the type of an inline record
+	recExpires    = 0x40 // kind bit 6: a u32 expiry follows the record's head
+	recOut        = 0x80 // kind bit 7: the entry lives in ENTRIES
+	recInlineHead = 3    // kind, key_len, value_len
+	recOutHead    = 6    // kind, 40-bit entry offset / 8
+	hdrFlagExpiry = 2    // v2: some record carries an expiry
+
+	layoutHashV2 = 0xae51b4e761553183
+)
+
+// bucket is v2 bucket b in place. home and the probe keep b below
+// bucket_count, and INDEX is bucket_count * 128 bytes (checkSections), so
+// the one bounds check here never fails.
+func (im *image) bucket(b uint64) *[v2Bucket]byte {
+	return (*[v2Bucket]byte)(im.index[b*v2Bucket : b*v2Bucket+v2Bucket])
+}
+
+// rec is one decoded record; offsets are within its bucket.
+type rec struct {
+	pos, end uint64 // the record's bytes [pos, end)
+	kind     uint8
+	keyPos   uint64 // inline: the key
+	keyLen   uint64
+	valPos   uint64 // inline: the value (aligned for its type)
+	valLen   uint64
+	entry    uint64 // OUT: the entry's image offset (unit * 8)
+	expires  uint32 // 0: none
+}
+
+func (r *rec) out() bool   { return r.kind&recOut != 0 }
+func (r *rec) typ() Type   { return Type(r.kind & recTypeMask) }
+func (r *rec) nul() uint64 { return r.typ().nul() }
+
+// decodeRec decodes the record at bucket offset pos (V2B.md, "Record"):
+// false when it is malformed (kind bits 4 or 5, a type that is none, an
+// OUT record with type bits, bytes past +128). Reads nothing past +128.
+func decodeRec(bk *[v2Bucket]byte, pos uint64) (rec, bool) {
+	if pos+recInlineHead > v2Bucket {
+		return rec{}, false
+	}
+	kind := bk[pos]
+	x := uint64(0)
+	if kind&recExpires != 0 {
+		x = 4
+	}
+	r := rec{pos: pos, kind: kind}
+	var at uint64 // the expiry's offset
+	if kind&recOut != 0 {
+		if kind&^(recOut|recExpires) != 0 || pos+recOutHead+x > v2Bucket {
+			return rec{}, false
+		}
+		r.end = pos + recOutHead + x
+		r.entry = (uint64(le.Uint32(bk[pos+1:])) | uint64(bk[pos+5])<<32) << 3
+		at = pos + recOutHead
+	} else {
+		t := Type(kind & recTypeMask)
+		if kind&0x30 != 0 || t < TypeBytes || t > TypeStrList {
+			return rec{}, false
+		}
+		r.keyLen, r.valLen = uint64(bk[pos+1]), uint64(bk[pos+2])
+		at = pos + recInlineHead
+		r.keyPos = at + x
+		r.valPos = r.keyPos + r.keyLen
+		if t.aligned8() {
+			r.valPos = align8(r.valPos)
+		}
+		r.end = r.valPos + r.valLen + t.nul()
+		if r.end > v2Bucket {
+			return rec{}, false
+		}
+	}
+	if x != 0 {
+		r.expires = le.Uint32(bk[at:])
+	}
+	return r, true
+}
+
+// v2Hit is what a v2 lookup finds: the bucket, the record, and for an OUT
+// record its entry (whose header and key lie inside ENTRIES).
+type v2Hit struct {
+	b uint64
+	r rec
+}
+
+const (
+	lanes16 = 0x0001000100010001
+	highs16 = 0x8000800080008000
+)
+
+// tagMatches: bit 16*j+15 set where tag lane j of word w may equal tag
+// (the lowest set lane is exact; a higher one may be a borrow's false
+// positive, which the caller's exact compare drops).
+func tagMatches(w, tag uint64) uint64 {
+	x := w ^ tag*lanes16
+	return (x - lanes16) &^ x & highs16
+}
+
+// scan2 looks for key among bucket b's records with this tag (V2B.md,
+// "Lookup"): the tags compared four at a time, each candidate's record
+// decoded with bounds and its key compared, inline or in its OUT entry.
+func (im *image) scan2(b, tag uint64, key []byte) (rec, bool, error) {
+	bk := im.bucket(b)
+	n := uint64(bk[0])
+	if n > v2MaxRecords {
+		return rec{}, false, errf(ErrCorrupt, "index bucket %d: count %d, at most %d", b, n, v2MaxRecords)
+	}
+	for w := uint64(0); w*4 < n; w++ {
+		m := tagMatches(le.Uint64(bk[v2Head+8*w:]), tag)
+		if left := n - 4*w; left < 4 {
+			m &= 1<<(16*left) - 1 // lanes past count
+		}
+		for ; m != 0; m &= m - 1 {
+			i := 4*w + uint64(bits.TrailingZeros64(m)>>4)
+			if uint64(le.Uint16(bk[v2Head+2*i:])) != tag {
+				continue
+			}
+			r, ok, err := im.recMatch(bk, b, n, i, key)
+			if ok || err != nil {
+				return r, ok, err
+			}
+		}
+	}
+	return rec{}, false, nil
+}
+
+// recMatch decodes record i of bucket bk (b; count n) and says whether it
+// is key's.
+func (im *image) recMatch(bk *[v2Bucket]byte, b, n, i uint64, key []byte) (rec, bool, error) {
+	off := uint64(bk[v2Head+2*n+i])
+	r, ok := decodeRec(bk, off)
+	if !ok || off < v2Head+3*n {
+		return rec{}, false, errf(ErrCorrupt, "index bucket %d record %d at +%d: malformed or out of place", b, i, off)
+	}
+	if !r.out() {
+		return r, r.keyLen == uint64(len(key)) && bytes.Equal(bk[r.keyPos:r.keyPos+r.keyLen], key), nil
+	}
+	e := r.entry
+	if e < im.entOff || e+8 > im.entEnd {
+		return rec{}, false, errf(ErrCorrupt, "index bucket %d record %d: entry offset %d is outside ENTRIES [%d, %d)", b, i, e, im.entOff, im.entEnd)
+	}
+	klen := uint64(le.Uint16(im.b[e+2:]))
+	if klen != uint64(len(key)) {
+		return r, false, nil
+	}
+	if klen > im.entEnd-e-8 {
+		return rec{}, false, errf(ErrCorrupt, "index bucket %d record %d: the %d-byte key of the entry at %d runs past ENTRIES' end %d", b, i, klen, e, im.entEnd)
+	}
+	return r, bytes.Equal(im.b[e+8:e+8+klen], key), nil
+}
+
+// locate2 is the v2 lookup: the home bucket, then, when its D and filter
+// announce displaced keys with this tag, up to min(D, max_probe) later
+// buckets. Expiry is the caller's.
+func (im *image) locate2(key []byte, h uint64) (v2Hit, error) {
+	tag, b := tagOf(h), im.home(h)
+	bk := im.bucket(b)
+	touch := bk[64] // the pair's second line, requested with the first
+	r, ok, err := im.scan2(b, tag, key)
+	runtime.KeepAlive(touch)
+	if ok || err != nil {
+		return v2Hit{b, r}, err
+	}
+	d := uint64(bk[1])
+	if d == 0 {
+		return v2Hit{}, ErrNotFound
+	}
+	fi := (tag * v2FilterBits) >> 16
+	if bk[2+fi>>3]>>(fi&7)&1 == 0 {
+		return v2Hit{}, ErrNotFound
+	}
+	if d == 255 || d > im.maxProbe { // 255: up to max_probe; a larger D is capped
+		d = im.maxProbe
+	}
+	for ; d > 0; d-- {
+		if b++; b == im.bucketCount {
+			b = 0
+		}
+		if r, ok, err := im.scan2(b, tag, key); ok || err != nil {
+			return v2Hit{b, r}, err
+		}
+	}
+	return v2Hit{}, ErrNotFound
+}
+
+// clock is "now" for expiry, in Unix seconds (tests replace it).
+var clock = func() int64 { return time.Now().Unix() }
+
+var errExpired = errf(ErrNotFound, "key expired (its record's expiry is at or before now)")
+
+// expired: record r has an expiry that *now (read once per call, only for
+// an image whose header says EXPIRY; 0 until read) has reached.
+func (im *image) expired(r *rec, now *int64) bool {
+	if !im.expiry || r.expires == 0 {
+		return false
+	}
+	if *now == 0 {
+		*now = clock()
+	}
+	return *now >= int64(r.expires)
+}
+
+// recValue is the value of a found record: inline, its bytes in the bucket
+// with §8's shape (strlists by their count, as a lookup); OUT, its entry's.
+func (im *image) recValue(hit *v2Hit) (Value, error) {
+	r := &hit.r
+	if r.out() {
+		v, _, err := im.decodeValue(r.entry)
+		return v, err
+	}
+	bk := im.bucket(hit.b)
+	v := Value{data: bk[r.valPos : r.valPos+r.valLen : r.valPos+r.valLen], typ: r.typ()}
+	if err := v.shape(bk[r.valPos:r.end], im.sec[0].off+hit.b*v2Bucket+r.pos); err != nil {
+		return Value{}, err
+	}
+	return v, nil
+}
+
+// get2 is a v2 get with the key's hash: the lookup, expiry, the value.
+func (im *image) get2(key []byte, h uint64, now *int64) (Value, error) {
+	hit, err := im.locate2(key, h)
+	if err != nil {
+		return Value{}, err
+	}
+	if im.expired(&hit.r, now) {
+		return Value{}, errExpired
+	}
+	return im.recValue(&hit)
+}
+
+// expiresOf: when key's record expires (0: never; always 0 in v1), expired
+// or not.
+func (im *image) expiresOf(key []byte) (uint32, error) {
+	if len(key) > maxKeyLen {
+		return 0, errKeyLen
+	}
+	if im.version != 2 {
+		_, err := im.find(key)
+		return 0, err
+	}
+	hit, err := im.locate2(key, im.hash(key))
+	return hit.r.expires, err
+}
+
+// recKey is record r's key: inline in bucket bk, or its entry's (decoded
+// with every rule of §7 and §13, utf for verify).
+func (im *image) recKey(bk *[v2Bucket]byte, r *rec, utf bool) ([]byte, entry, error) {
+	if !r.out() {
+		return bk[r.keyPos : r.keyPos+r.keyLen : r.keyPos+r.keyLen], entry{}, nil
+	}
+	e, err := im.decodeEntry(r.entry, utf)
+	return e.key, e, err
+}
+
+// next2 is the v2 iteration step (the C reader's shmkv__iter2_next):
+// the records of every bucket in index order, expired ones included, each
+// decoded and its value checked as iteration checks (strlist strings too).
+func (it *Iter) next2() bool {
+	im := it.im
+	for it.left == 0 {
+		if it.bkt >= im.bucketCount {
+			it.err = errf(ErrCorrupt, "the index holds %d records, entry_count is %d", it.seen, im.entryCount)
+			return false
+		}
+		it.left = uint64(im.bucket(it.bkt)[0])
+		it.rec = 0
+		it.bkt++
+	}
+	b := it.bkt - 1
+	bk := im.bucket(b)
+	n := uint64(bk[0])
+	if n > v2MaxRecords {
+		it.err = errf(ErrCorrupt, "index bucket %d: count %d, at most %d", b, n, v2MaxRecords)
+		return false
+	}
+	off := uint64(bk[v2Head+2*n+it.rec])
+	r, ok := decodeRec(bk, off)
+	if !ok || off < v2Head+3*n {
+		it.err = errf(ErrCorrupt, "index bucket %d record %d at +%d: malformed or out of place", b, it.rec, off)
+		return false
+	}
+	key, e, err := im.recKey(bk, &r, false)
+	var v Value
+	if err == nil {
+		if r.out() {
+			v = e.val
+		} else {
+			v, err = im.recValue(&v2Hit{b, r})
+			if err == nil && v.typ == TypeStrList {
+				if why := checkStrList(v.data, false); why != "" {
+					err = errf(ErrCorrupt, "index bucket %d record %d: strlist: %s", b, it.rec, why)
+				}
+			}
+		}
+	}
+	if err != nil {
+		it.err = err
+		return false
+	}
+	it.cur = entry{key: key, val: v}
+	it.expires = r.expires
+	it.rec++
+	it.left--
+	it.seen++
+	return true
+}
+
+// getBatch2 is GetBatch on a v2 image: a group's home buckets (both lines
+// of each) are requested together before any key is looked up, and the
+// clock is read at most once for the whole call.
+func (im *image) getBatch2(keys []string, vals []Value, errs []error) {
+	const group = 16
+	var hs [group]uint64
+	now := int64(0)
+	for lo := 0; lo < len(keys); lo += group {
+		n := min(group, len(keys)-lo)
+		var sink byte
+		for i := 0; i < n; i++ {
+			k := keys[lo+i]
+			if len(k) > maxKeyLen {
+				continue // refused below
+			}
+			h := im.hash(strBytes(k))
+			hs[i] = h
+			bk := im.bucket(im.home(h))
+			sink += bk[0] + bk[64] // independent loads: the misses overlap
+		}
+		runtime.KeepAlive(sink)
+		for i := 0; i < n; i++ {
+			k := strBytes(keys[lo+i])
+			if len(k) > maxKeyLen {
+				vals[lo+i], errs[lo+i] = Value{}, errKeyLen
+				continue
+			}
+			vals[lo+i], errs[lo+i] = im.get2(k, hs[i], &now)
+		}
+	}
+}
+
+// verifyIndex2 is §17.7's check of a v2 index with layout B's bucket rules
+// (the C reader's shmkv__verify_index2): every bucket's head, directory,
+// records and uncovered bytes; the counts and the longest probe against the
+// header; ENTRIES holds exactly the OUT records' entries.
+func (im *image) verifyIndex2() error {
+	var n, outs, shared, expiring, maxD uint64
+	for b := uint64(0); b < im.bucketCount; b++ {
+		bk := im.bucket(b)
+		d, cnt := uint64(bk[1]), uint64(bk[0])
+		switch {
+		case d > im.maxProbe: // 255 ("up to max_probe") needs max_probe >= 255 too
+			return errf(ErrCorrupt, "index bucket %d: displacement byte %d is over max_probe %d", b, d, im.maxProbe)
+		case d == 0 && !allZero(bk[2:v2Head]):
+			return errf(ErrCorrupt, "index bucket %d: filter bits without displaced keys", b)
+		case cnt > v2MaxRecords:
+			return errf(ErrCorrupt, "index bucket %d: count %d, at most %d", b, cnt, v2MaxRecords)
+		}
+		pos := v2Head + 3*cnt // the record area
+		for i := uint64(0); i < cnt; i++ {
+			off := uint64(bk[v2Head+2*cnt+i])
+			if off < pos {
+				return errf(ErrCorrupt, "index bucket %d record %d at +%d: before +%d (the directory's end or the previous record's)", b, i, off, pos)
+			}
+			if !allZero(bk[pos:off]) {
+				return errf(ErrCorrupt, "index bucket %d: a non-zero byte in [+%d, +%d), which no record covers", b, pos, off)
+			}
+			r, ok := decodeRec(bk, off)
+			if !ok {
+				return errf(ErrCorrupt, "index bucket %d record %d at +%d: malformed (kind %#02x) or past the bucket's end", b, i, off, bk[off])
+			}
+			disp, sh, err := im.verifyRecord2(bk, b, i, &r, uint64(le.Uint16(bk[v2Head+2*i:])))
+			if err != nil {
+				return err
+			}
+			maxD = max(maxD, disp)
+			shared += sh
+			if r.out() {
+				outs++
+			}
+			if r.expires != 0 {
+				expiring++
+			}
+			pos = r.end
+			n++
+		}
+		if !allZero(bk[pos:]) {
+			return errf(ErrCorrupt, "index bucket %d: a non-zero byte after its records (from +%d)", b, pos)
+		}
+	}
+	switch {
+	case n != im.entryCount:
+		return errf(ErrCorrupt, "the index holds %d records, entry_count is %d", n, im.entryCount)
+	case maxD != im.maxProbe:
+		return errf(ErrCorrupt, "the largest displacement is %d, max_probe is %d", maxD, im.maxProbe)
+	case (expiring == 0) == im.expiry:
+		return errf(ErrCorrupt, "%d records expire, but the header's EXPIRY flag is %v", expiring, im.expiry)
+	case shared != im.dedupRefs:
+		return errf(ErrCorrupt, "%d entries are shared, dedup_refs is %d", shared, im.dedupRefs)
+	}
+	ents := uint64(0) // ENTRIES: each entry is its key's OUT record's
+	for pos := im.entOff; ; {
+		e, ok, err := im.nextEntry(pos, true)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		if err := im.entryPadding(e); err != nil {
+			return err
+		}
+		hit, err := im.locate2(e.key, im.hash(e.key))
+		if err != nil || !hit.r.out() || hit.r.entry != e.off {
+			return errf(ErrCorrupt, "entry at offset %d: no OUT record of its key points at it", e.off)
+		}
+		ents++
+		pos = e.end
+	}
+	if ents != outs {
+		return errf(ErrCorrupt, "ENTRIES holds %d entries, the index %d OUT records", ents, outs)
+	}
+	return nil
+}
+
+// verifyRecord2 checks record i of bucket b (its tag in the directory:
+// tag): expiry, value (UTF-8 and strlists in full), inline padding, tag and
+// home against its key's hash, its displacement announced at home, and a
+// lookup of its key finding it here. It returns the displacement and
+// whether it is a shared OUT entry.
+func (im *image) verifyRecord2(bk *[v2Bucket]byte, b, i uint64, r *rec, tag uint64) (uint64, uint64, error) {
+	bad := func(format string, args ...any) (uint64, uint64, error) {
+		return 0, 0, errf(ErrCorrupt, "index bucket %d record %d: "+format, append([]any{b, i}, args...)...)
+	}
+	if r.kind&recExpires != 0 && r.expires == 0 {
+		return bad("expiry 0")
+	}
+	key, e, err := im.recKey(bk, r, true)
+	if err != nil {
+		return bad("%s", detail(err))
+	}
+	sh := uint64(0)
+	if r.out() {
+		if e.val.shared {
+			sh = 1
+		}
+	} else {
+		if !allZero(bk[r.keyPos+r.keyLen : r.valPos]) {
+			return bad("padding before its value is not zero")
+		}
+		v, err := im.recValue(&v2Hit{b, *r})
+		if err != nil {
+			return bad("%s", detail(err))
+		}
+		if v.typ == TypeStrList {
+			if why := checkStrList(v.data, true); why != "" {
+				return bad("strlist: %s", why)
+			}
+		} else if v.typ == TypeString && !utf8.Valid(v.data) {
+			return bad("string value is not valid UTF-8")
+		}
+	}
+	h := im.hash(key)
+	if want := tagOf(h); tag != want {
+		return bad("tag %#04x, its key's tag is %#04x", tag, want)
+	}
+	home := im.home(h)
+	disp := (b + im.bucketCount - home) % im.bucketCount
+	if disp > im.maxProbe {
+		return bad("displacement %d is over max_probe %d", disp, im.maxProbe)
+	}
+	if disp > 0 && im.announced(home, tag) < disp {
+		return bad("displaced by %d from bucket %d, which does not announce it", disp, home)
+	}
+	hit, err := im.locate2(key, h)
+	if err != nil || hit.b != b || hit.r.pos != r.pos {
+		return bad("looking its key up does not find it here (%v)", err)
+	}
+	return disp, sh, nil
+}
+
+// announced: how far from home bucket a key with this tag may be displaced
+// (§17.3): 0, D, or max_probe for D = 255.
+func (im *image) announced(home, tag uint64) uint64 {
+	bk := im.bucket(home)
+	d := uint64(bk[1])
+	fi := (tag * v2FilterBits) >> 16
+	switch {
+	case d == 0 || bk[2+fi>>3]>>(fi&7)&1 == 0:
+		return 0
+	case d == 255:
+		return im.maxProbe
+	}
+	return d
+}

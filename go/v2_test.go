@@ -1,0 +1,378 @@
+package shmkv
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+)
+
+// Format v2 (layout B) against images of the test encoder (encode_v2_test.go):
+// every type inline and OUT, shared values, long keys, displaced keys,
+// expiry, and every verify rule of V2B.md broken once.
+
+func f64le(xs ...float64) []byte {
+	var b []byte
+	for _, x := range xs {
+		b = le.AppendUint64(b, math.Float64bits(x))
+	}
+	return b
+}
+
+func strlist(ss ...string) []byte {
+	b := le.AppendUint32(nil, uint32(len(ss)))
+	end := uint32(0)
+	b = le.AppendUint32(b, 0)
+	var data []byte
+	for _, s := range ss {
+		data = append(append(data, s...), 0)
+		end += uint32(len(s) + 1)
+		b = le.AppendUint32(b, end)
+	}
+	return append(b, data...)
+}
+
+// v2Records: every type, empty values, inline and OUT, shared, long keys,
+// expiring records.
+func v2Records() []rec2 {
+	r := []rec2{
+		{key: "s", typ: TypeString, value: []byte("hello")},
+		{key: "", typ: TypeString, value: []byte("the empty key")},
+		{key: "bytes/empty", typ: TypeBytes, value: nil},
+		{key: "v", typ: TypeBytes, value: []byte{0, 1, 0xfe}},
+		{key: "i", typ: TypeInt64, value: le.AppendUint64(nil, uint64(1<<63))},
+		{key: "f", typ: TypeFloat64, value: f64le(0.5)},
+		{key: "b0", typ: TypeBool, value: []byte{0}},
+		{key: "b1", typ: TypeBool, value: []byte{1}},
+		{key: "fl", typ: TypeF32List, value: []byte{0, 0, 0x80, 0x3f, 0, 0, 0, 0x40}},
+		{key: "fl/empty", typ: TypeF32List},
+		{key: "dl", typ: TypeF64List, value: f64le(1, -2, 3)},
+		{key: "il", typ: TypeI64List, value: le.AppendUint64(le.AppendUint64(nil, 7), 8)},
+		{key: "l", typ: TypeStrList, value: strlist("a", "bc", "")},
+		{key: "l/empty", typ: TypeStrList, value: strlist()},
+		{key: "out/s", typ: TypeString, value: []byte("an OUT string"), out: true},
+		{key: "out/il", typ: TypeI64List, value: le.AppendUint64(nil, 9), out: true},
+		{key: "big", typ: TypeBytes, value: bytes.Repeat([]byte("x"), 300)},
+		{key: strings.Repeat("k", 255), typ: TypeString, value: []byte("255-byte key")},
+		{key: strings.Repeat("K", 1000), typ: TypeString, value: []byte("1000-byte key")},
+		{key: "sh1", typ: TypeString, value: []byte("a value long enough to be shared by two keys"), shared: true},
+		{key: "sh2", typ: TypeString, value: []byte("a value long enough to be shared by two keys"), shared: true},
+		{key: "exp/inline", typ: TypeString, value: []byte("expires"), expires: 2_000_000_000},
+		{key: "exp/out", typ: TypeI64List, value: le.AppendUint64(nil, 1), expires: 2_000_000_000, out: true},
+		{key: "exp/one", typ: TypeInt64, value: le.AppendUint64(nil, 1), expires: 1},
+	}
+	for i := 0; i < 200; i++ {
+		r = append(r, rec2{key: fmt.Sprintf("key_%d", i), typ: TypeString, value: []byte(fmt.Sprintf("val_%d", i))})
+	}
+	return r
+}
+
+func openV2(t *testing.T, b []byte, flags OpenFlags) *View {
+	t.Helper()
+	img, err := Open(b, flags)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := img.Pin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { v.Release(); img.Close() })
+	return v
+}
+
+// withClock pins the expiry clock to now for the test, counting its reads.
+func withClock(t *testing.T, now int64) *int {
+	reads := new(int)
+	old := clock
+	clock = func() int64 { *reads++; return now }
+	t.Cleanup(func() { clock = old })
+	return reads
+}
+
+// checkAll: every record is found with its value (Get, GetBatch), iteration
+// yields each once with its expiry, and misses miss.
+func checkAll(t *testing.T, v *View, recs []rec2, now int64) {
+	t.Helper()
+	want := map[string]rec2{}
+	keys := []string{}
+	for _, r := range recs {
+		want[r.key] = r
+		keys = append(keys, r.key)
+	}
+	keys = append(keys, "no such key", "key_200", "s ")
+	vals, errs := make([]Value, len(keys)), make([]error, len(keys))
+	v.GetBatch(keys, vals, errs)
+	for i, k := range keys {
+		got, err := v.Get(k)
+		r, ok := want[k]
+		gone := ok && r.expires != 0 && now >= int64(r.expires)
+		if !ok || gone {
+			if !errors.Is(err, ErrNotFound) || !errors.Is(errs[i], ErrNotFound) {
+				t.Fatalf("%.20q: %v, batch %v; want ErrNotFound", k, err, errs[i])
+			}
+			continue
+		}
+		if err != nil || errs[i] != nil {
+			t.Fatalf("%.20q: %v, batch %v", k, err, errs[i])
+		}
+		for _, g := range []Value{got, vals[i]} {
+			if g.Type() != r.typ || !bytes.Equal(g.Raw(), r.value) || g.Shared() != r.shared {
+				t.Fatalf("%.20q: %s %x shared=%v, want %s %x", k, g.Type(), g.Raw(), g.Shared(), r.typ, r.value)
+			}
+		}
+		if e, err := v.Expires(k); err != nil || e != r.expires {
+			t.Fatalf("%.20q: Expires %d (%v), want %d", k, e, err, r.expires)
+		}
+	}
+	seen := map[string]bool{}
+	it := v.Iter()
+	for it.Next() {
+		k := string(it.Key())
+		r, ok := want[k]
+		if !ok || seen[k] || it.Expires() != r.expires || !bytes.Equal(it.Value().Raw(), r.value) || it.Value().Type() != r.typ {
+			t.Fatalf("iteration: %.20q (expires %d) unexpected or repeated", k, it.Expires())
+		}
+		seen[k] = true
+	}
+	if it.Err() != nil || len(seen) != len(recs) {
+		t.Fatalf("iteration: %d of %d records, %v", len(seen), len(recs), it.Err())
+	}
+}
+
+func TestV2Read(t *testing.T) {
+	recs := v2Records()
+	for _, o := range []enc2Opts{
+		{buckets: 97, name: "roomy"},
+		{buckets: 61, seed: 7, name: "full"},     // most buckets full: displaced keys
+		{buckets: 300, hashBits: 5, name: "hb5"}, // 32 hashes for 224 keys: long probes
+	} {
+		t.Run(o.name, func(t *testing.T) {
+			b := encodeV2(recs, o)
+			v := openV2(t, b, Deep)
+			im := v.im
+			if im.version != 2 || !im.expiry || im.maxProbe == 0 {
+				t.Fatalf("version %d expiry %v max_probe %d: the image tests too little", im.version, im.expiry, im.maxProbe)
+			}
+			t.Logf("%d buckets, max_probe %d, %d bytes", im.bucketCount, im.maxProbe, len(b))
+			withClock(t, 1_999_999_999)
+			checkAll(t, v, recs, 1_999_999_999)
+			if err := v.Verify(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// Expiry (FORMAT.md §17.6): found at E-1, absent at E and after; the clock
+// is read once per call and never for an image without the EXPIRY flag.
+func TestV2Expiry(t *testing.T) {
+	recs := []rec2{
+		{key: "a", typ: TypeString, value: []byte("x"), expires: 1000},
+		{key: "b", typ: TypeString, value: []byte("y"), expires: 1000, out: true},
+		{key: "c", typ: TypeString, value: []byte("z")},
+	}
+	v := openV2(t, encodeV2(recs, enc2Opts{buckets: 3}), Deep)
+	for _, now := range []int64{999, 1000, 1001} {
+		reads := withClock(t, now)
+		checkAll(t, v, recs, now)
+		*reads = 0
+		_, err := v.Get("a")
+		if *reads != 1 || (now < 1000) != (err == nil) {
+			t.Fatalf("now %d: get a: %v after %d clock reads", now, err, *reads)
+		}
+		if now >= 1000 && !strings.Contains(err.Error(), "expired") {
+			t.Errorf("the miss does not say expired: %v", err)
+		}
+		*reads = 0
+		keys := []string{"a", "b", "c", "a", "b"}
+		vals, errs := make([]Value, 5), make([]error, 5)
+		v.GetBatch(keys, vals, errs)
+		if *reads != 1 {
+			t.Fatalf("a batch read the clock %d times", *reads)
+		}
+		*reads = 0
+		if _, err := v.Get("c"); err != nil || *reads != 0 {
+			t.Fatalf("get c (no expiry): %v, %d clock reads", err, *reads)
+		}
+	}
+	// No EXPIRY flag: the clock is never read, and no record expires (the
+	// image is forged: verify refuses it, a plain open does not look).
+	b := encodeV2(recs, enc2Opts{buckets: 3})
+	le.PutUint64(b[24:], le.Uint64(b[24:])&^hdrFlagExpiry)
+	fixSums(b)
+	if _, err := Open(b, Deep); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("EXPIRY clear with expiring records: deep open says %v", err)
+	}
+	v = openV2(t, b, 0)
+	reads := withClock(t, 5000)
+	for _, k := range []string{"a", "b", "c"} {
+		if _, err := v.Get(k); err != nil {
+			t.Fatalf("%s: %v", k, err)
+		}
+	}
+	if *reads != 0 {
+		t.Fatalf("the clock was read %d times for an image without EXPIRY", *reads)
+	}
+}
+
+// The header rules of v2 (§17.2): layout hash, bucket_slots, flags, INDEX.
+func TestV2Header(t *testing.T) {
+	good := encodeV2(v2Records(), enc2Opts{buckets: 97})
+	cases := []struct {
+		name string
+		mod  func(b []byte)
+		want error
+	}{
+		{"preview layout hash", func(b []byte) { le.PutUint64(b[16:], 0xfba82e8976eb9578) }, ErrLayout},
+		{"v1 layout hash", func(b []byte) { le.PutUint64(b[16:], layoutHashV1) }, ErrLayout},
+		{"version 3", func(b []byte) { le.PutUint32(b[8:], 3) }, ErrVersion},
+		{"bucket_slots 8", func(b []byte) { le.PutUint32(b[56:], 8) }, ErrCorrupt},
+		{"unknown flag", func(b []byte) { b[24] |= 4 }, ErrCorrupt},
+		{"entry_count over 16 per bucket", func(b []byte) { le.PutUint64(b[40:], 16*97+1) }, ErrCorrupt},
+		{"INDEX size", func(b []byte) { le.PutUint64(b[192+16:], 96*128) }, ErrCorrupt},
+	}
+	for _, c := range cases {
+		b := bytes.Clone(good)
+		c.mod(b)
+		fixSums(b)
+		if _, err := Open(b, 0); !errors.Is(err, c.want) {
+			t.Errorf("%s: %v, want %v", c.name, err, c.want)
+		}
+	}
+	if _, err := Open(good, Deep); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Every rule of V2B.md's bucket broken once: verify refuses it, and
+// lookups and iteration meet it without a panic (ErrCorrupt, or a miss
+// where the damage is where a lookup does not look).
+func TestV2VerifyRules(t *testing.T) {
+	recs := v2Records()
+	o := enc2Opts{buckets: 61, seed: 7}
+	good := encodeV2(recs, o)
+	im, err := checkImage(good, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bk := func(b []byte, key string) ([]byte, uint64) { // the bucket of key, record i
+		bb, i := bucketOfKey(t, good, key)
+		return b[im.sec[0].off+bb*v2Bucket:][:v2Bucket], i
+	}
+	var displaced string
+	for _, r := range recs {
+		h := im.hash([]byte(r.key))
+		if b, _ := bucketOfKey(t, good, r.key); b != im.home(h) {
+			displaced = r.key
+			break
+		}
+	}
+	if displaced == "" {
+		t.Fatal("no displaced key")
+	}
+	cases := []struct {
+		name string
+		mod  func(b []byte)
+	}{
+		{"count 17", func(b []byte) { c, _ := bk(b, "s"); c[0] = 17 }},
+		{"count one more", func(b []byte) { c, _ := bk(b, "s"); c[0]++ }},
+		{"off before the directory's end", func(b []byte) {
+			c, i := bk(b, "s")
+			c[v2Head+2*uint64(c[0])+i] = v2Head + 3*c[0] - 1
+		}},
+		{"records overlap", func(b []byte) {
+			c, _ := bk(b, "s")
+			n := uint64(c[0])
+			if n < 2 {
+				panic("one record")
+			}
+			c[v2Head+2*n+1] = c[v2Head+2*n] + 1
+		}},
+		{"a byte after the records", func(b []byte) { c, _ := bk(b, "s"); c[127] = 1 }},
+		{"kind bit 4", func(b []byte) { c, i := bk(b, "s"); c[c[v2Head+2*uint64(c[0])+i]] |= 0x10 }},
+		{"kind bit 5", func(b []byte) { c, i := bk(b, "s"); c[c[v2Head+2*uint64(c[0])+i]] |= 0x20 }},
+		{"type 0 inline", func(b []byte) { c, i := bk(b, "s"); c[c[v2Head+2*uint64(c[0])+i]] &^= 0x0f }},
+		{"type 10", func(b []byte) { c, i := bk(b, "s"); c[c[v2Head+2*uint64(c[0])+i]] = 10 }},
+		{"OUT with type bits", func(b []byte) { c, i := bk(b, "out/s"); c[c[v2Head+2*uint64(c[0])+i]] |= 2 }},
+		{"OUT unit outside ENTRIES", func(b []byte) { c, i := bk(b, "out/s"); c[c[v2Head+2*uint64(c[0])+i]+5] = 0x7f }},
+		{"inline padding", func(b []byte) { c, i := bk(b, "i"); p := c[v2Head+2*uint64(c[0])+i]; c[p+3+1] = 1 }},
+		{"tag", func(b []byte) { c, i := bk(b, "s"); c[v2Head+2*i] ^= 0x40 }},
+		{"D over max_probe", func(b []byte) { c, _ := bk(b, "s"); c[1] = 255 }},
+		{"filter without D", func(b []byte) {
+			for c := im.sec[0].off; c < im.sec[0].end(); c += v2Bucket {
+				if b[c+1] == 0 {
+					b[c+2] = 1
+					return
+				}
+			}
+			panic("no bucket without D")
+		}},
+		{"displaced key not announced", func(b []byte) {
+			h := im.hash([]byte(displaced))
+			c := b[im.sec[0].off+im.home(h)*v2Bucket:]
+			fi := (tagOf(h) * v2FilterBits) >> 16
+			c[2+fi>>3] &^= 1 << (fi & 7)
+		}},
+		{"expiry 0", func(b []byte) {
+			c, i := bk(b, "exp/inline")
+			p := c[v2Head+2*uint64(c[0])+i]
+			clear(c[p+3 : p+7])
+		}},
+		{"string not UTF-8", func(b []byte) { c, i := bk(b, "s"); p := c[v2Head+2*uint64(c[0])+i]; c[p+3+1] = 0xff }},
+		{"bool 2", func(b []byte) { c, i := bk(b, "b1"); p := c[v2Head+2*uint64(c[0])+i]; c[p+3+2] = 2 }},
+		{"no NUL", func(b []byte) { c, i := bk(b, "v"); p := c[v2Head+2*uint64(c[0])+i]; c[p+3+1+3] = 9 }},
+		{"value past the bucket", func(b []byte) { c, i := bk(b, "s"); p := c[v2Head+2*uint64(c[0])+i]; c[p+2] = 250 }},
+		{"entry_count", func(b []byte) { le.PutUint64(b[40:], le.Uint64(b[40:])-1) }},
+		{"max_probe", func(b []byte) { le.PutUint32(b[72:], le.Uint32(b[72:])+1) }},
+		{"dedup_refs", func(b []byte) { le.PutUint64(b[112:], 1) }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b := bytes.Clone(good)
+			c.mod(b)
+			fixSums(b)
+			if _, err := Open(b, Deep); err == nil {
+				t.Fatal("deep open accepts it")
+			} else {
+				t.Log(err)
+			}
+			img, err := Open(b, 0)
+			if err != nil {
+				return // a header rule
+			}
+			defer img.Close()
+			withClock(t, 0)
+			exercise(t, img)
+			for _, r := range recs {
+				if _, err := img.Bytes(r.key); err != nil && !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrType) {
+					t.Fatalf("%.20q: %v", r.key, err)
+				}
+			}
+		})
+	}
+}
+
+// A bucket's SIMD-style tag compare: lanes past count are masked, a tag
+// that repeats in a bucket is compared record by record.
+func TestTagMatches(t *testing.T) {
+	w := uint64(0x0005_0004_0005_0003)
+	if m := tagMatches(w, 5); m != 1<<31|1<<63 && m&(1<<31) == 0 {
+		t.Fatalf("%#x", m)
+	}
+	if m := tagMatches(w, 3); m&(1<<15) == 0 {
+		t.Fatalf("%#x", m)
+	}
+	if m := tagMatches(w, 7); m != 0 {
+		t.Fatalf("%#x", m)
+	}
+	// one bucket with 16 records of the same tag (hash_bits 1: two hashes)
+	var recs []rec2
+	for i := 0; i < 30; i++ {
+		recs = append(recs, rec2{key: fmt.Sprint(i), typ: TypeBool, value: []byte{byte(i % 2)}})
+	}
+	v := openV2(t, encodeV2(recs, enc2Opts{buckets: 4, hashBits: 1}), Deep)
+	checkAll(t, v, recs, 0)
+}
