@@ -49,9 +49,8 @@ type rec struct {
 	expires  uint32 // 0: none
 }
 
-func (r *rec) out() bool   { return r.kind&recOut != 0 }
-func (r *rec) typ() Type   { return Type(r.kind & recTypeMask) }
-func (r *rec) nul() uint64 { return r.typ().nul() }
+func (r *rec) out() bool { return r.kind&recOut != 0 }
+func (r *rec) typ() Type { return Type(r.kind & recTypeMask) }
 
 // decodeRec decodes the record at bucket offset pos (V2B.md, "Record"):
 // false when it is malformed (kind bits 4 or 5, a type that is none, an
@@ -327,33 +326,26 @@ func (it *Iter) next2() bool {
 }
 
 // getBatch2 is GetBatch on a v2 image: a group's home buckets (both lines
-// of each) are requested together before any key is looked up, and the
-// clock is read at most once for the whole call.
+// of each) are touched together, after the group is hashed, before any key
+// is looked up; the clock is read at most once for the whole call.
 func (im *image) getBatch2(keys []string, vals []Value, errs []error) {
-	const group = 16
-	var hs [group]uint64
+	var hs, homes [batchGroup]uint64
 	now := int64(0)
-	for lo := 0; lo < len(keys); lo += group {
-		n := min(group, len(keys)-lo)
+	for lo := 0; lo < len(keys); lo += batchGroup {
+		group := keys[lo:min(lo+batchGroup, len(keys))]
+		im.hashGroup(group, &hs, &homes)
 		var sink byte
-		for i := 0; i < n; i++ {
-			k := keys[lo+i]
-			if len(k) > maxKeyLen {
-				continue // refused below
-			}
-			h := im.hash(strBytes(k))
-			hs[i] = h
-			bk := im.bucket(im.home(h))
-			sink += bk[0] + bk[64] // independent loads: the misses overlap
+		for i := range group { // independent loads: the misses overlap
+			bk := im.bucket(homes[i])
+			sink += bk[0] + bk[64]
 		}
 		runtime.KeepAlive(sink)
-		for i := 0; i < n; i++ {
-			k := strBytes(keys[lo+i])
+		for i, k := range group {
 			if len(k) > maxKeyLen {
 				vals[lo+i], errs[lo+i] = Value{}, errKeyLen
 				continue
 			}
-			vals[lo+i], errs[lo+i] = im.get2(k, hs[i], &now)
+			vals[lo+i], errs[lo+i] = im.get2(strBytes(k), hs[i], &now)
 		}
 	}
 }
