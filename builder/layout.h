@@ -27,7 +27,7 @@ struct Layout {
 	unsigned format = 1;               // image format version
 	uint64_t bucket_bytes = SHMKV_BUCKET_BYTES; // 64 (v1) or 128 (v2)
 	bool expiry = false;               // v2: some record expires (header flag)
-	uint64_t record_bytes = 0;         // v2: bytes of the records in the buckets
+	uint64_t record_bytes = 0;         // v2: bucket bytes past the heads used (directory, records)
 	uint32_t max_probe = 0;
 	uint64_t duplicates = 0;
 	uint64_t filtered = 0;             // records of other parts skipped (--filter-part)
@@ -177,6 +177,12 @@ int choose_bucket_count(shmkv_builder *b, uint64_t m, uint64_t *out);
 // index. Returns 0 or an error set on b. Format 2: compute_layout_v2().
 int compute_layout(shmkv_builder *b, Layout &L);
 int compute_layout_v2(shmkv_builder *b, Layout &L);
+// Format 2's bucket_count from the options and its records' bytes (worst
+// padding and directory: V2Shape::room()), for both builds (layout_v2.cc).
+int choose_buckets_v2(shmkv_builder *b, uint64_t bytes, uint64_t *out);
+// When some record finds no room: 1/8 more buckets (L.bucket_count), or,
+// with a fixed count or at the size limit, the error saying so.
+int v2_more_buckets(shmkv_builder *b, Layout &L, uint64_t bytes);
 
 // The steps both formats share (layout.cc). sort_and_dedup_keys: L.order and
 // L.hash are the kept records in hash order. share_values: per entry of

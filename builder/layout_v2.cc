@@ -1,9 +1,11 @@
-// builder/layout_v2.cc - the format 2 layout (lib/FORMAT.md §14, format 2):
+// builder/layout_v2.cc - the format 2 layout in memory (lib/FORMAT.md §17):
 // keys in hash order (so in home order), small entries inline in 128-byte
 // buckets, the others in ENTRIES (v1 entries, the v1 cache-line rule) with
 // values shared among them only. Placement is one serial scan over compact
-// shapes; rendering the records is parallel (each writes its own bytes), so
-// the bytes do not depend on the thread count.
+// shapes that records each bucket's set; once every set is final, the
+// buckets are rendered in parallel (each thread its own buckets), so the
+// bytes do not depend on the thread count. spill_build.cc streams the same
+// placement.
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -13,14 +15,12 @@
 
 namespace shmkv_build {
 
-namespace {
-
-// bucket_count from the record bytes (worst padding): the load factor is the
-// share of a bucket's 120 record bytes they fill.
+// bucket_count from the record bytes (worst padding, directory included):
+// the load factor is the share of a bucket's 120 bytes after its head they fill.
 int choose_buckets_v2(shmkv_builder *b, uint64_t bytes, uint64_t *out)
 {
 	const auto &o = b->opt;
-	constexpr uint64_t room = kV2BucketBytes - kV2RecStart;
+	constexpr uint64_t room = kV2BucketBytes - kV2Head;
 	uint64_t bc;
 	if (o.buckets) {
 		bc = o.buckets;
@@ -36,35 +36,90 @@ int choose_buckets_v2(shmkv_builder *b, uint64_t bytes, uint64_t *out)
 	return 0;
 }
 
-int no_room(shmkv_builder *b, const Layout &L, uint64_t bytes)
+int v2_no_room(shmkv_builder *b, const Layout &L, uint64_t bytes)
 {
 	return b->fail(SHMKV_ELIMIT, "%llu records of %llu bytes do not fit %llu buckets of %llu "
 		       "record bytes: give %s", (unsigned long long)L.entries,
 		       (unsigned long long)bytes, (unsigned long long)L.bucket_count,
-		       (unsigned long long)(kV2BucketBytes - kV2RecStart),
+		       (unsigned long long)(kV2BucketBytes - kV2Head),
 		       b->opt.buckets ? "more buckets" : "a lower load factor");
 }
 
+int v2_more_buckets(shmkv_builder *b, Layout &L, uint64_t bytes)
+{
+	if (b->opt.buckets)
+		return v2_no_room(b, L, bytes);
+	uint64_t bc = L.bucket_count + L.bucket_count / 8 + 1;
+	if (bc > SHMKV_MAX_IMAGE_SIZE / kV2BucketBytes)
+		return v2_no_room(b, L, bytes);
+	L.bucket_count = bc;
+	return 0;
+}
+
+namespace {
+
+// While placing, a bucket of L.index holds, besides its count (+0), D (+1)
+// and filter (+2): its records' ordinals (u32 at +8, in placement order),
+// the end of their layout (+72) and whether one has an 8-aligned value
+// (+73); rendering replaces them with the records.
+constexpr unsigned kIds = kV2Head, kEnd = kIds + 4 * kV2MaxRecords, kAligned = kEnd + 1;
+static_assert(kAligned < kV2BucketBytes, "placement scratch fits a bucket");
+
+inline uint32_t id_at(const uint8_t *bk, unsigned i)
+{
+	uint32_t k;
+	memcpy(&k, bk + kIds + 4 * i, 4);
+	return k;
+}
+
+// The end of bucket bk's layout with record k appended, or 0 when it has
+// no room (count 16, or past +128). Padding depends on where each record
+// starts, and the directory grows by 3 bytes a record: with 8-aligned
+// values anywhere the whole layout is computed again.
+unsigned end_with(const uint8_t *bk, const std::vector<V2Shape> &shape, uint32_t k)
+{
+	unsigned n = bk[0];
+	if (n >= kV2MaxRecords)
+		return 0;
+	const V2Shape &s = shape[k];
+	unsigned end;
+	if (!bk[kAligned] && s.align == 1)
+		end = (n ? bk[kEnd] : kV2Head) + kV2DirBytes + s.head + s.tail;
+	else
+		end = v2_bucket_end(n + 1, [&](unsigned i) -> const V2Shape & {
+			return i < n ? shape[id_at(bk, i)] : s;
+		});
+	return end <= kV2BucketBytes ? end : 0;
+}
+
+void add(uint8_t *bk, const V2Shape &s, uint32_t k, unsigned end)
+{
+	memcpy(bk + kIds + 4 * bk[0], &k, 4);
+	bk[0]++;
+	bk[kEnd] = (uint8_t)end;
+	bk[kAligned] |= s.align != 1;
+}
+
 // Placement (serial, over shapes): pass 1 fills each bucket with its home
-// keys, smallest first, while they fit; pass 2 puts the rest, in home order,
-// into the next bucket with room. at[k]: where record k goes (bucket * 128 +
-// byte); ix: the index (zeroed), its counts, D bytes and filters set.
-// Returns false when some record finds no room.
-bool place_records(Layout &L, const std::vector<V2Shape> &shape, std::vector<uint64_t> &at)
+// keys, smallest first, each while it fits (count < 16, within +128); pass
+// 2 puts the rest, in home order, into the next bucket with room, marking
+// its home. L.index (zeroed) gets the counts, D bytes, filters and each
+// bucket's record ordinals (the scratch above). Returns false when some
+// record finds no room.
+bool place_records(Layout &L, const std::vector<V2Shape> &shape)
 {
 	const uint64_t B = L.bucket_count;
 	size_t m = shape.size();
 	L.index.assign(B * kV2BucketBytes / 8, 0);
 	L.max_probe = 0;
-	L.record_bytes = 0;
 	uint8_t *ix = (uint8_t *)L.index.data();
-	std::vector<uint8_t> fill(B, kV2RecStart); // a bucket's next free byte
 	std::vector<uint32_t> displaced, grpk;
 	for (size_t s = 0; s < m;) {
 		uint64_t home = shmkv_home_bucket(L.hash[s], B);
 		size_t e = s + 1;
 		while (e < m && shmkv_home_bucket(L.hash[e], B) == home)
 			e++;
+		uint8_t *hb = ix + home * kV2BucketBytes;
 		grpk.clear();
 		for (size_t k = s; k < e; k++)
 			grpk.push_back((uint32_t)k);
@@ -72,20 +127,20 @@ bool place_records(Layout &L, const std::vector<V2Shape> &shape, std::vector<uin
 			std::stable_sort(grpk.begin(), grpk.end(), [&](uint32_t x, uint32_t y) {
 				return shape[x].worst < shape[y].worst;
 			});
-		for (uint32_t k : grpk) {
-			unsigned end = shape[k].end(fill[home]);
-			if (end <= kV2BucketBytes) {
-				L.record_bytes += end - fill[home];
-				at[k] = home * kV2BucketBytes + fill[home];
-				fill[home] = (uint8_t)end;
-				ix[home * kV2BucketBytes]++;
-			} else {
-				at[k] = UINT64_MAX;
+		size_t placed = 0;
+		for (uint32_t k : grpk)
+			if (unsigned end = end_with(hb, shape, k)) {
+				add(hb, shape[k], k, end);
+				placed++;
 			}
-		}
-		for (size_t k = s; k < e; k++) // the rest, in hash order
-			if (at[k] == UINT64_MAX)
-				displaced.push_back((uint32_t)k);
+		if (placed < e - s) // the rest, in hash order
+			for (size_t k = s; k < e; k++) {
+				bool in = false;
+				for (unsigned i = 0; i < hb[0] && !in; i++)
+					in = id_at(hb, i) == k;
+				if (!in)
+					displaced.push_back((uint32_t)k);
+			}
 		s = e;
 	}
 	for (uint32_t k : displaced) {
@@ -95,11 +150,8 @@ bool place_records(Layout &L, const std::vector<V2Shape> &shape, std::vector<uin
 			c = c + 1 == B ? 0 : c + 1;
 			if (++d >= B)
 				return false;
-		} while ((end = shape[k].end(fill[c])) > kV2BucketBytes);
-		L.record_bytes += end - fill[c];
-		at[k] = c * kV2BucketBytes + fill[c];
-		fill[c] = (uint8_t)end;
-		ix[c * kV2BucketBytes]++;
+		} while (!(end = end_with(ix + c * kV2BucketBytes, shape, k)));
+		add(ix + c * kV2BucketBytes, shape[k], k, end);
 		if (d > L.max_probe)
 			L.max_probe = (uint32_t)d;
 		v2_home_mark(ix + home * kV2BucketBytes, shmkv_key_tag(L.hash[k]), d);
@@ -139,7 +191,7 @@ int compute_layout_v2(shmkv_builder *b, Layout &L)
 				__builtin_prefetch(&R[L.order[k + 16]]);
 			const Record &r = R[L.order[k]];
 			shape[k] = v2_shape(r);
-			bytes += shape[k].worst;
+			bytes += shape[k].room();
 			if (shape[k].out)
 				outs++;
 			else
@@ -159,14 +211,9 @@ int compute_layout_v2(shmkv_builder *b, Layout &L)
 	// Records that do not fit (sizes that pack badly, a load factor near 1)
 	// get 1/8 more buckets, again until they fit; a fixed count fails.
 	b->progress("indexing", 0, m);
-	std::vector<uint64_t> at(m);
-	while (!place_records(L, shape, at)) {
-		if (b->opt.buckets)
-			return no_room(b, L, bytes);
-		L.bucket_count += L.bucket_count / 8 + 1;
-		if (L.bucket_count > SHMKV_MAX_IMAGE_SIZE / kV2BucketBytes)
-			return no_room(b, L, bytes);
-	}
+	while (!place_records(L, shape))
+		if ((err = v2_more_buckets(b, L, bytes)))
+			return err;
 
 	// ENTRIES: the OUT records' entries, in hash order, values shared among
 	// them only (an inline value is in its bucket already).
@@ -186,18 +233,38 @@ int compute_layout_v2(shmkv_builder *b, Layout &L)
 		return err;
 	L.value_bytes_logical += logical_inline;
 
-	// The records' bytes, in parallel: each writes only its own.
+	// The buckets' bytes, in parallel: each thread renders its own buckets.
 	uint8_t *ix = (uint8_t *)L.index.data();
+	std::vector<uint64_t> rbytes(T, 0);
+	const uint64_t B = L.bucket_count;
 	run_threads(T, [&](unsigned t) {
-		for (size_t k = chunk_begin(m, T, t), e = chunk_begin(m, T, t + 1); k < e; k++) {
-			prefetch_ahead(R, all, k, e, true);
-			const Record &r = R[all[k]];
-			uint64_t bk = at[k] / kV2BucketBytes;
-			uint64_t eoff = shape[k].out ? L.entry_off[outpos[k]] : 0;
-			v2_render(ix + bk * kV2BucketBytes, (unsigned)(at[k] % kV2BucketBytes), r,
-				  shape[k], (uint16_t)shmkv_key_tag(L.hash[k]), eoff);
+		V2Item it[kV2MaxRecords];
+		uint64_t used = 0;
+		for (uint64_t c = chunk_begin(B, T, t), e = chunk_begin(B, T, t + 1); c < e; c++) {
+			uint8_t *bk = ix + c * kV2BucketBytes;
+			unsigned n = bk[0];
+			if (c + 1 < e) {
+				const uint8_t *nb = bk + kV2BucketBytes;
+				for (unsigned i = 0; i < nb[0]; i++)
+					__builtin_prefetch(&R[all[id_at(nb, i)]]);
+			}
+			for (unsigned i = 0; i < n; i++) {
+				uint32_t k = id_at(bk, i);
+				const Record &r = R[all[k]];
+				it[i] = V2Item{r.key, r.val, r.val_len, r.expires, r.key_len,
+					       (uint16_t)shmkv_key_tag(L.hash[k]), r.type, shape[k],
+					       shape[k].out ? L.entry_off[outpos[k]] : 0};
+			}
+			memset(bk + kV2Head, 0, kV2BucketBytes - kV2Head);
+			if (n) {
+				v2_render_bucket(bk, n, [&](unsigned i) -> const V2Item & { return it[i]; });
+				used += v2_bucket_end(n, [&](unsigned i) -> const V2Shape & { return it[i].s; }) -
+					kV2Head;
+			}
 		}
+		rbytes[t] = used;
 	});
+	L.record_bytes = std::accumulate(rbytes.begin(), rbytes.end(), uint64_t(0));
 	return 0;
 }
 

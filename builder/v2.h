@@ -1,7 +1,9 @@
-// builder/v2.h - the format 2 index as the builder writes it (lib/FORMAT.md,
-// format 2; V2SPEC until then): 128-byte buckets of packed records, small
-// entries inline, the others OUT records naming a v1-format entry in ENTRIES.
-// The numbers are lib/shmkv/format.h's (SHMKV_V2_*, SHMKV_REC_*).
+// builder/v2.h - the format 2 index as the builder writes it (lib/FORMAT.md
+// §17, layout B): 128-byte buckets whose head is count, D and filter, then
+// the records' u16 tags, then their u8 offsets, then the records, small
+// entries inline, the others OUT records naming a v1-format entry in
+// ENTRIES. What both builds share (layout_v2.cc in memory, spill_build.cc
+// streaming): a record's shape, the room rule, a bucket's bytes.
 #pragma once
 
 #include <cstdint>
@@ -12,7 +14,13 @@
 namespace shmkv_build {
 
 constexpr uint64_t kV2BucketBytes = SHMKV_V2_BUCKET_BYTES; // the aligned pair of lines a hit requests
-constexpr unsigned kV2RecStart = SHMKV_V2_BUCKET_HEAD; // count, D, 48-bit filter, then records
+constexpr unsigned kV2Head = 8;        // count, D, 48-bit filter
+constexpr unsigned kV2MaxRecords = 16; // count's bound (two 16-byte tag compares)
+constexpr unsigned kV2DirBytes = 3;    // a record's u16 tag and u8 offset
+constexpr unsigned kV2InlineHead = 3;  // kind, key_len, value_len
+constexpr unsigned kV2OutHead = 6;     // kind, 40-bit entry offset / 8
+constexpr unsigned kV2ExpiresSize = 4;
+constexpr unsigned kV2MaxLen = 255;    // inline key_len and value_len are u8
 constexpr unsigned kV2FilterBits = SHMKV_V2_FILTER_BITS;
 constexpr uint8_t kV2KindExpires = SHMKV_REC_EXPIRES, kV2KindOut = SHMKV_REC_OUT;
 // An entry is inline when its record, with the worst value padding, takes
@@ -37,59 +45,94 @@ struct V2Shape {
 	{
 		return (unsigned)align_up(pos + head, align) + tail;
 	}
+	// What the record and its directory entry take of a bucket's room
+	// (worst padding): what the bucket count is sized by.
+	unsigned room() const { return worst + kV2DirBytes; }
 };
 static_assert(sizeof(V2Shape) == 8, "V2Shape: 8 bytes a record");
 
-inline V2Shape v2_shape(const Record &r)
+inline V2Shape v2_shape(unsigned key_len, unsigned type, uint64_t val_len, uint32_t expires)
 {
 	V2Shape s{};
-	unsigned exp = r.expires ? SHMKV_REC_EXPIRES_SIZE : 0;
-	uint64_t stored = stored_len(r.type, r.val_len);
-	unsigned align = shmkv_type_align8(r.type) ? 8 : 1;
-	if (r.key_len <= SHMKV_REC_MAX_LEN && r.val_len <= SHMKV_REC_MAX_LEN &&
-	    SHMKV_REC_INLINE_HEAD + exp + r.key_len + (align - 1) + stored <= kV2InlineMax) {
-		s.head = (uint16_t)(SHMKV_REC_INLINE_HEAD + exp + r.key_len);
+	unsigned exp = expires ? kV2ExpiresSize : 0;
+	uint64_t stored = stored_len((uint8_t)type, val_len);
+	unsigned align = shmkv_type_align8(type) ? 8 : 1;
+	if (key_len <= kV2MaxLen && val_len <= kV2MaxLen &&
+	    kV2InlineHead + exp + key_len + (align - 1) + stored <= kV2InlineMax) {
+		s.head = (uint16_t)(kV2InlineHead + exp + key_len);
 		s.tail = (uint16_t)stored;
 		s.align = (uint8_t)align;
 		s.worst = (uint8_t)(s.head + align - 1 + s.tail);
 		s.out = false;
 	} else {
-		s.head = (uint16_t)(SHMKV_REC_OUT_HEAD + exp);
+		s.head = (uint16_t)(kV2OutHead + exp);
 		s.align = 1;
 		s.worst = (uint8_t)s.head;
 		s.out = true;
 	}
 	return s;
 }
-
-// Writes the record of r at bucket byte pos of bkt (zeroed), its entry at
-// entry_off when OUT.
-inline void v2_render(uint8_t *bkt, unsigned pos, const Record &r, const V2Shape &s,
-		      uint16_t tag, uint64_t entry_off)
+inline V2Shape v2_shape(const Record &r)
 {
-	uint8_t *p = bkt + pos;
-	memcpy(p, &tag, 2);
-	uint8_t kind = (uint8_t)((r.expires ? kV2KindExpires : 0) | (s.out ? kV2KindOut : r.type));
-	p[2] = kind;
-	if (s.out) {
-		uint64_t o = entry_off >> 3;
-		memcpy(p + 3, &o, 5); // 40-bit LE
-		if (r.expires)
-			memcpy(p + 8, &r.expires, 4);
-		return;
+	return v2_shape(r.key_len, r.type, r.val_len, r.expires);
+}
+
+// The end of a bucket's records laid out in order from 8 + 3n: shape(i) is
+// record i's shape. Records are packed, each at the previous one's end.
+template <typename ShapeOf>
+unsigned v2_bucket_end(unsigned n, ShapeOf shape)
+{
+	unsigned pos = kV2Head + kV2DirBytes * n;
+	for (unsigned i = 0; i < n; i++)
+		pos = shape(i).end(pos);
+	return pos;
+}
+
+// One record as a bucket's rendering needs it.
+struct V2Item {
+	const uint8_t *key, *val; // inline only
+	uint32_t val_len, expires;
+	uint16_t key_len, tag;
+	uint8_t type;
+	V2Shape s;
+	uint64_t entry_off; // OUT only: the entry's image offset
+};
+
+// Writes records items[0..n) of bucket bkt (its bytes from +8 on zero; count,
+// D and filter are the caller's): the tags, the offsets, the records packed
+// from 8 + 3n in order. The caller has checked that they fit.
+template <typename ItemOf>
+void v2_render_bucket(uint8_t *bkt, unsigned n, ItemOf item)
+{
+	bkt[0] = (uint8_t)n;
+	unsigned pos = kV2Head + kV2DirBytes * n;
+	for (unsigned i = 0; i < n; i++) {
+		const V2Item &r = item(i);
+		memcpy(bkt + kV2Head + 2 * i, &r.tag, 2);
+		bkt[kV2Head + 2 * n + i] = (uint8_t)pos;
+		uint8_t *p = bkt + pos;
+		p[0] = (uint8_t)((r.expires ? kV2KindExpires : 0) | (r.s.out ? kV2KindOut : r.type));
+		if (r.s.out) {
+			uint64_t o = r.entry_off >> 3;
+			memcpy(p + 1, &o, 5); // 40-bit LE
+			if (r.expires)
+				memcpy(p + kV2OutHead, &r.expires, 4);
+		} else {
+			p[1] = (uint8_t)r.key_len;
+			p[2] = (uint8_t)r.val_len;
+			unsigned at = pos + kV2InlineHead;
+			if (r.expires) {
+				memcpy(bkt + at, &r.expires, 4);
+				at += kV2ExpiresSize;
+			}
+			if (r.key_len)
+				memcpy(bkt + at, r.key, r.key_len);
+			at = (unsigned)align_up(at + r.key_len, r.s.align);
+			if (r.val_len)
+				memcpy(bkt + at, r.val, r.val_len); // a NUL terminator is the zero after it
+		}
+		pos = r.s.end(pos);
 	}
-	p[3] = (uint8_t)r.key_len;
-	p[4] = (uint8_t)r.val_len;
-	unsigned at = pos + 5;
-	if (r.expires) {
-		memcpy(p + 5, &r.expires, 4);
-		at += 4;
-	}
-	if (r.key_len)
-		memcpy(bkt + at, r.key, r.key_len);
-	at = (unsigned)align_up(at + r.key_len, s.align);
-	if (r.val_len)
-		memcpy(bkt + at, r.val, r.val_len); // a NUL terminator is the zero after it
 }
 
 // A home bucket's mark for a key of it displaced d buckets away: the
