@@ -286,15 +286,15 @@ func bucketOfKey(t interface{ Fatalf(string, ...any) }, img []byte, key string) 
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
-	hit, err := im.locate2([]byte(key), im.hash([]byte(key)))
+	b, pos, err := im.locate2([]byte(key), im.hash([]byte(key)))
 	if err != nil {
 		t.Fatalf("%q: %v", key, err)
 	}
-	bk := im.bucket(hit.b)
+	bk := im.bucket(b)
 	n := uint64(bk[0])
 	for i := uint64(0); i < n; i++ {
-		if uint64(bk[v2Head+2*n+i]) == hit.r.pos {
-			return hit.b, i
+		if uint64(bk[v2Head+2*n+i]) == pos {
+			return b, i
 		}
 	}
 	t.Fatalf("%q: no directory entry", key)

@@ -1,7 +1,6 @@
 package shmkv
 
 import (
-	"bytes"
 	"math/bits"
 	"runtime"
 	"time"
@@ -52,55 +51,65 @@ type rec struct {
 func (r *rec) out() bool { return r.kind&recOut != 0 }
 func (r *rec) typ() Type { return Type(r.kind & recTypeMask) }
 
-// decodeRec decodes the record at bucket offset pos (V2B.md, "Record"):
-// false when it is malformed (kind bits 4 or 5, a type that is none, an
-// OUT record with type bits, bytes past +128). Reads nothing past +128.
-func decodeRec(bk *[v2Bucket]byte, pos uint64) (rec, bool) {
+// recAt decodes the head of the record at bucket offset pos (FORMAT.md
+// §17, layout B's record): its kind; for an inline record where its key and
+// value start; its end. ok is false when the record is malformed (kind bits
+// 4 or 5, a type that is none, an OUT record with type bits, bytes past
+// +128). Reads nothing past +128. The one owner of the record rule: the
+// lookup, iteration and verify all decode through it.
+func recAt(bk *[v2Bucket]byte, pos uint64) (kind byte, keyPos, valPos, end uint64, ok bool) {
 	if pos+recInlineHead > v2Bucket {
-		return rec{}, false
+		return 0, 0, 0, 0, false
 	}
-	kind := bk[pos]
-	x := uint64(0)
-	if kind&recExpires != 0 {
-		x = 4
-	}
-	r := rec{pos: pos, kind: kind}
-	var at uint64 // the expiry's offset
+	kind = bk[pos]
+	x := uint64(kind&recExpires) >> 4 // 4 bytes of expiry, or none
 	if kind&recOut != 0 {
-		if kind&^(recOut|recExpires) != 0 || pos+recOutHead+x > v2Bucket {
-			return rec{}, false
-		}
-		r.end = pos + recOutHead + x
-		r.entry = (uint64(le.Uint32(bk[pos+1:])) | uint64(bk[pos+5])<<32) << 3
-		at = pos + recOutHead
-	} else {
-		t := Type(kind & recTypeMask)
-		if kind&0x30 != 0 || t < TypeBytes || t > TypeStrList {
-			return rec{}, false
-		}
-		r.keyLen, r.valLen = uint64(bk[pos+1]), uint64(bk[pos+2])
-		at = pos + recInlineHead
-		r.keyPos = at + x
-		r.valPos = r.keyPos + r.keyLen
-		if t.aligned8() {
-			r.valPos = align8(r.valPos)
-		}
-		r.end = r.valPos + r.valLen + t.nul()
-		if r.end > v2Bucket {
-			return rec{}, false
-		}
+		end = pos + recOutHead + x
+		return kind, 0, 0, end, kind&^(recOut|recExpires) == 0 && end <= v2Bucket
 	}
-	if x != 0 {
-		r.expires = le.Uint32(bk[at:])
+	t := Type(kind & recTypeMask)
+	if kind&0x30 != 0 || t < TypeBytes || t > TypeStrList {
+		return 0, 0, 0, 0, false
 	}
-	return r, true
+	keyPos = pos + recInlineHead + x
+	valPos = keyPos + uint64(bk[pos+1])
+	if t.aligned8() {
+		valPos = align8(valPos)
+	}
+	end = valPos + uint64(bk[pos+2]) + t.nul()
+	return kind, keyPos, valPos, end, end <= v2Bucket
 }
 
-// v2Hit is what a v2 lookup finds: the bucket, the record, and for an OUT
-// record its entry (whose header and key lie inside ENTRIES).
-type v2Hit struct {
-	b uint64
-	r rec
+// recExpiry is the expiry of a well-formed record at pos (0: none).
+func recExpiry(bk *[v2Bucket]byte, pos uint64, kind byte) uint32 {
+	switch {
+	case kind&recExpires == 0:
+		return 0
+	case kind&recOut != 0:
+		return le.Uint32(bk[pos+recOutHead:])
+	}
+	return le.Uint32(bk[pos+recInlineHead:])
+}
+
+// recEntry is an OUT record's entry offset (its 40-bit unit * 8).
+func recEntry(bk *[v2Bucket]byte, pos uint64) uint64 {
+	return (uint64(le.Uint32(bk[pos+1:])) | uint64(bk[pos+5])<<32) << 3
+}
+
+// decodeRec is recAt with everything spelled out (iteration, verify).
+func decodeRec(bk *[v2Bucket]byte, pos uint64) (rec, bool) {
+	kind, keyPos, valPos, end, ok := recAt(bk, pos)
+	if !ok {
+		return rec{}, false
+	}
+	r := rec{pos: pos, end: end, kind: kind, expires: recExpiry(bk, pos, kind)}
+	if kind&recOut != 0 {
+		r.entry = recEntry(bk, pos)
+	} else {
+		r.keyPos, r.keyLen = keyPos, uint64(bk[pos+1])
+		r.valPos, r.valLen = valPos, uint64(bk[pos+2])
+	}
+	return r, true
 }
 
 const (
@@ -116,16 +125,18 @@ func tagMatches(w, tag uint64) uint64 {
 	return (x - lanes16) &^ x & highs16
 }
 
-// scan2 looks for key among bucket b's records with this tag (V2B.md,
-// "Lookup"): the tags compared four at a time, each candidate's record
-// decoded with bounds and its key compared, inline or in its OUT entry.
-func (im *image) scan2(b, tag uint64, key []byte) (rec, bool, error) {
+// scan2 looks for key among bucket b's records with this tag (FORMAT.md
+// §17, layout B's lookup): the tags compared four at a time, each
+// candidate's record decoded with bounds and its key compared, inline or in
+// its OUT entry. It returns the record's offset in the bucket, 0 for none
+// (a record starts at +8 or later).
+func (im *image) scan2(b, tag uint64, key []byte) (uint64, error) {
 	bk := im.bucket(b)
 	n := uint64(bk[0])
 	if n > v2MaxRecords {
-		return rec{}, false, errf(ErrCorrupt, "index bucket %d: count %d, at most %d", b, n, v2MaxRecords)
+		return 0, errf(ErrCorrupt, "index bucket %d: count %d, at most %d", b, n, v2MaxRecords)
 	}
-	for w := uint64(0); w*4 < n; w++ {
+	for w := uint64(0); w < (n+3)/4; w++ {
 		m := tagMatches(le.Uint64(bk[v2Head+8*w:]), tag)
 		if left := n - 4*w; left < 4 {
 			m &= 1<<(16*left) - 1 // lanes past count
@@ -135,59 +146,65 @@ func (im *image) scan2(b, tag uint64, key []byte) (rec, bool, error) {
 			if uint64(le.Uint16(bk[v2Head+2*i:])) != tag {
 				continue
 			}
-			r, ok, err := im.recMatch(bk, b, n, i, key)
-			if ok || err != nil {
-				return r, ok, err
+			if pos, err := im.recMatch(bk, b, n, i, key); pos != 0 || err != nil {
+				return pos, err
 			}
 		}
 	}
-	return rec{}, false, nil
+	return 0, nil
 }
 
-// recMatch decodes record i of bucket bk (b; count n) and says whether it
-// is key's.
-func (im *image) recMatch(bk *[v2Bucket]byte, b, n, i uint64, key []byte) (rec, bool, error) {
-	off := uint64(bk[v2Head+2*n+i])
-	r, ok := decodeRec(bk, off)
-	if !ok || off < v2Head+3*n {
-		return rec{}, false, errf(ErrCorrupt, "index bucket %d record %d at +%d: malformed or out of place", b, i, off)
+// recMatch decodes record i of bucket bk (b; count n): its offset if it is
+// key's, else 0.
+func (im *image) recMatch(bk *[v2Bucket]byte, b, n, i uint64, key []byte) (uint64, error) {
+	pos := uint64(bk[v2Head+2*n+i])
+	kind, keyPos, _, _, ok := recAt(bk, pos)
+	if !ok || pos < v2Head+3*n {
+		return 0, errf(ErrCorrupt, "index bucket %d record %d at +%d: malformed or out of place", b, i, pos)
 	}
-	if !r.out() {
-		return r, r.keyLen == uint64(len(key)) && bytes.Equal(bk[r.keyPos:r.keyPos+r.keyLen], key), nil
+	if kind&recOut == 0 {
+		if uint64(bk[pos+1]) == uint64(len(key)) && string(bk[keyPos:keyPos+uint64(len(key))]) == string(key) {
+			return pos, nil
+		}
+		return 0, nil
 	}
-	e := r.entry
+	e := recEntry(bk, pos)
 	if e < im.entOff || e+8 > im.entEnd {
-		return rec{}, false, errf(ErrCorrupt, "index bucket %d record %d: entry offset %d is outside ENTRIES [%d, %d)", b, i, e, im.entOff, im.entEnd)
+		return 0, errf(ErrCorrupt, "index bucket %d record %d: entry offset %d is outside ENTRIES [%d, %d)", b, i, e, im.entOff, im.entEnd)
 	}
 	klen := uint64(le.Uint16(im.b[e+2:]))
 	if klen != uint64(len(key)) {
-		return r, false, nil
+		return 0, nil
 	}
 	if klen > im.entEnd-e-8 {
-		return rec{}, false, errf(ErrCorrupt, "index bucket %d record %d: the %d-byte key of the entry at %d runs past ENTRIES' end %d", b, i, klen, e, im.entEnd)
+		return 0, errf(ErrCorrupt, "index bucket %d record %d: the %d-byte key of the entry at %d runs past ENTRIES' end %d", b, i, klen, e, im.entEnd)
 	}
-	return r, bytes.Equal(im.b[e+8:e+8+klen], key), nil
+	if string(im.b[e+8:e+8+klen]) == string(key) {
+		return pos, nil
+	}
+	return 0, nil
 }
 
 // locate2 is the v2 lookup: the home bucket, then, when its D and filter
 // announce displaced keys with this tag, up to min(D, max_probe) later
-// buckets. Expiry is the caller's.
-func (im *image) locate2(key []byte, h uint64) (v2Hit, error) {
+// buckets. It returns the bucket and the record's offset in it. Expiry is
+// the caller's.
+func (im *image) locate2(key []byte, h uint64) (uint64, uint64, error) {
 	tag, b := tagOf(h), im.home(h)
 	bk := im.bucket(b)
 	touch := bk[64] // the pair's second line, requested with the first
-	r, ok, err := im.scan2(b, tag, key)
+	pos, err := im.scan2(b, tag, key)
 	runtime.KeepAlive(touch)
-	if ok || err != nil {
-		return v2Hit{b, r}, err
+	if pos != 0 || err != nil {
+		return b, pos, err
 	}
 	d := uint64(bk[1])
 	if d == 0 {
-		return v2Hit{}, ErrNotFound
+		return 0, 0, ErrNotFound
 	}
 	fi := (tag * v2FilterBits) >> 16
 	if bk[2+fi>>3]>>(fi&7)&1 == 0 {
-		return v2Hit{}, ErrNotFound
+		return 0, 0, ErrNotFound
 	}
 	if d == 255 || d > im.maxProbe { // 255: up to max_probe; a larger D is capped
 		d = im.maxProbe
@@ -196,11 +213,11 @@ func (im *image) locate2(key []byte, h uint64) (v2Hit, error) {
 		if b++; b == im.bucketCount {
 			b = 0
 		}
-		if r, ok, err := im.scan2(b, tag, key); ok || err != nil {
-			return v2Hit{b, r}, err
+		if pos, err := im.scan2(b, tag, key); pos != 0 || err != nil {
+			return b, pos, err
 		}
 	}
-	return v2Hit{}, ErrNotFound
+	return 0, 0, ErrNotFound
 }
 
 // clock is "now" for expiry, in Unix seconds (tests replace it).
@@ -208,29 +225,31 @@ var clock = func() int64 { return time.Now().Unix() }
 
 var errExpired = errf(ErrNotFound, "key expired (its record's expiry is at or before now)")
 
-// expired: record r has an expiry that *now (read once per call, only for
-// an image whose header says EXPIRY; 0 until read) has reached.
-func (im *image) expired(r *rec, now *int64) bool {
-	if !im.expiry || r.expires == 0 {
+// expired: a record with expiry e (0: none) is absent at *now (read once
+// per call, only for an image whose header says EXPIRY; 0 until read).
+func (im *image) expired(e uint32, now *int64) bool {
+	if e == 0 {
 		return false
 	}
 	if *now == 0 {
 		*now = clock()
 	}
-	return *now >= int64(r.expires)
+	return *now >= int64(e)
 }
 
-// recValue is the value of a found record: inline, its bytes in the bucket
-// with §8's shape (strlists by their count, as a lookup); OUT, its entry's.
-func (im *image) recValue(hit *v2Hit) (Value, error) {
-	r := &hit.r
-	if r.out() {
-		v, _, err := im.decodeValue(r.entry)
+// recValue is the value of the well-formed record at pos of bucket b:
+// inline, its bytes in the bucket with §8's shape (strlists by their count,
+// as a lookup checks); OUT, its entry's.
+func (im *image) recValue(b, pos uint64) (Value, error) {
+	bk := im.bucket(b)
+	kind, _, valPos, end, _ := recAt(bk, pos)
+	if kind&recOut != 0 {
+		v, _, err := im.decodeValue(recEntry(bk, pos))
 		return v, err
 	}
-	bk := im.bucket(hit.b)
-	v := Value{data: bk[r.valPos : r.valPos+r.valLen : r.valPos+r.valLen], typ: r.typ()}
-	if err := v.shape(bk[r.valPos:r.end], im.sec[0].off+hit.b*v2Bucket+r.pos); err != nil {
+	n := uint64(bk[pos+2])
+	v := Value{data: bk[valPos : valPos+n : valPos+n], typ: Type(kind & recTypeMask)}
+	if err := v.shape(bk[valPos:end], im.sec[0].off+b*v2Bucket+pos); err != nil {
 		return Value{}, err
 	}
 	return v, nil
@@ -238,14 +257,17 @@ func (im *image) recValue(hit *v2Hit) (Value, error) {
 
 // get2 is a v2 get with the key's hash: the lookup, expiry, the value.
 func (im *image) get2(key []byte, h uint64, now *int64) (Value, error) {
-	hit, err := im.locate2(key, h)
+	b, pos, err := im.locate2(key, h)
 	if err != nil {
 		return Value{}, err
 	}
-	if im.expired(&hit.r, now) {
-		return Value{}, errExpired
+	if im.expiry {
+		bk := im.bucket(b)
+		if im.expired(recExpiry(bk, pos, bk[pos]), now) {
+			return Value{}, errExpired
+		}
 	}
-	return im.recValue(&hit)
+	return im.recValue(b, pos)
 }
 
 // expiresOf: when key's record expires (0: never; always 0 in v1), expired
@@ -258,8 +280,12 @@ func (im *image) expiresOf(key []byte) (uint32, error) {
 		_, err := im.find(key)
 		return 0, err
 	}
-	hit, err := im.locate2(key, im.hash(key))
-	return hit.r.expires, err
+	b, pos, err := im.locate2(key, im.hash(key))
+	if err != nil {
+		return 0, err
+	}
+	bk := im.bucket(b)
+	return recExpiry(bk, pos, bk[pos]), nil
 }
 
 // recKey is record r's key: inline in bucket bk, or its entry's (decoded
@@ -305,7 +331,7 @@ func (it *Iter) next2() bool {
 		if r.out() {
 			v = e.val
 		} else {
-			v, err = im.recValue(&v2Hit{b, r})
+			v, err = im.recValue(b, r.pos)
 			if err == nil && v.typ == TypeStrList {
 				if why := checkStrList(v.data, false); why != "" {
 					err = errf(ErrCorrupt, "index bucket %d record %d: strlist: %s", b, it.rec, why)
@@ -421,8 +447,8 @@ func (im *image) verifyIndex2() error {
 		if err := im.entryPadding(e); err != nil {
 			return err
 		}
-		hit, err := im.locate2(e.key, im.hash(e.key))
-		if err != nil || !hit.r.out() || hit.r.entry != e.off {
+		rb, rpos, err := im.locate2(e.key, im.hash(e.key))
+		if err != nil || im.bucket(rb)[rpos]&recOut == 0 || recEntry(im.bucket(rb), rpos) != e.off {
 			return errf(ErrCorrupt, "entry at offset %d: no OUT record of its key points at it", e.off)
 		}
 		ents++
@@ -459,7 +485,7 @@ func (im *image) verifyRecord2(bk *[v2Bucket]byte, b, i uint64, r *rec, tag uint
 		if !allZero(bk[r.keyPos+r.keyLen : r.valPos]) {
 			return bad("padding before its value is not zero")
 		}
-		v, err := im.recValue(&v2Hit{b, *r})
+		v, err := im.recValue(b, r.pos)
 		if err != nil {
 			return bad("%s", detail(err))
 		}
@@ -483,8 +509,8 @@ func (im *image) verifyRecord2(bk *[v2Bucket]byte, b, i uint64, r *rec, tag uint
 	if disp > 0 && im.announced(home, tag) < disp {
 		return bad("displaced by %d from bucket %d, which does not announce it", disp, home)
 	}
-	hit, err := im.locate2(key, h)
-	if err != nil || hit.b != b || hit.r.pos != r.pos {
+	fb, fpos, err := im.locate2(key, h)
+	if err != nil || fb != b || fpos != r.pos {
 		return bad("looking its key up does not find it here (%v)", err)
 	}
 	return disp, sh, nil
