@@ -41,58 +41,22 @@ inline uint64_t ticks()
 const char *const kTimer = "clock_gettime(CLOCK_MONOTONIC)";
 #endif
 
-// Format 2 (lib/FORMAT.md §17): is the key's record in its home bucket's
-// 128 bytes? The records are walked as the format states them (inline: tag,
-// kind, key and value lengths, key; OUT: tag, kind, entry offset), for the
-// string records this phase builds; anything else exits with the reason.
-bool at_home_v2(const shmkv_image_header *h, std::string_view key)
-{
-	uint64_t hash = shmkv_key_hash(h->hash_seed, h->hash_bits, key.data(), key.size());
-	uint16_t tag = (uint16_t)(hash & 0xFFFF) ? (uint16_t)(hash & 0xFFFF) : 1;
-	uint64_t b = shmkv_home_bucket(hash, h->bucket_count);
-	const unsigned char *bk =
-		(const unsigned char *)h + h->sections[0].offset + b * 128;
-	const unsigned char *base = (const unsigned char *)h;
-	size_t pos = 8;
-	for (unsigned i = 0; i < bk[0]; i++) {
-		if (pos + 8 > 128)
-			fail("latency: v2 bucket %" PRIu64 ": record %u past its end", b, i);
-		uint16_t t = (uint16_t)(bk[pos] | bk[pos + 1] << 8);
-		unsigned kind = bk[pos + 2];
-		bool expires = kind & 0x40;
-		if (kind & 0x80) { // OUT: the entry (v1 §7) holds the key
-			uint64_t off = 0;
-			for (int j = 4; j >= 0; j--)
-				off = off << 8 | bk[pos + 3 + j];
-			off <<= 3;
-			if (t == tag) {
-				const unsigned char *ent = base + off; // v1 entry (§7): key_len u16 at +2
-				uint16_t klen = (uint16_t)(ent[2] | ent[3] << 8);
-				if (klen == key.size() && !std::memcmp(ent + 8, key.data(), klen))
-					return true;
-			}
-			pos += 8 + (expires ? 4 : 0);
-			continue;
-		}
-		if ((kind & 0x0F) != SHMKV_TYPE_STRING)
-			fail("latency: v2 bucket %" PRIu64 ": a record of type %u (this phase builds "
-			     "strings only)", b, kind & 0x0F);
-		size_t klen = bk[pos + 3], vlen = bk[pos + 4];
-		size_t kpos = pos + 5 + (expires ? 4 : 0);
-		if (t == tag && klen == key.size() && !std::memcmp(bk + kpos, key.data(), klen))
-			return true;
-		pos = kpos + klen + vlen + 1; // strings: alignment 1, a NUL after the value
-	}
-	return false;
-}
-
-// Is key i in its home bucket? Format 1: its entry's offset in one of the
-// home bucket's 8 slots, found through lib's public format functions.
+// Is key i in its home bucket? shmkv_find_entry gives the key's entry
+// (format 1) or its record in INDEX (format 2, FORMAT.md §17); format 1:
+// the entry's offset in one of the home bucket's 8 slots; format 2: the
+// record inside the home bucket's 128 bytes.
 bool at_home(const shmkv *db, std::string_view key)
 {
 	const shmkv_image_header *h = shmkv_header(db);
-	if (h->format_version == 2)
-		return at_home_v2(h, key);
+	if (h->format_version == 2) {
+		uint64_t off = 0;
+		if (shmkv_find_entry(db, key.data(), key.size(), &off) != 0)
+			fail("latency: key %.*s not found", (int)key.size(), key.data());
+		uint64_t b = shmkv_home_bucket(shmkv_key_hash(h->hash_seed, h->hash_bits,
+							      key.data(), key.size()),
+					       h->bucket_count);
+		return (off - h->sections[0].offset) / SHMKV_V2_BUCKET_BYTES == b;
+	}
 	const uint64_t *buckets =
 		(const uint64_t *)(const void *)((const char *)h + h->sections[0].offset);
 	uint64_t off = 0;

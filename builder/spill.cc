@@ -70,7 +70,9 @@ int flush_run(shmkv_builder *b)
 		h.val_len = r.val_len;
 		h.key_len = r.key_len;
 		h.type = r.type;
-		int err = s.keys.append(top(h.h), h, r.key, r.key_len, r.val, r.val_len);
+		h.flags = r.expires ? kSRecExpires : 0;
+		int err = s.keys.append(top(h.h), h, r.key, r.key_len, r.val, r.val_len, &r.expires,
+					r.expires ? 4 : 0);
 		if (err)
 			return err;
 	}
@@ -87,11 +89,6 @@ int spill_check(shmkv_builder *b)
 	if (!b->spill) {
 		if (inmem_estimate(b, 0) <= b->mem_limit)
 			return 0;
-		if (b->opt.format == 2) // the streamed v2 index is not written yet
-			return b->fail(SHMKV_ELIMIT, "%s: the records outgrow the memory limit of %llu "
-				       "MiB, and a format 2 build does not spill yet: give a larger "
-				       "--memory-limit (or none), or --format 1", b->here().c_str(),
-				       (unsigned long long)(b->mem_limit >> 20));
 		try {
 			b->spill.reset(new Spill(b));
 		} catch (const std::bad_alloc &) {

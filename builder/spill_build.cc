@@ -15,6 +15,7 @@
 
 #include "layout.h"
 #include "spill.h"
+#include "stream_v2.h"
 #include "writer.h"
 
 namespace shmkv_build {
@@ -229,7 +230,10 @@ size_t leaf_of(const std::vector<uint64_t> &first, uint64_t o)
 // groups and their members' marks, the members' references, VALUES.
 class SpillBuild {
 public:
-	SpillBuild(shmkv_builder *b, Layout &L) : b_(b), S_(*b->spill), o_(b->opt), L_(L) {}
+	SpillBuild(shmkv_builder *b, Layout &L)
+		: b_(b), S_(*b->spill), o_(b->opt), L_(L), v2_(o_.format == SHMKV_FORMAT_V2)
+	{
+	}
 	int run(const char *path)
 	{
 		int err = sort_keys();
@@ -245,6 +249,8 @@ private:
 	Spill &S_;
 	const shmkv_build_options &o_;
 	Layout &L_;
+	const bool v2_;          // format 2: the index streamed by StreamIndexV2
+	uint64_t v2_bytes_ = 0; // format 2: the records' room (V2Shape::room())
 	SpillFile kept_, vals_;                    // sort_keys: entries by leaf; values by hash
 	SpillFile groups_, marks_, refs_, values_; // share_values, place
 	std::vector<uint64_t> first_;              // per leaf: its first entry's ordinal
@@ -302,10 +308,21 @@ private:
 		std::vector<uint64_t>().swap(S_.twice);
 		if ((err = kept_.flush()) || (err = vals_.flush()))
 			return err;
-		if ((err = choose_bucket_count(b_, n_, &L_.bucket_count)))
+		if (v2_) {
+			L_.format = SHMKV_FORMAT_V2;
+			L_.bucket_bytes = kV2BucketBytes;
+			err = choose_buckets_v2(b_, v2_bytes_, &L_.bucket_count);
+		} else {
+			err = choose_bucket_count(b_, n_, &L_.bucket_count);
+		}
+		if (err)
 			return err;
-		L_.entries_off = SHMKV_HEADER_SIZE + L_.bucket_count * SHMKV_BUCKET_BYTES;
+		L_.entries_off = SHMKV_HEADER_SIZE + L_.bucket_count * L_.bucket_bytes;
 		return 0;
+	}
+	static V2Shape shape(const SRec &r)
+	{
+		return v2_shape(r.key_len, r.type, r.val_len, r.expires());
 	}
 	// The next entry (of leaf q), and its value to the value partitions.
 	void keep(size_t q, const SRec &r)
@@ -315,6 +332,13 @@ private:
 		if (e_ || (dup_.keys && o_.on_duplicate == SHMKV_DUP_ERROR))
 			return; // failing: only the count of duplicates matters
 		e_ = kept_.append(q, r, r.data(), r.body);
+		if (v2_) { // only OUT records have entries, and only they share values
+			V2Shape sh = shape(r);
+			v2_bytes_ += sh.room();
+			L_.expiry |= r.expires() != 0;
+			if (!sh.out)
+				return;
+		}
 		if (e_ || !o_.dedup || never_shared(r.type, r.val_len))
 			return;
 		SRec x;
@@ -525,7 +549,8 @@ private:
 			if ((err = place_groups(q, vpos, table)) || (err = route_refs(q, table)))
 				return err;
 			err = each_entry(q, [&](const SRec &r, bool shared, uint64_t) {
-				place_entry(pos, entry_size(r.key_len, r.type, r.val_len, shared));
+				if (!v2_ || shape(r).out)
+					place_entry(pos, entry_size(r.key_len, r.type, r.val_len, shared));
 				return 0;
 			});
 			b_->progress("placing", q + 1, leaves());
@@ -604,8 +629,11 @@ private:
 
 	// Step 5: the image (write_sections(), write.cc) to the output's
 	// temporary, or to one in the spill directory for standard output:
-	// entries rendered in order with the index built alongside (StreamIndex),
-	// VALUES copied, the index read back for its checksum, the header last.
+	// entries rendered in order with the index built alongside (StreamIndex,
+	// StreamIndexV2), VALUES copied, the index read back for its checksum,
+	// the header last. Format 2: when some record finds no room, the image
+	// is written again with more buckets (as the in-memory build places
+	// again), so the spill files are kept until the image is complete.
 	int write(const char *path)
 	{
 		bool to_stdout = strcmp(path, "-") == 0;
@@ -617,26 +645,16 @@ private:
 		if (t.fd < 0)
 			return t.fd;
 		const char *shown = to_stdout ? "the temporary image" : t.shown.c_str();
-		Writer w(b_, t.fd, shown);
-		StreamIndex ix(b_, t.fd, L_.bucket_count);
 		shmkv_image_header h;
-		memset(&h, 0, sizeof h);
-		int err = w.pad_to(L_.entries_off);
-		if (!err)
-			err = w.flush();
-		if (!err)
-			err = write_sections(
-				w, L_, h, [&] { return write_entries(w, ix); },
-				[&] {
-					return values_.stream(0, size_t(1) << 20, [&](const uint8_t *d, size_t k) {
-						return w.put_big(d, k);
-					});
-				});
-		if (!err)
-			err = ix.finish();
-		L_.max_probe = ix.max_probe;
+		int err;
+		while ((err = write_body(t.fd, shown, h)) == kV2NoRoom) {
+			if ((err = more_buckets()))
+				return err;
+			if (lseek(t.fd, 0, SEEK_SET) < 0 || ftruncate(t.fd, 0) < 0)
+				return b_->fail(-errno, "writing %s: %s", shown, strerror(errno));
+		}
 		uint64_t isum = 0;
-		uint64_t isize = L_.bucket_count * SHMKV_BUCKET_BYTES;
+		uint64_t isize = L_.bucket_count * L_.bucket_bytes;
 		if (!err)
 			err = read_back_checksum(b_, t.fd, SHMKV_HEADER_SIZE, isize, &isum);
 		h.sections[0] = {SHMKV_SECTION_INDEX, 0, SHMKV_HEADER_SIZE, isize, isum};
@@ -648,6 +666,55 @@ private:
 		if (to_stdout)
 			return copy_to_stdout(b_, t.fd, L_.file_size);
 		return commit_target(b_, t);
+	}
+	// The image but its header and the index's checksum: 0, kV2NoRoom or an error.
+	int write_body(int fd, const char *shown, shmkv_image_header &h)
+	{
+		memset(&h, 0, sizeof h);
+		Writer w(b_, fd, shown);
+		int err = w.pad_to(L_.entries_off);
+		if (!err)
+			err = w.flush();
+		auto values = [&] {
+			return values_.stream(0, size_t(1) << 20,
+					      [&](const uint8_t *d, size_t k) { return w.put_big(d, k); });
+		};
+		if (v2_) {
+			StreamIndexV2 ix(b_, fd, L_.bucket_count, SHMKV_HEADER_SIZE);
+			if (!err)
+				err = write_sections(w, L_, h, [&] { return write_entries_v2(w, ix); }, values);
+			if (!err)
+				err = ix.finish();
+			L_.max_probe = ix.max_probe;
+			L_.record_bytes = ix.record_bytes;
+			return err;
+		}
+		StreamIndex ix(b_, fd, L_.bucket_count);
+		if (!err)
+			err = write_sections(w, L_, h, [&] { return write_entries(w, ix); }, values);
+		if (!err)
+			err = ix.finish();
+		L_.max_probe = ix.max_probe;
+		return err;
+	}
+	// Format 2, no room for some record: the layout again with 1/8 more
+	// buckets, everything after the index moved by as many bytes.
+	int more_buckets()
+	{
+		uint64_t was = L_.bucket_count;
+		if (int err = v2_more_buckets(b_, L_, v2_bytes_))
+			return err;
+		uint64_t delta = (L_.bucket_count - was) * kV2BucketBytes; // keeps every 64-byte phase
+		L_.entries_off += delta;
+		L_.entries_end += delta;
+		L_.values_off += delta;
+		L_.values_end += delta;
+		L_.file_size = align_up(L_.values_end, SHMKV_FILE_ALIGN);
+		if (L_.file_size > SHMKV_MAX_IMAGE_SIZE)
+			return b_->fail(SHMKV_ELIMIT, "image of %llu bytes exceeds the format limit of %llu",
+					(unsigned long long)L_.file_size,
+					(unsigned long long)SHMKV_MAX_IMAGE_SIZE);
+		return 0;
 	}
 	// The entries in order, each slot added to the index as it is written.
 	int write_entries(Writer &w, StreamIndex &ix)
@@ -668,6 +735,37 @@ private:
 			});
 			refs_.release(q);
 			kept_.release(q);
+			if (err)
+				return err;
+			b_->progress("writing", q + 1, leaves());
+		}
+		return 0;
+	}
+	// Format 2: every record to the index in order, the OUT records'
+	// entries to ENTRIES (the leaves are kept for a retry).
+	int write_entries_v2(Writer &w, StreamIndexV2 &ix)
+	{
+		uint64_t pos = L_.entries_off;
+		std::vector<uint8_t> ent;
+		for (size_t q = 0; q < leaves(); q++) {
+			int err = each_entry(q, [&](const SRec &r, bool shared, uint64_t ref) {
+				V2Item it{r.data(), r.data() + r.key_len, r.val_len, r.expires(), r.key_len,
+					  (uint16_t)shmkv_key_tag(r.h), r.type, shape(r), 0};
+				if (it.s.out) {
+					uint64_t sz = entry_size(r.key_len, r.type, r.val_len, shared);
+					it.entry_off = place_entry(pos, sz);
+					ent.assign(sz, 0);
+					render_entry(ent.data(), r.type, r.data(), r.key_len,
+						     r.data() + r.key_len, r.val_len, shared,
+						     shared ? L_.values_off + ref : 0);
+					int e = w.pad_to(it.entry_off);
+					if (!e)
+						e = w.put(ent.data(), sz);
+					if (e)
+						return e;
+				}
+				return ix.add(r.h, it);
+			});
 			if (err)
 				return err;
 			b_->progress("writing", q + 1, leaves());

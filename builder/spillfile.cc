@@ -86,18 +86,20 @@ int SpillFile::put(size_t p, const void *a, size_t n)
 	return 0;
 }
 
-int SpillFile::append(size_t p, const SRec &hdr, const void *a, size_t al, const void *c, size_t cl)
+int SpillFile::append(size_t p, const SRec &hdr, const void *a, size_t al, const void *c, size_t cl,
+		      const void *e, size_t el)
 {
 	static const uint8_t zero[8] = {0};
 	SRec h = hdr;
-	h.body = (uint32_t)(al + cl);
-	h.pad = 0;
+	h.body = (uint32_t)(al + cl + el);
 	put(p, &h, sizeof h);
 	if (al)
 		put(p, a, al);
 	if (cl)
 		put(p, c, cl);
-	size_t pad = align_up(al + cl, 8) - (al + cl);
+	if (el)
+		put(p, e, el);
+	size_t pad = align_up(al + cl + el, 8) - (al + cl + el);
 	if (pad)
 		put(p, zero, pad);
 	Part &pt = parts_[p];

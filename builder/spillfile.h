@@ -6,12 +6,15 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include "internal.h"
 
 namespace shmkv_build {
+
+constexpr uint8_t kSRecExpires = 1;
 
 // A spilled record: this header, then `body` bytes, padded to 8. The fields
 // mean what the spill that holds it says (spill.cc); `h` routes it.
@@ -24,8 +27,16 @@ struct SRec {
 	uint32_t body;
 	uint16_t key_len;
 	uint8_t type;
-	uint8_t pad;
+	uint8_t flags; // kSRecExpires: the body ends with the u32 expiry (format 2)
 	const uint8_t *data() const { return (const uint8_t *)(this + 1); }
+	// A key record's expiry (its body: key, value, then the expiry if any).
+	uint32_t expires() const
+	{
+		uint32_t e = 0;
+		if (flags & kSRecExpires)
+			memcpy(&e, data() + key_len + val_len, 4);
+		return e;
+	}
 	size_t size() const { return sizeof(SRec) + align_up(body, 8); }
 };
 static_assert(sizeof(SRec) == 40, "SRec is 40 bytes");
@@ -54,7 +65,7 @@ public:
 	uint64_t total_bytes() const { return total_; }
 	// Appends a record: hdr (its body field set) then the body's pieces.
 	int append(size_t p, const SRec &hdr, const void *a, size_t al, const void *c = nullptr,
-		   size_t cl = 0);
+		   size_t cl = 0, const void *e = nullptr, size_t el = 0);
 	// Appends raw bytes (an unframed stream, as VALUES).
 	int append_raw(size_t p, const void *a, size_t al);
 	// Writes every buffered block.

@@ -10,6 +10,7 @@
 #include <cinttypes>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -24,6 +25,7 @@
 
 #if PROBE_TEST_AVX2
 unsigned probe_test_match_avx2(const uint64_t *bucket, uint64_t tag);
+unsigned probe_test_match2_avx2(const uint8_t *bk, unsigned n, uint64_t tag);
 #endif
 
 namespace {
@@ -283,6 +285,94 @@ TEST(ProbeVariants, DISABLED_Bench)
 				    std::chrono::steady_clock::now() - t0).count() /
 			    (rounds * (double)bs.size());
 		printf("%-8s %6.2f ns/match (sink %u)\n", v.name, ns, sink);
+	}
+}
+
+// ---- format v2's tag directory compare (lib/shmkv/v2.h, shmkv__match2) ----
+// u16 tags at +8 of a 128-byte bucket, n of them (0..16); every variant
+// returns what shmkv__match2_scalar returns, whatever the bytes past n hold.
+using match2_fn = unsigned (*)(const uint8_t *, unsigned, uint64_t);
+
+unsigned match2_dispatch(const uint8_t *b, unsigned n, uint64_t t)
+{
+	return shmkv__match2(b, n, t);
+}
+
+std::vector<std::pair<const char *, match2_fn>> variants2()
+{
+	std::vector<std::pair<const char *, match2_fn>> v;
+#if SHMKV_HAVE_SSE2
+	v.push_back({"sse2", shmkv__match2_sse2});
+#endif
+#if SHMKV_HAVE_AVX2
+	v.push_back({"avx2", shmkv__match2_avx2});
+#elif PROBE_TEST_AVX2
+	if (__builtin_cpu_supports("avx2"))
+		v.push_back({"avx2", probe_test_match2_avx2});
+#endif
+#if SHMKV_HAVE_NEON
+	v.push_back({"neon", shmkv__match2_neon});
+#endif
+	v.push_back({"dispatch", match2_dispatch});
+	return v;
+}
+
+bool check2(const uint8_t *bk, uint64_t tag)
+{
+	for (unsigned n = 0; n <= SHMKV_V2_MAX_RECORDS; n++) {
+		unsigned want = shmkv__match2_scalar(bk, n, tag);
+		for (const auto &v : variants2()) {
+			unsigned got = v.second(bk, n, tag);
+			if (got != want) {
+				ADD_FAILURE() << v.first << " returned 0x" << std::hex << got
+					      << ", scalar 0x" << want << " for tag " << tag
+					      << std::dec << ", n " << n;
+				return false;
+			}
+		}
+	}
+	return true;
+}
+
+TEST(ProbeVariants, V2ScalarReference)
+{
+	alignas(128) uint8_t bk[128] = {};
+	const uint16_t t7 = 7, t8 = 8;
+	memcpy(bk + 8, &t7, 2);
+	memcpy(bk + 8 + 2 * 5, &t7, 2);
+	memcpy(bk + 8 + 2 * 15, &t8, 2);
+	EXPECT_EQ(shmkv__match2_scalar(bk, 16, 7), (1u << 0) | (1u << 5));
+	EXPECT_EQ(shmkv__match2_scalar(bk, 5, 7), 1u);
+	EXPECT_EQ(shmkv__match2_scalar(bk, 16, 8), 1u << 15);
+	EXPECT_EQ(shmkv__match2_scalar(bk, 15, 8), 0u);
+}
+
+TEST(ProbeVariants, V2TagDirectory)
+{
+	std::mt19937_64 rng(2);
+	alignas(128) uint8_t bk[128];
+	for (uint64_t tag : {UINT64_C(1), UINT64_C(0x00ff), UINT64_C(0x0100), UINT64_C(0x7fff),
+			     UINT64_C(0x8000), UINT64_C(0xffff)}) {
+		// every tag the query's, then each single one, then lookalikes
+		for (unsigned j = 0; j < 16; j++)
+			memcpy(bk + 8 + 2 * j, &tag, 2);
+		ASSERT_TRUE(check2(bk, tag));
+		for (unsigned bit = 0; bit < 16; bit++)
+			ASSERT_TRUE(check2(bk, tag ^ (UINT64_C(1) << bit) ? tag ^ (UINT64_C(1) << bit) : 1));
+		for (unsigned j = 0; j < 16; j++) {
+			memset(bk, 0, sizeof bk);
+			memcpy(bk + 8 + 2 * j, &tag, 2);
+			ASSERT_TRUE(check2(bk, tag));
+		}
+	}
+	for (int rep = 0; rep < 20000; rep++) {
+		for (auto &x : bk)
+			x = (uint8_t)rng();
+		uint64_t tag = rng() % 0xffff + 1;
+		for (unsigned j = 0; j < 16; j++)
+			if (rng() % 4 == 0)
+				memcpy(bk + 8 + 2 * j, &tag, 2);
+		ASSERT_TRUE(check2(bk, tag));
 	}
 }
 

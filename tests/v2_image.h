@@ -1,12 +1,14 @@
-// v2_image.h: composes format v2 images from lib/FORMAT.md §17 alone (tests
-// only), so that the reader's v2 tests do not depend on the builder and the
-// text is checked to be precise enough to write a builder from. Placement is
-// the builder convention of §17.9 in its simplest form: home bucket if the
-// record fits, else the next bucket with room.
+// v2_image.h: composes format v2 images (layout B) from lib/FORMAT.md §17
+// alone (tests only), so that the reader's v2 tests do not depend on the
+// builder and the text is checked to be precise enough to write a builder
+// from. Placement is the builder convention of §17.9 in its simplest form:
+// the home bucket if the record fits there (count < 16 and the bucket laid
+// out again with it inside 128 bytes), else the next bucket with room.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -36,7 +38,8 @@ inline uint64_t align_up(uint64_t x, uint64_t a)
 	return (x + a - 1) / a * a;
 }
 
-// Bytes of rec's record at bucket offset pos (inline), or 0 if past 128.
+// Where rec's inline record starting at bucket offset pos ends (may be
+// past 128: it does not fit there).
 inline unsigned inline_end(const Rec &r, unsigned pos)
 {
 	const shmkv_type_desc *t = shmkv_type_desc_of(r.type);
@@ -46,11 +49,19 @@ inline unsigned inline_end(const Rec &r, unsigned pos)
 	return end;
 }
 
-// The image; entry_unit[i] is record i's OUT entry unit (0 inline),
-// rec_off[i] its record's image offset, home[i] and bucket[i] its buckets.
+inline unsigned rec_end(const Rec &r, unsigned pos)
+{
+	return r.out ? pos + SHMKV_REC_OUT_HEAD + (r.expires ? SHMKV_REC_EXPIRES_SIZE : 0)
+		     : inline_end(r, pos);
+}
+
+// The image; rec_off[i] is record i's image offset (what shmkv_find_entry
+// returns), tag_off[i] its directory tag's, slot[i] its index in its
+// bucket's directory, home[i] and bucket[i] its buckets.
 struct Image {
 	std::string bytes;
-	std::vector<uint64_t> rec_off, home, bucket;
+	std::vector<uint64_t> rec_off, tag_off, home, bucket;
+	std::vector<unsigned> slot;
 	uint64_t index_off = SHMKV_HEADER_SIZE, entries_off = 0, entries_size = 0;
 };
 
@@ -100,47 +111,34 @@ inline Image compose(const std::vector<Rec> &recs, const Options &o = Options())
 		hash[i] = shmkv_key_hash(o.seed, o.hash_bits, recs[i].key.data(), recs[i].key.size());
 		im.home[i] = shmkv_home_bucket(hash[i], bc);
 	}
-	std::vector<std::string> bk(bc, std::string(SHMKV_V2_BUCKET_BYTES, '\0'));
-	std::vector<unsigned> used(bc, SHMKV_V2_BUCKET_HEAD);
-	std::vector<uint32_t> disp(bc, 0);
-	im.rec_off.assign(recs.size(), 0);
-	auto place = [&](size_t i, uint64_t b) {
-		const Rec &r = recs[i];
-		unsigned pos = used[b];
-		unsigned end = r.out ? pos + SHMKV_REC_OUT_HEAD + (r.expires ? 4 : 0) : inline_end(r, pos);
-		if (end > SHMKV_V2_BUCKET_BYTES)
-			return false;
-		std::string &s = bk[b];
-		uint16_t tag = (uint16_t)shmkv_key_tag(hash[i]);
-		memcpy(&s[pos], &tag, 2);
-		unsigned kind = (r.out ? SHMKV_REC_OUT : r.type) | (r.expires ? SHMKV_REC_EXPIRES : 0);
-		s[pos + 2] = (char)kind;
-		if (r.out) {
-			memcpy(&s[pos + 3], &unit[i], 5);
-			if (r.expires)
-				memcpy(&s[pos + 8], &r.expires, 4);
-		} else {
-			s[pos + 3] = (char)r.key.size();
-			s[pos + 4] = (char)r.value.size();
-			unsigned k = pos + 5;
-			if (r.expires) {
-				memcpy(&s[k], &r.expires, 4);
-				k += 4;
-			}
-			memcpy(&s[k], r.key.data(), r.key.size());
-			unsigned vpos = end - (unsigned)r.value.size() -
-					shmkv_type_desc_of(r.type)->nul;
-			memcpy(&s[vpos], r.value.data(), r.value.size());
+	// records per bucket, in placement order; a bucket is laid out once
+	// its set is final (padding depends on where a record starts)
+	std::vector<std::vector<size_t>> in(bc);
+	auto layout = [&](const std::vector<size_t> &list, std::vector<unsigned> *pos) {
+		unsigned at = SHMKV_V2_BUCKET_HEAD + SHMKV_V2_DIR_BYTES * (unsigned)list.size();
+		for (size_t j = 0; j < list.size(); j++) {
+			if (pos)
+				pos->push_back(at);
+			at = rec_end(recs[list[j]], at);
 		}
-		s[0] = (char)(s[0] + 1);
-		used[b] = end;
+		return at;
+	};
+	std::vector<uint32_t> disp(bc, 0);
+	auto place = [&](size_t i, uint64_t b) {
+		if (in[b].size() >= SHMKV_V2_MAX_RECORDS)
+			return false;
+		in[b].push_back(i);
+		if (layout(in[b], nullptr) > SHMKV_V2_BUCKET_BYTES) {
+			in[b].pop_back();
+			return false;
+		}
 		im.bucket[i] = b;
-		im.rec_off[i] = im.index_off + b * SHMKV_V2_BUCKET_BYTES + pos;
 		return true;
 	};
 	for (size_t i = 0; i < recs.size(); i++)
 		place(i, im.home[i]);
 	uint32_t max_probe = 0;
+	std::vector<std::string> bk(bc, std::string(SHMKV_V2_BUCKET_BYTES, '\0'));
 	for (size_t i = 0; i < recs.size(); i++) {
 		if (im.bucket[i] != UINT64_MAX)
 			continue;
@@ -156,8 +154,47 @@ inline Image compose(const std::vector<Rec> &recs, const Options &o = Options())
 		disp[im.home[i]] = std::max(disp[im.home[i]], (uint32_t)d);
 		max_probe = std::max(max_probe, (uint32_t)d);
 	}
-	for (uint64_t b = 0; b < bc; b++)
-		bk[b][1] = (char)std::min<uint32_t>(disp[b], 255);
+	im.rec_off.assign(recs.size(), 0);
+	im.tag_off.assign(recs.size(), 0);
+	im.slot.assign(recs.size(), 0);
+	for (uint64_t b = 0; b < bc; b++) {
+		std::string &s = bk[b];
+		const unsigned n = (unsigned)in[b].size();
+		std::vector<unsigned> pos;
+		layout(in[b], &pos);
+		s[0] = (char)n;
+		s[1] = (char)std::min<uint32_t>(disp[b], 255);
+		for (unsigned j = 0; j < n; j++) {
+			const size_t i = in[b][j];
+			const Rec &r = recs[i];
+			const unsigned p = pos[j];
+			uint16_t tag = (uint16_t)shmkv_key_tag(hash[i]);
+			memcpy(&s[SHMKV_V2_BUCKET_HEAD + 2 * j], &tag, 2);
+			s[SHMKV_V2_BUCKET_HEAD + 2 * n + j] = (char)p;
+			unsigned kind = (r.out ? SHMKV_REC_OUT : r.type) | (r.expires ? SHMKV_REC_EXPIRES : 0);
+			s[p] = (char)kind;
+			if (r.out) {
+				memcpy(&s[p + 1], &unit[i], 5);
+				if (r.expires)
+					memcpy(&s[p + SHMKV_REC_OUT_HEAD], &r.expires, 4);
+			} else {
+				s[p + 1] = (char)r.key.size();
+				s[p + 2] = (char)r.value.size();
+				unsigned k = p + SHMKV_REC_INLINE_HEAD;
+				if (r.expires) {
+					memcpy(&s[k], &r.expires, 4);
+					k += 4;
+				}
+				memcpy(&s[k], r.key.data(), r.key.size());
+				unsigned vpos = inline_end(r, p) - (unsigned)r.value.size() -
+						shmkv_type_desc_of(r.type)->nul;
+				memcpy(&s[vpos], r.value.data(), r.value.size());
+			}
+			im.slot[i] = j;
+			im.rec_off[i] = im.index_off + b * SHMKV_V2_BUCKET_BYTES + p;
+			im.tag_off[i] = im.index_off + b * SHMKV_V2_BUCKET_BYTES + SHMKV_V2_BUCKET_HEAD + 2 * j;
+		}
+	}
 	// the file
 	uint64_t values_off = align_up(im.entries_off + ent.size(), 64);
 	uint64_t file_size = align_up(std::max<uint64_t>(values_off, SHMKV_HEADER_SIZE + 1), 4096);

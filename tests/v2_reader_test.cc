@@ -276,10 +276,16 @@ TEST(V2Reader, HeaderChecksPerVersion)
 	r = forge([](shmkv_image_header &h) { h.layout_hash = SHMKV_LAYOUT_HASH; });
 	EXPECT_EQ(r.first, SHMKV_ELAYOUT);
 	EXPECT_NE(r.second.find("for version 2"), std::string::npos) << r.second;
+	// an image of the preview layout (tags inside the records, 1c9dbe4)
+	r = forge([](shmkv_image_header &h) { h.layout_hash = UINT64_C(0xfba82e8976eb9578); });
+	EXPECT_EQ(r.first, SHMKV_ELAYOUT);
+	EXPECT_NE(r.second.find("layout hash fba82e8976eb9578"), std::string::npos) << r.second;
 	r = forge([](shmkv_image_header &h) { h.format_version = 3; });
 	EXPECT_EQ(r.first, SHMKV_EVERSION);
 	EXPECT_NE(r.second.find("version 3"), std::string::npos) << r.second;
-	r = forge([](shmkv_image_header &h) { h.entry_count = h.bucket_count * 20 + 1; });
+	r = forge([](shmkv_image_header &h) {
+		h.entry_count = h.bucket_count * SHMKV_V2_MAX_RECORDS + 1;
+	});
 	EXPECT_EQ(r.first, SHMKV_ECORRUPT);
 	r = forge([](shmkv_image_header &h) { h.sections[0].size -= 64; });
 	EXPECT_EQ(r.first, SHMKV_ECORRUPT);
@@ -319,25 +325,27 @@ TEST(V2Reader, EachInvariantViolatedGivesItsError)
 			dk = i;
 	ASSERT_NE(dk, 0u);
 	const uint64_t home = im.index_off + im.home[dk] * 128;
+	const uint64_t t0 = im.tag_off[0]; // "s"'s directory tag
 	std::vector<Damage> cases = {
-		{"kind bit 4", [&](std::string &b, auto &) { b[r0 + 2] |= 0x10; }, "malformed", true},
-		{"kind bit 5", [&](std::string &b, auto &) { b[r0 + 2] |= 0x20; }, "malformed", true},
-		{"type 0 inline", [&](std::string &b, auto &) { b[r0 + 2] &= ~0x0f; }, "malformed", true},
-		{"type 12", [&](std::string &b, auto &) { b[r0 + 2] = 12; }, "malformed", true},
-		{"OUT with type bits", [&](std::string &b, auto &) { b[r1 + 2] |= 2; }, "malformed", false},
-		{"value past the bucket", [&](std::string &b, auto &) { b[r0 + 4] = (char)250; },
+		{"kind bit 4", [&](std::string &b, auto &) { b[r0] |= 0x10; }, "malformed", true},
+		{"kind bit 5", [&](std::string &b, auto &) { b[r0] |= 0x20; }, "malformed", true},
+		{"type 0 inline", [&](std::string &b, auto &) { b[r0] &= ~0x0f; }, "malformed", true},
+		{"type 12", [&](std::string &b, auto &) { b[r0] = 12; }, "malformed", true},
+		{"OUT with type bits", [&](std::string &b, auto &) { b[r1] |= 2; }, "malformed", false},
+		{"value past the bucket", [&](std::string &b, auto &) { b[r0 + 2] = (char)250; },
 		 "malformed", true},
-		{"count past the records", [&](std::string &b, auto &) { b[b0] = 20; }, "malformed",
-		 false},
-		{"count 21", [&](std::string &b, auto &) { b[b0] = 21; }, "at most 20", false},
+		{"count past the records", [&](std::string &b, auto &) { b[b0] = 16; }, "", false},
+		{"count 17", [&](std::string &b, auto &) { b[b0] = 17; }, "at most 16", true},
+		{"count 255", [&](std::string &b, auto &) { b[b0] = (char)255; }, "at most 16", true},
 		{"OUT entry out of bounds",
-		 [&](std::string &b, auto &) { b[r1 + 3] = b[r1 + 4] = b[r1 + 5] = b[r1 + 6] = (char)0xff; },
+		 [&](std::string &b, auto &) { b[r1 + 1] = b[r1 + 2] = b[r1 + 3] = b[r1 + 4] = (char)0xff; },
 		 "outside the entries section", false},
-		{"OUT entry before ENTRIES", [&](std::string &b, auto &) { memset(&b[r1 + 3], 0, 5); b[r1 + 3] = 1; },
+		{"OUT entry before ENTRIES", [&](std::string &b, auto &) { memset(&b[r1 + 1], 0, 5); b[r1 + 1] = 1; },
 		 "outside the entries section", false},
-		{"string without NUL", [&](std::string &b, auto &) { b[r0 + 5 + 1 + 5] = 'x'; },
+		{"string without NUL", [&](std::string &b, auto &) { b[r0 + 3 + 1 + 5] = 'x'; },
 		 "not NUL-terminated", true},
-		{"tag mismatch", [&](std::string &b, auto &) { b[r0] ^= 1; }, "key hashes to", false},
+		{"tag mismatch", [&](std::string &b, auto &) { b[t0] ^= 1; }, "key hashes to", false},
+		{"tag 0", [&](std::string &b, auto &) { b[t0] = b[t0 + 1] = 0; }, "key hashes to", false},
 		{"D above max_probe", [&](std::string &b, auto &) { b[home + 1] = (char)200; },
 		 "exceeds max_probe", false},
 		{"filter without D",
@@ -354,7 +362,7 @@ TEST(V2Reader, EachInvariantViolatedGivesItsError)
 		 [&](std::string &b, auto &) {
 			 // re-encode record "s" cannot grow in place: flag the OUT record
 			 // instead (its 4 extra bytes are the zero after it, if free)
-			 b[r1 + 2] |= SHMKV_REC_EXPIRES;
+			 b[r1] |= SHMKV_REC_EXPIRES;
 			 auto *h = reinterpret_cast<shmkv_image_header *>(&b[0]);
 			 h->flags |= SHMKV_HFLAG_EXPIRY;
 		 },
@@ -398,6 +406,175 @@ TEST(V2Reader, EachInvariantViolatedGivesItsError)
 	}
 }
 
+// Layout B's directory rules (FORMAT.md §17.3), each broken in a bucket
+// of four records whose bytes the test knows: verify names the rule, the
+// lookup of the record concerned says ECORRUPT where it reads the damage
+// (or, where the damage is only what verify checks, still finds it), every
+// path agrees, nothing reads past the bucket (test-san).
+TEST(V2Reader, DirectoryRulesViolated)
+{
+	// placement order s, t, u, i: count 4, tags at +8..+15, offs at +16..+19,
+	// records from +20: s [20,30), t [30,36), u [36,42), i [42,56)
+	std::vector<Rec> recs = {{"s", SHMKV_TYPE_STRING, "hello", 0, false},
+				 {"t", SHMKV_TYPE_STRING, "x", 0, false},
+				 {"u", SHMKV_TYPE_STRING, "y", 0, false},
+				 {"i", SHMKV_TYPE_I64, v2img::i64(5), 0, false}};
+	v2img::Options o;
+	o.bucket_count = 1;
+	auto im = v2img::compose(recs, o);
+	const uint64_t bk = im.index_off;
+	ASSERT_EQ(Mem(im.bytes).verify(), "");
+	ASSERT_EQ(im.bytes[bk], 4);
+	for (unsigned j = 0; j < 4; j++)
+		ASSERT_EQ(im.slot[j], j);
+	ASSERT_EQ(im.rec_off[0], bk + 20);
+	ASSERT_EQ(im.rec_off[1], bk + 30);
+	ASSERT_EQ(im.rec_off[2], bk + 36);
+	ASSERT_EQ(im.rec_off[3], bk + 42);
+	// "i": kind, key_len, value_len, 'i' at +45, padding +46..+47, value +48..+55
+	const uint64_t off = bk + 16; // off[0]
+	// "i" moved 8 bytes up (its value stays 8-aligned): a zero gap [42, 50)
+	auto shift_i = [&](std::string &b) {
+		std::string i = b.substr(bk + 42, 14);
+		memset(&b[bk + 42], 0, 14);
+		memcpy(&b[bk + 50], i.data(), 14);
+		b[off + 3] = 50;
+	};
+	struct Case {
+		const char *what;
+		std::function<void(std::string &)> f;
+		const char *verify_says; // "" : verify accepts
+		const char *key;         // the key whose lookup is checked
+		int get;                 // what its get returns
+	};
+	std::vector<Case> cases = {
+		{"count 17", [&](std::string &b) { b[bk] = 17; }, "17 records, at most 16", "s",
+		 SHMKV_ECORRUPT},
+		{"off[0] inside the directory", [&](std::string &b) { b[off] = 19; },
+		 "starts inside the tag directory", "s", SHMKV_ECORRUPT},
+		{"off[0] at the head", [&](std::string &b) { b[off] = 2; },
+		 "starts inside the tag directory", "s", SHMKV_ECORRUPT},
+		{"off[1] overlapping record 0", [&](std::string &b) { b[off + 1] = 25; },
+		 "overlaps the record before", "s", 0},
+		{"offs not ascending (tags swapped with them)",
+		 [&](std::string &b) {
+			 std::swap(b[off + 1], b[off + 2]);
+			 std::swap(b[bk + 8 + 2], b[bk + 8 + 4]);
+			 std::swap(b[bk + 8 + 3], b[bk + 8 + 5]);
+		 },
+		 "offsets not in ascending order", "t", 0},
+		{"record past +128",
+		 [&](std::string &b) {
+			 // "i" moved to +121: its value, 8-aligned, would start at +128
+			 memset(&b[bk + 42], 0, 14);
+			 b[bk + 121] = SHMKV_TYPE_I64;
+			 b[bk + 122] = 1;
+			 b[bk + 123] = 8;
+			 b[bk + 124] = 'i';
+			 b[off + 3] = 121;
+		 },
+		 "past the bucket's end", "i", SHMKV_ECORRUPT},
+		{"off past the bucket",
+		 [&](std::string &b) {
+			 memset(&b[bk + 42], 0, 14);
+			 b[off + 3] = (char)200;
+		 },
+		 "past the bucket's end", "i", SHMKV_ECORRUPT},
+		{"off 255",
+		 [&](std::string &b) {
+			 memset(&b[bk + 42], 0, 14);
+			 b[off + 3] = (char)255;
+		 },
+		 "past the bucket's end", "i", SHMKV_ECORRUPT},
+		{"non-zero gap byte after the records", [&](std::string &b) { b[bk + 100] = 1; },
+		 "after bucket", "s", 0},
+		{"non-zero byte between records",
+		 [&](std::string &b) {
+			 shift_i(b);
+			 b[bk + 44] = 7;
+		 },
+		 "non-zero byte in bucket 0's record area before record 3", "i", 0},
+		{"non-zero padding", [&](std::string &b) { b[bk + 46] = 1; }, "record padding", "i", 0},
+		{"tag mismatch", [&](std::string &b) { b[bk + 8] ^= 0x40; }, "key hashes to", "s",
+		 SHMKV_ENOTFOUND},
+		{"tag 0", [&](std::string &b) { b[bk + 8] = b[bk + 9] = 0; }, "key hashes to", "s",
+		 SHMKV_ENOTFOUND},
+	};
+	for (const Case &c : cases) {
+		SCOPED_TRACE(c.what);
+		std::string b = im.bytes;
+		c.f(b);
+		v2img::fix_checksums(b);
+		Mem m(b);
+		ASSERT_EQ(m.err, 0) << m.why;
+		std::string vm = m.verify();
+		EXPECT_NE(vm, "");
+		if (*c.verify_says) {
+			EXPECT_NE(vm.find(c.verify_says), std::string::npos) << vm;
+		}
+		shmkv_value v;
+		EXPECT_EQ(shmkv_get(&m.db, c.key, 1, &v), c.get);
+		char why[256] = "";
+		for (const Rec &r : recs) {
+			int e1 = shmkv_get(&m.db, r.key.data(), r.key.size(), &v);
+			int e2 = shmkv_get_diag(&m.db, r.key.data(), r.key.size(), &v, why, sizeof why);
+			EXPECT_EQ(e1, e2) << r.key << ": " << why;
+			shmkv_key k{r.key.data(), r.key.size()};
+			int e3 = 7;
+			shmkv_get_batch(&m.db, &k, 1, &v, &e3);
+			EXPECT_EQ(e1, e3) << r.key;
+		}
+		shmkv_iter it;
+		shmkv_iter_init(&m.db, &it);
+		const void *k;
+		size_t kl;
+		for (int n = 0; n < 100 && shmkv_iter_next(&it, &k, &kl, &v) == 0; n++) {
+		}
+	}
+	// a zero gap between records is allowed (the builder packs, a reader
+	// does not rely on it)
+	std::string b = im.bytes;
+	shift_i(b);
+	v2img::fix_checksums(b);
+	Mem m(b);
+	ASSERT_EQ(m.err, 0) << m.why;
+	EXPECT_EQ(m.verify(), "");
+	const char *sp = nullptr;
+	size_t n = 0;
+	int64_t x = 0;
+	ASSERT_EQ(shmkv_get_i64(&m.db, "i", 1, &x), 0);
+	EXPECT_EQ(x, 5);
+	ASSERT_EQ(shmkv_get_str(&m.db, "u", 1, &sp, &n), 0);
+	EXPECT_EQ(std::string(sp, n), "y");
+}
+
+// The tag directory compare: every compiled variant agrees with the scalar
+// one (tests/probe_variants_test runs the AVX2 one too); here the dispatch
+// on buckets whose bytes past count carry the query tag.
+TEST(V2Reader, TagMatchMasksPastCount)
+{
+	alignas(128) uint8_t bk[128];
+	std::mt19937_64 rng(5);
+	for (int rep = 0; rep < 20000; rep++) {
+		for (auto &x : bk)
+			x = (uint8_t)rng();
+		const uint16_t tag = (uint16_t)(rng() % 0xffff + 1);
+		for (unsigned j = 0; j < 16; j++)
+			if (rng() % 3 == 0)
+				memcpy(&bk[8 + 2 * j], &tag, 2);
+		for (unsigned n = 0; n <= SHMKV_V2_MAX_RECORDS; n++) {
+			unsigned want = 0;
+			for (unsigned j = 0; j < n; j++) {
+				uint16_t t;
+				memcpy(&t, &bk[8 + 2 * j], 2);
+				want |= (unsigned)(t == tag) << j;
+			}
+			ASSERT_EQ(shmkv__match2_scalar(bk, n, tag), want);
+			ASSERT_EQ(shmkv__match2(bk, n, tag), want) << shmkv_vector_name() << " n " << n;
+		}
+	}
+}
+
 // Random damage to the index with checksums recomputed: every path agrees
 // and nothing crashes (run under ASan by test-san: no read past a bucket).
 TEST(V2Reader, RandomIndexDamageSweep)
@@ -436,6 +613,46 @@ TEST(V2Reader, RandomIndexDamageSweep)
 		}
 	}
 	EXPECT_GT(corrupt_seen, 0);
+}
+
+// The v2 seeds of the image fuzz targets (tests/fuzz/regress/image and
+// image_fixsum) are this layout's: composed here, compared with the files;
+// SHMKV_WRITE_V2_SEEDS=1 writes them (after a layout change).
+std::vector<std::pair<std::string, std::string>> fuzz_seeds()
+{
+	v2img::Options o;
+	o.bucket_count = 7;
+	std::vector<std::pair<std::string, std::string>> seeds;
+	seeds.push_back({"v2-seed-mixed", v2img::compose(mixed(), o).bytes});
+	std::vector<Rec> r;
+	for (int i = 0; i < 36; i++)
+		r.push_back({"key_" + std::to_string(i), SHMKV_TYPE_STRING, "val_" + std::to_string(i),
+			     i % 3 ? 0u : 1900000000u + (uint32_t)i, i % 10 == 0});
+	seeds.push_back({"v2-seed-displaced-expiry", v2img::compose(r, o).bytes});
+	return seeds;
+}
+
+TEST(V2Reader, FuzzSeedsAreThisLayout)
+{
+	const std::string src = SHMKV_SOURCE_ROOT;
+	if (src.empty())
+		GTEST_SKIP() << "no source root";
+	const bool write = getenv("SHMKV_WRITE_V2_SEEDS") && *getenv("SHMKV_WRITE_V2_SEEDS") == '1';
+	for (const auto &seed : fuzz_seeds()) {
+		Mem m(seed.second, SHMKV_OPEN_DEEP);
+		ASSERT_EQ(m.err, 0) << seed.first << ": " << m.why;
+		EXPECT_EQ(m.verify(), "") << seed.first;
+		EXPECT_GT(shmkv_header(&m.db)->max_probe, 0u) << seed.first << ": displaced keys";
+		for (const char *dir : {"image", "image_fixsum"}) {
+			const std::string path = src + "/tests/fuzz/regress/" + dir + "/" + seed.first;
+			if (write) {
+				ASSERT_TRUE(write_file(path, seed.second)) << path;
+			}
+			EXPECT_TRUE(read_file(path) == seed.second)
+				<< path << " is not this layout's seed: SHMKV_WRITE_V2_SEEDS=1 "
+				<< "tests/v2_reader_test --gtest_filter='*FuzzSeeds*' rewrites it";
+		}
+	}
 }
 
 // issue 22 §4: a reader as of main 4dc25bf (v1 only), built from a git

@@ -23,9 +23,9 @@ typedef struct shmkv_key {
 } shmkv_key;
 
 /* shmkv_get_batch of a v2 image: per group, hash and request both lines of
- * every home bucket; then scan each home bucket's tags and request the
- * entry of an OUT record that matches; then resolve each key by the one v2
- * lookup (shmkv__get2_h), whose lines are now on their way. The clock is
+ * every home bucket; then compare each home bucket's tag directory and
+ * request the entry of an OUT record that matches; then resolve each key
+ * by the one v2 lookup (shmkv__get2_h), whose lines are now on their way. The clock is
  * read once per batch at most. */
 static inline size_t shmkv__get_batch2(const shmkv *db, const shmkv_key *keys, size_t n,
 				       shmkv_value *values, int *err)
@@ -49,15 +49,16 @@ static inline size_t shmkv__get_batch2(const shmkv *db, const shmkv_key *keys, s
 		for (size_t i = 0; i < m; i++) {
 			if (!bk[i])
 				continue;
-			const uint64_t tag = shmkv__tag(hash[i]);
-			unsigned pos = SHMKV_V2_BUCKET_HEAD;
-			shmkv__rec r;
-			for (unsigned j = 0; j < bk[i][0] && shmkv__rec_decode(bk[i], pos, &r); j++) {
-				uint16_t t;
-				memcpy(&t, bk[i] + pos, 2);
-				pos = r.end;
+			const unsigned nr = bk[i][0];
+			if (SHMKV__UNLIKELY(nr > SHMKV_V2_MAX_RECORDS))
+				continue; /* damage: the lookup says so */
+			for (unsigned mt = shmkv__match2(bk[i], nr, shmkv__tag(hash[i])); mt;
+			     mt &= mt - 1) {
+				shmkv__rec r;
 				const uint8_t *c;
-				if (t == tag && (r.kind & SHMKV_REC_OUT) && shmkv__key_fits(db, 0) &&
+				const unsigned pos = shmkv__rec_off2(bk[i], nr, SHMKV__CTZ(mt));
+				if (shmkv__rec_decode(bk[i], nr, pos, &r) && (r.kind & SHMKV_REC_OUT) &&
+				    shmkv__key_fits(db, 0) &&
 				    shmkv__slot_entry(db, r.unit, shmkv__key_lim(db, 0), &c)) {
 					__builtin_prefetch(c);
 					break;

@@ -151,26 +151,29 @@ typedef struct shmkv_entry_header {
 #define SHMKV__VOCAB_SECTIONS "sections=1:index,2:entries,3:values"
 #define SHMKV_VOCAB_DESC SHMKV__VOCAB_TYPES "eflags=0x1;hflags=0x1;" SHMKV__VOCAB_SECTIONS
 
-/* ---- format version 2 (FORMAT.md §17) --------------------------------------
+/* ---- format version 2 (FORMAT.md §17), layout B ---------------------------
  * Header, section table, ENTRIES' entry format, VALUES, hash, home and tag
  * are v1's. The index is bucket_count buckets of 128 bytes (128-aligned):
- * count u8 @0, displacement byte D @1, a 48-bit displaced-key filter @2,
- * then count records packed from @8, zero to the end. A record is u16 tag,
- * u8 kind; inline (kind & OUT clear): u8 key_len, u8 value_len, [u32
+ * count u8 @0 (0..16), displacement byte D @1, a 48-bit displaced-key filter
+ * @2, then the directory: u16 tag[count] @8 and u8 off[count] @8+2*count
+ * (record i at bucket + off[i]), then the record area to @128, records
+ * ascending and never overlapping, every byte no record covers 0. A record
+ * is u8 kind; inline (kind & OUT clear): u8 key_len, u8 value_len, [u32
  * expires], key, zero padding to the value's alignment within the bucket,
  * value (+ NUL for text); OUT: 40-bit LE entry offset >> 3, [u32 expires]. */
 #define SHMKV_FORMAT_V2 2u
 #define SHMKV_FORMAT_NEWEST SHMKV_FORMAT_V2 /* the newest version this reader reads */
 #define SHMKV_V2_BUCKET_BYTES 128u          /* header bucket_slots holds this in v2 */
-#define SHMKV_V2_BUCKET_HEAD 8u             /* count, D, filter; records start here */
+#define SHMKV_V2_BUCKET_HEAD 8u             /* count, D, filter; the tag directory starts here */
 #define SHMKV_V2_FILTER_BITS 48u
-#define SHMKV_V2_MAX_RECORDS 20u            /* 120 bytes / the 6-byte smallest record */
+#define SHMKV_V2_MAX_RECORDS 16u            /* two 16-byte vectors of u16 tags at +8 and +24 */
+#define SHMKV_V2_DIR_BYTES 3u               /* per record: its u16 tag and its u8 off */
 #define SHMKV_REC_TYPE_MASK 0x0fu           /* kind bits 0..3: value type (0 for OUT) */
 #define SHMKV_REC_EXPIRES 0x40u             /* kind bit 6: a u32 expiry follows the head */
 #define SHMKV_REC_OUT 0x80u                 /* kind bit 7: the entry lives in ENTRIES */
 #define SHMKV_REC_KNOWN (SHMKV_REC_TYPE_MASK | SHMKV_REC_EXPIRES | SHMKV_REC_OUT)
-#define SHMKV_REC_INLINE_HEAD 5u            /* tag, kind, key_len, value_len */
-#define SHMKV_REC_OUT_HEAD 8u               /* tag, kind, 40-bit offset >> 3 */
+#define SHMKV_REC_INLINE_HEAD 3u            /* kind, key_len, value_len */
+#define SHMKV_REC_OUT_HEAD 6u               /* kind, 40-bit offset >> 3 */
 #define SHMKV_REC_EXPIRES_SIZE 4u
 #define SHMKV_REC_MAX_LEN 255u              /* inline key_len and value_len are u8 */
 #define SHMKV_HFLAG_EXPIRY UINT64_C(2)      /* v2: some record carries an expiry */
@@ -184,11 +187,12 @@ typedef struct shmkv_entry_header {
 	SHMKV__VOCAB_SECTIONS
 #define SHMKV_LAYOUT_DESC_V2                                                                     \
 	"shmkv-image-v2;" SHMKV__DESC_STRUCTS                                                        \
-	"bucket=128:count@0,disp@1,filter48@2[(tag*48)>>16],records@8..128,zero-tail;"              \
-	"record=tag16@0,kind8@2;inline=key_len8@3,value_len8@4,expires32@5?,key,"                   \
-	"pad0-to-align(type)-in-bucket,value,nul(type);out=entry_off40>>3@3,expires32@8?;"          \
+	"bucket=128:count@0[0..16],disp@1,filter48@2[(tag*48)>>16],tag16@8[count],"                 \
+	"off8@8+2*count[count],records@8+3*count..128,ascending,zero-gaps;record=kind8@0;"          \
+	"inline=key_len8@1,value_len8@2,expires32@3?,key,pad0-to-align(type)-in-bucket,value,"      \
+	"nul(type);out=entry_off40>>3@1,expires32@6?;"                                              \
 	"expired=now>=expires;" SHMKV__DESC_HASH ";" SHMKV_VOCAB_DESC_V2
-#define SHMKV_LAYOUT_HASH_V2 UINT64_C(0xfba82e8976eb9578)
+#define SHMKV_LAYOUT_HASH_V2 UINT64_C(0xae51b4e761553183)
 #if SHMKV_FORMAT_VERSION == 1 && SHMKV_TYPE_MAX != 9
 #error "format v1 holds types 1..9: a new value type is a new format version (FORMAT.md §15)"
 #endif

@@ -810,8 +810,8 @@ static inline int shmkv__entry_decode(const shmkv *db, uint64_t off, shmkv__entr
 /* Iteration over all entries, in image order. */
 typedef struct shmkv_iter {
 	const shmkv *db;
-	uint64_t pos;     /* v1: next image offset to look at; v2: next record's offset
-			     in bucket `bucket - 1` */
+	uint64_t pos;     /* v1: next image offset to look at; v2: next record's index
+			     (directory order) in bucket `bucket - 1` */
 	uint64_t seen;    /* entries returned so far */
 	uint64_t bucket;  /* v2: the next bucket to enter */
 	uint32_t left;    /* v2: records still to read in the current bucket */

@@ -1,18 +1,33 @@
-/* shmkv/v2.h - format v2's index (FORMAT.md §17): 128-byte buckets that hold
- * small entries inline and OUT records of entries in ENTRIES, expiry.
- * Part of the header-only reader; include <shmkv.h>, not this file.
+/* shmkv/v2.h - format v2's index (FORMAT.md §17, layout B): 128-byte
+ * buckets whose head holds the tags of their records (one SIMD compare
+ * finds a key's record), small entries inline, OUT records of entries in
+ * ENTRIES, expiry. Part of the header-only reader; include <shmkv.h>, not
+ * this file.
  *
- * One owner per rule: shmkv__rec_decode is the record rule (every reader
- * of a bucket decodes records through it), shmkv__bucket2_scan the scan
- * of one bucket, shmkv__locate2 the lookup (the hot path, batch, the
- * checked path and verify all use these two), shmkv__rec_value the value of
- * a record. An OUT record's entry is a v1 entry, read by get.h's rules. */
+ * One owner per rule: shmkv__match2 (and its _scalar/_sse2/_avx2/_neon
+ * variants) the tag directory compare, shmkv__rec_decode the record rule
+ * with its bounds (every reader of a record decodes it through it),
+ * shmkv__bucket2_scan the scan of one bucket, shmkv__locate2 the lookup
+ * (the hot path, batch, the checked path and verify all use these),
+ * shmkv__rec_value the value of a record. An OUT record's entry is a v1
+ * entry, read by get.h's rules. */
 #ifndef SHMKV_V2_H
 #define SHMKV_V2_H
 
 #include <time.h>
 
 #include "get.h"
+
+/* Reader policy (not format, FORMAT.md §17.5): how many lines of bucket
+ * b+1 a lookup requests at its start, with bucket b's two, so that a key
+ * displaced by one bucket does not wait for a second round trip: 0, 1 or 2.
+ * bench/RESULTS.md ("v2 layout B") measured the choice. */
+#ifndef SHMKV_V2_PREFETCH_NEXT
+#define SHMKV_V2_PREFETCH_NEXT 0
+#endif
+#if SHMKV_V2_PREFETCH_NEXT < 0 || SHMKV_V2_PREFETCH_NEXT > 2
+#error "SHMKV_V2_PREFETCH_NEXT must be 0, 1 or 2"
+#endif
 
 /* A record decoded by shmkv__rec_decode. Offsets are within its bucket. */
 typedef struct shmkv__rec {
@@ -26,15 +41,40 @@ typedef struct shmkv__rec {
 	uint64_t unit;       /* OUT: the entry's image offset / 8 */
 } shmkv__rec;
 
-/* The record at bucket offset pos (FORMAT.md §17.4): 1 with *r, or 0 when
- * it is malformed (reserved kind bits, a type that is none, an OUT record
- * with type bits, bytes past the bucket's end). Reads nothing at or past
- * bk + 128. */
-static SHMKV__HOT int shmkv__rec_decode(const uint8_t *bk, unsigned pos, shmkv__rec *r)
+/* Where bucket bk's directory ends (tags and offs of n records): no record
+ * starts before it. */
+static inline unsigned shmkv__dir_end2(unsigned n)
 {
-	if (SHMKV__UNLIKELY(pos + SHMKV_REC_INLINE_HEAD > SHMKV_V2_BUCKET_BYTES))
+	return SHMKV_V2_BUCKET_HEAD + SHMKV_V2_DIR_BYTES * n;
+}
+
+/* Record i's offset (off[i]) in a bucket of n records, i < n <= 16. */
+static inline unsigned shmkv__rec_off2(const uint8_t *bk, unsigned n, unsigned i)
+{
+	return bk[SHMKV_V2_BUCKET_HEAD + 2 * n + i];
+}
+
+/* Record i's tag (tag[i]), i < n. */
+static inline unsigned shmkv__rec_tag2(const uint8_t *bk, unsigned i)
+{
+	uint16_t t;
+	memcpy(&t, bk + SHMKV_V2_BUCKET_HEAD + 2 * i, 2); /* little-endian hosts only */
+	return t;
+}
+
+/* The record at bucket offset pos of a bucket of n records (FORMAT.md
+ * §17.4): 1 with *r, or 0 when it is malformed: it starts inside the
+ * directory, has reserved kind bits, a type that is none, an OUT record
+ * with type bits, or bytes (head, expiry, key, value) past the bucket's
+ * end. Reads nothing at or past bk + 128. Whether records overlap or leave
+ * nonzero gaps is verify's (a lookup does not rely on it). */
+static SHMKV__HOT int shmkv__rec_decode(const uint8_t *bk, unsigned n, unsigned pos,
+					shmkv__rec *r)
+{
+	if (SHMKV__UNLIKELY(pos < shmkv__dir_end2(n) ||
+			    pos + SHMKV_REC_INLINE_HEAD > SHMKV_V2_BUCKET_BYTES))
 		return 0;
-	const unsigned kind = bk[pos + 2];
+	const unsigned kind = bk[pos];
 	const unsigned x = kind & SHMKV_REC_EXPIRES ? SHMKV_REC_EXPIRES_SIZE : 0;
 	unsigned end;
 	r->pos = pos;
@@ -45,7 +85,7 @@ static SHMKV__HOT int shmkv__rec_decode(const uint8_t *bk, unsigned pos, shmkv__
 				    end > SHMKV_V2_BUCKET_BYTES))
 			return 0;
 		uint64_t u = 0;
-		memcpy(&u, bk + pos + 3, 5); /* little-endian hosts only (format.h) */
+		memcpy(&u, bk + pos + 1, 5); /* little-endian hosts only (format.h) */
 		r->unit = u;
 		r->key_len = r->key_pos = r->val_pos = r->value_len = 0;
 	} else {
@@ -53,8 +93,8 @@ static SHMKV__HOT int shmkv__rec_decode(const uint8_t *bk, unsigned pos, shmkv__
 		if (SHMKV__UNLIKELY((kind & ~SHMKV_REC_KNOWN) || t < 1 || t > SHMKV_TYPE_MAX))
 			return 0;
 		const unsigned a = shmkv__types[t].align;
-		r->key_len = bk[pos + 3];
-		r->value_len = bk[pos + 4];
+		r->key_len = bk[pos + 1];
+		r->value_len = bk[pos + 2];
 		r->key_pos = pos + SHMKV_REC_INLINE_HEAD + x;
 		r->val_pos = (r->key_pos + r->key_len + a - 1) & ~(a - 1);
 		end = r->val_pos + r->value_len + shmkv__types[t].nul;
@@ -64,10 +104,80 @@ static SHMKV__HOT int shmkv__rec_decode(const uint8_t *bk, unsigned pos, shmkv__
 	}
 	r->end = end;
 	r->expires = 0;
-	if (x) /* after the head: +5 inline, +8 OUT */
+	if (x) /* after the head: +3 inline, +6 OUT */
 		memcpy(&r->expires, bk + pos + (kind & SHMKV_REC_OUT ? SHMKV_REC_OUT_HEAD
 								      : SHMKV_REC_INLINE_HEAD), 4);
 	return 1;
+}
+
+/* ---- the tag directory compare: bit i set when tag[i] == tag, i < n ------
+ * n <= 16 (the caller checks). The vector variants load 16 bytes at +8 and
+ * at +24 (tags 0..7 and 8..15), inside the bucket whatever n is, and mask
+ * the bits at and past n: they return exactly what the scalar reference
+ * returns (tests/probe_variants_test). */
+static inline unsigned shmkv__match2_scalar(const uint8_t *bk, unsigned n, uint64_t tag)
+{
+	unsigned m = 0;
+	for (unsigned i = 0; i < n; i++)
+		m |= (unsigned)(shmkv__rec_tag2(bk, i) == tag) << i;
+	return m;
+}
+
+static inline unsigned shmkv__match2_mask(unsigned m, unsigned n)
+{
+	return m & ((1u << n) - 1);
+}
+
+#if SHMKV_HAVE_SSE2
+/* Two 8-lane u16 compares; a signed saturating pack carries each lane's
+ * verdict (0 or -1) to one byte, and movemask gathers the 16 bits. */
+static inline unsigned shmkv__match2_sse2(const uint8_t *bk, unsigned n, uint64_t tag)
+{
+	const __m128i want = _mm_set1_epi16((short)tag);
+	__m128i c0 = _mm_cmpeq_epi16(_mm_loadu_si128((const __m128i *)(const void *)(bk + 8)), want);
+	__m128i c1 = _mm_cmpeq_epi16(_mm_loadu_si128((const __m128i *)(const void *)(bk + 24)), want);
+	return shmkv__match2_mask((unsigned)_mm_movemask_epi8(_mm_packs_epi16(c0, c1)), n);
+}
+#endif
+
+#if SHMKV_HAVE_AVX2
+/* One 16-lane compare of the 32 bytes at +8, packed to bytes as in SSE2. */
+static inline unsigned shmkv__match2_avx2(const uint8_t *bk, unsigned n, uint64_t tag)
+{
+	const __m256i want = _mm256_set1_epi16((short)tag);
+	__m256i c = _mm256_cmpeq_epi16(_mm256_loadu_si256((const __m256i *)(const void *)(bk + 8)),
+				       want);
+	__m128i w = _mm_packs_epi16(_mm256_castsi256_si128(c), _mm256_extracti128_si256(c, 1));
+	return shmkv__match2_mask((unsigned)_mm_movemask_epi8(w), n);
+}
+#endif
+
+#if SHMKV_HAVE_NEON
+/* Two 8-lane compares narrowed to bytes, one bit per byte by a weighted
+ * horizontal add (NEON has no movemask). */
+static inline unsigned shmkv__match2_neon(const uint8_t *bk, unsigned n, uint64_t tag)
+{
+	static const uint8_t w[8] = {1, 2, 4, 8, 16, 32, 64, 128};
+	const uint16x8_t t = vdupq_n_u16((uint16_t)tag);
+	const uint8x8_t wt = vld1_u8(w);
+	uint8x8_t e0 = vmovn_u16(vceqq_u16(vld1q_u16((const uint16_t *)(const void *)(bk + 8)), t));
+	uint8x8_t e1 = vmovn_u16(vceqq_u16(vld1q_u16((const uint16_t *)(const void *)(bk + 24)), t));
+	unsigned m = (unsigned)vaddv_u8(vand_u8(e0, wt)) | (unsigned)vaddv_u8(vand_u8(e1, wt)) << 8;
+	return shmkv__match2_mask(m, n);
+}
+#endif
+
+static SHMKV__HOT unsigned shmkv__match2(const uint8_t *bk, unsigned n, uint64_t tag)
+{
+#if SHMKV_VECTOR == SHMKV_VECTOR_AVX2
+	return shmkv__match2_avx2(bk, n, tag);
+#elif SHMKV_VECTOR == SHMKV_VECTOR_SSE2
+	return shmkv__match2_sse2(bk, n, tag);
+#elif SHMKV_VECTOR == SHMKV_VECTOR_NEON
+	return shmkv__match2_neon(bk, n, tag);
+#else
+	return shmkv__match2_scalar(bk, n, tag);
+#endif
 }
 
 /* Bucket b's bytes. */
@@ -95,12 +205,13 @@ static SHMKV__HOT uint64_t shmkv__displaced2(const uint8_t *bk, uint64_t tag, ui
 	return d == SHMKV_DISPLACEMENT_MAX ? max_probe : d;
 }
 
-/* The scan of bucket b for key (tag): its records in order, each decoded
- * (a malformed one is damage); a tag match compares the key, inline or in
- * the OUT record's entry (header and key bounded inside ENTRIES by get.h's
- * slot/entry rule). Returns 0 with *r (and *e, the entry, for OUT; NULL
- * inline), SHMKV__NEXT, or SHMKV_ECORRUPT (why, when not NULL: on the hot
- * path the messages compile away). */
+/* The scan of bucket b for key (tag): the records whose directory tag
+ * matches, in directory order, each decoded with its bounds (a malformed
+ * one, or a count above 16, is damage); a match compares the key, inline or
+ * in the OUT record's entry (header and key bounded inside ENTRIES by
+ * get.h's slot/entry rule). Returns 0 with *r (and *e, the entry, for OUT;
+ * NULL inline), SHMKV__NEXT, or SHMKV_ECORRUPT (why, when not NULL: on the
+ * hot path the messages compile away). */
 static SHMKV__HOT int shmkv__bucket2_scan(const shmkv *db, uint64_t b, uint64_t tag,
 					  const void *key, size_t key_len, shmkv__rec *r,
 					  const uint8_t **e, char *why, size_t why_len)
@@ -109,17 +220,17 @@ static SHMKV__HOT int shmkv__bucket2_scan(const shmkv *db, uint64_t b, uint64_t 
 	return why ? shmkv__fail(SHMKV_ECORRUPT, why, why_len, __VA_ARGS__) : SHMKV_ECORRUPT
 	const uint8_t *bk = shmkv__bucket2(db, b);
 	const unsigned n = bk[0];
-	unsigned pos = SHMKV_V2_BUCKET_HEAD;
-	for (unsigned i = 0; i < n; i++) {
-		if (SHMKV__UNLIKELY(!shmkv__rec_decode(bk, pos, r)))
-			SHMKV__BAD2("index bucket %llu record %u at +%u: malformed (kind %02x) or "
-				    "past the bucket's end", (unsigned long long)b, i, pos,
-				    pos + 2 < SHMKV_V2_BUCKET_BYTES ? bk[pos + 2] : 0u);
-		uint16_t t;
-		memcpy(&t, bk + pos, 2);
-		pos = r->end;
-		if (t != tag)
-			continue;
+	if (SHMKV__UNLIKELY(n > SHMKV_V2_MAX_RECORDS))
+		SHMKV__BAD2("index bucket %llu: %u records, at most %u fit", (unsigned long long)b,
+			    n, SHMKV_V2_MAX_RECORDS);
+	for (unsigned m = shmkv__match2(bk, n, tag); m; m &= m - 1) {
+		const unsigned i = SHMKV__CTZ(m);
+		const unsigned pos = shmkv__rec_off2(bk, n, i);
+		if (SHMKV__UNLIKELY(!shmkv__rec_decode(bk, n, pos, r)))
+			SHMKV__BAD2("index bucket %llu record %u at +%u: malformed (kind %02x), "
+				    "inside the directory or past the bucket's end",
+				    (unsigned long long)b, i, pos,
+				    pos < SHMKV_V2_BUCKET_BYTES ? bk[pos] : 0u);
 		if (!(r->kind & SHMKV_REC_OUT)) {
 			if (r->key_len == key_len &&
 			    shmkv__key_eq(bk + r->key_pos, (const uint8_t *)key, key_len)) {
@@ -154,10 +265,11 @@ static SHMKV__HOT int shmkv__bucket2_scan(const shmkv *db, uint64_t b, uint64_t 
 }
 
 /* The v2 lookup (FORMAT.md §17.5), the one every path uses: the home
- * bucket (both its lines requested at once), then, when its D and filter
- * announce displaced keys with this tag, up to min(D, max_probe) later
- * buckets. 0 with *bkp (the bucket found in), *r, *e; SHMKV_ENOTFOUND;
- * SHMKV_ECORRUPT (why). Expiry is the caller's. */
+ * bucket (both its lines requested at once, and SHMKV_V2_PREFETCH_NEXT
+ * lines of the next bucket), then, when its D and filter announce
+ * displaced keys with this tag, up to min(D, max_probe) later buckets. 0
+ * with *bkp (the bucket found in), *r, *e; SHMKV_ENOTFOUND; SHMKV_ECORRUPT
+ * (why). Expiry is the caller's. */
 static SHMKV__HOT int shmkv__locate2(const shmkv *db, const void *key, size_t key_len, uint64_t h,
 				     const uint8_t **bkp, shmkv__rec *r, const uint8_t **e,
 				     char *why, size_t why_len)
@@ -165,6 +277,15 @@ static SHMKV__HOT int shmkv__locate2(const shmkv *db, const void *key, size_t ke
 	uint64_t tag = shmkv__tag(h), b = shmkv__home(h, db->bucket_count);
 	const uint8_t *bk = shmkv__bucket2(db, b);
 	__builtin_prefetch(bk + 64); /* the pair's second line, with the first */
+#if SHMKV_V2_PREFETCH_NEXT
+	{
+		const uint8_t *nx = shmkv__bucket2(db, b + 1 == db->bucket_count ? 0 : b + 1);
+		__builtin_prefetch(nx);
+#if SHMKV_V2_PREFETCH_NEXT == 2
+		__builtin_prefetch(nx + 64);
+#endif
+	}
+#endif
 	int rc = shmkv__bucket2_scan(db, b, tag, key, key_len, r, e, why, why_len);
 	if (SHMKV__LIKELY(rc != SHMKV__NEXT)) {
 		*bkp = bk;
@@ -359,10 +480,11 @@ static inline int shmkv_get_expires(const shmkv *db, const void *key, size_t key
 	return shmkv__find2(db, key, key_len, &off, expires, NULL, 0);
 }
 
-/* Iteration over a v2 image: the records of every bucket, in index order,
- * expired ones included (shmkv_iter_expires says when each expires), each
- * decoded and its value checked deep. The iterator reads bucket
- * it->bucket - 1 from offset it->pos, it->left records still to read. */
+/* Iteration over a v2 image: the records of every bucket in directory
+ * order, buckets in index order, expired ones included (shmkv_iter_expires
+ * says when each expires), each decoded and its value checked deep. The
+ * iterator reads record it->pos of bucket it->bucket - 1, it->left records
+ * still to read there. */
 static inline int shmkv__iter2_next(shmkv_iter *it, const void **key, size_t *key_len,
 				    shmkv_value *value)
 {
@@ -371,12 +493,15 @@ static inline int shmkv__iter2_next(shmkv_iter *it, const void **key, size_t *ke
 		if (it->bucket >= db->bucket_count)
 			return SHMKV_ECORRUPT; /* fewer records than entry_count */
 		it->left = shmkv__bucket2(db, it->bucket)[0];
-		it->pos = SHMKV_V2_BUCKET_HEAD;
+		if (it->left > SHMKV_V2_MAX_RECORDS)
+			return SHMKV_ECORRUPT;
+		it->pos = 0;
 		it->bucket++;
 	}
 	const uint8_t *bk = shmkv__bucket2(db, it->bucket - 1);
+	const unsigned n = bk[0];
 	shmkv__rec r;
-	if (!shmkv__rec_decode(bk, (unsigned)it->pos, &r))
+	if (!shmkv__rec_decode(bk, n, shmkv__rec_off2(bk, n, (unsigned)it->pos), &r))
 		return SHMKV_ECORRUPT;
 	const uint8_t *k, *e = NULL;
 	size_t kl;
@@ -401,7 +526,7 @@ static inline int shmkv__iter2_next(shmkv_iter *it, const void **key, size_t *ke
 	*key_len = kl;
 	*value = v;
 	it->expires = r.expires;
-	it->pos = r.end;
+	it->pos++;
 	it->left--;
 	it->seen++;
 	return 0;

@@ -257,8 +257,8 @@ static inline int shmkv__check_entry2(const shmkv *db, uint64_t pos, const shmkv
 	uint64_t rec = 0, u = 0;
 	if (!shmkv__find2(db, e->key, e->key_len, &rec, NULL, NULL, 0)) {
 		const uint8_t *rp = db->base + rec;
-		if (rp[2] & SHMKV_REC_OUT)
-			memcpy(&u, rp + 3, 5);
+		if (rp[0] & SHMKV_REC_OUT)
+			memcpy(&u, rp + 1, 5);
 	}
 	if (!u || (u << 3) != pos)
 		return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
@@ -267,9 +267,10 @@ static inline int shmkv__check_entry2(const shmkv *db, uint64_t pos, const shmkv
 	return 0;
 }
 
-/* One v2 record of bucket b (decoded into r): its value (deep, UTF-8), its
- * zero padding, its expiry, its tag and home against its key's hash, its
- * displacement announced at home, and a lookup of its key finding it here.
+/* One v2 record of bucket b (record i, decoded into r): its value (deep,
+ * UTF-8), its zero padding, its expiry, its directory tag and home against
+ * its key's hash, its displacement announced at home, and a lookup of its
+ * key finding it here.
  * Sets *dist; counts OUT entries and their shared values. */
 static inline int shmkv__verify_record2(const shmkv *db, uint64_t b, unsigned i,
 					const shmkv__rec *r, uint64_t *dist, uint64_t *shared,
@@ -311,8 +312,7 @@ static inline int shmkv__verify_record2(const shmkv *db, uint64_t b, unsigned i,
 	if (!shmkv__text_valid(&v))
 		return SHMKV__BADV("index bucket %llu record %u: %s value is not valid UTF-8",
 				   (unsigned long long)b, i, shmkv_type_name(v.type));
-	uint16_t t;
-	memcpy(&t, bk + r->pos, 2);
+	const unsigned t = shmkv__rec_tag2(bk, i);
 	uint64_t hv = shmkv__hash(db->seed, db->hash_bits, key, key_len);
 	uint64_t tag = shmkv__tag(hv);
 	if (t != tag)
@@ -339,9 +339,10 @@ static inline int shmkv__verify_record2(const shmkv *db, uint64_t b, unsigned i,
 #undef SHMKV__BADV
 }
 
-/* The v2 index: every bucket's head (D and filter), records and zero tail;
- * the counts and the longest probe against the header; ENTRIES holds
- * exactly the OUT records' entries. */
+/* The v2 index: every bucket's head (count, D and filter), its directory
+ * and records (FORMAT.md §17.3: ascending, not overlapping, zero gaps and
+ * tail); the counts and the longest probe against the header; ENTRIES
+ * holds exactly the OUT records' entries. */
 static inline int shmkv__verify_index2(const shmkv *db, char *why, size_t why_len)
 {
 #define SHMKV__BADV(...) shmkv__fail(SHMKV_ECORRUPT, why, why_len, __VA_ARGS__)
@@ -357,17 +358,38 @@ static inline int shmkv__verify_index2(const shmkv *db, char *why, size_t why_le
 		if (!disp && !shmkv__all_zero(bk + 2, SHMKV_V2_FILTER_BITS / 8))
 			return SHMKV__BADV("index bucket %llu: filter bits without displaced keys",
 					   (unsigned long long)b);
-		if (bk[0] > SHMKV_V2_MAX_RECORDS)
+		const unsigned nr = bk[0];
+		if (nr > SHMKV_V2_MAX_RECORDS)
 			return SHMKV__BADV("index bucket %llu: %u records, at most %u fit",
-					   (unsigned long long)b, bk[0], SHMKV_V2_MAX_RECORDS);
-		unsigned pos = SHMKV_V2_BUCKET_HEAD;
-		for (unsigned i = 0; i < bk[0]; i++) {
+					   (unsigned long long)b, nr, SHMKV_V2_MAX_RECORDS);
+		/* the record area [dir_end, 128): offs ascending from dir_end,
+		 * no record overlapping the next, every byte between them 0 */
+		unsigned pos = shmkv__dir_end2(nr);
+		for (unsigned i = 0; i < nr; i++) {
+			const unsigned off = shmkv__rec_off2(bk, nr, i);
+			if (i ? off <= shmkv__rec_off2(bk, nr, i - 1) : off < pos)
+				return SHMKV__BADV("index bucket %llu record %u at +%u: %s",
+						   (unsigned long long)b, i, off,
+						   i ? "offsets not in ascending order"
+						     : "starts inside the tag directory");
+		}
+		for (unsigned i = 0; i < nr; i++) {
+			const unsigned off = shmkv__rec_off2(bk, nr, i);
+			if (off < pos)
+				return SHMKV__BADV("index bucket %llu record %u at +%u: overlaps "
+						   "the record before (ends at +%u)",
+						   (unsigned long long)b, i, off, pos);
+			const unsigned gap = off < SHMKV_V2_BUCKET_BYTES ? off : SHMKV_V2_BUCKET_BYTES;
+			if (!shmkv__all_zero(bk + pos, gap - pos))
+				return SHMKV__BADV("non-zero byte in bucket %llu's record area "
+						   "before record %u (+%u..+%u)",
+						   (unsigned long long)b, i, pos, off);
 			shmkv__rec r;
-			if (!shmkv__rec_decode(bk, pos, &r))
+			if (!shmkv__rec_decode(bk, nr, off, &r))
 				return SHMKV__BADV("index bucket %llu record %u at +%u: malformed "
 						   "(kind %02x) or past the bucket's end",
-						   (unsigned long long)b, i, pos,
-						   pos + 2 < SHMKV_V2_BUCKET_BYTES ? bk[pos + 2] : 0u);
+						   (unsigned long long)b, i, off,
+						   off < SHMKV_V2_BUCKET_BYTES ? bk[off] : 0u);
 			uint64_t d = 0;
 			int err = shmkv__verify_record2(db, b, i, &r, &d, &shared, why, why_len);
 			if (err)

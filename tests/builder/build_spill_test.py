@@ -21,6 +21,13 @@ the in-memory build, within the limit.
   7. Bad options (a size that is none, under 1 MiB, a --tmpdir that does
      not exist; join's limit too): exit 2 naming the option, an existing
      output untouched.
+  8. Format 2 (inline and OUT records, 8-aligned values, shared values,
+     expiry past and future): spilled under the limit, byte-identical to
+     the in-memory v2 build; at a fill of 0.97, keys displaced past the
+     last bucket (checked in the index) and -o -; records that pack badly
+     (two 42-byte records a bucket) at a fill of 1.0, where placement needs
+     more buckets: identical; 3 --part builds joined under the limit: the
+     one build.
 --quick (sanitizer builds, AArch64 under qemu-user, where RSS is not the
 builder's own): a 4 MiB limit and an eighth of the records, no RSS checks.
 usage: build_spill_test.py SHMCTL [--quick]"""
@@ -68,7 +75,7 @@ def same(a, b):
     return filecmp.cmp(a, b, shallow=False)
 
 
-def gen_here(name, n, rng, dup_rate, short=False):
+def gen_here(name, n, rng, dup_rate, short=False, expiry=False):
     pool = ['shared across the input, and long enough to be worth it: %03d %s' % (i, 'x' * i)
             for i in range(40)]
     keys = []
@@ -92,22 +99,54 @@ def gen_here(name, n, rng, dup_rate, short=False):
                 v = ['s%d' % rng.randint(0, 99), 'shared list item', 'z' * rng.randint(0, 20)]
             elif r < 0.19:
                 v = rng.random() < 0.5
-            elif short:
+            elif short == 'm' and r < 0.6:
+                v = '%x' % rng.getrandbits(rng.choice((8, 40, 80)))
+            elif short and short != 'm':
                 v = '%x' % rng.getrandbits(40)
             else:
                 v = '%080x' % rng.getrandbits(320)
-            f.write(json.dumps({'key': k, 'value': v}) + '\n')
+            rec = {'key': k, 'value': v}
+            if expiry and rng.random() < 0.3:  # past (absent to readers) or future
+                rec['expires'] = rng.choice((1, 1700000000, 4000000000, rng.randint(1, 2**32 - 1)))
+            f.write(json.dumps(rec) + '\n')
     return unique
 
 
-def gen(name, n, seed, dup_rate, short=False):
+def gen(name, n, seed, dup_rate, short=False, expiry=False):
     """Writes the input in a child process: the peak RSS a child reports
     (wait4, getrusage) includes its parent's at fork and exec (Linux carries
     the maxrss of the image it replaces), so this process stays small."""
     r = subprocess.run([sys.executable, __file__, '--gen', path(name), str(n), str(seed),
-                        str(dup_rate), '1' if short else ''], capture_output=True, text=True,
-                       check=True)
+                        str(dup_rate), (short if isinstance(short, str) else '1') if short else '',
+                        '1' if expiry else ''], capture_output=True, text=True, check=True)
     return int(r.stdout)
+
+
+def v2_wrapped(img):
+    """Records of a format 2 image found in a bucket before their home
+    (displaced past the last bucket), among the first 4096 buckets."""
+    with open(img, 'rb') as f:
+        data = f.read()
+    buckets = struct.unpack_from('<Q', data, 48)[0]
+    seed, hbits = struct.unpack_from('<Q', data, 64)[0], struct.unpack_from('<I', data, 60)[0]
+    check(hbits == 64, 'hash_bits %d' % hbits)
+    ix = struct.unpack_from('<Q', data, 192 + 8)[0]
+    wrapped = 0
+    for c in range(min(buckets, 4096)):
+        base = ix + 128 * c
+        n = data[base]
+        for i in range(n):
+            r = base + data[base + 8 + 2 * n + i]
+            kind = data[r]
+            if kind & 0x80:
+                e = (int.from_bytes(data[r + 1:r + 6], 'little')) << 3
+                key = data[e + 8:e + 8 + struct.unpack_from('<H', data, e + 2)[0]]
+            else:
+                at = r + 3 + (4 if kind & 0x40 else 0)
+                key = data[at:at + data[r + 1]]
+            home = (xxhash.xxh3_64_intdigest(key, seed=seed) * buckets) >> 64
+            wrapped += home > c
+    return wrapped
 
 
 def spill_left():
@@ -119,8 +158,8 @@ def stats(out):
 
 
 if sys.argv[1] == '--gen':
-    _, _, name, n, seed, rate, short = sys.argv
-    print(gen_here(name, int(n), random.Random(int(seed)), float(rate), short == '1'))
+    _, _, name, n, seed, rate, short, expiry = sys.argv
+    print(gen_here(name, int(n), random.Random(int(seed)), float(rate), short, expiry == '1'))
     sys.exit(0)
 
 shmctl = sys.argv[1]
@@ -329,6 +368,65 @@ try:
     rc, _, e, _ = run('image', 'join', '--memory-limit', 'abc', '-o', path('keep.img'),
                       path('tiny.img'))
     check(rc == 2 and '--memory-limit abc' in e, 'join, bad limit: exit %d: %s' % (rc, e))
+
+    # 8. format 2: the streamed index gives the in-memory bytes
+    n2 = 40_000 if QUICK else 400_000
+    gen('v2.jsonl', n2, 16, 0.01, short='m', expiry=True)
+    a, b = path('v2-mem.img'), path('v2-spill.img')
+    rc1, o1, e1, _ = run('-j', 'image', 'build', '--format', '2', '-o', a, '--memory-limit', 'none',
+                         '--on-duplicate', 'last', path('v2.jsonl'))
+    rc2, o2, e2, rss = run('-j', '--progress', 'image', 'build', '--format', '2', '-o', b,
+                           '--memory-limit', LIMIT, '--tmpdir', spilldir, '--on-duplicate', 'last',
+                           path('v2.jsonl'))
+    check(rc1 == 0 and rc2 == 0, 'format 2 builds: %s %s' % (e1, e2[-500:]))
+    if rc1 == 0 and rc2 == 0:
+        st = stats(o1)
+        check(same(a, b), 'format 2: the spilled image differs from the in-memory one')
+        check('\nsorting: ' in '\n' + e2, 'format 2: the build did not spill')
+        check(st['entries_bytes'] > 0 and st['index_bytes'] > st['entries_bytes'] / 4,
+              'format 2: no mix of inline and OUT records: %s' % st)
+        check(st['dedup']['shared_values'] >= 40, 'format 2: shared values: %s' % st['dedup'])
+        check(QUICK or rss <= LIMIT + ALLOWANCE, 'format 2: peak RSS %d MiB' % (rss >> 20))
+        print('format 2: image %d MiB, peak RSS %d MiB spilling (limit %d MiB)'
+              % (st['image_bytes'] >> 20, rss >> 20, LIMIT >> 20))
+    # a fill of 0.97: long displacement runs, some past the last bucket
+    rc1, _, e1, _ = run('image', 'build', '--format', '2', '--load-factor', '0.97', '-o', a,
+                        '--memory-limit', 'none', '--on-duplicate', 'last', path('small.jsonl'))
+    rc2, _, e2, _ = run('image', 'build', '--format', '2', '--load-factor', '0.97', '-o', b,
+                        '--memory-limit', '2M', '--tmpdir', spilldir, '--on-duplicate', 'last',
+                        path('small.jsonl'))
+    check(rc1 == 0 and rc2 == 0 and same(a, b), 'format 2 at 0.97: differs: %s %s' % (e1, e2))
+    check(rc2 != 0 or v2_wrapped(b) > 0, 'format 2: no key wrapped past the last bucket')
+    with open(path('v2-o.img'), 'wb') as f:
+        r2 = subprocess.run([shmctl, 'image', 'build', '--format', '2', '--load-factor', '0.97',
+                             '-o', '-', '--memory-limit', '2M', '--tmpdir', spilldir,
+                             '--on-duplicate', 'last', path('small.jsonl')], stdout=f, env=ENV)
+    check(r2.returncode == 0 and same(a, path('v2-o.img')), 'format 2, -o -: differs')
+    # sizes that pack badly at a fill of 1.0: placed again with more buckets
+    with open(path('pack.jsonl'), 'w') as f:
+        for i in range(30_000):
+            f.write('{"key":"key_%06d","value":"%s"}\n' % (i, 'v' * 25))
+    rc1, o1, e1, _ = run('-j', 'image', 'build', '--format', '2', '--load-factor', '1.0', '-o', a,
+                         '--memory-limit', 'none', path('pack.jsonl'))
+    rc2, _, e2, _ = run('image', 'build', '--format', '2', '--load-factor', '1.0', '-o', b,
+                        '--memory-limit', '1M', '--tmpdir', spilldir, path('pack.jsonl'))
+    check(rc1 == 0 and rc2 == 0 and same(a, b), 'format 2, packing badly: differs: %s %s' % (e1, e2))
+    check(rc1 != 0 or stats(o1)['buckets'] >= 15_000,
+          'format 2, packing badly: %s buckets, not placed again' % (rc1 == 0 and stats(o1)['buckets']))
+    # parts under the limit, joined under it
+    rc1, o1, e1, _ = run('-j', 'image', 'build', '--format', '2', '-o', a, '--memory-limit', 'none',
+                         '--on-duplicate', 'last', path('v2.jsonl'))
+    frags = []
+    for k in (1, 2, 3):
+        frags.append(path('v2-frag%d.img' % k))
+        rc, _, e, _ = run('image', 'build', '--format', '2', '-o', frags[-1], '--part', '%d/3' % k,
+                          '--buckets', stats(o1)['buckets'] if rc1 == 0 else 1, '--filter-part',
+                          '--memory-limit', LIMIT, '--tmpdir', spilldir, '--on-duplicate', 'last',
+                          path('v2.jsonl'))
+        check(rc == 0, 'format 2, part %d: %s' % (k, e))
+    rc, _, e, _ = run('image', 'join', '-o', b, '--memory-limit', LIMIT, '--tmpdir', spilldir, *frags)
+    check(rc == 0 and same(a, b), 'format 2: join under the limit differs from one build: %s' % e)
+    check(not spill_left(), 'spill files left after format 2: %s' % spill_left())
     print('generated the input in %.1f s, total %.1f s' % (gen_s, time.monotonic() - t0))
 finally:
     shutil.rmtree(tmp, ignore_errors=True)

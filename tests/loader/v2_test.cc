@@ -231,7 +231,7 @@ TEST_F(V2, BrokenRecordRefused)
 	size_t i = 0;
 	while (recs[i].key != "k10")
 		i++;
-	bytes[im.rec_off[i]] ^= 0x01;
+	bytes[im.tag_off[i]] ^= 0x01; // its directory tag
 	v2img::fix_checksums(bytes);
 	expect_refused(bytes, {"index bucket " + std::to_string(im.bucket[i]) + " record", "tag"});
 }

@@ -1,0 +1,279 @@
+// builder/stream_v2.cc - the format 2 index of a spilling build (stream_v2.h).
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <numeric>
+#include <unistd.h>
+
+#include "stream_v2.h"
+#include "writer.h"
+
+namespace shmkv_build {
+
+namespace {
+constexpr uint64_t kBatch = 4096; // buckets written at a time
+} // namespace
+
+V2Item StreamIndexV2::PRec::item() const
+{
+	return V2Item{kv, kv + key_len, val_len, expires, key_len, tag, type, s, entry_off};
+}
+
+void StreamIndexV2::extend(uint64_t c)
+{
+	if (c >= hi())
+		win_.resize(c - lo_ + 1);
+}
+
+unsigned StreamIndexV2::end_with(const Bucket &bk, const PRec &r)
+{
+	unsigned n = (unsigned)bk.recs.size();
+	if (n >= kV2MaxRecords)
+		return 0;
+	unsigned end = v2_bucket_end(n + 1, [&](unsigned i) -> const V2Shape & {
+		return i < n ? bk.recs[i].s : r.s;
+	});
+	return end <= kV2BucketBytes ? end : 0;
+}
+
+void StreamIndexV2::note(const PRec &r, uint64_t d)
+{
+	v2_home_mark(at(r.home).head, r.tag, d);
+	if (d > max_probe)
+		max_probe = (uint32_t)d;
+}
+
+int StreamIndexV2::add(uint64_t h, const V2Item &it)
+{
+	uint64_t home = shmkv_home_bucket(h, B_);
+	if (grp_.empty() || home != grp_home_) {
+		int err = grp_.empty() ? 0 : close_group();
+		if (!err)
+			err = place_pending(home);
+		uint64_t keep = pend_.empty() ? home : pend_.front().home;
+		// in batches; a gap of more than a batch is never held (zero on file)
+		if (!err && keep > lo_ && keep - lo_ >= kBatch)
+			err = write_front(keep);
+		if (err)
+			return err;
+		grp_home_ = home;
+	}
+	PRec r;
+	memset(&r, 0, sizeof r);
+	r.home = home;
+	r.entry_off = it.entry_off;
+	r.val_len = it.val_len;
+	r.expires = it.expires;
+	r.key_len = it.key_len;
+	r.tag = it.tag;
+	r.type = it.type;
+	r.s = it.s;
+	if (!it.s.out) { // fits: an inline record is at most kV2InlineMax bytes
+		if (it.key_len)
+			memcpy(r.kv, it.key, it.key_len);
+		if (it.val_len)
+			memcpy(r.kv + it.key_len, it.val, it.val_len);
+	}
+	grp_.push_back(r);
+	return 0;
+}
+
+// Pass 1 of the current group's home: smallest first (ties in entry
+// order), each that fits; the others wait, in entry order.
+int StreamIndexV2::close_group()
+{
+	extend(grp_home_);
+	Bucket &hb = at(grp_home_);
+	std::vector<uint32_t> ord(grp_.size());
+	std::iota(ord.begin(), ord.end(), 0u);
+	std::stable_sort(ord.begin(), ord.end(),
+			 [&](uint32_t x, uint32_t y) { return grp_[x].s.worst < grp_[y].s.worst; });
+	std::vector<bool> placed(grp_.size(), false);
+	for (uint32_t i : ord)
+		if (end_with(hb, grp_[i])) {
+			hb.recs.push_back(grp_[i]);
+			placed[i] = true;
+		}
+	for (size_t i = 0; i < grp_.size(); i++)
+		if (!placed[i])
+			pend_.push_back(grp_[i]);
+	grp_.clear();
+	return 0;
+}
+
+// Displaced keys into the complete buckets below limit, in entry order,
+// each into the first after its home with room; stops at the first key
+// whose candidates below limit have none.
+int StreamIndexV2::place_pending(uint64_t limit)
+{
+	while (!pend_.empty()) {
+		const PRec &k = pend_.front();
+		uint64_t c = std::max(k.home + 1, scan_);
+		for (; c < limit && c < B_; c++) {
+			extend(c);
+			if (end_with(at(c), k))
+				break;
+		}
+		if (c >= limit || c >= B_) {
+			scan_ = c;
+			return 0;
+		}
+		at(c).recs.push_back(k);
+		note(k, c - k.home);
+		pend_.pop_front();
+		scan_ = 0;
+	}
+	return 0;
+}
+
+// The keys left at the end, in order, each into the first bucket after
+// its home with room, wrapping past the last bucket to bucket 0 (buckets
+// before the window are read back from the file, once, and written again).
+int StreamIndexV2::place_wrapped()
+{
+	std::map<uint64_t, Bucket> file; // buckets read back, by number
+	std::map<uint64_t, unsigned> was;  // their bytes used before
+	std::vector<uint8_t> raw(kV2BucketBytes);
+	while (!pend_.empty()) {
+		const PRec &k = pend_.front();
+		Bucket *bk = nullptr;
+		uint64_t c = 0, d = 1;
+		for (;; d++) {
+			if (d >= B_) // no bucket has room
+				return kV2NoRoom;
+			c = k.home + d < B_ ? k.home + d : k.home + d - B_;
+			if (c >= lo_) {
+				bk = &at(c);
+			} else {
+				auto f = file.find(c);
+				if (f == file.end()) {
+					f = file.emplace(c, Bucket()).first;
+					int err = pio(raw.data(), c, false);
+					if (!err)
+						err = decode(raw.data(), c, f->second);
+					if (err)
+						return err;
+					was[c] = v2_bucket_end((unsigned)f->second.recs.size(),
+							       [&](unsigned i) -> const V2Shape & {
+								       return f->second.recs[i].s;
+							       });
+				}
+				bk = &f->second;
+			}
+			if (end_with(*bk, k))
+				break;
+		}
+		bk->recs.push_back(k);
+		note(k, d);
+		pend_.pop_front();
+	}
+	for (auto &f : file) {
+		render(f.second, raw.data());
+		record_bytes -= was[f.first] - kV2Head;
+		if (int err = pio(raw.data(), f.first, true))
+			return err;
+	}
+	return 0;
+}
+
+int StreamIndexV2::finish()
+{
+	int err = grp_.empty() ? 0 : close_group();
+	if (!err)
+		err = place_pending(B_);
+	if (!err && !pend_.empty()) {
+		extend(B_ - 1);
+		err = place_wrapped();
+	}
+	return err ? err : write_front(hi());
+}
+
+void StreamIndexV2::render(const Bucket &bk, uint8_t *out)
+{
+	memset(out, 0, kV2BucketBytes);
+	memcpy(out, bk.head, kV2Head);
+	unsigned n = (unsigned)bk.recs.size();
+	V2Item it[kV2MaxRecords];
+	for (unsigned i = 0; i < n; i++)
+		it[i] = bk.recs[i].item();
+	v2_render_bucket(out, n, [&](unsigned i) -> const V2Item & { return it[i]; });
+	record_bytes += v2_bucket_end(n, [&](unsigned i) -> const V2Shape & { return it[i].s; }) -
+			kV2Head;
+}
+
+// Renders and writes buckets [lo_, upto) (those past the window are zero
+// on file already).
+int StreamIndexV2::write_front(uint64_t upto)
+{
+	uint64_t k = upto > lo_ ? std::min(upto, hi()) - lo_ : 0;
+	if (k) {
+		out_.resize(k * kV2BucketBytes);
+		for (uint64_t i = 0; i < k; i++)
+			render(win_[i], out_.data() + i * kV2BucketBytes);
+		int err = write_all(fd_, out_.data(), out_.size(), (off_t)(off_ + lo_ * kV2BucketBytes));
+		if (err)
+			return b_->fail(err, "writing the index: %s", strerror(-err));
+		win_.erase(win_.begin(), win_.begin() + (ptrdiff_t)k);
+	}
+	if (upto > lo_)
+		lo_ = upto;
+	return 0;
+}
+
+int StreamIndexV2::pio(uint8_t *p, uint64_t c, bool write)
+{
+	off_t off = (off_t)(off_ + c * kV2BucketBytes);
+	ssize_t n = write ? pwrite(fd_, p, kV2BucketBytes, off) : pread(fd_, p, kV2BucketBytes, off);
+	if (n != (ssize_t)kV2BucketBytes)
+		return b_->fail(n < 0 ? -errno : -EIO, "%s the index: %s", write ? "writing" : "reading",
+				n < 0 ? strerror(errno) : "short transfer");
+	return 0;
+}
+
+// A bucket this index wrote, read back: its head and records (as written,
+// so no check beyond what decoding needs).
+int StreamIndexV2::decode(const uint8_t *p, uint64_t c, Bucket &bk)
+{
+	memcpy(bk.head, p, kV2Head);
+	bk.head[0] = 0;
+	unsigned n = p[0];
+	if (n > kV2MaxRecords)
+		return b_->fail(-EIO, "index bucket %llu read back: count %u (internal error)",
+				(unsigned long long)c, n);
+	for (unsigned i = 0; i < n; i++) {
+		PRec r;
+		memset(&r, 0, sizeof r);
+		memcpy(&r.tag, p + kV2Head + 2 * i, 2);
+		const uint8_t *q = p + p[kV2Head + 2 * n + i];
+		bool exp = q[0] & kV2KindExpires;
+		if (q[0] & kV2KindOut) {
+			uint64_t u = 0;
+			memcpy(&u, q + 1, 5);
+			r.entry_off = u << 3;
+			if (exp)
+				memcpy(&r.expires, q + kV2OutHead, 4);
+			r.s.head = (uint16_t)(kV2OutHead + (exp ? kV2ExpiresSize : 0));
+			r.s.align = 1;
+			r.s.worst = (uint8_t)r.s.head;
+			r.s.out = true;
+		} else {
+			r.type = q[0] & SHMKV_REC_TYPE_MASK;
+			r.key_len = q[1];
+			r.val_len = q[2];
+			unsigned at = (unsigned)(q - p) + kV2InlineHead;
+			if (exp) {
+				memcpy(&r.expires, p + at, 4);
+				at += kV2ExpiresSize;
+			}
+			r.s = v2_shape(r.key_len, r.type, r.val_len, r.expires);
+			memcpy(r.kv, p + at, r.key_len);
+			at = (unsigned)align_up(at + r.key_len, r.s.align);
+			memcpy(r.kv + r.key_len, p + at, r.val_len);
+		}
+		bk.recs.push_back(r);
+	}
+	return 0;
+}
+
+} // namespace shmkv_build
