@@ -26,15 +26,28 @@ void StreamIndexV2::extend(uint64_t c)
 		win_.resize(c - lo_ + 1);
 }
 
-unsigned StreamIndexV2::end_with(const Bucket &bk, const PRec &r)
+// The end of bk's layout with r appended, or 0 when it has no room (as
+// layout_v2.cc's end_with: recomputed whole where padding may change).
+inline unsigned StreamIndexV2::end_with(const Bucket &bk, const PRec &r)
 {
 	unsigned n = (unsigned)bk.recs.size();
 	if (n >= kV2MaxRecords)
 		return 0;
-	unsigned end = v2_bucket_end(n + 1, [&](unsigned i) -> const V2Shape & {
-		return i < n ? bk.recs[i].s : r.s;
-	});
+	unsigned end;
+	if (!bk.aligned && r.s.align == 1)
+		end = bk.end + kV2DirBytes + r.s.head + r.s.tail;
+	else
+		end = v2_bucket_end(n + 1, [&](unsigned i) -> const V2Shape & {
+			return i < n ? bk.recs[i].s : r.s;
+		});
 	return end <= kV2BucketBytes ? end : 0;
+}
+
+void StreamIndexV2::push(Bucket &bk, const PRec &r, unsigned end)
+{
+	bk.recs.push_back(r);
+	bk.end = (uint8_t)end;
+	bk.aligned |= r.s.align != 1;
 }
 
 void StreamIndexV2::note(const PRec &r, uint64_t d)
@@ -91,8 +104,8 @@ int StreamIndexV2::close_group()
 			 [&](uint32_t x, uint32_t y) { return grp_[x].s.worst < grp_[y].s.worst; });
 	std::vector<bool> placed(grp_.size(), false);
 	for (uint32_t i : ord)
-		if (end_with(hb, grp_[i])) {
-			hb.recs.push_back(grp_[i]);
+		if (unsigned end = end_with(hb, grp_[i])) {
+			push(hb, grp_[i], end);
 			placed[i] = true;
 		}
 	for (size_t i = 0; i < grp_.size(); i++)
@@ -109,17 +122,18 @@ int StreamIndexV2::place_pending(uint64_t limit)
 {
 	while (!pend_.empty()) {
 		const PRec &k = pend_.front();
-		uint64_t c = std::max(k.home + 1, scan_);
-		for (; c < limit && c < B_; c++) {
-			extend(c);
-			if (end_with(at(c), k))
+		uint64_t c = std::max(k.home + 1, scan_), stop = std::min(limit, B_);
+		unsigned end = 0;
+		if (c < stop)
+			extend(stop - 1);
+		for (; c < stop; c++)
+			if ((end = end_with(at(c), k)))
 				break;
-		}
 		if (c >= limit || c >= B_) {
 			scan_ = c;
 			return 0;
 		}
-		at(c).recs.push_back(k);
+		push(at(c), k, end);
 		note(k, c - k.home);
 		pend_.pop_front();
 		scan_ = 0;
@@ -139,6 +153,7 @@ int StreamIndexV2::place_wrapped()
 		const PRec &k = pend_.front();
 		Bucket *bk = nullptr;
 		uint64_t c = 0, d = 1;
+		unsigned end = 0;
 		for (;; d++) {
 			if (d >= B_) // no bucket has room
 				return kV2NoRoom;
@@ -154,17 +169,14 @@ int StreamIndexV2::place_wrapped()
 						err = decode(raw.data(), c, f->second);
 					if (err)
 						return err;
-					was[c] = v2_bucket_end((unsigned)f->second.recs.size(),
-							       [&](unsigned i) -> const V2Shape & {
-								       return f->second.recs[i].s;
-							       });
+					was[c] = f->second.end;
 				}
 				bk = &f->second;
 			}
-			if (end_with(*bk, k))
+			if ((end = end_with(*bk, k)))
 				break;
 		}
-		bk->recs.push_back(k);
+		push(*bk, k, end);
 		note(k, d);
 		pend_.pop_front();
 	}
@@ -271,8 +283,9 @@ int StreamIndexV2::decode(const uint8_t *p, uint64_t c, Bucket &bk)
 			at = (unsigned)align_up(at + r.key_len, r.s.align);
 			memcpy(r.kv + r.key_len, p + at, r.val_len);
 		}
-		bk.recs.push_back(r);
+		push(bk, r, 0);
 	}
+	bk.end = (uint8_t)v2_bucket_end(n, [&](unsigned i) -> const V2Shape & { return bk.recs[i].s; });
 	return 0;
 }
 

@@ -47,13 +47,15 @@ private:
 	};
 	struct Bucket {
 		uint8_t head[kV2Head] = {}; // count (set on rendering), D, filter
+		uint8_t end = kV2Head;      // where its records' layout ends
+		bool aligned = false;       // some record has an 8-aligned value
 		std::vector<PRec> recs;     // in placement order
 	};
 	uint64_t hi() const { return lo_ + win_.size(); }
 	Bucket &at(uint64_t c) { return win_[c - lo_]; }
 	void extend(uint64_t c);
 	static unsigned end_with(const Bucket &bk, const PRec &r);
-	void put(Bucket &bk, const PRec &r, unsigned end);
+	static void push(Bucket &bk, const PRec &r, unsigned end);
 	void note(const PRec &r, uint64_t d);
 	int close_group();
 	int place_pending(uint64_t limit);

@@ -13,14 +13,15 @@
 
 namespace shmkv_build {
 
+// The numbers are lib/shmkv/format.h's (SHMKV_V2_*, SHMKV_REC_*).
 constexpr uint64_t kV2BucketBytes = SHMKV_V2_BUCKET_BYTES; // the aligned pair of lines a hit requests
-constexpr unsigned kV2Head = 8;        // count, D, 48-bit filter
-constexpr unsigned kV2MaxRecords = 16; // count's bound (two 16-byte tag compares)
-constexpr unsigned kV2DirBytes = 3;    // a record's u16 tag and u8 offset
-constexpr unsigned kV2InlineHead = 3;  // kind, key_len, value_len
-constexpr unsigned kV2OutHead = 6;     // kind, 40-bit entry offset / 8
-constexpr unsigned kV2ExpiresSize = 4;
-constexpr unsigned kV2MaxLen = 255;    // inline key_len and value_len are u8
+constexpr unsigned kV2Head = SHMKV_V2_BUCKET_HEAD;          // count, D, 48-bit filter
+constexpr unsigned kV2MaxRecords = SHMKV_V2_MAX_RECORDS;    // count's bound
+constexpr unsigned kV2DirBytes = SHMKV_V2_DIR_BYTES;        // a record's u16 tag and u8 offset
+constexpr unsigned kV2InlineHead = SHMKV_REC_INLINE_HEAD;   // kind, key_len, value_len
+constexpr unsigned kV2OutHead = SHMKV_REC_OUT_HEAD;         // kind, 40-bit entry offset / 8
+constexpr unsigned kV2ExpiresSize = SHMKV_REC_EXPIRES_SIZE;
+constexpr unsigned kV2MaxLen = SHMKV_REC_MAX_LEN;           // inline key_len and value_len are u8
 constexpr unsigned kV2FilterBits = SHMKV_V2_FILTER_BITS;
 constexpr uint8_t kV2KindExpires = SHMKV_REC_EXPIRES, kV2KindOut = SHMKV_REC_OUT;
 // An entry is inline when its record, with the worst value padding, takes

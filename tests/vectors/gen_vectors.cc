@@ -22,6 +22,7 @@
 #include <vector>
 
 #include <dirent.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <shmkv.h>
@@ -41,8 +42,15 @@ namespace {
 struct Rec {
 	std::string key;
 	unsigned type;
-	std::string raw; // the value's bytes as the builder API takes them
+	std::string raw;      // the value's bytes as the builder API takes them
+	uint32_t expires = 0; // format 2: Unix seconds, 0 none
 };
+
+Rec expiring(Rec r, uint32_t t)
+{
+	r.expires = t;
+	return r;
+}
 
 std::string le64(uint64_t x)
 {
@@ -85,6 +93,7 @@ struct Opts {
 	unsigned hash_bits = 64;
 	bool dedup = true;
 	const char *name = "vectors";
+	unsigned format = 1;
 };
 
 // Builds recs with fixed options (seed, creation time, one thread), returns
@@ -106,13 +115,15 @@ std::string build(const std::vector<Rec> &recs, const Opts &o, const std::string
 	}
 	if (o.load_factor > 0)
 		bo.load_factor = o.load_factor;
+	bo.format = o.format;
 	shmkv_builder *b;
 	int err = shmkv_builder_new(&bo, &b);
 	if (err)
 		die(std::string("builder: ") + shmkv_strerror(err));
 	shmkv_builder_set_threads(b, 1);
 	for (const Rec &r : recs)
-		if (shmkv_builder_add(b, r.key.data(), r.key.size(), r.type, r.raw.data(),
+		if (shmkv_builder_set_expires(b, r.expires) != 0 ||
+		    shmkv_builder_add(b, r.key.data(), r.key.size(), r.type, r.raw.data(),
 				      r.raw.size()) != 0)
 			die(std::string("add: ") + shmkv_builder_error(b));
 	std::string path = tmpdir + "/build.img";
@@ -313,6 +324,7 @@ struct Get {
 };
 
 struct Vector {
+	unsigned format = 1; // of the image: "vectors" (1) or "vectors_v2" (2)
 	std::string name, about;
 	std::string img;
 	const char *open = "OK", *verify = "OK";
@@ -350,15 +362,21 @@ void fill_contents(Vector &v, const std::vector<Rec> &recs)
 	v.contents = true;
 }
 
-std::string manifest(const std::vector<Vector> &vs)
+// One array of the manifest: the vectors of one image format.
+std::string vector_array(const std::vector<Vector> &all, unsigned format)
 {
-	std::string m = "{\n  \"format\": \"shmkv-conformance-vectors\",\n  \"manifest_version\": 1,\n"
-			"  \"image_format_version\": 1,\n  \"vectors\": [\n";
+	std::vector<const Vector *> vs;
+	for (const Vector &v : all)
+		if (v.format == format)
+			vs.push_back(&v);
+	std::string m;
+	const std::string dir = format == 1 ? "" : "v2/";
 	for (size_t i = 0; i < vs.size(); i++) {
-		const Vector &v = vs[i];
-		m += "    {\n      \"name\": " + jstr(v.name) + ",\n      \"file\": " +
-		     jstr(v.name + ".img") + ",\n      \"about\": " + jstr(v.about) +
-		     ",\n      \"open\": " + jstr(v.open) + ",\n      \"verify\": " + jstr(v.verify);
+		const Vector &v = *vs[i];
+		m += "    {\n      \"name\": " + jstr(v.name) + ",\n      \"format\": " +
+		     std::to_string(v.format) + ",\n      \"file\": " + jstr(dir + v.name + ".img") +
+		     ",\n      \"about\": " + jstr(v.about) + ",\n      \"open\": " + jstr(v.open) +
+		     ",\n      \"verify\": " + jstr(v.verify);
 		if (v.contents) {
 			m += ",\n      \"entries\": [";
 			for (size_t j = 0; j < v.entries.size(); j++) {
@@ -367,7 +385,10 @@ std::string manifest(const std::vector<Vector> &vs)
 				     ", \"type\": " + jstr(shmkv_type_name(r.type)) +
 				     ", \"shared\": " + (v.shared[j] ? "true" : "false") +
 				     ", \"count\": " + std::to_string(count_of(r)) +
-				     ", \"raw_hex\": " + jstr(hex(r.raw)) + ", \"value\": " + typed(r) + "}";
+				     ", \"raw_hex\": " + jstr(hex(r.raw)) + ", \"value\": " + typed(r);
+				if (r.expires)
+					m += ", \"expires\": " + std::to_string(r.expires);
+				m += "}";
 			}
 			m += "\n      ]";
 		}
@@ -380,7 +401,14 @@ std::string manifest(const std::vector<Vector> &vs)
 		}
 		m += "\n    }" + std::string(i + 1 < vs.size() ? "," : "") + "\n";
 	}
-	return m + "  ]\n}\n";
+	return m;
+}
+
+std::string manifest(const std::vector<Vector> &vs)
+{
+	return "{\n  \"format\": \"shmkv-conformance-vectors\",\n  \"manifest_version\": 1,\n"
+	       "  \"image_format_version\": 1,\n  \"vectors\": [\n" +
+	       vector_array(vs, 1) + "  ],\n  \"vectors_v2\": [\n" + vector_array(vs, 2) + "  ]\n}\n";
 }
 
 // ---- the vectors -----------------------------------------------------------
@@ -431,6 +459,380 @@ std::vector<Rec> base_recs()
 		str("sh1", "a value long enough to be shared by two keys"),
 		str("sh2", "a value long enough to be shared by two keys"),
 	};
+}
+
+// ---- format 2 (FORMAT.md §17, layout B) -------------------------------------
+
+// A record of an intact v2 image, found by decoding every bucket.
+struct Loc2 {
+	uint64_t bucket = 0, base = 0; // its bucket, and that bucket's image offset
+	unsigned n = 0, i = 0, off = 0; // the bucket's count, its index, its offset in the bucket
+	uint16_t tag = 0;
+	uint64_t home = 0;
+	uint8_t kind = 0;
+	uint64_t rec() const { return base + off; }
+};
+
+std::string v2_key(const std::string &img, uint64_t rec)
+{
+	uint8_t kind = (uint8_t)img[rec];
+	if (kind & SHMKV_REC_OUT) {
+		uint64_t u = 0;
+		memcpy(&u, img.data() + rec + 1, 5);
+		uint16_t kl;
+		memcpy(&kl, img.data() + (u << 3) + 2, 2);
+		return img.substr((u << 3) + 8, kl);
+	}
+	unsigned at = 3 + (kind & SHMKV_REC_EXPIRES ? 4 : 0);
+	return img.substr(rec + at, (uint8_t)img[rec + 1]);
+}
+
+std::vector<Loc2> v2_records(const std::string &img)
+{
+	shmkv_image_header h = header_of(img);
+	std::vector<Loc2> out;
+	for (uint64_t b = 0; b < h.bucket_count; b++) {
+		Loc2 l;
+		l.bucket = b;
+		l.base = h.sections[0].offset + 128 * b;
+		l.n = (uint8_t)img[l.base];
+		for (l.i = 0; l.i < l.n; l.i++) {
+			memcpy(&l.tag, img.data() + l.base + 8 + 2 * l.i, 2);
+			l.off = (uint8_t)img[l.base + 8 + 2 * l.n + l.i];
+			l.kind = (uint8_t)img[l.rec()];
+			std::string k = v2_key(img, l.rec());
+			l.home = shmkv_home_bucket(shmkv_key_hash(h.hash_seed, h.hash_bits, k.data(), k.size()),
+						   h.bucket_count);
+			out.push_back(l);
+		}
+	}
+	return out;
+}
+
+Loc2 loc2(const std::string &img, const std::string &key)
+{
+	for (const Loc2 &l : v2_records(img))
+		if (v2_key(img, l.rec()) == key)
+			return l;
+	die("v2: no record of " + key);
+}
+
+// Keys of recs whose lookup reads only its home bucket, and that is not
+// bucket c (D = 0 at home, not homed at c, found at home).
+std::vector<std::string> v2_elsewhere(const std::string &img, uint64_t c)
+{
+	std::vector<std::string> out;
+	for (const Loc2 &l : v2_records(img))
+		if (l.home != c && l.bucket == l.home &&
+		    img[header_of(img).sections[0].offset + 128 * l.home + 1] == 0)
+			out.push_back(v2_key(img, l.rec()));
+	if (out.empty())
+		die("v2: no key away from bucket " + std::to_string(c));
+	return out;
+}
+
+void make_v2(const std::string &tmp, std::vector<Vector> &out)
+{
+	Opts o2;
+	o2.format = 2;
+	auto accepted = [&](const std::string &name, const std::string &about,
+			    const std::vector<Rec> &recs, const Opts &o, std::vector<Get> gets = {}) {
+		Vector v;
+		v.format = 2;
+		v.name = name;
+		v.about = about;
+		v.img = build(recs, o, tmp);
+		fill_contents(v, recs);
+		v.gets = std::move(gets);
+		v.gets.push_back({std::string("no such key\x01", 12), "SHMKV_ENOTFOUND"});
+		out.push_back(v);
+		return v.img;
+	};
+	accepted("v2_empty", "format 2, no entries: every lookup misses", {}, o2);
+	{
+		std::vector<Rec> r = every_type();
+		for (unsigned k = 0; k < 8; k++) // values 8-aligned after keys of every length mod 8
+			r.push_back(list<double>(std::string(k + 1, 'a'), SHMKV_TYPE_F64LIST, {1.0 * k}));
+		r.push_back(str("string/long", std::string(300, 'x')));
+		r.push_back(list<int64_t>("i64list/long", SHMKV_TYPE_I64LIST, {1, 2, 3, 4, 5, 6}));
+		r.push_back(strlist("strlist/long", {"one", "two", "three", "four", "five", "six"}));
+		std::string img = accepted("v2_types", "format 2: every value type inline (empty values, edge "
+			       "numbers, 8-aligned values after keys of every length mod 8, the empty "
+			       "key) and OUT (values too long to inline)", r, o2);
+		size_t inl = 0, outs = 0;
+		for (const Loc2 &l : v2_records(img))
+			(l.kind & SHMKV_REC_OUT ? outs : inl)++;
+		if (inl < 20 || outs < 3)
+			die("v2_types: " + std::to_string(inl) + " inline, " + std::to_string(outs) + " OUT");
+	}
+	{
+		std::vector<Rec> r;
+		for (size_t len : {1, 2, 7, 8, 9, 15, 16, 17, 40, 63, 64, 254, 255, 256, 4096, 65535}) {
+			std::string k(len, 'k');
+			for (size_t i = 0; i < len; i++)
+				k[i] = (char)('a' + (i * 7 + len) % 26);
+			r.push_back(str(k, std::to_string(len)));
+		}
+		accepted("v2_long_keys", "format 2: keys of 1 to 65535 bytes; those past the inline "
+			 "bound (and all over 255 bytes) are OUT records", r, o2);
+	}
+	std::string disp;
+	{
+		std::vector<Rec> r;
+		for (int i = 0; i < 300; i++)
+			r.push_back(str("key_" + std::to_string(i), "val_" + std::to_string(i)));
+		Opts o = o2;
+		o.load_factor = 0.97;
+		disp = accepted("v2_displaced", "format 2: 300 keys at a fill of 0.97: many displaced "
+				"from their home bucket (D and filter set there)", r, o);
+		if (header_of(disp).max_probe < 2)
+			die("v2_displaced: max_probe " + std::to_string(header_of(disp).max_probe));
+	}
+	{
+		std::vector<Rec> r;
+		std::string long_s(200, 's');
+		for (int i = 0; i < 6; i++) {
+			r.push_back(str("str_" + std::to_string(i), long_s));
+			r.push_back(list<double>("f64l_" + std::to_string(i), SHMKV_TYPE_F64LIST,
+						 {1, 2, 3, 4, 5, 6, 7}));
+			r.push_back(bytes("bytes_" + std::to_string(i), long_s)); // same bytes, other type
+		}
+		r.push_back(str("unshared", "short"));
+		r.push_back(str("inline twin 1", "inline values are never shared"));
+		r.push_back(str("inline twin 2", "inline values are never shared"));
+		accepted("v2_shared", "format 2: values shared by OUT records (three groups of six keys); "
+			 "equal inline values are not shared", r, o2);
+	}
+	std::string expimg;
+	{
+		std::vector<Rec> r = {
+			expiring(str("expired", "past"), 1000000000),          // 2001-09-09
+			expiring(str("future", "far off"), 4000000000u),       // 2096-10-02
+			expiring(str("expired/out", std::string(100, 'o')), 1),
+			expiring(str("future/out", std::string(100, 'p')), 0xFFFFFFFFu),
+			expiring(list<double>("future/aligned", SHMKV_TYPE_F64LIST, {2.5}), 4000000000u),
+			str("never", "no expiry"),
+		};
+		expimg = accepted("v2_expiry", "format 2: records that expire, inline and OUT: two in "
+				  "the past (absent to a lookup, listed by iteration), three far in the "
+				  "future, one without",
+				  r, o2, {{"expired", "SHMKV_ENOTFOUND"}, {"expired/out", "SHMKV_ENOTFOUND"},
+					  {"future", "OK"}, {"future/out", "OK"}, {"never", "OK"}});
+	}
+
+	// ---- damaged and forged: each one field of v2_base ----
+	std::vector<Rec> base = base_recs();
+	base.push_back(str("long", std::string(100, 'L')));
+	const std::string intact = build(base, o2, tmp);
+	const shmkv_image_header h = header_of(intact);
+	auto forged = [&](const std::string &name, const std::string &about, const char *open,
+			  const char *verify, std::string img, std::vector<Get> gets = {}) {
+		Vector v;
+		v.format = 2;
+		v.name = name;
+		v.about = about;
+		v.open = open;
+		v.verify = verify;
+		v.img = std::move(img);
+		v.gets = std::move(gets);
+		out.push_back(v);
+	};
+	auto with = [&](const std::string &from, auto fn, bool seal = true) {
+		std::string img = from;
+		fn(img);
+		if (seal)
+			reseal(img);
+		return img;
+	};
+	forged("v2_base", "format 2: the intact image the forged v2 vectors below change", "OK", "OK",
+	       intact, {{"s", "OK"}, {"sh2", "OK"}, {"long", "OK"}, {"missing", "SHMKV_ENOTFOUND"}});
+	fill_contents(out.back(), base);
+
+	forged("v2_preview_layout", "format 2 with the layout hash of the v2 preview (tags inside "
+	       "records, 0xfba82e8976eb9578): refused, never misread", "SHMKV_ELAYOUT", "-",
+	       with(intact, [](std::string &i) { put_at<uint64_t>(i, 16, 0xfba82e8976eb9578ULL); }));
+	forged("v2_unknown_header_flag", "format 2, header flag 0x4 (v2 knows 0x1, 0x2)",
+	       "SHMKV_ECORRUPT", "-",
+	       with(intact, [&](std::string &i) { put_at<uint64_t>(i, 24, h.flags | 4); }));
+	forged("v2_bucket_slots_64", "format 2 with bucket_slots 64 (v2: 128, the bucket bytes)",
+	       "SHMKV_ECORRUPT", "-", with(intact, [](std::string &i) { put_at<uint32_t>(i, 56, 64); }));
+	forged("v2_entries_checksum", "format 2, one byte of an OUT entry changed, checksums not "
+	       "recomputed", "SHMKV_ECHECKSUM", "-", with(intact, [&](std::string &i) {
+		       i[h.sections[1].offset + 9] ^= 1;
+	       }, false));
+	forged("v2_truncated", "format 2, the file cut to one page less than file_size",
+	       "SHMKV_ETRUNCATED", "-", intact.substr(0, intact.size() - 4096));
+
+	// the bucket rules (FORMAT.md §17.3, V2B.md)
+	const Loc2 s = loc2(intact, "s");
+	const std::vector<std::string> away = v2_elsewhere(intact, s.bucket);
+	const std::string far = away[0];
+	// a key of s's bucket after it, whose tag differs
+	std::string next;
+	Loc2 nl;
+	for (const Loc2 &l : v2_records(intact))
+		if (l.bucket == s.bucket && l.i == s.i + 1 && l.tag != s.tag) {
+			next = v2_key(intact, l.rec());
+			nl = l;
+		}
+	if (next.empty() || s.kind != SHMKV_TYPE_STRING)
+		die("v2_base: s is not an inline string followed by a record of another tag");
+	forged("v2_count_17", "bucket of s with count 17 (at most 16)", "OK", "SHMKV_ECORRUPT",
+	       with(intact, [&](std::string &i) { i[s.base] = 17; }),
+	       {{"s", "SHMKV_ECORRUPT"}, {far, "OK"}});
+	forged("v2_off_in_directory", "s's record offset inside its bucket's directory "
+	       "(8 + 3*count - 1)", "OK", "SHMKV_ECORRUPT",
+	       with(intact, [&](std::string &i) { i[s.base + 8 + 2 * s.n + s.i] = (char)(8 + 3 * s.n - 1); }),
+	       {{"s", "SHMKV_ECORRUPT"}, {next, "OK"}, {far, "OK"}});
+	forged("v2_overlapping_records", "the record after s starts one byte early, on the NUL "
+	       "ending s's string: the records overlap, and a lookup decodes kind 0 (an inline "
+	       "record of type 0)", "OK", "SHMKV_ECORRUPT",
+	       with(intact, [&](std::string &i) { i[s.base + 8 + 2 * s.n + nl.i] = (char)(nl.off - 1); }),
+	       {{"s", "OK"}, {next, "SHMKV_ECORRUPT"}, {far, "OK"}});
+	forged("v2_same_offset", "the record after s given s's offset (offsets must ascend "
+	       "strictly): its lookup finds s's key there, not its own", "OK", "SHMKV_ECORRUPT",
+	       with(intact, [&](std::string &i) { i[s.base + 8 + 2 * s.n + nl.i] = (char)s.off; }),
+	       {{"s", "OK"}, {next, "SHMKV_ENOTFOUND"}, {far, "OK"}});
+	{
+		// the last record of a bucket with room after it
+		Loc2 last;
+		unsigned end = 0;
+		bool got = false;
+		for (const Loc2 &l : v2_records(intact))
+			if (l.i + 1 == l.n && (l.kind == SHMKV_TYPE_STRING || l.kind == SHMKV_TYPE_BYTES)) {
+				last = l;
+				got = true;
+			}
+		if (!got)
+			die("v2_base: no bucket ending with an inline string or bytes");
+		std::string lk = v2_key(intact, last.rec());
+		end = last.off + 3 + (unsigned)lk.size() + (uint8_t)intact[last.rec() + 2] + 1;
+		if (end >= 128)
+			die("v2_base: no room after the last record");
+		forged("v2_record_past_end", "the last record of a bucket (inline bytes) with value_len "
+		       "255: it runs past +128", "OK", "SHMKV_ECORRUPT",
+		       with(intact, [&](std::string &i) { i[last.rec() + 2] = (char)255; }),
+		       {{lk, "SHMKV_ECORRUPT"}});
+		forged("v2_nonzero_gap", "a byte after the last record of a bucket is 1 (the record "
+		       "area no record covers is zero); no lookup reads it", "OK", "SHMKV_ECORRUPT",
+		       with(intact, [&](std::string &i) { i[last.base + 127] = 1; }), {{lk, "OK"}});
+	}
+	{
+		uint16_t other = (uint16_t)(s.tag ^ 0x8000) ? (uint16_t)(s.tag ^ 0x8000) : 1;
+		forged("v2_tag_mismatch", "s's directory tag differs from its key's tag: its lookup "
+		       "misses", "OK", "SHMKV_ECORRUPT",
+		       with(intact, [&](std::string &i) { put_at<uint16_t>(i, s.base + 8 + 2 * s.i, other); }),
+		       {{"s", "SHMKV_ENOTFOUND"}, {next, "OK"}});
+		forged("v2_tag_zero", "s's directory tag is 0 (a tag is never 0): its lookup misses",
+		       "OK", "SHMKV_ECORRUPT",
+		       with(intact, [&](std::string &i) { put_at<uint16_t>(i, s.base + 8 + 2 * s.i, 0); }),
+		       {{"s", "SHMKV_ENOTFOUND"}, {next, "OK"}});
+	}
+	forged("v2_kind_bit_4", "s's record kind with bit 4 set (bits 4, 5 are zero)", "OK",
+	       "SHMKV_ECORRUPT", with(intact, [&](std::string &i) { i[s.rec()] |= 0x10; }),
+	       {{"s", "SHMKV_ECORRUPT"}, {next, "OK"}});
+	forged("v2_unknown_type", "s's inline record of type 10 (v2 knows 1..9)", "OK",
+	       "SHMKV_ECORRUPT", with(intact, [&](std::string &i) { i[s.rec()] = 10; }),
+	       {{"s", "SHMKV_ECORRUPT"}, {next, "OK"}});
+	forged("v2_string_without_nul", "the NUL after s's inline string is 'x'", "OK",
+	       "SHMKV_ECORRUPT", with(intact, [&](std::string &i) { i[s.rec() + 3 + 1 + 5] = 'x'; }),
+	       {{"s", "SHMKV_ECORRUPT"}, {next, "OK"}});
+	{
+		Loc2 b = loc2(intact, "b"), in = loc2(intact, "i");
+		forged("v2_bool_byte_2", "inline bool b stored as byte 2", "OK", "SHMKV_ECORRUPT",
+		       with(intact, [&](std::string &i) { i[b.rec() + 3 + 1] = 2; }),
+		       {{"b", "SHMKV_ECORRUPT"}});
+		forged("v2_i64_length_4", "inline i64 i with value_len 4", "OK", "SHMKV_ECORRUPT",
+		       with(intact, [&](std::string &i) { i[in.rec() + 2] = 4; }),
+		       {{"i", "SHMKV_ECORRUPT"}});
+	}
+	{
+		Loc2 lo = loc2(intact, "long");
+		if (!(lo.kind & SHMKV_REC_OUT))
+			die("v2_base: long is not OUT");
+		auto unit = [&](uint64_t off) {
+			return [&, off](std::string &i) {
+				uint64_t u = off >> 3;
+				memcpy(&i[lo.rec() + 1], &u, 5);
+			};
+		};
+		forged("v2_out_unit_past_entries", "the OUT record of long names an entry past ENTRIES "
+		       "(in VALUES)", "OK", "SHMKV_ECORRUPT",
+		       with(intact, unit(h.sections[2].offset)), {{"long", "SHMKV_ECORRUPT"}});
+		forged("v2_out_unit_in_index", "the OUT record of long names an entry inside the index",
+		       "OK", "SHMKV_ECORRUPT", with(intact, unit(h.sections[0].offset)),
+		       {{"long", "SHMKV_ECORRUPT"}});
+		forged("v2_out_with_type", "the OUT record of long with type bits 1 (OUT: 0)", "OK",
+		       "SHMKV_ECORRUPT", with(intact, [&](std::string &i) { i[lo.rec()] |= 1; }),
+		       {{"long", "SHMKV_ECORRUPT"}});
+	}
+	forged("v2_entry_count_mismatch", "format 2, entry_count one more than the records", "OK",
+	       "SHMKV_ECORRUPT",
+	       with(intact, [&](std::string &i) { put_at<uint64_t>(i, 40, h.entry_count + 1); }),
+	       {{"s", "OK"}});
+	{
+		Loc2 fl = loc2(intact, far); // its home, where it is, has D 0
+		forged("v2_filter_without_d", "a bucket with D 0 and a filter bit set", "OK",
+		       "SHMKV_ECORRUPT", with(intact, [&](std::string &i) { i[fl.base + 2] |= 1; }),
+		       {{far, "OK"}});
+	}
+
+	// displacement (on v2_displaced)
+	{
+		const shmkv_image_header dh = header_of(disp);
+		Loc2 d;
+		bool got = false;
+		for (const Loc2 &l : v2_records(disp))
+			if (!got && l.bucket != l.home && (l.bucket + dh.bucket_count - l.home) % dh.bucket_count >= 2) {
+				d = l;
+				got = true;
+			}
+		if (!got || dh.max_probe >= 250)
+			die("v2_displaced: no key displaced by 2 or more, or max_probe 250 or more");
+		std::string dk = v2_key(disp, d.rec());
+		uint64_t hb = dh.sections[0].offset + 128 * d.home;
+		unsigned fi = (unsigned)(((uint64_t)d.tag * 48) >> 16);
+		uint64_t dist = (d.bucket + dh.bucket_count - d.home) % dh.bucket_count;
+		// keys homed elsewhere than d's home, found at home
+		std::string ok;
+		for (const Loc2 &l : v2_records(disp))
+			if (l.home != d.home && l.bucket == l.home)
+				ok = v2_key(disp, l.rec());
+		forged("v2_filter_bit_clear", "a displaced key's filter bit cleared at its home: its "
+		       "lookup stops at home", "OK", "SHMKV_ECORRUPT",
+		       with(disp, [&](std::string &i) { i[hb + 2 + fi / 8] &= (char)~(1 << (fi % 8)); }),
+		       {{dk, "SHMKV_ENOTFOUND"}, {ok, "OK"}});
+		forged("v2_d_too_small", "D at a displaced key's home one less than its displacement: "
+		       "its lookup stops short", "OK", "SHMKV_ECORRUPT",
+		       with(disp, [&](std::string &i) { i[hb + 1] = (char)(dist - 1); }),
+		       {{dk, "SHMKV_ENOTFOUND"}, {ok, "OK"}});
+		forged("v2_d_past_max_probe", "D at a home bucket greater than max_probe (a lookup "
+		       "scans at most max_probe buckets)", "OK", "SHMKV_ECORRUPT",
+		       with(disp, [&](std::string &i) { i[hb + 1] = (char)(dh.max_probe + 1); }),
+		       {{dk, "OK"}, {ok, "OK"}});
+		forged("v2_max_probe_not_exact", "format 2, max_probe one more than the largest "
+		       "displacement", "OK", "SHMKV_ECORRUPT",
+		       with(disp, [&](std::string &i) { put_at<uint32_t>(i, 72, dh.max_probe + 1); }),
+		       {{dk, "OK"}, {ok, "OK"}});
+	}
+
+	// expiry (on v2_expiry)
+	{
+		const shmkv_image_header eh = header_of(expimg);
+		forged("v2_expiry_flag_clear", "EXPIRY clear while records expire: a lookup reads no "
+		       "clock, so the expired keys are found", "OK", "SHMKV_ECORRUPT",
+		       with(expimg, [&](std::string &i) { put_at<uint64_t>(i, 24, eh.flags & ~UINT64_C(2)); }),
+		       {{"expired", "OK"}, {"expired/out", "OK"}, {"future", "OK"}});
+		forged("v2_expiry_flag_unused", "EXPIRY set while no record expires", "OK",
+		       "SHMKV_ECORRUPT",
+		       with(intact, [&](std::string &i) { put_at<uint64_t>(i, 24, h.flags | 2); }),
+		       {{"s", "OK"}, {"long", "OK"}});
+		Loc2 f = loc2(expimg, "future");
+		forged("v2_expires_zero", "an inline record's expiry 0 (an expiry is at least 1)", "OK",
+		       "SHMKV_ECORRUPT",
+		       with(expimg, [&](std::string &i) { put_at<uint32_t>(i, f.rec() + 3, 0); }),
+		       {{"never", "OK"}});
+	}
 }
 
 std::vector<Vector> make_all(const std::string &tmp)
@@ -628,6 +1030,7 @@ std::vector<Vector> make_all(const std::string &tmp)
 		       "returns the bytes)", "OK", "SHMKV_ECORRUPT",
 		       with([&](std::string &i) { i[w.entry + 8 + 1] = (char)0xff; }), {{"s", "OK"}});
 	}
+	make_v2(tmp, out);
 	return out;
 }
 
@@ -637,7 +1040,7 @@ std::map<std::string, std::string> files_of(const std::vector<Vector> &vs)
 {
 	std::map<std::string, std::string> f;
 	for (const Vector &v : vs)
-		f[v.name + ".img"] = v.img;
+		f[(v.format == 1 ? "" : "v2/") + v.name + ".img"] = v.img;
 	f["manifest.json"] = manifest(vs);
 	return f;
 }
@@ -671,6 +1074,7 @@ int main(int argc, char **argv)
 	std::map<std::string, std::string> files = files_of(make_all(tmpl));
 	rmdir(tmpl);
 	if (!strcmp(argv[1], "--out")) {
+		mkdir((dir + "/v2").c_str(), 0755);
 		for (const auto &f : files) {
 			std::string path = dir + "/" + f.first;
 			FILE *o = fopen(path.c_str(), "wb");
@@ -693,9 +1097,10 @@ int main(int argc, char **argv)
 			bad = 1;
 		}
 	}
-	if (DIR *d = opendir(dir.c_str())) {
+	for (const std::string sub : {"", "v2/"})
+	if (DIR *d = opendir((dir + "/" + sub).c_str())) {
 		while (struct dirent *e = readdir(d)) {
-			std::string n = e->d_name;
+			std::string n = sub + e->d_name;
 			bool ours = n.size() > 4 && (n.compare(n.size() - 4, 4, ".img") == 0);
 			if ((ours || n == "manifest.json") && !files.count(n)) {
 				fprintf(stderr, "gen_vectors: %s/%s is not generated any more\n",

@@ -1,14 +1,20 @@
-// vectors_test: the C reader over every conformance vector of manifest.json
-// (tests/vectors/README.md): the open and verify verdicts, the complete
-// contents of each accepted image by iteration, by shmkv_get, by the typed
-// getters and by shmkv_get_batch, and the listed lookups' results.
+// vectors_test: the C reader over every conformance vector of manifest.json,
+// format 1 ("vectors") and format 2 ("vectors_v2") (tests/vectors/README.md):
+// the open and verify verdicts, the complete contents of each accepted image
+// by iteration (with each entry's expiry), by shmkv_get (an expired entry is
+// absent), by the typed getters and by shmkv_get_batch, and the listed
+// lookups' results.
+#include <algorithm>
 #include <cinttypes>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <string>
 #include <vector>
+
+#include <dirent.h>
 
 #include <gtest/gtest.h>
 #include <jansson.h>
@@ -48,9 +54,12 @@ protected:
 		ASSERT_EQ(json_integer_value(json_object_get(m_, "manifest_version")), 1);
 		vs_ = json_object_get(m_, "vectors");
 		ASSERT_TRUE(json_is_array(vs_));
+		vs2_ = json_object_get(m_, "vectors_v2");
+		ASSERT_TRUE(json_is_array(vs2_));
 	}
 	void TearDown() override { json_decref(m_); }
-	json_t *m_ = nullptr, *vs_ = nullptr;
+	json_t *m_ = nullptr, *vs_ = nullptr, *vs2_ = nullptr;
+	void check_all(json_t *vs, unsigned format);
 };
 
 // The typed getter of e's type returns what the manifest says.
@@ -131,11 +140,24 @@ void check_typed(const shmkv *db, const std::string &key, json_t *e, const std::
 TEST_F(Vectors, EveryVectorGetsItsVerdictAndContents)
 {
 	ASSERT_GT(json_array_size(vs_), 20u);
+	check_all(vs_, 1);
+}
+
+TEST_F(Vectors, EveryV2VectorGetsItsVerdictAndContents)
+{
+	ASSERT_GT(json_array_size(vs2_), 20u);
+	check_all(vs2_, 2);
+}
+
+void Vectors::check_all(json_t *vs, unsigned format)
+{
+	const uint64_t now = (uint64_t)time(nullptr);
 	size_t i;
 	json_t *v;
-	json_array_foreach(vs_, i, v) {
+	json_array_foreach(vs, i, v) {
 		const std::string name = s_of(v, "name");
 		SCOPED_TRACE("vector " + name);
+		EXPECT_EQ(json_integer_value(json_object_get(v, "format")), (json_int_t)format);
 		const std::string path = dir() + "/" + s_of(v, "file");
 		const std::string open = s_of(v, "open"), verify = s_of(v, "verify");
 		shmkv *db = nullptr;
@@ -157,7 +179,9 @@ TEST_F(Vectors, EveryVectorGetsItsVerdictAndContents)
 
 		json_t *entries = json_object_get(v, "entries");
 		if (entries) {
+			EXPECT_EQ(shmkv_header(db)->format_version, format);
 			EXPECT_EQ(shmkv_header(db)->entry_count, json_array_size(entries));
+			std::vector<int> want(json_array_size(entries), 0);
 			shmkv_iter it;
 			shmkv_iter_init(db, &it);
 			std::vector<shmkv_key> keys;
@@ -178,13 +202,20 @@ TEST_F(Vectors, EveryVectorGetsItsVerdictAndContents)
 				EXPECT_EQ(std::string((const char *)got.data, got.size), raw);
 				EXPECT_EQ(got.count,
 					  (size_t)json_integer_value(json_object_get(e, "count")));
+				const uint64_t exp = (uint64_t)json_integer_value(json_object_get(e, "expires"));
+				EXPECT_EQ(shmkv_iter_expires(&it), exp);
+				key_store[j] = key;
 				shmkv_value g;
+				if (exp && now >= exp) { // expired: iteration lists it, a lookup does not
+					want[j] = SHMKV_ENOTFOUND;
+					EXPECT_EQ(shmkv_get(db, key.data(), key.size(), &g), SHMKV_ENOTFOUND);
+					continue;
+				}
 				ASSERT_EQ(shmkv_get(db, key.data(), key.size(), &g), 0);
 				EXPECT_EQ(g.data, got.data);
 				EXPECT_EQ(g.size, got.size);
 				EXPECT_EQ(g.type, got.type);
 				check_typed(db, key, e, raw);
-				key_store[j] = key;
 			}
 			const void *k = nullptr;
 			size_t kl = 0;
@@ -194,10 +225,11 @@ TEST_F(Vectors, EveryVectorGetsItsVerdictAndContents)
 				keys.push_back({s.data(), s.size()});
 			std::vector<shmkv_value> vals(keys.size());
 			std::vector<int> errs(keys.size(), 1);
+			size_t found = (size_t)std::count(want.begin(), want.end(), 0);
 			EXPECT_EQ(shmkv_get_batch(db, keys.data(), keys.size(), vals.data(), errs.data()),
-				  keys.size());
+				  found);
 			for (size_t n = 0; n < keys.size(); n++)
-				EXPECT_EQ(errs[n], 0) << n;
+				EXPECT_EQ(errs[n], want[n]) << n;
 		}
 		json_t *gets = json_object_get(v, "gets");
 		size_t j;
@@ -219,21 +251,34 @@ TEST_F(Vectors, EveryVectorGetsItsVerdictAndContents)
 	}
 }
 
-// The manifest names each file once, and every .img file is in it.
+// The manifest names each file once, and every .img file (v2's in v2/) is in it.
 TEST_F(Vectors, ManifestNamesEveryFileOnce)
 {
 	std::vector<std::string> names;
-	size_t i;
-	json_t *v;
-	json_array_foreach(vs_, i, v) {
-		std::string f = s_of(v, "file");
-		for (const std::string &n : names)
-			EXPECT_NE(n, f);
-		names.push_back(f);
-		FILE *fp = fopen((dir() + "/" + f).c_str(), "rb");
-		EXPECT_NE(fp, nullptr) << f;
-		if (fp)
-			fclose(fp);
+	for (json_t *vs : {vs_, vs2_}) {
+		size_t i;
+		json_t *v;
+		json_array_foreach(vs, i, v) {
+			std::string f = s_of(v, "file");
+			for (const std::string &n : names)
+				EXPECT_NE(n, f);
+			names.push_back(f);
+			FILE *fp = fopen((dir() + "/" + f).c_str(), "rb");
+			EXPECT_NE(fp, nullptr) << f;
+			if (fp)
+				fclose(fp);
+		}
+	}
+	for (const std::string sub : {"", "v2/"}) {
+		DIR *d = opendir((dir() + "/" + sub).c_str());
+		ASSERT_NE(d, nullptr) << sub;
+		while (struct dirent *e = readdir(d)) {
+			std::string n = sub + e->d_name;
+			if (n.size() > 4 && n.compare(n.size() - 4, 4, ".img") == 0)
+				EXPECT_NE(std::find(names.begin(), names.end(), n), names.end())
+					<< n << " is not in the manifest";
+		}
+		closedir(d);
 	}
 }
 
