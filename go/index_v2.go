@@ -7,9 +7,8 @@ import (
 	"unicode/utf8"
 )
 
-// Format v2's index and lookup, layout B (FORMAT.md §17; the bucket, record
-// and lookup of /work/wt/V2B.md, which replaces §17.3–§17.5 of the
-// preview): 128-byte buckets whose head holds the records' tags and
+// Format v2's index and lookup, layout B (FORMAT.md §17; its bucket, record
+// and lookup replaced those of the v2 preview): 128-byte buckets whose head holds the records' tags and
 // offsets, small entries inline, OUT records naming a v1 entry in ENTRIES,
 // and a per-record expiry. Header, sections, entries and values are read by
 // the version-independent files.

@@ -11,7 +11,7 @@ import (
 
 // Format v2 (layout B) against images of the test encoder (encode_v2_test.go):
 // every type inline and OUT, shared values, long keys, displaced keys,
-// expiry, and every verify rule of V2B.md broken once.
+// expiry, and every verify rule of FORMAT.md §17 broken once.
 
 func f64le(xs ...float64) []byte {
 	var b []byte
@@ -247,7 +247,7 @@ func TestV2Header(t *testing.T) {
 	}
 }
 
-// Every rule of V2B.md's bucket broken once: verify refuses it, and
+// Every rule of a v2 bucket (FORMAT.md §17.3) broken once: verify refuses it, and
 // lookups and iteration meet it without a panic (ErrCorrupt, or a miss
 // where the damage is where a lookup does not look).
 func TestV2VerifyRules(t *testing.T) {
