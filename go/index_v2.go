@@ -48,7 +48,6 @@ type rec struct {
 }
 
 func (r *rec) out() bool { return r.kind&recOut != 0 }
-func (r *rec) typ() Type { return Type(r.kind & recTypeMask) }
 
 // recAt decodes the head of the record at bucket offset pos (FORMAT.md
 // §17, layout B's record): its kind; for an inline record where its key and
