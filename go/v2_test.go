@@ -376,3 +376,24 @@ func TestTagMatches(t *testing.T) {
 	v := openV2(t, encodeV2(recs, enc2Opts{buckets: 4, hashBits: 1}), Deep)
 	checkAll(t, v, recs, 0)
 }
+
+// Format 2 gets allocate nothing either: hits inline and OUT, misses,
+// expired keys, batches.
+func TestV2GetAllocatesNothing(t *testing.T) {
+	v := openV2(t, encodeV2(v2Records(), enc2Opts{buckets: 61, seed: 7}), 0)
+	withClock(t, 1_999_999_999)
+	keys := []string{"s", "missing", "out/s", "exp/one", "dl", "sh1"}
+	vals, errs := make([]Value, len(keys)), make([]error, len(keys))
+	n := testing.AllocsPerRun(200, func() {
+		for _, k := range keys {
+			_, _ = v.Get(k)
+		}
+		if _, err := v.Get("exp/one"); !errors.Is(err, ErrNotFound) {
+			t.Fatal(err)
+		}
+		v.GetBatch(keys, vals, errs)
+	})
+	if n != 0 {
+		t.Fatalf("%v allocations per run", n)
+	}
+}
