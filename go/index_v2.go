@@ -397,12 +397,12 @@ func (im *image) verifyIndex2() error {
 			if off < pos {
 				return errf(ErrCorrupt, "index bucket %d record %d at +%d: before +%d (the directory's end or the previous record's)", b, i, off, pos)
 			}
+			r, ok := decodeRec(bk, off) // first: off may be past +128
+			if !ok {
+				return errf(ErrCorrupt, "index bucket %d record %d at +%d: malformed or past the bucket's end", b, i, off)
+			}
 			if !allZero(bk[pos:off]) {
 				return errf(ErrCorrupt, "index bucket %d: a non-zero byte in [+%d, +%d), which no record covers", b, pos, off)
-			}
-			r, ok := decodeRec(bk, off)
-			if !ok {
-				return errf(ErrCorrupt, "index bucket %d record %d at +%d: malformed (kind %#02x) or past the bucket's end", b, i, off, bk[off])
 			}
 			disp, sh, err := im.verifyRecord2(bk, b, i, &r, uint64(le.Uint16(bk[v2Head+2*i:])))
 			if err != nil {
