@@ -37,6 +37,7 @@ struct Options {
 	uint64_t proc_lookups = 1000000;   // lookups each reader process makes
 	std::vector<uint64_t> cg_keys;     // cachegrind table sizes (1M)
 	uint64_t cg_lookups = 200000;      // cachegrind lookups per hit or miss pass
+	unsigned cg_ll_line = 64;          // the simulated LL's line size (bytes)
 	std::vector<uint64_t> lat_keys;    // latency phase table sizes (1M)
 	uint64_t lat_lookups = 1000000;    // latency phase: gets timed one by one per pass
 	bool perf = false;                 // wrap in perf stat/record, count per pass

@@ -28,6 +28,8 @@ void usage(int status)
 "  --cachegrind      add the cachegrind phase (same as adding it to --phases)\n"
 "  --cachegrind-keys N  table size of the cachegrind phase, repeatable (default 1M)\n"
 "  --cachegrind-lookups M  lookups per hit and per miss pass under valgrind (200k)\n"
+"  --cachegrind-ll-line B  line size of the simulated LL (64; 128: a miss fills the\n"
+"                    aligned 128-byte pair, a model of the adjacent-line prefetcher)\n"
 "  --latency-keys N  table size of the latency phase, repeatable (default 1M)\n"
 "  --latency-lookups M  gets timed one by one per latency pass (1M)\n"
 "  --perf            wrap the run in perf stat and perf record, count per pass where\n"
@@ -165,6 +167,8 @@ Options parse_args(int argc, char **argv)
 			o.cg_keys.push_back(parse_count(a.c_str(), v));
 		else if (a == "--cachegrind-lookups")
 			o.cg_lookups = parse_count(a.c_str(), v);
+		else if (a == "--cachegrind-ll-line")
+			o.cg_ll_line = (unsigned)parse_count(a.c_str(), v);
 		else if (a == "--latency-keys")
 			o.lat_keys.push_back(parse_count(a.c_str(), v));
 		else if (a == "--latency-lookups")
@@ -250,6 +254,10 @@ Options parse_args(int argc, char **argv)
 	if (o.lookups == 0 || o.reps == 0 || o.typed_keys == 0 || o.cg_lookups == 0 ||
 	    o.proc_lookups == 0) {
 		std::fprintf(stderr, "lookup_bench: counts must be positive\n");
+		usage(2);
+	}
+	if (o.cg_ll_line < 16 || o.cg_ll_line > 4096 || (o.cg_ll_line & (o.cg_ll_line - 1))) {
+		std::fprintf(stderr, "lookup_bench: --cachegrind-ll-line is a power of 2 in 16..4096\n");
 		usage(2);
 	}
 	if (o.serial != "auto" && o.serial != "yes" && o.serial != "no") {

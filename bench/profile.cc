@@ -421,7 +421,8 @@ void run_cachegrind(const Options &o, Report &r)
 				unlink((base + "." + std::to_string(i)).c_str());
 			std::vector<std::string> cmd = {
 				vg, "--tool=callgrind", "--cache-sim=yes", "--branch-sim=yes",
-				"--I1=32768,8,64", "--D1=32768,8,64", "--LL=33554432,16,64",
+				"--I1=32768,8,64", "--D1=32768,8,64",
+				"--LL=33554432,16," + std::to_string(o.cg_ll_line),
 				"--instr-atstart=no", "--collect-atstart=no", "--quiet",
 				"--callgrind-out-file=" + base, self, "--cg-child", sys, "--keys",
 				std::to_string(n), "--cachegrind-lookups", std::to_string(o.cg_lookups),

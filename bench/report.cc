@@ -487,10 +487,16 @@ void write_markdown(const Options &o, const Report &r, FILE *f)
 	if (!r.cg.empty()) {
 		std::fprintf(f, "## Cachegrind: per get, inside the timed loop\n\n"
 				"callgrind --cache-sim=yes --branch-sim=yes, D1 32 KiB 8-way, LL 32 MiB "
-				"16-way (this CPU's L1d and L3; no L2, no prefetcher); %" PRIu64 " hits "
+				"16-way with %u-byte lines (this CPU's L1d and L3; no L2, no "
+				"prefetcher%s); %" PRIu64 " hits "
 				"(uniform) and %" PRIu64 " misses (absent `key_N`, N past the table), "
 				"each counted after one warm-up pass of both. Stable on a noisy "
 				"machine. LL misses are data plus instruction last-level misses.\n\n",
+			     o.cg_ll_line,
+			     o.cg_ll_line == 64 ? ""
+						: ": an LL miss fills the whole aligned line, a model of "
+						  "an adjacent-line prefetcher that brings a line's pair "
+						  "with it at no extra delay",
 			     o.cg_lookups, o.cg_lookups);
 		std::fprintf(f, "| keys | system | kind | instructions | D1 misses | LL misses | branches "
 				"| mispredicts | instr x absl |\n|---:|---|---|---:|---:|---:|---:|---:|---:|\n");

@@ -74,7 +74,7 @@ inline uint32_t id_at(const uint8_t *bk, unsigned i)
 
 // The end of bucket bk's layout with record k appended, or 0 when it has
 // no room (count 16, or past +128). Padding depends on where each record
-// starts, and the directory grows by 3 bytes a record: with 8-aligned
+// starts, and the directory grows by 2 bytes a record: with 8-aligned
 // values anywhere the whole layout is computed again.
 unsigned end_with(const uint8_t *bk, const std::vector<V2Shape> &shape, uint32_t k)
 {

@@ -244,7 +244,9 @@ int StreamIndexV2::pio(uint8_t *p, uint64_t c, bool write)
 }
 
 // A bucket this index wrote, read back: its head and records (as written,
-// so no check beyond what decoding needs).
+// so no check beyond what decoding needs). A record's tag comes back as the
+// 9 bits its directory entry keeps: enough to render it again, and a record
+// read back is never placed again (its home's filter is already set).
 int StreamIndexV2::decode(const uint8_t *p, uint64_t c, Bucket &bk)
 {
 	memcpy(bk.head, p, kV2Head);
@@ -256,8 +258,10 @@ int StreamIndexV2::decode(const uint8_t *p, uint64_t c, Bucket &bk)
 	for (unsigned i = 0; i < n; i++) {
 		PRec r;
 		memset(&r, 0, sizeof r);
-		memcpy(&r.tag, p + kV2Head + 2 * i, 2);
-		const uint8_t *q = p + p[kV2Head + 2 * n + i];
+		uint16_t dir;
+		memcpy(&dir, p + kV2Head + kV2DirBytes * i, 2);
+		r.tag = (uint16_t)(dir >> SHMKV_V2_DIR_TAG_SHIFT);
+		const uint8_t *q = p + (dir & SHMKV_V2_DIR_OFF_MASK);
 		bool exp = q[0] & kV2KindExpires;
 		if (q[0] & kV2KindOut) {
 			uint64_t u = 0;

@@ -1,6 +1,7 @@
 // builder/v2.h - the format 2 index as the builder writes it (lib/FORMAT.md
 // §17, layout B): 128-byte buckets whose head is count, D and filter, then
-// the records' u16 tags, then their u8 offsets, then the records, small
+// the records' u16 directory entries (dir = (tag << 7 | off) & 0xffff: the
+// tag's low 9 bits and the record's offset), then the records, small
 // entries inline, the others OUT records naming a v1-format entry in
 // ENTRIES. What both builds share (layout_v2.cc in memory, spill_build.cc
 // streaming): a record's shape, the room rule, a bucket's bytes.
@@ -17,7 +18,7 @@ namespace shmkv_build {
 constexpr uint64_t kV2BucketBytes = SHMKV_V2_BUCKET_BYTES; // the aligned pair of lines a hit requests
 constexpr unsigned kV2Head = SHMKV_V2_BUCKET_HEAD;          // count, D, 48-bit filter
 constexpr unsigned kV2MaxRecords = SHMKV_V2_MAX_RECORDS;    // count's bound
-constexpr unsigned kV2DirBytes = SHMKV_V2_DIR_BYTES;        // a record's u16 tag and u8 offset
+constexpr unsigned kV2DirBytes = SHMKV_V2_DIR_BYTES;        // a record's u16 dir: 9 tag bits, 7 off bits
 constexpr unsigned kV2InlineHead = SHMKV_REC_INLINE_HEAD;   // kind, key_len, value_len
 constexpr unsigned kV2OutHead = SHMKV_REC_OUT_HEAD;         // kind, 40-bit entry offset / 8
 constexpr unsigned kV2ExpiresSize = SHMKV_REC_EXPIRES_SIZE;
@@ -78,7 +79,7 @@ inline V2Shape v2_shape(const Record &r)
 	return v2_shape(r.key_len, r.type, r.val_len, r.expires);
 }
 
-// The end of a bucket's records laid out in order from 8 + 3n: shape(i) is
+// The end of a bucket's records laid out in order from 8 + 2n: shape(i) is
 // record i's shape. Records are packed, each at the previous one's end.
 template <typename ShapeOf>
 unsigned v2_bucket_end(unsigned n, ShapeOf shape)
@@ -93,15 +94,16 @@ unsigned v2_bucket_end(unsigned n, ShapeOf shape)
 struct V2Item {
 	const uint8_t *key, *val; // inline only
 	uint32_t val_len, expires;
-	uint16_t key_len, tag;
+	uint16_t key_len, tag; // tag: the key's §5 tag (its low 9 bits are what a bucket keeps)
 	uint8_t type;
 	V2Shape s;
 	uint64_t entry_off; // OUT only: the entry's image offset
 };
 
 // Writes records items[0..n) of bucket bkt (its bytes from +8 on zero; count,
-// D and filter are the caller's): the tags, the offsets, the records packed
-// from 8 + 3n in order. The caller has checked that they fit.
+// D and filter are the caller's): the directory entries (tag << 7 | off),
+// the records packed from 8 + 2n in order. The caller has checked that they
+// fit.
 template <typename ItemOf>
 void v2_render_bucket(uint8_t *bkt, unsigned n, ItemOf item)
 {
@@ -109,8 +111,8 @@ void v2_render_bucket(uint8_t *bkt, unsigned n, ItemOf item)
 	unsigned pos = kV2Head + kV2DirBytes * n;
 	for (unsigned i = 0; i < n; i++) {
 		const V2Item &r = item(i);
-		memcpy(bkt + kV2Head + 2 * i, &r.tag, 2);
-		bkt[kV2Head + 2 * n + i] = (uint8_t)pos;
+		const uint16_t dir = (uint16_t)(((unsigned)r.tag << SHMKV_V2_DIR_TAG_SHIFT | pos) & 0xffff);
+		memcpy(bkt + kV2Head + kV2DirBytes * i, &dir, 2); // LE hosts only (lib/shmkv/format.h)
 		uint8_t *p = bkt + pos;
 		p[0] = (uint8_t)((r.expires ? kV2KindExpires : 0) | (r.s.out ? kV2KindOut : r.type));
 		if (r.s.out) {

@@ -476,7 +476,7 @@ int finish_image(shmkv_builder *b, const char *path, shmkv_build_stats *st)
 	int err = check_output(b, path);
 	if (!err) {
 		err = compute_layout(b, L);
-		PROBE(layout_done, err, (uint64_t)b->recs.size(), (uint64_t)L.order.size(),
+		PROBE(layout_done, err, (uint64_t)b->recs.size(), L.entries,
 		      L.bucket_count, L.max_probe, ns_since(t0));
 	}
 	if (!err) {

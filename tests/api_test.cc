@@ -325,7 +325,9 @@ TEST(CtlRead, RefusesASegmentCountNoLoaderWrites)
 TEST(Tools, FindEveryKeyTheWayTheReaderDoes)
 {
 	TempDir d;
-	Builder b;
+	shmkv_build_options o = shmkv_test::test_options();
+	o.format = 1; // the slot walk below is format 1's
+	Builder b(o);
 	ASSERT_TRUE(b.ok());
 	const int n = 500;
 	for (int i = 0; i < n; i++) {

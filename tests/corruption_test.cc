@@ -78,6 +78,7 @@ struct Fixture {
 	Fixture()
 	{
 		shmkv_build_options o = test_options();
+		o.format = 1; // the forgeries below are of format 1's slots and entries
 		Builder b(o);
 		EXPECT_TRUE(b.ok());
 		const float f[3] = {1, 2, 3};

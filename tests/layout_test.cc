@@ -129,8 +129,8 @@ std::string rebuilt_desc_v2()
 	d += "bucket=" + std::to_string(SHMKV_V2_BUCKET_BYTES) + ":count@0[0.." +
 	     std::to_string(SHMKV_V2_MAX_RECORDS) + "],disp@1,filter" +
 	     std::to_string(SHMKV_V2_FILTER_BITS) + "@2[(tag*" + std::to_string(SHMKV_V2_FILTER_BITS) +
-	     ")>>16],tag16@" + head + "[count],off8@" + head + "+2*count[count],records@" + head +
-	     "+" + std::to_string(SHMKV_V2_DIR_BYTES) + "*count.." +
+	     ")>>16],dir16@" + head + "[count]=(tag<<" + std::to_string(SHMKV_V2_DIR_TAG_SHIFT) +
+	     "|off)&0xffff,records@" + head + "+" + std::to_string(SHMKV_V2_DIR_BYTES) + "*count.." +
 	     std::to_string(SHMKV_V2_BUCKET_BYTES) + ",ascending,zero-gaps;";
 	d += "record=kind8@0;inline=key_len8@1,value_len8@2,expires32@" +
 	     std::to_string(SHMKV_REC_INLINE_HEAD) +
@@ -151,27 +151,29 @@ TEST(Layout, V2DescriptionMatchesConstantsAndVocabulary)
 	std::string d = SHMKV_LAYOUT_DESC_V2, v = SHMKV_VOCAB_DESC_V2;
 	ASSERT_GT(d.size(), v.size());
 	EXPECT_EQ(d.substr(d.size() - v.size()), v);
-	EXPECT_EQ(SHMKV_LAYOUT_HASH_V2, UINT64_C(0xae51b4e761553183)); // /work V2B.md, FORMAT.md §17.8
+	EXPECT_EQ(SHMKV_LAYOUT_HASH_V2, UINT64_C(0x5a240d8d9e73bf24)); // /work V2B.md, FORMAT.md §17.8
 	EXPECT_EQ(XXH3_64bits(d.data(), d.size()), SHMKV_LAYOUT_HASH_V2)
 		<< std::hex << "computed 0x" << XXH3_64bits(d.data(), d.size());
 	EXPECT_NE(SHMKV_LAYOUT_HASH_V2, SHMKV_LAYOUT_HASH);
-	EXPECT_EQ(d.size(), 1129u); // FORMAT.md §17.8 states it
+	EXPECT_EQ(d.size(), 1127u); // FORMAT.md §17.8 states it
 }
 
 TEST(Layout, V2Geometry)
 {
 	EXPECT_EQ(SHMKV_V2_BUCKET_BYTES, 2 * 64u); // an aligned pair of cache lines
 	EXPECT_EQ(SHMKV_V2_BUCKET_HEAD, 2 + SHMKV_V2_FILTER_BITS / 8);
-	// the tag directory: 16 u16 tags are two 16-byte vectors at +8 and +24
-	EXPECT_EQ(SHMKV_V2_MAX_RECORDS * 2, 32u);
-	EXPECT_EQ(SHMKV_V2_DIR_BYTES, 2u + 1u); // a u16 tag and a u8 off per record
+	// the directory: 16 u16 entries are two 16-byte vectors at +8 and +24
+	EXPECT_EQ(SHMKV_V2_MAX_RECORDS * SHMKV_V2_DIR_BYTES, 32u);
+	EXPECT_EQ(SHMKV_V2_DIR_BYTES, 2u); // dir = (tag << 7 | off) & 0xffff per record
+	// the offset bits reach every byte of the bucket, the tag bits are the rest
+	EXPECT_EQ(SHMKV_V2_DIR_OFF_MASK + 1, SHMKV_V2_BUCKET_BYTES);
+	EXPECT_EQ(SHMKV_V2_DIR_OFF_MASK + 1, 1u << SHMKV_V2_DIR_TAG_SHIFT);
+	EXPECT_EQ(SHMKV_V2_DIR_TAG_MASK, 0xffffu & ~SHMKV_V2_DIR_OFF_MASK);
 	// 16 of the smallest records (an inline bool or empty bytes, empty key)
 	// fit after a full directory, so count, not space, is the limit there
 	EXPECT_LE(SHMKV_V2_BUCKET_HEAD + SHMKV_V2_MAX_RECORDS * (SHMKV_V2_DIR_BYTES +
 								 SHMKV_REC_INLINE_HEAD + 1),
 		  SHMKV_V2_BUCKET_BYTES);
-	// an off byte reaches every record start
-	EXPECT_LE(SHMKV_V2_BUCKET_BYTES, 256u);
 	EXPECT_EQ(SHMKV_REC_KNOWN & 0x30u, 0u); // kind bits 4 and 5 are reserved
 	EXPECT_EQ(SHMKV_HFLAG_KNOWN_V2 & SHMKV_HFLAG_KNOWN, SHMKV_HFLAG_KNOWN);
 	EXPECT_GE(SHMKV_TYPE_MAX, 1);

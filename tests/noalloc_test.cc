@@ -7,6 +7,9 @@
 //                            around 1M gets of hits, misses and typed getters
 //                            (plus 1M more through shmkv_get_batch), and
 //                            around a full iteration
+//   NoAlloc.MillionGetsV2    the same on a format 2 image (inline, OUT and
+//                            expiring records: the expiry's clock read is a
+//                            vDSO call, not counted here)
 //   NoSyscall.MillionGets    a forked child enters seccomp strict mode, where
 //                            any system call but read, write, exit and
 //                            sigreturn kills it with SIGKILL, runs the same
@@ -105,6 +108,8 @@ int posix_memalign(void **out, size_t a, size_t n) noexcept
 namespace {
 
 // A mixed image and the keys to look up, all prepared before measuring.
+// Format 2 (FORMAT.md §17): inline records, OUT ones (long keys) and
+// records that expire (in 2100: found, the clock read once per get).
 struct Workload {
 	TempDir dir;
 	Db db;
@@ -112,16 +117,23 @@ struct Workload {
 	std::vector<uint32_t> off, len; // key i is keys[off[i], +len[i])
 	std::vector<uint8_t> hit;       // key i is in the image
 
-	Workload()
+	explicit Workload(unsigned format = 1)
 	{
 		std::string img = dir.file("w.shmkv");
-		Builder b;
+		shmkv_build_options o = test_options();
+		o.format = format;
+		Builder b(o);
 		EXPECT_TRUE(b.ok());
 		const float f[4] = {1, 2, 3, 4};
 		const char *strs[2] = {"a", "bc"};
 		const size_t lens[2] = {1, 2};
 		for (int i = 0; i < 50000; i++) {
 			std::string k = "key:" + std::to_string(i);
+			if (format == 2) { // some OUT (key > 255 bytes), some expiring
+				if (i % 50 == 0)
+					k += std::string(300, 'L');
+				EXPECT_EQ(shmkv_builder_set_expires(b, i % 3 ? 0 : INT64_C(4102444800)), 0);
+			}
 			switch (i % 4) {
 			case 0: EXPECT_EQ(b.i64(k, i), 0); break;
 			case 1: EXPECT_EQ(b.str(k, "value " + std::to_string(i % 100)), 0); break;
@@ -224,9 +236,24 @@ TEST(NoAlloc, InterpositionWorks)
 	EXPECT_GE(g_calls.load(), 5) << "malloc interposition is not in effect";
 }
 
+void million_gets(const Workload &w);
+
 TEST(NoAlloc, MillionGets)
 {
 	Workload w;
+	million_gets(w);
+}
+
+TEST(NoAlloc, MillionGetsV2)
+{
+	Workload w(2);
+	ASSERT_EQ(w.db.hdr()->format_version, 2u);
+	ASSERT_TRUE(w.db.hdr()->flags & SHMKV_HFLAG_EXPIRY);
+	million_gets(w);
+}
+
+void million_gets(const Workload &w)
+{
 	ASSERT_TRUE(w.db);
 	run_gets(w, 1000); // warm up
 	g_calls = 0;

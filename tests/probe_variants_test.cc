@@ -288,9 +288,10 @@ TEST(ProbeVariants, DISABLED_Bench)
 	}
 }
 
-// ---- format v2's tag directory compare (lib/shmkv/v2.h, shmkv__match2) ----
-// u16 tags at +8 of a 128-byte bucket, n of them (0..16); every variant
-// returns what shmkv__match2_scalar returns, whatever the bytes past n hold.
+// ---- format v2's directory compare (lib/shmkv/v2.h, shmkv__match2) ----
+// u16 dir = (tag << 7 | off) & 0xffff at +8 of a 128-byte bucket, n of them
+// (0..16), compared on bits 7..15; every variant returns what
+// shmkv__match2_scalar returns, whatever the bytes past n hold.
 using match2_fn = unsigned (*)(const uint8_t *, unsigned, uint64_t);
 
 unsigned match2_dispatch(const uint8_t *b, unsigned n, uint64_t t)
@@ -334,17 +335,30 @@ bool check2(const uint8_t *bk, uint64_t tag)
 	return true;
 }
 
+uint16_t dir_entry(uint64_t tag, unsigned off)
+{
+	return (uint16_t)((tag << 7 | off) & 0xffff);
+}
+
 TEST(ProbeVariants, V2ScalarReference)
 {
 	alignas(128) uint8_t bk[128] = {};
-	const uint16_t t7 = 7, t8 = 8;
-	memcpy(bk + 8, &t7, 2);
-	memcpy(bk + 8 + 2 * 5, &t7, 2);
-	memcpy(bk + 8 + 2 * 15, &t8, 2);
+	const uint16_t d0 = dir_entry(7, 40), d5 = dir_entry(7 | 0x3e00, 127), d15 = dir_entry(8, 7);
+	const uint16_t d9 = dir_entry(6, 0x7f); // off bits all set, tag bits 6: no match for 7
+	memcpy(bk + 8, &d0, 2);
+	memcpy(bk + 8 + 2 * 5, &d5, 2);
+	memcpy(bk + 8 + 2 * 9, &d9, 2);
+	memcpy(bk + 8 + 2 * 15, &d15, 2);
+	// only the tag's low 9 bits are stored: 7 | 0x3e00 is a candidate for 7
 	EXPECT_EQ(shmkv__match2_scalar(bk, 16, 7), (1u << 0) | (1u << 5));
+	EXPECT_EQ(shmkv__match2_scalar(bk, 16, 0xfe07), (1u << 0) | (1u << 5));
 	EXPECT_EQ(shmkv__match2_scalar(bk, 5, 7), 1u);
 	EXPECT_EQ(shmkv__match2_scalar(bk, 16, 8), 1u << 15);
 	EXPECT_EQ(shmkv__match2_scalar(bk, 15, 8), 0u);
+	EXPECT_EQ(shmkv__match2_scalar(bk, 16, 6), 1u << 9);
+	EXPECT_EQ(shmkv__match2_scalar(bk, 16, 6 ^ 0x100), 0u); // tag bit 8: dir bit 15
+	EXPECT_TRUE(check2(bk, 7));
+	EXPECT_TRUE(check2(bk, 6));
 }
 
 TEST(ProbeVariants, V2TagDirectory)
@@ -353,16 +367,29 @@ TEST(ProbeVariants, V2TagDirectory)
 	alignas(128) uint8_t bk[128];
 	for (uint64_t tag : {UINT64_C(1), UINT64_C(0x00ff), UINT64_C(0x0100), UINT64_C(0x7fff),
 			     UINT64_C(0x8000), UINT64_C(0xffff)}) {
-		// every tag the query's, then each single one, then lookalikes
-		for (unsigned j = 0; j < 16; j++)
-			memcpy(bk + 8 + 2 * j, &tag, 2);
+		// every entry the query's (offsets varied), then each single one,
+		// then lookalikes: one bit of the query flipped (bits 0..8 miss,
+		// 9..15 are not stored and still match)
+		for (unsigned j = 0; j < 16; j++) {
+			const uint16_t d = dir_entry(tag, (unsigned)(rng() & 0x7f));
+			memcpy(bk + 8 + 2 * j, &d, 2);
+		}
 		ASSERT_TRUE(check2(bk, tag));
-		for (unsigned bit = 0; bit < 16; bit++)
-			ASSERT_TRUE(check2(bk, tag ^ (UINT64_C(1) << bit) ? tag ^ (UINT64_C(1) << bit) : 1));
+		EXPECT_EQ(shmkv__match2_scalar(bk, 16, tag), 0xffffu);
+		for (unsigned bit = 0; bit < 16; bit++) {
+			const uint64_t t = tag ^ (UINT64_C(1) << bit) ? tag ^ (UINT64_C(1) << bit) : 1;
+			ASSERT_TRUE(check2(bk, t));
+			if (t != 1) {
+				EXPECT_EQ(shmkv__match2_scalar(bk, 16, t), bit < 9 ? 0u : 0xffffu);
+			}
+		}
 		for (unsigned j = 0; j < 16; j++) {
 			memset(bk, 0, sizeof bk);
-			memcpy(bk + 8 + 2 * j, &tag, 2);
+			const uint16_t d = dir_entry(tag, j * 7 + 8);
+			memcpy(bk + 8 + 2 * j, &d, 2);
 			ASSERT_TRUE(check2(bk, tag));
+			// a tag whose low 9 bits are 0 (0x8000) is a candidate at every zero entry
+			EXPECT_EQ(shmkv__match2_scalar(bk, 16, tag), tag & 0x1ff ? 1u << j : 0xffffu);
 		}
 	}
 	for (int rep = 0; rep < 20000; rep++) {
@@ -370,8 +397,10 @@ TEST(ProbeVariants, V2TagDirectory)
 			x = (uint8_t)rng();
 		uint64_t tag = rng() % 0xffff + 1;
 		for (unsigned j = 0; j < 16; j++)
-			if (rng() % 4 == 0)
-				memcpy(bk + 8 + 2 * j, &tag, 2);
+			if (rng() % 4 == 0) {
+				const uint16_t d = dir_entry(tag, (unsigned)(rng() & 0x7f));
+				memcpy(bk + 8 + 2 * j, &d, 2);
+			}
 		ASSERT_TRUE(check2(bk, tag));
 	}
 }

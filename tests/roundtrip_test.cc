@@ -589,6 +589,7 @@ TEST_F(Roundtrip, Collisions)
 		for (int wrap = 0; wrap < 2; wrap++) {
 			SCOPED_TRACE("hash_bits " + std::to_string(bits) + (wrap ? ", wrap" : ""));
 			shmkv_build_options o = test_options();
+			o.format = 1; // the checks below walk format 1's slots
 			o.hash_bits = bits;
 			uint64_t top = 0; // the largest reduced hash: its home is the last one
 			for (uint64_t x = 0; x < (UINT64_C(1) << bits); x++)
@@ -968,10 +969,12 @@ TEST_F(Roundtrip, DefaultsAndHeaderFields)
 	ASSERT_TRUE(db);
 	const shmkv_image_header *h = db.hdr();
 	EXPECT_EQ(memcmp(h->magic, SHMKV_MAGIC, 8), 0);
-	EXPECT_EQ(h->format_version, SHMKV_FORMAT_VERSION);
+	// the default format's header (SHMKV_BUILD_DEFAULT_FORMAT)
+	const bool v2 = o.format == SHMKV_FORMAT_V2;
+	EXPECT_EQ(h->format_version, (uint32_t)SHMKV_BUILD_DEFAULT_FORMAT);
 	EXPECT_EQ(h->header_size, SHMKV_HEADER_SIZE);
-	EXPECT_EQ(h->layout_hash, SHMKV_LAYOUT_HASH);
-	EXPECT_EQ(h->bucket_slots, SHMKV_BUCKET_SLOTS);
+	EXPECT_EQ(h->layout_hash, v2 ? SHMKV_LAYOUT_HASH_V2 : SHMKV_LAYOUT_HASH);
+	EXPECT_EQ(h->bucket_slots, v2 ? SHMKV_V2_BUCKET_BYTES : SHMKV_BUCKET_SLOTS);
 	EXPECT_EQ(h->hash_bits, 64u);
 	EXPECT_EQ(h->hash_seed, SHMKV_DEFAULT_SEED);
 	EXPECT_EQ(h->created_unix, 42);
@@ -980,9 +983,13 @@ TEST_F(Roundtrip, DefaultsAndHeaderFields)
 						 SHMKV_VERSION_PATCH));
 	EXPECT_EQ(h->file_size, read_file(img).size());
 	EXPECT_EQ(h->section_count, 3u);
-	// the default load factor: entries / slots no higher than 0.85
-	EXPECT_LE((double)h->entry_count / (double)(h->bucket_count * SHMKV_BUCKET_SLOTS),
-		  SHMKV_DEFAULT_LOAD_FACTOR + 1e-9);
+	// the default load factor: v1 entries / slots, v2 record bytes / bucket bytes
+	if (v2) {
+		EXPECT_LE(st.load_factor, SHMKV_DEFAULT_LOAD_FACTOR_V2 + 1e-9);
+	} else {
+		EXPECT_LE((double)h->entry_count / (double)(h->bucket_count * SHMKV_BUCKET_SLOTS),
+			  SHMKV_DEFAULT_LOAD_FACTOR + 1e-9);
+	}
 	EXPECT_EQ(st.entries, h->entry_count);
 	EXPECT_EQ(st.bucket_count, h->bucket_count);
 	EXPECT_EQ(st.max_probe, h->max_probe);

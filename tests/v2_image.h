@@ -56,11 +56,12 @@ inline unsigned rec_end(const Rec &r, unsigned pos)
 }
 
 // The image; rec_off[i] is record i's image offset (what shmkv_find_entry
-// returns), tag_off[i] its directory tag's, slot[i] its index in its
+// returns), dir_off[i] its u16 directory entry's (dir = (tag << 7 | off) &
+// 0xffff: the byte at dir_off + 1 holds tag bits 1..8), slot[i] its index in its
 // bucket's directory, home[i] and bucket[i] its buckets.
 struct Image {
 	std::string bytes;
-	std::vector<uint64_t> rec_off, tag_off, home, bucket;
+	std::vector<uint64_t> rec_off, dir_off, home, bucket;
 	std::vector<unsigned> slot;
 	uint64_t index_off = SHMKV_HEADER_SIZE, entries_off = 0, entries_size = 0;
 };
@@ -155,7 +156,7 @@ inline Image compose(const std::vector<Rec> &recs, const Options &o = Options())
 		max_probe = std::max(max_probe, (uint32_t)d);
 	}
 	im.rec_off.assign(recs.size(), 0);
-	im.tag_off.assign(recs.size(), 0);
+	im.dir_off.assign(recs.size(), 0);
 	im.slot.assign(recs.size(), 0);
 	for (uint64_t b = 0; b < bc; b++) {
 		std::string &s = bk[b];
@@ -168,9 +169,8 @@ inline Image compose(const std::vector<Rec> &recs, const Options &o = Options())
 			const size_t i = in[b][j];
 			const Rec &r = recs[i];
 			const unsigned p = pos[j];
-			uint16_t tag = (uint16_t)shmkv_key_tag(hash[i]);
-			memcpy(&s[SHMKV_V2_BUCKET_HEAD + 2 * j], &tag, 2);
-			s[SHMKV_V2_BUCKET_HEAD + 2 * n + j] = (char)p;
+			uint16_t dir = (uint16_t)((shmkv_key_tag(hash[i]) << 7 | p) & 0xffff);
+			memcpy(&s[SHMKV_V2_BUCKET_HEAD + 2 * j], &dir, 2);
 			unsigned kind = (r.out ? SHMKV_REC_OUT : r.type) | (r.expires ? SHMKV_REC_EXPIRES : 0);
 			s[p] = (char)kind;
 			if (r.out) {
@@ -192,7 +192,7 @@ inline Image compose(const std::vector<Rec> &recs, const Options &o = Options())
 			}
 			im.slot[i] = j;
 			im.rec_off[i] = im.index_off + b * SHMKV_V2_BUCKET_BYTES + p;
-			im.tag_off[i] = im.index_off + b * SHMKV_V2_BUCKET_BYTES + SHMKV_V2_BUCKET_HEAD + 2 * j;
+			im.dir_off[i] = im.index_off + b * SHMKV_V2_BUCKET_BYTES + SHMKV_V2_BUCKET_HEAD + 2 * j;
 		}
 	}
 	// the file

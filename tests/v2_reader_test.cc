@@ -325,7 +325,7 @@ TEST(V2Reader, EachInvariantViolatedGivesItsError)
 			dk = i;
 	ASSERT_NE(dk, 0u);
 	const uint64_t home = im.index_off + im.home[dk] * 128;
-	const uint64_t t0 = im.tag_off[0]; // "s"'s directory tag
+	const uint64_t t0 = im.dir_off[0]; // "s"'s directory entry (tag bits 7..15, off 0..6)
 	std::vector<Damage> cases = {
 		{"kind bit 4", [&](std::string &b, auto &) { b[r0] |= 0x10; }, "malformed", true},
 		{"kind bit 5", [&](std::string &b, auto &) { b[r0] |= 0x20; }, "malformed", true},
@@ -344,8 +344,18 @@ TEST(V2Reader, EachInvariantViolatedGivesItsError)
 		 "outside the entries section", false},
 		{"string without NUL", [&](std::string &b, auto &) { b[r0 + 3 + 1 + 5] = 'x'; },
 		 "not NUL-terminated", true},
-		{"tag mismatch", [&](std::string &b, auto &) { b[t0] ^= 1; }, "key hashes to", false},
-		{"tag 0", [&](std::string &b, auto &) { b[t0] = b[t0 + 1] = 0; }, "key hashes to", false},
+		{"tag mismatch", [&](std::string &b, auto &) { b[t0 + 1] ^= 1; }, "key hashes to", false},
+		{"tag bit 0 flipped", [&](std::string &b, auto &) { b[t0] ^= (char)0x80; }, "key hashes to",
+		 false},
+		{"tag bits 0",
+		 [&](std::string &b, auto &) {
+			 b[t0] &= 0x7f;
+			 b[t0 + 1] = 0;
+		 },
+		 "key hashes to", false},
+		{"offset inside the directory",
+		 [&](std::string &b, auto &) { b[t0] = (char)((b[t0] & 0x80) | 9); },
+		 "inside the directory", true},
 		{"D above max_probe", [&](std::string &b, auto &) { b[home + 1] = (char)200; },
 		 "exceeds max_probe", false},
 		{"filter without D",
@@ -413,8 +423,9 @@ TEST(V2Reader, EachInvariantViolatedGivesItsError)
 // path agrees, nothing reads past the bucket (test-san).
 TEST(V2Reader, DirectoryRulesViolated)
 {
-	// placement order s, t, u, i: count 4, tags at +8..+15, offs at +16..+19,
-	// records from +20: s [20,30), t [30,36), u [36,42), i [42,56)
+	// placement order s, t, u, i: count 4, dir at +8..+15 (record j's off in
+	// the low 7 bits of byte +8+2j), records from +16: s [16,26), t [26,32),
+	// u [32,38), i [38,56)
 	std::vector<Rec> recs = {{"s", SHMKV_TYPE_STRING, "hello", 0, false},
 				 {"t", SHMKV_TYPE_STRING, "x", 0, false},
 				 {"u", SHMKV_TYPE_STRING, "y", 0, false},
@@ -427,18 +438,24 @@ TEST(V2Reader, DirectoryRulesViolated)
 	ASSERT_EQ(im.bytes[bk], 4);
 	for (unsigned j = 0; j < 4; j++)
 		ASSERT_EQ(im.slot[j], j);
-	ASSERT_EQ(im.rec_off[0], bk + 20);
-	ASSERT_EQ(im.rec_off[1], bk + 30);
-	ASSERT_EQ(im.rec_off[2], bk + 36);
-	ASSERT_EQ(im.rec_off[3], bk + 42);
-	// "i": kind, key_len, value_len, 'i' at +45, padding +46..+47, value +48..+55
-	const uint64_t off = bk + 16; // off[0]
-	// "i" moved 8 bytes up (its value stays 8-aligned): a zero gap [42, 50)
+	ASSERT_EQ(im.rec_off[0], bk + 16);
+	ASSERT_EQ(im.rec_off[1], bk + 26);
+	ASSERT_EQ(im.rec_off[2], bk + 32);
+	ASSERT_EQ(im.rec_off[3], bk + 38);
+	for (unsigned j = 0; j < 4; j++)
+		ASSERT_EQ(im.dir_off[j], bk + 8 + 2 * j);
+	// "i": kind, key_len, value_len, 'i' at +41, padding +42..+47, value +48..+55
+	// record j's offset: the low 7 bits of dir[j]'s low byte, its tag bits kept
+	auto set_off = [&](std::string &b, unsigned j, unsigned v) {
+		char &c = b[bk + 8 + 2 * j];
+		c = (char)(((unsigned char)c & 0x80u) | v);
+	};
+	// "i" moved 8 bytes up (its value stays 8-aligned): a zero gap [38, 46)
 	auto shift_i = [&](std::string &b) {
-		std::string i = b.substr(bk + 42, 14);
-		memset(&b[bk + 42], 0, 14);
-		memcpy(&b[bk + 50], i.data(), 14);
-		b[off + 3] = 50;
+		std::string i = b.substr(bk + 38, 18);
+		memset(&b[bk + 38], 0, 18);
+		memcpy(&b[bk + 46], i.data(), 18);
+		set_off(b, 3, 46);
 	};
 	struct Case {
 		const char *what;
@@ -450,15 +467,16 @@ TEST(V2Reader, DirectoryRulesViolated)
 	std::vector<Case> cases = {
 		{"count 17", [&](std::string &b) { b[bk] = 17; }, "17 records, at most 16", "s",
 		 SHMKV_ECORRUPT},
-		{"off[0] inside the directory", [&](std::string &b) { b[off] = 19; },
-		 "starts inside the tag directory", "s", SHMKV_ECORRUPT},
-		{"off[0] at the head", [&](std::string &b) { b[off] = 2; },
-		 "starts inside the tag directory", "s", SHMKV_ECORRUPT},
-		{"off[1] overlapping record 0", [&](std::string &b) { b[off + 1] = 25; },
+		{"off[0] inside the directory", [&](std::string &b) { set_off(b, 0, 15); },
+		 "starts inside the directory", "s", SHMKV_ECORRUPT},
+		{"off[0] at the head", [&](std::string &b) { set_off(b, 0, 2); },
+		 "starts inside the directory", "s", SHMKV_ECORRUPT},
+		{"off[0] 0", [&](std::string &b) { set_off(b, 0, 0); }, "starts inside the directory",
+		 "s", SHMKV_ECORRUPT},
+		{"off[1] overlapping record 0", [&](std::string &b) { set_off(b, 1, 21); },
 		 "overlaps the record before", "s", 0},
-		{"offs not ascending (tags swapped with them)",
+		{"offs not ascending (directory entries swapped)",
 		 [&](std::string &b) {
-			 std::swap(b[off + 1], b[off + 2]);
 			 std::swap(b[bk + 8 + 2], b[bk + 8 + 4]);
 			 std::swap(b[bk + 8 + 3], b[bk + 8 + 5]);
 		 },
@@ -466,24 +484,18 @@ TEST(V2Reader, DirectoryRulesViolated)
 		{"record past +128",
 		 [&](std::string &b) {
 			 // "i" moved to +121: its value, 8-aligned, would start at +128
-			 memset(&b[bk + 42], 0, 14);
+			 memset(&b[bk + 38], 0, 18);
 			 b[bk + 121] = SHMKV_TYPE_I64;
 			 b[bk + 122] = 1;
 			 b[bk + 123] = 8;
 			 b[bk + 124] = 'i';
-			 b[off + 3] = 121;
+			 set_off(b, 3, 121);
 		 },
 		 "past the bucket's end", "i", SHMKV_ECORRUPT},
-		{"off past the bucket",
+		{"off 127: the head past the bucket",
 		 [&](std::string &b) {
-			 memset(&b[bk + 42], 0, 14);
-			 b[off + 3] = (char)200;
-		 },
-		 "past the bucket's end", "i", SHMKV_ECORRUPT},
-		{"off 255",
-		 [&](std::string &b) {
-			 memset(&b[bk + 42], 0, 14);
-			 b[off + 3] = (char)255;
+			 memset(&b[bk + 38], 0, 18);
+			 set_off(b, 3, 127);
 		 },
 		 "past the bucket's end", "i", SHMKV_ECORRUPT},
 		{"non-zero gap byte after the records", [&](std::string &b) { b[bk + 100] = 1; },
@@ -491,14 +503,20 @@ TEST(V2Reader, DirectoryRulesViolated)
 		{"non-zero byte between records",
 		 [&](std::string &b) {
 			 shift_i(b);
-			 b[bk + 44] = 7;
+			 b[bk + 40] = 7;
 		 },
 		 "non-zero byte in bucket 0's record area before record 3", "i", 0},
-		{"non-zero padding", [&](std::string &b) { b[bk + 46] = 1; }, "record padding", "i", 0},
-		{"tag mismatch", [&](std::string &b) { b[bk + 8] ^= 0x40; }, "key hashes to", "s",
-		 SHMKV_ENOTFOUND},
-		{"tag 0", [&](std::string &b) { b[bk + 8] = b[bk + 9] = 0; }, "key hashes to", "s",
-		 SHMKV_ENOTFOUND},
+		{"non-zero padding", [&](std::string &b) { b[bk + 42] = 1; }, "record padding", "i", 0},
+		{"tag mismatch (dir bit 14)", [&](std::string &b) { b[bk + 9] ^= 0x40; }, "key hashes to",
+		 "s", SHMKV_ENOTFOUND},
+		{"tag mismatch (dir bit 7, tag bit 0)", [&](std::string &b) { b[bk + 8] ^= (char)0x80; },
+		 "key hashes to", "s", SHMKV_ENOTFOUND},
+		{"tag bits 0",
+		 [&](std::string &b) {
+			 b[bk + 8] &= 0x7f;
+			 b[bk + 9] = 0;
+		 },
+		 "key hashes to", "s", SHMKV_ENOTFOUND},
 	};
 	for (const Case &c : cases) {
 		SCOPED_TRACE(c.what);
@@ -548,30 +566,69 @@ TEST(V2Reader, DirectoryRulesViolated)
 	EXPECT_EQ(std::string(sp, n), "y");
 }
 
-// The tag directory compare: every compiled variant agrees with the scalar
-// one (tests/probe_variants_test runs the AVX2 one too); here the dispatch
-// on buckets whose bytes past count carry the query tag.
-TEST(V2Reader, TagMatchMasksPastCount)
+// The directory holds only a tag's low 9 bits: keys whose tags differ but
+// share them are candidates for each other's lookup, and the key compare
+// decides. A bucket with two such keys (one inline, one OUT, the same key
+// length so that only the bytes differ) serves each its own value on every
+// path, and a third such key that the image does not hold misses.
+TEST(V2Reader, NineBitTagCollisionIsNotAMatch)
 {
-	alignas(128) uint8_t bk[128];
-	std::mt19937_64 rng(5);
-	for (int rep = 0; rep < 20000; rep++) {
-		for (auto &x : bk)
-			x = (uint8_t)rng();
-		const uint16_t tag = (uint16_t)(rng() % 0xffff + 1);
-		for (unsigned j = 0; j < 16; j++)
-			if (rng() % 3 == 0)
-				memcpy(&bk[8 + 2 * j], &tag, 2);
-		for (unsigned n = 0; n <= SHMKV_V2_MAX_RECORDS; n++) {
-			unsigned want = 0;
-			for (unsigned j = 0; j < n; j++) {
-				uint16_t t;
-				memcpy(&t, &bk[8 + 2 * j], 2);
-				want |= (unsigned)(t == tag) << j;
-			}
-			ASSERT_EQ(shmkv__match2_scalar(bk, n, tag), want);
-			ASSERT_EQ(shmkv__match2(bk, n, tag), want) << shmkv_vector_name() << " n " << n;
+	const v2img::Options o0;
+	std::map<unsigned, std::vector<std::pair<std::string, uint64_t>>> by_low9;
+	std::vector<std::string> keys; // three keys, tags distinct, low 9 bits equal
+	for (int i = 0; keys.empty() && i < 200000; i++) {
+		char k[16];
+		snprintf(k, sizeof k, "c%06d", i);
+		uint64_t tag = shmkv_key_tag(shmkv_key_hash(o0.seed, o0.hash_bits, k, strlen(k)));
+		auto &v = by_low9[(unsigned)(tag & 0x1ff)];
+		bool fresh = true;
+		for (const auto &p : v)
+			fresh &= p.second != tag;
+		if (fresh)
+			v.push_back({k, tag});
+		if (v.size() == 3)
+			for (const auto &p : v)
+				keys.push_back(p.first);
+	}
+	ASSERT_EQ(keys.size(), 3u);
+	std::vector<Rec> recs = {{keys[0], SHMKV_TYPE_STRING, "inline", 0, false},
+				 {keys[1], SHMKV_TYPE_STRING, "out of line", 0, true}};
+	v2img::Options o;
+	o.bucket_count = 1;
+	auto im = v2img::compose(recs, o);
+	Mem m(im.bytes);
+	ASSERT_EQ(m.err, 0) << m.why;
+	ASSERT_EQ(m.verify(), "");
+	// one bucket, both records in it: each directory entry is a candidate
+	// for every one of the three keys (probe_variants_test checks the
+	// compare itself)
+	ASSERT_EQ(m.img[im.index_off], 2);
+	ASSERT_EQ(im.bucket[0], 0u);
+	ASSERT_EQ(im.bucket[1], 0u);
+	const char *want[3] = {"inline", "out of line", nullptr};
+	for (int i = 0; i < 3; i++) {
+		SCOPED_TRACE(keys[i]);
+		const std::string &k = keys[i];
+		shmkv_value v;
+		char why[256] = "";
+		int e1 = shmkv_get(&m.db, k.data(), k.size(), &v);
+		std::string got1 = e1 ? "" : std::string((const char *)v.data, v.size);
+		int e2 = shmkv_get_diag(&m.db, k.data(), k.size(), &v, why, sizeof why);
+		std::string got2 = e2 ? "" : std::string((const char *)v.data, v.size);
+		shmkv_key bk1{k.data(), k.size()};
+		int e3 = 7;
+		shmkv_get_batch(&m.db, &bk1, 1, &v, &e3);
+		std::string got3 = e3 ? "" : std::string((const char *)v.data, v.size);
+		if (want[i]) {
+			EXPECT_EQ(e1, 0);
+			EXPECT_EQ(got1, want[i]);
+		} else {
+			EXPECT_EQ(e1, SHMKV_ENOTFOUND);
 		}
+		EXPECT_EQ(e2, e1) << why;
+		EXPECT_EQ(got2, got1);
+		EXPECT_EQ(e3, e1);
+		EXPECT_EQ(got3, got1);
 	}
 }
 

@@ -24,7 +24,8 @@ typedef struct shmkv_key {
 
 /* shmkv_get_batch of a v2 image: per group, hash and request both lines of
  * every home bucket; then compare each home bucket's tag directory and
- * request the entry of an OUT record that matches; then resolve each key
+ * request the entry of an OUT record that matches (or, no tag matching and
+ * displaced keys announced, the next bucket's lines); then resolve each key
  * by the one v2 lookup (shmkv__get2_h), whose lines are now on their way. The clock is
  * read once per batch at most. */
 static inline size_t shmkv__get_batch2(const shmkv *db, const shmkv_key *keys, size_t n,
@@ -52,11 +53,21 @@ static inline size_t shmkv__get_batch2(const shmkv *db, const shmkv_key *keys, s
 			const unsigned nr = bk[i][0];
 			if (SHMKV__UNLIKELY(nr > SHMKV_V2_MAX_RECORDS))
 				continue; /* damage: the lookup says so */
-			for (unsigned mt = shmkv__match2(bk[i], nr, shmkv__tag(hash[i])); mt;
-			     mt &= mt - 1) {
+			const uint64_t tag = shmkv__tag(hash[i]);
+			unsigned mt = shmkv__match2(bk[i], nr, tag);
+			if (!mt && shmkv__displaced2(bk[i], tag, db->max_probe)) {
+				/* no candidate at home, displaced keys announced: the
+				 * next bucket, where nearly all of them are */
+				const uint8_t *nx = bk[i] + SHMKV_V2_BUCKET_BYTES;
+				if (nx == shmkv__bucket2(db, db->bucket_count))
+					nx = shmkv__bucket2(db, 0);
+				__builtin_prefetch(nx);
+				__builtin_prefetch(nx + 64);
+			}
+			for (; mt; mt &= mt - 1) {
 				shmkv__rec r;
 				const uint8_t *c;
-				const unsigned pos = shmkv__rec_off2(bk[i], nr, SHMKV__CTZ(mt));
+				const unsigned pos = shmkv__rec_off2(bk[i], SHMKV__CTZ(mt));
 				if (shmkv__rec_decode(bk[i], nr, pos, &r) && (r.kind & SHMKV_REC_OUT) &&
 				    shmkv__key_fits(db, 0) &&
 				    shmkv__slot_entry(db, r.unit, shmkv__key_lim(db, 0), &c)) {

@@ -155,8 +155,9 @@ typedef struct shmkv_entry_header {
  * Header, section table, ENTRIES' entry format, VALUES, hash, home and tag
  * are v1's. The index is bucket_count buckets of 128 bytes (128-aligned):
  * count u8 @0 (0..16), displacement byte D @1, a 48-bit displaced-key filter
- * @2, then the directory: u16 tag[count] @8 and u8 off[count] @8+2*count
- * (record i at bucket + off[i]), then the record area to @128, records
+ * @2, then the directory: u16 dir[count] @8, dir[i] = (tag << 7 | off) &
+ * 0xffff (record i at bucket + (dir[i] & 0x7f), its key tag's low 9 bits in
+ * dir[i] >> 7), then the record area @8+2*count to @128, records
  * ascending and never overlapping, every byte no record covers 0. A record
  * is u8 kind; inline (kind & OUT clear): u8 key_len, u8 value_len, [u32
  * expires], key, zero padding to the value's alignment within the bucket,
@@ -164,10 +165,13 @@ typedef struct shmkv_entry_header {
 #define SHMKV_FORMAT_V2 2u
 #define SHMKV_FORMAT_NEWEST SHMKV_FORMAT_V2 /* the newest version this reader reads */
 #define SHMKV_V2_BUCKET_BYTES 128u          /* header bucket_slots holds this in v2 */
-#define SHMKV_V2_BUCKET_HEAD 8u             /* count, D, filter; the tag directory starts here */
+#define SHMKV_V2_BUCKET_HEAD 8u             /* count, D, filter; the directory starts here */
 #define SHMKV_V2_FILTER_BITS 48u
-#define SHMKV_V2_MAX_RECORDS 16u            /* two 16-byte vectors of u16 tags at +8 and +24 */
-#define SHMKV_V2_DIR_BYTES 3u               /* per record: its u16 tag and its u8 off */
+#define SHMKV_V2_MAX_RECORDS 16u            /* two 16-byte vectors of u16 dir at +8 and +24 */
+#define SHMKV_V2_DIR_BYTES 2u               /* per record: dir = (tag << 7 | off) & 0xffff */
+#define SHMKV_V2_DIR_OFF_MASK 0x7fu         /* dir bits 0..6: the record's offset (< 128) */
+#define SHMKV_V2_DIR_TAG_MASK 0xff80u       /* dir bits 7..15: the tag's low 9 bits */
+#define SHMKV_V2_DIR_TAG_SHIFT 7u
 #define SHMKV_REC_TYPE_MASK 0x0fu           /* kind bits 0..3: value type (0 for OUT) */
 #define SHMKV_REC_EXPIRES 0x40u             /* kind bit 6: a u32 expiry follows the head */
 #define SHMKV_REC_OUT 0x80u                 /* kind bit 7: the entry lives in ENTRIES */
@@ -187,12 +191,13 @@ typedef struct shmkv_entry_header {
 	SHMKV__VOCAB_SECTIONS
 #define SHMKV_LAYOUT_DESC_V2                                                                     \
 	"shmkv-image-v2;" SHMKV__DESC_STRUCTS                                                        \
-	"bucket=128:count@0[0..16],disp@1,filter48@2[(tag*48)>>16],tag16@8[count],"                 \
-	"off8@8+2*count[count],records@8+3*count..128,ascending,zero-gaps;record=kind8@0;"          \
+	"bucket=128:count@0[0..16],disp@1,filter48@2[(tag*48)>>16],"                                \
+	"dir16@8[count]=(tag<<7|off)&0xffff,records@8+2*count..128,ascending,zero-gaps;"           \
+	"record=kind8@0;"                                                                            \
 	"inline=key_len8@1,value_len8@2,expires32@3?,key,pad0-to-align(type)-in-bucket,value,"      \
 	"nul(type);out=entry_off40>>3@1,expires32@6?;"                                              \
 	"expired=now>=expires;" SHMKV__DESC_HASH ";" SHMKV_VOCAB_DESC_V2
-#define SHMKV_LAYOUT_HASH_V2 UINT64_C(0xae51b4e761553183)
+#define SHMKV_LAYOUT_HASH_V2 UINT64_C(0x5a240d8d9e73bf24)
 #if SHMKV_FORMAT_VERSION == 1 && SHMKV_TYPE_MAX != 9
 #error "format v1 holds types 1..9: a new value type is a new format version (FORMAT.md §15)"
 #endif

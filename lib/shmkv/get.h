@@ -570,10 +570,18 @@ static SHMKV__COLD int shmkv__get_traced(const shmkv *db, const void *key, size_
 	uint64_t t0 = shmkv__usdt_ns();
 	int err = shmkv__get_as(&untraced, key, key_len, want, v);
 	uint64_t ns = shmkv__usdt_ns() - t0;
-	if (err == 0)
+	if (err == 0) {
 		SHMKV__USDT(get_hit, 4, db, key, key_len, ns);
-	else
-		SHMKV__USDT(get_miss, 5, db, key, key_len, err, ns);
+		return err;
+	}
+	/* expired: the key is in a v2 image that says some record expires,
+	 * yet the get found nothing (a second, checked lookup: only while
+	 * traced) */
+	uint64_t off = 0;
+	uint32_t exp = 0;
+	int expired = err == SHMKV_ENOTFOUND && db->version == SHMKV_FORMAT_V2 && db->expiry &&
+		      !shmkv__find2(db, key, key_len, &off, &exp, NULL, 0) && exp;
+	SHMKV__USDT(get_miss, 6, db, key, key_len, err, ns, expired);
 	return err;
 }
 #endif

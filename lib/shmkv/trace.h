@@ -25,7 +25,9 @@
  *                  (result 1) or failed (< 0); not one that found nothing new
  *   shmkv:close    (db, generation)
  *   shmkv:get_hit  (db, key, key_len, ns)           shmkv_get and the typed getters
- *   shmkv:get_miss (db, key, key_len, err, ns)      err: SHMKV_ENOTFOUND, ...
+ *   shmkv:get_miss (db, key, key_len, err, ns, expired)  err: SHMKV_ENOTFOUND,
+ *                  ...; expired 1 when the key is in the image but expired
+ *                  (format v2, FORMAT.md §17.6; err is SHMKV_ENOTFOUND)
  * ns is the lookup's own time (CLOCK_MONOTONIC around it, taken only while a
  * get probe is traced), so a histogram of it is not inflated by the probe's
  * trap. shmkv_get_batch fires no get probes.

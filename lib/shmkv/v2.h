@@ -1,11 +1,12 @@
 /* shmkv/v2.h - format v2's index (FORMAT.md §17, layout B): 128-byte
- * buckets whose head holds the tags of their records (one SIMD compare
- * finds a key's record), small entries inline, OUT records of entries in
+ * buckets whose head holds a 2-byte directory entry per record, 9 tag bits
+ * and the record's offset (one SIMD compare finds a key's record), small
+ * entries inline, OUT records of entries in
  * ENTRIES, expiry. Part of the header-only reader; include <shmkv.h>, not
  * this file.
  *
  * One owner per rule: shmkv__match2 (and its _scalar/_sse2/_avx2/_neon
- * variants) the tag directory compare, shmkv__rec_decode the record rule
+ * variants) the directory compare, shmkv__rec_decode the record rule
  * with its bounds (every reader of a record decodes it through it),
  * shmkv__bucket2_scan the scan of one bucket, shmkv__locate2 the lookup
  * (the hot path, batch, the checked path and verify all use these),
@@ -19,11 +20,14 @@
 #include "get.h"
 
 /* Reader policy (not format, FORMAT.md §17.5): how many lines of bucket
- * b+1 a lookup requests at its start, with bucket b's two, so that a key
- * displaced by one bucket does not wait for a second round trip: 0, 1 or 2.
- * bench/RESULTS.md ("v2 layout B") measured the choice. */
+ * b+1 a single get requests at its start, with bucket b's two, so that a
+ * key displaced by one bucket (nearly every displaced key) does not wait
+ * for a second round trip: 0, 1 or 2. bench/RESULTS.md ("Format v2 layout
+ * B") measured 2 against 0 and 1: displaced/home at the median 1.07-1.16
+ * (0: 1.35-2.00, 1: 1.36-1.40), the throughput loop within the noise.
+ * Batches request the next bucket themselves, only where it may serve. */
 #ifndef SHMKV_V2_PREFETCH_NEXT
-#define SHMKV_V2_PREFETCH_NEXT 0
+#define SHMKV_V2_PREFETCH_NEXT 2
 #endif
 #if SHMKV_V2_PREFETCH_NEXT < 0 || SHMKV_V2_PREFETCH_NEXT > 2
 #error "SHMKV_V2_PREFETCH_NEXT must be 0, 1 or 2"
@@ -41,25 +45,33 @@ typedef struct shmkv__rec {
 	uint64_t unit;       /* OUT: the entry's image offset / 8 */
 } shmkv__rec;
 
-/* Where bucket bk's directory ends (tags and offs of n records): no record
+/* Where a bucket's directory of n records ends (n u16 entries): no record
  * starts before it. */
 static inline unsigned shmkv__dir_end2(unsigned n)
 {
 	return SHMKV_V2_BUCKET_HEAD + SHMKV_V2_DIR_BYTES * n;
 }
 
-/* Record i's offset (off[i]) in a bucket of n records, i < n <= 16. */
-static inline unsigned shmkv__rec_off2(const uint8_t *bk, unsigned n, unsigned i)
+/* Record i's directory entry dir[i] = (tag << 7 | off) & 0xffff, i < 16. */
+static inline unsigned shmkv__rec_dir2(const uint8_t *bk, unsigned i)
 {
-	return bk[SHMKV_V2_BUCKET_HEAD + 2 * n + i];
+	uint16_t d;
+	memcpy(&d, bk + SHMKV_V2_BUCKET_HEAD + 2 * i, 2); /* little-endian hosts only */
+	return d;
 }
 
-/* Record i's tag (tag[i]), i < n. */
-static inline unsigned shmkv__rec_tag2(const uint8_t *bk, unsigned i)
+/* Record i's offset in its bucket (dir[i] & 0x7f: the low byte's low 7 bits). */
+static inline unsigned shmkv__rec_off2(const uint8_t *bk, unsigned i)
 {
-	uint16_t t;
-	memcpy(&t, bk + SHMKV_V2_BUCKET_HEAD + 2 * i, 2); /* little-endian hosts only */
-	return t;
+	return bk[SHMKV_V2_BUCKET_HEAD + 2 * i] & SHMKV_V2_DIR_OFF_MASK;
+}
+
+/* The directory bits a key of this tag has: the tag's low 9 bits at bits
+ * 7..15, the offset bits 0. A record is a candidate for the key when
+ * (dir[i] & 0xff80) equals this. */
+static inline unsigned shmkv__dir_tag2(uint64_t tag)
+{
+	return (unsigned)(tag << SHMKV_V2_DIR_TAG_SHIFT) & SHMKV_V2_DIR_TAG_MASK;
 }
 
 /* The record at bucket offset pos of a bucket of n records (FORMAT.md
@@ -110,16 +122,19 @@ static SHMKV__HOT int shmkv__rec_decode(const uint8_t *bk, unsigned n, unsigned 
 	return 1;
 }
 
-/* ---- the tag directory compare: bit i set when tag[i] == tag, i < n ------
- * n <= 16 (the caller checks). The vector variants load 16 bytes at +8 and
- * at +24 (tags 0..7 and 8..15), inside the bucket whatever n is, and mask
- * the bits at and past n: they return exactly what the scalar reference
- * returns (tests/probe_variants_test). */
+/* ---- the directory compare: bit i set when (dir[i] & 0xff80) ==
+ * shmkv__dir_tag2(tag), i < n; a candidate only (9 tag bits: 1/512 of
+ * other keys match too), the key compare decides. n <= 16 (the caller
+ * checks). The vector variants load 16 bytes at +8 and at +24 (dir[0..7]
+ * and dir[8..15]), inside the bucket whatever n is, AND each lane with
+ * 0xff80, and mask the bits at and past n: they return exactly what the
+ * scalar reference returns (tests/probe_variants_test). */
 static inline unsigned shmkv__match2_scalar(const uint8_t *bk, unsigned n, uint64_t tag)
 {
+	const unsigned want = shmkv__dir_tag2(tag);
 	unsigned m = 0;
 	for (unsigned i = 0; i < n; i++)
-		m |= (unsigned)(shmkv__rec_tag2(bk, i) == tag) << i;
+		m |= (unsigned)((shmkv__rec_dir2(bk, i) & SHMKV_V2_DIR_TAG_MASK) == want) << i;
 	return m;
 }
 
@@ -129,39 +144,47 @@ static inline unsigned shmkv__match2_mask(unsigned m, unsigned n)
 }
 
 #if SHMKV_HAVE_SSE2
-/* Two 8-lane u16 compares; a signed saturating pack carries each lane's
- * verdict (0 or -1) to one byte, and movemask gathers the 16 bits. */
+/* Two 8-lane u16 AND-and-compares; a signed saturating pack carries each
+ * lane's verdict (0 or -1) to one byte, and movemask gathers the 16 bits. */
 static inline unsigned shmkv__match2_sse2(const uint8_t *bk, unsigned n, uint64_t tag)
 {
-	const __m128i want = _mm_set1_epi16((short)tag);
-	__m128i c0 = _mm_cmpeq_epi16(_mm_loadu_si128((const __m128i *)(const void *)(bk + 8)), want);
-	__m128i c1 = _mm_cmpeq_epi16(_mm_loadu_si128((const __m128i *)(const void *)(bk + 24)), want);
+	const __m128i want = _mm_set1_epi16((short)shmkv__dir_tag2(tag));
+	const __m128i mask = _mm_set1_epi16((short)SHMKV_V2_DIR_TAG_MASK);
+	__m128i d0 = _mm_loadu_si128((const __m128i *)(const void *)(bk + 8));
+	__m128i d1 = _mm_loadu_si128((const __m128i *)(const void *)(bk + 24));
+	__m128i c0 = _mm_cmpeq_epi16(_mm_and_si128(d0, mask), want);
+	__m128i c1 = _mm_cmpeq_epi16(_mm_and_si128(d1, mask), want);
 	return shmkv__match2_mask((unsigned)_mm_movemask_epi8(_mm_packs_epi16(c0, c1)), n);
 }
 #endif
 
 #if SHMKV_HAVE_AVX2
-/* One 16-lane compare of the 32 bytes at +8, packed to bytes as in SSE2. */
+/* One 16-lane AND-and-compare of the 32 bytes at +8, packed to bytes as in
+ * SSE2. */
 static inline unsigned shmkv__match2_avx2(const uint8_t *bk, unsigned n, uint64_t tag)
 {
-	const __m256i want = _mm256_set1_epi16((short)tag);
-	__m256i c = _mm256_cmpeq_epi16(_mm256_loadu_si256((const __m256i *)(const void *)(bk + 8)),
-				       want);
+	const __m256i want = _mm256_set1_epi16((short)shmkv__dir_tag2(tag));
+	const __m256i mask = _mm256_set1_epi16((short)SHMKV_V2_DIR_TAG_MASK);
+	__m256i d = _mm256_loadu_si256((const __m256i *)(const void *)(bk + 8));
+	__m256i c = _mm256_cmpeq_epi16(_mm256_and_si256(d, mask), want);
 	__m128i w = _mm_packs_epi16(_mm256_castsi256_si128(c), _mm256_extracti128_si256(c, 1));
 	return shmkv__match2_mask((unsigned)_mm_movemask_epi8(w), n);
 }
 #endif
 
 #if SHMKV_HAVE_NEON
-/* Two 8-lane compares narrowed to bytes, one bit per byte by a weighted
- * horizontal add (NEON has no movemask). */
+/* Two 8-lane AND-and-compares narrowed to bytes, one bit per byte by a
+ * weighted horizontal add (NEON has no movemask). */
 static inline unsigned shmkv__match2_neon(const uint8_t *bk, unsigned n, uint64_t tag)
 {
 	static const uint8_t w[8] = {1, 2, 4, 8, 16, 32, 64, 128};
-	const uint16x8_t t = vdupq_n_u16((uint16_t)tag);
+	const uint16x8_t t = vdupq_n_u16((uint16_t)shmkv__dir_tag2(tag));
+	const uint16x8_t mk = vdupq_n_u16((uint16_t)SHMKV_V2_DIR_TAG_MASK);
 	const uint8x8_t wt = vld1_u8(w);
-	uint8x8_t e0 = vmovn_u16(vceqq_u16(vld1q_u16((const uint16_t *)(const void *)(bk + 8)), t));
-	uint8x8_t e1 = vmovn_u16(vceqq_u16(vld1q_u16((const uint16_t *)(const void *)(bk + 24)), t));
+	uint16x8_t d0 = vandq_u16(vld1q_u16((const uint16_t *)(const void *)(bk + 8)), mk);
+	uint16x8_t d1 = vandq_u16(vld1q_u16((const uint16_t *)(const void *)(bk + 24)), mk);
+	uint8x8_t e0 = vmovn_u16(vceqq_u16(d0, t));
+	uint8x8_t e1 = vmovn_u16(vceqq_u16(d1, t));
 	unsigned m = (unsigned)vaddv_u8(vand_u8(e0, wt)) | (unsigned)vaddv_u8(vand_u8(e1, wt)) << 8;
 	return shmkv__match2_mask(m, n);
 }
@@ -206,7 +229,7 @@ static SHMKV__HOT uint64_t shmkv__displaced2(const uint8_t *bk, uint64_t tag, ui
 }
 
 /* The scan of bucket b for key (tag): the records whose directory tag
- * matches, in directory order, each decoded with its bounds (a malformed
+ * bits match, in directory order, each decoded with its bounds (a malformed
  * one, or a count above 16, is damage); a match compares the key, inline or
  * in the OUT record's entry (header and key bounded inside ENTRIES by
  * get.h's slot/entry rule). Returns 0 with *r (and *e, the entry, for OUT;
@@ -225,7 +248,7 @@ static SHMKV__HOT int shmkv__bucket2_scan(const shmkv *db, uint64_t b, uint64_t 
 			    n, SHMKV_V2_MAX_RECORDS);
 	for (unsigned m = shmkv__match2(bk, n, tag); m; m &= m - 1) {
 		const unsigned i = SHMKV__CTZ(m);
-		const unsigned pos = shmkv__rec_off2(bk, n, i);
+		const unsigned pos = shmkv__rec_off2(bk, i);
 		if (SHMKV__UNLIKELY(!shmkv__rec_decode(bk, n, pos, r)))
 			SHMKV__BAD2("index bucket %llu record %u at +%u: malformed (kind %02x), "
 				    "inside the directory or past the bucket's end",
@@ -265,11 +288,10 @@ static SHMKV__HOT int shmkv__bucket2_scan(const shmkv *db, uint64_t b, uint64_t 
 }
 
 /* The v2 lookup (FORMAT.md §17.5), the one every path uses: the home
- * bucket (both its lines requested at once, and SHMKV_V2_PREFETCH_NEXT
- * lines of the next bucket), then, when its D and filter announce
- * displaced keys with this tag, up to min(D, max_probe) later buckets. 0
- * with *bkp (the bucket found in), *r, *e; SHMKV_ENOTFOUND; SHMKV_ECORRUPT
- * (why). Expiry is the caller's. */
+ * bucket (both its lines requested at once), then, when its D and filter
+ * announce displaced keys with this tag, up to min(D, max_probe) later
+ * buckets. 0 with *bkp (the bucket found in), *r, *e; SHMKV_ENOTFOUND;
+ * SHMKV_ECORRUPT (why). Expiry is the caller's. */
 static SHMKV__HOT int shmkv__locate2(const shmkv *db, const void *key, size_t key_len, uint64_t h,
 				     const uint8_t **bkp, shmkv__rec *r, const uint8_t **e,
 				     char *why, size_t why_len)
@@ -277,15 +299,6 @@ static SHMKV__HOT int shmkv__locate2(const shmkv *db, const void *key, size_t ke
 	uint64_t tag = shmkv__tag(h), b = shmkv__home(h, db->bucket_count);
 	const uint8_t *bk = shmkv__bucket2(db, b);
 	__builtin_prefetch(bk + 64); /* the pair's second line, with the first */
-#if SHMKV_V2_PREFETCH_NEXT
-	{
-		const uint8_t *nx = shmkv__bucket2(db, b + 1 == db->bucket_count ? 0 : b + 1);
-		__builtin_prefetch(nx);
-#if SHMKV_V2_PREFETCH_NEXT == 2
-		__builtin_prefetch(nx + 64);
-#endif
-	}
-#endif
 	int rc = shmkv__bucket2_scan(db, b, tag, key, key_len, r, e, why, why_len);
 	if (SHMKV__LIKELY(rc != SHMKV__NEXT)) {
 		*bkp = bk;
@@ -427,14 +440,23 @@ static SHMKV__HOT int shmkv__get2_h(const shmkv *db, const void *key, size_t key
 }
 
 /* The v2 hot get: one out-of-line call from shmkv__get_as, so that v1's
- * code there is untouched (tests/perf counts its instructions). */
+ * code there is untouched (tests/perf counts its instructions); it requests
+ * SHMKV_V2_PREFETCH_NEXT lines of the home bucket's successor first. */
 static __attribute__((noinline, hot)) int shmkv__get2(const shmkv *db, const void *key,
 						      size_t key_len, unsigned want,
 						      shmkv_value *v)
 {
 	int64_t now = 0;
-	return shmkv__get2_h(db, key, key_len, shmkv__hash64(db->seed, key, key_len), want, v,
-			     &now);
+	const uint64_t h = shmkv__hash64(db->seed, key, key_len);
+#if SHMKV_V2_PREFETCH_NEXT /* the reader policy above */
+	uint64_t b = shmkv__home(h, db->bucket_count) + 1;
+	const uint8_t *nx = shmkv__bucket2(db, b == db->bucket_count ? 0 : b);
+	__builtin_prefetch(nx);
+#if SHMKV_V2_PREFETCH_NEXT == 2
+	__builtin_prefetch(nx + 64);
+#endif
+#endif
+	return shmkv__get2_h(db, key, key_len, h, want, v, &now);
 }
 
 /* Pins the clock that db's expiry checks read to now (unix seconds), for
@@ -501,7 +523,7 @@ static inline int shmkv__iter2_next(shmkv_iter *it, const void **key, size_t *ke
 	const uint8_t *bk = shmkv__bucket2(db, it->bucket - 1);
 	const unsigned n = bk[0];
 	shmkv__rec r;
-	if (!shmkv__rec_decode(bk, n, shmkv__rec_off2(bk, n, (unsigned)it->pos), &r))
+	if (!shmkv__rec_decode(bk, n, shmkv__rec_off2(bk, (unsigned)it->pos), &r))
 		return SHMKV_ECORRUPT;
 	const uint8_t *k, *e = NULL;
 	size_t kl;

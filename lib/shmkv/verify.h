@@ -312,12 +312,14 @@ static inline int shmkv__verify_record2(const shmkv *db, uint64_t b, unsigned i,
 	if (!shmkv__text_valid(&v))
 		return SHMKV__BADV("index bucket %llu record %u: %s value is not valid UTF-8",
 				   (unsigned long long)b, i, shmkv_type_name(v.type));
-	const unsigned t = shmkv__rec_tag2(bk, i);
+	const unsigned t = shmkv__rec_dir2(bk, i) >> SHMKV_V2_DIR_TAG_SHIFT;
 	uint64_t hv = shmkv__hash(db->seed, db->hash_bits, key, key_len);
 	uint64_t tag = shmkv__tag(hv);
-	if (t != tag)
-		return SHMKV__BADV("index bucket %llu record %u: tag %04x, key hashes to %04llx",
-				   (unsigned long long)b, i, t, (unsigned long long)tag);
+	if (t != shmkv__dir_tag2(tag) >> SHMKV_V2_DIR_TAG_SHIFT)
+		return SHMKV__BADV("index bucket %llu record %u: directory tag bits %03x, key "
+				   "hashes to tag %04llx (low 9 bits %03llx)",
+				   (unsigned long long)b, i, t, (unsigned long long)tag,
+				   (unsigned long long)(tag & 0x1ff));
 	uint64_t home = shmkv__home(hv, db->bucket_count);
 	uint64_t d = b >= home ? b - home : b + db->bucket_count - home;
 	if (d > h->max_probe)
@@ -366,15 +368,15 @@ static inline int shmkv__verify_index2(const shmkv *db, char *why, size_t why_le
 		 * no record overlapping the next, every byte between them 0 */
 		unsigned pos = shmkv__dir_end2(nr);
 		for (unsigned i = 0; i < nr; i++) {
-			const unsigned off = shmkv__rec_off2(bk, nr, i);
-			if (i ? off <= shmkv__rec_off2(bk, nr, i - 1) : off < pos)
+			const unsigned off = shmkv__rec_off2(bk, i);
+			if (i ? off <= shmkv__rec_off2(bk, i - 1) : off < pos)
 				return SHMKV__BADV("index bucket %llu record %u at +%u: %s",
 						   (unsigned long long)b, i, off,
 						   i ? "offsets not in ascending order"
-						     : "starts inside the tag directory");
+						     : "starts inside the directory");
 		}
 		for (unsigned i = 0; i < nr; i++) {
-			const unsigned off = shmkv__rec_off2(bk, nr, i);
+			const unsigned off = shmkv__rec_off2(bk, i);
 			if (off < pos)
 				return SHMKV__BADV("index bucket %llu record %u at +%u: overlaps "
 						   "the record before (ends at +%u)",

@@ -38,6 +38,7 @@ void add_all(Builder &b)
 shmkv_build_options part_options()
 {
 	shmkv_build_options o = test_options();
+	o.format = 1; // kBuckets is sized for 8 slots a bucket (format 2: build_v2_test)
 	o.buckets = kBuckets;
 	o.fixed |= SHMKV_OPT_BUCKETS;
 	snprintf(o.name, sizeof o.name, "joined");

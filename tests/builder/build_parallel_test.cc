@@ -195,6 +195,7 @@ TEST(BuildParallel, InputOrderDoesNotMatter)
 			uniq.push_back(r);
 	shmkv_build_options o = collide_options();
 	o.on_duplicate = SHMKV_DUP_ERROR;
+	o.format = 1; // iteration in entry order is format 1's (expect_hash_order)
 	std::string a = build(dir, uniq, o, 1, "a");
 	std::shuffle(uniq.begin(), uniq.end(), std::mt19937_64(3));
 	std::string b = build(dir, uniq, o, 2, "b");

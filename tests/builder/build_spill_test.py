@@ -136,7 +136,7 @@ def v2_wrapped(img):
         base = ix + 128 * c
         n = data[base]
         for i in range(n):
-            r = base + data[base + 8 + 2 * n + i]
+            r = base + (data[base + 8 + 2 * i] & 0x7f)  # dir = tag << 7 | off
             kind = data[r]
             if kind & 0x80:
                 e = (int.from_bytes(data[r + 1:r + 6], 'little')) << 3
@@ -228,10 +228,12 @@ try:
     buckets = (n_unique + 7) // 8
     for dup in ('first', 'last'):
         a, b = path('w-mem.img'), path('w-spill.img')
-        rc1, _, e1, _ = run('image', 'build', '-o', a, '--memory-limit', 'none', '--on-duplicate',
-                            dup, '--buckets', buckets, path('small.jsonl'))
-        rc2, _, e2, _ = run('image', 'build', '-o', b, '--memory-limit', '2M', '--tmpdir', spilldir,
+        # format 1 (8 slots a bucket; its index is read below), whatever the default
+        rc1, _, e1, _ = run('image', 'build', '--format', '1', '-o', a, '--memory-limit', 'none',
                             '--on-duplicate', dup, '--buckets', buckets, path('small.jsonl'))
+        rc2, _, e2, _ = run('image', 'build', '--format', '1', '-o', b, '--memory-limit', '2M',
+                            '--tmpdir', spilldir, '--on-duplicate', dup, '--buckets', buckets,
+                            path('small.jsonl'))
         check(rc1 == 0 and rc2 == 0, 'full-index builds: %s %s' % (e1, e2))
         check(rc2 == 0 and same(a, b), 'full index (%s): spilled image differs' % dup)
     # a key in a bucket before its home: displaced past the last bucket

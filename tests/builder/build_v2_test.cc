@@ -6,8 +6,8 @@
 //                                     to 600, shared values, expiring ones, displaced keys):
 //                                     header fields and checksums, every key found by the
 //                                     format's lookup with its type, value and expiry, the
-//                                     inline/OUT rule, bucket invariants (layout B: tags,
-//                                     offsets, records packed from 8 + 3n, zero gaps),
+//                                     inline/OUT rule, bucket invariants (layout B: 9 tag bits
+//                                     and an offset a u16, records packed from 8 + 2n, zero gaps),
 //                                     max_probe exact
 //   BuildV2.ThreadCountsGiveOneImage  threads 1, 2, 3, 8 and shuffled input: the same bytes
 //   BuildV2.ExpiryFlagOnlyWhenSomeExpires  no expiry: flag clear; one: set
@@ -103,17 +103,18 @@ public:
 			unsigned count = (uint8_t)img_[base];
 			ASSERT_LE(count, 16u) << "bucket " << b;
 			std::vector<bool> covered(128, false);
-			for (unsigned p = 0; p < 8 + 3 * count; p++)
+			for (unsigned p = 0; p < 8 + 2 * count; p++)
 				covered[p] = true;
-			unsigned pos = 8 + 3 * count; // the builder packs records from here
+			unsigned pos = 8 + 2 * count; // the builder packs records from here
 			for (unsigned i = 0; i < count; i++) {
 				std::string key;
 				Found f;
-				uint16_t tag = (uint16_t)rd(img_, base + 8 + 2 * i, 2);
-				unsigned off = (uint8_t)img_[base + 8 + 2 * count + i];
+				// dir = (tag << 7 | off) & 0xffff
+				const unsigned dir = (unsigned)rd(img_, base + 8 + 2 * i, 2);
+				unsigned off = dir & 0x7f;
 				EXPECT_EQ(off, pos) << "bucket " << b << " record " << i << ": not packed";
 				ASSERT_GE(off, pos) << "bucket " << b << " record " << i << ": overlaps";
-				unsigned end = record(base, off, tag, &key, &f);
+				unsigned end = record(base, off, &key, &f);
 				ASSERT_NE(end, 0u) << "bucket " << b << " record " << i;
 				for (unsigned p = off; p < end; p++)
 					covered[p] = true;
@@ -121,7 +122,8 @@ public:
 				f.bucket = b;
 				expiring += f.expires != 0;
 				uint64_t hv = shmkv_key_hash(h_->hash_seed, h_->hash_bits, key.data(), key.size());
-				EXPECT_EQ(tag, shmkv_key_tag(hv));
+				const unsigned tag = (unsigned)shmkv_key_tag(hv);
+				EXPECT_EQ(dir >> 7, tag & 0x1ff) << "bucket " << b << " record " << i;
 				uint64_t home = shmkv_home_bucket(hv, B_);
 				uint64_t d = (b + B_ - home) % B_;
 				maxd = std::max<uint32_t>(maxd, (uint32_t)d);
@@ -134,9 +136,11 @@ public:
 				}
 				EXPECT_TRUE(all.emplace(key, f).second) << "key twice";
 			}
-			for (unsigned p = 8; p < 128; p++) // the record area's other bytes, padding too
-				if (!covered[p])
+			for (unsigned p = 8; p < 128; p++) { // the record area's other bytes, padding too
+				if (!covered[p]) {
 					ASSERT_EQ(img_[base + p], 0) << "bucket " << b << " byte " << p;
+				}
+			}
 			if (img_[base + 1] == 0) {
 				for (unsigned p = 2; p < 8; p++)
 					EXPECT_EQ(img_[base + p], 0);
@@ -175,12 +179,13 @@ private:
 		uint64_t base = ix_ + b * 128;
 		unsigned count = (uint8_t)img_[base];
 		for (unsigned i = 0; i < count && i < 16; i++) {
-			if ((uint16_t)rd(img_, base + 8 + 2 * i, 2) != tag)
+			const unsigned dir = (unsigned)rd(img_, base + 8 + 2 * i, 2);
+			if ((dir & 0xff80) != ((tag << 7) & 0xff80u)) // the tag's low 9 bits
 				continue;
 			std::string k;
 			Found f;
-			unsigned off = (uint8_t)img_[base + 8 + 2 * count + i];
-			if (off < 8 + 3 * count || !record(base, off, tag, &k, &f))
+			unsigned off = dir & 0x7f;
+			if (off < 8 + 2 * count || !record(base, off, &k, &f))
 				return false;
 			if (k == key) {
 				*out = f;
@@ -189,15 +194,14 @@ private:
 		}
 		return false;
 	}
-	// Decodes the record at bucket byte pos (its tag from the directory);
-	// returns its end, 0 if bad. Padding is checked zero by check().
-	unsigned record(uint64_t base, unsigned pos, uint16_t tag, std::string *key, Found *f)
+	// Decodes the record at bucket byte pos; returns its end, 0 if bad.
+	// Padding is checked zero by check().
+	unsigned record(uint64_t base, unsigned pos, std::string *key, Found *f)
 	{
 		if (pos + 3 > 128)
 			return 0;
 		uint8_t kind = (uint8_t)img_[base + pos];
 		EXPECT_EQ(kind & 0x30, 0);
-		EXPECT_NE(tag, 0);
 		bool exp = kind & 0x40;
 		if (kind & 0x80) {
 			EXPECT_EQ(kind & 0x0f, 0);

@@ -536,9 +536,11 @@ inline bool check_value(const char *v, size_t len, const char *tag, size_t tag_l
 // Builds an image of n keys tagged tag at path (written atomically by the
 // builder). Returns "" or the error.
 inline std::string build_image(const std::string &path, const std::string &tag, uint64_t n,
-			       size_t pad = 0)
+			       size_t pad = 0, unsigned format = 0)
 {
 	shmkv_build_options o = shmkv_test::test_options();
+	if (format)
+		o.format = format; // else the builder's default
 	o.dedup = 0; // every value differs anyway; skip the hashing
 	o.fixed |= SHMKV_OPT_DEDUP;
 	snprintf(o.name, sizeof o.name, "%s", tag.c_str());

@@ -125,7 +125,8 @@ protected:
 	{
 		ASSERT_TRUE(ld.start());
 		good = env.img_path("good.shmkv");
-		ASSERT_EQ(build_image(good, "good", kKeys), "");
+		// format 1: the damage below is to its ENTRIES and slots
+		ASSERT_EQ(build_image(good, "good", kKeys, 0, 1), "");
 		// the first generation comes through the spool too
 		ASSERT_EQ(spool_drop(env, good, "rej", true), "");
 		ASSERT_TRUE(wait_until([&] { return read_ctl(env.root(), "rej", &before) &&

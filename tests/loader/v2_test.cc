@@ -231,7 +231,7 @@ TEST_F(V2, BrokenRecordRefused)
 	size_t i = 0;
 	while (recs[i].key != "k10")
 		i++;
-	bytes[im.tag_off[i]] ^= 0x01; // its directory tag
+	bytes[im.dir_off[i] + 1] ^= 0x01; // tag bit 1 in its directory entry (dir bit 8)
 	v2img::fix_checksums(bytes);
 	expect_refused(bytes, {"index bucket " + std::to_string(im.bucket[i]) + " record", "tag"});
 }

@@ -467,7 +467,8 @@ std::vector<Rec> base_recs()
 struct Loc2 {
 	uint64_t bucket = 0, base = 0; // its bucket, and that bucket's image offset
 	unsigned n = 0, i = 0, off = 0; // the bucket's count, its index, its offset in the bucket
-	uint16_t tag = 0;
+	uint16_t dir = 0; // its directory entry: (tag << 7 | off) & 0xffff
+	uint16_t tag = 0; // its key's tag (§5), all 16 bits
 	uint64_t home = 0;
 	uint8_t kind = 0;
 	uint64_t rec() const { return base + off; }
@@ -497,12 +498,13 @@ std::vector<Loc2> v2_records(const std::string &img)
 		l.base = h.sections[0].offset + 128 * b;
 		l.n = (uint8_t)img[l.base];
 		for (l.i = 0; l.i < l.n; l.i++) {
-			memcpy(&l.tag, img.data() + l.base + 8 + 2 * l.i, 2);
-			l.off = (uint8_t)img[l.base + 8 + 2 * l.n + l.i];
+			memcpy(&l.dir, img.data() + l.base + 8 + 2 * l.i, 2);
+			l.off = l.dir & 0x7f;
 			l.kind = (uint8_t)img[l.rec()];
 			std::string k = v2_key(img, l.rec());
-			l.home = shmkv_home_bucket(shmkv_key_hash(h.hash_seed, h.hash_bits, k.data(), k.size()),
-						   h.bucket_count);
+			uint64_t hv = shmkv_key_hash(h.hash_seed, h.hash_bits, k.data(), k.size());
+			l.tag = (uint16_t)shmkv_key_tag(hv);
+			l.home = shmkv_home_bucket(hv, h.bucket_count);
 			out.push_back(l);
 		}
 	}
@@ -667,31 +669,38 @@ void make_v2(const std::string &tmp, std::vector<Vector> &out)
 	const Loc2 s = loc2(intact, "s");
 	const std::vector<std::string> away = v2_elsewhere(intact, s.bucket);
 	const std::string far = away[0];
-	// a key of s's bucket after it, whose tag differs
+	// a key of s's bucket after it, whose tag differs in the 9 bits a
+	// directory entry keeps
 	std::string next;
 	Loc2 nl;
 	for (const Loc2 &l : v2_records(intact))
-		if (l.bucket == s.bucket && l.i == s.i + 1 && l.tag != s.tag) {
+		if (l.bucket == s.bucket && l.i == s.i + 1 && ((l.tag ^ s.tag) & 0x1ff)) {
 			next = v2_key(intact, l.rec());
 			nl = l;
 		}
 	if (next.empty() || s.kind != SHMKV_TYPE_STRING)
 		die("v2_base: s is not an inline string followed by a record of another tag");
+	// record j of s's bucket given offset v (the low 7 bits of its directory
+	// entry; its tag bits kept)
+	auto set_off = [&](std::string &i, unsigned j, unsigned v) {
+		char &c = i[s.base + 8 + 2 * j];
+		c = (char)(((unsigned char)c & 0x80u) | (v & 0x7fu));
+	};
 	forged("v2_count_17", "bucket of s with count 17 (at most 16)", "OK", "SHMKV_ECORRUPT",
 	       with(intact, [&](std::string &i) { i[s.base] = 17; }),
 	       {{"s", "SHMKV_ECORRUPT"}, {far, "OK"}});
 	forged("v2_off_in_directory", "s's record offset inside its bucket's directory "
-	       "(8 + 3*count - 1)", "OK", "SHMKV_ECORRUPT",
-	       with(intact, [&](std::string &i) { i[s.base + 8 + 2 * s.n + s.i] = (char)(8 + 3 * s.n - 1); }),
+	       "(8 + 2*count - 1)", "OK", "SHMKV_ECORRUPT",
+	       with(intact, [&](std::string &i) { set_off(i, s.i, 8 + 2 * s.n - 1); }),
 	       {{"s", "SHMKV_ECORRUPT"}, {next, "OK"}, {far, "OK"}});
 	forged("v2_overlapping_records", "the record after s starts one byte early, on the NUL "
 	       "ending s's string: the records overlap, and a lookup decodes kind 0 (an inline "
 	       "record of type 0)", "OK", "SHMKV_ECORRUPT",
-	       with(intact, [&](std::string &i) { i[s.base + 8 + 2 * s.n + nl.i] = (char)(nl.off - 1); }),
+	       with(intact, [&](std::string &i) { set_off(i, nl.i, nl.off - 1); }),
 	       {{"s", "OK"}, {next, "SHMKV_ECORRUPT"}, {far, "OK"}});
 	forged("v2_same_offset", "the record after s given s's offset (offsets must ascend "
 	       "strictly): its lookup finds s's key there, not its own", "OK", "SHMKV_ECORRUPT",
-	       with(intact, [&](std::string &i) { i[s.base + 8 + 2 * s.n + nl.i] = (char)s.off; }),
+	       with(intact, [&](std::string &i) { set_off(i, nl.i, s.off); }),
 	       {{"s", "OK"}, {next, "SHMKV_ENOTFOUND"}, {far, "OK"}});
 	{
 		// the last record of a bucket with room after it
@@ -718,14 +727,19 @@ void make_v2(const std::string &tmp, std::vector<Vector> &out)
 		       with(intact, [&](std::string &i) { i[last.base + 127] = 1; }), {{lk, "OK"}});
 	}
 	{
-		uint16_t other = (uint16_t)(s.tag ^ 0x8000) ? (uint16_t)(s.tag ^ 0x8000) : 1;
-		forged("v2_tag_mismatch", "s's directory tag differs from its key's tag: its lookup "
-		       "misses", "OK", "SHMKV_ECORRUPT",
+		// dir bit 15 is tag bit 8
+		const uint16_t other = (uint16_t)(s.dir ^ 0x8000);
+		if (!(s.tag & 0x1ff))
+			die("v2_base: s's tag has its low 9 bits 0");
+		forged("v2_tag_mismatch", "s's directory entry with tag bit 8 flipped (dir bit 15): the "
+		       "9 tag bits differ from its key's, its lookup misses", "OK", "SHMKV_ECORRUPT",
 		       with(intact, [&](std::string &i) { put_at<uint16_t>(i, s.base + 8 + 2 * s.i, other); }),
 		       {{"s", "SHMKV_ENOTFOUND"}, {next, "OK"}});
-		forged("v2_tag_zero", "s's directory tag is 0 (a tag is never 0): its lookup misses",
-		       "OK", "SHMKV_ECORRUPT",
-		       with(intact, [&](std::string &i) { put_at<uint16_t>(i, s.base + 8 + 2 * s.i, 0); }),
+		forged("v2_tag_zero", "s's directory entry with its 9 tag bits 0 (its key's are not), "
+		       "its offset kept: its lookup misses", "OK", "SHMKV_ECORRUPT",
+		       with(intact, [&](std::string &i) {
+			       put_at<uint16_t>(i, s.base + 8 + 2 * s.i, (uint16_t)(s.dir & 0x7f));
+		       }),
 		       {{"s", "SHMKV_ENOTFOUND"}, {next, "OK"}});
 	}
 	forged("v2_kind_bit_4", "s's record kind with bit 4 set (bits 4, 5 are zero)", "OK",

@@ -274,9 +274,10 @@ TEST_F(Vectors, ManifestNamesEveryFileOnce)
 		ASSERT_NE(d, nullptr) << sub;
 		while (struct dirent *e = readdir(d)) {
 			std::string n = sub + e->d_name;
-			if (n.size() > 4 && n.compare(n.size() - 4, 4, ".img") == 0)
+			if (n.size() > 4 && n.compare(n.size() - 4, 4, ".img") == 0) {
 				EXPECT_NE(std::find(names.begin(), names.end(), n), names.end())
 					<< n << " is not in the manifest";
+			}
 		}
 		closedir(d);
 	}
