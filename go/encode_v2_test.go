@@ -88,12 +88,12 @@ func recBytes(p *placed, q uint64, unit uint64) []byte {
 	return r
 }
 
-// fits: the records laid out from 8 + 3*count end at or before +128.
+// fits: the records laid out from 8 + 2*count end at or before +128.
 func fits(recs []*placed) bool {
 	if len(recs) > v2MaxRecords {
 		return false
 	}
-	q := uint64(v2Head + 3*len(recs))
+	q := dirEnd(uint64(len(recs)))
 	for _, p := range recs {
 		q += uint64(len(recBytes(p, q, 0)))
 	}
@@ -223,10 +223,9 @@ func encodeV2(recs []rec2, o enc2Opts) []byte {
 		for k := 0; k < 6; k++ {
 			out[2+k] = byte(filter[b] >> (8 * k))
 		}
-		q := v2Head + 3*n
-		for i, p := range bk[b] {
-			le.PutUint16(out[v2Head+2*uint64(i):], uint16(tagOf(p.h)))
-			out[v2Head+2*n+uint64(i)] = byte(q)
+		q := dirEnd(n)
+		for i, p := range bk[b] { // dir[i] = (tag << 7 | off) & 0xffff
+			le.PutUint16(out[v2Head+v2DirBytes*uint64(i):], uint16(tagOf(p.h)<<v2DirTagShift|q))
 			q += uint64(copy(out[q:], recBytes(p, q, units[p])))
 			expiry = expiry || p.expires != 0
 		}
@@ -293,7 +292,7 @@ func bucketOfKey(t interface{ Fatalf(string, ...any) }, img []byte, key string) 
 	bk := im.bucket(b)
 	n := uint64(bk[0])
 	for i := uint64(0); i < n; i++ {
-		if uint64(bk[v2Head+2*n+i]) == pos {
+		if recOff(bk, i) == pos {
 			return b, i
 		}
 	}

@@ -8,15 +8,20 @@ import (
 )
 
 // Format v2's index and lookup, layout B (FORMAT.md §17; its bucket, record
-// and lookup replaced those of the v2 preview): 128-byte buckets whose head holds the records' tags and
-// offsets, small entries inline, OUT records naming a v1 entry in ENTRIES,
-// and a per-record expiry. Header, sections, entries and values are read by
+// and lookup replaced those of the v2 preview, with V2B.md's amendment 1):
+// 128-byte buckets whose head holds a 2-byte directory entry per record (9
+// tag bits and the record's offset), small entries inline, OUT records
+// naming a v1 entry in ENTRIES, and a per-record expiry. Header, sections, entries and values are read by
 // the version-independent files.
 
 const (
 	v2Bucket      = 128 // bucket bytes; the header's bucket_slots says 128
-	v2Head        = 8   // count, D, filter; the tag array starts here
-	v2MaxRecords  = 16  // a bucket's count is at most 16
+	v2Head        = 8   // count, D, filter; the directory starts here
+	v2DirBytes    = 2   // a directory entry: u16 dir = (tag<<7 | off) & 0xffff
+	v2DirTagShift = 7
+	v2DirTagMask  = 0xff80 // dir's tag bits: the tag's low 9 bits
+	v2DirOffMask  = 0x7f   // dir's offset bits: the record's offset in its bucket
+	v2MaxRecords  = 16     // a bucket's count is at most 16
 	v2FilterBits  = 48
 	recTypeMask   = 0x0f // kind bits 0..3: the type of an inline record
 	recExpires    = 0x40 // kind bit 6: a u32 expiry follows the record's head
@@ -25,7 +30,7 @@ const (
 	recOutHead    = 6    // kind, 40-bit entry offset / 8
 	hdrFlagExpiry = 2    // v2: some record carries an expiry
 
-	layoutHashV2 = 0xae51b4e761553183
+	layoutHashV2 = 0x5a240d8d9e73bf24
 )
 
 // bucket is v2 bucket b in place. home and the probe keep b below
@@ -110,23 +115,46 @@ func decodeRec(bk *[v2Bucket]byte, pos uint64) (rec, bool) {
 	return r, true
 }
 
+// dirEnd is where the directory of a bucket of n records ends: no record
+// starts before it.
+func dirEnd(n uint64) uint64 { return v2Head + v2DirBytes*n }
+
+// recOff is record i's offset in its bucket, dir[i] & 0x7f (the low byte's
+// low 7 bits), i < 16.
+func recOff(bk *[v2Bucket]byte, i uint64) uint64 {
+	return uint64(bk[v2Head+v2DirBytes*i] & v2DirOffMask)
+}
+
+// recDir is record i's directory entry dir[i], i < 16.
+func recDir(bk *[v2Bucket]byte, i uint64) uint64 {
+	return uint64(le.Uint16(bk[v2Head+v2DirBytes*i:]))
+}
+
+// dirTag is the directory bits a key of this tag has: the tag's low 9 bits
+// at bits 7..15, the offset bits 0. Record i is a candidate for the key
+// when recDir & v2DirTagMask equals it.
+func dirTag(tag uint64) uint64 { return tag << v2DirTagShift & v2DirTagMask }
+
 const (
 	lanes16 = 0x0001000100010001
 	highs16 = 0x8000800080008000
+	lows16  = 0x7fff7fff7fff7fff
 )
 
-// tagMatches: bit 16*j+15 set where tag lane j of word w may equal tag
-// (the lowest set lane is exact; a higher one may be a borrow's false
-// positive, which the caller's exact compare drops).
-func tagMatches(w, tag uint64) uint64 {
-	x := w ^ tag*lanes16
-	return (x - lanes16) &^ x & highs16
+// dirMatches: bit 16*j+15 set where directory lane j of word w (four u16
+// entries) is a candidate for want = dirTag(tag): (lane & 0xff80) == want.
+// Exact: a lane's low 15 bits plus 0x7fff carry into its bit 15 only when
+// they are not all zero, and never past it (at most 0xfffe), so no lane
+// borrows from or carries into its neighbour.
+func dirMatches(w, want uint64) uint64 {
+	x := w&(v2DirTagMask*lanes16) ^ want*lanes16
+	return ^((x&lows16 + lows16) | x) & highs16
 }
 
 // scan2 looks for key among bucket b's records with this tag (FORMAT.md
-// §17, layout B's lookup): the tags compared four at a time, each
-// candidate's record decoded with bounds and its key compared, inline or in
-// its OUT entry. It returns the record's offset in the bucket, 0 for none
+// §17, layout B's lookup): the directory's tag bits compared four entries
+// at a time (9 bits: a candidate only), each candidate's record decoded
+// with bounds and its key compared, inline or in its OUT entry. It returns the record's offset in the bucket, 0 for none
 // (a record starts at +8 or later).
 func (im *image) scan2(b, tag uint64, key []byte) (uint64, error) {
 	bk := im.bucket(b)
@@ -134,16 +162,14 @@ func (im *image) scan2(b, tag uint64, key []byte) (uint64, error) {
 	if n > v2MaxRecords {
 		return 0, errf(ErrCorrupt, "index bucket %d: count %d, at most %d", b, n, v2MaxRecords)
 	}
+	want := dirTag(tag)
 	for w := uint64(0); w < (n+3)/4; w++ {
-		m := tagMatches(le.Uint64(bk[v2Head+8*w:]), tag)
+		m := dirMatches(le.Uint64(bk[v2Head+8*w:]), want)
 		if left := n - 4*w; left < 4 {
 			m &= 1<<(16*left) - 1 // lanes past count
 		}
 		for ; m != 0; m &= m - 1 {
 			i := 4*w + uint64(bits.TrailingZeros64(m)>>4)
-			if uint64(le.Uint16(bk[v2Head+2*i:])) != tag {
-				continue
-			}
 			if pos, err := im.recMatch(bk, b, n, i, key); pos != 0 || err != nil {
 				return pos, err
 			}
@@ -155,9 +181,9 @@ func (im *image) scan2(b, tag uint64, key []byte) (uint64, error) {
 // recMatch decodes record i of bucket bk (b; count n): its offset if it is
 // key's, else 0.
 func (im *image) recMatch(bk *[v2Bucket]byte, b, n, i uint64, key []byte) (uint64, error) {
-	pos := uint64(bk[v2Head+2*n+i])
+	pos := recOff(bk, i)
 	kind, keyPos, _, _, ok := recAt(bk, pos)
-	if !ok || pos < v2Head+3*n {
+	if !ok || pos < dirEnd(n) {
 		return 0, errf(ErrCorrupt, "index bucket %d record %d at +%d: malformed or out of place", b, i, pos)
 	}
 	if kind&recOut == 0 {
@@ -317,9 +343,9 @@ func (it *Iter) next2() bool {
 		it.err = errf(ErrCorrupt, "index bucket %d: count %d, at most %d", b, n, v2MaxRecords)
 		return false
 	}
-	off := uint64(bk[v2Head+2*n+it.rec])
+	off := recOff(bk, it.rec)
 	r, ok := decodeRec(bk, off)
-	if !ok || off < v2Head+3*n {
+	if !ok || off < dirEnd(n) {
 		it.err = errf(ErrCorrupt, "index bucket %d record %d at +%d: malformed or out of place", b, it.rec, off)
 		return false
 	}
@@ -391,9 +417,9 @@ func (im *image) verifyIndex2() error {
 		case cnt > v2MaxRecords:
 			return errf(ErrCorrupt, "index bucket %d: count %d, at most %d", b, cnt, v2MaxRecords)
 		}
-		pos := v2Head + 3*cnt // the record area
+		pos := dirEnd(cnt) // the record area
 		for i := uint64(0); i < cnt; i++ {
-			off := uint64(bk[v2Head+2*cnt+i])
+			off := recOff(bk, i)
 			if off < pos {
 				return errf(ErrCorrupt, "index bucket %d record %d at +%d: before +%d (the directory's end or the previous record's)", b, i, off, pos)
 			}
@@ -404,7 +430,7 @@ func (im *image) verifyIndex2() error {
 			if !allZero(bk[pos:off]) {
 				return errf(ErrCorrupt, "index bucket %d: a non-zero byte in [+%d, +%d), which no record covers", b, pos, off)
 			}
-			disp, sh, err := im.verifyRecord2(bk, b, i, &r, uint64(le.Uint16(bk[v2Head+2*i:])))
+			disp, sh, err := im.verifyRecord2(bk, b, i, &r, recDir(bk, i)>>v2DirTagShift)
 			if err != nil {
 				return err
 			}
@@ -458,12 +484,12 @@ func (im *image) verifyIndex2() error {
 	return nil
 }
 
-// verifyRecord2 checks record i of bucket b (its tag in the directory:
-// tag): expiry, value (UTF-8 and strlists in full), inline padding, tag and
+// verifyRecord2 checks record i of bucket b (its directory tag bits,
+// dir[i] >> 7: dt): expiry, value (UTF-8 and strlists in full), inline padding, tag and
 // home against its key's hash, its displacement announced at home, and a
 // lookup of its key finding it here. It returns the displacement and
 // whether it is a shared OUT entry.
-func (im *image) verifyRecord2(bk *[v2Bucket]byte, b, i uint64, r *rec, tag uint64) (uint64, uint64, error) {
+func (im *image) verifyRecord2(bk *[v2Bucket]byte, b, i uint64, r *rec, dt uint64) (uint64, uint64, error) {
 	bad := func(format string, args ...any) (uint64, uint64, error) {
 		return 0, 0, errf(ErrCorrupt, "index bucket %d record %d: "+format, append([]any{b, i}, args...)...)
 	}
@@ -496,8 +522,9 @@ func (im *image) verifyRecord2(bk *[v2Bucket]byte, b, i uint64, r *rec, tag uint
 		}
 	}
 	h := im.hash(key)
-	if want := tagOf(h); tag != want {
-		return bad("tag %#04x, its key's tag is %#04x", tag, want)
+	tag := tagOf(h)
+	if dt != dirTag(tag)>>v2DirTagShift {
+		return bad("directory tag bits %03x, key hashes to tag %04x (low 9 bits %03x)", dt, tag, tag&0x1ff)
 	}
 	home := im.home(h)
 	disp := (b + im.bucketCount - home) % im.bucketCount

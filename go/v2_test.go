@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -281,25 +282,34 @@ func TestV2VerifyRules(t *testing.T) {
 		{"count one more", func(b []byte) { c, _ := bk(b, "s"); c[0]++ }},
 		{"off before the directory's end", func(b []byte) {
 			c, i := bk(b, "s")
-			c[v2Head+2*uint64(c[0])+i] = v2Head + 3*c[0] - 1
+			setOff(c, i, byte(dirEnd(uint64(c[0]))-1))
 		}},
 		{"records overlap", func(b []byte) {
 			c, _ := bk(b, "s")
-			n := uint64(c[0])
-			if n < 2 {
+			if c[0] < 2 {
 				panic("one record")
 			}
-			c[v2Head+2*n+1] = c[v2Head+2*n] + 1
+			setOff(c, 1, byte(offOf(c, 0)+1))
+		}},
+		{"offsets descend", func(b []byte) {
+			c, _ := bk(b, "s")
+			if c[0] < 2 {
+				panic("one record")
+			}
+			o0, o1 := offOf(c, 0), offOf(c, 1)
+			setOff(c, 0, byte(o1))
+			setOff(c, 1, byte(o0))
 		}},
 		{"a byte after the records", func(b []byte) { c, _ := bk(b, "s"); c[127] = 1 }},
-		{"kind bit 4", func(b []byte) { c, i := bk(b, "s"); c[c[v2Head+2*uint64(c[0])+i]] |= 0x10 }},
-		{"kind bit 5", func(b []byte) { c, i := bk(b, "s"); c[c[v2Head+2*uint64(c[0])+i]] |= 0x20 }},
-		{"type 0 inline", func(b []byte) { c, i := bk(b, "s"); c[c[v2Head+2*uint64(c[0])+i]] &^= 0x0f }},
-		{"type 10", func(b []byte) { c, i := bk(b, "s"); c[c[v2Head+2*uint64(c[0])+i]] = 10 }},
-		{"OUT with type bits", func(b []byte) { c, i := bk(b, "out/s"); c[c[v2Head+2*uint64(c[0])+i]] |= 2 }},
-		{"OUT unit outside ENTRIES", func(b []byte) { c, i := bk(b, "out/s"); c[c[v2Head+2*uint64(c[0])+i]+5] = 0x7f }},
-		{"inline padding", func(b []byte) { c, i := bk(b, "i"); p := c[v2Head+2*uint64(c[0])+i]; c[p+3+1] = 1 }},
-		{"tag", func(b []byte) { c, i := bk(b, "s"); c[v2Head+2*i] ^= 0x40 }},
+		{"kind bit 4", func(b []byte) { c, i := bk(b, "s"); c[offOf(c, i)] |= 0x10 }},
+		{"kind bit 5", func(b []byte) { c, i := bk(b, "s"); c[offOf(c, i)] |= 0x20 }},
+		{"type 0 inline", func(b []byte) { c, i := bk(b, "s"); c[offOf(c, i)] &^= 0x0f }},
+		{"type 10", func(b []byte) { c, i := bk(b, "s"); c[offOf(c, i)] = 10 }},
+		{"OUT with type bits", func(b []byte) { c, i := bk(b, "out/s"); c[offOf(c, i)] |= 2 }},
+		{"OUT unit outside ENTRIES", func(b []byte) { c, i := bk(b, "out/s"); c[offOf(c, i)+5] = 0x7f }},
+		{"inline padding", func(b []byte) { c, i := bk(b, "i"); p := offOf(c, i); c[p+3+1] = 1 }},
+		{"tag bit 0 (dir bit 7)", func(b []byte) { c, i := bk(b, "s"); c[v2Head+2*i] ^= 0x80 }},
+		{"tag bit 8 (dir bit 15)", func(b []byte) { c, i := bk(b, "s"); c[v2Head+2*i+1] ^= 0x80 }},
 		{"D over max_probe", func(b []byte) { c, _ := bk(b, "s"); c[1] = 255 }},
 		{"filter without D", func(b []byte) {
 			for c := im.sec[0].off; c < im.sec[0].end(); c += v2Bucket {
@@ -318,13 +328,13 @@ func TestV2VerifyRules(t *testing.T) {
 		}},
 		{"expiry 0", func(b []byte) {
 			c, i := bk(b, "exp/inline")
-			p := c[v2Head+2*uint64(c[0])+i]
+			p := offOf(c, i)
 			clear(c[p+3 : p+7])
 		}},
-		{"string not UTF-8", func(b []byte) { c, i := bk(b, "s"); p := c[v2Head+2*uint64(c[0])+i]; c[p+3+1] = 0xff }},
-		{"bool 2", func(b []byte) { c, i := bk(b, "b1"); p := c[v2Head+2*uint64(c[0])+i]; c[p+3+2] = 2 }},
-		{"no NUL", func(b []byte) { c, i := bk(b, "v"); p := c[v2Head+2*uint64(c[0])+i]; c[p+3+1+3] = 9 }},
-		{"value past the bucket", func(b []byte) { c, i := bk(b, "s"); p := c[v2Head+2*uint64(c[0])+i]; c[p+2] = 250 }},
+		{"string not UTF-8", func(b []byte) { c, i := bk(b, "s"); p := offOf(c, i); c[p+3+1] = 0xff }},
+		{"bool 2", func(b []byte) { c, i := bk(b, "b1"); p := offOf(c, i); c[p+3+2] = 2 }},
+		{"no NUL", func(b []byte) { c, i := bk(b, "v"); p := offOf(c, i); c[p+3+1+3] = 9 }},
+		{"value past the bucket", func(b []byte) { c, i := bk(b, "s"); p := offOf(c, i); c[p+2] = 250 }},
 		{"entry_count", func(b []byte) { le.PutUint64(b[40:], le.Uint64(b[40:])-1) }},
 		{"max_probe", func(b []byte) { le.PutUint32(b[72:], le.Uint32(b[72:])+1) }},
 		{"dedup_refs", func(b []byte) { le.PutUint64(b[112:], 1) }},
@@ -355,18 +365,70 @@ func TestV2VerifyRules(t *testing.T) {
 	}
 }
 
-// A bucket's SIMD-style tag compare: lanes past count are masked, a tag
-// that repeats in a bucket is compared record by record.
-func TestTagMatches(t *testing.T) {
-	w := uint64(0x0005_0004_0005_0003)
-	if m := tagMatches(w, 5); m != 1<<31|1<<63 && m&(1<<31) == 0 {
-		t.Fatalf("%#x", m)
+// offOf is record i's offset in bucket c (dir[i] & 0x7f); setOff changes
+// it, keeping dir[i]'s tag bits.
+func offOf(c []byte, i uint64) uint64 { return uint64(c[v2Head+2*i] & v2DirOffMask) }
+
+func setOff(c []byte, i uint64, off byte) {
+	c[v2Head+2*i] = c[v2Head+2*i]&^v2DirOffMask | off&v2DirOffMask
+}
+
+// A bucket's word-at-a-time directory compare equals the lane-by-lane
+// definition, (dir & 0xff80) == (tag << 7) & 0xff80, on every lane: the
+// offset bits and the tag's bits above its low 9 are ignored, no lane's
+// verdict leaks into its neighbour's (zero lanes next to non-zero ones,
+// 0x0000 and 0xff80 lanes, random words); a tag that repeats in a bucket is
+// compared record by record.
+func TestDirMatches(t *testing.T) {
+	ref := func(w, want uint64) uint64 {
+		m := uint64(0)
+		for j := 0; j < 4; j++ {
+			if (w>>(16*j))&v2DirTagMask == want {
+				m |= 1 << (16*j + 15)
+			}
+		}
+		return m
 	}
-	if m := tagMatches(w, 3); m&(1<<15) == 0 {
-		t.Fatalf("%#x", m)
+	check := func(w, tag uint64) {
+		t.Helper()
+		want := dirTag(tag)
+		if got, exp := dirMatches(w, want), ref(w, want); got != exp {
+			t.Fatalf("word %#016x tag %#04x: %#016x, lane by lane %#016x", w, tag, got, exp)
+		}
 	}
-	if m := tagMatches(w, 7); m != 0 {
-		t.Fatalf("%#x", m)
+	// tag 5 at lanes 1 and 3 (offsets 0x11, 0x7f, 0x20, 0x00), tag 5 | 0x200
+	// (the same low 9 bits) at lane 0, tag 6 at lane 2
+	w := uint64(5<<7|0x00)<<48 | uint64(6<<7|0x20)<<32 | uint64(5<<7|0x7f)<<16 | uint64((5|0x200)<<7&0xffff|0x11)
+	if m := dirMatches(w, dirTag(5)); m != 1<<15|1<<31|1<<63 {
+		t.Fatalf("tag 5: %#x", m)
+	}
+	if m := dirMatches(w, dirTag(0xfe05)); m != 1<<15|1<<31|1<<63 { // low 9 bits 0x005
+		t.Fatalf("tag 0xfe05: %#x", m)
+	}
+	if m := dirMatches(w, dirTag(6)); m != 1<<47 {
+		t.Fatalf("tag 6: %#x", m)
+	}
+	if m := dirMatches(w, dirTag(7)); m != 0 {
+		t.Fatalf("tag 7: %#x", m)
+	}
+	for _, lanes := range [][4]uint64{{0, 0xff80, 0, 0xff80}, {0xffff, 0, 0x7f, 0x80}, {0x80, 0x7f, 0xff, 0x100}, {0xff80, 0xffff, 0x7f80, 0x8000}} {
+		w := lanes[0] | lanes[1]<<16 | lanes[2]<<32 | lanes[3]<<48
+		for _, tag := range []uint64{0, 1, 0x1ff, 0x200, 0xff, 0x100, 0xffff, 0xfe00} {
+			check(w, tag)
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for k := 0; k < 200000; k++ {
+		w := rng.Uint64()
+		tag := rng.Uint64() & 0xffff
+		if k%2 == 0 { // make some lanes match
+			for j := 0; j < 4; j++ {
+				if rng.IntN(2) == 0 {
+					w = w&^(v2DirTagMask<<(16*j)) | dirTag(tag)<<(16*j)
+				}
+			}
+		}
+		check(w, tag)
 	}
 	// one bucket with 16 records of the same tag (hash_bits 1: two hashes)
 	var recs []rec2

@@ -106,7 +106,7 @@ func TestV2CBuilder(t *testing.T) {
 	for b := uint64(0); b < v.im.bucketCount; b++ {
 		bk := v.im.bucket(b)
 		for i := uint64(0); i < uint64(bk[0]); i++ {
-			if bk[bk[v2Head+2*uint64(bk[0])+i]]&recOut != 0 {
+			if bk[recOff(bk, i)]&recOut != 0 {
 				outs++
 			}
 		}
