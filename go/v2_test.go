@@ -439,6 +439,73 @@ func TestDirMatches(t *testing.T) {
 	checkAll(t, v, recs, 0)
 }
 
+// Two keys in one bucket whose tags differ but share their low 9 bits (the
+// bits the directory keeps) are both candidates of either's lookup; the key
+// compare tells them apart, and a missing key with the same low 9 bits and
+// the same home misses. The pair inline, and one of it OUT; other keys
+// fill the buckets.
+func TestDirTagLow9Bits(t *testing.T) {
+	const nb = 16
+	type hk struct{ home, low9 uint64 }
+	im := &image{hashBits: 64, bucketCount: nb}
+	seen := map[hk][]string{}
+	var keys []string // two keys of one home and low 9 bits, tags not equal; then a third
+	for i := 0; len(keys) < 3; i++ {
+		k := fmt.Sprintf("k%d", i)
+		h := im.hash([]byte(k))
+		c := hk{im.home(h), tagOf(h) & 0x1ff}
+		for _, o := range seen[c] {
+			if len(keys) == 0 && tagOf(im.hash([]byte(o))) != tagOf(h) {
+				keys = []string{o, k}
+			} else if len(keys) == 2 && (o == keys[0] || o == keys[1]) {
+				keys = append(keys, k)
+			}
+		}
+		seen[c] = append(seen[c], k)
+	}
+	h0, h1 := im.hash([]byte(keys[0])), im.hash([]byte(keys[1]))
+	t.Logf("%q tag %#04x, %q tag %#04x, %q (absent), bucket %d", keys[0], tagOf(h0), keys[1], tagOf(h1), keys[2], im.home(h0))
+	for _, out := range []bool{false, true} {
+		recs := []rec2{
+			{key: keys[0], typ: TypeString, value: []byte("zero"), out: out},
+			{key: keys[1], typ: TypeString, value: []byte("one")},
+		}
+		for i := 0; i < 40; i++ {
+			recs = append(recs, rec2{key: fmt.Sprintf("filler_%d", i), typ: TypeInt64, value: le.AppendUint64(nil, uint64(i))})
+		}
+		img := encodeV2(recs, enc2Opts{buckets: nb})
+		v := openV2(t, img, Deep) // verify's tag rule holds for both
+		checkAll(t, v, recs, 0)
+		if _, err := v.Get(keys[2]); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("%q: %v, want ErrNotFound", keys[2], err)
+		}
+		b0, i0 := bucketOfKey(t, img, keys[0])
+		b1, i1 := bucketOfKey(t, img, keys[1])
+		if b0 != b1 { // the smallest records: placed at home first
+			t.Fatalf("out=%v: %q in bucket %d, %q in %d", out, keys[0], b0, keys[1], b1)
+		}
+		bk := v.im.bucket(b0) // the directory holds both as candidates of either
+		if d0, d1 := recDir(bk, i0), recDir(bk, i1); d0&v2DirTagMask != d1&v2DirTagMask || d0 == d1 {
+			t.Fatalf("dir %#04x and %#04x", d0, d1)
+		}
+		if m := candidates(bk, tagOf(h0)); m != 1<<i0|1<<i1 {
+			t.Fatalf("out=%v: candidates %#x, want records %d and %d", out, m, i0, i1)
+		}
+	}
+}
+
+// candidates: bit i set where record i of bk is a candidate for tag, by
+// dirMatches one directory entry at a time.
+func candidates(bk *[v2Bucket]byte, tag uint64) uint64 {
+	m := uint64(0)
+	for i := uint64(0); i < uint64(bk[0]); i++ {
+		if dirMatches(recDir(bk, i), dirTag(tag))&(1<<15) != 0 {
+			m |= 1 << i
+		}
+	}
+	return m
+}
+
 // Format 2 gets allocate nothing either: hits inline and OUT, misses,
 // expired keys, batches.
 func TestV2GetAllocatesNothing(t *testing.T) {
