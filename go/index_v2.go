@@ -11,8 +11,8 @@ import (
 // and lookup replaced those of the v2 preview, with V2B.md's amendment 1):
 // 128-byte buckets whose head holds a 2-byte directory entry per record (9
 // tag bits and the record's offset), small entries inline, OUT records
-// naming a v1 entry in ENTRIES, and a per-record expiry. Header, sections, entries and values are read by
-// the version-independent files.
+// naming a v1 entry in ENTRIES, and a per-record expiry. Header, sections,
+// entries and values are read by the version-independent files.
 
 const (
 	v2Bucket      = 128 // bucket bytes; the header's bucket_slots says 128
@@ -143,9 +143,10 @@ const (
 
 // dirMatches: bit 16*j+15 set where directory lane j of word w (four u16
 // entries) is a candidate for want = dirTag(tag): (lane & 0xff80) == want.
-// Exact: a lane's low 15 bits plus 0x7fff carry into its bit 15 only when
-// they are not all zero, and never past it (at most 0xfffe), so no lane
-// borrows from or carries into its neighbour.
+// Exact, lane by lane: a lane's low 15 bits plus 0x7fff set its bit 15
+// exactly when they are not all zero, its own bit 15 is ORed in, and the
+// sum never passes bit 15 (at most 0xfffe), so no lane carries into or
+// borrows from its neighbour (TestDirMatches).
 func dirMatches(w, want uint64) uint64 {
 	x := w&(v2DirTagMask*lanes16) ^ want*lanes16
 	return ^((x&lows16 + lows16) | x) & highs16
@@ -154,8 +155,9 @@ func dirMatches(w, want uint64) uint64 {
 // scan2 looks for key among bucket b's records with this tag (FORMAT.md
 // §17, layout B's lookup): the directory's tag bits compared four entries
 // at a time (9 bits: a candidate only), each candidate's record decoded
-// with bounds and its key compared, inline or in its OUT entry. It returns the record's offset in the bucket, 0 for none
-// (a record starts at +8 or later).
+// with bounds and its key compared, inline or in its OUT entry. It returns
+// the record's offset in the bucket, 0 for none (a record starts at +8 or
+// later).
 func (im *image) scan2(b, tag uint64, key []byte) (uint64, error) {
 	bk := im.bucket(b)
 	n := uint64(bk[0])
