@@ -398,7 +398,7 @@ func TestDirMatches(t *testing.T) {
 	}
 	// tag 5 at lanes 1 and 3 (offsets 0x11, 0x7f, 0x20, 0x00), tag 5 | 0x200
 	// (the same low 9 bits) at lane 0, tag 6 at lane 2
-	w := uint64(5<<7|0x00)<<48 | uint64(6<<7|0x20)<<32 | uint64(5<<7|0x7f)<<16 | uint64((5|0x200)<<7&0xffff|0x11)
+	w := uint64(5<<7)<<48 | uint64(6<<7|0x20)<<32 | uint64(5<<7|0x7f)<<16 | uint64((5|0x200)<<7&0xffff|0x11)
 	if m := dirMatches(w, dirTag(5)); m != 1<<15|1<<31|1<<63 {
 		t.Fatalf("tag 5: %#x", m)
 	}
