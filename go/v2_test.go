@@ -445,35 +445,13 @@ func TestDirMatches(t *testing.T) {
 // the same home misses. The pair inline, and one of it OUT; other keys
 // fill the buckets.
 func TestDirTagLow9Bits(t *testing.T) {
-	const nb = 16
-	type hk struct{ home, low9 uint64 }
-	im := &image{hashBits: 64, bucketCount: nb}
-	seen := map[hk][]string{}
-	var keys []string // two keys of one home and low 9 bits, tags not equal; then a third
-	for i := 0; len(keys) < 3; i++ {
-		k := fmt.Sprintf("k%d", i)
-		h := im.hash([]byte(k))
-		c := hk{im.home(h), tagOf(h) & 0x1ff}
-		for _, o := range seen[c] {
-			if len(keys) == 0 && tagOf(im.hash([]byte(o))) != tagOf(h) {
-				keys = []string{o, k}
-			} else if len(keys) == 2 && (o == keys[0] || o == keys[1]) {
-				keys = append(keys, k)
-			}
-		}
-		seen[c] = append(seen[c], k)
-	}
+	keys := low9Keys()
+	im := &image{hashBits: 64, bucketCount: low9Buckets}
 	h0, h1 := im.hash([]byte(keys[0])), im.hash([]byte(keys[1]))
 	t.Logf("%q tag %#04x, %q tag %#04x, %q (absent), bucket %d", keys[0], tagOf(h0), keys[1], tagOf(h1), keys[2], im.home(h0))
 	for _, out := range []bool{false, true} {
-		recs := []rec2{
-			{key: keys[0], typ: TypeString, value: []byte("zero"), out: out},
-			{key: keys[1], typ: TypeString, value: []byte("one")},
-		}
-		for i := 0; i < 40; i++ {
-			recs = append(recs, rec2{key: fmt.Sprintf("filler_%d", i), typ: TypeInt64, value: le.AppendUint64(nil, uint64(i))})
-		}
-		img := encodeV2(recs, enc2Opts{buckets: nb})
+		recs := low9Recs(keys, out)
+		img := encodeV2(recs, enc2Opts{buckets: low9Buckets})
 		v := openV2(t, img, Deep) // verify's tag rule holds for both
 		checkAll(t, v, recs, 0)
 		if _, err := v.Get(keys[2]); !errors.Is(err, ErrNotFound) {
@@ -492,6 +470,45 @@ func TestDirTagLow9Bits(t *testing.T) {
 			t.Fatalf("out=%v: candidates %#x, want records %d and %d", out, m, i0, i1)
 		}
 	}
+}
+
+const low9Buckets = 16
+
+// low9Keys: two keys of one home bucket (of low9Buckets, seed 0) whose tags
+// differ in their high bits only, then a third of the same home and low 9
+// bits.
+func low9Keys() []string {
+	type hk struct{ home, low9 uint64 }
+	im := &image{hashBits: 64, bucketCount: low9Buckets}
+	seen := map[hk][]string{}
+	var keys []string
+	for i := 0; len(keys) < 3; i++ {
+		k := fmt.Sprintf("k%d", i)
+		h := im.hash([]byte(k))
+		c := hk{im.home(h), tagOf(h) & 0x1ff}
+		for _, o := range seen[c] {
+			if len(keys) == 0 && tagOf(im.hash([]byte(o))) != tagOf(h) {
+				keys = []string{o, k}
+			} else if len(keys) == 2 && (o == keys[0] || o == keys[1]) {
+				keys = append(keys, k)
+			}
+		}
+		seen[c] = append(seen[c], k)
+	}
+	return keys
+}
+
+// low9Recs: the pair of low9Keys (values "zero" and "one"; the first OUT if
+// out) and 40 other keys.
+func low9Recs(keys []string, out bool) []rec2 {
+	recs := []rec2{
+		{key: keys[0], typ: TypeString, value: []byte("zero"), out: out},
+		{key: keys[1], typ: TypeString, value: []byte("one")},
+	}
+	for i := 0; i < 40; i++ {
+		recs = append(recs, rec2{key: fmt.Sprintf("filler_%d", i), typ: TypeInt64, value: le.AppendUint64(nil, uint64(i))})
+	}
+	return recs
 }
 
 // candidates: bit i set where record i of bk is a candidate for tag, by

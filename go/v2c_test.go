@@ -126,3 +126,29 @@ func TestV2CBuilder(t *testing.T) {
 		}
 	}
 }
+
+// The C reader agrees on TestDirTagLow9Bits' images: they pass its verify,
+// each of the pair (tags equal in their low 9 bits) reads back its own
+// value, and the absent third key of that home and low 9 bits misses.
+func TestV2CDirTagLow9Bits(t *testing.T) {
+	shmctl := program(t, "SHMKV_SHMCTL", "shmctl/shmctl")
+	keys := low9Keys()
+	for _, out := range []bool{false, true} {
+		p := filepath.Join(t.TempDir(), "low9.shmkv")
+		if err := os.WriteFile(p, encodeV2(low9Recs(keys, out), enc2Opts{buckets: low9Buckets}), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if o, err := exec.Command(shmctl, "image", "verify", p).CombinedOutput(); err != nil {
+			t.Fatalf("out=%v: shmctl image verify: %v\n%s", out, err, o)
+		}
+		for i, want := range []string{"zero", "one"} {
+			o, err := exec.Command(shmctl, "image", "get", p, keys[i]).CombinedOutput()
+			if err != nil || strings.TrimSpace(string(o)) != want {
+				t.Fatalf("out=%v: shmctl image get %q: %v, %q; want %q", out, keys[i], err, o, want)
+			}
+		}
+		if o, err := exec.Command(shmctl, "image", "get", p, keys[2]).CombinedOutput(); err == nil || !bytes.Contains(o, []byte("key not found")) {
+			t.Fatalf("out=%v: shmctl image get %q (absent): %v, %q; want \"key not found\"", out, keys[2], err, o)
+		}
+	}
+}
