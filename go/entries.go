@@ -45,7 +45,8 @@ func (im *image) nextEntry(pos uint64, utf bool) (entry, bool, error) {
 	return entry{}, false, nil
 }
 
-// Iter walks the entries of a View's image in image order (FORMAT.md §7):
+// Iter walks the entries of a View's image in image order (FORMAT.md §7;
+// format v2: the records of every bucket in index order, §17):
 //
 //	it := view.Iter()
 //	for it.Next() {
@@ -55,17 +56,24 @@ func (im *image) nextEntry(pos uint64, utf bool) (entry, bool, error) {
 //
 // Keys and values are zero-copy, valid while the View is pinned.
 type Iter struct {
-	im   *image
-	pos  uint64
-	seen uint64
-	cur  entry
-	err  error
+	im      *image
+	pos     uint64 // v1: the next entry's offset
+	bkt     uint64 // v2: the bucket after the one being read,
+	rec     uint64 // the next record of it,
+	left    uint64 // and the records left in it
+	seen    uint64
+	cur     entry
+	expires uint32
+	err     error
 }
 
 // Next moves to the next entry; false at the end or on an error.
 func (it *Iter) Next() bool {
 	if it.err != nil || it.im == nil || it.seen == it.im.entryCount {
 		return false
+	}
+	if it.im.version == 2 {
+		return it.next2()
 	}
 	e, ok, err := it.im.nextEntry(it.pos, false)
 	switch {
@@ -86,6 +94,12 @@ func (it *Iter) Key() []byte { return it.cur.key }
 
 // Value is the current entry's value, zero-copy.
 func (it *Iter) Value() Value { return it.cur.val }
+
+// Expires is when the current entry expires, in Unix seconds (FORMAT.md
+// §17.6); 0 when it never does (always 0 in a format v1 image). Iteration
+// returns expired entries too: Get does not find them once the clock reads
+// this or later.
+func (it *Iter) Expires() uint32 { return it.expires }
 
 // Err is the error that stopped the walk, nil at a clean end.
 func (it *Iter) Err() error { return it.err }

@@ -42,6 +42,15 @@ func errf(kind error, format string, args ...any) error {
 	return &Error{Kind: kind, Msg: fmt.Sprintf(format, args...)}
 }
 
+// detail is err's message without its class (for an error nested in
+// another of the same class).
+func detail(err error) string {
+	if e, ok := err.(*Error); ok {
+		return e.Msg
+	}
+	return err.Error()
+}
+
 // Class names the error class of err as the C reader and the vectors'
 // manifest spell it ("OK" for nil, "SHMKV_ECORRUPT", ...; "UNKNOWN" for an
 // error of no class here, such as an os error).

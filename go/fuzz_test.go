@@ -13,6 +13,8 @@ import (
 
 func addImageSeeds(f *testing.F) {
 	paths, _ := filepath.Glob(filepath.Join(vectorsDir, "*.img"))
+	v2, _ := filepath.Glob(filepath.Join(vectorsDir, "v2", "*.img"))
+	paths = append(paths, v2...)
 	for _, p := range paths {
 		if b, err := os.ReadFile(p); err == nil && len(b) <= 64<<10 {
 			f.Add(b)

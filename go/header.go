@@ -9,7 +9,7 @@ import (
 
 // The header block and the section table (lib/FORMAT.md §3, §4, §12). This
 // file is shared by every format version: what a version changes is its
-// index and lookup (index_v1.go).
+// index and lookup (index_v1.go, index_v2.go).
 
 const (
 	headerBlock  = 4096
@@ -24,6 +24,21 @@ const (
 
 	layoutHashV1 = 0x52171befdcf1d7ee
 )
+
+// What differs between the format versions in the header and the section
+// table (FORMAT.md §17.2; V2's index is index_v2.go).
+type versionRules struct {
+	layoutHash  uint64
+	knownFlags  uint64
+	bucketBytes uint64 // bucket_slots must say 8 (v1) or 128 (v2)
+	slots       uint32
+	perBucket   uint64 // entry_count is at most bucket_count * perBucket
+}
+
+var versions = [3]versionRules{
+	1: {layoutHashV1, hdrFlagDedup, 64, 8, 8},
+	2: {layoutHashV2, hdrFlagDedup | hdrFlagExpiry, v2Bucket, v2Bucket, v2MaxRecords},
+}
 
 var magic = []byte("SHMKVIMG")
 
@@ -52,6 +67,8 @@ type image struct {
 	valOff      uint64 // VALUES [valOff, valEnd)
 	valEnd      uint64
 	index       []byte // the INDEX section
+	rules       *versionRules
+	expiry      bool // v2: header flag EXPIRY (the clock is read only if set)
 }
 
 // checkImage applies FORMAT.md §12's checks, in its order, to b (the image's
@@ -69,11 +86,12 @@ func checkImage(b []byte, sums bool) (*image, error) {
 	}
 	im := &image{b: b}
 	im.version = le.Uint32(b[8:])
-	if im.version != 1 { // 3: v2 adds its value here and its index beside index_v1.go
-		return nil, errf(ErrVersion, "format_version %d; this reader reads 1", im.version)
+	if im.version != 1 && im.version != 2 { // 3
+		return nil, errf(ErrVersion, "format_version %d; this reader reads 1 and 2", im.version)
 	}
-	if lh := le.Uint64(b[16:]); lh != layoutHashV1 { // 4
-		return nil, errf(ErrLayout, "layout_hash %#016x; format version 1 has %#016x", lh, uint64(layoutHashV1))
+	im.rules = &versions[im.version]
+	if lh := le.Uint64(b[16:]); lh != im.rules.layoutHash { // 4
+		return nil, errf(ErrLayout, "layout_hash %#016x; format version %d has %#016x", lh, im.version, im.rules.layoutHash)
 	}
 	if got, want := le.Uint64(b[headerSumOff:]), xxh3.Hash(b[:headerSumOff]); got != want { // 5
 		return nil, errf(ErrChecksum, "header checksum %#016x, the header's bytes [0, 504) hash to %#016x", got, want)
@@ -111,6 +129,8 @@ func (im *image) checkFields(fileSize uint64) error {
 	im.seed = le.Uint64(b[64:])
 	im.maxProbe = uint64(le.Uint32(b[72:]))
 	im.dedupRefs = le.Uint64(b[112:])
+	im.expiry = im.flags&hdrFlagExpiry != 0
+	r := im.rules
 	bad := func(format string, args ...any) error {
 		return errf(ErrCorrupt, "header: "+format, args...)
 	}
@@ -121,16 +141,16 @@ func (im *image) checkFields(fileSize uint64) error {
 		return bad("file_size %d is not a multiple of 4096", fileSize)
 	case fileSize > maxFileSize:
 		return bad("file_size %d is over 2^43", fileSize)
-	case im.flags&^hdrFlagDedup != 0:
-		return bad("unknown flags %#x", im.flags&^hdrFlagDedup)
-	case le.Uint32(b[56:]) != 8:
-		return bad("bucket_slots %d, not 8", le.Uint32(b[56:]))
+	case im.flags&^r.knownFlags != 0:
+		return bad("unknown flags %#x", im.flags&^r.knownFlags)
+	case le.Uint32(b[56:]) != r.slots:
+		return bad("bucket_slots %d, not %d", le.Uint32(b[56:]), r.slots)
 	case im.hashBits < 1 || im.hashBits > 64:
 		return bad("hash_bits %d, not in 1..64", im.hashBits)
-	case im.bucketCount < 1 || im.bucketCount > fileSize/64:
-		return bad("bucket_count %d, not in 1..file_size/64 (%d)", im.bucketCount, fileSize/64)
-	case im.entryCount > 8*im.bucketCount:
-		return bad("entry_count %d is over 8 * bucket_count (%d)", im.entryCount, 8*im.bucketCount)
+	case im.bucketCount < 1 || im.bucketCount > fileSize/r.bucketBytes:
+		return bad("bucket_count %d, not in 1..file_size/%d (%d)", im.bucketCount, r.bucketBytes, fileSize/r.bucketBytes)
+	case im.entryCount > r.perBucket*im.bucketCount:
+		return bad("entry_count %d is over %d * bucket_count (%d)", im.entryCount, r.perBucket, r.perBucket*im.bucketCount)
 	case im.maxProbe >= im.bucketCount:
 		return bad("max_probe %d is not below bucket_count %d", im.maxProbe, im.bucketCount)
 	case b[191] != 0:
@@ -177,10 +197,14 @@ func (im *image) checkSections(fileSize uint64) error {
 		im.sec[i] = s
 		prev = s.end()
 	}
-	if im.sec[0].size != im.bucketCount*64 {
-		return errf(ErrCorrupt, "INDEX: size %d, not bucket_count * 64 = %d", im.sec[0].size, im.bucketCount*64)
+	if bb := im.rules.bucketBytes; im.sec[0].size != im.bucketCount*bb {
+		return errf(ErrCorrupt, "INDEX: size %d, not bucket_count * %d = %d", im.sec[0].size, bb, im.bucketCount*bb)
 	}
-	if im.entryCount > 0 && im.sec[1].size < 8*im.entryCount {
+	if im.version == 2 && im.sec[0].off%v2Bucket != 0 {
+		return errf(ErrCorrupt, "INDEX: offset %d is not a multiple of 128", im.sec[0].off)
+	}
+	// v2: inline records have no entry in ENTRIES
+	if im.version == 1 && im.entryCount > 0 && im.sec[1].size < 8*im.entryCount {
 		return errf(ErrCorrupt, "ENTRIES: size %d is below 8 * entry_count = %d", im.sec[1].size, 8*im.entryCount)
 	}
 	im.index = im.b[im.sec[0].off:im.sec[0].end()]

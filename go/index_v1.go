@@ -132,8 +132,15 @@ func (im *image) findDisplaced(b, tag uint64, key []byte) (uint64, error) {
 
 var errKeyLen = errf(ErrKeyLen, "keys are at most 65535 bytes")
 
-// get: the value of key (§12.1).
+// get: the value of key (§12.1; v2: §17.5, index_v2.go).
 func (im *image) get(key []byte) (Value, error) {
+	if im.version == 2 {
+		if len(key) > maxKeyLen {
+			return Value{}, errKeyLen
+		}
+		now := int64(0)
+		return im.get2(key, im.hash(key), &now)
+	}
 	off, err := im.find(key)
 	if err != nil {
 		return Value{}, err

@@ -21,6 +21,7 @@ type manifest struct {
 	Format          string   `json:"format"`
 	ManifestVersion int      `json:"manifest_version"`
 	Vectors         []vector `json:"vectors"`
+	VectorsV2       []vector `json:"vectors_v2"` // format 2 (layout B)
 }
 
 type vector struct {
@@ -36,12 +37,13 @@ type vector struct {
 }
 
 type vEntry struct {
-	KeyHex string          `json:"key_hex"`
-	Type   string          `json:"type"`
-	Shared bool            `json:"shared"`
-	Count  int             `json:"count"`
-	RawHex string          `json:"raw_hex"`
-	Value  json.RawMessage `json:"value"`
+	KeyHex  string          `json:"key_hex"`
+	Type    string          `json:"type"`
+	Shared  bool            `json:"shared"`
+	Count   int             `json:"count"`
+	RawHex  string          `json:"raw_hex"`
+	Value   json.RawMessage `json:"value"`
+	Expires uint32          `json:"expires"` // format 2; 0: none
 }
 
 func loadManifest(t testing.TB) manifest {
@@ -58,8 +60,8 @@ func loadManifest(t testing.TB) manifest {
 	if m.Format != "shmkv-conformance-vectors" || m.ManifestVersion != 1 {
 		t.Fatalf("unknown manifest %q version %d", m.Format, m.ManifestVersion)
 	}
-	if len(m.Vectors) < 30 {
-		t.Fatalf("only %d vectors", len(m.Vectors))
+	if len(m.Vectors) < 30 || len(m.VectorsV2) < 30 {
+		t.Fatalf("only %d format 1 and %d format 2 vectors", len(m.Vectors), len(m.VectorsV2))
 	}
 	return m
 }
@@ -73,7 +75,8 @@ func unhex(t *testing.T, s string) []byte {
 }
 
 func TestVectors(t *testing.T) {
-	for _, vec := range loadManifest(t).Vectors {
+	m := loadManifest(t)
+	for _, vec := range append(m.Vectors, m.VectorsV2...) {
 		t.Run(vec.Name, func(t *testing.T) {
 			path := filepath.Join(vectorsDir, vec.File)
 			img, err := OpenFile(path, 0)
@@ -109,8 +112,10 @@ func TestVectors(t *testing.T) {
 	}
 }
 
-// checkEntries: iteration yields exactly the manifest's entries, in order,
-// and each looks up to the same value through every getter.
+// checkEntries: iteration yields exactly the manifest's entries, in order
+// (format 2: with their expiry), and each looks up to the same value through
+// every getter; an entry whose expiry the clock has reached is absent to
+// Get and GetBatch.
 func checkEntries(t *testing.T, v *View, want []vEntry) {
 	it := v.Iter()
 	i := 0
@@ -123,6 +128,18 @@ func checkEntries(t *testing.T, v *View, want []vEntry) {
 			t.Fatalf("entry %d: key %s, want %s", i, k, w.KeyHex)
 		}
 		checkValue(t, w, it.Value())
+		if it.Expires() != w.Expires {
+			t.Fatalf("entry %d: expires %d, want %d", i, it.Expires(), w.Expires)
+		}
+		if e, err := v.Expires(string(it.Key())); err != nil || e != w.Expires {
+			t.Fatalf("entry %d: View.Expires %d (%v), want %d", i, e, err, w.Expires)
+		}
+		if w.Expires != 0 && clock() >= int64(w.Expires) {
+			if _, err := v.GetBytes(it.Key()); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("get %s, expired at %d: %v", w.KeyHex, w.Expires, err)
+			}
+			continue
+		}
 		got, err := v.GetBytes(it.Key())
 		if err != nil {
 			t.Fatalf("get %s: %v", w.KeyHex, err)

@@ -7,6 +7,9 @@ func (im *image) verify() error {
 	if err := im.checkPadding(); err != nil { // 2 (1 is checkImage with sums)
 		return err
 	}
+	if im.version == 2 {
+		return im.verifyIndex2() // §17.7
+	}
 	if err := im.verifyIndex(); err != nil { // 3
 		return err
 	}

@@ -196,9 +196,11 @@ func (v *View) Node() int { return v.m.node }
 // Len is the number of entries.
 func (v *View) Len() int { return int(v.m.im.entryCount) }
 
-// Get is key's value, zero-copy: ErrNotFound, ErrKeyLen, ErrCorrupt where
-// the lookup meets damage (FORMAT.md §12.1), ErrClosed after Release.
-// No allocation.
+// Get is key's value, zero-copy: ErrNotFound (also for an entry of a
+// format v2 image whose expiry the clock has reached: FORMAT.md §17.6; the
+// clock is read once per call, and only for images with the header's
+// EXPIRY flag), ErrKeyLen, ErrCorrupt where the lookup meets damage
+// (FORMAT.md §12.1, §17.5), ErrClosed after Release. No allocation.
 func (v *View) Get(key string) (Value, error) {
 	return v.GetBytes(strBytes(key))
 }
@@ -209,6 +211,16 @@ func (v *View) GetBytes(key []byte) (Value, error) {
 		return Value{}, ErrClosed
 	}
 	return v.im.get(key)
+}
+
+// Expires is when key's entry expires, in Unix seconds (FORMAT.md §17.6),
+// expired or not; 0 when it never does (always 0 in a format v1 image).
+// ErrNotFound for a key the image does not hold.
+func (v *View) Expires(key string) (uint32, error) {
+	if v.released.Load() {
+		return 0, ErrClosed
+	}
+	return v.im.expiresOf(strBytes(key))
 }
 
 // Iter walks every entry of the view's image in image order.
