@@ -86,7 +86,11 @@ static void ctl_load(struct loader *L, struct cache *c)
 {
 	struct bpf_export *b = &c->bpf;
 	char path[PATH_MAX], line[BPF_PREFIX_MAX + 64];
+	/* under the lock: status.c:status_take() copies c->bpf under it from
+	 * the main thread while this worker reads the file (TSan saw it) */
+	pthread_mutex_lock(&L->lock);
 	b->ctl_read = 1;
+	pthread_mutex_unlock(&L->lock);
 	if (ctl_path(L, c, path, sizeof path, "", ""))
 		return;
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
