@@ -408,32 +408,32 @@ public abstract sealed class Reader implements Iterable<Value> permits Shmkv, Sn
 		return g.image.v2 ? new RecordIterator(g) : new EntryIterator(g);
 	}
 
-	/** Iteration of a v1 image: ENTRIES in order. */
-	private static final class EntryIterator implements Iterator<Value> {
+	/**
+	 * One look-ahead, and the translation of a released generation or an
+	 * access outside the image, for both formats' iterations: a subclass
+	 * gives the next value, or null at the end.
+	 */
+	private abstract static class ValueIterator implements Iterator<Value> {
 		final Generation g;
-		long pos, left;
+		long left;
 		Value next;
 
-		EntryIterator(Generation g) {
+		ValueIterator(Generation g) {
 			this.g = g;
-			pos = g.image.entOff;
 			left = g.image.entryCount;
 		}
 
+		/** The next value (left > 0 when called). */
+		abstract Value advance();
+
 		@Override
-		public boolean hasNext() {
+		public final boolean hasNext() {
 			if (next != null)
 				return true;
 			if (left == 0)
 				return false;
 			try {
-				long e = g.image.nextEntry(pos);
-				if (e < 0)
-					throw new ShmkvException.Corrupt("entries section ends after " + (g.image.entryCount - left)
-							+ " of " + g.image.entryCount + " entries");
-				Image.Entry en = g.image.decode(e, true);
-				next = new Value(g, e, en.voff, en.type, en.valueLen);
-				pos = en.end;
+				next = advance();
 				left--;
 				return true;
 			} catch (IllegalStateException x) {
@@ -444,7 +444,7 @@ public abstract sealed class Reader implements Iterable<Value> permits Shmkv, Sn
 		}
 
 		@Override
-		public Value next() {
+		public final Value next() {
 			if (!hasNext())
 				throw new NoSuchElementException();
 			Value v = next;
@@ -453,60 +453,58 @@ public abstract sealed class Reader implements Iterable<Value> permits Shmkv, Sn
 		}
 	}
 
+	/** Iteration of a v1 image: ENTRIES in order. */
+	private static final class EntryIterator extends ValueIterator {
+		long pos;
+
+		EntryIterator(Generation g) {
+			super(g);
+			pos = g.image.entOff;
+		}
+
+		@Override
+		Value advance() {
+			long e = g.image.nextEntry(pos);
+			if (e < 0)
+				throw new ShmkvException.Corrupt("entries section ends after " + (g.image.entryCount - left)
+						+ " of " + g.image.entryCount + " entries");
+			Image.Entry en = g.image.decode(e, true);
+			pos = en.end;
+			return new Value(g, e, en.voff, en.type, en.valueLen);
+		}
+	}
+
 	/**
 	 * Iteration of a v2 image: every bucket's records in index order,
 	 * expired ones included ({@link Value#expires()} says when), each decoded
 	 * and its value checked as verify checks it (an OUT record's entry too).
 	 */
-	private static final class RecordIterator implements Iterator<Value> {
-		final Generation g;
-		long bucket, left;
+	private static final class RecordIterator extends ValueIterator {
+		long bucket;
 		int i, n;
-		Value next;
 
 		RecordIterator(Generation g) {
-			this.g = g;
-			left = g.image.entryCount;
+			super(g);
 		}
 
 		@Override
-		public boolean hasNext() {
-			if (next != null)
-				return true;
-			if (left == 0)
-				return false;
+		Value advance() {
 			Image im = g.image;
-			try {
-				while (i == n) {
-					if (bucket >= im.bucketCount)
-						throw new ShmkvException.Corrupt("index ends after " + (im.entryCount - left) + " of "
-								+ im.entryCount + " records");
-					n = Bytes.u8(im.seg, IndexV2.bucket(im, bucket));
-					if (n > IndexV2.MAX_RECORDS)
-						throw IndexV2.corrupt(bucket, n + " records, at most " + IndexV2.MAX_RECORDS + " fit");
-					i = 0;
-					bucket++;
-				}
-				long r = IndexV2.record(im, bucket - 1, IndexV2.bucket(im, bucket - 1), n, i);
-				if ((Bytes.u8(im.seg, r) & IndexV2.K_OUT) != 0)
-					im.decode(IndexV2.outEntry(im.seg, r), true);
-				next = Value.at(g, IndexV2.REC | r, true);
-				i++;
-				left--;
-				return true;
-			} catch (IllegalStateException x) {
-				throw g.released() ? g.releasedError(x) : x;
-			} catch (IndexOutOfBoundsException x) {
-				throw outside(x);
+			while (i == n) {
+				if (bucket >= im.bucketCount)
+					throw new ShmkvException.Corrupt("index ends after " + (im.entryCount - left) + " of "
+							+ im.entryCount + " records");
+				n = Bytes.u8(im.seg, IndexV2.bucket(im, bucket));
+				if (n > IndexV2.MAX_RECORDS)
+					throw IndexV2.corrupt(bucket, n + " records, at most " + IndexV2.MAX_RECORDS + " fit");
+				i = 0;
+				bucket++;
 			}
-		}
-
-		@Override
-		public Value next() {
-			if (!hasNext())
-				throw new NoSuchElementException();
-			Value v = next;
-			next = null;
+			long r = IndexV2.record(im, bucket - 1, IndexV2.bucket(im, bucket - 1), n, i);
+			if ((Bytes.u8(im.seg, r) & IndexV2.K_OUT) != 0)
+				im.decode(IndexV2.outEntry(im.seg, r), true);
+			Value v = Value.at(g, IndexV2.REC | r, true);
+			i++;
 			return v;
 		}
 	}
