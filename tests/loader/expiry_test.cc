@@ -61,13 +61,7 @@ std::string build(const std::string &path, unsigned fmt, uint64_t n, const Times
 	add("past", t.past);
 	if (!err)
 		err = shmkv_builder_set_expires(b, 0);
-	if (!err)
-		err = shmkv_builder_finish(b, path.c_str(), nullptr);
-	std::string out;
-	if (err)
-		out = path + ": " + shmkv_strerror(err) + ": " + shmkv_builder_error(b);
-	shmkv_builder_free(b);
-	return out;
+	return builder_done(b, path, err);
 }
 
 CmdRun shmctl(const Env &env, std::vector<std::string> args)

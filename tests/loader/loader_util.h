@@ -533,6 +533,19 @@ inline bool check_value(const char *v, size_t len, const char *tag, size_t tag_l
 	return len == tag_len + (size_t)n || v[tag_len + (size_t)n] == '|';
 }
 
+// Finishes b into path unless err is set already, frees b: "" or the error
+// (what, the builder's detail).
+inline std::string builder_done(shmkv_builder *b, const std::string &path, int err)
+{
+	if (!err)
+		err = shmkv_builder_finish(b, path.c_str(), nullptr);
+	std::string out;
+	if (err)
+		out = path + ": " + shmkv_strerror(err) + ": " + shmkv_builder_error(b);
+	shmkv_builder_free(b);
+	return out;
+}
+
 // Builds an image of n keys tagged tag at path (written atomically by the
 // builder). Returns "" or the error.
 inline std::string build_image(const std::string &path, const std::string &tag, uint64_t n,
@@ -559,13 +572,7 @@ inline std::string build_image(const std::string &path, const std::string &tag, 
 		err = shmkv_builder_add_str(b, "__gen_tag", 9, tag.data(), tag.size());
 	if (!err)
 		err = shmkv_builder_add_i64(b, "__n", 3, (int64_t)n);
-	if (!err)
-		err = shmkv_builder_finish(b, path.c_str(), nullptr);
-	std::string out;
-	if (err)
-		out = path + ": " + shmkv_strerror(err) + ": " + shmkv_builder_error(b);
-	shmkv_builder_free(b);
-	return out;
+	return builder_done(b, path, err);
 }
 
 // Renames src into the spool as CACHE.shmkv (keep_src: through a hard link,
