@@ -192,9 +192,14 @@ def test_expiry_needs_format_2(tmp_path):
         shmkv.build(p, [("a", 1), ("b", 2, None, t)], format=1)
     assert e.value.index == 1
     with pytest.raises(shmkv.BuildError, match="format"):
-        shmkv.build(p, [{"key": "a", "value": 1, "expires": t}])  # the default is 1
+        shmkv.build(p, [{"key": "a", "value": 1, "expires": t}], format=1)
     with pytest.raises(ValueError, match="format=2"):
-        shmkv.build(p, [], expires=t)
+        shmkv.build(p, [], expires=t, format=1)
+    # the default is 2: it holds them
+    d = tmp_path / "default.shmkv"
+    shmkv.build(d, [{"key": "a", "value": 1, "expires": t}], expires=t + 1)
+    with shmkv.open(d) as c:
+        assert c.format == 2 and c.expires("a") == t
     for bad in (0, 3, "2", True, 2.0):
         with pytest.raises(ValueError, match="expected 1 or 2"):
             shmkv.build(p, [("a", 1)], format=bad)
