@@ -59,10 +59,10 @@ enum shmkv_input_format { SHMKV_INPUT_JSONL = 1, SHMKV_INPUT_TSV = 2 };
 #define SHMKV_DEFAULT_LOAD_FACTOR 0.85    /* format 1: entries per index slot */
 #define SHMKV_DEFAULT_LOAD_FACTOR_V2 0.72 /* format 2: record bytes per bucket byte
 					     (builder/README.md, "Format 2": why) */
-/* The image format a build writes unless told (shmkv_build_options.format).
- * 1 until every v2 reader has landed; the one line to change to make v2 the
- * default (lib/FORMAT.md §15: upgrade readers first). */
-#define SHMKV_BUILD_DEFAULT_FORMAT 1
+/* The image format a build writes unless told (shmkv_build_options.format):
+ * 2, which every reader of this repository reads; 1 for fleets whose readers
+ * are older (lib/FORMAT.md §15: upgrade readers first, then builders). */
+#define SHMKV_BUILD_DEFAULT_FORMAT 2
 /* The latest expiry an image can hold: 2106-02-07T06:28:15Z (u32 seconds). */
 #define SHMKV_BUILD_EXPIRES_MAX INT64_C(0xFFFFFFFF)
 

@@ -266,6 +266,36 @@ TEST_F(Cli, TsvDumpRebuild)
 	EXPECT_TRUE(read_file(img) == read_file(img2)) << "dump -> build is not byte-identical";
 }
 
+// The default writes format 2; a format 1 image's dump names its format, so
+// rebuilding it without --format gives format 1 again, byte for byte (a fleet
+// of old readers keeps its images through dump -> build).
+TEST_F(Cli, FormatOneDumpRebuildsFormatOne)
+{
+	std::string in = dir.file("in.jsonl"), v1 = dir.file("v1.shmkv"), v2 = dir.file("v2.shmkv"),
+		    again = dir.file("again.shmkv"), dump = dir.file("dump.jsonl");
+	ASSERT_TRUE(write_file(in, "{\"key\": \"a\", \"value\": 1}\n{\"key\": \"b\", \"value\": \"x\"}\n"));
+	Proc r = shmctl({"image", "build", "-o", v2, in}, {kEpoch});
+	ASSERT_EQ(r.rc, 0) << show(r);
+	r = shmctl({"image", "build", "--format", "1", "-o", v1, in}, {kEpoch});
+	ASSERT_EQ(r.rc, 0) << show(r);
+	auto version = [](const std::string &img) {
+		const std::string b = read_file(img);
+		uint32_t v = 0;
+		if (b.size() >= 12)
+			memcpy(&v, b.data() + 8, 4); // format_version, FORMAT.md §3
+		return v;
+	};
+	EXPECT_EQ(version(v2), 2u) << "the builder's default";
+	EXPECT_EQ(version(v1), 1u);
+	r = shmctl({"image", "dump", v1});
+	ASSERT_EQ(r.rc, 0) << show(r);
+	EXPECT_NE(r.out.find("\"format\": 1"), std::string::npos) << show(r);
+	ASSERT_TRUE(write_file(dump, r.out));
+	r = shmctl({"image", "build", "-o", again, dump}, {"SOURCE_DATE_EPOCH"});
+	ASSERT_EQ(r.rc, 0) << show(r);
+	EXPECT_TRUE(read_file(v1) == read_file(again)) << "format 1 dump -> build is not byte-identical";
+}
+
 // Format 2 with expiry: --format 2 (and the input-format words beside it),
 // get shows the expiry (-j member, stderr note), inspect the version and the
 // expiring entries, dump carries format and "expires", and rebuilds the same

@@ -75,10 +75,13 @@ struct Fixture {
 	std::string bytes;
 	std::vector<std::string> keys;
 
-	Fixture()
+	// format 1 for the forgeries of format 1's slots and entries (EntryFields,
+	// DeepChecks, ...); the sweeps (Truncation, BitFlips, StructuralFuzz) run
+	// on both formats
+	explicit Fixture(unsigned format)
 	{
 		shmkv_build_options o = test_options();
-		o.format = 1; // the forgeries below are of format 1's slots and entries
+		o.format = format;
 		Builder b(o);
 		EXPECT_TRUE(b.ok());
 		const float f[3] = {1, 2, 3};
@@ -154,10 +157,12 @@ void walk_checked(const shmkv *db)
 	(void)shmkv_verify(db, why, sizeof why);
 }
 
-class Corruption : public ::testing::Test {
+// The suites on one fixture per format: Corruption (format 1: every test
+// below) and CorruptionV2 (format 2: the sweeps).
+template <unsigned Format> class CorruptionOf : public ::testing::Test {
 protected:
 	static Fixture *fx;
-	static void SetUpTestSuite() { fx = new Fixture; }
+	static void SetUpTestSuite() { fx = new Fixture(Format); }
 	static void TearDownTestSuite()
 	{
 		delete fx;
@@ -169,11 +174,14 @@ protected:
 		ASSERT_EQ(fx->bytes.size() % SHMKV_FILE_ALIGN, 0u);
 	}
 };
-Fixture *Corruption::fx = nullptr;
+template <unsigned Format> Fixture *CorruptionOf<Format>::fx = nullptr;
+using Corruption = CorruptionOf<1>;
+using CorruptionV2 = CorruptionOf<2>;
 
-TEST_F(Corruption, GoodImageIsGood)
+void good_image_is_good(const Fixture *fx, unsigned format)
 {
 	shmkv_image_header h = fx->hdr();
+	EXPECT_EQ(h.format_version, format);
 	ASSERT_EQ(h.section_count, 3u);
 	for (unsigned i = 0; i < 3; i++) {
 		EXPECT_GT(h.sections[i].size, 0u) << "section " << i << " is empty";
@@ -189,7 +197,7 @@ TEST_F(Corruption, GoodImageIsGood)
 	       h.sections[1].size, h.sections[2].offset, h.sections[2].size);
 }
 
-TEST_F(Corruption, Truncation)
+void truncation(const Fixture *fx)
 {
 	shmkv_image_header h = fx->hdr();
 	const uint64_t size = fx->bytes.size();
@@ -240,7 +248,7 @@ bool checksummed(const shmkv_image_header &h, uint64_t pos)
 	return false;
 }
 
-TEST_F(Corruption, BitFlips)
+void bit_flips(const Fixture *fx)
 {
 	const shmkv_image_header h = fx->hdr();
 	const uint64_t size = fx->bytes.size();
@@ -405,7 +413,7 @@ int check_guarded(const std::string &img, const std::vector<std::string> &keys)
 	return 0;
 }
 
-TEST_F(Corruption, StructuralFuzz)
+void structural_fuzz(const Fixture *fx)
 {
 	const uint64_t size = fx->bytes.size();
 	const shmkv_image_header h0 = fx->hdr();
@@ -442,6 +450,19 @@ TEST_F(Corruption, StructuralFuzz)
 	EXPECT_GT(outcome[1], 0);
 	EXPECT_GT(outcome[2], 0);
 }
+
+TEST_F(Corruption, GoodImageIsGood) { good_image_is_good(fx, 1); }
+TEST_F(Corruption, Truncation) { truncation(fx); }
+TEST_F(Corruption, BitFlips) { bit_flips(fx); }
+TEST_F(Corruption, StructuralFuzz) { structural_fuzz(fx); }
+
+// The sweeps on the same records built in format 2 (the builder's default,
+// named so that the test keeps its meaning): 128-byte buckets with inline
+// records, ENTRIES only for the OUT ones (the 300-byte shared value).
+TEST_F(CorruptionV2, GoodImageIsGood) { good_image_is_good(fx, 2); }
+TEST_F(CorruptionV2, Truncation) { truncation(fx); }
+TEST_F(CorruptionV2, BitFlips) { bit_flips(fx); }
+TEST_F(CorruptionV2, StructuralFuzz) { structural_fuzz(fx); }
 
 // Every entry in turn with a damaged header field (checksums recomputed):
 // key_len and value_len up to their maxima reach far past the section and

@@ -92,8 +92,9 @@ def build(path: str | os.PathLike[str], records: Iterable[Any], *,
     `shmctl image build`.
 
     format: the image format version, 1 or 2 (None: the builder's default,
-    1 today; lib/FORMAT.md §15 says when to write 2: once every reader of the
-    fleet reads it). Only format 2 holds expiry times.
+    2). format=1 is for fleets whose readers are older than format 2 (they
+    refuse a format 2 image; lib/FORMAT.md §15: upgrade readers first, then
+    builders). Only format 2 holds expiry times.
 
     Expiry (format 2 only, lib/FORMAT.md §17.6): from that second on a
     reader treats the entry as absent. A record's own expiry (the fourth

@@ -37,7 +37,7 @@ def build_dataframe(ddf: Any, out: str, *, parts: int, buckets: int, workdir: st
     the workers; returns join()'s statistics. format is shmkv.build's (1 or
     2; every fragment and so the joined image has it); the expires column
     holds Unix seconds (int), aware datetimes (pandas Timestamps with a
-    zone) or None (never), and needs format=2."""
+    zone) or None (never), and needs format 2 (the default)."""
     import numpy as np
     import pandas as pd
 

@@ -34,7 +34,7 @@ def build_dataframe(df: Any, out: str, *, parts: int, buckets: int, workdir: str
     of type names, and expires, a column of expiry times, if given) on the
     executors; returns join()'s statistics. format is shmkv.build's (1 or 2;
     every fragment and so the joined image has it); the expires column
-    holds Unix seconds (int) or None (never), and needs format=2: Spark gives
+    holds Unix seconds (int) or None (never), and needs format 2 (the default): Spark gives
     TimestampType values as naive local datetimes, which shmkv.build refuses,
     so convert such a column first (F.unix_timestamp(col) or
     col.cast("long")). Also takes an RDD of (key, value), (key, value, type)

@@ -135,23 +135,25 @@ def test_duplicates_and_old_output_kept(tmp_path):
 
 def test_parts_and_join(tmp_path):
     recs = records(2000)
-    B, N = 300, 4
-    shmkv.build(tmp_path / "one.shmkv", recs, created=CREATED, buckets=B)
+    # format 1: B = 300 is sized for its 8 slots a bucket (test_v2.py joins format 2)
+    B, N, F = 300, 4, 1
+    shmkv.build(tmp_path / "one.shmkv", recs, created=CREATED, buckets=B, format=F)
     parts = {k: [] for k in range(1, N + 1)}
     for r in recs:
         parts[shmkv.part_of(r["key"], B, N)].append(r)
     frags = []
     for k in range(1, N + 1):
         f = tmp_path / f"frag{k}.shmkv"
-        shmkv.build(f, parts[k], created=CREATED, buckets=B, part=(k, N))
+        shmkv.build(f, parts[k], created=CREATED, buckets=B, part=(k, N), format=F)
         frags.append(f)
     shmkv.join(tmp_path / "all.shmkv", frags)
     assert (tmp_path / "all.shmkv").read_bytes() == (tmp_path / "one.shmkv").read_bytes()
     # a record of another part is refused (filter_part skips it), fragments out of order fail
     with pytest.raises(shmkv.BuildError):
-        shmkv.build(tmp_path / "x.shmkv", recs, created=CREATED, buckets=B, part=(1, N))
+        shmkv.build(tmp_path / "x.shmkv", recs, created=CREATED, buckets=B, part=(1, N),
+                    format=F)
     shmkv.build(tmp_path / "x.shmkv", recs, created=CREATED, buckets=B, part=(1, N),
-                filter_part=True)
+                filter_part=True, format=F)
     assert (tmp_path / "x.shmkv").read_bytes() == frags[0].read_bytes()
     with pytest.raises(shmkv.BuildError) as e:
         shmkv.join(tmp_path / "bad.shmkv", frags[::-1])

@@ -26,12 +26,13 @@ def test_dask_join_equals_single_build(tmp_path):
     dask.config.set({"dataframe.convert-string": False})
     ddf = dd.from_pandas(pdf, npartitions=3)
     from shmkv.dask import build_dataframe
+    # format 1: buckets=400 is sized for its 8 slots a bucket (format 2: the test below)
     st = build_dataframe(ddf, str(tmp_path / "dask.shmkv"), parts=5, buckets=400,
                          workdir=str(tmp_path / "frags"), type="type", created=CREATED,
-                         on_duplicate="first")
+                         on_duplicate="first", format=1)
     assert st["entries"] == 2000
     shmkv.build(tmp_path / "one.shmkv", rows, created=CREATED, buckets=400,
-                on_duplicate="first")
+                on_duplicate="first", format=1)
     assert (tmp_path / "dask.shmkv").read_bytes() == (tmp_path / "one.shmkv").read_bytes()
     assert os.listdir(tmp_path / "frags") == []
     c = shmkv.open(tmp_path / "dask.shmkv")

@@ -38,12 +38,13 @@ def test_spark_join_equals_single_build(tmp_path):
         df = spark.createDataFrame(spark.sparkContext.parallelize(rows, 3),
                                    "key string, value array<double>, type string")
         from shmkv.spark import build_dataframe
+        # format 1: buckets=500 is sized for its 8 slots a bucket (format 2: the test below)
         st = build_dataframe(df, str(tmp_path / "spark.shmkv"), parts=4, buckets=500,
                              workdir=str(tmp_path / "frags"), type="type", created=CREATED,
-                             name="feat", on_duplicate="last")
+                             name="feat", on_duplicate="last", format=1)
         assert st["entries"] == 3000
         shmkv.build(tmp_path / "one.shmkv", rows, created=CREATED, name="feat", buckets=500,
-                    on_duplicate="last")
+                    on_duplicate="last", format=1)
         assert (tmp_path / "spark.shmkv").read_bytes() == (tmp_path / "one.shmkv").read_bytes()
         assert os.listdir(tmp_path / "frags") == []
         c = shmkv.open(tmp_path / "spark.shmkv")

@@ -81,15 +81,21 @@ def test_same_bytes_as_shmctl_with_expiry(tmp_path, shmctl):
     assert (tmp_path / "d.shmkv").read_bytes() == (tmp_path / "c.shmkv").read_bytes()
     shmkv.build_file(tmp_path / "f.shmkv", tmp_path / "in.jsonl", created=CREATED, format=2)
     assert (tmp_path / "f.shmkv").read_bytes() == (tmp_path / "c.shmkv").read_bytes()
-    # format=1 is today's v1 image, and the builder's default
-    subprocess.run([shmctl, "image", "build", "--format", "1", "-o", str(tmp_path / "c1.shmkv"),
-                    "--created", str(CREATED), str(tmp_path / "in.jsonl")],
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # format 2 is the builder's default; format=1 writes v1, as shmctl --format 1
     plainrecs = [{"key": r["key"], "value": r["value"]} for r in recs]
+    with open(tmp_path / "plain.jsonl", "w") as f:
+        for r in plainrecs:
+            f.write(json.dumps(r) + "\n")
+    subprocess.run([shmctl, "image", "build", "--format", "1", "-o", str(tmp_path / "c1.shmkv"),
+                    "--created", str(CREATED), str(tmp_path / "plain.jsonl")], check=True,
+                   stdout=subprocess.DEVNULL)
     shmkv.build(tmp_path / "p1.shmkv", plainrecs, created=CREATED, format=1)
+    shmkv.build(tmp_path / "p2.shmkv", plainrecs, created=CREATED, format=2)
     shmkv.build(tmp_path / "p0.shmkv", plainrecs, created=CREATED)
-    assert (tmp_path / "p1.shmkv").read_bytes() == (tmp_path / "p0.shmkv").read_bytes()
+    assert (tmp_path / "p1.shmkv").read_bytes() == (tmp_path / "c1.shmkv").read_bytes()
+    assert (tmp_path / "p2.shmkv").read_bytes() == (tmp_path / "p0.shmkv").read_bytes()
     assert shmkv.open(tmp_path / "p1.shmkv").format == 1
+    assert shmkv.open(tmp_path / "p0.shmkv").format == 2
 
 
 def test_expired_entries_are_absent(tmp_path):
@@ -192,9 +198,14 @@ def test_expiry_needs_format_2(tmp_path):
         shmkv.build(p, [("a", 1), ("b", 2, None, t)], format=1)
     assert e.value.index == 1
     with pytest.raises(shmkv.BuildError, match="format"):
-        shmkv.build(p, [{"key": "a", "value": 1, "expires": t}])  # the default is 1
+        shmkv.build(p, [{"key": "a", "value": 1, "expires": t}], format=1)
     with pytest.raises(ValueError, match="format=2"):
-        shmkv.build(p, [], expires=t)
+        shmkv.build(p, [], expires=t, format=1)
+    # the default is 2: it holds them
+    d = tmp_path / "default.shmkv"
+    shmkv.build(d, [{"key": "a", "value": 1, "expires": t}], expires=t + 1)
+    with shmkv.open(d) as c:
+        assert c.format == 2 and c.expires("a") == t
     for bad in (0, 3, "2", True, 2.0):
         with pytest.raises(ValueError, match="expected 1 or 2"):
             shmkv.build(p, [("a", 1)], format=bad)
