@@ -151,11 +151,11 @@ count_lines hitmiss "^@miss_reason\[$xpid, " 2
 # the histogram's buckets add up to every get (other usdt_reader processes,
 # of tests running beside this one, are traced too: only this pid's counts)
 for pg in "$wpid 1500" "$xpid 1800"; do
-	set -- $pg
-	expect latency "^@gets\[$1, usdt_reader\]: $2$"
-	sum=$(awk -v h="@get_ns[$1, usdt_reader]:" '/^@/ { on = index($0, h) == 1; next }
+	read -r p n <<<"$pg"
+	expect latency "^@gets\[$p, usdt_reader\]: $n$"
+	sum=$(awk -v h="@get_ns[$p, usdt_reader]:" '/^@/ { on = index($0, h) == 1; next }
 		on && /^\[/ { gsub(/.*\) */, ""); s += $1 } END { print s + 0 }' "$T/latency.out")
-	[ "$sum" -eq "$2" ] || fail "get_latency: the histogram of pid $1 holds $sum gets, expected $2"
+	[ "$sum" -eq "$n" ] || fail "get_latency: the histogram of pid $p holds $sum gets, expected $n"
 done
 
 # -- the loader: load_phases.bt, swaps.bt and old_readers at once
