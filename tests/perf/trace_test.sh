@@ -7,6 +7,19 @@ set -u
 T=$(mktemp -d /tmp/shmkv-trace-test.XXXXXX)
 PIDS=()  # background processes to stop at exit: ours only, by pid
 LOADER_PID=
+# exited PID SECS: until our child PID has exited (bash reaps it), a
+# deadline of SECS times $SHMKV_TEST_SLOW (a factor; ./run test-loaded);
+# 1 if it still runs then
+exited() {
+	local slow=${SHMKV_TEST_SLOW:-1}
+	local end=$((SECONDS + $2 * ${slow%%.*}))
+	while kill -0 "$1" 2>/dev/null; do
+		((SECONDS <= end)) || return 1
+		sleep 0.05
+	done
+	wait "$1" 2>/dev/null
+	return 0
+}
 cleanup() {
 	local p
 	for p in "${PIDS[@]}"; do
@@ -17,7 +30,9 @@ cleanup() {
 		kill "$LOADER_PID" 2>/dev/null
 		wait "$LOADER_PID" 2>/dev/null
 	fi
+	# a tracer that ignores Ctrl-C is killed, not waited for forever
 	for p in "${PIDS[@]}"; do
+		exited "$p" 30 || { kill -KILL -- "-$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null; }
 		wait "$p" 2>/dev/null
 	done
 	rm -rf "$T"
@@ -67,10 +82,12 @@ stop_trace() {
 	local p
 	p=$(eval echo "\$TRACE_$1")
 	kill -INT -- "-$p" 2>/dev/null
-	wait "$p" 2>/dev/null
+	local late=
+	exited "$p" 60 || late=1
 	echo "--- $1:"
 	cat "$T/$1.out"
 	grep -v RLIMIT_MEMLOCK "$T/$1.err" || true
+	[ -z "$late" ] || fail "$1 still runs 60 s (times SHMKV_TEST_SLOW) after Ctrl-C"
 }
 # expect NAME REGEX: the trace's output has a line matching it
 expect() {
