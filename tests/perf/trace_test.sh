@@ -7,6 +7,19 @@ set -u
 T=$(mktemp -d /tmp/shmkv-trace-test.XXXXXX)
 PIDS=()  # background processes to stop at exit: ours only, by pid
 LOADER_PID=
+# exited PID SECS: until our child PID has exited (bash reaps it), a
+# deadline of SECS times $SHMKV_TEST_SLOW (a factor; ./run test-loaded);
+# 1 if it still runs then
+exited() {
+	local slow=${SHMKV_TEST_SLOW:-1}
+	local end=$((SECONDS + $2 * ${slow%%.*}))
+	while kill -0 "$1" 2>/dev/null; do
+		((SECONDS <= end)) || return 1
+		sleep 0.05
+	done
+	wait "$1" 2>/dev/null
+	return 0
+}
 cleanup() {
 	local p
 	for p in "${PIDS[@]}"; do
@@ -17,7 +30,9 @@ cleanup() {
 		kill "$LOADER_PID" 2>/dev/null
 		wait "$LOADER_PID" 2>/dev/null
 	fi
+	# a tracer that ignores Ctrl-C is killed, not waited for forever
 	for p in "${PIDS[@]}"; do
+		exited "$p" 30 || { kill -KILL -- "-$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null; }
 		wait "$p" 2>/dev/null
 	done
 	rm -rf "$T"
@@ -67,10 +82,12 @@ stop_trace() {
 	local p
 	p=$(eval echo "\$TRACE_$1")
 	kill -INT -- "-$p" 2>/dev/null
-	wait "$p" 2>/dev/null
+	local late=
+	exited "$p" 60 || late=1
 	echo "--- $1:"
 	cat "$T/$1.out"
 	grep -v RLIMIT_MEMLOCK "$T/$1.err" || true
+	[ -z "$late" ] || fail "$1 still runs 60 s (times SHMKV_TEST_SLOW) after Ctrl-C"
 }
 # expect NAME REGEX: the trace's output has a line matching it
 expect() {
@@ -89,6 +106,17 @@ for g in 1 2 3; do
 	"$SHMCTL" image build -o "$T/img$g.shmkv" "$T/in$g.jsonl" >/dev/null || fail "image build $g"
 done
 for i in $(seq 0 49); do echo "{\"key\": \"more$i\", \"value\": $i}"; done >"$T/more.jsonl"
+# format 2 with expiry: key0..key49 expire in 2100 (not yet), key50..key99
+# never, gone0..gone99 expired in 1970 (held, absent to readers)
+{
+	for i in $(seq 0 99); do
+		later=
+		((i < 50)) && later=', "expires": 4102444800'
+		echo "{\"key\": \"key$i\", \"value\": \"x$i\"$later}"
+		echo "{\"key\": \"gone$i\", \"value\": \"y$i\", \"expires\": 1}"
+	done
+} >"$T/exp.jsonl"
+"$SHMCTL" image build --format 2 -o "$T/exp.shmkv" "$T/exp.jsonl" >/dev/null || fail "image build exp"
 
 # -- errors are clear, before anything is traced
 out=$("$PERF_DIR/trace" get_latency /bin/sh 2>&1) && fail "trace of a binary without probes succeeded"
@@ -112,7 +140,10 @@ expect build "write .*two.shmkv: bytes=$size .* err=0"
 expect build "^@builds\[[0-9]+\]: 1$"
 expect build "^@records\[[0-9]+\]: 150$"
 
-# -- reader gets: hitmiss.bt and get_latency.bt at once, exact counts
+# -- reader gets: hitmiss.bt and get_latency.bt at once, exact counts; an
+# image without expiry, then the format 2 one with expiry: hits (of keys
+# that expire later too), plain misses and misses of expired keys
+# (get_miss's expired argument), each counted apart
 start_trace hitmiss "$PERF_DIR/trace" hitmiss "$USDT_READER"
 start_trace latency "$PERF_DIR/trace" get_latency "$USDT_READER"
 wait_for "$T/hitmiss.out" "tracing"
@@ -120,17 +151,29 @@ wait_for "$T/latency.out" "tracing"
 "$USDT_READER" get "$T/img1.shmkv" 1000 500 &
 wpid=$!
 wait $wpid || fail "usdt_reader get failed"
+"$USDT_READER" get "$T/exp.shmkv" 1000 500 300 &
+xpid=$!
+wait $xpid || fail "usdt_reader get of the expiry image failed"
 stop_trace hitmiss
 stop_trace latency
 expect hitmiss "^@hits\[$wpid, usdt_reader\]: 1000$"
 expect hitmiss "^@misses\[$wpid, usdt_reader\]: 500$"
 expect hitmiss "^@miss_reason\[$wpid, usdt_reader, SHMKV_ENOTFOUND\]: 500$"
-expect latency "^@gets\[$wpid, usdt_reader\]: 1500$"
+count_lines hitmiss "^@miss_reason\[$wpid, " 1
+expect hitmiss "^@hits\[$xpid, usdt_reader\]: 1000$"
+expect hitmiss "^@misses\[$xpid, usdt_reader\]: 800$"
+expect hitmiss "^@miss_reason\[$xpid, usdt_reader, SHMKV_ENOTFOUND\]: 500$"
+expect hitmiss "^@miss_reason\[$xpid, usdt_reader, expired\]: 300$"
+count_lines hitmiss "^@miss_reason\[$xpid, " 2
 # the histogram's buckets add up to every get (other usdt_reader processes,
-# of tests running beside this one, are traced too: only $wpid's counts)
-sum=$(awk -v h="@get_ns[$wpid, usdt_reader]:" '/^@/ { on = index($0, h) == 1; next }
-	on && /^\[/ { gsub(/.*\) */, ""); s += $1 } END { print s + 0 }' "$T/latency.out")
-[ "$sum" -eq 1500 ] || fail "get_latency: the histogram holds $sum gets, expected 1500"
+# of tests running beside this one, are traced too: only this pid's counts)
+for pg in "$wpid 1500" "$xpid 1800"; do
+	read -r p n <<<"$pg"
+	expect latency "^@gets\[$p, usdt_reader\]: $n$"
+	sum=$(awk -v h="@get_ns[$p, usdt_reader]:" '/^@/ { on = index($0, h) == 1; next }
+		on && /^\[/ { gsub(/.*\) */, ""); s += $1 } END { print s + 0 }' "$T/latency.out")
+	[ "$sum" -eq "$n" ] || fail "get_latency: the histogram of pid $p holds $sum gets, expected $n"
+done
 
 # -- the loader: load_phases.bt, swaps.bt and old_readers at once
 mkdir -p "$T/root" "$T/spool"

@@ -1,10 +1,12 @@
 /* usdt_reader.c - a reader built with the reader's USDT probes (SHMKV_USDT),
  * the workload the perf/ scripts' tests trace (tests/perf/README.md).
  *
- *   usdt_reader get FILE HITS MISSES
+ *   usdt_reader get FILE HITS MISSES [EXPIRED]
  *       opens the image FILE (keys key0..key99 present), makes HITS gets of
- *       present keys and MISSES of absent ones; exit 1 if any result is not
- *       the expected one
+ *       present keys (key0, key1, ...), MISSES of absent ones and EXPIRED
+ *       (default 0) of keys gone0..gone99, which FILE holds with an expiry
+ *       that has passed (format v2); exit 1 if any result is not the
+ *       expected one
  *   usdt_reader follow ROOT NAME GEN
  *       attaches to cache NAME under ROOT, then refreshes (and gets key0)
  *       every millisecond until it serves generation GEN; exit 1 after 60 s
@@ -65,7 +67,7 @@ static int attach_wait(const char *root, const char *name, shmkv **db)
 	return -ETIMEDOUT;
 }
 
-static int run_get(const char *file, long hits, long misses)
+static int run_get(const char *file, long hits, long misses, long expired)
 {
 	shmkv *db;
 	char why[256], key[32];
@@ -82,6 +84,12 @@ static int run_get(const char *file, long hits, long misses)
 	}
 	for (long i = 0; i < misses; i++) {
 		int n = snprintf(key, sizeof key, "absent%ld", i);
+		bad |= shmkv_get(db, key, (size_t)n, &v) != SHMKV_ENOTFOUND;
+	}
+	for (long i = 0; i < expired; i++) {
+		int n = snprintf(key, sizeof key, "gone%ld", i % 100);
+		uint32_t when = 0; /* held, with an expiry (fires no probe) */
+		bad |= shmkv_get_expires(db, key, (size_t)n, &when) != 0 || !when;
 		bad |= shmkv_get(db, key, (size_t)n, &v) != SHMKV_ENOTFOUND;
 	}
 	shmkv_close(db);
@@ -128,13 +136,13 @@ static int run_hold(const char *root, const char *name, const char *stop)
 
 int main(int argc, char **argv)
 {
-	if (argc == 5 && !strcmp(argv[1], "get"))
-		return run_get(argv[2], atol(argv[3]), atol(argv[4]));
+	if ((argc == 5 || argc == 6) && !strcmp(argv[1], "get"))
+		return run_get(argv[2], atol(argv[3]), atol(argv[4]), argc == 6 ? atol(argv[5]) : 0);
 	if (argc == 5 && !strcmp(argv[1], "follow"))
 		return run_follow(argv[2], argv[3], strtoull(argv[4], NULL, 10));
 	if (argc == 5 && !strcmp(argv[1], "hold"))
 		return run_hold(argv[2], argv[3], argv[4]);
-	fprintf(stderr, "usage: usdt_reader get FILE HITS MISSES\n"
+	fprintf(stderr, "usage: usdt_reader get FILE HITS MISSES [EXPIRED]\n"
 			"       usdt_reader follow ROOT NAME GEN\n"
 			"       usdt_reader hold ROOT NAME STOPFILE\n");
 	return 2;
