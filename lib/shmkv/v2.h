@@ -6,12 +6,16 @@
  * this file.
  *
  * One owner per rule: shmkv__match2 (and its _scalar/_sse2/_avx2/_neon
- * variants) the directory compare, shmkv__rec_decode the record rule
- * with its bounds (every reader of a record decodes it through it),
- * shmkv__bucket2_scan the scan of one bucket, shmkv__locate2 the lookup
- * (the hot path, batch, the checked path and verify all use these),
- * shmkv__rec_value the value of a record. An OUT record's entry is a v1
- * entry, read by get.h's rules. */
+ * variants) the directory compare; the record rule with its bounds in
+ * pieces (shmkv__rec_at_ok, shmkv__rec_inline_kind_ok,
+ * shmkv__rec_inline_span, shmkv__rec_inline_value, shmkv__expires_passed)
+ * that shmkv__rec_decode (the generic decode: the checked path, iteration,
+ * verify) and the hot scan shmkv__bucket2_fast (the single get and the
+ * batch) both apply; shmkv__bucket2_scan the generic scan of one bucket,
+ * shmkv__locate2 the generic lookup; shmkv__rec_value the value of a
+ * record. The hot path leaves to the generic lookup (OUT records, expiring
+ * records) and to the checked one (damage) with the same outcome. An OUT
+ * record's entry is a v1 entry, read by get.h's rules. */
 #ifndef SHMKV_V2_H
 #define SHMKV_V2_H
 
@@ -558,16 +562,23 @@ static SHMKV__HOT int shmkv__bucket2_fast(const shmkv *db, const uint8_t *bk, ui
 		if (SHMKV__UNLIKELY(!shmkv__rec_at_ok(n, pos)))
 			return SHMKV__CHECKED;
 		const unsigned kind = bk[pos];
-		if (SHMKV__UNLIKELY(kind & SHMKV_REC_OUT))
-			return SHMKV__GENERIC;
+		int expiring = 0;
+		/* kind 1..SHMKV_TYPE_MAX: an inline record of a type, no flag (what
+		 * shmkv__rec_inline_kind_ok accepts without EXPIRES): one compare */
+		if (SHMKV__UNLIKELY(kind - 1u >= SHMKV_TYPE_MAX)) {
+			if (kind & SHMKV_REC_OUT)
+				return SHMKV__GENERIC;
+			if (!shmkv__rec_inline_kind_ok(kind))
+				return SHMKV__CHECKED;
+			expiring = (kind & SHMKV_REC_EXPIRES) && db->expiry;
+		}
 		unsigned kp, vp;
-		if (SHMKV__UNLIKELY(!shmkv__rec_inline_kind_ok(kind) ||
-				    shmkv__rec_inline_span(bk, pos, kind, &kp, &vp) >
-					    SHMKV_V2_BUCKET_BYTES))
+		if (SHMKV__UNLIKELY(shmkv__rec_inline_span(bk, pos, kind, &kp, &vp) >
+				    SHMKV_V2_BUCKET_BYTES))
 			return SHMKV__CHECKED;
 		if (bk[pos + 1] != key_len || !shmkv__key_eq2(bk + kp, (const uint8_t *)key, key_len))
 			continue;
-		if (SHMKV__UNLIKELY(kind & SHMKV_REC_EXPIRES) && db->expiry)
+		if (SHMKV__UNLIKELY(expiring))
 			return SHMKV__GENERIC; /* the clock: shmkv__rec_expired */
 		const unsigned t = kind & SHMKV_REC_TYPE_MASK;
 		if (SHMKV__LIKELY(!want || t == want) &&
