@@ -672,9 +672,9 @@ TEST(V2Reader, RandomIndexDamageSweep)
 	EXPECT_GT(corrupt_seen, 0);
 }
 
-// The hot path (shmkv__get2_fast: the single get, the typed getters, the
+// The hot path (lib/shmkv/v2.h: the single get, the typed getters, the
 // batch) against the checked one (shmkv_get_diag) on damaged buckets of an
-// image with inline keys of 1..40 bytes (shmkv__key_eq2's word loop),
+// image with inline keys of 1..40 bytes (the hot key compare's word loop),
 // displaced keys, OUT records and expiring records, at a pinned clock on
 // either side of their expiry: the same code and the same value, every
 // time, and no read outside the image (ASan in test-san).
@@ -753,25 +753,6 @@ TEST(V2Reader, HotPathAgreesWithCheckedUnderDamage)
 	EXPECT_GT(corrupt_seen, 0);
 	EXPECT_GT(expired_seen, 0);
 	EXPECT_GT(hits, 0);
-}
-
-// shmkv__key_eq2 (the hot v2 path's key compare, no call) against memcmp for
-// every inline key length, equal and with one byte changed at each position.
-TEST(V2Reader, HotKeyCompareMatchesMemcmp)
-{
-	std::mt19937_64 rng(5);
-	uint8_t a[256], b[256];
-	for (size_t n = 0; n <= 255; n++) {
-		for (size_t i = 0; i < n; i++)
-			a[i] = b[i] = (uint8_t)rng();
-		ASSERT_TRUE(shmkv__key_eq2(a, b, n)) << n;
-		for (size_t at = 0; at < n; at++) {
-			b[at] ^= (uint8_t)(1u << (rng() % 8));
-			ASSERT_FALSE(shmkv__key_eq2(a, b, n)) << n << " at " << at;
-			ASSERT_EQ(memcmp(a, b, n) == 0, shmkv__key_eq2(a, b, n));
-			b[at] = a[at];
-		}
-	}
 }
 
 // The v2 seeds of the image fuzz targets (tests/fuzz/regress/image and
