@@ -4,7 +4,8 @@
 // returns, on random buckets and on the edge cases: all empty, all full, all
 // the same tag, tags 1 and 0xffff, offsets whose low bits look like tags.
 // The AVX2 variant is always compiled on x86-64 (probe_avx2.cc, -mavx2) and
-// run when the CPU has it. DISABLED_Bench times them:
+// run when the CPU has it. Also the v2 hot path's key compare without a call
+// (shmkv__key_eq2) against memcmp. DISABLED_Bench times them:
 //   probe_variants_test --gtest_also_run_disabled_tests --gtest_filter='*Bench*'
 #include <chrono>
 #include <cinttypes>
@@ -406,3 +407,22 @@ TEST(ProbeVariants, V2TagDirectory)
 }
 
 } // namespace
+
+// shmkv__key_eq2 (the hot v2 path's key compare, no call) against memcmp for
+// every inline key length, equal and with one byte changed at each position.
+TEST(ProbeVariants, V2HotKeyCompareMatchesMemcmp)
+{
+	std::mt19937_64 rng(5);
+	uint8_t a[256], b[256];
+	for (size_t n = 0; n <= 255; n++) {
+		for (size_t i = 0; i < n; i++)
+			a[i] = b[i] = (uint8_t)rng();
+		ASSERT_TRUE(shmkv__key_eq2(a, b, n)) << n;
+		for (size_t at = 0; at < n; at++) {
+			b[at] ^= (uint8_t)(1u << (rng() % 8));
+			ASSERT_FALSE(shmkv__key_eq2(a, b, n)) << n << " at " << at;
+			ASSERT_EQ(memcmp(a, b, n) == 0, shmkv__key_eq2(a, b, n));
+			b[at] = a[at];
+		}
+	}
+}

@@ -26,8 +26,8 @@ typedef struct shmkv_key {
  * every home bucket; then compare each home bucket's tag directory and
  * request the entry of an OUT record that matches (or, no tag matching and
  * displaced keys announced, the next bucket's lines); then resolve each key
- * by the one v2 lookup (shmkv__get2_h), whose lines are now on their way. The clock is
- * read once per batch at most. */
+ * by the single get's hot path (shmkv__get2_fast), whose lines are now on
+ * their way. The clock is read once per batch at most. */
 static inline size_t shmkv__get_batch2(const shmkv *db, const shmkv_key *keys, size_t n,
 				       shmkv_value *values, int *err)
 {
@@ -36,14 +36,15 @@ static inline size_t shmkv__get_batch2(const shmkv *db, const shmkv_key *keys, s
 	for (size_t base = 0; base < n; base += SHMKV_BATCH_GROUP) {
 		size_t m = n - base < SHMKV_BATCH_GROUP ? n - base : SHMKV_BATCH_GROUP;
 		const uint8_t *bk[SHMKV_BATCH_GROUP];
-		uint64_t hash[SHMKV_BATCH_GROUP];
+		uint64_t hash[SHMKV_BATCH_GROUP], home[SHMKV_BATCH_GROUP];
 		for (size_t i = 0; i < m; i++) {
 			const shmkv_key *k = &keys[base + i];
 			bk[i] = NULL;
 			if (SHMKV__UNLIKELY(k->len >= db->v2_bound_key_len))
 				continue; /* too long, or a test hash: the checked path */
 			hash[i] = shmkv__hash64(db->seed, k->data, k->len);
-			bk[i] = shmkv__bucket2(db, shmkv__home(hash[i], db->bucket_count));
+			home[i] = shmkv__home(hash[i], db->bucket_count);
+			bk[i] = shmkv__bucket2(db, home[i]);
 			__builtin_prefetch(bk[i]);
 			__builtin_prefetch(bk[i] + 64);
 		}
@@ -68,8 +69,9 @@ static inline size_t shmkv__get_batch2(const shmkv *db, const shmkv_key *keys, s
 				shmkv__rec r;
 				const uint8_t *c;
 				const unsigned pos = shmkv__rec_off2(bk[i], SHMKV__CTZ(mt));
-				if (shmkv__rec_decode(bk[i], nr, pos, &r) && (r.kind & SHMKV_REC_OUT) &&
-				    shmkv__key_fits(db, 0) &&
+				if (!(bk[i][pos] & SHMKV_REC_OUT)) /* inline: in the lines requested */
+					continue;
+				if (shmkv__rec_decode(bk[i], nr, pos, &r) && shmkv__key_fits(db, 0) &&
 				    shmkv__slot_entry(db, r.unit, shmkv__key_lim(db, 0), &c)) {
 					__builtin_prefetch(c);
 					break;
@@ -79,7 +81,8 @@ static inline size_t shmkv__get_batch2(const shmkv *db, const shmkv_key *keys, s
 		for (size_t i = 0; i < m; i++) {
 			const shmkv_key *k = &keys[base + i];
 			shmkv_value *v = &values[base + i];
-			int e = bk[i] ? shmkv__get2_h(db, k->data, k->len, hash[i], 0, v, &now)
+			int e = bk[i] ? shmkv__get2_fast(db, k->data, k->len, hash[i], home[i], 0, v,
+							 &now)
 				      : shmkv__get2_cold(db, k->data, k->len, 0, v, NULL, 0);
 			err[base + i] = e;
 			found += e == 0;

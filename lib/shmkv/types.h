@@ -100,7 +100,7 @@ shmkv__value_shape(unsigned type, const uint8_t *p, uint64_t len, int deep, size
 	return why ? shmkv__fail(SHMKV_ECORRUPT, why, why_len, __VA_ARGS__) : SHMKV_ECORRUPT
 	const shmkv_type_desc *t = &shmkv__types[type];
 	const unsigned long long n64 = (unsigned long long)len; /* messages only */
-	switch (t->shape) {
+	switch (__builtin_expect(t->shape, SHMKV_SHAPE_TEXT)) { /* strings first */
 	case SHMKV_SHAPE_TEXT:
 		if (p[len] != 0)
 			SHMKV__BADS("%s value is not NUL-terminated", t->name);

@@ -6,12 +6,16 @@
  * this file.
  *
  * One owner per rule: shmkv__match2 (and its _scalar/_sse2/_avx2/_neon
- * variants) the directory compare, shmkv__rec_decode the record rule
- * with its bounds (every reader of a record decodes it through it),
- * shmkv__bucket2_scan the scan of one bucket, shmkv__locate2 the lookup
- * (the hot path, batch, the checked path and verify all use these),
- * shmkv__rec_value the value of a record. An OUT record's entry is a v1
- * entry, read by get.h's rules. */
+ * variants) the directory compare; the record rule with its bounds in
+ * pieces (shmkv__rec_at_ok, shmkv__rec_inline_kind_ok,
+ * shmkv__rec_inline_span, shmkv__rec_inline_value, shmkv__expires_passed)
+ * that shmkv__rec_decode (the generic decode: the checked path, iteration,
+ * verify) and the hot scan shmkv__bucket2_fast (the single get and the
+ * batch) both apply; shmkv__bucket2_scan the generic scan of one bucket,
+ * shmkv__locate2 the generic lookup; shmkv__rec_value the value of a
+ * record. The hot path leaves to the generic lookup (OUT records, expiring
+ * records) and to the checked one (damage) with the same outcome. An OUT
+ * record's entry is a v1 entry, read by get.h's rules. */
 #ifndef SHMKV_V2_H
 #define SHMKV_V2_H
 
@@ -74,6 +78,45 @@ static inline unsigned shmkv__dir_tag2(uint64_t tag)
 	return (unsigned)(tag << SHMKV_V2_DIR_TAG_SHIFT) & SHMKV_V2_DIR_TAG_MASK;
 }
 
+/* The record rules (FORMAT.md §17.4), in pieces that shmkv__rec_decode
+ * (every generic reader: the checked scan, iteration, verify) and the hot
+ * inline hit (shmkv__get2_fast) both apply, so that both accept exactly the
+ * same records. */
+
+/* Whether a record may start at bucket offset pos of a bucket of n records:
+ * after the directory, its 3-byte head inside the bucket (so that the head
+ * bytes are read from the bucket). */
+static inline int shmkv__rec_at_ok(unsigned n, unsigned pos)
+{
+	return pos >= shmkv__dir_end2(n) && pos + SHMKV_REC_INLINE_HEAD <= SHMKV_V2_BUCKET_BYTES;
+}
+
+/* Whether an inline record's kind (OUT clear) is well formed: no reserved
+ * bits, and its type bits name a type. */
+static inline int shmkv__rec_inline_kind_ok(unsigned kind)
+{
+	const unsigned t = kind & SHMKV_REC_TYPE_MASK;
+	return !(kind & ~SHMKV_REC_KNOWN) && t >= 1 && t <= SHMKV_TYPE_MAX;
+}
+
+/* The bytes of the inline record at pos (head inside the bucket, kind
+ * accepted by shmkv__rec_inline_kind_ok): its key at *key_pos after the head
+ * and the expiry, its value at *val_pos (the key's end aligned in the
+ * bucket for its type). Returns the record's end (past the NUL of text),
+ * which the caller checks against the bucket's end: up to 3 + 4 + 255 + 7 +
+ * 255 + 1 past pos, so a u8 length cannot wrap it. */
+static inline unsigned shmkv__rec_inline_span(const uint8_t *bk, unsigned pos, unsigned kind,
+					      unsigned *key_pos, unsigned *val_pos)
+{
+	const unsigned t = kind & SHMKV_REC_TYPE_MASK;
+	const unsigned a = shmkv__types[t].align;
+	const unsigned kp = pos + SHMKV_REC_INLINE_HEAD + (kind & SHMKV_REC_EXPIRES ? SHMKV_REC_EXPIRES_SIZE : 0);
+	const unsigned vp = (kp + bk[pos + 1] + a - 1) & ~(a - 1);
+	*key_pos = kp;
+	*val_pos = vp;
+	return vp + bk[pos + 2] + shmkv__types[t].nul;
+}
+
 /* The record at bucket offset pos of a bucket of n records (FORMAT.md
  * §17.4): 1 with *r, or 0 when it is malformed: it starts inside the
  * directory, has reserved kind bits, a type that is none, an OUT record
@@ -83,8 +126,7 @@ static inline unsigned shmkv__dir_tag2(uint64_t tag)
 static SHMKV__HOT int shmkv__rec_decode(const uint8_t *bk, unsigned n, unsigned pos,
 					shmkv__rec *r)
 {
-	if (SHMKV__UNLIKELY(pos < shmkv__dir_end2(n) ||
-			    pos + SHMKV_REC_INLINE_HEAD > SHMKV_V2_BUCKET_BYTES))
+	if (SHMKV__UNLIKELY(!shmkv__rec_at_ok(n, pos)))
 		return 0;
 	const unsigned kind = bk[pos];
 	const unsigned x = kind & SHMKV_REC_EXPIRES ? SHMKV_REC_EXPIRES_SIZE : 0;
@@ -101,15 +143,11 @@ static SHMKV__HOT int shmkv__rec_decode(const uint8_t *bk, unsigned n, unsigned 
 		r->unit = u;
 		r->key_len = r->key_pos = r->val_pos = r->value_len = 0;
 	} else {
-		const unsigned t = kind & SHMKV_REC_TYPE_MASK;
-		if (SHMKV__UNLIKELY((kind & ~SHMKV_REC_KNOWN) || t < 1 || t > SHMKV_TYPE_MAX))
+		if (SHMKV__UNLIKELY(!shmkv__rec_inline_kind_ok(kind)))
 			return 0;
-		const unsigned a = shmkv__types[t].align;
 		r->key_len = bk[pos + 1];
 		r->value_len = bk[pos + 2];
-		r->key_pos = pos + SHMKV_REC_INLINE_HEAD + x;
-		r->val_pos = (r->key_pos + r->key_len + a - 1) & ~(a - 1);
-		end = r->val_pos + r->value_len + shmkv__types[t].nul;
+		end = shmkv__rec_inline_span(bk, pos, kind, &r->key_pos, &r->val_pos);
 		r->unit = 0;
 		if (SHMKV__UNLIKELY(end > SHMKV_V2_BUCKET_BYTES))
 			return 0;
@@ -287,6 +325,26 @@ static SHMKV__HOT int shmkv__bucket2_scan(const shmkv *db, uint64_t b, uint64_t 
 #undef SHMKV__BAD2
 }
 
+/* The v2 lookup's later buckets: the n buckets after home bucket b (n from
+ * shmkv__displaced2, capped at max_probe), wrapping. As shmkv__locate2. */
+static SHMKV__HOT int shmkv__locate2_on(const shmkv *db, const void *key, size_t key_len,
+					uint64_t tag, uint64_t b, uint64_t n, const uint8_t **bkp,
+					shmkv__rec *r, const uint8_t **e, char *why, size_t why_len)
+{
+	if (n > db->max_probe) /* a displacement byte above max_probe is damage: capped */
+		n = db->max_probe;
+	for (; n; n--) {
+		if (++b == db->bucket_count)
+			b = 0;
+		int rc = shmkv__bucket2_scan(db, b, tag, key, key_len, r, e, why, why_len);
+		if (rc != SHMKV__NEXT) {
+			*bkp = shmkv__bucket2(db, b);
+			return rc;
+		}
+	}
+	return why ? shmkv__fail(SHMKV_ENOTFOUND, why, why_len, "key not found") : SHMKV_ENOTFOUND;
+}
+
 /* The v2 lookup (FORMAT.md §17.5), the one every path uses: the home
  * bucket (both its lines requested at once), then, when its D and filter
  * announce displaced keys with this tag, up to min(D, max_probe) later
@@ -304,19 +362,8 @@ static SHMKV__HOT int shmkv__locate2(const shmkv *db, const void *key, size_t ke
 		*bkp = bk;
 		return rc;
 	}
-	uint64_t n = shmkv__displaced2(bk, tag, db->max_probe);
-	if (n > db->max_probe) /* a displacement byte above max_probe is damage: capped */
-		n = db->max_probe;
-	for (; n; n--) {
-		if (++b == db->bucket_count)
-			b = 0;
-		rc = shmkv__bucket2_scan(db, b, tag, key, key_len, r, e, why, why_len);
-		if (rc != SHMKV__NEXT) {
-			*bkp = shmkv__bucket2(db, b);
-			return rc;
-		}
-	}
-	return why ? shmkv__fail(SHMKV_ENOTFOUND, why, why_len, "key not found") : SHMKV_ENOTFOUND;
+	return shmkv__locate2_on(db, key, key_len, tag, b, shmkv__displaced2(bk, tag, db->max_probe),
+				 bkp, r, e, why, why_len);
 }
 
 /* "now" for expiry: the handle's pinned clock (shmkv_set_clock) or the
@@ -332,16 +379,41 @@ static SHMKV__COLD int64_t shmkv__now(const shmkv *db)
 	return (int64_t)ts.tv_sec;
 }
 
-/* Whether record r is expired at *now (FORMAT.md §17.6). The clock is read
- * only for a record that expires in an image whose header says EXPIRY, and
- * once per call: *now is 0 until read. */
-static SHMKV__HOT int shmkv__rec_expired(const shmkv *db, const shmkv__rec *r, int64_t *now)
+/* Whether a record that expires at expires (0: never) is expired at *now
+ * (FORMAT.md §17.6), and shmkv__rec_expired of a decoded record. The clock
+ * is read only for a record that expires in an image whose header says
+ * EXPIRY, and once per call: *now is 0 until read. */
+static SHMKV__HOT int shmkv__expires_passed(const shmkv *db, uint32_t expires, int64_t *now)
 {
-	if (SHMKV__LIKELY(!db->expiry) || !r->expires)
+	if (SHMKV__LIKELY(!db->expiry) || !expires)
 		return 0;
 	if (!*now)
 		*now = shmkv__now(db);
-	return *now >= (int64_t)r->expires;
+	return *now >= (int64_t)expires;
+}
+
+static SHMKV__HOT int shmkv__rec_expired(const shmkv *db, const shmkv__rec *r, int64_t *now)
+{
+	return shmkv__expires_passed(db, r->expires, now);
+}
+
+/* The value of an inline record of type t (kind accepted by
+ * shmkv__rec_inline_kind_ok), len bytes at p inside its bucket
+ * (shmkv__rec_inline_span), checked by shmkv__value_shape (deep: a strlist's
+ * strings too): 0 with *v, or SHMKV_ECORRUPT (why). */
+static inline __attribute__((always_inline)) int
+shmkv__rec_inline_value(unsigned t, const uint8_t *p, unsigned len, int deep, shmkv_value *v,
+			char *why, size_t why_len)
+{
+	size_t count = 0;
+	if (shmkv__value_shape(t, p, len, deep, &count, why, why_len))
+		return SHMKV_ECORRUPT;
+	v->type = t;
+	v->shared = 0;
+	v->data = p;
+	v->size = len;
+	v->count = count;
+	return 0;
 }
 
 /* The value of a found record (bucket bk, entry e for OUT): inline, its
@@ -357,9 +429,8 @@ shmkv__rec_value(const shmkv *db, const uint8_t *bk, const shmkv__rec *r, const 
 		return shmkv__value_read(db, e, eh->key_len, eh->type, eh->flags, deep, v, why,
 					 why_len);
 	}
-	const unsigned t = r->kind & SHMKV_REC_TYPE_MASK;
-	size_t count = 0;
-	if (shmkv__value_shape(t, bk + r->val_pos, r->value_len, deep, &count, why, why_len)) {
+	if (shmkv__rec_inline_value(r->kind & SHMKV_REC_TYPE_MASK, bk + r->val_pos, r->value_len,
+				    deep, v, why, why_len)) {
 		if (why) {
 			char tmp[200];
 			snprintf(tmp, sizeof tmp, "%s", why);
@@ -368,11 +439,6 @@ shmkv__rec_value(const shmkv *db, const uint8_t *bk, const shmkv__rec *r, const 
 		}
 		return SHMKV_ECORRUPT;
 	}
-	v->type = t;
-	v->shared = 0;
-	v->data = bk + r->val_pos;
-	v->size = r->value_len;
-	v->count = count;
 	return 0;
 }
 
@@ -416,16 +482,25 @@ static SHMKV__COLD int shmkv__get2_cold(const shmkv *db, const void *key, size_t
 	return 0;
 }
 
-/* A v2 get of key with hash h (hash_bits 64) as a value of type want (0:
- * any), the lookup without messages; *now is the call's clock (0: not read
- * yet), so that a batch reads it once. Anything but a clean hit of the
- * wanted type or a miss goes to shmkv__get2_cold. */
-static SHMKV__HOT int shmkv__get2_h(const shmkv *db, const void *key, size_t key_len, uint64_t h,
-				    unsigned want, shmkv_value *v, int64_t *now)
+/* A v2 get of key (hash_bits 64) as a value of type want (0: any) by the
+ * generic lookup (shmkv__locate2), without messages; *now is the call's
+ * clock (0: not read yet; NULL: this call's own). A miss, expiry, the value
+ * of the wanted type (an OUT record's by the v1 hit rules); anything else
+ * goes to shmkv__get2_cold. Out of line: the hot path
+ * (shmkv__get2_fast) comes here for an OUT record and for an expiring
+ * record of an image with expiry. */
+static __attribute__((noinline)) int shmkv__get2_h(const shmkv *db, const void *key,
+						   size_t key_len, unsigned want, shmkv_value *v,
+						   int64_t *now)
 {
 	const uint8_t *bk = NULL, *e = NULL;
 	shmkv__rec r;
-	int err = shmkv__locate2(db, key, key_len, h, &bk, &r, &e, NULL, 0);
+	int64_t own = 0;
+	if (!now)
+		now = &own;
+	memset(&r, 0, sizeof r); /* GCC 12 cannot see locate fills it on success */
+	int err = shmkv__locate2(db, key, key_len, shmkv__hash64(db->seed, key, key_len), &bk, &r,
+				 &e, NULL, 0);
 	if (SHMKV__UNLIKELY(err))
 		return err == SHMKV_ENOTFOUND ? err
 					      : shmkv__get2_cold(db, key, key_len, want, v, NULL, 0);
@@ -439,24 +514,161 @@ static SHMKV__HOT int shmkv__get2_h(const shmkv *db, const void *key, size_t key
 	return shmkv__get2_cold(db, key, key_len, want, v, NULL, 0);
 }
 
-/* The v2 hot get: one out-of-line call from shmkv__get_as, so that v1's
- * code there is untouched (tests/perf counts its instructions); it requests
- * SHMKV_V2_PREFETCH_NEXT lines of the home bucket's successor first. */
-static __attribute__((noinline, hot)) int shmkv__get2(const shmkv *db, const void *key,
-						      size_t key_len, unsigned want,
-						      shmkv_value *v)
+/* shmkv__get2_cold without messages, in five arguments (so that the hot
+ * path's jump to it is a tail call). */
+static SHMKV__COLD int shmkv__get2_checked(const shmkv *db, const void *key, size_t key_len,
+					   unsigned want, shmkv_value *v)
 {
-	int64_t now = 0;
-	const uint64_t h = shmkv__hash64(db->seed, key, key_len);
+	return shmkv__get2_cold(db, key, key_len, want, v, NULL, 0);
+}
+
+/* Key equality without a call: shmkv__key_eq up to 16 bytes, 8-byte words
+ * (the last one overlapping) past that; n <= 255 (an inline key). The hot
+ * v2 path's, so that it makes no call but tail calls. */
+static inline int shmkv__key_eq2(const uint8_t *a, const uint8_t *b, size_t n)
+{
+	if (SHMKV__LIKELY(n <= 16))
+		return shmkv__key_eq(a, b, n);
+	uint64_t d = 0, x, y;
+	for (size_t i = 0; i + 8 < n; i += 8) {
+		memcpy(&x, a + i, 8);
+		memcpy(&y, b + i, 8);
+		d |= x ^ y;
+	}
+	memcpy(&x, a + n - 8, 8);
+	memcpy(&y, b + n - 8, 8);
+	return (d | (x ^ y)) == 0;
+}
+
+#define SHMKV__GENERIC 2 /* shmkv__bucket2_fast: the generic lookup decides */
+#define SHMKV__CHECKED 3 /* shmkv__bucket2_fast: the checked path decides */
+
+/* The hot scan of bucket bk for key (tag) as a value of type want: its
+ * directory matches, each an inline record checked in place by the record
+ * rules (shmkv__rec_at_ok, shmkv__rec_inline_kind_ok, shmkv__rec_inline_span,
+ * shmkv__rec_inline_value: no record struct, no second decode). Returns 0
+ * (*v set), SHMKV__NEXT (not here), SHMKV__GENERIC (an OUT record, or an
+ * expiring record in an image with expiry: shmkv__get2_h decides) or
+ * SHMKV__CHECKED (damage, a value of another type: shmkv__get2_cold). */
+static SHMKV__HOT int shmkv__bucket2_fast(const shmkv *db, const uint8_t *bk, uint64_t tag,
+					  const void *key, size_t key_len, unsigned want,
+					  shmkv_value *v)
+{
+	const unsigned n = bk[0];
+	if (SHMKV__UNLIKELY(n > SHMKV_V2_MAX_RECORDS))
+		return SHMKV__CHECKED;
+	for (unsigned m = shmkv__match2(bk, n, tag); m; m &= m - 1) {
+		const unsigned pos = shmkv__rec_off2(bk, SHMKV__CTZ(m));
+		if (SHMKV__UNLIKELY(!shmkv__rec_at_ok(n, pos)))
+			return SHMKV__CHECKED;
+		const unsigned kind = bk[pos];
+		int expiring = 0;
+		/* kind 1..SHMKV_TYPE_MAX: an inline record of a type, no flag (what
+		 * shmkv__rec_inline_kind_ok accepts without EXPIRES): one compare */
+		if (SHMKV__UNLIKELY(kind - 1u >= SHMKV_TYPE_MAX)) {
+			if (kind & SHMKV_REC_OUT)
+				return SHMKV__GENERIC;
+			if (!shmkv__rec_inline_kind_ok(kind))
+				return SHMKV__CHECKED;
+			expiring = (kind & SHMKV_REC_EXPIRES) && db->expiry;
+		}
+		unsigned kp, vp;
+		if (SHMKV__UNLIKELY(shmkv__rec_inline_span(bk, pos, kind, &kp, &vp) >
+				    SHMKV_V2_BUCKET_BYTES))
+			return SHMKV__CHECKED;
+		if (bk[pos + 1] != key_len || !shmkv__key_eq2(bk + kp, (const uint8_t *)key, key_len))
+			continue;
+		if (SHMKV__UNLIKELY(expiring))
+			return SHMKV__GENERIC; /* the clock: shmkv__rec_expired */
+		const unsigned t = kind & SHMKV_REC_TYPE_MASK;
+		if (SHMKV__LIKELY(!want || t == want) &&
+		    SHMKV__LIKELY(!shmkv__rec_inline_value(t, bk + vp, bk[pos + 2], 0, v, NULL, 0)))
+			return 0;
+		return SHMKV__CHECKED;
+	}
+	return SHMKV__NEXT;
+}
+
+/* The hot v2 get (the single get and the batch) of key with hash h
+ * (hash_bits 64) as a value of type want (0: any), b its home bucket: the
+ * lookup of FORMAT.md §17.5 (home bucket; if its D and filter announce
+ * displaced keys with this tag, up to min(D, max_probe) later buckets) by
+ * shmkv__bucket2_fast. Its outcomes are the generic lookup's
+ * (shmkv__get2_h): where it meets an OUT record or an expiring one (in an
+ * image with expiry) it leaves to shmkv__get2_h, damage and a value of
+ * another type to shmkv__get2_checked, both tail calls. now: what
+ * shmkv__get2_h gets as the clock (the batch's, or NULL: its own). */
+static SHMKV__HOT int shmkv__get2_fast(const shmkv *db, const void *key, size_t key_len,
+				       uint64_t h, uint64_t b, unsigned want, shmkv_value *v,
+				       int64_t *now)
+{
+	const uint8_t *bk = shmkv__bucket2(db, b);
+	const uint64_t tag = shmkv__tag(h);
+	int rc = shmkv__bucket2_fast(db, bk, tag, key, key_len, want, v);
+	if (rc == SHMKV__NEXT) {
+		uint64_t d = shmkv__displaced2(bk, tag, db->max_probe);
+		if (SHMKV__LIKELY(!d))
+			return SHMKV_ENOTFOUND;
+		if (d > db->max_probe) /* a displacement byte above max_probe is damage: capped */
+			d = db->max_probe;
+		for (; d; d--) { /* shmkv__locate2_on's walk */
+			if (++b == db->bucket_count)
+				b = 0;
+			rc = shmkv__bucket2_fast(db, shmkv__bucket2(db, b), tag, key, key_len, want, v);
+			if (rc != SHMKV__NEXT)
+				break;
+		}
+		if (rc == SHMKV__NEXT)
+			return SHMKV_ENOTFOUND;
+	}
+	if (SHMKV__LIKELY(!rc))
+		return 0;
+	if (rc == SHMKV__GENERIC)
+		return shmkv__get2_h(db, key, key_len, want, v, now);
+	return shmkv__get2_checked(db, key, key_len, want, v);
+}
+
+/* The v2 hot get of key with hash h: it requests the home bucket's second
+ * line and SHMKV_V2_PREFETCH_NEXT lines of its successor, then
+ * shmkv__get2_fast. */
+static SHMKV__HOT int shmkv__get2_at(const shmkv *db, const void *key, size_t key_len, uint64_t h,
+				     unsigned want, shmkv_value *v)
+{
+	const uint64_t b = shmkv__home(h, db->bucket_count);
+	const uint8_t *bk = shmkv__bucket2(db, b);
+	__builtin_prefetch(bk + 64); /* the pair's second line, with the first */
 #if SHMKV_V2_PREFETCH_NEXT /* the reader policy above */
-	uint64_t b = shmkv__home(h, db->bucket_count) + 1;
-	const uint8_t *nx = shmkv__bucket2(db, b == db->bucket_count ? 0 : b);
+	const uint8_t *nx =
+		b + 1 == db->bucket_count ? shmkv__bucket2(db, 0) : bk + SHMKV_V2_BUCKET_BYTES;
 	__builtin_prefetch(nx);
 #if SHMKV_V2_PREFETCH_NEXT == 2
 	__builtin_prefetch(nx + 64);
 #endif
 #endif
-	return shmkv__get2_h(db, key, key_len, h, want, v, &now);
+	return shmkv__get2_fast(db, key, key_len, h, b, want, v, NULL);
+}
+
+/* The v2 hot get of a key longer than 16 bytes, whose hash may call
+ * xxhash's long-input code. */
+static __attribute__((noinline)) int shmkv__get2_long(const shmkv *db, const void *key,
+						      size_t key_len, unsigned want,
+						      shmkv_value *v)
+{
+	return shmkv__get2_at(db, key, key_len, shmkv__hash64(db->seed, key, key_len), want, v);
+}
+
+/* The v2 hot get: one out-of-line call from shmkv__get_as, so that v1's
+ * code there is untouched (tests/perf counts its instructions). Keys of up
+ * to 16 bytes are hashed here without a call, so that, every other call on
+ * its way being a tail call, the hot get needs no stack frame; longer keys
+ * go to shmkv__get2_long. */
+static __attribute__((noinline, hot)) int shmkv__get2(const shmkv *db, const void *key,
+						      size_t key_len, unsigned want,
+						      shmkv_value *v)
+{
+	if (SHMKV__UNLIKELY(key_len > 16))
+		return shmkv__get2_long(db, key, key_len, want, v);
+	return shmkv__get2_at(db, key, key_len, shmkv__hash64(db->seed, key, key_len), want, v);
 }
 
 /* Pins the clock that db's expiry checks read to now (unix seconds), for
