@@ -61,16 +61,21 @@ def test_every_type_in_each_format(tmp_path, fmt):
         assert out[0].tolist() == vec.tolist()
 
 
+def shmctl_build(shmctl, jsonl, out, recs, fmt):
+    """recs written to jsonl as JSON lines, built by shmctl into out in format fmt."""
+    with open(jsonl, "w") as f:
+        for r in recs:
+            f.write(json.dumps(r) + "\n")
+    subprocess.run([shmctl, "image", "build", "--format", str(fmt), "-o", str(out),
+                    "--created", str(CREATED), str(jsonl)], check=True,
+                   stdout=subprocess.DEVNULL)
+
+
 def test_same_bytes_as_shmctl_with_expiry(tmp_path, shmctl):
     t = now() + 86400
     recs = [{"key": f"k{i}", "value": f"v{i}", "expires": t + i} for i in range(200)]
     recs += [{"key": "never", "value": [1, 2]}]
-    with open(tmp_path / "in.jsonl", "w") as f:
-        for r in recs:
-            f.write(json.dumps(r) + "\n")
-    subprocess.run([shmctl, "image", "build", "--format", "2", "-o", str(tmp_path / "c.shmkv"),
-                    "--created", str(CREATED), str(tmp_path / "in.jsonl")], check=True,
-                   stdout=subprocess.DEVNULL)
+    shmctl_build(shmctl, tmp_path / "in.jsonl", tmp_path / "c.shmkv", recs, 2)
     shmkv.build(tmp_path / "p.shmkv", recs, created=CREATED, format=2)
     assert (tmp_path / "p.shmkv").read_bytes() == (tmp_path / "c.shmkv").read_bytes()
     # tuples with datetimes, and build_file, give the same bytes
@@ -83,12 +88,7 @@ def test_same_bytes_as_shmctl_with_expiry(tmp_path, shmctl):
     assert (tmp_path / "f.shmkv").read_bytes() == (tmp_path / "c.shmkv").read_bytes()
     # format 2 is the builder's default; format=1 writes v1, as shmctl --format 1
     plainrecs = [{"key": r["key"], "value": r["value"]} for r in recs]
-    with open(tmp_path / "plain.jsonl", "w") as f:
-        for r in plainrecs:
-            f.write(json.dumps(r) + "\n")
-    subprocess.run([shmctl, "image", "build", "--format", "1", "-o", str(tmp_path / "c1.shmkv"),
-                    "--created", str(CREATED), str(tmp_path / "plain.jsonl")], check=True,
-                   stdout=subprocess.DEVNULL)
+    shmctl_build(shmctl, tmp_path / "plain.jsonl", tmp_path / "c1.shmkv", plainrecs, 1)
     shmkv.build(tmp_path / "p1.shmkv", plainrecs, created=CREATED, format=1)
     shmkv.build(tmp_path / "p2.shmkv", plainrecs, created=CREATED, format=2)
     shmkv.build(tmp_path / "p0.shmkv", plainrecs, created=CREATED)
