@@ -100,12 +100,17 @@ void add(uint8_t *bk, const V2Shape &s, uint32_t k, unsigned end)
 	bk[kAligned] |= s.align != 1;
 }
 
-// Placement (serial, over shapes): pass 1 fills each bucket with its home
-// keys, smallest first, each while it fits (count < 16, within +128); pass
-// 2 puts the rest, in home order, into the next bucket with room, marking
-// its home. L.index (zeroed) gets the counts, D bytes, filters and each
-// bucket's record ordinals (the scratch above). Returns false when some
-// record finds no room.
+// Placement (serial, over shapes; lib/FORMAT.md §17.9): first come, first
+// served linear probing in home order. Buckets are visited in order; at
+// bucket c the keys carried over from earlier buckets go first (oldest home
+// first, then in the order they were carried), then c's own home keys,
+// smallest record first (ties in hash order). Each key goes into c if it
+// fits (count < 16, within +128), else it is carried to c + 1; a key that
+// does not fit does not stop a later smaller one. Keys carried past the
+// last bucket continue at bucket 0, 1, ... into the room left. Each
+// displaced key marks its home (D, filter). L.index (zeroed) gets the
+// counts, D bytes, filters and each bucket's record ordinals (the scratch
+// above). Returns false when some key would go all the way round.
 bool place_records(Layout &L, const std::vector<V2Shape> &shape)
 {
 	const uint64_t B = L.bucket_count;
@@ -113,49 +118,54 @@ bool place_records(Layout &L, const std::vector<V2Shape> &shape)
 	L.index.assign(B * kV2BucketBytes / 8, 0);
 	L.max_probe = 0;
 	uint8_t *ix = (uint8_t *)L.index.data();
-	std::vector<uint32_t> displaced, grpk;
+	std::vector<uint32_t> carry, next, grpk;
+	// Visits bucket c (c >= B: bucket c - B, wrapped) with the carry, then
+	// keys grpk; those that do not fit become the carry. False when the
+	// oldest carried key has been round every bucket.
+	auto visit = [&](uint64_t c) {
+		uint8_t *bk = ix + (c < B ? c : c - B) * kV2BucketBytes;
+		next.clear();
+		for (const std::vector<uint32_t> *q : {&carry, &grpk})
+			for (uint32_t k : *q)
+				if (unsigned end = end_with(bk, shape, k)) {
+					add(bk, shape[k], k, end);
+					if (q == &carry) {
+						uint64_t home = shmkv_home_bucket(L.hash[k], B), d = c - home;
+						if (d > L.max_probe)
+							L.max_probe = (uint32_t)d;
+						v2_home_mark(ix + home * kV2BucketBytes,
+							     shmkv_key_tag(L.hash[k]), d);
+					}
+				} else {
+					next.push_back(k);
+				}
+		carry.swap(next);
+		return carry.empty() || c + 1 - shmkv_home_bucket(L.hash[carry[0]], B) < B;
+	};
+	uint64_t c = 0; // the next bucket to visit
 	for (size_t s = 0; s < m;) {
 		uint64_t home = shmkv_home_bucket(L.hash[s], B);
 		size_t e = s + 1;
 		while (e < m && shmkv_home_bucket(L.hash[e], B) == home)
 			e++;
-		uint8_t *hb = ix + home * kV2BucketBytes;
 		grpk.clear();
+		for (; c < home && !carry.empty(); c++) // buckets without home keys
+			visit(c); // (c < home: no key has been round)
+		c = home;
 		for (size_t k = s; k < e; k++)
 			grpk.push_back((uint32_t)k);
 		if (e - s > 1) // smallest first; ties in hash order
 			std::stable_sort(grpk.begin(), grpk.end(), [&](uint32_t x, uint32_t y) {
 				return shape[x].worst < shape[y].worst;
 			});
-		size_t placed = 0;
-		for (uint32_t k : grpk)
-			if (unsigned end = end_with(hb, shape, k)) {
-				add(hb, shape[k], k, end);
-				placed++;
-			}
-		if (placed < e - s) // the rest, in hash order
-			for (size_t k = s; k < e; k++) {
-				bool in = false;
-				for (unsigned i = 0; i < hb[0] && !in; i++)
-					in = id_at(hb, i) == k;
-				if (!in)
-					displaced.push_back((uint32_t)k);
-			}
+		if (!visit(c++))
+			return false;
+		grpk.clear();
 		s = e;
 	}
-	for (uint32_t k : displaced) {
-		uint64_t home = shmkv_home_bucket(L.hash[k], B), c = home, d = 0;
-		unsigned end;
-		do {
-			c = c + 1 == B ? 0 : c + 1;
-			if (++d >= B)
-				return false;
-		} while (!(end = end_with(ix + c * kV2BucketBytes, shape, k)));
-		add(ix + c * kV2BucketBytes, shape[k], k, end);
-		if (d > L.max_probe)
-			L.max_probe = (uint32_t)d;
-		v2_home_mark(ix + home * kV2BucketBytes, shmkv_key_tag(L.hash[k]), d);
-	}
+	for (; !carry.empty(); c++) // the last buckets, then round to bucket 0
+		if (!visit(c))
+			return false;
 	return true;
 }
 

@@ -3,7 +3,6 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
-#include <numeric>
 #include <unistd.h>
 
 #include "stream_v2.h"
@@ -61,15 +60,15 @@ int StreamIndexV2::add(uint64_t h, const V2Item &it)
 {
 	uint64_t home = shmkv_home_bucket(h, B_);
 	if (grp_.empty() || home != grp_home_) {
-		int err = grp_.empty() ? 0 : close_group();
-		if (!err)
-			err = place_pending(home);
-		uint64_t keep = pend_.empty() ? home : pend_.front().home;
-		// in batches; a gap of more than a batch is never held (zero on file)
-		if (!err && keep > lo_ && keep - lo_ >= kBatch)
-			err = write_front(keep);
-		if (err)
-			return err;
+		if (!grp_.empty())
+			close_group();
+		advance(home);
+		// buckets before the oldest carried key's home are final; written in
+		// batches (a gap of more than a batch is never held: zero on file)
+		uint64_t keep = carry_.empty() ? home : carry_.front().home;
+		if (keep > lo_ && keep - lo_ >= kBatch)
+			if (int err = write_front(keep))
+				return err;
 		grp_home_ = home;
 	}
 	PRec r;
@@ -92,93 +91,81 @@ int StreamIndexV2::add(uint64_t h, const V2Item &it)
 	return 0;
 }
 
-// Pass 1 of the current group's home: smallest first (ties in entry
-// order), each that fits; the others wait, in entry order.
-int StreamIndexV2::close_group()
+// Visits bucket bk, number c (c >= B_: bucket c - B_, wrapped): the carry
+// first, in order, then the current group (sorted by the caller, or
+// empty); each key that fits goes in, the others are carried to c + 1.
+void StreamIndexV2::visit(Bucket &bk, uint64_t c)
+{
+	next_.clear();
+	for (const PRec &r : carry_)
+		if (unsigned end = end_with(bk, r)) {
+			push(bk, r, end);
+			note(r, c - r.home);
+		} else {
+			next_.push_back(r);
+		}
+	for (const PRec &r : grp_)
+		if (unsigned end = end_with(bk, r))
+			push(bk, r, end);
+		else
+			next_.push_back(r);
+	grp_.clear();
+	carry_.swap(next_);
+}
+
+// Visits the buckets from c_ to upto - 1 (no home keys there) with the
+// carry alone, until it is empty.
+void StreamIndexV2::advance(uint64_t upto)
+{
+	for (; c_ < upto && !carry_.empty(); c_++) {
+		extend(c_);
+		visit(at(c_), c_);
+	}
+	if (c_ < upto)
+		c_ = upto;
+}
+
+// Visits the current group's home (c_): the carry, then the group
+// smallest record first (ties in entry order).
+void StreamIndexV2::close_group()
 {
 	extend(grp_home_);
-	Bucket &hb = at(grp_home_);
-	std::vector<uint32_t> ord(grp_.size());
-	std::iota(ord.begin(), ord.end(), 0u);
-	std::stable_sort(ord.begin(), ord.end(),
-			 [&](uint32_t x, uint32_t y) { return grp_[x].s.worst < grp_[y].s.worst; });
-	std::vector<bool> placed(grp_.size(), false);
-	for (uint32_t i : ord)
-		if (unsigned end = end_with(hb, grp_[i])) {
-			push(hb, grp_[i], end);
-			placed[i] = true;
-		}
-	for (size_t i = 0; i < grp_.size(); i++)
-		if (!placed[i])
-			pend_.push_back(grp_[i]);
-	grp_.clear();
-	return 0;
+	std::stable_sort(grp_.begin(), grp_.end(),
+			 [](const PRec &x, const PRec &y) { return x.s.worst < y.s.worst; });
+	visit(at(grp_home_), grp_home_);
+	c_ = grp_home_ + 1;
 }
 
-// Displaced keys into the complete buckets below limit, in entry order,
-// each into the first after its home with room; stops at the first key
-// whose candidates below limit have none.
-int StreamIndexV2::place_pending(uint64_t limit)
-{
-	while (!pend_.empty()) {
-		const PRec &k = pend_.front();
-		uint64_t c = std::max(k.home + 1, scan_), stop = std::min(limit, B_);
-		unsigned end = 0;
-		if (c < stop)
-			extend(stop - 1);
-		for (; c < stop; c++)
-			if ((end = end_with(at(c), k)))
-				break;
-		if (c >= limit || c >= B_) {
-			scan_ = c;
-			return 0;
-		}
-		push(at(c), k, end);
-		note(k, c - k.home);
-		pend_.pop_front();
-		scan_ = 0;
-	}
-	return 0;
-}
-
-// The keys left at the end, in order, each into the first bucket after
-// its home with room, wrapping past the last bucket to bucket 0 (buckets
-// before the window are read back from the file, once, and written again).
+// The keys carried past the last bucket visit bucket 0, 1, ... (buckets
+// before the window are read back from the file, once, and written again)
+// until none is left, or one would go round every bucket.
 int StreamIndexV2::place_wrapped()
 {
 	std::map<uint64_t, Bucket> file; // buckets read back, by number
 	std::map<uint64_t, unsigned> was;  // their bytes used before
 	std::vector<uint8_t> raw(kV2BucketBytes);
-	while (!pend_.empty()) {
-		const PRec &k = pend_.front();
-		Bucket *bk = nullptr;
-		uint64_t c = 0, d = 1;
-		unsigned end = 0;
-		for (;; d++) {
-			if (d >= B_) // no bucket has room
-				return kV2NoRoom;
-			c = k.home + d < B_ ? k.home + d : k.home + d - B_;
-			if (c >= lo_) {
-				bk = &at(c);
-			} else {
-				auto f = file.find(c);
-				if (f == file.end()) {
-					f = file.emplace(c, Bucket()).first;
-					int err = pio(raw.data(), c, false);
-					if (!err)
-						err = decode(raw.data(), c, f->second);
-					if (err)
-						return err;
-					was[c] = f->second.end;
-				}
-				bk = &f->second;
+	for (uint64_t c = B_; !carry_.empty(); c++) {
+		if (c - carry_.front().home >= B_)
+			return kV2NoRoom;
+		uint64_t w = c - B_;
+		Bucket *bk;
+		if (w >= lo_) {
+			extend(w);
+			bk = &at(w);
+		} else {
+			auto f = file.find(w);
+			if (f == file.end()) {
+				f = file.emplace(w, Bucket()).first;
+				int err = pio(raw.data(), w, false);
+				if (!err)
+					err = decode(raw.data(), w, f->second);
+				if (err)
+					return err;
+				was[w] = f->second.end;
 			}
-			if ((end = end_with(*bk, k)))
-				break;
+			bk = &f->second;
 		}
-		push(*bk, k, end);
-		note(k, d);
-		pend_.pop_front();
+		visit(*bk, c);
 	}
 	for (auto &f : file) {
 		render(f.second, raw.data());
@@ -191,10 +178,11 @@ int StreamIndexV2::place_wrapped()
 
 int StreamIndexV2::finish()
 {
-	int err = grp_.empty() ? 0 : close_group();
-	if (!err)
-		err = place_pending(B_);
-	if (!err && !pend_.empty()) {
+	if (!grp_.empty())
+		close_group();
+	advance(B_);
+	int err = 0;
+	if (!carry_.empty()) {
 		extend(B_ - 1);
 		err = place_wrapped();
 	}

@@ -14,14 +14,14 @@ namespace shmkv_build {
 // caller retries with more buckets, as the in-memory build does.
 constexpr int kV2NoRoom = 1;
 
-// Pass 1 of a bucket is complete once the entries have passed its home
-// group; the displaced keys (pass 2, in entry order) are placed one by one
-// as soon as the buckets they may go to are complete, each from home + 1
-// on, as in memory. A bucket is rendered and written once its record set
-// is final: no displaced key left can reach it and its own displaced keys
-// are placed (its D and filter final). Keys displaced past the last bucket
-// wrap to bucket 0 at the end: such a bucket is read back from the file,
-// its records decoded, and written again with the new one.
+// Placement is layout_v2.cc's (lib/FORMAT.md §17.9): buckets are visited
+// in order as the entries pass their homes, each with the keys carried
+// over from earlier buckets first, then its home group. A bucket is
+// rendered and written once its record set is final (visited) and so are
+// its D and filter (no key of its home is carried any more). Keys carried
+// past the last bucket wrap to bucket 0 at the end: such a bucket is read
+// back from the file, its records decoded, and written again with the new
+// ones.
 class StreamIndexV2 {
 public:
 	// The index: buckets at index_off of fd (zero there already).
@@ -57,8 +57,9 @@ private:
 	static unsigned end_with(const Bucket &bk, const PRec &r);
 	static void push(Bucket &bk, const PRec &r, unsigned end);
 	void note(const PRec &r, uint64_t d);
-	int close_group();
-	int place_pending(uint64_t limit);
+	void visit(Bucket &bk, uint64_t c);
+	void close_group();
+	void advance(uint64_t upto);
 	int place_wrapped();
 	int write_front(uint64_t upto);
 	void render(const Bucket &bk, uint8_t *out);
@@ -72,9 +73,8 @@ private:
 	std::deque<Bucket> win_;
 	std::vector<PRec> grp_;     // the current home group, in entry order
 	uint64_t grp_home_ = 0;
-	std::deque<PRec> pend_;     // displaced keys not placed yet, in entry order
-	uint64_t scan_ = 0;         // where the first of them looks next (its buckets
-				    // before that have no room for it and are final)
+	std::vector<PRec> carry_, next_; // keys carried to bucket c_, oldest home first
+	uint64_t c_ = 0;            // the next bucket to visit
 	std::vector<uint8_t> out_;  // rendered buckets to write
 };
 

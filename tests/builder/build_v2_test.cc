@@ -12,6 +12,13 @@
 //   BuildV2.ThreadCountsGiveOneImage  threads 1, 2, 3, 8 and shuffled input: the same bytes
 //   BuildV2.ExpiryFlagOnlyWhenSomeExpires  no expiry: flag clear; one: set
 //   BuildV2.DefaultFillBytesPerKey    200k key_N -> val_N: <= 42 bytes a key, all inline
+//   BuildV2.DisplacedKeysNextToHome   150k key_N -> val_N at the default fill (§17.9's
+//                                     first come, first served placement): >= 60% of the
+//                                     displaced keys one bucket from home, >= 85% of all keys
+//                                     within one, max_probe <= 14 (two-pass placement: 26%, 33)
+//   BuildV2.SpillingBuildWraps        100k key_N at a fill of 0.97, keys displaced past the
+//                                     last bucket into buckets already written: the spilling
+//                                     build (1 MiB limit) gives the in-memory bytes
 //   BuildV2.NoRoomIsAnError           a fixed bucket count too small: SHMKV_ELIMIT saying so
 //   BuildV2.BadlyPackingSizesGetMoreBuckets  records of 42 bytes (two a bucket, 70%) at the
 //                                     default fill and at 1.0: more buckets, not an error
@@ -25,6 +32,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <random>
@@ -74,6 +82,8 @@ public:
 	}
 	const shmkv_image_header *h() const { return h_; }
 	std::map<std::string, Found> all;
+	std::vector<uint64_t> by_disp; // keys by displacement (check())
+	uint64_t wrapped = 0;          // keys in a bucket before their home (check())
 
 	void check()
 	{
@@ -126,6 +136,10 @@ public:
 				uint64_t home = shmkv_home_bucket(hv, B_);
 				uint64_t d = (b + B_ - home) % B_;
 				maxd = std::max<uint32_t>(maxd, (uint32_t)d);
+				if (by_disp.size() <= d)
+					by_disp.resize(d + 1);
+				by_disp[d]++;
+				wrapped += b < home;
 				if (d) { // marked at home
 					uint64_t hb = ix_ + home * 128;
 					unsigned D = (uint8_t)img_[hb + 1], fi = (unsigned)((tag * 48u) >> 16);
@@ -469,6 +483,65 @@ TEST(BuildV2, DefaultFillBytesPerKey)
 	EXPECT_LT(st.max_probe, 64u);
 	Decoder dec(img);
 	dec.check();
+}
+
+std::vector<Rec> key_n(int n)
+{
+	std::vector<Rec> recs;
+	for (int i = 0; i < n; i++)
+		recs.push_back({"key_" + std::to_string(i), SHMKV_TYPE_STRING, "val_" + std::to_string(i), 0});
+	return recs;
+}
+
+// Readers request buckets b and b + 1 together: a key one bucket from home
+// costs a home key's round trip, one further costs more (issue 22 §2).
+TEST(BuildV2, DisplacedKeysNextToHome)
+{
+	TempDir d;
+	std::string img = build(key_n(150000), d.file("k.shmkv"), 2);
+	Decoder dec(img);
+	dec.check();
+	ASSERT_GE(dec.by_disp.size(), 2u);
+	uint64_t n = dec.all.size(), displaced = n - dec.by_disp[0];
+	double d1 = (double)dec.by_disp[1] / (double)displaced;
+	double within1 = (double)(dec.by_disp[0] + dec.by_disp[1]) / (double)n;
+	printf("150k key_N: %.1f%% displaced, %.1f%% of them by one bucket, %.1f%% of keys within "
+	       "one, max_probe %u\n", 100.0 * (double)displaced / (double)n, 100 * d1, 100 * within1,
+	       dec.h()->max_probe);
+	EXPECT_GE(d1, 0.60) << "displaced keys one bucket from home";
+	EXPECT_GE(within1, 0.85) << "keys within one bucket of home";
+	EXPECT_LE(dec.h()->max_probe, 14u);
+	EXPECT_GE(dec.h()->max_probe, 2u) << "no run of displaced keys: the test proves nothing";
+}
+
+void spill_progress(void *ctx, const char *phase, uint64_t, uint64_t)
+{
+	if (!strcmp(phase, "sorting")) // a spill run sorted (in memory: "sorting keys")
+		*(bool *)ctx = true;
+}
+
+TEST(BuildV2, SpillingBuildWraps)
+{
+	TempDir d;
+	auto recs = key_n(100000);
+	std::string mem = build(recs, d.file("m.shmkv"), 2, 0.97);
+	Decoder dec(mem);
+	dec.check();
+	EXPECT_GT(dec.wrapped, 0u) << "no key displaced past the last bucket";
+	EXPECT_GT(dec.h()->bucket_count, 4096u) << "bucket 0 still in the stream's window";
+	bool spilled = false;
+	shmkv_build_options o = test_options();
+	o.format = 2;
+	o.load_factor = 0.97;
+	o.progress = spill_progress;
+	o.progress_ctx = &spilled;
+	Builder b(o);
+	ASSERT_EQ(shmkv_builder_set_memory_limit(b, 1 << 20, d.path().c_str()), 0);
+	for (const Rec &r : recs)
+		ASSERT_EQ(b.str(r.key, r.val), 0);
+	ASSERT_EQ(b.finish(d.file("s.shmkv")), 0) << b.error();
+	EXPECT_TRUE(spilled) << "the build did not spill";
+	EXPECT_TRUE(read_file(d.file("s.shmkv")) == mem) << "the spilling build differs";
 }
 
 TEST(BuildV2, NoRoomIsAnError)
