@@ -132,7 +132,20 @@ static inline int is_ascii(const unsigned char *p, size_t n)
  * image opened without verify) is CorruptImage. */
 static inline PyObject *str_value(const void *d, size_t n, PyObject *key)
 {
-	if (SHMKVPY_LIKELY(is_ascii(d, n))) {
+	if (n - 8 <= 8) { /* 8 to 16 bytes: two words, checked and copied */
+		uint64_t x, y;
+		memcpy(&x, d, 8);
+		memcpy(&y, (const char *)d + n - 8, 8);
+		if (SHMKVPY_LIKELY(!((x | y) & UINT64_C(0x8080808080808080)))) {
+			PyObject *s = PyUnicode_New((Py_ssize_t)n, 127);
+			if (s) {
+				Py_UCS1 *o = PyUnicode_1BYTE_DATA(s);
+				memcpy(o, &x, 8);
+				memcpy(o + n - 8, &y, 8);
+			}
+			return s;
+		}
+	} else if (SHMKVPY_LIKELY(is_ascii(d, n))) {
 		PyObject *s = PyUnicode_New((Py_ssize_t)n, 127);
 		if (s)
 			memcpy(PyUnicode_1BYTE_DATA(s), d, n);
