@@ -35,11 +35,12 @@ static GenObject *gen_new(shmkv *db)
 
 /* ---- keys and values ---- */
 
-int shmkvpy_key(PyObject *key, const char **p, Py_ssize_t *n, Py_buffer *view)
+int shmkvpy_key_slow(PyObject *key, const char **p, Py_ssize_t *n, Py_buffer *view)
 {
 	view->obj = NULL;
 	if (PyUnicode_Check(key)) {
-		*p = PyUnicode_AsUTF8AndSize(key, n); /* cached in the str: no copy */
+		/* UTF-8 made once and cached in the str (a subclass's, non-ASCII text) */
+		*p = PyUnicode_AsUTF8AndSize(key, n);
 		return *p ? 0 : -1;
 	}
 	if (PyBytes_Check(key)) {
@@ -99,15 +100,67 @@ static PyObject *strlist_value(const shmkv_value *v, PyObject *key)
 	return out;
 }
 
+/* Whether the n bytes at p are all ASCII: 8-byte words (the last one
+ * overlapping), two 4-byte ones from 4 to 7 bytes, bytes below; reads only
+ * the n bytes. */
+static inline int is_ascii(const unsigned char *p, size_t n)
+{
+	if (n >= 8) {
+		uint64_t acc = 0, x;
+		for (size_t i = 0; i + 8 < n; i += 8) {
+			memcpy(&x, p + i, 8);
+			acc |= x;
+		}
+		memcpy(&x, p + n - 8, 8);
+		return !((acc | x) & UINT64_C(0x8080808080808080));
+	}
+	if (n >= 4) {
+		uint32_t x, y;
+		memcpy(&x, p, 4);
+		memcpy(&y, p + n - 4, 4);
+		return !((x | y) & UINT32_C(0x80808080));
+	}
+	unsigned acc = 0;
+	for (size_t i = 0; i < n; i++)
+		acc |= p[i];
+	return !(acc & 0x80);
+}
+
+/* A string value as a str. ASCII text (the common case) is copied into a
+ * new compact ASCII str, without the decoder's calls and its own pass; any
+ * other text goes through the strict UTF-8 decoder, whose error (a damaged
+ * image opened without verify) is CorruptImage. */
+static inline PyObject *str_value(const void *d, size_t n, PyObject *key)
+{
+	if (n - 8 <= 8) { /* 8 to 16 bytes: two words, checked and copied */
+		uint64_t x, y;
+		memcpy(&x, d, 8);
+		memcpy(&y, (const char *)d + n - 8, 8);
+		if (SHMKVPY_LIKELY(!((x | y) & UINT64_C(0x8080808080808080)))) {
+			PyObject *s = PyUnicode_New((Py_ssize_t)n, 127);
+			if (s) {
+				Py_UCS1 *o = PyUnicode_1BYTE_DATA(s);
+				memcpy(o, &x, 8);
+				memcpy(o + n - 8, &y, 8);
+			}
+			return s;
+		}
+	} else if (SHMKVPY_LIKELY(is_ascii(d, n))) {
+		PyObject *s = PyUnicode_New((Py_ssize_t)n, 127);
+		if (s)
+			memcpy(PyUnicode_1BYTE_DATA(s), d, n);
+		return s;
+	}
+	PyObject *s = PyUnicode_DecodeUTF8(d, (Py_ssize_t)n, "strict");
+	return s ? s : corrupt_value(key, "string value is not UTF-8");
+}
+
 PyObject *shmkvpy_value(GenObject *gen, const shmkv_value *v, PyObject *key)
 {
 	const void *d = v->data;
 	switch (v->type) {
 	case SHMKV_TYPE_BYTES: return PyBytes_FromStringAndSize(d, (Py_ssize_t)v->size);
-	case SHMKV_TYPE_STRING: {
-		PyObject *s = PyUnicode_DecodeUTF8(d, (Py_ssize_t)v->size, "strict");
-		return s ? s : corrupt_value(key, "string value is not UTF-8");
-	}
+	case SHMKV_TYPE_STRING: return str_value(d, v->size, key);
 	case SHMKV_TYPE_I64: return PyLong_FromLongLong(*(const int64_t *)d);
 	case SHMKV_TYPE_BOOL: return PyBool_FromLong(*(const uint8_t *)d);
 	case SHMKV_TYPE_F64: return PyFloat_FromDouble(*(const double *)d);
@@ -154,7 +207,9 @@ static void not_found(CacheObject *c, PyObject *key, const char *p, size_t n)
  * missing_ok: then 1 with nothing raised). *gen receives a reference to the
  * generation v lies in: converting v may run Python code (a collection, a
  * finalizer, another thread), which may refresh or close the cache. */
-static int lookup(CacheObject *c, PyObject *key, shmkv_value *v, int missing_ok, GenObject **gen)
+static inline __attribute__((always_inline)) int lookup(CacheObject *c, PyObject *key,
+							 shmkv_value *v, int missing_ok,
+							 GenObject **gen)
 {
 	const char *p;
 	Py_ssize_t n;
@@ -162,12 +217,13 @@ static int lookup(CacheObject *c, PyObject *key, shmkv_value *v, int missing_ok,
 	/* the key first: a bytes-like key's buffer export may run Python code */
 	if (shmkvpy_key(key, &p, &n, &view) < 0)
 		return -1;
-	if (!live(c)) {
+	if (SHMKVPY_UNLIKELY(!c->gen)) {
+		live(c); /* raises */
 		shmkvpy_key_release(&view);
 		return -1;
 	}
 	int err = shmkv_get(c->gen->db, p, (size_t)n, v);
-	if (!err) {
+	if (SHMKVPY_LIKELY(!err)) {
 		shmkvpy_key_release(&view);
 		*gen = (GenObject *)Py_NewRef(c->gen);
 		return 0;
@@ -183,10 +239,12 @@ static int lookup(CacheObject *c, PyObject *key, shmkv_value *v, int missing_ok,
 	return -1;
 }
 
-/* v of gen as a Python object; drops the reference lookup() took */
-static PyObject *value_of(GenObject *gen, const shmkv_value *v, PyObject *key)
+/* v of gen as a Python object; drops the reference lookup() took. A
+ * string, the common value, is made here without the switch's call. */
+static inline PyObject *value_of(GenObject *gen, const shmkv_value *v, PyObject *key)
 {
-	PyObject *r = shmkvpy_value(gen, v, key);
+	PyObject *r = v->type == SHMKV_TYPE_STRING ? str_value(v->data, v->size, key)
+						   : shmkvpy_value(gen, v, key);
 	Py_DECREF(gen);
 	return r;
 }

@@ -20,6 +20,10 @@
 
 #include <shmkv.h>
 
+/* the hot paths' branch hints (GCC and Clang, as lib/'s) */
+#define SHMKVPY_LIKELY(x) __builtin_expect(!!(x), 1)
+#define SHMKVPY_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
 typedef struct {
 	PyObject_HEAD
 	shmkv *db; /* owned: closed (unmapped) in dealloc */
@@ -66,10 +70,25 @@ PyObject *shmkvpy_expired(PyObject *key, uint32_t t, const char *why);
 extern PyObject *shmkvpy_TypeMismatch, *shmkvpy_BuildError, *shmkvpy_CorruptImage;
 
 /* cache.c */
-/* Key bytes of a str (UTF-8) or bytes-like object; view is filled for
- * bytes-like objects other than bytes (release it with key_release). */
-int shmkvpy_key(PyObject *key, const char **p, Py_ssize_t *n, Py_buffer *view);
+/* shmkvpy_key for every key but a compact ASCII str */
+int shmkvpy_key_slow(PyObject *key, const char **p, Py_ssize_t *n, Py_buffer *view);
 void shmkvpy_key_release(Py_buffer *view);
+
+/* Key bytes of a str (UTF-8) or bytes-like object; view is filled for
+ * bytes-like objects other than bytes (release it with key_release). A
+ * compact ASCII str (what Python makes of ASCII text; never a subclass's
+ * instance, whose data lies apart) holds its UTF-8 in place: its bytes are
+ * read where they are, inline here, with no call (the hot path of a get). */
+static inline int shmkvpy_key(PyObject *key, const char **p, Py_ssize_t *n, Py_buffer *view)
+{
+	if (PyUnicode_Check(key) && PyUnicode_IS_COMPACT_ASCII(key)) {
+		view->obj = NULL;
+		*p = (const char *)PyUnicode_DATA(key);
+		*n = PyUnicode_GET_LENGTH(key);
+		return 0;
+	}
+	return shmkvpy_key_slow(key, p, n, view);
+}
 /* The Python object for value v read from gen (zero-copy Array for numeric
  * lists). key names it in errors. */
 PyObject *shmkvpy_value(GenObject *gen, const shmkv_value *v, PyObject *key);

@@ -253,3 +253,80 @@ def test_threads_and_close(tmp_path):
             t.join(60)
         assert not errors, errors
         assert held and all(len(v) == 16 for v in held[-100:])
+
+
+class Key(str):
+    """A str subclass: its text lies apart from the object (not compact)."""
+
+
+def fast_path_records():
+    """Keys and string values around the hot paths' cases (cache.c: a compact
+    ASCII str key read in place, an ASCII value copied, anything else by
+    the UTF-8 codec): every value length 0..40 in ASCII and with one non-ASCII
+    character at each position up to 20, text beside the ASCII range,
+    embedded NULs, long keys."""
+    recs = [(f"a{n}", "v" * n) for n in range(41)]
+    for n in range(1, 21):
+        for i in range(n):
+            recs.append((f"u{n}.{i}", "v" * i + "é" + "v" * (n - i - 1)))
+    recs += [
+        ("wide", "😀 ключ"), ("ключ", "значение"), ("café", "crème"), ("é" * 200, "long utf-8"),
+        ("nul\x00key", "nul\x00value"), ("\x00", "\x00"), ("k" * 255, "255"),
+        ("k" * 256, "256"), ("k" * 1000, "x" * 300), ("high\x7f", "del\x7f"),
+    ]
+    return recs
+
+
+@pytest.mark.parametrize("fmt", [1, 2])
+def test_str_fast_paths(tmp_path, fmt):
+    recs = fast_path_records()
+    p = tmp_path / "f.shmkv"
+    shmkv.build(p, recs, created=1700000000, format=fmt)
+    with shmkv.open(p) as c:
+        for k, v in recs:
+            for key in (k, Key(k), k.encode()):
+                got = c[key]
+                assert type(got) is str and got == v, (key, v)
+                assert c.get(key) == v and c.get_str(key) == v and key in c
+        assert c.get_many([k for k, _ in recs]) == [v for _, v in recs]
+        assert dict(c.items()) == dict(recs)
+        # the same text as absent keys: one character off, each kind of key
+        for k in ("a41", "ключи", "cafe", Key("a"), "nul\x00kez", "k" * 254, "é" * 199):
+            assert k not in c and c.get(k, 5) == 5
+            with pytest.raises(shmkv.NotFound):
+                c[k]
+        with pytest.raises(shmkv.TypeMismatch):
+            c.get_i64("a3")
+
+
+@pytest.mark.parametrize("fmt", [1, 2])
+def test_str_value_not_utf8(tmp_path, fmt):
+    """A string value that is not UTF-8 (a damaged image opened without
+    verify): a byte 0x80 or 0xff at each position of values of 1..24 bytes
+    is caught (CorruptImage), whichever check of the ASCII path reads it."""
+    for n in range(1, 25):
+        p = tmp_path / f"n{n}.shmkv"
+        shmkv.build(p, [("k", "Z" * n)], created=1700000000, format=fmt)
+        data = p.read_bytes()
+        q = tmp_path / "forged.shmkv"
+
+        def forge(at, text):
+            q.write_bytes(data[:at] + text + data[at + len(text):])
+
+        def value_at(at):  # whether the value's bytes are those at `at`
+            forge(at, b"Y" * n)
+            try:
+                with shmkv.open(q, verify=False) as c:
+                    return c.get("k") == "Y" * n
+            except shmkv.Error:  # a header's byte
+                return False
+
+        found = [at for at in range(len(data)) if data.startswith(b"Z" * n, at) and value_at(at)]
+        assert len(found) == 1, found
+        for i in range(n):
+            for bad in (b"\x80", b"\xff"):
+                forge(found[0] + i, bad)
+                with shmkv.open(q, verify=False) as c:
+                    for read in (lambda: c["k"], lambda: c.get("k"), lambda: c.get_str("k")):
+                        with pytest.raises(shmkv.CorruptImage):
+                            read()
