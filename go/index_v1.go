@@ -3,7 +3,6 @@ package shmkv
 import (
 	"bytes"
 	"math/bits"
-	"runtime"
 	"unsafe"
 
 	"github.com/zeebo/xxh3"
@@ -139,11 +138,8 @@ func (im *image) get(key []byte) (Value, error) {
 		if len(key) > maxKeyLen {
 			return Value{}, errKeyLen
 		}
-		now, h := int64(0), im.hash(key)
-		next := im.requestNext(h)
-		v, err := im.get2(key, h, &now)
-		runtime.KeepAlive(next)
-		return v, err
+		now := int64(0)
+		return im.get2(key, im.hash(key), &now)
 	}
 	off, err := im.find(key)
 	if err != nil {

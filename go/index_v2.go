@@ -281,23 +281,6 @@ func (im *image) recValue(b, pos uint64) (Value, error) {
 	return v, nil
 }
 
-// requestNext loads a byte of each line of the bucket after key's home
-// (hash h), wrapping to bucket 0 after the last: the single get's reader
-// policy of FORMAT.md §17.5 (lib's SHMKV_V2_PREFETCH_NEXT 2), so that a key
-// displaced by one bucket costs the round trip of a home key. Go has no
-// prefetch instruction: the caller keeps the result alive past the lookup,
-// and nothing waits for it meanwhile. GetBatch does not call it (its
-// buckets are in cache when it looks up, and a missing load that nothing
-// needs would still hold up the lookups behind it).
-func (im *image) requestNext(h uint64) byte {
-	nb := im.home(h) + 1
-	if nb == im.bucketCount {
-		nb = 0
-	}
-	nk := im.bucket(nb)
-	return nk[0] ^ nk[64]
-}
-
 // get2 is a v2 get with the key's hash: the lookup, expiry, the value.
 func (im *image) get2(key []byte, h uint64, now *int64) (Value, error) {
 	b, pos, err := im.locate2(key, h)
