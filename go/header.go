@@ -207,7 +207,7 @@ func (im *image) checkSections(fileSize uint64) error {
 	if im.version == 1 && im.entryCount > 0 && im.sec[1].size < 8*im.entryCount {
 		return errf(ErrCorrupt, "ENTRIES: size %d is below 8 * entry_count = %d", im.sec[1].size, 8*im.entryCount)
 	}
-	im.index = im.b[im.sec[0].off:im.sec[0].end()]
+	im.index = im.b[im.sec[0].off:im.sec[0].end():im.sec[0].end()] // capped: nothing reads past INDEX through it
 	im.entOff, im.entEnd = im.sec[1].off, im.sec[1].end()
 	im.valOff, im.valEnd = im.sec[2].off, im.sec[2].end()
 	return nil
