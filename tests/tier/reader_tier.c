@@ -1,12 +1,15 @@
 /* reader_tier.c - the reader's checks for one forced SIMD tier, in plain C11
  * so it cross-compiles for AArch64 and runs under qemu-aarch64-static.
  *
- * Usage: reader_tier IMAGE N
+ * Usage: reader_tier IMAGE N VERSION
  *   IMAGE holds key_<i> -> "val_<i>" (string) for i < N and nothing else (it may
- *   have been built with few hash bits to force collisions and long chains).
- * Checks: the tier in use; every compiled match variant against the scalar
- * reference on random buckets; shmkv_verify; every key found with its value;
- * N absent keys not found; batched gets equal single gets; iteration sees N.
+ *   have been built with few hash bits to force collisions and long chains), in
+ *   format VERSION (1 or 2).
+ * Checks: the tier in use; every compiled match variant of both formats (v1's
+ * slot tags, v2's bucket directory) against the scalar reference on random
+ * buckets; the image's format version; shmkv_verify; every key found with its
+ * value; N absent keys not found; batched gets equal single gets; iteration
+ * sees N.
  * Prints "N passed, M failed" and exits non-zero on any failure. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,15 +75,53 @@ static void check_variants(void)
 	CHECK(bad == 0, "%u variant results differ from the scalar reference", bad);
 }
 
+/* Format 2's directory compare: random 128-byte buckets whose u16 directory
+ * entries (tag << 7 | off) share tags often, with every count 0..16 and the
+ * bytes past the count random (a variant must ignore them). */
+static void check_variants2(void)
+{
+	_Alignas(128) uint8_t bk[SHMKV_V2_BUCKET_BYTES];
+	unsigned bad = 0;
+	for (int round = 0; round < 20000; round++) {
+		uint64_t common = next_rand() & 0xffff;
+		for (unsigned j = 0; j < sizeof bk; j++)
+			bk[j] = (uint8_t)next_rand();
+		for (unsigned j = 0; j < SHMKV_V2_MAX_RECORDS; j++) {
+			uint64_t r = next_rand();
+			uint64_t tag = (r & 3) ? common ^ ((r >> 8) & 0xfe00) : (r >> 16) & 0xffff;
+			uint16_t d = (uint16_t)((tag << 7) | ((r >> 40) & 0x7f));
+			bk[8 + 2 * j] = (uint8_t)d;
+			bk[9 + 2 * j] = (uint8_t)(d >> 8);
+		}
+		uint64_t want = (next_rand() & 1) ? common : next_rand() & 0xffff;
+		for (unsigned n = 0; n <= SHMKV_V2_MAX_RECORDS; n++) {
+			unsigned ref = shmkv__match2_scalar(bk, n, want);
+#if SHMKV_HAVE_SSE2
+			bad += shmkv__match2_sse2(bk, n, want) != ref;
+#endif
+#if SHMKV_HAVE_AVX2
+			bad += shmkv__match2_avx2(bk, n, want) != ref;
+#endif
+#if SHMKV_HAVE_NEON
+			bad += shmkv__match2_neon(bk, n, want) != ref;
+#endif
+			bad += shmkv__match2(bk, n, want) != ref;
+		}
+	}
+	CHECK(bad == 0, "%u v2 directory variant results differ from the scalar reference", bad);
+}
+
 int main(int argc, char **argv)
 {
-	if (argc != 3) {
-		fprintf(stderr, "usage: %s IMAGE N\n", argv[0]);
+	if (argc != 4) {
+		fprintf(stderr, "usage: %s IMAGE N VERSION\n", argv[0]);
 		return 2;
 	}
 	long n = atol(argv[2]);
+	unsigned version = (unsigned)atoi(argv[3]);
 	printf("tier: %s\n", shmkv_vector_name());
 	check_variants();
+	check_variants2();
 
 	shmkv *db;
 	char why[256];
@@ -89,6 +130,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "open: %s\n", why);
 		return 1;
 	}
+	CHECK(shmkv_header(db)->format_version == version, "image is format %u, expected %u",
+	      (unsigned)shmkv_header(db)->format_version, version);
 	err = shmkv_verify(db, why, sizeof why);
 	CHECK(err == 0, "verify: %s", why);
 
