@@ -140,7 +140,9 @@ static inline uint64_t shmkv_bucket_displacement(const uint64_t *bucket, uint64_
 }
 
 /* The image offset of key's entry, found exactly as shmkv_get finds it
- * (the checked lookup). Returns 0 with *off set; SHMKV_ENOTFOUND;
+ * (the checked lookup); in format 2 the offset of the key's record in its
+ * bucket in INDEX (an OUT record's too, not its entry in ENTRIES), whether
+ * expired or not. Returns 0 with *off set; SHMKV_ENOTFOUND;
  * SHMKV_EKEYLEN; SHMKV_ECORRUPT (damage on the key's path). For verifiers
  * that check every key is found where the reader will look. */
 static inline int shmkv_find_entry(const shmkv *db, const void *key, size_t key_len, uint64_t *off)
