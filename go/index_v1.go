@@ -163,8 +163,12 @@ func (im *image) get(key []byte) (Value, error) {
 		if len(key) > maxKeyLen {
 			return Value{}, errKeyLen
 		}
+		h := im.hash(key)
+		if !im.expiry {
+			return im.get2Fast(key, h, true)
+		}
 		now := int64(0)
-		return im.get2(key, im.hash(key), &now)
+		return im.get2Slow(key, h, &now)
 	}
 	off, err := im.find(key)
 	if err != nil {

@@ -246,6 +246,9 @@ func (im *image) locate2(key []byte, h uint64) (uint64, uint64, error) {
 	return 0, 0, ErrNotFound
 }
 
+// onGet2Slow, when set (by tests only), is called on every general v2 get.
+var onGet2Slow func()
+
 // clock is "now" for expiry, in Unix seconds (tests replace it).
 var clock = func() int64 { return time.Now().Unix() }
 
@@ -281,8 +284,21 @@ func (im *image) recValue(b, pos uint64) (Value, error) {
 	return v, nil
 }
 
-// get2 is a v2 get with the key's hash: the lookup, expiry, the value.
+// get2 is a v2 get with the key's hash (GetBatch's; a single get is
+// get2Fast with its prefetch): the hot path (fast_v2.go) for an image
+// without expiring records, else the general get.
 func (im *image) get2(key []byte, h uint64, now *int64) (Value, error) {
+	if !im.expiry {
+		return im.get2Fast(key, h, false)
+	}
+	return im.get2Slow(key, h, now)
+}
+
+// get2Slow is the general v2 get: every record kind, expiry, every error.
+func (im *image) get2Slow(key []byte, h uint64, now *int64) (Value, error) {
+	if onGet2Slow != nil {
+		onGet2Slow()
+	}
 	b, pos, err := im.locate2(key, h)
 	if err != nil {
 		return Value{}, err
