@@ -9,3 +9,9 @@ TEXT ·prefetchNext(SB), NOSPLIT|NOFRAME, $0-8
 	PREFETCHT0 128(AX)
 	PREFETCHT0 192(AX)
 	RET
+
+// func prefetchLine(p *byte)
+TEXT ·prefetchLine(SB), NOSPLIT|NOFRAME, $0-8
+	MOVQ p+0(FP), AX
+	PREFETCHT0 (AX)
+	RET

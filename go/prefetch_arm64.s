@@ -9,3 +9,9 @@ TEXT ·prefetchNext(SB), NOSPLIT|NOFRAME, $0-8
 	PRFM 128(R0), PLDL1KEEP
 	PRFM 192(R0), PLDL1KEEP
 	RET
+
+// func prefetchLine(p *byte)
+TEXT ·prefetchLine(SB), NOSPLIT|NOFRAME, $0-8
+	MOVD p+0(FP), R0
+	PRFM (R0), PLDL1KEEP
+	RET

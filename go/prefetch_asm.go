@@ -13,3 +13,9 @@ package shmkv
 //
 //go:noescape
 func prefetchNext(bk *[v2Bucket]byte)
+
+// prefetchLine asks the CPU for the cache line of *p (a hint, as above;
+// GetBatch's request of a home bucket's second line).
+//
+//go:noescape
+func prefetchLine(p *byte)
