@@ -30,12 +30,13 @@ func keyEq(bk *[v2Bucket]byte, kp uint64, key []byte) bool {
 	return string(bk[kp:kp+n]) == string(key)
 }
 
-// get2Fast is get2 for an image without expiring records (FORMAT.md
-// §17.5's lookup): the home bucket, then the buckets its D and filter
-// announce for the key's tag; the general lookup where the fast path is not
-// sure. prefetch: a single get's request of the home bucket's second line
-// and both lines of the next (§17.5's reader policy, lib's
-// SHMKV_V2_PREFETCH_NEXT 2; a batch requests its buckets itself).
+// get2Fast is the v2 get of key with hash h for an image without expiring
+// records (FORMAT.md §17.5's lookup; get2Slow for the others): the home
+// bucket, then the buckets its D and filter announce for the key's tag; the
+// general lookup where the fast path is not sure. prefetch: a single get's
+// request of the home bucket's second line and both lines of the next
+// (§17.5's reader policy, lib's SHMKV_V2_PREFETCH_NEXT 2; a batch requests
+// its buckets itself).
 func (im *image) get2Fast(key []byte, h uint64, prefetch bool) (Value, error) {
 	tag, b := tagOf(h), im.home(h)
 	bk := im.bucket(b)

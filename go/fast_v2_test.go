@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// TestFastV2Agrees: the v2 hot path (find2, get2Fast) answers as the
+// TestFastV2Agrees: the v2 hot path (get2Fast) answers as the
 // general lookup (get2Slow) does, value and error, for every key of an
 // image with inline and OUT records, every type, short and long keys and
 // displaced keys, for keys it lacks, and on damaged copies of it (bytes of

@@ -284,16 +284,6 @@ func (im *image) recValue(b, pos uint64) (Value, error) {
 	return v, nil
 }
 
-// get2 is a v2 get with the key's hash (GetBatch's; a single get is
-// get2Fast with its prefetch): the hot path (fast_v2.go) for an image
-// without expiring records, else the general get.
-func (im *image) get2(key []byte, h uint64, now *int64) (Value, error) {
-	if !im.expiry {
-		return im.get2Fast(key, h, false)
-	}
-	return im.get2Slow(key, h, now)
-}
-
 // get2Slow is the general v2 get: every record kind, expiry, every error.
 func (im *image) get2Slow(key []byte, h uint64, now *int64) (Value, error) {
 	if onGet2Slow != nil {
@@ -423,7 +413,11 @@ func (im *image) getBatch2(keys []string, vals []Value, errs []error) {
 				vals[lo+i], errs[lo+i] = Value{}, errKeyLen
 				continue
 			}
-			vals[lo+i], errs[lo+i] = im.get2(strBytes(k), hs[i], &now)
+			if im.expiry {
+				vals[lo+i], errs[lo+i] = im.get2Slow(strBytes(k), hs[i], &now)
+			} else {
+				vals[lo+i], errs[lo+i] = im.get2Fast(strBytes(k), hs[i], false)
+			}
 		}
 	}
 }
