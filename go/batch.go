@@ -71,7 +71,9 @@ func (v *View) GetBatch(keys []string, vals []Value, errs []error) {
 func (im *image) hashGroup(group []string, hs, homes *[batchGroup]uint64) {
 	for i, k := range group {
 		h := uint64(0)
-		if len(k) <= maxKeyLen {
+		if n := len(k); n > 8 && n <= 16 && im.hashBits >= 64 {
+			h = xxh3Len9To16(strBytes(k), im.seed) // im.hash, its short-key case inline
+		} else if n <= maxKeyLen {
 			h = im.hash(strBytes(k))
 		}
 		hs[i], homes[i] = h, im.home(h)

@@ -246,6 +246,9 @@ func (im *image) locate2(key []byte, h uint64) (uint64, uint64, error) {
 	return 0, 0, ErrNotFound
 }
 
+// onGet2Slow, when set (by tests only), is called on every general v2 get.
+var onGet2Slow func()
+
 // clock is "now" for expiry, in Unix seconds (tests replace it).
 var clock = func() int64 { return time.Now().Unix() }
 
@@ -281,8 +284,11 @@ func (im *image) recValue(b, pos uint64) (Value, error) {
 	return v, nil
 }
 
-// get2 is a v2 get with the key's hash: the lookup, expiry, the value.
-func (im *image) get2(key []byte, h uint64, now *int64) (Value, error) {
+// get2Slow is the general v2 get: every record kind, expiry, every error.
+func (im *image) get2Slow(key []byte, h uint64, now *int64) (Value, error) {
+	if onGet2Slow != nil {
+		onGet2Slow()
+	}
 	b, pos, err := im.locate2(key, h)
 	if err != nil {
 		return Value{}, err
@@ -377,9 +383,11 @@ func (it *Iter) next2() bool {
 	return true
 }
 
-// getBatch2 is GetBatch on a v2 image: a group's home buckets (both lines
-// of each) are touched together, after the group is hashed, before any key
-// is looked up; the clock is read at most once for the whole call.
+// getBatch2 is GetBatch on a v2 image: after the group is hashed, its home
+// buckets are requested together (the first line loaded, the second
+// prefetched), then bucket b+1 of each home that announces displaced keys of
+// its key's tag (D, filter), before any key is looked up; the clock is read
+// at most once for the whole call.
 func (im *image) getBatch2(keys []string, vals []Value, errs []error) {
 	var hs, homes [batchGroup]uint64
 	now := int64(0)
@@ -387,17 +395,29 @@ func (im *image) getBatch2(keys []string, vals []Value, errs []error) {
 		group := keys[lo:min(lo+batchGroup, len(keys))]
 		im.hashGroup(group, &hs, &homes)
 		var sink byte
-		for i := range group { // independent loads: the misses overlap
+		for i := range group { // independent requests: the misses overlap
 			bk := im.bucket(homes[i])
-			sink += bk[0] + bk[64]
+			sink += bk[0]         // the home's first line, a load
+			prefetchLine(&bk[64]) // its second, a hint that does not hold the loop
 		}
 		runtime.KeepAlive(sink)
+		for i := range group { // b+1 where the home announces displaced keys of the key's tag
+			bk := im.bucket(homes[i])
+			fi := (tagOf(hs[i]) * v2FilterBits) >> 16 // < 48
+			if bk[1] != 0 && bk[2+(fi>>3)&7]>>(fi&7)&1 != 0 {
+				prefetchNext(bk)
+			}
+		}
 		for i, k := range group {
 			if len(k) > maxKeyLen {
 				vals[lo+i], errs[lo+i] = Value{}, errKeyLen
 				continue
 			}
-			vals[lo+i], errs[lo+i] = im.get2(strBytes(k), hs[i], &now)
+			if im.expiry {
+				vals[lo+i], errs[lo+i] = im.get2Slow(strBytes(k), hs[i], &now)
+			} else {
+				vals[lo+i], errs[lo+i] = im.get2Fast(strBytes(k), hs[i], false)
+			}
 		}
 	}
 }

@@ -210,7 +210,17 @@ func (v *View) GetBytes(key []byte) (Value, error) {
 	if v.released.Load() {
 		return Value{}, ErrClosed
 	}
-	return v.im.get(key)
+	im := v.im
+	if im.version != 2 || im.expiry || len(key) > maxKeyLen {
+		return im.get(key)
+	}
+	var h uint64 // im.hash, its short-key case inline
+	if n := len(key); n > 8 && n <= 16 && im.hashBits >= 64 {
+		h = xxh3Len9To16(key, im.seed)
+	} else {
+		h = im.hash(key)
+	}
+	return im.get2Fast(key, h, true) // the v2 single get, FORMAT.md §17.5
 }
 
 // Expires is when key's entry expires, in Unix seconds (FORMAT.md §17.6),

@@ -1,6 +1,7 @@
 package shmkv
 
 import (
+	"math/rand/v2"
 	"testing"
 
 	"github.com/zeebo/xxh3"
@@ -176,5 +177,42 @@ func TestFormatExamples(t *testing.T) {
 	}
 	if tagOf(0x10000) != 1 {
 		t.Error("a zero tag must become 1")
+	}
+}
+
+// The inlined 9-to-16-byte case of the key hash equals the library's
+// XXH3_64bits_withSeed (itself held to C by TestXXH3MatchesC) for every
+// length it serves, random bytes and seeds, and the C vectors of its lengths.
+func TestXXH3Len9To16(t *testing.T) {
+	var buf [2048]byte
+	for i := range buf {
+		buf[i] = byte(i*131 + 7)
+	}
+	seen := 0
+	for _, v := range xxh3Vectors {
+		if v.n > 8 && v.n <= 16 {
+			seen++
+			if got := xxh3Len9To16(buf[:v.n], v.seed); got != v.want {
+				t.Errorf("xxh3Len9To16(%d bytes, seed %#x) = %#x, C says %#x", v.n, v.seed, got, v.want)
+			}
+		}
+	}
+	if seen == 0 {
+		t.Fatal("no C vector of 9 to 16 bytes")
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < 100000; i++ {
+		n := 9 + rng.IntN(8)
+		key := make([]byte, n)
+		for j := range key {
+			key[j] = byte(rng.Uint32())
+		}
+		seed := rng.Uint64()
+		if i%4 == 0 {
+			seed = 0
+		}
+		if got, want := xxh3Len9To16(key, seed), xxh3.HashSeed(key, seed); got != want {
+			t.Fatalf("xxh3Len9To16(%x, %#x) = %#x, the library %#x", key, seed, got, want)
+		}
 	}
 }

@@ -1,0 +1,327 @@
+// Command compare times single lookups of key_N -> val_N in the pure-Go
+// shmkv reader (go/), in AxonCache's Go binding (cgo) and in a Go
+// map[string]string, in one process, for issue 24 §4 (README.md here;
+// figures in bench/RESULTS.md, "Go"). Not built by default or by CI: it
+// links AxonCache, whose checkout bench/go/axoncache points at.
+//
+// Every round times each system on the hit stream and on the miss stream
+// (2^20 pre-made random keys, cycled), the systems in a rotating order, in
+// thread CPU time per lookup (CLOCK_THREAD_CPUTIME_ID; the goroutine is
+// locked to its thread, and a cgo call runs on it). It prints every round,
+// then the medians of the rounds and the medians of each round's ratios.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"strings"
+	"time"
+
+	axoncache "github.com/AppLovin/AxonCache"
+	"golang.org/x/sys/unix"
+
+	shmkv "github.com/shmkv/shmkv/go"
+)
+
+const streamKeys = 1 << 20 // each stream cycles through this many random keys
+
+var (
+	n        = flag.Int("n", 1_000_000, "keys: key_N -> val_N for N in [0, n)")
+	img      = flag.String("img", "", "the shmkv image of those keys (shmctl image build)")
+	axDir    = flag.String("axdir", "", "AxonCache's directory: its cache of those keys, written there first if absent")
+	huge     = flag.Bool("hugepages", false, "open the shmkv image with HugePages (an image on tmpfs)")
+	rounds   = flag.Int("rounds", 5, "rounds")
+	lookups  = flag.Int("lookups", 2_000_000, "lookups a system, stream and round")
+	systems  = flag.String("systems", "map,get,batch,axon", "systems to time, comma-separated: map, get (shmkv View.Get), batch (shmkv GetBatch of 64, per key), axon")
+	profile  = flag.String("cpuprofile", "", "write a CPU profile of the timed loops here")
+	seedFlag = flag.Uint64("seed", 7, "seed of the random keys")
+)
+
+func main() {
+	flag.Parse()
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "compare:", err)
+		os.Exit(1)
+	}
+}
+
+// a system times one stream: lookups of keys[i % 2^20], the CPU time of the
+// whole loop; hit says whether every key must be found (checked).
+type system struct {
+	name string
+	time func(keys []string, hit bool, count int) (time.Duration, error)
+}
+
+func run() error {
+	if *img == "" || (strings.Contains(*systems, "axon") && *axDir == "") {
+		return errors.New("-img, and -axdir for axon, are required")
+	}
+	runtime.LockOSThread() // thread CPU time is this thread's
+	hits, misses := randomKeys(*n, false), randomKeys(*n, true)
+	var all []system
+	for _, s := range strings.Split(*systems, ",") {
+		var sys system
+		var err error
+		switch s {
+		case "map":
+			sys = mapSystem(*n)
+		case "get", "batch":
+			sys, err = shmkvSystem(s)
+		case "axon":
+			sys, err = axonSystem(*n, *axDir)
+		default:
+			err = fmt.Errorf("unknown system %q", s)
+		}
+		if err != nil {
+			return err
+		}
+		all = append(all, sys)
+	}
+	// one untimed pass of each system and stream: caches and page tables warm
+	for _, s := range all {
+		for _, st := range []struct {
+			keys []string
+			hit  bool
+		}{{hits, true}, {misses, false}} {
+			if _, err := s.time(st.keys, st.hit, streamKeys); err != nil {
+				return fmt.Errorf("%s: %w", s.name, err)
+			}
+		}
+	}
+	if *profile != "" {
+		f, err := os.Create(*profile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	var load [3]float64
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		fmt.Sscan(string(b), &load[0], &load[1], &load[2])
+	}
+	fmt.Printf("# n=%d img=%s hugepages=%v rounds=%d lookups=%d go=%s load=%.2f\n",
+		*n, *img, *huge, *rounds, *lookups, runtime.Version(), load[0])
+	// ns[stream][system][round]
+	ns := [2][][]float64{make([][]float64, len(all)), make([][]float64, len(all))}
+	for r := 0; r < *rounds; r++ {
+		runtime.GC()
+		for k := range all {
+			i := (k + r) % len(all) // a rotating order
+			for sti, st := range []struct {
+				keys []string
+				hit  bool
+			}{{hits, true}, {misses, false}} {
+				d, err := all[i].time(st.keys, st.hit, *lookups)
+				if err != nil {
+					return fmt.Errorf("%s: %w", all[i].name, err)
+				}
+				x := float64(d.Nanoseconds()) / float64(*lookups)
+				ns[sti][i] = append(ns[sti][i], x)
+			}
+		}
+		fmt.Printf("round %d:", r)
+		for sti, stream := range []string{"hit", "miss"} {
+			for i, s := range all {
+				fmt.Printf(" %s/%s %.1f", s.name, stream, ns[sti][i][r])
+			}
+		}
+		fmt.Println()
+	}
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		fmt.Sscan(string(b), &load[0], &load[1], &load[2])
+	}
+	fmt.Printf("# medians of %d rounds, cpu-ns a lookup (min-max); load at the end %.2f\n", *rounds, load[0])
+	for sti, stream := range []string{"hit", "miss"} {
+		for i, s := range all {
+			v := ns[sti][i]
+			fmt.Printf("%-5s %-6s %8.1f (%.0f-%.0f)\n", stream, s.name, median(v), slices.Min(v), slices.Max(v))
+		}
+		for i, a := range all {
+			for j, b := range all {
+				if a.name == "get" && (b.name == "map" || b.name == "axon") || a.name == "batch" && b.name == "get" {
+					fmt.Printf("%-5s %s/%s %.3f (median of the rounds' ratios)\n", stream, a.name, b.name, medianRatio(ns[sti][i], ns[sti][j]))
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func medianRatio(a, b []float64) float64 {
+	r := make([]float64, len(a))
+	for i := range a {
+		r[i] = a[i] / b[i]
+	}
+	return median(r)
+}
+
+func randomKeys(n int, miss bool) []string {
+	rng := rand.New(rand.NewPCG(uint64(n), *seedFlag))
+	keys := make([]string, streamKeys)
+	for i := range keys {
+		k := rng.IntN(n)
+		if miss {
+			k += n // key_N for N in [n, 2n): absent
+		}
+		keys[i] = fmt.Sprintf("key_%d", k)
+	}
+	return keys
+}
+
+func threadCPU() time.Duration {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
+		panic(err)
+	}
+	return time.Duration(ts.Nano())
+}
+
+var sink int
+
+func mapSystem(n int) system {
+	m := make(map[string]string, n)
+	for i := 0; i < n; i++ {
+		m[fmt.Sprintf("key_%d", i)] = fmt.Sprintf("val_%d", i)
+	}
+	return system{"map", func(keys []string, hit bool, count int) (time.Duration, error) {
+		s := 0
+		t0 := threadCPU()
+		for i := 0; i < count; i++ {
+			v, ok := m[keys[i&(streamKeys-1)]]
+			if ok != hit {
+				return 0, fmt.Errorf("key %s: found %v", keys[i&(streamKeys-1)], ok)
+			}
+			s += len(v)
+		}
+		d := threadCPU() - t0
+		sink += s
+		return d, nil
+	}}
+}
+
+func shmkvSystem(which string) (system, error) {
+	flags := shmkv.NoVerify | shmkv.Populate // steady state: page faults are not timed
+	if *huge {
+		flags |= shmkv.HugePages
+	}
+	im, err := shmkv.OpenFile(*img, flags)
+	if err != nil {
+		return system{}, err
+	}
+	v, err := im.Pin() // held for the process's life
+	if err != nil {
+		return system{}, err
+	}
+	if which == "batch" {
+		const batch = 64
+		vals, errs := make([]shmkv.Value, batch), make([]error, batch)
+		return system{"batch", func(keys []string, hit bool, count int) (time.Duration, error) {
+			s := 0
+			t0 := threadCPU()
+			for i := 0; i < count; i += batch { // count keys in all
+				lo := i & (streamKeys - 1) &^ (batch - 1)
+				v.GetBatch(keys[lo:lo+batch], vals, errs)
+				if (errs[0] == nil) != hit {
+					return 0, fmt.Errorf("key %s: %v", keys[lo], errs[0])
+				}
+				s += len(vals[0].Raw())
+			}
+			d := threadCPU() - t0
+			sink += s
+			return d, nil
+		}}, nil
+	}
+	return system{"get", func(keys []string, hit bool, count int) (time.Duration, error) {
+		s := 0
+		t0 := threadCPU()
+		for i := 0; i < count; i++ {
+			val, err := v.Get(keys[i&(streamKeys-1)])
+			if (err == nil) != hit {
+				return 0, fmt.Errorf("key %s: %v", keys[i&(streamKeys-1)], err)
+			}
+			s += len(val.Raw())
+		}
+		d := threadCPU() - t0
+		sink += s
+		return d, nil
+	}}, nil
+}
+
+// axonSystem opens AxonCache's cache of key_N -> val_N in dir, first
+// writing it there with its writer as its own Go benchmark does
+// (cmd/benchmark.go: cache type 5, 2 key slots a key, renamed with a
+// timestamp file), then reading it with memory preloaded.
+func axonSystem(n int, dir string) (system, error) {
+	const task = "bench_cache"
+	if _, err := os.Stat(filepath.Join(dir, task+".cache.timestamp.latest")); err != nil {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return system{}, err
+		}
+		w, err := axoncache.NewCacheWriter(&axoncache.CacheWriterOptions{
+			TaskName:              task,
+			DestinationFolder:     dir,
+			NumberOfKeySlots:      uint64(2 * n),
+			GenerateTimestampFile: true,
+			RenameCacheFile:       true,
+			CacheType:             5,
+		})
+		if err != nil {
+			return system{}, err
+		}
+		for i := 0; i < n; i++ {
+			if err := w.InsertKey([]byte(fmt.Sprintf("key_%d", i)), []byte(fmt.Sprintf("val_%d", i)), 0); err != nil {
+				return system{}, err
+			}
+		}
+		if err, _ := w.FinishCacheCreation(); err != nil {
+			return system{}, err
+		}
+		w.Delete()
+		fmt.Fprintf(os.Stderr, "wrote AxonCache's cache of %d keys in %s\n", n, dir)
+	}
+	r, err := axoncache.NewCacheReader(&axoncache.CacheReaderOptions{
+		TaskName:               task,
+		DestinationFolder:      dir,
+		IsPreloadMemoryEnabled: true,
+		UpdatePeriod:           time.Hour,
+	})
+	if err != nil {
+		return system{}, err
+	}
+	if v, err := r.GetKey("key_0"); err != nil || v != "val_0" {
+		return system{}, fmt.Errorf("AxonCache: key_0 -> %q, %v", v, err)
+	}
+	return system{"axon", func(keys []string, hit bool, count int) (time.Duration, error) {
+		s := 0
+		t0 := threadCPU()
+		for i := 0; i < count; i++ {
+			v, err := r.GetKey(keys[i&(streamKeys-1)])
+			if (err == nil) != hit {
+				return 0, fmt.Errorf("key %s: %v", keys[i&(streamKeys-1)], err)
+			}
+			s += len(v)
+		}
+		d := threadCPU() - t0
+		sink += s
+		return d, nil
+	}}, nil
+}

@@ -1,0 +1,100 @@
+package shmkv
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestFastV2Agrees: the v2 hot path (get2Fast) answers as the
+// general lookup (get2Slow) does, value and error, for every key of an
+// image with inline and OUT records, every type, short and long keys and
+// displaced keys, for keys it lacks, and on damaged copies of it (bytes of
+// INDEX changed, checksums recomputed); and it serves the intact image's
+// inline records itself.
+func TestFastV2Agrees(t *testing.T) {
+	var recs []rec2
+	keys := []string{"", "nope", "key_", "key_1000000", "0123456789abcdef", "0123456789abcdeX"}
+	for _, r := range v2Records() {
+		if r.expires == 0 { // an image with expiring records takes the general path
+			recs = append(recs, r)
+		}
+	}
+	for i := 0; i < 40; i++ { // keys of 8 to 16 bytes, compared as two words
+		recs = append(recs, rec2{key: fmt.Sprintf("0123456789a%d", i), typ: TypeString, value: []byte{byte(i)}})
+	}
+	for _, r := range recs {
+		keys = append(keys, r.key, r.key+"x", "x"+r.key)
+	}
+	intact := encodeV2(recs, enc2Opts{buckets: 60, seed: 0x1234})
+	var fast, slow int
+	check := func(b []byte, intact bool) {
+		img, err := Open(b, NoVerify)
+		if err != nil {
+			if intact {
+				t.Fatal(err)
+			}
+			return
+		}
+		defer img.Close()
+		v, err := img.Pin()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer v.Release()
+		im := v.im
+		if im.expiry {
+			return
+		}
+		for _, k := range keys {
+			key := []byte(k)
+			h := im.hash(key)
+			now := int64(0)
+			want, werr := im.get2Slow(key, h, &now)
+			got, gerr := v.Get(k)
+			batch := []Value{{}}
+			berr := []error{nil}
+			v.GetBatch([]string{k}, batch, berr)
+			for _, g := range []struct {
+				v   Value
+				err error
+			}{{got, gerr}, {batch[0], berr[0]}} {
+				if fmt.Sprint(g.err) != fmt.Sprint(werr) || g.v.typ != want.typ || string(g.v.Raw()) != string(want.Raw()) {
+					t.Fatalf("key %q: fast path %v %q (%v), general lookup %v %q (%v)", k, g.v.typ, g.v.Raw(), g.err, want.typ, want.Raw(), werr)
+				}
+			}
+			calls := 0
+			onGet2Slow = func() { calls++ }
+			_, _ = v.Get(k)
+			onGet2Slow = nil
+			if calls == 0 {
+				fast++
+			} else {
+				slow++
+			}
+		}
+	}
+	check(intact, true)
+	if v := openV2(t, intact, NoVerify); v.im.maxProbe == 0 {
+		t.Fatal("no displaced key in the intact image")
+	}
+	if fast < len(keys)/2 || slow == 0 {
+		t.Fatalf("intact image: %d keys on the fast path, %d on the general one", fast, slow)
+	}
+	v := openV2(t, intact, NoVerify)
+	idx := v.im.sec[0]
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := 0; i < 2000; i++ {
+		b := append([]byte(nil), intact...)
+		for j := 0; j <= i%3; j++ {
+			at := idx.off + rng.Uint64N(idx.size)
+			if j == 0 { // a bucket's head or directory, half the time
+				at = at&^(v2Bucket-1) + rng.Uint64N(dirEnd(v2MaxRecords))
+			}
+			b[at] = byte(rng.Uint32())
+		}
+		fixSums(b)
+		check(b, false)
+	}
+	t.Logf("%d lookups on the fast path, %d on the general one", fast, slow)
+}

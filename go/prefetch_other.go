@@ -1,0 +1,10 @@
+//go:build !(amd64 || arm64) || purego
+
+package shmkv
+
+// prefetchNext is a no-op where the package has no assembly for it: a hint
+// only, lookups answer the same without it.
+func prefetchNext(bk *[v2Bucket]byte) {}
+
+// prefetchLine is a no-op here (a hint only).
+func prefetchLine(p *byte) {}
