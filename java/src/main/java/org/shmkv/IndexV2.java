@@ -79,11 +79,34 @@ final class IndexV2 implements Index {
 		return d < 255 ? Math.min(d, maxProbe) : maxProbe;
 	}
 
+	/** Counts the loads of {@link #request} whose word happened to be its constant: never read. */
+	static int requested;
+
+	/**
+	 * FORMAT.md §17.5's reader policy (lib's SHMKV_V2_PREFETCH_NEXT 2): the
+	 * bucket's second line and both lines of the next bucket are requested
+	 * with the first, so that a key displaced by one bucket (28.9% of key_N
+	 * at 1M, 23.5% at 10M) costs one round trip, not two. Java has no
+	 * prefetch: these are plain loads whose words only a branch that is (all
+	 * but) never taken reads, so nothing waits for them before the bucket's
+	 * first line is scanned; unlike a prefetch, each must complete before
+	 * the lookup retires, which makes a miss dearer (bench/RESULTS.md, Java:
+	 * hits 7-27% cheaper, misses 10-32% dearer). All three are inside
+	 * INDEX: the next bucket of the last is the first.
+	 */
+	private static void request(Image im, long b, long bk) {
+		MemorySegment s = im.seg;
+		long nk = b + 1 == im.bucketCount ? im.idxOff : bk + BUCKET;
+		if ((Bytes.u64(s, bk + 64) ^ Bytes.u64(s, nk) ^ Bytes.u64(s, nk + 64)) == 0x6b6d6873_2e76325aL)
+			requested++;
+	}
+
 	@Override
 	public long find(Image im, byte[] key, long lo, long hi, int len, long h) {
 		int tag = IndexV1.tag(h);
 		long b = IndexV1.home(h, im.bucketCount);
 		long bk = bucket(im, b);
+		request(im, b, bk);
 		long head = Bytes.u64(im.seg, bk); // count, D and the filter in one read
 		long r = scan(im, b, bk, (int) head & 0xff, tag, key, lo, hi, len);
 		if (r >= 0)
