@@ -83,21 +83,20 @@ final class IndexV2 implements Index {
 	static int requested;
 
 	/**
-	 * FORMAT.md §17.5's reader policy (lib's SHMKV_V2_PREFETCH_NEXT 2): the
-	 * bucket's second line and both lines of the next bucket are requested
-	 * with the first, so that a key displaced by one bucket (28.9% of key_N
-	 * at 1M, 23.5% at 10M) costs one round trip, not two. Java has no
-	 * prefetch: these are plain loads whose words only a branch that is (all
-	 * but) never taken reads, so nothing waits for them before the bucket's
-	 * first line is scanned; unlike a prefetch, each must complete before
-	 * the lookup retires, which makes a miss dearer (bench/RESULTS.md, Java:
-	 * hits 7-27% cheaper, misses 10-32% dearer). All three are inside
-	 * INDEX: the next bucket of the last is the first.
+	 * FORMAT.md §17.5's reader policy, in part: the next bucket's first line
+	 * is requested with the home bucket's, so that a key displaced by one
+	 * bucket (28.9% of key_N at 1M, 23.5% at 10M) costs about one round
+	 * trip, not two. Java has no prefetch: this is a plain load whose word
+	 * only a branch that is (all but) never taken reads, so nothing waits
+	 * for it before the home bucket is scanned; unlike a prefetch it must
+	 * complete before the lookup retires, which makes a miss dearer. lib's
+	 * policy (b's second line and both of b+1's) was measured too and made
+	 * misses 10-32% dearer; this one line keeps most of the hits' gain
+	 * (bench/RESULTS.md, Java). The next bucket of the last is the first.
 	 */
 	private static void request(Image im, long b, long bk) {
-		MemorySegment s = im.seg;
 		long nk = b + 1 == im.bucketCount ? im.idxOff : bk + BUCKET;
-		if ((Bytes.u64(s, bk + 64) ^ Bytes.u64(s, nk) ^ Bytes.u64(s, nk + 64)) == 0x6b6d6873_2e76325aL)
+		if (Bytes.u64(im.seg, nk) == 0x6b6d6873_2e76325aL)
 			requested++;
 	}
 
