@@ -58,6 +58,21 @@ final class Bytes {
 		return key == null ? equalPacked(s, off, lo, hi, len) : equal(s, off, key, len);
 	}
 
+	/**
+	 * Copies image bytes [off, off + n) to dst[0, n), n <= dst.length: a
+	 * value of 8 to 16 bytes as two (overlapping) 8-byte words, no more than
+	 * n bytes written; others by MemorySegment.copy.
+	 */
+	static void copy(MemorySegment s, long off, byte[] dst, int n) {
+		if (n >= 8 && n <= 16) {
+			long a = s.get(U64, off), b = s.get(U64, off + n - 8);
+			ARRAY_U64.set(dst, 0, a);
+			ARRAY_U64.set(dst, n - 8, b);
+		} else {
+			MemorySegment.copy(s, ValueLayout.JAVA_BYTE, off, dst, 0, n);
+		}
+	}
+
 	/** Whether [off, off + len) of s is all zero. */
 	static long firstNonZero(MemorySegment s, long off, long len) {
 		long i = 0;

@@ -252,7 +252,7 @@ public abstract sealed class Reader implements Iterable<Value> permits Shmkv, Sn
 				if (n > Integer.MAX_VALUE)
 					return Integer.MAX_VALUE;
 				if (n <= dst.length)
-					java.lang.foreign.MemorySegment.copy(im.seg, java.lang.foreign.ValueLayout.JAVA_BYTE, voff, dst, 0, (int) n);
+					Bytes.copy(im.seg, voff, dst, (int) n);
 				return (int) n;
 			} catch (IllegalStateException x) {
 				onClosed(g, x);

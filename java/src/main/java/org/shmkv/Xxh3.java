@@ -47,25 +47,36 @@ final class Xxh3 {
 	 * XXH3_len_0to16_64b), which read only those bytes and the secret above.
 	 */
 	static long packed(long lo, long hi, int len, long seed) {
-		if (len > 8) {
-			int k = 8 * (len - 8);
-			long tail = len == 16 ? hi : lo >>> k | hi << (64 - k); // bytes [len - 8, len)
-			long a = lo ^ (S24_32 + seed), b = tail ^ (S40_48 - seed);
-			long acc = len + Long.reverseBytes(a) + b + (a * b ^ Math.unsignedMultiplyHigh(a, b));
-			acc ^= acc >>> 37;
-			acc *= 0x165667919E3779F9L;
-			return acc ^ acc >>> 32;
-		}
-		if (len >= 4) {
-			long s = seed ^ (long) Integer.reverseBytes((int) seed) << 32;
-			long in1 = lo & 0xFFFFFFFFL, in2 = lo >>> 8 * (len - 4) & 0xFFFFFFFFL;
-			long h = (in2 + (in1 << 32)) ^ (S8_16 - s);
-			h ^= Long.rotateLeft(h, 49) ^ Long.rotateLeft(h, 24);
-			h *= 0x9FB21C651E98DF25L;
-			h ^= (h >>> 35) + len;
-			h *= 0x9FB21C651E98DF25L;
-			return h ^ h >>> 28;
-		}
+		// one small method a length class, so that the JIT inlines the one a
+		// hot path takes (the three together are over its size limit)
+		return len > 8 ? packed9to16(lo, hi, len, seed) : len >= 4 ? packed4to8(lo, len, seed) : packed0to3(lo, len, seed);
+	}
+
+	/** XXH3_len_9to16_64b. */
+	private static long packed9to16(long lo, long hi, int len, long seed) {
+		int k = 8 * (len - 8);
+		long tail = len == 16 ? hi : lo >>> k | hi << (64 - k); // bytes [len - 8, len)
+		long a = lo ^ (S24_32 + seed), b = tail ^ (S40_48 - seed);
+		long acc = len + Long.reverseBytes(a) + b + (a * b ^ Math.unsignedMultiplyHigh(a, b));
+		acc ^= acc >>> 37;
+		acc *= 0x165667919E3779F9L;
+		return acc ^ acc >>> 32;
+	}
+
+	/** XXH3_len_4to8_64b. */
+	private static long packed4to8(long lo, int len, long seed) {
+		long s = seed ^ (long) Integer.reverseBytes((int) seed) << 32;
+		long in1 = lo & 0xFFFFFFFFL, in2 = lo >>> 8 * (len - 4) & 0xFFFFFFFFL;
+		long h = (in2 + (in1 << 32)) ^ (S8_16 - s);
+		h ^= Long.rotateLeft(h, 49) ^ Long.rotateLeft(h, 24);
+		h *= 0x9FB21C651E98DF25L;
+		h ^= (h >>> 35) + len;
+		h *= 0x9FB21C651E98DF25L;
+		return h ^ h >>> 28;
+	}
+
+	/** XXH3_len_1to3_64b and XXH3_len_0 (XXH64_avalanche). */
+	private static long packed0to3(long lo, int len, long seed) {
 		long h;
 		if (len > 0) {
 			long c1 = lo & 0xFF, c2 = lo >>> 8 * (len >> 1) & 0xFF, c3 = lo >>> 8 * (len - 1) & 0xFF;

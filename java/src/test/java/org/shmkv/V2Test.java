@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.*;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -48,6 +49,37 @@ class V2Test {
 		return mixed().build(480);
 	}
 
+	/**
+	 * getInto copies exactly the value's bytes, inline or OUT, of every
+	 * length 0-40 (below 8, the 8-16 bytes copied as two words, longer), and
+	 * writes nothing past them.
+	 */
+	@Test
+	void getIntoCopiesExactlyTheValue() {
+		V2Encoder enc = new V2Encoder();
+		for (int n = 0; n <= 40; n++)
+			for (int out = 0; out < 2; out++) {
+				byte[] v = new byte[n];
+				for (int i = 0; i < n; i++)
+					v[i] = (byte) (31 * n + 7 * i + out + 1);
+				enc.add(V2Encoder.str("v" + n + "/" + out), Image.BYTES, v, 0, out == 1);
+			}
+		try (Shmkv db = Shmkv.of(enc.build(64), Shmkv.Check.DEEP)) {
+			for (int n = 0; n <= 40; n++)
+				for (int out = 0; out < 2; out++) {
+					byte[] dst = new byte[48];
+					java.util.Arrays.fill(dst, (byte) 0x5a);
+					String k = "v" + n + "/" + out;
+					assertEquals(n, db.getInto(k, dst), k);
+					for (int i = 0; i < 48; i++)
+						assertEquals(i < n ? (byte) (31 * n + 7 * i + out + 1) : (byte) 0x5a, dst[i], k + " byte " + i);
+					byte[] exact = new byte[n];
+					assertEquals(n, db.getInto(k, exact), k + " into a buffer of its length");
+					assertArrayEquals(db.getBytes(k), exact, k);
+				}
+		}
+	}
+
 	@Test
 	void everyKeyReadsBackAndVerifies() {
 		byte[] img = mixedImage();
@@ -61,7 +93,8 @@ class V2Test {
 			for (int i = 0; i < 2000; i++) {
 				assertEquals("val_" + i, db.getString("key_" + i), "key_" + i);
 				byte[] dst = new byte[16];
-				assertEquals(("val_" + i).length(), db.getInto("key_" + i, dst));
+				int n = db.getInto("key_" + i, dst);
+				assertEquals("val_" + i, new String(dst, 0, n, StandardCharsets.US_ASCII));
 			}
 			assertNull(db.get("key_2000"));
 			assertNull(db.get("nope"));
