@@ -755,6 +755,113 @@ TEST(V2Reader, HotPathAgreesWithCheckedUnderDamage)
 	EXPECT_GT(hits, 0);
 }
 
+// The single get looks at home bucket b and bucket b+1 in one pass
+// (lib/shmkv/v2.h, shmkv__get2_pair), and counts b+1's records only where
+// the lookup of FORMAT.md §17.5 scans b+1: b's D nonzero, the tag's filter
+// bit set, max_probe at least 1. Each home bucket's announcements forged
+// (D 0, 1, 2, 255; the filter cleared, then all set), its successor's count
+// forged past 16 (with D as built and with D 0), and max_probe 0 and 1 in
+// the header; the last bucket's successor is bucket 0. Every key, by the
+// hot get, the typed get and the batch, agrees with the checked path
+// (shmkv_get_diag): code and value.
+TEST(V2Reader, NextBucketCountsOnlyWhereAnnounced)
+{
+	std::vector<Rec> recs;
+	for (int i = 0; i < 40; i++)
+		recs.push_back({"key_" + std::to_string(i), SHMKV_TYPE_STRING,
+				"val_" + std::to_string(i), 0, false});
+	recs.push_back({"outk", SHMKV_TYPE_STRING, "out of line", 0, true});
+	v2img::Options o;
+	o.bucket_count = 8;
+	const uint64_t bc = o.bucket_count;
+	v2img::Image im;
+	int at1 = 0, far = 0, wrapped = 0;
+	// the first seed whose placement has all three kinds of displaced key
+	for (o.seed = 1; o.seed < 200 && !(at1 && far && wrapped); o.seed++) {
+		im = v2img::compose(recs, o);
+		at1 = far = wrapped = 0;
+		for (size_t i = 0; i < recs.size(); i++) {
+			const uint64_t d = (im.bucket[i] + bc - im.home[i]) % bc;
+			at1 += d == 1;
+			far += d >= 2;
+			wrapped += d && im.bucket[i] < im.home[i];
+		}
+	}
+	ASSERT_GT(at1, 0) << "keys displaced by one";
+	ASSERT_GT(far, 0) << "keys displaced further";
+	ASSERT_GT(wrapped, 0) << "a key displaced past the last bucket to bucket 0";
+	int checked = 0, hits = 0, lost = 0;
+	auto agree = [&](const std::string &img, const std::string &what) {
+		SCOPED_TRACE(what);
+		std::string b = img;
+		v2img::fix_checksums(b);
+		Mem m(b);
+		ASSERT_EQ(m.err, 0) << m.why;
+		std::vector<shmkv_key> keys;
+		for (const Rec &r : recs)
+			keys.push_back({r.key.data(), r.key.size()});
+		std::vector<shmkv_value> bv(keys.size());
+		std::vector<int> be(keys.size(), 7);
+		shmkv_get_batch(&m.db, keys.data(), keys.size(), bv.data(), be.data());
+		for (size_t i = 0; i < recs.size(); i++) {
+			const Rec &r = recs[i];
+			SCOPED_TRACE(r.key);
+			shmkv_value v1, v2;
+			char why[256] = "";
+			int e1 = shmkv_get(&m.db, r.key.data(), r.key.size(), &v1);
+			int e2 = shmkv_get_diag(&m.db, r.key.data(), r.key.size(), &v2, why, sizeof why);
+			ASSERT_EQ(e1, e2) << why;
+			ASSERT_EQ(be[i], e1);
+			const char *s = nullptr;
+			size_t n = 0;
+			ASSERT_EQ(shmkv_get_str(&m.db, r.key.data(), r.key.size(), &s, &n), e1);
+			checked++;
+			if (e1) {
+				lost += e1 == SHMKV_ENOTFOUND;
+				continue;
+			}
+			hits++;
+			ASSERT_EQ(v1.data, v2.data);
+			ASSERT_EQ(v1.size, v2.size);
+			ASSERT_EQ(std::string((const char *)v1.data, v1.size), r.value);
+			ASSERT_EQ(bv[i].data, v1.data);
+			ASSERT_EQ((const void *)s, v1.data);
+		}
+	};
+	agree(im.bytes, "as built");
+	ASSERT_EQ(lost, 0);
+	for (uint64_t hb = 0; hb < bc; hb++) {
+		const uint64_t at = im.index_off + 128 * hb, nx = im.index_off + 128 * ((hb + 1) % bc);
+		const std::string tr = "home bucket " + std::to_string(hb);
+		for (int d : {0, 1, 2, 255}) {
+			std::string b = im.bytes;
+			b[at + 1] = (char)d;
+			agree(b, tr + ": D " + std::to_string(d));
+		}
+		for (int f : {0x00, 0xff}) {
+			std::string b = im.bytes;
+			for (int j = 2; j < 8; j++)
+				b[at + j] = (char)f;
+			agree(b, tr + ": filter bytes " + std::to_string(f));
+		}
+		for (int d : {-1, 0}) {
+			std::string b = im.bytes;
+			b[nx] = 17; /* the successor's count past 16 */
+			if (d >= 0)
+				b[at + 1] = (char)d;
+			agree(b, tr + ": successor's count 17, D " + (d < 0 ? "as built" : "0"));
+		}
+	}
+	for (uint32_t mp : {0u, 1u}) {
+		std::string b = im.bytes;
+		reinterpret_cast<shmkv_image_header *>(&b[0])->max_probe = mp;
+		agree(b, "max_probe " + std::to_string(mp));
+	}
+	EXPECT_GT(hits, 0);
+	EXPECT_GT(lost, 0) << "some forged announcement hides a displaced key";
+	EXPECT_EQ(checked, (int)recs.size() * (1 + 8 * 8 + 2));
+}
+
 // The v2 seeds of the image fuzz targets (tests/fuzz/regress/image and
 // image_fixsum) are this layout's: composed here, compared with the files;
 // SHMKV_WRITE_V2_SEEDS=1 writes them (after a layout change).

@@ -17,10 +17,17 @@ in ns of the thread's CPU time per lookup:
               raises there)
 
 Usage: lookup.py --keys 1000000 [--lookups 1000000] [--rounds 7]
-                 [--dir DIR] [--axon] [--hugepages] [--systems dict,shmkv,...]
+                 [--dir DIR | --work DIR [--build-only]] [--axon] [--hugepages]
+                 [--systems dict,shmkv,...]
+
+--work DIR keeps the images in DIR (made there when absent: bench.shmkv, and
+AxonCache's bench_cache.TS.cache with --axon), so that a timed run under a
+lock does not hold it while they are built: `lookup.py --work D --keys N
+--axon --build-only` first, then the timed runs with the same --work.
 """
 import argparse
 import gc
+import glob
 import os
 import random
 import statistics
@@ -35,6 +42,13 @@ def build_shmkv(n, path):
     t = time.perf_counter()
     shmkv.build(path, ((f"key_{i}", f"val_{i}") for i in range(n)), created=1700000000)
     return time.perf_counter() - t
+
+
+def open_axon(d, ts):
+    import axoncache
+    r = axoncache.Reader()
+    r.update("bench_cache", d, ts)
+    return r
 
 
 def build_axon(n, d):
@@ -53,9 +67,7 @@ def build_axon(n, d):
     named = os.path.join(d, f"bench_cache.{ts}.cache")
     if not os.path.exists(named):
         os.rename(os.path.join(d, "bench_cache.cache"), named)
-    r = axoncache.Reader()
-    r.update("bench_cache", d, ts)
-    return r, took
+    return open_axon(d, ts), took
 
 
 def timed(fn, n):
@@ -79,21 +91,38 @@ def main():
     ap.add_argument("--hugepages", action="store_true",
                     help="open the shmkv image with hugepages=True (an image on tmpfs: --dir /dev/shm)")
     ap.add_argument("--systems", default="dict,shmkv,shmkv-many")
+    ap.add_argument("--work", default=None,
+                    help="keep the images in this directory, made there when absent")
+    ap.add_argument("--build-only", action="store_true",
+                    help="with --work: make the images, time nothing")
     a = ap.parse_args()
     systems = a.systems.split(",") + (["axoncache"] if a.axon else [])
     n, m = a.keys, a.lookups
-    work = tempfile.mkdtemp(prefix="shmkv-pybench-", dir=a.dir)
+    if a.work:
+        work = a.work
+        os.makedirs(work, exist_ok=True)
+    else:
+        work = tempfile.mkdtemp(prefix="shmkv-pybench-", dir=a.dir)
     rnd = random.Random(1)
     path = os.path.join(work, "bench.shmkv")
     print(f"# keys {n}, lookups {m}, rounds {a.rounds}, python {sys.version.split()[0]}, "
           f"shmkv vector {shmkv.VECTOR}", flush=True)
-    print(f"# build shmkv {build_shmkv(n, path):.1f} s", flush=True)
-    cache = shmkv.open(path, populate=True, hugepages=a.hugepages)
-    d = {f"key_{i}": f"val_{i}" for i in range(n)} if "dict" in systems else None
+    if not (a.work and os.path.exists(path)):
+        print(f"# build shmkv {build_shmkv(n, path):.1f} s", flush=True)
     axon = None
     if "axoncache" in systems:
-        axon, took = build_axon(n, work)
-        print(f"# build axoncache {took:.1f} s", flush=True)
+        made = glob.glob(os.path.join(work, "bench_cache.*.cache")) if a.work else []
+        if made:
+            axon = open_axon(work, os.path.basename(made[0]).split(".")[1])
+        else:
+            axon, took = build_axon(n, work)
+            print(f"# build axoncache {took:.1f} s", flush=True)
+    if a.build_only:
+        return
+    cache = shmkv.open(path, populate=True, hugepages=a.hugepages)
+    if len(cache) != n:
+        sys.exit(f"lookup.py: {path} holds {len(cache)} keys, not --keys {n}")
+    d = {f"key_{i}": f"val_{i}" for i in range(n)} if "dict" in systems else None
     hits = [f"key_{rnd.randrange(n)}" for _ in range(m)]
     miss = [f"key_{n + rnd.randrange(n)}" for _ in range(m)]
     bhits = [k.encode() for k in hits]
@@ -169,8 +198,9 @@ def main():
             print(f"# shmkv/axoncache {what}: "
                   f"{med[('shmkv', what)] / med[('axoncache', what)]:.2f}x")
     cache.close()
-    import shutil
-    shutil.rmtree(work, ignore_errors=True)
+    if not a.work:
+        import shutil
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
