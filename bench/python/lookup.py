@@ -10,8 +10,9 @@ AxonCache (its get_key takes only bytes). Systems, timed in rounds, the
 order rotating each round (interleaved); the median over rounds is printed,
 in ns of the thread's CPU time per lookup:
 
-  dict        d[k] (hits), d.get(k) (misses)
-  shmkv       cache[k] (hits), cache.get(k) (misses)
+  dict        d[k] (hits), d.get(k) (misses), k in d (misses: "in")
+  shmkv       cache[k] (hits), cache.get(k) (misses), k in cache (misses: "in",
+              the call that matches AxonCache's contains_key)
   shmkv-many  cache.get_many(batch of 64 keys), per key
   axoncache   Reader.get_key(k) (hits), Reader.contains_key(k) (misses: get_key
               raises there)
@@ -156,6 +157,14 @@ def main():
         for k in miss:
             g(k)
 
+    def run_dict_in():
+        for k in miss:
+            k in d
+
+    def run_shmkv_in():
+        for k in miss:
+            k in cache
+
     def run_many():
         g = cache.get_many
         for b in batches:
@@ -173,8 +182,10 @@ def main():
         for k in bmiss:
             g(k)
 
-    cases = {"dict": [("hit", run_dict_hit, m), ("miss", run_dict_miss, m)],
-             "shmkv": [("hit", run_shmkv_hit, m), ("miss", run_shmkv_miss, m)],
+    cases = {"dict": [("hit", run_dict_hit, m), ("miss", run_dict_miss, m),
+                      ("in", run_dict_in, m)],
+             "shmkv": [("hit", run_shmkv_hit, m), ("miss", run_shmkv_miss, m),
+                       ("in", run_shmkv_in, m)],
              "shmkv-many": [("hit", run_many, len(batches) * 64)],
              "axoncache": [("hit", run_axon_hit, m), ("miss", run_axon_miss, m)]}
     for s in systems:  # one warm-up pass each
@@ -191,12 +202,14 @@ def main():
         print(f"{s:<12} {what:<6} {statistics.median(v):>20.1f} {min(v):>8.1f} {max(v):>8.1f}")
     med = {k: statistics.median(v) for k, v in res.items()}
     if "dict" in systems:
-        for what in ("hit", "miss"):
+        for what in ("hit", "miss", "in"):
             print(f"# shmkv/dict {what}: {med[('shmkv', what)] / med[('dict', what)]:.2f}x")
     if "axoncache" in systems:
         for what in ("hit", "miss"):
             print(f"# shmkv/axoncache {what}: "
                   f"{med[('shmkv', what)] / med[('axoncache', what)]:.2f}x")
+        # absent keys, membership against membership: k in cache / contains_key
+        print(f"# shmkv/axoncache in: {med[('shmkv', 'in')] / med[('axoncache', 'miss')]:.2f}x")
     cache.close()
     if not a.work:
         import shutil
