@@ -7,6 +7,16 @@ import "runtime"
 // recent x86) and keep its page walkers busy.
 const batchGroup = 16
 
+// GetBatch on a v2 image (getBatch2) runs as a pipeline: a key's home bucket
+// is requested pipeAhead keys before its lookup, its bucket b+1 (where
+// announced) pipeNext keys before; pipeRing holds their hashes (a power of
+// two above pipeAhead).
+const (
+	pipeAhead = 16
+	pipeNext  = 8
+	pipeRing  = 32
+)
+
 // GetBatch looks up keys[i] into vals[i] and errs[i] (both at least as long
 // as keys), zero-copy like Get. It overlaps the memory reads of a group of
 // keys: it hashes the group first (no memory touched but the keys), then

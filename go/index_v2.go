@@ -383,43 +383,56 @@ func (it *Iter) next2() bool {
 	return true
 }
 
-// getBatch2 is GetBatch on a v2 image: after the group is hashed, its home
-// buckets are requested together (the first line loaded, the second
-// prefetched), then bucket b+1 of each home that announces displaced keys of
-// its key's tag (D, filter), before any key is looked up; the clock is read
-// at most once for the whole call.
+// getBatch2 is GetBatch on a v2 image, a pipeline over the keys: key j is
+// hashed and both lines of its home bucket requested pipeAhead keys before
+// it is looked up; pipeNext keys before, its home (arrived by then) decides
+// whether bucket b+1 is requested too (D and the filter announce displaced
+// keys of its tag). So the lookups of one stretch of keys run while the
+// lines of the next are on their way, where requesting a group and then
+// waiting for it left the core idle for a memory round trip per group. The
+// clock is read at most once for the whole call.
 func (im *image) getBatch2(keys []string, vals []Value, errs []error) {
-	var hs, homes [batchGroup]uint64
+	var hs, homes [pipeRing]uint64
 	now := int64(0)
-	for lo := 0; lo < len(keys); lo += batchGroup {
-		group := keys[lo:min(lo+batchGroup, len(keys))]
-		im.hashGroup(group, &hs, &homes)
-		var sink byte
-		for i := range group { // independent requests: the misses overlap
-			bk := im.bucket(homes[i])
-			sink += bk[0]         // the home's first line, a load
-			prefetchLine(&bk[64]) // its second, a hint that does not hold the loop
+	n := len(keys)
+	var sink byte
+	for j := 0; j < n+pipeAhead; j++ {
+		if j < n { // hash key j, request its home bucket
+			h := uint64(0)
+			if k := keys[j]; len(k) > 8 && len(k) <= 16 && im.hashBits >= 64 {
+				h = xxh3Len9To16(strBytes(k), im.seed) // im.hash, its short-key case inline
+			} else if len(k) <= maxKeyLen {
+				h = im.hash(strBytes(k))
+			}
+			b := im.home(h)
+			hs[j%pipeRing], homes[j%pipeRing] = h, b
+			bk := im.bucket(b)
+			if havePrefetch {
+				prefetchPair(bk)
+			} else {
+				sink += bk[0] // a load where there is no hint: it holds the loop, still overlaps
+			}
 		}
-		runtime.KeepAlive(sink)
-		for i := range group { // b+1 where the home announces displaced keys of the key's tag
-			bk := im.bucket(homes[i])
-			fi := (tagOf(hs[i]) * v2FilterBits) >> 16 // < 48
+		if k := j - pipeAhead + pipeNext; k >= 0 && k < n { // b+1 where key k's home announces it
+			bk := im.bucket(homes[k%pipeRing])
+			fi := (tagOf(hs[k%pipeRing]) * v2FilterBits) >> 16 // < 48
 			if bk[1] != 0 && bk[2+(fi>>3)&7]>>(fi&7)&1 != 0 {
 				prefetchNext(bk)
 			}
 		}
-		for i, k := range group {
-			if len(k) > maxKeyLen {
-				vals[lo+i], errs[lo+i] = Value{}, errKeyLen
-				continue
-			}
-			if im.expiry {
-				vals[lo+i], errs[lo+i] = im.get2Slow(strBytes(k), hs[i], &now)
-			} else {
-				vals[lo+i], errs[lo+i] = im.get2Fast(strBytes(k), hs[i], false)
+		if i := j - pipeAhead; i >= 0 { // look key i up, its lines in cache by now
+			k := keys[i]
+			switch {
+			case len(k) > maxKeyLen:
+				vals[i], errs[i] = Value{}, errKeyLen
+			case im.expiry:
+				vals[i], errs[i] = im.get2Slow(strBytes(k), hs[i%pipeRing], &now)
+			default:
+				vals[i], errs[i] = im.get2Fast(strBytes(k), hs[i%pipeRing], false)
 			}
 		}
 	}
+	runtime.KeepAlive(sink)
 }
 
 // verifyIndex2 is §17.7's check of a v2 index with layout B's bucket rules

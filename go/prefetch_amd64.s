@@ -10,8 +10,9 @@ TEXT ·prefetchNext(SB), NOSPLIT|NOFRAME, $0-8
 	PREFETCHT0 192(AX)
 	RET
 
-// func prefetchLine(p *byte)
-TEXT ·prefetchLine(SB), NOSPLIT|NOFRAME, $0-8
-	MOVQ p+0(FP), AX
+// func prefetchPair(bk *[128]byte)
+TEXT ·prefetchPair(SB), NOSPLIT|NOFRAME, $0-8
+	MOVQ bk+0(FP), AX
 	PREFETCHT0 (AX)
+	PREFETCHT0 64(AX)
 	RET

@@ -10,8 +10,9 @@ TEXT ·prefetchNext(SB), NOSPLIT|NOFRAME, $0-8
 	PRFM 192(R0), PLDL1KEEP
 	RET
 
-// func prefetchLine(p *byte)
-TEXT ·prefetchLine(SB), NOSPLIT|NOFRAME, $0-8
-	MOVD p+0(FP), R0
+// func prefetchPair(bk *[128]byte)
+TEXT ·prefetchPair(SB), NOSPLIT|NOFRAME, $0-8
+	MOVD bk+0(FP), R0
 	PRFM (R0), PLDL1KEEP
+	PRFM 64(R0), PLDL1KEEP
 	RET

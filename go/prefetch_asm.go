@@ -14,8 +14,11 @@ package shmkv
 //go:noescape
 func prefetchNext(bk *[v2Bucket]byte)
 
-// prefetchLine asks the CPU for the cache line of *p (a hint, as above;
-// GetBatch's request of a home bucket's second line).
+// prefetchPair asks the CPU for both lines of bucket bk (a hint, as above;
+// GetBatch's request of a home bucket).
 //
 //go:noescape
-func prefetchLine(p *byte)
+func prefetchPair(bk *[v2Bucket]byte)
+
+// havePrefetch: the prefetch functions are hints the CPU acts on.
+const havePrefetch = true

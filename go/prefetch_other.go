@@ -6,5 +6,8 @@ package shmkv
 // only, lookups answer the same without it.
 func prefetchNext(bk *[v2Bucket]byte) {}
 
-// prefetchLine is a no-op here (a hint only).
-func prefetchLine(p *byte) {}
+// prefetchPair is a no-op here (a hint only).
+func prefetchPair(bk *[v2Bucket]byte) {}
+
+// havePrefetch: no hints here; GetBatch touches its buckets with loads.
+const havePrefetch = false
