@@ -327,11 +327,7 @@ static inline int shmkv_attach_node(const char *root, const char *name, int node
 	err = shmkv__attach_current(ctl, owner, flags, SHMKV__SEQ_SPINS, node, &gen, &seg, &map,
 				    why, why_len);
 	if (err) {
-		if (why && why_len) {
-			char tmp[256];
-			snprintf(tmp, sizeof tmp, "%s", why);
-			shmkv__fail(err, why, why_len, "cache \"%s\": %s", name, tmp);
-		}
+		shmkv__prefix(err, why, why_len, "cache \"%s\": ", name);
 		goto done;
 	}
 	{

@@ -158,4 +158,36 @@ static inline int shmkv__fail(int err, char *why, size_t why_len, const char *fm
 	return err;
 }
 
+/* Private: puts fmt's text before the message already in why (a caller
+ * naming where a callee's error happened: "entry at 42: ..."), both cut to
+ * fit why_len; returns err. The callee's message is copied with memcpy, not
+ * snprintf("%s"), which GCC's -Wformat-truncation flags at -O1. lib/ only. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 4, 5)))
+#endif
+static inline int shmkv__prefix(int err, char *why, size_t why_len, const char *fmt, ...)
+{
+	char msg[256];
+	size_t n, k;
+	va_list ap;
+	int w;
+	if (!why || !why_len)
+		return err;
+	n = strlen(why); /* terminated: every writer of why is vsnprintf */
+	if (n > sizeof msg - 1)
+		n = sizeof msg - 1;
+	memcpy(msg, why, n);
+	va_start(ap, fmt);
+	w = vsnprintf(why, why_len, fmt, ap);
+	va_end(ap);
+	if (w < 0 || (size_t)w >= why_len - 1)
+		return err; /* no room left after the prefix */
+	k = why_len - 1 - (size_t)w;
+	if (n > k)
+		n = k;
+	memcpy(why + w, msg, n);
+	why[(size_t)w + n] = 0;
+	return err;
+}
+
 #endif /* SHMKV_ERRORS_H */

@@ -85,11 +85,7 @@ static inline uint64_t shmkv__entry_size(unsigned type, unsigned flags, size_t k
  * compiler sees every error path return non-zero). */
 static SHMKV__COLD void shmkv__entry_why(uint64_t off, char *why, size_t why_len)
 {
-	if (why && why_len) {
-		char tmp[200];
-		snprintf(tmp, sizeof tmp, "%.*s", (int)sizeof tmp - 1, why); /* cut */
-		shmkv__fail(0, why, why_len, "entry at %llu: %s", (unsigned long long)off, tmp);
-	}
+	shmkv__prefix(0, why, why_len, "entry at %llu: ", (unsigned long long)off);
 }
 
 /* The value bound rule (FORMAT.md §12.1), its one statement: where the value

@@ -467,11 +467,8 @@ static inline int shmkv_open_file_diag(const char *path, unsigned flags, shmkv *
 #endif
 	err = shmkv_image_check(map, (uint64_t)st.st_size, flags, why, why_len);
 	if (err) {
-		if (why && why_len) { /* name the file, like the other errors */
-			char tmp[256];
-			snprintf(tmp, sizeof tmp, "%s", why);
-			shmkv__fail(err, why, why_len, "%s: %s", path, tmp);
-		}
+		/* name the file, like the other errors */
+		shmkv__prefix(err, why, why_len, "%s: ", path);
 		goto done;
 	}
 	db = (shmkv *)calloc(1, sizeof *db);

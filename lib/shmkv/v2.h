@@ -431,12 +431,8 @@ shmkv__rec_value(const shmkv *db, const uint8_t *bk, const shmkv__rec *r, const 
 	}
 	if (shmkv__rec_inline_value(r->kind & SHMKV_REC_TYPE_MASK, bk + r->val_pos, r->value_len,
 				    deep, v, why, why_len)) {
-		if (why) {
-			char tmp[200];
-			snprintf(tmp, sizeof tmp, "%s", why);
-			shmkv__fail(0, why, why_len, "index record at %llu: %s",
-				    (unsigned long long)(bk + r->pos - db->base), tmp);
-		}
+		shmkv__prefix(0, why, why_len, "index record at %llu: ",
+			      (unsigned long long)(bk + r->pos - db->base));
 		return SHMKV_ECORRUPT;
 	}
 	return 0;
