@@ -360,7 +360,9 @@ static int enter_section(struct parse *p, const char *section)
 	p->c->caches = d;
 	p->cur = &d[p->c->ncaches++];
 	memset(p->cur, 0, sizeof *p->cur);
-	snprintf(p->cur->name, sizeof p->cur->name, "%s", name);
+	/* the precision bounds what -Wformat-truncation sees (shmkv_name_check
+	 * above already bounds the name) */
+	snprintf(p->cur->name, sizeof p->cur->name, "%.*s", (int)sizeof p->cur->name - 1, name);
 	conf_cache_defaults(p->c, &p->cur->c);
 	p->cur->c.line = p->line;
 	return 1;

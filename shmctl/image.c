@@ -154,8 +154,8 @@ int image_padding_check(const char *path, char *why, size_t len)
 int image_each(const shmkv *db, image_entry_fn *fn, void *ctx, uint64_t *n)
 {
 	shmkv_iter it;
-	const void *key;
-	size_t key_len;
+	const void *key = NULL; /* set by every shmkv_iter_next that returns 0 */
+	size_t key_len = 0;
 	shmkv_value v;
 	int err;
 	*n = 0;
