@@ -168,12 +168,15 @@ __attribute__((format(printf, 4, 5)))
 static inline int shmkv__prefix(int err, char *why, size_t why_len, const char *fmt, ...)
 {
 	char msg[256];
+	const char *end;
 	size_t n, k;
 	va_list ap;
 	int w;
 	if (!why || !why_len)
 		return err;
-	n = strlen(why); /* terminated: every writer of why is vsnprintf */
+	/* bounded by why_len even if a callee left why unterminated */
+	end = (const char *)memchr(why, 0, why_len);
+	n = end ? (size_t)(end - why) : why_len;
 	if (n > sizeof msg - 1)
 		n = sizeof msg - 1;
 	memcpy(msg, why, n);
