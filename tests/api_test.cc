@@ -523,3 +523,31 @@ TEST(Utf8, StrictChecksAndSequenceLengths)
 	}
 	EXPECT_EQ(shmkv_utf8_valid(nullptr, 0), 1);
 }
+
+// The context a caller puts before a callee's message (shmkv__prefix: the
+// file's path before the image check's reason) is cut to fit why and always
+// terminated, at every size from 1 to the whole message.
+TEST(Diag, PrefixedMessageCutToFit)
+{
+	TempDir d;
+	std::string path = d.file("junk.shmkv");
+	std::string junk(4096, 'x');
+	FILE *f = fopen(path.c_str(), "wb");
+	ASSERT_NE(f, nullptr);
+	ASSERT_EQ(fwrite(junk.data(), 1, junk.size(), f), junk.size());
+	fclose(f);
+	shmkv *db = nullptr;
+	char full[512];
+	ASSERT_LT(shmkv_open_file_diag(path.c_str(), 0, &db, full, sizeof full), 0);
+	std::string whole = full;
+	ASSERT_EQ(whole.compare(0, path.size() + 2, path + ": "), 0) << whole;
+	ASSERT_GT(whole.size(), path.size() + 2) << whole;
+	for (size_t len = 1; len <= whole.size() + 1; len++) {
+		std::vector<char> why(len + 8, '#');
+		ASSERT_LT(shmkv_open_file_diag(path.c_str(), 0, &db, why.data(), len), 0);
+		ASSERT_NE(memchr(why.data(), 0, len), nullptr) << "not terminated within why_len " << len;
+		std::string got = why.data();
+		EXPECT_EQ(got, whole.substr(0, len - 1)) << "why_len " << len;
+		EXPECT_EQ(why[len], '#') << "written past why_len " << len;
+	}
+}
