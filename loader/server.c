@@ -288,29 +288,6 @@ static void refuse(int fd, const char *msg)
 	close(fd);
 }
 
-/* Out of descriptors: the reserve one lets us take the connection and say
- * so, which empties the backlog (a readable listener whose accept fails would
- * spin the loop); without it, or when giving it up did not help (ENFILE, the
- * whole system out; ENOMEM), accept pauses until a descriptor is freed or
- * PAUSE_MS passed. */
-static void out_of_fds(struct loader *L, int err)
-{
-	log_warn("control socket: accept: %s (RLIMIT_NOFILE %u)", strerror(err), lim.rlimit);
-	int stuck = 1;
-	if (spare_fd >= 0) {
-		close(spare_fd);
-		int fd = accept4(L->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		int e = errno;
-		if (fd >= 0)
-			refuse(fd, "the loader is out of file descriptors; try again later");
-		/* taken, or the backlog is empty: nothing left to spin on */
-		stuck = fd < 0 && e != EAGAIN && e != EWOULDBLOCK;
-		spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	}
-	if (stuck || spare_fd < 0)
-		listen_pause(L, 1);
-}
-
 static int admit(struct client *c, char *msg, size_t len)
 {
 	if (c->priv) {
@@ -336,6 +313,63 @@ static int admit(struct client *c, char *msg, size_t len)
 	return 1;
 }
 
+/* An accepted connection: admitted as a client, or refused with why. */
+static void take(struct loader *L, int fd)
+{
+	struct client *c = calloc(1, sizeof *c);
+	if (!c) {
+		close(fd);
+		return;
+	}
+	c->it.kind = IT_CLIENT;
+	c->fd = fd;
+	struct ucred cr;
+	socklen_t cl = sizeof cr;
+	c->uid = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) == 0 ? cr.uid : (uid_t)-1;
+	c->priv = c->uid == 0 || c->uid == geteuid();
+	char msg[200];
+	if (!admit(c, msg, sizeof msg)) {
+		refuse(fd, msg);
+		free(c);
+		return;
+	}
+	c->id = next_id++;
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
+	c->next = clients;
+	clients = c;
+	if (epoll_ctl(L->ep_fd, EPOLL_CTL_ADD, fd, &ev) != 0)
+		drop_client(L, c);
+}
+
+/* Out of descriptors: the reserve one lets us take the connection and say
+ * so, which empties the backlog (a readable listener whose accept fails would
+ * spin the loop); without it, or when giving it up did not help (ENFILE, the
+ * whole system out; ENOMEM), accept pauses until a descriptor is freed or
+ * PAUSE_MS passed. If the reserve can be taken back while the connection is
+ * still open, the shortage is over (a descriptor was freed meanwhile) and the
+ * connection is served, not refused. */
+static void out_of_fds(struct loader *L, int err)
+{
+	log_warn("control socket: accept: %s (RLIMIT_NOFILE %u)", strerror(err), lim.rlimit);
+	int stuck = 1;
+	if (spare_fd >= 0) {
+		close(spare_fd);
+		int fd = accept4(L->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int e = errno;
+		spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (fd >= 0 && spare_fd >= 0) {
+			take(L, fd);
+		} else if (fd >= 0) {
+			refuse(fd, "the loader is out of file descriptors; try again later");
+			spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		}
+		/* taken, or the backlog is empty: nothing left to spin on */
+		stuck = fd < 0 && e != EAGAIN && e != EWOULDBLOCK;
+	}
+	if (stuck || spare_fd < 0)
+		listen_pause(L, 1);
+}
+
 static void accept_some(struct loader *L)
 {
 	for (int i = 0; i < ACCEPT_BATCH; i++) {
@@ -348,29 +382,7 @@ static void accept_some(struct loader *L)
 				return;
 			continue;
 		}
-		struct client *c = calloc(1, sizeof *c);
-		if (!c) {
-			close(fd);
-			continue;
-		}
-		c->it.kind = IT_CLIENT;
-		c->fd = fd;
-		struct ucred cr;
-		socklen_t cl = sizeof cr;
-		c->uid = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) == 0 ? cr.uid : (uid_t)-1;
-		c->priv = c->uid == 0 || c->uid == geteuid();
-		char msg[200];
-		if (!admit(c, msg, sizeof msg)) {
-			refuse(fd, msg);
-			free(c);
-			continue;
-		}
-		c->id = next_id++;
-		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
-		c->next = clients;
-		clients = c;
-		if (epoll_ctl(L->ep_fd, EPOLL_CTL_ADD, fd, &ev) != 0)
-			drop_client(L, c);
+		take(L, fd);
 	}
 }
 

@@ -15,6 +15,9 @@
  *            errno N (EMFILE 24, ENFILE 23: out of descriptors, and giving
  *            one up does not help, as when the whole system is out); PATH
  *            is not used ("-")
+ *   acceptflap N  (fault_shim.c only) every other accept()/accept4() fails
+ *            with errno N, the next succeeds: descriptors freed between the
+ *            loader's two tries (the one that fails and the reserve's)
  * The file is read again on every read, so a test changes the fault while
  * the loader runs; no file, no fault. */
 #ifndef SHMKV_TEST_FAULT_CONF_H

@@ -69,11 +69,17 @@ int rename(const char *from, const char *to)
 	return real(from, to);
 }
 
-/* "accepterr N": the errno every accept fails with, else 0. */
+/* "accepterr N": the errno every accept fails with; "acceptflap N": every
+ * other one (the loader accepts on one thread); else 0. */
 static int accept_fault(void)
 {
+	static unsigned long calls;
 	struct fault f;
-	if (fault_read_conf(getenv("SHMKV_FAULT_CONF"), &f) && !strcmp(f.mode, "accepterr"))
+	if (!fault_read_conf(getenv("SHMKV_FAULT_CONF"), &f))
+		return 0;
+	if (!strcmp(f.mode, "accepterr"))
+		return (int)f.arg;
+	if (!strcmp(f.mode, "acceptflap") && calls++ % 2 == 0)
 		return (int)f.arg;
 	return 0;
 }

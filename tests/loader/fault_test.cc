@@ -744,7 +744,8 @@ int highest_fd(pid_t pid)
 // given up (the shim: EMFILE from every accept, as when the whole system is
 // out) accept pauses instead of spinning. When the fault ends, root's
 // `shmctl cache list` and the waiting pings are answered and a spool load
-// publishes.
+// publishes. When descriptors are freed between the failed accept and the
+// reserve's (the shim's acceptflap), connections are served, not refused.
 TEST(Fault, ControlSocketOutOfFds)
 {
 	Env env;
@@ -821,6 +822,24 @@ TEST(Fault, ControlSocketOutOfFds)
 	ASSERT_EQ(spool_drop(env, img, "s"), "");
 	EXPECT_TRUE(wait_until([&] { return request(root, {"status", "s"}, 10000)["generation"].u64() == 1; },
 			       60000, 50)) << env.log();
+	EXPECT_TRUE(ld.alive());
+
+	// 4. descriptors freed between the failed accept and the reserve's (every
+	// other accept fails): the reserve comes back, so each connection is
+	// served, not refused as out of descriptors
+	size_t warned = log_lines(env.log(), {"control socket: accept", "Too many open files"}).size();
+	fault.set("acceptflap", EMFILE, "-");
+	for (int i = 0; i < 8; i++) {
+		int fd = ping_async(root);
+		ASSERT_GE(fd, 0) << strerror(errno);
+		std::string line;
+		Json j;
+		EXPECT_TRUE(read_line(fd, &line, 30000) && parse_json(line, &j) && j.ok()) << line;
+		close(fd);
+	}
+	fault.clear();
+	EXPECT_GT(log_lines(env.log(), {"control socket: accept", "Too many open files"}).size(), warned)
+		<< "the flapping accept never failed\n" << env.log();
 	EXPECT_TRUE(ld.alive());
 }
 
