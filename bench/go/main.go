@@ -42,6 +42,7 @@ var (
 	systems  = flag.String("systems", "map,get,batch,axon", "systems to time, comma-separated: map, get (shmkv View.Get), batch (shmkv GetBatch of 64, per key), axon")
 	profile  = flag.String("cpuprofile", "", "write a CPU profile of the timed loops here")
 	seedFlag = flag.Uint64("seed", 7, "seed of the random keys")
+	benchOut = flag.String("benchfmt", "", "also append each round's figures to this file in Go's benchmark format (for benchstat)")
 )
 
 func main() {
@@ -111,6 +112,16 @@ func run() error {
 	}
 	fmt.Printf("# n=%d img=%s hugepages=%v rounds=%d lookups=%d go=%s load=%.2f\n",
 		*n, *img, *huge, *rounds, *lookups, runtime.Version(), load[0])
+	var bench *os.File // Go's benchmark format: a configuration block, then a line a round and figure
+	if *benchOut != "" {
+		f, err := os.OpenFile(*benchOut, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		if err != nil {
+			return err
+		}
+		bench = f
+		fmt.Fprintf(bench, "goos: %s\ngoarch: %s\ncpu: %s\nhugepages: %v\nmeasure: ns/op is the thread CPU time of a lookup\n",
+			runtime.GOOS, runtime.GOARCH, cpuName(), *huge)
+	}
 	// ns[stream][system][round]
 	ns := [2][][]float64{make([][]float64, len(all)), make([][]float64, len(all))}
 	for r := 0; r < *rounds; r++ {
@@ -133,9 +144,18 @@ func run() error {
 		for sti, stream := range []string{"hit", "miss"} {
 			for i, s := range all {
 				fmt.Printf(" %s/%s %.1f", s.name, stream, ns[sti][i][r])
+				if bench != nil {
+					fmt.Fprintf(bench, "BenchmarkLookup/n=%s/stream=%s/sys=%s %d %.2f ns/op\n",
+						sizeName(*n), stream, s.name, *lookups, ns[sti][i][r])
+				}
 			}
 		}
 		fmt.Println()
+	}
+	if bench != nil {
+		if err := bench.Close(); err != nil {
+			return err
+		}
 	}
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
 		fmt.Sscan(string(b), &load[0], &load[1], &load[2])
@@ -155,6 +175,25 @@ func run() error {
 		}
 	}
 	return nil
+}
+
+// sizeName: 1000000 -> 1M, 10000000 -> 10M, else the number.
+func sizeName(n int) string {
+	if n%1_000_000 == 0 {
+		return fmt.Sprintf("%dM", n/1_000_000)
+	}
+	return fmt.Sprint(n)
+}
+
+// cpuName: /proc/cpuinfo's model name (benchstat prints it as the runs' cpu).
+func cpuName() string {
+	b, _ := os.ReadFile("/proc/cpuinfo")
+	for _, l := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown"
 }
 
 func median(v []float64) float64 {
