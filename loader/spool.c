@@ -49,6 +49,63 @@ static int watch(struct loader *L, char *why, size_t why_len)
 	return 0;
 }
 
+#define DISPOSING ".disposing"
+
+/* ".NAME.shmkv.HEX.disposing" (take_ours()'s name) -> "NAME.shmkv" in file,
+ * 0; -EINVAL for any other name. */
+static int disposing_name(const char *hidden, char file[NAME_MAX + 1])
+{
+	size_t n = strlen(hidden), dl = strlen(DISPOSING);
+	char name[SHMKV_CACHE_NAME_MAX + 1];
+	if (hidden[0] != '.' || n <= dl + 1 || n > NAME_MAX || strcmp(hidden + n - dl, DISPOSING))
+		return -EINVAL;
+	memcpy(file, hidden + 1, n - dl - 1);
+	file[n - dl - 1] = 0;
+	char *dot = strrchr(file, '.');
+	if (!dot || !dot[1] || strspn(dot + 1, "0123456789abcdef") != strlen(dot + 1))
+		return -EINVAL;
+	*dot = 0;
+	return spool_cache_name(file, name);
+}
+
+/* A loader stopped between take_ours() and the unlink or rename after it
+ * (killed, or the unlink failed) leaves ".NAME.shmkv.HEX.disposing": the file
+ * a load took (loaded or refused), or a newer one on its way back to its
+ * name. Before the worker starts (dispose() runs on it) each such file goes
+ * back to NAME.shmkv, to be loaded again (what was published is published
+ * again, the same data) or refused again; where a file has that name
+ * already, the hidden one is older than it and is removed. Nothing a
+ * producer renamed in is lost this way; other hidden names (a producer's
+ * temporaries) are not touched. */
+static void recover(struct loader *L)
+{
+	DIR *d = opendir(L->spool);
+	if (!d)
+		return; /* spool_scan() says why */
+	int dfd = dirfd(d);
+	struct dirent *e;
+	char file[NAME_MAX + 1];
+	while ((e = readdir(d))) {
+		if (disposing_name(e->d_name, file))
+			continue;
+		if (renameat2(dfd, e->d_name, dfd, file, RENAME_NOREPLACE) == 0) {
+			log_warn("spool: file=%s/%s, left by a loader stopped while it disposed of "
+				 "it, is back as %s, to be loaded", L->spool, e->d_name, file);
+		} else if (errno == EEXIST) {
+			if (unlinkat(dfd, e->d_name, 0) == 0)
+				log_warn("spool: removed file=%s/%s, left by a loader stopped while it "
+					 "disposed of it: %s is newer", L->spool, e->d_name, file);
+			else
+				log_warn("spool: unlink file=%s/%s: %s", L->spool, e->d_name,
+					 strerror(errno));
+		} else {
+			log_warn("spool: rename file=%s/%s to %s: %s", L->spool, e->d_name, file,
+				 strerror(errno));
+		}
+	}
+	closedir(d);
+}
+
 int spool_open(struct loader *L, char *why, size_t why_len)
 {
 	L->spool_wd = L->spool_parent_wd = -1;
@@ -56,7 +113,10 @@ int spool_open(struct loader *L, char *why, size_t why_len)
 	L->spool_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	if (L->spool_fd < 0)
 		return diag_fail(-errno, why, why_len, "inotify_init1: %s", strerror(errno));
-	return watch(L, why, why_len);
+	int err = watch(L, why, why_len);
+	if (!err)
+		recover(L);
+	return err;
 }
 
 static const char *base_name(const char *path)
@@ -164,7 +224,7 @@ static int take_ours(const struct job *j, char *tmp, size_t tmp_len)
 	for (int i = 0; i < 16 && r != 0; i++) {
 		struct timespec ts;
 		clock_gettime(CLOCK_MONOTONIC, &ts);
-		snprintf(tmp, tmp_len, "%.*s/.%s.%lx%lx.disposing", (int)(slash - path), path,
+		snprintf(tmp, tmp_len, "%.*s/.%s.%lx%lx" DISPOSING, (int)(slash - path), path,
 			 slash + 1, ++seq, (unsigned long)ts.tv_nsec);
 		r = renameat2(AT_FDCWD, path, AT_FDCWD, tmp, RENAME_NOREPLACE);
 		if (r != 0 && errno != EEXIST)

@@ -11,11 +11,15 @@
 //     the restarted loader loads it after adopting.
 //   SigtermMidLoad: SIGTERM abandons the load (ECANCELED to the client),
 //     removes the partial segment and exits 0; the generation stays.
+//   SpoolLeftovers.MidDispose: what a loader stopped while it disposed of
+//     a spool file leaves (.NAME.shmkv.HEX.disposing) goes back under its
+//     name and is loaded, or is removed where a newer file has the name.
 //
 // The large image has 1.5M keys of ~200-byte values (about 330 MB; the
 // environment variable SHMKV_TEST_CRASH_KEYS changes the count), built once.
 #include <atomic>
 #include <random>
+#include <tuple>
 
 #include "loader_util.h"
 
@@ -408,6 +412,52 @@ TEST_F(Crash, SigtermMidLoad)
 	j = ld.status("term");
 	EXPECT_EQ(j["generation"].u64(), 1u);
 	EXPECT_TRUE(log_lines(last_run_log(env), {"removed orphan"}).empty());
+	EXPECT_EQ(ld.stop(), 0);
+}
+
+// A loader stopped between the rename that takes a spool file out of its
+// name (loader/spool.c:take_ours()) and the unlink or rename after it leaves
+// the file as .NAME.shmkv.HEX.disposing. The next loader puts it back under
+// its name, where it is loaded, or removes it where a newer file has that
+// name; other hidden files (a producer's temporaries) stay as they are.
+TEST(SpoolLeftovers, MidDispose)
+{
+	Env env;
+	std::string a = env.img_path("a.shmkv"), b = env.img_path("b.shmkv"), c = env.img_path("c.shmkv");
+	ASSERT_EQ(build_image(a, "a", 300), "");
+	ASSERT_EQ(build_image(b, "b", 400), "");
+	ASSERT_EQ(build_image(c, "c", 500), "");
+	std::string back = env.spool() + "/.back.shmkv.1f2e3d4c.disposing";
+	std::string older = env.spool() + "/.newer.shmkv.a0.disposing";
+	std::string tmp = env.spool() + "/.back.shmkv.tmp"; // a producer's temporary
+	std::string odd = env.spool() + "/.back.shmkv.xyz.disposing"; // not HEX: not ours
+	ASSERT_EQ(rename(a.c_str(), back.c_str()), 0) << strerror(errno);
+	ASSERT_EQ(rename(b.c_str(), older.c_str()), 0) << strerror(errno);
+	ASSERT_EQ(spool_drop(env, c, "newer"), "");
+	ASSERT_TRUE(shmkv_test::write_file(tmp, "partial"));
+	ASSERT_TRUE(shmkv_test::write_file(odd, "x"));
+
+	Loader ld(env);
+	ASSERT_TRUE(ld.start());
+	EXPECT_TRUE(wait_until([&] {
+		return ld.status("back")["generation"].u64() == 1 && ld.status("newer")["generation"].u64() == 1 &&
+		       !file_exists(env.spool_path("back")) && !file_exists(env.spool_path("newer"));
+	}, 60000, 20)) << env.log();
+	EXPECT_EQ(list_dir(env.spool()), (std::vector<std::string>{".back.shmkv.tmp", ".back.shmkv.xyz.disposing"}))
+		<< env.log();
+	for (const auto &[cache, tag, n] : {std::tuple<const char *, const char *, uint64_t>{"back", "a", 300},
+					    {"newer", "c", 500}}) {
+		int err;
+		std::string why;
+		shmkv_test::Db db(attach(env.root(), cache, 0, &err, &why));
+		ASSERT_TRUE(db) << why;
+		EXPECT_EQ(tag_of(db), tag) << cache;
+		EXPECT_EQ(check_handle(db, tag, n), 0u) << cache;
+	}
+	std::string log = env.log();
+	EXPECT_EQ(log_lines(log, {"/.back.shmkv.1f2e3d4c.disposing", "is back as back.shmkv"}).size(), 1u) << log;
+	EXPECT_EQ(log_lines(log, {"removed file=", "/.newer.shmkv.a0.disposing", "newer.shmkv is newer"}).size(), 1u)
+		<< log;
 	EXPECT_EQ(ld.stop(), 0);
 }
 
