@@ -524,7 +524,7 @@ TEST(Utf8, StrictChecksAndSequenceLengths)
 	EXPECT_EQ(shmkv_utf8_valid(nullptr, 0), 1);
 }
 
-// The context a caller puts before a callee's message (shmkv__prefix: the
+// The context a caller puts before a callee's message (lib's errors.h: the
 // file's path before the image check's reason) is cut to fit why and always
 // terminated, at every size from 1 to the whole message.
 TEST(Diag, PrefixedMessageCutToFit)
