@@ -382,10 +382,6 @@ static void accept_some(struct loader *L)
 				return;
 			continue;
 		}
-		/* a reserve lost to a race (another thread took the slot it gave up,
-		 * out_of_fds()) is taken back while descriptors are free */
-		if (spare_fd < 0)
-			spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 		take(L, fd);
 	}
 }
