@@ -372,6 +372,11 @@ static void out_of_fds(struct loader *L, int err)
 
 static void accept_some(struct loader *L)
 {
+	/* a reserve lost in out_of_fds() (its re-open failed: another thread
+	 * took the slot, or the shortage went on) is taken back before the next
+	 * accept, once a descriptor is free, so the next shortage is answered */
+	if (spare_fd < 0)
+		spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	for (int i = 0; i < ACCEPT_BATCH; i++) {
 		int fd = accept4(L->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {

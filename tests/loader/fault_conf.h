@@ -18,6 +18,8 @@
  *   acceptflap N  (fault_shim.c only) every other accept()/accept4() fails
  *            with errno N, the next succeeds: descriptors freed between the
  *            loader's two tries (the one that fails and the reserve's)
+ *   nullerr N     (fault_shim.c only) open() of /dev/null (the loader's
+ *            reserve descriptor) fails with errno N
  * The file is read again on every read, so a test changes the fault while
  * the loader runs; no file, no fault. */
 #ifndef SHMKV_TEST_FAULT_CONF_H

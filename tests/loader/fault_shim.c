@@ -1,6 +1,7 @@
 /* fault_shim.c - an LD_PRELOAD library for fault_test: makes pread()/pread64()
  * of one file fail, end early, return short counts or go slowly, a rename()
- * onto one name go slowly, and accept()/accept4() fail (EMFILE), as told by the control file the test
+ * onto one name go slowly, accept()/accept4() fail (EMFILE) and open() of
+ * /dev/null fail (the loader's reserve descriptor), as told by the control file the test
  * rewrites while the loader runs (fault_conf.h: the modes).
  * Reads of other files (by device and inode), or with no control file, pass
  * through untouched. Only the pread engine (`--io pread`) goes through here:
@@ -9,6 +10,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,4 +104,48 @@ int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 int accept(int fd, struct sockaddr *addr, socklen_t *len)
 {
 	return accept4(fd, addr, len, 0);
+}
+
+/* "nullerr N": open() of /dev/null (the loader's reserve descriptor,
+ * loader/server.c) fails with errno N. Other paths pass straight through,
+ * the control file's own open here included. */
+typedef int (*open_fn)(const char *, int, ...);
+
+static int open_via(open_fn *real, const char *sym, const char *path, int flags, mode_t mode)
+{
+	if (!*real)
+		*real = (open_fn)dlsym(RTLD_NEXT, sym);
+	struct fault f;
+	if (!strcmp(path, "/dev/null") && fault_read_conf(getenv("SHMKV_FAULT_CONF"), &f) &&
+	    !strcmp(f.mode, "nullerr")) {
+		errno = (int)f.arg;
+		return -1;
+	}
+	return (*real)(path, flags, mode);
+}
+
+int open(const char *path, int flags, ...)
+{
+	static open_fn real;
+	mode_t mode = 0;
+	if (flags & (O_CREAT | O_TMPFILE)) {
+		va_list ap;
+		va_start(ap, flags);
+		mode = va_arg(ap, mode_t);
+		va_end(ap);
+	}
+	return open_via(&real, "open", path, flags, mode);
+}
+
+int open64(const char *path, int flags, ...)
+{
+	static open_fn real;
+	mode_t mode = 0;
+	if (flags & (O_CREAT | O_TMPFILE)) {
+		va_list ap;
+		va_start(ap, flags);
+		mode = va_arg(ap, mode_t);
+		va_end(ap);
+	}
+	return open_via(&real, "open64", path, flags, mode);
 }

@@ -737,6 +737,43 @@ int highest_fd(pid_t pid)
 	return hi;
 }
 
+// Lowers the loader's RLIMIT_NOFILE to the descriptors it holds, then
+// connects pings (idle connections fill any hole below the limit) until one
+// is refused through the reserve descriptor, or one is not answered within
+// wait_ms (accept paused: no reserve); then restores the limit and closes
+// them. Returns the refusal, or "".
+std::string refusal_at_limit(pid_t pid, const std::string &root, int wait_ms = 30000)
+{
+	struct rlimit old, low;
+	if (prlimit(pid, RLIMIT_NOFILE, nullptr, &old) != 0) {
+		ADD_FAILURE() << "prlimit: " << strerror(errno);
+		return "";
+	}
+	int hi = highest_fd(pid);
+	EXPECT_GE(hi, 3);
+	low = old;
+	low.rlim_cur = (rlim_t)hi + 1;
+	EXPECT_EQ(prlimit(pid, RLIMIT_NOFILE, &low, nullptr), 0) << strerror(errno);
+	std::vector<int> idle;
+	std::string refusal, line;
+	for (int i = 0; i < 32 && refusal.empty(); i++) {
+		int fd = ping_async(root);
+		if (fd < 0) {
+			ADD_FAILURE() << "connect: " << strerror(errno);
+			break;
+		}
+		idle.push_back(fd);
+		if (!read_line(fd, &line, wait_ms))
+			break;
+		if (line.find("out of file descriptors") != std::string::npos)
+			refusal = line;
+	}
+	EXPECT_EQ(prlimit(pid, RLIMIT_NOFILE, &old, nullptr), 0) << strerror(errno);
+	for (int fd : idle)
+		close(fd);
+	return refusal;
+}
+
 // accept() out of descriptors (loader/server.c, issue 20 item 4): with a
 // real EMFILE (the loader's RLIMIT_NOFILE lowered to what it holds, by
 // prlimit) the reserve descriptor takes one connection and refuses it
@@ -762,23 +799,7 @@ TEST(Fault, ControlSocketOutOfFds)
 
 	// 1. a real EMFILE: no descriptor free below the limit; idle connections
 	// fill any hole below it until one is refused through the reserve
-	struct rlimit old, low;
-	ASSERT_EQ(prlimit(ld.pid(), RLIMIT_NOFILE, nullptr, &old), 0) << strerror(errno);
-	int hi = highest_fd(ld.pid());
-	ASSERT_GE(hi, 3);
-	low = old;
-	low.rlim_cur = (rlim_t)hi + 1;
-	ASSERT_EQ(prlimit(ld.pid(), RLIMIT_NOFILE, &low, nullptr), 0) << strerror(errno);
-	std::vector<int> idle;
-	std::string refusal;
-	for (int i = 0; i < 32 && refusal.empty(); i++) {
-		int fd = ping_async(root);
-		ASSERT_GE(fd, 0) << strerror(errno);
-		std::string line;
-		if (read_line(fd, &line, 30000) && line.find("out of file descriptors") != std::string::npos)
-			refusal = line;
-		idle.push_back(fd);
-	}
+	std::string refusal = refusal_at_limit(ld.pid(), root);
 	EXPECT_FALSE(refusal.empty()) << "no connection was refused through the reserve descriptor\n"
 				      << env.log();
 	Json r;
@@ -786,9 +807,6 @@ TEST(Fault, ControlSocketOutOfFds)
 	EXPECT_TRUE(ld.alive());
 	EXPECT_FALSE(log_lines(env.log(), {"control socket: accept", "Too many open files"}).empty())
 		<< env.log();
-	ASSERT_EQ(prlimit(ld.pid(), RLIMIT_NOFILE, &old, nullptr), 0) << strerror(errno);
-	for (int fd : idle)
-		close(fd);
 
 	// 2. every accept fails (the shim) while pings wait in the backlog: the
 	// loader pauses accept, it does not spin
@@ -841,6 +859,66 @@ TEST(Fault, ControlSocketOutOfFds)
 	EXPECT_GT(log_lines(env.log(), {"control socket: accept", "Too many open files"}).size(), warned)
 		<< "the flapping accept never failed\n" << env.log();
 	EXPECT_TRUE(ld.alive());
+}
+
+// How many of the loader's descriptors are /dev/null (the reserve
+// descriptor is one; its standard streams may be others).
+int devnull_fds(pid_t pid)
+{
+	std::string dir = "/proc/" + std::to_string(pid) + "/fd/";
+	int n = 0;
+	char to[64];
+	for (const std::string &f : list_dir(dir)) {
+		ssize_t len = readlink((dir + f).c_str(), to, sizeof to - 1);
+		if (len > 0 && std::string(to, (size_t)len) == "/dev/null")
+			n++;
+	}
+	return n;
+}
+
+// The reserve descriptor lost: given up for a connection at the limit, then
+// not opened again (the shim's nullerr, as when another thread of the loader
+// takes the slot it gave up). Once descriptors are free the loader takes it
+// back before its next accept (seen in /proc/PID/fd), so a later shortage
+// is answered again ("out of file descriptors"), not left in the backlog.
+TEST(Fault, ReserveDescriptorComesBack)
+{
+	Env env;
+	Fault fault(env);
+	Loader ld(env);
+	std::string skip;
+	if (!start_with_shim(ld, fault, &skip)) {
+		if (!skip.empty())
+			GTEST_SKIP() << skip;
+		FAIL() << env.log();
+	}
+	std::string root = env.root();
+	ASSERT_TRUE(request(root, {"ping"}, 30000).ok());
+	const int held = devnull_fds(ld.pid());
+	ASSERT_GE(held, 1) << "no reserve descriptor in /proc/PID/fd";
+
+	// 1. at the limit with the reserve's re-open failing: the first shortage
+	// loses it, whether it met a waiting ping (refused) or an empty backlog
+	// (the next ping then waits: nothing to refuse it with)
+	fault.set("nullerr", EMFILE, "-");
+	(void)refusal_at_limit(ld.pid(), root, 2000);
+	EXPECT_TRUE(wait_until([&] { return devnull_fds(ld.pid()) == held - 1; }, 30000, 20))
+		<< "the reserve was not given up: " << devnull_fds(ld.pid()) << " of " << held
+		<< " /dev/null descriptors\n" << env.log();
+
+	// 2. the fault over, descriptors free: served as usual, and the reserve
+	// is taken back
+	fault.clear();
+	for (int i = 0; i < 3; i++)
+		ASSERT_TRUE(request(root, {"ping"}, 30000).ok());
+	EXPECT_TRUE(wait_until([&] { return devnull_fds(ld.pid()) == held; }, 30000, 20))
+		<< "the reserve descriptor was not taken back\n" << env.log();
+
+	// 3. the next shortage is refused through it
+	EXPECT_FALSE(refusal_at_limit(ld.pid(), root).empty())
+		<< "no refusal through the reserve after it came back\n" << env.log();
+	EXPECT_TRUE(ld.alive());
+	EXPECT_EQ(ld.stop(), 0);
 }
 
 } // namespace
