@@ -90,8 +90,7 @@ func (im *image) get2Fast(key []byte, h uint64, prefetch bool) (Value, error) {
 		}
 		if home { // does it announce displaced keys of this tag?
 			d = uint64(bk[1])
-			fi := (tag * v2FilterBits) >> 16 // < 48
-			if d == 0 || bk[2+(fi>>3)&7]>>(fi&7)&1 == 0 {
+			if d == 0 || !filterHas(bk, tag) {
 				return Value{}, ErrNotFound
 			}
 			if d == 255 || d > im.maxProbe {

@@ -135,6 +135,22 @@ func recDir(bk *[v2Bucket]byte, i uint64) uint64 {
 // when recDir & v2DirTagMask equals it.
 func dirTag(tag uint64) uint64 { return tag << v2DirTagShift & v2DirTagMask }
 
+// filterHas: bucket bk's filter has the bit of this tag, so keys of its tag
+// may be displaced from it (§17.3; D says how far).
+func filterHas(bk *[v2Bucket]byte, tag uint64) bool {
+	fi := (tag * v2FilterBits) >> 16 // < 48
+	return bk[2+(fi>>3)&7]>>(fi&7)&1 != 0
+}
+
+// homeSettles: bucket bk, the home of a key with this tag, settles that
+// the key is absent: it announces no displaced key of the tag and none of
+// its records is a candidate, with at most four to look at (one directory
+// word). False is no answer.
+func homeSettles(bk *[v2Bucket]byte, tag uint64, announces bool) bool {
+	n := uint64(bk[0])
+	return !announces && n <= 4 && dirMatches(le.Uint64(bk[v2Head:]), dirTag(tag))&laneMask[n] == 0
+}
+
 const (
 	lanes16 = 0x0001000100010001
 	highs16 = 0x8000800080008000
@@ -225,11 +241,7 @@ func (im *image) locate2(key []byte, h uint64) (uint64, uint64, error) {
 		return b, pos, err
 	}
 	d := uint64(bk[1])
-	if d == 0 {
-		return 0, 0, ErrNotFound
-	}
-	fi := (tag * v2FilterBits) >> 16
-	if bk[2+fi>>3]>>(fi&7)&1 == 0 {
+	if d == 0 || !filterHas(bk, tag) {
 		return 0, 0, ErrNotFound
 	}
 	if d == 255 || d > im.maxProbe { // 255: up to max_probe; a larger D is capped
@@ -387,12 +399,15 @@ func (it *Iter) next2() bool {
 // hashed and both lines of its home bucket requested pipeAhead keys before
 // it is looked up; pipeNext keys before, its home (arrived by then) decides
 // whether bucket b+1 is requested too (D and the filter announce displaced
-// keys of its tag). So the lookups of one stretch of keys run while the
-// lines of the next are on their way, where requesting a group and then
+// keys of its tag) and whether it settles a miss by itself (homeSettles:
+// then the key's lookup is a store of ErrNotFound, not get2Fast's walk,
+// which cost a batched miss more than the memory the pipeline hides). So the
+// lookups of one stretch of keys run while the lines of the next are on their way, where requesting a group and then
 // waiting for it left the core idle for a memory round trip per group. The
 // clock is read at most once for the whole call.
 func (im *image) getBatch2(keys []string, vals []Value, errs []error) {
 	var hs, homes [pipeRing]uint64
+	var absent [pipeRing]bool // settled by the home bucket alone (homeSettles)
 	now := int64(0)
 	n := len(keys)
 	var sink byte
@@ -414,17 +429,21 @@ func (im *image) getBatch2(keys []string, vals []Value, errs []error) {
 			}
 		}
 		if k := j - pipeAhead + pipeNext; k >= 0 && k < n { // b+1 where key k's home announces it
-			bk := im.bucket(homes[k%pipeRing])
-			fi := (tagOf(hs[k%pipeRing]) * v2FilterBits) >> 16 // < 48
-			if bk[1] != 0 && bk[2+(fi>>3)&7]>>(fi&7)&1 != 0 {
+			r := k % pipeRing
+			bk, tag := im.bucket(homes[r]), tagOf(hs[r])
+			ann := bk[1] != 0 && filterHas(bk, tag)
+			if ann {
 				prefetchNext(bk)
 			}
+			absent[r] = homeSettles(bk, tag, ann) // a miss needs nothing more
 		}
 		if i := j - pipeAhead; i >= 0 { // look key i up, its lines in cache by now
 			k := keys[i]
 			switch {
 			case len(k) > maxKeyLen:
 				vals[i], errs[i] = Value{}, errKeyLen
+			case absent[i%pipeRing]:
+				vals[i], errs[i] = Value{}, ErrNotFound
 			case im.expiry:
 				vals[i], errs[i] = im.get2Slow(strBytes(k), hs[i%pipeRing], &now)
 			default:
@@ -581,9 +600,8 @@ func (im *image) verifyRecord2(bk *[v2Bucket]byte, b, i uint64, r *rec, dt uint6
 func (im *image) announced(home, tag uint64) uint64 {
 	bk := im.bucket(home)
 	d := uint64(bk[1])
-	fi := (tag * v2FilterBits) >> 16
 	switch {
-	case d == 0 || bk[2+fi>>3]>>(fi&7)&1 == 0:
+	case d == 0 || !filterHas(bk, tag):
 		return 0
 	case d == 255:
 		return im.maxProbe
