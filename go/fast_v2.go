@@ -37,9 +37,10 @@ func keyEq(bk *[v2Bucket]byte, kp uint64, key []byte) bool {
 // request of the home bucket's second line and both lines of the next
 // (§17.5's reader policy, lib's SHMKV_V2_PREFETCH_NEXT 2; a batch requests
 // its buckets itself).
-func (im *image) get2Fast(key []byte, h uint64, prefetch bool) (Value, error) {
-	tag, b := tagOf(h), im.home(h)
-	bk := im.bucket(b)
+// b and bk: the key's home bucket and im.bucket(b) (homeBucket; getBatch2
+// keeps them from the key's request).
+func (im *image) get2Fast(key []byte, h, b uint64, bk *[v2Bucket]byte, prefetch bool) (Value, error) {
+	tag := tagOf(h)
 	if prefetch {
 		prefetchNext(bk)
 	}

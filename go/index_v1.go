@@ -54,10 +54,8 @@ func xxh3Len9To16(key []byte, seed uint64) uint64 {
 }
 
 func tagOf(h uint64) uint64 {
-	if t := h & 0xFFFF; t != 0 {
-		return t
-	}
-	return 1
+	t := h & 0xFFFF
+	return t + (t-1)>>63 // 0 becomes 1, without a branch
 }
 
 func (im *image) home(h uint64) uint64 {
@@ -165,7 +163,8 @@ func (im *image) get(key []byte) (Value, error) {
 		}
 		h := im.hash(key)
 		if !im.expiry {
-			return im.get2Fast(key, h, true)
+			b, bk := im.homeBucket(h)
+			return im.get2Fast(key, h, b, bk, true)
 		}
 		now := int64(0)
 		return im.get2Slow(key, h, &now)

@@ -40,6 +40,12 @@ func (im *image) bucket(b uint64) *[v2Bucket]byte {
 	return (*[v2Bucket]byte)(im.index[b*v2Bucket : b*v2Bucket+v2Bucket])
 }
 
+// homeBucket: the home bucket of hash h (§17.2) and its bytes.
+func (im *image) homeBucket(h uint64) (uint64, *[v2Bucket]byte) {
+	b := im.home(h)
+	return b, im.bucket(b)
+}
+
 // rec is one decoded record; offsets are within its bucket.
 type rec struct {
 	pos, end uint64 // the record's bytes [pos, end)
@@ -401,17 +407,21 @@ func (it *Iter) next2() bool {
 // whether bucket b+1 is requested too (D and the filter announce displaced
 // keys of its tag) and whether it settles a miss by itself (homeSettles:
 // then the key's lookup is a store of ErrNotFound, not get2Fast's walk,
-// which cost a batched miss more than the memory the pipeline hides). So the
-// lookups of one stretch of keys run while the lines of the next are on their way, where requesting a group and then
-// waiting for it left the core idle for a memory round trip per group. The
-// clock is read at most once for the whole call.
+// which cost a batched miss more than the memory the pipeline hides). So
+// the lookups of one stretch of keys run while the lines of the next are on
+// their way, where requesting a group and then waiting for it left the core
+// idle for a memory round trip per group. A key's hash, home and bucket are
+// computed once, at its request, and kept in rings for its later stages.
+// The clock is read at most once for the whole call.
 func (im *image) getBatch2(keys []string, vals []Value, errs []error) {
 	var hs, homes [pipeRing]uint64
+	var bks [pipeRing]*[v2Bucket]byte
 	var absent [pipeRing]bool // settled by the home bucket alone (homeSettles)
+	const ring = pipeRing - 1 // a mask: pipeRing is a power of two
 	now := int64(0)
-	n := len(keys)
+	n := uint(len(keys))
 	var sink byte
-	for j := 0; j < n+pipeAhead; j++ {
+	for j := uint(0); j < n+pipeAhead; j++ {
 		if j < n { // hash key j, request its home bucket
 			h := uint64(0)
 			if k := keys[j]; len(k) > 8 && len(k) <= 16 && im.hashBits >= 64 {
@@ -419,35 +429,35 @@ func (im *image) getBatch2(keys []string, vals []Value, errs []error) {
 			} else if len(k) <= maxKeyLen {
 				h = im.hash(strBytes(k))
 			}
-			b := im.home(h)
-			hs[j%pipeRing], homes[j%pipeRing] = h, b
-			bk := im.bucket(b)
+			b, bk := im.homeBucket(h)
+			hs[j&ring], homes[j&ring], bks[j&ring] = h, b, bk
 			if havePrefetch {
 				prefetchPair(bk)
 			} else {
 				sink += bk[0] // a load where there is no hint: it holds the loop, still overlaps
 			}
 		}
-		if k := j - pipeAhead + pipeNext; k >= 0 && k < n { // b+1 where key k's home announces it
-			r := k % pipeRing
-			bk, tag := im.bucket(homes[r]), tagOf(hs[r])
+		if k := j - (pipeAhead - pipeNext); j >= pipeAhead-pipeNext && k < n { // b+1 where key k's home announces it
+			bk, tag := bks[k&ring], tagOf(hs[k&ring])
 			ann := bk[1] != 0 && filterHas(bk, tag)
 			if ann {
 				prefetchNext(bk)
 			}
-			absent[r] = homeSettles(bk, tag, ann) // a miss needs nothing more
+			absent[k&ring] = homeSettles(bk, tag, ann) // a miss needs nothing more
 		}
-		if i := j - pipeAhead; i >= 0 { // look key i up, its lines in cache by now
+		if j >= pipeAhead { // look key i up, its lines in cache by now
+			i := j - pipeAhead
+			r := i & ring
 			k := keys[i]
 			switch {
 			case len(k) > maxKeyLen:
 				vals[i], errs[i] = Value{}, errKeyLen
-			case absent[i%pipeRing]:
+			case absent[r]:
 				vals[i], errs[i] = Value{}, ErrNotFound
 			case im.expiry:
-				vals[i], errs[i] = im.get2Slow(strBytes(k), hs[i%pipeRing], &now)
+				vals[i], errs[i] = im.get2Slow(strBytes(k), hs[r], &now)
 			default:
-				vals[i], errs[i] = im.get2Fast(strBytes(k), hs[i%pipeRing], false)
+				vals[i], errs[i] = im.get2Fast(strBytes(k), hs[r], homes[r], bks[r], false)
 			}
 		}
 	}

@@ -543,3 +543,16 @@ func TestV2GetAllocatesNothing(t *testing.T) {
 		t.Fatalf("%v allocations per run", n)
 	}
 }
+
+// TestTagOf: a key's tag is its hash's low 16 bits, 0 read as 1 (FORMAT.md
+// §5), computed without a branch.
+func TestTagOf(t *testing.T) {
+	for _, c := range []struct{ h, tag uint64 }{
+		{0, 1}, {0x10000, 1}, {0xffff_ffff_ffff_0000, 1}, {1, 1}, {2, 2},
+		{0x1234_5678_9abc_def0, 0xdef0}, {0xffff, 0xffff}, {^uint64(0), 0xffff},
+	} {
+		if got := tagOf(c.h); got != c.tag {
+			t.Errorf("tagOf(%#x) = %#x, want %#x", c.h, got, c.tag)
+		}
+	}
+}

@@ -220,7 +220,8 @@ func (v *View) GetBytes(key []byte) (Value, error) {
 	} else {
 		h = im.hash(key)
 	}
-	return im.get2Fast(key, h, true) // the v2 single get, FORMAT.md §17.5
+	b, bk := im.homeBucket(h)
+	return im.get2Fast(key, h, b, bk, true) // the v2 single get, FORMAT.md §17.5
 }
 
 // Expires is when key's entry expires, in Unix seconds (FORMAT.md §17.6),
