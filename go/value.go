@@ -34,18 +34,19 @@ func (t Type) String() string {
 
 const entryShared = 1 // entry flag bit 0
 
+// The types whose value starts 8-aligned (§7: i64, f64 and the lists) and
+// those stored with a NUL after the value (bytes, string), as bit sets: the
+// hot path tests a bit, without a branch. Defined for the nine types only.
+const (
+	aligned8Types = 1<<TypeInt64 | 1<<TypeFloat64 | 1<<TypeF32List | 1<<TypeF64List | 1<<TypeI64List | 1<<TypeStrList
+	nulTypes      = 1<<TypeBytes | 1<<TypeString
+)
+
 // aligned8: an inline value of this type starts 8-aligned (§7).
-func (t Type) aligned8() bool {
-	return t == TypeInt64 || t == TypeFloat64 || t >= TypeF32List
-}
+func (t Type) aligned8() bool { return aligned8Types>>t&1 != 0 }
 
 // nul: a NUL byte is stored after the value (not counted in value_len).
-func (t Type) nul() uint64 {
-	if t == TypeBytes || t == TypeString {
-		return 1
-	}
-	return 0
-}
+func (t Type) nul() uint64 { return nulTypes >> t & 1 }
 
 // Value is one value of an image: a typed view of its stored bytes. A Value
 // obtained from a View points into that View's mapping and is valid until
