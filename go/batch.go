@@ -7,13 +7,13 @@ import "runtime"
 // recent x86) and keep its page walkers busy.
 const batchGroup = 16
 
-// GetBatch on a v2 image (getBatch2) runs as a pipeline: a key's home bucket
-// is requested pipeAhead keys before its lookup, its bucket b+1 (where
-// announced) pipeNext keys before; pipeRing holds their hashes (a power of
-// two above pipeAhead).
+// GetBatch on a v2 image (getBatch2) runs as a pipeline over blocks of
+// pipeBlock keys: a key's home bucket is requested two blocks before its
+// lookup, its bucket b+1 (where announced) one block before; pipeRing holds
+// their hashes (a power of two, a multiple of pipeBlock, at least three
+// blocks).
 const (
-	pipeAhead = 16
-	pipeNext  = 8
+	pipeBlock = 8
 	pipeRing  = 32
 )
 

@@ -33,17 +33,15 @@ func keyEq(bk *[v2Bucket]byte, kp uint64, key []byte) bool {
 // get2Fast is the v2 get of key with hash h for an image without expiring
 // records (FORMAT.md §17.5's lookup; get2Slow for the others): the home
 // bucket, then the buckets its D and filter announce for the key's tag; the
-// general lookup where the fast path is not sure. prefetch: a single get's
-// request of the home bucket's second line and both lines of the next
-// (§17.5's reader policy, lib's SHMKV_V2_PREFETCH_NEXT 2; a batch requests
-// its buckets itself).
+// general lookup where the fast path is not sure.
 // b and bk: the key's home bucket and im.bucket(b) (homeBucket; getBatch2
-// keeps them from the key's request).
-func (im *image) get2Fast(key []byte, h, b uint64, bk *[v2Bucket]byte, prefetch bool) (Value, error) {
+// keeps them from the key's request). A single get requests the home's
+// second line and both lines of the next bucket before it calls this
+// (prefetchNext: §17.5's reader policy, lib's SHMKV_V2_PREFETCH_NEXT 2; a
+// batch requests its buckets itself): a call in here would have this
+// function save its arguments on every get.
+func (im *image) get2Fast(key []byte, h, b uint64, bk *[v2Bucket]byte) (Value, error) {
 	tag := tagOf(h)
-	if prefetch {
-		prefetchNext(bk)
-	}
 	want := dirTag(tag) * lanes16
 	klen := uint64(len(key))
 	var d uint64 // buckets left to probe after this one, once home is read

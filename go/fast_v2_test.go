@@ -1,8 +1,10 @@
 package shmkv
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -122,4 +124,61 @@ func TestFastV2Agrees(t *testing.T) {
 		check(b, false)
 	}
 	t.Logf("%d lookups on the fast path, %d on the general one", fast, slow)
+}
+
+// TestGetBatchPipeline: GetBatch answers as Get, key by key, for every
+// batch length from 0 to past four rings (short first and last blocks, the
+// ring wrapping) at several starts, over hits, displaced keys, misses, a
+// key over 65535 bytes and repeats; with and without expiring records; and
+// it writes nothing past len(keys) in vals and errs.
+func TestGetBatchPipeline(t *testing.T) {
+	withClock(t, 1_500_000_000)
+	all := v2Records()
+	var noExp []rec2
+	for _, r := range all {
+		if r.expires == 0 {
+			noExp = append(noExp, r)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		recs []rec2
+	}{{"no expiry", noExp}, {"expiry", all}} {
+		v := openV2(t, encodeV2(c.recs, enc2Opts{buckets: 40, seed: 0x77}), NoVerify)
+		if c.name == "no expiry" && (v.im.expiry || v.im.maxProbe == 0) {
+			t.Fatalf("%s: expiry %v, max_probe %d: want displaced keys and no expiry", c.name, v.im.expiry, v.im.maxProbe)
+		}
+		keys := []string{strings.Repeat("x", maxKeyLen+1)}
+		for i, r := range c.recs {
+			keys = append(keys, r.key, fmt.Sprintf("absent_%d", i))
+			if i%7 == 0 {
+				keys = append(keys, r.key)
+			}
+		}
+		rng := rand.New(rand.NewPCG(5, 6))
+		rng.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+		const spare = 3
+		vals, errs := make([]Value, 4*pipeRing+9+spare), make([]error, 4*pipeRing+9+spare)
+		fence, errFence := Value{data: []byte("fence"), typ: TypeBytes}, errors.New("not written")
+		for _, start := range []int{0, 1, 7, 100} {
+			for n := 0; n <= 4*pipeRing+9; n++ {
+				batch := keys[start : start+n]
+				for i := range vals {
+					vals[i], errs[i] = fence, errFence
+				}
+				v.GetBatch(batch, vals, errs)
+				for i, k := range batch {
+					want, werr := v.Get(k)
+					if fmt.Sprint(errs[i]) != fmt.Sprint(werr) || vals[i].typ != want.typ || string(vals[i].Raw()) != string(want.Raw()) || vals[i].shared != want.shared {
+						t.Fatalf("%s, batch [%d, %d) key %d %.20q: %v %q (%v), Get %v %q (%v)", c.name, start, start+n, i, k, vals[i].typ, vals[i].Raw(), errs[i], want.typ, want.Raw(), werr)
+					}
+				}
+				for i := n; i < n+spare; i++ {
+					if errs[i] != errFence || string(vals[i].Raw()) != "fence" {
+						t.Fatalf("%s, batch of %d: vals[%d], errs[%d] written", c.name, n, i, i)
+					}
+				}
+			}
+		}
+	}
 }

@@ -164,7 +164,8 @@ func (im *image) get(key []byte) (Value, error) {
 		h := im.hash(key)
 		if !im.expiry {
 			b, bk := im.homeBucket(h)
-			return im.get2Fast(key, h, b, bk, true)
+			prefetchNext(bk)
+			return im.get2Fast(key, h, b, bk)
 		}
 		now := int64(0)
 		return im.get2Slow(key, h, &now)

@@ -401,52 +401,62 @@ func (it *Iter) next2() bool {
 	return true
 }
 
-// getBatch2 is GetBatch on a v2 image, a pipeline over the keys: key j is
-// hashed and both lines of its home bucket requested pipeAhead keys before
-// it is looked up; pipeNext keys before, its home (arrived by then) decides
+// getBatch2 is GetBatch on a v2 image, a pipeline over blocks of
+// pipeBlock keys. Pass p hashes the keys of block p and requests their home
+// buckets; for block p-1, whose homes have arrived by then, it decides
 // whether bucket b+1 is requested too (D and the filter announce displaced
-// keys of its tag) and whether it settles a miss by itself (homeSettles:
-// then the key's lookup is a store of ErrNotFound, not get2Fast's walk,
-// which cost a batched miss more than the memory the pipeline hides). So
-// the lookups of one stretch of keys run while the lines of the next are on
-// their way, where requesting a group and then waiting for it left the core
-// idle for a memory round trip per group. A key's hash, home and bucket are
-// computed once, at its request, and kept in rings for its later stages.
-// The clock is read at most once for the whole call.
+// keys of its tag) and whether a key's home settles a miss by itself
+// (homeSettles: then its lookup is a store of ErrNotFound, not get2Fast's
+// walk, which cost a batched miss more than the memory the pipeline
+// hides); block p-2 is looked up. So the lookups of one stretch of keys run
+// while the lines of the next are on their way, where requesting a group
+// and then waiting for it left the core idle for a memory round trip per
+// group. The requests of a block are one call (prefetchHomes,
+// prefetchNexts): Go saves no register across a call, and a call a key
+// cost reloads of the loop's values. A key's hash, home and bucket are
+// computed once and kept in rings for its later stages. The clock is read
+// at most once for the whole call.
 func (im *image) getBatch2(keys []string, vals []Value, errs []error) {
 	var hs, homes [pipeRing]uint64
 	var bks [pipeRing]*[v2Bucket]byte
-	var absent [pipeRing]bool // settled by the home bucket alone (homeSettles)
-	const ring = pipeRing - 1 // a mask: pipeRing is a power of two
+	var ann, absent [pipeRing]bool // b+1 announced; settled by the home bucket alone
+	const ring = pipeRing - 1      // a mask: pipeRing is a power of two
 	now := int64(0)
 	n := uint(len(keys))
 	var sink byte
-	for j := uint(0); j < n+pipeAhead; j++ {
-		if j < n { // hash key j, request its home bucket
-			h := uint64(0)
-			if k := keys[j]; len(k) > 8 && len(k) <= 16 && im.hashBits >= 64 {
-				h = xxh3Len9To16(strBytes(k), im.seed) // im.hash, its short-key case inline
-			} else if len(k) <= maxKeyLen {
-				h = im.hash(strBytes(k))
+	for lo := uint(0); lo < n+2*pipeBlock; lo += pipeBlock {
+		if lo < n { // hash block p, request its home buckets
+			for j := lo; j < min(lo+pipeBlock, n); j++ {
+				h := uint64(0)
+				if k := keys[j]; len(k) > 8 && len(k) <= 16 && im.hashBits >= 64 {
+					h = xxh3Len9To16(strBytes(k), im.seed) // im.hash, its short-key case inline
+				} else if len(k) <= maxKeyLen {
+					h = im.hash(strBytes(k))
+				}
+				b, bk := im.homeBucket(h)
+				hs[j&ring], homes[j&ring], bks[j&ring] = h, b, bk
+				if !havePrefetch {
+					sink += bk[0] // a load where there is no hint: it holds the loop, still overlaps
+				}
 			}
-			b, bk := im.homeBucket(h)
-			hs[j&ring], homes[j&ring], bks[j&ring] = h, b, bk
-			if havePrefetch {
-				prefetchPair(bk)
-			} else {
-				sink += bk[0] // a load where there is no hint: it holds the loop, still overlaps
-			}
+			// Past n in a last short block: the ring's older buckets (or
+			// nil): a hint, which never faults, of lines already asked for.
+			prefetchHomes((*[pipeBlock]*[v2Bucket]byte)(bks[lo&ring:]))
 		}
-		if k := j - (pipeAhead - pipeNext); j >= pipeAhead-pipeNext && k < n { // b+1 where key k's home announces it
-			bk, tag := bks[k&ring], tagOf(hs[k&ring])
-			ann := bk[1] != 0 && filterHas(bk, tag)
-			if ann {
-				prefetchNext(bk)
+		if lo >= pipeBlock && lo-pipeBlock < n { // block p-1: b+1 where the home announces it
+			for k := lo - pipeBlock; k < min(lo, n); k++ {
+				bk, tag := bks[k&ring], tagOf(hs[k&ring])
+				a := bk[1] != 0 && filterHas(bk, tag)
+				ann[k&ring] = a
+				absent[k&ring] = homeSettles(bk, tag, a) // a miss needs nothing more
 			}
-			absent[k&ring] = homeSettles(bk, tag, ann) // a miss needs nothing more
+			c := (lo - pipeBlock) & ring
+			prefetchNexts((*[pipeBlock]*[v2Bucket]byte)(bks[c:]), (*[pipeBlock]bool)(ann[c:]))
 		}
-		if j >= pipeAhead { // look key i up, its lines in cache by now
-			i := j - pipeAhead
+		if lo < 2*pipeBlock {
+			continue
+		}
+		for i := lo - 2*pipeBlock; i < min(lo-pipeBlock, n); i++ { // block p-2: look up, its lines in cache by now
 			r := i & ring
 			k := keys[i]
 			switch {
@@ -457,7 +467,7 @@ func (im *image) getBatch2(keys []string, vals []Value, errs []error) {
 			case im.expiry:
 				vals[i], errs[i] = im.get2Slow(strBytes(k), hs[r], &now)
 			default:
-				vals[i], errs[i] = im.get2Fast(strBytes(k), hs[r], homes[r], bks[r], false)
+				vals[i], errs[i] = im.get2Fast(strBytes(k), hs[r], homes[r], bks[r])
 			}
 		}
 	}

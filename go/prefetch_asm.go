@@ -14,11 +14,19 @@ package shmkv
 //go:noescape
 func prefetchNext(bk *[v2Bucket]byte)
 
-// prefetchPair asks the CPU for both lines of bucket bk (a hint, as above;
-// GetBatch's request of a home bucket).
+// prefetchHomes asks for both lines of each of the eight home buckets of
+// a GetBatch block (a hint, as above; one call a block: Go keeps no
+// register across a call).
 //
 //go:noescape
-func prefetchPair(bk *[v2Bucket]byte)
+func prefetchHomes(bks *[pipeBlock]*[v2Bucket]byte)
+
+// prefetchNexts asks for both lines of the bucket after bks[i] in memory
+// where ann[i] (GetBatch's b+1 requests of a block); where not, for bks[i]'s
+// own lines again, already in cache: no branch in the loop.
+//
+//go:noescape
+func prefetchNexts(bks *[pipeBlock]*[v2Bucket]byte, ann *[pipeBlock]bool)
 
 // havePrefetch: the prefetch functions are hints the CPU acts on.
 const havePrefetch = true

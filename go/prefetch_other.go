@@ -6,8 +6,11 @@ package shmkv
 // only, lookups answer the same without it.
 func prefetchNext(bk *[v2Bucket]byte) {}
 
-// prefetchPair is a no-op here (a hint only).
-func prefetchPair(bk *[v2Bucket]byte) {}
+// prefetchHomes is a no-op here (a hint only).
+func prefetchHomes(bks *[pipeBlock]*[v2Bucket]byte) {}
+
+// prefetchNexts is a no-op here (a hint only).
+func prefetchNexts(bks *[pipeBlock]*[v2Bucket]byte, ann *[pipeBlock]bool) {}
 
 // havePrefetch: no hints here; GetBatch touches its buckets with loads.
 const havePrefetch = false

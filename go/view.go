@@ -221,7 +221,8 @@ func (v *View) GetBytes(key []byte) (Value, error) {
 		h = im.hash(key)
 	}
 	b, bk := im.homeBucket(h)
-	return im.get2Fast(key, h, b, bk, true) // the v2 single get, FORMAT.md §17.5
+	prefetchNext(bk)                  // §17.5's reader policy: the home's second line, bucket b+1
+	return im.get2Fast(key, h, b, bk) // the v2 single get, FORMAT.md §17.5
 }
 
 // Expires is when key's entry expires, in Unix seconds (FORMAT.md §17.6),
