@@ -32,7 +32,7 @@
 
 /* open flags (8 is SHMKV_ATTACH_VERIFY) */
 #define SHMKV_OPEN_NOVERIFY 1u /* skip section checksums (header checksum is always checked) */
-#define SHMKV_OPEN_POPULATE 2u /* prefault the whole mapping at open */
+#define SHMKV_OPEN_POPULATE 2u /* prefault the whole mapping at open (after the advice) */
 #define SHMKV_OPEN_DEEP 4u     /* also run the full structural walk (shmkv_verify) */
 /* Back the image with huge pages now (MADV_COLLAPSE, Linux 6.1+): works for
  * files on tmpfs (/dev/shm) whatever shmem_enabled says, and for read-only
@@ -80,6 +80,30 @@ static inline void *shmkv__map_aligned(int fd, size_t len, int extra, int *err)
 		*err = -errno;
 	return m;
 }
+
+#if defined(MADV_HUGEPAGE)
+/* Prefaults a read-only mapping of fd after the advice on it was given
+ * (shmkv_open_file): MAP_POPULATE at mmap would read a cold image's page
+ * cache in before MADV_HUGEPAGE, in small folios, where a fault under the
+ * advice reads it in 2 MiB folios (ext4 and other filesystems with large
+ * folios), mapped with 2 MiB entries by every reader. MADV_POPULATE_READ
+ * (Linux 5.14) faults under the advice; on an older kernel the file is
+ * mapped again with MAP_POPULATE and the first mapping goes. Failures of
+ * the prefault itself are ignored, as MAP_POPULATE's are. Returns the
+ * mapping to use. */
+static inline void *shmkv__populate(void *map, int fd, size_t len)
+{
+	int err;
+	if (madvise(map, len, 22 /* MADV_POPULATE_READ, Linux 5.14 */) == 0 || errno != EINVAL)
+		return map;
+	void *m = shmkv__map_aligned(fd, len, SHMKV__MAP_POPULATE, &err);
+	if (m == MAP_FAILED)
+		return map; /* keep the unpopulated mapping */
+	munmap(map, len);
+	madvise(m, len, MADV_HUGEPAGE);
+	return m;
+}
+#endif
 
 /* The handle. Treat as opaque: fields may change between versions. The
  * lookup fields come first (one or two cache lines); the bounds a lookup
@@ -450,21 +474,29 @@ static inline int shmkv_open_file_diag(const char *path, unsigned flags, shmkv *
 					  (unsigned long long)st.st_size, SHMKV_HEADER_SIZE);
 		goto done;
 	}
+#if defined(MADV_HUGEPAGE)
+	map = shmkv__map_aligned(fd, (size_t)st.st_size, 0, &err); /* populated after the advice */
+#else
 	map = shmkv__map_aligned(fd, (size_t)st.st_size,
 				 (flags & SHMKV_OPEN_POPULATE) ? SHMKV__MAP_POPULATE : 0, &err);
+#endif
 	if (map == MAP_FAILED) {
 		close(fd);
 		shmkv__fail(err, why, why_len, "%s: mmap: %s", path, shmkv_strerror(err));
 		goto done;
 	}
-	close(fd); /* the mapping keeps the file */
 #if defined(MADV_HUGEPAGE)
 	/* Fewer TLB misses where the kernel backs file pages with huge pages
-	 * (tmpfs, or CONFIG_READ_ONLY_THP_FOR_FS); advice only, errors ignored. */
+	 * (tmpfs, large folios of ext4 and others, or
+	 * CONFIG_READ_ONLY_THP_FOR_FS); advice only, errors ignored. Given
+	 * before the first fault, so that a cold image is read in huge folios. */
 	madvise(map, (size_t)st.st_size, MADV_HUGEPAGE);
 	if (flags & SHMKV_OPEN_HUGEPAGES)
 		madvise(map, (size_t)st.st_size, 25 /* MADV_COLLAPSE, Linux 6.1 */);
+	if (flags & SHMKV_OPEN_POPULATE)
+		map = shmkv__populate(map, fd, (size_t)st.st_size);
 #endif
+	close(fd); /* the mapping keeps the file */
 	err = shmkv_image_check(map, (uint64_t)st.st_size, flags, why, why_len);
 	if (err) {
 		/* name the file, like the other errors */
