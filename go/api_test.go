@@ -2,12 +2,15 @@ package shmkv
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 func openBase(t *testing.T) *Image {
@@ -233,4 +236,100 @@ func TestGetAllocatesNothing(t *testing.T) {
 	if n != 0 {
 		t.Fatalf("%v allocations per run", n)
 	}
+}
+
+// filePmdKB: how many kB of the mappings of the file named name this
+// process maps with 2 MiB entries (/proc/self/smaps, FilePmdMapped).
+func filePmdKB(t *testing.T, name string) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		t.Skipf("no smaps: %v", err)
+	}
+	kb, in := 0, false
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) > 0 && strings.Contains(f[0], "-") && !strings.HasSuffix(f[0], ":") {
+			in = strings.HasSuffix(l, "/"+name)
+		} else if in && strings.HasPrefix(l, "FilePmdMapped:") {
+			var v int
+			if _, err := fmt.Sscanf(l, "FilePmdMapped: %d kB", &v); err == nil {
+				kb += v
+			}
+		}
+	}
+	return kb
+}
+
+// TestPopulateAfterHugePageAdvice: OpenFile advises MADV_HUGEPAGE before
+// the first fault and prefaults (Populate) after the advice, so that a cold
+// image on a filesystem with large folios is mapped with 2 MiB entries,
+// with Populate and without it (the C reader's
+// Open.PopulateAfterHugePageAdvice). Skipped where a bare mapping given the
+// advice and read page by page gets none.
+func TestPopulateAfterHugePageAdvice(t *testing.T) {
+	var recs []rec2
+	for i := 0; i < 200000; i++ { // about 8 MiB
+		recs = append(recs, rec2{key: fmt.Sprintf("key_%d", i), typ: TypeString, value: []byte(fmt.Sprintf("val_%d", i))})
+	}
+	path := filepath.Join(t.TempDir(), "cold.shmkv")
+	if err := os.WriteFile(path, encodeV2(recs, enc2Opts{buckets: 60000, seed: 9}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	evict := func() {
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if err := f.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// the probe: can a cold file here be read into 2 MiB folios at all?
+	evict()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem, err := mapFile(int(f.Fd()), uint64(st.Size()), false)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = unix.Madvise(mem, unix.MADV_HUGEPAGE)
+	sum := byte(0)
+	for i := 0; i < len(mem); i += 4096 {
+		sum += mem[i]
+	}
+	probe := filePmdKB(t, "cold.shmkv")
+	unmapFile(mem)
+	if probe == 0 {
+		t.Skipf("%s: a cold file read under MADV_HUGEPAGE gets no 2 MiB mapping here (transparent huge pages off, or no large folios; sum %d)", path, sum)
+	}
+	var kb [2]int // without, with Populate
+	for i, flags := range []OpenFlags{NoVerify, NoVerify | Populate} {
+		evict()
+		img, err := OpenFile(path, flags)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := 0; j < len(recs); j += 997 {
+			if v, err := img.String(recs[j].key); err != nil || v != string(recs[j].value) {
+				t.Fatalf("%s: %q, %v", recs[j].key, v, err)
+			}
+		}
+		kb[i] = filePmdKB(t, "cold.shmkv")
+		img.Close()
+	}
+	if kb[0] < probe/2 || kb[1] < probe/2 {
+		t.Fatalf("kB of the image on 2 MiB entries: %d without Populate, %d with it; a bare mapping given the advice: %d", kb[0], kb[1], probe)
+	}
+	t.Logf("%d kB on 2 MiB entries without Populate, %d with it, %d for the probe", kb[0], kb[1], probe)
 }

@@ -49,6 +49,33 @@ func mapFile(fd int, length uint64, populate bool) ([]byte, error) {
 	return unsafe.Slice((*byte)(a), length), nil
 }
 
+// advise gives an image's mapping the C reader's advice
+// (shmkv_open_file): MADV_HUGEPAGE, before the first fault, so that a cold
+// image on a filesystem with large folios (ext4, xfs) is read into 2 MiB
+// folios, which the mapping then maps with 2 MiB entries. Advice: errors
+// ignored.
+func advise(mem []byte) {
+	_ = unix.Madvise(mem, unix.MADV_HUGEPAGE)
+}
+
+// populate prefaults mem, a mapping of fd, after advise: MADV_POPULATE_READ
+// (Linux 5.14) faults under the advice, where MAP_POPULATE at mmap would
+// read a cold image in small folios before it. On an older kernel the file
+// is mapped again with MAP_POPULATE and mem goes. Failures of the prefault
+// itself are ignored, as MAP_POPULATE's are. It returns the mapping to use.
+func populate(fd int, mem []byte) []byte {
+	if err := unix.Madvise(mem, unix.MADV_POPULATE_READ); err != unix.EINVAL {
+		return mem
+	}
+	m, err := mapFile(fd, uint64(len(mem)), true)
+	if err != nil {
+		return mem // keep the unpopulated mapping
+	}
+	unmapFile(mem)
+	advise(m)
+	return m
+}
+
 // unmapFile undoes mapFile.
 func unmapFile(mem []byte) {
 	if len(mem) < hugeAlign {

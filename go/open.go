@@ -21,7 +21,9 @@ const (
 	// SHMKV_OPEN_DEEP): an image that passes never makes a lookup fail with
 	// ErrCorrupt.
 	Deep
-	// Populate prefaults the whole mapping at open (MAP_POPULATE).
+	// Populate prefaults the whole mapping at open, after the huge page
+	// advice every open gives (MADV_HUGEPAGE, then MADV_POPULATE_READ; the
+	// C reader's SHMKV_OPEN_POPULATE).
 	Populate
 	// HugePages backs the image with huge pages at open where the kernel
 	// can (MADV_COLLAPSE, Linux 6.1+: files on tmpfs such as /dev/shm, and
@@ -64,12 +66,17 @@ func OpenFile(path string, flags OpenFlags) (*Image, error) {
 		}
 		return nil, fmt.Errorf("%s: %w", path, errf(ErrTruncated, "%d bytes, shorter than the 4096-byte header block", st.Size()))
 	}
-	mem, err := mapFile(int(f.Fd()), uint64(st.Size()), flags&Populate != 0)
+	fd := int(f.Fd())
+	mem, err := mapFile(fd, uint64(st.Size()), false) // populated after the advice
 	if err != nil {
 		return nil, fmt.Errorf("shmkv: mmap %s: %w", path, err)
 	}
+	advise(mem)
 	if flags&HugePages != 0 {
 		collapse(mem)
+	}
+	if flags&Populate != 0 {
+		mem = populate(fd, mem)
 	}
 	im, err := checkOpen(mem, flags)
 	if err != nil {
