@@ -1252,6 +1252,16 @@ std::string collapse_unsupported(const std::string &dir)
 	return why;
 }
 
+// An image of key_i -> val_i for i in [0, n) at img.
+static void build_kv(const std::string &img, int n)
+{
+	Builder b;
+	ASSERT_TRUE(b.ok());
+	for (int i = 0; i < n; i++)
+		ASSERT_EQ(b.str("key_" + std::to_string(i), "val_" + std::to_string(i)), 0);
+	ASSERT_EQ(b.finish(img), 0) << b.error();
+}
+
 // SHMKV_OPEN_HUGEPAGES: an image on tmpfs is mapped at a 2 MiB-aligned
 // address and collapsed into huge pages; lookups see the same data.
 TEST(Open, HugePages)
@@ -1261,13 +1271,7 @@ TEST(Open, HugePages)
 		GTEST_SKIP() << dir << " is not writable here";
 	std::string img = dir + "/shmkv-open-huge-" + std::to_string(getpid()) + ".shmkv";
 	const int n = 200000; // about 8 MiB: several huge pages
-	{
-		Builder b;
-		ASSERT_TRUE(b.ok());
-		for (int i = 0; i < n; i++)
-			ASSERT_EQ(b.str("key_" + std::to_string(i), "val_" + std::to_string(i)), 0);
-		ASSERT_EQ(b.finish(img), 0) << b.error();
-	}
+	ASSERT_NO_FATAL_FAILURE(build_kv(img, n));
 	shmkv *raw = nullptr;
 	EXPECT_EQ(shmkv_open_file(img.c_str(), SHMKV_OPEN_HUGEPAGES << 1, &raw), -EINVAL);
 	Db db = open_db(img, SHMKV_OPEN_POPULATE | SHMKV_OPEN_HUGEPAGES);
@@ -1308,13 +1312,7 @@ TEST(Open, PopulateAfterHugePageAdvice)
 	TempDir dir;
 	std::string img = dir.file("cold.shmkv");
 	const int n = 200000; // about 8 MiB: several huge pages
-	{
-		Builder b;
-		ASSERT_TRUE(b.ok());
-		for (int i = 0; i < n; i++)
-			ASSERT_EQ(b.str("key_" + std::to_string(i), "val_" + std::to_string(i)), 0);
-		ASSERT_EQ(b.finish(img), 0) << b.error();
-	}
+	ASSERT_NO_FATAL_FAILURE(build_kv(img, n));
 	long kb[2] = {-1, -1}; // without, with SHMKV_OPEN_POPULATE
 	for (int pop = 0; pop < 2; pop++) {
 		evict(img);
