@@ -62,7 +62,7 @@ public final class Shmkv extends Reader implements AutoCloseable {
 		if (!(Boolean) st.get("isRegularFile"))
 			throw new ShmkvException.Io(22, "EINVAL", file + ": not a regular file", null);
 		long size = (Long) st.get("size");
-		return new Shmkv(map(file, size, size, 0, file.toString(), check), null, file.toString(), check);
+		return new Shmkv(map(file, size, size, 0, file.toString(), check, true), null, file.toString(), check);
 	}
 
 	/**
@@ -140,10 +140,17 @@ public final class Shmkv extends Reader implements AutoCloseable {
 		if (fileLen < size)
 			throw new ShmkvException.Truncated(p + ": segment is " + fileLen + " bytes, its image " + size);
 		long mapLen = Long.compareUnsigned(s.segMapSize(0), size) >= 0 && s.segMapSize(0) <= fileLen ? s.segMapSize(0) : size;
-		return map(p, size, mapLen, s.generation(), source, check);
+		return map(p, size, mapLen, s.generation(), source, check, false);
 	}
 
-	private static Generation map(Path p, long size, long mapLen, long number, String source, Check check) {
+	/**
+	 * Maps p's first mapLen bytes, an image of size bytes. advise: an image
+	 * file (open), given {@link Advice#hugePages} before its first read as the
+	 * C reader's shmkv_open_file does; a loader's segment (attach) lies in
+	 * hugetlbfs or tmpfs, where the loader chose its pages.
+	 */
+	private static Generation map(Path p, long size, long mapLen, long number, String source, Check check,
+			boolean advise) {
 		Arena arena = Arena.ofShared();
 		try {
 			MemorySegment seg;
@@ -157,6 +164,8 @@ public final class Shmkv extends Reader implements AutoCloseable {
 			try (FileChannel ch = FileChannel.open(p, StandardOpenOption.READ)) {
 				seg = ch.map(FileChannel.MapMode.READ_ONLY, 0, mapLen, arena);
 			}
+			if (advise)
+				Advice.hugePages(seg);
 			Image im = new Image(seg.asSlice(0, size), size, check.ordinal());
 			return new Generation(im, arena, number, source);
 		} catch (NoSuchFileException e) {
