@@ -551,7 +551,14 @@ static PyObject *values_list(const batch *b, GenObject *gen, PyObject *dflt)
 {
 	PyObject *result = PyList_New((Py_ssize_t)b->n);
 	for (size_t i = 0; result && i < b->n; i++) {
-		PyObject *x = b->errs[i] ? Py_NewRef(dflt) : shmkvpy_value(gen, &b->vs[i], b->items[i]);
+		const shmkv_value *v = &b->vs[i];
+		PyObject *x;
+		if (b->errs[i])
+			x = Py_NewRef(dflt);
+		else if (v->type == SHMKV_TYPE_STRING) /* the common value, inline as in value_of() */
+			x = str_value(v->data, v->size, b->items[i]);
+		else
+			x = shmkvpy_value(gen, v, b->items[i]);
 		if (!x)
 			Py_CLEAR(result);
 		else
