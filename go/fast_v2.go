@@ -30,17 +30,20 @@ func keyEq(bk *[v2Bucket]byte, kp uint64, key []byte) bool {
 	return string(bk[kp:kp+n]) == string(key)
 }
 
-// get2Fast is the v2 get of key with hash h for an image without expiring
-// records (FORMAT.md §17.5's lookup; get2Slow for the others): the home
-// bucket, then the buckets its D and filter announce for the key's tag; the
-// general lookup where the fast path is not sure.
+// get2Fast is the v2 get of key with hash h (FORMAT.md §17.5's lookup):
+// the home bucket, then the buckets its D and filter announce for the key's
+// tag; the general lookup where the fast path is not sure. In an image with
+// the EXPIRY flag only an expiring candidate record goes there (it is not
+// inline-without-expiry): every other key is answered here without the
+// clock, as lib's shmkv__get2_fast does; *now is the caller's clock slot
+// (0 until read: once per call, GetBatch's included).
 // b and bk: the key's home bucket and im.bucket(b) (homeBucket; getBatch2
 // keeps them from the key's request). A single get requests the home's
 // second line and both lines of the next bucket before it calls this
 // (prefetchNext: §17.5's reader policy, lib's SHMKV_V2_PREFETCH_NEXT 2; a
 // batch requests its buckets itself): a call in here would have this
 // function save its arguments on every get.
-func (im *image) get2Fast(key []byte, h, b uint64, bk *[v2Bucket]byte) (Value, error) {
+func (im *image) get2Fast(key []byte, h, b uint64, bk *[v2Bucket]byte, now *int64) (Value, error) {
 	tag := tagOf(h)
 	want := dirTag(tag) * lanes16
 	klen := uint64(len(key))
@@ -106,6 +109,5 @@ func (im *image) get2Fast(key []byte, h, b uint64, bk *[v2Bucket]byte) (Value, e
 		bk = im.bucket(b)
 	}
 slow:
-	now := int64(0)
-	return im.get2Slow(key, h, &now)
+	return im.get2Slow(key, h, now)
 }

@@ -15,13 +15,9 @@ import (
 // INDEX changed, checksums recomputed); and it serves the intact image's
 // inline records itself.
 func TestFastV2Agrees(t *testing.T) {
-	var recs []rec2
+	withClock(t, 1_500_000_000) // exp/one has expired, the other expiring records not yet
 	keys := []string{"", "nope", "key_", "key_1000000", "0123456789abcdef", "0123456789abcdeX"}
-	for _, r := range v2Records() {
-		if r.expires == 0 { // an image with expiring records takes the general path
-			recs = append(recs, r)
-		}
-	}
+	recs := v2Records()       // expiring records too: the image has the EXPIRY flag
 	for i := 0; i < 40; i++ { // keys of 8 to 16 bytes, compared as two words
 		recs = append(recs, rec2{key: fmt.Sprintf("0123456789a%d", i), typ: TypeString, value: []byte{byte(i)}})
 	}
@@ -45,9 +41,6 @@ func TestFastV2Agrees(t *testing.T) {
 		}
 		defer v.Release()
 		im := v.im
-		if im.expiry {
-			return
-		}
 		for _, k := range keys {
 			key := []byte(k)
 			h := im.hash(key)
@@ -77,12 +70,16 @@ func TestFastV2Agrees(t *testing.T) {
 		}
 	}
 	check(intact, true)
-	if v := openV2(t, intact, NoVerify); v.im.maxProbe == 0 {
-		t.Fatal("no displaced key in the intact image")
+	if v := openV2(t, intact, NoVerify); v.im.maxProbe == 0 || !v.im.expiry {
+		t.Fatalf("the intact image: max_probe %d (no displaced key), EXPIRY flag %v", v.im.maxProbe, v.im.expiry)
 	}
+	// an image with the EXPIRY flag: only an expiring candidate record
+	// (and OUT records, damage) takes the general lookup
 	if fast < len(keys)/2 || slow == 0 {
 		t.Fatalf("intact image: %d keys on the fast path, %d on the general one", fast, slow)
 	}
+	withClock(t, 2_100_000_000) // every expiring record expired
+	check(intact, true)
 	// max_probe forged below the largest displacement: every lookup, fast
 	// or general, stops there (FORMAT.md §17.5 caps D at max_probe), so a
 	// key displaced further is absent on both paths alike

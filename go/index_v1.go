@@ -162,13 +162,10 @@ func (im *image) get(key []byte) (Value, error) {
 			return Value{}, errKeyLen
 		}
 		h := im.hash(key)
-		if !im.expiry {
-			b, bk := im.homeBucket(h)
-			prefetchNext(bk)
-			return im.get2Fast(key, h, b, bk)
-		}
+		b, bk := im.homeBucket(h)
+		prefetchNext(bk)
 		now := int64(0)
-		return im.get2Slow(key, h, &now)
+		return im.get2Fast(key, h, b, bk, &now)
 	}
 	off, err := im.find(key)
 	if err != nil {

@@ -464,10 +464,8 @@ func (im *image) getBatch2(keys []string, vals []Value, errs []error) {
 				vals[i], errs[i] = Value{}, errKeyLen
 			case absent[r]:
 				vals[i], errs[i] = Value{}, ErrNotFound
-			case im.expiry:
-				vals[i], errs[i] = im.get2Slow(strBytes(k), hs[r], &now)
 			default:
-				vals[i], errs[i] = im.get2Fast(strBytes(k), hs[r], homes[r], bks[r])
+				vals[i], errs[i] = im.get2Fast(strBytes(k), hs[r], homes[r], bks[r], &now)
 			}
 		}
 	}

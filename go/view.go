@@ -211,7 +211,7 @@ func (v *View) GetBytes(key []byte) (Value, error) {
 		return Value{}, ErrClosed
 	}
 	im := v.im
-	if im.version != 2 || im.expiry || len(key) > maxKeyLen {
+	if im.version != 2 || len(key) > maxKeyLen {
 		return im.get(key)
 	}
 	var h uint64 // im.hash, its short-key case inline
@@ -221,8 +221,9 @@ func (v *View) GetBytes(key []byte) (Value, error) {
 		h = im.hash(key)
 	}
 	b, bk := im.homeBucket(h)
-	prefetchNext(bk)                  // §17.5's reader policy: the home's second line, bucket b+1
-	return im.get2Fast(key, h, b, bk) // the v2 single get, FORMAT.md §17.5
+	prefetchNext(bk)                        // §17.5's reader policy: the home's second line, bucket b+1
+	now := int64(0)                         // the clock, read only for an expiring record (get2Slow)
+	return im.get2Fast(key, h, b, bk, &now) // the v2 single get, FORMAT.md §17.5
 }
 
 // Expires is when key's entry expires, in Unix seconds (FORMAT.md §17.6),
