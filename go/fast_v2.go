@@ -7,12 +7,13 @@ import "math/bits"
 // array (a 7-bit record offset, a checked end) and the checks left are
 // those on lengths read from the image; no call on the way to a hit or a
 // miss of a short key. It answers only what it is sure of: a well-formed
-// inline record of the key whose value has its type's shape (a hit), or no
+// inline record of the key whose value has its type's shape, or an OUT
+// record whose entry holds the key and a well-formed value (a hit), or no
 // candidate record of the key anywhere the lookup must look (a miss).
-// Anything else — an OUT or expiring record among the candidates, a
-// malformed one, a value of the wrong shape, a count over 16 — goes to the
-// general lookup (locate2, recValue), which gives every error, so the
-// answers are the general lookup's (TestFastV2Agrees).
+// Anything else — an expiring record among the candidates, a malformed
+// one, an entry outside ENTRIES, a value of the wrong shape, a count over
+// 16 — goes to the general lookup (locate2, recValue), which gives every
+// error, so the answers are the general lookup's (TestFastV2Agrees).
 
 // laneMask[k] keeps the first k lanes of a directory word's matches.
 var laneMask = [5]uint64{0, 0xffff, 0xffff_ffff, 0xffff_ffff_ffff, ^uint64(0)}
@@ -64,7 +65,19 @@ func (im *image) get2Fast(key []byte, h, b uint64, bk *[v2Bucket]byte, now *int6
 				kind := bk[pos]
 				t := Type(kind) // kind <= 9: inline, no expiry, bits 4 and 5 clear
 				if kind > byte(TypeStrList) || t < TypeBytes || pos < de || pos > v2Bucket-recInlineHead {
-					goto slow
+					if kind != recOut || pos < de || pos > v2Bucket-recOutHead {
+						goto slow // expiring, malformed or out of place
+					}
+					e := recEntry(bk, pos) // OUT, no expiry: the key and value in its entry
+					switch im.outKey(e, key) {
+					case outOther:
+						continue
+					case outMatch:
+						if v, _, err := im.decodeValue(e); err == nil {
+							return v, nil
+						}
+					}
+					goto slow // damage: the general lookup says which
 				}
 				kl, vlen := uint64(bk[pos+1]), uint64(bk[pos+2])
 				kp := pos + recInlineHead

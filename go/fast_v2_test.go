@@ -13,7 +13,7 @@ import (
 // image with inline and OUT records, every type, short and long keys and
 // displaced keys, for keys it lacks, and on damaged copies of it (bytes of
 // INDEX changed, checksums recomputed); and it serves the intact image's
-// inline records itself.
+// inline and OUT records itself, in an image with the EXPIRY flag too.
 func TestFastV2Agrees(t *testing.T) {
 	withClock(t, 1_500_000_000) // exp/one has expired, the other expiring records not yet
 	keys := []string{"", "nope", "key_", "key_1000000", "0123456789abcdef", "0123456789abcdeX"}
@@ -77,6 +77,26 @@ func TestFastV2Agrees(t *testing.T) {
 	// (and OUT records, damage) takes the general lookup
 	if fast < len(keys)/2 || slow == 0 {
 		t.Fatalf("intact image: %d keys on the fast path, %d on the general one", fast, slow)
+	}
+	// OUT records without expiry (their own entry or a shared value in
+	// VALUES) are hits of the hot path too
+	outs := 0
+	for _, r := range recs {
+		if (!r.out && !r.shared) || r.expires != 0 {
+			continue
+		}
+		w := openV2(t, intact, NoVerify)
+		calls := 0
+		onGet2Slow = func() { calls++ }
+		val, err := w.Get(r.key)
+		onGet2Slow = nil
+		if err != nil || calls != 0 || val.typ != r.typ || string(val.Raw()) != string(r.value) {
+			t.Fatalf("OUT record %q: %v %q (%v), %d general lookups", r.key, val.typ, val.Raw(), err, calls)
+		}
+		outs++
+	}
+	if outs < 3 {
+		t.Fatalf("%d OUT records without expiry checked", outs)
 	}
 	withClock(t, 2_100_000_000) // every expiring record expired
 	check(intact, true)

@@ -217,20 +217,42 @@ func (im *image) recMatch(bk *[v2Bucket]byte, b, n, i uint64, key []byte) (uint6
 		return 0, nil
 	}
 	e := recEntry(bk, pos)
-	if e < im.entOff || e+8 > im.entEnd {
-		return 0, errf(ErrCorrupt, "index bucket %d record %d: entry offset %d is outside ENTRIES [%d, %d)", b, i, e, im.entOff, im.entEnd)
-	}
-	klen := uint64(le.Uint16(im.b[e+2:]))
-	if klen != uint64(len(key)) {
-		return 0, nil
-	}
-	if klen > im.entEnd-e-8 {
-		return 0, errf(ErrCorrupt, "index bucket %d record %d: the %d-byte key of the entry at %d runs past ENTRIES' end %d", b, i, klen, e, im.entEnd)
-	}
-	if string(im.b[e+8:e+8+klen]) == string(key) {
+	switch im.outKey(e, key) {
+	case outMatch:
 		return pos, nil
+	case outOutside:
+		return 0, errf(ErrCorrupt, "index bucket %d record %d: entry offset %d is outside ENTRIES [%d, %d)", b, i, e, im.entOff, im.entEnd)
+	case outKeyPast:
+		return 0, errf(ErrCorrupt, "index bucket %d record %d: the %d-byte key of the entry at %d runs past ENTRIES' end %d", b, i, le.Uint16(im.b[e+2:]), e, im.entEnd)
 	}
 	return 0, nil
+}
+
+// What outKey finds at an OUT record's entry.
+const (
+	outOther   = iota // another key's entry
+	outMatch          // the key's
+	outOutside        // the entry's 8-byte head is not inside ENTRIES
+	outKeyPast        // its key (of the key's length) runs past ENTRIES' end
+)
+
+// outKey: whether the entry at image offset e, which an OUT record names,
+// holds key, with the bounds a lookup checks (the one owner of the OUT key
+// rule: recMatch, and get2Fast's OUT hits).
+func (im *image) outKey(e uint64, key []byte) int {
+	if e < im.entOff || e+8 > im.entEnd {
+		return outOutside
+	}
+	klen := uint64(le.Uint16(im.b[e+2:]))
+	switch {
+	case klen != uint64(len(key)):
+		return outOther
+	case klen > im.entEnd-e-8:
+		return outKeyPast
+	case string(im.b[e+8:e+8+klen]) == string(key):
+		return outMatch
+	}
+	return outOther
 }
 
 // locate2 is the v2 lookup: the home bucket, then, when its D and filter
