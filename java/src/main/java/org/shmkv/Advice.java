@@ -62,6 +62,8 @@ final class Advice {
 			return;
 		try {
 			int unused = (int) MADVISE.invokeExact(map, map.byteSize(), MADV_HUGEPAGE);
+		} catch (Error e) { // the JVM's own trouble is not the advice's to hide
+			throw e;
 		} catch (Throwable t) { // nothing a caller could do: the mapping works as it is
 		}
 	}
