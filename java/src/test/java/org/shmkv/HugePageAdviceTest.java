@@ -14,6 +14,7 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -41,6 +42,15 @@ class HugePageAdviceTest {
 			enc.add("key_" + i, Image.STRING, V2Encoder.str("val_" + i));
 		image = dir.resolve("cold.shmkv");
 		Files.write(image, enc.build(60_000));
+	}
+
+	@AfterAll
+	static void cleanUp() throws Exception {
+		try (var files = Files.list(dir)) {
+			for (Path f : files.toList())
+				Files.delete(f);
+		}
+		Files.delete(dir);
 	}
 
 	/** libc through the FFM linker: only this test's JVM has native access (a nested class: main() never loads it). */
