@@ -773,6 +773,116 @@ TEST(V2Reader, HotPathAgreesWithCheckedUnderDamage)
 	EXPECT_GT(hits, 0);
 }
 
+// OUT records on the hot path (lib/shmkv/v2.h: the record, the slot/entry
+// step, the v1 hit rules for the entry's value) against the checked path,
+// the image damaged in its buckets and in ENTRIES (entry headers: type,
+// flags, key and value lengths; keys; values): an OUT record of every type,
+// keys of 1..40 bytes, some expiring (the clock pinned either side), an
+// entry last in ENTRIES. The untyped get, the batch, and each typed getter
+// (a wanted type) give the checked path's code and value.
+TEST(V2Reader, OutRecordsHotPathAgreesUnderEntryDamage)
+{
+	std::vector<Rec> recs;
+	const unsigned types[] = {SHMKV_TYPE_STRING,  SHMKV_TYPE_BYTES,   SHMKV_TYPE_I64,
+				  SHMKV_TYPE_F64,     SHMKV_TYPE_BOOL,    SHMKV_TYPE_F32LIST,
+				  SHMKV_TYPE_F64LIST, SHMKV_TYPE_I64LIST, SHMKV_TYPE_STRLIST};
+	for (int i = 0; i < 45; i++) {
+		const unsigned t = types[i % 9];
+		std::string v;
+		switch (t) {
+		case SHMKV_TYPE_STRING: v = std::string(60 + i, 's'); break;
+		case SHMKV_TYPE_BYTES: v = std::string(70 + i, '\x01'); break;
+		case SHMKV_TYPE_I64: v = v2img::i64(i * 1000003); break;
+		case SHMKV_TYPE_F64: v = v2img::f64(i + 0.25); break;
+		case SHMKV_TYPE_BOOL: v = std::string(1, '\1'); break;
+		case SHMKV_TYPE_STRLIST: v = v2img::strlist({"a" + std::to_string(i), "bc"}); break;
+		default: { // a numeric list of 4..19 elements of 4 or 8 bytes
+			size_t es = t == SHMKV_TYPE_F32LIST ? 4 : 8;
+			v = std::string((4 + i % 16) * es, '\0');
+			for (size_t j = 0; j < v.size(); j++)
+				v[j] = (char)(j * 7 + i);
+		}
+		}
+		recs.push_back({std::string(1 + i * 39 / 44, 'a' + i % 26) + std::to_string(i), t, v,
+				i % 5 == 2 ? 1900000000u + (uint32_t)i : 0u, true});
+	}
+	v2img::Options o;
+	o.bucket_count = 6;
+	auto im = v2img::compose(recs, o);
+	{
+		Mem clean(im.bytes);
+		ASSERT_EQ(clean.err, 0) << clean.why;
+		ASSERT_EQ(clean.verify(), "");
+	}
+	std::mt19937_64 rng(2212);
+	int corrupt_seen = 0, hits = 0, typed_hits = 0;
+	for (int round = 0; round < 1500; round++) {
+		std::string b = im.bytes;
+		int flips = round % 5 == 0 ? 0 : 1 + (int)(rng() % 3); // every 5th round undamaged
+		for (int f = 0; f < flips; f++) {
+			// a third in the buckets, the rest in ENTRIES
+			uint64_t at = rng() % 3 == 0 ? im.index_off + rng() % (o.bucket_count * 128)
+						     : im.entries_off + rng() % im.entries_size;
+			b[at] ^= (char)(1u << (rng() % 8));
+		}
+		v2img::fix_checksums(b);
+		Mem m(b);
+		ASSERT_EQ(m.err, 0) << m.why;
+		shmkv_set_clock(&m.db, round % 2 ? 1900000000 + 20 : 1);
+		SCOPED_TRACE("round " + std::to_string(round));
+		int lost = 0;
+		expect_paths_agree(m, recs, flips == 0, &hits, &lost);
+		if (HasFatalFailure())
+			return;
+		for (const Rec &r : recs) {
+			SCOPED_TRACE("key " + r.key);
+			shmkv_value v;
+			char why[256];
+			const int e = shmkv_get_diag(&m.db, r.key.data(), r.key.size(), &v, why, sizeof why);
+			corrupt_seen += e == SHMKV_ECORRUPT;
+			// each typed getter: the checked code, ETYPE for another type
+			int64_t i64 = 0;
+			double f64 = 0;
+			bool bl = false;
+			const void *p = nullptr;
+			size_t n = 0;
+			const float *fl = nullptr;
+			const double *dl = nullptr;
+			const int64_t *il = nullptr;
+			const struct {
+				unsigned type;
+				int got;
+				const void *data;
+			} typed[] = {
+				{SHMKV_TYPE_I64, shmkv_get_i64(&m.db, r.key.data(), r.key.size(), &i64), nullptr},
+				{SHMKV_TYPE_F64, shmkv_get_f64(&m.db, r.key.data(), r.key.size(), &f64), nullptr},
+				{SHMKV_TYPE_BOOL, shmkv_get_bool(&m.db, r.key.data(), r.key.size(), &bl), nullptr},
+				{SHMKV_TYPE_BYTES, shmkv_get_bytes(&m.db, r.key.data(), r.key.size(), &p, &n), p},
+				{SHMKV_TYPE_F32LIST,
+				 shmkv_get_f32list(&m.db, r.key.data(), r.key.size(), &fl, &n), fl},
+				{SHMKV_TYPE_F64LIST,
+				 shmkv_get_f64list(&m.db, r.key.data(), r.key.size(), &dl, &n), dl},
+				{SHMKV_TYPE_I64LIST,
+				 shmkv_get_i64list(&m.db, r.key.data(), r.key.size(), &il, &n), il},
+			};
+			for (const auto &t : typed) {
+				SCOPED_TRACE("type " + std::to_string(t.type));
+				ASSERT_EQ(t.got, e ? e : v.type == t.type ? 0 : SHMKV_ETYPE) << why;
+				if (!t.got && t.data) {
+					ASSERT_EQ(t.data, v.data);
+				}
+				typed_hits += t.got == 0;
+			}
+			if (!e && v.type == SHMKV_TYPE_I64) {
+				ASSERT_EQ(memcmp(&i64, v.data, 8), 0);
+			}
+		}
+	}
+	EXPECT_GT(corrupt_seen, 0);
+	EXPECT_GT(hits, 0);
+	EXPECT_GT(typed_hits, 0);
+}
+
 // A get counts bucket b+1's records only where the lookup of FORMAT.md
 // §17.5 scans b+1 (the single get requests b+1's lines with b's, and a
 // reader that looks at b and b+1 in one pass, as one tried, must still

@@ -483,8 +483,8 @@ static SHMKV__COLD int shmkv__get2_cold(const shmkv *db, const void *key, size_t
  * clock (0: not read yet; NULL: this call's own). A miss, expiry, the value
  * of the wanted type (an OUT record's by the v1 hit rules); anything else
  * goes to shmkv__get2_cold. Out of line: the hot path
- * (shmkv__get2_fast) comes here for an OUT record and for an expiring
- * record of an image with expiry. */
+ * (shmkv__get2_fast) comes here for an expiring record of an image with
+ * expiry. */
 static __attribute__((noinline)) int shmkv__get2_h(const shmkv *db, const void *key,
 						   size_t key_len, unsigned want, shmkv_value *v,
 						   int64_t *now)
@@ -538,17 +538,49 @@ static inline int shmkv__key_eq2(const uint8_t *a, const uint8_t *b, size_t n)
 
 #define SHMKV__GENERIC 2 /* shmkv__bucket2_fast: the generic lookup decides */
 #define SHMKV__CHECKED 3 /* shmkv__bucket2_fast: the checked path decides */
+#define SHMKV__OUTHIT 4  /* shmkv__bucket2_fast: an OUT record's entry holds the key */
+
+/* The hot scan's step for an OUT record of kind at pos whose tag matched:
+ * shmkv__rec_decode's rules for the record, then the hot paths' slot/entry
+ * step (shmkv__slot_try, one compare for header and key, as v1's hot get).
+ * SHMKV__OUTHIT (*e: key's entry), SHMKV__NEXT (another key's), SHMKV__GENERIC
+ * (an expiring record in an image with expiry: the clock) or SHMKV__CHECKED
+ * (damage, or a key that would not fit where the record points: the checked
+ * path decides, as for v1). */
+static inline __attribute__((always_inline)) int
+shmkv__out_fast(const shmkv *db, const uint8_t *bk, unsigned pos, unsigned kind, const void *key,
+		size_t key_len, const uint8_t **e)
+{
+	const unsigned x = kind & SHMKV_REC_EXPIRES ? SHMKV_REC_EXPIRES_SIZE : 0;
+	if (SHMKV__UNLIKELY((kind & ~(SHMKV_REC_OUT | SHMKV_REC_EXPIRES)) ||
+			    pos + SHMKV_REC_OUT_HEAD + x > SHMKV_V2_BUCKET_BYTES ||
+			    !shmkv__key_fits(db, key_len)))
+		return SHMKV__CHECKED;
+	if (SHMKV__UNLIKELY(x && db->expiry))
+		return SHMKV__GENERIC;
+	uint64_t u = 0;
+	memcpy(&u, bk + pos + 1, 5); /* little-endian hosts only (format.h) */
+	const uint8_t *c = shmkv__slot_try(db, u, shmkv__key_lim(db, key_len), key, key_len);
+	if (SHMKV__UNLIKELY(c == SHMKV__DEFER))
+		return SHMKV__CHECKED;
+	if (!c)
+		return SHMKV__NEXT;
+	*e = c;
+	return SHMKV__OUTHIT;
+}
 
 /* The hot scan of bucket bk for key (tag) as a value of type want: its
  * directory matches, each an inline record checked in place by the record
  * rules (shmkv__rec_at_ok, shmkv__rec_inline_kind_ok, shmkv__rec_inline_span,
- * shmkv__rec_inline_value: no record struct, no second decode). Returns 0
- * (*v set), SHMKV__NEXT (not here), SHMKV__GENERIC (an OUT record, or an
- * expiring record in an image with expiry: shmkv__get2_h decides) or
- * SHMKV__CHECKED (damage, a value of another type: shmkv__get2_cold). */
+ * shmkv__rec_inline_value: no record struct, no second decode), an OUT
+ * record by shmkv__out_fast. Returns 0 (*v set), SHMKV__OUTHIT (*e: the
+ * key's entry, whose value shmkv__hit reads), SHMKV__NEXT (not here),
+ * SHMKV__GENERIC (an expiring record in an image with expiry: shmkv__get2_h
+ * decides) or SHMKV__CHECKED (damage, a value of another type:
+ * shmkv__get2_cold). */
 static SHMKV__HOT int shmkv__bucket2_fast(const shmkv *db, const uint8_t *bk, uint64_t tag,
 					  const void *key, size_t key_len, unsigned want,
-					  shmkv_value *v)
+					  shmkv_value *v, const uint8_t **e)
 {
 	const unsigned n = bk[0];
 	if (SHMKV__UNLIKELY(n > SHMKV_V2_MAX_RECORDS))
@@ -562,8 +594,12 @@ static SHMKV__HOT int shmkv__bucket2_fast(const shmkv *db, const uint8_t *bk, ui
 		/* kind 1..SHMKV_TYPE_MAX: an inline record of a type, no flag (what
 		 * shmkv__rec_inline_kind_ok accepts without EXPIRES): one compare */
 		if (SHMKV__UNLIKELY(kind - 1u >= SHMKV_TYPE_MAX)) {
-			if (kind & SHMKV_REC_OUT)
-				return SHMKV__GENERIC;
+			if (kind & SHMKV_REC_OUT) {
+				const int rc = shmkv__out_fast(db, bk, pos, kind, key, key_len, e);
+				if (rc == SHMKV__NEXT)
+					continue;
+				return rc;
+			}
 			if (!shmkv__rec_inline_kind_ok(kind))
 				return SHMKV__CHECKED;
 			expiring = (kind & SHMKV_REC_EXPIRES) && db->expiry;
@@ -590,17 +626,18 @@ static SHMKV__HOT int shmkv__bucket2_fast(const shmkv *db, const uint8_t *bk, ui
  * lookup of FORMAT.md §17.5 (home bucket; if its D and filter announce
  * displaced keys with this tag, up to min(D, max_probe) later buckets) by
  * shmkv__bucket2_fast. Its outcomes are the generic lookup's
- * (shmkv__get2_h): where it meets an OUT record or an expiring one (in an
- * image with expiry) it leaves to shmkv__get2_h, damage and a value of
- * another type to shmkv__get2_checked, both tail calls. now: what
- * shmkv__get2_h gets as the clock (the batch's, or NULL: its own). */
+ * (shmkv__get2_h): an OUT record's entry is read by shmkv__hit, as there;
+ * an expiring record (in an image with expiry) goes to shmkv__get2_h,
+ * damage and a value of another type to shmkv__get2_checked, both tail
+ * calls. now: what shmkv__get2_h gets as the clock (the batch's, or NULL:
+ * its own). */
 static SHMKV__HOT int shmkv__get2_fast(const shmkv *db, const void *key, size_t key_len,
 				       uint64_t h, uint64_t b, unsigned want, shmkv_value *v,
 				       int64_t *now)
 {
-	const uint8_t *bk = shmkv__bucket2(db, b);
+	const uint8_t *bk = shmkv__bucket2(db, b), *e = NULL;
 	const uint64_t tag = shmkv__tag(h);
-	int rc = shmkv__bucket2_fast(db, bk, tag, key, key_len, want, v);
+	int rc = shmkv__bucket2_fast(db, bk, tag, key, key_len, want, v, &e);
 	if (rc == SHMKV__NEXT) {
 		uint64_t d = shmkv__displaced2(bk, tag, db->max_probe);
 		if (SHMKV__LIKELY(!d))
@@ -610,7 +647,8 @@ static SHMKV__HOT int shmkv__get2_fast(const shmkv *db, const void *key, size_t 
 		for (; d; d--) { /* shmkv__locate2_on's walk */
 			if (++b == db->bucket_count)
 				b = 0;
-			rc = shmkv__bucket2_fast(db, shmkv__bucket2(db, b), tag, key, key_len, want, v);
+			rc = shmkv__bucket2_fast(db, shmkv__bucket2(db, b), tag, key, key_len, want, v,
+						 &e);
 			if (rc != SHMKV__NEXT)
 				break;
 		}
@@ -619,6 +657,8 @@ static SHMKV__HOT int shmkv__get2_fast(const shmkv *db, const void *key, size_t 
 	}
 	if (SHMKV__LIKELY(!rc))
 		return 0;
+	if (rc == SHMKV__OUTHIT) /* the value by the v1 hit rules, as shmkv__get2_h's */
+		return shmkv__hit(db, e, key_len, want, v);
 	if (rc == SHMKV__GENERIC)
 		return shmkv__get2_h(db, key, key_len, want, v, now);
 	return shmkv__get2_checked(db, key, key_len, want, v);
