@@ -13,9 +13,10 @@
  * verify) and the hot scan shmkv__bucket2_fast (the single get and the
  * batch) both apply; shmkv__bucket2_scan the generic scan of one bucket,
  * shmkv__locate2 the generic lookup; shmkv__rec_value the value of a
- * record. The hot path leaves to the generic lookup (OUT records, expiring
- * records) and to the checked one (damage) with the same outcome. An OUT
- * record's entry is a v1 entry, read by get.h's rules. */
+ * record. The hot path reads inline, OUT and expiring records itself (the
+ * clock out of its loop: shmkv__get2_timed) and leaves damage to the checked
+ * path, with the same outcome. An OUT record's entry is a v1 entry, read by
+ * get.h's rules. */
 #ifndef SHMKV_V2_H
 #define SHMKV_V2_H
 
@@ -397,6 +398,15 @@ static SHMKV__HOT int shmkv__rec_expired(const shmkv *db, const shmkv__rec *r, i
 	return shmkv__expires_passed(db, r->expires, now);
 }
 
+/* shmkv__expires_passed where now may be NULL (a single get: it meets at
+ * most one record of its key, so it reads the clock at most once without
+ * keeping it). */
+static inline int shmkv__expired_hot(const shmkv *db, uint32_t expires, int64_t *now)
+{
+	int64_t own = 0;
+	return shmkv__expires_passed(db, expires, now ? now : &own);
+}
+
 /* The value of an inline record of type t (kind accepted by
  * shmkv__rec_inline_kind_ok), len bytes at p inside its bucket
  * (shmkv__rec_inline_span), checked by shmkv__value_shape (deep: a strlist's
@@ -478,38 +488,6 @@ static SHMKV__COLD int shmkv__get2_cold(const shmkv *db, const void *key, size_t
 	return 0;
 }
 
-/* A v2 get of key (hash_bits 64) as a value of type want (0: any) by the
- * generic lookup (shmkv__locate2), without messages; *now is the call's
- * clock (0: not read yet; NULL: this call's own). A miss, expiry, the value
- * of the wanted type (an OUT record's by the v1 hit rules); anything else
- * goes to shmkv__get2_cold. Out of line: the hot path
- * (shmkv__get2_fast) comes here for an expiring record of an image with
- * expiry. */
-static __attribute__((noinline)) int shmkv__get2_h(const shmkv *db, const void *key,
-						   size_t key_len, unsigned want, shmkv_value *v,
-						   int64_t *now)
-{
-	const uint8_t *bk = NULL, *e = NULL;
-	shmkv__rec r;
-	int64_t own = 0;
-	if (!now)
-		now = &own;
-	memset(&r, 0, sizeof r); /* GCC 12 cannot see locate fills it on success */
-	int err = shmkv__locate2(db, key, key_len, shmkv__hash64(db->seed, key, key_len), &bk, &r,
-				 &e, NULL, 0);
-	if (SHMKV__UNLIKELY(err))
-		return err == SHMKV_ENOTFOUND ? err
-					      : shmkv__get2_cold(db, key, key_len, want, v, NULL, 0);
-	if (SHMKV__UNLIKELY(shmkv__rec_expired(db, &r, now)))
-		return SHMKV_ENOTFOUND;
-	if (e) /* OUT: the entry's value, by the v1 hit rules */
-		return shmkv__hit(db, e, key_len, want, v);
-	if (SHMKV__LIKELY(!want || (r.kind & SHMKV_REC_TYPE_MASK) == want) &&
-	    SHMKV__LIKELY(!shmkv__rec_value(db, bk, &r, NULL, 0, v, NULL, 0)))
-		return 0;
-	return shmkv__get2_cold(db, key, key_len, want, v, NULL, 0);
-}
-
 /* shmkv__get2_cold without messages, in five arguments (so that the hot
  * path's jump to it is a tail call). */
 static SHMKV__COLD int shmkv__get2_checked(const shmkv *db, const void *key, size_t key_len,
@@ -536,17 +514,17 @@ static inline int shmkv__key_eq2(const uint8_t *a, const uint8_t *b, size_t n)
 	return (d | (x ^ y)) == 0;
 }
 
-#define SHMKV__GENERIC 2 /* shmkv__bucket2_fast: the generic lookup decides */
-#define SHMKV__CHECKED 3 /* shmkv__bucket2_fast: the checked path decides */
-#define SHMKV__OUTHIT 4  /* shmkv__bucket2_fast: an OUT record's entry holds the key */
+#define SHMKV__CHECKED 2 /* shmkv__bucket2_fast: the checked path decides */
+#define SHMKV__OUTHIT 3  /* shmkv__bucket2_fast: an OUT record's entry holds the key */
+#define SHMKV__TIMED 256 /* shmkv__bucket2_fast, + the record's offset: it expires */
 
 /* The hot scan's step for an OUT record of kind at pos whose tag matched:
  * shmkv__rec_decode's rules for the record, then the hot paths' slot/entry
  * step (shmkv__slot_try, one compare for header and key, as v1's hot get).
- * SHMKV__OUTHIT (*e: key's entry), SHMKV__NEXT (another key's), SHMKV__GENERIC
- * (an expiring record in an image with expiry: the clock) or SHMKV__CHECKED
- * (damage, or a key that would not fit where the record points: the checked
- * path decides, as for v1). */
+ * SHMKV__OUTHIT (*e: key's entry), SHMKV__TIMED + pos (key's, expiring in
+ * an image with expiry: shmkv__get2_timed), SHMKV__NEXT
+ * (another key's) or SHMKV__CHECKED (damage, or a key that would not fit
+ * where the record points: the checked path decides, as for v1). */
 static inline __attribute__((always_inline)) int
 shmkv__out_fast(const shmkv *db, const uint8_t *bk, unsigned pos, unsigned kind, const void *key,
 		size_t key_len, const uint8_t **e)
@@ -556,8 +534,6 @@ shmkv__out_fast(const shmkv *db, const uint8_t *bk, unsigned pos, unsigned kind,
 			    pos + SHMKV_REC_OUT_HEAD + x > SHMKV_V2_BUCKET_BYTES ||
 			    !shmkv__key_fits(db, key_len)))
 		return SHMKV__CHECKED;
-	if (SHMKV__UNLIKELY(x && db->expiry))
-		return SHMKV__GENERIC;
 	uint64_t u = 0;
 	memcpy(&u, bk + pos + 1, 5); /* little-endian hosts only (format.h) */
 	const uint8_t *c = shmkv__slot_try(db, u, shmkv__key_lim(db, key_len), key, key_len);
@@ -565,6 +541,8 @@ shmkv__out_fast(const shmkv *db, const uint8_t *bk, unsigned pos, unsigned kind,
 		return SHMKV__CHECKED;
 	if (!c)
 		return SHMKV__NEXT;
+	if (SHMKV__UNLIKELY(x && db->expiry))
+		return (int)(SHMKV__TIMED + pos);
 	*e = c;
 	return SHMKV__OUTHIT;
 }
@@ -574,10 +552,11 @@ shmkv__out_fast(const shmkv *db, const uint8_t *bk, unsigned pos, unsigned kind,
  * rules (shmkv__rec_at_ok, shmkv__rec_inline_kind_ok, shmkv__rec_inline_span,
  * shmkv__rec_inline_value: no record struct, no second decode), an OUT
  * record by shmkv__out_fast. Returns 0 (*v set), SHMKV__OUTHIT (*e: the
- * key's entry, whose value shmkv__hit reads), SHMKV__NEXT (not here),
- * SHMKV__GENERIC (an expiring record in an image with expiry: shmkv__get2_h
- * decides) or SHMKV__CHECKED (damage, a value of another type:
- * shmkv__get2_cold). */
+ * key's entry, whose value shmkv__hit reads), SHMKV__TIMED + the offset of
+ * the key's record, which expires, in an image with expiry (a code, not a
+ * pointer, so that the loop writes nothing more: shmkv__get2_timed reads
+ * the clock, out of this loop), SHMKV__NEXT (not here) or SHMKV__CHECKED
+ * (damage, a value of another type: shmkv__get2_cold). */
 static SHMKV__HOT int shmkv__bucket2_fast(const shmkv *db, const uint8_t *bk, uint64_t tag,
 					  const void *key, size_t key_len, unsigned want,
 					  shmkv_value *v, const uint8_t **e)
@@ -610,8 +589,8 @@ static SHMKV__HOT int shmkv__bucket2_fast(const shmkv *db, const uint8_t *bk, ui
 			return SHMKV__CHECKED;
 		if (bk[pos + 1] != key_len || !shmkv__key_eq2(bk + kp, (const uint8_t *)key, key_len))
 			continue;
-		if (SHMKV__UNLIKELY(expiring))
-			return SHMKV__GENERIC; /* the clock: shmkv__rec_expired */
+		if (SHMKV__UNLIKELY(expiring)) /* the clock: out of the loop */
+			return (int)(SHMKV__TIMED + pos);
 		const unsigned t = kind & SHMKV_REC_TYPE_MASK;
 		if (SHMKV__LIKELY(!want || t == want) &&
 		    SHMKV__LIKELY(!shmkv__rec_inline_value(t, bk + vp, bk[pos + 2], 0, v, NULL, 0)))
@@ -621,16 +600,49 @@ static SHMKV__HOT int shmkv__bucket2_fast(const shmkv *db, const uint8_t *bk, ui
 	return SHMKV__NEXT;
 }
 
+/* The end of a hot get whose key's record, at rec in a bucket that the hot
+ * scan checked (shmkv__bucket2_fast: its bounds, and an OUT record's entry
+ * holding key), expires in an image with expiry: the clock (*now, the
+ * batch's, read once per batch; NULL: this get's own), then the value as
+ * the hot scan reads it. Out of the scan's loop, so that a call inside it
+ * does not cost every get registers, and an image without expiry nothing. */
+static __attribute__((noinline)) int shmkv__get2_timed(const shmkv *db, const uint8_t *rec,
+						       const void *key, size_t key_len,
+						       unsigned want, shmkv_value *v, int64_t *now)
+{
+	const size_t off = (size_t)(rec - shmkv__bucket2(db, 0));
+	const uint8_t *bk = rec - off % SHMKV_V2_BUCKET_BYTES;
+	const unsigned pos = (unsigned)(off % SHMKV_V2_BUCKET_BYTES), kind = bk[pos];
+	uint32_t t;
+	memcpy(&t, rec + (kind & SHMKV_REC_OUT ? SHMKV_REC_OUT_HEAD : SHMKV_REC_INLINE_HEAD), 4);
+	if (shmkv__expired_hot(db, t, now))
+		return SHMKV_ENOTFOUND;
+	if (kind & SHMKV_REC_OUT) {
+		uint64_t u = 0;
+		const uint8_t *c;
+		memcpy(&u, rec + 1, 5); /* little-endian hosts only (format.h) */
+		if (SHMKV__LIKELY(shmkv__slot_entry(db, u, shmkv__key_lim(db, key_len), &c)))
+			return shmkv__hit(db, c, key_len, want, v);
+	} else {
+		unsigned kp, vp;
+		const unsigned ty = kind & SHMKV_REC_TYPE_MASK;
+		(void)shmkv__rec_inline_span(bk, pos, kind, &kp, &vp);
+		if (SHMKV__LIKELY(!want || ty == want) &&
+		    SHMKV__LIKELY(!shmkv__rec_inline_value(ty, bk + vp, bk[pos + 2], 0, v, NULL, 0)))
+			return 0;
+	}
+	return shmkv__get2_checked(db, key, key_len, want, v);
+}
+
 /* The hot v2 get (the single get and the batch) of key with hash h
  * (hash_bits 64) as a value of type want (0: any), b its home bucket: the
  * lookup of FORMAT.md §17.5 (home bucket; if its D and filter announce
  * displaced keys with this tag, up to min(D, max_probe) later buckets) by
- * shmkv__bucket2_fast. Its outcomes are the generic lookup's
- * (shmkv__get2_h): an OUT record's entry is read by shmkv__hit, as there;
- * an expiring record (in an image with expiry) goes to shmkv__get2_h,
- * damage and a value of another type to shmkv__get2_checked, both tail
- * calls. now: what shmkv__get2_h gets as the clock (the batch's, or NULL:
- * its own). */
+ * shmkv__bucket2_fast. Its outcomes are the checked get's
+ * (shmkv__get2_cold): a miss, an inline value, an OUT record's entry read
+ * by shmkv__hit (v1's hit rules); a record that expires goes to
+ * shmkv__get2_timed (the clock: now, the batch's, or NULL: its own), damage
+ * and a value of another type to shmkv__get2_checked, both tail calls. */
 static SHMKV__HOT int shmkv__get2_fast(const shmkv *db, const void *key, size_t key_len,
 				       uint64_t h, uint64_t b, unsigned want, shmkv_value *v,
 				       int64_t *now)
@@ -657,10 +669,11 @@ static SHMKV__HOT int shmkv__get2_fast(const shmkv *db, const void *key, size_t 
 	}
 	if (SHMKV__LIKELY(!rc))
 		return 0;
-	if (rc == SHMKV__OUTHIT) /* the value by the v1 hit rules, as shmkv__get2_h's */
+	if (rc == SHMKV__OUTHIT) /* the entry's value by the v1 hit rules */
 		return shmkv__hit(db, e, key_len, want, v);
-	if (rc == SHMKV__GENERIC)
-		return shmkv__get2_h(db, key, key_len, want, v, now);
+	if (rc >= SHMKV__TIMED) /* b: the bucket the record is in */
+		return shmkv__get2_timed(db, shmkv__bucket2(db, b) + (rc - SHMKV__TIMED), key,
+					 key_len, want, v, now);
 	return shmkv__get2_checked(db, key, key_len, want, v);
 }
 
