@@ -717,6 +717,50 @@ TEST(V2Reader, RandomIndexDamageSweep)
 	EXPECT_GT(corrupt_seen, 0);
 }
 
+// Round round's copy of im for the damage tests: every fifth round intact,
+// else 1..3 bit flips, in the buckets (bucket_count of them), or with
+// entries_too a third there and the rest in ENTRIES; checksums fixed, so
+// that only the structure is wrong. *flips: how many.
+std::string damaged(const v2img::Image &im, uint64_t bucket_count, std::mt19937_64 &rng, int round,
+		    bool entries_too, int *flips)
+{
+	std::string b = im.bytes;
+	*flips = round % 5 == 0 ? 0 : 1 + (int)(rng() % 3);
+	for (int f = 0; f < *flips; f++) {
+		uint64_t at = !entries_too || rng() % 3 == 0
+				      ? im.index_off + rng() % (bucket_count * 128)
+				      : im.entries_off + rng() % im.entries_size;
+		b[at] ^= (char)(1u << (rng() % 8));
+	}
+	v2img::fix_checksums(b);
+	return b;
+}
+
+// 1,500 rounds of damaged() copies of im (rng seeded with seed), the clock
+// pinned at 1 and at after in turn, each by expect_paths_agree (an intact
+// round's values exact) and then by per(m): the loop of the damage tests.
+// Returns at the first fatal failure (the caller checks HasFatalFailure).
+template <class Per>
+void damage_rounds(const v2img::Image &im, uint64_t bucket_count, uint64_t seed, bool entries_too,
+		   int64_t after, const std::vector<Rec> &recs, int *hits, Per per)
+{
+	std::mt19937_64 rng(seed);
+	for (int round = 0; round < 1500; round++) {
+		int flips;
+		Mem m(damaged(im, bucket_count, rng, round, entries_too, &flips));
+		ASSERT_EQ(m.err, 0) << m.why;
+		shmkv_set_clock(&m.db, round % 2 ? after : 1);
+		SCOPED_TRACE("round " + std::to_string(round));
+		int lost = 0;
+		expect_paths_agree(m, recs, flips == 0, hits, &lost);
+		if (::testing::Test::HasFatalFailure())
+			return;
+		per(m);
+		if (::testing::Test::HasFatalFailure())
+			return;
+	}
+}
+
 // The hot path (lib/shmkv/v2.h: the single get, the typed getters, the
 // batch) against the checked one (shmkv_get_diag) on damaged buckets of an
 // image with inline keys of 1..40 bytes (the hot key compare's word loop),
@@ -742,24 +786,8 @@ TEST(V2Reader, HotPathAgreesWithCheckedUnderDamage)
 	for (uint64_t i = 0; i < o.bucket_count; i++)
 		announcing += im.bytes[im.index_off + 128 * i + 1] != 0;
 	ASSERT_GT(announcing, 0);
-	std::mt19937_64 rng(2211);
 	int corrupt_seen = 0, expired_seen = 0, hits = 0;
-	for (int round = 0; round < 1500; round++) {
-		std::string b = im.bytes;
-		int flips = round % 5 == 0 ? 0 : 1 + (int)(rng() % 3); // every 5th round undamaged
-		for (int f = 0; f < flips; f++) {
-			uint64_t at = im.index_off + rng() % (o.bucket_count * 128);
-			b[at] ^= (char)(1u << (rng() % 8));
-		}
-		v2img::fix_checksums(b);
-		Mem m(b);
-		ASSERT_EQ(m.err, 0) << m.why;
-		shmkv_set_clock(&m.db, round % 2 ? 1900000000 + 12 : 1);
-		SCOPED_TRACE("round " + std::to_string(round));
-		int lost = 0;
-		expect_paths_agree(m, recs, false, &hits, &lost);
-		if (HasFatalFailure())
-			return;
+	damage_rounds(im, o.bucket_count, 2211, false, 1900000000 + 12, recs, &hits, [&](Mem &m) {
 		for (const Rec &r : recs) {
 			shmkv_value v;
 			char why[256];
@@ -767,7 +795,9 @@ TEST(V2Reader, HotPathAgreesWithCheckedUnderDamage)
 			corrupt_seen += e == SHMKV_ECORRUPT;
 			expired_seen += e == SHMKV_ENOTFOUND && std::string(why).find("expired") != std::string::npos;
 		}
-	}
+	});
+	if (HasFatalFailure())
+		return;
 	EXPECT_GT(corrupt_seen, 0);
 	EXPECT_GT(expired_seen, 0);
 	EXPECT_GT(hits, 0);
@@ -814,26 +844,8 @@ TEST(V2Reader, OutRecordsHotPathAgreesUnderEntryDamage)
 		ASSERT_EQ(clean.err, 0) << clean.why;
 		ASSERT_EQ(clean.verify(), "");
 	}
-	std::mt19937_64 rng(2212);
 	int corrupt_seen = 0, hits = 0, typed_hits = 0;
-	for (int round = 0; round < 1500; round++) {
-		std::string b = im.bytes;
-		int flips = round % 5 == 0 ? 0 : 1 + (int)(rng() % 3); // every 5th round undamaged
-		for (int f = 0; f < flips; f++) {
-			// a third in the buckets, the rest in ENTRIES
-			uint64_t at = rng() % 3 == 0 ? im.index_off + rng() % (o.bucket_count * 128)
-						     : im.entries_off + rng() % im.entries_size;
-			b[at] ^= (char)(1u << (rng() % 8));
-		}
-		v2img::fix_checksums(b);
-		Mem m(b);
-		ASSERT_EQ(m.err, 0) << m.why;
-		shmkv_set_clock(&m.db, round % 2 ? 1900000000 + 20 : 1);
-		SCOPED_TRACE("round " + std::to_string(round));
-		int lost = 0;
-		expect_paths_agree(m, recs, flips == 0, &hits, &lost);
-		if (HasFatalFailure())
-			return;
+	damage_rounds(im, o.bucket_count, 2212, true, 1900000000 + 20, recs, &hits, [&](Mem &m) {
 		for (const Rec &r : recs) {
 			SCOPED_TRACE("key " + r.key);
 			shmkv_value v;
@@ -877,7 +889,9 @@ TEST(V2Reader, OutRecordsHotPathAgreesUnderEntryDamage)
 				ASSERT_EQ(memcmp(&i64, v.data, 8), 0);
 			}
 		}
-	}
+	});
+	if (HasFatalFailure())
+		return;
 	EXPECT_GT(corrupt_seen, 0);
 	EXPECT_GT(hits, 0);
 	EXPECT_GT(typed_hits, 0);
