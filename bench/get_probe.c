@@ -56,7 +56,11 @@ int main(int argc, char **argv)
 	char why[256] = "";
 	int err = shmkv_open_file_diag(argv[1], 0, &db, why, sizeof why);
 	if (err) {
-		fprintf(stderr, "get_probe: %s: %s: %s\n", argv[1], shmkv_strerror(err), why);
+		/* why names the file and the reason when the reader gave one */
+		if (why[0])
+			fprintf(stderr, "get_probe: %s\n", why);
+		else
+			fprintf(stderr, "get_probe: %s: %s\n", argv[1], shmkv_strerror(err));
 		return 1;
 	}
 	static char kb[PROBE_KEYS][64];
