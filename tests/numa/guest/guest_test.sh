@@ -107,7 +107,11 @@ for n in "${topologies[@]}"; do
 	boot "$log" "${args[@]}"
 	secs=$(($(date +%s) - start))
 	tr -d '\r' <"$log" >"$log.txt"
-	echo "== $n nodes: booted and checked in ${secs}s"
+	if grep -q GUEST-START "$log.txt"; then
+		echo "== $n nodes: booted and checked in ${secs}s"
+	else
+		echo "== $n nodes: /init never ran (${secs}s)"
+	fi
 	grep -E '^CHECK ' "$log.txt" || true
 	if ! grep -q "^GUEST-DONE nodes=$n fails=0$" "$log.txt" || grep -q '^CHECK .* FAIL' "$log.txt"; then
 		echo "== $n nodes FAILED; console:"
