@@ -1,4 +1,4 @@
-/* class_probe: single gets of a format 2 image by where their keys live
+/* class_probe: single gets of an image by where their keys live
  * (bench/README.md, "Gets by key class"). lookup_bench's latency phase
  * files the lone gets of one mixed stream as home or displaced after the
  * fact; this one times three streams apart, so that what the
@@ -7,17 +7,17 @@
  *
  *   class_probe IMAGE KEYS [LOOKUPS [ROUNDS]]
  *
- * Keys `key_N`, N < KEYS, each classified once (home: shmkv_find_entry's
- * record lies in the key's home bucket, FORMAT.md §17.5); then LOOKUPS
- * (2,000,000) uniform random keys of each stream, all, home only and
- * displaced only, made beforehand. Each round times every stream in a
+ * Keys `key_N`, N < KEYS, each classified once (key_class.h, the latency
+ * phase's rule: home when the key's entry lies in its home bucket); then
+ * LOOKUPS (2,000,000) uniform random keys of each stream, all, home only
+ * and displaced only, made beforehand. Each round times every stream in a
  * throughput loop (independent gets) and in a lone loop (each get waits
  * for the one before: the next key's index takes the previous value's
  * first byte ANDed with a zero the compiler cannot see), a quarter as many
  * gets; a get reads the value's length and first byte. Prints each round's
  * ns a get (the thread's CPU time) and the median of ROUNDS (5). Compile it
  * with -DSHMKV_V2_PREFETCH_NEXT=0|1|2 to compare the reader policies. */
-#include <shmkv.h>
+#include "key_class.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -37,7 +37,7 @@ static volatile unsigned long zero; /* 0, unknown to the compiler */
 static int usage(void)
 {
 	fprintf(stderr, "usage: class_probe IMAGE KEYS [LOOKUPS [ROUNDS]]\n"
-			"  a format 2 image holding key_N for every N < KEYS\n");
+			"  an image (format 1 or 2) holding key_N for every N < KEYS\n");
 	return 2;
 }
 
@@ -68,18 +68,6 @@ static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
 	return x < y ? -1 : x > y;
-}
-
-/* 1 when key's record lies in its home bucket, 0 when displaced, -1 absent */
-static int at_home(const shmkv *db, const char *key, size_t n)
-{
-	const shmkv_image_header *h = shmkv_header(db);
-	uint64_t off = 0;
-	if (shmkv_find_entry(db, key, n, &off))
-		return -1;
-	uint64_t b = shmkv_home_bucket(shmkv_key_hash(h->hash_seed, h->hash_bits, key, n),
-				       h->bucket_count);
-	return (off - h->sections[0].offset) / SHMKV_V2_BUCKET_BYTES == b;
 }
 
 static double throughput(const shmkv *db, const probe_key *s, unsigned long n, unsigned long *sum)
@@ -127,11 +115,6 @@ int main(int argc, char **argv)
 			fprintf(stderr, "class_probe: %s: %s\n", argv[1], shmkv_strerror(err));
 		return 1;
 	}
-	if (shmkv_header(db)->format_version != 2) {
-		fprintf(stderr, "class_probe: %s: format %u; key classes are format 2's\n", argv[1],
-			(unsigned)shmkv_header(db)->format_version);
-		return 2;
-	}
 	unsigned long *cls[2] = {malloc(nkeys * sizeof(unsigned long)),
 				 malloc(nkeys * sizeof(unsigned long))};
 	unsigned long ncls[2] = {0, 0};
@@ -146,7 +129,7 @@ int main(int argc, char **argv)
 	char k[KEY_MAX];
 	for (unsigned long i = 0; i < nkeys; i++) {
 		int n = snprintf(k, sizeof k, "key_%lu", i);
-		int h = at_home(db, k, (size_t)n);
+		int h = bench_key_at_home(db, k, (size_t)n);
 		if (h < 0) {
 			fprintf(stderr, "class_probe: %s holds no key %s (KEYS too large?)\n", argv[1], k);
 			return 1;

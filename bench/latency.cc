@@ -8,6 +8,7 @@
 // image's size times one dependent memory access: the floor a lone get is
 // measured against (issue 22 §5: a lone get ≤ 1.2× one access).
 #include "bench.h"
+#include "key_class.h"
 
 #include <algorithm>
 #include <cinttypes>
@@ -41,34 +42,13 @@ inline uint64_t ticks()
 const char *const kTimer = "clock_gettime(CLOCK_MONOTONIC)";
 #endif
 
-// Is key i in its home bucket? shmkv_find_entry gives the key's entry
-// (format 1) or its record in INDEX (format 2, FORMAT.md §17); format 1:
-// the entry's offset in one of the home bucket's 8 slots; format 2: the
-// record inside the home bucket's 128 bytes.
+// Is key in its home bucket? (key_class.h: the rule class_probe.c uses too)
 bool at_home(const shmkv *db, std::string_view key)
 {
-	const shmkv_image_header *h = shmkv_header(db);
-	if (h->format_version == 2) {
-		uint64_t off = 0;
-		if (shmkv_find_entry(db, key.data(), key.size(), &off) != 0)
-			fail("latency: key %.*s not found", (int)key.size(), key.data());
-		uint64_t b = shmkv_home_bucket(shmkv_key_hash(h->hash_seed, h->hash_bits,
-							      key.data(), key.size()),
-					       h->bucket_count);
-		return (off - h->sections[0].offset) / SHMKV_V2_BUCKET_BYTES == b;
-	}
-	const uint64_t *buckets =
-		(const uint64_t *)(const void *)((const char *)h + h->sections[0].offset);
-	uint64_t off = 0;
-	if (shmkv_find_entry(db, key.data(), key.size(), &off) != 0)
+	int home = bench_key_at_home(db, key.data(), key.size());
+	if (home < 0)
 		fail("latency: key %.*s not found", (int)key.size(), key.data());
-	uint64_t b = shmkv_home_bucket(shmkv_key_hash(h->hash_seed, h->hash_bits, key.data(),
-						      key.size()),
-				       h->bucket_count);
-	for (unsigned j = 0; j < SHMKV_BUCKET_SLOTS; j++)
-		if (shmkv_slot_entry_offset(buckets[b * SHMKV_BUCKET_SLOTS + j]) == off)
-			return true;
-	return false;
+	return home == 1;
 }
 
 // The baseline of a lone get: one dependent random memory access. The
