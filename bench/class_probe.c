@@ -18,6 +18,7 @@
  * ns a get (the thread's CPU time) and the median of ROUNDS (5). Compile it
  * with -DSHMKV_V2_PREFETCH_NEXT=0|1|2 to compare the reader policies. */
 #include "key_class.h"
+#include "probe_util.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -57,35 +58,22 @@ static uint64_t next_rand(void)
 	return rng;
 }
 
-static double cpu_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-	return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
 static double throughput(const shmkv *db, const probe_key *s, unsigned long n, unsigned long *sum)
 {
-	double a = cpu_ns();
+	double a = probe_cpu_ns();
 	for (unsigned long j = 0; j < n; j++) {
 		shmkv_value v;
 		if (!shmkv_get(db, s[j].k, s[j].n, &v))
 			*sum += v.size + ((const unsigned char *)v.data)[0];
 	}
-	return (cpu_ns() - a) / (double)n;
+	return (probe_cpu_ns() - a) / (double)n;
 }
 
 static double lone(const shmkv *db, const probe_key *s, unsigned long n, unsigned long *sum)
 {
 	const unsigned long z = zero;
 	unsigned long d = 0;
-	double a = cpu_ns();
+	double a = probe_cpu_ns();
 	for (unsigned long j = 0; j < n; j++) {
 		shmkv_value v;
 		const probe_key *q = &s[j + (d & z)];
@@ -93,7 +81,7 @@ static double lone(const shmkv *db, const probe_key *s, unsigned long n, unsigne
 			d = ((const unsigned char *)v.data)[0];
 		*sum += d;
 	}
-	return (cpu_ns() - a) / (double)n;
+	return (probe_cpu_ns() - a) / (double)n;
 }
 
 int main(int argc, char **argv)
@@ -167,8 +155,7 @@ int main(int argc, char **argv)
 			printf("%-10s %-9s", mode ? "lone" : "throughput", names[w]);
 			for (unsigned long r = 0; r < rounds; r++)
 				printf(" %7.1f", t[mode][w][r]);
-			qsort(t[mode][w], rounds, sizeof(double), cmp_double);
-			printf("  median %.1f ns a get\n", t[mode][w][rounds / 2]);
+			printf("  median %.1f ns a get\n", probe_median(t[mode][w], (int)rounds));
 		}
 	printf("(checksum %lu)\n", sum);
 	for (int i = 0; i < 3; i++)

@@ -17,6 +17,8 @@
  * transparent_hugepage/enabled must be madvise or always), 4k refuses them.
  * Times are the thread's CPU time; each figure is the median of ROUNDS (5).
  */
+#include "probe_util.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -32,13 +34,6 @@
 #define MAX_ROUNDS 99
 #define STEPS 4000000u /* accesses a round, over all chains */
 
-static double cpu_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-	return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
-}
-
 static uint64_t mix(uint64_t x) /* splitmix64's finaliser */
 {
 	x ^= x >> 33;
@@ -46,18 +41,6 @@ static uint64_t mix(uint64_t x) /* splitmix64's finaliser */
 	x ^= x >> 33;
 	x *= 0xc4ceb9fe1a85ec53ull;
 	return x ^ x >> 33;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof *v, cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 /* K chains, each K steps apart on one cycle: independent misses */
@@ -92,16 +75,16 @@ static void chase(size_t bytes, int thp, int rounds)
 			c[j] = (uint64_t)perm[(size_t)j * (lines / (size_t)k)] * (LINE / 8);
 		for (int r = 0; r < rounds; r++) {
 			unsigned steps = STEPS / (unsigned)k;
-			double t0 = cpu_ns();
+			double t0 = probe_cpu_ns();
 			for (unsigned s = 0; s < steps; s++)
 				for (int j = 0; j < k; j++)
 					c[j] = b[c[j]];
-			ns[r] = (cpu_ns() - t0) / ((double)steps * k);
+			ns[r] = (probe_cpu_ns() - t0) / ((double)steps * k);
 		}
 		for (int j = 0; j < k; j++)
 			sum += c[j];
 		printf("chase pages=%s mib=%zu chains=%d ns_per_access=%.1f%s\n", thp ? "thp" : "4k",
-		       bytes >> 20, k, median(ns, rounds), sum == 1 ? " " : "");
+		       bytes >> 20, k, probe_median(ns, rounds), sum == 1 ? " " : "");
 	}
 	free(perm);
 	munmap(b, bytes);
@@ -151,16 +134,16 @@ static void file(const char *path, int rounds)
 	double ns[MAX_ROUNDS];
 	uint64_t x = 1;
 	for (int r = 0; r < rounds; r++) {
-		double t0 = cpu_ns();
+		double t0 = probe_cpu_ns();
 		for (unsigned s = 0; s < STEPS / 2; s++) { /* the next line depends on this one's bytes */
 			uint64_t v;
 			memcpy(&v, p + (x % lines) * LINE, sizeof v);
 			x = mix(x + v + s);
 		}
-		ns[r] = (cpu_ns() - t0) / (STEPS / 2);
+		ns[r] = (probe_cpu_ns() - t0) / (STEPS / 2);
 	}
 	printf("file %s bytes=%zu pmd_mapped_kb=%ld aligned_2m=%d ns_per_access=%.1f%s\n", path, len,
-	       pmd_mapped_kb(p), ((uintptr_t)p & ((2u << 20) - 1)) == 0, median(ns, rounds),
+	       pmd_mapped_kb(p), ((uintptr_t)p & ((2u << 20) - 1)) == 0, probe_median(ns, rounds),
 	       x == 1 ? " " : "");
 	munmap((void *)(uintptr_t)p, len);
 }
