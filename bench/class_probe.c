@@ -63,8 +63,8 @@ static double throughput(const shmkv *db, const probe_key *s, unsigned long n, u
 	double a = probe_cpu_ns();
 	for (unsigned long j = 0; j < n; j++) {
 		shmkv_value v;
-		if (!shmkv_get(db, s[j].k, s[j].n, &v))
-			*sum += v.size + ((const unsigned char *)v.data)[0];
+		if (!shmkv_get(db, s[j].k, s[j].n, &v)) /* an empty value has no first byte */
+			*sum += v.size + (v.size ? ((const unsigned char *)v.data)[0] : 0u);
 	}
 	return (probe_cpu_ns() - a) / (double)n;
 }
@@ -78,7 +78,7 @@ static double lone(const shmkv *db, const probe_key *s, unsigned long n, unsigne
 		shmkv_value v;
 		const probe_key *q = &s[j + (d & z)];
 		if (!shmkv_get(db, q->k, q->n, &v))
-			d = ((const unsigned char *)v.data)[0];
+			d = v.size ? ((const unsigned char *)v.data)[0] : 0u;
 		*sum += d;
 	}
 	return (probe_cpu_ns() - a) / (double)n;
