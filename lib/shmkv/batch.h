@@ -22,12 +22,21 @@ typedef struct shmkv_key {
 	size_t len;
 } shmkv_key;
 
+/* What a v2 batch's second pass leaves its third to do for a key: nothing
+ * (settled: absent), the home bucket's scan (directory compared), the walk
+ * to the buckets after it, the whole hot get (damage: it says so), or the
+ * checked get (a key the first pass did not hash). */
+enum { SHMKV__B2_DONE, SHMKV__B2_HOME, SHMKV__B2_WALK, SHMKV__B2_AGAIN, SHMKV__B2_COLD };
+
 /* shmkv_get_batch of a v2 image: per group, hash and request both lines of
- * every home bucket; then compare each home bucket's tag directory and
- * request the entry of an OUT record that matches (or, no tag matching and
- * displaced keys announced, the next bucket's lines); then resolve each key
- * by the single get's hot path (shmkv__get2_fast), whose lines are now on
- * their way. The clock is read once per batch at most. */
+ * every home bucket; then compare each home bucket's tag directory, which
+ * settles a key with no candidate there and no displaced keys of its tag
+ * announced (absent), and request what the others need next: the entry of
+ * an OUT record that matches, or, no tag matching and displaced keys
+ * announced, the next bucket's lines; then resolve the others as the
+ * single get does, from the compared directory (shmkv__get2_home) or the
+ * walk (shmkv__get2_walk), their lines now on their way. The clock is read
+ * once per batch at most. */
 static inline size_t shmkv__get_batch2(const shmkv *db, const shmkv_key *keys, size_t n,
 				       shmkv_value *values, int *err)
 {
@@ -36,7 +45,9 @@ static inline size_t shmkv__get_batch2(const shmkv *db, const shmkv_key *keys, s
 	for (size_t base = 0; base < n; base += SHMKV_BATCH_GROUP) {
 		size_t m = n - base < SHMKV_BATCH_GROUP ? n - base : SHMKV_BATCH_GROUP;
 		const uint8_t *bk[SHMKV_BATCH_GROUP];
-		uint64_t hash[SHMKV_BATCH_GROUP], home[SHMKV_BATCH_GROUP];
+		uint64_t hash[SHMKV_BATCH_GROUP], home[SHMKV_BATCH_GROUP], dis[SHMKV_BATCH_GROUP];
+		unsigned mask[SHMKV_BATCH_GROUP];
+		unsigned char nrec[SHMKV_BATCH_GROUP], state[SHMKV_BATCH_GROUP];
 		for (size_t i = 0; i < m; i++) {
 			const shmkv_key *k = &keys[base + i];
 			bk[i] = NULL;
@@ -49,21 +60,32 @@ static inline size_t shmkv__get_batch2(const shmkv *db, const shmkv_key *keys, s
 			__builtin_prefetch(bk[i] + 64);
 		}
 		for (size_t i = 0; i < m; i++) {
+			state[i] = SHMKV__B2_COLD;
 			if (!bk[i])
 				continue;
+			state[i] = SHMKV__B2_AGAIN;
 			const unsigned nr = bk[i][0];
 			if (SHMKV__UNLIKELY(nr > SHMKV_V2_MAX_RECORDS))
 				continue; /* damage: the lookup says so */
 			const uint64_t tag = shmkv__tag(hash[i]);
-			unsigned mt = shmkv__match2(bk[i], nr, tag);
-			if (!mt && shmkv__displaced2(bk[i], tag, db->max_probe)) {
-				/* no candidate at home, displaced keys announced: the
-				 * next bucket, where nearly all of them are */
+			unsigned mt = mask[i] = shmkv__match2(bk[i], nr, tag);
+			nrec[i] = (unsigned char)nr; /* read once: the mask is of these records */
+			state[i] = SHMKV__B2_HOME;
+			if (!mt) {
+				/* no candidate at home: absent, unless displaced keys
+				 * of its tag are announced; then the next bucket,
+				 * where nearly all of them are */
+				if (!(dis[i] = shmkv__displaced2(bk[i], tag, db->max_probe))) {
+					state[i] = SHMKV__B2_DONE;
+					err[base + i] = SHMKV_ENOTFOUND;
+					continue;
+				}
 				const uint8_t *nx = bk[i] + SHMKV_V2_BUCKET_BYTES;
 				if (nx == shmkv__bucket2(db, db->bucket_count))
 					nx = shmkv__bucket2(db, 0);
 				__builtin_prefetch(nx);
 				__builtin_prefetch(nx + 64);
+				state[i] = SHMKV__B2_WALK;
 			}
 			for (; mt; mt &= mt - 1) {
 				shmkv__rec r;
@@ -81,9 +103,24 @@ static inline size_t shmkv__get_batch2(const shmkv *db, const shmkv_key *keys, s
 		for (size_t i = 0; i < m; i++) {
 			const shmkv_key *k = &keys[base + i];
 			shmkv_value *v = &values[base + i];
-			int e = bk[i] ? shmkv__get2_fast(db, k->data, k->len, hash[i], home[i], 0, v,
-							 &now)
-				      : shmkv__get2_cold(db, k->data, k->len, 0, v, NULL, 0);
+			int e;
+			switch (state[i]) {
+			case SHMKV__B2_DONE:
+				continue;
+			case SHMKV__B2_HOME: /* the directory compared above */
+				e = shmkv__get2_home(db, k->data, k->len, shmkv__tag(hash[i]), home[i],
+						     bk[i], nrec[i], mask[i], 0, v, &now);
+				break;
+			case SHMKV__B2_WALK:
+				e = shmkv__get2_walk(db, k->data, k->len, shmkv__tag(hash[i]), home[i],
+						     dis[i], 0, v, &now);
+				break;
+			case SHMKV__B2_AGAIN:
+				e = shmkv__get2_fast(db, k->data, k->len, hash[i], home[i], 0, v, &now);
+				break;
+			default:
+				e = shmkv__get2_cold(db, k->data, k->len, 0, v, NULL, 0);
+			}
 			err[base + i] = e;
 			found += e == 0;
 		}

@@ -547,8 +547,9 @@ shmkv__out_fast(const shmkv *db, const uint8_t *bk, unsigned pos, unsigned kind,
 	return SHMKV__OUTHIT;
 }
 
-/* The hot scan of bucket bk for key (tag) as a value of type want: its
- * directory matches, each an inline record checked in place by the record
+/* The hot scan of bucket bk (n <= 16 records) for key as a value of type
+ * want: the records of m, its directory's matches of the key's tag
+ * (shmkv__match2), each an inline record checked in place by the record
  * rules (shmkv__rec_at_ok, shmkv__rec_inline_kind_ok, shmkv__rec_inline_span,
  * shmkv__rec_inline_value: no record struct, no second decode), an OUT
  * record by shmkv__out_fast. Returns 0 (*v set), SHMKV__OUTHIT (*e: the
@@ -556,15 +557,13 @@ shmkv__out_fast(const shmkv *db, const uint8_t *bk, unsigned pos, unsigned kind,
  * the key's record, which expires, in an image with expiry (a code, not a
  * pointer, so that the loop writes nothing more: shmkv__get2_timed reads
  * the clock, out of this loop), SHMKV__NEXT (not here) or SHMKV__CHECKED
- * (damage, a value of another type: shmkv__get2_cold). */
-static SHMKV__HOT int shmkv__bucket2_fast(const shmkv *db, const uint8_t *bk, uint64_t tag,
-					  const void *key, size_t key_len, unsigned want,
-					  shmkv_value *v, const uint8_t **e)
+ * (damage, a value of another type: shmkv__get2_cold). A batch compares
+ * the directory a pass before it scans; shmkv__bucket2_fast does both. */
+static inline __attribute__((always_inline)) int
+shmkv__bucket2_fast_m(const shmkv *db, const uint8_t *bk, unsigned n, unsigned m, const void *key,
+		      size_t key_len, unsigned want, shmkv_value *v, const uint8_t **e)
 {
-	const unsigned n = bk[0];
-	if (SHMKV__UNLIKELY(n > SHMKV_V2_MAX_RECORDS))
-		return SHMKV__CHECKED;
-	for (unsigned m = shmkv__match2(bk, n, tag); m; m &= m - 1) {
+	for (; m; m &= m - 1) {
 		const unsigned pos = shmkv__rec_off2(bk, SHMKV__CTZ(m));
 		if (SHMKV__UNLIKELY(!shmkv__rec_at_ok(n, pos)))
 			return SHMKV__CHECKED;
@@ -598,6 +597,19 @@ static SHMKV__HOT int shmkv__bucket2_fast(const shmkv *db, const uint8_t *bk, ui
 		return SHMKV__CHECKED;
 	}
 	return SHMKV__NEXT;
+}
+
+/* shmkv__bucket2_fast_m of bucket bk for key (tag): a record count above
+ * 16 is damage (SHMKV__CHECKED). */
+static SHMKV__HOT int shmkv__bucket2_fast(const shmkv *db, const uint8_t *bk, uint64_t tag,
+					  const void *key, size_t key_len, unsigned want,
+					  shmkv_value *v, const uint8_t **e)
+{
+	const unsigned n = bk[0];
+	if (SHMKV__UNLIKELY(n > SHMKV_V2_MAX_RECORDS))
+		return SHMKV__CHECKED;
+	return shmkv__bucket2_fast_m(db, bk, n, shmkv__match2(bk, n, tag), key, key_len, want, v,
+				     e);
 }
 
 /* The end of a hot get whose key's record, at rec in a bucket that the hot
@@ -634,39 +646,15 @@ static __attribute__((noinline)) int shmkv__get2_timed(const shmkv *db, const ui
 	return shmkv__get2_checked(db, key, key_len, want, v);
 }
 
-/* The hot v2 get (the single get and the batch) of key with hash h
- * (hash_bits 64) as a value of type want (0: any), b its home bucket: the
- * lookup of FORMAT.md §17.5 (home bucket; if its D and filter announce
- * displaced keys with this tag, up to min(D, max_probe) later buckets) by
- * shmkv__bucket2_fast. Its outcomes are the checked get's
- * (shmkv__get2_cold): a miss, an inline value, an OUT record's entry read
- * by shmkv__hit (v1's hit rules); a record that expires goes to
- * shmkv__get2_timed (the clock: now, the batch's, or NULL: its own), damage
- * and a value of another type to shmkv__get2_checked, both tail calls. */
-static SHMKV__HOT int shmkv__get2_fast(const shmkv *db, const void *key, size_t key_len,
-				       uint64_t h, uint64_t b, unsigned want, shmkv_value *v,
-				       int64_t *now)
+/* The end of a hot get whose bucket b's scan (shmkv__bucket2_fast) returned
+ * rc, not SHMKV__NEXT: 0 (*v set), an OUT record's entry e read by
+ * shmkv__hit (v1's hit rules), a record that expires by shmkv__get2_timed
+ * (the clock: now, the batch's, or NULL: its own), damage and a value of
+ * another type by shmkv__get2_checked; all but the first, tail calls. */
+static inline __attribute__((always_inline)) int
+shmkv__get2_end(const shmkv *db, const void *key, size_t key_len, uint64_t b, int rc,
+		const uint8_t *e, unsigned want, shmkv_value *v, int64_t *now)
 {
-	const uint8_t *bk = shmkv__bucket2(db, b), *e = NULL;
-	const uint64_t tag = shmkv__tag(h);
-	int rc = shmkv__bucket2_fast(db, bk, tag, key, key_len, want, v, &e);
-	if (rc == SHMKV__NEXT) {
-		uint64_t d = shmkv__displaced2(bk, tag, db->max_probe);
-		if (SHMKV__LIKELY(!d))
-			return SHMKV_ENOTFOUND;
-		if (d > db->max_probe) /* a displacement byte above max_probe is damage: capped */
-			d = db->max_probe;
-		for (; d; d--) { /* shmkv__locate2_on's walk */
-			if (++b == db->bucket_count)
-				b = 0;
-			rc = shmkv__bucket2_fast(db, shmkv__bucket2(db, b), tag, key, key_len, want, v,
-						 &e);
-			if (rc != SHMKV__NEXT)
-				break;
-		}
-		if (rc == SHMKV__NEXT)
-			return SHMKV_ENOTFOUND;
-	}
 	if (SHMKV__LIKELY(!rc))
 		return 0;
 	if (rc == SHMKV__OUTHIT) /* the entry's value by the v1 hit rules */
@@ -675,6 +663,69 @@ static SHMKV__HOT int shmkv__get2_fast(const shmkv *db, const void *key, size_t 
 		return shmkv__get2_timed(db, shmkv__bucket2(db, b) + (rc - SHMKV__TIMED), key,
 					 key_len, want, v, now);
 	return shmkv__get2_checked(db, key, key_len, want, v);
+}
+
+/* A hot get whose home bucket b did not hold key (tag) and announces d > 0
+ * displaced keys of its tag (shmkv__displaced2): the walk of
+ * shmkv__locate2_on over up to min(d, max_probe) later buckets, each by
+ * shmkv__bucket2_fast, then shmkv__get2_end. */
+static inline __attribute__((always_inline)) int
+shmkv__get2_walk(const shmkv *db, const void *key, size_t key_len, uint64_t tag, uint64_t b,
+		 uint64_t d, unsigned want, shmkv_value *v, int64_t *now)
+{
+	const uint8_t *e = NULL;
+	int rc = SHMKV__NEXT;
+	if (d > db->max_probe) /* a displacement byte above max_probe is damage: capped */
+		d = db->max_probe;
+	for (; d; d--) {
+		if (++b == db->bucket_count)
+			b = 0;
+		rc = shmkv__bucket2_fast(db, shmkv__bucket2(db, b), tag, key, key_len, want, v, &e);
+		if (rc != SHMKV__NEXT)
+			break;
+	}
+	if (rc == SHMKV__NEXT)
+		return SHMKV_ENOTFOUND;
+	return shmkv__get2_end(db, key, key_len, b, rc, e, want, v, now);
+}
+
+/* A hot get from its home bucket b at bk, whose n <= 16 records' directory
+ * matches of key's tag are m: the scan (shmkv__bucket2_fast_m); if key is
+ * not there and the bucket's D and filter announce displaced keys with
+ * this tag, the walk over up to min(D, max_probe) later buckets
+ * (shmkv__get2_walk); the outcome by shmkv__get2_end. The single get and
+ * a batch that compared the directory a pass before. */
+static inline __attribute__((always_inline)) int
+shmkv__get2_home(const shmkv *db, const void *key, size_t key_len, uint64_t tag, uint64_t b,
+		 const uint8_t *bk, unsigned n, unsigned m, unsigned want, shmkv_value *v,
+		 int64_t *now)
+{
+	const uint8_t *e = NULL;
+	const int rc = shmkv__bucket2_fast_m(db, bk, n, m, key, key_len, want, v, &e);
+	if (rc == SHMKV__NEXT) {
+		const uint64_t d = shmkv__displaced2(bk, tag, db->max_probe);
+		if (SHMKV__LIKELY(!d))
+			return SHMKV_ENOTFOUND;
+		return shmkv__get2_walk(db, key, key_len, tag, b, d, want, v, now);
+	}
+	return shmkv__get2_end(db, key, key_len, b, rc, e, want, v, now);
+}
+
+/* The hot v2 get (the single get and the batch) of key with hash h
+ * (hash_bits 64) as a value of type want (0: any), b its home bucket: the
+ * lookup of FORMAT.md §17.5 by shmkv__get2_home. Its outcomes are the
+ * checked get's (shmkv__get2_cold). */
+static SHMKV__HOT int shmkv__get2_fast(const shmkv *db, const void *key, size_t key_len,
+				       uint64_t h, uint64_t b, unsigned want, shmkv_value *v,
+				       int64_t *now)
+{
+	const uint8_t *bk = shmkv__bucket2(db, b);
+	const uint64_t tag = shmkv__tag(h);
+	const unsigned n = bk[0];
+	if (SHMKV__UNLIKELY(n > SHMKV_V2_MAX_RECORDS)) /* damage: the checked get says so */
+		return shmkv__get2_checked(db, key, key_len, want, v);
+	return shmkv__get2_home(db, key, key_len, tag, b, bk, n, shmkv__match2(bk, n, tag), want,
+				v, now);
 }
 
 /* The v2 hot get of key with hash h: it requests the home bucket's second
