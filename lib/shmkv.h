@@ -7,7 +7,7 @@
  * Public names are shmkv_*; shmkv__* are internal: don't use them directly.
  *
  * Contents
- *   Open and close (shmkv/handle.h, shmkv/verify.h)
+ *   Open and close (shmkv/open.h, shmkv/handle.h, shmkv/verify.h)
  *     int  shmkv_open_file(path, flags, &db)         map an image read-only
  *     int  shmkv_open_file_diag(path, flags, &db, why, why_len)  same, with the reason
  *     void shmkv_close(db)                           NULL is ignored
@@ -29,7 +29,7 @@
  *     refresh that returns 1, or close. Mappings are read-only (PROT_READ of
  *     O_RDONLY descriptors): a reader cannot write the cache.
  *   Lookups (shmkv/get.h, shmkv/batch.h; no system call, no allocation;
- *   values point into the image)
+ *   values point into the image; an image with expiry reads the clock)
  *     int  shmkv_get(db, key, key_len, &value)       any type
  *     int  shmkv_get_i64 / _f64 / _bool / _str / _bytes
  *     int  shmkv_get_f32list / _f64list / _i64list   zero-copy arrays
@@ -44,9 +44,12 @@
  *     attached, makes a get, a batch, a string list or an iteration read
  *     outside it; damage on a key's path is SHMKV_ECORRUPT.
  *   Iteration
+ *   Iteration (shmkv/iter.h; FORMAT.md §18)
  *     shmkv_iter_init(db, &it); while (shmkv_iter_next(&it, &k, &klen, &v) == 0) ...
+ *                                                 the live entries (an expired one is absent)
+ *     shmkv_iter_init_all(db, &it)                every record, expired ones too
  *     uint32_t shmkv_iter_expires(&it)            expiry of the entry just returned (0: none)
- *   Expiry (format v2, FORMAT.md §17.6; shmkv/v2.h): an expired entry is absent
+ *   Expiry (FORMAT.md §17; shmkv/get.h): an expired entry is absent
  *     int  shmkv_get_expires(db, key, key_len, &expires)  expiry of a key, expired or not
  *     void shmkv_set_clock(db, now)                  pin "now" (unix seconds; 0: real clock)
  *   USDT probes (shmkv/trace.h; perf/README.md), opt-in: -DSHMKV_USDT=1 for every
@@ -72,18 +75,21 @@
  *     int  shmkv_ctl_mid_update(ctl)                 1 while seq is odd
  *     the loader only: shmkv_ctl_init(&ctl), shmkv_ctl_open(..., SHMKV_CTL_RDWR, ...),
  *     int  shmkv_ctl_publish(ctl, generation, segs, n, loader_pid, published_ns)
- *   Format functions for builders and inspectors (shmkv/tools.h; FORMAT.md §5-8)
+ *   Format functions for builders and inspectors (shmkv/tools.h; FORMAT.md §5-9)
  *     uint64_t shmkv_key_hash(seed, hash_bits, key, len), shmkv_home_bucket(hash, buckets),
- *              shmkv_key_tag(hash), shmkv_slot_tag(slot), shmkv_slot_entry_offset(slot)
- *     unsigned shmkv_slot_meta(slot), shmkv_filter_index(tag)
+ *              shmkv_key_tag(hash)
+ *     unsigned shmkv_filter_index(tag), shmkv_dir_entry(tag, off), shmkv_dir_end(n)
+ *     unsigned shmkv_record_span(pos, kind, key_len, value_len, &key_pos, &val_pos)
+ *     int      shmkv_record_at(bucket, i, &record)            record i of a bucket, checked
+ *     unsigned shmkv_record_tag_bits(bucket, i)               its directory's 9 tag bits
+ *     uint64_t shmkv_bucket_displacement(bucket, tag, max_probe)  later buckets to search
  *     int      shmkv_type_align8(type); uint64_t shmkv_entry_value_pos(&entry_header)
+ *     uint64_t shmkv_value_stored_len(type, len), shmkv_entry_size(type, shared, klen, vlen)
  *     int      shmkv_value_check(type, p, len, why, why_len)
  *     int      shmkv_entry_at(db, offset, &entry, why, why_len)  bounds-checked decode
  *     const char *shmkv_section_name(kind)
- *     uint64_t shmkv_bucket_displacement(bucket, tag, max_probe)  later buckets to search
- *     int      shmkv_find_entry(db, key, len, &offset)           the reader's lookup, as an offset
+ *     int      shmkv_find_record(db, key, len, &offset, &expires) the reader's lookup, as an offset
  *     int      shmkv_zero_check(db, from, to, what, why, why_len) padding is zero
- *     int      shmkv_value_utf8_valid(&value)                    1 if strict UTF-8
  *     int      shmkv_utf8_valid(p, n), size_t shmkv_utf8_seq_len(p, n)  (shmkv/utf8.h)
  *              strict UTF-8: the one check, 1/0; one sequence's length, 0 if none
  *     int      shmkv_bind_mem(&db, base, size, flags, why, why_len) a handle over memory
@@ -91,9 +97,10 @@
  *
  * Return values (why/why_len, where taken, receive a one-line reason naming
  * the file, section or offset; NULL/0 to skip it)
- *   shmkv_get, shmkv_get_diag: 0; SHMKV_ENOTFOUND (absent); SHMKV_EKEYLEN (key
- *               over 65535 bytes); SHMKV_ECORRUPT (a damaged slot, entry or value
- *               on the key's path). Outputs untouched on error.
+ *   shmkv_get, shmkv_get_diag: 0; SHMKV_ENOTFOUND (absent or expired); SHMKV_EKEYLEN
+ *               (key over 65535 bytes); SHMKV_ECORRUPT (a damaged record, entry or
+ *               value on the key's path; a string that is not UTF-8). Outputs
+ *               untouched on error.
  *   shmkv_get_i64 ... _strlist (typed): as shmkv_get, and SHMKV_ETYPE (another
  *               type). What they return has its type's shape (i64/f64 8 bytes,
  *               bool one byte 0 or 1, lists whole elements).
@@ -113,8 +120,8 @@
  *   shmkv_refresh: 0 (unchanged, or a file handle); 1 (moved: values from before
  *               are invalid); < 0 as shmkv_attach, the handle still serving
  *               its old generation.
- *   shmkv_iter_next: 0; SHMKV_EEND (all entry_count entries returned);
- *               SHMKV_ECORRUPT (the next entry is damaged: every later call
+ *   shmkv_iter_next: 0; SHMKV_EEND (every record passed);
+ *               SHMKV_ECORRUPT (the next record is damaged: every later call
  *               returns it too).
  *   shmkv_name_check: 0; -EINVAL.   shmkv_ctl_path: 0; -EINVAL; -ENAMETOOLONG.
  *   shmkv_ctl_open: 0; -ENOENT; -EINVAL; -ELOOP (a symlink); -ENAMETOOLONG;
@@ -122,8 +129,10 @@
  *               protocol, not a regular file, or with SHMKV_CTL_RDWR not ours alone).
  *   shmkv_ctl_read: 0; -EAGAIN (seq stays odd); SHMKV_EPROTO (impossible contents).
  *   shmkv_ctl_publish: 0; -EINVAL (more than SHMKV_CTL_MAX_SEGMENTS, or generation 0).
- *   shmkv_value_check, shmkv_entry_at, shmkv_zero_check: 0; SHMKV_ECORRUPT.
- *   shmkv_find_entry: 0; SHMKV_ENOTFOUND; SHMKV_EKEYLEN; SHMKV_ECORRUPT.
+ *   shmkv_value_check, shmkv_entry_at, shmkv_record_at, shmkv_zero_check: 0;
+ *               SHMKV_ECORRUPT.
+ *   shmkv_find_record, shmkv_get_expires: 0; SHMKV_ENOTFOUND; SHMKV_EKEYLEN;
+ *               SHMKV_ECORRUPT.
  *   shmkv_bind_mem: 0; the errors of shmkv_image_check.
  *   shmkv_strerror, shmkv_errname, *_name: never NULL (static strings).
  *   shmkv_vfail: err, as given.
@@ -156,16 +165,11 @@
 #define SHMKV_VERSION_MINOR 1
 #define SHMKV_VERSION_PATCH 0
 
-#include "shmkv/format.h"
-#include "shmkv/errors.h"
-#include "shmkv/probe.h"
-#include "shmkv/handle.h"
-#include "shmkv/types.h"
-#include "shmkv/get.h"
-#include "shmkv/verify.h"
-#include "shmkv/batch.h"
-#include "shmkv/ctl.h"
+/* The public API, top down: each header includes only those below it. */
 #include "shmkv/attach.h"
 #include "shmkv/tools.h"
+#include "shmkv/batch.h"
+#include "shmkv/iter.h"
+#include "shmkv/get.h"
 
 #endif /* SHMKV_H */

@@ -12,7 +12,7 @@
 
 #include "atomic.h"
 #include "ctl.h"
-#include "handle.h"
+#include "open.h"
 #include "protocol.h"
 
 #define SHMKV_ATTACH_VERIFY 8u /* verify every image checksum at attach and refresh */

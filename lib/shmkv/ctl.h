@@ -6,9 +6,13 @@
 #ifndef SHMKV_CTL_H
 #define SHMKV_CTL_H
 
+#include <errno.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "atomic.h"
 #include "errors.h"
