@@ -194,11 +194,11 @@ static SHMKV__HOT int shmkv__bucket_scan(const shmkv *db, uint64_t b, uint64_t t
  * (shmkv__rec_inline_span), checked by shmkv__value_shape (deep: a strlist's
  * strings too): 0 with *v, or SHMKV_ECORRUPT (why). */
 static inline __attribute__((always_inline)) int
-shmkv__rec_inline_value(unsigned t, const uint8_t *p, unsigned len, int deep, shmkv_value *v,
+shmkv__rec_inline_value(unsigned t, const uint8_t *p, unsigned len, unsigned mode, shmkv_value *v,
 			char *why, size_t why_len)
 {
 	size_t count = 0;
-	if (shmkv__value_shape(t, p, len, deep, &count, why, why_len))
+	if (shmkv__value_shape(t, p, len, mode, &count, why, why_len))
 		return SHMKV_ECORRUPT;
 	v->type = t;
 	v->shared = 0;
@@ -214,15 +214,15 @@ shmkv__rec_inline_value(unsigned t, const uint8_t *p, unsigned len, int deep, sh
  * SHMKV_ECORRUPT (why). */
 static inline __attribute__((always_inline)) int
 shmkv__rec_value(const shmkv *db, const uint8_t *bk, const shmkv__rec *r, const uint8_t *e,
-		 int deep, shmkv_value *v, char *why, size_t why_len)
+		 unsigned mode, shmkv_value *v, char *why, size_t why_len)
 {
 	if (r->kind & SHMKV_REC_OUT) {
 		const shmkv_entry_header *eh = (const shmkv_entry_header *)(const void *)e;
-		return shmkv__value_read(db, e, eh->key_len, eh->type, eh->flags, deep, v, why,
+		return shmkv__value_read(db, e, eh->key_len, eh->type, eh->flags, mode, v, why,
 					 why_len);
 	}
 	if (shmkv__rec_inline_value(r->kind & SHMKV_REC_TYPE_MASK, bk + r->val_pos, r->value_len,
-				    deep, v, why, why_len)) {
+				    mode, v, why, why_len)) {
 		shmkv__prefix(0, why, why_len, "index record at %llu: ",
 			      (unsigned long long)(bk + r->pos - db->base));
 		return SHMKV_ECORRUPT;
@@ -250,15 +250,15 @@ static inline int shmkv__key_eq2(const uint8_t *a, const uint8_t *b, size_t n)
 
 #define SHMKV__CHECKED 2 /* shmkv__bucket_fast: the checked path decides */
 #define SHMKV__OUTHIT 3  /* shmkv__bucket_fast: an OUT record's entry holds the key */
-#define SHMKV__TIMED 256 /* shmkv__bucket_fast, + the record's offset: it expires */
+#define SHMKV__FINISH 256 /* shmkv__bucket_fast, + the key's record's offset: it expires,
+			     or its text is not ASCII: shmkv__get_finish, out of the loop */
 
 /* The hot scan's step for an OUT record of kind at pos whose tag matched:
- * shmkv__rec_decode's rules for the record, then the hot paths' slot/entry
- * step (shmkv__unit_try, one compare for header and key, as v1's hot get).
- * SHMKV__OUTHIT (*e: key's entry), SHMKV__TIMED + pos (key's, expiring in
- * an image with expiry: shmkv__get_timed), SHMKV__NEXT
- * (another key's) or SHMKV__CHECKED (damage, or a key that would not fit
- * where the record points: the checked path decides, as for v1). */
+ * shmkv__rec_decode's rules for the record, then the entry step
+ * (shmkv__unit_try, one compare for header and key). SHMKV__OUTHIT (*e:
+ * key's entry), SHMKV__FINISH + pos (key's, expiring in an image with
+ * expiry), SHMKV__NEXT (another key's) or SHMKV__CHECKED (damage, or a key
+ * that would not fit where the record points: the checked path decides). */
 static inline __attribute__((always_inline)) int
 shmkv__out_fast(const shmkv *db, const uint8_t *bk, unsigned pos, unsigned kind, const void *key,
 		size_t key_len, const uint8_t **e)
@@ -276,7 +276,7 @@ shmkv__out_fast(const shmkv *db, const uint8_t *bk, unsigned pos, unsigned kind,
 	if (!c)
 		return SHMKV__NEXT;
 	if (SHMKV__UNLIKELY(x && db->expiry))
-		return (int)(SHMKV__TIMED + pos);
+		return (int)(SHMKV__FINISH + pos);
 	*e = c;
 	return SHMKV__OUTHIT;
 }
@@ -287,10 +287,11 @@ shmkv__out_fast(const shmkv *db, const uint8_t *bk, unsigned pos, unsigned kind,
  * rules (shmkv__rec_at_ok, shmkv__rec_inline_kind_ok, shmkv__rec_inline_span,
  * shmkv__rec_inline_value: no record struct, no second decode), an OUT
  * record by shmkv__out_fast. Returns 0 (*v set), SHMKV__OUTHIT (*e: the
- * key's entry, whose value shmkv__hit reads), SHMKV__TIMED + the offset of
- * the key's record, which expires, in an image with expiry (a code, not a
- * pointer, so that the loop writes nothing more: shmkv__get_timed reads
- * the clock, out of this loop), SHMKV__NEXT (not here) or SHMKV__CHECKED
+ * key's entry, whose value shmkv__hit reads), SHMKV__FINISH + the offset of
+ * the key's record when it expires in an image with expiry or its text is
+ * not ASCII (a code, not a pointer, so that the loop writes nothing more:
+ * shmkv__get_finish reads the clock and checks UTF-8, out of this loop and
+ * with no call on this path), SHMKV__NEXT (not here) or SHMKV__CHECKED
  * (damage, a value of another type: shmkv__get_cold). A batch compares
  * the directory a pass before it scans; shmkv__bucket_fast does both. */
 static inline __attribute__((always_inline)) int
@@ -323,12 +324,14 @@ shmkv__bucket_fast_m(const shmkv *db, const uint8_t *bk, unsigned n, unsigned m,
 		if (bk[pos + 1] != key_len || !shmkv__key_eq2(bk + kp, (const uint8_t *)key, key_len))
 			continue;
 		if (SHMKV__UNLIKELY(expiring)) /* the clock: out of the loop */
-			return (int)(SHMKV__TIMED + pos);
+			return (int)(SHMKV__FINISH + pos);
 		const unsigned t = kind & SHMKV_REC_TYPE_MASK;
-		if (SHMKV__LIKELY(!want || t == want) &&
-		    SHMKV__LIKELY(!shmkv__rec_inline_value(t, bk + vp, bk[pos + 2], 0, v, NULL, 0)))
+		if (SHMKV__UNLIKELY(want && t != want))
+			return SHMKV__CHECKED;
+		if (SHMKV__LIKELY(!shmkv__rec_inline_value(t, bk + vp, bk[pos + 2], SHMKV__SHAPE_ASCII,
+							   v, NULL, 0)))
 			return 0;
-		return SHMKV__CHECKED;
+		return (int)(SHMKV__FINISH + pos); /* text not ASCII, or damage */
 	}
 	return SHMKV__NEXT;
 }

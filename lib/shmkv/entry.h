@@ -98,7 +98,7 @@ shmkv__value_place(const shmkv *db, const uint8_t *e, size_t key_len, unsigned t
  * success. The lookup, iteration and verify all read values through here. */
 static inline __attribute__((always_inline)) int
 shmkv__value_read(const shmkv *db, const uint8_t *e, size_t key_len, unsigned type,
-		  unsigned flags, int deep, shmkv_value *v, char *why, size_t why_len)
+		  unsigned flags, unsigned mode, shmkv_value *v, char *why, size_t why_len)
 {
 	const uint32_t len = ((const shmkv_entry_header *)(const void *)e)->value_len;
 	const uint8_t *data = NULL; /* set when err is 0: GCC 12 cannot always see it */
@@ -121,7 +121,7 @@ shmkv__value_read(const shmkv *db, const uint8_t *e, size_t key_len, unsigned ty
 	}
 	if (shmkv__value_place(db, e, key_len, type, flags, &data, why, why_len))
 		SHMKV__BADR();
-	if (shmkv__value_shape(type, data, len, deep, &count, why, why_len))
+	if (shmkv__value_shape(type, data, len, mode, &count, why, why_len))
 		SHMKV__BADR();
 #undef SHMKV__BADR
 	v->type = type;
@@ -176,7 +176,7 @@ static SHMKV__COLD int shmkv__hit_cold(const shmkv *db, const uint8_t *e, size_t
 
 /* shmkv__hit_checked on the hot path: an entry of the wanted type, its
  * value inline or shared, is decoded here; anything else (another type,
- * damage) is decided by the cold copy. */
+ * damage, text that is not ASCII) is decided by the cold copy. */
 static SHMKV__HOT int shmkv__hit(const shmkv *db, const uint8_t *e, size_t key_len, unsigned want,
 				 shmkv_value *v)
 {
@@ -184,16 +184,18 @@ static SHMKV__HOT int shmkv__hit(const shmkv *db, const uint8_t *e, size_t key_l
 		uint16_t tf; /* type | flags << 8 */
 		memcpy(&tf, e, 2);
 		if (SHMKV__LIKELY(tf == want)) {
-			if (SHMKV__LIKELY(!shmkv__value_ok(db, e, key_len, want, 0, v, NULL, 0)))
+			if (SHMKV__LIKELY(!shmkv__value_read(db, e, key_len, want, 0,
+							     SHMKV__SHAPE_ASCII, v, NULL, 0)))
 				return 0;
 		} else if (tf == (want | SHMKV_EFLAG_SHARED << 8)) {
-			if (SHMKV__LIKELY(!shmkv__value_ok(db, e, key_len, want, SHMKV_EFLAG_SHARED, v,
-							   NULL, 0)))
+			if (SHMKV__LIKELY(!shmkv__value_read(db, e, key_len, want, SHMKV_EFLAG_SHARED,
+							     SHMKV__SHAPE_ASCII, v, NULL, 0)))
 				return 0;
 		}
 	} else {
 		const shmkv_entry_header *eh = (const shmkv_entry_header *)(const void *)e;
-		if (SHMKV__LIKELY(!shmkv__value_ok(db, e, key_len, eh->type, eh->flags, v, NULL, 0)))
+		if (SHMKV__LIKELY(!shmkv__value_read(db, e, key_len, eh->type, eh->flags,
+						     SHMKV__SHAPE_ASCII, v, NULL, 0)))
 			return 0;
 	}
 	return shmkv__hit_cold(db, e, key_len, want, v);
@@ -308,7 +310,7 @@ static inline int shmkv__value_check(unsigned type, const uint8_t *p, uint64_t l
 	size_t count;
 	if (!shmkv_type_desc_of(type))
 		return shmkv__fail(SHMKV_ECORRUPT, why, why_len, "unknown value type %u", type);
-	return shmkv__value_shape(type, p, len, 1, &count, why, why_len);
+	return shmkv__value_shape(type, p, len, SHMKV__SHAPE_DEEP, &count, why, why_len);
 }
 
 /* Decodes the entry at image offset off with every bound checked: the
@@ -329,7 +331,8 @@ static inline int shmkv__entry_decode(const shmkv *db, uint64_t off, shmkv__entr
 	    !shmkv__unit_entry(db, off >> 3, shmkv__key_lim(db, eh->key_len), &ek))
 		return SHMKV__BADE("entry at %llu: key of %u bytes runs past the section",
 				   (unsigned long long)off, eh->key_len);
-	int err = shmkv__value_read(db, e, eh->key_len, eh->type, eh->flags, 1, &out->value, why,
+	int err = shmkv__value_read(db, e, eh->key_len, eh->type, eh->flags, SHMKV__SHAPE_DEEP,
+				    &out->value, why,
 				    why_len);
 	if (err)
 		return err;

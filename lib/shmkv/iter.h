@@ -90,7 +90,7 @@ static inline int shmkv_iter_next(shmkv_iter *it, const void **key, size_t *key_
 		const int skip = it->now && r.expires && it->now >= (int64_t)r.expires;
 		shmkv_value v;
 		if (!skip) {
-			int err = shmkv__rec_value(db, bk, &r, e, 1, &v, NULL, 0);
+			int err = shmkv__rec_value(db, bk, &r, e, SHMKV__SHAPE_DEEP, &v, NULL, 0);
 			if (err)
 				return err;
 		}

@@ -158,21 +158,25 @@ static SHMKV__COLD int shmkv__get_checked(const shmkv *db, const void *key, size
 
 /* The end of a hot get whose key's record, at rec in a bucket that the hot
  * scan checked (shmkv__bucket_fast: its bounds, and an OUT record's entry
- * holding key), expires in an image with expiry: the clock (*now, the
- * batch's, read once per batch; NULL: this get's own), then the value as
- * the hot scan reads it. Out of the scan's loop, so that a call inside it
- * does not cost every get registers, and an image without expiry nothing. */
-static __attribute__((noinline)) int shmkv__get_timed(const shmkv *db, const uint8_t *rec,
+ * holding key), expires in an image with expiry or holds text that is not
+ * ASCII: the clock (*now, the batch's, read once per batch; NULL: this
+ * get's own), then the value with its whole shape check (UTF-8). Out of the
+ * scan's loop and reached by a tail call, so that the hot get needs no
+ * stack frame, and an image without expiry or with ASCII text pays nothing. */
+static __attribute__((noinline)) int shmkv__get_finish(const shmkv *db, const uint8_t *rec,
 						       const void *key, size_t key_len,
 						       unsigned want, shmkv_value *v, int64_t *now)
 {
 	const size_t off = (size_t)(rec - shmkv__bucket(db, 0));
 	const uint8_t *bk = rec - off % SHMKV_BUCKET_BYTES;
 	const unsigned pos = (unsigned)(off % SHMKV_BUCKET_BYTES), kind = bk[pos];
-	uint32_t t;
-	memcpy(&t, rec + (kind & SHMKV_REC_OUT ? SHMKV_REC_OUT_HEAD : SHMKV_REC_INLINE_HEAD), 4);
-	if (shmkv__expired_hot(db, t, now))
-		return SHMKV_ENOTFOUND;
+	if ((kind & SHMKV_REC_EXPIRES) && db->expiry) {
+		uint32_t t;
+		memcpy(&t, rec + (kind & SHMKV_REC_OUT ? SHMKV_REC_OUT_HEAD : SHMKV_REC_INLINE_HEAD),
+		       4);
+		if (shmkv__expired_hot(db, t, now))
+			return SHMKV_ENOTFOUND;
+	}
 	if (kind & SHMKV_REC_OUT) {
 		uint64_t u = 0;
 		const uint8_t *c;
@@ -192,7 +196,7 @@ static __attribute__((noinline)) int shmkv__get_timed(const shmkv *db, const uin
 
 /* The end of a hot get whose bucket b's scan (shmkv__bucket_fast) returned
  * rc, not SHMKV__NEXT: 0 (*v set), an OUT record's entry e read by
- * shmkv__hit (v1's hit rules), a record that expires by shmkv__get_timed
+ * shmkv__hit (entry.h), a record that expires or holds non-ASCII text by shmkv__get_finish
  * (the clock: now, the batch's, or NULL: its own), damage and a value of
  * another type by shmkv__get_checked; all but the first, tail calls. */
 static inline __attribute__((always_inline)) int
@@ -201,10 +205,10 @@ shmkv__get_end(const shmkv *db, const void *key, size_t key_len, uint64_t b, int
 {
 	if (SHMKV__LIKELY(!rc))
 		return 0;
-	if (rc == SHMKV__OUTHIT) /* the entry's value by the v1 hit rules */
+	if (rc == SHMKV__OUTHIT) /* the entry's value by entry.h's hit rules */
 		return shmkv__hit(db, e, key_len, want, v);
-	if (rc >= SHMKV__TIMED) /* b: the bucket the record is in */
-		return shmkv__get_timed(db, shmkv__bucket(db, b) + (rc - SHMKV__TIMED), key,
+	if (rc >= SHMKV__FINISH) /* b: the bucket the record is in */
+		return shmkv__get_finish(db, shmkv__bucket(db, b) + (rc - SHMKV__FINISH), key,
 					 key_len, want, v, now);
 	return shmkv__get_checked(db, key, key_len, want, v);
 }

@@ -142,7 +142,7 @@ static inline int shmkv__verify_record(const shmkv *db, uint64_t b, unsigned i,
 						   (unsigned long long)(bk + k - db->base));
 	}
 	shmkv_value v;
-	int err = shmkv__rec_value(db, bk, r, e, 1, &v, sub, sizeof sub);
+	int err = shmkv__rec_value(db, bk, r, e, SHMKV__SHAPE_DEEP, &v, sub, sizeof sub);
 	if (err)
 		return shmkv__fail(err, why, why_len, "index bucket %llu record %u: %s",
 				   (unsigned long long)b, i, sub);
