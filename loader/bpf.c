@@ -330,7 +330,7 @@ static int fits(const void *key, size_t klen, const shmkv_value *v, const char *
 {
 	if (klen < plen || memcmp(key, prefix, plen))
 		return FIT_PREFIX;
-	/* a BPF map cannot drop a key at its expiry (format v2, FORMAT.md
+	/* a BPF map cannot drop a key at its expiry (FORMAT.md
 	 * §17): exported, it would be served after it; readers do expire it */
 	if (expires)
 		return FIT_EXPIRES;
