@@ -159,7 +159,7 @@ int image_each(const shmkv *db, image_entry_fn *fn, void *ctx, uint64_t *n)
 	shmkv_value v;
 	int err;
 	*n = 0;
-	shmkv_iter_init(db, &it);
+	shmkv_iter_init_all(db, &it);
 	while ((err = shmkv_iter_next(&it, &key, &key_len, &v)) == 0) {
 		int rc = fn(ctx, key, key_len, &v, shmkv_iter_expires(&it));
 		if (rc)

@@ -59,7 +59,7 @@ static int probe_lengths_v2(const shmkv *db, struct stats *st, char *why, size_t
 	size_t key_len;
 	shmkv_value v;
 	int err;
-	shmkv_iter_init(db, &it);
+	shmkv_iter_init_all(db, &it);
 	while ((err = shmkv_iter_next(&it, &key, &key_len, &v)) == 0) {
 		uint64_t b = it.bucket - 1;
 		uint64_t hv = shmkv_key_hash(h->hash_seed, h->hash_bits, key, key_len);
