@@ -124,9 +124,8 @@ extern "C" int shmkv_build_options_init(shmkv_build_options *o)
 	o->seed = SHMKV_DEFAULT_SEED;
 	o->dedup = 1;
 	o->on_duplicate = SHMKV_DUP_ERROR;
-	o->load_factor = 0; // the format's default
+	o->load_factor = 0; // SHMKV_DEFAULT_LOAD_FACTOR
 	o->hash_bits = 64;
-	o->format = SHMKV_BUILD_DEFAULT_FORMAT;
 	o->created = (int64_t)time(nullptr);
 	const char *sde = getenv("SOURCE_DATE_EPOCH");
 	if (sde && *sde) {
@@ -145,7 +144,7 @@ extern "C" int shmkv_builder_new(const shmkv_build_options *o, shmkv_builder **o
 	*out = nullptr;
 	if (!(o->load_factor >= 0.0 && o->load_factor <= 1.0) || o->hash_bits < 1 ||
 	    o->hash_bits > 64 || o->on_duplicate < SHMKV_DUP_ERROR ||
-	    o->on_duplicate > SHMKV_DUP_LAST || o->format < 1 || o->format > 2 ||
+	    o->on_duplicate > SHMKV_DUP_LAST ||
 	    strnlen(o->name, sizeof o->name) > SHMKV_NAME_MAX)
 		return -EINVAL;
 	shmkv_builder *b = new (std::nothrow) shmkv_builder;

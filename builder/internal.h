@@ -49,7 +49,7 @@ struct Record {
 	uint8_t type;
 	uint8_t pad;
 	uint32_t src; // index into sources, or kNoSource
-	uint32_t expires; // Unix seconds, 0: none (format 2 only)
+	uint32_t expires; // Unix seconds, 0: none
 	uint64_t line;
 };
 static_assert(sizeof(Record) == 40, "Record: expires fills the padding before line");
@@ -130,7 +130,7 @@ const char *nonjson_float(std::string_view t);
 
 // Expiry input (encode.cc): an RFC 3339 time with its offset ("2030-01-31T12:00:00Z",
 // a fraction rounds up) to Unix seconds, or false and why; the checks of a
-// record's expiry (format 2, 1..SHMKV_BUILD_EXPIRES_MAX) with errors naming
+// record's expiry (1..SHMKV_BUILD_EXPIRES_MAX) with errors naming
 // the line and the text given.
 bool parse_rfc3339(std::string_view s, int64_t *out, std::string &why);
 int expiry_error(shmkv_builder *b, const std::string &text, const std::string &why);

@@ -82,8 +82,6 @@ int same_header(const char *p0, const shmkv_image_header *h0, const char *p,
 		field = "hash seed";
 	else if (h->hash_bits != h0->hash_bits)
 		field = "hash bits";
-	else if (h->format_version != h0->format_version)
-		field = "format version";
 	else if ((h->flags & SHMKV_HFLAG_DEDUP) != (h0->flags & SHMKV_HFLAG_DEDUP))
 		field = "dedup flag";
 	else if (h->created_unix != h0->created_unix)
@@ -149,7 +147,6 @@ int start_builder(const shmkv_image_header *h, const shmkv_join_options &jo, con
 	o.name[sizeof o.name - 1] = 0;
 	o.dedup = (h->flags & SHMKV_HFLAG_DEDUP) != 0;
 	o.buckets = h->bucket_count;
-	o.format = h->format_version; // verified: 1 or 2
 	o.fixed = SHMKV_OPT_SEED | SHMKV_OPT_CREATED | SHMKV_OPT_NAME | SHMKV_OPT_BUCKETS |
 		  SHMKV_OPT_DEDUP | SHMKV_OPT_HASH_BITS;
 	o.progress = jo.progress;

@@ -25,7 +25,7 @@ int choose_buckets_v2(shmkv_builder *b, uint64_t bytes, uint64_t *out)
 	if (o.buckets) {
 		bc = o.buckets;
 	} else {
-		double lf = o.load_factor > 0 ? o.load_factor : SHMKV_DEFAULT_LOAD_FACTOR_V2;
+		double lf = o.load_factor > 0 ? o.load_factor : SHMKV_DEFAULT_LOAD_FACTOR;
 		double want = std::ceil((double)bytes / (room * lf));
 		bc = want < 1 ? 1 : (uint64_t)want;
 	}
@@ -171,13 +171,11 @@ bool place_records(Layout &L, const std::vector<V2Shape> &shape)
 
 } // namespace
 
-int compute_layout_v2(shmkv_builder *b, Layout &L)
+int compute_layout(shmkv_builder *b, Layout &L)
 {
 	const auto &R = b->recs;
 	size_t n = R.size();
 	unsigned T = b->threads ? b->threads : default_threads();
-	L.format = 2;
-	L.bucket_bytes = kV2BucketBytes;
 	if (n > UINT32_MAX - 1)
 		return b->fail(SHMKV_ELIMIT, "%zu records exceed the builder's limit of %u", n,
 			       UINT32_MAX - 1);
