@@ -83,8 +83,8 @@ unsigned end_with(const uint8_t *bk, const std::vector<V2Shape> &shape, uint32_t
 		return 0;
 	const V2Shape &s = shape[k];
 	unsigned end;
-	if (!bk[kAligned] && s.align == 1)
-		end = (n ? bk[kEnd] : kV2Head) + kV2DirBytes + s.head + s.tail;
+	if (!bk[kAligned] && s.align == 1) // nothing moves: s goes after the last, 2 bytes on
+		end = s.end((n ? bk[kEnd] : kV2Head) + kV2DirBytes);
 	else
 		end = v2_bucket_end(n + 1, [&](unsigned i) -> const V2Shape & {
 			return i < n ? shape[id_at(bk, i)] : s;
