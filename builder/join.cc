@@ -108,7 +108,7 @@ int add_fragment(shmkv_builder *b, const char *path, uint64_t j, uint64_t n, shm
 	shmkv_value v;
 	int err;
 	shmkv_builder_set_source(b, path, 0);
-	shmkv_iter_init(db, &it);
+	shmkv_iter_init_all(db, &it); // expired records too: one build holds them
 	while ((err = shmkv_iter_next(&it, &key, &key_len, &v)) == 0) {
 		uint64_t bk = shmkv_home_bucket(shmkv_key_hash(h->hash_seed, h->hash_bits, key, key_len),
 						h->bucket_count);
