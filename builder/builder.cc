@@ -84,18 +84,25 @@ int shmkv_builder::fail(int code, const char *fmt, ...)
 	return code;
 }
 
+std::string shmkv_builder::place(uint32_t src, uint64_t line) const
+{
+	if (line_word.empty())
+		return sources[src] + ":" + std::to_string(line);
+	return sources[src] + ": " + line_word + " " + std::to_string(line);
+}
+
 std::string shmkv_builder::where(const Record &r, size_t index) const
 {
 	if (r.src == kNoSource)
 		return "record #" + std::to_string(index + 1);
-	return sources[r.src] + ":" + std::to_string(r.line);
+	return place(r.src, r.line);
 }
 
 std::string shmkv_builder::here() const
 {
 	if (cur_src == kNoSource)
 		return "record #" + std::to_string(seq0 + nrecs() + 1);
-	return sources[cur_src] + ":" + std::to_string(cur_line);
+	return place(cur_src, cur_line);
 }
 
 uint64_t shmkv_build::line_cap(const shmkv_builder *b)

@@ -166,6 +166,9 @@ struct shmkv_builder {
 	std::vector<std::string> sources;
 	uint32_t cur_src = shmkv_build::kNoSource;
 	uint64_t cur_line = 0;
+	// What a source's "line" counts, for messages: "" (lines: "in.jsonl:7"),
+	// or a word ("entry at": "old.shmkv: entry at 8192").
+	std::string line_word;
 	uint32_t expires = 0;          // of the records added next (shmkv_builder_set_expires)
 	std::string err;
 	std::vector<shmkv_build::FileId> inputs; // regular files read by add_file
@@ -191,8 +194,9 @@ struct shmkv_builder {
 	// The error for a line (at here()) longer than line_max: len bytes,
 	// or at least len where the rest was not read.
 	int line_too_long(uint64_t len, bool whole);
-	// "file:line" of a record, or "record #N".
+	// "file:line" of a record (or "file: line_word line"), or "record #N".
 	std::string where(const shmkv_build::Record &r, size_t index) const;
+	std::string place(uint32_t src, uint64_t line) const;
 	// Where the next record will come from, for input-level errors.
 	std::string here() const;
 	void progress(const char *phase, uint64_t done, uint64_t total) const

@@ -12,6 +12,7 @@
  *   shmkv_builder_check_output(b, path)          refuse a non-regular output or an input
  *   shmkv_builder_finish(b, path, &stats)        lay out, write atomically ("-" = stdout)
  *   shmkv_build_join(out, fragments, n, &jo, &stats, err, len)   parts 1..n -> one image
+ *   shmkv_build_upgrade(out, in, &jo, &stats, err, len)   a format 1 image -> format 2
  *   shmkv_build_cleanup()                        signal handlers: remove temporaries
  *   shmkv_builder_error(b)                       what went wrong, where and why
  *
@@ -24,7 +25,9 @@
  * but a regular file that is not one of its inputs.
  *
  * Output is deterministic: the same records in the same order with the same
- * options give byte-identical images.
+ * options give byte-identical images. Images are format 2 (lib/FORMAT.md),
+ * the one format readers read; shmkv_build_upgrade() converts a format 1
+ * image (lib/FORMAT.md §15).
  */
 #ifndef SHMKV_BUILD_H
 #define SHMKV_BUILD_H
@@ -224,7 +227,8 @@ int shmkv_builder_check_output(shmkv_builder *b, const char *path);
  * Returns 0, SHMKV_EDUPKEY, SHMKV_ELIMIT, -errno. The builder is spent after. */
 int shmkv_builder_finish(shmkv_builder *b, const char *path, shmkv_build_stats *stats);
 
-/* Options of shmkv_build_join(); shmkv_join_options_init() fills the defaults. */
+/* Options of shmkv_build_join() and shmkv_build_upgrade();
+ * shmkv_join_options_init() fills the defaults. */
 typedef struct shmkv_join_options {
 	unsigned threads;        /* as shmkv_builder_set_threads(): 0 = every CPU */
 	uint64_t memory_limit;   /* as shmkv_builder_set_memory_limit(): 0 = none;
@@ -255,6 +259,27 @@ void shmkv_join_options_init(shmkv_join_options *o);
 int shmkv_build_join(const char *out, const char *const *fragments, size_t n,
 		     const shmkv_join_options *opt, shmkv_build_stats *stats, char *err,
 		     size_t err_len);
+
+/* Converts the format 1 image in (retired: lib/FORMAT.md §15) into out:
+ * the format 2 image a fresh build of its records gives, byte for byte.
+ * Its records (key, type, value) and its header's seed, hash_bits, name,
+ * created time and DEDUP flag are carried over; the bucket count is chosen
+ * afresh from the records (the default load factor). in is untrusted: its
+ * header (magic, version 1, layout hash, header checksum, sizes, section
+ * table), every section checksum and every entry of ENTRIES (each inside
+ * its section, its value's shape) are checked, and entry_count and
+ * dedup_refs must agree with what ENTRIES holds; a format 2 input is
+ * refused ("already format 2"). The options, "-" for stdout, and that
+ * nothing is left under out on any error, are shmkv_build_join()'s. On
+ * error err (if err_len > 0) names the file, the offset and the rule, e.g.
+ * "old.shmkv: entry at 8192: key of 300 bytes runs past the entries
+ * section [8192, 8448)". Returns 0, -EINVAL (no input or output, a bad
+ * option), SHMKV_EMAGIC, SHMKV_EVERSION (not format 1: format 2 or
+ * another), SHMKV_ELAYOUT, SHMKV_ECHECKSUM, SHMKV_ETRUNCATED,
+ * SHMKV_ECORRUPT (a damaged image), SHMKV_EDUPKEY (a key twice), -ENOENT,
+ * -ENOMEM, -errno. */
+int shmkv_build_upgrade(const char *out, const char *in, const shmkv_join_options *opt,
+			shmkv_build_stats *stats, char *err, size_t err_len);
 
 /* Removes the named temporary files of the builds now writing in this
  * process (at most 8 at once). Async-signal-safe: call it from a SIGINT or
