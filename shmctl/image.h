@@ -14,6 +14,18 @@ int image_help(int argc, char **argv);
 
 int do_image_build(int argc, char **argv);
 int do_image_join(int argc, char **argv);
+int do_image_upgrade(int argc, char **argv);
+
+/* Join and upgrade (join_cmd.c, upgrade_cmd.c): -o OUT, --threads,
+ * --memory-limit and --tmpdir into shmkv_join_options, then fn on the
+ * inputs (at least one, at most max_in; inputs names them in messages),
+ * its progress, its error or the build's summary. Returns the exit code. */
+struct shmkv_join_options;
+typedef int image_rebuild_fn(const char *out, const char *const *in, size_t n,
+			     const struct shmkv_join_options *jo, struct shmkv_build_stats *st,
+			     char *why, size_t len);
+int image_rebuild(int argc, char **argv, const char *verb, const char *inputs, size_t max_in,
+		  image_rebuild_fn *fn);
 
 /* The long options build and join share: the output and how they run (each
  * verb's own enum names OPT_THREADS, OPT_MEMORY_LIMIT and OPT_TMPDIR). */
