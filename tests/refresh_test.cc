@@ -1,5 +1,5 @@
 // refresh_test: shmkv_refresh stays bounded whatever state the control
-// segment is left in (issue 8 §4). A hand-made control segment plays the
+// segment is left in (lib/PROTOCOL.md). A hand-made control segment plays the
 // loader; the reader's slow-path work is counted through the SHMKV_TRACE
 // hook (passes of the seqcount loop, opens of segment files), never timed.
 
