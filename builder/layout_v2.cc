@@ -265,9 +265,9 @@ int compute_layout(shmkv_builder *b, Layout &L)
 			}
 			memset(bk + kV2Head, 0, kV2BucketBytes - kV2Head);
 			if (n) {
-				v2_render_bucket(bk, n, [&](unsigned i) -> const V2Item & { return it[i]; });
-				used += v2_bucket_end(n, [&](unsigned i) -> const V2Shape & { return it[i].s; }) -
-					kV2Head;
+				used += v2_render_bucket(bk, n, [&](unsigned i) -> const V2Item & {
+						return it[i];
+					}) - kV2Head;
 			}
 		}
 		rbytes[t] = used;
