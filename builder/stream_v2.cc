@@ -1,4 +1,4 @@
-// builder/stream_v2.cc - the format 2 index of a spilling build (stream_v2.h).
+// builder/stream_v2.cc - the index of a spilling build (stream_v2.h).
 #include <algorithm>
 #include <cerrno>
 #include <cstring>

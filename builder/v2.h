@@ -1,10 +1,10 @@
-// builder/v2.h - the format 2 index as the builder writes it (lib/FORMAT.md
-// §17, layout B): 128-byte buckets whose head is count, D and filter, then
-// the records' u16 directory entries (dir = (tag << 7 | off) & 0xffff: the
-// tag's low 9 bits and the record's offset), then the records, small
-// entries inline, the others OUT records naming a v1-format entry in
-// ENTRIES. What both builds share (layout_v2.cc in memory, spill_build.cc
-// streaming): a record's shape, the room rule, a bucket's bytes.
+// builder/v2.h - the index as the builder writes it (lib/FORMAT.md §6):
+// 128-byte buckets whose head is count, D and filter, then the records' u16
+// directory entries, then the records, small entries inline, the others OUT
+// records naming their entry in ENTRIES. What both builds share
+// (layout_v2.cc in memory, spill_build.cc streaming): a record's shape, the
+// room rule, a bucket's bytes. (The name is history: format 2 is the one
+// format.)
 #pragma once
 
 #include <algorithm>
@@ -22,7 +22,7 @@ constexpr unsigned kV2Head = SHMKV_BUCKET_HEAD;          // count, D, 48-bit fil
 constexpr unsigned kV2MaxRecords = SHMKV_MAX_RECORDS;    // count's bound
 constexpr unsigned kV2DirBytes = SHMKV_DIR_BYTES;        // a record's u16 dir: 9 tag bits, 7 off bits
 // An entry is inline when its record, with the worst value padding, takes
-// at most this many bytes (builder/README.md, "Format 2": why 48): a
+// at most this many bytes (builder/README.md, "The index": why 48): a
 // builder's choice, not a rule of the format.
 constexpr unsigned kV2InlineMax = 48;
 
