@@ -19,13 +19,15 @@ typedef struct shmkv_key {
 	size_t len;
 } shmkv_key;
 
-/* What a v2 batch's second pass leaves its third to do for a key: nothing
+/* What a batch's second pass leaves its third to do for a key: nothing
  * (settled: absent), the home bucket's scan (directory compared), the walk
  * to the buckets after it, the whole hot get (damage: it says so), or the
  * checked get (a key the first pass did not hash). */
-enum { SHMKV__B2_DONE, SHMKV__B2_HOME, SHMKV__B2_WALK, SHMKV__B2_AGAIN, SHMKV__B2_COLD };
+enum { SHMKV__B_DONE, SHMKV__B_HOME, SHMKV__B_WALK, SHMKV__B_AGAIN, SHMKV__B_COLD };
 
-/* shmkv_get_batch: per group, hash and request both lines of
+/* Looks up n keys: err[i] is what shmkv_get() would return, values[i] set
+ * when 0; returns the keys found. One key's damage costs that key alone
+ * (FORMAT.md §18). Per group, hash and request both lines of
  * every home bucket; then compare each home bucket's tag directory, which
  * settles a key with no candidate there and no displaced keys of its tag
  * announced (absent), and request what the others need next: the entry of
@@ -34,8 +36,8 @@ enum { SHMKV__B2_DONE, SHMKV__B2_HOME, SHMKV__B2_WALK, SHMKV__B2_AGAIN, SHMKV__B
  * single get does, from the compared directory (shmkv__get_home) or the
  * walk (shmkv__get_walk), their lines now on their way. The clock is read
  * once per batch at most. */
-static inline size_t shmkv__get_batch(const shmkv *db, const shmkv_key *keys, size_t n,
-				       shmkv_value *values, int *err)
+static inline size_t shmkv_get_batch(const shmkv *db, const shmkv_key *keys, size_t n,
+				     shmkv_value *values, int *err)
 {
 	size_t found = 0;
 	int64_t now = 0;
@@ -57,23 +59,23 @@ static inline size_t shmkv__get_batch(const shmkv *db, const shmkv_key *keys, si
 			__builtin_prefetch(bk[i] + 64);
 		}
 		for (size_t i = 0; i < m; i++) {
-			state[i] = SHMKV__B2_COLD;
+			state[i] = SHMKV__B_COLD;
 			if (!bk[i])
 				continue;
-			state[i] = SHMKV__B2_AGAIN;
+			state[i] = SHMKV__B_AGAIN;
 			const unsigned nr = bk[i][0];
 			if (SHMKV__UNLIKELY(nr > SHMKV_MAX_RECORDS))
 				continue; /* damage: the lookup says so */
 			const uint64_t tag = shmkv__tag(hash[i]);
 			unsigned mt = mask[i] = shmkv__match(bk[i], nr, tag);
 			nrec[i] = (unsigned char)nr; /* read once: the mask is of these records */
-			state[i] = SHMKV__B2_HOME;
+			state[i] = SHMKV__B_HOME;
 			if (!mt) {
 				/* no candidate at home: absent, unless displaced keys
 				 * of its tag are announced; then the next bucket,
 				 * where nearly all of them are */
 				if (!(dis[i] = shmkv__displaced(bk[i], tag, db->max_probe))) {
-					state[i] = SHMKV__B2_DONE;
+					state[i] = SHMKV__B_DONE;
 					err[base + i] = SHMKV_ENOTFOUND;
 					continue;
 				}
@@ -82,7 +84,7 @@ static inline size_t shmkv__get_batch(const shmkv *db, const shmkv_key *keys, si
 					nx = shmkv__bucket(db, 0);
 				__builtin_prefetch(nx);
 				__builtin_prefetch(nx + 64);
-				state[i] = SHMKV__B2_WALK;
+				state[i] = SHMKV__B_WALK;
 			}
 			for (; mt; mt &= mt - 1) {
 				shmkv__rec r;
@@ -102,17 +104,17 @@ static inline size_t shmkv__get_batch(const shmkv *db, const shmkv_key *keys, si
 			shmkv_value *v = &values[base + i];
 			int e;
 			switch (state[i]) {
-			case SHMKV__B2_DONE:
+			case SHMKV__B_DONE:
 				continue;
-			case SHMKV__B2_HOME: /* the directory compared above */
+			case SHMKV__B_HOME: /* the directory compared above */
 				e = shmkv__get_home(db, k->data, k->len, shmkv__tag(hash[i]), home[i],
 						     bk[i], nrec[i], mask[i], 0, v, &now);
 				break;
-			case SHMKV__B2_WALK:
+			case SHMKV__B_WALK:
 				e = shmkv__get_walk(db, k->data, k->len, shmkv__tag(hash[i]), home[i],
 						     dis[i], 0, v, &now);
 				break;
-			case SHMKV__B2_AGAIN:
+			case SHMKV__B_AGAIN:
 				e = shmkv__get_fast(db, k->data, k->len, hash[i], home[i], 0, v, &now);
 				break;
 			default:
@@ -123,17 +125,6 @@ static inline size_t shmkv__get_batch(const shmkv *db, const shmkv_key *keys, si
 		}
 	}
 	return found;
-}
-
-/* Looks up n keys. For each i, err[i] is what shmkv_get() would return (0,
- * SHMKV_ENOTFOUND, SHMKV_EKEYLEN or SHMKV_ECORRUPT) and values[i] is filled
- * when err[i] == 0. Returns the number of keys found. The checks are
- * shmkv_get's: a damaged entry costs its key SHMKV_ECORRUPT, never another
- * key its answer (FORMAT.md §18). */
-static inline size_t shmkv_get_batch(const shmkv *db, const shmkv_key *keys, size_t n,
-				     shmkv_value *values, int *err)
-{
-	return shmkv__get_batch(db, keys, n, values, err);
 }
 
 #endif /* SHMKV_BATCH_H */

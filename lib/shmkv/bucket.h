@@ -1,11 +1,8 @@
-/* shmkv/bucket.h - a bucket's records (FORMAT.md §6): the record rules in
- * small pieces (shmkv__rec_at_ok, shmkv__rec_inline_kind_ok,
- * shmkv__rec_inline_span, shmkv__rec_inline_value) that both the checked
- * decode (shmkv__rec_decode, with the bucket scan shmkv__bucket_scan that
- * the checked lookup, iteration and verify share) and the hot scan
- * (shmkv__bucket_fast_m over the directory's matches) are built from, so
- * that both accept exactly the same records. An OUT record's entry is read
- * by entry.h's rules.
+/* shmkv/bucket.h - a bucket's records (FORMAT.md §6.1-6.2): the record
+ * rules in small pieces that the checked decode (shmkv__rec_decode and the
+ * scan shmkv__bucket_scan: the checked lookup, iteration, verify) and the
+ * hot scan (shmkv__bucket_fast_m) are both built from, so that both accept
+ * exactly the same records. An OUT record's entry: entry.h's rules.
  * Part of the header-only reader; include <shmkv.h>, not this file. */
 #ifndef SHMKV_BUCKET_H
 #define SHMKV_BUCKET_H
@@ -15,7 +12,7 @@
 
 #define SHMKV__NEXT 1 /* a bucket scan: not in this bucket */
 
-/* A record decoded by shmkv__rec_decode. Offsets are within its bucket. */
+/* A decoded record; offsets within its bucket. */
 typedef struct shmkv__rec {
 	unsigned pos, end;   /* the record's bytes [pos, end) */
 	unsigned kind;       /* SHMKV_REC_* bits and the type */
@@ -27,40 +24,30 @@ typedef struct shmkv__rec {
 	uint64_t unit;       /* OUT: the entry's image offset / 8 */
 } shmkv__rec;
 
-/* Where a bucket's directory of n records ends (n u16 entries): no record
- * starts before it. */
+/* Where a bucket's directory of n records ends: no record starts before. */
 static inline unsigned shmkv__dir_end(unsigned n)
 {
 	return SHMKV_BUCKET_HEAD + SHMKV_DIR_BYTES * n;
 }
 
-/* The record rules (FORMAT.md §17.4), in pieces that shmkv__rec_decode
- * (every generic reader: the checked scan, iteration, verify) and the hot
- * inline hit (shmkv__get_fast) both apply, so that both accept exactly the
- * same records. */
-
-/* Whether a record may start at bucket offset pos of a bucket of n records:
- * after the directory, its 3-byte head inside the bucket (so that the head
- * bytes are read from the bucket). */
+/* Whether a record may start at pos of a bucket of n records: after the
+ * directory, its 3-byte head inside the bucket. */
 static inline int shmkv__rec_at_ok(unsigned n, unsigned pos)
 {
 	return pos >= shmkv__dir_end(n) && pos + SHMKV_REC_INLINE_HEAD <= SHMKV_BUCKET_BYTES;
 }
 
-/* Whether an inline record's kind (OUT clear) is well formed: no reserved
- * bits, and its type bits name a type. */
+/* Whether an inline record's kind is sound: no reserved bits, a type. */
 static inline int shmkv__rec_inline_kind_ok(unsigned kind)
 {
 	const unsigned t = kind & SHMKV_REC_TYPE_MASK;
 	return !(kind & ~SHMKV_REC_KNOWN) && t >= 1 && t <= SHMKV_TYPE_MAX;
 }
 
-/* The bytes of an inline record of kind (accepted by
- * shmkv__rec_inline_kind_ok) at bucket offset pos with key_len and
- * value_len (<= 255): its key at *key_pos after the head and the expiry, its
- * value at *val_pos (the key's end aligned in the bucket for its type).
- * Returns the record's end (past the NUL of text), which the caller checks
- * against the bucket's end: at most 3 + 4 + 255 + 7 + 255 + 1 past pos. */
+/* An inline record of kind at pos with key_len and value_len (<= 255): its
+ * key at *key_pos, its value at *val_pos (aligned in the bucket for its
+ * type); returns its end (past a NUL), at most 525 past pos, which the
+ * caller checks against the bucket's end. */
 static inline unsigned shmkv__rec_span(unsigned pos, unsigned kind, unsigned key_len,
 				       unsigned value_len, unsigned *key_pos, unsigned *val_pos)
 {
@@ -73,20 +60,17 @@ static inline unsigned shmkv__rec_span(unsigned pos, unsigned kind, unsigned key
 	return vp + value_len + shmkv__types[t].nul;
 }
 
-/* shmkv__rec_span of the inline record at pos of bucket bk (its head inside
- * the bucket): the lengths its head holds. */
+/* shmkv__rec_span with the lengths the head at bk + pos holds. */
 static inline unsigned shmkv__rec_inline_span(const uint8_t *bk, unsigned pos, unsigned kind,
 					      unsigned *key_pos, unsigned *val_pos)
 {
 	return shmkv__rec_span(pos, kind, bk[pos + 1], bk[pos + 2], key_pos, val_pos);
 }
 
-/* The record at bucket offset pos of a bucket of n records (FORMAT.md
- * §17.4): 1 with *r, or 0 when it is malformed: it starts inside the
- * directory, has reserved kind bits, a type that is none, an OUT record
- * with type bits, or bytes (head, expiry, key, value) past the bucket's
- * end. Reads nothing at or past bk + 128. Whether records overlap or leave
- * nonzero gaps is verify's (a lookup does not rely on it). */
+/* The record at pos of a bucket of n records: 1 with *r, or 0 when it is
+ * malformed (inside the directory, reserved kind bits, no type, an OUT
+ * record with type bits, bytes past +128). Reads nothing past the bucket.
+ * Overlap and gaps are verify's. */
 static SHMKV__HOT int shmkv__rec_decode(const uint8_t *bk, unsigned n, unsigned pos,
 					shmkv__rec *r)
 {
@@ -130,13 +114,10 @@ static SHMKV__HOT const uint8_t *shmkv__bucket(const shmkv *db, uint64_t b)
 	return (const uint8_t *)db->buckets + b * SHMKV_BUCKET_BYTES;
 }
 
-/* The scan of bucket b for key (tag): the records whose directory tag
- * bits match, in directory order, each decoded with its bounds (a malformed
- * one, or a count above 16, is damage); a match compares the key, inline or
- * in the OUT record's entry (header and key bounded inside ENTRIES by
- * get.h's slot/entry rule). Returns 0 with *r (and *e, the entry, for OUT;
- * NULL inline), SHMKV__NEXT, or SHMKV_ECORRUPT (why, when not NULL: on the
- * hot path the messages compile away). */
+/* The checked scan of bucket b for key (tag): the records whose directory
+ * tag bits match, each decoded with its bounds, the key compared inline or
+ * in the OUT record's entry (entry.h's bound rule). 0 with *r (and *e, the
+ * entry; NULL inline), SHMKV__NEXT, or SHMKV_ECORRUPT (why). */
 static SHMKV__HOT int shmkv__bucket_scan(const shmkv *db, uint64_t b, uint64_t tag,
 					  const void *key, size_t key_len, shmkv__rec *r,
 					  const uint8_t **e, char *why, size_t why_len)
@@ -189,16 +170,14 @@ static SHMKV__HOT int shmkv__bucket_scan(const shmkv *db, uint64_t b, uint64_t t
 #undef SHMKV__BAD2
 }
 
-/* The value of an inline record of type t (kind accepted by
- * shmkv__rec_inline_kind_ok), len bytes at p inside its bucket
- * (shmkv__rec_inline_span), checked by shmkv__value_shape (deep: a strlist's
- * strings too): 0 with *v, or SHMKV_ECORRUPT (why). */
+/* The value of an inline record of type t, len bytes at p, checked by
+ * shmkv__value_shape in mode: 0 with *v, or SHMKV_ECORRUPT (why). */
 static inline __attribute__((always_inline)) int
-shmkv__rec_inline_value(unsigned t, const uint8_t *p, unsigned len, int deep, shmkv_value *v,
+shmkv__rec_inline_value(unsigned t, const uint8_t *p, unsigned len, unsigned mode, shmkv_value *v,
 			char *why, size_t why_len)
 {
 	size_t count = 0;
-	if (shmkv__value_shape(t, p, len, deep, &count, why, why_len))
+	if (shmkv__value_shape(t, p, len, mode, &count, why, why_len))
 		return SHMKV_ECORRUPT;
 	v->type = t;
 	v->shared = 0;
@@ -208,21 +187,18 @@ shmkv__rec_inline_value(unsigned t, const uint8_t *p, unsigned len, int deep, sh
 	return 0;
 }
 
-/* The value of a found record (bucket bk, entry e for OUT): inline, its
- * bytes in the bucket checked by shmkv__value_shape (deep: a strlist's
- * strings too); OUT, the entry's by get.h's rules. 0 with *v, or
- * SHMKV_ECORRUPT (why). */
+/* The value of a found record (bucket bk; e, the entry of an OUT record). */
 static inline __attribute__((always_inline)) int
 shmkv__rec_value(const shmkv *db, const uint8_t *bk, const shmkv__rec *r, const uint8_t *e,
-		 int deep, shmkv_value *v, char *why, size_t why_len)
+		 unsigned mode, shmkv_value *v, char *why, size_t why_len)
 {
 	if (r->kind & SHMKV_REC_OUT) {
 		const shmkv_entry_header *eh = (const shmkv_entry_header *)(const void *)e;
-		return shmkv__value_read(db, e, eh->key_len, eh->type, eh->flags, deep, v, why,
+		return shmkv__value_read(db, e, eh->key_len, eh->type, eh->flags, mode, v, why,
 					 why_len);
 	}
 	if (shmkv__rec_inline_value(r->kind & SHMKV_REC_TYPE_MASK, bk + r->val_pos, r->value_len,
-				    deep, v, why, why_len)) {
+				    mode, v, why, why_len)) {
 		shmkv__prefix(0, why, why_len, "index record at %llu: ",
 			      (unsigned long long)(bk + r->pos - db->base));
 		return SHMKV_ECORRUPT;
@@ -230,9 +206,8 @@ shmkv__rec_value(const shmkv *db, const uint8_t *bk, const shmkv__rec *r, const 
 	return 0;
 }
 
-/* Key equality without a call: shmkv__key_eq up to 16 bytes, 8-byte words
- * (the last one overlapping) past that; n <= 255 (an inline key). The hot
- * v2 path's, so that it makes no call but tail calls. */
+/* Key equality without a call, for the hot scan: shmkv__key_eq up to 16
+ * bytes, 8-byte words (the last overlapping) past that; n <= 255. */
 static inline int shmkv__key_eq2(const uint8_t *a, const uint8_t *b, size_t n)
 {
 	if (SHMKV__LIKELY(n <= 16))
@@ -250,15 +225,12 @@ static inline int shmkv__key_eq2(const uint8_t *a, const uint8_t *b, size_t n)
 
 #define SHMKV__CHECKED 2 /* shmkv__bucket_fast: the checked path decides */
 #define SHMKV__OUTHIT 3  /* shmkv__bucket_fast: an OUT record's entry holds the key */
-#define SHMKV__TIMED 256 /* shmkv__bucket_fast, + the record's offset: it expires */
+#define SHMKV__FINISH 256 /* shmkv__bucket_fast, + the key's record's offset: it expires,
+			     or its text is not ASCII: shmkv__get_finish, out of the loop */
 
-/* The hot scan's step for an OUT record of kind at pos whose tag matched:
- * shmkv__rec_decode's rules for the record, then the hot paths' slot/entry
- * step (shmkv__unit_try, one compare for header and key, as v1's hot get).
- * SHMKV__OUTHIT (*e: key's entry), SHMKV__TIMED + pos (key's, expiring in
- * an image with expiry: shmkv__get_timed), SHMKV__NEXT
- * (another key's) or SHMKV__CHECKED (damage, or a key that would not fit
- * where the record points: the checked path decides, as for v1). */
+/* The hot scan's step for an OUT record at pos whose tag matched: the
+ * record's rules, then shmkv__unit_try. SHMKV__OUTHIT (*e), SHMKV__FINISH +
+ * pos (it expires), SHMKV__NEXT or SHMKV__CHECKED (damage). */
 static inline __attribute__((always_inline)) int
 shmkv__out_fast(const shmkv *db, const uint8_t *bk, unsigned pos, unsigned kind, const void *key,
 		size_t key_len, const uint8_t **e)
@@ -276,23 +248,19 @@ shmkv__out_fast(const shmkv *db, const uint8_t *bk, unsigned pos, unsigned kind,
 	if (!c)
 		return SHMKV__NEXT;
 	if (SHMKV__UNLIKELY(x && db->expiry))
-		return (int)(SHMKV__TIMED + pos);
+		return (int)(SHMKV__FINISH + pos);
 	*e = c;
 	return SHMKV__OUTHIT;
 }
 
-/* The hot scan of bucket bk (n <= 16 records) for key as a value of type
- * want: the records of m, its directory's matches of the key's tag
- * (shmkv__match), each an inline record checked in place by the record
- * rules (shmkv__rec_at_ok, shmkv__rec_inline_kind_ok, shmkv__rec_inline_span,
- * shmkv__rec_inline_value: no record struct, no second decode), an OUT
- * record by shmkv__out_fast. Returns 0 (*v set), SHMKV__OUTHIT (*e: the
- * key's entry, whose value shmkv__hit reads), SHMKV__TIMED + the offset of
- * the key's record, which expires, in an image with expiry (a code, not a
- * pointer, so that the loop writes nothing more: shmkv__get_timed reads
- * the clock, out of this loop), SHMKV__NEXT (not here) or SHMKV__CHECKED
- * (damage, a value of another type: shmkv__get_cold). A batch compares
- * the directory a pass before it scans; shmkv__bucket_fast does both. */
+/* The hot scan of bucket bk (n <= 16) for key as a value of type want: the
+ * records of m (the directory's matches), an inline one checked in place by
+ * the record rules (no struct, no second decode), an OUT one by
+ * shmkv__out_fast. 0 (*v), SHMKV__OUTHIT (*e: the entry, for shmkv__hit),
+ * SHMKV__FINISH + the record's offset (it expires, or its text is not
+ * ASCII: a code, not a pointer, so the loop writes nothing more),
+ * SHMKV__NEXT, or SHMKV__CHECKED (damage, another type). A batch compares
+ * the directory a pass before it scans. */
 static inline __attribute__((always_inline)) int
 shmkv__bucket_fast_m(const shmkv *db, const uint8_t *bk, unsigned n, unsigned m, const void *key,
 		      size_t key_len, unsigned want, shmkv_value *v, const uint8_t **e)
@@ -323,18 +291,19 @@ shmkv__bucket_fast_m(const shmkv *db, const uint8_t *bk, unsigned n, unsigned m,
 		if (bk[pos + 1] != key_len || !shmkv__key_eq2(bk + kp, (const uint8_t *)key, key_len))
 			continue;
 		if (SHMKV__UNLIKELY(expiring)) /* the clock: out of the loop */
-			return (int)(SHMKV__TIMED + pos);
+			return (int)(SHMKV__FINISH + pos);
 		const unsigned t = kind & SHMKV_REC_TYPE_MASK;
-		if (SHMKV__LIKELY(!want || t == want) &&
-		    SHMKV__LIKELY(!shmkv__rec_inline_value(t, bk + vp, bk[pos + 2], 0, v, NULL, 0)))
+		if (SHMKV__UNLIKELY(want && t != want))
+			return SHMKV__CHECKED;
+		if (SHMKV__LIKELY(!shmkv__rec_inline_value(t, bk + vp, bk[pos + 2], SHMKV__SHAPE_ASCII,
+							   v, NULL, 0)))
 			return 0;
-		return SHMKV__CHECKED;
+		return (int)(SHMKV__FINISH + pos); /* text not ASCII, or damage */
 	}
 	return SHMKV__NEXT;
 }
 
-/* shmkv__bucket_fast_m of bucket bk for key (tag): a record count above
- * 16 is damage (SHMKV__CHECKED). */
+/* shmkv__bucket_fast_m with the directory compared here. */
 static SHMKV__HOT int shmkv__bucket_fast(const shmkv *db, const uint8_t *bk, uint64_t tag,
 					  const void *key, size_t key_len, unsigned want,
 					  shmkv_value *v, const uint8_t **e)

@@ -1,8 +1,7 @@
-/* shmkv/entry.h - the entries of ENTRIES (FORMAT.md §7, §9): the OUT
- * records' entries, each an 8-byte header, the key, and the value inline or
- * as a reference to VALUES. The bounds a lookup checks before it follows an
- * OUT record (§12.1), reading a value of any type, and the checked decode
- * that iteration and verify use. One function per rule, every path calls it.
+/* shmkv/entry.h - the entries of ENTRIES (FORMAT.md §7, §9): the bound an
+ * OUT record's unit must meet (§12.1), where a value lies, a value read and
+ * checked, the hit, and the checked decode iteration and verify use. One
+ * function per rule; every path calls it.
  * Part of the header-only reader; include <shmkv.h>, not this file. */
 #ifndef SHMKV_ENTRY_H
 #define SHMKV_ENTRY_H
@@ -17,9 +16,7 @@ static inline uint64_t shmkv__align_up(uint64_t x, uint64_t a)
 	return (x + a - 1) & ~(a - 1);
 }
 
-/* Offset within an entry where its value (or shared-value reference)
- * starts: after the header and the key, 8-aligned for a shared reference
- * and for the types whose row says so (FORMAT.md §7). */
+/* Where an entry's value (or shared reference) starts (FORMAT.md §7). */
 static inline uint64_t shmkv__value_pos_of(unsigned type, unsigned flags, size_t key_len)
 {
 	uint64_t p = sizeof(shmkv_entry_header) + key_len;
@@ -31,9 +28,7 @@ static inline uint64_t shmkv__value_pos(const shmkv_entry_header *eh)
 	return shmkv__value_pos_of(eh->type, eh->flags, eh->key_len);
 }
 
-/* Bytes from an entry's start to the next entry's: header, key, the value
- * (or its 8-byte shared reference) where shmkv__value_pos_of puts it, then
- * up to 8-byte alignment. */
+/* Bytes from an entry's start to where the next may start. */
 static inline uint64_t shmkv__entry_size(unsigned type, unsigned flags, size_t key_len,
 					 uint64_t value_len)
 {
@@ -42,19 +37,16 @@ static inline uint64_t shmkv__entry_size(unsigned type, unsigned flags, size_t k
 	return shmkv__align_up(p, 8);
 }
 
-/* "entry at OFF: " before the reason already in why (cold: messages only;
- * returns nothing, so that callers return their own constant and the
- * compiler sees every error path return non-zero). */
+/* "entry at OFF: " before the reason in why (returns nothing, so that
+ * callers return their own constant and GCC sees each error path fail). */
 static SHMKV__COLD void shmkv__entry_why(uint64_t off, char *why, size_t why_len)
 {
 	shmkv__prefix(0, why, why_len, "entry at %llu: ", (unsigned long long)off);
 }
 
-/* The value bound rule (FORMAT.md §12.1), its one statement: where the value
- * of the entry at e (header inside ENTRIES) lies, key_len bytes of key
- * after its header: inline, its stored bytes inside ENTRIES; shared, the
- * 8-byte reference inside ENTRIES and the value 8-aligned inside VALUES.
- * Returns 0 with *data, or SHMKV_ECORRUPT (why, when not NULL). */
+/* The value bound rule (FORMAT.md §12.1): where the value of the entry at e
+ * lies, inside ENTRIES, or shared: the reference inside ENTRIES and the
+ * value 8-aligned inside VALUES. 0 with *data, or SHMKV_ECORRUPT (why). */
 static inline __attribute__((always_inline)) int
 shmkv__value_place(const shmkv *db, const uint8_t *e, size_t key_len, unsigned type,
 		   unsigned flags, const uint8_t **data, char *why, size_t why_len)
@@ -88,17 +80,14 @@ shmkv__value_place(const shmkv *db, const uint8_t *e, size_t key_len, unsigned t
 #undef SHMKV__BADP
 }
 
-/* The value of the entry at e (header inside ENTRIES, key_len bytes of key
- * after it), every rule of its shape checked, into *v: its type and flags
- * known, the value's bounds (shmkv__value_place), its bytes
- * (shmkv__value_shape; deep: a string list's every string). type and flags
- * are the entry's (the hot path passes them as constants once it has
- * compared them). Returns 0 or SHMKV_ECORRUPT with the reason in why (NULL
- * on the hot path, where the messages compile away); *v is written only on
- * success. The lookup, iteration and verify all read values through here. */
+/* The value of the entry at e (header and key inside ENTRIES) into *v: type
+ * and flags known, bounds (shmkv__value_place), bytes (shmkv__value_shape in
+ * mode). type and flags are the entry's (the hot path passes constants it
+ * compared). 0, or SHMKV_ECORRUPT with why (NULL on the hot path: the
+ * messages compile away); *v written only on success. */
 static inline __attribute__((always_inline)) int
 shmkv__value_read(const shmkv *db, const uint8_t *e, size_t key_len, unsigned type,
-		  unsigned flags, int deep, shmkv_value *v, char *why, size_t why_len)
+		  unsigned flags, unsigned mode, shmkv_value *v, char *why, size_t why_len)
 {
 	const uint32_t len = ((const shmkv_entry_header *)(const void *)e)->value_len;
 	const uint8_t *data = NULL; /* set when err is 0: GCC 12 cannot always see it */
@@ -121,7 +110,7 @@ shmkv__value_read(const shmkv *db, const uint8_t *e, size_t key_len, unsigned ty
 	}
 	if (shmkv__value_place(db, e, key_len, type, flags, &data, why, why_len))
 		SHMKV__BADR();
-	if (shmkv__value_shape(type, data, len, deep, &count, why, why_len))
+	if (shmkv__value_shape(type, data, len, mode, &count, why, why_len))
 		SHMKV__BADR();
 #undef SHMKV__BADR
 	v->type = type;
@@ -130,15 +119,6 @@ shmkv__value_read(const shmkv *db, const uint8_t *e, size_t key_len, unsigned ty
 	v->size = len;
 	v->count = count;
 	return 0;
-}
-
-/* The value of a lookup's hit (shmkv__value_read without a string list's
- * strings: a get is O(1)). */
-static SHMKV__HOT int shmkv__value_ok(const shmkv *db, const uint8_t *e, size_t key_len,
-				      unsigned type, unsigned flags, shmkv_value *v, char *why,
-				      size_t why_len)
-{
-	return shmkv__value_read(db, e, key_len, type, flags, 0, v, why, why_len);
 }
 
 /* The typed getters' rule: a value of another type than want (0: any) is
@@ -159,7 +139,7 @@ static inline int shmkv__hit_checked(const shmkv *db, const uint8_t *e, size_t k
 {
 	const shmkv_entry_header *eh = (const shmkv_entry_header *)(const void *)e;
 	shmkv_value got;
-	int err = shmkv__value_ok(db, e, key_len, eh->type, eh->flags, &got, why, why_len);
+	int err = shmkv__value_read(db, e, key_len, eh->type, eh->flags, 0, &got, why, why_len);
 	if (!err)
 		err = shmkv__type_want(&got, want, why, why_len);
 	if (err)
@@ -176,7 +156,7 @@ static SHMKV__COLD int shmkv__hit_cold(const shmkv *db, const uint8_t *e, size_t
 
 /* shmkv__hit_checked on the hot path: an entry of the wanted type, its
  * value inline or shared, is decoded here; anything else (another type,
- * damage) is decided by the cold copy. */
+ * damage, text that is not ASCII) is decided by the cold copy. */
 static SHMKV__HOT int shmkv__hit(const shmkv *db, const uint8_t *e, size_t key_len, unsigned want,
 				 shmkv_value *v)
 {
@@ -184,24 +164,25 @@ static SHMKV__HOT int shmkv__hit(const shmkv *db, const uint8_t *e, size_t key_l
 		uint16_t tf; /* type | flags << 8 */
 		memcpy(&tf, e, 2);
 		if (SHMKV__LIKELY(tf == want)) {
-			if (SHMKV__LIKELY(!shmkv__value_ok(db, e, key_len, want, 0, v, NULL, 0)))
+			if (SHMKV__LIKELY(!shmkv__value_read(db, e, key_len, want, 0,
+							     SHMKV__SHAPE_ASCII, v, NULL, 0)))
 				return 0;
 		} else if (tf == (want | SHMKV_EFLAG_SHARED << 8)) {
-			if (SHMKV__LIKELY(!shmkv__value_ok(db, e, key_len, want, SHMKV_EFLAG_SHARED, v,
-							   NULL, 0)))
+			if (SHMKV__LIKELY(!shmkv__value_read(db, e, key_len, want, SHMKV_EFLAG_SHARED,
+							     SHMKV__SHAPE_ASCII, v, NULL, 0)))
 				return 0;
 		}
 	} else {
 		const shmkv_entry_header *eh = (const shmkv_entry_header *)(const void *)e;
-		if (SHMKV__LIKELY(!shmkv__value_ok(db, e, key_len, eh->type, eh->flags, v, NULL, 0)))
+		if (SHMKV__LIKELY(!shmkv__value_read(db, e, key_len, eh->type, eh->flags,
+						     SHMKV__SHAPE_ASCII, v, NULL, 0)))
 			return 0;
 	}
 	return shmkv__hit_cold(db, e, key_len, want, v);
 }
 
-/* Key equality. Short keys use two overlapping loads from each side: glibc's
- * memcmp reads 32 bytes, which for an entry late in a cache line touches the
- * next line too. */
+/* Key equality; short keys by two overlapping loads a side (glibc's memcmp
+ * reads 32 bytes, which late in a line touches the next). */
 static inline int shmkv__key_eq(const uint8_t *a, const uint8_t *b, size_t n)
 {
 	if (n >= 8 && n <= 16) {
@@ -229,34 +210,24 @@ static inline int shmkv__key_eq(const uint8_t *a, const uint8_t *b, size_t n)
 	return memcmp(a, b, n) == 0;
 }
 
-/* ---- the unit/entry bound rule ----------------------------------------------
- *
- * An OUT record's entry at unit u (its 40-bit field: image offset / 8) holds
- * its 8-byte header and key_len bytes of key inside ENTRIES iff
- * 8(u - ENTRIES.offset/8) + 8 + key_len <= ENTRIES size, that is
- * u - ent_unit0 <= shmkv__key_lim(db, key_len), provided
- * shmkv__key_fits(db, key_len). Every bucket scan (the hot one, the
- * batch's and the checked one) applies it through shmkv__unit_entry. */
-
-/* Whether a key of key_len bytes fits after an entry header in ENTRIES at
- * all (ENTRIES holds a header, and key_len <= its size - 8). */
+/* The unit/entry bound rule: an OUT record's entry at unit u (image offset /
+ * 8) holds its header and key_len key bytes inside ENTRIES iff
+ * shmkv__key_fits(db, key_len) and u - ent_unit0 <= shmkv__key_lim(db,
+ * key_len). Every scan applies it through shmkv__unit_entry. */
 static inline int shmkv__key_fits(const shmkv *db, size_t key_len)
 {
 	return db->ent_units != 0 && key_len <= db->ent_room;
 }
 
-/* The largest unit at which a header and key_len key bytes fit inside
- * ENTRIES. Needs shmkv__key_fits(db, key_len). */
+/* The largest unit (from ENTRIES' first) where a header and key_len bytes fit. */
 static inline uint64_t shmkv__key_lim(const shmkv *db, size_t key_len)
 {
 	return (db->ent_room - key_len) >> 3;
 }
 
-/* 1 with *e the entry at unit (an OUT record's field) when it is at most
- * lim (a shmkv__key_lim) past ENTRIES' first unit, else 0 (*e untouched).
- * Taken modulo 2^40 (the field's width), one compare against a limit below
- * 2^40 - ent_unit0 refuses offsets before ENTRIES as well as after it. A
- * flag, not a NULL pointer, so that callers branch on the compare itself. */
+/* 1 with *e the entry at unit when it is at most lim past ENTRIES' first
+ * unit, else 0. Modulo 2^40 (the field's width), one compare refuses units
+ * before ENTRIES as well as after it; a flag, so callers branch on it. */
 static SHMKV__HOT int shmkv__unit_entry(const shmkv *db, uint64_t unit, uint64_t lim,
 					const uint8_t **e)
 {
@@ -267,8 +238,7 @@ static SHMKV__HOT int shmkv__unit_entry(const shmkv *db, uint64_t unit, uint64_t
 	return 1;
 }
 
-/* Whether the entry at e (header and key_len bytes after it inside ENTRIES)
- * holds key. */
+/* Whether the entry at e (header and key inside ENTRIES) holds key. */
 static SHMKV__HOT int shmkv__entry_key_is(const uint8_t *e, const void *key, size_t key_len)
 {
 	return ((const shmkv_entry_header *)(const void *)e)->key_len == key_len &&
@@ -279,9 +249,8 @@ static SHMKV__HOT int shmkv__entry_key_is(const uint8_t *e, const void *key, siz
 #define SHMKV__DEFER ((const uint8_t *)(uintptr_t)1) /* leave it to the checked path */
 
 /* The hot paths' step for an OUT record whose tag matched: the entry of
- * key, NULL (another key), or SHMKV__DEFER when the unit fails the bound
- * rule for lim (damage, or a key too long to fit where the record points:
- * the checked path decides). One compare bounds the header and the key. */
+ * key, NULL (another key's), or SHMKV__DEFER (the bound rule fails: damage,
+ * or a key that cannot fit there; the checked path decides). */
 static SHMKV__HOT const uint8_t *shmkv__unit_try(const shmkv *db, uint64_t unit, uint64_t lim,
 						 const void *key, size_t key_len)
 {
@@ -300,21 +269,18 @@ typedef struct shmkv__entry {
 	uint64_t end;       /* image offset just past the entry (8-aligned) */
 } shmkv__entry;
 
-/* Checks the value bytes of a type (lengths, NULs, bools, string-list
- * shape): shmkv__value_shape, deep, with an unknown type refused. */
+/* shmkv__value_shape, deep, with an unknown type refused. */
 static inline int shmkv__value_check(unsigned type, const uint8_t *p, uint64_t len, char *why,
 				     size_t why_len)
 {
 	size_t count;
 	if (!shmkv_type_desc_of(type))
 		return shmkv__fail(SHMKV_ECORRUPT, why, why_len, "unknown value type %u", type);
-	return shmkv__value_shape(type, p, len, 1, &count, why, why_len);
+	return shmkv__value_shape(type, p, len, SHMKV__SHAPE_DEEP, &count, why, why_len);
 }
 
-/* Decodes the entry at image offset off with every bound checked: the
- * offset (the header inside ENTRIES), the key inside ENTRIES, then the
- * value as a lookup reads it (shmkv__value_read, deep), and the entry's
- * padding inside ENTRIES. */
+/* The entry at image offset off, every bound checked: header and key inside
+ * ENTRIES, the value (deep), the entry's end inside ENTRIES. */
 static inline int shmkv__entry_decode(const shmkv *db, uint64_t off, shmkv__entry *out, char *why,
 				      size_t why_len)
 {
@@ -329,8 +295,8 @@ static inline int shmkv__entry_decode(const shmkv *db, uint64_t off, shmkv__entr
 	    !shmkv__unit_entry(db, off >> 3, shmkv__key_lim(db, eh->key_len), &ek))
 		return SHMKV__BADE("entry at %llu: key of %u bytes runs past the section",
 				   (unsigned long long)off, eh->key_len);
-	int err = shmkv__value_read(db, e, eh->key_len, eh->type, eh->flags, 1, &out->value, why,
-				    why_len);
+	int err = shmkv__value_read(db, e, eh->key_len, eh->type, eh->flags, SHMKV__SHAPE_DEEP,
+				    &out->value, why, why_len);
 	if (err)
 		return err;
 	out->key = e + sizeof(shmkv_entry_header);

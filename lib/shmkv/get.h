@@ -19,10 +19,8 @@ static SHMKV__COLD int shmkv__get_traced(const shmkv *db, const void *key, size_
 #define SHMKV__GET_SLOW shmkv__get_checked
 #endif
 
-/* A lookup as a value of type want (0: any): the hot get for a key shorter
- * than fast_key_len, else (a key over 65535 bytes, a test hash; in
- * SHMKV_USDT builds, a handle whose get probes are traced) the checked
- * path. */
+/* A lookup as a value of type want (0: any): the hot get, else (a key over
+ * 65535 bytes, a test hash, traced get probes) the checked path. */
 static SHMKV__HOT int shmkv__get_as(const shmkv *db, const void *key, size_t key_len,
 				    unsigned want, shmkv_value *v)
 {
@@ -32,9 +30,8 @@ static SHMKV__HOT int shmkv__get_as(const shmkv *db, const void *key, size_t key
 }
 
 #if SHMKV_USDT
-/* A get of a handle whose gate saw a get probe traced (trace.h), or of a key
- * for the checked path: the lookup as untraced (shmkv__get_as on a copy of
- * the handle with its untraced limit), timed, then the probe. */
+/* A get while a get probe is traced (trace.h): the untraced lookup on a copy
+ * of the handle, timed, then the probe. */
 static SHMKV__COLD int shmkv__get_traced(const shmkv *db, const void *key, size_t key_len,
 					 unsigned want, shmkv_value *v)
 {
@@ -61,18 +58,13 @@ static SHMKV__COLD int shmkv__get_traced(const shmkv *db, const void *key, size_
 }
 #endif
 
-/* Looks key up. Returns 0 with *out filled, SHMKV_ENOTFOUND (absent or
- * expired), SHMKV_EKEYLEN, or SHMKV_ECORRUPT (a damaged record, entry or
- * value on the key's path, a string that is not UTF-8). *out is untouched
- * on error. */
+/* Looks key up (shmkv.h: return values); *out is untouched on error. */
 static SHMKV__HOT int shmkv_get(const shmkv *db, const void *key, size_t key_len, shmkv_value *out)
 {
 	return shmkv__get_as(db, key, key_len, 0, out);
 }
 
-/* shmkv_get with the reason for an error in why: what, and for
- * SHMKV_ECORRUPT where in the image. The same results as shmkv_get, by the
- * checked path alone (slower): for tools. */
+/* shmkv_get by the checked path alone, with the reason in why (tools). */
 static inline int shmkv_get_diag(const shmkv *db, const void *key, size_t key_len,
 				 shmkv_value *out, char *why, size_t why_len)
 {
@@ -81,10 +73,8 @@ static inline int shmkv_get_diag(const shmkv *db, const void *key, size_t key_le
 	return shmkv__get_cold(db, key, key_len, 0, out, why, why_len);
 }
 
-/* Typed getters: 0, SHMKV_ENOTFOUND, SHMKV_EKEYLEN, SHMKV_ECORRUPT, or
- * SHMKV_ETYPE when the stored type differs (nothing is converted). Outputs
- * are untouched on error. What they return has its type's shape (i64/f64: 8
- * bytes; bool: one byte, 0 or 1; lists: whole elements). */
+/* Typed getters: as shmkv_get, and SHMKV_ETYPE for another type (nothing
+ * is converted); outputs untouched on error. */
 static SHMKV__HOT int shmkv_get_i64(const shmkv *db, const void *key, size_t key_len, int64_t *out)
 {
 	shmkv_value v;
@@ -174,8 +164,7 @@ static SHMKV__HOT int shmkv_get_i64list(const shmkv *db, const void *key, size_t
 	return err;
 }
 
-/* shmkv_get of a strlist: the typed getters' codes; *out is untouched on
- * error. */
+/* A string list (the get checks its count; shmkv_strlist_at each string). */
 static SHMKV__HOT int shmkv_get_strlist(const shmkv *db, const void *key, size_t key_len,
 				    shmkv_strlist *out)
 {
@@ -186,18 +175,14 @@ static SHMKV__HOT int shmkv_get_strlist(const shmkv *db, const void *key, size_t
 	return err;
 }
 
-/* Pins the clock that db's expiry checks read to now (unix seconds), for
- * tests and for replaying a past moment; 0 goes back to CLOCK_REALTIME.
- * Not thread-safe against gets on the same handle. */
+/* Pins the "now" of db's expiry checks (unix seconds; 0: the real clock),
+ * for tests and replays; not safe against gets on the same handle. */
 static inline void shmkv_set_clock(shmkv *db, int64_t now)
 {
 	db->clock_pin = now;
 }
 
-/* When key's entry expires (unix seconds, FORMAT.md §17; 0: never): 0
- * with *expires for a key the image holds,
- * expired or not; SHMKV_ENOTFOUND, SHMKV_EKEYLEN or SHMKV_ECORRUPT
- * (*expires untouched). For tools that show expiry (shmctl image get). */
+/* When key's entry expires (unix seconds; 0: never), expired or not. */
 static inline int shmkv_get_expires(const shmkv *db, const void *key, size_t key_len,
 				    uint32_t *expires)
 {

@@ -31,20 +31,16 @@
 #define SHMKV_OPEN_NOVERIFY 1u /* skip section checksums (header checksum is always checked) */
 #define SHMKV_OPEN_POPULATE 2u /* prefault the whole mapping at open (after the advice) */
 #define SHMKV_OPEN_DEEP 4u     /* also run the full structural walk (shmkv_verify) */
-/* Back the image with huge pages now (MADV_COLLAPSE, Linux 6.1+): works for
- * files on tmpfs (/dev/shm) whatever shmem_enabled says, and for read-only
- * files elsewhere where the kernel has CONFIG_READ_ONLY_THP_FOR_FS. It copies
- * the file's pages once (about 3 GB/s), for every user of the file; where the
- * kernel refuses, the open goes on with small pages. Needs <sys/mman.h>'s
- * Linux extensions (_DEFAULT_SOURCE or _GNU_SOURCE); ignored without them. */
+/* Huge pages now (MADV_COLLAPSE, Linux 6.1+): tmpfs files whatever
+ * shmem_enabled says, others where CONFIG_READ_ONLY_THP_FOR_FS; copies the
+ * pages once (about 3 GB/s); small pages where the kernel refuses. Needs
+ * _DEFAULT_SOURCE or _GNU_SOURCE; ignored without. */
 #define SHMKV_OPEN_HUGEPAGES 16u
 #define SHMKV_OPEN_KNOWN_                                                                          \
 	(SHMKV_OPEN_NOVERIFY | SHMKV_OPEN_POPULATE | SHMKV_OPEN_DEEP | SHMKV_OPEN_HUGEPAGES)
 
-/* The handle. Treat as opaque: fields may change between versions. The
- * lookup fields come first (one or two cache lines); the bounds a lookup
- * checks are derived once by shmkv__bind from the checked header, so that a
- * get pays a compare per offset (get.h). */
+/* The handle (opaque). The lookup fields come first; shmkv__bind derives the
+ * bounds a lookup checks once, so that a get pays a compare per offset. */
 typedef struct shmkv {
 	const uint8_t *buckets;   /* INDEX section */
 	uint64_t bucket_count;
@@ -77,9 +73,8 @@ typedef struct shmkv {
 	unsigned usdt_gets;       /* 1 while a get probe was traced at the last gate (trace.h) */
 } shmkv;
 
-/* SHMKV_USDT builds: samples the get probes' semaphores into the handle
- * (trace.h): while one is set, every get of this handle takes the cold path,
- * which fires them. Called by shmkv__bind and shmkv_refresh. */
+/* SHMKV_USDT builds (trace.h): while a get probe is traced, this handle's
+ * gets take the path that fires it. At bind and refresh. */
 static inline void shmkv__usdt_gate(shmkv *db)
 {
 #if SHMKV_USDT
@@ -113,10 +108,8 @@ static inline int shmkv__all_zero(const uint8_t *p, uint64_t n)
 	return 1;
 }
 
-/* The magic, first of all checks: whatever is too short or damaged to be an
- * image, a file that does not start like one is "not a shmkv image". prefix
- * holds the first min(size, 8) bytes of an image of size bytes; a shorter
- * image that starts like one is truncated (the next check). */
+/* The magic, first of all checks (FORMAT.md §12): on the first min(size, 8)
+ * bytes, so a short file that starts like an image is truncated instead. */
 static inline int shmkv__magic_check(const void *prefix, uint64_t size, char *why, size_t why_len)
 {
 	if (memcmp(prefix, SHMKV_MAGIC, size < 8 ? (size_t)size : 8) != 0)
@@ -125,9 +118,8 @@ static inline int shmkv__magic_check(const void *prefix, uint64_t size, char *wh
 	return 0;
 }
 
-/* Checks an image in memory: header fields, section table geometry and (unless
- * SHMKV_OPEN_NOVERIFY) every checksum. size is the number of valid bytes at
- * base. Returns 0 or a SHMKV_E* code, with the reason in why (may be NULL). */
+/* FORMAT.md §12's checks of size bytes at base (11-12 unless
+ * SHMKV_OPEN_NOVERIFY). */
 static inline int shmkv_header_check(const void *header, uint64_t size, char *why, size_t why_len);
 
 static inline int shmkv_image_check(const void *base, uint64_t size, unsigned flags, char *why,
@@ -166,10 +158,8 @@ static inline int shmkv_image_check(const void *base, uint64_t size, unsigned fl
 	return 0;
 }
 
-/* Checks an image's header alone: the first SHMKV_HEADER_USED bytes at header,
- * for an image of size bytes (magic, version, layout hash, header checksum,
- * sizes, geometry, section table). What a loader can check before the rest of
- * the image has arrived. Returns 0 or a SHMKV_E* code, the reason in why. */
+/* FORMAT.md §12's checks 1-10, on the first 512 bytes of an image of size
+ * bytes: what a loader checks before the rest has arrived. */
 static inline int shmkv_header_check(const void *header, uint64_t size, char *why, size_t why_len)
 {
 	const uint8_t *b = (const uint8_t *)header;
@@ -273,9 +263,7 @@ static inline int shmkv_header_check(const void *header, uint64_t size, char *wh
 	return 0;
 }
 
-/* Fills a handle's lookup fields from an image that passed
- * shmkv_header_check (section bounds, bucket_count, max_probe): every limit
- * a lookup checks is derived here, once. */
+/* Fills a handle from an image that passed shmkv_header_check. */
 static inline void shmkv__bind(shmkv *db, const void *base, uint64_t size)
 {
 	const shmkv_image_header *h = (const shmkv_image_header *)base;
@@ -303,9 +291,7 @@ static inline void shmkv__bind(shmkv *db, const void *base, uint64_t size)
 	shmkv__usdt_gate(db);
 }
 
-/* What a file that is not a regular file is, for error messages ("a FIFO",
- * "a directory", ...), from its st_mode; "a regular file" for one. Shared by
- * the reader, the builder's output checks and the loader's source checks. */
+/* What a file is, from its st_mode, for messages ("a FIFO", "a directory"). */
 static inline const char *shmkv_file_kind(unsigned mode)
 {
 	/* the st_mode type bits as Linux defines them: spelled out, because

@@ -6,24 +6,20 @@
 
 #include "lookup.h"
 
-/* An iteration: the records of every bucket in directory order, buckets in
- * index order. Reads record `pos` of bucket `bucket - 1`, `left` records
- * still to read there. */
+/* An iteration: every bucket's records in directory order, buckets in
+ * order. Reads record pos of bucket `bucket - 1`, `left` still to read. */
 typedef struct shmkv_iter {
 	const shmkv *db;
-	uint64_t pos;     /* the next record's index (directory order) in bucket `bucket - 1` */
-	uint64_t seen;    /* records passed so far (returned or skipped as expired) */
-	uint64_t bucket;  /* the next bucket to enter */
-	uint32_t left;    /* records still to read in the current bucket */
+	uint64_t pos, seen, bucket; /* seen: records passed (returned or skipped) */
+	uint32_t left;
 	uint32_t expires; /* the last entry returned: its expiry (unix seconds), 0: none */
-	int64_t now;      /* live iteration of an image with expiry: the clock at init;
-			     0: every record is returned */
+	int64_t now;      /* live: the clock at init (0: not read, no record expires) */
+	int all;          /* every record, expired ones too */
 } shmkv_iter;
 
-/* Starts an iteration over the live entries: those a get finds at the
- * moment of this call (the clock is read once, here, and only for an image
- * whose header says EXPIRY; a pinned clock, shmkv_set_clock, is honoured).
- * An expired entry is absent from iteration as it is from a get. */
+/* Starts an iteration over the live entries: those a get finds now (the
+ * clock read once, here, only for an image with EXPIRY; a pinned one is
+ * honoured). */
 static inline void shmkv_iter_init(const shmkv *db, shmkv_iter *it)
 {
 	memset(it, 0, sizeof *it);
@@ -32,26 +28,24 @@ static inline void shmkv_iter_init(const shmkv *db, shmkv_iter *it)
 		it->now = shmkv__now(db);
 }
 
-/* Starts an iteration over every record, expired ones too (for dump,
- * inspection and tools): shmkv_iter_expires says when each expires. */
+/* Starts an iteration over every record, expired ones too (dump, tools). */
 static inline void shmkv_iter_init_all(const shmkv *db, shmkv_iter *it)
 {
 	memset(it, 0, sizeof *it);
 	it->db = db;
+	it->all = 1;
 }
 
-/* When the entry the last shmkv_iter_next returned expires (unix seconds;
- * FORMAT.md §17), 0 when it does not. */
+/* When the entry last returned expires (unix seconds; 0: never). */
 static inline uint32_t shmkv_iter_expires(const shmkv_iter *it)
 {
 	return it->expires;
 }
 
-/* Next entry: 0 with key and value set, SHMKV_EEND when done, or
- * SHMKV_ECORRUPT when the next record is damaged (every later call returns
- * it too). Each record is decoded with every rule of verify's decode (its
- * value deep: a string list's strings too); a live iteration skips a
- * record that has expired before it decodes its value, as a get does. */
+/* Next entry: 0, SHMKV_EEND, or SHMKV_ECORRUPT (the next record is damaged:
+ * every later call returns it too). Each record is decoded with verify's
+ * rules (its value deep); a live iteration skips an expired record before
+ * it reads its value, as a get does. */
 static inline int shmkv_iter_next(shmkv_iter *it, const void **key, size_t *key_len,
 				  shmkv_value *value)
 {
@@ -87,10 +81,10 @@ static inline int shmkv_iter_next(shmkv_iter *it, const void **key, size_t *key_
 			k = bk + r.key_pos;
 			kl = r.key_len;
 		}
-		const int skip = it->now && r.expires && it->now >= (int64_t)r.expires;
+		const int skip = !it->all && shmkv__expires_passed(db, r.expires, &it->now);
 		shmkv_value v;
 		if (!skip) {
-			int err = shmkv__rec_value(db, bk, &r, e, 1, &v, NULL, 0);
+			int err = shmkv__rec_value(db, bk, &r, e, SHMKV__SHAPE_DEEP, &v, NULL, 0);
 			if (err)
 				return err;
 		}

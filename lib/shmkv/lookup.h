@@ -1,10 +1,8 @@
-/* shmkv/lookup.h - the lookup of FORMAT.md §6 and the expiry of §8: the
- * checked lookup (shmkv__locate: every offset checked, every error named)
- * and the hot get (shmkv__get_hot: hash, both lines of the home bucket, the
- * directory compare, the bucket's matches; damage and the unusual go to
- * the checked path, with the same outcome). Both are built from bucket.h's
- * scans. Expiry: the clock is read at most once a call, and only for an
- * image whose header says EXPIRY.
+/* shmkv/lookup.h - the lookup of FORMAT.md §6.4 and the expiry of §17: the
+ * checked lookup (shmkv__locate: every error named) and the hot get
+ * (shmkv__get_hot), both built from bucket.h's scans; the hot get leaves
+ * damage and the unusual to the checked path, with the same outcome. The
+ * clock is read at most once a call, only for an image with EXPIRY.
  * Part of the header-only reader; include <shmkv.h>, not this file. */
 #ifndef SHMKV_LOOKUP_H
 #define SHMKV_LOOKUP_H
@@ -13,13 +11,10 @@
 
 #include "bucket.h"
 
-/* Reader policy (not format, FORMAT.md §17.5): how many lines of bucket
- * b+1 a single get requests at its start, with bucket b's two, so that a
- * key displaced by one bucket (nearly every displaced key) does not wait
- * for a second round trip: 0, 1 or 2. bench/RESULTS.md ("Format v2 layout
- * B") measured 2 against 0 and 1: displaced/home at the median 1.07-1.16
- * (0: 1.35-2.00, 1: 1.36-1.40), the throughput loop within the noise.
- * Batches request the next bucket themselves, only where it may serve. */
+/* Reader policy (FORMAT.md §6.5): lines of bucket b+1 a single get requests
+ * with b's two, so that a key displaced by one bucket does not wait for a
+ * second round trip: 0, 1 or 2. Measured, 2: displaced/home 1.07-1.16 at
+ * the median (0: 1.35-2.00, 1: 1.36-1.40), the throughput loop unchanged. */
 #ifndef SHMKV_PREFETCH_NEXT
 #define SHMKV_PREFETCH_NEXT 2
 #endif
@@ -27,8 +22,7 @@
 #error "SHMKV_PREFETCH_NEXT must be 0, 1 or 2"
 #endif
 
-/* The v2 lookup's later buckets: the n buckets after home bucket b (n from
- * shmkv__displaced, capped at max_probe), wrapping. As shmkv__locate. */
+/* The lookup's later buckets: n after home bucket b, at most max_probe. */
 static SHMKV__HOT int shmkv__locate_on(const shmkv *db, const void *key, size_t key_len,
 					uint64_t tag, uint64_t b, uint64_t n, const uint8_t **bkp,
 					shmkv__rec *r, const uint8_t **e, char *why, size_t why_len)
@@ -47,11 +41,10 @@ static SHMKV__HOT int shmkv__locate_on(const shmkv *db, const void *key, size_t 
 	return why ? shmkv__fail(SHMKV_ENOTFOUND, why, why_len, "key not found") : SHMKV_ENOTFOUND;
 }
 
-/* The v2 lookup (FORMAT.md §17.5), the one every path uses: the home
- * bucket (both its lines requested at once), then, when its D and filter
- * announce displaced keys with this tag, up to min(D, max_probe) later
- * buckets. 0 with *bkp (the bucket found in), *r, *e; SHMKV_ENOTFOUND;
- * SHMKV_ECORRUPT (why). Expiry is the caller's. */
+/* The checked lookup: the home bucket, then, when its D and filter announce
+ * displaced keys of this tag, up to min(D, max_probe) more. 0 with *bkp
+ * (the bucket), *r, *e; SHMKV_ENOTFOUND; SHMKV_ECORRUPT (why). Expiry is
+ * the caller's. */
 static SHMKV__HOT int shmkv__locate(const shmkv *db, const void *key, size_t key_len, uint64_t h,
 				     const uint8_t **bkp, shmkv__rec *r, const uint8_t **e,
 				     char *why, size_t why_len)
@@ -68,9 +61,8 @@ static SHMKV__HOT int shmkv__locate(const shmkv *db, const void *key, size_t key
 				 bkp, r, e, why, why_len);
 }
 
-/* "now" for expiry: the handle's pinned clock (shmkv_set_clock) or the
- * realtime clock in whole seconds (C11 timespec_get, glibc's
- * clock_gettime(CLOCK_REALTIME): a vDSO read, no system call). */
+/* "now": the pinned clock (shmkv_set_clock), else CLOCK_REALTIME seconds
+ * (timespec_get: a vDSO read). */
 static SHMKV__COLD int64_t shmkv__now(const shmkv *db)
 {
 	if (db->clock_pin)
@@ -81,10 +73,8 @@ static SHMKV__COLD int64_t shmkv__now(const shmkv *db)
 	return (int64_t)ts.tv_sec;
 }
 
-/* Whether a record that expires at expires (0: never) is expired at *now
- * (FORMAT.md §17.6), and shmkv__rec_expired of a decoded record. The clock
- * is read only for a record that expires in an image whose header says
- * EXPIRY, and once per call: *now is 0 until read. */
+/* The expiry rule (FORMAT.md §17): expires (0: never) has passed at *now,
+ * which is read once, when first needed, only for an image with EXPIRY. */
 static SHMKV__HOT int shmkv__expires_passed(const shmkv *db, uint32_t expires, int64_t *now)
 {
 	if (SHMKV__LIKELY(!db->expiry) || !expires)
@@ -99,17 +89,15 @@ static SHMKV__HOT int shmkv__rec_expired(const shmkv *db, const shmkv__rec *r, i
 	return shmkv__expires_passed(db, r->expires, now);
 }
 
-/* shmkv__expires_passed where now may be NULL (a single get: it meets at
- * most one record of its key, so it reads the clock at most once without
- * keeping it). */
+/* shmkv__expires_passed with now NULL for a single get's own clock. */
 static inline int shmkv__expired_hot(const shmkv *db, uint32_t expires, int64_t *now)
 {
 	int64_t own = 0;
 	return shmkv__expires_passed(db, expires, now ? now : &own);
 }
 
-/* The checked lookup of a key of any length (the cold get and find2): the
- * key length rule, the hash, shmkv__locate with messages. */
+/* The checked lookup of a key of any length: the key length rule, the hash
+ * (any hash_bits), shmkv__locate. */
 static inline int shmkv__locate_key(const shmkv *db, const void *key, size_t key_len,
 				     const uint8_t **bk, shmkv__rec *r, const uint8_t **e,
 				     char *why, size_t why_len)
@@ -123,8 +111,7 @@ static inline int shmkv__locate_key(const shmkv *db, const void *key, size_t key
 	return shmkv__locate(db, key, key_len, h, bk, r, e, why, why_len);
 }
 
-/* The checked v2 get (shmkv_get_diag, and every case the hot path leaves):
- * the lookup with messages, expiry ("expired"), the value, the type. */
+/* The checked get (shmkv_get_diag, and every case the hot path leaves). */
 static SHMKV__COLD int shmkv__get_cold(const shmkv *db, const void *key, size_t key_len,
 					unsigned want, shmkv_value *v, char *why, size_t why_len)
 {
@@ -148,31 +135,31 @@ static SHMKV__COLD int shmkv__get_cold(const shmkv *db, const void *key, size_t 
 	return 0;
 }
 
-/* shmkv__get_cold without messages, in five arguments (so that the hot
- * path's jump to it is a tail call). */
+/* shmkv__get_cold in five arguments, so the hot path's jump is a tail call. */
 static SHMKV__COLD int shmkv__get_checked(const shmkv *db, const void *key, size_t key_len,
 					   unsigned want, shmkv_value *v)
 {
 	return shmkv__get_cold(db, key, key_len, want, v, NULL, 0);
 }
 
-/* The end of a hot get whose key's record, at rec in a bucket that the hot
- * scan checked (shmkv__bucket_fast: its bounds, and an OUT record's entry
- * holding key), expires in an image with expiry: the clock (*now, the
- * batch's, read once per batch; NULL: this get's own), then the value as
- * the hot scan reads it. Out of the scan's loop, so that a call inside it
- * does not cost every get registers, and an image without expiry nothing. */
-static __attribute__((noinline)) int shmkv__get_timed(const shmkv *db, const uint8_t *rec,
+/* The end of a hot get whose key's record, at rec (its bounds checked by
+ * the scan), expires or holds text that is not ASCII: the clock (*now: the
+ * batch's; NULL: its own), then the value's whole shape check. Out of the
+ * scan's loop, by a tail call: ASCII text without expiry pays nothing. */
+static __attribute__((noinline)) int shmkv__get_finish(const shmkv *db, const uint8_t *rec,
 						       const void *key, size_t key_len,
 						       unsigned want, shmkv_value *v, int64_t *now)
 {
 	const size_t off = (size_t)(rec - shmkv__bucket(db, 0));
 	const uint8_t *bk = rec - off % SHMKV_BUCKET_BYTES;
 	const unsigned pos = (unsigned)(off % SHMKV_BUCKET_BYTES), kind = bk[pos];
-	uint32_t t;
-	memcpy(&t, rec + (kind & SHMKV_REC_OUT ? SHMKV_REC_OUT_HEAD : SHMKV_REC_INLINE_HEAD), 4);
-	if (shmkv__expired_hot(db, t, now))
-		return SHMKV_ENOTFOUND;
+	if ((kind & SHMKV_REC_EXPIRES) && db->expiry) {
+		uint32_t t;
+		memcpy(&t, rec + (kind & SHMKV_REC_OUT ? SHMKV_REC_OUT_HEAD : SHMKV_REC_INLINE_HEAD),
+		       4);
+		if (shmkv__expired_hot(db, t, now))
+			return SHMKV_ENOTFOUND;
+	}
 	if (kind & SHMKV_REC_OUT) {
 		uint64_t u = 0;
 		const uint8_t *c;
@@ -190,29 +177,25 @@ static __attribute__((noinline)) int shmkv__get_timed(const shmkv *db, const uin
 	return shmkv__get_checked(db, key, key_len, want, v);
 }
 
-/* The end of a hot get whose bucket b's scan (shmkv__bucket_fast) returned
- * rc, not SHMKV__NEXT: 0 (*v set), an OUT record's entry e read by
- * shmkv__hit (v1's hit rules), a record that expires by shmkv__get_timed
- * (the clock: now, the batch's, or NULL: its own), damage and a value of
- * another type by shmkv__get_checked; all but the first, tail calls. */
+/* The end of a hot get whose bucket b's scan returned rc (not SHMKV__NEXT):
+ * 0, the OUT entry e by shmkv__hit, shmkv__get_finish, or the checked get;
+ * all but the first by tail calls. */
 static inline __attribute__((always_inline)) int
 shmkv__get_end(const shmkv *db, const void *key, size_t key_len, uint64_t b, int rc,
 		const uint8_t *e, unsigned want, shmkv_value *v, int64_t *now)
 {
 	if (SHMKV__LIKELY(!rc))
 		return 0;
-	if (rc == SHMKV__OUTHIT) /* the entry's value by the v1 hit rules */
+	if (rc == SHMKV__OUTHIT)
 		return shmkv__hit(db, e, key_len, want, v);
-	if (rc >= SHMKV__TIMED) /* b: the bucket the record is in */
-		return shmkv__get_timed(db, shmkv__bucket(db, b) + (rc - SHMKV__TIMED), key,
+	if (rc >= SHMKV__FINISH) /* b: the bucket the record is in */
+		return shmkv__get_finish(db, shmkv__bucket(db, b) + (rc - SHMKV__FINISH), key,
 					 key_len, want, v, now);
 	return shmkv__get_checked(db, key, key_len, want, v);
 }
 
-/* A hot get whose home bucket b did not hold key (tag) and announces d > 0
- * displaced keys of its tag (shmkv__displaced): the walk of
- * shmkv__locate_on over up to min(d, max_probe) later buckets, each by
- * shmkv__bucket_fast, then shmkv__get_end. */
+/* A hot get whose home bucket b announces d > 0 displaced keys of its tag:
+ * the walk over up to min(d, max_probe) later buckets. */
 static inline __attribute__((always_inline)) int
 shmkv__get_walk(const shmkv *db, const void *key, size_t key_len, uint64_t tag, uint64_t b,
 		 uint64_t d, unsigned want, shmkv_value *v, int64_t *now)
@@ -233,12 +216,9 @@ shmkv__get_walk(const shmkv *db, const void *key, size_t key_len, uint64_t tag, 
 	return shmkv__get_end(db, key, key_len, b, rc, e, want, v, now);
 }
 
-/* A hot get from its home bucket b at bk, whose n <= 16 records' directory
- * matches of key's tag are m: the scan (shmkv__bucket_fast_m); if key is
- * not there and the bucket's D and filter announce displaced keys with
- * this tag, the walk over up to min(D, max_probe) later buckets
- * (shmkv__get_walk); the outcome by shmkv__get_end. The single get and
- * a batch that compared the directory a pass before. */
+/* A hot get from home bucket b at bk, its directory's matches m compared:
+ * the scan, then, if announced, the walk. The single get, and a batch that
+ * compared the directory a pass before. */
 static inline __attribute__((always_inline)) int
 shmkv__get_home(const shmkv *db, const void *key, size_t key_len, uint64_t tag, uint64_t b,
 		 const uint8_t *bk, unsigned n, unsigned m, unsigned want, shmkv_value *v,
@@ -255,10 +235,8 @@ shmkv__get_home(const shmkv *db, const void *key, size_t key_len, uint64_t tag, 
 	return shmkv__get_end(db, key, key_len, b, rc, e, want, v, now);
 }
 
-/* The hot v2 get (the single get and the batch) of key with hash h
- * (hash_bits 64) as a value of type want (0: any), b its home bucket: the
- * lookup of FORMAT.md §17.5 by shmkv__get_home. Its outcomes are the
- * checked get's (shmkv__get_cold). */
+/* The hot get of key with hash h (hash_bits 64) from home bucket b, as a
+ * value of type want (0: any); its outcomes are shmkv__get_cold's. */
 static SHMKV__HOT int shmkv__get_fast(const shmkv *db, const void *key, size_t key_len,
 				       uint64_t h, uint64_t b, unsigned want, shmkv_value *v,
 				       int64_t *now)
@@ -272,9 +250,8 @@ static SHMKV__HOT int shmkv__get_fast(const shmkv *db, const void *key, size_t k
 				v, now);
 }
 
-/* The v2 hot get of key with hash h: it requests the home bucket's second
- * line and SHMKV_PREFETCH_NEXT lines of its successor, then
- * shmkv__get_fast. */
+/* The hot get of key with hash h: the home bucket's second line and
+ * SHMKV_PREFETCH_NEXT lines of the next bucket requested, then the get. */
 static SHMKV__HOT int shmkv__get_at(const shmkv *db, const void *key, size_t key_len, uint64_t h,
 				     unsigned want, shmkv_value *v)
 {
@@ -292,8 +269,7 @@ static SHMKV__HOT int shmkv__get_at(const shmkv *db, const void *key, size_t key
 	return shmkv__get_fast(db, key, key_len, h, b, want, v, NULL);
 }
 
-/* The v2 hot get of a key longer than 16 bytes, whose hash may call
- * xxhash's long-input code. */
+/* The hot get of a key over 16 bytes (xxhash's long-input code). */
 static __attribute__((noinline)) int shmkv__get_long(const shmkv *db, const void *key,
 						      size_t key_len, unsigned want,
 						      shmkv_value *v)
@@ -301,11 +277,9 @@ static __attribute__((noinline)) int shmkv__get_long(const shmkv *db, const void
 	return shmkv__get_at(db, key, key_len, shmkv__hash64(db->seed, key, key_len), want, v);
 }
 
-/* The v2 hot get: one out-of-line call from shmkv__get_as, so that v1's
- * code there is untouched (tests/perf counts its instructions). Keys of up
- * to 16 bytes are hashed here without a call, so that, every other call on
- * its way being a tail call, the hot get needs no stack frame; longer keys
- * go to shmkv__get_long. */
+/* The hot get: one out-of-line call from each getter (a small call site in
+ * every caller). Keys of up to 16 bytes are hashed here without a call;
+ * every other call on its way is a tail call. */
 static __attribute__((noinline, hot)) int shmkv__get_hot(const shmkv *db, const void *key,
 						      size_t key_len, unsigned want,
 						      shmkv_value *v)
@@ -315,9 +289,8 @@ static __attribute__((noinline, hot)) int shmkv__get_hot(const shmkv *db, const 
 	return shmkv__get_at(db, key, key_len, shmkv__hash64(db->seed, key, key_len), want, v);
 }
 
-/* The record of key (v2), expired or not, for tools and verify: 0 with
- * *out its image offset (in INDEX) and *expires (0: none); the checked
- * lookup's codes. */
+/* The record of key, expired or not (tools, verify): *out its image offset,
+ * *expires (0: none). */
 static inline int shmkv__find(const shmkv *db, const void *key, size_t key_len, uint64_t *out,
 			       uint32_t *expires, char *why, size_t why_len)
 {

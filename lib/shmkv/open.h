@@ -16,11 +16,10 @@
 
 #define SHMKV__HUGE_ALIGN ((size_t)2 << 20)
 
-/* mmap(NULL, len, PROT_READ, MAP_SHARED | extra, fd, 0), at an address
- * aligned to 2 MiB when len is at least that: only an aligned range can be
- * mapped by huge pages (tmpfs THP, collapsed or read-only-THP file pages).
- * Reserves len + 2 MiB of address space, maps over its aligned part, gives
- * the slack back. Returns MAP_FAILED with *err set on failure. */
+/* mmap(NULL, len, PROT_READ, MAP_SHARED | extra, fd, 0) at a 2 MiB-aligned
+ * address when len is that or more (only an aligned range maps huge pages):
+ * reserves len + 2 MiB, maps its aligned part, returns the slack.
+ * MAP_FAILED with *err on failure. */
 static inline void *shmkv__map_aligned(int fd, size_t len, int extra, int *err)
 {
 	void *m;
@@ -52,15 +51,11 @@ static inline void *shmkv__map_aligned(int fd, size_t len, int extra, int *err)
 }
 
 #if defined(MADV_HUGEPAGE)
-/* Prefaults a read-only mapping of fd after the advice on it was given
- * (shmkv_open_file): MAP_POPULATE at mmap would read a cold image's page
- * cache in before MADV_HUGEPAGE, in small folios, where a fault under the
- * advice reads it in 2 MiB folios (ext4 and other filesystems with large
- * folios), mapped with 2 MiB entries by every reader. MADV_POPULATE_READ
- * (Linux 5.14) faults under the advice; on an older kernel the file is
- * mapped again with MAP_POPULATE and the first mapping goes. Failures of
- * the prefault itself are ignored, as MAP_POPULATE's are. Returns the
- * mapping to use. */
+/* Prefaults a mapping after the MADV_HUGEPAGE advice (MAP_POPULATE at mmap
+ * would read a cold image in small folios, where a fault under the advice
+ * reads 2 MiB folios on ext4 and others): MADV_POPULATE_READ (Linux 5.14),
+ * else a second mapping with MAP_POPULATE. Failures are ignored, as
+ * MAP_POPULATE's are. Returns the mapping to use. */
 static inline void *shmkv__populate(void *map, int fd, size_t len)
 {
 	int err;
@@ -75,8 +70,8 @@ static inline void *shmkv__populate(void *map, int fd, size_t len)
 }
 #endif
 
-/* Opens and maps an image file read-only. On failure *out is NULL and why (if
- * given) says what is wrong and where. Returns 0, -errno or SHMKV_E*. */
+/* Opens and maps an image file read-only, checked (FORMAT.md §12); on
+ * failure *out is NULL and why says what and where. */
 static inline int shmkv_open_file_diag(const char *path, unsigned flags, shmkv **out, char *why,
 				       size_t why_len)
 {
@@ -185,13 +180,13 @@ done:
 	return err;
 }
 
-/* Opens an image file; see shmkv_open_file_diag() for the reason on failure. */
+/* shmkv_open_file_diag() without the reason. */
 static inline int shmkv_open_file(const char *path, unsigned flags, shmkv **out)
 {
 	return shmkv_open_file_diag(path, flags, out, NULL, 0);
 }
 
-/* Unmaps and frees. Values obtained from db are invalid afterwards. NULL is fine. */
+/* Unmaps and frees (NULL is fine); values from db are invalid after. */
 static inline void shmkv_close(shmkv *db)
 {
 	if (!db)
@@ -208,7 +203,7 @@ static inline void shmkv_close(shmkv *db)
 	errno = saved_errno;
 }
 
-/* Header of the open image (for inspection; fields per lib/FORMAT.md). */
+/* The image header (FORMAT.md §3). */
 static inline const shmkv_image_header *shmkv_header(const shmkv *db)
 {
 	return shmkv__hdr(db);

@@ -95,10 +95,8 @@ static SHMKV__HOT uint64_t shmkv__hash64(uint64_t seed, const void *key, size_t 
 	return XXH3_64bits_withSeed(key, len, seed);
 }
 
-/* The key hash of an image with hash_bits (FORMAT.md §5). hash_bits < 64
- * exists only for tests: it keeps 2^bits distinct hashes, spread over
- * buckets and tags, to force collisions. (The lookup hot path calls
- * shmkv__hash64 and leaves such images to its checked path.) */
+/* The key hash with hash_bits (FORMAT.md §5; < 64 only in test images,
+ * which the hot get leaves to its checked path). */
 static SHMKV__HOT uint64_t shmkv__hash(uint64_t seed, unsigned hash_bits, const void *key,
 				       size_t len)
 {
@@ -114,7 +112,7 @@ static inline uint64_t shmkv__home(uint64_t h, uint64_t buckets)
 	return (uint64_t)(((shmkv__u128)h * buckets) >> 64);
 }
 
-/* Tag: low 16 bits of h, never 0 so an empty slot (all zero) never matches. */
+/* Tag: the low 16 bits of h, 1 when they are 0 (FORMAT.md §5). */
 static inline uint64_t shmkv__tag(uint64_t h)
 {
 	uint64_t t = h & 0xffffu;
@@ -135,9 +133,7 @@ static inline unsigned shmkv__dir_off(const uint8_t *bk, unsigned i)
 	return bk[SHMKV_BUCKET_HEAD + 2 * i] & SHMKV_DIR_OFF_MASK;
 }
 
-/* The directory bits a key of this tag has: the tag's low 9 bits at bits
- * 7..15, the offset bits 0. Record i is a candidate when (dir[i] & 0xff80)
- * equals this. */
+/* A tag's directory bits: its low 9 bits at bits 7..15. */
 static inline unsigned shmkv__dir_tag(uint64_t tag)
 {
 	return (unsigned)(tag << SHMKV_DIR_TAG_SHIFT) & SHMKV_DIR_TAG_MASK;

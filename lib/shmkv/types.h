@@ -104,9 +104,8 @@ static inline uint64_t shmkv__stored_len(unsigned type, uint64_t value_len)
 	return value_len + shmkv__types[type <= SHMKV_TYPE_MAX ? type : 0].nul;
 }
 
-/* 1 when p[0..n) is strict UTF-8: a word at a time while the bytes are
- * ASCII (no read past p + n), shmkv_utf8_valid from the first that is not. */
-static inline int shmkv__utf8_ok(const uint8_t *p, uint64_t n)
+/* 1 when p[0..n) is ASCII: a word at a time, no read past p + n. */
+static inline int shmkv__ascii(const uint8_t *p, uint64_t n)
 {
 	const uint64_t hi = UINT64_C(0x8080808080808080);
 	uint64_t w = 0;
@@ -114,7 +113,7 @@ static inline int shmkv__utf8_ok(const uint8_t *p, uint64_t n)
 		for (uint64_t i = 0; i + 8 < n; i += 8) {
 			memcpy(&w, p + i, 8);
 			if (w & hi)
-				return shmkv_utf8_valid(p, (size_t)n);
+				return 0;
 		}
 		memcpy(&w, p + n - 8, 8);
 	} else if (n >= 4) {
@@ -126,20 +125,32 @@ static inline int shmkv__utf8_ok(const uint8_t *p, uint64_t n)
 		for (uint64_t i = 0; i < n; i++)
 			w |= p[i];
 	}
-	return SHMKV__LIKELY(!(w & hi)) || shmkv_utf8_valid(p, (size_t)n);
+	return !(w & hi);
 }
+
+/* 1 when p[0..n) is strict UTF-8 (shmkv__ascii first: most text is). */
+static inline int shmkv__utf8_ok(const uint8_t *p, uint64_t n)
+{
+	return SHMKV__LIKELY(shmkv__ascii(p, n)) || shmkv_utf8_valid(p, (size_t)n);
+}
+
+/* shmkv__value_shape's mode bits */
+#define SHMKV__SHAPE_DEEP 1u  /* a string list's strings too (iteration, verify, the builder) */
+#define SHMKV__SHAPE_ASCII 2u /* the hot get: text must be ASCII, else its checked path decides */
 
 /* The shape check (FORMAT.md §8), the one every path applies: p holds len
  * bytes of a value of type (known to be 1..SHMKV_TYPE_MAX), and for text the
  * NUL after them. A string is strict UTF-8 (every get checks it, as it
- * checks the NUL). deep: a string list's ends, NULs and UTF-8 too
- * (iteration, verify, the builder); without it only its count is checked
- * against its length (the lookup: O(1), shmkv_strlist_at checks each string
- * as it is read). Returns 0 with *count (elements: the length of text, 1
- * for fixed values, the list length) or SHMKV_ECORRUPT with the reason in
- * why (when why is not NULL: on the hot path the messages compile away). */
+ * checks the NUL; SHMKV__SHAPE_ASCII: the hot get's word-at-a-time check
+ * alone, which leaves other text to its checked path, so that the hot path
+ * makes no call). SHMKV__SHAPE_DEEP: a string list's ends, NULs and UTF-8
+ * too; without it only its count is checked against its length (the
+ * lookup: O(1), shmkv_strlist_at checks each string as it is read). Returns
+ * 0 with *count (elements: the length of text, 1 for fixed values, the list
+ * length) or SHMKV_ECORRUPT with the reason in why (when why is not NULL:
+ * on the hot path the messages compile away). */
 static inline __attribute__((always_inline)) int
-shmkv__value_shape(unsigned type, const uint8_t *p, uint64_t len, int deep, size_t *count,
+shmkv__value_shape(unsigned type, const uint8_t *p, uint64_t len, unsigned mode, size_t *count,
 		   char *why, size_t why_len)
 {
 #define SHMKV__BADS(...)                                                                           \
@@ -150,7 +161,8 @@ shmkv__value_shape(unsigned type, const uint8_t *p, uint64_t len, int deep, size
 	case SHMKV_SHAPE_TEXT:
 		if (p[len] != 0)
 			SHMKV__BADS("%s value is not NUL-terminated", t->name);
-		if (t->utf8 && !shmkv__utf8_ok(p, len))
+		if (t->utf8 && !(mode & SHMKV__SHAPE_ASCII ? shmkv__ascii(p, len)
+							   : shmkv__utf8_ok(p, len)))
 			SHMKV__BADS("%s value is not valid UTF-8", t->name);
 		*count = (size_t)len;
 		return 0;
@@ -174,7 +186,7 @@ shmkv__value_shape(unsigned type, const uint8_t *p, uint64_t len, int deep, size
 		if ((uint64_t)n > (len - 8) / 4)
 			SHMKV__BADS("strlist count %u does not fit its %llu bytes", n, n64);
 		*count = n;
-		if (!deep)
+		if (!(mode & SHMKV__SHAPE_DEEP))
 			return 0;
 		uint64_t data_len = len - 4 * ((uint64_t)n + 2);
 		const uint8_t *data = p + 4 * ((uint64_t)n + 2);

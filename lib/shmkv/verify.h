@@ -36,71 +36,44 @@ static inline int shmkv__verify_padding(const shmkv *db, char *why, size_t why_l
 	return err;
 }
 
-/* The entry at pos (decoded into e): its padding (after the key, after the
- * value) is zero (its text was checked by the decode). */
-static inline int shmkv__verify_entry_bytes(const shmkv *db, uint64_t pos, const shmkv__entry *e,
-					    char *why, size_t why_len)
-{
-	const shmkv_entry_header *eh = (const shmkv_entry_header *)(const void *)(db->base + pos);
-	uint64_t key_end = pos + sizeof *eh + eh->key_len, vpos = pos + shmkv__value_pos(eh);
-	uint64_t vend = e->value.shared ? vpos + 8
-					: e->value_off + shmkv__stored_len(eh->type, e->value.size);
-	int err = shmkv__zero_range(db, key_end, vpos, "entry", why, why_len);
-	if (!err)
-		err = shmkv__zero_range(db, vend, e->end, "entry", why, why_len);
-	return err;
-}
-
-/* ENTRIES in image order (FORMAT.md §7: zero words skipped, each entry
- * decoded), each given to check.
- * *n: the entries walked. */
-typedef int (*shmkv__entry_check)(const shmkv *db, uint64_t pos, const shmkv__entry *e,
-				  void *ctx, char *why, size_t why_len);
-static inline int shmkv__walk_entries(const shmkv *db, shmkv__entry_check check, void *ctx,
-				      uint64_t *n, char *why, size_t why_len)
+/* ENTRIES in image order (FORMAT.md §7: zero words skipped), each entry
+ * decoded, its padding zero, and its key's OUT record pointing at it. *n:
+ * the entries walked. */
+static inline int shmkv__verify_entries(const shmkv *db, uint64_t *n, char *why, size_t why_len)
 {
 	uint64_t pos = db->entries_off;
 	*n = 0;
 	while (pos < db->entries_end) {
-		uint64_t w;
+		uint64_t w, rec = 0, u = 0;
 		memcpy(&w, db->base + pos, 8);
 		if (w == 0) {
 			pos += 8;
 			continue;
 		}
 		shmkv__entry e;
-		/* cleared only for GCC -O3's -Wmaybe-uninitialized: decode fills
-		 * every field it returns 0 for (verify is the cold path) */
-		memset(&e, 0, sizeof e);
+		memset(&e, 0, sizeof e); /* GCC -O3 cannot see decode fills it on success */
 		int err = shmkv__entry_decode(db, pos, &e, why, why_len);
-		if (!err)
-			err = check(db, pos, &e, ctx, why, why_len);
 		if (err)
 			return err;
+		const shmkv_entry_header *eh = (const shmkv_entry_header *)(const void *)(db->base + pos);
+		uint64_t vpos = pos + shmkv__value_pos(eh);
+		uint64_t vend = e.value.shared ? vpos + 8
+					       : e.value_off + shmkv__stored_len(eh->type, e.value.size);
+		err = shmkv__zero_range(db, pos + sizeof *eh + eh->key_len, vpos, "entry", why, why_len);
+		if (!err)
+			err = shmkv__zero_range(db, vend, e.end, "entry", why, why_len);
+		if (err)
+			return err;
+		if (!shmkv__find(db, e.key, e.key_len, &rec, NULL, NULL, 0) &&
+		    (db->base[rec] & SHMKV_REC_OUT))
+			memcpy(&u, db->base + rec + 1, 5);
+		if (!u || (u << 3) != pos)
+			return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
+					   "entry at %llu: no OUT record of its key points at it",
+					   (unsigned long long)pos);
 		(*n)++;
 		pos = e.end;
 	}
-	return 0;
-}
-
-/* An ENTRIES entry's own rules, and that its key's OUT record points at it */
-static inline int shmkv__check_entry(const shmkv *db, uint64_t pos, const shmkv__entry *e,
-				      void *ctx, char *why, size_t why_len)
-{
-	(void)ctx;
-	int err = shmkv__verify_entry_bytes(db, pos, e, why, why_len);
-	if (err)
-		return err;
-	uint64_t rec = 0, u = 0;
-	if (!shmkv__find(db, e->key, e->key_len, &rec, NULL, NULL, 0)) {
-		const uint8_t *rp = db->base + rec;
-		if (rp[0] & SHMKV_REC_OUT)
-			memcpy(&u, rp + 1, 5);
-	}
-	if (!u || (u << 3) != pos)
-		return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
-				   "entry at %llu: no OUT record of its key points at it",
-				   (unsigned long long)pos);
 	return 0;
 }
 
@@ -142,7 +115,7 @@ static inline int shmkv__verify_record(const shmkv *db, uint64_t b, unsigned i,
 						   (unsigned long long)(bk + k - db->base));
 	}
 	shmkv_value v;
-	int err = shmkv__rec_value(db, bk, r, e, 1, &v, sub, sizeof sub);
+	int err = shmkv__rec_value(db, bk, r, e, SHMKV__SHAPE_DEEP, &v, sub, sizeof sub);
 	if (err)
 		return shmkv__fail(err, why, why_len, "index bucket %llu record %u: %s",
 				   (unsigned long long)b, i, sub);
@@ -259,7 +232,7 @@ static inline int shmkv__verify_index(const shmkv *db, char *why, size_t why_len
 	/* ENTRIES: each entry is its key's OUT record's, so
 	 * with the counts equal, entries and OUT records are one-to-one */
 	uint64_t ents = 0;
-	int err = shmkv__walk_entries(db, shmkv__check_entry, NULL, &ents, why, why_len);
+	int err = shmkv__verify_entries(db, &ents, why, why_len);
 	if (err)
 		return err;
 	if (ents != outs)

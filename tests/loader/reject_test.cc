@@ -237,6 +237,28 @@ TEST_F(Reject, HiddenSpoolFilesAreLeftAlone)
 						   "rej.shmkv.rejected"}));
 }
 
+// A spool file name is untrusted: one holding a newline and the text of a
+// loader event must not put that event in the log; the name is logged
+// escaped, on its own line.
+TEST_F(Reject, FileNameCannotForgeALogLine)
+{
+	const std::string forged = "x\nloaded cache=evil generation=9 \x1b[2J.shmkv";
+	const std::string path = env.spool() + "/" + forged;
+	ASSERT_TRUE(shmkv_test::write_file(path, "a forger's bytes"));
+	EXPECT_TRUE(wait_until([&] { return !log_lines(env.log(), {"ignoring file="}).empty(); },
+			       20000))
+		<< env.log();
+	const std::string log = env.log();
+	for (const std::string &line : log_lines(log, {"cache=evil"})) {
+		EXPECT_EQ(line.rfind("loaded", 0), std::string::npos) << "forged line: " << line;
+		EXPECT_NE(line.find("x\\nloaded cache=evil"), std::string::npos) << line;
+		EXPECT_NE(line.find("\\x1b[2J"), std::string::npos) << "escape sent raw: " << line;
+	}
+	EXPECT_EQ(log.find('\x1b'), std::string::npos) << "a raw escape byte reached the log";
+	EXPECT_EQ(log_lines(log, {"cache=evil"}).size(), 1u) << log;
+	unlink(path.c_str());
+}
+
 TEST_F(Reject, NotAnImage)
 {
 	std::string bad = env.img_path("bad.shmkv");
