@@ -156,6 +156,8 @@ extern "C" int shmkv_build_join(const char *out, const char *const *fragments, s
 	// the first fragment's header options, its bucket count too, fixed
 	rc = shmkv_build::rebuild_builder(shmkv_header(f.dbs[0]), true, jo, out, &b, m);
 	own.reset(b);
+	for (size_t j = 0; j < n && !rc; j++) // a fragment is never the output
+		rc = shmkv_build::rebuild_input(b, fragments[j], m);
 	for (size_t j = 0; j < n && !rc; j++)
 		rc = add_fragment(b, fragments[j], j + 1, n, f.dbs[j], jo.memory_limit != 0, m);
 	return rc ? rc : shmkv_build::rebuild_finish(b, out, stats, m);

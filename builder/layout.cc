@@ -179,6 +179,15 @@ int dup_error(shmkv_builder *b, const std::string &second, const std::string &ke
 		       key.c_str(), first.c_str(), more.c_str());
 }
 
+int set_file_size(shmkv_builder *b, Layout &L)
+{
+	L.file_size = align_up(L.values_end, SHMKV_FILE_ALIGN);
+	if (L.file_size > SHMKV_MAX_IMAGE_SIZE)
+		return b->fail(SHMKV_ELIMIT, "image of %llu bytes exceeds the format limit of %llu",
+			       (unsigned long long)L.file_size, (unsigned long long)SHMKV_MAX_IMAGE_SIZE);
+	return 0;
+}
+
 int place_entries(shmkv_builder *b, unsigned T, Layout &L, std::vector<uint32_t> &grp,
 		  uint64_t index_bytes)
 {
@@ -219,10 +228,8 @@ int place_entries(shmkv_builder *b, unsigned T, Layout &L, std::vector<uint32_t>
 		pos += stored_len(r.type, r.val_len);
 	}
 	L.values_end = pos;
-	L.file_size = align_up(L.values_end, SHMKV_FILE_ALIGN);
-	if (L.file_size > SHMKV_MAX_IMAGE_SIZE)
-		return b->fail(SHMKV_ELIMIT, "image of %llu bytes exceeds the format limit of %llu",
-			       (unsigned long long)L.file_size, (unsigned long long)SHMKV_MAX_IMAGE_SIZE);
+	if (int err = set_file_size(b, L))
+		return err;
 	L.group = std::move(grp);
 	L.group_off = std::move(goff);
 

@@ -171,6 +171,10 @@ std::vector<uint32_t> share_values(shmkv_builder *b, unsigned T, Layout &L, Item
 int place_entries(shmkv_builder *b, unsigned T, Layout &L, std::vector<uint32_t> &grp,
 		  uint64_t index_bytes);
 
+// L.file_size from where VALUES ends (padded to SHMKV_FILE_ALIGN), or the
+// error of an image over the format's size limit.
+int set_file_size(shmkv_builder *b, Layout &L);
+
 // The header of a laid-out image (checksums of the sections already in h).
 void fill_header(const shmkv_builder *b, const Layout &L, shmkv_image_header &h);
 

@@ -1,6 +1,6 @@
-// builder/layout_v2.cc - the format 2 layout in memory (lib/FORMAT.md §17):
+// builder/layout_v2.cc - the image's layout in memory (lib/FORMAT.md §6, §14):
 // keys in hash order (so in home order), small entries inline in 128-byte
-// buckets, the others in ENTRIES (v1 entries, the v1 cache-line rule) with
+// buckets, the others in ENTRIES (the cache-line rule of §14) with
 // values shared among them only. Placement is one serial scan over compact
 // shapes that records each bucket's set; once every set is final, the
 // buckets are rendered in parallel (each thread its own buckets), so the
@@ -100,7 +100,7 @@ void add(uint8_t *bk, const V2Shape &s, uint32_t k, unsigned end)
 	bk[kAligned] |= s.align != 1;
 }
 
-// Placement (serial, over shapes; lib/FORMAT.md §17.9): first come, first
+// Placement (serial, over shapes; lib/FORMAT.md §14): first come, first
 // served linear probing in home order. Buckets are visited in order; at
 // bucket c the keys carried over from earlier buckets go first (oldest home
 // first, then in the order they were carried), then c's own home keys,
@@ -265,9 +265,9 @@ int compute_layout(shmkv_builder *b, Layout &L)
 			}
 			memset(bk + kV2Head, 0, kV2BucketBytes - kV2Head);
 			if (n) {
-				v2_render_bucket(bk, n, [&](unsigned i) -> const V2Item & { return it[i]; });
-				used += v2_bucket_end(n, [&](unsigned i) -> const V2Shape & { return it[i].s; }) -
-					kV2Head;
+				used += v2_render_bucket(bk, n, [&](unsigned i) -> const V2Item & {
+						return it[i];
+					}) - kV2Head;
 			}
 		}
 		rbytes[t] = used;

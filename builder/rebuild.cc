@@ -1,6 +1,8 @@
 // builder/rebuild.cc - what the builds from images share (rebuild.h).
+#include <cerrno>
 #include <cstring>
 #include <sys/mman.h>
+#include <sys/stat.h>
 
 #include "rebuild.h"
 
@@ -41,6 +43,15 @@ int rebuild_builder(const shmkv_image_header *h, bool keep_buckets, const shmkv_
 		return *e ? m.set(err, "%s", e) : m.set(err, "%s: %s", out, shmkv_strerror(err));
 	}
 	return 0;
+}
+
+int rebuild_input(shmkv_builder *b, const char *path, ErrMsg &m)
+{
+	struct stat st;
+	if (stat(path, &st) != 0)
+		return m.set(-errno, "%s: %s", path, strerror(errno));
+	int err = note_input(b, path, st);
+	return err ? m.set(err, "%s", shmkv_builder_error(b)) : 0;
 }
 
 shmkv_join_options rebuild_options(const shmkv_join_options *opt)

@@ -40,6 +40,10 @@ void drop_pages(const void *map, size_t len);
 int rebuild_builder(const shmkv_image_header *h, bool keep_buckets, const shmkv_join_options &jo,
 		    const char *out, shmkv_builder **bp, ErrMsg &m);
 
+// Notes path as an input of b (read, never replaced): an input that is the
+// output (the same file) is refused. 0, or an error set on m.
+int rebuild_input(shmkv_builder *b, const char *path, ErrMsg &m);
+
 // Options of a join or an upgrade: opt, or the defaults.
 shmkv_join_options rebuild_options(const shmkv_join_options *opt);
 

@@ -409,12 +409,7 @@ private:
 		L_.entries_end = pos;
 		L_.values_off = align_up(L_.entries_end, 64);
 		L_.values_end = L_.values_off + vpos;
-		L_.file_size = align_up(L_.values_end, SHMKV_FILE_ALIGN);
-		if (L_.file_size > SHMKV_MAX_IMAGE_SIZE)
-			return b_->fail(SHMKV_ELIMIT, "image of %llu bytes exceeds the format limit of %llu",
-					(unsigned long long)L_.file_size,
-					(unsigned long long)SHMKV_MAX_IMAGE_SIZE);
-		return 0;
+		return set_file_size(b_, L_);
 	}
 	// Leaf q's groups to VALUES, in order of first entry, from vpos on.
 	int place_groups(size_t q, uint64_t &vpos, std::vector<std::pair<uint64_t, uint64_t>> &table)
@@ -549,12 +544,7 @@ private:
 		L_.entries_end += delta;
 		L_.values_off += delta;
 		L_.values_end += delta;
-		L_.file_size = align_up(L_.values_end, SHMKV_FILE_ALIGN);
-		if (L_.file_size > SHMKV_MAX_IMAGE_SIZE)
-			return b_->fail(SHMKV_ELIMIT, "image of %llu bytes exceeds the format limit of %llu",
-					(unsigned long long)L_.file_size,
-					(unsigned long long)SHMKV_MAX_IMAGE_SIZE);
-		return 0;
+		return set_file_size(b_, L_);
 	}
 	// Every record to the index in order, the OUT records' entries to
 	// ENTRIES (the leaves are kept for a retry).

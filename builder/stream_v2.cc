@@ -1,4 +1,4 @@
-// builder/stream_v2.cc - the format 2 index of a spilling build (stream_v2.h).
+// builder/stream_v2.cc - the index of a spilling build (stream_v2.h).
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -197,8 +197,7 @@ void StreamIndexV2::render(const Bucket &bk, uint8_t *out)
 	V2Item it[kV2MaxRecords];
 	for (unsigned i = 0; i < n; i++)
 		it[i] = bk.recs[i].item();
-	v2_render_bucket(out, n, [&](unsigned i) -> const V2Item & { return it[i]; });
-	record_bytes += v2_bucket_end(n, [&](unsigned i) -> const V2Shape & { return it[i].s; }) -
+	record_bytes += v2_render_bucket(out, n, [&](unsigned i) -> const V2Item & { return it[i]; }) -
 			kV2Head;
 }
 

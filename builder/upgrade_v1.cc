@@ -380,7 +380,7 @@ extern "C" int shmkv_build_upgrade(const char *out, const char *in_path,
 	// the header's options, the bucket count chosen afresh
 	rc = rebuild_builder(&in.h(), false, jo, out, &b, m);
 	own.reset(b);
-	if (!rc && (rc = note_input(b, in_path, in.st)) != 0)
+	if (!rc && (rc = note_input(b, in_path, in.st)) != 0) // never the output
 		m.set(rc, "%s", shmkv_builder_error(b));
 	if (!rc) {
 		try {

@@ -1,10 +1,10 @@
-// builder/v2.h - the format 2 index as the builder writes it (lib/FORMAT.md
-// §17, layout B): 128-byte buckets whose head is count, D and filter, then
-// the records' u16 directory entries (dir = (tag << 7 | off) & 0xffff: the
-// tag's low 9 bits and the record's offset), then the records, small
-// entries inline, the others OUT records naming a v1-format entry in
-// ENTRIES. What both builds share (layout_v2.cc in memory, spill_build.cc
-// streaming): a record's shape, the room rule, a bucket's bytes.
+// builder/v2.h - the index as the builder writes it (lib/FORMAT.md §6):
+// 128-byte buckets whose head is count, D and filter, then the records' u16
+// directory entries, then the records, small entries inline, the others OUT
+// records naming their entry in ENTRIES. What both builds share
+// (layout_v2.cc in memory, spill_build.cc streaming): a record's shape, the
+// room rule, a bucket's bytes. (The name is history: format 2 is the one
+// format.)
 #pragma once
 
 #include <algorithm>
@@ -22,7 +22,7 @@ constexpr unsigned kV2Head = SHMKV_BUCKET_HEAD;          // count, D, 48-bit fil
 constexpr unsigned kV2MaxRecords = SHMKV_MAX_RECORDS;    // count's bound
 constexpr unsigned kV2DirBytes = SHMKV_DIR_BYTES;        // a record's u16 dir: 9 tag bits, 7 off bits
 // An entry is inline when its record, with the worst value padding, takes
-// at most this many bytes (builder/README.md, "Format 2": why 48): a
+// at most this many bytes (builder/README.md, "The index": why 48): a
 // builder's choice, not a rule of the format.
 constexpr unsigned kV2InlineMax = 48;
 
@@ -37,9 +37,12 @@ struct V2Shape {
 			 // inline value that is 8-aligned)
 	bool out;
 	uint16_t pad;
-	// Its end when it starts at bucket offset pos.
+	// Its end when it starts at bucket offset pos (a record whose bytes do
+	// not depend on where it starts takes worst bytes anywhere).
 	unsigned end(unsigned pos) const
 	{
+		if (align == 1)
+			return pos + worst;
 		unsigned key_pos, val_pos;
 		return shmkv_record_span(pos, kind, key_len, val_len, &key_pos, &val_pos);
 	}
@@ -49,25 +52,24 @@ struct V2Shape {
 };
 static_assert(sizeof(V2Shape) == 8, "V2Shape: 8 bytes a record");
 
-// The most bytes a record of this shape takes: its end less its start over
-// the 8 starts a bucket offset can have modulo the largest alignment.
-inline unsigned v2_worst(const V2Shape &s)
+// The most bytes a record of kind and lengths takes (shmkv_record_span):
+// its end less its start over the 8 starts a bucket offset can have modulo
+// the largest alignment (one when align is 1: its bytes do not depend on
+// where it starts).
+inline unsigned v2_worst(unsigned kind, unsigned key_len, unsigned val_len, unsigned align)
 {
-	unsigned w = 0;
-	for (unsigned pos = kV2Head; pos < kV2Head + (s.align == 1 ? 1u : 8u); pos++)
-		w = std::max(w, s.end(pos) - pos);
+	unsigned w = 0, key_pos, val_pos;
+	for (unsigned pos = kV2Head; pos < kV2Head + (align == 1 ? 1u : 8u); pos++)
+		w = std::max(w, shmkv_record_span(pos, kind, key_len, val_len, &key_pos, &val_pos) -
+					pos);
 	return w;
 }
 
 // An OUT record's shape (its entry is in ENTRIES).
 inline V2Shape v2_shape_out(bool expires)
 {
-	V2Shape s{};
-	s.kind = (uint8_t)(SHMKV_REC_OUT | (expires ? SHMKV_REC_EXPIRES : 0));
-	s.align = 1;
-	s.out = true;
-	s.worst = (uint8_t)v2_worst(s);
-	return s;
+	const unsigned kind = SHMKV_REC_OUT | (expires ? SHMKV_REC_EXPIRES : 0);
+	return V2Shape{(uint8_t)kind, 0, 0, (uint8_t)v2_worst(kind, 0, 0, 1), 1, true, 0};
 }
 
 // The record of an entry: inline when its lengths fit the head and its
@@ -76,16 +78,13 @@ inline V2Shape v2_shape(unsigned key_len, unsigned type, uint64_t val_len, uint3
 {
 	if (key_len > SHMKV_REC_MAX_LEN || val_len > SHMKV_REC_MAX_LEN)
 		return v2_shape_out(expires != 0);
-	V2Shape s{};
-	s.kind = (uint8_t)(type | (expires ? SHMKV_REC_EXPIRES : 0));
-	s.key_len = (uint8_t)key_len;
-	s.val_len = (uint8_t)val_len;
-	s.align = shmkv_type_align8(type) ? 8 : 1;
-	unsigned w = v2_worst(s);
+	const unsigned kind = type | (expires ? SHMKV_REC_EXPIRES : 0);
+	const unsigned align = shmkv_type_align8(type) ? 8 : 1;
+	const unsigned w = v2_worst(kind, key_len, (unsigned)val_len, align);
 	if (w > kV2InlineMax)
 		return v2_shape_out(expires != 0);
-	s.worst = (uint8_t)w;
-	return s;
+	return V2Shape{(uint8_t)kind, (uint8_t)key_len, (uint8_t)val_len, (uint8_t)w,
+		       (uint8_t)align, false, 0};
 }
 inline V2Shape v2_shape(const Record &r)
 {
@@ -117,8 +116,9 @@ struct V2Item {
 // D and filter are the caller's): the directory entries (shmkv_dir_entry),
 // the records packed from shmkv_dir_end(n) in order, each where
 // shmkv_record_span() puts its parts. The caller has checked that they fit.
+// Returns where the records end (v2_bucket_end of their shapes).
 template <typename ItemOf>
-void v2_render_bucket(uint8_t *bkt, unsigned n, ItemOf item)
+unsigned v2_render_bucket(uint8_t *bkt, unsigned n, ItemOf item)
 {
 	bkt[0] = (uint8_t)n;
 	unsigned pos = shmkv_dir_end(n);
@@ -149,6 +149,7 @@ void v2_render_bucket(uint8_t *bkt, unsigned n, ItemOf item)
 		}
 		pos = end;
 	}
+	return pos;
 }
 
 // A home bucket's mark for a key of it displaced d buckets away: the

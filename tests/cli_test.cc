@@ -4,7 +4,8 @@
 //   copies) -> dump -> build -> byte-identical image, for JSONL and TSV input;
 //   exit codes: 1 for a missing key, 2 for usage and I/O errors; build errors
 //   name file:line and leave no output; --on-duplicate; -j errors as JSON;
-//   format 2 with expiry: get/inspect/dump show it, dump -> build the same bytes.
+//   expiry: get/inspect/dump show it, dump -> build the same bytes; a format 1
+//   image refused by every verb with the upgrade named, upgraded, rebuilt.
 #include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
@@ -266,46 +267,62 @@ TEST_F(Cli, TsvDumpRebuild)
 	EXPECT_TRUE(read_file(img) == read_file(img2)) << "dump -> build is not byte-identical";
 }
 
-// The default writes format 2; a format 1 image's dump names its format, so
-// rebuilding it without --format gives format 1 again, byte for byte (a fleet
-// of old readers keeps its images through dump -> build).
-TEST_F(Cli, FormatOneDumpRebuildsFormatOne)
+// Format 1 is retired (lib/FORMAT.md §15): every verb that reads an image
+// refuses one with the reader's advice, build refuses --format 1 and a dump
+// whose meta line says format 1, and image upgrade converts it into an image
+// that dumps and builds again byte for byte.
+TEST_F(Cli, FormatOneIsRetired)
 {
-	std::string in = dir.file("in.jsonl"), v1 = dir.file("v1.shmkv"), v2 = dir.file("v2.shmkv"),
-		    again = dir.file("again.shmkv"), dump = dir.file("dump.jsonl");
-	ASSERT_TRUE(write_file(in, "{\"key\": \"a\", \"value\": 1}\n{\"key\": \"b\", \"value\": \"x\"}\n"));
-	Proc r = shmctl({"image", "build", "-o", v2, in}, {kEpoch});
+	const std::string advice =
+		"image format version 1 is retired: convert it with 'shmctl image upgrade OLD -o NEW'";
+	std::string v1 = dir.file("v1.shmkv"), up = dir.file("up.shmkv"), again = dir.file("again.shmkv"),
+		    dump = dir.file("dump.jsonl");
+	ASSERT_TRUE(write_file(v1, read_file(std::string(SHMKV_SOURCE_ROOT) + "/tests/vectors/v1/base.img")));
+	for (const std::vector<std::string> &args : std::vector<std::vector<std::string>>{
+		     {"image", "inspect", v1}, {"image", "dump", v1}, {"image", "get", v1, "s"}}) {
+		Proc r = shmctl(args);
+		EXPECT_EQ(r.rc, 2) << show(r);
+		EXPECT_NE(r.err.find(v1 + ": " + advice), std::string::npos) << show(r);
+	}
+	Proc r = shmctl({"image", "verify", v1});
+	EXPECT_EQ(r.rc, 1) << show(r);
+	EXPECT_NE(r.err.find(advice), std::string::npos) << show(r);
+	r = shmctl({"image", "upgrade", "-o", up, v1});
 	ASSERT_EQ(r.rc, 0) << show(r);
-	r = shmctl({"image", "build", "--format", "1", "-o", v1, in}, {kEpoch});
+	r = shmctl({"image", "get", up, "s"});
+	EXPECT_EQ(r.rc, 0) << show(r);
+	EXPECT_EQ(r.out, "hello\n");
+	r = shmctl({"image", "dump", up});
 	ASSERT_EQ(r.rc, 0) << show(r);
-	auto version = [](const std::string &img) {
-		const std::string b = read_file(img);
-		uint32_t v = 0;
-		if (b.size() >= 12)
-			memcpy(&v, b.data() + 8, 4); // format_version, FORMAT.md §3
-		return v;
-	};
-	EXPECT_EQ(version(v2), 2u) << "the builder's default";
-	EXPECT_EQ(version(v1), 1u);
-	r = shmctl({"image", "dump", v1});
-	ASSERT_EQ(r.rc, 0) << show(r);
-	EXPECT_NE(r.out.find("\"format\": 1"), std::string::npos) << show(r);
+	EXPECT_NE(r.out.find("\"format\": 2"), std::string::npos) << show(r);
 	ASSERT_TRUE(write_file(dump, r.out));
 	r = shmctl({"image", "build", "-o", again, dump}, {"SOURCE_DATE_EPOCH"});
 	ASSERT_EQ(r.rc, 0) << show(r);
-	EXPECT_TRUE(read_file(v1) == read_file(again)) << "format 1 dump -> build is not byte-identical";
+	EXPECT_TRUE(read_file(up) == read_file(again)) << "upgraded: dump -> build is not byte-identical";
+	// build: no --format 1, no dump of format 1
+	r = shmctl({"image", "build", "--format", "1", "-o", again, dump});
+	EXPECT_EQ(r.rc, 2) << show(r);
+	EXPECT_NE(r.err.find("format 1 is retired"), std::string::npos) << show(r);
+	EXPECT_NE(r.err.find("'shmctl image upgrade OLD -o NEW'"), std::string::npos) << show(r);
+	std::string text = read_file(dump);
+	text.replace(text.find("\"format\": 2"), 11, "\"format\": 1");
+	ASSERT_TRUE(write_file(dump, text));
+	r = shmctl({"image", "build", "-o", dir.file("x.shmkv"), dump});
+	EXPECT_EQ(r.rc, 2) << show(r);
+	EXPECT_NE(r.err.find("dump.jsonl:1: shmkv_meta format 1: format 1 is retired"),
+		  std::string::npos) << show(r);
+	EXPECT_FALSE(file_exists(dir.file("x.shmkv")));
 }
 
-// Format 2 with expiry: --format 2 (and the input-format words beside it),
-// get shows the expiry (-j member, stderr note), inspect the version and the
+// Expiry: get shows it (-j member, stderr note), inspect the version and the
 // expiring entries, dump carries format and "expires", and rebuilds the same
-// bytes without --format; an expiry with --format 1 is an error naming the line.
-TEST_F(Cli, FormatTwoExpiryDumpRebuild)
+// bytes; --format takes the input's format only.
+TEST_F(Cli, ExpiryDumpRebuild)
 {
 	std::string in = dir.file("in.tsv"), img = dir.file("t.shmkv"), img2 = dir.file("t2.shmkv");
 	ASSERT_TRUE(write_file(in, "a\tx\t2030-01-31T12:00:00Z\nb\ty\t\nc\tz\t1\n"));
-	Proc r = shmctl({"image", "build", "-o", img, "--format", "2", "--format", "tsv",
-			 "--tsv-expires", in}, {kEpoch});
+	Proc r = shmctl({"image", "build", "-o", img, "--format", "tsv", "--tsv-expires", in},
+			{kEpoch});
 	ASSERT_EQ(r.rc, 0) << show(r);
 	r = shmctl({"-j", "image", "get", img, "a"});
 	ASSERT_EQ(r.rc, 0) << show(r);
@@ -332,14 +349,12 @@ TEST_F(Cli, FormatTwoExpiryDumpRebuild)
 	r = shmctl({"image", "build", "-o", img2, dump}, {"SOURCE_DATE_EPOCH"});
 	ASSERT_EQ(r.rc, 0) << show(r);
 	EXPECT_TRUE(read_file(img) == read_file(img2)) << "dump -> build is not byte-identical";
-	r = shmctl({"image", "build", "-o", img2, "--format", "1", dump}, {"SOURCE_DATE_EPOCH"});
-	EXPECT_EQ(r.rc, 2) << show(r);
-	EXPECT_NE(r.err.find("dump.jsonl:"), std::string::npos) << show(r);
-	EXPECT_NE(r.err.find(": an expiry needs format 2"), std::string::npos) << show(r);
-	r = shmctl({"image", "build", "-o", img2, "--format", "3", dump});
-	EXPECT_EQ(r.rc, 2) << show(r);
-	EXPECT_NE(r.err.find("expected jsonl or tsv (the input's), or 1 or 2"), std::string::npos)
-		<< show(r);
+	for (const char *f : {"2", "3"}) {
+		r = shmctl({"image", "build", "-o", img2, "--format", f, dump});
+		EXPECT_EQ(r.rc, 2) << show(r);
+		EXPECT_NE(r.err.find("expected jsonl or tsv (the input's format; images are format 2)"),
+			  std::string::npos) << show(r);
+	}
 }
 
 TEST_F(Cli, VerifyFailsOnDamage)
