@@ -6,10 +6,7 @@
 //   name file:line and leave no output; --on-duplicate; -j errors as JSON;
 //   expiry: get/inspect/dump show it, dump -> build the same bytes; a format 1
 //   image refused by every verb with the upgrade named, upgraded, rebuilt.
-#include <signal.h>
-#include <spawn.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -22,98 +19,27 @@
 #include "json_util.h"
 #include "test_util.h"
 
-extern char **environ;
-
 using namespace shmkv_test;
 
 namespace {
 
-// ---- running shmctl ------------------------------------------------------
-
-struct Proc {
-	int rc = -1; // exit status, or 128 + signal
-	std::string out, err;
-};
-
-const char *shmctl_path()
-{
-	const char *p = getenv("SHMCTL");
-	return p && *p ? p : nullptr;
-}
+// ---- running shmctl (test_util.h's runner) -------------------------------
 
 class Cli : public ::testing::Test {
 protected:
-	static constexpr int kDeadlineMs = 30000;
+	// bounded: a shmctl that hangs (a FIFO opened without O_NONBLOCK) is
+	// killed and reported
+	static constexpr unsigned kDeadlineMs = 30000;
 	TempDir dir;
 
-	void SetUp() override { ASSERT_NE(shmctl_path(), nullptr) << "SHMCTL is not set (meson sets it)"; }
+	void SetUp() override { ASSERT_FALSE(shmctl_path().empty()) << "SHMCTL is not set (meson sets it)"; }
 
 	// Runs shmctl with args; env_set entries are "NAME=value" (or "NAME" to unset).
 	Proc shmctl(const std::vector<std::string> &args, const std::vector<std::string> &env_set = {})
 	{
-		Proc r;
-		std::string out = dir.file(".stdout"), err = dir.file(".stderr");
-		std::vector<std::string> env;
-		for (char **e = environ; *e; e++) {
-			std::string s = *e;
-			bool replaced = false;
-			for (const std::string &set : env_set) {
-				std::string name = set.substr(0, set.find('='));
-				if (s.compare(0, name.size() + 1, name + "=") == 0)
-					replaced = true;
-			}
-			if (!replaced)
-				env.push_back(s);
-		}
-		for (const std::string &set : env_set)
-			if (set.find('=') != std::string::npos)
-				env.push_back(set);
-		std::vector<char *> argv, envp;
-		std::string prog = shmctl_path();
-		argv.push_back(&prog[0]);
-		std::vector<std::string> a = args;
-		for (std::string &s : a)
-			argv.push_back(&s[0]);
-		argv.push_back(nullptr);
-		for (std::string &s : env)
-			envp.push_back(&s[0]);
-		envp.push_back(nullptr);
-		posix_spawn_file_actions_t fa;
-		posix_spawn_file_actions_init(&fa);
-		posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-		posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		pid_t pid;
-		int e = posix_spawn(&pid, prog.c_str(), &fa, nullptr, argv.data(), envp.data());
-		posix_spawn_file_actions_destroy(&fa);
-		EXPECT_EQ(e, 0) << "posix_spawn " << prog << ": " << strerror(e);
-		if (e)
-			return r;
-		// Bounded: a shmctl that hangs (a FIFO opened without O_NONBLOCK) is
-		// killed after kDeadlineMs and reported as 128 + SIGKILL.
-		int status = 0;
-		pid_t got = 0;
-		for (int waited = 0; (got = waitpid(pid, &status, WNOHANG)) == 0 && waited < kDeadlineMs;
-		     waited += 10)
-			usleep(10 * 1000);
-		if (got == 0) {
-			ADD_FAILURE() << "shmctl still runs after " << kDeadlineMs << " ms: killed";
-			kill(pid, SIGKILL);
-			while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-			}
-		}
-		r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-		r.out = read_file(out);
-		r.err = read_file(err);
-		unlink(out.c_str());
-		unlink(err.c_str());
-		return r;
-	}
-
-	static std::string show(const Proc &r)
-	{
-		return "exit " + std::to_string(r.rc) + "\nstdout: " + r.out.substr(0, 2000) +
-		       "\nstderr: " + r.err.substr(0, 2000);
+		RunIo io;
+		io.env = env_set;
+		return run_shmctl(args, io, kDeadlineMs, dir.path());
 	}
 };
 
