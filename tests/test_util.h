@@ -11,6 +11,7 @@
 //   slow_ms(ms)              a deadline times $SHMKV_TEST_SLOW
 //   spawn / wait_exit / run  a program run with its streams captured, bounded
 //   shmctl_path / run_shmctl $SHMCTL (set by meson) run the same way
+//   HandCtl                  a cache's control segment the test writes itself
 #ifndef SHMKV_TEST_UTIL_H
 #define SHMKV_TEST_UTIL_H
 
@@ -432,6 +433,59 @@ inline std::string show(const Proc &r)
 			c = '.';
 	return "exit " + std::to_string(r.rc) + "\nstdout: " + out + "\nstderr: " + r.err.substr(0, 2000);
 }
+
+// ---- a control segment written by the test ---------------------------------
+
+// Cache `name` under a temporary root whose control segment (lib/PROTOCOL.md)
+// the test writes itself, playing the loader: made 0644 and opened
+// read-write, published with segments the test names.
+class HandCtl {
+public:
+	explicit HandCtl(const std::string &name = "c") : name_(name)
+	{
+		shmkv_ctl init;
+		shmkv_ctl_init(&init);
+		std::string bytes(SHMKV_CTL_SIZE, '\0');
+		memcpy(&bytes[0], &init, sizeof init);
+		EXPECT_TRUE(write_file(dir_.file(name + ".ctl"), bytes));
+		EXPECT_EQ(chmod(dir_.file(name + ".ctl").c_str(), 0644), 0);
+		char why[512] = "";
+		EXPECT_EQ(shmkv_ctl_open(root(), name.c_str(), SHMKV_CTL_RDWR, &ctl_, why, sizeof why), 0)
+			<< why;
+	}
+	~HandCtl() { shmkv_ctl_close(ctl_); }
+	HandCtl(const HandCtl &) = delete;
+	HandCtl &operator=(const HandCtl &) = delete;
+	const char *root() const { return dir_.path().c_str(); }
+	shmkv_ctl *ctl() const { return ctl_; }
+	// A file in the root, for the images.
+	std::string file(const std::string &name) const { return dir_.file(name); }
+
+	// A segment naming path (which may not exist: then 4096 bytes) for node.
+	static shmkv_ctl_segment segment(const std::string &path, int node = -1)
+	{
+		shmkv_ctl_segment s;
+		memset(&s, 0, sizeof s);
+		s.node = node;
+		struct stat st;
+		uint64_t size = stat(path.c_str(), &st) == 0 ? (uint64_t)st.st_size : 4096;
+		s.size = s.map_size = size;
+		s.page_size = 4096;
+		snprintf(s.path, sizeof s.path, "%s", path.c_str());
+		return s;
+	}
+	// Publishes generation g with segs, as the loader does.
+	void publish(uint64_t g, const std::vector<shmkv_ctl_segment> &segs)
+	{
+		ASSERT_EQ(shmkv_ctl_publish(ctl_, g, segs.data(), (uint32_t)segs.size(),
+					    (uint64_t)getpid(), 0), 0);
+	}
+
+private:
+	std::string name_;
+	TempDir dir_;
+	shmkv_ctl *ctl_ = nullptr;
+};
 
 } // namespace shmkv_test
 

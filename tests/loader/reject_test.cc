@@ -272,14 +272,16 @@ TEST_F(Reject, FileNameCannotForgeALogLine)
 // naming the command that converts it.
 TEST_F(Reject, FormatOneRefusedWithTheUpgradeCommand)
 {
+	auto format_1 = [](std::string &d) {
+		reinterpret_cast<shmkv_image_header *>(&d[0])->format_version = 1;
+		reseal(d);
+	};
 	std::string bad = env.img_path("old.shmkv");
-	ASSERT_EQ(damage_copy(good, bad, [&](std::string &d) {
-			  reinterpret_cast<shmkv_image_header *>(&d[0])->format_version = 1;
-			  reseal(d);
-		  }),
-		  "");
+	ASSERT_EQ(damage_copy(good, bad, format_1), "");
 	std::string line = expect_spool_reject(bad, "image format version 1 is retired");
 	EXPECT_TRUE(contains_ci(line, "shmctl image upgrade OLD -o NEW")) << line;
+	// over the socket (the spool took the first copy)
+	ASSERT_EQ(damage_copy(good, bad, format_1), "");
 	Json j = ld.load("rej", bad);
 	EXPECT_FALSE(j.ok());
 	EXPECT_EQ(j["code"].s(), "SHMKV_EVERSION") << j["error"].s();
