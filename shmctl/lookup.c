@@ -32,8 +32,13 @@ void expiry_text(char *buf, size_t n, uint32_t t)
 
 /* Prints the value found (and when it expires, 0: never); returns the exit
  * code. Plain: the value alone on stdout, as ever; the expiry on stderr. */
-static int print_value(const void *key, size_t key_len, const shmkv_value *v, uint32_t expires)
+static int print_value(const char *what, const void *key, size_t key_len, const shmkv_value *v,
+		       uint32_t expires, const char *hint)
 {
+	long bad = value_strlist_bad(v);
+	if (bad >= 0) /* a string list's strings are checked as they are read */
+		return p_err("%s: strlist string %ld is damaged (its bounds, its NUL, or not "
+			     "UTF-8)%s", what, bad, hint ? hint : "");
 	if (!json_output) {
 		value_plain(stdout, v);
 		if (expires) {
@@ -44,20 +49,12 @@ static int print_value(const void *key, size_t key_len, const shmkv_value *v, ui
 		}
 		return EXIT_OK;
 	}
-	if (v->type == SHMKV_TYPE_STRLIST && !value_utf8_ok(v))
-		return p_err("the value is a strlist with a string that is not valid UTF-8; "
-			     "get it without -j");
 	struct json *w = &json_out;
 	json_obj_begin(w, NULL);
 	json_key_member(w, key, key_len);
 	json_str(w, "type", shmkv_type_name(v->type));
-	if (v->type == SHMKV_TYPE_STRING && !value_utf8_ok(v)) {
-		json_name(w, "value_base64");
-		json_base64(w, NULL, v->data, v->size);
-	} else {
-		json_name(w, "value");
-		value_json(w, v);
-	}
+	json_name(w, "value");
+	value_json(w, v);
 	if (expires)
 		json_u64(w, "expires", expires);
 	json_obj_end(w);
@@ -136,7 +133,7 @@ int get_verb(int argc, char **argv, const struct get_source *src)
 	} else if (err) {
 		rc = p_err("%s: %s", what, shmkv_strerror(err));
 	} else {
-		rc = print_value(key, key_len, &v, expires);
+		rc = print_value(what, key, key_len, &v, expires, src->corrupt_hint);
 	}
 	shmkv_close(db);
 	free(decoded);
