@@ -107,8 +107,9 @@ func (s *source) Bytes(key string) (out []byte, err error) {
 	return out, err
 }
 
-// String is key's string value.
-func (s *source) String(key string) (out string, err error) {
+// Text is key's string value, copied into a Go string (the getter is not
+// named String: that name is fmt.Stringer's).
+func (s *source) Text(key string) (out string, err error) {
 	err = s.with(key, func(v Value) error { out, err = v.Text(); return err })
 	return out, err
 }
@@ -193,14 +194,16 @@ func (v *View) Generation() uint64 { return v.m.gen }
 // the copy is not pinned to a node (and for an image file).
 func (v *View) Node() int { return v.m.node }
 
-// Len is the number of entries.
+// Len is the image's entry_count: every record, expired ones included
+// (Entries yields the live ones).
 func (v *View) Len() int { return int(v.m.im.entryCount) }
 
-// Get is key's value, zero-copy: ErrNotFound (also for an entry of a
-// format v2 image whose expiry the clock has reached: FORMAT.md §17.6; the
-// clock is read once per call, and only for images with the header's
-// EXPIRY flag), ErrKeyLen, ErrCorrupt where the lookup meets damage
-// (FORMAT.md §12.1, §17.5), ErrClosed after Release. No allocation.
+// Get is key's value, zero-copy: ErrNotFound (also for an entry whose
+// expiry the clock has reached: FORMAT.md §17.6; the clock is read once
+// per call, and only for images with the header's EXPIRY flag), ErrKeyLen,
+// ErrCorrupt where the lookup meets damage (FORMAT.md §12.1, §17.5; a
+// string value that is not strict UTF-8 included), ErrClosed after
+// Release. No allocation.
 func (v *View) Get(key string) (Value, error) {
 	return v.GetBytes(strBytes(key))
 }
@@ -210,38 +213,17 @@ func (v *View) GetBytes(key []byte) (Value, error) {
 	if v.released.Load() {
 		return Value{}, ErrClosed
 	}
-	im := v.im
-	if im.version != 2 || len(key) > maxKeyLen {
-		return im.get(key)
-	}
-	var h uint64 // im.hash, its short-key case inline
-	if n := len(key); n > 8 && n <= 16 && im.hashBits >= 64 {
-		h = xxh3Len9To16(key, im.seed)
-	} else {
-		h = im.hash(key)
-	}
-	b, bk := im.homeBucket(h)
-	prefetchNext(bk)                        // §17.5's reader policy: the home's second line, bucket b+1
-	now := int64(0)                         // the clock, read only for an expiring record (get2Slow)
-	return im.get2Fast(key, h, b, bk, &now) // the v2 single get, FORMAT.md §17.5
+	return v.im.get(key)
 }
 
 // Expires is when key's entry expires, in Unix seconds (FORMAT.md §17.6),
-// expired or not; 0 when it never does (always 0 in a format v1 image).
-// ErrNotFound for a key the image does not hold.
+// expired or not; 0 when it never does. ErrNotFound for a key the image
+// does not hold.
 func (v *View) Expires(key string) (uint32, error) {
 	if v.released.Load() {
 		return 0, ErrClosed
 	}
 	return v.im.expiresOf(strBytes(key))
-}
-
-// Iter walks every entry of the view's image in image order.
-func (v *View) Iter() *Iter {
-	if v.released.Load() {
-		return &Iter{err: ErrClosed}
-	}
-	return &Iter{im: v.m.im, pos: v.m.im.entOff}
 }
 
 // Verify runs the full structural check of FORMAT.md §13 (checksums
