@@ -109,36 +109,23 @@ func (v Value) Bool() (bool, error) {
 
 // Float32s is an f32list, zero-copy: the slice is the stored floats
 // (8-aligned in the image, so aligned in memory; little-endian hosts only).
-func (v Value) Float32s() ([]float32, error) {
-	if err := v.want(TypeF32List); err != nil {
-		return nil, err
-	}
-	if len(v.data) == 0 {
-		return []float32{}, nil
-	}
-	return unsafe.Slice((*float32)(unsafe.Pointer(&v.data[0])), len(v.data)/4), nil
-}
+func (v Value) Float32s() ([]float32, error) { return listOf[float32](v, TypeF32List) }
 
 // Float64s is an f64list, zero-copy.
-func (v Value) Float64s() ([]float64, error) {
-	if err := v.want(TypeF64List); err != nil {
-		return nil, err
-	}
-	if len(v.data) == 0 {
-		return []float64{}, nil
-	}
-	return unsafe.Slice((*float64)(unsafe.Pointer(&v.data[0])), len(v.data)/8), nil
-}
+func (v Value) Float64s() ([]float64, error) { return listOf[float64](v, TypeF64List) }
 
 // Int64s is an i64list, zero-copy.
-func (v Value) Int64s() ([]int64, error) {
-	if err := v.want(TypeI64List); err != nil {
+func (v Value) Int64s() ([]int64, error) { return listOf[int64](v, TypeI64List) }
+
+// listOf is a list value of type t in place, as a slice of its elements.
+func listOf[E float32 | float64 | int64](v Value, t Type) ([]E, error) {
+	if err := v.want(t); err != nil {
 		return nil, err
 	}
 	if len(v.data) == 0 {
-		return []int64{}, nil
+		return []E{}, nil
 	}
-	return unsafe.Slice((*int64)(unsafe.Pointer(&v.data[0])), len(v.data)/8), nil
+	return unsafe.Slice((*E)(unsafe.Pointer(&v.data[0])), len(v.data)/int(unsafe.Sizeof(E(0)))), nil
 }
 
 // StrList is a strlist value, zero-copy; At checks each string as it is

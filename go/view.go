@@ -83,90 +83,64 @@ func (s *source) Pin() (*View, error) {
 	return &View{m: m, im: m.im}, nil
 }
 
-// with pins, runs f on the value of key and unpins: the copying getters.
-func (s *source) with(key string, f func(Value) error) error {
+// read pins the current mapping, reads key's value with get (one of
+// Value's getters) and unpins: the copying getters, whose results own
+// their memory (get's scalar or string, or a copy of its slice: clone).
+func read[T any](s *source, key string, get func(Value) (T, error), clone func(T) T) (T, error) {
+	var zero T
 	m, err := s.pin()
 	if err != nil {
-		return err
+		return zero, err
 	}
 	defer m.release()
 	v, err := m.im.get(strBytes(key))
 	if err != nil {
-		return err
+		return zero, err
 	}
-	return f(v)
+	out, err := get(v)
+	if err != nil {
+		return zero, err
+	}
+	return clone(out), nil
 }
 
+func same[T any](x T) T { return x }
+
+// copied is a copy of a zero-copy slice, never nil.
+func copied[E any](l []E) []E { return append([]E{}, l...) }
+
 // Bytes is a copy of key's bytes value.
-func (s *source) Bytes(key string) (out []byte, err error) {
-	err = s.with(key, func(v Value) error {
-		b, err := v.Bytes()
-		out = append([]byte{}, b...)
-		return err
-	})
-	return out, err
-}
+func (s *source) Bytes(key string) ([]byte, error) { return read(s, key, Value.Bytes, copied) }
 
 // Text is key's string value, copied into a Go string (the getter is not
 // named String: that name is fmt.Stringer's).
-func (s *source) Text(key string) (out string, err error) {
-	err = s.with(key, func(v Value) error { out, err = v.Text(); return err })
-	return out, err
-}
+func (s *source) Text(key string) (string, error) { return read(s, key, Value.Text, same) }
 
 // Int64 is key's i64 value.
-func (s *source) Int64(key string) (out int64, err error) {
-	err = s.with(key, func(v Value) error { out, err = v.Int64(); return err })
-	return out, err
-}
+func (s *source) Int64(key string) (int64, error) { return read(s, key, Value.Int64, same) }
 
 // Float64 is key's f64 value.
-func (s *source) Float64(key string) (out float64, err error) {
-	err = s.with(key, func(v Value) error { out, err = v.Float64(); return err })
-	return out, err
-}
+func (s *source) Float64(key string) (float64, error) { return read(s, key, Value.Float64, same) }
 
 // Bool is key's bool value.
-func (s *source) Bool(key string) (out bool, err error) {
-	err = s.with(key, func(v Value) error { out, err = v.Bool(); return err })
-	return out, err
-}
+func (s *source) Bool(key string) (bool, error) { return read(s, key, Value.Bool, same) }
 
 // Float32s is a copy of key's f32list.
-func (s *source) Float32s(key string) (out []float32, err error) {
-	err = s.with(key, func(v Value) error {
-		l, err := v.Float32s()
-		out = append([]float32{}, l...)
-		return err
-	})
-	return out, err
+func (s *source) Float32s(key string) ([]float32, error) {
+	return read(s, key, Value.Float32s, copied)
 }
 
 // Float64s is a copy of key's f64list.
-func (s *source) Float64s(key string) (out []float64, err error) {
-	err = s.with(key, func(v Value) error {
-		l, err := v.Float64s()
-		out = append([]float64{}, l...)
-		return err
-	})
-	return out, err
+func (s *source) Float64s(key string) ([]float64, error) {
+	return read(s, key, Value.Float64s, copied)
 }
 
 // Int64s is a copy of key's i64list.
-func (s *source) Int64s(key string) (out []int64, err error) {
-	err = s.with(key, func(v Value) error {
-		l, err := v.Int64s()
-		out = append([]int64{}, l...)
-		return err
-	})
-	return out, err
-}
+func (s *source) Int64s(key string) ([]int64, error) { return read(s, key, Value.Int64s, copied) }
 
-// Strings is a copy of key's strlist.
-func (s *source) Strings(key string) (out []string, err error) {
-	err = s.with(key, func(v Value) error { out, err = v.Strings(); return err })
-	return out, err
-}
+// Strings is key's strlist copied into Go strings (ErrCorrupt if a string
+// is damaged or not strict UTF-8).
+func (s *source) Strings(key string) ([]string, error) { return read(s, key, Value.Strings, same) }
 
 // View is a pinned image: one generation of a Cache, or an Image, that
 // stays mapped until Release. Its methods may be called from any number of
