@@ -53,7 +53,9 @@ func (im *image) getBatch(keys []string, vals []Value, errs []error) {
 		if lo < n { // hash block p, request its home buckets
 			for j := lo; j < min(lo+pipeBlock, n); j++ {
 				h := uint64(0)
-				if k := keys[j]; len(k) <= maxKeyLen {
+				if k := keys[j]; im.shortHash(len(k)) {
+					h = xxh3Len9To16(strBytes(k), im.seed) // hash's common case, inlined
+				} else if len(k) <= maxKeyLen {
 					h = im.hash(strBytes(k))
 				}
 				b, bk := im.homeBucket(h)

@@ -9,10 +9,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Sentinel errors, one per error class of the format (lib/README.md,
-// "Errors"; the class names of tests/vectors/manifest.json). Every error this
-// package returns matches exactly one of them with errors.Is; most are an
-// *Error that adds where and why (the section, the offset, the field).
+// Sentinel errors, one per error class of the format and the protocol
+// (lib/README.md, "Errors"; the class names of tests/vectors/manifest.json).
+// Every such error this package returns matches exactly one of them with
+// errors.Is; most are an *Error that adds where and why (the section, the
+// offset, the field). An error of the operating system (opening, mapping)
+// matches none of them: it keeps its errno (errors.Is(err,
+// fs.ErrNotExist), ...), and Class names it.
 var (
 	ErrNotFound  = errors.New("shmkv: key not found")
 	ErrType      = errors.New("shmkv: value has a different type")

@@ -66,8 +66,8 @@ func (im *image) getFast(key []byte, h, b uint64, bk *[bucketBytes]byte, now *in
 				}
 				vlen := uint64(bk[pos+2])
 				v := Value{data: bk[vp : vp+vlen : vp+vlen], typ: t}
-				if t.nul() != 0 {
-					if !textOK(t, v.data, bk[(vp+vlen)&(bucketBytes-1)]) { // the NUL: vp+vlen < end
+				if t.nul() != 0 { // the NUL: vp+vlen < end
+					if !textOK(t, v.data, bk[(vp+vlen)&(bucketBytes-1)], bucketASCII(bk, vp, vlen)) {
 						goto slow
 					}
 				} else if v.shape(bk[vp:end], 0) != nil {
@@ -90,4 +90,17 @@ func (im *image) getFast(key []byte, h, b uint64, bk *[bucketBytes]byte, now *in
 	}
 slow:
 	return im.getSlow(key, h, now)
+}
+
+// bucketASCII: the vlen bytes of a text value at bk[vp:] are ASCII, read
+// as at most two words (its NUL follows it in the bucket: vp+vlen < 128,
+// and vp >= 8, past the bucket's head): what spares a short string
+// utf8.Valid's call. False is no answer (a value longer than 16 bytes, or
+// a byte of 0x80 or more: utf8.Valid decides).
+func bucketASCII(bk *[bucketBytes]byte, vp, vlen uint64) bool {
+	const high = 0x8080808080808080
+	if vlen < 8 { // the word that ends at the NUL, the bytes before the value shifted out
+		return le.Uint64(bk[vp+vlen-7:])>>(8*(7-vlen))&high == 0
+	}
+	return vlen <= 16 && (le.Uint64(bk[vp:])|le.Uint64(bk[vp+vlen-8:]))&high == 0
 }

@@ -12,17 +12,22 @@ import (
 // hash is the key hash: XXH3-64 with the image's seed, folded to hash_bits
 // bits (and spread by hashMul) when hash_bits is below 64.
 func (im *image) hash(key []byte) uint64 {
-	var h uint64
-	if n := len(key); n > 8 && n <= 16 {
-		h = xxh3Len9To16(key, im.seed)
-	} else {
-		h = xxh3.HashSeed(key, im.seed)
+	if im.shortHash(len(key)) {
+		return xxh3Len9To16(key, im.seed)
 	}
+	h := xxh3.HashSeed(key, im.seed)
 	if im.hashBits < 64 {
 		h = (h & (1<<im.hashBits - 1)) * hashMul
 	}
 	return h
 }
+
+// shortHash: the hash of an n-byte key is xxh3Len9To16(key, seed): 9 to
+// 16 bytes, and no fold (hash_bits 64). The hot paths (get, getBatch) test
+// it and call xxh3Len9To16 themselves, inlined, for hash's call would
+// cost them more than the hash of such a key (neither inlines into the
+// other within the compiler's budget).
+func (im *image) shortHash(n int) bool { return n > 8 && n <= 16 && im.hashBits >= 64 }
 
 // xxh3Len9To16 is XXH3_64bits_withSeed of a key of 9 to 16 bytes (xxHash's
 // XXH3_len_9to16_64b, written out so that it inlines; TestXXH3Len9To16

@@ -371,7 +371,12 @@ func (im *image) get(key []byte) (Value, error) {
 	if len(key) > maxKeyLen {
 		return Value{}, errKeyLen
 	}
-	h := im.hash(key)
+	var h uint64
+	if im.shortHash(len(key)) {
+		h = xxh3Len9To16(key, im.seed) // hash's common case, inlined
+	} else {
+		h = im.hash(key)
+	}
 	b, bk := im.homeBucket(h)
 	prefetchNext(bk)
 	now := int64(0)

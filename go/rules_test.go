@@ -3,6 +3,7 @@ package shmkv
 import (
 	"errors"
 	"iter"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -182,5 +183,38 @@ func TestIterationExpiry(t *testing.T) {
 	reads = 0
 	if got := keysOf(openV2(t, b, 0).Entries()); len(got) != len(recs) || reads != 0 {
 		t.Fatalf("no EXPIRY flag: %d entries, %d clock reads", len(got), reads)
+	}
+}
+
+// bucketASCII, getFast's word test, says ASCII exactly when every byte of
+// the value is below 0x80 (values of up to 16 bytes; longer ones it leaves
+// to utf8.Valid), wherever the value lies in the bucket and whatever the
+// bytes around it are.
+func TestBucketASCII(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 8))
+	var bk [bucketBytes]byte
+	for round := 0; round < 200; round++ {
+		for i := range bk {
+			bk[i] = byte(rng.Uint32())
+		}
+		for vp := uint64(bucketHead); vp < bucketBytes; vp++ {
+			for vlen := uint64(0); vp+vlen < bucketBytes && vlen <= 20; vlen++ {
+				b := bk
+				ascii := rng.IntN(2) == 0
+				for i := vp; i < vp+vlen; i++ {
+					if ascii {
+						b[i] &= 0x7f
+					}
+				}
+				b[vp+vlen] = 0 // the NUL
+				want := vlen <= 16
+				for _, c := range b[vp : vp+vlen] {
+					want = want && c < 0x80
+				}
+				if got := bucketASCII(&b, vp, vlen); got != want {
+					t.Fatalf("value [%d, +%d) % x: bucketASCII %v, want %v", vp, vlen, b[vp:vp+vlen], got, want)
+				}
+			}
+		}
 	}
 }

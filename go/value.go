@@ -138,7 +138,7 @@ func (v Value) StrList() (StrList, error) {
 }
 
 // Strings is a strlist value copied into Go strings; it fails with
-// ErrCorrupt if any string is damaged.
+// ErrCorrupt if any string is damaged or not strict UTF-8 (At).
 func (v Value) Strings() ([]string, error) {
 	l, err := v.StrList()
 	if err != nil {
@@ -253,7 +253,7 @@ func (v Value) shape(stored []byte, off uint64) error {
 	bad := ""
 	switch ti.shape {
 	case shapeText:
-		if !textOK(v.typ, v.data, stored[n]) {
+		if !textOK(v.typ, v.data, stored[n], false) {
 			bad = "no NUL after the value, or a string that is not strict UTF-8"
 		}
 	case shapeFixed:
@@ -280,9 +280,10 @@ func (v Value) shape(stored []byte, off uint64) error {
 // textOK: a bytes or string value is followed by its NUL (nul, the byte
 // after it, is 0), and a string's bytes are strict UTF-8 (§8: no overlong
 // forms, no surrogates, nothing past U+10FFFF; U+0000 allowed), which Go's
-// utf8.Valid checks. The one owner of the text rule: shape, and getFast.
-func textOK(t Type, data []byte, nul byte) bool {
-	return nul == 0 && (!t.isUTF8() || utf8.Valid(data))
+// utf8.Valid checks unless the caller knows them ASCII (getFast's word
+// test, bucketASCII). The one owner of the text rule: shape, and getFast.
+func textOK(t Type, data []byte, nul byte, ascii bool) bool {
+	return nul == 0 && (!t.isUTF8() || ascii || utf8.Valid(data))
 }
 
 // checkStrList: every rule of §8 for a strlist, its strings included

@@ -179,7 +179,10 @@ func (v *View) Len() int { return int(v.m.im.entryCount) }
 // string value that is not strict UTF-8 included), ErrClosed after
 // Release. No allocation.
 func (v *View) Get(key string) (Value, error) {
-	return v.GetBytes(strBytes(key))
+	if v.released.Load() { // not through GetBytes: a call less on the hot path
+		return Value{}, ErrClosed
+	}
+	return v.im.get(strBytes(key))
 }
 
 // GetBytes is Get with the key as bytes.
