@@ -24,7 +24,7 @@ func (v *View) GetBatch(keys []string, vals []Value, errs []error) {
 		}
 		return
 	}
-	v.im.getBatch(keys, vals, errs)
+	v.im.getBatch(keys, vals, errs, v.clock)
 }
 
 // getBatch is GetBatch, a pipeline over blocks of pipeBlock keys. Pass p
@@ -40,13 +40,13 @@ func (v *View) GetBatch(keys []string, vals []Value, errs []error) {
 // requests of a block are one call (prefetchHomes, prefetchNexts): Go
 // saves no register across a call, and a call a key cost reloads of the
 // loop's values. A key's hash, home and bucket are computed once and kept
-// in rings for its later stages.
-func (im *image) getBatch(keys []string, vals []Value, errs []error) {
+// in rings for its later stages. pin is a pinned clock, 0 for none.
+func (im *image) getBatch(keys []string, vals []Value, errs []error, pin int64) {
 	var hs, homes [pipeRing]uint64
 	var bks [pipeRing]*[bucketBytes]byte
 	var ann, absent [pipeRing]bool // b+1 announced; settled by the home bucket alone
 	const ring = pipeRing - 1      // a mask: pipeRing is a power of two
-	now := int64(0)
+	now := pin                     // the clock, read at most once for the whole batch (getFast)
 	n := uint(len(keys))
 	var sink byte
 	for lo := uint(0); lo < n+2*pipeBlock; lo += pipeBlock {

@@ -316,7 +316,7 @@ func isExpired(e uint32, now int64) bool { return e != 0 && now >= int64(e) }
 
 // expired is isExpired with the clock read on demand: *now is read once
 // per call, and only for a record that has an expiry (so only in an image
-// whose header says EXPIRY); 0 until read.
+// whose header says EXPIRY); 0 until read (a pinned clock: set before).
 func (im *image) expired(e uint32, now *int64) bool {
 	if e == 0 {
 		return false
@@ -366,8 +366,9 @@ func (im *image) getSlow(key []byte, h uint64, now *int64) (Value, error) {
 // get is the single get of key (FORMAT.md §17.5): its home bucket, the
 // home's second line and the next bucket requested (prefetchNext: §17.5's
 // reader policy, lib's SHMKV_V2_PREFETCH_NEXT 2), then getFast. The clock
-// is read only for an expiring record, at most once.
-func (im *image) get(key []byte) (Value, error) {
+// is read only for an expiring record, at most once; pin, a pinned clock
+// (SetClock), is read instead where it is not 0.
+func (im *image) get(key []byte, pin int64) (Value, error) {
 	if len(key) > maxKeyLen {
 		return Value{}, errKeyLen
 	}
@@ -379,7 +380,7 @@ func (im *image) get(key []byte) (Value, error) {
 	}
 	b, bk := im.homeBucket(h)
 	prefetchNext(bk)
-	now := int64(0)
+	now := pin
 	return im.getFast(key, h, b, bk, &now)
 }
 

@@ -19,7 +19,8 @@ type Entry struct {
 // Entries yields the live entries of the view's image in index order, as
 // a get sees them: an entry whose expiry the clock has reached is skipped.
 // The clock is read once, when the iteration starts, and only for an image
-// whose header has the EXPIRY flag. Damage ends the iteration: the error
+// whose header has the EXPIRY flag (a clock pinned with SetClock before
+// the view was pinned is honoured). Damage ends the iteration: the error
 // (ErrCorrupt) is yielded once, with a zero Entry, and nothing after it.
 //
 //	for e, err := range view.Entries() {
@@ -38,9 +39,11 @@ func (v *View) Records() iter.Seq2[Entry, error] { return v.iterate(true) }
 func (v *View) iterate(all bool) iter.Seq2[Entry, error] {
 	return func(yield func(Entry, error) bool) {
 		im := v.im
-		now := int64(0)
+		now := int64(0) // isExpired(e, 0) is false: no record expires
 		if !all && im.expiry && !v.released.Load() {
-			now = clock() // once, at the start
+			if now = v.clock; now == 0 {
+				now = clock() // once, at the start
+			}
 		}
 		c := cursor{im: im}
 		for {

@@ -218,3 +218,63 @@ func TestBucketASCII(t *testing.T) {
 		}
 	}
 }
+
+// SetClock pins the "now" of expiry for an Image's copying getters and the
+// Views pinned after it (Get, GetBatch, Entries): the system clock is not
+// read; a View keeps the clock it was pinned with; 0 unpins.
+func TestSetClock(t *testing.T) {
+	recs := []rec2{
+		{key: "a", typ: TypeString, value: []byte("x"), expires: 1000},
+		{key: "b", typ: TypeString, value: []byte("y"), expires: 1000, out: true},
+		{key: "c", typ: TypeString, value: []byte("z")},
+	}
+	img, err := OpenBytes(encodeV2(recs, enc2Opts{buckets: 3}), Deep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer img.Close()
+	reads := withClock(t, 500) // the system clock: nothing has expired
+	live := func(v *View) (n int) {
+		for _, err := range v.Entries() {
+			if err != nil {
+				t.Fatal(err)
+			}
+			n++
+		}
+		return n
+	}
+	before, _ := img.Pin()
+	defer before.Release()
+	for _, c := range []struct {
+		pin  int64
+		gone bool
+	}{{999, false}, {1000, true}, {5000, true}} {
+		img.SetClock(c.pin)
+		*reads = 0
+		v, _ := img.Pin()
+		vals, errs := make([]Value, 3), make([]error, 3)
+		v.GetBatch([]string{"a", "b", "c"}, vals, errs)
+		for i, k := range []string{"a", "b"} {
+			_, err := v.Get(k)
+			_, cerr := img.Text(k)
+			if errors.Is(err, ErrNotFound) != c.gone || errors.Is(errs[i], ErrNotFound) != c.gone || errors.Is(cerr, ErrNotFound) != c.gone {
+				t.Errorf("clock pinned at %d: %s: get %v, batch %v, Text %v; gone %v", c.pin, k, err, errs[i], cerr, c.gone)
+			}
+		}
+		if n, want := live(v), map[bool]int{false: 3, true: 1}[c.gone]; n != want {
+			t.Errorf("clock pinned at %d: Entries yields %d, want %d", c.pin, n, want)
+		}
+		if *reads != 0 {
+			t.Errorf("clock pinned at %d: the system clock was read %d times", c.pin, *reads)
+		}
+		v.Release()
+	}
+	if n := live(before); n != 3 { // pinned before SetClock: the system clock (500)
+		t.Errorf("a view pinned before SetClock: %d live entries, want 3", n)
+	}
+	img.SetClock(0)
+	*reads = 0
+	if _, err := img.Text("a"); err != nil || *reads != 1 {
+		t.Errorf("unpinned: %v after %d clock reads", err, *reads)
+	}
+}

@@ -46,8 +46,17 @@ func (m *mapping) release() {
 // source is what Image and Cache share: the current mapping, swapped by
 // a Cache's refresh, pinned by views and by the copying getters.
 type source struct {
-	cur atomic.Pointer[mapping]
+	cur      atomic.Pointer[mapping]
+	clockPin atomic.Int64 // SetClock's "now"; 0: the system clock
 }
+
+// SetClock pins the "now" of expiry checks (Unix seconds, FORMAT.md
+// §17.6) for this Image or Cache: its copying getters, and the Views
+// pinned after the call (a View keeps the clock it was pinned with); 0
+// unpins it, the system clock again. For tests and replays, as the C
+// reader's shmkv_set_clock. An image without the EXPIRY flag has no
+// expiring entry, pinned clock or not.
+func (s *source) SetClock(now int64) { s.clockPin.Store(now) }
 
 func (s *source) pin() (*mapping, error) {
 	for {
@@ -80,7 +89,7 @@ func (s *source) Pin() (*View, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &View{m: m, im: m.im}, nil
+	return &View{m: m, im: m.im, clock: s.clockPin.Load()}, nil
 }
 
 // read pins the current mapping, reads key's value with get (one of
@@ -93,7 +102,7 @@ func read[T any](s *source, key string, get func(Value) (T, error), clone func(T
 		return zero, err
 	}
 	defer m.release()
-	v, err := m.im.get(strBytes(key))
+	v, err := m.im.get(strBytes(key), s.clockPin.Load())
 	if err != nil {
 		return zero, err
 	}
@@ -151,6 +160,7 @@ func (s *source) Strings(key string) ([]string, error) { return read(s, key, Val
 type View struct {
 	m        *mapping
 	im       *image
+	clock    int64 // the source's pinned clock when pinned; 0: the system clock
 	released atomic.Bool
 }
 
@@ -182,7 +192,7 @@ func (v *View) Get(key string) (Value, error) {
 	if v.released.Load() { // not through GetBytes: a call less on the hot path
 		return Value{}, ErrClosed
 	}
-	return v.im.get(strBytes(key))
+	return v.im.get(strBytes(key), v.clock)
 }
 
 // GetBytes is Get with the key as bytes.
@@ -190,7 +200,7 @@ func (v *View) GetBytes(key []byte) (Value, error) {
 	if v.released.Load() {
 		return Value{}, ErrClosed
 	}
-	return v.im.get(key)
+	return v.im.get(key, v.clock)
 }
 
 // Expires is when key's entry expires, in Unix seconds (FORMAT.md §17.6),
