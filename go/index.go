@@ -366,9 +366,15 @@ func (im *image) getSlow(key []byte, h uint64, now *int64) (Value, error) {
 // get is the single get of key (FORMAT.md §17.5): its home bucket, the
 // home's second line and the next bucket requested (prefetchNext: §17.5's
 // reader policy, lib's SHMKV_V2_PREFETCH_NEXT 2), then getFast. The clock
-// is read only for an expiring record, at most once; pin, a pinned clock
-// (SetClock), is read instead where it is not 0.
-func (im *image) get(key []byte, pin int64) (Value, error) {
+// is read only for an expiring record, at most once; v.clock, a pinned
+// clock (SetClock), is read instead where it is not 0. v is the View the
+// get is made through (ErrClosed once released; the copying getters pass
+// one of their own, only its clock set), checked here so that View.Get
+// inlines into its caller.
+func (im *image) get(key []byte, v *View) (Value, error) {
+	if v.released.Load() {
+		return Value{}, ErrClosed
+	}
 	if len(key) > maxKeyLen {
 		return Value{}, errKeyLen
 	}
@@ -380,7 +386,7 @@ func (im *image) get(key []byte, pin int64) (Value, error) {
 	}
 	b, bk := im.homeBucket(h)
 	prefetchNext(bk)
-	now := pin
+	now := v.clock
 	return im.getFast(key, h, b, bk, &now)
 }
 

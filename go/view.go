@@ -102,7 +102,7 @@ func read[T any](s *source, key string, get func(Value) (T, error), clone func(T
 		return zero, err
 	}
 	defer m.release()
-	v, err := m.im.get(strBytes(key), s.clockPin.Load())
+	v, err := m.im.get(strBytes(key), &View{clock: s.clockPin.Load()}) // on the stack
 	if err != nil {
 		return zero, err
 	}
@@ -189,18 +189,12 @@ func (v *View) Len() int { return int(v.m.im.entryCount) }
 // string value that is not strict UTF-8 included), ErrClosed after
 // Release. No allocation.
 func (v *View) Get(key string) (Value, error) {
-	if v.released.Load() { // not through GetBytes: a call less on the hot path
-		return Value{}, ErrClosed
-	}
-	return v.im.get(strBytes(key), v.clock)
+	return v.im.get(strBytes(key), v) // inlined here: one call to the lookup
 }
 
 // GetBytes is Get with the key as bytes.
 func (v *View) GetBytes(key []byte) (Value, error) {
-	if v.released.Load() {
-		return Value{}, ErrClosed
-	}
-	return v.im.get(key, v.clock)
+	return v.im.get(key, v)
 }
 
 // Expires is when key's entry expires, in Unix seconds (FORMAT.md §17.6),
