@@ -8,7 +8,7 @@ import (
 )
 
 // A test-only encoder of format 2 images (layout B), written from the
-// specification (FORMAT.md §17, layout B) and its builder conventions, so that
+// specification (FORMAT.md §6) and its builder conventions, so that
 // the reader is tested before, and independently of, the C builder.
 
 // rec2 is one record to encode: value holds value_len bytes (the encoder

@@ -2,7 +2,7 @@ package shmkv
 
 import "math/bits"
 
-// getFast is the get of key with hash h (FORMAT.md §17.5's lookup): the
+// getFast is the get of key with hash h (FORMAT.md §6.4's lookup): the
 // home bucket, then the buckets its D and filter announce for the key's
 // tag (probes). One function, no call on the way to a hit or a miss of a
 // short key: each bucket is read through a *[128]byte, so that the offsets

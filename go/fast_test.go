@@ -101,7 +101,7 @@ func TestFastAgrees(t *testing.T) {
 	withClock(t, 2_100_000_000) // every expiring record expired
 	check(intact, true)
 	// max_probe forged below the largest displacement: every lookup, fast
-	// or general, stops there (FORMAT.md §17.5 caps D at max_probe), so a
+	// or general, stops there (FORMAT.md §6.4 caps D at max_probe), so a
 	// key displaced further is absent on both paths alike
 	v := openV2(t, intact, NoVerify)
 	lost := 0

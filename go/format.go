@@ -70,11 +70,11 @@ const (
 	entValueLen   = 4
 	entryShared   = 1
 	hdrFlagDedup  = 1 // header flags (§3)
-	hdrFlagExpiry = 2 // some record carries an expiry (§17.6)
+	hdrFlagExpiry = 2 // some record carries an expiry (§17)
 	hdrFlagsKnown = hdrFlagDedup | hdrFlagExpiry
 )
 
-// A bucket of the index (FORMAT.md §17, layout B): 128 bytes whose head is
+// A bucket of the index (FORMAT.md §6.1): 128 bytes whose head is
 // count, D, a 48-bit filter and a directory of one u16 per record, dir =
 // (tag << 7 | off) & 0xffff.
 const (
@@ -101,7 +101,7 @@ const (
 	maxInlineLen  = 255 // an inline record's key_len and value_len are one byte
 )
 
-// The retired format 1 (FORMAT.md §17): recognised only to be refused with
+// The retired format 1 (FORMAT.md §15): recognised only to be refused with
 // the command that converts it.
 const (
 	retiredVersion    = 1
@@ -111,7 +111,7 @@ const (
 )
 
 // layoutDesc is the layout description whose XXH3-64 is layoutHash
-// (FORMAT.md §17.8): a reader that hashes it to its own layoutHash reads
+// (FORMAT.md §15): a reader that hashes it to its own layoutHash reads
 // the layout it describes.
 const layoutDesc = "shmkv-image-v2;header=512:magic@0,format_version@8,header_size@12,layout_hash@16,flags@24,file_size@32,entry_count@40,bucket_count@48,bucket_slots@56,hash_bits@60,hash_seed@64,max_probe@72,section_count@76,builder_version@80,reserved0@84,created_unix@88,value_bytes_logical@96,dedup_values@104,dedup_refs@112,dedup_saved_bytes@120,name@128,sections@192,reserved@448,header_checksum@504;section=32:kind@0,flags@4,offset@8,size@16,checksum@24;entry=8:type@0,flags@1,key_len@2,value_len@4;bucket=128:count@0[0..16],disp@1,filter48@2[(tag*48)>>16],dir16@8[count]=(tag<<7|off)&0xffff,records@8+2*count..128,ascending,zero-gaps;record=kind8@0;inline=key_len8@1,value_len8@2,expires32@3?,key,pad0-to-align(type)-in-bucket,value,nul(type);out=entry_off40>>3@1,expires32@6?;expired=now>=expires;hash=xxh3_64(seed);home=mulhi(h,buckets);tag=h&0xffff|1if0;types=1:bytes/a1/nul/text,2:string/a1/nul/text/utf8,3:i64/a8/fixed8,4:bool/a1/fixed1max1,5:f64/a8/fixed8,6:f32list/a8/array4,7:f64list/a8/array8,8:i64list/a8/array8,9:strlist/a8/strlist/utf8;eflags=0x1;hflags=0x3;rkind=type0xf,expires0x40,out0x80;sections=1:index,2:entries,3:values"
 

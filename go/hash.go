@@ -6,8 +6,8 @@ import (
 	"github.com/zeebo/xxh3"
 )
 
-// The key hash and what the lookup derives from it (lib/FORMAT.md §5,
-// §17.2): the home bucket and the tag.
+// The key hash and what the lookup derives from it (lib/FORMAT.md §5):
+// the home bucket and the tag.
 
 // hash is the key hash: XXH3-64 with the image's seed, folded to hash_bits
 // bits (and spread by hashMul) when hash_bits is below 64.

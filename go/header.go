@@ -85,7 +85,7 @@ func checkImage(b []byte, sums bool) (*image, error) {
 }
 
 // checkVersion: this reader reads format 2; format 1 is retired, and its
-// refusal names the command that converts it (FORMAT.md §17). Before the
+// refusal names the command that converts it (FORMAT.md §15). Before the
 // layout hash: a format 1 image is ErrVersion, never ErrLayout.
 func checkVersion(v uint32) error {
 	switch v {

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// The index and the lookup (lib/FORMAT.md §17, layout B): 128-byte buckets
+// The index and the lookup (lib/FORMAT.md §6): 128-byte buckets
 // whose head holds a 2-byte directory entry per record (9 tag bits and the
 // record's offset), small entries inline, OUT records naming an entry in
 // ENTRIES, and a per-record expiry. Each rule of the bucket and the record
@@ -133,14 +133,14 @@ func recDir(bk *[bucketBytes]byte, i uint64) uint64 {
 func dirTag(tag uint64) uint64 { return tag << dirTagShift & dirTagMask }
 
 // filterHas: bucket bk's filter has the bit of this tag, so keys of its tag
-// may be displaced from it (§17.3; D says how far).
+// may be displaced from it (§6.3; D says how far).
 func filterHas(bk *[bucketBytes]byte, tag uint64) bool {
 	fi := (tag * filterBits) >> 16 // < 48
 	return bk[2+(fi>>3)&7]>>(fi&7)&1 != 0
 }
 
 // probes: how many buckets after home bucket bk a key of this tag may lie
-// in (§17.3): none unless bk's D is set and its filter has the tag's bit;
+// in (§6.3, §6.4): none unless bk's D is set and its filter has the tag's bit;
 // D = 255, or a D past max_probe, means max_probe.
 func (im *image) probes(bk *[bucketBytes]byte, tag uint64) uint64 {
 	d := uint64(bk[1])
@@ -310,7 +310,7 @@ var clock = func() int64 { return time.Now().Unix() }
 
 var errExpired = errf(ErrNotFound, "key expired (its record's expiry is at or before now)")
 
-// isExpired: a record with expiry e (0: none) is absent at now (§17.6:
+// isExpired: a record with expiry e (0: none) is absent at now (§17:
 // expired when now >= expires).
 func isExpired(e uint32, now int64) bool { return e != 0 && now >= int64(e) }
 
@@ -363,9 +363,9 @@ func (im *image) getSlow(key []byte, h uint64, now *int64) (Value, error) {
 	return im.recValue(b, pos)
 }
 
-// get is the single get of key (FORMAT.md §17.5): its home bucket, the
-// home's second line and the next bucket requested (prefetchNext: §17.5's
-// reader policy, lib's SHMKV_V2_PREFETCH_NEXT 2), then getFast. The clock
+// get is the single get of key (FORMAT.md §6.4): its home bucket, the
+// home's second line and the next bucket requested (prefetchNext: §6.5's
+// reader policy, lib's SHMKV_PREFETCH_NEXT 2), then getFast. The clock
 // is read only for an expiring record, at most once; v.clock, a pinned
 // clock (SetClock), is read instead where it is not 0. v is the View the
 // get is made through (ErrClosed once released; the copying getters pass

@@ -12,7 +12,7 @@ import (
 
 // Format 2 (layout B) against images of the test encoder (encode_test.go):
 // every type inline and OUT, shared values, long keys, displaced keys,
-// expiry, and every verify rule of FORMAT.md §17 broken once.
+// expiry, and every verify rule of FORMAT.md §13 broken once.
 
 func f64le(xs ...float64) []byte {
 	var b []byte
@@ -183,7 +183,7 @@ func TestRead(t *testing.T) {
 	}
 }
 
-// Expiry (FORMAT.md §17.6): found at E-1, absent at E and after; the clock
+// Expiry (FORMAT.md §17): found at E-1, absent at E and after; the clock
 // is read once per call and never for an image without the EXPIRY flag.
 func TestExpiry(t *testing.T) {
 	recs := []rec2{
@@ -235,7 +235,7 @@ func TestExpiry(t *testing.T) {
 	}
 }
 
-// The header rules (§12, §17.2): version before layout hash (a format 1
+// The header rules (§3, §12, §15): version before layout hash (a format 1
 // image is ErrVersion naming its converter, never ErrLayout), layout hash,
 // bucket_slots, flags, INDEX.
 func TestHeader(t *testing.T) {
@@ -271,7 +271,7 @@ func TestHeader(t *testing.T) {
 	}
 }
 
-// Every rule of a bucket (FORMAT.md §17.3) broken once: verify refuses it, and
+// Every rule of a bucket (FORMAT.md §6, §13) broken once: verify refuses it, and
 // lookups and iteration meet it without a panic (ErrCorrupt, or a miss
 // where the damage is where a lookup does not look).
 func TestVerifyRules(t *testing.T) {

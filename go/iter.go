@@ -2,7 +2,7 @@ package shmkv
 
 import "iter"
 
-// Iteration (lib/FORMAT.md §17.6): the records of every bucket in index
+// Iteration (lib/FORMAT.md §17, §18): the records of every bucket in index
 // order, each decoded and its value checked as iteration checks (a
 // strlist's strings too), as the C reader's shmkv_iter_next.
 
@@ -12,7 +12,7 @@ type Entry struct {
 	Key   []byte
 	Value Value
 	// Expires is when the entry expires, in Unix seconds (FORMAT.md
-	// §17.6); 0 when it never does.
+	// §17); 0 when it never does.
 	Expires uint32
 }
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// The reader rules of FORMAT.md §8 and §17.6 that every reader follows
+// The reader rules of FORMAT.md §18 that every reader follows
 // alike: a string value that is not strict UTF-8 is corrupt at every get
 // that returns it; a batch answers each key as its get would; iteration
 // yields the live entries (the clock read once, at its start), and the

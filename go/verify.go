@@ -1,6 +1,6 @@
 package shmkv
 
-// The full structural check of FORMAT.md §13 and §17.7 (the C reader's
+// The full structural check of FORMAT.md §13 (the C reader's
 // shmkv_verify, SHMKV_OPEN_DEEP): it names the first problem it finds.
 
 func (im *image) verify() error {

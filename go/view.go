@@ -51,7 +51,7 @@ type source struct {
 }
 
 // SetClock pins the "now" of expiry checks (Unix seconds, FORMAT.md
-// §17.6) for this Image or Cache: its copying getters, and the Views
+// §17) for this Image or Cache: its copying getters, and the Views
 // pinned after the call (a View keeps the clock it was pinned with); 0
 // unpins it, the system clock again. For tests and replays, as the C
 // reader's shmkv_set_clock. An image without the EXPIRY flag has no
@@ -183,9 +183,9 @@ func (v *View) Node() int { return v.m.node }
 func (v *View) Len() int { return int(v.m.im.entryCount) }
 
 // Get is key's value, zero-copy: ErrNotFound (also for an entry whose
-// expiry the clock has reached: FORMAT.md §17.6; the clock is read once
+// expiry the clock has reached: FORMAT.md §17; the clock is read once
 // per call, and only for images with the header's EXPIRY flag), ErrKeyLen,
-// ErrCorrupt where the lookup meets damage (FORMAT.md §12.1, §17.5; a
+// ErrCorrupt where the lookup meets damage (FORMAT.md §12.1, §6.4; a
 // string value that is not strict UTF-8 included), ErrClosed after
 // Release. No allocation.
 func (v *View) Get(key string) (Value, error) {
@@ -197,7 +197,7 @@ func (v *View) GetBytes(key []byte) (Value, error) {
 	return v.im.get(key, v)
 }
 
-// Expires is when key's entry expires, in Unix seconds (FORMAT.md §17.6),
+// Expires is when key's entry expires, in Unix seconds (FORMAT.md §17),
 // expired or not; 0 when it never does. ErrNotFound for a key the image
 // does not hold.
 func (v *View) Expires(key string) (uint32, error) {

@@ -144,7 +144,7 @@ func TestXXH3MatchesC(t *testing.T) {
 	}
 }
 
-// The layout description hashes to the layout hash (FORMAT.md §17.8), and
+// The layout description hashes to the layout hash (FORMAT.md §15), and
 // the worked key hashes of FORMAT.md (default seed): hash, home, tag.
 func TestFormatExamples(t *testing.T) {
 	if len(layoutDesc) != 1127 || xxh3.HashString(layoutDesc) != layoutHash {
