@@ -66,17 +66,42 @@ void shmkvpy_key_release(Py_buffer *view)
 		PyBuffer_Release(view);
 }
 
+/* "key 'name'" for messages: the key's repr, cut at 80 characters (a key
+ * may be 65535 bytes long) */
+static void key_label(PyObject *key, char *buf, size_t len)
+{
+	PyObject *r = PyObject_Repr(key);
+	const char *s = r ? PyUnicode_AsUTF8(r) : NULL;
+	if (!s)
+		PyErr_Clear();
+	size_t n = s ? strlen(s) : 0;
+	PyOS_snprintf(buf, len, "key %.80s%s", s ? s : "?", n > 80 ? "..." : "");
+	Py_XDECREF(r);
+}
+
 static PyObject *corrupt_value(PyObject *key, const char *why)
 {
-	char what[160];
+	char what[128];
+	if (PyErr_Occurred())
+		PyErr_Clear(); /* the decoder's: CorruptImage says it */
 	if (key)
-		PyOS_snprintf(what, sizeof what, "the value of %s",
-			      PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : "a key");
+		key_label(key, what, sizeof what);
 	else
 		PyOS_snprintf(what, sizeof what, "a value");
-	if (PyErr_Occurred())
-		PyErr_Clear();
 	return shmkvpy_raise(SHMKV_ECORRUPT, what, why);
+}
+
+/* Raises what a get of key (bytes p, n) that failed with err (not
+ * ENOTFOUND) raises: "key 'k': why (NAME)", why from lib's own lookup
+ * (shmkv_get_diag: it runs the lookup again, on this error path only) */
+static void key_error(shmkv *db, PyObject *key, const char *p, size_t n, int err)
+{
+	char what[128], why[256] = "";
+	shmkv_value v;
+	key_label(key, what, sizeof what);
+	if (err != SHMKV_EKEYLEN && shmkv_get_diag(db, p, n, &v, why, sizeof why) != err)
+		*why = 0;
+	shmkvpy_raise(err, what, why);
 }
 
 static PyObject *strlist_value(const shmkv_value *v, PyObject *key)
@@ -234,8 +259,8 @@ static inline __attribute__((always_inline)) int lookup(CacheObject *c, PyObject
 		shmkvpy_key_release(&view);
 		return missing_ok ? 1 : -1;
 	}
+	key_error(c->gen->db, key, p, (size_t)n, err);
 	shmkvpy_key_release(&view);
-	shmkvpy_raise(err, "get", NULL);
 	return -1;
 }
 
@@ -268,11 +293,47 @@ static int cache_contains(CacheObject *c, PyObject *key)
 	return r < 0 ? -1 : !r;
 }
 
+/* The next entry an iteration yields: shmkv_iter_next's, less the entries
+ * expired at now (the clock read once, when the iteration started) */
+static int iter_step(shmkv_iter *it, int64_t now, const void **k, size_t *len, shmkv_value *v)
+{
+	int err;
+	uint32_t t;
+	while (!(err = shmkv_iter_next(it, k, len, v)) && (t = shmkv_iter_expires(it)) != 0 &&
+	       now >= (int64_t)t)
+		;
+	return err;
+}
+
+/* len(cache): the number of entries iteration yields (lib/FORMAT.md
+ * §17.6): the header's entry_count for an image without the EXPIRY flag
+ * (O(1)), else counted by an iteration (O(n), the GIL released) */
 static Py_ssize_t cache_len(CacheObject *c)
 {
 	if (!live(c))
 		return -1;
-	return (Py_ssize_t)shmkv_header(c->gen->db)->entry_count;
+	const shmkv_image_header *h = shmkv_header(c->gen->db);
+	if (!(h->flags & SHMKV_HFLAG_EXPIRY))
+		return (Py_ssize_t)h->entry_count;
+	GenObject *g = (GenObject *)Py_NewRef(c->gen); /* mapped while the GIL is away */
+	Py_ssize_t n = 0;
+	int err;
+	Py_BEGIN_ALLOW_THREADS
+	shmkv_iter it;
+	const void *k;
+	size_t len;
+	shmkv_value v;
+	int64_t now = (int64_t)time(NULL);
+	shmkv_iter_init(g->db, &it);
+	while (!(err = iter_step(&it, now, &k, &len, &v)))
+		n++;
+	Py_END_ALLOW_THREADS
+	Py_DECREF(g);
+	if (err != SHMKV_EEND) {
+		shmkvpy_raise(err, "len", NULL);
+		return -1;
+	}
+	return n;
 }
 
 static PyObject *cache_get(CacheObject *c, PyObject *const *args, Py_ssize_t nargs)
@@ -375,9 +436,9 @@ static int out_type(const Py_buffer *b)
 	return 0;
 }
 
-enum { ROW_OK, ROW_MISSING, ROW_TYPE, ROW_LEN };
+enum { ROW_OK, ROW_MISSING, ROW_TYPE, ROW_LEN, ROW_FAILED };
 
-/* Copies found rows into out, fills absent ones; status[i] says which. */
+/* Copies found rows into out, fills the others; status[i] says which. */
 static void fill_rows(const Py_buffer *out, int type, const shmkv_value *vs, const int *errs,
 		      size_t n, double fill, unsigned char *status)
 {
@@ -389,7 +450,10 @@ static void fill_rows(const Py_buffer *out, int type, const shmkv_value *vs, con
 			status[i] = ROW_OK;
 			continue;
 		}
-		status[i] = errs[i] ? ROW_MISSING : vs[i].type != (unsigned)type ? ROW_TYPE : ROW_LEN;
+		status[i] = errs[i] == SHMKV_ENOTFOUND ? ROW_MISSING
+			    : errs[i]			  ? ROW_FAILED
+			    : vs[i].type != (unsigned)type ? ROW_TYPE
+							   : ROW_LEN;
 		for (size_t j = 0; j < dim; j++) {
 			if (type == SHMKV_TYPE_F32LIST)
 				((float *)dst)[j] = (float)fill;
@@ -508,35 +572,77 @@ static int out_rows(PyObject *outobj, PyObject *fillobj, size_t n, Py_buffer *ou
 	return 0;
 }
 
-/* -1 with an exception for the first key whose lookup failed other than
- * by being absent, else 0 */
-static int batch_error(const batch *b)
+/* The exception now set, as keys[i]'s answer in a get_many (rule of
+ * lib/FORMAT.md: a batch answers every key as its single get would): its
+ * message prefixed "get_many: keys[i]: ", errors[i] set to it. 0, or -1
+ * for an exception that is no shmkv.Error (MemoryError...) unless any,
+ * left set. */
+static int key_failed(PyObject *errors, size_t i, int any)
 {
-	for (size_t i = 0; i < b->n; i++) {
-		if (b->errs[i] && b->errs[i] != SHMKV_ENOTFOUND) {
-			char what[64];
-			PyOS_snprintf(what, sizeof what, "get_many: key %zu", i);
-			shmkvpy_raise(b->errs[i], what, NULL);
-			return -1;
-		}
+	PyObject *t, *v, *tb;
+	PyErr_Fetch(&t, &v, &tb);
+	PyErr_NormalizeException(&t, &v, &tb);
+	if (!v || (!any && !PyObject_TypeCheck(v, (PyTypeObject *)shmkvpy_Error))) {
+		PyErr_Restore(t, v, tb);
+		return -1;
 	}
-	return 0;
+	PyObject *s = PyObject_Str(v);
+	PyObject *msg = s ? PyUnicode_FromFormat("get_many: keys[%zu]: %U", i, s) : NULL;
+	PyObject *args = msg ? PyTuple_Pack(1, msg) : NULL;
+	PyObject *ix = args ? PyLong_FromSize_t(i) : NULL;
+	int r = ix && PyObject_SetAttrString(v, "args", args) == 0 &&
+			PyDict_SetItem(errors, ix, v) == 0 ? 0 : -1;
+	Py_XDECREF(s);
+	Py_XDECREF(msg);
+	Py_XDECREF(args);
+	Py_XDECREF(ix);
+	Py_XDECREF(t);
+	Py_XDECREF(v);
+	Py_XDECREF(tb);
+	return r;
 }
 
-/* out='s result once fill_rows() ran: the indices of the absent keys' rows,
- * or an exception for a value of another type or length */
-static PyObject *missing_rows(const batch *b, const Py_buffer *out, int type)
+/* result, or, when some key failed, NULL with the exception of the first
+ * failed key raised (request order), carrying .results (result) and
+ * .errors (every failed key's exception by index). Steals result. */
+static PyObject *batch_answer(PyObject *result, PyObject *errors)
+{
+	if (!result || PyDict_GET_SIZE(errors) == 0)
+		return result;
+	PyObject *first = NULL, *k;
+	Py_ssize_t pos = 0;
+	PyDict_Next(errors, &pos, &k, &first); /* keys went in in request order */
+	if (PyObject_SetAttrString(first, "results", result) == 0 &&
+	    PyObject_SetAttrString(first, "errors", errors) == 0)
+		PyErr_SetObject((PyObject *)Py_TYPE(first), first);
+	Py_DECREF(result);
+	return NULL;
+}
+
+/* out='s result once fill_rows() ran: the indices of the absent keys' rows;
+ * a value of another type or length (TypeMismatch, ValueError) or a failed
+ * lookup (the single get's exception) goes to errors */
+static PyObject *missing_rows(const batch *b, GenObject *gen, const Py_buffer *out, int type,
+			      PyObject *errors)
 {
 	PyObject *result = PyList_New(0);
 	for (size_t i = 0; result && i < b->n; i++) {
-		if (b->status[i] == ROW_TYPE || b->status[i] == ROW_LEN) {
-			PyErr_Format(b->status[i] == ROW_TYPE ? shmkvpy_TypeMismatch : PyExc_ValueError,
-				     "get_many: key %zu (%R) holds a %s of %zu elements; out "
-				     "takes %s rows of %zd", i, b->items[i],
-				     shmkv_type_name(b->vs[i].type), b->vs[i].count,
-				     shmkv_type_name((unsigned)type), out->shape[1]);
-			Py_CLEAR(result);
-		} else if (b->status[i] == ROW_MISSING) {
+		unsigned char st = b->status[i];
+		if (st == ROW_TYPE || st == ROW_LEN || st == ROW_FAILED) {
+			char what[128];
+			key_label(b->items[i], what, sizeof what);
+			if (st == ROW_FAILED)
+				key_error(gen->db, b->items[i], b->ks[i].data, b->ks[i].len, b->errs[i]);
+			else
+				PyErr_Format(st == ROW_TYPE ? shmkvpy_TypeMismatch : PyExc_ValueError,
+					     "%s holds a %s of %zu elements; out takes %s rows of %zd",
+					     what, shmkv_type_name(b->vs[i].type), b->vs[i].count,
+					     shmkv_type_name((unsigned)type), out->shape[1]);
+			/* a row of another length: a ValueError, no shmkv.Error, but
+			 * this key's answer all the same */
+			if (key_failed(errors, i, st == ROW_LEN) < 0)
+				Py_CLEAR(result);
+		} else if (st == ROW_MISSING) {
 			PyObject *x = PyLong_FromSize_t(i);
 			if (!x || PyList_Append(result, x) < 0)
 				Py_CLEAR(result);
@@ -546,19 +652,26 @@ static PyObject *missing_rows(const batch *b, const Py_buffer *out, int type)
 	return result;
 }
 
-/* the values of gen's lookups, dflt for absent keys */
-static PyObject *values_list(const batch *b, GenObject *gen, PyObject *dflt)
+/* the values of gen's lookups: dflt for absent keys, and for failed ones,
+ * whose exceptions go to errors */
+static PyObject *values_list(const batch *b, GenObject *gen, PyObject *dflt, PyObject *errors)
 {
 	PyObject *result = PyList_New((Py_ssize_t)b->n);
 	for (size_t i = 0; result && i < b->n; i++) {
 		const shmkv_value *v = &b->vs[i];
 		PyObject *x;
-		if (b->errs[i])
+		if (b->errs[i] == SHMKV_ENOTFOUND) {
 			x = Py_NewRef(dflt);
-		else if (v->type == SHMKV_TYPE_STRING) /* the common value, inline as in value_of() */
-			x = str_value(v->data, v->size, b->items[i]);
-		else
-			x = shmkvpy_value(gen, v, b->items[i]);
+		} else if (b->errs[i]) {
+			key_error(gen->db, b->items[i], b->ks[i].data, b->ks[i].len, b->errs[i]);
+			x = key_failed(errors, i, 0) < 0 ? NULL : Py_NewRef(dflt);
+		} else {
+			x = v->type == SHMKV_TYPE_STRING /* the common value, inline as in value_of() */
+				    ? str_value(v->data, v->size, b->items[i])
+				    : shmkvpy_value(gen, v, b->items[i]);
+			if (!x)
+				x = key_failed(errors, i, 0) < 0 ? NULL : Py_NewRef(dflt);
+		}
 		if (!x)
 			Py_CLEAR(result);
 		else
@@ -578,9 +691,12 @@ static PyObject *batch_lookup(CacheObject *c, batch *b, const Py_buffer *out, in
 	if (type)
 		fill_rows(out, type, b->vs, b->errs, b->n, fill, b->status);
 	Py_END_ALLOW_THREADS
-	PyObject *result = NULL;
-	if (!batch_error(b))
-		result = type ? missing_rows(b, out, type) : values_list(b, gen, dflt);
+	PyObject *errors = PyDict_New(), *result = NULL;
+	if (errors)
+		result = batch_answer(type ? missing_rows(b, gen, out, type, errors)
+					   : values_list(b, gen, dflt, errors),
+				      errors);
+	Py_XDECREF(errors);
 	Py_DECREF(gen);
 	return result;
 }
@@ -786,7 +902,7 @@ static void cache_dealloc(CacheObject *c)
 		PyThread_free_lock(c->tlock);
 	PyMem_Free(c->name);
 	Py_XDECREF(c->path);
-	PyObject_Free(c);
+	Py_TYPE(c)->tp_free((PyObject *)c); /* shmkv.Cache, the package's subclass */
 }
 
 /* ---- iteration ---- */
@@ -795,7 +911,8 @@ typedef struct {
 	PyObject_HEAD
 	GenObject *gen;
 	shmkv_iter it;
-	int what; /* 0 keys, 1 values, 2 items */
+	int64_t now; /* the clock when it started */
+	int what;    /* 0 keys, 1 values, 2 items */
 } CacheIterObject;
 
 static PyObject *iter_new(CacheObject *c, int what)
@@ -807,6 +924,7 @@ static PyObject *iter_new(CacheObject *c, int what)
 		return NULL;
 	i->gen = (GenObject *)Py_NewRef(c->gen);
 	i->what = what;
+	i->now = (int64_t)time(NULL);
 	shmkv_iter_init(c->gen->db, &i->it);
 	return (PyObject *)i;
 }
@@ -825,13 +943,7 @@ static PyObject *iter_next(CacheIterObject *i)
 	const void *k;
 	size_t len;
 	shmkv_value v;
-	int err;
-	uint32_t t;
-	/* expired entries are absent, as for cache[key] (lib's iteration returns
-	 * them; the clock is read only for an entry that expires) */
-	while (!(err = shmkv_iter_next(&i->it, &k, &len, &v)) &&
-	       (t = shmkv_iter_expires(&i->it)) != 0 && (int64_t)time(NULL) >= (int64_t)t)
-		;
+	int err = iter_step(&i->it, i->now, &k, &len, &v);
 	if (err == SHMKV_EEND)
 		return NULL; /* StopIteration */
 	if (err)
@@ -892,9 +1004,26 @@ static PyObject *cache_items(CacheObject *c, PyObject *u)
 
 /* ---- open and attach ---- */
 
+/* The class open() and attach() make: shmkv.Cache, the package's subclass
+ * of this type (a collections.abc.Mapping; shmkv/__init__.py sets it with
+ * _set_cache_class), else this type. */
+static PyTypeObject *cache_class = &CacheType;
+
+PyObject *shmkvpy_set_cache_class(PyObject *self, PyObject *cls)
+{
+	(void)self;
+	if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject *)cls, &CacheType)) {
+		PyErr_SetString(PyExc_TypeError, "_set_cache_class: a subclass of the Cache type");
+		return NULL;
+	}
+	Py_INCREF(cls); /* held for the process's life: instances of it may live anywhere */
+	cache_class = (PyTypeObject *)cls;
+	Py_RETURN_NONE;
+}
+
 static CacheObject *cache_new(shmkv *db, PyObject *path)
 {
-	CacheObject *c = PyObject_New(CacheObject, &CacheType);
+	CacheObject *c = (CacheObject *)cache_class->tp_alloc(cache_class, 0);
 	if (!c) {
 		shmkv_close(db);
 		return NULL;
@@ -1026,9 +1155,9 @@ static PyMethodDef cache_methods[] = {
 	 "already expired is returned too (cache[key] raises NotFound for it, saying\n"
 	 "'expired'); NotFound for a key the image does not hold."},
 	{"type_of", (PyCFunction)cache_type_of, METH_O, "type_of(key) -> str\n\nThe image's type name of key's value ('string', 'f32list', ...)."},
-	{"keys", (PyCFunction)cache_keys, METH_NOARGS, "keys() -> iterator\n\nThe keys in image order: str (UTF-8), or bytes for a key that is not UTF-8."},
-	{"values", (PyCFunction)cache_values, METH_NOARGS, "values() -> iterator\n\nThe values in image order."},
-	{"items", (PyCFunction)cache_items, METH_NOARGS, "items() -> iterator\n\n(key, value) pairs in image order."},
+	{"_keys", (PyCFunction)cache_keys, METH_NOARGS, "_keys() -> iterator\n\nThe keys in image order (keys()'s view iterates it)."},
+	{"_values", (PyCFunction)cache_values, METH_NOARGS, "_values() -> iterator\n\nThe values in image order (values()'s view iterates it)."},
+	{"_items", (PyCFunction)cache_items, METH_NOARGS, "_items() -> iterator\n\n(key, value) pairs in image order (items()'s view iterates it)."},
 	{"refresh", (PyCFunction)cache_refresh, METH_NOARGS,
 	 "refresh() -> bool\n\nMoves an attached cache to the generation its loader serves now: False\n"
 	 "when unchanged (one fstat and one atomic load; always for an image file),\n"
@@ -1071,13 +1200,13 @@ static PySequenceMethods cache_as_sequence = {
 
 PyTypeObject CacheType = {
 	PyVarObject_HEAD_INIT(NULL, 0)
-	.tp_name = "shmkv.Cache",
+	.tp_name = "shmkv._shmkv.Cache",
 	.tp_basicsize = sizeof(CacheObject),
 	.tp_dealloc = (destructor)cache_dealloc,
 	.tp_repr = (reprfunc)cache_repr,
 	.tp_as_mapping = &cache_as_mapping,
 	.tp_as_sequence = &cache_as_sequence,
-	.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_MAPPING,
+	.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_MAPPING | Py_TPFLAGS_BASETYPE,
 	.tp_weaklistoffset = offsetof(CacheObject, weakrefs),
 	.tp_iter = (getiterfunc)cache_iter,
 	.tp_methods = cache_methods,
