@@ -36,8 +36,8 @@ def test_typed_usage_passes(tmp_path):
 def test_misuse_is_refused(tmp_path):
     rc, out = mypy(tmp_path, "usage_bad.py")
     with open(os.path.join(HERE, "usage_bad.py"), encoding="utf-8") as f:
-        want = {i: line.split("# E: ")[1].strip()
-                for i, line in enumerate(f, 1) if "# E: " in line}
+        want = {i: line.split("  # E: ")[1].strip()
+                for i, line in enumerate(f, 1) if "  # E: " in line}
     got = {}
     for line in out.splitlines():
         m = re.match(r".*usage_bad\.py:(\d+): error: (.*)", line)
