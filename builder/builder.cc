@@ -84,18 +84,25 @@ int shmkv_builder::fail(int code, const char *fmt, ...)
 	return code;
 }
 
+std::string shmkv_builder::place(uint32_t src, uint64_t line) const
+{
+	if (line_word.empty())
+		return sources[src] + ":" + std::to_string(line);
+	return sources[src] + ": " + line_word + " " + std::to_string(line);
+}
+
 std::string shmkv_builder::where(const Record &r, size_t index) const
 {
 	if (r.src == kNoSource)
 		return "record #" + std::to_string(index + 1);
-	return sources[r.src] + ":" + std::to_string(r.line);
+	return place(r.src, r.line);
 }
 
 std::string shmkv_builder::here() const
 {
 	if (cur_src == kNoSource)
 		return "record #" + std::to_string(seq0 + nrecs() + 1);
-	return sources[cur_src] + ":" + std::to_string(cur_line);
+	return place(cur_src, cur_line);
 }
 
 uint64_t shmkv_build::line_cap(const shmkv_builder *b)
@@ -124,9 +131,8 @@ extern "C" int shmkv_build_options_init(shmkv_build_options *o)
 	o->seed = SHMKV_DEFAULT_SEED;
 	o->dedup = 1;
 	o->on_duplicate = SHMKV_DUP_ERROR;
-	o->load_factor = 0; // the format's default
+	o->load_factor = 0; // SHMKV_DEFAULT_LOAD_FACTOR
 	o->hash_bits = 64;
-	o->format = SHMKV_BUILD_DEFAULT_FORMAT;
 	o->created = (int64_t)time(nullptr);
 	const char *sde = getenv("SOURCE_DATE_EPOCH");
 	if (sde && *sde) {
@@ -145,7 +151,7 @@ extern "C" int shmkv_builder_new(const shmkv_build_options *o, shmkv_builder **o
 	*out = nullptr;
 	if (!(o->load_factor >= 0.0 && o->load_factor <= 1.0) || o->hash_bits < 1 ||
 	    o->hash_bits > 64 || o->on_duplicate < SHMKV_DUP_ERROR ||
-	    o->on_duplicate > SHMKV_DUP_LAST || o->format < 1 || o->format > 2 ||
+	    o->on_duplicate > SHMKV_DUP_LAST ||
 	    strnlen(o->name, sizeof o->name) > SHMKV_NAME_MAX)
 		return -EINVAL;
 	shmkv_builder *b = new (std::nothrow) shmkv_builder;

@@ -376,9 +376,6 @@ int expiry_error(shmkv_builder *b, const std::string &text, const std::string &w
 
 int check_expiry(shmkv_builder *b, const std::string &text, int64_t t)
 {
-	if (b->opt.format < 2)
-		return expiry_error(b, text, "an expiry needs format 2 (format 1 images have none): "
-				    "build without --format 1, or drop the expiry");
 	if (t < 1)
 		return expiry_error(b, text, "before 1970-01-01T00:00:01Z: an image holds Unix seconds "
 				    "from 1 on");

@@ -513,20 +513,19 @@ bool apply_meta(shmkv_builder *b, ondemand::value mv, std::string &why)
 			}
 			if (!e && !(o.fixed & SHMKV_OPT_HASH_BITS))
 				o.hash_bits = (unsigned)x;
-		} else if (k == "format") { // the image format version (shmctl image dump writes it)
+		} else if (k == "format") { // the image's format version (shmctl image dump writes it)
 			uint64_t x;
 			e = v.get_uint64().get(x);
-			if (!e && x != 1 && x != 2) {
-				why = "shmkv_meta format must be 1 or 2";
+			if (!e && x == 1) {
+				why = "shmkv_meta format 1: format 1 is retired (lib/FORMAT.md §15); this "
+				      "builder writes format 2. Convert a format 1 image with 'shmctl "
+				      "image upgrade OLD -o NEW', or drop the \"format\" field";
 				return false;
 			}
-			if (!e && !(o.fixed & SHMKV_OPT_FORMAT)) {
-				if (x == 1 && b->expires) {
-					why = "shmkv_meta format 1: the records are given an expiry, which "
-					      "format 1 images cannot hold";
-					return false;
-				}
-				o.format = (unsigned)x;
+			if (!e && x != 2) {
+				why = "shmkv_meta format " + std::to_string(x) + ": this builder writes "
+				      "format 2";
+				return false;
 			}
 		} else if (k == "dedup") {
 			bool x = false;

@@ -49,7 +49,7 @@ struct Record {
 	uint8_t type;
 	uint8_t pad;
 	uint32_t src; // index into sources, or kNoSource
-	uint32_t expires; // Unix seconds, 0: none (format 2 only)
+	uint32_t expires; // Unix seconds, 0: none
 	uint64_t line;
 };
 static_assert(sizeof(Record) == 40, "Record: expires fills the padding before line");
@@ -130,7 +130,7 @@ const char *nonjson_float(std::string_view t);
 
 // Expiry input (encode.cc): an RFC 3339 time with its offset ("2030-01-31T12:00:00Z",
 // a fraction rounds up) to Unix seconds, or false and why; the checks of a
-// record's expiry (format 2, 1..SHMKV_BUILD_EXPIRES_MAX) with errors naming
+// record's expiry (1..SHMKV_BUILD_EXPIRES_MAX) with errors naming
 // the line and the text given.
 bool parse_rfc3339(std::string_view s, int64_t *out, std::string &why);
 int expiry_error(shmkv_builder *b, const std::string &text, const std::string &why);
@@ -166,6 +166,9 @@ struct shmkv_builder {
 	std::vector<std::string> sources;
 	uint32_t cur_src = shmkv_build::kNoSource;
 	uint64_t cur_line = 0;
+	// What a source's "line" counts, for messages: "" (lines: "in.jsonl:7"),
+	// or a word ("entry at": "old.shmkv: entry at 8192").
+	std::string line_word;
 	uint32_t expires = 0;          // of the records added next (shmkv_builder_set_expires)
 	std::string err;
 	std::vector<shmkv_build::FileId> inputs; // regular files read by add_file
@@ -191,8 +194,9 @@ struct shmkv_builder {
 	// The error for a line (at here()) longer than line_max: len bytes,
 	// or at least len where the rest was not read.
 	int line_too_long(uint64_t len, bool whole);
-	// "file:line" of a record, or "record #N".
+	// "file:line" of a record (or "file: line_word line"), or "record #N".
 	std::string where(const shmkv_build::Record &r, size_t index) const;
+	std::string place(uint32_t src, uint64_t line) const;
 	// Where the next record will come from, for input-level errors.
 	std::string here() const;
 	void progress(const char *phase, uint64_t done, uint64_t total) const

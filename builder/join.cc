@@ -7,30 +7,15 @@
 // offset) before any entry is read, must agree with the first on the header
 // fields the image depends on, and may hold only keys of its own part.
 #include <cinttypes>
-#include <cstdarg>
-#include <cstdio>
 #include <cstring>
 #include <memory>
-#include <sys/mman.h>
-#include "internal.h"
-#include "shmkv/tools.h"
+
+#include "rebuild.h"
 
 namespace {
 
-struct Msg {
-	char *buf;
-	size_t len;
-	int set(int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)))
-	{
-		if (buf && len) {
-			va_list ap;
-			va_start(ap, fmt);
-			vsnprintf(buf, len, fmt, ap);
-			va_end(ap);
-		}
-		return code;
-	}
-};
+using shmkv_build::drop_pages;
+using Msg = shmkv_build::ErrMsg;
 
 // The fragments' mappings, closed whatever happens.
 struct Fragments {
@@ -43,12 +28,10 @@ struct Fragments {
 	}
 };
 
-// A fragment's pages read so far leave this process's memory (they stay in
-// the page cache and are read again if needed): under a memory limit the
-// mapped fragments must not count, whatever their size.
+// A fragment's pages read so far leave this process's memory (rebuild.h).
 void drop_pages(const shmkv_image_header *h)
 {
-	madvise((void *)h, (size_t)h->file_size, MADV_DONTNEED);
+	drop_pages(h, (size_t)h->file_size);
 }
 
 // Opens and verifies path; the reader's message names the file unless it
@@ -82,8 +65,6 @@ int same_header(const char *p0, const shmkv_image_header *h0, const char *p,
 		field = "hash seed";
 	else if (h->hash_bits != h0->hash_bits)
 		field = "hash bits";
-	else if (h->format_version != h0->format_version)
-		field = "format version";
 	else if ((h->flags & SHMKV_HFLAG_DEDUP) != (h0->flags & SHMKV_HFLAG_DEDUP))
 		field = "dedup flag";
 	else if (h->created_unix != h0->created_unix)
@@ -110,7 +91,7 @@ int add_fragment(shmkv_builder *b, const char *path, uint64_t j, uint64_t n, shm
 	shmkv_value v;
 	int err;
 	shmkv_builder_set_source(b, path, 0);
-	shmkv_iter_init(db, &it);
+	shmkv_iter_init_all(db, &it); // expired records too: one build holds them
 	while ((err = shmkv_iter_next(&it, &key, &key_len, &v)) == 0) {
 		uint64_t bk = shmkv_home_bucket(shmkv_key_hash(h->hash_seed, h->hash_bits, key, key_len),
 						h->bucket_count);
@@ -136,37 +117,6 @@ int add_fragment(shmkv_builder *b, const char *path, uint64_t j, uint64_t n, shm
 	return 0;
 }
 
-// The builder of the joined image: the first fragment's header options, fixed.
-int start_builder(const shmkv_image_header *h, const shmkv_join_options &jo, const char *out,
-		  shmkv_builder **bp, Msg &m)
-{
-	shmkv_build_options o;
-	shmkv_build_options_init(&o);
-	o.seed = h->hash_seed;
-	o.hash_bits = h->hash_bits;
-	o.created = h->created_unix;
-	memcpy(o.name, h->name, sizeof o.name);
-	o.name[sizeof o.name - 1] = 0;
-	o.dedup = (h->flags & SHMKV_HFLAG_DEDUP) != 0;
-	o.buckets = h->bucket_count;
-	o.format = h->format_version; // verified: 1 or 2
-	o.fixed = SHMKV_OPT_SEED | SHMKV_OPT_CREATED | SHMKV_OPT_NAME | SHMKV_OPT_BUCKETS |
-		  SHMKV_OPT_DEDUP | SHMKV_OPT_HASH_BITS;
-	o.progress = jo.progress;
-	o.progress_ctx = jo.progress_ctx;
-	int err = shmkv_builder_new(&o, bp);
-	if (err)
-		return m.set(err, "cannot start the builder: %s", shmkv_strerror(err));
-	shmkv_builder *b = *bp;
-	if ((err = shmkv_builder_set_threads(b, jo.threads)) != 0 ||
-	    (err = shmkv_builder_set_memory_limit(b, jo.memory_limit, jo.tmpdir)) != 0 ||
-	    (err = shmkv_builder_check_output(b, out)) != 0) {
-		const char *e = shmkv_builder_error(b);
-		return *e ? m.set(err, "%s", e) : m.set(err, "%s: %s", out, shmkv_strerror(err));
-	}
-	return 0;
-}
-
 } // namespace
 
 extern "C" void shmkv_join_options_init(shmkv_join_options *o)
@@ -181,11 +131,7 @@ extern "C" int shmkv_build_join(const char *out, const char *const *fragments, s
 {
 	Msg m{err, err_len};
 	m.set(0, "%s", "");
-	shmkv_join_options jo;
-	if (opt)
-		jo = *opt;
-	else
-		shmkv_join_options_init(&jo);
+	shmkv_join_options jo = shmkv_build::rebuild_options(opt);
 	if (!out || !*out)
 		return m.set(-EINVAL, "join: no output given");
 	if (n == 0 || !fragments)
@@ -207,19 +153,12 @@ extern "C" int shmkv_build_join(const char *out, const char *const *fragments, s
 		return rc;
 	shmkv_builder *b = nullptr;
 	std::unique_ptr<shmkv_builder, void (*)(shmkv_builder *)> own(nullptr, shmkv_builder_free);
-	rc = start_builder(shmkv_header(f.dbs[0]), jo, out, &b, m);
+	// the first fragment's header options, its bucket count too, fixed
+	rc = shmkv_build::rebuild_builder(shmkv_header(f.dbs[0]), true, jo, out, &b, m);
 	own.reset(b);
+	for (size_t j = 0; j < n && !rc; j++) // a fragment is never the output
+		rc = shmkv_build::rebuild_input(b, fragments[j], m);
 	for (size_t j = 0; j < n && !rc; j++)
 		rc = add_fragment(b, fragments[j], j + 1, n, f.dbs[j], jo.memory_limit != 0, m);
-	if (rc)
-		return rc;
-	shmkv_build_stats st;
-	memset(&st, 0, sizeof st);
-	if ((rc = shmkv_builder_finish(b, out, &st)) != 0) {
-		const char *e = shmkv_builder_error(b);
-		return *e ? m.set(rc, "%s", e) : m.set(rc, "%s: %s", out, shmkv_strerror(rc));
-	}
-	if (stats)
-		*stats = st;
-	return 0;
+	return rc ? rc : shmkv_build::rebuild_finish(b, out, stats, m);
 }

@@ -1,9 +1,9 @@
-// builder/layout.cc - duplicates, value sharing, placement and the index.
-// Entries are in hash order (lib/FORMAT.md §14), so every phase is a sort or
-// a scan that splits by hash range across threads; the output does not depend
-// on the thread count.
+// builder/layout.cc - duplicates, value sharing and the placement of entries
+// and values, the steps of layout_v2.cc's layout that a spilling build does
+// its own way. Entries are in hash order (lib/FORMAT.md §14), so every phase
+// is a sort or a scan that splits by hash range across threads; the output
+// does not depend on the thread count.
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <numeric>
 
@@ -179,26 +179,12 @@ int dup_error(shmkv_builder *b, const std::string &second, const std::string &ke
 		       key.c_str(), first.c_str(), more.c_str());
 }
 
-int choose_bucket_count(shmkv_builder *b, uint64_t m, uint64_t *out)
+int set_file_size(shmkv_builder *b, Layout &L)
 {
-	const auto &o = b->opt;
-	uint64_t bc;
-	if (o.buckets) {
-		if (o.buckets > UINT64_MAX / 64 / SHMKV_BUCKET_SLOTS || o.buckets * SHMKV_BUCKET_SLOTS < m)
-			return b->fail(SHMKV_ELIMIT, "%llu buckets hold at most %llu keys, the image has %llu",
-				       (unsigned long long)o.buckets,
-				       (unsigned long long)(o.buckets * SHMKV_BUCKET_SLOTS),
-				       (unsigned long long)m);
-		bc = o.buckets;
-	} else {
-		double lf = o.load_factor > 0 ? o.load_factor : SHMKV_DEFAULT_LOAD_FACTOR;
-		double want = std::ceil((double)m / (SHMKV_BUCKET_SLOTS * lf));
-		bc = want < 1 ? 1 : (uint64_t)want;
-	}
-	if (bc > SHMKV_MAX_IMAGE_SIZE / SHMKV_BUCKET_BYTES)
-		return b->fail(SHMKV_ELIMIT, "index of %llu buckets exceeds the image size limit",
-			       (unsigned long long)bc);
-	*out = bc;
+	L.file_size = align_up(L.values_end, SHMKV_FILE_ALIGN);
+	if (L.file_size > SHMKV_MAX_IMAGE_SIZE)
+		return b->fail(SHMKV_ELIMIT, "image of %llu bytes exceeds the format limit of %llu",
+			       (unsigned long long)L.file_size, (unsigned long long)SHMKV_MAX_IMAGE_SIZE);
 	return 0;
 }
 
@@ -242,74 +228,11 @@ int place_entries(shmkv_builder *b, unsigned T, Layout &L, std::vector<uint32_t>
 		pos += stored_len(r.type, r.val_len);
 	}
 	L.values_end = pos;
-	L.file_size = align_up(L.values_end, SHMKV_FILE_ALIGN);
-	if (L.file_size > SHMKV_MAX_IMAGE_SIZE)
-		return b->fail(SHMKV_ELIMIT, "image of %llu bytes exceeds the format limit of %llu",
-			       (unsigned long long)L.file_size, (unsigned long long)SHMKV_MAX_IMAGE_SIZE);
+	if (int err = set_file_size(b, L))
+		return err;
 	L.group = std::move(grp);
 	L.group_off = std::move(goff);
 
-	return 0;
-}
-
-int compute_layout(shmkv_builder *b, Layout &L)
-{
-	if (b->opt.format == 2)
-		return compute_layout_v2(b, L);
-	const auto &R = b->recs;
-	size_t n = R.size();
-	unsigned T = b->threads ? b->threads : default_threads();
-	if (n > UINT32_MAX - 1)
-		return b->fail(SHMKV_ELIMIT, "%zu records exceed the builder's limit of %u", n,
-			       UINT32_MAX - 1);
-	b->progress("sorting keys", 0, n);
-	Items sorted, tmp; // both sorts use them: fresh pages cost as much as sorting
-	int err = sort_and_dedup_keys(b, T, L, sorted, tmp);
-	if (err)
-		return err;
-	size_t m = L.order.size();
-	b->progress("sharing", 0, m);
-	std::vector<uint32_t> grp = share_values(b, T, L, sorted, tmp);
-	sorted = Items();
-	tmp = Items();
-
-	if ((err = choose_bucket_count(b, m, &L.bucket_count)))
-		return err;
-	L.entries = m;
-	if ((err = place_entries(b, T, L, grp, L.bucket_count * SHMKV_BUCKET_BYTES)))
-		return err;
-
-	// Index, in two passes so that as many keys as possible live in their home
-	// bucket: first every key whose home has room, then the rest, each in the
-	// first later bucket with room. A home bucket records its displaced keys
-	// in its meta bytes (format.h), so a miss reads one bucket. Entries are in
-	// hash order, so homes ascend and both passes write the index in order.
-	b->progress("indexing", 0, m);
-	L.index.assign(L.bucket_count * SHMKV_BUCKET_SLOTS, 0);
-	std::vector<uint8_t> fill(L.bucket_count, 0);
-	std::vector<uint32_t> displaced;
-	for (size_t k = 0; k < m; k++) {
-		uint64_t hv = L.hash[k];
-		uint64_t bk = shmkv_home_bucket(hv, L.bucket_count);
-		if (fill[bk] < SHMKV_BUCKET_SLOTS)
-			slot_put(&L.index[bk * SHMKV_BUCKET_SLOTS], fill[bk], shmkv_key_tag(hv),
-				 L.entry_off[k]);
-		else
-			displaced.push_back((uint32_t)k);
-	}
-	for (uint32_t k : displaced) {
-		uint64_t hv = L.hash[k], tag = shmkv_key_tag(hv);
-		uint64_t home = shmkv_home_bucket(hv, L.bucket_count), bk = home;
-		uint32_t d = 0;
-		while (fill[bk] == SHMKV_BUCKET_SLOTS) {
-			bk = bk + 1 == L.bucket_count ? 0 : bk + 1;
-			d++;
-		}
-		slot_put(&L.index[bk * SHMKV_BUCKET_SLOTS], fill[bk], tag, L.entry_off[k]);
-		if (d > L.max_probe)
-			L.max_probe = d;
-		home_mark(&L.index[home * SHMKV_BUCKET_SLOTS], tag, d);
-	}
 	return 0;
 }
 

@@ -22,12 +22,10 @@ struct Layout {
 	std::vector<uint32_t> group;       // per kept record: its shared value, or kInline
 	std::vector<uint64_t> group_off;   // per shared value: its offset in VALUES
 	std::vector<uint32_t> shared_reps; // records whose values form VALUES, in order
-	std::vector<uint64_t> index;       // bucket_count * 8 slots
+	std::vector<uint64_t> index;       // the buckets' bytes (bucket_count * 128), in memory
 	uint64_t bucket_count = 0;
-	unsigned format = 1;               // image format version
-	uint64_t bucket_bytes = SHMKV_BUCKET_BYTES; // 64 (v1) or 128 (v2)
-	bool expiry = false;               // v2: some record expires (header flag)
-	uint64_t record_bytes = 0;         // v2: bucket bytes past the heads used (directory, records)
+	bool expiry = false;               // some record expires (header flag)
+	uint64_t record_bytes = 0;         // bucket bytes past the heads used (directory, records)
 	uint32_t max_probe = 0;
 	uint64_t duplicates = 0;
 	uint64_t filtered = 0;             // records of other parts skipped (--filter-part)
@@ -96,25 +94,6 @@ inline void render_entry(uint8_t *e, unsigned type, const uint8_t *key, unsigned
 		memcpy(e + vpos, val, val_len); // a NUL terminator is the zero after it
 }
 
-// Index slots (pass 1 and 2 of lib/FORMAT.md §14): key into a bucket's first
-// empty slot; a home bucket's filter bit and displacement byte for a key
-// displaced d buckets away.
-inline void slot_put(uint64_t *bucket, uint8_t &fill, uint64_t tag, uint64_t entry_off)
-{
-	bucket[fill++] |= tag << SHMKV_SLOT_TAG_SHIFT | entry_off >> 3;
-}
-inline void home_mark(uint64_t *hb, uint64_t tag, uint64_t d)
-{
-	unsigned fi = shmkv_filter_index(tag);
-	hb[fi >> 3] |= UINT64_C(1) << (SHMKV_SLOT_META_SHIFT + (fi & 7));
-	uint64_t cur = shmkv_slot_meta(hb[SHMKV_BUCKET_SLOTS - 1]);
-	uint64_t want = d < SHMKV_DISPLACEMENT_MAX ? d : SHMKV_DISPLACEMENT_MAX;
-	if (want > cur)
-		hb[SHMKV_BUCKET_SLOTS - 1] = (hb[SHMKV_BUCKET_SLOTS - 1] &
-					      ~(UINT64_C(0xff) << SHMKV_SLOT_META_SHIFT)) |
-					     want << SHMKV_SLOT_META_SHIFT;
-}
-
 // Duplicates among records sorted by (key, input position): calls
 // same(a, b) for neighbours, keep(i) for the kept one of each key, and
 // remembers the pair (first, second) whose second record came earliest, for
@@ -170,21 +149,18 @@ inline void prefetch_ahead(const Records &R, const std::vector<uint32_t> &order,
 int dup_error(shmkv_builder *b, const std::string &second, const std::string &key,
 	      const std::string &first, uint64_t dup_keys);
 
-// bucket_count from the options and the entry count (lib/FORMAT.md §14).
-int choose_bucket_count(shmkv_builder *b, uint64_t m, uint64_t *out);
-
-// Resolves duplicates, shares values, places entries and values, fills the
-// index. Returns 0 or an error set on b. Format 2: compute_layout_v2().
+// Resolves duplicates, places the records in the index (inline or OUT),
+// shares the OUT records' values, places entries and values, renders the
+// buckets (layout_v2.cc). Returns 0 or an error set on b.
 int compute_layout(shmkv_builder *b, Layout &L);
-int compute_layout_v2(shmkv_builder *b, Layout &L);
-// Format 2's bucket_count from the options and its records' bytes (worst
-// padding and directory: V2Shape::room()), for both builds (layout_v2.cc).
+// bucket_count from the options and the records' bytes (worst padding and
+// directory: V2Shape::room()), for both builds (layout_v2.cc).
 int choose_buckets_v2(shmkv_builder *b, uint64_t bytes, uint64_t *out);
 // When some record finds no room: 1/8 more buckets (L.bucket_count), or,
 // with a fixed count or at the size limit, the error saying so.
 int v2_more_buckets(shmkv_builder *b, Layout &L, uint64_t bytes);
 
-// The steps both formats share (layout.cc). sort_and_dedup_keys: L.order and
+// The steps both builds share (layout.cc). sort_and_dedup_keys: L.order and
 // L.hash are the kept records in hash order. share_values: per entry of
 // L.order its shared value or kInline (L.shared_reps, dedup counts).
 // place_entries: the entries of L.order from SHMKV_HEADER_SIZE + index_bytes
@@ -194,6 +170,10 @@ std::vector<uint32_t> share_values(shmkv_builder *b, unsigned T, Layout &L, Item
 				   Items &tmp);
 int place_entries(shmkv_builder *b, unsigned T, Layout &L, std::vector<uint32_t> &grp,
 		  uint64_t index_bytes);
+
+// L.file_size from where VALUES ends (padded to SHMKV_FILE_ALIGN), or the
+// error of an image over the format's size limit.
+int set_file_size(shmkv_builder *b, Layout &L);
 
 // The header of a laid-out image (checksums of the sections already in h).
 void fill_header(const shmkv_builder *b, const Layout &L, shmkv_image_header &h);

@@ -1,6 +1,6 @@
-// builder/layout_v2.cc - the format 2 layout in memory (lib/FORMAT.md §17):
+// builder/layout_v2.cc - the image's layout in memory (lib/FORMAT.md §6, §14):
 // keys in hash order (so in home order), small entries inline in 128-byte
-// buckets, the others in ENTRIES (v1 entries, the v1 cache-line rule) with
+// buckets, the others in ENTRIES (the cache-line rule of §14) with
 // values shared among them only. Placement is one serial scan over compact
 // shapes that records each bucket's set; once every set is final, the
 // buckets are rendered in parallel (each thread its own buckets), so the
@@ -25,7 +25,7 @@ int choose_buckets_v2(shmkv_builder *b, uint64_t bytes, uint64_t *out)
 	if (o.buckets) {
 		bc = o.buckets;
 	} else {
-		double lf = o.load_factor > 0 ? o.load_factor : SHMKV_DEFAULT_LOAD_FACTOR_V2;
+		double lf = o.load_factor > 0 ? o.load_factor : SHMKV_DEFAULT_LOAD_FACTOR;
 		double want = std::ceil((double)bytes / (room * lf));
 		bc = want < 1 ? 1 : (uint64_t)want;
 	}
@@ -83,8 +83,8 @@ unsigned end_with(const uint8_t *bk, const std::vector<V2Shape> &shape, uint32_t
 		return 0;
 	const V2Shape &s = shape[k];
 	unsigned end;
-	if (!bk[kAligned] && s.align == 1)
-		end = (n ? bk[kEnd] : kV2Head) + kV2DirBytes + s.head + s.tail;
+	if (!bk[kAligned] && s.align == 1) // nothing moves: s goes after the last, 2 bytes on
+		end = s.end((n ? bk[kEnd] : kV2Head) + kV2DirBytes);
 	else
 		end = v2_bucket_end(n + 1, [&](unsigned i) -> const V2Shape & {
 			return i < n ? shape[id_at(bk, i)] : s;
@@ -100,7 +100,7 @@ void add(uint8_t *bk, const V2Shape &s, uint32_t k, unsigned end)
 	bk[kAligned] |= s.align != 1;
 }
 
-// Placement (serial, over shapes; lib/FORMAT.md §17.9): first come, first
+// Placement (serial, over shapes; lib/FORMAT.md §14): first come, first
 // served linear probing in home order. Buckets are visited in order; at
 // bucket c the keys carried over from earlier buckets go first (oldest home
 // first, then in the order they were carried), then c's own home keys,
@@ -171,13 +171,11 @@ bool place_records(Layout &L, const std::vector<V2Shape> &shape)
 
 } // namespace
 
-int compute_layout_v2(shmkv_builder *b, Layout &L)
+int compute_layout(shmkv_builder *b, Layout &L)
 {
 	const auto &R = b->recs;
 	size_t n = R.size();
 	unsigned T = b->threads ? b->threads : default_threads();
-	L.format = 2;
-	L.bucket_bytes = kV2BucketBytes;
 	if (n > UINT32_MAX - 1)
 		return b->fail(SHMKV_ELIMIT, "%zu records exceed the builder's limit of %u", n,
 			       UINT32_MAX - 1);
@@ -267,9 +265,9 @@ int compute_layout_v2(shmkv_builder *b, Layout &L)
 			}
 			memset(bk + kV2Head, 0, kV2BucketBytes - kV2Head);
 			if (n) {
-				v2_render_bucket(bk, n, [&](unsigned i) -> const V2Item & { return it[i]; });
-				used += v2_bucket_end(n, [&](unsigned i) -> const V2Shape & { return it[i].s; }) -
-					kV2Head;
+				used += v2_render_bucket(bk, n, [&](unsigned i) -> const V2Item & {
+						return it[i];
+					}) - kV2Head;
 			}
 		}
 		rbytes[t] = used;

@@ -12,6 +12,7 @@
  *   shmkv_builder_check_output(b, path)          refuse a non-regular output or an input
  *   shmkv_builder_finish(b, path, &stats)        lay out, write atomically ("-" = stdout)
  *   shmkv_build_join(out, fragments, n, &jo, &stats, err, len)   parts 1..n -> one image
+ *   shmkv_build_upgrade(out, in, &jo, &stats, err, len)   a format 1 image -> format 2
  *   shmkv_build_cleanup()                        signal handlers: remove temporaries
  *   shmkv_builder_error(b)                       what went wrong, where and why
  *
@@ -24,7 +25,9 @@
  * but a regular file that is not one of its inputs.
  *
  * Output is deterministic: the same records in the same order with the same
- * options give byte-identical images.
+ * options give byte-identical images. Images are format 2 (lib/FORMAT.md),
+ * the one format readers read; shmkv_build_upgrade() converts a format 1
+ * image (lib/FORMAT.md §15).
  */
 #ifndef SHMKV_BUILD_H
 #define SHMKV_BUILD_H
@@ -53,16 +56,11 @@ enum shmkv_input_format { SHMKV_INPUT_JSONL = 1, SHMKV_INPUT_TSV = 2 };
 #define SHMKV_OPT_BUCKETS 8u
 #define SHMKV_OPT_DEDUP 16u
 #define SHMKV_OPT_HASH_BITS 32u
-#define SHMKV_OPT_FORMAT 64u
 
 #define SHMKV_DEFAULT_SEED UINT64_C(0x53484d4b56763121) /* "SHMKVv1!" */
-#define SHMKV_DEFAULT_LOAD_FACTOR 0.85    /* format 1: entries per index slot */
-#define SHMKV_DEFAULT_LOAD_FACTOR_V2 0.72 /* format 2: record bytes per bucket byte
-					     (builder/README.md, "Format 2": why) */
-/* The image format a build writes unless told (shmkv_build_options.format):
- * 2, which every reader of this repository reads; 1 for fleets whose readers
- * are older (lib/FORMAT.md §15: upgrade readers first, then builders). */
-#define SHMKV_BUILD_DEFAULT_FORMAT 2
+/* The share of each bucket's 120 record bytes the records fill (worst
+ * padding and directory counted): builder/README.md, "The index": why 0.72. */
+#define SHMKV_DEFAULT_LOAD_FACTOR 0.72
 /* The latest expiry an image can hold: 2106-02-07T06:28:15Z (u32 seconds). */
 #define SHMKV_BUILD_EXPIRES_MAX INT64_C(0xFFFFFFFF)
 
@@ -74,8 +72,9 @@ typedef struct shmkv_build_options {
 	char name[64];           /* image name, at most 63 bytes, NUL-terminated; "" */
 	int dedup;               /* share identical values: 1 */
 	int on_duplicate;        /* enum shmkv_on_duplicate: SHMKV_DUP_ERROR */
-	double load_factor;      /* target index fill, (0, 1], or 0 (the default): the
-				    format's SHMKV_DEFAULT_LOAD_FACTOR(_V2) */
+	double load_factor;      /* target index fill, (0, 1]: the share of each bucket's
+				    120 record bytes the records fill; 0 (the default):
+				    SHMKV_DEFAULT_LOAD_FACTOR */
 	uint64_t buckets;        /* exact bucket count, 0 = from load_factor (a meta line
 				    may set it unless SHMKV_OPT_BUCKETS is fixed; fix that bit
 				    to make load_factor win) */
@@ -86,10 +85,6 @@ typedef struct shmkv_build_options {
 	int lossy_f32;           /* 0: a number that an f32 cannot hold exactly, given for an
 				    f32list (JSONL "type" or TSV type), is an input error;
 				    1: it is rounded to the nearest f32 */
-	unsigned format;         /* image format version, 1 or 2: SHMKV_BUILD_DEFAULT_FORMAT.
-				    v1 is byte-identical to the builders before v2; only v2
-				    holds expiry times. In v2, load_factor is the share of
-				    each bucket's 120 record bytes the records fill. */
 	int tsv_expires;         /* 1: TSV lines are key<TAB>value<TAB>expires (RFC 3339 or
 				    Unix seconds; an empty field: none); 0: key<TAB>value */
 } shmkv_build_options;
@@ -109,9 +104,8 @@ const char *shmkv_builder_error(const shmkv_builder *b);
 
 /* The expiry time (Unix seconds, 1..SHMKV_BUILD_EXPIRES_MAX) of the records
  * added next, 0 for none (the default): a reader treats such an entry as
- * absent from that second on (lib/FORMAT.md, "Expiry"). Only format 2 images
- * hold one. Returns 0, or SHMKV_EINPUT (with a message) for a time out of
- * range or a format 1 build. */
+ * absent from that second on (lib/FORMAT.md, "Expiry"). Returns 0, or
+ * SHMKV_EINPUT (with a message) for a time out of range. */
 int shmkv_builder_set_expires(shmkv_builder *b, int64_t unix_seconds);
 
 /* Names the place (file and line) of the records added next, for messages. */
@@ -201,7 +195,8 @@ typedef struct shmkv_build_stats {
 	uint64_t index_bytes, entries_bytes, values_bytes;
 	uint64_t bucket_count;
 	uint32_t max_probe;
-	double load_factor;         /* entries / index slots */
+	double load_factor;         /* record bytes (directory included) / the buckets'
+				       record bytes (120 each) */
 	uint64_t value_bytes_logical;
 	uint64_t dedup_values, dedup_refs, dedup_saved_bytes;
 	double seconds;             /* finish() time */
@@ -232,7 +227,8 @@ int shmkv_builder_check_output(shmkv_builder *b, const char *path);
  * Returns 0, SHMKV_EDUPKEY, SHMKV_ELIMIT, -errno. The builder is spent after. */
 int shmkv_builder_finish(shmkv_builder *b, const char *path, shmkv_build_stats *stats);
 
-/* Options of shmkv_build_join(); shmkv_join_options_init() fills the defaults. */
+/* Options of shmkv_build_join() and shmkv_build_upgrade();
+ * shmkv_join_options_init() fills the defaults. */
 typedef struct shmkv_join_options {
 	unsigned threads;        /* as shmkv_builder_set_threads(): 0 = every CPU */
 	uint64_t memory_limit;   /* as shmkv_builder_set_memory_limit(): 0 = none;
@@ -263,6 +259,27 @@ void shmkv_join_options_init(shmkv_join_options *o);
 int shmkv_build_join(const char *out, const char *const *fragments, size_t n,
 		     const shmkv_join_options *opt, shmkv_build_stats *stats, char *err,
 		     size_t err_len);
+
+/* Converts the format 1 image in (retired: lib/FORMAT.md §15) into out:
+ * the format 2 image a fresh build of its records gives, byte for byte.
+ * Its records (key, type, value) and its header's seed, hash_bits, name,
+ * created time and DEDUP flag are carried over; the bucket count is chosen
+ * afresh from the records (the default load factor). in is untrusted: its
+ * header (magic, version 1, layout hash, header checksum, sizes, section
+ * table), every section checksum and every entry of ENTRIES (each inside
+ * its section, its value's shape) are checked, and entry_count and
+ * dedup_refs must agree with what ENTRIES holds; a format 2 input is
+ * refused ("already format 2"). The options, "-" for stdout, and that
+ * nothing is left under out on any error, are shmkv_build_join()'s. On
+ * error err (if err_len > 0) names the file, the offset and the rule, e.g.
+ * "old.shmkv: entry at 8192: key of 300 bytes runs past the entries
+ * section [8192, 8448)". Returns 0, -EINVAL (no input or output, a bad
+ * option), SHMKV_EMAGIC, SHMKV_EVERSION (not format 1: format 2 or
+ * another), SHMKV_ELAYOUT, SHMKV_ECHECKSUM, SHMKV_ETRUNCATED,
+ * SHMKV_ECORRUPT (a damaged image), SHMKV_EDUPKEY (a key twice), -ENOENT,
+ * -ENOMEM, -errno. */
+int shmkv_build_upgrade(const char *out, const char *in, const shmkv_join_options *opt,
+			shmkv_build_stats *stats, char *err, size_t err_len);
 
 /* Removes the named temporary files of the builds now writing in this
  * process (at most 8 at once). Async-signal-safe: call it from a SIGINT or

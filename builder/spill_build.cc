@@ -3,13 +3,12 @@
 // order, each sorted and resolved alone; value sharing groups values across
 // all partitions by their own hash, the groups are ordered by their first
 // entry, and the image is written in one pass over the entries with the index
-// built alongside (StreamIndex). The bytes are those of the in-memory build
+// built alongside (StreamIndexV2). The bytes are those of the in-memory build
 // (lib/FORMAT.md §14), whatever the limit.
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <deque>
 #include <map>
 #include <unistd.h>
 
@@ -21,146 +20,6 @@
 namespace shmkv_build {
 
 namespace {
-
-// The index of lib/FORMAT.md §14, built while the entries stream by in
-// order, with only a window of buckets in memory: pass 1 of a bucket is
-// complete once the entries have passed it, so each displaced key (pass 2,
-// in entry order) goes into the first bucket after its home with room as
-// soon as its candidates are complete. Buckets that no displaced key can
-// reach any more are written to the file; keys displaced past the last
-// bucket wrap to bucket 0, read back from the file. The slots, meta bits
-// and max_probe are those of the in-memory index.
-class StreamIndex {
-public:
-	StreamIndex(shmkv_builder *b, int fd, uint64_t buckets) : b_(b), fd_(fd), B_(buckets) {}
-	int add(uint64_t h, uint64_t off)
-	{
-		uint64_t home = shmkv_home_bucket(h, B_), tag = shmkv_key_tag(h);
-		int err = place_pending(home);
-		uint64_t keep = pend_.empty() ? home : pend_.front().home;
-		// in batches; a gap of more than a batch is never held (zero on file)
-		if (!err && keep > lo_ && keep - lo_ >= 4096)
-			err = write_front(keep);
-		if (err)
-			return err;
-		extend(home);
-		if (fill_[home - lo_] < SHMKV_BUCKET_SLOTS)
-			slot_put(bucket(home), fill_[home - lo_], tag, off);
-		else
-			pend_.push_back({home, tag, off});
-		return 0;
-	}
-	int finish()
-	{
-		int err = place_pending(B_);
-		uint64_t c = 0; // past the last bucket: from bucket 0 on, again in order
-		while (!err && !pend_.empty()) {
-			Pend k = pend_.front();
-			uint64_t s[SHMKV_BUCKET_SLOTS];
-			uint8_t f = 0;
-			for (;; c++) {
-				if (c >= B_)
-					return b_->fail(-EIO, "index: no bucket with room (internal error)");
-				if (c >= lo_ && c < hi())
-					break;
-				if ((err = pio(s, c, false)))
-					return err;
-				for (f = 0; f < SHMKV_BUCKET_SLOTS && s[f] >> SHMKV_SLOT_TAG_SHIFT; f++)
-					;
-				if (f < SHMKV_BUCKET_SLOTS)
-					break;
-			}
-			if (c >= lo_ && c < hi()) {
-				if (fill_[c - lo_] == SHMKV_BUCKET_SLOTS) {
-					c++;
-					continue;
-				}
-				slot_put(bucket(c), fill_[c - lo_], k.tag, k.off);
-			} else {
-				slot_put(s, f, k.tag, k.off);
-				if ((err = pio(s, c, true)))
-					return err;
-			}
-			note(k, B_ - k.home + c);
-			pend_.pop_front();
-		}
-		return err ? err : write_front(hi());
-	}
-	uint32_t max_probe = 0;
-
-private:
-	struct Pend {
-		uint64_t home, tag, off;
-	};
-	uint64_t hi() const { return lo_ + fill_.size(); }
-	uint64_t *bucket(uint64_t k) { return &slots_[(k - lo_) * SHMKV_BUCKET_SLOTS]; }
-	void extend(uint64_t k)
-	{
-		if (k >= hi()) {
-			fill_.resize(k - lo_ + 1, 0);
-			slots_.resize(fill_.size() * SHMKV_BUCKET_SLOTS, 0);
-		}
-	}
-	void note(const Pend &k, uint64_t d)
-	{
-		home_mark(bucket(k.home), k.tag, d);
-		if (d > max_probe)
-			max_probe = (uint32_t)d;
-	}
-	// Displaced keys into the complete buckets below limit, in entry order;
-	// scan_ only moves forward: the buckets a key skipped are full for the
-	// keys after it too.
-	int place_pending(uint64_t limit)
-	{
-		while (!pend_.empty()) {
-			const Pend &k = pend_.front();
-			uint64_t c = std::max(k.home + 1, scan_);
-			while (c < limit && c < B_ && c < hi() && fill_[c - lo_] == SHMKV_BUCKET_SLOTS)
-				c++;
-			scan_ = c;
-			if (c >= limit || c >= B_)
-				return 0;
-			extend(c);
-			slot_put(bucket(c), fill_[c - lo_], k.tag, k.off);
-			note(k, c - k.home);
-			pend_.pop_front();
-		}
-		return 0;
-	}
-	// Writes buckets [lo_, upto) (those past the window are zero there already).
-	int write_front(uint64_t upto)
-	{
-		uint64_t k = std::min(upto, hi()) - lo_;
-		if (k) {
-			int err = write_all(fd_, slots_.data(), k * SHMKV_BUCKET_BYTES,
-					    (off_t)(SHMKV_HEADER_SIZE + lo_ * SHMKV_BUCKET_BYTES));
-			if (err)
-				return b_->fail(err, "writing the index: %s", strerror(-err));
-			fill_.erase(fill_.begin(), fill_.begin() + (ptrdiff_t)k);
-			slots_.erase(slots_.begin(), slots_.begin() + (ptrdiff_t)(k * SHMKV_BUCKET_SLOTS));
-		}
-		lo_ = upto;
-		return 0;
-	}
-	int pio(uint64_t *s, uint64_t c, bool write)
-	{
-		off_t off = (off_t)(SHMKV_HEADER_SIZE + c * SHMKV_BUCKET_BYTES);
-		ssize_t n = write ? pwrite(fd_, s, SHMKV_BUCKET_BYTES, off) : pread(fd_, s, SHMKV_BUCKET_BYTES, off);
-		if (n != (ssize_t)SHMKV_BUCKET_BYTES)
-			return b_->fail(n < 0 ? -errno : -EIO, "%s the index: %s", write ? "writing" : "reading",
-					n < 0 ? strerror(errno) : "short transfer");
-		return 0;
-	}
-
-	shmkv_builder *b_;
-	int fd_;
-	uint64_t B_;
-	uint64_t lo_ = 0;      // first bucket of the window
-	std::vector<uint64_t> slots_;
-	std::vector<uint8_t> fill_;
-	std::deque<Pend> pend_; // displaced keys not placed yet, in entry order
-	uint64_t scan_ = 0;     // the next candidate bucket of the first of them
-};
 
 // A partition's records, sorted.
 template <typename Less>
@@ -231,7 +90,7 @@ size_t leaf_of(const std::vector<uint64_t> &first, uint64_t o)
 class SpillBuild {
 public:
 	SpillBuild(shmkv_builder *b, Layout &L)
-		: b_(b), S_(*b->spill), o_(b->opt), L_(L), v2_(o_.format == SHMKV_FORMAT_V2)
+		: b_(b), S_(*b->spill), o_(b->opt), L_(L)
 	{
 	}
 	int run(const char *path)
@@ -249,8 +108,7 @@ private:
 	Spill &S_;
 	const shmkv_build_options &o_;
 	Layout &L_;
-	const bool v2_;          // format 2: the index streamed by StreamIndexV2
-	uint64_t v2_bytes_ = 0; // format 2: the records' room (V2Shape::room())
+	uint64_t v2_bytes_ = 0; // the records' room (V2Shape::room())
 	SpillFile kept_, vals_;                    // sort_keys: entries by leaf; values by hash
 	SpillFile groups_, marks_, refs_, values_; // share_values, place
 	std::vector<uint64_t> first_;              // per leaf: its first entry's ordinal
@@ -308,16 +166,9 @@ private:
 		std::vector<uint64_t>().swap(S_.twice);
 		if ((err = kept_.flush()) || (err = vals_.flush()))
 			return err;
-		if (v2_) {
-			L_.format = SHMKV_FORMAT_V2;
-			L_.bucket_bytes = kV2BucketBytes;
-			err = choose_buckets_v2(b_, v2_bytes_, &L_.bucket_count);
-		} else {
-			err = choose_bucket_count(b_, n_, &L_.bucket_count);
-		}
-		if (err)
+		if ((err = choose_buckets_v2(b_, v2_bytes_, &L_.bucket_count)))
 			return err;
-		L_.entries_off = SHMKV_HEADER_SIZE + L_.bucket_count * L_.bucket_bytes;
+		L_.entries_off = SHMKV_HEADER_SIZE + L_.bucket_count * kV2BucketBytes;
 		return 0;
 	}
 	static V2Shape shape(const SRec &r)
@@ -332,13 +183,11 @@ private:
 		if (e_ || (dup_.keys && o_.on_duplicate == SHMKV_DUP_ERROR))
 			return; // failing: only the count of duplicates matters
 		e_ = kept_.append(q, r, r.data(), r.body);
-		if (v2_) { // only OUT records have entries, and only they share values
-			V2Shape sh = shape(r);
-			v2_bytes_ += sh.room();
-			L_.expiry |= r.expires() != 0;
-			if (!sh.out)
-				return;
-		}
+		V2Shape sh = shape(r); // only OUT records have entries, and only they share values
+		v2_bytes_ += sh.room();
+		L_.expiry |= r.expires() != 0;
+		if (!sh.out)
+			return;
 		if (e_ || !o_.dedup || never_shared(r.type, r.val_len))
 			return;
 		SRec x;
@@ -549,7 +398,7 @@ private:
 			if ((err = place_groups(q, vpos, table)) || (err = route_refs(q, table)))
 				return err;
 			err = each_entry(q, [&](const SRec &r, bool shared, uint64_t) {
-				if (!v2_ || shape(r).out)
+				if (shape(r).out)
 					place_entry(pos, entry_size(r.key_len, r.type, r.val_len, shared));
 				return 0;
 			});
@@ -560,12 +409,7 @@ private:
 		L_.entries_end = pos;
 		L_.values_off = align_up(L_.entries_end, 64);
 		L_.values_end = L_.values_off + vpos;
-		L_.file_size = align_up(L_.values_end, SHMKV_FILE_ALIGN);
-		if (L_.file_size > SHMKV_MAX_IMAGE_SIZE)
-			return b_->fail(SHMKV_ELIMIT, "image of %llu bytes exceeds the format limit of %llu",
-					(unsigned long long)L_.file_size,
-					(unsigned long long)SHMKV_MAX_IMAGE_SIZE);
-		return 0;
+		return set_file_size(b_, L_);
 	}
 	// Leaf q's groups to VALUES, in order of first entry, from vpos on.
 	int place_groups(size_t q, uint64_t &vpos, std::vector<std::pair<uint64_t, uint64_t>> &table)
@@ -629,11 +473,11 @@ private:
 
 	// Step 5: the image (write_sections(), write.cc) to the output's
 	// temporary, or to one in the spill directory for standard output:
-	// entries rendered in order with the index built alongside (StreamIndex,
-	// StreamIndexV2), VALUES copied, the index read back for its checksum,
-	// the header last. Format 2: when some record finds no room, the image
-	// is written again with more buckets (as the in-memory build places
-	// again), so the spill files are kept until the image is complete.
+	// entries rendered in order with the index built alongside
+	// (StreamIndexV2), VALUES copied, the index read back for its checksum,
+	// the header last. When some record finds no room, the image is written
+	// again with more buckets (as the in-memory build places again), so the
+	// spill files are kept until the image is complete.
 	int write(const char *path)
 	{
 		bool to_stdout = strcmp(path, "-") == 0;
@@ -654,7 +498,7 @@ private:
 				return b_->fail(-errno, "writing %s: %s", shown, strerror(errno));
 		}
 		uint64_t isum = 0;
-		uint64_t isize = L_.bucket_count * L_.bucket_bytes;
+		uint64_t isize = L_.bucket_count * kV2BucketBytes;
 		if (!err)
 			err = read_back_checksum(b_, t.fd, SHMKV_HEADER_SIZE, isize, &isum);
 		h.sections[0] = {SHMKV_SECTION_INDEX, 0, SHMKV_HEADER_SIZE, isize, isum};
@@ -679,26 +523,17 @@ private:
 			return values_.stream(0, size_t(1) << 20,
 					      [&](const uint8_t *d, size_t k) { return w.put_big(d, k); });
 		};
-		if (v2_) {
-			StreamIndexV2 ix(b_, fd, L_.bucket_count, SHMKV_HEADER_SIZE);
-			if (!err)
-				err = write_sections(w, L_, h, [&] { return write_entries_v2(w, ix); }, values);
-			if (!err)
-				err = ix.finish();
-			L_.max_probe = ix.max_probe;
-			L_.record_bytes = ix.record_bytes;
-			return err;
-		}
-		StreamIndex ix(b_, fd, L_.bucket_count);
+		StreamIndexV2 ix(b_, fd, L_.bucket_count, SHMKV_HEADER_SIZE);
 		if (!err)
-			err = write_sections(w, L_, h, [&] { return write_entries(w, ix); }, values);
+			err = write_sections(w, L_, h, [&] { return write_entries_v2(w, ix); }, values);
 		if (!err)
 			err = ix.finish();
 		L_.max_probe = ix.max_probe;
+		L_.record_bytes = ix.record_bytes;
 		return err;
 	}
-	// Format 2, no room for some record: the layout again with 1/8 more
-	// buckets, everything after the index moved by as many bytes.
+	// No room for some record: the layout again with 1/8 more buckets,
+	// everything after the index moved by as many bytes.
 	int more_buckets()
 	{
 		uint64_t was = L_.bucket_count;
@@ -709,40 +544,10 @@ private:
 		L_.entries_end += delta;
 		L_.values_off += delta;
 		L_.values_end += delta;
-		L_.file_size = align_up(L_.values_end, SHMKV_FILE_ALIGN);
-		if (L_.file_size > SHMKV_MAX_IMAGE_SIZE)
-			return b_->fail(SHMKV_ELIMIT, "image of %llu bytes exceeds the format limit of %llu",
-					(unsigned long long)L_.file_size,
-					(unsigned long long)SHMKV_MAX_IMAGE_SIZE);
-		return 0;
+		return set_file_size(b_, L_);
 	}
-	// The entries in order, each slot added to the index as it is written.
-	int write_entries(Writer &w, StreamIndex &ix)
-	{
-		uint64_t pos = L_.entries_off;
-		std::vector<uint8_t> ent;
-		for (size_t q = 0; q < leaves(); q++) {
-			int err = each_entry(q, [&](const SRec &r, bool shared, uint64_t ref) {
-				uint64_t sz = entry_size(r.key_len, r.type, r.val_len, shared);
-				uint64_t at = place_entry(pos, sz);
-				ent.assign(sz, 0);
-				render_entry(ent.data(), r.type, r.data(), r.key_len, r.data() + r.key_len,
-					     r.val_len, shared, shared ? L_.values_off + ref : 0);
-				int e = w.pad_to(at);
-				if (!e)
-					e = w.put(ent.data(), sz);
-				return e ? e : ix.add(r.h, at);
-			});
-			refs_.release(q);
-			kept_.release(q);
-			if (err)
-				return err;
-			b_->progress("writing", q + 1, leaves());
-		}
-		return 0;
-	}
-	// Format 2: every record to the index in order, the OUT records'
-	// entries to ENTRIES (the leaves are kept for a retry).
+	// Every record to the index in order, the OUT records' entries to
+	// ENTRIES (the leaves are kept for a retry).
 	int write_entries_v2(Writer &w, StreamIndexV2 &ix)
 	{
 		uint64_t pos = L_.entries_off;

@@ -27,7 +27,7 @@ struct SRec {
 	uint32_t body;
 	uint16_t key_len;
 	uint8_t type;
-	uint8_t flags; // kSRecExpires: the body ends with the u32 expiry (format 2)
+	uint8_t flags; // kSRecExpires: the body ends with the u32 expiry
 	const uint8_t *data() const { return (const uint8_t *)(this + 1); }
 	// A key record's expiry (its body: key, value, then the expiry if any).
 	uint32_t expires() const

@@ -1,4 +1,4 @@
-// builder/stream_v2.cc - the format 2 index of a spilling build (stream_v2.h).
+// builder/stream_v2.cc - the index of a spilling build (stream_v2.h).
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -33,8 +33,8 @@ inline unsigned StreamIndexV2::end_with(const Bucket &bk, const PRec &r)
 	if (n >= kV2MaxRecords)
 		return 0;
 	unsigned end;
-	if (!bk.aligned && r.s.align == 1)
-		end = bk.end + kV2DirBytes + r.s.head + r.s.tail;
+	if (!bk.aligned && r.s.align == 1) // nothing moves: r goes after the last, 2 bytes on
+		end = r.s.end(bk.end + kV2DirBytes);
 	else
 		end = v2_bucket_end(n + 1, [&](unsigned i) -> const V2Shape & {
 			return i < n ? bk.recs[i].s : r.s;
@@ -197,8 +197,7 @@ void StreamIndexV2::render(const Bucket &bk, uint8_t *out)
 	V2Item it[kV2MaxRecords];
 	for (unsigned i = 0; i < n; i++)
 		it[i] = bk.recs[i].item();
-	v2_render_bucket(out, n, [&](unsigned i) -> const V2Item & { return it[i]; });
-	record_bytes += v2_bucket_end(n, [&](unsigned i) -> const V2Shape & { return it[i].s; }) -
+	record_bytes += v2_render_bucket(out, n, [&](unsigned i) -> const V2Item & { return it[i]; }) -
 			kV2Head;
 }
 
@@ -246,34 +245,22 @@ int StreamIndexV2::decode(const uint8_t *p, uint64_t c, Bucket &bk)
 	for (unsigned i = 0; i < n; i++) {
 		PRec r;
 		memset(&r, 0, sizeof r);
-		uint16_t dir;
-		memcpy(&dir, p + kV2Head + kV2DirBytes * i, 2);
-		r.tag = (uint16_t)(dir >> SHMKV_V2_DIR_TAG_SHIFT);
-		const uint8_t *q = p + (dir & SHMKV_V2_DIR_OFF_MASK);
-		bool exp = q[0] & kV2KindExpires;
-		if (q[0] & kV2KindOut) {
-			uint64_t u = 0;
-			memcpy(&u, q + 1, 5);
-			r.entry_off = u << 3;
-			if (exp)
-				memcpy(&r.expires, q + kV2OutHead, 4);
-			r.s.head = (uint16_t)(kV2OutHead + (exp ? kV2ExpiresSize : 0));
-			r.s.align = 1;
-			r.s.worst = (uint8_t)r.s.head;
-			r.s.out = true;
+		shmkv_record rec;
+		if (shmkv_record_at(p, i, &rec) != 0)
+			return b_->fail(-EIO, "index bucket %llu read back: record %u is malformed "
+					"(internal error)", (unsigned long long)c, i);
+		r.tag = (uint16_t)shmkv_record_tag_bits(p, i);
+		r.expires = rec.expires;
+		if (rec.kind & SHMKV_REC_OUT) {
+			r.entry_off = rec.unit << 3;
+			r.s = v2_shape_out(rec.expires != 0);
 		} else {
-			r.type = q[0] & SHMKV_REC_TYPE_MASK;
-			r.key_len = q[1];
-			r.val_len = q[2];
-			unsigned at = (unsigned)(q - p) + kV2InlineHead;
-			if (exp) {
-				memcpy(&r.expires, p + at, 4);
-				at += kV2ExpiresSize;
-			}
+			r.type = (uint8_t)(rec.kind & SHMKV_REC_TYPE_MASK);
+			r.key_len = (uint16_t)rec.key_len;
+			r.val_len = rec.value_len;
 			r.s = v2_shape(r.key_len, r.type, r.val_len, r.expires);
-			memcpy(r.kv, p + at, r.key_len);
-			at = (unsigned)align_up(at + r.key_len, r.s.align);
-			memcpy(r.kv + r.key_len, p + at, r.val_len);
+			memcpy(r.kv, p + rec.key_pos, r.key_len);
+			memcpy(r.kv + r.key_len, p + rec.val_pos, r.val_len);
 		}
 		push(bk, r, 0);
 	}

@@ -1,4 +1,4 @@
-// builder/stream_v2.h - the format 2 index of a spilling build, placed while
+// builder/stream_v2.h - the index of a spilling build, placed while
 // the entries stream by in order (hash order) with only a window of buckets
 // in memory; the bytes are those of the in-memory placement (layout_v2.cc).
 #pragma once
@@ -14,7 +14,7 @@ namespace shmkv_build {
 // caller retries with more buckets, as the in-memory build does.
 constexpr int kV2NoRoom = 1;
 
-// Placement is layout_v2.cc's (lib/FORMAT.md §17.9): buckets are visited
+// Placement is layout_v2.cc's (lib/FORMAT.md §14): buckets are visited
 // in order as the entries pass their homes, each with the keys carried
 // over from earlier buckets first, then its home group. A bucket is
 // rendered and written once its record set is final (visited) and so are

@@ -168,7 +168,7 @@ int write_body(shmkv_builder *b, const Layout &L, Writer &w, shmkv_image_header 
 	if ((err = w.put(L.index.data(), L.index.size() * 8)))
 		return err;
 	h.sections[0] = {SHMKV_SECTION_INDEX, 0, SHMKV_HEADER_SIZE,
-			 L.bucket_count * L.bucket_bytes, w.end_section()};
+			 L.bucket_count * SHMKV_BUCKET_BYTES, w.end_section()};
 
 	return write_sections(
 		w, L, h, [&] { return write_entries(b, L, w); },
@@ -223,15 +223,14 @@ void fill_header(const shmkv_builder *b, const Layout &L, shmkv_image_header &h)
 {
 	const auto &o = b->opt;
 	memcpy(h.magic, SHMKV_MAGIC, 8);
-	bool v2 = L.format == SHMKV_FORMAT_V2;
-	h.format_version = v2 ? SHMKV_FORMAT_V2 : SHMKV_FORMAT_VERSION;
+	h.format_version = SHMKV_FORMAT_VERSION;
 	h.header_size = SHMKV_HEADER_SIZE;
-	h.layout_hash = v2 ? SHMKV_LAYOUT_HASH_V2 : SHMKV_LAYOUT_HASH;
+	h.layout_hash = SHMKV_LAYOUT_HASH;
 	h.flags = (o.dedup ? SHMKV_HFLAG_DEDUP : 0) | (L.expiry ? SHMKV_HFLAG_EXPIRY : 0);
 	h.file_size = L.file_size;
 	h.entry_count = L.entries;
 	h.bucket_count = L.bucket_count;
-	h.bucket_slots = v2 ? SHMKV_V2_BUCKET_BYTES : SHMKV_BUCKET_SLOTS; // v2: bucket bytes
+	h.bucket_slots = SHMKV_BUCKET_BYTES; // the field's name is history
 	h.hash_bits = o.hash_bits;
 	h.hash_seed = o.seed;
 	h.max_probe = L.max_probe;
@@ -501,16 +500,14 @@ void fill_stats(const Layout &L, uint64_t records, std::chrono::steady_clock::ti
 	st->entries = L.entries;
 	st->duplicates = L.duplicates;
 	st->image_bytes = L.file_size;
-	st->index_bytes = L.bucket_count * L.bucket_bytes;
+	st->index_bytes = L.bucket_count * SHMKV_BUCKET_BYTES;
 	st->entries_bytes = L.entries_end - L.entries_off;
 	st->values_bytes = L.values_end - L.values_off;
 	st->bucket_count = L.bucket_count;
 	st->max_probe = L.max_probe;
-	// v1: entries per slot; v2: record bytes per bucket byte past the heads
-	st->load_factor = L.format == SHMKV_FORMAT_V2
-				  ? (double)L.record_bytes /
-					    ((double)L.bucket_count * (L.bucket_bytes - SHMKV_V2_BUCKET_HEAD))
-				  : (double)L.entries / ((double)L.bucket_count * SHMKV_BUCKET_SLOTS);
+	// record bytes per bucket byte past the heads
+	st->load_factor = (double)L.record_bytes /
+			  ((double)L.bucket_count * (SHMKV_BUCKET_BYTES - SHMKV_BUCKET_HEAD));
 	st->value_bytes_logical = L.value_bytes_logical;
 	st->dedup_values = L.dedup_values;
 	st->dedup_refs = L.dedup_refs;

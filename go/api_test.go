@@ -3,6 +3,7 @@ package shmkv
 import (
 	"errors"
 	"fmt"
+	"iter"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -32,8 +33,8 @@ func TestTypedGetters(t *testing.T) {
 			t.Errorf("%s: %v (%v), want %v", what, got, err, want)
 		}
 	}
-	s, err := img.String("s")
-	check("String", s, "hello", err)
+	s, err := img.Text("s")
+	check("Text", s, "hello", err)
 	b, err := img.Bytes("v")
 	check("Bytes", b, []byte("raw"), err)
 	i, err := img.Int64("i")
@@ -48,8 +49,8 @@ func TestTypedGetters(t *testing.T) {
 	check("Int64s", il, []int64{7, 8}, err)
 	l, err := img.Strings("l")
 	check("Strings", l, []string{"a", "bc"}, err)
-	sh, err := img.String("sh2")
-	check("shared String", sh, "a value long enough to be shared by two keys", err)
+	sh, err := img.Text("sh2")
+	check("shared Text", sh, "a value long enough to be shared by two keys", err)
 
 	if _, err := img.Int64("s"); !errors.Is(err, ErrType) || !strings.Contains(err.Error(), "is a string, not a i64") {
 		t.Errorf("Int64 of a string: %v", err)
@@ -57,10 +58,10 @@ func TestTypedGetters(t *testing.T) {
 	if _, err := img.Float64s("fl"); !errors.Is(err, ErrType) {
 		t.Errorf("Float64s of an f32list: %v", err)
 	}
-	if _, err := img.String("missing"); !errors.Is(err, ErrNotFound) || Class(err) != "SHMKV_ENOTFOUND" {
+	if _, err := img.Text("missing"); !errors.Is(err, ErrNotFound) || Class(err) != "SHMKV_ENOTFOUND" {
 		t.Errorf("missing key: %v", err)
 	}
-	if _, err := img.String(strings.Repeat("k", 65536)); !errors.Is(err, ErrKeyLen) {
+	if _, err := img.Text(strings.Repeat("k", 65536)); !errors.Is(err, ErrKeyLen) {
 		t.Errorf("65536-byte key: %v", err)
 	}
 	if img.Name() == "" {
@@ -103,8 +104,16 @@ func TestViewPinsMapping(t *testing.T) {
 	if _, err := v.Get("s"); !errors.Is(err, ErrClosed) {
 		t.Errorf("get after Release: %v", err)
 	}
-	if it := v.Iter(); it.Next() || !errors.Is(it.Err(), ErrClosed) {
-		t.Errorf("Iter after Release: %v", it.Err())
+	for _, seq := range []func() iter.Seq2[Entry, error]{v.Entries, v.Records} {
+		n := 0
+		for _, err := range seq() {
+			if n++; !errors.Is(err, ErrClosed) {
+				t.Errorf("iteration after Release: %v", err)
+			}
+		}
+		if n != 1 {
+			t.Errorf("iteration after Release yields %d times, not once", n)
+		}
 	}
 }
 
@@ -214,7 +223,7 @@ func TestOpenFileErrors(t *testing.T) {
 }
 
 // Get, GetBatch and the zero-copy getters allocate nothing, for hits and
-// misses (issue 24 §4).
+// misses.
 func TestGetAllocatesNothing(t *testing.T) {
 	img := openBase(t)
 	defer img.Close()
@@ -321,7 +330,7 @@ func TestPopulateAfterHugePageAdvice(t *testing.T) {
 			t.Fatal(err)
 		}
 		for j := 0; j < len(recs); j += 997 {
-			if v, err := img.String(recs[j].key); err != nil || v != string(recs[j].value) {
+			if v, err := img.Text(recs[j].key); err != nil || v != string(recs[j].value) {
 				t.Fatalf("%s: %q, %v", recs[j].key, v, err)
 			}
 		}

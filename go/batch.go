@@ -2,90 +2,97 @@ package shmkv
 
 import "runtime"
 
-// batchGroup is how many keys GetBatch has in flight at once: enough
-// independent cache misses to fill the core's line fill buffers (10–12 on
-// recent x86) and keep its page walkers busy.
-const batchGroup = 16
-
-// GetBatch on a v2 image (getBatch2) runs as a pipeline over blocks of
-// pipeBlock keys: a key's home bucket is requested two blocks before its
-// lookup, its bucket b+1 (where announced) one block before; pipeRing holds
-// their hashes (a power of two, a multiple of pipeBlock, at least three
-// blocks).
+// GetBatch runs as a pipeline over blocks of pipeBlock keys: a key's home
+// bucket is requested two blocks before its lookup, its bucket b+1 (where
+// announced) one block before; pipeRing holds their hashes (a power of
+// two, a multiple of pipeBlock, at least three blocks).
 const (
 	pipeBlock = 8
 	pipeRing  = 32
 )
 
 // GetBatch looks up keys[i] into vals[i] and errs[i] (both at least as long
-// as keys), zero-copy like Get. It overlaps the memory reads of a group of
-// keys: it hashes the group first (no memory touched but the keys), then
-// touches every home bucket in one tight loop, so that their cache and TLB
-// misses are in flight together instead of one after another (Go has no
-// prefetch instruction: a load whose value is kept alive does the same);
-// format v1 then touches each key's first candidate entry the same way;
-// then each key is looked up as Get would, its lines in cache by then. Same
-// results as Get, key by key.
+// as keys), zero-copy like Get, each key answered as its Get would answer
+// it: one key's damage or absence never changes another key's answer. The
+// memory reads of the keys overlap (getBatch); the clock is read at most
+// once for the whole call.
 func (v *View) GetBatch(keys []string, vals []Value, errs []error) {
+	vals, errs = vals[:len(keys)], errs[:len(keys)]
 	if v.released.Load() {
 		for i := range keys {
 			vals[i], errs[i] = Value{}, ErrClosed
 		}
 		return
 	}
-	vals, errs = vals[:len(keys)], errs[:len(keys)]
-	im := v.im
-	if im.version == 2 {
-		im.getBatch2(keys, vals, errs)
-		return
-	}
-	var hs, homes [batchGroup]uint64
-	for lo := 0; lo < len(keys); lo += batchGroup {
-		group := keys[lo:min(lo+batchGroup, len(keys))]
-		im.hashGroup(group, &hs, &homes)
-		var sink uint64
-		for i := range group { // one load per bucket, nothing between them
-			sink += im.bucketWords(homes[i])[0]
-		}
-		for i := range group { // each first tag match's entry header
-			h := hs[i]
-			bk, tag := im.bucketWords(homes[i]), tagOf(h)
-			for _, w := range bk {
-				if w>>48 == tag {
-					if off := (w & slotOffset) << 3; off >= im.entOff && off+8 <= im.entEnd {
-						sink += uint64(im.b[off])
-					}
-					break
-				}
-			}
-		}
-		runtime.KeepAlive(sink) // the touching loads must happen
-		for i, k := range group {
-			if len(k) > maxKeyLen {
-				vals[lo+i], errs[lo+i] = Value{}, errKeyLen
-				continue
-			}
-			key := strBytes(k)
-			off, err := im.findHashed(key, hs[i])
-			var val Value
-			if err == nil {
-				val, _, err = im.decodeValue(off)
-			}
-			vals[lo+i], errs[lo+i] = val, err
-		}
-	}
+	v.im.getBatch(keys, vals, errs, v.clock)
 }
 
-// hashGroup hashes a group of keys and finds their home buckets (a key too
-// long gets bucket 0: it is refused when its turn comes).
-func (im *image) hashGroup(group []string, hs, homes *[batchGroup]uint64) {
-	for i, k := range group {
-		h := uint64(0)
-		if n := len(k); n > 8 && n <= 16 && im.hashBits >= 64 {
-			h = xxh3Len9To16(strBytes(k), im.seed) // im.hash, its short-key case inline
-		} else if n <= maxKeyLen {
-			h = im.hash(strBytes(k))
+// getBatch is GetBatch, a pipeline over blocks of pipeBlock keys. Pass p
+// hashes the keys of block p and requests their home buckets; for block
+// p-1, whose homes have arrived by then, it decides whether bucket b+1 is
+// requested too (probes: D and the filter announce displaced keys of its
+// tag) and whether a key's home settles a miss by itself (homeSettles:
+// then its lookup is a store of ErrNotFound, not getFast's walk, which
+// cost a batched miss more than the memory the pipeline hides); block p-2
+// is looked up. So the lookups of one stretch of keys run while the lines
+// of the next are on their way, where requesting a group and then waiting
+// for it left the core idle for a memory round trip per group. The
+// requests of a block are one call (prefetchHomes, prefetchNexts): Go
+// saves no register across a call, and a call a key cost reloads of the
+// loop's values. A key's hash, home and bucket are computed once and kept
+// in rings for its later stages. pin is a pinned clock, 0 for none.
+func (im *image) getBatch(keys []string, vals []Value, errs []error, pin int64) {
+	var hs, homes [pipeRing]uint64
+	var bks [pipeRing]*[bucketBytes]byte
+	var ann, absent [pipeRing]bool // b+1 announced; settled by the home bucket alone
+	const ring = pipeRing - 1      // a mask: pipeRing is a power of two
+	now := pin                     // the clock, read at most once for the whole batch (getFast)
+	n := uint(len(keys))
+	var sink byte
+	for lo := uint(0); lo < n+2*pipeBlock; lo += pipeBlock {
+		if lo < n { // hash block p, request its home buckets
+			for j := lo; j < min(lo+pipeBlock, n); j++ {
+				h := uint64(0)
+				if k := keys[j]; im.shortHash(len(k)) {
+					h = xxh3Len9To16(strBytes(k), im.seed) // hash's common case, inlined
+				} else if len(k) <= maxKeyLen {
+					h = im.hash(strBytes(k))
+				}
+				b, bk := im.homeBucket(h)
+				hs[j&ring], homes[j&ring], bks[j&ring] = h, b, bk
+				if !havePrefetch {
+					sink += bk[0] // a load where there is no hint: it holds the loop, still overlaps
+				}
+			}
+			// Past n in a last short block: the ring's older buckets (or
+			// nil): a hint, which never faults, of lines already asked for.
+			prefetchHomes((*[pipeBlock]*[bucketBytes]byte)(bks[lo&ring:]))
 		}
-		hs[i], homes[i] = h, im.home(h)
+		if lo >= pipeBlock && lo-pipeBlock < n { // block p-1: b+1 where the home announces it
+			for k := lo - pipeBlock; k < min(lo, n); k++ {
+				bk, tag := bks[k&ring], tagOf(hs[k&ring])
+				a := im.probes(bk, tag) != 0
+				ann[k&ring] = a
+				absent[k&ring] = homeSettles(bk, dirTag(tag)*lanes16, a) // a miss needs nothing more
+			}
+			c := (lo - pipeBlock) & ring
+			prefetchNexts((*[pipeBlock]*[bucketBytes]byte)(bks[c:]), (*[pipeBlock]bool)(ann[c:]))
+		}
+		if lo < 2*pipeBlock {
+			continue
+		}
+		for i := lo - 2*pipeBlock; i < min(lo-pipeBlock, n); i++ { // block p-2: look up, its lines in cache by now
+			r := i & ring
+			k := keys[i]
+			switch {
+			case len(k) > maxKeyLen:
+				vals[i], errs[i] = Value{}, errKeyLen
+			case absent[r]:
+				vals[i], errs[i] = Value{}, ErrNotFound
+			default:
+				vals[i], errs[i] = im.getFast(strBytes(k), hs[r], homes[r], bks[r], &now)
+			}
+		}
 	}
+	runtime.KeepAlive(sink)
 }

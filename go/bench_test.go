@@ -13,12 +13,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Issue 24 §4: Get against a Go map of the same data, key_N -> val_N at 1M
+// Get against a Go map of the same data, key_N -> val_N at 1M
 // and 10M keys, uniform random hits and misses (misses are key_N for N in
 // [n, 2n)). The images are built once with shmctl into
-// $SHMKV_GO_BENCH_DIR (default: the system's temporary directory) and kept;
-// SHMKV_GO_BENCH_HUGEPAGES=1 opens them with HugePages (a directory on tmpfs);
-// SHMKV_GO_BENCH_FORMAT=2 builds and reads format v2 images (kvN.v2.shmkv).
+// $SHMKV_GO_BENCH_DIR (default: the system's temporary directory) and kept
+// (kvN.v2.shmkv); SHMKV_GO_BENCH_HUGEPAGES=1 opens them with HugePages (a
+// directory on tmpfs).
 //
 //	go test -run '^$' -bench 'Get' -benchmem -count 1   # bench/RESULTS.md, "Go"
 
@@ -28,11 +28,7 @@ func benchImage(b *testing.B, n int) *Image {
 	if dir == "" {
 		dir = filepath.Join(os.TempDir(), "shmkv-go-bench")
 	}
-	name, format := fmt.Sprintf("kv%d.shmkv", n), "1"
-	if os.Getenv("SHMKV_GO_BENCH_FORMAT") == "2" {
-		name, format = fmt.Sprintf("kv%d.v2.shmkv", n), "2"
-	}
-	path := filepath.Join(dir, name)
+	path := filepath.Join(dir, fmt.Sprintf("kv%d.v2.shmkv", n))
 	if _, err := os.Stat(path); err != nil {
 		shmctl := program(b, "SHMKV_SHMCTL", "shmctl/shmctl")
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -51,7 +47,7 @@ func benchImage(b *testing.B, n int) *Image {
 			b.Fatal(err)
 		}
 		f.Close()
-		if out, err := exec.Command(shmctl, "image", "build", "--format", format, "-o", path, "--name", "bench", src).CombinedOutput(); err != nil {
+		if out, err := exec.Command(shmctl, "image", "build", "-o", path, "--name", "bench", src).CombinedOutput(); err != nil {
 			b.Fatalf("shmctl image build: %v\n%s", err, out)
 		}
 		os.Remove(src)

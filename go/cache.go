@@ -33,7 +33,7 @@ type AttachOptions struct {
 // Refresh and Close included, is safe for any number of goroutines: a
 // refresh swaps the generation for new pins, while every pinned View keeps
 // its own generation mapped until it is released. The copying getters
-// (Bytes, String, Int64, ...) each read one generation.
+// (Bytes, Text, Int64, ...) each read one generation.
 type Cache struct {
 	source
 	name string
@@ -139,9 +139,11 @@ func (c *Cache) mapSegment(seg ctlSegment, gen uint64) (*mapping, error) {
 		return nil, fmt.Errorf("shmkv: segment %s: %w", seg.path, err)
 	}
 	switch {
-	case st.Mode&unix.S_IFMT != unix.S_IFREG || st.Uid != c.ctl.uid || st.Mode&0o022 != 0:
-		return nil, fmt.Errorf("shmkv: segment %s: not a regular file of uid %d writable by its owner only (uid %d, mode %#o): %w",
-			seg.path, c.ctl.uid, st.Uid, st.Mode, os.ErrPermission)
+	case st.Mode&unix.S_IFMT != unix.S_IFREG:
+		return nil, errf(ErrProto, "segment %s: not a regular file (mode %#o)", seg.path, st.Mode)
+	case st.Uid != c.ctl.uid || st.Mode&0o022 != 0: // EPERM, as lib's attach
+		return nil, fmt.Errorf("shmkv: segment %s: owned by uid %d mode %#o; segments must be owned by the control segment's owner (uid %d) and writable by no one else: not mapped: %w",
+			seg.path, st.Uid, st.Mode&0o7777, c.ctl.uid, unix.EPERM)
 	case seg.size < headerBlock || uint64(st.Size) < seg.size:
 		return nil, errf(ErrTruncated, "segment %s: %d bytes, the control segment says the image has %d", seg.path, st.Size, seg.size)
 	}

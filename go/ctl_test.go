@@ -63,7 +63,7 @@ func (c *ctlFixture) publish(seq, gen uint64, segs []ctlSegment) {
 	}
 }
 
-// segment writes an image (a v2 one, key "copy" -> which) as a segment file.
+// segment writes an image (key "copy" -> which) as a segment file.
 func (c *ctlFixture) segment(which string, node int) ctlSegment {
 	c.t.Helper()
 	b := encodeV2([]rec2{{key: "copy", typ: TypeString, value: []byte(which)}}, enc2Opts{buckets: 1, name: which})
@@ -89,7 +89,7 @@ func copyOf(t *testing.T, c *Cache) (string, int) {
 		t.Fatal(err)
 	}
 	defer v.Release()
-	s, err := c.String("copy")
+	s, err := c.Text("copy")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,12 +3,19 @@ package shmkv
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
-// Sentinel errors, one per error class of the format (lib/README.md,
-// "Errors"; the class names of tests/vectors/manifest.json). Every error this
-// package returns matches exactly one of them with errors.Is; most are an
-// *Error that adds where and why (the section, the offset, the field).
+// Sentinel errors, one per error class of the format and the protocol
+// (lib/README.md, "Errors"; the class names of tests/vectors/manifest.json).
+// Every such error this package returns matches exactly one of them with
+// errors.Is; most are an *Error that adds where and why (the section, the
+// offset, the field). An error of the operating system (opening, mapping)
+// matches none of them: it keeps its errno (errors.Is(err,
+// fs.ErrNotExist), ...), and Class names it.
 var (
 	ErrNotFound  = errors.New("shmkv: key not found")
 	ErrType      = errors.New("shmkv: value has a different type")
@@ -51,14 +58,32 @@ func detail(err error) string {
 	return err.Error()
 }
 
-// Class names the error class of err as the C reader and the vectors'
-// manifest spell it ("OK" for nil, "SHMKV_ECORRUPT", ...; "UNKNOWN" for an
-// error of no class here, such as an os error).
+// Class names the error class of err, for every error this package
+// returns: "OK" for nil; the C reader's name for the format's and the
+// protocol's classes, as the vectors' manifest spells them
+// ("SHMKV_ECORRUPT", ...; "EAGAIN" and "ECLOSED" for ErrAgain and
+// ErrClosed); for an error of the operating system (a missing file, a
+// permission, a failed mmap) the name of its errno ("ENOENT", "EACCES",
+// "EPERM", "EINVAL", "ELOOP", ...), which errors.Is also matches against
+// fs.ErrNotExist and fs.ErrPermission. "UNKNOWN" only for an error that
+// did not come from this package.
 func Class(err error) string {
 	if err == nil {
 		return "OK"
 	}
 	for _, c := range classes {
+		if errors.Is(err, c.err) {
+			return c.name
+		}
+	}
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		if name := unix.ErrnoName(errno); name != "" {
+			return name
+		}
+		return fmt.Sprintf("errno %d", int(errno))
+	}
+	for _, c := range osClasses { // the io/fs sentinels without an errno
 		if errors.Is(err, c.err) {
 			return c.name
 		}
@@ -75,4 +100,12 @@ var classes = []struct {
 	{ErrTruncated, "SHMKV_ETRUNCATED"}, {ErrChecksum, "SHMKV_ECHECKSUM"},
 	{ErrCorrupt, "SHMKV_ECORRUPT"}, {ErrKeyLen, "SHMKV_EKEYLEN"}, {ErrProto, "SHMKV_EPROTO"},
 	{ErrStale, "SHMKV_ESTALE"}, {ErrAgain, "EAGAIN"}, {ErrClosed, "ECLOSED"},
+}
+
+var osClasses = []struct {
+	err  error
+	name string
+}{
+	{fs.ErrNotExist, "ENOENT"}, {fs.ErrPermission, "EACCES"}, {fs.ErrExist, "EEXIST"},
+	{fs.ErrInvalid, "EINVAL"}, {fs.ErrClosed, "ECLOSED"},
 }

@@ -21,5 +21,5 @@ func fixSums(b []byte) {
 		prev = off + size
 	}
 	clear(b[prev:])
-	le.PutUint64(b[headerSumOff:], xxh3.Hash(b[:headerSumOff]))
+	le.PutUint64(b[hdrChecksum:], xxh3.Hash(b[:hdrChecksum]))
 }

@@ -17,7 +17,7 @@ import (
 )
 
 // A Go program attached to a cache served by a real shmkv-loader follows
-// its swaps (issue 24 §2): 1,000 generations published under goroutines
+// its swaps: 1,000 generations published under goroutines
 // that hold views, every value checked against the generation of its view.
 
 // program is the path in $env, else the meson build's one (../build), else
@@ -228,7 +228,7 @@ func TestLoaderSwapsUnderViews(t *testing.T) {
 					return
 				}
 				if g == 3 { // the copying getters: each call one generation
-					s, err := c.String("k_7")
+					s, err := c.Text("k_7")
 					if err != nil || (s != "1:7" && s != "2:7") {
 						errs <- fmt.Sprintf("String: %q %v", s, err)
 						return
@@ -313,7 +313,7 @@ func TestLoaderDropIsStale(t *testing.T) {
 	if !errors.Is(err2, ErrStale) || Class(err2) != "SHMKV_ESTALE" {
 		t.Fatalf("refresh after a drop: %v", err2)
 	}
-	if got, err := c.String("k_3"); err != nil || got != "2:3" {
+	if got, err := c.Text("k_3"); err != nil || got != "2:3" {
 		t.Fatalf("the old generation after the drop: %q %v", got, err)
 	}
 	if val, err := v.Get("k_4"); err != nil || string(val.Raw()) != "2:4" {

@@ -9,7 +9,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// OpenFlags choose how much of an image Open checks.
+// OpenFlags choose how much of an image OpenFile and OpenBytes check, and
+// how OpenFile maps it.
 type OpenFlags int
 
 const (
@@ -34,7 +35,7 @@ const (
 )
 
 // Image is an image file, mapped read-only. Its copying getters (Bytes,
-// String, Int64, ... promoted from its source) and Pin may be used from any
+// Text, Int64, ... promoted from its source) and Pin may be used from any
 // number of goroutines; Close unmaps once no View holds the mapping.
 type Image struct {
 	source
@@ -59,6 +60,9 @@ func OpenFile(path string, flags OpenFlags) (*Image, error) {
 	if st.Size() < headerBlock { // checks 1 and 2 on the bytes there are
 		head := make([]byte, min(st.Size(), 8))
 		if _, err := io.ReadFull(f, head); err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) { // it shrank meanwhile
+				err = errf(ErrTruncated, "reading its first %d bytes: %v", len(head), err)
+			}
 			return nil, fmt.Errorf("shmkv: %s: %w", path, err)
 		}
 		if _, err := checkImage(head, false); !errors.Is(err, ErrTruncated) {
@@ -88,10 +92,10 @@ func OpenFile(path string, flags OpenFlags) (*Image, error) {
 	return img, nil
 }
 
-// Open reads an image held in memory (b must stay unchanged while the Image
-// or a View of it is in use; its list getters need b 8-aligned). It applies
-// the same checks as OpenFile.
-func Open(b []byte, flags OpenFlags) (*Image, error) {
+// OpenBytes reads an image held in memory (b must stay unchanged while the
+// Image or a View of it is in use; its list getters need b 8-aligned). It
+// applies the same checks as OpenFile.
+func OpenBytes(b []byte, flags OpenFlags) (*Image, error) {
 	im, err := checkOpen(b, flags)
 	if err != nil {
 		return nil, err

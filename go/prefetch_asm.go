@@ -12,21 +12,21 @@ package shmkv
 // purego: none).
 //
 //go:noescape
-func prefetchNext(bk *[v2Bucket]byte)
+func prefetchNext(bk *[bucketBytes]byte)
 
 // prefetchHomes asks for both lines of each of the eight home buckets of
 // a GetBatch block (a hint, as above; one call a block: Go keeps no
 // register across a call).
 //
 //go:noescape
-func prefetchHomes(bks *[pipeBlock]*[v2Bucket]byte)
+func prefetchHomes(bks *[pipeBlock]*[bucketBytes]byte)
 
 // prefetchNexts asks for both lines of the bucket after bks[i] in memory
 // where ann[i] (GetBatch's b+1 requests of a block); where not, for bks[i]'s
 // own lines again, already in cache: no branch in the loop.
 //
 //go:noescape
-func prefetchNexts(bks *[pipeBlock]*[v2Bucket]byte, ann *[pipeBlock]bool)
+func prefetchNexts(bks *[pipeBlock]*[bucketBytes]byte, ann *[pipeBlock]bool)
 
 // havePrefetch: the prefetch functions are hints the CPU acts on.
 const havePrefetch = true

@@ -4,13 +4,13 @@ package shmkv
 
 // prefetchNext is a no-op where the package has no assembly for it: a hint
 // only, lookups answer the same without it.
-func prefetchNext(bk *[v2Bucket]byte) {}
+func prefetchNext(bk *[bucketBytes]byte) {}
 
 // prefetchHomes is a no-op here (a hint only).
-func prefetchHomes(bks *[pipeBlock]*[v2Bucket]byte) {}
+func prefetchHomes(bks *[pipeBlock]*[bucketBytes]byte) {}
 
 // prefetchNexts is a no-op here (a hint only).
-func prefetchNexts(bks *[pipeBlock]*[v2Bucket]byte, ann *[pipeBlock]bool) {}
+func prefetchNexts(bks *[pipeBlock]*[bucketBytes]byte, ann *[pipeBlock]bool) {}
 
 // havePrefetch: no hints here; GetBatch touches its buckets with loads.
 const havePrefetch = false

@@ -1,52 +1,36 @@
 package shmkv
 
 import (
+	"fmt"
 	"math"
 	"unicode/utf8"
 	"unsafe"
 )
 
-// Type is a value's type (lib/FORMAT.md §8).
+// Type is a value's type (lib/FORMAT.md §8; the codes are format.go's).
 type Type uint8
-
-// The nine value types of format v1.
-const (
-	TypeBytes   Type = 1
-	TypeString  Type = 2
-	TypeInt64   Type = 3
-	TypeBool    Type = 4
-	TypeFloat64 Type = 5
-	TypeF32List Type = 6
-	TypeF64List Type = 7
-	TypeI64List Type = 8
-	TypeStrList Type = 9
-)
-
-var typeNames = [...]string{"", "bytes", "string", "i64", "bool", "f64", "f32list", "f64list", "i64list", "strlist"}
 
 // String is the type's name as FORMAT.md §8 and shmctl spell it.
 func (t Type) String() string {
-	if t >= 1 && int(t) < len(typeNames) {
-		return typeNames[t]
+	if t.known() {
+		return types[t].name
 	}
 	return "unknown"
 }
 
-const entryShared = 1 // entry flag bit 0
+// known: t is one of the nine types (1..9). Over a whole record kind byte,
+// known also says that no flag bit is set (an inline record without expiry).
+func (t Type) known() bool { return uint8(t)-1 < uint8(TypeStrList) }
 
-// The types whose value starts 8-aligned (§7: i64, f64 and the lists) and
-// those stored with a NUL after the value (bytes, string), as bit sets: the
-// hot path tests a bit, without a branch. Defined for the nine types only.
-const (
-	aligned8Types = 1<<TypeInt64 | 1<<TypeFloat64 | 1<<TypeF32List | 1<<TypeF64List | 1<<TypeI64List | 1<<TypeStrList
-	nulTypes      = 1<<TypeBytes | 1<<TypeString
-)
-
-// aligned8: an inline value of this type starts 8-aligned (§7).
+// aligned8: an inline value of this type starts 8-aligned (§7). Defined for
+// the nine types only, as nul and isUTF8 are (bit sets: no branch, no load).
 func (t Type) aligned8() bool { return aligned8Types>>t&1 != 0 }
 
 // nul: a NUL byte is stored after the value (not counted in value_len).
 func (t Type) nul() uint64 { return nulTypes >> t & 1 }
+
+// isUTF8: the type's text is strict UTF-8 (string; a strlist's strings).
+func (t Type) isUTF8() bool { return utf8Types>>t&1 != 0 }
 
 // Value is one value of an image: a typed view of its stored bytes. A Value
 // obtained from a View points into that View's mapping and is valid until
@@ -125,36 +109,23 @@ func (v Value) Bool() (bool, error) {
 
 // Float32s is an f32list, zero-copy: the slice is the stored floats
 // (8-aligned in the image, so aligned in memory; little-endian hosts only).
-func (v Value) Float32s() ([]float32, error) {
-	if err := v.want(TypeF32List); err != nil {
-		return nil, err
-	}
-	if len(v.data) == 0 {
-		return []float32{}, nil
-	}
-	return unsafe.Slice((*float32)(unsafe.Pointer(&v.data[0])), len(v.data)/4), nil
-}
+func (v Value) Float32s() ([]float32, error) { return listOf[float32](v, TypeF32List) }
 
 // Float64s is an f64list, zero-copy.
-func (v Value) Float64s() ([]float64, error) {
-	if err := v.want(TypeF64List); err != nil {
-		return nil, err
-	}
-	if len(v.data) == 0 {
-		return []float64{}, nil
-	}
-	return unsafe.Slice((*float64)(unsafe.Pointer(&v.data[0])), len(v.data)/8), nil
-}
+func (v Value) Float64s() ([]float64, error) { return listOf[float64](v, TypeF64List) }
 
 // Int64s is an i64list, zero-copy.
-func (v Value) Int64s() ([]int64, error) {
-	if err := v.want(TypeI64List); err != nil {
+func (v Value) Int64s() ([]int64, error) { return listOf[int64](v, TypeI64List) }
+
+// listOf is a list value of type t in place, as a slice of its elements.
+func listOf[E float32 | float64 | int64](v Value, t Type) ([]E, error) {
+	if err := v.want(t); err != nil {
 		return nil, err
 	}
 	if len(v.data) == 0 {
-		return []int64{}, nil
+		return []E{}, nil
 	}
-	return unsafe.Slice((*int64)(unsafe.Pointer(&v.data[0])), len(v.data)/8), nil
+	return unsafe.Slice((*E)(unsafe.Pointer(&v.data[0])), len(v.data)/int(unsafe.Sizeof(E(0)))), nil
 }
 
 // StrList is a strlist value, zero-copy; At checks each string as it is
@@ -167,7 +138,7 @@ func (v Value) StrList() (StrList, error) {
 }
 
 // Strings is a strlist value copied into Go strings; it fails with
-// ErrCorrupt if any string is damaged.
+// ErrCorrupt if any string is damaged or not strict UTF-8 (At).
 func (v Value) Strings() ([]string, error) {
 	l, err := v.StrList()
 	if err != nil {
@@ -207,29 +178,32 @@ type StrList struct{ b []byte }
 func (l StrList) Len() int { return int(le.Uint32(l.b)) }
 
 // At is string i without its NUL, zero-copy. ErrCorrupt if its ends are
-// out of order, past the data, or it lacks its NUL.
+// out of order, past the data, it lacks its NUL, or it is not strict UTF-8
+// (FORMAT.md §8).
 func (l StrList) At(i int) ([]byte, error) {
 	n := l.Len()
 	if i < 0 || i >= n {
 		return nil, errf(ErrNotFound, "string %d of a list of %d", i, n)
 	}
-	data := l.b[4*(n+2):]
-	lo, hi := uint64(le.Uint32(l.b[4+4*i:])), uint64(le.Uint32(l.b[8+4*i:]))
-	if lo >= hi || hi > uint64(len(data)) || data[hi-1] != 0 {
-		return nil, errf(ErrCorrupt, "strlist string %d: ends %d..%d of %d data bytes, or no NUL", i, lo, hi, len(data))
+	s, why := strlistString(l.b, uint64(n), uint64(i))
+	if why != "" {
+		return nil, errf(ErrCorrupt, "strlist %s", why)
 	}
-	return data[lo : hi-1], nil
-}
-
-// entry is one decoded entry: its offset, key and value.
-type entry struct {
-	off uint64
-	key []byte
-	val Value
-	end uint64 // the entry's 8-aligned end
+	return s, nil
 }
 
 func align8(x uint64) uint64 { return (x + 7) &^ 7 }
+
+// entryValPos is where the value of the entry at off with a klen-byte key
+// starts, or its shared-value reference (§7, §9): right after the key,
+// 8-aligned for a reference and for the 8-aligned types.
+func entryValPos(off, klen uint64, t Type, shared bool) uint64 {
+	vpos := off + entrySize + klen
+	if shared || t.aligned8() {
+		vpos = align8(vpos)
+	}
+	return vpos
+}
 
 // decodeValue reads the value of the entry at off, whose header and key
 // already lie inside ENTRIES, with the rules of FORMAT.md §12.1 (type,
@@ -237,9 +211,9 @@ func align8(x uint64) uint64 { return (x + 7) &^ 7 }
 // It returns the value and the entry's end.
 func (im *image) decodeValue(off uint64) (Value, uint64, error) {
 	b := im.b
-	typ, flags := Type(b[off]), b[off+1]
-	klen, vlen := uint64(le.Uint16(b[off+2:])), uint64(le.Uint32(b[off+4:]))
-	if typ < TypeBytes || typ > TypeStrList {
+	typ, flags := Type(b[off+entType]), b[off+entFlags]
+	klen, vlen := uint64(le.Uint16(b[off+entKeyLen:])), uint64(le.Uint32(b[off+entValueLen:]))
+	if !typ.known() {
 		return Value{}, 0, errf(ErrCorrupt, "entry at offset %d: unknown type %d", off, typ)
 	}
 	if flags&^entryShared != 0 {
@@ -247,10 +221,7 @@ func (im *image) decodeValue(off uint64) (Value, uint64, error) {
 	}
 	shared := flags&entryShared != 0
 	stored := vlen + typ.nul()
-	vpos := off + 8 + klen
-	if shared || typ.aligned8() {
-		vpos = align8(vpos)
-	}
+	vpos := entryValPos(off, klen, typ, shared)
 	var at, end uint64
 	if shared {
 		if vpos+8 > im.entEnd {
@@ -273,32 +244,29 @@ func (im *image) decodeValue(off uint64) (Value, uint64, error) {
 	return v, end, nil
 }
 
-// shape: the value is valid for its type (§8), strlist by its count.
+// shape: the value is valid for its type (§8: the type table's shape),
+// a strlist by its count (its strings are checked as they are read: At).
+// stored is the value's bytes and its NUL, if its type has one.
 func (v Value) shape(stored []byte, off uint64) error {
 	n := uint64(len(v.data))
+	ti := &types[v.typ]
 	bad := ""
-	switch v.typ {
-	case TypeBytes, TypeString:
-		if stored[n] != 0 {
-			bad = "no NUL after the value"
+	switch ti.shape {
+	case shapeText:
+		if !textOK(v.typ, v.data, stored[n], false) {
+			bad = "no NUL after the value, or a string that is not strict UTF-8"
 		}
-	case TypeInt64, TypeFloat64:
-		if n != 8 {
-			bad = "length is not 8"
+	case shapeFixed:
+		if n != ti.elemSize {
+			bad = fmt.Sprintf("length is not %d", ti.elemSize)
+		} else if v.data[0] > ti.maxByte {
+			bad = fmt.Sprintf("byte %d is over %d", v.data[0], ti.maxByte)
 		}
-	case TypeBool:
-		if n != 1 || v.data[0] > 1 {
-			bad = "not one byte 0 or 1"
+	case shapeArray:
+		if n%ti.elemSize != 0 {
+			bad = fmt.Sprintf("length is not a multiple of %d", ti.elemSize)
 		}
-	case TypeF32List:
-		if n%4 != 0 {
-			bad = "length is not a multiple of 4"
-		}
-	case TypeF64List, TypeI64List:
-		if n%8 != 0 {
-			bad = "length is not a multiple of 8"
-		}
-	case TypeStrList:
+	case shapeStrList:
 		if n < 8 || uint64(le.Uint32(v.data)) > (n-8)/4 {
 			bad = "shorter than 8 bytes, or its count does not fit"
 		}
@@ -309,26 +277,45 @@ func (v Value) shape(stored []byte, off uint64) error {
 	return nil
 }
 
-// checkStrList: every rule of §8 for a strlist, strings and UTF-8 included
-// (iteration and verify).
-func checkStrList(b []byte, utf bool) string {
+// textOK: a bytes or string value is followed by its NUL (nul, the byte
+// after it, is 0), and a string's bytes are strict UTF-8 (§8: no overlong
+// forms, no surrogates, nothing past U+10FFFF; U+0000 allowed), which Go's
+// utf8.Valid checks unless the caller knows them ASCII (getFast's word
+// test, bucketASCII). The one owner of the text rule: shape, and getFast.
+func textOK(t Type, data []byte, nul byte, ascii bool) bool {
+	return nul == 0 && (!t.isUTF8() || ascii || utf8.Valid(data))
+}
+
+// checkStrList: every rule of §8 for a strlist, its strings included
+// (iteration and verify; a get checks the count only, At each string).
+func checkStrList(b []byte) string {
 	n := uint64(le.Uint32(b))
-	data := uint64(len(b)) - 4*(n+2)
 	if le.Uint32(b[4:]) != 0 {
 		return "ends[0] is not 0"
 	}
-	if uint64(le.Uint32(b[4+4*n:])) != data {
+	if uint64(le.Uint32(b[4+4*n:])) != uint64(len(b))-4*(n+2) {
 		return "ends[count] is not the data's length"
 	}
-	d := b[4*(n+2):]
 	for i := uint64(0); i < n; i++ {
-		lo, hi := uint64(le.Uint32(b[4+4*i:])), uint64(le.Uint32(b[8+4*i:]))
-		if lo >= hi || hi > data || d[hi-1] != 0 {
-			return "ends out of order or a string without its NUL"
-		}
-		if utf && !utf8.Valid(d[lo:hi-1]) {
-			return "a string is not valid UTF-8"
+		if _, why := strlistString(b, n, i); why != "" {
+			return why
 		}
 	}
 	return ""
+}
+
+// strlistString is string i of a strlist of n strings (b: the value's
+// bytes, its count checked by shape) without its NUL, or why it is
+// malformed (§8): its ends out of order or past the data, no NUL at its
+// end, not strict UTF-8. The one owner of the rule: At and checkStrList.
+func strlistString(b []byte, n, i uint64) ([]byte, string) {
+	data := b[4*(n+2):]
+	lo, hi := uint64(le.Uint32(b[4+4*i:])), uint64(le.Uint32(b[8+4*i:]))
+	if lo >= hi || hi > uint64(len(data)) || data[hi-1] != 0 {
+		return nil, fmt.Sprintf("string %d: ends %d..%d of %d data bytes, or no NUL", i, lo, hi, len(data))
+	}
+	if !utf8.Valid(data[lo : hi-1]) {
+		return nil, fmt.Sprintf("string %d is not strict UTF-8", i)
+	}
+	return data[lo : hi-1], ""
 }

@@ -5,35 +5,42 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 )
 
-// The shared conformance vectors (tests/vectors/README.md): every verdict,
-// every entry and every listed lookup of manifest.json.
+// The shared conformance vectors (tests/vectors/README.md), manifest
+// version 2: every verdict, every entry (live and expired), every listed
+// lookup and batch of manifest.json; format 1 images refused with
+// ErrVersion and the message naming their converter.
 
 const vectorsDir = "../tests/vectors"
 
 type manifest struct {
-	Format          string   `json:"format"`
-	ManifestVersion int      `json:"manifest_version"`
-	Vectors         []vector `json:"vectors"`
-	VectorsV2       []vector `json:"vectors_v2"` // format 2 (layout B)
+	Format             string   `json:"format"`
+	ManifestVersion    int      `json:"manifest_version"`
+	ImageFormatVersion int      `json:"image_format_version"`
+	Vectors            []vector `json:"vectors"`
 }
 
 type vector struct {
 	Name    string   `json:"name"`
+	Format  int      `json:"format"`
 	File    string   `json:"file"`
+	About   string   `json:"about"`
 	Open    string   `json:"open"`
 	Verify  string   `json:"verify"`
 	Entries []vEntry `json:"entries"`
-	Gets    []struct {
-		KeyHex string `json:"key_hex"`
-		Result string `json:"result"`
-	} `json:"gets"`
+	Gets    []vGet   `json:"gets"`
+	Batches []struct {
+		KeysHex []string `json:"keys_hex"`
+		Results []string `json:"results"`
+	} `json:"batches"`
 }
 
 type vEntry struct {
@@ -43,7 +50,31 @@ type vEntry struct {
 	Count   int             `json:"count"`
 	RawHex  string          `json:"raw_hex"`
 	Value   json.RawMessage `json:"value"`
-	Expires uint32          `json:"expires"` // format 2; 0: none
+	Expires uint32          `json:"expires"` // 0: none
+	Expired bool            `json:"expired"`
+}
+
+type vGet struct {
+	KeyHex string          `json:"key_hex"`
+	Result string          `json:"result"`
+	Value  json.RawMessage `json:"value"` // the value the get returns, if listed
+}
+
+// parseManifest refuses a manifest whose format, manifest_version or image
+// format version this test does not know: a new manifest version may ask
+// for checks this test does not make.
+func parseManifest(raw []byte) (manifest, error) {
+	var m manifest
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	if err := d.Decode(&m); err != nil {
+		return m, err
+	}
+	if m.Format != "shmkv-conformance-vectors" || m.ManifestVersion != 2 || m.ImageFormatVersion != formatVersion {
+		return m, fmt.Errorf("unknown manifest: format %q, manifest_version %d, image_format_version %d (this test reads shmkv-conformance-vectors 2 of format 2)",
+			m.Format, m.ManifestVersion, m.ImageFormatVersion)
+	}
+	return m, nil
 }
 
 func loadManifest(t testing.TB) manifest {
@@ -51,19 +82,38 @@ func loadManifest(t testing.TB) manifest {
 	if err != nil {
 		t.Fatalf("the shared vectors: %v", err)
 	}
-	var m manifest
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.UseNumber()
-	if err := d.Decode(&m); err != nil {
+	m, err := parseManifest(raw)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Format != "shmkv-conformance-vectors" || m.ManifestVersion != 1 {
-		t.Fatalf("unknown manifest %q version %d", m.Format, m.ManifestVersion)
+	var n [3]int
+	for _, v := range m.Vectors {
+		if v.Format == 1 || v.Format == 2 {
+			n[v.Format]++
+		}
 	}
-	if len(m.Vectors) < 30 || len(m.VectorsV2) < 30 {
-		t.Fatalf("only %d format 1 and %d format 2 vectors", len(m.Vectors), len(m.VectorsV2))
+	if n[2] < 30 || n[1] < 1 || n[1]+n[2] != len(m.Vectors) {
+		t.Fatalf("%d vectors: %d of format 2, %d of format 1, the rest of no format", len(m.Vectors), n[2], n[1])
 	}
 	return m
+}
+
+func TestManifestVersion(t *testing.T) {
+	for _, c := range []struct {
+		raw string
+		ok  bool
+	}{
+		{`{"format": "shmkv-conformance-vectors", "manifest_version": 2, "image_format_version": 2, "vectors": []}`, true},
+		{`{"format": "shmkv-conformance-vectors", "manifest_version": 1, "image_format_version": 1, "vectors": []}`, false},
+		{`{"format": "shmkv-conformance-vectors", "manifest_version": 3, "image_format_version": 2, "vectors": []}`, false},
+		{`{"format": "shmkv-conformance-vectors", "manifest_version": 2, "image_format_version": 3, "vectors": []}`, false},
+		{`{"format": "something else", "manifest_version": 2, "image_format_version": 2, "vectors": []}`, false},
+		{`{"manifest_version": 2, "vectors": []}`, false},
+	} {
+		if _, err := parseManifest([]byte(c.raw)); (err == nil) != c.ok {
+			t.Errorf("%s: %v", c.raw, err)
+		}
+	}
 }
 
 func unhex(t *testing.T, s string) []byte {
@@ -76,12 +126,21 @@ func unhex(t *testing.T, s string) []byte {
 
 func TestVectors(t *testing.T) {
 	m := loadManifest(t)
-	for _, vec := range append(m.Vectors, m.VectorsV2...) {
-		t.Run(vec.Name, func(t *testing.T) {
+	for _, vec := range m.Vectors {
+		t.Run(fmt.Sprintf("v%d/%s", vec.Format, vec.Name), func(t *testing.T) {
 			path := filepath.Join(vectorsDir, vec.File)
 			img, err := OpenFile(path, 0)
 			if got := Class(err); got != vec.Open {
 				t.Fatalf("open: %s (%v), the manifest says %s", got, err, vec.Open)
+			}
+			if vec.Format == 1 { // retired: refused, naming the converter
+				if vec.Open != "SHMKV_EVERSION" || !strings.HasSuffix(err.Error(), msgRetired) {
+					t.Fatalf("format 1: %v (the manifest says %s); want ErrVersion ending %q", err, vec.Open, msgRetired)
+				}
+				if _, err := OpenFile(path, Deep|NoVerify); !errors.Is(err, ErrVersion) {
+					t.Fatalf("format 1, deep open: %v", err)
+				}
+				return
 			}
 			if err != nil {
 				return
@@ -100,64 +159,148 @@ func TestVectors(t *testing.T) {
 			}
 			defer v.Release()
 			if vec.Verify == "OK" {
-				checkEntries(t, v, vec.Entries)
+				checkEntries(t, img, v, vec.Entries)
 			}
 			for _, g := range vec.Gets {
-				_, err := v.GetBytes(unhex(t, g.KeyHex))
-				if got := Class(err); got != g.Result {
-					t.Errorf("get %s: %s (%v), the manifest says %s", g.KeyHex, got, err, g.Result)
-				}
+				checkGet(t, img, v, g)
+			}
+			for _, bt := range vec.Batches {
+				checkBatch(t, v, bt.KeysHex, bt.Results)
 			}
 		})
 	}
 }
 
-// checkEntries: iteration yields exactly the manifest's entries, in order
-// (format 2: with their expiry), and each looks up to the same value through
-// every getter; an entry whose expiry the clock has reached is absent to
-// Get and GetBatch.
-func checkEntries(t *testing.T, v *View, want []vEntry) {
-	it := v.Iter()
-	i := 0
-	for ; it.Next(); i++ {
-		if i >= len(want) {
-			t.Fatalf("iteration yields more than the %d entries", len(want))
+// checkEntries: Records yields exactly the manifest's entries, in order,
+// with their expiry; Entries exactly those not expired, in order; each
+// live one looks up to the same value through every getter; an expired one
+// is absent to Get, GetBatch and the copying getters.
+func checkEntries(t *testing.T, img *Image, v *View, want []vEntry) {
+	var live []vEntry
+	for _, w := range want {
+		if w.Expired != (w.Expires != 0 && clock() >= int64(w.Expires)) {
+			t.Fatalf("%s: expires %d, expired %v: the manifest's flag and the clock disagree", w.KeyHex, w.Expires, w.Expired)
 		}
-		w := want[i]
-		if k := hex.EncodeToString(it.Key()); k != w.KeyHex {
-			t.Fatalf("entry %d: key %s, want %s", i, k, w.KeyHex)
+		if !w.Expired {
+			live = append(live, w)
 		}
-		checkValue(t, w, it.Value())
-		if it.Expires() != w.Expires {
-			t.Fatalf("entry %d: expires %d, want %d", i, it.Expires(), w.Expires)
-		}
-		if e, err := v.Expires(string(it.Key())); err != nil || e != w.Expires {
-			t.Fatalf("entry %d: View.Expires %d (%v), want %d", i, e, err, w.Expires)
-		}
-		if w.Expires != 0 && clock() >= int64(w.Expires) {
-			if _, err := v.GetBytes(it.Key()); !errors.Is(err, ErrNotFound) {
-				t.Fatalf("get %s, expired at %d: %v", w.KeyHex, w.Expires, err)
+	}
+	iterated := func(what string, seq func(func(Entry, error) bool), want []vEntry) {
+		i := 0
+		for e, err := range seq {
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
 			}
-			continue
+			if i >= len(want) {
+				t.Fatalf("%s yields more than the %d entries", what, len(want))
+			}
+			w := want[i]
+			if k := hex.EncodeToString(e.Key); k != w.KeyHex || e.Expires != w.Expires {
+				t.Fatalf("%s, entry %d: key %s expires %d, want %s expires %d", what, i, k, e.Expires, w.KeyHex, w.Expires)
+			}
+			checkValue(t, w, e.Value)
+			i++
 		}
-		got, err := v.GetBytes(it.Key())
-		if err != nil {
-			t.Fatalf("get %s: %v", w.KeyHex, err)
+		if i != len(want) {
+			t.Fatalf("%s yields %d entries, the manifest %d", what, i, len(want))
 		}
-		checkValue(t, w, got)
-		keys := []string{string(it.Key()), "no such key \x01"}
+	}
+	iterated("Records", v.Records(), want)
+	iterated("Entries", v.Entries(), live)
+	for _, w := range want {
+		key := unhex(t, w.KeyHex)
+		if e, err := v.Expires(string(key)); err != nil || e != w.Expires {
+			t.Fatalf("%s: View.Expires %d (%v), want %d", w.KeyHex, e, err, w.Expires)
+		}
+		keys := []string{string(key), "no such key \x01"}
 		vals, errs := make([]Value, 2), make([]error, 2)
 		v.GetBatch(keys, vals, errs)
-		if errs[0] != nil || !errors.Is(errs[1], ErrNotFound) {
-			t.Fatalf("batch of %s: %v, %v", w.KeyHex, errs[0], errs[1])
+		got, err := v.GetBytes(key)
+		if w.Expired {
+			if !errors.Is(err, ErrNotFound) || !errors.Is(errs[0], ErrNotFound) {
+				t.Fatalf("get %s, expired at %d: %v, batch %v", w.KeyHex, w.Expires, err, errs[0])
+			}
+			checkGetters(t, img, string(key), "SHMKV_ENOTFOUND", 0)
+			continue
 		}
+		if err != nil || errs[0] != nil || !errors.Is(errs[1], ErrNotFound) {
+			t.Fatalf("get %s: %v; batch %v, %v", w.KeyHex, err, errs[0], errs[1])
+		}
+		checkValue(t, w, got)
 		checkValue(t, w, vals[0])
+		checkGetters(t, img, string(key), "OK", got.Type())
 	}
-	if err := it.Err(); err != nil {
-		t.Fatal(err)
+}
+
+// checkGet: a listed lookup's result through Get, a batch of one and
+// every copying getter, and its value where the manifest lists it.
+func checkGet(t *testing.T, img *Image, v *View, g vGet) {
+	key := unhex(t, g.KeyHex)
+	got, err := v.GetBytes(key)
+	if c := Class(err); c != g.Result {
+		t.Errorf("get %s: %s (%v), the manifest says %s", g.KeyHex, c, err, g.Result)
+		return
 	}
-	if i != len(want) {
-		t.Fatalf("iteration yields %d entries, the manifest %d", i, len(want))
+	vals, errs := make([]Value, 1), make([]error, 1)
+	v.GetBatch([]string{string(key)}, vals, errs)
+	if c := Class(errs[0]); c != g.Result || !bytes.Equal(vals[0].Raw(), got.Raw()) {
+		t.Errorf("batch of one, %s: %s (%v), the manifest says %s", g.KeyHex, c, errs[0], g.Result)
+	}
+	checkGetters(t, img, string(key), g.Result, got.Type())
+	if g.Value != nil && g.Result == "OK" {
+		if s := checkTyped(t, got, g.Value); s != "" {
+			t.Errorf("get %s: %s", g.KeyHex, s)
+		}
+	}
+}
+
+// checkBatch: one GetBatch of the keys answers each as listed, and as its
+// single get does (class and value).
+func checkBatch(t *testing.T, v *View, keysHex, results []string) {
+	if len(keysHex) != len(results) {
+		t.Fatalf("a batch of %d keys with %d results", len(keysHex), len(results))
+	}
+	keys := make([]string, len(keysHex))
+	for i, k := range keysHex {
+		keys[i] = string(unhex(t, k))
+	}
+	vals, errs := make([]Value, len(keys)), make([]error, len(keys))
+	v.GetBatch(keys, vals, errs)
+	for i, k := range keys {
+		one, err := v.Get(k)
+		if c := Class(errs[i]); c != results[i] || c != Class(err) || !bytes.Equal(one.Raw(), vals[i].Raw()) || one.Type() != vals[i].Type() {
+			t.Errorf("batch key %d (%s): %s (%v), its get %s; the manifest says %s", i, keysHex[i], c, errs[i], Class(err), results[i])
+		}
+	}
+}
+
+// checkGetters: every copying getter of the image answers key with the
+// get's class (result); where the get succeeds, the getter of the value's
+// type succeeds and the others say ErrType.
+func checkGetters(t *testing.T, img *Image, key string, result string, typ Type) {
+	getters := map[Type]func() error{
+		TypeBytes:   func() error { _, err := img.Bytes(key); return err },
+		TypeString:  func() error { _, err := img.Text(key); return err },
+		TypeInt64:   func() error { _, err := img.Int64(key); return err },
+		TypeBool:    func() error { _, err := img.Bool(key); return err },
+		TypeFloat64: func() error { _, err := img.Float64(key); return err },
+		TypeF32List: func() error { _, err := img.Float32s(key); return err },
+		TypeF64List: func() error { _, err := img.Float64s(key); return err },
+		TypeI64List: func() error { _, err := img.Int64s(key); return err },
+		TypeStrList: func() error { _, err := img.Strings(key); return err },
+	}
+	for ty, get := range getters {
+		err := get()
+		want := result
+		if result == "OK" && ty != typ {
+			want = "SHMKV_ETYPE"
+		}
+		if result == "OK" && ty == typ && ty == TypeStrList && errors.Is(err, ErrCorrupt) {
+			continue // the get checks a strlist's count; Strings copies every string, checking each
+		}
+		if Class(err) != want {
+			t.Errorf("%x: the %s getter says %v; want %s", key, ty, err, want)
+		}
 	}
 }
 
@@ -170,10 +313,19 @@ func checkValue(t *testing.T, w vEntry, v Value) {
 	if r := hex.EncodeToString(v.Raw()); r != w.RawHex {
 		t.Fatalf("%s: raw %s, want %s", w.KeyHex, r, w.RawHex)
 	}
+	if s := checkTyped(t, v, w.Value); s != "" {
+		t.Fatalf("%s (%s): %s", w.KeyHex, w.Type, s)
+	}
+}
+
+// checkTyped compares v, read through its type's getter, with the
+// manifest's value (FORMAT.md's JSON encoding: bytes as hex, i64 as a
+// decimal string, floats as numbers); "" when they agree.
+func checkTyped(t *testing.T, v Value, raw json.RawMessage) string {
 	var got, want any
 	var err error
 	dec := func(x any) {
-		d := json.NewDecoder(bytes.NewReader(w.Value))
+		d := json.NewDecoder(bytes.NewReader(raw))
 		d.UseNumber()
 		if err := d.Decode(x); err != nil {
 			t.Fatal(err)
@@ -209,7 +361,9 @@ func checkValue(t *testing.T, w vEntry, v Value) {
 		var ns []json.Number
 		dec(&ns)
 		var g, wb []uint64
+		bits := 64
 		if v.Type() == TypeF32List {
+			bits = 32
 			l, e := v.Float32s()
 			for _, f := range l {
 				g = append(g, uint64(math.Float32bits(f)))
@@ -223,10 +377,6 @@ func checkValue(t *testing.T, w vEntry, v Value) {
 			err = e
 		}
 		for _, n := range ns {
-			bits := 64
-			if v.Type() == TypeF32List {
-				bits = 32
-			}
 			wb = append(wb, floatBits(t, string(n), bits))
 		}
 		got, want = fmtJSON(g), fmtJSON(wb)
@@ -246,8 +396,9 @@ func checkValue(t *testing.T, w vEntry, v Value) {
 		got, want, err = fmtJSON(l), fmtJSON(ss), e
 	}
 	if err != nil || got != want {
-		t.Fatalf("%s (%s): %v (%v), want %v", w.KeyHex, w.Type, got, err, want)
+		return fmt.Sprintf("%v (%v), want %v", got, err, want)
 	}
+	return ""
 }
 
 func floatBits(t *testing.T, s string, bits int) uint64 {

@@ -1,118 +1,158 @@
 package shmkv
 
-// The full structural check of FORMAT.md §13 (the C reader's shmkv_verify,
-// SHMKV_OPEN_DEEP): it names the first problem it finds.
+// The full structural check of FORMAT.md §13 (the C reader's
+// shmkv_verify, SHMKV_OPEN_DEEP): it names the first problem it finds.
 
 func (im *image) verify() error {
-	if err := im.checkPadding(); err != nil { // 2 (1 is checkImage with sums)
+	if err := im.checkPadding(); err != nil { // §13's 2 (1 is checkImage with sums)
 		return err
 	}
-	if im.version == 2 {
-		return im.verifyIndex2() // §17.7
-	}
-	if err := im.verifyIndex(); err != nil { // 3
-		return err
-	}
-	return im.verifyEntries() // 4
+	return im.verifyIndex()
 }
 
+// verifyIndex checks every bucket's head, directory, records and uncovered
+// bytes; the counts and the longest probe against the header; ENTRIES
+// holds exactly the OUT records' entries.
 func (im *image) verifyIndex() error {
-	full, maxDisp := uint64(0), uint64(0)
+	var n, outs, shared, expiring, maxD uint64
 	for b := uint64(0); b < im.bucketCount; b++ {
-		d := im.slot(b, 7) >> 40 & 0xFF
-		if d != 0 && d > im.maxProbe {
-			return errf(ErrCorrupt, "bucket %d: displacement byte %d is over max_probe %d", b, d, im.maxProbe)
+		bk := im.bucket(b)
+		d, cnt := uint64(bk[1]), uint64(bk[0])
+		switch {
+		case d > im.maxProbe: // 255 ("up to max_probe") needs max_probe >= 255 too
+			return errf(ErrCorrupt, "index bucket %d: displacement byte %d is over max_probe %d", b, d, im.maxProbe)
+		case d == 0 && !allZero(bk[2:bucketHead]):
+			return errf(ErrCorrupt, "index bucket %d: filter bits without displaced keys", b)
+		case cnt > maxRecords:
+			return errf(ErrCorrupt, "index bucket %d: count %d, at most %d", b, cnt, maxRecords)
 		}
-		empty := false
-		for j := 0; j < 8; j++ {
-			w := im.slot(b, j)
-			if w == 0 {
-				empty = true
-				continue
+		pos := dirEnd(cnt) // the record area
+		for i := uint64(0); i < cnt; i++ {
+			off := recOff(bk, i)
+			if off < pos {
+				return errf(ErrCorrupt, "index bucket %d record %d at +%d: before +%d (the directory's end or the previous record's)", b, i, off, pos)
 			}
-			if empty {
-				return errf(ErrCorrupt, "bucket %d slot %d: a full slot after an empty one", b, j)
+			r, ok := decodeRec(bk, off) // first: off may be past +128
+			if !ok {
+				return errf(ErrCorrupt, "index bucket %d record %d at +%d: malformed or past the bucket's end", b, i, off)
 			}
-			if d == 0 && w>>40&0xFF != 0 {
-				return errf(ErrCorrupt, "bucket %d slot %d: meta byte %#x in a bucket without displaced keys", b, j, w>>40&0xFF)
+			if !allZero(bk[pos:off]) {
+				return errf(ErrCorrupt, "index bucket %d: a non-zero byte in [+%d, +%d), which no record covers", b, pos, off)
 			}
-			e, err := im.decodeEntry((w&slotOffset)<<3, true)
+			disp, sh, err := im.verifyRecord(bk, b, i, &r, recDir(bk, i)>>dirTagShift)
 			if err != nil {
-				return errf(ErrCorrupt, "bucket %d slot %d: %v", b, j, err)
+				return err
 			}
-			h := im.hash(e.key)
-			if tag := tagOf(h); w>>48 != tag {
-				return errf(ErrCorrupt, "bucket %d slot %d: tag %#04x, its key's tag is %#04x", b, j, w>>48, tag)
+			maxD = max(maxD, disp)
+			shared += sh
+			if r.out() {
+				outs++
 			}
-			home := im.home(h)
-			disp := (b + im.bucketCount - home) % im.bucketCount
-			if disp > im.maxProbe {
-				return errf(ErrCorrupt, "bucket %d slot %d: displacement %d is over max_probe %d", b, j, disp, im.maxProbe)
+			if r.expires != 0 {
+				expiring++
 			}
-			if disp > 0 {
-				hd := im.slot(home, 7) >> 40 & 0xFF
-				fi := (w >> 48 * 56) >> 16
-				bit := im.slot(home, int(fi>>3)) >> (40 + fi&7) & 1
-				limit := hd
-				if hd == 255 {
-					limit = im.maxProbe
-				}
-				if hd == 0 || bit == 0 || disp > limit {
-					return errf(ErrCorrupt, "bucket %d slot %d: displaced by %d from bucket %d, which does not announce it", b, j, disp, home)
-				}
-			}
-			maxDisp = max(maxDisp, disp)
-			full++
+			pos = r.end
+			n++
+		}
+		if !allZero(bk[pos:]) {
+			return errf(ErrCorrupt, "index bucket %d: a non-zero byte after its records (from +%d)", b, pos)
 		}
 	}
-	if full != im.entryCount {
-		return errf(ErrCorrupt, "the index has %d full slots, entry_count is %d", full, im.entryCount)
+	switch {
+	case n != im.entryCount:
+		return errf(ErrCorrupt, "the index holds %d records, entry_count is %d", n, im.entryCount)
+	case maxD != im.maxProbe:
+		return errf(ErrCorrupt, "the largest displacement is %d, max_probe is %d", maxD, im.maxProbe)
+	case (expiring == 0) == im.expiry:
+		return errf(ErrCorrupt, "%d records expire, but the header's EXPIRY flag is %v", expiring, im.expiry)
+	case shared != im.dedupRefs:
+		return errf(ErrCorrupt, "%d entries are shared, dedup_refs is %d", shared, im.dedupRefs)
 	}
-	if maxDisp != im.maxProbe {
-		return errf(ErrCorrupt, "the largest displacement is %d, max_probe is %d", maxDisp, im.maxProbe)
-	}
-	return nil
-}
-
-func (im *image) verifyEntries() error {
-	count, shared := uint64(0), uint64(0)
+	ents := uint64(0) // ENTRIES: each entry is its key's OUT record's
 	for pos := im.entOff; ; {
-		e, ok, err := im.nextEntry(pos, true)
+		e, ok, err := im.nextEntry(pos)
 		if err != nil {
 			return err
 		}
 		if !ok {
 			break
 		}
-		if off, err := im.find(e.key); err != nil || off != e.off {
-			return errf(ErrCorrupt, "entry at offset %d: looking its key up does not find it (%v)", e.off, err)
-		}
 		if err := im.entryPadding(e); err != nil {
 			return err
 		}
-		count++
-		if e.val.shared {
-			shared++
+		rb, rpos, err := im.locate(e.key, im.hash(e.key))
+		if err != nil || im.bucket(rb)[rpos]&recOut == 0 || recEntry(im.bucket(rb), rpos) != e.off {
+			return errf(ErrCorrupt, "entry at offset %d: no OUT record of its key points at it", e.off)
 		}
+		ents++
 		pos = e.end
 	}
-	if count != im.entryCount {
-		return errf(ErrCorrupt, "ENTRIES holds %d entries, entry_count is %d", count, im.entryCount)
-	}
-	if shared != im.dedupRefs {
-		return errf(ErrCorrupt, "%d entries are shared, dedup_refs is %d", shared, im.dedupRefs)
+	if ents != outs {
+		return errf(ErrCorrupt, "ENTRIES holds %d entries, the index %d OUT records", ents, outs)
 	}
 	return nil
+}
+
+// verifyRecord checks record i of bucket b (its directory tag bits,
+// dir[i] >> 7: dt): expiry, value (strlists in full), inline padding, tag
+// and home against its key's hash, its displacement announced at home,
+// and a lookup of its key finding it here. It returns the displacement and
+// whether it is a shared OUT entry.
+func (im *image) verifyRecord(bk *[bucketBytes]byte, b, i uint64, r *rec, dt uint64) (uint64, uint64, error) {
+	bad := func(format string, args ...any) (uint64, uint64, error) {
+		return 0, 0, errf(ErrCorrupt, "index bucket %d record %d: "+format, append([]any{b, i}, args...)...)
+	}
+	if r.kind&recExpires != 0 && r.expires == 0 {
+		return bad("expiry 0")
+	}
+	key, e, err := im.recKey(bk, r)
+	if err != nil {
+		return bad("%s", detail(err))
+	}
+	sh := uint64(0)
+	if r.out() {
+		if e.val.shared {
+			sh = 1
+		}
+	} else {
+		if !allZero(bk[r.keyPos+r.keyLen : r.valPos]) {
+			return bad("padding before its value is not zero")
+		}
+		v, err := im.recValue(b, r.pos)
+		if err != nil {
+			return bad("%s", detail(err))
+		}
+		if v.typ == TypeStrList {
+			if why := checkStrList(v.data); why != "" {
+				return bad("strlist: %s", why)
+			}
+		}
+	}
+	h := im.hash(key)
+	tag := tagOf(h)
+	if dt != dirTag(tag)>>dirTagShift {
+		return bad("directory tag bits %03x, key hashes to tag %04x (low 9 bits %03x)", dt, tag, tag&0x1ff)
+	}
+	home := im.home(h)
+	disp := (b + im.bucketCount - home) % im.bucketCount
+	if disp > im.maxProbe {
+		return bad("displacement %d is over max_probe %d", disp, im.maxProbe)
+	}
+	if disp > 0 && im.probes(im.bucket(home), tag) < disp {
+		return bad("displaced by %d from bucket %d, which does not announce it", disp, home)
+	}
+	fb, fpos, err := im.locate(key, h)
+	if err != nil || fb != b || fpos != r.pos {
+		return bad("looking its key up does not find it here (%v)", err)
+	}
+	return disp, sh, nil
 }
 
 // entryPadding: the bytes between the key and the value position, and after
 // the stored value (or the reference) up to the entry's end, are zero.
 func (im *image) entryPadding(e entry) error {
-	keyEnd := e.off + 8 + uint64(len(e.key))
-	vpos := keyEnd
-	if e.val.shared || e.val.typ.aligned8() {
-		vpos = align8(vpos)
-	}
+	keyEnd := e.off + entrySize + uint64(len(e.key))
+	vpos := entryValPos(e.off, uint64(len(e.key)), e.val.typ, e.val.shared)
 	valEnd := vpos + 8
 	if !e.val.shared {
 		valEnd = vpos + uint64(len(e.val.data)) + e.val.typ.nul()

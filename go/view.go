@@ -46,8 +46,17 @@ func (m *mapping) release() {
 // source is what Image and Cache share: the current mapping, swapped by
 // a Cache's refresh, pinned by views and by the copying getters.
 type source struct {
-	cur atomic.Pointer[mapping]
+	cur      atomic.Pointer[mapping]
+	clockPin atomic.Int64 // SetClock's "now"; 0: the system clock
 }
+
+// SetClock pins the "now" of expiry checks (Unix seconds, FORMAT.md
+// §17) for this Image or Cache: its copying getters, and the Views
+// pinned after the call (a View keeps the clock it was pinned with); 0
+// unpins it, the system clock again. For tests and replays, as the C
+// reader's shmkv_set_clock. An image without the EXPIRY flag has no
+// expiring entry, pinned clock or not.
+func (s *source) SetClock(now int64) { s.clockPin.Store(now) }
 
 func (s *source) pin() (*mapping, error) {
 	for {
@@ -80,92 +89,67 @@ func (s *source) Pin() (*View, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &View{m: m, im: m.im}, nil
+	return &View{m: m, im: m.im, clock: s.clockPin.Load()}, nil
 }
 
-// with pins, runs f on the value of key and unpins: the copying getters.
-func (s *source) with(key string, f func(Value) error) error {
+// read pins the current mapping, reads key's value with get (one of
+// Value's getters) and unpins: the copying getters, whose results own
+// their memory (get's scalar or string, or a copy of its slice: clone).
+func read[T any](s *source, key string, get func(Value) (T, error), clone func(T) T) (T, error) {
+	var zero T
 	m, err := s.pin()
 	if err != nil {
-		return err
+		return zero, err
 	}
 	defer m.release()
-	v, err := m.im.get(strBytes(key))
+	v, err := m.im.get(strBytes(key), &View{clock: s.clockPin.Load()}) // on the stack
 	if err != nil {
-		return err
+		return zero, err
 	}
-	return f(v)
+	out, err := get(v)
+	if err != nil {
+		return zero, err
+	}
+	return clone(out), nil
 }
+
+func same[T any](x T) T { return x }
+
+// copied is a copy of a zero-copy slice, never nil.
+func copied[E any](l []E) []E { return append([]E{}, l...) }
 
 // Bytes is a copy of key's bytes value.
-func (s *source) Bytes(key string) (out []byte, err error) {
-	err = s.with(key, func(v Value) error {
-		b, err := v.Bytes()
-		out = append([]byte{}, b...)
-		return err
-	})
-	return out, err
-}
+func (s *source) Bytes(key string) ([]byte, error) { return read(s, key, Value.Bytes, copied) }
 
-// String is key's string value.
-func (s *source) String(key string) (out string, err error) {
-	err = s.with(key, func(v Value) error { out, err = v.Text(); return err })
-	return out, err
-}
+// Text is key's string value, copied into a Go string (the getter is not
+// named String: that name is fmt.Stringer's).
+func (s *source) Text(key string) (string, error) { return read(s, key, Value.Text, same) }
 
 // Int64 is key's i64 value.
-func (s *source) Int64(key string) (out int64, err error) {
-	err = s.with(key, func(v Value) error { out, err = v.Int64(); return err })
-	return out, err
-}
+func (s *source) Int64(key string) (int64, error) { return read(s, key, Value.Int64, same) }
 
 // Float64 is key's f64 value.
-func (s *source) Float64(key string) (out float64, err error) {
-	err = s.with(key, func(v Value) error { out, err = v.Float64(); return err })
-	return out, err
-}
+func (s *source) Float64(key string) (float64, error) { return read(s, key, Value.Float64, same) }
 
 // Bool is key's bool value.
-func (s *source) Bool(key string) (out bool, err error) {
-	err = s.with(key, func(v Value) error { out, err = v.Bool(); return err })
-	return out, err
-}
+func (s *source) Bool(key string) (bool, error) { return read(s, key, Value.Bool, same) }
 
 // Float32s is a copy of key's f32list.
-func (s *source) Float32s(key string) (out []float32, err error) {
-	err = s.with(key, func(v Value) error {
-		l, err := v.Float32s()
-		out = append([]float32{}, l...)
-		return err
-	})
-	return out, err
+func (s *source) Float32s(key string) ([]float32, error) {
+	return read(s, key, Value.Float32s, copied)
 }
 
 // Float64s is a copy of key's f64list.
-func (s *source) Float64s(key string) (out []float64, err error) {
-	err = s.with(key, func(v Value) error {
-		l, err := v.Float64s()
-		out = append([]float64{}, l...)
-		return err
-	})
-	return out, err
+func (s *source) Float64s(key string) ([]float64, error) {
+	return read(s, key, Value.Float64s, copied)
 }
 
 // Int64s is a copy of key's i64list.
-func (s *source) Int64s(key string) (out []int64, err error) {
-	err = s.with(key, func(v Value) error {
-		l, err := v.Int64s()
-		out = append([]int64{}, l...)
-		return err
-	})
-	return out, err
-}
+func (s *source) Int64s(key string) ([]int64, error) { return read(s, key, Value.Int64s, copied) }
 
-// Strings is a copy of key's strlist.
-func (s *source) Strings(key string) (out []string, err error) {
-	err = s.with(key, func(v Value) error { out, err = v.Strings(); return err })
-	return out, err
-}
+// Strings is key's strlist copied into Go strings (ErrCorrupt if a string
+// is damaged or not strict UTF-8).
+func (s *source) Strings(key string) ([]string, error) { return read(s, key, Value.Strings, same) }
 
 // View is a pinned image: one generation of a Cache, or an Image, that
 // stays mapped until Release. Its methods may be called from any number of
@@ -176,6 +160,7 @@ func (s *source) Strings(key string) (out []string, err error) {
 type View struct {
 	m        *mapping
 	im       *image
+	clock    int64 // the source's pinned clock when pinned; 0: the system clock
 	released atomic.Bool
 }
 
@@ -193,55 +178,33 @@ func (v *View) Generation() uint64 { return v.m.gen }
 // the copy is not pinned to a node (and for an image file).
 func (v *View) Node() int { return v.m.node }
 
-// Len is the number of entries.
+// Len is the image's entry_count: every record, expired ones included
+// (Entries yields the live ones).
 func (v *View) Len() int { return int(v.m.im.entryCount) }
 
-// Get is key's value, zero-copy: ErrNotFound (also for an entry of a
-// format v2 image whose expiry the clock has reached: FORMAT.md §17.6; the
-// clock is read once per call, and only for images with the header's
-// EXPIRY flag), ErrKeyLen, ErrCorrupt where the lookup meets damage
-// (FORMAT.md §12.1, §17.5), ErrClosed after Release. No allocation.
+// Get is key's value, zero-copy: ErrNotFound (also for an entry whose
+// expiry the clock has reached: FORMAT.md §17; the clock is read once
+// per call, and only for images with the header's EXPIRY flag), ErrKeyLen,
+// ErrCorrupt where the lookup meets damage (FORMAT.md §12.1, §6.4; a
+// string value that is not strict UTF-8 included), ErrClosed after
+// Release. No allocation.
 func (v *View) Get(key string) (Value, error) {
-	return v.GetBytes(strBytes(key))
+	return v.im.get(strBytes(key), v) // inlined here: one call to the lookup
 }
 
 // GetBytes is Get with the key as bytes.
 func (v *View) GetBytes(key []byte) (Value, error) {
-	if v.released.Load() {
-		return Value{}, ErrClosed
-	}
-	im := v.im
-	if im.version != 2 || len(key) > maxKeyLen {
-		return im.get(key)
-	}
-	var h uint64 // im.hash, its short-key case inline
-	if n := len(key); n > 8 && n <= 16 && im.hashBits >= 64 {
-		h = xxh3Len9To16(key, im.seed)
-	} else {
-		h = im.hash(key)
-	}
-	b, bk := im.homeBucket(h)
-	prefetchNext(bk)                        // §17.5's reader policy: the home's second line, bucket b+1
-	now := int64(0)                         // the clock, read only for an expiring record (get2Slow)
-	return im.get2Fast(key, h, b, bk, &now) // the v2 single get, FORMAT.md §17.5
+	return v.im.get(key, v)
 }
 
-// Expires is when key's entry expires, in Unix seconds (FORMAT.md §17.6),
-// expired or not; 0 when it never does (always 0 in a format v1 image).
-// ErrNotFound for a key the image does not hold.
+// Expires is when key's entry expires, in Unix seconds (FORMAT.md §17),
+// expired or not; 0 when it never does. ErrNotFound for a key the image
+// does not hold.
 func (v *View) Expires(key string) (uint32, error) {
 	if v.released.Load() {
 		return 0, ErrClosed
 	}
 	return v.im.expiresOf(strBytes(key))
-}
-
-// Iter walks every entry of the view's image in image order.
-func (v *View) Iter() *Iter {
-	if v.released.Load() {
-		return &Iter{err: ErrClosed}
-	}
-	return &Iter{im: v.m.im, pos: v.m.im.entOff}
 }
 
 // Verify runs the full structural check of FORMAT.md §13 (checksums

@@ -1,132 +1,134 @@
 /* shmkv.h - header-only reader for shmkv images (C11, also valid C++17).
  *
  * Depends on libc and xxhash.h (included with XXH_INLINE_ALL) only.
- * Format: lib/FORMAT.md. Control segment protocol: lib/PROTOCOL.md.
+ * Format: lib/FORMAT.md (format 2; format 1 is refused with SHMKV_EVERSION,
+ * naming `shmctl image upgrade`). Control segment protocol: lib/PROTOCOL.md.
  * Errors: 0 or negative (-errno or SHMKV_E*, in [-31299, -31200]), named by
  * shmkv_strerror() and shmkv_errname(); nothing here sets errno.
  * Public names are shmkv_*; shmkv__* are internal: don't use them directly.
+ * lib/README.md documents each function; packaging/test/docs_test.py checks
+ * that this list, its return values and lib/README.md's name the same
+ * functions and codes.
  *
  * Contents
- *   Open and close (shmkv/handle.h, shmkv/verify.h)
- *     int  shmkv_open_file(path, flags, &db)         map an image read-only
- *     int  shmkv_open_file_diag(path, flags, &db, why, why_len)  same, with the reason
- *     void shmkv_close(db)                           NULL is ignored
- *     int  shmkv_image_check(base, size, flags, why, why_len)    check bytes in memory
- *     int  shmkv_verify(db, why, why_len)            full structural walk
+ *   Open and close (shmkv/open.h, shmkv/handle.h, shmkv/verify.h)
+ *     shmkv_open_file(path, flags, &db), shmkv_open_file_diag(path, flags, &db, why, why_len)
+ *     shmkv_close(db)                                NULL is ignored
+ *     shmkv_header_check(header, size, why, why_len) the first 512 bytes alone
+ *     shmkv_image_check(base, size, flags, why, why_len)  bytes in memory
+ *     shmkv_verify(db, why, why_len)                 the full structural walk
+ *     shmkv_header(db)                               the image header
  *     flags: SHMKV_OPEN_NOVERIFY (skip section checksums), SHMKV_OPEN_POPULATE,
  *            SHMKV_OPEN_DEEP (also shmkv_verify at open), SHMKV_OPEN_HUGEPAGES
- *            (huge pages for an image on tmpfs now: MADV_COLLAPSE, Linux 6.1+)
  *   Attach to a loader-managed cache (shmkv/attach.h; lib/PROTOCOL.md)
- *     int  shmkv_attach(name, flags, &db)            root from $SHMKV_ROOT or /run/shmkv
- *     int  shmkv_attach_diag(root, name, flags, &db, why, why_len)  same, with the reason
- *     int  shmkv_attach_node(root, name, node, flags, &db, why, why_len)  the copy of NUMA
- *            node (numa=replicate), else the nearest; attach uses the calling thread's node
- *     int  shmkv_node(db)                            node of the copy read (-1: not pinned)
- *     int  shmkv_refresh(db)                         0 unchanged, 1 moved to a new generation
- *     uint64_t shmkv_generation(db)                  generation served (0: a file handle)
+ *     shmkv_attach(name, flags, &db)                 root from $SHMKV_ROOT or /run/shmkv
+ *     shmkv_attach_diag(root, name, flags, &db, why, why_len)
+ *     shmkv_attach_node(root, name, node, flags, &db, why, why_len)  a NUMA node's copy
+ *     shmkv_refresh(db)                              0 unchanged, 1 moved to a new generation
+ *     shmkv_detach(db, &gen)                         hand the mapped generation to a new handle
+ *     shmkv_generation(db), shmkv_node(db)           generation served; node of the copy read
  *     flags: SHMKV_ATTACH_VERIFY (checksums at attach), SHMKV_OPEN_DEEP
  *     A get never mixes two generations; values stay valid until the next
- *     refresh that returns 1, or close. Mappings are read-only (PROT_READ of
- *     O_RDONLY descriptors): a reader cannot write the cache.
+ *     refresh that returns 1, or close. Mappings are read-only.
  *   Lookups (shmkv/get.h, shmkv/batch.h; no system call, no allocation;
- *   values point into the image)
- *     int  shmkv_get(db, key, key_len, &value)       any type
- *     int  shmkv_get_i64 / _f64 / _bool / _str / _bytes
- *     int  shmkv_get_f32list / _f64list / _i64list   zero-copy arrays
- *     int  shmkv_get_strlist(db, key, key_len, &list)
- *          shmkv_value_strlist(&value, &list)        a string list from shmkv_get's value
- *          size_t shmkv_strlist_count(&list), shmkv_strlist_at(&list, i, &len)
- *     Typed getters return SHMKV_ETYPE on a type mismatch: nothing is converted.
- *     size_t shmkv_get_batch(db, keys, n, values, errs)  many keys, prefetched in groups
- *     int  shmkv_get_diag(db, key, key_len, &value, why, why_len)  shmkv_get + the reason
- *     Every offset a lookup follows is checked against its section (FORMAT.md
- *     §12.1): no image, however forged, even opened with SHMKV_OPEN_NOVERIFY or
- *     attached, makes a get, a batch, a string list or an iteration read
- *     outside it; damage on a key's path is SHMKV_ECORRUPT.
- *   Iteration
- *     shmkv_iter_init(db, &it); while (shmkv_iter_next(&it, &k, &klen, &v) == 0) ...
- *     uint32_t shmkv_iter_expires(&it)            expiry of the entry just returned (0: none)
- *   Expiry (format v2, FORMAT.md §17.6; shmkv/v2.h): an expired entry is absent
- *     int  shmkv_get_expires(db, key, key_len, &expires)  expiry of a key, expired or not
- *     void shmkv_set_clock(db, now)                  pin "now" (unix seconds; 0: real clock)
+ *   values point into the image; an image with expiry reads the clock)
+ *     shmkv_get(db, key, key_len, &value)            any type
+ *     shmkv_get_i64, shmkv_get_f64, shmkv_get_bool, shmkv_get_str, shmkv_get_bytes,
+ *     shmkv_get_f32list, shmkv_get_f64list, shmkv_get_i64list, shmkv_get_strlist
+ *                                                    typed: SHMKV_ETYPE, nothing converted
+ *     shmkv_value_strlist(&value, &list), shmkv_strlist_count(&list),
+ *     shmkv_strlist_at(&list, i, &len)               a string list, each string checked
+ *     shmkv_get_batch(db, keys, n, values, errs)     many keys, in groups
+ *     shmkv_get_diag(db, key, key_len, &value, why, why_len)  shmkv_get + the reason
+ *     shmkv_get_expires(db, key, key_len, &expires)  a key's expiry, expired or not
+ *     shmkv_set_clock(db, now)                       pin "now" (unix seconds; 0: real clock)
+ *     Every offset a lookup follows is checked against its bucket or section
+ *     (FORMAT.md §12.1): no image, however forged, even opened with
+ *     SHMKV_OPEN_NOVERIFY or attached, makes a get, a batch, a string list or
+ *     an iteration read outside it; damage on a key's path is SHMKV_ECORRUPT.
+ *   Iteration (shmkv/iter.h; FORMAT.md §18)
+ *     shmkv_iter_init(db, &it), shmkv_iter_init_all(db, &it)  live entries; every record
+ *     shmkv_iter_next(&it, &key, &key_len, &value), shmkv_iter_expires(&it)
  *   USDT probes (shmkv/trace.h; perf/README.md), opt-in: -DSHMKV_USDT=1 for every
  *     file including <shmkv.h>, and #define SHMKV_USDT_SEMAPHORES 1 in one of them
- *   Value types (shmkv/types.h): one row each, FORMAT.md §8
- *     const shmkv_type_desc *shmkv_type_desc_of(type)  name, alignment, NUL, shape; NULL: no type
- *     unsigned shmkv_type_by_name(name)              the type a name stands for, or 0
- *   Errors and misc (shmkv/errors.h, shmkv/types.h, shmkv/probe.h)
- *     const char *shmkv_strerror(err)                message ("key not found", strerror)
- *     const char *shmkv_errname(err)                 symbol ("SHMKV_ENOTFOUND", "ENOENT")
- *     const char *shmkv_file_kind(st_mode)           "a FIFO", "a directory", ... (error messages)
- *     int  shmkv_vfail(err, why, why_len, fmt, ap)   the why/why_len convention: message, err back
- *     const char *shmkv_type_name(type), shmkv_vector_name()
- *     const shmkv_image_header *shmkv_header(db)
+ *   Value types and errors (shmkv/types.h, shmkv/errors.h, shmkv/probe.h)
+ *     shmkv_type_desc_of(type), shmkv_type_name(type), shmkv_type_by_name(name)
+ *     shmkv_strerror(err), shmkv_errname(err), shmkv_vfail(err, why, why_len, fmt, ap)
+ *     shmkv_file_kind(st_mode), shmkv_vector_name()
  *   Cache names and control segments (shmkv/ctl.h), for readers, shmctl and the loader
- *     int  shmkv_name_check(name)                    0, or -EINVAL (SHMKV_CACHE_NAME_RULE)
- *     const char *shmkv_ctl_root(root)               root, else $SHMKV_ROOT, else /run/shmkv
- *     int  shmkv_ctl_path(root, name, buf, len)      ROOT/NAME.ctl
- *     int  shmkv_ctl_open(root, name, flags, &ctl, why, why_len)  map and check one
- *     void shmkv_ctl_close(ctl)
- *     int  shmkv_ctl_read(ctl, &copy)                consistent copy (seqcount read)
- *     uint64_t shmkv_ctl_generation(ctl)             one acquire load
- *     int  shmkv_ctl_mid_update(ctl)                 1 while seq is odd
- *     the loader only: shmkv_ctl_init(&ctl), shmkv_ctl_open(..., SHMKV_CTL_RDWR, ...),
- *     int  shmkv_ctl_publish(ctl, generation, segs, n, loader_pid, published_ns)
- *   Format functions for builders and inspectors (shmkv/tools.h; FORMAT.md §5-8)
- *     uint64_t shmkv_key_hash(seed, hash_bits, key, len), shmkv_home_bucket(hash, buckets),
- *              shmkv_key_tag(hash), shmkv_slot_tag(slot), shmkv_slot_entry_offset(slot)
- *     unsigned shmkv_slot_meta(slot), shmkv_filter_index(tag)
- *     int      shmkv_type_align8(type); uint64_t shmkv_entry_value_pos(&entry_header)
- *     int      shmkv_value_check(type, p, len, why, why_len)
- *     int      shmkv_entry_at(db, offset, &entry, why, why_len)  bounds-checked decode
- *     const char *shmkv_section_name(kind)
- *     uint64_t shmkv_bucket_displacement(bucket, tag, max_probe)  later buckets to search
- *     int      shmkv_find_entry(db, key, len, &offset)           the reader's lookup, as an offset
- *     int      shmkv_zero_check(db, from, to, what, why, why_len) padding is zero
- *     int      shmkv_value_utf8_valid(&value)                    1 if strict UTF-8
- *     int      shmkv_utf8_valid(p, n), size_t shmkv_utf8_seq_len(p, n)  (shmkv/utf8.h)
- *              strict UTF-8: the one check, 1/0; one sequence's length, 0 if none
- *     int      shmkv_bind_mem(&db, base, size, flags, why, why_len) a handle over memory
- *              the caller owns (checked as shmkv_image_check; never shmkv_close it)
+ *     shmkv_name_check(name), shmkv_ctl_root(root), shmkv_ctl_path(root, name, buf, len)
+ *     shmkv_ctl_open(root, name, flags, &ctl, why, why_len), shmkv_ctl_close(ctl)
+ *     shmkv_ctl_open_fd(root, name, flags, &ctl, &fd, why, why_len)
+ *     shmkv_ctl_read(ctl, &copy), shmkv_ctl_generation(ctl), shmkv_ctl_mid_update(ctl)
+ *     the loader only: shmkv_ctl_init(&ctl), shmkv_ctl_publish(ctl, generation, segs, n,
+ *     loader_pid, published_ns), shmkv_ctl_retire(ctl, generation, loader_pid, published_ns)
+ *   Format functions for builders and inspectors (shmkv/tools.h; FORMAT.md §5-9)
+ *     shmkv_key_hash(seed, hash_bits, key, len), shmkv_home_bucket(hash, buckets),
+ *     shmkv_key_tag(hash), shmkv_filter_index(tag), shmkv_dir_entry(tag, off),
+ *     shmkv_dir_end(n), shmkv_record_span(pos, kind, key_len, value_len, &key_pos, &val_pos),
+ *     shmkv_record_at(bucket, i, &record), shmkv_record_tag_bits(bucket, i),
+ *     shmkv_bucket_displacement(bucket, tag, max_probe), shmkv_type_align8(type),
+ *     shmkv_entry_value_pos(&entry_header), shmkv_value_stored_len(type, len),
+ *     shmkv_entry_size(type, shared, key_len, value_len),
+ *     shmkv_value_check(type, p, len, why, why_len), shmkv_section_name(kind),
+ *     shmkv_entry_at(db, offset, &entry, why, why_len),
+ *     shmkv_find_record(db, key, len, &offset, &expires),
+ *     shmkv_zero_check(db, from, to, what, why, why_len),
+ *     shmkv_utf8_valid(p, n), shmkv_utf8_seq_len(p, n),
+ *     shmkv_bind_mem(&db, base, size, flags, why, why_len)  a handle over memory the caller owns
  *
  * Return values (why/why_len, where taken, receive a one-line reason naming
  * the file, section or offset; NULL/0 to skip it)
- *   shmkv_get, shmkv_get_diag: 0; SHMKV_ENOTFOUND (absent); SHMKV_EKEYLEN (key
- *               over 65535 bytes); SHMKV_ECORRUPT (a damaged slot, entry or value
- *               on the key's path). Outputs untouched on error.
- *   shmkv_get_i64 ... _strlist (typed): as shmkv_get, and SHMKV_ETYPE (another
- *               type). What they return has its type's shape (i64/f64 8 bytes,
- *               bool one byte 0 or 1, lists whole elements).
+ *   shmkv_get, shmkv_get_diag: 0; SHMKV_ENOTFOUND (absent or expired); SHMKV_EKEYLEN
+ *               (key over 65535 bytes); SHMKV_ECORRUPT (a damaged record, entry or
+ *               value on the key's path; a string that is not UTF-8). Outputs
+ *               untouched on error.
+ *   shmkv_get_i64, shmkv_get_f64, shmkv_get_bool, shmkv_get_str, shmkv_get_bytes,
+ *   shmkv_get_f32list, shmkv_get_f64list, shmkv_get_i64list, shmkv_get_strlist: as
+ *               shmkv_get, and SHMKV_ETYPE (another type). What they return has its
+ *               type's shape (i64/f64 8 bytes, bool one byte 0 or 1, lists whole
+ *               elements).
+ *   shmkv_get_expires, shmkv_find_record: as shmkv_get (an expired key is found).
  *   shmkv_get_batch: the number of keys found; errs[i] as shmkv_get's.
  *   shmkv_value_strlist: 0; SHMKV_ETYPE (not a strlist); SHMKV_ECORRUPT (count
  *               does not fit the value); the list is empty on error.
  *   shmkv_strlist_at: string i; NULL when i >= count (*len untouched) or when
  *               string i is damaged (*len 0): never bytes outside the list.
- *   shmkv_open_file*: 0; -errno (open/fstat/mmap: -ENOENT, -EACCES, -ENOMEM...);
- *               -EINVAL (unknown flags); SHMKV_EMAGIC, SHMKV_EVERSION, SHMKV_ELAYOUT,
- *               SHMKV_ETRUNCATED, SHMKV_ECHECKSUM, SHMKV_ECORRUPT.
- *   shmkv_image_check, shmkv_verify: 0; the image errors above.
- *   shmkv_attach*: 0; -ENOENT (no such cache); -EINVAL (bad name or flags);
- *               -EAGAIN (nothing published yet, or the control segment stays
- *               mid-update: try again); SHMKV_EPROTO (not a control segment
- *               of this protocol); other -errno; image errors as shmkv_open_file.
+ *   shmkv_iter_next: 0; SHMKV_EEND (every record passed); SHMKV_ECORRUPT (the
+ *               next record is damaged: every later call returns it too).
+ *   shmkv_open_file, shmkv_open_file_diag: 0; -errno (open, fstat, mmap); -EINVAL
+ *               (unknown flags, not a regular file);
+ *               SHMKV_EMAGIC, SHMKV_EVERSION, SHMKV_ELAYOUT, SHMKV_ETRUNCATED,
+ *               SHMKV_ECHECKSUM, SHMKV_ECORRUPT.
+ *   shmkv_header_check, shmkv_image_check, shmkv_bind_mem: 0; SHMKV_EMAGIC,
+ *               SHMKV_EVERSION, SHMKV_ELAYOUT, SHMKV_ETRUNCATED, SHMKV_ECHECKSUM,
+ *               SHMKV_ECORRUPT.
+ *   shmkv_verify: 0; SHMKV_ECHECKSUM; SHMKV_ECORRUPT.
+ *   shmkv_attach, shmkv_attach_diag, shmkv_attach_node: 0; -ENOENT (no such cache);
+ *               -EINVAL (bad name, flags or node); -EAGAIN (nothing published yet,
+ *               or the control segment stays mid-update: try again); -EPERM (a
+ *               segment not owned by the control segment's owner, or writable by
+ *               others); SHMKV_EPROTO (not a control segment of this protocol, or
+ *               writable by group or others); SHMKV_ESTALE (the cache is being
+ *               dropped); other -errno; image errors as shmkv_open_file.
  *   shmkv_refresh: 0 (unchanged, or a file handle); 1 (moved: values from before
- *               are invalid); < 0 as shmkv_attach, the handle still serving
- *               its old generation.
- *   shmkv_iter_next: 0; SHMKV_EEND (all entry_count entries returned);
- *               SHMKV_ECORRUPT (the next entry is damaged: every later call
- *               returns it too).
- *   shmkv_name_check: 0; -EINVAL.   shmkv_ctl_path: 0; -EINVAL; -ENAMETOOLONG.
- *   shmkv_ctl_open: 0; -ENOENT; -EINVAL; -ELOOP (a symlink); -ENAMETOOLONG;
- *               other -errno; SHMKV_EPROTO (not a control segment of this
- *               protocol, not a regular file, or with SHMKV_CTL_RDWR not ours alone).
+ *               are invalid); SHMKV_ESTALE (dropped or replaced: attach again);
+ *               < 0 as shmkv_attach, the handle still serving its old generation.
+ *   shmkv_detach: 0; -EINVAL (not attached, or nothing mapped); -ENOMEM.
+ *   shmkv_ctl_close, shmkv_close, shmkv_iter_init, shmkv_iter_init_all, shmkv_set_clock:
+ *               nothing (void).
+ *   shmkv_name_check: 0; -EINVAL.
+ *   shmkv_ctl_path: 0; -EINVAL; -ENAMETOOLONG.
+ *   shmkv_ctl_open, shmkv_ctl_open_fd: 0; -ENOENT; -EINVAL; -ELOOP (a symlink);
+ *               -ENAMETOOLONG; other -errno; SHMKV_EPROTO (not a control segment
+ *               of this protocol, not a regular file, or with SHMKV_CTL_RDWR not
+ *               ours alone).
  *   shmkv_ctl_read: 0; -EAGAIN (seq stays odd); SHMKV_EPROTO (impossible contents).
- *   shmkv_ctl_publish: 0; -EINVAL (more than SHMKV_CTL_MAX_SEGMENTS, or generation 0).
- *   shmkv_value_check, shmkv_entry_at, shmkv_zero_check: 0; SHMKV_ECORRUPT.
- *   shmkv_find_entry: 0; SHMKV_ENOTFOUND; SHMKV_EKEYLEN; SHMKV_ECORRUPT.
- *   shmkv_bind_mem: 0; the errors of shmkv_image_check.
- *   shmkv_strerror, shmkv_errname, *_name: never NULL (static strings).
- *   shmkv_vfail: err, as given.
+ *   shmkv_ctl_publish, shmkv_ctl_retire: 0; -EINVAL (more than SHMKV_CTL_MAX_SEGMENTS,
+ *               or generation 0).
+ *   shmkv_value_check, shmkv_entry_at, shmkv_record_at, shmkv_zero_check: 0;
+ *               SHMKV_ECORRUPT.
+ *   shmkv_vfail: err, as given. shmkv_strerror, shmkv_errname, *_name: never NULL.
  *
  * Lifetime: pointers obtained from a handle stay valid until shmkv_close()
  * (and, for an attached handle, until a shmkv_refresh() that returns 1).
@@ -156,16 +158,11 @@
 #define SHMKV_VERSION_MINOR 1
 #define SHMKV_VERSION_PATCH 0
 
-#include "shmkv/format.h"
-#include "shmkv/errors.h"
-#include "shmkv/probe.h"
-#include "shmkv/handle.h"
-#include "shmkv/types.h"
-#include "shmkv/get.h"
-#include "shmkv/verify.h"
-#include "shmkv/batch.h"
-#include "shmkv/ctl.h"
+/* The public API, top down: each header includes only those below it. */
 #include "shmkv/attach.h"
 #include "shmkv/tools.h"
+#include "shmkv/batch.h"
+#include "shmkv/iter.h"
+#include "shmkv/get.h"
 
 #endif /* SHMKV_H */

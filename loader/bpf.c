@@ -330,8 +330,8 @@ static int fits(const void *key, size_t klen, const shmkv_value *v, const char *
 {
 	if (klen < plen || memcmp(key, prefix, plen))
 		return FIT_PREFIX;
-	/* a BPF map cannot drop a key at its expiry (format v2, FORMAT.md
-	 * §17.6): exported, it would be served after it; readers do expire it */
+	/* a BPF map cannot drop a key at its expiry (FORMAT.md
+	 * §17): exported, it would be served after it; readers do expire it */
 	if (expires)
 		return FIT_EXPIRES;
 	if (klen > SHMKV_BPF_KEY_MAX)
@@ -386,7 +386,7 @@ static int count_fits(shmkv *db, const char *path, const char *prefix, size_t pl
 	size_t klen;
 	shmkv_value v;
 	int err;
-	shmkv_iter_init(db, &it);
+	shmkv_iter_init_all(db, &it);
 	while ((err = shmkv_iter_next(&it, &k, &klen, &v)) == 0)
 		cnt[fits(k, klen, &v, prefix, plen, max_value, shmkv_iter_expires(&it))]++;
 	if (err != SHMKV_EEND)
@@ -409,7 +409,7 @@ static int fill_table(shmkv *db, const char *path, struct fill *f, const char *p
 	const void *k;
 	size_t klen;
 	shmkv_value v;
-	shmkv_iter_init(db, &it);
+	shmkv_iter_init_all(db, &it);
 	while (!err && (err = shmkv_iter_next(&it, &k, &klen, &v)) == 0) {
 		if (fits(k, klen, &v, prefix, plen, max_value, shmkv_iter_expires(&it)) != FIT_OK)
 			continue;

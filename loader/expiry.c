@@ -81,7 +81,7 @@ int expiry_scan(const shmkv *db, uint64_t max_times, struct expiry *out, char *w
 	size_t klen;
 	shmkv_value v;
 	int err;
-	shmkv_iter_init(db, &it);
+	shmkv_iter_init_all(db, &it);
 	while ((err = shmkv_iter_next(&it, &k, &klen, &v)) == 0) {
 		uint32_t e = shmkv_iter_expires(&it);
 		seen++;
@@ -185,7 +185,7 @@ void expiry_figures(const struct expiry *e, int64_t now, struct expiry_figs *f)
 		f->expired_known = f->next_known = 1;
 		break;
 	case EXPIRY_TRACKED: {
-		/* expired: now >= expires (FORMAT.md §17.6), as a reader decides */
+		/* expired: now >= expires (FORMAT.md §17), as a reader decides */
 		uint64_t i = count_upto(e->times, e->expiring, now);
 		f->expired_known = f->next_known = 1;
 		f->expired = i;

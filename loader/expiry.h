@@ -1,5 +1,5 @@
-/* expiry.h - when the entries of a generation expire (format v2, lib/FORMAT.md
- * §17.6), for status and metrics. Readers are other processes and never
+/* expiry.h - when the entries of a generation expire (lib/FORMAT.md
+ * §17), for status and metrics. Readers are other processes and never
  * report a get, so the loader cannot count expired hits; it can say, at any
  * moment, how many entries of the served image carry an expiry, how many of
  * them have expired (a reader treats those as absent), and when the next
@@ -8,7 +8,7 @@
  * One pass over the image (lib's shmkv_iter) collects the expiry times and
  * sorts them (4 bytes per expiring entry, up to a bound: [loader] expiry_times);
  * the figures at a given second are then two binary searches. An image
- * whose header has no EXPIRY flag (every v1 image) is not read at all. */
+ * whose header has no EXPIRY flag is not read at all. */
 #ifndef LOADER_EXPIRY_H
 #define LOADER_EXPIRY_H
 
@@ -19,7 +19,7 @@
 
 enum expiry_state {
 	EXPIRY_PENDING = 0, /* not read yet (adopted at restart, or just rolled back) */
-	EXPIRY_NONE,        /* no entry expires: v1, or v2 without the EXPIRY flag */
+	EXPIRY_NONE,        /* no entry expires: the header has no EXPIRY flag */
 	EXPIRY_TRACKED,     /* times[] holds every expiring entry's time */
 	EXPIRY_COUNTED,     /* more than the scan's max_times: count, first and last only */
 	EXPIRY_FAILED,      /* the pass stopped (note says why): nothing known */

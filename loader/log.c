@@ -22,23 +22,50 @@ void log_init(void)
 		to_journal = 1;
 }
 
+/* Copies the formatted message into out (room: cap bytes) with every control
+ * byte escaped (\n, \r, \t, \xNN): names and messages come from outside
+ * (spool file names, images, socket peers), and a raw newline in one would
+ * forge a second log line. Returns the bytes written. */
+static size_t escape_into(char *out, size_t cap, const char *in)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t o = 0;
+	for (const unsigned char *p = (const unsigned char *)in; *p; p++) {
+		unsigned char c = *p;
+		char esc = c == '\n' ? 'n' : c == '\r' ? 'r' : c == '\t' ? 't' : 0;
+		size_t need = c >= 0x20 && c != 0x7f ? 1 : esc ? 2 : 4;
+		if (o + need > cap)
+			break;
+		if (need == 1) {
+			out[o++] = (char)c;
+		} else {
+			out[o++] = '\\';
+			if (esc) {
+				out[o++] = esc;
+			} else {
+				out[o++] = 'x';
+				out[o++] = hex[c >> 4];
+				out[o++] = hex[c & 15];
+			}
+		}
+	}
+	return o;
+}
+
 static void vlog(int prio, const char *fmt, va_list ap)
 {
-	char line[2048];
-	int n = 0;
+	char msg[2048], line[2048];
+	size_t n = 0;
 	if (to_journal)
-		n = snprintf(line, sizeof line, "<%d>", prio);
+		n = (size_t)snprintf(line, sizeof line, "<%d>", prio);
 	else if (prio <= 4)
-		n = snprintf(line, sizeof line, "%s", prio <= 3 ? "error: " : "warning: ");
-	int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
-	if (m < 0)
+		n = (size_t)snprintf(line, sizeof line, "%s", prio <= 3 ? "error: " : "warning: ");
+	if (vsnprintf(msg, sizeof msg, fmt, ap) < 0)
 		return;
-	size_t len = (size_t)n + (size_t)m;
-	if (len > sizeof line - 2)
-		len = sizeof line - 2;
-	line[len++] = '\n';
+	n += escape_into(line + n, sizeof line - n - 1, msg);
+	line[n++] = '\n';
 	/* one write per line: lines of the two threads never interleave */
-	ssize_t w = write(STDERR_FILENO, line, len);
+	ssize_t w = write(STDERR_FILENO, line, n);
 	(void)w;
 }
 

@@ -1,5 +1,5 @@
 /* trustdir.h - opening a directory the loader may trust, by its whole chain
- * (issue 20; STYLE.md "Trust"). Walks the path from "/" one component at a
+ * (loader/README.md, "Trust"). Walks the path from "/" one component at a
  * time with openat(O_NOFOLLOW): every directory on the way must be owned by
  * root or the loader's uid and writable by no one else; a sticky directory
  * writable by others (/tmp, /dev/shm) is passed through only when the next

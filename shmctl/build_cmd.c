@@ -109,19 +109,16 @@ static int input_opt(int c, struct build_args *a)
 {
 	switch (c) {
 	case 'o': a->out = optarg; return GO_ON;
-	case OPT_FORMAT: {
-		/* the input's (jsonl, tsv) or the image's (1, 2): the words differ */
-		static const char *const formats[] = {"jsonl", "tsv", "1", "2", NULL};
+	case OPT_FORMAT: { /* the input's: images are format 2, the one format */
+		static const char *const formats[] = {"jsonl", "tsv", NULL};
 		int k = word_index(optarg, formats);
+		if (k < 0 && !strcmp(optarg, "1"))
+			return BAD("--format 1: format 1 is retired (images are format 2); convert "
+				   "a format 1 image with '" BIN_NAME " image upgrade OLD -o NEW'");
 		if (k < 0)
-			return BAD("--format %s: expected jsonl or tsv (the input's), or 1 or 2 "
-				   "(the image's format version)", optarg);
-		if (k >= 2) {
-			a->o.format = (unsigned)(k - 1);
-			a->o.fixed |= SHMKV_OPT_FORMAT; /* a dump's meta line leaves it */
-		}
-		else
-			a->format = k == 0 ? SHMKV_INPUT_JSONL : SHMKV_INPUT_TSV;
+			return BAD("--format %s: expected jsonl or tsv (the input's format; images "
+				   "are format 2)", optarg);
+		a->format = k == 0 ? SHMKV_INPUT_JSONL : SHMKV_INPUT_TSV;
 		return GO_ON;
 	}
 	case OPT_TSV_EXPIRES:

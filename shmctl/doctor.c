@@ -1,6 +1,7 @@
 /* doctor.c - `shmctl doctor`: checks what shmkv needs from a host, each
  * finding with the command that fixes it; the exit code says whether
- * anything is wrong. Read-only: it changes nothing.
+ * anything stops the loader serving (a failure), never for what only makes
+ * it slower or narrower (a warning). Read-only: it changes nothing.
  *
  * Host paths go through $SHMKV_HOST_ROOT like hugepages.c's (a container
  * with the host's trees under it); the loader is asked over its socket. */
@@ -98,8 +99,9 @@ static void check_hugepages(void)
 									 : "/dev/hugepages-%s", sz);
 			snprintf(fix, sizeof fix, "mkdir -p %s && mount -t hugetlbfs -o pagesize=%s "
 				 "hugetlbfs %s", mdir, sz, mdir);
-			add(FAIL, "hugepages", fix, "%llu reserved %s pages (%llu free) but no "
-			    "hugetlbfs mount has that page size: the loader cannot use them",
+			add(WARN, "hugepages", fix, "%llu reserved %s pages (%llu free) but no "
+			    "hugetlbfs mount has that page size: the loader cannot use them "
+			    "(caches load into shm; memory=hugetlb caches fail)",
 			    (unsigned long long)p->nr, sz, (unsigned long long)p->free);
 		} else {
 			add(OK, "hugepages", NULL, "%llu %s pages reserved, %llu free, mounted on %s",
@@ -240,9 +242,11 @@ static void check_fs(const char *type, const char *dir, const char *why)
 }
 
 /* A directory readers or the loader depend on: exists, a directory, not
- * writable by group or others. */
+ * writable by group or others. open_level: how bad a directory every user
+ * may write is (the loader refuses it: FAIL where it then cannot serve, WARN
+ * where it works around it). */
 static void check_dir(const char *check, const char *path, const char *purpose,
-		      bool need_exists)
+		      bool need_exists, enum level open_level)
 {
 	struct stat st;
 	char fix[1200];
@@ -264,21 +268,27 @@ static void check_dir(const char *check, const char *path, const char *purpose,
 	snprintf(owner, sizeof owner, "%s:%s", pw ? pw->pw_name : "?", gr ? gr->gr_name : "?");
 	if (st.st_mode & S_IWOTH) {
 		snprintf(fix, sizeof fix, "chmod o-w %s", path);
-		add(FAIL, check, fix, "%s (%s) is writable by every user (mode %04o %s): the "
-		    "loader refuses it", path, purpose, (unsigned)(st.st_mode & 07777), owner);
+		add(open_level, check, fix, "%s (%s) is writable by every user (mode %04o %s): the "
+		    "loader refuses it%s", path, purpose, (unsigned)(st.st_mode & 07777), owner,
+		    open_level == FAIL ? "" : " and uses a private one beside it, which readers "
+		    "mounting it do not see");
 		return;
 	}
 	add(OK, check, NULL, "%s (%s): mode %04o %s", path, purpose, (unsigned)(st.st_mode & 07777),
 	    owner);
 }
 
+/* The group shmkv: what readers of other users join. Without it the loader
+ * serves all the same, under its own group, so it is a warning. */
 static void check_group(void)
 {
 	struct group *g = getgrnam("shmkv");
 	if (!g) {
-		add(FAIL, "group", "systemd-sysusers (the package's sysusers.d/shmkv.conf), or "
-		    "groupadd --system shmkv",
-		    "no group shmkv: readers cannot be given access to the segments");
+		add(WARN, "group", "groupadd --system shmkv, then usermod -aG shmkv USER for "
+		    "each reader's user, and restart the loader (the packages' sysusers.d "
+		    "does the first)",
+		    "no group shmkv: the loader gives its root and segment directories its "
+		    "own group, so only processes of its user or group can attach");
 		return;
 	}
 	size_t n = 0;
@@ -311,12 +321,12 @@ static void check_segment_dirs(long loader_uid)
 	struct host_mount m[8];
 	size_t n = mounts_of("hugetlbfs", m, 8);
 	char p[1100];
-	check_dir("segments", "/dev/shm/shmkv", "shm segment directory", false);
+	check_dir("segments", "/dev/shm/shmkv", "shm segment directory", false, WARN);
 	check_segment_owner("/dev/shm/shmkv", loader_uid);
 	for (size_t i = 0; i < n; i++) {
 		if (snprintf(p, sizeof p, "%s/shmkv", m[i].dir) >= (int)sizeof p)
 			continue;
-		check_dir("segments", p, "hugetlbfs segment directory", false);
+		check_dir("segments", p, "hugetlbfs segment directory", false, WARN);
 		check_segment_owner(p, loader_uid);
 	}
 }
@@ -346,7 +356,8 @@ static long check_loader(const char *root)
 	int err = ctl_request(root, ping, 1, 5000, &reply, why, sizeof why);
 	if (err) {
 		snprintf(fix, sizeof fix, "systemctl start shmkv-loader (journalctl -u "
-			 "shmkv-loader says why it stopped)");
+			 "shmkv-loader says why it stopped); not installed: shmkv-loader --root "
+			 "%.900s --spool DIR", root);
 		add(FAIL, "loader", fix, "%s", why);
 		return -1;
 	}
@@ -362,7 +373,7 @@ static long check_loader(const char *root)
 		snprintf(fix, sizeof fix, "install -d -m 0755 -o shmkv -g shmkv %s", spool);
 		add(FAIL, "spool", fix, "%s", spool_error);
 	} else {
-		check_dir("spool", spool, "the loader's spool", true);
+		check_dir("spool", spool, "the loader's spool", true, FAIL);
 	}
 	jv_free(reply);
 	const char *list[] = {"list"};
@@ -405,7 +416,9 @@ int doctor_help(int argc, char **argv)
 		"         as the loader's user (or in its container) to see what the loader sees.\n"
 		"         Changes nothing.\n"
 		"\n"
-		"Exit status: 0 nothing wrong (warnings allowed); 1 a check failed;\n"
+		"Exit status: 0 the loader can serve (warnings allowed); 1 a check failed:\n"
+		"             something stops the loader serving (it does not answer, its\n"
+		"             root or spool is refused, a cache has nothing published);\n"
 		"             2 usage error.\n");
 	return 0;
 }
@@ -438,7 +451,7 @@ int do_doctor_check(int argc, char **argv)
 	check_fs("tracefs", "/sys/kernel/tracing", "uprobes and USDT probes (perf/) need it");
 	check_fs("bpf", "/sys/fs/bpf", "pinned BPF programs and maps need it");
 	check_group();
-	check_dir("root", root, "control segments and control.sock", false);
+	check_dir("root", root, "control segments and control.sock", false, FAIL);
 	long loader_uid = check_loader(root);
 	check_segment_dirs(loader_uid);
 	size_t fails = 0, warns = 0;

@@ -12,10 +12,6 @@
 
 #include "main.h"
 
-#define STR_(x) #x
-#define STR(x) STR_(x)
-#define DEFAULT_FORMAT_STR STR(SHMKV_BUILD_DEFAULT_FORMAT)
-
 int image_help(int argc, char **argv)
 {
 	(void)argc;
@@ -23,16 +19,16 @@ int image_help(int argc, char **argv)
 	print_help(
 		"Usage: " BIN_NAME " [OPTIONS] image { COMMAND | help }\n"
 		"       " BIN_NAME " image build -o { OUT | - } [BUILD_OPTS] INPUT...\n"
-		"       " BIN_NAME " image join -o { OUT | - } [--threads N] [--memory-limit SIZE]\n"
-		"                          [--tmpdir DIR] FRAGMENT...\n"
+		"       " BIN_NAME " image join -o { OUT | - } [REBUILD_OPTS] FRAGMENT...\n"
+		"       " BIN_NAME " image upgrade -o { NEW | - } [REBUILD_OPTS] OLD\n"
 		"       " BIN_NAME " image get [--key-base64] FILE KEY\n"
 		"       " BIN_NAME " image inspect FILE\n"
 		"       " BIN_NAME " image verify FILE\n"
 		"       " BIN_NAME " image dump FILE\n"
 		"       " BIN_NAME " image help\n"
 		"\n"
-		"       COMMAND := { build | join | get | inspect | verify | dump }\n"
-		"       BUILD_OPTS := { --format FORMAT | --format VERSION | --type TYPE |\n"
+		"       COMMAND := { build | join | upgrade | get | inspect | verify | dump }\n"
+		"       BUILD_OPTS := { --format FORMAT | --type TYPE |\n"
 		"                       --tsv-expires | --on-duplicate DUP |\n"
 		"                       --name NAME | --seed SEED | --created UNIX_TIME |\n"
 		"                       --buckets N | --load-factor F | --no-dedup |\n"
@@ -40,9 +36,8 @@ int image_help(int argc, char **argv)
 		"                       --filter-part | --memory-limit SIZE | --tmpdir DIR |\n"
 		"                       --hash-bits BITS }   (--hash-bits: tests only)\n"
 		"       INPUT := { PATH | - }\n"
+		"       REBUILD_OPTS := { --threads N | --memory-limit SIZE | --tmpdir DIR }\n"
 		"       FORMAT := { jsonl | tsv }   (default: tsv for *.tsv, else jsonl)\n"
-		"       VERSION := { 1 | 2 }   (image format; default " DEFAULT_FORMAT_STR ";\n"
-		"                 1 for readers older than format 2, and no expiry)\n"
 		"       TYPE := { bytes | string | i64 | bool | f64 | f32list | f64list |\n"
 		"                 i64list | strlist }   (TSV value type; default string)\n"
 		"       DUP := { error | first | last }   (default error)\n"
@@ -57,12 +52,15 @@ int image_help(int argc, char **argv)
 		"         memory; none): spill to --tmpdir DIR (default $TMPDIR, else the\n"
 		"         output's directory) instead of going over it; same image\n"
 		"         expiry: JSONL \"expires\" (RFC 3339 or Unix seconds), TSV with\n"
-		"         --tsv-expires a third column (empty: none); format 2 only\n"
+		"         --tsv-expires a third column (empty: none)\n"
 		"join     fragments 1..N of --part builds, in order, into the image one\n"
 		"         build of all their records gives, byte for byte\n"
+		"upgrade  a format 1 image (retired) into the format 2 image a build of\n"
+		"         its records gives, byte for byte (its name, seed and created\n"
+		"         time kept; buckets chosen afresh); OLD is checked whole first\n"
 		"get      print KEY's value; --key-base64: KEY is base64 (binary keys)\n"
 		"inspect  header, sections, value types, probe lengths, dedup savings\n"
-		"verify   check every checksum, slot, entry and byte of padding\n"
+		"verify   check every checksum, record, entry and byte of padding\n"
 		"dump     the records as JSONL, after a shmkv_meta line: 'image build'\n"
 		"         of the dump gives the same image, byte for byte\n"
 		"\n"
@@ -76,6 +74,7 @@ int image_help(int argc, char **argv)
 static const struct cmd cmds[] = {
 	{"build", do_image_build},
 	{"join", do_image_join},
+	{"upgrade", do_image_upgrade},
 	{"get", do_image_get},
 	{"inspect", do_image_inspect},
 	{"verify", do_image_verify},
@@ -159,7 +158,7 @@ int image_each(const shmkv *db, image_entry_fn *fn, void *ctx, uint64_t *n)
 	shmkv_value v;
 	int err;
 	*n = 0;
-	shmkv_iter_init(db, &it);
+	shmkv_iter_init_all(db, &it);
 	while ((err = shmkv_iter_next(&it, &key, &key_len, &v)) == 0) {
 		int rc = fn(ctx, key, key_len, &v, shmkv_iter_expires(&it));
 		if (rc)

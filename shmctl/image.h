@@ -8,10 +8,24 @@
 
 #include <shmkv.h>
 
+struct shmkv_build_stats;
+
 int image_help(int argc, char **argv);
 
 int do_image_build(int argc, char **argv);
 int do_image_join(int argc, char **argv);
+int do_image_upgrade(int argc, char **argv);
+
+/* Join and upgrade (join_cmd.c, upgrade_cmd.c): -o OUT, --threads,
+ * --memory-limit and --tmpdir into shmkv_join_options, then fn on the
+ * inputs (at least one, at most max_in; inputs names them in messages),
+ * its progress, its error or the build's summary. Returns the exit code. */
+struct shmkv_join_options;
+typedef int image_rebuild_fn(const char *out, const char *const *in, size_t n,
+			     const struct shmkv_join_options *jo, struct shmkv_build_stats *st,
+			     char *why, size_t len);
+int image_rebuild(int argc, char **argv, const char *verb, const char *inputs, size_t max_in,
+		  image_rebuild_fn *fn);
 
 /* The long options build and join share: the output and how they run (each
  * verb's own enum names OPT_THREADS, OPT_MEMORY_LIMIT and OPT_TMPDIR). */
@@ -22,7 +36,6 @@ int do_image_join(int argc, char **argv);
 
 /* build_cmd.c, shared with join_cmd.c */
 struct shmkv_builder;
-struct shmkv_build_stats;
 int build_error(const struct shmkv_builder *b, const char *what, int err);
 void print_summary(const char *out, const struct shmkv_build_stats *s, double seconds);
 void catch_signals(void);
@@ -56,10 +69,12 @@ int image_simple_args(int argc, char **argv, int nargs, const char *usage);
  * (verify opens by itself: it maps image problems to EXIT_NEGATIVE). */
 int image_open(const char *path, unsigned flags, shmkv **db);
 
-/* Calls fn(ctx, key, key_len, value) for each entry in image order until
+/* Calls fn(ctx, key, key_len, value, expires) for each record in image order until
  * fn returns non-zero (an exit code, > 0). Returns fn's value, 0 at the end,
  * or the reader's error (< 0); *n: the entries fn took. */
-/* expires: the entry's expiry (Unix seconds; 0: none, and always in v1). */
+/* expires: the entry's expiry (Unix seconds; 0: none). Every record is
+ * given, expired ones too (shmkv_iter_init_all): dump and inspect show what
+ * the image holds. */
 typedef int image_entry_fn(void *ctx, const void *key, size_t key_len, const shmkv_value *v,
 			   uint32_t expires);
 int image_each(const shmkv *db, image_entry_fn *fn, void *ctx, uint64_t *n);

@@ -16,7 +16,7 @@ struct stats {
 	uint64_t types[SHMKV_TYPE_MAX + 1]; /* entries per value type */
 	uint64_t *probe;                     /* probe[d]: keys d buckets from home */
 	uint32_t probe_len;                  /* max_probe + 1 */
-	uint64_t expiring, expired;          /* v2: entries with an expiry; past it now */
+	uint64_t expiring, expired;          /* entries with an expiry; past it now */
 	uint32_t first_exp, last_exp;        /* their earliest and latest expiry */
 	int64_t now;
 };
@@ -48,67 +48,49 @@ static int count_types(const shmkv *db, struct stats *st, char *why, size_t len)
 	return 0;
 }
 
-/* v2: each record (by iteration, which walks the buckets in order: the
- * record just returned is in bucket it.bucket - 1), its key's home, the
+/* Walks the index (lib/shmkv/tools.h's rules): each bucket's records, each
+ * record's key (inline, or its OUT record's entry), its home bucket, the
  * distance. */
-static int probe_lengths_v2(const shmkv *db, struct stats *st, char *why, size_t len)
-{
-	const shmkv_image_header *h = shmkv_header(db);
-	shmkv_iter it;
-	const void *key;
-	size_t key_len;
-	shmkv_value v;
-	int err;
-	shmkv_iter_init(db, &it);
-	while ((err = shmkv_iter_next(&it, &key, &key_len, &v)) == 0) {
-		uint64_t b = it.bucket - 1;
-		uint64_t hv = shmkv_key_hash(h->hash_seed, h->hash_bits, key, key_len);
-		uint64_t home = shmkv_home_bucket(hv, h->bucket_count);
-		uint64_t d = b >= home ? b - home : b + h->bucket_count - home;
-		if (d >= st->probe_len)
-			return diag_fail(SHMKV_ECORRUPT, why, len,
-					 "index bucket %" PRIu64 ": key is %" PRIu64
-					 " buckets from home, max_probe is %u", b, d, h->max_probe);
-		st->probe[d]++;
-	}
-	if (err != SHMKV_EEND)
-		return diag_fail(err, why, len, "entry %" PRIu64 ": %s", it.seen + 1,
-				 shmkv_strerror(err));
-	return 0;
-}
-
-/* Walks the index: each slot's entry, its key's home bucket, the distance. */
 static int probe_lengths(const shmkv *db, struct stats *st, char *why, size_t len)
 {
 	const shmkv_image_header *h = shmkv_header(db);
 	/* the header sits at the image start: no need to look into the handle */
-	const uint64_t *slots =
-		(const uint64_t *)(const void *)((const uint8_t *)h + h->sections[0].offset);
+	const uint8_t *index = (const uint8_t *)h + h->sections[0].offset;
 	st->probe_len = h->max_probe + 1;
 	st->probe = calloc(st->probe_len, sizeof *st->probe);
 	if (!st->probe)
 		return diag_fail(-ENOMEM, why, len, "out of memory");
-	if (h->format_version == SHMKV_FORMAT_V2)
-		return probe_lengths_v2(db, st, why, len);
 	for (uint64_t b = 0; b < h->bucket_count; b++) {
-		for (unsigned j = 0; j < SHMKV_BUCKET_SLOTS; j++) {
-			uint64_t w = slots[b * SHMKV_BUCKET_SLOTS + j];
-			if (!w)
-				continue;
-			shmkv_entry e = {0}; /* GCC -O3 cannot see shmkv_entry_at set it */
-			char sub[256];
-			int err = shmkv_entry_at(db, shmkv_slot_entry_offset(w), &e, sub, sizeof sub);
-			if (err)
-				return diag_fail(err, why, len, "index bucket %" PRIu64 " slot %u: %s",
-						 b, j, sub);
-			uint64_t hv = shmkv_key_hash(h->hash_seed, h->hash_bits, e.key, e.key_len);
+		const uint8_t *bk = index + b * SHMKV_BUCKET_BYTES;
+		for (unsigned i = 0; i < bk[0]; i++) {
+			shmkv_record r;
+			const void *key;
+			size_t key_len;
+			if (shmkv_record_at(bk, i, &r) != 0)
+				return diag_fail(SHMKV_ECORRUPT, why, len,
+						 "index bucket %" PRIu64 " record %u: malformed", b, i);
+			if (r.kind & SHMKV_REC_OUT) {
+				shmkv_entry e = {0}; /* GCC -O3 cannot see shmkv_entry_at set it */
+				char sub[256];
+				int err = shmkv_entry_at(db, r.unit << 3, &e, sub, sizeof sub);
+				if (err)
+					return diag_fail(err, why, len,
+							 "index bucket %" PRIu64 " record %u: %s", b,
+							 i, sub);
+				key = e.key;
+				key_len = e.key_len;
+			} else {
+				key = bk + r.key_pos;
+				key_len = r.key_len;
+			}
+			uint64_t hv = shmkv_key_hash(h->hash_seed, h->hash_bits, key, key_len);
 			uint64_t home = shmkv_home_bucket(hv, h->bucket_count);
 			uint64_t d = b >= home ? b - home : b + h->bucket_count - home;
 			if (d >= st->probe_len)
 				return diag_fail(SHMKV_ECORRUPT, why, len,
-						 "index bucket %" PRIu64 " slot %u: key is %" PRIu64
+						 "index bucket %" PRIu64 " record %u: key is %" PRIu64
 						 " buckets from home, max_probe is %u",
-						 b, j, d, h->max_probe);
+						 b, i, d, h->max_probe);
 			st->probe[d]++;
 		}
 	}
@@ -140,9 +122,7 @@ void json_dedup(struct json *w, uint64_t logical, uint64_t values, uint64_t refs
 static void print_json(const char *path, const shmkv_image_header *h, const struct stats *st)
 {
 	struct json *w = &json_out;
-	bool v2 = h->format_version == SHMKV_FORMAT_V2;
 	char buf[64];
-	uint64_t slots = h->bucket_count * SHMKV_BUCKET_SLOTS;
 	json_obj_begin(w, NULL);
 	json_str(w, "file", path);
 	json_str(w, "name", h->name);
@@ -156,24 +136,19 @@ static void print_json(const char *path, const shmkv_image_header *h, const stru
 	json_arr_begin(w, NULL);
 	if (h->flags & SHMKV_HFLAG_DEDUP)
 		json_str(w, NULL, "dedup");
-	if (v2 && (h->flags & SHMKV_HFLAG_EXPIRY))
+	if (h->flags & SHMKV_HFLAG_EXPIRY)
 		json_str(w, NULL, "expiry");
 	json_arr_end(w);
 	json_u64(w, "entries", h->entry_count);
 	json_u64(w, "buckets", h->bucket_count);
-	if (v2) { /* records in 128-byte buckets: no slots */
-		json_u64(w, "bucket_bytes", h->bucket_slots);
-		json_name(w, "expiry");
-		json_obj_begin(w, NULL);
-		json_u64(w, "entries", st->expiring);
-		json_u64(w, "expired_now", st->expired);
-		json_u64(w, "first", st->first_exp);
-		json_u64(w, "last", st->last_exp);
-		json_obj_end(w);
-	} else {
-		json_u64(w, "slots", slots);
-		json_stat(w, "load_factor", ratio(h->entry_count, slots));
-	}
+	json_u64(w, "bucket_bytes", h->bucket_slots);
+	json_name(w, "expiry");
+	json_obj_begin(w, NULL);
+	json_u64(w, "entries", st->expiring);
+	json_u64(w, "expired_now", st->expired);
+	json_u64(w, "first", st->first_exp);
+	json_u64(w, "last", st->last_exp);
+	json_obj_end(w);
 	json_u64(w, "max_probe", h->max_probe);
 	json_u64(w, "file_size", h->file_size);
 	json_name(w, "bytes_per_key");
@@ -210,9 +185,7 @@ static void print_json(const char *path, const shmkv_image_header *h, const stru
 
 static void print_plain(const char *path, const shmkv_image_header *h, const struct stats *st)
 {
-	bool v2 = h->format_version == SHMKV_FORMAT_V2;
 	char buf[64];
-	uint64_t slots = h->bucket_count * SHMKV_BUCKET_SLOTS;
 	time_t t = (time_t)h->created_unix;
 	struct tm tm;
 	printf("%-18s%s\n", "file", path);
@@ -226,24 +199,19 @@ static void print_plain(const char *path, const shmkv_image_header *h, const str
 		printf("%-18s%" PRId64 "\n", "created", h->created_unix);
 	printf("%-18s0x%016" PRIx64 "\n", "seed", h->hash_seed);
 	printf("%-18s%u\n", "hash bits", h->hash_bits);
-	bool dedup = h->flags & SHMKV_HFLAG_DEDUP, expiry = v2 && (h->flags & SHMKV_HFLAG_EXPIRY);
+	bool dedup = h->flags & SHMKV_HFLAG_DEDUP, expiry = h->flags & SHMKV_HFLAG_EXPIRY;
 	printf("%-18s%s\n", "flags",
 	       dedup && expiry ? "dedup expiry" : dedup ? "dedup" : expiry ? "expiry" : "none");
 	printf("%-18s%" PRIu64 "\n", "entries", h->entry_count);
 	printf("%-18s%" PRIu64 "\n", "buckets", h->bucket_count);
-	if (v2) {
-		printf("%-18s%u\n", "bucket bytes", h->bucket_slots);
-		printf("%-18s%" PRIu64 " (%" PRIu64 " expired now)\n", "expiring", st->expiring,
-		       st->expired);
-		if (st->expiring) {
-			char t0[40], t1[40];
-			expiry_text(t0, sizeof t0, st->first_exp);
-			expiry_text(t1, sizeof t1, st->last_exp);
-			printf("%-18s%s .. %s\n", "expiries", t0, t1);
-		}
-	} else {
-		printf("%-18s%" PRIu64 "\n", "slots", slots);
-		printf("%-18s%.4f\n", "load factor", ratio(h->entry_count, slots));
+	printf("%-18s%u\n", "bucket bytes", h->bucket_slots);
+	printf("%-18s%" PRIu64 " (%" PRIu64 " expired now)\n", "expiring", st->expiring,
+	       st->expired);
+	if (st->expiring) {
+		char t0[40], t1[40];
+		expiry_text(t0, sizeof t0, st->first_exp);
+		expiry_text(t1, sizeof t1, st->last_exp);
+		printf("%-18s%s .. %s\n", "expiries", t0, t1);
 	}
 	printf("%-18s%u\n", "max probe", h->max_probe);
 	printf("%-18s%" PRIu64 "\n", "file size", h->file_size);

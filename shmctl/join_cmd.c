@@ -1,8 +1,8 @@
 /* join_cmd.c - image join: fragments built with `image build --part K/N
  * --buckets B` (given in part order 1..N) become one image, byte-identical to a
  * single build of all their records (lib/FORMAT.md §14, "Partitioned builds").
- * Here only the options: the join, its checks and messages are
- * shmkv_build_join()'s (builder/join.cc). */
+ * Here only the options, which image upgrade (upgrade_cmd.c) shares: the
+ * join, its checks and messages are shmkv_build_join()'s (builder/join.cc). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,9 +17,10 @@
 
 enum { OPT_THREADS = 256, OPT_MEMORY_LIMIT, OPT_TMPDIR };
 
-#define BAD(...) p_usage("image", "join: " __VA_ARGS__)
+#define BAD(...) p_usage("image", __VA_ARGS__)
 
-int do_image_join(int argc, char **argv)
+int image_rebuild(int argc, char **argv, const char *verb, const char *inputs, size_t max_in,
+		  image_rebuild_fn *fn)
 {
 	static const struct option opts[] = {
 		VERB_LONGOPTS,
@@ -36,16 +37,17 @@ int do_image_join(int argc, char **argv)
 		case 'o': out = optarg; break;
 		case OPT_THREADS:
 			if (!parse_u64(optarg, &threads) || threads > 1024)
-				return BAD("--threads %s: expected 0 (every CPU) to 1024", optarg);
+				return BAD("%s: --threads %s: expected 0 (every CPU) to 1024", verb,
+					   optarg);
 			break;
 		case OPT_MEMORY_LIMIT:
-			if (!memory_limit_arg("join", optarg, &limit))
+			if (!memory_limit_arg(verb, optarg, &limit))
 				return EXIT_USAGE;
 			limit_given = true;
 			break;
 		case OPT_TMPDIR:
 			if (!*optarg)
-				return BAD("--tmpdir: expected a directory");
+				return BAD("%s: --tmpdir: expected a directory", verb);
 			tmpdir = optarg;
 			break;
 		default:
@@ -54,13 +56,13 @@ int do_image_join(int argc, char **argv)
 		}
 	}
 	if (!out)
-		return BAD("-o OUT is required");
+		return BAD("%s: -o OUT is required", verb);
 	if (!strcmp(out, "-") && json_output)
-		return BAD("-j and -o - both write to standard output; give -o FILE");
+		return BAD("%s: -j and -o - both write to standard output; give -o FILE", verb);
 	if (optind == argc)
-		return BAD("no FRAGMENT given");
-	/* the join itself, its checks and messages: shmkv_build_join()
-	 * (builder/join.cc), shared with the Python package's shmkv.join */
+		return BAD("%s: no %s given", verb, inputs);
+	if ((size_t)(argc - optind) > max_in)
+		return BAD("%s: expected one %s, got %d", verb, inputs, argc - optind);
 	shmkv_join_options jo;
 	shmkv_join_options_init(&jo);
 	jo.threads = (unsigned)threads;
@@ -76,11 +78,18 @@ int do_image_join(int argc, char **argv)
 	char why[2048];
 	double t0 = now_seconds();
 	catch_signals();
-	int err = shmkv_build_join(out, (const char *const *)argv + optind,
-				   (size_t)(argc - optind), &jo, &stats, why, sizeof why);
+	int err = fn(out, (const char *const *)argv + optind, (size_t)(argc - optind), &jo, &stats,
+		     why, sizeof why);
 	progress_clear(&prog);
 	if (err)
 		return p_err("%s", why);
 	print_summary(out, &stats, now_seconds() - t0);
 	return EXIT_OK;
+}
+
+int do_image_join(int argc, char **argv)
+{
+	/* the join itself, its checks and messages: shmkv_build_join()
+	 * (builder/join.cc), shared with the Python package's shmkv.join */
+	return image_rebuild(argc, argv, "join", "FRAGMENT", SIZE_MAX, shmkv_build_join);
 }

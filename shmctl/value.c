@@ -96,13 +96,17 @@ static int64_t i64_at(const shmkv_value *v, size_t i)
 	return x;
 }
 
-bool value_utf8_ok(const shmkv_value *v)
+long value_strlist_bad(const shmkv_value *v)
 {
-	/* lib's check; a string list whose count does not fit is not text either */
 	shmkv_strlist l;
-	if (v->type == SHMKV_TYPE_STRLIST && shmkv_value_strlist(v, &l) != 0)
-		return false;
-	return shmkv_value_utf8_valid(v);
+	if (v->type != SHMKV_TYPE_STRLIST)
+		return -1;
+	if (shmkv_value_strlist(v, &l) != 0)
+		return 0;
+	for (size_t i = 0; i < l.count; i++)
+		if (!shmkv_strlist_at(&l, i, NULL))
+			return (long)i;
+	return -1;
 }
 
 static void value_f64(struct json *w, double d)

@@ -30,10 +30,13 @@
 bool fmt_f64_json(char *buf, double v);
 bool fmt_f32_json(char *buf, float v);
 
-/* True when every string in v (string, strlist) is valid UTF-8. */
-bool value_utf8_ok(const shmkv_value *v);
+/* A get reads a string list's strings one by one (shmkv_strlist_at): the
+ * first that is damaged (its bounds, its NUL, or not UTF-8), 0 for a list
+ * whose count does not fit, or -1 when v is no strlist or all are sound. */
+long value_strlist_bad(const shmkv_value *v);
 
-/* Writes v as one JSON value (strings not UTF-8 get U+FFFD: check first). */
+/* Writes v as one JSON value (a strlist: check value_strlist_bad first;
+ * strings are UTF-8, the reader refuses others). */
 void value_json(struct json *w, const shmkv_value *v);
 
 /* Writes v as plain text and a newline. */

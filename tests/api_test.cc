@@ -231,7 +231,7 @@ TEST(CtlOpen, ReadWriteAdoptsOnlyAFileOnlyWeCanWrite)
 		  SHMKV_EPROTO);
 	EXPECT_NE(strstr(why, "writable by group or others"), nullptr) << why;
 	EXPECT_EQ(ctl, nullptr);
-	// nor do readers map one that others may write (issue 20)
+	// nor do readers map one that others may write (PROTOCOL.md)
 	EXPECT_EQ(shmkv_ctl_open(d.path().c_str(), "open", 0, &ctl, why, sizeof why), SHMKV_EPROTO);
 	EXPECT_NE(strstr(why, "writable by group or others"), nullptr) << why;
 	EXPECT_EQ(ctl, nullptr);
@@ -322,17 +322,21 @@ TEST(CtlRead, RefusesASegmentCountNoLoaderWrites)
 
 // ---------------------------------------------------------------- format functions
 
+// A second lookup written only with the public format functions (tools.h:
+// hash, home bucket, tag, the home bucket's displacement, each record's
+// directory tag bits, the record, its entry; FORMAT.md §5-6) finds every key
+// where shmkv_get and shmkv_find_record find it.
 TEST(Tools, FindEveryKeyTheWayTheReaderDoes)
 {
 	TempDir d;
-	shmkv_build_options o = shmkv_test::test_options();
-	o.format = 1; // the slot walk below is format 1's
-	Builder b(o);
+	Builder b;
 	ASSERT_TRUE(b.ok());
 	const int n = 500;
 	for (int i = 0; i < n; i++) {
 		std::string k = "key:" + std::to_string(i);
-		if (i % 3)
+		if (i % 7 == 0) // OUT records: a value no bucket holds
+			ASSERT_EQ(b.str(k, std::string(200 + i % 50, 'x')), 0) << b.error();
+		else if (i % 3)
 			ASSERT_EQ(b.str(k, "value " + std::to_string(i)), 0) << b.error();
 		else
 			ASSERT_EQ(b.i64(k, i), 0) << b.error();
@@ -351,61 +355,87 @@ TEST(Tools, FindEveryKeyTheWayTheReaderDoes)
 		if (h->sections[i].kind == SHMKV_SECTION_INDEX)
 			index = &h->sections[i];
 	ASSERT_NE(index, nullptr);
-	const uint64_t *slots =
-		reinterpret_cast<const uint64_t *>(reinterpret_cast<const uint8_t *>(h) + index->offset);
+	const uint8_t *buckets = reinterpret_cast<const uint8_t *>(h) + index->offset;
 
-	// a second lookup written only with the public format functions
+	int outs = 0, displaced = 0;
 	for (int i = 0; i < n; i++) {
 		std::string k = "key:" + std::to_string(i);
+		SCOPED_TRACE(k);
 		uint64_t hv = shmkv_key_hash(h->hash_seed, h->hash_bits, k.data(), k.size());
-		uint64_t tag = shmkv_key_tag(hv), bk = shmkv_home_bucket(hv, h->bucket_count);
+		uint64_t tag = shmkv_key_tag(hv), home = shmkv_home_bucket(hv, h->bucket_count);
+		const uint64_t later = shmkv_bucket_displacement(buckets + home * SHMKV_BUCKET_BYTES,
+								 tag, h->max_probe);
+		EXPECT_LE(later, h->max_probe);
 		bool found = false;
-		for (uint32_t d = 0; d <= h->max_probe && !found; d++) {
-			const uint64_t *bucket = slots + ((bk + d) % h->bucket_count) * SHMKV_BUCKET_SLOTS;
-			for (unsigned j = 0; j < SHMKV_BUCKET_SLOTS && !found; j++) {
-				if (!bucket[j] || shmkv_slot_tag(bucket[j]) != tag)
+		for (uint64_t dd = 0; dd <= later && !found; dd++) {
+			const uint64_t bn = (home + dd) % h->bucket_count;
+			const uint8_t *bk = buckets + bn * SHMKV_BUCKET_BYTES;
+			ASSERT_LE(bk[0], SHMKV_MAX_RECORDS);
+			for (unsigned j = 0; j < bk[0] && !found; j++) {
+				if (shmkv_record_tag_bits(bk, j) != (tag & 0x1ff))
 					continue;
-				shmkv_entry e;
-				char why[256];
-				ASSERT_EQ(shmkv_entry_at(db, shmkv_slot_entry_offset(bucket[j]), &e, why,
-							 sizeof why), 0) << why;
-				if (e.key_len != k.size() || memcmp(e.key, k.data(), k.size()))
-					continue;
-				found = true;
+				shmkv_record r{};
+				ASSERT_EQ(shmkv_record_at(bk, j, &r), 0);
 				shmkv_value v;
 				ASSERT_EQ(shmkv_get(db, k.data(), k.size(), &v), 0);
-				EXPECT_EQ(v.data, e.value.data) << k;
-				EXPECT_EQ(v.type, e.value.type) << k;
-				const shmkv_entry_header *eh = reinterpret_cast<const shmkv_entry_header *>(
-					e.key - sizeof(shmkv_entry_header));
-				uint64_t pos = shmkv_entry_value_pos(eh);
-				EXPECT_EQ(pos % 8 == 0 || !shmkv_type_align8(eh->type), true);
-				EXPECT_EQ(shmkv_value_check(eh->type, e.value.data, e.value.size, why,
-							    sizeof why), 0) << why;
+				char why[256];
+				if (r.kind & SHMKV_REC_OUT) {
+					shmkv_entry e{};
+					ASSERT_EQ(shmkv_entry_at(db, r.unit << 3, &e, why, sizeof why), 0) << why;
+					if (e.key_len != k.size() || memcmp(e.key, k.data(), k.size()))
+						continue;
+					outs++;
+					EXPECT_EQ(v.data, e.value.data);
+					EXPECT_EQ(v.type, e.value.type);
+					const shmkv_entry_header *eh = reinterpret_cast<const shmkv_entry_header *>(
+						e.key - sizeof(shmkv_entry_header));
+					uint64_t pos = shmkv_entry_value_pos(eh);
+					EXPECT_EQ(pos % 8 == 0 || !shmkv_type_align8(eh->type), true);
+					EXPECT_EQ(shmkv_value_check(eh->type, e.value.data, e.value.size, why,
+								    sizeof why), 0) << why;
+				} else {
+					if (r.key_len != k.size() || memcmp(bk + r.key_pos, k.data(), k.size()))
+						continue;
+					const unsigned type = r.kind & SHMKV_REC_TYPE_MASK;
+					unsigned kp = 0, vp = 0;
+					EXPECT_EQ(shmkv_record_span(r.pos, r.kind, r.key_len, r.value_len, &kp, &vp),
+						  r.end);
+					EXPECT_EQ(kp, r.key_pos);
+					EXPECT_EQ(vp, r.val_pos);
+					EXPECT_LE(r.end, SHMKV_BUCKET_BYTES);
+					EXPECT_EQ(v.data, (const void *)(bk + r.val_pos));
+					EXPECT_EQ(v.type, type);
+					EXPECT_EQ(v.size, r.value_len);
+					EXPECT_EQ(vp % 8 == 0 || !shmkv_type_align8(type), true);
+					EXPECT_EQ(shmkv_value_check(type, bk + r.val_pos, r.value_len, why,
+								    sizeof why), 0) << why;
+				}
+				found = true;
+				displaced += dd > 0;
+				EXPECT_EQ(shmkv_dir_entry(tag, r.pos) & 0xff80u,
+					  (unsigned)(bk[SHMKV_BUCKET_HEAD + 2 * j] |
+						     bk[SHMKV_BUCKET_HEAD + 2 * j + 1] << 8) & 0xff80u);
+				// the reader's own lookup, by offset
+				uint64_t off = 0;
+				uint32_t exp = 7;
+				ASSERT_EQ(shmkv_find_record(db, k.data(), k.size(), &off, &exp), 0);
+				EXPECT_EQ(off, index->offset + bn * SHMKV_BUCKET_BYTES + r.pos);
+				EXPECT_EQ(exp, 0u);
 			}
 		}
-		EXPECT_TRUE(found) << k;
+		EXPECT_TRUE(found);
 	}
-	// the reader's own lookup, by offset, and its displacement rule
-	for (int i = 0; i < n; i++) {
-		std::string k = "key:" + std::to_string(i);
-		uint64_t off = 0;
-		ASSERT_EQ(shmkv_find_entry(db, k.data(), k.size(), &off), 0) << k;
-		shmkv_entry e;
-		ASSERT_EQ(shmkv_entry_at(db, off, &e, nullptr, 0), 0);
-		EXPECT_EQ(std::string((const char *)e.key, e.key_len), k);
-		uint64_t hv = shmkv_key_hash(h->hash_seed, h->hash_bits, k.data(), k.size());
-		uint64_t home = shmkv_home_bucket(hv, h->bucket_count);
-		EXPECT_LE(shmkv_bucket_displacement(slots + home * SHMKV_BUCKET_SLOTS, shmkv_key_tag(hv),
-						    h->max_probe), h->max_probe);
-	}
+	EXPECT_GT(outs, 0) << "the test wants OUT records";
+	printf("%d keys: %d OUT, %d displaced\n", n, outs, displaced);
 	uint64_t off = 0;
-	EXPECT_EQ(shmkv_find_entry(db, "absent", 6, &off), SHMKV_ENOTFOUND);
+	uint32_t exp = 0;
+	EXPECT_EQ(shmkv_find_record(db, "absent", 6, &off, &exp), SHMKV_ENOTFOUND);
 	std::string huge(SHMKV_MAX_KEY_LEN + 1, 'k');
-	EXPECT_EQ(shmkv_find_entry(db, huge.data(), huge.size(), &off), SHMKV_EKEYLEN);
+	EXPECT_EQ(shmkv_find_record(db, huge.data(), huge.size(), &off, &exp), SHMKV_EKEYLEN);
+	EXPECT_EQ(shmkv_find_record(db, "key:1", 5, &off, nullptr), 0) << "expires may be NULL";
 	EXPECT_EQ(shmkv_filter_index(1), 0u);
 	EXPECT_EQ(shmkv_filter_index(0xffff), SHMKV_FILTER_BITS - 1);
-	EXPECT_EQ(shmkv_slot_meta(UINT64_C(0xab) << SHMKV_SLOT_META_SHIFT), 0xabu);
+	EXPECT_EQ(shmkv_dir_end(3), SHMKV_BUCKET_HEAD + 6);
 	EXPECT_EQ(shmkv_key_tag(0), 1u);
 	EXPECT_EQ(shmkv_type_align8(SHMKV_TYPE_STRING), 0);
 	EXPECT_EQ(shmkv_type_align8(SHMKV_TYPE_F32LIST), 1);
@@ -420,7 +450,7 @@ TEST(Tools, EntryAtRefusesEveryOffsetOutsideItsSection)
 	ASSERT_EQ(b.finish(path), 0) << b.error();
 	shmkv_test::Db db = shmkv_test::open_db(path, 0);
 	ASSERT_TRUE(db);
-	shmkv_entry e;
+	shmkv_entry e{};
 	char why[256];
 	uint64_t index_off = 0, entries_off = 0;
 	for (uint32_t i = 0; i < db.hdr()->section_count; i++) {
@@ -465,7 +495,7 @@ TEST(Tools, BindMemZeroCheckAndUtf8)
 	EXPECT_EQ(shmkv_verify(&db, why, sizeof why), 0) << why;
 	shmkv_value v;
 	ASSERT_EQ(shmkv_get(&db, "k", 1, &v), 0);
-	EXPECT_EQ(shmkv_value_utf8_valid(&v), 1);
+	EXPECT_EQ(shmkv_utf8_valid(v.data, v.size), 1);
 	// header block padding is zero; out-of-image ranges are refused, not read
 	EXPECT_EQ(shmkv_zero_check(&db, SHMKV_HEADER_USED, SHMKV_HEADER_SIZE, "header", why,
 				   sizeof why), 0) << why;
@@ -479,12 +509,12 @@ TEST(Tools, BindMemZeroCheckAndUtf8)
 	EXPECT_EQ(shmkv_bind_mem(&db, mem.data(), bytes.size(), 0, why, sizeof why), SHMKV_EMAGIC);
 	EXPECT_EQ(memcmp(&before, &db, sizeof db), 0);
 
-	// text that is not UTF-8
-	shmkv_value bad = v;
+	// text that is not UTF-8: the string shape check refuses it
 	static const char latin1[] = "v\xe9";
-	bad.data = latin1;
-	bad.size = 2;
-	EXPECT_EQ(shmkv_value_utf8_valid(&bad), 0);
+	EXPECT_EQ(shmkv_utf8_valid(latin1, 2), 0);
+	EXPECT_EQ(shmkv_value_check(SHMKV_TYPE_STRING, latin1, 2, why, sizeof why), SHMKV_ECORRUPT);
+	EXPECT_NE(strstr(why, "not valid UTF-8"), nullptr) << why;
+	EXPECT_EQ(shmkv_value_check(SHMKV_TYPE_BYTES, latin1, 2, why, sizeof why), 0) << why;
 }
 
 // shmkv_utf8_valid / shmkv_utf8_seq_len (shmkv/utf8.h): the one strict

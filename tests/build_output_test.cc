@@ -41,24 +41,7 @@ using namespace shmkv_test;
 
 namespace {
 
-struct Proc {
-	int rc = -1; // exit status, or 128 + signal
-	std::string out, err;
-};
-
-const char *shmctl_path()
-{
-	const char *p = getenv("SHMCTL");
-	return p && *p ? p : nullptr;
-}
-
-// How a child's standard streams are set up.
-struct Io {
-	std::string in = "/dev/null"; // path opened as stdin
-	int out_fd = -1;              // stdout: this fd, else a file read back into Proc::out
-	std::string out_append;       // stdout appended to this file (overrides out_fd)
-	std::vector<std::string> env; // NAME=value added
-};
+using Io = RunIo;
 
 class Build : public ::testing::Test {
 protected:
@@ -67,74 +50,25 @@ protected:
 
 	void SetUp() override
 	{
-		ASSERT_NE(shmctl_path(), nullptr) << "SHMCTL is not set (meson sets it)";
+		ASSERT_FALSE(shmctl_path().empty()) << "SHMCTL is not set (meson sets it)";
 		ASSERT_TRUE(write_file(in, "{\"key\": \"a\", \"value\": 1}\n{\"key\": \"b\", \"value\": \"x\"}\n"));
 	}
 
-	pid_t spawn(const std::vector<std::string> &args, const Io &io, const std::string &out,
-		    const std::string &err)
+	// shmctl with args started (test_util.h's spawn), not waited for
+	static pid_t spawn(const std::vector<std::string> &args, const Io &io, const std::string &out,
+			   const std::string &err)
 	{
 		std::vector<std::string> a = args;
 		a.insert(a.begin(), shmctl_path());
-		std::vector<char *> argv;
-		for (std::string &s : a)
-			argv.push_back(&s[0]);
-		argv.push_back(nullptr);
-		pid_t pid = fork();
-		if (pid == 0) {
-			int i = open(io.in.c_str(), O_RDONLY);
-			int o = !io.out_append.empty() ? open(io.out_append.c_str(), O_WRONLY | O_APPEND)
-				: io.out_fd >= 0 ? dup(io.out_fd)
-				: open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-			int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-			if (i < 0 || o < 0 || e < 0)
-				_exit(126);
-			dup2(i, 0);
-			dup2(o, 1);
-			dup2(e, 2);
-			for (const std::string &s : io.env)
-				putenv(strdup(s.c_str()));
-			// a test run under nohup would hand shmctl an ignored SIGHUP,
-			// which it keeps ignored by design (build_cmd.c:catch_signals)
-			for (int sig : {SIGINT, SIGTERM, SIGHUP})
-				signal(sig, SIG_DFL);
-			execv(argv[0], argv.data());
-			_exit(127);
-		}
-		return pid;
+		return shmkv_test::spawn(a, io, out, err);
 	}
 
-	static int wait_rc(pid_t pid)
-	{
-		int status;
-		while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-		}
-		return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-	}
+	static int wait_rc(pid_t pid) { return wait_exit(pid, 0); }
 
 	// Runs shmctl; std streams go to files outside dir (dir's listing is checked).
 	Proc shmctl(const std::vector<std::string> &args, const Io &io = Io())
 	{
-		Proc r;
-		std::string out = io_dir.file("stdout"), err = io_dir.file("stderr");
-		pid_t pid = spawn(args, io, out, err);
-		EXPECT_GT(pid, 0);
-		if (pid <= 0)
-			return r;
-		r.rc = wait_rc(pid);
-		r.out = read_file(out);
-		r.err = read_file(err);
-		return r;
-	}
-
-	static std::string show(const Proc &r)
-	{
-		std::string out = r.out.substr(0, 500);
-		for (char &c : out)
-			if ((unsigned char)c < 0x20 && c != '\n')
-				c = '.'; // an image on stdout: keep the report readable
-		return "exit " + std::to_string(r.rc) + "\nstdout: " + out +
-		       "\nstderr: " + r.err.substr(0, 2000);
+		return run_shmctl(args, io, 120000, io_dir.path());
 	}
 
 	// The build is refused with exit 2 and a message containing why; nothing

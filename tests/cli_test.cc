@@ -4,11 +4,9 @@
 //   copies) -> dump -> build -> byte-identical image, for JSONL and TSV input;
 //   exit codes: 1 for a missing key, 2 for usage and I/O errors; build errors
 //   name file:line and leave no output; --on-duplicate; -j errors as JSON;
-//   format 2 with expiry: get/inspect/dump show it, dump -> build the same bytes.
-#include <signal.h>
-#include <spawn.h>
+//   expiry: get/inspect/dump show it, dump -> build the same bytes; a format 1
+//   image refused by every verb with the upgrade named, upgraded, rebuilt.
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -21,98 +19,27 @@
 #include "json_util.h"
 #include "test_util.h"
 
-extern char **environ;
-
 using namespace shmkv_test;
 
 namespace {
 
-// ---- running shmctl ------------------------------------------------------
-
-struct Proc {
-	int rc = -1; // exit status, or 128 + signal
-	std::string out, err;
-};
-
-const char *shmctl_path()
-{
-	const char *p = getenv("SHMCTL");
-	return p && *p ? p : nullptr;
-}
+// ---- running shmctl (test_util.h's runner) -------------------------------
 
 class Cli : public ::testing::Test {
 protected:
-	static constexpr int kDeadlineMs = 30000;
+	// bounded: a shmctl that hangs (a FIFO opened without O_NONBLOCK) is
+	// killed and reported
+	static constexpr unsigned kDeadlineMs = 30000;
 	TempDir dir;
 
-	void SetUp() override { ASSERT_NE(shmctl_path(), nullptr) << "SHMCTL is not set (meson sets it)"; }
+	void SetUp() override { ASSERT_FALSE(shmctl_path().empty()) << "SHMCTL is not set (meson sets it)"; }
 
 	// Runs shmctl with args; env_set entries are "NAME=value" (or "NAME" to unset).
 	Proc shmctl(const std::vector<std::string> &args, const std::vector<std::string> &env_set = {})
 	{
-		Proc r;
-		std::string out = dir.file(".stdout"), err = dir.file(".stderr");
-		std::vector<std::string> env;
-		for (char **e = environ; *e; e++) {
-			std::string s = *e;
-			bool replaced = false;
-			for (const std::string &set : env_set) {
-				std::string name = set.substr(0, set.find('='));
-				if (s.compare(0, name.size() + 1, name + "=") == 0)
-					replaced = true;
-			}
-			if (!replaced)
-				env.push_back(s);
-		}
-		for (const std::string &set : env_set)
-			if (set.find('=') != std::string::npos)
-				env.push_back(set);
-		std::vector<char *> argv, envp;
-		std::string prog = shmctl_path();
-		argv.push_back(&prog[0]);
-		std::vector<std::string> a = args;
-		for (std::string &s : a)
-			argv.push_back(&s[0]);
-		argv.push_back(nullptr);
-		for (std::string &s : env)
-			envp.push_back(&s[0]);
-		envp.push_back(nullptr);
-		posix_spawn_file_actions_t fa;
-		posix_spawn_file_actions_init(&fa);
-		posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-		posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		pid_t pid;
-		int e = posix_spawn(&pid, prog.c_str(), &fa, nullptr, argv.data(), envp.data());
-		posix_spawn_file_actions_destroy(&fa);
-		EXPECT_EQ(e, 0) << "posix_spawn " << prog << ": " << strerror(e);
-		if (e)
-			return r;
-		// Bounded: a shmctl that hangs (a FIFO opened without O_NONBLOCK) is
-		// killed after kDeadlineMs and reported as 128 + SIGKILL.
-		int status = 0;
-		pid_t got = 0;
-		for (int waited = 0; (got = waitpid(pid, &status, WNOHANG)) == 0 && waited < kDeadlineMs;
-		     waited += 10)
-			usleep(10 * 1000);
-		if (got == 0) {
-			ADD_FAILURE() << "shmctl still runs after " << kDeadlineMs << " ms: killed";
-			kill(pid, SIGKILL);
-			while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-			}
-		}
-		r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-		r.out = read_file(out);
-		r.err = read_file(err);
-		unlink(out.c_str());
-		unlink(err.c_str());
-		return r;
-	}
-
-	static std::string show(const Proc &r)
-	{
-		return "exit " + std::to_string(r.rc) + "\nstdout: " + r.out.substr(0, 2000) +
-		       "\nstderr: " + r.err.substr(0, 2000);
+		RunIo io;
+		io.env = env_set;
+		return run_shmctl(args, io, kDeadlineMs, dir.path());
 	}
 };
 
@@ -266,46 +193,62 @@ TEST_F(Cli, TsvDumpRebuild)
 	EXPECT_TRUE(read_file(img) == read_file(img2)) << "dump -> build is not byte-identical";
 }
 
-// The default writes format 2; a format 1 image's dump names its format, so
-// rebuilding it without --format gives format 1 again, byte for byte (a fleet
-// of old readers keeps its images through dump -> build).
-TEST_F(Cli, FormatOneDumpRebuildsFormatOne)
+// Format 1 is retired (lib/FORMAT.md §15): every verb that reads an image
+// refuses one with the reader's advice, build refuses --format 1 and a dump
+// whose meta line says format 1, and image upgrade converts it into an image
+// that dumps and builds again byte for byte.
+TEST_F(Cli, FormatOneIsRetired)
 {
-	std::string in = dir.file("in.jsonl"), v1 = dir.file("v1.shmkv"), v2 = dir.file("v2.shmkv"),
-		    again = dir.file("again.shmkv"), dump = dir.file("dump.jsonl");
-	ASSERT_TRUE(write_file(in, "{\"key\": \"a\", \"value\": 1}\n{\"key\": \"b\", \"value\": \"x\"}\n"));
-	Proc r = shmctl({"image", "build", "-o", v2, in}, {kEpoch});
+	const std::string advice =
+		"image format version 1 is retired: convert it with 'shmctl image upgrade OLD -o NEW'";
+	std::string v1 = dir.file("v1.shmkv"), up = dir.file("up.shmkv"), again = dir.file("again.shmkv"),
+		    dump = dir.file("dump.jsonl");
+	ASSERT_TRUE(write_file(v1, read_file(std::string(SHMKV_SOURCE_ROOT) + "/tests/vectors/v1/base.img")));
+	for (const std::vector<std::string> &args : std::vector<std::vector<std::string>>{
+		     {"image", "inspect", v1}, {"image", "dump", v1}, {"image", "get", v1, "s"}}) {
+		Proc r = shmctl(args);
+		EXPECT_EQ(r.rc, 2) << show(r);
+		EXPECT_NE(r.err.find(v1 + ": " + advice), std::string::npos) << show(r);
+	}
+	Proc r = shmctl({"image", "verify", v1});
+	EXPECT_EQ(r.rc, 1) << show(r);
+	EXPECT_NE(r.err.find(advice), std::string::npos) << show(r);
+	r = shmctl({"image", "upgrade", "-o", up, v1});
 	ASSERT_EQ(r.rc, 0) << show(r);
-	r = shmctl({"image", "build", "--format", "1", "-o", v1, in}, {kEpoch});
+	r = shmctl({"image", "get", up, "s"});
+	EXPECT_EQ(r.rc, 0) << show(r);
+	EXPECT_EQ(r.out, "hello\n");
+	r = shmctl({"image", "dump", up});
 	ASSERT_EQ(r.rc, 0) << show(r);
-	auto version = [](const std::string &img) {
-		const std::string b = read_file(img);
-		uint32_t v = 0;
-		if (b.size() >= 12)
-			memcpy(&v, b.data() + 8, 4); // format_version, FORMAT.md §3
-		return v;
-	};
-	EXPECT_EQ(version(v2), 2u) << "the builder's default";
-	EXPECT_EQ(version(v1), 1u);
-	r = shmctl({"image", "dump", v1});
-	ASSERT_EQ(r.rc, 0) << show(r);
-	EXPECT_NE(r.out.find("\"format\": 1"), std::string::npos) << show(r);
+	EXPECT_NE(r.out.find("\"format\": 2"), std::string::npos) << show(r);
 	ASSERT_TRUE(write_file(dump, r.out));
 	r = shmctl({"image", "build", "-o", again, dump}, {"SOURCE_DATE_EPOCH"});
 	ASSERT_EQ(r.rc, 0) << show(r);
-	EXPECT_TRUE(read_file(v1) == read_file(again)) << "format 1 dump -> build is not byte-identical";
+	EXPECT_TRUE(read_file(up) == read_file(again)) << "upgraded: dump -> build is not byte-identical";
+	// build: no --format 1, no dump of format 1
+	r = shmctl({"image", "build", "--format", "1", "-o", again, dump});
+	EXPECT_EQ(r.rc, 2) << show(r);
+	EXPECT_NE(r.err.find("format 1 is retired"), std::string::npos) << show(r);
+	EXPECT_NE(r.err.find("'shmctl image upgrade OLD -o NEW'"), std::string::npos) << show(r);
+	std::string text = read_file(dump);
+	text.replace(text.find("\"format\": 2"), 11, "\"format\": 1");
+	ASSERT_TRUE(write_file(dump, text));
+	r = shmctl({"image", "build", "-o", dir.file("x.shmkv"), dump});
+	EXPECT_EQ(r.rc, 2) << show(r);
+	EXPECT_NE(r.err.find("dump.jsonl:1: shmkv_meta format 1: format 1 is retired"),
+		  std::string::npos) << show(r);
+	EXPECT_FALSE(file_exists(dir.file("x.shmkv")));
 }
 
-// Format 2 with expiry: --format 2 (and the input-format words beside it),
-// get shows the expiry (-j member, stderr note), inspect the version and the
+// Expiry: get shows it (-j member, stderr note), inspect the version and the
 // expiring entries, dump carries format and "expires", and rebuilds the same
-// bytes without --format; an expiry with --format 1 is an error naming the line.
-TEST_F(Cli, FormatTwoExpiryDumpRebuild)
+// bytes; --format takes the input's format only.
+TEST_F(Cli, ExpiryDumpRebuild)
 {
 	std::string in = dir.file("in.tsv"), img = dir.file("t.shmkv"), img2 = dir.file("t2.shmkv");
 	ASSERT_TRUE(write_file(in, "a\tx\t2030-01-31T12:00:00Z\nb\ty\t\nc\tz\t1\n"));
-	Proc r = shmctl({"image", "build", "-o", img, "--format", "2", "--format", "tsv",
-			 "--tsv-expires", in}, {kEpoch});
+	Proc r = shmctl({"image", "build", "-o", img, "--format", "tsv", "--tsv-expires", in},
+			{kEpoch});
 	ASSERT_EQ(r.rc, 0) << show(r);
 	r = shmctl({"-j", "image", "get", img, "a"});
 	ASSERT_EQ(r.rc, 0) << show(r);
@@ -332,14 +275,12 @@ TEST_F(Cli, FormatTwoExpiryDumpRebuild)
 	r = shmctl({"image", "build", "-o", img2, dump}, {"SOURCE_DATE_EPOCH"});
 	ASSERT_EQ(r.rc, 0) << show(r);
 	EXPECT_TRUE(read_file(img) == read_file(img2)) << "dump -> build is not byte-identical";
-	r = shmctl({"image", "build", "-o", img2, "--format", "1", dump}, {"SOURCE_DATE_EPOCH"});
-	EXPECT_EQ(r.rc, 2) << show(r);
-	EXPECT_NE(r.err.find("dump.jsonl:"), std::string::npos) << show(r);
-	EXPECT_NE(r.err.find(": an expiry needs format 2"), std::string::npos) << show(r);
-	r = shmctl({"image", "build", "-o", img2, "--format", "3", dump});
-	EXPECT_EQ(r.rc, 2) << show(r);
-	EXPECT_NE(r.err.find("expected jsonl or tsv (the input's), or 1 or 2"), std::string::npos)
-		<< show(r);
+	for (const char *f : {"2", "3"}) {
+		r = shmctl({"image", "build", "-o", img2, "--format", f, dump});
+		EXPECT_EQ(r.rc, 2) << show(r);
+		EXPECT_NE(r.err.find("expected jsonl or tsv (the input's format; images are format 2)"),
+			  std::string::npos) << show(r);
+	}
 }
 
 TEST_F(Cli, VerifyFailsOnDamage)

@@ -12,7 +12,8 @@
 //                   damaged data, in memory with guard regions around it:
 //                   anything may be refused, nothing may read out of bounds,
 //                   and an image verify accepts must serve lookups and iteration
-//   EntryFields     every entry's type, flags, key_len and value_len damaged
+//   EntryFields     every OUT entry's type, flags, key_len and value_len damaged
+//   RecordFields    every inline record's kind, key_len and value_len damaged
 //   DeepChecks      damage only the structural walk sees
 //   HeaderFields    each header check, one field at a time, with its message
 //   Open*           missing file, directory, empty file, unknown flags, errno
@@ -20,6 +21,7 @@
 // The loops run in-process. A crash kills the binary (a failed test); a
 // SIGSEGV/SIGBUS handler first prints which case was running and then
 // hands the signal on to the previous handler (the sanitizer's, if any).
+// Images in memory lie between guard regions (image_util.h's Guarded).
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -34,6 +36,7 @@
 #include <vector>
 
 #include "crash_case.h"
+#include "image_util.h"
 #include "test_util.h"
 
 using namespace shmkv_test;
@@ -55,34 +58,17 @@ void put_header(std::string &img, const shmkv_image_header &h)
 	memcpy(&img[0], &h, sizeof h);
 }
 
-// Recomputes every section checksum that fits the image, then the header's.
-void fix_checksums(std::string &img)
-{
-	shmkv_image_header h = header_of(img);
-	for (unsigned i = 0; i < SHMKV_MAX_SECTIONS && i < h.section_count; i++) {
-		shmkv_section_desc &s = h.sections[i];
-		if (s.offset <= img.size() && s.size <= img.size() - s.offset)
-			s.checksum = XXH3_64bits(img.data() + s.offset, (size_t)s.size);
-	}
-	put_header(img, h);
-	h.header_checksum = XXH3_64bits(img.data(), offsetof(shmkv_image_header, header_checksum));
-	put_header(img, h);
-}
-
 struct Fixture {
 	TempDir dir;
 	std::string path = dir.file("good.shmkv");
 	std::string bytes;
 	std::vector<std::string> keys;
 
-	// format 1 for the forgeries of format 1's slots and entries (EntryFields,
-	// DeepChecks, ...); the sweeps (Truncation, BitFlips, StructuralFuzz) run
-	// on both formats
-	explicit Fixture(unsigned format)
+	// every type inline, OUT records (long keys, long and shared values),
+	// 300 records
+	Fixture()
 	{
-		shmkv_build_options o = test_options();
-		o.format = format;
-		Builder b(o);
+		Builder b;
 		EXPECT_TRUE(b.ok());
 		const float f[3] = {1, 2, 3};
 		const double d[2] = {4, 5};
@@ -91,13 +77,16 @@ struct Fixture {
 		const size_t lens[3] = {1, 0, 2};
 		const std::string shared(300, 'S'); // dedup: VALUES is not empty
 		for (int i = 0; i < 300; i++) {
-			std::string k = "k" + std::to_string(i);
+			std::string k = i % 37 == 5 ? std::string(260 + i, 'K') + std::to_string(i)
+						    : "k" + std::to_string(i);
 			keys.push_back(k);
 			const char *kp = k.data();
 			size_t kl = k.size();
 			switch (i % 10) {
 			case 0: EXPECT_EQ(b.i64(k, i), 0); break;
-			case 1: EXPECT_EQ(b.str(k, "v" + std::to_string(i)), 0); break;
+			case 1:
+				EXPECT_EQ(b.str(k, (i % 3 ? "v" : std::string(200, 'w')) + std::to_string(i)), 0);
+				break;
 			case 2: EXPECT_EQ(b.str(k, shared), 0); break;
 			case 3: EXPECT_EQ(shmkv_builder_add_bool(b, kp, kl, i & 1), 0); break;
 			case 4: EXPECT_EQ(shmkv_builder_add_f64(b, kp, kl, i / 3.0), 0); break;
@@ -146,23 +135,27 @@ OpenResult try_open(const std::string &path, unsigned flags)
 void walk_checked(const shmkv *db)
 {
 	shmkv_iter it;
-	shmkv_iter_init(db, &it);
 	const void *k = nullptr;
 	size_t kl = 0;
 	shmkv_value v;
-	uint64_t n = 0;
-	while (shmkv_iter_next(&it, &k, &kl, &v) == 0 && n <= db->entry_count)
-		n++;
+	for (bool all : {false, true}) {
+		if (all)
+			shmkv_iter_init_all(db, &it);
+		else
+			shmkv_iter_init(db, &it);
+		uint64_t n = 0;
+		while (shmkv_iter_next(&it, &k, &kl, &v) == 0 && n <= db->entry_count)
+			n++;
+	}
 	char why[256];
 	(void)shmkv_verify(db, why, sizeof why);
 }
 
-// The suites on one fixture per format: Corruption (format 1: every test
-// below) and CorruptionV2 (format 2: the sweeps).
-template <unsigned Format> class CorruptionOf : public ::testing::Test {
+// The suite: one fixture, built once.
+class Corruption : public ::testing::Test {
 protected:
 	static Fixture *fx;
-	static void SetUpTestSuite() { fx = new Fixture(Format); }
+	static void SetUpTestSuite() { fx = new Fixture; }
 	static void TearDownTestSuite()
 	{
 		delete fx;
@@ -174,14 +167,12 @@ protected:
 		ASSERT_EQ(fx->bytes.size() % SHMKV_FILE_ALIGN, 0u);
 	}
 };
-template <unsigned Format> Fixture *CorruptionOf<Format>::fx = nullptr;
-using Corruption = CorruptionOf<1>;
-using CorruptionV2 = CorruptionOf<2>;
+Fixture *Corruption::fx = nullptr;
 
-void good_image_is_good(const Fixture *fx, unsigned format)
+void good_image_is_good(const Fixture *fx)
 {
 	shmkv_image_header h = fx->hdr();
-	EXPECT_EQ(h.format_version, format);
+	EXPECT_EQ(h.format_version, SHMKV_FORMAT_VERSION);
 	ASSERT_EQ(h.section_count, 3u);
 	for (unsigned i = 0; i < 3; i++) {
 		EXPECT_GT(h.sections[i].size, 0u) << "section " << i << " is empty";
@@ -302,71 +293,7 @@ void bit_flips(const Fixture *fx)
 	EXPECT_GT(in_sections, 0);
 }
 
-// An image copied into memory between inaccessible regions, so that any read
-// past its ends faults (a file mapping may have readable neighbours). The
-// region after it spans 8 GiB of address space (no memory): further than any
-// u16 key length plus u32 value length can reach.
-//
-// One reservation serves every image (one Guarded at a time), made once and
-// reused: a guard page, room for the largest image, then the 8 GiB. Only the
-// image's own pages are made readable, and emptied again afterwards. (Under
-// qemu-user each mapping costs the emulator bookkeeping for its whole length:
-// an 8 GiB mmap per image ran the 5,000-image StructuralFuzz out of memory.)
-class Guarded {
-public:
-	explicit Guarded(const std::string &img)
-	{
-		uint8_t *arena = arena_();
-		size_ = img.size();
-		body_ = (size_ + kPage - 1) / kPage * kPage;
-		if (!arena || body_ > kRoom) {
-			ADD_FAILURE() << (arena ? "image larger than the guarded arena"
-						: "mmap of the guarded arena failed");
-			size_ = body_ = 0;
-			return;
-		}
-		b_ = arena + kPage + (kRoom - body_); // the last byte touches the 8 GiB
-		mprotect(b_, body_, PROT_READ | PROT_WRITE);
-		base_ = b_ + (body_ - size_);
-		memcpy(base_, img.data(), size_);
-		mprotect(b_, body_, PROT_READ);
-	}
-	~Guarded()
-	{
-		if (b_) {
-			madvise(b_, body_, MADV_DONTNEED); // zero pages for the next image
-			mprotect(b_, body_, PROT_NONE);
-		}
-	}
-	Guarded(const Guarded &) = delete;
-	Guarded &operator=(const Guarded &) = delete;
-
-	// What shmkv_open_file does, on this memory: check, then bind a handle.
-	int open(unsigned flags, shmkv *db, char *why, size_t why_len) const
-	{
-		memset(db, 0, sizeof *db);
-		int err = shmkv_image_check(base_, size_, flags, why, why_len);
-		if (!err)
-			shmkv__bind(db, base_, size_);
-		return err;
-	}
-
-private:
-	static constexpr size_t kPage = 4096, kRoom = (size_t)16 << 20, kAfter = (size_t)1 << 33;
-
-	static uint8_t *arena_()
-	{
-		static uint8_t *arena = [] {
-			void *m = mmap(nullptr, kPage + kRoom + kAfter, PROT_NONE,
-				       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-			return m == MAP_FAILED ? nullptr : static_cast<uint8_t *>(m);
-		}();
-		return arena;
-	}
-
-	uint8_t *b_ = nullptr, *base_ = nullptr;
-	size_t size_ = 0, body_ = 0;
-};
+using testimg::Guarded;
 
 // Checks an image (in guarded memory) the way a reader would: open, verify,
 // and when verify accepts it, lookups and iteration. Returns 0 (accepted),
@@ -398,7 +325,7 @@ int check_guarded(const std::string &img, const std::vector<std::string> &keys)
 		EXPECT_TRUE(e == 0 || e == SHMKV_ENOTFOUND);
 	}
 	shmkv_iter it;
-	shmkv_iter_init(&db, &it);
+	shmkv_iter_init_all(&db, &it);
 	const void *k = nullptr;
 	size_t kl = 0;
 	shmkv_value v;
@@ -439,7 +366,7 @@ void structural_fuzz(const Fixture *fx)
 			img[pos] = (char)(img[pos] ^ (1 << bit));
 			what += " " + std::to_string(pos) + "." + std::to_string(bit);
 		}
-		fix_checksums(img);
+		testimg::reseal(img);
 		CASE("structural fuzz %d: flips (byte.bit)%s", n, what.c_str());
 		SCOPED_TRACE(crash_case::g_case);
 		outcome[check_guarded(img, fx->keys)]++;
@@ -451,25 +378,18 @@ void structural_fuzz(const Fixture *fx)
 	EXPECT_GT(outcome[2], 0);
 }
 
-TEST_F(Corruption, GoodImageIsGood) { good_image_is_good(fx, 1); }
+TEST_F(Corruption, GoodImageIsGood) { good_image_is_good(fx); }
 TEST_F(Corruption, Truncation) { truncation(fx); }
 TEST_F(Corruption, BitFlips) { bit_flips(fx); }
 TEST_F(Corruption, StructuralFuzz) { structural_fuzz(fx); }
-
-// The sweeps on the same records built in format 2 (the builder's default,
-// named so that the test keeps its meaning): 128-byte buckets with inline
-// records, ENTRIES only for the OUT ones (the 300-byte shared value).
-TEST_F(CorruptionV2, GoodImageIsGood) { good_image_is_good(fx, 2); }
-TEST_F(CorruptionV2, Truncation) { truncation(fx); }
-TEST_F(CorruptionV2, BitFlips) { bit_flips(fx); }
-TEST_F(CorruptionV2, StructuralFuzz) { structural_fuzz(fx); }
 
 // Every entry in turn with a damaged header field (checksums recomputed):
 // key_len and value_len up to their maxima reach far past the section and
 // the image, type and flags out of range.
 TEST_F(Corruption, EntryFields)
 {
-	// the entries, found by iterating the good image
+	// the OUT records' entries, found by iterating the good image: a key in
+	// ENTRIES follows its entry's 8-byte header
 	std::vector<uint64_t> offs;
 	{
 		Guarded g(fx->bytes);
@@ -477,14 +397,21 @@ TEST_F(Corruption, EntryFields)
 		char why[256];
 		ASSERT_EQ(g.open(0, &db, why, sizeof why), 0) << why;
 		shmkv_iter it;
-		shmkv_iter_init(&db, &it);
+		shmkv_iter_init_all(&db, &it);
 		const void *k = nullptr;
 		size_t kl = 0;
 		shmkv_value v;
-		while (shmkv_iter_next(&it, &k, &kl, &v) == 0)
-			offs.push_back((uint64_t)((const uint8_t *)k - db.base) - sizeof(shmkv_entry_header));
+		size_t n = 0;
+		while (shmkv_iter_next(&it, &k, &kl, &v) == 0) {
+			const uint64_t at = (uint64_t)((const uint8_t *)k - db.base);
+			n++;
+			if (at >= db.entries_off && at < db.entries_end)
+				offs.push_back(at - sizeof(shmkv_entry_header));
+		}
+		ASSERT_EQ(n, fx->keys.size());
 	}
-	ASSERT_EQ(offs.size(), fx->keys.size());
+	ASSERT_GT(offs.size(), 20u) << "the fixture has OUT records";
+	ASSERT_LT(offs.size(), fx->keys.size()) << "and inline ones";
 	struct Edit {
 		const char *name;
 		void (*apply)(shmkv_entry_header &e);
@@ -517,7 +444,7 @@ TEST_F(Corruption, EntryFields)
 			if (memcmp(&eh, &was, sizeof eh) == 0)
 				continue;
 			memcpy(&img[off], &eh, sizeof eh);
-			fix_checksums(img);
+			testimg::reseal(img);
 			CASE("entry at %" PRIu64 " (type %u, key_len %u, value_len %u): %s", off,
 			     was.type, was.key_len, was.value_len, ed.name);
 			SCOPED_TRACE(crash_case::g_case);
@@ -533,6 +460,73 @@ TEST_F(Corruption, EntryFields)
 	printf("entry fields: %d of %d damaged images refused\n", refused, total);
 }
 
+// Every inline record in turn with a damaged head (FORMAT.md §6; checksums
+// recomputed): its kind, key_len and value_len out of range or changed.
+TEST_F(Corruption, RecordFields)
+{
+	std::vector<uint64_t> recs; // image offsets of the inline records
+	{
+		Guarded g(fx->bytes);
+		shmkv db;
+		char why[256];
+		ASSERT_EQ(g.open(0, &db, why, sizeof why), 0) << why;
+		const shmkv_image_header *h = shmkv_header(&db);
+		for (uint64_t b = 0; b < h->bucket_count; b++) {
+			const uint64_t at = h->sections[0].offset + b * SHMKV_BUCKET_BYTES;
+			const uint8_t *bk = db.base + at;
+			for (unsigned i = 0; i < bk[0]; i++) {
+				shmkv_record r{};
+				ASSERT_EQ(shmkv_record_at(bk, i, &r), 0);
+				if (!(r.kind & SHMKV_REC_OUT))
+					recs.push_back(at + r.pos);
+			}
+		}
+	}
+	ASSERT_GT(recs.size(), 100u);
+	struct Edit {
+		const char *name;
+		unsigned at; // byte of the record
+		int value;   // < 0: xor with -value
+		bool must_refuse;
+	};
+	const Edit edits[] = {
+		{"kind bit 4", 0, -0x10, true},
+		{"kind bit 5", 0, -0x20, true},
+		{"type 0", 0, 0, true},
+		{"type 10", 0, 10, true},
+		{"kind EXPIRES", 0, -0x40, true},
+		{"kind OUT", 0, -0x80, true},
+		{"key_len 255", 1, 255, true},
+		{"key_len +1", 1, -1, false},
+		{"value_len 255", 2, 255, true},
+		{"value_len bit 0", 2, -1, false},
+	};
+	int refused = 0, total = 0;
+	for (const Edit &ed : edits) {
+		for (uint64_t off : recs) {
+			std::string img = fx->bytes;
+			char &c = img[off + ed.at];
+			const char was = c;
+			c = (char)(ed.value < 0 ? (unsigned char)c ^ (unsigned)-ed.value : (unsigned)ed.value);
+			if (c == was)
+				continue;
+			testimg::reseal(img);
+			CASE("record at %" PRIu64 " (kind %u): %s", off, (unsigned)(unsigned char)img[off],
+			     ed.name);
+			SCOPED_TRACE(crash_case::g_case);
+			int r = check_guarded(img, fx->keys);
+			if (ed.must_refuse) {
+				EXPECT_NE(r, 0) << "a damaged record passed verify";
+				refused += r != 0;
+				total++;
+			}
+		}
+	}
+	CASE("(none)");
+	printf("record fields: %d of %d damaged images refused\n", refused, total);
+	EXPECT_GT(total, 0);
+}
+
 // One header field at a time (checksum recomputed): the check that refuses
 // it and its message.
 TEST_F(Corruption, HeaderFields)
@@ -546,10 +540,11 @@ TEST_F(Corruption, HeaderFields)
 	const Edit edits[] = {
 		{"magic", [](shmkv_image_header &h) { h.magic[0] = 'X'; }, SHMKV_EMAGIC, "magic"},
 		{"format_version", [](shmkv_image_header &h) { h.format_version = 3; }, SHMKV_EVERSION,
-		 "version 3"},
-		// a v1 image claiming v2: v2's layout hash is checked, not v1's
-		{"format_version 2 with the v1 layout",
-		 [](shmkv_image_header &h) { h.format_version = 2; }, SHMKV_ELAYOUT, "for version 2"},
+		 "version 3, this reader reads version 2"},
+		// format 1 is retired: the version is checked before the layout hash
+		{"format_version 1", [](shmkv_image_header &h) { h.format_version = 1; },
+		 SHMKV_EVERSION, "image format version 1 is retired: convert it with "
+				 "'shmctl image upgrade OLD -o NEW'"},
 		{"layout_hash", [](shmkv_image_header &h) { h.layout_hash ^= 1; }, SHMKV_ELAYOUT,
 		 "layout hash"},
 		{"file_size larger", [](shmkv_image_header &h) { h.file_size += 4096; },
@@ -559,8 +554,13 @@ TEST_F(Corruption, HeaderFields)
 		{"header_size", [](shmkv_image_header &h) { h.header_size = 8192; }, SHMKV_ECORRUPT,
 		 "header_size"},
 		{"flags", [](shmkv_image_header &h) { h.flags |= 1u << 7; }, SHMKV_ECORRUPT, "flags"},
-		{"bucket_slots", [](shmkv_image_header &h) { h.bucket_slots = 16; }, SHMKV_ECORRUPT,
-		 "bucket_slots"},
+		{"bucket_slots", [](shmkv_image_header &h) { h.bucket_slots = 64; }, SHMKV_ECORRUPT,
+		 "bucket_slots 64, expected 128"},
+		{"index at 64, not 128", [](shmkv_image_header &h) {
+			 for (unsigned i = 0; i < 3; i++)
+				 h.sections[i].offset += 64;
+			 h.sections[2].size = std::min(h.sections[2].size, h.file_size - h.sections[2].offset);
+		 }, SHMKV_ECORRUPT, "not a multiple of 128"},
 		{"hash_bits 0", [](shmkv_image_header &h) { h.hash_bits = 0; }, SHMKV_ECORRUPT,
 		 "hash_bits"},
 		{"hash_bits 65", [](shmkv_image_header &h) { h.hash_bits = 65; }, SHMKV_ECORRUPT,
@@ -571,7 +571,8 @@ TEST_F(Corruption, HeaderFields)
 		 SHMKV_ECORRUPT, "bucket_count"},
 		{"bucket_count+1", [](shmkv_image_header &h) { h.bucket_count += 1; }, SHMKV_ECORRUPT,
 		 "index section"},
-		{"entry_count", [](shmkv_image_header &h) { h.entry_count = h.bucket_count * 8 + 1; },
+		{"entry_count",
+		 [](shmkv_image_header &h) { h.entry_count = h.bucket_count * SHMKV_MAX_RECORDS + 1; },
 		 SHMKV_ECORRUPT, "entry_count"},
 		{"max_probe", [](shmkv_image_header &h) { h.max_probe = (uint32_t)h.bucket_count; },
 		 SHMKV_ECORRUPT, "max_probe"},
@@ -598,8 +599,6 @@ TEST_F(Corruption, HeaderFields)
 		{"section offset wraps",
 		 [](shmkv_image_header &h) { h.sections[2].offset = UINT64_MAX - 63; }, SHMKV_ECORRUPT,
 		 "past the image end"},
-		{"entries too small", [](shmkv_image_header &h) { h.sections[1].size = 8; },
-		 SHMKV_ECORRUPT, "too small"},
 	};
 	for (const Edit &e : edits) {
 		CASE("header field %s", e.name);
@@ -608,7 +607,7 @@ TEST_F(Corruption, HeaderFields)
 		shmkv_image_header h = header_of(img);
 		e.apply(h);
 		put_header(img, h);
-		fix_checksums(img);
+		testimg::reseal(img);
 		std::string p = fx->put(img);
 		OpenResult r = try_open(p, SHMKV_OPEN_NOVERIFY);
 		shmkv_close(r.db);
@@ -635,7 +634,8 @@ TEST_F(Corruption, HeaderFields)
 	CASE("(none)");
 }
 
-// Damage only the structural walk sees (checksums recomputed).
+// Damage only the structural walk sees (checksums recomputed): padding,
+// the bucket directory and records (FORMAT.md §6), an OUT entry's header.
 TEST_F(Corruption, DeepChecks)
 {
 	const shmkv_image_header h = fx->hdr();
@@ -647,17 +647,30 @@ TEST_F(Corruption, DeepChecks)
 	};
 	const uint64_t idx = h.sections[0].offset, ent = h.sections[1].offset;
 	const uint64_t last_end = h.sections[2].offset + h.sections[2].size;
-	uint64_t first_full = idx;
-	while (first_full < idx + h.sections[0].size && !fx->bytes[first_full + 7] &&
-	       !fx->bytes[first_full + 6])
-		first_full += 8;
+	// the first bucket with two records or more, its first record's offset,
+	// and the end of its last record
+	uint64_t bk = idx;
+	while (bk < idx + h.sections[0].size && (unsigned char)fx->bytes[bk] < 2)
+		bk += SHMKV_BUCKET_BYTES;
+	ASSERT_LT(bk, idx + h.sections[0].size);
+	const unsigned n = (unsigned char)fx->bytes[bk];
+	const unsigned r0 = (unsigned char)fx->bytes[bk + 8] & SHMKV_DIR_OFF_MASK;
+	shmkv_record last{};
+	ASSERT_EQ(shmkv_record_at((const uint8_t *)fx->bytes.data() + bk, n - 1, &last), 0);
+	// a home bucket without displaced keys
+	uint64_t nod = idx;
+	while (nod < idx + h.sections[0].size && fx->bytes[nod + 1])
+		nod += SHMKV_BUCKET_BYTES;
 	const Edit edits[] = {
 		{"header padding", SHMKV_HEADER_USED + 100, 1, "non-zero byte"},
 		{"trailing padding", last_end < h.file_size ? h.file_size - 1 : 0, 0x80, "non-zero byte"},
-		{"slot tag", first_full + 6, 0x01, "tag"},
-		{"slot offset", first_full + 0, 0x08, ""},
-		{"slot offset high", first_full + 4, 0x40, "outside"},
-		{"slot meta byte", first_full + 5, 0x01, ""},
+		{"directory tag bit", bk + 9, 0x01, "directory tag bits"},
+		{"directory offset +1", bk + 8, 0x01, ""},
+		{"record kind bit 5", bk + r0, 0x20, "malformed"},
+		{"bucket tail after the records", last.end < 128 ? bk + 127 : 0, 0x01, "after bucket"},
+		{"filter bit without displaced keys", nod < idx + h.sections[0].size ? nod + 2 : 0, 0x01,
+		 "filter bits without displaced keys"},
+		{"count + 1", bk, (uint8_t)(n ^ (n + 1)), ""},
 		{"entry type", ent + 0, 0x40, "type"},
 		{"entry flags", ent + 1, 0x80, "flags"},
 		{"entry key_len", ent + 3, 0x40, ""},
@@ -669,7 +682,7 @@ TEST_F(Corruption, DeepChecks)
 			continue; // no such byte in this image
 		std::string img = fx->bytes;
 		img[e.pos] ^= (char)e.x;
-		fix_checksums(img);
+		testimg::reseal(img);
 		std::string p = fx->put(img);
 		OpenResult r = try_open(p, SHMKV_OPEN_DEEP);
 		shmkv_close(r.db);

@@ -19,8 +19,14 @@
   SHMKV_CACHE_NAME_RULE, and the docs that spell it out agree with it;
 - every header lib/shmkv.h and shmkv_bpf.h include, directly or through
   another, is in lib/meson.build's install_headers (an uninstalled one
-  breaks every client of the installed packages).
+  breaks every client of the installed packages);
+- lib's headers read top down: from their #include "..." lines, the graph
+  has no cycle and every header includes only headers of a lower level in
+  LIB_LEVELS (the public API on top, the format's constants at the bottom);
+  a header without a level, or a level for a header that is gone, fails.
 usage: docs_test.py SOURCE_ROOT BUILD_ROOT
+       docs_test.py --self-test      (the layering check catches a cycle
+                                      and an include of a higher header)
 """
 import glob
 import json
@@ -29,6 +35,109 @@ import re
 import subprocess
 import sys
 
+# lib's headers, top down (FORMAT.md and lib/README.md describe the pieces):
+# a header includes only headers of a higher number. The control segment's
+# branch (ctl.h, protocol.h, atomic.h) meets the reader's at handle.h.
+LIB_LEVELS = {
+    'shmkv.h': 0, 'shmkv_bpf.h': 0,
+    'shmkv/attach.h': 1, 'shmkv/tools.h': 1, 'shmkv/batch.h': 1, 'shmkv/iter.h': 1,
+    'shmkv/get.h': 1,
+    'shmkv/open.h': 2, 'shmkv/ctl.h': 2,
+    'shmkv/verify.h': 3,
+    'shmkv/lookup.h': 4,
+    'shmkv/bucket.h': 5,
+    'shmkv/entry.h': 6,
+    'shmkv/types.h': 7,
+    'shmkv/handle.h': 8,
+    'shmkv/probe.h': 9,
+    'shmkv/format.h': 10, 'shmkv/errors.h': 10, 'shmkv/utf8.h': 10, 'shmkv/trace.h': 10,
+    'shmkv/protocol.h': 10, 'shmkv/atomic.h': 10,
+}
+
+
+def header_graph(lib):
+    """{header: [headers it includes]} for lib's own headers (paths relative
+    to lib), from their #include "..." lines."""
+    heads = sorted(os.path.relpath(p, lib) for p in
+                   glob.glob(os.path.join(lib, '*.h')) + glob.glob(os.path.join(lib, 'shmkv', '*.h')))
+    graph = {}
+    for h in heads:
+        with open(os.path.join(lib, h), encoding='utf-8') as f:
+            text = f.read()
+        graph[h] = []
+        for inc in re.findall(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', text, re.M):
+            rel = os.path.normpath(os.path.join(os.path.dirname(h), inc))
+            if os.path.exists(os.path.join(lib, rel)):
+                graph[h].append(rel)
+    return graph
+
+
+def layering(graph, levels):
+    """The violations of the top-down rule in graph, as messages."""
+    bad = []
+    for h in sorted(graph):
+        if h not in levels:
+            bad.append(f'lib/{h} has no level in docs_test.py LIB_LEVELS: give it one')
+    for h in sorted(levels):
+        if h not in graph:
+            bad.append(f'docs_test.py LIB_LEVELS names lib/{h}, which does not exist')
+    state, stack = {}, []
+
+    def dfs(n):
+        state[n] = 1
+        stack.append(n)
+        for m in graph.get(n, []):
+            if state.get(m) == 1:
+                return stack[stack.index(m):] + [m]
+            if not state.get(m):
+                c = dfs(m)
+                if c:
+                    return c
+        stack.pop()
+        state[n] = 2
+        return None
+
+    for n in sorted(graph):
+        if not state.get(n):
+            cyc = dfs(n)
+            if cyc:
+                bad.append('include cycle: ' + ' -> '.join('lib/' + x for x in cyc))
+                break
+    for h in sorted(graph):
+        for inc in graph[h]:
+            if h in levels and inc in levels and levels[inc] <= levels[h]:
+                bad.append(f'lib/{h} (level {levels[h]}) includes lib/{inc} (level {levels[inc]}): '
+                           'a header includes only headers below it')
+    return bad
+
+
+def layering_self_test():
+    """The check must catch a cycle, an include of a higher or equal level,
+    and a header without a level; and pass a top-down graph."""
+    levels = {'a.h': 0, 'b.h': 1, 'c.h': 2}
+    cases = {  # name: (graph, levels, what the message says)
+        'cycle': ({'a.h': ['b.h'], 'b.h': ['c.h'], 'c.h': ['b.h']}, levels, 'include cycle'),
+        'upward': ({'a.h': [], 'b.h': ['a.h'], 'c.h': []}, levels, 'includes lib/a.h (level 0)'),
+        'same level': ({'a.h': ['b.h'], 'b.h': ['d.h'], 'c.h': [], 'd.h': []},
+                       dict(levels, **{'d.h': 1}), 'includes lib/d.h (level 1)'),
+        'no level': ({'a.h': ['b.h'], 'b.h': ['c.h'], 'c.h': [], 'd.h': []}, levels,
+                     'lib/d.h has no level'),
+        'level of no header': ({'a.h': [], 'b.h': []}, levels, 'names lib/c.h'),
+    }
+    ok = True
+    for name, (g, lv, says) in cases.items():
+        if not any(says in m for m in layering(g, lv)):
+            print(f'docs: layering self-test {name}: not caught ({says})')
+            ok = False
+    if layering({'a.h': ['b.h', 'c.h'], 'b.h': ['c.h'], 'c.h': []}, levels):
+        print('docs: layering self-test: a top-down graph was refused')
+        ok = False
+    print('docs: layering self-test ' + ('ok' if ok else 'FAILED'))
+    return 0 if ok else 1
+
+
+if sys.argv[1:] == ['--self-test']:
+    sys.exit(layering_self_test())
 src, build = sys.argv[1], sys.argv[2]
 fails = []
 PLUMBING = {'meson.build', 'meson_options.txt', '.gitignore'}
@@ -197,6 +306,13 @@ while todo:
         rel = os.path.normpath(os.path.join(os.path.dirname(h), inc))
         if os.path.exists(os.path.join(src, 'lib', rel)):
             todo.append(rel)
+
+# 6. lib's headers read top down
+lib_graph = header_graph(os.path.join(src, 'lib'))
+if len(lib_graph) < 15:
+    fail(f'found only {len(lib_graph)} headers in lib/: the scan is broken')
+for msg in layering(lib_graph, LIB_LEVELS):
+    fail(msg)
 
 for f in fails:
     print('FAIL', f)

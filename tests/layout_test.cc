@@ -1,29 +1,51 @@
-// layout_test: the image layout description in lib/shmkv/format.h is what the
-// structs really are. SHMKV_LAYOUT_DESC is rebuilt from offsetof/sizeof and
-// compared, and SHMKV_LAYOUT_HASH must be XXH3-64 (seed 0) of it; the hash,
-// home and tag rules the description names are checked against probe.h.
+// layout_test: the image layout in lib/shmkv/format.h is what the structs
+// really are, and lib/format.json (the constants the Go, Java and Python
+// readers check themselves against) says the same as the C reader.
+// SHMKV_LAYOUT_DESC is rebuilt from offsetof/sizeof, the bucket and record
+// constants, the type table and the masks, and SHMKV_LAYOUT_HASH must be
+// XXH3-64 (seed 0) of it (lib/FORMAT.md §15); the hash, home, tag and
+// directory rules the description names are checked against the format
+// functions of lib/shmkv/tools.h.
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
 #include <string>
 
 #include <gtest/gtest.h>
 
 #include <shmkv.h>
 
+#include "json_util.h"
+
+#ifndef SHMKV_FORMAT_JSON
+#error "meson passes -DSHMKV_FORMAT_JSON=\"<source root>/lib/format.json\""
+#endif
+
 namespace {
 
 #define FIELD(s, f) (std::string(#f) + "@" + std::to_string(offsetof(s, f)))
 
-std::string rebuilt_desc()
+std::string hex(uint64_t x)
+{
+	char b[24];
+	snprintf(b, sizeof b, "%#llx", (unsigned long long)x);
+	return b;
+}
+
+// The header, section and entry structs, from offsetof/sizeof.
+std::string rebuilt_structs()
 {
 	using H = shmkv_image_header;
 	using S = shmkv_section_desc;
 	using E = shmkv_entry_header;
-	std::string d = "shmkv-image-v1;";
-	d += "header=" + std::to_string(sizeof(H)) + ":";
+	std::string d = "header=" + std::to_string(sizeof(H)) + ":";
 	d += FIELD(H, magic) + "," + FIELD(H, format_version) + "," + FIELD(H, header_size) + "," +
 	     FIELD(H, layout_hash) + "," + FIELD(H, flags) + "," + FIELD(H, file_size) + "," +
 	     FIELD(H, entry_count) + "," + FIELD(H, bucket_count) + "," + FIELD(H, bucket_slots) +
@@ -40,37 +62,16 @@ std::string rebuilt_desc()
 	d += "entry=" + std::to_string(sizeof(E)) + ":";
 	d += FIELD(E, type) + "," + FIELD(E, flags) + "," + FIELD(E, key_len) + "," +
 	     FIELD(E, value_len) + ";";
-	d += "bucket=" + std::to_string(SHMKV_BUCKET_BYTES) + ":" +
-	     std::to_string(SHMKV_BUCKET_SLOTS) + "xu64(tag16<<" +
-	     std::to_string(SHMKV_SLOT_TAG_SHIFT) + "|meta8<<" + std::to_string(SHMKV_SLOT_META_SHIFT) +
-	     "|off>>3);";
-	d += "meta0.." + std::to_string(SHMKV_BUCKET_SLOTS - 2) + "=filter" +
-	     std::to_string(SHMKV_FILTER_BITS) + "[(tag*" + std::to_string(SHMKV_FILTER_BITS) +
-	     ")>>16];meta" + std::to_string(SHMKV_BUCKET_SLOTS - 1) + "=maxdisp;";
-	d += "hash=xxh3_64(seed);home=mulhi(h,buckets);tag=h&0xffff|1if0";
 	return d;
 }
 
 #undef FIELD
 
-TEST(Layout, DescriptionMatchesStructs)
-{
-	EXPECT_EQ(rebuilt_desc(), std::string(SHMKV_LAYOUT_DESC));
-}
-
-TEST(Layout, HashIsXxh3OfDescription)
-{
-	const char *d = SHMKV_LAYOUT_DESC;
-	EXPECT_EQ(XXH3_64bits(d, strlen(d)), SHMKV_LAYOUT_HASH)
-		<< std::hex << "computed 0x" << XXH3_64bits(d, strlen(d));
-	std::string r = rebuilt_desc();
-	EXPECT_EQ(XXH3_64bits(r.data(), r.size()), SHMKV_LAYOUT_HASH);
-}
-
-// The vocabulary a v1 reader refuses to guess at, rebuilt from the type table
-// and the flag masks: a changed row, a new type or flag fails here, and
-// format.h says why that is a new format version (FORMAT.md §15).
-std::string rebuilt_vocab(uint64_t hflags = SHMKV_HFLAG_KNOWN, const std::string &extra = "")
+// The vocabulary a reader refuses to guess at (types with their shapes,
+// flags, record kind bits, sections), rebuilt from the type table and the
+// masks: a changed row, a new type or flag fails here, and format.h says
+// why that is a new format version (FORMAT.md §15).
+std::string rebuilt_vocab()
 {
 	std::string d = "types=";
 	for (unsigned t = 1; t <= SHMKV_TYPE_MAX; t++) {
@@ -92,92 +93,100 @@ std::string rebuilt_vocab(uint64_t hflags = SHMKV_HFLAG_KNOWN, const std::string
 		if (r->utf8)
 			d += "/utf8";
 	}
-	char hex[64];
-	snprintf(hex, sizeof hex, ";eflags=%#x;hflags=%#llx;", (unsigned)SHMKV_EFLAG_KNOWN,
-		 (unsigned long long)hflags);
-	d += hex + extra;
+	d += ";eflags=" + hex(SHMKV_EFLAG_KNOWN) + ";hflags=" + hex(SHMKV_HFLAG_KNOWN) + ";";
+	d += "rkind=type" + hex(SHMKV_REC_TYPE_MASK) + ",expires" + hex(SHMKV_REC_EXPIRES) + ",out" +
+	     hex(SHMKV_REC_OUT) + ";";
 	d += "sections=";
 	for (uint32_t k = SHMKV_SECTION_INDEX; k <= SHMKV_SECTION_VALUES; k++)
 		d += (k > 1 ? "," : "") + std::to_string(k) + ":" + shmkv_section_name(k);
 	return d;
 }
 
-TEST(Layout, VocabularyIsFrozenForV1)
+// The whole description: the structs, the 128-byte bucket and its records
+// from format.h's constants, the hash rules, then the vocabulary, so that
+// the hash covers the types and flags.
+std::string rebuilt_desc()
 {
-	ASSERT_EQ(SHMKV_FORMAT_VERSION, 1u);
-	EXPECT_EQ(rebuilt_vocab(), std::string(SHMKV_VOCAB_DESC))
-		<< "format v1's types, flags and sections are frozen: a change is a new format "
-		   "version (lib/FORMAT.md §15)";
-	EXPECT_EQ(shmkv_type_desc_of(0), nullptr);
-	EXPECT_EQ(shmkv_type_desc_of(SHMKV_TYPE_MAX + 1), nullptr);
-	EXPECT_STREQ(shmkv_section_name(SHMKV_SECTION_VALUES + 1), "unknown");
-}
-
-// v2's description: the structs as v1, the 128-byte bucket and record
-// layout from format.h's constants, then the vocabulary, so that the v2
-// hash covers the types and flags (FORMAT.md §17.8).
-std::string rebuilt_desc_v2()
-{
-	std::string v1 = rebuilt_desc();
-	std::string structs = v1.substr(strlen("shmkv-image-v1;"));
-	structs = structs.substr(0, structs.find("bucket="));
-	char rk[96];
-	snprintf(rk, sizeof rk, "rkind=type%#x,expires%#x,out%#x;", SHMKV_REC_TYPE_MASK,
-		 SHMKV_REC_EXPIRES, SHMKV_REC_OUT);
-	std::string d = "shmkv-image-v2;" + structs;
-	const std::string head = std::to_string(SHMKV_V2_BUCKET_HEAD);
-	d += "bucket=" + std::to_string(SHMKV_V2_BUCKET_BYTES) + ":count@0[0.." +
-	     std::to_string(SHMKV_V2_MAX_RECORDS) + "],disp@1,filter" +
-	     std::to_string(SHMKV_V2_FILTER_BITS) + "@2[(tag*" + std::to_string(SHMKV_V2_FILTER_BITS) +
-	     ")>>16],dir16@" + head + "[count]=(tag<<" + std::to_string(SHMKV_V2_DIR_TAG_SHIFT) +
-	     "|off)&0xffff,records@" + head + "+" + std::to_string(SHMKV_V2_DIR_BYTES) + "*count.." +
-	     std::to_string(SHMKV_V2_BUCKET_BYTES) + ",ascending,zero-gaps;";
+	const std::string head = std::to_string(SHMKV_BUCKET_HEAD);
+	std::string d = "shmkv-image-v" + std::to_string(SHMKV_FORMAT_VERSION) + ";" + rebuilt_structs();
+	d += "bucket=" + std::to_string(SHMKV_BUCKET_BYTES) + ":count@0[0.." +
+	     std::to_string(SHMKV_MAX_RECORDS) + "],disp@1,filter" +
+	     std::to_string(SHMKV_FILTER_BITS) + "@2[(tag*" + std::to_string(SHMKV_FILTER_BITS) +
+	     ")>>16],dir16@" + head + "[count]=(tag<<" + std::to_string(SHMKV_DIR_TAG_SHIFT) +
+	     "|off)&0xffff,records@" + head + "+" + std::to_string(SHMKV_DIR_BYTES) + "*count.." +
+	     std::to_string(SHMKV_BUCKET_BYTES) + ",ascending,zero-gaps;";
 	d += "record=kind8@0;inline=key_len8@1,value_len8@2,expires32@" +
 	     std::to_string(SHMKV_REC_INLINE_HEAD) +
 	     "?,key,pad0-to-align(type)-in-bucket,value,nul(type);out=entry_off40>>3@1,expires32@" +
 	     std::to_string(SHMKV_REC_OUT_HEAD) + "?;expired=now>=expires;";
 	d += "hash=xxh3_64(seed);home=mulhi(h,buckets);tag=h&0xffff|1if0;";
-	d += rebuilt_vocab(SHMKV_HFLAG_KNOWN_V2, rk);
+	d += rebuilt_vocab();
 	return d;
 }
 
-TEST(Layout, V2DescriptionMatchesConstantsAndVocabulary)
+TEST(Layout, DescriptionMatchesStructsConstantsAndVocabulary)
 {
-	EXPECT_EQ(rebuilt_desc_v2(), std::string(SHMKV_LAYOUT_DESC_V2));
-	EXPECT_EQ(std::string(SHMKV_VOCAB_DESC_V2),
-		  rebuilt_vocab(SHMKV_HFLAG_KNOWN_V2,
-				"rkind=type0xf,expires0x40,out0x80;"));
+	EXPECT_EQ(rebuilt_desc(), std::string(SHMKV_LAYOUT_DESC));
 	// the description ends with the vocabulary: the hash covers the types
-	std::string d = SHMKV_LAYOUT_DESC_V2, v = SHMKV_VOCAB_DESC_V2;
+	const std::string d = SHMKV_LAYOUT_DESC, v = rebuilt_vocab();
 	ASSERT_GT(d.size(), v.size());
 	EXPECT_EQ(d.substr(d.size() - v.size()), v);
-	EXPECT_EQ(SHMKV_LAYOUT_HASH_V2, UINT64_C(0x5a240d8d9e73bf24)); // /work V2B.md, FORMAT.md §17.8
-	EXPECT_EQ(XXH3_64bits(d.data(), d.size()), SHMKV_LAYOUT_HASH_V2)
-		<< std::hex << "computed 0x" << XXH3_64bits(d.data(), d.size());
-	EXPECT_NE(SHMKV_LAYOUT_HASH_V2, SHMKV_LAYOUT_HASH);
-	EXPECT_EQ(d.size(), 1127u); // FORMAT.md §17.8 states it
+	EXPECT_EQ(d.compare(0, 15, "shmkv-image-v2;"), 0) << d;
+	EXPECT_EQ(shmkv_type_desc_of(0), nullptr);
+	EXPECT_EQ(shmkv_type_desc_of(SHMKV_TYPE_MAX + 1), nullptr);
+	EXPECT_STREQ(shmkv_section_name(SHMKV_SECTION_VALUES + 1), "unknown");
 }
 
-TEST(Layout, V2Geometry)
+TEST(Layout, HashIsXxh3OfDescription)
 {
-	EXPECT_EQ(SHMKV_V2_BUCKET_BYTES, 2 * 64u); // an aligned pair of cache lines
-	EXPECT_EQ(SHMKV_V2_BUCKET_HEAD, 2 + SHMKV_V2_FILTER_BITS / 8);
+	const std::string d = SHMKV_LAYOUT_DESC, r = rebuilt_desc();
+	EXPECT_EQ(XXH3_64bits(d.data(), d.size()), SHMKV_LAYOUT_HASH)
+		<< std::hex << "computed 0x" << XXH3_64bits(d.data(), d.size());
+	EXPECT_EQ(XXH3_64bits(r.data(), r.size()), SHMKV_LAYOUT_HASH);
+}
+
+TEST(Layout, Geometry)
+{
+	EXPECT_EQ(SHMKV_BUCKET_BYTES, 2 * 64u); // an aligned pair of cache lines
+	EXPECT_EQ(SHMKV_BUCKET_HEAD, 2 + SHMKV_FILTER_BITS / 8);
 	// the directory: 16 u16 entries are two 16-byte vectors at +8 and +24
-	EXPECT_EQ(SHMKV_V2_MAX_RECORDS * SHMKV_V2_DIR_BYTES, 32u);
-	EXPECT_EQ(SHMKV_V2_DIR_BYTES, 2u); // dir = (tag << 7 | off) & 0xffff per record
+	EXPECT_EQ(SHMKV_MAX_RECORDS * SHMKV_DIR_BYTES, 32u);
+	EXPECT_EQ(SHMKV_DIR_BYTES, 2u); // dir = (tag << 7 | off) & 0xffff per record
+	EXPECT_EQ(shmkv_dir_end(0), SHMKV_BUCKET_HEAD);
+	EXPECT_EQ(shmkv_dir_end(SHMKV_MAX_RECORDS), SHMKV_BUCKET_HEAD + 32u);
 	// the offset bits reach every byte of the bucket, the tag bits are the rest
-	EXPECT_EQ(SHMKV_V2_DIR_OFF_MASK + 1, SHMKV_V2_BUCKET_BYTES);
-	EXPECT_EQ(SHMKV_V2_DIR_OFF_MASK + 1, 1u << SHMKV_V2_DIR_TAG_SHIFT);
-	EXPECT_EQ(SHMKV_V2_DIR_TAG_MASK, 0xffffu & ~SHMKV_V2_DIR_OFF_MASK);
+	EXPECT_EQ(SHMKV_DIR_OFF_MASK + 1, SHMKV_BUCKET_BYTES);
+	EXPECT_EQ(SHMKV_DIR_OFF_MASK + 1, 1u << SHMKV_DIR_TAG_SHIFT);
+	EXPECT_EQ(SHMKV_DIR_TAG_MASK, 0xffffu & ~SHMKV_DIR_OFF_MASK);
+	EXPECT_EQ(shmkv_dir_entry(0x1234, 0x55), ((0x1234u << 7) | 0x55u) & 0xffffu);
+	EXPECT_EQ(shmkv_dir_entry(0xffff, 127), 0xffffu);
 	// 16 of the smallest records (an inline bool or empty bytes, empty key)
 	// fit after a full directory, so count, not space, is the limit there
-	EXPECT_LE(SHMKV_V2_BUCKET_HEAD + SHMKV_V2_MAX_RECORDS * (SHMKV_V2_DIR_BYTES +
-								 SHMKV_REC_INLINE_HEAD + 1),
-		  SHMKV_V2_BUCKET_BYTES);
+	EXPECT_LE(SHMKV_BUCKET_HEAD +
+			  SHMKV_MAX_RECORDS * (SHMKV_DIR_BYTES + SHMKV_REC_INLINE_HEAD + 1),
+		  SHMKV_BUCKET_BYTES);
 	EXPECT_EQ(SHMKV_REC_KNOWN & 0x30u, 0u); // kind bits 4 and 5 are reserved
-	EXPECT_EQ(SHMKV_HFLAG_KNOWN_V2 & SHMKV_HFLAG_KNOWN, SHMKV_HFLAG_KNOWN);
+	EXPECT_EQ(SHMKV_REC_KNOWN, SHMKV_REC_TYPE_MASK | SHMKV_REC_EXPIRES | SHMKV_REC_OUT);
 	EXPECT_GE(SHMKV_TYPE_MAX, 1);
 	EXPECT_LE(SHMKV_TYPE_MAX, (int)SHMKV_REC_TYPE_MASK);
+	EXPECT_EQ(SHMKV_REC_MAX_LEN, 255u); // inline key_len and value_len are u8
+	// OUT records hold 40-bit entry units of 8 bytes: the image size limit
+	EXPECT_EQ(SHMKV_UNIT_MASK + 1, SHMKV_MAX_IMAGE_SIZE >> 3);
+	EXPECT_EQ(SHMKV_REC_OUT_HEAD, 1u + 5u);
+	// a record's span: inline head, expiry, key, the value aligned in the
+	// bucket for its type, the NUL of text; an OUT record's head and expiry
+	unsigned kp = 9, vp = 9;
+	EXPECT_EQ(shmkv_record_span(16, SHMKV_TYPE_I64, 1, 8, &kp, &vp), 32u);
+	EXPECT_EQ(kp, 19u);
+	EXPECT_EQ(vp, 24u);
+	EXPECT_EQ(shmkv_record_span(16, SHMKV_TYPE_STRING | SHMKV_REC_EXPIRES, 2, 3, &kp, &vp),
+		  16u + 3 + 4 + 2 + 3 + 1);
+	EXPECT_EQ(kp, 23u);
+	EXPECT_EQ(vp, 25u);
+	EXPECT_EQ(shmkv_record_span(16, SHMKV_REC_OUT, 0, 0, &kp, &vp), 22u);
+	EXPECT_EQ(shmkv_record_span(16, SHMKV_REC_OUT | SHMKV_REC_EXPIRES, 0, 0, &kp, &vp), 26u);
+	EXPECT_EQ(kp, 0u);
+	EXPECT_EQ(vp, 0u);
 }
 
 // Every row agrees with the getters' and the entry layout's use of it.
@@ -191,7 +200,9 @@ TEST(Layout, TypeRowsRoundTrip)
 		EXPECT_EQ(shmkv_type_align8(t), r->align == 8) << r->name;
 		EXPECT_EQ(shmkv_value_stored_len(t, 5), 5u + r->nul) << r->name;
 		// an inline value of 3 bytes after a 1-byte key, and the shared form
-		EXPECT_EQ(shmkv_entry_size(t, 0, 1, 3), (r->align == 8 ? 16u + 3 + r->nul + 7 : 9u + 3 + r->nul + 7) / 8 * 8) << r->name;
+		EXPECT_EQ(shmkv_entry_size(t, 0, 1, 3),
+			  (r->align == 8 ? 16u + 3 + r->nul + 7 : 9u + 3 + r->nul + 7) / 8 * 8)
+			<< r->name;
 		EXPECT_EQ(shmkv_entry_size(t, 1, 1, 3), 24u) << r->name;
 	}
 	EXPECT_EQ(shmkv_type_by_name("int32"), 0u);
@@ -215,29 +226,21 @@ TEST(Layout, FieldSizes)
 		  offsetof(shmkv_image_header, reserved));
 	EXPECT_EQ(sizeof(shmkv_section_desc), 32u);
 	EXPECT_EQ(sizeof(shmkv_entry_header), 8u);
-	EXPECT_EQ(SHMKV_BUCKET_SLOTS * sizeof(uint64_t), SHMKV_BUCKET_BYTES);
 	EXPECT_EQ(SHMKV_HEADER_SIZE % SHMKV_FILE_ALIGN, 0u);
-	EXPECT_EQ(SHMKV_MAX_KEY_LEN, (unsigned)UINT16_MAX); // key_len is a u16
+	EXPECT_EQ(SHMKV_MAX_KEY_LEN, (unsigned)UINT16_MAX);   // key_len is a u16
 	EXPECT_EQ(SHMKV_MAX_VALUE_LEN, (unsigned)UINT32_MAX); // value_len is a u32
-	// slot offsets in 8-byte units cover the whole image size limit, and the
-	// offset, meta byte and tag fields tile the 64-bit slot
-	EXPECT_EQ(SHMKV_SLOT_OFF_MASK + 1, SHMKV_MAX_IMAGE_SIZE >> 3);
-	EXPECT_EQ(SHMKV_SLOT_OFF_MASK + 1, UINT64_C(1) << SHMKV_SLOT_META_SHIFT);
-	EXPECT_EQ(SHMKV_SLOT_META_SHIFT + 8, SHMKV_SLOT_TAG_SHIFT);
-	EXPECT_EQ(SHMKV_SLOT_TAG_SHIFT + 16, 64u);
-	// the displaced-key filter is the meta bytes of all slots but the last
-	EXPECT_EQ(SHMKV_FILTER_BITS, 8 * (SHMKV_BUCKET_SLOTS - 1));
-	EXPECT_EQ(SHMKV_DISPLACEMENT_MAX, 255u);
+	EXPECT_EQ(SHMKV_DISPLACEMENT_MAX, 255u);              // D is a byte
 }
 
-// The rules behind "hash=xxh3_64(seed);home=mulhi(h,buckets);tag=h&0xffff|1if0".
+// The rules behind "hash=xxh3_64(seed);home=mulhi(h,buckets);tag=h&0xffff|1if0"
+// and the filter's "(tag*48)>>16".
 TEST(Layout, HashHomeTagRules)
 {
 	const char key[] = "user:42";
 	for (uint64_t seed : {UINT64_C(0), UINT64_C(1), UINT64_C(0x53484d4b56763121)})
 		EXPECT_EQ(shmkv_key_hash(seed, 64, key, 7), XXH3_64bits_withSeed(key, 7, seed));
-	// every length through each of XXH3's input classes (0-16 is reader's own
-	// short path, probe.h), unaligned starts included
+	// every length through each of XXH3's input classes (0-16 is the
+	// reader's own short path, probe.h), unaligned starts included
 	unsigned char buf[304];
 	for (size_t i = 0; i < sizeof buf; i++)
 		buf[i] = (unsigned char)(i * 131 + 7);
@@ -255,12 +258,12 @@ TEST(Layout, HashHomeTagRules)
 	EXPECT_EQ(shmkv_key_tag(0x10000), 1u);
 	EXPECT_EQ(shmkv_key_tag(0xabcd0000ffffu), 0xffffu);
 	EXPECT_EQ(shmkv_key_tag(0x1234), 0x1234u);
-	// filter index: (tag * 56) >> 16, within the 56 filter bits for every tag
+	// filter index: (tag * 48) >> 16, within the 48 filter bits for every tag
 	EXPECT_EQ(shmkv_filter_index(1), 0u);
 	EXPECT_EQ(shmkv_filter_index(0xffff), SHMKV_FILTER_BITS - 1);
 	EXPECT_EQ(shmkv_filter_index(0x8000), SHMKV_FILTER_BITS / 2);
 	for (uint64_t t = 1; t <= 0xffff; t++)
-		ASSERT_LT(shmkv_filter_index(t), SHMKV_FILTER_BITS) << t;
+		ASSERT_EQ(shmkv_filter_index(t), (t * SHMKV_FILTER_BITS) >> 16) << t;
 	// reduced hashes (test images): 2^bits distinct values, spread by a multiply
 	for (unsigned bits = 1; bits <= 8; bits++) {
 		uint64_t h = shmkv_key_hash(7, bits, key, 7);
@@ -283,6 +286,271 @@ TEST(Layout, ErrorCodesAreDistinctAndNamed)
 	EXPECT_STREQ(shmkv_type_name(0), "invalid");
 	EXPECT_STREQ(shmkv_type_name(SHMKV_TYPE_MAX + 1), "invalid");
 	EXPECT_STREQ(shmkv_type_name(SHMKV_TYPE_F32LIST), "f32list");
+}
+
+// ---- lib/format.json against the C reader ----
+
+using shmkv_test::Json;
+
+// The JSON file, parsed (a failure names the path).
+const Json &format_json()
+{
+	static Json j;
+	static bool done = false;
+	if (!done) {
+		done = true;
+		std::ifstream f(SHMKV_FORMAT_JSON);
+		std::stringstream text;
+		text << f.rdbuf();
+		EXPECT_TRUE(f.good() || f.eof()) << SHMKV_FORMAT_JSON << ": " << strerror(errno);
+		EXPECT_TRUE(shmkv_test::parse_json(text.str(), &j))
+			<< SHMKV_FORMAT_JSON << " is not JSON";
+	}
+	return j;
+}
+
+// A number member (integers only: every constant of the format is one).
+long long num(const Json &parent, const std::string &k)
+{
+	const Json *v = parent.get(k);
+	EXPECT_TRUE(v && v->kind == Json::NUM) << k << " is missing or not a number";
+	return v && v->kind == Json::NUM ? strtoll(v->str.c_str(), nullptr, 10) : -1;
+}
+
+std::string str(const Json &parent, const std::string &k)
+{
+	const Json *v = parent.get(k);
+	EXPECT_TRUE(v && v->kind == Json::STR) << k << " is missing or not a string";
+	return v ? v->s() : "";
+}
+
+std::set<std::string> keys(const Json &o)
+{
+	std::set<std::string> s;
+	for (const auto &kv : o.obj)
+		s.insert(kv.first);
+	return s;
+}
+
+// Every member of obj, each compared with the C value of the same name.
+void expect_members(const Json &obj, const std::string &what,
+		    const std::map<std::string, long long> &c)
+{
+	ASSERT_EQ(obj.kind, Json::OBJ) << what;
+	std::set<std::string> want;
+	for (const auto &kv : c) {
+		want.insert(kv.first);
+		EXPECT_EQ(num(obj, kv.first), kv.second) << what << "." << kv.first;
+	}
+	EXPECT_EQ(keys(obj), want) << what << ": a member the C reader does not have, or one "
+				      "missing from format.json";
+}
+
+#define OFF(s, f) {#f, (long long)offsetof(s, f)}
+
+TEST(FormatJson, TopLevelMembersAreKnown)
+{
+	const Json &j = format_json();
+	ASSERT_EQ(j.kind, Json::OBJ);
+	// a member added to format.json must be checked here too
+	const std::set<std::string> known = {
+		"about",  "magic",   "format_version", "layout_hash", "layout_desc",
+		"retired_versions", "header", "section", "section_kinds", "entry",
+		"header_flags", "entry_flags", "bucket", "record", "limits",
+		"types",  "errors",  "messages"};
+	EXPECT_EQ(keys(j), known);
+}
+
+TEST(FormatJson, IdentityLayoutHashAndDescription)
+{
+	const Json &j = format_json();
+	EXPECT_EQ(str(j, "magic"), SHMKV_MAGIC);
+	EXPECT_EQ(num(j, "format_version"), (long long)SHMKV_FORMAT_VERSION);
+	EXPECT_EQ(strtoull(str(j, "layout_hash").c_str(), nullptr, 16), SHMKV_LAYOUT_HASH)
+		<< str(j, "layout_hash");
+	EXPECT_EQ(str(j, "layout_hash"), hex(SHMKV_LAYOUT_HASH));
+	EXPECT_EQ(str(j, "layout_desc"), SHMKV_LAYOUT_DESC);
+	const std::string d = str(j, "layout_desc");
+	EXPECT_EQ(XXH3_64bits(d.data(), d.size()), SHMKV_LAYOUT_HASH);
+}
+
+TEST(FormatJson, HeaderSectionAndEntryFields)
+{
+	const Json &j = format_json();
+	const Json &h = j["header"];
+	ASSERT_EQ(h.kind, Json::OBJ);
+	using H = shmkv_image_header;
+	EXPECT_EQ(num(h, "size"), (long long)SHMKV_HEADER_SIZE);
+	EXPECT_EQ(num(h, "used"), (long long)sizeof(H));
+	EXPECT_EQ(num(h, "used"), (long long)SHMKV_HEADER_USED);
+	EXPECT_EQ(num(h, "checksum_offset"), (long long)offsetof(H, header_checksum));
+	EXPECT_EQ(num(h, "file_align"), (long long)SHMKV_FILE_ALIGN);
+	EXPECT_EQ(num(h, "name_max"), (long long)SHMKV_NAME_MAX);
+	EXPECT_EQ(num(h, "max_sections"), (long long)SHMKV_MAX_SECTIONS);
+	// the format has one section of each kind, in kind order
+	EXPECT_EQ(num(h, "section_count"), (long long)SHMKV_SECTION_VALUES);
+	EXPECT_EQ(keys(h), (std::set<std::string>{"size", "used", "checksum_offset", "file_align",
+						 "name_max", "max_sections", "section_count",
+						 "fields"}));
+	expect_members(h["fields"], "header.fields",
+		       {OFF(H, magic), OFF(H, format_version), OFF(H, header_size),
+			OFF(H, layout_hash), OFF(H, flags), OFF(H, file_size), OFF(H, entry_count),
+			OFF(H, bucket_count), OFF(H, bucket_slots), OFF(H, hash_bits),
+			OFF(H, hash_seed), OFF(H, max_probe), OFF(H, section_count),
+			OFF(H, builder_version), OFF(H, reserved0), OFF(H, created_unix),
+			OFF(H, value_bytes_logical), OFF(H, dedup_values), OFF(H, dedup_refs),
+			OFF(H, dedup_saved_bytes), OFF(H, name), OFF(H, sections), OFF(H, reserved),
+			OFF(H, header_checksum)});
+	using S = shmkv_section_desc;
+	const Json &s = j["section"];
+	EXPECT_EQ(num(s, "size"), (long long)sizeof(S));
+	EXPECT_EQ(keys(s), (std::set<std::string>{"size", "fields"}));
+	expect_members(s["fields"], "section.fields",
+		       {OFF(S, kind), OFF(S, flags), OFF(S, offset), OFF(S, size), OFF(S, checksum)});
+	using E = shmkv_entry_header;
+	const Json &e = j["entry"];
+	EXPECT_EQ(num(e, "size"), (long long)sizeof(E));
+	EXPECT_EQ(keys(e), (std::set<std::string>{"size", "fields"}));
+	expect_members(e["fields"], "entry.fields",
+		       {OFF(E, type), OFF(E, flags), OFF(E, key_len), OFF(E, value_len)});
+}
+
+#undef OFF
+
+TEST(FormatJson, SectionKindsAndFlags)
+{
+	const Json &j = format_json();
+	expect_members(j["section_kinds"], "section_kinds",
+		       {{"index", SHMKV_SECTION_INDEX},
+			{"entries", SHMKV_SECTION_ENTRIES},
+			{"values", SHMKV_SECTION_VALUES}});
+	for (const auto &kv : j["section_kinds"].obj)
+		EXPECT_EQ(kv.first, shmkv_section_name((uint32_t)strtoul(kv.second.str.c_str(), nullptr, 10)));
+	expect_members(j["header_flags"], "header_flags",
+		       {{"dedup", (long long)SHMKV_HFLAG_DEDUP}, {"expiry", (long long)SHMKV_HFLAG_EXPIRY}});
+	EXPECT_EQ(SHMKV_HFLAG_KNOWN, SHMKV_HFLAG_DEDUP | SHMKV_HFLAG_EXPIRY);
+	expect_members(j["entry_flags"], "entry_flags", {{"shared", SHMKV_EFLAG_SHARED}});
+	EXPECT_EQ(SHMKV_EFLAG_KNOWN, SHMKV_EFLAG_SHARED);
+}
+
+TEST(FormatJson, BucketRecordAndLimits)
+{
+	const Json &j = format_json();
+	expect_members(j["bucket"], "bucket",
+		       {{"bytes", SHMKV_BUCKET_BYTES},
+			{"head", SHMKV_BUCKET_HEAD},
+			{"filter_bits", SHMKV_FILTER_BITS},
+			{"max_records", SHMKV_MAX_RECORDS},
+			{"dir_bytes", SHMKV_DIR_BYTES},
+			{"dir_off_mask", SHMKV_DIR_OFF_MASK},
+			{"dir_tag_mask", SHMKV_DIR_TAG_MASK},
+			{"dir_tag_shift", SHMKV_DIR_TAG_SHIFT},
+			{"max_displacement_byte", SHMKV_DISPLACEMENT_MAX}});
+	expect_members(j["record"], "record",
+		       {{"type_mask", SHMKV_REC_TYPE_MASK},
+			{"expires", SHMKV_REC_EXPIRES},
+			{"out", SHMKV_REC_OUT},
+			{"known", SHMKV_REC_KNOWN},
+			{"inline_head", SHMKV_REC_INLINE_HEAD},
+			{"out_head", SHMKV_REC_OUT_HEAD},
+			{"expires_size", SHMKV_REC_EXPIRES_SIZE},
+			{"max_inline_len", SHMKV_REC_MAX_LEN}});
+	// an expiry is a u32 of unix seconds in the record
+	expect_members(j["limits"], "limits",
+		       {{"max_key_len", SHMKV_MAX_KEY_LEN},
+			{"max_value_len", (long long)SHMKV_MAX_VALUE_LEN},
+			{"max_image_size", (long long)SHMKV_MAX_IMAGE_SIZE},
+			{"max_expires", (long long)UINT32_MAX}});
+	EXPECT_EQ(SHMKV_REC_EXPIRES_SIZE, sizeof(uint32_t));
+}
+
+TEST(FormatJson, TypeTable)
+{
+	const Json &t = format_json()["types"];
+	ASSERT_EQ(t.kind, Json::ARR);
+	ASSERT_EQ(t.arr.size(), (size_t)SHMKV_TYPE_MAX);
+	const char *shapes[] = {"", "text", "fixed", "array", "strlist"};
+	for (size_t i = 0; i < t.arr.size(); i++) {
+		const Json &row = t.arr[i];
+		const long long code = num(row, "code");
+		SCOPED_TRACE("types[" + std::to_string(i) + "] code " + std::to_string(code));
+		EXPECT_EQ(code, (long long)i + 1) << "rows in code order";
+		const shmkv_type_desc *r = shmkv_type_desc_of((unsigned)code);
+		ASSERT_NE(r, nullptr);
+		EXPECT_EQ(str(row, "name"), r->name);
+		EXPECT_EQ(num(row, "align"), r->align);
+		EXPECT_EQ(num(row, "nul"), r->nul);
+		ASSERT_GE(r->shape, 1);
+		ASSERT_LE(r->shape, 4);
+		EXPECT_EQ(str(row, "shape"), shapes[r->shape]);
+		EXPECT_EQ(num(row, "elem_size"), 1LL << r->elem_shift);
+		EXPECT_EQ(num(row, "max_byte"), r->max_byte);
+		const Json *u = row.get("utf8");
+		ASSERT_TRUE(u && u->kind == Json::BOOL) << "utf8 missing or not a bool";
+		EXPECT_EQ(u->b, r->utf8 != 0);
+		EXPECT_EQ(keys(row), (std::set<std::string>{"code", "name", "align", "nul", "shape",
+							    "elem_size", "max_byte", "utf8"}));
+	}
+}
+
+TEST(FormatJson, ErrorCodes)
+{
+	const Json &e = format_json()["errors"];
+	ASSERT_EQ(e.kind, Json::OBJ);
+	std::map<std::string, long long> c;
+	for (int code = SHMKV_EFIRST_; code <= SHMKV_ELAST_; code++) {
+		const std::string name = shmkv_errname(code);
+		ASSERT_EQ(name.compare(0, 6, "SHMKV_"), 0) << code << ": " << name;
+		c[name.substr(6)] = code;
+	}
+	expect_members(e, "errors", c);
+	EXPECT_EQ(num(e, "ENOTFOUND"), SHMKV_ENOTFOUND);
+	EXPECT_EQ(num(e, "ECORRUPT"), SHMKV_ECORRUPT);
+	EXPECT_EQ(num(e, "EVERSION"), SHMKV_EVERSION);
+}
+
+// A format 1 header (its own layout hash, checksummed): the C reader's
+// message for it is format.json's retired-version message, and every
+// reader's upgrade advice names the same command.
+TEST(FormatJson, RetiredVersionMessage)
+{
+	const Json &j = format_json();
+	const Json &r = j["retired_versions"];
+	ASSERT_EQ(r.kind, Json::OBJ);
+	EXPECT_EQ(keys(r), (std::set<std::string>{"1"})) << "format 1 is the one retired version";
+	const Json &v1 = r["1"];
+	EXPECT_EQ(str(v1, "upgrade"), SHMKV_RETIRED_V1_UPGRADE);
+	const uint64_t v1_hash = strtoull(str(v1, "layout_hash").c_str(), nullptr, 16);
+	EXPECT_NE(v1_hash, SHMKV_LAYOUT_HASH);
+	EXPECT_EQ(keys(j["messages"]), (std::set<std::string>{"retired_version"}));
+	const std::string msg = str(j["messages"], "retired_version");
+
+	std::string img(SHMKV_HEADER_SIZE * 2, '\0');
+	auto *h = reinterpret_cast<shmkv_image_header *>(&img[0]);
+	memcpy(h->magic, SHMKV_MAGIC, 8);
+	h->format_version = 1;
+	h->header_size = SHMKV_HEADER_SIZE;
+	h->layout_hash = v1_hash;
+	h->file_size = img.size();
+	h->header_checksum = XXH3_64bits(img.data(), offsetof(shmkv_image_header, header_checksum));
+	char why[512] = "";
+	EXPECT_EQ(shmkv_image_check(img.data(), img.size(), 0, why, sizeof why), SHMKV_EVERSION);
+	EXPECT_EQ(std::string(why), msg) << "the C reader's message and format.json's differ";
+	EXPECT_NE(msg.find(SHMKV_RETIRED_V1_UPGRADE), std::string::npos) << msg;
+	// the version check comes before the layout hash's: version 1 with
+	// format 2's hash, or with any other, is still the retired version
+	for (uint64_t lh : {(uint64_t)SHMKV_LAYOUT_HASH, UINT64_C(0)}) {
+		h->layout_hash = lh;
+		h->header_checksum = XXH3_64bits(img.data(), offsetof(shmkv_image_header, header_checksum));
+		why[0] = 0;
+		EXPECT_EQ(shmkv_image_check(img.data(), img.size(), 0, why, sizeof why), SHMKV_EVERSION);
+		EXPECT_EQ(std::string(why), msg);
+	}
+	// format 2 with format 1's layout hash: a layout error
+	h->format_version = SHMKV_FORMAT_VERSION;
+	h->layout_hash = v1_hash;
+	h->header_checksum = XXH3_64bits(img.data(), offsetof(shmkv_image_header, header_checksum));
+	EXPECT_EQ(shmkv_image_check(img.data(), img.size(), 0, why, sizeof why), SHMKV_ELAYOUT) << why;
 }
 
 } // namespace

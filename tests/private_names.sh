@@ -1,6 +1,6 @@
 #!/bin/sh
 # private_names.sh SRCDIR - fails when code outside lib/ uses a private
-# shmkv__* / SHMKV__* name (issue 9: what two components share is public,
+# shmkv__* / SHMKV__* name (what two components share is public,
 # documented API in lib/shmkv.h, or lives in common/). Meson test "private_names".
 #
 # Exceptions are white-box tests of lib's own internals, each with a reason.
@@ -12,13 +12,13 @@ cd "$src"
 
 dirs="loader shmctl builder bench numa perf common lib/examples tests"
 
-# white-box tests of lib internals: the SIMD match variants against the
-# scalar reference (checkasm style), a handle bound to bytes in memory
+# white-box tests of lib internals: the SIMD variants of the directory
+# compare, the displaced-key filter and the hot key compare against their
+# references (checkasm style)
 exceptions='
 tests/probe_variants_test.cc
 tests/probe_avx2.cc
 tests/tier/reader_tier.c
-tests/corruption_test.cc
 '
 
 # files that still use private names and are being converted (report them)

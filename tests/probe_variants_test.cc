@@ -1,11 +1,15 @@
-// probe_variants_test: checkasm for the bucket tag match (lib/shmkv/probe.h).
-// Every variant this build can compile (scalar, sse2, avx2, neon, and the
-// dispatching shmkv__match) must return exactly what shmkv__match_scalar
-// returns, on random buckets and on the edge cases: all empty, all full, all
-// the same tag, tags 1 and 0xffff, offsets whose low bits look like tags.
+// probe_variants_test: checkasm for the bucket directory compare
+// (lib/shmkv/probe.h; FORMAT.md §6). A bucket's u16 directory dir[i] =
+// (tag << 7 | off) & 0xffff at +8 of its 128 bytes, n entries (0..16),
+// compared on bits 7..15: every variant this build can compile (scalar,
+// sse2, avx2, neon, and the dispatching shmkv__match) must return exactly
+// what shmkv__match_scalar returns, whatever the bytes past n hold: all
+// entries the query's, each single one, lookalike bits, random buckets.
 // The AVX2 variant is always compiled on x86-64 (probe_avx2.cc, -mavx2) and
-// run when the CPU has it. Also the v2 hot path's key compare without a call
-// (shmkv__key_eq2) against memcmp. DISABLED_Bench times them:
+// run when the CPU has it. Also the displaced-key filter (D and the 48
+// filter bits) against a direct model, and the hot path's key compare
+// without a call (shmkv__key_eq2) against memcmp. DISABLED_Bench times the
+// variants:
 //   probe_variants_test --gtest_also_run_disabled_tests --gtest_filter='*Bench*'
 #include <chrono>
 #include <cinttypes>
@@ -25,27 +29,21 @@
 #endif
 
 #if PROBE_TEST_AVX2
-unsigned probe_test_match_avx2(const uint64_t *bucket, uint64_t tag);
-unsigned probe_test_match2_avx2(const uint8_t *bk, unsigned n, uint64_t tag);
+unsigned probe_test_match_avx2(const uint8_t *bk, unsigned n, uint64_t tag);
 #endif
 
 namespace {
 
-using match_fn = unsigned (*)(const uint64_t *, uint64_t);
+using match_fn = unsigned (*)(const uint8_t *, unsigned, uint64_t);
 
-struct Variant {
-	const char *name;
-	match_fn fn;
-};
-
-unsigned match_dispatch(const uint64_t *b, uint64_t t)
+unsigned match_dispatch(const uint8_t *b, unsigned n, uint64_t t)
 {
-	return shmkv__match(b, t);
+	return shmkv__match(b, n, t);
 }
 
-std::vector<Variant> variants()
+std::vector<std::pair<const char *, match_fn>> variants()
 {
-	std::vector<Variant> v;
+	std::vector<std::pair<const char *, match_fn>> v;
 #if SHMKV_HAVE_SSE2
 	v.push_back({"sse2", shmkv__match_sse2});
 #endif
@@ -62,268 +60,11 @@ std::vector<Variant> variants()
 	return v;
 }
 
-struct alignas(64) Bucket {
-	uint64_t s[SHMKV_BUCKET_SLOTS];
-};
-
-uint64_t slot(uint64_t tag, uint64_t off)
+bool check(const uint8_t *bk, uint64_t tag)
 {
-	return (tag << SHMKV_SLOT_TAG_SHIFT) | (off & SHMKV_SLOT_OFF_MASK);
-}
-
-std::string describe(const Bucket &b, uint64_t tag)
-{
-	char buf[64];
-	std::string s = "tag " + std::to_string(tag) + ", bucket {";
-	for (unsigned j = 0; j < SHMKV_BUCKET_SLOTS; j++) {
-		snprintf(buf, sizeof buf, "%s0x%016" PRIx64, j ? ", " : "", b.s[j]);
-		s += buf;
-	}
-	return s + "}";
-}
-
-// Compares every variant with the scalar reference; returns false on the first mismatch.
-bool check(const Bucket &b, uint64_t tag)
-{
-	unsigned want = shmkv__match_scalar(b.s, tag);
-	for (const Variant &v : variants()) {
-		unsigned got = v.fn(b.s, tag);
-		if (got != want) {
-			ADD_FAILURE() << v.name << " returned 0x" << std::hex << got << ", scalar 0x"
-				      << want << std::dec << " for " << describe(b, tag);
-			return false;
-		}
-	}
-	return true;
-}
-
-TEST(ProbeVariants, ListCompiled)
-{
-	std::string names = "scalar";
-	for (const Variant &v : variants())
-		names += std::string(" ") + v.name;
-	printf("variants tested: %s; lookups use %s\n", names.c_str(), shmkv_vector_name());
-	static const char *const tiers[] = {"scalar", "sse2", "avx2", "neon"};
-	EXPECT_STREQ(shmkv_vector_name(), tiers[SHMKV_VECTOR]);
-#if defined(__x86_64__)
-	EXPECT_TRUE(SHMKV_HAVE_SSE2); // part of the x86-64 baseline
-#endif
-}
-
-TEST(ProbeVariants, ScalarReference)
-{
-	Bucket b{};
-	EXPECT_EQ(shmkv__match_scalar(b.s, 1), 0u);
-	b.s[0] = slot(7, 123);
-	b.s[5] = slot(7, 1);
-	b.s[6] = slot(8, 7);
-	EXPECT_EQ(shmkv__match_scalar(b.s, 7), (1u << 0) | (1u << 5));
-	EXPECT_EQ(shmkv__match_scalar(b.s, 8), 1u << 6);
-}
-
-TEST(ProbeVariants, AllEmpty)
-{
-	Bucket b{};
-	for (uint64_t tag : {UINT64_C(1), UINT64_C(2), UINT64_C(0x8000), UINT64_C(0xfffe),
-			     UINT64_C(0xffff)})
-		ASSERT_TRUE(check(b, tag));
-	for (uint64_t tag = 1; tag <= 0xffff; tag++) {
-		ASSERT_EQ(shmkv__match_scalar(b.s, tag), 0u);
-	}
-}
-
-TEST(ProbeVariants, AllFullSameTag)
-{
-	for (uint64_t tag : {UINT64_C(1), UINT64_C(0x00ff), UINT64_C(0x0100), UINT64_C(0x7fff),
-			     UINT64_C(0x8000), UINT64_C(0xffff)}) {
-		Bucket b;
-		for (unsigned j = 0; j < SHMKV_BUCKET_SLOTS; j++)
-			b.s[j] = slot(tag, j + 1);
-		ASSERT_EQ(shmkv__match_scalar(b.s, tag), 0xffu);
-		ASSERT_TRUE(check(b, tag));
-		for (uint64_t other : {tag ^ 1, tag ^ 0x100, tag ^ 0x8000, (tag % 0xffff) + 1}) {
-			if (other) {
-				ASSERT_TRUE(check(b, other));
-			}
-		}
-		// largest offsets: every low bit set
-		for (unsigned j = 0; j < SHMKV_BUCKET_SLOTS; j++)
-			b.s[j] = slot(tag, SHMKV_SLOT_OFF_MASK);
-		ASSERT_TRUE(check(b, tag));
-		ASSERT_TRUE(check(b, tag == 1 ? 0xffff : 1));
-	}
-}
-
-TEST(ProbeVariants, EachSingleSlot)
-{
-	for (uint64_t tag : {UINT64_C(1), UINT64_C(0xffff), UINT64_C(0x1234)})
-		for (unsigned j = 0; j < SHMKV_BUCKET_SLOTS; j++) {
-			Bucket b{};
-			b.s[j] = slot(tag, 0x42);
-			ASSERT_EQ(shmkv__match_scalar(b.s, tag), 1u << j);
-			ASSERT_TRUE(check(b, tag));
-			// every other slot full with another tag
-			for (unsigned k = 0; k < SHMKV_BUCKET_SLOTS; k++)
-				if (k != j)
-					b.s[k] = slot(tag ^ 0x0101, 0x42);
-			ASSERT_TRUE(check(b, tag));
-		}
-}
-
-// Slots whose offset bits (or a neighbouring lane) carry the query tag's bit
-// pattern, and tags differing in a single bit: catches variants that compare
-// the wrong lane or too few bits.
-TEST(ProbeVariants, LookalikeBits)
-{
-	for (uint64_t tag : {UINT64_C(1), UINT64_C(0xffff), UINT64_C(0x8001), UINT64_C(0x00ff)}) {
-		Bucket b;
-		for (unsigned j = 0; j < SHMKV_BUCKET_SLOTS; j++)
-			b.s[j] = slot(0, tag) | (tag << 32) | (tag << 16); // tag 0, lookalike low bits
-		ASSERT_TRUE(check(b, tag));
-		for (unsigned bit = 0; bit < 16; bit++) {
-			for (unsigned j = 0; j < SHMKV_BUCKET_SLOTS; j++)
-				b.s[j] = slot(j % 2 ? tag : tag ^ (UINT64_C(1) << bit),
-					      (tag << 32) | tag);
-			ASSERT_TRUE(check(b, tag));
-		}
-	}
-}
-
-TEST(ProbeVariants, InOrderFilledBuckets)
-{
-	std::mt19937_64 rng(1);
-	for (unsigned filled = 0; filled <= SHMKV_BUCKET_SLOTS; filled++)
-		for (int rep = 0; rep < 200; rep++) {
-			uint64_t tag = rng() % 0xffff + 1;
-			Bucket b{};
-			for (unsigned j = 0; j < filled; j++)
-				b.s[j] = slot(rng() % 4 ? rng() % 0xffff + 1 : tag, rng() >> 16);
-			ASSERT_TRUE(check(b, tag));
-		}
-}
-
-TEST(ProbeVariants, RandomBuckets)
-{
-	std::mt19937_64 rng(0x5eed);
-	for (int it = 0; it < 200000; it++) {
-		uint64_t r = rng();
-		uint64_t tag;
-		switch (r % 8) {
-		case 0: tag = 1; break;
-		case 1: tag = 0xffff; break;
-		default: tag = (r >> 8) % 0xffff + 1; break;
-		}
-		Bucket b;
-		for (unsigned j = 0; j < SHMKV_BUCKET_SLOTS; j++) {
-			uint64_t x = rng();
-			uint64_t off = rng() & SHMKV_SLOT_OFF_MASK;
-			switch (x % 7) {
-			case 0: b.s[j] = 0; break;
-			case 1: b.s[j] = slot(tag, off); break;
-			case 2: b.s[j] = slot(tag ^ (UINT64_C(1) << ((x >> 8) % 16)), off); break;
-			case 3: b.s[j] = slot((x >> 8) & 0xffff, off); break; // includes tag 0
-			case 4: b.s[j] = slot((x >> 8) & 0xffff, tag | tag << 16 | tag << 32); break;
-			case 5: b.s[j] = x; break;                              // any bits at all
-			default: b.s[j] = slot(tag, 0); break;
-			}
-		}
-		ASSERT_TRUE(check(b, tag)) << "iteration " << it;
-	}
-}
-
-// The displaced-key filter (format.h): slot 7's meta byte is the largest
-// displacement of keys homed here (255: up to max_probe), the meta bytes of
-// slots 0..6 a 56-bit filter of their tags. Checked against a direct model.
-TEST(ProbeFilter, Displaced)
-{
-	std::mt19937_64 rng(11);
-	Bucket b{};
-	for (uint64_t t = 1; t <= 0xffff; t++)
-		ASSERT_EQ(shmkv__displaced(b.s, t, 1000), 0u) << "no displacement recorded";
-	for (int rep = 0; rep < 50; rep++) {
-		for (unsigned j = 0; j < SHMKV_BUCKET_SLOTS; j++)
-			b.s[j] = slot(rng() % 0xffff + 1, rng()); // full bucket, meta bytes 0
-		uint64_t filter = 0;
-		for (int k = 0; k < 1 + rep % 9; k++)
-			filter |= UINT64_C(1) << shmkv__filter_index(rng() % 0xffff + 1);
-		unsigned disp = rep % 5 == 0 ? SHMKV_DISPLACEMENT_MAX : 1 + (unsigned)(rng() % 254);
-		for (unsigned j = 0; j < SHMKV_BUCKET_SLOTS - 1; j++)
-			b.s[j] |= ((filter >> (8 * j)) & 0xff) << SHMKV_SLOT_META_SHIFT;
-		b.s[SHMKV_BUCKET_SLOTS - 1] |= (uint64_t)disp << SHMKV_SLOT_META_SHIFT;
-		const uint32_t max_probe = 300;
-		for (uint64_t t = 1; t <= 0xffff; t++) {
-			bool maybe = (filter >> shmkv__filter_index(t)) & 1;
-			uint64_t want = !maybe ? 0 : disp == SHMKV_DISPLACEMENT_MAX ? max_probe : disp;
-			ASSERT_EQ(shmkv__displaced(b.s, t, max_probe), want) << "tag " << t;
-		}
-		// the meta bytes do not disturb the tag match
-		for (unsigned j = 0; j < SHMKV_BUCKET_SLOTS; j++)
-			ASSERT_TRUE(check(b, b.s[j] >> SHMKV_SLOT_TAG_SHIFT));
-	}
-}
-
-// Not a test: run with --gtest_also_run_disabled_tests --gtest_filter='*Bench*'.
-TEST(ProbeVariants, DISABLED_Bench)
-{
-	std::mt19937_64 rng(3);
-	std::vector<Bucket> bs(4096);
-	std::vector<uint64_t> tags(bs.size());
-	for (size_t i = 0; i < bs.size(); i++) {
-		tags[i] = rng() % 0xffff + 1;
-		for (unsigned j = 0; j < SHMKV_BUCKET_SLOTS; j++)
-			bs[i].s[j] = rng() % 8 ? slot(rng() % 0xffff + 1, rng()) : slot(tags[i], 8);
-	}
-	std::vector<Variant> vs = variants();
-	vs.insert(vs.begin(), Variant{"scalar", shmkv__match_scalar});
-	for (const Variant &v : vs) {
-		unsigned sink = 0;
-		const int rounds = 2000;
-		auto t0 = std::chrono::steady_clock::now();
-		for (int r = 0; r < rounds; r++)
-			for (size_t i = 0; i < bs.size(); i++)
-				sink += v.fn(bs[i].s, tags[i]);
-		double ns = std::chrono::duration<double, std::nano>(
-				    std::chrono::steady_clock::now() - t0).count() /
-			    (rounds * (double)bs.size());
-		printf("%-8s %6.2f ns/match (sink %u)\n", v.name, ns, sink);
-	}
-}
-
-// ---- format v2's directory compare (lib/shmkv/v2.h, shmkv__match2) ----
-// u16 dir = (tag << 7 | off) & 0xffff at +8 of a 128-byte bucket, n of them
-// (0..16), compared on bits 7..15; every variant returns what
-// shmkv__match2_scalar returns, whatever the bytes past n hold.
-using match2_fn = unsigned (*)(const uint8_t *, unsigned, uint64_t);
-
-unsigned match2_dispatch(const uint8_t *b, unsigned n, uint64_t t)
-{
-	return shmkv__match2(b, n, t);
-}
-
-std::vector<std::pair<const char *, match2_fn>> variants2()
-{
-	std::vector<std::pair<const char *, match2_fn>> v;
-#if SHMKV_HAVE_SSE2
-	v.push_back({"sse2", shmkv__match2_sse2});
-#endif
-#if SHMKV_HAVE_AVX2
-	v.push_back({"avx2", shmkv__match2_avx2});
-#elif PROBE_TEST_AVX2
-	if (__builtin_cpu_supports("avx2"))
-		v.push_back({"avx2", probe_test_match2_avx2});
-#endif
-#if SHMKV_HAVE_NEON
-	v.push_back({"neon", shmkv__match2_neon});
-#endif
-	v.push_back({"dispatch", match2_dispatch});
-	return v;
-}
-
-bool check2(const uint8_t *bk, uint64_t tag)
-{
-	for (unsigned n = 0; n <= SHMKV_V2_MAX_RECORDS; n++) {
-		unsigned want = shmkv__match2_scalar(bk, n, tag);
-		for (const auto &v : variants2()) {
+	for (unsigned n = 0; n <= SHMKV_MAX_RECORDS; n++) {
+		unsigned want = shmkv__match_scalar(bk, n, tag);
+		for (const auto &v : variants()) {
 			unsigned got = v.second(bk, n, tag);
 			if (got != want) {
 				ADD_FAILURE() << v.first << " returned 0x" << std::hex << got
@@ -341,7 +82,7 @@ uint16_t dir_entry(uint64_t tag, unsigned off)
 	return (uint16_t)((tag << 7 | off) & 0xffff);
 }
 
-TEST(ProbeVariants, V2ScalarReference)
+TEST(ProbeVariants, ScalarReference)
 {
 	alignas(128) uint8_t bk[128] = {};
 	const uint16_t d0 = dir_entry(7, 40), d5 = dir_entry(7 | 0x3e00, 127), d15 = dir_entry(8, 7);
@@ -351,18 +92,18 @@ TEST(ProbeVariants, V2ScalarReference)
 	memcpy(bk + 8 + 2 * 9, &d9, 2);
 	memcpy(bk + 8 + 2 * 15, &d15, 2);
 	// only the tag's low 9 bits are stored: 7 | 0x3e00 is a candidate for 7
-	EXPECT_EQ(shmkv__match2_scalar(bk, 16, 7), (1u << 0) | (1u << 5));
-	EXPECT_EQ(shmkv__match2_scalar(bk, 16, 0xfe07), (1u << 0) | (1u << 5));
-	EXPECT_EQ(shmkv__match2_scalar(bk, 5, 7), 1u);
-	EXPECT_EQ(shmkv__match2_scalar(bk, 16, 8), 1u << 15);
-	EXPECT_EQ(shmkv__match2_scalar(bk, 15, 8), 0u);
-	EXPECT_EQ(shmkv__match2_scalar(bk, 16, 6), 1u << 9);
-	EXPECT_EQ(shmkv__match2_scalar(bk, 16, 6 ^ 0x100), 0u); // tag bit 8: dir bit 15
-	EXPECT_TRUE(check2(bk, 7));
-	EXPECT_TRUE(check2(bk, 6));
+	EXPECT_EQ(shmkv__match_scalar(bk, 16, 7), (1u << 0) | (1u << 5));
+	EXPECT_EQ(shmkv__match_scalar(bk, 16, 0xfe07), (1u << 0) | (1u << 5));
+	EXPECT_EQ(shmkv__match_scalar(bk, 5, 7), 1u);
+	EXPECT_EQ(shmkv__match_scalar(bk, 16, 8), 1u << 15);
+	EXPECT_EQ(shmkv__match_scalar(bk, 15, 8), 0u);
+	EXPECT_EQ(shmkv__match_scalar(bk, 16, 6), 1u << 9);
+	EXPECT_EQ(shmkv__match_scalar(bk, 16, 6 ^ 0x100), 0u); // tag bit 8: dir bit 15
+	EXPECT_TRUE(check(bk, 7));
+	EXPECT_TRUE(check(bk, 6));
 }
 
-TEST(ProbeVariants, V2TagDirectory)
+TEST(ProbeVariants, TagDirectory)
 {
 	std::mt19937_64 rng(2);
 	alignas(128) uint8_t bk[128];
@@ -375,22 +116,22 @@ TEST(ProbeVariants, V2TagDirectory)
 			const uint16_t d = dir_entry(tag, (unsigned)(rng() & 0x7f));
 			memcpy(bk + 8 + 2 * j, &d, 2);
 		}
-		ASSERT_TRUE(check2(bk, tag));
-		EXPECT_EQ(shmkv__match2_scalar(bk, 16, tag), 0xffffu);
+		ASSERT_TRUE(check(bk, tag));
+		EXPECT_EQ(shmkv__match_scalar(bk, 16, tag), 0xffffu);
 		for (unsigned bit = 0; bit < 16; bit++) {
 			const uint64_t t = tag ^ (UINT64_C(1) << bit) ? tag ^ (UINT64_C(1) << bit) : 1;
-			ASSERT_TRUE(check2(bk, t));
+			ASSERT_TRUE(check(bk, t));
 			if (t != 1) {
-				EXPECT_EQ(shmkv__match2_scalar(bk, 16, t), bit < 9 ? 0u : 0xffffu);
+				EXPECT_EQ(shmkv__match_scalar(bk, 16, t), bit < 9 ? 0u : 0xffffu);
 			}
 		}
 		for (unsigned j = 0; j < 16; j++) {
 			memset(bk, 0, sizeof bk);
 			const uint16_t d = dir_entry(tag, j * 7 + 8);
 			memcpy(bk + 8 + 2 * j, &d, 2);
-			ASSERT_TRUE(check2(bk, tag));
+			ASSERT_TRUE(check(bk, tag));
 			// a tag whose low 9 bits are 0 (0x8000) is a candidate at every zero entry
-			EXPECT_EQ(shmkv__match2_scalar(bk, 16, tag), tag & 0x1ff ? 1u << j : 0xffffu);
+			EXPECT_EQ(shmkv__match_scalar(bk, 16, tag), tag & 0x1ff ? 1u << j : 0xffffu);
 		}
 	}
 	for (int rep = 0; rep < 20000; rep++) {
@@ -402,15 +143,134 @@ TEST(ProbeVariants, V2TagDirectory)
 				const uint16_t d = dir_entry(tag, (unsigned)(rng() & 0x7f));
 				memcpy(bk + 8 + 2 * j, &d, 2);
 			}
-		ASSERT_TRUE(check2(bk, tag));
+		ASSERT_TRUE(check(bk, tag));
+	}
+}
+
+TEST(ProbeVariants, ListCompiled)
+{
+	std::string names = "scalar";
+	for (const auto &v : variants())
+		names += std::string(" ") + v.first;
+	printf("variants tested: %s; lookups use %s\n", names.c_str(), shmkv_vector_name());
+	static const char *const tiers[] = {"scalar", "sse2", "avx2", "neon"};
+	EXPECT_STREQ(shmkv_vector_name(), tiers[SHMKV_VECTOR]);
+#if defined(__x86_64__)
+	EXPECT_TRUE(SHMKV_HAVE_SSE2); // part of the x86-64 baseline
+#endif
+}
+
+// An empty bucket (every byte 0) matches nothing for a tag whose low 9
+// bits are not 0; one whose low 9 bits are 0 is a candidate at every entry
+// below n (the key compare decides: FORMAT.md §6).
+TEST(ProbeVariants, EmptyBucket)
+{
+	alignas(128) uint8_t bk[128] = {};
+	for (uint64_t tag = 1; tag <= 0xffff; tag++) {
+		const unsigned want = tag & 0x1ff ? 0u : 0xffffu;
+		ASSERT_EQ(shmkv__match_scalar(bk, 16, tag), want) << tag;
+	}
+	for (uint64_t tag : {UINT64_C(1), UINT64_C(0x200), UINT64_C(0x8000), UINT64_C(0xffff)})
+		ASSERT_TRUE(check(bk, tag));
+}
+
+// Entries whose offset bits carry the query tag's pattern, neighbours that
+// differ from it in one tag bit, and the bytes around the directory (head,
+// records) set to the same pattern: catches a variant that compares the
+// wrong lane, too few bits or the offset bits.
+TEST(ProbeVariants, LookalikeBits)
+{
+	alignas(128) uint8_t bk[128];
+	for (uint64_t tag : {UINT64_C(1), UINT64_C(0xffff), UINT64_C(0x8001), UINT64_C(0x00ff),
+			     UINT64_C(0x01ff)}) {
+		for (unsigned i = 0; i < 128; i++)
+			bk[i] = (uint8_t)(i % 2 ? tag >> 1 : tag << 7);
+		for (unsigned j = 0; j < 16; j++) {
+			const uint16_t d = (uint16_t)(tag & 0x7f); // the tag in the offset bits
+			memcpy(bk + 8 + 2 * j, &d, 2);
+		}
+		ASSERT_TRUE(check(bk, tag));
+		for (unsigned bit = 0; bit < 9; bit++) {
+			for (unsigned j = 0; j < 16; j++) {
+				const uint16_t d = dir_entry(j % 2 ? tag : tag ^ (UINT64_C(1) << bit),
+							     (unsigned)(tag & 0x7f));
+				memcpy(bk + 8 + 2 * j, &d, 2);
+			}
+			ASSERT_TRUE(check(bk, tag));
+			EXPECT_EQ(shmkv__match_scalar(bk, 16, tag), 0xaaaau) << bit;
+		}
+	}
+}
+
+// The displaced-key filter (FORMAT.md §6): byte +1 of a home bucket is D,
+// the largest displacement of keys homed there (255: up to max_probe),
+// bytes +2..+7 a 48-bit filter of their tags, bit i at bit i % 8 of byte
+// 2 + i / 8. Checked against a direct model for every tag.
+TEST(ProbeFilter, Displaced)
+{
+	std::mt19937_64 rng(11);
+	alignas(128) uint8_t bk[128] = {};
+	for (uint64_t t = 1; t <= 0xffff; t++)
+		ASSERT_EQ(shmkv__displaced(bk, t, 1000), 0u) << "no displacement recorded";
+	for (int rep = 0; rep < 50; rep++) {
+		for (auto &x : bk)
+			x = (uint8_t)rng(); // a full directory and records: the filter ignores them
+		uint64_t filter = 0;
+		for (int k = 0; k < 1 + rep % 9; k++)
+			filter |= UINT64_C(1) << shmkv__filter_index(rng() % 0xffff + 1);
+		const unsigned disp = rep % 5 == 0 ? SHMKV_DISPLACEMENT_MAX
+			: rep % 7 == 0 ? 0 : 1 + (unsigned)(rng() % 254);
+		bk[1] = (uint8_t)disp;
+		for (unsigned j = 0; j < 6; j++)
+			bk[2 + j] = (uint8_t)(filter >> (8 * j));
+		const uint32_t max_probe = 300;
+		for (uint64_t t = 1; t <= 0xffff; t++) {
+			const bool maybe = (filter >> shmkv__filter_index(t)) & 1;
+			const uint64_t want = !maybe || !disp ? 0
+				: disp == SHMKV_DISPLACEMENT_MAX ? max_probe : disp;
+			ASSERT_EQ(shmkv__displaced(bk, t, max_probe), want) << "tag " << t;
+			ASSERT_EQ(shmkv_bucket_displacement(bk, t, max_probe), want) << "tag " << t;
+		}
+	}
+}
+
+// Not a test: run with --gtest_also_run_disabled_tests --gtest_filter='*Bench*'.
+TEST(ProbeVariants, DISABLED_Bench)
+{
+	std::mt19937_64 rng(3);
+	struct alignas(128) Bk {
+		uint8_t b[128];
+	};
+	std::vector<Bk> bs(4096);
+	std::vector<uint64_t> tags(bs.size());
+	std::vector<unsigned> ns(bs.size());
+	for (size_t i = 0; i < bs.size(); i++) {
+		tags[i] = rng() % 0xffff + 1;
+		ns[i] = (unsigned)(rng() % 17);
+		for (auto &x : bs[i].b)
+			x = (uint8_t)rng();
+	}
+	std::vector<std::pair<const char *, match_fn>> vs = variants();
+	vs.insert(vs.begin(), {"scalar", shmkv__match_scalar});
+	for (const auto &v : vs) {
+		unsigned sink = 0;
+		const int rounds = 2000;
+		auto t0 = std::chrono::steady_clock::now();
+		for (int r = 0; r < rounds; r++)
+			for (size_t i = 0; i < bs.size(); i++)
+				sink += v.second(bs[i].b, ns[i], tags[i]);
+		double ns_per = std::chrono::duration<double, std::nano>(
+					std::chrono::steady_clock::now() - t0).count() /
+				(rounds * (double)bs.size());
+		printf("%-8s %6.2f ns/match (sink %u)\n", v.first, ns_per, sink);
 	}
 }
 
 } // namespace
 
-// shmkv__key_eq2 (the hot v2 path's key compare, no call) against memcmp for
+// shmkv__key_eq2 (the hot path's key compare, no call) against memcmp for
 // every inline key length, equal and with one byte changed at each position.
-TEST(ProbeVariants, V2HotKeyCompareMatchesMemcmp)
+TEST(ProbeVariants, HotKeyCompareMatchesMemcmp)
 {
 	std::mt19937_64 rng(5);
 	uint8_t a[256], b[256];

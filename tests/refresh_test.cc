@@ -1,5 +1,5 @@
 // refresh_test: shmkv_refresh stays bounded whatever state the control
-// segment is left in (issue 8 §4). A hand-made control segment plays the
+// segment is left in (lib/PROTOCOL.md). A hand-made control segment plays the
 // loader; the reader's slow-path work is counted through the SHMKV_TRACE
 // hook (passes of the seqcount loop, opens of segment files), never timed.
 
@@ -23,58 +23,28 @@ using shmkv_test::TempDir;
 
 namespace {
 
-// A cache "c" under a temporary root whose control segment the test writes
-// itself, with images built into the same directory.
-class Cache {
+// Cache "c" under a temporary root whose control segment the test writes
+// itself (test_util.h's HandCtl), with images built into the same directory.
+class Cache : public shmkv_test::HandCtl {
 public:
-	Cache()
-	{
-		shmkv_ctl init;
-		shmkv_ctl_init(&init);
-		std::string bytes(SHMKV_CTL_SIZE, '\0');
-		memcpy(&bytes[0], &init, sizeof init);
-		EXPECT_TRUE(shmkv_test::write_file(dir_.file("c.ctl"), bytes));
-		EXPECT_EQ(chmod(dir_.file("c.ctl").c_str(), 0644), 0);
-		char why[512] = "";
-		EXPECT_EQ(shmkv_ctl_open(root(), "c", SHMKV_CTL_RDWR, &ctl_, why, sizeof why), 0) << why;
-	}
-	~Cache() { shmkv_ctl_close(ctl_); }
-	const char *root() const { return dir_.path().c_str(); }
-	shmkv_ctl *ctl() const { return ctl_; }
-
 	// Builds an image whose key "gen" holds g; returns its path.
 	std::string image(uint64_t g)
 	{
 		Builder b;
 		EXPECT_EQ(b.i64("gen", (int64_t)g), 0) << b.error();
-		std::string path = dir_.file("img-" + std::to_string(g) + ".shmkv");
+		std::string path = file("img-" + std::to_string(g) + ".shmkv");
 		EXPECT_EQ(b.finish(path), 0) << b.error();
 		return path;
 	}
 	// Publishes generation g with the segment at path (which may not exist).
-	void publish(uint64_t g, const std::string &path)
-	{
-		shmkv_ctl_segment s;
-		memset(&s, 0, sizeof s);
-		s.node = -1;
-		struct stat st;
-		uint64_t size = stat(path.c_str(), &st) == 0 ? (uint64_t)st.st_size : 4096;
-		s.size = s.map_size = size;
-		s.page_size = 4096;
-		snprintf(s.path, sizeof s.path, "%s", path.c_str());
-		ASSERT_EQ(shmkv_ctl_publish(ctl_, g, &s, 1, (uint64_t)getpid(), 0), 0);
-	}
+	void publish(uint64_t g, const std::string &path) { HandCtl::publish(g, {segment(path)}); }
 	// What a loader that died between its store of generation and the even
 	// store of seq leaves: the new generation visible, seq odd.
 	void die_mid_publish(uint64_t g)
 	{
-		ctl_->seq += 1;
-		ctl_->generation = g;
+		ctl()->seq += 1;
+		ctl()->generation = g;
 	}
-
-private:
-	TempDir dir_;
-	shmkv_ctl *ctl_ = nullptr;
 };
 
 int64_t gen_of(shmkv *db)

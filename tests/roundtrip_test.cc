@@ -565,16 +565,27 @@ TEST_F(Roundtrip, OneEntry)
 	EXPECT_EQ(shmkv_iter_next(&it, &k, &kl, &v), SHMKV_EEND);
 }
 
-// Index position of every entry: image offset of the entry -> bucket.
-std::map<uint64_t, uint64_t> bucket_of_entries(const shmkv *db)
+// The bucket of every record, by its key (FORMAT.md §6: records in their
+// buckets' directories, inline keys in the bucket, OUT keys in their entry).
+std::map<std::string, uint64_t> bucket_of_keys(const shmkv *db)
 {
-	std::map<uint64_t, uint64_t> m;
-	for (uint64_t b = 0; b < db->bucket_count; b++)
-		for (unsigned j = 0; j < SHMKV_BUCKET_SLOTS; j++) {
-			uint64_t w = db->buckets[b * SHMKV_BUCKET_SLOTS + j];
-			if (w)
-				m[(w & SHMKV_SLOT_OFF_MASK) << 3] = b;
+	std::map<std::string, uint64_t> m;
+	const shmkv_image_header *h = shmkv_header(db);
+	const uint8_t *index = (const uint8_t *)h + h->sections[0].offset;
+	for (uint64_t b = 0; b < h->bucket_count; b++) {
+		const uint8_t *bk = index + b * SHMKV_BUCKET_BYTES;
+		for (unsigned j = 0; j < bk[0]; j++) {
+			shmkv_record r{};
+			EXPECT_EQ(shmkv_record_at(bk, j, &r), 0) << "bucket " << b << " record " << j;
+			if (r.kind & SHMKV_REC_OUT) {
+				shmkv_entry e{};
+				EXPECT_EQ(shmkv_entry_at(db, r.unit << 3, &e, nullptr, 0), 0);
+				m[sv(e.key, e.key_len)] = b;
+			} else {
+				m[sv(bk + r.key_pos, r.key_len)] = b;
+			}
 		}
+	}
 	return m;
 }
 
@@ -589,7 +600,6 @@ TEST_F(Roundtrip, Collisions)
 		for (int wrap = 0; wrap < 2; wrap++) {
 			SCOPED_TRACE("hash_bits " + std::to_string(bits) + (wrap ? ", wrap" : ""));
 			shmkv_build_options o = test_options();
-			o.format = 1; // the checks below walk format 1's slots
 			o.hash_bits = bits;
 			uint64_t top = 0; // the largest reduced hash: its home is the last one
 			for (uint64_t x = 0; x < (UINT64_C(1) << bits); x++)
@@ -612,9 +622,10 @@ TEST_F(Roundtrip, Collisions)
 			EXPECT_EQ(h->hash_bits, bits);
 			EXPECT_EQ(h->entry_count, (uint64_t)n);
 			EXPECT_EQ(st.max_probe, h->max_probe);
-			// one chain holds at least n / 2^bits keys (all n when wrapping)
+			// one chain holds at least n / 2^bits keys (all n when wrapping),
+			// at most 16 a bucket
 			uint32_t longest = (uint32_t)(wrap ? n : n >> bits);
-			EXPECT_GE(h->max_probe, longest / SHMKV_BUCKET_SLOTS - 1);
+			EXPECT_GE(h->max_probe, longest / SHMKV_MAX_RECORDS - 1);
 			for (int i = 0; i < n; i++) {
 				const std::string &k = keys[(size_t)i];
 				int64_t v = -1;
@@ -627,19 +638,19 @@ TEST_F(Roundtrip, Collisions)
 				ASSERT_EQ(shmkv_get(db, k.data(), k.size(), &v), SHMKV_ENOTFOUND) << k;
 			}
 			// wrap-around: some key sits in a bucket before its home
-			auto where = bucket_of_entries(db);
+			auto where = bucket_of_keys(db);
 			uint64_t wrapped = 0;
 			shmkv_iter it;
 			shmkv_iter_init(db, &it);
 			const void *k = nullptr;
 			size_t kl = 0;
 			shmkv_value v;
+			ASSERT_EQ(where.size(), (size_t)n);
 			while (shmkv_iter_next(&it, &k, &kl, &v) == 0) {
-				uint64_t off = (uint64_t)((const uint8_t *)k - db.get()->base) - 8;
 				uint64_t hv = shmkv_key_hash(h->hash_seed, bits, k, kl);
 				uint64_t home = shmkv_home_bucket(hv, h->bucket_count);
-				auto w = where.find(off);
-				ASSERT_NE(w, where.end()) << "entry at " << off << " not in the index";
+				auto w = where.find(sv(k, kl));
+				ASSERT_NE(w, where.end()) << sv(k, kl) << " not in the index";
 				wrapped += w->second < home;
 			}
 			if (wrap) {
@@ -952,7 +963,6 @@ TEST_F(Roundtrip, DefaultsAndHeaderFields)
 	EXPECT_EQ(o.dedup, 1);
 	EXPECT_EQ(o.on_duplicate, SHMKV_DUP_ERROR);
 	EXPECT_EQ(o.load_factor, 0.0); // the format's default
-	EXPECT_EQ(o.format, (unsigned)SHMKV_BUILD_DEFAULT_FORMAT);
 	EXPECT_EQ(o.buckets, 0u);
 	EXPECT_EQ(o.hash_bits, 64u);
 	EXPECT_STREQ(o.name, "");
@@ -969,12 +979,10 @@ TEST_F(Roundtrip, DefaultsAndHeaderFields)
 	ASSERT_TRUE(db);
 	const shmkv_image_header *h = db.hdr();
 	EXPECT_EQ(memcmp(h->magic, SHMKV_MAGIC, 8), 0);
-	// the default format's header (SHMKV_BUILD_DEFAULT_FORMAT)
-	const bool v2 = o.format == SHMKV_FORMAT_V2;
-	EXPECT_EQ(h->format_version, (uint32_t)SHMKV_BUILD_DEFAULT_FORMAT);
+	EXPECT_EQ(h->format_version, SHMKV_FORMAT_VERSION);
 	EXPECT_EQ(h->header_size, SHMKV_HEADER_SIZE);
-	EXPECT_EQ(h->layout_hash, v2 ? SHMKV_LAYOUT_HASH_V2 : SHMKV_LAYOUT_HASH);
-	EXPECT_EQ(h->bucket_slots, v2 ? SHMKV_V2_BUCKET_BYTES : SHMKV_BUCKET_SLOTS);
+	EXPECT_EQ(h->layout_hash, SHMKV_LAYOUT_HASH);
+	EXPECT_EQ(h->bucket_slots, SHMKV_BUCKET_BYTES);
 	EXPECT_EQ(h->hash_bits, 64u);
 	EXPECT_EQ(h->hash_seed, SHMKV_DEFAULT_SEED);
 	EXPECT_EQ(h->created_unix, 42);
@@ -983,13 +991,9 @@ TEST_F(Roundtrip, DefaultsAndHeaderFields)
 						 SHMKV_VERSION_PATCH));
 	EXPECT_EQ(h->file_size, read_file(img).size());
 	EXPECT_EQ(h->section_count, 3u);
-	// the default load factor: v1 entries / slots, v2 record bytes / bucket bytes
-	if (v2) {
-		EXPECT_LE(st.load_factor, SHMKV_DEFAULT_LOAD_FACTOR_V2 + 1e-9);
-	} else {
-		EXPECT_LE((double)h->entry_count / (double)(h->bucket_count * SHMKV_BUCKET_SLOTS),
-			  SHMKV_DEFAULT_LOAD_FACTOR + 1e-9);
-	}
+	// the default load factor: record bytes / bucket bytes
+	EXPECT_LE(st.load_factor, SHMKV_DEFAULT_LOAD_FACTOR + 1e-9);
+	EXPECT_GT(st.load_factor, 0.0);
 	EXPECT_EQ(st.entries, h->entry_count);
 	EXPECT_EQ(st.bucket_count, h->bucket_count);
 	EXPECT_EQ(st.max_probe, h->max_probe);

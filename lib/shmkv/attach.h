@@ -12,7 +12,7 @@
 
 #include "atomic.h"
 #include "ctl.h"
-#include "handle.h"
+#include "open.h"
 #include "protocol.h"
 
 #define SHMKV_ATTACH_VERIFY 8u /* verify every image checksum at attach and refresh */
@@ -37,11 +37,10 @@ static inline int shmkv__access_hint(const char *path, char *why, size_t why_len
 			   (unsigned)(st.st_mode & 07777));
 }
 
-/* Maps a segment read-only and checks its image header (and checksums when
- * asked). Only a regular file of owner (the uid owning the control segment
- * file) that no one else can write is mapped: whoever can write a directory
- * above the segment directory could otherwise put a file of their own under
- * the published name (-EPERM). */
+/* Maps a segment read-only and checks its image (checksums when asked).
+ * Only a regular file of owner (the control segment file's uid) that no one
+ * else can write is mapped (-EPERM): else whoever can write a directory
+ * above the segment directory could put a file of their own there. */
 static inline int shmkv__map_segment(const shmkv_ctl_segment *seg, uint64_t owner, unsigned flags,
 				     void **map, char *why, size_t why_len)
 {
@@ -89,16 +88,13 @@ static inline int shmkv__map_segment(const shmkv_ctl_segment *seg, uint64_t owne
 	return 0;
 }
 
-/* Replica choice (lib/PROTOCOL.md, "Replicas"). No libnuma here: the node
- * comes from getcpu(2), the distances from sysfs. */
-
-/* SHMKV_ATTACH_NODE_CURRENT: the replica of the node the calling thread runs
- * on at attach and at each refresh that changes generation. */
+/* Replica choice (lib/PROTOCOL.md, "Replicas"): the node from getcpu(2),
+ * the distances from sysfs (no libnuma). SHMKV_ATTACH_NODE_CURRENT: the
+ * calling thread's node, at attach and at each refresh that moves. */
 #define SHMKV_ATTACH_NODE_CURRENT (-1)
 
-/* The NUMA node the calling thread runs on now, or -1 (unknown; or a strict
- * ISO C build without the Linux extensions _DEFAULT_SOURCE/_GNU_SOURCE,
- * which declare syscall()). */
+/* The calling thread's NUMA node, or -1 (unknown, or a strict ISO C build
+ * without _DEFAULT_SOURCE/_GNU_SOURCE, which declare syscall()). */
 static inline int shmkv__current_node(void)
 {
 #if defined(SYS_getcpu) && (defined(_DEFAULT_SOURCE) || defined(_GNU_SOURCE))
@@ -109,9 +105,8 @@ static inline int shmkv__current_node(void)
 	return -1;
 }
 
-/* SLIT distance from node `from` to each online node: dist[n] for n < 64,
- * INT_MAX where unknown. /sys/devices/system/node/nodeF/distance lists one
- * number per online node, in the order of .../online. */
+/* SLIT distance from node `from` to each online node (INT_MAX: unknown):
+ * nodeF/distance lists one number per node of .../node/online, in order. */
 static inline void shmkv__node_distances(int from, int dist[64])
 {
 	for (int i = 0; i < 64; i++)
@@ -151,8 +146,8 @@ static inline void shmkv__node_distances(int from, int dist[64])
 	}
 }
 
-/* Which of a snapshot's segments to map for node want (-1: unknown): the
- * one pinned to want, else the nearest pinned one by distance, else 0. */
+/* The segment to map for node want (-1: unknown): the one pinned to want,
+ * else the nearest by distance, else 0. */
 static inline uint32_t shmkv__pick_segment(const shmkv_ctl *copy, int want)
 {
 	if (copy->segment_count <= 1 || want < 0)
@@ -173,12 +168,10 @@ static inline uint32_t shmkv__pick_segment(const shmkv_ctl *copy, int want)
 	return best;
 }
 
-/* Maps the current generation, retrying when it moves underneath (the loader
- * unlinks a segment only after publishing its successor). passes bounds each
- * seqcount read (shmkv__ctl_read_n). node: the replica wanted
- * (SHMKV_ATTACH_NODE_CURRENT: this thread's node); a replica that does not
- * map falls back to segment 0. owner: the control segment file's uid
- * (shmkv__ctl_sound), the only owner a segment may have. */
+/* Maps the current generation, retrying when it moves underneath (the
+ * loader unlinks a segment only after publishing its successor). passes
+ * bounds each seqcount read; node: the replica wanted (one that does not
+ * map falls back to segment 0); owner: the only uid a segment may have. */
 static inline int shmkv__attach_current(const shmkv_ctl *ctl, uint64_t owner, unsigned flags,
 					uint32_t passes, int node, uint64_t *gen,
 					shmkv_ctl_segment *seg, void **map, char *why, size_t why_len)
@@ -226,10 +219,8 @@ static inline int shmkv__attach_current(const shmkv_ctl *ctl, uint64_t owner, un
 	return err;
 }
 
-/* An attached handle as shmkv_attach_diag allocates it: the handle first
- * (an attached shmkv * points here; shmkv_close frees it as one block),
- * then what shmkv_refresh remembers between calls. File handles are plain
- * shmkv and never reach the fields after it. */
+/* An attached handle: the handle first (shmkv_close frees it as one
+ * block), then what shmkv_refresh remembers. File handles are plain shmkv. */
 typedef struct shmkv__attached {
 	shmkv db;
 	uint64_t failed_seq; /* seq whose generation failed to map; odd (never a
@@ -240,14 +231,11 @@ typedef struct shmkv__attached {
 	char name[SHMKV_CACHE_NAME_MAX + 1]; /* the cache's name, for the probes (trace.h) */
 } shmkv__attached;
 
-/* Whether the control segment behind ctl_fd can still be read: not removed
- * or replaced (a link count of 0: the loader, or someone, unlinked or renamed
- * over it), not truncated (a mapping of a truncated file raises SIGBUS
- * where it is read) and writable by neither group nor others. Checked
- * before the mapping is touched. *owner: the file's uid, the uid every
- * segment must have (lib/PROTOCOL.md, "Trust": st_uid is set only by root
- * or at creation, so it names the loader; a field in the file would be no
- * better, whoever can write the file could write it too). 0,
+/* Whether the control segment behind ctl_fd can still be read, checked
+ * before its mapping is touched: not removed or replaced (link count 0),
+ * not truncated (SIGBUS) and writable by neither group nor others. *owner:
+ * its uid, which every segment must have (lib/PROTOCOL.md, "Trust": st_uid
+ * is set only by root or at creation, so it names the loader). 0,
  * SHMKV_ESTALE, or SHMKV_EPROTO (the mode). */
 static inline int shmkv__ctl_sound(int ctl_fd, uint64_t *owner, char *why, size_t why_len)
 {
@@ -271,27 +259,17 @@ static inline int shmkv__ctl_sound(int ctl_fd, uint64_t *owner, char *why, size_
 	return 0;
 }
 
-/* Passes of the seqcount loop refresh allows itself when a generation moved
- * but seq is even: enough for a live loader's next section to end, far from
- * a stall. */
+/* Seqcount passes a refresh allows itself: enough for a live loader's next
+ * section to end, far from a stall. */
 #define SHMKV__REFRESH_PASSES 64u
 
-/* shmkv_attach_diag() reading the replica of node (numa=replicate: the
- * loader publishes one copy per node), else the nearest by distance, else
- * the first copy; SHMKV_ATTACH_NODE_CURRENT: the node the calling thread
- * runs on, at attach and again at each refresh that maps a new generation
- * (a thread that migrates keeps reading its replica, remote now, until
- * then). For threads pinned to a node. Returns as shmkv_attach_diag();
- * -EINVAL for a node outside -1..63. */
+/* shmkv_attach_diag() reading the copy of node (numa=replicate), else the
+ * nearest, else the first (shmkv.h; lib/README.md). */
 static inline int shmkv_attach_node(const char *root, const char *name, int node,
 				    unsigned flags, shmkv **out, char *why, size_t why_len);
 
 /* Attaches read-only to cache name under root (NULL: $SHMKV_ROOT, else
- * SHMKV_DEFAULT_ROOT), to the replica of the calling thread's node (see
- * shmkv_attach_node). Returns 0; -ENOENT (no such cache); SHMKV_EPROTO
- * (not a control segment, or another protocol version or layout); -EAGAIN
- * (nothing published yet, or the segment stays mid-update); -EINVAL (bad
- * name or flags); other -errno; image errors as shmkv_open_file(). */
+ * SHMKV_DEFAULT_ROOT), to the copy of the calling thread's node. */
 static inline int shmkv_attach_diag(const char *root, const char *name, unsigned flags,
 				    shmkv **out, char *why, size_t why_len)
 {
@@ -379,24 +357,14 @@ static inline int shmkv_attach(const char *name, unsigned flags, shmkv **out)
 	return shmkv_attach_diag(NULL, name, flags, out, NULL, 0);
 }
 
-/* Moves an attached handle to the current generation: one fstat and one
- * atomic load when nothing changed; otherwise maps the new image, then unmaps the old one.
- * Returns 0 (unchanged, or a file handle), 1 (moved: values obtained before
- * are invalid), or an error, in which case the handle keeps serving its old
- * generation: SHMKV_ESTALE when the cache was dropped or its control
- * segment was removed, replaced or truncated (the loader retired it, or the
- * file's fstat says so: checked at every call, before the mapping is read,
- * so a truncated file never raises SIGBUS here): the handle will never move
- * again; close it and attach anew (lib/README.md, "Stale handles");
- * -EAGAIN when the control segment is mid-update (a publish
- * under way, or a loader that died in one: returned at once, no spinning),
- * or what mapping the new generation failed with (as shmkv_attach_diag).
- * Cost when nothing changed: one fstat(2) and one atomic load.
- * Bounded: a generation that failed is not tried again until the loader
- * publishes again (its error is returned from memory, no system call), so a
- * hot loop calling refresh never pays open+fstat per call.
- * Changes the handle: no other thread may use it meanwhile (shmkv.h,
- * "Threads"). */
+/* Moves an attached handle to the current generation (shmkv.h): one fstat
+ * and one atomic load when nothing changed; else maps the new image, then
+ * unmaps the old one. On error the handle keeps its old generation;
+ * SHMKV_ESTALE: it will never move again (lib/README.md, "Stale handles");
+ * -EAGAIN mid-publish, at once. A generation that failed is not tried again
+ * until the loader publishes again (its error comes from memory), so a hot
+ * loop never pays open+fstat per call. No other thread may use the handle
+ * meanwhile. */
 static inline int shmkv_refresh(shmkv *db)
 {
 	shmkv__usdt_gate(db); /* SHMKV_USDT builds: is a get probe traced now? */
@@ -451,18 +419,11 @@ static inline int shmkv_refresh(shmkv *db)
 }
 
 /* For bindings whose values outlive a refresh (python/src/cache.c): hands
- * the generation the attached handle db maps to a new plain handle *out, as
- * from shmkv_open_file: it serves that generation (shmkv_generation says
- * which) until shmkv_close(*out), whatever db does; refresh on it returns 0.
- * db keeps its control segment and goes on following the cache, but maps
- * nothing until its next shmkv_refresh that returns 1 (then detach again):
- * until then only shmkv_refresh, shmkv_generation, shmkv_detach (-EINVAL)
- * and shmkv_close may be called on it. So a binding keeps one such handle
- * per cache to follow generations and one plain handle per generation its
- * values still read, each unmapped when the last value of it goes.
- * Returns 0; -EINVAL (db is not attached, or maps nothing: detached and not
- * moved since); -ENOMEM (db unchanged). Changes db: no other thread may
- * use it meanwhile. */
+ * the generation db maps to a new plain handle *out, which serves it until
+ * shmkv_close(*out). db goes on following the cache but maps nothing until
+ * its next shmkv_refresh that returns 1 (until then only refresh,
+ * shmkv_generation, shmkv_detach and close). -EINVAL: not attached, or
+ * nothing mapped; -ENOMEM: db unchanged. */
 static inline int shmkv_detach(shmkv *db, shmkv **out)
 {
 	*out = NULL;
@@ -482,8 +443,7 @@ static inline int shmkv_detach(shmkv *db, shmkv **out)
 	return 0;
 }
 
-/* NUMA node of the copy this handle reads: the node the loader pinned it to
- * and verified, or -1 (not pinned, or a file handle). */
+/* NUMA node of the copy read (-1: not pinned, or a file handle). */
 static inline int shmkv_node(const shmkv *db)
 {
 	if (!db->ctl)
@@ -491,8 +451,7 @@ static inline int shmkv_node(const shmkv *db)
 	return ((const shmkv__attached *)db)->node; /* attached: allocated as one */
 }
 
-/* Generation this handle serves (0 for file handles; for a handle from
- * shmkv_detach, the generation it holds). */
+/* Generation this handle serves (0: a file handle). */
 static inline uint64_t shmkv_generation(const shmkv *db)
 {
 	return db->generation;

@@ -6,9 +6,13 @@
 #ifndef SHMKV_CTL_H
 #define SHMKV_CTL_H
 
+#include <errno.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "atomic.h"
 #include "errors.h"
@@ -30,11 +34,9 @@
 #define SHMKV__O_NONBLOCK 04000
 #endif
 
-/* SHMKV_TRACE(event): a test hook. Define it before including <shmkv.h> to
- * count the reader's slow-path work without timing anything
- * (tests/refresh_test.cc does). Events: ctl_retry (one more pass of the
- * seqcount loop in shmkv_ctl_read), segment_open (an open of a segment file
- * by attach or refresh). Compiles to nothing by default. */
+/* SHMKV_TRACE(event): a test hook (tests/refresh_test.cc) counting the slow
+ * path's work: ctl_retry (a seqcount retry), segment_open (attach or
+ * refresh opening a segment). Nothing by default. */
 #ifndef SHMKV_TRACE
 #define SHMKV_TRACE(event) ((void)0)
 #endif
@@ -45,10 +47,8 @@
 /* The rule, for messages. */
 #define SHMKV_CACHE_NAME_RULE "1-63 bytes of A-Z a-z 0-9 _ - ., not starting with ."
 
-/* Checks a cache name (SHMKV_CACHE_NAME_RULE): names become file names
- * (ROOT/NAME.ctl, segment names), so this is the one place the rule lives.
- * Returns 0, or -EINVAL (NULL, empty, too long, a byte outside the set, or a
- * leading '.', which the loader keeps for its temporary files). */
+/* Checks a cache name (SHMKV_CACHE_NAME_RULE): names become file names, so
+ * the rule lives here only. A leading '.' is the loader's temporary files'. */
 static inline int shmkv_name_check(const char *name)
 {
 	if (!name)
@@ -65,9 +65,7 @@ static inline int shmkv_name_check(const char *name)
 	return 0;
 }
 
-/* The root directory of control segments: root itself when given and not
- * empty, else $SHMKV_ROOT when set and not empty, else SHMKV_DEFAULT_ROOT
- * ("/run/shmkv"). Never NULL. */
+/* root when not empty, else $SHMKV_ROOT when not empty, else /run/shmkv. */
 static inline const char *shmkv_ctl_root(const char *root)
 {
 	if (root && *root)
@@ -76,9 +74,7 @@ static inline const char *shmkv_ctl_root(const char *root)
 	return root && *root ? root : SHMKV_DEFAULT_ROOT;
 }
 
-/* Writes the control segment's path, ROOT/NAME.ctl, into buf[len] (root as
- * shmkv_ctl_root() resolves it). Returns 0; -EINVAL (bad name, see
- * shmkv_name_check); -ENAMETOOLONG (does not fit in len). */
+/* ROOT/NAME.ctl into buf[len] (root as shmkv_ctl_root() resolves it). */
 static inline int shmkv_ctl_path(const char *root, const char *name, char *buf, size_t len)
 {
 	if (shmkv_name_check(name))
@@ -94,9 +90,8 @@ static inline int shmkv_ctl_path(const char *root, const char *name, char *buf, 
 	return 0;
 }
 
-/* Fills *ctl as a fresh control segment with nothing published: magic,
- * protocol version, size and layout hash set, everything else zero. For
- * the loader, which writes it to a new file before anyone can map it. */
+/* A fresh control segment, nothing published (the loader writes it to a new
+ * file before anyone can map it). */
 static inline void shmkv_ctl_init(shmkv_ctl *ctl)
 {
 	memset(ctl, 0, sizeof *ctl);
@@ -113,21 +108,12 @@ static inline void shmkv_ctl_init(shmkv_ctl *ctl)
 #define SHMKV_CTL_RDWR 1u /* the loader: map read-write, to publish (shmkv_ctl_publish) */
 #define SHMKV_CTL_KNOWN_ (SHMKV_CTL_RDWR)
 
-/* Maps ROOT/NAME.ctl (root as shmkv_ctl_root() resolves it) and checks it
- * is a control segment this library speaks: a regular file (opened with
- * O_NOFOLLOW|O_NONBLOCK, then fstat: never a symlink, never blocks on a
- * FIFO) of at least SHMKV_CTL_SIZE bytes, with SHMKV_CTL_MAGIC, this
- * SHMKV_PROTOCOL_VERSION, ctl_size and SHMKV_CTL_LAYOUT_HASH. Read-only
- * (PROT_READ of an O_RDONLY descriptor) unless flags has SHMKV_CTL_RDWR; with
- * it, the file must also belong to the calling user and not be writable by
- * group or others (the loader adopting its own segment at restart).
- * On success *out is the mapping, valid until shmkv_ctl_close(*out).
- * Returns 0; -EINVAL (bad name or flags); -ENOENT (no such cache);
- * -ENAMETOOLONG; -ELOOP (a symlink); -EACCES, other -errno of
- * open/fstat/mmap; SHMKV_EPROTO (not a regular file, too small, bad magic,
- * another protocol version, size or layout, a mode writable by group or
- * others; with SHMKV_CTL_RDWR, another owner than the caller). why[why_len], if given, receives a
- * message naming the file. */
+/* Maps ROOT/NAME.ctl and checks it is a control segment this library speaks:
+ * a regular file (O_NOFOLLOW|O_NONBLOCK, then fstat: never a symlink, never
+ * blocks on a FIFO) of SHMKV_CTL_SIZE bytes or more, not writable by group
+ * or others, with this magic, protocol version, size and layout hash.
+ * Read-only unless SHMKV_CTL_RDWR (the loader adopting its own segment: the
+ * file must be ours alone). *out is valid until shmkv_ctl_close(*out). */
 static inline int shmkv_ctl_open_fd(const char *root, const char *name, unsigned flags,
 				     shmkv_ctl **out, int *fd_out, char *why, size_t why_len);
 
@@ -137,9 +123,8 @@ static inline int shmkv_ctl_open(const char *root, const char *name, unsigned fl
 	return shmkv_ctl_open_fd(root, name, flags, out, NULL, why, why_len);
 }
 
-/* shmkv_ctl_open() that, when fd_out is given, leaves the file open there on
- * success (readers fstat it at each refresh: a truncated or replaced file is
- * found before its mapping is touched). */
+/* shmkv_ctl_open() leaving the file open in *fd_out (when not NULL): readers
+ * fstat it at each refresh, before the mapping is touched. */
 static inline int shmkv_ctl_open_fd(const char *root, const char *name, unsigned flags,
 				     shmkv_ctl **out, int *fd_out, char *why, size_t why_len)
 {
@@ -234,8 +219,7 @@ done:
 	return err;
 }
 
-/* Unmaps a control segment from shmkv_ctl_open(); NULL is ignored. The file
- * stays. */
+/* Unmaps a control segment; NULL is ignored. */
 static inline void shmkv_ctl_close(const shmkv_ctl *ctl)
 {
 	if (ctl)
@@ -257,16 +241,13 @@ static inline void shmkv_ctl_close(const shmkv_ctl *ctl)
 #define SHMKV__CTL_WORDS (sizeof(shmkv_ctl) / 8)
 #define SHMKV__CTL_WORD(field) (offsetof(shmkv_ctl, field) / 8)
 
-/* Passes of the read loop before shmkv_ctl_read() gives up: the loader holds
- * seq odd for a few hundred stores; odd much longer means it died (or
- * stopped) mid-publish, and its restart repairs the segment. The first
- * SHMKV__SEQ_PAUSES passes pause, the others yield the CPU (a few ms in all
- * on an idle host; longer only while other threads want the CPU). */
+/* Passes before shmkv_ctl_read() gives up: the loader holds seq odd for a
+ * few hundred stores; much longer means it died mid-publish (its restart
+ * repairs the segment). The first SHMKV__SEQ_PAUSES pause, the rest yield. */
 #define SHMKV__SEQ_SPINS (1u << 16)
 #define SHMKV__SEQ_PAUSES 256u
 
-/* The current generation (0: nothing published yet). One acquire load: a
- * cheap "did anything change?" check for readers, as shmkv_refresh() uses. */
+/* The current generation (0: none yet): one acquire load. */
 static inline uint64_t shmkv_ctl_generation(const shmkv_ctl *ctl)
 {
 	/* pairs with shmkv__store_release(&ctl->generation) in
@@ -276,9 +257,7 @@ static inline uint64_t shmkv_ctl_generation(const shmkv_ctl *ctl)
 	return shmkv__load_acquire(&ctl->generation);
 }
 
-/* 1 while a publish is under way, or was left open by a loader that died in
- * it (seq odd); else 0. A snapshot, for the loader's restart repair and for
- * readers that would rather not wait. */
+/* 1 while a publish is under way or was left open by a loader that died. */
 static inline int shmkv_ctl_mid_update(const shmkv_ctl *ctl)
 {
 	/* pairs with shmkv__store_release(&ctl->seq, s + 2) in
@@ -324,20 +303,15 @@ static inline int shmkv__ctl_read_n(const shmkv_ctl *ctl, shmkv_ctl *out, uint32
 	return -EAGAIN;
 }
 
-/* Copies the whole control segment into *out, consistently: all fields come
- * from one publish. Returns 0; -EAGAIN if seq stayed odd for
- * SHMKV__SEQ_SPINS passes (a publish under way and descheduled, or a loader
- * that died mid-publish: try again later); SHMKV_EPROTO if the copy is not
- * one a loader writes (segment_count over SHMKV_CTL_MAX_SEGMENTS). Paths in
- * the copy are always NUL-terminated. No system call; ctl may be mapped
- * read-only. */
+/* Copies the control segment into *out, all fields from one publish; paths
+ * NUL-terminated. -EAGAIN: seq stayed odd; SHMKV_EPROTO: impossible
+ * contents. No system call. */
 static inline int shmkv_ctl_read(const shmkv_ctl *ctl, shmkv_ctl *out)
 {
 	return shmkv__ctl_read_n(ctl, out, SHMKV__SEQ_SPINS);
 }
 
-/* The seqcount itself: even and unchanged means nothing was published since
- * it was last read. Private: shmkv_refresh remembers failures by it. */
+/* The seqcount (shmkv_refresh remembers failures by it). */
 static inline uint64_t shmkv__ctl_seq(const shmkv_ctl *ctl)
 {
 	/* pairs with shmkv__store_release(&ctl->seq, s + 2) in
@@ -345,15 +319,9 @@ static inline uint64_t shmkv__ctl_seq(const shmkv_ctl *ctl)
 	return shmkv__load_acquire(&ctl->seq);
 }
 
-/* For the loader, the only writer: publishes generation with segs[0..n)
- * (n may be 0: a generation with nothing to map), loader_pid and
- * published_ns, in one seqcount write section; unused segment slots and
- * reserved words become zero. A section a crashed loader left open (seq
- * odd) is closed by this publish. ctl must come from shmkv_ctl_open(...,
- * SHMKV_CTL_RDWR, ...) or be the loader's own read-write mapping. Readers
- * see either the previous publish or this one, whole. Returns 0, or -EINVAL
- * (n over SHMKV_CTL_MAX_SEGMENTS, or generation 0) without touching ctl.
- * flags become 0. */
+/* For the loader, the only writer: publishes generation with segs[0..n) in
+ * one seqcount write section (closing one a crashed loader left open);
+ * readers see the previous publish or this one, whole. */
 static inline int shmkv__ctl_publish_flags(shmkv_ctl *ctl, uint64_t generation,
 					   const shmkv_ctl_segment *segs, uint32_t n,
 					   uint32_t flags, uint64_t loader_pid,
@@ -365,10 +333,8 @@ static inline int shmkv_ctl_publish(shmkv_ctl *ctl, uint64_t generation,
 	return shmkv__ctl_publish_flags(ctl, generation, segs, n, 0, loader_pid, published_ns);
 }
 
-/* For the loader: publishes generation with no segment and SHMKV_CTL_RETIRED
- * (before it drops the cache, or when it replaces this file): a reader's
- * next shmkv_refresh returns SHMKV_ESTALE instead of serving on unaware.
- * Returns as shmkv_ctl_publish(). */
+/* For the loader: publishes no segment with SHMKV_CTL_RETIRED (before a drop
+ * or a replacement of the file): readers' next refresh says they are stale. */
 static inline int shmkv_ctl_retire(shmkv_ctl *ctl, uint64_t generation, uint64_t loader_pid,
 				   int64_t published_ns)
 {

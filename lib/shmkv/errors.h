@@ -1,18 +1,11 @@
 /* shmkv/errors.h - error codes, shmkv_strerror() and shmkv_errname().
  * Part of the header-only reader; include <shmkv.h>, not this file.
  *
- * Every shmkv function that can fail returns 0 (or a documented positive
- * value) on success and a negative code on failure: either -errno (a system
- * call failed; -ENOENT, -EACCES, ...) or one of the SHMKV_E* codes below.
- * Nothing in the library reads or sets errno.
- *
- * The SHMKV_E* codes live in the reserved range [SHMKV_ERR_MIN, SHMKV_ERR_MAX]
- * = [-31299, -31200]: clear of every -errno value (-4095..-1, the kernel's
- * MAX_ERRNO), of LMDB's codes (-30600..-30799) and of Berkeley DB's
- * (-30800..-30999), so a program that uses shmkv beside either can tell whose
- * code it holds. New codes take the next free value below the last one; a
- * code never changes its number once released. tests/api_test checks that
- * every code has a name and a message and that none collides. */
+ * A function that can fail returns 0 (or a documented positive value) or a
+ * negative code: -errno, or a SHMKV_E* code in the reserved range
+ * [-31299, -31200], clear of every -errno, of LMDB's (-30600..-30799) and of
+ * Berkeley DB's codes (-30800..-30999). A code's number never changes once
+ * released (tests/api_test). Nothing in the library reads or sets errno. */
 #ifndef SHMKV_ERRORS_H
 #define SHMKV_ERRORS_H
 
@@ -45,29 +38,35 @@
 #define SHMKV_EFIRST_ (-31214) /* lowest assigned code */
 #define SHMKV_ELAST_ (-31200)  /* highest assigned code */
 
-/* The message for err: a SHMKV_E* code, a -errno value or 0. Never NULL,
+/* The codes with their names and messages: one table, both functions. */
+#define SHMKV__ERRORS(X)                                                                         \
+	X(SHMKV_ENOTFOUND, "key not found")                                                      \
+	X(SHMKV_ETYPE, "value has a different type")                                             \
+	X(SHMKV_EMAGIC, "not a shmkv image (bad magic)")                                         \
+	X(SHMKV_EVERSION, "unsupported image format version")                                    \
+	X(SHMKV_ELAYOUT, "image layout hash does not match this reader")                         \
+	X(SHMKV_ETRUNCATED, "image is truncated")                                                \
+	X(SHMKV_ECHECKSUM, "checksum mismatch")                                                  \
+	X(SHMKV_ECORRUPT, "image structure is corrupt")                                          \
+	X(SHMKV_EKEYLEN, "key too long")                                                         \
+	X(SHMKV_EEND, "no more entries")                                                         \
+	X(SHMKV_EDUPKEY, "duplicate key")                                                        \
+	X(SHMKV_EINPUT, "malformed input")                                                       \
+	X(SHMKV_ELIMIT, "limit exceeded")                                                        \
+	X(SHMKV_EPROTO, "control segment protocol mismatch")                                     \
+	X(SHMKV_ESTALE, "cache dropped or control segment replaced: attach again")
+
+/* The message for err (a SHMKV_E* code, a -errno value or 0); never NULL,
  * never changes errno; "unknown shmkv error" for anything else. */
 static inline const char *shmkv_strerror(int err)
 {
+#define SHMKV__MSG(code, msg) case code: return msg;
 	switch (err) {
 	case 0: return "success";
-	case SHMKV_ENOTFOUND: return "key not found";
-	case SHMKV_ETYPE: return "value has a different type";
-	case SHMKV_EMAGIC: return "not a shmkv image (bad magic)";
-	case SHMKV_EVERSION: return "unsupported image format version";
-	case SHMKV_ELAYOUT: return "image layout hash does not match this reader";
-	case SHMKV_ETRUNCATED: return "image is truncated";
-	case SHMKV_ECHECKSUM: return "checksum mismatch";
-	case SHMKV_ECORRUPT: return "image structure is corrupt";
-	case SHMKV_EKEYLEN: return "key too long";
-	case SHMKV_EEND: return "no more entries";
-	case SHMKV_EDUPKEY: return "duplicate key";
-	case SHMKV_EINPUT: return "malformed input";
-	case SHMKV_ELIMIT: return "limit exceeded";
-	case SHMKV_EPROTO: return "control segment protocol mismatch";
-	case SHMKV_ESTALE: return "cache dropped or control segment replaced: attach again";
+	SHMKV__ERRORS(SHMKV__MSG)
 	default: break;
 	}
+#undef SHMKV__MSG
 	if (err < 0 && err > -4096) {
 		int saved = errno;
 		const char *s = strerror(-err); /* glibc: static text for known codes */
@@ -77,30 +76,15 @@ static inline const char *shmkv_strerror(int err)
 	return "unknown shmkv error";
 }
 
-/* The symbolic name of err, for logs and machine-readable output:
- * "SHMKV_ENOTFOUND" for a shmkv code, "ENOENT" for -ENOENT (every Linux
- * errno value), "OK" for 0, "UNKNOWN" for anything else. Never NULL: a
- * static string. shmkv_strerror() gives the message. */
+/* The symbol of err ("SHMKV_ENOTFOUND", "ENOENT" for -ENOENT, "OK" for 0,
+ * "UNKNOWN"): a static string, for logs and machine-readable output. */
 static inline const char *shmkv_errname(int err)
 {
+#define SHMKV__NAME(code, msg) case code: return #code;
 #define SHMKV__E(name) case -name: return #name;
 	switch (err) {
 	case 0: return "OK";
-	case SHMKV_ENOTFOUND: return "SHMKV_ENOTFOUND";
-	case SHMKV_ETYPE: return "SHMKV_ETYPE";
-	case SHMKV_EMAGIC: return "SHMKV_EMAGIC";
-	case SHMKV_EVERSION: return "SHMKV_EVERSION";
-	case SHMKV_ELAYOUT: return "SHMKV_ELAYOUT";
-	case SHMKV_ETRUNCATED: return "SHMKV_ETRUNCATED";
-	case SHMKV_ECHECKSUM: return "SHMKV_ECHECKSUM";
-	case SHMKV_ECORRUPT: return "SHMKV_ECORRUPT";
-	case SHMKV_EKEYLEN: return "SHMKV_EKEYLEN";
-	case SHMKV_EEND: return "SHMKV_EEND";
-	case SHMKV_EDUPKEY: return "SHMKV_EDUPKEY";
-	case SHMKV_EINPUT: return "SHMKV_EINPUT";
-	case SHMKV_ELIMIT: return "SHMKV_ELIMIT";
-	case SHMKV_EPROTO: return "SHMKV_EPROTO";
-	case SHMKV_ESTALE: return "SHMKV_ESTALE";
+	SHMKV__ERRORS(SHMKV__NAME)
 	/* Linux errno values; aliases (EWOULDBLOCK, EDEADLOCK, ENOTSUP) share
 	 * their number with the name given */
 	SHMKV__E(EPERM) SHMKV__E(ENOENT) SHMKV__E(ESRCH) SHMKV__E(EINTR) SHMKV__E(EIO) SHMKV__E(ENXIO) 
@@ -129,12 +113,12 @@ static inline const char *shmkv_errname(int err)
 	default: return "UNKNOWN";
 	}
 #undef SHMKV__E
+#undef SHMKV__NAME
 }
 
 /* The why/why_len convention of every *_diag function, for programs that
- * follow it too (the loader and shmctl do, through common/diag.h): formats
- * fmt and ap into why[why_len] (truncated to fit, always terminated;
- * nothing written when why is NULL or why_len 0) and returns err. */
+ * follow it (common/diag.h): fmt into why[why_len] (truncated, terminated;
+ * nothing when why is NULL or why_len 0); returns err. */
 #if defined(__GNUC__)
 __attribute__((format(printf, 4, 0)))
 #endif
@@ -158,10 +142,9 @@ static inline int shmkv__fail(int err, char *why, size_t why_len, const char *fm
 	return err;
 }
 
-/* Private: puts fmt's text before the message already in why (a caller
- * naming where a callee's error happened: "entry at 42: ..."), both cut to
- * fit why_len; returns err. The callee's message is copied with memcpy, not
- * snprintf("%s"), which GCC's -Wformat-truncation flags at -O1. lib/ only. */
+/* Private: fmt's text before the message already in why ("entry at 42:
+ * ..."), both cut to fit; returns err. memcpy, not snprintf("%s"), which
+ * GCC's -Wformat-truncation flags at -O1. */
 #if defined(__GNUC__)
 __attribute__((format(printf, 4, 5)))
 #endif

@@ -1,4 +1,4 @@
-/* shmkv/format.h - the on-disk (and in-memory) image layout, versions 1 and 2.
+/* shmkv/format.h - the on-disk (and in-memory) image layout, format 2.
  *
  * Part of the header-only reader; include <shmkv.h>, not this file.
  * lib/FORMAT.md is the prose specification; this file is its C mirror.
@@ -18,32 +18,45 @@
 #error "shmkv needs a 64-bit address space (images use 64-bit offsets)"
 #endif
 
-#define SHMKV_MAGIC "SHMKVIMG"          /* 8 bytes, no NUL */
-#define SHMKV_FORMAT_VERSION 1u        /* v1; SHMKV_FORMAT_V2 below */
-#define SHMKV_HEADER_SIZE 4096u         /* header block; sections start page-aligned */
-#define SHMKV_HEADER_USED 512u          /* bytes of the block the header struct uses */
-#define SHMKV_BUCKET_SLOTS 8u           /* slots per 64-byte bucket */
-#define SHMKV_BUCKET_BYTES 64u
+#define SHMKV_MAGIC "SHMKVIMG"   /* 8 bytes, no NUL */
+#define SHMKV_FORMAT_VERSION 2u  /* the one format this reader reads (FORMAT.md §15) */
+#define SHMKV_HEADER_SIZE 4096u  /* header block; sections start page-aligned */
+#define SHMKV_HEADER_USED 512u   /* bytes of the block the header struct uses */
 #define SHMKV_MAX_SECTIONS 8u
-#define SHMKV_NAME_MAX 63u              /* name bytes, NUL-padded to 64 */
-#define SHMKV_FILE_ALIGN 4096u          /* image size is a multiple of this */
+#define SHMKV_NAME_MAX 63u       /* name bytes, NUL-padded to 64 */
+#define SHMKV_FILE_ALIGN 4096u   /* image size is a multiple of this */
 
-/* Documented limits, enforced by the builder and checked by readers. */
-#define SHMKV_MAX_KEY_LEN 65535u        /* bytes; key_len is a u16 */
+/* Documented limits (FORMAT.md §10), enforced by the builder, checked by readers. */
+#define SHMKV_MAX_KEY_LEN 65535u        /* bytes; an entry's key_len is a u16 */
 #define SHMKV_MAX_VALUE_LEN 0xFFFFFFFFu /* bytes of one value; value_len is a u32 */
-#define SHMKV_MAX_IMAGE_SIZE (UINT64_C(1) << 43) /* 8 TiB: slot offsets are 40 bits of 8-byte units */
+#define SHMKV_MAX_IMAGE_SIZE (UINT64_C(1) << 43) /* 8 TiB: OUT records hold 40-bit entry units */
 
-/* A slot is (tag << 48) | (meta << 40) | (entry_offset >> 3); 0 means empty.
- * The meta bytes are 0 except in a full bucket some of whose keys (keys whose
- * home it is) were displaced to later buckets: then the meta bytes of slots
- * 0..6 are a 56-bit filter of those keys' tags (bit (tag * 56) >> 16), and
- * slot 7's is their largest displacement in buckets (255: up to max_probe).
- * A miss thus reads one bucket unless the filter says otherwise. */
-#define SHMKV_SLOT_OFF_MASK ((UINT64_C(1) << 40) - 1)
-#define SHMKV_SLOT_META_SHIFT 40
-#define SHMKV_SLOT_TAG_SHIFT 48
-#define SHMKV_FILTER_BITS 56u
-#define SHMKV_DISPLACEMENT_MAX 255u
+/* The index (FORMAT.md §6): bucket_count buckets of 128 bytes (128-aligned):
+ * count u8 @0 (0..16), displacement byte D @1, a 48-bit displaced-key filter
+ * @2, the directory u16 dir[count] @8, dir[i] = (tag << 7 | off) & 0xffff
+ * (record i at bucket + (dir[i] & 0x7f), its key tag's low 9 bits in
+ * dir[i] >> 7), then the record area @8+2*count to @128. A record is u8
+ * kind; inline (kind & OUT clear): u8 key_len, u8 value_len, [u32 expires],
+ * key, zero padding to the value's alignment within the bucket, value (+
+ * NUL for text); OUT: 40-bit LE entry offset >> 3, [u32 expires]. */
+#define SHMKV_BUCKET_BYTES 128u     /* header bucket_slots holds this */
+#define SHMKV_BUCKET_HEAD 8u        /* count, D, filter; the directory starts here */
+#define SHMKV_FILTER_BITS 48u
+#define SHMKV_MAX_RECORDS 16u       /* two 16-byte vectors of u16 dir at +8 and +24 */
+#define SHMKV_DIR_BYTES 2u          /* per record: dir = (tag << 7 | off) & 0xffff */
+#define SHMKV_DIR_OFF_MASK 0x7fu    /* dir bits 0..6: the record's offset (< 128) */
+#define SHMKV_DIR_TAG_MASK 0xff80u  /* dir bits 7..15: the tag's low 9 bits */
+#define SHMKV_DIR_TAG_SHIFT 7u
+#define SHMKV_DISPLACEMENT_MAX 255u /* D 255: "255 or more: up to max_probe" */
+#define SHMKV_REC_TYPE_MASK 0x0fu   /* kind bits 0..3: value type (0 for OUT) */
+#define SHMKV_REC_EXPIRES 0x40u     /* kind bit 6: a u32 expiry follows the head */
+#define SHMKV_REC_OUT 0x80u         /* kind bit 7: the entry lives in ENTRIES */
+#define SHMKV_REC_KNOWN (SHMKV_REC_TYPE_MASK | SHMKV_REC_EXPIRES | SHMKV_REC_OUT)
+#define SHMKV_REC_INLINE_HEAD 3u    /* kind, key_len, value_len */
+#define SHMKV_REC_OUT_HEAD 6u       /* kind, 40-bit offset >> 3 */
+#define SHMKV_REC_EXPIRES_SIZE 4u
+#define SHMKV_REC_MAX_LEN 255u      /* inline key_len and value_len are u8 */
+#define SHMKV_UNIT_MASK ((UINT64_C(1) << 40) - 1) /* an OUT record's entry offset / 8 */
 
 /* Value types. Numbers are stable: they are stored in images. */
 enum shmkv_type {
@@ -61,14 +74,15 @@ enum shmkv_type {
 
 /* Section kinds. */
 enum shmkv_section_kind {
-	SHMKV_SECTION_INDEX = 1,   /* bucket_count buckets of 8 slots */
-	SHMKV_SECTION_ENTRIES = 2, /* entries: header, key, inline value or shared-value offset */
+	SHMKV_SECTION_INDEX = 1,   /* bucket_count buckets of 128 bytes */
+	SHMKV_SECTION_ENTRIES = 2, /* entries of OUT records: header, key, value or shared reference */
 	SHMKV_SECTION_VALUES = 3   /* deduplicated values shared by several entries */
 };
 
 /* Header flags. */
-#define SHMKV_HFLAG_DEDUP UINT64_C(1) /* builder deduplicated shared values */
-#define SHMKV_HFLAG_KNOWN (SHMKV_HFLAG_DEDUP)
+#define SHMKV_HFLAG_DEDUP UINT64_C(1)  /* builder deduplicated shared values */
+#define SHMKV_HFLAG_EXPIRY UINT64_C(2) /* some record carries an expiry */
+#define SHMKV_HFLAG_KNOWN (SHMKV_HFLAG_DEDUP | SHMKV_HFLAG_EXPIRY)
 
 /* Entry flags. */
 #define SHMKV_EFLAG_SHARED 1u /* value lives in VALUES; entry holds its u64 image offset */
@@ -76,7 +90,7 @@ enum shmkv_section_kind {
 
 typedef struct shmkv_section_desc {
 	uint32_t kind;     /* enum shmkv_section_kind */
-	uint32_t flags;    /* 0 in v1 */
+	uint32_t flags;    /* 0 */
 	uint64_t offset;   /* from image start; 64-byte aligned */
 	uint64_t size;     /* bytes */
 	uint64_t checksum; /* XXH3-64, seed 0, over [offset, offset+size) */
@@ -91,7 +105,7 @@ typedef struct shmkv_image_header {
 	uint64_t file_size;           /*  32 whole image, multiple of SHMKV_FILE_ALIGN */
 	uint64_t entry_count;         /*  40 */
 	uint64_t bucket_count;        /*  48 >= 1 */
-	uint32_t bucket_slots;        /*  56 SHMKV_BUCKET_SLOTS */
+	uint32_t bucket_slots;        /*  56 SHMKV_BUCKET_BYTES (the name is history) */
 	uint32_t hash_bits;           /*  60 64 in production; fewer only in test images */
 	uint64_t hash_seed;           /*  64 XXH3 seed */
 	uint32_t max_probe;           /*  72 longest distance (buckets) from a key's home bucket */
@@ -116,91 +130,39 @@ typedef struct shmkv_entry_header {
 	uint32_t value_len; /* bytes of the value (strings: without the NUL) */
 } shmkv_entry_header;
 
-/* The layout description the layout hash is taken of (XXH3-64, seed 0).
- * tests/layout_test.cc rebuilds this string from offsetof/sizeof. The
- * header, section and entry parts are shared by v1 and v2. */
-#define SHMKV__DESC_STRUCTS                                                                      \
-	"header=512:magic@0,format_version@8,header_size@12,layout_hash@16,"                         \
+/* The layout description the layout hash is taken of (XXH3-64, seed 0;
+ * FORMAT.md §15). It ends with the vocabulary (types, flags, record kind
+ * bits, sections), so that the hash covers everything a reader must refuse.
+ * tests/layout_test rebuilds it from offsetof/sizeof, the type table and the
+ * masks; lib/format.json holds it for the other languages' readers. */
+#define SHMKV__VOCAB                                                                             \
+	"types=1:bytes/a1/nul/text,2:string/a1/nul/text/utf8,3:i64/a8/fixed8,"                      \
+	"4:bool/a1/fixed1max1,5:f64/a8/fixed8,6:f32list/a8/array4,7:f64list/a8/array8,"             \
+	"8:i64list/a8/array8,9:strlist/a8/strlist/utf8;"                                            \
+	"eflags=0x1;hflags=0x3;rkind=type0xf,expires0x40,out0x80;sections=1:index,2:entries,3:values"
+#define SHMKV_LAYOUT_DESC                                                                        \
+	"shmkv-image-v2;header=512:magic@0,format_version@8,header_size@12,layout_hash@16,"          \
 	"flags@24,file_size@32,entry_count@40,bucket_count@48,bucket_slots@56,hash_bits@60,"         \
 	"hash_seed@64,max_probe@72,section_count@76,builder_version@80,reserved0@84,"               \
 	"created_unix@88,value_bytes_logical@96,dedup_values@104,dedup_refs@112,"                   \
 	"dedup_saved_bytes@120,name@128,sections@192,reserved@448,header_checksum@504;"             \
 	"section=32:kind@0,flags@4,offset@8,size@16,checksum@24;"                                   \
-	"entry=8:type@0,flags@1,key_len@2,value_len@4;"
-#define SHMKV__DESC_HASH "hash=xxh3_64(seed);home=mulhi(h,buckets);tag=h&0xffff|1if0"
-#define SHMKV_LAYOUT_DESC                                                                        \
-	"shmkv-image-v1;" SHMKV__DESC_STRUCTS                                                        \
-	"bucket=64:8xu64(tag16<<48|meta8<<40|off>>3);meta0..6=filter56[(tag*56)>>16];meta7=maxdisp;" \
-	SHMKV__DESC_HASH
-#define SHMKV_LAYOUT_HASH UINT64_C(0x52171befdcf1d7ee)
-
-/* What else a v1 reader must refuse to guess at: the value types (the rows
- * of types.h), entry flags, header flags and section kinds. The v1 layout
- * hash was fixed before this was written down and does not cover it, and
- * every v1 image must keep opening (and v1 images from new builders must
- * open in old readers), so the v1 hash stays and v1's vocabulary is frozen
- * instead: tests/layout_test rebuilds this string from types.h's table and
- * the masks above and fails when they differ. A new type, flag or section
- * kind is a new format_version, which old readers refuse with
- * SHMKV_EVERSION; from v2 on the layout description ends with the
- * vocabulary, so the hash covers it too (FORMAT.md §15). */
-#define SHMKV__VOCAB_TYPES                                                                       \
-	"types=1:bytes/a1/nul/text,2:string/a1/nul/text/utf8,3:i64/a8/fixed8,"                      \
-	"4:bool/a1/fixed1max1,5:f64/a8/fixed8,6:f32list/a8/array4,7:f64list/a8/array8,"             \
-	"8:i64list/a8/array8,9:strlist/a8/strlist/utf8;"
-#define SHMKV__VOCAB_SECTIONS "sections=1:index,2:entries,3:values"
-#define SHMKV_VOCAB_DESC SHMKV__VOCAB_TYPES "eflags=0x1;hflags=0x1;" SHMKV__VOCAB_SECTIONS
-
-/* ---- format version 2 (FORMAT.md §17), layout B ---------------------------
- * Header, section table, ENTRIES' entry format, VALUES, hash, home and tag
- * are v1's. The index is bucket_count buckets of 128 bytes (128-aligned):
- * count u8 @0 (0..16), displacement byte D @1, a 48-bit displaced-key filter
- * @2, then the directory: u16 dir[count] @8, dir[i] = (tag << 7 | off) &
- * 0xffff (record i at bucket + (dir[i] & 0x7f), its key tag's low 9 bits in
- * dir[i] >> 7), then the record area @8+2*count to @128, records
- * ascending and never overlapping, every byte no record covers 0. A record
- * is u8 kind; inline (kind & OUT clear): u8 key_len, u8 value_len, [u32
- * expires], key, zero padding to the value's alignment within the bucket,
- * value (+ NUL for text); OUT: 40-bit LE entry offset >> 3, [u32 expires]. */
-#define SHMKV_FORMAT_V2 2u
-#define SHMKV_FORMAT_NEWEST SHMKV_FORMAT_V2 /* the newest version this reader reads */
-#define SHMKV_V2_BUCKET_BYTES 128u          /* header bucket_slots holds this in v2 */
-#define SHMKV_V2_BUCKET_HEAD 8u             /* count, D, filter; the directory starts here */
-#define SHMKV_V2_FILTER_BITS 48u
-#define SHMKV_V2_MAX_RECORDS 16u            /* two 16-byte vectors of u16 dir at +8 and +24 */
-#define SHMKV_V2_DIR_BYTES 2u               /* per record: dir = (tag << 7 | off) & 0xffff */
-#define SHMKV_V2_DIR_OFF_MASK 0x7fu         /* dir bits 0..6: the record's offset (< 128) */
-#define SHMKV_V2_DIR_TAG_MASK 0xff80u       /* dir bits 7..15: the tag's low 9 bits */
-#define SHMKV_V2_DIR_TAG_SHIFT 7u
-#define SHMKV_REC_TYPE_MASK 0x0fu           /* kind bits 0..3: value type (0 for OUT) */
-#define SHMKV_REC_EXPIRES 0x40u             /* kind bit 6: a u32 expiry follows the head */
-#define SHMKV_REC_OUT 0x80u                 /* kind bit 7: the entry lives in ENTRIES */
-#define SHMKV_REC_KNOWN (SHMKV_REC_TYPE_MASK | SHMKV_REC_EXPIRES | SHMKV_REC_OUT)
-#define SHMKV_REC_INLINE_HEAD 3u            /* kind, key_len, value_len */
-#define SHMKV_REC_OUT_HEAD 6u               /* kind, 40-bit offset >> 3 */
-#define SHMKV_REC_EXPIRES_SIZE 4u
-#define SHMKV_REC_MAX_LEN 255u              /* inline key_len and value_len are u8 */
-#define SHMKV_HFLAG_EXPIRY UINT64_C(2)      /* v2: some record carries an expiry */
-#define SHMKV_HFLAG_KNOWN_V2 (SHMKV_HFLAG_DEDUP | SHMKV_HFLAG_EXPIRY)
-
-/* The v2 vocabulary (types, entry flags, header flags, record kind bits,
- * sections): the end of the v2 layout description, so that the v2 layout
- * hash covers it (tests/layout_test rebuilds it from the table and masks). */
-#define SHMKV_VOCAB_DESC_V2                                                                      \
-	SHMKV__VOCAB_TYPES "eflags=0x1;hflags=0x3;rkind=type0xf,expires0x40,out0x80;"               \
-	SHMKV__VOCAB_SECTIONS
-#define SHMKV_LAYOUT_DESC_V2                                                                     \
-	"shmkv-image-v2;" SHMKV__DESC_STRUCTS                                                        \
+	"entry=8:type@0,flags@1,key_len@2,value_len@4;"                                             \
 	"bucket=128:count@0[0..16],disp@1,filter48@2[(tag*48)>>16],"                                \
 	"dir16@8[count]=(tag<<7|off)&0xffff,records@8+2*count..128,ascending,zero-gaps;"           \
 	"record=kind8@0;"                                                                            \
 	"inline=key_len8@1,value_len8@2,expires32@3?,key,pad0-to-align(type)-in-bucket,value,"      \
 	"nul(type);out=entry_off40>>3@1,expires32@6?;"                                              \
-	"expired=now>=expires;" SHMKV__DESC_HASH ";" SHMKV_VOCAB_DESC_V2
-#define SHMKV_LAYOUT_HASH_V2 UINT64_C(0x5a240d8d9e73bf24)
-#if SHMKV_FORMAT_VERSION == 1 && SHMKV_TYPE_MAX != 9
-#error "format v1 holds types 1..9: a new value type is a new format version (FORMAT.md §15)"
+	"expired=now>=expires;hash=xxh3_64(seed);home=mulhi(h,buckets);tag=h&0xffff|1if0;"          \
+	SHMKV__VOCAB
+#define SHMKV_LAYOUT_HASH UINT64_C(0x5a240d8d9e73bf24)
+#if SHMKV_TYPE_MAX != 9
+#error "format 2 holds types 1..9: a new value type is a new format version (FORMAT.md §15)"
 #endif
+
+/* Format 1 (FORMAT.md §15, history) is retired: its images are refused
+ * with SHMKV_EVERSION and this advice; `shmctl image upgrade` converts them. */
+#define SHMKV_RETIRED_V1_UPGRADE "shmctl image upgrade OLD -o NEW"
 
 #ifdef __cplusplus
 static_assert(sizeof(shmkv_image_header) == SHMKV_HEADER_USED, "header layout");
@@ -211,8 +173,5 @@ _Static_assert(sizeof(shmkv_image_header) == SHMKV_HEADER_USED, "header layout")
 _Static_assert(sizeof(shmkv_section_desc) == 32, "section layout");
 _Static_assert(sizeof(shmkv_entry_header) == 8, "entry layout");
 #endif
-
-/* The error codes (SHMKV_E*) live in errors.h, which this file includes for them. */
-#include "errors.h"
 
 #endif /* SHMKV_FORMAT_H */

@@ -1,15 +1,12 @@
-/* shmkv/handle.h - the reader handle, header/section checks, open and close.
+/* shmkv/handle.h - the reader handle, the header and section checks
+ * (FORMAT.md §11-12), and binding a handle to a checked image.
  * Part of the header-only reader; include <shmkv.h>, not this file. */
 #ifndef SHMKV_HANDLE_H
 #define SHMKV_HANDLE_H
 
-#include <errno.h>
 #include <fcntl.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "errors.h"
 #include "format.h"
@@ -34,107 +31,35 @@
 #define SHMKV_OPEN_NOVERIFY 1u /* skip section checksums (header checksum is always checked) */
 #define SHMKV_OPEN_POPULATE 2u /* prefault the whole mapping at open (after the advice) */
 #define SHMKV_OPEN_DEEP 4u     /* also run the full structural walk (shmkv_verify) */
-/* Back the image with huge pages now (MADV_COLLAPSE, Linux 6.1+): works for
- * files on tmpfs (/dev/shm) whatever shmem_enabled says, and for read-only
- * files elsewhere where the kernel has CONFIG_READ_ONLY_THP_FOR_FS. It copies
- * the file's pages once (about 3 GB/s), for every user of the file; where the
- * kernel refuses, the open goes on with small pages. Needs <sys/mman.h>'s
- * Linux extensions (_DEFAULT_SOURCE or _GNU_SOURCE); ignored without them. */
+/* Huge pages now (MADV_COLLAPSE, Linux 6.1+): tmpfs files whatever
+ * shmem_enabled says, others where CONFIG_READ_ONLY_THP_FOR_FS; copies the
+ * pages once (about 3 GB/s); small pages where the kernel refuses. Needs
+ * _DEFAULT_SOURCE or _GNU_SOURCE; ignored without. */
 #define SHMKV_OPEN_HUGEPAGES 16u
 #define SHMKV_OPEN_KNOWN_                                                                          \
 	(SHMKV_OPEN_NOVERIFY | SHMKV_OPEN_POPULATE | SHMKV_OPEN_DEEP | SHMKV_OPEN_HUGEPAGES)
 
-#define SHMKV__HUGE_ALIGN ((size_t)2 << 20)
-
-/* mmap(NULL, len, PROT_READ, MAP_SHARED | extra, fd, 0), at an address
- * aligned to 2 MiB when len is at least that: only an aligned range can be
- * mapped by huge pages (tmpfs THP, collapsed or read-only-THP file pages).
- * Reserves len + 2 MiB of address space, maps over its aligned part, gives
- * the slack back. Returns MAP_FAILED with *err set on failure. */
-static inline void *shmkv__map_aligned(int fd, size_t len, int extra, int *err)
-{
-	void *m;
-#if defined(MAP_ANONYMOUS) && defined(MAP_NORESERVE)
-	if (len >= SHMKV__HUGE_ALIGN && len <= SIZE_MAX - SHMKV__HUGE_ALIGN) {
-		uint8_t *r = (uint8_t *)mmap(NULL, len + SHMKV__HUGE_ALIGN, PROT_NONE,
-					     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-		if (r != (uint8_t *)MAP_FAILED) {
-			uint8_t *a = (uint8_t *)(((uintptr_t)r + SHMKV__HUGE_ALIGN - 1) &
-						 ~(uintptr_t)(SHMKV__HUGE_ALIGN - 1));
-			m = mmap(a, len, PROT_READ, MAP_SHARED | MAP_FIXED | extra, fd, 0);
-			if (m == MAP_FAILED) {
-				*err = -errno;
-				munmap(r, len + SHMKV__HUGE_ALIGN);
-				return MAP_FAILED;
-			}
-			if (a > r)
-				munmap(r, (size_t)(a - r));
-			if (r + len + SHMKV__HUGE_ALIGN > a + len)
-				munmap(a + len, (size_t)(r + SHMKV__HUGE_ALIGN - a));
-			return m;
-		}
-	}
-#endif
-	m = mmap(NULL, len, PROT_READ, MAP_SHARED | extra, fd, 0);
-	if (m == MAP_FAILED)
-		*err = -errno;
-	return m;
-}
-
-#if defined(MADV_HUGEPAGE)
-/* Prefaults a read-only mapping of fd after the advice on it was given
- * (shmkv_open_file): MAP_POPULATE at mmap would read a cold image's page
- * cache in before MADV_HUGEPAGE, in small folios, where a fault under the
- * advice reads it in 2 MiB folios (ext4 and other filesystems with large
- * folios), mapped with 2 MiB entries by every reader. MADV_POPULATE_READ
- * (Linux 5.14) faults under the advice; on an older kernel the file is
- * mapped again with MAP_POPULATE and the first mapping goes. Failures of
- * the prefault itself are ignored, as MAP_POPULATE's are. Returns the
- * mapping to use. */
-static inline void *shmkv__populate(void *map, int fd, size_t len)
-{
-	int err;
-	if (madvise(map, len, 22 /* MADV_POPULATE_READ, Linux 5.14 */) == 0 || errno != EINVAL)
-		return map;
-	void *m = shmkv__map_aligned(fd, len, SHMKV__MAP_POPULATE, &err);
-	if (m == MAP_FAILED)
-		return map; /* keep the unpopulated mapping */
-	munmap(map, len);
-	madvise(m, len, MADV_HUGEPAGE);
-	return m;
-}
-#endif
-
-/* The handle. Treat as opaque: fields may change between versions. The
- * lookup fields come first (one or two cache lines); the bounds a lookup
- * checks are derived once by shmkv__bind from the checked header, so that a
- * get pays a compare per offset (get.h). */
+/* The handle (opaque). The lookup fields come first; shmkv__bind derives the
+ * bounds a lookup checks once, so that a get pays a compare per offset. */
 typedef struct shmkv {
-	const uint64_t *buckets;  /* INDEX section */
+	const uint8_t *buckets;   /* INDEX section */
 	uint64_t bucket_count;
 	uint64_t seed;
-	size_t slow_key_len;      /* keys this long or longer take the checked path: 65536,
-				     or less when ENTRIES has no room for such a key, 0 when
-				     hash_bits < 64 (test images); 0 while get probes are
-				     traced (trace.h), else bound_key_len */
+	size_t fast_key_len;      /* keys shorter than this take the hot get (lookup.h):
+				     65536; 0 for test hashes (hash_bits < 64) and while
+				     get probes are traced (trace.h) */
 	const uint8_t *ent;       /* ENTRIES section start, ent_end its end */
 	const uint8_t *ent_end;
-	uint64_t ent_unit0;       /* ENTRIES offset / 8 (slot offsets count 8-byte units) */
-	uint64_t ent_units;       /* ENTRIES size / 8: a slot's entry header lies inside
-				     ENTRIES iff its unit - ent_unit0 < ent_units */
-	uint64_t ent_room;        /* ENTRIES size - 8: room for a key after a header */
+	uint64_t ent_unit0;       /* ENTRIES offset / 8 (OUT records count 8-byte units) */
+	uint64_t ent_units;       /* ENTRIES size / 8 */
+	uint64_t ent_room;        /* ENTRIES size - 8: room for a key after an entry header */
+	uint32_t max_probe;
+	uint32_t expiry;          /* header flag EXPIRY (the clock is read only if set) */
+	int64_t clock_pin;        /* shmkv_set_clock: the "now" of expiry, 0: CLOCK_REALTIME
+				     (kept across refresh: bind leaves it) */
 	const uint8_t *base;      /* image start */
 	uint64_t size;            /* image bytes */
 	uint32_t hash_bits;
-	uint32_t max_probe;
-	size_t v2_key_len;        /* v2 images: keys shorter than this take the v2 lookup
-				     (v2.h), 65536, 0 for test hashes or while traced; v1: 0.
-				     v2 handles have slow_key_len 0, so that the v1 hot
-				     path's one compare sends them there and v1 pays nothing */
-	uint32_t version;         /* the image's format_version: 1 or 2 */
-	uint32_t expiry;          /* v2: header flag EXPIRY (the clock is read only if set) */
-	int64_t clock_pin;        /* shmkv_set_clock: the "now" of expiry, 0: CLOCK_REALTIME
-				     (kept across refresh: bind leaves it) */
 	uint64_t entry_count;
 	uint64_t entries_off, entries_end; /* ENTRIES section [off, end) */
 	uint64_t values_off, values_end;   /* VALUES section [off, end) */
@@ -144,20 +69,17 @@ typedef struct shmkv {
 	int ctl_fd;               /* attached handles: its descriptor (refresh fstats it) */
 	uint64_t generation;      /* attached and detached handles: generation served, else 0 */
 	unsigned flags;           /* attach flags, reused by refresh */
-	size_t bound_key_len;     /* slow_key_len as shmkv__bind derived it from the image */
-	size_t v2_bound_key_len;  /* v2_key_len as shmkv__bind derived it */
+	size_t bound_key_len;     /* fast_key_len as shmkv__bind derived it from the image */
 	unsigned usdt_gets;       /* 1 while a get probe was traced at the last gate (trace.h) */
 } shmkv;
 
-/* SHMKV_USDT builds: samples the get probes' semaphores into the handle
- * (trace.h): while one is set, every get of this handle takes the cold path,
- * which fires them. Called by shmkv__bind and shmkv_refresh. */
+/* SHMKV_USDT builds (trace.h): while a get probe is traced, this handle's
+ * gets take the path that fires it. At bind and refresh. */
 static inline void shmkv__usdt_gate(shmkv *db)
 {
 #if SHMKV_USDT
 	db->usdt_gets = SHMKV__USDT_ON(get_hit) || SHMKV__USDT_ON(get_miss);
-	db->slow_key_len = db->usdt_gets ? 0 : db->bound_key_len;
-	db->v2_key_len = db->usdt_gets ? 0 : db->v2_bound_key_len;
+	db->fast_key_len = db->usdt_gets ? 0 : db->bound_key_len;
 #else
 	(void)db;
 #endif
@@ -186,10 +108,8 @@ static inline int shmkv__all_zero(const uint8_t *p, uint64_t n)
 	return 1;
 }
 
-/* The magic, first of all checks: whatever is too short or damaged to be an
- * image, a file that does not start like one is "not a shmkv image". prefix
- * holds the first min(size, 8) bytes of an image of size bytes; a shorter
- * image that starts like one is truncated (the next check). */
+/* The magic, first of all checks (FORMAT.md §12): on the first min(size, 8)
+ * bytes, so a short file that starts like an image is truncated instead. */
 static inline int shmkv__magic_check(const void *prefix, uint64_t size, char *why, size_t why_len)
 {
 	if (memcmp(prefix, SHMKV_MAGIC, size < 8 ? (size_t)size : 8) != 0)
@@ -198,9 +118,8 @@ static inline int shmkv__magic_check(const void *prefix, uint64_t size, char *wh
 	return 0;
 }
 
-/* Checks an image in memory: header fields, section table geometry and (unless
- * SHMKV_OPEN_NOVERIFY) every checksum. size is the number of valid bytes at
- * base. Returns 0 or a SHMKV_E* code, with the reason in why (may be NULL). */
+/* FORMAT.md §12's checks of size bytes at base (11-12 unless
+ * SHMKV_OPEN_NOVERIFY). */
 static inline int shmkv_header_check(const void *header, uint64_t size, char *why, size_t why_len);
 
 static inline int shmkv_image_check(const void *base, uint64_t size, unsigned flags, char *why,
@@ -239,10 +158,8 @@ static inline int shmkv_image_check(const void *base, uint64_t size, unsigned fl
 	return 0;
 }
 
-/* Checks an image's header alone: the first SHMKV_HEADER_USED bytes at header,
- * for an image of size bytes (magic, version, layout hash, header checksum,
- * sizes, geometry, section table). What a loader can check before the rest of
- * the image has arrived. Returns 0 or a SHMKV_E* code, the reason in why. */
+/* FORMAT.md §12's checks 1-10, on the first 512 bytes of an image of size
+ * bytes: what a loader checks before the rest has arrived. */
 static inline int shmkv_header_check(const void *header, uint64_t size, char *why, size_t why_len)
 {
 	const uint8_t *b = (const uint8_t *)header;
@@ -254,22 +171,19 @@ static inline int shmkv_header_check(const void *header, uint64_t size, char *wh
 		return shmkv__fail(SHMKV_ETRUNCATED, why, why_len,
 				   "image is %llu bytes, shorter than the %u-byte header",
 				   (unsigned long long)size, SHMKV_HEADER_SIZE);
-	if (h->format_version != SHMKV_FORMAT_VERSION && h->format_version != SHMKV_FORMAT_V2)
+	if (h->format_version == 1)
 		return shmkv__fail(SHMKV_EVERSION, why, why_len,
-				   "image format version %u, this reader reads versions %u and %u",
-				   h->format_version, SHMKV_FORMAT_VERSION, SHMKV_FORMAT_V2);
-	/* what differs between the versions (FORMAT.md §17.2) */
-	const int v2 = h->format_version == SHMKV_FORMAT_V2;
-	const uint64_t want_hash = v2 ? SHMKV_LAYOUT_HASH_V2 : SHMKV_LAYOUT_HASH;
-	const uint64_t known_flags = v2 ? SHMKV_HFLAG_KNOWN_V2 : SHMKV_HFLAG_KNOWN;
-	const uint32_t slots = v2 ? SHMKV_V2_BUCKET_BYTES : SHMKV_BUCKET_SLOTS;
-	const uint64_t bucket_bytes = v2 ? SHMKV_V2_BUCKET_BYTES : SHMKV_BUCKET_BYTES;
-	const uint64_t per_bucket = v2 ? SHMKV_V2_MAX_RECORDS : SHMKV_BUCKET_SLOTS;
-	if (h->layout_hash != want_hash)
+				   "image format version 1 is retired: convert it with '%s'",
+				   SHMKV_RETIRED_V1_UPGRADE);
+	if (h->format_version != SHMKV_FORMAT_VERSION)
+		return shmkv__fail(SHMKV_EVERSION, why, why_len,
+				   "image format version %u, this reader reads version %u",
+				   h->format_version, SHMKV_FORMAT_VERSION);
+	if (h->layout_hash != SHMKV_LAYOUT_HASH)
 		return shmkv__fail(SHMKV_ELAYOUT, why, why_len,
-				   "layout hash %016llx, this reader expects %016llx for version %u",
-				   (unsigned long long)h->layout_hash, (unsigned long long)want_hash,
-				   h->format_version);
+				   "layout hash %016llx, this reader expects %016llx",
+				   (unsigned long long)h->layout_hash,
+				   (unsigned long long)SHMKV_LAYOUT_HASH);
 	uint64_t hc = XXH3_64bits(b, offsetof(shmkv_image_header, header_checksum));
 	if (hc != h->header_checksum)
 		return shmkv__fail(SHMKV_ECHECKSUM, why, why_len,
@@ -293,20 +207,19 @@ static inline int shmkv_header_check(const void *header, uint64_t size, char *wh
 	if (h->file_size > SHMKV_MAX_IMAGE_SIZE)
 		return SHMKV__BAD("image size %llu exceeds the format limit",
 				  (unsigned long long)h->file_size);
-	if (h->flags & ~known_flags)
+	if (h->flags & ~SHMKV_HFLAG_KNOWN)
 		return SHMKV__BAD("unknown header flags %llx", (unsigned long long)h->flags);
-	if (h->bucket_slots != slots)
-		return SHMKV__BAD("bucket_slots %u, expected %u", h->bucket_slots, slots);
+	if (h->bucket_slots != SHMKV_BUCKET_BYTES)
+		return SHMKV__BAD("bucket_slots %u, expected %u", h->bucket_slots, SHMKV_BUCKET_BYTES);
 	if (h->hash_bits < 1 || h->hash_bits > 64)
 		return SHMKV__BAD("hash_bits %u out of range 1..64", h->hash_bits);
-	if (h->bucket_count < 1 || h->bucket_count > h->file_size / bucket_bytes)
+	if (h->bucket_count < 1 || h->bucket_count > h->file_size / SHMKV_BUCKET_BYTES)
 		return SHMKV__BAD("bucket_count %llu does not fit the image",
 				  (unsigned long long)h->bucket_count);
-	if (h->entry_count > h->bucket_count * per_bucket)
-		return SHMKV__BAD("entry_count %llu exceeds the %llu index %s",
+	if (h->entry_count > h->bucket_count * SHMKV_MAX_RECORDS)
+		return SHMKV__BAD("entry_count %llu exceeds the %llu index records",
 				  (unsigned long long)h->entry_count,
-				  (unsigned long long)(h->bucket_count * per_bucket),
-				  v2 ? "records" : "slots");
+				  (unsigned long long)(h->bucket_count * SHMKV_MAX_RECORDS));
 	if (h->max_probe >= h->bucket_count)
 		return SHMKV__BAD("max_probe %u not below bucket_count %llu", h->max_probe,
 				  (unsigned long long)h->bucket_count);
@@ -315,8 +228,7 @@ static inline int shmkv_header_check(const void *header, uint64_t size, char *wh
 	if (h->reserved0 || !shmkv__all_zero((const uint8_t *)h->reserved, sizeof h->reserved))
 		return SHMKV__BAD("reserved header fields are not zero");
 	if (h->section_count != 3)
-		return SHMKV__BAD("section_count %u, version %u has 3", h->section_count,
-				  h->format_version);
+		return SHMKV__BAD("section_count %u, the format has 3", h->section_count);
 	uint64_t prev_end = SHMKV_HEADER_SIZE;
 	for (uint32_t i = 0; i < SHMKV_MAX_SECTIONS; i++) {
 		const shmkv_section_desc *s = &h->sections[i];
@@ -339,36 +251,28 @@ static inline int shmkv_header_check(const void *header, uint64_t size, char *wh
 					  (unsigned long long)h->file_size);
 		prev_end = s->offset + s->size;
 	}
-	if (h->sections[0].size != h->bucket_count * bucket_bytes)
+	if (h->sections[0].size != h->bucket_count * SHMKV_BUCKET_BYTES)
 		return SHMKV__BAD("index section is %llu bytes, %llu buckets need %llu",
 				  (unsigned long long)h->sections[0].size,
 				  (unsigned long long)h->bucket_count,
-				  (unsigned long long)(h->bucket_count * bucket_bytes));
-	if (v2 && h->sections[0].offset % SHMKV_V2_BUCKET_BYTES)
+				  (unsigned long long)(h->bucket_count * SHMKV_BUCKET_BYTES));
+	if (h->sections[0].offset % SHMKV_BUCKET_BYTES)
 		return SHMKV__BAD("index section offset %llu is not a multiple of %u",
-				  (unsigned long long)h->sections[0].offset, SHMKV_V2_BUCKET_BYTES);
-	/* v2: inline records have no entry in ENTRIES */
-	if (!v2 && h->entry_count &&
-	    h->sections[1].size < h->entry_count * sizeof(shmkv_entry_header))
-		return SHMKV__BAD("entries section too small for %llu entries",
-				  (unsigned long long)h->entry_count);
+				  (unsigned long long)h->sections[0].offset, SHMKV_BUCKET_BYTES);
 #undef SHMKV__BAD
 	return 0;
 }
 
-/* Fills a handle's lookup fields from an image that passed
- * shmkv_header_check (section bounds, bucket_count, max_probe): every limit
- * a lookup checks is derived here, once. */
+/* Fills a handle from an image that passed shmkv_header_check. */
 static inline void shmkv__bind(shmkv *db, const void *base, uint64_t size)
 {
 	const shmkv_image_header *h = (const shmkv_image_header *)base;
 	db->base = (const uint8_t *)base;
 	db->size = size;
-	db->buckets = (const uint64_t *)(const void *)(db->base + h->sections[0].offset);
+	db->buckets = db->base + h->sections[0].offset;
 	db->bucket_count = h->bucket_count;
 	db->seed = h->hash_seed;
 	db->hash_bits = h->hash_bits;
-	db->slow_key_len = h->hash_bits == 64 ? (size_t)SHMKV_MAX_KEY_LEN + 1 : 0;
 	db->max_probe = h->max_probe;
 	db->entry_count = h->entry_count;
 	db->entries_off = h->sections[1].offset;
@@ -378,31 +282,16 @@ static inline void shmkv__bind(shmkv *db, const void *base, uint64_t size)
 	db->ent_unit0 = db->entries_off >> 3; /* sections are 64-aligned */
 	db->ent_units = h->sections[1].size >> 3;
 	db->ent_room = h->sections[1].size >= 8 ? h->sections[1].size - 8 : 0;
-	if (h->sections[1].size < 8) /* no room for an entry: any match is damage */
-		db->slow_key_len = 0;
-	else if (db->slow_key_len > db->ent_room) /* a longer key fits in no entry */
-		db->slow_key_len = (size_t)db->ent_room + 1;
 	db->values_off = h->sections[2].offset;
 	db->values_end = h->sections[2].offset + h->sections[2].size;
-	db->version = h->format_version;
-	db->expiry = 0;
-	db->v2_key_len = 0;
-	if (db->version == SHMKV_FORMAT_V2) {
-		/* every v2 get leaves the v1 hot path at its first compare */
-		db->v2_key_len = h->hash_bits == 64 ? (size_t)SHMKV_MAX_KEY_LEN + 1 : 0;
-		db->slow_key_len = 0;
-		db->expiry = (h->flags & SHMKV_HFLAG_EXPIRY) != 0;
-	}
-	db->bound_key_len = db->slow_key_len;
-	db->v2_bound_key_len = db->v2_key_len;
+	db->expiry = (h->flags & SHMKV_HFLAG_EXPIRY) != 0;
+	/* test hashes (hash_bits < 64) take the checked path, which applies them */
+	db->fast_key_len = h->hash_bits == 64 ? (size_t)SHMKV_MAX_KEY_LEN + 1 : 0;
+	db->bound_key_len = db->fast_key_len;
 	shmkv__usdt_gate(db);
 }
 
-static inline int shmkv_verify(const shmkv *db, char *why, size_t why_len);
-
-/* What a file that is not a regular file is, for error messages ("a FIFO",
- * "a directory", ...), from its st_mode; "a regular file" for one. Shared by
- * the reader, the builder's output checks and the loader's source checks. */
+/* What a file is, from its st_mode, for messages ("a FIFO", "a directory"). */
 static inline const char *shmkv_file_kind(unsigned mode)
 {
 	/* the st_mode type bits as Linux defines them: spelled out, because
@@ -417,145 +306,6 @@ static inline const char *shmkv_file_kind(unsigned mode)
 	case 0140000u: return "a socket";
 	default: return "not a regular file";
 	}
-}
-
-/* Opens and maps an image file read-only. On failure *out is NULL and why (if
- * given) says what is wrong and where. Returns 0, -errno or SHMKV_E*. */
-static inline int shmkv_open_file_diag(const char *path, unsigned flags, shmkv **out, char *why,
-				       size_t why_len)
-{
-	int saved_errno = errno, err = 0, fd;
-	struct stat st;
-	void *map = MAP_FAILED;
-	shmkv *db = NULL;
-	*out = NULL;
-	if (why && why_len)
-		why[0] = 0;
-	if (flags & ~SHMKV_OPEN_KNOWN_) {
-		err = shmkv__fail(-EINVAL, why, why_len, "unknown open flags %x", flags);
-		goto done;
-	}
-	/* O_NONBLOCK: opening a FIFO must not wait for a writer; fstat decides */
-	fd = open(path, O_RDONLY | O_NONBLOCK | SHMKV__O_CLOEXEC);
-	if (fd < 0) {
-		err = -errno;
-		shmkv__fail(err, why, why_len, "%s: %s", path, shmkv_strerror(err));
-		goto done;
-	}
-	if (fstat(fd, &st) != 0) {
-		err = -errno;
-		close(fd);
-		shmkv__fail(err, why, why_len, "%s: %s", path, shmkv_strerror(err));
-		goto done;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		close(fd);
-		err = shmkv__fail(-EINVAL, why, why_len, "%s: not a regular file (%s)", path,
-				  shmkv_file_kind(st.st_mode));
-		goto done;
-	}
-	if ((uint64_t)st.st_size < SHMKV_HEADER_SIZE) {
-		/* too short to map as an image: magic first, as shmkv_header_check */
-		char head[8];
-		ssize_t got = read(fd, head, sizeof head); /* a fresh descriptor: offset 0 */
-		close(fd);
-		if (got < 0) {
-			err = -errno;
-			shmkv__fail(err, why, why_len, "%s: %s", path, shmkv_strerror(err));
-			goto done;
-		}
-		err = shmkv__magic_check(head, (uint64_t)got, NULL, 0);
-		if (err)
-			shmkv__fail(err, why, why_len, "%s: bad magic at offset 0: not a shmkv image",
-				    path);
-		else
-			err = shmkv__fail(SHMKV_ETRUNCATED, why, why_len,
-					  "%s: %llu bytes, shorter than the %u-byte header", path,
-					  (unsigned long long)st.st_size, SHMKV_HEADER_SIZE);
-		goto done;
-	}
-#if defined(MADV_HUGEPAGE)
-	map = shmkv__map_aligned(fd, (size_t)st.st_size, 0, &err); /* populated after the advice */
-#else
-	map = shmkv__map_aligned(fd, (size_t)st.st_size,
-				 (flags & SHMKV_OPEN_POPULATE) ? SHMKV__MAP_POPULATE : 0, &err);
-#endif
-	if (map == MAP_FAILED) {
-		close(fd);
-		shmkv__fail(err, why, why_len, "%s: mmap: %s", path, shmkv_strerror(err));
-		goto done;
-	}
-#if defined(MADV_HUGEPAGE)
-	/* Fewer TLB misses where the kernel backs file pages with huge pages
-	 * (tmpfs, large folios of ext4 and others, or
-	 * CONFIG_READ_ONLY_THP_FOR_FS); advice only, errors ignored. Given
-	 * before the first fault, so that a cold image is read in huge folios. */
-	madvise(map, (size_t)st.st_size, MADV_HUGEPAGE);
-	if (flags & SHMKV_OPEN_HUGEPAGES)
-		madvise(map, (size_t)st.st_size, 25 /* MADV_COLLAPSE, Linux 6.1 */);
-	if (flags & SHMKV_OPEN_POPULATE)
-		map = shmkv__populate(map, fd, (size_t)st.st_size);
-#endif
-	close(fd); /* the mapping keeps the file */
-	err = shmkv_image_check(map, (uint64_t)st.st_size, flags, why, why_len);
-	if (err) {
-		/* name the file, like the other errors */
-		shmkv__prefix(err, why, why_len, "%s: ", path);
-		goto done;
-	}
-	db = (shmkv *)calloc(1, sizeof *db);
-	if (!db) {
-		err = shmkv__fail(-ENOMEM, why, why_len, "out of memory");
-		goto done;
-	}
-	shmkv__bind(db, map, (uint64_t)st.st_size);
-	db->map = map;
-	db->map_len = (size_t)st.st_size;
-	if (flags & SHMKV_OPEN_DEEP) {
-		err = shmkv_verify(db, why, why_len);
-		if (err)
-			goto done;
-	}
-	*out = db;
-	map = MAP_FAILED;
-	db = NULL;
-done:
-	if (err && why && why_len && !why[0])
-		shmkv__fail(err, why, why_len, "%s: %s", path, shmkv_strerror(err));
-	if (map != MAP_FAILED)
-		munmap(map, (size_t)st.st_size);
-	free(db);
-	errno = saved_errno; /* the library never reports through errno */
-	return err;
-}
-
-/* Opens an image file; see shmkv_open_file_diag() for the reason on failure. */
-static inline int shmkv_open_file(const char *path, unsigned flags, shmkv **out)
-{
-	return shmkv_open_file_diag(path, flags, out, NULL, 0);
-}
-
-/* Unmaps and frees. Values obtained from db are invalid afterwards. NULL is fine. */
-static inline void shmkv_close(shmkv *db)
-{
-	if (!db)
-		return;
-	int saved_errno = errno;
-	SHMKV__USDT(close, 2, db, db->generation);
-	if (db->map)
-		munmap(db->map, db->map_len);
-	if (db->ctl) {
-		munmap((void *)(uintptr_t)db->ctl, SHMKV_CTL_SIZE);
-		close(db->ctl_fd);
-	}
-	free(db);
-	errno = saved_errno;
-}
-
-/* Header of the open image (for inspection; fields per lib/FORMAT.md). */
-static inline const shmkv_image_header *shmkv_header(const shmkv *db)
-{
-	return shmkv__hdr(db);
 }
 
 #endif /* SHMKV_HANDLE_H */

@@ -1,16 +1,14 @@
-/* shmkv/probe.h - key hash, home bucket, tag, and the bucket tag match.
- *
+/* shmkv/probe.h - the key hash, home bucket and tag (FORMAT.md §5), and a
+ * bucket's directory compare (§6) in scalar, SSE2, AVX2 and NEON variants.
  * Part of the header-only reader; include <shmkv.h>, not this file.
- * A bucket is 8 u64 slots in one 64-byte cache line; each full slot holds a
- * 16-bit tag in its top bits. shmkv__match_*() returns a mask with bit j set
- * when slot j's tag equals the key's. Every variant returns exactly what the
- * scalar reference returns (tests/probe_variants checks it on random tables).
- */
+ * Every variant returns exactly what the scalar reference returns
+ * (tests/probe_variants checks it on random buckets). */
 #ifndef SHMKV_PROBE_H
 #define SHMKV_PROBE_H
 
 #include <stdint.h>
 #include <stddef.h>
+#include <string.h>
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -76,8 +74,6 @@
 /* The lookup hot path: inlined even where a caller has many call sites. */
 #define SHMKV__HOT inline __attribute__((always_inline))
 #define SHMKV__COLD __attribute__((noinline, cold))
-/* every call inside inlined (shmkv__probe_on) */
-#define SHMKV__FLATTEN __attribute__((flatten))
 #else
 #error "shmkv needs GCC or Clang builtins"
 #endif
@@ -99,10 +95,8 @@ static SHMKV__HOT uint64_t shmkv__hash64(uint64_t seed, const void *key, size_t 
 	return XXH3_64bits_withSeed(key, len, seed);
 }
 
-/* The key hash of an image with hash_bits (FORMAT.md §5). hash_bits < 64
- * exists only for tests: it keeps 2^bits distinct hashes, spread over
- * buckets and tags, to force collisions. (The lookup hot path calls
- * shmkv__hash64 and leaves such images to its checked path.) */
+/* The key hash with hash_bits (FORMAT.md §5; < 64 only in test images,
+ * which the hot get leaves to its checked path). */
 static SHMKV__HOT uint64_t shmkv__hash(uint64_t seed, unsigned hash_bits, const void *key,
 				       size_t len)
 {
@@ -118,110 +112,130 @@ static inline uint64_t shmkv__home(uint64_t h, uint64_t buckets)
 	return (uint64_t)(((shmkv__u128)h * buckets) >> 64);
 }
 
-/* Tag: low 16 bits of h, never 0 so an empty slot (all zero) never matches. */
+/* Tag: the low 16 bits of h, 1 when they are 0 (FORMAT.md §5). */
 static inline uint64_t shmkv__tag(uint64_t h)
 {
 	uint64_t t = h & 0xffffu;
 	return t + (t == 0);
 }
 
-/* A slot's meta byte (see format.h). */
-static inline unsigned shmkv__slot_meta(uint64_t slot)
+/* Record i's directory entry dir[i] = (tag << 7 | off) & 0xffff, i < 16. */
+static inline unsigned shmkv__dir(const uint8_t *bk, unsigned i)
 {
-	return (unsigned)(slot >> SHMKV_SLOT_META_SHIFT) & 0xffu;
+	uint16_t d;
+	memcpy(&d, bk + SHMKV_BUCKET_HEAD + 2 * i, 2); /* little-endian hosts only */
+	return d;
 }
 
-/* Index of a tag in a bucket's 56-bit displaced-key filter. */
+/* Record i's offset in its bucket (dir[i] & 0x7f: the low byte's low 7 bits). */
+static inline unsigned shmkv__dir_off(const uint8_t *bk, unsigned i)
+{
+	return bk[SHMKV_BUCKET_HEAD + 2 * i] & SHMKV_DIR_OFF_MASK;
+}
+
+/* A tag's directory bits: its low 9 bits at bits 7..15. */
+static inline unsigned shmkv__dir_tag(uint64_t tag)
+{
+	return (unsigned)(tag << SHMKV_DIR_TAG_SHIFT) & SHMKV_DIR_TAG_MASK;
+}
+
+/* Bit of a bucket's 48-bit displaced-key filter that a tag sets. */
 static inline unsigned shmkv__filter_index(uint64_t tag)
 {
 	return (unsigned)((tag * SHMKV_FILTER_BITS) >> 16);
 }
 
-/* May a key with this tag, homed in this bucket, live in a later bucket?
- * Returns the number of later buckets to search (0: no). */
-static inline uint64_t shmkv__displaced(const uint64_t *bucket, uint64_t tag, uint32_t max_probe)
+/* How many buckets after home bucket bk a key with this tag may have been
+ * displaced to (FORMAT.md §6): 0, D, or max_probe for D = 255. */
+static SHMKV__HOT uint64_t shmkv__displaced(const uint8_t *bk, uint64_t tag, uint32_t max_probe)
 {
-	unsigned d = shmkv__slot_meta(bucket[SHMKV_BUCKET_SLOTS - 1]);
+	const unsigned d = bk[1];
 	if (SHMKV__LIKELY(d == 0))
 		return 0;
-	unsigned fi = shmkv__filter_index(tag);
-	if (!((bucket[fi >> 3] >> (SHMKV_SLOT_META_SHIFT + (fi & 7))) & 1))
+	const unsigned fi = shmkv__filter_index(tag);
+	if (!((bk[2 + (fi >> 3)] >> (fi & 7)) & 1))
 		return 0;
 	return d == SHMKV_DISPLACEMENT_MAX ? max_probe : d;
 }
 
-static inline unsigned shmkv__match_scalar(const uint64_t *bucket, uint64_t tag)
+/* ---- the directory compare: bit i set when (dir[i] & 0xff80) ==
+ * shmkv__dir_tag(tag), i < n; a candidate only (9 tag bits: 1/512 of
+ * other keys match too), the key compare decides. n <= 16 (the caller
+ * checks). The vector variants load 16 bytes at +8 and at +24 (dir[0..7]
+ * and dir[8..15]), inside the bucket whatever n is, AND each lane with
+ * 0xff80, and mask the bits at and past n: they return exactly what the
+ * scalar reference returns (tests/probe_variants_test). */
+static inline unsigned shmkv__match_scalar(const uint8_t *bk, unsigned n, uint64_t tag)
 {
+	const unsigned want = shmkv__dir_tag(tag);
 	unsigned m = 0;
-	for (unsigned j = 0; j < SHMKV_BUCKET_SLOTS; j++)
-		m |= (unsigned)((bucket[j] >> SHMKV_SLOT_TAG_SHIFT) == tag) << j;
+	for (unsigned i = 0; i < n; i++)
+		m |= (unsigned)((shmkv__dir(bk, i) & SHMKV_DIR_TAG_MASK) == want) << i;
 	return m;
 }
 
-#if SHMKV_HAVE_SSE2
-/* Gather the high u32 of every slot (tag16 | meta8 | offset bits) into two
- * registers, compare 16-bit lanes against the tag in the high half, then let
- * two signed saturating packs carry each high half's verdict (its sign) down
- * to one byte per slot: 12 instructions for 8 slots. */
-static inline unsigned shmkv__match_sse2(const uint64_t *bucket, uint64_t tag)
+static inline unsigned shmkv__match_mask(unsigned m, unsigned n)
 {
-	const __m128i *b = (const __m128i *)bucket;
-	const __m128i want = _mm_set1_epi32((int)(uint32_t)(tag << 16));
-	__m128i hi01 = _mm_castps_si128(_mm_shuffle_ps(_mm_castsi128_ps(_mm_load_si128(b + 0)),
-						       _mm_castsi128_ps(_mm_load_si128(b + 1)),
-						       _MM_SHUFFLE(3, 1, 3, 1)));
-	__m128i hi23 = _mm_castps_si128(_mm_shuffle_ps(_mm_castsi128_ps(_mm_load_si128(b + 2)),
-						       _mm_castsi128_ps(_mm_load_si128(b + 3)),
-						       _MM_SHUFFLE(3, 1, 3, 1)));
-	/* high 16 bits of a lane: 0xffff on a match; low 16 bits: don't care */
-	__m128i c01 = _mm_cmpeq_epi16(hi01, want);
-	__m128i c23 = _mm_cmpeq_epi16(hi23, want);
-	__m128i w = _mm_packs_epi32(c01, c23); /* sign survives saturation */
-	return (unsigned)_mm_movemask_epi8(_mm_packs_epi16(w, w)) & 0xffu;
+	return m & ((1u << n) - 1);
+}
+
+#if SHMKV_HAVE_SSE2
+/* Two 8-lane u16 AND-and-compares; a signed saturating pack carries each
+ * lane's verdict (0 or -1) to one byte, and movemask gathers the 16 bits. */
+static inline unsigned shmkv__match_sse2(const uint8_t *bk, unsigned n, uint64_t tag)
+{
+	const __m128i want = _mm_set1_epi16((short)shmkv__dir_tag(tag));
+	const __m128i mask = _mm_set1_epi16((short)SHMKV_DIR_TAG_MASK);
+	__m128i d0 = _mm_loadu_si128((const __m128i *)(const void *)(bk + 8));
+	__m128i d1 = _mm_loadu_si128((const __m128i *)(const void *)(bk + 24));
+	__m128i c0 = _mm_cmpeq_epi16(_mm_and_si128(d0, mask), want);
+	__m128i c1 = _mm_cmpeq_epi16(_mm_and_si128(d1, mask), want);
+	return shmkv__match_mask((unsigned)_mm_movemask_epi8(_mm_packs_epi16(c0, c1)), n);
 }
 #endif
 
 #if SHMKV_HAVE_AVX2
-static inline unsigned shmkv__match_avx2(const uint64_t *bucket, uint64_t tag)
+/* One 16-lane AND-and-compare of the 32 bytes at +8, packed to bytes as in
+ * SSE2. */
+static inline unsigned shmkv__match_avx2(const uint8_t *bk, unsigned n, uint64_t tag)
 {
-	const __m256i *b = (const __m256i *)bucket;
-	const __m256i keep = _mm256_set1_epi64x((long long)UINT64_C(0xffff000000000000));
-	const __m256i want = _mm256_set1_epi64x((long long)(tag << SHMKV_SLOT_TAG_SHIFT));
-	__m256i c0 = _mm256_cmpeq_epi64(_mm256_and_si256(_mm256_load_si256(b), keep), want);
-	__m256i c1 = _mm256_cmpeq_epi64(_mm256_and_si256(_mm256_load_si256(b + 1), keep), want);
-	return (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(c0)) |
-	       (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(c1)) << 4;
+	const __m256i want = _mm256_set1_epi16((short)shmkv__dir_tag(tag));
+	const __m256i mask = _mm256_set1_epi16((short)SHMKV_DIR_TAG_MASK);
+	__m256i d = _mm256_loadu_si256((const __m256i *)(const void *)(bk + 8));
+	__m256i c = _mm256_cmpeq_epi16(_mm256_and_si256(d, mask), want);
+	__m128i w = _mm_packs_epi16(_mm256_castsi256_si128(c), _mm256_extracti128_si256(c, 1));
+	return shmkv__match_mask((unsigned)_mm_movemask_epi8(w), n);
 }
 #endif
 
 #if SHMKV_HAVE_NEON
-/* Compare the shifted tags, narrow 8 verdicts to 8 bytes, then gather one
- * bit per byte with a multiply (NEON has no movemask). */
-static inline unsigned shmkv__match_neon(const uint64_t *bucket, uint64_t tag)
+/* Two 8-lane AND-and-compares narrowed to bytes, one bit per byte by a
+ * weighted horizontal add (NEON has no movemask). */
+static inline unsigned shmkv__match_neon(const uint8_t *bk, unsigned n, uint64_t tag)
 {
-	const uint64x2_t t = vdupq_n_u64(tag);
-	uint64x2_t e0 = vceqq_u64(vshrq_n_u64(vld1q_u64(bucket + 0), 48), t);
-	uint64x2_t e1 = vceqq_u64(vshrq_n_u64(vld1q_u64(bucket + 2), 48), t);
-	uint64x2_t e2 = vceqq_u64(vshrq_n_u64(vld1q_u64(bucket + 4), 48), t);
-	uint64x2_t e3 = vceqq_u64(vshrq_n_u64(vld1q_u64(bucket + 6), 48), t);
-	uint32x4_t n01 = vcombine_u32(vmovn_u64(e0), vmovn_u64(e1));
-	uint32x4_t n23 = vcombine_u32(vmovn_u64(e2), vmovn_u64(e3));
-	uint8x8_t n = vmovn_u16(vcombine_u16(vmovn_u32(n01), vmovn_u32(n23)));
-	uint64_t bytes = vget_lane_u64(vreinterpret_u64_u8(n), 0) & UINT64_C(0x0101010101010101);
-	return (unsigned)((bytes * UINT64_C(0x0102040810204080)) >> 56);
+	static const uint8_t w[8] = {1, 2, 4, 8, 16, 32, 64, 128};
+	const uint16x8_t t = vdupq_n_u16((uint16_t)shmkv__dir_tag(tag));
+	const uint16x8_t mk = vdupq_n_u16((uint16_t)SHMKV_DIR_TAG_MASK);
+	const uint8x8_t wt = vld1_u8(w);
+	uint16x8_t d0 = vandq_u16(vld1q_u16((const uint16_t *)(const void *)(bk + 8)), mk);
+	uint16x8_t d1 = vandq_u16(vld1q_u16((const uint16_t *)(const void *)(bk + 24)), mk);
+	uint8x8_t e0 = vmovn_u16(vceqq_u16(d0, t));
+	uint8x8_t e1 = vmovn_u16(vceqq_u16(d1, t));
+	unsigned m = (unsigned)vaddv_u8(vand_u8(e0, wt)) | (unsigned)vaddv_u8(vand_u8(e1, wt)) << 8;
+	return shmkv__match_mask(m, n);
 }
 #endif
 
-static inline unsigned shmkv__match(const uint64_t *bucket, uint64_t tag)
+static SHMKV__HOT unsigned shmkv__match(const uint8_t *bk, unsigned n, uint64_t tag)
 {
 #if SHMKV_VECTOR == SHMKV_VECTOR_AVX2
-	return shmkv__match_avx2(bucket, tag);
+	return shmkv__match_avx2(bk, n, tag);
 #elif SHMKV_VECTOR == SHMKV_VECTOR_SSE2
-	return shmkv__match_sse2(bucket, tag);
+	return shmkv__match_sse2(bk, n, tag);
 #elif SHMKV_VECTOR == SHMKV_VECTOR_NEON
-	return shmkv__match_neon(bucket, tag);
+	return shmkv__match_neon(bk, n, tag);
 #else
-	return shmkv__match_scalar(bucket, tag);
+	return shmkv__match_scalar(bk, n, tag);
 #endif
 }
 

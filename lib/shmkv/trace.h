@@ -1,46 +1,27 @@
-/* trace.h - the reader's USDT probes (provider shmkv): opt-in, semaphore-gated.
+/* trace.h - the reader's USDT probes (provider shmkv): opt-in, semaphore-gated,
+ * a thin layer over <sys/sdt.h> (Debian's systemtap-sdt-dev, a header).
  *
- * shmkv's own code: a thin layer over <sys/sdt.h>, which is not copied here
- * but comes from Debian's systemtap-sdt-dev (in ./run's PKGS), and is
- * included only when the program opts in.
+ * Nothing is compiled unless SHMKV_USDT is 1 for every translation unit that
+ * includes <shmkv.h>; exactly one of them also defines SHMKV_USDT_SEMAPHORES
+ * to 1 before the include (the semaphores, one unsigned short a probe:
+ * forgetting it fails the link, defining it twice too).
  *
- * Off unless the including program asks: nothing here is compiled, and the
- * reader needs no <sys/sdt.h>, unless SHMKV_USDT is 1. To opt in:
- *
- *   - define SHMKV_USDT to 1 for every translation unit that includes
- *     <shmkv.h> (-DSHMKV_USDT=1), with <sys/sdt.h> installed (Debian:
- *     systemtap-sdt-dev; a header only, no library);
- *   - in exactly one of them, also define SHMKV_USDT_SEMAPHORES to 1 before
- *     the include: that one defines the semaphores (one unsigned short per
- *     probe, in the .probes section, hidden). Forgetting it fails the link
- *     with "undefined reference to `shmkv_get_hit_semaphore'"; defining it
- *     twice fails with "multiple definition".
- *
- *     #define SHMKV_USDT_SEMAPHORES 1   // one .c/.cc file only
- *     #include <shmkv.h>
- *
- * Probes (names and arguments are an interface: perf/README.md):
+ * Probes (an interface: perf/README.md):
  *   shmkv:attach   (db, name, generation, err)      end of shmkv_attach_diag
  *   shmkv:refresh  (db, name, old_gen, new_gen, result)  a refresh that moved
- *                  (result 1) or failed (< 0); not one that found nothing new
+ *                  (result 1) or failed (< 0)
  *   shmkv:close    (db, generation)
  *   shmkv:get_hit  (db, key, key_len, ns)           shmkv_get and the typed getters
- *   shmkv:get_miss (db, key, key_len, err, ns, expired)  err: SHMKV_ENOTFOUND,
- *                  ...; expired 1 when the key is in the image but expired
- *                  (format v2, FORMAT.md §17.6; err is SHMKV_ENOTFOUND)
- * ns is the lookup's own time (CLOCK_MONOTONIC around it, taken only while a
- * get probe is traced), so a histogram of it is not inflated by the probe's
- * trap. shmkv_get_batch fires no get probes.
+ *   shmkv:get_miss (db, key, key_len, err, ns, expired)  expired: 1 when the key
+ *                  is in the image but has expired (FORMAT.md §17)
+ * ns is the lookup's own time (CLOCK_MONOTONIC, taken only while a get probe
+ * is traced). shmkv_get_batch fires no get probes.
  *
- * Cost when no tracer is attached: attach, refresh and close test their
- * semaphore (a load and a branch). A get tests nothing: shmkv__usdt_gate()
- * reads the get semaphores when a handle is opened and at every
- * shmkv_refresh() (file handles too), and while one is set it sends that
- * handle's gets down the cold path (slow_key_len 0), which times and fires
- * them. So a get costs the same instructions as in a build without probes
- * (bench/RESULTS.md measures it), and a tracer sees a handle's gets from its
- * next refresh on: a program that never calls shmkv_refresh() shows get
- * probes only on handles opened after the tracer attached.
+ * Untraced cost: attach, refresh and close test their semaphore. A get tests
+ * nothing: shmkv__usdt_gate() reads the get semaphores when a handle is
+ * opened and at every shmkv_refresh(), and while one is set sends that
+ * handle's gets down the path that times and fires them (fast_key_len 0).
+ * So a tracer sees a handle's gets from its next refresh on.
  *
  * <sys/sdt.h> is included with _SDT_HAS_SEMAPHORES: a translation unit that
  * includes it before <shmkv.h> without that macro gets an #error here. */

@@ -1,12 +1,12 @@
-/* shmkv/verify.h - the full structural walk behind `shmctl image verify`.
- * Part of the header-only reader; include <shmkv.h>, not this file.
- * Unlike the lookup path, everything here is bounds-checked: it must name the
- * first problem in a damaged image and never crash on one. */
+/* shmkv/verify.h - the full structural check (FORMAT.md §13) behind
+ * `shmctl image verify`, SHMKV_OPEN_DEEP and the loader. Unlike the lookup
+ * path, it checks everything, names the first problem and never crashes on
+ * a damaged image.
+ * Part of the header-only reader; include <shmkv.h>, not this file. */
 #ifndef SHMKV_VERIFY_H
 #define SHMKV_VERIFY_H
 
-#include "get.h"
-#include "utf8.h"
+#include "lookup.h"
 
 /* Checks that the bytes [from, to) of the image are zero (padding). */
 static inline int shmkv__zero_range(const shmkv *db, uint64_t from, uint64_t to, const char *what,
@@ -18,26 +18,6 @@ static inline int shmkv__zero_range(const shmkv *db, uint64_t from, uint64_t to,
 					   "non-zero byte at offset %llu in %s padding",
 					   (unsigned long long)i, what);
 	return 0;
-}
-
-/* The text of the types whose row says utf8 (string, and each string of a
- * strlist) must be UTF-8 (the builder enforces it). */
-static inline int shmkv__text_valid(const shmkv_value *v)
-{
-	const shmkv_type_desc *t = shmkv_type_desc_of(v->type);
-	if (!t || !t->utf8)
-		return 1;
-	if (t->shape == SHMKV_SHAPE_TEXT)
-		return shmkv_utf8_valid(v->data, v->size);
-	shmkv_strlist l;
-	shmkv_value_strlist(v, &l);
-	for (size_t i = 0; i < l.count; i++) {
-		size_t len = 0;
-		const char *s = shmkv_strlist_at(&l, i, &len);
-		if (!s || !shmkv_utf8_valid(s, len))
-			return 0;
-	}
-	return 1;
 }
 
 /* The header's unused tail, the gaps between sections and the file's tail
@@ -56,229 +36,59 @@ static inline int shmkv__verify_padding(const shmkv *db, char *why, size_t why_l
 	return err;
 }
 
-/* One full slot w (bucket b, slot j, the bucket's displacement byte disp):
- * it points at a valid entry whose tag and probe distance agree with its
- * key's hash, and a displaced key is announced by its home bucket. Sets *dist
- * to the key's distance from its home bucket. */
-static inline int shmkv__verify_slot(const shmkv *db, uint64_t b, unsigned j, uint64_t w,
-				     unsigned disp, uint64_t *dist, char *why, size_t why_len)
-{
-	const shmkv_image_header *h = shmkv__hdr(db);
-	if (!disp && shmkv__slot_meta(w))
-		return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
-				   "index bucket %llu slot %u: meta byte %02x in a bucket "
-				   "without displaced keys", (unsigned long long)b, j,
-				   shmkv__slot_meta(w));
-	shmkv__entry e;
-	memset(&e, 0, sizeof e); /* GCC 12 -O3 cannot see decode fills it on success */
-	char sub[200];
-	int err = shmkv__entry_decode(db, (w & SHMKV_SLOT_OFF_MASK) << 3, &e, sub, sizeof sub);
-	if (err)
-		return shmkv__fail(err, why, why_len, "index bucket %llu slot %u: %s",
-				   (unsigned long long)b, j, sub);
-	uint64_t hv = shmkv__hash(db->seed, db->hash_bits, e.key, e.key_len);
-	uint64_t tag = shmkv__tag(hv);
-	if ((w >> SHMKV_SLOT_TAG_SHIFT) != tag)
-		return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
-				   "index bucket %llu slot %u: tag %04llx, key hashes to %04llx",
-				   (unsigned long long)b, j,
-				   (unsigned long long)(w >> SHMKV_SLOT_TAG_SHIFT),
-				   (unsigned long long)tag);
-	uint64_t home = shmkv__home(hv, db->bucket_count);
-	uint64_t d = b >= home ? b - home : b + db->bucket_count - home;
-	if (d > h->max_probe)
-		return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
-				   "index bucket %llu slot %u: key is %llu buckets from home, "
-				   "max_probe is %u", (unsigned long long)b, j,
-				   (unsigned long long)d, h->max_probe);
-	if (d && shmkv__displaced(db->buckets + home * SHMKV_BUCKET_SLOTS, tag,
-				  h->max_probe) < d)
-		return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
-				   "index bucket %llu slot %u: key displaced %llu buckets, but "
-				   "its home bucket %llu does not announce it",
-				   (unsigned long long)b, j, (unsigned long long)d,
-				   (unsigned long long)home);
-	*dist = d;
-	return 0;
-}
-
-/* Index: slots filled in order, each valid (shmkv__verify_slot); the count of
- * keys and the longest probe agree with the header. */
-static inline int shmkv__verify_index(const shmkv *db, char *why, size_t why_len)
-{
-	const shmkv_image_header *h = shmkv__hdr(db);
-	uint64_t filled = 0;
-	uint32_t max_d = 0;
-	for (uint64_t b = 0; b < db->bucket_count; b++) {
-		const uint64_t *bk = db->buckets + b * SHMKV_BUCKET_SLOTS;
-		int empty_seen = 0;
-		unsigned disp = shmkv__slot_meta(bk[SHMKV_BUCKET_SLOTS - 1]);
-		if (disp > h->max_probe) /* 255 ("up to max_probe") needs max_probe >= 255 too */
-			return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
-					   "index bucket %llu: displacement %u exceeds max_probe %u",
-					   (unsigned long long)b, disp, h->max_probe);
-		for (unsigned j = 0; j < SHMKV_BUCKET_SLOTS; j++) {
-			uint64_t w = bk[j];
-			if (!w) {
-				empty_seen = 1;
-				continue;
-			}
-			if (empty_seen)
-				return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
-						   "index bucket %llu: slot %u is full after an empty slot",
-						   (unsigned long long)b, j);
-			uint64_t d = 0;
-			int err = shmkv__verify_slot(db, b, j, w, disp, &d, why, why_len);
-			if (err)
-				return err;
-			if (d > max_d)
-				max_d = (uint32_t)d;
-			filled++;
-		}
-		/* a bucket announcing displaced keys is full: its slot 7 holds the
-		 * announcement, so an empty slot before it failed above */
-	}
-	if (filled != h->entry_count)
-		return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
-				   "index holds %llu keys, header says %llu entries",
-				   (unsigned long long)filled, (unsigned long long)h->entry_count);
-	if (max_d != h->max_probe)
-		return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
-				   "longest probe is %u buckets, header says %u", max_d, h->max_probe);
-	return 0;
-}
-
-/* The entry at pos (decoded into e): its padding (after the key, after the
- * value) is zero and its text is UTF-8 (v1 and v2's ENTRIES). */
-static inline int shmkv__verify_entry_bytes(const shmkv *db, uint64_t pos, const shmkv__entry *e,
-					    char *why, size_t why_len)
-{
-	const shmkv_entry_header *eh = (const shmkv_entry_header *)(const void *)(db->base + pos);
-	uint64_t key_end = pos + sizeof *eh + eh->key_len, vpos = pos + shmkv__value_pos(eh);
-	uint64_t vend = e->value.shared ? vpos + 8
-					: e->value_off + shmkv__stored_len(eh->type, e->value.size);
-	int err = shmkv__zero_range(db, key_end, vpos, "entry", why, why_len);
-	if (!err)
-		err = shmkv__zero_range(db, vend, e->end, "entry", why, why_len);
-	if (err)
-		return err;
-	if (!shmkv__text_valid(&e->value))
-		return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
-				   "entry at %llu: %s value is not valid UTF-8",
-				   (unsigned long long)pos, shmkv_type_name(e->value.type));
-	return 0;
-}
-
-/* The v1 entry at pos: lookup of its key finds it, and its bytes
- * (shmkv__verify_entry_bytes). */
-static inline int shmkv__verify_entry(const shmkv *db, uint64_t pos, const shmkv__entry *e,
-				      char *why, size_t why_len)
-{
-	const uint8_t *found = shmkv__find(db, e->key, e->key_len);
-	if (found != db->base + pos)
-		return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
-				   "entry at %llu: lookup of its key does not find it%s",
-				   (unsigned long long)pos,
-				   found ? " (duplicate key)" : "");
-	return shmkv__verify_entry_bytes(db, pos, e, why, why_len);
-}
-
-/* Entries: walked in order, each found by lookup at its own offset (so
- * index and entries are one-to-one and keys are unique); the counts of
- * entries and of shared values agree with the header. */
-/* ENTRIES in image order (FORMAT.md §7: zero words skipped, each entry
- * decoded), each given to check; the one walk of v1's and v2's verify.
- * *n: the entries walked. */
-typedef int (*shmkv__entry_check)(const shmkv *db, uint64_t pos, const shmkv__entry *e,
-				  void *ctx, char *why, size_t why_len);
-static inline int shmkv__walk_entries(const shmkv *db, shmkv__entry_check check, void *ctx,
-				      uint64_t *n, char *why, size_t why_len)
+/* ENTRIES in image order (FORMAT.md §7: zero words skipped), each entry
+ * decoded, its padding zero, and its key's OUT record pointing at it. *n:
+ * the entries walked. */
+static inline int shmkv__verify_entries(const shmkv *db, uint64_t *n, char *why, size_t why_len)
 {
 	uint64_t pos = db->entries_off;
 	*n = 0;
 	while (pos < db->entries_end) {
-		uint64_t w;
+		uint64_t w, rec = 0, u = 0;
 		memcpy(&w, db->base + pos, 8);
 		if (w == 0) {
 			pos += 8;
 			continue;
 		}
 		shmkv__entry e;
-		/* cleared only for GCC -O3's -Wmaybe-uninitialized: decode fills
-		 * every field it returns 0 for (verify is the cold path) */
-		memset(&e, 0, sizeof e);
+		memset(&e, 0, sizeof e); /* GCC -O3 cannot see decode fills it on success */
 		int err = shmkv__entry_decode(db, pos, &e, why, why_len);
-		if (!err)
-			err = check(db, pos, &e, ctx, why, why_len);
 		if (err)
 			return err;
+		const shmkv_entry_header *eh = (const shmkv_entry_header *)(const void *)(db->base + pos);
+		uint64_t vpos = pos + shmkv__value_pos(eh);
+		uint64_t vend = e.value.shared ? vpos + 8
+					       : e.value_off + shmkv__stored_len(eh->type, e.value.size);
+		err = shmkv__zero_range(db, pos + sizeof *eh + eh->key_len, vpos, "entry", why, why_len);
+		if (!err)
+			err = shmkv__zero_range(db, vend, e.end, "entry", why, why_len);
+		if (err)
+			return err;
+		if (!shmkv__find(db, e.key, e.key_len, &rec, NULL, NULL, 0) &&
+		    (db->base[rec] & SHMKV_REC_OUT))
+			memcpy(&u, db->base + rec + 1, 5);
+		if (!u || (u << 3) != pos)
+			return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
+					   "entry at %llu: no OUT record of its key points at it",
+					   (unsigned long long)pos);
 		(*n)++;
 		pos = e.end;
 	}
 	return 0;
 }
 
-/* v1: the entry's own rules and its lookup; counts shared values in *ctx */
-static inline int shmkv__check_entry1(const shmkv *db, uint64_t pos, const shmkv__entry *e,
-				      void *ctx, char *why, size_t why_len)
-{
-	*(uint64_t *)ctx += e->value.shared;
-	return shmkv__verify_entry(db, pos, e, why, why_len);
-}
-
-static inline int shmkv__verify_entries(const shmkv *db, char *why, size_t why_len)
-{
-	const shmkv_image_header *h = shmkv__hdr(db);
-	uint64_t n = 0, shared = 0;
-	int err = shmkv__walk_entries(db, shmkv__check_entry1, &shared, &n, why, why_len);
-	if (err)
-		return err;
-	if (n != h->entry_count)
-		return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
-				   "entries section holds %llu entries, header says %llu",
-				   (unsigned long long)n, (unsigned long long)h->entry_count);
-	if (shared != h->dedup_refs)
-		return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
-				   "%llu entries use shared values, header says %llu",
-				   (unsigned long long)shared, (unsigned long long)h->dedup_refs);
-	return 0;
-}
-
-/* ---- format v2 (FORMAT.md §17.7) ---------------------------------------- */
-
-/* v2: an ENTRIES entry's own rules, and that its key's OUT record points at it */
-static inline int shmkv__check_entry2(const shmkv *db, uint64_t pos, const shmkv__entry *e,
-				      void *ctx, char *why, size_t why_len)
-{
-	(void)ctx;
-	int err = shmkv__verify_entry_bytes(db, pos, e, why, why_len);
-	if (err)
-		return err;
-	uint64_t rec = 0, u = 0;
-	if (!shmkv__find2(db, e->key, e->key_len, &rec, NULL, NULL, 0)) {
-		const uint8_t *rp = db->base + rec;
-		if (rp[0] & SHMKV_REC_OUT)
-			memcpy(&u, rp + 1, 5);
-	}
-	if (!u || (u << 3) != pos)
-		return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
-				   "entry at %llu: no OUT record of its key points at it",
-				   (unsigned long long)pos);
-	return 0;
-}
-
-/* One v2 record of bucket b (record i, decoded into r): its value (deep,
+/* One record of bucket b (record i, decoded into r): its value (deep,
  * UTF-8), its zero padding, its expiry, its directory tag and home against
  * its key's hash, its displacement announced at home, and a lookup of its
  * key finding it here.
  * Sets *dist; counts OUT entries and their shared values. */
-static inline int shmkv__verify_record2(const shmkv *db, uint64_t b, unsigned i,
+static inline int shmkv__verify_record(const shmkv *db, uint64_t b, unsigned i,
 					const shmkv__rec *r, uint64_t *dist, uint64_t *shared,
 					char *why, size_t why_len)
 {
 #define SHMKV__BADV(...) shmkv__fail(SHMKV_ECORRUPT, why, why_len, __VA_ARGS__)
 	const shmkv_image_header *h = shmkv__hdr(db);
-	const uint8_t *bk = shmkv__bucket2(db, b);
+	const uint8_t *bk = shmkv__bucket(db, b);
 	const uint64_t at = (uint64_t)(bk + r->pos - db->base);
 	const uint8_t *key, *e = NULL;
 	size_t key_len;
@@ -305,17 +115,14 @@ static inline int shmkv__verify_record2(const shmkv *db, uint64_t b, unsigned i,
 						   (unsigned long long)(bk + k - db->base));
 	}
 	shmkv_value v;
-	int err = shmkv__rec_value(db, bk, r, e, 1, &v, sub, sizeof sub);
+	int err = shmkv__rec_value(db, bk, r, e, SHMKV__SHAPE_DEEP, &v, sub, sizeof sub);
 	if (err)
 		return shmkv__fail(err, why, why_len, "index bucket %llu record %u: %s",
 				   (unsigned long long)b, i, sub);
-	if (!shmkv__text_valid(&v))
-		return SHMKV__BADV("index bucket %llu record %u: %s value is not valid UTF-8",
-				   (unsigned long long)b, i, shmkv_type_name(v.type));
-	const unsigned t = shmkv__rec_dir2(bk, i) >> SHMKV_V2_DIR_TAG_SHIFT;
+	const unsigned t = shmkv__dir(bk, i) >> SHMKV_DIR_TAG_SHIFT;
 	uint64_t hv = shmkv__hash(db->seed, db->hash_bits, key, key_len);
 	uint64_t tag = shmkv__tag(hv);
-	if (t != shmkv__dir_tag2(tag) >> SHMKV_V2_DIR_TAG_SHIFT)
+	if (t != shmkv__dir_tag(tag) >> SHMKV_DIR_TAG_SHIFT)
 		return SHMKV__BADV("index bucket %llu record %u: directory tag bits %03x, key "
 				   "hashes to tag %04llx (low 9 bits %03llx)",
 				   (unsigned long long)b, i, t, (unsigned long long)tag,
@@ -326,13 +133,13 @@ static inline int shmkv__verify_record2(const shmkv *db, uint64_t b, unsigned i,
 		return SHMKV__BADV("index bucket %llu record %u: key is %llu buckets from home, "
 				   "max_probe is %u", (unsigned long long)b, i,
 				   (unsigned long long)d, h->max_probe);
-	if (d && shmkv__displaced2(shmkv__bucket2(db, home), tag, h->max_probe) < d)
+	if (d && shmkv__displaced(shmkv__bucket(db, home), tag, h->max_probe) < d)
 		return SHMKV__BADV("index bucket %llu record %u: key displaced %llu buckets, but "
 				   "its home bucket %llu does not announce it",
 				   (unsigned long long)b, i, (unsigned long long)d,
 				   (unsigned long long)home);
 	uint64_t found = 0;
-	err = shmkv__find2(db, key, key_len, &found, NULL, NULL, 0);
+	err = shmkv__find(db, key, key_len, &found, NULL, NULL, 0);
 	if (err || found != at)
 		return SHMKV__BADV("index record at %llu: lookup of its key does not find it%s",
 				   (unsigned long long)at, !err ? " (duplicate key)" : "");
@@ -341,47 +148,47 @@ static inline int shmkv__verify_record2(const shmkv *db, uint64_t b, unsigned i,
 #undef SHMKV__BADV
 }
 
-/* The v2 index: every bucket's head (count, D and filter), its directory
- * and records (FORMAT.md §17.3: ascending, not overlapping, zero gaps and
+/* The index: every bucket's head (count, D and filter), its directory
+ * and records (FORMAT.md §6: ascending, not overlapping, zero gaps and
  * tail); the counts and the longest probe against the header; ENTRIES
  * holds exactly the OUT records' entries. */
-static inline int shmkv__verify_index2(const shmkv *db, char *why, size_t why_len)
+static inline int shmkv__verify_index(const shmkv *db, char *why, size_t why_len)
 {
 #define SHMKV__BADV(...) shmkv__fail(SHMKV_ECORRUPT, why, why_len, __VA_ARGS__)
 	const shmkv_image_header *h = shmkv__hdr(db);
 	uint64_t n = 0, outs = 0, shared = 0, expiring = 0;
 	uint32_t max_d = 0;
 	for (uint64_t b = 0; b < db->bucket_count; b++) {
-		const uint8_t *bk = shmkv__bucket2(db, b);
+		const uint8_t *bk = shmkv__bucket(db, b);
 		const unsigned disp = bk[1];
 		if (disp > h->max_probe) /* 255 ("up to max_probe") needs max_probe >= 255 too */
 			return SHMKV__BADV("index bucket %llu: displacement %u exceeds max_probe %u",
 					   (unsigned long long)b, disp, h->max_probe);
-		if (!disp && !shmkv__all_zero(bk + 2, SHMKV_V2_FILTER_BITS / 8))
+		if (!disp && !shmkv__all_zero(bk + 2, SHMKV_FILTER_BITS / 8))
 			return SHMKV__BADV("index bucket %llu: filter bits without displaced keys",
 					   (unsigned long long)b);
 		const unsigned nr = bk[0];
-		if (nr > SHMKV_V2_MAX_RECORDS)
+		if (nr > SHMKV_MAX_RECORDS)
 			return SHMKV__BADV("index bucket %llu: %u records, at most %u fit",
-					   (unsigned long long)b, nr, SHMKV_V2_MAX_RECORDS);
+					   (unsigned long long)b, nr, SHMKV_MAX_RECORDS);
 		/* the record area [dir_end, 128): offs ascending from dir_end,
 		 * no record overlapping the next, every byte between them 0 */
-		unsigned pos = shmkv__dir_end2(nr);
+		unsigned pos = shmkv__dir_end(nr);
 		for (unsigned i = 0; i < nr; i++) {
-			const unsigned off = shmkv__rec_off2(bk, i);
-			if (i ? off <= shmkv__rec_off2(bk, i - 1) : off < pos)
+			const unsigned off = shmkv__dir_off(bk, i);
+			if (i ? off <= shmkv__dir_off(bk, i - 1) : off < pos)
 				return SHMKV__BADV("index bucket %llu record %u at +%u: %s",
 						   (unsigned long long)b, i, off,
 						   i ? "offsets not in ascending order"
 						     : "starts inside the directory");
 		}
 		for (unsigned i = 0; i < nr; i++) {
-			const unsigned off = shmkv__rec_off2(bk, i);
+			const unsigned off = shmkv__dir_off(bk, i);
 			if (off < pos)
 				return SHMKV__BADV("index bucket %llu record %u at +%u: overlaps "
 						   "the record before (ends at +%u)",
 						   (unsigned long long)b, i, off, pos);
-			const unsigned gap = off < SHMKV_V2_BUCKET_BYTES ? off : SHMKV_V2_BUCKET_BYTES;
+			const unsigned gap = off < SHMKV_BUCKET_BYTES ? off : SHMKV_BUCKET_BYTES;
 			if (!shmkv__all_zero(bk + pos, gap - pos))
 				return SHMKV__BADV("non-zero byte in bucket %llu's record area "
 						   "before record %u (+%u..+%u)",
@@ -391,9 +198,9 @@ static inline int shmkv__verify_index2(const shmkv *db, char *why, size_t why_le
 				return SHMKV__BADV("index bucket %llu record %u at +%u: malformed "
 						   "(kind %02x) or past the bucket's end",
 						   (unsigned long long)b, i, off,
-						   off < SHMKV_V2_BUCKET_BYTES ? bk[off] : 0u);
+						   off < SHMKV_BUCKET_BYTES ? bk[off] : 0u);
 			uint64_t d = 0;
-			int err = shmkv__verify_record2(db, b, i, &r, &d, &shared, why, why_len);
+			int err = shmkv__verify_record(db, b, i, &r, &d, &shared, why, why_len);
 			if (err)
 				return err;
 			if (d > max_d)
@@ -403,7 +210,7 @@ static inline int shmkv__verify_index2(const shmkv *db, char *why, size_t why_le
 			pos = r.end;
 			n++;
 		}
-		for (unsigned k = pos; k < SHMKV_V2_BUCKET_BYTES; k++)
+		for (unsigned k = pos; k < SHMKV_BUCKET_BYTES; k++)
 			if (bk[k])
 				return SHMKV__BADV("non-zero byte at offset %llu after bucket %llu's "
 						   "records", (unsigned long long)(bk + k - db->base),
@@ -422,10 +229,10 @@ static inline int shmkv__verify_index2(const shmkv *db, char *why, size_t why_le
 	if (shared != h->dedup_refs)
 		return SHMKV__BADV("%llu entries use shared values, header says %llu",
 				   (unsigned long long)shared, (unsigned long long)h->dedup_refs);
-	/* ENTRIES: walked as in v1; each entry is its key's OUT record's, so
+	/* ENTRIES: each entry is its key's OUT record's, so
 	 * with the counts equal, entries and OUT records are one-to-one */
 	uint64_t ents = 0;
-	int err = shmkv__walk_entries(db, shmkv__check_entry2, NULL, &ents, why, why_len);
+	int err = shmkv__verify_entries(db, &ents, why, why_len);
 	if (err)
 		return err;
 	if (ents != outs)
@@ -435,19 +242,16 @@ static inline int shmkv__verify_index2(const shmkv *db, char *why, size_t why_le
 #undef SHMKV__BADV
 }
 
-/* Every checksum, every index slot, every entry and value, and all padding.
- * Returns 0, SHMKV_ECHECKSUM or SHMKV_ECORRUPT with what and where in why. */
+/* Every checksum, every bucket and record, every entry and value, and all
+ * padding. Returns 0, SHMKV_ECHECKSUM or SHMKV_ECORRUPT with what and where
+ * in why. */
 static inline int shmkv_verify(const shmkv *db, char *why, size_t why_len)
 {
 	int err = shmkv_image_check(db->base, db->size, 0, why, why_len);
 	if (!err)
 		err = shmkv__verify_padding(db, why, why_len);
-	if (!err && db->version == SHMKV_FORMAT_V2)
-		return shmkv__verify_index2(db, why, why_len);
 	if (!err)
 		err = shmkv__verify_index(db, why, why_len);
-	if (!err)
-		err = shmkv__verify_entries(db, why, why_len);
 	return err;
 }
 

@@ -17,16 +17,18 @@ _shmctl()
 
 	local global_opts='-j --json -p --pretty -r --root --progress -h --help -V --version'
 	local objects='image cache hugepages doctor bpf help version'
-	local image_cmds='build join get inspect verify dump help'
+	local image_cmds='build join upgrade get inspect verify dump help'
 	local cache_cmds='list status stats get load readers reload rollback drop help'
 	local hugepages_cmds='plan reserve help'
 	local doctor_cmds='check help'
 	local bpf_cmds='export status unexport help'
-	local build_opts='-o --output --format --type --on-duplicate --name --seed --created
-		--buckets --load-factor --no-dedup --lossy-f32 --threads --part --filter-part --hash-bits'
+	local build_opts='-o --output --format --type --tsv-expires --on-duplicate --name --seed
+		--created --buckets --load-factor --no-dedup --lossy-f32 --threads --part --filter-part
+		--memory-limit --tmpdir --hash-bits'
+	local rebuild_opts='-o --output --threads --memory-limit --tmpdir'
 
 	case $prev in
-	-r | --root)
+	-r | --root | --tmpdir)
 		_filedir -d
 		return
 		;;
@@ -56,7 +58,7 @@ _shmctl()
 		return
 		;;
 	--name | --seed | --created | --buckets | --load-factor | --hash-bits | --copies | \
-		--prefix | --max-value)
+		--prefix | --max-value | --threads | --memory-limit | --part)
 		return
 		;;
 	esac
@@ -117,7 +119,7 @@ _shmctl()
 	if [[ $cur == -* ]]; then
 		case $obj/$cmd in
 		image/b*) COMPREPLY=($(compgen -W "$build_opts $global_opts" -- "$cur")) ;;
-		image/j*) COMPREPLY=($(compgen -W "-o --output --threads $global_opts" -- "$cur")) ;;
+		image/j* | image/u*) COMPREPLY=($(compgen -W "$rebuild_opts $global_opts" -- "$cur")) ;;
 		cache/statu | cache/status) COMPREPLY=($(compgen -W "--all $global_opts" -- "$cur")) ;;
 		cache/stat | cache/stats) COMPREPLY=($(compgen -W "--prometheus $global_opts" -- "$cur")) ;;
 		cache/lo*) COMPREPLY=($(compgen -W "--numa $global_opts" -- "$cur")) ;;
@@ -134,7 +136,7 @@ _shmctl()
 	fi
 	case $obj/$cmd in
 	image/*)
-		# build: inputs; get, inspect, verify, dump: the image file
+		# build: inputs; join, upgrade: images; get, inspect, verify, dump: the image file
 		[[ $cmd == g* && $nargs -ge 1 ]] && return # the KEY
 		_filedir
 		;;

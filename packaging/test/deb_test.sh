@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# deb_test.sh - issue 13 §2: build the Debian packages from this tree, check
+# deb_test.sh - build the Debian packages from this tree, check
 # them with lintian (no errors), install them on this machine, start the
 # loader as the unit does (through systemd when it is PID 1, else the unit's
 # own ExecStartPre/ExecStart as user shmkv with a NOTIFY_SOCKET, i.e.

@@ -2,7 +2,9 @@
 """packaging_docs: the installed docs name what the code has.
 
 - every public function of lib/ (shmkv_*, from the headers) has a SYNOPSIS
-  line and a RETURN VALUE entry in shmkv(3), and is named in lib/README.md;
+  line and a RETURN VALUE entry in shmkv(3), a line in lib/shmkv.h's table
+  of contents and a row in lib/README.md's API reference, and the error
+  codes shmkv.h's "Return values" and lib/README.md give each agree;
 - every key the loader's config parser accepts is in the example
   loader.conf and in shmkv.conf(5);
 - every command shmctl's help lists is in shmctl(8) and in the bash
@@ -53,6 +55,84 @@ lib_readme = read(src, 'lib', 'README.md')
 for n in sorted(names):
     if not re.search(r'\b' + n + r'\b', lib_readme):
         fail(f'lib/README.md: {n} is not in its API reference')
+
+# and lib/shmkv.h's table of contents and return values agree with
+# lib/README.md's API reference: every public function in both, and for each
+# function shmkv.h gives return values for, the same codes in both (a row's
+# "as shmkv_x" takes shmkv_x's codes; quoted strings are examples, not codes)
+CODE = re.compile(r'(?<![\w-])(?:SHMKV)?(_E[A-Z0-9]+)\b|(?<![\w])(-E[A-Z0-9]+)\b')
+
+
+def codes(text):
+    text = re.sub(r'"[^"]*"', '', text)  # quoted strings are examples, not codes
+    out = set()
+    for a, b in CODE.findall(text):
+        out.add('SHMKV' + a if a else b)
+    return out
+
+
+def refs(text):
+    return set(re.findall(r'\bas\s+`?(shmkv_[a-z0-9_]+)', text))
+
+
+# shmkv.h's return values: "NAME[, NAME...]: text" and its indented lines
+h = read(src, 'lib', 'shmkv.h')
+contents = h.partition(' * Return values')[0]
+retblock = h.partition(' * Return values')[2].partition(' * Lifetime')[0]
+hret = {}
+cur = None
+pending = ''
+for line in retblock.split('\n'):
+    if re.match(r'^ \*   (?:shmkv_[a-z0-9_]+, )*shmkv_[a-z0-9_]+,$', line):
+        pending += line[5:] + ' '
+        continue
+    if pending and line.startswith(' *   '):
+        line = ' *   ' + pending + line[5:]
+    pending = ''
+    m = re.match(r'^ \*   ((?:shmkv_[a-z0-9_]+(?:, )?)+):(.*)$', line)
+    if m:
+        cur = [n.strip() for n in m.group(1).split(',') if n.strip()]
+        for n in cur: hret[n] = m.group(2)
+    elif cur and re.match(r'^ \*\s{6,}', line):
+        for n in cur: hret[n] += ' ' + line[2:]
+    else:
+        cur = None
+# lib/README.md's rows: "| `NAME(...)`, ... | text |"
+rret = {}
+for line in lib_readme.split('\n'):
+    if not line.startswith('| `shmkv_'):
+        continue
+    cells = line.split(' | ')
+    first, rest = cells[0], ' | '.join(cells[1:])
+    for n in re.findall(r'`(shmkv_[a-z0-9_]+)[(`]', first):
+        rret[n] = rest
+
+
+def resolve(table, n, seen=()):
+    if n not in table or n in seen:
+        return set()
+    c = codes(table[n])
+    for ref in refs(table[n]):
+        if ref != n:
+            c |= resolve(table, ref, seen + (n,))
+    return c
+
+
+for n in sorted(names):
+    if not re.search(r'\b' + n + r'\b', contents):
+        fail(f'lib/shmkv.h: {n} is not in its Contents')
+    if n not in rret:
+        fail(f'lib/README.md: {n} has no row in the API reference')
+for n in sorted(hret):
+    if n not in names:
+        fail(f'lib/shmkv.h: Return values name {n}, which is no public function')
+        continue
+    a, b = resolve(hret, n), resolve(rret, n)
+    if a != b:
+        fail(f'{n}: shmkv.h returns {sorted(a)}, lib/README.md {sorted(b)}')
+for n in sorted(names):
+    if n in rret and n not in hret and codes(rret[n]) | refs(rret[n]):
+        fail(f'lib/shmkv.h: {n} returns codes (lib/README.md) but is not in its Return values')
 
 # 2. config keys
 conf_c = read(src, 'loader', 'config.c')

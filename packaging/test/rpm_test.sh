@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# rpm_test.sh - issue 13 §2: rpmbuild -bb packaging/rpm/shmkv.spec on this
+# rpm_test.sh - rpmbuild -bb packaging/rpm/shmkv.spec on this
 # Debian machine, from a tarball of the tracked files, and check the RPMs'
 # contents and scriptlets. --nodeps: the rpm database of a Debian host knows
 # none of the (Debian-installed) build dependencies; debuginfo is off since

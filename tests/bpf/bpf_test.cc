@@ -2,8 +2,8 @@
 // the example XDP program (examples/bpf/xdp_get.bpf.c) through
 // BPF_PROG_TEST_RUN, every answer checked against the user-space reader on
 // the same generation: hits of every value type, misses, keys over 60 bytes,
-// values over max_value, keys outside a prefix, a format v2 image whose
-// expiring entries are not exported; then new generations swapped
+// values over max_value, keys outside a prefix, an image whose expiring
+// entries are not exported; then new generations swapped
 // in under the same loaded program, a failed export that leaves the previous
 // table serving, unexport, and what another uid gets (clear errors).
 // Needs root (BPF); CI runs it as root. Each test pins under its own
@@ -21,7 +21,7 @@
 #include <shmkv_bpf.h>
 
 #include "xdp_packet.h"
-#include "../v2_image.h"
+#include "../image_util.h"
 
 using namespace loader_test;
 
@@ -223,10 +223,7 @@ protected:
 
 	CmdRun shmctl(std::vector<std::string> args, bool other = false)
 	{
-		const char *exe = getenv("SHMCTL");
-		EXPECT_TRUE(exe && *exe) << "SHMCTL is not set (meson sets it)";
-		args.insert(args.begin(), {exe ? exe : "", "-r", env_.root()});
-		return run(env_.base(), args, other);
+		return loader_test::shmctl(env_, std::move(args), 60000, other ? (long)kOther : -1);
 	}
 	Json bpf_status(const std::string &cache)
 	{
@@ -489,34 +486,34 @@ TEST_F(Bpf, MaxValueUnexportAndErrors)
 
 namespace {
 
-// Format v2 (issue 22 §4): a v2 image exports like v1, except its expiring
-// entries: a BPF map cannot drop them at their expiry, so they are skipped
-// (`skipped.expiring`) and the program misses them; every other key answers
-// like the reader.
-TEST_F(Bpf, V2ImageExportsAllButExpiringEntries)
+// An image with expiring entries (composed by image_util.h: inline and OUT
+// records) exports every other entry: a BPF map cannot drop an entry at its
+// expiry, so those are skipped (`skipped.expiring`) and the program misses
+// them; every other key answers like the reader.
+TEST_F(Bpf, ExportsAllButExpiringEntries)
 {
 	NEED_ROOT();
-	std::vector<v2img::Rec> recs;
+	std::vector<testimg::Rec> recs;
 	for (int i = 0; i < 20; i++)
-		recs.push_back({"v2k" + std::to_string(i), SHMKV_TYPE_STRING, "val" + std::to_string(i),
+		recs.push_back({"k" + std::to_string(i), SHMKV_TYPE_STRING, "val" + std::to_string(i),
 				0, i % 4 == 1});
 	recs.push_back({"exp_in", SHMKV_TYPE_STRING, "soon", 1900000000, false});
 	recs.push_back({"exp_out", SHMKV_TYPE_STRING, std::string(100, 'x'), 1900000000, true});
-	std::string path = env_.img_path("v2.shmkv");
-	ASSERT_TRUE(shmkv_test::write_file(path, v2img::compose(recs).bytes));
-	Json l = loader_->load("v2", path);
+	std::string path = env_.img_path("timed.shmkv");
+	ASSERT_TRUE(shmkv_test::write_file(path, testimg::compose(recs).bytes));
+	Json l = loader_->load("timed", path);
 	ASSERT_TRUE(l.ok()) << l["error"].s();
-	CmdRun r = shmctl({"-j", "bpf", "export", "v2"});
+	CmdRun r = shmctl({"-j", "bpf", "export", "timed"});
 	ASSERT_EQ(r.rc, 0) << r.out << r.err;
 	Json j;
 	ASSERT_TRUE(parse_json(r.out, &j)) << r.out;
 	EXPECT_EQ(j["skipped.expiring"].u64(), 2u);
 	EXPECT_EQ(j["entries"].u64(), recs.size() - 2);
-	Prog prog(dir_ + "/v2");
+	Prog prog(dir_ + "/timed");
 	ASSERT_TRUE(prog.ok());
-	shmkv *db = reader(env_.root(), "v2");
+	shmkv *db = reader(env_.root(), "timed");
 	ASSERT_NE(db, nullptr);
-	for (const v2img::Rec &rec : recs) {
+	for (const testimg::Rec &rec : recs) {
 		std::string got = prog.ask(rec.key);
 		if (rec.expires)
 			EXPECT_EQ(got, "MISS") << rec.key;

@@ -7,10 +7,12 @@ the in-memory build, within the limit.
      (in different spill runs): byte-identical to the in-memory build for
      --on-duplicate last and first, peak RSS (wait4) <= limit + 32 MiB, the
      --progress lines of the spill phases, nothing left in --tmpdir.
-  2. A smaller input with an index of 8 slots a key (--buckets n/8): keys
+  2. A smaller input in a nearly full index (--load-factor 0.97): keys
      displaced past the last bucket wrap to bucket 0 (checked in the index),
-     identical; -o - identical; a duplicate with --on-duplicate error fails
-     with the in-memory build's message, leaving nothing.
+     identical, for --on-duplicate first and last and with -o -; -o - at the
+     default fill and a piped input identical; a duplicate with
+     --on-duplicate error fails with the in-memory build's message, leaving
+     nothing.
   3. SIGINT and SIGTERM while spilling (O_TMPFILE spill files, and the named
      ones of filesystems without it): no output, no temporary, tmpdir empty.
   4. A value too short to be worth sharing (6 bytes) is not shared.
@@ -21,13 +23,11 @@ the in-memory build, within the limit.
   7. Bad options (a size that is none, under 1 MiB, a --tmpdir that does
      not exist; join's limit too): exit 2 naming the option, an existing
      output untouched.
-  8. Format 2 (inline and OUT records, 8-aligned values, shared values,
-     expiry past and future): spilled under the limit, byte-identical to
-     the in-memory v2 build; at a fill of 0.97, keys displaced past the
-     last bucket (checked in the index) and -o -; records that pack badly
-     (two 42-byte records a bucket) at a fill of 1.0, where placement needs
-     more buckets: identical; 3 --part builds joined under the limit: the
-     one build.
+  8. Inline and OUT records, 8-aligned values, shared values, expiry past
+     and future: spilled under the limit, byte-identical to the in-memory
+     build; records that pack badly (two 42-byte records a bucket) at a fill
+     of 1.0, where placement needs more buckets: identical; 3 --part builds
+     joined under the limit: the one build.
 --quick (sanitizer builds, AArch64 under qemu-user, where RSS is not the
 builder's own): a 4 MiB limit and an eighth of the records, no RSS checks.
 usage: build_spill_test.py SHMCTL [--quick]"""
@@ -122,9 +122,9 @@ def gen(name, n, seed, dup_rate, short=False, expiry=False):
     return int(r.stdout)
 
 
-def v2_wrapped(img):
-    """Records of a format 2 image found in a bucket before their home
-    (displaced past the last bucket), among the first 4096 buckets."""
+def wrapped_keys(img):
+    """Records of an image found in a bucket before their home (displaced
+    past the last bucket), among the first 4096 buckets."""
     with open(img, 'rb') as f:
         data = f.read()
     buckets = struct.unpack_from('<Q', data, 48)[0]
@@ -166,7 +166,6 @@ shmctl = sys.argv[1]
 tmp = tempfile.mkdtemp(prefix='shmkv-spill-test.')
 spilldir = os.path.join(tmp, 'spill')
 os.mkdir(spilldir)
-SEED = 0x53484D4B56763121
 
 try:
     t0 = time.monotonic()
@@ -223,35 +222,24 @@ try:
         os.unlink(f)
     check(not spill_left(), 'spill files left after the parts and join: %s' % spill_left())
 
-    # 2. a full index: wrapping displaced keys; -o -; the duplicate error
-    n_unique = gen('small.jsonl', 150_000, 15, 0.01, short=True)
-    buckets = (n_unique + 7) // 8
+    # 2. a nearly full index: keys displaced past the last bucket wrap to
+    # bucket 0; -o -; the duplicate error
+    gen('small.jsonl', 150_000, 15, 0.01, short=True)
     for dup in ('first', 'last'):
         a, b = path('w-mem.img'), path('w-spill.img')
-        # format 1 (8 slots a bucket; its index is read below), whatever the default
-        rc1, _, e1, _ = run('image', 'build', '--format', '1', '-o', a, '--memory-limit', 'none',
-                            '--on-duplicate', dup, '--buckets', buckets, path('small.jsonl'))
-        rc2, _, e2, _ = run('image', 'build', '--format', '1', '-o', b, '--memory-limit', '2M',
-                            '--tmpdir', spilldir, '--on-duplicate', dup, '--buckets', buckets,
-                            path('small.jsonl'))
+        rc1, _, e1, _ = run('image', 'build', '--load-factor', '0.97', '-o', a, '--memory-limit',
+                            'none', '--on-duplicate', dup, path('small.jsonl'))
+        rc2, _, e2, _ = run('image', 'build', '--load-factor', '0.97', '-o', b, '--memory-limit',
+                            '2M', '--tmpdir', spilldir, '--on-duplicate', dup, path('small.jsonl'))
         check(rc1 == 0 and rc2 == 0, 'full-index builds: %s %s' % (e1, e2))
         check(rc2 == 0 and same(a, b), 'full index (%s): spilled image differs' % dup)
-    # a key in a bucket before its home: displaced past the last bucket
-    wrapped = 0
-    with open(path('w-spill.img'), 'rb') as f:
-        f.seek(4096)
-        index = f.read(64 * min(buckets, 4096))
-        for c in range(len(index) // 64):
-            for s in range(8):
-                word = struct.unpack_from('<Q', index, 64 * c + 8 * s)[0]
-                if not word >> 48:
-                    continue
-                f.seek((word & ((1 << 40) - 1)) << 3)
-                head = f.read(8 + 65535)
-                key = head[8:8 + struct.unpack_from('<H', head, 2)[0]]
-                home = (xxhash.xxh3_64_intdigest(key, seed=SEED) * buckets) >> 64
-                wrapped += home > c
-    check(wrapped > 0, 'no key wrapped past the last bucket: the test proves nothing')
+    check(rc2 != 0 or wrapped_keys(b) > 0,
+          'no key wrapped past the last bucket: the test proves nothing')
+    with open(path('w-o.img'), 'wb') as f:
+        r2 = subprocess.run([shmctl, 'image', 'build', '--load-factor', '0.97', '-o', '-',
+                             '--memory-limit', '2M', '--tmpdir', spilldir, '--on-duplicate',
+                             'last', path('small.jsonl')], stdout=f, env=ENV)
+    check(r2.returncode == 0 and same(b, path('w-o.img')), 'full index, -o -: differs')
     # standard output
     with open(path('o-mem.img'), 'wb') as f:
         r1 = subprocess.run([shmctl, 'image', 'build', '-o', '-', '--memory-limit', 'none',
@@ -371,64 +359,51 @@ try:
                       path('tiny.img'))
     check(rc == 2 and '--memory-limit abc' in e, 'join, bad limit: exit %d: %s' % (rc, e))
 
-    # 8. format 2: the streamed index gives the in-memory bytes
+    # 8. inline and OUT records, expiry: the streamed index gives the in-memory bytes
     n2 = 40_000 if QUICK else 400_000
-    gen('v2.jsonl', n2, 16, 0.01, short='m', expiry=True)
-    a, b = path('v2-mem.img'), path('v2-spill.img')
-    rc1, o1, e1, _ = run('-j', 'image', 'build', '--format', '2', '-o', a, '--memory-limit', 'none',
-                         '--on-duplicate', 'last', path('v2.jsonl'))
-    rc2, o2, e2, rss = run('-j', '--progress', 'image', 'build', '--format', '2', '-o', b,
+    gen('mixed.jsonl', n2, 16, 0.01, short='m', expiry=True)
+    a, b = path('m-mem.img'), path('m-spill.img')
+    rc1, o1, e1, _ = run('-j', 'image', 'build', '-o', a, '--memory-limit', 'none',
+                         '--on-duplicate', 'last', path('mixed.jsonl'))
+    rc2, o2, e2, rss = run('-j', '--progress', 'image', 'build', '-o', b,
                            '--memory-limit', LIMIT, '--tmpdir', spilldir, '--on-duplicate', 'last',
-                           path('v2.jsonl'))
-    check(rc1 == 0 and rc2 == 0, 'format 2 builds: %s %s' % (e1, e2[-500:]))
+                           path('mixed.jsonl'))
+    check(rc1 == 0 and rc2 == 0, 'inline and OUT builds: %s %s' % (e1, e2[-500:]))
     if rc1 == 0 and rc2 == 0:
         st = stats(o1)
-        check(same(a, b), 'format 2: the spilled image differs from the in-memory one')
-        check('\nsorting: ' in '\n' + e2, 'format 2: the build did not spill')
+        check(same(a, b), 'inline and OUT: the spilled image differs from the in-memory one')
+        check('\nsorting: ' in '\n' + e2, 'inline and OUT: the build did not spill')
         check(st['entries_bytes'] > 0 and st['index_bytes'] > st['entries_bytes'] / 4,
-              'format 2: no mix of inline and OUT records: %s' % st)
-        check(st['dedup']['shared_values'] >= 40, 'format 2: shared values: %s' % st['dedup'])
-        check(QUICK or rss <= LIMIT + ALLOWANCE, 'format 2: peak RSS %d MiB' % (rss >> 20))
-        print('format 2: image %d MiB, peak RSS %d MiB spilling (limit %d MiB)'
+              'inline and OUT: no mix of inline and OUT records: %s' % st)
+        check(st['dedup']['shared_values'] >= 40, 'inline and OUT: shared values: %s' % st['dedup'])
+        check(QUICK or rss <= LIMIT + ALLOWANCE, 'inline and OUT: peak RSS %d MiB' % (rss >> 20))
+        print('inline and OUT: image %d MiB, peak RSS %d MiB spilling (limit %d MiB)'
               % (st['image_bytes'] >> 20, rss >> 20, LIMIT >> 20))
-    # a fill of 0.97: long displacement runs, some past the last bucket
-    rc1, _, e1, _ = run('image', 'build', '--format', '2', '--load-factor', '0.97', '-o', a,
-                        '--memory-limit', 'none', '--on-duplicate', 'last', path('small.jsonl'))
-    rc2, _, e2, _ = run('image', 'build', '--format', '2', '--load-factor', '0.97', '-o', b,
-                        '--memory-limit', '2M', '--tmpdir', spilldir, '--on-duplicate', 'last',
-                        path('small.jsonl'))
-    check(rc1 == 0 and rc2 == 0 and same(a, b), 'format 2 at 0.97: differs: %s %s' % (e1, e2))
-    check(rc2 != 0 or v2_wrapped(b) > 0, 'format 2: no key wrapped past the last bucket')
-    with open(path('v2-o.img'), 'wb') as f:
-        r2 = subprocess.run([shmctl, 'image', 'build', '--format', '2', '--load-factor', '0.97',
-                             '-o', '-', '--memory-limit', '2M', '--tmpdir', spilldir,
-                             '--on-duplicate', 'last', path('small.jsonl')], stdout=f, env=ENV)
-    check(r2.returncode == 0 and same(a, path('v2-o.img')), 'format 2, -o -: differs')
     # sizes that pack badly at a fill of 1.0: placed again with more buckets
     with open(path('pack.jsonl'), 'w') as f:
         for i in range(30_000):
             f.write('{"key":"key_%06d","value":"%s"}\n' % (i, 'v' * 25))
-    rc1, o1, e1, _ = run('-j', 'image', 'build', '--format', '2', '--load-factor', '1.0', '-o', a,
+    rc1, o1, e1, _ = run('-j', 'image', 'build', '--load-factor', '1.0', '-o', a,
                          '--memory-limit', 'none', path('pack.jsonl'))
-    rc2, _, e2, _ = run('image', 'build', '--format', '2', '--load-factor', '1.0', '-o', b,
+    rc2, _, e2, _ = run('image', 'build', '--load-factor', '1.0', '-o', b,
                         '--memory-limit', '1M', '--tmpdir', spilldir, path('pack.jsonl'))
-    check(rc1 == 0 and rc2 == 0 and same(a, b), 'format 2, packing badly: differs: %s %s' % (e1, e2))
+    check(rc1 == 0 and rc2 == 0 and same(a, b), 'packing badly: differs: %s %s' % (e1, e2))
     check(rc1 != 0 or stats(o1)['buckets'] >= 15_000,
-          'format 2, packing badly: %s buckets, not placed again' % (rc1 == 0 and stats(o1)['buckets']))
+          'packing badly: %s buckets, not placed again' % (rc1 == 0 and stats(o1)['buckets']))
     # parts under the limit, joined under it
-    rc1, o1, e1, _ = run('-j', 'image', 'build', '--format', '2', '-o', a, '--memory-limit', 'none',
-                         '--on-duplicate', 'last', path('v2.jsonl'))
+    rc1, o1, e1, _ = run('-j', 'image', 'build', '-o', a, '--memory-limit', 'none',
+                         '--on-duplicate', 'last', path('mixed.jsonl'))
     frags = []
     for k in (1, 2, 3):
-        frags.append(path('v2-frag%d.img' % k))
-        rc, _, e, _ = run('image', 'build', '--format', '2', '-o', frags[-1], '--part', '%d/3' % k,
+        frags.append(path('m-frag%d.img' % k))
+        rc, _, e, _ = run('image', 'build', '-o', frags[-1], '--part', '%d/3' % k,
                           '--buckets', stats(o1)['buckets'] if rc1 == 0 else 1, '--filter-part',
                           '--memory-limit', LIMIT, '--tmpdir', spilldir, '--on-duplicate', 'last',
-                          path('v2.jsonl'))
-        check(rc == 0, 'format 2, part %d: %s' % (k, e))
+                          path('mixed.jsonl'))
+        check(rc == 0, 'part %d: %s' % (k, e))
     rc, _, e, _ = run('image', 'join', '-o', b, '--memory-limit', LIMIT, '--tmpdir', spilldir, *frags)
-    check(rc == 0 and same(a, b), 'format 2: join under the limit differs from one build: %s' % e)
-    check(not spill_left(), 'spill files left after format 2: %s' % spill_left())
+    check(rc == 0 and same(a, b), 'inline and OUT: join under the limit differs from one build: %s' % e)
+    check(not spill_left(), 'spill files left after inline and OUT: %s' % spill_left())
     print('generated the input in %.1f s, total %.1f s' % (gen_s, time.monotonic() - t0))
 finally:
     shutil.rmtree(tmp, ignore_errors=True)

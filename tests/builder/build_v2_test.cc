@@ -27,8 +27,10 @@
 //   BuildV2.PartsJoinEqualsOneBuild   3 parts (filtered) joined: one build's bytes, expiry kept
 //   BuildV2.ExpiryInputForms          JSONL RFC 3339 (Z, offsets, fraction), Unix seconds,
 //                                     null; TSV column; API: the same stored seconds
-//   BuildV2.ExpiryInputErrors         bad forms, before 1970, after 2106, with format 1:
-//                                     errors naming file:line and the text
+//   BuildV2.ExpiryInputErrors         bad forms, before 1970, after 2106: errors naming
+//                                     file:line and the text
+//   BuildV2.MetaLineFormat            a meta line's "format": 2 taken, 1 refused naming
+//                                     shmctl image upgrade, others refused
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -90,7 +92,7 @@ public:
 		ASSERT_GE(img_.size(), SHMKV_HEADER_SIZE);
 		EXPECT_EQ(memcmp(h_->magic, SHMKV_MAGIC, 8), 0);
 		EXPECT_EQ(h_->format_version, 2u);
-		EXPECT_EQ(h_->layout_hash, SHMKV_LAYOUT_HASH_V2);
+		EXPECT_EQ(h_->layout_hash, SHMKV_LAYOUT_HASH);
 		EXPECT_EQ(h_->bucket_slots, 128u);
 		EXPECT_EQ(h_->file_size, img_.size());
 		EXPECT_EQ(h_->header_checksum, XXH3_64bits(h_, offsetof(shmkv_image_header, header_checksum)));
@@ -309,7 +311,6 @@ std::string build(const std::vector<Rec> &recs, const std::string &path, unsigne
 		  double lf = 0, uint64_t buckets = 0, int *rc = nullptr, std::string *msg = nullptr)
 {
 	shmkv_build_options o = test_options();
-	o.format = 2;
 	o.load_factor = lf;
 	o.buckets = buckets;
 	Builder b(o);
@@ -405,8 +406,7 @@ TEST(BuildV2, PartsJoinEqualsOneBuild)
 	std::vector<std::string> parts;
 	for (uint64_t k = 1; k <= 3; k++) {
 		shmkv_build_options o = test_options();
-		o.format = 2;
-		o.buckets = B;
+			o.buckets = B;
 		o.fixed |= SHMKV_OPT_BUCKETS;
 		Builder b(o);
 		ASSERT_EQ(shmkv_builder_set_part(b, k, 3, 1), 0);
@@ -469,8 +469,7 @@ TEST(BuildV2, DefaultFillBytesPerKey)
 	std::string img;
 	{
 		shmkv_build_options o = test_options();
-		o.format = 2;
-		Builder b(o);
+			Builder b(o);
 		for (const Rec &r : recs)
 			ASSERT_EQ(b.str(r.key, r.val), 0);
 		ASSERT_EQ(b.finish(d.file("k.shmkv"), &st), 0) << b.error();
@@ -531,7 +530,6 @@ TEST(BuildV2, SpillingBuildWraps)
 	EXPECT_GT(dec.h()->bucket_count, 4096u) << "bucket 0 still in the stream's window";
 	bool spilled = false;
 	shmkv_build_options o = test_options();
-	o.format = 2;
 	o.load_factor = 0.97;
 	o.progress = spill_progress;
 	o.progress_ctx = &spilled;
@@ -584,7 +582,6 @@ std::map<std::string, uint32_t> expiries(const std::string &path, int fmt, int t
 					 int64_t api = 0)
 {
 	shmkv_build_options o = test_options();
-	o.format = 2;
 	o.tsv_expires = tsv_col;
 	Builder b(o);
 	if (api) {
@@ -650,13 +647,12 @@ TEST(BuildV2, ExpiryInputForms)
 
 // The error of building one bad line 2 (line 1 is good).
 std::string input_error(TempDir &d, const std::string &line2, int fmt = SHMKV_INPUT_JSONL,
-			unsigned format = 2, int *rc = nullptr)
+			int *rc = nullptr)
 {
 	std::string path = d.file(fmt == SHMKV_INPUT_JSONL ? "bad.jsonl" : "bad.tsv");
 	EXPECT_TRUE(write_file(path, (fmt == SHMKV_INPUT_JSONL ? "{\"key\":\"q\",\"value\":1}\n"
 							       : "q\t1\t\n") + line2 + "\n"));
 	shmkv_build_options o = test_options();
-	o.format = format;
 	o.tsv_expires = fmt == SHMKV_INPUT_TSV;
 	Builder b(o);
 	int err = shmkv_builder_add_file(b, path.c_str(), fmt, SHMKV_TYPE_STRING);
@@ -698,10 +694,6 @@ TEST(BuildV2, ExpiryInputErrors)
 	}
 	std::string msg = input_error(d, "{\"key\":\"a\",\"value\":\"x\",\"expires\":1,\"expires\":2}");
 	EXPECT_NE(msg.find("bad.jsonl:2: field \"expires\" appears twice"), std::string::npos) << msg;
-	msg = input_error(d, "{\"key\":\"a\",\"value\":\"x\",\"expires\":1896091200}",
-			  SHMKV_INPUT_JSONL, 1);
-	EXPECT_NE(msg.find("bad.jsonl:2: expires 1896091200: an expiry needs format 2"),
-		  std::string::npos) << msg;
 	msg = input_error(d, "a\tx\t2030-13-01T00:00:00Z", SHMKV_INPUT_TSV);
 	EXPECT_NE(msg.find("bad.tsv:2: expires 2030-13-01T00:00:00Z: no such date"),
 		  std::string::npos) << msg;
@@ -711,20 +703,45 @@ TEST(BuildV2, ExpiryInputErrors)
 	EXPECT_NE(msg.find("after 2106"), std::string::npos) << msg;
 
 	// the API
-	shmkv_build_options o = test_options();
-	o.format = 1;
-	Builder b1(o);
-	EXPECT_EQ(shmkv_builder_set_expires(b1, 1896091200), SHMKV_EINPUT);
-	EXPECT_NE(b1.error().find("needs format 2"), std::string::npos) << b1.error();
-	EXPECT_EQ(shmkv_builder_set_expires(b1, 0), 0);
-	o.format = 2;
-	Builder b2(o);
+	Builder b2(test_options());
 	EXPECT_EQ(shmkv_builder_set_expires(b2, INT64_C(0x100000000)), SHMKV_EINPUT);
 	EXPECT_EQ(shmkv_builder_set_expires(b2, -1), SHMKV_EINPUT);
 	EXPECT_EQ(shmkv_builder_set_expires(b2, INT64_C(0xFFFFFFFF)), 0) << b2.error();
-	o.format = 3;
-	shmkv_builder *bad = nullptr;
-	EXPECT_EQ(shmkv_builder_new(&o, &bad), -EINVAL);
+	EXPECT_EQ(shmkv_builder_set_expires(b2, 0), 0) << b2.error();
+}
+
+// A dump's meta line names the image's format: 2 is what every build
+// writes; 1 (retired) is refused naming the command that converts such an
+// image; any other is refused too.
+TEST(BuildV2, MetaLineFormat)
+{
+	TempDir d;
+	struct Case {
+		const char *format;
+		int err;
+		const char *says;
+	} cases[] = {
+		{"2", 0, ""},
+		{"1", SHMKV_EINPUT, "shmkv_meta format 1: format 1 is retired"},
+		{"3", SHMKV_EINPUT, "shmkv_meta format 3: this builder writes format 2"},
+		{"\"2\"", SHMKV_EINPUT, "shmkv_meta field \"format\""},
+	};
+	for (const Case &c : cases) {
+		std::string path = d.file("meta.jsonl");
+		ASSERT_TRUE(write_file(path, std::string("{\"shmkv_meta\": {\"format\": ") + c.format +
+						     "}}\n{\"key\":\"a\",\"value\":1}\n"));
+		Builder b(test_options());
+		int err = shmkv_builder_add_file(b, path.c_str(), SHMKV_INPUT_JSONL, SHMKV_TYPE_STRING);
+		EXPECT_EQ(err, c.err) << c.format << ": " << b.error();
+		EXPECT_NE(b.error().find(c.says), std::string::npos) << c.format << ": " << b.error();
+		if (!strcmp(c.format, "1")) {
+			EXPECT_NE(b.error().find("'shmctl image upgrade OLD -o NEW'"), std::string::npos)
+				<< b.error();
+		}
+		if (!err) {
+			EXPECT_EQ(b.finish(d.file("meta.shmkv")), 0) << b.error();
+		}
+	}
 }
 
 } // namespace

@@ -1,9 +1,10 @@
 /* fuzz_corpus.c - writes the seed corpus of the fuzz targets, at build time:
  *   fuzz_corpus OUTDIR [STAMP]
  * makes OUTDIR/image (real images from the builder: every type, shared
- * values, forced hash collisions, an empty image, each in format 2 and in
- * format 1 (NAME-v1.shmkv); also the seeds of image_fixsum), OUTDIR/jsonl, OUTDIR/tsv (input texts) and OUTDIR/ctl
- * (control segments that point at fuzz_ctl's own image, "@/seg.shmkv"). */
+ * values, OUT records, expiring records, forced hash collisions, an empty
+ * image; also the seeds of image_fixsum), OUTDIR/jsonl, OUTDIR/tsv (input
+ * texts) and OUTDIR/ctl (control segments that point at fuzz_ctl's own
+ * image, "@/seg.shmkv"). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,7 +33,7 @@ static void put(const char *dir, const char *name, const void *p, size_t n)
 		die(path);
 }
 
-static shmkv_builder *builder(unsigned hash_bits, unsigned format)
+static shmkv_builder *builder(unsigned hash_bits)
 {
 	shmkv_build_options o;
 	shmkv_builder *b;
@@ -42,16 +43,15 @@ static shmkv_builder *builder(unsigned hash_bits, unsigned format)
 	o.fixed |= SHMKV_OPT_CREATED;
 	if (hash_bits)
 		o.hash_bits = hash_bits;
-	o.format = format;
 	if (shmkv_builder_new(&o, &b) != 0)
 		die("builder");
 	return b;
 }
 
-static void finish(shmkv_builder *b, const char *name, unsigned format)
+static void finish(shmkv_builder *b, const char *name)
 {
 	char path[4096];
-	snprintf(path, sizeof path, "%s/image/%s%s.shmkv", out, name, format == 1 ? "-v1" : "");
+	snprintf(path, sizeof path, "%s/image/%s.shmkv", out, name);
 	if (shmkv_builder_finish(b, path, NULL) != 0)
 		die(shmkv_builder_error(b));
 	shmkv_builder_free(b);
@@ -101,21 +101,34 @@ int main(int argc, char **argv)
 			die(p);
 	}
 
-	for (unsigned fmt = 1; fmt <= 2; fmt++) { /* the readers read both */
-		shmkv_builder *b = builder(0, fmt);
-		add_all_types(b, 0);
-		finish(b, "all-types", fmt);
-		b = builder(0, fmt);
-		for (int i = 0; i < 12; i++)
-			add_all_types(b, i);
-		finish(b, "all-types-12", fmt);
-		b = builder(3, fmt); /* 8 hash values: long probes, equal tags */
-		for (int i = 0; i < 6; i++)
-			add_all_types(b, i);
-		finish(b, "collisions", fmt);
-		b = builder(0, fmt);
-		finish(b, "empty", fmt);
+	shmkv_builder *b = builder(0);
+	add_all_types(b, 0);
+	finish(b, "all-types");
+	b = builder(0);
+	for (int i = 0; i < 12; i++)
+		add_all_types(b, i);
+	finish(b, "all-types-12");
+	b = builder(3); /* 8 hash values: long probes, equal tags */
+	for (int i = 0; i < 6; i++)
+		add_all_types(b, i);
+	finish(b, "collisions");
+	b = builder(0);
+	finish(b, "empty");
+	/* OUT records (a key or a value no bucket holds) and expiring records,
+	 * expired (1) and not yet (2100), inline and OUT */
+	b = builder(0);
+	for (int i = 0; i < 24; i++) {
+		char k[400], v[300];
+		int kl = snprintf(k, sizeof k, "%s:%d", i % 4 == 0 ? "a-key-longer-than-a-bucket-holds-"
+				  "................................................................"
+				  "................................................................"
+				  "................................................................" : "k", i);
+		memset(v, 'v', sizeof v);
+		if (shmkv_builder_set_expires(b, i % 3 == 0 ? 0 : i % 3 == 1 ? 1 : INT64_C(4102444800)) ||
+		    shmkv_builder_add_str(b, k, (size_t)kl, v, i % 2 ? 3 : sizeof v))
+			die(shmkv_builder_error(b));
 	}
+	finish(b, "out-and-expiry");
 
 	static const char *jsonl[] = {
 		"{\"key\": \"user:1:name\", \"value\": \"Ada Lovelace\"}\n"

@@ -1,5 +1,5 @@
 /* fuzz_image_fixsum: arbitrary bytes as an image, made checksum-valid first
- * (what anyone who can write the spool can do, issue 8 §1): the input is cut
+ * (what anyone who can write the spool can do): the input is cut
  * to a multiple of SHMKV_FILE_ALIGN, file_size set, uncovered bytes zeroed,
  * every section checksum and the header checksum recomputed
  * (fuzz_util.h: fuzz_fix_checksums). The fix-up is in the target rather than

@@ -68,7 +68,7 @@ static inline void fuzz_fix_checksums(uint8_t *b, size_t size)
 }
 
 /* What shmkv_open_file does, on memory: check, then bind a handle
- * (tests/corruption_test.cc's Guarded::open does the same). */
+ * (tests/image_util.h's Guarded::open does the same). */
 static inline int fuzz_open(const uint8_t *b, size_t size, unsigned flags, shmkv *db)
 {
 	char why[512];
@@ -98,11 +98,14 @@ static inline void fuzz_touch_value(const shmkv_value *v, unsigned *sink)
 	}
 }
 
-/* Every way a reader reads an open image: iterate (collecting keys), get
- * every key found, batch-get them with absent ones, get keys taken from the
- * raw bytes, run the structural check. When shmkv_verify accepts the image,
- * every iterated key must be found by get with the same value (a v2 entry
- * with an expiry may be absent instead: iteration returns expired ones). */
+/* Every way a reader reads an open image: iterate every record (collecting
+ * keys) and the live entries, get every key found, batch-get them with
+ * absent ones, get keys taken from the raw bytes, run the structural check.
+ * When shmkv_verify accepts the image, the iteration of every record returns
+ * entry_count records, and every key of one without an expiry is found by
+ * get with the same value (one with an expiry may have expired: absent);
+ * the live iteration returns no more, and each of its keys is found (or
+ * expired since it started). */
 static inline void fuzz_read_all(const shmkv *db, const uint8_t *raw, size_t raw_size)
 {
 	enum { MAXK = 256 };
@@ -115,7 +118,7 @@ static inline void fuzz_read_all(const shmkv *db, const uint8_t *raw, size_t raw
 	int verified = shmkv_verify(db, why, sizeof why) == 0;
 
 	shmkv_iter it;
-	shmkv_iter_init(db, &it);
+	shmkv_iter_init_all(db, &it);
 	const void *k;
 	size_t kl;
 	shmkv_value v;
@@ -139,6 +142,23 @@ static inline void fuzz_read_all(const shmkv *db, const uint8_t *raw, size_t raw
 		FUZZ_CHECK(err == SHMKV_EEND && count == db->entry_count,
 			   "verified image: iteration gave %d after %llu of %llu", err,
 			   (unsigned long long)count, (unsigned long long)db->entry_count);
+	/* the live entries: no more than every record, each found by get */
+	uint64_t live = 0;
+	shmkv_iter_init(db, &it);
+	while ((err = shmkv_iter_next(&it, &k, &kl, &v)) == 0) {
+		fuzz_touch_value(&v, &sink);
+		FUZZ_CHECK(++live <= db->entry_count + 1, "live iteration past entry_count");
+		shmkv_value g;
+		int ge = shmkv_get(db, k, kl, &g);
+		if (verified)
+			FUZZ_CHECK(ge == 0 ? g.data == v.data
+					   : ge == SHMKV_ENOTFOUND && shmkv_iter_expires(&it) != 0,
+				   "verified image: live key not found alike (%d)", ge);
+	}
+	FUZZ_CHECK(err == SHMKV_EEND || err == SHMKV_ECORRUPT, "live iter_next: %d", err);
+	if (verified)
+		FUZZ_CHECK(err == SHMKV_EEND && live <= count, "verified image: %llu live of %llu",
+			   (unsigned long long)live, (unsigned long long)count);
 
 	for (size_t i = 0; i < nk; i++) {
 		err = shmkv_get(db, keys[i].data, keys[i].len, &v);

@@ -59,20 +59,34 @@ int header_test_shmkv_c(char *why, size_t why_len)
 	uint64_t (*key_hash)(uint64_t, unsigned, const void *, size_t) = shmkv_key_hash;
 	uint64_t (*home)(uint64_t, uint64_t) = shmkv_home_bucket;
 	uint64_t (*tag)(uint64_t) = shmkv_key_tag;
-	uint64_t (*slot_tag)(uint64_t) = shmkv_slot_tag;
-	unsigned (*slot_meta)(uint64_t) = shmkv_slot_meta;
-	uint64_t (*slot_off)(uint64_t) = shmkv_slot_entry_offset;
+	unsigned (*dir_entry)(uint64_t, unsigned) = shmkv_dir_entry;
+	unsigned (*dir_end)(unsigned) = shmkv_dir_end;
+	unsigned (*rec_span)(unsigned, unsigned, unsigned, unsigned, unsigned *, unsigned *) =
+		shmkv_record_span;
+	int (*rec_at)(const uint8_t *, unsigned, shmkv_record *) = shmkv_record_at;
+	unsigned (*rec_tag)(const uint8_t *, unsigned) = shmkv_record_tag_bits;
 	unsigned (*filter)(uint64_t) = shmkv_filter_index;
 	int (*align8)(unsigned) = shmkv_type_align8;
 	uint64_t (*vpos)(const shmkv_entry_header *) = shmkv_entry_value_pos;
 	int (*vcheck)(unsigned, const void *, uint64_t, char *, size_t) = shmkv_value_check;
 	const char *(*secname)(uint32_t) = shmkv_section_name;
 	int (*entry_at)(const shmkv *, uint64_t, shmkv_entry *, char *, size_t) = shmkv_entry_at;
-	uint64_t (*disp)(const uint64_t *, uint64_t, uint32_t) = shmkv_bucket_displacement;
-	int (*find)(const shmkv *, const void *, size_t, uint64_t *) = shmkv_find_entry;
+	uint64_t (*disp)(const uint8_t *, uint64_t, uint32_t) = shmkv_bucket_displacement;
+	int (*find)(const shmkv *, const void *, size_t, uint64_t *, uint32_t *) = shmkv_find_record;
 	int (*zero)(const shmkv *, uint64_t, uint64_t, const char *, char *, size_t) =
 		shmkv_zero_check;
-	int (*utf8)(const shmkv_value *) = shmkv_value_utf8_valid;
+	int (*utf8)(const void *, size_t) = shmkv_utf8_valid;
+	size_t (*utf8_len)(const void *, size_t) = shmkv_utf8_seq_len;
+	void (*init_all)(const shmkv *, shmkv_iter *) = shmkv_iter_init_all;
+	uint32_t (*iter_exp)(const shmkv_iter *) = shmkv_iter_expires;
+	int (*get_exp)(const shmkv *, const void *, size_t, uint32_t *) = shmkv_get_expires;
+	void (*set_clock)(shmkv *, int64_t) = shmkv_set_clock;
+	int (*get_diag)(const shmkv *, const void *, size_t, shmkv_value *, char *, size_t) =
+		shmkv_get_diag;
+	size_t (*batch)(const shmkv *, const shmkv_key *, size_t, shmkv_value *, int *) =
+		shmkv_get_batch;
+	const shmkv_type_desc *(*tdesc)(unsigned) = shmkv_type_desc_of;
+	unsigned (*tbyname)(const char *) = shmkv_type_by_name;
 	int (*bind)(shmkv *, const void *, uint64_t, unsigned, char *, size_t) = shmkv_bind_mem;
 	const void *fns[] = {(const void *)(uintptr_t)get,     (const void *)(uintptr_t)get_i64,
 			     (const void *)(uintptr_t)get_f64, (const void *)(uintptr_t)get_bool,
@@ -94,13 +108,19 @@ int header_test_shmkv_c(char *why, size_t why_len)
 			     (const void *)(uintptr_t)attach_node, (const void *)(uintptr_t)node,
 			     (const void *)(uintptr_t)generation, (const void *)(uintptr_t)key_hash,
 			     (const void *)(uintptr_t)home, (const void *)(uintptr_t)tag,
-			     (const void *)(uintptr_t)slot_tag, (const void *)(uintptr_t)slot_meta,
-			     (const void *)(uintptr_t)slot_off, (const void *)(uintptr_t)filter,
+			     (const void *)(uintptr_t)dir_entry, (const void *)(uintptr_t)dir_end,
+			     (const void *)(uintptr_t)rec_span, (const void *)(uintptr_t)rec_at,
+			     (const void *)(uintptr_t)rec_tag, (const void *)(uintptr_t)filter,
 			     (const void *)(uintptr_t)align8, (const void *)(uintptr_t)vpos,
 			     (const void *)(uintptr_t)vcheck, (const void *)(uintptr_t)secname,
 			     (const void *)(uintptr_t)entry_at, (const void *)(uintptr_t)disp,
 			     (const void *)(uintptr_t)find,    (const void *)(uintptr_t)zero,
-			     (const void *)(uintptr_t)utf8,    (const void *)(uintptr_t)bind};
+			     (const void *)(uintptr_t)utf8,    (const void *)(uintptr_t)bind,
+			     (const void *)(uintptr_t)utf8_len, (const void *)(uintptr_t)init_all,
+			     (const void *)(uintptr_t)iter_exp, (const void *)(uintptr_t)get_exp,
+			     (const void *)(uintptr_t)set_clock, (const void *)(uintptr_t)get_diag,
+			     (const void *)(uintptr_t)batch,   (const void *)(uintptr_t)tdesc,
+			     (const void *)(uintptr_t)tbyname};
 	for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++)
 		if (!fns[i])
 			return -1;

@@ -18,7 +18,7 @@
 //     attached by that user.
 //   ControlLayoutDescribesStructs: SHMKV_CTL_LAYOUT_DESC rebuilt from
 //     offsetof/sizeof, SHMKV_CTL_LAYOUT_HASH its XXH3-64 and still the hash
-//     of the layout before issue 20 (0x4b43ad88b167e31c: old and new readers
+//     of the first released layout (0x4b43ad88b167e31c: old and new readers
 //     and loaders share control segments); shmkv_ctl_init leaves flags and
 //     reserved zero.
 //   DetachKeepsGenerations: shmkv_detach hands the mapped generation to a
@@ -26,7 +26,7 @@
 //     refresh and its close; the attached handle maps nothing until a
 //     refresh that moves (a second detach: -EINVAL), refresh on the plain
 //     handle is 0, a file handle cannot be detached.
-//   OldLoaderControlSegment: a control segment as a loader before issue 20
+//   OldLoaderControlSegment: a control segment as a loader before the flags
 //     wrote it, byte by byte at the documented offsets (flags 0, reserved
 //     zero), attaches and refreshes with this reader.
 //   SegmentOwnerIsTheControlSegmentFiles: the uid segments must have is the
@@ -453,7 +453,7 @@ TEST(Attach, ControlLayoutDescribesStructs)
 	EXPECT_EQ(XXH3_64bits(d.data(), d.size()), SHMKV_CTL_LAYOUT_HASH)
 		<< std::hex << "computed 0x" << XXH3_64bits(d.data(), d.size());
 	EXPECT_EQ(SHMKV_CTL_LAYOUT_HASH, UINT64_C(0x4b43ad88b167e31c))
-		<< "the layout readers and loaders before issue 20 speak";
+		<< "the layout every released reader and loader speaks";
 	EXPECT_EQ(sizeof(C::reserved), 64u);
 	shmkv_ctl c;
 	memset(&c, 0xee, sizeof c);
@@ -463,7 +463,7 @@ TEST(Attach, ControlLayoutDescribesStructs)
 		EXPECT_EQ(r, 0u) << "reserved stays zero: old readers see what they always saw";
 }
 
-// Bytes at the offsets lib/PROTOCOL.md gives, as a loader before issue 20
+// Bytes at the offsets lib/PROTOCOL.md gives, as a loader before the flags
 // wrote them: nothing taken from the structs, so a moved field fails here.
 std::string old_ctl_bytes(const std::string &seg, uint64_t size, uint64_t gen)
 {

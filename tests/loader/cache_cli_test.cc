@@ -8,18 +8,6 @@ using namespace loader_test;
 
 namespace {
 
-// Runs shmctl -r ROOT with args, bounded.
-CmdRun shmctl(const Env &env, std::vector<std::string> args, unsigned timeout_ms = 60000)
-{
-	std::string exe = env_or_empty("SHMCTL");
-	if (exe.empty()) {
-		ADD_FAILURE() << "SHMCTL is not set (meson sets it)";
-		return CmdRun();
-	}
-	args.insert(args.begin(), {exe, "-r", env.root()});
-	return run_capture(env.base(), args, -1, timeout_ms);
-}
-
 Json as_json(const CmdRun &r)
 {
 	Json j;

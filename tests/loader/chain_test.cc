@@ -1,5 +1,6 @@
 // chain_test: directories the loader does not own, and readers that never go
-// stale (issue 20 items 1, 2, 3, 8, 9 and the spool's directory entries).
+// stale (the shm, root and spool directories, segment ownership, a
+// truncated control segment, and the spool's directory entries).
 // Another local user (uid 4242, setresuid in a forked child: no account
 // needed) plays the attacker; everything runs as root (CI does), else the
 // tests that need a second uid skip and say why.

@@ -1,6 +1,7 @@
 // ctlplane_test: the control socket stays responsive for root whatever members
-// of the socket's group do (issue 20 items 4, 5, 6), and readers are matched by
-// device and inode. Group members are uids 4242.. (numeric, no account needed)
+// of the socket's group do (floods of connections and requests, many
+// mappings), and readers are matched by device and inode. Group members
+// are uids 4242.. (numeric, no account needed)
 // in group 4343, the loader's [loader] group; everything runs as root (CI
 // does), else every test skips and says why. Each flood is bounded in size
 // and time and stops by itself; sockets are the loader's unix socket only.
@@ -392,9 +393,8 @@ TEST(ControlPlane, ReadersByInode)
 	EXPECT_EQ(j["readers_stale"].u64(), 0u)
 		<< "a file named like the segment is no reader";
 	// nor for `shmctl cache readers`: only the real reader and the loader
-	std::string shmctl = env_or_empty("SHMCTL");
-	if (!shmctl.empty()) {
-		CmdRun r = run_capture(env.base(), {shmctl, "-r", root, "-j", "cache", "readers", "c"});
+	{
+		CmdRun r = shmctl(env, {"-j", "cache", "readers", "c"});
 		Json rd;
 		ASSERT_TRUE(parse_json(r.out, &rd)) << r.out << r.err;
 		for (const Json &p : rd["readers"].arr)
@@ -471,7 +471,7 @@ TEST(ControlPlane, ManyMappingsPing)
 	}, 30000, 50)) << read_file(prom);
 }
 
-// issue 21: one table of verbs drives dispatch, `help` and both messages,
+// One table of verbs drives dispatch, `help` and both messages,
 // and errors carry a reason that clients test instead of the text.
 TEST(ControlPlane, VerbTableAndReasons)
 {
@@ -521,11 +521,8 @@ TEST(ControlPlane, VerbTableAndReasons)
 	for (const std::string &v : anyone)
 		EXPECT_NE(line.find(v), std::string::npos) << v << ": " << line;
 	// shmctl's exit status 1 ("no such cache") comes from the reason
-	std::string shmctl = env_or_empty("SHMCTL");
-	if (!shmctl.empty()) {
-		CmdRun r = run_capture(env.base(), {shmctl, "-r", root, "cache", "status", "nope"});
-		EXPECT_EQ(r.rc, 1) << r.err;
-		r = run_capture(env.base(), {shmctl, "-r", root, "cache", "rollback", "nope"});
-		EXPECT_EQ(r.rc, 1) << r.err;
-	}
+	CmdRun r = shmctl(env, {"cache", "status", "nope"});
+	EXPECT_EQ(r.rc, 1) << r.err;
+	r = shmctl(env, {"cache", "rollback", "nope"});
+	EXPECT_EQ(r.rc, 1) << r.err;
 }

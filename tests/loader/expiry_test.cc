@@ -1,15 +1,14 @@
-// expiry_test: the loader says when the entries of a format v2 image expire
-// (issue 22 §3; loader/README.md, "Expiry"). Readers never report their gets,
+// expiry_test: the loader says when the entries of an image expire
+// (loader/README.md, "Expiry"; lib/FORMAT.md §17). Readers never report their gets,
 // so the loader counts what it can know: the entries that carry an expiry,
 // how many of them have expired as of now (a reader treats those as absent),
 // and when the next one does — in `status` (`expiry`), the metrics and the
 // one-screen `shmctl cache status`. Checked here: the counts move across an
 // expiry instant (waited for, never slept through), agree with what a reader
-// gets, follow a rollback and a restart; a v1 image, and a v2 image without
-// expiry, show none.
+// gets, follow a rollback and a restart; an image without expiry shows none.
 //
 // Images are built with the builder's API (shmkv_builder_set_expires), never
-// composed by hand, so the test holds whatever the v2 bucket layout becomes.
+// composed by hand, so the test holds whatever the bucket layout becomes.
 #include <ctime>
 
 #include <shmkv_build.h>
@@ -30,17 +29,15 @@ struct Times {
 	int64_t soon = 0, far = 0, past = 0;
 };
 
-// Builds path in format fmt: keys plain_0..plain_{n-1} without expiry, and,
-// when t says so, soon_a and soon_b (at t.soon), far (t.far), past (t.past).
-// Returns "" or the error.
-std::string build(const std::string &path, unsigned fmt, uint64_t n, const Times &t)
+// Builds path: keys plain_0..plain_{n-1} without expiry, and, when t says
+// so, soon_a and soon_b (at t.soon), far (t.far), past (t.past). Returns ""
+// or the error.
+std::string build(const std::string &path, uint64_t n, const Times &t)
 {
 	shmkv_build_options o;
 	int err = shmkv_build_options_init(&o);
 	if (err)
 		return "shmkv_build_options_init: " + std::string(shmkv_strerror(err));
-	o.format = fmt;
-	o.fixed |= SHMKV_OPT_FORMAT;
 	shmkv_builder *b = nullptr;
 	if ((err = shmkv_builder_new(&o, &b)))
 		return "shmkv_builder_new: " + std::string(shmkv_strerror(err));
@@ -62,17 +59,6 @@ std::string build(const std::string &path, unsigned fmt, uint64_t n, const Times
 	if (!err)
 		err = shmkv_builder_set_expires(b, 0);
 	return builder_done(b, path, err);
-}
-
-CmdRun shmctl(const Env &env, std::vector<std::string> args)
-{
-	std::string exe = env_or_empty("SHMCTL");
-	if (exe.empty()) {
-		ADD_FAILURE() << "SHMCTL is not set (meson sets it)";
-		return CmdRun();
-	}
-	args.insert(args.begin(), {exe, "-r", env.root()});
-	return run_capture(env.base(), args, -1, 60000);
 }
 
 // The sample of metric name for cache in the metrics text; "" if none.
@@ -115,11 +101,11 @@ protected:
 		return j["text"].s();
 	}
 
-	// Loads fmt image with times t into cache; the reply.
-	Json load(const std::string &cache, const std::string &tag, unsigned fmt, const Times &t)
+	// Loads an image with times t into cache; the reply.
+	Json load(const std::string &cache, const std::string &tag, const Times &t)
 	{
 		std::string img = env.img_path(tag + ".shmkv");
-		std::string err = build(img, fmt, 20, t);
+		std::string err = build(img, 20, t);
 		if (!err.empty()) {
 			ADD_FAILURE() << err;
 			return Json();
@@ -159,7 +145,7 @@ TEST_F(Expiry, CountsMoveAcrossTheExpiryInstant)
 	for (int64_t margin = 2; margin <= 32 && !seen_before; margin *= 2) {
 		int64_t now = unix_now();
 		t = {now + margin, now + 400 * 86400, now - 3600};
-		Json j = load("exp", "exp" + std::to_string(margin), 2, t);
+		Json j = load("exp", "exp" + std::to_string(margin), t);
 		ASSERT_TRUE(j.ok());
 		EXPECT_EQ(j["format"].u64(), 2u);
 		EXPECT_EQ(j["expiring"].u64(), 4u);
@@ -232,31 +218,26 @@ TEST_F(Expiry, CountsMoveAcrossTheExpiryInstant)
 	EXPECT_TRUE(contains_ci(expiry_line(r.out), "4 entries with a time, 3 expired")) << r.out;
 }
 
-// A v1 image carries no expiry, nor does a v2 image built without one.
+// An image built without expiry carries none.
 TEST_F(Expiry, NoneWithoutExpiry)
 {
-	Json j = load("one", "one", 1, Times{});
-	ASSERT_TRUE(j.ok());
-	EXPECT_EQ(j["format"].u64(), 1u);
-	EXPECT_EQ(j["expiring"].u64(), 0u);
-	expect_none("one");
-
-	j = load("two", "two", 2, Times{});
+	Json j = load("two", "two", Times{});
 	ASSERT_TRUE(j.ok());
 	EXPECT_EQ(j["format"].u64(), 2u);
+	EXPECT_EQ(j["expiring"].u64(), 0u);
 	expect_none("two");
 }
 
-// The figures follow the generation served: a v1 load replaces them, a
-// rollback reads the v2 image again, and a restarted loader reads the
-// generation it adopts.
+// The figures follow the generation served: a load without expiry replaces
+// them, a rollback reads the expiring image again, and a restarted loader
+// reads the generation it adopts.
 TEST_F(Expiry, RollbackAndRestart)
 {
 	int64_t now = unix_now();
 	Times t{now + 300 * 86400, now + 400 * 86400, now - 60};
-	ASSERT_TRUE(load("rr", "v2", 2, t).ok());
+	ASSERT_TRUE(load("rr", "timed", t).ok());
 	EXPECT_EQ(ld.status("rr")["expiry"]["entries"].u64(), 4u);
-	ASSERT_TRUE(load("rr", "v1", 1, Times{}).ok());
+	ASSERT_TRUE(load("rr", "plain", Times{}).ok());
 	expect_none("rr");
 
 	Json j = ld.req({"rollback", "rr"});
@@ -299,7 +280,7 @@ TEST_F(ExpiryBound, CountedOverTheBound)
 {
 	int64_t now = unix_now();
 	Times t{now + 300 * 86400, now + 400 * 86400, now - 60};
-	ASSERT_TRUE(load("b", "between", 2, t).ok());
+	ASSERT_TRUE(load("b", "between", t).ok());
 	Json e = ld.status("b")["expiry"];
 	EXPECT_EQ(e["state"].s(), "counted");
 	EXPECT_EQ(e["entries"].u64(), 4u);
@@ -319,7 +300,7 @@ TEST_F(ExpiryBound, CountedOverTheBound)
 
 	// all ahead (3 over the bound of 2): before the first, so known
 	t.past = 0;
-	ASSERT_TRUE(load("b", "ahead", 2, t).ok());
+	ASSERT_TRUE(load("b", "ahead", t).ok());
 	e = ld.status("b")["expiry"];
 	EXPECT_EQ(e["state"].s(), "counted");
 	EXPECT_EQ(e["entries"].u64(), 3u);

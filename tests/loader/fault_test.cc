@@ -1,6 +1,6 @@
 // fault_test: faults during a load, in the memory, in the builder and on the
-// control socket (issue 8 §6). Each case ends with a clear error, the
-// serving generation untouched (readers still get every value of it) and
+// control socket (loader/README.md, "Loads"). Each case ends with a clear
+// error, the serving generation untouched (readers still get every value of it) and
 // nothing lost (a spool file is kept as NAME.shmkv.rejected), in bounded time.
 //
 //   Read faults, for each engine: `--io pread` through
@@ -27,7 +27,7 @@
 //   ends, a client that sends a load and vanishes, one that pipelines
 //   thousands of requests and never reads: the loader stays up and keeps
 //   answering other clients at once.
-//   ControlSocketOutOfFds: accept out of descriptors (issue 20 item 4): a
+//   ControlSocketOutOfFds: accept out of descriptors (loader/server.c): a
 //   real EMFILE (RLIMIT_NOFILE lowered by prlimit) is refused through the
 //   reserve descriptor ("busy"); accept failing even so (the shim) pauses
 //   accept instead of spinning; after it, requests and spool loads go on.
@@ -774,7 +774,7 @@ std::string refusal_at_limit(pid_t pid, const std::string &root, int wait_ms = 3
 	return refusal;
 }
 
-// accept() out of descriptors (loader/server.c, issue 20 item 4): with a
+// accept() out of descriptors (loader/server.c): with a
 // real EMFILE (the loader's RLIMIT_NOFILE lowered to what it holds, by
 // prlimit) the reserve descriptor takes one connection and refuses it
 // ("out of file descriptors", reason busy); with accept failing whatever is
@@ -831,9 +831,7 @@ TEST(Fault, ControlSocketOutOfFds)
 		EXPECT_TRUE(read_line(fd, &line, 30000) && parse_json(line, &j) && j.ok()) << line;
 		close(fd);
 	}
-	std::vector<std::string> args = {env_or_empty("SHMCTL"), "-r", root, "cache", "list"};
-	ASSERT_FALSE(args[0].empty()) << "SHMCTL is not set (meson sets it)";
-	CmdRun list = run_capture(env.base(), args, -1, 30000);
+	CmdRun list = shmctl(env, {"cache", "list"}, 30000);
 	EXPECT_EQ(list.rc, 0) << list.out << list.err;
 	std::string img = env.img_path("s.shmkv");
 	ASSERT_EQ(build_image(img, "s", 500), "");

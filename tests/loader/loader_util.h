@@ -49,6 +49,7 @@
 #include <thread>
 #include <vector>
 
+#include "../image_util.h"
 #include "../json_util.h"
 #include "../test_util.h"
 
@@ -71,16 +72,9 @@ inline void sleep_ms(unsigned ms)
 	std::this_thread::sleep_for(std::chrono::milliseconds(ms));
 }
 
-// A deadline scaled for a slow machine: ms times $SHMKV_TEST_SLOW (a factor,
-// default 1; ./run test-loaded sets it). Every wait below goes through it;
-// the deadlines the tests give are already generous for a loaded 2-core box,
-// and a wait for an event returns as soon as it happens.
-inline uint64_t slow_ms(uint64_t ms)
-{
-	const char *s = getenv("SHMKV_TEST_SLOW");
-	double f = s && *s ? atof(s) : 1.0;
-	return f > 1.0 ? (uint64_t)((double)ms * f) : ms;
-}
+// A deadline scaled for a slow machine (test_util.h): every wait below
+// goes through it.
+using shmkv_test::slow_ms;
 
 // Polls pred every poll_ms until it holds (true) or timeout_ms (scaled by
 // slow_ms) passed (false).
@@ -547,13 +541,13 @@ inline std::string builder_done(shmkv_builder *b, const std::string &path, int e
 }
 
 // Builds an image of n keys tagged tag at path (written atomically by the
-// builder). Returns "" or the error.
+// builder); with out_every, every out_every-th value is padded past what a
+// bucket holds (an OUT record, its entry in ENTRIES: FORMAT.md §6). Returns
+// "" or the error.
 inline std::string build_image(const std::string &path, const std::string &tag, uint64_t n,
-			       size_t pad = 0, unsigned format = 0)
+			       size_t pad = 0, uint64_t out_every = 0)
 {
 	shmkv_build_options o = shmkv_test::test_options();
-	if (format)
-		o.format = format; // else the builder's default
 	o.dedup = 0; // every value differs anyway; skip the hashing
 	o.fixed |= SHMKV_OPT_DEDUP;
 	snprintf(o.name, sizeof o.name, "%s", tag.c_str());
@@ -565,7 +559,7 @@ inline std::string build_image(const std::string &path, const std::string &tag, 
 	std::string v;
 	for (uint64_t i = 0; i < n && !err; i++) {
 		std::string k = key_of(i);
-		v = value_of(tag, i, pad);
+		v = value_of(tag, i, out_every && i % out_every == 0 ? std::max<size_t>(pad, 300) : pad);
 		err = shmkv_builder_add_str(b, k.data(), k.size(), v.data(), v.size());
 	}
 	if (!err)
@@ -575,62 +569,36 @@ inline std::string build_image(const std::string &path, const std::string &tag, 
 	return builder_done(b, path, err);
 }
 
-// Renames src into the spool as CACHE.shmkv (keep_src: through a hard link,
-// so src stays for later use). Returns "" or the error.
 // What run_capture() saw: the exit status (128 + signal; -1: it did not
 // exit in time and was killed, a failure is added), stdout and stderr.
-struct CmdRun {
-	int rc = -1;
-	std::string out, err;
-};
+using CmdRun = shmkv_test::Proc;
 
 // Runs args[0] with args (stdout and stderr to files under dir, SHMKV_ROOT
 // unset), bounded by timeout_ms; as uid and gid `as` without supplementary
-// groups when as >= 0 (the caller is root).
+// groups when as >= 0 (the caller is root). test_util.h's run().
 inline CmdRun run_capture(const std::string &dir, std::vector<std::string> args, long as = -1,
 			  unsigned timeout_ms = 60000)
 {
-	CmdRun r;
-	std::vector<char *> argv;
-	for (std::string &a : args)
-		argv.push_back(&a[0]);
-	argv.push_back(nullptr);
-	std::string of = dir + "/run.out", ef = dir + "/run.err";
-	pid_t pid = fork();
-	if (pid == 0) {
-		int o = open(of.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		int e = open(ef.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		if (o < 0 || e < 0)
-			_exit(126);
-		dup2(o, STDOUT_FILENO);
-		dup2(e, STDERR_FILENO);
-		unsetenv("SHMKV_ROOT");
-		if (as >= 0 && (setgroups(0, nullptr) != 0 || setresgid((gid_t)as, (gid_t)as, (gid_t)as) != 0 ||
-				setresuid((uid_t)as, (uid_t)as, (uid_t)as) != 0))
-			_exit(125);
-		execv(argv[0], argv.data());
-		_exit(127);
-	}
-	int st = 0;
-	bool done = pid > 0 && wait_until([&] { return waitpid(pid, &st, WNOHANG) == pid; },
-					  timeout_ms, 2);
-	if (!done) {
-		if (pid > 0) {
-			kill(pid, SIGKILL);
-			waitpid(pid, &st, 0);
-		}
-		std::string cmd;
-		for (size_t i = 0; i < args.size() && i < 6; i++)
-			cmd += (i ? " " : "") + args[i];
-		ADD_FAILURE() << cmd << ": no exit within " << timeout_ms << " ms";
-		return r;
-	}
-	r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-	r.out = read_file(of);
-	r.err = read_file(ef);
-	return r;
+	shmkv_test::RunIo io;
+	io.env = {"SHMKV_ROOT"};
+	io.uid = as;
+	return shmkv_test::run(args, io, timeout_ms, dir);
 }
 
+// Runs `shmctl -r ROOT args` ($SHMCTL) on env's root, as run_capture does.
+inline CmdRun shmctl(const Env &env, std::vector<std::string> args, unsigned timeout_ms = 60000,
+		     long as = -1)
+{
+	if (shmkv_test::shmctl_path().empty()) {
+		ADD_FAILURE() << "SHMCTL is not set (meson sets it)";
+		return CmdRun();
+	}
+	args.insert(args.begin(), {shmkv_test::shmctl_path(), "-r", env.root()});
+	return run_capture(env.base(), args, as, timeout_ms);
+}
+
+// Renames src into the spool as CACHE.shmkv (keep_src: through a hard link,
+// so src stays for later use). Returns "" or the error.
 inline std::string spool_drop(const Env &env, const std::string &src, const std::string &cache,
 			      bool keep_src = false)
 {
@@ -661,22 +629,10 @@ inline Json build_and_load(Loader &ld, const Env &env, const std::string &cache,
 	return ld.load(cache, img);
 }
 
-// Recomputes every section checksum of an image (v1 or v2: the header and
-// its section table, lib/FORMAT.md), then the header's: a forgery anyone
-// who can write the file could make, so that only the structural checks
-// stand between it and readers.
-inline void reseal(std::string &img)
-{
-	shmkv_image_header h;
-	memcpy(&h, img.data(), sizeof h);
-	for (unsigned i = 0; i < SHMKV_MAX_SECTIONS && i < h.section_count; i++) {
-		shmkv_section_desc &s = h.sections[i];
-		if (s.offset <= img.size() && s.size <= img.size() - s.offset)
-			s.checksum = XXH3_64bits(img.data() + s.offset, (size_t)s.size);
-	}
-	h.header_checksum = XXH3_64bits(&h, offsetof(shmkv_image_header, header_checksum));
-	memcpy(&img[0], &h, sizeof h);
-}
+// Recomputes every section checksum of an image, then the header's: a
+// forgery anyone who can write the file could make, so that only the
+// structural checks stand between it and readers (image_util.h).
+using testimg::reseal;
 
 // ---- readers --------------------------------------------------------------------
 

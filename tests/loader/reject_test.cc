@@ -12,11 +12,15 @@
 // {"ok": false} with the shmkv code and says the current generation keeps
 // serving. A good image afterwards loads and clears last_error.
 //
+// A format 1 image (retired: lib/FORMAT.md §15) is refused with the command
+// that converts it.
+//
 // Forged images (damage, then every checksum recomputed, as anyone who can
 // write the spool can do) get the full structural check of `shmctl image
-// verify`: a non-zero byte in padding, a slot pointing outside the entries,
-// an entry whose value runs past its section are refused; and over many
-// random forgeries the loader publishes exactly what shmkv_verify accepts.
+// verify`: a non-zero byte in padding, an OUT record pointing outside the
+// entries, an entry whose value runs past its section, a directory entry
+// pointing into the directory are refused; and over many random forgeries
+// the loader publishes exactly what shmkv_verify accepts.
 //
 // The read paths: a file out of the page cache is read with O_DIRECT
 // (direct_io: true, `direct=yes`), one the page cache holds is read buffered
@@ -85,18 +89,22 @@ std::string verify_file(const std::string &path)
 	return err ? std::string(shmkv_strerror(err)) + ": " + why : "";
 }
 
-// The first full slot of the index: its image offset.
-uint64_t first_full_slot(const std::string &img)
+// The first bucket of the index holding a record of the kind wanted (OUT or
+// inline): its image offset, and the record's (FORMAT.md §6). 0, 0: none.
+std::pair<uint64_t, uint64_t> first_record(const std::string &img, bool out)
 {
-	const shmkv_image_header *h = reinterpret_cast<const shmkv_image_header *>(img.data());
+	const shmkv_image_header *h = hdr_of(img);
 	const shmkv_section_desc &ix = h->sections[0];
-	for (uint64_t off = ix.offset; off + 8 <= ix.offset + ix.size; off += 8) {
-		uint64_t w;
-		memcpy(&w, img.data() + off, 8);
-		if (w)
-			return off;
+	for (uint64_t b = ix.offset; b + SHMKV_BUCKET_BYTES <= ix.offset + ix.size;
+	     b += SHMKV_BUCKET_BYTES) {
+		const uint8_t *bk = reinterpret_cast<const uint8_t *>(img.data()) + b;
+		for (unsigned i = 0; i < bk[0]; i++) {
+			shmkv_record r{};
+			if (shmkv_record_at(bk, i, &r) == 0 && !(r.kind & SHMKV_REC_OUT) == !out)
+				return {b, b + r.pos};
+		}
 	}
-	return 0;
+	return {0, 0};
 }
 
 class Reject : public ::testing::Test {
@@ -111,8 +119,8 @@ protected:
 	{
 		ASSERT_TRUE(ld.start());
 		good = env.img_path("good.shmkv");
-		// format 1: the damage below is to its ENTRIES and slots
-		ASSERT_EQ(build_image(good, "good", kKeys, 0, 1), "");
+		// inline records, and OUT ones whose entries fill ENTRIES
+		ASSERT_EQ(build_image(good, "good", kKeys, 0, 50), "");
 		// the first generation comes through the spool too
 		ASSERT_EQ(spool_drop(env, good, "rej", true), "");
 		ASSERT_TRUE(wait_until([&] { return read_ctl(env.root(), "rej", &before) &&
@@ -176,6 +184,7 @@ TEST_F(Reject, FlippedByteInsideSection)
 	ASSERT_GT(data.size(), 8192u);
 	const shmkv_section_desc &e = hdr_of(data)->sections[1]; // ENTRIES
 	ASSERT_EQ(e.kind, (uint32_t)SHMKV_SECTION_ENTRIES);
+	ASSERT_GT(e.size, 8192u) << "the image has OUT records";
 	uint64_t off = e.offset + e.size / 2;
 	ASSERT_EQ(damage_copy(good, bad, [&](std::string &d) { d[off] ^= 0x20; }), "");
 	std::string line = expect_spool_reject(bad, "checksum");
@@ -237,6 +246,49 @@ TEST_F(Reject, HiddenSpoolFilesAreLeftAlone)
 						   "rej.shmkv.rejected"}));
 }
 
+// A spool file name is untrusted: one holding a newline and the text of a
+// loader event must not put that event in the log; the name is logged
+// escaped, on its own line.
+TEST_F(Reject, FileNameCannotForgeALogLine)
+{
+	const std::string forged = "x\nloaded cache=evil generation=9 \x1b[2J.shmkv";
+	const std::string path = env.spool() + "/" + forged;
+	ASSERT_TRUE(shmkv_test::write_file(path, "a forger's bytes"));
+	EXPECT_TRUE(wait_until([&] { return !log_lines(env.log(), {"ignoring file="}).empty(); },
+			       20000))
+		<< env.log();
+	const std::string log = env.log();
+	for (const std::string &line : log_lines(log, {"cache=evil"})) {
+		EXPECT_EQ(line.rfind("loaded", 0), std::string::npos) << "forged line: " << line;
+		EXPECT_NE(line.find("x\\nloaded cache=evil"), std::string::npos) << line;
+		EXPECT_NE(line.find("\\x1b[2J"), std::string::npos) << "escape sent raw: " << line;
+	}
+	EXPECT_EQ(log.find('\x1b'), std::string::npos) << "a raw escape byte reached the log";
+	EXPECT_EQ(log_lines(log, {"cache=evil"}).size(), 1u) << log;
+	unlink(path.c_str());
+}
+
+// A format 1 image: refused before its layout is looked at, the reason
+// naming the command that converts it.
+TEST_F(Reject, FormatOneRefusedWithTheUpgradeCommand)
+{
+	auto format_1 = [](std::string &d) {
+		reinterpret_cast<shmkv_image_header *>(&d[0])->format_version = 1;
+		reseal(d);
+	};
+	std::string bad = env.img_path("old.shmkv");
+	ASSERT_EQ(damage_copy(good, bad, format_1), "");
+	std::string line = expect_spool_reject(bad, "image format version 1 is retired");
+	EXPECT_TRUE(contains_ci(line, "shmctl image upgrade OLD -o NEW")) << line;
+	// over the socket (the spool took the first copy)
+	ASSERT_EQ(damage_copy(good, bad, format_1), "");
+	Json j = ld.load("rej", bad);
+	EXPECT_FALSE(j.ok());
+	EXPECT_EQ(j["code"].s(), "SHMKV_EVERSION") << j["error"].s();
+	EXPECT_TRUE(contains_ci(j["error"].s(), "shmctl image upgrade OLD -o NEW")) << j["error"].s();
+	expect_unchanged();
+}
+
 TEST_F(Reject, NotAnImage)
 {
 	std::string bad = env.img_path("bad.shmkv");
@@ -274,35 +326,29 @@ TEST_F(Reject, ForgedOffsetsWithChecksums)
 {
 	std::string data = read_file(good);
 	const shmkv_image_header *h = hdr_of(data);
-	uint64_t slot = first_full_slot(data);
-	ASSERT_NE(slot, 0u);
+	const auto out = first_record(data, true), in = first_record(data, false);
+	ASSERT_NE(out.second, 0u) << "an OUT record";
+	ASSERT_NE(in.second, 0u) << "an inline record";
 	uint64_t entry = h->sections[1].offset; // the first entry (the builder packs them)
 	struct Forgery {
 		std::string what, reason;
 		std::function<void(std::string &)> fn;
 	};
+	auto set_unit = [&](std::string &d, uint64_t unit) { memcpy(&d[out.second + 1], &unit, 5); };
 	std::vector<Forgery> cases = {
-		{"slot points into the index", "outside the entries section",
-		 [&](std::string &d) {
-			 uint64_t w;
-			 memcpy(&w, &d[slot], 8);
-			 w = (w & ~SHMKV_SLOT_OFF_MASK) | (h->sections[0].offset >> 3);
-			 memcpy(&d[slot], &w, 8);
-		 }},
-		{"slot points past the image", "outside the entries section",
-		 [&](std::string &d) {
-			 uint64_t w;
-			 memcpy(&w, &d[slot], 8);
-			 w = (w & ~SHMKV_SLOT_OFF_MASK) | ((uint64_t)1 << 36);
-			 memcpy(&d[slot], &w, 8);
-		 }},
+		{"OUT record points into the index", "outside the entries section",
+		 [&](std::string &d) { set_unit(d, h->sections[0].offset >> 3); }},
+		{"OUT record points past the image", "outside the entries section",
+		 [&](std::string &d) { set_unit(d, (uint64_t)1 << 36); }},
 		{"value runs past the section", "past the section",
 		 [&](std::string &d) {
 			 uint32_t vl = 0x7fffffff;
 			 memcpy(&d[entry + offsetof(shmkv_entry_header, value_len)], &vl, 4);
 		 }},
-		{"key changed (the index no longer finds it)", "does not find",
-		 [&](std::string &d) { d[entry + sizeof(shmkv_entry_header)] ^= 0x01; }},
+		{"an inline record's value past its bucket", "malformed",
+		 [&](std::string &d) { d[in.second + 2] = (char)250; }},
+		{"a directory entry pointing into the directory", "inside the directory",
+		 [&](std::string &d) { d[in.first + SHMKV_BUCKET_HEAD] &= (char)0x80; }},
 	};
 	for (const Forgery &f : cases) {
 		SCOPED_TRACE(f.what);
@@ -322,7 +368,8 @@ TEST_F(Reject, ForgedOffsetsWithChecksums)
 }
 
 // Random forgeries (1-3 flipped bytes anywhere but the header struct, or a
-// slot's offset moved, checksums recomputed), loaded over the socket: the
+// directory entry's record offset moved, checksums recomputed), loaded over
+// the socket: the
 // loader publishes exactly the images shmkv_verify accepts, and refuses the
 // others with generation and segment unchanged.
 TEST_F(Reject, AgreesWithVerify)
@@ -337,13 +384,13 @@ TEST_F(Reject, AgreesWithVerify)
 	for (int n = 0; n < 150; n++) {
 		std::string img = data;
 		std::string what;
-		if (n % 5 == 4) { // move a slot's offset by a few words
-			uint64_t off = ix + rng() % ((ix_end - ix) / 8) * 8;
-			uint64_t w;
-			memcpy(&w, &img[off], 8);
-			w += (rng() % 16) - 8;
-			memcpy(&img[off], &w, 8);
-			what = "slot at " + std::to_string(off);
+		if (n % 5 == 4) { // move a directory entry's record offset by a few bytes
+			uint64_t b = ix + rng() % ((ix_end - ix) / SHMKV_BUCKET_BYTES) * SHMKV_BUCKET_BYTES;
+			const unsigned count = (unsigned char)img[b];
+			uint64_t off = b + SHMKV_BUCKET_HEAD + 2 * (count ? rng() % count : 0);
+			const unsigned d = (unsigned char)img[off];
+			img[off] = (char)((d & 0x80u) | ((d + rng() % 16 - 8) & SHMKV_DIR_OFF_MASK));
+			what = "directory entry at " + std::to_string(off);
 		} else {
 			for (int k = 0, flips = 1 + (int)(rng() % 3); k < flips; k++) {
 				uint64_t off = SHMKV_HEADER_USED + rng() % (img.size() - SHMKV_HEADER_USED);

@@ -1,4 +1,4 @@
-// trust_test: segments belong to the loader alone (issue 8 §2). Another
+// trust_test: segments belong to the loader alone (loader/README.md, "Trust"). Another
 // local user (uid 4242, a numeric uid: no account needed; in the loader's
 // group 4343 or not) tries what an attacker would; everything runs as root
 // (CI does), else every test skips and says why.

@@ -17,56 +17,33 @@ using shmkv_test::TempDir;
 
 namespace {
 
-class Cache {
+// Cache "c" whose control segment the test writes (test_util.h's HandCtl),
+// with one copy of each generation per node.
+class Cache : public shmkv_test::HandCtl {
 public:
-	Cache()
-	{
-		shmkv_ctl init;
-		shmkv_ctl_init(&init);
-		std::string bytes(SHMKV_CTL_SIZE, '\0');
-		memcpy(&bytes[0], &init, sizeof init);
-		EXPECT_TRUE(shmkv_test::write_file(dir_.file("c.ctl"), bytes));
-		char why[512] = "";
-		EXPECT_EQ(shmkv_ctl_open(root(), "c", SHMKV_CTL_RDWR, &ctl_, why, sizeof why), 0) << why;
-	}
-	~Cache() { shmkv_ctl_close(ctl_); }
-	const char *root() const { return dir_.path().c_str(); }
-
 	// An image whose key "node" holds node and "gen" holds g.
 	std::string image(uint64_t g, int node)
 	{
 		Builder b;
 		EXPECT_EQ(b.i64("node", node), 0) << b.error();
 		EXPECT_EQ(b.i64("gen", (int64_t)g), 0) << b.error();
-		std::string path =
-			dir_.file("img-" + std::to_string(g) + "-" + std::to_string(node) + ".shmkv");
+		std::string path = file("img-" + std::to_string(g) + "-" + std::to_string(node) + ".shmkv");
 		EXPECT_EQ(b.finish(path), 0) << b.error();
 		return path;
 	}
-	// Publishes generation g with one copy per node in nodes (-1: unpinned).
+	// Publishes generation g with one copy per node in nodes (-1: unpinned),
+	// the copy of node `missing` removed.
 	void publish(uint64_t g, const std::vector<int> &nodes, int missing = -2)
 	{
-		std::vector<shmkv_ctl_segment> segs(nodes.size());
-		for (size_t i = 0; i < nodes.size(); i++) {
-			std::string path = image(g, nodes[i]);
-			if (nodes[i] == missing)
+		std::vector<shmkv_ctl_segment> segs;
+		for (int node : nodes) {
+			std::string path = image(g, node);
+			if (node == missing)
 				unlink(path.c_str());
-			shmkv_ctl_segment &s = segs[i];
-			memset(&s, 0, sizeof s);
-			s.node = nodes[i];
-			struct stat st;
-			uint64_t size = stat(path.c_str(), &st) == 0 ? (uint64_t)st.st_size : 4096;
-			s.size = s.map_size = size;
-			s.page_size = 4096;
-			snprintf(s.path, sizeof s.path, "%s", path.c_str());
+			segs.push_back(segment(path, node));
 		}
-		ASSERT_EQ(shmkv_ctl_publish(ctl_, g, segs.data(), (uint32_t)segs.size(),
-					    (uint64_t)getpid(), 0), 0);
+		HandCtl::publish(g, segs);
 	}
-
-private:
-	TempDir dir_;
-	shmkv_ctl *ctl_ = nullptr;
 };
 
 int64_t key(shmkv *db, const char *k)

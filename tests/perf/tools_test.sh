@@ -19,13 +19,13 @@ command -v perf >/dev/null || fail "perf is not installed (Debian linux-perf, in
 
 for i in $(seq 0 99); do echo "{\"key\": \"key$i\", \"value\": \"v$i\"}"; done >"$T/in.jsonl"
 "$SHMCTL" image build -o "$T/img.shmkv" "$T/in.jsonl" >/dev/null || fail "image build"
-# format 2 with expiry: key0..key99 expire in 2100 (not yet), gone0..gone99
+# with expiry: key0..key99 expire in 2100 (not yet), gone0..gone99
 # expired in 1970 (held, absent to readers)
 for i in $(seq 0 99); do
 	echo "{\"key\": \"key$i\", \"value\": \"v$i\", \"expires\": 4102444800}"
 	echo "{\"key\": \"gone$i\", \"value\": \"g$i\", \"expires\": 1}"
 done >"$T/exp.jsonl"
-"$SHMCTL" image build --format 2 -o "$T/exp.shmkv" "$T/exp.jsonl" >/dev/null || fail "image build exp"
+"$SHMCTL" image build -o "$T/exp.shmkv" "$T/exp.jsonl" >/dev/null || fail "image build exp"
 
 # -- stat: exact get counts, hardware counters or the fallback message; the
 # same build id cached under another path first (a copy since removed: an
@@ -44,7 +44,7 @@ if perf stat -x, -e LLC-load-misses:u -- true 2>&1 | grep -q '^[0-9]'; then
 else
 	grep -q "no hardware counters" <<<"$out" || fail "stat: no fallback message without hardware counters"
 fi
-# the misses of expired keys apart (get_miss's expired argument, format 2)
+# the misses of expired keys apart (get_miss's expired argument)
 out=$("$PERF_DIR/stat" -- "$USDT_READER" get "$T/exp.shmkv" 1000 500 300 2>&1) || fail "stat exp: $out"
 echo "$out"
 grep -Eq "^gets \(hits\+misses\) +1800$" <<<"$out" || fail "stat exp: gets are not 1800"

@@ -106,7 +106,7 @@ for g in 1 2 3; do
 	"$SHMCTL" image build -o "$T/img$g.shmkv" "$T/in$g.jsonl" >/dev/null || fail "image build $g"
 done
 for i in $(seq 0 49); do echo "{\"key\": \"more$i\", \"value\": $i}"; done >"$T/more.jsonl"
-# format 2 with expiry: key0..key49 expire in 2100 (not yet), key50..key99
+# with expiry: key0..key49 expire in 2100 (not yet), key50..key99
 # never, gone0..gone99 expired in 1970 (held, absent to readers)
 {
 	for i in $(seq 0 99); do
@@ -116,7 +116,7 @@ for i in $(seq 0 49); do echo "{\"key\": \"more$i\", \"value\": $i}"; done >"$T/
 		echo "{\"key\": \"gone$i\", \"value\": \"y$i\", \"expires\": 1}"
 	done
 } >"$T/exp.jsonl"
-"$SHMCTL" image build --format 2 -o "$T/exp.shmkv" "$T/exp.jsonl" >/dev/null || fail "image build exp"
+"$SHMCTL" image build -o "$T/exp.shmkv" "$T/exp.jsonl" >/dev/null || fail "image build exp"
 
 # -- errors are clear, before anything is traced
 out=$("$PERF_DIR/trace" get_latency /bin/sh 2>&1) && fail "trace of a binary without probes succeeded"
@@ -141,7 +141,7 @@ expect build "^@builds\[[0-9]+\]: 1$"
 expect build "^@records\[[0-9]+\]: 150$"
 
 # -- reader gets: hitmiss.bt and get_latency.bt at once, exact counts; an
-# image without expiry, then the format 2 one with expiry: hits (of keys
+# image without expiry, then the one with expiry: hits (of keys
 # that expire later too), plain misses and misses of expired keys
 # (get_miss's expired argument), each counted apart
 start_trace hitmiss "$PERF_DIR/trace" hitmiss "$USDT_READER"

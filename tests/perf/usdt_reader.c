@@ -5,7 +5,7 @@
  *       opens the image FILE (keys key0..key99 present), makes HITS gets of
  *       present keys (key0, key1, ...), MISSES of absent ones and EXPIRED
  *       (default 0) of keys gone0..gone99, which FILE holds with an expiry
- *       that has passed (format v2); exit 1 if any result is not the
+ *       that has passed; exit 1 if any result is not the
  *       expected one
  *   usdt_reader follow ROOT NAME GEN
  *       attaches to cache NAME under ROOT, then refreshes (and gets key0)

@@ -1,14 +1,13 @@
 /* reader_tier.c - the reader's checks for one forced SIMD tier, in plain C11
  * so it cross-compiles for AArch64 and runs under qemu-aarch64-static.
  *
- * Usage: reader_tier IMAGE N VERSION
+ * Usage: reader_tier IMAGE N
  *   IMAGE holds key_<i> -> "val_<i>" (string) for i < N and nothing else (it may
- *   have been built with few hash bits to force collisions and long chains), in
- *   format VERSION (1 or 2).
- * Checks: the tier in use; every compiled match variant of both formats (v1's
- * slot tags, v2's bucket directory) against the scalar reference on random
- * buckets; the image's format version; shmkv_verify; every key found with its
- * value; N absent keys not found; batched gets equal single gets; iteration
+ *   have been built with few hash bits to force collisions and displaced keys).
+ * Checks: the tier in use; every compiled variant of the bucket directory
+ * compare against the scalar reference on random buckets; the image's format
+ * version; shmkv_verify; every key found with its value; N absent keys not
+ * found; batched gets equal single gets; iteration (live and all records)
  * sees N.
  * Prints "N passed, M failed" and exits non-zero on any failure. */
 #include <stdio.h>
@@ -41,52 +40,18 @@ static uint64_t next_rand(void)
 	return rng;
 }
 
-/* Random buckets: all empty, all full, runs of equal tags, tags 1 and 0xffff. */
-static void check_variants(void)
-{
-	_Alignas(64) uint64_t b[SHMKV_BUCKET_SLOTS];
-	static const uint64_t special[] = {1, 2, 0x7fff, 0x8000, 0xfffe, 0xffff};
-	unsigned bad = 0;
-	for (int round = 0; round < 200000; round++) {
-		unsigned fill = (unsigned)(next_rand() % (SHMKV_BUCKET_SLOTS + 1));
-		uint64_t common = 1 + next_rand() % 0xffff;
-		for (unsigned j = 0; j < SHMKV_BUCKET_SLOTS; j++) {
-			uint64_t r = next_rand(), tag;
-			switch (r % 4) {
-			case 0: tag = common; break;
-			case 1: tag = special[(r >> 8) % 6]; break;
-			default: tag = 1 + (r >> 16) % 0xffff; break;
-			}
-			b[j] = j < fill ? tag << 48 | ((r >> 20) & SHMKV_SLOT_OFF_MASK) : 0;
-		}
-		uint64_t want = (next_rand() & 1) ? common : 1 + next_rand() % 0xffff;
-		unsigned ref = shmkv__match_scalar(b, want);
-#if SHMKV_HAVE_SSE2
-		bad += shmkv__match_sse2(b, want) != ref;
-#endif
-#if SHMKV_HAVE_AVX2
-		bad += shmkv__match_avx2(b, want) != ref;
-#endif
-#if SHMKV_HAVE_NEON
-		bad += shmkv__match_neon(b, want) != ref;
-#endif
-		bad += shmkv__match(b, want) != ref;
-	}
-	CHECK(bad == 0, "%u variant results differ from the scalar reference", bad);
-}
-
-/* Format 2's directory compare: random 128-byte buckets whose u16 directory
+/* The directory compare (FORMAT.md §6): random 128-byte buckets whose u16 directory
  * entries (tag << 7 | off) share tags often, with every count 0..16 and the
  * bytes past the count random (a variant must ignore them). */
-static void check_variants2(void)
+static void check_variants(void)
 {
-	_Alignas(128) uint8_t bk[SHMKV_V2_BUCKET_BYTES];
+	_Alignas(128) uint8_t bk[SHMKV_BUCKET_BYTES];
 	unsigned bad = 0;
 	for (int round = 0; round < 20000; round++) {
 		uint64_t common = next_rand() & 0xffff;
 		for (unsigned j = 0; j < sizeof bk; j++)
 			bk[j] = (uint8_t)next_rand();
-		for (unsigned j = 0; j < SHMKV_V2_MAX_RECORDS; j++) {
+		for (unsigned j = 0; j < SHMKV_MAX_RECORDS; j++) {
 			uint64_t r = next_rand();
 			uint64_t tag = (r & 3) ? common ^ ((r >> 8) & 0xfe00) : (r >> 16) & 0xffff;
 			uint16_t d = (uint16_t)((tag << 7) | ((r >> 40) & 0x7f));
@@ -94,34 +59,33 @@ static void check_variants2(void)
 			bk[9 + 2 * j] = (uint8_t)(d >> 8);
 		}
 		uint64_t want = (next_rand() & 1) ? common : next_rand() & 0xffff;
-		for (unsigned n = 0; n <= SHMKV_V2_MAX_RECORDS; n++) {
-			unsigned ref = shmkv__match2_scalar(bk, n, want);
+		for (unsigned n = 0; n <= SHMKV_MAX_RECORDS; n++) {
+			unsigned ref = shmkv__match_scalar(bk, n, want);
 #if SHMKV_HAVE_SSE2
-			bad += shmkv__match2_sse2(bk, n, want) != ref;
+			bad += shmkv__match_sse2(bk, n, want) != ref;
 #endif
 #if SHMKV_HAVE_AVX2
-			bad += shmkv__match2_avx2(bk, n, want) != ref;
+			bad += shmkv__match_avx2(bk, n, want) != ref;
 #endif
 #if SHMKV_HAVE_NEON
-			bad += shmkv__match2_neon(bk, n, want) != ref;
+			bad += shmkv__match_neon(bk, n, want) != ref;
 #endif
-			bad += shmkv__match2(bk, n, want) != ref;
+			bad += shmkv__match(bk, n, want) != ref;
 		}
 	}
-	CHECK(bad == 0, "%u v2 directory variant results differ from the scalar reference", bad);
+	CHECK(bad == 0, "%u directory variant results differ from the scalar reference", bad);
 }
 
 int main(int argc, char **argv)
 {
-	if (argc != 4) {
-		fprintf(stderr, "usage: %s IMAGE N VERSION\n", argv[0]);
+	if (argc != 3) {
+		fprintf(stderr, "usage: %s IMAGE N\n", argv[0]);
 		return 2;
 	}
 	long n = atol(argv[2]);
-	unsigned version = (unsigned)atoi(argv[3]);
+	const unsigned version = SHMKV_FORMAT_VERSION;
 	printf("tier: %s\n", shmkv_vector_name());
 	check_variants();
-	check_variants2();
 
 	shmkv *db;
 	char why[256];
@@ -185,6 +149,12 @@ int main(int argc, char **argv)
 	while ((err = shmkv_iter_next(&it, &k, &kl, &v)) == 0)
 		seen++;
 	CHECK(err == SHMKV_EEND && seen == n, "iteration saw %ld of %ld, ended with %d", seen, n, err);
+	seen = 0;
+	shmkv_iter_init_all(db, &it);
+	while ((err = shmkv_iter_next(&it, &k, &kl, &v)) == 0)
+		seen++;
+	CHECK(err == SHMKV_EEND && seen == n, "iteration of all records saw %ld of %ld, ended with %d",
+	      seen, n, err);
 	shmkv_close(db);
 	printf("%lu passed, %lu failed\n", passed, failed);
 	return failed != 0;

@@ -1,7 +1,7 @@
 #!/bin/sh
 # run_tier.sh SHMCTL READER [RUNNER...] - the reader checks of one SIMD tier.
 # Builds three images on this machine with shmctl (plain, collisions, saturated
-# displacement), each in format 1 and format 2, and runs READER (reader_tier.c built for the tier, possibly for
+# displacement) and runs READER (reader_tier.c built for the tier, possibly for
 # another architecture, then run through RUNNER, e.g. qemu-aarch64-static).
 # Exit 77 (skipped) when the tier needs a CPU feature this machine lacks.
 set -eu
@@ -22,9 +22,7 @@ gen() { # gen N HASH_BITS > jsonl
 for spec in "100000 64" "3000 4" "12000 2"; do
 	set -- $spec
 	gen "$1" "$2" >"$tmp/in.jsonl"
-	for fmt in 1 2; do
-		"$shmctl" image build --format "$fmt" -o "$tmp/t.shmkv" "$tmp/in.jsonl" >/dev/null
-		echo "== $1 keys, hash_bits $2, format $fmt"
-		${RUNNER:-} "$reader" "$tmp/t.shmkv" "$1" "$fmt"
-	done
+	"$shmctl" image build -o "$tmp/t.shmkv" "$tmp/in.jsonl" >/dev/null
+	echo "== $1 keys, hash_bits $2"
+	${RUNNER:-} "$reader" "$tmp/t.shmkv" "$1"
 done

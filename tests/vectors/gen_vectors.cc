@@ -93,7 +93,6 @@ struct Opts {
 	unsigned hash_bits = 64;
 	bool dedup = true;
 	const char *name = "vectors";
-	unsigned format = 1;
 };
 
 // Builds recs with fixed options (seed, creation time, one thread), returns
@@ -115,7 +114,6 @@ std::string build(const std::vector<Rec> &recs, const Opts &o, const std::string
 	}
 	if (o.load_factor > 0)
 		bo.load_factor = o.load_factor;
-	bo.format = o.format;
 	shmkv_builder *b;
 	int err = shmkv_builder_new(&bo, &b);
 	if (err)
@@ -171,35 +169,6 @@ template <class T> void put_at(std::string &img, uint64_t off, T x)
 	if (off + sizeof x > img.size())
 		die("forge outside the image");
 	memcpy(&img[off], &x, sizeof x);
-}
-
-// Where key lives in an intact image: its entry's offset and its slot's.
-struct Where {
-	uint64_t entry, slot, home_bucket;
-};
-
-Where where(const std::string &img, const std::string &key)
-{
-	shmkv db;
-	char why[256];
-	if (shmkv_bind_mem(&db, img.data(), img.size(), 0, why, sizeof why) != 0)
-		die(std::string("bind: ") + why);
-	Where w{};
-	if (shmkv_find_entry(&db, key.data(), key.size(), &w.entry) != 0)
-		die("no key " + key);
-	shmkv_image_header h = header_of(img);
-	uint64_t hash = shmkv_key_hash(h.hash_seed, h.hash_bits, key.data(), key.size());
-	w.home_bucket = shmkv_home_bucket(hash, h.bucket_count);
-	for (uint64_t b = 0; b < h.bucket_count; b++)
-		for (unsigned j = 0; j < SHMKV_BUCKET_SLOTS; j++) {
-			uint64_t off = h.sections[0].offset + b * SHMKV_BUCKET_BYTES + 8 * j, s;
-			memcpy(&s, img.data() + off, 8);
-			if (s && shmkv_slot_entry_offset(s) == w.entry)
-				w.slot = off;
-		}
-	if (!w.slot)
-		die("no slot for " + key);
-	return w;
 }
 
 // ---- the manifest ----------------------------------------------------------
@@ -323,36 +292,55 @@ struct Get {
 	const char *result; // "OK" or an error name
 };
 
+// The vectors use expiry times long past (1, 2001) and far ahead (2096,
+// 2106): expired for any clock of this century, or not.
+bool expired(const Rec &r)
+{
+	return r.expires && r.expires < 1700000000;
+}
+
 struct Vector {
-	unsigned format = 1; // of the image: "vectors" (1) or "vectors_v2" (2)
+	unsigned format = 2; // of the image: 1 only for the refused format 1 files
 	std::string name, about;
 	std::string img;
 	const char *open = "OK", *verify = "OK";
 	bool contents = false;       // entries: the image's complete contents
 	std::vector<Rec> entries;    // in image order
 	std::vector<bool> shared;
+	std::vector<Rec> records;    // format 1: what the image holds (the upgrade test's input)
 	std::vector<Get> gets;       // lookups and their results
+	std::vector<std::vector<Get>> batches; // one batch call each, a result per key
+	std::map<std::string, Rec> recs;       // key -> record, for the values of OK gets
 };
+
+// The records of recs, by key (the values an OK get returns).
+std::map<std::string, Rec> by_key(const std::vector<Rec> &recs)
+{
+	std::map<std::string, Rec> m;
+	for (const Rec &r : recs)
+		m[r.key] = r;
+	return m;
+}
 
 // The contents of an accepted image in image order (iteration), with each
 // entry's shared bit, read through the public format functions.
 void fill_contents(Vector &v, const std::vector<Rec> &recs)
 {
-	std::map<std::string, const Rec *> by_key;
+	std::map<std::string, const Rec *> keyed;
 	for (const Rec &r : recs)
-		by_key[r.key] = &r;
+		keyed[r.key] = &r;
 	shmkv db;
 	char why[256];
 	if (shmkv_bind_mem(&db, v.img.data(), v.img.size(), 0, why, sizeof why) != 0)
 		die(v.name + ": " + why);
 	shmkv_iter it;
-	shmkv_iter_init(&db, &it);
+	shmkv_iter_init_all(&db, &it);
 	const void *k;
 	size_t kl;
 	shmkv_value val;
 	while (shmkv_iter_next(&it, &k, &kl, &val) == 0) {
-		auto f = by_key.find(std::string((const char *)k, kl));
-		if (f == by_key.end())
+		auto f = keyed.find(std::string((const char *)k, kl));
+		if (f == keyed.end())
 			die(v.name + ": the image holds a key that was not added");
 		v.entries.push_back(*f->second);
 		v.shared.push_back(val.shared != 0);
@@ -360,55 +348,85 @@ void fill_contents(Vector &v, const std::vector<Rec> &recs)
 	if (v.entries.size() != recs.size())
 		die(v.name + ": the image lost keys");
 	v.contents = true;
+	v.recs = by_key(recs);
 }
 
-// One array of the manifest: the vectors of one image format.
-std::string vector_array(const std::vector<Vector> &all, unsigned format)
+// One record as the manifest spells it (README.md, "entries").
+std::string rec_json(const Rec &r, const bool *shared)
 {
-	std::vector<const Vector *> vs;
-	for (const Vector &v : all)
-		if (v.format == format)
-			vs.push_back(&v);
-	std::string m;
-	const std::string dir = format == 1 ? "" : "v2/";
-	for (size_t i = 0; i < vs.size(); i++) {
-		const Vector &v = *vs[i];
-		m += "    {\n      \"name\": " + jstr(v.name) + ",\n      \"format\": " +
-		     std::to_string(v.format) + ",\n      \"file\": " + jstr(dir + v.name + ".img") +
-		     ",\n      \"about\": " + jstr(v.about) + ",\n      \"open\": " + jstr(v.open) +
-		     ",\n      \"verify\": " + jstr(v.verify);
-		if (v.contents) {
-			m += ",\n      \"entries\": [";
-			for (size_t j = 0; j < v.entries.size(); j++) {
-				const Rec &r = v.entries[j];
-				m += std::string(j ? "," : "") + "\n        {\"key_hex\": " + jstr(hex(r.key)) +
-				     ", \"type\": " + jstr(shmkv_type_name(r.type)) +
-				     ", \"shared\": " + (v.shared[j] ? "true" : "false") +
-				     ", \"count\": " + std::to_string(count_of(r)) +
-				     ", \"raw_hex\": " + jstr(hex(r.raw)) + ", \"value\": " + typed(r);
-				if (r.expires)
-					m += ", \"expires\": " + std::to_string(r.expires);
-				m += "}";
-			}
-			m += "\n      ]";
+	std::string m = "{\"key_hex\": " + jstr(hex(r.key)) + ", \"type\": " +
+			jstr(shmkv_type_name(r.type));
+	if (shared)
+		m += std::string(", \"shared\": ") + (*shared ? "true" : "false");
+	m += ", \"count\": " + std::to_string(count_of(r)) + ", \"raw_hex\": " + jstr(hex(r.raw)) +
+	     ", \"value\": " + typed(r);
+	if (r.expires)
+		m += ", \"expires\": " + std::to_string(r.expires) +
+		     ", \"expired\": " + (expired(r) ? "true" : "false");
+	return m + "}";
+}
+
+// A lookup and its result, with the value an OK get returns when the
+// vector knows its record.
+std::string get_json(const Vector &v, const Get &g)
+{
+	std::string m = "{\"key_hex\": " + jstr(hex(g.key)) + ", \"result\": " + jstr(g.result);
+	auto r = v.recs.find(g.key);
+	if (!strcmp(g.result, "OK") && r != v.recs.end())
+		m += ", \"value\": " + typed(r->second);
+	return m + "}";
+}
+
+std::string vector_json(const Vector &v)
+{
+	std::string m = "    {\n      \"name\": " + jstr(v.name) + ",\n      \"format\": " +
+			std::to_string(v.format) + ",\n      \"file\": " +
+			jstr((v.format == 1 ? "v1/" : "") + v.name + ".img") + ",\n      \"about\": " +
+			jstr(v.about) + ",\n      \"open\": " + jstr(v.open) + ",\n      \"verify\": " +
+			jstr(v.verify);
+	if (v.contents) {
+		m += ",\n      \"entries\": [";
+		for (size_t j = 0; j < v.entries.size(); j++) {
+			bool sh = v.shared[j];
+			m += std::string(j ? "," : "") + "\n        " + rec_json(v.entries[j], &sh);
 		}
-		if (!v.gets.empty()) {
-			m += ",\n      \"gets\": [";
-			for (size_t j = 0; j < v.gets.size(); j++)
-				m += std::string(j ? "," : "") + "\n        {\"key_hex\": " +
-				     jstr(hex(v.gets[j].key)) + ", \"result\": " + jstr(v.gets[j].result) + "}";
-			m += "\n      ]";
-		}
-		m += "\n    }" + std::string(i + 1 < vs.size() ? "," : "") + "\n";
+		m += "\n      ]";
 	}
-	return m;
+	if (!v.records.empty()) {
+		m += ",\n      \"records\": [";
+		for (size_t j = 0; j < v.records.size(); j++)
+			m += std::string(j ? "," : "") + "\n        " + rec_json(v.records[j], nullptr);
+		m += "\n      ]";
+	}
+	if (!v.gets.empty()) {
+		m += ",\n      \"gets\": [";
+		for (size_t j = 0; j < v.gets.size(); j++)
+			m += std::string(j ? "," : "") + "\n        " + get_json(v, v.gets[j]);
+		m += "\n      ]";
+	}
+	if (!v.batches.empty()) {
+		m += ",\n      \"batches\": [";
+		for (size_t j = 0; j < v.batches.size(); j++) {
+			std::string keys, results;
+			for (size_t k = 0; k < v.batches[j].size(); k++) {
+				keys += std::string(k ? ", " : "") + jstr(hex(v.batches[j][k].key));
+				results += std::string(k ? ", " : "") + jstr(v.batches[j][k].result);
+			}
+			m += std::string(j ? "," : "") + "\n        {\"keys_hex\": [" + keys +
+			     "], \"results\": [" + results + "]}";
+		}
+		m += "\n      ]";
+	}
+	return m + "\n    }";
 }
 
 std::string manifest(const std::vector<Vector> &vs)
 {
-	return "{\n  \"format\": \"shmkv-conformance-vectors\",\n  \"manifest_version\": 1,\n"
-	       "  \"image_format_version\": 1,\n  \"vectors\": [\n" +
-	       vector_array(vs, 1) + "  ],\n  \"vectors_v2\": [\n" + vector_array(vs, 2) + "  ]\n}\n";
+	std::string m = "{\n  \"format\": \"shmkv-conformance-vectors\",\n  \"manifest_version\": 2,\n"
+			"  \"image_format_version\": 2,\n  \"vectors\": [\n";
+	for (size_t i = 0; i < vs.size(); i++)
+		m += vector_json(vs[i]) + (i + 1 < vs.size() ? ",\n" : "\n");
+	return m + "  ]\n}\n";
 }
 
 // ---- the vectors -----------------------------------------------------------
@@ -461,10 +479,8 @@ std::vector<Rec> base_recs()
 	};
 }
 
-// ---- format 2 (FORMAT.md §17, layout B) -------------------------------------
-
-// A record of an intact v2 image, found by decoding every bucket.
-struct Loc2 {
+// A record of an intact image, found by decoding every bucket.
+struct Loc {
 	uint64_t bucket = 0, base = 0; // its bucket, and that bucket's image offset
 	unsigned n = 0, i = 0, off = 0; // the bucket's count, its index, its offset in the bucket
 	uint16_t dir = 0; // its directory entry: (tag << 7 | off) & 0xffff
@@ -474,7 +490,7 @@ struct Loc2 {
 	uint64_t rec() const { return base + off; }
 };
 
-std::string v2_key(const std::string &img, uint64_t rec)
+std::string rec_key(const std::string &img, uint64_t rec)
 {
 	uint8_t kind = (uint8_t)img[rec];
 	if (kind & SHMKV_REC_OUT) {
@@ -488,12 +504,12 @@ std::string v2_key(const std::string &img, uint64_t rec)
 	return img.substr(rec + at, (uint8_t)img[rec + 1]);
 }
 
-std::vector<Loc2> v2_records(const std::string &img)
+std::vector<Loc> records_of(const std::string &img)
 {
 	shmkv_image_header h = header_of(img);
-	std::vector<Loc2> out;
+	std::vector<Loc> out;
 	for (uint64_t b = 0; b < h.bucket_count; b++) {
-		Loc2 l;
+		Loc l;
 		l.bucket = b;
 		l.base = h.sections[0].offset + 128 * b;
 		l.n = (uint8_t)img[l.base];
@@ -501,7 +517,7 @@ std::vector<Loc2> v2_records(const std::string &img)
 			memcpy(&l.dir, img.data() + l.base + 8 + 2 * l.i, 2);
 			l.off = l.dir & 0x7f;
 			l.kind = (uint8_t)img[l.rec()];
-			std::string k = v2_key(img, l.rec());
+			std::string k = rec_key(img, l.rec());
 			uint64_t hv = shmkv_key_hash(h.hash_seed, h.hash_bits, k.data(), k.size());
 			l.tag = (uint16_t)shmkv_key_tag(hv);
 			l.home = shmkv_home_bucket(hv, h.bucket_count);
@@ -511,36 +527,108 @@ std::vector<Loc2> v2_records(const std::string &img)
 	return out;
 }
 
-Loc2 loc2(const std::string &img, const std::string &key)
+Loc loc(const std::string &img, const std::string &key)
 {
-	for (const Loc2 &l : v2_records(img))
-		if (v2_key(img, l.rec()) == key)
+	for (const Loc &l : records_of(img))
+		if (rec_key(img, l.rec()) == key)
 			return l;
-	die("v2: no record of " + key);
+	die("no record of " + key);
 }
 
 // Keys of recs whose lookup reads only its home bucket, and that is not
 // bucket c (D = 0 at home, not homed at c, found at home).
-std::vector<std::string> v2_elsewhere(const std::string &img, uint64_t c)
+std::vector<std::string> keys_elsewhere(const std::string &img, uint64_t c)
 {
 	std::vector<std::string> out;
-	for (const Loc2 &l : v2_records(img))
+	for (const Loc &l : records_of(img))
 		if (l.home != c && l.bucket == l.home &&
 		    img[header_of(img).sections[0].offset + 128 * l.home + 1] == 0)
-			out.push_back(v2_key(img, l.rec()));
+			out.push_back(rec_key(img, l.rec()));
 	if (out.empty())
-		die("v2: no key away from bucket " + std::to_string(c));
+		die("no key away from bucket " + std::to_string(c));
 	return out;
 }
 
-void make_v2(const std::string &tmp, std::vector<Vector> &out)
+// The format 1 images kept as refusal cases (v1/, README.md), with the
+// records each was built from, before format 1 was retired (options: the
+// defaults of build() but for those given).
+struct V1Fixture {
+	const char *name, *about;
+	std::vector<Rec> recs;
+};
+
+std::vector<V1Fixture> v1_fixtures()
 {
+	std::vector<V1Fixture> f;
+	f.push_back({"empty", "no entries", {}});
+	f.push_back({"types", "every value type, empty values, edge numbers, the empty key",
+		     every_type()});
+	std::vector<Rec> lk;
+	for (size_t len : {1, 2, 7, 8, 9, 15, 16, 17, 63, 64, 255, 256, 4096, 65535}) {
+		std::string k(len, 'k');
+		for (size_t i = 0; i < len; i++)
+			k[i] = (char)('a' + (i * 7 + len) % 26);
+		lk.push_back(str(k, "key of " + std::to_string(len) + " bytes"));
+	}
+	f.push_back({"long_keys", "keys of 1 to 65535 bytes", lk});
+	std::vector<Rec> d;
+	for (int i = 0; i < 300; i++)
+		d.push_back(str("key_" + std::to_string(i), "val_" + std::to_string(i)));
+	f.push_back({"displaced", "300 keys in 40 buckets (buckets 40)", d});
+	f.push_back({"hash_bits_6", "100 keys with hash_bits 6 (test images)",
+		     std::vector<Rec>(d.begin(), d.begin() + 100)});
+	std::vector<Rec> sh;
+	std::string long_s(200, 's');
+	for (int i = 0; i < 6; i++) {
+		sh.push_back(str("str_" + std::to_string(i), long_s));
+		sh.push_back(list<double>("f64l_" + std::to_string(i), SHMKV_TYPE_F64LIST, {1, 2, 3, 4, 5}));
+		sh.push_back(bytes("bytes_" + std::to_string(i), long_s));
+	}
+	sh.push_back(str("unshared", "short"));
+	f.push_back({"shared", "deduplicated values", sh});
+	f.push_back({"base", "the small image of every type", base_recs()});
+	return f;
+}
+
+// The format 1 images of dir/v1/ as refusal vectors: every reader refuses
+// them with SHMKV_EVERSION (FORMAT.md §15: format 1 is retired; shmctl
+// image upgrade converts them). They are not generated (no builder writes
+// format 1 any more): each must be there, intact, and of format 1.
+void add_v1(const std::string &dir, std::vector<Vector> &out)
+{
+	for (const V1Fixture &f : v1_fixtures()) {
+		Vector v;
+		v.format = 1;
+		v.name = f.name;
+		v.about = std::string("format 1 (retired): ") + f.about;
+		v.open = "SHMKV_EVERSION";
+		v.verify = "-";
+		v.records = f.recs;
+		std::string path = dir + "/v1/" + f.name + ".img";
+		FILE *in = fopen(path.c_str(), "rb");
+		if (!in)
+			die(path + ": " + strerror(errno));
+		char buf[65536];
+		size_t n;
+		while ((n = fread(buf, 1, sizeof buf, in)) > 0)
+			v.img.append(buf, n);
+		fclose(in);
+		shmkv_image_header h;
+		if (v.img.size() < sizeof h || (memcpy(&h, v.img.data(), sizeof h), h.format_version != 1) ||
+		    XXH3_64bits(v.img.data(), offsetof(shmkv_image_header, header_checksum)) !=
+			    h.header_checksum)
+			die(path + ": not an intact format 1 image");
+		out.push_back(v);
+	}
+}
+
+std::vector<Vector> make_all(const std::string &tmp, const std::string &dir)
+{
+	std::vector<Vector> out;
 	Opts o2;
-	o2.format = 2;
 	auto accepted = [&](const std::string &name, const std::string &about,
 			    const std::vector<Rec> &recs, const Opts &o, std::vector<Get> gets = {}) {
 		Vector v;
-		v.format = 2;
 		v.name = name;
 		v.about = about;
 		v.img = build(recs, o, tmp);
@@ -550,7 +638,7 @@ void make_v2(const std::string &tmp, std::vector<Vector> &out)
 		out.push_back(v);
 		return v.img;
 	};
-	accepted("v2_empty", "format 2, no entries: every lookup misses", {}, o2);
+	accepted("empty", "no entries: every lookup misses", {}, o2);
 	{
 		std::vector<Rec> r = every_type();
 		for (unsigned k = 0; k < 8; k++) // values 8-aligned after keys of every length mod 8
@@ -558,14 +646,14 @@ void make_v2(const std::string &tmp, std::vector<Vector> &out)
 		r.push_back(str("string/long", std::string(300, 'x')));
 		r.push_back(list<int64_t>("i64list/long", SHMKV_TYPE_I64LIST, {1, 2, 3, 4, 5, 6}));
 		r.push_back(strlist("strlist/long", {"one", "two", "three", "four", "five", "six"}));
-		std::string img = accepted("v2_types", "format 2: every value type inline (empty values, edge "
+		std::string img = accepted("types", "every value type inline (empty values, edge "
 			       "numbers, 8-aligned values after keys of every length mod 8, the empty "
 			       "key) and OUT (values too long to inline)", r, o2);
 		size_t inl = 0, outs = 0;
-		for (const Loc2 &l : v2_records(img))
+		for (const Loc &l : records_of(img))
 			(l.kind & SHMKV_REC_OUT ? outs : inl)++;
 		if (inl < 20 || outs < 3)
-			die("v2_types: " + std::to_string(inl) + " inline, " + std::to_string(outs) + " OUT");
+			die("types: " + std::to_string(inl) + " inline, " + std::to_string(outs) + " OUT");
 	}
 	{
 		std::vector<Rec> r;
@@ -575,7 +663,7 @@ void make_v2(const std::string &tmp, std::vector<Vector> &out)
 				k[i] = (char)('a' + (i * 7 + len) % 26);
 			r.push_back(str(k, std::to_string(len)));
 		}
-		accepted("v2_long_keys", "format 2: keys of 1 to 65535 bytes; those past the inline "
+		accepted("long_keys", "keys of 1 to 65535 bytes; those past the inline "
 			 "bound (and all over 255 bytes) are OUT records", r, o2);
 	}
 	std::string disp;
@@ -585,10 +673,10 @@ void make_v2(const std::string &tmp, std::vector<Vector> &out)
 			r.push_back(str("key_" + std::to_string(i), "val_" + std::to_string(i)));
 		Opts o = o2;
 		o.load_factor = 0.97;
-		disp = accepted("v2_displaced", "format 2: 300 keys at a fill of 0.97: many displaced "
+		disp = accepted("displaced", "300 keys at a fill of 0.97: many displaced "
 				"from their home bucket (D and filter set there)", r, o);
 		if (header_of(disp).max_probe < 2)
-			die("v2_displaced: max_probe " + std::to_string(header_of(disp).max_probe));
+			die("displaced: max_probe " + std::to_string(header_of(disp).max_probe));
 	}
 	{
 		std::vector<Rec> r;
@@ -602,7 +690,7 @@ void make_v2(const std::string &tmp, std::vector<Vector> &out)
 		r.push_back(str("unshared", "short"));
 		r.push_back(str("inline twin 1", "inline values are never shared"));
 		r.push_back(str("inline twin 2", "inline values are never shared"));
-		accepted("v2_shared", "format 2: values shared by OUT records (three groups of six keys); "
+		accepted("shared", "values shared by OUT records (three groups of six keys); "
 			 "equal inline values are not shared", r, o2);
 	}
 	std::string expimg;
@@ -615,25 +703,33 @@ void make_v2(const std::string &tmp, std::vector<Vector> &out)
 			expiring(list<double>("future/aligned", SHMKV_TYPE_F64LIST, {2.5}), 4000000000u),
 			str("never", "no expiry"),
 		};
-		expimg = accepted("v2_expiry", "format 2: records that expire, inline and OUT: two in "
+		expimg = accepted("expiry", "records that expire, inline and OUT: two in "
 				  "the past (absent to a lookup, listed by iteration), three far in the "
 				  "future, one without",
 				  r, o2, {{"expired", "SHMKV_ENOTFOUND"}, {"expired/out", "SHMKV_ENOTFOUND"},
 					  {"future", "OK"}, {"future/out", "OK"}, {"never", "OK"}});
+		out.back().batches = {{{"expired", "SHMKV_ENOTFOUND"}, {"future", "OK"},
+				       {"expired/out", "SHMKV_ENOTFOUND"}, {"never", "OK"},
+				       {"future/out", "OK"}}};
 	}
+	const std::map<std::string, Rec> disp_map = out[3].recs, exp_map = out.back().recs;
 
-	// ---- damaged and forged: each one field of v2_base ----
+	// ---- damaged and forged: each one field of base ----
 	std::vector<Rec> base = base_recs();
 	base.push_back(str("long", std::string(100, 'L')));
+	const std::string shared_v(120, 'S'); // OUT, and shared: the shared-reference rules
+	base.push_back(str("shl1", shared_v));
+	base.push_back(str("shl2", shared_v));
+	const std::map<std::string, Rec> base_map = by_key(base);
 	const std::string intact = build(base, o2, tmp);
 	const shmkv_image_header h = header_of(intact);
 	auto forged = [&](const std::string &name, const std::string &about, const char *open,
 			  const char *verify, std::string img, std::vector<Get> gets = {}) {
 		Vector v;
-		v.format = 2;
 		v.name = name;
 		v.about = about;
 		v.open = open;
+		v.recs = base_map;
 		v.verify = verify;
 		v.img = std::move(img);
 		v.gets = std::move(gets);
@@ -646,83 +742,106 @@ void make_v2(const std::string &tmp, std::vector<Vector> &out)
 			reseal(img);
 		return img;
 	};
-	forged("v2_base", "format 2: the intact image the forged v2 vectors below change", "OK", "OK",
-	       intact, {{"s", "OK"}, {"sh2", "OK"}, {"long", "OK"}, {"missing", "SHMKV_ENOTFOUND"}});
+	forged("base", "the intact image the forged vectors below change", "OK", "OK",
+	       intact, {{"s", "OK"}, {"sh2", "OK"}, {"long", "OK"}, {"shl2", "OK"},
+			{"missing", "SHMKV_ENOTFOUND"}});
 	fill_contents(out.back(), base);
+	out.back().batches = {{{"s", "OK"}, {"missing", "SHMKV_ENOTFOUND"}, {"long", "OK"},
+			       {"l", "OK"}, {"shl1", "OK"}}};
 
-	forged("v2_preview_layout", "format 2 with the layout hash of the v2 preview (tags inside "
+	// the header and the sections (FORMAT.md §3, §4, §12)
+	forged("bad_magic", "magic SHMKVIMX", "SHMKV_EMAGIC", "-",
+	       with(intact, [](std::string &i) { i[7] = 'X'; }, false));
+	forged("version_3", "format_version 3, checksums recomputed: a format this reader does not "
+	       "read", "SHMKV_EVERSION", "-",
+	       with(intact, [](std::string &i) { put_at<uint32_t>(i, 8, 3); }));
+	forged("layout_hash", "another layout hash, checksums recomputed", "SHMKV_ELAYOUT", "-",
+	       with(intact, [](std::string &i) { put_at<uint64_t>(i, 16, 0x0123456789abcdefULL); }));
+	forged("header_checksum", "one byte of the name changed, checksums not recomputed",
+	       "SHMKV_ECHECKSUM", "-", with(intact, [](std::string &i) { i[130] ^= 1; }, false));
+	forged("max_probe_past_buckets", "max_probe equal to bucket_count", "SHMKV_ECORRUPT", "-",
+	       with(intact, [&](std::string &i) { put_at<uint32_t>(i, 72, (uint32_t)h.bucket_count); }));
+	forged("section_past_end", "the values section's size runs past the file", "SHMKV_ECORRUPT",
+	       "-", with(intact, [&](std::string &i) { put_at<uint64_t>(i, 192 + 2 * 32 + 16, h.file_size); }));
+	forged("trailing_padding", "a non-zero byte in the padding after the last section "
+	       "(FORMAT.md §12 check 11)", "SHMKV_ECORRUPT", "-",
+	       with(intact, [](std::string &i) { i[i.size() - 1] = 1; }));
+
+	forged("preview_layout", "the layout hash of format 2's first preview (tags inside "
 	       "records, 0xfba82e8976eb9578): refused, never misread", "SHMKV_ELAYOUT", "-",
 	       with(intact, [](std::string &i) { put_at<uint64_t>(i, 16, 0xfba82e8976eb9578ULL); }));
-	forged("v2_unknown_header_flag", "format 2, header flag 0x4 (v2 knows 0x1, 0x2)",
+	forged("unknown_header_flag", "header flag 0x4 (the format knows 0x1, 0x2)",
 	       "SHMKV_ECORRUPT", "-",
 	       with(intact, [&](std::string &i) { put_at<uint64_t>(i, 24, h.flags | 4); }));
-	forged("v2_bucket_slots_64", "format 2 with bucket_slots 64 (v2: 128, the bucket bytes)",
+	forged("bucket_slots_64", "bucket_slots 64 (it holds the bucket bytes, 128)",
 	       "SHMKV_ECORRUPT", "-", with(intact, [](std::string &i) { put_at<uint32_t>(i, 56, 64); }));
-	forged("v2_entries_checksum", "format 2, one byte of an OUT entry changed, checksums not "
+	forged("entries_checksum", "one byte of an OUT entry changed, checksums not "
 	       "recomputed", "SHMKV_ECHECKSUM", "-", with(intact, [&](std::string &i) {
 		       i[h.sections[1].offset + 9] ^= 1;
 	       }, false));
-	forged("v2_truncated", "format 2, the file cut to one page less than file_size",
+	forged("truncated", "the file cut to one page less than file_size",
 	       "SHMKV_ETRUNCATED", "-", intact.substr(0, intact.size() - 4096));
 
-	// the bucket rules (FORMAT.md §17.3, V2B.md)
-	const Loc2 s = loc2(intact, "s");
-	const std::vector<std::string> away = v2_elsewhere(intact, s.bucket);
+	// the bucket rules (FORMAT.md §6)
+	const Loc s = loc(intact, "s");
+	const std::vector<std::string> away = keys_elsewhere(intact, s.bucket);
 	const std::string far = away[0];
 	// a key of s's bucket after it, whose tag differs in the 9 bits a
 	// directory entry keeps
 	std::string next;
-	Loc2 nl;
-	for (const Loc2 &l : v2_records(intact))
+	Loc nl;
+	for (const Loc &l : records_of(intact))
 		if (l.bucket == s.bucket && l.i == s.i + 1 && ((l.tag ^ s.tag) & 0x1ff)) {
-			next = v2_key(intact, l.rec());
+			next = rec_key(intact, l.rec());
 			nl = l;
 		}
 	if (next.empty() || s.kind != SHMKV_TYPE_STRING)
-		die("v2_base: s is not an inline string followed by a record of another tag");
+		die("base: s is not an inline string followed by a record of another tag");
 	// record j of s's bucket given offset v (the low 7 bits of its directory
 	// entry; its tag bits kept)
 	auto set_off = [&](std::string &i, unsigned j, unsigned v) {
 		char &c = i[s.base + 8 + 2 * j];
 		c = (char)(((unsigned char)c & 0x80u) | (v & 0x7fu));
 	};
-	forged("v2_count_17", "bucket of s with count 17 (at most 16)", "OK", "SHMKV_ECORRUPT",
+	forged("count_17", "bucket of s with count 17 (at most 16)", "OK", "SHMKV_ECORRUPT",
 	       with(intact, [&](std::string &i) { i[s.base] = 17; }),
 	       {{"s", "SHMKV_ECORRUPT"}, {far, "OK"}});
-	forged("v2_off_in_directory", "s's record offset inside its bucket's directory "
+	out.back().batches = {{{far, "OK"}, {"s", "SHMKV_ECORRUPT"}, {"missing", "SHMKV_ENOTFOUND"},
+			       {"long", "OK"}}};
+	forged("off_in_directory", "s's record offset inside its bucket's directory "
 	       "(8 + 2*count - 1)", "OK", "SHMKV_ECORRUPT",
 	       with(intact, [&](std::string &i) { set_off(i, s.i, 8 + 2 * s.n - 1); }),
 	       {{"s", "SHMKV_ECORRUPT"}, {next, "OK"}, {far, "OK"}});
-	forged("v2_overlapping_records", "the record after s starts one byte early, on the NUL "
+	forged("overlapping_records", "the record after s starts one byte early, on the NUL "
 	       "ending s's string: the records overlap, and a lookup decodes kind 0 (an inline "
 	       "record of type 0)", "OK", "SHMKV_ECORRUPT",
 	       with(intact, [&](std::string &i) { set_off(i, nl.i, nl.off - 1); }),
 	       {{"s", "OK"}, {next, "SHMKV_ECORRUPT"}, {far, "OK"}});
-	forged("v2_same_offset", "the record after s given s's offset (offsets must ascend "
+	forged("same_offset", "the record after s given s's offset (offsets must ascend "
 	       "strictly): its lookup finds s's key there, not its own", "OK", "SHMKV_ECORRUPT",
 	       with(intact, [&](std::string &i) { set_off(i, nl.i, s.off); }),
 	       {{"s", "OK"}, {next, "SHMKV_ENOTFOUND"}, {far, "OK"}});
 	{
 		// the last record of a bucket with room after it
-		Loc2 last;
+		Loc last;
 		unsigned end = 0;
 		bool got = false;
-		for (const Loc2 &l : v2_records(intact))
+		for (const Loc &l : records_of(intact))
 			if (l.i + 1 == l.n && (l.kind == SHMKV_TYPE_STRING || l.kind == SHMKV_TYPE_BYTES)) {
 				last = l;
 				got = true;
 			}
 		if (!got)
-			die("v2_base: no bucket ending with an inline string or bytes");
-		std::string lk = v2_key(intact, last.rec());
+			die("base: no bucket ending with an inline string or bytes");
+		std::string lk = rec_key(intact, last.rec());
 		end = last.off + 3 + (unsigned)lk.size() + (uint8_t)intact[last.rec() + 2] + 1;
 		if (end >= 128)
-			die("v2_base: no room after the last record");
-		forged("v2_record_past_end", "the last record of a bucket (inline bytes) with value_len "
+			die("base: no room after the last record");
+		forged("record_past_end", "the last record of a bucket (inline bytes) with value_len "
 		       "255: it runs past +128", "OK", "SHMKV_ECORRUPT",
 		       with(intact, [&](std::string &i) { i[last.rec() + 2] = (char)255; }),
 		       {{lk, "SHMKV_ECORRUPT"}});
-		forged("v2_nonzero_gap", "a byte after the last record of a bucket is 1 (the record "
+		forged("nonzero_gap", "a byte after the last record of a bucket is 1 (the record "
 		       "area no record covers is zero); no lookup reads it", "OK", "SHMKV_ECORRUPT",
 		       with(intact, [&](std::string &i) { i[last.base + 127] = 1; }), {{lk, "OK"}});
 	}
@@ -730,331 +849,205 @@ void make_v2(const std::string &tmp, std::vector<Vector> &out)
 		// dir bit 15 is tag bit 8
 		const uint16_t other = (uint16_t)(s.dir ^ 0x8000);
 		if (!(s.tag & 0x1ff))
-			die("v2_base: s's tag has its low 9 bits 0");
-		forged("v2_tag_mismatch", "s's directory entry with tag bit 8 flipped (dir bit 15): the "
+			die("base: s's tag has its low 9 bits 0");
+		forged("tag_mismatch", "s's directory entry with tag bit 8 flipped (dir bit 15): the "
 		       "9 tag bits differ from its key's, its lookup misses", "OK", "SHMKV_ECORRUPT",
 		       with(intact, [&](std::string &i) { put_at<uint16_t>(i, s.base + 8 + 2 * s.i, other); }),
 		       {{"s", "SHMKV_ENOTFOUND"}, {next, "OK"}});
-		forged("v2_tag_zero", "s's directory entry with its 9 tag bits 0 (its key's are not), "
+		forged("tag_zero", "s's directory entry with its 9 tag bits 0 (its key's are not), "
 		       "its offset kept: its lookup misses", "OK", "SHMKV_ECORRUPT",
 		       with(intact, [&](std::string &i) {
 			       put_at<uint16_t>(i, s.base + 8 + 2 * s.i, (uint16_t)(s.dir & 0x7f));
 		       }),
 		       {{"s", "SHMKV_ENOTFOUND"}, {next, "OK"}});
 	}
-	forged("v2_kind_bit_4", "s's record kind with bit 4 set (bits 4, 5 are zero)", "OK",
+	forged("kind_bit_4", "s's record kind with bit 4 set (bits 4, 5 are zero)", "OK",
 	       "SHMKV_ECORRUPT", with(intact, [&](std::string &i) { i[s.rec()] |= 0x10; }),
 	       {{"s", "SHMKV_ECORRUPT"}, {next, "OK"}});
-	forged("v2_unknown_type", "s's inline record of type 10 (v2 knows 1..9)", "OK",
+	forged("unknown_type", "s's inline record of type 10 (the format knows 1..9)", "OK",
 	       "SHMKV_ECORRUPT", with(intact, [&](std::string &i) { i[s.rec()] = 10; }),
 	       {{"s", "SHMKV_ECORRUPT"}, {next, "OK"}});
-	forged("v2_string_without_nul", "the NUL after s's inline string is 'x'", "OK",
+	forged("string_without_nul", "the NUL after s's inline string is 'x'", "OK",
 	       "SHMKV_ECORRUPT", with(intact, [&](std::string &i) { i[s.rec() + 3 + 1 + 5] = 'x'; }),
 	       {{"s", "SHMKV_ECORRUPT"}, {next, "OK"}});
 	{
-		Loc2 b = loc2(intact, "b"), in = loc2(intact, "i");
-		forged("v2_bool_byte_2", "inline bool b stored as byte 2", "OK", "SHMKV_ECORRUPT",
+		Loc b = loc(intact, "b"), in = loc(intact, "i");
+		forged("bool_byte_2", "inline bool b stored as byte 2", "OK", "SHMKV_ECORRUPT",
 		       with(intact, [&](std::string &i) { i[b.rec() + 3 + 1] = 2; }),
 		       {{"b", "SHMKV_ECORRUPT"}});
-		forged("v2_i64_length_4", "inline i64 i with value_len 4", "OK", "SHMKV_ECORRUPT",
+		forged("i64_length_4", "inline i64 i with value_len 4", "OK", "SHMKV_ECORRUPT",
 		       with(intact, [&](std::string &i) { i[in.rec() + 2] = 4; }),
 		       {{"i", "SHMKV_ECORRUPT"}});
 	}
 	{
-		Loc2 lo = loc2(intact, "long");
+		Loc lo = loc(intact, "long");
 		if (!(lo.kind & SHMKV_REC_OUT))
-			die("v2_base: long is not OUT");
+			die("base: long is not OUT");
 		auto unit = [&](uint64_t off) {
 			return [&, off](std::string &i) {
 				uint64_t u = off >> 3;
 				memcpy(&i[lo.rec() + 1], &u, 5);
 			};
 		};
-		forged("v2_out_unit_past_entries", "the OUT record of long names an entry past ENTRIES "
+		forged("out_unit_past_entries", "the OUT record of long names an entry past ENTRIES "
 		       "(in VALUES)", "OK", "SHMKV_ECORRUPT",
 		       with(intact, unit(h.sections[2].offset)), {{"long", "SHMKV_ECORRUPT"}});
-		forged("v2_out_unit_in_index", "the OUT record of long names an entry inside the index",
+		forged("out_unit_in_index", "the OUT record of long names an entry inside the index",
 		       "OK", "SHMKV_ECORRUPT", with(intact, unit(h.sections[0].offset)),
 		       {{"long", "SHMKV_ECORRUPT"}});
-		forged("v2_out_with_type", "the OUT record of long with type bits 1 (OUT: 0)", "OK",
+		forged("out_with_type", "the OUT record of long with type bits 1 (OUT: 0)", "OK",
 		       "SHMKV_ECORRUPT", with(intact, [&](std::string &i) { i[lo.rec()] |= 1; }),
 		       {{"long", "SHMKV_ECORRUPT"}});
 	}
-	forged("v2_entry_count_mismatch", "format 2, entry_count one more than the records", "OK",
+	forged("entry_count_mismatch", "entry_count one more than the records", "OK",
 	       "SHMKV_ECORRUPT",
 	       with(intact, [&](std::string &i) { put_at<uint64_t>(i, 40, h.entry_count + 1); }),
 	       {{"s", "OK"}});
 	{
-		Loc2 fl = loc2(intact, far); // its home, where it is, has D 0
-		forged("v2_filter_without_d", "a bucket with D 0 and a filter bit set", "OK",
+		Loc fl = loc(intact, far); // its home, where it is, has D 0
+		forged("filter_without_d", "a bucket with D 0 and a filter bit set", "OK",
 		       "SHMKV_ECORRUPT", with(intact, [&](std::string &i) { i[fl.base + 2] |= 1; }),
 		       {{far, "OK"}});
 	}
 
-	// displacement (on v2_displaced)
+	// the rules of an OUT record's entry in ENTRIES (FORMAT.md §7, §9)
+	{
+		Loc lo = loc(intact, "long"), sl = loc(intact, "shl1");
+		uint64_t e = 0, se = 0;
+		memcpy(&e, intact.data() + lo.rec() + 1, 5);
+		memcpy(&se, intact.data() + sl.rec() + 1, 5);
+		e <<= 3;
+		se <<= 3;
+		if (!(lo.kind & SHMKV_REC_OUT) || !(sl.kind & SHMKV_REC_OUT) ||
+		    !(intact[se + 1] & SHMKV_EFLAG_SHARED))
+			die("base: long and shl1 are not OUT, or shl1 is not shared");
+		forged("unknown_entry_flag", "the OUT entry of long has entry flag 0x2", "OK",
+		       "SHMKV_ECORRUPT", with(intact, [&](std::string &i) { i[e + 1] = 2; }),
+		       {{"long", "SHMKV_ECORRUPT"}, {"s", "OK"}});
+		forged("key_len_past_section", "the OUT entry of long with key_len 65535: its key would "
+		       "run past ENTRIES (a lookup compares key_len first: long is not found)", "OK",
+		       "SHMKV_ECORRUPT", with(intact, [&](std::string &i) { put_at<uint16_t>(i, e + 2, 65535); }),
+		       {{"long", "SHMKV_ENOTFOUND"}, {"s", "OK"}});
+		forged("value_past_section", "the OUT entry of long with a value_len past ENTRIES", "OK",
+		       "SHMKV_ECORRUPT",
+		       with(intact, [&](std::string &i) { put_at<uint32_t>(i, e + 4, 0x7fffffff); }),
+		       {{"long", "SHMKV_ECORRUPT"}, {"s", "OK"}});
+		const uint64_t ref = se + 8 + 8; // header, key "shl1", 8-aligned
+		forged("shared_ref_misaligned", "shl1's shared-value reference off by 4", "OK",
+		       "SHMKV_ECORRUPT", with(intact, [&](std::string &i) {
+			       uint64_t r;
+			       memcpy(&r, i.data() + ref, 8);
+			       put_at<uint64_t>(i, ref, r + 4);
+		       }),
+		       {{"shl1", "SHMKV_ECORRUPT"}, {"shl2", "OK"}});
+		forged("shared_ref_outside", "shl1's shared-value reference into the entries section",
+		       "OK", "SHMKV_ECORRUPT",
+		       with(intact, [&](std::string &i) { put_at<uint64_t>(i, ref, h.sections[1].offset); }),
+		       {{"shl1", "SHMKV_ECORRUPT"}, {"shl2", "OK"}});
+		forged("invalid_utf8_out", "the OUT string long holds byte 0xff: not UTF-8, so a get "
+		       "of it is refused as a damaged value (FORMAT.md §8)", "OK", "SHMKV_ECORRUPT",
+		       with(intact, [&](std::string &i) { i[e + 8 + 4 + 50] = (char)0xff; }),
+		       {{"long", "SHMKV_ECORRUPT"}, {"s", "OK"}});
+	}
+	// value shapes of inline records (FORMAT.md §8)
+	{
+		Loc fl = loc(intact, "fl"), l = loc(intact, "l");
+		forged("f32list_length_6", "inline f32list fl with value_len 6", "OK", "SHMKV_ECORRUPT",
+		       with(intact, [&](std::string &i) { i[fl.rec() + 2] = 6; }),
+		       {{"fl", "SHMKV_ECORRUPT"}, {"s", "OK"}});
+		// the value of an inline record: after its 3-byte head and key, aligned
+		// for its type within the bucket (§6)
+		const uint64_t lv = l.base + ((l.off + 3 + 1 + 7) & ~7u);
+		forged("strlist_count_too_big", "inline strlist l claims 1000 strings", "OK",
+		       "SHMKV_ECORRUPT", with(intact, [&](std::string &i) { put_at<uint32_t>(i, lv, 1000); }),
+		       {{"l", "SHMKV_ECORRUPT"}, {"s", "OK"}});
+		forged("strlist_bad_end", "strlist l's second end before its first (a lookup checks "
+		       "the count only: the get succeeds, the string is refused when read)", "OK",
+		       "SHMKV_ECORRUPT", with(intact, [&](std::string &i) { put_at<uint32_t>(i, lv + 8, 0); }),
+		       {{"l", "OK"}});
+		out.back().recs.erase("l"); // its value is damaged: no value to compare
+		forged("invalid_utf8_string", "inline string s holds byte 0xff: not UTF-8, so a get "
+		       "of it is refused as a damaged value (FORMAT.md §8)", "OK", "SHMKV_ECORRUPT",
+		       with(intact, [&](std::string &i) { i[s.rec() + 3 + 1] = (char)0xff; }),
+		       {{"s", "SHMKV_ECORRUPT"}, {"i", "OK"}});
+		out.back().batches = {{{"i", "OK"}, {"s", "SHMKV_ECORRUPT"}, {"missing", "SHMKV_ENOTFOUND"},
+				       {"long", "OK"}}};
+	}
+
+	// displacement (on displaced)
 	{
 		const shmkv_image_header dh = header_of(disp);
-		Loc2 d;
+		Loc d;
 		bool got = false;
-		for (const Loc2 &l : v2_records(disp))
+		for (const Loc &l : records_of(disp))
 			if (!got && l.bucket != l.home && (l.bucket + dh.bucket_count - l.home) % dh.bucket_count >= 2) {
 				d = l;
 				got = true;
 			}
 		if (!got || dh.max_probe >= 250)
-			die("v2_displaced: no key displaced by 2 or more, or max_probe 250 or more");
-		std::string dk = v2_key(disp, d.rec());
+			die("displaced: no key displaced by 2 or more, or max_probe 250 or more");
+		std::string dk = rec_key(disp, d.rec());
 		uint64_t hb = dh.sections[0].offset + 128 * d.home;
 		unsigned fi = (unsigned)(((uint64_t)d.tag * 48) >> 16);
 		uint64_t dist = (d.bucket + dh.bucket_count - d.home) % dh.bucket_count;
 		// keys homed elsewhere than d's home, found at home
 		std::string ok;
-		for (const Loc2 &l : v2_records(disp))
+		for (const Loc &l : records_of(disp))
 			if (l.home != d.home && l.bucket == l.home)
-				ok = v2_key(disp, l.rec());
-		forged("v2_filter_bit_clear", "a displaced key's filter bit cleared at its home: its "
+				ok = rec_key(disp, l.rec());
+		forged("filter_bit_clear", "a displaced key's filter bit cleared at its home: its "
 		       "lookup stops at home", "OK", "SHMKV_ECORRUPT",
 		       with(disp, [&](std::string &i) { i[hb + 2 + fi / 8] &= (char)~(1 << (fi % 8)); }),
 		       {{dk, "SHMKV_ENOTFOUND"}, {ok, "OK"}});
-		forged("v2_d_too_small", "D at a displaced key's home one less than its displacement: "
+		forged("d_too_small", "D at a displaced key's home one less than its displacement: "
 		       "its lookup stops short", "OK", "SHMKV_ECORRUPT",
 		       with(disp, [&](std::string &i) { i[hb + 1] = (char)(dist - 1); }),
 		       {{dk, "SHMKV_ENOTFOUND"}, {ok, "OK"}});
-		forged("v2_d_past_max_probe", "D at a home bucket greater than max_probe (a lookup "
+		forged("d_past_max_probe", "D at a home bucket greater than max_probe (a lookup "
 		       "scans at most max_probe buckets)", "OK", "SHMKV_ECORRUPT",
 		       with(disp, [&](std::string &i) { i[hb + 1] = (char)(dh.max_probe + 1); }),
 		       {{dk, "OK"}, {ok, "OK"}});
-		forged("v2_max_probe_not_exact", "format 2, max_probe one more than the largest "
+		forged("max_probe_not_exact", "max_probe one more than the largest "
 		       "displacement", "OK", "SHMKV_ECORRUPT",
 		       with(disp, [&](std::string &i) { put_at<uint32_t>(i, 72, dh.max_probe + 1); }),
 		       {{dk, "OK"}, {ok, "OK"}});
+		for (size_t k = out.size() - 4; k < out.size(); k++)
+			out[k].recs = disp_map;
 	}
 
-	// expiry (on v2_expiry)
+	// expiry (on expiry)
 	{
 		const shmkv_image_header eh = header_of(expimg);
-		forged("v2_expiry_flag_clear", "EXPIRY clear while records expire: a lookup reads no "
+		forged("expiry_flag_clear", "EXPIRY clear while records expire: a lookup reads no "
 		       "clock, so the expired keys are found", "OK", "SHMKV_ECORRUPT",
 		       with(expimg, [&](std::string &i) { put_at<uint64_t>(i, 24, eh.flags & ~UINT64_C(2)); }),
 		       {{"expired", "OK"}, {"expired/out", "OK"}, {"future", "OK"}});
-		forged("v2_expiry_flag_unused", "EXPIRY set while no record expires", "OK",
+		out.back().recs = exp_map;
+		forged("expiry_flag_unused", "EXPIRY set while no record expires", "OK",
 		       "SHMKV_ECORRUPT",
 		       with(intact, [&](std::string &i) { put_at<uint64_t>(i, 24, h.flags | 2); }),
 		       {{"s", "OK"}, {"long", "OK"}});
-		Loc2 f = loc2(expimg, "future");
-		forged("v2_expires_zero", "an inline record's expiry 0 (an expiry is at least 1)", "OK",
+		Loc f = loc(expimg, "future");
+		forged("expires_zero", "an inline record's expiry 0 (an expiry is at least 1)", "OK",
 		       "SHMKV_ECORRUPT",
 		       with(expimg, [&](std::string &i) { put_at<uint32_t>(i, f.rec() + 3, 0); }),
 		       {{"never", "OK"}});
+		out.back().recs = exp_map;
 	}
-}
-
-std::vector<Vector> make_all(const std::string &tmp)
-{
-	std::vector<Vector> out;
-	auto accepted = [&](const std::string &name, const std::string &about,
-			    const std::vector<Rec> &recs, const Opts &o) {
-		Vector v;
-		v.name = name;
-		v.about = about;
-		v.img = build(recs, o, tmp);
-		fill_contents(v, recs);
-		v.gets.push_back({std::string("no such key\x01", 12), "SHMKV_ENOTFOUND"});
-		out.push_back(v);
-	};
-	accepted("empty", "no entries: every lookup misses", {}, Opts());
-	accepted("types", "every value type, empty values, edge numbers, the empty key", every_type(),
-		 Opts());
-	{
-		std::vector<Rec> r;
-		for (size_t len : {1, 2, 7, 8, 9, 15, 16, 17, 63, 64, 255, 256, 4096, 65535}) {
-			std::string k(len, 'k');
-			for (size_t i = 0; i < len; i++)
-				k[i] = (char)('a' + (i * 7 + len) % 26);
-			r.push_back(str(k, "key of " + std::to_string(len) + " bytes"));
-		}
-		accepted("long_keys", "keys of 1 to 65535 bytes (the limit)", r, Opts());
-	}
-	{
-		std::vector<Rec> r;
-		for (int i = 0; i < 300; i++)
-			r.push_back(str("key_" + std::to_string(i), "val_" + std::to_string(i)));
-		Opts o;
-		o.buckets = 40; // 320 slots for 300 keys: many buckets overflow
-		accepted("displaced", "300 keys in 40 buckets: many displaced from their home bucket",
-			 r, o);
-		Opts c;
-		c.hash_bits = 6;
-		std::vector<Rec> few(r.begin(), r.begin() + 100);
-		accepted("hash_bits_6", "hash_bits 6 (test images): 100 keys on 64 hashes, so tags "
-			 "collide and keys share a hash", few, c);
-	}
-	{
-		std::vector<Rec> r;
-		std::string long_s(200, 's');
-		for (int i = 0; i < 6; i++) {
-			r.push_back(str("str_" + std::to_string(i), long_s));
-			r.push_back(list<double>("f64l_" + std::to_string(i), SHMKV_TYPE_F64LIST,
-						 {1, 2, 3, 4, 5}));
-			r.push_back(bytes("bytes_" + std::to_string(i), long_s)); // same bytes, other type
-		}
-		r.push_back(str("unshared", "short"));
-		accepted("shared", "deduplicated values: three groups of six keys share one copy each "
-			 "(equal bytes of two types stay apart)", r, Opts());
-	}
-
-	// ---- damaged and forged: each one field of the base image ----
-	const std::vector<Rec> base = base_recs();
-	const std::string intact = build(base, Opts(), tmp);
-	const shmkv_image_header h = header_of(intact);
-	auto forged = [&](const std::string &name, const std::string &about, const char *open,
-			  const char *verify, std::string img, std::vector<Get> gets = {}) {
-		Vector v;
-		v.name = name;
-		v.about = about;
-		v.open = open;
-		v.verify = verify;
-		v.img = std::move(img);
-		v.gets = std::move(gets);
-		out.push_back(v);
-	};
-	auto with = [&](auto fn, bool seal = true) {
-		std::string img = intact;
-		fn(img);
-		if (seal)
-			reseal(img);
-		return img;
-	};
-	forged("base", "the intact image the forged vectors below change", "OK", "OK", intact,
-	       {{"s", "OK"}, {"sh2", "OK"}, {"missing", "SHMKV_ENOTFOUND"}});
-	out.back().contents = false;
-	fill_contents(out.back(), base);
-
-	forged("bad_magic", "magic SHMKVIMX", "SHMKV_EMAGIC", "-",
-	       with([](std::string &i) { i[7] = 'X'; }, false));
-	forged("version_3", "format_version 3, checksums recomputed: a reader of v1 (and v2) refuses it",
-	       "SHMKV_EVERSION", "-", with([](std::string &i) { put_at<uint32_t>(i, 8, 3); }));
-	forged("layout_hash", "another layout hash, checksums recomputed", "SHMKV_ELAYOUT", "-",
-	       with([](std::string &i) { put_at<uint64_t>(i, 16, 0x0123456789abcdefULL); }));
-	forged("truncated", "the file cut to one page less than file_size", "SHMKV_ETRUNCATED", "-",
-	       intact.substr(0, intact.size() - 4096));
-	forged("header_checksum", "one byte of the name changed, checksums not recomputed",
-	       "SHMKV_ECHECKSUM", "-", with([](std::string &i) { i[130] ^= 1; }, false));
-	{
-		Where w = where(intact, "s");
-		forged("entries_checksum", "one value byte changed, checksums not recomputed",
-		       "SHMKV_ECHECKSUM", "-",
-		       with([&](std::string &i) { i[w.entry + 10] ^= 1; }, false));
-		forged("unknown_header_flag", "header flag 0x2 (v1 knows 0x1)", "SHMKV_ECORRUPT", "-",
-		       with([&](std::string &i) { put_at<uint64_t>(i, 24, h.flags | 2); }));
-		forged("max_probe_past_buckets", "max_probe equal to bucket_count", "SHMKV_ECORRUPT",
-		       "-", with([&](std::string &i) { put_at<uint32_t>(i, 72, (uint32_t)h.bucket_count); }));
-		forged("section_past_end", "the values section's size runs past the file",
-		       "SHMKV_ECORRUPT", "-", with([&](std::string &i) {
-			       put_at<uint64_t>(i, 192 + 2 * 32 + 16, h.file_size);
-		       }));
-		forged("unknown_type", "entry of key s has type 10 (v1 knows 1..9)", "OK",
-		       "SHMKV_ECORRUPT", with([&](std::string &i) { i[w.entry] = 10; }),
-		       {{"s", "SHMKV_ECORRUPT"}, {"i", "OK"}});
-		forged("unknown_entry_flag", "entry of key s has flag 0x2", "OK", "SHMKV_ECORRUPT",
-		       with([&](std::string &i) { i[w.entry + 1] = 2; }),
-		       {{"s", "SHMKV_ECORRUPT"}, {"i", "OK"}});
-		forged("string_without_nul", "the NUL after string s is 'x'", "OK", "SHMKV_ECORRUPT",
-		       with([&](std::string &i) { i[w.entry + 8 + 1 + 5] = 'x'; }),
-		       {{"s", "SHMKV_ECORRUPT"}, {"i", "OK"}});
-		forged("value_past_section", "value_len of s runs past the entries section", "OK",
-		       "SHMKV_ECORRUPT", with([&](std::string &i) {
-			       put_at<uint32_t>(i, w.entry + 4, 0x7fffffff);
-		       }),
-		       {{"s", "SHMKV_ECORRUPT"}});
-		forged("slot_past_entries", "the slot of s points past the entries section", "OK",
-		       "SHMKV_ECORRUPT", with([&](std::string &i) {
-			       uint64_t s;
-			       memcpy(&s, i.data() + w.slot, 8);
-			       s = (s & ~SHMKV_SLOT_OFF_MASK) | ((h.file_size >> 3) & SHMKV_SLOT_OFF_MASK);
-			       put_at<uint64_t>(i, w.slot, s);
-		       }),
-		       {{"s", "SHMKV_ECORRUPT"}});
-		forged("slot_into_index", "the slot of s points into the index section", "OK",
-		       "SHMKV_ECORRUPT", with([&](std::string &i) {
-			       uint64_t s;
-			       memcpy(&s, i.data() + w.slot, 8);
-			       s = (s & ~SHMKV_SLOT_OFF_MASK) | (h.sections[0].offset >> 3);
-			       put_at<uint64_t>(i, w.slot, s);
-		       }),
-		       {{"s", "SHMKV_ECORRUPT"}});
-		forged("key_len_past_section", "key_len of s 65535: its key runs past the section",
-		       "OK", "SHMKV_ECORRUPT",
-		       with([&](std::string &i) { put_at<uint16_t>(i, w.entry + 2, 65535); }),
-		       {{"s", "SHMKV_ENOTFOUND"}, {"i", "OK"}});
-		forged("entry_count_mismatch", "entry_count one more than the index holds", "OK",
-		       "SHMKV_ECORRUPT",
-		       with([&](std::string &i) { put_at<uint64_t>(i, 40, h.entry_count + 1); }),
-		       {{"s", "OK"}});
-		forged("trailing_padding", "a non-zero byte in the padding after the last section "
-		       "(FORMAT.md §12 check 11)", "SHMKV_ECORRUPT", "-",
-		       with([&](std::string &i) { i[i.size() - 1] = 1; }));
-	}
-	{
-		Where w = where(intact, "b");
-		forged("bool_byte_2", "bool b stored as byte 2", "OK", "SHMKV_ECORRUPT",
-		       with([&](std::string &i) { i[w.entry + 8 + 1] = 2; }), {{"b", "SHMKV_ECORRUPT"}});
-	}
-	{
-		Where w = where(intact, "i");
-		forged("i64_length_4", "i64 i with value_len 4", "OK", "SHMKV_ECORRUPT",
-		       with([&](std::string &i) { put_at<uint32_t>(i, w.entry + 4, 4); }),
-		       {{"i", "SHMKV_ECORRUPT"}});
-	}
-	{
-		Where w = where(intact, "fl");
-		forged("f32list_length_6", "f32list fl with value_len 6", "OK", "SHMKV_ECORRUPT",
-		       with([&](std::string &i) { put_at<uint32_t>(i, w.entry + 4, 6); }),
-		       {{"fl", "SHMKV_ECORRUPT"}});
-	}
-	{
-		Where w = where(intact, "l");
-		uint64_t vpos = w.entry + 16; // header, key "l", 8-aligned
-		forged("strlist_count_too_big", "strlist l claims 1000 strings", "OK", "SHMKV_ECORRUPT",
-		       with([&](std::string &i) { put_at<uint32_t>(i, vpos, 1000); }),
-		       {{"l", "SHMKV_ECORRUPT"}});
-		forged("strlist_bad_end", "strlist l's second end before its first (a lookup checks "
-		       "the count only: the get succeeds, the string is refused when read)", "OK",
-		       "SHMKV_ECORRUPT", with([&](std::string &i) { put_at<uint32_t>(i, vpos + 8, 0); }),
-		       {{"l", "OK"}});
-	}
-	{
-		Where w = where(intact, "sh1");
-		uint64_t ref = w.entry + 16; // header, key "sh1", 8-aligned
-		forged("shared_ref_misaligned", "sh1's shared-value reference off by 4", "OK",
-		       "SHMKV_ECORRUPT", with([&](std::string &i) {
-			       uint64_t r;
-			       memcpy(&r, i.data() + ref, 8);
-			       put_at<uint64_t>(i, ref, r + 4);
-		       }),
-		       {{"sh1", "SHMKV_ECORRUPT"}, {"sh2", "OK"}});
-		forged("shared_ref_outside", "sh1's shared-value reference into the entries section",
-		       "OK", "SHMKV_ECORRUPT",
-		       with([&](std::string &i) { put_at<uint64_t>(i, ref, h.sections[1].offset); }),
-		       {{"sh1", "SHMKV_ECORRUPT"}, {"sh2", "OK"}});
-	}
-	{
-		Where w = where(intact, "s");
-		forged("invalid_utf8_string", "string s holds byte 0xff (verify refuses it; a lookup "
-		       "returns the bytes)", "OK", "SHMKV_ECORRUPT",
-		       with([&](std::string &i) { i[w.entry + 8 + 1] = (char)0xff; }), {{"s", "OK"}});
-	}
-	make_v2(tmp, out);
+	add_v1(dir, out);
 	return out;
 }
 
 // ---- files -----------------------------------------------------------------
 
+// The files --out writes and --check compares: the generated images and
+// the manifest (the format 1 files of v1/ are read, not written).
 std::map<std::string, std::string> files_of(const std::vector<Vector> &vs)
 {
 	std::map<std::string, std::string> f;
 	for (const Vector &v : vs)
-		f[(v.format == 1 ? "" : "v2/") + v.name + ".img"] = v.img;
+		if (v.format != 1)
+			f[v.name + ".img"] = v.img;
 	f["manifest.json"] = manifest(vs);
 	return f;
 }
@@ -1085,10 +1078,9 @@ int main(int argc, char **argv)
 	char tmpl[] = "/tmp/gen_vectors.XXXXXX";
 	if (!mkdtemp(tmpl))
 		die(std::string("mkdtemp: ") + strerror(errno));
-	std::map<std::string, std::string> files = files_of(make_all(tmpl));
+	std::map<std::string, std::string> files = files_of(make_all(tmpl, dir));
 	rmdir(tmpl);
 	if (!strcmp(argv[1], "--out")) {
-		mkdir((dir + "/v2").c_str(), 0755);
 		for (const auto &f : files) {
 			std::string path = dir + "/" + f.first;
 			FILE *o = fopen(path.c_str(), "wb");
@@ -1111,10 +1103,9 @@ int main(int argc, char **argv)
 			bad = 1;
 		}
 	}
-	for (const std::string sub : {"", "v2/"})
-	if (DIR *d = opendir((dir + "/" + sub).c_str())) {
+	if (DIR *d = opendir(dir.c_str())) {
 		while (struct dirent *e = readdir(d)) {
-			std::string n = sub + e->d_name;
+			std::string n = e->d_name;
 			bool ours = n.size() > 4 && (n.compare(n.size() - 4, 4, ".img") == 0);
 			if ((ours || n == "manifest.json") && !files.count(n)) {
 				fprintf(stderr, "gen_vectors: %s/%s is not generated any more\n",

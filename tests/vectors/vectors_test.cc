@@ -1,9 +1,9 @@
-// vectors_test: the C reader over every conformance vector of manifest.json,
-// format 1 ("vectors") and format 2 ("vectors_v2") (tests/vectors/README.md):
-// the open and verify verdicts, the complete contents of each accepted image
-// by iteration (with each entry's expiry), by shmkv_get (an expired entry is
-// absent), by the typed getters and by shmkv_get_batch, and the listed
-// lookups' results.
+// vectors_test: the C reader over every conformance vector of manifest.json
+// (tests/vectors/README.md): the open and verify verdicts (format 1 files
+// refused, naming the upgrade command), the complete contents of each
+// accepted image by the all-records iteration (with each entry's expiry), by
+// the live iteration (expired entries absent), by shmkv_get, by the typed
+// getters and by shmkv_get_batch, and the listed lookups and batches.
 #include <algorithm>
 #include <cinttypes>
 #include <cmath>
@@ -51,16 +51,35 @@ protected:
 		m_ = json_load_file((dir() + "/manifest.json").c_str(), JSON_ALLOW_NUL, &e);
 		ASSERT_NE(m_, nullptr) << dir() << "/manifest.json: " << e.text << " at line " << e.line;
 		ASSERT_STREQ(s_of(m_, "format"), "shmkv-conformance-vectors");
-		ASSERT_EQ(json_integer_value(json_object_get(m_, "manifest_version")), 1);
+		ASSERT_EQ(json_integer_value(json_object_get(m_, "manifest_version")), 2);
+		ASSERT_EQ(json_integer_value(json_object_get(m_, "image_format_version")), 2);
 		vs_ = json_object_get(m_, "vectors");
 		ASSERT_TRUE(json_is_array(vs_));
-		vs2_ = json_object_get(m_, "vectors_v2");
-		ASSERT_TRUE(json_is_array(vs2_));
 	}
 	void TearDown() override { json_decref(m_); }
-	json_t *m_ = nullptr, *vs_ = nullptr, *vs2_ = nullptr;
-	void check_all(json_t *vs, unsigned format);
+	json_t *m_ = nullptr, *vs_ = nullptr;
 };
+
+// The value an OK lookup returned is the one the manifest gives (the
+// contents check of check_typed, for a listed get).
+void check_value(const shmkv *db, const std::string &key, json_t *g)
+{
+	json_t *val = json_object_get(g, "value");
+	if (!val)
+		return;
+	shmkv_value v;
+	ASSERT_EQ(shmkv_get(db, key.data(), key.size(), &v), 0);
+	if (v.type == SHMKV_TYPE_STRING) {
+		EXPECT_EQ(std::string((const char *)v.data, v.size),
+			  std::string(json_string_value(val), json_string_length(val)));
+	} else if (v.type == SHMKV_TYPE_BYTES) {
+		EXPECT_EQ(std::string((const char *)v.data, v.size), unhex(json_string_value(val)));
+	} else if (v.type == SHMKV_TYPE_I64) {
+		EXPECT_EQ(*(const int64_t *)v.data, strtoll(json_string_value(val), nullptr, 10));
+	} else if (json_is_array(val)) {
+		EXPECT_EQ(v.count, json_array_size(val));
+	}
+}
 
 // The typed getter of e's type returns what the manifest says.
 void check_typed(const shmkv *db, const std::string &key, json_t *e, const std::string &raw)
@@ -139,25 +158,14 @@ void check_typed(const shmkv *db, const std::string &key, json_t *e, const std::
 
 TEST_F(Vectors, EveryVectorGetsItsVerdictAndContents)
 {
-	ASSERT_GT(json_array_size(vs_), 20u);
-	check_all(vs_, 1);
-}
-
-TEST_F(Vectors, EveryV2VectorGetsItsVerdictAndContents)
-{
-	ASSERT_GT(json_array_size(vs2_), 20u);
-	check_all(vs2_, 2);
-}
-
-void Vectors::check_all(json_t *vs, unsigned format)
-{
+	ASSERT_GT(json_array_size(vs_), 40u);
 	const uint64_t now = (uint64_t)time(nullptr);
 	size_t i;
 	json_t *v;
-	json_array_foreach(vs, i, v) {
+	json_array_foreach(vs_, i, v) {
 		const std::string name = s_of(v, "name");
 		SCOPED_TRACE("vector " + name);
-		EXPECT_EQ(json_integer_value(json_object_get(v, "format")), (json_int_t)format);
+		const json_int_t format = json_integer_value(json_object_get(v, "format"));
 		const std::string path = dir() + "/" + s_of(v, "file");
 		const std::string open = s_of(v, "open"), verify = s_of(v, "verify");
 		shmkv *db = nullptr;
@@ -168,22 +176,27 @@ void Vectors::check_all(json_t *vs, unsigned format)
 		shmkv *deep = nullptr;
 		int derr = shmkv_open_file(path.c_str(), SHMKV_OPEN_DEEP, &deep);
 		shmkv_close(deep);
+		if (format == 1) { // retired: refused, and the message says how to convert it
+			EXPECT_NE(strstr(why, "shmctl image upgrade"), nullptr) << why;
+		}
 		if (err) {
 			EXPECT_EQ(verify, "-");
 			EXPECT_EQ(derr, err);
 			continue;
 		}
+		EXPECT_EQ(format, 2);
 		int verr = shmkv_verify(db, why, sizeof why);
 		EXPECT_STREQ(shmkv_errname(verr), verify.c_str()) << why;
 		EXPECT_EQ(derr, verr);
 
 		json_t *entries = json_object_get(v, "entries");
 		if (entries) {
-			EXPECT_EQ(shmkv_header(db)->format_version, format);
+			EXPECT_EQ(shmkv_header(db)->format_version, 2u);
 			EXPECT_EQ(shmkv_header(db)->entry_count, json_array_size(entries));
 			std::vector<int> want(json_array_size(entries), 0);
-			shmkv_iter it;
-			shmkv_iter_init(db, &it);
+			shmkv_iter it, live;
+			shmkv_iter_init_all(db, &it);
+			shmkv_iter_init(db, &live);
 			std::vector<shmkv_key> keys;
 			std::vector<std::string> key_store(json_array_size(entries));
 			size_t j;
@@ -204,13 +217,18 @@ void Vectors::check_all(json_t *vs, unsigned format)
 					  (size_t)json_integer_value(json_object_get(e, "count")));
 				const uint64_t exp = (uint64_t)json_integer_value(json_object_get(e, "expires"));
 				EXPECT_EQ(shmkv_iter_expires(&it), exp);
+				EXPECT_EQ(json_is_true(json_object_get(e, "expired")), exp && now >= exp);
 				key_store[j] = key;
 				shmkv_value g;
-				if (exp && now >= exp) { // expired: iteration lists it, a lookup does not
+				if (exp && now >= exp) { // expired: the all-records iteration lists it, nothing else
 					want[j] = SHMKV_ENOTFOUND;
 					EXPECT_EQ(shmkv_get(db, key.data(), key.size(), &g), SHMKV_ENOTFOUND);
 					continue;
 				}
+				const void *lk = nullptr;
+				size_t lkl = 0;
+				ASSERT_EQ(shmkv_iter_next(&live, &lk, &lkl, &g), 0);
+				EXPECT_EQ(std::string((const char *)lk, lkl), key) << "live iteration";
 				ASSERT_EQ(shmkv_get(db, key.data(), key.size(), &g), 0);
 				EXPECT_EQ(g.data, got.data);
 				EXPECT_EQ(g.size, got.size);
@@ -221,6 +239,7 @@ void Vectors::check_all(json_t *vs, unsigned format)
 			size_t kl = 0;
 			shmkv_value got;
 			EXPECT_EQ(shmkv_iter_next(&it, &k, &kl, &got), SHMKV_EEND);
+			EXPECT_EQ(shmkv_iter_next(&live, &k, &kl, &got), SHMKV_EEND);
 			for (const std::string &s : key_store)
 				keys.push_back({s.data(), s.size()});
 			std::vector<shmkv_value> vals(keys.size());
@@ -246,19 +265,40 @@ void Vectors::check_all(json_t *vs, unsigned format)
 			int berr = 1;
 			shmkv_get_batch(db, &bk, 1, &val, &berr);
 			EXPECT_EQ(berr, r) << "batch get " << key;
+			if (r == 0)
+				check_value(db, key, g);
+		}
+		json_t *batches = json_object_get(v, "batches");
+		json_t *bt;
+		json_array_foreach(batches, j, bt) {
+			json_t *keys = json_object_get(bt, "keys_hex"), *results = json_object_get(bt, "results");
+			ASSERT_EQ(json_array_size(keys), json_array_size(results));
+			std::vector<std::string> ks;
+			for (size_t n = 0; n < json_array_size(keys); n++)
+				ks.push_back(unhex(json_string_value(json_array_get(keys, n))));
+			std::vector<shmkv_key> bk;
+			for (const std::string &k : ks)
+				bk.push_back({k.data(), k.size()});
+			std::vector<shmkv_value> vals(ks.size());
+			std::vector<int> errs(ks.size(), 1);
+			shmkv_get_batch(db, bk.data(), bk.size(), vals.data(), errs.data());
+			for (size_t n = 0; n < ks.size(); n++)
+				EXPECT_STREQ(shmkv_errname(errs[n]),
+					     json_string_value(json_array_get(results, n)))
+					<< "batch " << j << " key " << n;
 		}
 		shmkv_close(db);
 	}
 }
 
-// The manifest names each file once, and every .img file (v2's in v2/) is in it.
+// The manifest names each file once, and every .img file (format 1's in v1/) is in it.
 TEST_F(Vectors, ManifestNamesEveryFileOnce)
 {
 	std::vector<std::string> names;
-	for (json_t *vs : {vs_, vs2_}) {
+	{
 		size_t i;
 		json_t *v;
-		json_array_foreach(vs, i, v) {
+		json_array_foreach(vs_, i, v) {
 			std::string f = s_of(v, "file");
 			for (const std::string &n : names)
 				EXPECT_NE(n, f);
@@ -269,7 +309,7 @@ TEST_F(Vectors, ManifestNamesEveryFileOnce)
 				fclose(fp);
 		}
 	}
-	for (const std::string sub : {"", "v2/"}) {
+	for (const std::string sub : {"", "v1/"}) {
 		DIR *d = opendir((dir() + "/" + sub).c_str());
 		ASSERT_NE(d, nullptr) << sub;
 		while (struct dirent *e = readdir(d)) {

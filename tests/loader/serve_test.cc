@@ -1,21 +1,19 @@
-// v2_test: the loader serves format v2 images (lib/FORMAT.md §17) as it
-// serves v1 (issue 22 §4): built with the builder (format 2, a fixed small
-// bucket count so that some keys are displaced), loaded through the spool
-// and over the socket, read by a client (attach + get), `format` 2 in status
-// and the load reply, adopted across a restart, an expiring record served
-// and read as expired from its expiry on; a v2 image damaged with every
-// checksum recomputed (a record's key, a displaced key its home bucket does
-// not announce) is refused with a reason naming the bucket, and nothing is
-// published: the current generation keeps serving, a new cache gets no ctl;
-// over random forgeries the loader publishes exactly what shmkv_verify
-// accepts.
+// serve_test: the loader serves the images the builder writes (lib/FORMAT.md):
+// built with a fixed small bucket count so that some keys are displaced,
+// loaded through the spool and over the socket, read by a client (attach +
+// get), `format` 2 in status and the load reply, adopted across a restart, an
+// expiring record served and read as expired from its expiry on; an image
+// damaged with every checksum recomputed (a record's key, a displaced key its
+// home bucket does not announce) is refused with a reason naming the bucket,
+// and nothing is published: the current generation keeps serving, a new
+// cache gets no ctl; over random forgeries the loader publishes exactly what
+// shmkv_verify accepts.
 //
 // The images come from the builder and every place damaged is found through
-// lib's public API (shmkv_find_entry, shmkv_key_hash, shmkv_home_bucket), so
-// the test holds while the v2 bucket layout changes; it relies only on what
-// every v2 layout keeps (/work/wt/V2B.md): 128-byte buckets in INDEX, the
-// 48-bit filter at +2 indexed by (tag * 48) >> 16, inline keys stored whole
-// in their bucket.
+// lib's public API (shmkv_find_record, shmkv_key_hash, shmkv_home_bucket,
+// shmkv_filter_index), so the test relies only on what FORMAT.md §6 states:
+// 128-byte buckets in INDEX, the 48-bit filter at +2, inline keys stored
+// whole in their bucket.
 #include <random>
 
 #include <shmkv_build.h>
@@ -62,16 +60,15 @@ std::vector<Rec> records()
 	return r;
 }
 
-// A format 2 image of recs in `buckets` buckets, built by the builder at
-// path; its bytes, "" on failure (added unless quiet).
-std::string build_v2(const std::vector<Rec> &recs, const std::string &path, uint64_t buckets,
+// An image of recs in `buckets` buckets, built by the builder at path; its
+// bytes, "" on failure (added unless quiet).
+std::string build(const std::vector<Rec> &recs, const std::string &path, uint64_t buckets,
 		     bool quiet = false)
 {
 	shmkv_build_options o;
 	EXPECT_EQ(shmkv_build_options_init(&o), 0);
-	o.format = 2;
 	o.buckets = buckets;
-	o.fixed |= SHMKV_OPT_FORMAT | SHMKV_OPT_BUCKETS;
+	o.fixed |= SHMKV_OPT_BUCKETS;
 	shmkv_builder *b = nullptr;
 	int err = shmkv_builder_new(&o, &b);
 	for (const Rec &r : recs) {
@@ -119,19 +116,19 @@ Place place_of(const std::string &img, const std::string &key)
 	char why[512] = "";
 	EXPECT_EQ(shmkv_bind_mem(&db, img.data(), img.size(), 0, why, sizeof why), 0) << why;
 	shmkv_set_clock(&db, (int64_t)kExpires - 1); /* the expiring keys are found too */
-	EXPECT_EQ(shmkv_find_entry(&db, key.data(), key.size(), &p.rec_off), 0) << key;
+	EXPECT_EQ(shmkv_find_record(&db, key.data(), key.size(), &p.rec_off, nullptr), 0) << key;
 	const shmkv_image_header *h = shmkv_header(&db);
 	uint64_t hv = shmkv_key_hash(h->hash_seed, h->hash_bits, key.data(), key.size());
 	p.home = shmkv_home_bucket(hv, h->bucket_count);
 	p.tag = (unsigned)shmkv_key_tag(hv);
 	auto ix = index_section(img);
 	EXPECT_GE(p.rec_off, ix.first) << key << ": its record is not in INDEX";
-	p.bucket = (p.rec_off - ix.first) / SHMKV_V2_BUCKET_BYTES;
+	p.bucket = (p.rec_off - ix.first) / SHMKV_BUCKET_BYTES;
 	return p;
 }
 
 // Every record read through db as built; the number of wrong ones.
-unsigned check_v2(shmkv *db, const std::vector<Rec> &recs)
+unsigned check_served(shmkv *db, const std::vector<Rec> &recs)
 {
 	unsigned bad = 0;
 	for (const Rec &r : recs) {
@@ -152,7 +149,7 @@ std::string write_img(const Env &env, const std::string &name, const std::string
 	return p;
 }
 
-class V2 : public ::testing::Test {
+class Served : public ::testing::Test {
 protected:
 	Env env;
 	Loader ld{env};
@@ -169,7 +166,7 @@ protected:
 		// how many records a bucket takes is the layout's business
 		bool displaced = false;
 		for (buckets = 8; buckets >= 3 && !displaced; buckets--) {
-			img = build_v2(recs, env.img_path("built.shmkv"), buckets, true);
+			img = build(recs, env.img_path("built.shmkv"), buckets, true);
 			for (size_t i = 0; i < recs.size() && !img.empty() && !displaced; i++) {
 				Place p = place_of(img, recs[i].key);
 				displaced = p.home != p.bucket;
@@ -177,22 +174,22 @@ protected:
 		}
 		buckets++;
 		ASSERT_TRUE(displaced) << "no image of 8 to 3 buckets holds displaced keys";
-		// lib's own verdict on the built image: good, v2
+		// lib's own verdict on the built image: good
 		shmkv mem{};
 		char why[512] = "";
 		ASSERT_EQ(shmkv_bind_mem(&mem, img.data(), img.size(), 0, why, sizeof why), 0) << why;
 		ASSERT_EQ(shmkv_verify(&mem, why, sizeof why), 0) << why;
-		ASSERT_EQ(shmkv_header(&mem)->format_version, (uint32_t)SHMKV_FORMAT_V2);
+		ASSERT_EQ(shmkv_header(&mem)->format_version, (uint32_t)SHMKV_FORMAT_VERSION);
 
-		std::string good = write_img(env, "v2.shmkv", img);
-		ASSERT_EQ(spool_drop(env, good, "v2"), "");
-		ASSERT_TRUE(wait_until([&] { return read_ctl(env.root(), "v2", &before) &&
+		std::string good = write_img(env, "served.shmkv", img);
+		ASSERT_EQ(spool_drop(env, good, "served"), "");
+		ASSERT_TRUE(wait_until([&] { return read_ctl(env.root(), "served", &before) &&
 						    before.generation == 1; },
 				       20000))
 			<< env.log();
 		int err;
 		std::string w;
-		db = attach(env.root(), "v2", 0, &err, &w);
+		db = attach(env.root(), "served", 0, &err, &w);
 		ASSERT_NE(db, nullptr) << w;
 	}
 	void TearDown() override { shmkv_close(db); }
@@ -201,13 +198,13 @@ protected:
 	// names the bucket; nothing moved.
 	void expect_refused(const std::string &bytes, const std::vector<std::string> &reason)
 	{
-		std::string rejected = env.spool_path("v2") + ".rejected";
+		std::string rejected = env.spool_path("served") + ".rejected";
 		std::string bad = write_img(env, "bad.shmkv", bytes);
-		ASSERT_EQ(spool_drop(env, bad, "v2"), "");
+		ASSERT_EQ(spool_drop(env, bad, "served"), "");
 		ASSERT_TRUE(wait_until([&] { return file_exists(rejected); }, 20000)) << env.log();
-		std::vector<std::string> lines = log_lines(env.log(), {"rejected cache=v2"});
+		std::vector<std::string> lines = log_lines(env.log(), {"rejected cache=served"});
 		ASSERT_EQ(lines.size(), 1u);
-		Json j = ld.status("v2");
+		Json j = ld.status("served");
 		for (const std::string &r : reason) {
 			EXPECT_TRUE(contains_ci(lines[0], r)) << r << " in " << lines[0];
 			EXPECT_TRUE(contains_ci(j["last_error"].s(), r)) << j["last_error"].s();
@@ -217,7 +214,7 @@ protected:
 
 		// the same over the socket (`shmctl cache load`'s request)
 		bad = write_img(env, "bad2.shmkv", bytes);
-		j = ld.load("v2", bad);
+		j = ld.load("served", bad);
 		EXPECT_FALSE(j.ok());
 		EXPECT_EQ(j["code"].s(), "SHMKV_ECORRUPT") << j["error"].s();
 		for (const std::string &r : reason)
@@ -241,58 +238,58 @@ protected:
 	void expect_unchanged()
 	{
 		CtlView now;
-		ASSERT_TRUE(read_ctl(env.root(), "v2", &now));
+		ASSERT_TRUE(read_ctl(env.root(), "served", &now));
 		EXPECT_EQ(now.generation, 1u);
 		EXPECT_EQ(now.path(), before.path());
 		EXPECT_EQ(shmkv_refresh(db), 0);
 		EXPECT_EQ(shmkv_generation(db), 1u);
 		shmkv_set_clock(db, (int64_t)kExpires - 1);
-		EXPECT_EQ(check_v2(db, recs), 0u);
+		EXPECT_EQ(check_served(db, recs), 0u);
 		EXPECT_TRUE(env.shm_files(".loading").empty()) << "a refused load left a segment";
 		EXPECT_EQ(env.shm_files().size(), 1u) << "only the current segment";
 	}
 };
 
-TEST_F(V2, ServedThroughSpoolAndSocket)
+TEST_F(Served, ServedThroughSpoolAndSocket)
 {
-	EXPECT_EQ(shmkv_header(db)->format_version, (uint32_t)SHMKV_FORMAT_V2);
+	EXPECT_EQ(shmkv_header(db)->format_version, (uint32_t)SHMKV_FORMAT_VERSION);
 	shmkv_set_clock(db, (int64_t)kExpires - 1);
-	EXPECT_EQ(check_v2(db, recs), 0u);
+	EXPECT_EQ(check_served(db, recs), 0u);
 	shmkv_value v;
 	EXPECT_EQ(shmkv_get(db, "absent", 6, &v), SHMKV_ENOTFOUND);
-	Json j = ld.status("v2");
+	Json j = ld.status("served");
 	EXPECT_TRUE(j["last_error"].is_null()) << j["last_error"].s();
 	EXPECT_EQ(j["format"].u64(), 2u) << "status says which format the cache serves";
 
-	// generation 2 over the socket: another v2 image, the reader moves
+	// generation 2 over the socket: another image, the reader moves
 	std::vector<Rec> r2 = recs;
 	for (Rec &r : r2)
 		if (r.key == "gen")
 			r.value = "two";
-	std::string p = write_img(env, "v2b.shmkv", build_v2(r2, env.img_path("built2.shmkv"), buckets));
-	j = ld.load("v2", p);
+	std::string p = write_img(env, "served2.shmkv", build(r2, env.img_path("built2.shmkv"), buckets));
+	j = ld.load("served", p);
 	ASSERT_TRUE(j.ok()) << j["error"].s();
 	EXPECT_EQ(j["format"].u64(), 2u);
 	ASSERT_TRUE(wait_until([&] { return shmkv_refresh(db) >= 0 && shmkv_generation(db) == 2; },
 			       20000));
 	shmkv_set_clock(db, (int64_t)kExpires - 1);
-	EXPECT_EQ(check_v2(db, r2), 0u);
+	EXPECT_EQ(check_served(db, r2), 0u);
 
-	// a restart adopts the v2 segment (its header checked again), the
+	// a restart adopts the segment (its header checked again), the
 	// reader keeps serving, status still says format 2
 	ASSERT_EQ(ld.stop(), 0);
 	ASSERT_TRUE(ld.start());
-	j = ld.status("v2");
+	j = ld.status("served");
 	EXPECT_EQ(j["generation"].u64(), 2u) << env.log();
 	EXPECT_EQ(j["format"].u64(), 2u);
-	EXPECT_TRUE(contains_ci(env.log(), "adopted cache=v2")) << env.log();
+	EXPECT_TRUE(contains_ci(env.log(), "adopted cache=served")) << env.log();
 	EXPECT_EQ(shmkv_refresh(db), 0);
-	EXPECT_EQ(check_v2(db, r2), 0u);
+	EXPECT_EQ(check_served(db, r2), 0u);
 }
 
 // An expiring record is served, and reads as expired from its expiry on
 // (inline and OUT), through the segment the loader published.
-TEST_F(V2, ExpiringRecordsExpire)
+TEST_F(Served, ExpiringRecordsExpire)
 {
 	EXPECT_TRUE(shmkv_header(db)->flags & SHMKV_HFLAG_EXPIRY);
 	for (int64_t now : {(int64_t)kExpires - 1, (int64_t)kExpires, (int64_t)kExpires + 1}) {
@@ -314,13 +311,13 @@ TEST_F(V2, ExpiringRecordsExpire)
 // An inline record's key changed ("damage_me" -> "?amage_me", a key the
 // image lacks), every checksum recomputed: its tag no longer matches its
 // key; refused, the bucket named.
-TEST_F(V2, BrokenRecordRefused)
+TEST_F(Served, BrokenRecordRefused)
 {
 	std::string bytes = img;
 	Place p = place_of(img, "damage_me");
-	uint64_t b0 = index_section(img).first + p.bucket * SHMKV_V2_BUCKET_BYTES;
+	uint64_t b0 = index_section(img).first + p.bucket * SHMKV_BUCKET_BYTES;
 	size_t at = bytes.find("damage_me", b0);
-	ASSERT_LT(at, b0 + SHMKV_V2_BUCKET_BYTES) << "the key is stored in its bucket";
+	ASSERT_LT(at, b0 + SHMKV_BUCKET_BYTES) << "the key is stored in its bucket";
 	// a first letter whose key's tag differs from the stored one in both its
 	// bytes, whichever of the tag's bits a layout keeps
 	const auto *h = reinterpret_cast<const shmkv_image_header *>(img.data());
@@ -338,8 +335,8 @@ TEST_F(V2, BrokenRecordRefused)
 }
 
 // A displaced key whose home bucket's filter no longer announces it (the
-// displacement invariant, FORMAT.md §17), checksums recomputed: refused.
-TEST_F(V2, UnannouncedDisplacementRefused)
+// displacement invariant, FORMAT.md §6), checksums recomputed: refused.
+TEST_F(Served, UnannouncedDisplacementRefused)
 {
 	Place p;
 	for (const Rec &r : recs)
@@ -347,19 +344,19 @@ TEST_F(V2, UnannouncedDisplacementRefused)
 			break;
 	ASSERT_NE(p.home, p.bucket) << "no displaced key";
 	std::string bytes = img;
-	unsigned fi = (p.tag * SHMKV_V2_FILTER_BITS) >> 16;
-	uint64_t home = index_section(img).first + p.home * SHMKV_V2_BUCKET_BYTES;
+	unsigned fi = shmkv_filter_index(p.tag);
+	uint64_t home = index_section(img).first + p.home * SHMKV_BUCKET_BYTES;
 	bytes[home + 2 + fi / 8] = (char)(bytes[home + 2 + fi / 8] & ~(1 << (fi % 8)));
 	reseal(bytes);
 	expect_refused(bytes, {"index bucket ", "home bucket " + std::to_string(p.home),
 			       "does not announce"});
 }
 
-// Random forgeries of the v2 image (a byte of the index or the entries
+// Random forgeries of the image (a byte of the index or the entries
 // changed, every checksum recomputed), each loaded over the socket: the
 // loader publishes exactly those lib's shmkv_verify accepts, and a refusal
 // names what and where.
-TEST_F(V2, AgreesWithVerify)
+TEST_F(Served, AgreesWithVerify)
 {
 	std::mt19937_64 rng(22);
 	// the index and the entries section after it
@@ -381,7 +378,7 @@ TEST_F(V2, AgreesWithVerify)
 		if (!want)
 			want = shmkv_verify(&mem, why, sizeof why);
 		std::string p = write_img(env, "forged.shmkv", bytes);
-		Json j = ld.load("v2", p);
+		Json j = ld.load("served", p);
 		EXPECT_EQ(j.ok(), want == 0) << "byte " << off << ": verify says " << why
 					     << ", the loader " << j["error"].s();
 		if (j.ok()) {
@@ -392,7 +389,7 @@ TEST_F(V2, AgreesWithVerify)
 			EXPECT_FALSE(j["error"].s().empty());
 		}
 		CtlView now;
-		ASSERT_TRUE(read_ctl(env.root(), "v2", &now));
+		ASSERT_TRUE(read_ctl(env.root(), "served", &now));
 		EXPECT_EQ(now.generation, gen);
 		EXPECT_TRUE(env.shm_files(".loading").empty()) << "a refused load left a segment";
 	}

@@ -8,13 +8,13 @@ import (
 	"testing"
 )
 
-// TestFastV2Agrees: the v2 hot path (get2Fast) answers as the
-// general lookup (get2Slow) does, value and error, for every key of an
+// TestFastAgrees: the hot path (getFast) answers as the
+// general lookup (getSlow) does, value and error, for every key of an
 // image with inline and OUT records, every type, short and long keys and
 // displaced keys, for keys it lacks, and on damaged copies of it (bytes of
 // INDEX changed, checksums recomputed); and it serves the intact image's
 // inline and OUT records itself, in an image with the EXPIRY flag too.
-func TestFastV2Agrees(t *testing.T) {
+func TestFastAgrees(t *testing.T) {
 	withClock(t, 1_500_000_000) // exp/one has expired, the other expiring records not yet
 	keys := []string{"", "nope", "key_", "key_1000000", "0123456789abcdef", "0123456789abcdeX"}
 	recs := v2Records()       // expiring records too: the image has the EXPIRY flag
@@ -27,7 +27,7 @@ func TestFastV2Agrees(t *testing.T) {
 	intact := encodeV2(recs, enc2Opts{buckets: 60, seed: 0x1234})
 	var fast, slow int
 	check := func(b []byte, intact bool) {
-		img, err := Open(b, NoVerify)
+		img, err := OpenBytes(b, NoVerify)
 		if err != nil {
 			if intact {
 				t.Fatal(err)
@@ -45,7 +45,7 @@ func TestFastV2Agrees(t *testing.T) {
 			key := []byte(k)
 			h := im.hash(key)
 			now := int64(0)
-			want, werr := im.get2Slow(key, h, &now)
+			want, werr := im.getSlow(key, h, &now)
 			got, gerr := v.Get(k)
 			batch := []Value{{}}
 			berr := []error{nil}
@@ -59,9 +59,9 @@ func TestFastV2Agrees(t *testing.T) {
 				}
 			}
 			calls := 0
-			onGet2Slow = func() { calls++ }
+			onGetSlow = func() { calls++ }
 			_, _ = v.Get(k)
-			onGet2Slow = nil
+			onGetSlow = nil
 			if calls == 0 {
 				fast++
 			} else {
@@ -87,9 +87,9 @@ func TestFastV2Agrees(t *testing.T) {
 		}
 		w := openV2(t, intact, NoVerify)
 		calls := 0
-		onGet2Slow = func() { calls++ }
+		onGetSlow = func() { calls++ }
 		val, err := w.Get(r.key)
-		onGet2Slow = nil
+		onGetSlow = nil
 		if err != nil || calls != 0 || val.typ != r.typ || string(val.Raw()) != string(r.value) {
 			t.Fatalf("OUT record %q: %v %q (%v), %d general lookups", r.key, val.typ, val.Raw(), err, calls)
 		}
@@ -101,7 +101,7 @@ func TestFastV2Agrees(t *testing.T) {
 	withClock(t, 2_100_000_000) // every expiring record expired
 	check(intact, true)
 	// max_probe forged below the largest displacement: every lookup, fast
-	// or general, stops there (FORMAT.md §17.5 caps D at max_probe), so a
+	// or general, stops there (FORMAT.md §6.4 caps D at max_probe), so a
 	// key displaced further is absent on both paths alike
 	v := openV2(t, intact, NoVerify)
 	lost := 0
@@ -110,7 +110,7 @@ func TestFastV2Agrees(t *testing.T) {
 		le.PutUint32(b[72:], uint32(mp))
 		fixSums(b)
 		check(b, false)
-		img, err := Open(b, NoVerify)
+		img, err := OpenBytes(b, NoVerify)
 		if err != nil {
 			t.Fatalf("max_probe %d: %v", mp, err)
 		}
@@ -133,7 +133,7 @@ func TestFastV2Agrees(t *testing.T) {
 		for j := 0; j <= i%3; j++ {
 			at := idx.off + rng.Uint64N(idx.size)
 			if j == 0 { // a bucket's head or directory, half the time
-				at = at&^(v2Bucket-1) + rng.Uint64N(dirEnd(v2MaxRecords))
+				at = at&^(bucketBytes-1) + rng.Uint64N(dirEnd(maxRecords))
 			}
 			b[at] = byte(rng.Uint32())
 		}

@@ -1,10 +1,24 @@
-// v2_image.h: composes format v2 images (layout B) from lib/FORMAT.md §17
-// alone (tests only), so that the reader's v2 tests do not depend on the
-// builder and the text is checked to be precise enough to write a builder
-// from. Placement is the builder convention of §17.9 in its simplest form:
-// the home bucket if the record fits there (count < 16 and the bucket laid
-// out again with it inside 128 bytes), else the next bucket with room.
+// image_util.h: images in memory for the reader tests (header-only, lib/
+// only: no builder).
+//
+//   compose(recs, options)  an image composed from lib/FORMAT.md alone, so
+//                           that the reader's tests do not depend on the
+//                           builder and the text is checked to be precise
+//                           enough to write a builder from (placement: the
+//                           builder convention of FORMAT.md in its simplest
+//                           form: the home bucket if the record fits there,
+//                           count < 16 and the bucket laid out again with it
+//                           inside 128 bytes, else the next bucket with room)
+//   reseal(img)             every section checksum and the header's
+//                           recomputed: the forgery anyone who can write the
+//                           file can make, so that only the structural
+//                           checks stand between it and readers
+//   Guarded                 an image copied into memory between PROT_NONE
+//                           guards, so that any read past its ends faults
+//   i64 / f64 / strlist     little-endian value encodings
 #pragma once
+
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -13,9 +27,11 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include <shmkv.h>
 
-namespace v2img {
+namespace testimg {
 
 struct Rec {
 	std::string key;
@@ -55,7 +71,7 @@ inline unsigned rec_end(const Rec &r, unsigned pos)
 		     : inline_end(r, pos);
 }
 
-// The image; rec_off[i] is record i's image offset (what shmkv_find_entry
+// The image; rec_off[i] is record i's image offset (what shmkv_find_record
 // returns), dir_off[i] its u16 directory entry's (dir = (tag << 7 | off) &
 // 0xffff: the byte at dir_off + 1 holds tag bits 1..8), slot[i] its index in its
 // bucket's directory, home[i] and bucket[i] its buckets.
@@ -66,23 +82,29 @@ struct Image {
 	uint64_t index_off = SHMKV_HEADER_SIZE, entries_off = 0, entries_size = 0;
 };
 
-inline void fix_checksums(std::string &img)
+// Recomputes every section checksum the table describes (sections that do
+// not fit the bytes are left as they are), then the header's.
+inline void reseal(std::string &img)
 {
-	auto *h = reinterpret_cast<shmkv_image_header *>(&img[0]);
-	for (uint32_t i = 0; i < h->section_count && i < SHMKV_MAX_SECTIONS; i++) {
-		shmkv_section_desc &s = h->sections[i];
-		if (s.offset + s.size <= img.size())
+	if (img.size() < sizeof(shmkv_image_header))
+		return;
+	shmkv_image_header h;
+	memcpy(&h, img.data(), sizeof h);
+	for (unsigned i = 0; i < SHMKV_MAX_SECTIONS && i < h.section_count; i++) {
+		shmkv_section_desc &s = h.sections[i];
+		if (s.offset <= img.size() && s.size <= img.size() - s.offset)
 			s.checksum = XXH3_64bits(img.data() + s.offset, (size_t)s.size);
 	}
-	h->header_checksum = XXH3_64bits(img.data(), offsetof(shmkv_image_header, header_checksum));
+	h.header_checksum = XXH3_64bits(&h, offsetof(shmkv_image_header, header_checksum));
+	memcpy(&img[0], &h, sizeof h);
 }
 
 inline Image compose(const std::vector<Rec> &recs, const Options &o = Options())
 {
 	Image im;
 	const uint64_t bc = o.bucket_count;
-	im.entries_off = im.index_off + bc * SHMKV_V2_BUCKET_BYTES;
-	// ENTRIES: the OUT records' v1 entries, in input order
+	im.entries_off = im.index_off + bc * SHMKV_BUCKET_BYTES;
+	// ENTRIES: the OUT records' entries (FORMAT.md §7), in input order
 	std::string ent;
 	std::vector<uint64_t> unit(recs.size(), 0);
 	for (size_t i = 0; i < recs.size(); i++) {
@@ -116,7 +138,7 @@ inline Image compose(const std::vector<Rec> &recs, const Options &o = Options())
 	// its set is final (padding depends on where a record starts)
 	std::vector<std::vector<size_t>> in(bc);
 	auto layout = [&](const std::vector<size_t> &list, std::vector<unsigned> *pos) {
-		unsigned at = SHMKV_V2_BUCKET_HEAD + SHMKV_V2_DIR_BYTES * (unsigned)list.size();
+		unsigned at = SHMKV_BUCKET_HEAD + SHMKV_DIR_BYTES * (unsigned)list.size();
 		for (size_t j = 0; j < list.size(); j++) {
 			if (pos)
 				pos->push_back(at);
@@ -126,10 +148,10 @@ inline Image compose(const std::vector<Rec> &recs, const Options &o = Options())
 	};
 	std::vector<uint32_t> disp(bc, 0);
 	auto place = [&](size_t i, uint64_t b) {
-		if (in[b].size() >= SHMKV_V2_MAX_RECORDS)
+		if (in[b].size() >= SHMKV_MAX_RECORDS)
 			return false;
 		in[b].push_back(i);
-		if (layout(in[b], nullptr) > SHMKV_V2_BUCKET_BYTES) {
+		if (layout(in[b], nullptr) > SHMKV_BUCKET_BYTES) {
 			in[b].pop_back();
 			return false;
 		}
@@ -139,7 +161,7 @@ inline Image compose(const std::vector<Rec> &recs, const Options &o = Options())
 	for (size_t i = 0; i < recs.size(); i++)
 		place(i, im.home[i]);
 	uint32_t max_probe = 0;
-	std::vector<std::string> bk(bc, std::string(SHMKV_V2_BUCKET_BYTES, '\0'));
+	std::vector<std::string> bk(bc, std::string(SHMKV_BUCKET_BYTES, '\0'));
 	for (size_t i = 0; i < recs.size(); i++) {
 		if (im.bucket[i] != UINT64_MAX)
 			continue;
@@ -150,7 +172,7 @@ inline Image compose(const std::vector<Rec> &recs, const Options &o = Options())
 		if (d >= bc)
 			abort(); // the test asked for more than fits
 		std::string &h = bk[im.home[i]];
-		unsigned fi = (unsigned)((shmkv_key_tag(hash[i]) * SHMKV_V2_FILTER_BITS) >> 16);
+		unsigned fi = (unsigned)((shmkv_key_tag(hash[i]) * SHMKV_FILTER_BITS) >> 16);
 		h[2 + fi / 8] = (char)(h[2 + fi / 8] | (1 << (fi % 8)));
 		disp[im.home[i]] = std::max(disp[im.home[i]], (uint32_t)d);
 		max_probe = std::max(max_probe, (uint32_t)d);
@@ -170,7 +192,7 @@ inline Image compose(const std::vector<Rec> &recs, const Options &o = Options())
 			const Rec &r = recs[i];
 			const unsigned p = pos[j];
 			uint16_t dir = (uint16_t)((shmkv_key_tag(hash[i]) << 7 | p) & 0xffff);
-			memcpy(&s[SHMKV_V2_BUCKET_HEAD + 2 * j], &dir, 2);
+			memcpy(&s[SHMKV_BUCKET_HEAD + 2 * j], &dir, 2);
 			unsigned kind = (r.out ? SHMKV_REC_OUT : r.type) | (r.expires ? SHMKV_REC_EXPIRES : 0);
 			s[p] = (char)kind;
 			if (r.out) {
@@ -191,8 +213,8 @@ inline Image compose(const std::vector<Rec> &recs, const Options &o = Options())
 				memcpy(&s[vpos], r.value.data(), r.value.size());
 			}
 			im.slot[i] = j;
-			im.rec_off[i] = im.index_off + b * SHMKV_V2_BUCKET_BYTES + p;
-			im.dir_off[i] = im.index_off + b * SHMKV_V2_BUCKET_BYTES + SHMKV_V2_BUCKET_HEAD + 2 * j;
+			im.rec_off[i] = im.index_off + b * SHMKV_BUCKET_BYTES + p;
+			im.dir_off[i] = im.index_off + b * SHMKV_BUCKET_BYTES + SHMKV_BUCKET_HEAD + 2 * j;
 		}
 	}
 	// the file
@@ -200,15 +222,15 @@ inline Image compose(const std::vector<Rec> &recs, const Options &o = Options())
 	uint64_t file_size = align_up(std::max<uint64_t>(values_off, SHMKV_HEADER_SIZE + 1), 4096);
 	std::string img(file_size, '\0');
 	for (uint64_t b = 0; b < bc; b++)
-		memcpy(&img[im.index_off + b * SHMKV_V2_BUCKET_BYTES], bk[b].data(),
-		       SHMKV_V2_BUCKET_BYTES);
+		memcpy(&img[im.index_off + b * SHMKV_BUCKET_BYTES], bk[b].data(),
+		       SHMKV_BUCKET_BYTES);
 	if (!ent.empty())
 		memcpy(&img[im.entries_off], ent.data(), ent.size());
 	shmkv_image_header h{};
 	memcpy(h.magic, SHMKV_MAGIC, 8);
-	h.format_version = SHMKV_FORMAT_V2;
+	h.format_version = SHMKV_FORMAT_VERSION;
 	h.header_size = SHMKV_HEADER_SIZE;
-	h.layout_hash = SHMKV_LAYOUT_HASH_V2;
+	h.layout_hash = SHMKV_LAYOUT_HASH;
 	bool any_exp = false;
 	for (const Rec &r : recs)
 		any_exp |= r.expires != 0;
@@ -216,17 +238,17 @@ inline Image compose(const std::vector<Rec> &recs, const Options &o = Options())
 	h.file_size = file_size;
 	h.entry_count = recs.size();
 	h.bucket_count = bc;
-	h.bucket_slots = SHMKV_V2_BUCKET_BYTES;
+	h.bucket_slots = SHMKV_BUCKET_BYTES;
 	h.hash_bits = o.hash_bits;
 	h.hash_seed = o.seed;
 	h.max_probe = max_probe;
 	h.section_count = 3;
-	strcpy(h.name, "v2test");
-	h.sections[0] = {SHMKV_SECTION_INDEX, 0, im.index_off, bc * SHMKV_V2_BUCKET_BYTES, 0};
+	strcpy(h.name, "composed");
+	h.sections[0] = {SHMKV_SECTION_INDEX, 0, im.index_off, bc * SHMKV_BUCKET_BYTES, 0};
 	h.sections[1] = {SHMKV_SECTION_ENTRIES, 0, im.entries_off, ent.size(), 0};
 	h.sections[2] = {SHMKV_SECTION_VALUES, 0, values_off, 0, 0};
 	memcpy(&img[0], &h, sizeof h);
-	fix_checksums(img);
+	reseal(img);
 	im.bytes = img;
 	return im;
 }
@@ -255,4 +277,71 @@ inline std::string strlist(const std::vector<std::string> &v)
 	return s + data;
 }
 
-} // namespace v2img
+// An image in memory between PROT_NONE guards, so that any read past its
+// ends faults (a file mapping may have readable neighbours). The region
+// after it spans 8 GiB of address space (no memory): further than any u16
+// key length plus u32 value length can reach.
+//
+// One reservation serves every image (one Guarded at a time), made once and
+// reused: a guard page, room for the largest image (16 MiB), then the 8 GiB.
+// The image ends where the 8 GiB begin; only its own pages are made
+// readable, and emptied again afterwards. (Under qemu-user each mapping
+// costs the emulator bookkeeping for its whole length: an 8 GiB mmap per
+// image ran a 5,000-image sweep out of memory.)
+class Guarded {
+public:
+	explicit Guarded(const std::string &img)
+	{
+		uint8_t *arena = arena_();
+		size_ = img.size();
+		body_ = (size_ + kPage - 1) / kPage * kPage;
+		if (!arena || body_ > kRoom) {
+			ADD_FAILURE() << (arena ? "image of " + std::to_string(size_) +
+							  " bytes larger than the guarded arena"
+						: std::string("mmap of the guarded arena failed"));
+			size_ = body_ = 0;
+			return;
+		}
+		b_ = arena + kPage + (kRoom - body_); // the last byte touches the 8 GiB
+		mprotect(b_, body_, PROT_READ | PROT_WRITE);
+		base_ = b_ + (body_ - size_);
+		memcpy(base_, img.data(), size_);
+		mprotect(b_, body_, PROT_READ);
+	}
+	~Guarded()
+	{
+		if (b_) {
+			madvise(b_, body_, MADV_DONTNEED); // zero pages for the next image
+			mprotect(b_, body_, PROT_NONE);
+		}
+	}
+	Guarded(const Guarded &) = delete;
+	Guarded &operator=(const Guarded &) = delete;
+
+	// What shmkv_open_file does, on this memory: the open checks, then bind.
+	int open(unsigned flags, shmkv *db, char *why, size_t why_len) const
+	{
+		memset(db, 0, sizeof *db);
+		return shmkv_bind_mem(db, base_, size_, flags, why, why_len);
+	}
+	const uint8_t *base() const { return base_; }
+	size_t size() const { return size_; }
+
+private:
+	static constexpr size_t kPage = 4096, kRoom = (size_t)16 << 20, kAfter = (size_t)1 << 33;
+
+	static uint8_t *arena_()
+	{
+		static uint8_t *arena = [] {
+			void *m = mmap(nullptr, kPage + kRoom + kAfter, PROT_NONE,
+				       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+			return m == MAP_FAILED ? nullptr : static_cast<uint8_t *>(m);
+		}();
+		return arena;
+	}
+
+	uint8_t *b_ = nullptr, *base_ = nullptr;
+	size_t size_ = 0, body_ = 0;
+};
+
+} // namespace testimg

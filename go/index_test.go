@@ -10,9 +10,9 @@ import (
 	"testing"
 )
 
-// Format v2 (layout B) against images of the test encoder (encode_v2_test.go):
+// Format 2 (layout B) against images of the test encoder (encode_test.go):
 // every type inline and OUT, shared values, long keys, displaced keys,
-// expiry, and every verify rule of FORMAT.md §17 broken once.
+// expiry, and every verify rule of FORMAT.md §13 broken once.
 
 func f64le(xs ...float64) []byte {
 	var b []byte
@@ -72,7 +72,7 @@ func v2Records() []rec2 {
 
 func openV2(t *testing.T, b []byte, flags OpenFlags) *View {
 	t.Helper()
-	img, err := Open(b, flags)
+	img, err := OpenBytes(b, flags)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,22 +128,38 @@ func checkAll(t *testing.T, v *View, recs []rec2, now int64) {
 			t.Fatalf("%.20q: Expires %d (%v), want %d", k, e, err, r.expires)
 		}
 	}
-	seen := map[string]bool{}
-	it := v.Iter()
-	for it.Next() {
-		k := string(it.Key())
-		r, ok := want[k]
-		if !ok || seen[k] || it.Expires() != r.expires || !bytes.Equal(it.Value().Raw(), r.value) || it.Value().Type() != r.typ {
-			t.Fatalf("iteration: %.20q (expires %d) unexpected or repeated", k, it.Expires())
+	for _, all := range []bool{true, false} { // Records, then Entries
+		seq, live := v.Records(), 0
+		if !all {
+			seq = v.Entries()
 		}
-		seen[k] = true
-	}
-	if it.Err() != nil || len(seen) != len(recs) {
-		t.Fatalf("iteration: %d of %d records, %v", len(seen), len(recs), it.Err())
+		seen := map[string]bool{}
+		for e, err := range seq {
+			if err != nil {
+				t.Fatalf("iteration (all %v): %v", all, err)
+			}
+			k := string(e.Key)
+			r, ok := want[k]
+			if !ok || seen[k] || e.Expires != r.expires || !bytes.Equal(e.Value.Raw(), r.value) || e.Value.Type() != r.typ {
+				t.Fatalf("iteration (all %v): %.20q (expires %d) unexpected or repeated", all, k, e.Expires)
+			}
+			if !all && r.expires != 0 && now >= int64(r.expires) {
+				t.Fatalf("Entries yields %.20q, expired at %d (now %d)", k, r.expires, now)
+			}
+			seen[k] = true
+		}
+		for _, r := range recs {
+			if r.expires == 0 || now < int64(r.expires) {
+				live++
+			}
+		}
+		if all && len(seen) != len(recs) || !all && len(seen) != live {
+			t.Fatalf("iteration (all %v): %d of %d records (%d live)", all, len(seen), len(recs), live)
+		}
 	}
 }
 
-func TestV2Read(t *testing.T) {
+func TestRead(t *testing.T) {
 	recs := v2Records()
 	for _, o := range []enc2Opts{
 		{buckets: 97, name: "roomy"},
@@ -154,8 +170,8 @@ func TestV2Read(t *testing.T) {
 			b := encodeV2(recs, o)
 			v := openV2(t, b, Deep)
 			im := v.im
-			if im.version != 2 || !im.expiry || im.maxProbe == 0 {
-				t.Fatalf("version %d expiry %v max_probe %d: the image tests too little", im.version, im.expiry, im.maxProbe)
+			if !im.expiry || im.maxProbe == 0 {
+				t.Fatalf("expiry %v max_probe %d: the image tests too little", im.expiry, im.maxProbe)
 			}
 			t.Logf("%d buckets, max_probe %d, %d bytes", im.bucketCount, im.maxProbe, len(b))
 			withClock(t, 1_999_999_999)
@@ -167,9 +183,9 @@ func TestV2Read(t *testing.T) {
 	}
 }
 
-// Expiry (FORMAT.md §17.6): found at E-1, absent at E and after; the clock
+// Expiry (FORMAT.md §17): found at E-1, absent at E and after; the clock
 // is read once per call and never for an image without the EXPIRY flag.
-func TestV2Expiry(t *testing.T) {
+func TestExpiry(t *testing.T) {
 	recs := []rec2{
 		{key: "a", typ: TypeString, value: []byte("x"), expires: 1000},
 		{key: "b", typ: TypeString, value: []byte("y"), expires: 1000, out: true},
@@ -204,7 +220,7 @@ func TestV2Expiry(t *testing.T) {
 	b := encodeV2(recs, enc2Opts{buckets: 3})
 	le.PutUint64(b[24:], le.Uint64(b[24:])&^hdrFlagExpiry)
 	fixSums(b)
-	if _, err := Open(b, Deep); !errors.Is(err, ErrCorrupt) {
+	if _, err := OpenBytes(b, Deep); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("EXPIRY clear with expiring records: deep open says %v", err)
 	}
 	v = openV2(t, b, 0)
@@ -219,39 +235,46 @@ func TestV2Expiry(t *testing.T) {
 	}
 }
 
-// The header rules of v2 (§17.2): layout hash, bucket_slots, flags, INDEX.
-func TestV2Header(t *testing.T) {
+// The header rules (§3, §12, §15): version before layout hash (a format 1
+// image is ErrVersion naming its converter, never ErrLayout), layout hash,
+// bucket_slots, flags, INDEX.
+func TestHeader(t *testing.T) {
 	good := encodeV2(v2Records(), enc2Opts{buckets: 97})
+	const v1LayoutHash, previewLayoutHash = 0x52171befdcf1d7ee, 0xfba82e8976eb9578
 	cases := []struct {
 		name string
 		mod  func(b []byte)
 		want error
+		msg  string // the message's end, where it matters
 	}{
-		{"preview layout hash", func(b []byte) { le.PutUint64(b[16:], 0xfba82e8976eb9578) }, ErrLayout},
-		{"v1 layout hash", func(b []byte) { le.PutUint64(b[16:], layoutHashV1) }, ErrLayout},
-		{"version 3", func(b []byte) { le.PutUint32(b[8:], 3) }, ErrVersion},
-		{"bucket_slots 8", func(b []byte) { le.PutUint32(b[56:], 8) }, ErrCorrupt},
-		{"unknown flag", func(b []byte) { b[24] |= 4 }, ErrCorrupt},
-		{"entry_count over 16 per bucket", func(b []byte) { le.PutUint64(b[40:], 16*97+1) }, ErrCorrupt},
-		{"INDEX size", func(b []byte) { le.PutUint64(b[192+16:], 96*128) }, ErrCorrupt},
+		{"format 1", func(b []byte) { le.PutUint32(b[8:], 1) }, ErrVersion, msgRetired},
+		{"format 1 with its layout hash", func(b []byte) { le.PutUint32(b[8:], 1); le.PutUint64(b[16:], v1LayoutHash) }, ErrVersion, msgRetired},
+		{"version 3", func(b []byte) { le.PutUint32(b[8:], 3) }, ErrVersion, "image format version 3, this reader reads version 2"},
+		{"version 0", func(b []byte) { le.PutUint32(b[8:], 0) }, ErrVersion, "image format version 0, this reader reads version 2"},
+		{"preview layout hash", func(b []byte) { le.PutUint64(b[16:], previewLayoutHash) }, ErrLayout, ""},
+		{"format 1's layout hash", func(b []byte) { le.PutUint64(b[16:], v1LayoutHash) }, ErrLayout, ""},
+		{"bucket_slots 8", func(b []byte) { le.PutUint32(b[56:], 8) }, ErrCorrupt, ""},
+		{"unknown flag", func(b []byte) { b[24] |= 4 }, ErrCorrupt, ""},
+		{"entry_count over 16 per bucket", func(b []byte) { le.PutUint64(b[40:], 16*97+1) }, ErrCorrupt, ""},
+		{"INDEX size", func(b []byte) { le.PutUint64(b[192+16:], 96*128) }, ErrCorrupt, ""},
 	}
 	for _, c := range cases {
 		b := bytes.Clone(good)
 		c.mod(b)
 		fixSums(b)
-		if _, err := Open(b, 0); !errors.Is(err, c.want) {
-			t.Errorf("%s: %v, want %v", c.name, err, c.want)
+		if _, err := OpenBytes(b, 0); !errors.Is(err, c.want) || !strings.HasSuffix(err.Error(), c.msg) {
+			t.Errorf("%s: %v, want %v ending %q", c.name, err, c.want, c.msg)
 		}
 	}
-	if _, err := Open(good, Deep); err != nil {
+	if _, err := OpenBytes(good, Deep); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// Every rule of a v2 bucket (FORMAT.md §17.3) broken once: verify refuses it, and
+// Every rule of a bucket (FORMAT.md §6, §13) broken once: verify refuses it, and
 // lookups and iteration meet it without a panic (ErrCorrupt, or a miss
 // where the damage is where a lookup does not look).
-func TestV2VerifyRules(t *testing.T) {
+func TestVerifyRules(t *testing.T) {
 	recs := v2Records()
 	o := enc2Opts{buckets: 61, seed: 7}
 	good := encodeV2(recs, o)
@@ -261,7 +284,7 @@ func TestV2VerifyRules(t *testing.T) {
 	}
 	bk := func(b []byte, key string) ([]byte, uint64) { // the bucket of key, record i
 		bb, i := bucketOfKey(t, good, key)
-		return b[im.sec[0].off+bb*v2Bucket:][:v2Bucket], i
+		return b[im.sec[0].off+bb*bucketBytes:][:bucketBytes], i
 	}
 	var displaced string
 	for _, r := range recs {
@@ -308,11 +331,11 @@ func TestV2VerifyRules(t *testing.T) {
 		{"OUT with type bits", func(b []byte) { c, i := bk(b, "out/s"); c[offOf(c, i)] |= 2 }},
 		{"OUT unit outside ENTRIES", func(b []byte) { c, i := bk(b, "out/s"); c[offOf(c, i)+5] = 0x7f }},
 		{"inline padding", func(b []byte) { c, i := bk(b, "i"); p := offOf(c, i); c[p+3+1] = 1 }},
-		{"tag bit 0 (dir bit 7)", func(b []byte) { c, i := bk(b, "s"); c[v2Head+2*i] ^= 0x80 }},
-		{"tag bit 8 (dir bit 15)", func(b []byte) { c, i := bk(b, "s"); c[v2Head+2*i+1] ^= 0x80 }},
+		{"tag bit 0 (dir bit 7)", func(b []byte) { c, i := bk(b, "s"); c[bucketHead+2*i] ^= 0x80 }},
+		{"tag bit 8 (dir bit 15)", func(b []byte) { c, i := bk(b, "s"); c[bucketHead+2*i+1] ^= 0x80 }},
 		{"D over max_probe", func(b []byte) { c, _ := bk(b, "s"); c[1] = 255 }},
 		{"filter without D", func(b []byte) {
-			for c := im.sec[0].off; c < im.sec[0].end(); c += v2Bucket {
+			for c := im.sec[0].off; c < im.sec[0].end(); c += bucketBytes {
 				if b[c+1] == 0 {
 					b[c+2] = 1
 					return
@@ -322,8 +345,8 @@ func TestV2VerifyRules(t *testing.T) {
 		}},
 		{"displaced key not announced", func(b []byte) {
 			h := im.hash([]byte(displaced))
-			c := b[im.sec[0].off+im.home(h)*v2Bucket:]
-			fi := (tagOf(h) * v2FilterBits) >> 16
+			c := b[im.sec[0].off+im.home(h)*bucketBytes:]
+			fi := (tagOf(h) * filterBits) >> 16
 			c[2+fi>>3] &^= 1 << (fi & 7)
 		}},
 		{"expiry 0", func(b []byte) {
@@ -344,12 +367,12 @@ func TestV2VerifyRules(t *testing.T) {
 			b := bytes.Clone(good)
 			c.mod(b)
 			fixSums(b)
-			if _, err := Open(b, Deep); err == nil {
+			if _, err := OpenBytes(b, Deep); err == nil {
 				t.Fatal("deep open accepts it")
 			} else {
 				t.Log(err)
 			}
-			img, err := Open(b, 0)
+			img, err := OpenBytes(b, 0)
 			if err != nil {
 				return // a header rule
 			}
@@ -367,10 +390,10 @@ func TestV2VerifyRules(t *testing.T) {
 
 // offOf is record i's offset in bucket c (dir[i] & 0x7f); setOff changes
 // it, keeping dir[i]'s tag bits.
-func offOf(c []byte, i uint64) uint64 { return uint64(c[v2Head+2*i] & v2DirOffMask) }
+func offOf(c []byte, i uint64) uint64 { return uint64(c[bucketHead+2*i] & dirOffMask) }
 
 func setOff(c []byte, i uint64, off byte) {
-	c[v2Head+2*i] = c[v2Head+2*i]&^v2DirOffMask | off&v2DirOffMask
+	c[bucketHead+2*i] = c[bucketHead+2*i]&^dirOffMask | off&dirOffMask
 }
 
 // A bucket's word-at-a-time directory compare equals the lane-by-lane
@@ -383,7 +406,7 @@ func TestDirMatches(t *testing.T) {
 	ref := func(w, want uint64) uint64 {
 		m := uint64(0)
 		for j := 0; j < 4; j++ {
-			if (w>>(16*j))&v2DirTagMask == want {
+			if (w>>(16*j))&dirTagMask == want {
 				m |= 1 << (16*j + 15)
 			}
 		}
@@ -392,23 +415,23 @@ func TestDirMatches(t *testing.T) {
 	check := func(w, tag uint64) {
 		t.Helper()
 		want := dirTag(tag)
-		if got, exp := dirMatches(w, want), ref(w, want); got != exp {
+		if got, exp := dirMatches(w, want*lanes16), ref(w, want); got != exp {
 			t.Fatalf("word %#016x tag %#04x: %#016x, lane by lane %#016x", w, tag, got, exp)
 		}
 	}
 	// tag 5 at lanes 1 and 3 (offsets 0x11, 0x7f, 0x20, 0x00), tag 5 | 0x200
 	// (the same low 9 bits) at lane 0, tag 6 at lane 2
 	w := uint64(5<<7)<<48 | uint64(6<<7|0x20)<<32 | uint64(5<<7|0x7f)<<16 | uint64((5|0x200)<<7&0xffff|0x11)
-	if m := dirMatches(w, dirTag(5)); m != 1<<15|1<<31|1<<63 {
+	if m := dirMatches(w, dirTag(5)*lanes16); m != 1<<15|1<<31|1<<63 {
 		t.Fatalf("tag 5: %#x", m)
 	}
-	if m := dirMatches(w, dirTag(0xfe05)); m != 1<<15|1<<31|1<<63 { // low 9 bits 0x005
+	if m := dirMatches(w, dirTag(0xfe05)*lanes16); m != 1<<15|1<<31|1<<63 { // low 9 bits 0x005
 		t.Fatalf("tag 0xfe05: %#x", m)
 	}
-	if m := dirMatches(w, dirTag(6)); m != 1<<47 {
+	if m := dirMatches(w, dirTag(6)*lanes16); m != 1<<47 {
 		t.Fatalf("tag 6: %#x", m)
 	}
-	if m := dirMatches(w, dirTag(7)); m != 0 {
+	if m := dirMatches(w, dirTag(7)*lanes16); m != 0 {
 		t.Fatalf("tag 7: %#x", m)
 	}
 	for _, lanes := range [][4]uint64{{0, 0xff80, 0, 0xff80}, {0xffff, 0, 0x7f, 0x80}, {0x80, 0x7f, 0xff, 0x100}, {0xff80, 0xffff, 0x7f80, 0x8000}} {
@@ -424,7 +447,7 @@ func TestDirMatches(t *testing.T) {
 		if k%2 == 0 { // make some lanes match
 			for j := 0; j < 4; j++ {
 				if rng.IntN(2) == 0 {
-					w = w&^(v2DirTagMask<<(16*j)) | dirTag(tag)<<(16*j)
+					w = w&^(dirTagMask<<(16*j)) | dirTag(tag)<<(16*j)
 				}
 			}
 		}
@@ -463,7 +486,7 @@ func TestDirTagLow9Bits(t *testing.T) {
 			t.Fatalf("out=%v: %q in bucket %d, %q in %d", out, keys[0], b0, keys[1], b1)
 		}
 		bk := v.im.bucket(b0) // the directory holds both as candidates of either
-		if d0, d1 := recDir(bk, i0), recDir(bk, i1); d0&v2DirTagMask != d1&v2DirTagMask || d0 == d1 {
+		if d0, d1 := recDir(bk, i0), recDir(bk, i1); d0&dirTagMask != d1&dirTagMask || d0 == d1 {
 			t.Fatalf("dir %#04x and %#04x", d0, d1)
 		}
 		if m := candidates(bk, tagOf(h0)); m != 1<<i0|1<<i1 {
@@ -513,10 +536,10 @@ func low9Recs(keys []string, out bool) []rec2 {
 
 // candidates: bit i set where record i of bk is a candidate for tag, by
 // dirMatches one directory entry at a time.
-func candidates(bk *[v2Bucket]byte, tag uint64) uint64 {
+func candidates(bk *[bucketBytes]byte, tag uint64) uint64 {
 	m := uint64(0)
 	for i := uint64(0); i < uint64(bk[0]); i++ {
-		if dirMatches(recDir(bk, i), dirTag(tag))&(1<<15) != 0 {
+		if dirMatches(recDir(bk, i), dirTag(tag)*lanes16)&(1<<15) != 0 {
 			m |= 1 << i
 		}
 	}
@@ -525,7 +548,7 @@ func candidates(bk *[v2Bucket]byte, tag uint64) uint64 {
 
 // Format 2 gets allocate nothing either: hits inline and OUT, misses,
 // expired keys, batches.
-func TestV2GetAllocatesNothing(t *testing.T) {
+func TestGetAllocatesNothingAnyRecord(t *testing.T) {
 	v := openV2(t, encodeV2(v2Records(), enc2Opts{buckets: 61, seed: 7}), 0)
 	withClock(t, 1_999_999_999)
 	keys := []string{"s", "missing", "out/s", "exp/one", "dl", "sh1"}

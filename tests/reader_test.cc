@@ -1,10 +1,16 @@
-// v2_reader_test: the reader on format v2 images (lib/FORMAT.md §17), composed
-// by tests/v2_image.h from the text alone: open, every getter, batch,
-// iteration, verify, expiry at its boundaries with a pinned clock, damaged
-// buckets and records (each invariant violated gives its error, never a
-// crash), and a reader as of main 4dc25bf refusing v2 with SHMKV_EVERSION.
+// reader_test: the reader on images composed by tests/image_util.h from
+// lib/FORMAT.md alone: open, every getter, batch, iteration (the live
+// entries, and every record with shmkv_iter_init_all), verify, expiry at its
+// boundaries with a pinned clock, the header checks (a format 1 image
+// refused with the upgrade command named), strings that are not UTF-8,
+// damaged buckets and records (each invariant violated gives its error,
+// never a crash; one damaged key in a batch leaves the others' answers),
+// the hot path against the checked one under damage, and a reader of the
+// format 1 era refusing format 2 with SHMKV_EVERSION.
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
+#include <functional>
 #include <map>
 #include <random>
 #include <string>
@@ -13,10 +19,10 @@
 #include <gtest/gtest.h>
 
 #include "test_util.h"
-#include "v2_image.h"
+#include "image_util.h"
 
 using namespace shmkv_test;
-using v2img::Rec;
+using testimg::Rec;
 
 #ifndef SHMKV_SOURCE_ROOT
 #define SHMKV_SOURCE_ROOT ""
@@ -94,30 +100,30 @@ std::vector<Rec> mixed()
 	std::vector<Rec> r;
 	r.push_back({"s", SHMKV_TYPE_STRING, "hello", 0, false});
 	r.push_back({"b", SHMKV_TYPE_BYTES, std::string("a\0b", 3), 0, false});
-	r.push_back({"i", SHMKV_TYPE_I64, v2img::i64(-42), 0, false});
+	r.push_back({"i", SHMKV_TYPE_I64, testimg::i64(-42), 0, false});
 	r.push_back({"t", SHMKV_TYPE_BOOL, std::string(1, '\1'), 0, false});
-	r.push_back({"f", SHMKV_TYPE_F64, v2img::f64(2.5), 0, false});
+	r.push_back({"f", SHMKV_TYPE_F64, testimg::f64(2.5), 0, false});
 	float fl[3] = {1, 2, 3};
 	r.push_back({"fl", SHMKV_TYPE_F32LIST, std::string((const char *)fl, 12), 0, false});
 	double dl[2] = {1.5, -1};
 	r.push_back({"dl", SHMKV_TYPE_F64LIST, std::string((const char *)dl, 16), 0, false});
 	int64_t il[2] = {7, 8};
 	r.push_back({"il", SHMKV_TYPE_I64LIST, std::string((const char *)il, 16), 0, false});
-	r.push_back({"sl", SHMKV_TYPE_STRLIST, v2img::strlist({"x", "yz"}), 0, false});
+	r.push_back({"sl", SHMKV_TYPE_STRLIST, testimg::strlist({"x", "yz"}), 0, false});
 	r.push_back({std::string(300, 'k'), SHMKV_TYPE_STRING, "long key", 0, true});
 	r.push_back({"big", SHMKV_TYPE_BYTES, std::string(1000, 'v'), 0, true});
-	r.push_back({"outi", SHMKV_TYPE_I64, v2img::i64(99), 0, true});
+	r.push_back({"outi", SHMKV_TYPE_I64, testimg::i64(99), 0, true});
 	for (int i = 0; i < 30; i++)
 		r.push_back({"key_" + std::to_string(i), SHMKV_TYPE_STRING, "val_" + std::to_string(i),
 			     0, false});
 	return r;
 }
 
-TEST(V2Reader, OpensGetsEveryTypeAndVerifies)
+TEST(Reader, OpensGetsEveryTypeAndVerifies)
 {
-	v2img::Options o;
+	testimg::Options o;
 	o.bucket_count = 7; // 42 records, about 80% full: some displaced
-	auto im = v2img::compose(mixed(), o);
+	auto im = testimg::compose(mixed(), o);
 	Mem m(im.bytes);
 	ASSERT_EQ(m.err, 0) << m.why;
 	EXPECT_EQ(m.verify(), "");
@@ -144,7 +150,7 @@ TEST(V2Reader, OpensGetsEveryTypeAndVerifies)
 	ASSERT_EQ(shmkv_get_f32list(&m.db, "fl", 2, &fl, &n), 0);
 	ASSERT_EQ(n, 3u);
 	EXPECT_EQ(fl[2], 3.0f);
-	EXPECT_EQ((uintptr_t)fl % 8, 0u) << "inline lists are 8-aligned (FORMAT.md §17.4)";
+	EXPECT_EQ((uintptr_t)fl % 8, 0u) << "inline lists are 8-aligned (FORMAT.md §6)";
 	const double *dl = nullptr;
 	ASSERT_EQ(shmkv_get_f64list(&m.db, "dl", 2, &dl, &n), 0);
 	EXPECT_EQ(n, 2u);
@@ -153,7 +159,7 @@ TEST(V2Reader, OpensGetsEveryTypeAndVerifies)
 	ASSERT_EQ(shmkv_get_i64list(&m.db, "il", 2, &il, &n), 0);
 	EXPECT_EQ(il[1], 8);
 	EXPECT_EQ((uintptr_t)il % 8, 0u);
-	shmkv_strlist sl;
+	shmkv_strlist sl{};
 	ASSERT_EQ(shmkv_get_strlist(&m.db, "sl", 2, &sl), 0);
 	ASSERT_EQ(shmkv_strlist_count(&sl), 2u);
 	EXPECT_STREQ(shmkv_strlist_at(&sl, 1, &n), "yz");
@@ -182,16 +188,19 @@ TEST(V2Reader, OpensGetsEveryTypeAndVerifies)
 	std::string huge(70000, 'h');
 	EXPECT_EQ(shmkv_get(&m.db, huge.data(), huge.size(), &v), SHMKV_EKEYLEN);
 	uint64_t off = 0;
-	ASSERT_EQ(shmkv_find_entry(&m.db, "s", 1, &off), 0);
+	uint32_t exp = 7;
+	ASSERT_EQ(shmkv_find_record(&m.db, "s", 1, &off, &exp), 0);
 	EXPECT_EQ(off, im.rec_off[0]);
+	EXPECT_EQ(exp, 0u);
+	EXPECT_EQ(shmkv_find_record(&m.db, "nope", 4, &off, &exp), SHMKV_ENOTFOUND);
 }
 
-TEST(V2Reader, BatchAndIterationAgreeWithGet)
+TEST(Reader, BatchAndIterationAgreeWithGet)
 {
-	v2img::Options o;
+	testimg::Options o;
 	o.bucket_count = 7;
 	auto recs = mixed();
-	Mem m(v2img::compose(recs, o).bytes);
+	Mem m(testimg::compose(recs, o).bytes);
 	ASSERT_EQ(m.err, 0) << m.why;
 	std::vector<std::string> keys;
 	for (const Rec &r : recs)
@@ -234,13 +243,13 @@ TEST(V2Reader, BatchAndIterationAgreeWithGet)
 
 // now-1 / now / now+1 around an expiry E, inline and OUT, get, typed get,
 // batch and the diagnostic path; one record without expiry unaffected.
-TEST(V2Reader, ExpiryBoundaries)
+TEST(Reader, ExpiryBoundaries)
 {
 	const uint32_t E = 1900000000;
 	std::vector<Rec> recs = {{"in", SHMKV_TYPE_STRING, "v", E, false},
 				 {"out", SHMKV_TYPE_STRING, std::string(200, 'o'), E, true},
-				 {"keep", SHMKV_TYPE_I64, v2img::i64(1), 0, false}};
-	Mem m(v2img::compose(recs).bytes);
+				 {"keep", SHMKV_TYPE_I64, testimg::i64(1), 0, false}};
+	Mem m(testimg::compose(recs).bytes);
 	ASSERT_EQ(m.err, 0) << m.why;
 	EXPECT_EQ(m.verify(), "");
 	EXPECT_TRUE(shmkv_header(&m.db)->flags & SHMKV_HFLAG_EXPIRY);
@@ -273,66 +282,180 @@ TEST(V2Reader, ExpiryBoundaries)
 	shmkv_set_clock(&m.db, 0);
 	shmkv_value v;
 	EXPECT_EQ(shmkv_get(&m.db, "in", 2, &v), time(nullptr) < (time_t)E ? 0 : SHMKV_ENOTFOUND);
-	// iteration returns expired entries with their expiry
-	shmkv_set_clock(&m.db, (int64_t)E + 5);
+}
+
+// Every key an iteration yields, with its expiry, in order; *end the code
+// that ended it.
+std::vector<std::pair<std::string, uint32_t>> iterate(const shmkv *db, bool all, int *end = nullptr)
+{
+	std::vector<std::pair<std::string, uint32_t>> out;
 	shmkv_iter it;
-	shmkv_iter_init(&m.db, &it);
+	if (all)
+		shmkv_iter_init_all(db, &it);
+	else
+		shmkv_iter_init(db, &it);
 	const void *k;
 	size_t kl;
-	int found = 0;
+	shmkv_value v;
+	int e;
+	for (int n = 0; (e = shmkv_iter_next(&it, &k, &kl, &v)) == 0 && n < 100000; n++)
+		out.push_back({sv(k, kl), shmkv_iter_expires(&it)});
+	if (end)
+		*end = e;
+	return out;
+}
+
+// Iteration yields the live entries (FORMAT.md §18): an expired record is
+// absent from shmkv_iter_init's iteration as from a get, the clock read
+// once when it starts (a pinned clock honoured); shmkv_iter_init_all yields
+// every record, expired ones too, each with its expiry. Inline and OUT
+// records, before, at and after the expiry.
+TEST(Reader, IterationYieldsLiveEntriesAndAllRecordsOnRequest)
+{
+	const uint32_t E = 1900000000;
+	std::vector<Rec> recs = {{"in", SHMKV_TYPE_STRING, "v", E, false},
+				 {"out", SHMKV_TYPE_STRING, std::string(200, 'o'), E, true},
+				 {"later", SHMKV_TYPE_I64, testimg::i64(3), E + 100, false},
+				 {"keep", SHMKV_TYPE_I64, testimg::i64(1), 0, false},
+				 {"keep_out", SHMKV_TYPE_BYTES, std::string(300, 'k'), 0, true}};
+	Mem m(testimg::compose(recs).bytes);
+	ASSERT_EQ(m.err, 0) << m.why;
+	ASSERT_EQ(m.verify(), "");
+	using Got = std::map<std::string, uint32_t>;
+	auto as_map = [](const std::vector<std::pair<std::string, uint32_t>> &v) {
+		return Got(v.begin(), v.end());
+	};
+	const Got every = {{"in", E}, {"out", E}, {"later", E + 100}, {"keep", 0}, {"keep_out", 0}};
+	struct Case {
+		int64_t now;
+		Got live;
+	} cases[] = {
+		{(int64_t)E - 1, every},
+		{(int64_t)E, {{"later", E + 100}, {"keep", 0}, {"keep_out", 0}}},
+		{(int64_t)E + 1, {{"later", E + 100}, {"keep", 0}, {"keep_out", 0}}},
+		{(int64_t)E + 100, {{"keep", 0}, {"keep_out", 0}}},
+	};
+	for (const Case &c : cases) {
+		SCOPED_TRACE("now " + std::to_string(c.now));
+		shmkv_set_clock(&m.db, c.now);
+		int end = 0;
+		auto live = iterate(&m.db, false, &end);
+		EXPECT_EQ(end, SHMKV_EEND);
+		EXPECT_EQ(as_map(live), c.live);
+		EXPECT_EQ(live.size(), c.live.size()) << "a key twice";
+		// what iteration yields is what a get finds
+		for (const auto &kv : every) {
+			shmkv_value v;
+			EXPECT_EQ(shmkv_get(&m.db, kv.first.data(), kv.first.size(), &v),
+				  c.live.count(kv.first) ? 0 : SHMKV_ENOTFOUND) << kv.first;
+		}
+		auto all = iterate(&m.db, true, &end);
+		EXPECT_EQ(end, SHMKV_EEND);
+		EXPECT_EQ(as_map(all), every);
+		EXPECT_EQ(all.size(), recs.size());
+	}
+	// the clock is read when the iteration starts, not at each record
+	shmkv_set_clock(&m.db, (int64_t)E - 1);
+	shmkv_iter it;
+	shmkv_iter_init(&m.db, &it);
+	shmkv_set_clock(&m.db, (int64_t)E + 200);
+	const void *k;
+	size_t kl;
+	shmkv_value v;
+	size_t n = 0;
 	while (shmkv_iter_next(&it, &k, &kl, &v) == 0)
-		found += shmkv_iter_expires(&it) == E;
-	EXPECT_EQ(found, 2);
+		n++;
+	EXPECT_EQ(n, recs.size()) << "the clock of shmkv_iter_init's moment";
+	// the real clock: E (2030) is still ahead
+	shmkv_set_clock(&m.db, 0);
+	if (time(nullptr) < (time_t)E) {
+		EXPECT_EQ(iterate(&m.db, false).size(), recs.size());
+	}
+	// an image without expiries: every record, whatever the pinned clock
+	Mem plain(testimg::compose({{"a", SHMKV_TYPE_STRING, "1", 0, false},
+				    {"b", SHMKV_TYPE_STRING, std::string(300, 'b'), 0, true}}).bytes);
+	ASSERT_EQ(plain.err, 0) << plain.why;
+	shmkv_set_clock(&plain.db, INT64_MAX);
+	EXPECT_EQ(iterate(&plain.db, false).size(), 2u);
+	EXPECT_EQ(iterate(&plain.db, true).size(), 2u);
 }
 
 // Without the header's EXPIRY flag, a record's expiry is never applied (the
 // clock is not read) and verify refuses the image.
-TEST(V2Reader, ExpiryFlagClearIgnoresRecordsAndVerifyRefuses)
+TEST(Reader, ExpiryFlagClearIgnoresRecordsAndVerifyRefuses)
 {
-	v2img::Options o;
+	testimg::Options o;
 	o.expiry_flag_auto = false;
-	Mem m(v2img::compose({{"in", SHMKV_TYPE_STRING, "v", 5, false}}, o).bytes);
+	Mem m(testimg::compose({{"in", SHMKV_TYPE_STRING, "v", 5, false}}, o).bytes);
 	ASSERT_EQ(m.err, 0) << m.why;
 	shmkv_set_clock(&m.db, 100);
 	shmkv_value v;
 	EXPECT_EQ(shmkv_get(&m.db, "in", 2, &v), 0);
+	EXPECT_EQ(iterate(&m.db, false).size(), 1u) << "iteration does not apply it either";
 	EXPECT_NE(m.verify().find("expiry flag is clear"), std::string::npos) << m.verify();
 	o.flags = SHMKV_HFLAG_EXPIRY; // set, but nothing expires
-	Mem m2(v2img::compose({{"in", SHMKV_TYPE_STRING, "v", 0, false}}, o).bytes);
+	Mem m2(testimg::compose({{"in", SHMKV_TYPE_STRING, "v", 0, false}}, o).bytes);
 	ASSERT_EQ(m2.err, 0) << m2.why;
 	EXPECT_NE(m2.verify().find("expiry flag is set"), std::string::npos) << m2.verify();
 }
 
-TEST(V2Reader, HeaderChecksPerVersion)
+// The header checks of FORMAT.md §12 on a composed image, each field forged
+// and the checksums recomputed: the version first (format 1 retired, with
+// the command that converts it; any other version named), then the layout
+// hash, then the geometry.
+TEST(Reader, HeaderChecks)
 {
-	auto im = v2img::compose({{"a", SHMKV_TYPE_STRING, "b", 0, false}});
+	auto im = testimg::compose({{"a", SHMKV_TYPE_STRING, "b", 0, false}});
 	auto forge = [&](auto f) {
 		std::string b = im.bytes;
 		f(*reinterpret_cast<shmkv_image_header *>(&b[0]));
-		v2img::fix_checksums(b);
+		testimg::reseal(b);
 		Mem m(b);
 		return std::make_pair(m.err, std::string(m.why));
 	};
-	auto r = forge([](shmkv_image_header &h) { h.bucket_slots = 8; });
+	auto r = forge([](shmkv_image_header &) {});
+	EXPECT_EQ(r.first, 0) << r.second;
+	r = forge([](shmkv_image_header &h) { h.bucket_slots = 8; });
 	EXPECT_EQ(r.first, SHMKV_ECORRUPT);
 	EXPECT_NE(r.second.find("bucket_slots 8, expected 128"), std::string::npos) << r.second;
 	r = forge([](shmkv_image_header &h) { h.flags = 4; });
 	EXPECT_EQ(r.first, SHMKV_ECORRUPT);
-	r = forge([](shmkv_image_header &h) { h.layout_hash = SHMKV_LAYOUT_HASH; });
+	// format 1's layout hash on a format 2 header: a layout error
+	r = forge([](shmkv_image_header &h) { h.layout_hash = UINT64_C(0x52171befdcf1d7ee); });
 	EXPECT_EQ(r.first, SHMKV_ELAYOUT);
-	EXPECT_NE(r.second.find("for version 2"), std::string::npos) << r.second;
-	// an image of the preview layout (tags inside the records, 1c9dbe4)
+	EXPECT_NE(r.second.find("layout hash 52171befdcf1d7ee, this reader expects 5a240d8d9e73bf24"),
+		  std::string::npos) << r.second;
+	// an image of the preview layout (tags inside the records)
 	r = forge([](shmkv_image_header &h) { h.layout_hash = UINT64_C(0xfba82e8976eb9578); });
 	EXPECT_EQ(r.first, SHMKV_ELAYOUT);
 	EXPECT_NE(r.second.find("layout hash fba82e8976eb9578"), std::string::npos) << r.second;
-	r = forge([](shmkv_image_header &h) { h.format_version = 3; });
-	EXPECT_EQ(r.first, SHMKV_EVERSION);
-	EXPECT_NE(r.second.find("version 3"), std::string::npos) << r.second;
+	// format 1 (with its own hash, or format 2's): retired, the upgrade
+	// command named; the version check comes before the layout hash's
+	for (uint64_t lh : {UINT64_C(0x52171befdcf1d7ee), (uint64_t)SHMKV_LAYOUT_HASH}) {
+		r = forge([&](shmkv_image_header &h) {
+			h.format_version = 1;
+			h.layout_hash = lh;
+		});
+		EXPECT_EQ(r.first, SHMKV_EVERSION);
+		EXPECT_EQ(r.second, "image format version 1 is retired: convert it with "
+				    "'shmctl image upgrade OLD -o NEW'");
+	}
+	for (uint32_t v : {0u, 3u, 0xffffffffu}) {
+		r = forge([&](shmkv_image_header &h) { h.format_version = v; });
+		EXPECT_EQ(r.first, SHMKV_EVERSION);
+		EXPECT_EQ(r.second, "image format version " + std::to_string(v) +
+					    ", this reader reads version 2");
+	}
 	r = forge([](shmkv_image_header &h) {
-		h.entry_count = h.bucket_count * SHMKV_V2_MAX_RECORDS + 1;
+		h.entry_count = h.bucket_count * SHMKV_MAX_RECORDS + 1;
 	});
 	EXPECT_EQ(r.first, SHMKV_ECORRUPT);
 	r = forge([](shmkv_image_header &h) { h.sections[0].size -= 64; });
+	EXPECT_EQ(r.first, SHMKV_ECORRUPT);
+	r = forge([](shmkv_image_header &h) { h.section_count = 2; });
+	EXPECT_EQ(r.first, SHMKV_ECORRUPT);
+	EXPECT_NE(r.second.find("section_count 2, the format has 3"), std::string::npos) << r.second;
+	r = forge([](shmkv_image_header &h) { h.max_probe = (uint32_t)h.bucket_count; });
 	EXPECT_EQ(r.first, SHMKV_ECORRUPT);
 	// an index at a 64- but not 128-aligned offset
 	r = forge([](shmkv_image_header &h) {
@@ -340,6 +463,261 @@ TEST(V2Reader, HeaderChecksPerVersion)
 		h.sections[1].offset += 64;
 	});
 	EXPECT_EQ(r.first, SHMKV_ECORRUPT);
+	// and through a file: the message names it, the handle is not set
+	TempDir tmp;
+	std::string b = im.bytes;
+	auto *h = reinterpret_cast<shmkv_image_header *>(&b[0]);
+	h->format_version = 1;
+	testimg::reseal(b);
+	ASSERT_TRUE(write_file(tmp.file("old.shmkv"), b));
+	shmkv *db = reinterpret_cast<shmkv *>(&b); // any non-NULL: must stay untouched
+	char why[512] = "";
+	EXPECT_EQ(shmkv_open_file_diag(tmp.file("old.shmkv").c_str(), 0, &db, why, sizeof why),
+		  SHMKV_EVERSION);
+	EXPECT_NE(std::string(why).find(tmp.file("old.shmkv")), std::string::npos) << why;
+	EXPECT_NE(std::string(why).find("image format version 1 is retired: convert it with "
+					"'shmctl image upgrade OLD -o NEW'"),
+		  std::string::npos) << why;
+}
+
+// The good neighbours of a damaged record: every type, inline and OUT.
+std::vector<Rec> neighbours()
+{
+	return {{"g_str", SHMKV_TYPE_STRING, "Gr\xc3\xbc\xc3\x9f" "e \xf0\x9f\x8c\x8d", 0, false},
+		{"g_nul", SHMKV_TYPE_STRING, std::string("a\0b", 3), 0, false}, // U+0000 is UTF-8
+		{"g_max", SHMKV_TYPE_STRING, "\xf4\x8f\xbf\xbf\xef\xbf\xbf", 0, false},
+		{"g_i64", SHMKV_TYPE_I64, testimg::i64(7), 0, false},
+		{"g_out", SHMKV_TYPE_STRING, std::string(300, 'o'), 0, true},
+		{"g_list", SHMKV_TYPE_STRLIST, testimg::strlist({"x", "\xc3\xa9"}), 0, false}};
+}
+
+// Every neighbour's get, typed get and place in the batch as on the intact
+// image, and shmkv_verify refusing the image with why.
+void expect_neighbours_intact(Mem &m, const char *verify_says)
+{
+	for (const Rec &r : neighbours()) {
+		SCOPED_TRACE(r.key);
+		shmkv_value v;
+		ASSERT_EQ(shmkv_get(&m.db, r.key.data(), r.key.size(), &v), 0);
+		EXPECT_EQ(sv(v.data, v.size), r.value);
+		EXPECT_EQ(v.type, r.type);
+	}
+	const std::string vm = m.verify();
+	EXPECT_NE(vm.find(verify_says), std::string::npos) << vm;
+}
+
+// A string value that is not strict UTF-8 is a damaged value (FORMAT.md §8),
+// like a string without its NUL: SHMKV_ECORRUPT from shmkv_get, the typed
+// string getter, shmkv_get_diag (saying so), the batch (that key only) and
+// iteration (live and all records); never the bytes. Inline and OUT
+// records; each kind of invalid sequence at every position a word-at-a-time
+// check treats differently. The same bytes as a bytes value are fine.
+TEST(Reader, StringNotUtf8IsCorrupt)
+{
+	const std::string bad[] = {
+		"\xff",             // never in UTF-8
+		"\x80",             // a lone continuation byte
+		"\xc0\x80",         // overlong U+0000
+		"\xc1\xbf",         // overlong U+007F
+		"\xe0\x80\xaf",     // overlong '/'
+		"\xf0\x82\x82\xac", // overlong U+20AC
+		"\xed\xa0\x80",     // a surrogate (U+D800)
+		"\xed\xbf\xbf",     // a surrogate (U+DFFF)
+		"\xf4\x90\x80\x80", // U+110000, above U+10FFFF
+		"\xf8\x88\x80\x80\x80", // a 5-byte form
+		"\xe2\x82",         // truncated
+		"\xc3",             // truncated at the end
+	};
+	int images = 0;
+	for (const std::string &b : bad)
+		for (size_t pre : {0, 1, 3, 4, 7, 8, 9, 15, 16, 31})
+			for (size_t post : {0, 1, 5}) {
+				const std::string val = std::string(pre, 'a') + b + std::string(post, 'z');
+				for (bool out : {false, true}) {
+					SCOPED_TRACE(std::string(out ? "OUT" : "inline") + " value of " +
+						     std::to_string(val.size()) + " bytes, invalid at " +
+						     std::to_string(pre));
+					std::vector<Rec> recs = neighbours();
+					recs.push_back({"bad", SHMKV_TYPE_STRING, val, 0, out});
+					recs.push_back({"raw", SHMKV_TYPE_BYTES, val, 0, out});
+					Mem m(testimg::compose(recs).bytes);
+					ASSERT_EQ(m.err, 0) << m.why;
+					images++;
+					shmkv_value v{};
+					v.type = 99;
+					EXPECT_EQ(shmkv_get(&m.db, "bad", 3, &v), SHMKV_ECORRUPT);
+					EXPECT_EQ(v.type, 99u) << "the output is untouched on error";
+					const char *s = nullptr;
+					size_t n = 0;
+					EXPECT_EQ(shmkv_get_str(&m.db, "bad", 3, &s, &n), SHMKV_ECORRUPT);
+					EXPECT_EQ(s, nullptr);
+					char why[256] = "";
+					EXPECT_EQ(shmkv_get_diag(&m.db, "bad", 3, &v, why, sizeof why),
+						  SHMKV_ECORRUPT);
+					EXPECT_NE(std::string(why).find("not valid UTF-8"), std::string::npos)
+						<< why;
+					const void *p = nullptr;
+					ASSERT_EQ(shmkv_get_bytes(&m.db, "raw", 3, &p, &n), 0);
+					EXPECT_EQ(sv(p, n), val);
+					// the batch: that key corrupt, the others their answers
+					std::vector<std::string> ks = {"g_str", "bad", "raw", "absent", "g_out"};
+					std::vector<shmkv_key> keys;
+					for (const std::string &k : ks)
+						keys.push_back({k.data(), k.size()});
+					shmkv_value bv[5];
+					int be[5];
+					EXPECT_EQ(shmkv_get_batch(&m.db, keys.data(), 5, bv, be), 3u);
+					EXPECT_EQ(be[0], 0);
+					EXPECT_EQ(be[1], SHMKV_ECORRUPT);
+					EXPECT_EQ(be[2], 0);
+					EXPECT_EQ(be[3], SHMKV_ENOTFOUND);
+					EXPECT_EQ(be[4], 0);
+					EXPECT_EQ(sv(bv[2].data, bv[2].size), val);
+					EXPECT_EQ(sv(bv[4].data, bv[4].size), std::string(300, 'o'));
+					// iteration reaches the record and says so; records
+					// before it come out whole
+					for (bool all : {false, true}) {
+						int end = 0;
+						auto got = iterate(&m.db, all, &end);
+						EXPECT_EQ(end, SHMKV_ECORRUPT) << (all ? "all records" : "live");
+						EXPECT_LT(got.size(), recs.size());
+						for (const auto &kv : got)
+							EXPECT_NE(kv.first, "bad");
+					}
+					expect_neighbours_intact(m, "not valid UTF-8");
+					if (HasFatalFailure())
+						return;
+				}
+			}
+	EXPECT_EQ(images, 12 * 10 * 3 * 2);
+}
+
+// A string of a string list that is not UTF-8: the list's get is O(1) and
+// succeeds, shmkv_strlist_at refuses that string (NULL, length 0) and hands
+// out the others; iteration and verify, which check every string, say
+// SHMKV_ECORRUPT.
+TEST(Reader, StrlistStringNotUtf8)
+{
+	for (bool out : {false, true}) {
+		SCOPED_TRACE(out ? "OUT" : "inline");
+		std::vector<Rec> recs = neighbours();
+		recs.push_back({"list", SHMKV_TYPE_STRLIST,
+				testimg::strlist({"fine", "bad\xed\xa0\x80", "also fine"}), 0, out});
+		Mem m(testimg::compose(recs).bytes);
+		ASSERT_EQ(m.err, 0) << m.why;
+		shmkv_strlist l{};
+		ASSERT_EQ(shmkv_get_strlist(&m.db, "list", 4, &l), 0);
+		ASSERT_EQ(shmkv_strlist_count(&l), 3u);
+		size_t n = 99;
+		EXPECT_STREQ(shmkv_strlist_at(&l, 0, &n), "fine");
+		EXPECT_EQ(n, 4u);
+		EXPECT_EQ(shmkv_strlist_at(&l, 1, &n), nullptr);
+		EXPECT_EQ(n, 0u);
+		EXPECT_STREQ(shmkv_strlist_at(&l, 2, &n), "also fine");
+		for (bool all : {false, true}) {
+			int end = 0;
+			iterate(&m.db, all, &end);
+			EXPECT_EQ(end, SHMKV_ECORRUPT);
+		}
+		expect_neighbours_intact(m, "strlist string 1 is not valid UTF-8");
+	}
+}
+
+// A batch answers every key as its single get would: one key whose record
+// is damaged (its string's NUL gone, its OUT entry's type forged, its
+// record's kind forged) is SHMKV_ECORRUPT in errs, and every other key,
+// before and after it in the request, in the same group of 16 or another,
+// gets its value; the count returned is of the others found.
+TEST(Reader, BatchWithOneDamagedKey)
+{
+	std::vector<Rec> recs = neighbours();
+	for (int i = 0; i < 40; i++)
+		recs.push_back({"key_" + std::to_string(i), SHMKV_TYPE_STRING, "val_" + std::to_string(i),
+				0, i % 7 == 3});
+	recs.push_back({"victim", SHMKV_TYPE_STRING, "hello", 0, false});
+	recs.push_back({"victim_out", SHMKV_TYPE_STRING, std::string(100, 'v'), 0, true});
+	testimg::Options o;
+	o.bucket_count = 8;
+	auto im = testimg::compose(recs, o);
+	const size_t vi = recs.size() - 2, vo = recs.size() - 1;
+	const uint64_t r_in = im.rec_off[vi], r_out = im.rec_off[vo];
+	uint64_t unit = 0;
+	memcpy(&unit, &im.bytes[r_out + 1], 5);
+	const uint64_t e_out = unit << 3; // the OUT record's entry
+	struct Case {
+		const char *what;
+		std::function<void(std::string &)> f;
+		size_t victim;
+	} cases[] = {
+		{"inline string without its NUL", [&](std::string &b) { b[r_in + 3 + 6 + 5] = 'x'; }, vi},
+		{"inline record of an unknown kind", [&](std::string &b) { b[r_in] |= 0x20; }, vi},
+		{"inline string not UTF-8", [&](std::string &b) { b[r_in + 3 + 6] = (char)0xff; }, vi},
+		{"OUT entry of type 12", [&](std::string &b) { b[e_out] = 12; }, vo},
+		{"OUT entry's value past ENTRIES",
+		 [&](std::string &b) {
+			 uint32_t big = 0x7fffffff;
+			 memcpy(&b[e_out + 4], &big, 4);
+		 },
+		 vo},
+	};
+	{
+		Mem clean(im.bytes);
+		ASSERT_EQ(clean.err, 0) << clean.why;
+		ASSERT_EQ(clean.verify(), "");
+		shmkv_value v;
+		ASSERT_EQ(shmkv_get(&clean.db, "victim", 6, &v), 0);
+		ASSERT_EQ(sv(v.data, v.size), "hello") << "the test's offsets";
+	}
+	for (const Case &c : cases) {
+		SCOPED_TRACE(c.what);
+		std::string b = im.bytes;
+		c.f(b);
+		testimg::reseal(b);
+		Mem m(b);
+		ASSERT_EQ(m.err, 0) << m.why;
+		shmkv_value v;
+		ASSERT_EQ(shmkv_get(&m.db, recs[c.victim].key.data(), recs[c.victim].key.size(), &v),
+			  SHMKV_ECORRUPT);
+		// every key once, the victim at each position of the request,
+		// absent keys between
+		for (size_t at : {(size_t)0, (size_t)7, (size_t)15, (size_t)16, recs.size() - 1}) {
+			std::vector<const Rec *> order;
+			for (size_t i = 0; i < recs.size(); i++)
+				if (i != c.victim)
+					order.push_back(&recs[i]);
+			order.insert(order.begin() + (long)std::min(at, order.size()), &recs[c.victim]);
+			std::vector<shmkv_key> keys;
+			const std::string absent = "absent";
+			for (size_t i = 0; i < order.size(); i++) {
+				keys.push_back({order[i]->key.data(), order[i]->key.size()});
+				if (i % 5 == 4)
+					keys.push_back({absent.data(), absent.size()});
+			}
+			std::vector<shmkv_value> bv(keys.size());
+			std::vector<int> be(keys.size(), 7);
+			const size_t found = shmkv_get_batch(&m.db, keys.data(), keys.size(), bv.data(),
+							     be.data());
+			EXPECT_EQ(found, recs.size() - 1) << "victim at " << at;
+			for (size_t i = 0; i < keys.size(); i++) {
+				const std::string k = sv(keys[i].data, keys[i].len);
+				SCOPED_TRACE("key " + k + ", victim at " + std::to_string(at));
+				if (k == absent) {
+					EXPECT_EQ(be[i], SHMKV_ENOTFOUND);
+				} else if (k == recs[c.victim].key) {
+					EXPECT_EQ(be[i], SHMKV_ECORRUPT);
+				} else {
+					const Rec *r = nullptr;
+					for (const Rec &x : recs)
+						if (x.key == k)
+							r = &x;
+					ASSERT_NE(r, nullptr);
+					ASSERT_EQ(be[i], 0);
+					EXPECT_EQ(sv(bv[i].data, bv[i].size), r->value);
+					EXPECT_EQ(bv[i].type, r->type);
+				}
+			}
+		}
+	}
 }
 
 // Damage to one bucket or record, checksums recomputed: the lookup of a key
@@ -347,20 +725,20 @@ TEST(V2Reader, HeaderChecksPerVersion)
 // invariant, nothing crashes.
 struct Damage {
 	const char *what;
-	std::function<void(std::string &, const v2img::Image &)> f;
+	std::function<void(std::string &, const testimg::Image &)> f;
 	const char *verify_says;
 	bool lookup_corrupt; // the get of key 0 ("s" at +8 of its bucket) says ECORRUPT
 };
 
-TEST(V2Reader, EachInvariantViolatedGivesItsError)
+TEST(Reader, EachInvariantViolatedGivesItsError)
 {
 	std::vector<Rec> recs = {{"s", SHMKV_TYPE_STRING, "hello", 0, false},
 				 {"o", SHMKV_TYPE_STRING, std::string(100, 'x'), 0, true}};
 	for (int i = 0; i < 40; i++) // displaced keys
 		recs.push_back({"key_" + std::to_string(i), SHMKV_TYPE_STRING, "val", 0, false});
-	v2img::Options o;
+	testimg::Options o;
 	o.bucket_count = 7;
-	auto im = v2img::compose(recs, o);
+	auto im = testimg::compose(recs, o);
 	ASSERT_EQ(Mem(im.bytes).verify(), "");
 	const uint64_t r0 = im.rec_off[0], b0 = r0 - (r0 - im.index_off) % 128, r1 = im.rec_off[1];
 	// a displaced key and its home
@@ -427,7 +805,7 @@ TEST(V2Reader, EachInvariantViolatedGivesItsError)
 		SCOPED_TRACE(c.what);
 		std::string b = im.bytes;
 		c.f(b, im);
-		v2img::fix_checksums(b);
+		testimg::reseal(b);
 		Mem m(b);
 		ASSERT_EQ(m.err, 0) << m.why;
 		std::string vm = m.verify();
@@ -461,12 +839,12 @@ TEST(V2Reader, EachInvariantViolatedGivesItsError)
 	}
 }
 
-// Layout B's directory rules (FORMAT.md §17.3), each broken in a bucket
+// The bucket directory's rules (FORMAT.md §6), each broken in a bucket
 // of four records whose bytes the test knows: verify names the rule, the
 // lookup of the record concerned says ECORRUPT where it reads the damage
 // (or, where the damage is only what verify checks, still finds it), every
 // path agrees, nothing reads past the bucket (test-san).
-TEST(V2Reader, DirectoryRulesViolated)
+TEST(Reader, DirectoryRulesViolated)
 {
 	// placement order s, t, u, i: count 4, dir at +8..+15 (record j's off in
 	// the low 7 bits of byte +8+2j), records from +16: s [16,26), t [26,32),
@@ -474,10 +852,10 @@ TEST(V2Reader, DirectoryRulesViolated)
 	std::vector<Rec> recs = {{"s", SHMKV_TYPE_STRING, "hello", 0, false},
 				 {"t", SHMKV_TYPE_STRING, "x", 0, false},
 				 {"u", SHMKV_TYPE_STRING, "y", 0, false},
-				 {"i", SHMKV_TYPE_I64, v2img::i64(5), 0, false}};
-	v2img::Options o;
+				 {"i", SHMKV_TYPE_I64, testimg::i64(5), 0, false}};
+	testimg::Options o;
 	o.bucket_count = 1;
-	auto im = v2img::compose(recs, o);
+	auto im = testimg::compose(recs, o);
 	const uint64_t bk = im.index_off;
 	ASSERT_EQ(Mem(im.bytes).verify(), "");
 	ASSERT_EQ(im.bytes[bk], 4);
@@ -567,7 +945,7 @@ TEST(V2Reader, DirectoryRulesViolated)
 		SCOPED_TRACE(c.what);
 		std::string b = im.bytes;
 		c.f(b);
-		v2img::fix_checksums(b);
+		testimg::reseal(b);
 		Mem m(b);
 		ASSERT_EQ(m.err, 0) << m.why;
 		std::string vm = m.verify();
@@ -598,7 +976,7 @@ TEST(V2Reader, DirectoryRulesViolated)
 	// does not rely on it)
 	std::string b = im.bytes;
 	shift_i(b);
-	v2img::fix_checksums(b);
+	testimg::reseal(b);
 	Mem m(b);
 	ASSERT_EQ(m.err, 0) << m.why;
 	EXPECT_EQ(m.verify(), "");
@@ -616,9 +994,9 @@ TEST(V2Reader, DirectoryRulesViolated)
 // decides. A bucket with two such keys (one inline, one OUT, the same key
 // length so that only the bytes differ) serves each its own value on every
 // path, and a third such key that the image does not hold misses.
-TEST(V2Reader, NineBitTagCollisionIsNotAMatch)
+TEST(Reader, NineBitTagCollisionIsNotAMatch)
 {
-	const v2img::Options o0;
+	const testimg::Options o0;
 	std::map<unsigned, std::vector<std::pair<std::string, uint64_t>>> by_low9;
 	std::vector<std::string> keys; // three keys, tags distinct, low 9 bits equal
 	for (int i = 0; keys.empty() && i < 200000; i++) {
@@ -638,9 +1016,9 @@ TEST(V2Reader, NineBitTagCollisionIsNotAMatch)
 	ASSERT_EQ(keys.size(), 3u);
 	std::vector<Rec> recs = {{keys[0], SHMKV_TYPE_STRING, "inline", 0, false},
 				 {keys[1], SHMKV_TYPE_STRING, "out of line", 0, true}};
-	v2img::Options o;
+	testimg::Options o;
 	o.bucket_count = 1;
-	auto im = v2img::compose(recs, o);
+	auto im = testimg::compose(recs, o);
 	Mem m(im.bytes);
 	ASSERT_EQ(m.err, 0) << m.why;
 	ASSERT_EQ(m.verify(), "");
@@ -679,12 +1057,12 @@ TEST(V2Reader, NineBitTagCollisionIsNotAMatch)
 
 // Random damage to the index with checksums recomputed: every path agrees
 // and nothing crashes (run under ASan by test-san: no read past a bucket).
-TEST(V2Reader, RandomIndexDamageSweep)
+TEST(Reader, RandomIndexDamageSweep)
 {
 	std::vector<Rec> recs = mixed();
-	v2img::Options o;
+	testimg::Options o;
 	o.bucket_count = 7;
-	auto im = v2img::compose(recs, o);
+	auto im = testimg::compose(recs, o);
 	std::mt19937_64 rng(22);
 	int corrupt_seen = 0;
 	for (int round = 0; round < 3000; round++) {
@@ -694,7 +1072,7 @@ TEST(V2Reader, RandomIndexDamageSweep)
 			uint64_t at = im.index_off + rng() % (o.bucket_count * 128);
 			b[at] ^= (char)(1u << (rng() % 8));
 		}
-		v2img::fix_checksums(b);
+		testimg::reseal(b);
 		Mem m(b);
 		ASSERT_EQ(m.err, 0) << m.why;
 		m.verify();
@@ -721,7 +1099,7 @@ TEST(V2Reader, RandomIndexDamageSweep)
 // else 1..3 bit flips, in the buckets (bucket_count of them), or with
 // entries_too a third there and the rest in ENTRIES; checksums fixed, so
 // that only the structure is wrong. *flips: how many.
-std::string damaged(const v2img::Image &im, uint64_t bucket_count, std::mt19937_64 &rng, int round,
+std::string damaged(const testimg::Image &im, uint64_t bucket_count, std::mt19937_64 &rng, int round,
 		    bool entries_too, int *flips)
 {
 	std::string b = im.bytes;
@@ -732,7 +1110,7 @@ std::string damaged(const v2img::Image &im, uint64_t bucket_count, std::mt19937_
 				      : im.entries_off + rng() % im.entries_size;
 		b[at] ^= (char)(1u << (rng() % 8));
 	}
-	v2img::fix_checksums(b);
+	testimg::reseal(b);
 	return b;
 }
 
@@ -741,7 +1119,7 @@ std::string damaged(const v2img::Image &im, uint64_t bucket_count, std::mt19937_
 // round's values exact) and then by per(m): the loop of the damage tests.
 // Returns at the first fatal failure (the caller checks HasFatalFailure).
 template <class Per>
-void damage_rounds(const v2img::Image &im, uint64_t bucket_count, uint64_t seed, bool entries_too,
+void damage_rounds(const testimg::Image &im, uint64_t bucket_count, uint64_t seed, bool entries_too,
 		   int64_t after, const std::vector<Rec> &recs, int *hits, Per per)
 {
 	std::mt19937_64 rng(seed);
@@ -761,22 +1139,22 @@ void damage_rounds(const v2img::Image &im, uint64_t bucket_count, uint64_t seed,
 	}
 }
 
-// The hot path (lib/shmkv/v2.h: the single get, the typed getters, the
+// The hot path (lib/shmkv/lookup.h: the single get, the typed getters, the
 // batch) against the checked one (shmkv_get_diag) on damaged buckets of an
 // image with inline keys of 1..40 bytes (the hot key compare's word loop),
 // displaced keys, OUT records and expiring records, at a pinned clock on
 // either side of their expiry: the same code and the same value, every
 // time, and no read outside the image (ASan in test-san).
-TEST(V2Reader, HotPathAgreesWithCheckedUnderDamage)
+TEST(Reader, HotPathAgreesWithCheckedUnderDamage)
 {
 	std::vector<Rec> recs = mixed();
 	for (int i = 0; i < 24; i++)
 		recs.push_back({std::string(1 + i * 39 / 23, 'a' + i % 26) + std::to_string(i),
 				SHMKV_TYPE_STRING, "v" + std::to_string(i),
 				i % 4 == 1 ? 1900000000u + (uint32_t)i : 0u, i % 11 == 5});
-	v2img::Options o;
+	testimg::Options o;
 	o.bucket_count = 14;
-	auto im = v2img::compose(recs, o);
+	auto im = testimg::compose(recs, o);
 	{
 		Mem clean(im.bytes);
 		ASSERT_EQ(clean.err, 0) << clean.why;
@@ -803,14 +1181,14 @@ TEST(V2Reader, HotPathAgreesWithCheckedUnderDamage)
 	EXPECT_GT(hits, 0);
 }
 
-// OUT records on the hot path (lib/shmkv/v2.h: the record, the slot/entry
-// step, the v1 hit rules for the entry's value) against the checked path,
+// OUT records on the hot path (lib/shmkv/lookup.h: the record, the unit/entry
+// step, the entry's hit rules for its value) against the checked path,
 // the image damaged in its buckets and in ENTRIES (entry headers: type,
 // flags, key and value lengths; keys; values): an OUT record of every type,
 // keys of 1..40 bytes, some expiring (the clock pinned either side), an
 // entry last in ENTRIES. The untyped get, the batch, and each typed getter
 // (a wanted type) give the checked path's code and value.
-TEST(V2Reader, OutRecordsHotPathAgreesUnderEntryDamage)
+TEST(Reader, OutRecordsHotPathAgreesUnderEntryDamage)
 {
 	std::vector<Rec> recs;
 	const unsigned types[] = {SHMKV_TYPE_STRING,  SHMKV_TYPE_BYTES,   SHMKV_TYPE_I64,
@@ -822,10 +1200,10 @@ TEST(V2Reader, OutRecordsHotPathAgreesUnderEntryDamage)
 		switch (t) {
 		case SHMKV_TYPE_STRING: v = std::string(60 + i, 's'); break;
 		case SHMKV_TYPE_BYTES: v = std::string(70 + i, '\x01'); break;
-		case SHMKV_TYPE_I64: v = v2img::i64(i * 1000003); break;
-		case SHMKV_TYPE_F64: v = v2img::f64(i + 0.25); break;
+		case SHMKV_TYPE_I64: v = testimg::i64(i * 1000003); break;
+		case SHMKV_TYPE_F64: v = testimg::f64(i + 0.25); break;
 		case SHMKV_TYPE_BOOL: v = std::string(1, '\1'); break;
-		case SHMKV_TYPE_STRLIST: v = v2img::strlist({"a" + std::to_string(i), "bc"}); break;
+		case SHMKV_TYPE_STRLIST: v = testimg::strlist({"a" + std::to_string(i), "bc"}); break;
 		default: { // a numeric list of 4..19 elements of 4 or 8 bytes
 			size_t es = t == SHMKV_TYPE_F32LIST ? 4 : 8;
 			v = std::string((4 + i % 16) * es, '\0');
@@ -836,9 +1214,9 @@ TEST(V2Reader, OutRecordsHotPathAgreesUnderEntryDamage)
 		recs.push_back({std::string(1 + i * 39 / 44, 'a' + i % 26) + std::to_string(i), t, v,
 				i % 5 == 2 ? 1900000000u + (uint32_t)i : 0u, true});
 	}
-	v2img::Options o;
+	testimg::Options o;
 	o.bucket_count = 6;
-	auto im = v2img::compose(recs, o);
+	auto im = testimg::compose(recs, o);
 	{
 		Mem clean(im.bytes);
 		ASSERT_EQ(clean.err, 0) << clean.why;
@@ -898,7 +1276,7 @@ TEST(V2Reader, OutRecordsHotPathAgreesUnderEntryDamage)
 }
 
 // A get counts bucket b+1's records only where the lookup of FORMAT.md
-// §17.5 scans b+1 (the single get requests b+1's lines with b's, and a
+// §6 scans b+1 (the single get requests b+1's lines with b's, and a
 // reader that looks at b and b+1 in one pass, as one tried, must still
 // decide as the lookup does): b's D nonzero, the tag's filter
 // bit set, max_probe at least 1. Each home bucket's announcements forged
@@ -907,21 +1285,21 @@ TEST(V2Reader, OutRecordsHotPathAgreesUnderEntryDamage)
 // the header; the last bucket's successor is bucket 0. Every key, by the
 // hot get, the typed get and the batch, agrees with the checked path
 // (shmkv_get_diag): code and value.
-TEST(V2Reader, NextBucketCountsOnlyWhereAnnounced)
+TEST(Reader, NextBucketCountsOnlyWhereAnnounced)
 {
 	std::vector<Rec> recs;
 	for (int i = 0; i < 40; i++)
 		recs.push_back({"key_" + std::to_string(i), SHMKV_TYPE_STRING,
 				"val_" + std::to_string(i), 0, false});
 	recs.push_back({"outk", SHMKV_TYPE_STRING, "out of line", 0, true});
-	v2img::Options o;
+	testimg::Options o;
 	o.bucket_count = 8;
 	const uint64_t bc = o.bucket_count;
-	v2img::Image im;
+	testimg::Image im;
 	int at1 = 0, far = 0, wrapped = 0;
 	// the first seed whose placement has all three kinds of displaced key
 	for (o.seed = 1; o.seed < 200 && !(at1 && far && wrapped); o.seed++) {
-		im = v2img::compose(recs, o);
+		im = testimg::compose(recs, o);
 		at1 = far = wrapped = 0;
 		for (size_t i = 0; i < recs.size(); i++) {
 			const uint64_t d = (im.bucket[i] + bc - im.home[i]) % bc;
@@ -938,7 +1316,7 @@ TEST(V2Reader, NextBucketCountsOnlyWhereAnnounced)
 		SCOPED_TRACE(what);
 		images++;
 		std::string b = img;
-		v2img::fix_checksums(b);
+		testimg::reseal(b);
 		Mem m(b);
 		ASSERT_EQ(m.err, 0) << m.why;
 		expect_paths_agree(m, recs, true, &hits, &lost);
@@ -977,29 +1355,29 @@ TEST(V2Reader, NextBucketCountsOnlyWhereAnnounced)
 	EXPECT_EQ(images, 1 + 8 * 8 + 2);
 }
 
-// The v2 seeds of the image fuzz targets (tests/fuzz/regress/image and
+// The composed seeds of the image fuzz targets (tests/fuzz/regress/image and
 // image_fixsum) are this layout's: composed here, compared with the files;
-// SHMKV_WRITE_V2_SEEDS=1 writes them (after a layout change).
+// SHMKV_WRITE_SEEDS=1 writes them (after a layout change).
 std::vector<std::pair<std::string, std::string>> fuzz_seeds()
 {
-	v2img::Options o;
+	testimg::Options o;
 	o.bucket_count = 7;
 	std::vector<std::pair<std::string, std::string>> seeds;
-	seeds.push_back({"v2-seed-mixed", v2img::compose(mixed(), o).bytes});
+	seeds.push_back({"seed-mixed", testimg::compose(mixed(), o).bytes});
 	std::vector<Rec> r;
 	for (int i = 0; i < 36; i++)
 		r.push_back({"key_" + std::to_string(i), SHMKV_TYPE_STRING, "val_" + std::to_string(i),
 			     i % 3 ? 0u : 1900000000u + (uint32_t)i, i % 10 == 0});
-	seeds.push_back({"v2-seed-displaced-expiry", v2img::compose(r, o).bytes});
+	seeds.push_back({"seed-displaced-expiry", testimg::compose(r, o).bytes});
 	return seeds;
 }
 
-TEST(V2Reader, FuzzSeedsAreThisLayout)
+TEST(Reader, FuzzSeedsAreThisLayout)
 {
 	const std::string src = SHMKV_SOURCE_ROOT;
 	if (src.empty())
 		GTEST_SKIP() << "no source root";
-	const bool write = getenv("SHMKV_WRITE_V2_SEEDS") && *getenv("SHMKV_WRITE_V2_SEEDS") == '1';
+	const bool write = getenv("SHMKV_WRITE_SEEDS") && *getenv("SHMKV_WRITE_SEEDS") == '1';
 	for (const auto &seed : fuzz_seeds()) {
 		Mem m(seed.second, SHMKV_OPEN_DEEP);
 		ASSERT_EQ(m.err, 0) << seed.first << ": " << m.why;
@@ -1011,16 +1389,17 @@ TEST(V2Reader, FuzzSeedsAreThisLayout)
 				ASSERT_TRUE(write_file(path, seed.second)) << path;
 			}
 			EXPECT_TRUE(read_file(path) == seed.second)
-				<< path << " is not this layout's seed: SHMKV_WRITE_V2_SEEDS=1 "
-				<< "tests/v2_reader_test --gtest_filter='*FuzzSeeds*' rewrites it";
+				<< path << " is not this layout's seed: SHMKV_WRITE_SEEDS=1 "
+				<< "tests/reader_test --gtest_filter='*FuzzSeeds*' rewrites it";
 		}
 	}
 }
 
-// issue 22 §4: a reader as of main 4dc25bf (v1 only), built from a git
-// worktree of this repository, refuses a v2 image with SHMKV_EVERSION and a
-// message naming version 2.
-TEST(V2Reader, OldReaderRefusesV2WithVersionError)
+// A reader of the format 1 era (commit 4dc25bf, before format 2), built from
+// a git worktree of this repository, refuses a format 2 image with
+// SHMKV_EVERSION and a message naming version 2 (FORMAT.md §15: a new format
+// version is refused by the readers before it, never misread).
+TEST(Reader, FormatOneEraReaderRefusesFormat2)
 {
 	const std::string src = SHMKV_SOURCE_ROOT;
 	if (src.empty() || system(("git -C '" + src + "' rev-parse --git-dir >/dev/null 2>&1").c_str()))
@@ -1045,9 +1424,9 @@ TEST(V2Reader, OldReaderRefusesV2WithVersionError)
 	cmd = std::string(cc) + " -std=c11 -O1 -I'" + wt + "/lib' -o '" + tmp.file("old_reader") +
 	      "' '" + prog + "' 2>'" + tmp.file("cc.err") + "'";
 	ASSERT_EQ(system(cmd.c_str()), 0) << cmd << "\n" << read_file(tmp.file("cc.err"));
-	ASSERT_TRUE(write_file(tmp.file("v2.img"),
-			       v2img::compose({{"a", SHMKV_TYPE_STRING, "b", 0, false}}).bytes));
-	cmd = "'" + tmp.file("old_reader") + "' '" + tmp.file("v2.img") + "' >'" + tmp.file("out") + "'";
+	ASSERT_TRUE(write_file(tmp.file("f2.img"),
+			       testimg::compose({{"a", SHMKV_TYPE_STRING, "b", 0, false}}).bytes));
+	cmd = "'" + tmp.file("old_reader") + "' '" + tmp.file("f2.img") + "' >'" + tmp.file("out") + "'";
 	int rc = system(cmd.c_str());
 	std::string out = read_file(tmp.file("out"));
 	EXPECT_EQ(rc, 0) << out;
@@ -1055,7 +1434,7 @@ TEST(V2Reader, OldReaderRefusesV2WithVersionError)
 	EXPECT_NE(out.find("image format version 2, this reader reads version 1"), std::string::npos)
 		<< out;
 	// and this reader opens the same image
-	Db db = open_db(tmp.file("v2.img"), SHMKV_OPEN_DEEP);
+	Db db = open_db(tmp.file("f2.img"), SHMKV_OPEN_DEEP);
 	EXPECT_TRUE(db);
 }
 

@@ -7,8 +7,8 @@ import (
 	"github.com/zeebo/xxh3"
 )
 
-// A test-only encoder of format v2 images (layout B), written from the
-// specification (FORMAT.md §17, layout B) and its builder conventions, so that
+// A test-only encoder of format 2 images (layout B), written from the
+// specification (FORMAT.md §6) and its builder conventions, so that
 // the reader is tested before, and independently of, the C builder.
 
 // rec2 is one record to encode: value holds value_len bytes (the encoder
@@ -90,14 +90,14 @@ func recBytes(p *placed, q uint64, unit uint64) []byte {
 
 // fits: the records laid out from 8 + 2*count end at or before +128.
 func fits(recs []*placed) bool {
-	if len(recs) > v2MaxRecords {
+	if len(recs) > maxRecords {
 		return false
 	}
 	q := dirEnd(uint64(len(recs)))
 	for _, p := range recs {
 		q += uint64(len(recBytes(p, q, 0)))
 	}
-	return q <= v2Bucket
+	return q <= bucketBytes
 }
 
 // encodeV2 builds a v2 image of recs (keys unique).
@@ -163,7 +163,7 @@ func encodeV2(recs []rec2, o enc2Opts) []byte {
 				bk[b] = append(bk[b], p)
 				d[p.home] = max(d[p.home], min(dist, 255))
 				tag := tagOf(p.h)
-				filter[p.home] |= 1 << ((tag * v2FilterBits) >> 16)
+				filter[p.home] |= 1 << ((tag * filterBits) >> 16)
 				maxProbe = max(maxProbe, dist)
 				break
 			}
@@ -172,7 +172,7 @@ func encodeV2(recs []rec2, o enc2Opts) []byte {
 
 	// sections: INDEX at 4096, ENTRIES and VALUES after it, 64-aligned
 	idxOff := uint64(headerBlock)
-	entOff := align64(idxOff + nb*v2Bucket)
+	entOff := align64(idxOff + nb*bucketBytes)
 	var ents, vals []byte
 	units := map[*placed]uint64{}
 	shared := 0
@@ -217,7 +217,7 @@ func encodeV2(recs []rec2, o enc2Opts) []byte {
 	img := make([]byte, size)
 	expiry := false
 	for b := range bk {
-		out := img[idxOff+uint64(b)*v2Bucket:][:v2Bucket]
+		out := img[idxOff+uint64(b)*bucketBytes:][:bucketBytes]
 		n := uint64(len(bk[b]))
 		out[0], out[1] = byte(n), byte(d[b])
 		for k := 0; k < 6; k++ {
@@ -225,7 +225,7 @@ func encodeV2(recs []rec2, o enc2Opts) []byte {
 		}
 		q := dirEnd(n)
 		for i, p := range bk[b] { // dir[i] = (tag << 7 | off) & 0xffff
-			le.PutUint16(out[v2Head+v2DirBytes*uint64(i):], uint16(tagOf(p.h)<<v2DirTagShift|q))
+			le.PutUint16(out[bucketHead+dirBytes*uint64(i):], uint16(tagOf(p.h)<<dirTagShift|q))
 			q += uint64(copy(out[q:], recBytes(p, q, units[p])))
 			expiry = expiry || p.expires != 0
 		}
@@ -236,7 +236,7 @@ func encodeV2(recs []rec2, o enc2Opts) []byte {
 	copy(img, magic)
 	le.PutUint32(img[8:], 2)
 	le.PutUint32(img[12:], headerBlock)
-	le.PutUint64(img[16:], layoutHashV2)
+	le.PutUint64(img[16:], layoutHash)
 	flags := uint64(0)
 	if shared > 0 {
 		flags |= hdrFlagDedup
@@ -248,7 +248,7 @@ func encodeV2(recs []rec2, o enc2Opts) []byte {
 	le.PutUint64(img[32:], size)
 	le.PutUint64(img[40:], uint64(len(recs)))
 	le.PutUint64(img[48:], nb)
-	le.PutUint32(img[56:], v2Bucket)
+	le.PutUint32(img[56:], bucketBytes)
 	hb := o.hashBits
 	if hb == 0 {
 		hb = 64
@@ -259,7 +259,7 @@ func encodeV2(recs []rec2, o enc2Opts) []byte {
 	le.PutUint32(img[76:], sectionCount)
 	le.PutUint64(img[112:], uint64(shared))
 	copy(img[128:191], o.name)
-	for i, s := range []section{{idxOff, nb * v2Bucket}, {entOff, uint64(len(ents))}, {valOff, uint64(len(vals))}} {
+	for i, s := range []section{{idxOff, nb * bucketBytes}, {entOff, uint64(len(ents))}, {valOff, uint64(len(vals))}} {
 		dsc := img[192+32*i:]
 		le.PutUint32(dsc, uint32(i+1))
 		le.PutUint64(dsc[8:], s.off)
@@ -285,7 +285,7 @@ func bucketOfKey(t interface{ Fatalf(string, ...any) }, img []byte, key string) 
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
-	b, pos, err := im.locate2([]byte(key), im.hash([]byte(key)))
+	b, pos, err := im.locate([]byte(key), im.hash([]byte(key)))
 	if err != nil {
 		t.Fatalf("%q: %v", key, err)
 	}
