@@ -52,7 +52,7 @@ __all__ = [
     "DEFAULT_SEED", "VECTOR", "Array", "Cache", "CacheIterator",
     "Error", "NotFound", "TypeMismatch", "KeyTooLong", "CorruptImage", "VersionMismatch",
     "CacheNotFound", "Unavailable", "StaleCache", "BuildError", "DuplicateKey", "OSFailure",
-    "open", "attach", "build", "build_file", "join", "part_of", "get_array",
+    "open", "attach", "build", "build_file", "join", "upgrade", "part_of", "get_array",
     "RefreshEvery", "BuildOptions", "FileOptions", "JoinOptions",
 ]
 __version__ = "0.1.0"
@@ -182,6 +182,24 @@ join.__doc__ = """Joins the fragments of a partitioned build (given in part orde
     only keys of its own part; else BuildError/CorruptImage naming it. The
     image keeps the fragments' expiry times. The GIL is released
     throughout.
+
+    Options (keywords; a type checker knows them as JoinOptions):
+""" + describe(JoinOptions)
+
+
+def upgrade(old: str | os.PathLike[str], new: str | os.PathLike[str],
+            **kw: Any) -> dict[str, Any]:
+    return _shmkv._upgrade(old, new, **options(JoinOptions, kw, "upgrade"))
+
+
+upgrade.__doc__ = """Converts the format 1 image old into new: the format 2 image a fresh
+    build of its records gives, byte for byte, as `shmctl image upgrade OLD
+    -o NEW`; returns the build's statistics. Format 1 is retired (lib/FORMAT.md
+    §15): this reader refuses a format 1 image (VersionMismatch), and this is
+    the way to convert one. old is verified whole first: a damaged or forged
+    one raises CorruptImage naming it, one that is not format 1 (already
+    format 2) VersionMismatch saying so; new is written atomically, nothing
+    is left under it on an error. The GIL is released throughout.
 
     Options (keywords; a type checker knows them as JoinOptions):
 """ + describe(JoinOptions)

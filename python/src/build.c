@@ -1,6 +1,7 @@
-/* build.c - shmkv.build, build_file, join and part_of over the builder's C
- * API (builder/shmkv_build.h): the same code as `shmctl image build`/`join`,
- * so the same records and options give the same bytes. */
+/* build.c - shmkv.build, build_file, join, upgrade and part_of over the
+ * builder's C API (builder/shmkv_build.h): the same code as `shmctl image
+ * build`/`join`/`upgrade`, so the same records and options give the same
+ * bytes. */
 #include "options.h"
 
 static PyObject *build_error(shmkv_builder *b, int err, const char *what)
@@ -594,6 +595,31 @@ PyObject *shmkvpy_join(PyObject *self, PyObject *args, PyObject *kw)
 	PyMem_Free(paths);
 	Py_DECREF(outb);
 	Py_DECREF(seq);
+	return result;
+}
+
+/* ---- upgrade: shmkv_build_upgrade() (builder/), as `shmctl image upgrade` ---- */
+
+PyObject *shmkvpy_upgrade(PyObject *self, PyObject *args, PyObject *kw)
+{
+	(void)self;
+	PyObject *oldobj, *newobj, *oldb = NULL, *newb = NULL, *result = NULL;
+	shmkv_join_options jo;
+	if (!PyArg_ParseTuple(args, "OO:upgrade", &oldobj, &newobj) || join_options(kw, &jo) < 0)
+		return NULL;
+	if (PyUnicode_FSConverter(oldobj, &oldb) && PyUnicode_FSConverter(newobj, &newb)) {
+		char why[2048] = "";
+		shmkv_build_stats st;
+		memset(&st, 0, sizeof st);
+		int err;
+		Py_BEGIN_ALLOW_THREADS
+		err = shmkv_build_upgrade(PyBytes_AS_STRING(newb), PyBytes_AS_STRING(oldb), &jo, &st,
+					  why, sizeof why);
+		Py_END_ALLOW_THREADS
+		result = err ? shmkvpy_raise(err, "upgrade", why) : stats_dict(&st);
+	}
+	Py_XDECREF(oldb);
+	Py_XDECREF(newb);
 	return result;
 }
 

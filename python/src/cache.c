@@ -2,8 +2,6 @@
  * loader-served cache (attach), its generations (Gen), and its iterators. */
 #include "shmkvpy.h"
 
-#include <time.h>
-
 /* ---- Gen: one mapped generation ---- */
 
 static void gen_dealloc(GenObject *g)
@@ -64,6 +62,17 @@ void shmkvpy_key_release(Py_buffer *view)
 {
 	if (view->obj)
 		PyBuffer_Release(view);
+}
+
+/* A key (or the image's name) as Python sees it: str when it is UTF-8, else
+ * bytes (keys are bytes; most are text) */
+static PyObject *key_object(const void *k, size_t len)
+{
+	PyObject *s = PyUnicode_DecodeUTF8(k, (Py_ssize_t)len, "strict");
+	if (s || !PyErr_ExceptionMatches(PyExc_UnicodeDecodeError))
+		return s;
+	PyErr_Clear(); /* not UTF-8: the key as bytes */
+	return PyBytes_FromStringAndSize(k, (Py_ssize_t)len);
 }
 
 /* "key 'name'" for messages: the key's repr, cut at 80 characters (a key
@@ -218,7 +227,7 @@ static void not_found(CacheObject *c, PyObject *key, const char *p, size_t n)
 	shmkv_value v;
 	const shmkv_image_header *h = shmkv_header(c->gen->db);
 	/* only an image whose header says some entry expires can hold one */
-	if (h->format_version != 2 || !(h->flags & SHMKV_HFLAG_EXPIRY) ||
+	if (!(h->flags & SHMKV_HFLAG_EXPIRY) ||
 	    shmkv_get_expires(c->gen->db, p, n, &t) || !t ||
 	    shmkv_get_diag(c->gen->db, p, n, &v, why, sizeof why) != SHMKV_ENOTFOUND ||
 	    !strstr(why, "expired")) {
@@ -293,18 +302,6 @@ static int cache_contains(CacheObject *c, PyObject *key)
 	return r < 0 ? -1 : !r;
 }
 
-/* The next entry an iteration yields: shmkv_iter_next's, less the entries
- * expired at now (the clock read once, when the iteration started) */
-static int iter_step(shmkv_iter *it, int64_t now, const void **k, size_t *len, shmkv_value *v)
-{
-	int err;
-	uint32_t t;
-	while (!(err = shmkv_iter_next(it, k, len, v)) && (t = shmkv_iter_expires(it)) != 0 &&
-	       now >= (int64_t)t)
-		;
-	return err;
-}
-
 /* len(cache): the number of entries iteration yields (lib/FORMAT.md
  * §17.6): the header's entry_count for an image without the EXPIRY flag
  * (O(1)), else counted by an iteration (O(n), the GIL released) */
@@ -323,9 +320,8 @@ static Py_ssize_t cache_len(CacheObject *c)
 	const void *k;
 	size_t len;
 	shmkv_value v;
-	int64_t now = (int64_t)time(NULL);
-	shmkv_iter_init(g->db, &it);
-	while (!(err = iter_step(&it, now, &k, &len, &v)))
+	shmkv_iter_init(g->db, &it); /* the live entries: expired ones skipped */
+	while (!(err = shmkv_iter_next(&it, &k, &len, &v)))
 		n++;
 	Py_END_ALLOW_THREADS
 	Py_DECREF(g);
@@ -861,8 +857,7 @@ static PyObject *get_image_name(CacheObject *c, void *x)
 	if (!live(c))
 		return NULL;
 	const shmkv_image_header *h = shmkv_header(c->gen->db);
-	return PyUnicode_DecodeUTF8(h->name, (Py_ssize_t)strnlen(h->name, sizeof h->name),
-				    "replace");
+	return key_object(h->name, strnlen(h->name, sizeof h->name)); /* str, or bytes */
 }
 
 static PyObject *get_cache_name(CacheObject *c, void *x)
@@ -911,9 +906,10 @@ typedef struct {
 	PyObject_HEAD
 	GenObject *gen;
 	shmkv_iter it;
-	int64_t now; /* the clock when it started */
-	int what;    /* 0 keys, 1 values, 2 items */
+	int what; /* enum iter_what */
 } CacheIterObject;
+
+enum iter_what { ITER_KEYS, ITER_VALUES, ITER_ITEMS, ITER_RECORDS };
 
 static PyObject *iter_new(CacheObject *c, int what)
 {
@@ -924,18 +920,13 @@ static PyObject *iter_new(CacheObject *c, int what)
 		return NULL;
 	i->gen = (GenObject *)Py_NewRef(c->gen);
 	i->what = what;
-	i->now = (int64_t)time(NULL);
-	shmkv_iter_init(c->gen->db, &i->it);
+	/* lib's iteration skips the entries expired when it starts (its clock
+	 * read once), as a get does; records() wants every one */
+	if (what == ITER_RECORDS)
+		shmkv_iter_init_all(c->gen->db, &i->it);
+	else
+		shmkv_iter_init(c->gen->db, &i->it);
 	return (PyObject *)i;
-}
-
-static PyObject *key_object(const void *k, size_t len)
-{
-	PyObject *s = PyUnicode_DecodeUTF8(k, (Py_ssize_t)len, "strict");
-	if (s || !PyErr_ExceptionMatches(PyExc_UnicodeDecodeError))
-		return s;
-	PyErr_Clear(); /* not UTF-8: the key as bytes */
-	return PyBytes_FromStringAndSize(k, (Py_ssize_t)len);
 }
 
 static PyObject *iter_next(CacheIterObject *i)
@@ -943,22 +934,31 @@ static PyObject *iter_next(CacheIterObject *i)
 	const void *k;
 	size_t len;
 	shmkv_value v;
-	int err = iter_step(&i->it, i->now, &k, &len, &v);
+	int err = shmkv_iter_next(&i->it, &k, &len, &v);
 	if (err == SHMKV_EEND)
 		return NULL; /* StopIteration */
-	if (err)
-		return shmkvpy_raise(err, "iteration", NULL);
-	if (i->what == 1)
+	if (err) { /* where: the record after those passed, in its bucket */
+		char what[96];
+		PyOS_snprintf(what, sizeof what, "iteration: record %llu (bucket %llu)",
+			      (unsigned long long)i->it.seen + 1,
+			      (unsigned long long)(i->it.bucket ? i->it.bucket - 1 : 0));
+		return shmkvpy_raise(err, what, NULL);
+	}
+	if (i->what == ITER_VALUES)
 		return shmkvpy_value(i->gen, &v, NULL);
 	PyObject *key = key_object(k, len);
-	if (!key || i->what == 0)
+	if (!key || i->what == ITER_KEYS)
 		return key;
 	PyObject *val = shmkvpy_value(i->gen, &v, key);
 	if (!val) {
 		Py_DECREF(key);
 		return NULL;
 	}
-	return Py_BuildValue("(NN)", key, val);
+	if (i->what == ITER_ITEMS)
+		return Py_BuildValue("(NN)", key, val);
+	uint32_t t = shmkv_iter_expires(&i->it);
+	PyObject *exp = t ? PyLong_FromUnsignedLong(t) : Py_NewRef(Py_None);
+	return exp ? Py_BuildValue("(NNN)", key, val, exp) : (Py_DECREF(key), Py_DECREF(val), NULL);
 }
 
 static void iter_dealloc(CacheIterObject *i)
@@ -981,25 +981,31 @@ PyTypeObject CacheIterType = {
 
 static PyObject *cache_iter(CacheObject *c)
 {
-	return iter_new(c, 0);
+	return iter_new(c, ITER_KEYS);
 }
 
 static PyObject *cache_keys(CacheObject *c, PyObject *u)
 {
 	(void)u;
-	return iter_new(c, 0);
+	return iter_new(c, ITER_KEYS);
 }
 
 static PyObject *cache_values(CacheObject *c, PyObject *u)
 {
 	(void)u;
-	return iter_new(c, 1);
+	return iter_new(c, ITER_VALUES);
 }
 
 static PyObject *cache_items(CacheObject *c, PyObject *u)
 {
 	(void)u;
-	return iter_new(c, 2);
+	return iter_new(c, ITER_ITEMS);
+}
+
+static PyObject *cache_records(CacheObject *c, PyObject *u)
+{
+	(void)u;
+	return iter_new(c, ITER_RECORDS);
 }
 
 /* ---- open and attach ---- */
@@ -1139,7 +1145,13 @@ static PyMethodDef cache_methods[] = {
 	 "numpy.float32)) of float32, float64 or int64; row i receives key i's f32list,\n"
 	 "f64list or i64list of d elements, absent keys' rows are set to fill (NaN for\n"
 	 "floats, 0 for int64, by default), and the list of those rows' indices is\n"
-	 "returned. A value of another type or length raises (TypeMismatch, ValueError)."},
+	 "returned.\n\n"
+	 "Every key is answered as its single get would answer it: absent keys get\n"
+	 "default (or fill); if some key failed otherwise (a damaged value, a key too\n"
+	 "long; with out, a value of another type or length), the exception of the\n"
+	 "first such key is raised, naming it and its index, with .results (every\n"
+	 "key's answer, default in a failed key's place; with out, the missing rows)\n"
+	 "and .errors (index -> exception, every failed key)."},
 	{"get_str", (PyCFunction)cache_get_str, METH_O, "get_str(key) -> str\n\nTypeMismatch unless the value is a string."},
 	{"get_bytes", (PyCFunction)cache_get_bytes, METH_O, "get_bytes(key) -> bytes\n\nTypeMismatch unless the value is bytes."},
 	{"get_i64", (PyCFunction)cache_get_i64, METH_O, "get_i64(key) -> int\n\nTypeMismatch unless the value is an i64."},
@@ -1150,14 +1162,18 @@ static PyMethodDef cache_methods[] = {
 	{"get_i64list", (PyCFunction)cache_get_i64list, METH_O, "get_i64list(key) -> Array\n\nZero-copy; TypeMismatch unless the value is an i64list."},
 	{"get_strlist", (PyCFunction)cache_get_strlist, METH_O, "get_strlist(key) -> list[str]\n\nTypeMismatch unless the value is a strlist."},
 	{"expires", (PyCFunction)cache_expires, METH_O,
-	 "expires(key) -> int | None\n\nWhen key's entry expires, in Unix seconds (format 2 images); None when\n"
-	 "it never does (always, in a format 1 image). The time of an entry that has\n"
+	 "expires(key) -> int | None\n\nWhen key's entry expires, in Unix seconds; None when it never does.\n"
+	 "The time of an entry that has\n"
 	 "already expired is returned too (cache[key] raises NotFound for it, saying\n"
 	 "'expired'); NotFound for a key the image does not hold."},
 	{"type_of", (PyCFunction)cache_type_of, METH_O, "type_of(key) -> str\n\nThe image's type name of key's value ('string', 'f32list', ...)."},
 	{"_keys", (PyCFunction)cache_keys, METH_NOARGS, "_keys() -> iterator\n\nThe keys in image order (keys()'s view iterates it)."},
 	{"_values", (PyCFunction)cache_values, METH_NOARGS, "_values() -> iterator\n\nThe values in image order (values()'s view iterates it)."},
 	{"_items", (PyCFunction)cache_items, METH_NOARGS, "_items() -> iterator\n\n(key, value) pairs in image order (items()'s view iterates it)."},
+	{"records", (PyCFunction)cache_records, METH_NOARGS,
+	 "records() -> iterator\n\nEvery record, expired ones included, in image order: (key, value,\n"
+	 "expires), expires in Unix seconds or None (never). For dumps, inspection and\n"
+	 "tools; the mapping (iteration, len, get) holds the live entries only."},
 	{"refresh", (PyCFunction)cache_refresh, METH_NOARGS,
 	 "refresh() -> bool\n\nMoves an attached cache to the generation its loader serves now: False\n"
 	 "when unchanged (one fstat and one atomic load; always for an image file),\n"
@@ -1182,8 +1198,10 @@ static PyGetSetDef cache_getset[] = {
 	{"mapping", (getter)get_mapping, NULL,
 	 "(address, size) of the current generation's image in this process.", NULL},
 	{"format", (getter)get_format, NULL,
-	 "The image's format version: 1 or 2 (lib/FORMAT.md §15, §17).", NULL},
-	{"image_name", (getter)get_image_name, NULL, "The name stored in the image's header.", NULL},
+	 "The image's format version: 2, the one this reader reads (lib/FORMAT.md §15).", NULL},
+	{"image_name", (getter)get_image_name, NULL,
+	 "The name stored in the image's header: str, or bytes for a name that is not UTF-8.",
+	 NULL},
 	{"name", (getter)get_cache_name, NULL, "The cache name given to attach(), else None.", NULL},
 	{"path", (getter)get_path, NULL, "The path given to open(), else None.", NULL},
 	{NULL, NULL, NULL, NULL, NULL},
@@ -1212,23 +1230,26 @@ PyTypeObject CacheType = {
 	.tp_methods = cache_methods,
 	.tp_getset = cache_getset,
 	.tp_doc =
-		"A read-only mapping over a shmkv image: shmkv.open(path) or\n"
-		"shmkv.attach(name, root=None).\n\n"
+		"A read-only mapping over a shmkv image (a collections.abc.Mapping):\n"
+		"shmkv.open(path) or shmkv.attach(name, root=None).\n\n"
 		"  cache[key]            the value; NotFound (a KeyError) when absent\n"
 		"  key in cache, len(cache), cache.get(key, default=None)\n"
-		"  for key in cache / cache.keys() / .values() / .items()  (iterators)\n"
+		"  for key in cache / cache.keys() / .values() / .items()  (views)\n"
+		"  cache == other        Mapping's equality: every entry compared (O(n))\n"
 		"  cache.get_str(key), .get_i64, .get_f64, .get_bool, .get_bytes,\n"
 		"    .get_f32list, .get_f64list, .get_i64list, .get_strlist:\n"
 		"    typed getters; TypeMismatch (a TypeError) on another type\n"
 		"  cache.get_many(keys, default=None, *, out=None)  batched, GIL released\n"
 		"  cache.refresh(), cache.generation  (attached caches)\n"
-		"  cache.format (1 or 2), cache.expires(key)  (Unix seconds or None)\n"
+		"  cache.expires(key)  (Unix seconds or None), cache.records()  (all)\n"
 		"  with shmkv.open(path) as cache: ...  (close() at the end)\n\n"
 		"Keys are str (looked up as UTF-8) or bytes-like. Values come back as\n"
 		"the image's type says: str, bytes, int, float, bool, list[str], and\n"
-		"shmkv.Array for numeric lists (zero-copy, read-only, buffer protocol).\n\n"
-		"Expiry (format 2): an entry whose time has come is absent to every read\n"
-		"(NotFound saying 'expired', not in iteration); len() counts it.\n\n"
+		"shmkv.Array for numeric lists (zero-copy, read-only, buffer protocol).\n"
+		"A string value that is not UTF-8 is damage: CorruptImage.\n\n"
+		"Expiry: an entry whose time has come is absent to every read\n"
+		"(NotFound saying 'expired', not in iteration, not counted by len();\n"
+		"len() of an image with expiring entries counts them, O(n)).\n\n"
 		"Threads: any number of threads may read one Cache; refresh() and close()\n"
 		"may run meanwhile (a read in flight keeps its generation mapped).",
 };

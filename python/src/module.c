@@ -44,6 +44,7 @@ static PyMethodDef functions[] = {
 	{"_build", KW(shmkvpy_build), "_build(path, records, **options) -> dict"},
 	{"_build_file", KW(shmkvpy_build_file), "_build_file(path, inputs, format, **options) -> dict"},
 	{"_join", KW(shmkvpy_join), "_join(out, fragments, **options) -> dict"},
+	{"_upgrade", KW(shmkvpy_upgrade), "_upgrade(old, new, **options) -> dict"},
 	{"part_of", KW(shmkvpy_part_of), 
 	 "part_of(key, buckets, n, *, seed=DEFAULT_SEED, hash_bits=64)\n"
 	 "--\n"

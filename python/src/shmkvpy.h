@@ -102,6 +102,7 @@ PyObject *shmkvpy_array_new(GenObject *owner, int type, const void *data, size_t
 PyObject *shmkvpy_build(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *shmkvpy_build_file(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *shmkvpy_join(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *shmkvpy_upgrade(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *shmkvpy_part_of(PyObject *self, PyObject *args, PyObject *kw);
 
 #endif /* SHMKVPY_H */

@@ -116,6 +116,10 @@ def test_expired_entries_are_absent(tmp_path):
     assert c.get_many(["dead", "live", "gone", "never"], default=0)[::2] == [0, 0]
     assert sorted(c) == ["live", "never"]
     assert sorted(k for k, _ in c.items()) == ["live", "never"]
+    # records(): every record, expired ones included, with its expiry
+    recs = {k: (plain(v), t) for k, v, t in c.records()}
+    assert recs == {"dead": ("x", past), "live": ([1.5, 2.5], future), "never": (7, None),
+                    "gone": ([1, 2], past)}
     assert sorted(plain(v) for v in c.values() if not isinstance(v, shmkv.Array)) == [7]
     out = np.zeros((3, 2), np.float32)
     assert c.get_many(["gone", "live", "dead"], out=out) == [0, 2]

@@ -37,7 +37,7 @@ def test_each_option_has_a_type_default_and_doc():
 
 @pytest.mark.parametrize("func,kind", [
     (shmkv.build, _options.BuildOptions), (shmkv.build_file, _options.FileOptions),
-    (shmkv.join, _options.JoinOptions)])
+    (shmkv.join, _options.JoinOptions), (shmkv.upgrade, _options.JoinOptions)])
 def test_wrappers_take_their_kind(tmp_path, func, kind):
     """Each wrapper's docstring lists its options (describe()); a keyword
     of another kind is refused, naming the ones it takes."""
@@ -105,7 +105,8 @@ def stub_functions():
 
 
 @pytest.mark.parametrize("name,kind", [
-    ("build", "BuildOptions"), ("build_file", "FileOptions"), ("join", "JoinOptions")])
+    ("build", "BuildOptions"), ("build_file", "FileOptions"), ("join", "JoinOptions"),
+    ("upgrade", "JoinOptions")])
 def test_stubs_match_the_wrappers(name, kind):
     """The stub of each wrapper has its parameters, and takes its options as
     **kw: Unpack[the TypedDict the wrapper checks]."""

@@ -30,6 +30,8 @@ def read(cache: shmkv.Cache) -> float:
     for key, value in cache.items():
         assert_type(key, str | bytes)
     assert_type(list(cache.keys()), list[str | bytes])
+    for key, value, expires in cache.records():
+        assert_type(expires, int | None)
     assert_type(len(cache), int)
     assert_type(cache.get_many(["a", b"b"], default=0), list[shmkv._Value | int])
     return emb[0] + ids[0] + cache.get_f64("score")
@@ -41,6 +43,7 @@ def build(path: str) -> int:
                         expires=datetime.datetime(2030, 1, 1, tzinfo=datetime.timezone.utc))
     shmkv.build_file(path, ["in.tsv"], format="tsv", tsv_expires=True, memory_limit=1 << 30)
     shmkv.join(path, ["a.shmkv", "b.shmkv"], tmpdir="/tmp")
+    shmkv.upgrade("old.shmkv", path, threads=4, memory_limit=None)
     build_dataframe(None, path, parts=4, buckets=100, workdir="/tmp/w", seed=7, name="n")
     n = stats["entries"]
     assert isinstance(n, int)
