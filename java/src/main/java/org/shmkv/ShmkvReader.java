@@ -1,0 +1,748 @@
+package org.shmkv;
+
+import static org.shmkv.Format.*;
+
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.NoSuchElementException;
+import java.util.function.BiConsumer;
+import java.util.function.LongSupplier;
+
+/**
+ * The lookups every reader has: {@link Shmkv} (an image file, or a cache
+ * that follows the generations its loader publishes) and {@link Snapshot}
+ * (one pinned generation).
+ *
+ * <p>Keys are bytes; a String key is its UTF-8 bytes. Object getters return
+ * null for a missing key, primitive getters throw
+ * {@link ShmkvException.NotFound} (or take a default). A key whose record
+ * has expired (FORMAT.md §17.6) is missing. A value is checked as it is
+ * read (FORMAT.md §12.1): a damaged one is {@link ShmkvException.Corrupt},
+ * and so is a string that is not UTF-8. {@link #getInto(String, byte[])},
+ * {@link #getLong(String)}, {@link #getDouble(String)} and
+ * {@link #getBoolean(String)} do not allocate.
+ */
+public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmkv, Snapshot {
+	ShmkvReader() {}
+
+	/** The clock of expiry checks (unix seconds), pinned; 0: the system clock. */
+	volatile long clockPin;
+
+	/** The system clock in whole Unix seconds; tests replace it to count its reads. */
+	LongSupplier clock = () -> Math.floorDiv(System.currentTimeMillis(), 1000);
+
+	/**
+	 * Pins the clock that expiry checks read (FORMAT.md §17.6), for tests and
+	 * for replaying a past moment, as {@code shmkv_set_clock} does; a
+	 * snapshot takes its cache's.
+	 *
+	 * @param now Unix seconds; 0 goes back to the system clock
+	 */
+	public void setClock(long now) {
+		clockPin = now;
+	}
+
+	/** Now for expiry: whole Unix seconds. */
+	final long now() {
+		long p = clockPin;
+		return p != 0 ? p : clock.getAsLong();
+	}
+
+	/**
+	 * Whether the record at r has expired (FORMAT.md §17.6: now >= its
+	 * expiry). Images without the EXPIRY flag never read the clock, others
+	 * only for a record that expires, once per call: now is the call's
+	 * clock, 0 until read (null: a single get, which reads it at most once).
+	 */
+	final boolean expired(Image im, long r, long[] now) {
+		if (!im.expiry)
+			return false;
+		long x = im.expires(r);
+		if (x == 0)
+			return false;
+		if (now == null)
+			return now() >= x;
+		if (now[0] == 0)
+			now[0] = now();
+		return now[0] >= x;
+	}
+
+	/** The lookup every getter makes: the record of the key, or -1 when it is missing or expired. */
+	final long find(Image im, byte[] key, long lo, long hi, int len, long[] now) {
+		long r = im.locate(key, lo, hi, len);
+		return r >= 0 && expired(im, r, now) ? -1 : r;
+	}
+
+	/** The generation to read now. */
+	abstract Generation current();
+
+	/**
+	 * An access found the generation's memory closed: returns to retry on a
+	 * newer generation (a cache whose refresh switched under the get), or
+	 * throws.
+	 */
+	abstract void onClosed(Generation g, RuntimeException e);
+
+	/**
+	 * The JDK's bounds check caught an access outside the image, which the
+	 * reader's own checks should have refused (FuzzTest fails on it).
+	 */
+	static ShmkvException.Corrupt outside(Generation g, IndexOutOfBoundsException e) {
+		return new ShmkvException.Corrupt(g.image.source, "an offset points outside the image", e);
+	}
+
+	// the two families every getter goes through: a String key packed or
+	// encoded, then, on the generation read now (again on the next one when
+	// a refresh released it meanwhile): the lookup, the value's checks and
+	// the type check; then the getter's own reading
+
+	/** Reads an object from a record (r), of type, whose value (checked) is at voff. */
+	@FunctionalInterface
+	private interface ObjectRead<T> {
+		T read(Generation g, long r, int type, long voff);
+	}
+
+	/**
+	 * Reads a primitive (as a long) from a record (r), of type, whose value
+	 * (checked) is at voff; dst: getInto's buffer (a parameter, not a
+	 * capture: no allocation), null for the others.
+	 */
+	@FunctionalInterface
+	private interface LongRead {
+		long read(Image im, long r, int type, long voff, byte[] dst);
+	}
+
+	/** All types: the bit of type t is 1 << t. */
+	private static final int ANY = -1;
+
+	private static int type(int t) {
+		return 1 << t;
+	}
+
+	/** f of key's value if it has one of types; null when the key is missing. */
+	private <T> T read(String key, int types, ObjectRead<T> f) {
+		int n = key.length();
+		long lo, hi;
+		if (n <= Keys.PACKED && ((lo = Keys.word(key, 0, n)) | (hi = Keys.word(key, 8, n))) >= 0)
+			return read(null, lo, hi, n, types, f);
+		Keys.Buf k = Keys.utf8(key);
+		return read(k.b, k.len, types, f);
+	}
+
+	/** key[0, n): packed when it has at most 16 bytes. */
+	private <T> T read(byte[] key, int n, int types, ObjectRead<T> f) {
+		return n <= Keys.PACKED ? read(null, Keys.word(key, 0, n), Keys.word(key, 8, n), n, types, f)
+				: read(key, 0, 0, n, types, f);
+	}
+
+	private <T> T read(byte[] key, long lo, long hi, int len, int types, ObjectRead<T> f) {
+		for (;;) {
+			Generation g = current();
+			try {
+				Image im = g.image;
+				long r = find(im, key, lo, hi, len, null);
+				if (r < 0)
+					return null;
+				long voff = im.valueOffset(r, false);
+				return f.read(g, r, checkType(im, r, types, key, lo, hi, len), voff);
+			} catch (IllegalStateException x) {
+				onClosed(g, x);
+			} catch (ShmkvException.Released x) {
+				onClosed(g, x);
+			} catch (IndexOutOfBoundsException x) {
+				throw outside(g, x);
+			}
+		}
+	}
+
+	/**
+	 * f of key's value if it has one of types; when the key is missing,
+	 * missing, or (required) NotFound.
+	 */
+	private long read(String key, int types, boolean required, long missing, LongRead f, byte[] dst) {
+		int n = key.length();
+		long lo, hi;
+		if (n <= Keys.PACKED && ((lo = Keys.word(key, 0, n)) | (hi = Keys.word(key, 8, n))) >= 0)
+			return read(null, lo, hi, n, types, required, missing, f, dst);
+		Keys.Buf k = Keys.utf8(key);
+		return read(k.b, k.len, types, required, missing, f, dst);
+	}
+
+	/** key[0, n): packed when it has at most 16 bytes. */
+	private long read(byte[] key, int n, int types, boolean required, long missing, LongRead f, byte[] dst) {
+		return n <= Keys.PACKED
+				? read(null, Keys.word(key, 0, n), Keys.word(key, 8, n), n, types, required, missing, f, dst)
+				: read(key, 0, 0, n, types, required, missing, f, dst);
+	}
+
+	private long read(byte[] key, long lo, long hi, int len, int types, boolean required, long missing, LongRead f,
+			byte[] dst) {
+		for (;;) {
+			Generation g = current();
+			try {
+				Image im = g.image;
+				long r = find(im, key, lo, hi, len, null);
+				if (r < 0) {
+					if (required)
+						throw new ShmkvException.NotFound(im.source, Keys.show(key, lo, hi, len));
+					return missing;
+				}
+				long voff = im.valueOffset(r, false);
+				return f.read(im, r, checkType(im, r, types, key, lo, hi, len), voff, dst);
+			} catch (IllegalStateException x) {
+				onClosed(g, x);
+			} catch (IndexOutOfBoundsException x) {
+				throw outside(g, x);
+			}
+		}
+	}
+
+	/** The record's type, when it is one of types; else Type naming the key. */
+	private static int checkType(Image im, long r, int types, byte[] key, long lo, long hi, int len) {
+		int t = im.type(r);
+		if ((types & type(t)) == 0)
+			throw typeError(im, t, types, Keys.show(key, lo, hi, len));
+		return t;
+	}
+
+	private static ShmkvException.Type typeError(Image im, int t, int types, String key) {
+		StringBuilder want = new StringBuilder();
+		for (int c = 1; c <= MAX_TYPE; c++)
+			if ((types & type(c)) != 0)
+				want.append(want.isEmpty() ? "" : " or ").append(ValueType.name(c));
+		return new ShmkvException.Type(im.source, "key " + key + " is " + ValueType.name(t) + ", not " + want);
+	}
+
+	private static Value value(Generation g, long r, int type, long voff) {
+		return new Value(g, r, type, voff, g.image.valueLen(r));
+	}
+
+	/**
+	 * The generation number read now.
+	 *
+	 * @return the cache's generation; 0 for an image file
+	 */
+	public long generation() {
+		return current().number;
+	}
+
+	/**
+	 * The number of entries the iteration yields: the records that have not
+	 * expired. O(1) for an image without the EXPIRY flag (its entry_count);
+	 * else the records are counted, O(n), against the clock read once.
+	 *
+	 * @return the number of live entries
+	 */
+	public long size() {
+		Generation g = current();
+		if (!g.image.expiry)
+			return g.image.entryCount;
+		long n = 0;
+		for (Iterator<Value> it = new RecordIterator(this, g, true); it.hasNext(); it.next())
+			n++;
+		return n;
+	}
+
+	/**
+	 * The number of records in the image, expired ones included (the
+	 * header's entry_count): what {@link #allRecords()} yields.
+	 *
+	 * @return the record count
+	 */
+	public long recordCount() {
+		return current().image.entryCount;
+	}
+
+	/**
+	 * The image's name (its header's name field).
+	 *
+	 * @return the name; empty when the image has none
+	 */
+	public String name() {
+		return current().image.hdr.name;
+	}
+
+	/**
+	 * The value of a key.
+	 *
+	 * @param key the key (UTF-8 bytes)
+	 * @return the value, in place; null when the key is missing
+	 */
+	public Value get(String key) {
+		return read(key, ANY, ShmkvReader::value);
+	}
+
+	/**
+	 * The value of a key.
+	 *
+	 * @param key the key's bytes
+	 * @return the value, in place; null when the key is missing
+	 */
+	public Value get(byte[] key) {
+		return read(key, key.length, ANY, ShmkvReader::value);
+	}
+
+	private static long i64(Image im, long r, int type, long voff, byte[] dst) {
+		return Bytes.u64(im.seg, voff);
+	}
+
+	private static long bool(Image im, long r, int type, long voff, byte[] dst) {
+		return Bytes.u8(im.seg, voff);
+	}
+
+	/**
+	 * An i64 value, without allocating.
+	 *
+	 * @param key the key (UTF-8 bytes)
+	 * @return the value
+	 * @throws ShmkvException.NotFound when the key is missing
+	 * @throws ShmkvException.Type when the value is not an i64
+	 */
+	public long getLong(String key) {
+		return read(key, type(I64), true, 0, ShmkvReader::i64, null);
+	}
+
+	/**
+	 * An i64 value, without allocating.
+	 *
+	 * @param key the key's bytes
+	 * @return the value
+	 * @throws ShmkvException.NotFound when the key is missing
+	 * @throws ShmkvException.Type when the value is not an i64
+	 */
+	public long getLong(byte[] key) {
+		return read(key, key.length, type(I64), true, 0, ShmkvReader::i64, null);
+	}
+
+	/**
+	 * An i64 value, or a default, without allocating.
+	 *
+	 * @param key the key (UTF-8 bytes)
+	 * @param dflt what a missing key gives
+	 * @return the value, or dflt
+	 * @throws ShmkvException.Type when the value is not an i64
+	 */
+	public long getLong(String key, long dflt) {
+		return read(key, type(I64), false, dflt, ShmkvReader::i64, null);
+	}
+
+	/**
+	 * An f64 value, without allocating.
+	 *
+	 * @param key the key (UTF-8 bytes)
+	 * @return the value
+	 * @throws ShmkvException.NotFound when the key is missing
+	 * @throws ShmkvException.Type when the value is not an f64
+	 */
+	public double getDouble(String key) {
+		return Double.longBitsToDouble(read(key, type(F64), true, 0, ShmkvReader::i64, null));
+	}
+
+	/**
+	 * An f64 value, without allocating.
+	 *
+	 * @param key the key's bytes
+	 * @return the value
+	 * @throws ShmkvException.NotFound when the key is missing
+	 * @throws ShmkvException.Type when the value is not an f64
+	 */
+	public double getDouble(byte[] key) {
+		return Double.longBitsToDouble(read(key, key.length, type(F64), true, 0, ShmkvReader::i64, null));
+	}
+
+	/**
+	 * A bool value, without allocating.
+	 *
+	 * @param key the key (UTF-8 bytes)
+	 * @return the value
+	 * @throws ShmkvException.NotFound when the key is missing
+	 * @throws ShmkvException.Type when the value is not a bool
+	 */
+	public boolean getBoolean(String key) {
+		return read(key, type(BOOL), true, 0, ShmkvReader::bool, null) != 0;
+	}
+
+	/**
+	 * A bool value, without allocating.
+	 *
+	 * @param key the key's bytes
+	 * @return the value
+	 * @throws ShmkvException.NotFound when the key is missing
+	 * @throws ShmkvException.Type when the value is not a bool
+	 */
+	public boolean getBoolean(byte[] key) {
+		return read(key, key.length, type(BOOL), true, 0, ShmkvReader::bool, null) != 0;
+	}
+
+	/** getInto's reading: the value's length; copied when dst holds it. */
+	private static long into(Image im, long r, int type, long voff, byte[] dst) {
+		long n = im.valueLen(r);
+		if (n <= dst.length)
+			Bytes.copy(im.seg, voff, dst, (int) n);
+		return Math.min(n, Integer.MAX_VALUE);
+	}
+
+	/**
+	 * Copies a bytes or string value into dst, without allocating (a string
+	 * is checked to be UTF-8, as by every get). A value longer than dst is
+	 * not copied: the return is its length, larger than dst.length.
+	 *
+	 * @param key the key (UTF-8 bytes)
+	 * @param dst where the value is copied, from index 0
+	 * @return the value's length in bytes; -1 when the key is missing
+	 * @throws ShmkvException.Type when the value is neither bytes nor a string
+	 */
+	public int getInto(String key, byte[] dst) {
+		return (int) read(key, type(BYTES) | type(STRING), false, -1, ShmkvReader::into, dst);
+	}
+
+	/**
+	 * Copies a bytes or string value into dst, without allocating; see
+	 * {@link #getInto(String, byte[])}.
+	 *
+	 * @param key the key's bytes
+	 * @param dst where the value is copied, from index 0
+	 * @return the value's length in bytes; -1 when the key is missing
+	 * @throws ShmkvException.Type when the value is neither bytes nor a string
+	 */
+	public int getInto(byte[] key, byte[] dst) {
+		return (int) read(key, key.length, type(BYTES) | type(STRING), false, -1, ShmkvReader::into, dst);
+	}
+
+	private static byte[] bytes(Generation g, long r, int type, long voff) {
+		return Bytes.copy(g.image.seg, voff, g.image.valueLen(r));
+	}
+
+	/**
+	 * A bytes value (a copy).
+	 *
+	 * @param key the key (UTF-8 bytes)
+	 * @return the bytes; null when the key is missing
+	 * @throws ShmkvException.Type when the value is not bytes
+	 */
+	public byte[] getBytes(String key) {
+		return read(key, type(BYTES), ShmkvReader::bytes);
+	}
+
+	/**
+	 * A bytes value (a copy).
+	 *
+	 * @param key the key's bytes
+	 * @return the bytes; null when the key is missing
+	 * @throws ShmkvException.Type when the value is not bytes
+	 */
+	public byte[] getBytes(byte[] key) {
+		return read(key, key.length, type(BYTES), ShmkvReader::bytes);
+	}
+
+	/**
+	 * A value's stored bytes, any type, as a read-only little-endian buffer
+	 * (no copy), valid while its generation is mapped.
+	 *
+	 * @param key the key (UTF-8 bytes)
+	 * @return the buffer; null when the key is missing
+	 */
+	public ByteBuffer getByteBuffer(String key) {
+		return read(key, ANY, (g, r, type, voff) -> value(g, r, type, voff).asByteBuffer());
+	}
+
+	private static String string(Generation g, long r, int type, long voff) {
+		return new String(bytes(g, r, type, voff), StandardCharsets.UTF_8); // UTF-8 checked by the lookup
+	}
+
+	/**
+	 * A string value (decoded: a copy).
+	 *
+	 * @param key the key (UTF-8 bytes)
+	 * @return the string; null when the key is missing
+	 * @throws ShmkvException.Type when the value is not a string
+	 * @throws ShmkvException.Corrupt when the string is not UTF-8
+	 */
+	public String getString(String key) {
+		return read(key, type(STRING), ShmkvReader::string);
+	}
+
+	/**
+	 * A string value (decoded: a copy).
+	 *
+	 * @param key the key's bytes
+	 * @return the string; null when the key is missing
+	 * @throws ShmkvException.Type when the value is not a string
+	 * @throws ShmkvException.Corrupt when the string is not UTF-8
+	 */
+	public String getString(byte[] key) {
+		return read(key, key.length, type(STRING), ShmkvReader::string);
+	}
+
+	/**
+	 * An i64list value as a zero-copy read-only view, valid while its
+	 * generation is mapped (take it from a {@link Snapshot} to hold it
+	 * across refreshes).
+	 *
+	 * @param key the key (UTF-8 bytes)
+	 * @return the list; null when the key is missing
+	 * @throws ShmkvException.Type when the value is not an i64list
+	 */
+	public LongList getLongList(String key) {
+		return read(key, type(I64LIST), (g, r, type, voff) -> new LongList(g, g.image.seg.asSlice(voff,
+				g.image.valueLen(r))));
+	}
+
+	/**
+	 * An f64list value as a zero-copy read-only view; see
+	 * {@link #getLongList(String)}.
+	 *
+	 * @param key the key (UTF-8 bytes)
+	 * @return the list; null when the key is missing
+	 * @throws ShmkvException.Type when the value is not an f64list
+	 */
+	public DoubleList getDoubleList(String key) {
+		return read(key, type(F64LIST), (g, r, type, voff) -> new DoubleList(g, g.image.seg.asSlice(voff,
+				g.image.valueLen(r))));
+	}
+
+	/**
+	 * An f32list value as a zero-copy read-only view; see
+	 * {@link #getLongList(String)}.
+	 *
+	 * @param key the key (UTF-8 bytes)
+	 * @return the list; null when the key is missing
+	 * @throws ShmkvException.Type when the value is not an f32list
+	 */
+	public FloatList getFloatList(String key) {
+		return read(key, type(F32LIST), (g, r, type, voff) -> new FloatList(g, g.image.seg.asSlice(voff,
+				g.image.valueLen(r))));
+	}
+
+	/**
+	 * A strlist value over the image; each string is checked and decoded
+	 * when it is read.
+	 *
+	 * @param key the key (UTF-8 bytes)
+	 * @return the list; null when the key is missing
+	 * @throws ShmkvException.Type when the value is not a strlist
+	 */
+	public StringList getStringList(String key) {
+		return read(key, type(STRLIST), (g, r, type, voff) -> new StringList(g, g.image.seg.asSlice(voff,
+				g.image.valueLen(r))));
+	}
+
+	/**
+	 * A strlist value's strings, decoded now (copies).
+	 *
+	 * @param key the key (UTF-8 bytes)
+	 * @return the strings; null when the key is missing
+	 * @throws ShmkvException.Type when the value is not a strlist
+	 * @throws ShmkvException.Corrupt when a string is damaged or not UTF-8
+	 */
+	public List<String> getStrings(String key) {
+		return read(key, type(STRLIST), (g, r, type, voff) -> List.copyOf(new StringList(g,
+				g.image.seg.asSlice(voff, g.image.valueLen(r)))));
+	}
+
+	/**
+	 * The values of keys, all from one generation (a refresh that releases
+	 * it meanwhile makes the batch start again on the new one), the clock
+	 * read at most once. Each key is answered as its single get would be,
+	 * one key's damage never changing another's: when a key's get fails
+	 * (not by being missing, which is null), every key is still looked up,
+	 * then the first failing key's exception is thrown, its message naming
+	 * that key and its index, carrying every key's answer
+	 * ({@link ShmkvException#results()}, {@link ShmkvException#errors()}).
+	 *
+	 * @param keys the keys' bytes
+	 * @return the values in request order; null where a key is missing
+	 * @throws ShmkvException the first failing key's error (Corrupt, KeyLength)
+	 */
+	public Value[] getAll(byte[]... keys) {
+		for (;;) {
+			Generation g = current();
+			try {
+				return getAll(g, keys);
+			} catch (IllegalStateException x) {
+				onClosed(g, x);
+			} catch (ShmkvException.Released x) {
+				onClosed(g, x);
+			}
+		}
+	}
+
+	private Value[] getAll(Generation g, byte[][] keys) {
+		Image im = g.image;
+		Value[] out = new Value[keys.length];
+		Map<Integer, ShmkvException> errors = null;
+		long[] now = {0};
+		for (int i = 0; i < keys.length; i++) {
+			byte[] k = keys[i];
+			int n = k.length;
+			try {
+				long r = n <= Keys.PACKED ? find(im, null, Keys.word(k, 0, n), Keys.word(k, 8, n), n, now)
+						: find(im, k, 0, 0, n, now);
+				out[i] = r < 0 ? null : value(g, r, im.type(r), im.valueOffset(r, false));
+			} catch (IndexOutOfBoundsException x) {
+				(errors = errors == null ? new LinkedHashMap<>() : errors).put(i, outside(g, x));
+			} catch (ShmkvException.Released x) {
+				throw x;
+			} catch (ShmkvException x) {
+				(errors = errors == null ? new LinkedHashMap<>() : errors).put(i, x);
+			}
+		}
+		if (errors == null)
+			return out;
+		Map.Entry<Integer, ShmkvException> first = errors.entrySet().iterator().next();
+		int i = first.getKey();
+		throw first.getValue().thrownByBatch(Keys.show(keys[i], keys[i].length), i, out, errors);
+	}
+
+	/**
+	 * The values of keys (their UTF-8 bytes), as {@link #getAll(byte[][])}.
+	 *
+	 * @param keys the keys
+	 * @return the values in request order; null where a key is missing
+	 * @throws ShmkvException the first failing key's error, carrying every
+	 *     key's answer
+	 */
+	public List<Value> getAll(List<String> keys) {
+		byte[][] k = new byte[keys.size()][];
+		for (int i = 0; i < k.length; i++)
+			k[i] = keys.get(i).getBytes(StandardCharsets.UTF_8);
+		List<Value> out = new ArrayList<>(k.length);
+		for (Value v : getAll(k))
+			out.add(v);
+		return out;
+	}
+
+	/**
+	 * The live entries of the generation read now: every record that has
+	 * not expired, in image order ({@link Value#key()} gives the key). The
+	 * clock is read once, when the iteration starts (an image without the
+	 * EXPIRY flag never reads it). Every entry is checked as verify checks
+	 * it (FORMAT.md §13): a damaged one ends the iteration with Corrupt. An
+	 * iteration over a cache that a refresh switches away from fails with
+	 * Released: iterate a {@link Snapshot} to be sure to finish.
+	 *
+	 * @return an iterator of the live entries
+	 */
+	@Override
+	public Iterator<Value> iterator() {
+		return new RecordIterator(this, current(), true);
+	}
+
+	/**
+	 * Every record of the generation read now, expired ones included, each
+	 * with its expiry ({@link Value#expires()}), in image order: for dumps,
+	 * inspection and tools. Checked as {@link #iterator()}.
+	 *
+	 * @return the records
+	 */
+	public Iterable<Value> allRecords() {
+		Generation g = current();
+		return () -> new RecordIterator(this, g, false);
+	}
+
+	/**
+	 * Calls action with the key and value of every live entry, as
+	 * {@link #iterator()} yields them.
+	 *
+	 * @param action what to call
+	 */
+	public void forEach(BiConsumer<byte[], Value> action) {
+		for (Value v : this)
+			action.accept(v.key(), v);
+	}
+
+	/**
+	 * The full structural check of FORMAT.md §13 on the generation read now.
+	 *
+	 * @throws ShmkvException.Corrupt (or Checksum) naming the first problem
+	 */
+	public void verify() {
+		Generation g = current();
+		try {
+			g.image.hdr.checkSections(g.image.seg);
+			g.image.verify();
+		} catch (IllegalStateException x) {
+			throw g.failed(x);
+		} catch (IndexOutOfBoundsException x) {
+			throw outside(g, x);
+		}
+	}
+
+	/**
+	 * Iteration: every bucket's records in index order, each checked as
+	 * verify checks it (an OUT record's entry too); live: expired records
+	 * left out, against the clock read once at the start.
+	 */
+	private static final class RecordIterator implements Iterator<Value> {
+		private final Generation g;
+		private final long[] now;
+		private long left, bucket;
+		private int i, n;
+		private Value next;
+
+		/** The reader whose expiry rule leaves expired records out; null: every record. */
+		private final ShmkvReader reader;
+
+		RecordIterator(ShmkvReader reader, Generation g, boolean live) {
+			this.g = g;
+			left = g.image.entryCount;
+			this.reader = live ? reader : null;
+			now = new long[] {live && g.image.expiry ? reader.now() : 0};
+		}
+
+		@Override
+		public boolean hasNext() {
+			try {
+				while (next == null && left > 0) {
+					Value v = advance();
+					left--;
+					if (reader == null || !reader.expired(g.image, v.record(), now))
+						next = v;
+				}
+				return next != null;
+			} catch (IllegalStateException x) {
+				throw g.failed(x);
+			} catch (IndexOutOfBoundsException x) {
+				throw outside(g, x);
+			}
+		}
+
+		@Override
+		public Value next() {
+			if (!hasNext())
+				throw new NoSuchElementException();
+			Value v = next;
+			next = null;
+			return v;
+		}
+
+		/** The next record (left > 0), decoded and checked. */
+		private Value advance() {
+			Image im = g.image;
+			while (i == n) {
+				if (bucket >= im.bucketCount)
+					throw im.corrupt("the index ends after " + (im.entryCount - left) + " of " + im.entryCount
+							+ " records");
+				long bk = im.idxOff + BUCKET * bucket;
+				n = Bytes.u8(im.seg, bk);
+				if (n > MAX_RECORDS)
+					throw im.corrupt(Index.bucketOf(im, bk) + ": " + n + " records, at most " + MAX_RECORDS + " fit");
+				i = 0;
+				bucket++;
+			}
+			long bk = im.idxOff + BUCKET * (bucket - 1);
+			long r = bk + (Index.dir(im.seg, bk, i) & DIR_OFF);
+			i++;
+			Index.describe(im, r);
+			long e = im.entryOf(r);
+			if (e >= 0)
+				im.entry(e);
+			return value(g, r, im.type(r), im.valueOffset(r, true));
+		}
+	}
+}
