@@ -23,11 +23,15 @@ public sealed class ShmkvException extends RuntimeException
 		ShmkvException.KeyLength, ShmkvException.Proto, ShmkvException.Stale, ShmkvException.Unavailable,
 		ShmkvException.Released, ShmkvException.Io {
 	private static final long serialVersionUID = 2L;
+	/** The C reader's code. */
 	private final int code;
+	/** The code's C name. */
 	private final String codeName;
+	/** The file or cache the error is about; null: none. */
 	private final String where;
+	/** What is wrong, where and why. */
 	private final String text;
-	/** Set once, before a batch throws this: the failing key and its index. */
+	/** Set once, before a batch throws this: the failing key and its index; null otherwise. */
 	private String context;
 	private transient Value[] results;
 	private transient Map<Integer, ShmkvException> errors;
