@@ -37,20 +37,36 @@ final class Bytes {
 
 	/**
 	 * Copies image bytes [off, off + n) to dst[0, n), n <= dst.length,
-	 * writing nothing past n: values of 8 to 16 bytes as two (overlapping)
-	 * words; shorter ones from the word that ends where they end, which the
-	 * caller knows lies in the image (off + n >= 8).
+	 * writing nothing past n, in words that overlap rather than in a loop of
+	 * bytes, so that only the length's class decides the stores: 8 to 16
+	 * bytes as two longs, 4 to 7 as two ints, 1 to 3 as three bytes, read
+	 * from the word that ends where the value ends (image values: that word
+	 * lies in the image, off + n >= 8); longer values by MemorySegment.copy.
 	 */
 	static void copy(MemorySegment s, long off, byte[] dst, int n) {
-		if (n >= 8 && n <= 16) {
+		if (n >= 8) {
+			if (n > 16) {
+				MemorySegment.copy(s, ValueLayout.JAVA_BYTE, off, dst, 0, n);
+				return;
+			}
 			Keys.U64.set(dst, 0, u64(s, off));
 			Keys.U64.set(dst, n - 8, u64(s, off + n - 8));
-		} else if (n < 8 && off + n >= 8) {
-			long w = u64(s, off + n - 8) >>> 8 * (8 - n);
-			for (int i = 0; i < n; i++, w >>>= 8)
-				dst[i] = (byte) w;
-		} else {
+			return;
+		}
+		if (n == 0)
+			return;
+		if (off + n < 8) {
 			MemorySegment.copy(s, ValueLayout.JAVA_BYTE, off, dst, 0, n);
+			return;
+		}
+		long w = u64(s, off + n - 8) >>> 8 * (8 - n);
+		if (n >= 4) {
+			Keys.U32.set(dst, 0, (int) w);
+			Keys.U32.set(dst, n - 4, (int) (w >>> 8 * (n - 4)));
+		} else {
+			dst[0] = (byte) w;
+			dst[n >> 1] = (byte) (w >>> 8 * (n >> 1));
+			dst[n - 1] = (byte) (w >>> 8 * (n - 1));
 		}
 	}
 

@@ -139,6 +139,32 @@ final class Format {
 		return (TYPES[code] >>> 40 & 1) != 0;
 	}
 
+	// The table again as constants, bit t of each for type t: what the
+	// lookups' hot path reads (a static final is a constant to the JIT; the
+	// table's elements are loads).
+
+	/** The types whose value is 8-aligned. */
+	static final int ALIGNED = mask(0);
+	/** The types whose value a NUL follows. */
+	static final int NUL_FOLLOWS = mask(1);
+	/** The types whose text is UTF-8. */
+	static final int UTF8 = mask(2);
+	/** The text types (shape text). */
+	static final int TEXT = mask(3);
+
+	private static int mask(int which) {
+		int m = 0;
+		for (int t = 1; t <= MAX_TYPE; t++)
+			if (switch (which) {
+				case 0 -> align(t) == 8;
+				case 1 -> nul(t) == 1;
+				case 2 -> utf8(t);
+				default -> shape(t) == SHAPE_TEXT;
+			})
+				m |= 1 << t;
+		return m;
+	}
+
 	// the C reader's error codes (lib/shmkv/errors.h)
 	static final int ENOTFOUND = -31200, ETYPE = -31201, EMAGIC = -31202, EVERSION = -31203, ELAYOUT = -31204,
 			ETRUNCATED = -31205, ECHECKSUM = -31206, ECORRUPT = -31207, EKEYLEN = -31208, EEND = -31209,

@@ -59,104 +59,102 @@ final class Image {
 
 	/** The key hash of FORMAT.md §5 of key[0, len). */
 	long hash(byte[] key, int len) {
-		return len <= Keys.PACKED ? hash(null, Keys.word(key, 0, len), Keys.word(key, 8, len), len)
-				: hash(key, 0, 0, len);
+		return hash(key, 0, 0, len);
 	}
 
-	/** The key hash of the packed key lo, hi (key null), or of key[0, len). */
-	long hash(byte[] key, long lo, long hi, int len) {
-		long h = key == null ? hasher.packed(lo, hi, len) : hasher.bytes(key, len);
+	/** The key hash of the packed key lo, tl (key null), or of key[0, len). */
+	long hash(byte[] key, long lo, long tl, int len) {
+		long h = key == null ? hasher.packed(lo, tl, len) : hasher.bytes(key, len);
 		return hashBits == 64 ? h : (h & hashMask) * 0x9E3779B97F4A7C15L;
 	}
 
-	/** The record holding key[0, len), expired or not: its image offset, or -1. */
+	/** The record holding key[0, len), expired or not: its locator (Index), or -1. */
 	long locate(byte[] key, int len) {
-		return len <= Keys.PACKED ? locate(null, Keys.word(key, 0, len), Keys.word(key, 8, len), len)
-				: locate(key, 0, 0, len);
+		long lo = Keys.lo(key, len);
+		return locate(len > Keys.PACKED ? key : null, lo, Keys.tl(key, len, lo), len);
 	}
 
-	/** locate of the packed key lo, hi (key null: at most 16 bytes), or of key[0, len) (more). */
-	long locate(byte[] key, long lo, long hi, int len) {
+	/** locate of the packed key lo, tl (key null: at most 16 bytes), or of key[0, len) (more). */
+	long locate(byte[] key, long lo, long tl, int len) {
 		if (len > MAX_KEY_LEN)
 			throw new ShmkvException.KeyLength(source, len);
-		return Index.find(this, key, lo, hi, len, hash(key, lo, hi, len));
+		return Index.find(this, key, lo, tl, len, hash(key, lo, tl, len));
 	}
 
-	// the record at r: inline (fields in the bucket) or OUT (in its entry)
+	// a record a lookup or the iteration found, by its locator (Index): an
+	// inline one's value from the locator, an OUT one's from its entry
 
-	/** The word of the record at r (Index.word). */
+	/** The word of the record at image offset r (Index.word). */
 	long word(long r) {
 		return Index.word(seg, r & -BUCKET, (int) r & (BUCKET - 1));
 	}
 
-	/** The entry of the record at r: an OUT record's (checked), -1 for an inline one. */
-	long entryOf(long r) {
-		long w = word(r);
-		return Index.out((int) w & 0xff) ? checkedEntry(Index.outEntry(w)) : -1;
+	/** The entry of an OUT locator's record (its offset checked). */
+	long entryOf(long loc) {
+		return checkedEntry(Index.outEntry(word(Index.record(loc))));
 	}
 
-	/** The record's value type (a record that a lookup or the iteration decoded). */
-	int type(long r) {
-		int kind = Bytes.u8(seg, r);
-		return Index.out(kind) ? Bytes.u8(seg, entryOf(r) + E_TYPE) : kind & K_TYPE;
+	/** The value's type. */
+	int type(long loc) {
+		return Index.inline(loc) ? Index.inlineType(loc) : Bytes.u8(seg, entryOf(loc) + E_TYPE);
 	}
 
-	long valueLen(long r) {
-		long e = entryOf(r);
-		return e >= 0 ? Bytes.u32(seg, e + E_VALUE_LEN) : Index.valueLen(Index.describe(this, r));
+	/** The value's length in bytes. */
+	long valueLen(long loc) {
+		return Index.inline(loc) ? Index.inlineLen(loc) : Bytes.u32(seg, entryOf(loc) + E_VALUE_LEN);
+	}
+
+	/** Where the value lies: its image offset (an OUT record's entry checked as by {@link #check}). */
+	long valueOffset(long loc) {
+		if (Index.inline(loc))
+			return Index.inlineValue(loc);
+		long e = entryOf(loc);
+		return place(e, Bytes.u8(seg, e + E_TYPE), Bytes.u8(seg, e + E_FLAGS), Bytes.u16(seg, e + E_KEY_LEN),
+				Bytes.u32(seg, e + E_VALUE_LEN));
 	}
 
 	/** When the record expires (unix seconds, FORMAT.md §17.6); 0: never. */
-	long expires(long r) {
+	long expires(long loc) {
+		long r = Index.record(loc);
 		return Index.expires(seg, r, Bytes.u8(seg, r));
 	}
 
-	long keyOffset(long r) {
-		long e = entryOf(r);
-		return e >= 0 ? e + ENTRY_SIZE : (r & -BUCKET) + Index.keyPos(Index.describe(this, r));
-	}
-
-	int keyLen(long r) {
-		long e = entryOf(r);
-		return e >= 0 ? Bytes.u16(seg, e + E_KEY_LEN) : Index.keyLen(Index.describe(this, r));
-	}
-
 	/** A copy of the record's key. */
-	byte[] key(long r) {
-		return Bytes.copy(seg, keyOffset(r), keyLen(r));
+	byte[] key(long loc) {
+		if (!Index.inline(loc)) {
+			long e = entryOf(loc);
+			return Bytes.copy(seg, e + ENTRY_SIZE, Bytes.u16(seg, e + E_KEY_LEN));
+		}
+		long r = Index.record(loc), w = Index.checkedWord(this, r);
+		return Bytes.copy(seg, (r & -BUCKET) + Index.keyPos(w, (int) r & (BUCKET - 1)), Index.keyLen(w));
 	}
 
-	boolean shared(long r) {
-		long e = entryOf(r);
-		return e >= 0 && (Bytes.u8(seg, e + E_FLAGS) & ENTRY_SHARED) != 0;
+	boolean shared(long loc) {
+		return !Index.inline(loc) && (Bytes.u8(seg, entryOf(loc) + E_FLAGS) & ENTRY_SHARED) != 0;
 	}
 
 	/**
-	 * The image offset of the record's value, checked as a lookup checks it
-	 * (§12.1): its type, where it lies, its shape, a string's UTF-8 (a
-	 * strlist's count only; full: its ends and NULs too, as the iteration
-	 * checks).
+	 * The checks of a lookup on the value it found (§12.1): an OUT record's
+	 * entry (type, flags, where its value lies), the value's shape by its
+	 * type, a string's UTF-8; a strlist's count (full: its ends and NULs too,
+	 * as the iteration checks).
 	 */
-	long valueOffset(long r, boolean full) {
-		long e = entryOf(r);
-		if (e >= 0) {
-			int type = Bytes.u8(seg, e + E_TYPE), flags = Bytes.u8(seg, e + E_FLAGS);
-			long vlen = Bytes.u32(seg, e + E_VALUE_LEN);
-			long voff = place(e, type, flags, Bytes.u16(seg, e + E_KEY_LEN), vlen);
-			shape(e, false, type, voff, vlen, full);
-			return voff;
+	void check(long loc, boolean full) {
+		if (Index.inline(loc)) {
+			shape(Index.record(loc), true, Index.inlineType(loc), Index.inlineValue(loc), Index.inlineLen(loc), full);
+			return;
 		}
-		long d = Index.describe(this, r);
-		long voff = (r & -BUCKET) + Index.valuePos(d);
-		shape(r, true, Index.kind(d) & K_TYPE, voff, Index.valueLen(d), full);
-		return voff;
+		long e = entryOf(loc);
+		int type = Bytes.u8(seg, e + E_TYPE);
+		long vlen = Bytes.u32(seg, e + E_VALUE_LEN);
+		shape(e, false, type, valueOffset(loc), vlen, full);
 	}
 
-	/** A record's value as verify checks it: valueOffset's checks, a strlist whole, its strings' UTF-8. */
-	void checkValue(long r, boolean rec) {
-		long voff = valueOffset(r, true);
-		if (type(r) == STRLIST)
-			strlistText(r, rec, voff);
+	/** A record's value as verify checks it: check's, a strlist whole, its strings' UTF-8. */
+	void checkValue(long loc, boolean rec) {
+		check(loc, true);
+		if (type(loc) == STRLIST)
+			strlistText(Index.record(loc), rec, valueOffset(loc));
 	}
 
 	/** An entry at e, inside ENTRIES and 8-aligned with its head, or Corrupt. */
@@ -202,37 +200,50 @@ final class Image {
 	/**
 	 * The value's shape by its type (§8) and, for a string, its UTF-8; full:
 	 * a strlist's ends and NULs too. at: the entry, or (rec) the record,
-	 * named in the message.
+	 * named in the message. (The checks here, their messages in
+	 * {@link #shapeError}: the lookups' method stays small enough for the JIT
+	 * to inline.)
 	 */
 	private void shape(long at, boolean rec, int type, long voff, long vlen, boolean full) {
-		switch (Format.shape(type)) {
-			case SHAPE_TEXT -> {
-				if (Bytes.u8(seg, voff + vlen) != 0)
-					throw corruptAt(at, rec, ValueType.name(type) + " value without its NUL");
-				if (utf8(type) && !Utf8.valid(seg, voff, vlen))
-					throw corruptAt(at, rec, "string value is not valid UTF-8");
-			}
-			case SHAPE_FIXED -> {
-				if (vlen != elemSize(type) || (maxByte(type) != 0 && Bytes.u8(seg, voff) > maxByte(type)))
-					throw corruptAt(at, rec, ValueType.name(type) + " value of " + vlen + " bytes"
-							+ (vlen == elemSize(type) ? ", byte " + Bytes.u8(seg, voff) + " over " + maxByte(type)
-									: ", the type's size is " + elemSize(type)));
-			}
-			case SHAPE_ARRAY -> {
-				if (vlen % elemSize(type) != 0)
-					throw corruptAt(at, rec, ValueType.name(type) + " of " + vlen + " bytes, not a multiple of "
-							+ elemSize(type));
-			}
-			default -> {
-				if (vlen < 8)
-					throw corruptAt(at, rec, "strlist of " + vlen + " bytes, below 8");
-				long count = Bytes.u32(seg, voff);
-				if (count > (vlen - 8) / 4)
-					throw corruptAt(at, rec, "strlist count " + count + " does not fit its " + vlen + " bytes");
-				if (full)
-					strlistEnds(at, rec, voff, vlen, count);
-			}
-		}
+		if (!((TEXT >>> type & 1) != 0 ? textOk(type, voff, vlen) : otherOk(at, rec, type, voff, vlen, full)))
+			throw shapeError(at, rec, type, voff, vlen);
+	}
+
+	/** A text value: its NUL; a string's UTF-8. */
+	private boolean textOk(int type, long voff, long vlen) {
+		if (vlen >= 8)
+			return Bytes.u8(seg, voff + vlen) == 0 && ((UTF8 >>> type & 1) == 0 || Utf8.valid(seg, voff, vlen));
+		// one word: the value's bytes and its NUL, which ends it (its top byte); a value
+		// lies after its record's or entry's head, so the word is in the image
+		long w = Bytes.u64(seg, voff + vlen - 7);
+		return w >>> 56 == 0 && ((w & Utf8.HIGH_BITS & -1L << 8 * (7 - vlen)) == 0 || (UTF8 >>> type & 1) == 0
+				|| Utf8.valid(seg, voff, vlen));
+	}
+
+	/** A fixed value's size and byte, an array's length, a strlist's count (full: its ends too). */
+	private boolean otherOk(long at, boolean rec, int type, long voff, long vlen, boolean full) {
+		boolean ok = switch (Format.shape(type)) {
+			case SHAPE_FIXED -> vlen == elemSize(type) && (maxByte(type) == 0 || Bytes.u8(seg, voff) <= maxByte(type));
+			case SHAPE_ARRAY -> vlen % elemSize(type) == 0;
+			default -> vlen >= 8 && Bytes.u32(seg, voff) <= (vlen - 8) / 4;
+		};
+		if (ok && full && type == STRLIST)
+			strlistEnds(at, rec, voff, vlen, Bytes.u32(seg, voff));
+		return ok;
+	}
+
+	/** What shape found wrong with a value, in words. */
+	private ShmkvException.Corrupt shapeError(long at, boolean rec, int type, long voff, long vlen) {
+		String t = ValueType.name(type);
+		return corruptAt(at, rec, switch (Format.shape(type)) {
+			case SHAPE_TEXT -> Bytes.u8(seg, voff + vlen) != 0 ? t + " value without its NUL"
+					: "string value is not valid UTF-8";
+			case SHAPE_FIXED -> t + " value of " + vlen + " bytes" + (vlen == elemSize(type) ? ", byte "
+					+ Bytes.u8(seg, voff) + " over " + maxByte(type) : ", the type's size is " + elemSize(type));
+			case SHAPE_ARRAY -> t + " of " + vlen + " bytes, not a multiple of " + elemSize(type);
+			default -> vlen < 8 ? "strlist of " + vlen + " bytes, below 8"
+					: "strlist count " + Bytes.u32(seg, voff) + " does not fit its " + vlen + " bytes";
+		});
 	}
 
 	/** A strlist's ends ascend, each string has its NUL, the data ends with the last (§8). */

@@ -76,66 +76,117 @@ final class Index {
 	}
 
 	/**
-	 * The record rule (§17.4, and the bounds of §12.1): the record at bucket
-	 * offset off, whose word is w, in a bucket of n records. Returns its
-	 * description (below), or -1 when it is malformed: it starts inside the
-	 * directory, has unknown kind bits, is inline with a type out of 1..9 or
-	 * OUT with type bits, or its head, expiry, key, value and NUL do not end
-	 * inside the bucket.
+	 * The record rule (§17.4, and the bounds of §12.1): whether the record at
+	 * bucket offset off, whose word is w, in a bucket of n records, is well
+	 * formed. Malformed: it starts inside the directory, has unknown kind
+	 * bits, is inline with a type out of 1..9 or OUT with type bits, or its
+	 * head, expiry, key, value and NUL do not end inside the bucket. The
+	 * common record, inline without an expiry, is checked here; the others
+	 * by {@link #validOther}. The accessors below read a valid record's
+	 * fields from its word and offset.
 	 */
-	static long decode(long w, int off, int n) {
-		int kind = (int) w & 0xff;
+	static boolean valid(long w, int off, int n) {
+		int kind = kind(w);
+		if (kind >= 1 && kind <= MAX_TYPE)
+			return off >= dirEnd(n) && end(w, off) <= BUCKET;
+		return validOther(w, off, n);
+	}
+
+	/** valid of a record that expires, is OUT, or is malformed. */
+	private static boolean validOther(long w, int off, int n) {
+		int kind = kind(w);
 		if (off < dirEnd(n) || (kind & ~K_KNOWN) != 0)
-			return -1;
-		int x = (kind & K_EXPIRES) != 0 ? EXPIRES_SIZE : 0;
-		if ((kind & K_OUT) != 0) {
-			int end = off + OUT_HEAD + x;
-			return (kind & K_TYPE) != 0 || end > BUCKET ? -1 : describe(kind, 0, 0, 0, 0, end);
-		}
-		int t = kind & K_TYPE;
-		if (!known(t))
-			return -1;
-		int kl = (int) (w >>> 8) & 0xff, vl = (int) (w >>> 16) & 0xff;
-		int kp = off + INLINE_HEAD + x;
-		int vp = align(t) == 8 ? (kp + kl + 7) & ~7 : kp + kl;
-		int end = vp + vl + nul(t);
-		return end > BUCKET ? -1 : describe(kind, kp, kl, vp, vl, end);
+			return false;
+		return (out(kind) ? (kind & K_TYPE) == 0 : known(kind & K_TYPE)) && end(w, off) <= BUCKET;
 	}
 
-	private static long describe(int kind, int kp, int kl, int vp, int vl, int end) {
-		return kind | (long) kp << 8 | (long) kl << 16 | (long) vp << 24 | (long) vl << 32 | (long) end << 40;
+	/** A record's kind byte: type, EXPIRES and OUT bits. */
+	static int kind(long w) {
+		return (int) w & 0xff;
 	}
 
-	/** A description's kind byte. */
-	static int kind(long d) {
-		return (int) d & 0xff;
+	private static int expiresSize(int kind) {
+		return (kind & K_EXPIRES) != 0 ? EXPIRES_SIZE : 0;
 	}
 
-	/** An inline record's key: its offset in the bucket. */
-	static int keyPos(long d) {
-		return (int) (d >>> 8) & 0xff;
+	/** An inline record's key: its offset in the bucket, after the head and expiry. */
+	static int keyPos(long w, int off) {
+		return off + INLINE_HEAD + expiresSize(kind(w));
 	}
 
-	static int keyLen(long d) {
-		return (int) (d >>> 16) & 0xff;
+	static int keyLen(long w) {
+		return (int) (w >>> 8) & 0xff;
 	}
 
-	/** An inline record's value: its offset in the bucket. */
-	static int valuePos(long d) {
-		return (int) (d >>> 24) & 0xff;
+	/** An inline record's value: its offset in the bucket, after the key, at its type's alignment. */
+	static int valuePos(long w, int off) {
+		int p = keyPos(w, off) + keyLen(w);
+		return (ALIGNED >>> (kind(w) & K_TYPE) & 1) != 0 ? (p + 7) & ~7 : p;
 	}
 
-	static int valueLen(long d) {
-		return (int) (d >>> 32) & 0xff;
+	static int valueLen(long w) {
+		return (int) (w >>> 16) & 0xff;
 	}
 
-	/** Where the record ends in the bucket (its NUL included). */
-	static int end(long d) {
-		return (int) (d >>> 40) & 0xff;
+	/** Where the record ends in the bucket: an OUT one after its head and expiry, an inline one after its value's NUL. */
+	static int end(long w, int off) {
+		int kind = kind(w);
+		if (out(kind))
+			return off + OUT_HEAD + expiresSize(kind);
+		return valuePos(w, off) + valueLen(w) + (NUL_FOLLOWS >>> (kind & K_TYPE) & 1);
 	}
 
 	static boolean out(int kind) {
 		return (kind & K_OUT) != 0;
+	}
+
+	// A locator: what a lookup returns for the record it found. An OUT
+	// record's is OUT | its image offset; an inline record's is its value's
+	// image offset (bits 0-42: images are smaller than 2^43 bytes), its
+	// value_len (43-50), type (51-54) and the value's distance from the
+	// record's start (55-61), which its getters read without reading the
+	// record again. -1: no record.
+
+	static final long OUT = 1L << 62;
+	private static final long OFFSET = (1L << 43) - 1;
+
+	/** The locator of the valid record at image offset r whose word is w. */
+	static long locator(long r, long w) {
+		int kind = kind(w);
+		if (out(kind))
+			return OUT | r;
+		int off = (int) r & (BUCKET - 1), back = valuePos(w, off) - off;
+		return r + back | (long) valueLen(w) << 43 | (long) (kind & K_TYPE) << 51 | (long) back << 55;
+	}
+
+	/** The locator of the record at image offset r (iteration), checked again. */
+	static long locator(Image im, long r) {
+		return locator(r, checkedWord(im, r));
+	}
+
+	/** The image offset of a locator's record. */
+	static long record(long loc) {
+		return inline(loc) ? (loc & OFFSET) - (loc >>> 55 & 0x7f) : loc & OFFSET;
+	}
+
+	/** Whether a locator's record is inline: its value's type, length and place are in the locator. */
+	static boolean inline(long loc) {
+		return (loc & OUT) == 0;
+	}
+
+	/** An inline locator's value type. */
+	static int inlineType(long loc) {
+		return (int) (loc >>> 51) & K_TYPE;
+	}
+
+	/** An inline locator's value length. */
+	static int inlineLen(long loc) {
+		return (int) (loc >>> 43) & 0xff;
+	}
+
+	/** An inline locator's value offset in the image. */
+	static long inlineValue(long loc) {
+		return loc & OFFSET;
 	}
 
 	/** The entry an OUT record's word names: its unit, times 8 (unchecked). */
@@ -151,17 +202,17 @@ final class Index {
 	}
 
 	/**
-	 * The record at image offset r, which a lookup or the iteration found,
-	 * described again (the image is read, not trusted to be as it was:
-	 * malformed now, it is Corrupt).
+	 * The word of the record at image offset r, which a lookup or the
+	 * iteration found, checked again (the image is read, not trusted to be
+	 * as it was: malformed now, it is Corrupt).
 	 */
-	static long describe(Image im, long r) {
+	static long checkedWord(Image im, long r) {
 		long bk = r & -BUCKET; // the index is 128-aligned (checked at open)
 		int off = (int) r & (BUCKET - 1), n = Bytes.u8(im.seg, bk);
-		long d = n <= MAX_RECORDS ? decode(word(im.seg, bk, off), off, n) : -1;
-		if (d < 0)
+		long w = word(im.seg, bk, off);
+		if (n > MAX_RECORDS || !valid(w, off, n))
 			throw im.corrupt(bucketOf(im, bk) + ": the record at +" + off + " is malformed");
-		return d;
+		return w;
 	}
 
 	/** "index bucket B" of the bucket at image offset bk. */
@@ -178,9 +229,8 @@ final class Index {
 	 * before the home bucket is scanned. The next bucket of the last is the
 	 * first.
 	 */
-	private static void request(Image im, long b, long bk) {
-		long nk = b + 1 == im.bucketCount ? im.idxOff : bk + BUCKET;
-		if (Bytes.u64(im.seg, nk) == 0x6b6d6873_2e76325aL)
+	private static void request(MemorySegment s, long idxOff, long buckets, long b, long bk) {
+		if (Bytes.u64(s, b + 1 == buckets ? idxOff : bk + BUCKET) == 0x6b6d6873_2e76325aL)
 			requested++;
 	}
 
@@ -188,69 +238,62 @@ final class Index {
 	static int requested;
 
 	/**
-	 * The lookup (§17.5): the image offset of the record holding the key
-	 * (expired or not), or -1. The key is packed in lo and hi (Keys) when it
-	 * has at most 16 bytes, else key[0, len); h is its hash. Every offset it
-	 * follows is checked (§12.1): a malformed record it meets is Corrupt,
-	 * never a read outside the image.
+	 * The lookup (§17.5): the locator of the record holding the key (expired
+	 * or not), or -1. The key is packed in lo and tl (Keys) when it has at
+	 * most 16 bytes, else key[0, len); h is its hash. Every offset it follows
+	 * is checked (§12.1): a malformed record it meets is Corrupt, never a
+	 * read outside the image.
+	 *
+	 * <p>One method with its loops, the home bucket then those its D and
+	 * filter announce, each bucket's directory four entries a word: the JIT
+	 * compiles it whole, once, and its callers call it (a lookup split into
+	 * methods of their own, each compiled alone first, would be calls within
+	 * calls).
 	 */
-	static long find(Image im, byte[] key, long lo, long hi, int len, long h) {
+	static long find(Image im, byte[] key, long lo, long tl, int len, long h) {
 		MemorySegment s = im.seg;
+		long idxOff = im.idxOff, buckets = im.bucketCount;
 		int tag = tag(h);
-		long b = home(h, im.bucketCount);
-		long bk = im.idxOff + BUCKET * b;
-		request(im, b, bk);
+		long b = home(h, buckets);
+		long bk = idxOff + BUCKET * b;
+		request(s, idxOff, buckets, b, bk);
 		long head = Bytes.u64(s, bk); // count, D and the filter in one read
-		long r = scan(im, bk, head, tag, key, lo, hi, len);
-		if (r >= 0)
-			return r;
-		long n = displaced(head, tag, im.maxProbe);
-		for (long i = 0; i < n; i++) {
-			b = b + 1 == im.bucketCount ? 0 : b + 1;
-			bk = im.idxOff + BUCKET * b;
-			r = scan(im, bk, Bytes.u64(s, bk), tag, key, lo, hi, len);
-			if (r >= 0)
-				return r;
+		long pattern = dirTag(tag) * LANES;
+		for (long probes = -1; ; ) {
+			int n = (int) head & 0xff;
+			if (n > MAX_RECORDS)
+				throw tooMany(im, bk, n);
+			for (int w = 0; w < n; w += 4) {
+				long dw = Bytes.u64(s, bk + HEAD + DIR_BYTES * w);
+				long x = (dw & TAG_LANES) ^ pattern;
+				// a lane of x is 0 where the tag bits match. The zero test is
+				// exact here: a non-zero lane is >= 0x80 (its bits 0..6 are
+				// masked off), so subtracting 1, or 2 under a borrow from a
+				// zero lane below, neither borrows out of it nor sets its bit
+				// 15 unless bit 15 was set already; lanes past n are dropped
+				for (long z = (x - LANES) & ~x & HIGHS & -1L >>> 64 - 16 * Math.min(n - w, 4); z != 0; z &= z - 1) {
+					int lane = Long.numberOfTrailingZeros(z) >>> 4;
+					int off = (int) (dw >>> 16 * lane) & DIR_OFF;
+					long rw = word(s, bk, off);
+					if (!valid(rw, off, n))
+						throw malformed(im, bk, w + lane, off, rw);
+					if (out(kind(rw)) ? outHolds(im, bk, w + lane, rw, key, lo, tl, len)
+							: keyLen(rw) == len && equal(s, bk + keyPos(rw, off), key, lo, tl, len))
+						return locator(bk + off, rw);
+				}
+			}
+			if (probes < 0) // home scanned: the buckets after it its D and filter announce for this tag
+				probes = displaced(head, tag, im.maxProbe);
+			if (probes-- == 0)
+				return -1;
+			b = b + 1 == buckets ? 0 : b + 1;
+			bk = idxOff + BUCKET * b;
+			head = Bytes.u64(s, bk);
 		}
-		return -1;
 	}
 
-	/**
-	 * The records of the bucket at bk (head: its first word) whose directory
-	 * tag bits are the key's, four directory entries a word; the image offset
-	 * of the one holding the key, or -1.
-	 */
-	private static long scan(Image im, long bk, long head, int tag, byte[] key, long lo, long hi, int len) {
-		MemorySegment s = im.seg;
-		int n = (int) head & 0xff;
-		if (n > MAX_RECORDS)
-			throw im.corrupt(bucketOf(im, bk) + ": " + n + " records, at most " + MAX_RECORDS + " fit");
-		long pattern = dirTag(tag) * LANES;
-		for (int w = 0; w < n; w += 4) {
-			long dw = Bytes.u64(s, bk + HEAD + DIR_BYTES * w);
-			long x = (dw & TAG_LANES) ^ pattern;
-			// a lane of x is 0 where the tag bits match. The zero test is
-			// exact here: a non-zero lane is >= 0x80 (its bits 0..6 are
-			// masked off), so subtracting 1, or 2 under a borrow from a zero
-			// lane below, neither borrows out of it nor sets its bit 15
-			// unless bit 15 was set already
-			long z = (x - LANES) & ~x & HIGHS;
-			while (z != 0) {
-				int lane = Long.numberOfTrailingZeros(z) >>> 4;
-				z &= z - 1;
-				if (w + lane >= n)
-					break;
-				int off = (int) (dw >>> 16 * lane) & DIR_OFF;
-				long rw = word(s, bk, off);
-				long d = decode(rw, off, n);
-				if (d < 0)
-					throw malformed(im, bk, w + lane, off, rw);
-				if (out(kind(d)) ? outHolds(im, bk, w + lane, rw, key, lo, hi, len)
-						: keyLen(d) == len && equal(s, bk + keyPos(d), key, lo, hi, len))
-					return bk + off;
-			}
-		}
-		return -1;
+	private static ShmkvException.Corrupt tooMany(Image im, long bk, int n) {
+		return im.corrupt(bucketOf(im, bk) + ": " + n + " records, at most " + MAX_RECORDS + " fit");
 	}
 
 	private static ShmkvException.Corrupt malformed(Image im, long bk, int i, int off, long w) {
@@ -260,7 +303,7 @@ final class Index {
 	}
 
 	/** Whether the entry of the OUT record (word w) holds the key; its entry offset and key bounds checked. */
-	private static boolean outHolds(Image im, long bk, int i, long w, byte[] key, long lo, long hi, int len) {
+	private static boolean outHolds(Image im, long bk, int i, long w, byte[] key, long lo, long tl, int len) {
 		long e = outEntry(w);
 		if (e < im.entOff || e > im.entEnd - ENTRY_SIZE)
 			throw im.corrupt(bucketOf(im, bk) + ": record " + i + ": entry offset " + e
@@ -271,7 +314,7 @@ final class Index {
 		if (e + ENTRY_SIZE + kl > im.entEnd)
 			throw im.corrupt(bucketOf(im, bk) + ": record " + i + ": the key of its entry at " + e
 					+ " runs past the entries section's end " + im.entEnd);
-		return equal(im.seg, e + ENTRY_SIZE, key, lo, hi, len);
+		return equal(im.seg, e + ENTRY_SIZE, key, lo, tl, len);
 	}
 
 	/**
@@ -280,10 +323,10 @@ final class Index {
 	 * bytes: a key shorter than 8 bytes is compared in the word that ends
 	 * where it ends.
 	 */
-	static boolean equal(MemorySegment s, long p, byte[] key, long lo, long hi, int len) {
+	static boolean equal(MemorySegment s, long p, byte[] key, long lo, long tl, int len) {
 		if (len <= Keys.PACKED) {
 			if (len >= 8)
-				return Bytes.u64(s, p) == lo && Bytes.u64(s, p + len - 8) == Keys.tail(lo, hi, len);
+				return Bytes.u64(s, p) == lo && Bytes.u64(s, p + len - 8) == tl;
 			return len == 0 || Bytes.u64(s, p + len - 8) >>> 64 - 8 * len == lo;
 		}
 		int i = 0;
@@ -330,18 +373,17 @@ final class Index {
 					throw im.corrupt(where + ": non-zero byte in the record area before record " + i + " (+" + pos
 							+ "..+" + off + ")");
 				long w = word(s, bk, off);
-				long desc = decode(w, off, n);
-				if (desc < 0)
+				if (!valid(w, off, n))
 					throw malformed(im, bk, i, off, w);
-				maxD = Math.max(maxD, verifyRecord(im, b, bk, i, off, w, desc));
-				if (out(kind(desc))) {
+				maxD = Math.max(maxD, verifyRecord(im, b, bk, i, off, w));
+				if (out(kind(w))) {
 					outs++;
 					if ((Bytes.u8(s, outEntry(w) + E_FLAGS) & ENTRY_SHARED) != 0)
 						shared++;
 				}
-				if ((kind(desc) & K_EXPIRES) != 0)
+				if ((kind(w) & K_EXPIRES) != 0)
 					expiring++;
-				pos = end(desc);
+				pos = end(w, off);
 				count++;
 			}
 			long nz = Bytes.firstNonZero(s, bk + pos, BUCKET - pos);
@@ -364,8 +406,9 @@ final class Index {
 			Image.Entry en = im.entry(pos);
 			im.verifyEntryBytes(en);
 			byte[] key = en.key(s);
-			long r = im.locate(key, key.length);
-			if (r < 0 || !out(Bytes.u8(s, r)) || outEntry(im.word(r)) != pos)
+			long loc = im.locate(key, key.length);
+			long r = record(loc);
+			if (loc < 0 || inline(loc) || outEntry(im.word(r)) != pos)
 				throw im.entryCorrupt(pos, "no OUT record of its key points at it");
 			ents++;
 			pos = im.nextEntry(en.end);
@@ -374,11 +417,11 @@ final class Index {
 			throw im.corrupt("the entries section holds " + ents + " entries, the index " + outs + " OUT records");
 	}
 
-	/** Record i of bucket b (at bk; offset off, word w, description d), as §17.7 checks it: returns its displacement. */
-	private static long verifyRecord(Image im, long b, long bk, int i, int off, long w, long d) {
+	/** Record i of bucket b (at bk; offset off, word w, valid), as §17.7 checks it: returns its displacement. */
+	private static long verifyRecord(Image im, long b, long bk, int i, int off, long w) {
 		MemorySegment s = im.seg;
 		long r = bk + off;
-		int kind = kind(d);
+		int kind = kind(w);
 		String where = "index bucket " + b + ": record " + i;
 		if ((kind & K_EXPIRES) != 0 && expires(s, r, kind) == 0)
 			throw im.corrupt(where + ": expiry 0");
@@ -386,12 +429,12 @@ final class Index {
 		if (out(kind)) {
 			key = im.entry(outEntry(w)).key(s);
 		} else {
-			int kp = keyPos(d), kl = keyLen(d), vp = valuePos(d);
+			int kp = keyPos(w, off), kl = keyLen(w), vp = valuePos(w, off);
 			key = Bytes.copy(s, bk + kp, kl);
 			long nz = Bytes.firstNonZero(s, bk + kp + kl, vp - kp - kl);
 			if (nz >= 0)
 				throw im.corrupt(where + ": non-zero byte at offset " + nz + " in its padding");
-			im.checkValue(r, true);
+			im.checkValue(locator(r, w), true);
 		}
 		long h = im.hash(key, key.length);
 		int tag = tag(h);
@@ -407,7 +450,7 @@ final class Index {
 			throw im.corrupt(where + ": its key is displaced " + dist + " buckets, but its home bucket " + home
 					+ " does not announce it");
 		long found = im.locate(key, key.length);
-		if (found != r)
+		if (found < 0 || record(found) != r)
 			throw im.corrupt(where + ": a lookup of its key does not find it" + (found >= 0 ? " (duplicate key)" : ""));
 		return dist;
 	}

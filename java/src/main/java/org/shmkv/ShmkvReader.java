@@ -54,15 +54,15 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	}
 
 	/**
-	 * Whether the record at r has expired (FORMAT.md §17.6: now >= its
-	 * expiry). Images without the EXPIRY flag never read the clock, others
+	 * Whether the record (its locator) has expired (FORMAT.md §17.6: now >=
+	 * its expiry). Images without the EXPIRY flag never read the clock, others
 	 * only for a record that expires, once per call: now is the call's
 	 * clock, 0 until read (null: a single get, which reads it at most once).
 	 */
-	final boolean expired(Image im, long r, long[] now) {
+	final boolean expired(Image im, long loc, long[] now) {
 		if (!im.expiry)
 			return false;
-		long x = im.expires(r);
+		long x = im.expires(loc);
 		if (x == 0)
 			return false;
 		if (now == null)
@@ -72,10 +72,17 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 		return now[0] >= x;
 	}
 
-	/** The lookup every getter makes: the record of the key, or -1 when it is missing or expired. */
-	final long find(Image im, byte[] key, long lo, long hi, int len, long[] now) {
-		long r = im.locate(key, lo, hi, len);
-		return r >= 0 && expired(im, r, now) ? -1 : r;
+	/**
+	 * The lookup every getter makes: the key's record (its locator, Index),
+	 * its value checked as a lookup checks it; -1 when it is missing or
+	 * expired.
+	 */
+	final long find(Image im, byte[] key, long lo, long tl, int len, long[] now) {
+		long loc = im.locate(key, lo, tl, len);
+		if (loc < 0 || expired(im, loc, now))
+			return -1;
+		im.check(loc, false);
+		return loc;
 	}
 
 	/** The generation to read now. */
@@ -96,60 +103,112 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 		return new ShmkvException.Corrupt(g.image.source, "an offset points outside the image", e);
 	}
 
-	// the two families every getter goes through: a String key packed or
-	// encoded, then, on the generation read now (again on the next one when
-	// a refresh released it meanwhile): the lookup, the value's checks and
-	// the type check; then the getter's own reading
+	// Every getter goes through one method: a String key packed or encoded,
+	// then, on the generation read now (again on the next one when a refresh
+	// released it meanwhile), the lookup, the value's checks, the type check
+	// and the getter's reading, which op names: a switch on a constant where
+	// the method is inlined into its getter, a table jump where not (no
+	// getter's code is another's virtual call). A primitive comes back as a
+	// long, an object in box[0].
 
-	/** Reads an object from a record (r), of type, whose value (checked) is at voff. */
-	@FunctionalInterface
-	private interface ObjectRead<T> {
-		T read(Generation g, long r, int type, long voff);
-	}
+	/** The getters: ops of {@link #read(byte[], long, long, int, int, long, byte[], Object[])}. */
+	private static final int I64 = 0, F64 = 1, BOOL = 2, INTO = 3, I64_OR = 4, VALUE = 5, STRING = 6, BYTES = 7,
+			BUFFER = 8, LONGS = 9, DOUBLES = 10, FLOATS = 11, STRINGS = 12, STRING_COPIES = 13;
 
-	/**
-	 * Reads a primitive (as a long) from a record (r), of type, whose value
-	 * (checked) is at voff; dst: getInto's buffer (a parameter, not a
-	 * capture: no allocation), null for the others.
-	 */
-	@FunctionalInterface
-	private interface LongRead {
-		long read(Image im, long r, int type, long voff, byte[] dst);
-	}
-
-	/** All types: the bit of type t is 1 << t. */
-	private static final int ANY = -1;
-
+	/** The bit of type code t, in a set of types. */
 	private static int type(int t) {
 		return 1 << t;
 	}
 
-	/** f of key's value if it has one of types; null when the key is missing. */
-	private <T> T read(String key, int types, ObjectRead<T> f) {
+	/** The types a getter reads. */
+	private static int types(int op) {
+		return switch (op) {
+			case I64, I64_OR -> type(Format.I64);
+			case F64 -> type(Format.F64);
+			case BOOL -> type(Format.BOOL);
+			case INTO -> type(Format.BYTES) | type(Format.STRING);
+			case VALUE, BUFFER -> -1;
+			case STRING -> type(Format.STRING);
+			case BYTES -> type(Format.BYTES);
+			case LONGS -> type(Format.I64LIST);
+			case DOUBLES -> type(Format.F64LIST);
+			case FLOATS -> type(Format.F32LIST);
+			default -> type(Format.STRLIST);
+		};
+	}
+
+	/** A primitive getter (op) of key: its value, as a long; dflt, dst: I64_OR's default, INTO's buffer. */
+	private long read(String key, int op, long dflt, byte[] dst) {
+		return read(key, op, dflt, dst, null);
+	}
+
+	/** An object getter (op) of key: its value, or null when the key is missing. */
+	private Object read(String key, int op) {
+		Object[] box = new Object[1];
+		read(key, op, 0, null, box);
+		return box[0];
+	}
+
+	private long read(String key, int op, long dflt, byte[] dst, Object[] box) {
 		int n = key.length();
-		long lo, hi;
-		if (n <= Keys.PACKED && ((lo = Keys.word(key, 0, n)) | (hi = Keys.word(key, 8, n))) >= 0)
-			return read(null, lo, hi, n, types, f);
-		Keys.Buf k = Keys.utf8(key);
-		return read(k.b, k.len, types, f);
+		long lo = Keys.lo(key, n), tl = Keys.tl(key, n, lo);
+		byte[] b = null;
+		if ((lo | tl) < 0) { // not ASCII, or longer than 16: encoded
+			Keys.Buf k = Keys.utf8(key);
+			n = k.len;
+			lo = k.lo;
+			tl = k.tl;
+			b = n > Keys.PACKED ? k.b : null;
+		}
+		return read(b, lo, tl, n, op, dflt, dst, box);
 	}
 
-	/** key[0, n): packed when it has at most 16 bytes. */
-	private <T> T read(byte[] key, int n, int types, ObjectRead<T> f) {
-		return n <= Keys.PACKED ? read(null, Keys.word(key, 0, n), Keys.word(key, 8, n), n, types, f)
-				: read(key, 0, 0, n, types, f);
+	/** read of key[0, n): packed when it has at most 16 bytes. */
+	private long read(byte[] key, int n, int op, long dflt, byte[] dst) {
+		return read(key, n, op, dflt, dst, null);
 	}
 
-	private <T> T read(byte[] key, long lo, long hi, int len, int types, ObjectRead<T> f) {
+	private Object read(byte[] key, int n, int op) {
+		Object[] box = new Object[1];
+		read(key, n, op, 0, null, box);
+		return box[0];
+	}
+
+	private long read(byte[] key, int n, int op, long dflt, byte[] dst, Object[] box) {
+		long lo = Keys.lo(key, n);
+		return read(n > Keys.PACKED ? key : null, lo, Keys.tl(key, n, lo), n, op, dflt, dst, box);
+	}
+
+	private long read(byte[] key, long lo, long tl, int len, int op, long dflt, byte[] dst, Object[] box) {
 		for (;;) {
 			Generation g = current();
 			try {
 				Image im = g.image;
-				long r = find(im, key, lo, hi, len, null);
-				if (r < 0)
-					return null;
-				long voff = im.valueOffset(r, false);
-				return f.read(g, r, checkType(im, r, types, key, lo, hi, len), voff);
+				long loc = find(im, key, lo, tl, len, null);
+				if (loc < 0) {
+					if (op == INTO)
+						return -1;
+					if (op == I64_OR)
+						return dflt;
+					if (op < VALUE)
+						throw new ShmkvException.NotFound(im.source, Keys.show(key, lo, tl, len));
+					return 0;
+				}
+				int t = checkType(im, loc, types(op), key, lo, tl, len);
+				switch (op) {
+					case I64, I64_OR, F64:
+						return Bytes.u64(im.seg, im.valueOffset(loc));
+					case BOOL:
+						return Bytes.u8(im.seg, im.valueOffset(loc));
+					case INTO:
+						long n = im.valueLen(loc);
+						if (n <= dst.length)
+							Bytes.copy(im.seg, im.valueOffset(loc), dst, (int) n);
+						return Math.min(n, Integer.MAX_VALUE);
+					default:
+						box[0] = object(g, loc, t, op);
+						return 0;
+				}
 			} catch (IllegalStateException x) {
 				onClosed(g, x);
 			} catch (ShmkvException.Released x) {
@@ -160,53 +219,27 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 		}
 	}
 
-	/**
-	 * f of key's value if it has one of types; when the key is missing,
-	 * missing, or (required) NotFound.
-	 */
-	private long read(String key, int types, boolean required, long missing, LongRead f, byte[] dst) {
-		int n = key.length();
-		long lo, hi;
-		if (n <= Keys.PACKED && ((lo = Keys.word(key, 0, n)) | (hi = Keys.word(key, 8, n))) >= 0)
-			return read(null, lo, hi, n, types, required, missing, f, dst);
-		Keys.Buf k = Keys.utf8(key);
-		return read(k.b, k.len, types, required, missing, f, dst);
-	}
-
-	/** key[0, n): packed when it has at most 16 bytes. */
-	private long read(byte[] key, int n, int types, boolean required, long missing, LongRead f, byte[] dst) {
-		return n <= Keys.PACKED
-				? read(null, Keys.word(key, 0, n), Keys.word(key, 8, n), n, types, required, missing, f, dst)
-				: read(key, 0, 0, n, types, required, missing, f, dst);
-	}
-
-	private long read(byte[] key, long lo, long hi, int len, int types, boolean required, long missing, LongRead f,
-			byte[] dst) {
-		for (;;) {
-			Generation g = current();
-			try {
-				Image im = g.image;
-				long r = find(im, key, lo, hi, len, null);
-				if (r < 0) {
-					if (required)
-						throw new ShmkvException.NotFound(im.source, Keys.show(key, lo, hi, len));
-					return missing;
-				}
-				long voff = im.valueOffset(r, false);
-				return f.read(im, r, checkType(im, r, types, key, lo, hi, len), voff, dst);
-			} catch (IllegalStateException x) {
-				onClosed(g, x);
-			} catch (IndexOutOfBoundsException x) {
-				throw outside(g, x);
-			}
-		}
+	/** An object getter's reading of the value (locator loc, of type t) it found. */
+	private static Object object(Generation g, long loc, int t, int op) {
+		Image im = g.image;
+		return switch (op) {
+			case VALUE -> value(g, loc, t);
+			case STRING -> new String(bytes(im, loc), StandardCharsets.UTF_8); // its UTF-8 checked
+			case BYTES -> bytes(im, loc);
+			case BUFFER -> value(g, loc, t).asByteBuffer();
+			case LONGS -> new LongList(g, slice(im, loc));
+			case DOUBLES -> new DoubleList(g, slice(im, loc));
+			case FLOATS -> new FloatList(g, slice(im, loc));
+			case STRINGS -> new StringList(g, slice(im, loc));
+			default -> List.copyOf(new StringList(g, slice(im, loc)));
+		};
 	}
 
 	/** The record's type, when it is one of types; else Type naming the key. */
-	private static int checkType(Image im, long r, int types, byte[] key, long lo, long hi, int len) {
-		int t = im.type(r);
+	private static int checkType(Image im, long loc, int types, byte[] key, long lo, long tl, int len) {
+		int t = im.type(loc);
 		if ((types & type(t)) == 0)
-			throw typeError(im, t, types, Keys.show(key, lo, hi, len));
+			throw typeError(im, t, types, Keys.show(key, lo, tl, len));
 		return t;
 	}
 
@@ -218,8 +251,18 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 		return new ShmkvException.Type(im.source, "key " + key + " is " + ValueType.name(t) + ", not " + want);
 	}
 
-	private static Value value(Generation g, long r, int type, long voff) {
-		return new Value(g, r, type, voff, g.image.valueLen(r));
+	/** The value's bytes in the mapping. */
+	private static java.lang.foreign.MemorySegment slice(Image im, long loc) {
+		return im.seg.asSlice(im.valueOffset(loc), im.valueLen(loc));
+	}
+
+	/** A copy of the value's bytes. */
+	private static byte[] bytes(Image im, long loc) {
+		return Bytes.copy(im.seg, im.valueOffset(loc), im.valueLen(loc));
+	}
+
+	private static Value value(Generation g, long loc, int type) {
+		return new Value(g, loc, type, g.image.valueOffset(loc), g.image.valueLen(loc));
 	}
 
 	/**
@@ -274,7 +317,7 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 * @return the value, in place; null when the key is missing
 	 */
 	public Value get(String key) {
-		return read(key, ANY, ShmkvReader::value);
+		return (Value) read(key, VALUE);
 	}
 
 	/**
@@ -284,15 +327,7 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 * @return the value, in place; null when the key is missing
 	 */
 	public Value get(byte[] key) {
-		return read(key, key.length, ANY, ShmkvReader::value);
-	}
-
-	private static long i64(Image im, long r, int type, long voff, byte[] dst) {
-		return Bytes.u64(im.seg, voff);
-	}
-
-	private static long bool(Image im, long r, int type, long voff, byte[] dst) {
-		return Bytes.u8(im.seg, voff);
+		return (Value) read(key, key.length, VALUE);
 	}
 
 	/**
@@ -304,7 +339,7 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 * @throws ShmkvException.Type when the value is not an i64
 	 */
 	public long getLong(String key) {
-		return read(key, type(I64), true, 0, ShmkvReader::i64, null);
+		return read(key, I64, 0, null);
 	}
 
 	/**
@@ -316,7 +351,7 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 * @throws ShmkvException.Type when the value is not an i64
 	 */
 	public long getLong(byte[] key) {
-		return read(key, key.length, type(I64), true, 0, ShmkvReader::i64, null);
+		return read(key, key.length, I64, 0, null);
 	}
 
 	/**
@@ -328,7 +363,7 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 * @throws ShmkvException.Type when the value is not an i64
 	 */
 	public long getLong(String key, long dflt) {
-		return read(key, type(I64), false, dflt, ShmkvReader::i64, null);
+		return read(key, I64_OR, dflt, null);
 	}
 
 	/**
@@ -340,7 +375,7 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 * @throws ShmkvException.Type when the value is not an f64
 	 */
 	public double getDouble(String key) {
-		return Double.longBitsToDouble(read(key, type(F64), true, 0, ShmkvReader::i64, null));
+		return Double.longBitsToDouble(read(key, F64, 0, null));
 	}
 
 	/**
@@ -352,7 +387,7 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 * @throws ShmkvException.Type when the value is not an f64
 	 */
 	public double getDouble(byte[] key) {
-		return Double.longBitsToDouble(read(key, key.length, type(F64), true, 0, ShmkvReader::i64, null));
+		return Double.longBitsToDouble(read(key, key.length, F64, 0, null));
 	}
 
 	/**
@@ -364,7 +399,7 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 * @throws ShmkvException.Type when the value is not a bool
 	 */
 	public boolean getBoolean(String key) {
-		return read(key, type(BOOL), true, 0, ShmkvReader::bool, null) != 0;
+		return read(key, BOOL, 0, null) != 0;
 	}
 
 	/**
@@ -376,15 +411,7 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 * @throws ShmkvException.Type when the value is not a bool
 	 */
 	public boolean getBoolean(byte[] key) {
-		return read(key, key.length, type(BOOL), true, 0, ShmkvReader::bool, null) != 0;
-	}
-
-	/** getInto's reading: the value's length; copied when dst holds it. */
-	private static long into(Image im, long r, int type, long voff, byte[] dst) {
-		long n = im.valueLen(r);
-		if (n <= dst.length)
-			Bytes.copy(im.seg, voff, dst, (int) n);
-		return Math.min(n, Integer.MAX_VALUE);
+		return read(key, key.length, BOOL, 0, null) != 0;
 	}
 
 	/**
@@ -398,7 +425,7 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 * @throws ShmkvException.Type when the value is neither bytes nor a string
 	 */
 	public int getInto(String key, byte[] dst) {
-		return (int) read(key, type(BYTES) | type(STRING), false, -1, ShmkvReader::into, dst);
+		return (int) read(key, INTO, 0, dst);
 	}
 
 	/**
@@ -411,11 +438,7 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 * @throws ShmkvException.Type when the value is neither bytes nor a string
 	 */
 	public int getInto(byte[] key, byte[] dst) {
-		return (int) read(key, key.length, type(BYTES) | type(STRING), false, -1, ShmkvReader::into, dst);
-	}
-
-	private static byte[] bytes(Generation g, long r, int type, long voff) {
-		return Bytes.copy(g.image.seg, voff, g.image.valueLen(r));
+		return (int) read(key, key.length, INTO, 0, dst);
 	}
 
 	/**
@@ -426,7 +449,7 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 * @throws ShmkvException.Type when the value is not bytes
 	 */
 	public byte[] getBytes(String key) {
-		return read(key, type(BYTES), ShmkvReader::bytes);
+		return (byte[]) read(key, BYTES);
 	}
 
 	/**
@@ -437,7 +460,7 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 * @throws ShmkvException.Type when the value is not bytes
 	 */
 	public byte[] getBytes(byte[] key) {
-		return read(key, key.length, type(BYTES), ShmkvReader::bytes);
+		return (byte[]) read(key, key.length, BYTES);
 	}
 
 	/**
@@ -448,11 +471,7 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 * @return the buffer; null when the key is missing
 	 */
 	public ByteBuffer getByteBuffer(String key) {
-		return read(key, ANY, (g, r, type, voff) -> value(g, r, type, voff).asByteBuffer());
-	}
-
-	private static String string(Generation g, long r, int type, long voff) {
-		return new String(bytes(g, r, type, voff), StandardCharsets.UTF_8); // UTF-8 checked by the lookup
+		return (ByteBuffer) read(key, BUFFER);
 	}
 
 	/**
@@ -464,7 +483,7 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 * @throws ShmkvException.Corrupt when the string is not UTF-8
 	 */
 	public String getString(String key) {
-		return read(key, type(STRING), ShmkvReader::string);
+		return (String) read(key, STRING);
 	}
 
 	/**
@@ -476,7 +495,7 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 * @throws ShmkvException.Corrupt when the string is not UTF-8
 	 */
 	public String getString(byte[] key) {
-		return read(key, key.length, type(STRING), ShmkvReader::string);
+		return (String) read(key, key.length, STRING);
 	}
 
 	/**
@@ -489,8 +508,7 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 * @throws ShmkvException.Type when the value is not an i64list
 	 */
 	public LongList getLongList(String key) {
-		return read(key, type(I64LIST), (g, r, type, voff) -> new LongList(g, g.image.seg.asSlice(voff,
-				g.image.valueLen(r))));
+		return (LongList) read(key, LONGS);
 	}
 
 	/**
@@ -502,8 +520,7 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 * @throws ShmkvException.Type when the value is not an f64list
 	 */
 	public DoubleList getDoubleList(String key) {
-		return read(key, type(F64LIST), (g, r, type, voff) -> new DoubleList(g, g.image.seg.asSlice(voff,
-				g.image.valueLen(r))));
+		return (DoubleList) read(key, DOUBLES);
 	}
 
 	/**
@@ -515,8 +532,7 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 * @throws ShmkvException.Type when the value is not an f32list
 	 */
 	public FloatList getFloatList(String key) {
-		return read(key, type(F32LIST), (g, r, type, voff) -> new FloatList(g, g.image.seg.asSlice(voff,
-				g.image.valueLen(r))));
+		return (FloatList) read(key, FLOATS);
 	}
 
 	/**
@@ -528,8 +544,7 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 * @throws ShmkvException.Type when the value is not a strlist
 	 */
 	public StringList getStringList(String key) {
-		return read(key, type(STRLIST), (g, r, type, voff) -> new StringList(g, g.image.seg.asSlice(voff,
-				g.image.valueLen(r))));
+		return (StringList) read(key, STRINGS);
 	}
 
 	/**
@@ -541,8 +556,9 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 * @throws ShmkvException.Corrupt when a string is damaged or not UTF-8
 	 */
 	public List<String> getStrings(String key) {
-		return read(key, type(STRLIST), (g, r, type, voff) -> List.copyOf(new StringList(g,
-				g.image.seg.asSlice(voff, g.image.valueLen(r)))));
+		@SuppressWarnings("unchecked") // STRING_COPIES reads a List<String>
+		List<String> l = (List<String>) read(key, STRING_COPIES);
+		return l;
 	}
 
 	/**
@@ -581,9 +597,9 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 			byte[] k = keys[i];
 			int n = k.length;
 			try {
-				long r = n <= Keys.PACKED ? find(im, null, Keys.word(k, 0, n), Keys.word(k, 8, n), n, now)
-						: find(im, k, 0, 0, n, now);
-				out[i] = r < 0 ? null : value(g, r, im.type(r), im.valueOffset(r, false));
+				long lo = Keys.lo(k, n);
+				long loc = find(im, n > Keys.PACKED ? k : null, lo, Keys.tl(k, n, lo), n, now);
+				out[i] = loc < 0 ? null : value(g, loc, im.type(loc));
 			} catch (IndexOutOfBoundsException x) {
 				(errors = errors == null ? new LinkedHashMap<>() : errors).put(i, outside(g, x));
 			} catch (ShmkvException.Released x) {
@@ -701,7 +717,7 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 				while (next == null && left > 0) {
 					Value v = advance();
 					left--;
-					if (reader == null || !reader.expired(g.image, v.record(), now))
+					if (reader == null || !reader.expired(g.image, v.locator(), now))
 						next = v;
 				}
 				return next != null;
@@ -736,13 +752,12 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 				bucket++;
 			}
 			long bk = im.idxOff + BUCKET * (bucket - 1);
-			long r = bk + (Index.dir(im.seg, bk, i) & DIR_OFF);
+			long loc = Index.locator(im, bk + (Index.dir(im.seg, bk, i) & DIR_OFF));
 			i++;
-			Index.describe(im, r);
-			long e = im.entryOf(r);
-			if (e >= 0)
-				im.entry(e);
-			return value(g, r, im.type(r), im.valueOffset(r, true));
+			if (!Index.inline(loc))
+				im.entry(im.entryOf(loc));
+			im.check(loc, true);
+			return value(g, loc, im.type(loc));
 		}
 	}
 }

@@ -10,7 +10,8 @@ import java.lang.foreign.MemorySegment;
 final class Utf8 {
 	private Utf8() {}
 
-	private static final long HIGH_BITS = 0x8080_8080_8080_8080L;
+	/** The high bit of each byte of a word: a byte with it is not ASCII. */
+	static final long HIGH_BITS = 0x8080_8080_8080_8080L;
 
 	/** Whether bytes [off, off + len) of s are strict UTF-8. */
 	static boolean valid(MemorySegment s, long off, long len) {

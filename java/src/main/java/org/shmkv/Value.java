@@ -16,21 +16,21 @@ import java.nio.charset.StandardCharsets;
  */
 public final class Value {
 	private final Generation gen;
-	private final long rec; // the record found (Image's record offset)
+	private final long loc; // the record found: its locator (Index)
 	private final int type;
 	private final long voff, len;
 
-	Value(Generation g, long rec, int type, long voff, long len) {
+	Value(Generation g, long loc, int type, long voff, long len) {
 		this.gen = g;
-		this.rec = rec;
+		this.loc = loc;
 		this.type = type;
 		this.voff = voff;
 		this.len = len;
 	}
 
-	/** The record this value is of (its image offset). */
-	long record() {
-		return rec;
+	/** The record this value is of: its locator. */
+	long locator() {
+		return loc;
 	}
 
 	/**
@@ -58,7 +58,7 @@ public final class Value {
 	 */
 	public boolean isShared() {
 		try {
-			return gen.image.shared(rec);
+			return gen.image.shared(loc);
 		} catch (IllegalStateException e) {
 			throw gen.failed(e);
 		}
@@ -71,7 +71,7 @@ public final class Value {
 	 */
 	public byte[] key() {
 		try {
-			return gen.image.key(rec);
+			return gen.image.key(loc);
 		} catch (IllegalStateException e) {
 			throw gen.failed(e);
 		}
@@ -85,7 +85,7 @@ public final class Value {
 	 */
 	public long expires() {
 		try {
-			return gen.image.expires(rec);
+			return gen.image.expires(loc);
 		} catch (IllegalStateException e) {
 			throw gen.failed(e);
 		}

@@ -41,8 +41,8 @@ final class Xxh3 {
 
 	/**
 	 * XXH3_64bits_withSeed for one seed (an image's hash_seed): inputs of at
-	 * most 16 bytes packed little-endian in lo (bytes 0-7) and hi (bytes
-	 * 8-15), zero past len, hashed by XXH3's short-input paths (xxhash.h
+	 * most 16 bytes packed as {@link Keys} packs them (lo: bytes 0-7, zero
+	 * past len; tl: the last 8 bytes), hashed by XXH3's short-input paths (xxhash.h
 	 * XXH3_len_0to16_64b) with the seed folded into the secret words once,
 	 * here; longer inputs by hash4j. Xxh3Test compares both with hash4j and
 	 * the C library for every length 0-16.
@@ -63,16 +63,16 @@ final class Xxh3 {
 			k9to16b = S40_48 - seed;
 		}
 
-		/** The hash of the packed key lo, hi of len <= 16 bytes. */
-		long packed(long lo, long hi, int len) {
+		/** The hash of the packed key lo, tl of len <= 16 bytes. */
+		long packed(long lo, long tl, int len) {
 			// one small method a length class, so that the JIT inlines the
 			// one a hot path takes (the three together are over its limit)
-			return len > 8 ? packed9to16(lo, hi, len) : len >= 4 ? packed4to8(lo, len) : packed0to3(lo, len);
+			return len > 8 ? packed9to16(lo, tl, len) : len >= 4 ? packed4to8(lo, len) : packed0to3(lo, len);
 		}
 
 		/** XXH3_len_9to16_64b. */
-		private long packed9to16(long lo, long hi, int len) {
-			long a = lo ^ k9to16a, b = Keys.tail(lo, hi, len) ^ k9to16b;
+		private long packed9to16(long lo, long tl, int len) {
+			long a = lo ^ k9to16a, b = tl ^ k9to16b;
 			long acc = len + Long.reverseBytes(a) + b + (a * b ^ Math.unsignedMultiplyHigh(a, b));
 			acc ^= acc >>> 37;
 			acc *= 0x165667919E3779F9L;

@@ -136,6 +136,26 @@ class ImageTest {
 		}
 	}
 
+	/**
+	 * Lookups that land on empty buckets, on buckets of every count 1-16 and
+	 * on full directory words: every key found, every other key missing.
+	 */
+	@Test
+	void everyBucketCountHitsAndMisses() {
+		for (int buckets : new int[] {1, 2, 8, 64, 4096}) {
+			Encoder enc = new Encoder();
+			int keys = Math.min(buckets * 6, 2000);
+			for (int i = 0; i < keys; i++)
+				enc.add("k" + i, Format.STRING, Encoder.str("v" + i));
+			try (Shmkv db = Shmkv.of(enc.build(buckets), Shmkv.Check.DEEP)) {
+				for (int i = 0; i < keys; i++)
+					assertEquals("v" + i, db.getString("k" + i), "k" + i + " of " + buckets + " buckets");
+				for (int i = keys; i < keys + 5000; i++)
+					assertNull(db.get("k" + i), "k" + i + " of " + buckets + " buckets");
+			}
+		}
+	}
+
 	@Test
 	void expiredKeysAreAbsentAtAndAfterTheirSecond() {
 		try (Shmkv db = Shmkv.of(mixedImage(), Shmkv.Check.DEEP)) {

@@ -1,5 +1,6 @@
 package org.shmkv;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -61,7 +62,11 @@ class Xxh3Test {
 		assertEquals(Format.LAYOUT_HASH, Xxh3.SEED0.hashBytesToLong(Format.LAYOUT_DESC.getBytes(StandardCharsets.US_ASCII)));
 	}
 
-	/** The lookups' XXH3 of packed keys (Keys, Xxh3.Seeded.packed) against hash4j: every length 0-16. */
+	/**
+	 * The lookups' packed keys (Keys) and their XXH3 (Xxh3.Seeded.packed)
+	 * against hash4j: every length 0-16, byte[] and String keys packed alike,
+	 * a non-ASCII String key not packed.
+	 */
 	@Test
 	void packedShortKeysHashAsTheLibrary() {
 		java.util.SplittableRandom r = new java.util.SplittableRandom(25);
@@ -71,25 +76,30 @@ class Xxh3Test {
 				byte[] b = new byte[len];
 				for (int i = 0; i < len; i++)
 					b[i] = (byte) r.nextInt(256);
-				long lo = 0, hi = 0;
+				long lo = 0, tl = 0;
+				for (int i = 0; i < Math.min(len, 8); i++)
+					lo |= (b[i] & 0xFFL) << 8 * i;
+				for (int i = Math.max(0, len - 8); i < len; i++)
+					tl |= (b[i] & 0xFFL) << 8 * (i - (len - 8));
+				if (len < 8)
+					tl = lo;
+				assertEquals(lo, Keys.lo(b, len), "len " + len);
+				assertEquals(tl, Keys.tl(b, len, lo), "len " + len);
+				assertArrayEquals(b, Keys.unpack(lo, tl, len));
+				for (long seed : seeds)
+					assertEquals(Xxh3.hasher(seed).hashBytesToLong(b), new Xxh3.Seeded(seed).packed(lo, tl, len), "len " + len);
+				byte[] a = b.clone();
 				for (int i = 0; i < len; i++)
-					if (i < 8)
-						lo |= (b[i] & 0xFFL) << 8 * i;
-					else
-						hi |= (b[i] & 0xFFL) << 8 * (i - 8);
-				for (long seed : seeds) {
-					assertEquals(Xxh3.hasher(seed).hashBytesToLong(b), new Xxh3.Seeded(seed).packed(lo, hi, len), "len " + len);
-					assertEquals(lo, Keys.word(b, 0, len), "len " + len);
-					assertEquals(hi, Keys.word(b, 8, len), "len " + len);
+					a[i] &= 0x7F;
+				String ascii = new String(a, StandardCharsets.US_ASCII);
+				long alo = Keys.lo(ascii, len);
+				assertEquals(Keys.lo(a, len), alo, "an ASCII String key packs as its bytes");
+				assertEquals(Keys.tl(a, len, alo), Keys.tl(ascii, len, alo));
+				for (int at = 0; at < len; at++) {
+					String other = ascii.substring(0, at) + "é" + ascii.substring(at + 1);
+					long olo = Keys.lo(other, len);
+					assertEquals(-1, olo | Keys.tl(other, len, olo), "a non-ASCII key does not pack: " + at);
 				}
-				String ascii = new String(b, java.nio.charset.StandardCharsets.ISO_8859_1).chars()
-						.map(c -> c & 0x7F).collect(StringBuilder::new, StringBuilder::appendCodePoint, StringBuilder::append).toString();
-				int n = ascii.length();
-				assertTrue(Keys.word(ascii, 0, n) >= 0 && Keys.word(ascii, 8, n) >= 0, "an ASCII key packs");
-				org.junit.jupiter.api.Assertions.assertArrayEquals(ascii.getBytes(java.nio.charset.StandardCharsets.US_ASCII),
-						Keys.unpack(Keys.word(ascii, 0, n), Keys.word(ascii, 8, n), n));
-				if (n < 16)
-					assertEquals(-1, Keys.word(ascii + "é", 0, n + 1) | Keys.word(ascii + "é", 8, n + 1), "a non-ASCII key does not");
 			}
 	}
 }
