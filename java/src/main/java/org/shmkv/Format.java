@@ -86,16 +86,17 @@ final class Format {
 
 	/**
 	 * The type table, by code: alignment of the value, whether a NUL follows
-	 * it, its shape, element size (fixed: the value's size), largest byte
-	 * value (fixed1 only; 0: any), whether its text is UTF-8.
+	 * it, its shape, element size (fixed: the value's size), the largest value
+	 * of its bytes (fixed shapes: 255 any, bool's 1; others 0, unused),
+	 * whether its text is UTF-8.
 	 */
 	private static final long[] TYPES = {
 		0,
 		type(1, true, SHAPE_TEXT, 1, 0, false), // bytes
 		type(1, true, SHAPE_TEXT, 1, 0, true), // string
-		type(8, false, SHAPE_FIXED, 8, 0, false), // i64
+		type(8, false, SHAPE_FIXED, 8, 255, false), // i64
 		type(1, false, SHAPE_FIXED, 1, 1, false), // bool
-		type(8, false, SHAPE_FIXED, 8, 0, false), // f64
+		type(8, false, SHAPE_FIXED, 8, 255, false), // f64
 		type(8, false, SHAPE_ARRAY, 4, 0, false), // f32list
 		type(8, false, SHAPE_ARRAY, 8, 0, false), // f64list
 		type(8, false, SHAPE_ARRAY, 8, 0, false), // i64list
@@ -130,7 +131,7 @@ final class Format {
 		return (int) (TYPES[code] >>> 24) & 0xff;
 	}
 
-	/** The largest byte a fixed1 value may hold; 0: no limit. */
+	/** The largest value a fixed value's bytes may hold (255: any). */
 	static int maxByte(int code) {
 		return (int) (TYPES[code] >>> 32) & 0xff;
 	}

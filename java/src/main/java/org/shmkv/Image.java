@@ -223,7 +223,7 @@ final class Image {
 	/** A fixed value's size and byte, an array's length, a strlist's count (full: its ends too). */
 	private boolean otherOk(long at, boolean rec, int type, long voff, long vlen, boolean full) {
 		boolean ok = switch (Format.shape(type)) {
-			case SHAPE_FIXED -> vlen == elemSize(type) && (maxByte(type) == 0 || Bytes.u8(seg, voff) <= maxByte(type));
+			case SHAPE_FIXED -> vlen == elemSize(type) && (maxByte(type) == 255 || Bytes.u8(seg, voff) <= maxByte(type));
 			case SHAPE_ARRAY -> vlen % elemSize(type) == 0;
 			default -> vlen >= 8 && Bytes.u32(seg, voff) <= (vlen - 8) / 4;
 		};
