@@ -276,7 +276,7 @@ final class Index {
 					int off = (int) (dw >>> 16 * lane) & DIR_OFF;
 					long rw = word(s, bk, off);
 					if (!valid(rw, off, n))
-						throw malformed(im, bk, w + lane, off, rw);
+						throw malformed(im, bk, n, w + lane, off, rw);
 					if (out(kind(rw)) ? outHolds(im, bk, w + lane, rw, key, lo, tl, len)
 							: keyLen(rw) == len && equal(s, bk + keyPos(rw, off), key, lo, tl, len))
 						return locator(bk + off, rw);
@@ -296,10 +296,16 @@ final class Index {
 		return im.corrupt(bucketOf(im, bk) + ": " + n + " records, at most " + MAX_RECORDS + " fit");
 	}
 
-	private static ShmkvException.Corrupt malformed(Image im, long bk, int i, int off, long w) {
-		return im.corrupt(bucketOf(im, bk) + ": record " + i + " at +" + off + " (kind 0x"
-				+ Integer.toHexString((int) w & 0xff) + ") is malformed: inside the directory, of unknown kind "
-				+ "or type, or past the bucket's end");
+	/** Record i (at +off, word w) of a bucket of n records is not valid: which rule it breaks. */
+	private static ShmkvException.Corrupt malformed(Image im, long bk, int n, int i, int off, long w) {
+		int kind = kind(w);
+		String why = off < dirEnd(n) ? "it starts inside the directory, which ends at +" + dirEnd(n)
+				: (kind & ~K_KNOWN) != 0 ? "unknown kind bits 0x" + Integer.toHexString(kind & ~K_KNOWN)
+				: out(kind) && (kind & K_TYPE) != 0 ? "an OUT record with type bits"
+				: !out(kind) && !known(kind & K_TYPE) ? "unknown value type " + (kind & K_TYPE)
+				: "it ends at +" + end(w, off) + ", past the bucket's end";
+		return im.corrupt(bucketOf(im, bk) + ": record " + i + " at +" + off + " (kind 0x" + Integer.toHexString(kind)
+				+ ") is malformed: " + why);
 	}
 
 	/** Whether the entry of the OUT record (word w) holds the key; its entry offset and key bounds checked. */
@@ -374,7 +380,7 @@ final class Index {
 							+ "..+" + off + ")");
 				long w = word(s, bk, off);
 				if (!valid(w, off, n))
-					throw malformed(im, bk, i, off, w);
+					throw malformed(im, bk, n, i, off, w);
 				maxD = Math.max(maxD, verifyRecord(im, b, bk, i, off, w));
 				if (out(kind(w))) {
 					outs++;
