@@ -112,8 +112,9 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	// long, an object in box[0].
 
 	/** The getters: ops of {@link #read(byte[], long, long, int, int, long, byte[], Object[])}. */
-	private static final int I64 = 0, F64 = 1, BOOL = 2, INTO = 3, I64_OR = 4, VALUE = 5, STRING = 6, BYTES = 7,
-			BUFFER = 8, LONGS = 9, DOUBLES = 10, FLOATS = 11, STRINGS = 12, STRING_COPIES = 13;
+	private static final int OP_I64 = 0, OP_F64 = 1, OP_BOOL = 2, OP_INTO = 3, OP_I64_OR = 4, OP_VALUE = 5,
+			OP_STRING = 6, OP_BYTES = 7, OP_BUFFER = 8, OP_LONGS = 9, OP_DOUBLES = 10, OP_FLOATS = 11, OP_STRINGS = 12,
+			OP_STRING_COPIES = 13;
 
 	/** The bit of type code t, in a set of types. */
 	private static int type(int t) {
@@ -123,21 +124,21 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	/** The types a getter reads. */
 	private static int types(int op) {
 		return switch (op) {
-			case I64, I64_OR -> type(Format.I64);
-			case F64 -> type(Format.F64);
-			case BOOL -> type(Format.BOOL);
-			case INTO -> type(Format.BYTES) | type(Format.STRING);
-			case VALUE, BUFFER -> -1;
-			case STRING -> type(Format.STRING);
-			case BYTES -> type(Format.BYTES);
-			case LONGS -> type(Format.I64LIST);
-			case DOUBLES -> type(Format.F64LIST);
-			case FLOATS -> type(Format.F32LIST);
+			case OP_I64, OP_I64_OR -> type(Format.I64);
+			case OP_F64 -> type(Format.F64);
+			case OP_BOOL -> type(Format.BOOL);
+			case OP_INTO -> type(Format.BYTES) | type(Format.STRING);
+			case OP_VALUE, OP_BUFFER -> -1;
+			case OP_STRING -> type(Format.STRING);
+			case OP_BYTES -> type(Format.BYTES);
+			case OP_LONGS -> type(Format.I64LIST);
+			case OP_DOUBLES -> type(Format.F64LIST);
+			case OP_FLOATS -> type(Format.F32LIST);
 			default -> type(Format.STRLIST);
 		};
 	}
 
-	/** A primitive getter (op) of key: its value, as a long; dflt, dst: I64_OR's default, INTO's buffer. */
+	/** A primitive getter (op) of key: its value, as a long; dflt, dst: OP_I64_OR's default, OP_INTO's buffer. */
 	private long read(String key, int op, long dflt, byte[] dst) {
 		return read(key, op, dflt, dst, null);
 	}
@@ -186,21 +187,21 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 				Image im = g.image;
 				long loc = find(im, key, lo, tl, len, null);
 				if (loc < 0) {
-					if (op == INTO)
+					if (op == OP_INTO)
 						return -1;
-					if (op == I64_OR)
+					if (op == OP_I64_OR)
 						return dflt;
-					if (op < VALUE)
+					if (op < OP_VALUE)
 						throw new ShmkvException.NotFound(im.source, Keys.show(key, lo, tl, len));
 					return 0;
 				}
 				int t = checkType(im, loc, types(op), key, lo, tl, len);
 				switch (op) {
-					case I64, I64_OR, F64:
+					case OP_I64, OP_I64_OR, OP_F64:
 						return Bytes.u64(im.seg, im.valueOffset(loc));
-					case BOOL:
+					case OP_BOOL:
 						return Bytes.u8(im.seg, im.valueOffset(loc));
-					case INTO:
+					case OP_INTO:
 						long n = im.valueLen(loc);
 						if (n <= dst.length)
 							Bytes.copy(im.seg, im.valueOffset(loc), dst, (int) n);
@@ -223,14 +224,14 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	private static Object object(Generation g, long loc, int t, int op) {
 		Image im = g.image;
 		return switch (op) {
-			case VALUE -> value(g, loc, t);
-			case STRING -> new String(bytes(im, loc), StandardCharsets.UTF_8); // its UTF-8 checked
-			case BYTES -> bytes(im, loc);
-			case BUFFER -> value(g, loc, t).asByteBuffer();
-			case LONGS -> new LongList(g, slice(im, loc));
-			case DOUBLES -> new DoubleList(g, slice(im, loc));
-			case FLOATS -> new FloatList(g, slice(im, loc));
-			case STRINGS -> new StringList(g, slice(im, loc));
+			case OP_VALUE -> value(g, loc, t);
+			case OP_STRING -> new String(bytes(im, loc), StandardCharsets.UTF_8); // its UTF-8 checked
+			case OP_BYTES -> bytes(im, loc);
+			case OP_BUFFER -> value(g, loc, t).asByteBuffer();
+			case OP_LONGS -> new LongList(g, slice(im, loc));
+			case OP_DOUBLES -> new DoubleList(g, slice(im, loc));
+			case OP_FLOATS -> new FloatList(g, slice(im, loc));
+			case OP_STRINGS -> new StringList(g, slice(im, loc));
 			default -> List.copyOf(new StringList(g, slice(im, loc)));
 		};
 	}
@@ -317,7 +318,7 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 * @return the value, in place; null when the key is missing
 	 */
 	public Value get(String key) {
-		return (Value) read(key, VALUE);
+		return (Value) read(key, OP_VALUE);
 	}
 
 	/**
@@ -327,7 +328,7 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 * @return the value, in place; null when the key is missing
 	 */
 	public Value get(byte[] key) {
-		return (Value) read(key, key.length, VALUE);
+		return (Value) read(key, key.length, OP_VALUE);
 	}
 
 	/**
@@ -339,7 +340,7 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 * @throws ShmkvException.Type when the value is not an i64
 	 */
 	public long getLong(String key) {
-		return read(key, I64, 0, null);
+		return read(key, OP_I64, 0, null);
 	}
 
 	/**
@@ -351,7 +352,7 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 * @throws ShmkvException.Type when the value is not an i64
 	 */
 	public long getLong(byte[] key) {
-		return read(key, key.length, I64, 0, null);
+		return read(key, key.length, OP_I64, 0, null);
 	}
 
 	/**
@@ -363,7 +364,7 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 * @throws ShmkvException.Type when the value is not an i64
 	 */
 	public long getLong(String key, long dflt) {
-		return read(key, I64_OR, dflt, null);
+		return read(key, OP_I64_OR, dflt, null);
 	}
 
 	/**
@@ -375,7 +376,7 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 * @throws ShmkvException.Type when the value is not an f64
 	 */
 	public double getDouble(String key) {
-		return Double.longBitsToDouble(read(key, F64, 0, null));
+		return Double.longBitsToDouble(read(key, OP_F64, 0, null));
 	}
 
 	/**
@@ -387,7 +388,7 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 * @throws ShmkvException.Type when the value is not an f64
 	 */
 	public double getDouble(byte[] key) {
-		return Double.longBitsToDouble(read(key, key.length, F64, 0, null));
+		return Double.longBitsToDouble(read(key, key.length, OP_F64, 0, null));
 	}
 
 	/**
@@ -399,7 +400,7 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 * @throws ShmkvException.Type when the value is not a bool
 	 */
 	public boolean getBoolean(String key) {
-		return read(key, BOOL, 0, null) != 0;
+		return read(key, OP_BOOL, 0, null) != 0;
 	}
 
 	/**
@@ -411,7 +412,7 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 * @throws ShmkvException.Type when the value is not a bool
 	 */
 	public boolean getBoolean(byte[] key) {
-		return read(key, key.length, BOOL, 0, null) != 0;
+		return read(key, key.length, OP_BOOL, 0, null) != 0;
 	}
 
 	/**
@@ -425,7 +426,7 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 * @throws ShmkvException.Type when the value is neither bytes nor a string
 	 */
 	public int getInto(String key, byte[] dst) {
-		return (int) read(key, INTO, 0, dst);
+		return (int) read(key, OP_INTO, 0, dst);
 	}
 
 	/**
@@ -438,7 +439,7 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 * @throws ShmkvException.Type when the value is neither bytes nor a string
 	 */
 	public int getInto(byte[] key, byte[] dst) {
-		return (int) read(key, key.length, INTO, 0, dst);
+		return (int) read(key, key.length, OP_INTO, 0, dst);
 	}
 
 	/**
@@ -449,7 +450,7 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 * @throws ShmkvException.Type when the value is not bytes
 	 */
 	public byte[] getBytes(String key) {
-		return (byte[]) read(key, BYTES);
+		return (byte[]) read(key, OP_BYTES);
 	}
 
 	/**
@@ -460,7 +461,7 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 * @throws ShmkvException.Type when the value is not bytes
 	 */
 	public byte[] getBytes(byte[] key) {
-		return (byte[]) read(key, key.length, BYTES);
+		return (byte[]) read(key, key.length, OP_BYTES);
 	}
 
 	/**
@@ -471,7 +472,7 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 * @return the buffer; null when the key is missing
 	 */
 	public ByteBuffer getByteBuffer(String key) {
-		return (ByteBuffer) read(key, BUFFER);
+		return (ByteBuffer) read(key, OP_BUFFER);
 	}
 
 	/**
@@ -483,7 +484,7 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 * @throws ShmkvException.Corrupt when the string is not UTF-8
 	 */
 	public String getString(String key) {
-		return (String) read(key, STRING);
+		return (String) read(key, OP_STRING);
 	}
 
 	/**
@@ -495,7 +496,7 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 * @throws ShmkvException.Corrupt when the string is not UTF-8
 	 */
 	public String getString(byte[] key) {
-		return (String) read(key, key.length, STRING);
+		return (String) read(key, key.length, OP_STRING);
 	}
 
 	/**
@@ -508,7 +509,7 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 * @throws ShmkvException.Type when the value is not an i64list
 	 */
 	public LongList getLongList(String key) {
-		return (LongList) read(key, LONGS);
+		return (LongList) read(key, OP_LONGS);
 	}
 
 	/**
@@ -520,7 +521,7 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 * @throws ShmkvException.Type when the value is not an f64list
 	 */
 	public DoubleList getDoubleList(String key) {
-		return (DoubleList) read(key, DOUBLES);
+		return (DoubleList) read(key, OP_DOUBLES);
 	}
 
 	/**
@@ -532,7 +533,7 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 * @throws ShmkvException.Type when the value is not an f32list
 	 */
 	public FloatList getFloatList(String key) {
-		return (FloatList) read(key, FLOATS);
+		return (FloatList) read(key, OP_FLOATS);
 	}
 
 	/**
@@ -544,7 +545,7 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 * @throws ShmkvException.Type when the value is not a strlist
 	 */
 	public StringList getStringList(String key) {
-		return (StringList) read(key, STRINGS);
+		return (StringList) read(key, OP_STRINGS);
 	}
 
 	/**
@@ -556,8 +557,8 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 * @throws ShmkvException.Corrupt when a string is damaged or not UTF-8
 	 */
 	public List<String> getStrings(String key) {
-		@SuppressWarnings("unchecked") // STRING_COPIES reads a List<String>
-		List<String> l = (List<String>) read(key, STRING_COPIES);
+		@SuppressWarnings("unchecked") // OP_STRING_COPIES reads a List<String>
+		List<String> l = (List<String>) read(key, OP_STRING_COPIES);
 		return l;
 	}
 
