@@ -172,6 +172,25 @@ public final class CpuTimeBench {
 		run(loops, rounds, lookups);
 	}
 
+	/**
+	 * Runs systems (name to the lookup of index i) as {@link #run(List, int, int)}
+	 * does, without baselines: for drivers outside this tree's build
+	 * (bench/java's AxonCompare).
+	 */
+	public static void run(java.util.Map<String, java.util.function.IntToLongFunction> systems, int rounds,
+			int lookups) {
+		List<Loop> loops = new ArrayList<>();
+		systems.forEach((name, f) -> loops.add(new Loop(name, null) {
+			long run(int n) {
+				long s = 0;
+				for (int i = 0; i < n; i++)
+					s += f.applyAsLong(i);
+				return s;
+			}
+		}));
+		run(loops, rounds, lookups);
+	}
+
 	/** Runs every loop rounds times (order rotating) and prints ns of CPU time per lookup. */
 	static void run(List<Loop> loops, int rounds, int lookups) {
 		ThreadMXBean mx = ManagementFactory.getThreadMXBean();
