@@ -12,7 +12,7 @@ final class Format {
 
 	static final String MAGIC = "SHMKVIMG";
 	static final int VERSION = 2;
-	/** XXH3-64 (seed 0) of {@link #LAYOUT_DESC} (FORMAT.md §17.8). */
+	/** XXH3-64 (seed 0) of {@link #LAYOUT_DESC} (FORMAT.md §15). */
 	static final long LAYOUT_HASH = 0x5a240d8d9e73bf24L;
 	static final String LAYOUT_DESC = "shmkv-image-v2;header=512:magic@0,format_version@8,header_size@12,"
 			+ "layout_hash@16,flags@24,file_size@32,entry_count@40,bucket_count@48,bucket_slots@56,hash_bits@60,"
@@ -32,7 +32,7 @@ final class Format {
 	static final int RETIRED_VERSION = 1;
 	static final long RETIRED_LAYOUT_HASH = 0x52171befdcf1d7eeL;
 	static final String UPGRADE = "shmctl image upgrade OLD -o NEW";
-	static final String RETIRED_MESSAGE = "image format version 1 is retired: convert it with `" + UPGRADE + "`";
+	static final String RETIRED_MESSAGE = "image format version 1 is retired: convert it with '" + UPGRADE + "'";
 
 	/** The message for any other version this reader does not read. */
 	static String unknownVersion(long version) {
@@ -63,11 +63,11 @@ final class Format {
 	/** Entries, and shared values in VALUES, start at a multiple of this. */
 	static final int ENTRY_ALIGN = 8;
 
-	// a bucket of the index (FORMAT.md §17.3)
+	// a bucket of the index (FORMAT.md §6.1)
 	static final int BUCKET = 128, HEAD = 8, FILTER_BITS = 48, MAX_RECORDS = 16, DIR_BYTES = 2, DIR_OFF = 0x7f,
 			DIR_TAG = 0xff80, DIR_TAG_SHIFT = 7, MAX_DISPLACEMENT_BYTE = 255;
 
-	// a record of a bucket (FORMAT.md §17.4)
+	// a record of a bucket (FORMAT.md §6.2)
 	static final int K_TYPE = 0x0f, K_EXPIRES = 0x40, K_OUT = 0x80, K_KNOWN = K_OUT | K_EXPIRES | K_TYPE;
 	static final int INLINE_HEAD = 3, OUT_HEAD = 6, EXPIRES_SIZE = 4, MAX_INLINE_LEN = 255;
 	/** An OUT record's entry offset is stored in units of this (entry_off40 >> 3). */

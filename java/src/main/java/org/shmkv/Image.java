@@ -6,8 +6,8 @@ import java.lang.foreign.MemorySegment;
 
 /**
  * One opened image (one generation) over its mapping: the open checks
- * (FORMAT.md §12), lookups with the checks of §12.1, records (§17.4),
- * entries (§7), values (§8, §9) and the full check (§13, §17.7).
+ * (FORMAT.md §12), lookups with the checks of §12.1, records (§6.2),
+ * entries (§7), values (§8, §9) and the full check (§13, §13).
  * Thread-safe: immutable after construction. The mapping's lifetime is its
  * {@link Generation}'s.
  *
@@ -113,7 +113,7 @@ final class Image {
 				Bytes.u32(seg, e + E_VALUE_LEN));
 	}
 
-	/** When the record expires (unix seconds, FORMAT.md §17.6); 0: never. */
+	/** When the record expires (unix seconds, FORMAT.md §17); 0: never. */
 	long expires(long loc) {
 		long r = Index.record(loc);
 		return Index.expires(seg, r, Bytes.u8(seg, r));
@@ -334,7 +334,7 @@ final class Image {
 			strlistText(pos, false, en.voff);
 	}
 
-	/** The full structural check, FORMAT.md §13 and §17.7, after §12's checks, which the constructor ran. */
+	/** The full structural check, FORMAT.md §13 and §13, after §12's checks, which the constructor ran. */
 	void verify() {
 		Index.verify(this);
 	}

@@ -5,7 +5,7 @@ import static org.shmkv.Format.*;
 import java.lang.foreign.MemorySegment;
 
 /**
- * The index (FORMAT.md §17.3-§17.5): 128-byte buckets whose head holds
+ * The index (FORMAT.md §6.1-§6.5): 128-byte buckets whose head holds
  * count, D and the 48-bit displaced-key filter, then the directory, one
  * 2-byte entry a record, dir[i] = (tag << 7 | off) & 0xffff (the low 9 bits
  * of its key's tag and its offset in the bucket), then the records: small
@@ -33,7 +33,7 @@ final class Index {
 		return Math.unsignedMultiplyHigh(h, buckets);
 	}
 
-	/** A tag's bit of the displaced-key filter (FORMAT.md §17.3). */
+	/** A tag's bit of the displaced-key filter (FORMAT.md §6.1). */
 	static int filterBin(int tag) {
 		return (tag * FILTER_BITS) >>> 16;
 	}
@@ -54,7 +54,7 @@ final class Index {
 	}
 
 	/**
-	 * How many buckets after its home a key with this tag may lie (§17.3),
+	 * How many buckets after its home a key with this tag may lie (§6.1),
 	 * from the home bucket's head word (count, D, then the filter: bit i at
 	 * bit 16 + i): 0 unless D is set and the tag's filter bit too; then D,
 	 * max_probe for D = 255, never more than max_probe.
@@ -76,7 +76,7 @@ final class Index {
 	}
 
 	/**
-	 * The record rule (§17.4, and the bounds of §12.1): whether the record at
+	 * The record rule (§6.2, and the bounds of §12.1): whether the record at
 	 * bucket offset off, whose word is w, in a bucket of n records, is well
 	 * formed. Malformed: it starts inside the directory, has unknown kind
 	 * bits, is inline with a type out of 1..9 or OUT with type bits, or its
@@ -221,7 +221,7 @@ final class Index {
 	}
 
 	/**
-	 * FORMAT.md §17.5's reader policy, in part: the next bucket's first line
+	 * FORMAT.md §6.4's reader policy, in part: the next bucket's first line
 	 * is requested with the home bucket's, so that a key displaced by one
 	 * bucket (28.9% of key_N at 1M, 23.5% at 10M) costs about one round trip,
 	 * not two. Java has no prefetch: this is a plain load whose word only a
@@ -238,7 +238,7 @@ final class Index {
 	static int requested;
 
 	/**
-	 * The lookup (§17.5): the locator of the record holding the key (expired
+	 * The lookup (§6.4): the locator of the record holding the key (expired
 	 * or not), or -1. The key is packed in lo and tl (Keys) when it has at
 	 * most 16 bytes, else key[0, len); h is its hash. Every offset it follows
 	 * is checked (§12.1): a malformed record it meets is Corrupt, never a
@@ -343,7 +343,7 @@ final class Index {
 	}
 
 	/**
-	 * The index part of the full check (§17.7): every bucket's head,
+	 * The index part of the full check (§13): every bucket's head,
 	 * directory, records and uncovered bytes; each record's value, padding,
 	 * expiry, tag, home and displacement, and its lookup; the counts against
 	 * the header; ENTRIES holds exactly the OUT records' entries.
@@ -423,7 +423,7 @@ final class Index {
 			throw im.corrupt("the entries section holds " + ents + " entries, the index " + outs + " OUT records");
 	}
 
-	/** Record i of bucket b (at bk; offset off, word w, valid), as §17.7 checks it: returns its displacement. */
+	/** Record i of bucket b (at bk; offset off, word w, valid), as §13 checks it: returns its displacement. */
 	private static long verifyRecord(Image im, long b, long bk, int i, int off, long w) {
 		MemorySegment s = im.seg;
 		long r = bk + off;

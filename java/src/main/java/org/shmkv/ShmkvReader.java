@@ -21,7 +21,7 @@ import java.util.function.LongSupplier;
  * <p>Keys are bytes; a String key is its UTF-8 bytes. Object getters return
  * null for a missing key, primitive getters throw
  * {@link ShmkvException.NotFound} (or take a default). A key whose record
- * has expired (FORMAT.md §17.6) is missing. A value is checked as it is
+ * has expired (FORMAT.md §17) is missing. A value is checked as it is
  * read (FORMAT.md §12.1): a damaged one is {@link ShmkvException.Corrupt},
  * and so is a string that is not UTF-8. {@link #getInto(String, byte[])},
  * {@link #getLong(String)}, {@link #getDouble(String)} and
@@ -37,7 +37,7 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	LongSupplier clock = () -> Math.floorDiv(System.currentTimeMillis(), 1000);
 
 	/**
-	 * Pins the clock that expiry checks read (FORMAT.md §17.6), for tests and
+	 * Pins the clock that expiry checks read (FORMAT.md §17), for tests and
 	 * for replaying a past moment, as {@code shmkv_set_clock} does; a
 	 * snapshot takes its cache's.
 	 *
@@ -54,7 +54,7 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	}
 
 	/**
-	 * Whether the record (its locator) has expired (FORMAT.md §17.6: now >=
+	 * Whether the record (its locator) has expired (FORMAT.md §17: now >=
 	 * its expiry). Images without the EXPIRY flag never read the clock, others
 	 * only for a record that expires, once per call: now is the call's
 	 * clock, 0 until read (null: a single get, which reads it at most once).

@@ -78,7 +78,7 @@ public final class Value {
 	}
 
 	/**
-	 * When this entry expires (FORMAT.md §17.6). A get never returns an
+	 * When this entry expires (FORMAT.md §17). A get never returns an
 	 * expired entry; {@link ShmkvReader#allRecords()} does.
 	 *
 	 * @return Unix seconds; 0 when it does not expire

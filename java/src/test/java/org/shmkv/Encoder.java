@@ -10,9 +10,9 @@ import java.util.Comparator;
 import java.util.List;
 
 /**
- * A test-only writer of images, written from the specification (FORMAT.md
- * §17) and not from the C builder, so that the reader's tests do not depend
- * on the builder: records placed as §17.9's builder conventions say (home
+ * A test-only writer of images, written from the specification (FORMAT.md)
+ * and not from the C builder, so that the reader's tests do not depend
+ * on the builder: records placed as §14's builder conventions say (home
  * keys first, smallest record first; the rest to the next bucket with room,
  * D and filter set at home; a 2-byte directory entry a record), small
  * records inline, the rest OUT with an entry in ENTRIES (no shared values),
@@ -214,7 +214,7 @@ final class Encoder {
 			}
 		}
 		img.put((int) entOff, ent.array(), 0, (int) entSize);
-		// the header (FORMAT.md §3, §17.2)
+		// the header (FORMAT.md §3, §3)
 		img.put(0, "SHMKVIMG".getBytes(StandardCharsets.US_ASCII));
 		img.putInt(8, 2).putInt(12, 4096).putLong(16, Format.LAYOUT_HASH);
 		img.putLong(24, expiry ? Format.FLAG_EXPIRY : 0).putLong(32, fileSize).putLong(40, recs.size());

@@ -13,7 +13,7 @@ import java.util.function.Consumer;
 import org.junit.jupiter.api.Test;
 
 /**
- * The format (FORMAT.md §17) on images of the test-only {@link Encoder}:
+ * The format (FORMAT.md) on images of the test-only {@link Encoder}:
  * every key by get, typed getters, batch and iteration, displaced keys, OUT
  * records, expiry and its clock reads, and verify's verdict on each rule
  * broken on purpose.

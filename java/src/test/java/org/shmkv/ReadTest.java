@@ -93,7 +93,7 @@ class ReadTest {
 		assertEquals(v3 + ": image format version 3, this reader reads version 2", e.getMessage());
 		Path v1 = VectorsTest.DIR.resolve("v1/base.img");
 		e = assertThrows(ShmkvException.Version.class, () -> Shmkv.open(v1, Shmkv.Check.HEADER));
-		assertEquals(v1 + ": image format version 1 is retired: convert it with `shmctl image upgrade OLD -o NEW`",
+		assertEquals(v1 + ": image format version 1 is retired: convert it with 'shmctl image upgrade OLD -o NEW'",
 				e.getMessage());
 	}
 

@@ -57,7 +57,7 @@ class Xxh3Test {
 		assertEquals(0x21ad6447d51d13d3L, Xxh3.hasher(seed).hashBytesToLong("s1".getBytes(StandardCharsets.US_ASCII)));
 		assertEquals(0x988ad8931bbf626cL, Xxh3.hasher(seed).hashBytesToLong("tags".getBytes(StandardCharsets.US_ASCII)));
 		assertEquals(0x2d06800538d394c2L, Xxh3.SEED0.hashBytesToLong(new byte[0]));
-		// the layout hash: XXH3-64 of the layout description (FORMAT.md §17.8); FormatTest compares both with lib/format.json
+		// the layout hash: XXH3-64 of the layout description (FORMAT.md §15); FormatTest compares both with lib/format.json
 		assertEquals(1127, Format.LAYOUT_DESC.length());
 		assertEquals(Format.LAYOUT_HASH, Xxh3.SEED0.hashBytesToLong(Format.LAYOUT_DESC.getBytes(StandardCharsets.US_ASCII)));
 	}
