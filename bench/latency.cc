@@ -42,7 +42,7 @@ inline uint64_t ticks()
 const char *const kTimer = "clock_gettime(CLOCK_MONOTONIC)";
 #endif
 
-// Is key in its home bucket? (key_class.h: the rule class_probe.c uses too)
+// Is key in its home bucket? (key_class.h)
 bool at_home(const shmkv *db, std::string_view key)
 {
 	int home = bench_key_at_home(db, key.data(), key.size());
