@@ -1,5 +1,6 @@
 /* key_class.h - where a key of an image lives: in its home bucket or
- * displaced to a later one (the latency phase, latency.cc). */
+ * displaced to a later one: the one rule of the latency phase (latency.cc)
+ * and class_probe.c. */
 #ifndef SHMKV_BENCH_KEY_CLASS_H
 #define SHMKV_BENCH_KEY_CLASS_H
 

@@ -1,4 +1,4 @@
-/* probe_util.h - what mem_probe.c needs: the thread's CPU time, and the
+/* probe_util.h - what mem_probe.c and class_probe.c share: the thread's CPU time, and the
  * median of a run's rounds. */
 #ifndef SHMKV_BENCH_PROBE_UTIL_H
 #define SHMKV_BENCH_PROBE_UTIL_H
