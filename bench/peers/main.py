@@ -162,9 +162,12 @@ def setup(a) -> Ctx:
 
 
 def image(c, n) -> str:
-    """key_N -> val_N for N < n, by this tree's shmctl, on tmpfs (4 KiB pages)."""
-    os.makedirs(c.image_dir, exist_ok=True)
-    path = os.path.join(c.image_dir, f"kv_{n}.shmkv")
+    """key_N -> val_N for N < n, by this tree's shmctl, on tmpfs (4 KiB pages).
+    Above 10M keys only the loader reads it (the languages do not run there,
+    lookup_bench builds its own): on disk, so that it holds no memory."""
+    d = c.image_dir if n <= 10_000_000 else "/var/tmp/shmkv-peers"
+    os.makedirs(d, exist_ok=True)
+    path = os.path.join(d, f"kv_{n}.shmkv")
     if os.path.exists(path) and os.path.getmtime(path) > os.path.getmtime(c.shmctl):
         return path
     tsv = os.path.join("/var/tmp", f"shmkv-peers-{os.getpid()}-{n}.tsv")
