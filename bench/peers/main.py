@@ -279,21 +279,26 @@ def main(argv=None):
                                    capture_output=True, text=True).stdout.strip()
     c = setup(a)
     rows = []
+    res["rows"], res["skipped"] = rows, c.skipped
+    res["axoncache"] = "built" if c.axon_c else c.skipped[0] if c.skipped else "left out"
+
+    def page():  # after every step, so that a later failure keeps what was measured
+        res["machine"]["load_end"] = machine.load()
+        report.write(res, a.out)
+
     sizes = a.keys + ([50_000_000] if a.large and 50_000_000 not in a.keys else [])
     for n in sizes:
         for pages in a.pages:
             one_size(c, a, n, pages, rows)
+            page()
     if a.scale:
         try:
             scale(c, a, res)
         except RuntimeError as e:
             c.skipped.append(f"scale step: {e}")
-    res["machine"]["load_end"] = machine.load()
-    res["rows"], res["skipped"] = rows, c.skipped
-    res["axoncache"] = "built" if c.axon_c else c.skipped[0] if c.skipped else "left out"
     for s in c.skipped:
         note("skipped: " + s)
-    report.write(res, a.out)
+    page()
     note(f"wrote {a.out}/results.md, results.json, results.png")
 
 

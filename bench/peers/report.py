@@ -278,7 +278,7 @@ def write(res, out):
                        "ns_median": d.med(*k), "ns_min": d.spread(*k)[0], "ns_max": d.spread(*k)[1]}
                       for k in sorted(d.p)]
     why = plot(d, os.path.join(out, "results.png"))
-    if why:
+    if why and "PNG: " + why not in res["skipped"]:
         res["skipped"].append("PNG: " + why)
     with open(os.path.join(out, "results.json"), "w") as f:
         json.dump(res, f, indent=1)
