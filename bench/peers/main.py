@@ -289,12 +289,16 @@ def main(argv=None):
     sizes = a.keys + ([50_000_000] if a.large and 50_000_000 not in a.keys else [])
     for n in sizes:
         for pages in a.pages:
-            one_size(c, a, n, pages, rows)
+            try:
+                one_size(c, a, n, pages, rows)
+            except (RuntimeError, OSError, subprocess.CalledProcessError) as e:
+                c.skipped.append(f"{n:,} keys, {pages} pages: {e}")
+                note(c.skipped[-1])
             page()
     if a.scale:
         try:
             scale(c, a, res)
-        except RuntimeError as e:
+        except (RuntimeError, OSError, subprocess.CalledProcessError) as e:
             c.skipped.append(f"scale step: {e}")
     for s in c.skipped:
         note("skipped: " + s)
