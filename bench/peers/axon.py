@@ -61,8 +61,10 @@ class Axon:
                       "-DCPM_SOURCE_CACHE=" + os.path.dirname(stub)], self.log)
                 _run(["ninja", "-C", os.path.join(self.src, "build-release")], self.log)
         except (OSError, subprocess.CalledProcessError, subprocess.TimeoutExpired) as e:
-            self.why = (f"AxonCache not available ({e}; offline? see {self.log}): "
-                        "its rows are skipped")
+            step = " ".join(e.cmd[:2]) if hasattr(e, "cmd") else str(e)
+            what = (f"cannot clone {URL} (offline?)" if not os.path.exists(self.src)
+                    else f"its build failed at `{step}`")
+            self.why = f"AxonCache: {what}: its rows are left out (log: {self.log})"
             print("peers: " + self.why, file=sys.stderr)
             return False
         return True
