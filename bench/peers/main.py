@@ -14,6 +14,7 @@ beside one process holding the same data in absl. It writes results.md,
 results.json and results.png into --out, with every driver's raw output
 under raw/."""
 import argparse
+import glob
 import hashlib
 import json
 import os
@@ -33,6 +34,7 @@ from loader import HugeLoader  # noqa: E402
 
 TOP = os.path.dirname(os.path.dirname(HERE))
 LANGS = ("c", "floor", "python", "go", "java")
+BIG_DIR = "/var/tmp/shmkv-peers"  # images above 10M keys: on disk
 
 
 def count(s: str) -> int:
@@ -64,6 +66,9 @@ def parse(argv):
     ap.add_argument("--procs", type=int, default=4)
     ap.add_argument("--no-axoncache", action="store_true", help="leave AxonCache out")
     ap.add_argument("--dir", default="/dev/shm/shmkv-peers", help="where the images go (tmpfs)")
+    ap.add_argument("--keep-images", action="store_true",
+                    help="keep the images and AxonCache's caches for the next run (they hold memory: "
+                         "by default they are removed at the end)")
     a = ap.parse_args(argv)
     if a.quick:
         a.keys, a.rounds, a.lookups, a.scale, a.scale_keys = [100_000], 3, 200_000, True, 200_000
@@ -165,7 +170,7 @@ def image(c, n) -> str:
     """key_N -> val_N for N < n, by this tree's shmctl, on tmpfs (4 KiB pages).
     Above 10M keys only the loader reads it (the languages do not run there,
     lookup_bench builds its own): on disk, so that it holds no memory."""
-    d = c.image_dir if n <= 10_000_000 else "/var/tmp/shmkv-peers"
+    d = c.image_dir if n <= 10_000_000 else BIG_DIR
     os.makedirs(d, exist_ok=True)
     path = os.path.join(d, f"kv_{n}.shmkv")
     if os.path.exists(path) and os.path.getmtime(path) > os.path.getmtime(c.shmctl):
@@ -278,6 +283,27 @@ def main(argv=None):
     res["commit"] = subprocess.run(["git", "-C", TOP, "describe", "--always", "--dirty"],
                                    capture_output=True, text=True).stdout.strip()
     c = setup(a)
+    try:
+        run_all(a, c, res)
+    finally:
+        if not a.keep_images:  # tmpfs holds memory that others on the machine need
+            remove_made(a.dir)
+            remove_made(BIG_DIR)
+
+
+def remove_made(d):
+    """What this command made in d (its images and AxonCache's caches), and d
+    itself once empty; nothing else (--dir may name a shared directory)."""
+    shutil.rmtree(os.path.join(d, "axoncache"), ignore_errors=True)
+    for f in glob.glob(os.path.join(d, "kv_*.shmkv")):
+        os.unlink(f)
+    try:
+        os.rmdir(d)
+    except OSError:
+        pass
+
+
+def run_all(a, c, res):
     rows = []
     res["rows"], res["skipped"] = rows, c.skipped
     res["axoncache"] = "built" if c.axon_c else c.skipped[0] if c.skipped else "left out"
