@@ -32,10 +32,12 @@
 #define SHMKV_EPROTO (-31213)     /* control segment of another protocol version or layout */
 #define SHMKV_ESTALE (-31214)     /* the cache was dropped or its control segment replaced,
 				     removed or truncated: close and attach again */
+#define SHMKV_EBASE (-31215)      /* a delta read through or applied to an image it was not made
+				     for (FORMAT.md §19.4) */
 /* The reserved range, and the codes assigned so far within it. */
 #define SHMKV_ERR_MIN (-31299)
 #define SHMKV_ERR_MAX (-31200)
-#define SHMKV_EFIRST_ (-31214) /* lowest assigned code */
+#define SHMKV_EFIRST_ (-31215) /* lowest assigned code */
 #define SHMKV_ELAST_ (-31200)  /* highest assigned code */
 
 /* The codes with their names and messages: one table, both functions. */
@@ -54,7 +56,8 @@
 	X(SHMKV_EINPUT, "malformed input")                                                       \
 	X(SHMKV_ELIMIT, "limit exceeded")                                                        \
 	X(SHMKV_EPROTO, "control segment protocol mismatch")                                     \
-	X(SHMKV_ESTALE, "cache dropped or control segment replaced: attach again")
+	X(SHMKV_ESTALE, "cache dropped or control segment replaced: attach again")               \
+	X(SHMKV_EBASE, "delta does not apply to this image")
 
 /* The message for err (a SHMKV_E* code, a -errno value or 0); never NULL,
  * never changes errno; "unknown shmkv error" for anything else. */

@@ -51,6 +51,7 @@
 #define SHMKV_REC_TYPE_MASK 0x0fu   /* kind bits 0..3: value type (0 for OUT) */
 #define SHMKV_REC_EXPIRES 0x40u     /* kind bit 6: a u32 expiry follows the head */
 #define SHMKV_REC_OUT 0x80u         /* kind bit 7: the entry lives in ENTRIES */
+#define SHMKV_REC_TOMB 0x10u       /* kind bit 4, deltas only: a tombstone (FORMAT.md §19.2) */
 #define SHMKV_REC_KNOWN (SHMKV_REC_TYPE_MASK | SHMKV_REC_EXPIRES | SHMKV_REC_OUT)
 #define SHMKV_REC_INLINE_HEAD 3u    /* kind, key_len, value_len */
 #define SHMKV_REC_OUT_HEAD 6u       /* kind, 40-bit offset >> 3 */
@@ -76,13 +77,23 @@ enum shmkv_type {
 enum shmkv_section_kind {
 	SHMKV_SECTION_INDEX = 1,   /* bucket_count buckets of 128 bytes */
 	SHMKV_SECTION_ENTRIES = 2, /* entries of OUT records: header, key, value or shared reference */
-	SHMKV_SECTION_VALUES = 3   /* deduplicated values shared by several entries */
+	SHMKV_SECTION_VALUES = 3,  /* deduplicated values shared by several entries */
+	SHMKV_SECTION_FILTER = 4   /* deltas only: u64 words of the key filter (FORMAT.md §19.3) */
 };
 
 /* Header flags. */
 #define SHMKV_HFLAG_DEDUP UINT64_C(1)  /* builder deduplicated shared values */
 #define SHMKV_HFLAG_EXPIRY UINT64_C(2) /* some record carries an expiry */
+#define SHMKV_HFLAG_DELTA UINT64_C(4)  /* a delta image (FORMAT.md §19): with its layout hash */
 #define SHMKV_HFLAG_KNOWN (SHMKV_HFLAG_DEDUP | SHMKV_HFLAG_EXPIRY)
+
+/* A delta's header (FORMAT.md §19.1): reserved[] words naming its base and chain. */
+#define SHMKV_DELTA_BASE_CHECKSUM 0 /* the base's header_checksum */
+#define SHMKV_DELTA_BASE_SIZE 1     /* the base's file_size */
+#define SHMKV_DELTA_PREV 2          /* header_checksum of the delta it follows; 0: the first */
+#define SHMKV_DELTA_SEQ 3           /* its place in its chain, >= 1 */
+#define SHMKV_DELTA_WORDS 4         /* reserved words with a meaning in a delta */
+#define SHMKV_DELTA_SECTIONS 4u     /* a delta's section_count (a plain image's: 3) */
 
 /* Entry flags. */
 #define SHMKV_EFLAG_SHARED 1u /* value lives in VALUES; entry holds its u64 image offset */
@@ -135,13 +146,8 @@ typedef struct shmkv_entry_header {
  * bits, sections), so that the hash covers everything a reader must refuse.
  * tests/layout_test rebuilds it from offsetof/sizeof, the type table and the
  * masks; lib/format.json holds it for the other languages' readers. */
-#define SHMKV__VOCAB                                                                             \
-	"types=1:bytes/a1/nul/text,2:string/a1/nul/text/utf8,3:i64/a8/fixed8,"                      \
-	"4:bool/a1/fixed1max1,5:f64/a8/fixed8,6:f32list/a8/array4,7:f64list/a8/array8,"             \
-	"8:i64list/a8/array8,9:strlist/a8/strlist/utf8;"                                            \
-	"eflags=0x1;hflags=0x3;rkind=type0xf,expires0x40,out0x80;sections=1:index,2:entries,3:values"
-#define SHMKV_LAYOUT_DESC                                                                        \
-	"shmkv-image-v2;header=512:magic@0,format_version@8,header_size@12,layout_hash@16,"          \
+#define SHMKV__LAYOUT_BODY                                                                       \
+	"header=512:magic@0,format_version@8,header_size@12,layout_hash@16,"                         \
 	"flags@24,file_size@32,entry_count@40,bucket_count@48,bucket_slots@56,hash_bits@60,"         \
 	"hash_seed@64,max_probe@72,section_count@76,builder_version@80,reserved0@84,"               \
 	"created_unix@88,value_bytes_logical@96,dedup_values@104,dedup_refs@112,"                   \
@@ -154,8 +160,22 @@ typedef struct shmkv_entry_header {
 	"inline=key_len8@1,value_len8@2,expires32@3?,key,pad0-to-align(type)-in-bucket,value,"      \
 	"nul(type);out=entry_off40>>3@1,expires32@6?;"                                              \
 	"expired=now>=expires;hash=xxh3_64(seed);home=mulhi(h,buckets);tag=h&0xffff|1if0;"          \
-	SHMKV__VOCAB
+	"types=1:bytes/a1/nul/text,2:string/a1/nul/text/utf8,3:i64/a8/fixed8,"                      \
+	"4:bool/a1/fixed1max1,5:f64/a8/fixed8,6:f32list/a8/array4,7:f64list/a8/array8,"             \
+	"8:i64list/a8/array8,9:strlist/a8/strlist/utf8;eflags=0x1;"
+#define SHMKV_LAYOUT_DESC                                                                        \
+	"shmkv-image-v2;" SHMKV__LAYOUT_BODY                                                         \
+	"hflags=0x3;rkind=type0xf,expires0x40,out0x80;sections=1:index,2:entries,3:values"
+/* A delta image's (FORMAT.md §19): the same body, its vocabulary, its fields. */
+#define SHMKV_DELTA_LAYOUT_DESC                                                                  \
+	"shmkv-delta-v2;" SHMKV__LAYOUT_BODY                                                         \
+	"hflags=0x7;rkind=type0xf,tomb0x10,expires0x40,out0x80;"                                     \
+	"sections=1:index,2:entries,3:values,4:filter;"                                              \
+	"delta=base_checksum@448,base_size@456,prev@464,seq@472;"                                    \
+	"tomb=inline:kind0x10/key_len8@1/value_len8@2=0/key,out:kind0x90/etype0/value_len0/key_len>0;" \
+	"filter=u64[words],word=mulhi(h,words),bits=h>>16&63|h>>22&63|h>>28&63"
 #define SHMKV_LAYOUT_HASH UINT64_C(0x5a240d8d9e73bf24)
+#define SHMKV_DELTA_LAYOUT_HASH UINT64_C(0x011183097a055ca3)
 #if SHMKV_TYPE_MAX != 9
 #error "format 2 holds types 1..9: a new value type is a new format version (FORMAT.md §15)"
 #endif
