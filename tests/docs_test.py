@@ -41,7 +41,7 @@ import sys
 LIB_LEVELS = {
     'shmkv.h': 0, 'shmkv_bpf.h': 0,
     'shmkv/attach.h': 1, 'shmkv/tools.h': 1, 'shmkv/batch.h': 1, 'shmkv/iter.h': 1,
-    'shmkv/get.h': 1,
+    'shmkv/get.h': 1, 'shmkv/delta.h': 1,
     'shmkv/open.h': 2, 'shmkv/ctl.h': 2,
     'shmkv/verify.h': 3,
     'shmkv/lookup.h': 4,
