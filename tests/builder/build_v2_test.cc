@@ -493,7 +493,7 @@ std::vector<Rec> key_n(int n)
 }
 
 // Readers request buckets b and b + 1 together: a key one bucket from home
-// costs a home key's round trip, one further costs more (issue 22 §2).
+// costs a home key's round trip, one further costs more (FORMAT.md §6).
 TEST(BuildV2, DisplacedKeysNextToHome)
 {
 	TempDir d;
