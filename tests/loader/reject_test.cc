@@ -253,7 +253,10 @@ TEST_F(Reject, FileNameCannotForgeALogLine)
 {
 	const std::string forged = "x\nloaded cache=evil generation=9 \x1b[2J.shmkv";
 	const std::string path = env.spool() + "/" + forged;
-	ASSERT_TRUE(shmkv_test::write_file(path, "a forger's bytes"));
+	// renamed in, as producers do: the loader watches the spool for renames
+	const std::string src = env.img_path("forger.bin");
+	ASSERT_TRUE(shmkv_test::write_file(src, "a forger's bytes"));
+	ASSERT_EQ(rename(src.c_str(), path.c_str()), 0) << strerror(errno);
 	EXPECT_TRUE(wait_until([&] { return !log_lines(env.log(), {"ignoring file="}).empty(); },
 			       20000))
 		<< env.log();
