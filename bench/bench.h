@@ -25,8 +25,10 @@ struct Options {
 	unsigned reps = 5;                 // timed passes per system and workload
 	double load_factor = 0;            // shmkv builder's index fill; 0: its default
 	bool hugepages = false;            // shmkv opens with SHMKV_OPEN_HUGEPAGES
+	std::string attach;                // shmkv attaches to cache kv_N of the loader at this root
 	bool read_first = true;            // --read: length + first byte of each hit ("uniform")
 	bool read_full = true;             // --read: every value byte ("uniform-full")
+	bool misses_only = false;          // --misses all: miss100 in place of zipf and miss50
 	double zipf_theta = 0.99;
 	std::vector<std::string> systems;  // in report order
 	std::vector<std::string> phases;   // strings, typed, threads, procs, cachegrind
@@ -209,12 +211,10 @@ struct System {
 std::unique_ptr<System> make_system(const std::string &name, const Options &o, Kind kind,
 				    const System *shmkv_image);
 std::vector<std::string> all_systems();
-// shmkv's image format variants (bench/README.md, "v1 against v2"): "shmkv-v1",
-// "shmkv-batch-v2", ...: the format a name asks for (0: the builder's default),
-// whether it is a batch system, and the name of the image system it reads.
-unsigned shmkv_format_of(const std::string &name);
-bool is_shmkv(const std::string &name);       // shmkv, shmkv-v1, shmkv-v2
-bool is_shmkv_batch(const std::string &name); // shmkv-batch, shmkv-batch-v1, ...
+// whether a system is shmkv's single get or its batch, and the name of the
+// image system a batch system reads
+bool is_shmkv(const std::string &name);
+bool is_shmkv_batch(const std::string &name);
 std::string shmkv_image_system(const std::string &batch_name);
 bool system_available(const std::string &name);
 const char *system_version(const std::string &name);
@@ -224,7 +224,8 @@ struct Reader {
 	virtual ~Reader() = default;
 	virtual PassResult pass(const Stream &s, size_t begin, size_t end) const = 0;
 };
-std::unique_ptr<Reader> open_reader(const std::string &system, const std::string &path, Kind kind);
+std::unique_ptr<Reader> open_reader(const std::string &system, const std::string &path, Kind kind,
+				    uint64_t n);
 
 // ---------------------------------------------------------------- records
 

@@ -1,5 +1,5 @@
 /* class_probe: single gets of an image by where their keys live
- * (bench/README.md, "Gets by key class"). lookup_bench's latency phase
+ * (bench/README.md, "Gets by key class"; bench/RESULTS.md, the 1M single get). lookup_bench's latency phase
  * files the lone gets of one mixed stream as home or displaced after the
  * fact; this one times three streams apart, so that what the
  * home-or-next branch costs when it goes either way can be told from what
@@ -38,7 +38,7 @@ static volatile unsigned long zero; /* 0, unknown to the compiler */
 static int usage(void)
 {
 	fprintf(stderr, "usage: class_probe IMAGE KEYS [LOOKUPS [ROUNDS]]\n"
-			"  an image (format 1 or 2) holding key_N for every N < KEYS\n");
+			"  an image holding key_N for every N < KEYS\n");
 	return 2;
 }
 

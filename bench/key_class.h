@@ -1,6 +1,6 @@
 /* key_class.h - where a key of an image lives: in its home bucket or
- * displaced to a later one. The one rule of the latency phase (latency.cc)
- * and class_probe.c, in C for both. */
+ * displaced to a later one: the one rule of the latency phase (latency.cc)
+ * and class_probe.c. */
 #ifndef SHMKV_BENCH_KEY_CLASS_H
 #define SHMKV_BENCH_KEY_CLASS_H
 
@@ -8,9 +8,7 @@
 
 /* 1 when key's entry lies in its home bucket, 0 when it was displaced, -1
  * when db does not hold key. Format 2 (FORMAT.md §17.5): shmkv_find_entry
- * gives the key's record in INDEX, which lies in one bucket's 128 bytes.
- * Format 1 (FORMAT.md §6): it gives the key's entry, and the home bucket is
- * the one whose 8 slots hold that entry's offset. */
+ * gives the key's record in INDEX, which lies in one bucket's 128 bytes. */
 static inline int bench_key_at_home(const shmkv *db, const void *key, size_t key_len)
 {
 	const shmkv_image_header *h = shmkv_header(db);
@@ -20,14 +18,7 @@ static inline int bench_key_at_home(const shmkv *db, const void *key, size_t key
 	const uint64_t b = shmkv_home_bucket(shmkv_key_hash(h->hash_seed, h->hash_bits, key,
 							    key_len),
 					     h->bucket_count);
-	if (h->format_version == 2)
-		return (off - h->sections[0].offset) / SHMKV_V2_BUCKET_BYTES == b;
-	const uint64_t *buckets =
-		(const uint64_t *)(const void *)((const char *)h + h->sections[0].offset);
-	for (unsigned j = 0; j < SHMKV_BUCKET_SLOTS; j++)
-		if (shmkv_slot_entry_offset(buckets[b * SHMKV_BUCKET_SLOTS + j]) == off)
-			return 1;
-	return 0;
+	return (off - h->sections[0].offset) / SHMKV_V2_BUCKET_BYTES == b;
 }
 
 #endif

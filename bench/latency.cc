@@ -42,7 +42,7 @@ inline uint64_t ticks()
 const char *const kTimer = "clock_gettime(CLOCK_MONOTONIC)";
 #endif
 
-// Is key in its home bucket? (key_class.h: the rule class_probe.c uses too)
+// Is key in its home bucket? (key_class.h)
 bool at_home(const shmkv *db, std::string_view key)
 {
 	int home = bench_key_at_home(db, key.data(), key.size());
@@ -155,21 +155,32 @@ double pct_of(std::vector<uint64_t> &v, double p)
 
 } // namespace
 
-// One table size and one shmkv system (shmkv, shmkv-v1 or shmkv-v2).
+// One table size and the shmkv system.
 static void latency_one(const Options &o, Report &r, uint64_t n, const std::string &name)
 {
 	{
 		note("[latency %" PRIu64 " keys] building %s\n", n, name.c_str());
 		Dataset d = make_dataset(n, Kind::Str);
-		std::unique_ptr<System> sys = make_system(name, o, Kind::Str, nullptr);
-		sys->build(d, o.dir);
+		std::unique_ptr<System> sys;
 		shmkv *db = nullptr;
-		unsigned flags = SHMKV_OPEN_POPULATE | (o.hugepages ? SHMKV_OPEN_HUGEPAGES : 0);
-		int err = shmkv_open_file(sys->path.c_str(), flags, &db);
-		if (err)
-			fail("latency: shmkv_open_file %s: %s", sys->path.c_str(), shmkv_strerror(err));
+		if (o.attach.empty()) {
+			sys = make_system(name, o, Kind::Str, nullptr);
+			sys->build(d, o.dir);
+			unsigned flags = SHMKV_OPEN_POPULATE | (o.hugepages ? SHMKV_OPEN_HUGEPAGES : 0);
+			int err = shmkv_open_file(sys->path.c_str(), flags, &db);
+			if (err)
+				fail("latency: shmkv_open_file %s: %s", sys->path.c_str(),
+				     shmkv_strerror(err));
+		} else { // the loader's cache kv_N (--attach), on its huge pages
+			char why[256];
+			std::string cache = fmt("kv_%" PRIu64, n);
+			if (shmkv_attach_diag(o.attach.c_str(), cache.c_str(), 0, &db, why, sizeof why))
+				fail("latency: shmkv_attach %s %s: %s", o.attach.c_str(), cache.c_str(),
+				     why);
+		}
 		// the baseline: one dependent access over a buffer of the image's size
-		Chase chase(shmkv_header(db)->file_size, o.hugepages, o.seed);
+		// (on huge pages when the image is)
+		Chase chase(shmkv_header(db)->file_size, o.hugepages || !o.attach.empty(), o.seed);
 		note("[latency %" PRIu64 " keys] pointer chase over %.0f MiB (%s)\n", n,
 		     (double)chase.bytes() / 1048576.0, chase.pages().c_str());
 		Stream s = make_stream(d, Pattern::Uniform, o.lat_lookups, o.seed, o.zipf_theta);
@@ -269,22 +280,17 @@ static void latency_one(const Options &o, Report &r, uint64_t n, const std::stri
 			r.latency.push_back(l);
 		}
 		shmkv_close(db);
-		sys->release();
-		sys->remove();
+		if (sys) {
+			sys->release();
+			sys->remove();
+		}
 	}
 }
 
 void run_latency(const Options &o, Report &r)
 {
-	std::vector<std::string> names; // shmkv, or each shmkv format the run names
-	for (const std::string &s : o.systems)
-		if (is_shmkv(s))
-			names.push_back(s);
-	if (names.empty())
-		names.push_back("shmkv");
 	for (uint64_t n : o.lat_keys)
-		for (const std::string &name : names)
-			latency_one(o, r, n, name);
+		latency_one(o, r, n, "shmkv");
 }
 
 } // namespace bench

@@ -21,9 +21,10 @@ void usage(int status)
 "  --seed S          seed of the key streams (42)\n"
 "  --read first|full|both  what a string hit reads: length + first byte (\"uniform\"),\n"
 "                    every value byte (\"uniform-full\", same keys), or both (default)\n"
+"  --misses half|all  the absent-key workload: miss50 beside zipf (half, the default),\n"
+"                    or miss100 alone (all: every key absent, no zipf)\n"
 "  --systems LIST    comma list of shmkv,shmkv-batch,absl,std,lmdb,cdb,axoncache (default:\n"
-"                    all built in); shmkv-v1,shmkv-v2,shmkv-batch-v1,shmkv-batch-v2: the\n"
-"                    image built in that format (when the builder has the option)\n"
+"                    all built in)\n"
 "  --phases LIST     strings,typed,threads,procs,cachegrind,latency (default: the first 4)\n"
 "  --cachegrind      add the cachegrind phase (same as adding it to --phases)\n"
 "  --cachegrind-keys N  table size of the cachegrind phase, repeatable (default 1M)\n"
@@ -44,6 +45,9 @@ void usage(int status)
 "  --load-factor F   shmkv builder's index fill target, (0, 1] (builder default 0.85)\n"
 "  --hugepages       shmkv opens its image with SHMKV_OPEN_HUGEPAGES (huge pages for a\n"
 "                    file on tmpfs, Linux 6.1+; the maps stay as malloc gives them)\n"
+"  --attach ROOT     shmkv does not build an image: it attaches to cache kv_N (N the\n"
+"                    table size) of the shmkv-loader serving root ROOT (bench/peers\n"
+"                    publishes it there on hugetlb pages); string phases only\n"
 "  --serial auto|yes|no  build and time one system at a time (auto: when all at once\n"
 "                    would not fit in 60%% of MemAvailable)\n"
 "  --dir DIR         where images and database files go (default /dev/shm)\n"
@@ -193,7 +197,16 @@ Options parse_args(int argc, char **argv)
 			}
 			o.read_first = m != "full";
 			o.read_full = m != "first";
+		} else if (a == "--misses") {
+			std::string m = v;
+			if (m != "half" && m != "all") {
+				std::fprintf(stderr, "lookup_bench: --misses takes half or all\n");
+				usage(2);
+			}
+			o.misses_only = m == "all";
 		}
+		else if (a == "--attach")
+			o.attach = v;
 		else if (a == "--dir")
 			o.dir = v;
 		else if (a == "--out")
@@ -227,7 +240,7 @@ Options parse_args(int argc, char **argv)
 		}
 	if (o.systems.empty()) {
 		for (const std::string &s : all_systems())
-			if (system_available(s) && !shmkv_format_of(s)) // variants: by name only
+			if (system_available(s))
 				o.systems.push_back(s);
 	} else {
 		for (const std::string &s : o.systems) {

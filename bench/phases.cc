@@ -233,7 +233,10 @@ void run_timing_phases(const Options &o, Report &r)
 				pats.push_back(Pattern::Uniform);
 			if (o.read_full)
 				pats.push_back(Pattern::UniformFull);
-			pats.insert(pats.end(), {Pattern::Zipf, Pattern::Miss50});
+			if (o.misses_only) // --misses all: every key absent, no zipf
+				pats.push_back(Pattern::Miss100);
+			else
+				pats.insert(pats.end(), {Pattern::Zipf, Pattern::Miss50});
 		}
 		run_table(o, r, n, Kind::Str, pats, threads && n == o.scale_keys,
 			  procs && n == o.scale_keys);

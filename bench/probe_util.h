@@ -1,5 +1,5 @@
-/* probe_util.h - what the C probes of bench/ (mem_probe.c, class_probe.c,
- * lib_ab/) share: the thread's CPU time, and the median of a run's rounds. */
+/* probe_util.h - what mem_probe.c and class_probe.c share: the thread's CPU time, and the
+ * median of a run's rounds. */
 #ifndef SHMKV_BENCH_PROBE_UTIL_H
 #define SHMKV_BENCH_PROBE_UTIL_H
 

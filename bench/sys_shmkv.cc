@@ -6,6 +6,9 @@
 #include <shmkv_build.h>
 
 #include <unistd.h>
+#include <cstdio>
+#include <cstring>
+#include <utility>
 
 #include <cinttypes>
 
@@ -78,11 +81,11 @@ PassResult shmkv_pass(const shmkv *db, Kind kind, const Stream &s, size_t b, siz
 
 class ShmkvSystem final : public System {
 public:
-	ShmkvSystem(double lf, bool huge, Kind k, unsigned format)
+	ShmkvSystem(double lf, bool huge, Kind k, std::string attach_root)
 		: load_factor_(lf), open_flags_(SHMKV_OPEN_POPULATE | (huge ? SHMKV_OPEN_HUGEPAGES : 0)),
-		  kind_(k), format_(format)
+		  kind_(k), attach_root_(std::move(attach_root))
 	{
-		name = format ? fmt("shmkv-v%u", format) : "shmkv";
+		name = "shmkv";
 	}
 	~ShmkvSystem() override { release(); }
 
@@ -90,8 +93,10 @@ public:
 
 	void build(const Dataset &d, const std::string &dir) override
 	{
-		path = fmt("%s/lookup_bench-%d-%" PRIu64 "%s%s.shmkv", dir.c_str(), (int)getpid(), d.n,
-			   d.kind == Kind::Str ? "" : "-f32", format_ ? fmt("-v%u", format_).c_str() : "");
+		if (!attach_root_.empty())
+			return attach(d);
+		path = fmt("%s/lookup_bench-%d-%" PRIu64 "%s.shmkv", dir.c_str(), (int)getpid(), d.n,
+			   d.kind == Kind::Str ? "" : "-f32");
 		track_file(path);
 		auto t0 = Clock::now();
 		shmkv_build_options o;
@@ -100,13 +105,6 @@ public:
 			fail("shmkv_build_options_init: %s", shmkv_strerror(err));
 		if (load_factor_ > 0)
 			o.load_factor = load_factor_;
-#if SHMKV_BENCH_HAVE_FORMAT
-		if (format_)
-			o.format = format_;
-#else
-		if (format_) // systems.cc refuses these names without the option
-			fail("shmkv-v%u: the builder has no format option", format_);
-#endif
 		shmkv_builder *b = nullptr;
 		err = shmkv_builder_new(&o, &b);
 		if (err)
@@ -197,19 +195,60 @@ public:
 	}
 
 private:
+	// --attach: the loader at attach_root_ serves cache kv_N (published by
+	// the caller, bench/peers), read from the loader's memory (hugetlb pages)
+	void attach(const Dataset &d)
+	{
+		if (d.kind != Kind::Str)
+			fail("--attach: only the string workloads read a loader's cache");
+		std::string cache = fmt("kv_%" PRIu64, d.n);
+		auto t0 = Clock::now();
+		char why[256];
+		int err = shmkv_attach_diag(attach_root_.c_str(), cache.c_str(), 0, &db_, why,
+					    sizeof why);
+		if (err)
+			fail("shmkv_attach %s %s: %s", attach_root_.c_str(), cache.c_str(), why);
+		open_s = seconds_since(t0);
+		bytes = malloc_bytes = shmkv_header(db_)->file_size;
+		notes = fmt("format %u; shmkv_attach to the loader's cache %s (its memory: %s)",
+			    (unsigned)shmkv_header(db_)->format_version, cache.c_str(),
+			    attach_memory().c_str());
+	}
+
+	// where the attached image lives, from this process's mappings: a
+	// hugetlbfs file shows as KernelPageSize 2048 kB in smaps
+	static std::string attach_memory()
+	{
+		FILE *f = std::fopen("/proc/self/smaps", "r");
+		std::string out = "unknown";
+		char line[512], cur[512] = "";
+		while (f && std::fgets(line, sizeof line, f)) {
+			unsigned long kps;
+			if (std::strchr(line, '-') && std::strstr(line, ".shmkv"))
+				std::snprintf(cur, sizeof cur, "%s", line);
+			else if (cur[0] && std::sscanf(line, "KernelPageSize: %lu kB", &kps) == 1) {
+				out = fmt("%lu KiB pages", kps);
+				cur[0] = 0;
+			}
+		}
+		if (f)
+			std::fclose(f);
+		return out;
+	}
+
 	double load_factor_;
 	unsigned open_flags_;
 	Kind kind_;
-	unsigned format_; // 0: the builder's default
+	std::string attach_root_; // --attach
 	shmkv *db_ = nullptr;
 };
 
 class ShmkvBatchSystem final : public System {
 public:
-	ShmkvBatchSystem(const ShmkvSystem *img, std::unique_ptr<ShmkvSystem> own, unsigned format)
+	ShmkvBatchSystem(const ShmkvSystem *img, std::unique_ptr<ShmkvSystem> own)
 		: img_(img), own_(std::move(own))
 	{
-		name = format ? fmt("shmkv-batch-v%u", format) : "shmkv-batch";
+		name = "shmkv-batch";
 		if (own_)
 			img_ = own_.get();
 	}
@@ -298,8 +337,16 @@ private:
 
 class ShmkvReader final : public Reader {
 public:
-	ShmkvReader(const std::string &path, Kind kind) : kind_(kind)
+	// path: an image file, or attach:ROOT for cache kv_N of the loader at ROOT
+	ShmkvReader(const std::string &path, Kind kind, uint64_t n) : kind_(kind)
 	{
+		if (path.rfind("attach:", 0) == 0) {
+			std::string root = path.substr(7), cache = fmt("kv_%" PRIu64, n);
+			char why[256];
+			if (shmkv_attach_diag(root.c_str(), cache.c_str(), 0, &db_, why, sizeof why))
+				fail("shmkv_attach %s %s: %s", root.c_str(), cache.c_str(), why);
+			return;
+		}
 		int err = shmkv_open_file(path.c_str(), SHMKV_OPEN_POPULATE, &db_);
 		if (err)
 			fail("shmkv_open_file %s: %s", path.c_str(), shmkv_strerror(err));
@@ -317,26 +364,24 @@ private:
 
 } // namespace
 
-std::unique_ptr<System> make_shmkv(const Options &o, Kind kind, unsigned format)
+std::unique_ptr<System> make_shmkv(const Options &o, Kind kind)
 {
-	return std::make_unique<ShmkvSystem>(o.load_factor, o.hugepages, kind, format);
+	return std::make_unique<ShmkvSystem>(o.load_factor, o.hugepages, kind, o.attach);
 }
 
-// img: the shmkv system of the same format, when the run has it (phases.cc)
-std::unique_ptr<System> make_shmkv_batch(const Options &o, Kind kind, unsigned format,
-					 const System *img)
+// img: the shmkv system, when the run has it (phases.cc)
+std::unique_ptr<System> make_shmkv_batch(const Options &o, Kind kind, const System *img)
 {
 	auto *s = dynamic_cast<const ShmkvSystem *>(img);
 	if (s)
-		return std::make_unique<ShmkvBatchSystem>(s, nullptr, format);
+		return std::make_unique<ShmkvBatchSystem>(s, nullptr);
 	return std::make_unique<ShmkvBatchSystem>(
-		nullptr, std::make_unique<ShmkvSystem>(o.load_factor, o.hugepages, kind, format),
-		format);
+		nullptr, std::make_unique<ShmkvSystem>(o.load_factor, o.hugepages, kind, o.attach));
 }
 
-std::unique_ptr<Reader> open_shmkv_reader(const std::string &path, Kind kind)
+std::unique_ptr<Reader> open_shmkv_reader(const std::string &path, Kind kind, uint64_t n)
 {
-	return std::make_unique<ShmkvReader>(path, kind);
+	return std::make_unique<ShmkvReader>(path, kind, n);
 }
 
 } // namespace bench

@@ -12,20 +12,17 @@
 #ifndef SHMKV_BENCH_HAVE_CDB
 #error "meson.build defines SHMKV_BENCH_HAVE_CDB to 0 or 1"
 #endif
-#ifndef SHMKV_BENCH_HAVE_FORMAT
-#error "meson.build defines SHMKV_BENCH_HAVE_FORMAT to 0 or 1"
-#endif
 #ifndef SHMKV_BENCH_HAVE_AXON
 #error "meson.build defines SHMKV_BENCH_HAVE_AXON to 0 or 1"
 #endif
 
 namespace bench {
 
-std::unique_ptr<System> make_shmkv(const Options &o, Kind kind, unsigned format);
-std::unique_ptr<System> make_shmkv_batch(const Options &o, Kind kind, unsigned format,
+std::unique_ptr<System> make_shmkv(const Options &o, Kind kind);
+std::unique_ptr<System> make_shmkv_batch(const Options &o, Kind kind,
 					 const System *img);
 std::unique_ptr<System> make_map(const std::string &name, Kind kind);
-std::unique_ptr<Reader> open_shmkv_reader(const std::string &path, Kind kind);
+std::unique_ptr<Reader> open_shmkv_reader(const std::string &path, Kind kind, uint64_t n);
 #if SHMKV_BENCH_HAVE_LMDB
 std::unique_ptr<System> make_lmdb(Kind kind);
 std::unique_ptr<Reader> open_lmdb_reader(const std::string &path, Kind kind);
@@ -41,33 +38,22 @@ std::unique_ptr<System> make_axon(Kind kind); // sys_axon.cc, -Daxoncache=DIR
 
 std::vector<std::string> all_systems()
 {
-	return {"shmkv",	  "shmkv-batch",    "absl",	      "std",
-		"lmdb",		  "cdb",	    "axoncache",      "shmkv-v1",
-		"shmkv-v2",	  "shmkv-batch-v1", "shmkv-batch-v2"};
-}
-
-unsigned shmkv_format_of(const std::string &name)
-{
-	size_t n = name.size();
-	if (n > 3 && name.compare(n - 3, 2, "-v") == 0 && (name[n - 1] == '1' || name[n - 1] == '2'))
-		return (unsigned)(name[n - 1] - '0');
-	return 0;
+	return {"shmkv", "shmkv-batch", "absl", "std", "lmdb", "cdb", "axoncache"};
 }
 
 bool is_shmkv(const std::string &name)
 {
-	return name == "shmkv" || name == "shmkv-v1" || name == "shmkv-v2";
+	return name == "shmkv";
 }
 
 bool is_shmkv_batch(const std::string &name)
 {
-	return name == "shmkv-batch" || name == "shmkv-batch-v1" || name == "shmkv-batch-v2";
+	return name == "shmkv-batch";
 }
 
-std::string shmkv_image_system(const std::string &batch_name)
+std::string shmkv_image_system(const std::string &)
 {
-	unsigned f = shmkv_format_of(batch_name);
-	return f ? fmt("shmkv-v%u", f) : "shmkv";
+	return "shmkv";
 }
 
 bool system_available(const std::string &name)
@@ -78,8 +64,6 @@ bool system_available(const std::string &name)
 		return SHMKV_BENCH_HAVE_CDB;
 	if (name == "axoncache")
 		return SHMKV_BENCH_HAVE_AXON;
-	if (shmkv_format_of(name)) // the builder's format option (meson.build)
-		return SHMKV_BENCH_HAVE_FORMAT;
 	return true;
 }
 
@@ -97,9 +81,9 @@ std::unique_ptr<System> make_system(const std::string &name, const Options &o, K
 				    const System *shmkv_image)
 {
 	if (is_shmkv(name))
-		return make_shmkv(o, kind, shmkv_format_of(name));
+		return make_shmkv(o, kind);
 	if (is_shmkv_batch(name))
-		return make_shmkv_batch(o, kind, shmkv_format_of(name), shmkv_image);
+		return make_shmkv_batch(o, kind, shmkv_image);
 	if (name == "absl" || name == "std")
 		return make_map(name, kind);
 #if SHMKV_BENCH_HAVE_LMDB
@@ -117,10 +101,11 @@ std::unique_ptr<System> make_system(const std::string &name, const Options &o, K
 	return nullptr;
 }
 
-std::unique_ptr<Reader> open_reader(const std::string &system, const std::string &path, Kind kind)
+std::unique_ptr<Reader> open_reader(const std::string &system, const std::string &path, Kind kind,
+				    uint64_t n)
 {
 	if (is_shmkv(system))
-		return open_shmkv_reader(path, kind);
+		return open_shmkv_reader(path, kind, n);
 #if SHMKV_BENCH_HAVE_LMDB
 	if (system == "lmdb")
 		return open_lmdb_reader(path, kind);

@@ -3,7 +3,7 @@
 //
 // Why: a buffered write() copies every byte into the page cache on the
 // calling thread, under the file's lock, so a build wrote its image on one
-// core however many rendered it (issue 14 §1; builder/README.md "Threads").
+// core however many rendered it (builder/README.md "Threads").
 // With O_DIRECT the threads that render a block write it from their own
 // buffer at its offset: no copy, and the fsync that follows has nothing left
 // to write back. Where the file system refuses O_DIRECT (tmpfs before 6.6,

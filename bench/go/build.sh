@@ -1,10 +1,20 @@
 #!/bin/sh
-# Builds ./compare against AxonCache's checkout at $AXONCACHE (a git clone of
-# github.com/AppLovin/AxonCache; its Go package compiles AxonCache.cpp through
-# cgo, so no CMake build of it is needed) and this tree's go/. README.md.
+# Builds the driver (README.md) into $OUT (default ./compare): this tree's
+# go/ reader against a Go map, and against AxonCache's Go binding when
+# AXONCACHE names a checkout of it (its Go package compiles AxonCache.cpp
+# through cgo, so no CMake build of it is needed; -tags axon). Without
+# AXONCACHE, ./axoncache links to an empty module of that name, so that
+# go.mod's replace resolves, and the axon system is left out.
 set -eu
-: "${AXONCACHE:?set AXONCACHE to the AxonCache checkout}"
 cd "$(dirname "$0")"
-[ -f "$AXONCACHE/axoncache.go" ] || { echo "build.sh: no axoncache.go in $AXONCACHE" >&2; exit 1; }
-ln -sfn "$AXONCACHE" axoncache # go.mod: replace github.com/AppLovin/AxonCache => ./axoncache
-exec go build -o compare .
+out=${OUT:-compare}
+if [ -n "${AXONCACHE:-}" ]; then
+	[ -f "$AXONCACHE/axoncache.go" ] || { echo "build.sh: no axoncache.go in $AXONCACHE" >&2; exit 1; }
+	ln -sfn "$AXONCACHE" axoncache # go.mod: replace github.com/AppLovin/AxonCache => ./axoncache
+	exec go build -tags axon -o "$out" .
+fi
+stub=${TMPDIR:-/tmp}/shmkv-bench-go-noaxon
+mkdir -p "$stub"
+printf 'module github.com/AppLovin/AxonCache\n\ngo 1.21\n' > "$stub/go.mod"
+ln -sfn "$stub" axoncache
+exec go build -o "$out" .

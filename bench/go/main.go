@@ -12,19 +12,18 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
 
-	axoncache "github.com/AppLovin/AxonCache"
 	"golang.org/x/sys/unix"
 
 	shmkv "github.com/shmkv/shmkv/go"
@@ -35,6 +34,9 @@ const streamKeys = 1 << 20 // each stream cycles through this many random keys
 var (
 	n        = flag.Int("n", 1_000_000, "keys: key_N -> val_N for N in [0, n)")
 	img      = flag.String("img", "", "the shmkv image of those keys (shmctl image build)")
+	attach   = flag.String("attach", "", "instead of -img: attach to this cache of the loader at -root")
+	root     = flag.String("root", "", "the loader's root for -attach")
+	jsonOut  = flag.String("json", "", "also write every round's figures here as JSON")
 	axDir    = flag.String("axdir", "", "AxonCache's directory: its cache of those keys, written there first if absent")
 	huge     = flag.Bool("hugepages", false, "open the shmkv image with HugePages (an image on tmpfs)")
 	rounds   = flag.Int("rounds", 5, "rounds")
@@ -61,8 +63,8 @@ type system struct {
 }
 
 func run() error {
-	if *img == "" || (strings.Contains(*systems, "axon") && *axDir == "") {
-		return errors.New("-img, and -axdir for axon, are required")
+	if (*img == "") == (*attach == "") || (strings.Contains(*systems, "axon") && *axDir == "") {
+		return errors.New("-img or -attach (one of them), and -axdir for axon, are required")
 	}
 	runtime.LockOSThread() // thread CPU time is this thread's
 	hits, misses := randomKeys(*n, false), randomKeys(*n, true)
@@ -160,6 +162,11 @@ func run() error {
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
 		fmt.Sscan(string(b), &load[0], &load[1], &load[2])
 	}
+	if *jsonOut != "" {
+		if err := writeJSON(*jsonOut, all, ns, load[0]); err != nil {
+			return err
+		}
+	}
 	fmt.Printf("# medians of %d rounds, cpu-ns a lookup (min-max); load at the end %.2f\n", *rounds, load[0])
 	for sti, stream := range []string{"hit", "miss"} {
 		for i, s := range all {
@@ -178,6 +185,34 @@ func run() error {
 }
 
 // sizeName: 1000000 -> 1M, 10000000 -> 10M, else the number.
+// writeJSON: every system and stream's rounds, ns of thread CPU time a
+// lookup, for bench/peers
+func writeJSON(path string, all []system, ns [2][][]float64, load float64) error {
+	type row struct {
+		System string    `json:"system"`
+		Stream string    `json:"stream"`
+		NS     []float64 `json:"ns"`
+	}
+	out := struct {
+		Keys      int     `json:"keys"`
+		HugePages bool    `json:"hugepages"`
+		Attach    string  `json:"attach,omitempty"`
+		Go        string  `json:"go"`
+		LoadEnd   float64 `json:"load_end"`
+		Rows      []row   `json:"rows"`
+	}{Keys: *n, HugePages: *huge, Attach: *attach, Go: runtime.Version(), LoadEnd: load}
+	for sti, stream := range []string{"hit", "miss"} {
+		for i, s := range all {
+			out.Rows = append(out.Rows, row{s.name, stream, ns[sti][i]})
+		}
+	}
+	b, err := json.MarshalIndent(out, "", " ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
 func sizeName(n int) string {
 	if n%1_000_000 == 0 {
 		return fmt.Sprintf("%dM", n/1_000_000)
@@ -262,13 +297,25 @@ func shmkvSystem(which string) (system, error) {
 	if *huge {
 		flags |= shmkv.HugePages
 	}
-	im, err := shmkv.OpenFile(*img, flags)
-	if err != nil {
-		return system{}, err
-	}
-	v, err := im.Pin() // held for the process's life
-	if err != nil {
-		return system{}, err
+	var v *shmkv.View
+	if *attach != "" { // the loader's cache (its huge pages)
+		c, err := shmkv.Attach(*attach, *root)
+		if err != nil {
+			return system{}, err
+		}
+		v, err = c.Pin() // held for the process's life
+		if err != nil {
+			return system{}, err
+		}
+	} else {
+		im, err := shmkv.OpenFile(*img, flags)
+		if err != nil {
+			return system{}, err
+		}
+		v, err = im.Pin() // held for the process's life
+		if err != nil {
+			return system{}, err
+		}
 	}
 	if which == "batch" {
 		const batch = 64
@@ -298,66 +345,6 @@ func shmkvSystem(which string) (system, error) {
 				return 0, fmt.Errorf("key %s: %v", keys[i&(streamKeys-1)], err)
 			}
 			s += len(val.Raw())
-		}
-		d := threadCPU() - t0
-		sink += s
-		return d, nil
-	}}, nil
-}
-
-// axonSystem opens AxonCache's cache of key_N -> val_N in dir, first
-// writing it there with its writer as its own Go benchmark does
-// (cmd/benchmark.go: cache type 5, 2 key slots a key, renamed with a
-// timestamp file), then reading it with memory preloaded.
-func axonSystem(n int, dir string) (system, error) {
-	const task = "bench_cache"
-	if _, err := os.Stat(filepath.Join(dir, task+".cache.timestamp.latest")); err != nil {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return system{}, err
-		}
-		w, err := axoncache.NewCacheWriter(&axoncache.CacheWriterOptions{
-			TaskName:              task,
-			DestinationFolder:     dir,
-			NumberOfKeySlots:      uint64(2 * n),
-			GenerateTimestampFile: true,
-			RenameCacheFile:       true,
-			CacheType:             5,
-		})
-		if err != nil {
-			return system{}, err
-		}
-		for i := 0; i < n; i++ {
-			if err := w.InsertKey([]byte(fmt.Sprintf("key_%d", i)), []byte(fmt.Sprintf("val_%d", i)), 0); err != nil {
-				return system{}, err
-			}
-		}
-		if err, _ := w.FinishCacheCreation(); err != nil {
-			return system{}, err
-		}
-		w.Delete()
-		fmt.Fprintf(os.Stderr, "wrote AxonCache's cache of %d keys in %s\n", n, dir)
-	}
-	r, err := axoncache.NewCacheReader(&axoncache.CacheReaderOptions{
-		TaskName:               task,
-		DestinationFolder:      dir,
-		IsPreloadMemoryEnabled: true,
-		UpdatePeriod:           time.Hour,
-	})
-	if err != nil {
-		return system{}, err
-	}
-	if v, err := r.GetKey("key_0"); err != nil || v != "val_0" {
-		return system{}, fmt.Errorf("AxonCache: key_0 -> %q, %v", v, err)
-	}
-	return system{"axon", func(keys []string, hit bool, count int) (time.Duration, error) {
-		s := 0
-		t0 := threadCPU()
-		for i := 0; i < count; i++ {
-			v, err := r.GetKey(keys[i&(streamKeys-1)])
-			if (err == nil) != hit {
-				return 0, fmt.Errorf("key %s: %v", keys[i&(streamKeys-1)], err)
-			}
-			s += len(v)
 		}
 		d := threadCPU() - t0
 		sink += s

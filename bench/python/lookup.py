@@ -1,7 +1,6 @@
 #!/usr/bin/env python3
 """bench/python/lookup.py - shmkv's Python reads against a dict and
-AxonCache's Python module (bench/README.md, "Python"; figures in
-bench/RESULTS.md).
+AxonCache's Python module (bench/README.md; bench/peers runs it).
 
 Data: N records key_%d -> val_%d. Streams of --lookups keys, uniform over
 [0, N) (hits) and over [N, 2N) (misses), made before any timing: str objects
@@ -23,8 +22,15 @@ and caught (KeyError; AxonCache's NotFoundError), for the literal "cache[k]
 on a missing key" against AxonCache's get_key on one.
 
 Usage: lookup.py --keys 1000000 [--lookups 1000000] [--rounds 7]
-                 [--dir DIR | --work DIR [--build-only]] [--axon] [--hugepages]
-                 [--systems dict,shmkv,...] [--raising]
+                 [--dir DIR | --work DIR [--build-only] | --image PATH |
+                  --attach NAME --root DIR] [--axon [--axon-dir DIR]] [--hugepages]
+                 [--systems dict,shmkv,...] [--raising] [--json FILE]
+
+--image PATH reads that image (key_N -> val_N, N < --keys) instead of
+building one; --attach NAME --root DIR reads cache NAME of the shmkv-loader
+serving DIR (its memory: hugetlb pages where it has them). --axon-dir DIR:
+where AxonCache's cache is written (made there when absent). --json FILE
+also writes every round's figure there.
 
 --work DIR keeps the images in DIR (made there when absent: bench.shmkv, and
 AxonCache's bench_cache.TS.cache with --axon), so that a timed run under a
@@ -101,6 +107,11 @@ def main():
                     help="keep the images in this directory, made there when absent")
     ap.add_argument("--build-only", action="store_true",
                     help="with --work: make the images, time nothing")
+    ap.add_argument("--image", default=None, help="read this image, built elsewhere")
+    ap.add_argument("--attach", default=None, help="read this cache of a loader (--root)")
+    ap.add_argument("--root", default=None, help="the loader's root, with --attach")
+    ap.add_argument("--axon-dir", default=None, help="AxonCache's cache directory")
+    ap.add_argument("--json", default=None, help="also write the rounds' figures here")
     ap.add_argument("--raising", action="store_true",
                     help="also time the hit call on absent keys, raising (a tenth of the misses)")
     a = ap.parse_args()
@@ -112,22 +123,27 @@ def main():
     else:
         work = tempfile.mkdtemp(prefix="shmkv-pybench-", dir=a.dir)
     rnd = random.Random(1)
-    path = os.path.join(work, "bench.shmkv")
+    path = a.image or os.path.join(work, "bench.shmkv")
     print(f"# keys {n}, lookups {m}, rounds {a.rounds}, python {sys.version.split()[0]}, "
           f"shmkv vector {shmkv.VECTOR}", flush=True)
-    if not (a.work and os.path.exists(path)):
+    if not (a.image or a.attach or (a.work and os.path.exists(path))):
         print(f"# build shmkv {build_shmkv(n, path):.1f} s", flush=True)
     axon = None
     if "axoncache" in systems:
-        made = glob.glob(os.path.join(work, "bench_cache.*.cache")) if a.work else []
+        adir = a.axon_dir or work
+        os.makedirs(adir, exist_ok=True)
+        made = glob.glob(os.path.join(adir, "bench_cache.*.cache")) if a.work or a.axon_dir else []
         if made:
-            axon = open_axon(work, os.path.basename(made[0]).split(".")[1])
+            axon = open_axon(adir, os.path.basename(made[0]).split(".")[1])
         else:
-            axon, took = build_axon(n, work)
+            axon, took = build_axon(n, adir)
             print(f"# build axoncache {took:.1f} s", flush=True)
     if a.build_only:
         return
-    cache = shmkv.open(path, populate=True, hugepages=a.hugepages)
+    if a.attach:
+        cache = shmkv.attach(a.attach, a.root)
+    else:
+        cache = shmkv.open(path, populate=True, hugepages=a.hugepages)
     if len(cache) != n:
         sys.exit(f"lookup.py: {path} holds {len(cache)} keys, not --keys {n}")
     d = {f"key_{i}": f"val_{i}" for i in range(n)} if "dict" in systems else None
@@ -247,6 +263,13 @@ def main():
                   f"{med[('shmkv', what)] / med[('axoncache', what)]:.2f}x")
         # absent keys, membership against membership: k in cache / contains_key
         print(f"# shmkv/axoncache in: {med[('shmkv', 'in')] / med[('axoncache', 'miss')]:.2f}x")
+    if a.json:
+        import json
+        with open(a.json, "w") as f:
+            json.dump({"keys": n, "python": sys.version.split()[0],
+                       "load_end": os.getloadavg()[0],
+                       "rows": [{"system": s, "stream": what, "ns": v}
+                                for (s, what), v in res.items()]}, f, indent=1)
     cache.close()
     if not a.work:
         import shutil

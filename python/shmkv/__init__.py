@@ -19,16 +19,16 @@ python/README.md has the whole story: types, generations, threads, Spark.
 """
 from __future__ import annotations
 
-import datetime
 import os
-from typing import Any, Iterable, Sequence
+from collections.abc import ItemsView, Iterable, Iterator, KeysView, Mapping, Sequence, \
+    ValuesView
+from typing import Any
 
 from ._shmkv import (  # noqa: F401  (re-exported)
     DEFAULT_SEED,
     VECTOR,
     Array,
     BuildError,
-    Cache,
     CacheIterator,
     CacheNotFound,
     CorruptImage,
@@ -46,120 +46,163 @@ from ._shmkv import (  # noqa: F401  (re-exported)
     part_of,
 )
 from . import _shmkv
+from ._options import BuildOptions, FileOptions, JoinOptions, describe, options
 
 __all__ = [
     "DEFAULT_SEED", "VECTOR", "Array", "Cache", "CacheIterator",
     "Error", "NotFound", "TypeMismatch", "KeyTooLong", "CorruptImage", "VersionMismatch",
     "CacheNotFound", "Unavailable", "StaleCache", "BuildError", "DuplicateKey", "OSFailure",
-    "open", "attach", "build", "build_file", "join", "part_of", "get_array",
-    "RefreshEvery",
+    "open", "attach", "build", "build_file", "join", "upgrade", "part_of", "get_array",
+    "RefreshEvery", "BuildOptions", "FileOptions", "JoinOptions",
 ]
 __version__ = "0.1.0"
 
 
+class _Keys(KeysView):  # type: ignore[type-arg]
+    """cache.keys(): a set-like view (len, in, set operations) iterating the
+    image's keys in one pass."""
+    __slots__ = ()
+
+    def __iter__(self) -> Iterator[Any]:
+        return self._mapping._keys()  # type: ignore[no-any-return]
 
 
+class _Values(ValuesView):  # type: ignore[type-arg]
+    """cache.values(): a view iterating the values in one pass."""
+    __slots__ = ()
 
-def build(path: str | os.PathLike[str], records: Iterable[Any], *,
-          name: str | None = None, seed: int | None = None, created: int | None = None,
-          buckets: int | None = None, load_factor: float | None = None,
-          dedup: bool | None = None, on_duplicate: str = "error",
-          type: str | None = None, lossy_f32: bool = False, threads: int = 0,
-          memory_limit: int | None = None, tmpdir: str | None = None,
-          part: tuple[int, int] | None = None, filter_part: bool = False,
-          format: int | None = None,
-          expires: int | datetime.datetime | None = None) -> dict[str, Any]:
-    """Builds an image at path from records; returns the build's statistics.
+    def __iter__(self) -> Iterator[Any]:
+        return self._mapping._values()  # type: ignore[no-any-return]
+
+
+class _Items(ItemsView):  # type: ignore[type-arg]
+    """cache.items(): a set-like view of (key, value) pairs, read in one
+    pass (never a lookup per key: an entry expiring meanwhile cannot make
+    it fail half-way)."""
+    __slots__ = ()
+
+    def __iter__(self) -> Iterator[Any]:
+        return self._mapping._items()  # type: ignore[no-any-return]
+
+
+class Cache(_shmkv.Cache, Mapping):  # type: ignore[type-arg]
+    __doc__ = _shmkv.Cache.__doc__
+    __slots__ = ()
+
+    def keys(self) -> _Keys:
+        """A view of the keys, in image order: str (UTF-8), or bytes for a
+        key that is not UTF-8; expired entries are not in it."""
+        return _Keys(self)
+
+    def values(self) -> _Values:
+        """A view of the values, in image order."""
+        return _Values(self)
+
+    def items(self) -> _Items:
+        """A view of the (key, value) pairs, in image order."""
+        return _Items(self)
+
+
+_shmkv._set_cache_class(Cache)
+
+
+def build(path: str | os.PathLike[str], records: Iterable[Any],
+          **kw: Any) -> dict[str, Any]:
+    return _shmkv._build(path, records, **options(BuildOptions, kw, "build"))
+
+
+build.__doc__ = """Builds an image at path from records; returns the build's statistics.
 
     records: any iterable of (key, value) pairs, (key, value, type) triples,
     (key, value, type, expires) quadruples (type may be None) or dicts
     {"key": ..., "value": ..., "type": ..., "expires": ...} ("type" and
-    "expires" optional), as the JSONL records of `shmctl image build`. Keys are str (stored as UTF-8) or
-    bytes-like. Without a type, a value's Python type picks it: str -> string,
-    bytes-like -> bytes, bool -> bool, int -> i64, float -> f64, a list of str
-    -> strlist, of int -> i64list, of numbers with a float -> f64list, a
-    float32/float64/int64 array (numpy, array.array) -> f32list/f64list/i64list.
-    A type ("f32list", "i64", ...) converts without loss, else raises
-    (lossy_f32=True rounds to f32). type= gives one type to every record.
+    "expires" optional), as the JSONL records of `shmctl image build`. Keys
+    are str (stored as UTF-8) or bytes-like. Without a type, a value's
+    Python type picks it: str -> string, bytes-like -> bytes, bool -> bool,
+    int -> i64, float -> f64, a list of str -> strlist, of int -> i64list, of
+    numbers with a float -> f64list, a float32/float64/int64 array (numpy,
+    array.array) -> f32list/f64list/i64list. A type ("f32list", "i64", ...)
+    converts without loss, else raises (lossy_f32=True rounds to f32).
 
-    The options are `shmctl image build`'s: name, seed, created (unix time;
-    SOURCE_DATE_EPOCH or now by default), buckets or load_factor, dedup,
-    on_duplicate ("error", "first", "last"), threads (0: every CPU),
-    memory_limit (bytes; None: half of the available memory, 0: none; above
-    it the build spills to tmpdir), part=(k, n) with buckets (a fragment
-    for join(); filter_part=True skips other parts' records instead of
-    refusing them). The same records and options give the same bytes as
-    `shmctl image build`.
+    Expiry (lib/FORMAT.md §17.6): from that second on a reader treats the
+    entry as absent. A record's own expiry (the fourth item, or the dict's
+    "expires"; None: never) wins over expires=, the expiry of every record
+    that gives none. A time is int Unix seconds or an aware datetime (a
+    fraction of a second rounds up); a naive datetime or a time outside
+    1970-01-01T00:00:01Z..2106-02-07T06:28:15Z raise (BuildError naming the
+    record, or ValueError for expires=).
 
-    format: the image format version, 1 or 2 (None: the builder's default,
-    2). format=1 is for fleets whose readers are older than format 2 (they
-    refuse a format 2 image; lib/FORMAT.md §15: upgrade readers first, then
-    builders). Only format 2 holds expiry times.
+    The same records and options give the same bytes as `shmctl image
+    build`. The image is written atomically (a temporary renamed over
+    path). A bad record raises BuildError (a ValueError) naming it ("record
+    #8 (index 7)") and why, with .index set; DuplicateKey for a repeated key;
+    nothing is left at path. The GIL is released while the image is laid out
+    and written.
 
-    Expiry (format 2 only, lib/FORMAT.md §17.6): from that second on a
-    reader treats the entry as absent. A record's own expiry (the fourth
-    item, or the dict's "expires"; None: never) wins over expires=, the
-    expiry of every record that gives none. A time is int Unix seconds or
-    an aware datetime (a fraction of a second rounds up); a naive datetime,
-    a time outside 1970-01-01T00:00:01Z..2106-02-07T06:28:15Z, another type,
-    or an expiry with format 1 raise (BuildError naming the record, or
-    ValueError for expires=).
-
-    The image is written atomically (a temporary renamed over path). A bad
-    record raises BuildError (a ValueError) naming it ("record #8 (index 7)")
-    and why, with .index set; DuplicateKey for a repeated key; nothing is left
-    at path. The GIL is released while the image is laid out and written.
-    """
-    opts = dict(name=name, seed=seed, created=created, buckets=buckets,
-                load_factor=load_factor, dedup=dedup, on_duplicate=on_duplicate, type=type,
-                lossy_f32=lossy_f32, threads=threads, memory_limit=memory_limit,
-                tmpdir=tmpdir, part=part, filter_part=filter_part or None, format=format,
-                expires=expires)
-    return _shmkv._build(path, records, **opts)
+    Options (keywords; a type checker knows them as BuildOptions):
+""" + describe(BuildOptions)
 
 
 def build_file(path: str | os.PathLike[str],
                inputs: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], *,
-               format: str | int | tuple[str, int] | None = None,
-               **options: Any) -> dict[str, Any]:
-    """Builds an image at path from JSONL or TSV files, as `shmctl image build`.
-
-    inputs: one path or a list of them ("-" is standard input). format, as
-    `shmctl image build --format`: the input's, "jsonl" or "tsv" (None: TSV
-    for names ending in .tsv, else JSONL), or the image format version, 1 or
-    2 (None: a JSONL meta line's, else build()'s default), or both as a
-    tuple, ("tsv", 2). The options are build()'s, but not expires=:
-    records carry their own expiry (format 2), JSONL as "expires" (RFC 3339
-    or Unix seconds), TSV as a third column with tsv_expires=True
-    (key<TAB>value<TAB>expires, empty: none). type= is the value type of TSV
-    input (default string). Errors name the file, the line, the key and
-    why. The GIL is released while files are read and the image written.
-    """
-    fmts = format if isinstance(format, tuple) else (format,)
-    inp = [f for f in fmts if f is not None and not isinstance(f, int)]
-    ver = [f for f in fmts if isinstance(f, int) and not isinstance(f, bool)]
-    if len(inp) > 1 or len(ver) > 1 or len(inp) + len(ver) != len(
-            [f for f in fmts if f is not None]):
-        raise ValueError(f"format {format!r}: expected 'jsonl' or 'tsv', 1 or 2, or one of "
-                         "each as a tuple")
-    if ver:
-        options["format"] = ver[0]
-    return _shmkv._build_file(path, inputs, inp[0] if inp else None, **options)
+               format: str | None = None, **kw: Any) -> dict[str, Any]:
+    if format is not None and format not in ("jsonl", "tsv"):
+        why = (": the image format version is no longer an option (the builder writes "
+               "format 2 only)") if isinstance(format, int) else ""
+        raise ValueError(f"build_file(): format={format!r}: expected 'jsonl' or 'tsv'{why}")
+    if isinstance(inputs, (str, os.PathLike)):
+        inputs = [inputs]
+    return _shmkv._build_file(path, [os.fspath(i) for i in inputs], format,
+                              **options(FileOptions, kw, "build_file"))
 
 
-def join(out: str | os.PathLike[str], fragments: Sequence[str | os.PathLike[str]], *,
-         threads: int = 0, memory_limit: int | None = None,
-         tmpdir: str | None = None) -> dict[str, Any]:
-    """Joins the fragments of a partitioned build (given in part order 1..n)
+build_file.__doc__ = """Builds an image at path from JSONL or TSV files, as `shmctl image build`.
+
+    inputs: one path or a list of them ("-" is standard input). format: the
+    inputs' format, "jsonl" or "tsv" (None: TSV for names ending in .tsv,
+    else JSONL). Records carry their own expiry: JSONL as "expires" (RFC 3339
+    or Unix seconds), TSV as a third column with tsv_expires=True. Errors
+    name the file, the line, the key and why. The GIL is released while
+    files are read and the image written.
+
+    Options (keywords; a type checker knows them as FileOptions):
+""" + describe(FileOptions)
+
+
+def join(out: str | os.PathLike[str], fragments: Sequence[str | os.PathLike[str]],
+         **kw: Any) -> dict[str, Any]:
+    return _shmkv._join(out, [os.fspath(f) for f in fragments],
+                        **options(JoinOptions, kw, "join"))
+
+
+join.__doc__ = """Joins the fragments of a partitioned build (given in part order 1..n)
     into one image at out, byte-identical to a single build of all their
     records, as `shmctl image join`. Every fragment is verified, must agree
-    with the first on buckets, seed, created, name, dedup and format version,
-    and may hold only keys of its own part; else BuildError/CorruptImage
-    naming it. The image has the fragments' format (1 or 2, as built with
-    build(format=...)) and keeps their expiry times. The GIL is released
-    throughout."""
-    return _shmkv._join(out, [os.fspath(f) for f in fragments], threads=threads,
-                        memory_limit=memory_limit, tmpdir=tmpdir)
+    with the first on buckets, seed, created, name and dedup, and may hold
+    only keys of its own part; else BuildError/CorruptImage naming it. The
+    image keeps the fragments' expiry times. The GIL is released
+    throughout.
+
+    Options (keywords; a type checker knows them as JoinOptions):
+""" + describe(JoinOptions)
+
+
+def upgrade(old: str | os.PathLike[str], new: str | os.PathLike[str],
+            **kw: Any) -> dict[str, Any]:
+    return _shmkv._upgrade(old, new, **options(JoinOptions, kw, "upgrade"))
+
+
+upgrade.__doc__ = """Converts the format 1 image old into new: the format 2 image a fresh
+    build of its records gives, byte for byte, as `shmctl image upgrade OLD
+    -o NEW`; returns the build's statistics. Format 1 is retired (lib/FORMAT.md
+    §15): this reader refuses a format 1 image (VersionMismatch), and this is
+    the way to convert one. old is verified whole first: a damaged or forged
+    one raises CorruptImage naming it, one that is not format 1 (already
+    format 2) VersionMismatch saying so; new is written atomically, nothing
+    is left under it on an error. The GIL is released throughout.
+
+    Options (keywords; a type checker knows them as JoinOptions):
+""" + describe(JoinOptions)
 
 
 def get_array(cache: Cache, keys: Sequence[Any], dtype: Any = None,

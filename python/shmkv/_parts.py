@@ -9,6 +9,7 @@ import time
 from typing import Any, Iterable, NamedTuple
 
 import shmkv
+from shmkv._options import FragmentOptions, JoinOptions, options
 
 
 class Job(NamedTuple):
@@ -28,29 +29,32 @@ class Job(NamedTuple):
     def build(self, k: int, records: Iterable[Any]) -> str:
         """Builds part k's fragment of records (in their order); its path."""
         path = self.path(k)
-        shmkv.build(path, records, part=(k, self.n), **self.opts)
+        shmkv.build(path, records, part=(k, self.n), buckets=self.buckets, **self.opts)
         return path
 
 
-def job(parts: int, buckets: int, workdir: str, *, created: int | None, seed: int | None,
-        name: str | None, dedup: bool | None, on_duplicate: str, lossy_f32: bool,
-        threads: int, memory_limit: int | None, format: int | None = None) -> Job:
-    """The Job of build_dataframe's arguments; makes workdir."""
+def job(parts: int, buckets: int, workdir: str, given: dict[str, Any]) -> Job:
+    """The Job of build_dataframe's arguments (given: its FragmentOptions
+    keywords); makes workdir. A fragment's build runs one thread unless
+    threads says otherwise: an executor or a worker is one task of many."""
+    opts = options(FragmentOptions, {"threads": 1, **given}, "build_dataframe")
+    # fixed once on the driver: every fragment and the join agree on it
+    if opts["created"] is None:
+        opts["created"] = int(time.time())
     n, b = int(parts), int(buckets)
-    # fixed once on the driver: every fragment and the join agree on them
-    opts = dict(created=int(time.time()) if created is None else created, seed=seed,
-                name=name, dedup=dedup, on_duplicate=on_duplicate, lossy_f32=lossy_f32,
-                threads=threads, memory_limit=memory_limit, buckets=b, format=format)
     os.makedirs(workdir, exist_ok=True)
-    return Job(n, b, shmkv.DEFAULT_SEED if seed is None else seed, workdir, opts)
+    seed = shmkv.DEFAULT_SEED if opts["seed"] is None else opts["seed"]
+    return Job(n, b, seed, workdir, opts)
 
 
-def join(out: str, frags: list[str], *, memory_limit: int | None,
-         keep_fragments: bool) -> dict[str, Any]:
-    """shmkv.join of the fragments (parts 1..n in order), which are then
-    removed unless keep_fragments, whether the join worked or not."""
+def join(j: Job, out: str, frags: list[str], *, keep_fragments: bool) -> dict[str, Any]:
+    """shmkv.join of the fragments (parts 1..n in order) into out, with the
+    job's join options but threads (the join runs on the driver: every CPU
+    by default); the fragments are then removed unless keep_fragments,
+    whether the join worked or not."""
+    jo = {k: j.opts[k] for k in JoinOptions.__annotations__ if k != "threads"}
     try:
-        return shmkv.join(out, frags, memory_limit=memory_limit)
+        return shmkv.join(out, frags, **jo)
     finally:
         if not keep_fragments:
             for p in frags:

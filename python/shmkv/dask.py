@@ -18,32 +18,34 @@ before making the frame, or dask turns the lists into strings.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import shmkv
 from shmkv import _parts
+from shmkv._options import FragmentOptions, describe
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 
 def build_dataframe(ddf: Any, out: str, *, parts: int, buckets: int, workdir: str,
                     key: str = "key", value: str = "value", type: str | None = None,
-                    created: int | None = None, seed: int | None = None,
-                    name: str | None = None, dedup: bool | None = None,
-                    on_duplicate: str = "error", lossy_f32: bool = False,
-                    threads: int = 1, memory_limit: int | None = None,
-                    format: int | None = None, expires: str | None = None,
-                    keep_fragments: bool = False) -> dict[str, Any]:
+                    expires: str | None = None, keep_fragments: bool = False,
+                    **kw: Unpack[FragmentOptions]) -> dict[str, Any]:
     """Builds the image `out` from ddf's columns key, value (and type, a
     column of type names, and expires, a column of expiry times, if given) on
-    the workers; returns join()'s statistics. format is shmkv.build's (1 or
-    2; every fragment and so the joined image has it); the expires column
-    holds Unix seconds (int), aware datetimes (pandas Timestamps with a
-    zone) or None (never), and needs format 2 (the default)."""
+    the workers; returns join()'s statistics. The expires column holds Unix
+    seconds (int), aware datetimes (pandas Timestamps with a zone) or None
+    (never). keep_fragments=True leaves the fragments in workdir.
+
+    The other keywords are the options every fragment's shmkv.build and the
+    join share (FragmentOptions; created, when None, is fixed once on the
+    client; each fragment's build runs threads=1 unless told):
+    """
     import numpy as np
     import pandas as pd
 
-    j = _parts.job(parts, buckets, workdir, created=created, seed=seed, name=name,
-                   dedup=dedup, on_duplicate=on_duplicate, lossy_f32=lossy_f32,
-                   threads=threads, memory_limit=memory_limit, format=format)
+    j = _parts.job(parts, buckets, workdir, dict(kw))
     n = j.n
     cols = [key, value] + ([type] if type else []) + ([expires] if expires else [])
 
@@ -76,5 +78,8 @@ def build_dataframe(ddf: Any, out: str, *, parts: int, buckets: int, workdir: st
     for k in range(1, n + 1):  # parts without rows: empty fragments
         if k not in have:
             have[k] = j.build(k, [])
-    return _parts.join(out, [have[k] for k in range(1, n + 1)], memory_limit=memory_limit,
+    return _parts.join(j, out, [have[k] for k in range(1, n + 1)],
                        keep_fragments=keep_fragments)
+
+
+build_dataframe.__doc__ = (build_dataframe.__doc__ or "") + describe(FragmentOptions)

@@ -16,41 +16,43 @@ pyspark is imported by the caller; this module needs only the DataFrame.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import shmkv
 from shmkv import _parts
+from shmkv._options import FragmentOptions, describe
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 
 def build_dataframe(df: Any, out: str, *, parts: int, buckets: int, workdir: str,
                     key: str = "key", value: str = "value", type: str | None = None,
-                    created: int | None = None, seed: int | None = None,
-                    name: str | None = None, dedup: bool | None = None,
-                    on_duplicate: str = "error", lossy_f32: bool = False,
-                    threads: int = 1, memory_limit: int | None = None,
-                    format: int | None = None, expires: str | None = None,
-                    keep_fragments: bool = False) -> dict[str, Any]:
+                    expires: str | None = None, keep_fragments: bool = False,
+                    **kw: Unpack[FragmentOptions]) -> dict[str, Any]:
     """Builds the image `out` from df's columns key, value (and type, a column
     of type names, and expires, a column of expiry times, if given) on the
-    executors; returns join()'s statistics. format is shmkv.build's (1 or 2;
-    every fragment and so the joined image has it); the expires column
-    holds Unix seconds (int) or None (never), and needs format 2 (the default): Spark gives
-    TimestampType values as naive local datetimes, which shmkv.build refuses,
-    so convert such a column first (F.unix_timestamp(col) or
-    col.cast("long")). Also takes an RDD of (key, value), (key, value, type)
-    or (key, value, type, expires) tuples."""
+    executors; returns join()'s statistics. The expires column holds Unix
+    seconds (int) or None (never): Spark gives TimestampType values as naive
+    local datetimes, which shmkv.build refuses, so convert such a column
+    first (F.unix_timestamp(col) or col.cast("long")). Also takes an RDD of
+    (key, value), (key, value, type) or (key, value, type, expires) tuples.
+    keep_fragments=True leaves the fragments in workdir.
+
+    The other keywords are the options every fragment's shmkv.build and the
+    join share (FragmentOptions; created, when None, is fixed once on the
+    driver; each fragment's build runs threads=1 unless told):
+    """
     rdd = df.rdd if hasattr(df, "rdd") else df
-    j = _parts.job(parts, buckets, workdir, created=created, seed=seed, name=name,
-                   dedup=dedup, on_duplicate=on_duplicate, lossy_f32=lossy_f32,
-                   threads=threads, memory_limit=memory_limit, format=format)
+    j = _parts.job(parts, buckets, workdir, dict(kw))
     n, kcol, vcol, tcol, ecol = j.n, key, value, type, expires
 
-    def as_record(r: Any) -> tuple:
+    def as_record(r: Any) -> tuple[Any, ...]:
         if hasattr(r, "asDict"):
             return (r[kcol], r[vcol], r[tcol] if tcol else None, r[ecol] if ecol else None)
         return (r[0], r[1], r[2] if len(r) > 2 else None, r[3] if len(r) > 3 else None)
 
-    def keyed(pair: tuple) -> tuple:
+    def keyed(pair: tuple[Any, ...]) -> tuple[Any, ...]:
         rec, index = pair
         return ((j.part_of(rec[0]), index), rec)
 
@@ -64,5 +66,7 @@ def build_dataframe(df: Any, out: str, *, parts: int, buckets: int, workdir: str
     if [k for k, _ in frags] != list(range(1, n + 1)):
         raise shmkv.BuildError(f"spark: fragments {sorted(k for k, _ in frags)} came back, "
                                f"not 1..{n}")
-    return _parts.join(out, [p for _, p in frags], memory_limit=memory_limit,
-                       keep_fragments=keep_fragments)
+    return _parts.join(j, out, [p for _, p in frags], keep_fragments=keep_fragments)
+
+
+build_dataframe.__doc__ = (build_dataframe.__doc__ or "") + describe(FragmentOptions)

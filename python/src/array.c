@@ -168,6 +168,8 @@ static PyGetSetDef array_getset[] = {
 static PyMethodDef array_methods[] = {
 	{"tolist", (PyCFunction)array_tolist, METH_NOARGS,
 	 "tolist() -> list\n\nA copy as a Python list of float (f32list, f64list) or int (i64list)."},
+	{"__class_getitem__", Py_GenericAlias, METH_O | METH_CLASS,
+	 "Array[float] (f32list, f64list) and Array[int] (i64list), for annotations."},
 	{NULL, NULL, 0, NULL},
 };
 

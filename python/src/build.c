@@ -1,254 +1,8 @@
-/* build.c - shmkv.build, build_file, join and part_of over the builder's C
- * API (builder/shmkv_build.h): the same code as `shmctl image build`/`join`,
- * so the same records and options give the same bytes. */
-#include "shmkvpy.h"
-
-#include <datetime.h>
-#include <math.h>
-
-#include <shmkv_build.h>
-
-/* ---- options ---- */
-
-typedef struct {
-	shmkv_build_options o;
-	unsigned threads;
-	unsigned long long memory_limit; /* bytes; 0 none */
-	const char *tmpdir;
-	unsigned long long part_k, part_n;
-	int filter;
-	int type; /* default value type, 0: inferred */
-	int64_t expires; /* expires=: every record's expiry unless its own says; 0 none */
-} opts;
-
-/* An expiry given from Python as Unix seconds: an int (not a bool) or an
- * aware datetime (a naive one is refused: its zone would be a guess),
- * 1..SHMKV_BUILD_EXPIRES_MAX; None is 0 (never). A datetime with a
- * fraction of a second expires at the next whole second (the entry is
- * never served after the time given). Returns 0, or -1 with why filled
- * (why_len bytes) or, for a Python failure, an exception set and why "". */
-static int expiry_of(PyObject *x, int64_t *t, char *why, size_t why_len)
-{
-	*why = 0;
-	*t = 0;
-	if (x == Py_None)
-		return 0;
-	if (!PyDateTimeAPI) {
-		PyDateTime_IMPORT;
-		if (!PyDateTimeAPI)
-			return -1;
-	}
-	if (PyDateTime_Check(x)) {
-		PyObject *tz = PyObject_GetAttrString(x, "tzinfo"), *off = NULL;
-		if (tz && tz != Py_None)
-			off = PyObject_CallMethod(x, "utcoffset", NULL);
-		int naive = tz && (tz == Py_None || off == Py_None);
-		Py_XDECREF(tz);
-		Py_XDECREF(off);
-		if (PyErr_Occurred())
-			return -1;
-		if (naive) {
-			PyOS_snprintf(why, why_len, "expires: a naive datetime (no tzinfo): give an "
-				      "aware one, e.g. datetime(..., tzinfo=timezone.utc)");
-			return -1;
-		}
-		PyObject *ts = PyObject_CallMethod(x, "timestamp", NULL);
-		if (!ts)
-			return -1;
-		double d = PyFloat_AsDouble(ts);
-		Py_DECREF(ts);
-		if (d == -1.0 && PyErr_Occurred())
-			return -1;
-		d = ceil(d);
-		if (!(d >= 1 && d <= (double)SHMKV_BUILD_EXPIRES_MAX)) {
-			PyOS_snprintf(why, why_len, "expires: %.0f is outside 1970-01-01T00:00:01Z.."
-				      "2106-02-07T06:28:15Z (Unix seconds 1..%lld)", d,
-				      (long long)SHMKV_BUILD_EXPIRES_MAX);
-			return -1;
-		}
-		*t = (int64_t)d;
-		return 0;
-	}
-	if (!PyLong_Check(x) || PyBool_Check(x)) {
-		PyOS_snprintf(why, why_len, "expires: a %.60s: expected int Unix seconds, an aware "
-			      "datetime or None", Py_TYPE(x)->tp_name);
-		return -1;
-	}
-	int over = 0;
-	long long v = PyLong_AsLongLongAndOverflow(x, &over);
-	if (v == -1 && PyErr_Occurred())
-		return -1;
-	if (over || v < 1 || v > SHMKV_BUILD_EXPIRES_MAX) {
-		PyObject *r = PyObject_Repr(x);
-		PyOS_snprintf(why, why_len, "expires: %.40s is outside Unix seconds 1..%lld "
-			      "(1970-01-01T00:00:01Z..2106-02-07T06:28:15Z)",
-			      r ? PyUnicode_AsUTF8(r) : "?", (long long)SHMKV_BUILD_EXPIRES_MAX);
-		Py_XDECREF(r);
-		PyErr_Clear();
-		return -1;
-	}
-	*t = v;
-	return 0;
-}
-
-static int type_named(PyObject *name, int *type)
-{
-	const char *s = PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
-	if (s && !strcmp(s, "str"))
-		s = "string";
-	for (unsigned t = 1; s && t <= SHMKV_TYPE_MAX; t++)
-		if (!strcmp(s, shmkv_type_name(t))) {
-			*type = (int)t;
-			return 0;
-		}
-	PyErr_Format(PyExc_ValueError, "type %R: expected one of bytes, string (str), i64, bool, "
-		     "f64, f32list, f64list, i64list, strlist", name);
-	return -1;
-}
-
-/* kw of build()/build_file() to o; returns -1 with an exception set.
- * Over 120 lines on purpose: one flat case per keyword (18, each a few
- * lines reading one option and its range), then the three cross-option
- * rules; splitting the chain would scatter the keyword list the docstring
- * and the stub mirror. */
-static int parse_opts(PyObject *kw, opts *p)
-{
-	memset(p, 0, sizeof *p);
-	if (shmkv_build_options_init(&p->o) != 0) {
-		PyErr_SetString(PyExc_ValueError, "SOURCE_DATE_EPOCH is malformed");
-		return -1;
-	}
-	p->memory_limit = shmkv_build_default_memory_limit();
-	if (!kw)
-		return 0;
-	PyObject *k, *v;
-	Py_ssize_t pos = 0;
-	while (PyDict_Next(kw, &pos, &k, &v)) {
-		const char *n = PyUnicode_AsUTF8(k);
-		if (!n)
-			return -1;
-		if (v == Py_None && strcmp(n, "type"))
-			continue; /* the default */
-		if (!strcmp(n, "name")) {
-			Py_ssize_t len;
-			const char *s = PyUnicode_Check(v) ? PyUnicode_AsUTF8AndSize(v, &len) : NULL;
-			if (!s || len >= (Py_ssize_t)sizeof p->o.name) {
-				PyErr_Format(PyExc_ValueError, "name: a str of at most %zu bytes",
-					     sizeof p->o.name - 1);
-				return -1;
-			}
-			memcpy(p->o.name, s, (size_t)len + 1);
-			p->o.fixed |= SHMKV_OPT_NAME;
-		} else if (!strcmp(n, "seed")) {
-			p->o.seed = PyLong_AsUnsignedLongLong(v);
-			p->o.fixed |= SHMKV_OPT_SEED;
-		} else if (!strcmp(n, "created")) {
-			p->o.created = PyLong_AsLongLong(v);
-			p->o.fixed |= SHMKV_OPT_CREATED;
-		} else if (!strcmp(n, "buckets")) {
-			p->o.buckets = PyLong_AsUnsignedLongLong(v);
-			if (!PyErr_Occurred() && p->o.buckets < 1) {
-				PyErr_SetString(PyExc_ValueError, "buckets: expected at least 1");
-				return -1;
-			}
-			p->o.fixed |= SHMKV_OPT_BUCKETS;
-		} else if (!strcmp(n, "load_factor")) {
-			p->o.load_factor = PyFloat_AsDouble(v);
-			if (!PyErr_Occurred() && !(p->o.load_factor > 0 && p->o.load_factor <= 1)) {
-				PyErr_SetString(PyExc_ValueError, "load_factor: expected (0, 1]");
-				return -1;
-			}
-		} else if (!strcmp(n, "dedup")) {
-			p->o.dedup = PyObject_IsTrue(v);
-			p->o.fixed |= SHMKV_OPT_DEDUP;
-		} else if (!strcmp(n, "on_duplicate")) {
-			const char *s = PyUnicode_Check(v) ? PyUnicode_AsUTF8(v) : "";
-			if (s && !strcmp(s, "error"))
-				p->o.on_duplicate = SHMKV_DUP_ERROR;
-			else if (s && !strcmp(s, "first"))
-				p->o.on_duplicate = SHMKV_DUP_FIRST;
-			else if (s && !strcmp(s, "last"))
-				p->o.on_duplicate = SHMKV_DUP_LAST;
-			else {
-				PyErr_Format(PyExc_ValueError, "on_duplicate %R: expected 'error', "
-					     "'first' or 'last'", v);
-				return -1;
-			}
-		} else if (!strcmp(n, "lossy_f32")) {
-			p->o.lossy_f32 = PyObject_IsTrue(v);
-		} else if (!strcmp(n, "threads")) {
-			unsigned long t = PyLong_AsUnsignedLong(v);
-			if (!PyErr_Occurred() && t > 1024) {
-				PyErr_SetString(PyExc_ValueError, "threads: expected 0 (every CPU) to 1024");
-				return -1;
-			}
-			p->threads = (unsigned)t;
-		} else if (!strcmp(n, "memory_limit")) {
-			p->memory_limit = PyLong_AsUnsignedLongLong(v);
-			if (!PyErr_Occurred() && p->memory_limit && p->memory_limit < (1u << 20)) {
-				PyErr_SetString(PyExc_ValueError,
-						"memory_limit: expected 0 (none) or at least 1 MiB");
-				return -1;
-			}
-		} else if (!strcmp(n, "tmpdir")) {
-			p->tmpdir = PyUnicode_Check(v) ? PyUnicode_AsUTF8(v) : NULL;
-			if (!p->tmpdir && !PyErr_Occurred())
-				PyErr_SetString(PyExc_TypeError, "tmpdir: expected a str");
-		} else if (!strcmp(n, "part")) {
-			if (!PyArg_ParseTuple(v, "KK;part: expected (k, n) with 1 <= k <= n",
-					      &p->part_k, &p->part_n))
-				return -1;
-			if (p->part_k < 1 || p->part_k > p->part_n) {
-				PyErr_SetString(PyExc_ValueError, "part: expected (k, n) with 1 <= k <= n");
-				return -1;
-			}
-		} else if (!strcmp(n, "format")) {
-			unsigned long f = PyLong_Check(v) && !PyBool_Check(v) ? PyLong_AsUnsignedLong(v) : 0;
-			if (f != 1 && f != 2) {
-				PyErr_Clear();
-				PyErr_Format(PyExc_ValueError, "format %R: expected 1 or 2 (the image "
-					     "format version, lib/FORMAT.md section 15)", v);
-				return -1;
-			}
-			p->o.format = (unsigned)f;
-			p->o.fixed |= SHMKV_OPT_FORMAT;
-		} else if (!strcmp(n, "expires")) {
-			char why[200];
-			if (expiry_of(v, &p->expires, why, sizeof why) < 0) {
-				if (*why)
-					PyErr_SetString(PyExc_ValueError, why);
-				return -1;
-			}
-		} else if (!strcmp(n, "tsv_expires")) {
-			p->o.tsv_expires = PyObject_IsTrue(v);
-		} else if (!strcmp(n, "filter_part")) {
-			p->filter = PyObject_IsTrue(v);
-		} else if (!strcmp(n, "type")) {
-			if (v != Py_None && type_named(v, &p->type) < 0)
-				return -1;
-		} else {
-			PyErr_Format(PyExc_TypeError, "unexpected keyword argument %R", k);
-			return -1;
-		}
-		if (PyErr_Occurred())
-			return -1;
-	}
-	if (p->part_n && !(p->o.fixed & SHMKV_OPT_BUCKETS)) {
-		PyErr_SetString(PyExc_ValueError, "part needs buckets=B, the same for every part "
-				"and for the join");
-		return -1;
-	}
-	if (p->expires && p->o.format != 2) {
-		PyErr_SetString(PyExc_ValueError, "expires: only format 2 images hold expiry times "
-				"(format=2)");
-		return -1;
-	}
-	if (p->filter && !p->part_n) {
-		PyErr_SetString(PyExc_ValueError, "filter_part is for part=(k, n) builds");
-		return -1;
-	}
-	return 0;
-}
+/* build.c - shmkv.build, build_file, join, upgrade and part_of over the
+ * builder's C API (builder/shmkv_build.h): the same code as `shmctl image
+ * build`/`join`/`upgrade`, so the same records and options give the same
+ * bytes. */
+#include "options.h"
 
 static PyObject *build_error(shmkv_builder *b, int err, const char *what)
 {
@@ -256,7 +10,7 @@ static PyObject *build_error(shmkv_builder *b, int err, const char *what)
 	return shmkvpy_raise(err, what, *msg ? msg : NULL);
 }
 
-static shmkv_builder *new_builder(const opts *p, const char *out)
+static shmkv_builder *new_builder(const shmkvpy_opts *p, const char *out)
 {
 	shmkv_builder *b = NULL;
 	int err = shmkv_builder_new(&p->o, &b);
@@ -653,13 +407,13 @@ static int add_record(shmkv_builder *b, rec *r, PyObject *item, int dtype, int l
 			   Py_TYPE(item)->tp_name);
 	}
 	int type = dtype;
-	if (tname && tname != Py_None && type_named(tname, &type) < 0) {
+	if (tname && tname != Py_None && shmkvpy_type_named(tname, &type) < 0) {
 		PyErr_Clear();
 		return BAD("type %.40s is not a value type", PyUnicode_Check(tname)
 			   ? PyUnicode_AsUTF8(tname) : Py_TYPE(tname)->tp_name);
 	}
 	int64_t t = dexp;
-	if (exp && expiry_of(exp, &t, r->why, sizeof r->why) < 0)
+	if (exp && shmkvpy_expiry_of(exp, &t, r->why, sizeof r->why) < 0)
 		return *r->why ? -2 : -1;
 	if (t != *cur) { /* the builder's expiry is sticky: set it on a change only */
 		int e = shmkv_builder_set_expires(b, t);
@@ -694,8 +448,8 @@ PyObject *shmkvpy_build(PyObject *self, PyObject *args, PyObject *kw)
 	PyObject *pathobj, *records, *pathb;
 	if (!PyArg_ParseTuple(args, "OO:build", &pathobj, &records))
 		return NULL;
-	opts p;
-	if (parse_opts(kw, &p) < 0 || !PyUnicode_FSConverter(pathobj, &pathb))
+	shmkvpy_opts p;
+	if (shmkvpy_parse_opts(kw, &p) < 0 || !PyUnicode_FSConverter(pathobj, &pathb))
 		return NULL;
 	const char *out = PyBytes_AS_STRING(pathb);
 	PyObject *it = PyObject_GetIter(records), *result = NULL;
@@ -734,14 +488,9 @@ PyObject *shmkvpy_build_file(PyObject *self, PyObject *args, PyObject *kw)
 		PyErr_Format(PyExc_ValueError, "format %s: expected 'jsonl' or 'tsv'", fmt);
 		return NULL;
 	}
-	opts p;
-	if (parse_opts(kw, &p) < 0)
+	shmkvpy_opts p;
+	if (shmkvpy_parse_opts(kw, &p) < 0)
 		return NULL;
-	if (p.expires) {
-		PyErr_SetString(PyExc_TypeError, "build_file: expires= is build()'s; a file gives "
-				"each record's expiry (JSONL \"expires\", TSV with tsv_expires=True)");
-		return NULL;
-	}
 	if (!PyUnicode_FSConverter(pathobj, &pathb))
 		return NULL;
 	if (PyList_Check(inputs) || PyTuple_Check(inputs))
@@ -784,19 +533,26 @@ PyObject *shmkvpy_build_file(PyObject *self, PyObject *args, PyObject *kw)
 
 /* ---- join: shmkv_build_join() (builder/join.cc), as `shmctl image join` ---- */
 
+/* The join options (threads, memory_limit, tmpdir) of kw's build options;
+ * -1 with an exception set. jo->tmpdir points into kw. */
+static int join_options(PyObject *kw, shmkv_join_options *jo)
+{
+	shmkvpy_opts p;
+	if (shmkvpy_parse_opts(kw, &p) < 0)
+		return -1;
+	shmkv_join_options_init(jo);
+	jo->threads = p.threads;
+	jo->memory_limit = p.memory_limit;
+	jo->tmpdir = p.tmpdir;
+	return 0;
+}
+
 PyObject *shmkvpy_join(PyObject *self, PyObject *args, PyObject *kw)
 {
 	(void)self;
-	static char *names[] = {"out", "fragments", "threads", "memory_limit", "tmpdir", NULL};
-	PyObject *outobj, *frags, *outb, *limobj = Py_None;
+	PyObject *outobj, *frags, *outb;
 	shmkv_join_options jo;
-	shmkv_join_options_init(&jo);
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|$IOz:join", names, &outobj, &frags,
-					 &jo.threads, &limobj, &jo.tmpdir))
-		return NULL;
-	if (limobj != Py_None)
-		jo.memory_limit = PyLong_AsUnsignedLongLong(limobj);
-	if (PyErr_Occurred())
+	if (!PyArg_ParseTuple(args, "OO:join", &outobj, &frags) || join_options(kw, &jo) < 0)
 		return NULL;
 	PyObject *seq = PySequence_Fast(frags, "join: fragments must be a sequence of paths");
 	if (!seq)
@@ -839,6 +595,31 @@ PyObject *shmkvpy_join(PyObject *self, PyObject *args, PyObject *kw)
 	PyMem_Free(paths);
 	Py_DECREF(outb);
 	Py_DECREF(seq);
+	return result;
+}
+
+/* ---- upgrade: shmkv_build_upgrade() (builder/), as `shmctl image upgrade` ---- */
+
+PyObject *shmkvpy_upgrade(PyObject *self, PyObject *args, PyObject *kw)
+{
+	(void)self;
+	PyObject *oldobj, *newobj, *oldb = NULL, *newb = NULL, *result = NULL;
+	shmkv_join_options jo;
+	if (!PyArg_ParseTuple(args, "OO:upgrade", &oldobj, &newobj) || join_options(kw, &jo) < 0)
+		return NULL;
+	if (PyUnicode_FSConverter(oldobj, &oldb) && PyUnicode_FSConverter(newobj, &newb)) {
+		char why[2048] = "";
+		shmkv_build_stats st;
+		memset(&st, 0, sizeof st);
+		int err;
+		Py_BEGIN_ALLOW_THREADS
+		err = shmkv_build_upgrade(PyBytes_AS_STRING(newb), PyBytes_AS_STRING(oldb), &jo, &st,
+					  why, sizeof why);
+		Py_END_ALLOW_THREADS
+		result = err ? shmkvpy_raise(err, "upgrade", why) : stats_dict(&st);
+	}
+	Py_XDECREF(oldb);
+	Py_XDECREF(newb);
 	return result;
 }
 

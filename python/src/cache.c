@@ -2,8 +2,6 @@
  * loader-served cache (attach), its generations (Gen), and its iterators. */
 #include "shmkvpy.h"
 
-#include <time.h>
-
 /* ---- Gen: one mapped generation ---- */
 
 static void gen_dealloc(GenObject *g)
@@ -66,17 +64,53 @@ void shmkvpy_key_release(Py_buffer *view)
 		PyBuffer_Release(view);
 }
 
+/* A key (or the image's name) as Python sees it: str when it is UTF-8, else
+ * bytes (keys are bytes; most are text) */
+static PyObject *key_object(const void *k, size_t len)
+{
+	PyObject *s = PyUnicode_DecodeUTF8(k, (Py_ssize_t)len, "strict");
+	if (s || !PyErr_ExceptionMatches(PyExc_UnicodeDecodeError))
+		return s;
+	PyErr_Clear(); /* not UTF-8: the key as bytes */
+	return PyBytes_FromStringAndSize(k, (Py_ssize_t)len);
+}
+
+/* "key 'name'" for messages: the key's repr, cut at 80 characters (a key
+ * may be 65535 bytes long) */
+static void key_label(PyObject *key, char *buf, size_t len)
+{
+	PyObject *r = PyObject_Repr(key);
+	const char *s = r ? PyUnicode_AsUTF8(r) : NULL;
+	if (!s)
+		PyErr_Clear();
+	size_t n = s ? strlen(s) : 0;
+	PyOS_snprintf(buf, len, "key %.80s%s", s ? s : "?", n > 80 ? "..." : "");
+	Py_XDECREF(r);
+}
+
 static PyObject *corrupt_value(PyObject *key, const char *why)
 {
-	char what[160];
+	char what[128];
+	if (PyErr_Occurred())
+		PyErr_Clear(); /* the decoder's: CorruptImage says it */
 	if (key)
-		PyOS_snprintf(what, sizeof what, "the value of %s",
-			      PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : "a key");
+		key_label(key, what, sizeof what);
 	else
 		PyOS_snprintf(what, sizeof what, "a value");
-	if (PyErr_Occurred())
-		PyErr_Clear();
 	return shmkvpy_raise(SHMKV_ECORRUPT, what, why);
+}
+
+/* Raises what a get of key (bytes p, n) that failed with err (not
+ * ENOTFOUND) raises: "key 'k': why (NAME)", why from lib's own lookup
+ * (shmkv_get_diag: it runs the lookup again, on this error path only) */
+static void key_error(shmkv *db, PyObject *key, const char *p, size_t n, int err)
+{
+	char what[128], why[256] = "";
+	shmkv_value v;
+	key_label(key, what, sizeof what);
+	if (err != SHMKV_EKEYLEN && shmkv_get_diag(db, p, n, &v, why, sizeof why) != err)
+		*why = 0;
+	shmkvpy_raise(err, what, why);
 }
 
 static PyObject *strlist_value(const shmkv_value *v, PyObject *key)
@@ -193,7 +227,7 @@ static void not_found(CacheObject *c, PyObject *key, const char *p, size_t n)
 	shmkv_value v;
 	const shmkv_image_header *h = shmkv_header(c->gen->db);
 	/* only an image whose header says some entry expires can hold one */
-	if (h->format_version != 2 || !(h->flags & SHMKV_HFLAG_EXPIRY) ||
+	if (!(h->flags & SHMKV_HFLAG_EXPIRY) ||
 	    shmkv_get_expires(c->gen->db, p, n, &t) || !t ||
 	    shmkv_get_diag(c->gen->db, p, n, &v, why, sizeof why) != SHMKV_ENOTFOUND ||
 	    !strstr(why, "expired")) {
@@ -234,8 +268,8 @@ static inline __attribute__((always_inline)) int lookup(CacheObject *c, PyObject
 		shmkvpy_key_release(&view);
 		return missing_ok ? 1 : -1;
 	}
+	key_error(c->gen->db, key, p, (size_t)n, err);
 	shmkvpy_key_release(&view);
-	shmkvpy_raise(err, "get", NULL);
 	return -1;
 }
 
@@ -268,11 +302,34 @@ static int cache_contains(CacheObject *c, PyObject *key)
 	return r < 0 ? -1 : !r;
 }
 
+/* len(cache): the number of entries iteration yields (lib/FORMAT.md
+ * §17.6): the header's entry_count for an image without the EXPIRY flag
+ * (O(1)), else counted by an iteration (O(n), the GIL released) */
 static Py_ssize_t cache_len(CacheObject *c)
 {
 	if (!live(c))
 		return -1;
-	return (Py_ssize_t)shmkv_header(c->gen->db)->entry_count;
+	const shmkv_image_header *h = shmkv_header(c->gen->db);
+	if (!(h->flags & SHMKV_HFLAG_EXPIRY))
+		return (Py_ssize_t)h->entry_count;
+	GenObject *g = (GenObject *)Py_NewRef(c->gen); /* mapped while the GIL is away */
+	Py_ssize_t n = 0;
+	int err;
+	Py_BEGIN_ALLOW_THREADS
+	shmkv_iter it;
+	const void *k;
+	size_t len;
+	shmkv_value v;
+	shmkv_iter_init(g->db, &it); /* the live entries: expired ones skipped */
+	while (!(err = shmkv_iter_next(&it, &k, &len, &v)))
+		n++;
+	Py_END_ALLOW_THREADS
+	Py_DECREF(g);
+	if (err != SHMKV_EEND) {
+		shmkvpy_raise(err, "len", NULL);
+		return -1;
+	}
+	return n;
 }
 
 static PyObject *cache_get(CacheObject *c, PyObject *const *args, Py_ssize_t nargs)
@@ -375,9 +432,9 @@ static int out_type(const Py_buffer *b)
 	return 0;
 }
 
-enum { ROW_OK, ROW_MISSING, ROW_TYPE, ROW_LEN };
+enum { ROW_OK, ROW_MISSING, ROW_TYPE, ROW_LEN, ROW_FAILED };
 
-/* Copies found rows into out, fills absent ones; status[i] says which. */
+/* Copies found rows into out, fills the others; status[i] says which. */
 static void fill_rows(const Py_buffer *out, int type, const shmkv_value *vs, const int *errs,
 		      size_t n, double fill, unsigned char *status)
 {
@@ -389,7 +446,10 @@ static void fill_rows(const Py_buffer *out, int type, const shmkv_value *vs, con
 			status[i] = ROW_OK;
 			continue;
 		}
-		status[i] = errs[i] ? ROW_MISSING : vs[i].type != (unsigned)type ? ROW_TYPE : ROW_LEN;
+		status[i] = errs[i] == SHMKV_ENOTFOUND ? ROW_MISSING
+			    : errs[i]			  ? ROW_FAILED
+			    : vs[i].type != (unsigned)type ? ROW_TYPE
+							   : ROW_LEN;
 		for (size_t j = 0; j < dim; j++) {
 			if (type == SHMKV_TYPE_F32LIST)
 				((float *)dst)[j] = (float)fill;
@@ -508,35 +568,77 @@ static int out_rows(PyObject *outobj, PyObject *fillobj, size_t n, Py_buffer *ou
 	return 0;
 }
 
-/* -1 with an exception for the first key whose lookup failed other than
- * by being absent, else 0 */
-static int batch_error(const batch *b)
+/* The exception now set, as keys[i]'s answer in a get_many (rule of
+ * lib/FORMAT.md: a batch answers every key as its single get would): its
+ * message prefixed "get_many: keys[i]: ", errors[i] set to it. 0, or -1
+ * for an exception that is no shmkv.Error (MemoryError...) unless any,
+ * left set. */
+static int key_failed(PyObject *errors, size_t i, int any)
 {
-	for (size_t i = 0; i < b->n; i++) {
-		if (b->errs[i] && b->errs[i] != SHMKV_ENOTFOUND) {
-			char what[64];
-			PyOS_snprintf(what, sizeof what, "get_many: key %zu", i);
-			shmkvpy_raise(b->errs[i], what, NULL);
-			return -1;
-		}
+	PyObject *t, *v, *tb;
+	PyErr_Fetch(&t, &v, &tb);
+	PyErr_NormalizeException(&t, &v, &tb);
+	if (!v || (!any && !PyObject_TypeCheck(v, (PyTypeObject *)shmkvpy_Error))) {
+		PyErr_Restore(t, v, tb);
+		return -1;
 	}
-	return 0;
+	PyObject *s = PyObject_Str(v);
+	PyObject *msg = s ? PyUnicode_FromFormat("get_many: keys[%zu]: %U", i, s) : NULL;
+	PyObject *args = msg ? PyTuple_Pack(1, msg) : NULL;
+	PyObject *ix = args ? PyLong_FromSize_t(i) : NULL;
+	int r = ix && PyObject_SetAttrString(v, "args", args) == 0 &&
+			PyDict_SetItem(errors, ix, v) == 0 ? 0 : -1;
+	Py_XDECREF(s);
+	Py_XDECREF(msg);
+	Py_XDECREF(args);
+	Py_XDECREF(ix);
+	Py_XDECREF(t);
+	Py_XDECREF(v);
+	Py_XDECREF(tb);
+	return r;
 }
 
-/* out='s result once fill_rows() ran: the indices of the absent keys' rows,
- * or an exception for a value of another type or length */
-static PyObject *missing_rows(const batch *b, const Py_buffer *out, int type)
+/* result, or, when some key failed, NULL with the exception of the first
+ * failed key raised (request order), carrying .results (result) and
+ * .errors (every failed key's exception by index). Steals result. */
+static PyObject *batch_answer(PyObject *result, PyObject *errors)
+{
+	if (!result || PyDict_GET_SIZE(errors) == 0)
+		return result;
+	PyObject *first = NULL, *k;
+	Py_ssize_t pos = 0;
+	PyDict_Next(errors, &pos, &k, &first); /* keys went in in request order */
+	if (PyObject_SetAttrString(first, "results", result) == 0 &&
+	    PyObject_SetAttrString(first, "errors", errors) == 0)
+		PyErr_SetObject((PyObject *)Py_TYPE(first), first);
+	Py_DECREF(result);
+	return NULL;
+}
+
+/* out='s result once fill_rows() ran: the indices of the absent keys' rows;
+ * a value of another type or length (TypeMismatch, ValueError) or a failed
+ * lookup (the single get's exception) goes to errors */
+static PyObject *missing_rows(const batch *b, GenObject *gen, const Py_buffer *out, int type,
+			      PyObject *errors)
 {
 	PyObject *result = PyList_New(0);
 	for (size_t i = 0; result && i < b->n; i++) {
-		if (b->status[i] == ROW_TYPE || b->status[i] == ROW_LEN) {
-			PyErr_Format(b->status[i] == ROW_TYPE ? shmkvpy_TypeMismatch : PyExc_ValueError,
-				     "get_many: key %zu (%R) holds a %s of %zu elements; out "
-				     "takes %s rows of %zd", i, b->items[i],
-				     shmkv_type_name(b->vs[i].type), b->vs[i].count,
-				     shmkv_type_name((unsigned)type), out->shape[1]);
-			Py_CLEAR(result);
-		} else if (b->status[i] == ROW_MISSING) {
+		unsigned char st = b->status[i];
+		if (st == ROW_TYPE || st == ROW_LEN || st == ROW_FAILED) {
+			char what[128];
+			key_label(b->items[i], what, sizeof what);
+			if (st == ROW_FAILED)
+				key_error(gen->db, b->items[i], b->ks[i].data, b->ks[i].len, b->errs[i]);
+			else
+				PyErr_Format(st == ROW_TYPE ? shmkvpy_TypeMismatch : PyExc_ValueError,
+					     "%s holds a %s of %zu elements; out takes %s rows of %zd",
+					     what, shmkv_type_name(b->vs[i].type), b->vs[i].count,
+					     shmkv_type_name((unsigned)type), out->shape[1]);
+			/* a row of another length: a ValueError, no shmkv.Error, but
+			 * this key's answer all the same */
+			if (key_failed(errors, i, st == ROW_LEN) < 0)
+				Py_CLEAR(result);
+		} else if (st == ROW_MISSING) {
 			PyObject *x = PyLong_FromSize_t(i);
 			if (!x || PyList_Append(result, x) < 0)
 				Py_CLEAR(result);
@@ -546,19 +648,26 @@ static PyObject *missing_rows(const batch *b, const Py_buffer *out, int type)
 	return result;
 }
 
-/* the values of gen's lookups, dflt for absent keys */
-static PyObject *values_list(const batch *b, GenObject *gen, PyObject *dflt)
+/* the values of gen's lookups: dflt for absent keys, and for failed ones,
+ * whose exceptions go to errors */
+static PyObject *values_list(const batch *b, GenObject *gen, PyObject *dflt, PyObject *errors)
 {
 	PyObject *result = PyList_New((Py_ssize_t)b->n);
 	for (size_t i = 0; result && i < b->n; i++) {
 		const shmkv_value *v = &b->vs[i];
 		PyObject *x;
-		if (b->errs[i])
+		if (b->errs[i] == SHMKV_ENOTFOUND) {
 			x = Py_NewRef(dflt);
-		else if (v->type == SHMKV_TYPE_STRING) /* the common value, inline as in value_of() */
-			x = str_value(v->data, v->size, b->items[i]);
-		else
-			x = shmkvpy_value(gen, v, b->items[i]);
+		} else if (b->errs[i]) {
+			key_error(gen->db, b->items[i], b->ks[i].data, b->ks[i].len, b->errs[i]);
+			x = key_failed(errors, i, 0) < 0 ? NULL : Py_NewRef(dflt);
+		} else {
+			x = v->type == SHMKV_TYPE_STRING /* the common value, inline as in value_of() */
+				    ? str_value(v->data, v->size, b->items[i])
+				    : shmkvpy_value(gen, v, b->items[i]);
+			if (!x)
+				x = key_failed(errors, i, 0) < 0 ? NULL : Py_NewRef(dflt);
+		}
 		if (!x)
 			Py_CLEAR(result);
 		else
@@ -578,9 +687,12 @@ static PyObject *batch_lookup(CacheObject *c, batch *b, const Py_buffer *out, in
 	if (type)
 		fill_rows(out, type, b->vs, b->errs, b->n, fill, b->status);
 	Py_END_ALLOW_THREADS
-	PyObject *result = NULL;
-	if (!batch_error(b))
-		result = type ? missing_rows(b, out, type) : values_list(b, gen, dflt);
+	PyObject *errors = PyDict_New(), *result = NULL;
+	if (errors)
+		result = batch_answer(type ? missing_rows(b, gen, out, type, errors)
+					   : values_list(b, gen, dflt, errors),
+				      errors);
+	Py_XDECREF(errors);
 	Py_DECREF(gen);
 	return result;
 }
@@ -745,8 +857,7 @@ static PyObject *get_image_name(CacheObject *c, void *x)
 	if (!live(c))
 		return NULL;
 	const shmkv_image_header *h = shmkv_header(c->gen->db);
-	return PyUnicode_DecodeUTF8(h->name, (Py_ssize_t)strnlen(h->name, sizeof h->name),
-				    "replace");
+	return key_object(h->name, strnlen(h->name, sizeof h->name)); /* str, or bytes */
 }
 
 static PyObject *get_cache_name(CacheObject *c, void *x)
@@ -786,7 +897,7 @@ static void cache_dealloc(CacheObject *c)
 		PyThread_free_lock(c->tlock);
 	PyMem_Free(c->name);
 	Py_XDECREF(c->path);
-	PyObject_Free(c);
+	Py_TYPE(c)->tp_free((PyObject *)c); /* shmkv.Cache, the package's subclass */
 }
 
 /* ---- iteration ---- */
@@ -795,8 +906,10 @@ typedef struct {
 	PyObject_HEAD
 	GenObject *gen;
 	shmkv_iter it;
-	int what; /* 0 keys, 1 values, 2 items */
+	int what; /* enum iter_what */
 } CacheIterObject;
+
+enum iter_what { ITER_KEYS, ITER_VALUES, ITER_ITEMS, ITER_RECORDS };
 
 static PyObject *iter_new(CacheObject *c, int what)
 {
@@ -807,17 +920,13 @@ static PyObject *iter_new(CacheObject *c, int what)
 		return NULL;
 	i->gen = (GenObject *)Py_NewRef(c->gen);
 	i->what = what;
-	shmkv_iter_init(c->gen->db, &i->it);
+	/* lib's iteration skips the entries expired when it starts (its clock
+	 * read once), as a get does; records() wants every one */
+	if (what == ITER_RECORDS)
+		shmkv_iter_init_all(c->gen->db, &i->it);
+	else
+		shmkv_iter_init(c->gen->db, &i->it);
 	return (PyObject *)i;
-}
-
-static PyObject *key_object(const void *k, size_t len)
-{
-	PyObject *s = PyUnicode_DecodeUTF8(k, (Py_ssize_t)len, "strict");
-	if (s || !PyErr_ExceptionMatches(PyExc_UnicodeDecodeError))
-		return s;
-	PyErr_Clear(); /* not UTF-8: the key as bytes */
-	return PyBytes_FromStringAndSize(k, (Py_ssize_t)len);
 }
 
 static PyObject *iter_next(CacheIterObject *i)
@@ -825,28 +934,31 @@ static PyObject *iter_next(CacheIterObject *i)
 	const void *k;
 	size_t len;
 	shmkv_value v;
-	int err;
-	uint32_t t;
-	/* expired entries are absent, as for cache[key] (lib's iteration returns
-	 * them; the clock is read only for an entry that expires) */
-	while (!(err = shmkv_iter_next(&i->it, &k, &len, &v)) &&
-	       (t = shmkv_iter_expires(&i->it)) != 0 && (int64_t)time(NULL) >= (int64_t)t)
-		;
+	int err = shmkv_iter_next(&i->it, &k, &len, &v);
 	if (err == SHMKV_EEND)
 		return NULL; /* StopIteration */
-	if (err)
-		return shmkvpy_raise(err, "iteration", NULL);
-	if (i->what == 1)
+	if (err) { /* where: the record after those passed, in its bucket */
+		char what[96];
+		PyOS_snprintf(what, sizeof what, "iteration: record %llu (bucket %llu)",
+			      (unsigned long long)i->it.seen + 1,
+			      (unsigned long long)(i->it.bucket ? i->it.bucket - 1 : 0));
+		return shmkvpy_raise(err, what, NULL);
+	}
+	if (i->what == ITER_VALUES)
 		return shmkvpy_value(i->gen, &v, NULL);
 	PyObject *key = key_object(k, len);
-	if (!key || i->what == 0)
+	if (!key || i->what == ITER_KEYS)
 		return key;
 	PyObject *val = shmkvpy_value(i->gen, &v, key);
 	if (!val) {
 		Py_DECREF(key);
 		return NULL;
 	}
-	return Py_BuildValue("(NN)", key, val);
+	if (i->what == ITER_ITEMS)
+		return Py_BuildValue("(NN)", key, val);
+	uint32_t t = shmkv_iter_expires(&i->it);
+	PyObject *exp = t ? PyLong_FromUnsignedLong(t) : Py_NewRef(Py_None);
+	return exp ? Py_BuildValue("(NNN)", key, val, exp) : (Py_DECREF(key), Py_DECREF(val), NULL);
 }
 
 static void iter_dealloc(CacheIterObject *i)
@@ -869,32 +981,55 @@ PyTypeObject CacheIterType = {
 
 static PyObject *cache_iter(CacheObject *c)
 {
-	return iter_new(c, 0);
+	return iter_new(c, ITER_KEYS);
 }
 
 static PyObject *cache_keys(CacheObject *c, PyObject *u)
 {
 	(void)u;
-	return iter_new(c, 0);
+	return iter_new(c, ITER_KEYS);
 }
 
 static PyObject *cache_values(CacheObject *c, PyObject *u)
 {
 	(void)u;
-	return iter_new(c, 1);
+	return iter_new(c, ITER_VALUES);
 }
 
 static PyObject *cache_items(CacheObject *c, PyObject *u)
 {
 	(void)u;
-	return iter_new(c, 2);
+	return iter_new(c, ITER_ITEMS);
+}
+
+static PyObject *cache_records(CacheObject *c, PyObject *u)
+{
+	(void)u;
+	return iter_new(c, ITER_RECORDS);
 }
 
 /* ---- open and attach ---- */
 
+/* The class open() and attach() make: shmkv.Cache, the package's subclass
+ * of this type (a collections.abc.Mapping; shmkv/__init__.py sets it with
+ * _set_cache_class), else this type. */
+static PyTypeObject *cache_class = &CacheType;
+
+PyObject *shmkvpy_set_cache_class(PyObject *self, PyObject *cls)
+{
+	(void)self;
+	if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject *)cls, &CacheType)) {
+		PyErr_SetString(PyExc_TypeError, "_set_cache_class: a subclass of the Cache type");
+		return NULL;
+	}
+	Py_INCREF(cls); /* held for the process's life: instances of it may live anywhere */
+	cache_class = (PyTypeObject *)cls;
+	Py_RETURN_NONE;
+}
+
 static CacheObject *cache_new(shmkv *db, PyObject *path)
 {
-	CacheObject *c = PyObject_New(CacheObject, &CacheType);
+	CacheObject *c = (CacheObject *)cache_class->tp_alloc(cache_class, 0);
 	if (!c) {
 		shmkv_close(db);
 		return NULL;
@@ -1010,7 +1145,13 @@ static PyMethodDef cache_methods[] = {
 	 "numpy.float32)) of float32, float64 or int64; row i receives key i's f32list,\n"
 	 "f64list or i64list of d elements, absent keys' rows are set to fill (NaN for\n"
 	 "floats, 0 for int64, by default), and the list of those rows' indices is\n"
-	 "returned. A value of another type or length raises (TypeMismatch, ValueError)."},
+	 "returned.\n\n"
+	 "Every key is answered as its single get would answer it: absent keys get\n"
+	 "default (or fill); if some key failed otherwise (a damaged value, a key too\n"
+	 "long; with out, a value of another type or length), the exception of the\n"
+	 "first such key is raised, naming it and its index, with .results (every\n"
+	 "key's answer, default in a failed key's place; with out, the missing rows)\n"
+	 "and .errors (index -> exception, every failed key)."},
 	{"get_str", (PyCFunction)cache_get_str, METH_O, "get_str(key) -> str\n\nTypeMismatch unless the value is a string."},
 	{"get_bytes", (PyCFunction)cache_get_bytes, METH_O, "get_bytes(key) -> bytes\n\nTypeMismatch unless the value is bytes."},
 	{"get_i64", (PyCFunction)cache_get_i64, METH_O, "get_i64(key) -> int\n\nTypeMismatch unless the value is an i64."},
@@ -1021,14 +1162,18 @@ static PyMethodDef cache_methods[] = {
 	{"get_i64list", (PyCFunction)cache_get_i64list, METH_O, "get_i64list(key) -> Array\n\nZero-copy; TypeMismatch unless the value is an i64list."},
 	{"get_strlist", (PyCFunction)cache_get_strlist, METH_O, "get_strlist(key) -> list[str]\n\nTypeMismatch unless the value is a strlist."},
 	{"expires", (PyCFunction)cache_expires, METH_O,
-	 "expires(key) -> int | None\n\nWhen key's entry expires, in Unix seconds (format 2 images); None when\n"
-	 "it never does (always, in a format 1 image). The time of an entry that has\n"
+	 "expires(key) -> int | None\n\nWhen key's entry expires, in Unix seconds; None when it never does.\n"
+	 "The time of an entry that has\n"
 	 "already expired is returned too (cache[key] raises NotFound for it, saying\n"
 	 "'expired'); NotFound for a key the image does not hold."},
 	{"type_of", (PyCFunction)cache_type_of, METH_O, "type_of(key) -> str\n\nThe image's type name of key's value ('string', 'f32list', ...)."},
-	{"keys", (PyCFunction)cache_keys, METH_NOARGS, "keys() -> iterator\n\nThe keys in image order: str (UTF-8), or bytes for a key that is not UTF-8."},
-	{"values", (PyCFunction)cache_values, METH_NOARGS, "values() -> iterator\n\nThe values in image order."},
-	{"items", (PyCFunction)cache_items, METH_NOARGS, "items() -> iterator\n\n(key, value) pairs in image order."},
+	{"_keys", (PyCFunction)cache_keys, METH_NOARGS, "_keys() -> iterator\n\nThe keys in image order (keys()'s view iterates it)."},
+	{"_values", (PyCFunction)cache_values, METH_NOARGS, "_values() -> iterator\n\nThe values in image order (values()'s view iterates it)."},
+	{"_items", (PyCFunction)cache_items, METH_NOARGS, "_items() -> iterator\n\n(key, value) pairs in image order (items()'s view iterates it)."},
+	{"records", (PyCFunction)cache_records, METH_NOARGS,
+	 "records() -> iterator\n\nEvery record, expired ones included, in image order: (key, value,\n"
+	 "expires), expires in Unix seconds or None (never). For dumps, inspection and\n"
+	 "tools; the mapping (iteration, len, get) holds the live entries only."},
 	{"refresh", (PyCFunction)cache_refresh, METH_NOARGS,
 	 "refresh() -> bool\n\nMoves an attached cache to the generation its loader serves now: False\n"
 	 "when unchanged (one fstat and one atomic load; always for an image file),\n"
@@ -1053,8 +1198,10 @@ static PyGetSetDef cache_getset[] = {
 	{"mapping", (getter)get_mapping, NULL,
 	 "(address, size) of the current generation's image in this process.", NULL},
 	{"format", (getter)get_format, NULL,
-	 "The image's format version: 1 or 2 (lib/FORMAT.md §15, §17).", NULL},
-	{"image_name", (getter)get_image_name, NULL, "The name stored in the image's header.", NULL},
+	 "The image's format version: 2, the one this reader reads (lib/FORMAT.md §15).", NULL},
+	{"image_name", (getter)get_image_name, NULL,
+	 "The name stored in the image's header: str, or bytes for a name that is not UTF-8.",
+	 NULL},
 	{"name", (getter)get_cache_name, NULL, "The cache name given to attach(), else None.", NULL},
 	{"path", (getter)get_path, NULL, "The path given to open(), else None.", NULL},
 	{NULL, NULL, NULL, NULL, NULL},
@@ -1071,35 +1218,38 @@ static PySequenceMethods cache_as_sequence = {
 
 PyTypeObject CacheType = {
 	PyVarObject_HEAD_INIT(NULL, 0)
-	.tp_name = "shmkv.Cache",
+	.tp_name = "shmkv._shmkv.Cache",
 	.tp_basicsize = sizeof(CacheObject),
 	.tp_dealloc = (destructor)cache_dealloc,
 	.tp_repr = (reprfunc)cache_repr,
 	.tp_as_mapping = &cache_as_mapping,
 	.tp_as_sequence = &cache_as_sequence,
-	.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_MAPPING,
+	.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_MAPPING | Py_TPFLAGS_BASETYPE,
 	.tp_weaklistoffset = offsetof(CacheObject, weakrefs),
 	.tp_iter = (getiterfunc)cache_iter,
 	.tp_methods = cache_methods,
 	.tp_getset = cache_getset,
 	.tp_doc =
-		"A read-only mapping over a shmkv image: shmkv.open(path) or\n"
-		"shmkv.attach(name, root=None).\n\n"
+		"A read-only mapping over a shmkv image (a collections.abc.Mapping):\n"
+		"shmkv.open(path) or shmkv.attach(name, root=None).\n\n"
 		"  cache[key]            the value; NotFound (a KeyError) when absent\n"
 		"  key in cache, len(cache), cache.get(key, default=None)\n"
-		"  for key in cache / cache.keys() / .values() / .items()  (iterators)\n"
+		"  for key in cache / cache.keys() / .values() / .items()  (views)\n"
+		"  cache == other        Mapping's equality: every entry compared (O(n))\n"
 		"  cache.get_str(key), .get_i64, .get_f64, .get_bool, .get_bytes,\n"
 		"    .get_f32list, .get_f64list, .get_i64list, .get_strlist:\n"
 		"    typed getters; TypeMismatch (a TypeError) on another type\n"
 		"  cache.get_many(keys, default=None, *, out=None)  batched, GIL released\n"
 		"  cache.refresh(), cache.generation  (attached caches)\n"
-		"  cache.format (1 or 2), cache.expires(key)  (Unix seconds or None)\n"
+		"  cache.expires(key)  (Unix seconds or None), cache.records()  (all)\n"
 		"  with shmkv.open(path) as cache: ...  (close() at the end)\n\n"
 		"Keys are str (looked up as UTF-8) or bytes-like. Values come back as\n"
 		"the image's type says: str, bytes, int, float, bool, list[str], and\n"
-		"shmkv.Array for numeric lists (zero-copy, read-only, buffer protocol).\n\n"
-		"Expiry (format 2): an entry whose time has come is absent to every read\n"
-		"(NotFound saying 'expired', not in iteration); len() counts it.\n\n"
+		"shmkv.Array for numeric lists (zero-copy, read-only, buffer protocol).\n"
+		"A string value that is not UTF-8 is damage: CorruptImage.\n\n"
+		"Expiry: an entry whose time has come is absent to every read\n"
+		"(NotFound saying 'expired', not in iteration, not counted by len();\n"
+		"len() of an image with expiring entries counts them, O(n)).\n\n"
 		"Threads: any number of threads may read one Cache; refresh() and close()\n"
 		"may run meanwhile (a read in flight keeps its generation mapped).",
 };

@@ -4,7 +4,8 @@
  * builder's diagnostic, else shmkv_strerror). */
 #include "shmkvpy.h"
 
-static PyObject *Error, *NotFound, *KeyTooLong, *VersionMismatch, *CacheNotFound,
+PyObject *shmkvpy_Error;
+static PyObject *NotFound, *KeyTooLong, *VersionMismatch, *CacheNotFound,
 	*Unavailable, *StaleCache, *DuplicateKey, *OSFailure;
 PyObject *shmkvpy_TypeMismatch, *shmkvpy_BuildError, *shmkvpy_CorruptImage;
 
@@ -35,7 +36,7 @@ static PyObject *new_class(PyObject *m, const char *name, PyObject *bases, int c
 
 static PyObject *sub(PyObject *m, const char *name, PyObject *also, int code, const char *doc)
 {
-	PyObject *bases = also ? PyTuple_Pack(2, Error, also) : PyTuple_Pack(1, Error);
+	PyObject *bases = also ? PyTuple_Pack(2, shmkvpy_Error, also) : PyTuple_Pack(1, shmkvpy_Error);
 	if (!bases)
 		return NULL;
 	PyObject *cls = new_class(m, name, bases, code, doc);
@@ -45,11 +46,11 @@ static PyObject *sub(PyObject *m, const char *name, PyObject *also, int code, co
 
 int shmkvpy_errors_init(PyObject *m)
 {
-	Error = new_class(m, "Error", PyExc_Exception, 0,
+	shmkvpy_Error = new_class(m, "Error", PyExc_Exception, 0,
 			  "Base of every shmkv error. Attributes: code (the SHMKV_E* code or "
 			  "-errno), errname (its name, e.g. 'SHMKV_ECORRUPT' or 'ENOENT'), "
 			  "reason (what went wrong, where and why).");
-	if (!Error)
+	if (!shmkvpy_Error)
 		return -1;
 	NotFound = sub(m, "NotFound", PyExc_KeyError, SHMKV_ENOTFOUND,
 		       "The key is not in the cache (also a KeyError).");
@@ -112,7 +113,7 @@ static PyObject *class_of(int err)
 	case SHMKV_ELIMIT: return shmkvpy_BuildError;
 	case -EAGAIN: return Unavailable;
 	case SHMKV_ESTALE: return StaleCache;
-	default: return err < 0 && err > -4096 ? OSFailure : Error;
+	default: return err < 0 && err > -4096 ? OSFailure : shmkvpy_Error;
 	}
 }
 
@@ -123,6 +124,11 @@ PyObject *shmkvpy_raise(int err, const char *what, const char *reason)
 		cls = CacheNotFound;
 	if (!reason || !*reason)
 		reason = shmkv_strerror(err);
+	/* a reason that begins with what ("in.jsonl:7: ...", the builder's
+	 * place) names it already: once is enough */
+	size_t wl = what ? strlen(what) : 0;
+	if (wl && !strncmp(reason, what, wl) && reason[wl] == ':')
+		what = NULL;
 	PyObject *msg = what ? PyUnicode_FromFormat("%s: %s (%s)", what, reason, shmkv_errname(err))
 			     : PyUnicode_FromFormat("%s (%s)", reason, shmkv_errname(err));
 	if (!msg) {

@@ -1,11 +1,10 @@
 /* module.c - the shmkv._shmkv extension module: types, functions, errors
  * (the package shmkv/__init__.py re-exports them with docs and stubs). */
-#include <shmkv_build.h>
-
-#include "shmkvpy.h"
+#include "options.h"
 
 PyObject *shmkvpy_open(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *shmkvpy_attach(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *shmkvpy_set_cache_class(PyObject *self, PyObject *cls);
 
 static PyObject *py_strerror(PyObject *self, PyObject *arg)
 {
@@ -45,6 +44,7 @@ static PyMethodDef functions[] = {
 	{"_build", KW(shmkvpy_build), "_build(path, records, **options) -> dict"},
 	{"_build_file", KW(shmkvpy_build_file), "_build_file(path, inputs, format, **options) -> dict"},
 	{"_join", KW(shmkvpy_join), "_join(out, fragments, **options) -> dict"},
+	{"_upgrade", KW(shmkvpy_upgrade), "_upgrade(old, new, **options) -> dict"},
 	{"part_of", KW(shmkvpy_part_of), 
 	 "part_of(key, buckets, n, *, seed=DEFAULT_SEED, hash_bits=64)\n"
 	 "--\n"
@@ -56,6 +56,9 @@ static PyMethodDef functions[] = {
 	 "build(..., part=(k, n), buckets=buckets) from the records whose part_of is k,\n"
 	 "then join() the n fragments in part order.\n"},
 	{"_errname", (PyCFunction)py_strerror, METH_O, "_errname(code) -> (name, message)"},
+	{"_set_cache_class", (PyCFunction)shmkvpy_set_cache_class, METH_O,
+	 "_set_cache_class(cls)\n\nThe class open() and attach() return: shmkv.Cache, a "
+	 "subclass of this module's Cache."},
 	{NULL, NULL, 0, NULL},
 };
 
@@ -79,6 +82,12 @@ PyMODINIT_FUNC PyInit__shmkv(void)
 		Py_DECREF(m);
 		return NULL;
 	}
-	PyModule_AddStringConstant(m, "VECTOR", shmkv_vector_name());
+	PyObject *names = shmkvpy_option_names();
+	int bad = !names || PyModule_AddObjectRef(m, "_BUILD_OPTIONS", names) < 0;
+	Py_XDECREF(names);
+	if (bad || PyModule_AddStringConstant(m, "VECTOR", shmkv_vector_name()) < 0) {
+		Py_DECREF(m);
+		return NULL;
+	}
 	return m;
 }

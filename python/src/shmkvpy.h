@@ -60,14 +60,16 @@ extern PyTypeObject GenType, CacheType, ArrayType, CacheIterType;
 int shmkvpy_errors_init(PyObject *m);
 /* Raises the exception of err (a SHMKV_E* code or -errno) with the message
  * "what: reason (NAME)" (what and reason may be NULL: reason defaults to
- * shmkv_strerror's message); returns NULL. */
+ * shmkv_strerror's message; a reason beginning with "what:" is not
+ * prefixed again); returns NULL. */
 PyObject *shmkvpy_raise(int err, const char *what, const char *reason);
 /* Raises NotFound (a KeyError) for key; returns NULL. */
 PyObject *shmkvpy_not_found(PyObject *key);
 /* Raises NotFound for key whose entry expired at t: args (key, why),
  * .reason why, .expires t; returns NULL. */
 PyObject *shmkvpy_expired(PyObject *key, uint32_t t, const char *why);
-extern PyObject *shmkvpy_TypeMismatch, *shmkvpy_BuildError, *shmkvpy_CorruptImage;
+extern PyObject *shmkvpy_Error, *shmkvpy_TypeMismatch, *shmkvpy_BuildError,
+	*shmkvpy_CorruptImage;
 
 /* cache.c */
 /* shmkvpy_key for every key but a compact ASCII str */
@@ -100,6 +102,7 @@ PyObject *shmkvpy_array_new(GenObject *owner, int type, const void *data, size_t
 PyObject *shmkvpy_build(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *shmkvpy_build_file(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *shmkvpy_join(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *shmkvpy_upgrade(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *shmkvpy_part_of(PyObject *self, PyObject *args, PyObject *kw);
 
 #endif /* SHMKVPY_H */

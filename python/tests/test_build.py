@@ -135,25 +135,23 @@ def test_duplicates_and_old_output_kept(tmp_path):
 
 def test_parts_and_join(tmp_path):
     recs = records(2000)
-    # format 1: B = 300 is sized for its 8 slots a bucket (test_v2.py joins format 2)
-    B, N, F = 300, 4, 1
-    shmkv.build(tmp_path / "one.shmkv", recs, created=CREATED, buckets=B, format=F)
+    B, N = 1000, 4
+    shmkv.build(tmp_path / "one.shmkv", recs, created=CREATED, buckets=B)
     parts = {k: [] for k in range(1, N + 1)}
     for r in recs:
         parts[shmkv.part_of(r["key"], B, N)].append(r)
     frags = []
     for k in range(1, N + 1):
         f = tmp_path / f"frag{k}.shmkv"
-        shmkv.build(f, parts[k], created=CREATED, buckets=B, part=(k, N), format=F)
+        shmkv.build(f, parts[k], created=CREATED, buckets=B, part=(k, N))
         frags.append(f)
     shmkv.join(tmp_path / "all.shmkv", frags)
     assert (tmp_path / "all.shmkv").read_bytes() == (tmp_path / "one.shmkv").read_bytes()
     # a record of another part is refused (filter_part skips it), fragments out of order fail
     with pytest.raises(shmkv.BuildError):
-        shmkv.build(tmp_path / "x.shmkv", recs, created=CREATED, buckets=B, part=(1, N),
-                    format=F)
+        shmkv.build(tmp_path / "x.shmkv", recs, created=CREATED, buckets=B, part=(1, N))
     shmkv.build(tmp_path / "x.shmkv", recs, created=CREATED, buckets=B, part=(1, N),
-                filter_part=True, format=F)
+                filter_part=True)
     assert (tmp_path / "x.shmkv").read_bytes() == frags[0].read_bytes()
     with pytest.raises(shmkv.BuildError) as e:
         shmkv.join(tmp_path / "bad.shmkv", frags[::-1])
@@ -178,3 +176,28 @@ def test_parts_and_join(tmp_path):
 def test_sample_records_roundtrip(tmp_path):
     shmkv.build(tmp_path / "s.shmkv", sample_records())
     assert len(shmkv.open(tmp_path / "s.shmkv")) == len(sample_records())
+
+
+def test_errors_name_their_file_once(tmp_path):
+    """A build error names the file it is about once: the builder's message
+    says "in.jsonl:2: ..." itself, the package adds no second copy."""
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"key": "a", "value": 1}\n{"key": "b",\n')
+    out = tmp_path / "out.shmkv"
+    with pytest.raises(shmkv.BuildError) as e:
+        shmkv.build_file(out, bad)
+    msg = str(e.value)
+    assert msg.count(str(bad)) == 1 and f"{bad}:2: " in msg, msg
+    gone = tmp_path / "gone.jsonl"
+    with pytest.raises(shmkv.OSFailure) as e:
+        shmkv.build_file(out, gone)
+    assert str(e.value).count(str(gone)) == 1 and e.value.errno == errno.ENOENT, str(e.value)
+    with pytest.raises(shmkv.OSFailure) as e:  # the output (and its missing directory)
+        shmkv.build(tmp_path / "no" / "out.shmkv", [("a", 1)])
+    assert str(e.value).count("out.shmkv") == 1, str(e.value)
+    frag = tmp_path / "frag.shmkv"
+    frag.write_bytes(b"not an image" * 400)
+    with pytest.raises(shmkv.CorruptImage) as e:
+        shmkv.join(out, [frag])
+    assert str(e.value).count(str(frag)) == 1, str(e.value)
+    assert sorted(os.listdir(tmp_path)) == ["bad.jsonl", "frag.shmkv"]

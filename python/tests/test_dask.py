@@ -26,20 +26,19 @@ def test_dask_join_equals_single_build(tmp_path):
     dask.config.set({"dataframe.convert-string": False})
     ddf = dd.from_pandas(pdf, npartitions=3)
     from shmkv.dask import build_dataframe
-    # format 1: buckets=400 is sized for its 8 slots a bucket (format 2: the test below)
-    st = build_dataframe(ddf, str(tmp_path / "dask.shmkv"), parts=5, buckets=400,
+    st = build_dataframe(ddf, str(tmp_path / "dask.shmkv"), parts=5, buckets=1000,
                          workdir=str(tmp_path / "frags"), type="type", created=CREATED,
-                         on_duplicate="first", format=1)
+                         on_duplicate="first")
     assert st["entries"] == 2000
-    shmkv.build(tmp_path / "one.shmkv", rows, created=CREATED, buckets=400,
-                on_duplicate="first", format=1)
+    shmkv.build(tmp_path / "one.shmkv", rows, created=CREATED, buckets=1000,
+                on_duplicate="first")
     assert (tmp_path / "dask.shmkv").read_bytes() == (tmp_path / "one.shmkv").read_bytes()
     assert os.listdir(tmp_path / "frags") == []
     c = shmkv.open(tmp_path / "dask.shmkv")
     assert c["key_7"].tolist() == [7 / 4.0, 1.5] and c["key_7"].typecode == "f"
 
 
-def test_dask_format_2_with_expiry(tmp_path):
+def test_dask_with_expiry(tmp_path):
     try:
         import dask.dataframe as dd
         import pandas as pd
@@ -53,9 +52,9 @@ def test_dask_format_2_with_expiry(tmp_path):
     from shmkv.dask import build_dataframe
     build_dataframe(ddf, str(tmp_path / "dask.shmkv"), parts=3, buckets=600, key="k",
                     value="v", expires="exp", workdir=str(tmp_path / "frags"),
-                    created=CREATED, format=2)
+                    created=CREATED)
     shmkv.build(tmp_path / "one.shmkv", [(k, v, None, e) for k, v, e in rows],
-                created=CREATED, buckets=600, format=2)
+                created=CREATED, buckets=600)
     assert (tmp_path / "dask.shmkv").read_bytes() == (tmp_path / "one.shmkv").read_bytes()
     c = shmkv.open(tmp_path / "dask.shmkv")
-    assert c.format == 2 and c.expires("key_9") == t + 9 and c["key_9"] == "val_9"
+    assert c.expires("key_9") == t + 9 and c["key_9"] == "val_9"

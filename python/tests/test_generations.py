@@ -77,7 +77,7 @@ def test_refresh_keeps_views(served):
     assert g1 >= 1 and c["s"] == "one" and c.refresh() is False
     v1 = c["v"]
     a1 = np.asarray(v1)
-    it = c.keys()
+    it = iter(c.keys())  # an iterator reads the generation it started on
     seg1 = mapped_segments(shm)
     assert len(seg1) == 1
     publish([("v", np.full(128, 2.0, np.float32)), ("s", "two"), ("t", 3)])

@@ -53,6 +53,35 @@ def test_mapping_api(image):
         c["s"]
 
 
+def test_mapping_abc(image):
+    """A Cache is a collections.abc.Mapping: keys/values/items are views
+    (len, in, set operations on keys and items), == compares contents with
+    any Mapping (Arrays by value), and it is unhashable, as a dict."""
+    import collections.abc as abc
+    with shmkv.open(image) as c, shmkv.open(image) as d:
+        assert isinstance(c, abc.Mapping) and issubclass(shmkv.Cache, abc.Mapping)
+        assert not isinstance(c, abc.MutableMapping)
+        ks, vs, its = c.keys(), c.values(), c.items()
+        assert isinstance(ks, abc.KeysView) and isinstance(vs, abc.ValuesView)
+        assert isinstance(its, abc.ItemsView)
+        assert len(ks) == len(vs) == len(its) == len(c) == len(SAMPLE) + 1
+        assert "s" in ks and "nope" not in ks and ("i", -42) in its and ("i", 1) not in its
+        assert -42 in vs and "héllo" in vs
+        assert ks & {"s", "nope"} == {"s"} and ks - set(ks) == set()
+        assert list(ks) == list(c) and [k for k, _ in its] == list(ks)
+        assert [v for _, v in its] == list(vs)
+        # a view reads the cache when used: iterated twice, the same
+        assert list(its) == list(its)
+        plain = {k: (v.tolist() if isinstance(v, shmkv.Array) else v) for k, v in its}
+        assert c == plain and plain == c and c == d and not c != d
+        assert c != dict(plain, s="other") and c != {} and c != [("s", "héllo")]
+        assert c.get("s") == "héllo" and dict(c) == dict(its)
+        with pytest.raises(TypeError):
+            hash(c)
+        with pytest.raises(TypeError):
+            c["s"] = "x"  # read-only
+
+
 def test_key_kinds(image):
     c = shmkv.open(image)
     for k in (b"s", bytearray(b"s"), memoryview(b"xsx")[1:2], array.array("B", b"s")):
@@ -184,7 +213,7 @@ def test_lifetime_across_close(image):
     c = shmkv.open(image)
     v = c["vec128"]
     a = np.asarray(v)
-    it = c.items()
+    it = iter(c.items())  # an iterator holds its generation (a view reads the cache)
     c.close()
     assert mapped()
     assert v[5] == 5.0 and a[6] == 6.0 and len(list(it)) == len(SAMPLE) + 1
@@ -277,11 +306,10 @@ def fast_path_records():
     return recs
 
 
-@pytest.mark.parametrize("fmt", [1, 2])
-def test_str_fast_paths(tmp_path, fmt):
+def test_str_fast_paths(tmp_path):
     recs = fast_path_records()
     p = tmp_path / "f.shmkv"
-    shmkv.build(p, recs, created=1700000000, format=fmt)
+    shmkv.build(p, recs, created=1700000000)
     with shmkv.open(p) as c:
         for k, v in recs:
             for key in (k, Key(k), k.encode()):
@@ -299,34 +327,102 @@ def test_str_fast_paths(tmp_path, fmt):
             c.get_i64("a3")
 
 
-@pytest.mark.parametrize("fmt", [1, 2])
-def test_str_value_not_utf8(tmp_path, fmt):
+def forge_string_values(tmp_path, n, values=1):
+    """An image of `values` string values, k0's "Z" * n and the others' "B"
+    * n, "C" * n...; and a function that writes a copy with bytes at k0's
+    value's position i (found by writing other text there and reading it
+    back)."""
+    p = tmp_path / f"n{n}.shmkv"
+    shmkv.build(p, [(f"k{j}", (chr(65 + j) if j else "Z") * n) for j in range(values)],
+                created=1700000000)
+    data = p.read_bytes()
+    q = tmp_path / "forged.shmkv"
+
+    def forge(at, text):
+        q.write_bytes(data[:at] + text + data[at + len(text):])
+
+    def value_at(at):  # whether k0's value bytes are those at `at`
+        forge(at, b"Y" * n)
+        try:
+            with shmkv.open(q, verify=False) as c:
+                return c.get("k0") == "Y" * n
+        except shmkv.Error:  # a header's byte
+            return False
+
+    found = [at for at in range(len(data)) if data.startswith(b"Z" * n, at) and value_at(at)]
+    assert len(found) == 1, found
+
+    def write(i, text):
+        forge(found[0] + i, text)
+        return q
+    return write
+
+
+def test_str_value_not_utf8(tmp_path):
     """A string value that is not UTF-8 (a damaged image opened without
-    verify): a byte 0x80 or 0xff at each position of values of 1..24 bytes
-    is caught (CorruptImage), whichever check of the ASCII path reads it."""
+    verify) is CorruptImage for every read: a byte 0x80 or 0xff at each
+    position of values of 1..24 bytes, whichever check reads it; and an
+    overlong form, a surrogate and a code point above U+10FFFF."""
     for n in range(1, 25):
-        p = tmp_path / f"n{n}.shmkv"
-        shmkv.build(p, [("k", "Z" * n)], created=1700000000, format=fmt)
-        data = p.read_bytes()
-        q = tmp_path / "forged.shmkv"
+        write = forge_string_values(tmp_path, n)
+        bads = [(i, b) for i in range(n) for b in (b"\x80", b"\xff")]
+        if n >= 4:
+            bads += [(0, b"\xc0\xaf"), (0, b"\xed\xa0\x80"), (0, b"\xf4\x90\x80\x80")]
+        for i, bad in bads:
+            with shmkv.open(write(i, bad), verify=False) as c:
+                for read in (lambda: c["k0"], lambda: c.get("k0"), lambda: c.get_str("k0"),
+                             lambda: c.get_many(["k0"]), lambda: list(c.items()),
+                             lambda: list(c.values())):
+                    with pytest.raises(shmkv.CorruptImage) as e:
+                        read()
+                    assert e.value.errname == "SHMKV_ECORRUPT"
+                    assert "\ufffd" not in str(e.value)
 
-        def forge(at, text):
-            q.write_bytes(data[:at] + text + data[at + len(text):])
 
-        def value_at(at):  # whether the value's bytes are those at `at`
-            forge(at, b"Y" * n)
-            try:
-                with shmkv.open(q, verify=False) as c:
-                    return c.get("k") == "Y" * n
-            except shmkv.Error:  # a header's byte
-                return False
+def test_get_many_answers_every_key(tmp_path):
+    """get_many answers each key as its single get would (lib/FORMAT.md):
+    one damaged value raises the first failing key's exception (request
+    order), naming the key and its index, carrying .results (default in a
+    failed key's place) and .errors (index -> exception of every failed
+    key); absent keys are no errors; the other keys' values are right."""
+    write = forge_string_values(tmp_path, 12, values=3)
+    q = write(3, b"\xff")
+    long_key = "k" * 70000
+    with shmkv.open(q, verify=False) as c:
+        assert c.get_many(["k1", "nope", "k2"], default=0) == ["B" * 12, 0, "C" * 12]
+        keys = ["k1", "nope", long_key, "k0", "k2"]
+        with pytest.raises(shmkv.KeyTooLong) as e:
+            c.get_many(keys, default="D")
+        first = e.value
+        assert "keys[2]" in str(first) and "kkkk" in str(first)
+        assert first.results == ["B" * 12, "D", "D", "D", "C" * 12]
+        assert sorted(first.errors) == [2, 3] and first.errors[2] is first
+        assert isinstance(first.errors[3], shmkv.CorruptImage)
+        assert "keys[3]" in str(first.errors[3]) and "'k0'" in str(first.errors[3])
+        # each key's single get raises the same class
+        with pytest.raises(shmkv.KeyTooLong):
+            c[long_key]
+        with pytest.raises(shmkv.CorruptImage) as single:
+            c["k0"]
+        assert "'k0'" in str(single.value)
+        with pytest.raises(shmkv.CorruptImage) as e:
+            c.get_many(["k0"])
+        assert e.value.results == [None] and list(e.value.errors) == [0]
 
-        found = [at for at in range(len(data)) if data.startswith(b"Z" * n, at) and value_at(at)]
-        assert len(found) == 1, found
-        for i in range(n):
-            for bad in (b"\x80", b"\xff"):
-                forge(found[0] + i, bad)
-                with shmkv.open(q, verify=False) as c:
-                    for read in (lambda: c["k"], lambda: c.get("k"), lambda: c.get_str("k")):
-                        with pytest.raises(shmkv.CorruptImage):
-                            read()
+
+def test_get_many_out_answers_every_key(tmp_path):
+    """get_many(out=): a row of another type or length is that key's error
+    (TypeMismatch, ValueError), raised for the first one, with every row
+    filled and the missing rows in .results."""
+    p = tmp_path / "o.shmkv"
+    shmkv.build(p, [("a", [1.0, 2.0], "f32list"), ("b", [1.0], "f32list"), ("c", "text"),
+                    ("d", [3.0, 4.0], "f32list")])
+    with shmkv.open(p) as c:
+        out = np.zeros((5, 2), np.float32)
+        with pytest.raises(ValueError) as e:
+            c.get_many(["a", "b", "nope", "c", "d"], out=out)
+        assert "keys[1]" in str(e.value) and "'b'" in str(e.value)
+        assert e.value.results == [2] and sorted(e.value.errors) == [1, 3]
+        assert isinstance(e.value.errors[3], shmkv.TypeMismatch)
+        assert out[0].tolist() == [1.0, 2.0] and out[4].tolist() == [3.0, 4.0]
+        assert np.isnan(out[1]).all() and np.isnan(out[2]).all() and np.isnan(out[3]).all()

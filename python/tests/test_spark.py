@@ -38,13 +38,12 @@ def test_spark_join_equals_single_build(tmp_path):
         df = spark.createDataFrame(spark.sparkContext.parallelize(rows, 3),
                                    "key string, value array<double>, type string")
         from shmkv.spark import build_dataframe
-        # format 1: buckets=500 is sized for its 8 slots a bucket (format 2: the test below)
-        st = build_dataframe(df, str(tmp_path / "spark.shmkv"), parts=4, buckets=500,
+        st = build_dataframe(df, str(tmp_path / "spark.shmkv"), parts=4, buckets=1500,
                              workdir=str(tmp_path / "frags"), type="type", created=CREATED,
-                             name="feat", on_duplicate="last", format=1)
+                             name="feat", on_duplicate="last")
         assert st["entries"] == 3000
-        shmkv.build(tmp_path / "one.shmkv", rows, created=CREATED, name="feat", buckets=500,
-                    on_duplicate="last", format=1)
+        shmkv.build(tmp_path / "one.shmkv", rows, created=CREATED, name="feat", buckets=1500,
+                    on_duplicate="last")
         assert (tmp_path / "spark.shmkv").read_bytes() == (tmp_path / "one.shmkv").read_bytes()
         assert os.listdir(tmp_path / "frags") == []
         c = shmkv.open(tmp_path / "spark.shmkv")
@@ -53,7 +52,7 @@ def test_spark_join_equals_single_build(tmp_path):
         spark.stop()
 
 
-def test_spark_format_2_with_expiry(tmp_path):
+def test_spark_with_expiry(tmp_path):
     spark = spark_session()
     try:
         t = int(time.time()) + 86400
@@ -63,11 +62,11 @@ def test_spark_format_2_with_expiry(tmp_path):
         from shmkv.spark import build_dataframe
         build_dataframe(df, str(tmp_path / "spark.shmkv"), parts=3, buckets=600, key="k",
                         value="v", expires="exp", workdir=str(tmp_path / "frags"),
-                        created=CREATED, format=2)
+                        created=CREATED)
         shmkv.build(tmp_path / "one.shmkv", [(k, v, None, e) for k, v, e in rows],
-                    created=CREATED, buckets=600, format=2)
+                    created=CREATED, buckets=600)
         assert (tmp_path / "spark.shmkv").read_bytes() == (tmp_path / "one.shmkv").read_bytes()
         c = shmkv.open(tmp_path / "spark.shmkv")
-        assert c.format == 2 and c.expires("key_9") == t + 9 and c.expires("key_8") is None
+        assert c.expires("key_9") == t + 9 and c.expires("key_8") is None
     finally:
         spark.stop()

@@ -1,17 +1,19 @@
-"""The shared conformance vectors (tests/vectors/README.md) through the Python
-API, format 1 (`vectors`) and format 2 (`vectors_v2`) alike: each image's
-verdict at open (flags 0: checksums on) and at a deep open (open, then the
-full structural check), its format version; for the images verify accepts,
-every entry (iteration in image order, `cache[key]` and the typed getter
-with the value and its stored bytes, `type_of`, `expires`, `get_many`; an
-expired entry absent to all of them but `expires`); and the result of each
-listed lookup, errors included (`SHMKV_ECORRUPT`). The vectors are made by
-the C builder (tests/vectors/gen_vectors); this reads them from the tree."""
+"""The shared conformance vectors (tests/vectors/README.md, manifest
+version 2) through the Python API: each image's verdict at open (checksums
+on) and at a deep open (open, then the full structural check); a format 1
+image refused as VersionMismatch naming `shmctl image upgrade`; for the
+images verify accepts, every record (the all-records iteration,
+Cache.records(), in image order with expiries) and the live entries
+(iteration, len, `cache[key]`, the typed getter with the value and its
+stored bytes, `type_of`, `expires`, `get_many`; an expired entry absent to
+all of them but `expires`); the result of each listed lookup (with its
+value) and of each listed batch (get_many's per-key answers). The vectors
+are made by the C builder (tests/vectors/gen_vectors); this reads them
+from the tree."""
 import json
 import math
 import os
 import struct
-import time
 
 import pytest
 import shmkv
@@ -19,46 +21,53 @@ import shmkv
 from conftest import TREE
 
 VEC = os.path.join(TREE, 'tests', 'vectors')
+RETIRED = "image format version 1 is retired: convert it with 'shmctl image upgrade OLD -o NEW'"
+
+
+def check_manifest(m):
+    """m, if it is a manifest this test knows (format, manifest_version 2,
+    image format 2); else ValueError naming what differs."""
+    got = (m.get('format'), m.get('manifest_version'), m.get('image_format_version'))
+    if got != ('shmkv-conformance-vectors', 2, 2):
+        raise ValueError(f"a manifest this test does not know: format, manifest_version, "
+                         f"image_format_version = {got}")
+    return m
 
 
 def _manifest():
     with open(os.path.join(VEC, 'manifest.json'), encoding='utf-8') as f:
-        m = json.load(f)
-    assert (m['format'], m['manifest_version']) == ('shmkv-conformance-vectors', 1), \
-        "a manifest this test does not know"
-    return m
+        return check_manifest(json.load(f))
+
+
+def test_unknown_manifest_refused():
+    m = _manifest()
+    for change in ({'manifest_version': 1}, {'manifest_version': 3},
+                   {'format': 'other'}, {'image_format_version': 3}):
+        with pytest.raises(ValueError, match="does not know"):
+            check_manifest(dict(m, **change))
+    with pytest.raises(ValueError):
+        check_manifest({'vectors': m['vectors']})
+
+
+def test_manifest_shape():
+    vs = _manifest()['vectors']
+    assert len(vs) >= 50 and len({v['name'] + str(v['format']) for v in vs}) == len(vs)
+    assert all(v['format'] in (1, 2) for v in vs)
+    assert any(v['format'] == 1 for v in vs) and any(v.get('batches') for v in vs)
+    assert all(v['open'] == 'SHMKV_EVERSION' and v['file'].startswith('v1/')
+               for v in vs if v['format'] == 1)
 
 
 def _vectors():
-    m = _manifest()
-    return [pytest.param(f, v, id=v['name'])
-            for f, a in ((1, 'vectors'), (2, 'vectors_v2')) for v in m[a]]
-
-
-def test_manifest_has_both_formats():
-    m = _manifest()
-    assert len(m['vectors']) >= 30 and len(m['vectors_v2']) >= 30
-    assert all(v['format'] == 1 for v in m['vectors'])
-    assert all(v['format'] == 2 and v['file'].startswith('v2/') for v in m['vectors_v2'])
+    return [pytest.param(v, id=f"v{v['format']}-{v['name']}") for v in _manifest()['vectors']]
 
 
 def _verdict(path, **kw):
     try:
         c = shmkv.open(path, **kw)
     except shmkv.Error as e:
-        return e.errname, None
-    return 'OK', c
-
-
-def _lookup(c, key):
-    """The class of a lookup's result: type_of looks the key up and decodes
-    nothing of the value (a get of a damaged strlist or of a string that is
-    not UTF-8 succeeds in C; decoding it is another matter)."""
-    try:
-        c.type_of(key)
-    except shmkv.Error as e:
-        return e.errname
-    return 'OK'
+        return e.errname, None, e
+    return 'OK', c, None
 
 
 _PACK = {'i64': '<q', 'f64': '<d', 'f32list': '<f', 'f64list': '<d', 'i64list': '<q'}
@@ -67,54 +76,75 @@ _GETTER = {'bytes': 'get_bytes', 'string': 'get_str', 'i64': 'get_i64', 'bool': 
            'i64list': 'get_i64list', 'strlist': 'get_strlist'}
 
 
+def _same(got, want):
+    """Whether a value read (got) is the manifest's value (want, in its
+    encoding: bytes as hex, i64 as decimal strings, f32 to 9 digits)."""
+    if isinstance(got, shmkv.Array):
+        if got.typecode == 'f':
+            want = [struct.unpack('<f', struct.pack('<f', x))[0] for x in want]
+        elif got.typecode == 'q':
+            want = [int(x) for x in want]
+        return got.tolist() == want
+    if isinstance(got, bytes):
+        return got.hex() == want
+    if isinstance(got, bool):
+        return got is want
+    if isinstance(got, int):
+        return got == int(want)
+    if isinstance(got, float):
+        return (math.isnan(got) and math.isnan(want)) or \
+            struct.pack('<d', got) == struct.pack('<d', want)
+    return got == want
+
+
 def _check_value(name, w, got):
     """got (a value read from the image) is the manifest entry w: typed value,
     element count and stored bytes (raw_hex; for numbers and lists their
     little-endian encoding, which also tells -0.0 from 0.0)."""
-    t, want, where = w['type'], w['value'], f"{name}: key {w['key_hex']}"
+    t, where = w['type'], f"{name}: key {w['key_hex']}"
+    assert _same(got, w['value']), where
     if t == 'bytes':
-        assert isinstance(got, bytes) and got.hex() == want == w['raw_hex'], where
-        assert len(got) == w['count'], where
+        assert isinstance(got, bytes) and got.hex() == w['raw_hex'] and len(got) == w['count']
     elif t == 'string':
-        assert isinstance(got, str) and got == want, where
-        assert got.encode() == bytes.fromhex(w['raw_hex']) and len(got.encode()) == w['count'], where
+        assert isinstance(got, str), where
+        assert got.encode() == bytes.fromhex(w['raw_hex']) and len(got.encode()) == w['count']
     elif t == 'bool':
-        assert isinstance(got, bool) and got == want and bytes([got]).hex() == w['raw_hex'], where
+        assert isinstance(got, bool) and bytes([got]).hex() == w['raw_hex'], where
     elif t == 'strlist':
-        assert isinstance(got, list) and got == want and len(got) == w['count'], where
+        assert isinstance(got, list) and len(got) == w['count'], where
     elif t in ('i64', 'f64'):
         assert type(got) is (int if t == 'i64' else float), where
         assert struct.pack(_PACK[t], got).hex() == w['raw_hex'], where
-        if t == 'i64':
-            assert got == int(want), where
-        else:
-            assert got == want or (math.isnan(got) and math.isnan(want)), where
     else:  # f32list, f64list, i64list: a shmkv.Array read in place
         assert isinstance(got, shmkv.Array) and got.type == t and len(got) == w['count'], where
         assert bytes(memoryview(got)).hex() == w['raw_hex'], where
-        if t == 'i64list':
-            want = [int(x) for x in want]
-        elif t == 'f32list':  # the manifest's 9 digits name one f32
-            want = [struct.unpack('<f', struct.pack('<f', x))[0] for x in want]
-        assert got.tolist() == want, where
 
 
 def _check_entries(name, c, entries):
-    now = time.time()
     keys = [bytes.fromhex(e['key_hex']) for e in entries]
-    live = [(k, e) for k, e in zip(keys, entries) if 'expires' not in e or now < e['expires']]
-    assert len(c) == len(entries), f"{name}: len {len(c)}, the manifest {len(entries)}"
-    # iteration: every entry in image order, expired ones skipped (python/README.md)
-    got = [(k.encode() if isinstance(k, str) else k, v) for k, v in c.items()]
+    live = [(k, e) for k, e in zip(keys, entries) if not e.get('expired', False)]
+
+    def raw(k):
+        return k.encode() if isinstance(k, str) else k
+    # every record, expired ones too, in image order, with its expiry
+    recs = list(c.records())
+    assert [raw(k) for k, _, _ in recs] == keys, f"{name}: records()' keys"
+    for (_, v, t), e in zip(recs, entries):
+        _check_value(name, e, v)
+        assert t == e.get('expires'), f"{name}: records()' expiry of {e['key_hex']}"
+    # the default iteration and len: the live entries, in image order
+    got = [(raw(k), v) for k, v in c.items()]
     assert [k for k, _ in got] == [k for k, _ in live], f"{name}: iteration's keys"
     for (_, v), (_, e) in zip(got, live):
         _check_value(name, e, v)
+    assert len(c) == len(live) == len(c.keys()), f"{name}: len"
+    assert [raw(k) for k in c] == [k for k, _ in live]
     for k, e in zip(keys, entries):
         where = f"{name}: key {e['key_hex']}"
         assert c.expires(k) == e.get('expires'), where
-        if (k, e) not in live:
+        if e.get('expired', False):
             assert k not in c and c.get(k, 'absent') == 'absent', where + ' expired'
-            with pytest.raises(shmkv.NotFound):
+            with pytest.raises(shmkv.NotFound, match="expired"):
                 c[k]
             continue
         assert k in c and c.type_of(k) == e['type'], where
@@ -123,28 +153,83 @@ def _check_entries(name, c, entries):
     many = c.get_many(keys + [b'no such key \x01'], default='absent')
     assert many[-1] == 'absent', name
     for k, e, v in zip(keys, entries, many):
-        if (k, e) in live:
-            _check_value(name, e, v)
-        else:
+        if e.get('expired', False):
             assert v == 'absent', f"{name}: get_many of expired {e['key_hex']}"
+        else:
+            _check_value(name, e, v)
 
 
-@pytest.mark.parametrize('fmt,v', _vectors())
-def test_vector(fmt, v):
-    assert v['format'] == fmt
+def _get(c, key):
+    """A single get's result class (lib's lookup: type_of decodes nothing
+    of the value, but the lookup itself refuses a string that is not
+    UTF-8), and the value cache[key] reads, or the error reading it."""
+    try:
+        c.type_of(key)
+    except shmkv.Error as e:
+        return e.errname, None
+    try:
+        return 'OK', c[key]
+    except shmkv.Error as e:
+        return 'OK', e
+
+
+def _plain(v):
+    return v.tolist() if isinstance(v, shmkv.Array) else v
+
+
+def _check_batch(name, c, b):
+    keys = [bytes.fromhex(k) for k in b['keys_hex']]
+    want = b['results']
+    absent = object()
+    failed = {i for i, r in enumerate(want) if r not in ('OK', 'SHMKV_ENOTFOUND')}
+    where = f"{name}: batch {b['keys_hex']}"
+    if failed:
+        with pytest.raises(shmkv.Error) as e:
+            c.get_many(keys, default=absent)
+        assert sorted(e.value.errors) == sorted(failed), where
+        first = min(failed)
+        assert e.value.errors[first] is e.value and e.value.errname == want[first], where
+        assert f"keys[{first}]" in str(e.value), where
+        results = e.value.results
+    else:
+        results = c.get_many(keys, default=absent)
+    for i, (k, r) in enumerate(zip(keys, want)):
+        if r == 'OK':  # the single get's value
+            assert results[i] is not absent and _plain(results[i]) == _plain(c[k]), (where, i)
+        elif r == 'SHMKV_ENOTFOUND':
+            assert results[i] is absent, (where, i)
+        else:
+            assert results[i] is absent and e.value.errors[i].errname == r, (where, i)
+
+
+@pytest.mark.parametrize('v', _vectors())
+def test_vector(v):
     path = os.path.join(VEC, v['file'])
-    got, c = _verdict(path)
+    got, c, err = _verdict(path)
     assert got == v['open'], f"{v['name']}: open says {got}, the manifest {v['open']}"
+    if v['format'] == 1:
+        assert isinstance(err, shmkv.VersionMismatch) and RETIRED in str(err), str(err)
     if c is None:
+        assert v['verify'] == '-'
         return
     with c:
-        assert c.format == fmt, f"{v['name']}: format {c.format}, the manifest {fmt}"
+        assert c.format == v['format'] == 2
         if v['verify'] == 'OK':  # a damaged image may open: its counts are not its entries
             _check_entries(v['name'], c, v['entries'])
         for g in v.get('gets', []):
-            r = _lookup(c, bytes.fromhex(g['key_hex']))
-            assert r == g['result'], f"{v['name']}: get {g['key_hex']} says {r}, the manifest {g['result']}"
-    got, d = _verdict(path, deep=True)
+            r, value = _get(c, bytes.fromhex(g['key_hex']))
+            assert r == g['result'], \
+                f"{v['name']}: get {g['key_hex']} says {r}, the manifest {g['result']}"
+            if 'value' in g:
+                assert _same(value, g['value']), f"{v['name']}: get {g['key_hex']}: {value!r}"
+            elif isinstance(value, shmkv.Error):
+                # a strlist with a damaged string: C's get succeeds and refuses
+                # the string when it is read; Python reads them all at the get
+                assert isinstance(value, shmkv.CorruptImage), value
+                assert c.type_of(bytes.fromhex(g['key_hex'])) == 'strlist', value
+        for b in v.get('batches', []):
+            _check_batch(v['name'], c, b)
+    got, d, _ = _verdict(path, deep=True)
     if d is not None:
         d.close()
     assert got == v['verify'], f"{v['name']}: deep open says {got}, the manifest {v['verify']}"

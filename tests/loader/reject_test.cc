@@ -252,11 +252,9 @@ TEST_F(Reject, HiddenSpoolFilesAreLeftAlone)
 TEST_F(Reject, FileNameCannotForgeALogLine)
 {
 	const std::string forged = "x\nloaded cache=evil generation=9 \x1b[2J.shmkv";
-	const std::string path = env.spool() + "/" + forged;
-	// renamed in, as producers do: the loader watches the spool for renames
-	const std::string src = env.img_path("forger.bin");
-	ASSERT_TRUE(shmkv_test::write_file(src, "a forger's bytes"));
-	ASSERT_EQ(rename(src.c_str(), path.c_str()), 0) << strerror(errno);
+	const std::string path = env.spool() + "/" + forged, tmp = env.img_path("forged.tmp");
+	ASSERT_TRUE(shmkv_test::write_file(tmp, "a forger's bytes"));
+	ASSERT_EQ(rename(tmp.c_str(), path.c_str()), 0) << strerror(errno); /* what the spool watches */
 	EXPECT_TRUE(wait_until([&] { return !log_lines(env.log(), {"ignoring file="}).empty(); },
 			       20000))
 		<< env.log();

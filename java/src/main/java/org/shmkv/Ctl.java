@@ -33,6 +33,8 @@ final class Ctl implements AutoCloseable {
 	private static final long OFF_SEQ = 24, OFF_GENERATION = 32;
 
 	final Path path;
+	/** The cache's name. */
+	final String name;
 	final Object fileKey;
 	final int uid;
 	private final Arena arena;
@@ -61,30 +63,31 @@ final class Ctl implements AutoCloseable {
 	/** shmkv_ctl_open() for a reader: checks and maps the file read-only. */
 	Ctl(Path root, String name) {
 		if (!validName(name))
-			throw new ShmkvException.Io(22, "EINVAL", "invalid cache name \"" + name + "\" (" + NAME_RULE + ")", null);
+			throw new ShmkvException.Io(22, "EINVAL", null, "invalid cache name \"" + name + "\" (" + NAME_RULE + ")", null);
 		root = root(root);
+		this.name = name;
 		path = root.resolve(name + ".ctl");
 		Map<String, Object> st;
 		try {
 			st = Files.readAttributes(path, "unix:mode,uid,size,fileKey,isRegularFile,isSymbolicLink",
 					LinkOption.NOFOLLOW_LINKS);
 		} catch (NoSuchFileException e) {
-			throw new ShmkvException.Io(2, "ENOENT", "no cache \"" + name + "\" under " + root + " (no " + name
+			throw new ShmkvException.Io(2, "ENOENT", null, "no cache \"" + name + "\" under " + root + " (no " + name
 					+ ".ctl; is shmkv-loader running with this root? set SHMKV_ROOT)", e);
 		} catch (IOException e) {
 			throw io(path, e);
 		}
 		if ((Boolean) st.get("isSymbolicLink"))
-			throw new ShmkvException.Io(40, "ELOOP", path + ": is a symbolic link, not a control segment", null);
+			throw new ShmkvException.Io(40, "ELOOP", path.toString(), "a symbolic link, not a control segment", null);
 		if (!(Boolean) st.get("isRegularFile"))
-			throw new ShmkvException.Proto(path + ": not a shmkv control segment (not a regular file)");
+			throw new ShmkvException.Proto(path.toString(), "not a regular file");
 		long size = (Long) st.get("size");
 		if (size < SIZE)
-			throw new ShmkvException.Proto(path + ": not a shmkv control segment (size " + size + ", below 4096 bytes)");
+			throw new ShmkvException.Proto(path.toString(), size + " bytes, below " + SIZE);
 		int mode = (Integer) st.get("mode");
 		if ((mode & 022) != 0)
-			throw new ShmkvException.Proto(String.format("%s: mode %04o is writable by group or others: not a control "
-					+ "segment to trust", path, mode & 07777));
+			throw new ShmkvException.Proto(path.toString(), String.format("mode %04o is writable by group or others: "
+					+ "not a control segment to trust", mode & 07777));
 		uid = (Integer) st.get("uid");
 		fileKey = st.get("fileKey");
 		arena = Arena.ofShared();
@@ -98,25 +101,25 @@ final class Ctl implements AutoCloseable {
 		byte[] magic = seg.asSlice(0, 8).toArray(ValueLayout.JAVA_BYTE);
 		String problem = null;
 		if (!new String(magic, StandardCharsets.ISO_8859_1).equals("SHMKVCTL"))
-			problem = path + ": not a shmkv control segment (magic)";
+			problem = "its magic is not SHMKVCTL";
 		else {
 			long version = Bytes.u32(seg, 8), csize = Bytes.u32(seg, 12), layout = Bytes.u64(seg, 16);
 			if (version != 1 || csize != SIZE || layout != LAYOUT_HASH)
-				problem = path + ": protocol version " + version + " size " + csize + " layout " + Bytes.hex(layout)
+				problem = "protocol version " + version + " size " + csize + " layout " + Bytes.hex(layout)
 						+ ", this library speaks version 1 size 4096 layout " + Bytes.hex(LAYOUT_HASH);
 		}
 		if (problem != null) {
 			arena.close();
-			throw new ShmkvException.Proto(problem);
+			throw new ShmkvException.Proto(path.toString(), problem);
 		}
 	}
 
 	static ShmkvException io(Path p, IOException e) {
 		if (e instanceof NoSuchFileException)
-			return new ShmkvException.Io(2, "ENOENT", p + ": No such file or directory", e);
+			return new ShmkvException.Io(2, "ENOENT", p.toString(), "no such file or directory", e);
 		if (e instanceof AccessDeniedException)
-			return new ShmkvException.Io(13, "EACCES", p + ": Permission denied", e);
-		return new ShmkvException.Io(5, "EIO", p + ": " + e.getMessage(), e);
+			return new ShmkvException.Io(13, "EACCES", p.toString(), "permission denied", e);
+		return new ShmkvException.Io(5, "EIO", p.toString(), e.toString(), e);
 	}
 
 	/** The current generation: one acquire load (shmkv_ctl_generation). */
@@ -178,11 +181,11 @@ final class Ctl implements AutoCloseable {
 			int count = (int) w[5];
 			int flags = (int) (w[5] >>> 32);
 			if (Integer.toUnsignedLong(count) > MAX_SEGMENTS)
-				throw new ShmkvException.Proto(path + ": segment_count " + Integer.toUnsignedString(count) + " over "
+				throw new ShmkvException.Proto(path.toString(), "segment_count " + Integer.toUnsignedString(count) + " over "
 						+ MAX_SEGMENTS);
 			return new Snap(s1, w[4], count, flags, w);
 		}
-		throw new ShmkvException.Unavailable(path + ": a publish is under way (or its loader died in it): try again");
+		throw new ShmkvException.Unavailable(path.toString(), "a publish is under way (or its loader died in it): try again");
 	}
 
 	/**
@@ -195,11 +198,11 @@ final class Ctl implements AutoCloseable {
 		try {
 			BasicFileAttributes a = Files.readAttributes(path, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
 			if (!fileKey.equals(a.fileKey()))
-				throw new ShmkvException.Stale(path + " was replaced");
+				throw new ShmkvException.Stale(path.toString(), "the file was replaced");
 			if (a.size() < SIZE)
-				throw new ShmkvException.Stale(path + " was truncated");
+				throw new ShmkvException.Stale(path.toString(), "the file was truncated");
 		} catch (NoSuchFileException e) {
-			throw new ShmkvException.Stale(path + " was removed");
+			throw new ShmkvException.Stale(path.toString(), "the file was removed");
 		} catch (IOException e) {
 			throw io(path, e);
 		}

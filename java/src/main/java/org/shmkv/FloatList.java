@@ -1,6 +1,7 @@
 package org.shmkv;
 
 import java.lang.foreign.MemorySegment;
+import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
 
 /** An f32list value: a read-only zero-copy view of the image's little-endian binary32s. */
@@ -9,10 +10,22 @@ public final class FloatList extends View {
 		super(g, s);
 	}
 
+	/**
+	 * The number of elements.
+	 *
+	 * @return the list's length
+	 */
 	public int size() {
 		return (int) (seg.byteSize() / 4);
 	}
 
+	/**
+	 * Element i.
+	 *
+	 * @param i the index, 0 to size() - 1
+	 * @return the element
+	 * @throws IndexOutOfBoundsException when i is out of range
+	 */
 	public float get(int i) {
 		try {
 			return seg.getAtIndex(Bytes.F32, i);
@@ -21,7 +34,11 @@ public final class FloatList extends View {
 		}
 	}
 
-	/** A copy. */
+	/**
+	 * The elements.
+	 *
+	 * @return a copy
+	 */
 	public float[] toArray() {
 		try {
 			return seg.toArray(Bytes.F32);
@@ -30,13 +47,13 @@ public final class FloatList extends View {
 		}
 	}
 
-	/** A read-only buffer over the same bytes (no copy); it fails once the generation is released. */
+	/**
+	 * The elements as a buffer, which fails (as the JDK's buffers do) once
+	 * the generation is released.
+	 *
+	 * @return a read-only buffer over the image (no copy)
+	 */
 	public FloatBuffer asBuffer() {
-		return seg.asByteBuffer().order(java.nio.ByteOrder.LITTLE_ENDIAN).asFloatBuffer();
-	}
-
-	/** The read-only segment of the values (no copy). */
-	public MemorySegment segment() {
-		return seg;
+		return seg.asByteBuffer().order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer();
 	}
 }

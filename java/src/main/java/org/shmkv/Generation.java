@@ -71,8 +71,13 @@ final class Generation {
 	}
 
 	ShmkvException.Released releasedError(Throwable cause) {
-		return new ShmkvException.Released("generation " + number + " of " + source + " was released (a refresh "
-				+ "switched to a newer generation, or the cache was closed); values that must outlive a refresh "
-				+ "come from a Snapshot", cause);
+		return new ShmkvException.Released(source, "generation " + number + " was released (a refresh switched to a "
+				+ "newer generation, or the cache was closed); values that must outlive a refresh come from a "
+				+ "Snapshot", cause);
+	}
+
+	/** An access to this generation's memory failed with the JDK's "already closed": Released, if it was. */
+	RuntimeException failed(IllegalStateException e) {
+		return released() ? releasedError(e) : e;
 	}
 }

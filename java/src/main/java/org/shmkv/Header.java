@@ -1,173 +1,150 @@
 package org.shmkv;
 
+import static org.shmkv.Format.*;
+
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
 
 /**
  * The header block and section table (FORMAT.md §3, §4) and the open checks
- * of §12, in the C reader's order so that an image gets the same error from
- * both. Shared by every format version; what differs per version is the
- * index ({@link Index}).
+ * of §12, in the C reader's order, so that an image gets the same error
+ * from both. The version check comes before the layout hash's: a format 1
+ * image is refused as retired (Version), never as another layout.
  */
 final class Header {
-	static final byte[] MAGIC = "SHMKVIMG".getBytes(StandardCharsets.US_ASCII);
-	static final int HEADER_SIZE = 4096;
-	static final long LAYOUT_HASH_V1 = 0x52171befdcf1d7eeL;
-	/**
-	 * Format v2, layout B with the 2-byte directory (FORMAT.md §17, V2B
-	 * amendment 1): XXH3-64 of SHMKV_LAYOUT_DESC_V2 (Xxh3Test rebuilds it).
-	 */
-	static final long LAYOUT_HASH_V2 = 0x5a240d8d9e73bf24L;
-	static final long FLAG_DEDUP = 1, FLAG_EXPIRY = 2;
-	static final long MAX_FILE_SIZE = 1L << 43;
-	static final int KIND_INDEX = 1, KIND_ENTRIES = 2, KIND_VALUES = 3;
-	static final String[] KIND_NAMES = {"unknown", "index", "entries", "values"};
-
-	final int formatVersion;
+	final String source;
 	final long flags, fileSize, entryCount, bucketCount, hashSeed, createdUnix, dedupRefs, builderVersion;
 	final int hashBits, maxProbe;
 	final String name;
-	final long[] secOff = new long[3], secSize = new long[3], secSum = new long[3];
+	/** Each section's offset, size and checksum, by kind - 1. */
+	final long[] secOff = new long[SECTION_COUNT], secSize = new long[SECTION_COUNT], secSum = new long[SECTION_COUNT];
 
 	/**
 	 * Checks 1-10 of FORMAT.md §12 on an image of size bytes (the file's
-	 * length, or a segment's recorded image size) and reads the header.
+	 * length, or a segment's recorded image size) and reads the header;
+	 * source names the image in messages.
 	 */
-	Header(MemorySegment s, long size) {
-		long n = Math.min(size, 8);
+	Header(MemorySegment s, long size, String source) {
+		this.source = source;
+		long n = Math.min(size, MAGIC.length());
 		for (int i = 0; i < n; i++)
-			if (Bytes.u8(s, i) != (MAGIC[i] & 0xFF))
-				throw new ShmkvException.Magic("bad magic at offset 0: not a shmkv image");
+			if (Bytes.u8(s, H_MAGIC + i) != MAGIC.charAt(i))
+				throw new ShmkvException.Magic(source, "its first bytes are " + Bytes.hexBytes(s, 0, n) + ", not "
+						+ MAGIC);
 		if (size < HEADER_SIZE)
-			throw new ShmkvException.Truncated("image is " + size + " bytes, shorter than the 4096-byte header");
-		formatVersion = (int) Bytes.u32(s, 8);
-		if (formatVersion != 1 && formatVersion != 2)
-			throw new ShmkvException.Version("image format version " + Integer.toUnsignedString(formatVersion)
-					+ ", this reader reads versions 1 and 2");
-		// what differs between the versions (FORMAT.md §17.2)
-		boolean v2 = formatVersion == 2;
-		long wantHash = v2 ? LAYOUT_HASH_V2 : LAYOUT_HASH_V1;
-		long knownFlags = v2 ? FLAG_DEDUP | FLAG_EXPIRY : FLAG_DEDUP;
-		int slots = v2 ? IndexV2.BUCKET : 8;
-		long bucketBytes = v2 ? IndexV2.BUCKET : 64, perBucket = v2 ? IndexV2.MAX_RECORDS : 8;
-		long layout = Bytes.u64(s, 16);
-		if (layout != wantHash)
-			throw new ShmkvException.Layout("layout hash " + Bytes.hex(layout) + ", this reader expects "
-					+ Bytes.hex(wantHash) + " for version " + formatVersion);
-		long stored = Bytes.u64(s, 504), computed = Xxh3.checksum(s, 0, 504);
+			throw new ShmkvException.Truncated(source, size + " bytes, shorter than the " + HEADER_SIZE
+					+ "-byte header");
+		long version = Bytes.u32(s, H_FORMAT_VERSION);
+		if (version == RETIRED_VERSION)
+			throw new ShmkvException.Version(source, RETIRED_MESSAGE);
+		if (version != VERSION)
+			throw new ShmkvException.Version(source, unknownVersion(version));
+		long layout = Bytes.u64(s, H_LAYOUT_HASH);
+		if (layout != LAYOUT_HASH)
+			throw new ShmkvException.Layout(source, Bytes.hex(layout) + ", this reader's is " + Bytes.hex(LAYOUT_HASH)
+					+ " (format " + VERSION + ")");
+		long stored = Bytes.u64(s, H_HEADER_CHECKSUM), computed = Xxh3.checksum(s, 0, H_HEADER_CHECKSUM);
 		if (stored != computed)
-			throw new ShmkvException.Checksum("header checksum mismatch: stored " + Bytes.hex(stored)
-					+ ", computed " + Bytes.hex(computed));
-		fileSize = Bytes.u64(s, 32);
+			throw new ShmkvException.Checksum(source, "header: stored " + Bytes.hex(stored) + ", computed "
+					+ Bytes.hex(computed));
+		fileSize = Bytes.u64(s, H_FILE_SIZE);
 		if (Long.compareUnsigned(fileSize, size) > 0)
-			throw new ShmkvException.Truncated("image is " + size + " bytes, its header says "
-					+ Long.toUnsignedString(fileSize));
+			throw new ShmkvException.Truncated(source, size + " bytes, its header says " + Long.toUnsignedString(fileSize));
 		if (Long.compareUnsigned(fileSize, size) < 0)
 			throw corrupt((size - fileSize) + " unexpected bytes after the image end at " + fileSize);
-		int headerSize = (int) Bytes.u32(s, 12);
-		flags = Bytes.u64(s, 24);
-		entryCount = Bytes.u64(s, 40);
-		bucketCount = Bytes.u64(s, 48);
-		int bucketSlots = (int) Bytes.u32(s, 56);
-		hashBits = (int) Bytes.u32(s, 60);
-		hashSeed = Bytes.u64(s, 64);
-		maxProbe = (int) Bytes.u32(s, 72);
-		int sectionCount = (int) Bytes.u32(s, 76);
-		builderVersion = Bytes.u32(s, 80);
-		createdUnix = Bytes.u64(s, 88);
-		dedupRefs = Bytes.u64(s, 112);
+		long headerSize = Bytes.u32(s, H_HEADER_SIZE);
+		flags = Bytes.u64(s, H_FLAGS);
+		entryCount = Bytes.u64(s, H_ENTRY_COUNT);
+		bucketCount = Bytes.u64(s, H_BUCKET_COUNT);
+		long bucketSlots = Bytes.u32(s, H_BUCKET_SLOTS);
+		hashBits = (int) Bytes.u32(s, H_HASH_BITS);
+		hashSeed = Bytes.u64(s, H_HASH_SEED);
+		maxProbe = (int) Bytes.u32(s, H_MAX_PROBE);
+		long sectionCount = Bytes.u32(s, H_SECTION_COUNT);
+		builderVersion = Bytes.u32(s, H_BUILDER_VERSION);
+		createdUnix = Bytes.u64(s, H_CREATED_UNIX);
+		dedupRefs = Bytes.u64(s, H_DEDUP_REFS);
 		if (headerSize != HEADER_SIZE)
-			throw corrupt("header_size " + Integer.toUnsignedString(headerSize) + ", expected 4096");
-		if (fileSize % HEADER_SIZE != 0)
-			throw corrupt("image size " + fileSize + " is not a multiple of 4096");
-		if (fileSize > MAX_FILE_SIZE)
-			throw corrupt("image size " + fileSize + " exceeds the format limit");
-		if ((flags & ~knownFlags) != 0)
-			throw corrupt("unknown header flags " + Long.toHexString(flags));
-		if (bucketSlots != slots)
-			throw corrupt("bucket_slots " + Integer.toUnsignedString(bucketSlots) + ", expected " + slots);
+			throw corrupt("header_size " + headerSize + ", expected " + HEADER_SIZE);
+		if (fileSize % FILE_ALIGN != 0)
+			throw corrupt("image size " + fileSize + " is not a multiple of " + FILE_ALIGN);
+		if (fileSize > MAX_IMAGE_SIZE)
+			throw corrupt("image size " + fileSize + " exceeds the format's limit " + MAX_IMAGE_SIZE);
+		if ((flags & ~HEADER_FLAGS) != 0)
+			throw corrupt("unknown header flags 0x" + Long.toHexString(flags & ~HEADER_FLAGS));
+		if (bucketSlots != BUCKET)
+			throw corrupt("bucket_slots " + bucketSlots + ", expected " + BUCKET);
 		if (hashBits < 1 || hashBits > 64)
 			throw corrupt("hash_bits " + Integer.toUnsignedString(hashBits) + " out of range 1..64");
-		if (bucketCount < 1 || Long.compareUnsigned(bucketCount, fileSize / bucketBytes) > 0)
+		if (bucketCount < 1 || Long.compareUnsigned(bucketCount, fileSize / BUCKET) > 0)
 			throw corrupt("bucket_count " + Long.toUnsignedString(bucketCount) + " does not fit the image");
-		if (Long.compareUnsigned(entryCount, perBucket * bucketCount) > 0)
-			throw corrupt("entry_count " + Long.toUnsignedString(entryCount) + " exceeds the "
-					+ perBucket * bucketCount + " index " + (v2 ? "records" : "slots"));
+		if (Long.compareUnsigned(entryCount, MAX_RECORDS * bucketCount) > 0)
+			throw corrupt("entry_count " + Long.toUnsignedString(entryCount) + " exceeds the " + MAX_RECORDS * bucketCount
+					+ " records the index can hold");
 		if (maxProbe < 0 || maxProbe >= bucketCount)
 			throw corrupt("max_probe " + Integer.toUnsignedString(maxProbe) + " not below bucket_count " + bucketCount);
-		if (Bytes.u8(s, 128 + 63) != 0)
+		if (Bytes.u8(s, H_NAME + NAME_MAX) != 0)
 			throw corrupt("name is not NUL-terminated");
-		boolean reserved = Bytes.u32(s, 84) != 0;
-		for (int i = 0; i < 7; i++)
-			reserved |= Bytes.u64(s, 448 + 8 * i) != 0;
-		if (reserved)
+		if (Bytes.u32(s, H_RESERVED0) != 0 || Bytes.firstNonZero(s, H_RESERVED, H_HEADER_CHECKSUM - H_RESERVED) >= 0)
 			throw corrupt("reserved header fields are not zero");
-		if (sectionCount != 3)
-			throw corrupt("section_count " + Integer.toUnsignedString(sectionCount) + ", version " + formatVersion
-					+ " has 3");
+		if (sectionCount != SECTION_COUNT)
+			throw corrupt("section_count " + sectionCount + ", expected " + SECTION_COUNT);
 		long prevEnd = HEADER_SIZE;
-		for (int i = 0; i < 8; i++) {
-			long d = 192 + 32L * i;
-			if (i >= 3) {
-				if (Bytes.firstNonZero(s, d, 32) >= 0)
+		for (int i = 0; i < MAX_SECTIONS; i++) {
+			long d = H_SECTIONS + (long) SECTION_SIZE * i;
+			if (i >= SECTION_COUNT) {
+				if (Bytes.firstNonZero(s, d, SECTION_SIZE) >= 0)
 					throw corrupt("unused section slot " + i + " is not zero");
 				continue;
 			}
-			int kind = (int) Bytes.u32(s, d), sflags = (int) Bytes.u32(s, d + 4);
-			long off = Bytes.u64(s, d + 8), sz = Bytes.u64(s, d + 16);
+			long kind = Bytes.u32(s, d + S_KIND), sflags = Bytes.u32(s, d + S_FLAGS);
+			long off = Bytes.u64(s, d + S_OFFSET), sz = Bytes.u64(s, d + S_SIZE);
 			String nm = KIND_NAMES[i + 1];
 			if (kind != i + 1)
-				throw corrupt("section " + i + " has kind " + Integer.toUnsignedString(kind) + ", expected "
-						+ (i + 1) + " (" + nm + ")");
+				throw corrupt("section " + i + " has kind " + kind + ", expected " + (i + 1) + " (" + nm + ")");
 			if (sflags != 0)
-				throw corrupt("section " + nm + " has unknown flags " + Integer.toHexString(sflags));
-			if (off % 64 != 0 || Long.compareUnsigned(off, prevEnd) < 0)
+				throw corrupt("section " + nm + " has unknown flags 0x" + Long.toHexString(sflags));
+			if (off % SECTION_ALIGN != 0 || Long.compareUnsigned(off, prevEnd) < 0)
 				throw corrupt("section " + nm + " offset " + Long.toUnsignedString(off) + " is misaligned or overlaps");
 			if (Long.compareUnsigned(sz, fileSize) > 0 || Long.compareUnsigned(off, fileSize - sz) > 0)
 				throw corrupt("section " + nm + " [" + Long.toUnsignedString(off) + ", +" + Long.toUnsignedString(sz)
 						+ ") runs past the image end " + fileSize);
 			secOff[i] = off;
 			secSize[i] = sz;
-			secSum[i] = Bytes.u64(s, d + 24);
+			secSum[i] = Bytes.u64(s, d + S_CHECKSUM);
 			prevEnd = off + sz;
 		}
-		if (secSize[0] != bucketCount * bucketBytes)
+		if (secSize[0] != bucketCount * BUCKET)
 			throw corrupt("index section is " + secSize[0] + " bytes, " + bucketCount + " buckets need "
-					+ bucketCount * bucketBytes);
-		if (v2 && secOff[0] % IndexV2.BUCKET != 0)
-			throw corrupt("index section offset " + secOff[0] + " is not a multiple of " + IndexV2.BUCKET);
-		// v2: inline records have no entry in ENTRIES
-		if (!v2 && entryCount > 0 && Long.compareUnsigned(secSize[1], 8 * entryCount) < 0)
-			throw corrupt("entries section too small for " + entryCount + " entries");
+					+ bucketCount * BUCKET);
+		if (secOff[0] % BUCKET != 0)
+			throw corrupt("index section offset " + secOff[0] + " is not a multiple of " + BUCKET);
 		int len = 0;
-		while (len < 63 && Bytes.u8(s, 128 + len) != 0)
+		while (len < NAME_MAX && Bytes.u8(s, H_NAME + len) != 0)
 			len++;
-		byte[] nb = new byte[len];
-		for (int i = 0; i < len; i++)
-			nb[i] = (byte) Bytes.u8(s, 128 + i);
-		name = new String(nb, StandardCharsets.UTF_8);
+		name = new String(Bytes.copy(s, H_NAME, len), StandardCharsets.UTF_8);
 	}
 
 	/** Checks 11 (zero outside the sections) and 12 (section checksums) of §12. */
 	void checkSections(MemorySegment s) {
-		long prev = 512;
-		for (int i = 0; i <= 3; i++) {
-			long start = i < 3 ? secOff[i] : fileSize;
+		long prev = HEADER_USED;
+		for (int i = 0; i <= SECTION_COUNT; i++) {
+			long start = i < SECTION_COUNT ? secOff[i] : fileSize;
 			long nz = Bytes.firstNonZero(s, prev, start - prev);
 			if (nz >= 0)
 				throw corrupt("non-zero byte at offset " + nz + " outside every section");
-			if (i < 3)
+			if (i < SECTION_COUNT)
 				prev = secOff[i] + secSize[i];
 		}
-		for (int i = 0; i < 3; i++) {
+		for (int i = 0; i < SECTION_COUNT; i++) {
 			long c = Xxh3.checksum(s, secOff[i], secSize[i]);
 			if (c != secSum[i])
-				throw new ShmkvException.Checksum("section " + KIND_NAMES[i + 1] + " [" + secOff[i] + ", +" + secSize[i]
-						+ ") checksum mismatch: stored " + Bytes.hex(secSum[i]) + ", computed " + Bytes.hex(c));
+				throw new ShmkvException.Checksum(source, "section " + KIND_NAMES[i + 1] + " [" + secOff[i] + ", +"
+						+ secSize[i] + "): stored " + Bytes.hex(secSum[i]) + ", computed " + Bytes.hex(c));
 		}
 	}
 
-	static ShmkvException.Corrupt corrupt(String m) {
-		return new ShmkvException.Corrupt(m);
+	ShmkvException.Corrupt corrupt(String m) {
+		return new ShmkvException.Corrupt(source, m);
 	}
 }

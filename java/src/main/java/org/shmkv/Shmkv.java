@@ -6,22 +6,22 @@ import java.lang.foreign.MemorySegment;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.Map;
 
 /**
  * A shmkv reader: an image file ({@link #open}) or a cache served by
- * shmkv-loader ({@link #attach}), which {@link #refresh()} moves to the newest
- * generation. Safe for any number of threads, refresh and close included:
- * a get reads one generation whole (one racing a refresh finishes on the new
- * one), and an old generation's mapping is unmapped when the refresh that
- * replaced it returns, or when the last {@link Snapshot} pinning it closes.
- * Values read from the cache directly are valid until then; a value used
- * after its generation was released throws {@link ShmkvException.Released}.
+ * shmkv-loader ({@link #attach}), which {@link #refresh()} moves to the
+ * newest generation. Safe for any number of threads, refresh and close
+ * included: a get reads one generation whole (one racing a refresh
+ * finishes on the new one), and an old generation's mapping is unmapped
+ * when the refresh that replaced it returns, or when the last
+ * {@link Snapshot} pinning it closes. Values read from the cache directly
+ * are valid until then; a value used after its generation was released
+ * throws {@link ShmkvException.Released}.
  */
-public final class Shmkv extends Reader implements AutoCloseable {
+public final class Shmkv extends ShmkvReader implements AutoCloseable {
 	/** How much of an image is checked when it is mapped. */
 	public enum Check {
 		/** The header and section table (FORMAT.md §12 checks 1-10): O(1). Lookups stay inside the image anyway. */
@@ -47,11 +47,28 @@ public final class Shmkv extends Reader implements AutoCloseable {
 		this.check = check;
 	}
 
-	/** Opens an image file with checksums checked (Check.CHECKSUMS). */
+	/**
+	 * Opens an image file with its checksums checked ({@link Check#CHECKSUMS}).
+	 *
+	 * @param file the image file
+	 * @return the reader; close it
+	 * @throws ShmkvException when the file cannot be read or is not a sound
+	 *     image of format 2 (a format 1 image is Version, naming the command
+	 *     that converts it)
+	 */
 	public static Shmkv open(Path file) {
 		return open(file, Check.CHECKSUMS);
 	}
 
+	/**
+	 * Opens an image file, checked at open as check says.
+	 *
+	 * @param file the image file
+	 * @param check how much to check now
+	 * @return the reader; close it
+	 * @throws ShmkvException when the file cannot be read or is not a sound
+	 *     image of format 2
+	 */
 	public static Shmkv open(Path file, Check check) {
 		Map<String, Object> st;
 		try {
@@ -60,42 +77,72 @@ public final class Shmkv extends Reader implements AutoCloseable {
 			throw Ctl.io(file, e);
 		}
 		if (!(Boolean) st.get("isRegularFile"))
-			throw new ShmkvException.Io(22, "EINVAL", file + ": not a regular file", null);
+			throw new ShmkvException.Io(22, "EINVAL", file.toString(), "not a regular file", null);
 		long size = (Long) st.get("size");
 		return new Shmkv(map(file, size, size, 0, file.toString(), check, true), null, file.toString(), check);
 	}
 
 	/**
-	 * An image held in memory (a copy of bytes, aligned as a mapping is):
-	 * for images that did not come from a file, and for tests.
+	 * An image held in memory (copied, aligned as a mapping is): for images
+	 * that did not come from a file, and for tests.
+	 *
+	 * @param bytes the image
+	 * @param check how much to check now
+	 * @return the reader; close it
+	 * @throws ShmkvException when the bytes are not a sound image of format 2
 	 */
 	public static Shmkv of(byte[] bytes, Check check) {
+		String source = "an image in memory";
 		Arena arena = Arena.ofShared();
-		try {
+		return new Shmkv(generation(arena, 0, source, () -> {
 			MemorySegment seg = arena.allocate(Math.max(bytes.length, 1), 4096);
 			MemorySegment.copy(MemorySegment.ofArray(bytes), 0, seg, 0, bytes.length);
-			Image im = new Image(seg.asSlice(0, bytes.length), bytes.length, check.ordinal());
-			return new Shmkv(new Generation(im, arena, 0, "an image in memory"), null, "an image in memory", check);
+			return new Image(seg.asSlice(0, bytes.length), bytes.length, check.ordinal(), source);
+		}), null, source, check);
+	}
+
+	/** What maps and checks an image in an arena. */
+	@FunctionalInterface
+	private interface Mapping {
+		Image map();
+	}
+
+	/** The generation m maps into arena; any failure closes the arena and is thrown. */
+	private static Generation generation(Arena arena, long number, String source, Mapping m) {
+		try {
+			return new Generation(m.map(), arena, number, source);
 		} catch (IndexOutOfBoundsException e) {
 			arena.close();
-			throw outside(e);
+			throw new ShmkvException.Corrupt(source, "an offset points outside the image", e);
 		} catch (RuntimeException e) {
 			arena.close();
 			throw e;
 		}
 	}
 
-	/** Attaches to cache name under $SHMKV_ROOT (else /run/shmkv). */
+	/**
+	 * Attaches to a cache served by shmkv-loader, under $SHMKV_ROOT (else
+	 * /run/shmkv), checked at attach as {@link Check#HEADER} says.
+	 *
+	 * @param name the cache's name
+	 * @return the reader; close it
+	 * @throws ShmkvException see {@link #attach(String, Path, Check)}
+	 */
 	public static Shmkv attach(String name) {
 		return attach(name, null, Check.HEADER);
 	}
 
 	/**
-	 * Attaches to cache name under root (null: $SHMKV_ROOT, else /run/shmkv).
-	 * The loader verified every checksum and the full structure before it
-	 * published the segment, so Check.HEADER is the usual choice.
-	 * Throws Io ENOENT (no such cache), Unavailable (nothing published yet),
-	 * Stale (a dropped cache), Proto, or an image error.
+	 * Attaches to a cache served by shmkv-loader. The loader verified every
+	 * checksum and the full structure before it published the segment, so
+	 * {@link Check#HEADER} is the usual choice.
+	 *
+	 * @param name the cache's name
+	 * @param root the loader's root directory; null: $SHMKV_ROOT, else /run/shmkv
+	 * @param check how much to check each generation when it is mapped
+	 * @return the reader; close it
+	 * @throws ShmkvException Io ENOENT (no such cache), Unavailable (nothing
+	 *     published yet), Stale (a dropped cache), Proto, or an image error
 	 */
 	public static Shmkv attach(String name, Path root, Check check) {
 		Ctl ctl = new Ctl(root, name);
@@ -104,7 +151,7 @@ public final class Shmkv extends Reader implements AutoCloseable {
 			for (int attempt = 0; ; attempt++) {
 				Ctl.Snap s = ctl.read(Ctl.SEQ_SPINS);
 				try {
-					return new Shmkv(mapSnap(ctl, s, source, check), ctl, source, check);
+					return new Shmkv(mapSnap(ctl, s, name, check), ctl, source, check);
 				} catch (ShmkvException e) {
 					// the loader replaced the segment between snapshot and open
 					if (!"ENOENT".equals(e.codeName()) || ctl.generation() == s.generation() || attempt >= 16)
@@ -117,13 +164,14 @@ public final class Shmkv extends Reader implements AutoCloseable {
 		}
 	}
 
-	private static Generation mapSnap(Ctl ctl, Ctl.Snap s, String source, Check check) {
+	private static Generation mapSnap(Ctl ctl, Ctl.Snap s, String name, Check check) {
 		if ((s.flags() & Ctl.RETIRED) != 0)
-			throw new ShmkvException.Stale(ctl.path + ": the cache was dropped or its control segment replaced");
+			throw new ShmkvException.Stale(ctl.path.toString(), "the cache was retired");
 		if (s.generation() == 0 || s.segmentCount() == 0)
-			throw new ShmkvException.Unavailable(source + ": nothing published yet");
+			throw new ShmkvException.Unavailable(ctl.path.toString(), "nothing published yet");
 		// replicas (NUMA): Java cannot ask getcpu; it reads segment 0
 		Path p = Path.of(s.segPath(0));
+		String source = p + " (cache \"" + name + "\", generation " + s.generation() + ")";
 		Map<String, Object> st;
 		try {
 			st = Files.readAttributes(p, "unix:mode,uid,size,isRegularFile", LinkOption.NOFOLLOW_LINKS);
@@ -133,13 +181,14 @@ public final class Shmkv extends Reader implements AutoCloseable {
 		long size = s.segSize(0);
 		int mode = (Integer) st.get("mode");
 		if (!(Boolean) st.get("isRegularFile") || (Integer) st.get("uid") != ctl.uid || (mode & 022) != 0)
-			throw new ShmkvException.Io(1, "EPERM", String.format("%s: segment is not a regular file of the control "
-					+ "segment's owner (uid %d) writable by it alone (uid %d mode %04o)", p, ctl.uid, st.get("uid"),
-					mode & 07777), null);
+			throw new ShmkvException.Io(1, "EPERM", source, String.format("not a regular file of the control segment's "
+					+ "owner (uid %d) writable by it alone (uid %d mode %04o)", ctl.uid, st.get("uid"), mode & 07777),
+					null);
 		long fileLen = (Long) st.get("size");
 		if (fileLen < size)
-			throw new ShmkvException.Truncated(p + ": segment is " + fileLen + " bytes, its image " + size);
-		long mapLen = Long.compareUnsigned(s.segMapSize(0), size) >= 0 && s.segMapSize(0) <= fileLen ? s.segMapSize(0) : size;
+			throw new ShmkvException.Truncated(source, "the segment is " + fileLen + " bytes, its image " + size);
+		long mapLen = Long.compareUnsigned(s.segMapSize(0), size) >= 0 && s.segMapSize(0) <= fileLen ? s.segMapSize(0)
+				: size;
 		return map(p, size, mapLen, s.generation(), source, check, false);
 	}
 
@@ -152,49 +201,44 @@ public final class Shmkv extends Reader implements AutoCloseable {
 	private static Generation map(Path p, long size, long mapLen, long number, String source, Check check,
 			boolean advise) {
 		Arena arena = Arena.ofShared();
-		try {
+		return generation(arena, number, source, () -> {
 			MemorySegment seg;
-			if (mapLen < Header.HEADER_SIZE) {
-				// too short to map as an image: read what there is, for the magic and length checks
-				seg = arena.allocate(Math.max(mapLen, 1), 64);
-				byte[] b = Files.readAllBytes(p);
-				MemorySegment.copy(MemorySegment.ofArray(b), 0, seg, 0, Math.min(b.length, mapLen));
-				new Header(seg, Math.min(b.length, mapLen)); // throws
-			}
-			try (FileChannel ch = FileChannel.open(p, StandardOpenOption.READ)) {
-				seg = ch.map(FileChannel.MapMode.READ_ONLY, 0, mapLen, arena);
+			try {
+				if (mapLen < Format.HEADER_SIZE) {
+					// too short to map as an image: what there is, for the magic and length checks
+					byte[] b = Files.readAllBytes(p);
+					seg = arena.allocate(Math.max(mapLen, 1), 64);
+					MemorySegment.copy(MemorySegment.ofArray(b), 0, seg, 0, Math.min(b.length, mapLen));
+					new Header(seg, Math.min(b.length, mapLen), source); // throws
+				}
+				try (FileChannel ch = FileChannel.open(p, StandardOpenOption.READ)) {
+					seg = ch.map(FileChannel.MapMode.READ_ONLY, 0, mapLen, arena);
+				}
+			} catch (IOException e) {
+				throw Ctl.io(p, e);
 			}
 			if (advise)
 				Advice.hugePages(seg);
-			Image im = new Image(seg.asSlice(0, size), size, check.ordinal());
-			return new Generation(im, arena, number, source);
-		} catch (NoSuchFileException e) {
-			arena.close();
-			throw Ctl.io(p, e);
-		} catch (IOException e) {
-			arena.close();
-			throw Ctl.io(p, e);
-		} catch (IndexOutOfBoundsException e) {
-			arena.close();
-			throw outside(e);
-		} catch (RuntimeException e) {
-			arena.close();
-			throw e;
-		}
+			return new Image(seg.asSlice(0, size), size, check.ordinal(), source);
+		});
 	}
 
 	@Override
 	Generation current() {
 		Generation g = gen;
 		if (closed)
-			throw new ShmkvException.Released(source + " is closed", null);
+			throw closedError(null);
 		return g;
+	}
+
+	private ShmkvException.Released closedError(Throwable cause) {
+		return new ShmkvException.Released(source, "closed", cause);
 	}
 
 	@Override
 	void onClosed(Generation g, RuntimeException e) {
 		if (closed)
-			throw new ShmkvException.Released(source + " is closed", e);
+			throw closedError(e);
 		if (!g.released())
 			throw e;
 		// a refresh switched generations under this get: read the new one
@@ -202,31 +246,33 @@ public final class Shmkv extends Reader implements AutoCloseable {
 
 	/**
 	 * Moves to the newest generation the loader published (lib/PROTOCOL.md,
-	 * "Refresh"). Returns true when it switched (the old generation is
-	 * released, unless a snapshot pins it), false when there was nothing new
-	 * (one file-key check and one acquire load; always false for an image
-	 * file). Throws Stale (the cache was dropped or its control segment
-	 * replaced: attach again), Unavailable (a publish under way), or the
-	 * error of mapping the new generation, remembered until the next publish;
-	 * the cache keeps its generation on any error.
+	 * "Refresh"): the old generation is released, unless a snapshot pins it.
+	 * On any error the cache keeps its generation.
+	 *
+	 * @return true when it switched; false when there was nothing new (one
+	 *     file-key check and one acquire load; always false for an image file)
+	 * @throws ShmkvException Stale (the cache was dropped or its control
+	 *     segment replaced: attach again), Unavailable (a publish under way),
+	 *     or the error of mapping the new generation, remembered until the
+	 *     next publish
 	 */
 	public synchronized boolean refresh() {
 		if (ctl == null)
 			return false;
 		if (closed)
-			throw new ShmkvException.Released(source + " is closed", null);
+			throw closedError(null);
 		ctl.checkCurrent();
 		Generation old = gen;
 		if (ctl.generation() == old.number)
 			return false;
 		long s = ctl.seq();
 		if ((s & 1) != 0)
-			throw new ShmkvException.Unavailable(source + ": a publish is under way: try again");
+			throw new ShmkvException.Unavailable(source, "a publish is under way: try again");
 		if (s == failedSeq)
 			throw failedError;
 		Generation g;
 		try {
-			g = mapSnap(ctl, ctl.read(64), source, check);
+			g = mapSnap(ctl, ctl.read(64), ctl.name, check);
 		} catch (ShmkvException e) {
 			failedSeq = s;
 			failedError = e;
@@ -238,8 +284,11 @@ public final class Shmkv extends Reader implements AutoCloseable {
 	}
 
 	/**
-	 * Pins the current generation: the snapshot reads it, and its values stay
-	 * valid, until the snapshot is closed, whatever refreshes happen meanwhile.
+	 * Pins the current generation: the snapshot reads it, and its values
+	 * stay valid, until the snapshot is closed, whatever refreshes happen
+	 * meanwhile. It takes this reader's clock (see {@link #setClock(long)}).
+	 *
+	 * @return the snapshot; close it
 	 */
 	public Snapshot snapshot() {
 		for (;;) {
@@ -253,7 +302,11 @@ public final class Shmkv extends Reader implements AutoCloseable {
 		}
 	}
 
-	/** The image size in bytes. */
+	/**
+	 * The size of the image read now.
+	 *
+	 * @return bytes
+	 */
 	public long imageSize() {
 		return current().image.hdr.fileSize;
 	}
@@ -269,6 +322,11 @@ public final class Shmkv extends Reader implements AutoCloseable {
 			ctl.close();
 	}
 
+	/**
+	 * A description of the reader.
+	 *
+	 * @return its file or cache and generation
+	 */
 	@Override
 	public String toString() {
 		return "Shmkv(" + source + ", generation " + gen.number + ")";

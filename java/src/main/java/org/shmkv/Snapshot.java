@@ -5,7 +5,7 @@ package org.shmkv;
  * mapped until {@link #close()}, whatever refreshes the cache makes. Thread
  * safe; close once.
  */
-public final class Snapshot extends Reader implements AutoCloseable {
+public final class Snapshot extends ShmkvReader implements AutoCloseable {
 	private final Generation g;
 	private volatile boolean closed;
 
@@ -25,6 +25,7 @@ public final class Snapshot extends Reader implements AutoCloseable {
 		throw e instanceof ShmkvException.Released r ? r : gen.releasedError(e);
 	}
 
+	/** Releases the pin: the generation is unmapped now if no other snapshot pins it and the cache moved on. */
 	@Override
 	public synchronized void close() {
 		if (closed)

@@ -1,53 +1,72 @@
 package org.shmkv;
 
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.nio.charset.StandardCharsets;
 import java.util.AbstractList;
 import java.util.RandomAccess;
 
 /**
- * A strlist value (FORMAT.md §8) over the image: each string is checked and
- * decoded when it is read (a lookup checks the count only, §12.1), so a
- * damaged string is {@link ShmkvException.Corrupt} when read, never a read
- * past the list.
+ * A strlist value (FORMAT.md §8) over the image: each string is checked
+ * (its ends, its NUL, its UTF-8) and decoded when it is read, so a damaged
+ * string is {@link ShmkvException.Corrupt} when read, never a read past the
+ * list.
  */
 public final class StringList extends AbstractList<String> implements RandomAccess {
-	private final View v;
+	private final Generation gen;
+	private final MemorySegment seg;
 	private final int count;
 
 	StringList(Generation g, MemorySegment s) {
-		v = new View(g, s) {};
+		gen = g;
+		seg = s;
 		try {
-			count = s.get(Bytes.U32, 0);
+			count = s.get(Bytes.U32, 0); // at most (value_len - 8) / 4: the get checked it
 		} catch (IllegalStateException e) {
-			throw v.failed(e);
+			throw g.failed(e);
 		}
 	}
 
+	/**
+	 * The number of strings.
+	 *
+	 * @return the list's length
+	 */
 	@Override
 	public int size() {
 		return count;
 	}
 
-	/** String i's UTF-8 bytes (without its NUL). */
+	/**
+	 * String i's bytes.
+	 *
+	 * @param i the index, 0 to size() - 1
+	 * @return a copy of its UTF-8 bytes, without the NUL
+	 * @throws ShmkvException.Corrupt when the string is damaged or not UTF-8
+	 */
 	public byte[] getBytes(int i) {
 		if (i < 0 || i >= count)
 			throw new IndexOutOfBoundsException("string " + i + " of a list of " + count);
-		MemorySegment s = v.seg;
 		try {
-			long data = 4L * (count + 2), dataLen = s.byteSize() - data;
-			long a = Integer.toUnsignedLong(s.get(Bytes.U32, 4 + 4L * i));
-			long b = Integer.toUnsignedLong(s.get(Bytes.U32, 8 + 4L * i));
-			if (a >= b || b > dataLen || s.get(ValueLayout.JAVA_BYTE, data + b - 1) != 0)
-				throw new ShmkvException.Corrupt("strlist string " + i + ": ends " + a + ".." + b
-						+ " not increasing, past the data (" + dataLen + " bytes) or without its NUL");
-			return s.asSlice(data + a, b - a - 1).toArray(ValueLayout.JAVA_BYTE);
+			long data = 4L * (count + 2), dataLen = seg.byteSize() - data;
+			long a = Bytes.u32(seg, 4 + 4L * i), b = Bytes.u32(seg, 8 + 4L * i);
+			if (a >= b || b > dataLen || Bytes.u8(seg, data + b - 1) != 0)
+				throw new ShmkvException.Corrupt(gen.image.source, "strlist string " + i + ": its ends " + a + ".." + b
+						+ " do not ascend, pass the data (" + dataLen + " bytes) or lack its NUL");
+			if (!Utf8.valid(seg, data + a, b - a - 1))
+				throw new ShmkvException.Corrupt(gen.image.source, "strlist string " + i + " is not valid UTF-8");
+			return Bytes.copy(seg, data + a, b - a - 1);
 		} catch (IllegalStateException e) {
-			throw v.failed(e);
+			throw gen.failed(e);
 		}
 	}
 
+	/**
+	 * String i.
+	 *
+	 * @param i the index, 0 to size() - 1
+	 * @return the string, decoded (a copy)
+	 * @throws ShmkvException.Corrupt when the string is damaged or not UTF-8
+	 */
 	@Override
 	public String get(int i) {
 		return new String(getBytes(i), StandardCharsets.UTF_8);

@@ -3,168 +3,263 @@ package org.shmkv;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 
 /**
  * One value of the cache, in place (zero-copy): its type, its stored bytes
- * and typed readings of them. Valid while its generation is mapped: until a
+ * and typed readings of them, checked when the get or the iteration found
+ * it (a string is UTF-8). Valid while its generation is mapped: until a
  * refresh switches generations or the cache closes (or, from a
- * {@link Snapshot}, until the snapshot closes); used after that, every method
- * throws {@link ShmkvException.Released}.
+ * {@link Snapshot}, until the snapshot closes); used after that, every
+ * method that reads the image throws {@link ShmkvException.Released}.
  */
-public final class Value extends View {
-	private final long loc; // the entry (v1) or record (v2) found: Image's locator
+public final class Value {
+	private final Generation gen;
+	private final long loc; // the record found: its locator (Index)
 	private final int type;
+	private final long voff, len;
 
-	Value(Generation g, long loc, long voff, int type, long len) {
-		super(g, g.image.seg.asSlice(voff, len));
+	Value(Generation g, long loc, int type, long voff, long len) {
+		this.gen = g;
 		this.loc = loc;
 		this.type = type;
+		this.voff = voff;
+		this.len = len;
 	}
 
-	/** The value of the locator a lookup or the iteration found (full: a strlist's strings checked too). */
-	static Value at(Generation g, long loc, boolean full) {
-		Image im = g.image;
-		long voff = im.valueOffset(loc, full);
-		return new Value(g, loc, voff, im.typeOf(loc), im.valueLen(loc));
+	/** The record this value is of: its locator. */
+	long locator() {
+		return loc;
 	}
 
-	static Value at(Generation g, long loc) {
-		return at(g, loc, false);
-	}
-
+	/**
+	 * The value's type.
+	 *
+	 * @return the type
+	 */
 	public ValueType type() {
 		return ValueType.of(type);
 	}
 
-	/** Whether the value is stored once for several keys (FORMAT.md §9). */
+	/**
+	 * The generation (of the cache) this value belongs to.
+	 *
+	 * @return the generation number; 0 for an image file
+	 */
+	public long generation() {
+		return gen.number;
+	}
+
+	/**
+	 * Whether the value is stored once for several keys (FORMAT.md §9).
+	 *
+	 * @return true for a shared value
+	 */
 	public boolean isShared() {
 		try {
 			return gen.image.shared(loc);
 		} catch (IllegalStateException e) {
-			throw failed(e);
-		}
-	}
-
-	/** The key of this entry (a copy). */
-	public byte[] key() {
-		try {
-			Image im = gen.image;
-			return im.seg.asSlice(im.keyOffset(loc), im.keyLen(loc)).toArray(ValueLayout.JAVA_BYTE);
-		} catch (IllegalStateException e) {
-			throw failed(e);
+			throw gen.failed(e);
 		}
 	}
 
 	/**
-	 * When this entry expires, in Unix seconds (FORMAT.md §17.6), or 0 when it
-	 * does not (every entry of a v1 image). A get never returns an expired
-	 * entry; the iteration returns every entry, expired or not.
+	 * The key of this entry.
+	 *
+	 * @return a copy of the key's bytes
+	 */
+	public byte[] key() {
+		try {
+			return gen.image.key(loc);
+		} catch (IllegalStateException e) {
+			throw gen.failed(e);
+		}
+	}
+
+	/**
+	 * When this entry expires (FORMAT.md §17). A get never returns an
+	 * expired entry; {@link ShmkvReader#allRecords()} does.
+	 *
+	 * @return Unix seconds; 0 when it does not expire
 	 */
 	public long expires() {
 		try {
 			return gen.image.expires(loc);
 		} catch (IllegalStateException e) {
-			throw failed(e);
+			throw gen.failed(e);
 		}
 	}
 
-	/** The stored bytes (value_len of them, without the NUL of bytes and strings): a read-only segment, no copy. */
+	/**
+	 * The stored bytes: value_len of them, without the NUL that follows bytes
+	 * and strings in the image.
+	 *
+	 * @return a read-only segment over the image (no copy)
+	 */
 	public MemorySegment segment() {
-		return seg;
+		return gen.image.seg.asSlice(voff, len);
 	}
 
-	/** The stored bytes as a read-only little-endian buffer, no copy. */
+	/**
+	 * The stored bytes as a buffer.
+	 *
+	 * @return a read-only little-endian buffer over the image (no copy)
+	 */
 	public ByteBuffer asByteBuffer() {
-		return seg.asByteBuffer().order(java.nio.ByteOrder.LITTLE_ENDIAN);
+		return segment().asByteBuffer().order(ByteOrder.LITTLE_ENDIAN);
 	}
 
-	/** A copy of the stored bytes (any type). */
+	/**
+	 * The stored bytes, any type.
+	 *
+	 * @return a copy
+	 */
 	public byte[] toBytes() {
 		try {
-			return seg.toArray(ValueLayout.JAVA_BYTE);
+			return Bytes.copy(gen.image.seg, voff, len);
 		} catch (IllegalStateException e) {
-			throw failed(e);
+			throw gen.failed(e);
 		}
 	}
 
-	/** Bytes of the stored value: its length in bytes. */
+	/**
+	 * The length of the stored value.
+	 *
+	 * @return bytes
+	 */
 	public long byteSize() {
-		return seg.byteSize();
+		return len;
 	}
 
-	/** A string value, decoded from UTF-8 (lookups do not check UTF-8: a bad sequence becomes U+FFFD). */
+	/**
+	 * A string value, decoded (its UTF-8 was checked when it was found).
+	 *
+	 * @return a copy
+	 * @throws ShmkvException.Type when the value is not a string
+	 */
 	public String asString() {
-		want(Image.STRING);
+		want(Format.STRING);
 		return new String(toBytes(), StandardCharsets.UTF_8);
 	}
 
+	/**
+	 * An i64 value.
+	 *
+	 * @return the value
+	 * @throws ShmkvException.Type when the value is not an i64
+	 */
 	public long asLong() {
-		want(Image.I64);
-		try {
-			return seg.get(Bytes.U64, 0);
-		} catch (IllegalStateException e) {
-			throw failed(e);
-		}
+		want(Format.I64);
+		return word();
 	}
 
+	/**
+	 * An f64 value.
+	 *
+	 * @return the value
+	 * @throws ShmkvException.Type when the value is not an f64
+	 */
 	public double asDouble() {
-		want(Image.F64);
+		want(Format.F64);
+		return Double.longBitsToDouble(word());
+	}
+
+	private long word() {
 		try {
-			return seg.get(Bytes.F64, 0);
+			return Bytes.u64(gen.image.seg, voff);
 		} catch (IllegalStateException e) {
-			throw failed(e);
+			throw gen.failed(e);
 		}
 	}
 
+	/**
+	 * A bool value.
+	 *
+	 * @return the value
+	 * @throws ShmkvException.Type when the value is not a bool
+	 */
 	public boolean asBoolean() {
-		want(Image.BOOL);
+		want(Format.BOOL);
 		try {
-			return seg.get(ValueLayout.JAVA_BYTE, 0) != 0;
+			return Bytes.u8(gen.image.seg, voff) != 0;
 		} catch (IllegalStateException e) {
-			throw failed(e);
+			throw gen.failed(e);
 		}
 	}
 
+	/**
+	 * An i64list value.
+	 *
+	 * @return a zero-copy read-only view
+	 * @throws ShmkvException.Type when the value is not an i64list
+	 */
 	public LongList asLongList() {
-		want(Image.I64LIST);
-		return new LongList(gen, seg);
+		want(Format.I64LIST);
+		return new LongList(gen, segment());
 	}
 
+	/**
+	 * An f64list value.
+	 *
+	 * @return a zero-copy read-only view
+	 * @throws ShmkvException.Type when the value is not an f64list
+	 */
 	public DoubleList asDoubleList() {
-		want(Image.F64LIST);
-		return new DoubleList(gen, seg);
+		want(Format.F64LIST);
+		return new DoubleList(gen, segment());
 	}
 
+	/**
+	 * An f32list value.
+	 *
+	 * @return a zero-copy read-only view
+	 * @throws ShmkvException.Type when the value is not an f32list
+	 */
 	public FloatList asFloatList() {
-		want(Image.F32LIST);
-		return new FloatList(gen, seg);
+		want(Format.F32LIST);
+		return new FloatList(gen, segment());
 	}
 
+	/**
+	 * A strlist value: each string is checked and decoded when it is read.
+	 *
+	 * @return a list over the image
+	 * @throws ShmkvException.Type when the value is not a strlist
+	 */
 	public StringList asStringList() {
-		want(Image.STRLIST);
-		return new StringList(gen, seg);
+		want(Format.STRLIST);
+		return new StringList(gen, segment());
 	}
 
-	/** Elements: bytes of bytes/strings, 1 for i64/bool/f64, list lengths, strings of a strlist. */
+	/**
+	 * The value's elements: the bytes of bytes and strings, 1 for i64, bool
+	 * and f64, list lengths, the strings of a strlist.
+	 *
+	 * @return the count
+	 */
 	public long count() {
-		return switch (type) {
-			case Image.I64, Image.BOOL, Image.F64 -> 1;
-			case Image.F32LIST -> seg.byteSize() / 4;
-			case Image.F64LIST, Image.I64LIST -> seg.byteSize() / 8;
-			case Image.STRLIST -> asStringList().size();
-			default -> seg.byteSize();
+		return switch (Format.shape(type)) {
+			case Format.SHAPE_FIXED -> 1;
+			case Format.SHAPE_ARRAY -> len / Format.elemSize(type);
+			case Format.SHAPE_STRLIST -> asStringList().size();
+			default -> len;
 		};
 	}
 
 	private void want(int t) {
 		if (type != t)
-			throw new ShmkvException.Type("the value is " + ValueType.of(type).formatName() + ", not "
-					+ ValueType.of(t).formatName());
+			throw new ShmkvException.Type(gen.image.source, "the value is " + ValueType.name(type) + ", not "
+					+ ValueType.name(t));
 	}
 
+	/**
+	 * A description of the value (not its contents).
+	 *
+	 * @return its type, size and generation
+	 */
 	@Override
 	public String toString() {
-		return "Value(" + ValueType.of(type).formatName() + ", " + seg.byteSize() + " bytes, generation " + gen.number + ")";
+		return "Value(" + ValueType.name(type) + ", " + len + " bytes, generation " + gen.number + ")";
 	}
 }

@@ -1,8 +1,27 @@
 package org.shmkv;
 
-/** The value types of FORMAT.md §8, with their numbers. */
+import java.util.Locale;
+
+/** The value types of FORMAT.md §8, with their codes in the format. */
 public enum ValueType {
-	BYTES(1), STRING(2), I64(3), BOOL(4), F64(5), F32LIST(6), F64LIST(7), I64LIST(8), STRLIST(9);
+	/** Bytes (any), followed by a NUL in the image. */
+	BYTES(Format.BYTES),
+	/** A UTF-8 string, followed by a NUL in the image. */
+	STRING(Format.STRING),
+	/** A signed 64-bit integer. */
+	I64(Format.I64),
+	/** A boolean: one byte, 0 or 1. */
+	BOOL(Format.BOOL),
+	/** An IEEE 754 binary64. */
+	F64(Format.F64),
+	/** A list of IEEE 754 binary32s. */
+	F32LIST(Format.F32LIST),
+	/** A list of IEEE 754 binary64s. */
+	F64LIST(Format.F64LIST),
+	/** A list of signed 64-bit integers. */
+	I64LIST(Format.I64LIST),
+	/** A list of UTF-8 strings. */
+	STRLIST(Format.STRLIST);
 
 	private final int code;
 
@@ -10,17 +29,33 @@ public enum ValueType {
 		this.code = code;
 	}
 
-	/** The type's number in the format (1..9). */
+	/**
+	 * The type's code in the format.
+	 *
+	 * @return 1..9
+	 */
 	public int code() {
 		return code;
 	}
 
-	/** The type's name as the format, manifests and shmctl spell it ("bytes", "f32list", ...). */
+	/**
+	 * The type's name as the format, the manifests and shmctl spell it.
+	 *
+	 * @return "bytes", "string", "i64", ..., "strlist"
+	 */
 	public String formatName() {
-		return name().toLowerCase(java.util.Locale.ROOT);
+		return name().toLowerCase(Locale.ROOT);
 	}
 
+	private static final ValueType[] BY_CODE = values();
+
+	/** The type of a known code (1..9). */
 	static ValueType of(int code) {
-		return values()[code - 1];
+		return BY_CODE[code - 1];
+	}
+
+	/** A code's format name, or "type N" for a code out of the table (messages). */
+	static String name(int code) {
+		return Format.known(code) ? of(code).formatName() : "type " + code;
 	}
 }

@@ -36,62 +36,83 @@ final class Xxh3 {
 			S24_32 = u64(24) ^ u64(32), S40_48 = u64(40) ^ u64(48), S56_64 = u64(56) ^ u64(64);
 
 	private static long u64(int off) {
-		return (long) Bytes.ARRAY_U64.get(K, off);
+		return (long) Keys.U64.get(K, off);
 	}
 
 	/**
-	 * XXH3_64bits_withSeed of len <= 16 bytes packed little-endian in lo
-	 * (bytes 0-7) and hi (bytes 8-15), zero past len: the String-key hot
-	 * path without a buffer (Xxh3Test compares it with hash4j for every
-	 * length 0-16). The short-input paths of XXH3 (xxhash.h
-	 * XXH3_len_0to16_64b), which read only those bytes and the secret above.
+	 * XXH3_64bits_withSeed for one seed (an image's hash_seed): inputs of at
+	 * most 16 bytes packed as {@link Keys} packs them (lo: bytes 0-7, zero
+	 * past len; tl: the last 8 bytes), hashed by XXH3's short-input paths (xxhash.h
+	 * XXH3_len_0to16_64b) with the seed folded into the secret words once,
+	 * here; longer inputs by hash4j. Xxh3Test compares both with hash4j and
+	 * the C library for every length 0-16.
 	 */
-	static long packed(long lo, long hi, int len, long seed) {
-		// one small method a length class, so that the JIT inlines the one a
-		// hot path takes (the three together are over its size limit)
-		return len > 8 ? packed9to16(lo, hi, len, seed) : len >= 4 ? packed4to8(lo, len, seed) : packed0to3(lo, len, seed);
-	}
+	static final class Seeded {
+		final long seed;
+		final Hasher64 hasher;
+		/** The secret words each short path reads, the seed folded in. */
+		private final long k0to3, k0, k4to8, k9to16a, k9to16b;
 
-	/** XXH3_len_9to16_64b. */
-	private static long packed9to16(long lo, long hi, int len, long seed) {
-		int k = 8 * (len - 8);
-		long tail = len == 16 ? hi : lo >>> k | hi << (64 - k); // bytes [len - 8, len)
-		long a = lo ^ (S24_32 + seed), b = tail ^ (S40_48 - seed);
-		long acc = len + Long.reverseBytes(a) + b + (a * b ^ Math.unsignedMultiplyHigh(a, b));
-		acc ^= acc >>> 37;
-		acc *= 0x165667919E3779F9L;
-		return acc ^ acc >>> 32;
-	}
-
-	/** XXH3_len_4to8_64b. */
-	private static long packed4to8(long lo, int len, long seed) {
-		long s = seed ^ (long) Integer.reverseBytes((int) seed) << 32;
-		long in1 = lo & 0xFFFFFFFFL, in2 = lo >>> 8 * (len - 4) & 0xFFFFFFFFL;
-		long h = (in2 + (in1 << 32)) ^ (S8_16 - s);
-		h ^= Long.rotateLeft(h, 49) ^ Long.rotateLeft(h, 24);
-		h *= 0x9FB21C651E98DF25L;
-		h ^= (h >>> 35) + len;
-		h *= 0x9FB21C651E98DF25L;
-		return h ^ h >>> 28;
-	}
-
-	/** XXH3_len_1to3_64b and XXH3_len_0 (XXH64_avalanche). */
-	private static long packed0to3(long lo, int len, long seed) {
-		long h;
-		if (len > 0) {
-			long c1 = lo & 0xFF, c2 = lo >>> 8 * (len >> 1) & 0xFF, c3 = lo >>> 8 * (len - 1) & 0xFF;
-			long combined = c1 << 16 | c2 << 24 | c3 | (long) len << 8;
-			h = combined ^ (S0_4 + seed);
-		} else {
-			h = seed ^ S56_64;
+		Seeded(long seed) {
+			this.seed = seed;
+			hasher = seed == 0 ? SEED0 : Hashing.xxh3_64(seed);
+			k0to3 = S0_4 + seed;
+			k0 = seed ^ S56_64;
+			k4to8 = S8_16 - (seed ^ (long) Integer.reverseBytes((int) seed) << 32);
+			k9to16a = S24_32 + seed;
+			k9to16b = S40_48 - seed;
 		}
-		h ^= h >>> 33;
-		h *= 0xC2B2AE3D27D4EB4FL;
-		h ^= h >>> 29;
-		h *= 0x165667B19E3779F9L;
-		return h ^ h >>> 32;
+
+		/** The hash of the packed key lo, tl of len <= 16 bytes. */
+		long packed(long lo, long tl, int len) {
+			// one small method a length class, so that the JIT inlines the
+			// one a hot path takes (the three together are over its limit)
+			return len > 8 ? packed9to16(lo, tl, len) : len >= 4 ? packed4to8(lo, len) : packed0to3(lo, len);
+		}
+
+		/** XXH3_len_9to16_64b. */
+		private long packed9to16(long lo, long tl, int len) {
+			long a = lo ^ k9to16a, b = tl ^ k9to16b;
+			long acc = len + Long.reverseBytes(a) + b + (a * b ^ Math.unsignedMultiplyHigh(a, b));
+			acc ^= acc >>> 37;
+			acc *= 0x165667919E3779F9L;
+			return acc ^ acc >>> 32;
+		}
+
+		/** XXH3_len_4to8_64b. */
+		private long packed4to8(long lo, int len) {
+			long in1 = lo & 0xFFFFFFFFL, in2 = lo >>> 8 * (len - 4) & 0xFFFFFFFFL;
+			long h = (in2 + (in1 << 32)) ^ k4to8;
+			h ^= Long.rotateLeft(h, 49) ^ Long.rotateLeft(h, 24);
+			h *= 0x9FB21C651E98DF25L;
+			h ^= (h >>> 35) + len;
+			h *= 0x9FB21C651E98DF25L;
+			return h ^ h >>> 28;
+		}
+
+		/** XXH3_len_1to3_64b and XXH3_len_0 (XXH64_avalanche). */
+		private long packed0to3(long lo, int len) {
+			long h;
+			if (len > 0) {
+				long c1 = lo & 0xFF, c2 = lo >>> 8 * (len >> 1) & 0xFF, c3 = lo >>> 8 * (len - 1) & 0xFF;
+				h = (c1 << 16 | c2 << 24 | c3 | (long) len << 8) ^ k0to3;
+			} else {
+				h = k0;
+			}
+			h ^= h >>> 33;
+			h *= 0xC2B2AE3D27D4EB4FL;
+			h ^= h >>> 29;
+			h *= 0x165667B19E3779F9L;
+			return h ^ h >>> 32;
+		}
+
+		/** The hash of key[0, len) (any length). */
+		long bytes(byte[] key, int len) {
+			return hasher.hashBytesToLong(key, 0, len);
+		}
 	}
 
+	/** A hash4j hasher of XXH3-64 with seed (messages' and tests' one-off hashes). */
 	static Hasher64 hasher(long seed) {
 		return seed == 0 ? SEED0 : Hashing.xxh3_64(seed);
 	}

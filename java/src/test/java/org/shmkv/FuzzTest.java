@@ -24,19 +24,19 @@ import org.junit.jupiter.api.Test;
  * ArithmeticException or anything else unchecked.
  */
 class FuzzTest {
-	static final String[] SEEDS = {"base", "types", "shared", "displaced", "hash_bits_6", "empty", "v2/v2_types",
-			"v2/v2_displaced", "v2/v2_expiry", "v2/v2_shared", "v2/v2_long_keys", "v2:mixed", "v2:small"};
+	static final String[] SEEDS = {"base", "types", "shared", "displaced", "expiry", "long_keys", "empty",
+			"encoder:mixed", "encoder:small"};
 
-	/** A seed image: a vector's (v2/: the C builder's format 2 ones), or (v2:) one of the test-only v2 writer's. */
+	/** A seed image: a vector's (the C builder's), or (encoder:) one of the test-only writer's. */
 	static byte[] seed(String n) throws java.io.IOException {
 		return switch (n) {
-			case "v2:mixed" -> V2Test.mixedImage();
-			case "v2:small" -> {
-				V2Encoder enc = new V2Encoder();
+			case "encoder:mixed" -> ImageTest.mixedImage();
+			case "encoder:small" -> {
+				Encoder enc = new Encoder();
 				for (int i = 0; i < 40; i++)
-					enc.add(V2Encoder.str("k" + i), i % 3 == 0 ? Image.I64 : Image.STRING,
-							i % 3 == 0 ? V2Encoder.i64(i) : V2Encoder.str("v".repeat(i * 3)), i % 5 == 0 ? 1000 + i : 0, i % 7 == 0);
-				enc.add("strs", Image.STRLIST, V2Encoder.strlist("a", "b"));
+					enc.add(Encoder.str("k" + i), i % 3 == 0 ? Format.I64 : Format.STRING,
+							i % 3 == 0 ? Encoder.i64(i) : Encoder.str("v".repeat(i * 3)), i % 5 == 0 ? 1000 + i : 0, i % 7 == 0);
+				enc.add("strs", Format.STRLIST, Encoder.strlist("a", "b"));
 				yield enc.build(12);
 			}
 			default -> Files.readAllBytes(VectorsTest.DIR.resolve(n + ".img"));
@@ -132,21 +132,23 @@ class FuzzTest {
 		try {
 			db = Shmkv.of(b, check);
 		} catch (ShmkvException e) {
-				seen(e);
+			seen(e);
 			return false;
 		}
 		try (db) {
 			db.setClock(r.nextInt(3) == 0 ? 0 : 1000 + r.nextInt(40));
-			try {
-				for (Value v : db) {
-					v.key();
-					v.expires();
-					v.isShared();
-					touch(v);
+			for (Iterable<Value> records : List.<Iterable<Value>>of(db, db.allRecords())) {
+				try {
+					for (Value v : records) {
+						v.key();
+						v.expires();
+						v.isShared();
+						touch(v);
+					}
+				} catch (ShmkvException e) {
+					seen(e);
+					// a damaged entry ends the iteration
 				}
-			} catch (ShmkvException e) {
-				seen(e);
-				// a damaged entry ends the iteration
 			}
 			for (byte[] k : keys) {
 				try {
@@ -162,7 +164,7 @@ class FuzzTest {
 					try {
 						g.run();
 					} catch (ShmkvException e) {
-				seen(e);
+						seen(e);
 						// refused, missing or another type
 					}
 				}
@@ -185,7 +187,7 @@ class FuzzTest {
 
 	/**
 	 * A refusal must come from the reader's own checks (FORMAT.md §12.1), not
-	 * from the JDK's bounds check that Reader turns into Corrupt as a last
+	 * from the JDK's bounds check that the reader turns into Corrupt as a last
 	 * line: that would be a missing check.
 	 */
 	static void seen(ShmkvException e) {
@@ -213,7 +215,7 @@ class FuzzTest {
 				default -> v.asByteBuffer();
 			}
 		} catch (ShmkvException e) {
-				seen(e);
+			seen(e);
 			// a damaged string of a list
 		}
 	}

@@ -37,9 +37,9 @@ class HugePageAdviceTest {
 		// under the build directory (target/), on the checkout's filesystem:
 		// java.io.tmpdir may be a tmpfs, whose huge pages are another setting
 		dir = Files.createTempDirectory(Files.createDirectories(Path.of("target")), "advice");
-		V2Encoder enc = new V2Encoder();
+		Encoder enc = new Encoder();
 		for (int i = 0; i < RECORDS; i++)
-			enc.add("key_" + i, Image.STRING, V2Encoder.str("val_" + i));
+			enc.add("key_" + i, Format.STRING, Encoder.str("val_" + i));
 		image = dir.resolve("cold.shmkv");
 		Files.write(image, enc.build(60_000));
 	}

@@ -7,7 +7,7 @@ import java.util.SplittableRandom;
 
 /**
  * A coverage-guided fuzz target over image bytes (Jazzer). The input picks
- * a seed image (FuzzTest's: the vectors' and the test-only v2 writer's) and
+ * a seed image (FuzzTest's: the vectors' and the test-only writer's) and
  * overwrites bytes of it where it says, or (its first byte odd) is itself
  * the whole image; then, as FuzzTest: opened at a check level, iterated,
  * looked up, verified, and only ShmkvExceptions from the reader's own checks

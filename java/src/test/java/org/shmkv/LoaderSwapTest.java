@@ -20,7 +20,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * A cache served by a real shmkv-loader: attach by name and root, follow
- * 1,000 swaps between format v1 and v2 images with reader threads checking
+ * 1,000 swaps between images with and without expiring records (the
+ * header's EXPIRY flag set and clear) with reader threads checking
  * every value they read (direct gets, snapshots, and values held across
  * refreshes), 0 wrong; a held view of a released generation fails with
  * Released, never a wrong value or a crash.
@@ -76,18 +77,20 @@ class LoaderSwapTest {
 	}
 
 	/**
-	 * Image k: "n" = k, key_N = "tK:val_N", list_N = [k, N]; odd k in format
-	 * v2, so that the swaps alternate between the format versions.
+	 * Image k: "n" = k, key_N = "tK:val_N", list_N = [k, N]; in odd k, key_N
+	 * expires in 2096 (the EXPIRY flag set: lookups read the clock), so that
+	 * the swaps alternate between images with and without it.
 	 */
 	Path image(int k) throws Exception {
 		List<String> lines = new ArrayList<>();
 		lines.add("{\"key\": \"n\", \"value\": " + k + "}");
 		for (int i = 0; i < KEYS; i++) {
-			lines.add("{\"key\": \"key_" + i + "\", \"value\": \"t" + k + ":val_" + i + "\"}");
+			lines.add("{\"key\": \"key_" + i + "\", \"value\": \"t" + k + ":val_" + i + "\""
+					+ (k % 2 == 1 ? ", \"expires\": 4000000000}" : "}"));
 			lines.add("{\"key\": \"list_" + i + "\", \"value\": [" + k + ", " + i + "]}");
 		}
 		Path out = tmp.resolve("img" + k + ".shmkv");
-		Programs.build(out, "feat", lines, k % 2 == 1 ? 2 : 1);
+		Programs.build(out, "feat", lines);
 		return out;
 	}
 

@@ -44,15 +44,10 @@ final class Programs {
 
 	/** Builds an image from JSONL lines with shmctl. */
 	static void build(Path out, String name, List<String> jsonl) throws Exception {
-		build(out, name, jsonl, 1);
-	}
-
-	/** An image of format version 1 or 2 (shmctl image build --format). */
-	static void build(Path out, String name, List<String> jsonl, int format) throws Exception {
 		Path in = Files.createTempFile(out.getParent(), "in", ".jsonl");
 		Files.write(in, jsonl);
 		List<String> cmd = new ArrayList<>(List.of(shmctl().toString(), "image", "build", "-o", out.toString(),
-				"--name", name, "--created", "1700000000", "--format", Integer.toString(format), in.toString()));
+				"--name", name, "--created", "1700000000", in.toString()));
 		Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
 		String log = new String(p.getInputStream().readAllBytes());
 		if (!p.waitFor(120, TimeUnit.SECONDS) || p.exitValue() != 0)

@@ -2,82 +2,228 @@ package org.shmkv.bench;
 
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
-import java.util.LinkedHashMap;
-import java.util.Map;
+import java.util.List;
+import java.util.Locale;
 import java.util.SplittableRandom;
-import java.util.function.IntToLongFunction;
 import org.shmkv.Shmkv;
 
 /**
- * LookupBench's lookups timed by the thread's CPU time (ThreadMXBean), for
- * a machine whose other processes make JMH's wall-clock figures count their
- * time slices (bench/RESULTS.md, "Java"). Rounds rotate the systems' order;
- * the median, min and max of ns per lookup are printed.
- * Usage: CpuTimeBench DIR KEYS [ROUNDS [LOOKUPS [DIR2]]]: DIR2 holds the
- * same images in format v2 (kv_KEYS.shmkv, num_1000000.shmkv), read in the
- * same run.
+ * LookupBench's lookups timed by the thread's CPU time (ThreadMXBean), for a
+ * machine whose other processes make wall-clock figures count their time
+ * slices (the shared development machine): each system's loop is a method
+ * of its own (monomorphic, compiled alone), rounds rotate the systems'
+ * order, and the median, min and max of ns per lookup are printed with
+ * each system's ratio to its HashMap baseline in the same rounds.
+ *
+ * <p>Usage: {@code CpuTimeBench DIR KEYS [ROUNDS [LOOKUPS [REGEX]]]}: REGEX
+ * keeps the systems whose names it finds (and their baselines), for a JVM
+ * of their own, as a JMH fork is, where the JIT's profile is theirs alone.
+ * DIR holds the
+ * images of LookupBench (java/README.md, "Benchmark"): kv_KEYS.shmkv
+ * (key_N to val_N), and when present num_KEYS.shmkv (key_N to the i64 N),
+ * long_KEYS.shmkv (a key of more than 16 bytes: user:profile:key_N) and
+ * utf8_KEYS.shmkv (a non-ASCII key: ключ_N); each against a
+ * HashMap&lt;String,String&gt; of its keys.
  */
 public final class CpuTimeBench {
+	private CpuTimeBench() {}
+
+	/** One system: lookups i in [0, n) of its keys, a sink of what they read. */
+	abstract static class Loop {
+		final String name, baseline;
+
+		Loop(String name, String baseline) {
+			this.name = name;
+			this.baseline = baseline;
+		}
+
+		abstract long run(int n);
+	}
+
+	static final int RING = 1 << 20;
+
+	/** The ring of lookups: key N uniform in [0, keys) (hits) or [keys, 2 keys) (misses). */
+	static String[] keys(String prefix, int keys, boolean miss, long seed) {
+		SplittableRandom r = new SplittableRandom(seed);
+		String[] k = new String[RING];
+		for (int i = 0; i < RING; i++)
+			k[i] = prefix + (miss ? keys + r.nextInt(keys) : r.nextInt(keys));
+		return k;
+	}
+
+	static HashMap<String, String> map(String prefix, int keys) {
+		HashMap<String, String> m = new HashMap<>(keys * 2);
+		for (int i = 0; i < keys; i++)
+			m.put(prefix + i, "val_" + i);
+		return m;
+	}
+
+	/** The systems of one key set: HashMap hits and misses, then the reader's. */
+	static void add(List<Loop> loops, String set, Path img, String prefix, int keys, boolean all) {
+		if (!Files.exists(img))
+			return;
+		HashMap<String, String> map = map(prefix, keys);
+		String[] hit = keys(prefix, keys, false, 42), miss = keys(prefix, keys, true, 43);
+		Shmkv kv = Shmkv.open(img, Shmkv.Check.HEADER);
+		byte[] dst = new byte[64];
+		String mh = set + " HashMap hit", mm = set + " HashMap miss";
+		loops.add(new Loop(mh, null) {
+			long run(int n) {
+				long s = 0;
+				for (int i = 0; i < n; i++)
+					s += map.get(hit[i & (RING - 1)]).length();
+				return s;
+			}
+		});
+		loops.add(new Loop(mm, null) {
+			long run(int n) {
+				long s = 0;
+				for (int i = 0; i < n; i++)
+					s += map.get(miss[i & (RING - 1)]) == null ? 1 : 0;
+				return s;
+			}
+		});
+		loops.add(new Loop(set + " getInto hit", mh) {
+			long run(int n) {
+				long s = 0;
+				for (int i = 0; i < n; i++)
+					s += kv.getInto(hit[i & (RING - 1)], dst);
+				return s;
+			}
+		});
+		loops.add(new Loop(set + " getInto miss", mm) {
+			long run(int n) {
+				long s = 0;
+				for (int i = 0; i < n; i++)
+					s += kv.getInto(miss[i & (RING - 1)], dst);
+				return s;
+			}
+		});
+		if (!all)
+			return;
+		loops.add(new Loop(set + " get hit", mh) {
+			long run(int n) {
+				long s = 0;
+				for (int i = 0; i < n; i++)
+					s += kv.get(hit[i & (RING - 1)]).byteSize();
+				return s;
+			}
+		});
+		loops.add(new Loop(set + " getString hit", mh) {
+			long run(int n) {
+				long s = 0;
+				for (int i = 0; i < n; i++)
+					s += kv.getString(hit[i & (RING - 1)]).length();
+				return s;
+			}
+		});
+		byte[][] hitBytes = new byte[RING][];
+		for (int i = 0; i < RING; i++)
+			hitBytes[i] = hit[i].getBytes(StandardCharsets.UTF_8);
+		loops.add(new Loop(set + " getInto byte[] hit", mh) {
+			long run(int n) {
+				long s = 0;
+				for (int i = 0; i < n; i++)
+					s += kv.getInto(hitBytes[i & (RING - 1)], dst);
+				return s;
+			}
+		});
+	}
+
 	public static void main(String[] a) {
 		Path dir = Path.of(a[0]);
 		int keys = Integer.parseInt(a[1]);
 		int rounds = a.length > 2 ? Integer.parseInt(a[2]) : 5;
 		int lookups = a.length > 3 ? Integer.parseInt(a[3]) : 1_000_000;
-		HashMap<String, String> map = new HashMap<>(keys * 2);
-		for (int i = 0; i < keys; i++)
-			map.put("key_" + i, "val_" + i);
-		Shmkv kv = Shmkv.open(dir.resolve("kv_" + keys + ".shmkv"), Shmkv.Check.HEADER);
-		Shmkv num = Shmkv.open(dir.resolve("num_1000000.shmkv"), Shmkv.Check.HEADER);
-		Path dir2 = a.length > 4 ? Path.of(a[4]) : null;
-		Shmkv kv2 = dir2 == null ? null : Shmkv.open(dir2.resolve("kv_" + keys + ".shmkv"), Shmkv.Check.HEADER);
-		Shmkv num2 = dir2 == null ? null : Shmkv.open(dir2.resolve("num_1000000.shmkv"), Shmkv.Check.HEADER);
-		SplittableRandom r = new SplittableRandom(42);
-		String[] hit = new String[lookups], miss = new String[lookups], numk = new String[lookups];
-		for (int i = 0; i < lookups; i++) {
-			hit[i] = "key_" + r.nextInt(keys);
-			miss[i] = "key_" + (keys + r.nextInt(keys));
-			numk[i] = "key_" + r.nextInt(1_000_000);
+		List<Loop> loops = new ArrayList<>();
+		add(loops, "key_N", dir.resolve("kv_" + keys + ".shmkv"), "key_", keys, true);
+		Path num = dir.resolve("num_" + keys + ".shmkv");
+		if (Files.exists(num)) {
+			Shmkv db = Shmkv.open(num, Shmkv.Check.HEADER);
+			String[] hit = keys("key_", keys, false, 44);
+			loops.add(new Loop("key_N getLong hit", "key_N HashMap hit") {
+				long run(int n) {
+					long s = 0;
+					for (int i = 0; i < n; i++)
+						s += db.getLong(hit[i & (RING - 1)]);
+					return s;
+				}
+			});
 		}
-		byte[] dst = new byte[64];
-		Map<String, IntToLongFunction> systems = new LinkedHashMap<>();
-		systems.put("hashmap hit", i -> map.get(hit[i]).length());
-		systems.put("hashmap miss", i -> map.get(miss[i]) == null ? 0 : 1);
-		systems.put("shmkv getString hit", i -> kv.getString(hit[i]).length());
-		systems.put("shmkv getInto hit", i -> kv.getInto(hit[i], dst));
-		systems.put("shmkv getInto miss", i -> kv.getInto(miss[i], dst));
-		systems.put("shmkv getLong hit", i -> num.getLong(numk[i]));
-		if (kv2 != null) {
-			systems.put("v2 getString hit", i -> kv2.getString(hit[i]).length());
-			systems.put("v2 getInto hit", i -> kv2.getInto(hit[i], dst));
-			systems.put("v2 getInto miss", i -> kv2.getInto(miss[i], dst));
-			systems.put("v2 getLong hit", i -> num2.getLong(numk[i]));
+		add(loops, "long", dir.resolve("long_" + keys + ".shmkv"), "user:profile:key_", keys, false);
+		add(loops, "utf8", dir.resolve("utf8_" + keys + ".shmkv"), "ключ_", keys, false);
+		if (a.length > 4) {
+			java.util.regex.Pattern p = java.util.regex.Pattern.compile(a[4]);
+			List<String> keep = new ArrayList<>();
+			for (Loop l : loops)
+				if (p.matcher(l.name).find()) {
+					keep.add(l.name);
+					if (l.baseline != null)
+						keep.add(l.baseline);
+				}
+			loops.removeIf(l -> !keep.contains(l.name));
 		}
-		run(systems, rounds, lookups);
+		run(loops, rounds, lookups);
 	}
 
-	/** Runs every system rounds times (order rotating) and prints ns of CPU time per lookup. */
-	public static void run(Map<String, IntToLongFunction> systems, int rounds, int lookups) {
+	/**
+	 * Runs systems (name to the lookup of index i) as {@link #run(List, int, int)}
+	 * does, without baselines: for drivers outside this tree's build
+	 * (bench/java's AxonCompare).
+	 */
+	public static void run(java.util.Map<String, java.util.function.IntToLongFunction> systems, int rounds,
+			int lookups) {
+		List<Loop> loops = new ArrayList<>();
+		systems.forEach((name, f) -> loops.add(new Loop(name, null) {
+			long run(int n) {
+				long s = 0;
+				for (int i = 0; i < n; i++)
+					s += f.applyAsLong(i);
+				return s;
+			}
+		}));
+		run(loops, rounds, lookups);
+	}
+
+	/** Runs every loop rounds times (order rotating) and prints ns of CPU time per lookup. */
+	static void run(List<Loop> loops, int rounds, int lookups) {
 		ThreadMXBean mx = ManagementFactory.getThreadMXBean();
-		String[] names = systems.keySet().toArray(new String[0]);
-		double[][] ns = new double[names.length][rounds + 1];
+		double[][] ns = new double[loops.size()][rounds];
 		long sink = 0;
-		for (int round = 0; round <= rounds; round++) { // round 0 warms up
-			for (int k = 0; k < names.length; k++) {
-				int s = (k + round) % names.length;
-				IntToLongFunction f = systems.get(names[s]);
+		for (int round = -2; round < rounds; round++) { // two rounds warm up
+			for (int k = 0; k < loops.size(); k++) {
+				int s = Math.floorMod(k + round, loops.size());
+				Loop l = loops.get(s);
 				long t0 = mx.getCurrentThreadCpuTime();
-				for (int i = 0; i < lookups; i++)
-					sink += f.applyAsLong(i);
-				ns[s][round] = (mx.getCurrentThreadCpuTime() - t0) / (double) lookups;
+				sink += l.run(lookups);
+				if (round >= 0)
+					ns[s][round] = (mx.getCurrentThreadCpuTime() - t0) / (double) lookups;
 			}
 		}
-		for (int s = 0; s < names.length; s++) {
-			double[] v = Arrays.copyOfRange(ns[s], 1, rounds + 1);
+		for (int s = 0; s < loops.size(); s++) {
+			Loop l = loops.get(s);
+			double[] v = ns[s].clone();
 			Arrays.sort(v);
-			System.out.printf("%-22s %8.1f ns (%.1f-%.1f)%n", names[s], v[v.length / 2], v[0], v[v.length - 1]);
+			String ratio = "";
+			if (l.baseline != null) {
+				int b = 0;
+				while (!loops.get(b).name.equals(l.baseline))
+					b++;
+				double[] r = new double[rounds];
+				for (int i = 0; i < rounds; i++)
+					r[i] = ns[s][i] / ns[b][i];
+				Arrays.sort(r);
+				ratio = String.format(Locale.ROOT, "  %.2fx %s (%.2f-%.2f)", r[rounds / 2], l.baseline, r[0],
+						r[rounds - 1]);
+			}
+			System.out.printf(Locale.ROOT, "%-26s %8.1f ns (%.1f-%.1f)%s%n", l.name, v[rounds / 2], v[0],
+					v[rounds - 1], ratio);
 		}
 		System.out.println("(sink " + sink + ")");
 	}

@@ -10,26 +10,25 @@ import java.util.Comparator;
 import java.util.List;
 
 /**
- * A test-only writer of format v2 images, layout B, written from the
- * specification (V2B, FORMAT.md §17) and not from the C builder, so that the
- * reader's tests do not depend on the builder: records placed as V2B's
- * builder conventions say (home keys first, smallest record first; the rest
- * to the next bucket with room, D and filter set at home; 2 directory bytes
- * a record, amendment 1), small entries
- * inline, the rest OUT with a v1 entry in ENTRIES (no shared values), seed
- * 0, hash_bits 64.
+ * A test-only writer of images, written from the specification (FORMAT.md)
+ * and not from the C builder, so that the reader's tests do not depend
+ * on the builder: records placed as §14's builder conventions say (home
+ * keys first, smallest record first; the rest to the next bucket with room,
+ * D and filter set at home; a 2-byte directory entry a record), small
+ * records inline, the rest OUT with an entry in ENTRIES (no shared values),
+ * seed 0, hash_bits 64.
  */
-final class V2Encoder {
+final class Encoder {
 	record Rec(byte[] key, int type, byte[] value, long expires, boolean forceOut) {}
 
 	final List<Rec> recs = new ArrayList<>();
 	int inlineBound = 64;
 
-	V2Encoder add(String key, int type, byte[] value) {
+	Encoder add(String key, int type, byte[] value) {
 		return add(key.getBytes(StandardCharsets.UTF_8), type, value, 0, false);
 	}
 
-	V2Encoder add(byte[] key, int type, byte[] value, long expires, boolean forceOut) {
+	Encoder add(byte[] key, int type, byte[] value, long expires, boolean forceOut) {
 		recs.add(new Rec(key, type, value, expires, forceOut));
 		return this;
 	}
@@ -77,15 +76,15 @@ final class V2Encoder {
 		Placed(Rec r, long buckets, int inlineBound) {
 			rec = r;
 			h = Xxh3.SEED0.hashBytesToLong(r.key);
-			tag = IndexV1.tag(h);
-			home = IndexV1.home(h, buckets);
-			int worst = 3 + (r.expires != 0 ? 4 : 0) + r.key.length + (Image.aligned(r.type) ? 7 : 0) + stored(r);
+			tag = Index.tag(h);
+			home = Index.home(h, buckets);
+			int worst = 3 + (r.expires != 0 ? 4 : 0) + r.key.length + ((Format.align(r.type) == 8) ? 7 : 0) + stored(r);
 			out = r.forceOut || r.key.length > 255 || r.value.length > 255 || worst > inlineBound;
 		}
 	}
 
 	static int stored(Rec r) {
-		return r.value.length + (Image.nul(r.type) ? 1 : 0);
+		return r.value.length + Format.nul(r.type);
 	}
 
 	/** The size of p's record at bucket offset pos. */
@@ -94,12 +93,12 @@ final class V2Encoder {
 		if (p.out)
 			return 6 + x;
 		int q = pos + 3 + x + p.rec.key.length;
-		int v = Image.aligned(p.rec.type) ? (q + 7) & ~7 : q;
+		int v = (Format.align(p.rec.type) == 8) ? (q + 7) & ~7 : q;
 		return v - pos + stored(p.rec);
 	}
 
 	static boolean fits(List<Placed> b) {
-		if (b.size() > IndexV2.MAX_RECORDS)
+		if (b.size() > Format.MAX_RECORDS)
 			return false;
 		int pos = 8 + 2 * b.size();
 		for (Placed p : b)
@@ -152,11 +151,11 @@ final class V2Encoder {
 			}
 			int home = (int) p.home;
 			disp[home] = Math.max(disp[home], Math.min(d, 255));
-			int fi = IndexV2.filterBin(p.tag);
+			int fi = Index.filterBin(p.tag);
 			filter[home][fi >>> 3] |= (byte) (1 << (fi & 7));
 			maxProbe = Math.max(maxProbe, d);
 		}
-		// ENTRIES: the OUT records' v1 entries, in bucket order
+		// ENTRIES: the OUT records' entries, in bucket order
 		ByteBuffer ent = ByteBuffer.allocate(1 << 22).order(ByteOrder.LITTLE_ENDIAN);
 		long idxOff = 4096, idxSize = 128L * bc;
 		long entOff = (idxOff + idxSize + 63) & ~63L;
@@ -166,10 +165,10 @@ final class V2Encoder {
 					p.entry = entOff + ent.position();
 					Rec r = p.rec;
 					ent.put((byte) r.type).put((byte) 0).putShort((short) r.key.length).putInt(r.value.length).put(r.key);
-					if (Image.aligned(r.type))
+					if (Format.align(r.type) == 8)
 						ent.position((ent.position() + 7) & ~7);
 					ent.put(r.value);
-					if (Image.nul(r.type))
+					if (Format.nul(r.type) == 1)
 						ent.put((byte) 0);
 					ent.position((ent.position() + 7) & ~7);
 				}
@@ -187,7 +186,7 @@ final class V2Encoder {
 			img.put(base, (byte) n).put(base + 1, (byte) disp[i]);
 			for (int k = 0; k < 6; k++)
 				img.put(base + 2 + k, filter[i][k]);
-			int pos = 8 + 2 * n; // V2B amendment 1: dir[k] = (tag << 7 | off) & 0xffff
+			int pos = 8 + 2 * n; // dir[k] = (tag << 7 | off) & 0xffff
 			for (int k = 0; k < n; k++) {
 				Placed p = b.get(k);
 				Rec r = p.rec;
@@ -196,29 +195,29 @@ final class V2Encoder {
 				expiry |= x != 0;
 				int at = base + pos;
 				if (p.out) {
-					img.put(at, (byte) (IndexV2.K_OUT | (x != 0 ? IndexV2.K_EXPIRES : 0)));
+					img.put(at, (byte) (Format.K_OUT | (x != 0 ? Format.K_EXPIRES : 0)));
 					long unit = p.entry >>> 3;
 					img.putInt(at + 1, (int) unit).put(at + 5, (byte) (unit >>> 32));
 					if (x != 0)
 						img.putInt(at + 6, (int) r.expires);
 				} else {
-					img.put(at, (byte) (r.type | (x != 0 ? IndexV2.K_EXPIRES : 0)));
+					img.put(at, (byte) (r.type | (x != 0 ? Format.K_EXPIRES : 0)));
 					img.put(at + 1, (byte) r.key.length).put(at + 2, (byte) r.value.length);
 					if (x != 0)
 						img.putInt(at + 3, (int) r.expires);
 					img.put(at + 3 + x, r.key);
 					int q = pos + 3 + x + r.key.length;
-					int v = Image.aligned(r.type) ? (q + 7) & ~7 : q;
+					int v = (Format.align(r.type) == 8) ? (q + 7) & ~7 : q;
 					img.put(base + v, r.value);
 				}
 				pos += size(p, pos);
 			}
 		}
 		img.put((int) entOff, ent.array(), 0, (int) entSize);
-		// the header (FORMAT.md §3, §17.2)
+		// the header (FORMAT.md §3, §3)
 		img.put(0, "SHMKVIMG".getBytes(StandardCharsets.US_ASCII));
-		img.putInt(8, 2).putInt(12, 4096).putLong(16, Header.LAYOUT_HASH_V2);
-		img.putLong(24, expiry ? Header.FLAG_EXPIRY : 0).putLong(32, fileSize).putLong(40, recs.size());
+		img.putInt(8, 2).putInt(12, 4096).putLong(16, Format.LAYOUT_HASH);
+		img.putLong(24, expiry ? Format.FLAG_EXPIRY : 0).putLong(32, fileSize).putLong(40, recs.size());
 		img.putLong(48, bc).putInt(56, 128).putInt(60, 64).putLong(64, 0).putInt(72, maxProbe).putInt(76, 3);
 		img.putLong(88, 1700000000L);
 		img.put(128, "v2test".getBytes(StandardCharsets.US_ASCII));
@@ -231,20 +230,6 @@ final class V2Encoder {
 		}
 		img.putLong(504, Xxh3.checksum(s, 0, 504));
 		return img.array();
-	}
-
-	/**
-	 * Writes a benchmark image until the C builder writes layout B:
-	 * V2Encoder OUT KEYS kv|num — key_N -> "val_N" (string) or the i64 N,
-	 * KEYS / 3.5 buckets (about 85% of a bucket's room for these records).
-	 */
-	public static void main(String[] a) throws java.io.IOException {
-		int keys = Integer.parseInt(a[1]);
-		boolean num = a.length > 2 && a[2].equals("num");
-		V2Encoder enc = new V2Encoder();
-		for (int i = 0; i < keys; i++)
-			enc.add(str("key_" + i), num ? Image.I64 : Image.STRING, num ? i64(i) : str("val_" + i), 0, false);
-		java.nio.file.Files.write(java.nio.file.Path.of(a[0]), enc.build(Math.max(1, keys * 2L / 7)));
 	}
 
 	/** Recomputes every checksum after a test damaged the image on purpose. */

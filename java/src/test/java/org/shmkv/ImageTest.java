@@ -13,35 +13,35 @@ import java.util.function.Consumer;
 import org.junit.jupiter.api.Test;
 
 /**
- * Format v2, layout B (V2B, FORMAT.md §17) on images of the test-only
- * {@link V2Encoder}: every key by get, typed getters, batch and iteration,
- * displaced keys, OUT records, expiry and its clock reads, and verify's
- * verdict on each rule broken on purpose.
+ * The format (FORMAT.md) on images of the test-only {@link Encoder}:
+ * every key by get, typed getters, batch and iteration, displaced keys, OUT
+ * records, expiry and its clock reads, and verify's verdict on each rule
+ * broken on purpose.
  */
-class V2Test {
+class ImageTest {
 	static final long E = 1_800_000_000L; // an expiry
 
 	/** 2,000 key_N -> val_N in few buckets (displaced keys), every type, OUT values, three expiring keys. */
-	static V2Encoder mixed() {
-		V2Encoder enc = new V2Encoder();
+	static Encoder mixed() {
+		Encoder enc = new Encoder();
 		for (int i = 0; i < 2000; i++)
-			enc.add("key_" + i, Image.STRING, V2Encoder.str("val_" + i));
-		enc.add("i64", Image.I64, V2Encoder.i64(-42));
-		enc.add("f64", Image.F64, V2Encoder.f64(2.5));
-		enc.add("bool", Image.BOOL, new byte[] {1});
-		enc.add("bytes", Image.BYTES, new byte[] {0, 1, 2, (byte) 255});
-		enc.add("floats", Image.F32LIST, V2Encoder.f32s(1f, 2f, 3f));
-		enc.add("long-floats", Image.F32LIST, V2Encoder.f32s(new float[100])); // OUT: 400 bytes
-		enc.add("strs", Image.STRLIST, V2Encoder.strlist("a", "bc", "déf"));
-		enc.add("long-string", Image.STRING, V2Encoder.str("x".repeat(300)));
-		enc.add(V2Encoder.str("key-empty"), Image.STRING, new byte[0], 0, false);
-		enc.add("a-key-longer-than-16", Image.I64, V2Encoder.i64(17)); // String keys: the per-thread buffer
-		enc.add("clé", Image.I64, V2Encoder.i64(18)); // and the UTF-8 encoding
-		enc.add("exactly16chars!!", Image.I64, V2Encoder.i64(16)); // the longest packed key
-		enc.add(new byte[0], Image.BYTES, new byte[] {7}, 0, false); // the empty key
-		enc.add(V2Encoder.str("exp-inline"), Image.I64, V2Encoder.i64(1), E, false);
-		enc.add(V2Encoder.str("exp-out"), Image.STRING, V2Encoder.str("gone"), E, true);
-		enc.add(V2Encoder.str("exp-str"), Image.STRING, V2Encoder.str("soon"), E + 10, false);
+			enc.add("key_" + i, Format.STRING, Encoder.str("val_" + i));
+		enc.add("i64", Format.I64, Encoder.i64(-42));
+		enc.add("f64", Format.F64, Encoder.f64(2.5));
+		enc.add("bool", Format.BOOL, new byte[] {1});
+		enc.add("bytes", Format.BYTES, new byte[] {0, 1, 2, (byte) 255});
+		enc.add("floats", Format.F32LIST, Encoder.f32s(1f, 2f, 3f));
+		enc.add("long-floats", Format.F32LIST, Encoder.f32s(new float[100])); // OUT: 400 bytes
+		enc.add("strs", Format.STRLIST, Encoder.strlist("a", "bc", "déf"));
+		enc.add("long-string", Format.STRING, Encoder.str("x".repeat(300)));
+		enc.add(Encoder.str("key-empty"), Format.STRING, new byte[0], 0, false);
+		enc.add("a-key-longer-than-16", Format.I64, Encoder.i64(17)); // String keys: the per-thread buffer
+		enc.add("clé", Format.I64, Encoder.i64(18)); // and the UTF-8 encoding
+		enc.add("exactly16chars!!", Format.I64, Encoder.i64(16)); // the longest packed key
+		enc.add(new byte[0], Format.BYTES, new byte[] {7}, 0, false); // the empty key
+		enc.add(Encoder.str("exp-inline"), Format.I64, Encoder.i64(1), E, false);
+		enc.add(Encoder.str("exp-out"), Format.STRING, Encoder.str("gone"), E, true);
+		enc.add(Encoder.str("exp-str"), Format.STRING, Encoder.str("soon"), E + 10, false);
 		return enc;
 	}
 
@@ -56,13 +56,13 @@ class V2Test {
 	 */
 	@Test
 	void getIntoCopiesExactlyTheValue() {
-		V2Encoder enc = new V2Encoder();
+		Encoder enc = new Encoder();
 		for (int n = 0; n <= 40; n++)
 			for (int out = 0; out < 2; out++) {
 				byte[] v = new byte[n];
 				for (int i = 0; i < n; i++)
 					v[i] = (byte) (31 * n + 7 * i + out + 1);
-				enc.add(V2Encoder.str("v" + n + "/" + out), Image.BYTES, v, 0, out == 1);
+				enc.add(Encoder.str("v" + n + "/" + out), Format.BYTES, v, 0, out == 1);
 			}
 		try (Shmkv db = Shmkv.of(enc.build(64), Shmkv.Check.DEEP)) {
 			for (int n = 0; n <= 40; n++)
@@ -129,10 +129,30 @@ class V2Test {
 			assertEquals(E + 10, seen.get("exp-str"));
 			assertEquals(0L, seen.get("key_7"));
 			// batch
-			Value[] b = db.getAll(V2Encoder.str("key_5"), V2Encoder.str("nope"), V2Encoder.str("i64"));
+			Value[] b = db.getAll(Encoder.str("key_5"), Encoder.str("nope"), Encoder.str("i64"));
 			assertEquals("val_5", b[0].asString());
 			assertNull(b[1]);
 			assertEquals(-42, b[2].asLong());
+		}
+	}
+
+	/**
+	 * Lookups that land on empty buckets, on buckets of every count 1-16 and
+	 * on full directory words: every key found, every other key missing.
+	 */
+	@Test
+	void everyBucketCountHitsAndMisses() {
+		for (int buckets : new int[] {1, 2, 8, 64, 4096}) {
+			Encoder enc = new Encoder();
+			int keys = Math.min(buckets * 6, 2000);
+			for (int i = 0; i < keys; i++)
+				enc.add("k" + i, Format.STRING, Encoder.str("v" + i));
+			try (Shmkv db = Shmkv.of(enc.build(buckets), Shmkv.Check.DEEP)) {
+				for (int i = 0; i < keys; i++)
+					assertEquals("v" + i, db.getString("k" + i), "k" + i + " of " + buckets + " buckets");
+				for (int i = keys; i < keys + 5000; i++)
+					assertNull(db.get("k" + i), "k" + i + " of " + buckets + " buckets");
+			}
 		}
 	}
 
@@ -148,16 +168,21 @@ class V2Test {
 			assertThrows(ShmkvException.NotFound.class, () -> db.getLong("exp-inline"));
 			assertEquals(-1, db.getInto("exp-out", new byte[8]));
 			assertEquals("soon", db.getString("exp-str"));
-			assertNull(db.getAll(V2Encoder.str("exp-inline"))[0]);
+			assertNull(db.getAll(Encoder.str("exp-inline"))[0]);
 			try (Snapshot s = db.snapshot()) {
 				assertNull(s.get("exp-out"), "a snapshot takes its cache's clock");
 			}
 			db.setClock(E + 10);
 			assertNull(db.get("exp-str"));
-			long n = 0;
+			long n = 0, all = 0;
 			for (Value v : db)
 				n++;
-			assertEquals(2016, n, "iteration returns expired entries too");
+			for (Value v : db.allRecords())
+				all += v.expires() >= E ? 1 : 0;
+			assertEquals(2013, n, "the iteration leaves the 3 expired records out");
+			assertEquals(2013, db.size());
+			assertEquals(2016, db.recordCount());
+			assertEquals(3, all, "allRecords lists them, with their expiry");
 			db.verify();
 		}
 	}
@@ -175,12 +200,12 @@ class V2Test {
 			assertEquals(0, reads.get(), "a record without expiry reads no clock");
 			db.get("exp-inline");
 			assertEquals(1, reads.get());
-			db.getAll(V2Encoder.str("exp-inline"), V2Encoder.str("exp-out"), V2Encoder.str("exp-str"));
+			db.getAll(Encoder.str("exp-inline"), Encoder.str("exp-out"), Encoder.str("exp-str"));
 			assertEquals(2, reads.get(), "a batch reads the clock once");
 		}
-		V2Encoder plain = new V2Encoder();
+		Encoder plain = new Encoder();
 		for (int i = 0; i < 100; i++)
-			plain.add("key_" + i, Image.STRING, V2Encoder.str("val_" + i));
+			plain.add("key_" + i, Format.STRING, Encoder.str("val_" + i));
 		try (Shmkv db = Shmkv.of(plain.build(40), Shmkv.Check.DEEP)) {
 			db.clock = () -> {
 				throw new AssertionError("the clock was read for an image without EXPIRY");
@@ -191,21 +216,21 @@ class V2Test {
 	}
 
 	@Test
-	void aPreviewLayoutAndV1GeometryAreRefused() {
+	void otherLayoutsAreRefused() {
 		byte[] img = mixedImage();
 		ByteBuffer bb = ByteBuffer.wrap(img).order(ByteOrder.LITTLE_ENDIAN);
 		bb.putLong(16, 0xfba82e8976eb9578L); // the preview's layout hash
-		V2Encoder.resum(img);
+		Encoder.resum(img);
 		ShmkvException e = assertThrows(ShmkvException.Layout.class, () -> Shmkv.of(img, Shmkv.Check.HEADER));
-		assertTrue(e.getMessage().contains("this reader expects 5a240d8d9e73bf24 for version 2"), e.getMessage());
+		assertTrue(e.getMessage().contains("fba82e8976eb9578, this reader's is 5a240d8d9e73bf24"), e.getMessage());
 		byte[] b3 = mixedImage();
 		ByteBuffer.wrap(b3).order(ByteOrder.LITTLE_ENDIAN).putLong(16, 0xae51b4e761553183L); // the 3-byte directory's
-		V2Encoder.resum(b3);
+		Encoder.resum(b3);
 		e = assertThrows(ShmkvException.Layout.class, () -> Shmkv.of(b3, Shmkv.Check.HEADER));
-		assertTrue(e.getMessage().contains("this reader expects 5a240d8d9e73bf24 for version 2"), e.getMessage());
+		assertTrue(e.getMessage().contains("this reader's is 5a240d8d9e73bf24"), e.getMessage());
 		byte[] b2 = mixedImage();
 		ByteBuffer.wrap(b2).order(ByteOrder.LITTLE_ENDIAN).putInt(56, 8);
-		V2Encoder.resum(b2);
+		Encoder.resum(b2);
 		e = assertThrows(ShmkvException.Corrupt.class, () -> Shmkv.of(b2, Shmkv.Check.HEADER));
 		assertTrue(e.getMessage().contains("bucket_slots 8, expected 128"), e.getMessage());
 	}
@@ -235,7 +260,7 @@ class V2Test {
 	static void refused(String what, Consumer<byte[]> f) {
 		byte[] img = mixedImage();
 		f.accept(img);
-		V2Encoder.resum(img);
+		Encoder.resum(img);
 		ShmkvException e = assertThrows(ShmkvException.class, () -> Shmkv.of(img, Shmkv.Check.DEEP), what);
 		assertInstanceOf(ShmkvException.Corrupt.class, e, what + ": " + e);
 		assertTrue(e.getMessage().contains(what), "want \"" + what + "\", got: " + e.getMessage());
@@ -272,7 +297,7 @@ class V2Test {
 			System.arraycopy(b, bk + off1, b, bk + off1 + 1, 127 - off1);
 			b[bk + off1] = 1;
 		});
-		refused("after bucket", b -> b[bucketWith(b, 1) + 127] = 1);
+		refused("after its records", b -> b[bucketWith(b, 1) + 127] = 1);
 		refused("exceeds max_probe", b -> b[bucketWith(b, 1) + 1] = (byte) 200);
 		refused("filter bits without displaced keys", b -> {
 			ByteBuffer bb = ByteBuffer.wrap(b).order(ByteOrder.LITTLE_ENDIAN);
@@ -295,7 +320,7 @@ class V2Test {
 	}
 
 	static int tag(byte[] key) {
-		return IndexV1.tag(Xxh3.SEED0.hashBytesToLong(key));
+		return Index.tag(Xxh3.SEED0.hashBytesToLong(key));
 	}
 
 	/**
@@ -325,15 +350,15 @@ class V2Test {
 		assertNotEquals(tag(a), tag(b));
 		assertEquals(low, tag(b) & 0x1ff);
 		for (int fillers = 0; fillers <= 10; fillers += 5) {
-			V2Encoder enc = new V2Encoder();
+			Encoder enc = new Encoder();
 			// fillers: keys of 3 bytes that sort before the pair's (smaller
 			// records go first; equal ones in key order) or after it
 			for (int f = 0; f < 10; f++) {
 				byte[] k = {(byte) (f < fillers ? '0' : '~'), (byte) ('a' + f), 'z'};
-				enc.add(k, Image.BYTES, new byte[0], 0, false);
+				enc.add(k, Format.BYTES, new byte[0], 0, false);
 			}
-			enc.add(a, Image.BYTES, new byte[] {1}, 0, false);
-			enc.add(b, Image.BYTES, new byte[] {2}, 0, false);
+			enc.add(a, Format.BYTES, new byte[] {1}, 0, false);
+			enc.add(b, Format.BYTES, new byte[] {2}, 0, false);
 			byte[] img = enc.build(1);
 			int bk = 4096, n = img[bk];
 			assertEquals(12, n, "all in the one bucket");
@@ -357,9 +382,9 @@ class V2Test {
 
 	@Test
 	void expiryZeroAndOutRecordRules() {
-		V2Encoder enc = new V2Encoder();
-		enc.add(V2Encoder.str("a"), Image.I64, V2Encoder.i64(5), 77, false);
-		enc.add(V2Encoder.str("b"), Image.STRING, V2Encoder.str("out"), 0, true);
+		Encoder enc = new Encoder();
+		enc.add(Encoder.str("a"), Format.I64, Encoder.i64(5), 77, false);
+		enc.add(Encoder.str("b"), Format.STRING, Encoder.str("out"), 0, true);
 		byte[] img = enc.build(1);
 		int bk = 4096, n = img[bk];
 		assertEquals(2, n);
@@ -373,22 +398,22 @@ class V2Test {
 			byte[] d = img.clone();
 			if ((d[r] & 0x80) != 0) {
 				d[r] |= 3; // OUT with type bits
-				V2Encoder.resum(d);
+				Encoder.resum(d);
 				ShmkvException e = assertThrows(ShmkvException.Corrupt.class, () -> Shmkv.of(d, Shmkv.Check.HEADER).getString("b"));
 				assertTrue(e.getMessage().contains("malformed"), e.getMessage());
 				byte[] d2 = img.clone();
 				d2[r + 1] = (byte) 0xF0; // the entry outside ENTRIES
-				V2Encoder.resum(d2);
+				Encoder.resum(d2);
 				e = assertThrows(ShmkvException.Corrupt.class, () -> Shmkv.of(d2, Shmkv.Check.HEADER).getString("b"));
 				assertTrue(e.getMessage().contains("outside the entries section"), e.getMessage());
 			} else {
 				ByteBuffer.wrap(d).order(ByteOrder.LITTLE_ENDIAN).putInt(r + 3, 0);
-				V2Encoder.resum(d);
+				Encoder.resum(d);
 				ShmkvException e = assertThrows(ShmkvException.Corrupt.class, () -> Shmkv.of(d, Shmkv.Check.DEEP));
 				assertTrue(e.getMessage().contains("expiry 0"), e.getMessage());
 				byte[] d2 = img.clone();
 				d2[r + 2] = (byte) 120; // value past the bucket's end
-				V2Encoder.resum(d2);
+				Encoder.resum(d2);
 				e = assertThrows(ShmkvException.Corrupt.class, () -> Shmkv.of(d2, Shmkv.Check.HEADER).getLong("a"));
 				assertTrue(e.getMessage().contains("past the bucket's end"), e.getMessage());
 			}

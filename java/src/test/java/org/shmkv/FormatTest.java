@@ -1,0 +1,196 @@
+package org.shmkv;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.lang.foreign.MemorySegment;
+import java.lang.reflect.Field;
+import java.lang.reflect.Modifier;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Format.java against lib/format.json, the format's machine-readable
+ * description: every constant, each way (a constant here that the file
+ * lacks fails as a value there that Format lacks), the layout hash the
+ * reader's own XXH3 makes of the layout description, the type table, the
+ * error codes and the retired version's message.
+ */
+class FormatTest {
+	static final Path JSON = Programs.REPO.resolve("lib/format.json");
+	static JsonNode f;
+
+	@BeforeAll
+	static void read() throws Exception {
+		f = new ObjectMapper().readTree(Files.readAllBytes(JSON));
+	}
+
+	/** A static int or long constant of Format by name. */
+	static long constant(String name) throws Exception {
+		Field c = Format.class.getDeclaredField(name);
+		return ((Number) c.get(null)).longValue();
+	}
+
+	/** The names of Format's int and long constants that start with prefix. */
+	static Set<String> constants(String prefix) {
+		Set<String> out = new TreeSet<>();
+		for (Field c : Format.class.getDeclaredFields())
+			if (Modifier.isStatic(c.getModifiers()) && c.getName().startsWith(prefix)
+					&& (c.getType() == int.class || c.getType() == long.class))
+				out.add(c.getName());
+		return out;
+	}
+
+	static long hex(JsonNode n) {
+		return Long.parseUnsignedLong(n.asText().replaceFirst("^0x", ""), 16);
+	}
+
+	/** Each field of the object o is the constant prefix + its name in capitals, and Format has no other. */
+	static void fields(JsonNode o, String prefix) throws Exception {
+		Set<String> seen = new TreeSet<>();
+		for (Map.Entry<String, JsonNode> e : o.properties()) {
+			String name = prefix + e.getKey().toUpperCase(java.util.Locale.ROOT);
+			assertEquals(e.getValue().asLong(), constant(name), name);
+			seen.add(name);
+		}
+		assertEquals(seen, constants(prefix), "Format's " + prefix + "* constants against format.json's");
+	}
+
+	/** Each field of o against the constant the map names for it, every field of o named. */
+	static void named(JsonNode o, Map<String, String> names) throws Exception {
+		List<String> keys = new ArrayList<>();
+		o.fieldNames().forEachRemaining(keys::add);
+		assertEquals(new TreeSet<>(names.keySet()), new TreeSet<>(keys), "the fields of " + o);
+		for (Map.Entry<String, String> n : names.entrySet())
+			assertEquals(o.get(n.getKey()).asLong(), constant(n.getValue()), n.getKey() + " (" + n.getValue() + ")");
+	}
+
+	static Map<String, String> map(String... kv) {
+		Map<String, String> m = new LinkedHashMap<>();
+		for (int i = 0; i < kv.length; i += 2)
+			m.put(kv[i], kv[i + 1]);
+		return m;
+	}
+
+	@Test
+	void everyPartOfTheFileIsChecked() {
+		Set<String> parts = new TreeSet<>();
+		f.fieldNames().forEachRemaining(parts::add);
+		assertEquals(new TreeSet<>(List.of("about", "magic", "format_version", "layout_hash", "layout_desc",
+				"retired_versions", "header", "section", "section_kinds", "entry", "header_flags", "entry_flags",
+				"bucket", "record", "limits", "types", "errors", "messages")), parts,
+				"format.json's parts: a new one needs its check here");
+	}
+
+	@Test
+	void versionLayoutAndItsHash() {
+		assertEquals(f.get("magic").asText(), Format.MAGIC);
+		assertEquals(f.get("format_version").asInt(), Format.VERSION);
+		assertEquals(hex(f.get("layout_hash")), Format.LAYOUT_HASH);
+		assertEquals(f.get("layout_desc").asText(), Format.LAYOUT_DESC);
+		byte[] desc = Format.LAYOUT_DESC.getBytes(StandardCharsets.US_ASCII);
+		assertEquals(Format.LAYOUT_HASH, Xxh3.checksum(MemorySegment.ofArray(desc), 0, desc.length),
+				"the reader's XXH3 of the layout description is the layout hash");
+	}
+
+	@Test
+	void retiredVersion() {
+		JsonNode r = f.get("retired_versions");
+		assertEquals(1, r.size(), "one retired version");
+		JsonNode v = r.get(Integer.toString(Format.RETIRED_VERSION));
+		assertNotNull(v, "format " + Format.RETIRED_VERSION + " is the retired one");
+		assertEquals(hex(v.get("layout_hash")), Format.RETIRED_LAYOUT_HASH);
+		assertEquals(v.get("upgrade").asText(), Format.UPGRADE);
+		assertEquals(f.get("messages").get("retired_version").asText(), Format.RETIRED_MESSAGE);
+		assertEquals(1, f.get("messages").size(), "messages: the retired version's only");
+	}
+
+	@Test
+	void headerSectionsAndEntries() throws Exception {
+		JsonNode h = f.get("header");
+		named(((com.fasterxml.jackson.databind.node.ObjectNode) h.deepCopy()).without("fields"),
+				map("size", "HEADER_SIZE", "used", "HEADER_USED", "checksum_offset", "H_HEADER_CHECKSUM", "file_align",
+						"FILE_ALIGN", "name_max", "NAME_MAX", "max_sections", "MAX_SECTIONS", "section_count",
+						"SECTION_COUNT"));
+		fields(h.get("fields"), "H_");
+		assertEquals(f.get("section").get("size").asInt(), Format.SECTION_SIZE);
+		fields(f.get("section").get("fields"), "S_");
+		JsonNode kinds = f.get("section_kinds");
+		fields(kinds, "KIND_");
+		for (Map.Entry<String, JsonNode> e : kinds.properties())
+			assertEquals(e.getKey(), Format.KIND_NAMES[e.getValue().asInt()]);
+		assertEquals(kinds.size() + 1, Format.KIND_NAMES.length);
+		assertEquals(f.get("entry").get("size").asInt(), Format.ENTRY_SIZE);
+		fields(f.get("entry").get("fields"), "E_");
+	}
+
+	@Test
+	void flagsBucketsRecordsAndLimits() throws Exception {
+		named(f.get("header_flags"), map("dedup", "FLAG_DEDUP", "expiry", "FLAG_EXPIRY"));
+		assertEquals(Format.FLAG_DEDUP | Format.FLAG_EXPIRY, Format.HEADER_FLAGS, "every header flag known");
+		named(f.get("entry_flags"), map("shared", "ENTRY_SHARED"));
+		assertEquals(Format.ENTRY_SHARED, Format.ENTRY_FLAGS, "every entry flag known");
+		named(f.get("bucket"), map("bytes", "BUCKET", "head", "HEAD", "filter_bits", "FILTER_BITS", "max_records",
+				"MAX_RECORDS", "dir_bytes", "DIR_BYTES", "dir_off_mask", "DIR_OFF", "dir_tag_mask", "DIR_TAG",
+				"dir_tag_shift", "DIR_TAG_SHIFT", "max_displacement_byte", "MAX_DISPLACEMENT_BYTE"));
+		named(f.get("record"), map("type_mask", "K_TYPE", "expires", "K_EXPIRES", "out", "K_OUT", "known", "K_KNOWN",
+				"inline_head", "INLINE_HEAD", "out_head", "OUT_HEAD", "expires_size", "EXPIRES_SIZE", "max_inline_len",
+				"MAX_INLINE_LEN"));
+		named(f.get("limits"), map("max_key_len", "MAX_KEY_LEN", "max_value_len", "MAX_VALUE_LEN", "max_image_size",
+				"MAX_IMAGE_SIZE", "max_expires", "MAX_EXPIRES"));
+	}
+
+	@Test
+	void typeTable() {
+		JsonNode types = f.get("types");
+		assertEquals(Format.MAX_TYPE, types.size());
+		assertEquals(Format.MAX_TYPE, ValueType.values().length);
+		int aligned = 0, nul = 0, utf8 = 0, text = 0;
+		for (JsonNode t : types) {
+			int c = t.get("code").asInt();
+			String what = "type " + c;
+			assertTrue(Format.known(c), what);
+			assertEquals(t.get("name").asText(), ValueType.of(c).formatName(), what);
+			assertEquals(c, ValueType.of(c).code(), what);
+			assertEquals(t.get("align").asInt(), Format.align(c), what);
+			assertEquals(t.get("nul").asInt(), Format.nul(c), what);
+			assertEquals(t.get("shape").asText(), Format.SHAPE_NAMES[Format.shape(c)], what);
+			assertEquals(t.get("elem_size").asInt(), Format.elemSize(c), what);
+			assertEquals(t.get("max_byte").asInt(), Format.maxByte(c), what);
+			assertEquals(t.get("utf8").asBoolean(), Format.utf8(c), what);
+			aligned |= t.get("align").asInt() == 8 ? 1 << c : 0;
+			nul |= t.get("nul").asInt() == 1 ? 1 << c : 0;
+			utf8 |= t.get("utf8").asBoolean() ? 1 << c : 0;
+			text |= t.get("shape").asText().equals("text") ? 1 << c : 0;
+		}
+		assertFalse(Format.known(0));
+		assertFalse(Format.known(Format.MAX_TYPE + 1));
+		assertEquals(aligned, Format.ALIGNED, "the aligned types' mask");
+		assertEquals(nul, Format.NUL_FOLLOWS, "the NUL types' mask");
+		assertEquals(utf8, Format.UTF8, "the UTF-8 types' mask");
+		assertEquals(text, Format.TEXT, "the text types' mask");
+	}
+
+	@Test
+	void errorCodes() throws Exception {
+		Set<String> seen = new TreeSet<>(), codes = new TreeSet<>();
+		for (Map.Entry<String, JsonNode> e : f.get("errors").properties()) {
+			assertEquals(e.getValue().asLong(), constant(e.getKey()), e.getKey());
+			seen.add(e.getKey());
+		}
+		for (String c : constants("E"))
+			if (c.matches("E[A-Z]+"))
+				codes.add(c);
+		assertEquals(seen, codes, "Format's error codes against format.json's");
+	}
+}
