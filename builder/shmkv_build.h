@@ -87,6 +87,8 @@ typedef struct shmkv_build_options {
 				    1: it is rounded to the nearest f32 */
 	int tsv_expires;         /* 1: TSV lines are key<TAB>value<TAB>expires (RFC 3339 or
 				    Unix seconds; an empty field: none); 0: key<TAB>value */
+	int tsv_removes;         /* 1 (a delta build only): a TSV line with a key and no TAB
+				    removes that key (a tombstone); 0: such a line is an error */
 } shmkv_build_options;
 
 /* Fills defaults. Returns 0, or SHMKV_EINPUT if SOURCE_DATE_EPOCH is malformed. */
@@ -135,6 +137,29 @@ int shmkv_builder_add_i64list(shmkv_builder *b, const void *key, size_t key_len,
 			      const int64_t *v, size_t n);
 int shmkv_builder_add_strlist(shmkv_builder *b, const void *key, size_t key_len,
 			      const char *const *strs, const size_t *lens, size_t n);
+
+/* Deltas (lib/FORMAT.md §19). Makes b build a delta image of the plain
+ * image base: its upserts are the records added, its tombstones the keys
+ * removed (shmkv_builder_remove, a JSONL line {"key": K, "remove": true}, a
+ * TSV line of a key alone with tsv_removes). The delta names base by its
+ * header checksum and size and has its seed and hash bits (a seed or
+ * hash_bits option fixed to another value is an error); its name is base's
+ * unless the name option is fixed (or a meta line gives one). after, if not
+ * NULL or "", is the delta of the same base this one follows in its chain:
+ * the new delta names it (prev = its header checksum) and takes the next
+ * seq; else prev is 0 and seq 1. Both are opened with the reader's checks
+ * (every checksum). Call it before adding records; not with a part build.
+ * Returns 0, SHMKV_EBASE (base is a delta, after is not a delta or is one
+ * of another base), SHMKV_EINPUT (another seed or hash_bits fixed), the
+ * codes of shmkv_open_file() for an image that does not open, -EINVAL
+ * (records already added, a part build), -errno; with a message. */
+int shmkv_builder_set_delta(shmkv_builder *b, const char *base, const char *after);
+
+/* Adds a tombstone: key is removed by this delta (lib/FORMAT.md §19.2). A
+ * key removed and also added (or removed twice) is a duplicate key, as
+ * any. Returns 0, SHMKV_EINPUT (not a delta build), SHMKV_ELIMIT (key too
+ * long), -ENOMEM, -EINVAL (after finish). */
+int shmkv_builder_remove(shmkv_builder *b, const void *key, size_t key_len);
 
 /* Reads records from a JSONL or TSV file ("-" = standard input). tsv_type is
  * the value type of TSV input (enum shmkv_type), ignored for JSONL. Types are
@@ -200,6 +225,7 @@ typedef struct shmkv_build_stats {
 	uint64_t value_bytes_logical;
 	uint64_t dedup_values, dedup_refs, dedup_saved_bytes;
 	double seconds;             /* finish() time */
+	uint64_t tombstones;        /* a delta's removals written (counted in entries) */
 } shmkv_build_stats;
 
 /* Checks that finish() may write path: it does not exist, or it is a regular
