@@ -70,6 +70,23 @@ static int read_delta_header(const char *path, ImageId *id, std::string &why)
 	return 0;
 }
 
+void image_id_of(const shmkv *db, ImageId *id)
+{
+	const shmkv_image_header *h = shmkv_header(db);
+	id->checksum = h->header_checksum;
+	id->file_size = h->file_size;
+	id->seed = h->hash_seed;
+	id->hash_bits = h->hash_bits;
+	id->created = h->created_unix;
+	id->flags = h->flags;
+	memcpy(id->name, h->name, sizeof id->name);
+	id->name[sizeof id->name - 1] = 0;
+	id->delta = (h->flags & SHMKV_HFLAG_DELTA) != 0;
+	if (id->delta)
+		id->did = DeltaId{h->reserved[SHMKV_DELTA_BASE_CHECKSUM], h->reserved[SHMKV_DELTA_BASE_SIZE],
+				  h->reserved[SHMKV_DELTA_PREV], h->reserved[SHMKV_DELTA_SEQ]};
+}
+
 int read_image_id(const char *path, ImageId *id, std::string &why)
 {
 	char msg[512] = "";
@@ -83,15 +100,7 @@ int read_image_id(const char *path, ImageId *id, std::string &why)
 		return err;
 	}
 	const shmkv_image_header *h = shmkv_header(db);
-	id->checksum = h->header_checksum;
-	id->file_size = h->file_size;
-	id->seed = h->hash_seed;
-	id->hash_bits = h->hash_bits;
-	id->created = h->created_unix;
-	id->flags = h->flags;
-	memcpy(id->name, h->name, sizeof id->name);
-	id->name[sizeof id->name - 1] = 0;
-	id->delta = false;
+	image_id_of(db, id);
 	drop_pages(h, (size_t)h->file_size); // read once, at open
 	shmkv_close(db);
 	return 0;

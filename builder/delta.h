@@ -77,6 +77,9 @@ struct ImageId {
 	uint64_t flags = 0;
 };
 
+// The identity of an open image (its header's).
+void image_id_of(const shmkv *db, ImageId *id);
+
 // Opens path with the reader's checks at open (lib/FORMAT.md §12, §19.4)
 // and reads its identity. 0, or the reader's error with why ("path: ...").
 int read_image_id(const char *path, ImageId *id, std::string &why);

@@ -13,6 +13,11 @@
  *   shmkv_builder_finish(b, path, &stats)        lay out, write atomically ("-" = stdout)
  *   shmkv_build_join(out, fragments, n, &jo, &stats, err, len)   parts 1..n -> one image
  *   shmkv_build_upgrade(out, in, &jo, &stats, err, len)   a format 1 image -> format 2
+ *   shmkv_builder_set_delta(b, base, after)      build a delta of base (lib/FORMAT.md §19)
+ *   shmkv_builder_remove(b, key, key_len)        a delta's tombstone
+ *   shmkv_build_diff(out, old, new, &jo, &stats, err, len)   the delta from old to new
+ *   shmkv_build_apply(out, base, deltas, n, as_delta, &jo, &stats, err, len)
+ *                                                a chain merged: the new image, or one delta
  *   shmkv_build_cleanup()                        signal handlers: remove temporaries
  *   shmkv_builder_error(b)                       what went wrong, where and why
  *
@@ -26,7 +31,7 @@
  *
  * Output is deterministic: the same records in the same order with the same
  * options give byte-identical images. Images are format 2 (lib/FORMAT.md),
- * the one format readers read; shmkv_build_upgrade() converts a format 1
+ * the one format readers read, plain or delta (§19); shmkv_build_upgrade() converts a format 1
  * image (lib/FORMAT.md §15).
  */
 #ifndef SHMKV_BUILD_H
@@ -306,6 +311,40 @@ int shmkv_build_join(const char *out, const char *const *fragments, size_t n,
  * -ENOMEM, -errno. */
 int shmkv_build_upgrade(const char *out, const char *in, const shmkv_join_options *opt,
 			shmkv_build_stats *stats, char *err, size_t err_len);
+
+/* The delta (lib/FORMAT.md §19) that turns the plain image old_path into
+ * new_path, written to out: an upsert for each key new holds that old does
+ * not hold with the same type, value and expiry, a tombstone for each key
+ * old holds and new does not (expired records count as held: an image's
+ * records are what it holds). The delta names old as its base (prev 0, seq
+ * 1) and has new's name, created time and dedup flag. Both images are
+ * verified whole first and must have the same seed and hash_bits (else
+ * SHMKV_EINPUT saying to rebuild new with old's --seed). Options, "-" and
+ * what is left on error as shmkv_build_join(). Returns 0, SHMKV_EINPUT
+ * (seeds or hash bits differ, new is a delta), SHMKV_EBASE (old is a
+ * delta), the codes of shmkv_open_file() and shmkv_verify(), -EINVAL,
+ * -ENOMEM, -errno; err names the file and the reason. */
+int shmkv_build_diff(const char *out, const char *old_path, const char *new_path,
+		     const shmkv_join_options *opt, shmkv_build_stats *stats, char *err,
+		     size_t err_len);
+
+/* Applies deltas[0..n-1], a chain of deltas of the plain image base given in
+ * chain order (lib/FORMAT.md §19.5), and writes out: with as_delta 0, the
+ * image a fresh build of the merged records gives, byte for byte (base's
+ * seed, hash_bits, name, DEDUP flag and created time; the bucket count
+ * chosen afresh); with as_delta 1, one delta of base (prev 0, the last
+ * delta's seq, name, created time and dedup flag) holding the chain's last
+ * word on each key: its upserts, and its tombstones of keys base holds.
+ * Every input is verified whole first; the chain must hold together: each
+ * a delta of base (its checksum and size, seed and hash_bits), the first
+ * with prev 0, each next naming the one before it. Options, "-" and what is
+ * left on error as shmkv_build_join(). Returns 0, SHMKV_EBASE (a broken
+ * chain, a delta of another image, base a delta or a delta plain: err names
+ * both checksums and the seq), the codes of shmkv_open_file() and
+ * shmkv_verify(), -EINVAL (no base, delta or output), -ENOMEM, -errno. */
+int shmkv_build_apply(const char *out, const char *base, const char *const *deltas, size_t n,
+		      int as_delta, const shmkv_join_options *opt, shmkv_build_stats *stats,
+		      char *err, size_t err_len);
 
 /* Removes the named temporary files of the builds now writing in this
  * process (at most 8 at once). Async-signal-safe: call it from a SIGINT or
