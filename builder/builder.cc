@@ -229,13 +229,12 @@ static int check_value(shmkv_builder *b, unsigned type, const uint8_t *v, size_t
 	}
 }
 
-extern "C" int shmkv_builder_add(shmkv_builder *b, const void *key, size_t key_len, unsigned type,
-				 const void *value, size_t value_len)
+// The checks every record takes (a key's length, the memory limit's share,
+// the part), then the record into the arena: 0, 1 when another part's
+// record was skipped, or an error set on b.
+static int add_record(shmkv_builder *b, const void *key, size_t key_len, unsigned type,
+		      const void *value, size_t value_len, uint32_t expires)
 {
-	if (b->finished)
-		return b->fail(-EINVAL, "builder already finished");
-	if (!shmkv_type_desc_of(type))
-		return b->fail(SHMKV_EINPUT, "%s: unknown value type %u", b->here().c_str(), type);
 	if (key_len > SHMKV_MAX_KEY_LEN)
 		return b->fail(SHMKV_ELIMIT, "%s: key of %zu bytes exceeds the %u-byte limit",
 			       b->here().c_str(), key_len, SHMKV_MAX_KEY_LEN);
@@ -250,9 +249,11 @@ extern "C" int shmkv_builder_add(shmkv_builder *b, const void *key, size_t key_l
 			       b->here().c_str(), key_len + value_len, (unsigned long long)line_cap(b),
 			       (unsigned long long)(b->mem_limit >> 20),
 			       (unsigned long long)(kLineShare * kLineCost));
-	int err = check_value(b, type, (const uint8_t *)value, value_len);
-	if (err)
-		return err;
+	if (type != kTombType) {
+		int err = check_value(b, type, (const uint8_t *)value, value_len);
+		if (err)
+			return err;
+	}
 	if (b->part_n) { // other parts' records are never stored: a part needs 1/N of the memory
 		uint64_t h = shmkv_key_hash(b->opt.seed, b->opt.hash_bits, key, key_len);
 		uint64_t bk = shmkv_home_bucket(h, b->opt.buckets);
@@ -285,7 +286,7 @@ extern "C" int shmkv_builder_add(shmkv_builder *b, const void *key, size_t key_l
 	r.type = (uint8_t)type;
 	r.pad = 0;
 	r.src = b->cur_src;
-	r.expires = b->expires;
+	r.expires = expires;
 	r.line = b->cur_src == kNoSource ? b->seq0 + b->nrecs() : b->cur_line;
 	if (b->mem_limit && !b->sub && ++b->since_check >= 1024) {
 		try {
@@ -295,6 +296,29 @@ extern "C" int shmkv_builder_add(shmkv_builder *b, const void *key, size_t key_l
 		}
 	}
 	return 0;
+}
+
+extern "C" int shmkv_builder_add(shmkv_builder *b, const void *key, size_t key_len, unsigned type,
+				 const void *value, size_t value_len)
+{
+	if (b->finished)
+		return b->fail(-EINVAL, "builder already finished");
+	if (!shmkv_type_desc_of(type))
+		return b->fail(SHMKV_EINPUT, "%s: unknown value type %u", b->here().c_str(), type);
+	return add_record(b, key, key_len, type, value, value_len, b->expires);
+}
+
+extern "C" int shmkv_builder_remove(shmkv_builder *b, const void *key, size_t key_len)
+{
+	if (b->finished)
+		return b->fail(-EINVAL, "builder already finished");
+	if (!b->removes)
+		return b->fail(SHMKV_EINPUT,
+			       "%s: removal of key %s: only a delta image holds removals; build one by "
+			       "naming the image it changes (shmctl image build --delta-of BASE, "
+			       "shmkv_builder_set_delta)",
+			       b->here().c_str(), show_key((const uint8_t *)key, key_len).c_str());
+	return add_record(b, key, key_len, kTombType, nullptr, 0, 0); // no expiry (§19.2)
 }
 
 extern "C" int shmkv_builder_add_i64(shmkv_builder *b, const void *k, size_t kl, int64_t v)
@@ -729,6 +753,9 @@ int parse_parallel(shmkv_builder *b, const char *data, size_t size, int format, 
 		sub[t].mem_limit = b->mem_limit; // its messages; a sub never spills
 		sub[t].line_max = b->line_max;
 		sub[t].expires = b->expires;
+		sub[t].delta = b->delta;
+		sub[t].did = b->did;
+		sub[t].removes = b->removes;
 		sub[t].sub = true;
 	}
 	std::vector<int> err(T, 0);
@@ -820,6 +847,9 @@ extern "C" int shmkv_builder_set_part(shmkv_builder *b, uint64_t k, uint64_t n, 
 	if (n == 0 ? k != 0 : (k < 1 || k > n))
 		return b->fail(-EINVAL, "part %llu/%llu: expected K/N with 1 <= K <= N",
 			       (unsigned long long)k, (unsigned long long)n);
+	if (n && b->delta)
+		return b->fail(-EINVAL, "a delta is built whole: a part build (%llu/%llu) is for "
+					"plain images", (unsigned long long)k, (unsigned long long)n);
 	if (n && (!(b->opt.fixed & SHMKV_OPT_BUCKETS) || !b->opt.buckets))
 		return b->fail(-EINVAL, "a part build (%llu/%llu) needs a fixed bucket count "
 					"(--buckets), the same for every part and the join",

@@ -9,6 +9,7 @@
 #include <fast_float/fast_float.h>
 #include <simdjson.h>
 
+#include "delta.h"
 #include "internal.h"
 
 using namespace simdjson;
@@ -451,8 +452,85 @@ error_code meta_number(ondemand::value v, bool set, T *field)
 	return e;
 }
 
+// A checksum as dump writes it: "0x" and 16 hex digits (a JSON number
+// would not keep 64 bits in most readers).
+bool hex_u64(std::string_view s, uint64_t *out)
+{
+	if (s.size() != 18 || s[0] != '0' || s[1] != 'x')
+		return false;
+	auto r = std::from_chars(s.data() + 2, s.data() + s.size(), *out, 16);
+	return r.ec == std::errc() && r.ptr == s.data() + s.size();
+}
+
+// The "delta" of a delta's dump (shmctl image dump): {"base_checksum":
+// "0x...", "base_size": N, "prev": "0x...", "seq": N}. It must name the
+// base (and the delta followed) of this build, whose seq it then gives.
+bool apply_meta_delta(shmkv_builder *b, ondemand::value dv, std::string &why, int *code)
+{
+	ondemand::object m;
+	DeltaId d;
+	unsigned seen = 0;
+	if (dv.get_object().get(m) != SUCCESS) {
+		why = "shmkv_meta delta must be an object";
+		return false;
+	}
+	for (auto f : m) {
+		std::string_view k, sv;
+		ondemand::value v;
+		if (f.unescaped_key().get(k) || f.value().get(v)) {
+			why = "invalid JSON in shmkv_meta delta";
+			return false;
+		}
+		bool good;
+		if (k == "base_checksum" || k == "prev") {
+			good = !v.get_string().get(sv) && hex_u64(sv, k == "prev" ? &d.prev : &d.base_checksum);
+			seen |= k == "prev" ? 2 : 1;
+		} else if (k == "base_size" || k == "seq") {
+			good = !v.get_uint64().get(k == "seq" ? d.seq : d.base_size);
+			seen |= k == "seq" ? 8 : 4;
+		} else {
+			why = "unknown shmkv_meta delta field \"" + std::string(k) +
+			      "\" (base_checksum, base_size, prev, seq)";
+			return false;
+		}
+		if (!good) {
+			why = "shmkv_meta delta " + std::string(k) + (k == "base_checksum" || k == "prev"
+				? ": expected \"0x\" and 16 hex digits" : ": expected an unsigned integer");
+			return false;
+		}
+	}
+	if (seen != 15 || d.seq < 1) {
+		why = "shmkv_meta delta needs base_checksum, base_size, prev and seq (>= 1)";
+		return false;
+	}
+	std::string seq = " (seq " + std::to_string(d.seq) + ")";
+	*code = SHMKV_EBASE;
+	if (!b->delta) {
+		why = "the input is the dump of a delta" + seq + " of base " + hex64(d.base_checksum) +
+		      ": build it as a delta of that base (--delta-of BASE" +
+		      (d.prev ? ", --after the delta it follows, " + hex64(d.prev) : std::string()) + ")";
+		return false;
+	}
+	if (d.base_checksum != b->did.base_checksum || d.base_size != b->did.base_size) {
+		why = "the input is the dump of a delta" + seq + " of base " + hex64(d.base_checksum) +
+		      " (" + std::to_string(d.base_size) + " bytes), not of " + b->delta_base + " (" +
+		      hex64(b->did.base_checksum) + ", " + std::to_string(b->did.base_size) + " bytes)";
+		return false;
+	}
+	if (d.prev != b->did.prev) {
+		why = "the input is the dump of a delta" + seq + (d.prev ? " that follows delta " +
+		      hex64(d.prev) : std::string(" that applies to its base directly (prev 0)")) +
+		      (b->did.prev ? ", not " + b->delta_after + " (" + hex64(b->did.prev) + ")"
+				   : ", but no delta to follow (--after) is given");
+		return false;
+	}
+	*code = SHMKV_EINPUT;
+	b->did.seq = d.seq;
+	return true;
+}
+
 // Applies {"shmkv_meta": {...}} to options the caller did not fix.
-bool apply_meta(shmkv_builder *b, ondemand::value mv, std::string &why)
+bool apply_meta(shmkv_builder *b, ondemand::value mv, std::string &why, int *code)
 {
 	ondemand::object m;
 	if (mv.get_object().get(m) != SUCCESS) {
@@ -527,6 +605,9 @@ bool apply_meta(shmkv_builder *b, ondemand::value mv, std::string &why)
 				      "format 2";
 				return false;
 			}
+		} else if (k == "delta") { // a delta's dump
+			if (!apply_meta_delta(b, v, why, code))
+				return false;
 		} else if (k == "dedup") {
 			bool x = false;
 			e = v.get_bool().get(x);
@@ -573,10 +654,22 @@ public:
 		int err = fields(obj, first_input, first_line, f);
 		if (err)
 			return err;
-		if (b_->meta_seen && !f.has_key && !f.has_value && !f.has_type && first_line)
+		if (b_->meta_seen && !f.has_key && !f.has_value && !f.has_type && !f.has_remove &&
+		    first_line)
 			return at_end(doc) ? 0 : bad("trailing characters after the JSON object");
 		if (!f.has_key)
 			return bad("missing \"key\"");
+		if (f.remove) { // nothing but the key: a tombstone has no value, type or expiry
+			const char *extra = f.has_value ? "value" : f.has_type ? "type"
+					  : f.has_expires ? "expires" : nullptr;
+			if (extra)
+				return bad("key " + show_key((const uint8_t *)key_.data(), key_.size()) +
+					   ": a removal (\"remove\": true) has no \"" + extra +
+					   "\": give the key alone, or drop \"remove\" to set a value");
+			if (!at_end(doc))
+				return bad("trailing characters after the JSON object");
+			return shmkv_builder_remove(b_, key_.data(), key_.size());
+		}
 		if (!f.has_value)
 			return bad("missing \"value\"");
 		// Pass 2: the value, now that its type is known.
@@ -607,6 +700,7 @@ public:
 private:
 	struct Fields {
 		bool has_key = false, has_value = false, has_type = false, has_expires = false;
+		bool has_remove = false, remove = false;
 		std::string_view key_field;
 		unsigned type = 0;
 		uint32_t expires = 0; // 0: none (null)
@@ -616,9 +710,9 @@ private:
 	std::string line_buf_, key_, enc_, why_;
 	ValueParser vp_;
 
-	int bad(const std::string &msg)
+	int bad(const std::string &msg, int code = SHMKV_EINPUT)
 	{
-		return b_->fail(SHMKV_EINPUT, "%s: %s", b_->here().c_str(), msg.c_str());
+		return b_->fail(code, "%s: %s", b_->here().c_str(), msg.c_str());
 	}
 	// Pass 1: which fields are there (a value's meaning depends on "type"),
 	// the key into key_, the type; a meta line is applied.
@@ -650,15 +744,23 @@ private:
 				dup = f.has_expires;
 				f.has_expires = true;
 				err = expires(v, &f.expires);
+			} else if (name == "remove") { // a delta's tombstone (lib/FORMAT.md §19.2)
+				dup = f.has_remove;
+				f.has_remove = true;
+				if ((e = v.get_bool().get(f.remove)))
+					return bad(e == INCORRECT_TYPE ? "\"remove\" must be true or false"
+								       : std::string("invalid JSON: ") +
+									 error_message(e));
 			} else if (name == "shmkv_meta") {
 				if (!first_input || !first_line || b_->nrecs() || b_->meta_seen)
 					return bad("shmkv_meta must be the first line of the first input");
-				if (!apply_meta(b_, v, why_))
-					return bad(why_);
+				int code = SHMKV_EINPUT;
+				if (!apply_meta(b_, v, why_, &code))
+					return bad(why_, code);
 				b_->meta_seen = true;
 			} else {
 				return bad("unknown field \"" + std::string(name) +
-					   "\" (expected key or key_base64, value, type, expires)");
+					   "\" (expected key or key_base64, value, type, expires, remove)");
 			}
 			if (err)
 				return err;

@@ -1,4 +1,5 @@
-// builder/input_tsv.cc - TSV records: key<TAB>value, one per line.
+// builder/input_tsv.cc - TSV records: key<TAB>value, one per line; with
+// tsv_removes a line of a key alone (no TAB) is a delta's removal.
 // Escapes in keys and values: \\ \t \n \r \0, and \, inside list elements.
 // Lists are comma-separated; an empty field is an empty list. Numbers are
 // parsed with fast_float (floats) and std::from_chars (integers).
@@ -197,8 +198,15 @@ int add_tsv(shmkv_builder *b, const char *data, size_t size, unsigned type, uint
 		if (line.empty())
 			return 0;
 		size_t tab = line.find('\t');
+		if (tab == std::string_view::npos && b->opt.tsv_removes) { // a removal: the key alone
+			if (!unescape(line, false, key, why))
+				return bad("key: " + why);
+			return shmkv_builder_remove(b, key[0].data(), key[0].size());
+		}
 		if (tab == std::string_view::npos)
-			return bad("no TAB between key and value");
+			return bad(b->removes ? "no TAB between key and value (a line of a key alone "
+						"removes it with --tsv-removes)"
+					      : "no TAB between key and value");
 		size_t fields = 1;
 		for (char c : line)
 			fields += c == '\t';

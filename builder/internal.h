@@ -145,6 +145,16 @@ struct SpillDelete {
 	void operator()(Spill *s) const;
 };
 
+// A tombstone (lib/FORMAT.md §19.2) among the records: the record type 0,
+// with no value and no expiry.
+constexpr uint8_t kTombType = SHMKV_TYPE_TOMBSTONE;
+
+// What a delta build writes into its header (lib/FORMAT.md §19.1): its base
+// and its place in its chain.
+struct DeltaId {
+	uint64_t base_checksum = 0, base_size = 0, prev = 0, seq = 0;
+};
+
 // Identity of a regular file the builder read, or the declared output.
 struct FileId {
 	dev_t dev;
@@ -188,6 +198,26 @@ struct shmkv_builder {
 	uint32_t since_check = 0;      // records added since memory was last checked
 	uint64_t seq0 = 0;             // records already spilled (input position of recs[0])
 	std::unique_ptr<shmkv_build::Spill, shmkv_build::SpillDelete> spill; // once spilling
+	// Deltas (lib/FORMAT.md §19): the image written is a delta of this
+	// identity (shmkv_builder_set_delta), tombstones are records (type
+	// kTombType: shmkv_builder_remove, a JSONL or TSV removal). A merge
+	// (shmkv_build_apply) takes tombstones without writing a delta: its kept
+	// tombstones leave (drop_tombs), or, merging into one delta, stay only
+	// where keep_tomb says (a key its base holds).
+	bool delta = false;
+	shmkv_build::DeltaId did;
+	std::string delta_base, delta_after; // paths, for messages
+	bool removes = false;   // tombstone records accepted
+	bool drop_tombs = false;
+	bool (*keep_tomb)(void *ctx, const uint8_t *key, size_t len) = nullptr;
+	void *keep_tomb_ctx = nullptr;
+	// A kept record: false for a tombstone that leaves (drop_tombs, keep_tomb).
+	bool kept(uint8_t type, const uint8_t *key, size_t len) const
+	{
+		if (type != shmkv_build::kTombType)
+			return true;
+		return !drop_tombs && (!keep_tomb || keep_tomb(keep_tomb_ctx, key, len));
+	}
 
 	// Sets err to a formatted message and returns code.
 	int fail(int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

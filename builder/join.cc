@@ -14,7 +14,6 @@
 
 namespace {
 
-using shmkv_build::drop_pages;
 using Msg = shmkv_build::ErrMsg;
 
 // The fragments' mappings, closed whatever happens.
@@ -27,32 +26,6 @@ struct Fragments {
 				shmkv_close(db);
 	}
 };
-
-// A fragment's pages read so far leave this process's memory (rebuild.h).
-void drop_pages(const shmkv_image_header *h)
-{
-	drop_pages(h, (size_t)h->file_size);
-}
-
-// Opens and verifies path; the reader's message names the file unless it
-// already starts with it.
-int open_fragment(const char *path, shmkv **db, Msg &m)
-{
-	char why[512] = "";
-	int err = shmkv_open_file_diag(path, SHMKV_OPEN_NOVERIFY, db, why, sizeof why);
-	if (!err && (err = shmkv_verify(*db, why, sizeof why)) != 0) {
-		shmkv_close(*db);
-		*db = nullptr;
-	}
-	if (!err) {
-		drop_pages(shmkv_header(*db)); // verified: all read once
-		return 0;
-	}
-	size_t n = strlen(path);
-	if (!strncmp(why, path, n) && why[n] == ':')
-		return m.set(err, "%s", why);
-	return m.set(err, "%s: %s", path, why);
-}
 
 // Header fields that must be equal in all fragments: the join's options.
 int same_header(const char *p0, const shmkv_image_header *h0, const char *p,
@@ -83,38 +56,21 @@ int add_fragment(shmkv_builder *b, const char *path, uint64_t j, uint64_t n, shm
 		 bool forget, Msg &m)
 {
 	const shmkv_image_header *h = shmkv_header(db);
-	uint64_t lo, hi, count = 0;
+	uint64_t lo, hi;
 	shmkv_build_part_range(j, n, h->bucket_count, &lo, &hi);
-	shmkv_iter it;
-	const void *key;
-	size_t key_len;
-	shmkv_value v;
-	int err;
-	shmkv_builder_set_source(b, path, 0);
-	shmkv_iter_init_all(db, &it); // expired records too: one build holds them
-	while ((err = shmkv_iter_next(&it, &key, &key_len, &v)) == 0) {
+	return shmkv_build::add_image(b, path, db, forget, m, [&](const void *key, size_t key_len,
+								 uint64_t count) {
 		uint64_t bk = shmkv_home_bucket(shmkv_key_hash(h->hash_seed, h->hash_bits, key, key_len),
 						h->bucket_count);
-		count++;
-		if (bk < lo || bk >= hi)
-			return m.set(SHMKV_EINPUT, "%s: entry %" PRIu64 ", key %s, is in bucket %" PRIu64
-				     " of part %" PRIu64 "/%" PRIu64 ", but the fragment is given as "
-				     "part %" PRIu64 "/%" PRIu64 ": give the fragments in part order, "
-				     "each once", path, count,
-				     shmkv_build::show_key((const uint8_t *)key, key_len).c_str(), bk,
-				     shmkv_build_part_of(bk, n, h->bucket_count), n, j, n);
-		shmkv_builder_set_source(b, path, count);
-		if ((err = shmkv_builder_set_expires(b, shmkv_iter_expires(&it))) != 0 ||
-		    (err = shmkv_builder_add(b, key, key_len, v.type, v.data, v.size)) != 0)
-			return m.set(err, "%s", shmkv_builder_error(b));
-		if (forget && count % 65536 == 0)
-			drop_pages(h);
-	}
-	drop_pages(h);
-	if (err != SHMKV_EEND)
-		return m.set(err, "%s: entry %" PRIu64 ": %s; 'shmctl image verify' says more", path,
-			     count + 1, shmkv_strerror(err));
-	return 0;
+		if (bk >= lo && bk < hi)
+			return 0;
+		return m.set(SHMKV_EINPUT, "%s: entry %" PRIu64 ", key %s, is in bucket %" PRIu64
+			     " of part %" PRIu64 "/%" PRIu64 ", but the fragment is given as "
+			     "part %" PRIu64 "/%" PRIu64 ": give the fragments in part order, "
+			     "each once", path, count,
+			     shmkv_build::show_key((const uint8_t *)key, key_len).c_str(), bk,
+			     shmkv_build_part_of(bk, n, h->bucket_count), n, j, n);
+	});
 }
 
 } // namespace
@@ -144,7 +100,11 @@ extern "C" int shmkv_build_join(const char *out, const char *const *fragments, s
 	}
 	int rc = 0;
 	for (size_t j = 0; j < n && !rc; j++) {
-		rc = open_fragment(fragments[j], &f.dbs[j], m);
+		rc = shmkv_build::open_verified(fragments[j], &f.dbs[j], m);
+		if (!rc && shmkv_is_delta(f.dbs[j]))
+			rc = m.set(SHMKV_EINPUT, "%s is a delta image: join takes the fragments of "
+				   "a part build (a delta is merged into its base with shmctl image "
+				   "apply)", fragments[j]);
 		if (!rc && j > 0)
 			rc = same_header(fragments[0], shmkv_header(f.dbs[0]), fragments[j],
 					 shmkv_header(f.dbs[j]), m);

@@ -82,6 +82,9 @@ int sort_and_dedup_keys(shmkv_builder *b, unsigned T, Layout &L, Items &sorted, 
 		},
 		[&](size_t x) { return (uint64_t)sorted[x].i; },
 		[&](size_t k) {
+			const Record &r = R[sorted[k].i];
+			if (!b->kept(r.type, r.key, r.key_len))
+				return; // a merge's tombstone: its key leaves (lib/FORMAT.md §19.5)
 			L.order.push_back(sorted[k].i);
 			L.hash.push_back(sorted[k].h);
 		},
@@ -138,6 +141,12 @@ std::vector<uint32_t> share_values(shmkv_builder *b, unsigned T, Layout &L, Item
 			continue;
 		}
 		const Record &rs = R[L.order[sorted[s].i]];
+		if (rs.type == kTombType) { // tombstones have no value to share (§19.1)
+			while (e < m && sorted[e].h == sorted[s].h && R[L.order[sorted[e].i]].type == kTombType)
+				e++;
+			s = e;
+			continue;
+		}
 		while (e < m && sorted[e].h == sorted[s].h) {
 			const Record &re = R[L.order[sorted[e].i]];
 			if (re.type != rs.type || cmp_bytes(re.val, re.val_len, rs.val, rs.val_len) != 0)
@@ -181,7 +190,12 @@ int dup_error(shmkv_builder *b, const std::string &second, const std::string &ke
 
 int set_file_size(shmkv_builder *b, Layout &L)
 {
-	L.file_size = align_up(L.values_end, SHMKV_FILE_ALIGN);
+	uint64_t end = L.values_end;
+	if (b->delta) {
+		L.filter_off = align_up(L.values_end, 64);
+		end = L.filter_off + 8 * L.filter_words;
+	}
+	L.file_size = align_up(end, SHMKV_FILE_ALIGN);
 	if (L.file_size > SHMKV_MAX_IMAGE_SIZE)
 		return b->fail(SHMKV_ELIMIT, "image of %llu bytes exceeds the format limit of %llu",
 			       (unsigned long long)L.file_size, (unsigned long long)SHMKV_MAX_IMAGE_SIZE);

@@ -31,6 +31,11 @@ struct Layout {
 	uint64_t filtered = 0;             // records of other parts skipped (--filter-part)
 	uint64_t entries_off = 0, entries_end = 0;
 	uint64_t values_off = 0, values_end = 0;
+	// A delta's FILTER section (lib/FORMAT.md §19.3): words (0: not a delta),
+	// its offset, and in memory its words (the spilling build streams them).
+	uint64_t filter_words = 0, filter_off = 0;
+	std::vector<uint64_t> filter;
+	uint64_t tombstones = 0;           // tombstone records written (a delta)
 	uint64_t file_size = 0;
 	uint64_t entries = 0;              // entry count (order.size() in memory)
 	uint64_t value_bytes_logical = 0;
@@ -171,8 +176,9 @@ std::vector<uint32_t> share_values(shmkv_builder *b, unsigned T, Layout &L, Item
 int place_entries(shmkv_builder *b, unsigned T, Layout &L, std::vector<uint32_t> &grp,
 		  uint64_t index_bytes);
 
-// L.file_size from where VALUES ends (padded to SHMKV_FILE_ALIGN), or the
-// error of an image over the format's size limit.
+// L.file_size from where VALUES ends, or a delta's FILTER after it (at the
+// next multiple of 64), padded to SHMKV_FILE_ALIGN; or the error of an image
+// over the format's size limit.
 int set_file_size(shmkv_builder *b, Layout &L);
 
 // The header of a laid-out image (checksums of the sections already in h).
@@ -196,8 +202,10 @@ int commit_target(shmkv_builder *b, Target &t);
 // section (entries() writes the entries from L.entries_off on) padded to its
 // end, VALUES at L.values_off (values() writes the shared values), the file
 // padded to its size, the sections' checksums into h, the writer flushed.
+// A delta's FILTER (filter() writes its words) follows VALUES.
 int write_sections(Writer &w, const Layout &L, shmkv_image_header &h,
-		   const std::function<int()> &entries, const std::function<int()> &values);
+		   const std::function<int()> &entries, const std::function<int()> &values,
+		   const std::function<int()> &filter);
 // Fills the header (h holds the sections) and writes it at offset 0 of fd.
 int write_header(shmkv_builder *b, const Layout &L, int fd, const char *shown,
 		 shmkv_image_header &h);

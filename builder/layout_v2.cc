@@ -10,6 +10,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "delta.h"
 #include "layout.h"
 #include "v2.h"
 
@@ -186,13 +187,19 @@ int compute_layout(shmkv_builder *b, Layout &L)
 		return err;
 	size_t m = L.order.size();
 	L.entries = m;
+	if (b->delta) { // the key filter (lib/FORMAT.md §19.3), from every kept key's hash
+		L.filter_words = filter_words(m);
+		L.filter.assign(L.filter_words, 0);
+		for (uint64_t h : L.hash)
+			L.filter[filter_word(h, L.filter_words)] |= filter_mask(h);
+	}
 
 	// Shapes in parallel (records are read in a random order).
 	std::vector<V2Shape> shape(m);
-	std::vector<uint64_t> bytes_t(T, 0), logical_t(T, 0), outs_t(T, 0);
+	std::vector<uint64_t> bytes_t(T, 0), logical_t(T, 0), outs_t(T, 0), tombs_t(T, 0);
 	std::vector<uint8_t> any_exp(T, 0);
 	run_threads(T, [&](unsigned t) {
-		uint64_t bytes = 0, logical = 0, outs = 0;
+		uint64_t bytes = 0, logical = 0, outs = 0, tombs = 0;
 		bool exp = false;
 		for (size_t k = chunk_begin(m, T, t), e = chunk_begin(m, T, t + 1); k < e; k++) {
 			if (k + 16 < e)
@@ -205,7 +212,9 @@ int compute_layout(shmkv_builder *b, Layout &L)
 			else
 				logical += r.val_len; // OUT records' values: place_entries counts them
 			exp |= r.expires != 0;
+			tombs += r.type == kTombType;
 		}
+		tombs_t[t] = tombs;
 		bytes_t[t] = bytes;
 		logical_t[t] = logical;
 		outs_t[t] = outs;
@@ -214,6 +223,7 @@ int compute_layout(shmkv_builder *b, Layout &L)
 	uint64_t bytes = std::accumulate(bytes_t.begin(), bytes_t.end(), uint64_t(0));
 	uint64_t logical_inline = std::accumulate(logical_t.begin(), logical_t.end(), uint64_t(0));
 	L.expiry = std::find(any_exp.begin(), any_exp.end(), 1) != any_exp.end();
+	L.tombstones = std::accumulate(tombs_t.begin(), tombs_t.end(), uint64_t(0));
 	if ((err = choose_buckets_v2(b, bytes, &L.bucket_count)))
 		return err;
 	// Records that do not fit (sizes that pack badly, a load factor near 1)

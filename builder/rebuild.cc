@@ -13,6 +13,58 @@ void drop_pages(const void *map, size_t len)
 	madvise((void *)map, len, MADV_DONTNEED);
 }
 
+int open_verified(const char *path, shmkv **db, ErrMsg &m)
+{
+	char why[512] = "";
+	int err = shmkv_open_file_diag(path, SHMKV_OPEN_NOVERIFY, db, why, sizeof why);
+	if (!err && (err = shmkv_verify(*db, why, sizeof why)) != 0) {
+		shmkv_close(*db);
+		*db = nullptr;
+	}
+	if (!err) {
+		const shmkv_image_header *h = shmkv_header(*db);
+		drop_pages(h, (size_t)h->file_size); // verified: all read once
+		return 0;
+	}
+	size_t n = strlen(path);
+	if (!strncmp(why, path, n) && why[n] == ':')
+		return m.set(err, "%s", why);
+	return m.set(err, "%s: %s", path, why);
+}
+
+int add_image(shmkv_builder *b, const char *path, const shmkv *db, bool forget, ErrMsg &m,
+	      const std::function<int(const void *, size_t, uint64_t)> &check)
+{
+	const shmkv_image_header *h = shmkv_header(db);
+	uint64_t count = 0;
+	shmkv_iter it;
+	const void *key;
+	size_t key_len;
+	shmkv_value v;
+	int err;
+	shmkv_builder_set_source(b, path, 0);
+	shmkv_iter_init_all(db, &it); // expired records too: the image holds them
+	while ((err = shmkv_iter_next(&it, &key, &key_len, &v)) == 0) {
+		count++;
+		if (check && (err = check(key, key_len, count)) != 0)
+			return err;
+		shmkv_builder_set_source(b, path, count);
+		if (v.type == kTombType) // a delta's tombstone (lib/FORMAT.md §19.2)
+			err = shmkv_builder_remove(b, key, key_len);
+		else if ((err = shmkv_builder_set_expires(b, shmkv_iter_expires(&it))) == 0)
+			err = shmkv_builder_add(b, key, key_len, v.type, v.data, v.size);
+		if (err)
+			return m.set(err, "%s", shmkv_builder_error(b));
+		if (forget && count % 65536 == 0)
+			drop_pages(h, (size_t)h->file_size);
+	}
+	drop_pages(h, (size_t)h->file_size);
+	if (err != SHMKV_EEND)
+		return m.set(err, "%s: entry %llu: %s; 'shmctl image verify' says more", path,
+			     (unsigned long long)(count + 1), shmkv_strerror(err));
+	return shmkv_builder_set_expires(b, 0);
+}
+
 int rebuild_builder(const shmkv_image_header *h, bool keep_buckets, const shmkv_join_options &jo,
 		    const char *out, shmkv_builder **bp, ErrMsg &m)
 {

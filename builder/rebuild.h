@@ -5,6 +5,7 @@
 
 #include <cstdarg>
 #include <cstdio>
+#include <functional>
 
 #include "internal.h"
 
@@ -31,6 +32,19 @@ struct ErrMsg {
 // stay in the page cache and are read again if needed): under a memory
 // limit the mapped inputs must not count, whatever their size.
 void drop_pages(const void *map, size_t len);
+
+// Opens path with every check of the reader: the header and every checksum
+// at open, then the full structural check (shmkv_verify, lib/FORMAT.md §13).
+// Its pages are dropped once checked. 0 with *db (the caller closes it), or
+// the reader's error set on m naming the file.
+int open_verified(const char *path, shmkv **db, ErrMsg &m);
+
+// Adds every record of db to b (the all-records iteration: expired records
+// too, a delta's tombstones as removals), each named "path:N" (its ordinal);
+// check(key, len, n), if given, may refuse one (0, or an error set on m).
+// forget: drop db's pages every 65536 records (a memory limit).
+int add_image(shmkv_builder *b, const char *path, const shmkv *db, bool forget, ErrMsg &m,
+	      const std::function<int(const void *, size_t, uint64_t)> &check = nullptr);
 
 // A builder for out with the image options of header h fixed (seed,
 // hash_bits, created time, name, dedup; the bucket count too when

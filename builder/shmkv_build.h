@@ -13,6 +13,11 @@
  *   shmkv_builder_finish(b, path, &stats)        lay out, write atomically ("-" = stdout)
  *   shmkv_build_join(out, fragments, n, &jo, &stats, err, len)   parts 1..n -> one image
  *   shmkv_build_upgrade(out, in, &jo, &stats, err, len)   a format 1 image -> format 2
+ *   shmkv_builder_set_delta(b, base, after)      build a delta of base (lib/FORMAT.md §19)
+ *   shmkv_builder_remove(b, key, key_len)        a delta's tombstone
+ *   shmkv_build_diff(out, old, new, &jo, &stats, err, len)   the delta from old to new
+ *   shmkv_build_apply(out, base, deltas, n, as_delta, &jo, &stats, err, len)
+ *                                                a chain merged: the new image, or one delta
  *   shmkv_build_cleanup()                        signal handlers: remove temporaries
  *   shmkv_builder_error(b)                       what went wrong, where and why
  *
@@ -26,7 +31,7 @@
  *
  * Output is deterministic: the same records in the same order with the same
  * options give byte-identical images. Images are format 2 (lib/FORMAT.md),
- * the one format readers read; shmkv_build_upgrade() converts a format 1
+ * the one format readers read, plain or delta (§19); shmkv_build_upgrade() converts a format 1
  * image (lib/FORMAT.md §15).
  */
 #ifndef SHMKV_BUILD_H
@@ -87,6 +92,8 @@ typedef struct shmkv_build_options {
 				    1: it is rounded to the nearest f32 */
 	int tsv_expires;         /* 1: TSV lines are key<TAB>value<TAB>expires (RFC 3339 or
 				    Unix seconds; an empty field: none); 0: key<TAB>value */
+	int tsv_removes;         /* 1 (a delta build only): a TSV line with a key and no TAB
+				    removes that key (a tombstone); 0: such a line is an error */
 } shmkv_build_options;
 
 /* Fills defaults. Returns 0, or SHMKV_EINPUT if SOURCE_DATE_EPOCH is malformed. */
@@ -135,6 +142,29 @@ int shmkv_builder_add_i64list(shmkv_builder *b, const void *key, size_t key_len,
 			      const int64_t *v, size_t n);
 int shmkv_builder_add_strlist(shmkv_builder *b, const void *key, size_t key_len,
 			      const char *const *strs, const size_t *lens, size_t n);
+
+/* Deltas (lib/FORMAT.md §19). Makes b build a delta image of the plain
+ * image base: its upserts are the records added, its tombstones the keys
+ * removed (shmkv_builder_remove, a JSONL line {"key": K, "remove": true}, a
+ * TSV line of a key alone with tsv_removes). The delta names base by its
+ * header checksum and size and has its seed and hash bits (a seed or
+ * hash_bits option fixed to another value is an error); its name is base's
+ * unless the name option is fixed (or a meta line gives one). after, if not
+ * NULL or "", is the delta of the same base this one follows in its chain:
+ * the new delta names it (prev = its header checksum) and takes the next
+ * seq; else prev is 0 and seq 1. Both are opened with the reader's checks
+ * (every checksum). Call it before adding records; not with a part build.
+ * Returns 0, SHMKV_EBASE (base is a delta, after is not a delta or is one
+ * of another base), SHMKV_EINPUT (another seed or hash_bits fixed), the
+ * codes of shmkv_open_file() for an image that does not open, -EINVAL
+ * (records already added, a part build), -errno; with a message. */
+int shmkv_builder_set_delta(shmkv_builder *b, const char *base, const char *after);
+
+/* Adds a tombstone: key is removed by this delta (lib/FORMAT.md §19.2). A
+ * key removed and also added (or removed twice) is a duplicate key, as
+ * any. Returns 0, SHMKV_EINPUT (not a delta build), SHMKV_ELIMIT (key too
+ * long), -ENOMEM, -EINVAL (after finish). */
+int shmkv_builder_remove(shmkv_builder *b, const void *key, size_t key_len);
 
 /* Reads records from a JSONL or TSV file ("-" = standard input). tsv_type is
  * the value type of TSV input (enum shmkv_type), ignored for JSONL. Types are
@@ -200,6 +230,7 @@ typedef struct shmkv_build_stats {
 	uint64_t value_bytes_logical;
 	uint64_t dedup_values, dedup_refs, dedup_saved_bytes;
 	double seconds;             /* finish() time */
+	uint64_t tombstones;        /* a delta's removals written (counted in entries) */
 } shmkv_build_stats;
 
 /* Checks that finish() may write path: it does not exist, or it is a regular
@@ -280,6 +311,40 @@ int shmkv_build_join(const char *out, const char *const *fragments, size_t n,
  * -ENOMEM, -errno. */
 int shmkv_build_upgrade(const char *out, const char *in, const shmkv_join_options *opt,
 			shmkv_build_stats *stats, char *err, size_t err_len);
+
+/* The delta (lib/FORMAT.md §19) that turns the plain image old_path into
+ * new_path, written to out: an upsert for each key new holds that old does
+ * not hold with the same type, value and expiry, a tombstone for each key
+ * old holds and new does not (expired records count as held: an image's
+ * records are what it holds). The delta names old as its base (prev 0, seq
+ * 1) and has new's name, created time and dedup flag. Both images are
+ * verified whole first and must have the same seed and hash_bits (else
+ * SHMKV_EINPUT saying to rebuild new with old's --seed). Options, "-" and
+ * what is left on error as shmkv_build_join(). Returns 0, SHMKV_EINPUT
+ * (seeds or hash bits differ, new is a delta), SHMKV_EBASE (old is a
+ * delta), the codes of shmkv_open_file() and shmkv_verify(), -EINVAL,
+ * -ENOMEM, -errno; err names the file and the reason. */
+int shmkv_build_diff(const char *out, const char *old_path, const char *new_path,
+		     const shmkv_join_options *opt, shmkv_build_stats *stats, char *err,
+		     size_t err_len);
+
+/* Applies deltas[0..n-1], a chain of deltas of the plain image base given in
+ * chain order (lib/FORMAT.md §19.5), and writes out: with as_delta 0, the
+ * image a fresh build of the merged records gives, byte for byte (base's
+ * seed, hash_bits, name, DEDUP flag and created time; the bucket count
+ * chosen afresh); with as_delta 1, one delta of base (prev 0, the last
+ * delta's seq, name, created time and dedup flag) holding the chain's last
+ * word on each key: its upserts, and its tombstones of keys base holds.
+ * Every input is verified whole first; the chain must hold together: each
+ * a delta of base (its checksum and size, seed and hash_bits), the first
+ * with prev 0, each next naming the one before it. Options, "-" and what is
+ * left on error as shmkv_build_join(). Returns 0, SHMKV_EBASE (a broken
+ * chain, a delta of another image, base a delta or a delta plain: err names
+ * both checksums and the seq), the codes of shmkv_open_file() and
+ * shmkv_verify(), -EINVAL (no base, delta or output), -ENOMEM, -errno. */
+int shmkv_build_apply(const char *out, const char *base, const char *const *deltas, size_t n,
+		      int as_delta, const shmkv_join_options *opt, shmkv_build_stats *stats,
+		      char *err, size_t err_len);
 
 /* Removes the named temporary files of the builds now writing in this
  * process (at most 8 at once). Async-signal-safe: call it from a SIGINT or

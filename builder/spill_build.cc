@@ -12,6 +12,7 @@
 #include <map>
 #include <unistd.h>
 
+#include "delta.h"
 #include "layout.h"
 #include "spill.h"
 #include "stream_v2.h"
@@ -111,6 +112,7 @@ private:
 	uint64_t v2_bytes_ = 0; // the records' room (V2Shape::room())
 	SpillFile kept_, vals_;                    // sort_keys: entries by leaf; values by hash
 	SpillFile groups_, marks_, refs_, values_; // share_values, place
+	SpillFile filter_;                         // place: a delta's filter words
 	std::vector<uint64_t> first_;              // per leaf: its first entry's ordinal
 	uint64_t n_ = 0, done_ = 0, total_ = 0;    // entries so far; progress
 	int e_ = 0;                                // keep()'s error, for the leaf's caller
@@ -162,6 +164,7 @@ private:
 			return dup_error(b_, dup_second_, dup_key_, dup_first_, dup_.keys);
 		L_.duplicates = dup_.recs;
 		L_.entries = n_;
+		L_.filter_words = b_->delta ? filter_words(n_) : 0;
 		std::vector<uint64_t>().swap(S_.once);
 		std::vector<uint64_t>().swap(S_.twice);
 		if ((err = kept_.flush()) || (err = vals_.flush()))
@@ -178,6 +181,9 @@ private:
 	// The next entry (of leaf q), and its value to the value partitions.
 	void keep(size_t q, const SRec &r)
 	{
+		if (!b_->kept(r.type, r.data(), r.key_len))
+			return; // a merge's tombstone: its key leaves (lib/FORMAT.md §19.5)
+		L_.tombstones += r.type == kTombType;
 		uint64_t ord = n_++;
 		L_.value_bytes_logical += r.val_len;
 		if (e_ || (dup_.keys && o_.on_duplicate == SHMKV_DUP_ERROR))
@@ -393,17 +399,21 @@ private:
 	{
 		uint64_t vpos = 0, pos = L_.entries_off;
 		std::vector<std::pair<uint64_t, uint64_t>> table; // group's first entry -> offset in VALUES
-		int err = 0;
+		int err = L_.filter_words ? filter_.open(b_, S_.dir, 1, S_.cap) : 0;
+		FilterStream fs(L_.filter_words); // a delta's: the keys pass in key order
+		auto put = [&](uint64_t w) { return filter_.append_raw(0, &w, 8); };
 		for (size_t q = 0; !err && q < leaves(); q++) {
 			if ((err = place_groups(q, vpos, table)) || (err = route_refs(q, table)))
 				return err;
 			err = each_entry(q, [&](const SRec &r, bool shared, uint64_t) {
 				if (shape(r).out)
 					place_entry(pos, entry_size(r.key_len, r.type, r.val_len, shared));
-				return 0;
+				return L_.filter_words ? fs.add(r.h, put) : 0;
 			});
 			b_->progress("placing", q + 1, leaves());
 		}
+		if (!err && L_.filter_words && !(err = fs.finish(put)))
+			err = filter_.flush();
 		if (err || (err = values_.flush()) || (err = refs_.flush()))
 			return err;
 		L_.entries_end = pos;
@@ -524,8 +534,13 @@ private:
 					      [&](const uint8_t *d, size_t k) { return w.put_big(d, k); });
 		};
 		StreamIndexV2 ix(b_, fd, L_.bucket_count, SHMKV_HEADER_SIZE);
+		auto filter = [&] {
+			return filter_.stream(0, size_t(1) << 20,
+					      [&](const uint8_t *d, size_t k) { return w.put_big(d, k); });
+		};
 		if (!err)
-			err = write_sections(w, L_, h, [&] { return write_entries_v2(w, ix); }, values);
+			err = write_sections(w, L_, h, [&] { return write_entries_v2(w, ix); }, values,
+					     filter);
 		if (!err)
 			err = ix.finish();
 		L_.max_probe = ix.max_probe;

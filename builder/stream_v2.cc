@@ -245,6 +245,25 @@ int StreamIndexV2::decode(const uint8_t *p, uint64_t c, Bucket &bk)
 	for (unsigned i = 0; i < n; i++) {
 		PRec r;
 		memset(&r, 0, sizeof r);
+		uint16_t dir;
+		memcpy(&dir, p + shmkv_dir_end(i), 2);
+		const unsigned pos = dir & 0x7f, kind = p[pos];
+		if (kind & SHMKV_REC_TOMB) { // a delta's tombstone (lib/FORMAT.md §19.2)
+			r.tag = (uint16_t)(dir >> 7);
+			r.type = kTombType;
+			if (kind & SHMKV_REC_OUT) {
+				uint64_t u = 0;
+				memcpy(&u, p + pos + 1, 5);
+				r.entry_off = u << 3;
+				r.s = v2_shape_tomb(SHMKV_MAX_KEY_LEN); // its key is in its entry
+			} else {
+				r.key_len = p[pos + 1];
+				r.s = v2_shape_tomb(r.key_len);
+				memcpy(r.kv, p + pos + SHMKV_REC_INLINE_HEAD, r.key_len);
+			}
+			push(bk, r, 0);
+			continue;
+		}
 		shmkv_record rec;
 		if (shmkv_record_at(p, i, &rec) != 0)
 			return b_->fail(-EIO, "index bucket %llu read back: record %u is malformed "

@@ -72,10 +72,24 @@ inline V2Shape v2_shape_out(bool expires)
 	return V2Shape{(uint8_t)kind, 0, 0, (uint8_t)v2_worst(kind, 0, 0, 1), 1, true, 0};
 }
 
+// A tombstone's record (lib/FORMAT.md §19.2), by the inline rule of any
+// record: kind TOMB, key_len, value_len 0 and the key, 3 + key_len bytes,
+// when that is at most kV2InlineMax; else OUT | TOMB, its entry in ENTRIES.
+inline V2Shape v2_shape_tomb(unsigned key_len)
+{
+	if (key_len <= SHMKV_REC_MAX_LEN && SHMKV_REC_INLINE_HEAD + key_len <= kV2InlineMax)
+		return V2Shape{(uint8_t)SHMKV_REC_TOMB, (uint8_t)key_len, 0,
+			       (uint8_t)(SHMKV_REC_INLINE_HEAD + key_len), 1, false, 0};
+	return V2Shape{(uint8_t)(SHMKV_REC_OUT | SHMKV_REC_TOMB), 0, 0, (uint8_t)SHMKV_REC_OUT_HEAD,
+		       1, true, 0};
+}
+
 // The record of an entry: inline when its lengths fit the head and its
 // worst size is at most kV2InlineMax, else OUT.
 inline V2Shape v2_shape(unsigned key_len, unsigned type, uint64_t val_len, uint32_t expires)
 {
+	if (type == kTombType)
+		return v2_shape_tomb(key_len);
 	if (key_len > SHMKV_REC_MAX_LEN || val_len > SHMKV_REC_MAX_LEN)
 		return v2_shape_out(expires != 0);
 	const unsigned kind = type | (expires ? SHMKV_REC_EXPIRES : 0);
@@ -100,6 +114,19 @@ unsigned v2_bucket_end(unsigned n, ShapeOf shape)
 	for (unsigned i = 0; i < n; i++)
 		pos = shape(i).end(pos);
 	return pos;
+}
+
+// Where a record of shape s starting at pos puts its key and value, and its
+// end (shmkv_record_span; an inline tombstone's, which has no type to
+// align a value by, here: the head, the key, nothing after it).
+inline unsigned v2_span(unsigned pos, const V2Shape &s, unsigned *key_pos, unsigned *val_pos)
+{
+	if (s.kind == SHMKV_REC_TOMB) {
+		*key_pos = pos + SHMKV_REC_INLINE_HEAD;
+		*val_pos = *key_pos + s.key_len;
+		return *val_pos;
+	}
+	return shmkv_record_span(pos, s.kind, s.key_len, s.val_len, key_pos, val_pos);
 }
 
 // One record as a bucket's rendering needs it.
@@ -128,8 +155,7 @@ unsigned v2_render_bucket(uint8_t *bkt, unsigned n, ItemOf item)
 		const uint16_t dir = (uint16_t)shmkv_dir_entry(r.tag, pos);
 		memcpy(bkt + shmkv_dir_end(i), &dir, 2); // LE hosts only (lib/shmkv/format.h)
 		unsigned key_pos, val_pos;
-		const unsigned end = shmkv_record_span(pos, s.kind, s.key_len, s.val_len, &key_pos,
-						       &val_pos);
+		const unsigned end = v2_span(pos, s, &key_pos, &val_pos);
 		uint8_t *p = bkt + pos;
 		p[0] = s.kind;
 		if (s.out) {

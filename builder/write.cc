@@ -184,13 +184,15 @@ int write_body(shmkv_builder *b, const Layout &L, Writer &w, shmkv_image_header 
 					return e;
 			}
 			return 0;
-		});
+		},
+		[&] { return w.put(L.filter.data(), L.filter.size() * 8); });
 }
 
 } // namespace
 
 int write_sections(Writer &w, const Layout &L, shmkv_image_header &h,
-		   const std::function<int()> &entries, const std::function<int()> &values)
+		   const std::function<int()> &entries, const std::function<int()> &values,
+		   const std::function<int()> &filter)
 {
 	w.begin_section();
 	int err = entries();
@@ -205,6 +207,17 @@ int write_sections(Writer &w, const Layout &L, shmkv_image_header &h,
 		return err;
 	h.sections[2] = {SHMKV_SECTION_VALUES, 0, L.values_off, L.values_end - L.values_off,
 			 w.end_section()};
+	if (L.filter_words) { // a delta (lib/FORMAT.md §19.3)
+		if ((err = w.pad_to(L.filter_off)))
+			return err;
+		w.begin_section();
+		if ((err = filter()))
+			return err;
+		if (w.pos() != L.filter_off + 8 * L.filter_words)
+			return w.failed(-EIO); // cannot happen: the filter's words are counted
+		h.sections[3] = {SHMKV_SECTION_FILTER, 0, L.filter_off, 8 * L.filter_words,
+				 w.end_section()};
+	}
 	if ((err = w.pad_to(L.file_size)))
 		return err;
 	return w.flush();
@@ -225,8 +238,9 @@ void fill_header(const shmkv_builder *b, const Layout &L, shmkv_image_header &h)
 	memcpy(h.magic, SHMKV_MAGIC, 8);
 	h.format_version = SHMKV_FORMAT_VERSION;
 	h.header_size = SHMKV_HEADER_SIZE;
-	h.layout_hash = SHMKV_LAYOUT_HASH;
-	h.flags = (o.dedup ? SHMKV_HFLAG_DEDUP : 0) | (L.expiry ? SHMKV_HFLAG_EXPIRY : 0);
+	h.layout_hash = b->delta ? SHMKV_DELTA_LAYOUT_HASH : SHMKV_LAYOUT_HASH;
+	h.flags = (o.dedup ? SHMKV_HFLAG_DEDUP : 0) | (L.expiry ? SHMKV_HFLAG_EXPIRY : 0) |
+		  (b->delta ? SHMKV_HFLAG_DELTA : 0);
 	h.file_size = L.file_size;
 	h.entry_count = L.entries;
 	h.bucket_count = L.bucket_count;
@@ -234,7 +248,13 @@ void fill_header(const shmkv_builder *b, const Layout &L, shmkv_image_header &h)
 	h.hash_bits = o.hash_bits;
 	h.hash_seed = o.seed;
 	h.max_probe = L.max_probe;
-	h.section_count = 3;
+	h.section_count = b->delta ? SHMKV_DELTA_SECTIONS : 3;
+	if (b->delta) { // its base and chain (lib/FORMAT.md §19.1)
+		h.reserved[SHMKV_DELTA_BASE_CHECKSUM] = b->did.base_checksum;
+		h.reserved[SHMKV_DELTA_BASE_SIZE] = b->did.base_size;
+		h.reserved[SHMKV_DELTA_PREV] = b->did.prev;
+		h.reserved[SHMKV_DELTA_SEQ] = b->did.seq;
+	}
 	h.builder_version = SHMKV_VERSION_MAJOR << 16 | SHMKV_VERSION_MINOR << 8 | SHMKV_VERSION_PATCH;
 	h.created_unix = o.created;
 	h.value_bytes_logical = L.value_bytes_logical;
@@ -512,6 +532,7 @@ void fill_stats(const Layout &L, uint64_t records, std::chrono::steady_clock::ti
 	st->dedup_values = L.dedup_values;
 	st->dedup_refs = L.dedup_refs;
 	st->dedup_saved_bytes = L.dedup_saved;
+	st->tombstones = L.tombstones;
 	st->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
