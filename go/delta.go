@@ -3,6 +3,7 @@ package shmkv
 import (
 	"fmt"
 	"math/bits"
+	"unsafe"
 )
 
 // Delta images (lib/FORMAT.md §19): changes to one base image, upserts and
@@ -97,13 +98,22 @@ func applies(b, d *mapping) error {
 	return nil
 }
 
+// setFilter binds FILTER's bytes f (a non-zero multiple of 8: check 9).
+func (im *image) setFilter(f []byte) {
+	im.filter, im.filterWords, im.filterAt = f, uint64(len(f))/8, unsafe.Pointer(unsafe.SliceData(f))
+}
+
 // mayHold: the delta's filter lets a key of hash h through (§19.3): its
 // three bits in word mulhi(h, words) are set. False: the delta does not
-// hold the key.
+// hold the key. Every get through a delta asks it, and a miss's time
+// grows with its instructions (BenchmarkGetDelta: the loop of misses keeps
+// as many lookups in flight as the core's window holds), so the word is
+// read through a pointer: mulhi(h, words) < words, inside FILTER, and a
+// uint64 has no pointers, so no alignment rule applies to it.
 func (im *image) mayHold(h uint64) bool {
-	w, _ := bits.Mul64(h, im.filterWords) // < words: the load is inside FILTER
-	m := uint64(1)<<(h>>filterShifts[0]&63) | uint64(1)<<(h>>filterShifts[1]&63) | uint64(1)<<(h>>filterShifts[2]&63)
-	return le.Uint64(im.filter[w*8:])&m == m
+	w, _ := bits.Mul64(h, im.filterWords)
+	m := uint64(1)<<(h>>filterShift0&63) | uint64(1)<<(h>>filterShift1&63) | uint64(1)<<(h>>filterShift2&63)
+	return le.Uint64((*[8]byte)(unsafe.Add(im.filterAt, w*8))[:])&m == m
 }
 
 // holds: the delta has a record of key, an upsert (expired or not) or a

@@ -213,13 +213,16 @@ func TestFilterBits(t *testing.T) {
 		for _, b := range set {
 			f[8*w+b/8] |= 1 << (b % 8)
 		}
-		if !(&image{filterWords: words, filter: f}).mayHold(h) {
+		im := &image{}
+		im.setFilter(f)
+		if !im.mayHold(h) {
 			t.Fatalf("h %#x, %d words: its bits in word %d set, mayHold says no", h, words, w)
 		}
 		for _, b := range set {
 			g := bytes.Repeat([]byte{0xff}, int(8*words))
 			g[8*w+b/8] &^= 1 << (b % 8)
-			if (&image{filterWords: words, filter: g}).mayHold(h) {
+			im.setFilter(g)
+			if im.mayHold(h) {
 				t.Fatalf("h %#x, %d words: bit %d of word %d clear, mayHold says yes", h, words, b, w)
 			}
 		}
@@ -760,7 +763,7 @@ func TestDeltaVerifyRules(t *testing.T) {
 			h := im.hash([]byte("new/inline"))
 			w, _ := bits.Mul64(h, im.filterWords)
 			at := im.sec[3].off + 8*w
-			le.PutUint64(b[at:], le.Uint64(b[at:])&^(1<<(h>>filterShifts[1]&63)))
+			le.PutUint64(b[at:], le.Uint64(b[at:])&^(1<<(h>>filterShift1&63)))
 		}},
 		{name: "entry_count without the tombstones", mod: func(b []byte) { le.PutUint64(b[hdrEntryCount:], uint64(len(recs))-tombs) }},
 		{name: "a type 0 entry no tombstone names", img: encodeV2(recs, extra)},

@@ -123,9 +123,13 @@ const (
 	tombEntryType  = 0                // an OUT tombstone's entry type (type 0 is damage elsewhere)
 )
 
-// filterShifts: the three bits of a key in its filter word are bits
-// (h >> s) & 63 for each shift s (§19.3).
-var filterShifts = [3]uint64{16, 22, 28}
+// The three bits of a key in its filter word are bits (h >> s) & 63 for
+// each of these shifts s (§19.3).
+const (
+	filterShift0 = 16
+	filterShift1 = 22
+	filterShift2 = 28
+)
 
 // The retired format 1 (FORMAT.md §15): recognised only to be refused with
 // the command that converts it.

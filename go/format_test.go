@@ -131,7 +131,7 @@ func TestFormatJSON(t *testing.T) {
 		HeaderFlag: hdrFlagDelta, SectionCount: deltaSectionCount,
 		Reserved:   map[string]uint64{"base_checksum": resBaseChecksum, "base_size": resBaseSize, "prev": resPrev, "seq": resSeq},
 		RecordTomb: recTomb, InlineTombKind: inlineTombKind, OutTombKind: outTombKind,
-		TombEntryType: tombEntryType, FilterSection: kindFilter, FilterShifts: filterShifts[:],
+		TombEntryType: tombEntryType, FilterSection: kindFilter, FilterShifts: []uint64{filterShift0, filterShift1, filterShift2},
 	}, f.Delta)
 	same("the delta's reserved words", uint64(deltaWords), uint64(len(f.Delta.Reserved)))
 	same("TypeTombstone", uint64(TypeTombstone), f.Delta.TombEntryType)

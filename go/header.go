@@ -3,6 +3,7 @@ package shmkv
 import (
 	"bytes"
 	"encoding/binary"
+	"unsafe"
 
 	"github.com/zeebo/xxh3"
 )
@@ -44,6 +45,7 @@ type image struct {
 	delta       bool
 	dl          DeltaID
 	filter      []byte
+	filterAt    unsafe.Pointer // &filter[0]: mayHold's load, no bounds check
 	filterWords uint64
 }
 
@@ -226,8 +228,7 @@ func (im *image) checkSections(fileSize uint64) error {
 	im.valOff, im.valEnd = val.off, val.end()
 	if im.delta {
 		f := im.sec[kindFilter-1]
-		im.filter = im.b[f.off:f.end():f.end()]
-		im.filterWords = f.size / 8
+		im.setFilter(im.b[f.off:f.end():f.end()])
 	}
 	return nil
 }
