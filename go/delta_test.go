@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"math/big"
 	"math/bits"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -827,4 +830,53 @@ func TestDeltaVerifyRules(t *testing.T) {
 	}
 	defer through.Close()
 	checkThrough(t, through, pin(t, bimg), pin(t, dimg), v2Records(), recs, deltaNow)
+}
+
+// TestDeltaExampleFiles: testdata/delta/ holds the images
+// ExampleImage_WithDelta reads, as the test encoder writes them: the
+// records of example/users.jsonl, and a delta of them (user:1:visits
+// upserted, user:2:name added, user:1:tags removed); both pass the deep
+// open. SHMKV_UPDATE_TESTDATA=1 writes them afresh.
+func TestDeltaExampleFiles(t *testing.T) {
+	f32 := func(xs ...float32) []byte {
+		var b []byte
+		for _, x := range xs {
+			b = le.AppendUint32(b, math.Float32bits(x))
+		}
+		return b
+	}
+	base := encodeV2([]rec2{
+		{key: "user:1:name", typ: TypeString, value: []byte("Ada Lovelace")},
+		{key: "user:1:visits", typ: TypeInt64, value: le.AppendUint64(nil, 42)},
+		{key: "user:1:embedding", typ: TypeF32List, value: f32(0.25, -1, 3.5)},
+		{key: "user:1:tags", typ: TypeStrList, value: strlist("math", "engines")},
+		{key: "session:1", typ: TypeString, value: []byte("expired long ago"), expires: 1_000_000_000},
+	}, enc2Opts{buckets: 2, name: "users"})
+	do := deltaOf(base)
+	do.buckets, do.name = 1, "users"
+	delta := encodeV2([]rec2{
+		{key: "user:1:visits", typ: TypeInt64, value: le.AppendUint64(nil, 43)},
+		{key: "user:2:name", typ: TypeString, value: []byte("Grace Hopper")},
+		{key: "user:1:tags", tomb: true},
+	}, do)
+	for name, b := range map[string][]byte{"users.shmkv": base, "users.delta": delta} {
+		path := filepath.Join("testdata", "delta", name)
+		if os.Getenv("SHMKV_UPDATE_TESTDATA") == "1" {
+			if err := os.WriteFile(path, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, b) {
+			t.Fatalf("%s is not what the encoder writes (SHMKV_UPDATE_TESTDATA=1 writes it)", path)
+		}
+		if img, err := OpenFile(path, Deep); err != nil {
+			t.Fatal(err)
+		} else {
+			img.Close()
+		}
+	}
 }
