@@ -390,8 +390,12 @@ func (im *image) getSlow(key []byte, h uint64, now *int64) (Value, error) {
 // is read only for an expiring record, at most once; v.clock, a pinned
 // clock (SetClock), is read instead where it is not 0. v is the View the
 // get is made through (ErrClosed once released; the copying getters pass
-// one of their own, only its clock set), checked here so that View.Get
-// inlines into its caller.
+// one of their own, only its clock and delta set), checked here so that
+// View.Get inlines into its caller. Through a delta (v.dm, FORMAT.md §19)
+// the key, hashed once (the delta has the base's seed and bits), is asked
+// of the delta's filter, then of the delta's lookup, whose answer other
+// than "no record" (bare ErrNotFound: an upsert's value, errExpired,
+// errTombstone, damage) is the get's; else the base answers.
 func (im *image) get(key []byte, v *View) (Value, error) {
 	if v.released.Load() {
 		return Value{}, ErrClosed

@@ -213,7 +213,9 @@ func (v *View) Len() int {
 // per call, and only for images with the header's EXPIRY flag), ErrKeyLen,
 // ErrCorrupt where the lookup meets damage (FORMAT.md §12.1, §6.4; a
 // string value that is not strict UTF-8 included), ErrClosed after
-// Release. No allocation.
+// Release. No allocation. Of a delta read alone, a tombstone's key is
+// absent (ErrNotFound); through a delta (Image.WithDelta), the delta's
+// upsert or tombstone of the key answers, else the base.
 func (v *View) Get(key string) (Value, error) {
 	return v.im.get(strBytes(key), v) // inlined here: one call to the lookup
 }
