@@ -46,6 +46,9 @@
  *     (FORMAT.md §12.1): no image, however forged, even opened with
  *     SHMKV_OPEN_NOVERIFY or attached, makes a get, a batch, a string list or
  *     an iteration read outside it; damage on a key's path is SHMKV_ECORRUPT.
+ *   Delta images (shmkv/delta.h; FORMAT.md §19): changes (upserts, tombstones) to a base
+ *     shmkv_is_delta(db), shmkv_checksum(db), shmkv_delta_id_of(db, &id)
+ *     shmkv_delta_set(db, delta, why, why_len)       read db through delta (NULL: alone)
  *   Iteration (shmkv/iter.h; FORMAT.md §18)
  *     shmkv_iter_init(db, &it), shmkv_iter_init_all(db, &it)  live entries; every record
  *     shmkv_iter_next(&it, &key, &key_len, &value), shmkv_iter_expires(&it)
@@ -104,6 +107,11 @@
  *               SHMKV_EVERSION, SHMKV_ELAYOUT, SHMKV_ETRUNCATED, SHMKV_ECHECKSUM,
  *               SHMKV_ECORRUPT.
  *   shmkv_verify: 0; SHMKV_ECHECKSUM; SHMKV_ECORRUPT.
+ *   shmkv_delta_set: 0; SHMKV_EBASE (the delta does not apply to db: another base,
+ *               a later delta of a chain, another seed, db itself a delta, or an
+ *               image given as the delta); -EINVAL (an attached handle).
+ *   shmkv_delta_id_of: 0; SHMKV_EBASE (not a delta). shmkv_is_delta: 1 or 0.
+ *   shmkv_checksum: the header's checksum.
  *   shmkv_attach, shmkv_attach_diag, shmkv_attach_node: 0; -ENOENT (no such cache);
  *               -EINVAL (bad name, flags or node); -EAGAIN (nothing published yet,
  *               or the control segment stays mid-update: try again); -EPERM (a
@@ -161,6 +169,7 @@
 /* The public API, top down: each header includes only those below it. */
 #include "shmkv/attach.h"
 #include "shmkv/tools.h"
+#include "shmkv/delta.h"
 #include "shmkv/batch.h"
 #include "shmkv/iter.h"
 #include "shmkv/get.h"

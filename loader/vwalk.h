@@ -3,7 +3,7 @@
  * read: the padding outside the sections is checked as it arrives;
  * vwalk_end then runs lib's shmkv_verify on the whole image (the one owner
  * of the index, record and entry rules), one more pass over it in memory
- * (tests/loader/v2_test.cc, tests/loader/reject_test.cc: Reject.AgreesWithVerify).
+ * (tests/loader/serve_test.cc, tests/loader/reject_test.cc: Reject.AgreesWithVerify).
  *
  * Bytes not yet read are never looked at. */
 #ifndef LOADER_VWALK_H

@@ -414,7 +414,7 @@ TEST_F(Cli, BuildErrorsAndDuplicates)
 
 namespace {
 
-// issue 9 §4: a prefix of two or more names is an error that lists them
+// A prefix of two or more names is an error that lists them
 // (it used to run the first: `cache re X` ran `readers`); a unique prefix
 // and an exact name still work.
 TEST_F(Cli, AmbiguousPrefixIsAnError)
@@ -462,7 +462,7 @@ TEST_F(Cli, AmbiguousPrefixIsAnError)
 	EXPECT_NE(r.err.find("no cache"), std::string::npos) << show(r);
 }
 
-// issue 8 §3: image verbs on a FIFO, a directory, a device end at once with
+// Image verbs on a FIFO, a directory, a device end at once with
 // a clear error (they used to block forever in open() on a FIFO).
 TEST_F(Cli, NonRegularFilesAreRefusedWithoutBlocking)
 {

@@ -35,13 +35,17 @@ import re
 import subprocess
 import sys
 
+# the cycle finder of the loader's layering check, one for both
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), 'loader'))
+from layers import find_cycle  # noqa: E402
+
 # lib's headers, top down (FORMAT.md and lib/README.md describe the pieces):
 # a header includes only headers of a higher number. The control segment's
 # branch (ctl.h, protocol.h, atomic.h) meets the reader's at handle.h.
 LIB_LEVELS = {
     'shmkv.h': 0, 'shmkv_bpf.h': 0,
     'shmkv/attach.h': 1, 'shmkv/tools.h': 1, 'shmkv/batch.h': 1, 'shmkv/iter.h': 1,
-    'shmkv/get.h': 1,
+    'shmkv/get.h': 1, 'shmkv/delta.h': 1,
     'shmkv/open.h': 2, 'shmkv/ctl.h': 2,
     'shmkv/verify.h': 3,
     'shmkv/lookup.h': 4,
@@ -81,28 +85,9 @@ def layering(graph, levels):
     for h in sorted(levels):
         if h not in graph:
             bad.append(f'docs_test.py LIB_LEVELS names lib/{h}, which does not exist')
-    state, stack = {}, []
-
-    def dfs(n):
-        state[n] = 1
-        stack.append(n)
-        for m in graph.get(n, []):
-            if state.get(m) == 1:
-                return stack[stack.index(m):] + [m]
-            if not state.get(m):
-                c = dfs(m)
-                if c:
-                    return c
-        stack.pop()
-        state[n] = 2
-        return None
-
-    for n in sorted(graph):
-        if not state.get(n):
-            cyc = dfs(n)
-            if cyc:
-                bad.append('include cycle: ' + ' -> '.join('lib/' + x for x in cyc))
-                break
+    cyc = find_cycle(sorted(graph), {(h, inc): None for h in graph for inc in graph[h]})
+    if cyc:
+        bad.append('include cycle: ' + ' -> '.join('lib/' + x for x in cyc))
     for h in sorted(graph):
         for inc in graph[h]:
             if h in levels and inc in levels and levels[inc] <= levels[h]:

@@ -39,6 +39,7 @@ struct Rec {
 	std::string value;    // value bytes, without the NUL of bytes/string
 	uint32_t expires = 0; // 0: none
 	bool out = false;     // OUT record, the entry in ENTRIES
+	bool tomb = false;    // a delta's tombstone (FORMAT.md §19.2): type and value unused
 };
 
 struct Options {
@@ -47,6 +48,10 @@ struct Options {
 	uint32_t hash_bits = 64;
 	bool expiry_flag_auto = true; // set EXPIRY iff a record expires
 	uint64_t flags = 0;           // used when !expiry_flag_auto
+	// a delta (FORMAT.md §19): its layout hash and DELTA flag, reserved[0..3],
+	// the FILTER section (kf_words words; 0: max(1, ceil(records / 4)))
+	bool delta = false;
+	uint64_t base_checksum = 0, base_size = 4096, prev = 0, seq = 1, kf_words = 0;
 };
 
 inline uint64_t align_up(uint64_t x, uint64_t a)
@@ -67,6 +72,9 @@ inline unsigned inline_end(const Rec &r, unsigned pos)
 
 inline unsigned rec_end(const Rec &r, unsigned pos)
 {
+	if (r.tomb)
+		return r.out ? pos + SHMKV_REC_OUT_HEAD
+			     : pos + SHMKV_REC_INLINE_HEAD + (unsigned)r.key.size();
 	return r.out ? pos + SHMKV_REC_OUT_HEAD + (r.expires ? SHMKV_REC_EXPIRES_SIZE : 0)
 		     : inline_end(r, pos);
 }
@@ -113,15 +121,17 @@ inline Image compose(const std::vector<Rec> &recs, const Options &o = Options())
 			continue;
 		unit[i] = (im.entries_off + ent.size()) >> 3;
 		shmkv_entry_header eh{};
-		eh.type = (uint8_t)r.type;
+		eh.type = (uint8_t)(r.tomb ? SHMKV_TYPE_TOMBSTONE : r.type);
 		eh.key_len = (uint16_t)r.key.size();
-		eh.value_len = (uint32_t)r.value.size();
+		eh.value_len = r.tomb ? 0 : (uint32_t)r.value.size();
 		std::string e(sizeof eh, '\0');
 		memcpy(&e[0], &eh, sizeof eh);
 		e += r.key;
-		e.resize(shmkv_entry_value_pos(&eh), '\0');
-		e += r.value;
-		e.resize(e.size() + shmkv_value_stored_len(r.type, 0), '\0');
+		if (!r.tomb) {
+			e.resize(shmkv_entry_value_pos(&eh), '\0');
+			e += r.value;
+			e.resize(e.size() + shmkv_value_stored_len(r.type, 0), '\0');
+		}
 		e.resize(align_up(e.size(), 8), '\0');
 		ent += e;
 	}
@@ -194,8 +204,13 @@ inline Image compose(const std::vector<Rec> &recs, const Options &o = Options())
 			uint16_t dir = (uint16_t)((shmkv_key_tag(hash[i]) << 7 | p) & 0xffff);
 			memcpy(&s[SHMKV_BUCKET_HEAD + 2 * j], &dir, 2);
 			unsigned kind = (r.out ? SHMKV_REC_OUT : r.type) | (r.expires ? SHMKV_REC_EXPIRES : 0);
+			if (r.tomb)
+				kind = (r.out ? SHMKV_REC_OUT : 0) | SHMKV_REC_TOMB;
 			s[p] = (char)kind;
-			if (r.out) {
+			if (r.tomb && !r.out) {
+				s[p + 1] = (char)r.key.size();
+				memcpy(&s[p + SHMKV_REC_INLINE_HEAD], r.key.data(), r.key.size());
+			} else if (r.out) {
 				memcpy(&s[p + 1], &unit[i], 5);
 				if (r.expires)
 					memcpy(&s[p + SHMKV_REC_OUT_HEAD], &r.expires, 4);
@@ -219,8 +234,19 @@ inline Image compose(const std::vector<Rec> &recs, const Options &o = Options())
 	}
 	// the file
 	uint64_t values_off = align_up(im.entries_off + ent.size(), 64);
-	uint64_t file_size = align_up(std::max<uint64_t>(values_off, SHMKV_HEADER_SIZE + 1), 4096);
+	const uint64_t words = o.kf_words ? o.kf_words : std::max<uint64_t>(1, (recs.size() + 3) / 4);
+	const uint64_t end = o.delta ? values_off + 8 * words : values_off;
+	uint64_t file_size = align_up(std::max<uint64_t>(end, SHMKV_HEADER_SIZE + 1), 4096);
 	std::string img(file_size, '\0');
+	if (o.delta) // the filter (FORMAT.md §19.3): every key's three bits
+		for (size_t i = 0; i < recs.size(); i++) {
+			const uint64_t w = shmkv_home_bucket(hash[i], words), h = hash[i];
+			uint64_t x;
+			memcpy(&x, &img[values_off + 8 * w], 8);
+			x |= UINT64_C(1) << ((h >> 16) & 63) | UINT64_C(1) << ((h >> 22) & 63) |
+			     UINT64_C(1) << ((h >> 28) & 63);
+			memcpy(&img[values_off + 8 * w], &x, 8);
+		}
 	for (uint64_t b = 0; b < bc; b++)
 		memcpy(&img[im.index_off + b * SHMKV_BUCKET_BYTES], bk[b].data(),
 		       SHMKV_BUCKET_BYTES);
@@ -230,11 +256,13 @@ inline Image compose(const std::vector<Rec> &recs, const Options &o = Options())
 	memcpy(h.magic, SHMKV_MAGIC, 8);
 	h.format_version = SHMKV_FORMAT_VERSION;
 	h.header_size = SHMKV_HEADER_SIZE;
-	h.layout_hash = SHMKV_LAYOUT_HASH;
+	h.layout_hash = o.delta ? SHMKV_DELTA_LAYOUT_HASH : SHMKV_LAYOUT_HASH;
 	bool any_exp = false;
 	for (const Rec &r : recs)
 		any_exp |= r.expires != 0;
 	h.flags = o.expiry_flag_auto ? (any_exp ? SHMKV_HFLAG_EXPIRY : 0) : o.flags;
+	if (o.delta && o.expiry_flag_auto)
+		h.flags |= SHMKV_HFLAG_DELTA;
 	h.file_size = file_size;
 	h.entry_count = recs.size();
 	h.bucket_count = bc;
@@ -242,11 +270,18 @@ inline Image compose(const std::vector<Rec> &recs, const Options &o = Options())
 	h.hash_bits = o.hash_bits;
 	h.hash_seed = o.seed;
 	h.max_probe = max_probe;
-	h.section_count = 3;
+	h.section_count = o.delta ? SHMKV_DELTA_SECTIONS : 3;
 	strcpy(h.name, "composed");
 	h.sections[0] = {SHMKV_SECTION_INDEX, 0, im.index_off, bc * SHMKV_BUCKET_BYTES, 0};
 	h.sections[1] = {SHMKV_SECTION_ENTRIES, 0, im.entries_off, ent.size(), 0};
 	h.sections[2] = {SHMKV_SECTION_VALUES, 0, values_off, 0, 0};
+	if (o.delta) {
+		h.sections[3] = {SHMKV_SECTION_FILTER, 0, values_off, 8 * words, 0};
+		h.reserved[SHMKV_DELTA_BASE_CHECKSUM] = o.base_checksum;
+		h.reserved[SHMKV_DELTA_BASE_SIZE] = o.base_size;
+		h.reserved[SHMKV_DELTA_PREV] = o.prev;
+		h.reserved[SHMKV_DELTA_SEQ] = o.seq;
+	}
 	memcpy(&img[0], &h, sizeof h);
 	reseal(img);
 	im.bytes = img;

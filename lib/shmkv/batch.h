@@ -36,11 +36,39 @@ enum { SHMKV__B_DONE, SHMKV__B_HOME, SHMKV__B_WALK, SHMKV__B_AGAIN, SHMKV__B_COL
  * single get does, from the compared directory (shmkv__get_home) or the
  * walk (shmkv__get_walk), their lines now on their way. The clock is read
  * once per batch at most. */
+/* A batch read through a delta: each key as the single get reads it (the
+ * clock read once for the batch). */
+static inline size_t shmkv__batch_over(const shmkv *db, const shmkv_key *keys, size_t n,
+				       shmkv_value *values, int *err)
+{
+	size_t found = 0;
+	int64_t now = 0;
+	for (size_t i = 0; i < n; i++) {
+		const shmkv_key *k = &keys[i];
+		int e;
+		if (k->len < db->bound_key_len) {
+			const uint64_t h = shmkv__hash64(db->seed, k->data, k->len);
+			e = shmkv__through(db, k->data, k->len, h, 0, &values[i], &now, NULL, 0);
+			if (e == SHMKV__NEXT)
+				e = shmkv__get_fast(db, k->data, k->len, h,
+						    shmkv__home(h, db->bucket_count), 0, &values[i],
+						    &now);
+		} else {
+			e = shmkv__get_cold(db, k->data, k->len, 0, &values[i], NULL, 0);
+		}
+		err[i] = e;
+		found += e == 0;
+	}
+	return found;
+}
+
 static inline size_t shmkv_get_batch(const shmkv *db, const shmkv_key *keys, size_t n,
 				     shmkv_value *values, int *err)
 {
 	size_t found = 0;
 	int64_t now = 0;
+	if (db->over)
+		return shmkv__batch_over(db, keys, n, values, err);
 	for (size_t base = 0; base < n; base += SHMKV_BATCH_GROUP) {
 		size_t m = n - base < SHMKV_BATCH_GROUP ? n - base : SHMKV_BATCH_GROUP;
 		const uint8_t *bk[SHMKV_BATCH_GROUP];
@@ -92,7 +120,7 @@ static inline size_t shmkv_get_batch(const shmkv *db, const shmkv_key *keys, siz
 				const unsigned pos = shmkv__dir_off(bk[i], SHMKV__CTZ(mt));
 				if (!(bk[i][pos] & SHMKV_REC_OUT)) /* inline: in the lines requested */
 					continue;
-				if (shmkv__rec_decode(bk[i], nr, pos, &r) && shmkv__key_fits(db, 0) &&
+				if (shmkv__rec_decode(bk[i], nr, pos, 0, &r) && shmkv__key_fits(db, 0) &&
 				    shmkv__unit_entry(db, r.unit, shmkv__key_lim(db, 0), &c)) {
 					__builtin_prefetch(c);
 					break;

@@ -67,18 +67,48 @@ static inline unsigned shmkv__rec_inline_span(const uint8_t *bk, unsigned pos, u
 	return shmkv__rec_span(pos, kind, bk[pos + 1], bk[pos + 2], key_pos, val_pos);
 }
 
+/* A tombstone of a delta (FORMAT.md §19.2) at pos, kind 0x10 (inline) or
+ * 0x90 (OUT): 1 with *r, or 0 when malformed. */
+static SHMKV__COLD int shmkv__tomb_decode(const uint8_t *bk, unsigned pos, unsigned kind,
+					  shmkv__rec *r)
+{
+	r->pos = pos;
+	r->kind = kind;
+	r->expires = 0;
+	r->value_len = 0;
+	if (kind == (SHMKV_REC_OUT | SHMKV_REC_TOMB)) {
+		uint64_t u = 0;
+		if (pos + SHMKV_REC_OUT_HEAD > SHMKV_BUCKET_BYTES)
+			return 0;
+		memcpy(&u, bk + pos + 1, 5); /* little-endian hosts only (format.h) */
+		r->unit = u;
+		r->key_len = r->key_pos = r->val_pos = 0;
+		r->end = pos + SHMKV_REC_OUT_HEAD;
+		return 1;
+	}
+	if (kind != SHMKV_REC_TOMB || bk[pos + 2] != 0)
+		return 0;
+	r->unit = 0;
+	r->key_len = bk[pos + 1];
+	r->key_pos = pos + SHMKV_REC_INLINE_HEAD;
+	r->val_pos = r->end = r->key_pos + r->key_len;
+	return r->end <= SHMKV_BUCKET_BYTES;
+}
+
 /* The record at pos of a bucket of n records: 1 with *r, or 0 when it is
  * malformed (inside the directory, reserved kind bits, no type, an OUT
- * record with type bits, bytes past +128). Reads nothing past the bucket.
- * Overlap and gaps are verify's. */
+ * record with type bits, bytes past +128; a tombstone unless tomb, a delta's
+ * bucket). Reads nothing past the bucket. Overlap and gaps are verify's. */
 static SHMKV__HOT int shmkv__rec_decode(const uint8_t *bk, unsigned n, unsigned pos,
-					shmkv__rec *r)
+					unsigned tomb, shmkv__rec *r)
 {
 	if (SHMKV__UNLIKELY(!shmkv__rec_at_ok(n, pos)))
 		return 0;
 	const unsigned kind = bk[pos];
 	const unsigned x = kind & SHMKV_REC_EXPIRES ? SHMKV_REC_EXPIRES_SIZE : 0;
 	unsigned end;
+	if (SHMKV__UNLIKELY(kind & SHMKV_REC_TOMB))
+		return tomb && shmkv__tomb_decode(bk, pos, kind, r);
 	r->pos = pos;
 	r->kind = kind;
 	if (kind & SHMKV_REC_OUT) {
@@ -132,7 +162,7 @@ static SHMKV__HOT int shmkv__bucket_scan(const shmkv *db, uint64_t b, uint64_t t
 	for (unsigned m = shmkv__match(bk, n, tag); m; m &= m - 1) {
 		const unsigned i = SHMKV__CTZ(m);
 		const unsigned pos = shmkv__dir_off(bk, i);
-		if (SHMKV__UNLIKELY(!shmkv__rec_decode(bk, n, pos, r)))
+		if (SHMKV__UNLIKELY(!shmkv__rec_decode(bk, n, pos, db->delta, r)))
 			SHMKV__BAD2("index bucket %llu record %u at +%u: malformed (kind %02x), "
 				    "inside the directory or past the bucket's end",
 				    (unsigned long long)b, i, pos,

@@ -295,12 +295,27 @@ static inline int shmkv__entry_decode(const shmkv *db, uint64_t off, shmkv__entr
 	    !shmkv__unit_entry(db, off >> 3, shmkv__key_lim(db, eh->key_len), &ek))
 		return SHMKV__BADE("entry at %llu: key of %u bytes runs past the section",
 				   (unsigned long long)off, eh->key_len);
+	out->key = e + sizeof(shmkv_entry_header);
+	out->key_len = eh->key_len;
+	if (eh->type == SHMKV_TYPE_TOMBSTONE && db->delta) { /* FORMAT.md §19.2 */
+		if (eh->flags || eh->value_len || !eh->key_len)
+			return SHMKV__BADE("entry at %llu: a tombstone's entry with flags %x, "
+					   "value_len %u, key_len %u (want 0, 0, >= 1)",
+					   (unsigned long long)off, eh->flags, eh->value_len,
+					   eh->key_len);
+		memset(&out->value, 0, sizeof out->value);
+		out->value.data = out->key + eh->key_len;
+		out->value_off = off + sizeof *eh + eh->key_len;
+		out->end = off + shmkv__align_up(sizeof *eh + eh->key_len, 8);
+		if (out->end > db->entries_end)
+			return SHMKV__BADE("entry at %llu: padding runs past the section",
+					   (unsigned long long)off);
+		return 0;
+	}
 	int err = shmkv__value_read(db, e, eh->key_len, eh->type, eh->flags, SHMKV__SHAPE_DEEP,
 				    &out->value, why, why_len);
 	if (err)
 		return err;
-	out->key = e + sizeof(shmkv_entry_header);
-	out->key_len = eh->key_len;
 	out->value_off = (uint64_t)((const uint8_t *)out->value.data - db->base);
 	out->end = off + shmkv__entry_size(eh->type, eh->flags, eh->key_len, eh->value_len);
 	if (out->end > db->entries_end)

@@ -72,6 +72,9 @@ enum shmkv_type {
 	SHMKV_TYPE_STRLIST = 9  /* u32 count, u32 ends[count+1], NUL-terminated strings; 8-aligned */
 };
 #define SHMKV_TYPE_MAX 9
+/* What iteration over every record of a delta reports for a tombstone (no
+ * value): a type code no value has (FORMAT.md §19.2). */
+#define SHMKV_TYPE_TOMBSTONE 0
 
 /* Section kinds. */
 enum shmkv_section_kind {

@@ -182,12 +182,31 @@ static inline void shmkv_set_clock(shmkv *db, int64_t now)
 	db->clock_pin = now;
 }
 
-/* When key's entry expires (unix seconds; 0: never), expired or not. */
+/* When key's entry expires (unix seconds; 0: never), expired or not;
+ * through a delta, the delta's upsert's (a tombstone: SHMKV_ENOTFOUND). */
 static inline int shmkv_get_expires(const shmkv *db, const void *key, size_t key_len,
 				    uint32_t *expires)
 {
 	uint64_t off = 0;
-	return shmkv__find(db, key, key_len, &off, expires, NULL, 0);
+	if (db->over && key_len <= SHMKV_MAX_KEY_LEN &&
+	    shmkv__kf_maybe(db->over, shmkv__hash(db->seed, db->hash_bits, key, key_len))) {
+		uint32_t x = 0;
+		int err = shmkv__find(db->over, key, key_len, &off, &x, NULL, 0);
+		if (err != SHMKV_ENOTFOUND) {
+			if (!err && (db->over->base[off] & SHMKV_REC_TOMB))
+				err = SHMKV_ENOTFOUND;
+			if (!err && expires)
+				*expires = x;
+			return err;
+		}
+	}
+	uint32_t x = 0;
+	int err = shmkv__find(db, key, key_len, &off, &x, NULL, 0);
+	if (!err && (db->base[off] & SHMKV_REC_TOMB)) /* a delta read alone */
+		return SHMKV_ENOTFOUND;
+	if (!err && expires)
+		*expires = x;
+	return err;
 }
 
 #endif /* SHMKV_GET_H */

@@ -53,6 +53,7 @@ typedef struct shmkv {
 	uint64_t ent_unit0;       /* ENTRIES offset / 8 (OUT records count 8-byte units) */
 	uint64_t ent_units;       /* ENTRIES size / 8 */
 	uint64_t ent_room;        /* ENTRIES size - 8: room for a key after an entry header */
+	const struct shmkv *over; /* shmkv_delta_set: the delta read first, else NULL */
 	uint32_t max_probe;
 	uint32_t expiry;          /* header flag EXPIRY (the clock is read only if set) */
 	int64_t clock_pin;        /* shmkv_set_clock: the "now" of expiry, 0: CLOCK_REALTIME
@@ -71,6 +72,9 @@ typedef struct shmkv {
 	unsigned flags;           /* attach flags, reused by refresh */
 	size_t bound_key_len;     /* fast_key_len as shmkv__bind derived it from the image */
 	unsigned usdt_gets;       /* 1 while a get probe was traced at the last gate (trace.h) */
+	unsigned delta;           /* a delta image (FORMAT.md §19): tombstones are records */
+	const uint8_t *kf;        /* a delta's FILTER section (u64 words), else NULL */
+	uint64_t kf_words;
 } shmkv;
 
 /* SHMKV_USDT builds (trace.h): while a get probe is traced, this handle's
@@ -96,6 +100,7 @@ static inline const char *shmkv__section_name(uint32_t kind)
 	case SHMKV_SECTION_INDEX: return "index";
 	case SHMKV_SECTION_ENTRIES: return "entries";
 	case SHMKV_SECTION_VALUES: return "values";
+	case SHMKV_SECTION_FILTER: return "filter";
 	default: return "unknown";
 	}
 }
@@ -179,11 +184,15 @@ static inline int shmkv_header_check(const void *header, uint64_t size, char *wh
 		return shmkv__fail(SHMKV_EVERSION, why, why_len,
 				   "image format version %u, this reader reads version %u",
 				   h->format_version, SHMKV_FORMAT_VERSION);
-	if (h->layout_hash != SHMKV_LAYOUT_HASH)
+	if (h->layout_hash != SHMKV_LAYOUT_HASH && h->layout_hash != SHMKV_DELTA_LAYOUT_HASH)
 		return shmkv__fail(SHMKV_ELAYOUT, why, why_len,
-				   "layout hash %016llx, this reader expects %016llx",
+				   "layout hash %016llx, this reader expects %016llx (an image) "
+				   "or %016llx (a delta)",
 				   (unsigned long long)h->layout_hash,
-				   (unsigned long long)SHMKV_LAYOUT_HASH);
+				   (unsigned long long)SHMKV_LAYOUT_HASH,
+				   (unsigned long long)SHMKV_DELTA_LAYOUT_HASH);
+	const int delta = h->layout_hash == SHMKV_DELTA_LAYOUT_HASH;
+	const uint32_t nsec = delta ? SHMKV_DELTA_SECTIONS : 3;
 	uint64_t hc = XXH3_64bits(b, offsetof(shmkv_image_header, header_checksum));
 	if (hc != h->header_checksum)
 		return shmkv__fail(SHMKV_ECHECKSUM, why, why_len,
@@ -207,8 +216,10 @@ static inline int shmkv_header_check(const void *header, uint64_t size, char *wh
 	if (h->file_size > SHMKV_MAX_IMAGE_SIZE)
 		return SHMKV__BAD("image size %llu exceeds the format limit",
 				  (unsigned long long)h->file_size);
-	if (h->flags & ~SHMKV_HFLAG_KNOWN)
+	if (h->flags & ~(SHMKV_HFLAG_KNOWN | (delta ? SHMKV_HFLAG_DELTA : 0)))
 		return SHMKV__BAD("unknown header flags %llx", (unsigned long long)h->flags);
+	if (delta && !(h->flags & SHMKV_HFLAG_DELTA))
+		return SHMKV__BAD("a delta's layout hash without the DELTA header flag");
 	if (h->bucket_slots != SHMKV_BUCKET_BYTES)
 		return SHMKV__BAD("bucket_slots %u, expected %u", h->bucket_slots, SHMKV_BUCKET_BYTES);
 	if (h->hash_bits < 1 || h->hash_bits > 64)
@@ -225,10 +236,20 @@ static inline int shmkv_header_check(const void *header, uint64_t size, char *wh
 				  (unsigned long long)h->bucket_count);
 	if (h->name[sizeof h->name - 1] != 0)
 		return SHMKV__BAD("name is not NUL-terminated");
-	if (h->reserved0 || !shmkv__all_zero((const uint8_t *)h->reserved, sizeof h->reserved))
+	const unsigned used = delta ? SHMKV_DELTA_WORDS : 0; /* reserved[] words a delta uses */
+	if (h->reserved0 || !shmkv__all_zero((const uint8_t *)(h->reserved + used),
+					     sizeof h->reserved - used * sizeof h->reserved[0]))
 		return SHMKV__BAD("reserved header fields are not zero");
-	if (h->section_count != 3)
-		return SHMKV__BAD("section_count %u, the format has 3", h->section_count);
+	if (delta && (!h->reserved[SHMKV_DELTA_BASE_SIZE] ||
+		      h->reserved[SHMKV_DELTA_BASE_SIZE] % SHMKV_FILE_ALIGN ||
+		      h->reserved[SHMKV_DELTA_BASE_SIZE] > SHMKV_MAX_IMAGE_SIZE))
+		return SHMKV__BAD("delta names a base of %llu bytes, not an image size",
+				  (unsigned long long)h->reserved[SHMKV_DELTA_BASE_SIZE]);
+	if (delta && !h->reserved[SHMKV_DELTA_SEQ])
+		return SHMKV__BAD("delta's place in its chain (seq) is 0");
+	if (h->section_count != nsec)
+		return SHMKV__BAD("section_count %u, %s has %u", h->section_count,
+				  delta ? "a delta" : "an image", nsec);
 	uint64_t prev_end = SHMKV_HEADER_SIZE;
 	for (uint32_t i = 0; i < SHMKV_MAX_SECTIONS; i++) {
 		const shmkv_section_desc *s = &h->sections[i];
@@ -242,6 +263,9 @@ static inline int shmkv_header_check(const void *header, uint64_t size, char *wh
 			return SHMKV__BAD("section %u has kind %u, expected %u (%s)", i, s->kind, i + 1, nm);
 		if (s->flags)
 			return SHMKV__BAD("section %s has unknown flags %x", nm, s->flags);
+		if (i == 3 && (!s->size || s->size % 8))
+			return SHMKV__BAD("filter section of %llu bytes: not a non-zero multiple of 8",
+					  (unsigned long long)s->size);
 		if (s->offset % 64 || s->offset < prev_end)
 			return SHMKV__BAD("section %s offset %llu is misaligned or overlaps", nm,
 					  (unsigned long long)s->offset);
@@ -284,6 +308,10 @@ static inline void shmkv__bind(shmkv *db, const void *base, uint64_t size)
 	db->ent_room = h->sections[1].size >= 8 ? h->sections[1].size - 8 : 0;
 	db->values_off = h->sections[2].offset;
 	db->values_end = h->sections[2].offset + h->sections[2].size;
+	db->delta = h->layout_hash == SHMKV_DELTA_LAYOUT_HASH;
+	db->kf = db->delta ? db->base + h->sections[3].offset : NULL;
+	db->kf_words = db->delta ? h->sections[3].size / 8 : 0;
+	db->over = NULL;
 	db->expiry = (h->flags & SHMKV_HFLAG_EXPIRY) != 0;
 	/* test hashes (hash_bits < 64) take the checked path, which applies them */
 	db->fast_key_len = h->hash_bits == 64 ? (size_t)SHMKV_MAX_KEY_LEN + 1 : 0;

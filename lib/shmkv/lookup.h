@@ -111,16 +111,89 @@ static inline int shmkv__locate_key(const shmkv *db, const void *key, size_t key
 	return shmkv__locate(db, key, key_len, h, bk, r, e, why, why_len);
 }
 
+/* Whether delta d may hold the key of hash h: its filter (FORMAT.md §19.3). */
+static SHMKV__HOT int shmkv__kf_maybe(const shmkv *d, uint64_t h)
+{
+	uint64_t w;
+	const uint64_t m = shmkv__kf_mask(h);
+	memcpy(&w, d->kf + 8 * shmkv__kf_word(h, d->kf_words), 8);
+	return (w & m) == m;
+}
+
+/* Delta d's answer for key (hash h) read through by db (FORMAT.md §19):
+ * SHMKV__NEXT when d does not hold it (the base answers); a tombstone or an
+ * expired upsert SHMKV_ENOTFOUND (never the base's record); else the
+ * upsert's value as the checked get gives it. *now: db's clock, read once. */
+static inline int shmkv__delta_get(const shmkv *db, const shmkv *d, const void *key,
+				   size_t key_len, uint64_t h, unsigned want, shmkv_value *v,
+					int64_t *now, char *why, size_t why_len)
+{
+	const uint8_t *bk = NULL, *e = NULL;
+	shmkv__rec r;
+	memset(&r, 0, sizeof r);
+	int err = shmkv__locate(d, key, key_len, h, &bk, &r, &e, why, why_len);
+	if (err == SHMKV_ENOTFOUND)
+		return SHMKV__NEXT;
+	if (err)
+		return shmkv__prefix(err, why, why_len, "delta: ");
+	if (r.kind & SHMKV_REC_TOMB) {
+		const shmkv_entry_header *eh = (const shmkv_entry_header *)(const void *)e;
+		if (e && (eh->type != SHMKV_TYPE_TOMBSTONE || eh->value_len))
+			return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
+					   "delta: tombstone at %llu: its entry has type %u, "
+					   "value_len %u (want 0, 0)",
+					   (unsigned long long)(bk + r.pos - d->base), eh->type,
+					   eh->value_len);
+		return shmkv__fail(SHMKV_ENOTFOUND, why, why_len, "key removed by the delta");
+	}
+	if (d->expiry && r.expires) {
+		if (!*now)
+			*now = shmkv__now(db);
+		if (*now >= (int64_t)r.expires)
+			return shmkv__fail(SHMKV_ENOTFOUND, why, why_len,
+					   "key expired at %u (unix seconds, the delta's upsert), "
+					   "now is %lld", r.expires, (long long)*now);
+	}
+	shmkv_value got;
+	err = shmkv__rec_value(d, bk, &r, e, 0, &got, why, why_len);
+	if (err)
+		return shmkv__prefix(err, why, why_len, "delta: ");
+	err = shmkv__type_want(&got, want, why, why_len);
+	if (!err)
+		*v = got;
+	return err;
+}
+
+/* The delta's answer when its filter lets the key through, else
+ * SHMKV__NEXT: the base answers. */
+static inline int shmkv__through(const shmkv *db, const void *key, size_t key_len, uint64_t h,
+				 unsigned want, shmkv_value *v, int64_t *now, char *why,
+				 size_t why_len)
+{
+	if (!shmkv__kf_maybe(db->over, h))
+		return SHMKV__NEXT;
+	return shmkv__delta_get(db, db->over, key, key_len, h, want, v, now, why, why_len);
+}
+
 /* The checked get (shmkv_get_diag, and every case the hot path leaves). */
 static SHMKV__COLD int shmkv__get_cold(const shmkv *db, const void *key, size_t key_len,
 					unsigned want, shmkv_value *v, char *why, size_t why_len)
 {
 	const uint8_t *bk = NULL, *e = NULL;
 	shmkv__rec r;
+	int64_t now = 0;
+	if (db->over && key_len <= SHMKV_MAX_KEY_LEN) {
+		int rc = shmkv__through(db, key, key_len,
+					shmkv__hash(db->seed, db->hash_bits, key, key_len), want, v,
+					&now, why, why_len);
+		if (rc != SHMKV__NEXT)
+			return rc;
+	}
 	int err = shmkv__locate_key(db, key, key_len, &bk, &r, &e, why, why_len);
 	if (err)
 		return err;
-	int64_t now = 0;
+	if (r.kind & SHMKV_REC_TOMB) /* a delta read alone */
+		return shmkv__fail(SHMKV_ENOTFOUND, why, why_len, "key removed (a tombstone)");
 	if (shmkv__rec_expired(db, &r, &now))
 		return shmkv__fail(SHMKV_ENOTFOUND, why, why_len,
 				   "key expired at %u (unix seconds), now is %lld", r.expires,
@@ -270,11 +343,33 @@ static SHMKV__HOT int shmkv__get_at(const shmkv *db, const void *key, size_t key
 }
 
 /* The hot get of a key over 16 bytes (xxhash's long-input code). */
+/* A hot get read through a delta (shmkv_delta_set): the delta's filter,
+ * the delta if it may hold the key, then the base. */
+static __attribute__((noinline)) int shmkv__get_over(const shmkv *db, const void *key,
+						      size_t key_len, uint64_t h, unsigned want,
+						      shmkv_value *v)
+{
+	int64_t now = 0;
+	const int rc = shmkv__through(db, key, key_len, h, want, v, &now, NULL, 0);
+	if (rc != SHMKV__NEXT)
+		return rc;
+	return shmkv__get_at(db, key, key_len, h, want, v);
+}
+
+/* The hot get of key with hash h: through a delta if one is set. */
+static SHMKV__HOT int shmkv__get_h(const shmkv *db, const void *key, size_t key_len, uint64_t h,
+				    unsigned want, shmkv_value *v)
+{
+	if (SHMKV__UNLIKELY(db->over != NULL))
+		return shmkv__get_over(db, key, key_len, h, want, v);
+	return shmkv__get_at(db, key, key_len, h, want, v);
+}
+
 static __attribute__((noinline)) int shmkv__get_long(const shmkv *db, const void *key,
 						      size_t key_len, unsigned want,
 						      shmkv_value *v)
 {
-	return shmkv__get_at(db, key, key_len, shmkv__hash64(db->seed, key, key_len), want, v);
+	return shmkv__get_h(db, key, key_len, shmkv__hash64(db->seed, key, key_len), want, v);
 }
 
 /* The hot get: one out-of-line call from each getter (a small call site in
@@ -286,7 +381,7 @@ static __attribute__((noinline, hot)) int shmkv__get_hot(const shmkv *db, const 
 {
 	if (SHMKV__UNLIKELY(key_len > 16))
 		return shmkv__get_long(db, key, key_len, want, v);
-	return shmkv__get_at(db, key, key_len, shmkv__hash64(db->seed, key, key_len), want, v);
+	return shmkv__get_h(db, key, key_len, shmkv__hash64(db->seed, key, key_len), want, v);
 }
 
 /* The record of key, expired or not (tools, verify): *out its image offset,

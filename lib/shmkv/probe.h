@@ -145,6 +145,19 @@ static inline unsigned shmkv__filter_index(uint64_t tag)
 	return (unsigned)((tag * SHMKV_FILTER_BITS) >> 16);
 }
 
+/* A delta's key filter (FORMAT.md §19.3): the word of h among words, and
+ * the three bits of h's bits 16..33 a key sets in it. */
+static inline uint64_t shmkv__kf_word(uint64_t h, uint64_t words)
+{
+	return shmkv__home(h, words);
+}
+
+static inline uint64_t shmkv__kf_mask(uint64_t h)
+{
+	return UINT64_C(1) << ((h >> 16) & 63) | UINT64_C(1) << ((h >> 22) & 63) |
+	       UINT64_C(1) << ((h >> 28) & 63);
+}
+
 /* How many buckets after home bucket bk a key with this tag may have been
  * displaced to (FORMAT.md §6): 0, D, or max_probe for D = 255. */
 static SHMKV__HOT uint64_t shmkv__displaced(const uint8_t *bk, uint64_t tag, uint32_t max_probe)

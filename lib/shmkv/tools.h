@@ -70,7 +70,7 @@ typedef struct shmkv__rec shmkv_record;
 static inline int shmkv_record_at(const uint8_t *bk, unsigned i, shmkv_record *r)
 {
 	if (bk[0] > SHMKV_MAX_RECORDS || i >= bk[0] ||
-	    !shmkv__rec_decode(bk, bk[0], shmkv__dir_off(bk, i), r))
+	    !shmkv__rec_decode(bk, bk[0], shmkv__dir_off(bk, i), 1, r))
 		return SHMKV_ECORRUPT;
 	return 0;
 }

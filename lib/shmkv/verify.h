@@ -102,6 +102,13 @@ static inline int shmkv__verify_record(const shmkv *db, uint64_t b, unsigned i,
 		if (err)
 			return shmkv__fail(err, why, why_len, "index bucket %llu record %u: %s",
 					   (unsigned long long)b, i, sub);
+		if (!(r->kind & SHMKV_REC_TOMB) != (ent.value.type != SHMKV_TYPE_TOMBSTONE))
+			return SHMKV__BADV("index bucket %llu record %u: %s record, its entry at "
+					   "%llu %s", (unsigned long long)b, i,
+					   r->kind & SHMKV_REC_TOMB ? "a tombstone" : "an upsert",
+					   (unsigned long long)(r->unit << 3),
+					   r->kind & SHMKV_REC_TOMB ? "holds a value"
+								   : "is a tombstone's");
 		e = db->base + (r->unit << 3);
 		key = ent.key;
 		key_len = ent.key_len;
@@ -115,12 +122,17 @@ static inline int shmkv__verify_record(const shmkv *db, uint64_t b, unsigned i,
 						   (unsigned long long)(bk + k - db->base));
 	}
 	shmkv_value v;
-	int err = shmkv__rec_value(db, bk, r, e, SHMKV__SHAPE_DEEP, &v, sub, sizeof sub);
+	int err = r->kind & SHMKV_REC_TOMB ? 0 /* no value (FORMAT.md §19.2) */
+		  : shmkv__rec_value(db, bk, r, e, SHMKV__SHAPE_DEEP, &v, sub, sizeof sub);
 	if (err)
 		return shmkv__fail(err, why, why_len, "index bucket %llu record %u: %s",
 				   (unsigned long long)b, i, sub);
 	const unsigned t = shmkv__dir(bk, i) >> SHMKV_DIR_TAG_SHIFT;
 	uint64_t hv = shmkv__hash(db->seed, db->hash_bits, key, key_len);
+	if (db->delta && !shmkv__kf_maybe(db, hv))
+		return SHMKV__BADV("index bucket %llu record %u: its key's bits are not set in "
+				   "the delta's filter (word %llu)", (unsigned long long)b, i,
+				   (unsigned long long)shmkv__kf_word(hv, db->kf_words));
 	uint64_t tag = shmkv__tag(hv);
 	if (t != shmkv__dir_tag(tag) >> SHMKV_DIR_TAG_SHIFT)
 		return SHMKV__BADV("index bucket %llu record %u: directory tag bits %03x, key "
@@ -194,7 +206,7 @@ static inline int shmkv__verify_index(const shmkv *db, char *why, size_t why_len
 						   "before record %u (+%u..+%u)",
 						   (unsigned long long)b, i, pos, off);
 			shmkv__rec r;
-			if (!shmkv__rec_decode(bk, nr, off, &r))
+			if (!shmkv__rec_decode(bk, nr, off, db->delta, &r))
 				return SHMKV__BADV("index bucket %llu record %u at +%u: malformed "
 						   "(kind %02x) or past the bucket's end",
 						   (unsigned long long)b, i, off,

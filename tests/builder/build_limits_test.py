@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 # (Debian's python3, whose dist-packages hold python3-xxhash)
 """build_limits_test: the builder's bounds on bad or huge input, and the image
-tools on images they once refused or took hours over (issue 20).
+tools on images they once refused or took hours over.
   1. A 1 GiB line, fed through a FIFO by a thread of this process (no disk),
      under --memory-limit 64M: the build fails naming the FIFO, line 1 and
      the limit, after reading a few MiB, within the limit (peak RSS by

@@ -1,4 +1,4 @@
-// build_v2_test: the builder's format 2 images (lib/FORMAT.md §17), read back
+// build_v2_test: the builder's format 2 images (lib/FORMAT.md), read back
 // by a decoder written here from the format text alone (not lib's reader),
 // and the expiry input (JSONL, TSV, API).
 //
@@ -12,7 +12,7 @@
 //   BuildV2.ThreadCountsGiveOneImage  threads 1, 2, 3, 8 and shuffled input: the same bytes
 //   BuildV2.ExpiryFlagOnlyWhenSomeExpires  no expiry: flag clear; one: set
 //   BuildV2.DefaultFillBytesPerKey    200k key_N -> val_N: <= 42 bytes a key, all inline
-//   BuildV2.DisplacedKeysNextToHome   150k key_N -> val_N at the default fill (§17.9's
+//   BuildV2.DisplacedKeysNextToHome   150k key_N -> val_N at the default fill (§14's
 //                                     first come, first served placement): >= 60% of the
 //                                     displaced keys one bucket from home, >= 85% of all keys
 //                                     within one, max_probe <= 14 (two-pass placement: 26%, 33)
@@ -493,7 +493,7 @@ std::vector<Rec> key_n(int n)
 }
 
 // Readers request buckets b and b + 1 together: a key one bucket from home
-// costs a home key's round trip, one further costs more (issue 22 §2).
+// costs a home key's round trip, one further costs more (FORMAT.md §6).
 TEST(BuildV2, DisplacedKeysNextToHome)
 {
 	TempDir d;

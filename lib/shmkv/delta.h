@@ -1,0 +1,88 @@
+/* shmkv/delta.h - delta images (FORMAT.md §19): what a delta names, and
+ * reading an image through one.
+ * Part of the header-only reader; include <shmkv.h>, not this file. */
+#ifndef SHMKV_DELTA_H
+#define SHMKV_DELTA_H
+
+#include "lookup.h"
+
+/* A delta's identity (FORMAT.md §19.1): the base it applies to, and its
+ * place in its chain. */
+typedef struct shmkv_delta_id {
+	uint64_t base_checksum; /* the base's header_checksum */
+	uint64_t base_size;     /* the base's file_size */
+	uint64_t prev;          /* header_checksum of the delta it follows; 0: the first */
+	uint64_t seq;           /* its place in its chain, >= 1 */
+} shmkv_delta_id;
+
+/* 1 for a delta image, 0 for an image. */
+static inline int shmkv_is_delta(const shmkv *db)
+{
+	return db->delta != 0;
+}
+
+/* The image's header_checksum: what a delta names it by, as base or prev. */
+static inline uint64_t shmkv_checksum(const shmkv *db)
+{
+	return shmkv__hdr(db)->header_checksum;
+}
+
+/* A delta's identity: 0, or SHMKV_EBASE for an image that is no delta. */
+static inline int shmkv_delta_id_of(const shmkv *db, shmkv_delta_id *out)
+{
+	if (!db->delta)
+		return SHMKV_EBASE;
+	const uint64_t *r = shmkv__hdr(db)->reserved;
+	out->base_checksum = r[SHMKV_DELTA_BASE_CHECKSUM];
+	out->base_size = r[SHMKV_DELTA_BASE_SIZE];
+	out->prev = r[SHMKV_DELTA_PREV];
+	out->seq = r[SHMKV_DELTA_SEQ];
+	return 0;
+}
+
+/* Reads db through delta (FORMAT.md §19): from now on every get, typed
+ * get, batch, diagnosing get, shmkv_get_expires and iteration on db answer
+ * as db with delta's changes. delta stays open, and db's, while set; NULL
+ * reads db alone again. Not for an attached handle (a loader's cache serves
+ * its changes itself: -EINVAL). 0, or SHMKV_EBASE when delta does not apply
+ * to db (§19.4: why names both checksums); db is unchanged on error. Not
+ * safe against gets on db at the same time. */
+static inline int shmkv_delta_set(shmkv *db, const shmkv *delta, char *why, size_t why_len)
+{
+#define SHMKV__BADB(...) shmkv__fail(SHMKV_EBASE, why, why_len, __VA_ARGS__)
+	if (why && why_len)
+		why[0] = 0;
+	if (db->ctl)
+		return shmkv__fail(-EINVAL, why, why_len,
+				   "an attached cache serves its changes itself");
+	if (!delta) {
+		db->over = NULL;
+		return 0;
+	}
+	shmkv_delta_id id;
+	if (db->delta)
+		return SHMKV__BADB("a delta cannot be read through another delta; merge them "
+				   "with 'shmctl image apply BASE DELTA... --delta -o MERGED'");
+	if (shmkv_delta_id_of(delta, &id))
+		return SHMKV__BADB("an image (not a delta) given as the delta");
+	if (id.base_checksum != shmkv_checksum(db) || id.base_size != db->size)
+		return SHMKV__BADB("delta applies to the image with checksum %016llx (%llu bytes), "
+				   "not this one, %016llx (%llu bytes)",
+				   (unsigned long long)id.base_checksum,
+				   (unsigned long long)id.base_size,
+				   (unsigned long long)shmkv_checksum(db), (unsigned long long)db->size);
+	if (id.prev)
+		return SHMKV__BADB("delta %llu of its chain follows delta %016llx: merge the "
+				   "chain from its first with 'shmctl image apply BASE DELTA... "
+				   "--delta -o MERGED' and read through that",
+				   (unsigned long long)id.seq, (unsigned long long)id.prev);
+	if (delta->seed != db->seed || delta->hash_bits != db->hash_bits)
+		return SHMKV__BADB("delta hashes with seed %016llx and %u bits, the image with "
+				   "%016llx and %u", (unsigned long long)delta->seed,
+				   delta->hash_bits, (unsigned long long)db->seed, db->hash_bits);
+	db->over = delta;
+	return 0;
+#undef SHMKV__BADB
+}
+
+#endif /* SHMKV_DELTA_H */
