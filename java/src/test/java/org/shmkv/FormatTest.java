@@ -206,7 +206,9 @@ class FormatTest {
 	void typeTable() {
 		JsonNode types = f.get("types");
 		assertEquals(Format.MAX_TYPE, types.size());
-		assertEquals(Format.MAX_TYPE, ValueType.values().length);
+		assertEquals(Format.MAX_TYPE + 1, ValueType.values().length, "the types and a delta's tombstone");
+		assertEquals(ValueType.TOMBSTONE, ValueType.of(f.get("delta").get("tomb_entry_type").asInt()));
+		assertEquals("tombstone", ValueType.TOMBSTONE.formatName());
 		int aligned = 0, nul = 0, utf8 = 0, text = 0;
 		for (JsonNode t : types) {
 			int c = t.get("code").asInt();
