@@ -20,14 +20,13 @@ final class Through {
 		if (bh.delta)
 			throw error(b, d, "the image is itself a delta; a delta applies to a plain image");
 		if (!dh.delta)
-			throw new ShmkvException.Base(b.source, "the image given as its delta, " + d.source + ", is not a delta "
-					+ "image (its layout hash is a plain image's); this image's header checksum is "
-					+ Bytes.hex(bh.checksum));
+			throw new ShmkvException.Base(b.source, d.source + ", given as the delta, is a plain image (its layout "
+					+ "hash is not a delta's); the base's header checksum is " + Bytes.hex(bh.checksum));
 		if (dh.baseChecksum != bh.checksum || dh.baseSize != bh.fileSize)
 			throw error(b, d, "it was made for another image");
 		if (dh.prev != 0)
-			throw error(b, d, "it follows delta " + Bytes.hex(dh.prev) + " in its chain, as delta " + Long
-					.toUnsignedString(dh.seq) + ": a chain is merged before it is read ('shmctl image apply')");
+			throw error(b, d, "it follows delta " + Bytes.hex(dh.prev) + ", as number " + Long.toUnsignedString(dh.seq)
+					+ " of its chain: chains are merged before they are read ('shmctl image apply')");
 		if (dh.hashSeed != bh.hashSeed || dh.hashBits != bh.hashBits)
 			throw error(b, d, "it hashes keys with seed " + Bytes.hex(dh.hashSeed) + " and " + dh.hashBits
 					+ " bits, the image with seed " + Bytes.hex(bh.hashSeed) + " and " + bh.hashBits);
@@ -36,7 +35,7 @@ final class Through {
 
 	private static ShmkvException.Base error(Image b, Image d, String why) {
 		Header bh = b.hdr, dh = d.hdr;
-		return new ShmkvException.Base(b.source, "delta " + d.source + ": " + why + " (the delta names base checksum "
+		return new ShmkvException.Base(b.source, "delta " + d.source + ": " + why + " (its header names base checksum "
 				+ Bytes.hex(dh.baseChecksum) + ", " + Long.toUnsignedString(dh.baseSize) + " bytes; this image's "
 				+ "header checksum is " + Bytes.hex(bh.checksum) + ", " + bh.fileSize + " bytes)");
 	}

@@ -85,6 +85,12 @@ class DeltaTest {
 		return d;
 	}
 
+	/** enc with another seed. */
+	static Encoder withSeed(Encoder enc, long seed) {
+		enc.seed = seed;
+		return enc;
+	}
+
 	static byte[] base() {
 		Encoder b = baseRecords();
 		return b.build(b.buckets());
@@ -427,7 +433,7 @@ class DeltaTest {
 				"it was made for another image");
 		// a later delta of a chain: merged first
 		e = refused(base, de.delta(de.buckets(), Encoder.checksum(base), base.length, 0x1234_5678_9abc_def0L, 3),
-				"it follows delta 123456789abcdef0 in its chain, as delta 3");
+				"it follows delta 123456789abcdef0, as number 3 of its chain");
 		assertTrue(e.getMessage().contains(bsum), e.getMessage());
 		// another seed, another width
 		de.seed = 0;
@@ -438,7 +444,7 @@ class DeltaTest {
 		refused(base, de.delta(de.buckets(), base), "and 32 bits, the image with seed 53484d4b56763121 and 64");
 		// a delta as the base, a plain image as the delta
 		refused(d, d, "the image is itself a delta");
-		refused(base, otherBase, "is not a delta image");
+		refused(base, otherBase, "the delta in memory, given as the delta, is a plain image");
 	}
 
 	static ShmkvException.Base refused(byte[] base, byte[] delta, String why) {
