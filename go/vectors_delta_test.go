@@ -13,8 +13,8 @@ import (
 // test writes, as tests/vectors' generator will (delta vectors with
 // tombstones among their entries, a delta field read through, and a delta
 // of another image refused with SHMKV_EBASE), over images of the test
-// encoder: the manifest 3 path of TestVectors runs before the shared delta
-// vectors exist, and runs them once they do.
+// encoder: the manifest 3 path of TestVectors on images other than the
+// shared vectors' (tests/vectors).
 func TestVectorsDeltaManifest(t *testing.T) {
 	dir := t.TempDir()
 	baseRecs := []rec2{

@@ -83,7 +83,7 @@ class VectorsTest {
 	}
 
 	/**
-	 * Manifest 3 read as the vectors will have it, before they do: a base,
+	 * Manifest 3 on images other than the shared vectors': a base,
 	 * a delta of it and a delta made for another image, written by the
 	 * test-only Encoder with a manifest whose verdicts and contents come
 	 * from the records the Encoder was given (the order of entries is each
