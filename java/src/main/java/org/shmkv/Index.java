@@ -312,9 +312,8 @@ final class Index {
 		int kind = kind(w);
 		String why = off < dirEnd(n) ? "it starts inside the directory, which ends at +" + dirEnd(n)
 				: (kind & ~im.kinds) != 0 ? "unknown kind bits 0x" + Integer.toHexString(kind & ~im.kinds)
-				: (kind & K_TOMB) != 0 && kind != INLINE_TOMB && kind != OUT_TOMB ? "a tombstone of kind 0x"
-						+ Integer.toHexString(kind) + ", not 0x" + Integer.toHexString(INLINE_TOMB) + " or 0x"
-						+ Integer.toHexString(OUT_TOMB)
+				: (kind & K_TOMB) != 0 && kind != INLINE_TOMB && kind != OUT_TOMB ? "a tombstone's kind is 0x"
+						+ Integer.toHexString(INLINE_TOMB) + " or 0x" + Integer.toHexString(OUT_TOMB)
 				: kind == INLINE_TOMB && valueLen(w) != 0 ? "an inline tombstone with value_len " + valueLen(w)
 				: out(kind) && (kind & K_TYPE) != 0 ? "an OUT record with type bits"
 				: !out(kind) && !known(kind & K_TYPE) ? "unknown value type " + (kind & K_TYPE)
