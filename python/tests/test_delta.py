@@ -1,141 +1,164 @@
-"""Reading an image through a delta image (lib/FORMAT.md section 19):
-shmkv.open(base, delta=...), Cache.set_delta, what every read answers
-through it, a delta read alone, and the refusals (DeltaMismatch). The
-images are the shared conformance vectors' (tests/vectors/README.md):
-delta_base.img and its deltas, made by the C builder."""
-import gc
+"""Delta images from Python (lib/FORMAT.md §19): build(..., delta_of=BASE,
+after=PREV) with removals (shmkv.REMOVE, {"key": k, "remove": True}),
+build_file with JSONL removals and tsv_removes, diff() and apply() over the
+builder's C API: the bytes `shmctl image build/diff/apply` write, and
+apply's output byte-identical to a build of the merged records.
+tests/builder/delta_random_test checks the same rules on random chains."""
 import os
+import subprocess
 
 import pytest
 import shmkv
 
-from conftest import TREE
+CREATED = 1700000000
+BASE = [("a", "one"), ("b", 2), ("c", [1.5, 2.5]), ("d", b"\x00bytes"), ("e", True),
+        ("x", "expired", None, 1000)]
 
-VEC = os.path.join(TREE, 'tests', 'vectors')
-BASE = os.path.join(VEC, 'delta_base.img')
-DELTA = os.path.join(VEC, 'delta.img')
-LONG = 'K' + ''.join(chr(ord('a') + (i * 5 + 300) % 26) for i in range(1, 300))
+
+def _build(path, records, **kw):
+    return shmkv.build(path, records, created=CREATED, **kw)
 
 
 @pytest.fixture
-def through():
-    with shmkv.open(BASE, delta=DELTA) as c:
-        yield c
+def base(tmp_path):
+    p = tmp_path / "base.shmkv"
+    _build(p, BASE)
+    return p
 
 
-def test_gets_answer_through_the_delta(through):
-    c = through
-    assert c['a'] == 1 and c.get_i64('a') == 1 and c.type_of('a') == 'i64'  # another type
-    assert c['b'] == 'was an i64' and c.get_str('b') == 'was an i64'
-    assert c['c'] is False
-    assert c['d'] == b'\xd1' * 300                      # an OUT upsert over an OUT value
-    assert c['new'] == 'added' and c.get_strlist('new/list') == ['x', 'yz']
-    assert c['kept'].tolist() == [1.5, -2.0]             # not in the delta: the base's
-    assert c['expired'] == 'renewed' and c.expires('expired') == 4000000000
-    for gone in ('gone', '', LONG, 'never there', 'new/expired', 'live/exp'):
-        assert gone not in c and c.get(gone) is None
-        with pytest.raises(shmkv.NotFound):
-            c[gone]
-    # an upsert that expired hides the base's live record, and says so
-    with pytest.raises(shmkv.NotFound, match='expired') as e:
-        c['live/exp']
-    assert e.value.expires == 1000000000
-    with pytest.raises(shmkv.NotFound):
-        c.expires('gone')
-    assert c.get_many(['a', 'gone', 'kept/out', 'live/exp'], default=0) == [1, 0, 'k' * 150, 0]
+def merged(*changes):
+    """BASE with each change applied: (key, value...) sets, (key, REMOVE) removes."""
+    out = {r[0]: r for r in BASE}
+    for ch in changes:
+        for r in ch:
+            if r[1] is shmkv.REMOVE:
+                out.pop(r[0], None)
+            else:
+                out[r[0]] = r
+    return list(out.values())
 
 
-def test_iteration_and_len_through_the_delta(through):
-    c = through
-    keys = list(c)
-    # the delta's live upserts first (its image order), then the base's
-    # records the delta does not hold
-    assert set(keys) == {'a', 'b', 'c', 'd', 'new', 'new/out', 'new/list', 'new/live',
-                         'expired', 'kept', 'kept/out'} | {k for k in keys if k.startswith('probe/')}
-    assert keys.index('new') < keys.index('kept') and keys.index('a') < keys.index('kept')
-    assert len(c) == len(keys) == len(c.keys()) == 13
-    assert dict(c.items())['a'] == 1
-    recs = {k: (v, t) for k, v, t in c.records()}
-    assert recs['live/exp'] == ('expired upsert', 1000000000)  # every record, expired too
-    assert 'gone' not in recs and len(recs) == 15
+D1 = [("a", "uno"), ("b", shmkv.REMOVE), ("zz", shmkv.REMOVE), ("n", 7), ("x", shmkv.REMOVE)]
+D2 = [("a", shmkv.REMOVE), ("b", "back"), ("m", [1, 2, 3])]
 
 
-def test_set_delta_and_back():
-    with shmkv.open(BASE) as c, shmkv.open(DELTA) as d:
-        assert c.delta is None and c['a'] == 'base a'
-        n = len(c)
-        c.set_delta(d)
-        assert c.delta is d and c['a'] == 1
-        assert repr(c).endswith(f"through {DELTA!r}>")
-        it = iter(c.items())
-        first = next(it)
-        c.set_delta(None)  # the base alone again; the iterator reads what it started on
-        assert c.delta is None and c['a'] == 'base a' and c['gone'] == 'removed by the delta'
-        assert len(c) == n
-        rest = list(it)
-        assert len(rest) + 1 == 13 and first[0] not in dict(rest)
-        c.set_delta(DELTA)  # a path: opened with the default checks
-        assert c['a'] == 1 and c.delta.is_delta and c.delta.path == DELTA
+def test_remove_marker_is_typed_and_named():
+    assert repr(shmkv.REMOVE) == "shmkv.REMOVE"
+    assert isinstance(shmkv.REMOVE, shmkv.Remove)
+    assert "REMOVE" in shmkv.__all__ and "diff" in shmkv.__all__ and "apply" in shmkv.__all__
 
 
-def test_delta_stays_mapped_while_set():
-    c = shmkv.open(BASE)
-    d = shmkv.open(DELTA)
-    c.set_delta(d)
-    d.close()  # the Cache closes; its mapping stays while c reads it
-    del d
-    gc.collect()
-    assert c['new/out'] == 'n' * 180 and c.get_strlist('new/list') == ['x', 'yz']
-    c.close()
+def test_delta_build_and_apply_is_a_fresh_build(tmp_path, base):
+    st = _build(tmp_path / "d1.shmkv", D1, delta_of=base)
+    assert st["tombstones"] == 3 and st["entries"] == 5
+    full = tmp_path / "full.shmkv"
+    _build(full, merged(D1))
+    st = shmkv.apply(base, [tmp_path / "d1.shmkv"], tmp_path / "new.shmkv")
+    assert (tmp_path / "new.shmkv").read_bytes() == full.read_bytes()
+    assert st["entries"] == len(merged(D1))
+    with shmkv.open(tmp_path / "new.shmkv") as c:
+        assert c["a"] == "uno" and "b" not in c and c["n"] == 7 and "x" not in c
 
 
-def test_delta_read_alone():
-    with shmkv.open(DELTA) as d, shmkv.open(BASE) as b:
-        assert d.is_delta and not b.is_delta and b.delta_id is None
-        assert d.delta_id == shmkv.DeltaId(b.checksum, os.path.getsize(BASE), 0, 1)
-        assert d.delta_id.base_checksum == b.checksum and d.checksum != b.checksum
-        assert d['a'] == 1 and 'gone' not in d and 'kept' not in d
-        recs = list(d.records())
-        tombs = {k for k, v, t in recs if v is None}
-        assert tombs == {'gone', '', LONG, 'never there', 'Z' + ''.join(
-            chr(ord('a') + (i * 5 + 280) % 26) for i in range(1, 280))}
-        assert all(t is None for k, v, t in recs if k in tombs)
-        # len: the live upserts (the header's entry_count counts tombstones)
-        assert len(d) == len(list(d)) == len(recs) - len(tombs) - 2  # two expired upserts
+def test_removal_shapes_give_the_same_delta(tmp_path, base):
+    """(key, REMOVE), {"key": k, "remove": True}, JSONL "remove": true and a
+    TSV key alone with tsv_removes are one tombstone."""
+    _build(tmp_path / "t.shmkv", [("a", "uno"), ("b", shmkv.REMOVE)], delta_of=base)
+    _build(tmp_path / "d.shmkv", [{"key": "a", "value": "uno"}, {"key": "b", "remove": True}],
+           delta_of=base)
+    (tmp_path / "d.jsonl").write_text('{"key": "a", "value": "uno"}\n'
+                                      '{"key": "b", "remove": true}\n')
+    shmkv.build_file(tmp_path / "j.shmkv", tmp_path / "d.jsonl", delta_of=base, created=CREATED)
+    (tmp_path / "d.tsv").write_text("a\tuno\nb\n")
+    shmkv.build_file(tmp_path / "v.shmkv", tmp_path / "d.tsv", delta_of=base, tsv_removes=True,
+                     created=CREATED)
+    want = (tmp_path / "t.shmkv").read_bytes()
+    for name in ("d", "j", "v"):
+        assert (tmp_path / f"{name}.shmkv").read_bytes() == want, name
 
 
-@pytest.mark.parametrize('base, delta, why', [
-    ('base.img', 'delta.img', 'applies to the image with checksum'),  # another image
-    ('delta_base.img', 'delta_chain_2.img', 'merge'),   # prev != 0: a chain is merged first
-    ('delta_base.img', 'delta_other_seed.img', 'seed'),
-    ('delta_base.img', 'base.img', 'not a delta'),      # a plain image as the delta
-    ('delta.img', 'delta_as_base.img', 'through another delta'),  # a delta as the base
-])
-def test_delta_mismatch(base, delta, why):
-    b, d = os.path.join(VEC, base), os.path.join(VEC, delta)
-    with pytest.raises(shmkv.DeltaMismatch, match=why) as e:
-        shmkv.open(b, delta=d)
-    assert isinstance(e.value, shmkv.Error) and e.value.errname == 'SHMKV_EBASE'
-    assert e.value.code == -31215 and base in str(e.value) and delta in str(e.value)
-    with shmkv.open(b) as c:
-        before = list(c.records())
-        with pytest.raises(shmkv.DeltaMismatch):
-            c.set_delta(d)
-        assert c.delta is None and list(c.records()) == before  # unchanged
+def test_chain_after_and_one_delta(tmp_path, base, shmctl):
+    d1, d2 = tmp_path / "d1.shmkv", tmp_path / "d2.shmkv"
+    _build(d1, D1, delta_of=base, dedup=False)
+    _build(d2, D2, delta_of=base, after=d1)
+    full = tmp_path / "full.shmkv"
+    _build(full, merged(D1, D2))
+    shmkv.apply(base, [d1, d2], tmp_path / "new.shmkv", threads=1)
+    assert (tmp_path / "new.shmkv").read_bytes() == full.read_bytes()
+    shmkv.apply(base, [d1, d2], tmp_path / "one.shmkv", as_delta=True)
+    shmkv.apply(base, [tmp_path / "one.shmkv"], tmp_path / "again.shmkv")
+    assert (tmp_path / "again.shmkv").read_bytes() == full.read_bytes()
+    # the bytes shmctl writes
+    for args, ours in ((["-o", tmp_path / "c.shmkv"], "new.shmkv"),
+                       (["--as-delta", "-o", tmp_path / "c.shmkv"], "one.shmkv")):
+        subprocess.run([shmctl, "image", "apply", *map(str, args), str(base), str(d1), str(d2)],
+                       check=True, stdout=subprocess.DEVNULL, timeout=120)
+        assert (tmp_path / "c.shmkv").read_bytes() == (tmp_path / ours).read_bytes(), ours
 
 
-def test_set_delta_refusals():
-    with shmkv.open(BASE) as c:
-        with pytest.raises(TypeError, match='a Cache, a path or None'):
-            c.set_delta(42)
-        d = shmkv.open(DELTA)
-        d.close()
-        with pytest.raises(ValueError, match='closed'):
-            c.set_delta(d)
-        with pytest.raises(shmkv.OSFailure):
-            c.set_delta(os.path.join(VEC, 'no such file.img'))
-        assert c.delta is None
-    with pytest.raises(ValueError, match='closed'):
-        c.set_delta(DELTA)
-    with pytest.raises(shmkv.CorruptImage):  # a damaged delta is refused at its open
-        shmkv.open(BASE, delta=os.path.join(VEC, 'delta_flag_clear.img'))
+def test_diff_then_apply_gives_new(tmp_path, base, shmctl):
+    new = tmp_path / "new.shmkv"
+    _build(new, merged(D1, D2), name="new")
+    st = shmkv.diff(base, new, tmp_path / "d.shmkv")
+    assert st["tombstones"] == 2  # b is back with another value; a and x are gone
+    shmkv.apply(base, [tmp_path / "d.shmkv"], tmp_path / "applied.shmkv")
+    _build(tmp_path / "want.shmkv", merged(D1, D2))  # apply keeps the base's name
+    assert (tmp_path / "applied.shmkv").read_bytes() == (tmp_path / "want.shmkv").read_bytes()
+    subprocess.run([shmctl, "image", "diff", "-o", str(tmp_path / "c.shmkv"), str(base),
+                    str(new)], check=True, stdout=subprocess.DEVNULL, timeout=120)
+    assert (tmp_path / "c.shmkv").read_bytes() == (tmp_path / "d.shmkv").read_bytes()
+
+
+def test_bad_records_name_the_record(tmp_path, base):
+    out = tmp_path / "out.shmkv"
+    cases = [
+        ([("a", 1), ("b", shmkv.REMOVE)], {}, "only a delta image holds removals", 1),
+        ([{"key": "a", "remove": True, "value": 1}], {"delta_of": base}, "has no 'value'", 0),
+        ([{"key": "a", "remove": 1}], {"delta_of": base}, "'remove' is True or False", 0),
+        ([("a", shmkv.REMOVE, "i64")], {"delta_of": base}, "has no type or expiry", 0),
+    ]
+    for records, kw, why, index in cases:
+        with pytest.raises(shmkv.BuildError) as e:
+            _build(out, records, **kw)
+        assert why in str(e.value) and e.value.index == index, str(e.value)
+        assert not out.exists()
+    with pytest.raises(shmkv.DuplicateKey):
+        _build(out, [("a", 1), ("a", shmkv.REMOVE)], delta_of=base)
+    assert not out.exists()
+
+
+def test_bad_options_and_chains_raise(tmp_path, base):
+    out = tmp_path / "out.shmkv"
+    d1, d2 = tmp_path / "d1.shmkv", tmp_path / "d2.shmkv"
+    _build(d1, D1, delta_of=base)
+    _build(d2, D2, delta_of=base, after=d1)
+    with pytest.raises(ValueError, match="give delta_of=BASE too"):
+        _build(out, [], after=d1)
+    with pytest.raises(ValueError, match="tsv_removes is for delta builds"):
+        shmkv.build_file(out, tmp_path / "x.tsv", tsv_removes=True)
+    with pytest.raises(TypeError, match="delta_of"):
+        _build(out, [], delta_of=3)
+    with pytest.raises(shmkv.Error) as e:
+        _build(out, [], delta_of=d1)
+    assert e.value.errname == "SHMKV_EBASE" and "is a delta image" in str(e.value)
+    with pytest.raises(shmkv.Error) as e:
+        shmkv.apply(base, [d2, d1], out)
+    assert e.value.errname == "SHMKV_EBASE" and "give the chain" in str(e.value)
+    with pytest.raises(shmkv.Error) as e:
+        shmkv.apply(base, [base], out)
+    assert "is a plain image, not a delta" in str(e.value)
+    with pytest.raises(ValueError, match="no delta given"):
+        shmkv.apply(base, [], out)
+    with pytest.raises(TypeError, match="a sequence of paths"):
+        shmkv.apply(base, d1, out)  # type: ignore[arg-type]
+    with pytest.raises(shmkv.Error) as e:
+        shmkv.diff(d1, base, out)
+    assert "diff compares two plain images" in str(e.value)
+    bad = bytearray(d1.read_bytes())
+    bad[len(bad) // 2] ^= 0x40
+    (tmp_path / "bad.shmkv").write_bytes(bytes(bad))
+    with pytest.raises(shmkv.CorruptImage) as e:
+        shmkv.apply(base, [tmp_path / "bad.shmkv"], out)
+    assert "bad.shmkv" in str(e.value)
+    assert not out.exists()
+    assert sorted(os.listdir(tmp_path)) == ["bad.shmkv", "base.shmkv", "d1.shmkv", "d2.shmkv"]
