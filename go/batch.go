@@ -15,7 +15,8 @@ const (
 // as keys), zero-copy like Get, each key answered as its Get would answer
 // it: one key's damage or absence never changes another key's answer. The
 // memory reads of the keys overlap (getBatch); the clock is read at most
-// once for the whole call.
+// once for the whole call. Through a delta, each key as Get answers it
+// through the delta (FORMAT.md §19).
 func (v *View) GetBatch(keys []string, vals []Value, errs []error) {
 	vals, errs = vals[:len(keys)], errs[:len(keys)]
 	if v.released.Load() {
@@ -24,7 +25,7 @@ func (v *View) GetBatch(keys []string, vals []Value, errs []error) {
 		}
 		return
 	}
-	v.im.getBatch(keys, vals, errs, v.clock)
+	v.im.getBatch(keys, vals, errs, v.clock, v.dm)
 }
 
 // getBatch is GetBatch, a pipeline over blocks of pipeBlock keys. Pass p
@@ -40,8 +41,11 @@ func (v *View) GetBatch(keys []string, vals []Value, errs []error) {
 // requests of a block are one call (prefetchHomes, prefetchNexts): Go
 // saves no register across a call, and a call a key cost reloads of the
 // loop's values. A key's hash, home and bucket are computed once and kept
-// in rings for its later stages. pin is a pinned clock, 0 for none.
-func (im *image) getBatch(keys []string, vals []Value, errs []error, pin int64) {
+// in rings for its later stages. pin is a pinned clock, 0 for none. dm,
+// when not nil, is the delta im is read through: at a key's lookup, the
+// delta's filter, then its lookup (a small image, in cache: not part of
+// the pipeline) answer before the base where they hold the key.
+func (im *image) getBatch(keys []string, vals []Value, errs []error, pin int64, dm *image) {
 	var hs, homes [pipeRing]uint64
 	var bks [pipeRing]*[bucketBytes]byte
 	var ann, absent [pipeRing]bool // b+1 announced; settled by the home bucket alone
@@ -84,6 +88,13 @@ func (im *image) getBatch(keys []string, vals []Value, errs []error, pin int64) 
 		for i := lo - 2*pipeBlock; i < min(lo-pipeBlock, n); i++ { // block p-2: look up, its lines in cache by now
 			r := i & ring
 			k := keys[i]
+			if dm != nil && len(k) <= maxKeyLen && dm.mayHold(hs[r]) {
+				db, dbk := dm.homeBucket(hs[r])
+				if val, err := dm.getFast(strBytes(k), hs[r], db, dbk, &now); err != ErrNotFound {
+					vals[i], errs[i] = val, err // as get: the delta's upsert or tombstone
+					continue
+				}
+			}
 			switch {
 			case len(k) > maxKeyLen:
 				vals[i], errs[i] = Value{}, errKeyLen

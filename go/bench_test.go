@@ -3,11 +3,13 @@ package shmkv
 import (
 	"bufio"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -142,6 +144,166 @@ func BenchmarkGet(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkGetDelta: Get on the same base image (benchImage) read alone
+// and read through a delta holding 1% of its keys (FORMAT.md §19; 90% of
+// them upserts "dval_N", 10% tombstones; the test encoder's, with the
+// builder's filter of 16 bits a key): hits of keys the delta lacks
+// ("base-hit", alone and through), hits of the delta's upserts
+// ("delta-hit", through), and misses of both ("miss", alone and through),
+// each a sub-benchmark. "interleaved" measures the five in turn, 2^16
+// gets each (the benchmark thread's CPU time; each measurement its own
+// window of the key lists, so that none finds the lines of the one before
+// it in cache), b.N rounds, and reports
+// each one's median (ns/get) and the ratios of the medians: through/alone
+// for base hits and misses, delta hits/base hits alone:
+//
+//	go test -run '^$' -bench 'GetDelta/1M/interleaved' -benchtime 21x
+func BenchmarkGetDelta(b *testing.B) {
+	for _, sz := range benchSizes {
+		b.Run(sz.name, func(b *testing.B) {
+			img := benchImage(b, sz.n)
+			defer img.Close()
+			delta, upserts := benchDelta(b, img, sz.n)
+			defer delta.Close()
+			through, err := img.WithDelta(delta)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer through.Close()
+			alone, tv := pinned(b, img), pinned(b, through)
+			held := map[string]bool{}
+			for e, err := range pinned(b, delta).Records() {
+				if err != nil {
+					b.Fatal(err)
+				}
+				held[string(e.Key)] = true
+			}
+			var baseHits []string
+			for _, k := range randomKeys(sz.n, false) {
+				if !held[k] {
+					baseHits = append(baseHits, k)
+				}
+			}
+			for len(baseHits) < benchKeys {
+				baseHits = append(baseHits, baseHits[:benchKeys-len(baseHits)]...)
+			}
+			rng := rand.New(rand.NewPCG(uint64(sz.n), 9))
+			deltaHits := make([]string, benchKeys)
+			for i := range deltaHits {
+				deltaHits[i] = upserts[rng.IntN(len(upserts))]
+			}
+			misses := randomKeys(sz.n, true)
+			cases := []struct {
+				name string
+				v    *View
+				keys []string
+				err  error
+			}{
+				{"base-hit/alone", alone, baseHits, nil}, {"base-hit/through", tv, baseHits, nil},
+				{"delta-hit/through", tv, deltaHits, nil},
+				{"miss/alone", alone, misses, ErrNotFound}, {"miss/through", tv, misses, ErrNotFound},
+			}
+			gets := func(b *testing.B, v *View, keys []string, want error, from, n int) int {
+				s := 0
+				for i := from; i < from+n; i++ {
+					val, err := v.Get(keys[i&(benchKeys-1)])
+					if err != want {
+						b.Fatal(err)
+					}
+					s += len(val.Raw())
+				}
+				return s
+			}
+			for _, c := range cases {
+				b.Run(c.name, func(b *testing.B) {
+					b.ReportAllocs()
+					defer cpuClock(b)()
+					sink = gets(b, c.v, c.keys, c.err, 0, b.N)
+				})
+			}
+			b.Run("interleaved", func(b *testing.B) {
+				const per = 1 << 16
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				ns := make([][]float64, len(cases))
+				for r := 0; r < b.N; r++ {
+					for i, c := range cases {
+						c0 := threadCPU()
+						sink += gets(b, c.v, c.keys, c.err, (r*len(cases)+i)*per, per) // a window of its own: no case reads lines another just brought in
+						ns[i] = append(ns[i], float64(threadCPU()-c0)/per)
+					}
+				}
+				med := make([]float64, len(cases))
+				for i, c := range cases {
+					med[i] = median(ns[i])
+					b.ReportMetric(med[i], c.name+"-ns")
+				}
+				b.ReportMetric(med[1]/med[0], "base-hit-through/alone")
+				b.ReportMetric(med[4]/med[3], "miss-through/alone")
+				b.ReportMetric(med[2]/med[0], "delta-hit/base-hit-alone")
+			})
+		})
+	}
+}
+
+func median(x []float64) float64 {
+	s := append([]float64(nil), x...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// benchDelta encodes a delta of the n-key base img (test encoder) holding
+// n/100 of its keys, 90% upserts and 10% tombstones, into a temporary
+// file, and opens it; it returns the upserted keys too.
+func benchDelta(b *testing.B, img *Image, n int) (*Image, []string) {
+	m := img.cur.Load()
+	rng := rand.New(rand.NewPCG(uint64(n), 8))
+	seen := map[int]bool{}
+	var recs []rec2
+	var upserts []string
+	for len(recs) < n/100 {
+		k := rng.IntN(n)
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		key := fmt.Sprintf("key_%d", k)
+		if len(recs)%10 == 9 {
+			recs = append(recs, rec2{key: key, tomb: true})
+			continue
+		}
+		recs = append(recs, rec2{key: key, typ: TypeString, value: []byte(fmt.Sprintf("dval_%d", k))})
+		upserts = append(upserts, key)
+	}
+	rooms := 0 // the builder's bucket count (FORMAT.md §14): the records' rooms at a load factor of 0.72
+	for _, r := range recs {
+		rooms += recInlineHead + len(r.key) + len(r.value) + int(r.typ.nul()) + dirBytes
+	}
+	o := enc2Opts{seed: m.im.seed, hashBits: m.im.hashBits, buckets: uint64(math.Ceil(float64(rooms) / (120.0 * 0.72))),
+		delta: &deltaOpts{id: DeltaID{BaseChecksum: m.im.checksum, BaseSize: m.im.fileSize, Seq: 1}}}
+	path := filepath.Join(b.TempDir(), "delta.shmkv")
+	if err := os.WriteFile(path, encodeV2(recs, o), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	d, err := OpenFile(path, Populate)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return d, upserts
+}
+
+func pinned(b *testing.B, img *Image) *View {
+	v, err := img.Pin()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(v.Release)
+	return v
 }
 
 // BenchmarkGetBatch: the per-key time of GetBatch, batches of 64 keys.

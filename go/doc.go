@@ -22,6 +22,20 @@
 // many keys with their memory reads overlapped; [View.Entries] and
 // [View.Records] iterate (range-over-func).
 //
+// A delta image (FORMAT.md §19: upserts and tombstones for one base
+// image, and a key filter) opens as any image does; read alone, its
+// tombstones' keys are absent. [Image.WithDelta] reads a base through a
+// delta: the delta's upserts and tombstones first, the base for every
+// other key, in every getter, batch and iteration, with no allocation
+// per get; a delta built for another image is refused with [ErrBase].
+//
+//	users, err := base.WithDelta(delta) // base, delta: Images (OpenFile)
+//	if err != nil {
+//		return err // ErrBase: delta is not a delta of base
+//	}
+//	defer users.Close()
+//	name, err := users.Text("user:1:name")
+//
 // Every error matches one class with errors.Is: [ErrNotFound],
 // [ErrCorrupt], [ErrVersion] and the other sentinels of the format, or an
 // error of the operating system (errors.Is(err, fs.ErrNotExist), ...).

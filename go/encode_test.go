@@ -9,7 +9,9 @@ import (
 
 // A test-only encoder of format 2 images (layout B), written from the
 // specification (FORMAT.md §6) and its builder conventions, so that
-// the reader is tested before, and independently of, the C builder.
+// the reader is tested before, and independently of, the C builder; and
+// of delta images (§19): upserts and tombstones, inline and OUT, the
+// filter, the header's words naming the base.
 
 // rec2 is one record to encode: value holds value_len bytes (the encoder
 // adds the NUL of bytes and string).
@@ -20,6 +22,7 @@ type rec2 struct {
 	expires uint32
 	out     bool // OUT even when it would fit inline
 	shared  bool // OUT, its value in VALUES (dedup)
+	tomb    bool // a delta's tombstone (typ, value and expires unused)
 }
 
 type enc2Opts struct {
@@ -28,6 +31,25 @@ type enc2Opts struct {
 	seed     uint64
 	inline   uint64 // the inline bound (size with worst-case padding); 0: 64
 	name     string
+	delta    *deltaOpts // a delta image (FORMAT.md §19); nil: a plain image
+	// extraEntries: bytes appended to ENTRIES that no record names (forged
+	// images: an entry verify must refuse)
+	extraEntries []byte
+}
+
+// deltaOpts: a delta's header words and its filter's size.
+type deltaOpts struct {
+	id    DeltaID
+	words uint64 // FILTER's words; 0: the builder convention, max(1, ceil(records / 4))
+}
+
+// deltaOf: the options of a delta of base (an encoded image): its
+// checksum, size, seed and hash bits; seq 1, prev 0.
+func deltaOf(base []byte) enc2Opts {
+	return enc2Opts{
+		seed: le.Uint64(base[hdrHashSeed:]), hashBits: le.Uint32(base[hdrHashBits:]),
+		delta: &deltaOpts{id: DeltaID{BaseChecksum: le.Uint64(base[hdrChecksum:]), BaseSize: uint64(len(base)), Seq: 1}},
+	}
 }
 
 func encHash(key []byte, seed uint64, hashBits uint32) uint64 {
@@ -57,6 +79,12 @@ func typeAlign(t Type) uint64 {
 func recBytes(p *placed, q uint64, unit uint64) []byte {
 	var r []byte
 	x := p.expires != 0
+	if p.tomb { // §19.2: kind 0x10 exactly, key_len, value_len 0, the key; or kind 0x90 and the unit
+		if !p.inl {
+			return []byte{outTombKind, byte(unit), byte(unit >> 8), byte(unit >> 16), byte(unit >> 24), byte(unit >> 32)}
+		}
+		return append([]byte{inlineTombKind, byte(len(p.key)), 0}, p.key...)
+	}
 	if !p.inl {
 		kind := byte(recOut)
 		if x {
@@ -114,6 +142,9 @@ func encodeV2(recs []rec2, o enc2Opts) []byte {
 		worst := uint64(recInlineHead+len(r.key)+len(r.value)) + typeAlign(r.typ) - 1 + r.typ.nul()
 		if r.expires != 0 {
 			worst += 4
+		}
+		if r.tomb {
+			worst = uint64(recInlineHead + len(r.key))
 		}
 		p.inl = !r.out && !r.shared && len(r.key) <= 255 && len(r.value) <= 255 && worst <= o.inline
 		p.size = worst
@@ -182,6 +213,12 @@ func encodeV2(recs []rec2, o enc2Opts) []byte {
 				continue
 			}
 			units[p] = (entOff + uint64(len(ents))) / 8
+			if p.tomb { // type 0, flags 0, key_len, value_len 0, the key, zeros to 8
+				e := []byte{tombEntryType, 0, 0, 0, 0, 0, 0, 0}
+				le.PutUint16(e[2:], uint16(len(p.key)))
+				ents = append(ents, pad8(append(e, p.key...))...)
+				continue
+			}
 			e := []byte{byte(p.typ), 0, 0, 0, 0, 0, 0, 0}
 			le.PutUint16(e[2:], uint16(len(p.key)))
 			le.PutUint32(e[4:], uint32(len(p.value)))
@@ -202,6 +239,7 @@ func encodeV2(recs []rec2, o enc2Opts) []byte {
 			ents = append(ents, pad8(e)...)
 		}
 	}
+	ents = append(ents, o.extraEntries...)
 	valOff := align64(entOff + uint64(len(ents)))
 	if shared > 0 { // the references: VALUES offsets
 		for b := range bk {
@@ -213,7 +251,22 @@ func encodeV2(recs []rec2, o enc2Opts) []byte {
 			}
 		}
 	}
-	size := (valOff + uint64(len(vals)) + headerBlock - 1) / headerBlock * headerBlock
+	end := valOff + uint64(len(vals))
+	var keyFilter []uint64 // a delta's FILTER (§19.3): every key's three bits
+	filtOff := align64(end)
+	if o.delta != nil {
+		words := o.delta.words
+		if words == 0 {
+			words = max(1, (uint64(len(recs))+3)/4)
+		}
+		keyFilter = make([]uint64, words)
+		for _, p := range ps {
+			w, _ := bits.Mul64(p.h, words) // §19.3, spelled out (the reader's mayHold is tested against it)
+			keyFilter[w] |= 1<<(p.h>>16&63) | 1<<(p.h>>22&63) | 1<<(p.h>>28&63)
+		}
+		end = filtOff + 8*words
+	}
+	size := (end + headerBlock - 1) / headerBlock * headerBlock
 	img := make([]byte, size)
 	expiry := false
 	for b := range bk {
@@ -232,12 +285,24 @@ func encodeV2(recs []rec2, o enc2Opts) []byte {
 	}
 	copy(img[entOff:], ents)
 	copy(img[valOff:], vals)
+	for i, w := range keyFilter {
+		le.PutUint64(img[filtOff+8*uint64(i):], w)
+	}
 
 	copy(img, magic)
 	le.PutUint32(img[8:], 2)
 	le.PutUint32(img[12:], headerBlock)
 	le.PutUint64(img[16:], layoutHash)
-	flags := uint64(0)
+	flags, secs := uint64(0), []section{{idxOff, nb * bucketBytes}, {entOff, uint64(len(ents))}, {valOff, uint64(len(vals))}}
+	if o.delta != nil {
+		le.PutUint64(img[16:], deltaLayoutHash)
+		flags |= hdrFlagDelta
+		secs = append(secs, section{filtOff, 8 * uint64(len(keyFilter))})
+		id := o.delta.id
+		for i, w := range []uint64{id.BaseChecksum, id.BaseSize, id.Prev, id.Seq} {
+			le.PutUint64(img[hdrReserved+8*i:], w)
+		}
+	}
 	if shared > 0 {
 		flags |= hdrFlagDedup
 	}
@@ -256,10 +321,10 @@ func encodeV2(recs []rec2, o enc2Opts) []byte {
 	le.PutUint32(img[60:], hb)
 	le.PutUint64(img[64:], o.seed)
 	le.PutUint32(img[72:], uint32(maxProbe))
-	le.PutUint32(img[76:], sectionCount)
+	le.PutUint32(img[76:], uint32(len(secs)))
 	le.PutUint64(img[112:], uint64(shared))
 	copy(img[128:191], o.name)
-	for i, s := range []section{{idxOff, nb * bucketBytes}, {entOff, uint64(len(ents))}, {valOff, uint64(len(vals))}} {
+	for i, s := range secs {
 		dsc := img[192+32*i:]
 		le.PutUint32(dsc, uint32(i+1))
 		le.PutUint64(dsc[8:], s.off)

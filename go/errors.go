@@ -27,7 +27,10 @@ var (
 	ErrCorrupt   = errors.New("shmkv: image structure is corrupt")
 	ErrKeyLen    = errors.New("shmkv: key too long")
 	ErrProto     = errors.New("shmkv: control segment protocol mismatch")
-	ErrStale     = errors.New("shmkv: cache dropped or control segment replaced: attach again")
+	// ErrBase: a delta read with an image it does not apply to (FORMAT.md
+	// §19.4): the message names both checksums.
+	ErrBase  = errors.New("shmkv: delta does not apply to this image")
+	ErrStale = errors.New("shmkv: cache dropped or control segment replaced: attach again")
 	// ErrAgain: nothing is published yet, or the loader is mid-publish (or
 	// died in one); try again later (the C reader's -EAGAIN).
 	ErrAgain = errors.New("shmkv: nothing published, or a publish in progress: try again")
@@ -99,7 +102,7 @@ var classes = []struct {
 	{ErrVersion, "SHMKV_EVERSION"}, {ErrLayout, "SHMKV_ELAYOUT"},
 	{ErrTruncated, "SHMKV_ETRUNCATED"}, {ErrChecksum, "SHMKV_ECHECKSUM"},
 	{ErrCorrupt, "SHMKV_ECORRUPT"}, {ErrKeyLen, "SHMKV_EKEYLEN"}, {ErrProto, "SHMKV_EPROTO"},
-	{ErrStale, "SHMKV_ESTALE"}, {ErrAgain, "EAGAIN"}, {ErrClosed, "ECLOSED"},
+	{ErrStale, "SHMKV_ESTALE"}, {ErrBase, "SHMKV_EBASE"}, {ErrAgain, "EAGAIN"}, {ErrClosed, "ECLOSED"},
 }
 
 var osClasses = []struct {

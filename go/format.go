@@ -101,6 +101,36 @@ const (
 	maxInlineLen  = 255 // an inline record's key_len and value_len are one byte
 )
 
+// Delta images (FORMAT.md §19): a format 2 image under its own layout
+// hash, holding upserts and tombstones for one base, and a key filter.
+const (
+	deltaLayoutHash   = 0x011183097a055ca3 // XXH3-64 of deltaLayoutDesc, seed 0
+	hdrFlagDelta      = 4                  // header flag DELTA: set iff the delta layout hash (§19.1)
+	deltaSectionCount = 4                  // INDEX, ENTRIES, VALUES, FILTER
+	maxUsedSections   = deltaSectionCount
+	kindFilter        = 4 // section kind of the filter (§19.3)
+
+	// reserved[] words of a delta's header (§19.1); reserved[4..6] are 0
+	resBaseChecksum = 0 // the base's header_checksum
+	resBaseSize     = 1 // the base's file_size
+	resPrev         = 2 // the header_checksum of the delta this one follows; 0: none
+	resSeq          = 3 // its place in its chain, >= 1
+	deltaWords      = 4 // the reserved words a delta gives a meaning
+
+	recTomb        = 0x10             // kind bit 4, deltas only: a tombstone (§19.2)
+	inlineTombKind = recTomb          // an inline tombstone's kind, exactly
+	outTombKind    = recOut | recTomb // an OUT tombstone's kind, exactly
+	tombEntryType  = 0                // an OUT tombstone's entry type (type 0 is damage elsewhere)
+)
+
+// The three bits of a key in its filter word are bits (h >> s) & 63 for
+// each of these shifts s (§19.3).
+const (
+	filterShift0 = 16
+	filterShift1 = 22
+	filterShift2 = 28
+)
+
 // The retired format 1 (FORMAT.md §15): recognised only to be refused with
 // the command that converts it.
 const (
@@ -115,8 +145,16 @@ const (
 // the layout it describes.
 const layoutDesc = "shmkv-image-v2;header=512:magic@0,format_version@8,header_size@12,layout_hash@16,flags@24,file_size@32,entry_count@40,bucket_count@48,bucket_slots@56,hash_bits@60,hash_seed@64,max_probe@72,section_count@76,builder_version@80,reserved0@84,created_unix@88,value_bytes_logical@96,dedup_values@104,dedup_refs@112,dedup_saved_bytes@120,name@128,sections@192,reserved@448,header_checksum@504;section=32:kind@0,flags@4,offset@8,size@16,checksum@24;entry=8:type@0,flags@1,key_len@2,value_len@4;bucket=128:count@0[0..16],disp@1,filter48@2[(tag*48)>>16],dir16@8[count]=(tag<<7|off)&0xffff,records@8+2*count..128,ascending,zero-gaps;record=kind8@0;inline=key_len8@1,value_len8@2,expires32@3?,key,pad0-to-align(type)-in-bucket,value,nul(type);out=entry_off40>>3@1,expires32@6?;expired=now>=expires;hash=xxh3_64(seed);home=mulhi(h,buckets);tag=h&0xffff|1if0;types=1:bytes/a1/nul/text,2:string/a1/nul/text/utf8,3:i64/a8/fixed8,4:bool/a1/fixed1max1,5:f64/a8/fixed8,6:f32list/a8/array4,7:f64list/a8/array8,8:i64list/a8/array8,9:strlist/a8/strlist/utf8;eflags=0x1;hflags=0x3;rkind=type0xf,expires0x40,out0x80;sections=1:index,2:entries,3:values"
 
-// The nine value types (FORMAT.md §8).
+// deltaLayoutDesc is the delta layout description (FORMAT.md §19.1) whose
+// XXH3-64 is deltaLayoutHash.
+const deltaLayoutDesc = "shmkv-delta-v2;header=512:magic@0,format_version@8,header_size@12,layout_hash@16,flags@24,file_size@32,entry_count@40,bucket_count@48,bucket_slots@56,hash_bits@60,hash_seed@64,max_probe@72,section_count@76,builder_version@80,reserved0@84,created_unix@88,value_bytes_logical@96,dedup_values@104,dedup_refs@112,dedup_saved_bytes@120,name@128,sections@192,reserved@448,header_checksum@504;section=32:kind@0,flags@4,offset@8,size@16,checksum@24;entry=8:type@0,flags@1,key_len@2,value_len@4;bucket=128:count@0[0..16],disp@1,filter48@2[(tag*48)>>16],dir16@8[count]=(tag<<7|off)&0xffff,records@8+2*count..128,ascending,zero-gaps;record=kind8@0;inline=key_len8@1,value_len8@2,expires32@3?,key,pad0-to-align(type)-in-bucket,value,nul(type);out=entry_off40>>3@1,expires32@6?;expired=now>=expires;hash=xxh3_64(seed);home=mulhi(h,buckets);tag=h&0xffff|1if0;types=1:bytes/a1/nul/text,2:string/a1/nul/text/utf8,3:i64/a8/fixed8,4:bool/a1/fixed1max1,5:f64/a8/fixed8,6:f32list/a8/array4,7:f64list/a8/array8,8:i64list/a8/array8,9:strlist/a8/strlist/utf8;eflags=0x1;hflags=0x7;rkind=type0xf,tomb0x10,expires0x40,out0x80;sections=1:index,2:entries,3:values,4:filter;delta=base_checksum@448,base_size@456,prev@464,seq@472;tomb=inline:kind0x10/key_len8@1/value_len8@2=0/key,out:kind0x90/etype0/value_len0/key_len>0;filter=u64[words],word=mulhi(h,words),bits=h>>16&63|h>>22&63|h>>28&63"
+
+// The nine value types (FORMAT.md §8), and the type a tombstone of a
+// delta is given where iteration yields it (§19.2; the C reader's
+// SHMKV_TYPE_TOMBSTONE, an OUT tombstone's entry type).
 const (
+	TypeTombstone Type = tombEntryType
+
 	TypeBytes   Type = 1
 	TypeString  Type = 2
 	TypeInt64   Type = 3

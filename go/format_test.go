@@ -25,6 +25,9 @@ type formatJSON struct {
 	FormatVersion   uint64                 `json:"format_version"`
 	LayoutHash      string                 `json:"layout_hash"`
 	LayoutDesc      string                 `json:"layout_desc"`
+	DeltaLayoutHash string                 `json:"delta_layout_hash"`
+	DeltaLayoutDesc string                 `json:"delta_layout_desc"`
+	Delta           deltaJSON              `json:"delta"`
 	RetiredVersions map[string]retiredJSON `json:"retired_versions"`
 	Header          headerJSON             `json:"header"`
 	Section         structJSON             `json:"section"`
@@ -38,6 +41,20 @@ type formatJSON struct {
 	Types           []typeJSON             `json:"types"`
 	Errors          map[string]int         `json:"errors"`
 	Messages        map[string]string      `json:"messages"`
+}
+
+// deltaJSON: the delta constants (FORMAT.md §19), a key it lacks a
+// difference too (the decoder disallows unknown fields at every level).
+type deltaJSON struct {
+	HeaderFlag     uint64            `json:"header_flag"`
+	SectionCount   uint64            `json:"section_count"`
+	Reserved       map[string]uint64 `json:"reserved"`
+	RecordTomb     uint64            `json:"record_tomb"`
+	InlineTombKind uint64            `json:"inline_tomb_kind"`
+	OutTombKind    uint64            `json:"out_tomb_kind"`
+	TombEntryType  uint64            `json:"tomb_entry_type"`
+	FilterSection  uint64            `json:"filter_section"`
+	FilterShifts   []uint64          `json:"filter_shifts"`
 }
 
 type retiredJSON struct {
@@ -107,6 +124,22 @@ func TestFormatJSON(t *testing.T) {
 	same("layout_hash", uint64(layoutHash), hexJSON(t, "layout_hash", f.LayoutHash))
 	same("layout_desc", layoutDesc, f.LayoutDesc)
 	same("XXH3-64 of layout_desc", xxh3.HashString(f.LayoutDesc), hexJSON(t, "layout_hash", f.LayoutHash))
+	same("delta_layout_hash", uint64(deltaLayoutHash), hexJSON(t, "delta_layout_hash", f.DeltaLayoutHash))
+	same("delta_layout_desc", deltaLayoutDesc, f.DeltaLayoutDesc)
+	same("XXH3-64 of delta_layout_desc", xxh3.HashString(f.DeltaLayoutDesc), hexJSON(t, "delta_layout_hash", f.DeltaLayoutHash))
+	same("delta", deltaJSON{
+		HeaderFlag: hdrFlagDelta, SectionCount: deltaSectionCount,
+		Reserved:   map[string]uint64{"base_checksum": resBaseChecksum, "base_size": resBaseSize, "prev": resPrev, "seq": resSeq},
+		RecordTomb: recTomb, InlineTombKind: inlineTombKind, OutTombKind: outTombKind,
+		TombEntryType: tombEntryType, FilterSection: kindFilter, FilterShifts: []uint64{filterShift0, filterShift1, filterShift2},
+	}, f.Delta)
+	same("the delta's reserved words", uint64(deltaWords), uint64(len(f.Delta.Reserved)))
+	same("TypeTombstone", uint64(TypeTombstone), f.Delta.TombEntryType)
+	same("TypeTombstone's name", TypeTombstone.String(), "tombstone")
+	same("kind bit 4: outside record.known", uint64(recKnown&recTomb), uint64(0))
+	same("an OUT tombstone's kind", uint64(outTombKind), f.Record["out"]|f.Delta.RecordTomb)
+	same("the delta flag: not one of a plain image's", uint64(hdrFlagsKnown&hdrFlagDelta), uint64(0))
+	same("FILTER after the three sections", uint64(kindFilter), f.Delta.SectionCount)
 
 	same("header", map[string]uint64{
 		"size": headerBlock, "used": headerStruct, "checksum_offset": hdrChecksum, "file_align": headerBlock,

@@ -1,8 +1,10 @@
 package shmkv
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 )
 
@@ -13,7 +15,9 @@ import (
 
 // addImageSeeds: every format 2 image of the shared vectors of at most
 // 64 KiB (the format 1 ones, kept only as refusal cases, are left out), an
-// image of the test encoder with every record kind, and two stubs.
+// image of the test encoder with every record kind, two deltas of it
+// (FORMAT.md §19: every record kind, tombstones inline and OUT; a filter
+// of one word and of the conventional size), and two stubs.
 func addImageSeeds(f *testing.F) {
 	paths, _ := filepath.Glob(filepath.Join(vectorsDir, "*.img"))
 	sub, _ := filepath.Glob(filepath.Join(vectorsDir, "*", "*.img"))
@@ -29,12 +33,41 @@ func addImageSeeds(f *testing.F) {
 		f.Fatalf("only %d format 2 images among the vectors in %s", n, vectorsDir)
 	}
 	f.Add(encodeV2(v2Records(), enc2Opts{buckets: 61, seed: 7}))
+	for _, words := range []uint64{0, 1} {
+		_, d := deltaPair(fuzzBaseOpts, 23, words)
+		f.Add(d)
+	}
 	f.Add([]byte("SHMKVIMG"))
 	f.Add([]byte{})
 }
 
-// exercise reads everything an image offers, the way a user would.
+// fuzzBaseOpts: the base the seed deltas apply to (deltaPair's of
+// v2Records), which exercise reads a delta through.
+var fuzzBaseOpts = enc2Opts{buckets: 61, seed: 7}
+
+var fuzzBase = sync.OnceValue(func() *Image {
+	img, err := OpenBytes(encodeV2(v2Records(), fuzzBaseOpts), 0)
+	if err != nil {
+		panic(err)
+	}
+	return img
+})
+
+// exercise reads everything an image offers, the way a user would; a
+// delta, alone and the fuzz base through it (when it applies: ErrBase
+// otherwise), every get through it answering as the general lookups of
+// the delta, then the base, do (throughOracle).
 func exercise(t *testing.T, img *Image) {
+	if img.IsDelta() {
+		through, err := fuzzBase().WithDelta(img)
+		switch {
+		case err == nil:
+			exercise(t, through)
+			through.Close()
+		case !errors.Is(err, ErrBase):
+			t.Fatalf("WithDelta: %v", err)
+		}
+	}
 	v, err := img.Pin()
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +109,14 @@ func exercise(t *testing.T, img *Image) {
 		if Class(err) != Class(errs[i]) || string(one.Raw()) != string(vals[i].Raw()) {
 			t.Fatalf("batch and get disagree on %q: %v, %v", k, errs[i], err)
 		}
+		if v.dm != nil {
+			if w, werr := throughOracle(v.im, v.dm, k); Class(err) != Class(werr) || string(one.Raw()) != string(w.Raw()) || one.Type() != w.Type() {
+				t.Fatalf("through the delta, %q: %v (%v); the general lookups %v (%v)", k, one.Raw(), err, w.Raw(), werr)
+			}
+		}
+		_, _ = v.Expires(k)
 	}
+	_ = v.Len()
 	if v.Verify() == nil && iterErr != nil {
 		t.Fatalf("verify accepts, iteration fails: %v", iterErr)
 	}

@@ -3,6 +3,7 @@ package shmkv
 import (
 	"bytes"
 	"encoding/binary"
+	"unsafe"
 
 	"github.com/zeebo/xxh3"
 )
@@ -28,13 +29,24 @@ type image struct {
 	flags       uint64
 	dedupRefs   uint64
 	name        string
-	sec         [sectionCount]section
+	nsec        int // sections in use: 3, 4 in a delta
+	sec         [maxUsedSections]section
 	entOff      uint64 // ENTRIES [entOff, entEnd)
 	entEnd      uint64
 	valOff      uint64 // VALUES [valOff, valEnd)
 	valEnd      uint64
 	index       []byte // the INDEX section
 	expiry      bool   // header flag EXPIRY (the clock is read only if set)
+	checksum    uint64 // header_checksum: the image's identity as a base (§19.4)
+	fileSize    uint64
+
+	// A delta (FORMAT.md §19): its header's words naming its base and
+	// chain, and its key filter (FILTER's words).
+	delta       bool
+	dl          DeltaID
+	filter      []byte
+	filterAt    unsafe.Pointer // &filter[0]: mayHold's load, no bounds check
+	filterWords uint64
 }
 
 // checkImage applies FORMAT.md §12's checks, in its order, to b (the image's
@@ -53,8 +65,10 @@ func checkImage(b []byte, sums bool) (*image, error) {
 	if err := checkVersion(le.Uint32(b[hdrFormatVersion:])); err != nil { // 3
 		return nil, err
 	}
-	if lh := le.Uint64(b[hdrLayoutHash:]); lh != layoutHash { // 4
-		return nil, errf(ErrLayout, "layout_hash %#016x; format version 2 has %#016x", lh, uint64(layoutHash))
+	lh := le.Uint64(b[hdrLayoutHash:])
+	if lh != layoutHash && lh != deltaLayoutHash { // 4 (§19.4: either of the two)
+		return nil, errf(ErrLayout, "layout_hash %#016x; format version 2 has %#016x (an image) or %#016x (a delta)",
+			lh, uint64(layoutHash), uint64(deltaLayoutHash))
 	}
 	if got, want := le.Uint64(b[hdrChecksum:]), xxh3.Hash(b[:hdrChecksum]); got != want { // 5
 		return nil, errf(ErrChecksum, "header checksum %#016x, the header's bytes [0, 504) hash to %#016x", got, want)
@@ -66,7 +80,7 @@ func checkImage(b []byte, sums bool) (*image, error) {
 	if fileSize < size { // 7
 		return nil, errf(ErrCorrupt, "%d bytes after file_size %d", size-fileSize, fileSize)
 	}
-	im := &image{b: b}
+	im := &image{b: b, delta: lh == deltaLayoutHash, checksum: le.Uint64(b[hdrChecksum:]), fileSize: fileSize}
 	if err := im.checkFields(fileSize); err != nil { // 8
 		return nil, err
 	}
@@ -110,6 +124,11 @@ func (im *image) checkFields(fileSize uint64) error {
 	bad := func(format string, args ...any) error {
 		return errf(ErrCorrupt, "header: "+format, args...)
 	}
+	known, nsec := uint64(hdrFlagsKnown), uint32(sectionCount)
+	if im.delta {
+		known, nsec = known|hdrFlagDelta, deltaSectionCount
+	}
+	im.nsec = int(nsec)
 	switch {
 	case le.Uint32(b[hdrHeaderSize:]) != headerBlock:
 		return bad("header_size %d, not 4096", le.Uint32(b[hdrHeaderSize:]))
@@ -117,8 +136,12 @@ func (im *image) checkFields(fileSize uint64) error {
 		return bad("file_size %d is not a multiple of 4096", fileSize)
 	case fileSize > maxFileSize:
 		return bad("file_size %d is over 2^43", fileSize)
-	case im.flags&^hdrFlagsKnown != 0:
-		return bad("unknown flags %#x", im.flags&^hdrFlagsKnown)
+	case !im.delta && im.flags&hdrFlagDelta != 0:
+		return bad("flag DELTA (%#x) set, but the layout hash is an image's, not a delta's", hdrFlagDelta)
+	case im.flags&^known != 0:
+		return bad("unknown flags %#x", im.flags&^known)
+	case im.delta && im.flags&hdrFlagDelta == 0:
+		return bad("flag DELTA (%#x) clear, but the layout hash is a delta's", hdrFlagDelta)
 	case le.Uint32(b[hdrBucketSlots:]) != bucketBytes:
 		return bad("bucket_slots %d, not %d", le.Uint32(b[hdrBucketSlots:]), bucketBytes)
 	case im.hashBits < 1 || im.hashBits > 64:
@@ -133,10 +156,22 @@ func (im *image) checkFields(fileSize uint64) error {
 		return bad("name (bytes 128..191) is not NUL-terminated")
 	case le.Uint32(b[hdrReserved0:]) != 0:
 		return bad("reserved0 is %#x, not 0", le.Uint32(b[hdrReserved0:]))
-	case !allZero(b[hdrReserved:hdrChecksum]):
-		return bad("reserved (bytes 448..503) is not zero")
-	case le.Uint32(b[hdrSectionCount:]) != sectionCount:
-		return bad("section_count %d, not 3", le.Uint32(b[hdrSectionCount:]))
+	case !allZero(b[hdrReserved+8*deltaWords : hdrChecksum]):
+		return bad("reserved[4..6] (bytes 480..503) is not zero")
+	case !im.delta && !allZero(b[hdrReserved:hdrReserved+8*deltaWords]):
+		return bad("reserved[0..3] (bytes 448..479) is not zero, and the image is not a delta")
+	case le.Uint32(b[hdrSectionCount:]) != nsec:
+		return bad("section_count %d, not %d", le.Uint32(b[hdrSectionCount:]), nsec)
+	}
+	if im.delta {
+		w := func(i int) uint64 { return le.Uint64(b[hdrReserved+8*i:]) }
+		im.dl = DeltaID{BaseChecksum: w(resBaseChecksum), BaseSize: w(resBaseSize), Prev: w(resPrev), Seq: w(resSeq)}
+		switch {
+		case im.dl.BaseSize == 0 || im.dl.BaseSize%headerBlock != 0:
+			return bad("delta base_size %d is not a non-zero multiple of 4096", im.dl.BaseSize)
+		case im.dl.Seq == 0:
+			return bad("delta seq 0; a delta's place in its chain is 1 or more")
+		}
 	}
 	name := b[hdrName : hdrName+nameMax+1]
 	if i := bytes.IndexByte(name, 0); i >= 0 {
@@ -155,7 +190,7 @@ func (im *image) checkSections(fileSize uint64) error {
 	prev := uint64(headerBlock)
 	for i := 0; i < maxSections; i++ {
 		d := descriptor(im.b, i)
-		if i >= sectionCount {
+		if i >= im.nsec {
 			if !allZero(d) {
 				return errf(ErrCorrupt, "section descriptor %d is unused but not zero", i)
 			}
@@ -174,6 +209,8 @@ func (im *image) checkSections(fileSize uint64) error {
 			return errf(ErrCorrupt, "section %d: offset %d is before %d (the header block or the previous section)", i, s.off, prev)
 		case s.size > fileSize || s.off > fileSize-s.size:
 			return errf(ErrCorrupt, "section %d: [%d, +%d) ends past file_size %d", i, s.off, s.size, fileSize)
+		case i == kindFilter-1 && (s.size == 0 || s.size%8 != 0):
+			return errf(ErrCorrupt, "section %d (FILTER): size %d is not a non-zero multiple of 8", i, s.size)
 		}
 		im.sec[i] = s
 		prev = s.end()
@@ -189,6 +226,10 @@ func (im *image) checkSections(fileSize uint64) error {
 	ent, val := im.sec[kindEntries-1], im.sec[kindValues-1]
 	im.entOff, im.entEnd = ent.off, ent.end()
 	im.valOff, im.valEnd = val.off, val.end()
+	if im.delta {
+		f := im.sec[kindFilter-1]
+		im.setFilter(im.b[f.off:f.end():f.end()])
+	}
 	return nil
 }
 
@@ -196,25 +237,25 @@ func (im *image) checkSections(fileSize uint64) error {
 // zero (check 11).
 func (im *image) checkPadding() error {
 	from := uint64(headerStruct)
-	for i := 0; i <= sectionCount; i++ {
+	for i := 0; i <= im.nsec; i++ {
 		to := uint64(len(im.b))
-		if i < sectionCount {
+		if i < im.nsec {
 			to = im.sec[i].off
 		}
 		if j := firstNonZero(im.b[from:to]); j >= 0 {
 			return errf(ErrCorrupt, "byte %d, outside every section, is not zero", from+uint64(j))
 		}
-		if i < sectionCount {
+		if i < im.nsec {
 			from = im.sec[i].end()
 		}
 	}
 	return nil
 }
 
-var sectionNames = [sectionCount]string{"INDEX", "ENTRIES", "VALUES"}
+var sectionNames = [maxUsedSections]string{"INDEX", "ENTRIES", "VALUES", "FILTER"}
 
 func (im *image) checkSums() error {
-	for i, s := range im.sec {
+	for i, s := range im.sec[:im.nsec] {
 		d := descriptor(im.b, i)
 		got, want := le.Uint64(d[secChecksum:]), xxh3.Hash(im.b[s.off:s.end()])
 		if got != want {

@@ -40,6 +40,9 @@ type rec struct {
 
 func (r *rec) out() bool { return r.kind&recOut != 0 }
 
+// tomb: a tombstone of a delta (recAt accepts one only in a delta).
+func (r *rec) tomb() bool { return r.kind&recTomb != 0 }
+
 // expirySize is how many bytes of expiry follow the head of a record of
 // this kind: 4 with kind bit 6, else 0.
 func expirySize(kind byte) uint64 { return uint64(kind&recExpires) >> 4 }
@@ -59,12 +62,27 @@ func inlineSpan(bk *[bucketBytes]byte, pos, keyPos uint64, t Type) (valPos, end 
 // recAt decodes the head of the record at bucket offset pos: its kind; for
 // an inline record where its key and value start; its end. ok is false when
 // the record is malformed (kind bits 4 or 5, a type that is none, an OUT
-// record with type bits, bytes past +128). Reads nothing past +128.
-func recAt(bk *[bucketBytes]byte, pos uint64) (kind byte, keyPos, valPos, end uint64, ok bool) {
+// record with type bits, bytes past +128). In a delta (tomb), kind bit 4 is
+// a tombstone's, of kind 0x10 (inline: the key, value_len 0, its value
+// position its end) or 0x90 (OUT) exactly (FORMAT.md §19.2, §19.4). Reads
+// nothing past +128.
+func recAt(bk *[bucketBytes]byte, pos uint64, tomb bool) (kind byte, keyPos, valPos, end uint64, ok bool) {
 	if pos+recInlineHead > bucketBytes {
 		return 0, 0, 0, 0, false
 	}
 	kind = bk[pos]
+	if kind&recTomb != 0 {
+		switch {
+		case tomb && kind == inlineTombKind:
+			keyPos = pos + recInlineHead
+			end = keyPos + uint64(bk[pos+1])
+			return kind, keyPos, end, end, bk[pos+2] == 0 && end <= bucketBytes
+		case tomb && kind == outTombKind:
+			end = pos + recOutHead
+			return kind, 0, 0, end, end <= bucketBytes
+		}
+		return 0, 0, 0, 0, false
+	}
 	x := expirySize(kind)
 	if kind&recOut != 0 {
 		end = pos + recOutHead + x
@@ -96,8 +114,8 @@ func recEntry(bk *[bucketBytes]byte, pos uint64) uint64 {
 }
 
 // decodeRec is recAt with everything spelled out (iteration, verify).
-func decodeRec(bk *[bucketBytes]byte, pos uint64) (rec, bool) {
-	kind, keyPos, valPos, end, ok := recAt(bk, pos)
+func decodeRec(bk *[bucketBytes]byte, pos uint64, tomb bool) (rec, bool) {
+	kind, keyPos, valPos, end, ok := recAt(bk, pos, tomb)
 	if !ok {
 		return rec{}, false
 	}
@@ -217,7 +235,7 @@ func (im *image) scan(b, tag uint64, key []byte) (uint64, error) {
 // key's, else 0.
 func (im *image) recMatch(bk *[bucketBytes]byte, b, n, i uint64, key []byte) (uint64, error) {
 	pos := recOff(bk, i)
-	kind, keyPos, _, _, ok := recAt(bk, pos)
+	kind, keyPos, _, _, ok := recAt(bk, pos, im.delta)
 	if !ok || pos < dirEnd(n) {
 		return 0, errf(ErrCorrupt, "index bucket %d record %d at +%d: malformed or out of place", b, i, pos)
 	}
@@ -332,7 +350,7 @@ func (im *image) expired(e uint32, now *int64) bool {
 // as a lookup checks); OUT, its entry's.
 func (im *image) recValue(b, pos uint64) (Value, error) {
 	bk := im.bucket(b)
-	kind, _, valPos, end, _ := recAt(bk, pos)
+	kind, _, valPos, end, _ := recAt(bk, pos, im.delta)
 	if kind&recOut != 0 {
 		v, _, err := im.decodeValue(recEntry(bk, pos))
 		return v, err
@@ -354,6 +372,9 @@ func (im *image) getSlow(key []byte, h uint64, now *int64) (Value, error) {
 	if err != nil {
 		return Value{}, err
 	}
+	if bk := im.bucket(b); bk[pos]&recTomb != 0 { // a delta's: the key removed
+		return Value{}, im.tombstone(bk, b, pos)
+	}
 	if im.expiry {
 		bk := im.bucket(b)
 		if im.expired(recExpiry(bk, pos, bk[pos]), now) {
@@ -369,8 +390,12 @@ func (im *image) getSlow(key []byte, h uint64, now *int64) (Value, error) {
 // is read only for an expiring record, at most once; v.clock, a pinned
 // clock (SetClock), is read instead where it is not 0. v is the View the
 // get is made through (ErrClosed once released; the copying getters pass
-// one of their own, only its clock set), checked here so that View.Get
-// inlines into its caller.
+// one of their own, only its clock and delta set), checked here so that
+// View.Get inlines into its caller. Through a delta (v.dm, FORMAT.md §19)
+// the key, hashed once (the delta has the base's seed and bits), is asked
+// of the delta's filter, then of the delta's lookup, whose answer other
+// than "no record" (bare ErrNotFound: an upsert's value, errExpired,
+// errTombstone, damage) is the get's; else the base answers.
 func (im *image) get(key []byte, v *View) (Value, error) {
 	if v.released.Load() {
 		return Value{}, ErrClosed
@@ -384,30 +409,48 @@ func (im *image) get(key []byte, v *View) (Value, error) {
 	} else {
 		h = im.hash(key)
 	}
+	now := v.clock
+	if d := v.dm; d != nil && d.mayHold(h) { // through a delta: it answers first (FORMAT.md §19)
+		db, dbk := d.homeBucket(h)
+		if val, err := d.getFast(key, h, db, dbk, &now); err != ErrNotFound {
+			return val, err // its upsert, expired or not, or its tombstone: never the base's record
+		}
+	}
 	b, bk := im.homeBucket(h)
 	prefetchNext(bk)
-	now := v.clock
 	return im.getFast(key, h, b, bk, &now)
 }
 
-// expiresOf: when key's record expires (0: never), expired or not.
+// expiresOf: when key's record expires (0: never), expired or not; a
+// delta's tombstone: the key is absent.
 func (im *image) expiresOf(key []byte) (uint32, error) {
 	if len(key) > maxKeyLen {
 		return 0, errKeyLen
 	}
-	b, pos, err := im.locate(key, im.hash(key))
+	return im.expiresAt(key, im.hash(key))
+}
+
+func (im *image) expiresAt(key []byte, h uint64) (uint32, error) {
+	b, pos, err := im.locate(key, h)
 	if err != nil {
 		return 0, err
 	}
 	bk := im.bucket(b)
+	if bk[pos]&recTomb != 0 {
+		return 0, im.tombstone(bk, b, pos)
+	}
 	return recExpiry(bk, pos, bk[pos]), nil
 }
 
 // recKey is record r's key: inline in bucket bk, or its entry's (decoded
-// with every rule of §7 and §13).
+// with every rule of §7 and §13; §19.2 for an OUT tombstone's).
 func (im *image) recKey(bk *[bucketBytes]byte, r *rec) ([]byte, entry, error) {
 	if !r.out() {
 		return bk[r.keyPos : r.keyPos+r.keyLen : r.keyPos+r.keyLen], entry{}, nil
+	}
+	if r.tomb() {
+		e, err := im.decodeTombEntry(r.entry)
+		return e.key, e, err
 	}
 	e, err := im.decodeEntry(r.entry)
 	return e.key, e, err

@@ -94,7 +94,9 @@ func withClock(t *testing.T, now int64) *int {
 }
 
 // checkAll: every record is found with its value (Get, GetBatch), iteration
-// yields each once with its expiry, and misses miss.
+// yields each once with its expiry, and misses miss. A delta's tombstones
+// (recs of tomb): their keys are absent, Records yields each as a
+// TypeTombstone, Entries none.
 func checkAll(t *testing.T, v *View, recs []rec2, now int64) {
 	t.Helper()
 	want := map[string]rec2{}
@@ -109,7 +111,7 @@ func checkAll(t *testing.T, v *View, recs []rec2, now int64) {
 	for i, k := range keys {
 		got, err := v.Get(k)
 		r, ok := want[k]
-		gone := ok && r.expires != 0 && now >= int64(r.expires)
+		gone := ok && (r.tomb || r.expires != 0 && now >= int64(r.expires))
 		if !ok || gone {
 			if !errors.Is(err, ErrNotFound) || !errors.Is(errs[i], ErrNotFound) {
 				t.Fatalf("%.20q: %v, batch %v; want ErrNotFound", k, err, errs[i])
@@ -143,13 +145,13 @@ func checkAll(t *testing.T, v *View, recs []rec2, now int64) {
 			if !ok || seen[k] || e.Expires != r.expires || !bytes.Equal(e.Value.Raw(), r.value) || e.Value.Type() != r.typ {
 				t.Fatalf("iteration (all %v): %.20q (expires %d) unexpected or repeated", all, k, e.Expires)
 			}
-			if !all && r.expires != 0 && now >= int64(r.expires) {
-				t.Fatalf("Entries yields %.20q, expired at %d (now %d)", k, r.expires, now)
+			if !all && (r.tomb || r.expires != 0 && now >= int64(r.expires)) {
+				t.Fatalf("Entries yields %.20q, expired at %d (now %d), or a tombstone", k, r.expires, now)
 			}
 			seen[k] = true
 		}
 		for _, r := range recs {
-			if r.expires == 0 || now < int64(r.expires) {
+			if !r.tomb && (r.expires == 0 || now < int64(r.expires)) {
 				live++
 			}
 		}

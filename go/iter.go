@@ -12,7 +12,7 @@ type Entry struct {
 	Key   []byte
 	Value Value
 	// Expires is when the entry expires, in Unix seconds (FORMAT.md
-	// §17); 0 when it never does.
+	// §17); 0 when it never does (and for a tombstone).
 	Expires uint32
 }
 
@@ -22,6 +22,12 @@ type Entry struct {
 // whose header has the EXPIRY flag (a clock pinned with SetClock before
 // the view was pinned is honoured). Damage ends the iteration: the error
 // (ErrCorrupt) is yielded once, with a zero Entry, and nothing after it.
+//
+// Of a delta read alone, Entries yields its live upserts (not its
+// tombstones). Through a delta ([Image.WithDelta], FORMAT.md §19): the
+// delta's live upserts in its index order, then the base's live entries
+// whose key the delta does not hold (as an upsert, expired or not, or a
+// tombstone), in the base's index order.
 //
 //	for e, err := range view.Entries() {
 //		if err != nil {
@@ -33,36 +39,53 @@ func (v *View) Entries() iter.Seq2[Entry, error] { return v.iterate(false) }
 
 // Records yields every record of the view's image in index order, expired
 // ones included, each with its expiry: for dumps, inspection and tools.
-// Errors as Entries.
+// Errors as Entries. Of a delta read alone, Records yields its tombstones
+// too, in their place: an Entry whose Value is of [TypeTombstone] (no
+// bytes; its getters say ErrType) and Expires 0. Through a delta: the
+// delta's upserts, expired ones included, then the base's records whose
+// key the delta does not hold; no tombstone (a key it removes is absent).
 func (v *View) Records() iter.Seq2[Entry, error] { return v.iterate(true) }
 
 func (v *View) iterate(all bool) iter.Seq2[Entry, error] {
 	return func(yield func(Entry, error) bool) {
-		im := v.im
+		im, dm := v.im, v.dm
 		now := int64(0) // isExpired(e, 0) is false: no record expires
-		if !all && im.expiry && !v.released.Load() {
+		if !all && (im.expiry || dm != nil && dm.expiry) && !v.released.Load() {
 			if now = v.clock; now == 0 {
 				now = clock() // once, at the start
 			}
 		}
-		c := cursor{im: im}
-		for {
-			if v.released.Load() {
-				yield(Entry{}, ErrClosed)
-				return
-			}
-			e, ok, err := c.next()
-			switch {
-			case err != nil:
-				yield(Entry{}, err)
-				return
-			case !ok:
-				return
-			case !all && isExpired(e.Expires, now):
-				continue
-			}
-			if !yield(e, nil) {
-				return
+		passes := []*image{im} // through a delta: its records, then the base's it does not hold
+		if dm != nil {
+			passes = []*image{dm, im}
+		}
+		for p, src := range passes {
+			c := cursor{im: src}
+			for {
+				if v.released.Load() {
+					yield(Entry{}, ErrClosed)
+					return
+				}
+				e, ok, err := c.next()
+				if err == nil && ok && p == 1 { // the base's record: hidden where the delta holds its key
+					var held bool
+					if held, err = dm.holds(e.Key); held && err == nil {
+						continue
+					}
+				}
+				if err != nil {
+					yield(Entry{}, err)
+					return
+				}
+				if !ok {
+					break
+				}
+				if e.Value.typ == TypeTombstone && (!all || dm != nil) || !all && isExpired(e.Expires, now) {
+					continue
+				}
+				if !yield(e, nil) {
+					return
+				}
 			}
 		}
 	}
@@ -98,16 +121,19 @@ func (c *cursor) next() (Entry, bool, error) {
 		return Entry{}, false, errf(ErrCorrupt, "index bucket %d: count %d, at most %d", b, n, maxRecords)
 	}
 	off := recOff(bk, c.rec)
-	r, ok := decodeRec(bk, off)
+	r, ok := decodeRec(bk, off, im.delta)
 	if !ok || off < dirEnd(n) {
 		return Entry{}, false, errf(ErrCorrupt, "index bucket %d record %d at +%d: malformed or out of place", b, c.rec, off)
 	}
 	key, e, err := im.recKey(bk, &r)
 	var v Value
 	if err == nil {
-		if r.out() {
+		switch {
+		case r.tomb(): // a delta's tombstone (its OUT entry, if any, decoded by recKey)
+			v = Value{typ: TypeTombstone}
+		case r.out():
 			v = e.val
-		} else {
+		default:
 			v, err = im.recValue(b, r.pos)
 			if err == nil && v.typ == TypeStrList {
 				if why := checkStrList(v.data); why != "" {

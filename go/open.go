@@ -34,16 +34,28 @@ const (
 	HugePages
 )
 
-// Image is an image file, mapped read-only. Its copying getters (Bytes,
-// Text, Int64, ... promoted from its source) and Pin may be used from any
-// number of goroutines; Close unmaps once no View holds the mapping.
+// Image is an image file, mapped read-only, or a base read through a
+// delta (WithDelta). Its copying getters (Bytes, Text, Int64, ... promoted
+// from its source) and Pin may be used from any number of goroutines;
+// Close unmaps once no View holds the mapping.
 type Image struct {
 	source
-	name string
+	name     string
+	checksum uint64
+	delta    bool // a delta (FORMAT.md §19), read alone
+	dl       DeltaID
+}
+
+func newImage(mem []byte, im *image) *Image {
+	img := &Image{name: im.name, checksum: im.checksum, delta: im.delta, dl: im.dl}
+	img.cur.Store(newMapping(mem, im, 0, -1))
+	return img
 }
 
 // OpenFile maps the image file at path and checks it (FORMAT.md §12, all
-// checks unless NoVerify; §13 too with Deep).
+// checks unless NoVerify; §13 too with Deep). A delta image (§19) opens
+// alike, with §19.4's checks: read alone, its upserts are found and a
+// tombstone's key is absent; Image.WithDelta reads a base through it.
 func OpenFile(path string, flags OpenFlags) (*Image, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -87,9 +99,7 @@ func OpenFile(path string, flags OpenFlags) (*Image, error) {
 		unmapFile(mem)
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	img := &Image{name: im.name}
-	img.cur.Store(newMapping(mem, im, 0, -1))
-	return img, nil
+	return newImage(mem, im), nil
 }
 
 // OpenBytes reads an image held in memory (b must stay unchanged while the
@@ -100,9 +110,7 @@ func OpenBytes(b []byte, flags OpenFlags) (*Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	img := &Image{name: im.name}
-	img.cur.Store(newMapping(nil, im, 0, -1))
-	return img, nil
+	return newImage(nil, im), nil
 }
 
 func checkOpen(b []byte, flags OpenFlags) (*image, error) {

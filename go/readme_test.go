@@ -77,3 +77,36 @@ func fenced(t *testing.T, s, lang string) string {
 	}
 	return body + "\n"
 }
+
+// TestREADMEDelta: go/README.md's "Reading through a delta" shows
+// ExampleImage_WithDelta as it stands in example_delta_test.go (which go
+// test runs, comparing what it prints with its Output), and what it prints.
+func TestREADMEDelta(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(readme), "\n## Reading through a delta\n")
+	if !ok {
+		t.Fatal(`README.md has no "## Reading through a delta" section`)
+	}
+	sec, _, _ = strings.Cut(sec, "\n## ")
+	code, printed := fenced(t, sec, "go"), fenced(t, sec, "text")
+	ex, err := os.ReadFile("example_delta_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(code, "func ExampleImage_WithDelta() {\n") || !strings.Contains(string(ex), "\n"+code) {
+		t.Fatal("the README's delta example is not ExampleImage_WithDelta of example_delta_test.go: copy the one into the other")
+	}
+	_, out, _ := strings.Cut(code, "\t// Output:\n")
+	var want strings.Builder
+	for _, l := range strings.Split(strings.TrimSuffix(out, "}\n"), "\n") {
+		if l = strings.TrimPrefix(l, "\t// "); l != "" {
+			want.WriteString(l + "\n")
+		}
+	}
+	if printed != want.String() {
+		t.Fatalf("the README says the example prints\n%s\nits Output is\n%s", printed, want.String())
+	}
+}

@@ -10,10 +10,14 @@ import (
 // Type is a value's type (lib/FORMAT.md §8; the codes are format.go's).
 type Type uint8
 
-// String is the type's name as FORMAT.md §8 and shmctl spell it.
+// String is the type's name as FORMAT.md §8 and shmctl spell it
+// ("tombstone" for TypeTombstone).
 func (t Type) String() string {
 	if t.known() {
 		return types[t].name
+	}
+	if t == TypeTombstone {
+		return "tombstone"
 	}
 	return "unknown"
 }

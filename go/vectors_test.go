@@ -15,9 +15,13 @@ import (
 )
 
 // The shared conformance vectors (tests/vectors/README.md), manifest
-// version 2: every verdict, every entry (live and expired), every listed
-// lookup and batch of manifest.json; format 1 images refused with
-// ErrVersion and the message naming their converter.
+// version 2 or 3: every verdict, every entry (live and expired), every
+// listed lookup and batch of manifest.json; format 1 images refused with
+// ErrVersion and the message naming their converter. Manifest 3 adds
+// delta vectors (FORMAT.md §19): a delta's own entries list its
+// tombstones (type "tombstone"), and its optional "delta" field says what
+// reading another vector's image (base) through it gives: ErrBase, or
+// every record (entries), lookups and batches.
 
 const vectorsDir = "../tests/vectors"
 
@@ -37,10 +41,26 @@ type vector struct {
 	Verify  string   `json:"verify"`
 	Entries []vEntry `json:"entries"`
 	Gets    []vGet   `json:"gets"`
-	Batches []struct {
-		KeysHex []string `json:"keys_hex"`
-		Results []string `json:"results"`
-	} `json:"batches"`
+	Batches []vBatch `json:"batches"`
+	Delta   *vDelta  `json:"delta"` // manifest 3: a delta vector's base read through it
+}
+
+type vBatch struct {
+	KeysHex []string `json:"keys_hex"`
+	Results []string `json:"results"`
+}
+
+// vDelta: reading the vector Base (a file beside the manifest) through
+// this vector's delta: "OK" or "SHMKV_EBASE" (Stack), and when OK every
+// record in the all-records iteration's order (the delta's upserts in its
+// image order, then the base's records the delta does not hold), listed
+// lookups and batches, in the shapes of a vector's own.
+type vDelta struct {
+	Base    string   `json:"base"`
+	Stack   string   `json:"stack"`
+	Entries []vEntry `json:"entries"`
+	Gets    []vGet   `json:"gets"`
+	Batches []vBatch `json:"batches"`
 }
 
 type vEntry struct {
@@ -70,8 +90,8 @@ func parseManifest(raw []byte) (manifest, error) {
 	if err := d.Decode(&m); err != nil {
 		return m, err
 	}
-	if m.Format != "shmkv-conformance-vectors" || m.ManifestVersion != 2 || m.ImageFormatVersion != formatVersion {
-		return m, fmt.Errorf("unknown manifest: format %q, manifest_version %d, image_format_version %d (this test reads shmkv-conformance-vectors 2 of format 2)",
+	if m.Format != "shmkv-conformance-vectors" || m.ManifestVersion != 2 && m.ManifestVersion != 3 || m.ImageFormatVersion != formatVersion {
+		return m, fmt.Errorf("unknown manifest: format %q, manifest_version %d, image_format_version %d (this test reads shmkv-conformance-vectors 2 and 3 of format 2)",
 			m.Format, m.ManifestVersion, m.ImageFormatVersion)
 	}
 	return m, nil
@@ -105,7 +125,8 @@ func TestManifestVersion(t *testing.T) {
 	}{
 		{`{"format": "shmkv-conformance-vectors", "manifest_version": 2, "image_format_version": 2, "vectors": []}`, true},
 		{`{"format": "shmkv-conformance-vectors", "manifest_version": 1, "image_format_version": 1, "vectors": []}`, false},
-		{`{"format": "shmkv-conformance-vectors", "manifest_version": 3, "image_format_version": 2, "vectors": []}`, false},
+		{`{"format": "shmkv-conformance-vectors", "manifest_version": 3, "image_format_version": 2, "vectors": []}`, true},
+		{`{"format": "shmkv-conformance-vectors", "manifest_version": 4, "image_format_version": 2, "vectors": []}`, false},
 		{`{"format": "shmkv-conformance-vectors", "manifest_version": 2, "image_format_version": 3, "vectors": []}`, false},
 		{`{"format": "something else", "manifest_version": 2, "image_format_version": 2, "vectors": []}`, false},
 		{`{"manifest_version": 2, "vectors": []}`, false},
@@ -126,9 +147,17 @@ func unhex(t *testing.T, s string) []byte {
 
 func TestVectors(t *testing.T) {
 	m := loadManifest(t)
+	deltas := runVectors(t, vectorsDir, m)
+	t.Logf("manifest version %d: %d vectors, %d read through as deltas", m.ManifestVersion, len(m.Vectors), deltas)
+}
+
+// runVectors checks every vector of m, whose files are in dir; it returns
+// how many delta vectors read a base through themselves.
+func runVectors(t *testing.T, dir string, m manifest) int {
+	deltas := 0
 	for _, vec := range m.Vectors {
 		t.Run(fmt.Sprintf("v%d/%s", vec.Format, vec.Name), func(t *testing.T) {
-			path := filepath.Join(vectorsDir, vec.File)
+			path := filepath.Join(dir, vec.File)
 			img, err := OpenFile(path, 0)
 			if got := Class(err); got != vec.Open {
 				t.Fatalf("open: %s (%v), the manifest says %s", got, err, vec.Open)
@@ -167,21 +196,65 @@ func TestVectors(t *testing.T) {
 			for _, bt := range vec.Batches {
 				checkBatch(t, v, bt.KeysHex, bt.Results)
 			}
+			if vec.Delta != nil {
+				deltas++
+				checkThroughVector(t, dir, img, vec.Delta)
+			}
 		})
+	}
+	return deltas
+}
+
+// checkThroughVector: the base vector's image read through delta (the
+// vector's image; a plain image there is refused with ErrBase):
+// WithDelta's class, and when it succeeds every record, live and expired,
+// when listed (a damaged delta's are not), every listed lookup and batch,
+// as for an image.
+func checkThroughVector(t *testing.T, dir string, delta *Image, d *vDelta) {
+	if !delta.IsDelta() && d.Stack != "SHMKV_EBASE" {
+		t.Fatalf("a plain image as the delta: the manifest says %s", d.Stack)
+	}
+	base, err := OpenFile(filepath.Join(dir, d.Base), 0)
+	if err != nil {
+		t.Fatalf("the base %s: %v", d.Base, err)
+	}
+	defer base.Close()
+	through, err := base.WithDelta(delta)
+	if got := Class(err); got != d.Stack {
+		t.Fatalf("%s through the delta: %s (%v), the manifest says %s", d.Base, got, err, d.Stack)
+	}
+	if err != nil {
+		return
+	}
+	defer through.Close()
+	v, err := through.Pin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Release()
+	if d.Entries != nil {
+		checkEntries(t, through, v, d.Entries)
+	}
+	for _, g := range d.Gets {
+		checkGet(t, through, v, g)
+	}
+	for _, bt := range d.Batches {
+		checkBatch(t, v, bt.KeysHex, bt.Results)
 	}
 }
 
 // checkEntries: Records yields exactly the manifest's entries, in order,
-// with their expiry; Entries exactly those not expired, in order; each
-// live one looks up to the same value through every getter; an expired one
-// is absent to Get, GetBatch and the copying getters.
+// with their expiry; Entries exactly those not expired (nor tombstones),
+// in order; each live one looks up to the same value through every
+// getter; an expired one, and a delta's tombstone, is absent to Get,
+// GetBatch and the copying getters (a tombstone to Expires too).
 func checkEntries(t *testing.T, img *Image, v *View, want []vEntry) {
 	var live []vEntry
 	for _, w := range want {
 		if w.Expired != (w.Expires != 0 && clock() >= int64(w.Expires)) {
 			t.Fatalf("%s: expires %d, expired %v: the manifest's flag and the clock disagree", w.KeyHex, w.Expires, w.Expired)
 		}
-		if !w.Expired {
+		if !w.Expired && w.Type != "tombstone" {
 			live = append(live, w)
 		}
 	}
@@ -209,14 +282,15 @@ func checkEntries(t *testing.T, img *Image, v *View, want []vEntry) {
 	iterated("Entries", v.Entries(), live)
 	for _, w := range want {
 		key := unhex(t, w.KeyHex)
-		if e, err := v.Expires(string(key)); err != nil || e != w.Expires {
-			t.Fatalf("%s: View.Expires %d (%v), want %d", w.KeyHex, e, err, w.Expires)
+		tomb := w.Type == "tombstone"
+		if e, err := v.Expires(string(key)); tomb && !errors.Is(err, ErrNotFound) || !tomb && (err != nil || e != w.Expires) {
+			t.Fatalf("%s: View.Expires %d (%v), want %d (a tombstone: ErrNotFound)", w.KeyHex, e, err, w.Expires)
 		}
 		keys := []string{string(key), "no such key \x01"}
 		vals, errs := make([]Value, 2), make([]error, 2)
 		v.GetBatch(keys, vals, errs)
 		got, err := v.GetBytes(key)
-		if w.Expired {
+		if w.Expired || tomb {
 			if !errors.Is(err, ErrNotFound) || !errors.Is(errs[0], ErrNotFound) {
 				t.Fatalf("get %s, expired at %d: %v, batch %v", w.KeyHex, w.Expires, err, errs[0])
 			}

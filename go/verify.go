@@ -1,7 +1,21 @@
 package shmkv
 
+import "math/bits"
+
 // The full structural check of FORMAT.md §13 (the C reader's
-// shmkv_verify, SHMKV_OPEN_DEEP): it names the first problem it finds.
+// shmkv_verify, SHMKV_OPEN_DEEP): it names the first problem it finds. A
+// delta's adds §19.4's: tombstones as §19.2 says, every key's filter bits
+// set, entry_count counting tombstones, entries of type 0 exactly the OUT
+// tombstones'.
+
+// verifyAll is verify with the section checksums (§13's 1: the rest of
+// §12 holds for an image that opened).
+func (im *image) verifyAll() error {
+	if err := im.checkSums(); err != nil {
+		return err
+	}
+	return im.verify()
+}
 
 func (im *image) verify() error {
 	if err := im.checkPadding(); err != nil { // §13's 2 (1 is checkImage with sums)
@@ -32,7 +46,7 @@ func (im *image) verifyIndex() error {
 			if off < pos {
 				return errf(ErrCorrupt, "index bucket %d record %d at +%d: before +%d (the directory's end or the previous record's)", b, i, off, pos)
 			}
-			r, ok := decodeRec(bk, off) // first: off may be past +128
+			r, ok := decodeRec(bk, off, im.delta) // first: off may be past +128
 			if !ok {
 				return errf(ErrCorrupt, "index bucket %d record %d at +%d: malformed or past the bucket's end", b, i, off)
 			}
@@ -84,6 +98,9 @@ func (im *image) verifyIndex() error {
 		if err != nil || im.bucket(rb)[rpos]&recOut == 0 || recEntry(im.bucket(rb), rpos) != e.off {
 			return errf(ErrCorrupt, "entry at offset %d: no OUT record of its key points at it", e.off)
 		}
+		if tomb := im.bucket(rb)[rpos]&recTomb != 0; tomb != (e.val.typ == TypeTombstone) {
+			return errf(ErrCorrupt, "entry at offset %d: of type %d, its key's OUT record a tombstone: %v", e.off, e.val.typ, tomb)
+		}
 		ents++
 		pos = e.end
 	}
@@ -110,11 +127,13 @@ func (im *image) verifyRecord(bk *[bucketBytes]byte, b, i uint64, r *rec, dt uin
 		return bad("%s", detail(err))
 	}
 	sh := uint64(0)
-	if r.out() {
+	switch {
+	case r.tomb(): // its kind, its inline value_len 0 (recAt), its entry (recKey): §19.2
+	case r.out():
 		if e.val.shared {
 			sh = 1
 		}
-	} else {
+	default:
 		if !allZero(bk[r.keyPos+r.keyLen : r.valPos]) {
 			return bad("padding before its value is not zero")
 		}
@@ -129,6 +148,10 @@ func (im *image) verifyRecord(bk *[bucketBytes]byte, b, i uint64, r *rec, dt uin
 		}
 	}
 	h := im.hash(key)
+	if im.delta && !im.mayHold(h) {
+		w, _ := bits.Mul64(h, im.filterWords)
+		return bad("its key's bits in FILTER word %d are not all set", w)
+	}
 	tag := tagOf(h)
 	if dt != dirTag(tag)>>dirTagShift {
 		return bad("directory tag bits %03x, key hashes to tag %04x (low 9 bits %03x)", dt, tag, tag&0x1ff)

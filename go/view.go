@@ -1,6 +1,8 @@
 package shmkv
 
 import (
+	"fmt"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 )
@@ -9,12 +11,20 @@ import (
 // reference count: its owner (the Image, or the Cache while this is its
 // current generation) holds one reference, each pinned View one more. It is
 // unmapped when the count reaches zero, so no View can outlive its memory.
+// A base read through a delta (Image.WithDelta) is a mapping of no memory
+// of its own: it holds a reference to the base's mapping and to the
+// delta's (held), dropped when its own count reaches zero.
 type mapping struct {
 	mem  []byte // the whole mmap(2) region; nil for an in-memory image
 	im   *image
+	dm   *image // the delta im is read through (FORMAT.md §19); nil: none
+	held []*mapping
 	gen  uint64
 	node int
 	refs atomic.Int64
+
+	lenOnce sync.Once // View.Len through a delta: counted once
+	n       int
 }
 
 func newMapping(mem []byte, im *image, gen uint64, node int) *mapping {
@@ -38,8 +48,14 @@ func (m *mapping) acquire() bool {
 }
 
 func (m *mapping) release() {
-	if m.refs.Add(-1) == 0 && m.mem != nil {
+	if m.refs.Add(-1) != 0 {
+		return
+	}
+	if m.mem != nil {
 		unmapFile(m.mem)
+	}
+	for _, h := range m.held {
+		h.release()
 	}
 }
 
@@ -89,7 +105,7 @@ func (s *source) Pin() (*View, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &View{m: m, im: m.im, clock: s.clockPin.Load()}, nil
+	return &View{m: m, im: m.im, dm: m.dm, clock: s.clockPin.Load()}, nil
 }
 
 // read pins the current mapping, reads key's value with get (one of
@@ -102,7 +118,7 @@ func read[T any](s *source, key string, get func(Value) (T, error), clone func(T
 		return zero, err
 	}
 	defer m.release()
-	v, err := m.im.get(strBytes(key), &View{clock: s.clockPin.Load()}) // on the stack
+	v, err := m.im.get(strBytes(key), &View{dm: m.dm, clock: s.clockPin.Load()}) // on the stack
 	if err != nil {
 		return zero, err
 	}
@@ -160,7 +176,8 @@ func (s *source) Strings(key string) ([]string, error) { return read(s, key, Val
 type View struct {
 	m        *mapping
 	im       *image
-	clock    int64 // the source's pinned clock when pinned; 0: the system clock
+	dm       *image // the delta im is read through; nil: none
+	clock    int64  // the source's pinned clock when pinned; 0: the system clock
 	released atomic.Bool
 }
 
@@ -179,15 +196,26 @@ func (v *View) Generation() uint64 { return v.m.gen }
 func (v *View) Node() int { return v.m.node }
 
 // Len is the image's entry_count: every record, expired ones included
-// (Entries yields the live ones).
-func (v *View) Len() int { return int(v.m.im.entryCount) }
+// (Entries yields the live ones); of a delta read alone, its upserts and
+// its tombstones. Through a delta, the number of records Records yields,
+// counted at the first call (a lookup in the base for each record of the
+// delta) and kept; -1 if damage in either image stops the count (Records
+// says where).
+func (v *View) Len() int {
+	if v.dm == nil {
+		return int(v.im.entryCount)
+	}
+	return v.m.throughLen()
+}
 
 // Get is key's value, zero-copy: ErrNotFound (also for an entry whose
 // expiry the clock has reached: FORMAT.md §17; the clock is read once
 // per call, and only for images with the header's EXPIRY flag), ErrKeyLen,
 // ErrCorrupt where the lookup meets damage (FORMAT.md §12.1, §6.4; a
 // string value that is not strict UTF-8 included), ErrClosed after
-// Release. No allocation.
+// Release. No allocation. Of a delta read alone, a tombstone's key is
+// absent (ErrNotFound); through a delta (Image.WithDelta), the delta's
+// upsert or tombstone of the key answers, else the base.
 func (v *View) Get(key string) (Value, error) {
 	return v.im.get(strBytes(key), v) // inlined here: one call to the lookup
 }
@@ -199,25 +227,32 @@ func (v *View) GetBytes(key []byte) (Value, error) {
 
 // Expires is when key's entry expires, in Unix seconds (FORMAT.md §17),
 // expired or not; 0 when it never does. ErrNotFound for a key the image
-// does not hold.
+// does not hold (a delta's tombstone included). Through a delta, the
+// delta's upsert of the key answers, or its tombstone, else the base.
 func (v *View) Expires(key string) (uint32, error) {
 	if v.released.Load() {
 		return 0, ErrClosed
+	}
+	if v.dm != nil {
+		return v.im.expiresThrough(v.dm, strBytes(key))
 	}
 	return v.im.expiresOf(strBytes(key))
 }
 
 // Verify runs the full structural check of FORMAT.md §13 (checksums
-// included) on the view's image: nil, or the first problem found.
+// included; a delta's, §19.4's too) on the view's image: nil, or the first
+// problem found. Through a delta, the base's, then the delta's.
 func (v *View) Verify() error {
 	if v.released.Load() {
 		return ErrClosed
 	}
-	im := v.m.im
-	if err := im.checkSums(); err != nil {
+	if err := v.im.verifyAll(); err != nil || v.dm == nil {
 		return err
 	}
-	return im.verify()
+	if err := v.dm.verifyAll(); err != nil {
+		return fmt.Errorf("the delta: %w", err)
+	}
+	return nil
 }
 
 // strBytes is s's bytes without a copy (keys are only read).

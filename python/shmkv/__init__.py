@@ -8,6 +8,7 @@ Reading (lib/shmkv.h, compiled into this package):
         numpy.asarray(vec)                            # shares the image's memory
     cache = shmkv.attach("features")                  # a cache served by shmkv-loader
     cache.refresh()                                   # move to the newest generation
+    cache = shmkv.open("base.shmkv", delta="changes.delta")  # an image and its changes
 
 Building (libshmkv-build, the builder `shmctl image build` uses):
 
@@ -30,7 +31,7 @@ import enum
 import os
 from collections.abc import ItemsView, Iterable, Iterator, KeysView, Mapping, Sequence, \
     ValuesView
-from typing import Any
+from typing import Any, NamedTuple
 
 from ._shmkv import (  # noqa: F401  (re-exported)
     DEFAULT_SEED,
@@ -40,6 +41,7 @@ from ._shmkv import (  # noqa: F401  (re-exported)
     CacheIterator,
     CacheNotFound,
     CorruptImage,
+    DeltaMismatch,
     DuplicateKey,
     Error,
     KeyTooLong,
@@ -60,6 +62,7 @@ __all__ = [
     "DEFAULT_SEED", "VECTOR", "Array", "Cache", "CacheIterator",
     "Error", "NotFound", "TypeMismatch", "KeyTooLong", "CorruptImage", "VersionMismatch",
     "CacheNotFound", "Unavailable", "StaleCache", "BuildError", "DuplicateKey", "OSFailure",
+    "DeltaMismatch", "DeltaId",
     "open", "attach", "build", "build_file", "join", "upgrade", "diff", "apply", "REMOVE",
     "Remove", "part_of", "get_array",
     "RefreshEvery", "BuildOptions", "FileOptions", "JoinOptions",
@@ -94,9 +97,25 @@ class _Items(ItemsView):  # type: ignore[type-arg]
         return self._mapping._items()  # type: ignore[no-any-return]
 
 
+class DeltaId(NamedTuple):
+    """What a delta image names (lib/FORMAT.md section 19.1): its base (that
+    image's Cache.checksum and file size) and its place in its chain (prev:
+    the checksum of the delta it follows, 0 for the first; seq: 1, 2, ...)."""
+    base_checksum: int
+    base_size: int
+    prev: int
+    seq: int
+
+
 class Cache(_shmkv.Cache, Mapping):  # type: ignore[type-arg]
     __doc__ = _shmkv.Cache.__doc__
     __slots__ = ()
+
+    @property
+    def delta_id(self) -> DeltaId | None:
+        """A delta image's DeltaId; None for an image that is not a delta."""
+        t = self._delta_id
+        return None if t is None else DeltaId(*t)
 
     def keys(self) -> _Keys:
         """A view of the keys, in image order: str (UTF-8), or bytes for a

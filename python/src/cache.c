@@ -6,7 +6,12 @@
 
 static void gen_dealloc(GenObject *g)
 {
-	shmkv_close(g->db); /* unmaps: no Array or iterator of it is left */
+	if (g->owner) /* a handle bound to owner's mapping: nothing of its own to unmap */
+		PyMem_Free(g->db);
+	else
+		shmkv_close(g->db); /* unmaps: no Array or iterator of it is left */
+	Py_XDECREF(g->owner);
+	Py_XDECREF(g->over);
 	PyObject_Free(g);
 }
 
@@ -28,7 +33,16 @@ static GenObject *gen_new(shmkv *db)
 		return NULL;
 	}
 	g->db = db;
+	g->owner = g->over = NULL;
 	return g;
+}
+
+/* 1 when a get on g may find an entry expired: its image, or the delta it
+ * reads through, has the EXPIRY flag. */
+static int gen_expiry(const GenObject *g)
+{
+	return (shmkv_header(g->db)->flags & SHMKV_HFLAG_EXPIRY) ||
+	       (g->over && (shmkv_header(g->over->db)->flags & SHMKV_HFLAG_EXPIRY));
 }
 
 /* ---- keys and values ---- */
@@ -225,9 +239,8 @@ static void not_found(CacheObject *c, PyObject *key, const char *p, size_t n)
 	uint32_t t = 0;
 	char why[160];
 	shmkv_value v;
-	const shmkv_image_header *h = shmkv_header(c->gen->db);
-	/* only an image whose header says some entry expires can hold one */
-	if (!(h->flags & SHMKV_HFLAG_EXPIRY) ||
+	/* only an image (or delta) whose header says some entry expires can hold one */
+	if (!gen_expiry(c->gen) ||
 	    shmkv_get_expires(c->gen->db, p, n, &t) || !t ||
 	    shmkv_get_diag(c->gen->db, p, n, &v, why, sizeof why) != SHMKV_ENOTFOUND ||
 	    !strstr(why, "expired")) {
@@ -304,13 +317,15 @@ static int cache_contains(CacheObject *c, PyObject *key)
 
 /* len(cache): the number of entries iteration yields (lib/FORMAT.md
  * §17.6): the header's entry_count for an image without the EXPIRY flag
- * (O(1)), else counted by an iteration (O(n), the GIL released) */
+ * (O(1)), else counted by an iteration (O(n), the GIL released): an image
+ * with expiring entries, a delta read alone (its entry_count counts its
+ * tombstones) and an image read through a delta (O(base + delta), §19) */
 static Py_ssize_t cache_len(CacheObject *c)
 {
 	if (!live(c))
 		return -1;
 	const shmkv_image_header *h = shmkv_header(c->gen->db);
-	if (!(h->flags & SHMKV_HFLAG_EXPIRY))
+	if (!gen_expiry(c->gen) && !c->gen->over && !shmkv_is_delta(c->gen->db))
 		return (Py_ssize_t)h->entry_count;
 	GenObject *g = (GenObject *)Py_NewRef(c->gen); /* mapped while the GIL is away */
 	Py_ssize_t n = 0;
@@ -795,6 +810,7 @@ static PyObject *cache_close(CacheObject *c, PyObject *unused)
 {
 	(void)unused;
 	Py_CLEAR(c->gen);
+	Py_CLEAR(c->delta);
 	if (c->tlock) {
 		tracker_lock(c);
 		shmkv *t = c->tracker;
@@ -874,6 +890,140 @@ static PyObject *get_path(CacheObject *c, void *x)
 	return Py_NewRef(c->path);
 }
 
+/* ---- deltas (lib/FORMAT.md §19) ---- */
+
+PyObject *shmkvpy_open(PyObject *self, PyObject *args, PyObject *kw);
+
+/* What a message names a cache by: its path, else its cache name. */
+static PyObject *label_of(CacheObject *c)
+{
+	if (c->path != Py_None)
+		return PyObject_Repr(c->path);
+	return PyUnicode_FromString(c->name ? c->name : "?");
+}
+
+/* Reads c's image through the delta d (an open Cache): a new Gen whose
+ * handle is bound to the image's mapping with d's image as its delta
+ * (lib's shmkv_delta_set), swapped in as refresh swaps generations: what
+ * reads the old Gen (an iterator, an Array, a get_many with the GIL away)
+ * goes on reading it, and both mappings stay while anything reads them. */
+static int set_delta(CacheObject *c, PyObject *arg)
+{
+	if (!live(c))
+		return -1;
+	if (c->tlock) {
+		PyErr_Format(PyExc_ValueError, "set_delta: %s is an attached cache: the loader "
+			     "serves its changes itself", c->name);
+		return -1;
+	}
+	GenObject *plain = c->gen->owner ? c->gen->owner : c->gen;
+	if (arg == Py_None) {
+		if (c->gen != plain)
+			Py_SETREF(c->gen, (GenObject *)Py_NewRef(plain));
+		Py_CLEAR(c->delta);
+		return 0;
+	}
+	CacheObject *d;
+	if (PyObject_TypeCheck(arg, &CacheType)) {
+		d = (CacheObject *)Py_NewRef(arg);
+	} else if (PyUnicode_Check(arg) || PyBytes_Check(arg) || PyObject_HasAttrString(arg, "__fspath__")) {
+		PyObject *args = PyTuple_Pack(1, arg);
+		d = args ? (CacheObject *)shmkvpy_open(NULL, args, NULL) : NULL;
+		Py_XDECREF(args);
+		if (!d)
+			return -1;
+	} else {
+		PyErr_Format(PyExc_TypeError, "set_delta: a Cache, a path or None, not %.100s",
+			     Py_TYPE(arg)->tp_name);
+		return -1;
+	}
+	if (!d->gen) {
+		Py_DECREF(d);
+		PyErr_SetString(PyExc_ValueError, "set_delta: the delta is a closed shmkv.Cache");
+		return -1;
+	}
+	char why[512] = "";
+	shmkv *db = PyMem_Malloc(sizeof *db);
+	if (!db) {
+		Py_DECREF(d);
+		PyErr_NoMemory();
+		return -1;
+	}
+	/* plain's mapping passed open's checks: bind checks the header again */
+	int err = shmkv_bind_mem(db, plain->db->base, plain->db->size, SHMKV_OPEN_NOVERIFY, why,
+				 sizeof why);
+	if (!err) {
+		db->clock_pin = plain->db->clock_pin;
+		err = shmkv_delta_set(db, d->gen->db, why, sizeof why);
+	}
+	GenObject *g = err ? NULL : PyObject_New(GenObject, &GenType);
+	if (!g) {
+		PyMem_Free(db);
+		if (err) {
+			PyObject *a = label_of(c), *b = label_of(d);
+			PyObject *what = a && b ? PyUnicode_FromFormat("read %U through %U", a, b) : NULL;
+			const char *w = what ? PyUnicode_AsUTF8(what) : NULL;
+			if (w)
+				shmkvpy_raise(err, w, why);
+			Py_XDECREF(a);
+			Py_XDECREF(b);
+			Py_XDECREF(what);
+		}
+		Py_DECREF(d);
+		return -1;
+	}
+	g->db = db;
+	g->owner = (GenObject *)Py_NewRef(plain);
+	g->over = (GenObject *)Py_NewRef(d->gen);
+	Py_SETREF(c->gen, g);
+	Py_XSETREF(c->delta, (PyObject *)d);
+	return 0;
+}
+
+static PyObject *cache_set_delta(CacheObject *c, PyObject *arg)
+{
+	return set_delta(c, arg) ? NULL : Py_NewRef(Py_None);
+}
+
+static PyObject *get_delta(CacheObject *c, void *x)
+{
+	(void)x;
+	if (!live(c))
+		return NULL;
+	return Py_NewRef(c->delta ? c->delta : Py_None);
+}
+
+static PyObject *get_is_delta(CacheObject *c, void *x)
+{
+	(void)x;
+	if (!live(c))
+		return NULL;
+	return PyBool_FromLong(shmkv_is_delta(c->gen->db));
+}
+
+static PyObject *get_checksum(CacheObject *c, void *x)
+{
+	(void)x;
+	if (!live(c))
+		return NULL;
+	return PyLong_FromUnsignedLongLong(shmkv_checksum(c->gen->db));
+}
+
+/* (base_checksum, base_size, prev, seq) of a delta, else None (the
+ * package's Cache.delta_id makes it a DeltaId) */
+static PyObject *get_delta_id(CacheObject *c, void *x)
+{
+	(void)x;
+	if (!live(c))
+		return NULL;
+	shmkv_delta_id id;
+	if (shmkv_delta_id_of(c->gen->db, &id))
+		Py_RETURN_NONE;
+	return Py_BuildValue("(KKKK)", (unsigned long long)id.base_checksum,
+			     (unsigned long long)id.base_size, (unsigned long long)id.prev,
+			     (unsigned long long)id.seq);
+}
+
 static PyObject *cache_repr(CacheObject *c)
 {
 	if (!c->gen)
@@ -883,6 +1033,12 @@ static PyObject *cache_repr(CacheObject *c)
 					    c->name,
 					    (unsigned long long)shmkv_generation(c->gen->db),
 					    (unsigned long long)shmkv_header(c->gen->db)->entry_count);
+	if (c->delta) {
+		PyObject *d = label_of((CacheObject *)c->delta);
+		PyObject *r = d ? PyUnicode_FromFormat("<shmkv.Cache %R through %U>", c->path, d) : NULL;
+		Py_XDECREF(d);
+		return r;
+	}
 	return PyUnicode_FromFormat("<shmkv.Cache %R, %llu entries>", c->path,
 				    (unsigned long long)shmkv_header(c->gen->db)->entry_count);
 }
@@ -892,6 +1048,7 @@ static void cache_dealloc(CacheObject *c)
 	if (c->weakrefs)
 		PyObject_ClearWeakRefs((PyObject *)c);
 	Py_XDECREF(c->gen);
+	Py_XDECREF(c->delta);
 	shmkv_close(c->tracker);
 	if (c->tlock)
 		PyThread_free_lock(c->tlock);
@@ -949,6 +1106,8 @@ static PyObject *iter_next(CacheIterObject *i)
 	PyObject *key = key_object(k, len);
 	if (!key || i->what == ITER_KEYS)
 		return key;
+	if (v.type == SHMKV_TYPE_TOMBSTONE) /* records() of a delta: a removed key */
+		return Py_BuildValue("(NOO)", key, Py_None, Py_None);
 	PyObject *val = shmkvpy_value(i->gen, &v, key);
 	if (!val) {
 		Py_DECREF(key);
@@ -1040,6 +1199,7 @@ static CacheObject *cache_new(shmkv *db, PyObject *path)
 	c->undetached = 0;
 	c->name = NULL;
 	c->path = Py_NewRef(path);
+	c->delta = NULL;
 	c->weakrefs = NULL;
 	if (!(c->gen = gen_new(db))) {
 		Py_DECREF(c);
@@ -1051,11 +1211,11 @@ static CacheObject *cache_new(shmkv *db, PyObject *path)
 PyObject *shmkvpy_open(PyObject *self, PyObject *args, PyObject *kw)
 {
 	(void)self;
-	static char *names[] = {"path", "verify", "deep", "populate", "hugepages", NULL};
-	PyObject *pathobj, *bytes;
+	static char *names[] = {"path", "verify", "deep", "populate", "hugepages", "delta", NULL};
+	PyObject *pathobj, *bytes, *delta = Py_None;
 	int verify = 1, deep = 0, populate = 0, huge = 0;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$pppp:open", names, &pathobj, &verify, &deep,
-					 &populate, &huge))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$ppppO:open", names, &pathobj, &verify, &deep,
+					 &populate, &huge, &delta))
 		return NULL;
 	if (!PyUnicode_FSConverter(pathobj, &bytes))
 		return NULL;
@@ -1077,6 +1237,28 @@ PyObject *shmkvpy_open(PyObject *self, PyObject *args, PyObject *kw)
 	}
 	CacheObject *c = cache_new(db, p);
 	Py_DECREF(p);
+	if (c && delta != Py_None) {
+		/* a delta path opens with the base's checks */
+		PyObject *d = delta;
+		if (!PyObject_TypeCheck(delta, &CacheType)) {
+			PyObject *a = PyTuple_Pack(1, delta);
+			PyObject *k = a ? Py_BuildValue("{sOsOsO}", "verify", verify ? Py_True : Py_False,
+							"deep", deep ? Py_True : Py_False, "populate",
+							populate ? Py_True : Py_False)
+					: NULL;
+			d = k ? shmkvpy_open(NULL, a, k) : NULL;
+			Py_XDECREF(a);
+			Py_XDECREF(k);
+		} else {
+			Py_INCREF(d);
+		}
+		if (!d || set_delta(c, d)) {
+			Py_XDECREF(d);
+			Py_DECREF(c);
+			return NULL;
+		}
+		Py_DECREF(d);
+	}
 	return (PyObject *)c;
 }
 
@@ -1173,7 +1355,20 @@ static PyMethodDef cache_methods[] = {
 	{"records", (PyCFunction)cache_records, METH_NOARGS,
 	 "records() -> iterator\n\nEvery record, expired ones included, in image order: (key, value,\n"
 	 "expires), expires in Unix seconds or None (never). For dumps, inspection and\n"
-	 "tools; the mapping (iteration, len, get) holds the live entries only."},
+	 "tools; the mapping (iteration, len, get) holds the live entries only. A delta\n"
+	 "read alone also yields its tombstones, as (key, None, None); an image read\n"
+	 "through a delta yields the delta's upserts, then its own records the delta\n"
+	 "does not hold (lib/FORMAT.md section 19)."},
+	{"set_delta", (PyCFunction)cache_set_delta, METH_O,
+	 "set_delta(delta) -> None\n\nReads this image through delta (a delta image: a Cache, or a path\n"
+	 "opened with the default checks; None: the image alone again), lib/FORMAT.md\n"
+	 "section 19: every get, typed get, get_many, `in`, expires, iteration, records()\n"
+	 "and len answer with the delta's upserts and removals. The delta stays mapped\n"
+	 "while it is set (closing its Cache does not unmap it). Iterators and Arrays\n"
+	 "made before go on reading what they started on. Raises DeltaMismatch when\n"
+	 "the delta does not apply (made for another image, a later delta of a chain,\n"
+	 "another hash seed, not a delta, or this image is itself a delta); ValueError\n"
+	 "for an attached cache (the loader serves its changes itself)."},
 	{"refresh", (PyCFunction)cache_refresh, METH_NOARGS,
 	 "refresh() -> bool\n\nMoves an attached cache to the generation its loader serves now: False\n"
 	 "when unchanged (one fstat and one atomic load; always for an image file),\n"
@@ -1204,6 +1399,16 @@ static PyGetSetDef cache_getset[] = {
 	 NULL},
 	{"name", (getter)get_cache_name, NULL, "The cache name given to attach(), else None.", NULL},
 	{"path", (getter)get_path, NULL, "The path given to open(), else None.", NULL},
+	{"delta", (getter)get_delta, NULL,
+	 "The delta Cache this image is read through (set_delta, open(delta=)), else None.",
+	 NULL},
+	{"is_delta", (getter)get_is_delta, NULL,
+	 "True for a delta image (lib/FORMAT.md section 19): read alone, its upserts.", NULL},
+	{"checksum", (getter)get_checksum, NULL,
+	 "The image's header checksum: what a delta names its base by (DeltaId.base_checksum).",
+	 NULL},
+	{"_delta_id", (getter)get_delta_id, NULL,
+	 "(base_checksum, base_size, prev, seq) of a delta image, else None.", NULL},
 	{NULL, NULL, NULL, NULL, NULL},
 };
 

@@ -6,7 +6,7 @@
 
 PyObject *shmkvpy_Error;
 static PyObject *NotFound, *KeyTooLong, *VersionMismatch, *CacheNotFound,
-	*Unavailable, *StaleCache, *DuplicateKey, *OSFailure;
+	*Unavailable, *StaleCache, *DuplicateKey, *OSFailure, *DeltaMismatch;
 PyObject *shmkvpy_TypeMismatch, *shmkvpy_BuildError, *shmkvpy_CorruptImage;
 
 static PyObject *new_class(PyObject *m, const char *name, PyObject *bases, int code,
@@ -80,11 +80,15 @@ int shmkvpy_errors_init(PyObject *m)
 	shmkvpy_BuildError = sub(m, "BuildError", PyExc_ValueError, SHMKV_EINPUT,
 				 "build()/join(): a bad record or option; the message names the "
 				 "record (its index) and why (also a ValueError).");
+	DeltaMismatch = sub(m, "DeltaMismatch", NULL, SHMKV_EBASE,
+			    "A delta that does not apply to the image (lib/FORMAT.md section "
+			    "19.4): made for another image or version of it, a later delta of "
+			    "a chain (merge it first), another hash seed, or not a delta.");
 	OSFailure = sub(m, "OSFailure", PyExc_OSError, 0,
 			"A system call failed (also an OSError, errno set).");
 	if (!NotFound || !shmkvpy_TypeMismatch || !KeyTooLong || !shmkvpy_CorruptImage ||
 	    !VersionMismatch || !CacheNotFound || !Unavailable || !StaleCache || !shmkvpy_BuildError ||
-	    !OSFailure)
+	    !OSFailure || !DeltaMismatch)
 		return -1;
 	PyObject *bases = PyTuple_Pack(1, shmkvpy_BuildError);
 	if (!bases)
@@ -113,6 +117,7 @@ static PyObject *class_of(int err)
 	case SHMKV_ELIMIT: return shmkvpy_BuildError;
 	case -EAGAIN: return Unavailable;
 	case SHMKV_ESTALE: return StaleCache;
+	case SHMKV_EBASE: return DeltaMismatch;
 	default: return err < 0 && err > -4096 ? OSFailure : shmkvpy_Error;
 	}
 }

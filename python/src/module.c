@@ -18,17 +18,21 @@ static PyObject *py_strerror(PyObject *self, PyObject *arg)
 #define KW(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS
 static PyMethodDef functions[] = {
 	{"open", KW(shmkvpy_open), 
-	 "open(path, *, verify=True, deep=False, populate=False, hugepages=False)\n"
+	 "open(path, *, verify=True, deep=False, populate=False, hugepages=False, delta=None)\n"
 	 "--\n"
 	 "\n"
-	 "open(path, *, verify=True, deep=False, populate=False, hugepages=False) -> Cache\n"
+	 "open(path, *, verify=True, deep=False, populate=False, hugepages=False,\n"
+	 "     delta=None) -> Cache\n"
 	 "\n"
 	 "Maps the image file at path read-only and returns a Cache over it.\n"
 	 "verify=False skips the section checksums (the header's is always checked;\n"
 	 "every lookup stays bounds-checked), deep=True also walks the whole structure\n"
 	 "(shmkv_verify), populate=True prefaults every page, hugepages=True backs an\n"
-	 "image on tmpfs with huge pages (Linux 6.1+). Raises CorruptImage,\n"
-	 "VersionMismatch or OSFailure (an OSError with .errno set, e.g. ENOENT).\n"},
+	 "image on tmpfs with huge pages (Linux 6.1+). delta (a path, opened with the\n"
+	 "same checks, or a Cache) reads the image through that delta image\n"
+	 "(Cache.set_delta). Raises CorruptImage, VersionMismatch, DeltaMismatch (a\n"
+	 "delta that does not apply) or OSFailure (an OSError with .errno set, e.g.\n"
+	 "ENOENT).\n"},
 	{"attach", KW(shmkvpy_attach), 
 	 "attach(name, root=None, *, verify=False, deep=False)\n"
 	 "--\n"

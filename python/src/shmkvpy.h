@@ -24,9 +24,13 @@
 #define SHMKVPY_LIKELY(x) __builtin_expect(!!(x), 1)
 #define SHMKVPY_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
-typedef struct {
+typedef struct GenObject {
 	PyObject_HEAD
-	shmkv *db; /* owned: closed (unmapped) in dealloc */
+	shmkv *db; /* owned: closed (unmapped) in dealloc, or freed when bound */
+	/* a base read through a delta (Cache.set_delta, lib/FORMAT.md §19): db
+	 * is a handle bound to owner's mapping with over's image as its delta;
+	 * both are held while db reads them. NULL otherwise. */
+	struct GenObject *owner, *over;
 } GenObject;
 
 typedef struct {
@@ -40,6 +44,7 @@ typedef struct {
 	int undetached;    /* the tracker moved but shmkv_detach failed (ENOMEM) */
 	char *name;        /* attached caches: the cache name */
 	PyObject *path;    /* opened file, or None */
+	PyObject *delta;   /* the delta Cache read through (set_delta), or NULL */
 	PyObject *weakrefs;
 } CacheObject;
 

@@ -1,5 +1,5 @@
 """The shared conformance vectors (tests/vectors/README.md, manifest
-version 2) through the Python API: each image's verdict at open (checksums
+version 3) through the Python API: each image's verdict at open (checksums
 on) and at a deep open (open, then the full structural check); a format 1
 image refused as VersionMismatch naming `shmctl image upgrade`; for the
 images verify accepts, every record (the all-records iteration,
@@ -7,8 +7,11 @@ Cache.records(), in image order with expiries) and the live entries
 (iteration, len, `cache[key]`, the typed getter with the value and its
 stored bytes, `type_of`, `expires`, `get_many`; an expired entry absent to
 all of them but `expires`); the result of each listed lookup (with its
-value) and of each listed batch (get_many's per-key answers). The vectors
-are made by the C builder (tests/vectors/gen_vectors); this reads them
+value) and of each listed batch (get_many's per-key answers). A delta
+vector's tombstones are records (records() yields them as (key, None,
+None)) absent to everything else, and its "delta" field is its base read
+through it (shmkv.open(base, delta=...)): DeltaMismatch, or the same checks
+of entries, lookups and batches. The vectors are made by the C builder (tests/vectors/gen_vectors); this reads them
 from the tree."""
 import json
 import math
@@ -25,10 +28,10 @@ RETIRED = "image format version 1 is retired: convert it with 'shmctl image upgr
 
 
 def check_manifest(m):
-    """m, if it is a manifest this test knows (format, manifest_version 2,
-    image format 2); else ValueError naming what differs."""
+    """m, if it is a manifest this test knows (format, manifest_version 2 or
+    3, image format 2); else ValueError naming what differs."""
     got = (m.get('format'), m.get('manifest_version'), m.get('image_format_version'))
-    if got != ('shmkv-conformance-vectors', 2, 2):
+    if got not in (('shmkv-conformance-vectors', 2, 2), ('shmkv-conformance-vectors', 3, 2)):
         raise ValueError(f"a manifest this test does not know: format, manifest_version, "
                          f"image_format_version = {got}")
     return m
@@ -41,7 +44,7 @@ def _manifest():
 
 def test_unknown_manifest_refused():
     m = _manifest()
-    for change in ({'manifest_version': 1}, {'manifest_version': 3},
+    for change in ({'manifest_version': 1}, {'manifest_version': 4},
                    {'format': 'other'}, {'image_format_version': 3}):
         with pytest.raises(ValueError, match="does not know"):
             check_manifest(dict(m, **change))
@@ -54,6 +57,8 @@ def test_manifest_shape():
     assert len(vs) >= 50 and len({v['name'] + str(v['format']) for v in vs}) == len(vs)
     assert all(v['format'] in (1, 2) for v in vs)
     assert any(v['format'] == 1 for v in vs) and any(v.get('batches') for v in vs)
+    deltas = [v for v in vs if 'delta' in v]
+    assert len(deltas) >= 8 and {v['delta']['stack'] for v in deltas} == {'OK', 'SHMKV_EBASE'}
     assert all(v['open'] == 'SHMKV_EVERSION' and v['file'].startswith('v1/')
                for v in vs if v['format'] == 1)
 
@@ -120,9 +125,14 @@ def _check_value(name, w, got):
         assert bytes(memoryview(got)).hex() == w['raw_hex'], where
 
 
+def _absent(e):
+    """An entry no get finds: expired, or a delta's tombstone."""
+    return e.get('expired', False) or e['type'] == 'tombstone'
+
+
 def _check_entries(name, c, entries):
     keys = [bytes.fromhex(e['key_hex']) for e in entries]
-    live = [(k, e) for k, e in zip(keys, entries) if not e.get('expired', False)]
+    live = [(k, e) for k, e in zip(keys, entries) if not _absent(e)]
 
     def raw(k):
         return k.encode() if isinstance(k, str) else k
@@ -130,6 +140,9 @@ def _check_entries(name, c, entries):
     recs = list(c.records())
     assert [raw(k) for k, _, _ in recs] == keys, f"{name}: records()' keys"
     for (_, v, t), e in zip(recs, entries):
+        if e['type'] == 'tombstone':  # no value fields: (key, None, None)
+            assert v is None and t is None and 'value' not in e, f"{name}: {e['key_hex']}"
+            continue
         _check_value(name, e, v)
         assert t == e.get('expires'), f"{name}: records()' expiry of {e['key_hex']}"
     # the default iteration and len: the live entries, in image order
@@ -141,6 +154,12 @@ def _check_entries(name, c, entries):
     assert [raw(k) for k in c] == [k for k, _ in live]
     for k, e in zip(keys, entries):
         where = f"{name}: key {e['key_hex']}"
+        if e['type'] == 'tombstone':
+            assert k not in c and c.get(k, 'absent') == 'absent', where + ' removed'
+            for absent in (lambda: c[k], lambda: c.expires(k), lambda: c.type_of(k)):
+                with pytest.raises(shmkv.NotFound):
+                    absent()
+            continue
         assert c.expires(k) == e.get('expires'), where
         if e.get('expired', False):
             assert k not in c and c.get(k, 'absent') == 'absent', where + ' expired'
@@ -153,7 +172,7 @@ def _check_entries(name, c, entries):
     many = c.get_many(keys + [b'no such key \x01'], default='absent')
     assert many[-1] == 'absent', name
     for k, e, v in zip(keys, entries, many):
-        if e.get('expired', False):
+        if _absent(e):
             assert v == 'absent', f"{name}: get_many of expired {e['key_hex']}"
         else:
             _check_value(name, e, v)
@@ -202,6 +221,48 @@ def _check_batch(name, c, b):
             assert results[i] is absent and e.value.errors[i].errname == r, (where, i)
 
 
+def _check_lookups(name, c, v):
+    """The listed gets and batches of v (a vector, or its "delta" field) on c."""
+    for g in v.get('gets', []):
+        r, value = _get(c, bytes.fromhex(g['key_hex']))
+        assert r == g['result'], f"{name}: get {g['key_hex']} says {r}, the manifest {g['result']}"
+        if 'value' in g:
+            assert _same(value, g['value']), f"{name}: get {g['key_hex']}: {value!r}"
+        elif isinstance(value, shmkv.Error):
+            # a strlist with a damaged string: C's get succeeds and refuses
+            # the string when it is read; Python reads them all at the get
+            assert isinstance(value, shmkv.CorruptImage), value
+            assert c.type_of(bytes.fromhex(g['key_hex'])) == 'strlist', value
+    for b in v.get('batches', []):
+        _check_batch(name, c, b)
+
+
+def _check_through(v, path, delta):
+    """v's base read through its image (opened as delta): open(delta=)'s
+    verdict, and set_delta's with the open Cache; then what it holds."""
+    d = v['delta']
+    name = f"{v['name']} (through, base {d['base']})"
+    base = os.path.join(VEC, d['base'])
+    got, c, err = _verdict(base, delta=path)
+    assert got == d['stack'], f"{name}: {got} ({err}), the manifest {d['stack']}"
+    with shmkv.open(base) as b:
+        if got != 'OK':
+            assert isinstance(err, shmkv.DeltaMismatch) and 'delta' in str(err), err
+            with pytest.raises(shmkv.DeltaMismatch):
+                b.set_delta(delta)
+            assert b.delta is None  # unchanged
+            return
+        b.set_delta(delta)
+        assert b.delta is delta and not b.is_delta and b.checksum == delta.delta_id.base_checksum
+    with c:
+        assert c.delta is not None and c.delta.is_delta
+        if 'entries' in d:
+            _check_entries(name, c, d['entries'])
+        _check_lookups(name, c, d)
+        c.set_delta(None)  # the base alone again
+        assert c.delta is None
+
+
 @pytest.mark.parametrize('v', _vectors())
 def test_vector(v):
     path = os.path.join(VEC, v['file'])
@@ -216,19 +277,9 @@ def test_vector(v):
         assert c.format == v['format'] == 2
         if v['verify'] == 'OK':  # a damaged image may open: its counts are not its entries
             _check_entries(v['name'], c, v['entries'])
-        for g in v.get('gets', []):
-            r, value = _get(c, bytes.fromhex(g['key_hex']))
-            assert r == g['result'], \
-                f"{v['name']}: get {g['key_hex']} says {r}, the manifest {g['result']}"
-            if 'value' in g:
-                assert _same(value, g['value']), f"{v['name']}: get {g['key_hex']}: {value!r}"
-            elif isinstance(value, shmkv.Error):
-                # a strlist with a damaged string: C's get succeeds and refuses
-                # the string when it is read; Python reads them all at the get
-                assert isinstance(value, shmkv.CorruptImage), value
-                assert c.type_of(bytes.fromhex(g['key_hex'])) == 'strlist', value
-        for b in v.get('batches', []):
-            _check_batch(v['name'], c, b)
+        _check_lookups(v['name'], c, v)
+        if 'delta' in v:
+            _check_through(v, path, c)
     got, d, _ = _verdict(path, deep=True)
     if d is not None:
         d.close()

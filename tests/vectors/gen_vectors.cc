@@ -7,9 +7,10 @@
 //                             from what this build generates (or is missing,
 //                             or is extra): builds are deterministic
 //
-// The verdicts are written here by hand from FORMAT.md §11–13, never taken
-// from a reader: the reader's test (vectors_test) checks the reader against
-// them.
+// The verdicts are written here by hand from FORMAT.md §11–13 and §19 (delta
+// images), never taken from a reader: the reader's test (vectors_test)
+// checks the reader against them.
+#include <algorithm>
 #include <cerrno>
 #include <cinttypes>
 #include <cmath>
@@ -18,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -44,7 +46,15 @@ struct Rec {
 	unsigned type;
 	std::string raw;      // the value's bytes as the builder API takes them
 	uint32_t expires = 0; // format 2: Unix seconds, 0 none
+	bool tomb = false;    // a delta's tombstone (FORMAT.md §19.2): key alone
 };
+
+Rec tombstone(std::string k)
+{
+	Rec r{std::move(k), 0, ""};
+	r.tomb = true;
+	return r;
+}
 
 Rec expiring(Rec r, uint32_t t)
 {
@@ -95,9 +105,19 @@ struct Opts {
 	const char *name = "vectors";
 };
 
+void write_file(const std::string &path, const std::string &bytes)
+{
+	FILE *f = fopen(path.c_str(), "wb");
+	if (!f || fwrite(bytes.data(), 1, bytes.size(), f) != bytes.size() || fclose(f) != 0)
+		die("write " + path);
+}
+
 // Builds recs with fixed options (seed, creation time, one thread), returns
-// the image's bytes.
-std::string build(const std::vector<Rec> &recs, const Opts &o, const std::string &tmpdir)
+// the image's bytes. With base, a delta of that image (FORMAT.md §19; after:
+// the delta it follows in its chain, if any), whose tombstones are the recs
+// marked tomb.
+std::string build(const std::vector<Rec> &recs, const Opts &o, const std::string &tmpdir,
+		  const std::string *base = nullptr, const std::string *after = nullptr)
 {
 	shmkv_build_options bo;
 	if (shmkv_build_options_init(&bo) != 0)
@@ -119,10 +139,21 @@ std::string build(const std::vector<Rec> &recs, const Opts &o, const std::string
 	if (err)
 		die(std::string("builder: ") + shmkv_strerror(err));
 	shmkv_builder_set_threads(b, 1);
+	if (base) {
+		const std::string bp = tmpdir + "/base.img", ap = tmpdir + "/after.img";
+		write_file(bp, *base);
+		if (after)
+			write_file(ap, *after);
+		if (shmkv_builder_set_delta(b, bp.c_str(), after ? ap.c_str() : nullptr) != 0)
+			die(std::string("set_delta: ") + shmkv_builder_error(b));
+		unlink(bp.c_str());
+		unlink(ap.c_str());
+	}
 	for (const Rec &r : recs)
-		if (shmkv_builder_set_expires(b, r.expires) != 0 ||
-		    shmkv_builder_add(b, r.key.data(), r.key.size(), r.type, r.raw.data(),
-				      r.raw.size()) != 0)
+		if (r.tomb ? shmkv_builder_remove(b, r.key.data(), r.key.size()) != 0
+			   : shmkv_builder_set_expires(b, r.expires) != 0 ||
+				     shmkv_builder_add(b, r.key.data(), r.key.size(), r.type,
+						       r.raw.data(), r.raw.size()) != 0)
 			die(std::string("add: ") + shmkv_builder_error(b));
 	std::string path = tmpdir + "/build.img";
 	if (shmkv_builder_finish(b, path.c_str(), nullptr) != 0)
@@ -311,6 +342,11 @@ struct Vector {
 	std::vector<Get> gets;       // lookups and their results
 	std::vector<std::vector<Get>> batches; // one batch call each, a result per key
 	std::map<std::string, Rec> recs;       // key -> record, for the values of OK gets
+	// a delta's base read through it (manifest "delta"): the base's file,
+	// the verdict of reading it so, and (through) what it then holds
+	std::string delta_base;
+	const char *stack = nullptr;
+	std::shared_ptr<Vector> through;
 };
 
 // The records of recs, by key (the values an OK get returns).
@@ -320,6 +356,31 @@ std::map<std::string, Rec> by_key(const std::vector<Rec> &recs)
 	for (const Rec &r : recs)
 		m[r.key] = r;
 	return m;
+}
+
+// v's entries: the records of keyed in db's all-records iteration order,
+// with each one's shared bit, read through the public format functions.
+void fill_order(Vector &v, const shmkv *db, const std::map<std::string, const Rec *> &keyed,
+		size_t want)
+{
+	shmkv_iter it;
+	shmkv_iter_init_all(db, &it);
+	const void *k;
+	size_t kl;
+	shmkv_value val;
+	int err;
+	while ((err = shmkv_iter_next(&it, &k, &kl, &val)) == 0) {
+		auto f = keyed.find(std::string((const char *)k, kl));
+		if (f == keyed.end())
+			die(v.name + ": the image holds a key that was not added");
+		if (f->second->tomb != (val.type == SHMKV_TYPE_TOMBSTONE))
+			die(v.name + ": a tombstone where an upsert was added, or the reverse");
+		v.entries.push_back(*f->second);
+		v.shared.push_back(val.shared != 0);
+	}
+	if (err != SHMKV_EEND || v.entries.size() != want)
+		die(v.name + ": the image lost keys");
+	v.contents = true;
 }
 
 // The contents of an accepted image in image order (iteration), with each
@@ -333,27 +394,44 @@ void fill_contents(Vector &v, const std::vector<Rec> &recs)
 	char why[256];
 	if (shmkv_bind_mem(&db, v.img.data(), v.img.size(), 0, why, sizeof why) != 0)
 		die(v.name + ": " + why);
-	shmkv_iter it;
-	shmkv_iter_init_all(&db, &it);
-	const void *k;
-	size_t kl;
-	shmkv_value val;
-	while (shmkv_iter_next(&it, &k, &kl, &val) == 0) {
-		auto f = keyed.find(std::string((const char *)k, kl));
-		if (f == keyed.end())
-			die(v.name + ": the image holds a key that was not added");
-		v.entries.push_back(*f->second);
-		v.shared.push_back(val.shared != 0);
-	}
-	if (v.entries.size() != recs.size())
-		die(v.name + ": the image lost keys");
-	v.contents = true;
+	fill_order(v, &db, keyed, recs.size());
 	v.recs = by_key(recs);
+}
+
+// The base of the delta v (base_img) read through it: every record in the
+// all-records iteration's order, which must be the merged records of
+// FORMAT.md §19 (the delta's upserts, expired ones too, and the base's
+// records whose key the delta does not hold), written here from the records
+// each was built from.
+void fill_through(Vector &v, const std::string &base_img, const std::vector<Rec> &base_recs,
+		  const std::vector<Rec> &delta_recs)
+{
+	std::map<std::string, Rec> merged = by_key(base_recs);
+	for (const Rec &r : delta_recs)
+		if (r.tomb)
+			merged.erase(r.key);
+		else
+			merged[r.key] = r;
+	std::map<std::string, const Rec *> keyed;
+	for (const auto &m : merged)
+		keyed[m.first] = &m.second;
+	shmkv base, delta;
+	char why[256];
+	if (shmkv_bind_mem(&base, base_img.data(), base_img.size(), 0, why, sizeof why) != 0 ||
+	    shmkv_bind_mem(&delta, v.img.data(), v.img.size(), 0, why, sizeof why) != 0)
+		die(v.name + ": " + why);
+	if (shmkv_delta_set(&base, &delta, why, sizeof why) != 0)
+		die(v.name + ": " + why);
+	v.through = std::make_shared<Vector>();
+	fill_order(*v.through, &base, keyed, merged.size());
+	v.through->recs = merged;
 }
 
 // One record as the manifest spells it (README.md, "entries").
 std::string rec_json(const Rec &r, const bool *shared)
 {
+	if (r.tomb) // a delta's tombstone: its key alone (README.md)
+		return "{\"key_hex\": " + jstr(hex(r.key)) + ", \"type\": \"tombstone\"}";
 	std::string m = "{\"key_hex\": " + jstr(hex(r.key)) + ", \"type\": " +
 			jstr(shmkv_type_name(r.type));
 	if (shared)
@@ -372,9 +450,43 @@ std::string get_json(const Vector &v, const Get &g)
 {
 	std::string m = "{\"key_hex\": " + jstr(hex(g.key)) + ", \"result\": " + jstr(g.result);
 	auto r = v.recs.find(g.key);
-	if (!strcmp(g.result, "OK") && r != v.recs.end())
+	if (!strcmp(g.result, "OK") && r != v.recs.end() && !r->second.tomb)
 		m += ", \"value\": " + typed(r->second);
 	return m + "}";
+}
+
+// A vector's entries, gets and batches, each on lines indented by ind.
+std::string body_json(const Vector &v, const std::string &ind)
+{
+	std::string m;
+	if (v.contents) {
+		m += ",\n" + ind + "\"entries\": [";
+		for (size_t j = 0; j < v.entries.size(); j++) {
+			bool sh = v.shared[j];
+			m += std::string(j ? "," : "") + "\n" + ind + "  " + rec_json(v.entries[j], &sh);
+		}
+		m += "\n" + ind + "]";
+	}
+	if (!v.gets.empty()) {
+		m += ",\n" + ind + "\"gets\": [";
+		for (size_t j = 0; j < v.gets.size(); j++)
+			m += std::string(j ? "," : "") + "\n" + ind + "  " + get_json(v, v.gets[j]);
+		m += "\n" + ind + "]";
+	}
+	if (!v.batches.empty()) {
+		m += ",\n" + ind + "\"batches\": [";
+		for (size_t j = 0; j < v.batches.size(); j++) {
+			std::string keys, results;
+			for (size_t k = 0; k < v.batches[j].size(); k++) {
+				keys += std::string(k ? ", " : "") + jstr(hex(v.batches[j][k].key));
+				results += std::string(k ? ", " : "") + jstr(v.batches[j][k].result);
+			}
+			m += std::string(j ? "," : "") + "\n" + ind + "  {\"keys_hex\": [" + keys +
+			     "], \"results\": [" + results + "]}";
+		}
+		m += "\n" + ind + "]";
+	}
+	return m;
 }
 
 std::string vector_json(const Vector &v)
@@ -384,45 +496,26 @@ std::string vector_json(const Vector &v)
 			jstr((v.format == 1 ? "v1/" : "") + v.name + ".img") + ",\n      \"about\": " +
 			jstr(v.about) + ",\n      \"open\": " + jstr(v.open) + ",\n      \"verify\": " +
 			jstr(v.verify);
-	if (v.contents) {
-		m += ",\n      \"entries\": [";
-		for (size_t j = 0; j < v.entries.size(); j++) {
-			bool sh = v.shared[j];
-			m += std::string(j ? "," : "") + "\n        " + rec_json(v.entries[j], &sh);
-		}
-		m += "\n      ]";
-	}
 	if (!v.records.empty()) {
 		m += ",\n      \"records\": [";
 		for (size_t j = 0; j < v.records.size(); j++)
 			m += std::string(j ? "," : "") + "\n        " + rec_json(v.records[j], nullptr);
 		m += "\n      ]";
 	}
-	if (!v.gets.empty()) {
-		m += ",\n      \"gets\": [";
-		for (size_t j = 0; j < v.gets.size(); j++)
-			m += std::string(j ? "," : "") + "\n        " + get_json(v, v.gets[j]);
-		m += "\n      ]";
-	}
-	if (!v.batches.empty()) {
-		m += ",\n      \"batches\": [";
-		for (size_t j = 0; j < v.batches.size(); j++) {
-			std::string keys, results;
-			for (size_t k = 0; k < v.batches[j].size(); k++) {
-				keys += std::string(k ? ", " : "") + jstr(hex(v.batches[j][k].key));
-				results += std::string(k ? ", " : "") + jstr(v.batches[j][k].result);
-			}
-			m += std::string(j ? "," : "") + "\n        {\"keys_hex\": [" + keys +
-			     "], \"results\": [" + results + "]}";
-		}
-		m += "\n      ]";
+	m += body_json(v, "      ");
+	if (v.stack) {
+		m += ",\n      \"delta\": {\n        \"base\": " + jstr(v.delta_base) +
+		     ",\n        \"stack\": " + jstr(v.stack);
+		if (v.through)
+			m += body_json(*v.through, "        ");
+		m += "\n      }";
 	}
 	return m + "\n    }";
 }
 
 std::string manifest(const std::vector<Vector> &vs)
 {
-	std::string m = "{\n  \"format\": \"shmkv-conformance-vectors\",\n  \"manifest_version\": 2,\n"
+	std::string m = "{\n  \"format\": \"shmkv-conformance-vectors\",\n  \"manifest_version\": 3,\n"
 			"  \"image_format_version\": 2,\n  \"vectors\": [\n";
 	for (size_t i = 0; i < vs.size(); i++)
 		m += vector_json(vs[i]) + (i + 1 < vs.size() ? ",\n" : "\n");
@@ -620,6 +713,352 @@ void add_v1(const std::string &dir, std::vector<Vector> &out)
 			die(path + ": not an intact format 1 image");
 		out.push_back(v);
 	}
+}
+
+// ---- delta images (FORMAT.md §19) ------------------------------------------
+
+// The key filter of §19.3, written from its formula: whether a key of hash
+// h may be in a delta of filter words f.
+uint64_t filter_word(uint64_t h, uint64_t words)
+{
+	return (uint64_t)(((unsigned __int128)h * words) >> 64);
+}
+uint64_t filter_mask(uint64_t h)
+{
+	return UINT64_C(1) << ((h >> 16) & 63) | UINT64_C(1) << ((h >> 22) & 63) |
+	       UINT64_C(1) << ((h >> 28) & 63);
+}
+uint64_t key_hash(const std::string &k)
+{
+	return shmkv_key_hash(0x5eed, 64, k.data(), k.size()); // build()'s seed, 64 bits
+}
+
+// The filter a delta of these records has (the builder's words, §19.3).
+std::vector<uint64_t> filter_of(const std::vector<Rec> &recs)
+{
+	std::vector<uint64_t> f(std::max<size_t>(1, (recs.size() + 3) / 4), 0);
+	for (const Rec &r : recs) {
+		uint64_t h = key_hash(r.key);
+		f[filter_word(h, f.size())] |= filter_mask(h);
+	}
+	return f;
+}
+
+bool filter_maybe(const std::vector<uint64_t> &f, const std::string &k)
+{
+	uint64_t h = key_hash(k), m = filter_mask(h);
+	return (f[filter_word(h, f.size())] & m) == m;
+}
+
+// The image's filter words, as its FILTER section holds them.
+std::vector<uint64_t> filter_in(const std::string &img)
+{
+	const shmkv_section_desc &s = header_of(img).sections[3];
+	std::vector<uint64_t> f(s.size / 8);
+	memcpy(f.data(), img.data() + s.offset, s.size);
+	return f;
+}
+
+std::string key_of_len(size_t len, char first)
+{
+	std::string k(len, first);
+	for (size_t i = 1; i < len; i++)
+		k[i] = (char)('a' + (i * 5 + len) % 26);
+	return k;
+}
+
+void add_deltas(std::vector<Vector> &out, const std::string &tmp, const std::string &plain)
+{
+	Opts o;
+	const std::string long_present = key_of_len(300, 'K'), long_absent = key_of_len(280, 'Z');
+	std::vector<Rec> base = {
+		str("a", "base a"),
+		i64("b", 7),
+		boolean("c", true),
+		bytes("d", std::string(200, '\xd0')),
+		str("gone", "removed by the delta"),
+		str("", "the empty key"),
+		str(long_present, "a key of 300 bytes"),
+		expiring(str("expired", "long past"), 1000000000),
+		expiring(str("live/exp", "live in the base"), 4000000000u),
+		list<double>("kept", SHMKV_TYPE_F64LIST, {1.5, -2.0}),
+		str("kept/out", std::string(150, 'k')),
+	};
+	const std::vector<Rec> delta = {
+		i64("a", 1),                                        // another type
+		str("b", "was an i64"),
+		boolean("c", false),                                // another value
+		bytes("d", std::string(300, '\xd1')),               // OUT over OUT
+		str("new", "added"),
+		str("new/out", std::string(180, 'n')),              // OUT, a new key
+		strlist("new/list", {"x", "yz"}),
+		expiring(str("new/expired", "never seen"), 1),      // expired upsert
+		expiring(i64("new/live", 9), 0xFFFFFFFFu),          // live expiring upsert
+		expiring(str("expired", "renewed"), 4000000000u),   // over an expired base key
+		expiring(str("live/exp", "expired upsert"), 1000000000), // over a live one: absent
+		tombstone("gone"),                                  // inline, of a present key
+		tombstone(""),                                      // the empty key
+		tombstone(long_present),                            // OUT, of a present key
+		tombstone("never there"),                           // inline, of an absent key
+		tombstone(long_absent),                             // OUT, of an absent key
+	};
+	// base keys the delta's filter rules out, and one it lets through
+	// (a false "maybe": the delta is looked up, misses, the base answers)
+	const std::vector<uint64_t> f = filter_of(delta);
+	std::string ruled_out, maybe;
+	for (int i = 0; i < 100000 && (ruled_out.empty() || maybe.empty()); i++) {
+		std::string k = "probe/" + std::to_string(i);
+		std::string &slot = filter_maybe(f, k) ? maybe : ruled_out;
+		if (slot.empty())
+			slot = k;
+	}
+	if (ruled_out.empty() || maybe.empty())
+		die("delta: no base key its filter rules out, or none it lets through");
+	base.push_back(str(ruled_out, "the delta's filter rules this key out"));
+	base.push_back(str(maybe, "the delta's filter lets this key through"));
+
+	const std::string base_img = build(base, o, tmp);
+	const std::string delta_img = build(delta, o, tmp, &base_img);
+	if (filter_in(delta_img) != f)
+		die("delta: its filter is not §19.3's");
+	for (const std::string &k : {long_present, long_absent})
+		if (loc(delta_img, k).kind != (SHMKV_REC_OUT | SHMKV_REC_TOMB))
+			die("delta: the tombstone of a long key is not OUT");
+	if (loc(delta_img, "gone").kind != SHMKV_REC_TOMB || loc(delta_img, "").kind != SHMKV_REC_TOMB ||
+	    !(loc(delta_img, "d").kind & SHMKV_REC_OUT))
+		die("delta: inline tombstones, or an OUT upsert, are not where they should be");
+
+	const std::string miss("no such key\x01", 12);
+	auto add = [&](const std::string &name, const std::string &about, const std::string &img,
+		       const std::vector<Rec> &recs, std::vector<Get> gets = {}) -> Vector & {
+		Vector v;
+		v.name = name;
+		v.about = about;
+		v.img = img;
+		fill_contents(v, recs);
+		v.gets = std::move(gets);
+		v.gets.push_back({miss, "SHMKV_ENOTFOUND"});
+		out.push_back(v);
+		return out.back();
+	};
+	auto refused = [&](Vector &v, const std::string &base_file, const char *stack) {
+		v.delta_base = base_file;
+		v.stack = stack;
+	};
+	auto through = [&](Vector &v, const std::vector<Rec> &delta_recs, std::vector<Get> gets,
+			   std::vector<std::vector<Get>> batches) {
+		refused(v, "delta_base.img", "OK");
+		fill_through(v, base_img, base, delta_recs);
+		gets.push_back({miss, "SHMKV_ENOTFOUND"});
+		v.through->gets = std::move(gets);
+		v.through->batches = std::move(batches);
+	};
+
+	refused(add("delta_base", "the plain image the delta vectors change: strings, an OUT "
+		    "value, the empty key, a key of 300 bytes (OUT), an expired and a live "
+		    "expiring key, and two keys for the filter (probe/N); its delta field: "
+		    "this plain image given as the delta of base.img is refused",
+		    base_img, base, {{"a", "OK"}, {"expired", "SHMKV_ENOTFOUND"}, {long_present, "OK"}}),
+		"base.img", "SHMKV_EBASE");
+
+	const std::vector<Get> delta_gets = {
+		{"a", "OK"}, {"new/out", "OK"}, {"gone", "SHMKV_ENOTFOUND"}, {"", "SHMKV_ENOTFOUND"},
+		{long_present, "SHMKV_ENOTFOUND"}, {"new/expired", "SHMKV_ENOTFOUND"},
+		{"live/exp", "SHMKV_ENOTFOUND"}, {"kept", "SHMKV_ENOTFOUND"}, {"new/live", "OK"}};
+	Vector &dv = add("delta", "a delta of delta_base read alone (its upserts; a tombstone is "
+			 "absent, and listed in entries as \"tombstone\") and delta_base read "
+			 "through it: upserts of new keys and of base keys with another type or "
+			 "value, inline and OUT; expiring upserts (one expired, one live, one "
+			 "expired over a live base key: absent, one live over an expired one: "
+			 "present); tombstones inline and OUT of present and absent keys and of the "
+			 "empty key; " + ruled_out + " ruled out by its filter, " + maybe +
+			 " let through and missed",
+			 delta_img, delta, delta_gets);
+	dv.batches = {{{"gone", "SHMKV_ENOTFOUND"}, {"a", "OK"}, {"kept", "SHMKV_ENOTFOUND"},
+		       {"d", "OK"}}};
+	through(dv, delta,
+		{{"a", "OK"}, {"b", "OK"}, {"c", "OK"}, {"d", "OK"}, {"new/list", "OK"},
+		 {"gone", "SHMKV_ENOTFOUND"}, {"", "SHMKV_ENOTFOUND"}, {long_present, "SHMKV_ENOTFOUND"},
+		 {"never there", "SHMKV_ENOTFOUND"}, {long_absent, "SHMKV_ENOTFOUND"},
+		 {"new/expired", "SHMKV_ENOTFOUND"}, {"live/exp", "SHMKV_ENOTFOUND"},
+		 {"expired", "OK"}, {"new/live", "OK"}, {"kept", "OK"}, {"kept/out", "OK"},
+		 {ruled_out, "OK"}, {maybe, "OK"}},
+		{{{"a", "OK"}, {"gone", "SHMKV_ENOTFOUND"}, {"kept", "OK"}, {"live/exp", "SHMKV_ENOTFOUND"},
+		  {"expired", "OK"}, {maybe, "OK"}, {long_present, "SHMKV_ENOTFOUND"}, {"new/out", "OK"}}});
+	const Vector main = dv; // (dv is a reference into out, which grows)
+
+	const std::string empty_img = build({}, o, tmp, &base_img);
+	Vector &ev = add("delta_empty", "a delta of delta_base with no records: delta_base "
+			 "reads through it unchanged", empty_img, {});
+	through(ev, {}, {{"a", "OK"}, {"expired", "SHMKV_ENOTFOUND"}, {"gone", "OK"}}, {});
+
+	const std::vector<Rec> second = {str("a", "second"), tombstone("c")};
+	refused(add("delta_chain_2", "the delta after delta in its chain (prev: delta's "
+		    "header_checksum, seq 2): a chain is merged before it is read, so reading "
+		    "delta_base through it is refused",
+		    build(second, o, tmp, &base_img, &delta_img), second,
+		    {{"a", "OK"}, {"c", "SHMKV_ENOTFOUND"}}),
+		"delta_base.img", "SHMKV_EBASE");
+	const std::vector<Rec> one = {str("z", "z")};
+	refused(add("delta_as_base", "a delta of delta_base, given the delta vector (a delta, "
+		    "not an image) as its base: refused",
+		    build(one, o, tmp, &base_img), one, {{"z", "OK"}}),
+		"delta.img", "SHMKV_EBASE");
+
+	// forged deltas: one field of delta (or of delta_empty) changed, every
+	// checksum recomputed unless about says otherwise
+	const shmkv_image_header dh = header_of(delta_img);
+	auto with = [&](const std::string &from, auto fn, bool seal = true) {
+		std::string img = from;
+		fn(img);
+		if (seal)
+			reseal(img);
+		return img;
+	};
+	auto forged = [&](const std::string &name, const std::string &about, const char *open,
+			  const char *verify, std::string img, std::vector<Get> gets = {}) -> Vector & {
+		Vector v;
+		v.name = name;
+		v.about = about;
+		v.open = open;
+		v.verify = verify;
+		v.recs = main.recs;
+		v.img = std::move(img);
+		v.gets = std::move(gets);
+		out.push_back(v);
+		return out.back();
+	};
+	auto intact_forgery = [&](Vector &v) { // its records are delta's
+		v.contents = true;
+		v.entries = main.entries;
+		v.shared = main.shared;
+	};
+	const uint64_t r0 = 448; // reserved[0]: base_checksum, then base_size, prev, seq
+	Vector *fv = &forged("delta_base_checksum", "base_checksum one more than delta_base's "
+			     "header checksum: a delta of another image, refused when delta_base "
+			     "is read through it", "OK", "OK",
+			     with(delta_img, [&](std::string &i) {
+				     put_at<uint64_t>(i, r0, dh.reserved[0] + 1);
+			     }), {{"a", "OK"}});
+	intact_forgery(*fv);
+	refused(*fv, "delta_base.img", "SHMKV_EBASE");
+	fv = &forged("delta_base_size", "base_size one page more than delta_base's size: "
+		     "refused when delta_base is read through it", "OK", "OK",
+		     with(delta_img, [&](std::string &i) {
+			     put_at<uint64_t>(i, r0 + 8, dh.reserved[1] + 4096);
+		     }), {{"a", "OK"}});
+	intact_forgery(*fv);
+	refused(*fv, "delta_base.img", "SHMKV_EBASE");
+	fv = &forged("delta_other_seed", "delta_empty with hash_seed changed (no record to "
+		     "misplace): it hashes keys otherwise than delta_base, refused", "OK", "OK",
+		     with(empty_img, [&](std::string &i) {
+			     put_at<uint64_t>(i, 64, header_of(empty_img).hash_seed ^ 1);
+		     }));
+	fv->contents = true;
+	refused(*fv, "delta_base.img", "SHMKV_EBASE");
+
+	forged("delta_flag_clear", "the DELTA header flag clear under the delta layout hash",
+	       "SHMKV_ECORRUPT", "-",
+	       with(delta_img, [&](std::string &i) { put_at<uint64_t>(i, 24, dh.flags & ~UINT64_C(4)); }));
+	forged("delta_section_count_3", "section_count 3 (a delta has 4: FILTER)", "SHMKV_ECORRUPT",
+	       "-", with(delta_img, [&](std::string &i) { put_at<uint32_t>(i, 76, 3); }));
+	forged("delta_reserved_4", "header reserved[4] 1 (reserved[4..6] are zero)",
+	       "SHMKV_ECORRUPT", "-",
+	       with(delta_img, [&](std::string &i) { put_at<uint64_t>(i, r0 + 32, 1); }));
+	forged("delta_base_size_unaligned", "base_size one byte more than delta_base's (a "
+	       "base's size is a multiple of 4096)", "SHMKV_ECORRUPT", "-",
+	       with(delta_img, [&](std::string &i) { put_at<uint64_t>(i, r0 + 8, dh.reserved[1] + 1); }));
+	forged("delta_seq_0", "seq 0 (a delta's place in its chain is at least 1)",
+	       "SHMKV_ECORRUPT", "-",
+	       with(delta_img, [&](std::string &i) { put_at<uint64_t>(i, r0 + 24, 0); }));
+	forged("delta_filter_checksum", "a bit of the FILTER section flipped, checksums not "
+	       "recomputed", "SHMKV_ECHECKSUM", "-",
+	       with(delta_img, [&](std::string &i) { i[dh.sections[3].offset] ^= 1; }, false));
+	{
+		// an upsert of a base key with a filter bit no other key of delta sets
+		std::string fk;
+		uint64_t fw = 0, fbit = 0;
+		for (const Rec &r : delta) {
+			if (r.tomb || !fk.empty() || !std::count_if(base.begin(), base.end(),
+								  [&](const Rec &b) { return b.key == r.key; }))
+				continue;
+			uint64_t h = key_hash(r.key), w = filter_word(h, f.size()), m = filter_mask(h);
+			for (const Rec &q : delta) {
+				uint64_t hq = key_hash(q.key);
+				if (q.key != r.key && filter_word(hq, f.size()) == w)
+					m &= ~filter_mask(hq);
+			}
+			if (m) {
+				fk = r.key;
+				fw = w;
+				fbit = m & -m;
+			}
+		}
+		if (fk.empty())
+			die("delta: no upsert of a base key with a filter bit of its own");
+		Vector &v = forged("delta_filter_bit_clear", "the filter bit only upsert " + fk +
+				   " sets cleared: verify refuses it; read through, the filter rules " +
+				   fk + " out and delta_base answers it", "OK", "SHMKV_ECORRUPT",
+				   with(delta_img, [&](std::string &i) {
+					   uint64_t off = dh.sections[3].offset + 8 * fw, x;
+					   memcpy(&x, i.data() + off, 8);
+					   put_at<uint64_t>(i, off, x & ~fbit);
+				   }));
+		v.delta_base = "delta_base.img";
+		v.stack = "OK";
+		v.through = std::make_shared<Vector>();
+		v.through->recs = by_key(base);
+		v.through->gets = {{fk, "OK"}, {"gone", "SHMKV_ENOTFOUND"}, {"new", "OK"}};
+		v.through->recs["new"] = main.recs.at("new");
+	}
+	const Loc gone = loc(delta_img, "gone"), lp = loc(delta_img, long_present);
+	uint64_t lpe = 0;
+	memcpy(&lpe, delta_img.data() + lp.rec() + 1, 5);
+	lpe <<= 3;
+	// damaged tombstones: their lookup through the delta is refused (§19.4),
+	// the base's record never answers for them
+	auto damaged_through = [&](Vector &v, const std::string &key) {
+		v.delta_base = "delta_base.img";
+		v.stack = "OK";
+		v.through = std::make_shared<Vector>();
+		v.through->recs = by_key(base);
+		v.through->recs["a"] = main.recs.at("a");
+		v.through->gets = {{key, "SHMKV_ECORRUPT"}, {"a", "OK"}, {"kept", "OK"}};
+		v.through->batches = {{{"a", "OK"}, {key, "SHMKV_ECORRUPT"}, {"kept", "OK"}}};
+	};
+	damaged_through(forged("delta_tomb_value_len", "the inline tombstone of gone with "
+			       "value_len 1 (a tombstone has no value)", "OK", "SHMKV_ECORRUPT",
+			       with(delta_img, [&](std::string &i) { i[gone.rec() + 2] = 1; }),
+			       {{"gone", "SHMKV_ECORRUPT"}, {"a", "OK"}}),
+			"gone");
+	// (its get read alone is not listed: lib's C reader answers SHMKV_ENOTFOUND
+	// there without reading the tombstone's entry)
+	damaged_through(forged("delta_tomb_out_value_len", "the entry of the OUT tombstone of "
+			       "the 300-byte key with value_len 8", "OK", "SHMKV_ECORRUPT",
+			       with(delta_img, [&](std::string &i) { put_at<uint32_t>(i, lpe + 4, 8); }),
+			       {{"a", "OK"}}),
+			long_present);
+	damaged_through(forged("delta_tomb_kind", "the tombstone of gone with kind 0x12 (TOMB "
+			       "with type bits: a tombstone's kind is 0x10 or 0x90)", "OK",
+			       "SHMKV_ECORRUPT",
+			       with(delta_img, [&](std::string &i) { i[gone.rec()] = 0x12; }),
+			       {{"gone", "SHMKV_ECORRUPT"}, {"a", "OK"}}),
+			"gone");
+
+	// plain images: TOMB and the delta's header words are a delta's alone
+	const Loc s = loc(plain, "s"); // an inline string "hello" of key "s"
+	forged("tomb_in_plain", "base's inline record of s made a well-formed tombstone "
+	       "(kind 0x10, value_len 0, the value's bytes zeroed): a plain image holds no "
+	       "tombstone", "OK", "SHMKV_ECORRUPT",
+	       with(plain, [&](std::string &i) {
+		       i[s.rec()] = 0x10;
+		       i[s.rec() + 2] = 0;
+		       memset(&i[s.rec() + 4], 0, 6);
+	       }),
+	       {{"s", "SHMKV_ECORRUPT"}}).recs.clear();
+	forged("plain_reserved_0", "base with header reserved[0] 1 (a plain image's "
+	       "reserved words are zero)", "SHMKV_ECORRUPT", "-",
+	       with(plain, [&](std::string &i) { put_at<uint64_t>(i, r0, 1); }));
 }
 
 std::vector<Vector> make_all(const std::string &tmp, const std::string &dir)
@@ -1034,6 +1473,9 @@ std::vector<Vector> make_all(const std::string &tmp, const std::string &dir)
 		       {{"never", "OK"}});
 		out.back().recs = exp_map;
 	}
+
+	// ---- delta images (FORMAT.md §19) ----
+	add_deltas(out, tmp, intact);
 	add_v1(dir, out);
 	return out;
 }

@@ -31,8 +31,18 @@ def read(cache: shmkv.Cache) -> float:
     for key, value in cache.items():
         assert_type(key, str | bytes)
     assert_type(list(cache.keys()), list[str | bytes])
-    for key, value, expires in cache.records():
+    for key, record, expires in cache.records():  # a delta's tombstone: no value
+        assert_type(record, shmkv._Value | None)
         assert_type(expires, int | None)
+    through = shmkv.open("base.shmkv", delta="changes.delta")
+    through.set_delta(None)
+    through.set_delta(cache)
+    assert_type(through.delta, shmkv.Cache | None)
+    assert_type(through.is_delta, bool)
+    assert_type(through.checksum, int)
+    did = through.delta_id
+    if did is not None:
+        assert_type(did.base_checksum, int)
     assert_type(len(cache), int)
     assert_type(cache.get_many(["a", b"b"], default=0), list[shmkv._Value | int])
     return emb[0] + ids[0] + cache.get_f64("score")

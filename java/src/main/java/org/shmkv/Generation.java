@@ -4,7 +4,8 @@ import java.lang.foreign.Arena;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * One mapped image and the shared arena that owns its mapping. The mapping
+ * One mapped image, the delta it is read through if any (FORMAT.md §19),
+ * and the shared arena that owns their mappings. The mapping
  * is unmapped (arena closed) once the generation is retired (a refresh
  * switched to a newer one, or close) and no {@link Snapshot} pins it. A view
  * used after that fails: the JDK refuses any access to a closed shared arena's
@@ -13,7 +14,10 @@ import java.util.concurrent.atomic.AtomicInteger;
  * middle of an access, so no read ever touches unmapped memory.
  */
 final class Generation {
+	/** The image read: a plain image or a delta read alone, or the base a delta is read through. */
 	final Image image;
+	/** The delta image is read through (checked against it, §19.4); null: none. */
+	final Image delta;
 	final long number;
 	final String source;
 	private final Arena arena;
@@ -22,7 +26,12 @@ final class Generation {
 	private volatile boolean retired;
 
 	Generation(Image image, Arena arena, long number, String source) {
+		this(image, null, arena, number, source);
+	}
+
+	Generation(Image image, Image delta, Arena arena, long number, String source) {
 		this.image = image;
+		this.delta = delta;
 		this.arena = arena;
 		this.number = number;
 		this.source = source;

@@ -25,6 +25,12 @@ final class Image {
 	final int maxProbe, hashBits;
 	/** The header's EXPIRY flag: some record expires, lookups read the clock for those. */
 	final boolean expiry;
+	/** A delta image (FORMAT.md §19): its records are upserts and tombstones, its keys in its filter. */
+	final boolean delta;
+	/** The record kind bits this image may use: a delta's add TOMB (§19.2). */
+	final int kinds;
+	/** A delta's filter section (§19.3): its offset and its number of u64 words; 0 in a plain image. */
+	final long filterOff, filterWords;
 
 	/** depth: 0 header only (checks 1-10), 1 with checks 11-12, 2 also the full check (§13). */
 	Image(MemorySegment seg, long size, int depth, String source) {
@@ -43,6 +49,10 @@ final class Image {
 		entEnd = entOff + hdr.secSize[KIND_ENTRIES - 1];
 		valOff = hdr.secOff[KIND_VALUES - 1];
 		valEnd = valOff + hdr.secSize[KIND_VALUES - 1];
+		delta = hdr.delta;
+		kinds = delta ? K_KNOWN | K_TOMB : K_KNOWN;
+		filterOff = delta ? hdr.secOff[KIND_FILTER - 1] : 0;
+		filterWords = delta ? hdr.secSize[KIND_FILTER - 1] / 8 : 0;
 		if (depth >= 1)
 			hdr.checkSections(seg);
 		if (depth >= 2)
@@ -68,7 +78,7 @@ final class Image {
 		return hashBits == 64 ? h : (h & hashMask) * 0x9E3779B97F4A7C15L;
 	}
 
-	/** The record holding key[0, len), expired or not: its locator (Index), or -1. */
+	/** The record holding key[0, len), expired or not, a tombstone or not: its locator (Index), or -1. */
 	long locate(byte[] key, int len) {
 		long lo = Keys.lo(key, len);
 		return locate(len > Keys.PACKED ? key : null, lo, Keys.tl(key, len, lo), len);
@@ -76,9 +86,38 @@ final class Image {
 
 	/** locate of the packed key lo, tl (key null: at most 16 bytes), or of key[0, len) (more). */
 	long locate(byte[] key, long lo, long tl, int len) {
+		return Index.find(this, key, lo, tl, len, checkedHash(key, lo, tl, len));
+	}
+
+	/** The hash of a key a get looks up: KeyLength for a key longer than the format's limit. */
+	long checkedHash(byte[] key, long lo, long tl, int len) {
 		if (len > MAX_KEY_LEN)
 			throw new ShmkvException.KeyLength(source, len);
-		return Index.find(this, key, lo, tl, len, hash(key, lo, tl, len));
+		return hash(key, lo, tl, len);
+	}
+
+	/**
+	 * Whether this delta holds key (an upsert or a tombstone, expired or
+	 * not): its filter, then its lookup. The iteration of a base read
+	 * through it leaves such keys' base records out (§19).
+	 */
+	boolean holds(byte[] key) {
+		int len = key.length;
+		long lo = Keys.lo(key, len), tl = Keys.tl(key, len, lo);
+		byte[] k = len > Keys.PACKED ? key : null;
+		long h = hash(k, lo, tl, len);
+		return mayHold(h) && Index.find(this, k, lo, tl, len, h) >= 0;
+	}
+
+	/**
+	 * A delta's filter (FORMAT.md §19.3): whether a key of hash h may be in
+	 * it. False: it is not, and the base answers. One u64 word, inside the
+	 * filter section by construction (mulhi(h, words) < words).
+	 */
+	boolean mayHold(long h) {
+		long w = Bytes.u64(seg, filterOff + 8 * Math.unsignedMultiplyHigh(h, filterWords));
+		long mask = 1L << (h >>> FILTER_SHIFT_0) | 1L << (h >>> FILTER_SHIFT_1) | 1L << (h >>> FILTER_SHIFT_2);
+		return (w & mask) == mask; // a long shift takes its count's low 6 bits: (h >> s) & 63
 	}
 
 	// a record a lookup or the iteration found, by its locator (Index): an
@@ -94,20 +133,29 @@ final class Image {
 		return checkedEntry(Index.outEntry(word(Index.record(loc))));
 	}
 
-	/** The value's type. */
+	/** The value's type; a tombstone's is 0 (TOMB_ENTRY_TYPE). */
 	int type(long loc) {
+		if (Index.tomb(loc))
+			return TOMB_ENTRY_TYPE;
 		return Index.inline(loc) ? Index.inlineType(loc) : Bytes.u8(seg, entryOf(loc) + E_TYPE);
 	}
 
-	/** The value's length in bytes. */
+	/** The value's length in bytes (a tombstone's: 0, checked). */
 	long valueLen(long loc) {
 		return Index.inline(loc) ? Index.inlineLen(loc) : Bytes.u32(seg, entryOf(loc) + E_VALUE_LEN);
 	}
 
-	/** Where the value lies: its image offset (an OUT record's entry checked as by {@link #check}). */
+	/**
+	 * Where the value lies: its image offset (an OUT record's entry checked
+	 * as by {@link #check}); a tombstone's empty value lies after its key.
+	 */
 	long valueOffset(long loc) {
 		if (Index.inline(loc))
 			return Index.inlineValue(loc);
+		if (Index.tomb(loc)) {
+			long e = entryOf(loc);
+			return e + ENTRY_SIZE + Bytes.u16(seg, e + E_KEY_LEN);
+		}
 		long e = entryOf(loc);
 		return place(e, Bytes.u8(seg, e + E_TYPE), Bytes.u8(seg, e + E_FLAGS), Bytes.u16(seg, e + E_KEY_LEN),
 				Bytes.u32(seg, e + E_VALUE_LEN));
@@ -140,6 +188,10 @@ final class Image {
 	 * as the iteration checks).
 	 */
 	void check(long loc, boolean full) {
+		if (Index.tomb(loc)) {
+			checkTomb(loc);
+			return;
+		}
 		if (Index.inline(loc)) {
 			shape(Index.record(loc), true, Index.inlineType(loc), Index.inlineValue(loc), Index.inlineLen(loc), full);
 			return;
@@ -148,6 +200,22 @@ final class Image {
 		int type = Bytes.u8(seg, e + E_TYPE);
 		long vlen = Bytes.u32(seg, e + E_VALUE_LEN);
 		shape(e, false, type, valueOffset(loc), vlen, full);
+	}
+
+	/**
+	 * What a lookup checks of a tombstone it found (§19.4): an inline one's
+	 * kind and empty value its record rule checked; an OUT one's entry has
+	 * type 0 and value_len 0 (its key was checked inside ENTRIES).
+	 */
+	void checkTomb(long loc) {
+		if (Index.inline(loc))
+			return;
+		long e = entryOf(loc);
+		int type = Bytes.u8(seg, e + E_TYPE);
+		long vlen = Bytes.u32(seg, e + E_VALUE_LEN);
+		if (type != TOMB_ENTRY_TYPE || vlen != 0)
+			throw entryCorrupt(e, "the entry of an OUT tombstone has type " + type + " and value_len " + vlen
+					+ ", not type " + TOMB_ENTRY_TYPE + " and 0");
 	}
 
 	/** A record's value as verify checks it: check's, a strlist whole, its strings' UTF-8. */
@@ -291,7 +359,12 @@ final class Image {
 		}
 	}
 
-	/** The entry at e with every rule of §13 (a strlist whole): shmkv__entry_decode. */
+	/**
+	 * The entry at e with every rule of §13 (a strlist whole):
+	 * shmkv__entry_decode. In a delta an entry of type 0 is an OUT
+	 * tombstone's (§19.2): no flags, a key of 1 byte or more, value_len 0,
+	 * zero bytes from its key to its 8-aligned end.
+	 */
 	Entry entry(long e) {
 		checkedEntry(e);
 		Entry en = new Entry();
@@ -300,6 +373,16 @@ final class Image {
 		int flags = Bytes.u8(seg, e + E_FLAGS);
 		en.keyLen = Bytes.u16(seg, e + E_KEY_LEN);
 		en.valueLen = Bytes.u32(seg, e + E_VALUE_LEN);
+		if (delta && en.type == TOMB_ENTRY_TYPE) {
+			if (flags != 0 || en.keyLen == 0 || en.valueLen != 0)
+				throw entryCorrupt(e, "a tombstone's entry with flags 0x" + Integer.toHexString(flags) + ", key_len "
+						+ en.keyLen + ", value_len " + en.valueLen + " (§19.2: flags 0, key_len 1 or more, value_len 0)");
+			en.voff = e + ENTRY_SIZE + en.keyLen;
+			en.end = (en.voff + 7) & ~7L;
+			if (en.end > entEnd)
+				throw entryCorrupt(e, "it ends at " + en.end + ", past the entries section's end " + entEnd);
+			return en;
+		}
 		en.voff = place(e, en.type, flags, en.keyLen, en.valueLen);
 		en.shared = (flags & ENTRY_SHARED) != 0;
 		shape(e, false, en.type, en.voff, en.valueLen, true);

@@ -83,20 +83,24 @@ final class Index {
 	 * head, expiry, key, value and NUL do not end inside the bucket. The
 	 * common record, inline without an expiry, is checked here; the others
 	 * by {@link #validOther}. The accessors below read a valid record's
-	 * fields from its word and offset.
+	 * fields from its word and offset. kinds: the kind bits the image may
+	 * use (a delta's add TOMB: a tombstone is kind 0x10 with value_len 0, or
+	 * 0x90, §19.2).
 	 */
-	static boolean valid(long w, int off, int n) {
+	static boolean valid(long w, int off, int n, int kinds) {
 		int kind = kind(w);
 		if (kind >= 1 && kind <= MAX_TYPE)
 			return off >= dirEnd(n) && end(w, off) <= BUCKET;
-		return validOther(w, off, n);
+		return validOther(w, off, n, kinds);
 	}
 
-	/** valid of a record that expires, is OUT, or is malformed. */
-	private static boolean validOther(long w, int off, int n) {
+	/** valid of a record that expires, is OUT, is a tombstone, or is malformed. */
+	private static boolean validOther(long w, int off, int n, int kinds) {
 		int kind = kind(w);
-		if (off < dirEnd(n) || (kind & ~K_KNOWN) != 0)
+		if (off < dirEnd(n) || (kind & ~kinds) != 0)
 			return false;
+		if ((kind & K_TOMB) != 0)
+			return (kind == OUT_TOMB || kind == INLINE_TOMB && valueLen(w) == 0) && end(w, off) <= BUCKET;
 		return (out(kind) ? (kind & K_TYPE) == 0 : known(kind & K_TYPE)) && end(w, off) <= BUCKET;
 	}
 
@@ -141,22 +145,29 @@ final class Index {
 	}
 
 	// A locator: what a lookup returns for the record it found. An OUT
-	// record's is OUT | its image offset; an inline record's is its value's
-	// image offset (bits 0-42: images are smaller than 2^43 bytes), its
-	// value_len (43-50), type (51-54) and the value's distance from the
-	// record's start (55-61), which its getters read without reading the
-	// record again. -1: no record.
+	// record's is OUT | its image offset, with TYPE_BITS all set (its type is
+	// in its entry) unless it is a tombstone; an inline record's is its
+	// value's image offset (bits 0-42: images are smaller than 2^43 bytes),
+	// its value_len (43-50), type (51-54: 0 for a tombstone) and the value's
+	// distance from the record's start (55-61), which its getters read
+	// without reading the record again. So a tombstone's locator, and only
+	// a tombstone's, has type bits 0 (§19.2). -1: no record.
 
 	static final long OUT = 1L << 62;
-	private static final long OFFSET = (1L << 43) - 1;
+	private static final long OFFSET = (1L << 43) - 1, TYPE_BITS = (long) K_TYPE << 51;
 
 	/** The locator of the valid record at image offset r whose word is w. */
 	static long locator(long r, long w) {
 		int kind = kind(w);
 		if (out(kind))
-			return OUT | r;
+			return OUT | r | ((kind & K_TOMB) != 0 ? 0 : TYPE_BITS);
 		int off = (int) r & (BUCKET - 1), back = valuePos(w, off) - off;
 		return r + back | (long) valueLen(w) << 43 | (long) (kind & K_TYPE) << 51 | (long) back << 55;
+	}
+
+	/** Whether a locator's record is a tombstone (a delta's, §19.2). */
+	static boolean tomb(long loc) {
+		return (loc & TYPE_BITS) == 0;
 	}
 
 	/** The locator of the record at image offset r (iteration), checked again. */
@@ -210,7 +221,7 @@ final class Index {
 		long bk = r & -BUCKET; // the index is 128-aligned (checked at open)
 		int off = (int) r & (BUCKET - 1), n = Bytes.u8(im.seg, bk);
 		long w = word(im.seg, bk, off);
-		if (n > MAX_RECORDS || !valid(w, off, n))
+		if (n > MAX_RECORDS || !valid(w, off, n, im.kinds))
 			throw im.corrupt(bucketOf(im, bk) + ": the record at +" + off + " is malformed");
 		return w;
 	}
@@ -253,7 +264,7 @@ final class Index {
 	static long find(Image im, byte[] key, long lo, long tl, int len, long h) {
 		MemorySegment s = im.seg;
 		long idxOff = im.idxOff, buckets = im.bucketCount;
-		int tag = tag(h);
+		int kinds = im.kinds, tag = tag(h);
 		long b = home(h, buckets);
 		long bk = idxOff + BUCKET * b;
 		request(s, idxOff, buckets, b, bk);
@@ -275,7 +286,7 @@ final class Index {
 					int lane = Long.numberOfTrailingZeros(z) >>> 4;
 					int off = (int) (dw >>> 16 * lane) & DIR_OFF;
 					long rw = word(s, bk, off);
-					if (!valid(rw, off, n))
+					if (!valid(rw, off, n, kinds))
 						throw malformed(im, bk, n, w + lane, off, rw);
 					if (out(kind(rw)) ? outHolds(im, bk, w + lane, rw, key, lo, tl, len)
 							: keyLen(rw) == len && equal(s, bk + keyPos(rw, off), key, lo, tl, len))
@@ -300,7 +311,10 @@ final class Index {
 	private static ShmkvException.Corrupt malformed(Image im, long bk, int n, int i, int off, long w) {
 		int kind = kind(w);
 		String why = off < dirEnd(n) ? "it starts inside the directory, which ends at +" + dirEnd(n)
-				: (kind & ~K_KNOWN) != 0 ? "unknown kind bits 0x" + Integer.toHexString(kind & ~K_KNOWN)
+				: (kind & ~im.kinds) != 0 ? "unknown kind bits 0x" + Integer.toHexString(kind & ~im.kinds)
+				: (kind & K_TOMB) != 0 && kind != INLINE_TOMB && kind != OUT_TOMB ? "a tombstone's kind is 0x"
+						+ Integer.toHexString(INLINE_TOMB) + " or 0x" + Integer.toHexString(OUT_TOMB)
+				: kind == INLINE_TOMB && valueLen(w) != 0 ? "an inline tombstone with value_len " + valueLen(w)
 				: out(kind) && (kind & K_TYPE) != 0 ? "an OUT record with type bits"
 				: !out(kind) && !known(kind & K_TYPE) ? "unknown value type " + (kind & K_TYPE)
 				: "it ends at +" + end(w, off) + ", past the bucket's end";
@@ -346,7 +360,11 @@ final class Index {
 	 * The index part of the full check (§13): every bucket's head,
 	 * directory, records and uncovered bytes; each record's value, padding,
 	 * expiry, tag, home and displacement, and its lookup; the counts against
-	 * the header; ENTRIES holds exactly the OUT records' entries.
+	 * the header; ENTRIES holds exactly the OUT records' entries. A delta's
+	 * (§19.4): tombstones as §19.2 says (their kind and empty value in the
+	 * record rule, an OUT one's entry of type 0 by {@link Image#entry}),
+	 * every key's filter bits, entry_count with the tombstones, and the
+	 * entries of type 0 exactly the OUT tombstones'.
 	 */
 	static void verify(Image im) {
 		MemorySegment s = im.seg;
@@ -379,7 +397,7 @@ final class Index {
 					throw im.corrupt(where + ": non-zero byte in the record area before record " + i + " (+" + pos
 							+ "..+" + off + ")");
 				long w = word(s, bk, off);
-				if (!valid(w, off, n))
+				if (!valid(w, off, n, im.kinds))
 					throw malformed(im, bk, n, i, off, w);
 				maxD = Math.max(maxD, verifyRecord(im, b, bk, i, off, w));
 				if (out(kind(w))) {
@@ -432,8 +450,16 @@ final class Index {
 		if ((kind & K_EXPIRES) != 0 && expires(s, r, kind) == 0)
 			throw im.corrupt(where + ": expiry 0");
 		byte[] key;
+		boolean tomb = (kind & K_TOMB) != 0;
 		if (out(kind)) {
-			key = im.entry(outEntry(w)).key(s);
+			Image.Entry en = im.entry(outEntry(w));
+			// entries of type 0 are exactly the OUT tombstones' (§19.4)
+			if (tomb != (en.type == TOMB_ENTRY_TYPE))
+				throw im.corrupt(where + ": " + (tomb ? "an OUT tombstone whose entry at " + en.off + " has type "
+						+ en.type : "an OUT record whose entry at " + en.off + " is a tombstone's (type 0)"));
+			key = en.key(s);
+		} else if (tomb) {
+			key = Bytes.copy(s, bk + keyPos(w, off), keyLen(w));
 		} else {
 			int kp = keyPos(w, off), kl = keyLen(w), vp = valuePos(w, off);
 			key = Bytes.copy(s, bk + kp, kl);
@@ -443,6 +469,8 @@ final class Index {
 			im.checkValue(locator(r, w), true);
 		}
 		long h = im.hash(key, key.length);
+		if (im.delta && !im.mayHold(h))
+			throw im.corrupt(where + ": its key's filter bits are not all set (§19.3)");
 		int tag = tag(h);
 		int t = dir(s, bk, i) >>> DIR_TAG_SHIFT;
 		if (t != dirTag(tag) >>> DIR_TAG_SHIFT)

@@ -70,6 +70,61 @@ public final class Shmkv extends ShmkvReader implements AutoCloseable {
 	 *     image of format 2
 	 */
 	public static Shmkv open(Path file, Check check) {
+		long size = fileSize(file);
+		return new Shmkv(map(file, size, size, 0, file.toString(), check, true), null, file.toString(), check);
+	}
+
+	/**
+	 * Opens an image file read through a delta image (FORMAT.md §19), both
+	 * with their checksums checked ({@link Check#CHECKSUMS}); see
+	 * {@link #open(Path, Path, Check)}.
+	 *
+	 * @param base the image file
+	 * @param delta the delta image file made for it
+	 * @return the reader; close it
+	 * @throws ShmkvException.Base when the delta does not apply to the image,
+	 *     or another ShmkvException when either file cannot be read or is not
+	 *     a sound image
+	 */
+	public static Shmkv open(Path base, Path delta) {
+		return open(base, delta, Check.CHECKSUMS);
+	}
+
+	/**
+	 * Opens an image file read through a delta image (FORMAT.md §19): every
+	 * get, typed get, batch and iteration answers as the image with the
+	 * delta's changes applied. A key the delta holds is its upsert (absent
+	 * once that has expired: the image's record is not consulted) or absent
+	 * (a tombstone); any other key is the image's. The iteration yields the
+	 * delta's upserts, then the image's records whose key the delta does not
+	 * hold. Both files are checked at open as check says, then the delta
+	 * against the image (§19.4): the image is a plain image and the delta a
+	 * delta made for it (its header checksum and size), the first of its
+	 * chain (a chain is merged first: {@code shmctl image apply}), with the
+	 * image's hash seed and width. Both stay mapped until close.
+	 *
+	 * @param base the image file
+	 * @param delta the delta image file made for it
+	 * @param check how much to check of each now
+	 * @return the reader; close it
+	 * @throws ShmkvException.Base when the delta does not apply to the image
+	 *     (the message names both checksums), or another ShmkvException when
+	 *     either file cannot be read or is not a sound image
+	 */
+	public static Shmkv open(Path base, Path delta, Check check) {
+		long bsize = fileSize(base), dsize = fileSize(delta);
+		String source = base.toString();
+		Arena arena = Arena.ofShared();
+		return new Shmkv(generation(arena, source, () -> {
+			Image b = mapImage(arena, base, bsize, bsize, source, check, true);
+			Image d = mapImage(arena, delta, dsize, dsize, delta.toString(), check, true);
+			Through.check(b, d);
+			return new Generation(b, d, arena, 0, source + " through " + delta);
+		}), null, source + " through " + delta, check);
+	}
+
+	/** A file's size; Io when it cannot be read or is not a regular file. */
+	private static long fileSize(Path file) {
 		Map<String, Object> st;
 		try {
 			st = Files.readAttributes(file, "size,isRegularFile");
@@ -78,8 +133,7 @@ public final class Shmkv extends ShmkvReader implements AutoCloseable {
 		}
 		if (!(Boolean) st.get("isRegularFile"))
 			throw new ShmkvException.Io(22, "EINVAL", file.toString(), "not a regular file", null);
-		long size = (Long) st.get("size");
-		return new Shmkv(map(file, size, size, 0, file.toString(), check, true), null, file.toString(), check);
+		return (Long) st.get("size");
 	}
 
 	/**
@@ -94,23 +148,48 @@ public final class Shmkv extends ShmkvReader implements AutoCloseable {
 	public static Shmkv of(byte[] bytes, Check check) {
 		String source = "an image in memory";
 		Arena arena = Arena.ofShared();
-		return new Shmkv(generation(arena, 0, source, () -> {
-			MemorySegment seg = arena.allocate(Math.max(bytes.length, 1), 4096);
-			MemorySegment.copy(MemorySegment.ofArray(bytes), 0, seg, 0, bytes.length);
-			return new Image(seg.asSlice(0, bytes.length), bytes.length, check.ordinal(), source);
+		return new Shmkv(generation(arena, source, () -> new Generation(copy(arena, bytes, source, check), arena, 0,
+				source)), null, source, check);
+	}
+
+	/**
+	 * Images held in memory (copied, aligned as a mapping is), base read
+	 * through delta, as {@link #open(Path, Path, Check)} reads files.
+	 *
+	 * @param base the image
+	 * @param delta the delta image made for it
+	 * @param check how much to check of each now
+	 * @return the reader; close it
+	 * @throws ShmkvException.Base when the delta does not apply to the image,
+	 *     or another ShmkvException when either is not a sound image
+	 */
+	public static Shmkv of(byte[] base, byte[] delta, Check check) {
+		String source = "an image in memory", dsource = "the delta in memory";
+		Arena arena = Arena.ofShared();
+		return new Shmkv(generation(arena, source, () -> {
+			Image b = copy(arena, base, source, check), d = copy(arena, delta, dsource, check);
+			Through.check(b, d);
+			return new Generation(b, d, arena, 0, source);
 		}), null, source, check);
 	}
 
-	/** What maps and checks an image in an arena. */
+	/** bytes copied into arena, 4096-aligned, and checked as an image. */
+	private static Image copy(Arena arena, byte[] bytes, String source, Check check) {
+		MemorySegment seg = arena.allocate(Math.max(bytes.length, 1), 4096);
+		MemorySegment.copy(MemorySegment.ofArray(bytes), 0, seg, 0, bytes.length);
+		return new Image(seg.asSlice(0, bytes.length), bytes.length, check.ordinal(), source);
+	}
+
+	/** What maps and checks a generation's images in an arena. */
 	@FunctionalInterface
 	private interface Mapping {
-		Image map();
+		Generation map();
 	}
 
 	/** The generation m maps into arena; any failure closes the arena and is thrown. */
-	private static Generation generation(Arena arena, long number, String source, Mapping m) {
+	private static Generation generation(Arena arena, String source, Mapping m) {
 		try {
-			return new Generation(m.map(), arena, number, source);
+			return m.map();
 		} catch (IndexOutOfBoundsException e) {
 			arena.close();
 			throw new ShmkvException.Corrupt(source, "an offset points outside the image", e);
@@ -201,26 +280,31 @@ public final class Shmkv extends ShmkvReader implements AutoCloseable {
 	private static Generation map(Path p, long size, long mapLen, long number, String source, Check check,
 			boolean advise) {
 		Arena arena = Arena.ofShared();
-		return generation(arena, number, source, () -> {
-			MemorySegment seg;
-			try {
-				if (mapLen < Format.HEADER_SIZE) {
-					// too short to map as an image: what there is, for the magic and length checks
-					byte[] b = Files.readAllBytes(p);
-					seg = arena.allocate(Math.max(mapLen, 1), 64);
-					MemorySegment.copy(MemorySegment.ofArray(b), 0, seg, 0, Math.min(b.length, mapLen));
-					new Header(seg, Math.min(b.length, mapLen), source); // throws
-				}
-				try (FileChannel ch = FileChannel.open(p, StandardOpenOption.READ)) {
-					seg = ch.map(FileChannel.MapMode.READ_ONLY, 0, mapLen, arena);
-				}
-			} catch (IOException e) {
-				throw Ctl.io(p, e);
+		return generation(arena, source, () -> new Generation(mapImage(arena, p, size, mapLen, source, check, advise),
+				arena, number, source));
+	}
+
+	/** map's image: p's first mapLen bytes mapped into arena, an image of size bytes, checked. */
+	private static Image mapImage(Arena arena, Path p, long size, long mapLen, String source, Check check,
+			boolean advise) {
+		MemorySegment seg;
+		try {
+			if (mapLen < Format.HEADER_SIZE) {
+				// too short to map as an image: what there is, for the magic and length checks
+				byte[] b = Files.readAllBytes(p);
+				seg = arena.allocate(Math.max(mapLen, 1), 64);
+				MemorySegment.copy(MemorySegment.ofArray(b), 0, seg, 0, Math.min(b.length, mapLen));
+				new Header(seg, Math.min(b.length, mapLen), source); // throws
 			}
-			if (advise)
-				Advice.hugePages(seg);
-			return new Image(seg.asSlice(0, size), size, check.ordinal(), source);
-		});
+			try (FileChannel ch = FileChannel.open(p, StandardOpenOption.READ)) {
+				seg = ch.map(FileChannel.MapMode.READ_ONLY, 0, mapLen, arena);
+			}
+		} catch (IOException e) {
+			throw Ctl.io(p, e);
+		}
+		if (advise)
+			Advice.hugePages(seg);
+		return new Image(seg.asSlice(0, size), size, check.ordinal(), source);
 	}
 
 	@Override

@@ -21,7 +21,7 @@ public sealed class ShmkvException extends RuntimeException
 		permits ShmkvException.NotFound, ShmkvException.Type, ShmkvException.Magic, ShmkvException.Version,
 		ShmkvException.Layout, ShmkvException.Truncated, ShmkvException.Checksum, ShmkvException.Corrupt,
 		ShmkvException.KeyLength, ShmkvException.Proto, ShmkvException.Stale, ShmkvException.Unavailable,
-		ShmkvException.Released, ShmkvException.Io {
+		ShmkvException.Released, ShmkvException.Io, ShmkvException.Base {
 	private static final long serialVersionUID = 2L;
 	/** The C reader's code. */
 	private final int code;
@@ -67,7 +67,7 @@ public sealed class ShmkvException extends RuntimeException
 	/**
 	 * The C reader's code of this error.
 	 *
-	 * @return a SHMKV_E* value (-31200..-31214), or minus an errno value
+	 * @return a SHMKV_E* value (-31200..-31215), or minus an errno value
 	 */
 	public int code() {
 		return code;
@@ -199,6 +199,21 @@ public sealed class ShmkvException extends RuntimeException
 
 		Corrupt(String where, String detail, Throwable cause) {
 			super(Format.ECORRUPT, "SHMKV_ECORRUPT", where, "image structure is corrupt", detail, cause);
+		}
+	}
+
+	/**
+	 * SHMKV_EBASE: a delta read through an image it was not made for
+	 * (FORMAT.md §19.4): the base is not a plain image or the delta not a
+	 * delta, the delta names another base (its header checksum and size),
+	 * follows another delta in a chain (merge the chain first), or hashes
+	 * keys with another seed or width. The message names both checksums.
+	 */
+	public static final class Base extends ShmkvException {
+		private static final long serialVersionUID = 2L;
+
+		Base(String where, String detail) {
+			super(Format.EBASE, "SHMKV_EBASE", where, "delta does not apply to this image", detail, null);
 		}
 	}
 

@@ -10,6 +10,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.NoSuchElementException;
+import java.util.Optional;
 import java.util.function.BiConsumer;
 import java.util.function.LongSupplier;
 
@@ -73,16 +74,75 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	}
 
 	/**
-	 * The lookup every getter makes: the key's record (its locator, Index),
-	 * its value checked as a lookup checks it; -1 when it is missing or
-	 * expired.
+	 * The lookup in one image: the key's record (its locator, Index), its
+	 * value checked as a lookup checks it; -1 when it is missing, expired or
+	 * (a delta read alone) a tombstone.
 	 */
 	final long find(Image im, byte[] key, long lo, long tl, int len, long[] now) {
-		long loc = im.locate(key, lo, tl, len);
-		if (loc < 0 || expired(im, loc, now))
+		return live(im, im.locate(key, lo, tl, len), now);
+	}
+
+	/**
+	 * A lookup's answer loc in im: -1 when it found nothing, a tombstone
+	 * (its entry checked, §19.4) or an expired record; else loc, its value
+	 * checked.
+	 */
+	private long live(Image im, long loc, long[] now) {
+		if (loc < 0)
+			return -1;
+		if (Index.tomb(loc)) {
+			im.checkTomb(loc);
+			return -1;
+		}
+		if (expired(im, loc, now))
 			return -1;
 		im.check(loc, false);
 		return loc;
+	}
+
+	/**
+	 * Marks a locator in the delta a generation's image is read through:
+	 * bit 63, which no locator has (they are below 2^63, and -1 has every
+	 * other bit set too).
+	 */
+	static final long IN_DELTA = Long.MIN_VALUE;
+
+	/**
+	 * The lookup every getter makes, in the generation's image or through
+	 * its delta: -1 when the key is absent, else its record's locator, its
+	 * value checked; a locator in the delta comes with {@link #IN_DELTA}
+	 * (callers take {@link #imageOf} and {@link #locator}).
+	 */
+	final long lookup(Generation g, byte[] key, long lo, long tl, int len, long[] now) {
+		return g.delta == null ? find(g.image, key, lo, tl, len, now) : through(g, key, lo, tl, len, now);
+	}
+
+	/**
+	 * A key read through the delta (FORMAT.md §19): hashed once (the delta
+	 * has the base's seed and bits, §19.4), the delta's filter asked and,
+	 * when it may hold the key, the delta's lookup (§6.4): an upsert answers
+	 * (absent when it has expired: the base is not consulted), a tombstone
+	 * makes the key absent; a key the delta does not hold, the base answers.
+	 */
+	private long through(Generation g, byte[] key, long lo, long tl, int len, long[] now) {
+		Image im = g.image, d = g.delta;
+		long h = im.checkedHash(key, lo, tl, len);
+		if (d.mayHold(h)) {
+			long loc = Index.find(d, key, lo, tl, len, h);
+			if (loc >= 0)
+				return (loc = live(d, loc, now)) < 0 ? -1 : loc | IN_DELTA;
+		}
+		return live(im, Index.find(im, key, lo, tl, len, h), now);
+	}
+
+	/** The image of a lookup's answer (not -1): the generation's, or (IN_DELTA) its delta. */
+	static Image imageOf(Generation g, long loc) {
+		return loc < -1 ? g.delta : g.image;
+	}
+
+	/** The locator of a lookup's answer (not -1) in its image. */
+	static long locator(long loc) {
+		return loc & ~IN_DELTA;
 	}
 
 	/** The generation to read now. */
@@ -184,8 +244,12 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 		for (;;) {
 			Generation g = current();
 			try {
+				long loc = lookup(g, key, lo, tl, len, null);
 				Image im = g.image;
-				long loc = find(im, key, lo, tl, len, null);
+				if (loc < -1) { // in the delta it is read through
+					im = g.delta;
+					loc = locator(loc);
+				}
 				if (loc < 0) {
 					if (op == OP_INTO)
 						return -1;
@@ -207,7 +271,7 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 							Bytes.copy(im.seg, im.valueOffset(loc), dst, (int) n);
 						return Math.min(n, Integer.MAX_VALUE);
 					default:
-						box[0] = object(g, loc, t, op);
+						box[0] = object(g, im, loc, t, op);
 						return 0;
 				}
 			} catch (IllegalStateException x) {
@@ -220,19 +284,18 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 		}
 	}
 
-	/** An object getter's reading of the value (locator loc, of type t) it found. */
-	private static Object object(Generation g, long loc, int t, int op) {
-		Image im = g.image;
+	/** An object getter's reading of the value (locator loc in im, of type t) it found. */
+	private static Object object(Generation g, Image im, long loc, int t, int op) {
 		return switch (op) {
-			case OP_VALUE -> value(g, loc, t);
+			case OP_VALUE -> value(g, im, loc, t);
 			case OP_STRING -> new String(bytes(im, loc), StandardCharsets.UTF_8); // its UTF-8 checked
 			case OP_BYTES -> bytes(im, loc);
-			case OP_BUFFER -> value(g, loc, t).asByteBuffer();
+			case OP_BUFFER -> value(g, im, loc, t).asByteBuffer();
 			case OP_LONGS -> new LongList(g, slice(im, loc));
 			case OP_DOUBLES -> new DoubleList(g, slice(im, loc));
 			case OP_FLOATS -> new FloatList(g, slice(im, loc));
-			case OP_STRINGS -> new StringList(g, slice(im, loc));
-			default -> List.copyOf(new StringList(g, slice(im, loc)));
+			case OP_STRINGS -> new StringList(g, im, slice(im, loc));
+			default -> List.copyOf(new StringList(g, im, slice(im, loc)));
 		};
 	}
 
@@ -262,8 +325,8 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 		return Bytes.copy(im.seg, im.valueOffset(loc), im.valueLen(loc));
 	}
 
-	private static Value value(Generation g, long loc, int type) {
-		return new Value(g, loc, type, g.image.valueOffset(loc), g.image.valueLen(loc));
+	private static Value value(Generation g, Image im, long loc, int type) {
+		return new Value(g, im, loc, type, im.valueOffset(loc), im.valueLen(loc));
 	}
 
 	/**
@@ -277,38 +340,82 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 
 	/**
 	 * The number of entries the iteration yields: the records that have not
-	 * expired. O(1) for an image without the EXPIRY flag (its entry_count);
-	 * else the records are counted, O(n), against the clock read once.
+	 * expired (and, through a delta, as the delta has them). O(1) for a
+	 * plain image without the EXPIRY flag (its entry_count); else (expiring
+	 * records, a delta read alone or through) the entries are counted, O(n),
+	 * against the clock read once.
 	 *
 	 * @return the number of live entries
 	 */
 	public long size() {
 		Generation g = current();
-		if (!g.image.expiry)
+		if (g.delta == null && !g.image.delta && !g.image.expiry)
 			return g.image.entryCount;
+		return count(records(g, true));
+	}
+
+	/**
+	 * The number of records {@link #allRecords()} yields, expired ones
+	 * included: the header's entry_count (O(1)), a delta's tombstones
+	 * included; through a delta the records are counted, O(n).
+	 *
+	 * @return the record count
+	 */
+	public long recordCount() {
+		Generation g = current();
+		return g.delta == null ? g.image.entryCount : count(records(g, false));
+	}
+
+	private static long count(Iterator<Value> it) {
 		long n = 0;
-		for (Iterator<Value> it = new RecordIterator(this, g, true); it.hasNext(); it.next())
+		for (; it.hasNext(); it.next())
 			n++;
 		return n;
 	}
 
 	/**
-	 * The number of records in the image, expired ones included (the
-	 * header's entry_count): what {@link #allRecords()} yields.
-	 *
-	 * @return the record count
-	 */
-	public long recordCount() {
-		return current().image.entryCount;
-	}
-
-	/**
-	 * The image's name (its header's name field).
+	 * The image's name (its header's name field; through a delta, the
+	 * base's).
 	 *
 	 * @return the name; empty when the image has none
 	 */
 	public String name() {
 		return current().image.hdr.name;
+	}
+
+	/**
+	 * The image's header checksum: its identity as a delta's base, or as
+	 * the prev of the next delta of a chain (FORMAT.md §19.1). Through a
+	 * delta, the base's.
+	 *
+	 * @return the header_checksum
+	 */
+	public long checksum() {
+		return current().image.hdr.checksum;
+	}
+
+	/**
+	 * Whether the image read is a delta image read alone (FORMAT.md §19):
+	 * its gets answer its upserts, {@link #allRecords()} yields its
+	 * tombstones too. False for a base read through a delta.
+	 *
+	 * @return true for a delta read alone
+	 */
+	public boolean isDelta() {
+		return current().image.delta;
+	}
+
+	/**
+	 * The delta this reader reads: the image itself when it is a delta read
+	 * alone, or the delta a base is read through
+	 * ({@link Shmkv#open(java.nio.file.Path, java.nio.file.Path)}).
+	 *
+	 * @return its identity and its base's; empty for a plain image read alone
+	 */
+	public Optional<DeltaId> deltaId() {
+		Generation g = current();
+		Image d = g.delta != null ? g.delta : g.image.delta ? g.image : null;
+		return d == null ? Optional.empty() : Optional.of(DeltaId.of(d.hdr));
 	}
 
 	/**
@@ -590,7 +697,6 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	}
 
 	private Value[] getAll(Generation g, byte[][] keys) {
-		Image im = g.image;
 		Value[] out = new Value[keys.length];
 		Map<Integer, ShmkvException> errors = null;
 		long[] now = {0};
@@ -599,8 +705,12 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 			int n = k.length;
 			try {
 				long lo = Keys.lo(k, n);
-				long loc = find(im, n > Keys.PACKED ? k : null, lo, Keys.tl(k, n, lo), n, now);
-				out[i] = loc < 0 ? null : value(g, loc, im.type(loc));
+				long loc = lookup(g, n > Keys.PACKED ? k : null, lo, Keys.tl(k, n, lo), n, now);
+				if (loc != -1) {
+					Image im = imageOf(g, loc);
+					loc = locator(loc);
+					out[i] = value(g, im, loc, im.type(loc));
+				}
 			} catch (IndexOutOfBoundsException x) {
 				(errors = errors == null ? new LinkedHashMap<>() : errors).put(i, outside(g, x));
 			} catch (ShmkvException.Released x) {
@@ -647,7 +757,7 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 */
 	@Override
 	public Iterator<Value> iterator() {
-		return new RecordIterator(this, current(), true);
+		return records(current(), true);
 	}
 
 	/**
@@ -659,7 +769,34 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 */
 	public Iterable<Value> allRecords() {
 		Generation g = current();
-		return () -> new RecordIterator(this, g, false);
+		return () -> records(g, false);
+	}
+
+	/**
+	 * The iteration of g: live (the default) or every record. A delta read
+	 * alone: its upserts, and (every record) its tombstones. Through a delta
+	 * (FORMAT.md §19): the delta's upserts, then the base's records whose key
+	 * the delta does not hold, one clock read for both.
+	 */
+	private Iterator<Value> records(Generation g, boolean live) {
+		Image im = g.image, d = g.delta;
+		long[] now = {live && (im.expiry || d != null && d.expiry) ? now() : 0};
+		ShmkvReader expiry = live ? this : null;
+		if (d == null)
+			return new RecordIterator(expiry, g, im, !live, null, now);
+		Iterator<Value> upserts = new RecordIterator(expiry, g, d, false, null, now);
+		Iterator<Value> rest = new RecordIterator(expiry, g, im, false, d, now);
+		return new Iterator<>() {
+			@Override
+			public boolean hasNext() {
+				return upserts.hasNext() || rest.hasNext();
+			}
+
+			@Override
+			public Value next() {
+				return upserts.hasNext() ? upserts.next() : rest.next();
+			}
+		};
 	}
 
 	/**
@@ -674,15 +811,19 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	}
 
 	/**
-	 * The full structural check of FORMAT.md §13 on the generation read now.
+	 * The full structural check of FORMAT.md §13 (and §19.4 for a delta) on
+	 * the generation read now: through a delta, of the base, then of the
+	 * delta.
 	 *
 	 * @throws ShmkvException.Corrupt (or Checksum) naming the first problem
 	 */
 	public void verify() {
 		Generation g = current();
 		try {
-			g.image.hdr.checkSections(g.image.seg);
-			g.image.verify();
+			for (Image im : g.delta == null ? List.of(g.image) : List.of(g.image, g.delta)) {
+				im.hdr.checkSections(im.seg);
+				im.verify();
+			}
 		} catch (IllegalStateException x) {
 			throw g.failed(x);
 		} catch (IndexOutOfBoundsException x) {
@@ -691,25 +832,35 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	}
 
 	/**
-	 * Iteration: every bucket's records in index order, each checked as
-	 * verify checks it (an OUT record's entry too); live: expired records
-	 * left out, against the clock read once at the start.
+	 * Iteration of one image: every bucket's records in index order, each
+	 * checked as verify checks it (an OUT record's entry too), those a
+	 * reader leaves out skipped: expired ones (live), tombstones (unless
+	 * asked for), and (the base's records through a delta) those whose key
+	 * the delta holds.
 	 */
 	private static final class RecordIterator implements Iterator<Value> {
 		private final Generation g;
+		private final Image im;
 		private final long[] now;
 		private long left, bucket;
 		private int i, n;
 		private Value next;
 
-		/** The reader whose expiry rule leaves expired records out; null: every record. */
+		/** The reader whose expiry rule leaves expired records out (its clock read in now); null: every record. */
 		private final ShmkvReader reader;
+		/** Whether a delta's tombstones are yielded (its every record, read alone). */
+		private final boolean tombstones;
+		/** The delta whose keys are left out; null: none. */
+		private final Image skip;
 
-		RecordIterator(ShmkvReader reader, Generation g, boolean live) {
+		RecordIterator(ShmkvReader reader, Generation g, Image im, boolean tombstones, Image skip, long[] now) {
 			this.g = g;
-			left = g.image.entryCount;
-			this.reader = live ? reader : null;
-			now = new long[] {live && g.image.expiry ? reader.now() : 0};
+			this.im = im;
+			left = im.entryCount;
+			this.reader = reader;
+			this.tombstones = tombstones;
+			this.skip = skip;
+			this.now = now;
 		}
 
 		@Override
@@ -718,7 +869,9 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 				while (next == null && left > 0) {
 					Value v = advance();
 					left--;
-					if (reader == null || !reader.expired(g.image, v.locator(), now))
+					if (v.isTombstone() ? tombstones
+							: (reader == null || !reader.expired(im, v.locator(), now))
+									&& (skip == null || !skip.holds(v.key())))
 						next = v;
 				}
 				return next != null;
@@ -740,7 +893,6 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 
 		/** The next record (left > 0), decoded and checked. */
 		private Value advance() {
-			Image im = g.image;
 			while (i == n) {
 				if (bucket >= im.bucketCount)
 					throw im.corrupt("the index ends after " + (im.entryCount - left) + " of " + im.entryCount
@@ -758,7 +910,7 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 			if (!Index.inline(loc))
 				im.entry(im.entryOf(loc));
 			im.check(loc, true);
-			return value(g, loc, im.type(loc));
+			return value(g, im, loc, im.type(loc));
 		}
 	}
 }

@@ -13,11 +13,14 @@ import java.util.RandomAccess;
  */
 public final class StringList extends AbstractList<String> implements RandomAccess {
 	private final Generation gen;
+	/** Names the image the list is in (its messages). */
+	private final String source;
 	private final MemorySegment seg;
 	private final int count;
 
-	StringList(Generation g, MemorySegment s) {
+	StringList(Generation g, Image im, MemorySegment s) {
 		gen = g;
+		source = im.source;
 		seg = s;
 		try {
 			count = s.get(Bytes.U32, 0); // at most (value_len - 8) / 4: the get checked it
@@ -50,10 +53,10 @@ public final class StringList extends AbstractList<String> implements RandomAcce
 			long data = 4L * (count + 2), dataLen = seg.byteSize() - data;
 			long a = Bytes.u32(seg, 4 + 4L * i), b = Bytes.u32(seg, 8 + 4L * i);
 			if (a >= b || b > dataLen || Bytes.u8(seg, data + b - 1) != 0)
-				throw new ShmkvException.Corrupt(gen.image.source, "strlist string " + i + ": its ends " + a + ".." + b
+				throw new ShmkvException.Corrupt(source, "strlist string " + i + ": its ends " + a + ".." + b
 						+ " do not ascend, pass the data (" + dataLen + " bytes) or lack its NUL");
 			if (!Utf8.valid(seg, data + a, b - a - 1))
-				throw new ShmkvException.Corrupt(gen.image.source, "strlist string " + i + " is not valid UTF-8");
+				throw new ShmkvException.Corrupt(source, "strlist string " + i + " is not valid UTF-8");
 			return Bytes.copy(seg, data + a, b - a - 1);
 		} catch (IllegalStateException e) {
 			throw gen.failed(e);

@@ -16,12 +16,15 @@ import java.nio.charset.StandardCharsets;
  */
 public final class Value {
 	private final Generation gen;
+	/** The image the record is in: the generation's, or the delta it is read through. */
+	private final Image im;
 	private final long loc; // the record found: its locator (Index)
 	private final int type;
 	private final long voff, len;
 
-	Value(Generation g, long loc, int type, long voff, long len) {
+	Value(Generation g, Image im, long loc, int type, long voff, long len) {
 		this.gen = g;
+		this.im = im;
 		this.loc = loc;
 		this.type = type;
 		this.voff = voff;
@@ -36,10 +39,23 @@ public final class Value {
 	/**
 	 * The value's type.
 	 *
-	 * @return the type
+	 * @return the type; {@link ValueType#TOMBSTONE} for a delta's tombstone
+	 *     (from {@link ShmkvReader#allRecords()} of a delta read alone)
 	 */
 	public ValueType type() {
 		return ValueType.of(type);
+	}
+
+	/**
+	 * Whether this is a delta's tombstone (FORMAT.md §19.2): a key the delta
+	 * removes from its base. Only {@link ShmkvReader#allRecords()} of a delta
+	 * read alone yields tombstones: their value is empty (no bytes, count 0,
+	 * no expiry), and every typed reading throws {@link ShmkvException.Type}.
+	 *
+	 * @return true for a tombstone
+	 */
+	public boolean isTombstone() {
+		return type == Format.TOMB_ENTRY_TYPE;
 	}
 
 	/**
@@ -58,7 +74,7 @@ public final class Value {
 	 */
 	public boolean isShared() {
 		try {
-			return gen.image.shared(loc);
+			return im.shared(loc);
 		} catch (IllegalStateException e) {
 			throw gen.failed(e);
 		}
@@ -71,7 +87,7 @@ public final class Value {
 	 */
 	public byte[] key() {
 		try {
-			return gen.image.key(loc);
+			return im.key(loc);
 		} catch (IllegalStateException e) {
 			throw gen.failed(e);
 		}
@@ -85,7 +101,7 @@ public final class Value {
 	 */
 	public long expires() {
 		try {
-			return gen.image.expires(loc);
+			return im.expires(loc);
 		} catch (IllegalStateException e) {
 			throw gen.failed(e);
 		}
@@ -98,7 +114,7 @@ public final class Value {
 	 * @return a read-only segment over the image (no copy)
 	 */
 	public MemorySegment segment() {
-		return gen.image.seg.asSlice(voff, len);
+		return im.seg.asSlice(voff, len);
 	}
 
 	/**
@@ -117,7 +133,7 @@ public final class Value {
 	 */
 	public byte[] toBytes() {
 		try {
-			return Bytes.copy(gen.image.seg, voff, len);
+			return Bytes.copy(im.seg, voff, len);
 		} catch (IllegalStateException e) {
 			throw gen.failed(e);
 		}
@@ -167,7 +183,7 @@ public final class Value {
 
 	private long word() {
 		try {
-			return Bytes.u64(gen.image.seg, voff);
+			return Bytes.u64(im.seg, voff);
 		} catch (IllegalStateException e) {
 			throw gen.failed(e);
 		}
@@ -182,7 +198,7 @@ public final class Value {
 	public boolean asBoolean() {
 		want(Format.BOOL);
 		try {
-			return Bytes.u8(gen.image.seg, voff) != 0;
+			return Bytes.u8(im.seg, voff) != 0;
 		} catch (IllegalStateException e) {
 			throw gen.failed(e);
 		}
@@ -229,7 +245,7 @@ public final class Value {
 	 */
 	public StringList asStringList() {
 		want(Format.STRLIST);
-		return new StringList(gen, segment());
+		return new StringList(gen, im, segment());
 	}
 
 	/**
@@ -239,6 +255,8 @@ public final class Value {
 	 * @return the count
 	 */
 	public long count() {
+		if (isTombstone())
+			return 0;
 		return switch (Format.shape(type)) {
 			case Format.SHAPE_FIXED -> 1;
 			case Format.SHAPE_ARRAY -> len / Format.elemSize(type);
@@ -249,7 +267,7 @@ public final class Value {
 
 	private void want(int t) {
 		if (type != t)
-			throw new ShmkvException.Type(gen.image.source, "the value is " + ValueType.name(type) + ", not "
+			throw new ShmkvException.Type(im.source, "the value is " + ValueType.name(type) + ", not "
 					+ ValueType.name(t));
 	}
 

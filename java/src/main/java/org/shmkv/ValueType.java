@@ -2,7 +2,7 @@ package org.shmkv;
 
 import java.util.Locale;
 
-/** The value types of FORMAT.md §8, with their codes in the format. */
+/** The value types of FORMAT.md §8, with their codes in the format, and a delta's tombstone (§19.2). */
 public enum ValueType {
 	/** Bytes (any), followed by a NUL in the image. */
 	BYTES(Format.BYTES),
@@ -21,7 +21,13 @@ public enum ValueType {
 	/** A list of signed 64-bit integers. */
 	I64LIST(Format.I64LIST),
 	/** A list of UTF-8 strings. */
-	STRLIST(Format.STRLIST);
+	STRLIST(Format.STRLIST),
+	/**
+	 * Not a value: a delta image's tombstone (FORMAT.md §19.2), a key the
+	 * delta removes, as {@link ShmkvReader#allRecords()} of a delta read
+	 * alone yields it ({@link Value#isTombstone()}). Code 0.
+	 */
+	TOMBSTONE(Format.TOMB_ENTRY_TYPE);
 
 	private final int code;
 
@@ -32,7 +38,7 @@ public enum ValueType {
 	/**
 	 * The type's code in the format.
 	 *
-	 * @return 1..9
+	 * @return 1..9; 0 for a tombstone
 	 */
 	public int code() {
 		return code;
@@ -41,7 +47,7 @@ public enum ValueType {
 	/**
 	 * The type's name as the format, the manifests and shmctl spell it.
 	 *
-	 * @return "bytes", "string", "i64", ..., "strlist"
+	 * @return "bytes", "string", "i64", ..., "strlist"; "tombstone"
 	 */
 	public String formatName() {
 		return name().toLowerCase(Locale.ROOT);
@@ -49,13 +55,13 @@ public enum ValueType {
 
 	private static final ValueType[] BY_CODE = values();
 
-	/** The type of a known code (1..9). */
+	/** The type of a known code (1..9), or TOMBSTONE (0). */
 	static ValueType of(int code) {
-		return BY_CODE[code - 1];
+		return code == Format.TOMB_ENTRY_TYPE ? TOMBSTONE : BY_CODE[code - 1];
 	}
 
-	/** A code's format name, or "type N" for a code out of the table (messages). */
+	/** A code's format name, "tombstone" for 0, or "type N" for a code out of the table (messages). */
 	static String name(int code) {
-		return Format.known(code) ? of(code).formatName() : "type " + code;
+		return Format.known(code) || code == Format.TOMB_ENTRY_TYPE ? of(code).formatName() : "type " + code;
 	}
 }

@@ -16,21 +16,54 @@ import java.util.List;
  * keys first, smallest record first; the rest to the next bucket with room,
  * D and filter set at home; a 2-byte directory entry a record), small
  * records inline, the rest OUT with an entry in ENTRIES (no shared values),
- * seed 0, hash_bits 64.
+ * seed 0 and hash_bits 64 unless set.
+ *
+ * <p>Delta images (FORMAT.md §19): {@link #tomb} adds a tombstone (inline,
+ * kind 0x10, or OUT, kind 0x90 with an entry of type 0), {@link #delta}
+ * writes the records as a delta of a base: the delta layout hash and flag,
+ * four sections, the fourth the key filter of §19.3 (max(1, ceil(records /
+ * 4)) words unless {@link #filterWords} says, every key's bits set but
+ * {@link #filterOmit}'s), the base's checksum and size, prev and seq in
+ * reserved[0..3].
  */
 final class Encoder {
-	record Rec(byte[] key, int type, byte[] value, long expires, boolean forceOut) {}
+	record Rec(byte[] key, int type, byte[] value, long expires, boolean forceOut, boolean tomb) {}
 
 	final List<Rec> recs = new ArrayList<>();
 	int inlineBound = 64;
+	/** The header's hash_seed and hash_bits (§5): a delta's must be its base's. */
+	long seed = 0;
+	int hashBits = 64;
+	/** A delta's filter words; 0: §19.3's builder convention. */
+	int filterWords = 0;
+	/** A key of a delta whose filter bits are left unset (a verify test); null: none. */
+	byte[] filterOmit;
+	/** Bytes written after the entries, inside ENTRIES (a verify test: an entry no record names); 8-aligned. */
+	byte[] entriesTail = new byte[0];
 
 	Encoder add(String key, int type, byte[] value) {
 		return add(key.getBytes(StandardCharsets.UTF_8), type, value, 0, false);
 	}
 
 	Encoder add(byte[] key, int type, byte[] value, long expires, boolean forceOut) {
-		recs.add(new Rec(key, type, value, expires, forceOut));
+		recs.add(new Rec(key, type, value, expires, forceOut, false));
 		return this;
+	}
+
+	/** A tombstone of key (a delta's, §19.2): OUT when out or its key is over 255 bytes, else inline. */
+	Encoder tomb(byte[] key, boolean out) {
+		recs.add(new Rec(key, Format.TOMB_ENTRY_TYPE, new byte[0], 0, out, true));
+		return this;
+	}
+
+	Encoder tomb(String key) {
+		return tomb(str(key), false);
+	}
+
+	/** The key hash of §5 with this encoder's seed and bits. */
+	long hash(byte[] key) {
+		long h = new Xxh3.Seeded(seed).hasher.hashBytesToLong(key);
+		return hashBits == 64 ? h : (h & ((1L << hashBits) - 1)) * 0x9E3779B97F4A7C15L;
 	}
 
 	static byte[] str(String s) {
@@ -73,18 +106,23 @@ final class Encoder {
 		final boolean out;
 		long entry; // OUT: the entry's image offset
 
-		Placed(Rec r, long buckets, int inlineBound) {
+		Placed(Rec r, long h, long buckets, int inlineBound) {
 			rec = r;
-			h = Xxh3.SEED0.hashBytesToLong(r.key);
+			this.h = h;
 			tag = Index.tag(h);
 			home = Index.home(h, buckets);
-			int worst = 3 + (r.expires != 0 ? 4 : 0) + r.key.length + ((Format.align(r.type) == 8) ? 7 : 0) + stored(r);
+			int worst = 3 + (r.expires != 0 ? 4 : 0) + r.key.length + (align8(r) ? 7 : 0) + stored(r);
 			out = r.forceOut || r.key.length > 255 || r.value.length > 255 || worst > inlineBound;
 		}
 	}
 
+	/** Whether r's value is 8-aligned (a tombstone has none). */
+	static boolean align8(Rec r) {
+		return !r.tomb && Format.align(r.type) == 8;
+	}
+
 	static int stored(Rec r) {
-		return r.value.length + Format.nul(r.type);
+		return r.tomb ? 0 : r.value.length + Format.nul(r.type);
 	}
 
 	/** The size of p's record at bucket offset pos. */
@@ -93,7 +131,7 @@ final class Encoder {
 		if (p.out)
 			return 6 + x;
 		int q = pos + 3 + x + p.rec.key.length;
-		int v = (Format.align(p.rec.type) == 8) ? (q + 7) & ~7 : q;
+		int v = align8(p.rec) ? (q + 7) & ~7 : q;
 		return v - pos + stored(p.rec);
 	}
 
@@ -108,10 +146,45 @@ final class Encoder {
 
 	/** The image, with bucketCount buckets (keys must fit them). */
 	byte[] build(long bucketCount) {
+		return build(bucketCount, null);
+	}
+
+	/** A delta image of base (its header checksum and size, §19.1), the first of its chain: prev 0, seq 1. */
+	byte[] delta(long bucketCount, byte[] base) {
+		ByteBuffer b = ByteBuffer.wrap(base).order(ByteOrder.LITTLE_ENDIAN);
+		return delta(bucketCount, b.getLong(504), b.getLong(32), 0, 1);
+	}
+
+	/** A delta image with these reserved words (§19.1): base checksum and size, prev, seq. */
+	byte[] delta(long bucketCount, long baseChecksum, long baseSize, long prev, long seq) {
+		return build(bucketCount, new long[] {baseChecksum, baseSize, prev, seq});
+	}
+
+	/** The records' total room (§14: size with the worst padding, and 2 directory bytes). */
+	long room() {
+		long n = 0;
+		for (Rec r : recs) {
+			Placed p = new Placed(r, 0, 1, inlineBound);
+			n += (p.out ? 6 + (r.expires != 0 ? 4 : 0) : 3 + (r.expires != 0 ? 4 : 0) + r.key.length
+					+ (align8(r) ? 7 : 0) + stored(r)) + 2;
+		}
+		return n;
+	}
+
+	/** §14's bucket count for these records at the default fill. */
+	long buckets() {
+		return Math.max(1, (long) Math.ceil(room() / (120.0 * 0.72)));
+	}
+
+	/** The image; delta: its reserved words (a delta image), or null (a plain one, without tombstones). */
+	private byte[] build(long bucketCount, long[] delta) {
 		int bc = (int) bucketCount;
 		List<Placed> all = new ArrayList<>();
-		for (Rec r : recs)
-			all.add(new Placed(r, bc, inlineBound));
+		for (Rec r : recs) {
+			if (r.tomb && delta == null)
+				throw new IllegalArgumentException("a tombstone in a plain image");
+			all.add(new Placed(r, hash(r.key), bc, inlineBound));
+		}
 		all.sort(Comparator.<Placed>comparingLong(p -> p.home).thenComparing((a, b) -> Arrays.compareUnsigned(a.rec.key, b.rec.key)));
 		List<List<Placed>> buckets = new ArrayList<>();
 		for (int i = 0; i < bc; i++)
@@ -165,18 +238,22 @@ final class Encoder {
 					p.entry = entOff + ent.position();
 					Rec r = p.rec;
 					ent.put((byte) r.type).put((byte) 0).putShort((short) r.key.length).putInt(r.value.length).put(r.key);
-					if (Format.align(r.type) == 8)
+					if (align8(r))
 						ent.position((ent.position() + 7) & ~7);
 					ent.put(r.value);
 					if (Format.nul(r.type) == 1)
 						ent.put((byte) 0);
 					ent.position((ent.position() + 7) & ~7);
 				}
+		ent.put(entriesTail);
 		long entSize = ent.position();
 		long valOff = (entOff + entSize + 63) & ~63L;
-		long fileSize = (valOff + 4095) & ~4095L;
-		if (fileSize == valOff)
-			fileSize += 4096; // keep VALUES' offset inside the image
+		// a delta's FILTER (§19.3) follows VALUES (empty here)
+		long words = delta == null ? 0 : filterWords > 0 ? filterWords : Math.max(1, (recs.size() + 3) / 4);
+		long filOff = valOff, end = filOff + 8 * words;
+		long fileSize = (end + 4095) & ~4095L;
+		if (fileSize == end)
+			fileSize += 4096; // keep the last section's offset inside the image
 		ByteBuffer img = ByteBuffer.allocate((int) fileSize).order(ByteOrder.LITTLE_ENDIAN);
 		boolean expiry = false;
 		for (int i = 0; i < bc; i++) {
@@ -195,35 +272,46 @@ final class Encoder {
 				expiry |= x != 0;
 				int at = base + pos;
 				if (p.out) {
-					img.put(at, (byte) (Format.K_OUT | (x != 0 ? Format.K_EXPIRES : 0)));
+					img.put(at, (byte) (Format.K_OUT | (r.tomb ? Format.K_TOMB : 0) | (x != 0 ? Format.K_EXPIRES : 0)));
 					long unit = p.entry >>> 3;
 					img.putInt(at + 1, (int) unit).put(at + 5, (byte) (unit >>> 32));
 					if (x != 0)
 						img.putInt(at + 6, (int) r.expires);
 				} else {
-					img.put(at, (byte) (r.type | (x != 0 ? Format.K_EXPIRES : 0)));
+					img.put(at, (byte) ((r.tomb ? Format.INLINE_TOMB : r.type) | (x != 0 ? Format.K_EXPIRES : 0)));
 					img.put(at + 1, (byte) r.key.length).put(at + 2, (byte) r.value.length);
 					if (x != 0)
 						img.putInt(at + 3, (int) r.expires);
 					img.put(at + 3 + x, r.key);
 					int q = pos + 3 + x + r.key.length;
-					int v = (Format.align(r.type) == 8) ? (q + 7) & ~7 : q;
+					int v = align8(r) ? (q + 7) & ~7 : q;
 					img.put(base + v, r.value);
 				}
 				pos += size(p, pos);
 			}
 		}
 		img.put((int) entOff, ent.array(), 0, (int) entSize);
-		// the header (FORMAT.md §3, §3)
+		for (Placed p : all) // the filter: every key's three bits in its word (§19.3)
+			if (words > 0 && (filterOmit == null || !Arrays.equals(filterOmit, p.rec.key))) {
+				int at = (int) (filOff + 8 * Math.unsignedMultiplyHigh(p.h, words));
+				img.putLong(at, img.getLong(at) | 1L << (p.h >>> 16 & 63) | 1L << (p.h >>> 22 & 63)
+						| 1L << (p.h >>> 28 & 63));
+			}
+		// the header (FORMAT.md §3, §19.1)
 		img.put(0, "SHMKVIMG".getBytes(StandardCharsets.US_ASCII));
-		img.putInt(8, 2).putInt(12, 4096).putLong(16, Format.LAYOUT_HASH);
-		img.putLong(24, expiry ? Format.FLAG_EXPIRY : 0).putLong(32, fileSize).putLong(40, recs.size());
-		img.putLong(48, bc).putInt(56, 128).putInt(60, 64).putLong(64, 0).putInt(72, maxProbe).putInt(76, 3);
+		img.putInt(8, 2).putInt(12, 4096).putLong(16, delta == null ? Format.LAYOUT_HASH : Format.DELTA_LAYOUT_HASH);
+		img.putLong(24, (expiry ? Format.FLAG_EXPIRY : 0) | (delta == null ? 0 : Format.FLAG_DELTA));
+		img.putLong(32, fileSize).putLong(40, recs.size());
+		int nsec = delta == null ? 3 : 4;
+		img.putLong(48, bc).putInt(56, 128).putInt(60, hashBits).putLong(64, seed).putInt(72, maxProbe).putInt(76, nsec);
 		img.putLong(88, 1700000000L);
 		img.put(128, "v2test".getBytes(StandardCharsets.US_ASCII));
-		long[][] sec = {{idxOff, idxSize}, {entOff, entSize}, {valOff, 0}};
+		if (delta != null)
+			for (int i = 0; i < 4; i++)
+				img.putLong(448 + 8 * i, delta[i]);
+		long[][] sec = {{idxOff, idxSize}, {entOff, entSize}, {valOff, 0}, {filOff, 8 * words}};
 		MemorySegment s = MemorySegment.ofArray(img.array());
-		for (int i = 0; i < 3; i++) {
+		for (int i = 0; i < nsec; i++) {
 			int d = 192 + 32 * i;
 			img.putInt(d, i + 1).putInt(d + 4, 0).putLong(d + 8, sec[i][0]).putLong(d + 16, sec[i][1]);
 			img.putLong(d + 24, Xxh3.checksum(s, sec[i][0], sec[i][1]));
@@ -236,5 +324,10 @@ final class Encoder {
 	static byte[] resum(byte[] b) {
 		FuzzTest.resum(b);
 		return b;
+	}
+
+	/** An image's header checksum (its identity as a base, §19.1). */
+	static long checksum(byte[] img) {
+		return ByteBuffer.wrap(img).order(ByteOrder.LITTLE_ENDIAN).getLong(504);
 	}
 }

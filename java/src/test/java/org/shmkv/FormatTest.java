@@ -24,7 +24,9 @@ import org.junit.jupiter.api.Test;
  * description: every constant, each way (a constant here that the file
  * lacks fails as a value there that Format lacks), the layout hash the
  * reader's own XXH3 makes of the layout description, the type table, the
- * error codes and the retired version's message.
+ * error codes, the retired version's message, and delta images' constants
+ * (FORMAT.md §19): their layout hash and description, flag, section count,
+ * reserved words, tombstone kinds and filter.
  */
 class FormatTest {
 	static final Path JSON = Programs.REPO.resolve("lib/format.json");
@@ -87,8 +89,9 @@ class FormatTest {
 		Set<String> parts = new TreeSet<>();
 		f.fieldNames().forEachRemaining(parts::add);
 		assertEquals(new TreeSet<>(List.of("about", "magic", "format_version", "layout_hash", "layout_desc",
-				"retired_versions", "header", "section", "section_kinds", "entry", "header_flags", "entry_flags",
-				"bucket", "record", "limits", "types", "errors", "messages")), parts,
+				"delta_layout_hash", "delta_layout_desc", "delta", "retired_versions", "header", "section",
+				"section_kinds", "entry", "header_flags", "entry_flags", "bucket", "record", "limits", "types", "errors",
+				"messages")), parts,
 				"format.json's parts: a new one needs its check here");
 	}
 
@@ -101,6 +104,52 @@ class FormatTest {
 		byte[] desc = Format.LAYOUT_DESC.getBytes(StandardCharsets.US_ASCII);
 		assertEquals(Format.LAYOUT_HASH, Xxh3.checksum(MemorySegment.ofArray(desc), 0, desc.length),
 				"the reader's XXH3 of the layout description is the layout hash");
+	}
+
+	@Test
+	void deltaLayoutAndItsHash() {
+		assertEquals(hex(f.get("delta_layout_hash")), Format.DELTA_LAYOUT_HASH);
+		assertEquals(f.get("delta_layout_desc").asText(), Format.DELTA_LAYOUT_DESC);
+		byte[] desc = Format.DELTA_LAYOUT_DESC.getBytes(StandardCharsets.US_ASCII);
+		assertEquals(1362, desc.length, "FORMAT.md §19.1: 1362 ASCII bytes");
+		assertEquals(Format.DELTA_LAYOUT_HASH, Xxh3.checksum(MemorySegment.ofArray(desc), 0, desc.length),
+				"the reader's XXH3 of the delta layout description is the delta layout hash");
+		assertNotEquals(Format.LAYOUT_HASH, Format.DELTA_LAYOUT_HASH);
+	}
+
+	/**
+	 * format.json's "delta" each way: every field is a Format constant of
+	 * that value, and every Format constant of a delta (its flag, section
+	 * count, reserved words, tombstone kinds, filter) is a field.
+	 */
+	@Test
+	void deltaConstants() throws Exception {
+		JsonNode d = f.get("delta");
+		named(((com.fasterxml.jackson.databind.node.ObjectNode) d.deepCopy()).without(List.of("reserved",
+				"filter_shifts")), map("header_flag", "FLAG_DELTA", "section_count", "DELTA_SECTION_COUNT",
+						"record_tomb", "K_TOMB", "inline_tomb_kind", "INLINE_TOMB", "out_tomb_kind", "OUT_TOMB",
+						"tomb_entry_type", "TOMB_ENTRY_TYPE", "filter_section", "KIND_FILTER"));
+		fields(d.get("reserved"), "D_");
+		assertEquals(d.get("reserved").size(), Format.DELTA_WORDS, "the reserved words a delta names");
+		JsonNode shifts = d.get("filter_shifts");
+		Set<String> seen = new TreeSet<>();
+		for (int i = 0; i < shifts.size(); i++) {
+			assertEquals(shifts.get(i).asLong(), constant("FILTER_SHIFT_" + i), "filter_shifts[" + i + "]");
+			seen.add("FILTER_SHIFT_" + i);
+		}
+		assertEquals(seen, constants("FILTER_SHIFT_"), "Format's filter shifts against format.json's");
+		assertEquals(Format.HEADER_FLAGS | Format.FLAG_DELTA, Format.DELTA_HEADER_FLAGS, "a delta's known flags");
+		assertEquals(Format.K_OUT | Format.K_TOMB, Format.OUT_TOMB);
+		assertEquals("filter", Format.KIND_NAMES[Format.KIND_FILTER]);
+		// the delta's words lie in the header's reserved[], which has RESERVED_WORDS of them
+		assertEquals(Format.H_HEADER_CHECKSUM - Format.H_RESERVED, 8 * Format.RESERVED_WORDS);
+		// the constants no part of format.json names, each accounted for above
+		Set<String> deltaNamed = new TreeSet<>(List.of("FLAG_DELTA", "DELTA_HEADER_FLAGS", "DELTA_SECTION_COUNT",
+				"DELTA_WORDS", "DELTA_LAYOUT_HASH", "RESERVED_WORDS", "K_TOMB", "INLINE_TOMB", "OUT_TOMB",
+				"TOMB_ENTRY_TYPE", "KIND_FILTER"));
+		for (String c : constants(""))
+			if (c.contains("DELTA") || c.contains("TOMB") || c.contains("FILTER_SHIFT"))
+				assertTrue(deltaNamed.contains(c) || c.startsWith("FILTER_SHIFT_"), c + " is checked against format.json");
 	}
 
 	@Test
@@ -125,11 +174,14 @@ class FormatTest {
 		fields(h.get("fields"), "H_");
 		assertEquals(f.get("section").get("size").asInt(), Format.SECTION_SIZE);
 		fields(f.get("section").get("fields"), "S_");
-		JsonNode kinds = f.get("section_kinds");
+		// section_kinds are a plain image's three; a delta's fourth, the filter, is delta.filter_section
+		JsonNode kinds = ((com.fasterxml.jackson.databind.node.ObjectNode) f.get("section_kinds").deepCopy())
+				.put("filter", f.get("delta").get("filter_section").asInt());
 		fields(kinds, "KIND_");
 		for (Map.Entry<String, JsonNode> e : kinds.properties())
 			assertEquals(e.getKey(), Format.KIND_NAMES[e.getValue().asInt()]);
 		assertEquals(kinds.size() + 1, Format.KIND_NAMES.length);
+		assertEquals(f.get("section_kinds").size(), h.get("section_count").asInt(), "a plain image's sections");
 		assertEquals(f.get("entry").get("size").asInt(), Format.ENTRY_SIZE);
 		fields(f.get("entry").get("fields"), "E_");
 	}
@@ -154,7 +206,9 @@ class FormatTest {
 	void typeTable() {
 		JsonNode types = f.get("types");
 		assertEquals(Format.MAX_TYPE, types.size());
-		assertEquals(Format.MAX_TYPE, ValueType.values().length);
+		assertEquals(Format.MAX_TYPE + 1, ValueType.values().length, "the types and a delta's tombstone");
+		assertEquals(ValueType.TOMBSTONE, ValueType.of(f.get("delta").get("tomb_entry_type").asInt()));
+		assertEquals("tombstone", ValueType.TOMBSTONE.formatName());
 		int aligned = 0, nul = 0, utf8 = 0, text = 0;
 		for (JsonNode t : types) {
 			int c = t.get("code").asInt();

@@ -21,15 +21,25 @@ import org.junit.jupiter.api.Test;
  * iterated, looked up (every original key, typed getters, lists, batch) and
  * verified: the only exceptions allowed are ShmkvException's; never an
  * IndexOutOfBoundsException, an IllegalStateException, an
- * ArithmeticException or anything else unchecked.
+ * ArithmeticException or anything else unchecked. The delta seed (FORMAT.md
+ * §19) is also read, damaged, through its intact base, and the base,
+ * damaged, through the intact delta.
  */
 class FuzzTest {
+	/** The seed that is a delta image: DeltaTest's, of {@link #deltaBase()}. */
+	static final String DELTA = "encoder:delta";
 	static final String[] SEEDS = {"base", "types", "shared", "displaced", "expiry", "long_keys", "empty",
-			"encoder:mixed", "encoder:small"};
+			"encoder:mixed", "encoder:small", DELTA};
+
+	/** The base of the delta seed. */
+	static byte[] deltaBase() {
+		return DeltaTest.base();
+	}
 
 	/** A seed image: a vector's (the C builder's), or (encoder:) one of the test-only writer's. */
 	static byte[] seed(String n) throws java.io.IOException {
 		return switch (n) {
+			case DELTA -> DeltaTest.deltaImage();
 			case "encoder:mixed" -> ImageTest.mixedImage();
 			case "encoder:small" -> {
 				Encoder enc = new Encoder();
@@ -52,20 +62,26 @@ class FuzzTest {
 		for (String n : SEEDS) {
 			byte[] b = seed(n);
 			images.add(b);
-			List<byte[]> k = new ArrayList<>();
-			try (Shmkv db = Shmkv.of(b, Shmkv.Check.DEEP)) {
-				for (Value v : db)
-					k.add(v.key());
-			}
-			keys.add(k);
+			keys.add(keys(b));
 		}
+		byte[] base = deltaBase();
+		List<byte[]> throughKeys = throughKeys(base, keys.get(SEEDS.length - 1));
 		SplittableRandom r = new SplittableRandom(seed);
 		int[] outcomes = new int[2];
 		for (int it = 0; it < iterations; it++) {
 			int which = r.nextInt(images.size());
 			byte[] b = mutate(images.get(which), r);
 			try {
-				outcomes[exercise(b, keys.get(which), r) ? 0 : 1]++;
+				boolean opened;
+				if (!SEEDS[which].equals(DELTA))
+					opened = exercise(b, keys.get(which), r);
+				else
+					opened = switch (r.nextInt(3)) {
+						case 0 -> exercise(b, keys.get(which), r); // the delta alone
+						case 1 -> exerciseThrough(base, b, throughKeys, r); // the damaged delta through its base
+						default -> exerciseThrough(mutate(base, r), images.get(which), throughKeys, r);
+					};
+				outcomes[opened ? 0 : 1]++;
 			} catch (Throwable t) {
 				throw new AssertionError("iteration " + it + " (seed " + seed + ", image " + SEEDS[which] + "): "
 						+ t, t);
@@ -113,16 +129,41 @@ class FuzzTest {
 		return b;
 	}
 
-	/** Recomputes section checksums (where their bounds make sense) and the header checksum. */
+	/**
+	 * Recomputes section checksums (of the descriptors with a kind, a
+	 * delta's filter included, where their bounds make sense) and the header
+	 * checksum.
+	 */
 	static void resum(byte[] b) {
 		ByteBuffer bb = ByteBuffer.wrap(b).order(ByteOrder.LITTLE_ENDIAN);
 		MemorySegment s = MemorySegment.ofArray(b);
-		for (int i = 0; i < 3; i++) {
+		for (int i = 0; i < 4; i++) {
+			if (bb.getInt(192 + 32 * i) == 0)
+				continue;
 			long off = bb.getLong(192 + 32 * i + 8), size = bb.getLong(192 + 32 * i + 16);
 			if (off >= 0 && size >= 0 && off <= b.length && size <= b.length - off)
 				bb.putLong(192 + 32 * i + 24, Xxh3.checksum(s, off, size));
 		}
 		bb.putLong(504, Xxh3.checksum(s, 0, 504));
+	}
+
+	/** The keys a base read through a delta is asked for: every 8th of the base's (a sample), every delta key. */
+	static List<byte[]> throughKeys(byte[] base, List<byte[]> deltaKeys) {
+		List<byte[]> k = new ArrayList<>(), all = keys(base);
+		for (int i = 0; i < all.size(); i += 8)
+			k.add(all.get(i));
+		k.addAll(deltaKeys);
+		return k;
+	}
+
+	/** The keys of an intact image: every record's, a delta's tombstones too. */
+	static List<byte[]> keys(byte[] img) {
+		List<byte[]> k = new ArrayList<>();
+		try (Shmkv db = Shmkv.of(img, Shmkv.Check.DEEP)) {
+			for (Value v : db.allRecords())
+				k.add(v.key());
+		}
+		return k;
 	}
 
 	/** True when the image opened. Anything but a ShmkvException propagates and fails the test. */
@@ -135,6 +176,26 @@ class FuzzTest {
 			seen(e);
 			return false;
 		}
+		use(db, keys, r);
+		return true;
+	}
+
+	/** exercise of base read through delta (FORMAT.md §19): true when both opened and the delta applied. */
+	static boolean exerciseThrough(byte[] base, byte[] delta, List<byte[]> keys, SplittableRandom r) {
+		Shmkv.Check check = Shmkv.Check.values()[r.nextInt(3)];
+		Shmkv db;
+		try {
+			db = Shmkv.of(base, delta, check);
+		} catch (ShmkvException e) {
+			seen(e);
+			return false;
+		}
+		use(db, keys, r);
+		return true;
+	}
+
+	/** Every read of an opened image: iterations, gets of keys, typed getters, a batch, verify. */
+	static void use(Shmkv db, List<byte[]> keys, SplittableRandom r) {
 		try (db) {
 			db.setClock(r.nextInt(3) == 0 ? 0 : 1000 + r.nextInt(40));
 			for (Iterable<Value> records : List.<Iterable<Value>>of(db, db.allRecords())) {
@@ -181,7 +242,13 @@ class FuzzTest {
 				seen(e);
 				// refused
 			}
-			return true;
+			try {
+				db.size();
+				db.recordCount();
+			} catch (ShmkvException e) {
+				seen(e);
+				// counted by iterating: a damaged record ends it
+			}
 		}
 	}
 

@@ -7,17 +7,22 @@ import java.util.SplittableRandom;
 
 /**
  * A coverage-guided fuzz target over image bytes (Jazzer). The input picks
- * a seed image (FuzzTest's: the vectors' and the test-only writer's) and
- * overwrites bytes of it where it says, or (its first byte odd) is itself
- * the whole image; then, as FuzzTest: opened at a check level, iterated,
- * looked up, verified, and only ShmkvExceptions from the reader's own checks
- * may come out. Regression mode (every mvn verify) runs the inputs under
+ * a seed image (FuzzTest's: the vectors' and the test-only writer's, a
+ * delta among them) and overwrites bytes of it where it says, or (its first
+ * byte odd) is itself the whole image; the same byte says whether the
+ * image is read alone or (FORMAT.md §19) as a delta through the delta
+ * seed's base. Then, as FuzzTest: opened at a check level, iterated, looked
+ * up, verified, and only ShmkvExceptions from the reader's own checks may
+ * come out. Regression mode (every mvn verify) runs the inputs under
  * src/test/resources/org/shmkv/JazzerFuzzTestInputs; JAZZER_FUZZ=1 fuzzes
  * (java/README.md, "Tests").
  */
 class JazzerFuzzTest {
 	private static List<byte[]> images;
 	private static List<List<byte[]>> keys;
+	/** The delta seed's base, and the keys of both. */
+	private static byte[] base;
+	private static List<byte[]> throughKeys;
 
 	private static synchronized void load() throws Exception {
 		if (images != null)
@@ -36,6 +41,8 @@ class JazzerFuzzTest {
 			im.add(b);
 			ks.add(k);
 		}
+		base = FuzzTest.deltaBase();
+		throughKeys = FuzzTest.throughKeys(base, FuzzTest.keys(FuzzTest.seed(FuzzTest.DELTA)));
 		keys = ks;
 		images = im;
 	}
@@ -52,9 +59,16 @@ class JazzerFuzzTest {
 		target(in);
 	}
 
+	/**
+	 * The mode byte: bit 0 the whole image from the input, else a seed's
+	 * damaged copy; (mode >> 1) % seeds the seed (the keys looked up);
+	 * (mode >> 1) / seeds odd, the image read as a delta through the delta
+	 * seed's base (a single byte 0x26 is the intact delta read through it).
+	 */
 	static void target(FuzzedDataProvider in) throws Exception {
 		load();
 		int mode = in.consumeByte() & 0xFF;
+		boolean through = (mode >>> 1) / images.size() % 2 == 1;
 		byte[] img;
 		List<byte[]> k;
 		if ((mode & 1) == 1) {
@@ -73,6 +87,9 @@ class JazzerFuzzTest {
 			if (in.consumeBoolean() && img.length >= 4096)
 				FuzzTest.resum(img);
 		}
-		FuzzTest.exercise(img, k, new SplittableRandom(mode));
+		if (through)
+			FuzzTest.exerciseThrough(base, img, throughKeys, new SplittableRandom(mode));
+		else
+			FuzzTest.exercise(img, k, new SplittableRandom(mode));
 	}
 }

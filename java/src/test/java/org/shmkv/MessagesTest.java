@@ -20,7 +20,8 @@ import org.junit.jupiter.api.io.TempDir;
  * memory) first, shows a key that is text as text and another as hex, and
  * says each thing once (no two words in a row repeated: "bad magic ...:
  * bad magic at offset 0" was). Over every refusal of the vectors (open,
- * deep open, lookups) and the errors of the API.
+ * deep open, lookups) and the errors of the API, deltas' (FORMAT.md §19)
+ * included.
  */
 class MessagesTest {
 	/** Words too common to count as a repetition. */
@@ -120,6 +121,32 @@ class MessagesTest {
 		Shmkv closed = Shmkv.open(VectorsTest.DIR.resolve("base.img"));
 		closed.close();
 		saysEachThingOnce(VectorsTest.DIR.resolve("base.img").toString(), thrown(() -> closed.get("s")));
+		// a delta that does not apply (FORMAT.md §19.4), and a delta's own refusals
+		byte[] base = DeltaTest.base(), delta = DeltaTest.delta(base);
+		Path b = tmp.resolve("base.shmkv"), d = tmp.resolve("delta.shmkv");
+		Files.write(b, base);
+		Files.write(d, delta);
+		for (Path[] pair : new Path[][] {{types, d}, {d, d}, {b, types}})
+			saysEachThingOnce(pair[0].toString(), thrown(() -> Shmkv.open(pair[0], pair[1])));
+		Encoder de = DeltaTest.deltaRecords();
+		long sum = Encoder.checksum(base);
+		int i = 0;
+		for (byte[] img : List.of(de.delta(de.buckets(), sum, base.length, 7, 2),
+				DeltaTest.withSeed(de, 0).delta(de.buckets(), base))) {
+			Path x = tmp.resolve("delta" + i++ + ".shmkv");
+			Files.write(x, img);
+			e = thrown(() -> Shmkv.open(b, x));
+			saysEachThingOnce(b.toString(), e);
+			assertTrue(e.getMessage().contains(Bytes.hex(sum)), e.getMessage());
+		}
+		for (int off : new int[] {24, 76, 456, 472, 192 + 96}) { // the DELTA flag, section_count, base_size, seq, the filter's kind
+			byte[] damaged = delta.clone();
+			damaged[off] ^= (byte) (off == 24 ? 4 : 1);
+			Encoder.resum(damaged);
+			Path x = tmp.resolve("damaged" + off + ".shmkv");
+			Files.write(x, damaged);
+			saysEachThingOnce(x.toString(), thrown(() -> Shmkv.open(x)));
+		}
 		e = thrown(() -> Shmkv.attach("no-such-cache", tmp, Shmkv.Check.HEADER));
 		assertTrue(e.getMessage().startsWith("no cache \"no-such-cache\" under " + tmp), e.getMessage());
 		e = thrown(() -> Shmkv.attach("../x", tmp, Shmkv.Check.HEADER));

@@ -29,7 +29,8 @@ import org.shmkv.Shmkv;
  * (key_N to val_N), and when present num_KEYS.shmkv (key_N to the i64 N),
  * long_KEYS.shmkv (a key of more than 16 bytes: user:profile:key_N) and
  * utf8_KEYS.shmkv (a non-ASCII key: ключ_N); each against a
- * HashMap&lt;String,String&gt; of its keys.
+ * HashMap&lt;String,String&gt; of its keys; and kv_KEYS.delta (DeltaBench's:
+ * a delta of 1% of the keys), read through against the base alone.
  */
 public final class CpuTimeBench {
 	private CpuTimeBench() {}
@@ -136,6 +137,50 @@ public final class CpuTimeBench {
 		});
 	}
 
+	/**
+	 * DeltaBench's lookups (a get through a delta of 1% of the keys, and the
+	 * same keys of the base alone), when DIR has kv_KEYS.delta: base hits
+	 * and misses through the delta against the base alone's, delta hits
+	 * against the base alone's hits of other keys (the goal: no slower) and
+	 * of the same keys.
+	 */
+	static void addDelta(List<Loop> loops, Path img, Path delta, int keys) {
+		if (!Files.exists(img) || !Files.exists(delta))
+			return;
+		Shmkv plain = Shmkv.open(img, Shmkv.Check.HEADER), through = Shmkv.open(img, delta, Shmkv.Check.HEADER);
+		SplittableRandom r = new SplittableRandom(45);
+		String[] base = new String[RING], dk = new String[RING], miss = new String[RING];
+		for (int i = 0; i < RING; i++) {
+			int n = r.nextInt(keys);
+			base[i] = "key_" + (n % 100 == 0 ? n + 1 : n);
+			dk[i] = "key_" + 100 * r.nextInt(keys / 100);
+			miss[i] = "key_" + (keys + r.nextInt(keys));
+		}
+		byte[] dst = new byte[64];
+		String[][] sets = {base, dk, miss};
+		String[] names = {"base-key hit", "delta-key hit", "miss"};
+		for (int k = 0; k < 3; k++) {
+			String[] ring = sets[k];
+			String p = "plain " + names[k];
+			loops.add(new Loop(p, null) {
+				long run(int n) {
+					long s = 0;
+					for (int i = 0; i < n; i++)
+						s += plain.getInto(ring[i & (RING - 1)], dst);
+					return s;
+				}
+			});
+			loops.add(new Loop("1% delta " + names[k], k == 1 ? "plain base-key hit" : p) {
+				long run(int n) {
+					long s = 0;
+					for (int i = 0; i < n; i++)
+						s += through.getInto(ring[i & (RING - 1)], dst);
+					return s;
+				}
+			});
+		}
+	}
+
 	public static void main(String[] a) {
 		Path dir = Path.of(a[0]);
 		int keys = Integer.parseInt(a[1]);
@@ -156,6 +201,7 @@ public final class CpuTimeBench {
 				}
 			});
 		}
+		addDelta(loops, dir.resolve("kv_" + keys + ".shmkv"), dir.resolve("kv_" + keys + ".delta"), keys);
 		add(loops, "long", dir.resolve("long_" + keys + ".shmkv"), "user:profile:key_", keys, false);
 		add(loops, "utf8", dir.resolve("utf8_" + keys + ".shmkv"), "ключ_", keys, false);
 		if (a.length > 4) {

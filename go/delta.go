@@ -1,0 +1,197 @@
+package shmkv
+
+import (
+	"fmt"
+	"math/bits"
+	"unsafe"
+)
+
+// Delta images (lib/FORMAT.md §19): changes to one base image, upserts and
+// tombstones, with a key filter; a base read through one. The header and
+// section checks are header.go's, the tombstone record rule index.go's
+// (recAt), its entry entries.go's, verify's additions verify.go's.
+
+// DeltaID is what a delta's header says of its base and its chain
+// (FORMAT.md §19.1, the C reader's shmkv_delta_id).
+type DeltaID struct {
+	BaseChecksum uint64 // the base's header_checksum ([Image.Checksum])
+	BaseSize     uint64 // the base's file_size
+	Prev         uint64 // the header_checksum of the delta this one follows; 0: it applies to the base
+	Seq          uint64 // its place in its chain, 1 or more (informational)
+}
+
+// IsDelta says whether the image is a delta (FORMAT.md §19), read alone:
+// its gets answer its upserts, a tombstone's key is absent. False for a
+// base read through a delta.
+func (i *Image) IsDelta() bool { return i.delta }
+
+// DeltaID is what the delta's header says of its base and chain; ok is
+// false for an image that is not a delta (and for a base read through one).
+func (i *Image) DeltaID() (id DeltaID, ok bool) { return i.dl, i.delta }
+
+// Checksum is the image's header_checksum: its identity as a delta's base
+// (DeltaID.BaseChecksum) or as the predecessor of a delta in a chain
+// (DeltaID.Prev). Through a delta, the base's.
+func (i *Image) Checksum() uint64 { return i.checksum }
+
+// WithDelta returns an Image that reads i through the delta d (FORMAT.md
+// §19): a key d holds as an upsert has d's value and expiry (an upsert
+// that has expired is absent: the base is not asked), a key d holds as a
+// tombstone is absent, any other key is i's. Every getter, Pin's views
+// (Get, GetBatch, Expires, Entries, Records, Len, Verify) answer so.
+//
+// d must apply to i (§19.4), or ErrBase says why, naming both checksums:
+// i a plain image and d a delta; d's base_checksum and base_size i's
+// header_checksum and file_size; d the first of its chain (prev 0: a chain
+// is merged first, shmctl image apply); the same hash seed and hash bits.
+// These are O(1) checks; d is checked as any image is when it is opened
+// (Deep checks it whole).
+//
+// The returned Image holds its own references to both mappings: i and d
+// may be closed before it, and it is closed on its own (its views, as any
+// View, keep both mapped until released). Its name and Checksum are i's; its
+// clock is its own (SetClock).
+func (i *Image) WithDelta(d *Image) (*Image, error) {
+	bm, err := i.pin()
+	if err != nil {
+		return nil, err
+	}
+	dm, err := d.pin()
+	if err != nil {
+		bm.release()
+		return nil, err
+	}
+	if err := applies(bm, dm); err != nil {
+		bm.release()
+		dm.release()
+		return nil, err
+	}
+	m := newMapping(nil, bm.im, 0, -1)
+	m.dm, m.held = dm.im, []*mapping{bm, dm}
+	img := &Image{name: i.name, checksum: i.checksum}
+	img.cur.Store(m)
+	return img, nil
+}
+
+// applies is FORMAT.md §19.4's table: base b can be read through delta d.
+func applies(b, d *mapping) error {
+	bi, di := b.im, d.im
+	ids := func() string {
+		return fmt.Sprintf("the delta (seq %d, checksum %#016x) is for the base of checksum %#016x (%d bytes); this image's checksum is %#016x (%d bytes)",
+			di.dl.Seq, di.checksum, di.dl.BaseChecksum, di.dl.BaseSize, bi.checksum, bi.fileSize)
+	}
+	switch {
+	case b.dm != nil:
+		return errf(ErrBase, "the image (checksum %#016x) is read through a delta already; a chain of deltas is merged before it is read (shmctl image apply)", bi.checksum)
+	case bi.delta:
+		return errf(ErrBase, "the image (checksum %#016x) is a delta, not a base; the delta given has checksum %#016x", bi.checksum, di.checksum)
+	case !di.delta || d.dm != nil:
+		return errf(ErrBase, "the image given as the delta (checksum %#016x) is not a delta; the base has checksum %#016x", di.checksum, bi.checksum)
+	case di.dl.BaseChecksum != bi.checksum || di.dl.BaseSize != bi.fileSize:
+		return errf(ErrBase, "%s", ids())
+	case di.dl.Prev != 0:
+		return errf(ErrBase, "the delta (seq %d, checksum %#016x) follows the delta of checksum %#016x in its chain, on the base of checksum %#016x (this image's is %#016x): merge the chain first (shmctl image apply)",
+			di.dl.Seq, di.checksum, di.dl.Prev, di.dl.BaseChecksum, bi.checksum)
+	case di.seed != bi.seed || di.hashBits != bi.hashBits:
+		return errf(ErrBase, "%s, but its hash_seed %#x and hash_bits %d are not the base's %#x and %d", ids(), di.seed, di.hashBits, bi.seed, bi.hashBits)
+	}
+	return nil
+}
+
+// setFilter binds FILTER's bytes f (a non-zero multiple of 8: check 9).
+func (im *image) setFilter(f []byte) {
+	im.filter, im.filterWords, im.filterAt = f, uint64(len(f))/8, unsafe.Pointer(unsafe.SliceData(f))
+}
+
+// mayHold: the delta's filter lets a key of hash h through (§19.3): its
+// three bits in word mulhi(h, words) are set. False: the delta does not
+// hold the key. Every get through a delta asks it, and a miss's time
+// grows with its instructions (BenchmarkGetDelta: the loop of misses keeps
+// as many lookups in flight as the core's window holds), so the word is
+// read through a pointer: mulhi(h, words) < words, inside FILTER, and a
+// uint64 has no pointers, so no alignment rule applies to it.
+func (im *image) mayHold(h uint64) bool {
+	w, _ := bits.Mul64(h, im.filterWords)
+	m := uint64(1)<<(h>>filterShift0&63) | uint64(1)<<(h>>filterShift1&63) | uint64(1)<<(h>>filterShift2&63)
+	return le.Uint64((*[8]byte)(unsafe.Add(im.filterAt, w*8))[:])&m == m
+}
+
+// holds: the delta has a record of key, an upsert (expired or not) or a
+// tombstone; an error where the lookup meets damage.
+func (im *image) holds(key []byte) (bool, error) {
+	h := im.hash(key)
+	if !im.mayHold(h) {
+		return false, nil
+	}
+	switch _, _, err := im.locate(key, h); err {
+	case nil:
+		return true, nil
+	case ErrNotFound:
+		return false, nil
+	default:
+		return false, err
+	}
+}
+
+var errTombstone = errf(ErrNotFound, "key removed (the delta holds its tombstone)")
+
+// tombstone: the answer to a get that finds the tombstone at pos of bucket
+// b (bk): the key is absent, if the tombstone is one (an OUT tombstone's
+// entry, whose head and key the lookup checked, of type 0 and value_len 0:
+// §19.4).
+func (im *image) tombstone(bk *[bucketBytes]byte, b, pos uint64) error {
+	if bk[pos]&recOut != 0 {
+		e := recEntry(bk, pos)
+		if t, n := im.b[e+entType], le.Uint32(im.b[e+entValueLen:]); t != tombEntryType || n != 0 {
+			return errf(ErrCorrupt, "index bucket %d: the OUT tombstone at +%d names the entry at offset %d, of type %d and value_len %d, not 0 and 0", b, pos, e, t, n)
+		}
+	}
+	return errTombstone
+}
+
+// expiresThrough is View.Expires through delta d: d's record of the key
+// answers (its upsert's expiry, or its tombstone: absent), else the base.
+func (im *image) expiresThrough(d *image, key []byte) (uint32, error) {
+	if len(key) > maxKeyLen {
+		return 0, errKeyLen
+	}
+	h := im.hash(key)
+	if d.mayHold(h) {
+		if e, err := d.expiresAt(key, h); err != ErrNotFound {
+			return e, err
+		}
+	}
+	return im.expiresAt(key, h)
+}
+
+// throughLen is View.Len through the delta: the base's entry_count, one
+// more for each upsert of a key the base lacks, one less for each
+// tombstone of a key it holds; -1 where damage stops the count.
+func (m *mapping) throughLen() int {
+	m.lenOnce.Do(func() {
+		n := int(m.im.entryCount)
+		c := cursor{im: m.dm}
+		for {
+			e, ok, err := c.next()
+			if err != nil {
+				m.n = -1
+				return
+			}
+			if !ok {
+				break
+			}
+			_, _, err = m.im.locate(e.Key, m.im.hash(e.Key))
+			switch {
+			case err != nil && err != ErrNotFound:
+				m.n = -1
+				return
+			case e.Value.typ == TypeTombstone && err == nil:
+				n--
+			case e.Value.typ != TypeTombstone && err != nil:
+				n++
+			}
+		}
+		m.n = n
+	})
+	return m.n
+}
