@@ -120,6 +120,24 @@ static SHMKV__HOT int shmkv__kf_maybe(const shmkv *d, uint64_t h)
 	return (w & m) == m;
 }
 
+/* A tombstone found in delta d (FORMAT.md §19.2): the key is absent
+ * (SHMKV_ENOTFOUND, saying gone), unless an OUT tombstone's entry is not one
+ * (type 0, value_len 0): SHMKV_ECORRUPT. One rule for a delta read alone and
+ * a base read through it. */
+static inline int shmkv__tomb_answer(const shmkv *d, const uint8_t *bk, const shmkv__rec *r,
+				     const uint8_t *e, const char *where, const char *gone,
+				     char *why, size_t why_len)
+{
+	const shmkv_entry_header *eh = (const shmkv_entry_header *)(const void *)e;
+	if (e && (eh->type != SHMKV_TYPE_TOMBSTONE || eh->value_len))
+		return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
+				   "%stombstone at %llu: its entry has type %u, value_len %u "
+				   "(want 0, 0)",
+				   where, (unsigned long long)(bk + r->pos - d->base), eh->type,
+				   eh->value_len);
+	return shmkv__fail(SHMKV_ENOTFOUND, why, why_len, "%s", gone);
+}
+
 /* Delta d's answer for key (hash h) read through by db (FORMAT.md §19):
  * SHMKV__NEXT when d does not hold it (the base answers); a tombstone or an
  * expired upsert SHMKV_ENOTFOUND (never the base's record); else the
@@ -136,16 +154,9 @@ static inline int shmkv__delta_get(const shmkv *db, const shmkv *d, const void *
 		return SHMKV__NEXT;
 	if (err)
 		return shmkv__prefix(err, why, why_len, "delta: ");
-	if (r.kind & SHMKV_REC_TOMB) {
-		const shmkv_entry_header *eh = (const shmkv_entry_header *)(const void *)e;
-		if (e && (eh->type != SHMKV_TYPE_TOMBSTONE || eh->value_len))
-			return shmkv__fail(SHMKV_ECORRUPT, why, why_len,
-					   "delta: tombstone at %llu: its entry has type %u, "
-					   "value_len %u (want 0, 0)",
-					   (unsigned long long)(bk + r.pos - d->base), eh->type,
-					   eh->value_len);
-		return shmkv__fail(SHMKV_ENOTFOUND, why, why_len, "key removed by the delta");
-	}
+	if (r.kind & SHMKV_REC_TOMB)
+		return shmkv__tomb_answer(d, bk, &r, e, "delta: ", "key removed by the delta", why,
+					  why_len);
 	if (d->expiry && r.expires) {
 		if (!*now)
 			*now = shmkv__now(db);
@@ -181,6 +192,7 @@ static SHMKV__COLD int shmkv__get_cold(const shmkv *db, const void *key, size_t 
 {
 	const uint8_t *bk = NULL, *e = NULL;
 	shmkv__rec r;
+	memset(&r, 0, sizeof r); /* set by the locate on success; GCC cannot tell */
 	int64_t now = 0;
 	if (db->over && key_len <= SHMKV_MAX_KEY_LEN) {
 		int rc = shmkv__through(db, key, key_len,
@@ -193,7 +205,8 @@ static SHMKV__COLD int shmkv__get_cold(const shmkv *db, const void *key, size_t 
 	if (err)
 		return err;
 	if (r.kind & SHMKV_REC_TOMB) /* a delta read alone */
-		return shmkv__fail(SHMKV_ENOTFOUND, why, why_len, "key removed (a tombstone)");
+		return shmkv__tomb_answer(db, bk, &r, e, "", "key removed (a tombstone)", why,
+					  why_len);
 	if (shmkv__rec_expired(db, &r, &now))
 		return shmkv__fail(SHMKV_ENOTFOUND, why, why_len,
 				   "key expired at %u (unix seconds), now is %lld", r.expires,
