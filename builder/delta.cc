@@ -5,9 +5,7 @@
 #include <cinttypes>
 #include <cstring>
 #include <memory>
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "delta.h"
 #include "rebuild.h"
@@ -21,59 +19,10 @@ std::string hex64(uint64_t v)
 	return buf;
 }
 
-// INTERIM, until lib reads deltas (lib/FORMAT.md §19.4): a delta's header
-// is checked here (magic, version, its layout hash, header checksum, the
-// DELTA flag, four sections, the file's length and every section's
-// checksum); a plain image is opened by lib.
-static int read_delta_header(const char *path, ImageId *id, std::string &why)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		why = std::string(path) + ": " + strerror(errno);
-		return -errno;
-	}
-	shmkv_image_header h;
-	struct stat st;
-	int err = 0;
-	if (fstat(fd, &st) != 0 || pread(fd, &h, sizeof h, 0) != (ssize_t)sizeof h)
-		err = SHMKV_ETRUNCATED;
-	else if (h.layout_hash != SHMKV_DELTA_LAYOUT_HASH)
-		err = SHMKV_ELAYOUT;
-	else if (h.header_checksum != XXH3_64bits(&h, offsetof(shmkv_image_header, header_checksum)))
-		err = SHMKV_ECHECKSUM;
-	else if (!(h.flags & SHMKV_HFLAG_DELTA) || h.section_count != 4 ||
-		 h.file_size != (uint64_t)st.st_size)
-		err = SHMKV_ECORRUPT;
-	for (unsigned s = 0; !err && s < 4; s++) {
-		std::string buf(h.sections[s].size, 0);
-		if (h.sections[s].offset + h.sections[s].size > (uint64_t)st.st_size ||
-		    pread(fd, buf.data(), buf.size(), (off_t)h.sections[s].offset) != (ssize_t)buf.size())
-			err = SHMKV_ECORRUPT;
-		else if (XXH3_64bits(buf.data(), buf.size()) != h.sections[s].checksum)
-			err = SHMKV_ECHECKSUM;
-	}
-	close(fd);
-	if (err) {
-		why = std::string(path) + ": " + shmkv_strerror(err);
-		return err;
-	}
-	id->checksum = h.header_checksum;
-	id->file_size = h.file_size;
-	id->seed = h.hash_seed;
-	id->hash_bits = h.hash_bits;
-	id->created = h.created_unix;
-	id->flags = h.flags;
-	memcpy(id->name, h.name, sizeof id->name);
-	id->name[sizeof id->name - 1] = 0;
-	id->delta = true;
-	id->did = DeltaId{h.reserved[0], h.reserved[1], h.reserved[2], h.reserved[3]};
-	return 0;
-}
-
 void image_id_of(const shmkv *db, ImageId *id)
 {
 	const shmkv_image_header *h = shmkv_header(db);
-	id->checksum = h->header_checksum;
+	id->checksum = shmkv_checksum(db);
 	id->file_size = h->file_size;
 	id->seed = h->hash_seed;
 	id->hash_bits = h->hash_bits;
@@ -81,10 +30,10 @@ void image_id_of(const shmkv *db, ImageId *id)
 	id->flags = h->flags;
 	memcpy(id->name, h->name, sizeof id->name);
 	id->name[sizeof id->name - 1] = 0;
-	id->delta = (h->flags & SHMKV_HFLAG_DELTA) != 0;
-	if (id->delta)
-		id->did = DeltaId{h->reserved[SHMKV_DELTA_BASE_CHECKSUM], h->reserved[SHMKV_DELTA_BASE_SIZE],
-				  h->reserved[SHMKV_DELTA_PREV], h->reserved[SHMKV_DELTA_SEQ]};
+	id->delta = shmkv_is_delta(db) != 0;
+	shmkv_delta_id d;
+	if (shmkv_delta_id_of(db, &d) == 0)
+		id->did = DeltaId{d.base_checksum, d.base_size, d.prev, d.seq};
 }
 
 int read_image_id(const char *path, ImageId *id, std::string &why)
@@ -92,8 +41,6 @@ int read_image_id(const char *path, ImageId *id, std::string &why)
 	char msg[512] = "";
 	shmkv *db = nullptr;
 	int err = shmkv_open_file_diag(path, 0, &db, msg, sizeof msg);
-	if (err == SHMKV_ELAYOUT)
-		return read_delta_header(path, id, why);
 	if (err) {
 		size_t n = strlen(path);
 		why = !strncmp(msg, path, n) && msg[n] == ':' ? msg : std::string(path) + ": " + msg;

@@ -18,16 +18,15 @@ inline uint64_t filter_words(uint64_t records)
 	return std::max<uint64_t>(1, records / 4 + (records % 4 != 0));
 }
 
-// Where a key of hash h sets its bits: word mulhi(h, words) (as a home
-// bucket, §5), three bits from h's bits 16..33.
+// Where a key of hash h sets its bits (lib/FORMAT.md §19.3): lib's rule
+// (lib/shmkv/tools.h), so that builder and reader cannot disagree.
 inline uint64_t filter_word(uint64_t h, uint64_t words)
 {
-	return (uint64_t)(((unsigned __int128)h * words) >> 64);
+	return shmkv_delta_filter_word(h, words);
 }
 inline uint64_t filter_mask(uint64_t h)
 {
-	return uint64_t(1) << ((h >> 16) & 63) | uint64_t(1) << ((h >> 22) & 63) |
-	       uint64_t(1) << ((h >> 28) & 63);
+	return shmkv_delta_filter_mask(h);
 }
 
 // The filter's words from the kept keys' hashes in key order (ascending h:

@@ -147,7 +147,7 @@ struct SpillDelete {
 
 // A tombstone (lib/FORMAT.md §19.2) among the records: the record type 0,
 // with no value and no expiry.
-constexpr uint8_t kTombType = 0;
+constexpr uint8_t kTombType = SHMKV_TYPE_TOMBSTONE;
 
 // What a delta build writes into its header (lib/FORMAT.md §19.1): its base
 // and its place in its chain.

@@ -101,6 +101,10 @@ extern "C" int shmkv_build_join(const char *out, const char *const *fragments, s
 	int rc = 0;
 	for (size_t j = 0; j < n && !rc; j++) {
 		rc = shmkv_build::open_verified(fragments[j], &f.dbs[j], m);
+		if (!rc && shmkv_is_delta(f.dbs[j]))
+			rc = m.set(SHMKV_EINPUT, "%s is a delta image: join takes the fragments of "
+				   "a part build (a delta is merged into its base with shmctl image "
+				   "apply)", fragments[j]);
 		if (!rc && j > 0)
 			rc = same_header(fragments[0], shmkv_header(f.dbs[0]), fragments[j],
 					 shmkv_header(f.dbs[j]), m);

@@ -68,6 +68,7 @@
  *   Format functions for builders and inspectors (shmkv/tools.h; FORMAT.md §5-9)
  *     shmkv_key_hash(seed, hash_bits, key, len), shmkv_home_bucket(hash, buckets),
  *     shmkv_key_tag(hash), shmkv_filter_index(tag), shmkv_dir_entry(tag, off),
+ *     shmkv_delta_filter_word(hash, words), shmkv_delta_filter_mask(hash),
  *     shmkv_dir_end(n), shmkv_record_span(pos, kind, key_len, value_len, &key_pos, &val_pos),
  *     shmkv_record_at(bucket, i, &record), shmkv_record_tag_bits(bucket, i),
  *     shmkv_bucket_displacement(bucket, tag, max_probe), shmkv_type_align8(type),

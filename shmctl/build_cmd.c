@@ -33,6 +33,9 @@ enum {
 	OPT_MEMORY_LIMIT,
 	OPT_TMPDIR,
 	OPT_TSV_EXPIRES,
+	OPT_DELTA_OF,
+	OPT_AFTER,
+	OPT_TSV_REMOVES,
 };
 
 struct build_args {
@@ -47,6 +50,7 @@ struct build_args {
 	unsigned long long memory_limit; /* --memory-limit, 0: the default */
 	bool no_memory_limit;            /* --memory-limit 0 / none */
 	const char *tmpdir;              /* --tmpdir, NULL: the library's choice */
+	const char *delta_of, *after;    /* --delta-of BASE, --after PREV (NULL: none) */
 };
 
 /* SIZE: bytes, or with a K, M, G or T suffix (powers of 1024; "MiB" and
@@ -123,6 +127,9 @@ static int input_opt(int c, struct build_args *a)
 	}
 	case OPT_TSV_EXPIRES:
 		a->o.tsv_expires = 1;
+		return GO_ON;
+	case OPT_TSV_REMOVES:
+		a->o.tsv_removes = 1;
 		return GO_ON;
 	case OPT_TYPE:
 		if (!(a->tsv_type = shmkv_type_by_name(optarg)))
@@ -245,6 +252,24 @@ static int run_opt(int c, struct build_args *a)
 	return NOT_MINE;
 }
 
+/* A delta (lib/FORMAT.md §19): its base and the delta it follows. */
+static int delta_opt(int c, struct build_args *a)
+{
+	switch (c) {
+	case OPT_DELTA_OF:
+		if (!*optarg)
+			return BAD("--delta-of: expected the base image");
+		a->delta_of = optarg;
+		return GO_ON;
+	case OPT_AFTER:
+		if (!*optarg)
+			return BAD("--after: expected the delta this one follows");
+		a->after = optarg;
+		return GO_ON;
+	}
+	return NOT_MINE;
+}
+
 /* The options taken together, and the inputs; GO_ON or the exit code. */
 static int check_args(int argc, char **argv, struct build_args *a)
 {
@@ -257,6 +282,13 @@ static int check_args(int argc, char **argv, struct build_args *a)
 		return BAD("--filter-part is for --part K/N builds");
 	if (!strcmp(a->out, "-") && json_output)
 		return BAD("-j and -o - both write to standard output; give -o FILE");
+	if (a->after && !a->delta_of)
+		return BAD("--after names the delta this one follows: give --delta-of BASE too");
+	if (o->tsv_removes && !a->delta_of)
+		return BAD("--tsv-removes is for delta builds (--delta-of BASE): a plain image "
+			   "has nothing to remove");
+	if (a->delta_of && a->part_n)
+		return BAD("--delta-of and --part exclude each other: a delta is built whole");
 	if (optind == argc)
 		return BAD("no INPUT given ('-' reads standard input)");
 	if (a->load_factor_given) {
@@ -297,6 +329,9 @@ static int parse_args(int argc, char **argv, struct build_args *a)
 		{"hash-bits", required_argument, NULL, OPT_HASH_BITS}, /* tests only */
 		{"part", required_argument, NULL, OPT_PART},
 		{"filter-part", no_argument, NULL, OPT_FILTER_PART},
+		{"delta-of", required_argument, NULL, OPT_DELTA_OF},
+		{"after", required_argument, NULL, OPT_AFTER},
+		{"tsv-removes", no_argument, NULL, OPT_TSV_REMOVES},
 		{NULL, 0, NULL, 0},
 	};
 	memset(a, 0, sizeof *a);
@@ -314,6 +349,8 @@ static int parse_args(int argc, char **argv, struct build_args *a)
 			rc = image_opt(c, a);
 		if (rc == NOT_MINE)
 			rc = run_opt(c, a);
+		if (rc == NOT_MINE)
+			rc = delta_opt(c, a);
 		if (rc == NOT_MINE) /* -j, -p, -h, or what getopt refused */
 			rc = verb_common_opt(c, argv, image_help, "image");
 		if (rc != GO_ON)
@@ -358,6 +395,7 @@ void print_summary(const char *out, const shmkv_build_stats *s, double seconds)
 		json_u64(w, "records", s->records);
 		json_u64(w, "entries", s->entries);
 		json_u64(w, "duplicates", s->duplicates);
+		json_u64(w, "tombstones", s->tombstones);
 		json_u64(w, "image_bytes", s->image_bytes);
 		json_u64(w, "index_bytes", s->index_bytes);
 		json_u64(w, "entries_bytes", s->entries_bytes);
@@ -382,6 +420,8 @@ void print_summary(const char *out, const shmkv_build_stats *s, double seconds)
 	fprintf(f, "\n");
 	fprintf(f, "  records      %" PRIu64 " read, %" PRIu64 " duplicates dropped\n", s->records,
 	       s->duplicates);
+	if (s->tombstones) /* a delta's removals, among its entries */
+		fprintf(f, "  tombstones   %" PRIu64 " keys removed\n", s->tombstones);
 	fprintf(f, "  index        %" PRIu64 " buckets, load factor %.3f, max probe %u\n",
 	       s->bucket_count, s->load_factor, s->max_probe);
 	fprintf(f, "  sections     index %" PRIu64 ", entries %" PRIu64 ", values %" PRIu64 " bytes\n",
@@ -453,6 +493,10 @@ int do_image_build(int argc, char **argv)
 		err = shmkv_builder_set_part(b, a.part_k, a.part_n, a.filter_part);
 	if (!err)
 		err = shmkv_builder_check_output(b, a.out);
+	/* after the output's check: the base and the delta it follows are
+	 * inputs, never replaced by the output */
+	if (!err && a.delta_of)
+		err = shmkv_builder_set_delta(b, a.delta_of, a.after);
 	if (err) {
 		rc = build_error(b, a.out, err);
 		shmkv_builder_free(b);

@@ -21,19 +21,25 @@ int image_help(int argc, char **argv)
 		"       " BIN_NAME " image build -o { OUT | - } [BUILD_OPTS] INPUT...\n"
 		"       " BIN_NAME " image join -o { OUT | - } [REBUILD_OPTS] FRAGMENT...\n"
 		"       " BIN_NAME " image upgrade -o { NEW | - } [REBUILD_OPTS] OLD\n"
+		"       " BIN_NAME " image diff -o { DELTA | - } [REBUILD_OPTS] OLD NEW\n"
+		"       " BIN_NAME " image apply -o { NEW | - } [--as-delta] [REBUILD_OPTS]\n"
+		"                    BASE DELTA...\n"
 		"       " BIN_NAME " image get [--key-base64] FILE KEY\n"
 		"       " BIN_NAME " image inspect FILE\n"
 		"       " BIN_NAME " image verify FILE\n"
 		"       " BIN_NAME " image dump FILE\n"
 		"       " BIN_NAME " image help\n"
 		"\n"
-		"       COMMAND := { build | join | upgrade | get | inspect | verify | dump }\n"
+		"       COMMAND := { build | join | upgrade | diff | apply | get | inspect |\n"
+		"                    verify | dump }\n"
 		"       BUILD_OPTS := { --format FORMAT | --type TYPE |\n"
 		"                       --tsv-expires | --on-duplicate DUP |\n"
 		"                       --name NAME | --seed SEED | --created UNIX_TIME |\n"
 		"                       --buckets N | --load-factor F | --no-dedup |\n"
 		"                       --lossy-f32 | --threads N | --part K/N |\n"
 		"                       --filter-part | --memory-limit SIZE | --tmpdir DIR |\n"
+		"                       --delta-of BASE | --after PREV_DELTA |\n"
+		"                       --tsv-removes |\n"
 		"                       --hash-bits BITS }   (--hash-bits: tests only)\n"
 		"       INPUT := { PATH | - }\n"
 		"       REBUILD_OPTS := { --threads N | --memory-limit SIZE | --tmpdir DIR }\n"
@@ -53,13 +59,23 @@ int image_help(int argc, char **argv)
 		"         output's directory) instead of going over it; same image\n"
 		"         expiry: JSONL \"expires\" (RFC 3339 or Unix seconds), TSV with\n"
 		"         --tsv-expires a third column (empty: none)\n"
+		"         --delta-of BASE: a delta image of BASE (changes to it): the\n"
+		"         records are upserts, JSONL {\"key\": K, \"remove\": true} removes K\n"
+		"         (a tombstone), as does a TSV line of a key alone with --tsv-removes;\n"
+		"         --after PREV_DELTA: the next delta of the chain PREV_DELTA ends\n"
 		"join     fragments 1..N of --part builds, in order, into the image one\n"
 		"         build of all their records gives, byte for byte\n"
 		"upgrade  a format 1 image (retired) into the format 2 image a build of\n"
 		"         its records gives, byte for byte (its name, seed and created\n"
 		"         time kept; buckets chosen afresh); OLD is checked whole first\n"
+		"diff     the delta that turns OLD into NEW (same seed): upserts of what\n"
+		"         NEW holds differently, tombstones of what it does not hold\n"
+		"apply    BASE and its chain of deltas (in order) into the image a build\n"
+		"         of the merged records gives, byte for byte; --as-delta: into one\n"
+		"         delta of BASE instead. Every input is checked whole first\n"
 		"get      print KEY's value; --key-base64: KEY is base64 (binary keys)\n"
-		"inspect  header, sections, value types, probe lengths, dedup savings\n"
+		"inspect  header, sections, value types, probe lengths, dedup savings;\n"
+		"         of a delta: its base, place in its chain and tombstones\n"
 		"verify   check every checksum, record, entry and byte of padding\n"
 		"dump     the records as JSONL, after a shmkv_meta line: 'image build'\n"
 		"         of the dump gives the same image, byte for byte\n"
@@ -75,6 +91,8 @@ static const struct cmd cmds[] = {
 	{"build", do_image_build},
 	{"join", do_image_join},
 	{"upgrade", do_image_upgrade},
+	{"diff", do_image_diff},
+	{"apply", do_image_apply},
 	{"get", do_image_get},
 	{"inspect", do_image_inspect},
 	{"verify", do_image_verify},
@@ -110,8 +128,8 @@ void image_why(char *out, size_t len, const char *path, const char *why)
 		snprintf(out, len, "%s: %s", path, why);
 }
 
-/* Padding outside the sections is zero (lib/FORMAT.md §2), so the reader
- * reads all of it; alignment needs less than 8 KiB of it (64 between
+/* Padding outside the sections (three, or a delta's four: lib/FORMAT.md
+ * §19) is zero (§2), so the reader reads all of it; alignment needs less than 8 KiB of it (64 between
  * sections, 4096 at the end), and another builder's gaps may add some, but a
  * header that declares far more than its sections hold (a 1 TiB file_size
  * over a few KiB of data, the rest a hole) would have the reader read a TiB
@@ -129,7 +147,7 @@ int image_padding_check(const char *path, char *why, size_t len)
 	close(fd);
 	/* a size other than file_size is the reader's to report (truncated...) */
 	if (got != (ssize_t)sizeof h || memcmp(h.magic, SHMKV_MAGIC, 8) != 0 ||
-	    h.section_count != 3 || h.file_size != (uint64_t)st.st_size)
+	    (h.section_count != 3 && h.section_count != 4) || h.file_size != (uint64_t)st.st_size)
 		return 0;
 	uint64_t pad = 0, from = SHMKV_HEADER_SIZE;
 	for (uint32_t i = 0; i <= h.section_count; i++) {

@@ -15,17 +15,27 @@ int image_help(int argc, char **argv);
 int do_image_build(int argc, char **argv);
 int do_image_join(int argc, char **argv);
 int do_image_upgrade(int argc, char **argv);
+int do_image_diff(int argc, char **argv);
+int do_image_apply(int argc, char **argv);
 
-/* Join and upgrade (join_cmd.c, upgrade_cmd.c): -o OUT, --threads,
- * --memory-limit and --tmpdir into shmkv_join_options, then fn on the
- * inputs (at least one, at most max_in; inputs names them in messages),
- * its progress, its error or the build's summary. Returns the exit code. */
+/* Join, upgrade, diff and apply (join_cmd.c, upgrade_cmd.c, delta_cmd.c):
+ * -o OUT, --threads, --memory-limit, --tmpdir (and --as-delta where the verb
+ * takes it) into shmkv_join_options, then fn on the inputs (min_in to max_in
+ * of them; inputs names them in messages), its progress, its error or the
+ * build's summary. Returns the exit code. */
 struct shmkv_join_options;
-typedef int image_rebuild_fn(const char *out, const char *const *in, size_t n,
+#define REBUILD_AS_DELTA 1u /* flags: --as-delta was given */
+typedef int image_rebuild_fn(const char *out, const char *const *in, size_t n, unsigned flags,
 			     const struct shmkv_join_options *jo, struct shmkv_build_stats *st,
 			     char *why, size_t len);
-int image_rebuild(int argc, char **argv, const char *verb, const char *inputs, size_t max_in,
-		  image_rebuild_fn *fn);
+struct rebuild_verb {
+	const char *verb;   /* "join" */
+	const char *inputs; /* "FRAGMENT": what the positionals are, for messages */
+	size_t min_in, max_in;
+	bool as_delta;      /* the verb takes --as-delta */
+	image_rebuild_fn *fn;
+};
+int image_rebuild(int argc, char **argv, const struct rebuild_verb *v);
 
 /* The long options build and join share: the output and how they run (each
  * verb's own enum names OPT_THREADS, OPT_MEMORY_LIMIT and OPT_TMPDIR). */

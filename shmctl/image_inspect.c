@@ -13,7 +13,8 @@
 #include "main.h"
 
 struct stats {
-	uint64_t types[SHMKV_TYPE_MAX + 1]; /* entries per value type */
+	uint64_t types[SHMKV_TYPE_MAX + 1]; /* entries per value type; [0]: a delta's
+					       tombstones (SHMKV_TYPE_TOMBSTONE) */
 	uint64_t *probe;                     /* probe[d]: keys d buckets from home */
 	uint32_t probe_len;                  /* max_probe + 1 */
 	uint64_t expiring, expired;          /* entries with an expiry; past it now */
@@ -119,8 +120,36 @@ void json_dedup(struct json *w, uint64_t logical, uint64_t values, uint64_t refs
 	json_obj_end(w);
 }
 
-static void print_json(const char *path, const shmkv_image_header *h, const struct stats *st)
+/* A delta's identity (lib/FORMAT.md §19.1): "delta": {...}, or null for a
+ * plain image. */
+static void json_delta(struct json *w, const shmkv *db, const struct stats *st)
 {
+	shmkv_delta_id id;
+	char buf[32];
+	json_name(w, "delta");
+	if (shmkv_delta_id_of(db, &id) != 0) {
+		json_null(w, NULL);
+		return;
+	}
+	json_obj_begin(w, NULL);
+	snprintf(buf, sizeof buf, "0x%016" PRIx64, id.base_checksum);
+	json_str(w, "base_checksum", buf);
+	json_u64(w, "base_size", id.base_size);
+	if (id.prev) {
+		snprintf(buf, sizeof buf, "0x%016" PRIx64, id.prev);
+		json_str(w, "prev", buf);
+	} else {
+		json_null(w, "prev");
+	}
+	json_u64(w, "seq", id.seq);
+	json_u64(w, "upserts", shmkv_header(db)->entry_count - st->types[SHMKV_TYPE_TOMBSTONE]);
+	json_u64(w, "tombstones", st->types[SHMKV_TYPE_TOMBSTONE]);
+	json_obj_end(w);
+}
+
+static void print_json(const char *path, const shmkv *db, const struct stats *st)
+{
+	const shmkv_image_header *h = shmkv_header(db);
 	struct json *w = &json_out;
 	char buf[64];
 	json_obj_begin(w, NULL);
@@ -132,12 +161,17 @@ static void print_json(const char *path, const shmkv_image_header *h, const stru
 	json_i64(w, "created", h->created_unix);
 	json_u64(w, "seed", h->hash_seed);
 	json_u64(w, "hash_bits", h->hash_bits);
+	snprintf(buf, sizeof buf, "0x%016" PRIx64, shmkv_checksum(db));
+	json_str(w, "checksum", buf);
+	json_delta(w, db, st);
 	json_name(w, "flags");
 	json_arr_begin(w, NULL);
 	if (h->flags & SHMKV_HFLAG_DEDUP)
 		json_str(w, NULL, "dedup");
 	if (h->flags & SHMKV_HFLAG_EXPIRY)
 		json_str(w, NULL, "expiry");
+	if (shmkv_is_delta(db))
+		json_str(w, NULL, "delta");
 	json_arr_end(w);
 	json_u64(w, "entries", h->entry_count);
 	json_u64(w, "buckets", h->bucket_count);
@@ -183,8 +217,27 @@ static void print_json(const char *path, const shmkv_image_header *h, const stru
 	json_obj_end(w);
 }
 
-static void print_plain(const char *path, const shmkv_image_header *h, const struct stats *st)
+/* A delta's identity (lib/FORMAT.md §19.1): its base, its place in its
+ * chain, what it holds. Nothing for a plain image. */
+static void plain_delta(const shmkv *db, const struct stats *st)
 {
+	shmkv_delta_id id;
+	if (shmkv_delta_id_of(db, &id) != 0)
+		return;
+	uint64_t tombs = st->types[SHMKV_TYPE_TOMBSTONE];
+	printf("%-18sof base 0x%016" PRIx64 " (%" PRIu64 " bytes)\n", "delta", id.base_checksum,
+	       id.base_size);
+	if (id.prev)
+		printf("%-18sseq %" PRIu64 ", after delta 0x%016" PRIx64 "\n", "chain", id.seq, id.prev);
+	else
+		printf("%-18sseq %" PRIu64 ", applies to the base directly\n", "chain", id.seq);
+	printf("%-18s%" PRIu64 " upserts, %" PRIu64 " tombstones\n", "changes",
+	       shmkv_header(db)->entry_count - tombs, tombs);
+}
+
+static void print_plain(const char *path, const shmkv *db, const struct stats *st)
+{
+	const shmkv_image_header *h = shmkv_header(db);
 	char buf[64];
 	time_t t = (time_t)h->created_unix;
 	struct tm tm;
@@ -199,9 +252,16 @@ static void print_plain(const char *path, const shmkv_image_header *h, const str
 		printf("%-18s%" PRId64 "\n", "created", h->created_unix);
 	printf("%-18s0x%016" PRIx64 "\n", "seed", h->hash_seed);
 	printf("%-18s%u\n", "hash bits", h->hash_bits);
-	bool dedup = h->flags & SHMKV_HFLAG_DEDUP, expiry = h->flags & SHMKV_HFLAG_EXPIRY;
-	printf("%-18s%s\n", "flags",
-	       dedup && expiry ? "dedup expiry" : dedup ? "dedup" : expiry ? "expiry" : "none");
+	printf("%-18s0x%016" PRIx64 "\n", "checksum", shmkv_checksum(db));
+	plain_delta(db, st);
+	char flags[32] = "";
+	if (h->flags & SHMKV_HFLAG_DEDUP)
+		strcat(flags, " dedup");
+	if (h->flags & SHMKV_HFLAG_EXPIRY)
+		strcat(flags, " expiry");
+	if (shmkv_is_delta(db))
+		strcat(flags, " delta");
+	printf("%-18s%s\n", "flags", flags[0] ? flags + 1 : "none");
 	printf("%-18s%" PRIu64 "\n", "entries", h->entry_count);
 	printf("%-18s%" PRIu64 "\n", "buckets", h->bucket_count);
 	printf("%-18s%u\n", "bucket bytes", h->bucket_slots);
@@ -231,6 +291,8 @@ static void print_plain(const char *path, const shmkv_image_header *h, const str
 	for (unsigned ty = 1; ty <= SHMKV_TYPE_MAX; ty++)
 		if (st->types[ty])
 			printf("  %-10s%14" PRIu64 "\n", shmkv_type_name(ty), st->types[ty]);
+	if (st->types[SHMKV_TYPE_TOMBSTONE])
+		printf("  %-10s%14" PRIu64 "\n", "tombstone", st->types[SHMKV_TYPE_TOMBSTONE]);
 	if (!h->entry_count)
 		printf("  (none)\n");
 
@@ -250,7 +312,6 @@ static void print_plain(const char *path, const shmkv_image_header *h, const str
 static int inspect_file(const char *path, shmkv *db)
 {
 	int rc;
-	const shmkv_image_header *h = shmkv_header(db);
 	struct stats st;
 	char why[512];
 	memset(&st, 0, sizeof st);
@@ -259,9 +320,9 @@ static int inspect_file(const char *path, shmkv *db)
 		rc = p_err("%s: %s; 'shmctl image verify' says more", path, why);
 	} else {
 		if (json_output)
-			print_json(path, h, &st);
+			print_json(path, db, &st);
 		else
-			print_plain(path, h, &st);
+			print_plain(path, db, &st);
 		rc = EXIT_OK;
 	}
 	free(st.probe);

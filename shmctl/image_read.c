@@ -100,8 +100,19 @@ int do_image_verify(int argc, char **argv)
 	return verify_json(path, 0, msg);
 }
 
-static void dump_meta(struct json *w, const shmkv_image_header *h)
+/* A checksum as the builder takes it back: "0x" and 16 hex digits (a JSON
+ * number would not keep 64 bits in most readers). */
+static void json_hex64(struct json *w, const char *name, uint64_t v)
 {
+	char buf[24];
+	snprintf(buf, sizeof buf, "0x%016" PRIx64, v);
+	json_str(w, name, buf);
+}
+
+static void dump_meta(struct json *w, const shmkv *db)
+{
+	const shmkv_image_header *h = shmkv_header(db);
+	shmkv_delta_id id;
 	json_obj_begin(w, NULL);
 	json_name(w, "shmkv_meta");
 	json_obj_begin(w, NULL);
@@ -117,6 +128,15 @@ static void dump_meta(struct json *w, const shmkv_image_header *h)
 	json_u64(w, "buckets", h->bucket_count);
 	json_u64(w, "hash_bits", h->hash_bits);
 	json_bool(w, "dedup", (h->flags & SHMKV_HFLAG_DEDUP) != 0);
+	if (shmkv_delta_id_of(db, &id) == 0) { /* a delta's place (lib/FORMAT.md §19.1) */
+		json_name(w, "delta");
+		json_obj_begin(w, NULL);
+		json_hex64(w, "base_checksum", id.base_checksum);
+		json_u64(w, "base_size", id.base_size);
+		json_hex64(w, "prev", id.prev);
+		json_u64(w, "seq", id.seq);
+		json_obj_end(w);
+	}
 	json_obj_end(w);
 	json_obj_end(w);
 }
@@ -128,6 +148,11 @@ static int dump_entry(void *ctx, const void *key, size_t key_len, const shmkv_va
 	struct json *w = ctx; /* iteration checked the value whole: strings are UTF-8 */
 	json_obj_begin(w, NULL);
 	json_key_member(w, key, key_len);
+	if (v->type == SHMKV_TYPE_TOMBSTONE) { /* a delta's removal, as the builder takes it */
+		json_bool(w, "remove", true);
+		json_obj_end(w);
+		return 0;
+	}
 	json_str(w, "type", shmkv_type_name(v->type));
 	json_name(w, "value");
 	value_json(w, v);
@@ -141,7 +166,7 @@ static int dump_file(const char *path, shmkv *db)
 {
 	struct json w; /* JSONL: one compact record a line, whatever -p says */
 	json_init_file(&w, stdout, false);
-	dump_meta(&w, shmkv_header(db));
+	dump_meta(&w, db);
 	uint64_t n;
 	int rc = image_each(db, dump_entry, &w, &n);
 	if (rc < 0)

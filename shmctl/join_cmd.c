@@ -15,26 +15,32 @@
 #include "main.h"
 #include "progress.h"
 
-enum { OPT_THREADS = 256, OPT_MEMORY_LIMIT, OPT_TMPDIR };
+enum { OPT_THREADS = 256, OPT_MEMORY_LIMIT, OPT_TMPDIR, OPT_AS_DELTA };
 
 #define BAD(...) p_usage("image", __VA_ARGS__)
 
-int image_rebuild(int argc, char **argv, const char *verb, const char *inputs, size_t max_in,
-		  image_rebuild_fn *fn)
+int image_rebuild(int argc, char **argv, const struct rebuild_verb *v)
 {
 	static const struct option opts[] = {
 		VERB_LONGOPTS,
 		IMAGE_WRITE_LONGOPTS,
+		{"as-delta", no_argument, NULL, OPT_AS_DELTA},
 		{NULL, 0, NULL, 0},
 	};
-	const char *out = NULL, *tmpdir = NULL;
+	const char *out = NULL, *tmpdir = NULL, *verb = v->verb;
 	unsigned long long threads = 0, limit = 0;
 	bool limit_given = false;
+	unsigned flags = 0;
 	int c, rc;
 	verb_getopt_reset();
 	while ((c = getopt_long(argc, argv, VERB_SHORTOPTS "o:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o': out = optarg; break;
+		case OPT_AS_DELTA:
+			if (!v->as_delta)
+				return BAD("%s: unknown option --as-delta (it is apply's)", verb);
+			flags |= REBUILD_AS_DELTA;
+			break;
 		case OPT_THREADS:
 			if (!parse_u64(optarg, &threads) || threads > 1024)
 				return BAD("%s: --threads %s: expected 0 (every CPU) to 1024", verb,
@@ -59,10 +65,9 @@ int image_rebuild(int argc, char **argv, const char *verb, const char *inputs, s
 		return BAD("%s: -o OUT is required", verb);
 	if (!strcmp(out, "-") && json_output)
 		return BAD("%s: -j and -o - both write to standard output; give -o FILE", verb);
-	if (optind == argc)
-		return BAD("%s: no %s given", verb, inputs);
-	if ((size_t)(argc - optind) > max_in)
-		return BAD("%s: expected one %s, got %d", verb, inputs, argc - optind);
+	size_t n = (size_t)(argc - optind);
+	if (n < v->min_in || n > v->max_in)
+		return BAD("%s: expected %s, got %zu", verb, v->inputs, n);
 	shmkv_join_options jo;
 	shmkv_join_options_init(&jo);
 	jo.threads = (unsigned)threads;
@@ -78,8 +83,8 @@ int image_rebuild(int argc, char **argv, const char *verb, const char *inputs, s
 	char why[2048];
 	double t0 = now_seconds();
 	catch_signals();
-	int err = fn(out, (const char *const *)argv + optind, (size_t)(argc - optind), &jo, &stats,
-		     why, sizeof why);
+	int err = v->fn(out, (const char *const *)argv + optind, n, flags, &jo, &stats, why,
+			sizeof why);
 	progress_clear(&prog);
 	if (err)
 		return p_err("%s", why);
@@ -87,9 +92,18 @@ int image_rebuild(int argc, char **argv, const char *verb, const char *inputs, s
 	return EXIT_OK;
 }
 
+/* the join itself, its checks and messages: shmkv_build_join()
+ * (builder/join.cc), shared with the Python package's shmkv.join */
+static int join_all(const char *out, const char *const *in, size_t n, unsigned flags,
+		    const shmkv_join_options *jo, shmkv_build_stats *st, char *why, size_t len)
+{
+	(void)flags;
+	return shmkv_build_join(out, in, n, jo, st, why, len);
+}
+
 int do_image_join(int argc, char **argv)
 {
-	/* the join itself, its checks and messages: shmkv_build_join()
-	 * (builder/join.cc), shared with the Python package's shmkv.join */
-	return image_rebuild(argc, argv, "join", "FRAGMENT", SIZE_MAX, shmkv_build_join);
+	static const struct rebuild_verb v = {"join", "at least one FRAGMENT", 1, SIZE_MAX, false,
+					      join_all};
+	return image_rebuild(argc, argv, &v);
 }

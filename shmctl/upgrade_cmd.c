@@ -7,14 +7,16 @@
 
 #include "image.h"
 
-static int upgrade_one(const char *out, const char *const *in, size_t n,
+static int upgrade_one(const char *out, const char *const *in, size_t n, unsigned flags,
 		       const shmkv_join_options *jo, shmkv_build_stats *st, char *why, size_t len)
 {
 	(void)n; /* image_rebuild passes exactly one */
+	(void)flags;
 	return shmkv_build_upgrade(out, in[0], jo, st, why, len);
 }
 
 int do_image_upgrade(int argc, char **argv)
 {
-	return image_rebuild(argc, argv, "upgrade", "OLD image", 1, upgrade_one);
+	static const struct rebuild_verb v = {"upgrade", "one OLD image", 1, 1, false, upgrade_one};
+	return image_rebuild(argc, argv, &v);
 }

@@ -71,7 +71,7 @@ std::string rebuilt_structs()
 // flags, record kind bits, sections), rebuilt from the type table and the
 // masks: a changed row, a new type or flag fails here, and format.h says
 // why that is a new format version (FORMAT.md §15).
-std::string rebuilt_vocab()
+std::string rebuilt_vocab(bool delta = false)
 {
 	std::string d = "types=";
 	for (unsigned t = 1; t <= SHMKV_TYPE_MAX; t++) {
@@ -93,22 +93,36 @@ std::string rebuilt_vocab()
 		if (r->utf8)
 			d += "/utf8";
 	}
-	d += ";eflags=" + hex(SHMKV_EFLAG_KNOWN) + ";hflags=" + hex(SHMKV_HFLAG_KNOWN) + ";";
-	d += "rkind=type" + hex(SHMKV_REC_TYPE_MASK) + ",expires" + hex(SHMKV_REC_EXPIRES) + ",out" +
-	     hex(SHMKV_REC_OUT) + ";";
+	d += ";eflags=" + hex(SHMKV_EFLAG_KNOWN) + ";hflags=" +
+	     hex(SHMKV_HFLAG_KNOWN | (delta ? SHMKV_HFLAG_DELTA : 0)) + ";";
+	d += "rkind=type" + hex(SHMKV_REC_TYPE_MASK) + (delta ? ",tomb" + hex(SHMKV_REC_TOMB) : "") +
+	     ",expires" + hex(SHMKV_REC_EXPIRES) + ",out" + hex(SHMKV_REC_OUT) + ";";
 	d += "sections=";
-	for (uint32_t k = SHMKV_SECTION_INDEX; k <= SHMKV_SECTION_VALUES; k++)
+	const uint32_t last = delta ? SHMKV_SECTION_FILTER : SHMKV_SECTION_VALUES;
+	for (uint32_t k = SHMKV_SECTION_INDEX; k <= last; k++)
 		d += (k > 1 ? "," : "") + std::to_string(k) + ":" + shmkv_section_name(k);
+	if (!delta)
+		return d;
+	// a delta's own part (FORMAT.md §19): its reserved words, its tombstones, its filter
+	const size_t r = offsetof(shmkv_image_header, reserved);
+	d += ";delta=base_checksum@" + std::to_string(r + 8 * SHMKV_DELTA_BASE_CHECKSUM) +
+	     ",base_size@" + std::to_string(r + 8 * SHMKV_DELTA_BASE_SIZE) + ",prev@" +
+	     std::to_string(r + 8 * SHMKV_DELTA_PREV) + ",seq@" + std::to_string(r + 8 * SHMKV_DELTA_SEQ);
+	d += ";tomb=inline:kind" + hex(SHMKV_REC_TOMB) + "/key_len8@1/value_len8@2=0/key,out:kind" +
+	     hex(SHMKV_REC_OUT | SHMKV_REC_TOMB) + "/etype" + std::to_string(SHMKV_TYPE_TOMBSTONE) +
+	     "/value_len0/key_len>0";
+	d += ";filter=u64[words],word=mulhi(h,words),bits=h>>16&63|h>>22&63|h>>28&63";
 	return d;
 }
 
 // The whole description: the structs, the 128-byte bucket and its records
 // from format.h's constants, the hash rules, then the vocabulary, so that
 // the hash covers the types and flags.
-std::string rebuilt_desc()
+std::string rebuilt_desc(bool delta = false)
 {
 	const std::string head = std::to_string(SHMKV_BUCKET_HEAD);
-	std::string d = "shmkv-image-v" + std::to_string(SHMKV_FORMAT_VERSION) + ";" + rebuilt_structs();
+	std::string d = std::string(delta ? "shmkv-delta-v" : "shmkv-image-v") +
+			std::to_string(SHMKV_FORMAT_VERSION) + ";" + rebuilt_structs();
 	d += "bucket=" + std::to_string(SHMKV_BUCKET_BYTES) + ":count@0[0.." +
 	     std::to_string(SHMKV_MAX_RECORDS) + "],disp@1,filter" +
 	     std::to_string(SHMKV_FILTER_BITS) + "@2[(tag*" + std::to_string(SHMKV_FILTER_BITS) +
@@ -120,7 +134,7 @@ std::string rebuilt_desc()
 	     "?,key,pad0-to-align(type)-in-bucket,value,nul(type);out=entry_off40>>3@1,expires32@" +
 	     std::to_string(SHMKV_REC_OUT_HEAD) + "?;expired=now>=expires;";
 	d += "hash=xxh3_64(seed);home=mulhi(h,buckets);tag=h&0xffff|1if0;";
-	d += rebuilt_vocab();
+	d += rebuilt_vocab(delta);
 	return d;
 }
 
@@ -134,7 +148,10 @@ TEST(Layout, DescriptionMatchesStructsConstantsAndVocabulary)
 	EXPECT_EQ(d.compare(0, 15, "shmkv-image-v2;"), 0) << d;
 	EXPECT_EQ(shmkv_type_desc_of(0), nullptr);
 	EXPECT_EQ(shmkv_type_desc_of(SHMKV_TYPE_MAX + 1), nullptr);
-	EXPECT_STREQ(shmkv_section_name(SHMKV_SECTION_VALUES + 1), "unknown");
+	EXPECT_STREQ(shmkv_section_name(SHMKV_SECTION_FILTER + 1), "unknown");
+	// a delta's (FORMAT.md §19): the same structs and records, its own vocabulary
+	EXPECT_EQ(rebuilt_desc(true), std::string(SHMKV_DELTA_LAYOUT_DESC));
+	EXPECT_EQ(std::string(SHMKV_DELTA_LAYOUT_DESC).compare(0, 15, "shmkv-delta-v2;"), 0);
 }
 
 TEST(Layout, HashIsXxh3OfDescription)
@@ -143,6 +160,10 @@ TEST(Layout, HashIsXxh3OfDescription)
 	EXPECT_EQ(XXH3_64bits(d.data(), d.size()), SHMKV_LAYOUT_HASH)
 		<< std::hex << "computed 0x" << XXH3_64bits(d.data(), d.size());
 	EXPECT_EQ(XXH3_64bits(r.data(), r.size()), SHMKV_LAYOUT_HASH);
+	const std::string dd = SHMKV_DELTA_LAYOUT_DESC;
+	EXPECT_EQ(XXH3_64bits(dd.data(), dd.size()), SHMKV_DELTA_LAYOUT_HASH)
+		<< std::hex << "computed 0x" << XXH3_64bits(dd.data(), dd.size());
+	EXPECT_NE(SHMKV_DELTA_LAYOUT_HASH, SHMKV_LAYOUT_HASH);
 }
 
 TEST(Layout, Geometry)
@@ -357,8 +378,46 @@ TEST(FormatJson, TopLevelMembersAreKnown)
 		"about",  "magic",   "format_version", "layout_hash", "layout_desc",
 		"retired_versions", "header", "section", "section_kinds", "entry",
 		"header_flags", "entry_flags", "bucket", "record", "limits",
-		"types",  "errors",  "messages"};
+		"types",  "errors",  "messages", "delta_layout_hash", "delta_layout_desc", "delta"};
 	EXPECT_EQ(keys(j), known);
+}
+
+// A delta's constants (FORMAT.md §19).
+TEST(FormatJson, Delta)
+{
+	const Json &j = format_json();
+	// format.json writes all 16 digits (0x0111...): compare the number.
+	EXPECT_EQ(strtoull(str(j, "delta_layout_hash").c_str(), nullptr, 16),
+		  (unsigned long long)SHMKV_DELTA_LAYOUT_HASH);
+	EXPECT_EQ(str(j, "delta_layout_desc"), SHMKV_DELTA_LAYOUT_DESC);
+	const Json &d = j["delta"];
+	ASSERT_EQ(d.kind, Json::OBJ);
+	EXPECT_EQ(keys(d), (std::set<std::string>{"header_flag", "section_count", "reserved",
+						 "record_tomb", "inline_tomb_kind", "out_tomb_kind",
+						 "tomb_entry_type", "filter_section",
+						 "filter_shifts"}));
+	EXPECT_EQ(num(d, "header_flag"), (long long)SHMKV_HFLAG_DELTA);
+	EXPECT_EQ(num(d, "section_count"), (long long)SHMKV_DELTA_SECTIONS);
+	expect_members(d["reserved"], "delta.reserved",
+		       {{"base_checksum", SHMKV_DELTA_BASE_CHECKSUM},
+			{"base_size", SHMKV_DELTA_BASE_SIZE},
+			{"prev", SHMKV_DELTA_PREV},
+			{"seq", SHMKV_DELTA_SEQ}});
+	EXPECT_EQ(num(d, "record_tomb"), (long long)SHMKV_REC_TOMB);
+	EXPECT_EQ(num(d, "inline_tomb_kind"), (long long)SHMKV_REC_TOMB);
+	EXPECT_EQ(num(d, "out_tomb_kind"), (long long)(SHMKV_REC_OUT | SHMKV_REC_TOMB));
+	EXPECT_EQ(num(d, "tomb_entry_type"), (long long)SHMKV_TYPE_TOMBSTONE);
+	EXPECT_EQ(num(d, "filter_section"), (long long)SHMKV_SECTION_FILTER);
+	// the shifts: those of the rule, checked on a hash with one bit per field
+	const Json &sh = d["filter_shifts"];
+	ASSERT_EQ(sh.kind, Json::ARR);
+	ASSERT_EQ(sh.arr.size(), 3u);
+	uint64_t h = 0;
+	for (const Json &x : sh.arr)
+		h |= UINT64_C(5) << (int)x.num;
+	EXPECT_EQ(shmkv_delta_filter_mask(h), UINT64_C(1) << 5);
+	EXPECT_EQ(shmkv_delta_filter_mask(UINT64_C(1) << 16 | UINT64_C(2) << 22 | UINT64_C(3) << 28),
+		  UINT64_C(0xe));
 }
 
 TEST(FormatJson, IdentityLayoutHashAndDescription)

@@ -454,7 +454,7 @@ TEST(Reader, HeaderChecks)
 	EXPECT_EQ(r.first, SHMKV_ECORRUPT);
 	r = forge([](shmkv_image_header &h) { h.section_count = 2; });
 	EXPECT_EQ(r.first, SHMKV_ECORRUPT);
-	EXPECT_NE(r.second.find("section_count 2, the format has 3"), std::string::npos) << r.second;
+	EXPECT_NE(r.second.find("section_count 2, an image has 3"), std::string::npos) << r.second;
 	r = forge([](shmkv_image_header &h) { h.max_probe = (uint32_t)h.bucket_count; });
 	EXPECT_EQ(r.first, SHMKV_ECORRUPT);
 	// an index at a 64- but not 128-aligned offset

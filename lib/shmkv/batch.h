@@ -25,8 +25,9 @@ typedef struct shmkv_key {
  * checked get (a key the first pass did not hash). */
 enum { SHMKV__B_DONE, SHMKV__B_HOME, SHMKV__B_WALK, SHMKV__B_AGAIN, SHMKV__B_COLD };
 
-/* Looks up n keys: err[i] is what shmkv_get() would return, values[i] set
- * when 0; returns the keys found. One key's damage costs that key alone
+/* Looks up n keys in db's own image (a delta set on db is the caller's:
+ * shmkv__batch_over): err[i] is what shmkv_get() would return, values[i]
+ * set when 0; returns the keys found. One key's damage costs that key alone
  * (FORMAT.md §18). Per group, hash and request both lines of
  * every home bucket; then compare each home bucket's tag directory, which
  * settles a key with no candidate there and no displaced keys of its tag
@@ -36,39 +37,11 @@ enum { SHMKV__B_DONE, SHMKV__B_HOME, SHMKV__B_WALK, SHMKV__B_AGAIN, SHMKV__B_COL
  * single get does, from the compared directory (shmkv__get_home) or the
  * walk (shmkv__get_walk), their lines now on their way. The clock is read
  * once per batch at most. */
-/* A batch read through a delta: each key as the single get reads it (the
- * clock read once for the batch). */
-static inline size_t shmkv__batch_over(const shmkv *db, const shmkv_key *keys, size_t n,
+static inline size_t shmkv__batch_base(const shmkv *db, const shmkv_key *keys, size_t n,
 				       shmkv_value *values, int *err)
 {
 	size_t found = 0;
 	int64_t now = 0;
-	for (size_t i = 0; i < n; i++) {
-		const shmkv_key *k = &keys[i];
-		int e;
-		if (k->len < db->bound_key_len) {
-			const uint64_t h = shmkv__hash64(db->seed, k->data, k->len);
-			e = shmkv__through(db, k->data, k->len, h, 0, &values[i], &now, NULL, 0);
-			if (e == SHMKV__NEXT)
-				e = shmkv__get_fast(db, k->data, k->len, h,
-						    shmkv__home(h, db->bucket_count), 0, &values[i],
-						    &now);
-		} else {
-			e = shmkv__get_cold(db, k->data, k->len, 0, &values[i], NULL, 0);
-		}
-		err[i] = e;
-		found += e == 0;
-	}
-	return found;
-}
-
-static inline size_t shmkv_get_batch(const shmkv *db, const shmkv_key *keys, size_t n,
-				     shmkv_value *values, int *err)
-{
-	size_t found = 0;
-	int64_t now = 0;
-	if (db->over)
-		return shmkv__batch_over(db, keys, n, values, err);
 	for (size_t base = 0; base < n; base += SHMKV_BATCH_GROUP) {
 		size_t m = n - base < SHMKV_BATCH_GROUP ? n - base : SHMKV_BATCH_GROUP;
 		const uint8_t *bk[SHMKV_BATCH_GROUP];
@@ -153,6 +126,68 @@ static inline size_t shmkv_get_batch(const shmkv *db, const shmkv_key *keys, siz
 		}
 	}
 	return found;
+}
+
+/* A batch read through a delta (FORMAT.md §19), per group: hash every key
+ * and request its filter word; ask the delta for the keys its filter lets
+ * through (an upsert or a tombstone answers); the rest go to the base's
+ * passes above as one batch, so its lines still overlap. A key's answer is
+ * the single get's (shmkv__through, then the base's get). */
+static inline size_t shmkv__batch_over(const shmkv *db, const shmkv_key *keys, size_t n,
+				       shmkv_value *values, int *err)
+{
+	size_t found = 0;
+	int64_t now = 0;
+	const shmkv *d = db->over;
+	for (size_t base = 0; base < n; base += SHMKV_BATCH_GROUP) {
+		const size_t m = n - base < SHMKV_BATCH_GROUP ? n - base : SHMKV_BATCH_GROUP;
+		uint64_t hash[SHMKV_BATCH_GROUP];
+		shmkv_key rest[SHMKV_BATCH_GROUP];
+		shmkv_value rv[SHMKV_BATCH_GROUP];
+		int re[SHMKV_BATCH_GROUP];
+		unsigned char at[SHMKV_BATCH_GROUP];
+		size_t nr = 0;
+		for (size_t i = 0; i < m; i++) {
+			const shmkv_key *k = &keys[base + i];
+			if (SHMKV__UNLIKELY(k->len >= db->bound_key_len))
+				continue;
+			hash[i] = shmkv__hash64(db->seed, k->data, k->len);
+			__builtin_prefetch(d->kf + 8 * shmkv__kf_word(hash[i], d->kf_words));
+		}
+		for (size_t i = 0; i < m; i++) {
+			const shmkv_key *k = &keys[base + i];
+			int e;
+			if (SHMKV__UNLIKELY(k->len >= db->bound_key_len)) {
+				e = shmkv__get_cold(db, k->data, k->len, 0, &values[base + i], NULL, 0);
+			} else {
+				e = shmkv__through(db, k->data, k->len, hash[i], 0, &values[base + i],
+						   &now, NULL, 0);
+				if (e == SHMKV__NEXT) {
+					at[nr] = (unsigned char)i;
+					rest[nr++] = *k;
+					continue;
+				}
+			}
+			err[base + i] = e;
+			found += e == 0;
+		}
+		/* the keys the delta does not hold: the base alone answers */
+		found += shmkv__batch_base(db, rest, nr, rv, re);
+		for (size_t j = 0; j < nr; j++) {
+			err[base + at[j]] = re[j];
+			if (!re[j])
+				values[base + at[j]] = rv[j];
+		}
+	}
+	return found;
+}
+
+static inline size_t shmkv_get_batch(const shmkv *db, const shmkv_key *keys, size_t n,
+				     shmkv_value *values, int *err)
+{
+	if (SHMKV__UNLIKELY(db->over != NULL))
+		return shmkv__batch_over(db, keys, n, values, err);
+	return shmkv__batch_base(db, keys, n, values, err);
 }
 
 #endif /* SHMKV_BATCH_H */

@@ -36,6 +36,18 @@ static inline unsigned shmkv_filter_index(uint64_t tag)
 	return shmkv__filter_index(tag);
 }
 
+/* A delta's key filter (FORMAT.md §19.3): the word of a key's hash among
+ * words, and the three bits it sets there. */
+static inline uint64_t shmkv_delta_filter_word(uint64_t hash, uint64_t words)
+{
+	return shmkv__kf_word(hash, words);
+}
+
+static inline uint64_t shmkv_delta_filter_mask(uint64_t hash)
+{
+	return shmkv__kf_mask(hash);
+}
+
 /* A record's directory entry, (tag << 7 | off) & 0xffff (off < 128). */
 static inline unsigned shmkv_dir_entry(uint64_t tag, unsigned off)
 {
@@ -66,7 +78,8 @@ static inline unsigned shmkv_record_span(unsigned pos, unsigned kind, unsigned k
 typedef struct shmkv__rec shmkv_record;
 
 /* Record i of the 128-byte bucket at bk, decoded with its bounds: 0, or
- * SHMKV_ECORRUPT (i past the count, a count over 16, a malformed record). */
+ * SHMKV_ECORRUPT (i past the count, a count over 16, a malformed record).
+ * A tombstone (kind SHMKV_REC_TOMB) decodes: only a delta may hold one. */
 static inline int shmkv_record_at(const uint8_t *bk, unsigned i, shmkv_record *r)
 {
 	if (bk[0] > SHMKV_MAX_RECORDS || i >= bk[0] ||

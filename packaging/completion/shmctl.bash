@@ -17,14 +17,14 @@ _shmctl()
 
 	local global_opts='-j --json -p --pretty -r --root --progress -h --help -V --version'
 	local objects='image cache hugepages doctor bpf help version'
-	local image_cmds='build join upgrade get inspect verify dump help'
+	local image_cmds='build join upgrade diff apply get inspect verify dump help'
 	local cache_cmds='list status stats get load readers reload rollback drop set remove apply help'
 	local hugepages_cmds='plan reserve help'
 	local doctor_cmds='check help'
 	local bpf_cmds='export status unexport help'
 	local build_opts='-o --output --format --type --tsv-expires --on-duplicate --name --seed
 		--created --buckets --load-factor --no-dedup --lossy-f32 --threads --part --filter-part
-		--memory-limit --tmpdir --hash-bits'
+		--memory-limit --tmpdir --delta-of --after --tsv-removes --hash-bits'
 	local rebuild_opts='-o --output --threads --memory-limit --tmpdir'
 
 	case $prev in
@@ -32,7 +32,7 @@ _shmctl()
 		_filedir -d
 		return
 		;;
-	-o | --output)
+	-o | --output | --delta-of | --after)
 		_filedir
 		return
 		;;
@@ -119,7 +119,10 @@ _shmctl()
 	if [[ $cur == -* ]]; then
 		case $obj/$cmd in
 		image/b*) COMPREPLY=($(compgen -W "$build_opts $global_opts" -- "$cur")) ;;
-		image/j* | image/u*) COMPREPLY=($(compgen -W "$rebuild_opts $global_opts" -- "$cur")) ;;
+		image/j* | image/u* | image/di*)
+			COMPREPLY=($(compgen -W "$rebuild_opts $global_opts" -- "$cur"))
+			;;
+		image/a*) COMPREPLY=($(compgen -W "$rebuild_opts --as-delta $global_opts" -- "$cur")) ;;
 		cache/statu | cache/status) COMPREPLY=($(compgen -W "--all $global_opts" -- "$cur")) ;;
 		cache/stat | cache/stats) COMPREPLY=($(compgen -W "--prometheus $global_opts" -- "$cur")) ;;
 		cache/lo*) COMPREPLY=($(compgen -W "--numa $global_opts" -- "$cur")) ;;
@@ -137,7 +140,8 @@ _shmctl()
 	fi
 	case $obj/$cmd in
 	image/*)
-		# build: inputs; join, upgrade: images; get, inspect, verify, dump: the image file
+		# build: inputs; join, upgrade, diff, apply: images; get, inspect,
+		# verify, dump: the image file
 		[[ $cmd == g* && $nargs -ge 1 ]] && return # the KEY
 		_filedir
 		;;

@@ -15,10 +15,18 @@ Building (libshmkv-build, the builder `shmctl image build` uses):
     shmkv.build_file("out.shmkv", "records.jsonl")
     shmkv.join("all.shmkv", ["frag1.shmkv", "frag2.shmkv"])
 
+Delta images (lib/FORMAT.md §19: changes to a base image):
+
+    shmkv.build("d1.shmkv", [("user:42", [0.5]), ("user:7", shmkv.REMOVE)],
+                delta_of="features.shmkv")
+    shmkv.apply("features.shmkv", ["d1.shmkv"], "new.shmkv")
+    shmkv.diff("features.shmkv", "new.shmkv", "d.shmkv")
+
 python/README.md has the whole story: types, generations, threads, Spark.
 """
 from __future__ import annotations
 
+import enum
 import os
 from collections.abc import ItemsView, Iterable, Iterator, KeysView, Mapping, Sequence, \
     ValuesView
@@ -52,7 +60,8 @@ __all__ = [
     "DEFAULT_SEED", "VECTOR", "Array", "Cache", "CacheIterator",
     "Error", "NotFound", "TypeMismatch", "KeyTooLong", "CorruptImage", "VersionMismatch",
     "CacheNotFound", "Unavailable", "StaleCache", "BuildError", "DuplicateKey", "OSFailure",
-    "open", "attach", "build", "build_file", "join", "upgrade", "part_of", "get_array",
+    "open", "attach", "build", "build_file", "join", "upgrade", "diff", "apply", "REMOVE",
+    "Remove", "part_of", "get_array",
     "RefreshEvery", "BuildOptions", "FileOptions", "JoinOptions",
 ]
 __version__ = "0.1.0"
@@ -106,9 +115,25 @@ class Cache(_shmkv.Cache, Mapping):  # type: ignore[type-arg]
 _shmkv._set_cache_class(Cache)
 
 
+class Remove(enum.Enum):
+    """The type of REMOVE, the one removal marker (an enum of one member, so
+    that a type checker knows it: ``Literal[Remove.REMOVE]``)."""
+    REMOVE = "remove"
+
+    def __repr__(self) -> str:
+        return "shmkv.REMOVE"
+
+
+REMOVE = Remove.REMOVE
+"""A record's value that removes its key: ``(key, shmkv.REMOVE)`` in the
+records of a delta build (``build(..., delta_of=BASE)``) is a tombstone
+(lib/FORMAT.md §19.2), as the dict ``{"key": key, "remove": True}`` and the
+JSONL line ``{"key": ..., "remove": true}`` are."""
+
+
 def build(path: str | os.PathLike[str], records: Iterable[Any],
           **kw: Any) -> dict[str, Any]:
-    return _shmkv._build(path, records, **options(BuildOptions, kw, "build"))
+    return _shmkv._build(path, records, REMOVE, **options(BuildOptions, kw, "build"))
 
 
 build.__doc__ = """Builds an image at path from records; returns the build's statistics.
@@ -131,6 +156,14 @@ build.__doc__ = """Builds an image at path from records; returns the build's sta
     fraction of a second rounds up); a naive datetime or a time outside
     1970-01-01T00:00:01Z..2106-02-07T06:28:15Z raise (BuildError naming the
     record, or ValueError for expires=).
+
+    Delta images (lib/FORMAT.md §19): with delta_of=BASE (a plain image) the
+    records are the delta's upserts, and a record (key, shmkv.REMOVE) or
+    {"key": key, "remove": True} removes key (a tombstone: no value, type or
+    expiry). A key appears once in a delta (a key both set and removed is a
+    DuplicateKey). after=PREV makes it the next delta of PREV's chain. A
+    removal in a plain build, a base that is a delta, or an after of another
+    base raise (BuildError, or Error with errname 'SHMKV_EBASE').
 
     The same records and options give the same bytes as `shmctl image
     build`. The image is written atomically (a temporary renamed over
@@ -200,6 +233,56 @@ upgrade.__doc__ = """Converts the format 1 image old into new: the format 2 imag
     one raises CorruptImage naming it, one that is not format 1 (already
     format 2) VersionMismatch saying so; new is written atomically, nothing
     is left under it on an error. The GIL is released throughout.
+
+    Options (keywords; a type checker knows them as JoinOptions):
+""" + describe(JoinOptions)
+
+
+def diff(old: str | os.PathLike[str], new: str | os.PathLike[str],
+         out: str | os.PathLike[str], **kw: Any) -> dict[str, Any]:
+    return _shmkv._diff(old, new, out, **options(JoinOptions, kw, "diff"))
+
+
+diff.__doc__ = """Writes to out the delta image (lib/FORMAT.md §19) that turns the plain
+    image old into new, as `shmctl image diff OLD NEW -o OUT`: an upsert for
+    each key new holds that old does not hold with the same type, value and
+    expiry, a tombstone for each key old holds and new does not (expired
+    records count: an image's records are what it holds). The delta names
+    old as its base and has new's name, created time and dedup flag;
+    apply(old, [out], ...) gives new's records. Both are verified whole
+    first and must have the same seed and hash bits (BuildError saying to
+    rebuild new with old's seed); a damaged one raises CorruptImage naming
+    it, a delta given as old or new Error/BuildError. out is written
+    atomically; nothing is left under it on an error. Returns the build's
+    statistics ("tombstones": the removals). The GIL is released
+    throughout.
+
+    Options (keywords; a type checker knows them as JoinOptions):
+""" + describe(JoinOptions)
+
+
+def apply(base: str | os.PathLike[str], deltas: Sequence[str | os.PathLike[str]],
+          out: str | os.PathLike[str], as_delta: bool = False,
+          **kw: Any) -> dict[str, Any]:
+    if isinstance(deltas, (str, bytes, os.PathLike)):
+        raise TypeError("apply(): deltas is a sequence of paths (the chain, in order), "
+                        f"not one path: [{os.fspath(deltas)!r}]")
+    return _shmkv._apply(base, [os.fspath(d) for d in deltas], out, bool(as_delta),
+                         **options(JoinOptions, kw, "apply"))
+
+
+apply.__doc__ = """Applies deltas, a chain of deltas of the plain image base in chain
+    order (lib/FORMAT.md §19.5), and writes out, as `shmctl image apply BASE
+    DELTA... -o OUT`: the image a fresh build of the merged records gives,
+    byte for byte (base's seed, hash bits, name, dedup flag and created
+    time), or with as_delta=True one delta of base holding the chain's last
+    word on each key (what a loader serves). Every input is verified whole
+    first, and the chain must hold together: each a delta of base, the
+    first applying to base directly, each next following the one before it;
+    else Error (errname 'SHMKV_EBASE') naming both checksums and the seq, or
+    CorruptImage naming a damaged file. out is written atomically; nothing
+    is left under it on an error. Returns the build's statistics. The GIL is
+    released throughout.
 
     Options (keywords; a type checker knows them as JoinOptions):
 """ + describe(JoinOptions)

@@ -79,6 +79,13 @@ class LayoutOptions(FragmentOptions, total=False):
         "needs buckets), then join() the n fragments")]
     filter_part: Annotated[bool, Opt(
         False, "with part: skip the records of other parts instead of refusing them")]
+    delta_of: Annotated[str | os.PathLike[str] | None, Opt(
+        None, "build a delta image of this plain image (lib/FORMAT.md §19): the records "
+        "are upserts, removals (shmkv.REMOVE) its tombstones; it takes the base's seed "
+        "and hash bits, and its name unless name is given")]
+    after: Annotated[str | os.PathLike[str] | None, Opt(
+        None, "with delta_of: the delta of the same base this one follows in its chain "
+        "(the new delta names it, and takes the next seq)")]
 
 
 class BuildOptions(LayoutOptions, total=False):
@@ -93,6 +100,9 @@ class FileOptions(LayoutOptions, total=False):
     tsv_expires: Annotated[bool, Opt(
         False, "TSV lines are key<TAB>value<TAB>expires (RFC 3339 or Unix seconds; empty: "
         "never)")]
+    tsv_removes: Annotated[bool, Opt(
+        False, "with delta_of: a TSV line of a key alone (no TAB) removes that key (a "
+        "tombstone); else such a line is an error")]
 
 
 KINDS = (JoinOptions, FragmentOptions, LayoutOptions, BuildOptions, FileOptions)

@@ -1,7 +1,7 @@
-/* build.c - shmkv.build, build_file, join, upgrade and part_of over the
- * builder's C API (builder/shmkv_build.h): the same code as `shmctl image
- * build`/`join`/`upgrade`, so the same records and options give the same
- * bytes. */
+/* build.c - shmkv.build, build_file, join, upgrade, diff, apply and
+ * part_of over the builder's C API (builder/shmkv_build.h): the same code as
+ * `shmctl image build`/`join`/`upgrade`/`diff`/`apply`, so the same records
+ * and options give the same bytes. */
 #include "options.h"
 
 static PyObject *build_error(shmkv_builder *b, int err, const char *what)
@@ -21,7 +21,10 @@ static shmkv_builder *new_builder(const shmkvpy_opts *p, const char *out)
 	if ((err = shmkv_builder_set_threads(b, p->threads)) ||
 	    (err = shmkv_builder_set_memory_limit(b, p->memory_limit, p->tmpdir)) ||
 	    (p->part_n && (err = shmkv_builder_set_part(b, p->part_k, p->part_n, p->filter))) ||
-	    (err = shmkv_builder_check_output(b, out))) {
+	    (err = shmkv_builder_check_output(b, out)) ||
+	    /* after the output's check: the base and the delta followed are
+	     * inputs, never replaced by the output */
+	    (p->delta_of && (err = shmkv_builder_set_delta(b, p->delta_of, p->after)))) {
 		build_error(b, err, out);
 		shmkv_builder_free(b);
 		return NULL;
@@ -31,9 +34,10 @@ static shmkv_builder *new_builder(const shmkvpy_opts *p, const char *out)
 
 static PyObject *stats_dict(const shmkv_build_stats *s)
 {
-	return Py_BuildValue("{sKsKsKsKsKsIsdsKsd}", "records", (unsigned long long)s->records,
+	return Py_BuildValue("{sKsKsKsKsKsKsIsdsKsd}", "records", (unsigned long long)s->records,
 			     "entries", (unsigned long long)s->entries, "duplicates",
-			     (unsigned long long)s->duplicates, "image_bytes",
+			     (unsigned long long)s->duplicates, "tombstones",
+			     (unsigned long long)s->tombstones, "image_bytes",
 			     (unsigned long long)s->image_bytes, "bucket_count",
 			     (unsigned long long)s->bucket_count, "max_probe",
 			     (unsigned)s->max_probe, "load_factor", s->load_factor,
@@ -377,12 +381,32 @@ static PyObject *record_error(shmkv_builder *b, rec *r, int err)
 	return NULL;
 }
 
+/* A delta's tombstone (lib/FORMAT.md §19.2): key removed. */
+static int remove_key(shmkv_builder *b, rec *r, PyObject *key)
+{
+	const char *k;
+	Py_ssize_t kl;
+	Py_buffer kv;
+	if (!PyUnicode_Check(key) && !PyObject_CheckBuffer(key))
+		return BAD("a key is str or bytes-like, not %.60s", Py_TYPE(key)->tp_name);
+	Py_INCREF(key);
+	int err = shmkvpy_key(key, &k, &kl, &kv) < 0 ? -1 : 0;
+	if (!err) {
+		err = shmkv_builder_remove(b, k, (size_t)kl);
+		shmkvpy_key_release(&kv);
+	}
+	Py_DECREF(key);
+	return err;
+}
+
 /* one record of the iterable: (key, value), (key, value, type),
  * (key, value, type, expires) or a dict with "key", "value" and optional
- * "type" and "expires"; dexp is expires= (the expiry of a record that
- * gives none), *cur the expiry the builder is set to now */
+ * "type" and "expires"; a removal (delta builds) is (key, REMOVE) or
+ * {"key": key, "remove": True}; dexp is expires= (the expiry of a record
+ * that gives none), *cur the expiry the builder is set to now; removal is
+ * the package's shmkv.REMOVE */
 static int add_record(shmkv_builder *b, rec *r, PyObject *item, int dtype, int lossy,
-		      int64_t dexp, int64_t *cur)
+		      int64_t dexp, int64_t *cur, PyObject *removal)
 {
 	PyObject *key = NULL, *val = NULL, *tname = NULL, *exp = NULL;
 	if (PyDict_Check(item)) {
@@ -390,6 +414,18 @@ static int add_record(shmkv_builder *b, rec *r, PyObject *item, int dtype, int l
 		val = PyDict_GetItemString(item, "value");
 		tname = PyDict_GetItemString(item, "type");
 		exp = PyDict_GetItemString(item, "expires");
+		PyObject *rm = PyDict_GetItemString(item, "remove");
+		if (rm && !PyBool_Check(rm))
+			return BAD("'remove' is True or False, not a %.60s", Py_TYPE(rm)->tp_name);
+		if (rm == Py_True) {
+			if (!key)
+				return BAD("a removal needs 'key'");
+			if (val || tname || exp)
+				return BAD("a removal ('remove': True) has no '%s': give the key "
+					   "alone, or drop 'remove' to set a value",
+					   val ? "value" : tname ? "type" : "expires");
+			return remove_key(b, r, key);
+		}
 		if (!key || !val)
 			return BAD("a dict record needs 'key' and 'value'");
 	} else if (PyTuple_Check(item) || PyList_Check(item)) {
@@ -405,6 +441,11 @@ static int add_record(shmkv_builder *b, rec *r, PyObject *item, int dtype, int l
 	} else {
 		return BAD("a record is a (key, value) pair or a dict, not a %.60s",
 			   Py_TYPE(item)->tp_name);
+	}
+	if (val == removal) {
+		if ((tname && tname != Py_None) || (exp && exp != Py_None))
+			return BAD("a removal (shmkv.REMOVE) has no type or expiry");
+		return remove_key(b, r, key);
 	}
 	int type = dtype;
 	if (tname && tname != Py_None && shmkvpy_type_named(tname, &type) < 0) {
@@ -445,8 +486,8 @@ static int add_record(shmkv_builder *b, rec *r, PyObject *item, int dtype, int l
 PyObject *shmkvpy_build(PyObject *self, PyObject *args, PyObject *kw)
 {
 	(void)self;
-	PyObject *pathobj, *records, *pathb;
-	if (!PyArg_ParseTuple(args, "OO:build", &pathobj, &records))
+	PyObject *pathobj, *records, *removal, *pathb;
+	if (!PyArg_ParseTuple(args, "OOO:build", &pathobj, &records, &removal))
 		return NULL;
 	shmkvpy_opts p;
 	if (shmkvpy_parse_opts(kw, &p) < 0 || !PyUnicode_FSConverter(pathobj, &pathb))
@@ -460,7 +501,8 @@ PyObject *shmkvpy_build(PyObject *self, PyObject *args, PyObject *kw)
 		int err = 0;
 		int64_t cur = 0;
 		for (; (item = PyIter_Next(it)) != NULL; r.i++) {
-			err = add_record(b, &r, item, p.type, p.o.lossy_f32, p.expires, &cur);
+			err = add_record(b, &r, item, p.type, p.o.lossy_f32, p.expires, &cur,
+					 removal);
 			Py_DECREF(item);
 			if (err) {
 				record_error(b, &r, err);
@@ -547,6 +589,34 @@ static int join_options(PyObject *kw, shmkv_join_options *jo)
 	return 0;
 }
 
+/* The paths of seq (a PySequence_Fast) as file-system bytes: *owned holds
+ * their references (free with free_paths), *paths their strings. -1 with
+ * an exception set. */
+static int fs_paths(PyObject *seq, PyObject ***owned, const char ***paths)
+{
+	Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+	*owned = PyMem_Calloc(n ? (size_t)n : 1, sizeof **owned);
+	*paths = PyMem_Calloc(n ? (size_t)n : 1, sizeof **paths);
+	if (!*owned || !*paths) {
+		PyErr_NoMemory();
+		return -1;
+	}
+	for (Py_ssize_t j = 0; j < n; j++) {
+		if (!PyUnicode_FSConverter(PySequence_Fast_GET_ITEM(seq, j), &(*owned)[j]))
+			return -1;
+		(*paths)[j] = PyBytes_AS_STRING((*owned)[j]);
+	}
+	return 0;
+}
+
+static void free_paths(Py_ssize_t n, PyObject **owned, const char **paths)
+{
+	for (Py_ssize_t j = 0; owned && j < n; j++)
+		Py_XDECREF(owned[j]);
+	PyMem_Free(owned);
+	PyMem_Free(paths);
+}
+
 PyObject *shmkvpy_join(PyObject *self, PyObject *args, PyObject *kw)
 {
 	(void)self;
@@ -567,18 +637,9 @@ PyObject *shmkvpy_join(PyObject *self, PyObject *args, PyObject *kw)
 		Py_DECREF(seq);
 		return NULL;
 	}
-	PyObject **pb = PyMem_Calloc((size_t)n, sizeof *pb);
-	const char **paths = PyMem_Calloc((size_t)n, sizeof *paths);
-	PyObject *result = NULL;
-	Py_ssize_t got = 0;
-	for (; pb && paths && got < n; got++) {
-		if (!PyUnicode_FSConverter(PySequence_Fast_GET_ITEM(seq, got), &pb[got]))
-			break;
-		paths[got] = PyBytes_AS_STRING(pb[got]);
-	}
-	if (!pb || !paths)
-		PyErr_NoMemory();
-	else if (got == n) {
+	PyObject **pb = NULL, *result = NULL;
+	const char **paths = NULL;
+	if (fs_paths(seq, &pb, &paths) == 0) {
 		const char *out = PyBytes_AS_STRING(outb);
 		char why[2048] = "";
 		shmkv_build_stats st;
@@ -589,10 +650,7 @@ PyObject *shmkvpy_join(PyObject *self, PyObject *args, PyObject *kw)
 		Py_END_ALLOW_THREADS
 		result = err ? shmkvpy_raise(err, "join", why) : stats_dict(&st);
 	}
-	for (Py_ssize_t j = 0; pb && j < n; j++)
-		Py_XDECREF(pb[j]);
-	PyMem_Free(pb);
-	PyMem_Free(paths);
+	free_paths(n, pb, paths);
 	Py_DECREF(outb);
 	Py_DECREF(seq);
 	return result;
@@ -620,6 +678,72 @@ PyObject *shmkvpy_upgrade(PyObject *self, PyObject *args, PyObject *kw)
 	}
 	Py_XDECREF(oldb);
 	Py_XDECREF(newb);
+	return result;
+}
+
+/* ---- diff and apply: shmkv_build_diff() and shmkv_build_apply()
+ * (builder/diff.cc, apply.cc), as `shmctl image diff` and `image apply` ---- */
+
+PyObject *shmkvpy_diff(PyObject *self, PyObject *args, PyObject *kw)
+{
+	(void)self;
+	PyObject *oldobj, *newobj, *outobj, *oldb = NULL, *newb = NULL, *outb = NULL;
+	PyObject *result = NULL;
+	shmkv_join_options jo;
+	if (!PyArg_ParseTuple(args, "OOO:diff", &oldobj, &newobj, &outobj) ||
+	    join_options(kw, &jo) < 0)
+		return NULL;
+	if (PyUnicode_FSConverter(oldobj, &oldb) && PyUnicode_FSConverter(newobj, &newb) &&
+	    PyUnicode_FSConverter(outobj, &outb)) {
+		char why[2048] = "";
+		shmkv_build_stats st;
+		memset(&st, 0, sizeof st);
+		int err;
+		Py_BEGIN_ALLOW_THREADS
+		err = shmkv_build_diff(PyBytes_AS_STRING(outb), PyBytes_AS_STRING(oldb),
+				       PyBytes_AS_STRING(newb), &jo, &st, why, sizeof why);
+		Py_END_ALLOW_THREADS
+		result = err ? shmkvpy_raise(err, "diff", why) : stats_dict(&st);
+	}
+	Py_XDECREF(oldb);
+	Py_XDECREF(newb);
+	Py_XDECREF(outb);
+	return result;
+}
+
+PyObject *shmkvpy_apply(PyObject *self, PyObject *args, PyObject *kw)
+{
+	(void)self;
+	PyObject *baseobj, *deltas, *outobj, *baseb = NULL, *outb = NULL, *result = NULL;
+	int as_delta;
+	shmkv_join_options jo;
+	if (!PyArg_ParseTuple(args, "OOOp:apply", &baseobj, &deltas, &outobj, &as_delta) ||
+	    join_options(kw, &jo) < 0)
+		return NULL;
+	PyObject *seq = PySequence_Fast(deltas, "apply: deltas must be a sequence of paths");
+	if (!seq)
+		return NULL;
+	Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+	PyObject **pb = NULL;
+	const char **paths = NULL;
+	if (n < 1)
+		PyErr_SetString(PyExc_ValueError, "apply: no delta given");
+	else if (PyUnicode_FSConverter(baseobj, &baseb) && PyUnicode_FSConverter(outobj, &outb) &&
+		 fs_paths(seq, &pb, &paths) == 0) {
+		char why[2048] = "";
+		shmkv_build_stats st;
+		memset(&st, 0, sizeof st);
+		int err;
+		Py_BEGIN_ALLOW_THREADS
+		err = shmkv_build_apply(PyBytes_AS_STRING(outb), PyBytes_AS_STRING(baseb), paths,
+					(size_t)n, as_delta, &jo, &st, why, sizeof why);
+		Py_END_ALLOW_THREADS
+		result = err ? shmkvpy_raise(err, "apply", why) : stats_dict(&st);
+	}
+	free_paths(n, pb, paths);
+	Py_XDECREF(baseb);
+	Py_XDECREF(outb);
+	Py_DECREF(seq);
 	return result;
 }
 

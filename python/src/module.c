@@ -41,10 +41,12 @@ static PyMethodDef functions[] = {
 	 "cache), Unavailable (nothing published yet: try again), VersionMismatch,\n"
 	 "CorruptImage, OSFailure. Call cache.refresh() to move to newer generations\n"
 	 "(see RefreshEvery for a policy).\n"},
-	{"_build", KW(shmkvpy_build), "_build(path, records, **options) -> dict"},
+	{"_build", KW(shmkvpy_build), "_build(path, records, REMOVE, **options) -> dict"},
 	{"_build_file", KW(shmkvpy_build_file), "_build_file(path, inputs, format, **options) -> dict"},
 	{"_join", KW(shmkvpy_join), "_join(out, fragments, **options) -> dict"},
 	{"_upgrade", KW(shmkvpy_upgrade), "_upgrade(old, new, **options) -> dict"},
+	{"_diff", KW(shmkvpy_diff), "_diff(old, new, out, **options) -> dict"},
+	{"_apply", KW(shmkvpy_apply), "_apply(base, deltas, out, as_delta, **options) -> dict"},
 	{"part_of", KW(shmkvpy_part_of), 
 	 "part_of(key, buckets, n, *, seed=DEFAULT_SEED, hash_bits=64)\n"
 	 "--\n"

@@ -182,6 +182,24 @@ static int set_tsv_expires(shmkvpy_opts *p, PyObject *v)
 	return 0;
 }
 
+static int set_delta_of(shmkvpy_opts *p, PyObject *v)
+{
+	p->delta_of = PyUnicode_AsUTF8(v);
+	return p->delta_of ? 0 : -1;
+}
+
+static int set_after(shmkvpy_opts *p, PyObject *v)
+{
+	p->after = PyUnicode_AsUTF8(v);
+	return p->after ? 0 : -1;
+}
+
+static int set_tsv_removes(shmkvpy_opts *p, PyObject *v)
+{
+	p->o.tsv_removes = v == Py_True;
+	return 0;
+}
+
 /* One row per option of shmkv/_options.py (tests/test_options.py compares
  * the two). A setter gets the value, never None: None leaves the
  * builder's default. */
@@ -203,8 +221,11 @@ static const struct {
 	{"type", set_type},
 	{"part", set_part},
 	{"filter_part", set_filter_part},
+	{"delta_of", set_delta_of},
+	{"after", set_after},
 	{"expires", set_expires},
 	{"tsv_expires", set_tsv_expires},
+	{"tsv_removes", set_tsv_removes},
 };
 #define NSETTERS (sizeof setters / sizeof setters[0])
 
@@ -254,6 +275,21 @@ int shmkvpy_parse_opts(PyObject *kw, shmkvpy_opts *p)
 	}
 	if (p->filter && !p->part_n) {
 		PyErr_SetString(PyExc_ValueError, "filter_part is for part=(k, n) builds");
+		return -1;
+	}
+	if (p->after && !p->delta_of) {
+		PyErr_SetString(PyExc_ValueError, "after names the delta this one follows: give "
+				"delta_of=BASE too");
+		return -1;
+	}
+	if (p->o.tsv_removes && !p->delta_of) {
+		PyErr_SetString(PyExc_ValueError, "tsv_removes is for delta builds (delta_of=BASE): "
+				"a plain image has nothing to remove");
+		return -1;
+	}
+	if (p->delta_of && p->part_n) {
+		PyErr_SetString(PyExc_ValueError, "delta_of and part exclude each other: a delta "
+				"is built whole");
 		return -1;
 	}
 	return 0;

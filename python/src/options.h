@@ -18,6 +18,8 @@ typedef struct {
 	int filter;
 	int type;        /* default value type, 0: inferred */
 	int64_t expires; /* expires=: every record's expiry unless its own says; 0 none */
+	const char *delta_of, *after; /* a delta build (lib/FORMAT.md §19): into str
+					 of the keywords, valid during the call */
 } shmkvpy_opts;
 
 /* The builder's defaults, then every keyword of kw (a dict of option names,

@@ -103,6 +103,8 @@ PyObject *shmkvpy_build(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *shmkvpy_build_file(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *shmkvpy_join(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *shmkvpy_upgrade(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *shmkvpy_diff(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *shmkvpy_apply(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *shmkvpy_part_of(PyObject *self, PyObject *args, PyObject *kw);
 
 #endif /* SHMKVPY_H */

@@ -11,4 +11,7 @@ def misuse(cache: shmkv.Cache) -> None:
     shmkv.build("x", [], on_duplicate="keep")  # E: Argument "on_duplicate"
     shmkv.build("x", [], tsv_expires=True)  # E: Unexpected keyword argument "tsv_expires"
     shmkv.join("x", ["a"], created=1)  # E: Unexpected keyword argument "created"
+    shmkv.build("x", [], tsv_removes=True)  # E: Unexpected keyword argument "tsv_removes"
+    shmkv.apply("b", ["d"], "o", delta_of="b")  # E: Unexpected keyword argument "delta_of"
+    shmkv.diff("a", "b")  # E: Missing positional argument "out"
     cache["k"] = 1  # E: Unsupported target for indexed assignment

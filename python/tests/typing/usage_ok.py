@@ -2,6 +2,7 @@
 types it must infer (assert_type); tests/test_typing.py runs mypy --strict
 over it. No cast anywhere: the typed getters say what they return."""
 import datetime
+from typing import Literal
 
 from typing_extensions import assert_type
 
@@ -44,6 +45,11 @@ def build(path: str) -> int:
     shmkv.build_file(path, ["in.tsv"], format="tsv", tsv_expires=True, memory_limit=1 << 30)
     shmkv.join(path, ["a.shmkv", "b.shmkv"], tmpdir="/tmp")
     shmkv.upgrade("old.shmkv", path, threads=4, memory_limit=None)
+    shmkv.build("d1.shmkv", [("a", 2), ("b", shmkv.REMOVE)], delta_of=path)
+    shmkv.build_file("d2.shmkv", "d.tsv", delta_of=path, after="d1.shmkv", tsv_removes=True)
+    shmkv.apply(path, ["d1.shmkv", "d2.shmkv"], "new.shmkv", as_delta=False, threads=2)
+    shmkv.diff(path, "new.shmkv", "d.shmkv", tmpdir="/tmp")
+    assert_type(shmkv.REMOVE, Literal[shmkv.Remove.REMOVE])
     build_dataframe(None, path, parts=4, buckets=100, workdir="/tmp/w", seed=7, name="n")
     n = stats["entries"]
     assert isinstance(n, int)
