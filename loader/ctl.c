@@ -53,7 +53,11 @@ static int make_pub(struct ctl *c, int replace, uint64_t gen, const shmkv_ctl_se
 	}
 	shmkv_ctl init;
 	/* lib's one layout: magic, version, size, hash, owner */
-	shmkv__ctl_init_version(&init, c->version ? c->version : SHMKV_PROTOCOL_VERSION);
+	shmkv_ctl_init(&init);
+	if (c->version == SHMKV_PROTOCOL_VERSION_2) { /* a cache with changes */
+		init.protocol_version = SHMKV_PROTOCOL_VERSION_2;
+		init.layout_hash = SHMKV_CTL_LAYOUT_HASH_V2;
+	}
 	void *map = MAP_FAILED;
 	errno = 0;
 	if (ftruncate(fd, SHMKV_CTL_SIZE) != 0 || pwrite(fd, &init, sizeof init, 0) != sizeof init ||

@@ -110,15 +110,6 @@ static inline uint64_t shmkv__ctl_layout_hash_of(uint32_t version)
 						     : 0;
 }
 
-/* shmkv_ctl_init() for protocol version (1 or 2; the loader makes a
- * version 2 segment for a cache with changes). */
-static inline void shmkv__ctl_init_version(shmkv_ctl *ctl, uint32_t version)
-{
-	shmkv_ctl_init(ctl);
-	ctl->protocol_version = version;
-	ctl->layout_hash = shmkv__ctl_layout_hash_of(version);
-}
-
 /* ------------------------------------------------------------------------ */
 /* Opening */
 

@@ -179,7 +179,9 @@ TEST_F(Writes, SetRemoveApplySeenAfterRefreshNeverMixed)
 	Json s = ld.status("w");
 	EXPECT_EQ(s["overlay"]["records"].u64(), 54u);
 	EXPECT_GT(s["overlay"]["bytes"].u64(), 0u);
-	CmdRun r = shmctl(env, {"cache", "set", "w", "cli", "x y"});
+	CmdRun r = shmctl(env, {"cache", "status", "w"});
+	EXPECT_NE(r.out.find("54 records in the overlay"), std::string::npos) << r.out;
+	r = shmctl(env, {"cache", "set", "w", "cli", "x y"});
 	EXPECT_EQ(r.rc, 0) << r.err;
 	EXPECT_NE(r.out.find("generation"), std::string::npos) << r.out;
 	r = shmctl(env, {"-j", "cache", "remove", "w", "cli"});
@@ -400,7 +402,10 @@ struct Ctl2 {
 	shmkv_ctl c;
 	explicit Ctl2(uint32_t version = SHMKV_PROTOCOL_VERSION_2)
 	{
-		shmkv__ctl_init_version(&c, version);
+		shmkv_ctl_init(&c);
+		c.protocol_version = version;
+		c.layout_hash = version == SHMKV_PROTOCOL_VERSION_2 ? SHMKV_CTL_LAYOUT_HASH_V2
+								     : SHMKV_CTL_LAYOUT_HASH;
 	}
 	void add(const std::string &path, uint32_t flags, int node = -1)
 	{
