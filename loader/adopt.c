@@ -243,6 +243,28 @@ static int adopt_published(struct cache *c, const char *name, const shmkv_ctl_se
 		shmkv_ctl_segment rs;
 		memcpy(&rs, (const void *)&c->ctl.map->segments[k], sizeof rs);
 		rs.path[SHMKV_CTL_PATH_MAX - 1] = 0;
+		if (rs.flags & SHMKV_SEG_OVERLAY) { /* protocol 2: the overlay (overlay.c) */
+			if (c->have_ov)
+				continue; /* this loader publishes one copy */
+			struct seg_info oi;
+			int oerr = seg_inspect(rs.path, &oi, why, why_len);
+			if (!oerr && oi.size != rs.size)
+				oerr = diag_fail(SHMKV_ECORRUPT, why, why_len,
+						 "%s: image is %llu bytes, the control segment says "
+						 "%llu", rs.path, (unsigned long long)oi.size,
+						 (unsigned long long)rs.size);
+			if (oerr) {
+				/* the base serves alone: its changes are lost, said loudly */
+				log_err("cache=%s: published overlay unusable, the changes since "
+					"the base are lost: %s", name, why);
+				*lost = 1;
+				continue;
+			}
+			oi.generation = gen;
+			c->ov = oi;
+			c->have_ov = 1;
+			continue;
+		}
 		struct seg_info ri;
 		int rerr = seg_inspect(rs.path, &ri, why, why_len);
 		if (!rerr && ri.size != seg->size)
@@ -295,6 +317,13 @@ static void adopt_repair(struct scan *sc, struct cache *c, const char *name, uin
 	if (c->have_cur) {
 		shmkv_ctl_segment cs[SHMKV_CTL_MAX_SEGMENTS];
 		uint32_t ncs = cache_ctl_entries(&c->cur, c->cur_more, c->ncur_more, cs);
+		if (valid && c->have_ov && ncs < SHMKV_CTL_MAX_SEGMENTS) {
+			cs[ncs] = seg_ctl_entry(&c->ov);
+			cs[ncs++].flags |= SHMKV_SEG_OVERLAY;
+			c->ov.generation = ng;
+		} else {
+			c->have_ov = 0;
+		}
 		if (ctl_publish(&c->ctl, ng, cs, ncs, why, why_len))
 			log_err("cache=%s: repair not published: %s", name, why);
 		c->cur.generation = ng;
@@ -348,8 +377,16 @@ static void adopt_one(struct loader *L, struct scan *sc, const char *name)
 	int odd = ctl_seq_odd(&c->ctl), valid = 0, lost = 0;
 	if (gen && count >= 1)
 		valid = adopt_published(c, name, &seg, count, gen, &lost, why, sizeof why);
-	struct seg_info in;
-	if (rb_hint.path[0] && (!valid || strcmp(rb_hint.path, c->cur.path)) &&
+	struct seg_info in, rbov_hint = c->rbov;
+	memset(&c->rbov, 0, sizeof c->rbov);
+	if (rb_hint.path[0] && valid && !strcmp(rb_hint.path, c->cur.path)) {
+		/* a change was the last publish: the rollback is the same base */
+		c->rb = c->cur;
+		c->rb.generation = rb_hint.generation;
+		memcpy(c->rb_more, c->cur_more, sizeof c->rb_more);
+		c->nrb_more = c->ncur_more;
+		c->have_rb = 1;
+	} else if (rb_hint.path[0] && (!valid || strcmp(rb_hint.path, c->cur.path)) &&
 	    seg_inspect(rb_hint.path, &in, why, sizeof why) == 0) {
 		c->rb = in;
 		c->rb.generation = rb_hint.generation;
@@ -357,6 +394,13 @@ static void adopt_one(struct loader *L, struct scan *sc, const char *name)
 		c->have_rb = 1;
 		adopt_rb_more(sc, c, rb_more_hint, nrb_more_hint);
 	}
+	if (c->have_rb && rbov_hint.path[0] && found_for(sc, name, rbov_hint.path) &&
+	    seg_inspect(rbov_hint.path, &in, why, sizeof why) == 0) {
+		c->rbov = in;
+		c->have_rbov = 1;
+	}
+	if (!c->have_ov) /* no overlay served: no chain continues */
+		c->chain_last = c->chain_seq = c->changes = 0;
 	if (odd || (gen && !valid) || lost)
 		adopt_repair(sc, c, name, gen, odd, valid, lost, why, sizeof why);
 	if (c->have_cur)
@@ -381,7 +425,9 @@ static int kept(struct loader *L, const struct found *f)
 		if (c->broken)
 			return 1; /* not ours to judge: its control segment is unreadable */
 		if ((c->have_cur && !strcmp(c->cur.path, f->path)) ||
-		    (c->have_rb && !strcmp(c->rb.path, f->path)))
+		    (c->have_rb && !strcmp(c->rb.path, f->path)) ||
+		    (c->have_ov && !strcmp(c->ov.path, f->path)) ||
+		    (c->have_rbov && !strcmp(c->rbov.path, f->path)))
 			return 1;
 		for (unsigned k = 0; c->have_rb && k < c->nrb_more; k++)
 			if (!strcmp(c->rb_more[k].path, f->path))

@@ -90,19 +90,31 @@ int cache_save_state(struct loader *L, struct cache *c)
 	return err;
 }
 
+int cache_rb_shares_base(const struct cache *c)
+{
+	return c->have_rb && c->have_cur && !strcmp(c->rb.path, c->cur.path);
+}
+
 int cache_drop_rollback(struct loader *L, struct cache *c, const char *reason)
 {
 	if (!c->have_rb)
 		return 0;
-	struct seg_info rb = c->rb, more[SHMKV_CTL_MAX_SEGMENTS - 1];
+	struct seg_info rb = c->rb, more[SHMKV_CTL_MAX_SEGMENTS - 1], rbov = c->rbov;
 	unsigned nmore = c->nrb_more;
+	int had_rbov = c->have_rbov, shared = cache_rb_shares_base(c);
 	memcpy(more, c->rb_more, sizeof more);
 	pthread_mutex_lock(&L->lock);
 	c->have_rb = 0;
 	c->nrb_more = 0;
+	c->have_rbov = 0;
 	pthread_mutex_unlock(&L->lock);
-	cache_unlink_more(c, more, nmore);
-	int err = unlink(rb.path) != 0 && errno != ENOENT ? -errno : 0;
+	if (had_rbov)
+		unlink(rbov.path);
+	int err = 0;
+	if (!shared) { /* the base of the current generation too: kept */
+		cache_unlink_more(c, more, nmore);
+		err = unlink(rb.path) != 0 && errno != ENOENT ? -errno : 0;
+	}
 	if (!err)
 		PROBE(unlink, c->name, rb.generation, rb.path);
 	log_info("dropped rollback cache=%s gen=%llu bytes=%llu file=%s reason=\"%s\"", c->name,

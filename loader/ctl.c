@@ -30,10 +30,15 @@ static int ctl_names(int root_fd, const char *root, const char *name, struct ctl
 	return shmkv_ctl_path(root, name, out->path, sizeof out->path);
 }
 
-/* A new control segment at NAME.ctl in c->root_fd, with nothing published:
- * replace 0 never replaces a file there (readers may map it), replace 1
- * takes the place of one that went wrong (ctl_check). */
-static int make(struct ctl *c, int replace, char *why, size_t why_len)
+/* A new control segment at NAME.ctl in c->root_fd, of protocol c->version
+ * (0: 1), with nothing published, or with generation gen and segs[0..n)
+ * published before it gets its name (gen != 0): replace 0 never replaces a
+ * file there (readers may map it), replace 1 takes the place of one that
+ * went wrong (ctl_check) or of another protocol version (ctl_set_version);
+ * old: that one's mapping, retired (SHMKV_CTL_RETIRED) just before the
+ * rename, or NULL. */
+static int make_pub(struct ctl *c, int replace, uint64_t gen, const shmkv_ctl_segment *segs,
+		    uint32_t n, shmkv_ctl *old, char *why, size_t why_len)
 {
 	char tmp[SHMKV_CACHE_NAME_MAX + 16], fin[SHMKV_CACHE_NAME_MAX + 8];
 	snprintf(tmp, sizeof tmp, ".%s.ctl.tmp", c->name);
@@ -47,7 +52,12 @@ static int make(struct ctl *c, int replace, char *why, size_t why_len)
 		return diag_fail(err, why, why_len, "%s/%s: %s", c->path, tmp, strerror(-err));
 	}
 	shmkv_ctl init;
-	shmkv_ctl_init(&init); /* lib's one layout: magic, version, size, hash, owner */
+	/* lib's one layout: magic, version, size, hash, owner */
+	shmkv_ctl_init(&init);
+	if (c->version == SHMKV_PROTOCOL_VERSION_2) { /* a cache with changes */
+		init.protocol_version = SHMKV_PROTOCOL_VERSION_2;
+		init.layout_hash = SHMKV_CTL_LAYOUT_HASH_V2;
+	}
 	void *map = MAP_FAILED;
 	errno = 0;
 	if (ftruncate(fd, SHMKV_CTL_SIZE) != 0 || pwrite(fd, &init, sizeof init, 0) != sizeof init ||
@@ -62,6 +72,13 @@ static int make(struct ctl *c, int replace, char *why, size_t why_len)
 		diag_fail(err, why, why_len, "%s: mmap: %s", tmp, strerror(-err));
 		goto fail;
 	}
+	if (gen && (err = shmkv_ctl_publish(map, gen, segs, n, (uint64_t)getpid(),
+					    now_real_ns())) != 0) {
+		diag_fail(err, why, why_len, "%s: publish: %s", tmp, strerror(-err));
+		goto fail;
+	}
+	if (old)
+		shmkv_ctl_retire(old, gen, (uint64_t)getpid(), now_real_ns());
 	if (renameat2(c->root_fd, tmp, c->root_fd, fin, replace ? 0 : RENAME_NOREPLACE) != 0) {
 		err = -errno;
 		diag_fail(err, why, why_len, "rename %s to %s: %s", tmp, c->path, strerror(-err));
@@ -69,6 +86,8 @@ static int make(struct ctl *c, int replace, char *why, size_t why_len)
 	}
 	c->map = map;
 	c->fd = fd;
+	if (gen)
+		c->gen = gen;
 	return 0;
 fail:
 	if (map != MAP_FAILED)
@@ -78,15 +97,24 @@ fail:
 	return err;
 }
 
+static int ctl_check(struct ctl *c, char *why, size_t why_len);
+
+static int make(struct ctl *c, int replace, char *why, size_t why_len)
+{
+	return make_pub(c, replace, 0, NULL, 0, NULL, why, why_len);
+}
+
 int ctl_create(int root_fd, const char *root, const char *name, mode_t mode, gid_t gid,
 	       struct ctl *out, char *why, size_t why_len)
 {
 	uint64_t gen = out->gen; /* a file made again after one went wrong: on from there */
+	uint32_t version = out->version;
 	if (ctl_names(root_fd, root, name, out))
 		return diag_fail(-ENAMETOOLONG, why, why_len, "%s: path too long", root);
 	out->mode = mode;
 	out->gid = gid;
 	out->gen = gen;
+	out->version = version;
 	return make(out, 0, why, why_len);
 }
 
@@ -103,9 +131,52 @@ int ctl_open(int root_fd, const char *root, const char *name, struct ctl *out, c
 		out->mode = st.st_mode & 07777;
 		out->gid = st.st_gid;
 	}
-	if (!err)
+	if (!err) {
 		out->gen = shmkv_ctl_generation(out->map);
+		out->version = out->map->protocol_version;
+	}
 	return err;
+}
+
+uint32_t ctl_version(const struct ctl *c)
+{
+	return c->map ? c->map->protocol_version : c->version ? c->version : SHMKV_PROTOCOL_VERSION;
+}
+
+int ctl_publish_version(struct ctl *c, uint32_t version, uint64_t generation,
+			const shmkv_ctl_segment *segs, uint32_t n, char *why, size_t why_len)
+{
+	if (!c->map || c->map->protocol_version == version) {
+		c->version = version;
+		return ctl_publish(c, generation, segs, n, why, why_len);
+	}
+	if (n > SHMKV_CTL_MAX_SEGMENTS || generation == 0)
+		return diag_fail(-EINVAL, why, why_len, "publish: %s", strerror(EINVAL));
+	/* a file that went wrong is made anew anyway: do that first */
+	int err = ctl_check(c, why, why_len);
+	if (err)
+		return err;
+	if (c->map->protocol_version == version) {
+		c->version = version;
+		return ctl_publish(c, generation, segs, n, why, why_len);
+	}
+	uint32_t was = c->map->protocol_version;
+	shmkv_ctl *old = c->map;
+	int old_fd = c->fd;
+	c->version = version;
+	c->map = NULL;
+	err = make_pub(c, 1, generation, segs, n, old, why, why_len);
+	if (err) {
+		c->version = was; /* the old file serves on, untouched unless retired */
+		c->map = old;
+		c->fd = old_fd;
+		return err;
+	}
+	munmap(old, SHMKV_CTL_SIZE);
+	close(old_fd);
+	log_info("cache=%s: control segment %s is protocol %u now (was %u); readers of the old "
+		 "one get SHMKV_ESTALE at their next refresh", c->name, c->path, version, was);
+	return 0;
 }
 
 /* What went wrong with c's file, or NULL: truncated (its mapping would

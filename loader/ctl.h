@@ -25,6 +25,8 @@ struct ctl {
 	uint64_t gen;   /* the generation published last (the only writer's count) */
 	mode_t mode;    /* of the file, kept when it is made anew */
 	gid_t gid;
+	uint32_t version; /* protocol of the file (lib/PROTOCOL.md): 1, or 2 for a cache
+			     with changes; 0: 1 */
 	char name[SHMKV_CACHE_NAME_MAX + 1];
 	char path[PATH_MAX];
 };
@@ -48,6 +50,16 @@ int ctl_open(int root_fd, const char *root, const char *name, struct ctl *out, c
  * published, c->map NULL). */
 int ctl_publish(struct ctl *c, uint64_t generation, const shmkv_ctl_segment *segs, uint32_t n,
 		char *why, size_t why_len);
+/* ctl_publish() under protocol version (1 or 2): a file of another
+ * version is replaced by a new one already holding this publish, the old
+ * one retired just before the rename (its readers get SHMKV_ESTALE at
+ * their next refresh; readers that speak only 1 then get SHMKV_EPROTO at
+ * attach). Returns as ctl_publish(); on error the old file is unchanged
+ * (or retired, when the rename itself failed) and c maps it. */
+int ctl_publish_version(struct ctl *c, uint32_t version, uint64_t generation,
+			const shmkv_ctl_segment *segs, uint32_t n, char *why, size_t why_len);
+/* The protocol version of the file (or of the next one made). */
+uint32_t ctl_version(const struct ctl *c);
 /* The published state, as the only writer sees it. */
 uint64_t ctl_generation(const struct ctl *c);
 int ctl_seq_odd(const struct ctl *c);

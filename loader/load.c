@@ -235,8 +235,18 @@ static int publish_new(struct loader *L, struct cache *c, const struct seg_info 
 	struct seg_info old_rb = c->rb, old_rb_more[SHMKV_CTL_MAX_SEGMENTS - 1];
 	unsigned old_nrb_more = c->nrb_more;
 	memcpy(old_rb_more, c->rb_more, sizeof old_rb_more);
-	int had_rb = c->have_rb;
+	/* the rollback's base may be the current one's (a change was published
+	 * last: it stays, as the new rollback's); its overlay goes */
+	int had_rb = c->have_rb && !cache_rb_shares_base(c), had_rbov = c->have_rbov;
+	struct seg_info old_rbov = c->rbov;
 	pthread_mutex_lock(&L->lock);
+	c->rbov = c->ov;
+	c->have_rbov = c->have_cur && c->have_ov;
+	c->have_ov = 0;
+	c->rb_chain_last = c->chain_last;
+	c->rb_chain_seq = c->chain_seq;
+	c->chain_last = c->chain_seq = 0;
+	c->changes = 0;
 	if (c->have_cur) {
 		c->rb = c->cur;
 		c->rb_stats = c->stats;
@@ -263,6 +273,8 @@ static int publish_new(struct loader *L, struct cache *c, const struct seg_info 
 	c->failed_ms = 0;
 	pthread_mutex_unlock(&L->lock);
 	expiry_free(&old_exp);
+	if (had_rbov)
+		unlink(old_rbov.path);
 	if (had_rb)
 		cache_unlink_more(c, old_rb_more, old_nrb_more);
 	if (had_rb) {
@@ -328,6 +340,7 @@ struct load {
 	struct place_req pr;
 	struct load_stats ls;
 	struct expiry exp; /* the image's expiry times (scan_expiry) */
+	int overlay;       /* load_segments(): a delta image, published by overlay.c */
 	char why[512], note[160];
 };
 
@@ -383,6 +396,12 @@ static int open_checked(struct load *ld, int nofollow)
 	if (err)
 		return err;
 	const struct cache *c = ld->c;
+	int delta = ld->v.hdr->layout_hash == SHMKV_DELTA_LAYOUT_HASH;
+	if (delta != ld->overlay)
+		return diag_fail(SHMKV_EBASE, ld->why, sizeof ld->why, delta
+				 ? "a delta image (lib/FORMAT.md §19), not an image to serve alone: "
+				   "apply it with 'shmctl cache apply NAME DELTA_FILE'"
+				 : "an image where an overlay (a delta image) was expected");
 	if (c->conf.max_size && ld->size > c->conf.max_size)
 		return diag_fail(-EFBIG, ld->why, sizeof ld->why,
 				   "image is %llu bytes, over the cache's max_size of %llu bytes",
@@ -665,6 +684,42 @@ int op_load(struct loader *L, const char *name, const char *path, int nofollow,
 		rejected(ld, err, reply);
 	if (why_out_len)
 		snprintf(why_out, why_out_len, "%s", err ? ld->why : "");
+	load_free(ld);
+	free(ld);
+	return err;
+}
+
+int load_segments(struct loader *L, struct cache *c, const char *path, struct seg_info *first,
+		  struct seg_info *more, unsigned *nmore, char *why_out, size_t why_out_len)
+{
+	struct load *ld = calloc(1, sizeof *ld);
+	if (!ld)
+		return diag_fail(-ENOMEM, why_out, why_out_len, "out of memory");
+	ld->L = L;
+	ld->name = c->name;
+	ld->path = path;
+	ld->fd = -1;
+	ld->t0 = now_ns();
+	ld->c = c;
+	ld->overlay = 1;
+	ld->cp = calloc(1, sizeof *ld->cp);
+	int err = ld->cp ? 0 : diag_fail(-ENOMEM, ld->why, sizeof ld->why, "out of memory");
+	if (!err)
+		err = open_checked(ld, 1);
+	if (!err)
+		err = place_first(ld, NULL);
+	if (!err)
+		err = read_verified(ld);
+	if (!err)
+		err = commit_all(ld);
+	if (!err) {
+		*first = ld->s.info;
+		*nmore = ld->cp->nmore;
+		for (unsigned i = 0; i < ld->cp->nmore; i++)
+			more[i] = ld->cp->more[i].info;
+		ld->cp->nmore = 0; /* committed: the caller's now */
+	}
+	snprintf(why_out, why_out_len, "%s", err ? ld->why : "");
 	load_free(ld);
 	free(ld);
 	return err;

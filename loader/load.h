@@ -16,4 +16,12 @@
 int op_load(struct loader *L, const char *name, const char *path, int nofollow,
 	    const char *numa, char **reply, char *why, size_t why_len);
 
+/* Reads the image at path (a file of the loader's own) into new segments
+ * of cache c, verified as op_load() verifies, placed by the cache's memory
+ * and NUMA policies, committed under their final names, and published
+ * nowhere: *first and more[0..*nmore) (room for SHMKV_CTL_MAX_SEGMENTS - 1)
+ * are the caller's to publish or unlink. 0 or an error with why. */
+int load_segments(struct loader *L, struct cache *c, const char *path, struct seg_info *first,
+		  struct seg_info *more, unsigned *nmore, char *why, size_t why_len);
+
 #endif /* LOADER_LOAD_H */

@@ -77,6 +77,16 @@ struct cache {
 	struct seg_info cur_more[SHMKV_CTL_MAX_SEGMENTS - 1];
 	struct seg_info rb_more[SHMKV_CTL_MAX_SEGMENTS - 1];
 	uint64_t next_load;        /* load id of the next segment file */
+	/* changes (lib/PROTOCOL.md, protocol 2): the overlay read through cur,
+	 * a delta image of cur holding every change since cur was loaded, and
+	 * the rollback generation's (its base is rb, which is cur itself after
+	 * a change: then rb.path == cur.path and the base files are kept) */
+	int have_ov, have_rbov;
+	struct seg_info ov, rbov;
+	uint64_t changes;          /* publishes of changes since the base was loaded */
+	uint64_t chain_last, chain_seq; /* the last delta applied that continues a chain
+				     * (its header_checksum and seq); 0: none */
+	uint64_t rb_chain_last, rb_chain_seq;
 	struct load_stats stats;    /* of the current image */
 	struct load_stats rb_stats; /* of the rollback candidate */
 	char last_error[512];      /* "" = the last operation succeeded */
@@ -99,12 +109,14 @@ struct cache {
 struct loader;
 
 enum job_kind { JOB_LOAD, JOB_RELOAD, JOB_ROLLBACK, JOB_DROP, JOB_CONFIG, JOB_START,
-	       JOB_BPF_EXPORT, JOB_BPF_UNEXPORT };
+	       JOB_BPF_EXPORT, JOB_BPF_UNEXPORT, JOB_APPLY, JOB_CHANGE };
 
 struct job {
 	enum job_kind kind;
 	char name[SHMKV_CACHE_NAME_MAX + 1];
-	char path[PATH_MAX];         /* JOB_LOAD: the image file; JOB_BPF_EXPORT: the prefix */
+	char path[PATH_MAX];         /* JOB_LOAD: the image file; JOB_BPF_EXPORT: the prefix;
+				      * JOB_APPLY: the delta file */
+	char *change;                /* JOB_CHANGE: one JSONL record (malloc'd, the job's) */
 	char arg[24];                /* JOB_BPF_EXPORT: max_value ("" = default) */
 	char numa[NPOLICY_NAME_MAX]; /* JOB_LOAD: NUMA policy of this load; "": the cache's */
 	int from_spool;              /* JOB_LOAD: path is a spool file (skipped if gone) */
@@ -181,6 +193,8 @@ const char *mem_kind_name(uint32_t flags, uint64_t page_size, char *buf, size_t 
 const char *mem_policy_name(enum mem_policy p);
 /* worker: writes ROOT/NAME.state; a failure is logged and returned (-errno) */
 int cache_save_state(struct loader *L, struct cache *c);
+/* the rollback generation's base is the current one's (a change was the last publish) */
+int cache_rb_shares_base(const struct cache *c);
 /* worker: unlinks the rollback candidate (logged with reason), saves the state */
 int cache_drop_rollback(struct loader *L, struct cache *c, const char *reason);
 

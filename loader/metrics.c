@@ -103,6 +103,21 @@ static void f_entries(FILE *f, const char *m, const struct cache_snap *s, const 
 		(unsigned long long)(s->c.have_cur ? s->c.cur.entries : 0));
 }
 
+/* Changes (overlay.c): records in the served overlay and its bytes, 0 without one */
+static void f_ov_records(FILE *f, const char *m, const struct cache_snap *s, const unsigned rd[2])
+{
+	(void)rd;
+	fprintf(f, "%s" LBL " %llu\n", m, s->c.name,
+		(unsigned long long)(s->c.have_cur && s->c.have_ov ? s->c.ov.entries : 0));
+}
+
+static void f_ov_bytes(FILE *f, const char *m, const struct cache_snap *s, const unsigned rd[2])
+{
+	(void)rd;
+	fprintf(f, "%s" LBL " %llu\n", m, s->c.name,
+		(unsigned long long)(s->c.have_cur && s->c.have_ov ? s->c.ov.size : 0));
+}
+
 /* Expiry (expiry.h), at the time status_take() ran: absent while unknown */
 static void f_expiring(FILE *f, const char *m, const struct cache_snap *s, const unsigned rd[2])
 {
@@ -230,6 +245,9 @@ static const struct family families[] = {
 	{"shmkv_cache_rollback_memory_bytes", "gauge",
 	 "shared memory kept for the rollback generation", f_rollback_memory},
 	{"shmkv_cache_entries", "gauge", "keys in the served image", f_entries},
+	{"shmkv_cache_overlay_records", "gauge",
+	 "upserts and removals in the served overlay (changes since the base)", f_ov_records},
+	{"shmkv_cache_overlay_bytes", "gauge", "bytes of the served overlay image", f_ov_bytes},
 	{"shmkv_cache_entries_expiring", "gauge",
 	 "entries of the served image that carry an expiry time (format 2)", f_expiring},
 	{"shmkv_cache_entries_expired", "gauge",

@@ -74,7 +74,17 @@ int op_rollback(struct loader *L, const char *name, char **reply)
 	uint64_t gen = ctl_generation(&c->ctl) + 1, from = c->cur.generation;
 	shmkv_ctl_segment cs[SHMKV_CTL_MAX_SEGMENTS];
 	uint32_t ncs = cache_ctl_entries(&c->rb, c->rb_more, c->nrb_more, cs);
-	err = ctl_publish(&c->ctl, gen, cs, ncs, why, sizeof why); /* its replicas with it */
+	if (c->have_rbov && ncs < SHMKV_CTL_MAX_SEGMENTS) { /* its overlay with it */
+		if ((err = seg_inspect(c->rbov.path, &chk, why, sizeof why)) != 0) {
+			cache_drop_rollback(L, c, "unusable overlay");
+			return json_reply_error(reply, err, "cache %s: the rollback overlay is "
+						"unusable: %s", name, why);
+		}
+		cs[ncs] = seg_ctl_entry(&c->rbov);
+		cs[ncs++].flags |= SHMKV_SEG_OVERLAY;
+	}
+	/* its replicas with it; a cache that had changes stays protocol 2 */
+	err = ctl_publish(&c->ctl, gen, cs, ncs, why, sizeof why);
 	if (err) {
 		cache_set_error(L, c, "rollback: %s", why);
 		return json_reply_error(reply, err, "cache %s: %s", name, why);
@@ -101,6 +111,20 @@ int op_rollback(struct loader *L, const char *name, char **reply)
 		c->cur_more[i].generation = gen;
 	c->have_rb = had_cur;
 	c->have_cur = 1;
+	{ /* the overlays and chain positions swap with their bases */
+		struct seg_info to = c->ov;
+		int th = c->have_ov;
+		uint64_t tl = c->chain_last, ts2 = c->chain_seq;
+		c->ov = c->rbov;
+		c->have_ov = c->have_rbov;
+		c->rbov = to;
+		c->have_rbov = th;
+		c->ov.generation = gen;
+		c->chain_last = c->rb_chain_last;
+		c->chain_seq = c->rb_chain_seq;
+		c->rb_chain_last = tl;
+		c->rb_chain_seq = ts2;
+	}
 	c->last_error[0] = 0;
 	struct expiry old_exp = c->exp; /* of the generation rolled back from */
 	memset(&c->exp, 0, sizeof c->exp); /* pending until read below */
@@ -134,11 +158,16 @@ int op_drop(struct loader *L, const char *name, char **reply)
 	 * control segment naming a file that is gone */
 	if (c->ctl.map) {
 		ctl_remove(&c->ctl);
+		c->ctl.version = 0; /* a load after the drop starts at protocol 1 */
 	} else if (c->broken) {
 		char p[SHMKV_CACHE_NAME_MAX + 8];
 		snprintf(p, sizeof p, "%s.ctl", name);
 		unlinkat(L->root_fd, p, 0);
 	}
+	if (c->have_ov)
+		unlink(c->ov.path);
+	if (c->have_rbov)
+		unlink(c->rbov.path);
 	if (c->have_cur && unlink(c->cur.path) == 0)
 		PROBE(unlink, c->name, c->cur.generation, c->cur.path);
 	if (c->have_rb && unlink(c->rb.path) == 0)
@@ -153,6 +182,8 @@ int op_drop(struct loader *L, const char *name, char **reply)
 	if (c->configured) {
 		pthread_mutex_lock(&L->lock);
 		c->have_cur = c->have_rb = 0;
+		c->have_ov = c->have_rbov = 0;
+		c->chain_last = c->chain_seq = c->rb_chain_last = c->rb_chain_seq = 0;
 		c->ncur_more = c->nrb_more = 0;
 		c->broken = 0;
 		memset(&c->stats, 0, sizeof c->stats);

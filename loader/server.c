@@ -512,7 +512,7 @@ static int v_job(struct loader *L, struct client *c, const struct verb *v, char 
 	/* load: the image file and the NUMA policy of this load (checked by the
 	 * worker: load.c); bpf_export: the prefix and max_value */
 	if (w[2] && (size_t)snprintf(j->path, sizeof j->path, "%s", w[2]) >= sizeof j->path)
-		too_long = v->job == JOB_LOAD ? "path too long" : "bpf_export: prefix too long";
+		too_long = v->job == JOB_BPF_EXPORT ? "bpf_export: prefix too long" : "path too long";
 	if (w[3] && v->job == JOB_LOAD &&
 	    (size_t)snprintf(j->numa, sizeof j->numa, "%s", w[3]) >= sizeof j->numa)
 		too_long = "numa policy too long";
@@ -523,6 +523,29 @@ static int v_job(struct loader *L, struct client *c, const struct verb *v, char 
 		free(j);
 		bad_request(c, too_long, v->job == JOB_LOAD && w[2] && strlen(w[2]) >= sizeof j->path
 						 ? -ENAMETOOLONG : -EINVAL);
+		return 0;
+	}
+	j->client = c->id;
+	worker_push(L, j);
+	return WAIT_JOB;
+}
+
+/* change NAME JSONL: the record travels with the job (a line may be longer
+ * than a job's path). */
+static int v_change(struct loader *L, struct client *c, const struct verb *v, char **w, int retry)
+{
+	(void)retry;
+	if (shmkv_name_check(w[1]) != 0) {
+		char msg[200];
+		snprintf(msg, sizeof msg, "invalid cache name \"%.64s\" (%s)", w[1],
+			 SHMKV_CACHE_NAME_RULE);
+		bad_request(c, msg, -EINVAL);
+		return 0;
+	}
+	struct job *j = job_new(v->job, w[1]);
+	if (!j || !(j->change = strdup(w[2]))) {
+		free(j);
+		emit(c, NULL);
 		return 0;
 	}
 	j->client = c->id;
@@ -544,6 +567,10 @@ static const struct verb verbs[] = {
 	{"rollback", "NAME", 1, 1, WHO_PRIV, v_job, JOB_ROLLBACK,
 	 "publish the rollback generation again"},
 	{"drop", "NAME", 1, 1, WHO_PRIV, v_job, JOB_DROP, "remove the cache and its segments"},
+	{"apply", "NAME PATH", 2, 2, WHO_PRIV, v_job, JOB_APPLY,
+	 "apply a delta image of the cache's base (or the next of its chain)"},
+	{"change", "NAME JSONL", 2, 2, WHO_PRIV, v_change, JOB_CHANGE,
+	 "one upsert or removal, a JSONL record as image build reads them"},
 	{"bpf_export", "NAME PREFIX MAX_VALUE", 3, 3, WHO_PRIV, v_job, JOB_BPF_EXPORT,
 	 "export the cache to BPF programs"},
 	{"bpf_unexport", "NAME", 1, 1, WHO_PRIV, v_job, JOB_BPF_UNEXPORT, "end its BPF export"},

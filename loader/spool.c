@@ -1,6 +1,7 @@
 /* spool.c - the spool directory: NAME.shmkv renamed into it is loaded into
- * cache NAME. Watched with inotify IN_MOVED_TO only, so a file still being
- * written (created in place) is never picked up. The directory itself is
+ * cache NAME, NAME.delta applied to it (overlay.c). Watched with inotify
+ * IN_MOVED_TO only, so a file still being written (created in place) is
+ * never picked up. The directory itself is
  * watched too (IN_DELETE_SELF, IN_MOVE_SELF, IN_IGNORED): when it goes, the
  * error is logged and shown (status.c), its parent is watched and the path
  * retried every second, and once a directory is back at that path it is
@@ -25,12 +26,22 @@
 #include "worker.h"
 
 #define SPOOL_SUFFIX ".shmkv"
+#define SPOOL_DELTA_SUFFIX ".delta" /* a delta image to apply (overlay.c) */
 
-/* NAME.shmkv -> NAME; -EINVAL for any other file name */
-static int spool_cache_name(const char *file, char name[SHMKV_CACHE_NAME_MAX + 1])
+/* NAME.shmkv -> NAME (*kind JOB_LOAD), NAME.delta -> NAME (JOB_APPLY);
+ * -EINVAL for any other file name */
+static int spool_cache_name(const char *file, char name[SHMKV_CACHE_NAME_MAX + 1],
+			    enum job_kind *kind)
 {
 	size_t n = strlen(file), sl = strlen(SPOOL_SUFFIX);
-	if (n <= sl || strcmp(file + n - sl, SPOOL_SUFFIX) || n - sl > SHMKV_CACHE_NAME_MAX)
+	*kind = JOB_LOAD;
+	if (n > strlen(SPOOL_DELTA_SUFFIX) &&
+	    !strcmp(file + n - strlen(SPOOL_DELTA_SUFFIX), SPOOL_DELTA_SUFFIX)) {
+		sl = strlen(SPOOL_DELTA_SUFFIX);
+		*kind = JOB_APPLY;
+	}
+	if (n <= sl || strcmp(file + n - sl, *kind == JOB_APPLY ? SPOOL_DELTA_SUFFIX : SPOOL_SUFFIX) ||
+	    n - sl > SHMKV_CACHE_NAME_MAX)
 		return -EINVAL;
 	memcpy(name, file, n - sl);
 	name[n - sl] = 0;
@@ -65,7 +76,8 @@ static int disposing_name(const char *hidden, char file[NAME_MAX + 1])
 	if (!dot || !dot[1] || strspn(dot + 1, "0123456789abcdef") != strlen(dot + 1))
 		return -EINVAL;
 	*dot = 0;
-	return spool_cache_name(file, name);
+	enum job_kind kind;
+	return spool_cache_name(file, name, &kind);
 }
 
 /* A loader stopped between take_ours() and the unlink or rename after it
@@ -280,16 +292,17 @@ static void finish(struct loader *L, const struct job *j, int err, const char *w
 static void queue(struct loader *L, const char *file)
 {
 	char name[SHMKV_CACHE_NAME_MAX + 1];
+	enum job_kind kind;
 	if (file[0] == '.')
 		return; /* hidden: a producer's temporary, or ours (dispose) */
-	if (spool_cache_name(file, name)) {
+	if (spool_cache_name(file, name, &kind)) {
 		size_t n = strlen(file);
 		if (n < 9 || strcmp(file + n - 9, ".rejected"))
-			log_warn("spool: ignoring file=%s/%s (expected NAME.shmkv with a valid "
+			log_warn("spool: ignoring file=%s/%s (expected NAME.shmkv or NAME.delta with a valid "
 				 "cache name)", L->spool, file);
 		return;
 	}
-	struct job *j = job_new(JOB_LOAD, name);
+	struct job *j = job_new(kind, name);
 	if (!j) {
 		log_err("spool: out of memory");
 		return;

@@ -43,6 +43,10 @@ int state_write(int root_fd, const char *root, const struct cache *c, char *why,
 		c->name);
 	fprintf(f, "next_load=%" PRIu64 "\n", c->next_load);
 	put_stats(f, "cur", &c->stats);
+	/* changes (overlay.c): the overlay itself is named by the control
+	 * segment; the chain position and counts are kept here */
+	fprintf(f, "changes=%" PRIu64 "\nchain.last=%" PRIu64 "\nchain.seq=%" PRIu64 "\n",
+		c->changes, c->chain_last, c->chain_seq);
 	if (c->have_rb) {
 		fprintf(f, "rb.path=%s\nrb.generation=%" PRIu64 "\nrb.node=%d\n", c->rb.path,
 			c->rb.generation, (int)c->rb.node);
@@ -51,6 +55,10 @@ int state_write(int root_fd, const char *root, const struct cache *c, char *why,
 			fprintf(f, "rb.more.%u.path=%s\nrb.more.%u.node=%d\n", k,
 				c->rb_more[k].path, k, (int)c->rb_more[k].node);
 		put_stats(f, "rb", &c->rb_stats);
+		if (c->have_rbov)
+			fprintf(f, "rbov.path=%s\n", c->rbov.path);
+		fprintf(f, "rb.chain.last=%" PRIu64 "\nrb.chain.seq=%" PRIu64 "\n",
+			c->rb_chain_last, c->rb_chain_seq);
 	}
 	int bad = ferror(f);
 	if (fclose(f) != 0 || bad) {
@@ -130,6 +138,18 @@ int state_read(int fd, struct cache *c)
 		const char *k = line, *v = eq + 1;
 		if (!strcmp(k, "next_load"))
 			c->next_load = strtoull(v, NULL, 10);
+		else if (!strcmp(k, "changes"))
+			c->changes = strtoull(v, NULL, 10);
+		else if (!strcmp(k, "chain.last"))
+			c->chain_last = strtoull(v, NULL, 10);
+		else if (!strcmp(k, "chain.seq"))
+			c->chain_seq = strtoull(v, NULL, 10);
+		else if (!strcmp(k, "rb.chain.last"))
+			c->rb_chain_last = strtoull(v, NULL, 10);
+		else if (!strcmp(k, "rb.chain.seq"))
+			c->rb_chain_seq = strtoull(v, NULL, 10);
+		else if (!strcmp(k, "rbov.path")) /* a hint: adopt.c inspects it */
+			snprintf(c->rbov.path, sizeof c->rbov.path, "%s", v);
 		else if (!strcmp(k, "rb.path"))
 			snprintf(c->rb.path, sizeof c->rb.path, "%s", v);
 		else if (!strcmp(k, "rb.generation"))

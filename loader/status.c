@@ -28,6 +28,12 @@ void status_take(const struct cache *c, struct cache_snap *s)
 	memcpy(s->c.rb_more, c->rb_more, sizeof c->rb_more);
 	s->c.stats = c->stats;
 	s->c.rb_stats = c->rb_stats;
+	/* changes (overlay.c) and the protocol of the control segment */
+	s->c.have_ov = c->have_ov;
+	s->c.ov = c->ov;
+	s->c.changes = c->changes;
+	s->c.ctl.map = c->ctl.map;
+	s->c.ctl.version = c->ctl.version;
 	memcpy(s->c.last_error, c->last_error, sizeof c->last_error);
 	s->c.failed_ms = c->failed_ms;
 	s->c.loads_ok = c->loads_ok;
@@ -60,6 +66,8 @@ static void summary(struct json *j, const struct loader *L, const struct cache_s
 							   sizeof mem)
 					  : NULL);
 	json_bool(j, "loading", s->total != 0);
+	/* changes: records in the served overlay (0: the base alone) */
+	json_u64(j, "changes", c->have_cur && c->have_ov ? c->ov.entries : 0);
 	json_str(j, "last_error", c->last_error[0] ? c->last_error : NULL);
 	/* failed: nothing published and the last load failed */
 	json_bool(j, "failed", !c->have_cur && c->last_error[0]);
@@ -232,6 +240,17 @@ int status_cache(struct loader *L, const char *name, bool any_path, char **reply
 		json_str(&j, "memory_note", c->stats.note[0] ? c->stats.note : NULL);
 		numa_status(&j, c);
 		expiry_status(&j, &s->exp);
+	}
+	json_u64(&j, "protocol", c->ctl.map ? c->ctl.version ? c->ctl.version : 1 : 0);
+	if (c->have_cur && c->have_ov) { /* changes since the base (overlay.c) */
+		json_obj_begin(&j, "overlay");
+		json_u64(&j, "records", c->ov.entries);
+		json_u64(&j, "bytes", c->ov.size);
+		json_u64(&j, "publishes", c->changes);
+		json_str(&j, "segment", c->ov.path);
+		json_obj_end(&j);
+	} else {
+		json_null(&j, "overlay");
 	}
 	if (c->have_rb) {
 		json_obj_begin(&j, "rollback");

@@ -20,14 +20,15 @@ void vwalk_begin(struct vwalk *w, const shmkv_image_header *h)
 	uint64_t prev = SHMKV_HEADER_SIZE;
 	w->gap[0][0] = SHMKV_HEADER_USED;
 	w->gap[0][1] = SHMKV_HEADER_SIZE;
-	for (uint32_t i = 0; i < h->section_count && i < 3; i++) {
+	uint32_t i = 0;
+	for (; i < h->section_count && i < SHMKV_MAX_SECTIONS; i++) {
 		w->gap[1 + i][0] = prev;
 		w->gap[1 + i][1] = h->sections[i].offset;
 		prev = h->sections[i].offset + h->sections[i].size;
 	}
-	w->gap[4][0] = prev;
-	w->gap[4][1] = h->file_size;
-	w->ngap = 5;
+	w->gap[1 + i][0] = prev;
+	w->gap[1 + i][1] = h->file_size;
+	w->ngap = 2 + i;
 }
 
 static int fail(struct vwalk *w, int err)

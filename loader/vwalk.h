@@ -19,7 +19,10 @@ struct vwalk {
 	int bound;
 	const shmkv_image_header *h; /* the header as checked (vstream's copy) */
 	uint64_t size;            /* image bytes */
-	uint64_t gap[5][2];       /* padding ranges outside the sections, in file order */
+	/* padding ranges outside the sections, in file order: the header's
+	 * tail, before each section, after the last (a delta has 4 sections,
+	 * FORMAT.md §19) */
+	uint64_t gap[SHMKV_MAX_SECTIONS + 2][2];
 	unsigned ngap, gi;        /* ranges, next range */
 	uint64_t gpos;            /* next padding byte to check in gap[gi] */
 	int err;                  /* first problem (0: none); the walk stops there */

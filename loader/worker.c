@@ -16,6 +16,7 @@
 #include "load.h"
 #include "log.h"
 #include "ops.h"
+#include "overlay.h"
 
 struct job *job_new(enum job_kind kind, const char *name)
 {
@@ -91,6 +92,12 @@ static void run(struct loader *L, struct job *j)
 	case JOB_BPF_UNEXPORT:
 		err = op_bpf_unexport(L, j->name, &reply);
 		break;
+	case JOB_APPLY:
+		err = op_apply(L, j->name, j->path, j->from_spool, &reply, why, sizeof why);
+		break;
+	case JOB_CHANGE:
+		err = op_change(L, j->name, j->change, &reply, why, sizeof why);
+		break;
 	}
 	if (j->finish)
 		j->finish(L, j, err, why);
@@ -148,6 +155,7 @@ static void *worker_main(void *arg)
 		pthread_mutex_unlock(&L->qlock);
 		run(L, j);
 		conf_free(j->conf);
+		free(j->change);
 		free(j);
 	}
 	return NULL;
@@ -202,6 +210,7 @@ void worker_stop(struct loader *L)
 		struct job *j = L->jobs;
 		L->jobs = j->next;
 		conf_free(j->conf);
+		free(j->change);
 		free(j);
 	}
 	L->jobs_tail = &L->jobs;

@@ -39,10 +39,13 @@ int cache_help(int argc, char **argv)
 		"       " BIN_NAME " cache reload NAME\n"
 		"       " BIN_NAME " cache rollback NAME\n"
 		"       " BIN_NAME " cache drop NAME\n"
+		"       " BIN_NAME " cache set NAME KEY VALUE [--type T] [--expires T]\n"
+		"       " BIN_NAME " cache remove NAME KEY\n"
+		"       " BIN_NAME " cache apply NAME DELTA_FILE\n"
 		"       " BIN_NAME " cache help\n"
 		"\n"
 		"       COMMAND := { list | status | stats | get | load | readers | reload |\n"
-		"                    rollback | drop }\n"
+		"                    rollback | drop | set | remove | apply }\n"
 		"       OPTIONS := { {-j|--json} [{-p|--pretty}] | {-r|--root} DIR | {-h|--help} }\n"
 		"\n"
 		"list      the caches: generation, image size, memory (from the loader; from\n"
@@ -62,8 +65,16 @@ int cache_help(int argc, char **argv)
 		"readers   the processes that map NAME's segments: generation, RSS, PSS\n"
 		"          (from /proc; no loader needed; root sees every process)\n"
 		"reload    load NAME again from its configured source\n"
-		"rollback  publish the previous generation again\n"
+		"rollback  publish the previous generation again (after a change: the\n"
+		"          generation before it, same base)\n"
 		"drop      remove NAME (readers keep what they have mapped)\n"
+		"set       KEY = VALUE in NAME, published as a new generation (prints it);\n"
+		"          --type T: a type of 'image build' JSONL (string by default;\n"
+		"          other than string and bytes, VALUE is JSON: 42, true, [1,2]);\n"
+		"          --expires T: Unix seconds or an RFC 3339 time\n"
+		"remove    remove KEY from NAME, published as a new generation\n"
+		"apply     apply DELTA_FILE (a delta of NAME's base, or the next delta of\n"
+		"          the chain applied last), published as a new generation\n"
 		"\n"
 		"ROOT is -r DIR, else $SHMKV_ROOT, else " SHMKV_DEFAULT_ROOT ". The loader's socket is\n"
 		"ROOT/control.sock. -j prints the loader's reply as it is.\n"
@@ -351,6 +362,9 @@ static const struct cmd cmds[] = {
 	{"reload", do_cache_reload},
 	{"rollback", do_cache_rollback},
 	{"drop", do_cache_drop},
+	{"set", do_cache_set},
+	{"remove", do_cache_remove},
+	{"apply", do_cache_apply},
 	{"help", cache_help},
 	{NULL, NULL},
 };

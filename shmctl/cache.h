@@ -39,6 +39,10 @@ void print_reply(const jv *reply);
 
 /* cache stats (cache_stats.c) */
 int do_cache_stats(int argc, char **argv);
+/* cache_write.c: changes (loader/README.md, "Writes") */
+int do_cache_set(int argc, char **argv);
+int do_cache_remove(int argc, char **argv);
+int do_cache_apply(int argc, char **argv);
 
 /* Reads ROOT/NAME.ctl read-only: a consistent copy of the control segment
  * (shmkv_ctl_open, shmkv_ctl_read). Returns 0; -ENOENT (no such cache);

@@ -199,6 +199,15 @@ static void summary(const jv *r)
 	else
 		line("readers", "%" PRIu64, u64_or0(r, "readers"));
 	load_lines(r);
+	/* changes since the base (loader/README.md, "Writes") */
+	const jv *ov = jv_get(r, "overlay");
+	if (jv_type(ov) == JV_OBJ)
+		line("changes", "%" PRIu64 " records in the overlay (%s), %" PRIu64
+		     " publishes since the base, protocol %" PRIu64, u64_or0(ov, "records"),
+		     fmt_bytes(u64_or0(ov, "bytes"), b, sizeof b), u64_or0(ov, "publishes"),
+		     u64_or0(r, "protocol"));
+	else
+		line("changes", "none (the base alone, protocol %" PRIu64 ")", u64_or0(r, "protocol"));
 	const jv *rb = jv_get(r, "rollback");
 	if (jv_type(rb) == JV_OBJ)
 		line("rollback", "generation %" PRIu64 " (%s) from %s", u64_or0(rb, "generation"),

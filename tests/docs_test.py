@@ -45,8 +45,8 @@ from layers import find_cycle  # noqa: E402
 LIB_LEVELS = {
     'shmkv.h': 0, 'shmkv_bpf.h': 0,
     'shmkv/attach.h': 1, 'shmkv/tools.h': 1, 'shmkv/batch.h': 1, 'shmkv/iter.h': 1,
-    'shmkv/get.h': 1, 'shmkv/delta.h': 1,
-    'shmkv/open.h': 2, 'shmkv/ctl.h': 2,
+    'shmkv/get.h': 1,
+    'shmkv/open.h': 2, 'shmkv/ctl.h': 2, 'shmkv/delta.h': 2,
     'shmkv/verify.h': 3,
     'shmkv/lookup.h': 4,
     'shmkv/bucket.h': 5,

@@ -5,6 +5,7 @@
 #define SHMKV_ATTACH_H
 
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
@@ -12,6 +13,7 @@
 
 #include "atomic.h"
 #include "ctl.h"
+#include "delta.h"
 #include "open.h"
 #include "protocol.h"
 
@@ -37,12 +39,12 @@ static inline int shmkv__access_hint(const char *path, char *why, size_t why_len
 			   (unsigned)(st.st_mode & 07777));
 }
 
-/* Maps a segment read-only and checks its image (checksums when asked).
- * Only a regular file of owner (the control segment file's uid) that no one
- * else can write is mapped (-EPERM): else whoever can write a directory
- * above the segment directory could put a file of their own there. */
-static inline int shmkv__map_segment(const shmkv_ctl_segment *seg, uint64_t owner, unsigned flags,
-				     void **map, char *why, size_t why_len)
+/* Opens a segment file read-only for mapping: only a regular file of owner
+ * (the control segment file's uid) that no one else can write (-EPERM):
+ * else whoever can write a directory above the segment directory could put
+ * a file of their own there. Returns the descriptor or an error. */
+static inline int shmkv__open_segment(const shmkv_ctl_segment *seg, uint64_t owner, char *why,
+				      size_t why_len)
 {
 	SHMKV_TRACE(segment_open);
 	/* O_NONBLOCK: a FIFO under a segment's name must not block the reader */
@@ -73,19 +75,151 @@ static inline int shmkv__map_segment(const shmkv_ctl_segment *seg, uint64_t owne
 				   "%s: segment smaller than the %llu-byte image", seg->path,
 				   (unsigned long long)seg->size);
 	}
+	return fd;
+}
+
+/* Checks the image mapped at m for seg: a plain image (a base copy) or,
+ * when delta, a delta image (an overlay copy); checksums with
+ * SHMKV_ATTACH_VERIFY. */
+static inline int shmkv__check_segment(const void *m, const shmkv_ctl_segment *seg, int delta,
+				       unsigned flags, char *why, size_t why_len)
+{
+	int err = shmkv_image_check(m, seg->size,
+				    (flags & SHMKV_ATTACH_VERIFY) ? 0 : SHMKV_OPEN_NOVERIFY, why,
+				    why_len);
+	if (err)
+		return err;
+	int is_delta = ((const shmkv_image_header *)m)->layout_hash == SHMKV_DELTA_LAYOUT_HASH;
+	if (is_delta != delta)
+		return shmkv__fail(SHMKV_EPROTO, why, why_len,
+				   "%s: %s where the control segment names %s", seg->path,
+				   is_delta ? "a delta image" : "a plain image",
+				   delta ? "an overlay (a delta image)" : "a base image");
+	return 0;
+}
+
+/* Maps a base segment read-only and checks its image (checksums when asked). */
+static inline int shmkv__map_segment(const shmkv_ctl_segment *seg, uint64_t owner, unsigned flags,
+				     void **map, char *why, size_t why_len)
+{
+	int fd = shmkv__open_segment(seg, owner, why, why_len);
+	if (fd < 0)
+		return fd;
 	void *m = mmap(NULL, (size_t)seg->map_size, PROT_READ, MAP_SHARED, fd, 0);
 	int err = m == MAP_FAILED ? -errno : 0;
 	close(fd);
 	if (err)
 		return shmkv__fail(err, why, why_len, "%s: mmap: %s", seg->path, shmkv_strerror(err));
-	err = shmkv_image_check(m, seg->size, (flags & SHMKV_ATTACH_VERIFY) ? 0 : SHMKV_OPEN_NOVERIFY,
-				why, why_len);
+	err = shmkv__check_segment(m, seg, 0, flags, why, why_len);
 	if (err) {
 		munmap(m, (size_t)seg->map_size);
 		return err;
 	}
 	*map = m;
 	return 0;
+}
+
+/* Strict -std=c11 hides these; the values are the kernel ABI of x86-64 and
+ * AArch64. */
+#ifdef MAP_ANONYMOUS
+#define SHMKV__MAP_ANONYMOUS MAP_ANONYMOUS
+#else
+#define SHMKV__MAP_ANONYMOUS 0x20
+#endif
+#ifdef MAP_NORESERVE
+#define SHMKV__MAP_NORESERVE MAP_NORESERVE
+#else
+#define SHMKV__MAP_NORESERVE 0x4000
+#endif
+
+/* A page size fit to align a mapping at: a power of two, 4 KiB..1 GiB. */
+static inline int shmkv__page_ok(uint64_t ps)
+{
+	return ps >= 4096 && ps <= (UINT64_C(1) << 30) && !(ps & (ps - 1));
+}
+
+/* Maps a base copy and an overlay copy (protocol 2) as ONE range of the
+ * address space: [base][PROT_NONE gap to the overlay's page size][overlay],
+ * so that the handle's one mapping (db->map, db->map_len), which
+ * shmkv_close and shmkv_refresh unmap, holds both; the gap is ours, so the
+ * one munmap never touches another mapping. Checks both images (the overlay
+ * a delta, checksums when asked) and that the overlay applies to the base
+ * (shmkv_delta_set's checks, FORMAT.md §19.4): a mismatch refuses the
+ * generation as any bad segment does. *ovh: the overlay's handle, bound. */
+static inline int shmkv__map_pair(const shmkv_ctl_segment *seg, const shmkv_ctl_segment *ov,
+				  uint64_t owner, unsigned flags, void **map, size_t *map_len,
+				  shmkv *ovh, char *why, size_t why_len)
+{
+	if (!shmkv__page_ok(seg->page_size) || !shmkv__page_ok(ov->page_size) ||
+	    seg->map_size % seg->page_size || ov->map_size % ov->page_size)
+		return shmkv__fail(SHMKV_EPROTO, why, why_len,
+				   "control segment: page sizes %llu and %llu, map sizes %llu and %llu "
+				   "are not a mapping's", (unsigned long long)seg->page_size,
+				   (unsigned long long)ov->page_size, (unsigned long long)seg->map_size,
+				   (unsigned long long)ov->map_size);
+	uint64_t align = seg->page_size > ov->page_size ? seg->page_size : ov->page_size;
+	uint64_t ov_off = (seg->map_size + ov->page_size - 1) & ~(ov->page_size - 1);
+	uint64_t total = ov_off + ov->map_size;
+	if (ov_off < seg->map_size || total < ov_off || total > SIZE_MAX - align)
+		return shmkv__fail(SHMKV_EPROTO, why, why_len, "control segment: sizes overflow");
+	int bfd = shmkv__open_segment(seg, owner, why, why_len);
+	if (bfd < 0)
+		return bfd;
+	int ofd = shmkv__open_segment(ov, owner, why, why_len);
+	if (ofd < 0) {
+		close(bfd);
+		return ofd;
+	}
+	int err = 0;
+	uint8_t *start = NULL;
+	void *r = mmap(NULL, (size_t)(total + align), PROT_NONE,
+		       MAP_PRIVATE | SHMKV__MAP_ANONYMOUS | SHMKV__MAP_NORESERVE, -1, 0);
+	if (r == MAP_FAILED) {
+		err = -errno;
+		shmkv__fail(err, why, why_len, "mmap %llu bytes: %s",
+			    (unsigned long long)(total + align), shmkv_strerror(err));
+		goto out;
+	}
+	{
+		uintptr_t a = ((uintptr_t)r + (uintptr_t)align - 1) & ~(uintptr_t)(align - 1);
+		start = (uint8_t *)a;
+		size_t head = (size_t)(a - (uintptr_t)r), tail = (size_t)(align - head);
+		if (head)
+			munmap(r, head);
+		if (tail)
+			munmap(start + total, tail);
+	}
+	if (mmap(start, (size_t)seg->map_size, PROT_READ, MAP_SHARED | MAP_FIXED, bfd, 0) ==
+		    MAP_FAILED ||
+	    mmap(start + ov_off, (size_t)ov->map_size, PROT_READ, MAP_SHARED | MAP_FIXED, ofd, 0) ==
+		    MAP_FAILED) {
+		err = -errno;
+		shmkv__fail(err, why, why_len, "%s: mmap: %s", seg->path, shmkv_strerror(err));
+		goto out;
+	}
+	err = shmkv__check_segment(start, seg, 0, flags, why, why_len);
+	if (!err)
+		err = shmkv__check_segment(start + ov_off, ov, 1, flags, why, why_len);
+	if (!err) {
+		shmkv b;
+		memset(&b, 0, sizeof b);
+		memset(ovh, 0, sizeof *ovh);
+		shmkv__bind(&b, start, seg->size);
+		shmkv__bind(ovh, start + ov_off, ov->size);
+		err = shmkv_delta_set(&b, ovh, why, why_len);
+		if (err)
+			shmkv__prefix(err, why, why_len, "overlay %s: ", ov->path);
+	}
+out:
+	close(bfd);
+	close(ofd);
+	if (err && start)
+		munmap(start, (size_t)total);
+	if (!err) {
+		*map = start;
+		*map_len = (size_t)total;
+	}
+	return err;
 }
 
 /* Replica choice (lib/PROTOCOL.md, "Replicas"): the node from getcpu(2),
@@ -168,18 +302,91 @@ static inline uint32_t shmkv__pick_segment(const shmkv_ctl *copy, int want)
 	return best;
 }
 
+/* What attach and refresh map: one generation. */
+typedef struct shmkv__gen_map {
+	uint64_t gen;
+	shmkv_ctl_segment seg; /* the base copy mapped */
+	void *map;             /* the base, and after it the overlay when has_over */
+	size_t map_len;
+	int has_over;
+	shmkv over;            /* the overlay's handle, bound (has_over) */
+} shmkv__gen_map;
+
+/* Splits a snapshot of protocol version into its base copies (*bases, in
+ * order) and overlay copies (ovs[], *nov): protocol 1 has no overlay; any
+ * flag the version does not define, or overlay copies without a base copy,
+ * is SHMKV_EPROTO. */
+static inline int shmkv__split_roles(const shmkv_ctl *copy, uint32_t version, shmkv_ctl *bases,
+				     shmkv_ctl_segment *ovs, uint32_t *nov, char *why,
+				     size_t why_len)
+{
+	uint32_t known = version == SHMKV_PROTOCOL_VERSION_2 ? SHMKV_SEG_KNOWN_V2
+							    : SHMKV_SEG_KNOWN_V1;
+	*bases = *copy;
+	bases->segment_count = 0;
+	*nov = 0;
+	for (uint32_t i = 0; i < copy->segment_count; i++) {
+		const shmkv_ctl_segment *s = &copy->segments[i];
+		if (s->flags & ~known)
+			return shmkv__fail(SHMKV_EPROTO, why, why_len,
+					   "control segment (protocol %u): segment %u has unknown "
+					   "flags %x", version, i, s->flags);
+		if (s->flags & SHMKV_SEG_OVERLAY)
+			ovs[(*nov)++] = *s;
+		else
+			bases->segments[bases->segment_count++] = *s;
+	}
+	if (*nov && !bases->segment_count)
+		return shmkv__fail(SHMKV_EPROTO, why, why_len,
+				   "control segment: generation %llu has an overlay but no base",
+				   (unsigned long long)copy->generation);
+	return 0;
+}
+
+/* The overlay copy for the base copy mapped: the one on its node, else the
+ * first (lib/PROTOCOL.md, "Protocol 2"); NULL: none. */
+static inline const shmkv_ctl_segment *shmkv__pick_overlay(const shmkv_ctl_segment *ovs,
+							   uint32_t nov, int32_t node)
+{
+	for (uint32_t i = 0; i < nov; i++)
+		if (ovs[i].node == node)
+			return &ovs[i];
+	return nov ? &ovs[0] : NULL;
+}
+
+/* Maps base copy pick of bases and its overlay (if any). */
+static inline int shmkv__map_gen(const shmkv_ctl *bases, uint32_t pick,
+				 const shmkv_ctl_segment *ovs, uint32_t nov, uint64_t owner,
+				 unsigned flags, shmkv__gen_map *g, char *why, size_t why_len)
+{
+	g->seg = bases->segments[pick];
+	const shmkv_ctl_segment *ov = shmkv__pick_overlay(ovs, nov, g->seg.node);
+	g->has_over = ov != NULL;
+	if (!ov) {
+		g->map_len = (size_t)g->seg.map_size;
+		return shmkv__map_segment(&g->seg, owner, flags, &g->map, why, why_len);
+	}
+	return shmkv__map_pair(&g->seg, ov, owner, flags, &g->map, &g->map_len, &g->over, why,
+			       why_len);
+}
+
 /* Maps the current generation, retrying when it moves underneath (the
  * loader unlinks a segment only after publishing its successor). passes
  * bounds each seqcount read; node: the replica wanted (one that does not
- * map falls back to segment 0); owner: the only uid a segment may have. */
+ * map falls back to the first base copy); owner: the only uid a segment may
+ * have. */
 static inline int shmkv__attach_current(const shmkv_ctl *ctl, uint64_t owner, unsigned flags,
-					uint32_t passes, int node, uint64_t *gen,
-					shmkv_ctl_segment *seg, void **map, char *why, size_t why_len)
+					uint32_t passes, int node, shmkv__gen_map *g, char *why,
+					size_t why_len)
 {
 	if (node == SHMKV_ATTACH_NODE_CURRENT)
 		node = shmkv__current_node();
 	int err = -EAGAIN;
-	shmkv_ctl copy;
+	shmkv_ctl copy, bases;
+	shmkv_ctl_segment ovs[SHMKV_CTL_MAX_SEGMENTS];
+	uint32_t nov = 0;
+	/* written once before the file got its name, checked by shmkv_ctl_open */
+	uint32_t version = ctl->protocol_version;
 	for (int tries = 0; tries < 100; tries++) {
 		err = shmkv__ctl_read_n(ctl, &copy, passes);
 		if (err == -EAGAIN)
@@ -190,30 +397,30 @@ static inline int shmkv__attach_current(const shmkv_ctl *ctl, uint64_t owner, un
 			return shmkv__fail(err, why, why_len, "control segment holds %u segments, "
 					   "at most %u are possible", copy.segment_count,
 					   SHMKV_CTL_MAX_SEGMENTS);
-		*gen = copy.generation;
+		g->gen = copy.generation;
 		if (copy.flags & SHMKV_CTL_RETIRED)
 			return shmkv__fail(SHMKV_ESTALE, why, why_len,
 					   "the loader dropped this cache or replaced its control "
 					   "segment (generation %llu): attach again",
-					   (unsigned long long)*gen);
-		uint32_t pick = shmkv__pick_segment(&copy, node);
-		*seg = copy.segments[pick];
+					   (unsigned long long)g->gen);
 		/* generation 0, or a generation without segments (the loader found
 		 * its images gone at restart): nothing to map */
-		if (*gen == 0)
+		if (g->gen == 0)
 			return shmkv__fail(-EAGAIN, why, why_len, "no generation published yet");
-		if (copy.segment_count == 0 || !seg->path[0])
+		err = shmkv__split_roles(&copy, version, &bases, ovs, &nov, why, why_len);
+		if (err)
+			return err;
+		uint32_t pick = shmkv__pick_segment(&bases, node);
+		if (bases.segment_count == 0 || !bases.segments[pick].path[0])
 			return shmkv__fail(-EAGAIN, why, why_len,
 					   "nothing published (generation %llu has no segment)",
-					   (unsigned long long)*gen);
-		err = shmkv__map_segment(seg, owner, flags, map, why, why_len);
-		if (err && pick != 0) { /* that replica is unusable: the first copy */
-			*seg = copy.segments[0];
-			err = shmkv__map_segment(seg, owner, flags, map, why, why_len);
-		}
+					   (unsigned long long)g->gen);
+		err = shmkv__map_gen(&bases, pick, ovs, nov, owner, flags, g, why, why_len);
+		if (err && pick != 0) /* that replica is unusable: the first copy */
+			err = shmkv__map_gen(&bases, 0, ovs, nov, owner, flags, g, why, why_len);
 		if (err != -ENOENT)
 			return err;
-		if (shmkv_ctl_generation(ctl) == *gen)
+		if (shmkv_ctl_generation(ctl) == g->gen)
 			return err; /* gone without a successor: not a race */
 	}
 	return err;
@@ -229,7 +436,25 @@ typedef struct shmkv__attached {
 	int want_node;       /* replica wanted: a node, or SHMKV_ATTACH_NODE_CURRENT */
 	int node;            /* node of the replica mapped now; -1: not pinned */
 	char name[SHMKV_CACHE_NAME_MAX + 1]; /* the cache's name, for the probes (trace.h) */
+	shmkv over; /* protocol 2: the overlay mapped after the base (db.over points here
+		       while there is one; its memory is part of db.map) */
 } shmkv__attached;
+
+/* Makes db (attached: allocated as a shmkv__attached) serve generation g,
+ * mapped by shmkv__attach_current: the base, read through its overlay. */
+static inline void shmkv__install(shmkv *db, shmkv__gen_map *g)
+{
+	shmkv__attached *a = (shmkv__attached *)db;
+	shmkv__bind(db, g->map, g->seg.size); /* db->over = NULL */
+	db->map = g->map;
+	db->map_len = g->map_len;
+	db->generation = g->gen;
+	a->node = g->seg.node;
+	if (g->has_over) {
+		a->over = g->over; /* checked against the base by shmkv__map_pair */
+		db->over = &a->over;
+	}
+}
 
 /* Whether the control segment behind ctl_fd can still be read, checked
  * before its mapping is touched: not removed or replaced (link count 0),
@@ -280,11 +505,11 @@ static inline int shmkv_attach_node(const char *root, const char *name, int node
 				    unsigned flags, shmkv **out, char *why, size_t why_len)
 {
 	int saved_errno = errno, err = 0, ctl_fd = -1;
-	void *map = NULL;
 	shmkv_ctl *ctl = NULL;
-	shmkv_ctl_segment seg;
-	uint64_t gen = 0, owner = 0;
+	shmkv__gen_map g;
+	uint64_t owner = 0;
 	shmkv *db = NULL;
+	g.gen = 0;
 	*out = NULL;
 	if (why && why_len)
 		why[0] = 0;
@@ -302,8 +527,7 @@ static inline int shmkv_attach_node(const char *root, const char *name, int node
 		err = shmkv__ctl_sound(ctl_fd, &owner, why, why_len);
 	if (err)
 		goto done;
-	err = shmkv__attach_current(ctl, owner, flags, SHMKV__SEQ_SPINS, node, &gen, &seg, &map,
-				    why, why_len);
+	err = shmkv__attach_current(ctl, owner, flags, SHMKV__SEQ_SPINS, node, &g, why, why_len);
 	if (err) {
 		shmkv__prefix(err, why, why_len, "cache \"%s\": ", name);
 		goto done;
@@ -315,24 +539,26 @@ static inline int shmkv_attach_node(const char *root, const char *name, int node
 			a->want_node = node;
 			a->db.ctl_fd = ctl_fd;
 			ctl_fd = -1; /* the handle's now: shmkv_close closes it */
-			a->node = seg.node;
 			snprintf(a->name, sizeof a->name, "%s", name); /* checked by shmkv_ctl_open */
 			db = &a->db;
 		}
 	}
 	if (!db) {
-		munmap(map, (size_t)seg.map_size);
+		munmap(g.map, g.map_len);
 		err = shmkv__fail(-ENOMEM, why, why_len, "out of memory");
 		goto done;
 	}
-	shmkv__bind(db, map, seg.size);
-	db->map = map;
-	db->map_len = (size_t)seg.map_size;
+	shmkv__install(db, &g);
 	db->ctl = ctl;
-	db->generation = gen;
 	db->flags = flags;
 	if (flags & SHMKV_OPEN_DEEP) {
+		/* the base alone, then the overlay alone (each image's own walk) */
+		db->over = NULL;
 		err = shmkv_verify(db, why, why_len);
+		if (!err && g.has_over)
+			err = shmkv_verify(&((shmkv__attached *)db)->over, why, why_len);
+		if (!err && g.has_over)
+			db->over = &((shmkv__attached *)db)->over;
 		if (err) {
 			shmkv_close(db);
 			db = NULL;
@@ -343,7 +569,7 @@ static inline int shmkv_attach_node(const char *root, const char *name, int node
 	*out = db;
 	ctl = NULL;
 done:
-	SHMKV__USDT(attach, 4, db, name, gen, err);
+	SHMKV__USDT(attach, 4, db, name, g.gen, err);
 	shmkv_ctl_close(ctl);
 	if (ctl_fd >= 0)
 		close(ctl_fd);
@@ -394,19 +620,13 @@ static inline int shmkv_refresh(shmkv *db)
 	uint64_t old_gen = db->generation; /* for the refresh probe */
 	(void)old_gen;
 	int saved_errno = errno;
-	shmkv_ctl_segment seg;
-	uint64_t gen = 0;
-	void *map = NULL;
+	shmkv__gen_map g;
 	int err = shmkv__attach_current(db->ctl, owner, db->flags, SHMKV__REFRESH_PASSES,
-					a->want_node, &gen, &seg, &map, NULL, 0);
+					a->want_node, &g, NULL, 0);
 	if (!err) {
 		if (db->map) /* NULL after shmkv_detach */
-			munmap(db->map, db->map_len);
-		shmkv__bind(db, map, seg.size);
-		db->map = map;
-		db->map_len = (size_t)seg.map_size;
-		db->generation = gen;
-		a->node = seg.node;
+			munmap(db->map, db->map_len); /* the base and its overlay, if any */
+		shmkv__install(db, &g);
 		a->failed_seq = 1;
 		err = 1;
 	} else {
@@ -429,7 +649,8 @@ static inline int shmkv_detach(shmkv *db, shmkv **out)
 	*out = NULL;
 	if (!db->ctl || !db->map)
 		return -EINVAL;
-	shmkv *g = (shmkv *)calloc(1, sizeof *g);
+	/* one block (shmkv_close frees it): the handle, then its overlay's */
+	shmkv *g = (shmkv *)calloc(2, sizeof *g);
 	if (!g)
 		return -ENOMEM;
 	shmkv__bind(g, db->map, db->size);
@@ -437,8 +658,13 @@ static inline int shmkv_detach(shmkv *db, shmkv **out)
 	g->map_len = db->map_len;
 	g->generation = db->generation;
 	g->flags = db->flags;
+	if (db->over) {
+		g[1] = *db->over;
+		g->over = &g[1];
+	}
 	db->map = NULL; /* g's now; shmkv_refresh maps the next one */
 	db->map_len = 0;
+	db->over = NULL;
 	*out = g;
 	return 0;
 }

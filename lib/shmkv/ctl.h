@@ -101,6 +101,15 @@ static inline void shmkv_ctl_init(shmkv_ctl *ctl)
 	ctl->layout_hash = SHMKV_CTL_LAYOUT_HASH;
 }
 
+/* The layout hash of a protocol version this library speaks, else 0
+ * (internal: shmkv_ctl_open checks it; the loader makes files with it). */
+static inline uint64_t shmkv__ctl_layout_hash_of(uint32_t version)
+{
+	return version == SHMKV_PROTOCOL_VERSION     ? SHMKV_CTL_LAYOUT_HASH
+	       : version == SHMKV_PROTOCOL_VERSION_2 ? SHMKV_CTL_LAYOUT_HASH_V2
+						     : 0;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Opening */
 
@@ -111,7 +120,8 @@ static inline void shmkv_ctl_init(shmkv_ctl *ctl)
 /* Maps ROOT/NAME.ctl and checks it is a control segment this library speaks:
  * a regular file (O_NOFOLLOW|O_NONBLOCK, then fstat: never a symlink, never
  * blocks on a FIFO) of SHMKV_CTL_SIZE bytes or more, not writable by group
- * or others, with this magic, protocol version, size and layout hash.
+ * or others, with this magic, size, and protocol version 1 or 2 with its
+ * layout hash.
  * Read-only unless SHMKV_CTL_RDWR (the loader adopting its own segment: the
  * file must be ours alone). *out is valid until shmkv_ctl_close(*out). */
 static inline int shmkv_ctl_open_fd(const char *root, const char *name, unsigned flags,
@@ -197,14 +207,18 @@ static inline int shmkv_ctl_open_fd(const char *root, const char *name, unsigned
 		if (memcmp(c->magic, SHMKV_CTL_MAGIC, 8) != 0) {
 			err = shmkv__fail(SHMKV_EPROTO, why, why_len,
 					  "%s: not a shmkv control segment (magic)", path);
-		} else if (c->protocol_version != SHMKV_PROTOCOL_VERSION ||
-			   c->ctl_size != SHMKV_CTL_SIZE || c->layout_hash != SHMKV_CTL_LAYOUT_HASH) {
+		} else if (!shmkv__ctl_layout_hash_of(c->protocol_version) ||
+			   c->ctl_size != SHMKV_CTL_SIZE ||
+			   c->layout_hash != shmkv__ctl_layout_hash_of(c->protocol_version)) {
 			err = shmkv__fail(SHMKV_EPROTO, why, why_len,
 					  "%s: protocol version %u size %u layout %016llx, this "
-					  "library speaks version %u size %u layout %016llx", path,
+					  "library speaks versions %u (layout %016llx) and %u (layout "
+					  "%016llx), size %u", path,
 					  c->protocol_version, c->ctl_size,
 					  (unsigned long long)c->layout_hash, SHMKV_PROTOCOL_VERSION,
-					  SHMKV_CTL_SIZE, (unsigned long long)SHMKV_CTL_LAYOUT_HASH);
+					  (unsigned long long)SHMKV_CTL_LAYOUT_HASH,
+					  SHMKV_PROTOCOL_VERSION_2,
+					  (unsigned long long)SHMKV_CTL_LAYOUT_HASH_V2, SHMKV_CTL_SIZE);
 		}
 	}
 	if (!err)

@@ -18,7 +18,7 @@ _shmctl()
 	local global_opts='-j --json -p --pretty -r --root --progress -h --help -V --version'
 	local objects='image cache hugepages doctor bpf help version'
 	local image_cmds='build join upgrade diff apply get inspect verify dump help'
-	local cache_cmds='list status stats get load readers reload rollback drop help'
+	local cache_cmds='list status stats get load readers reload rollback drop set remove apply help'
 	local hugepages_cmds='plan reserve help'
 	local doctor_cmds='check help'
 	local bpf_cmds='export status unexport help'
@@ -126,6 +126,7 @@ _shmctl()
 		cache/statu | cache/status) COMPREPLY=($(compgen -W "--all $global_opts" -- "$cur")) ;;
 		cache/stat | cache/stats) COMPREPLY=($(compgen -W "--prometheus $global_opts" -- "$cur")) ;;
 		cache/lo*) COMPREPLY=($(compgen -W "--numa $global_opts" -- "$cur")) ;;
+		cache/se*) COMPREPLY=($(compgen -W "--type --expires $global_opts" -- "$cur")) ;;
 		hugepages/p*) COMPREPLY=($(compgen -W "--copies --numa $global_opts" -- "$cur")) ;;
 		hugepages/r*)
 			COMPREPLY=($(compgen -W "--copies --page-size --persist --no-mount --numa $global_opts" \
@@ -151,11 +152,14 @@ _shmctl()
 	bpf/e* | bpf/s* | bpf/u*)
 		((nargs == 0)) && COMPREPLY=($(compgen -W "$(_shmctl_caches "$root")" -- "$cur"))
 		;;
-	cache/st* | cache/g* | cache/rea* | cache/rel* | cache/ro* | cache/d* | cache/lo*)
+	cache/st* | cache/g* | cache/rea* | cache/rel* | cache/ro* | cache/d* | cache/lo* | \
+		cache/se* | cache/rem* | cache/a*)
 		if ((nargs == 0)); then
 			COMPREPLY=($(compgen -W "$(_shmctl_caches "$root")" -- "$cur"))
 		elif [[ $cmd == lo* && $nargs -eq 1 ]]; then
 			_filedir shmkv
+		elif [[ $cmd == a* && $nargs -eq 1 ]]; then
+			_filedir delta
 		fi
 		;;
 	esac

@@ -223,7 +223,7 @@ else:
                                           '--progress'}),
         ('shmctl ca', {'cache'}),
         ('shmctl image ', set(cmds['image']) | {'help'}),
-        ('shmctl -j cache r', {'readers', 'reload', 'rollback'}),
+        ('shmctl -j cache r', {'readers', 'reload', 'remove', 'rollback'}),
         ('shmctl ca st', {'status', 'stats'}),
         ('shmctl cache stats --p', {'--prometheus', '--pretty', '--progress'}),
         ('shmctl image build --format ', {'jsonl', 'tsv'}),

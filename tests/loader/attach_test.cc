@@ -125,15 +125,15 @@ TEST(Attach, ForeignControlSegments)
 	EXPECT_NE(a.why.find(ctl_path("magic")), std::string::npos) << a.why;
 
 	FakeCtl ver;
-	ver.c.protocol_version = SHMKV_PROTOCOL_VERSION + 1;
+	ver.c.protocol_version = SHMKV_PROTOCOL_MAX + 1;
 	ASSERT_TRUE(ver.write(ctl_path("ver")));
 	Attempt b;
 	try_attach(env.root(), "ver", &b);
 	EXPECT_EQ(b.err, SHMKV_EPROTO) << b.why;
-	EXPECT_NE(b.why.find("protocol version " + std::to_string(SHMKV_PROTOCOL_VERSION + 1)),
+	EXPECT_NE(b.why.find("protocol version " + std::to_string(SHMKV_PROTOCOL_MAX + 1)),
 		  std::string::npos) << b.why;
-	EXPECT_NE(b.why.find("speaks version " + std::to_string(SHMKV_PROTOCOL_VERSION)),
-		  std::string::npos) << b.why;
+	EXPECT_NE(b.why.find("speaks versions 1 "), std::string::npos) << b.why;
+	EXPECT_NE(b.why.find(" and 2 "), std::string::npos) << b.why;
 
 	FakeCtl lay;
 	lay.c.layout_hash ^= 1;

@@ -1,0 +1,438 @@
+/* overlay.c - changes to a loaded cache: set, remove, apply a delta
+ * (overlay.h). Each publish merges the new changes into the current
+ * overlay's records with the builder (libshmkv-build), verifies the new
+ * overlay fully and against the base, loads it into new segments like any
+ * image (the base is never copied) and publishes base + overlay as one
+ * generation under protocol 2 (lib/PROTOCOL.md). */
+#include "overlay.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <shmkv_build.h>
+
+#include "diag.h"
+#include "json.h"
+#include "load.h"
+#include "log.h"
+#include "probes.h"
+
+/* ---- the keys of the new changes (they replace the overlay's records) ---- */
+
+struct keyset {
+	struct kslot {
+		const void *key; /* in the new delta's mapping */
+		size_t len;
+		uint64_t h;
+		int used;
+	} *slot;
+	size_t cap;
+};
+
+static uint64_t key_hash(const void *k, size_t n)
+{
+	return XXH3_64bits(k, n);
+}
+
+static int keyset_add(struct keyset *s, const void *k, size_t n)
+{
+	uint64_t h = key_hash(k, n);
+	for (size_t i = h & (s->cap - 1);; i = (i + 1) & (s->cap - 1)) {
+		if (!s->slot[i].used) {
+			s->slot[i] = (struct kslot){k, n, h, 1};
+			return 0;
+		}
+		if (s->slot[i].h == h && s->slot[i].len == n && !memcmp(s->slot[i].key, k, n))
+			return 0;
+	}
+}
+
+static int keyset_has(const struct keyset *s, const void *k, size_t n)
+{
+	uint64_t h = key_hash(k, n);
+	for (size_t i = h & (s->cap - 1);; i = (i + 1) & (s->cap - 1)) {
+		if (!s->slot[i].used)
+			return 0;
+		if (s->slot[i].h == h && s->slot[i].len == n && !memcmp(s->slot[i].key, k, n))
+			return 1;
+	}
+}
+
+/* ---- building the merged overlay ---- */
+
+/* Adds every record of the delta d (upserts with their expiry, tombstones)
+ * to b, skipping keys in skip (NULL: none) and adding the others to add
+ * (NULL: none). */
+static int feed(shmkv_builder *b, const shmkv *d, const struct keyset *skip, struct keyset *add,
+		const char *what, char *why, size_t why_len)
+{
+	shmkv_iter it;
+	const void *k;
+	size_t kl;
+	shmkv_value v;
+	int err;
+	shmkv_iter_init_all(d, &it);
+	while ((err = shmkv_iter_next(&it, &k, &kl, &v)) == 0) {
+		if (skip && keyset_has(skip, k, kl))
+			continue;
+		if (add)
+			keyset_add(add, k, kl);
+		if (v.type == SHMKV_TYPE_TOMBSTONE) {
+			err = shmkv_builder_remove(b, k, kl);
+		} else {
+			err = shmkv_builder_set_expires(b, shmkv_iter_expires(&it));
+			if (!err)
+				err = shmkv_builder_add(b, k, kl, v.type, v.data, v.size);
+		}
+		if (err)
+			return diag_fail(err, why, why_len, "%s: %s", what, shmkv_builder_error(b));
+	}
+	if (err != SHMKV_EEND)
+		return diag_fail(err, why, why_len, "%s: %s", what, shmkv_strerror(err));
+	return 0;
+}
+
+/* ROOT/.NAME.WHAT: the loader's temporary files (a cache name never starts
+ * with '.', so these are no cache's). */
+static void tmp_path(const struct loader *L, const struct cache *c, const char *what, char *out,
+		     size_t len)
+{
+	int n = snprintf(out, len, "%s/.%s.%s", L->root, c->name, what);
+	if (n < 0 || (size_t)n >= len)
+		out[0] = 0; /* cannot happen: ROOT is checked at startup to leave room */
+}
+
+static shmkv_builder *delta_builder(const struct cache *c, char *why, size_t why_len)
+{
+	shmkv_build_options o;
+	shmkv_builder *b = NULL;
+	if (shmkv_build_options_init(&o) || shmkv_builder_new(&o, &b)) {
+		diag_fail(-ENOMEM, why, why_len, "builder: out of memory");
+		return NULL;
+	}
+	shmkv_builder_set_threads(b, 1); /* small: the worker's own thread */
+	int err = shmkv_builder_set_delta(b, c->cur.path, NULL);
+	if (err) {
+		diag_fail(err, why, why_len, "base %s: %s", c->cur.path, shmkv_builder_error(b));
+		shmkv_builder_free(b);
+		return NULL;
+	}
+	return b;
+}
+
+/* The new overlay at out: the records of d (the new changes), then those of
+ * the current overlay whose key d does not hold. */
+static int build_merged(struct cache *c, const shmkv *d, const char *out, char *why,
+			size_t why_len)
+{
+	struct keyset ks = {0};
+	shmkv *old = NULL;
+	int err = 0;
+	shmkv_builder *b = delta_builder(c, why, why_len);
+	if (!b)
+		return -ENOMEM;
+	ks.cap = 16;
+	while (ks.cap < 2 * d->entry_count + 2)
+		ks.cap *= 2;
+	ks.slot = calloc(ks.cap, sizeof *ks.slot);
+	if (!ks.slot)
+		err = diag_fail(-ENOMEM, why, why_len, "out of memory");
+	if (!err)
+		err = feed(b, d, NULL, &ks, "the new changes", why, why_len);
+	if (!err && c->have_ov) {
+		char w[300];
+		err = shmkv_open_file_diag(c->ov.path, 0, &old, w, sizeof w);
+		if (err)
+			diag_fail(err, why, why_len, "current overlay: %s", w);
+		else
+			err = feed(b, old, &ks, NULL, c->ov.path, why, why_len);
+	}
+	if (!err) {
+		shmkv_build_stats st;
+		err = shmkv_builder_finish(b, out, &st);
+		if (err)
+			diag_fail(err, why, why_len, "building the overlay: %s",
+				  shmkv_builder_error(b));
+	}
+	shmkv_close(old);
+	free(ks.slot);
+	shmkv_builder_free(b);
+	return err;
+}
+
+/* The overlay at path, every check (structure too), and that it applies
+ * to the current base (lib/FORMAT.md §19.4). */
+static int verify_overlay(const struct cache *c, const char *path, char *why, size_t why_len)
+{
+	shmkv *ov = NULL, *base = NULL;
+	char w[400];
+	int err = shmkv_open_file_diag(path, SHMKV_OPEN_DEEP, &ov, w, sizeof w);
+	if (!err && !shmkv_is_delta(ov))
+		err = diag_fail(SHMKV_EBASE, w, sizeof w, "not a delta image");
+	if (!err)
+		err = shmkv_open_file_diag(c->cur.path, SHMKV_OPEN_NOVERIFY, &base, w, sizeof w);
+	if (!err)
+		err = shmkv_delta_set(base, ov, w, sizeof w);
+	if (err)
+		diag_fail(err, why, why_len, "the new overlay failed verification: %s", w);
+	shmkv_close(base);
+	shmkv_close(ov);
+	return err;
+}
+
+static void unlink_infos(const struct seg_info *first, const struct seg_info *more, unsigned n)
+{
+	unlink(first->path);
+	for (unsigned i = 0; i < n; i++)
+		unlink(more[i].path);
+}
+
+/* Publishes the cache's base copies with the overlay copy first. One
+ * overlay copy serves every node (readers take the overlay copy of their
+ * base copy's node, else the first: lib/PROTOCOL.md): an overlay is small,
+ * and one copy leaves room for 7 base copies. Replicas of it (more[], from
+ * numa=replicate) are unlinked. */
+static int publish_overlay(struct loader *L, struct cache *c, const struct seg_info *first,
+			   struct seg_info *more, unsigned nmore, char *why, size_t why_len)
+{
+	shmkv_ctl_segment cs[SHMKV_CTL_MAX_SEGMENTS];
+	uint32_t n = cache_ctl_entries(&c->cur, c->cur_more, c->ncur_more, cs);
+	if (n >= SHMKV_CTL_MAX_SEGMENTS) {
+		unlink_infos(first, more, nmore);
+		return diag_fail(-ENOSPC, why, why_len,
+				 "%u base copies leave no room for an overlay in the control "
+				 "segment (at most %u entries)", n, SHMKV_CTL_MAX_SEGMENTS);
+	}
+	cs[n] = seg_ctl_entry(first);
+	cs[n++].flags |= SHMKV_SEG_OVERLAY;
+	for (unsigned i = 0; i < nmore; i++)
+		unlink(more[i].path);
+	uint64_t gen = ctl_generation(&c->ctl) + 1;
+	int err = ctl_publish_version(&c->ctl, SHMKV_PROTOCOL_VERSION_2, gen, cs, n, why, why_len);
+	if (err) {
+		unlink(first->path);
+		return err;
+	}
+	PROBE(publish, c->name, gen, first->size, first->path);
+	/* the generation before becomes the rollback: same base, its overlay */
+	struct seg_info old_rb = c->rb, old_rbov = c->rbov, old_rb_more[SHMKV_CTL_MAX_SEGMENTS - 1];
+	unsigned old_nrb_more = c->nrb_more;
+	int had_rb = c->have_rb, had_rbov = c->have_rbov, rb_shared = cache_rb_shares_base(c);
+	memcpy(old_rb_more, c->rb_more, sizeof old_rb_more);
+	pthread_mutex_lock(&L->lock);
+	c->rb = c->cur;
+	c->rb_stats = c->stats;
+	memcpy(c->rb_more, c->cur_more, sizeof c->rb_more);
+	c->nrb_more = c->ncur_more;
+	c->have_rb = 1;
+	c->rbov = c->ov;
+	c->have_rbov = c->have_ov;
+	c->rb_chain_last = c->chain_last;
+	c->rb_chain_seq = c->chain_seq;
+	c->ov = *first;
+	c->ov.generation = gen;
+	c->have_ov = 1;
+	c->cur.generation = gen;
+	for (unsigned i = 0; i < c->ncur_more; i++)
+		c->cur_more[i].generation = gen;
+	c->changes++;
+	c->last_error[0] = 0;
+	pthread_mutex_unlock(&L->lock);
+	if (had_rbov)
+		unlink(old_rbov.path);
+	if (had_rb && !rb_shared) { /* an older base: no generation kept uses it */
+		cache_unlink_more(c, old_rb_more, old_nrb_more);
+		unlink(old_rb.path);
+	}
+	return 0;
+}
+
+static char *reply_changed(const struct cache *c, uint64_t records)
+{
+	struct json j;
+	json_init(&j);
+	json_bool(&j, "ok", 1);
+	json_str(&j, "cache", c->name);
+	json_u64(&j, "generation", c->cur.generation);
+	json_u64(&j, "records", records);
+	json_u64(&j, "changes", c->ov.entries);
+	json_u64(&j, "overlay_bytes", c->ov.size);
+	json_str(&j, "overlay", c->ov.path);
+	return json_finish(&j);
+}
+
+/* The changes of d published as the cache's next generation. */
+static int publish_changes(struct loader *L, struct cache *c, const shmkv *d, char *why,
+			   size_t why_len)
+{
+	char out[PATH_MAX];
+	tmp_path(L, c, "overlay.tmp", out, sizeof out);
+	int err = build_merged(c, d, out, why, why_len);
+	if (!err)
+		err = verify_overlay(c, out, why, why_len);
+	struct seg_info first, more[SHMKV_CTL_MAX_SEGMENTS - 1];
+	unsigned nmore = 0;
+	if (!err)
+		err = load_segments(L, c, out, &first, more, &nmore, why, why_len);
+	unlink(out);
+	if (!err)
+		err = publish_overlay(L, c, &first, more, nmore, why, why_len);
+	return err;
+}
+
+/* The cache to change: loaded, adoptable. */
+static int changeable(struct loader *L, const char *name, struct cache **out, char **reply)
+{
+	struct cache *c = cache_find(L, name);
+	*out = c;
+	if (!c)
+		return json_reply_no_cache(reply, name);
+	if (c->broken || !c->have_cur || !c->ctl.map)
+		return json_reply_error(reply, -ENOENT, "cache %s has no loaded image to change%s%s",
+					name, c->last_error[0] ? ": " : "", c->last_error);
+	return 0;
+}
+
+static int refused(struct loader *L, struct cache *c, const char *what, int err,
+		   const char *why, char **reply)
+{
+	char q[700];
+	cache_set_error(L, c, "%s: %s", what, why);
+	log_err("refused cache=%s %s error=%s", c->name, what, log_quote(q, sizeof q, why));
+	return json_reply_error(reply, err, "%s %s: %s (the current generation keeps serving)",
+				what, c->name, why);
+}
+
+static void changed(struct loader *L, struct cache *c, const char *what, uint64_t records)
+{
+	cache_save_state(L, c);
+	log_info("changed cache=%s gen=%llu by=%s records=%llu overlay_records=%llu "
+		 "overlay_bytes=%llu file=%s", c->name, (unsigned long long)c->cur.generation, what,
+		 (unsigned long long)records, (unsigned long long)c->ov.entries,
+		 (unsigned long long)c->ov.size, c->ov.path);
+	notify_status("cache %s: generation %llu (%s)", c->name,
+		      (unsigned long long)c->cur.generation, what);
+}
+
+int op_change(struct loader *L, const char *name, const char *jsonl, char **reply, char *why,
+	      size_t why_len)
+{
+	struct cache *c;
+	int err = changeable(L, name, &c, reply);
+	if (err)
+		return err;
+	char in[PATH_MAX], img[PATH_MAX];
+	tmp_path(L, c, "change.jsonl", in, sizeof in);
+	tmp_path(L, c, "change.tmp", img, sizeof img);
+	shmkv *d = NULL;
+	shmkv_builder *b = NULL;
+	int fd = open(in, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	size_t n = strlen(jsonl);
+	if (fd < 0 || write(fd, jsonl, n) != (ssize_t)n || write(fd, "\n", 1) != 1)
+		err = diag_fail(-errno ? -errno : -EIO, why, why_len, "%s: %s", in, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	if (!err && !(b = delta_builder(c, why, why_len)))
+		err = -ENOMEM;
+	if (!err) {
+		shmkv_builder_set_source(b, "change", 1);
+		err = shmkv_builder_add_file(b, in, SHMKV_INPUT_JSONL, 0);
+		if (!err) {
+			shmkv_build_stats st;
+			err = shmkv_builder_finish(b, img, &st);
+		}
+		if (err)
+			diag_fail(err, why, why_len, "%s", shmkv_builder_error(b));
+	}
+	shmkv_builder_free(b);
+	unlink(in);
+	if (!err) {
+		char w[300];
+		err = shmkv_open_file_diag(img, 0, &d, w, sizeof w);
+		if (err)
+			diag_fail(err, why, why_len, "%s", w);
+	}
+	if (!err && d->entry_count != 1)
+		err = diag_fail(-EINVAL, why, why_len, "a change is one JSONL record, not %llu",
+				(unsigned long long)d->entry_count);
+	if (!err)
+		err = publish_changes(L, c, d, why, why_len);
+	shmkv_close(d);
+	unlink(img);
+	if (err)
+		return refused(L, c, "change", err, why, reply);
+	changed(L, c, "change", 1);
+	*reply = reply_changed(c, 1);
+	return 0;
+}
+
+int op_apply(struct loader *L, const char *name, const char *path, int nofollow, char **reply,
+	     char *why, size_t why_len)
+{
+	struct cache *c;
+	int err = changeable(L, name, &c, reply);
+	if (err)
+		return err;
+	shmkv *d = NULL;
+	char w[400];
+	shmkv_delta_id id = {0};
+	if (path[0] != '/')
+		err = diag_fail(-EINVAL, why, why_len, "delta path must be absolute: \"%s\"", path);
+	if (!err && nofollow) { /* a spool file: never through a link */
+		int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		if (fd < 0)
+			err = diag_fail(-errno, why, why_len, "%s: %s", path, strerror(errno));
+		else
+			close(fd);
+	}
+	/* untrusted: every check, the structure too */
+	if (!err && (err = shmkv_open_file_diag(path, SHMKV_OPEN_DEEP, &d, w, sizeof w)))
+		diag_fail(err, why, why_len, "%s", w);
+	if (!err && shmkv_delta_id_of(d, &id))
+		err = diag_fail(SHMKV_EBASE, why, why_len, "%s: an image, not a delta (load it "
+				"with 'shmctl cache load')", path);
+	shmkv *base = NULL;
+	if (!err && (err = shmkv_open_file_diag(c->cur.path, SHMKV_OPEN_NOVERIFY, &base, w,
+						sizeof w)))
+		diag_fail(err, why, why_len, "base: %s", w);
+	if (!err && (id.base_checksum != shmkv_checksum(base) || id.base_size != base->size))
+		err = diag_fail(SHMKV_EBASE, why, why_len,
+				"%s applies to the image with checksum %016llx (%llu bytes), not "
+				"the cache's base, %016llx (%llu bytes)", path,
+				(unsigned long long)id.base_checksum,
+				(unsigned long long)id.base_size,
+				(unsigned long long)shmkv_checksum(base),
+				(unsigned long long)base->size);
+	if (!err && (d->seed != base->seed || d->hash_bits != base->hash_bits))
+		err = diag_fail(SHMKV_EBASE, why, why_len, "%s hashes with another seed or hash "
+				"bits than the cache's base", path);
+	if (!err && id.prev && (id.prev != c->chain_last || id.seq != c->chain_seq + 1))
+		err = diag_fail(SHMKV_EBASE, why, why_len,
+				"%s is delta %llu of a chain, following %016llx; the last delta "
+				"applied to %s is %s%016llx (seq %llu): apply the chain in order",
+				path, (unsigned long long)id.seq, (unsigned long long)id.prev, name,
+				c->chain_last ? "" : "none, ", (unsigned long long)c->chain_last,
+				(unsigned long long)c->chain_seq);
+	shmkv_close(base);
+	if (!err)
+		err = publish_changes(L, c, d, why, why_len);
+	uint64_t records = d ? d->entry_count : 0;
+	if (!err) {
+		pthread_mutex_lock(&L->lock);
+		c->chain_last = shmkv_checksum(d);
+		c->chain_seq = id.seq;
+		pthread_mutex_unlock(&L->lock);
+	}
+	shmkv_close(d);
+	char what[PATH_MAX + 8];
+	snprintf(what, sizeof what, "apply %s", path);
+	if (err)
+		return refused(L, c, what, err, why, reply);
+	changed(L, c, what, records);
+	*reply = reply_changed(c, records);
+	return 0;
+}

@@ -1,0 +1,24 @@
+/* overlay.h - changes to a loaded cache (overlay.c): a generation becomes
+ * its base plus an overlay, one delta image (lib/FORMAT.md §19) holding
+ * every change since the base was loaded, published under protocol 2
+ * (lib/PROTOCOL.md). Worker thread; each reply is malloc'd JSON. */
+#ifndef LOADER_OVERLAY_H
+#define LOADER_OVERLAY_H
+
+#include <stddef.h>
+
+#include "loader.h"
+
+/* Applies the delta image at path (absolute) to cache name: a delta of
+ * the current base (prev 0), or the next of the chain last applied (prev
+ * = its checksum, seq one more). nofollow: a spool file (never a link).
+ * 0 or an error; *reply, and why on failure. */
+int op_apply(struct loader *L, const char *name, const char *path, int nofollow, char **reply,
+	     char *why, size_t why_len);
+/* Applies one change, a JSONL record as `shmctl image build` reads them
+ * (builder/README.md): an upsert {"key": K, "value": V, "type": T,
+ * "expires": E} or a removal {"key": K, "remove": true}. */
+int op_change(struct loader *L, const char *name, const char *jsonl, char **reply, char *why,
+	      size_t why_len);
+
+#endif /* LOADER_OVERLAY_H */

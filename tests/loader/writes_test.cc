@@ -1,0 +1,539 @@
+// writes_test: changes to a loaded cache (loader/README.md, "Writes";
+// lib/PROTOCOL.md, "Protocol 2"): set, remove and apply publish base +
+// overlay generations that a C reader attached throughout sees after each
+// refresh, never mixed; rollback steps back one publish; the first change
+// retires the protocol 1 control segment (ESTALE, then a reader of
+// protocol 1 only is refused); bad deltas are refused while the cache
+// serves; only the loader's users may write.
+#include <atomic>
+#include <thread>
+
+#include "loader_util.h"
+#include "uid_util.h"
+
+using namespace loader_test;
+
+namespace {
+
+// A delta of base at path: upserts (key, string value) then removals;
+// after: the delta it follows in its chain ("" none).
+std::string build_delta(const std::string &path, const std::string &base,
+			const std::vector<std::pair<std::string, std::string>> &set,
+			const std::vector<std::string> &removes, const std::string &after = "")
+{
+	shmkv_build_options o = shmkv_test::test_options();
+	shmkv_builder *b = nullptr;
+	int err = shmkv_builder_new(&o, &b);
+	if (err)
+		return std::string("shmkv_builder_new: ") + shmkv_strerror(err);
+	err = shmkv_builder_set_delta(b, base.c_str(), after.empty() ? nullptr : after.c_str());
+	for (const auto &kv : set)
+		if (!err)
+			err = shmkv_builder_add_str(b, kv.first.data(), kv.first.size(),
+						    kv.second.data(), kv.second.size());
+	for (const std::string &k : removes)
+		if (!err)
+			err = shmkv_builder_remove(b, k.data(), k.size());
+	return builder_done(b, path, err);
+}
+
+std::string get_str(const shmkv *db, const std::string &k, int *err)
+{
+	const char *s = nullptr;
+	size_t n = 0;
+	*err = shmkv_get_str(db, k.data(), k.size(), &s, &n);
+	return *err ? std::string() : std::string(s, n);
+}
+
+// The protocol version and layout hash of ROOT/NAME.ctl (written once,
+// before the file gets its name).
+bool ctl_version(const std::string &root, const std::string &name, uint32_t *ver,
+		 uint64_t *hash)
+{
+	std::string p = root + "/" + name + ".ctl";
+	std::string d = read_file(p);
+	if (d.size() < SHMKV_CTL_SIZE)
+		return false;
+	const shmkv_ctl *c = (const shmkv_ctl *)(const void *)d.data();
+	*ver = c->protocol_version;
+	*hash = c->layout_hash;
+	return true;
+}
+
+// What a reader that speaks protocol 1 only checks at attach (the header of
+// lib/shmkv/ctl.h before protocol 2): refused unless version 1, its hash.
+bool old_reader_accepts(const std::string &root, const std::string &name)
+{
+	uint32_t v = 0;
+	uint64_t h = 0;
+	return ctl_version(root, name, &v, &h) && v == 1 && h == UINT64_C(0x4b43ad88b167e31c);
+}
+
+Json change(Loader &ld, const std::string &cache, const std::string &jsonl)
+{
+	return ld.req({"change", cache, jsonl});
+}
+
+class Writes : public ::testing::Test {
+protected:
+	Env env;
+	Loader ld{env};
+	std::string base = env.img_path("a.shmkv");
+	const uint64_t n = 200;
+	void SetUp() override
+	{
+		ASSERT_EQ(build_image(base, "a", n), "");
+		ASSERT_TRUE(ld.start());
+		Json j = ld.load("w", base);
+		ASSERT_TRUE(j.ok()) << j["error"].s();
+	}
+};
+
+TEST_F(Writes, SetRemoveApplySeenAfterRefreshNeverMixed)
+{
+	int err;
+	std::string why;
+	// a reader attached before the first change: its control segment is
+	// retired by it (protocol 1 -> 2)
+	shmkv *early = attach(env.root(), "w", 0, &err, &why);
+	ASSERT_NE(early, nullptr) << why;
+	ASSERT_TRUE(old_reader_accepts(env.root(), "w"));
+
+	Json j = change(ld, "w", R"({"key": "new", "value": "one"})");
+	ASSERT_TRUE(j.ok()) << j["error"].s();
+	uint64_t g1 = j["generation"].u64();
+	EXPECT_EQ(j["changes"].u64(), 1u);
+	EXPECT_EQ(shmkv_refresh(early), SHMKV_ESTALE);
+	EXPECT_EQ(get_str(early, key_of(3), &err), value_of("a", 3)); // still serves its own
+	shmkv_close(early);
+	EXPECT_FALSE(old_reader_accepts(env.root(), "w")); // SHMKV_EPROTO for it
+	uint32_t v = 0;
+	uint64_t h = 0;
+	ASSERT_TRUE(ctl_version(env.root(), "w", &v, &h));
+	EXPECT_EQ(v, 2u);
+	EXPECT_EQ(h, SHMKV_CTL_LAYOUT_HASH_V2);
+
+	shmkv *db = attach(env.root(), "w", SHMKV_ATTACH_VERIFY, &err, &why);
+	ASSERT_NE(db, nullptr) << why;
+	EXPECT_EQ(shmkv_generation(db), g1);
+	EXPECT_EQ(get_str(db, "new", &err), "one");
+	EXPECT_EQ(check_handle(db, "a", n), 0u);
+
+	// remove a base key, then a typed upsert of another
+	j = change(ld, "w", "{\"key\": \"" + key_of(5) + "\", \"remove\": true}");
+	ASSERT_TRUE(j.ok()) << j["error"].s();
+	EXPECT_EQ(get_str(db, key_of(5), &err), value_of("a", 5)); // until refresh
+	EXPECT_EQ(shmkv_refresh(db), 1);
+	get_str(db, key_of(5), &err);
+	EXPECT_EQ(err, SHMKV_ENOTFOUND);
+	EXPECT_EQ(get_str(db, "new", &err), "one");
+	j = change(ld, "w", R"({"key": "count", "value": 42, "type": "i64"})");
+	ASSERT_TRUE(j.ok()) << j["error"].s();
+	EXPECT_EQ(shmkv_refresh(db), 1);
+	int64_t iv = 0;
+	EXPECT_EQ(shmkv_get_i64(db, "count", 5, &iv), 0);
+	EXPECT_EQ(iv, 42);
+
+	// a delta of 50 keys, applied while a second reader checks that every
+	// generation it maps shows all of them old or all new
+	std::vector<std::pair<std::string, std::string>> set;
+	for (uint64_t i = 100; i < 150; i++)
+		set.push_back({key_of(i), "v2-" + std::to_string(i)});
+	std::string d1 = env.img_path("d1.delta");
+	ASSERT_EQ(build_delta(d1, base, set, {key_of(7)}), "");
+	std::atomic<bool> stop{false};
+	std::atomic<uint64_t> mixed{0}, seen_new{0};
+	shmkv *r2 = attach(env.root(), "w", 0, &err, &why);
+	ASSERT_NE(r2, nullptr) << why;
+	std::thread t([&] {
+		while (!stop.load()) {
+			shmkv_refresh(r2);
+			int e;
+			unsigned news = 0;
+			for (uint64_t i = 100; i < 150; i++)
+				news += get_str(r2, key_of(i), &e) == "v2-" + std::to_string(i);
+			if (news != 0 && news != 50)
+				mixed++;
+			if (news == 50)
+				seen_new++;
+		}
+	});
+	j = ld.req({"apply", "w", d1});
+	ASSERT_TRUE(j.ok()) << j["error"].s();
+	EXPECT_EQ(j["records"].u64(), 51u);
+	EXPECT_TRUE(wait_until([&] { return seen_new.load() > 0; }, 60000, 5));
+	stop = true;
+	t.join();
+	EXPECT_EQ(mixed.load(), 0u);
+	shmkv_close(r2);
+	EXPECT_EQ(shmkv_refresh(db), 1);
+	EXPECT_EQ(get_str(db, key_of(120), &err), "v2-120");
+	get_str(db, key_of(7), &err);
+	EXPECT_EQ(err, SHMKV_ENOTFOUND);
+	get_str(db, key_of(5), &err); // the earlier removal is merged in
+	EXPECT_EQ(err, SHMKV_ENOTFOUND);
+	EXPECT_EQ(get_str(db, "new", &err), "one");
+	EXPECT_EQ(get_str(db, key_of(99), &err), value_of("a", 99));
+
+	// status: the change count and overlay size
+	Json s = ld.status("w");
+	EXPECT_EQ(s["overlay"]["records"].u64(), 54u);
+	EXPECT_GT(s["overlay"]["bytes"].u64(), 0u);
+	CmdRun r = shmctl(env, {"cache", "status", "w"});
+	EXPECT_NE(r.out.find("54 records in the overlay"), std::string::npos) << r.out;
+	r = shmctl(env, {"cache", "set", "w", "cli", "x y"});
+	EXPECT_EQ(r.rc, 0) << r.err;
+	EXPECT_NE(r.out.find("generation"), std::string::npos) << r.out;
+	r = shmctl(env, {"-j", "cache", "remove", "w", "cli"});
+	EXPECT_EQ(r.rc, 0) << r.err;
+	EXPECT_NE(r.out.find("\"generation\""), std::string::npos) << r.out;
+	EXPECT_EQ(shmkv_refresh(db), 1);
+	get_str(db, "cli", &err);
+	EXPECT_EQ(err, SHMKV_ENOTFOUND);
+	shmkv_close(db);
+
+	// a full load keeps protocol 2 (no overlay); drop + load gives 1 again
+	j = ld.load("w", base);
+	ASSERT_TRUE(j.ok()) << j["error"].s();
+	ASSERT_TRUE(ctl_version(env.root(), "w", &v, &h));
+	EXPECT_EQ(v, 2u);
+	db = attach(env.root(), "w", SHMKV_ATTACH_VERIFY, &err, &why);
+	ASSERT_NE(db, nullptr) << why;
+	get_str(db, "new", &err);
+	EXPECT_EQ(err, SHMKV_ENOTFOUND);
+	shmkv_close(db);
+	ASSERT_TRUE(ld.req({"drop", "w"}).ok());
+	ASSERT_TRUE(ld.load("w", base).ok());
+	EXPECT_TRUE(old_reader_accepts(env.root(), "w"));
+}
+
+TEST_F(Writes, RollbackStepsBackOnePublish)
+{
+	ASSERT_TRUE(change(ld, "w", R"({"key": "k", "value": "1"})").ok());
+	ASSERT_TRUE(change(ld, "w", R"({"key": "k", "value": "2"})").ok());
+	int err;
+	std::string why;
+	shmkv *db = attach(env.root(), "w", 0, &err, &why);
+	ASSERT_NE(db, nullptr) << why;
+	EXPECT_EQ(get_str(db, "k", &err), "2");
+	Json j = ld.req({"rollback", "w"});
+	ASSERT_TRUE(j.ok()) << j["error"].s();
+	EXPECT_EQ(shmkv_refresh(db), 1);
+	EXPECT_EQ(get_str(db, "k", &err), "1");
+	EXPECT_EQ(check_handle(db, "a", n), 0u);
+	j = ld.req({"rollback", "w"}); // undo: 2 again
+	ASSERT_TRUE(j.ok()) << j["error"].s();
+	EXPECT_EQ(shmkv_refresh(db), 1);
+	EXPECT_EQ(get_str(db, "k", &err), "2");
+	// a change after a rollback builds on what is served
+	ASSERT_TRUE(change(ld, "w", R"({"key": "m", "value": "3"})").ok());
+	EXPECT_EQ(shmkv_refresh(db), 1);
+	EXPECT_EQ(get_str(db, "k", &err), "2");
+	EXPECT_EQ(get_str(db, "m", &err), "3");
+	j = ld.req({"rollback", "w"});
+	ASSERT_TRUE(j.ok()) << j["error"].s();
+	EXPECT_EQ(shmkv_refresh(db), 1);
+	get_str(db, "m", &err);
+	EXPECT_EQ(err, SHMKV_ENOTFOUND);
+	EXPECT_EQ(get_str(db, "k", &err), "2");
+	// the base segment was never unlinked
+	EXPECT_EQ(check_handle(db, "a", n), 0u);
+	shmkv_close(db);
+	db = attach(env.root(), "w", SHMKV_ATTACH_VERIFY, &err, &why);
+	ASSERT_NE(db, nullptr) << why;
+	shmkv_close(db);
+}
+
+TEST_F(Writes, BadDeltasRefusedWhileServing)
+{
+	ASSERT_TRUE(change(ld, "w", R"({"key": "k", "value": "1"})").ok());
+	uint64_t gen = ld.status("w")["generation"].u64();
+	std::string other = env.img_path("b.shmkv");
+	ASSERT_EQ(build_image(other, "b", 10), "");
+	auto refused = [&](const std::string &path, const std::string &what) {
+		Json j = ld.req({"apply", "w", path});
+		EXPECT_FALSE(j.ok()) << what;
+		EXPECT_NE(j["error"].s().find(what), std::string::npos) << j["error"].s();
+		EXPECT_EQ(ld.status("w")["generation"].u64(), gen) << what;
+	};
+	// a delta of another image
+	std::string wrong = env.img_path("wrong.delta");
+	ASSERT_EQ(build_delta(wrong, other, {{"x", "y"}}, {}), "");
+	refused(wrong, "not the cache's base");
+	// an image, not a delta
+	refused(other, "not a delta");
+	// damaged: a flipped byte in its values
+	std::string good = env.img_path("good.delta");
+	ASSERT_EQ(build_delta(good, base, {{"x", std::string(100, 'y')}}, {}), "");
+	std::string bytes = read_file(good);
+	std::string dam = env.img_path("damaged.delta");
+	const shmkv_image_header *hd = (const shmkv_image_header *)(const void *)bytes.data();
+	std::string b2 = bytes;
+	b2[hd->sections[1].offset + 20] ^= 0x01; // in the OUT entry's value
+	ASSERT_TRUE(shmkv_test::write_file(dam, b2));
+	refused(dam, "checksum");
+	// forged: its key filter cleared and every checksum made to match again;
+	// only the structural check (FORMAT.md §19.4) catches it
+	std::string f = bytes;
+	memset(&f[hd->sections[3].offset], 0, hd->sections[3].size);
+	reseal(f);
+	std::string forged = env.img_path("forged.delta");
+	ASSERT_TRUE(shmkv_test::write_file(forged, f));
+	refused(forged, "filter");
+	// a chain delta that does not follow what was applied
+	std::string chained = env.img_path("chained.delta");
+	ASSERT_EQ(build_delta(chained, base, {{"z", "1"}}, {}, good), "");
+	refused(chained, "apply the chain in order");
+	// a delta given to `load`
+	Json j = ld.load("w", good);
+	EXPECT_FALSE(j.ok());
+	EXPECT_NE(j["error"].s().find("cache apply"), std::string::npos) << j["error"].s();
+	// and then in order: the first, then its successor
+	ASSERT_TRUE(ld.req({"apply", "w", good}).ok());
+	j = ld.req({"apply", "w", chained});
+	ASSERT_TRUE(j.ok()) << j["error"].s();
+	int err;
+	std::string why;
+	shmkv *db = attach(env.root(), "w", SHMKV_ATTACH_VERIFY, &err, &why);
+	ASSERT_NE(db, nullptr) << why;
+	EXPECT_EQ(get_str(db, "z", &err), "1");
+	EXPECT_EQ(get_str(db, "x", &err), std::string(100, 'y'));
+	EXPECT_EQ(get_str(db, "k", &err), "1");
+	shmkv_close(db);
+	// bad changes: a clear error, nothing published
+	gen = ld.status("w")["generation"].u64();
+	j = change(ld, "w", R"({"key": "t", "value": "x", "type": "nosuch"})");
+	EXPECT_FALSE(j.ok());
+	EXPECT_NE(j["error"].s().find("nosuch"), std::string::npos) << j["error"].s();
+	CmdRun r = shmctl(env, {"cache", "set", "w", "big", std::string(9000, 'v')});
+	EXPECT_EQ(r.rc, 2);
+	EXPECT_NE(r.err.find("too long"), std::string::npos) << r.err;
+	EXPECT_EQ(ld.status("w")["generation"].u64(), gen);
+}
+
+TEST_F(Writes, OnlyTheLoadersUsersWrite)
+{
+	NEED_ROOT_FOR("a second uid");
+	ld.kill9();
+	Loader gl(env, {"--memory", "shm", "--config", group_conf(env)});
+	ASSERT_TRUE(gl.start());
+	ASSERT_TRUE(gl.load("w", base).ok());
+	uint64_t gen = gl.status("w")["generation"].u64();
+	std::string root = env.root();
+	std::string broken = as_other({kGroup}, [&](int fd) {
+		for (const std::vector<std::string> &w :
+		     {std::vector<std::string>{"change", "w", R"({"key": "k", "value": "1"})"},
+		      std::vector<std::string>{"apply", "w", "/nonexistent.delta"}}) {
+			std::string why;
+			Json r = request(root, w, 30000, &why);
+			if (r["reason"].s() != "not_permitted")
+				say(fd, w[0] + ": " + r["reason"].s() + " " + why);
+		}
+	});
+	EXPECT_EQ(broken, "");
+	EXPECT_EQ(gl.status("w")["generation"].u64(), gen);
+}
+
+TEST_F(Writes, AdoptAfterKill9KeepsBaseAndOverlay)
+{
+	ASSERT_TRUE(change(ld, "w", R"({"key": "k", "value": "1"})").ok());
+	ASSERT_TRUE(change(ld, "w", "{\"key\": \"" + key_of(9) + "\", \"remove\": true}").ok());
+	uint64_t gen = ld.status("w")["generation"].u64();
+	ld.kill9();
+	Loader again(env);
+	ASSERT_TRUE(again.start());
+	Json s = again.status("w");
+	EXPECT_EQ(s["generation"].u64(), gen);
+	EXPECT_EQ(s["overlay"]["records"].u64(), 2u);
+	EXPECT_EQ(s["protocol"].u64(), 2u);
+	int err;
+	std::string why;
+	shmkv *db = attach(env.root(), "w", SHMKV_ATTACH_VERIFY, &err, &why);
+	ASSERT_NE(db, nullptr) << why;
+	EXPECT_EQ(get_str(db, "k", &err), "1");
+	get_str(db, key_of(9), &err);
+	EXPECT_EQ(err, SHMKV_ENOTFOUND);
+	// the segments it adopted were kept (no orphan sweep took them)
+	EXPECT_EQ(check_handle(db, "a", 9), 0u);
+	// changes go on from the adopted overlay; the rollback survived too
+	ASSERT_TRUE(change(again, "w", R"({"key": "m", "value": "2"})").ok());
+	EXPECT_EQ(shmkv_refresh(db), 1);
+	EXPECT_EQ(get_str(db, "k", &err), "1");
+	EXPECT_EQ(get_str(db, "m", &err), "2");
+	ASSERT_TRUE(again.req({"rollback", "w"}).ok());
+	EXPECT_EQ(shmkv_refresh(db), 1);
+	get_str(db, "m", &err);
+	EXPECT_EQ(err, SHMKV_ENOTFOUND);
+	EXPECT_EQ(get_str(db, "k", &err), "1");
+	shmkv_close(db);
+}
+
+TEST_F(Writes, SpoolAppliesNameDotDelta)
+{
+	std::string d = env.img_path("s.delta");
+	ASSERT_EQ(build_delta(d, base, {{"spooled", "yes"}}, {}), "");
+	ASSERT_EQ(rename(d.c_str(), (env.spool() + "/w.delta").c_str()), 0);
+	ASSERT_TRUE(wait_until([&] {
+		return ld.status("w")["overlay"]["records"].u64() == 1;
+	}, 60000, 20)) << env.log();
+	int err;
+	std::string why;
+	shmkv *db = attach(env.root(), "w", 0, &err, &why);
+	ASSERT_NE(db, nullptr) << why;
+	EXPECT_EQ(get_str(db, "spooled", &err), "yes");
+	shmkv_close(db);
+	EXPECT_TRUE(wait_until([&] { return access((env.spool() + "/w.delta").c_str(), F_OK) != 0; },
+			       60000, 20));
+	// one of another base: refused, kept as .rejected
+	std::string other = env.img_path("o.shmkv"), bad = env.img_path("bad.delta");
+	ASSERT_EQ(build_image(other, "o", 5), "");
+	ASSERT_EQ(build_delta(bad, other, {{"x", "y"}}, {}), "");
+	ASSERT_EQ(rename(bad.c_str(), (env.spool() + "/w.delta").c_str()), 0);
+	EXPECT_TRUE(wait_until([&] {
+		return access((env.spool() + "/w.delta.rejected").c_str(), F_OK) == 0;
+	}, 60000, 20)) << env.log();
+	EXPECT_EQ(ld.status("w")["overlay"]["records"].u64(), 1u);
+}
+
+// Protocol 2 read by hand-made control segments (no loader): base and
+// overlay entries, the overlay's checks, and refresh keeping the old
+// generation when a new one is refused.
+struct Ctl2 {
+	shmkv_ctl c;
+	explicit Ctl2(uint32_t version = SHMKV_PROTOCOL_VERSION_2)
+	{
+		shmkv_ctl_init(&c);
+		c.protocol_version = version;
+		c.layout_hash = version == SHMKV_PROTOCOL_VERSION_2 ? SHMKV_CTL_LAYOUT_HASH_V2
+								     : SHMKV_CTL_LAYOUT_HASH;
+	}
+	void add(const std::string &path, uint32_t flags, int node = -1)
+	{
+		shmkv_ctl_segment &s = c.segments[c.segment_count++];
+		struct stat st;
+		memset(&s, 0, sizeof s);
+		if (stat(path.c_str(), &st) == 0)
+			s.size = s.map_size = (uint64_t)st.st_size;
+		s.node = node;
+		s.flags = flags;
+		s.page_size = 4096;
+		snprintf(s.path, sizeof s.path, "%s", path.c_str());
+	}
+	// Publishes generation gen into the file (created on first use).
+	bool publish(const std::string &file, uint64_t gen)
+	{
+		std::string data = read_file(file);
+		if (data.size() != SHMKV_CTL_SIZE) {
+			data.assign(SHMKV_CTL_SIZE, '\0');
+			memcpy(&data[0], &c, sizeof c);
+			if (!shmkv_test::write_file(file, data))
+				return false;
+		}
+		int fd = open(file.c_str(), O_RDWR | O_CLOEXEC);
+		if (fd < 0)
+			return false;
+		void *m = mmap(nullptr, SHMKV_CTL_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		close(fd);
+		if (m == MAP_FAILED)
+			return false;
+		int err = shmkv_ctl_publish((shmkv_ctl *)m, gen, c.segments, c.segment_count, 1, 1);
+		munmap(m, SHMKV_CTL_SIZE);
+		return err == 0;
+	}
+};
+
+TEST(Protocol2, ByHand)
+{
+	Env env;
+	std::string a = env.img_path("a.shmkv"), b = env.img_path("b.shmkv");
+	ASSERT_EQ(build_image(a, "a", 50), "");
+	ASSERT_EQ(build_image(b, "b", 50), "");
+	std::string da = env.img_path("a.delta"), db_ = env.img_path("b.delta");
+	ASSERT_EQ(build_delta(da, a, {{"k", "over"}}, {key_of(1)}), "");
+	ASSERT_EQ(build_delta(db_, b, {{"k", "other"}}, {}), "");
+	std::string root = env.root();
+	auto try_one = [&](const std::string &name, Ctl2 &c, unsigned flags, std::string *why) {
+		EXPECT_TRUE(c.publish(root + "/" + name + ".ctl", 1));
+		int err;
+		shmkv *h = attach(root, name, flags, &err, why);
+		shmkv_close(h);
+		return err;
+	};
+	std::string why;
+	{ // base + overlay: read through it, the overlay copy listed first
+		Ctl2 c;
+		c.add(da, SHMKV_SEG_OVERLAY);
+		c.add(a, 0);
+		ASSERT_TRUE(c.publish(root + "/ok.ctl", 1));
+		for (unsigned flags : {0u, (unsigned)SHMKV_ATTACH_VERIFY, (unsigned)SHMKV_OPEN_DEEP}) {
+			int err;
+			shmkv *h = attach(root, "ok", flags, &err, &why);
+			ASSERT_NE(h, nullptr) << why;
+			EXPECT_EQ(get_str(h, "k", &err), "over");
+			get_str(h, key_of(1), &err);
+			EXPECT_EQ(err, SHMKV_ENOTFOUND);
+			EXPECT_EQ(check_handle(h, "a", 50, 2), 0u); // the even keys
+			// values survive shmkv_detach with their overlay
+			shmkv *g = nullptr;
+			ASSERT_EQ(shmkv_detach(h, &g), 0);
+			EXPECT_EQ(get_str(g, "k", &err), "over");
+			shmkv_close(g);
+			shmkv_close(h);
+		}
+	}
+	{ // an overlay of another image: the generation is refused
+		Ctl2 c;
+		c.add(a, 0);
+		c.add(db_, SHMKV_SEG_OVERLAY);
+		EXPECT_EQ(try_one("mismatch", c, 0, &why), SHMKV_EBASE) << why;
+	}
+	{ // a plain image as the overlay, a delta as the base
+		Ctl2 c;
+		c.add(a, 0);
+		c.add(b, SHMKV_SEG_OVERLAY);
+		EXPECT_EQ(try_one("plainov", c, 0, &why), SHMKV_EPROTO) << why;
+		Ctl2 d;
+		d.add(da, 0);
+		EXPECT_EQ(try_one("deltabase", d, 0, &why), SHMKV_EPROTO) << why;
+	}
+	{ // an overlay without a base; an unknown flag; OVERLAY in protocol 1
+		Ctl2 c;
+		c.add(da, SHMKV_SEG_OVERLAY);
+		EXPECT_EQ(try_one("nobase", c, 0, &why), SHMKV_EPROTO) << why;
+		Ctl2 d;
+		d.add(a, 4);
+		EXPECT_EQ(try_one("flag", d, 0, &why), SHMKV_EPROTO) << why;
+		Ctl2 e(SHMKV_PROTOCOL_VERSION);
+		e.add(a, 0);
+		e.add(da, SHMKV_SEG_OVERLAY);
+		EXPECT_EQ(try_one("v1ov", e, 0, &why), SHMKV_EPROTO) << why;
+	}
+	{ // refresh: a refused generation keeps the old one; the next good one maps
+		Ctl2 c;
+		c.add(a, 0);
+		std::string f = root + "/r.ctl";
+		ASSERT_TRUE(c.publish(f, 1));
+		int err;
+		shmkv *h = attach(root, "r", 0, &err, &why);
+		ASSERT_NE(h, nullptr) << why;
+		c.add(db_, SHMKV_SEG_OVERLAY);
+		ASSERT_TRUE(c.publish(f, 2));
+		EXPECT_EQ(shmkv_refresh(h), SHMKV_EBASE);
+		EXPECT_EQ(shmkv_generation(h), 1u);
+		EXPECT_EQ(check_handle(h, "a", 50), 0u);
+		c.c.segment_count = 1;
+		c.add(da, SHMKV_SEG_OVERLAY);
+		ASSERT_TRUE(c.publish(f, 3));
+		EXPECT_EQ(shmkv_refresh(h), 1);
+		EXPECT_EQ(get_str(h, "k", &err), "over");
+		c.c.segment_count = 1; // the base alone again
+		ASSERT_TRUE(c.publish(f, 4));
+		EXPECT_EQ(shmkv_refresh(h), 1);
+		get_str(h, "k", &err);
+		EXPECT_EQ(err, SHMKV_ENOTFOUND);
+		EXPECT_EQ(check_handle(h, "a", 50), 0u);
+		shmkv_close(h);
+	}
+}
+
+} // namespace
