@@ -352,6 +352,8 @@ static void adopt_one(struct loader *L, struct scan *sc, const char *name)
 	int err = ctl_trusted(L, name, why, sizeof why);
 	if (!err)
 		err = ctl_open(L->root_fd, L->root, name, &c->ctl, why, sizeof why);
+	if (!err)
+		cache_note_protocol(L, c);
 	if (err) {
 		c->broken = 1;
 		cache_set_error(L, c, "%s", why);

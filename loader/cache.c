@@ -90,6 +90,18 @@ int cache_save_state(struct loader *L, struct cache *c)
 	return err;
 }
 
+uint32_t cache_protocol(const struct cache *c)
+{
+	return c->ctl.map ? (c->ctl.version ? c->ctl.version : 1) : 0;
+}
+
+void cache_note_protocol(struct loader *L, struct cache *c)
+{
+	pthread_mutex_lock(&L->lock); /* status.c reads c->protocol under it */
+	c->protocol = cache_protocol(c);
+	pthread_mutex_unlock(&L->lock);
+}
+
 int cache_rb_shares_base(const struct cache *c)
 {
 	return c->have_rb && c->have_cur && !strcmp(c->rb.path, c->cur.path);

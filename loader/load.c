@@ -240,6 +240,7 @@ static int publish_new(struct loader *L, struct cache *c, const struct seg_info 
 	int had_rb = c->have_rb && !cache_rb_shares_base(c), had_rbov = c->have_rbov;
 	struct seg_info old_rbov = c->rbov;
 	pthread_mutex_lock(&L->lock);
+	c->protocol = cache_protocol(c);
 	c->rbov = c->ov;
 	c->have_rbov = c->have_cur && c->have_ov;
 	c->have_ov = 0;

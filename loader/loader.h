@@ -68,6 +68,10 @@ struct cache {
 	struct cache_conf conf;    /* from the config, or the loader's defaults */
 	struct ctl ctl;            /* ctl.map == NULL: nothing published (no ctl file) */
 	int broken;                /* ctl file exists but cannot be adopted (see last_error) */
+	/* the control segment's protocol version (1, 2; 0: no control segment):
+	 * the worker sets it under L->lock whenever ctl changes, for status.c,
+	 * which must not read ctl while the worker replaces it */
+	uint32_t protocol;
 	int have_cur, have_rb;
 	struct seg_info cur;       /* published */
 	struct seg_info rb;        /* rollback candidate, linked, not published */
@@ -195,6 +199,10 @@ const char *mem_policy_name(enum mem_policy p);
 int cache_save_state(struct loader *L, struct cache *c);
 /* the rollback generation's base is the current one's (a change was the last publish) */
 int cache_rb_shares_base(const struct cache *c);
+/* worker: c->ctl's protocol version, 0 without a control segment (for c->protocol) */
+uint32_t cache_protocol(const struct cache *c);
+/* worker: sets c->protocol from c->ctl under L->lock */
+void cache_note_protocol(struct loader *L, struct cache *c);
 /* worker: unlinks the rollback candidate (logged with reason), saves the state */
 int cache_drop_rollback(struct loader *L, struct cache *c, const char *reason);
 

@@ -159,6 +159,7 @@ int op_drop(struct loader *L, const char *name, char **reply)
 	if (c->ctl.map) {
 		ctl_remove(&c->ctl);
 		c->ctl.version = 0; /* a load after the drop starts at protocol 1 */
+		cache_note_protocol(L, c);
 	} else if (c->broken) {
 		char p[SHMKV_CACHE_NAME_MAX + 8];
 		snprintf(p, sizeof p, "%s.ctl", name);

@@ -224,6 +224,7 @@ static int publish_overlay(struct loader *L, struct cache *c, const struct seg_i
 	int had_rb = c->have_rb, had_rbov = c->have_rbov, rb_shared = cache_rb_shares_base(c);
 	memcpy(old_rb_more, c->rb_more, sizeof old_rb_more);
 	pthread_mutex_lock(&L->lock);
+	c->protocol = cache_protocol(c);
 	c->rb = c->cur;
 	c->rb_stats = c->stats;
 	memcpy(c->rb_more, c->cur_more, sizeof c->rb_more);

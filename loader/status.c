@@ -32,8 +32,7 @@ void status_take(const struct cache *c, struct cache_snap *s)
 	s->c.have_ov = c->have_ov;
 	s->c.ov = c->ov;
 	s->c.changes = c->changes;
-	s->c.ctl.map = c->ctl.map;
-	s->c.ctl.version = c->ctl.version;
+	s->c.protocol = c->protocol;
 	memcpy(s->c.last_error, c->last_error, sizeof c->last_error);
 	s->c.failed_ms = c->failed_ms;
 	s->c.loads_ok = c->loads_ok;
@@ -241,7 +240,7 @@ int status_cache(struct loader *L, const char *name, bool any_path, char **reply
 		numa_status(&j, c);
 		expiry_status(&j, &s->exp);
 	}
-	json_u64(&j, "protocol", c->ctl.map ? c->ctl.version ? c->ctl.version : 1 : 0);
+	json_u64(&j, "protocol", c->protocol);
 	if (c->have_cur && c->have_ov) { /* changes since the base (overlay.c) */
 		json_obj_begin(&j, "overlay");
 		json_u64(&j, "records", c->ov.entries);
