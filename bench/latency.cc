@@ -6,7 +6,7 @@
 // same for every key. Gets read length + first byte, or every value byte
 // (--read), and in the same passes a pointer chase over a buffer of the
 // image's size times one dependent memory access: the floor a lone get is
-// measured against (issue 22 §5: a lone get ≤ 1.2× one access).
+// measured against (goal: a lone get ≤ 1.2× one access).
 #include "bench.h"
 #include "key_class.h"
 

@@ -112,14 +112,14 @@ std::vector<Goal> goals(const Report &r)
 				g.push_back({fmt("instructions per hit ≤ absl's (cachegrind, %" PRIu64
 						 " keys)", c.keys),
 					     fmt("%.1f vs absl %.1f", c.ir, a->ir), verdict(c.ir, a->ir)});
-	// issue 22 §5, per read mode: in-run ratios (median of per-round ratios)
+	// The later goals, per read mode: in-run ratios (median of per-round ratios)
 	auto round_goal = [&](const char *sys, const char *base, uint64_t n, const char *w,
 			      double target) {
 		const TimingRecord *s = find_t(r, n, w, sys), *a = find_t(r, n, w, base);
 		if (!s || !a)
 			return;
 		double x = round_ratio(*s, *a), c = round_ratio(*s, *a, true);
-		g.push_back({fmt("issue 22: %s (%s) ≤ %.2f× %s, %" PRIu64 " keys, uniform hits, %s",
+		g.push_back({fmt("%s (%s) ≤ %.2f× %s, %" PRIu64 " keys, uniform hits, %s",
 				 is_shmkv(sys) ? "single get" : "batched get", sys, target, base,
 				 n, std::string(w) == "uniform" ? "length + first byte" : "every value byte"),
 			     fmt("%.2f× (CPU time %.2f×)", x, c), verdict(x, target)});
@@ -136,14 +136,14 @@ std::vector<Goal> goals(const Report &r)
 			}
 	for (const CgRecord &c : r.cg)
 		if (is_shmkv(c.system) && (c.kind == "hit" || c.kind == "hit-full"))
-			g.push_back({fmt("issue 22: last-level misses per hit ≤ 1.1 (cachegrind, %s, %" PRIu64
+			g.push_back({fmt("last-level misses per hit ≤ 1.1 (cachegrind, %s, %" PRIu64
 					 " keys, %s)", c.system.c_str(), c.keys, c.kind.c_str()),
 				     fmt("%.3f", c.ll_miss), verdict(c.ll_miss, 1.1)});
 	for (const LatencyRecord &l : r.latency)
 		if (is_shmkv(l.system) && (l.cls == "home" || l.cls == "home-full"))
 			if (const LatencyRecord *c = find_lat(r, l.keys, "chase:" + l.system, ""))
 				if (c->p50 > 0)
-					g.push_back({fmt("issue 22: lone get (%s, %s keys, p50) ≤ 1.2× one "
+					g.push_back({fmt("lone get (%s, %s keys, p50) ≤ 1.2× one "
 							 "random memory access (%s), %" PRIu64 " keys",
 							 l.system.c_str(), l.cls.c_str(), c->cls.c_str(), l.keys),
 						     fmt("%.1f / %.1f ns = %.2f×", l.p50, c->p50,
@@ -206,8 +206,8 @@ double round_ratio(const TimingRecord &t, const TimingRecord &base, bool cpu)
 	return v.empty() ? 0 : median(v);
 }
 
-// Issue 22 §5: every shmkv system against absl and AxonCache, per table size
-// and read mode, as the median of per-round ratios (and the ratio of medians).
+// Every shmkv system against absl and AxonCache, per table size and read
+// mode, as the median of per-round ratios (and the ratio of medians).
 void write_ratios(const Report &r, FILE *f)
 {
 	std::vector<std::string> shm;
@@ -221,7 +221,7 @@ void write_ratios(const Report &r, FILE *f)
 		       (t.system == "absl" || t.system == "axoncache");
 	if (shm.empty() || !any)
 		return;
-	std::fprintf(f, "## Ratios: shmkv against absl and AxonCache (issue 22 §5)\n\n"
+	std::fprintf(f, "## Ratios: shmkv against absl and AxonCache\n\n"
 			"Uniform hits; first: length + first byte read, full: every value byte. "
 			"Each cell: the median over the rounds of the ratio of that round's passes "
 			"(all systems timed in the same round, interleaved), then in parentheses "

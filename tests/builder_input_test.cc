@@ -259,7 +259,7 @@ TEST_F(Jsonl, LongLineAndNoFinalNewline)
 	EXPECT_EQ(shmkv_get_i64(db, "last", 4, &i), 0);
 }
 
-// Issue 8 §5: numbers are never stored with silent loss.
+// Numbers are never stored with silent loss (builder/README.md, "Types").
 TEST_F(Jsonl, LosslessNumberInference)
 {
 	ASSERT_EQ(jsonl("{\"key\": \"ints\", \"value\": [16777217, -1, 9223372036854775807]}\n"
@@ -367,7 +367,8 @@ TEST_F(Input, TsvLosslessFloats)
 	EXPECT_EQ(fp[0], 16777216.0f);
 }
 
-// Issue 8 §5: a UTF-8 BOM is skipped; NaN and Infinity say how to write them.
+// A UTF-8 BOM is skipped; NaN and Infinity say how to write them
+// (builder/README.md, "Types").
 TEST_F(Input, ByteOrderMarkAndNonJsonFloats)
 {
 	const std::string bom = "\xEF\xBB\xBF";

@@ -1,8 +1,9 @@
 // Command compare times single lookups of key_N -> val_N in the pure-Go
 // shmkv reader (go/), in AxonCache's Go binding (cgo) and in a Go
-// map[string]string, in one process, for issue 24 §4 (README.md here;
-// figures in bench/RESULTS.md, "Go"). Not built by default or by CI: it
-// links AxonCache, whose checkout bench/go/axoncache points at.
+// map[string]string, in one process, for the Go goals of bench/RESULTS.md,
+// "Goals" (README.md here; figures in bench/RESULTS.md, "Go"). Not built by
+// default or by CI: it links AxonCache, whose checkout bench/go/axoncache
+// points at.
 //
 // Every round times each system on the hit stream and on the miss stream
 // (2^20 pre-made random keys, cycled), the systems in a rotating order, in

@@ -27,9 +27,9 @@
  *
  * reader: the child side of mem.
  *
- * refresh: what shmkv_refresh() costs a reader when nothing changed (issue
- * 20: one fstat of the control segment per call, where it was one atomic
- * load). Attaches once, then R rounds (default 5) of: N calls (default 1M)
+ * refresh: what shmkv_refresh() costs a reader when nothing changed (one
+ * fstat of the control segment per call, where it was one atomic load).
+ * Attaches once, then R rounds (default 5) of: N calls (default 1M)
  * of shmkv_refresh(), each of which must return 0; N gets of random keys on
  * the same handle (the scale: a refresh as a multiple of a get). Prints ns
  * per call of each round, by the wall clock and by the thread's CPU time

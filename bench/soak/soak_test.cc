@@ -1,5 +1,5 @@
 // soak_test: the loader swaps a cache every second while four reader
-// processes read it at full speed and verify every value (issue 8 §6).
+// processes read it at full speed and verify every value.
 //
 // A benchmark, not a test: `SHMKV_SOAK_SECONDS=600` runs the ten-minute
 // soak recorded in bench/RESULTS.md (bench/soak/README.md has the command);
