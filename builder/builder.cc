@@ -681,6 +681,22 @@ extern "C" int shmkv_builder_add_file(shmkv_builder *b, const char *path, int fo
 	return err;
 }
 
+extern "C" int shmkv_builder_add_text(shmkv_builder *b, const char *data, size_t len, int format,
+				      unsigned tsv_type, const char *source, uint64_t first_line)
+{
+	if (b->finished)
+		return b->fail(-EINVAL, "builder already finished");
+	if (format == SHMKV_INPUT_TSV && !shmkv_type_desc_of(tsv_type))
+		return b->fail(-EINVAL, "unknown TSV value type %u", tsv_type);
+	if (format != SHMKV_INPUT_JSONL && format != SHMKV_INPUT_TSV)
+		return b->fail(-EINVAL, "unknown input format %d", format);
+	if (!first_line)
+		return b->fail(-EINVAL, "lines are counted from 1");
+	b->line_max = line_cap(b);
+	shmkv_builder_set_source(b, source && *source ? source : "<text>", 0);
+	return parse_chunk(b, data, len, format, tsv_type, false, first_line - 1);
+}
+
 namespace {
 // Progress of chunk 0 of T stands for the whole input.
 struct ChunkProgress {

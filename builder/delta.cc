@@ -80,12 +80,11 @@ int start_delta(shmkv_builder *b, const DeltaId &did, uint64_t seed, unsigned ha
 
 using namespace shmkv_build;
 
-extern "C" int shmkv_builder_set_delta(shmkv_builder *b, const char *base, const char *after)
+// The checks before a delta build starts: 0 or b->fail(...).
+static int can_start_delta(shmkv_builder *b)
 {
 	if (b->finished)
 		return b->fail(-EINVAL, "builder already finished");
-	if (!base || !*base)
-		return b->fail(-EINVAL, "a delta build needs its base image");
 	if (b->delta)
 		return b->fail(-EINVAL, "the builder is already a delta of %s", b->delta_base.c_str());
 	if (b->nrecs() || b->seq0)
@@ -93,16 +92,51 @@ extern "C" int shmkv_builder_set_delta(shmkv_builder *b, const char *base, const
 	if (b->part_n)
 		return b->fail(-EINVAL, "a delta is built whole: a part build (--part) is for plain "
 					"images");
+	return 0;
+}
+
+static int refuse_delta_base(shmkv_builder *b, const char *base, const ImageId &bid)
+{
+	return b->fail(SHMKV_EBASE,
+		       "%s is a delta image (seq %" PRIu64 ", of base %s): the base of a delta "
+		       "is a plain image; name the image its chain starts from", base,
+		       bid.did.seq, hex64(bid.did.base_checksum).c_str());
+}
+
+extern "C" int shmkv_builder_set_delta_of(shmkv_builder *b, const struct shmkv *base,
+					  const char *label)
+{
+	if (!label || !*label)
+		label = "the base";
+	if (!base)
+		return b->fail(-EINVAL, "a delta build needs its base image");
+	int err = can_start_delta(b);
+	if (err)
+		return err;
+	ImageId bid;
+	image_id_of(base, &bid);
+	if (bid.delta)
+		return refuse_delta_base(b, label, bid);
+	if (!(b->opt.fixed & SHMKV_OPT_NAME))
+		memcpy(b->opt.name, bid.name, sizeof b->opt.name);
+	return start_delta(b, DeltaId{bid.checksum, bid.file_size, 0, 1}, bid.seed, bid.hash_bits,
+			   label, "");
+}
+
+extern "C" int shmkv_builder_set_delta(shmkv_builder *b, const char *base, const char *after)
+{
+	if (!base || !*base)
+		return b->fail(-EINVAL, "a delta build needs its base image");
+	int err = can_start_delta(b);
+	if (err)
+		return err;
 	std::string why;
 	ImageId bid, aid;
-	int err = read_image_id(base, &bid, why);
+	err = read_image_id(base, &bid, why);
 	if (err)
 		return b->fail(err, "base %s", why.c_str());
 	if (bid.delta)
-		return b->fail(SHMKV_EBASE,
-			       "%s is a delta image (seq %" PRIu64 ", of base %s): the base of a delta "
-			       "is a plain image; name the image its chain starts from", base,
-			       bid.did.seq, hex64(bid.did.base_checksum).c_str());
+		return refuse_delta_base(b, base, bid);
 	DeltaId did{bid.checksum, bid.file_size, 0, 1};
 	if (after && *after) {
 		if ((err = read_image_id(after, &aid, why)))

@@ -8,12 +8,14 @@
  *   shmkv_builder_add_i64 / _f64 / _bool / _str / _bytes
  *   shmkv_builder_add_f32list / _f64list / _i64list / _strlist
  *   shmkv_builder_add_file(b, path, format, tsv_type)   JSONL or TSV ("-" = stdin)
+ *   shmkv_builder_add_text(b, data, len, format, tsv_type, source, line)   the same, from memory
  *   shmkv_builder_set_source(b, file, line)      location named in later messages
  *   shmkv_builder_check_output(b, path)          refuse a non-regular output or an input
  *   shmkv_builder_finish(b, path, &stats)        lay out, write atomically ("-" = stdout)
  *   shmkv_build_join(out, fragments, n, &jo, &stats, err, len)   parts 1..n -> one image
  *   shmkv_build_upgrade(out, in, &jo, &stats, err, len)   a format 1 image -> format 2
  *   shmkv_builder_set_delta(b, base, after)      build a delta of base (lib/FORMAT.md §19)
+ *   shmkv_builder_set_delta_of(b, db, label)     the same, of an image held open
  *   shmkv_builder_remove(b, key, key_len)        a delta's tombstone
  *   shmkv_build_diff(out, old, new, &jo, &stats, err, len)   the delta from old to new
  *   shmkv_build_apply(out, base, deltas, n, as_delta, &jo, &stats, err, len)
@@ -160,6 +162,15 @@ int shmkv_builder_add_strlist(shmkv_builder *b, const void *key, size_t key_len,
  * (records already added, a part build), -errno; with a message. */
 int shmkv_builder_set_delta(shmkv_builder *b, const char *base, const char *after);
 
+/* As shmkv_builder_set_delta(base, NULL), for a caller that holds the base
+ * open already (the loader's published segment, verified when it was
+ * loaded): its identity is taken from the handle, which is neither opened
+ * nor checked again, so a publish does not read the whole base. label names
+ * the base in messages. The handle need not stay open after the call.
+ * Returns as shmkv_builder_set_delta(). */
+struct shmkv;
+int shmkv_builder_set_delta_of(shmkv_builder *b, const struct shmkv *base, const char *label);
+
 /* Adds a tombstone: key is removed by this delta (lib/FORMAT.md §19.2). A
  * key removed and also added (or removed twice) is a duplicate key, as
  * any. Returns 0, SHMKV_EINPUT (not a delta build), SHMKV_ELIMIT (key too
@@ -176,6 +187,15 @@ int shmkv_builder_remove(shmkv_builder *b, const void *key, size_t key_len);
  * that much of it is read (builder/README.md, "Memory"). Returns 0,
  * SHMKV_EINPUT, SHMKV_ELIMIT, -EEXIST (the file is a checked output), -errno. */
 int shmkv_builder_add_file(shmkv_builder *b, const char *path, int format, unsigned tsv_type);
+
+/* Reads records from memory (data, len bytes) as shmkv_builder_add_file()
+ * reads a file, except that no line is a meta line: messages name source
+ * and the line, data's first line being line first_line (>= 1). The text
+ * is parsed at once (it need not outlive the call) on the calling thread:
+ * for batches of changes (the loader's stream), not for large inputs.
+ * Returns as shmkv_builder_add_file(). */
+int shmkv_builder_add_text(shmkv_builder *b, const char *data, size_t len, int format,
+			   unsigned tsv_type, const char *source, uint64_t first_line);
 
 /* Partitioned builds (lib/FORMAT.md §14): part k of n (1-based) holds the
  * buckets [lo, hi) = [floor(buckets * (k-1) / n), floor(buckets * k / n)),

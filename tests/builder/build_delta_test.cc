@@ -26,6 +26,10 @@
 //                                      tsv_removes: the same delta as the API; bad forms
 //                                      ("remove" with a value, type or expires, not a bool;
 //                                      a key line without tsv_removes) name file:line
+//   BuildDelta.HeldBaseAndText         shmkv_builder_set_delta_of (a base held open) and
+//                                      add_text (records from memory, lines from first_line)
+//                                      with the last of a key winning: the API's delta; its
+//                                      errors name the line; a delta as base refused
 //   BuildDelta.MetaLineDelta           a dump's meta line naming the delta: rebuilt the same;
 //                                      naming another base, or without a delta build: refused
 #include <gtest/gtest.h>
@@ -471,6 +475,62 @@ TEST(BuildDelta, JsonlAndTsvInput)
 	EXPECT_NE(b.error().find("plain.jsonl:1: removal of key \"a\": only a delta image holds "
 				 "removals"), std::string::npos) << b.error();
 	EXPECT_NE(b.error().find("--delta-of BASE"), std::string::npos) << b.error();
+}
+
+// The loader's way: the base held open (shmkv_builder_set_delta_of) and
+// records from memory (shmkv_builder_add_text), the last of a key winning.
+TEST(BuildDelta, HeldBaseAndText)
+{
+	TempDir d;
+	std::string base = d.file("base.shmkv"), msg;
+	build_plain({{"a", SHMKV_TYPE_STRING, "1", 0}, {"b", SHMKV_TYPE_STRING, "2", 0}}, base);
+	ASSERT_EQ(build_delta(base, {{"a", 0, "", 0}, {"c", SHMKV_TYPE_STRING, "3", 0}},
+			      d.file("api.shmkv"), {}, &msg), 0) << msg;
+	std::string want = read_file(d.file("api.shmkv"));
+	shmkv *db = nullptr;
+	ASSERT_EQ(shmkv_open_file(base.c_str(), SHMKV_OPEN_NOVERIFY, &db), 0);
+	// a text with one line to skip (blank), a key twice and a removal replaced
+	const std::string text = "{\"key\": \"c\", \"value\": \"old\"}\n\n"
+				 "{\"key\": \"a\", \"value\": \"x\"}\n"
+				 "{\"key\": \"c\", \"remove\": true}\n"
+				 "{\"key\": \"a\", \"remove\": true}\n"
+				 "{\"key\": \"c\", \"value\": \"3\"}";
+	auto from_text = [&](int dup, const std::string &t, uint64_t first, int *rc, std::string *m) {
+		shmkv_build_options o = test_options();
+		o.on_duplicate = dup;
+		shmkv_builder *b = nullptr;
+		EXPECT_EQ(shmkv_builder_new(&o, &b), 0);
+		*rc = shmkv_builder_set_delta_of(b, db, "held");
+		if (!*rc)
+			*rc = shmkv_builder_add_text(b, t.data(), t.size(), SHMKV_INPUT_JSONL, 0, "batch",
+						     first);
+		shmkv_build_stats st;
+		if (!*rc)
+			*rc = shmkv_builder_finish(b, d.file("t.shmkv").c_str(), &st);
+		*m = shmkv_builder_error(b);
+		shmkv_builder_free(b);
+		return *rc ? std::string() : read_file(d.file("t.shmkv"));
+	};
+	int rc;
+	EXPECT_TRUE(from_text(SHMKV_DUP_LAST, text, 1, &rc, &msg) == want) << rc << " " << msg;
+	// without DUP_LAST a key twice is the duplicate-key error, naming lines
+	// counted from first_line
+	from_text(SHMKV_DUP_ERROR, text, 41, &rc, &msg);
+	EXPECT_EQ(rc, SHMKV_EDUPKEY) << msg;
+	EXPECT_NE(msg.find("batch:44: duplicate key \"c\" (first at batch:41)"), std::string::npos)
+		<< msg;
+	from_text(SHMKV_DUP_LAST, "{\"key\": \"a\", \"value\": 1}\nnot json\n", 7, &rc, &msg);
+	EXPECT_EQ(rc, SHMKV_EINPUT) << msg;
+	EXPECT_NE(msg.find("batch:8:"), std::string::npos) << msg;
+	from_text(SHMKV_DUP_LAST, "{}", 0, &rc, &msg);
+	EXPECT_EQ(rc, -EINVAL) << msg;
+	shmkv_close(db);
+	// a delta is no base
+	ASSERT_EQ(shmkv_open_file(d.file("api.shmkv").c_str(), 0, &db), 0);
+	from_text(SHMKV_DUP_LAST, "", 1, &rc, &msg);
+	EXPECT_EQ(rc, SHMKV_EBASE) << msg;
+	EXPECT_NE(msg.find("held is a delta image"), std::string::npos) << msg;
+	shmkv_close(db);
 }
 
 TEST(BuildDelta, MetaLineDelta)
