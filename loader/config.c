@@ -25,6 +25,7 @@ void conf_defaults(struct loader_conf *c)
 	c->gid = (gid_t)-1;
 	c->failed_expire_s = CONF_DEFAULT_FAILED_EXPIRE_S;
 	c->metrics_interval_s = CONF_DEFAULT_METRICS_INTERVAL_S;
+	c->stream_interval_ms = CONF_DEFAULT_STREAM_INTERVAL_MS;
 	c->expiry_times = CONF_DEFAULT_EXPIRY_TIMES;
 }
 
@@ -252,6 +253,20 @@ static int loader_key(struct parse *p, const char *k, const char *v)
 				       "like 15s or 1m", v);
 		return 1;
 	}
+	if (!strcmp(k, "stream_interval")) {
+		char *end;
+		errno = 0;
+		unsigned long long ms = isdigit((unsigned char)*v) ? strtoull(v, &end, 10) : 0;
+		if (ms && !errno && !strcmp(end, "s") && ms <= 60)
+			ms *= 1000;
+		else if (!ms || errno || strcmp(end, "ms"))
+			ms = 0;
+		if (!ms || ms > 60000)
+			return perr(p, "stream_interval \"%s\" is not a duration in "
+				       CONF_STREAM_INTERVAL_RANGE ", like 100ms or 1s", v);
+		c->stream_interval_ms = ms;
+		return 1;
+	}
 	if (!strcmp(k, "expiry_times")) {
 		char *end;
 		errno = 0;
@@ -276,7 +291,7 @@ static int loader_key(struct parse *p, const char *k, const char *v)
 		return parse_group(p, v, c->group, sizeof c->group, &c->gid);
 	return perr(p, "unknown key \"%s\" in [loader] (root, spool, shm_dir, hugetlb_dir, "
 		       "queue_depth, block_size, io, memory, group, failed_expire, metrics_file, "
-		       "metrics_interval, bpf_dir, expiry_times)", k);
+		       "metrics_interval, stream_interval, bpf_dir, expiry_times)", k);
 }
 
 static int cache_key(struct parse *p, const char *k, const char *v)

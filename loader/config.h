@@ -60,6 +60,7 @@ struct loader_conf {
 				     * after this many seconds; 0 = kept until drop */
 	char metrics_file[PATH_MAX]; /* Prometheus text kept current here; "" = none */
 	uint64_t metrics_interval_s; /* and rewritten this often (readers change) */
+	uint64_t stream_interval_ms; /* a stream's changes publish at most this often */
 	char bpf_dir[PATH_MAX];     /* where exports are pinned ("" = /sys/fs/bpf/shmkv) */
 	uint64_t expiry_times;      /* most expiry times kept per cache (4 bytes each,
 				     * expiry.h); 0: count only */
@@ -73,6 +74,8 @@ struct loader_conf {
 #define CONF_DEFAULT_MODE 0644
 #define CONF_DEFAULT_FAILED_EXPIRE_S 3600u
 #define CONF_DEFAULT_METRICS_INTERVAL_S 15u
+#define CONF_DEFAULT_STREAM_INTERVAL_MS 100u
+#define CONF_STREAM_INTERVAL_RANGE "1ms..60s"
 #define CONF_DEFAULT_EXPIRY_TIMES (UINT64_C(1) << 24) /* 64 MiB */
 #define CONF_EXPIRY_TIMES_MAX (UINT64_C(1) << 28)     /* 1 GiB */
 /* The one range check of each number the file and the command line take. */

@@ -120,7 +120,11 @@ struct job {
 	char name[SHMKV_CACHE_NAME_MAX + 1];
 	char path[PATH_MAX];         /* JOB_LOAD: the image file; JOB_BPF_EXPORT: the prefix;
 				      * JOB_APPLY: the delta file */
-	char *change;                /* JOB_CHANGE: one JSONL record (malloc'd, the job's) */
+	char *change;                /* JOB_CHANGE: one JSONL record, or a stream's batch of
+				      * lines (malloc'd, the job's) */
+	size_t change_len;
+	uint64_t lines, first_line;  /* a stream's batch: its lines, the first's number */
+	int stream;                  /* JOB_CHANGE from a stream (any number of records) */
 	char arg[24];                /* JOB_BPF_EXPORT: max_value ("" = default) */
 	char numa[NPOLICY_NAME_MAX]; /* JOB_LOAD: NUMA policy of this load; "": the cache's */
 	int from_spool;              /* JOB_LOAD: path is a spool file (skipped if gone) */
@@ -142,6 +146,7 @@ struct job {
 struct done {
 	uint64_t client;
 	char *line; /* JSON object and '\n', malloc'd */
+	int failed; /* the job failed (line is its error) */
 	struct done *next;
 };
 

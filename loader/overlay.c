@@ -106,22 +106,34 @@ static void tmp_path(const struct loader *L, const struct cache *c, const char *
 		out[0] = 0; /* cannot happen: ROOT is checked at startup to leave room */
 }
 
-static shmkv_builder *delta_builder(const struct cache *c, char *why, size_t why_len)
+/* A builder of a delta of the cache's base into *out (dup: what a key
+ * given twice does, enum shmkv_on_duplicate); 0 or an error. */
+static int delta_builder(const struct cache *c, int dup, shmkv_builder **out, char *why,
+			 size_t why_len)
 {
 	shmkv_build_options o;
 	shmkv_builder *b = NULL;
-	if (shmkv_build_options_init(&o) || shmkv_builder_new(&o, &b)) {
-		diag_fail(-ENOMEM, why, why_len, "builder: out of memory");
-		return NULL;
-	}
+	*out = NULL;
+	int bad = shmkv_build_options_init(&o);
+	o.on_duplicate = dup;
+	if (bad || shmkv_builder_new(&o, &b))
+		return diag_fail(-ENOMEM, why, why_len, "builder: out of memory");
 	shmkv_builder_set_threads(b, 1); /* small: the worker's own thread */
-	int err = shmkv_builder_set_delta(b, c->cur.path, NULL);
-	if (err) {
+	/* the base segment was verified when it was loaded and only we write
+	 * it: its identity is read from its header, never the whole base */
+	shmkv *base = NULL;
+	char w[300];
+	int err = shmkv_open_file_diag(c->cur.path, SHMKV_OPEN_NOVERIFY, &base, w, sizeof w);
+	if (err)
+		diag_fail(err, why, why_len, "base: %s", w);
+	else if ((err = shmkv_builder_set_delta_of(b, base, c->cur.path)))
 		diag_fail(err, why, why_len, "base %s: %s", c->cur.path, shmkv_builder_error(b));
+	shmkv_close(base);
+	if (err)
 		shmkv_builder_free(b);
-		return NULL;
-	}
-	return b;
+	else
+		*out = b;
+	return err;
 }
 
 /* The new overlay at out: the records of d (the new changes), then those of
@@ -131,10 +143,10 @@ static int build_merged(struct cache *c, const shmkv *d, const char *out, char *
 {
 	struct keyset ks = {0};
 	shmkv *old = NULL;
-	int err = 0;
-	shmkv_builder *b = delta_builder(c, why, why_len);
-	if (!b)
-		return -ENOMEM;
+	shmkv_builder *b;
+	int err = delta_builder(c, SHMKV_DUP_ERROR, &b, why, why_len);
+	if (err)
+		return err;
 	ks.cap = 16;
 	while (ks.cap < 2 * d->entry_count + 2)
 		ks.cap *= 2;
@@ -319,55 +331,83 @@ static void changed(struct loader *L, struct cache *c, const char *what, uint64_
 		      (unsigned long long)c->cur.generation, what);
 }
 
-int op_change(struct loader *L, const char *name, const char *jsonl, char **reply, char *why,
-	      size_t why_len)
+/* The delta of j's records in *out (a temporary file at img); 0 or an
+ * error naming the line. */
+static int build_changes(struct cache *c, const struct job *j, const char *img, shmkv **out,
+			 char *why, size_t why_len)
 {
-	struct cache *c;
-	int err = changeable(L, name, &c, reply);
+	shmkv_builder *b;
+	int err = delta_builder(c, j->stream ? SHMKV_DUP_LAST : SHMKV_DUP_ERROR, &b, why,
+				why_len);
 	if (err)
 		return err;
-	char in[PATH_MAX], img[PATH_MAX];
-	tmp_path(L, c, "change.jsonl", in, sizeof in);
-	tmp_path(L, c, "change.tmp", img, sizeof img);
-	shmkv *d = NULL;
-	shmkv_builder *b = NULL;
-	int fd = open(in, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-	size_t n = strlen(jsonl);
-	if (fd < 0 || write(fd, jsonl, n) != (ssize_t)n || write(fd, "\n", 1) != 1)
-		err = diag_fail(-errno ? -errno : -EIO, why, why_len, "%s: %s", in, strerror(errno));
-	if (fd >= 0)
-		close(fd);
-	if (!err && !(b = delta_builder(c, why, why_len)))
-		err = -ENOMEM;
+	err = shmkv_builder_add_text(b, j->change, j->change_len, SHMKV_INPUT_JSONL, 0,
+				     j->stream ? "stream" : "change",
+				     j->stream ? j->first_line : 1);
 	if (!err) {
-		shmkv_builder_set_source(b, "change", 1);
-		err = shmkv_builder_add_file(b, in, SHMKV_INPUT_JSONL, 0);
-		if (!err) {
-			shmkv_build_stats st;
-			err = shmkv_builder_finish(b, img, &st);
-		}
-		if (err)
-			diag_fail(err, why, why_len, "%s", shmkv_builder_error(b));
+		shmkv_build_stats st;
+		err = shmkv_builder_finish(b, img, &st);
 	}
+	if (err)
+		diag_fail(err, why, why_len, "%s", shmkv_builder_error(b));
 	shmkv_builder_free(b);
-	unlink(in);
 	if (!err) {
 		char w[300];
-		err = shmkv_open_file_diag(img, 0, &d, w, sizeof w);
+		err = shmkv_open_file_diag(img, 0, out, w, sizeof w);
 		if (err)
 			diag_fail(err, why, why_len, "%s", w);
 	}
-	if (!err && d->entry_count != 1)
+	if (!err && !j->stream && (*out)->entry_count != 1)
 		err = diag_fail(-EINVAL, why, why_len, "a change is one JSONL record, not %llu",
-				(unsigned long long)d->entry_count);
-	if (!err)
+				(unsigned long long)(*out)->entry_count);
+	return err;
+}
+
+static char *reply_stream(const struct cache *c, const struct job *j, uint64_t records)
+{
+	struct json jj;
+	json_init(&jj);
+	json_bool(&jj, "ok", 1);
+	json_str(&jj, "cache", c->name);
+	json_u64(&jj, "generation", c->cur.generation);
+	json_u64(&jj, "lines", j->lines);
+	json_u64(&jj, "first_line", j->first_line);
+	json_u64(&jj, "last_line", j->first_line + j->lines - 1);
+	json_u64(&jj, "records", records);
+	json_u64(&jj, "changes", c->have_ov ? c->ov.entries : 0);
+	json_u64(&jj, "overlay_bytes", c->have_ov ? c->ov.size : 0);
+	return json_finish(&jj);
+}
+
+int op_change(struct loader *L, const struct job *j, char **reply, char *why, size_t why_len)
+{
+	struct cache *c;
+	int err = changeable(L, j->name, &c, reply);
+	if (err)
+		return err;
+	char img[PATH_MAX];
+	tmp_path(L, c, "change.tmp", img, sizeof img);
+	shmkv *d = NULL;
+	err = build_changes(c, j, img, &d, why, why_len);
+	uint64_t records = d ? d->entry_count : 0;
+	/* a batch of blank lines changes nothing: acknowledged, not published */
+	if (!err && records)
 		err = publish_changes(L, c, d, why, why_len);
 	shmkv_close(d);
 	unlink(img);
-	if (err)
-		return refused(L, c, "change", err, why, reply);
-	changed(L, c, "change", 1);
-	*reply = reply_changed(c, 1);
+	const char *what = j->stream ? "stream" : "change";
+	if (err) {
+		if (!j->stream)
+			return refused(L, c, what, err, why, reply);
+		char w[700];
+		snprintf(w, sizeof w, "%s; lines %llu-%llu were not published (lines before them "
+			 "were), and the stream ends", why, (unsigned long long)j->first_line,
+			 (unsigned long long)(j->first_line + j->lines - 1));
+		return refused(L, c, what, err, w, reply);
+	}
+	if (records)
+		changed(L, c, what, records);
+	*reply = j->stream ? reply_stream(c, j, records) : reply_changed(c, 1);
 	return 0;
 }
 

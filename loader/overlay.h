@@ -15,10 +15,11 @@
  * 0 or an error; *reply, and why on failure. */
 int op_apply(struct loader *L, const char *name, const char *path, int nofollow, char **reply,
 	     char *why, size_t why_len);
-/* Applies one change, a JSONL record as `shmctl image build` reads them
+/* Applies changes, JSONL records as `shmctl image build` reads them
  * (builder/README.md): an upsert {"key": K, "value": V, "type": T,
- * "expires": E} or a removal {"key": K, "remove": true}. */
-int op_change(struct loader *L, const char *name, const char *jsonl, char **reply, char *why,
-	      size_t why_len);
+ * "expires": E} or a removal {"key": K, "remove": true}. j->stream 0: one
+ * record (`change`); 1: a stream's batch, j->lines lines from line
+ * j->first_line, any number of records, the last of a key winning. */
+int op_change(struct loader *L, const struct job *j, char **reply, char *why, size_t why_len);
 
 #endif /* LOADER_OVERLAY_H */

@@ -39,10 +39,12 @@
 			       * beyond this, its requests wait (no EPOLLIN) */
 #define ACCEPT_BATCH 64       /* connections taken per turn of the loop */
 #define PAUSE_MS 200          /* accept paused this long when out of descriptors */
+#define STREAM_IN_MAX (16u << 20) /* a stream's lines buffered for its next batch */
+#define STREAM_LINE_MAX (1u << 20) /* a stream's longest line */
 
 /* Every epoll entry of this file points at a struct whose first member is
  * its kind (main.c hands them to server_event). */
-enum item_kind { IT_CLIENT = 0x5e1, IT_LISTEN, IT_TIMER, IT_SCAN, IT_MORE };
+enum item_kind { IT_CLIENT = 0x5e1, IT_LISTEN, IT_TIMER, IT_SCAN, IT_MORE, IT_STREAM };
 struct item {
 	enum item_kind kind;
 };
@@ -63,6 +65,12 @@ struct client {
 	int dead;    /* closed; freed by server_reap() after the event batch */
 	int queued;  /* on the ready list: complete lines left after its budget */
 	int priv;    /* root or the loader's uid */
+	/* after `stream NAME`: every later line is a change of that cache,
+	 * published in batches (stream_pump) */
+	int stream;
+	char stream_name[SHMKV_CACHE_NAME_MAX + 1];
+	uint64_t stream_lines; /* lines handed to the worker so far */
+	uint64_t stream_sent;  /* CLOCK_MONOTONIC ms of the last batch handed over */
 	uid_t uid;   /* the peer's (SO_PEERCRED at accept); (uid_t)-1 unknown */
 	struct client *next, *next_ready;
 };
@@ -70,8 +78,9 @@ struct client {
 static struct client *clients, *graveyard, *ready;
 static uint64_t next_id = 1;
 static struct item it_listen = {IT_LISTEN}, it_timer = {IT_TIMER}, it_scan = {IT_SCAN},
-		   it_more = {IT_MORE};
-static int timer_fd = -1, more_fd = -1, spare_fd = -1, paused;
+		   it_more = {IT_MORE}, it_stream = {IT_STREAM};
+static int timer_fd = -1, more_fd = -1, spare_fd = -1, stream_fd = -1, paused;
+static uint64_t stream_due; /* when stream_fd fires (ms), 0: disarmed */
 
 /* The limits, fixed by server_open() from RLIMIT_NOFILE (README.md). */
 struct limits {
@@ -164,7 +173,8 @@ int server_open(struct loader *L, char *why, size_t why_len)
 	spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	more_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (spare_fd < 0 || timer_fd < 0 || more_fd < 0) {
+	stream_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (spare_fd < 0 || timer_fd < 0 || more_fd < 0 || stream_fd < 0) {
 		err = diag_fail(-errno, why, why_len, "control socket descriptors: %s",
 				  strerror(errno));
 		goto out;
@@ -190,7 +200,8 @@ static int watch(struct loader *L, int fd, struct item *it)
 int server_watch(struct loader *L)
 {
 	if (watch(L, L->listen_fd, &it_listen) || watch(L, timer_fd, &it_timer) ||
-	    watch(L, readers_fd(), &it_scan) || watch(L, more_fd, &it_more))
+	    watch(L, readers_fd(), &it_scan) || watch(L, more_fd, &it_more) ||
+	    watch(L, stream_fd, &it_stream))
 		return -errno;
 	return 0;
 }
@@ -224,8 +235,9 @@ static void update(struct loader *L, struct client *c)
 	struct epoll_event ev = {.events = 0, .data.ptr = c};
 	/* input waits while complete lines do (the budget), so a flood stays in
 	 * the peer's socket buffer, not in ours */
-	if (!c->pending && !c->eof && !c->bad && c->out_len < OUT_MAX_ &&
-	    !(c->in_len && memchr(c->in, '\n', c->in_len)))
+	if (c->stream ? !c->eof && !c->bad && c->out_len < OUT_MAX_ && c->in_len < STREAM_IN_MAX
+		      : !c->pending && !c->eof && !c->bad && c->out_len < OUT_MAX_ &&
+			!(c->in_len && memchr(c->in, '\n', c->in_len)))
 		ev.events |= EPOLLIN;
 	if (c->out_len)
 		ev.events |= EPOLLOUT;
@@ -548,9 +560,138 @@ static int v_change(struct loader *L, struct client *c, const struct verb *v, ch
 		emit(c, NULL);
 		return 0;
 	}
+	j->change_len = strlen(j->change);
+	j->lines = j->first_line = 1;
 	j->client = c->id;
 	worker_push(L, j);
 	return WAIT_JOB;
+}
+
+static uint64_t memcnt(const char *p, char ch, size_t n)
+{
+	uint64_t k = 0;
+	for (const char *e = p + n; (p = memchr(p, ch, (size_t)(e - p))); p++)
+		k++;
+	return k;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* stream NAME: the connection becomes a stream of changes (loader/README.md,
+ * "Streams"); the reply says so, then one acknowledgement per batch. */
+static int v_stream(struct loader *L, struct client *c, const struct verb *v, char **w,
+		    int retry)
+{
+	(void)v, (void)retry;
+	if (shmkv_name_check(w[1]) != 0) {
+		char msg[200];
+		snprintf(msg, sizeof msg, "invalid cache name \"%.64s\" (%s)", w[1],
+			 SHMKV_CACHE_NAME_RULE);
+		bad_request(c, msg, -EINVAL);
+		return 0;
+	}
+	c->stream = 1;
+	snprintf(c->stream_name, sizeof c->stream_name, "%s", w[1]);
+	struct json j;
+	json_init(&j);
+	json_bool(&j, "ok", 1);
+	json_str(&j, "cache", w[1]);
+	json_bool(&j, "stream", 1);
+	json_u64(&j, "interval_ms", L->conf->stream_interval_ms);
+	json_u64(&j, "line_max", STREAM_LINE_MAX);
+	emit(c, json_finish(&j));
+	return 0;
+}
+
+static void settle(struct loader *L, struct client *c);
+
+static void stream_arm(uint64_t due)
+{
+	if (stream_due && stream_due <= due)
+		return;
+	stream_due = due;
+	uint64_t now = now_ms(), in = due > now ? due - now : 1;
+	struct itimerspec ts = {.it_value = {.tv_sec = (time_t)(in / 1000u),
+					     .tv_nsec = (long)(in % 1000u) * 1000000L}};
+	timerfd_settime(stream_fd, 0, &ts, NULL);
+}
+
+/* A stream's buffered lines become the worker's next batch: when none is
+ * being published, at most one batch per stream_interval (or at once at the
+ * peer's EOF). Whole lines only; at EOF an unterminated last line counts. */
+static void stream_pump(struct loader *L, struct client *c)
+{
+	if (c->pending || c->bad || !c->in_len)
+		return;
+	const char *end = memrchr(c->in, '\n', c->in_len);
+	size_t len = end ? (size_t)(end - c->in) + 1 : 0;
+	if (c->eof)
+		len = c->in_len;
+	/* every line, the partial last one too, within the longest line */
+	for (size_t at = 0; at < c->in_len;) {
+		const char *nl = memchr(c->in + at, '\n', c->in_len - at);
+		size_t n = nl ? (size_t)(nl - (c->in + at)) : c->in_len - at;
+		if (n > STREAM_LINE_MAX) {
+			char msg[300];
+			snprintf(msg, sizeof msg, "stream line %llu is longer than %u bytes: lines "
+				 "from it on were not published (lines before them were), and "
+				 "the stream ends; larger values go in a delta image applied with "
+				 "'shmctl cache apply'", (unsigned long long)(c->stream_lines +
+				 (uint64_t)memcnt(c->in, '\n', at) + 1), STREAM_LINE_MAX);
+			bad_request(c, msg, -E2BIG);
+			c->bad = 1;
+			return;
+		}
+		at += n + 1;
+	}
+	if (!len)
+		return;
+	uint64_t now = now_ms(), next = c->stream_sent + L->conf->stream_interval_ms;
+	if (!c->eof && c->stream_sent && now < next) {
+		stream_arm(next);
+		return;
+	}
+	struct job *j = job_new(JOB_CHANGE, c->stream_name);
+	if (!j || !(j->change = malloc(len + 1))) {
+		free(j);
+		emit(c, NULL);
+		c->bad = 1;
+		return;
+	}
+	memcpy(j->change, c->in, len);
+	j->change[len] = 0;
+	j->change_len = len;
+	j->lines = memcnt(c->in, '\n', len) + (c->in[len - 1] != '\n');
+	j->first_line = c->stream_lines + 1;
+	j->stream = 1;
+	j->client = c->id;
+	memmove(c->in, c->in + len, c->in_len - len);
+	c->in_len -= len;
+	c->stream_lines += j->lines;
+	c->stream_sent = now;
+	c->pending = 1;
+	worker_push(L, j);
+}
+
+/* stream_fd fired: every stream whose interval has passed. */
+static void stream_tick(struct loader *L)
+{
+	uint64_t n;
+	ssize_t r = read(stream_fd, &n, sizeof n);
+	(void)r;
+	stream_due = 0;
+	for (struct client *c = clients, *nx; c; c = nx) {
+		nx = c->next;
+		if (c->stream && !c->dead) {
+			stream_pump(L, c);
+			settle(L, c);
+		}
+	}
 }
 
 /* The one list of verbs: the dispatcher, `help`, and both messages below. */
@@ -571,6 +712,8 @@ static const struct verb verbs[] = {
 	 "apply a delta image of the cache's base (or the next of its chain)"},
 	{"change", "NAME JSONL", 2, 2, WHO_PRIV, v_change, JOB_CHANGE,
 	 "one upsert or removal, a JSONL record as image build reads them"},
+	{"stream", "NAME", 1, 1, WHO_PRIV, v_stream, 0,
+	 "every later line is a change, published in batches, each acknowledged"},
 	{"bpf_export", "NAME PREFIX MAX_VALUE", 3, 3, WHO_PRIV, v_job, JOB_BPF_EXPORT,
 	 "export the cache to BPF programs"},
 	{"bpf_unexport", "NAME", 1, 1, WHO_PRIV, v_job, JOB_BPF_UNEXPORT, "end its BPF export"},
@@ -667,6 +810,10 @@ static int request(struct loader *L, struct client *c, char *line, int retry)
 static void process(struct loader *L, struct client *c, int budget)
 {
 	while (!c->pending && !c->bad && c->in_len && c->out_len < OUT_MAX_) {
+		if (c->stream) {
+			stream_pump(L, c);
+			return;
+		}
 		char *nl = memchr(c->in, '\n', c->in_len);
 		if (!nl && !c->eof)
 			break;
@@ -698,7 +845,7 @@ static void process(struct loader *L, struct client *c, int budget)
 		}
 		c->pending = wait != 0;
 	}
-	if (!c->pending && c->out_len < OUT_MAX_ && c->in_len > LINE_MAX_ &&
+	if (!c->stream && !c->pending && c->out_len < OUT_MAX_ && c->in_len > LINE_MAX_ &&
 	    !memchr(c->in, '\n', c->in_len)) {
 		bad_request(c, "request line too long", -E2BIG);
 		c->bad = 1;
@@ -707,7 +854,7 @@ static void process(struct loader *L, struct client *c, int budget)
 
 static int has_work(const struct client *c)
 {
-	return !c->pending && !c->bad && c->out_len < OUT_MAX_ && c->in_len &&
+	return !c->stream && !c->pending && !c->bad && c->out_len < OUT_MAX_ && c->in_len &&
 	       memchr(c->in, '\n', c->in_len);
 }
 
@@ -765,7 +912,7 @@ static void client_event(struct loader *L, struct client *c, uint32_t events)
 		c->gone = 1;
 		return;
 	}
-	if ((events & EPOLLIN) && !has_work(c)) {
+	if ((events & EPOLLIN) && (c->stream || !has_work(c))) {
 		for (;;) {
 			if (c->in_cap - c->in_len < 4096) {
 				size_t cap = c->in_cap ? c->in_cap * 2 : 8192;
@@ -780,7 +927,7 @@ static void client_event(struct loader *L, struct client *c, uint32_t events)
 			ssize_t n = read(c->fd, c->in + c->in_len, c->in_cap - c->in_len);
 			if (n > 0) {
 				c->in_len += (size_t)n;
-				if (c->in_len > 4 * LINE_MAX_)
+				if (c->in_len > (c->stream ? STREAM_IN_MAX : 4 * LINE_MAX_))
 					break; /* process some first */
 				continue;
 			}
@@ -870,6 +1017,9 @@ void server_event(struct loader *L, void *ptr, uint32_t events)
 	case IT_MORE:
 		run_ready(L);
 		break;
+	case IT_STREAM:
+		stream_tick(L);
+		break;
 	case IT_CLIENT:
 		if (!((struct client *)it)->dead)
 			client_event(L, (struct client *)it, events);
@@ -891,6 +1041,9 @@ void server_deliver(struct loader *L, struct done *d)
 		drop_client(L, c);
 		return;
 	}
+	/* a stream's failed batch ends it: the lines after it are not taken */
+	if (c->stream && d->failed)
+		c->bad = 1;
 	emit(c, d->line);
 	c->pending = 0;
 	process(L, c, budget(c));
@@ -919,10 +1072,10 @@ void server_close(struct loader *L)
 		close(L->listen_fd);
 		L->listen_fd = -1;
 	}
-	for (int *fd = (int[]){spare_fd, timer_fd, more_fd}, i = 0; i < 3; i++)
+	for (int *fd = (int[]){spare_fd, timer_fd, more_fd, stream_fd}, i = 0; i < 4; i++)
 		if (fd[i] >= 0)
 			close(fd[i]);
-	spare_fd = timer_fd = more_fd = -1;
+	spare_fd = timer_fd = more_fd = stream_fd = -1;
 	free(uids);
 	uids = NULL;
 }

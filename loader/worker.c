@@ -37,7 +37,7 @@ int job_source_current(const struct job *j)
 	return st.st_dev == j->src_dev && st.st_ino == j->src_ino;
 }
 
-static void post(struct loader *L, uint64_t client, char *line)
+static void post(struct loader *L, uint64_t client, char *line, int failed)
 {
 	if (!client) {
 		free(line);
@@ -50,6 +50,7 @@ static void post(struct loader *L, uint64_t client, char *line)
 	}
 	d->client = client;
 	d->line = line ? line : json_error("out of memory");
+	d->failed = failed || !line;
 	pthread_mutex_lock(&L->qlock);
 	*L->dones_tail = d;
 	L->dones_tail = &d->next;
@@ -96,12 +97,12 @@ static void run(struct loader *L, struct job *j)
 		err = op_apply(L, j->name, j->path, j->from_spool, &reply, why, sizeof why);
 		break;
 	case JOB_CHANGE:
-		err = op_change(L, j->name, j->change, &reply, why, sizeof why);
+		err = op_change(L, j, &reply, why, sizeof why);
 		break;
 	}
 	if (j->finish)
 		j->finish(L, j, err, why);
-	post(L, j->client, reply);
+	post(L, j->client, reply, err != 0);
 	/* BPF after the reply and the publish: readers have the new generation
 	 * first, BPF programs right after (loader/README.md, "BPF export") */
 	if (!err && (j->kind == JOB_LOAD || j->kind == JOB_RELOAD || j->kind == JOB_ROLLBACK))

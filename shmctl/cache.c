@@ -41,7 +41,7 @@ int cache_help(int argc, char **argv)
 		"       " BIN_NAME " cache drop NAME\n"
 		"       " BIN_NAME " cache set NAME KEY VALUE [--type T] [--expires T]\n"
 		"       " BIN_NAME " cache remove NAME KEY\n"
-		"       " BIN_NAME " cache apply NAME DELTA_FILE\n"
+		"       " BIN_NAME " cache apply NAME { DELTA_FILE | - }\n"
 		"       " BIN_NAME " cache help\n"
 		"\n"
 		"       COMMAND := { list | status | stats | get | load | readers | reload |\n"
@@ -74,7 +74,9 @@ int cache_help(int argc, char **argv)
 		"          --expires T: Unix seconds or an RFC 3339 time\n"
 		"remove    remove KEY from NAME, published as a new generation\n"
 		"apply     apply DELTA_FILE (a delta of NAME's base, or the next delta of\n"
-		"          the chain applied last), published as a new generation\n"
+		"          the chain applied last), published as a new generation; with -,\n"
+		"          a stream: JSONL changes from standard input, published in batches,\n"
+		"          one acknowledgement line per batch (the lines it covers)\n"
 		"\n"
 		"ROOT is -r DIR, else $SHMKV_ROOT, else " SHMKV_DEFAULT_ROOT ". The loader's socket is\n"
 		"ROOT/control.sock. -j prints the loader's reply as it is.\n"
@@ -119,7 +121,7 @@ bool reply_no_cache(const jv *reply)
 
 /* A failed reply {"ok": false, "error": ...}: reports it; 1 when the cache
  * does not exist (its "reason", never its message), else 2. */
-static int reply_error(const jv *reply)
+int reply_error(const jv *reply)
 {
 	const char *msg = "the loader gave no reason";
 	jv_get_str(reply, "error", &msg);

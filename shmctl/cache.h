@@ -34,6 +34,9 @@ int loader_call(const char *const *words, size_t n, int timeout_ms, jv **reply,
 /* Whether a failed reply says the cache does not exist: its "reason" is
  * "no_cache" (common/json.h names the reasons). */
 bool reply_no_cache(const jv *reply);
+/* Reports a failed reply's error; returns the exit code (1: no such cache,
+ * else 2). */
+int reply_error(const jv *reply);
 /* A successful reply: the object as it came with -j, else "key  value" lines. */
 void print_reply(const jv *reply);
 
@@ -43,6 +46,8 @@ int do_cache_stats(int argc, char **argv);
 int do_cache_set(int argc, char **argv);
 int do_cache_remove(int argc, char **argv);
 int do_cache_apply(int argc, char **argv);
+/* cache apply NAME -: a stream of changes from standard input (cache_stream.c) */
+int cache_stream(const char *name);
 
 /* Reads ROOT/NAME.ctl read-only: a consistent copy of the control segment
  * (shmkv_ctl_open, shmkv_ctl_read). Returns 0; -ENOENT (no such cache);

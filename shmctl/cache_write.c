@@ -1,6 +1,7 @@
 /* cache_write.c - shmctl cache set / remove / apply: changes to a loaded
  * cache (loader/README.md, "Writes"). Each is one request to the loader,
- * answered once the change is published. */
+ * answered once the change is published; apply NAME - is a stream
+ * (cache_stream.c). */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -124,12 +125,14 @@ int do_cache_remove(int argc, char **argv)
 
 int do_cache_apply(int argc, char **argv)
 {
-	int rc = cache_args(argc, argv, 2, "NAME DELTA_FILE");
+	int rc = cache_args(argc, argv, 2, "NAME DELTA_FILE|-");
 	if (rc >= 0)
 		return rc;
 	const char *name = argv[optind], *file = argv[optind + 1];
 	if ((rc = cache_check_name(name)))
 		return rc;
+	if (!strcmp(file, "-"))
+		return cache_stream(name);
 	/* absolute for the loader, whose working directory is not ours */
 	char abs[PATH_MAX], cwd[PATH_MAX];
 	struct stat st;

@@ -175,8 +175,7 @@ static int reply_line(int fd, const char *sock, int timeout_ms, int tick_ms,
 	}
 }
 
-/* The reply line buf[0..have) as a JSON object with "ok" into *reply. */
-static int reply_parse(const char *sock, const char *buf, size_t have, jv **reply, char *why,
+int ctl_reply_parse(const char *sock, const char *buf, size_t have, jv **reply, char *why,
 		       size_t why_len)
 {
 	char perr[256];
@@ -194,6 +193,18 @@ static int reply_parse(const char *sock, const char *buf, size_t have, jv **repl
 	return 0;
 }
 
+int ctl_dial(const char *root, char *why, size_t why_len)
+{
+	int fd = ctl_connect(root);
+	if (fd >= 0)
+		return fd;
+	snprintf(why, why_len, "cannot connect to %s/%s: %s%s", root, CTL_SOCK_NAME, strerror(-fd),
+		 fd == -EACCES || fd == -EPERM
+			 ? " (not allowed: run as root or as a member of the loader's group)"
+			 : CTL_CONNECT_HINT);
+	return fd == -ENOENT || fd == -ECONNREFUSED || fd == -ENOTDIR ? CTL_ECONNECT : CTL_EFAIL;
+}
+
 int ctl_request_tick(const char *root, const char *const *words, size_t n, int timeout_ms,
 		     jv **reply, char *why, size_t why_len, int tick_ms, void (*tick)(void *ctx),
 		     void *ctx)
@@ -207,15 +218,10 @@ int ctl_request_tick(const char *root, const char *const *words, size_t n, int t
 	int rc = request_line(words, n, &req, &len, why, why_len);
 	if (rc)
 		return rc;
-	int fd = ctl_connect(root);
+	int fd = ctl_dial(root, why, why_len);
 	if (fd < 0) {
 		free(req);
-		snprintf(why, why_len, "cannot connect to %s: %s%s", sock, strerror(-fd),
-			 fd == -EACCES || fd == -EPERM
-				 ? " (not allowed: run as root or as a member of the loader's group)"
-				 : CTL_CONNECT_HINT);
-		return fd == -ENOENT || fd == -ECONNREFUSED || fd == -ENOTDIR ? CTL_ECONNECT
-									  : CTL_EFAIL;
+		return fd;
 	}
 	int err = send_all(fd, req, len);
 	free(req);
@@ -230,7 +236,7 @@ int ctl_request_tick(const char *root, const char *const *words, size_t n, int t
 	size_t have = 0;
 	rc = reply_line(fd, sock, timeout_ms, tick_ms, tick, ctx, &buf, &have, why, why_len);
 	if (!rc)
-		rc = reply_parse(sock, buf, have, reply, why, why_len);
+		rc = ctl_reply_parse(sock, buf, have, reply, why, why_len);
 	free(buf);
 	close(fd);
 	return rc;

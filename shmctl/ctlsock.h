@@ -28,4 +28,12 @@ int ctl_request_tick(const char *root, const char *const *words, size_t n, int t
 		     jv **reply, char *why, size_t why_len, int tick_ms, void (*tick)(void *ctx),
 		     void *ctx);
 
+/* A connection to ROOT/control.sock for a caller that speaks the protocol
+ * itself (a stream): the socket, or CTL_ECONNECT / CTL_EFAIL with why. */
+int ctl_dial(const char *root, char *why, size_t why_len);
+/* A reply line buf[0..have) of socket sock as a JSON object with "ok" into
+ * *reply: 0, or CTL_EFAIL with why (not JSON: a protocol mismatch). */
+int ctl_reply_parse(const char *sock, const char *buf, size_t have, jv **reply, char *why,
+		    size_t why_len);
+
 #endif /* SHMCTL_CTLSOCK_H */

@@ -323,7 +323,8 @@ TEST_F(Writes, OnlyTheLoadersUsersWrite)
 	std::string broken = as_other({kGroup}, [&](int fd) {
 		for (const std::vector<std::string> &w :
 		     {std::vector<std::string>{"change", "w", R"({"key": "k", "value": "1"})"},
-		      std::vector<std::string>{"apply", "w", "/nonexistent.delta"}}) {
+		      std::vector<std::string>{"apply", "w", "/nonexistent.delta"},
+		      std::vector<std::string>{"stream", "w"}}) {
 			std::string why;
 			Json r = request(root, w, 30000, &why);
 			if (r["reason"].s() != "not_permitted")
