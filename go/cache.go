@@ -29,7 +29,10 @@ type AttachOptions struct {
 }
 
 // Cache is a loader-managed cache (lib/PROTOCOL.md): its current
-// generation, and Refresh to follow the loader to the next one. A Cache,
+// generation, and Refresh to follow the loader to the next one. A
+// generation of a cache with changes (protocol 2) is a base read through
+// its overlay, a delta image (FORMAT.md §19): every getter answers as
+// Image.WithDelta's do. A Cache,
 // Refresh and Close included, is safe for any number of goroutines: a
 // refresh swaps the generation for new pins, while every pinned View keeps
 // its own generation mapped until it is released. The copying getters
