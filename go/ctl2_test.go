@@ -245,6 +245,7 @@ func TestProtocol2Refused(t *testing.T) {
 		{"an unknown flag", 2, 0, []ctlSegment{ov, unknown}, ErrProto, "segment 1 (" + base.path + ") has flags 0x4; protocol 2 defines"},
 		{"overlays without a base", 2, 0, []ctlSegment{ov, ov}, ErrProto, "2 overlay copies and no base copy"},
 		{"a delta as the base", 2, 0, []ctlSegment{deltaAsBase}, ErrProto, "a delta image where the control segment names a base copy"},
+		{"a delta as the base under protocol 1", 1, 0, []ctlSegment{deltaAsBase}, ErrProto, "a delta image where the control segment names a base copy"},
 		{"a delta as the base, with an overlay", 2, 0, []ctlSegment{deltaAsBase, ov}, ErrProto, "a delta image where the control segment names a base copy"},
 		{"a plain image as the overlay", 2, 0, []ctlSegment{base, plainAsOverlay}, ErrProto, "a plain image where the control segment names an overlay copy"},
 		{"an overlay of another base", 2, 0, []ctlSegment{base, foreign}, ErrBase, "overlay " + foreign.path + ": the delta (seq 1"},
