@@ -29,7 +29,10 @@ type AttachOptions struct {
 }
 
 // Cache is a loader-managed cache (lib/PROTOCOL.md): its current
-// generation, and Refresh to follow the loader to the next one. A Cache,
+// generation, and Refresh to follow the loader to the next one. A
+// generation of a cache with changes (protocol 2) is a base read through
+// its overlay, a delta image (FORMAT.md §19): every getter answers as
+// Image.WithDelta's do. A Cache,
 // Refresh and Close included, is safe for any number of goroutines: a
 // refresh swaps the generation for new pins, while every pinned View keeps
 // its own generation mapped until it is released. The copying getters
@@ -105,30 +108,62 @@ func checkName(name string) error {
 	return nil
 }
 
-// mapSnap opens, maps and checks the segment a snapshot names.
+// mapSnap opens, maps and checks the generation a snapshot names: a base
+// copy, read through an overlay copy where the generation has one
+// (PROTOCOL.md, "Replicas" and "Protocol 2").
 func (c *Cache) mapSnap(s ctlSnap) (*mapping, error) {
 	if s.flags&ctlRetired != 0 {
 		return nil, errf(ErrStale, "cache %q: the loader dropped it or replaced its control segment (generation %d)", c.name, s.gen)
 	}
-	if s.gen == 0 || len(s.segs) == 0 {
-		return nil, errf(ErrAgain, "cache %q: nothing published (generation %d, %d segments)", c.name, s.gen, len(s.segs))
+	if s.gen == 0 {
+		return nil, errf(ErrAgain, "cache %q: nothing published yet", c.name)
+	}
+	bases, overlays, err := s.roles(c.ctl.version)
+	if err != nil {
+		return nil, errf(ErrProto, "cache %q: %s", c.name, detail(err))
+	}
+	if len(bases) == 0 {
+		return nil, errf(ErrAgain, "cache %q: nothing published (generation %d has no segment)", c.name, s.gen)
 	}
 	want := c.node
 	if want < 0 {
 		want = currentNode()
 	}
-	i := pickSegment(s.segs, want)
-	m, err := c.mapSegment(s.segs[i], s.gen)
-	if err != nil && i != 0 { // the chosen copy will not map: segment 0
-		m, err = c.mapSegment(s.segs[0], s.gen)
+	i := pickSegment(bases, want)
+	m, err := c.mapGen(bases[i], overlays, s.gen)
+	if err != nil && i != 0 { // the chosen copy will not map: the first, and its overlay
+		m, err = c.mapGen(bases[0], overlays, s.gen)
 	}
 	return m, err
 }
 
+// mapGen maps base copy seg and the overlay copy that goes with it (of
+// its node, else the first; none without overlays), and reads the one
+// through the other: ErrBase (as a bad segment) if the overlay does not
+// apply to the base (FORMAT.md §19.4).
+func (c *Cache) mapGen(seg ctlSegment, overlays []ctlSegment, gen uint64) (*mapping, error) {
+	b, err := c.mapSegment(seg, gen, false)
+	ov := pickOverlay(overlays, seg.node)
+	if err != nil || ov == nil {
+		return b, err
+	}
+	d, err := c.mapSegment(*ov, gen, true)
+	if err != nil {
+		b.release()
+		return nil, err
+	}
+	m, err := through(b, d, gen, seg.node)
+	if err != nil {
+		return nil, errf(ErrBase, "cache %q: overlay %s: %s", c.name, ov.path, detail(err))
+	}
+	return m, nil
+}
+
 // mapSegment: O_NONBLOCK, fstat (a regular file of the control segment's
 // owner, writable by neither group nor others, at least size bytes), map,
-// check the image header (every checksum with Verify).
-func (c *Cache) mapSegment(seg ctlSegment, gen uint64) (*mapping, error) {
+// check the image header (every checksum with Verify): a delta image for
+// an overlay copy, a plain image for a base copy, else ErrProto.
+func (c *Cache) mapSegment(seg ctlSegment, gen uint64, overlay bool) (*mapping, error) {
 	fd, err := unix.Open(seg.path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("shmkv: segment: %w", &os.PathError{Op: "open", Path: seg.path, Err: err})
@@ -156,12 +191,20 @@ func (c *Cache) mapSegment(seg ctlSegment, gen uint64) (*mapping, error) {
 		return nil, fmt.Errorf("shmkv: mmap %s: %w", seg.path, err)
 	}
 	im, err := checkImage(mem[:seg.size], c.verify)
+	if err == nil && im.delta != overlay {
+		err = errf(ErrProto, "%s where the control segment names %s", imageKind[im.delta], segmentRole[overlay])
+	}
 	if err != nil {
 		unmapFile(mem)
 		return nil, fmt.Errorf("segment %s: %w", seg.path, err)
 	}
 	return newMapping(mem, im, gen, seg.node), nil
 }
+
+var (
+	imageKind   = map[bool]string{false: "a plain image", true: "a delta image"}
+	segmentRole = map[bool]string{false: "a base copy (a plain image)", true: "an overlay copy (a delta image)"}
+)
 
 // Refresh follows the loader to its current generation (PROTOCOL.md,
 // "Refresh"): false if it is the one this Cache reads already (one fstat

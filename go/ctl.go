@@ -25,9 +25,12 @@ const (
 	ctlMaxSegments = 8
 	ctlPathMax     = 224
 	ctlRetired     = 1
-	ctlLayoutHash  = 0x4b43ad88b167e31c
-	ctlSeqSpins    = 1 << 16 // attach: a seq odd this long is a dead loader's
-	ctlRefreshPass = 64      // refresh: bounded, never waits long
+	ctlLayoutHash  = 0x4b43ad88b167e31c // protocol 1: XXH3-64 of SHMKV_CTL_LAYOUT_DESC (lib/shmkv/protocol.h)
+	ctlLayoutHash2 = 0x3bf262da49ef7315 // protocol 2: of SHMKV_CTL_LAYOUT_DESC_V2
+	ctlSegHugetlb  = 1                  // segments[].flags: a hugetlbfs file
+	ctlSegOverlay  = 2                  // protocol 2: a copy of the overlay, else of the base
+	ctlSeqSpins    = 1 << 16            // attach: a seq odd this long is a dead loader's
+	ctlRefreshPass = 64                 // refresh: bounded, never waits long
 
 	ctlOffSeq = 24 / 8 // word indexes
 	ctlOffGen = 32 / 8
@@ -35,7 +38,8 @@ const (
 
 var ctlMagic = []byte("SHMKVCTL")
 
-// ctlSegment is one published copy of the image (PROTOCOL.md, segments[]).
+// ctlSegment is one published copy of an image (PROTOCOL.md, segments[]):
+// of the generation's base, or (protocol 2, ctlSegOverlay) of its overlay.
 type ctlSegment struct {
 	node    int
 	flags   uint32
@@ -53,15 +57,17 @@ type ctlSnap struct {
 
 // ctlFile is an open, mapped control segment.
 type ctlFile struct {
-	fd   int
-	mem  []byte
-	uid  uint32
-	word *[ctlWords]uint64
+	fd      int
+	mem     []byte
+	uid     uint32
+	version uint32 // 1 or 2: written once, before the file got its name
+	word    *[ctlWords]uint64
 }
 
 // openCtl opens path as a control segment: PROTOCOL.md's "Attach" checks
 // (O_NOFOLLOW|O_NONBLOCK; a regular file of at least 4096 bytes, written by
-// neither group nor others; magic, protocol version, size, layout hash).
+// neither group nor others; magic, protocol version 1 or 2, size, the
+// version's layout hash).
 func openCtl(path string) (*ctlFile, error) {
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -95,24 +101,38 @@ func (c *ctlFile) check(path string) error {
 	}
 	c.mem = mem
 	c.word = (*[ctlWords]uint64)(unsafe.Pointer(&mem[0]))
-	return checkCtlHeader(mem, path)
+	c.version, err = checkCtlHeader(mem, path)
+	return err
 }
 
-// checkCtlHeader: magic, protocol version, size and layout hash. These
-// words never change after the loader creates the file (a temporary file
-// and a rename): plain reads.
-func checkCtlHeader(mem []byte, path string) error {
+// ctlLayoutHashOf is the layout hash of a protocol version this reader
+// speaks, else 0.
+func ctlLayoutHashOf(version uint32) uint64 {
+	switch version {
+	case 1:
+		return ctlLayoutHash
+	case 2:
+		return ctlLayoutHash2
+	}
+	return 0
+}
+
+// checkCtlHeader: magic, protocol version (1 or 2), size and the version's
+// layout hash; the version. These words never change after the loader
+// creates the file (a temporary file and a rename): plain reads.
+func checkCtlHeader(mem []byte, path string) (uint32, error) {
+	v := le.Uint32(mem[8:])
 	switch {
 	case !bytes.Equal(mem[:8], ctlMagic):
-		return errf(ErrProto, "%s: magic %q, not %q", path, mem[:8], ctlMagic)
-	case le.Uint32(mem[8:]) != 1:
-		return errf(ErrProto, "%s: protocol version %d; this reader speaks 1", path, le.Uint32(mem[8:]))
+		return 0, errf(ErrProto, "%s: magic %q, not %q", path, mem[:8], ctlMagic)
+	case ctlLayoutHashOf(v) == 0:
+		return 0, errf(ErrProto, "%s: protocol version %d; this reader speaks versions 1 and 2", path, v)
 	case le.Uint32(mem[12:]) != ctlSize:
-		return errf(ErrProto, "%s: ctl_size %d, not 4096", path, le.Uint32(mem[12:]))
-	case le.Uint64(mem[16:]) != ctlLayoutHash:
-		return errf(ErrProto, "%s: layout hash %#016x; protocol 1 has %#016x", path, le.Uint64(mem[16:]), uint64(ctlLayoutHash))
+		return 0, errf(ErrProto, "%s: ctl_size %d, not 4096", path, le.Uint32(mem[12:]))
+	case le.Uint64(mem[16:]) != ctlLayoutHashOf(v):
+		return 0, errf(ErrProto, "%s: layout hash %#016x; protocol %d has %#016x", path, le.Uint64(mem[16:]), v, ctlLayoutHashOf(v))
 	}
-	return nil
+	return v, nil
 }
 
 func (c *ctlFile) close() {
@@ -185,4 +205,45 @@ func decodeSnap(w *[ctlWords]uint64, seq uint64) (ctlSnap, error) {
 		})
 	}
 	return s, nil
+}
+
+// roles splits a snapshot of a control segment of protocol version into
+// its base copies and its overlay copies, each in order (PROTOCOL.md,
+// "Protocol 2"): a flag the version does not define (OVERLAY under
+// protocol 1 included), or overlay copies without a base copy, is
+// ErrProto. Protocol 1 has base copies only.
+func (s ctlSnap) roles(version uint32) (bases, overlays []ctlSegment, err error) {
+	known, names := uint32(ctlSegHugetlb), "1 (hugetlb)"
+	if version == 2 {
+		known, names = ctlSegHugetlb|ctlSegOverlay, "1 (hugetlb) and 2 (overlay)"
+	}
+	for i, seg := range s.segs {
+		if seg.flags&^known != 0 {
+			return nil, nil, errf(ErrProto, "control segment (protocol %d), generation %d: segment %d (%s) has flags %#x; protocol %d defines %s",
+				version, s.gen, i, seg.path, seg.flags, version, names)
+		}
+		if seg.flags&ctlSegOverlay != 0 {
+			overlays = append(overlays, seg)
+		} else {
+			bases = append(bases, seg)
+		}
+	}
+	if len(overlays) > 0 && len(bases) == 0 {
+		return nil, nil, errf(ErrProto, "control segment, generation %d: %d overlay copies and no base copy", s.gen, len(overlays))
+	}
+	return bases, overlays, nil
+}
+
+// pickOverlay is the overlay copy read with a base copy of node: the one
+// of that node, else the first; nil without overlay copies.
+func pickOverlay(overlays []ctlSegment, node int) *ctlSegment {
+	for i := range overlays {
+		if overlays[i].node == node {
+			return &overlays[i]
+		}
+	}
+	if len(overlays) == 0 {
+		return nil
+	}
+	return &overlays[0]
 }

@@ -18,16 +18,22 @@ type ctlFixture struct {
 	mem  []byte
 }
 
-// newCtl writes a control segment at dir/name.ctl: generation gen, seq,
-// and one entry per segment.
+// newCtl writes a control segment of protocol 1 at dir/c.ctl: generation
+// gen, seq, and one entry per segment.
 func newCtl(t *testing.T, seq, gen uint64, segs []ctlSegment) *ctlFixture {
+	return newCtlVersion(t, 1, seq, gen, segs)
+}
+
+// newCtlVersion is newCtl of protocol version (1 or 2), with its layout
+// hash.
+func newCtlVersion(t *testing.T, version uint32, seq, gen uint64, segs []ctlSegment) *ctlFixture {
 	t.Helper()
 	c := &ctlFixture{t: t, dir: t.TempDir(), mem: make([]byte, ctlSize)}
 	c.path = filepath.Join(c.dir, "c.ctl")
 	copy(c.mem, ctlMagic)
-	le.PutUint32(c.mem[8:], 1)
+	le.PutUint32(c.mem[8:], version)
 	le.PutUint32(c.mem[12:], ctlSize)
-	le.PutUint64(c.mem[16:], ctlLayoutHash)
+	le.PutUint64(c.mem[16:], ctlLayoutHashOf(version))
 	c.publish(seq, gen, segs)
 	return c
 }
@@ -43,6 +49,7 @@ func (c *ctlFixture) publish(seq, gen uint64, segs []ctlSegment) {
 	for i, s := range segs {
 		d := m[128+256*i:]
 		le.PutUint32(d, uint32(int32(s.node)))
+		le.PutUint32(d[4:], s.flags)
 		le.PutUint64(d[8:], s.size)
 		le.PutUint64(d[16:], s.mapSize)
 		le.PutUint64(d[24:], 4096)
@@ -67,14 +74,21 @@ func (c *ctlFixture) publish(seq, gen uint64, segs []ctlSegment) {
 func (c *ctlFixture) segment(which string, node int) ctlSegment {
 	c.t.Helper()
 	b := encodeV2([]rec2{{key: "copy", typ: TypeString, value: []byte(which)}}, enc2Opts{buckets: 1, name: which})
-	p := filepath.Join(c.dir, which+".img")
+	return c.file(which+".img", b, node, 0)
+}
+
+// file writes image bytes b as the segment file dir/name: a copy of node
+// with segment flags.
+func (c *ctlFixture) file(name string, b []byte, node int, flags uint32) ctlSegment {
+	c.t.Helper()
+	p := filepath.Join(c.dir, name)
 	if err := os.WriteFile(p, b, 0o644); err != nil {
 		c.t.Fatal(err)
 	}
 	if err := os.Chmod(p, 0o644); err != nil {
 		c.t.Fatal(err)
 	}
-	return ctlSegment{node: node, size: uint64(len(b)), mapSize: uint64(len(b)), path: p}
+	return ctlSegment{node: node, flags: flags, size: uint64(len(b)), mapSize: uint64(len(b)), path: p}
 }
 
 func attachCtl(c *ctlFixture, node *int) (*Cache, error) {

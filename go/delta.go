@@ -61,16 +61,29 @@ func (i *Image) WithDelta(d *Image) (*Image, error) {
 		bm.release()
 		return nil, err
 	}
-	if err := applies(bm, dm); err != nil {
-		bm.release()
-		dm.release()
+	m, err := through(bm, dm, 0, -1)
+	if err != nil {
 		return nil, err
 	}
-	m := newMapping(nil, bm.im, 0, -1)
-	m.dm, m.held = dm.im, []*mapping{bm, dm}
 	img := &Image{name: i.name, checksum: i.checksum}
 	img.cur.Store(m)
 	return img, nil
+}
+
+// through is the mapping of base b read through delta d (gen and node
+// its cache generation and NUMA node, or 0 and -1), if d applies to b
+// (§19.4); it takes over a reference to each (released with it, or at
+// once on error). A cache's generation of protocol 2 (PROTOCOL.md,
+// "Protocol 2") is one: its base and its overlay.
+func through(b, d *mapping, gen uint64, node int) (*mapping, error) {
+	if err := applies(b, d); err != nil {
+		b.release()
+		d.release()
+		return nil, err
+	}
+	m := newMapping(nil, b.im, gen, node)
+	m.dm, m.held = d.im, []*mapping{b, d}
+	return m, nil
 }
 
 // applies is FORMAT.md §19.4's table: base b can be read through delta d.

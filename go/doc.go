@@ -28,6 +28,9 @@
 // delta: the delta's upserts and tombstones first, the base for every
 // other key, in every getter, batch and iteration, with no allocation
 // per get; a delta built for another image is refused with [ErrBase].
+// A cache with changes (shmctl cache set, remove, apply; protocol 2 of
+// lib/PROTOCOL.md) is served as a base and an overlay, a delta of it: a
+// [Cache] reads each generation through its overlay the same way.
 //
 //	users, err := base.WithDelta(delta) // base, delta: Images (OpenFile)
 //	if err != nil {

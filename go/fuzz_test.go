@@ -158,7 +158,7 @@ func FuzzImageFixSum(f *testing.F) {
 }
 
 // FuzzCtl: a control segment's bytes: the header checks, the snapshot's
-// decoding and the NUMA choice never panic.
+// decoding, the roles of protocol 2 and the NUMA choice never panic.
 func FuzzCtl(f *testing.F) {
 	seed := make([]byte, ctlSize)
 	copy(seed, ctlMagic)
@@ -170,20 +170,37 @@ func FuzzCtl(f *testing.F) {
 	copy(seed[128+32:], "/dev/shm/x")
 	le.PutUint32(seed[384:], 1)
 	f.Add(seed)
+	v2 := append([]byte{}, seed...) // protocol 2: a base copy and an overlay copy
+	le.PutUint32(v2[8:], 2)
+	le.PutUint64(v2[16:], ctlLayoutHash2)
+	le.PutUint32(v2[384+4:], ctlSegOverlay)
+	f.Add(v2)
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		mem := make([]byte, ctlSize)
 		copy(mem, b)
-		_ = checkCtlHeader(mem, "fuzz.ctl")
+		version, err := checkCtlHeader(mem, "fuzz.ctl")
+		if err == nil && version != 1 && version != 2 {
+			t.Fatalf("protocol version %d accepted", version)
+		}
 		var w [ctlWords]uint64
 		for i := range w {
 			w[i] = le.Uint64(mem[8*i:])
 		}
 		s, err := decodeSnap(&w, 0)
-		if err == nil && len(s.segs) > 0 {
-			if i := pickSegment(s.segs, int(b[0]%4)); i < 0 || i >= len(s.segs) {
-				t.Fatalf("picked segment %d of %d", i, len(s.segs))
-			}
+		if err != nil {
+			return
+		}
+		bases, overlays, err := s.roles(le.Uint32(mem[8:]))
+		if err != nil || len(bases) == 0 {
+			return
+		}
+		i := pickSegment(bases, int(mem[0]%4))
+		if i < 0 || i >= len(bases) {
+			t.Fatalf("picked segment %d of %d", i, len(bases))
+		}
+		if ov := pickOverlay(overlays, bases[i].node); (ov == nil) != (len(overlays) == 0) || ov != nil && ov.flags&ctlSegOverlay == 0 {
+			t.Fatalf("overlay %v picked of %d", ov, len(overlays))
 		}
 	})
 }
