@@ -264,9 +264,10 @@ public final class Shmkv extends ShmkvReader implements AutoCloseable {
 		if (s.generation() == 0 || s.segmentCount() == 0)
 			throw new ShmkvException.Unavailable(ctl.path.toString(), "nothing published yet");
 		Ctl.Pick pk = ctl.pick(s);
-		if (pk == null)
-			throw new ShmkvException.Unavailable(ctl.path.toString(), "nothing published yet");
 		String gen = Long.toUnsignedString(s.generation());
+		if (pk == null || s.segPath(pk.base()).isEmpty())
+			throw new ShmkvException.Unavailable(ctl.path.toString(), "nothing published (generation " + gen
+					+ " has no segment)");
 		String source = s.segPath(pk.base()) + " (cache \"" + name + "\", generation " + gen + ")";
 		Arena arena = Arena.ofShared();
 		return generation(arena, source, () -> {

@@ -345,9 +345,12 @@ class ControlSegmentTest {
 		create2(Seg.base(baseF), Seg.overlay(badF));
 		ShmkvException c = assertThrows(ShmkvException.class, this::attach);
 		assertTrue(c.getMessage().startsWith(badF + " (the overlay of generation 1): "), c.getMessage());
-		// a retired one is stale, nothing published is unavailable (version 2 as 1)
+		// nothing published is unavailable (version 2 as 1): no entry, or a base entry without a path
 		create2();
 		assertThrows(ShmkvException.Unavailable.class, this::attach);
+		create2(new Seg(-1, 0, Path.of(""), base.length), Seg.overlay(deltaF));
+		e = assertThrows(ShmkvException.Unavailable.class, this::attach);
+		assertTrue(e.getMessage().endsWith("nothing published (generation 1 has no segment)"), e.getMessage());
 	}
 
 	/** attach refused with kind, the message naming where first, containing what. */
