@@ -17,15 +17,26 @@ import java.nio.file.attribute.BasicFileAttributes;
 import java.util.Map;
 
 /**
- * The control segment ROOT/NAME.ctl (lib/PROTOCOL.md): opening it, and the
+ * The control segment ROOT/NAME.ctl (lib/PROTOCOL.md): opening it, the
  * reader's side of the seqcount, whose writer is shmkv_ctl_publish() in
- * lib/shmkv/ctl.h. Loads use VarHandle acquire mode on the mapped words,
- * as the C reader's __atomic loads do.
+ * lib/shmkv/ctl.h, and which entries of a snapshot a reader maps (a base
+ * copy and, in protocol 2, its overlay). Loads use VarHandle acquire mode
+ * on the mapped words, as the C reader's __atomic loads do. The constants
+ * are lib/shmkv/protocol.h's (FormatTest compares them).
  */
 final class Ctl implements AutoCloseable {
-	static final long SIZE = 4096, LAYOUT_HASH = 0x4b43ad88b167e31cL;
+	/** Protocol 1: one image a generation; 2: a base and its overlay (PROTOCOL.md, "Protocol 2"). */
+	static final int PROTOCOL_1 = 1, PROTOCOL_2 = 2;
+	/** The XXH3-64 (seed 0) of each version's layout description. */
+	static final long LAYOUT_HASH = 0x4b43ad88b167e31cL, LAYOUT_HASH_V2 = 0x3bf262da49ef7315L;
+	static final long SIZE = 4096;
 	static final int WORDS = 2176 / 8, MAX_SEGMENTS = 8, PATH_MAX = 224;
+	/** The control segment's flags. */
 	static final int RETIRED = 1;
+	/** A segment entry's flags: hugetlbfs-backed; (protocol 2) a copy of the overlay, else of the base. */
+	static final int SEG_HUGETLB = 1, SEG_OVERLAY = 2;
+	/** The segment flags each version defines: any other bit is SHMKV_EPROTO. */
+	static final int SEG_KNOWN_V1 = SEG_HUGETLB, SEG_KNOWN_V2 = SEG_HUGETLB | SEG_OVERLAY;
 	static final int SEQ_SPINS = 1 << 16, SEQ_PAUSES = 256;
 	static final String NAME_RULE = "1-63 bytes of A-Z a-z 0-9 _ - ., not starting with .";
 	/** Coordinates (MemorySegment, long offset); native order is the format's (little-endian hosts only). */
@@ -37,6 +48,8 @@ final class Ctl implements AutoCloseable {
 	final String name;
 	final Object fileKey;
 	final int uid;
+	/** PROTOCOL_1 or PROTOCOL_2: written once before the file got its name, never after. */
+	final int version;
 	private final Arena arena;
 	private final MemorySegment seg;
 
@@ -100,18 +113,22 @@ final class Ctl implements AutoCloseable {
 		// written once before the file got its name, never after: plain reads
 		byte[] magic = seg.asSlice(0, 8).toArray(ValueLayout.JAVA_BYTE);
 		String problem = null;
+		long v = Bytes.u32(seg, 8);
 		if (!new String(magic, StandardCharsets.ISO_8859_1).equals("SHMKVCTL"))
 			problem = "its magic is not SHMKVCTL";
 		else {
-			long version = Bytes.u32(seg, 8), csize = Bytes.u32(seg, 12), layout = Bytes.u64(seg, 16);
-			if (version != 1 || csize != SIZE || layout != LAYOUT_HASH)
-				problem = "protocol version " + version + " size " + csize + " layout " + Bytes.hex(layout)
-						+ ", this library speaks version 1 size 4096 layout " + Bytes.hex(LAYOUT_HASH);
+			long csize = Bytes.u32(seg, 12), layout = Bytes.u64(seg, 16);
+			long want = v == PROTOCOL_1 ? LAYOUT_HASH : v == PROTOCOL_2 ? LAYOUT_HASH_V2 : 0;
+			if (want == 0 || csize != SIZE || layout != want)
+				problem = "protocol version " + v + " size " + csize + " layout " + Bytes.hex(layout)
+						+ ", this library speaks versions " + PROTOCOL_1 + " (layout " + Bytes.hex(LAYOUT_HASH) + ") and "
+						+ PROTOCOL_2 + " (layout " + Bytes.hex(LAYOUT_HASH_V2) + "), size " + SIZE;
 		}
 		if (problem != null) {
 			arena.close();
 			throw new ShmkvException.Proto(path.toString(), problem);
 		}
+		version = (int) v;
 	}
 
 	static ShmkvException io(Path p, IOException e) {
@@ -139,6 +156,7 @@ final class Ctl implements AutoCloseable {
 
 	/** A consistent copy of the control segment (shmkv__ctl_read_n). */
 	record Snap(long seq, long generation, int segmentCount, int flags, long[] words) {
+		int segFlags(int i) { return (int) (words[(128 + 256 * i) / 8] >>> 32); }
 		long segSize(int i) { return words[(128 + 256 * i + 8) / 8]; }
 		long segMapSize(int i) { return words[(128 + 256 * i + 16) / 8]; }
 		int segNode(int i) { return (int) words[(128 + 256 * i) / 8]; }
@@ -186,6 +204,53 @@ final class Ctl implements AutoCloseable {
 			return new Snap(s1, w[4], count, flags, w);
 		}
 		throw new ShmkvException.Unavailable(path.toString(), "a publish is under way (or its loader died in it): try again");
+	}
+
+	/**
+	 * The entries of a generation a reader maps: base, a base copy's index,
+	 * and overlay, its overlay copy's index or -1 (none: the base is read
+	 * alone).
+	 */
+	record Pick(int base, int overlay) {}
+
+	/**
+	 * Which entries of s to map (PROTOCOL.md, "Replicas" and "Protocol 2"):
+	 * the entries split into base copies (no OVERLAY flag) and overlay
+	 * copies; the base copy is the first (Java cannot ask getcpu for the
+	 * thread's node, so no node is preferred), the overlay the copy on the
+	 * base copy's node, else the first overlay copy. Proto when an entry has
+	 * a flag its protocol version does not define (OVERLAY in version 1), or
+	 * the generation has overlay copies but no base copy; null when it has
+	 * no entry (nothing published).
+	 */
+	Pick pick(Snap s) {
+		int known = version == PROTOCOL_2 ? SEG_KNOWN_V2 : SEG_KNOWN_V1;
+		int base = -1, overlays = 0;
+		for (int i = 0; i < s.segmentCount(); i++) {
+			int f = s.segFlags(i);
+			if ((f & ~known) != 0)
+				throw new ShmkvException.Proto(path.toString(), "segment " + i + " has flags " + Integer.toHexString(f)
+						+ ", unknown to protocol " + version + " (its flags: " + Integer.toHexString(known) + ")");
+			if ((f & SEG_OVERLAY) != 0)
+				overlays++;
+			else if (base < 0)
+				base = i;
+		}
+		if (base < 0) {
+			if (overlays > 0)
+				throw new ShmkvException.Proto(path.toString(), "generation " + Long.toUnsignedString(s.generation())
+						+ " has an overlay but no base");
+			return null;
+		}
+		int overlay = -1;
+		for (int i = 0; i < s.segmentCount() && overlays > 0; i++)
+			if ((s.segFlags(i) & SEG_OVERLAY) != 0) {
+				if (s.segNode(i) == s.segNode(base))
+					return new Pick(base, i);
+				if (overlay < 0)
+					overlay = i;
+			}
+		return new Pick(base, overlay);
 	}
 
 	/**

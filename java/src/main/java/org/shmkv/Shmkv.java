@@ -71,7 +71,7 @@ public final class Shmkv extends ShmkvReader implements AutoCloseable {
 	 */
 	public static Shmkv open(Path file, Check check) {
 		long size = fileSize(file);
-		return new Shmkv(map(file, size, size, 0, file.toString(), check, true), null, file.toString(), check);
+		return new Shmkv(map(file, size, file.toString(), check), null, file.toString(), check);
 	}
 
 	/**
@@ -216,12 +216,20 @@ public final class Shmkv extends ShmkvReader implements AutoCloseable {
 	 * checksum and the full structure before it published the segment, so
 	 * {@link Check#HEADER} is the usual choice.
 	 *
+	 * <p>A cache with changes (a control segment of protocol 2, PROTOCOL.md
+	 * "Protocol 2") is read as its base image through its overlay, a delta
+	 * image of it (FORMAT.md §19): every get, batch and iteration answers
+	 * with the changes, and both images are of one generation.
+	 *
 	 * @param name the cache's name
 	 * @param root the loader's root directory; null: $SHMKV_ROOT, else /run/shmkv
-	 * @param check how much to check each generation when it is mapped
+	 * @param check how much to check each generation when it is mapped (the
+	 *     overlay as the base)
 	 * @return the reader; close it
 	 * @throws ShmkvException Io ENOENT (no such cache), Unavailable (nothing
-	 *     published yet), Stale (a dropped cache), Proto, or an image error
+	 *     published yet), Stale (a dropped cache), Proto (not a control
+	 *     segment of protocol 1 or 2, or one whose generation breaks its
+	 *     rules), Base (an overlay made for another base), or an image error
 	 */
 	public static Shmkv attach(String name, Path root, Check check) {
 		Ctl ctl = new Ctl(root, name);
@@ -243,48 +251,85 @@ public final class Shmkv extends ShmkvReader implements AutoCloseable {
 		}
 	}
 
+	/**
+	 * Maps the generation of snapshot s (PROTOCOL.md, "Attach" and "Protocol
+	 * 2"): its base copy, checked as a plain image, and in protocol 2 its
+	 * overlay copy if it has one, checked as a delta image that applies to
+	 * the base (FORMAT.md §19.4), both in one arena: a get reads base and
+	 * overlay of one generation, and both are released together.
+	 */
 	private static Generation mapSnap(Ctl ctl, Ctl.Snap s, String name, Check check) {
 		if ((s.flags() & Ctl.RETIRED) != 0)
 			throw new ShmkvException.Stale(ctl.path.toString(), "the cache was retired");
 		if (s.generation() == 0 || s.segmentCount() == 0)
 			throw new ShmkvException.Unavailable(ctl.path.toString(), "nothing published yet");
-		// replicas (NUMA): Java cannot ask getcpu; it reads segment 0
-		Path p = Path.of(s.segPath(0));
-		String source = p + " (cache \"" + name + "\", generation " + s.generation() + ")";
+		Ctl.Pick pk = ctl.pick(s);
+		String gen = Long.toUnsignedString(s.generation());
+		if (pk == null || s.segPath(pk.base()).isEmpty())
+			throw new ShmkvException.Unavailable(ctl.path.toString(), "nothing published (generation " + gen
+					+ " has no segment)");
+		String source = s.segPath(pk.base()) + " (cache \"" + name + "\", generation " + gen + ")";
+		Arena arena = Arena.ofShared();
+		return generation(arena, source, () -> {
+			Image b = mapSegment(arena, ctl, s, pk.base(), source, check, false);
+			if (pk.overlay() < 0)
+				return new Generation(b, arena, s.generation(), source);
+			Image d = mapSegment(arena, ctl, s, pk.overlay(), s.segPath(pk.overlay()) + " (the overlay of generation " + gen
+					+ ")", check, true);
+			Through.check(b, d);
+			return new Generation(b, d, arena, s.generation(), source);
+		});
+	}
+
+	/**
+	 * Entry i of snapshot s mapped into arena and checked as an image, a
+	 * delta image when overlay (an overlay copy), else a plain one: the
+	 * segment file must be a regular file of the control segment's owner
+	 * that no one else can write (PROTOCOL.md, "Trust"), at least the
+	 * entry's size long.
+	 */
+	private static Image mapSegment(Arena arena, Ctl ctl, Ctl.Snap s, int i, String source, Check check,
+			boolean overlay) {
+		Path p = Path.of(s.segPath(i));
 		Map<String, Object> st;
 		try {
 			st = Files.readAttributes(p, "unix:mode,uid,size,isRegularFile", LinkOption.NOFOLLOW_LINKS);
 		} catch (IOException e) {
 			throw Ctl.io(p, e);
 		}
-		long size = s.segSize(0);
+		long size = s.segSize(i);
 		int mode = (Integer) st.get("mode");
 		if (!(Boolean) st.get("isRegularFile") || (Integer) st.get("uid") != ctl.uid || (mode & 022) != 0)
 			throw new ShmkvException.Io(1, "EPERM", source, String.format("not a regular file of the control segment's "
 					+ "owner (uid %d) writable by it alone (uid %d mode %04o)", ctl.uid, st.get("uid"), mode & 07777),
 					null);
 		long fileLen = (Long) st.get("size");
-		if (fileLen < size)
-			throw new ShmkvException.Truncated(source, "the segment is " + fileLen + " bytes, its image " + size);
-		long mapLen = Long.compareUnsigned(s.segMapSize(0), size) >= 0 && s.segMapSize(0) <= fileLen ? s.segMapSize(0)
-				: size;
-		return map(p, size, mapLen, s.generation(), source, check, false);
+		if (Long.compareUnsigned(fileLen, size) < 0)
+			throw new ShmkvException.Truncated(source, "the segment is " + fileLen + " bytes, its image "
+					+ Long.toUnsignedString(size));
+		long ms = s.segMapSize(i);
+		long mapLen = Long.compareUnsigned(ms, size) >= 0 && Long.compareUnsigned(ms, fileLen) <= 0 ? ms : size;
+		Image im = mapImage(arena, p, size, mapLen, source, check, false);
+		if (im.delta != overlay)
+			throw new ShmkvException.Proto(source, overlay
+					? "a plain image where an overlay belongs (a delta image: its entry has the OVERLAY flag)"
+					: "a delta image where a base belongs (a plain image: its entry has no OVERLAY flag)");
+		return im;
 	}
 
 	/**
-	 * Maps p's first mapLen bytes, an image of size bytes. advise: an image
-	 * file (open), given {@link Advice#hugePages} before its first read as the
-	 * C reader's shmkv_open_file does; a loader's segment (attach) lies in
-	 * hugetlbfs or tmpfs, where the loader chose its pages.
+	 * An image file of size bytes mapped and checked, given
+	 * {@link Advice#hugePages} before its first read as the C reader's
+	 * shmkv_open_file does (a loader's segment, which attach maps, lies in
+	 * hugetlbfs or tmpfs, where the loader chose its pages: no advice).
 	 */
-	private static Generation map(Path p, long size, long mapLen, long number, String source, Check check,
-			boolean advise) {
+	private static Generation map(Path p, long size, String source, Check check) {
 		Arena arena = Arena.ofShared();
-		return generation(arena, source, () -> new Generation(mapImage(arena, p, size, mapLen, source, check, advise),
-				arena, number, source));
+		return generation(arena, source, () -> new Generation(mapImage(arena, p, size, size, source, check, true),
+				arena, 0, source));
 	}
 
-	/** map's image: p's first mapLen bytes mapped into arena, an image of size bytes, checked. */
+	/** p's first mapLen bytes mapped into arena, an image of size bytes, checked. */
 	private static Image mapImage(Arena arena, Path p, long size, long mapLen, String source, Check check,
 			boolean advise) {
 		MemorySegment seg;

@@ -152,6 +152,65 @@ class FormatTest {
 				assertTrue(deltaNamed.contains(c) || c.startsWith("FILTER_SHIFT_"), c + " is checked against format.json");
 	}
 
+	/**
+	 * Ctl's constants against lib/shmkv/protocol.h, the control segment's
+	 * owner (format.json describes images, not the control segment): each
+	 * protocol version's layout hash is the XXH3 of its description there,
+	 * and lib/PROTOCOL.md quotes the same description of version 2 and
+	 * names both pairs (version, hash) readers take.
+	 */
+	@Test
+	void controlSegmentConstants() throws Exception {
+		String h = Files.readString(Programs.REPO.resolve("lib/shmkv/protocol.h"));
+		Map<String, String> d = new LinkedHashMap<>();
+		java.util.regex.Matcher m = java.util.regex.Pattern.compile("#define (SHMKV_\\w+)[ \\t]+((?:[^\\n]*\\\\\\n)*[^\\n]*)")
+				.matcher(h);
+		while (m.find())
+			d.put(m.group(1), m.group(2).replaceAll("/\\*.*?(\\*/|$)", "").replaceAll("\"\\s*\\\\\\n\\s*\"", "")
+					.replaceAll("\\s*\\\\\\n\\s*", " ").trim());
+		Map<String, Long> want = new LinkedHashMap<>();
+		want.put("SHMKV_PROTOCOL_VERSION", (long) Ctl.PROTOCOL_1);
+		want.put("SHMKV_PROTOCOL_VERSION_2", (long) Ctl.PROTOCOL_2);
+		want.put("SHMKV_CTL_SIZE", Ctl.SIZE);
+		want.put("SHMKV_CTL_MAX_SEGMENTS", (long) Ctl.MAX_SEGMENTS);
+		want.put("SHMKV_CTL_PATH_MAX", (long) Ctl.PATH_MAX);
+		want.put("SHMKV_CTL_RETIRED", (long) Ctl.RETIRED);
+		want.put("SHMKV_SEG_HUGETLB", (long) Ctl.SEG_HUGETLB);
+		want.put("SHMKV_SEG_OVERLAY", (long) Ctl.SEG_OVERLAY);
+		want.put("SHMKV_CTL_LAYOUT_HASH", Ctl.LAYOUT_HASH);
+		want.put("SHMKV_CTL_LAYOUT_HASH_V2", Ctl.LAYOUT_HASH_V2);
+		for (Map.Entry<String, Long> w : want.entrySet()) {
+			String v = d.get(w.getKey());
+			assertNotNull(v, w.getKey() + " in protocol.h");
+			v = v.replaceFirst("^UINT64_C\\((.*)\\)$", "$1").replaceFirst("u$", "");
+			assertEquals(w.getValue(), v.startsWith("0x") ? Long.parseUnsignedLong(v.substring(2), 16) : Long.parseLong(v),
+					w.getKey());
+		}
+		assertEquals("(SHMKV_SEG_HUGETLB | SHMKV_SEG_OVERLAY)", d.get("SHMKV_SEG_KNOWN_V2"));
+		assertEquals(Ctl.SEG_HUGETLB | Ctl.SEG_OVERLAY, Ctl.SEG_KNOWN_V2);
+		assertEquals("SHMKV_SEG_HUGETLB", d.get("SHMKV_SEG_KNOWN_V1"));
+		assertEquals(Ctl.SEG_HUGETLB, Ctl.SEG_KNOWN_V1);
+		assertEquals(2176, Ctl.WORDS * 8, "the words a snapshot copies: 2176 bytes");
+		String v1 = unquote(d.get("SHMKV_CTL_LAYOUT_DESC")), v2 = unquote(d.get("SHMKV_CTL_LAYOUT_DESC_V2"));
+		assertTrue(v1.startsWith("shmkv-ctl-v1;ctl=2176:"), v1);
+		assertEquals(368, v2.length(), "PROTOCOL.md: 368 ASCII bytes");
+		for (String[] dh : new String[][] {{v1, "SHMKV_CTL_LAYOUT_HASH"}, {v2, "SHMKV_CTL_LAYOUT_HASH_V2"}}) {
+			byte[] b = dh[0].getBytes(StandardCharsets.US_ASCII);
+			assertEquals(want.get(dh[1]), Xxh3.checksum(MemorySegment.ofArray(b), 0, b.length), dh[1]);
+		}
+		String doc = Files.readString(Programs.REPO.resolve("lib/PROTOCOL.md"));
+		assertTrue(doc.contains("\n" + v2 + "\n"), "PROTOCOL.md quotes version 2's description");
+		assertTrue(doc.contains("(1, `0x" + String.format("%016x", Ctl.LAYOUT_HASH) + "`) or (2,\n`0x"
+				+ String.format("%016x", Ctl.LAYOUT_HASH_V2) + "`)"), "PROTOCOL.md names both pairs");
+	}
+
+	/** A C string literal's text (adjacent literals already joined). */
+	static String unquote(String lit) {
+		assertNotNull(lit);
+		assertTrue(lit.startsWith("\"") && lit.endsWith("\""), lit);
+		return lit.substring(1, lit.length() - 1);
+	}
+
 	@Test
 	void retiredVersion() {
 		JsonNode r = f.get("retired_versions");

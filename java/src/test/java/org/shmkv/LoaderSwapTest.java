@@ -2,11 +2,9 @@ package org.shmkv;
 
 import static org.junit.jupiter.api.Assertions.*;
 
-import java.io.File;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ThreadLocalRandom;
@@ -28,52 +26,28 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class LoaderSwapTest {
 	static final int KEYS = 1000, IMAGES = 4, SWAPS = Integer.getInteger("shmkv.swaps", 1000);
-	static final long DEADLINE_NS = TimeUnit.SECONDS.toNanos(120);
+	static final long DEADLINE_NS = LoaderProcess.DEADLINE_NS;
 
 	@TempDir
 	Path tmp;
-	Path root, spool, shm;
-	Process loader;
+	Path root, spool;
+	LoaderProcess loader;
 
 	@BeforeEach
 	void start() throws Exception {
-		Path exe = Programs.loader();
-		Programs.shmctl();
-		root = Files.createDirectory(tmp.resolve("root"));
-		spool = Files.createDirectory(tmp.resolve("spool"));
-		shm = Files.createTempDirectory(Path.of("/dev/shm"), "shmkv-java-");
-		for (Path d : List.of(tmp, root, spool, shm))
-			Files.setPosixFilePermissions(d, PosixFilePermissions.fromString("rwxr-xr-x"));
-		loader = new ProcessBuilder(exe.toString(), "--root", root.toString(), "--spool", spool.toString(),
-				"--shm-dir", shm.toString(), "--memory", "shm", "--foreground")
-				.redirectErrorStream(true).redirectOutput(tmp.resolve("loader.log").toFile()).start();
-		long end = System.nanoTime() + DEADLINE_NS;
-		while (!Files.exists(root.resolve("control.sock"))) {
-			assertTrue(loader.isAlive(), "the loader exited: " + log());
-			assertTrue(System.nanoTime() < end, "the loader did not start in 120 s: " + log());
-			Thread.sleep(20);
-		}
+		loader = LoaderProcess.start(tmp);
+		root = loader.root;
+		spool = loader.spool;
 	}
 
 	String log() {
-		try {
-			return Files.readString(tmp.resolve("loader.log"));
-		} catch (Exception e) {
-			return "(no log)";
-		}
+		return loader.log();
 	}
 
 	@AfterEach
 	void stop() throws Exception {
-		if (loader != null) {
-			loader.destroy(); // SIGTERM
-			if (!loader.waitFor(30, TimeUnit.SECONDS))
-				loader.destroyForcibly();
-		}
-		if (shm != null)
-			try (var s = Files.walk(shm)) {
-				s.sorted((a, b) -> b.compareTo(a)).map(Path::toFile).forEach(File::delete);
-			}
+		if (loader != null)
+			loader.close();
 	}
 
 	/**
@@ -101,17 +75,7 @@ class LoaderSwapTest {
 	}
 
 	Shmkv attachWhenReady() throws Exception {
-		long end = System.nanoTime() + DEADLINE_NS;
-		for (;;) {
-			try {
-				return Shmkv.attach("feat", root, Shmkv.Check.HEADER);
-			} catch (ShmkvException e) {
-				if (!e.codeName().equals("ENOENT") && !e.codeName().equals("EAGAIN"))
-					throw e;
-			}
-			assertTrue(System.nanoTime() < end, "not published in 120 s: " + log());
-			Thread.sleep(10);
-		}
+		return loader.attachWhenReady("feat");
 	}
 
 	@Test
@@ -136,10 +100,7 @@ class LoaderSwapTest {
 		publish(image(1));
 		try (Shmkv c = attachWhenReady()) {
 			Value v = c.get("key_3");
-			Process p = new ProcessBuilder(Programs.shmctl().toString(), "-r", root.toString(), "cache", "drop", "feat")
-					.redirectErrorStream(true).start();
-			String out = new String(p.getInputStream().readAllBytes());
-			assertTrue(p.waitFor(120, TimeUnit.SECONDS) && p.exitValue() == 0, "shmctl cache drop: " + out);
+			loader.shmctl("cache", "drop", "feat");
 			ShmkvException e = assertThrows(ShmkvException.Stale.class, c::refresh);
 			assertEquals("SHMKV_ESTALE", e.codeName());
 			assertEquals("t1:val_3", v.asString(), "the generation held is still mapped");

@@ -42,12 +42,14 @@ final class Programs {
 		return find("SHMKV_LOADER", "loader/shmkv-loader");
 	}
 
-	/** Builds an image from JSONL lines with shmctl. */
-	static void build(Path out, String name, List<String> jsonl) throws Exception {
+	/** Builds an image from JSONL lines with shmctl; options: more of image build's (--delta-of BASE). */
+	static void build(Path out, String name, List<String> jsonl, String... options) throws Exception {
 		Path in = Files.createTempFile(out.getParent(), "in", ".jsonl");
 		Files.write(in, jsonl);
 		List<String> cmd = new ArrayList<>(List.of(shmctl().toString(), "image", "build", "-o", out.toString(),
-				"--name", name, "--created", "1700000000", in.toString()));
+				"--name", name, "--created", "1700000000"));
+		cmd.addAll(List.of(options));
+		cmd.add(in.toString());
 		Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
 		String log = new String(p.getInputStream().readAllBytes());
 		if (!p.waitFor(120, TimeUnit.SECONDS) || p.exitValue() != 0)
