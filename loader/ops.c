@@ -115,6 +115,11 @@ int op_rollback(struct loader *L, const char *name, char **reply)
 		struct seg_info to = c->ov;
 		int th = c->have_ov;
 		uint64_t tl = c->chain_last, ts2 = c->chain_seq;
+		uint64_t os = c->origin_sum, oz = c->origin_size;
+		c->origin_sum = c->rb_origin_sum;
+		c->origin_size = c->rb_origin_size;
+		c->rb_origin_sum = os;
+		c->rb_origin_size = oz;
 		c->ov = c->rbov;
 		c->have_ov = c->have_rbov;
 		c->rbov = to;
@@ -185,6 +190,7 @@ int op_drop(struct loader *L, const char *name, char **reply)
 		c->have_cur = c->have_rb = 0;
 		c->have_ov = c->have_rbov = 0;
 		c->chain_last = c->chain_seq = c->rb_chain_last = c->rb_chain_seq = 0;
+		c->origin_sum = c->origin_size = c->rb_origin_sum = c->rb_origin_size = 0;
 		c->ncur_more = c->nrb_more = 0;
 		c->broken = 0;
 		memset(&c->stats, 0, sizeof c->stats);

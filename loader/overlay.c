@@ -98,7 +98,7 @@ static int feed(shmkv_builder *b, const shmkv *d, const struct keyset *skip, str
 
 /* ROOT/.NAME.WHAT: the loader's temporary files (a cache name never starts
  * with '.', so these are no cache's). */
-static void tmp_path(const struct loader *L, const struct cache *c, const char *what, char *out,
+void overlay_tmp_path(const struct loader *L, const struct cache *c, const char *what, char *out,
 		     size_t len)
 {
 	int n = snprintf(out, len, "%s/.%s.%s", L->root, c->name, what);
@@ -246,6 +246,8 @@ static int publish_overlay(struct loader *L, struct cache *c, const struct seg_i
 	c->have_rbov = c->have_ov;
 	c->rb_chain_last = c->chain_last;
 	c->rb_chain_seq = c->chain_seq;
+	c->rb_origin_sum = c->origin_sum;
+	c->rb_origin_size = c->origin_size;
 	c->ov = *first;
 	c->ov.generation = gen;
 	c->have_ov = 1;
@@ -283,7 +285,7 @@ static int publish_changes(struct loader *L, struct cache *c, const shmkv *d, ch
 			   size_t why_len)
 {
 	char out[PATH_MAX];
-	tmp_path(L, c, "overlay.tmp", out, sizeof out);
+	overlay_tmp_path(L, c, "overlay.tmp", out, sizeof out);
 	int err = build_merged(c, d, out, why, why_len);
 	if (!err)
 		err = verify_overlay(c, out, why, why_len);
@@ -298,7 +300,7 @@ static int publish_changes(struct loader *L, struct cache *c, const shmkv *d, ch
 }
 
 /* The cache to change: loaded, adoptable. */
-static int changeable(struct loader *L, const char *name, struct cache **out, char **reply)
+int overlay_changeable(struct loader *L, const char *name, struct cache **out, char **reply)
 {
 	struct cache *c = cache_find(L, name);
 	*out = c;
@@ -310,7 +312,7 @@ static int changeable(struct loader *L, const char *name, struct cache **out, ch
 	return 0;
 }
 
-static int refused(struct loader *L, struct cache *c, const char *what, int err,
+int overlay_refused(struct loader *L, struct cache *c, const char *what, int err,
 		   const char *why, char **reply)
 {
 	char q[700];
@@ -382,11 +384,11 @@ static char *reply_stream(const struct cache *c, const struct job *j, uint64_t r
 int op_change(struct loader *L, const struct job *j, char **reply, char *why, size_t why_len)
 {
 	struct cache *c;
-	int err = changeable(L, j->name, &c, reply);
+	int err = overlay_changeable(L, j->name, &c, reply);
 	if (err)
 		return err;
 	char img[PATH_MAX];
-	tmp_path(L, c, "change.tmp", img, sizeof img);
+	overlay_tmp_path(L, c, "change.tmp", img, sizeof img);
 	shmkv *d = NULL;
 	err = build_changes(c, j, img, &d, why, why_len);
 	uint64_t records = d ? d->entry_count : 0;
@@ -398,12 +400,12 @@ int op_change(struct loader *L, const struct job *j, char **reply, char *why, si
 	const char *what = j->stream ? "stream" : "change";
 	if (err) {
 		if (!j->stream)
-			return refused(L, c, what, err, why, reply);
+			return overlay_refused(L, c, what, err, why, reply);
 		char w[700];
 		snprintf(w, sizeof w, "%s; lines %llu-%llu were not published (lines before them "
 			 "were), and the stream ends", why, (unsigned long long)j->first_line,
 			 (unsigned long long)(j->first_line + j->lines - 1));
-		return refused(L, c, what, err, w, reply);
+		return overlay_refused(L, c, what, err, w, reply);
 	}
 	if (records)
 		changed(L, c, what, records);
@@ -415,7 +417,7 @@ int op_apply(struct loader *L, const char *name, const char *path, int nofollow,
 	     char *why, size_t why_len)
 {
 	struct cache *c;
-	int err = changeable(L, name, &c, reply);
+	int err = overlay_changeable(L, name, &c, reply);
 	if (err)
 		return err;
 	shmkv *d = NULL;
@@ -440,14 +442,21 @@ int op_apply(struct loader *L, const char *name, const char *path, int nofollow,
 	if (!err && (err = shmkv_open_file_diag(c->cur.path, SHMKV_OPEN_NOVERIFY, &base, w,
 						sizeof w)))
 		diag_fail(err, why, why_len, "base: %s", w);
-	if (!err && (id.base_checksum != shmkv_checksum(base) || id.base_size != base->size))
+	/* a delta of the cache's base, or, after a compaction, of the image the
+	 * compacted base was made from (the same answers: loader/README.md,
+	 * "Compaction") */
+	int of_origin = c->origin_sum && id.base_checksum == c->origin_sum &&
+			id.base_size == c->origin_size;
+	if (!err && !of_origin &&
+	    (id.base_checksum != shmkv_checksum(base) || id.base_size != base->size))
 		err = diag_fail(SHMKV_EBASE, why, why_len,
 				"%s applies to the image with checksum %016llx (%llu bytes), not "
-				"the cache's base, %016llx (%llu bytes)", path,
+				"the cache's base, %016llx (%llu bytes)%s", path,
 				(unsigned long long)id.base_checksum,
 				(unsigned long long)id.base_size,
 				(unsigned long long)shmkv_checksum(base),
-				(unsigned long long)base->size);
+				(unsigned long long)base->size,
+				c->origin_sum ? ", nor the image it was compacted from" : "");
 	if (!err && (d->seed != base->seed || d->hash_bits != base->hash_bits))
 		err = diag_fail(SHMKV_EBASE, why, why_len, "%s hashes with another seed or hash "
 				"bits than the cache's base", path);
@@ -472,7 +481,7 @@ int op_apply(struct loader *L, const char *name, const char *path, int nofollow,
 	char what[PATH_MAX + 8];
 	snprintf(what, sizeof what, "apply %s", path);
 	if (err)
-		return refused(L, c, what, err, why, reply);
+		return overlay_refused(L, c, what, err, why, reply);
 	changed(L, c, what, records);
 	*reply = reply_changed(c, records);
 	return 0;

@@ -712,6 +712,8 @@ static const struct verb verbs[] = {
 	 "apply a delta image of the cache's base (or the next of its chain)"},
 	{"change", "NAME JSONL", 2, 2, WHO_PRIV, v_change, JOB_CHANGE,
 	 "one upsert or removal, a JSONL record as image build reads them"},
+	{"compact", "NAME", 1, 1, WHO_PRIV, v_job, JOB_COMPACT,
+	 "merge the cache's changes into a new base and publish it"},
 	{"stream", "NAME", 1, 1, WHO_PRIV, v_stream, 0,
 	 "every later line is a change, published in batches, each acknowledged"},
 	{"bpf_export", "NAME PREFIX MAX_VALUE", 3, 3, WHO_PRIV, v_job, JOB_BPF_EXPORT,
