@@ -131,7 +131,7 @@ static void run(struct loader *L, struct job *j)
 	/* BPF after the reply and the publish: readers have the new generation
 	 * first, BPF programs right after (loader/README.md, "BPF export") */
 	if (!err && (j->kind == JOB_LOAD || j->kind == JOB_RELOAD || j->kind == JOB_ROLLBACK ||
-		     j->kind == JOB_COMPACT))
+		     j->kind == JOB_COMPACT || j->kind == JOB_CHANGE || j->kind == JOB_APPLY))
 		bpf_after_publish(L, j->name);
 	else if (j->kind == JOB_START || j->kind == JOB_CONFIG)
 		bpf_sync_all(L);
