@@ -7,6 +7,7 @@
  * new one is published. Changes sent meanwhile wait in the worker's queue. */
 #include "compact.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,8 +87,16 @@ int op_compact(struct loader *L, const char *name, int automatic, char **reply, 
 		shmkv_close(base);
 	}
 	uint64_t chain_last = c->chain_last, chain_seq = c->chain_seq, changes = c->changes;
-	char out[PATH_MAX], e[700];
-	overlay_tmp_path(L, c, "compact.tmp", out, sizeof out);
+	/* durable mode: the new base is kept beside the log, which names it
+	 * after the publish (a reboot finds it there) */
+	char out[PATH_MAX + 80], kept[PATH_MAX + 80], e[700];
+	int keep = L->durable_fd >= 0;
+	if (keep) {
+		overlay_kept_base(L, name, kept, sizeof kept);
+		snprintf(out, sizeof out, "%s/.%s.base.tmp", L->durable, name);
+	} else {
+		overlay_tmp_path(L, c, "compact.tmp", out, sizeof out);
+	}
 	const char *deltas[1] = {c->ov.path};
 	shmkv_join_options jo;
 	shmkv_join_options_init(&jo);
@@ -99,6 +108,9 @@ int op_compact(struct loader *L, const char *name, int automatic, char **reply, 
 	}
 	char *lreply = NULL;
 	err = op_load(L, name, out, 1, "", &lreply, e, sizeof e);
+	if (!err && keep && (rename(out, kept) != 0 || fsync(L->durable_fd) != 0))
+		log_err("compacted cache=%s: keeping its base as %s: %s (a reboot loses the changes "
+			"since the image loaded last)", name, kept, strerror(errno));
 	unlink(out);
 	if (err) { /* op_load said why (logged, the cache's last error) */
 		*reply = lreply;

@@ -100,6 +100,7 @@ struct cache {
 	uint64_t compact_unix;     /* when the last one published (0: none) */
 	uint64_t compact_ms;       /* how long it took */
 	int compact_queued;        /* an automatic compaction waits in the queue */
+	uint64_t wal_seq;          /* the last record of DURABLE/NAME.wal published (wal.c) */
 	struct load_stats stats;    /* of the current image */
 	struct load_stats rb_stats; /* of the rollback candidate */
 	char last_error[512];      /* "" = the last operation succeeded */
@@ -164,6 +165,8 @@ struct loader {
 	char config_path[PATH_MAX]; /* "" = no config file */
 	char root[PATH_MAX];        /* canonical */
 	char spool[PATH_MAX];       /* canonical */
+	char durable[PATH_MAX];     /* durable_dir, canonical; "" = changes not logged */
+	int durable_fd;             /* it, opened by its whole chain (trustdir.h); -1 */
 	char prefix[32];            /* segment file prefix "shmkv-xxxxxxxx-" */
 	pid_t pid;
 
