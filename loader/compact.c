@@ -128,6 +128,15 @@ int op_compact(struct loader *L, const char *name, int automatic, char **reply, 
 			return overlay_refused(L, c, "compact", err, e, reply);
 		}
 	}
+	/* the origin in the state file before the publish: a kill right after
+	 * it (before the load saves the state) leaves it there for adopt.c;
+	 * it is as true of the generation served now (its base is the origin,
+	 * or was compacted from it) */
+	pthread_mutex_lock(&L->lock);
+	c->origin_sum = origin_sum;
+	c->origin_size = origin_size;
+	pthread_mutex_unlock(&L->lock);
+	cache_save_state(L, c);
 	char *lreply = NULL;
 	c->lineage.keep = 1;
 	c->lineage.origin_sum = origin_sum;

@@ -23,11 +23,12 @@
 //     other restart after a reboot (ROOT and the segments removed): the
 //     source loaded and the log replayed give a prefix with every
 //     acknowledged line.
-//   KnownBug.*: kills the instant the control segment moves (a thread
-//     spinning on its generation word), before the state file or the
-//     durable log catches up: what a restart (and a reboot) must still know
-//     then. They fail on the loader as it is and are skipped (naming the
-//     bug) unless SHMKV_TEST_KNOWN_BUGS=1.
+//   CompactionOriginSurvivesAKillAtItsPublish, DurableCompactionKilledAt-
+//     ItsPublishThenAReboot, KnownBug.*: kills the instant the control
+//     segment moves (a thread spinning on its generation word), before the
+//     state file or the durable log catches up: what a restart (and a
+//     reboot) must still know then. KnownBug.* fails on the loader as it is
+//     and is skipped (naming the bug) unless SHMKV_TEST_KNOWN_BUGS=1.
 //
 // Kill delays are random (the seed is printed; SHMKV_TEST_SEED repeats
 // them); every wait is for an event, with generous deadlines.
@@ -1012,16 +1013,8 @@ TEST(WritesCrash, MidCompact)
 // restart too. Killed the instant the compacted base is published, the
 // restarted loader must still apply the chain's next delta. Five tries
 // (the kill lands a little after the publish, at a moment that varies).
-TEST(KnownBug, CompactionOriginSurvivesAKillAtItsPublish)
+TEST(WritesCrash, CompactionOriginSurvivesAKillAtItsPublish)
 {
-	if (!run_known_bugs())
-		GTEST_SKIP() << "loader bug: compact.c:op_compact() publishes the compacted base "
-				"through op_load(), whose publish_new() clears origin and chain and "
-				"whose loaded() saves ROOT/NAME.state so; op_compact() writes origin and "
-				"chain back only after that. A kill in between leaves a state file "
-				"without the origin: the restarted loader (adopt.c) takes the compacted "
-				"base for the origin and refuses the chain's next delta (SHMKV_EBASE). "
-				"SHMKV_TEST_KNOWN_BUGS=1 runs it";
 	Env env;
 	const std::vector<std::string> args = {"--memory", "shm"};
 	std::string base = env.img_path("a.shmkv"), d1 = env.img_path("d1.delta"),
@@ -1127,19 +1120,8 @@ TEST(KnownBug, RollbackAfterAKillAtAChangesPublish)
 // the compacted base is published, then restarted (the compacted base
 // adopted), then a change acknowledged, then a reboot: every change
 // acknowledged comes back. Three tries.
-TEST(KnownBug, DurableCompactionKilledAtItsPublishThenAReboot)
+TEST(WritesCrash, DurableCompactionKilledAtItsPublishThenAReboot)
 {
-	if (!run_known_bugs())
-		GTEST_SKIP() << "loader bug: in durable mode compact.c:op_compact() publishes the "
-				"compacted base (op_load()) before it renames DIR/.NAME.base.tmp to "
-				"DIR/NAME.base.shmkv, and the log's head is rewritten after the job "
-				"(worker.c:run(), overlay_log_reset()). Killed in between, the restarted "
-				"loader serves the compacted base while the log's head names the base "
-				"before: overlay.c:log_base() retires the log as NAME.wal.stale; the next "
-				"change starts a log headed by the compacted base, kept nowhere, so after "
-				"a reboot it is stale too and every change acknowledged since the last "
-				"full load is lost (.NAME.base.tmp stays in DIR). "
-				"SHMKV_TEST_KNOWN_BUGS=1 runs it";
 	Env env;
 	std::string base = env.img_path("a.shmkv"), dir = env.base() + "/durable";
 	const uint64_t n = 20000;
