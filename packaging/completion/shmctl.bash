@@ -18,7 +18,7 @@ _shmctl()
 	local global_opts='-j --json -p --pretty -r --root --progress -h --help -V --version'
 	local objects='image cache hugepages doctor bpf help version'
 	local image_cmds='build join upgrade diff apply get inspect verify dump help'
-	local cache_cmds='list status stats get load readers reload rollback drop set remove apply help'
+	local cache_cmds='list status stats get load readers reload rollback drop set remove apply compact help'
 	local hugepages_cmds='plan reserve help'
 	local doctor_cmds='check help'
 	local bpf_cmds='export status unexport help'
@@ -153,7 +153,7 @@ _shmctl()
 		((nargs == 0)) && COMPREPLY=($(compgen -W "$(_shmctl_caches "$root")" -- "$cur"))
 		;;
 	cache/st* | cache/g* | cache/rea* | cache/rel* | cache/ro* | cache/d* | cache/lo* | \
-		cache/se* | cache/rem* | cache/a*)
+		cache/se* | cache/rem* | cache/a* | cache/c*)
 		if ((nargs == 0)); then
 			COMPREPLY=($(compgen -W "$(_shmctl_caches "$root")" -- "$cur"))
 		elif [[ $cmd == lo* && $nargs -eq 1 ]]; then
