@@ -401,7 +401,9 @@ static void adopt_one(struct loader *L, struct scan *sc, const char *name)
 		c->rbov = in;
 		c->have_rbov = 1;
 	}
-	if (!c->have_ov) /* no overlay served: no chain continues */
+	/* no overlay served: no chain continues, unless a compaction made the
+	 * base (it keeps the chain of the image it started from) */
+	if (!c->have_ov && !c->origin_sum)
 		c->chain_last = c->chain_seq = c->changes = 0;
 	if (odd || (gen && !valid) || lost)
 		adopt_repair(sc, c, name, gen, odd, valid, lost, why, sizeof why);

@@ -35,6 +35,8 @@ void conf_cache_defaults(const struct loader_conf *lc, struct cache_conf *cc)
 	cc->memory = lc->memory;
 	cc->mode = CONF_DEFAULT_MODE;
 	cc->gid = (gid_t)-1;
+	cc->compact_entries = CONF_DEFAULT_COMPACT_ENTRIES;
+	cc->compact_ratio = CONF_DEFAULT_COMPACT_RATIO;
 }
 
 int conf_parse_size(const char *s, uint64_t *out)
@@ -244,6 +246,8 @@ static int loader_key(struct parse *p, const char *k, const char *v)
 				       "or 0", v);
 		return 1;
 	}
+	if (!strcmp(k, "durable_dir"))
+		return set_path(p, k, v, c->durable_dir, sizeof c->durable_dir);
 	if (!strcmp(k, "metrics_file"))
 		return set_path(p, k, v, c->metrics_file, sizeof c->metrics_file);
 	if (!strcmp(k, "metrics_interval")) {
@@ -291,7 +295,7 @@ static int loader_key(struct parse *p, const char *k, const char *v)
 		return parse_group(p, v, c->group, sizeof c->group, &c->gid);
 	return perr(p, "unknown key \"%s\" in [loader] (root, spool, shm_dir, hugetlb_dir, "
 		       "queue_depth, block_size, io, memory, group, failed_expire, metrics_file, "
-		       "metrics_interval, stream_interval, bpf_dir, expiry_times)", k);
+		       "metrics_interval, stream_interval, durable_dir, bpf_dir, expiry_times)", k);
 }
 
 static int cache_key(struct parse *p, const char *k, const char *v)
@@ -346,8 +350,28 @@ static int cache_key(struct parse *p, const char *k, const char *v)
 		cc->bpf_max_value = n ? (uint32_t)n : SHMKV_BPF_DEFAULT_VALUE_MAX;
 		return 1;
 	}
+	if (!strcmp(k, "compact_entries")) {
+		char *end;
+		errno = 0;
+		unsigned long long n = strtoull(v, &end, 10);
+		if (errno || *end || !*v || v[0] == '-')
+			return perr(p, "compact_entries \"%s\" is not a number (0: no bound)", v);
+		cc->compact_entries = n;
+		return 1;
+	}
+	if (!strcmp(k, "compact_ratio")) {
+		char *end;
+		errno = 0;
+		double r = strtod(v, &end);
+		if (errno || *end || !*v || !(r >= 0 && r <= 100))
+			return perr(p, "compact_ratio \"%s\" is not a number from 0 (no bound) to "
+				       "100, the overlay's bytes over the base's (0.25: a quarter)", v);
+		cc->compact_ratio = r;
+		return 1;
+	}
 	return perr(p, "unknown key \"%s\" in [cache %s] (source, memory, numa, group, mode, "
-		       "max_size, bpf, bpf_prefix, bpf_max_value)", k, p->cur->name);
+		       "max_size, bpf, bpf_prefix, bpf_max_value, compact_entries, compact_ratio)", k,
+		    p->cur->name);
 }
 
 /* A new section: "loader" or "cache NAME". */

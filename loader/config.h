@@ -37,6 +37,11 @@ struct cache_conf {
 	char bpf_prefix[129];  /* bpf_prefix: only keys under it ("" = all) */
 	uint32_t bpf_max_value; /* bpf_max_value: larger values stay out (0 = default 256) */
 	struct npolicy numa;   /* numa= (numa/policy.h); none by default */
+	/* changes are compacted into a new base (compact.c) once the overlay
+	 * holds compact_entries records or compact_ratio of the base's bytes
+	 * (and 1 MiB at least) (0: that bound is off) */
+	uint64_t compact_entries;
+	double compact_ratio;
 	int line;              /* line of the [cache NAME] header, 0 for defaults */
 };
 
@@ -48,6 +53,7 @@ struct cache_def {
 struct loader_conf {
 	char root[PATH_MAX];
 	char spool[PATH_MAX];
+	char durable_dir[PATH_MAX]; /* changes logged here (wal.c); "" = not durable */
 	char shm_dir[PATH_MAX];
 	char hugetlb_dir[PATH_MAX]; /* "" = every hugetlbfs mount in /proc/mounts */
 	unsigned queue_depth;
@@ -75,6 +81,8 @@ struct loader_conf {
 #define CONF_DEFAULT_FAILED_EXPIRE_S 3600u
 #define CONF_DEFAULT_METRICS_INTERVAL_S 15u
 #define CONF_DEFAULT_STREAM_INTERVAL_MS 100u
+#define CONF_DEFAULT_COMPACT_ENTRIES UINT64_C(1000000)
+#define CONF_DEFAULT_COMPACT_RATIO 0.25
 #define CONF_STREAM_INTERVAL_RANGE "1ms..60s"
 #define CONF_DEFAULT_EXPIRY_TIMES (UINT64_C(1) << 24) /* 64 MiB */
 #define CONF_EXPIRY_TIMES_MAX (UINT64_C(1) << 28)     /* 1 GiB */

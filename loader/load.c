@@ -247,6 +247,9 @@ static int publish_new(struct loader *L, struct cache *c, const struct seg_info 
 	c->rb_chain_last = c->chain_last;
 	c->rb_chain_seq = c->chain_seq;
 	c->chain_last = c->chain_seq = 0;
+	c->rb_origin_sum = c->origin_sum;
+	c->rb_origin_size = c->origin_size;
+	c->origin_sum = c->origin_size = 0; /* deltas of this image apply */
 	c->changes = 0;
 	if (c->have_cur) {
 		c->rb = c->cur;

@@ -91,6 +91,16 @@ struct cache {
 	uint64_t chain_last, chain_seq; /* the last delta applied that continues a chain
 				     * (its header_checksum and seq); 0: none */
 	uint64_t rb_chain_last, rb_chain_seq;
+	/* the base deltas apply to (op_apply): the image loaded last by a full
+	 * load, which compactions keep (a compacted base is that image plus the
+	 * changes, so a delta of it applies the same); 0: cur itself. The
+	 * rollback generation's, swapped with it by rollback. */
+	uint64_t origin_sum, origin_size, rb_origin_sum, rb_origin_size;
+	uint64_t compactions;      /* since the loader started */
+	uint64_t compact_unix;     /* when the last one published (0: none) */
+	uint64_t compact_ms;       /* how long it took */
+	int compact_queued;        /* an automatic compaction waits in the queue */
+	uint64_t wal_seq;          /* the last record of DURABLE/NAME.wal published (wal.c) */
 	struct load_stats stats;    /* of the current image */
 	struct load_stats rb_stats; /* of the rollback candidate */
 	char last_error[512];      /* "" = the last operation succeeded */
@@ -113,7 +123,7 @@ struct cache {
 struct loader;
 
 enum job_kind { JOB_LOAD, JOB_RELOAD, JOB_ROLLBACK, JOB_DROP, JOB_CONFIG, JOB_START,
-	       JOB_BPF_EXPORT, JOB_BPF_UNEXPORT, JOB_APPLY, JOB_CHANGE };
+	       JOB_BPF_EXPORT, JOB_BPF_UNEXPORT, JOB_APPLY, JOB_CHANGE, JOB_COMPACT };
 
 struct job {
 	enum job_kind kind;
@@ -155,6 +165,8 @@ struct loader {
 	char config_path[PATH_MAX]; /* "" = no config file */
 	char root[PATH_MAX];        /* canonical */
 	char spool[PATH_MAX];       /* canonical */
+	char durable[PATH_MAX];     /* durable_dir, canonical; "" = changes not logged */
+	int durable_fd;             /* it, opened by its whole chain (trustdir.h); -1 */
 	char prefix[32];            /* segment file prefix "shmkv-xxxxxxxx-" */
 	pid_t pid;
 

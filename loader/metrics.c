@@ -118,6 +118,14 @@ static void f_ov_bytes(FILE *f, const char *m, const struct cache_snap *s, const
 		(unsigned long long)(s->c.have_cur && s->c.have_ov ? s->c.ov.size : 0));
 }
 
+/* Compactions (compact.c) since the loader started */
+static void f_compactions(FILE *f, const char *m, const struct cache_snap *s,
+			  const unsigned rd[2])
+{
+	(void)rd;
+	fprintf(f, "%s" LBL " %llu\n", m, s->c.name, (unsigned long long)s->c.compactions);
+}
+
 /* Expiry (expiry.h), at the time status_take() ran: absent while unknown */
 static void f_expiring(FILE *f, const char *m, const struct cache_snap *s, const unsigned rd[2])
 {
@@ -248,6 +256,8 @@ static const struct family families[] = {
 	{"shmkv_cache_overlay_records", "gauge",
 	 "upserts and removals in the served overlay (changes since the base)", f_ov_records},
 	{"shmkv_cache_overlay_bytes", "gauge", "bytes of the served overlay image", f_ov_bytes},
+	{"shmkv_cache_compactions_total", "counter",
+	 "compactions of changes into a new base since the loader started", f_compactions},
 	{"shmkv_cache_entries_expiring", "gauge",
 	 "entries of the served image that carry an expiry time (format 2)", f_expiring},
 	{"shmkv_cache_entries_expired", "gauge",

@@ -115,6 +115,11 @@ int op_rollback(struct loader *L, const char *name, char **reply)
 		struct seg_info to = c->ov;
 		int th = c->have_ov;
 		uint64_t tl = c->chain_last, ts2 = c->chain_seq;
+		uint64_t os = c->origin_sum, oz = c->origin_size;
+		c->origin_sum = c->rb_origin_sum;
+		c->origin_size = c->rb_origin_size;
+		c->rb_origin_sum = os;
+		c->rb_origin_size = oz;
 		c->ov = c->rbov;
 		c->have_ov = c->have_rbov;
 		c->rbov = to;
@@ -185,6 +190,7 @@ int op_drop(struct loader *L, const char *name, char **reply)
 		c->have_cur = c->have_rb = 0;
 		c->have_ov = c->have_rbov = 0;
 		c->chain_last = c->chain_seq = c->rb_chain_last = c->rb_chain_seq = 0;
+		c->origin_sum = c->origin_size = c->rb_origin_sum = c->rb_origin_size = 0;
 		c->ncur_more = c->nrb_more = 0;
 		c->broken = 0;
 		memset(&c->stats, 0, sizeof c->stats);
@@ -243,10 +249,13 @@ static void load_missing(struct loader *L)
 void op_config(struct loader *L, struct loader_conf *conf)
 {
 	struct loader_conf *old = L->conf;
-	if (strcmp(old->root, conf->root) || strcmp(old->spool, conf->spool))
-		log_warn("config: root and spool changes take effect at the next start");
+	if (strcmp(old->root, conf->root) || strcmp(old->spool, conf->spool) ||
+	    strcmp(old->durable_dir, conf->durable_dir))
+		log_warn("config: root, spool and durable_dir changes take effect at the next "
+			 "start");
 	snprintf(conf->root, sizeof conf->root, "%s", old->root);
 	snprintf(conf->spool, sizeof conf->spool, "%s", old->spool);
+	snprintf(conf->durable_dir, sizeof conf->durable_dir, "%s", old->durable_dir);
 	pthread_mutex_lock(&L->lock);
 	L->conf = conf;
 	for (size_t i = 0; i < L->ncaches; i++) {

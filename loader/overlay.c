@@ -20,6 +20,7 @@
 #include "load.h"
 #include "log.h"
 #include "probes.h"
+#include "wal.h"
 
 /* ---- the keys of the new changes (they replace the overlay's records) ---- */
 
@@ -98,7 +99,7 @@ static int feed(shmkv_builder *b, const shmkv *d, const struct keyset *skip, str
 
 /* ROOT/.NAME.WHAT: the loader's temporary files (a cache name never starts
  * with '.', so these are no cache's). */
-static void tmp_path(const struct loader *L, const struct cache *c, const char *what, char *out,
+void overlay_tmp_path(const struct loader *L, const struct cache *c, const char *what, char *out,
 		     size_t len)
 {
 	int n = snprintf(out, len, "%s/.%s.%s", L->root, c->name, what);
@@ -246,6 +247,8 @@ static int publish_overlay(struct loader *L, struct cache *c, const struct seg_i
 	c->have_rbov = c->have_ov;
 	c->rb_chain_last = c->chain_last;
 	c->rb_chain_seq = c->chain_seq;
+	c->rb_origin_sum = c->origin_sum;
+	c->rb_origin_size = c->origin_size;
 	c->ov = *first;
 	c->ov.generation = gen;
 	c->have_ov = 1;
@@ -278,12 +281,25 @@ static char *reply_changed(const struct cache *c, uint64_t records)
 	return json_finish(&j);
 }
 
+/* The head of the cache's durable log: its base, and what deltas apply to. */
+static int log_head(const struct cache *c, struct wal_head *h, char *why, size_t why_len)
+{
+	shmkv *base = NULL;
+	char w[300];
+	int err = shmkv_open_file_diag(c->cur.path, SHMKV_OPEN_NOVERIFY, &base, w, sizeof w);
+	if (err)
+		return diag_fail(err, why, why_len, "base: %s", w);
+	*h = (struct wal_head){shmkv_checksum(base), base->size, c->origin_sum, c->origin_size};
+	shmkv_close(base);
+	return 0;
+}
+
 /* The changes of d published as the cache's next generation. */
 static int publish_changes(struct loader *L, struct cache *c, const shmkv *d, char *why,
 			   size_t why_len)
 {
 	char out[PATH_MAX];
-	tmp_path(L, c, "overlay.tmp", out, sizeof out);
+	overlay_tmp_path(L, c, "overlay.tmp", out, sizeof out);
 	int err = build_merged(c, d, out, why, why_len);
 	if (!err)
 		err = verify_overlay(c, out, why, why_len);
@@ -292,13 +308,83 @@ static int publish_changes(struct loader *L, struct cache *c, const shmkv *d, ch
 	if (!err)
 		err = load_segments(L, c, out, &first, more, &nmore, why, why_len);
 	unlink(out);
+	/* durable: logged and synced before it is published (and acknowledged) */
+	uint64_t undo = 0, seq = c->wal_seq + 1;
+	int logged = 0;
+	if (!err && L->durable_fd >= 0) {
+		struct wal_head h;
+		err = log_head(c, &h, why, why_len);
+		if (!err)
+			err = wal_append(L, c->name, &h, seq, shmkv_header(d), d->size, &undo, why,
+					 why_len);
+		if (err)
+			unlink_infos(&first, more, nmore);
+		logged = !err;
+	}
 	if (!err)
 		err = publish_overlay(L, c, &first, more, nmore, why, why_len);
+	if (err && logged)
+		wal_undo(L, c->name, undo);
+	else if (logged)
+		c->wal_seq = seq;
 	return err;
 }
 
+void overlay_log_reset(struct loader *L, const char *name)
+{
+	struct cache *c = cache_find(L, name);
+	if (L->durable_fd < 0 || !c)
+		return;
+	char why[600], kept[PATH_MAX + 80];
+	overlay_kept_base(L, name, kept, sizeof kept);
+	if (!c->have_cur) { /* dropped */
+		wal_retire(L, name, NULL);
+		unlink(kept);
+		return;
+	}
+	struct wal_head h;
+	shmkv *ov = NULL;
+	int err = log_head(c, &h, why, sizeof why);
+	if (!err && c->have_ov) {
+		char w[300];
+		err = shmkv_open_file_diag(c->ov.path, SHMKV_OPEN_NOVERIFY, &ov, w, sizeof w);
+		if (err)
+			diag_fail(err, why, sizeof why, "overlay: %s", w);
+	}
+	uint64_t seq = c->wal_seq + 1;
+	if (!err)
+		err = wal_reset(L, name, &h, seq, ov ? (const void *)shmkv_header(ov) : NULL,
+				ov ? ov->size : 0, why, sizeof why);
+	shmkv_close(ov);
+	if (err) {
+		/* the log names the generation before: a reboot would bring back
+		 * that one's changes over a base it may not find (then not at all) */
+		log_err("durable log of cache=%s not rewritten for gen=%llu: %s", name,
+			(unsigned long long)c->cur.generation, why);
+		return;
+	}
+	if (c->have_ov)
+		c->wal_seq = seq;
+	cache_save_state(L, c);
+	/* a compacted base kept for the log: gone once neither the log's base
+	 * nor the rollback's (a full load replaced both) */
+	shmkv *k = NULL, *rb = NULL;
+	char w[300];
+	if (shmkv_open_file_diag(kept, SHMKV_OPEN_NOVERIFY, &k, w, sizeof w) == 0) {
+		uint64_t ks = shmkv_checksum(k);
+		int used = ks == h.base_sum;
+		if (!used && c->have_rb &&
+		    shmkv_open_file_diag(c->rb.path, SHMKV_OPEN_NOVERIFY, &rb, w, sizeof w) == 0)
+			used = shmkv_checksum(rb) == ks;
+		shmkv_close(rb);
+		shmkv_close(k);
+		if (!used)
+			unlink(kept);
+	}
+}
+
 /* The cache to change: loaded, adoptable. */
-static int changeable(struct loader *L, const char *name, struct cache **out, char **reply)
+int overlay_changeable(struct loader *L, const char *name, struct cache **out, char **reply)
 {
 	struct cache *c = cache_find(L, name);
 	*out = c;
@@ -310,7 +396,7 @@ static int changeable(struct loader *L, const char *name, struct cache **out, ch
 	return 0;
 }
 
-static int refused(struct loader *L, struct cache *c, const char *what, int err,
+int overlay_refused(struct loader *L, struct cache *c, const char *what, int err,
 		   const char *why, char **reply)
 {
 	char q[700];
@@ -382,11 +468,11 @@ static char *reply_stream(const struct cache *c, const struct job *j, uint64_t r
 int op_change(struct loader *L, const struct job *j, char **reply, char *why, size_t why_len)
 {
 	struct cache *c;
-	int err = changeable(L, j->name, &c, reply);
+	int err = overlay_changeable(L, j->name, &c, reply);
 	if (err)
 		return err;
 	char img[PATH_MAX];
-	tmp_path(L, c, "change.tmp", img, sizeof img);
+	overlay_tmp_path(L, c, "change.tmp", img, sizeof img);
 	shmkv *d = NULL;
 	err = build_changes(c, j, img, &d, why, why_len);
 	uint64_t records = d ? d->entry_count : 0;
@@ -398,12 +484,12 @@ int op_change(struct loader *L, const struct job *j, char **reply, char *why, si
 	const char *what = j->stream ? "stream" : "change";
 	if (err) {
 		if (!j->stream)
-			return refused(L, c, what, err, why, reply);
+			return overlay_refused(L, c, what, err, why, reply);
 		char w[700];
 		snprintf(w, sizeof w, "%s; lines %llu-%llu were not published (lines before them "
 			 "were), and the stream ends", why, (unsigned long long)j->first_line,
 			 (unsigned long long)(j->first_line + j->lines - 1));
-		return refused(L, c, what, err, w, reply);
+		return overlay_refused(L, c, what, err, w, reply);
 	}
 	if (records)
 		changed(L, c, what, records);
@@ -415,7 +501,7 @@ int op_apply(struct loader *L, const char *name, const char *path, int nofollow,
 	     char *why, size_t why_len)
 {
 	struct cache *c;
-	int err = changeable(L, name, &c, reply);
+	int err = overlay_changeable(L, name, &c, reply);
 	if (err)
 		return err;
 	shmkv *d = NULL;
@@ -440,14 +526,21 @@ int op_apply(struct loader *L, const char *name, const char *path, int nofollow,
 	if (!err && (err = shmkv_open_file_diag(c->cur.path, SHMKV_OPEN_NOVERIFY, &base, w,
 						sizeof w)))
 		diag_fail(err, why, why_len, "base: %s", w);
-	if (!err && (id.base_checksum != shmkv_checksum(base) || id.base_size != base->size))
+	/* a delta of the cache's base, or, after a compaction, of the image the
+	 * compacted base was made from (the same answers: loader/README.md,
+	 * "Compaction") */
+	int of_origin = c->origin_sum && id.base_checksum == c->origin_sum &&
+			id.base_size == c->origin_size;
+	if (!err && !of_origin &&
+	    (id.base_checksum != shmkv_checksum(base) || id.base_size != base->size))
 		err = diag_fail(SHMKV_EBASE, why, why_len,
 				"%s applies to the image with checksum %016llx (%llu bytes), not "
-				"the cache's base, %016llx (%llu bytes)", path,
+				"the cache's base, %016llx (%llu bytes)%s", path,
 				(unsigned long long)id.base_checksum,
 				(unsigned long long)id.base_size,
 				(unsigned long long)shmkv_checksum(base),
-				(unsigned long long)base->size);
+				(unsigned long long)base->size,
+				c->origin_sum ? ", nor the image it was compacted from" : "");
 	if (!err && (d->seed != base->seed || d->hash_bits != base->hash_bits))
 		err = diag_fail(SHMKV_EBASE, why, why_len, "%s hashes with another seed or hash "
 				"bits than the cache's base", path);
@@ -472,8 +565,175 @@ int op_apply(struct loader *L, const char *name, const char *path, int nofollow,
 	char what[PATH_MAX + 8];
 	snprintf(what, sizeof what, "apply %s", path);
 	if (err)
-		return refused(L, c, what, err, why, reply);
+		return overlay_refused(L, c, what, err, why, reply);
 	changed(L, c, what, records);
 	*reply = reply_changed(c, records);
 	return 0;
+}
+
+/* ---- durable mode: the logs replayed at start (wal.h) ---- */
+
+void overlay_kept_base(const struct loader *L, const char *name, char *out, size_t len)
+{
+	if ((size_t)snprintf(out, len, "%s/%s.base.shmkv", L->durable, name) >= len)
+		out[0] = 0; /* cannot happen: len leaves room for a name */
+}
+
+/* The base a log names: the one served, else the compacted one kept beside
+ * the log (DURABLE/NAME.base.shmkv), loaded now. The cache, or NULL. */
+static struct cache *log_base(struct loader *L, const char *name, const struct wal_head *h,
+			      int *fresh)
+{
+	struct cache *c = cache_find(L, name);
+	struct wal_head now;
+	char why[600];
+	*fresh = 0;
+	if (c && c->have_cur && log_head(c, &now, why, sizeof why) == 0 &&
+	    now.base_sum == h->base_sum && now.base_size == h->base_size)
+		return c;
+	char path[PATH_MAX + 80];
+	overlay_kept_base(L, name, path, sizeof path);
+	shmkv *kept = NULL;
+	int same = shmkv_open_file_diag(path, SHMKV_OPEN_NOVERIFY, &kept, why, sizeof why) == 0 &&
+		   shmkv_checksum(kept) == h->base_sum && kept->size == h->base_size;
+	shmkv_close(kept);
+	char *reply = NULL;
+	if (same && op_load(L, name, path, 1, "", &reply, why, sizeof why) == 0) {
+		free(reply);
+		*fresh = 1;
+		return cache_find(L, name);
+	}
+	free(reply);
+	log_err("durable log of cache=%s: its base %016llx (%llu bytes) is neither served nor "
+		"kept as %s: its changes are not replayed; the log is kept as %s.wal.stale",
+		name, (unsigned long long)h->base_sum, (unsigned long long)h->base_size, path,
+		name);
+	return NULL;
+}
+
+/* Records recs[0..n) merged in order (the last word on a key wins) into one
+ * delta of c's base at img. */
+static int merge_records(struct loader *L, struct cache *c, const struct wal_rec *recs, size_t n,
+			 const char *img, char *why, size_t why_len)
+{
+	shmkv_builder *b;
+	int err = delta_builder(c, SHMKV_DUP_LAST, &b, why, why_len);
+	char one[PATH_MAX];
+	overlay_tmp_path(L, c, "replay.tmp", one, sizeof one);
+	for (size_t i = 0; !err && i < n; i++) {
+		shmkv *d = NULL;
+		char w[400], what[64];
+		int fd = open(one, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd < 0 || write(fd, recs[i].data, recs[i].len) != (ssize_t)recs[i].len)
+			err = diag_fail(-errno ? -errno : -EIO, why, why_len, "%s: %s", one,
+					strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		if (!err && (err = shmkv_open_file_diag(one, SHMKV_OPEN_DEEP, &d, w, sizeof w)))
+			diag_fail(err, why, why_len, "record %llu: %s",
+				  (unsigned long long)recs[i].seq, w);
+		snprintf(what, sizeof what, "record %llu", (unsigned long long)recs[i].seq);
+		if (!err)
+			err = feed(b, d, NULL, NULL, what, why, why_len);
+		shmkv_close(d);
+	}
+	unlink(one);
+	if (!err) {
+		shmkv_build_stats st;
+		err = shmkv_builder_finish(b, img, &st);
+		if (err)
+			diag_fail(err, why, why_len, "%s", shmkv_builder_error(b));
+	}
+	shmkv_builder_free(b);
+	return err;
+}
+
+static void recover_one(struct loader *L, const char *name)
+{
+	struct wal_head h;
+	struct wal_rec *recs = NULL;
+	char *buf = NULL, why[700];
+	size_t n = 0;
+	int err = wal_read(L, name, &h, &buf, &recs, &n, why, sizeof why);
+	if (err) {
+		if (err != -ENOENT) {
+			log_err("durable log of cache=%s unreadable, kept as %s.wal.bad: %s", name,
+				name, why);
+			wal_retire(L, name, "bad");
+		}
+		free(buf);
+		return;
+	}
+	int fresh;
+	struct cache *c = log_base(L, name, &h, &fresh);
+	if (!c) {
+		wal_retire(L, name, "stale");
+		free(recs);
+		free(buf);
+		return;
+	}
+	/* an overlay served (adopted) holds the records up to wal_seq; without
+	 * one (a reboot: the base loaded again) every record is replayed */
+	uint64_t after = c->have_ov && !fresh ? c->wal_seq : 0;
+	size_t first = 0;
+	while (first < n && recs[first].seq <= after)
+		first++;
+	if (first < n) {
+		char img[PATH_MAX];
+		overlay_tmp_path(L, c, "change.tmp", img, sizeof img);
+		shmkv *d = NULL;
+		char w[300];
+		err = merge_records(L, c, recs + first, n - first, img, why, sizeof why);
+		if (!err && (err = shmkv_open_file_diag(img, 0, &d, w, sizeof w)))
+			diag_fail(err, why, sizeof why, "%s", w);
+		if (!err)
+			err = publish_changes(L, c, d, why, sizeof why);
+		uint64_t records = d ? d->entry_count : 0;
+		shmkv_close(d);
+		unlink(img);
+		if (err) {
+			log_err("durable log of cache=%s: replaying records %llu-%llu failed, the "
+				"log is kept as %s.wal.bad: %s", name,
+				(unsigned long long)recs[first].seq,
+				(unsigned long long)recs[n - 1].seq, name, why);
+			wal_retire(L, name, "bad");
+			cache_set_error(L, c, "durable log not replayed: %s", why);
+			free(recs);
+			free(buf);
+			return;
+		}
+		pthread_mutex_lock(&L->lock);
+		if (h.origin_sum) {
+			c->origin_sum = h.origin_sum;
+			c->origin_size = h.origin_size;
+		}
+		pthread_mutex_unlock(&L->lock);
+		changed(L, c, "replay", records);
+		log_info("durable log of cache=%s: replayed records %llu-%llu (%llu changes) as "
+			 "gen=%llu", name, (unsigned long long)recs[first].seq,
+			 (unsigned long long)recs[n - 1].seq, (unsigned long long)records,
+			 (unsigned long long)c->cur.generation);
+	} else {
+		log_info("durable log of cache=%s: nothing to replay (gen=%llu serves its %zu "
+			 "records)", name, (unsigned long long)c->cur.generation, n);
+	}
+	free(recs);
+	free(buf);
+	overlay_log_reset(L, name); /* one record: the overlay served */
+}
+
+void overlay_recover(struct loader *L)
+{
+	char **names;
+	size_t n;
+	if (L->durable_fd < 0)
+		return;
+	int err = wal_list(L, &names, &n);
+	if (err)
+		log_err("durable_dir %s: %s", L->durable, strerror(-err));
+	for (size_t i = 0; i < n; i++) {
+		recover_one(L, names[i]);
+		free(names[i]);
+	}
+	free(names);
 }

@@ -22,4 +22,24 @@ int op_apply(struct loader *L, const char *name, const char *path, int nofollow,
  * j->first_line, any number of records, the last of a key winning. */
 int op_change(struct loader *L, const struct job *j, char **reply, char *why, size_t why_len);
 
+/* For compact.c: the cache name if it has a loaded image to change (else
+ * 0 with *reply an error); a failure logged, kept as the cache's last
+ * error and replied with the reason; ROOT/.NAME.WHAT, a temporary. */
+int overlay_changeable(struct loader *L, const char *name, struct cache **out, char **reply);
+int overlay_refused(struct loader *L, struct cache *c, const char *what, int err, const char *why,
+		    char **reply);
+void overlay_tmp_path(const struct loader *L, const struct cache *c, const char *what, char *out,
+		      size_t len);
+
+/* Durable mode (wal.h): after a publish that changed the base or stepped
+ * back (load, rollback, compaction, drop), the cache's log is rewritten to
+ * name the base and hold the overlay served, if any, as one record. */
+void overlay_log_reset(struct loader *L, const char *name);
+/* At start, after adoption and the configured loads: every log in
+ * DURABLE replayed onto its base (loader/README.md, "What is kept"). */
+void overlay_recover(struct loader *L);
+/* DURABLE/NAME.base.shmkv: a compacted base kept for the log (compact.c);
+ * len at least PATH_MAX + 80. */
+void overlay_kept_base(const struct loader *L, const char *name, char *out, size_t len);
+
 #endif /* LOADER_OVERLAY_H */

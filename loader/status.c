@@ -32,6 +32,11 @@ void status_take(const struct cache *c, struct cache_snap *s)
 	s->c.have_ov = c->have_ov;
 	s->c.ov = c->ov;
 	s->c.changes = c->changes;
+	s->c.compactions = c->compactions;
+	s->c.compact_unix = c->compact_unix;
+	s->c.compact_ms = c->compact_ms;
+	s->c.conf.compact_entries = c->conf.compact_entries;
+	s->c.conf.compact_ratio = c->conf.compact_ratio;
 	s->c.protocol = c->protocol;
 	memcpy(s->c.last_error, c->last_error, sizeof c->last_error);
 	s->c.failed_ms = c->failed_ms;
@@ -251,6 +256,19 @@ int status_cache(struct loader *L, const char *name, bool any_path, char **reply
 	} else {
 		json_null(&j, "overlay");
 	}
+	/* compaction (compact.c): the bounds and the last one since start */
+	json_obj_begin(&j, "compaction");
+	json_u64(&j, "entries_bound", c->conf.compact_entries);
+	json_f64(&j, "ratio_bound", c->conf.compact_ratio, 3);
+	json_u64(&j, "count", c->compactions);
+	if (c->compact_unix) {
+		json_u64(&j, "last_unix", c->compact_unix);
+		json_u64(&j, "last_ms", c->compact_ms);
+	} else {
+		json_null(&j, "last_unix");
+		json_null(&j, "last_ms");
+	}
+	json_obj_end(&j);
 	if (c->have_rb) {
 		json_obj_begin(&j, "rollback");
 		json_u64(&j, "generation", c->rb.generation);

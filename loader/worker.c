@@ -16,6 +16,7 @@
 #include "load.h"
 #include "log.h"
 #include "ops.h"
+#include "compact.h"
 #include "overlay.h"
 
 struct job *job_new(enum job_kind kind, const char *name)
@@ -60,6 +61,25 @@ static void post(struct loader *L, uint64_t client, char *line, int failed)
 	(void)w;
 }
 
+/* An automatic compaction of cache name once its changes passed its bound
+ * (compact.h), at most one queued at a time. */
+static void compact_queue(struct loader *L, const char *name)
+{
+	struct cache *c = cache_find(L, name);
+	if (!c || c->compact_queued || !compact_due(c))
+		return;
+	struct job *j = job_new(JOB_COMPACT, name);
+	if (!j) {
+		log_warn("compaction of cache=%s not queued: out of memory", name);
+		return;
+	}
+	c->compact_queued = 1;
+	log_info("compaction queued cache=%s overlay_records=%llu overlay_bytes=%llu "
+		 "base_bytes=%llu", name, (unsigned long long)c->ov.entries,
+		 (unsigned long long)c->ov.size, (unsigned long long)c->cur.size);
+	worker_push(L, j);
+}
+
 static void run(struct loader *L, struct job *j)
 {
 	char *reply = NULL, why[512] = "";
@@ -99,13 +119,26 @@ static void run(struct loader *L, struct job *j)
 	case JOB_CHANGE:
 		err = op_change(L, j, &reply, why, sizeof why);
 		break;
+	case JOB_COMPACT:
+		err = op_compact(L, j->name, !j->client, &reply, why, sizeof why);
+		break;
 	}
 	if (j->finish)
 		j->finish(L, j, err, why);
+	/* durable mode: the log follows a new base or a step back before the
+	 * reply says it happened; at start, the logs are replayed */
+	if (!err && (j->kind == JOB_LOAD || j->kind == JOB_RELOAD || j->kind == JOB_ROLLBACK ||
+		     j->kind == JOB_COMPACT || j->kind == JOB_DROP))
+		overlay_log_reset(L, j->name);
+	if (j->kind == JOB_START)
+		overlay_recover(L);
 	post(L, j->client, reply, err != 0);
+	if (!err && (j->kind == JOB_CHANGE || j->kind == JOB_APPLY))
+		compact_queue(L, j->name);
 	/* BPF after the reply and the publish: readers have the new generation
 	 * first, BPF programs right after (loader/README.md, "BPF export") */
-	if (!err && (j->kind == JOB_LOAD || j->kind == JOB_RELOAD || j->kind == JOB_ROLLBACK))
+	if (!err && (j->kind == JOB_LOAD || j->kind == JOB_RELOAD || j->kind == JOB_ROLLBACK ||
+		     j->kind == JOB_COMPACT || j->kind == JOB_CHANGE || j->kind == JOB_APPLY))
 		bpf_after_publish(L, j->name);
 	else if (j->kind == JOB_START || j->kind == JOB_CONFIG)
 		bpf_sync_all(L);

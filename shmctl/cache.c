@@ -42,10 +42,11 @@ int cache_help(int argc, char **argv)
 		"       " BIN_NAME " cache set NAME KEY VALUE [--type T] [--expires T]\n"
 		"       " BIN_NAME " cache remove NAME KEY\n"
 		"       " BIN_NAME " cache apply NAME { DELTA_FILE | - }\n"
+		"       " BIN_NAME " cache compact NAME\n"
 		"       " BIN_NAME " cache help\n"
 		"\n"
 		"       COMMAND := { list | status | stats | get | load | readers | reload |\n"
-		"                    rollback | drop | set | remove | apply }\n"
+		"                    rollback | drop | set | remove | apply | compact }\n"
 		"       OPTIONS := { {-j|--json} [{-p|--pretty}] | {-r|--root} DIR | {-h|--help} }\n"
 		"\n"
 		"list      the caches: generation, image size, memory (from the loader; from\n"
@@ -77,6 +78,9 @@ int cache_help(int argc, char **argv)
 		"          the chain applied last), published as a new generation; with -,\n"
 		"          a stream: JSONL changes from standard input, published in batches,\n"
 		"          one acknowledgement line per batch (the lines it covers)\n"
+		"compact   merge NAME's changes into a new base, published as a new\n"
+		"          generation (the loader does it by itself past compact_entries\n"
+		"          or compact_ratio)\n"
 		"\n"
 		"ROOT is -r DIR, else $SHMKV_ROOT, else " SHMKV_DEFAULT_ROOT ". The loader's socket is\n"
 		"ROOT/control.sock. -j prints the loader's reply as it is.\n"
@@ -324,6 +328,11 @@ static int do_cache_drop(int argc, char **argv)
 	return one_name_long(argc, argv, "drop");
 }
 
+static int do_cache_compact(int argc, char **argv)
+{
+	return one_name_long(argc, argv, "compact");
+}
+
 /* get: attach to the current generation like any reader */
 static int attach(const char *name, shmkv **db)
 {
@@ -367,6 +376,7 @@ static const struct cmd cmds[] = {
 	{"set", do_cache_set},
 	{"remove", do_cache_remove},
 	{"apply", do_cache_apply},
+	{"compact", do_cache_compact},
 	{"help", cache_help},
 	{NULL, NULL},
 };

@@ -488,7 +488,7 @@ TEST(ControlPlane, VerbTableAndReasons)
 			anyone.push_back(v["verb"].s());
 		EXPECT_FALSE(v["help"].s().empty()) << v["verb"].s();
 	}
-	EXPECT_EQ(all.size(), 14u); // with apply and change (writes)
+	EXPECT_EQ(all.size(), 16u); // with apply, change, compact and stream (writes)
 	EXPECT_EQ(anyone.size(), 6u);
 	// the unknown-verb message names every verb of the table
 	Json j = ld.req({"frobnicate"});

@@ -4,7 +4,8 @@
 // refresh, never mixed; rollback steps back one publish; the first change
 // retires the protocol 1 control segment (ESTALE, then a reader of
 // protocol 1 only is refused); bad deltas are refused while the cache
-// serves; only the loader's users may write.
+// serves; only the loader's users may write; compaction (by request and
+// past the bound) keeps the answers and the deltas that apply.
 #include <atomic>
 #include <thread>
 
@@ -367,6 +368,113 @@ TEST_F(Writes, AdoptAfterKill9KeepsBaseAndOverlay)
 	EXPECT_EQ(err, SHMKV_ENOTFOUND);
 	EXPECT_EQ(get_str(db, "k", &err), "1");
 	shmkv_close(db);
+}
+
+// Compaction (loader/README.md, "Compaction"): base and overlay merged into
+// a new base with the same answers; deltas of the image loaded (and its
+// chain) still apply after it, after a rollback and after a restart.
+TEST_F(Writes, CompactKeepsAnswersAndTheDeltaPipeline)
+{
+	std::string d1 = env.img_path("d1.delta"), d2 = env.img_path("d2.delta");
+	ASSERT_EQ(build_delta(d1, base, {{"x", "1"}}, {key_of(3)}), "");
+	ASSERT_EQ(build_delta(d2, base, {{"y", "2"}}, {key_of(4)}, d1), "");
+	ASSERT_TRUE(ld.req({"apply", "w", d1}).ok());
+	ASSERT_TRUE(change(ld, "w", R"({"key": "k", "value": "1"})").ok());
+	ASSERT_TRUE(change(ld, "w", "{\"key\": \"" + key_of(9) + "\", \"remove\": true}").ok());
+	int err;
+	std::string why;
+	shmkv *db = attach(env.root(), "w", SHMKV_ATTACH_VERIFY, &err, &why);
+	ASSERT_NE(db, nullptr) << why;
+	uint64_t removed = 2; // key 3 and key 9 of the keys check_handle reads
+	auto same = [&](const char *when) {
+		EXPECT_EQ(get_str(db, "x", &err), "1") << when;
+		EXPECT_EQ(get_str(db, "k", &err), "1") << when;
+		for (uint64_t i : {3, 9}) {
+			get_str(db, key_of(i), &err);
+			EXPECT_EQ(err, SHMKV_ENOTFOUND) << when << " " << key_of(i);
+		}
+		EXPECT_EQ(check_handle(db, "a", n), removed) << when;
+	};
+	same("before");
+	uint64_t gen = ld.status("w")["generation"].u64();
+	uint64_t entries = ld.status("w")["entries"].u64(); // the base's
+	Json j = ld.req({"compact", "w"});
+	ASSERT_TRUE(j.ok()) << j["error"].s();
+	EXPECT_TRUE(j["compacted"].b);
+	EXPECT_EQ(j["records"].u64(), 4u);
+	EXPECT_EQ(j["generation"].u64(), gen + 1);
+	EXPECT_EQ(shmkv_refresh(db), 1);
+	same("compacted");
+	Json s = ld.status("w");
+	EXPECT_EQ(s["overlay"].kind, Json::NUL) << "no overlay after a compaction";
+	EXPECT_EQ(s["compaction"]["count"].u64(), 1u);
+	EXPECT_EQ(s["entries"].u64(), entries - 2 + 2); // two removed, two added
+	// nothing to compact now
+	j = ld.req({"compact", "w"});
+	ASSERT_TRUE(j.ok());
+	EXPECT_FALSE(j["compacted"].b);
+	// the chain of the image loaded goes on: d2 follows d1
+	j = ld.req({"apply", "w", d2});
+	ASSERT_TRUE(j.ok()) << j["error"].s();
+	EXPECT_EQ(shmkv_refresh(db), 1);
+	EXPECT_EQ(get_str(db, "y", &err), "2");
+	get_str(db, key_of(4), &err);
+	EXPECT_EQ(err, SHMKV_ENOTFOUND);
+	EXPECT_EQ(check_handle(db, "a", n), removed + 1);
+	// a delta of another image is still refused, naming both
+	std::string other = env.img_path("b.shmkv"), od = env.img_path("od.delta");
+	ASSERT_EQ(build_image(other, "b", 10), "");
+	ASSERT_EQ(build_delta(od, other, {{"z", "1"}}, {}), "");
+	j = ld.req({"apply", "w", od});
+	EXPECT_FALSE(j.ok());
+	EXPECT_NE(j["error"].s().find("compacted from"), std::string::npos) << j["error"].s();
+	// rollback (d2's publish), again (the compaction: base plus overlay)
+	ASSERT_TRUE(ld.req({"rollback", "w"}).ok());
+	EXPECT_EQ(shmkv_refresh(db), 1);
+	same("rolled back to the compacted base");
+	// a restart adopts the compacted base and its origin: d2 applies again
+	ld.kill9();
+	Loader again(env);
+	ASSERT_TRUE(again.start());
+	j = again.req({"apply", "w", d2});
+	ASSERT_TRUE(j.ok()) << j["error"].s();
+	EXPECT_EQ(shmkv_refresh(db), 1);
+	EXPECT_EQ(get_str(db, "y", &err), "2");
+	removed++; // key 4, by d2
+	same("after a restart");
+	shmkv_close(db);
+}
+
+TEST_F(Writes, CompactsByItselfPastTheBound)
+{
+	ld.kill9();
+	std::string conf = env.base() + "/loader.conf";
+	ASSERT_TRUE(shmkv_test::write_file(conf, "[cache w]\ncompact_entries = 20\n"));
+	Loader bl(env, {"--memory", "shm", "--config", conf});
+	ASSERT_TRUE(bl.start());
+	ASSERT_TRUE(bl.load("w", base).ok());
+	for (int i = 0; i < 25; i++)
+		ASSERT_TRUE(change(bl, "w", "{\"key\": \"c" + std::to_string(i) + "\", \"value\": \"" +
+					       std::to_string(i) + "\"}").ok());
+	// queued after the 20th change's reply: wait for it, generously
+	Json s;
+	for (uint64_t t0 = now_ms(); now_ms() - t0 < slow_ms(60000); usleep(10000)) {
+		s = bl.status("w");
+		if (s["compaction"]["count"].u64() >= 1)
+			break;
+	}
+	ASSERT_GE(s["compaction"]["count"].u64(), 1u) << "no compaction past 20 changes";
+	EXPECT_LT(s["changes"].u64(), 20u);
+	int err;
+	std::string why;
+	shmkv *db = attach(env.root(), "w", SHMKV_ATTACH_VERIFY, &err, &why);
+	ASSERT_NE(db, nullptr) << why;
+	for (int i = 0; i < 25; i++)
+		EXPECT_EQ(get_str(db, "c" + std::to_string(i), &err), std::to_string(i));
+	EXPECT_EQ(check_handle(db, "a", n), 0u);
+	shmkv_close(db);
+	std::string m = bl.req({"metrics"})["text"].s();
+	EXPECT_NE(m.find("shmkv_cache_compactions_total{cache=\"w\"} 1"), std::string::npos) << m;
 }
 
 TEST_F(Writes, SpoolAppliesNameDotDelta)
