@@ -1,8 +1,8 @@
 #!/bin/bash
 # run.sh - the loader's write path (bench/README.md, "Writes"): one change
 # until every reader sees it (wbench_set), where a publish's time goes (the
-# loader's USDT probes, publish_phases.bt), and a paced stream of upserts
-# against readers' gets (wbench_stream).
+# loader's USDT probes, publish_phases.bt), a compaction of the changed
+# cache, and a paced stream of upserts against readers' gets (wbench_stream).
 # Prints markdown on stdout, progress on stderr.
 #
 # Everything it writes lives in one temporary directory (images, the
@@ -24,7 +24,8 @@ usage: $0 --build BUILDDIR [options]
   --secs S          stream: seconds per phase (default 60)
   --reps N          stream: off/on/after repetitions (default 2)
   --via shmctl|socket  stream client (default shmctl: cache apply NAME -)
-  --parts LIST      1 sets, 2 publish phases (bpftrace), 3 stream (default 1,2,3)
+  --parts LIST      1 sets, 2 publish phases (bpftrace), 3 compaction of case (b),
+                    4 stream (default 1,2,3,4)
   --work DIR        where the temporary directory goes (default /dev/shm)
   --keep DIR        copy the raw outputs (per-set lines, acknowledgements,
                     traces, the loader's log) to DIR before cleaning up
@@ -33,7 +34,7 @@ EOF
 }
 
 BUILD= KEYS=10000000 PENDING=100000 SETS=200 READERS=2 RATE=20000 SECS=60 REPS=2 VIA=shmctl
-PARTS=1,2,3 WORKDIR=/dev/shm KEEP= LOCK=/tmp/shmkv-bench.lock
+PARTS=1,2,3,4 WORKDIR=/dev/shm KEEP= LOCK=/tmp/shmkv-bench.lock
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--build) BUILD=$2; shift 2 ;;
@@ -63,6 +64,7 @@ BUILD=$(realpath "$BUILD")
 HERE=$(dirname "$(realpath "$0")")
 LOADER=$BUILD/loader/shmkv-loader SHMCTL=$BUILD/shmctl/shmctl W=$BUILD/bench/writes
 LIB=$BUILD/builder/libshmkv-build.so.0
+command -v jq > /dev/null || { echo "needs jq (Debian: apt-get install jq)" >&2; exit 2; }
 for f in "$LOADER" "$SHMCTL" "$W/wbench_set" "$W/wbench_stream"; do
 	[ -x "$f" ] || { echo "missing $f (meson setup with -Dbench=true; ninja -C $BUILD)" >&2; exit 2; }
 done
@@ -70,10 +72,11 @@ has_part() { case ",$PARTS," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 log() { echo "[$(date +%H:%M:%S)] $*" >&2; }
 
 # Memory: the image and its input, two cache copies of it (case (a), case
-# (b)), the delta, and the stream's overlays (the current one, the rollback
-# and one being built; ~50 bytes a record).
+# (b)), the delta, a compaction's temporary and new segment, and the
+# stream's overlays (the current one, the rollback and one being built;
+# ~50 bytes a record).
 img_est=$((KEYS * 50))
-need=$((img_est * 4 + RATE * SECS * 50 * 3 + (256 << 20)))
+need=$((img_est * 7 + RATE * SECS * 50 * 3 + (256 << 20)))
 avail=$(($(awk '/MemAvailable/ {print $2}' /proc/meminfo) * 1024))
 if [ "$avail" -lt "$need" ]; then
 	echo "needs about $((need >> 20)) MiB of memory, $((avail >> 20)) MiB available: use fewer --keys" >&2
@@ -148,7 +151,7 @@ grep -q '^ready ' "$T/loader.log" || { echo "the loader is not ready after 30 s"
 load_cache() { "${S[@]}" -j cache load "$1" "$T/base.img" > /dev/null; }
 
 # ---- 1: sets ---------------------------------------------------------------------------------
-if has_part 1 || has_part 2; then
+if has_part 1 || has_part 2 || has_part 3; then
 	log "loading caches a (nothing pending) and b ($PENDING pending)"
 	load_cache a
 	load_cache b
@@ -244,15 +247,27 @@ if has_part 2; then
 	fi
 fi
 
-# ---- 3: the stream ---------------------------------------------------------------------------
+# ---- 3: compaction of case (b) ---------------------------------------------------------------
 if has_part 3; then
+	echo
+	echo "### 3. Compaction"
+	echo
+	log "part 3: compaction of b ($(load_now))"
+	t0=$(date +%s%N)
+	c=$(timed "${S[@]}" -j cache compact b)
+	t1=$(date +%s%N)
+	echo "- \`shmctl cache compact b\` (loader/README.md, \"Compaction\"): $(jq -r .records <<<"$c") pending changes merged into the $KEYS-key base in $(jq -r .ms <<<"$c") ms (the loader's figure; $(((t1 - t0) / 1000000)) ms at the client), a new base of $(jq -r .entries <<<"$c") entries, $(($(jq -r .bytes <<<"$c") >> 20)) MiB; $(load_now)"
+fi
+
+# ---- 4: the stream ---------------------------------------------------------------------------
+if has_part 4; then
 	"${S[@]}" cache drop b > /dev/null 2>&1 || true # its memory: only a is streamed into
 	echo
-	echo "### 3. A stream of $RATE upserts/s against readers' gets"
+	echo "### 4. A stream of $RATE upserts/s against readers' gets"
 	echo
 	echo "$READERS reader processes doing random gets (a refresh every 1000); per repetition the base is loaded again, then $SECS s off (readers alone), on (the stream, via $VIA), after (readers alone, the stream's overlay served). CPU in cores over each phase from /proc; others = the whole machine minus this benchmark's processes."
 	echo
-	log "part 3: stream, $REPS x (off, on, after) x $SECS s ($(load_now))"
+	log "part 4: stream, $REPS x (off, on, after) x $SECS s ($(load_now))"
 	echo "- $(load_now) before"
 	timed "$W/wbench_stream" --root "$ROOT" --cache a --keys "$KEYS" --base "$T/base.img" \
 		--rate "$RATE" --secs "$SECS" --reps "$REPS" --readers "$READERS" --via "$VIA" \
@@ -261,5 +276,7 @@ if has_part 3; then
 	sed -n '/^| rep/,$p' "$T/stream.txt"
 	echo
 	grep '^stream ' "$T/stream.txt" | sed 's/^/- /'
+	# compactions the stream's overlay set off (past compact_entries or compact_ratio)
+	grep '^compacted cache=a ' "$T/loader.log" | sed 's/^/- loader: /' || true
 fi
 log "done"
