@@ -24,6 +24,8 @@ usage: $0 --build BUILDDIR [options]
   --secs S          stream: seconds per phase (default 60)
   --reps N          stream: off/on/after repetitions (default 2)
   --via shmctl|socket  stream client (default shmctl: cache apply NAME -)
+  --no-compact      caches a and b with compact_entries = compact_ratio = 0 (a
+                    config file): no compaction, the publishes alone
   --parts LIST      1 sets, 2 publish phases (bpftrace), 3 compaction of case (b),
                     4 stream (default 1,2,3,4)
   --work DIR        where the temporary directory goes (default /dev/shm)
@@ -34,7 +36,7 @@ EOF
 }
 
 BUILD= KEYS=10000000 PENDING=100000 SETS=200 READERS=2 RATE=20000 SECS=60 REPS=2 VIA=shmctl
-PARTS=1,2,3,4 WORKDIR=/dev/shm KEEP= LOCK=/tmp/shmkv-bench.lock
+PARTS=1,2,3,4 WORKDIR=/dev/shm KEEP= LOCK=/tmp/shmkv-bench.lock COMPACT=default
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--build) BUILD=$2; shift 2 ;;
@@ -50,6 +52,7 @@ while [ $# -gt 0 ]; do
 	--work) WORKDIR=$2; shift 2 ;;
 	--keep) KEEP=$2; shift 2 ;;
 	--no-lock) LOCK=; shift ;;
+	--no-compact) COMPACT=off; shift ;;
 	-h|--help) usage; exit 0 ;;
 	*) usage >&2; exit 2 ;;
 	esac
@@ -116,11 +119,11 @@ ROOT=$T/root
 mkdir -p "$ROOT" "$T/spool" "$T/shm"
 S=("$SHMCTL" -r "$ROOT")
 
-echo "## Writes: bench/writes/run.sh --keys $KEYS --pending $PENDING --sets $SETS --readers $READERS --rate $RATE --secs $SECS --reps $REPS --via $VIA"
+echo "## Writes: bench/writes/run.sh --keys $KEYS --pending $PENDING --sets $SETS --readers $READERS --rate $RATE --secs $SECS --reps $REPS --via $VIA$([ "$COMPACT" = off ] && echo ' --no-compact')"
 echo
 echo "- $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git -C "$HERE" rev-parse --short HEAD 2>/dev/null || echo '?')"
 echo "- CPU: $(lscpu | sed -n 's/^Model name: *//p' | head -n1), $(nproc) CPUs; $(load_now) at the start"
-echo "- memory: shm (tmpfs, 4 KiB pages) in $WORKDIR; stream_interval 100 ms (the default)"
+echo "- memory: shm (tmpfs, 4 KiB pages) in $WORKDIR; stream_interval 100 ms (the default); compaction: $([ "$COMPACT" = off ] && echo "off (compact_entries = compact_ratio = 0)" || echo "the defaults (compact_entries 1000000, compact_ratio 0.25)")"
 echo
 
 # ---- images ----------------------------------------------------------------------------------
@@ -138,8 +141,13 @@ rm -f "$T/delta.tsv"
 echo "- base image: $KEYS keys \`key_N\` → 16-byte strings, $(($(stat -c %s "$T/base.img") >> 20)) MiB (\`shmctl image build\`); delta: $PENDING upserts, $(($(stat -c %s "$T/delta.img") >> 20)) MiB (\`--delta-of\`)"
 
 # ---- the loader ------------------------------------------------------------------------------
-nice -n 10 "$LOADER" --foreground --root "$ROOT" --spool "$T/spool" --shm-dir "$T/shm" \
-	--memory shm > "$T/loader.log" 2>&1 &
+conf=()
+if [ "$COMPACT" = off ]; then
+	printf '[cache %s]\nmemory = shm\ncompact_entries = 0\ncompact_ratio = 0\n' a b > "$T/loader.conf"
+	conf=(--config "$T/loader.conf")
+fi
+nice -n 10 "$LOADER" --foreground "${conf[@]}" --root "$ROOT" --spool "$T/spool" \
+	--shm-dir "$T/shm" --memory shm > "$T/loader.log" 2>&1 &
 LOADER_PID=$!
 for _ in $(seq 300); do # its "ready" line: the socket listens
 	grep -qs '^ready ' "$T/loader.log" && break
