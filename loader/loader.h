@@ -96,6 +96,12 @@ struct cache {
 	 * changes, so a delta of it applies the same); 0: cur itself. The
 	 * rollback generation's, swapped with it by rollback. */
 	uint64_t origin_sum, origin_size, rb_origin_sum, rb_origin_size;
+	/* set by a compaction for the load that publishes its base (load.c),
+	 * so that the state file saved with that publish keeps them */
+	struct {
+		int keep;
+		uint64_t origin_sum, origin_size, chain_last, chain_seq;
+	} lineage;
 	uint64_t compactions;      /* since the loader started */
 	uint64_t compact_unix;     /* when the last one published (0: none) */
 	uint64_t compact_ms;       /* how long it took */

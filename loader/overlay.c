@@ -7,6 +7,7 @@
 #include "overlay.h"
 
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -330,16 +331,40 @@ static int publish_changes(struct loader *L, struct cache *c, const shmkv *d, ch
 	return err;
 }
 
+/* Removes DURABLE/NAME.*.base.shmkv but those of checksum keep1, keep2. */
+static void forget_kept(struct loader *L, const char *name, uint64_t keep1, uint64_t keep2)
+{
+	int fd = openat(L->durable_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	size_t nl = strlen(name);
+	for (struct dirent *e; (e = readdir(d));) {
+		const char *p = e->d_name;
+		char *end;
+		if (strncmp(p, name, nl) || p[nl] != '.')
+			continue;
+		unsigned long long sum = strtoull(p + nl + 1, &end, 16);
+		if (end != p + nl + 17 || strcmp(end, ".base.shmkv"))
+			continue;
+		if (sum != keep1 && sum != keep2)
+			unlinkat(fd, p, 0);
+	}
+	closedir(d);
+}
+
 void overlay_log_reset(struct loader *L, const char *name)
 {
 	struct cache *c = cache_find(L, name);
 	if (L->durable_fd < 0 || !c)
 		return;
-	char why[600], kept[PATH_MAX + 80];
-	overlay_kept_base(L, name, kept, sizeof kept);
+	char why[600];
 	if (!c->have_cur) { /* dropped */
 		wal_retire(L, name, NULL);
-		unlink(kept);
+		forget_kept(L, name, 0, 0);
 		return;
 	}
 	struct wal_head h;
@@ -366,21 +391,16 @@ void overlay_log_reset(struct loader *L, const char *name)
 	if (c->have_ov)
 		c->wal_seq = seq;
 	cache_save_state(L, c);
-	/* a compacted base kept for the log: gone once neither the log's base
-	 * nor the rollback's (a full load replaced both) */
-	shmkv *k = NULL, *rb = NULL;
+	/* compacted bases kept for the log: gone once neither the log's base
+	 * nor the rollback's */
+	uint64_t rb_sum = 0;
+	shmkv *rb = NULL;
 	char w[300];
-	if (shmkv_open_file_diag(kept, SHMKV_OPEN_NOVERIFY, &k, w, sizeof w) == 0) {
-		uint64_t ks = shmkv_checksum(k);
-		int used = ks == h.base_sum;
-		if (!used && c->have_rb &&
-		    shmkv_open_file_diag(c->rb.path, SHMKV_OPEN_NOVERIFY, &rb, w, sizeof w) == 0)
-			used = shmkv_checksum(rb) == ks;
-		shmkv_close(rb);
-		shmkv_close(k);
-		if (!used)
-			unlink(kept);
-	}
+	if (c->have_rb &&
+	    shmkv_open_file_diag(c->rb.path, SHMKV_OPEN_NOVERIFY, &rb, w, sizeof w) == 0)
+		rb_sum = shmkv_checksum(rb);
+	shmkv_close(rb);
+	forget_kept(L, name, h.base_sum, rb_sum);
 }
 
 /* The cache to change: loaded, adoptable. */
@@ -573,9 +593,11 @@ int op_apply(struct loader *L, const char *name, const char *path, int nofollow,
 
 /* ---- durable mode: the logs replayed at start (wal.h) ---- */
 
-void overlay_kept_base(const struct loader *L, const char *name, char *out, size_t len)
+void overlay_kept_base(const struct loader *L, const char *name, uint64_t sum, char *out,
+		       size_t len)
 {
-	if ((size_t)snprintf(out, len, "%s/%s.base.shmkv", L->durable, name) >= len)
+	if ((size_t)snprintf(out, len, "%s/%s.%016llx.base.shmkv", L->durable, name,
+			     (unsigned long long)sum) >= len)
 		out[0] = 0; /* cannot happen: len leaves room for a name */
 }
 
@@ -592,7 +614,7 @@ static struct cache *log_base(struct loader *L, const char *name, const struct w
 	    now.base_sum == h->base_sum && now.base_size == h->base_size)
 		return c;
 	char path[PATH_MAX + 80];
-	overlay_kept_base(L, name, path, sizeof path);
+	overlay_kept_base(L, name, h->base_sum, path, sizeof path);
 	shmkv *kept = NULL;
 	int same = shmkv_open_file_diag(path, SHMKV_OPEN_NOVERIFY, &kept, why, sizeof why) == 0 &&
 		   shmkv_checksum(kept) == h->base_sum && kept->size == h->base_size;

@@ -38,8 +38,9 @@ void overlay_log_reset(struct loader *L, const char *name);
 /* At start, after adoption and the configured loads: every log in
  * DURABLE replayed onto its base (loader/README.md, "What is kept"). */
 void overlay_recover(struct loader *L);
-/* DURABLE/NAME.base.shmkv: a compacted base kept for the log (compact.c);
- * len at least PATH_MAX + 80. */
-void overlay_kept_base(const struct loader *L, const char *name, char *out, size_t len);
+/* DURABLE/NAME.SUM.base.shmkv: a compacted base of checksum SUM kept for
+ * the log (compact.c); len at least PATH_MAX + 80. */
+void overlay_kept_base(const struct loader *L, const char *name, uint64_t sum, char *out,
+		       size_t len);
 
 #endif /* LOADER_OVERLAY_H */
