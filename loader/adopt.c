@@ -381,6 +381,22 @@ static void adopt_one(struct loader *L, struct scan *sc, const char *name)
 		valid = adopt_published(c, name, &seg, count, gen, &lost, why, sizeof why);
 	struct seg_info in, rbov_hint = c->rbov;
 	memset(&c->rbov, 0, sizeof c->rbov);
+	if (valid && c->have_ov && c->ov_saved_known && strcmp(c->ov_saved, c->ov.path)) {
+		/* a change was published after the state file was saved (killed
+		 * before overlay.c:publish_overlay saved it again): the rollback
+		 * is the generation the file describes, this base with the
+		 * overlay it names (none: the base alone) */
+		snprintf(rb_hint.path, sizeof rb_hint.path, "%s", c->cur.path);
+		rb_hint.generation = gen - 1;
+		snprintf(rbov_hint.path, sizeof rbov_hint.path, "%s", c->ov_saved);
+		c->rb_stats = c->stats;
+		c->rb_chain_last = c->chain_last;
+		c->rb_chain_seq = c->chain_seq;
+		c->rb_origin_sum = c->origin_sum;
+		c->rb_origin_size = c->origin_size;
+		log_warn("cache=%s: a change was published after the state was saved; its "
+			 "rollback is the overlay the state names", name);
+	}
 	if (rb_hint.path[0] && valid && !strcmp(rb_hint.path, c->cur.path)) {
 		/* a change was the last publish: the rollback is the same base */
 		c->rb = c->cur;

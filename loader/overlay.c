@@ -259,6 +259,9 @@ static int publish_overlay(struct loader *L, struct cache *c, const struct seg_i
 	c->changes++;
 	c->last_error[0] = 0;
 	pthread_mutex_unlock(&L->lock);
+	/* saved before the old rollback's overlay goes: killed in between, a
+	 * restart finds the state naming the overlay before this one (adopt.c) */
+	cache_save_state(L, c);
 	if (had_rbov)
 		unlink(old_rbov.path);
 	if (had_rb && !rb_shared) { /* an older base: no generation kept uses it */

@@ -24,11 +24,10 @@
 //     source loaded and the log replayed give a prefix with every
 //     acknowledged line.
 //   CompactionOriginSurvivesAKillAtItsPublish, DurableCompactionKilledAt-
-//     ItsPublishThenAReboot, KnownBug.*: kills the instant the control
-//     segment moves (a thread spinning on its generation word), before the
-//     state file or the durable log catches up: what a restart (and a
-//     reboot) must still know then. KnownBug.* fails on the loader as it is
-//     and is skipped (naming the bug) unless SHMKV_TEST_KNOWN_BUGS=1.
+//     ItsPublishThenAReboot, RollbackAfterAKillAtAChangesPublish: kills
+//     the instant the control segment moves (a thread spinning on its
+//     generation word), before the state file or the durable log catches
+//     up: what a restart (and a reboot) must still know then.
 //
 // Kill delays are random (the seed is printed; SHMKV_TEST_SEED repeats
 // them); every wait is for an event, with generous deadlines.
@@ -58,14 +57,6 @@ uint64_t test_seed()
 		return e && *e ? strtoull(e, nullptr, 10) : (uint64_t)time(nullptr) ^ (uint64_t)getpid();
 	}();
 	return seed;
-}
-
-// Loader bugs these tests found are skipped unless this is set, so the
-// suite stays green until they are fixed.
-bool run_known_bugs()
-{
-	const char *e = getenv("SHMKV_TEST_KNOWN_BUGS");
-	return e && *e && strcmp(e, "0") != 0;
 }
 
 // ---- what a reader must see ----------------------------------------------------
@@ -1063,16 +1054,8 @@ TEST(WritesCrash, CompactionOriginSurvivesAKillAtItsPublish)
 // restarted loader adopts the rollback with its overlay ("What is kept").
 // Killed the instant a change is published, the restarted loader's
 // rollback must give the generation before that change. Three tries.
-TEST(KnownBug, RollbackAfterAKillAtAChangesPublish)
+TEST(WritesCrash, RollbackAfterAKillAtAChangesPublish)
 {
-	if (!run_known_bugs())
-		GTEST_SKIP() << "loader bug: overlay.c:publish_overlay() publishes the new "
-				"generation, then unlinks the old rollback's overlay, and op_change() "
-				"saves ROOT/NAME.state (the new rollback's overlay, rbov.path) only "
-				"after that. A kill in between leaves rbov.path naming the unlinked (or "
-				"older) overlay: adopt.c adopts the rollback without its overlay, "
-				"removes the right one as an orphan, and `rollback` steps back to the "
-				"base alone (or two publishes). SHMKV_TEST_KNOWN_BUGS=1 runs it";
 	Env env;
 	const std::vector<std::string> args = {"--memory", "shm"};
 	std::string base = env.img_path("a.shmkv");
