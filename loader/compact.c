@@ -7,6 +7,7 @@
  * new one is published. Changes sent meanwhile wait in the worker's queue. */
 #include "compact.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 #include "load.h"
 #include "log.h"
 #include "overlay.h"
+#include "wal.h"
 
 #define COMPACT_RATIO_FLOOR (UINT64_C(1) << 20) /* overlay bytes */
 
@@ -86,8 +88,15 @@ int op_compact(struct loader *L, const char *name, int automatic, char **reply, 
 		shmkv_close(base);
 	}
 	uint64_t chain_last = c->chain_last, chain_seq = c->chain_seq, changes = c->changes;
-	char out[PATH_MAX], e[700];
-	overlay_tmp_path(L, c, "compact.tmp", out, sizeof out);
+	/* durable mode: the new base is kept beside the log, which names it
+	 * before the publish (a reboot finds it there) */
+	char out[PATH_MAX + 80], kept[PATH_MAX + 80], e[700];
+	int keep = L->durable_fd >= 0;
+	if (keep) {
+		snprintf(out, sizeof out, "%s/.%s.base.tmp", L->durable, name);
+	} else {
+		overlay_tmp_path(L, c, "compact.tmp", out, sizeof out);
+	}
 	const char *deltas[1] = {c->ov.path};
 	shmkv_join_options jo;
 	shmkv_join_options_init(&jo);
@@ -97,20 +106,55 @@ int op_compact(struct loader *L, const char *name, int automatic, char **reply, 
 		unlink(out);
 		return overlay_refused(L, c, "compact", err, e, reply);
 	}
+	if (!err && keep) {
+		/* durable: the kept base and a log naming it before the publish, so
+		 * that a kill at any point leaves a log whose base is found (the
+		 * one served, or this one, loaded at start: the same answers) */
+		struct wal_head h = {0, 0, origin_sum, origin_size};
+		shmkv *nb = NULL;
+		if (!(err = shmkv_open_file_diag(out, SHMKV_OPEN_NOVERIFY, &nb, e, sizeof e))) {
+			h.base_sum = shmkv_checksum(nb);
+			h.base_size = nb->size;
+		}
+		shmkv_close(nb);
+		overlay_kept_base(L, name, h.base_sum, kept, sizeof kept);
+		if (!err && (rename(out, kept) != 0 || fsync(L->durable_fd) != 0))
+			err = diag_fail(-errno, e, sizeof e, "%s: %s", kept, strerror(errno));
+		if (!err)
+			err = wal_reset(L, name, &h, 0, NULL, 0, e, sizeof e);
+		if (err) {
+			unlink(out);
+			overlay_log_reset(L, name); /* the log of what is served again */
+			return overlay_refused(L, c, "compact", err, e, reply);
+		}
+	}
+	/* the origin in the state file before the publish: a kill right after
+	 * it (before the load saves the state) leaves it there for adopt.c;
+	 * it is as true of the generation served now (its base is the origin,
+	 * or was compacted from it) */
+	pthread_mutex_lock(&L->lock);
+	c->origin_sum = origin_sum;
+	c->origin_size = origin_size;
+	pthread_mutex_unlock(&L->lock);
+	cache_save_state(L, c);
 	char *lreply = NULL;
-	err = op_load(L, name, out, 1, "", &lreply, e, sizeof e);
+	c->lineage.keep = 1;
+	c->lineage.origin_sum = origin_sum;
+	c->lineage.origin_size = origin_size;
+	c->lineage.chain_last = chain_last;
+	c->lineage.chain_seq = chain_seq;
+	err = op_load(L, name, keep ? kept : out, 1, "", &lreply, e, sizeof e);
+	c->lineage.keep = 0;
 	unlink(out);
 	if (err) { /* op_load said why (logged, the cache's last error) */
+		if (keep)
+			overlay_log_reset(L, name); /* the log of what is served again */
 		*reply = lreply;
 		return err;
 	}
 	free(lreply);
 	uint64_t ms = mono_ms() - t0;
 	pthread_mutex_lock(&L->lock);
-	c->origin_sum = origin_sum;
-	c->origin_size = origin_size;
-	c->chain_last = chain_last;
-	c->chain_seq = chain_seq;
 	c->compactions++;
 	c->compact_unix = (uint64_t)time(NULL);
 	c->compact_ms = ms;

@@ -246,6 +246,8 @@ static int loader_key(struct parse *p, const char *k, const char *v)
 				       "or 0", v);
 		return 1;
 	}
+	if (!strcmp(k, "durable_dir"))
+		return set_path(p, k, v, c->durable_dir, sizeof c->durable_dir);
 	if (!strcmp(k, "metrics_file"))
 		return set_path(p, k, v, c->metrics_file, sizeof c->metrics_file);
 	if (!strcmp(k, "metrics_interval")) {
@@ -293,7 +295,7 @@ static int loader_key(struct parse *p, const char *k, const char *v)
 		return parse_group(p, v, c->group, sizeof c->group, &c->gid);
 	return perr(p, "unknown key \"%s\" in [loader] (root, spool, shm_dir, hugetlb_dir, "
 		       "queue_depth, block_size, io, memory, group, failed_expire, metrics_file, "
-		       "metrics_interval, stream_interval, bpf_dir, expiry_times)", k);
+		       "metrics_interval, stream_interval, durable_dir, bpf_dir, expiry_times)", k);
 }
 
 static int cache_key(struct parse *p, const char *k, const char *v)

@@ -53,6 +53,7 @@ struct cache_def {
 struct loader_conf {
 	char root[PATH_MAX];
 	char spool[PATH_MAX];
+	char durable_dir[PATH_MAX]; /* changes logged here (wal.c); "" = not durable */
 	char shm_dir[PATH_MAX];
 	char hugetlb_dir[PATH_MAX]; /* "" = every hugetlbfs mount in /proc/mounts */
 	unsigned queue_depth;

@@ -246,10 +246,17 @@ static int publish_new(struct loader *L, struct cache *c, const struct seg_info 
 	c->have_ov = 0;
 	c->rb_chain_last = c->chain_last;
 	c->rb_chain_seq = c->chain_seq;
-	c->chain_last = c->chain_seq = 0;
 	c->rb_origin_sum = c->origin_sum;
 	c->rb_origin_size = c->origin_size;
-	c->origin_sum = c->origin_size = 0; /* deltas of this image apply */
+	if (c->lineage.keep) { /* a compaction (compact.c): what deltas apply to stays */
+		c->chain_last = c->lineage.chain_last;
+		c->chain_seq = c->lineage.chain_seq;
+		c->origin_sum = c->lineage.origin_sum;
+		c->origin_size = c->lineage.origin_size;
+	} else {
+		c->chain_last = c->chain_seq = 0;
+		c->origin_sum = c->origin_size = 0; /* deltas of this image apply */
+	}
 	c->changes = 0;
 	if (c->have_cur) {
 		c->rb = c->cur;

@@ -96,10 +96,17 @@ struct cache {
 	 * changes, so a delta of it applies the same); 0: cur itself. The
 	 * rollback generation's, swapped with it by rollback. */
 	uint64_t origin_sum, origin_size, rb_origin_sum, rb_origin_size;
+	/* set by a compaction for the load that publishes its base (load.c),
+	 * so that the state file saved with that publish keeps them */
+	struct {
+		int keep;
+		uint64_t origin_sum, origin_size, chain_last, chain_seq;
+	} lineage;
 	uint64_t compactions;      /* since the loader started */
 	uint64_t compact_unix;     /* when the last one published (0: none) */
 	uint64_t compact_ms;       /* how long it took */
 	int compact_queued;        /* an automatic compaction waits in the queue */
+	uint64_t wal_seq;          /* the last record of DURABLE/NAME.wal published (wal.c) */
 	struct load_stats stats;    /* of the current image */
 	struct load_stats rb_stats; /* of the rollback candidate */
 	char last_error[512];      /* "" = the last operation succeeded */
@@ -164,6 +171,8 @@ struct loader {
 	char config_path[PATH_MAX]; /* "" = no config file */
 	char root[PATH_MAX];        /* canonical */
 	char spool[PATH_MAX];       /* canonical */
+	char durable[PATH_MAX];     /* durable_dir, canonical; "" = changes not logged */
+	int durable_fd;             /* it, opened by its whole chain (trustdir.h); -1 */
 	char prefix[32];            /* segment file prefix "shmkv-xxxxxxxx-" */
 	pid_t pid;
 

@@ -259,6 +259,14 @@ static int startup(struct loader *L, struct loader_conf *conf, char *why, size_t
 	if (sfd < 0)
 		return sfd;
 	close(sfd); /* watched by inotify; checked again whenever it comes back */
+	if (conf->durable_dir[0]) {
+		L->durable_fd = prepare_dir(conf->durable_dir, L->durable, "durable_dir", 0,
+					    " (the log of changes replayed at start must be the "
+					    "loader's: owned by it or root, writable by no one else, "
+					    "and so every directory above it)", why, why_len);
+		if (L->durable_fd < 0)
+			return L->durable_fd;
+	}
 	snprintf(conf->root, sizeof conf->root, "%s", L->root);
 	snprintf(conf->spool, sizeof conf->spool, "%s", L->spool);
 	if ((err = lock_root(L, why, why_len)))
@@ -453,6 +461,7 @@ int main(int argc, char **argv)
 	char why[700];
 	struct loader_conf *conf;
 	L.lock_fd = L.sig_fd = L.spool_fd = L.listen_fd = L.ep_fd = L.done_fd = L.root_fd = -1;
+	L.durable_fd = -1;
 	pthread_mutex_init(&L.lock, NULL);
 	pthread_mutex_init(&L.qlock, NULL);
 	pthread_condattr_t ca; /* the worker's timed waits (failed_expire) are monotonic */

@@ -249,10 +249,13 @@ static void load_missing(struct loader *L)
 void op_config(struct loader *L, struct loader_conf *conf)
 {
 	struct loader_conf *old = L->conf;
-	if (strcmp(old->root, conf->root) || strcmp(old->spool, conf->spool))
-		log_warn("config: root and spool changes take effect at the next start");
+	if (strcmp(old->root, conf->root) || strcmp(old->spool, conf->spool) ||
+	    strcmp(old->durable_dir, conf->durable_dir))
+		log_warn("config: root, spool and durable_dir changes take effect at the next "
+			 "start");
 	snprintf(conf->root, sizeof conf->root, "%s", old->root);
 	snprintf(conf->spool, sizeof conf->spool, "%s", old->spool);
+	snprintf(conf->durable_dir, sizeof conf->durable_dir, "%s", old->durable_dir);
 	pthread_mutex_lock(&L->lock);
 	L->conf = conf;
 	for (size_t i = 0; i < L->ncaches; i++) {

@@ -7,6 +7,7 @@
 #include "overlay.h"
 
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 #include "load.h"
 #include "log.h"
 #include "probes.h"
+#include "wal.h"
 
 /* ---- the keys of the new changes (they replace the overlay's records) ---- */
 
@@ -280,6 +282,19 @@ static char *reply_changed(const struct cache *c, uint64_t records)
 	return json_finish(&j);
 }
 
+/* The head of the cache's durable log: its base, and what deltas apply to. */
+static int log_head(const struct cache *c, struct wal_head *h, char *why, size_t why_len)
+{
+	shmkv *base = NULL;
+	char w[300];
+	int err = shmkv_open_file_diag(c->cur.path, SHMKV_OPEN_NOVERIFY, &base, w, sizeof w);
+	if (err)
+		return diag_fail(err, why, why_len, "base: %s", w);
+	*h = (struct wal_head){shmkv_checksum(base), base->size, c->origin_sum, c->origin_size};
+	shmkv_close(base);
+	return 0;
+}
+
 /* The changes of d published as the cache's next generation. */
 static int publish_changes(struct loader *L, struct cache *c, const shmkv *d, char *why,
 			   size_t why_len)
@@ -294,9 +309,98 @@ static int publish_changes(struct loader *L, struct cache *c, const shmkv *d, ch
 	if (!err)
 		err = load_segments(L, c, out, &first, more, &nmore, why, why_len);
 	unlink(out);
+	/* durable: logged and synced before it is published (and acknowledged) */
+	uint64_t undo = 0, seq = c->wal_seq + 1;
+	int logged = 0;
+	if (!err && L->durable_fd >= 0) {
+		struct wal_head h;
+		err = log_head(c, &h, why, why_len);
+		if (!err)
+			err = wal_append(L, c->name, &h, seq, shmkv_header(d), d->size, &undo, why,
+					 why_len);
+		if (err)
+			unlink_infos(&first, more, nmore);
+		logged = !err;
+	}
 	if (!err)
 		err = publish_overlay(L, c, &first, more, nmore, why, why_len);
+	if (err && logged)
+		wal_undo(L, c->name, undo);
+	else if (logged)
+		c->wal_seq = seq;
 	return err;
+}
+
+/* Removes DURABLE/NAME.*.base.shmkv but those of checksum keep1, keep2. */
+static void forget_kept(struct loader *L, const char *name, uint64_t keep1, uint64_t keep2)
+{
+	int fd = openat(L->durable_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	size_t nl = strlen(name);
+	for (struct dirent *e; (e = readdir(d));) {
+		const char *p = e->d_name;
+		char *end;
+		if (strncmp(p, name, nl) || p[nl] != '.')
+			continue;
+		unsigned long long sum = strtoull(p + nl + 1, &end, 16);
+		if (end != p + nl + 17 || strcmp(end, ".base.shmkv"))
+			continue;
+		if (sum != keep1 && sum != keep2)
+			unlinkat(fd, p, 0);
+	}
+	closedir(d);
+}
+
+void overlay_log_reset(struct loader *L, const char *name)
+{
+	struct cache *c = cache_find(L, name);
+	if (L->durable_fd < 0 || !c)
+		return;
+	char why[600];
+	if (!c->have_cur) { /* dropped */
+		wal_retire(L, name, NULL);
+		forget_kept(L, name, 0, 0);
+		return;
+	}
+	struct wal_head h;
+	shmkv *ov = NULL;
+	int err = log_head(c, &h, why, sizeof why);
+	if (!err && c->have_ov) {
+		char w[300];
+		err = shmkv_open_file_diag(c->ov.path, SHMKV_OPEN_NOVERIFY, &ov, w, sizeof w);
+		if (err)
+			diag_fail(err, why, sizeof why, "overlay: %s", w);
+	}
+	uint64_t seq = c->wal_seq + 1;
+	if (!err)
+		err = wal_reset(L, name, &h, seq, ov ? (const void *)shmkv_header(ov) : NULL,
+				ov ? ov->size : 0, why, sizeof why);
+	shmkv_close(ov);
+	if (err) {
+		/* the log names the generation before: a reboot would bring back
+		 * that one's changes over a base it may not find (then not at all) */
+		log_err("durable log of cache=%s not rewritten for gen=%llu: %s", name,
+			(unsigned long long)c->cur.generation, why);
+		return;
+	}
+	if (c->have_ov)
+		c->wal_seq = seq;
+	cache_save_state(L, c);
+	/* compacted bases kept for the log: gone once neither the log's base
+	 * nor the rollback's */
+	uint64_t rb_sum = 0;
+	shmkv *rb = NULL;
+	char w[300];
+	if (c->have_rb &&
+	    shmkv_open_file_diag(c->rb.path, SHMKV_OPEN_NOVERIFY, &rb, w, sizeof w) == 0)
+		rb_sum = shmkv_checksum(rb);
+	shmkv_close(rb);
+	forget_kept(L, name, h.base_sum, rb_sum);
 }
 
 /* The cache to change: loaded, adoptable. */
@@ -485,4 +589,173 @@ int op_apply(struct loader *L, const char *name, const char *path, int nofollow,
 	changed(L, c, what, records);
 	*reply = reply_changed(c, records);
 	return 0;
+}
+
+/* ---- durable mode: the logs replayed at start (wal.h) ---- */
+
+void overlay_kept_base(const struct loader *L, const char *name, uint64_t sum, char *out,
+		       size_t len)
+{
+	if ((size_t)snprintf(out, len, "%s/%s.%016llx.base.shmkv", L->durable, name,
+			     (unsigned long long)sum) >= len)
+		out[0] = 0; /* cannot happen: len leaves room for a name */
+}
+
+/* The base a log names: the one served, else the compacted one kept beside
+ * the log (DURABLE/NAME.base.shmkv), loaded now. The cache, or NULL. */
+static struct cache *log_base(struct loader *L, const char *name, const struct wal_head *h,
+			      int *fresh)
+{
+	struct cache *c = cache_find(L, name);
+	struct wal_head now;
+	char why[600];
+	*fresh = 0;
+	if (c && c->have_cur && log_head(c, &now, why, sizeof why) == 0 &&
+	    now.base_sum == h->base_sum && now.base_size == h->base_size)
+		return c;
+	char path[PATH_MAX + 80];
+	overlay_kept_base(L, name, h->base_sum, path, sizeof path);
+	shmkv *kept = NULL;
+	int same = shmkv_open_file_diag(path, SHMKV_OPEN_NOVERIFY, &kept, why, sizeof why) == 0 &&
+		   shmkv_checksum(kept) == h->base_sum && kept->size == h->base_size;
+	shmkv_close(kept);
+	char *reply = NULL;
+	if (same && op_load(L, name, path, 1, "", &reply, why, sizeof why) == 0) {
+		free(reply);
+		*fresh = 1;
+		return cache_find(L, name);
+	}
+	free(reply);
+	log_err("durable log of cache=%s: its base %016llx (%llu bytes) is neither served nor "
+		"kept as %s: its changes are not replayed; the log is kept as %s.wal.stale",
+		name, (unsigned long long)h->base_sum, (unsigned long long)h->base_size, path,
+		name);
+	return NULL;
+}
+
+/* Records recs[0..n) merged in order (the last word on a key wins) into one
+ * delta of c's base at img. */
+static int merge_records(struct loader *L, struct cache *c, const struct wal_rec *recs, size_t n,
+			 const char *img, char *why, size_t why_len)
+{
+	shmkv_builder *b;
+	int err = delta_builder(c, SHMKV_DUP_LAST, &b, why, why_len);
+	char one[PATH_MAX];
+	overlay_tmp_path(L, c, "replay.tmp", one, sizeof one);
+	for (size_t i = 0; !err && i < n; i++) {
+		shmkv *d = NULL;
+		char w[400], what[64];
+		int fd = open(one, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd < 0 || write(fd, recs[i].data, recs[i].len) != (ssize_t)recs[i].len)
+			err = diag_fail(-errno ? -errno : -EIO, why, why_len, "%s: %s", one,
+					strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		if (!err && (err = shmkv_open_file_diag(one, SHMKV_OPEN_DEEP, &d, w, sizeof w)))
+			diag_fail(err, why, why_len, "record %llu: %s",
+				  (unsigned long long)recs[i].seq, w);
+		snprintf(what, sizeof what, "record %llu", (unsigned long long)recs[i].seq);
+		if (!err)
+			err = feed(b, d, NULL, NULL, what, why, why_len);
+		shmkv_close(d);
+	}
+	unlink(one);
+	if (!err) {
+		shmkv_build_stats st;
+		err = shmkv_builder_finish(b, img, &st);
+		if (err)
+			diag_fail(err, why, why_len, "%s", shmkv_builder_error(b));
+	}
+	shmkv_builder_free(b);
+	return err;
+}
+
+static void recover_one(struct loader *L, const char *name)
+{
+	struct wal_head h;
+	struct wal_rec *recs = NULL;
+	char *buf = NULL, why[700];
+	size_t n = 0;
+	int err = wal_read(L, name, &h, &buf, &recs, &n, why, sizeof why);
+	if (err) {
+		if (err != -ENOENT) {
+			log_err("durable log of cache=%s unreadable, kept as %s.wal.bad: %s", name,
+				name, why);
+			wal_retire(L, name, "bad");
+		}
+		free(buf);
+		return;
+	}
+	int fresh;
+	struct cache *c = log_base(L, name, &h, &fresh);
+	if (!c) {
+		wal_retire(L, name, "stale");
+		free(recs);
+		free(buf);
+		return;
+	}
+	/* an overlay served (adopted) holds the records up to wal_seq; without
+	 * one (a reboot: the base loaded again) every record is replayed */
+	uint64_t after = c->have_ov && !fresh ? c->wal_seq : 0;
+	size_t first = 0;
+	while (first < n && recs[first].seq <= after)
+		first++;
+	if (first < n) {
+		char img[PATH_MAX];
+		overlay_tmp_path(L, c, "change.tmp", img, sizeof img);
+		shmkv *d = NULL;
+		char w[300];
+		err = merge_records(L, c, recs + first, n - first, img, why, sizeof why);
+		if (!err && (err = shmkv_open_file_diag(img, 0, &d, w, sizeof w)))
+			diag_fail(err, why, sizeof why, "%s", w);
+		if (!err)
+			err = publish_changes(L, c, d, why, sizeof why);
+		uint64_t records = d ? d->entry_count : 0;
+		shmkv_close(d);
+		unlink(img);
+		if (err) {
+			log_err("durable log of cache=%s: replaying records %llu-%llu failed, the "
+				"log is kept as %s.wal.bad: %s", name,
+				(unsigned long long)recs[first].seq,
+				(unsigned long long)recs[n - 1].seq, name, why);
+			wal_retire(L, name, "bad");
+			cache_set_error(L, c, "durable log not replayed: %s", why);
+			free(recs);
+			free(buf);
+			return;
+		}
+		pthread_mutex_lock(&L->lock);
+		if (h.origin_sum) {
+			c->origin_sum = h.origin_sum;
+			c->origin_size = h.origin_size;
+		}
+		pthread_mutex_unlock(&L->lock);
+		changed(L, c, "replay", records);
+		log_info("durable log of cache=%s: replayed records %llu-%llu (%llu changes) as "
+			 "gen=%llu", name, (unsigned long long)recs[first].seq,
+			 (unsigned long long)recs[n - 1].seq, (unsigned long long)records,
+			 (unsigned long long)c->cur.generation);
+	} else {
+		log_info("durable log of cache=%s: nothing to replay (gen=%llu serves its %zu "
+			 "records)", name, (unsigned long long)c->cur.generation, n);
+	}
+	free(recs);
+	free(buf);
+	overlay_log_reset(L, name); /* one record: the overlay served */
+}
+
+void overlay_recover(struct loader *L)
+{
+	char **names;
+	size_t n;
+	if (L->durable_fd < 0)
+		return;
+	int err = wal_list(L, &names, &n);
+	if (err)
+		log_err("durable_dir %s: %s", L->durable, strerror(-err));
+	for (size_t i = 0; i < n; i++) {
+		recover_one(L, names[i]);
+		free(names[i]);
+	}
+	free(names);
 }

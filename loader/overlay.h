@@ -31,4 +31,16 @@ int overlay_refused(struct loader *L, struct cache *c, const char *what, int err
 void overlay_tmp_path(const struct loader *L, const struct cache *c, const char *what, char *out,
 		      size_t len);
 
+/* Durable mode (wal.h): after a publish that changed the base or stepped
+ * back (load, rollback, compaction, drop), the cache's log is rewritten to
+ * name the base and hold the overlay served, if any, as one record. */
+void overlay_log_reset(struct loader *L, const char *name);
+/* At start, after adoption and the configured loads: every log in
+ * DURABLE replayed onto its base (loader/README.md, "What is kept"). */
+void overlay_recover(struct loader *L);
+/* DURABLE/NAME.SUM.base.shmkv: a compacted base of checksum SUM kept for
+ * the log (compact.c); len at least PATH_MAX + 80. */
+void overlay_kept_base(const struct loader *L, const char *name, uint64_t sum, char *out,
+		       size_t len);
+
 #endif /* LOADER_OVERLAY_H */

@@ -582,6 +582,15 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+/* The worker swaps L->conf under L->lock (ops.c:op_config) and frees the old */
+static uint64_t stream_interval(struct loader *L)
+{
+	pthread_mutex_lock(&L->lock);
+	uint64_t ms = L->conf->stream_interval_ms;
+	pthread_mutex_unlock(&L->lock);
+	return ms;
+}
+
 /* stream NAME: the connection becomes a stream of changes (loader/README.md,
  * "Streams"); the reply says so, then one acknowledgement per batch. */
 static int v_stream(struct loader *L, struct client *c, const struct verb *v, char **w,
@@ -602,13 +611,14 @@ static int v_stream(struct loader *L, struct client *c, const struct verb *v, ch
 	json_bool(&j, "ok", 1);
 	json_str(&j, "cache", w[1]);
 	json_bool(&j, "stream", 1);
-	json_u64(&j, "interval_ms", L->conf->stream_interval_ms);
+	json_u64(&j, "interval_ms", stream_interval(L));
 	json_u64(&j, "line_max", STREAM_LINE_MAX);
 	emit(c, json_finish(&j));
 	return 0;
 }
 
 static void settle(struct loader *L, struct client *c);
+
 
 static void stream_arm(uint64_t due)
 {
@@ -651,7 +661,7 @@ static void stream_pump(struct loader *L, struct client *c)
 	}
 	if (!len)
 		return;
-	uint64_t now = now_ms(), next = c->stream_sent + L->conf->stream_interval_ms;
+	uint64_t now = now_ms(), next = c->stream_sent + stream_interval(L);
 	if (!c->eof && c->stream_sent && now < next) {
 		stream_arm(next);
 		return;

@@ -47,8 +47,8 @@ int state_write(int root_fd, const char *root, const struct cache *c, char *why,
 	 * segment; the chain position and counts are kept here */
 	fprintf(f, "changes=%" PRIu64 "\nchain.last=%" PRIu64 "\nchain.seq=%" PRIu64 "\n",
 		c->changes, c->chain_last, c->chain_seq);
-	fprintf(f, "origin.sum=%" PRIu64 "\norigin.size=%" PRIu64 "\n", c->origin_sum,
-		c->origin_size);
+	fprintf(f, "origin.sum=%" PRIu64 "\norigin.size=%" PRIu64 "\nwal.seq=%" PRIu64 "\n",
+		c->origin_sum, c->origin_size, c->wal_seq);
 	if (c->have_rb) {
 		fprintf(f, "rb.path=%s\nrb.generation=%" PRIu64 "\nrb.node=%d\n", c->rb.path,
 			c->rb.generation, (int)c->rb.node);
@@ -152,6 +152,8 @@ int state_read(int fd, struct cache *c)
 			c->rb_chain_last = strtoull(v, NULL, 10);
 		else if (!strcmp(k, "rb.chain.seq"))
 			c->rb_chain_seq = strtoull(v, NULL, 10);
+		else if (!strcmp(k, "wal.seq"))
+			c->wal_seq = strtoull(v, NULL, 10);
 		else if (!strcmp(k, "origin.sum"))
 			c->origin_sum = strtoull(v, NULL, 10);
 		else if (!strcmp(k, "origin.size"))

@@ -7,8 +7,12 @@
 
 #include "diag.h"
 
-static const char *const gap_names[] = {"header", "inter-section", "inter-section",
-					"inter-section", "trailing"};
+/* gap gi of ngap: the header's, between sections (a delta has four, lib/
+ * FORMAT.md §19), or after the last */
+static const char *gap_name(unsigned gi, unsigned ngap)
+{
+	return gi == 0 ? "header" : gi + 1 == ngap ? "trailing" : "inter-section";
+}
 
 void vwalk_begin(struct vwalk *w, const shmkv_image_header *h)
 {
@@ -61,7 +65,7 @@ int vwalk_feed(struct vwalk *w, const uint8_t *base, uint64_t prefix)
 			from = w->gpos;
 		uint64_t upto = to < prefix ? to : prefix;
 		if (upto > from) {
-			err = shmkv_zero_check(db, from, upto, gap_names[w->gi], w->why,
+			err = shmkv_zero_check(db, from, upto, gap_name(w->gi, w->ngap), w->why,
 						sizeof w->why);
 			if (err)
 				return fail(w, err);

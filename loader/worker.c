@@ -125,13 +125,20 @@ static void run(struct loader *L, struct job *j)
 	}
 	if (j->finish)
 		j->finish(L, j, err, why);
+	/* durable mode: the log follows a new base or a step back before the
+	 * reply says it happened; at start, the logs are replayed */
+	if (!err && (j->kind == JOB_LOAD || j->kind == JOB_RELOAD || j->kind == JOB_ROLLBACK ||
+		     j->kind == JOB_COMPACT || j->kind == JOB_DROP))
+		overlay_log_reset(L, j->name);
+	if (j->kind == JOB_START)
+		overlay_recover(L);
 	post(L, j->client, reply, err != 0);
 	if (!err && (j->kind == JOB_CHANGE || j->kind == JOB_APPLY))
 		compact_queue(L, j->name);
 	/* BPF after the reply and the publish: readers have the new generation
 	 * first, BPF programs right after (loader/README.md, "BPF export") */
 	if (!err && (j->kind == JOB_LOAD || j->kind == JOB_RELOAD || j->kind == JOB_ROLLBACK ||
-		     j->kind == JOB_COMPACT))
+		     j->kind == JOB_COMPACT || j->kind == JOB_CHANGE || j->kind == JOB_APPLY))
 		bpf_after_publish(L, j->name);
 	else if (j->kind == JOB_START || j->kind == JOB_CONFIG)
 		bpf_sync_all(L);

@@ -3,7 +3,8 @@
 // BPF_PROG_TEST_RUN, every answer checked against the user-space reader on
 // the same generation: hits of every value type, misses, keys over 60 bytes,
 // values over max_value, keys outside a prefix, an image whose expiring
-// entries are not exported; then new generations swapped
+// entries are not exported; a generation with changes (base through its
+// overlay), its compaction and rollback; then new generations swapped
 // in under the same loaded program, a failed export that leaves the previous
 // table serving, unexport, and what another uid gets (clear errors).
 // Needs root (BPF); CI runs it as root. Each test pins under its own
@@ -335,6 +336,41 @@ TEST_F(Bpf, ExportAnswersLikeTheReaderAndSwapsGenerations)
 	EXPECT_NE(lstat((dir_ + "/sc").c_str(), &sb), 0);
 	EXPECT_NE(lstat((env_.root() + "/sc.bpf").c_str(), &sb), 0);
 	EXPECT_EQ(prog.ask("key_400").substr(0, 10), "HIT second"); // it holds the table
+}
+
+// A generation with changes is exported as readers see it: the base read
+// through its overlay (loader/README.md, "Writes").
+TEST_F(Bpf, ChangesAreExportedToo)
+{
+	NEED_ROOT();
+	Image g1 = build(env_, "one", 0, 300);
+	ASSERT_TRUE(loader_->load("sc", g1.path).ok());
+	CmdRun r = shmctl({"-j", "bpf", "export", "sc"});
+	ASSERT_EQ(r.rc, 0) << r.out << r.err;
+	Prog prog(dir_ + "/sc");
+	ASSERT_TRUE(prog.ok());
+	ASSERT_EQ(shmctl({"cache", "set", "sc", "key_5", "changed"}).rc, 0);
+	ASSERT_EQ(shmctl({"cache", "remove", "sc", "key_7"}).rc, 0);
+	CmdRun last = shmctl({"-j", "cache", "set", "sc", "newkey", "fresh"});
+	ASSERT_EQ(last.rc, 0) << last.err;
+	Json j;
+	ASSERT_TRUE(parse_json(last.out, &j)) << last.out;
+	uint64_t gen = j["generation"].u64();
+	wait_exported("sc", gen);
+	size_t hits = 0;
+	check_all(prog, "sc", "", {&g1}, gen, &hits);
+	EXPECT_EQ(prog.ask("key_5").substr(0, 11), "HIT changed");
+	EXPECT_EQ(prog.ask("key_7"), "MISS");
+	EXPECT_EQ(prog.ask("newkey").substr(0, 9), "HIT fresh");
+	// a compaction and a rollback are publishes too
+	ASSERT_TRUE(loader_->req({"compact", "sc"}).ok());
+	wait_exported("sc", gen + 1);
+	check_all(prog, "sc", "", {&g1}, gen + 1, &hits);
+	EXPECT_EQ(prog.ask("newkey").substr(0, 9), "HIT fresh");
+	ASSERT_TRUE(loader_->req({"rollback", "sc"}).ok());
+	wait_exported("sc", gen + 2);
+	check_all(prog, "sc", "", {&g1}, gen + 2, &hits);
+	EXPECT_EQ(prog.ask("key_7"), "MISS");
 }
 
 TEST_F(Bpf, ConfigExportsUnderAPrefix)

@@ -1,0 +1,340 @@
+/* wal.c - the durable log of changes (wal.h). Layout, little-endian:
+ * head (64 bytes): "SHMKVWAL", u32 version 1, u32 head size 64, u64
+ * base_sum, base_size, origin_sum, origin_size, u64 0, u64 XXH3 of the 56
+ * bytes before; then records: u32 magic "WREC", u32 0, u64 seq, u64 len,
+ * len bytes, zero padding to 8, u64 XXH3 (seeded with seq ^ len) of the len
+ * bytes. Records only ever append; everything else rewrites the file. */
+#include "wal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <xxhash.h>
+
+#include "diag.h"
+#include "log.h"
+
+#define WAL_MAGIC "SHMKVWAL"
+#define WAL_VERSION 1u
+#define WAL_HEAD 64u
+#define REC_MAGIC 0x43455257u /* "WREC" */
+#define REC_HEAD 24u
+#define SUFFIX ".wal"
+
+static void file_of(const char *name, char *out, size_t len)
+{
+	snprintf(out, len, "%s" SUFFIX, name);
+}
+
+static void put64(unsigned char *p, uint64_t v)
+{
+	memcpy(p, &v, 8); /* little-endian hosts only, as the images */
+}
+
+static uint64_t get64(const unsigned char *p)
+{
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return v;
+}
+
+static void head_bytes(const struct wal_head *h, unsigned char out[WAL_HEAD])
+{
+	memset(out, 0, WAL_HEAD);
+	memcpy(out, WAL_MAGIC, 8);
+	uint32_t v = WAL_VERSION, hs = WAL_HEAD;
+	memcpy(out + 8, &v, 4);
+	memcpy(out + 12, &hs, 4);
+	put64(out + 16, h->base_sum);
+	put64(out + 24, h->base_size);
+	put64(out + 32, h->origin_sum);
+	put64(out + 40, h->origin_size);
+	put64(out + 56, XXH3_64bits(out, 56));
+}
+
+static uint64_t rec_sum(uint64_t seq, const void *data, uint64_t len)
+{
+	return XXH3_64bits_withSeed(data, (size_t)len, seq ^ len);
+}
+
+static int write_all(int fd, const void *p, size_t n)
+{
+	for (const char *c = p; n;) {
+		ssize_t w = write(fd, c, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		c += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static int write_rec(int fd, uint64_t seq, const void *data, uint64_t len)
+{
+	unsigned char h[REC_HEAD] = {0}, tail[16] = {0};
+	uint32_t m = REC_MAGIC;
+	memcpy(h, &m, 4);
+	put64(h + 8, seq);
+	put64(h + 16, len);
+	size_t pad = (size_t)((8 - len % 8) % 8);
+	put64(tail + pad, rec_sum(seq, data, len));
+	int err = write_all(fd, h, sizeof h);
+	if (!err)
+		err = write_all(fd, data, (size_t)len);
+	if (!err)
+		err = write_all(fd, tail, pad + 8);
+	return err;
+}
+
+int wal_append(struct loader *L, const char *name, const struct wal_head *h, uint64_t seq,
+	       const void *data, uint64_t len, uint64_t *undo, char *why, size_t why_len)
+{
+	char f[SHMKV_CACHE_NAME_MAX + 8];
+	file_of(name, f, sizeof f);
+	int fd = openat(L->durable_fd, f, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return diag_fail(-errno, why, why_len, "%s/%s: %s", L->durable, f, strerror(errno));
+	struct stat st;
+	int err = fstat(fd, &st) ? -errno : 0;
+	unsigned char hb[WAL_HEAD], old[WAL_HEAD];
+	head_bytes(h, hb);
+	/* a log of another base (a load it missed) holds nothing that applies */
+	if (!err && st.st_size >= WAL_HEAD &&
+	    (pread(fd, old, WAL_HEAD, 0) != WAL_HEAD || memcmp(old, hb, WAL_HEAD))) {
+		log_warn("durable log %s/%s names another base: started again", L->durable, f);
+		st.st_size = 0;
+	}
+	if (!err && st.st_size < WAL_HEAD) { /* new (or a head never finished): the head first */
+		err = ftruncate(fd, 0) ? -errno : 0;
+		if (!err)
+			err = write_all(fd, hb, sizeof hb);
+		st.st_size = WAL_HEAD;
+	}
+	*undo = (uint64_t)st.st_size;
+	if (!err && lseek(fd, st.st_size, SEEK_SET) < 0)
+		err = -errno;
+	if (!err)
+		err = write_rec(fd, seq, data, len);
+	if (!err && fdatasync(fd) != 0)
+		err = -errno;
+	if (err && ftruncate(fd, st.st_size) == 0)
+		fdatasync(fd); /* no half record left behind us */
+	close(fd);
+	if (err)
+		return diag_fail(err, why, why_len, "durable log %s/%s: %s", L->durable, f,
+				 strerror(-err));
+	return 0;
+}
+
+void wal_undo(struct loader *L, const char *name, uint64_t size)
+{
+	char f[SHMKV_CACHE_NAME_MAX + 8];
+	file_of(name, f, sizeof f);
+	int fd = openat(L->durable_fd, f, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || ftruncate(fd, (off_t)size) != 0 || fdatasync(fd) != 0)
+		log_err("durable log %s/%s: cutting a record whose publish failed: %s", L->durable,
+			f, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+}
+
+int wal_reset(struct loader *L, const char *name, const struct wal_head *h, uint64_t seq,
+	      const void *data, uint64_t len, char *why, size_t why_len)
+{
+	char f[SHMKV_CACHE_NAME_MAX + 8], tmp[SHMKV_CACHE_NAME_MAX + 16];
+	file_of(name, f, sizeof f);
+	snprintf(tmp, sizeof tmp, ".%s.tmp", f);
+	int fd = openat(L->durable_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+			0600);
+	if (fd < 0)
+		return diag_fail(-errno, why, why_len, "%s/%s: %s", L->durable, tmp,
+				 strerror(errno));
+	unsigned char hb[WAL_HEAD];
+	head_bytes(h, hb);
+	int err = write_all(fd, hb, sizeof hb);
+	if (!err && data)
+		err = write_rec(fd, seq, data, len);
+	if (!err && fsync(fd) != 0)
+		err = -errno;
+	close(fd);
+	if (!err && renameat(L->durable_fd, tmp, L->durable_fd, f) != 0)
+		err = -errno;
+	if (!err && fsync(L->durable_fd) != 0)
+		err = -errno;
+	if (err) {
+		unlinkat(L->durable_fd, tmp, 0);
+		return diag_fail(err, why, why_len, "durable log %s/%s: %s", L->durable, f,
+				 strerror(-err));
+	}
+	return 0;
+}
+
+void wal_retire(struct loader *L, const char *name, const char *suffix)
+{
+	char f[SHMKV_CACHE_NAME_MAX + 8], to[SHMKV_CACHE_NAME_MAX + 40];
+	file_of(name, f, sizeof f);
+	if (!suffix) {
+		unlinkat(L->durable_fd, f, 0);
+		return;
+	}
+	snprintf(to, sizeof to, "%s.%s", f, suffix);
+	if (renameat(L->durable_fd, f, L->durable_fd, to) != 0 && errno != ENOENT)
+		log_err("durable log %s/%s: renaming it to %s: %s", L->durable, f, to,
+			strerror(errno));
+}
+
+/* The whole of the log file into *buf, *size. */
+static int slurp(struct loader *L, const char *f, char **buf, size_t *size)
+{
+	int fd = openat(L->durable_fd, f, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	int err = fstat(fd, &st) ? -errno : !S_ISREG(st.st_mode) ? -EINVAL : 0;
+	char *b = err ? NULL : malloc((size_t)st.st_size + 1);
+	if (!err && !b)
+		err = -ENOMEM;
+	size_t got = 0;
+	while (!err && got < (size_t)st.st_size) {
+		ssize_t r = read(fd, b + got, (size_t)st.st_size - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			err = r < 0 ? -errno : -EIO;
+		else
+			got += (size_t)r;
+	}
+	close(fd);
+	if (err) {
+		free(b);
+		return err;
+	}
+	*buf = b;
+	*size = got;
+	return 0;
+}
+
+int wal_read(struct loader *L, const char *name, struct wal_head *h, char **buf,
+	     struct wal_rec **recs, size_t *n, char *why, size_t why_len)
+{
+	char f[SHMKV_CACHE_NAME_MAX + 8];
+	file_of(name, f, sizeof f);
+	size_t size = 0;
+	*buf = NULL;
+	*recs = NULL;
+	*n = 0;
+	int err = slurp(L, f, buf, &size);
+	if (err)
+		return err == -ENOENT ? err
+				      : diag_fail(err, why, why_len, "%s/%s: %s", L->durable, f,
+						  strerror(-err));
+	const unsigned char *p = (const unsigned char *)*buf;
+	uint32_t v = 0, hs = 0;
+	if (size >= WAL_HEAD) {
+		memcpy(&v, p + 8, 4);
+		memcpy(&hs, p + 12, 4);
+	}
+	if (size < WAL_HEAD || memcmp(p, WAL_MAGIC, 8) || v != WAL_VERSION || hs != WAL_HEAD ||
+	    get64(p + 56) != XXH3_64bits(p, 56))
+		return diag_fail(SHMKV_ECORRUPT, why, why_len, "%s/%s: not a durable log of this "
+				 "loader (its head is damaged or of another version)", L->durable,
+				 f);
+	*h = (struct wal_head){get64(p + 16), get64(p + 24), get64(p + 32), get64(p + 40)};
+	size_t at = WAL_HEAD, cap = 0;
+	const char *torn = NULL;
+	while (at < size) {
+		uint32_t m;
+		if (size - at < REC_HEAD + 8) {
+			torn = "a record cut short";
+			break;
+		}
+		memcpy(&m, p + at, 4);
+		uint64_t seq = get64(p + at + 8), len = get64(p + at + 16);
+		uint64_t pad = (8 - len % 8) % 8;
+		if (m != REC_MAGIC) {
+			torn = "no record there";
+			break;
+		}
+		if (len > size - at - REC_HEAD - 8 || pad + 8 > size - at - REC_HEAD - len) {
+			torn = "a record cut short";
+			break;
+		}
+		const void *data = p + at + REC_HEAD;
+		if (get64(p + at + REC_HEAD + len + pad) != rec_sum(seq, data, len)) {
+			torn = "a record whose checksum does not match";
+			break;
+		}
+		if (*n == cap) {
+			cap = cap ? 2 * cap : 16;
+			struct wal_rec *r = realloc(*recs, cap * sizeof *r);
+			if (!r)
+				return diag_fail(-ENOMEM, why, why_len, "out of memory");
+			*recs = r;
+		}
+		(*recs)[(*n)++] = (struct wal_rec){seq, data, len};
+		at += REC_HEAD + len + pad + 8;
+	}
+	if (torn) {
+		log_warn("durable log %s/%s: %s at byte %zu: the %zu bytes from there on are "
+			 "discarded (a write the loader did not finish; it was never acknowledged)",
+			 L->durable, f, torn, at, size - at);
+		int fd = openat(L->durable_fd, f, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 || ftruncate(fd, (off_t)at) != 0 || fdatasync(fd) != 0)
+			log_err("durable log %s/%s: cutting the torn tail: %s", L->durable, f,
+				strerror(errno));
+		if (fd >= 0)
+			close(fd);
+	}
+	return 0;
+}
+
+int wal_list(struct loader *L, char ***names, size_t *n)
+{
+	*names = NULL;
+	*n = 0;
+	int fd = openat(L->durable_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return -errno;
+	}
+	size_t cap = 0;
+	int err = 0;
+	for (struct dirent *e; !err && (e = readdir(d));) {
+		size_t l = strlen(e->d_name);
+		if (l <= strlen(SUFFIX) || strcmp(e->d_name + l - strlen(SUFFIX), SUFFIX))
+			continue;
+		char nm[SHMKV_CACHE_NAME_MAX + 1];
+		size_t nl = l - strlen(SUFFIX);
+		if (nl > SHMKV_CACHE_NAME_MAX)
+			continue;
+		memcpy(nm, e->d_name, nl);
+		nm[nl] = 0;
+		if (shmkv_name_check(nm) != 0)
+			continue; /* not a cache's: never ours */
+		if (*n == cap) {
+			cap = cap ? 2 * cap : 8;
+			char **a = realloc(*names, cap * sizeof *a);
+			if (!a) {
+				err = -ENOMEM;
+				break;
+			}
+			*names = a;
+		}
+		if (!((*names)[*n] = strdup(nm)))
+			err = -ENOMEM;
+		else
+			(*n)++;
+	}
+	closedir(d);
+	return err;
+}

@@ -1,0 +1,49 @@
+/* wal.h - the durable log of a cache's changes, DURABLE/NAME.wal (wal.c;
+ * its layout and rules: loader/README.md, "What is kept"). A head names the
+ * base the records apply to; each record is one publish's changes (a delta
+ * image's bytes), checksummed, fdatasync'd before the publish is
+ * acknowledged. Worker thread; every path goes through L->durable_fd. */
+#ifndef LOADER_WAL_H
+#define LOADER_WAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "loader.h"
+
+struct wal_head {
+	uint64_t base_sum, base_size;     /* the base's header checksum and size */
+	uint64_t origin_sum, origin_size; /* what deltas apply to (0: the base) */
+};
+
+struct wal_rec {
+	uint64_t seq;
+	const void *data; /* a delta image of the base */
+	uint64_t len;
+};
+
+/* Appends record seq (data, len), creating the log with head h when there
+ * is none, and fdatasyncs it. *undo: the log's size before, for wal_undo().
+ * 0, or -errno with why. */
+int wal_append(struct loader *L, const char *name, const struct wal_head *h, uint64_t seq,
+	       const void *data, uint64_t len, uint64_t *undo, char *why, size_t why_len);
+/* Cuts the log back to size (a record whose publish failed after all). */
+void wal_undo(struct loader *L, const char *name, uint64_t size);
+/* Replaces the log by head h and, with data, one record seq: written aside,
+ * fsync'd, renamed over the log, the directory fsync'd. 0 or -errno. */
+int wal_reset(struct loader *L, const char *name, const struct wal_head *h, uint64_t seq,
+	      const void *data, uint64_t len, char *why, size_t why_len);
+/* Renames the log aside as NAME.wal.SUFFIX (kept for an operator), or
+ * removes it (suffix NULL). */
+void wal_retire(struct loader *L, const char *name, const char *suffix);
+/* Reads the log: its head and records, pointing into *buf (malloc'd, the
+ * whole file; free it). A torn or damaged record ends the log: it and what
+ * follows are cut off the file, logged. 0; -ENOENT without a log; another
+ * -errno or SHMKV_ECORRUPT (a damaged head) with why. */
+int wal_read(struct loader *L, const char *name, struct wal_head *h, char **buf,
+	     struct wal_rec **recs, size_t *n, char *why, size_t why_len);
+/* Names of the caches with a log in DURABLE: *names (malloc'd array of
+ * malloc'd names), *n. 0 or -errno. */
+int wal_list(struct loader *L, char ***names, size_t *n);
+
+#endif /* LOADER_WAL_H */

@@ -1,0 +1,224 @@
+// durable_test: the durable log of changes (loader/README.md, "What is
+// kept"; durable_dir): what was acknowledged comes back after a reboot (the
+// loader killed, its root and segments gone: tmpfs is memory), onto the
+// configured source or the compacted base kept beside the log; a torn tail
+// is discarded with a log line; a log whose base is nowhere is kept aside;
+// a rollback and a compaction are what comes back.
+#include <filesystem>
+#include <map>
+
+#include "loader_util.h"
+
+using namespace loader_test;
+
+namespace {
+
+std::string get_str(const shmkv *db, const std::string &k, int *err)
+{
+	const char *s = nullptr;
+	size_t n = 0;
+	*err = shmkv_get_str(db, k.data(), k.size(), &s, &n);
+	return *err ? std::string() : std::string(s, n);
+}
+
+class Durable : public ::testing::Test {
+protected:
+	Env env;
+	std::string base = env.img_path("a.shmkv");
+	std::string dir = env.base() + "/durable";
+	std::string conf = env.base() + "/loader.conf";
+	std::unique_ptr<Loader> ld;
+	const uint64_t n = 200;
+	std::map<std::string, std::string> model; // "" absent
+
+	void SetUp() override
+	{
+		ASSERT_EQ(build_image(base, "a", n), "");
+		write_conf(true);
+		start();
+	}
+	void write_conf(bool source)
+	{
+		ASSERT_TRUE(shmkv_test::write_file(
+			conf, "[loader]\ndurable_dir = " + dir + "\n" +
+				      (source ? "[cache w]\nsource = " + base + "\n" : "")));
+	}
+	// Compacted bases kept beside the log (DIR/w.SUM.base.shmkv).
+	size_t kept_bases() const
+	{
+		size_t k = 0;
+		for (const std::string &f : list_dir(dir))
+			k += f.rfind("w.", 0) == 0 && f.size() > 11 &&
+			     f.compare(f.size() - 11, 11, ".base.shmkv") == 0;
+		return k;
+	}
+	// How often the loader said what it did with w's log at a start.
+	size_t recoveries() const
+	{
+		size_t k = 0;
+		std::string log = env.log();
+		for (size_t at = 0; (at = log.find("durable log of cache=w", at)) != std::string::npos;
+		     at++)
+			k++;
+		return k;
+	}
+	void start()
+	{
+		bool logged = shmkv_test::file_exists(dir + "/w.wal");
+		size_t before = recoveries();
+		ld.reset(new Loader(env, {"--memory", "shm", "--config", conf}));
+		ASSERT_TRUE(ld->start());
+		// the configured source loads, then the log is replayed (or found
+		// served), which the loader logs
+		bool up = wait_until([&] { return ld->status("w")["generation"].u64() > 0 &&
+						  (!logged || recoveries() > before); },
+				     60000, 20);
+		ASSERT_TRUE(up) << ld->status("w")["last_error"].s() << env.log();
+	}
+	// As after a reboot: the loader killed, ROOT and the segments gone.
+	void reboot()
+	{
+		ld->kill9();
+		std::error_code ec;
+		for (const std::string &d : {env.root(), env.seg_dir()})
+			for (const auto &e : std::filesystem::directory_iterator(d, ec))
+				std::filesystem::remove_all(e.path(), ec);
+		start();
+	}
+	void set(const std::string &k, const std::string &v)
+	{
+		Json j = ld->req({"change", "w", "{\"key\": \"" + k + "\", \"value\": \"" + v + "\"}"});
+		ASSERT_TRUE(j.ok()) << j["error"].s();
+		model[k] = v;
+	}
+	void remove(const std::string &k)
+	{
+		Json j = ld->req({"change", "w", "{\"key\": \"" + k + "\", \"remove\": true}"});
+		ASSERT_TRUE(j.ok()) << j["error"].s();
+		model[k] = "";
+	}
+	// Every key of the model, and the base's other keys, as served now.
+	std::string check()
+	{
+		int err;
+		std::string why;
+		shmkv *db = attach(env.root(), "w", SHMKV_ATTACH_VERIFY, &err, &why);
+		if (!db)
+			return "attach: " + why;
+		std::string bad;
+		for (const auto &kv : model)
+			if (get_str(db, kv.first, &err) != kv.second)
+				bad += kv.first + "=\"" + get_str(db, kv.first, &err) + "\" (want \"" +
+				       kv.second + "\") ";
+		uint64_t removed = 0;
+		for (uint64_t i = 0; i < n; i++)
+			removed += model.count(key_of(i)) != 0;
+		uint64_t wrong = check_handle(db, "a", n);
+		if (wrong != removed)
+			bad += std::to_string(wrong) + " base keys wrong, " + std::to_string(removed) +
+			       " changed ";
+		shmkv_close(db);
+		return bad;
+	}
+};
+
+} // namespace
+
+TEST_F(Durable, AcknowledgedChangesComeBackAfterAReboot)
+{
+	set("x", "1");
+	remove(key_of(3));
+	set(key_of(4), "four");
+	// a delta file too
+	std::string d = env.img_path("d.delta");
+	ASSERT_TRUE(shmkv_test::write_file(env.img_path("d.jsonl"),
+					   "{\"key\": \"y\", \"value\": \"2\"}\n"
+					   "{\"key\": \"" + key_of(5) + "\", \"remove\": true}\n"));
+	CmdRun b = shmctl(env, {"image", "build", "--delta-of", base, "-o", d,
+				env.img_path("d.jsonl")});
+	ASSERT_EQ(b.rc, 0) << b.err;
+	ASSERT_TRUE(ld->req({"apply", "w", d}).ok());
+	model["y"] = "2";
+	model[key_of(5)] = "";
+	ASSERT_EQ(check(), "");
+	reboot();
+	EXPECT_EQ(check(), "") << env.log();
+	EXPECT_NE(env.log().find("replayed records"), std::string::npos) << env.log();
+	// changes go on, and a second reboot brings back both
+	set("z", "3");
+	reboot();
+	EXPECT_EQ(check(), "");
+	// a plain restart (segments adopted) replays nothing twice
+	ld->kill9();
+	start();
+	EXPECT_EQ(check(), "");
+	set("after-restart", "4");
+	reboot();
+	EXPECT_EQ(check(), "");
+}
+
+TEST_F(Durable, ATornTailIsDiscardedWithALogLine)
+{
+	set("x", "1");
+	set("y", "2");
+	ld->kill9();
+	// a record the loader did not finish: its head, part of its bytes
+	std::string wal = dir + "/w.wal", bytes = shmkv_test::read_file(wal);
+	ASSERT_GT(bytes.size(), 64u);
+	std::string torn("WREC\0\0\0\0\x09\0\0\0\0\0\0\0\x00\x10\0\0\0\0\0\0partial", 31);
+	ASSERT_TRUE(shmkv_test::write_file(wal, bytes + torn));
+	std::error_code ec;
+	for (const std::string &dd : {env.root(), env.seg_dir()})
+		for (const auto &e : std::filesystem::directory_iterator(dd, ec))
+			std::filesystem::remove_all(e.path(), ec);
+	start();
+	EXPECT_EQ(check(), "");
+	EXPECT_NE(env.log().find("discarded"), std::string::npos) << env.log();
+	// a damaged record (a flipped byte) ends the log there too: what
+	// follows it is not replayed, never a half-checked change
+	set("z", "3");
+	ld->kill9();
+	bytes = shmkv_test::read_file(wal);
+	bytes[bytes.size() - 12] ^= 1; // in the last record's bytes
+	ASSERT_TRUE(shmkv_test::write_file(wal, bytes));
+	reboot();
+	EXPECT_NE(env.log().find("checksum does not match"), std::string::npos) << env.log();
+}
+
+TEST_F(Durable, CompactionAndRollbackComeBackAsServed)
+{
+	set("x", "1");
+	remove(key_of(3));
+	ASSERT_TRUE(ld->req({"compact", "w"}).ok());
+	EXPECT_EQ(kept_bases(), 1u);
+	set("y", "2");
+	reboot(); // the source loads, then the compacted base kept by the log
+	EXPECT_EQ(check(), "") << env.log();
+	// rollback steps back the last publish (y); that is what comes back
+	ASSERT_TRUE(ld->req({"rollback", "w"}).ok());
+	model["y"] = "";
+	EXPECT_EQ(check(), "");
+	reboot();
+	EXPECT_EQ(check(), "") << env.log();
+	// a full load replaces it all: the kept base goes, nothing is replayed
+	ASSERT_TRUE(ld->load("w", base).ok());
+	model.clear();
+	reboot();
+	EXPECT_EQ(check(), "");
+	EXPECT_EQ(kept_bases(), 0u);
+}
+
+TEST_F(Durable, ALogWithoutItsBaseIsKeptAside)
+{
+	// loaded by hand (no source): after a reboot its base is nowhere
+	std::string other = env.img_path("b.shmkv");
+	ASSERT_EQ(build_image(other, "b", 10), "");
+	ASSERT_TRUE(ld->load("v", other).ok());
+	ASSERT_TRUE(ld->req({"change", "v", R"({"key": "k", "value": "1"})"}).ok());
+	unlink(other.c_str());
+	reboot();
+	EXPECT_NE(env.log().find("is neither served nor kept"), std::string::npos) << env.log();
+	EXPECT_TRUE(shmkv_test::file_exists(dir + "/v.wal.stale"));
+	EXPECT_EQ(ld->status("v")["reason"].s(), "no_cache");
+	EXPECT_EQ(check(), ""); // w is served as loaded
+}
