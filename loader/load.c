@@ -215,7 +215,7 @@ static char *reply_loaded(const struct cache *c, const struct load_stats *ls)
  * exp (the new generation's expiry times) moves into the cache once published. */
 static int publish_new(struct loader *L, struct cache *c, const struct seg_info *in,
 		       const struct seg_info *more, unsigned nmore, const struct load_stats *st,
-		       struct expiry *exp, char *why, size_t why_len)
+		       struct expiry *exp, int staged, char *why, size_t why_len)
 {
 	if (!c->ctl.map) {
 		int err = ctl_create(L->root_fd, L->root, c->name, c->conf.mode, c->conf.gid,
@@ -224,13 +224,15 @@ static int publish_new(struct loader *L, struct cache *c, const struct seg_info 
 			return err;
 	}
 	uint64_t gen = ctl_generation(&c->ctl) + 1;
-	/* every copy of the generation at once (numa=replicate) */
-	shmkv_ctl_segment cs[SHMKV_CTL_MAX_SEGMENTS];
-	uint32_t ncs = cache_ctl_entries(in, more, nmore, cs);
-	int perr = ctl_publish(&c->ctl, gen, cs, ncs, why, why_len);
-	if (perr)
-		return perr;
-	PROBE(publish, c->name, gen, in->size, in->path);
+	if (!staged) {
+		/* every copy of the generation at once (numa=replicate) */
+		shmkv_ctl_segment cs[SHMKV_CTL_MAX_SEGMENTS];
+		uint32_t ncs = cache_ctl_entries(in, more, nmore, cs);
+		int perr = ctl_publish(&c->ctl, gen, cs, ncs, why, why_len);
+		if (perr)
+			return perr;
+		PROBE(publish, c->name, gen, in->size, in->path);
+	}
 
 	struct seg_info old_rb = c->rb, old_rb_more[SHMKV_CTL_MAX_SEGMENTS - 1];
 	unsigned old_nrb_more = c->nrb_more;
@@ -352,6 +354,7 @@ struct load {
 	struct load_stats ls;
 	struct expiry exp; /* the image's expiry times (scan_expiry) */
 	int overlay;       /* load_segments(): a delta image, published by overlay.c */
+	int staged;        /* op_load_staged(): not published */
 	char why[512], note[160];
 };
 
@@ -572,7 +575,7 @@ static int publish_all(struct load *ld)
 	for (unsigned i = 0; i < cp->nmore; i++)
 		more[i] = cp->more[i].info;
 	int err = publish_new(ld->L, ld->c, &ld->s.info, more, cp->nmore, &ld->ls, &ld->exp,
-			      ld->why, sizeof ld->why);
+			      ld->staged, ld->why, sizeof ld->why);
 	if (err) {
 		unlink_committed(&ld->s.info, more, cp->nmore);
 		cp->nmore = 0;
@@ -655,8 +658,8 @@ static void load_free(struct load *ld)
 	expiry_free(&ld->exp); /* published: moved into the cache, nothing left */
 }
 
-int op_load(struct loader *L, const char *name, const char *path, int nofollow,
-	    const char *numa, char **reply, char *why_out, size_t why_out_len)
+static int load_run(struct loader *L, const char *name, const char *path, int nofollow,
+		    const char *numa, int staged, char **reply, char *why_out, size_t why_out_len)
 {
 	struct load *ld = calloc(1, sizeof *ld);
 	if (!ld) {
@@ -671,12 +674,16 @@ int op_load(struct loader *L, const char *name, const char *path, int nofollow,
 	ld->fd = -1;
 	ld->t0 = now_ns();
 	ld->c = cache_find(L, name);
+	ld->staged = staged;
 	ld->cp = calloc(1, sizeof *ld->cp);
 	int err = ld->cp ? 0 : diag_fail(-ENOMEM, ld->why, sizeof ld->why, "out of memory");
 	if (!err)
 		err = check_request(ld);
 	if (!err)
 		err = take_cache(ld);
+	if (!err && staged && ld->c->have_cur) /* its rollback would be a generation never served */
+		err = diag_fail(-EBUSY, ld->why, sizeof ld->why, "cache %s already serves a generation",
+				name);
 	if (!err)
 		err = open_checked(ld, nofollow);
 	if (!err)
@@ -697,6 +704,38 @@ int op_load(struct loader *L, const char *name, const char *path, int nofollow,
 		snprintf(why_out, why_out_len, "%s", err ? ld->why : "");
 	load_free(ld);
 	free(ld);
+	return err;
+}
+
+int op_load(struct loader *L, const char *name, const char *path, int nofollow,
+	    const char *numa, char **reply, char *why, size_t why_len)
+{
+	return load_run(L, name, path, nofollow, numa, 0, reply, why, why_len);
+}
+
+int op_load_staged(struct loader *L, const char *name, const char *path, int nofollow,
+		   char **reply, char *why, size_t why_len)
+{
+	return load_run(L, name, path, nofollow, NULL, 1, reply, why, why_len);
+}
+
+int load_publish_staged(struct loader *L, struct cache *c, char *why, size_t why_len)
+{
+	shmkv_ctl_segment cs[SHMKV_CTL_MAX_SEGMENTS];
+	uint32_t ncs = cache_ctl_entries(&c->cur, c->cur_more, c->ncur_more, cs);
+	int err = ctl_publish(&c->ctl, c->cur.generation, cs, ncs, why, why_len);
+	if (!err) {
+		PROBE(publish, c->name, c->cur.generation, c->cur.size, c->cur.path);
+		return 0;
+	}
+	/* never served: its segments go, the cache serves nothing */
+	cache_unlink_more(c, c->cur_more, c->ncur_more);
+	unlink(c->cur.path);
+	pthread_mutex_lock(&L->lock);
+	c->have_cur = 0;
+	c->ncur_more = 0;
+	pthread_mutex_unlock(&L->lock);
+	cache_save_state(L, c);
 	return err;
 }
 

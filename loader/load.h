@@ -16,6 +16,18 @@
 int op_load(struct loader *L, const char *name, const char *path, int nofollow,
 	    const char *numa, char **reply, char *why, size_t why_len);
 
+/* op_load() into cache name that serves nothing yet, up to the publish:
+ * the cache holds the new generation as current (state file saved, log
+ * line written) but its control segment does not name it yet. The caller
+ * publishes it with changes over it (overlay.c, a durable log replayed at
+ * start: readers never see the base without them) or alone with
+ * load_publish_staged(). */
+int op_load_staged(struct loader *L, const char *name, const char *path, int nofollow,
+		   char **reply, char *why, size_t why_len);
+
+/* Publishes the staged generation of c (op_load_staged()) as it is. */
+int load_publish_staged(struct loader *L, struct cache *c, char *why, size_t why_len);
+
 /* Reads the image at path (a file of the loader's own) into new segments
  * of cache c, verified as op_load() verifies, placed by the cache's memory
  * and NUMA policies, committed under their final names, and published

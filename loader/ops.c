@@ -12,6 +12,7 @@
 #include "json.h"
 #include "load.h"
 #include "log.h"
+#include "overlay.h"
 #include "probes.h"
 #include "state.h"
 
@@ -333,5 +334,8 @@ void op_start(struct loader *L)
 	for (size_t i = 0; i < L->ncaches; i++)
 		if (L->caches[i]->have_cur && L->caches[i]->exp.state == EXPIRY_PENDING)
 			refresh_expiry(L, L->caches[i]);
+	/* durable logs first: a cache with one gets its base and the log's
+	 * changes in one publish (overlay.c), then the rest loads */
+	overlay_recover(L);
 	load_missing(L);
 }

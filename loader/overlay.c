@@ -604,36 +604,71 @@ void overlay_kept_base(const struct loader *L, const char *name, uint64_t sum, c
 		out[0] = 0; /* cannot happen: len leaves room for a name */
 }
 
-/* The base a log names: the one served, else the compacted one kept beside
- * the log (DURABLE/NAME.base.shmkv), loaded now. The cache, or NULL. */
+/* Whether the image at path is the base a durable log's head names. */
+static int is_log_base(const char *path, const struct wal_head *h)
+{
+	shmkv *img = NULL;
+	char why[300];
+	int same = shmkv_open_file_diag(path, SHMKV_OPEN_NOVERIFY, &img, why, sizeof why) == 0 &&
+		   shmkv_checksum(img) == h->base_sum && img->size == h->base_size;
+	shmkv_close(img);
+	return same;
+}
+
+/* The cache serving the base of a durable log's head h, or NULL. Served
+ * already (adopted at a restart): that one. Else (a reboot) the base is
+ * loaded: the compacted base kept beside the log, or the configured source,
+ * whichever is that image, and *staged (op_load_staged()) when the cache
+ * served nothing, so that readers never see it without the log's changes.
+ * *fresh: loaded here, the whole log to replay. */
 static struct cache *log_base(struct loader *L, const char *name, const struct wal_head *h,
-			      int *fresh)
+			      int *fresh, int *staged)
 {
 	struct cache *c = cache_find(L, name);
 	struct wal_head now;
 	char why[600];
-	*fresh = 0;
+	*fresh = *staged = 0;
 	if (c && c->have_cur && log_head(c, &now, why, sizeof why) == 0 &&
 	    now.base_sum == h->base_sum && now.base_size == h->base_size)
 		return c;
-	char path[PATH_MAX + 80];
-	overlay_kept_base(L, name, h->base_sum, path, sizeof path);
-	shmkv *kept = NULL;
-	int same = shmkv_open_file_diag(path, SHMKV_OPEN_NOVERIFY, &kept, why, sizeof why) == 0 &&
-		   shmkv_checksum(kept) == h->base_sum && kept->size == h->base_size;
-	shmkv_close(kept);
-	char *reply = NULL;
-	if (same && op_load(L, name, path, 1, "", &reply, why, sizeof why) == 0) {
+	char kept[PATH_MAX + 80], src[PATH_MAX] = "";
+	overlay_kept_base(L, name, h->base_sum, kept, sizeof kept);
+	const struct cache_def *d = conf_find(L->conf, name);
+	if (d && d->c.source[0])
+		snprintf(src, sizeof src, "%s", d->c.source);
+	const char *paths[2] = {kept, src};
+	int serving = c && c->have_cur;
+	for (int i = 0; i < 2; i++) {
+		if (!paths[i][0] || !is_log_base(paths[i], h))
+			continue;
+		char *reply = NULL;
+		int nofollow = i == 0; /* the kept base is the loader's own file */
+		int err = serving ? op_load(L, name, paths[i], nofollow, "", &reply, why, sizeof why)
+				  : op_load_staged(L, name, paths[i], nofollow, &reply, why,
+						   sizeof why);
 		free(reply);
-		*fresh = 1;
-		return cache_find(L, name);
+		if (!err) {
+			*fresh = 1;
+			*staged = !serving;
+			return cache_find(L, name);
+		}
+		log_err("durable log of cache=%s: its base %s did not load: %s", name, paths[i],
+			why);
 	}
-	free(reply);
 	log_err("durable log of cache=%s: its base %016llx (%llu bytes) is neither served nor "
-		"kept as %s: its changes are not replayed; the log is kept as %s.wal.stale",
-		name, (unsigned long long)h->base_sum, (unsigned long long)h->base_size, path,
-		name);
+		"kept as %s%s%s: its changes are not replayed; the log is kept as %s.wal.stale",
+		name, (unsigned long long)h->base_sum, (unsigned long long)h->base_size, kept,
+		src[0] ? " nor the configured source " : "", src, name);
 	return NULL;
+}
+
+/* A base loaded for a log (log_base()) published as it is, the log's
+ * changes not replayed. */
+static void publish_base_alone(struct loader *L, struct cache *c)
+{
+	char why[400];
+	if (load_publish_staged(L, c, why, sizeof why))
+		log_err("cache=%s: its base not published: %s", c->name, why);
 }
 
 /* Records recs[0..n) merged in order (the last word on a key wins) into one
@@ -689,8 +724,8 @@ static void recover_one(struct loader *L, const char *name)
 		free(buf);
 		return;
 	}
-	int fresh;
-	struct cache *c = log_base(L, name, &h, &fresh);
+	int fresh, staged;
+	struct cache *c = log_base(L, name, &h, &fresh, &staged);
 	if (!c) {
 		wal_retire(L, name, "stale");
 		free(recs);
@@ -722,6 +757,8 @@ static void recover_one(struct loader *L, const char *name)
 				(unsigned long long)recs[first].seq,
 				(unsigned long long)recs[n - 1].seq, name, why);
 			wal_retire(L, name, "bad");
+			if (staged)
+				publish_base_alone(L, c);
 			cache_set_error(L, c, "durable log not replayed: %s", why);
 			free(recs);
 			free(buf);
@@ -738,6 +775,8 @@ static void recover_one(struct loader *L, const char *name)
 			 (unsigned long long)recs[first].seq, (unsigned long long)recs[n - 1].seq,
 			 (unsigned long long)records, (unsigned long long)c->cur.generation);
 	} else {
+		if (staged)
+			publish_base_alone(L, c);
 		snprintf(why, sizeof why, "nothing to replay (gen=%llu serves its %zu records)",
 			 (unsigned long long)c->cur.generation, n);
 	}

@@ -126,12 +126,10 @@ static void run(struct loader *L, struct job *j)
 	if (j->finish)
 		j->finish(L, j, err, why);
 	/* durable mode: the log follows a new base or a step back before the
-	 * reply says it happened; at start, the logs are replayed */
+	 * reply says it happened (at start op_start() replays the logs) */
 	if (!err && (j->kind == JOB_LOAD || j->kind == JOB_RELOAD || j->kind == JOB_ROLLBACK ||
 		     j->kind == JOB_COMPACT || j->kind == JOB_DROP))
 		overlay_log_reset(L, j->name);
-	if (j->kind == JOB_START)
-		overlay_recover(L);
 	post(L, j->client, reply, err != 0);
 	if (!err && (j->kind == JOB_CHANGE || j->kind == JOB_APPLY))
 		compact_queue(L, j->name);

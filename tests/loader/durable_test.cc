@@ -1,7 +1,8 @@
 // durable_test: the durable log of changes (loader/README.md, "What is
 // kept"; durable_dir): what was acknowledged comes back after a reboot (the
 // loader killed, its root and segments gone: tmpfs is memory), onto the
-// configured source or the compacted base kept beside the log; a torn tail
+// configured source or the compacted base kept beside the log, in the
+// first generation published (never the base without them); a torn tail
 // is discarded with a log line; a log whose base is nowhere is kept aside;
 // a rollback and a compaction are what comes back.
 #include <filesystem>
@@ -68,8 +69,8 @@ protected:
 		size_t before = recoveries();
 		ld.reset(new Loader(env, {"--memory", "shm", "--config", conf}));
 		ASSERT_TRUE(ld->start());
-		// the configured source loads, then the log is replayed (or found
-		// served), which the loader logs
+		// the log's base and its changes are published (or found served),
+		// which the loader logs, or the configured source loads
 		bool up = wait_until([&] { return ld->status("w")["generation"].u64() > 0 &&
 						  (!logged || recoveries() > before); },
 				     60000, 20);
@@ -144,6 +145,9 @@ TEST_F(Durable, AcknowledgedChangesComeBackAfterAReboot)
 	reboot();
 	EXPECT_EQ(check(), "") << env.log();
 	EXPECT_NE(env.log().find("replayed records"), std::string::npos) << env.log();
+	// one publish: the source and the log's changes at once, never the
+	// source alone
+	EXPECT_EQ(ld->status("w")["generation"].u64(), 1u) << env.log();
 	// changes go on, and a second reboot brings back both
 	set("z", "3");
 	reboot();
@@ -192,8 +196,10 @@ TEST_F(Durable, CompactionAndRollbackComeBackAsServed)
 	ASSERT_TRUE(ld->req({"compact", "w"}).ok());
 	EXPECT_EQ(kept_bases(), 1u);
 	set("y", "2");
-	reboot(); // the source loads, then the compacted base kept by the log
+	reboot(); // the compacted base kept by the log, not the source
 	EXPECT_EQ(check(), "") << env.log();
+	// one publish: neither the source nor the compacted base alone served
+	EXPECT_EQ(ld->status("w")["generation"].u64(), 1u) << env.log();
 	// rollback steps back the last publish (y); that is what comes back
 	ASSERT_TRUE(ld->req({"rollback", "w"}).ok());
 	model["y"] = "";
