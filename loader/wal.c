@@ -311,6 +311,12 @@ int wal_list(struct loader *L, char ***names, size_t *n)
 	int err = 0;
 	for (struct dirent *e; !err && (e = readdir(d));) {
 		size_t l = strlen(e->d_name);
+		if (e->d_name[0] == '.' && l > 4 && !strcmp(e->d_name + l - 4, ".tmp")) {
+			/* a log or a kept base being written when a loader died */
+			if (unlinkat(L->durable_fd, e->d_name, 0) == 0)
+				log_info("removed leftover file=%s/%s", L->durable, e->d_name);
+			continue;
+		}
 		if (l <= strlen(SUFFIX) || strcmp(e->d_name + l - strlen(SUFFIX), SUFFIX))
 			continue;
 		char nm[SHMKV_CACHE_NAME_MAX + 1];

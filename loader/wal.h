@@ -43,7 +43,8 @@ void wal_retire(struct loader *L, const char *name, const char *suffix);
 int wal_read(struct loader *L, const char *name, struct wal_head *h, char **buf,
 	     struct wal_rec **recs, size_t *n, char *why, size_t why_len);
 /* Names of the caches with a log in DURABLE: *names (malloc'd array of
- * malloc'd names), *n. 0 or -errno. */
+ * malloc'd names), *n. 0 or -errno. Called at start: the temporaries a
+ * loader that died left there (`.*.tmp`) are removed, logged. */
 int wal_list(struct loader *L, char ***names, size_t *n);
 
 #endif /* LOADER_WAL_H */

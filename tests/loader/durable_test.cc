@@ -214,6 +214,26 @@ TEST_F(Durable, CompactionAndRollbackComeBackAsServed)
 	EXPECT_EQ(kept_bases(), 0u);
 }
 
+// A log being rewritten and a compacted base being written when the
+// loader died: removed at the next start, logged; the log itself replayed.
+TEST_F(Durable, LeftoverTemporariesAreRemovedAtStart)
+{
+	set("x", "1");
+	ld->kill9();
+	const std::vector<std::string> tmps = {".w.wal.tmp", ".w.base.tmp"};
+	for (const std::string &t : tmps)
+		ASSERT_TRUE(shmkv_test::write_file(dir + "/" + t, std::string(4096, 'x')));
+	ASSERT_TRUE(shmkv_test::write_file(dir + "/keep.tmp", "not a temporary of ours"));
+	reboot();
+	EXPECT_EQ(check(), "") << env.log();
+	for (const std::string &t : tmps) {
+		EXPECT_FALSE(shmkv_test::file_exists(dir + "/" + t)) << t;
+		EXPECT_NE(env.log().find("removed leftover file=" + dir + "/" + t), std::string::npos)
+			<< env.log();
+	}
+	EXPECT_TRUE(shmkv_test::file_exists(dir + "/keep.tmp"));
+}
+
 TEST_F(Durable, ALogWithoutItsBaseIsKeptAside)
 {
 	// loaded by hand (no source): after a reboot its base is nowhere
