@@ -110,7 +110,7 @@ int op_compact(struct loader *L, const char *name, int automatic, char **reply, 
 		/* durable: the kept base and a log naming it before the publish, so
 		 * that a kill at any point leaves a log whose base is found (the
 		 * one served, or this one, loaded at start: the same answers) */
-		struct wal_head h = {0, 0, origin_sum, origin_size};
+		struct wal_head h = {0, 0, origin_sum, origin_size, chain_last, chain_seq};
 		shmkv *nb = NULL;
 		if (!(err = shmkv_open_file_diag(out, SHMKV_OPEN_NOVERIFY, &nb, e, sizeof e))) {
 			h.base_sum = shmkv_checksum(nb);

@@ -293,14 +293,16 @@ static int log_head(const struct cache *c, struct wal_head *h, char *why, size_t
 	int err = shmkv_open_file_diag(c->cur.path, SHMKV_OPEN_NOVERIFY, &base, w, sizeof w);
 	if (err)
 		return diag_fail(err, why, why_len, "base: %s", w);
-	*h = (struct wal_head){shmkv_checksum(base), base->size, c->origin_sum, c->origin_size};
+	*h = (struct wal_head){shmkv_checksum(base), base->size, c->origin_sum, c->origin_size,
+			       c->chain_last, c->chain_seq};
 	shmkv_close(base);
 	return 0;
 }
 
-/* The changes of d published as the cache's next generation. */
-static int publish_changes(struct loader *L, struct cache *c, const shmkv *d, char *why,
-			   size_t why_len)
+/* The changes of d published as the cache's next generation. flags: of
+ * its record in the durable log (WAL_APPLIED: a delta applied as it came). */
+static int publish_changes(struct loader *L, struct cache *c, const shmkv *d, uint32_t flags,
+			   char *why, size_t why_len)
 {
 	char out[PATH_MAX];
 	overlay_tmp_path(L, c, "overlay.tmp", out, sizeof out);
@@ -319,8 +321,8 @@ static int publish_changes(struct loader *L, struct cache *c, const shmkv *d, ch
 		struct wal_head h;
 		err = log_head(c, &h, why, why_len);
 		if (!err)
-			err = wal_append(L, c->name, &h, seq, shmkv_header(d), d->size, &undo, why,
-					 why_len);
+			err = wal_append(L, c->name, &h, seq, flags, shmkv_header(d), d->size,
+					 &undo, why, why_len);
 		if (err)
 			unlink_infos(&first, more, nmore);
 		logged = !err;
@@ -501,7 +503,7 @@ int op_change(struct loader *L, const struct job *j, char **reply, char *why, si
 	uint64_t records = d ? d->entry_count : 0;
 	/* a batch of blank lines changes nothing: acknowledged, not published */
 	if (!err && records)
-		err = publish_changes(L, c, d, why, why_len);
+		err = publish_changes(L, c, d, 0, why, why_len);
 	shmkv_close(d);
 	unlink(img);
 	const char *what = j->stream ? "stream" : "change";
@@ -576,7 +578,7 @@ int op_apply(struct loader *L, const char *name, const char *path, int nofollow,
 				(unsigned long long)c->chain_seq);
 	shmkv_close(base);
 	if (!err)
-		err = publish_changes(L, c, d, why, why_len);
+		err = publish_changes(L, c, d, WAL_APPLIED, why, why_len);
 	uint64_t records = d ? d->entry_count : 0;
 	if (!err) {
 		pthread_mutex_lock(&L->lock);
@@ -672,9 +674,10 @@ static void publish_base_alone(struct loader *L, struct cache *c)
 }
 
 /* Records recs[0..n) merged in order (the last word on a key wins) into one
- * delta of c's base at img. */
+ * delta of c's base at img; chain (last, seq) moved on by the deltas
+ * applied among them. */
 static int merge_records(struct loader *L, struct cache *c, const struct wal_rec *recs, size_t n,
-			 const char *img, char *why, size_t why_len)
+			 const char *img, uint64_t chain[2], char *why, size_t why_len)
 {
 	shmkv_builder *b;
 	int err = delta_builder(c, SHMKV_DUP_LAST, &b, why, why_len);
@@ -695,6 +698,11 @@ static int merge_records(struct loader *L, struct cache *c, const struct wal_rec
 		snprintf(what, sizeof what, "record %llu", (unsigned long long)recs[i].seq);
 		if (!err)
 			err = feed(b, d, NULL, NULL, what, why, why_len);
+		shmkv_delta_id id;
+		if (!err && (recs[i].flags & WAL_APPLIED) && shmkv_delta_id_of(d, &id) == 0) {
+			chain[0] = shmkv_checksum(d); /* as op_apply() moves it */
+			chain[1] = id.seq;
+		}
 		shmkv_close(d);
 	}
 	unlink(one);
@@ -733,8 +741,14 @@ static void recover_one(struct loader *L, const char *name)
 		return;
 	}
 	/* an overlay served (adopted) holds the records up to wal_seq; without
-	 * one (a reboot: the base loaded again) every record is replayed */
+	 * one (a reboot: the base loaded again) every record is replayed, from
+	 * the chain position the log started at */
 	uint64_t after = c->have_ov && !fresh ? c->wal_seq : 0;
+	uint64_t chain[2] = {c->chain_last, c->chain_seq};
+	if (fresh) {
+		chain[0] = h.chain_last;
+		chain[1] = h.chain_seq;
+	}
 	size_t first = 0;
 	while (first < n && recs[first].seq <= after)
 		first++;
@@ -743,11 +757,11 @@ static void recover_one(struct loader *L, const char *name)
 		overlay_tmp_path(L, c, "change.tmp", img, sizeof img);
 		shmkv *d = NULL;
 		char w[300];
-		err = merge_records(L, c, recs + first, n - first, img, why, sizeof why);
+		err = merge_records(L, c, recs + first, n - first, img, chain, why, sizeof why);
 		if (!err && (err = shmkv_open_file_diag(img, 0, &d, w, sizeof w)))
 			diag_fail(err, why, sizeof why, "%s", w);
 		if (!err)
-			err = publish_changes(L, c, d, why, sizeof why);
+			err = publish_changes(L, c, d, 0, why, sizeof why);
 		uint64_t records = d ? d->entry_count : 0;
 		shmkv_close(d);
 		unlink(img);
@@ -769,12 +783,24 @@ static void recover_one(struct loader *L, const char *name)
 			c->origin_sum = h.origin_sum;
 			c->origin_size = h.origin_size;
 		}
+		c->chain_last = chain[0];
+		c->chain_seq = chain[1];
 		pthread_mutex_unlock(&L->lock);
 		changed(L, c, "replay", records);
 		snprintf(why, sizeof why, "replayed records %llu-%llu (%llu changes) as gen=%llu",
 			 (unsigned long long)recs[first].seq, (unsigned long long)recs[n - 1].seq,
 			 (unsigned long long)records, (unsigned long long)c->cur.generation);
 	} else {
+		if (fresh) { /* the log's head alone: what deltas apply to */
+			pthread_mutex_lock(&L->lock);
+			if (h.origin_sum) {
+				c->origin_sum = h.origin_sum;
+				c->origin_size = h.origin_size;
+			}
+			c->chain_last = chain[0];
+			c->chain_seq = chain[1];
+			pthread_mutex_unlock(&L->lock);
+		}
 		if (staged)
 			publish_base_alone(L, c);
 		snprintf(why, sizeof why, "nothing to replay (gen=%llu serves its %zu records)",

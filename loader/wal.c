@@ -1,9 +1,10 @@
 /* wal.c - the durable log of changes (wal.h). Layout, little-endian:
- * head (64 bytes): "SHMKVWAL", u32 version 1, u32 head size 64, u64
- * base_sum, base_size, origin_sum, origin_size, u64 0, u64 XXH3 of the 56
- * bytes before; then records: u32 magic "WREC", u32 0, u64 seq, u64 len,
- * len bytes, zero padding to 8, u64 XXH3 (seeded with seq ^ len) of the len
- * bytes. Records only ever append; everything else rewrites the file. */
+ * head (80 bytes): "SHMKVWAL", u32 version 2, u32 head size 80, u64
+ * base_sum, base_size, origin_sum, origin_size, chain_last, chain_seq,
+ * u64 0, u64 XXH3 of the 72 bytes before; then records: u32 magic "WREC",
+ * u32 flags (WAL_APPLIED), u64 seq, u64 len, len bytes, zero padding to 8,
+ * u64 XXH3 (seeded with seq ^ len ^ flags << 56) of the len bytes. Records
+ * only ever append; everything else rewrites the file. */
 #include "wal.h"
 
 #include <dirent.h>
@@ -21,8 +22,9 @@
 #include "log.h"
 
 #define WAL_MAGIC "SHMKVWAL"
-#define WAL_VERSION 1u
-#define WAL_HEAD 64u
+#define WAL_VERSION 2u
+#define WAL_HEAD 80u
+#define WAL_IDENT 48u /* magic to origin_size: what wal_append() compares */
 #define REC_MAGIC 0x43455257u /* "WREC" */
 #define REC_HEAD 24u
 #define SUFFIX ".wal"
@@ -55,12 +57,23 @@ static void head_bytes(const struct wal_head *h, unsigned char out[WAL_HEAD])
 	put64(out + 24, h->base_size);
 	put64(out + 32, h->origin_sum);
 	put64(out + 40, h->origin_size);
-	put64(out + 56, XXH3_64bits(out, 56));
+	put64(out + 48, h->chain_last);
+	put64(out + 56, h->chain_seq);
+	put64(out + 72, XXH3_64bits(out, 72));
 }
 
-static uint64_t rec_sum(uint64_t seq, const void *data, uint64_t len)
+static int head_sound(const unsigned char *p)
 {
-	return XXH3_64bits_withSeed(data, (size_t)len, seq ^ len);
+	uint32_t v, hs;
+	memcpy(&v, p + 8, 4);
+	memcpy(&hs, p + 12, 4);
+	return !memcmp(p, WAL_MAGIC, 8) && v == WAL_VERSION && hs == WAL_HEAD &&
+	       get64(p + 72) == XXH3_64bits(p, 72);
+}
+
+static uint64_t rec_sum(uint64_t seq, uint32_t flags, const void *data, uint64_t len)
+{
+	return XXH3_64bits_withSeed(data, (size_t)len, seq ^ len ^ (uint64_t)flags << 56);
 }
 
 static int write_all(int fd, const void *p, size_t n)
@@ -77,15 +90,16 @@ static int write_all(int fd, const void *p, size_t n)
 	return 0;
 }
 
-static int write_rec(int fd, uint64_t seq, const void *data, uint64_t len)
+static int write_rec(int fd, uint64_t seq, uint32_t flags, const void *data, uint64_t len)
 {
 	unsigned char h[REC_HEAD] = {0}, tail[16] = {0};
 	uint32_t m = REC_MAGIC;
 	memcpy(h, &m, 4);
+	memcpy(h + 4, &flags, 4);
 	put64(h + 8, seq);
 	put64(h + 16, len);
 	size_t pad = (size_t)((8 - len % 8) % 8);
-	put64(tail + pad, rec_sum(seq, data, len));
+	put64(tail + pad, rec_sum(seq, flags, data, len));
 	int err = write_all(fd, h, sizeof h);
 	if (!err)
 		err = write_all(fd, data, (size_t)len);
@@ -95,7 +109,8 @@ static int write_rec(int fd, uint64_t seq, const void *data, uint64_t len)
 }
 
 int wal_append(struct loader *L, const char *name, const struct wal_head *h, uint64_t seq,
-	       const void *data, uint64_t len, uint64_t *undo, char *why, size_t why_len)
+	       uint32_t flags, const void *data, uint64_t len, uint64_t *undo, char *why,
+	       size_t why_len)
 {
 	char f[SHMKV_CACHE_NAME_MAX + 8];
 	file_of(name, f, sizeof f);
@@ -108,8 +123,10 @@ int wal_append(struct loader *L, const char *name, const struct wal_head *h, uin
 	head_bytes(h, hb);
 	/* a log of another base (a load it missed) holds nothing that applies */
 	if (!err && st.st_size >= WAL_HEAD &&
-	    (pread(fd, old, WAL_HEAD, 0) != WAL_HEAD || memcmp(old, hb, WAL_HEAD))) {
-		log_warn("durable log %s/%s names another base: started again", L->durable, f);
+	    (pread(fd, old, WAL_HEAD, 0) != WAL_HEAD || !head_sound(old) ||
+	     memcmp(old, hb, WAL_IDENT))) {
+		log_warn("durable log %s/%s names another base (or its head is damaged): started "
+			 "again", L->durable, f);
 		st.st_size = 0;
 	}
 	if (!err && st.st_size < WAL_HEAD) { /* new (or a head never finished): the head first */
@@ -122,7 +139,7 @@ int wal_append(struct loader *L, const char *name, const struct wal_head *h, uin
 	if (!err && lseek(fd, st.st_size, SEEK_SET) < 0)
 		err = -errno;
 	if (!err)
-		err = write_rec(fd, seq, data, len);
+		err = write_rec(fd, seq, flags, data, len);
 	if (!err && fdatasync(fd) != 0)
 		err = -errno;
 	if (err && ftruncate(fd, st.st_size) == 0)
@@ -161,7 +178,7 @@ int wal_reset(struct loader *L, const char *name, const struct wal_head *h, uint
 	head_bytes(h, hb);
 	int err = write_all(fd, hb, sizeof hb);
 	if (!err && data)
-		err = write_rec(fd, seq, data, len);
+		err = write_rec(fd, seq, 0, data, len);
 	if (!err && fsync(fd) != 0)
 		err = -errno;
 	close(fd);
@@ -237,17 +254,12 @@ int wal_read(struct loader *L, const char *name, struct wal_head *h, char **buf,
 				      : diag_fail(err, why, why_len, "%s/%s: %s", L->durable, f,
 						  strerror(-err));
 	const unsigned char *p = (const unsigned char *)*buf;
-	uint32_t v = 0, hs = 0;
-	if (size >= WAL_HEAD) {
-		memcpy(&v, p + 8, 4);
-		memcpy(&hs, p + 12, 4);
-	}
-	if (size < WAL_HEAD || memcmp(p, WAL_MAGIC, 8) || v != WAL_VERSION || hs != WAL_HEAD ||
-	    get64(p + 56) != XXH3_64bits(p, 56))
+	if (size < WAL_HEAD || !head_sound(p))
 		return diag_fail(SHMKV_ECORRUPT, why, why_len, "%s/%s: not a durable log of this "
 				 "loader (its head is damaged or of another version)", L->durable,
 				 f);
-	*h = (struct wal_head){get64(p + 16), get64(p + 24), get64(p + 32), get64(p + 40)};
+	*h = (struct wal_head){get64(p + 16), get64(p + 24), get64(p + 32), get64(p + 40),
+			       get64(p + 48), get64(p + 56)};
 	size_t at = WAL_HEAD, cap = 0;
 	const char *torn = NULL;
 	while (at < size) {
@@ -256,7 +268,9 @@ int wal_read(struct loader *L, const char *name, struct wal_head *h, char **buf,
 			torn = "a record cut short";
 			break;
 		}
+		uint32_t flags;
 		memcpy(&m, p + at, 4);
+		memcpy(&flags, p + at + 4, 4);
 		uint64_t seq = get64(p + at + 8), len = get64(p + at + 16);
 		uint64_t pad = (8 - len % 8) % 8;
 		if (m != REC_MAGIC) {
@@ -268,7 +282,8 @@ int wal_read(struct loader *L, const char *name, struct wal_head *h, char **buf,
 			break;
 		}
 		const void *data = p + at + REC_HEAD;
-		if (get64(p + at + REC_HEAD + len + pad) != rec_sum(seq, data, len)) {
+		if (get64(p + at + REC_HEAD + len + pad) != rec_sum(seq, flags, data, len) ||
+		    (flags & ~WAL_APPLIED)) {
 			torn = "a record whose checksum does not match";
 			break;
 		}
@@ -279,7 +294,7 @@ int wal_read(struct loader *L, const char *name, struct wal_head *h, char **buf,
 				return diag_fail(-ENOMEM, why, why_len, "out of memory");
 			*recs = r;
 		}
-		(*recs)[(*n)++] = (struct wal_rec){seq, data, len};
+		(*recs)[(*n)++] = (struct wal_rec){seq, data, len, flags};
 		at += REC_HEAD + len + pad + 8;
 	}
 	if (torn) {

@@ -214,6 +214,47 @@ TEST_F(Durable, CompactionAndRollbackComeBackAsServed)
 	EXPECT_EQ(kept_bases(), 0u);
 }
 
+// A producer's delta chain goes on after a reboot: the log knows the last
+// delta applied (its records say which were applied as they came, its
+// head where the chain stood when it was written anew), through a
+// replay, a compaction and a change that is not a delta.
+TEST_F(Durable, ADeltaChainGoesOnAfterAReboot)
+{
+	int i = 0;
+	std::string prev;
+	auto next = [&](const std::string &key) {
+		std::string d = env.img_path("c" + std::to_string(++i) + ".delta");
+		std::string in = env.img_path("c" + std::to_string(i) + ".jsonl");
+		EXPECT_TRUE(shmkv_test::write_file(in, "{\"key\": \"" + key + "\", \"value\": \"" +
+							       std::to_string(i) + "\"}\n"));
+		std::vector<std::string> a = {"image", "build", "--delta-of", base, "-o", d};
+		if (!prev.empty()) {
+			a.push_back("--after");
+			a.push_back(prev);
+		}
+		a.push_back(in);
+		CmdRun b = shmctl(env, a);
+		EXPECT_EQ(b.rc, 0) << b.err;
+		Json j = ld->req({"apply", "w", d});
+		EXPECT_TRUE(j.ok()) << "delta " << i << ": " << j["error"].s() << env.log();
+		model[key] = std::to_string(i);
+		prev = d;
+	};
+	next("c1");
+	set("x", "1"); // not a delta: the chain stays at c1
+	reboot();
+	next("c2"); // follows c1: the replayed log's records
+	reboot();
+	next("c3"); // the log written anew after the replay: its head
+	ASSERT_TRUE(ld->req({"compact", "w"}).ok());
+	reboot();
+	next("c4"); // a compaction keeps the chain, and so does its log
+	ld->kill9(); // a plain restart: the state file's
+	start();
+	next("c5");
+	EXPECT_EQ(check(), "") << env.log();
+}
+
 // A log being rewritten and a compacted base being written when the
 // loader died: removed at the next start, logged; the log itself replayed.
 TEST_F(Durable, LeftoverTemporariesAreRemovedAtStart)
