@@ -716,6 +716,21 @@ static int merge_records(struct loader *L, struct cache *c, const struct wal_rec
 	return err;
 }
 
+/* What deltas apply to after a replay: the log's origin, and the chain
+ * where its records left it. */
+static void take_lineage(struct loader *L, struct cache *c, const struct wal_head *h,
+			 const uint64_t chain[2])
+{
+	pthread_mutex_lock(&L->lock);
+	if (h->origin_sum) {
+		c->origin_sum = h->origin_sum;
+		c->origin_size = h->origin_size;
+	}
+	c->chain_last = chain[0];
+	c->chain_seq = chain[1];
+	pthread_mutex_unlock(&L->lock);
+}
+
 static void recover_one(struct loader *L, const char *name)
 {
 	struct wal_head h;
@@ -778,29 +793,14 @@ static void recover_one(struct loader *L, const char *name)
 			free(buf);
 			return;
 		}
-		pthread_mutex_lock(&L->lock);
-		if (h.origin_sum) {
-			c->origin_sum = h.origin_sum;
-			c->origin_size = h.origin_size;
-		}
-		c->chain_last = chain[0];
-		c->chain_seq = chain[1];
-		pthread_mutex_unlock(&L->lock);
+		take_lineage(L, c, &h, chain);
 		changed(L, c, "replay", records);
 		snprintf(why, sizeof why, "replayed records %llu-%llu (%llu changes) as gen=%llu",
 			 (unsigned long long)recs[first].seq, (unsigned long long)recs[n - 1].seq,
 			 (unsigned long long)records, (unsigned long long)c->cur.generation);
 	} else {
-		if (fresh) { /* the log's head alone: what deltas apply to */
-			pthread_mutex_lock(&L->lock);
-			if (h.origin_sum) {
-				c->origin_sum = h.origin_sum;
-				c->origin_size = h.origin_size;
-			}
-			c->chain_last = chain[0];
-			c->chain_seq = chain[1];
-			pthread_mutex_unlock(&L->lock);
-		}
+		if (fresh) /* the log's head alone */
+			take_lineage(L, c, &h, chain);
 		if (staged)
 			publish_base_alone(L, c);
 		snprintf(why, sizeof why, "nothing to replay (gen=%llu serves its %zu records)",
