@@ -11,6 +11,7 @@
 //   Json / parse_json    from ../json_util.h (the loader's replies)
 //   build_image(...)     keys key_<i> -> "<tag>:val_<i>[|pad]", plus __gen_tag
 //                        (the tag) and __n (i64 key count), with the builder
+//   build_delta(...)     a delta of an image: upserts, removals, its chain
 //   check_value(...)     what a reader expects for key_<i> under a tag
 //   build_and_load(...)  build_image, then the loader's load of it
 //   expect_no_spin(...)  a process's CPU over 3 s under a fifth of the time
@@ -538,6 +539,29 @@ inline std::string builder_done(shmkv_builder *b, const std::string &path, int e
 		out = path + ": " + shmkv_strerror(err) + ": " + shmkv_builder_error(b);
 	shmkv_builder_free(b);
 	return out;
+}
+
+// A delta of the image at base (a loaded image, or a segment file: its
+// header names it): upserts, then removals; after: the delta it follows
+// in its chain ("" none).
+inline std::string build_delta(const std::string &path, const std::string &base,
+			const std::vector<std::pair<std::string, std::string>> &set,
+			const std::vector<std::string> &removes, const std::string &after = "")
+{
+	shmkv_build_options o = shmkv_test::test_options();
+	shmkv_builder *b = nullptr;
+	int err = shmkv_builder_new(&o, &b);
+	if (err)
+		return std::string("shmkv_builder_new: ") + shmkv_strerror(err);
+	err = shmkv_builder_set_delta(b, base.c_str(), after.empty() ? nullptr : after.c_str());
+	for (const auto &kv : set)
+		if (!err)
+			err = shmkv_builder_add_str(b, kv.first.data(), kv.first.size(),
+						    kv.second.data(), kv.second.size());
+	for (const std::string &k : removes)
+		if (!err)
+			err = shmkv_builder_remove(b, k.data(), k.size());
+	return builder_done(b, path, err);
 }
 
 // Builds an image of n keys tagged tag at path (written atomically by the

@@ -10,107 +10,11 @@
 #include <map>
 
 #include "loader_util.h"
+#include "stream_util.h"
 
 using namespace loader_test;
 
 namespace {
-
-struct Ack {
-	uint64_t generation, first, last, lines;
-};
-
-// The acknowledgements (shmctl -j: one JSON object a line; an error is
-// {"error": ...}) in text.
-std::vector<Ack> acks_of(const std::string &text)
-{
-	std::vector<Ack> v;
-	size_t at = 0;
-	for (size_t nl; (nl = text.find('\n', at)) != std::string::npos; at = nl + 1) {
-		Json j;
-		if (!parse_json(text.substr(at, nl - at), &j))
-			ADD_FAILURE() << "not JSON: " << text.substr(at, nl - at);
-		if (!j["ok"].b)
-			continue;
-		v.push_back({j["generation"].u64(), j["first_line"].u64(), j["last_line"].u64(),
-			     j["lines"].u64()});
-	}
-	return v;
-}
-
-// A stream whose standard input the test writes (a FIFO) and whose
-// acknowledgements it reads as they come (a file).
-class Stream {
-public:
-	Stream(const Env &env, const std::string &cache) : env_(env)
-	{
-		static int n; // each stream its own files: no stale acknowledgement
-		std::string tag = "/stream" + std::to_string(++n);
-		fifo_ = env.base() + tag + ".in";
-		out_ = env.base() + tag + ".out";
-		err_ = env.base() + tag + ".err";
-		signal(SIGPIPE, SIG_IGN); // a stream that ended reads no more
-		if (mkfifo(fifo_.c_str(), 0600) != 0)
-			ADD_FAILURE() << "mkfifo: " << strerror(errno);
-		shmkv_test::RunIo io;
-		io.in = fifo_;
-		io.env = {"SHMKV_ROOT"};
-		pid_ = shmkv_test::spawn({shmkv_test::shmctl_path(), "-j", "-r", env.root(), "cache",
-					  "apply", cache, "-"},
-					 io, out_, err_);
-		fd_ = open(fifo_.c_str(), O_WRONLY); // once the child opened its end
-	}
-	~Stream()
-	{
-		if (fd_ >= 0)
-			close(fd_);
-		if (pid_ > 0)
-			shmkv_test::wait_exit(pid_, 60000, "the stream");
-	}
-	bool write(const std::string &text)
-	{
-		for (size_t at = 0; fd_ >= 0 && at < text.size();) {
-			ssize_t w = ::write(fd_, text.data() + at, text.size() - at);
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w <= 0)
-				return false;
-			at += (size_t)w;
-		}
-		return fd_ >= 0;
-	}
-	// Waits (generously) for an acknowledgement through line n.
-	bool wait_acked(uint64_t n)
-	{
-		for (uint64_t t0 = now_ms(); now_ms() - t0 < shmkv_test::slow_ms(60000);) {
-			std::vector<Ack> a = acks_of(shmkv_test::read_file(out_));
-			if (!a.empty() && a.back().last >= n)
-				return true;
-			usleep(5000);
-		}
-		return false;
-	}
-	// Closes the input and waits for shmctl's exit status.
-	int finish()
-	{
-		close(fd_);
-		fd_ = -1;
-		int rc = shmkv_test::wait_exit(pid_, 60000, "the stream");
-		pid_ = -1;
-		return rc;
-	}
-	std::vector<Ack> acks() const { return acks_of(shmkv_test::read_file(out_)); }
-	// What shmctl said: stderr, and stdout (-j writes errors there as JSON).
-	std::string err() const
-	{
-		return shmkv_test::read_file(err_) + shmkv_test::read_file(out_);
-	}
-
-private:
-	const Env &env_;
-	std::string fifo_, out_, err_;
-	pid_t pid_ = -1;
-	int fd_ = -1;
-};
 
 std::string upsert(const std::string &k, const std::string &v)
 {

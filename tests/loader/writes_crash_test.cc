@@ -43,6 +43,7 @@
 #include <unordered_set>
 
 #include "loader_util.h"
+#include "stream_util.h"
 
 using namespace loader_test;
 
@@ -288,29 +289,6 @@ std::string conf_file(const Env &env, const std::string &text)
 	return path;
 }
 
-// A delta of the image at base (a loaded image, or a segment file: its
-// header names it): upserts, then removals; after: the delta it follows
-// in its chain ("" none).
-std::string build_delta(const std::string &path, const std::string &base,
-			const std::vector<std::pair<std::string, std::string>> &set,
-			const std::vector<std::string> &removes, const std::string &after = "")
-{
-	shmkv_build_options o = shmkv_test::test_options();
-	shmkv_builder *b = nullptr;
-	int err = shmkv_builder_new(&o, &b);
-	if (err)
-		return std::string("shmkv_builder_new: ") + shmkv_strerror(err);
-	err = shmkv_builder_set_delta(b, base.c_str(), after.empty() ? nullptr : after.c_str());
-	for (const auto &kv : set)
-		if (!err)
-			err = shmkv_builder_add_str(b, kv.first.data(), kv.first.size(),
-						    kv.second.data(), kv.second.size());
-	for (const std::string &k : removes)
-		if (!err)
-			err = shmkv_builder_remove(b, k.data(), k.size());
-	return builder_done(b, path, err);
-}
-
 // Kills pid (SIGKILL) the instant ROOT/NAME.ctl's generation passes from: a
 // thread spins on the mapped word, so the kill lands within microseconds
 // of the publish, before what the loader does after it.
@@ -365,92 +343,7 @@ private:
 	std::atomic<bool> stop_{false}, fired_{false};
 };
 
-// ---- streams (as stream_test.cc's) ------------------------------------------------
-
-struct Ack {
-	uint64_t generation, first, last;
-};
-
-std::vector<Ack> acks_of(const std::string &text)
-{
-	std::vector<Ack> v;
-	size_t at = 0;
-	for (size_t nl; (nl = text.find('\n', at)) != std::string::npos; at = nl + 1) {
-		Json j;
-		if (!parse_json(text.substr(at, nl - at), &j) || !j["ok"].b)
-			continue; // the error line of a stream the loader's death ended
-		v.push_back({j["generation"].u64(), j["first_line"].u64(), j["last_line"].u64()});
-	}
-	return v;
-}
-
-// `shmctl -j cache apply NAME -` whose standard input the test writes (a
-// FIFO) and whose acknowledgements it reads as they come (a file).
-class Stream {
-public:
-	explicit Stream(const Env &env)
-	{
-		static int n;
-		std::string tag = "/stream" + std::to_string(++n);
-		fifo_ = env.base() + tag + ".in";
-		out_ = env.base() + tag + ".out";
-		err_ = env.base() + tag + ".err";
-		signal(SIGPIPE, SIG_IGN); // a stream that ended reads no more
-		if (mkfifo(fifo_.c_str(), 0600) != 0)
-			ADD_FAILURE() << "mkfifo: " << strerror(errno);
-		shmkv_test::RunIo io;
-		io.in = fifo_;
-		io.env = {"SHMKV_ROOT"};
-		pid_ = shmkv_test::spawn({shmkv_test::shmctl_path(), "-j", "-r", env.root(), "cache",
-					  "apply", kCache, "-"},
-					 io, out_, err_);
-		fd_ = open(fifo_.c_str(), O_WRONLY | O_CLOEXEC); // once the child opened its end
-	}
-	~Stream()
-	{
-		if (fd_ >= 0)
-			close(fd_);
-		if (pid_ > 0)
-			shmkv_test::wait_exit(pid_, 60000, "the stream");
-	}
-	bool write(const std::string &text)
-	{
-		for (size_t at = 0; fd_ >= 0 && at < text.size();) {
-			ssize_t w = ::write(fd_, text.data() + at, text.size() - at);
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w <= 0)
-				return false;
-			at += (size_t)w;
-		}
-		return fd_ >= 0;
-	}
-	// Waits (generously) for an acknowledgement through line n.
-	bool wait_acked(uint64_t n)
-	{
-		return wait_until([&] {
-			std::vector<Ack> a = acks();
-			return !a.empty() && a.back().last >= n;
-		}, 60000, 2);
-	}
-	// Closes the input and waits for shmctl's exit status.
-	int finish()
-	{
-		if (fd_ >= 0)
-			close(fd_);
-		fd_ = -1;
-		int rc = shmkv_test::wait_exit(pid_, 60000, "the stream");
-		pid_ = -1;
-		return rc;
-	}
-	std::vector<Ack> acks() const { return acks_of(read_file(out_)); }
-	std::string err() const { return read_file(err_) + read_file(out_); }
-
-private:
-	std::string fifo_, out_, err_;
-	pid_t pid_ = -1;
-	int fd_ = -1;
-};
+// ---- streams (stream_util.h) ------------------------------------------------------
 
 // One line of a stream: key set to value, or removed.
 struct Line {
@@ -611,7 +504,7 @@ void mid_stream(bool durable, int rounds)
 		// the last round: 200 lines acknowledged, then killed as the next
 		// batch is published, before its acknowledgement
 		bool at_publish = r == rounds - 1;
-		Stream s(env);
+		Stream s(env, kCache, false);
 		Feeder f(s, lines, at_publish ? 200 : SIZE_MAX);
 		ASSERT_TRUE(at_publish ? s.wait_acked(200)
 				       : wait_until([&] { return !s.acks().empty(); }, 60000, 2))
@@ -698,7 +591,7 @@ void mid_stream(bool durable, int rounds)
 	}
 	// streaming goes on on the last loader: every line acknowledged and served
 	std::vector<Line> lines = stream_lines(rounds, 400, m.n, &next_removal);
-	Stream s(env);
+	Stream s(env, kCache, false);
 	std::string text;
 	for (const Line &l : lines)
 		text += l.text();

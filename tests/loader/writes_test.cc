@@ -16,28 +16,6 @@ using namespace loader_test;
 
 namespace {
 
-// A delta of base at path: upserts (key, string value) then removals;
-// after: the delta it follows in its chain ("" none).
-std::string build_delta(const std::string &path, const std::string &base,
-			const std::vector<std::pair<std::string, std::string>> &set,
-			const std::vector<std::string> &removes, const std::string &after = "")
-{
-	shmkv_build_options o = shmkv_test::test_options();
-	shmkv_builder *b = nullptr;
-	int err = shmkv_builder_new(&o, &b);
-	if (err)
-		return std::string("shmkv_builder_new: ") + shmkv_strerror(err);
-	err = shmkv_builder_set_delta(b, base.c_str(), after.empty() ? nullptr : after.c_str());
-	for (const auto &kv : set)
-		if (!err)
-			err = shmkv_builder_add_str(b, kv.first.data(), kv.first.size(),
-						    kv.second.data(), kv.second.size());
-	for (const std::string &k : removes)
-		if (!err)
-			err = shmkv_builder_remove(b, k.data(), k.size());
-	return builder_done(b, path, err);
-}
-
 std::string get_str(const shmkv *db, const std::string &k, int *err)
 {
 	const char *s = nullptr;
