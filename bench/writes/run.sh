@@ -22,12 +22,12 @@ usage: $0 --build BUILDDIR [options]
   --readers K       reader processes (default 2)
   --rate R          stream: upserts per second (default 20000)
   --secs S          stream: seconds per phase (default 60)
-  --reps N          stream: off/on/after repetitions (default 2)
+  --reps N          stream: off/on/after repetitions; compactions (default 2)
   --via shmctl|socket  stream client (default shmctl: cache apply NAME -)
   --no-compact      caches a and b with compact_entries = compact_ratio = 0 (a
                     config file): no compaction, the publishes alone
-  --parts LIST      1 sets, 2 publish phases (bpftrace), 3 compaction of case (b),
-                    4 stream (default 1,2,3,4)
+  --parts LIST      1 sets, 2 publish phases (bpftrace), 3 compaction of case (b)
+                    against a full rebuild (--reps times), 4 stream (default 1,2,3,4)
   --work DIR        where the temporary directory goes (default /dev/shm)
   --keep DIR        copy the raw outputs (per-set lines, acknowledgements,
                     traces, the loader's log) to DIR before cleaning up
@@ -75,11 +75,12 @@ has_part() { case ",$PARTS," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 log() { echo "[$(date +%H:%M:%S)] $*" >&2; }
 
 # Memory: the image and its input, two cache copies of it (case (a), case
-# (b)), the delta, a compaction's temporary and new segment, and the
+# (b)), the delta, a compaction's temporary and new segment, a rebuilt image
+# and its load with the merged records (part 3), and the
 # stream's overlays (the current one, the rollback and one being built;
 # ~50 bytes a record).
 img_est=$((KEYS * 50))
-need=$((img_est * 7 + RATE * SECS * 50 * 3 + (256 << 20)))
+need=$((img_est * 9 + RATE * SECS * 50 * 3 + (256 << 20)))
 avail=$(($(awk '/MemAvailable/ {print $2}' /proc/meminfo) * 1024))
 if [ "$avail" -lt "$need" ]; then
 	echo "needs about $((need >> 20)) MiB of memory, $((avail >> 20)) MiB available: use fewer --keys" >&2
@@ -255,16 +256,46 @@ if has_part 2; then
 	fi
 fi
 
-# ---- 3: compaction of case (b) ---------------------------------------------------------------
+# ---- 3: compaction of case (b) against a full rebuild ----------------------------------------
+# The rebuild a producer would do without compaction: `image build` of
+# the merged records (the base's with the delta's values), then `cache
+# load` of the new image; interleaved with compactions, --reps times.
 if has_part 3; then
 	echo
-	echo "### 3. Compaction"
+	echo "### 3. Compaction against a full rebuild"
 	echo
-	log "part 3: compaction of b ($(load_now))"
-	t0=$(date +%s%N)
-	c=$(timed "${S[@]}" -j cache compact b)
-	t1=$(date +%s%N)
-	echo "- \`shmctl cache compact b\` (loader/README.md, \"Compaction\"): $(jq -r .records <<<"$c") pending changes merged into the $KEYS-key base in $(jq -r .ms <<<"$c") ms (the loader's figure; $(((t1 - t0) / 1000000)) ms at the client), a new base of $(jq -r .entries <<<"$c") entries, $(($(jq -r .bytes <<<"$c") >> 20)) MiB; $(load_now)"
+	log "part 3: compaction of b against a rebuild, $REPS reps ($(load_now))"
+	awk -v n="$KEYS" -v m="$PENDING" -v s="$stride" 'BEGIN {
+		for (i = 0; i < m; i++) d[(i * s + 7) % n] = i
+		for (i = 0; i < n; i++)
+			if (i in d) printf "key_%d\tdelta-%d\n", i, d[i]; else printf "key_%d\tval-%012d\n", i, i
+	}' > "$T/merged.tsv"
+	echo "| rep | compaction (loader) ms | at the client ms | rebuild: image build ms | load ms | rebuild ms | compaction ÷ rebuild |"
+	echo "|---|---|---|---|---|---|---|"
+	ratios=()
+	for r in $(seq "$REPS"); do
+		if [ "$r" -gt 1 ]; then # b again: the base and the delta pending
+			load_cache b
+			"${S[@]}" -j cache apply b "$T/delta.img" > /dev/null
+		fi
+		t0=$(date +%s%N)
+		c=$(timed "${S[@]}" -j cache compact b)
+		t1=$(date +%s%N)
+		timed "${S[@]}" image build -o "$T/full.img" "$T/merged.tsv" > /dev/null
+		t2=$(date +%s%N)
+		timed "${S[@]}" -j cache load full "$T/full.img" > /dev/null
+		t3=$(date +%s%N)
+		"${S[@]}" cache drop full > /dev/null
+		rm -f "$T/full.img"
+		cm=$(((t1 - t0) / 1000000)) bm=$(((t2 - t1) / 1000000)) lm=$(((t3 - t2) / 1000000))
+		ratio=$(awk -v a="$cm" -v b="$((bm + lm))" 'BEGIN { printf "%.2f", a / b }')
+		ratios+=("$ratio")
+		echo "| $r | $(jq -r .ms <<<"$c") | $cm | $bm | $lm | $((bm + lm)) | $ratio |"
+	done
+	rm -f "$T/merged.tsv"
+	med=$(printf '%s\n' "${ratios[@]}" | sort -g | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}')
+	echo
+	echo "- $(jq -r .records <<<"$c") pending changes merged into the $KEYS-key base (\`shmctl cache compact b\`, loader/README.md \"Compaction\"), a new base of $(jq -r .entries <<<"$c") entries, $(($(jq -r .bytes <<<"$c") >> 20)) MiB; compaction ÷ rebuild, median of $REPS: **$med** (goal ≤ 0.5); $(load_now)"
 fi
 
 # ---- 4: the stream ---------------------------------------------------------------------------
