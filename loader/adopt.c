@@ -341,6 +341,46 @@ static void adopt_repair(struct scan *sc, struct cache *c, const char *name, uin
 		 how);
 }
 
+/* A generation published after the state file was saved (a kill before
+ * the loader saved it again: the change, load, rollback or compaction went
+ * through, the file did not): the one the file describes is its rollback.
+ * A rollback published so (the file's rollback is served) swaps the two
+ * generations' figures too. Else the hints stand. */
+static void published_after_state(struct cache *c, uint64_t gen, struct seg_info *rb_hint,
+				  struct seg_info *rbov_hint, unsigned *nrb_more_hint)
+{
+	const char *ov = c->have_ov ? c->ov.path : "";
+	if (!c->base_saved[0] || (!strcmp(c->base_saved, c->cur.path) && !strcmp(c->ov_saved, ov)))
+		return;
+	int rollback = rb_hint->path[0] && !strcmp(rb_hint->path, c->cur.path) &&
+		       !strcmp(rbov_hint->path, ov);
+	struct load_stats st = c->stats;
+	uint64_t chain_last = c->chain_last, chain_seq = c->chain_seq;
+	uint64_t origin_sum = c->origin_sum, origin_size = c->origin_size;
+	if (rollback) {
+		c->stats = c->rb_stats;
+		c->chain_last = c->rb_chain_last;
+		c->chain_seq = c->rb_chain_seq;
+		c->origin_sum = c->rb_origin_sum;
+		c->origin_size = c->rb_origin_size;
+	}
+	c->rb_stats = st;
+	c->rb_chain_last = chain_last;
+	c->rb_chain_seq = chain_seq;
+	c->rb_origin_sum = origin_sum;
+	c->rb_origin_size = origin_size;
+	memset(rb_hint, 0, sizeof *rb_hint);
+	snprintf(rb_hint->path, sizeof rb_hint->path, "%s", c->base_saved);
+	rb_hint->generation = gen - 1;
+	rb_hint->node = -1; /* not known: not pinned */
+	*nrb_more_hint = 0;  /* its replicas are not in the file */
+	snprintf(rbov_hint->path, sizeof rbov_hint->path, "%s", c->ov_saved);
+	log_warn("cache=%s: gen=%llu was published after the state file was saved: its "
+		 "rollback is the generation the file describes (%s%s%s)", c->name,
+		 (unsigned long long)gen, c->base_saved, c->ov_saved[0] ? " with " : "",
+		 c->ov_saved);
+}
+
 static void adopt_one(struct loader *L, struct scan *sc, const char *name)
 {
 	char why[400], q[512], mem[32];
@@ -381,22 +421,9 @@ static void adopt_one(struct loader *L, struct scan *sc, const char *name)
 		valid = adopt_published(c, name, &seg, count, gen, &lost, why, sizeof why);
 	struct seg_info in, rbov_hint = c->rbov;
 	memset(&c->rbov, 0, sizeof c->rbov);
-	if (valid && c->have_ov && c->ov_saved_known && strcmp(c->ov_saved, c->ov.path)) {
-		/* a change was published after the state file was saved (killed
-		 * before overlay.c:publish_overlay saved it again): the rollback
-		 * is the generation the file describes, this base with the
-		 * overlay it names (none: the base alone) */
-		snprintf(rb_hint.path, sizeof rb_hint.path, "%s", c->cur.path);
-		rb_hint.generation = gen - 1;
-		snprintf(rbov_hint.path, sizeof rbov_hint.path, "%s", c->ov_saved);
-		c->rb_stats = c->stats;
-		c->rb_chain_last = c->chain_last;
-		c->rb_chain_seq = c->chain_seq;
-		c->rb_origin_sum = c->origin_sum;
-		c->rb_origin_size = c->origin_size;
-		log_warn("cache=%s: a change was published after the state was saved; its "
-			 "rollback is the overlay the state names", name);
-	}
+	if (valid)
+		published_after_state(c, gen, &rb_hint, &rbov_hint, &nrb_more_hint);
+	c->base_saved[0] = c->ov_saved[0] = 0;
 	if (rb_hint.path[0] && valid && !strcmp(rb_hint.path, c->cur.path)) {
 		/* a change was the last publish: the rollback is the same base */
 		c->rb = c->cur;

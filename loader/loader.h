@@ -91,10 +91,10 @@ struct cache {
 	uint64_t chain_last, chain_seq; /* the last delta applied that continues a chain
 				     * (its header_checksum and seq); 0: none */
 	uint64_t rb_chain_last, rb_chain_seq;
-	/* the state file only (state.c, adopt.c): the overlay published when
-	 * it was saved ("" none), and whether the file said */
-	char ov_saved[SHMKV_CTL_PATH_MAX];
-	int ov_saved_known;
+	/* the state file only (state.c, adopt.c): the generation served when
+	 * it was saved, its base's first copy and its overlay ("" none); ""
+	 * base: the file did not say */
+	char base_saved[SHMKV_CTL_PATH_MAX], ov_saved[SHMKV_CTL_PATH_MAX];
 	/* the base deltas apply to (op_apply): the image loaded last by a full
 	 * load, which compactions keep (a compacted base is that image plus the
 	 * changes, so a delta of it applies the same); 0: cur itself. The

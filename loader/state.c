@@ -49,9 +49,11 @@ int state_write(int root_fd, const char *root, const struct cache *c, char *why,
 		c->changes, c->chain_last, c->chain_seq);
 	fprintf(f, "origin.sum=%" PRIu64 "\norigin.size=%" PRIu64 "\nwal.seq=%" PRIu64 "\n",
 		c->origin_sum, c->origin_size, c->wal_seq);
-	/* a restart that finds another overlay published knows a change was
-	 * published after this file (adopt.c) */
-	fprintf(f, "ov.path=%s\n", c->have_ov ? c->ov.path : "");
+	/* a restart that finds another generation published knows it was
+	 * published after this file, and that this one is its rollback
+	 * (adopt.c) */
+	if (c->have_cur)
+		fprintf(f, "base.path=%s\nov.path=%s\n", c->cur.path, c->have_ov ? c->ov.path : "");
 	if (c->have_rb) {
 		fprintf(f, "rb.path=%s\nrb.generation=%" PRIu64 "\nrb.node=%d\n", c->rb.path,
 			c->rb.generation, (int)c->rb.node);
@@ -165,10 +167,11 @@ int state_read(int fd, struct cache *c)
 			c->rb_origin_sum = strtoull(v, NULL, 10);
 		else if (!strcmp(k, "rb.origin.size"))
 			c->rb_origin_size = strtoull(v, NULL, 10);
-		else if (!strcmp(k, "ov.path")) {
+		else if (!strcmp(k, "base.path"))
+			snprintf(c->base_saved, sizeof c->base_saved, "%s", v);
+		else if (!strcmp(k, "ov.path"))
 			snprintf(c->ov_saved, sizeof c->ov_saved, "%s", v);
-			c->ov_saved_known = 1;
-		} else if (!strcmp(k, "rbov.path")) /* a hint: adopt.c inspects it */
+		else if (!strcmp(k, "rbov.path")) /* a hint: adopt.c inspects it */
 			snprintf(c->rbov.path, sizeof c->rbov.path, "%s", v);
 		else if (!strcmp(k, "rb.path"))
 			snprintf(c->rb.path, sizeof c->rb.path, "%s", v);

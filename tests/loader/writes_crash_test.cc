@@ -24,7 +24,8 @@
 //     source loaded and the log replayed give a prefix with every
 //     acknowledged line.
 //   CompactionOriginSurvivesAKillAtItsPublish, DurableCompactionKilledAt-
-//     ItsPublishThenAReboot, RollbackAfterAKillAtAChangesPublish: kills
+//     ItsPublishThenAReboot, RollbackAfterAKillAtAChangesPublish,
+//     RollbackAfterAKillAtARollbacksOrALoadsPublish: kills
 //     the instant the control segment moves (a thread spinning on its
 //     generation word), before the state file or the durable log catches
 //     up: what a restart (and a reboot) must still know then.
@@ -989,6 +990,72 @@ TEST(WritesCrash, RollbackAfterAKillAtAChangesPublish)
 		if (::testing::Test::HasFailure())
 			return;
 	}
+}
+
+// The same for the other publishes: killed the instant a rollback (to the
+// same base, then to another) or a load is published, the restarted
+// loader serves it and its rollback steps back exactly one publish.
+TEST(WritesCrash, RollbackAfterAKillAtARollbacksOrALoadsPublish)
+{
+	Env env;
+	const std::vector<std::string> args = {"--memory", "shm"};
+	std::string pa = env.img_path("a.shmkv"), pb = env.img_path("b.shmkv");
+	const uint64_t n = 2000;
+	ASSERT_EQ(build_image(pa, "a", n), "");
+	ASSERT_EQ(build_image(pb, "b", n), "");
+	std::unique_ptr<Loader> ld = restart(env, args);
+	std::mt19937_64 rng(test_seed());
+	Model a1, a2, b;
+	a1.tag = a2.tag = "a";
+	b.tag = "b";
+	a1.n = a2.n = b.n = n;
+	a1.changes = {{"k1", "1"}};
+	a2.changes = {{"k1", "1"}, {"k2", "2"}};
+	std::vector<shmkv_test::Db> dbs;
+	// the request killed at its publish, then a restart: the handle
+	auto killed = [&](const std::vector<std::string> &req, const std::string &when) {
+		uint64_t g0 = ld->status(kCache)["generation"].u64();
+		int fd = -1;
+		kill_during(*ld, env, [&] { fd = request_async(env.root(), req); }, true, g0, 0, rng);
+		if (fd >= 0)
+			close(fd);
+		ld = restart(env, args);
+		dbs.emplace_back(after_restart(env, when));
+		return dbs.back().get();
+	};
+	auto serves = [&](shmkv *db, const Model &m) {
+		return mismatch(db, model_keys(m), [&](const std::string &k) { return m.get(k); });
+	};
+	auto rollback = [&](shmkv *db, const std::string &when) {
+		Json j = ld->req({"rollback", kCache});
+		EXPECT_TRUE(j.ok()) << when << ": " << j["error"].s();
+		EXPECT_EQ(shmkv_refresh(db), 1) << when;
+	};
+	ASSERT_TRUE(ld->load(kCache, pa).ok());
+	ASSERT_TRUE(ld->req({"change", kCache, R"({"key": "k1", "value": "1"})"}).ok());
+	ASSERT_TRUE(ld->req({"change", kCache, R"({"key": "k2", "value": "2"})"}).ok());
+
+	std::string when = "a rollback's publish (the same base)";
+	shmkv *db = killed({"rollback", kCache}, when);
+	ASSERT_TRUE(db) << when;
+	EXPECT_EQ(serves(db, a1), "") << when << ": the rollback published before the kill";
+	rollback(db, when);
+	EXPECT_EQ(serves(db, a2), "") << when << ": a rollback after it undoes it";
+
+	when = "a load's publish";
+	db = killed({"load", kCache, pb}, when);
+	ASSERT_TRUE(db) << when;
+	EXPECT_EQ(serves(db, b), "") << when << ": the image loaded before the kill";
+	rollback(db, when);
+	EXPECT_EQ(serves(db, a2), "") << when << ": a rollback steps back to the base and its "
+				      << "changes";
+
+	when = "a rollback's publish (another base)";
+	db = killed({"rollback", kCache}, when);
+	ASSERT_TRUE(db) << when;
+	EXPECT_EQ(serves(db, b), "") << when << ": the rollback published before the kill";
+	rollback(db, when);
+	EXPECT_EQ(serves(db, a2), "") << when << ": a rollback after it undoes it";
 }
 
 // Durable mode (loader/README.md, "What is kept"): a compaction keeps its
