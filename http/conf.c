@@ -1,0 +1,234 @@
+/* conf.c - settings of shmkv-http. See conf.h. */
+#include "conf.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ini.h>
+#include <shmkv.h>
+
+#include "host.h"
+
+void http_conf_defaults(struct http_conf *c)
+{
+	memset(c, 0, sizeof *c);
+	snprintf(c->listen_host, sizeof c->listen_host, "127.0.0.1");
+	c->port = 8420;
+	snprintf(c->root, sizeof c->root, "%s", shmkv_ctl_root(NULL));
+	c->max_url = 8192;
+	c->max_body = 1 << 20;
+	c->max_batch_keys = 1000;
+	c->max_connections = 1024;
+	c->request_timeout_ms = 10000;
+	c->max_caches = 256;
+}
+
+int http_parse_duration_ms(const char *s, uint64_t *ms)
+{
+	char *end;
+	if (!isdigit((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	uint64_t mul = 1000;
+	if (!strcmp(end, "ms"))
+		mul = 1, end += 2;
+	else if (*end == 's')
+		end++;
+	else if (*end == 'm')
+		mul = 60000, end++;
+	else if (*end == 'h')
+		mul = 3600000, end++;
+	if (errno || *end || v > UINT64_MAX / mul)
+		return -EINVAL;
+	*ms = v * mul;
+	return 0;
+}
+
+static int set_listen(struct http_conf *c, const char *v)
+{
+	/* HOST:PORT, [V6]:PORT or HOST alone; HOST numeric (no resolver at start) */
+	char host[64];
+	const char *port = NULL;
+	if (*v == '[') {
+		const char *e = strchr(v, ']');
+		if (!e || (size_t)(e - v - 1) >= sizeof host)
+			return -EINVAL;
+		snprintf(host, sizeof host, "%.*s", (int)(e - v - 1), v + 1);
+		if (e[1] == ':')
+			port = e + 2;
+		else if (e[1])
+			return -EINVAL;
+	} else {
+		const char *e = strrchr(v, ':');
+		if (e && strchr(v, ':') != e)
+			return -EINVAL; /* a bare IPv6 address: write [ADDR]:PORT */
+		size_t n = e ? (size_t)(e - v) : strlen(v);
+		if (n >= sizeof host)
+			return -EINVAL;
+		snprintf(host, sizeof host, "%.*s", (int)n, v);
+		port = e ? e + 1 : NULL;
+	}
+	unsigned char buf[16];
+	if (inet_pton(AF_INET, host, buf) != 1 && inet_pton(AF_INET6, host, buf) != 1)
+		return -EINVAL;
+	if (port) {
+		char *end;
+		errno = 0;
+		unsigned long p = strtoul(port, &end, 10);
+		if (!isdigit((unsigned char)*port) || *end || errno || p > 65535)
+			return -EINVAL;
+		c->port = (unsigned)p;
+	}
+	snprintf(c->listen_host, sizeof c->listen_host, "%s", host);
+	return 0;
+}
+
+static int set_caches(struct http_conf *c, const char *v)
+{
+	c->n_caches = 0;
+	const char *p = v;
+	while (*p) {
+		while (*p == ' ' || *p == ',')
+			p++;
+		size_t n = strcspn(p, " ,");
+		if (!n)
+			break;
+		if (c->n_caches == HTTP_CONF_MAX_CACHES || n >= sizeof c->caches[0])
+			return -EINVAL;
+		snprintf(c->caches[c->n_caches], sizeof c->caches[0], "%.*s", (int)n, p);
+		if (shmkv_name_check(c->caches[c->n_caches]))
+			return -EINVAL;
+		c->n_caches++;
+		p += n;
+	}
+	return 0;
+}
+
+/* Numbers with K/M/G (common/host.h owns the syntax), within [lo, hi]. */
+static int set_u64(uint64_t *dst, const char *v, uint64_t lo, uint64_t hi)
+{
+	uint64_t n;
+	if (host_parse_size(v, &n) || n < lo || n > hi)
+		return -EINVAL;
+	*dst = n;
+	return 0;
+}
+
+struct key_row {
+	const char *name;
+	const char *syntax;
+};
+
+static const struct key_row keys[] = {
+	{"listen", "ADDR[:PORT] or [V6ADDR]:PORT, numeric"},
+	{"root", "an absolute directory"},
+	{"port_file", "an absolute path"},
+	{"max_url", "1K..1M"},
+	{"max_body", "1K..1G"},
+	{"max_batch_keys", "1..1000000"},
+	{"max_connections", "1..1000000"},
+	{"request_timeout", "a duration, 100ms..1h"},
+	{"max_caches", "1..65536"},
+	{"caches", "cache names, comma-separated"},
+};
+
+int http_conf_set(struct http_conf *c, const char *k, const char *v, char *why, size_t why_len)
+{
+	int err = -EINVAL;
+	uint64_t ms;
+	const char *syntax = NULL;
+	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+		if (!strcmp(keys[i].name, k))
+			syntax = keys[i].syntax;
+	if (!syntax) {
+		snprintf(why, why_len,
+			 "unknown key \"%s\" (listen, root, port_file, max_url, max_body, "
+			 "max_batch_keys, max_connections, request_timeout, max_caches, caches)",
+			 k);
+		return -EINVAL;
+	}
+	if (!strcmp(k, "listen"))
+		err = set_listen(c, v);
+	else if (!strcmp(k, "root") || !strcmp(k, "port_file")) {
+		char *dst = !strcmp(k, "root") ? c->root : c->port_file;
+		if (v[0] == '/' && strlen(v) < sizeof c->root) {
+			snprintf(dst, sizeof c->root, "%s", v);
+			err = 0;
+		}
+	} else if (!strcmp(k, "max_url"))
+		err = set_u64(&c->max_url, v, 1024, 1 << 20);
+	else if (!strcmp(k, "max_body"))
+		err = set_u64(&c->max_body, v, 1024, 1 << 30);
+	else if (!strcmp(k, "max_batch_keys"))
+		err = set_u64(&c->max_batch_keys, v, 1, 1000000);
+	else if (!strcmp(k, "max_connections"))
+		err = set_u64(&c->max_connections, v, 1, 1000000);
+	else if (!strcmp(k, "max_caches"))
+		err = set_u64(&c->max_caches, v, 1, 65536);
+	else if (!strcmp(k, "request_timeout")) {
+		if (!http_parse_duration_ms(v, &ms) && ms >= 100 && ms <= 3600000) {
+			c->request_timeout_ms = ms;
+			err = 0;
+		}
+	} else if (!strcmp(k, "caches"))
+		err = set_caches(c, v);
+	if (err)
+		snprintf(why, why_len, "%s = \"%s\": expected %s", k, v, syntax);
+	return err;
+}
+
+struct parse {
+	struct http_conf *c;
+	const char *path;
+	char *why;
+	size_t why_len;
+	int err;
+};
+
+static int handler(void *user, const char *section, const char *name, const char *value)
+{
+	struct parse *p = user;
+	if (p->err)
+		return 0;
+	char why[300];
+	if (strcmp(section, "http")) {
+		snprintf(why, sizeof why, "unknown section [%s] (http)", section);
+		p->err = -EINVAL;
+	} else if ((p->err = http_conf_set(p->c, name, value, why, sizeof why))) {
+	}
+	if (p->err)
+		snprintf(p->why, p->why_len, "%s: %s", p->path, why);
+	return p->err ? 0 : 1;
+}
+
+int http_conf_load(const char *path, struct http_conf *c, char *why, size_t why_len)
+{
+	FILE *f = fopen(path, "re");
+	if (!f) {
+		int e = -errno;
+		snprintf(why, why_len, "%s: %s", path, strerror(-e));
+		return e;
+	}
+	struct parse p = {c, path, why, why_len, 0};
+	int line = ini_parse_file(f, handler, &p);
+	fclose(f);
+	if (p.err) {
+		/* name the line: handler() stops at the first bad one */
+		char tmp[400];
+		snprintf(tmp, sizeof tmp, "%s", why);
+		const char *rest = tmp + strlen(path) + 2;
+		snprintf(why, why_len, "%s:%d: %s", path, line, rest);
+		return p.err;
+	}
+	if (line) {
+		snprintf(why, why_len, "%s:%d: not a line of an ini file (or longer than 199 bytes)", path, line);
+		return -EINVAL;
+	}
+	return 0;
+}
