@@ -1,5 +1,5 @@
 /* keyenc.h - keys in URLs: every byte but the unreserved ones
- * (A-Z a-z 0-9 - . _ ~) may be percent-encoded, and '/', '?', '%', '#' and
+ * of RFC 3986 §2.3 may be percent-encoded, and '/', '?', '%', '#' and
  * bytes outside printable ASCII must be; a key that is not UTF-8 is written
  * byte by byte the same way (%FF...). Decoding is strict: a '%' not followed
  * by two hex digits is an error, never passed through. */
