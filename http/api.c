@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "app.h"
+#include "auth.h"
 #include "batchreq.h"
 #include "json.h"
 #include "keyenc.h"
@@ -22,7 +23,37 @@ struct route_args {
 	char name[SHMKV_CACHE_NAME_MAX + 1];
 	const char *key; /* raw key text (GET .../keys/KEY) */
 	size_t key_len;
+	int tok; /* the request's token: auth_token() */
 };
+
+/* May the request do what to cache name? Else its 401/403/405 is sent. */
+static int allowed(struct http_app *app, h2o_req_t *req, const struct route_args *a, const char *name,
+		   int what)
+{
+	switch (auth_check(&app->conf, a->tok, name, what)) {
+	case AUTH_OK:
+		return 1;
+	case AUTH_MISSING:
+		reply_header(req, "www-authenticate", "Bearer realm=\"shmkv\"");
+		reply_error(app, NULL, req, 401, "unauthorized", "cache \"%s\" needs a bearer token (Authorization: Bearer TOKEN)", name);
+		return 0;
+	case AUTH_INVALID:
+		reply_header(req, "www-authenticate", "Bearer realm=\"shmkv\", error=\"invalid_token\"");
+		reply_error(app, NULL, req, 401, "invalid_token", "the Authorization header holds no token of this server's config (Bearer TOKEN)");
+		return 0;
+	case AUTH_FORBIDDEN:
+		reply_header(req, "www-authenticate", "Bearer realm=\"shmkv\", error=\"insufficient_scope\"");
+		reply_error(app, NULL, req, 403, "forbidden", "token \"%s\" may not %s cache \"%s\"",
+			    app->conf.tokens[a->tok].name, what == AUTH_WRITE ? "write" : "read", name);
+		return 0;
+	case AUTH_DISABLED:
+		reply_header(req, "allow", "GET");
+		reply_error(app, NULL, req, 405, "writes_disabled",
+			    "cache \"%s\": writes are off (no [token] of the config may write it)", name);
+		return 0;
+	}
+	return 0;
+}
 
 static int method_is(h2o_req_t *req, const char *m)
 {
@@ -136,18 +167,28 @@ static void get_error(struct http_app *app, struct http_cache *c, h2o_req_t *req
 	}
 }
 
-static void get_key(struct http_app *app, h2o_req_t *req, struct route_args *a)
+/* The path's key, decoded into req's pool; its length, or -1 with the 400 sent. */
+static long path_key(struct http_app *app, h2o_req_t *req, struct route_args *a, char **key)
 {
-	char *key = h2o_mem_alloc_pool(&req->pool, a->key_len + 1);
+	*key = h2o_mem_alloc_pool(&req->pool, a->key_len + 1);
 	size_t bad = 0;
-	long kl = keyenc_decode(a->key, a->key_len, key, &bad);
-	if (kl < 0) {
+	long kl = keyenc_decode(a->key, a->key_len, *key, &bad);
+	if (kl < 0)
 		reply_error(app, NULL, req, 400, "bad_key",
 			    "key: byte %zu of the path's key is a bad percent-encoding or a byte a URL "
 			    "cannot carry raw (encode it as %%XX)",
 			    bad);
+	return kl;
+}
+
+static void get_key(struct http_app *app, h2o_req_t *req, struct route_args *a)
+{
+	char *key;
+	if (!allowed(app, req, a, a->name, AUTH_READ))
 		return;
-	}
+	long kl = path_key(app, req, a, &key);
+	if (kl < 0)
+		return;
 	struct http_cache *c = cache_of(app, req, a->name);
 	if (!c)
 		return;
@@ -203,6 +244,8 @@ static void post_batch(struct http_app *app, h2o_req_t *req, struct route_args *
 	struct http_cache *c = NULL;
 	shmkv_value *v = NULL;
 	int *errs = NULL;
+	if (!allowed(app, req, a, a->name, AUTH_READ))
+		return;
 	int err = batchreq_parse(req->entity.base, req->entity.len, app->conf.max_batch_keys, &br,
 				 why, sizeof why);
 	if (err) {
@@ -265,7 +308,10 @@ out:
  * says, and whether this server holds it attached. */
 static void list_caches(struct http_app *app, h2o_req_t *req, struct route_args *a)
 {
-	(void)a;
+	if (a->tok == -2) {
+		allowed(app, req, a, "", AUTH_READ); /* 401 invalid_token */
+		return;
+	}
 	DIR *d = opendir(app->caches.root);
 	if (!d) {
 		reply_error(app, NULL, req, 503, "no_root", "%s: %s", app->caches.root, strerror(errno));
@@ -282,6 +328,8 @@ static void list_caches(struct http_app *app, h2o_req_t *req, struct route_args 
 		snprintf(name, sizeof name, "%.*s", (int)(l - 4), e->d_name);
 		if (shmkv_name_check(name))
 			continue; /* the loader's temporary files */
+		if (auth_check(&app->conf, a->tok, name, AUTH_READ) != AUTH_OK)
+			continue; /* protected, and not this token's */
 		shmkv_ctl *ctl = NULL;
 		shmkv_ctl copy;
 		if (shmkv_ctl_open(app->caches.root, name, 0, &ctl, NULL, 0))
@@ -406,9 +454,13 @@ int http_api_on_req(struct http_app *app, h2o_req_t *req)
 		return 0;
 	}
 	struct route_args a = {0};
+	ssize_t ah = h2o_find_header(&req->headers, H2O_TOKEN_AUTHORIZATION, -1);
+	a.tok = auth_token(&app->conf, ah < 0 ? NULL : req->headers.entries[ah].value.base,
+			   ah < 0 ? 0 : req->headers.entries[ah].value.len);
 	enum shape s = EXACT;
 	int known = shape_of(p, n, &s, &a) == 0;
 	const char *allow = NULL;
+	char allow_buf[64] = "";
 	for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
 		const struct route *r = &routes[i];
 		int match = r->shape == EXACT ? h2o_memis(p, n, r->path, strlen(r->path))
@@ -416,7 +468,9 @@ int http_api_on_req(struct http_app *app, h2o_req_t *req)
 		if (!match)
 			continue;
 		if (!method_is(req, r->method)) {
-			allow = r->method;
+			size_t l = strlen(allow_buf);
+			snprintf(allow_buf + l, sizeof allow_buf - l, "%s%s", l ? ", " : "", r->method);
+			allow = allow_buf;
 			continue;
 		}
 		r->fn(app, req, &a);

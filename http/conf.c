@@ -89,25 +89,32 @@ static int set_listen(struct http_conf *c, const char *v)
 	return 0;
 }
 
-static int set_caches(struct http_conf *c, const char *v)
+/* Comma- or space-separated cache names into v (n of at most max); "*"
+ * (every cache) where star allows it. */
+static int parse_names(const char *list, char (*v)[64], size_t *n, int star)
 {
-	c->n_caches = 0;
-	const char *p = v;
+	*n = 0;
+	const char *p = list;
 	while (*p) {
 		while (*p == ' ' || *p == ',')
 			p++;
-		size_t n = strcspn(p, " ,");
-		if (!n)
+		size_t l = strcspn(p, " ,");
+		if (!l)
 			break;
-		if (c->n_caches == HTTP_CONF_MAX_CACHES || n >= sizeof c->caches[0])
+		if (*n == HTTP_CONF_MAX_CACHES || l >= 64)
 			return -EINVAL;
-		snprintf(c->caches[c->n_caches], sizeof c->caches[0], "%.*s", (int)n, p);
-		if (shmkv_name_check(c->caches[c->n_caches]))
+		snprintf(v[*n], 64, "%.*s", (int)l, p);
+		if (!(star && !strcmp(v[*n], "*")) && shmkv_name_check(v[*n]))
 			return -EINVAL;
-		c->n_caches++;
-		p += n;
+		(*n)++;
+		p += l;
 	}
 	return 0;
+}
+
+static int set_caches(struct http_conf *c, const char *v)
+{
+	return parse_names(v, c->caches, &c->n_caches, 0);
 }
 
 /* Numbers with K/M/G (common/host.h owns the syntax), within [lo, hi]. */
@@ -183,6 +190,93 @@ int http_conf_set(struct http_conf *c, const char *k, const char *v, char *why, 
 	return err;
 }
 
+/* A secret: printable ASCII without spaces (RFC 6750's b64token and more),
+ * HTTP_TOKEN_MIN..255 bytes. */
+static int secret_ok(const char *v)
+{
+	size_t n = strlen(v);
+	for (size_t i = 0; i < n; i++)
+		if (v[i] <= ' ' || v[i] > '~')
+			return 0;
+	return n >= HTTP_TOKEN_MIN && n < 256;
+}
+
+static int secret_file(struct http_token *t, const char *path, char *why, size_t why_len)
+{
+	FILE *f = fopen(path, "re");
+	char line[300] = "";
+	if (!f) {
+		int e = -errno;
+		snprintf(why, why_len, "secret_file = \"%s\": %s", path, strerror(-e));
+		return e;
+	}
+	if (!fgets(line, sizeof line, f))
+		line[0] = 0;
+	fclose(f);
+	line[strcspn(line, "\r\n")] = 0;
+	if (!secret_ok(line)) {
+		snprintf(why, why_len,
+			 "secret_file = \"%s\": its first line must be the token, %d..255 printable "
+			 "ASCII bytes without spaces",
+			 path, HTTP_TOKEN_MIN);
+		return -EINVAL;
+	}
+	snprintf(t->secret, sizeof t->secret, "%s", line);
+	return 0;
+}
+
+/* A key of a [token NAME] section. */
+static int token_set(struct http_token *t, const char *k, const char *v, char *why, size_t why_len)
+{
+	int err = -EINVAL;
+	const char *syntax = NULL;
+	if (!strcmp(k, "secret")) {
+		syntax = "the token, 16..255 printable ASCII bytes without spaces";
+		if (secret_ok(v)) {
+			snprintf(t->secret, sizeof t->secret, "%s", v);
+			err = 0;
+		}
+	} else if (!strcmp(k, "secret_file")) {
+		if (v[0] != '/') {
+			snprintf(why, why_len, "secret_file = \"%s\": expected an absolute path", v);
+			return -EINVAL;
+		}
+		return secret_file(t, v, why, why_len);
+	} else if (!strcmp(k, "read") || !strcmp(k, "write")) {
+		syntax = "cache names, comma-separated, or *";
+		struct http_token_list *l = !strcmp(k, "read") ? &t->read : &t->write;
+		err = parse_names(v, l->v, &l->n, 1);
+	} else {
+		snprintf(why, why_len, "unknown key \"%s\" in [token %s] (secret, secret_file, read, write)", k,
+			 t->name);
+		return -EINVAL;
+	}
+	if (err)
+		snprintf(why, why_len, "%s = \"%s\": expected %s", k, v, syntax);
+	return err;
+}
+
+/* The [token NAME] section of that name, made on its first line. */
+static struct http_token *token_of(struct http_conf *c, const char *section, char *why, size_t why_len)
+{
+	const char *name = section + 6;
+	for (size_t i = 0; i < c->n_tokens; i++)
+		if (!strcmp(c->tokens[i].name, name))
+			return &c->tokens[i];
+	if (!*name || strlen(name) >= sizeof c->tokens[0].name || strpbrk(name, " \t")) {
+		snprintf(why, why_len, "[%s]: a token's name is 1..63 bytes without spaces", section);
+		return NULL;
+	}
+	if (c->n_tokens == HTTP_CONF_MAX_TOKENS) {
+		snprintf(why, why_len, "[%s]: more than %d [token] sections", section, HTTP_CONF_MAX_TOKENS);
+		return NULL;
+	}
+	struct http_token *t = &c->tokens[c->n_tokens++];
+	memset(t, 0, sizeof *t);
+	snprintf(t->name, sizeof t->name, "%s", name);
+	return t;
+}
+
 struct parse {
 	struct http_conf *c;
 	const char *path;
@@ -197,10 +291,14 @@ static int handler(void *user, const char *section, const char *name, const char
 	if (p->err)
 		return 0;
 	char why[300];
-	if (strcmp(section, "http")) {
-		snprintf(why, sizeof why, "unknown section [%s] (http)", section);
+	if (!strncmp(section, "token ", 6)) {
+		struct http_token *t = token_of(p->c, section, why, sizeof why);
+		p->err = t ? token_set(t, name, value, why, sizeof why) : -EINVAL;
+	} else if (strcmp(section, "http")) {
+		snprintf(why, sizeof why, "unknown section [%s] ([http], [token NAME])", section);
 		p->err = -EINVAL;
-	} else if ((p->err = http_conf_set(p->c, name, value, why, sizeof why))) {
+	} else {
+		p->err = http_conf_set(p->c, name, value, why, sizeof why);
 	}
 	if (p->err)
 		snprintf(p->why, p->why_len, "%s: %s", p->path, why);
@@ -229,6 +327,19 @@ int http_conf_load(const char *path, struct http_conf *c, char *why, size_t why_
 	if (line) {
 		snprintf(why, why_len, "%s:%d: not a line of an ini file (or longer than 199 bytes)", path, line);
 		return -EINVAL;
+	}
+	for (size_t i = 0; i < c->n_tokens; i++) {
+		const struct http_token *t = &c->tokens[i];
+		const char *miss = !t->secret[0] ? "no secret or secret_file"
+				   : !t->read.n && !t->write.n ? "no read or write list"
+							       : NULL;
+		for (size_t j = 0; !miss && j < i; j++)
+			if (!strcmp(t->secret, c->tokens[j].secret))
+				miss = "the same secret as another token";
+		if (miss) {
+			snprintf(why, why_len, "%s: [token %s]: %s", path, t->name, miss);
+			return -EINVAL;
+		}
 	}
 	return 0;
 }

@@ -7,7 +7,23 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define HTTP_CONF_MAX_CACHES 64 /* names in `caches` (what /readyz waits for) */
+#define HTTP_CONF_MAX_CACHES 64 /* names in `caches` (what /readyz waits for), in a token's lists */
+#define HTTP_CONF_MAX_TOKENS 64 /* [token NAME] sections */
+#define HTTP_TOKEN_MIN 16       /* bytes of a secret, at least */
+
+/* Cache names, or "*" for every cache. */
+struct http_token_list {
+	char v[HTTP_CONF_MAX_CACHES][64];
+	size_t n;
+};
+
+/* A [token NAME] section (auth.h). */
+struct http_token {
+	char name[64];
+	char secret[256];            /* the bearer token: secret, or secret_file's first line */
+	struct http_token_list read;  /* caches it may read */
+	struct http_token_list write; /* caches it may read and PUT/DELETE in */
+};
 
 struct http_conf {
 	char listen_host[64];      /* numeric IPv4 or IPv6 address; default 127.0.0.1 */
@@ -22,6 +38,8 @@ struct http_conf {
 	uint64_t max_caches;       /* caches attached at once (503 past it) */
 	char caches[HTTP_CONF_MAX_CACHES][64]; /* /readyz: 200 once each is attached */
 	size_t n_caches;
+	struct http_token tokens[HTTP_CONF_MAX_TOKENS];
+	size_t n_tokens;
 };
 
 void http_conf_defaults(struct http_conf *c);

@@ -1,0 +1,143 @@
+// auth_test: bearer tokens per cache (http/README.md "Access model"): 401
+// with WWW-Authenticate for a protected cache without a token or with a
+// wrong one, 403 for a token not allowed there, open caches stay open, the
+// list shows a client only what it may read, and bad [token] sections stop
+// the server at start with the file and line.
+#include <set>
+
+#include "http_server.h"
+
+using namespace http_test;
+
+namespace {
+
+const std::string kReader = "reader-secret-0123456789";
+const std::string kWriter = "writer-secret-abcdefghij";
+const std::string kOther = "other-secret-zyxwvutsrqp";
+
+std::string bearer(const std::string &t) { return "Authorization: Bearer " + t + "\r\n"; }
+
+struct AuthTest : ::testing::Test {
+	Env env;
+	Loader ld{env};
+	std::string conf;
+	void SetUp() override
+	{
+		ASSERT_TRUE(ld.start());
+		ASSERT_TRUE(build_and_load(ld, env, "c", "one", 100).ok());
+		ASSERT_TRUE(build_and_load(ld, env, "d", "two", 100).ok());
+		std::string tf = env.base() + "/writer.token";
+		write_text(tf, kWriter + "\n");
+		conf = env.base() + "/http.conf";
+		write_text(conf, "[http]\nmax_caches = 8\n"
+				 "[token reader]\nsecret = " + kReader + "\nread = c\n"
+				 "[token writer]\nsecret_file = " + tf + "\nwrite = c\n"
+				 "[token other]\nsecret = " + kOther + "\nread = d\n");
+	}
+	static void write_text(const std::string &path, const std::string &text)
+	{
+		FILE *f = fopen(path.c_str(), "w");
+		ASSERT_NE(f, nullptr);
+		fputs(text.c_str(), f);
+		fclose(f);
+	}
+	// shmkv-http with a config that must not start: its exit status and stderr
+	std::pair<int, std::string> start_fails(const std::string &text)
+	{
+		std::string bad = env.base() + "/bad.conf", out = env.base() + "/bad.out";
+		write_text(bad, text);
+		std::string cmd = env_or_empty("SHMKV_HTTP") + " --config " + bad + " --listen 127.0.0.1:0 --root " +
+				  env.root() + " 2>" + out;
+		int st = system(cmd.c_str());
+		return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, read_file(out)};
+	}
+};
+
+TEST_F(AuthTest, TokensPerCache)
+{
+	Server s(env, {"--config", conf});
+	unsigned p = s.port();
+	std::string key = "/v1/caches/c/keys/" + key_of(3);
+
+	Resp none = get(p, key);
+	expect_error(none, 401, "unauthorized");
+	EXPECT_EQ(none.header("www-authenticate"), "Bearer realm=\"shmkv\"");
+	Resp wrong = get(p, key, bearer(kReader + "x"));
+	expect_error(wrong, 401, "invalid_token");
+	EXPECT_EQ(wrong.header("www-authenticate"), "Bearer realm=\"shmkv\", error=\"invalid_token\"");
+	expect_error(get(p, key, "Authorization: Basic dXNlcjpwdw==\r\n"), 401, "invalid_token");
+	expect_error(get(p, key, bearer(kReader.substr(0, 10))), 401, "invalid_token");
+
+	Resp ok = get(p, key, bearer(kReader));
+	EXPECT_EQ(ok.status, 200) << ok.body;
+	EXPECT_EQ(ok.body, value_of("one", 3));
+	EXPECT_EQ(get(p, key, "Authorization: bearer   " + kWriter + " \r\n").status, 200); // write implies read
+	Resp forbidden = get(p, key, bearer(kOther));
+	expect_error(forbidden, 403, "forbidden");
+	EXPECT_NE(forbidden.header("www-authenticate").find("insufficient_scope"), std::string::npos);
+
+	// a batch is a read: the same rules
+	std::string body = "{\"keys\": [\"" + key_of(1) + "\"]}";
+	expect_error(post(p, "/v1/caches/c/get", body), 401, "unauthorized");
+	Resp b = raw(p, "POST /v1/caches/c/get HTTP/1.1\r\nHost: t\r\nConnection: close\r\n" + bearer(kReader) +
+				"Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+	EXPECT_EQ(b.status, 200) << b.body;
+
+	// d: read-listed by "other" only, so protected too; an unknown cache
+	// name is protected by nothing and answers 404 as before
+	expect_error(get(p, "/v1/caches/d/keys/" + key_of(1)), 401, "unauthorized");
+	EXPECT_EQ(get(p, "/v1/caches/d/keys/" + key_of(1), bearer(kOther)).status, 200);
+	expect_error(get(p, "/v1/caches/nosuch/keys/x"), 404, "no_cache");
+
+	// the list: what the caller may read, and nothing protected without a token
+	auto names = [&](const std::string &extra) {
+		Resp l = get(p, "/v1/caches", extra);
+		EXPECT_EQ(l.status, 200) << l.body;
+		std::set<std::string> out;
+		json_t *j = parse(l);
+		json_t *arr = json_object_get(j, "caches");
+		for (size_t i = 0; i < json_array_size(arr); i++)
+			out.insert(json_string_value(json_object_get(json_array_get(arr, i), "name")));
+		json_decref(j);
+		return out;
+	};
+	EXPECT_EQ(names(""), (std::set<std::string>{}));
+	EXPECT_EQ(names(bearer(kReader)), (std::set<std::string>{"c"}));
+	EXPECT_EQ(names(bearer(kOther)), (std::set<std::string>{"d"}));
+	expect_error(get(p, "/v1/caches", bearer("nope-nope-nope-nope")), 401, "invalid_token");
+	EXPECT_TRUE(s.alive());
+}
+
+TEST_F(AuthTest, OpenCacheStaysOpen)
+{
+	// only c is named by a token: d answers without one
+	write_text(conf, "[token reader]\nsecret = " + kReader + "\nread = c\n");
+	Server s(env, {"--config", conf});
+	EXPECT_EQ(get(s.port(), "/v1/caches/d/keys/" + key_of(1)).status, 200);
+	expect_error(get(s.port(), "/v1/caches/c/keys/" + key_of(1)), 401, "unauthorized");
+}
+
+TEST_F(AuthTest, BadTokenSectionsStopTheStart)
+{
+	struct Case {
+		std::string text, says;
+	} cases[] = {
+		{"[token a]\nsecret = short\nread = c\n", ":2: secret = \"short\": expected the token"},
+		{"[token a]\nread = c\n", "[token a]: no secret or secret_file"},
+		{"[token a]\nsecret = " + kReader + "\n", "[token a]: no read or write list"},
+		{"[token a]\nsecret = " + kReader + "\nread = c\n[token b]\nsecret = " + kReader + "\nread = d\n",
+		 "[token b]: the same secret as another token"},
+		{"[token a]\nsecret_file = /nonexistent/t\nread = c\n", "secret_file = \"/nonexistent/t\": No such file"},
+		{"[token a]\nsecret = " + kReader + "\nread = bad name!\n", "read = \"bad name!\""},
+		{"[token a]\nsecret = " + kReader + "\nadmin = yes\n", "unknown key \"admin\""},
+		{"[tokens]\nx = 1\n", "unknown section [tokens]"},
+	};
+	for (const Case &c : cases) {
+		auto [rc, err] = start_fails(c.text);
+		EXPECT_EQ(rc, 2) << c.text << err;
+		EXPECT_NE(err.find(c.says), std::string::npos) << c.text << " -> " << err;
+	}
+}
+
+} // namespace
+
