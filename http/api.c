@@ -13,6 +13,7 @@
 #include "app.h"
 #include "auth.h"
 #include "batchreq.h"
+#include "changes.h"
 #include "json.h"
 #include "keyenc.h"
 #include "reply.h"
@@ -179,6 +180,33 @@ static long path_key(struct http_app *app, h2o_req_t *req, struct route_args *a,
 			    "cannot carry raw (encode it as %%XX)",
 			    bad);
 	return kl;
+}
+
+/* PUT and DELETE .../keys/KEY: a change through the loader (changes.h),
+ * for a token allowed to write the cache. */
+static void change_key(struct http_app *app, h2o_req_t *req, struct route_args *a, int remove)
+{
+	char *key;
+	if (!allowed(app, req, a, a->name, AUTH_WRITE))
+		return;
+	long kl = path_key(app, req, a, &key);
+	if (kl < 0)
+		return;
+	if (kl > 65535) {
+		reply_error(app, NULL, req, 400, "SHMKV_EKEYLEN", "key of %ld bytes: over 65535", kl);
+		return;
+	}
+	changes_send(app, req, a->name, key, (size_t)kl, remove);
+}
+
+static void put_key(struct http_app *app, h2o_req_t *req, struct route_args *a)
+{
+	change_key(app, req, a, 0);
+}
+
+static void delete_key(struct http_app *app, h2o_req_t *req, struct route_args *a)
+{
+	change_key(app, req, a, 1);
 }
 
 static void get_key(struct http_app *app, h2o_req_t *req, struct route_args *a)
@@ -411,6 +439,8 @@ struct route {
 static const struct route routes[] = {
 	{"GET", EXACT, "/v1/caches", list_caches},
 	{"GET", CACHE_KEY, NULL, get_key},
+	{"PUT", CACHE_KEY, NULL, put_key},
+	{"DELETE", CACHE_KEY, NULL, delete_key},
 	{"POST", CACHE_GET, NULL, post_batch},
 	{"GET", EXACT, "/metrics", metrics},
 	{"GET", EXACT, "/healthz", healthz},

@@ -25,6 +25,7 @@ void http_conf_defaults(struct http_conf *c)
 	c->max_batch_keys = 1000;
 	c->max_connections = 1024;
 	c->request_timeout_ms = 10000;
+	c->write_timeout_ms = 30000;
 	c->max_caches = 256;
 }
 
@@ -141,6 +142,7 @@ static const struct key_row keys[] = {
 	{"max_batch_keys", "1..1000000"},
 	{"max_connections", "1..1000000"},
 	{"request_timeout", "a duration, 100ms..1h"},
+	{"write_timeout", "a duration, 100ms..1h"},
 	{"max_caches", "1..65536"},
 	{"caches", "cache names, comma-separated"},
 };
@@ -156,7 +158,7 @@ int http_conf_set(struct http_conf *c, const char *k, const char *v, char *why, 
 	if (!syntax) {
 		snprintf(why, why_len,
 			 "unknown key \"%s\" (listen, root, port_file, max_url, max_body, "
-			 "max_batch_keys, max_connections, request_timeout, max_caches, caches)",
+			 "max_batch_keys, max_connections, request_timeout, write_timeout, max_caches, caches)",
 			 k);
 		return -EINVAL;
 	}
@@ -178,9 +180,9 @@ int http_conf_set(struct http_conf *c, const char *k, const char *v, char *why, 
 		err = set_u64(&c->max_connections, v, 1, 1000000);
 	else if (!strcmp(k, "max_caches"))
 		err = set_u64(&c->max_caches, v, 1, 65536);
-	else if (!strcmp(k, "request_timeout")) {
+	else if (!strcmp(k, "request_timeout") || !strcmp(k, "write_timeout")) {
 		if (!http_parse_duration_ms(v, &ms) && ms >= 100 && ms <= 3600000) {
-			c->request_timeout_ms = ms;
+			*(!strcmp(k, "request_timeout") ? &c->request_timeout_ms : &c->write_timeout_ms) = ms;
 			err = 0;
 		}
 	} else if (!strcmp(k, "caches"))

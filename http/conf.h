@@ -35,6 +35,7 @@ struct http_conf {
 	uint64_t max_batch_keys;   /* keys in one POST .../get (413 past it) */
 	uint64_t max_connections;  /* open connections (503 and close past it) */
 	uint64_t request_timeout_ms; /* a request must arrive whole within this (h2o: 408/close) */
+	uint64_t write_timeout_ms;   /* a PUT/DELETE waits this long for the loader (504 past it) */
 	uint64_t max_caches;       /* caches attached at once (503 past it) */
 	char caches[HTTP_CONF_MAX_CACHES][64]; /* /readyz: 200 once each is attached */
 	size_t n_caches;

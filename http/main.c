@@ -24,7 +24,7 @@ static void usage(FILE *f)
 		"usage: shmkv-http [--config FILE] [--listen ADDR[:PORT]] [--root DIR] [--port-file FILE]\n"
 		"                  [--max-url N] [--max-body N] [--max-batch-keys N]\n"
 		"                  [--max-connections N] [--request-timeout DURATION]\n"
-		"                  [--max-caches N] [--caches NAME,...]\n"
+		"                  [--write-timeout DURATION] [--max-caches N] [--caches NAME,...]\n"
 		"Serves the shmkv caches under DIR (default $SHMKV_ROOT, else /run/shmkv) over HTTP,\n"
 		"on 127.0.0.1:8420 unless told otherwise. Flags override the config file's [http]\n"
 		"keys of the same name (dashes for underscores). See shmkv-http(8).\n");

@@ -132,6 +132,7 @@ int http_server_start(struct http_app *app, h2o_loop_t **loopp, char *why, size_
 	h->app = app;
 	h2o_loop_t *loop = h2o_evloop_create();
 	h2o_context_init(&app->ctx, loop, &app->h2o);
+	h2o_timeout_init(loop, &app->write_timeout, app->conf.write_timeout_ms);
 	app->accept.ctx = &app->ctx;
 	app->accept.hosts = app->h2o.hosts;
 	the_app = app;

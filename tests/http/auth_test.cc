@@ -141,3 +141,82 @@ TEST_F(AuthTest, BadTokenSectionsStopTheStart)
 
 } // namespace
 
+namespace {
+
+Resp send(unsigned p, const std::string &method, const std::string &target, const std::string &extra,
+	  const std::string &body = "")
+{
+	return raw(p, method + " " + target + " HTTP/1.1\r\nHost: t\r\nConnection: close\r\n" + extra +
+			      "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+}
+
+// PUT and DELETE through the loader: seen by a reader as soon as the reply
+// is out; refused without a token, with a read-only token (403), and for a
+// cache no token may write (405).
+TEST_F(AuthTest, PutAndDelete)
+{
+	Server s(env, {"--config", conf});
+	unsigned p = s.port();
+	std::string k = "/v1/caches/c/keys/";
+
+	Resp put = send(p, "PUT", k + "new%20key", bearer(kWriter), "fresh value");
+	ASSERT_EQ(put.status, 200) << put.body;
+	json_t *j = parse(put);
+	int64_t gen = json_integer_value(json_object_get(j, "generation"));
+	json_decref(j);
+	Resp r = get(p, k + "new%20key", bearer(kReader));
+	EXPECT_EQ(r.status, 200) << r.body;
+	EXPECT_EQ(r.body, "fresh value");
+	EXPECT_EQ(r.header("x-shmkv-generation"), std::to_string(gen));
+
+	// typed values, a binary key, an existing key replaced
+	EXPECT_EQ(send(p, "PUT", k + "n", bearer(kWriter) + "x-shmkv-type: i64\r\n", "42").status, 200);
+	EXPECT_EQ(get(p, k + "n", bearer(kReader) + "Accept: application/json\r\n").body.find("\"value\": 42}") !=
+			  std::string::npos,
+		  true);
+	EXPECT_EQ(send(p, "PUT", k + "%FF%00b", bearer(kWriter) + "x-shmkv-type: bytes\r\n", std::string("\x00\xfe", 2))
+			  .status,
+		  200);
+	EXPECT_EQ(get(p, k + "%FF%00b", bearer(kReader)).body, std::string("\x00\xfe", 2));
+	EXPECT_EQ(send(p, "PUT", k + key_of(4), bearer(kWriter), "replaced").status, 200);
+	EXPECT_EQ(get(p, k + key_of(4), bearer(kReader)).body, "replaced");
+
+	Resp del = send(p, "DELETE", k + key_of(5), bearer(kWriter));
+	EXPECT_EQ(del.status, 200) << del.body;
+	expect_error(get(p, k + key_of(5), bearer(kReader)), 404, "SHMKV_ENOTFOUND");
+
+	// refused: no token, a token that may only read, a cache no token writes
+	Resp none = send(p, "PUT", k + "x", "", "v");
+	expect_error(none, 401, "unauthorized");
+	EXPECT_EQ(none.header("www-authenticate"), "Bearer realm=\"shmkv\"");
+	expect_error(send(p, "DELETE", k + key_of(6), bearer(kReader)), 403, "forbidden");
+	expect_error(send(p, "PUT", "/v1/caches/d/keys/x", bearer(kOther), "v"), 405, "writes_disabled");
+	EXPECT_EQ(get(p, k + key_of(6), bearer(kReader)).status, 200);
+	expect_error(get(p, "/v1/caches/d/keys/x", bearer(kOther)), 404, "SHMKV_ENOTFOUND");
+
+	// bad values: the server's own checks and the loader's, nothing published
+	expect_error(send(p, "PUT", k + "x", bearer(kWriter), std::string("\xff", 1)), 400, "bad_value");
+	expect_error(send(p, "PUT", k + "x", bearer(kWriter) + "x-shmkv-type: i64\r\n", "1, \"remove\": true"), 400,
+		     "bad_value");
+	expect_error(send(p, "PUT", k + "x", bearer(kWriter) + "x-shmkv-type: i64\r\n", "\"text\""), 400,
+		     "change_refused");
+	expect_error(send(p, "PUT", k + "x", bearer(kWriter), std::string(9000, 'v')), 413, "change_too_large");
+	expect_error(get(p, k + "x", bearer(kReader)), 404, "SHMKV_ENOTFOUND");
+	expect_error(send(p, "PUT", "/v1/caches/c/keys/%zz", bearer(kWriter), "v"), 400, "bad_key");
+	EXPECT_TRUE(s.alive());
+}
+
+// Writes with no loader listening: 503 naming the socket, reads go on.
+TEST_F(AuthTest, PutWithoutLoader)
+{
+	Server s(env, {"--config", conf});
+	unsigned p = s.port();
+	EXPECT_EQ(get(p, "/v1/caches/c/keys/" + key_of(1), bearer(kReader)).status, 200);
+	ld.kill9();
+	Resp r = send(p, "PUT", "/v1/caches/c/keys/x", bearer(kWriter), "v");
+	expect_error(r, 503, "no_loader");
+	EXPECT_NE(r.body.find("control.sock"), std::string::npos) << r.body;
+	EXPECT_EQ(get(p, "/v1/caches/c/keys/" + key_of(1), bearer(kReader)).status, 200);
+}
+
+} // namespace
