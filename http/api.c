@@ -483,6 +483,17 @@ int http_api_on_req(struct http_app *app, h2o_req_t *req)
 			    req->path.len, app->conf.max_url);
 		return 0;
 	}
+	/* h2o caps a head that arrives in pieces, not one read whole: the cap
+	 * for every head (431) */
+	size_t head = req->path.len + req->method.len;
+	for (size_t i = 0; i < req->headers.size; i++)
+		head += req->headers.entries[i].name->len + req->headers.entries[i].value.len + 4;
+	if (head > HTTP_MAX_HEAD) {
+		reply_header(req, "connection", "close");
+		reply_error(app, NULL, req, 431, "head_too_large",
+			    "request head of %zu bytes: at most %d", head, HTTP_MAX_HEAD);
+		return 0;
+	}
 	struct route_args a = {0};
 	ssize_t ah = h2o_find_header(&req->headers, H2O_TOKEN_AUTHORIZATION, -1);
 	a.tok = auth_token(&app->conf, ah < 0 ? NULL : req->headers.entries[ah].value.base,

@@ -9,6 +9,7 @@
 
 #define HTTP_CONF_MAX_CACHES 64 /* names in `caches` (what /readyz waits for), in a token's lists */
 #define HTTP_CONF_MAX_TOKENS 64 /* [token NAME] sections */
+#define HTTP_MAX_HEAD 8192      /* bytes of a request's head (431 past it) */
 #define HTTP_TOKEN_MIN 16       /* bytes of a secret, at least */
 
 /* Cache names, or "*" for every cache. */

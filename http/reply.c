@@ -24,6 +24,9 @@ const char *reply_reason(int status)
 	case 413: return "Payload Too Large";
 	case 414: return "URI Too Long";
 	case 415: return "Unsupported Media Type";
+	case 431: return "Request Header Fields Too Large";
+	case 502: return "Bad Gateway";
+	case 504: return "Gateway Timeout";
 	case 500: return "Internal Server Error";
 	case 503: return "Service Unavailable";
 	default: return "Unknown";

@@ -94,9 +94,11 @@ inline Resp raw(unsigned port, const std::string &req, unsigned timeout_ms = 300
 	return r;
 }
 
-inline Resp get(unsigned port, const std::string &target, const std::string &extra = "")
+inline Resp get(unsigned port, const std::string &target, const std::string &extra = "",
+		unsigned timeout_ms = 30000)
 {
-	return raw(port, "GET " + target + " HTTP/1.1\r\nHost: t\r\nConnection: close\r\n" + extra + "\r\n");
+	return raw(port, "GET " + target + " HTTP/1.1\r\nHost: t\r\nConnection: close\r\n" + extra + "\r\n",
+		   timeout_ms);
 }
 
 inline Resp post(unsigned port, const std::string &target, const std::string &body)

@@ -56,6 +56,7 @@ public:
 		}
 	}
 	unsigned port() const { return port_; }
+	pid_t pid() const { return pid_; }
 	bool alive() { return waitpid(pid_, nullptr, WNOHANG) == 0; }
 
 private:
