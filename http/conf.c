@@ -137,6 +137,8 @@ static const struct key_row keys[] = {
 	{"listen", "ADDR[:PORT] or [V6ADDR]:PORT, numeric"},
 	{"root", "an absolute directory"},
 	{"port_file", "an absolute path"},
+	{"tls_cert", "an absolute path"},
+	{"tls_key", "an absolute path"},
 	{"max_url", "1K..1M"},
 	{"max_body", "1K..1G"},
 	{"max_batch_keys", "1..1000000"},
@@ -157,15 +159,19 @@ int http_conf_set(struct http_conf *c, const char *k, const char *v, char *why, 
 			syntax = keys[i].syntax;
 	if (!syntax) {
 		snprintf(why, why_len,
-			 "unknown key \"%s\" (listen, root, port_file, max_url, max_body, "
+			 "unknown key \"%s\" (listen, root, port_file, tls_cert, tls_key, max_url, max_body, "
 			 "max_batch_keys, max_connections, request_timeout, write_timeout, max_caches, caches)",
 			 k);
 		return -EINVAL;
 	}
 	if (!strcmp(k, "listen"))
 		err = set_listen(c, v);
-	else if (!strcmp(k, "root") || !strcmp(k, "port_file")) {
-		char *dst = !strcmp(k, "root") ? c->root : c->port_file;
+	else if (!strcmp(k, "root") || !strcmp(k, "port_file") || !strcmp(k, "tls_cert") ||
+		 !strcmp(k, "tls_key")) {
+		char *dst = !strcmp(k, "root")	     ? c->root
+			    : !strcmp(k, "port_file") ? c->port_file
+			    : !strcmp(k, "tls_cert")  ? c->tls_cert
+						      : c->tls_key;
 		if (v[0] == '/' && strlen(v) < sizeof c->root) {
 			snprintf(dst, sizeof c->root, "%s", v);
 			err = 0;

@@ -30,7 +30,9 @@ struct http_conf {
 	char listen_host[64];      /* numeric IPv4 or IPv6 address; default 127.0.0.1 */
 	unsigned port;             /* default 8420; 0: any free port (see port_file) */
 	char root[256];            /* control segments (default $SHMKV_ROOT, else /run/shmkv) */
-	char port_file[256];       /* written with the bound port once listening ("" none) */
+	char port_file[256];
+	char tls_cert[256];        /* PEM certificate chain; with tls_key: TLS only ("" none) */
+	char tls_key[256];         /* PEM private key */       /* written with the bound port once listening ("" none) */
 	uint64_t max_url;          /* bytes of the request target (414 past it) */
 	uint64_t max_body;         /* bytes of a request body (413 past it) */
 	uint64_t max_batch_keys;   /* keys in one POST .../get (413 past it) */

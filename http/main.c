@@ -22,6 +22,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: shmkv-http [--config FILE] [--listen ADDR[:PORT]] [--root DIR] [--port-file FILE]\n"
+		"                  [--tls-cert FILE --tls-key FILE]\n"
 		"                  [--max-url N] [--max-body N] [--max-batch-keys N]\n"
 		"                  [--max-connections N] [--request-timeout DURATION]\n"
 		"                  [--write-timeout DURATION] [--max-caches N] [--caches NAME,...]\n"

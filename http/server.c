@@ -2,6 +2,8 @@
  * See server.h. */
 #include "server.h"
 
+#include "tls.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -118,6 +120,16 @@ static int write_port(const char *path, unsigned port, char *why, size_t why_len
 int http_server_start(struct http_app *app, h2o_loop_t **loopp, char *why, size_t why_len)
 {
 	unsigned port = 0;
+	SSL_CTX *ssl = NULL;
+	if (!!app->conf.tls_cert[0] != !!app->conf.tls_key[0]) {
+		snprintf(why, why_len, "tls_cert and tls_key go together: give both or neither");
+		return -EINVAL;
+	}
+	if (app->conf.tls_cert[0]) {
+		int err = http_tls_ctx(&app->conf, &ssl, why, why_len);
+		if (err)
+			return err;
+	}
 	int fd = bind_listen(&app->conf, &port, why, why_len);
 	if (fd < 0)
 		return fd;
@@ -135,6 +147,7 @@ int http_server_start(struct http_app *app, h2o_loop_t **loopp, char *why, size_
 	h2o_timeout_init(loop, &app->write_timeout, app->conf.write_timeout_ms);
 	app->accept.ctx = &app->ctx;
 	app->accept.hosts = app->h2o.hosts;
+	app->accept.ssl_ctx = ssl; /* NULL: plain HTTP */
 	the_app = app;
 	h2o_socket_t *ls = h2o_evloop_socket_create(loop, fd, H2O_SOCKET_FLAG_DONT_READ);
 	h2o_socket_read_start(ls, on_accept);
@@ -145,8 +158,8 @@ int http_server_start(struct http_app *app, h2o_loop_t **loopp, char *why, size_
 	}
 	app->listening = 1;
 	*loopp = loop;
-	fprintf(stderr, "shmkv-http: listening on %s port %u, root %s\n", app->conf.listen_host, port,
-		app->conf.root);
+	fprintf(stderr, "shmkv-http: listening on %s port %u (%s), root %s\n", app->conf.listen_host, port,
+		ssl ? "TLS" : "plain HTTP", app->conf.root);
 	return 0;
 }
 
