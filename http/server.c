@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -103,6 +104,37 @@ static int bind_listen(const struct http_conf *c, unsigned *port, char *why, siz
 	return fd;
 }
 
+/* A listening socket passed by systemd (socket activation: LISTEN_PID is
+ * ours, LISTEN_FDS 1, the socket at fd 3): the fd, 0 when none was passed,
+ * or -EINVAL with why. The variables are removed so that nothing started
+ * later takes them for its own. */
+static int activated(unsigned *port, char *why, size_t why_len)
+{
+	const char *pid = getenv("LISTEN_PID"), *fds = getenv("LISTEN_FDS");
+	if (!pid || !fds || atol(pid) != (long)getpid())
+		return 0;
+	unsetenv("LISTEN_PID");
+	unsetenv("LISTEN_FDS");
+	unsetenv("LISTEN_FDNAMES");
+	int fd = 3, listening = 0, type = 0;
+	socklen_t l = sizeof listening;
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof ss;
+	if (strcmp(fds, "1") || getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &l) || !listening ||
+	    (l = sizeof type, getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l)) || type != SOCK_STREAM ||
+	    getsockname(fd, (struct sockaddr *)&ss, &sl) ||
+	    (ss.ss_family != AF_INET && ss.ss_family != AF_INET6)) {
+		snprintf(why, why_len, "socket activation: LISTEN_FDS=%s: expected one listening TCP socket "
+			 "(ListenStream= once in the .socket unit)", fds);
+		return -EINVAL;
+	}
+	fcntl(fd, F_SETFD, FD_CLOEXEC);
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	*port = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
+					     : ((struct sockaddr_in6 *)&ss)->sin6_port);
+	return fd;
+}
+
 static int write_port(const char *path, unsigned port, char *why, size_t why_len)
 {
 	char tmp[300], text[16];
@@ -130,9 +162,13 @@ int http_server_start(struct http_app *app, h2o_loop_t **loopp, char *why, size_
 		if (err)
 			return err;
 	}
-	int fd = bind_listen(&app->conf, &port, why, why_len);
-	if (fd < 0)
+	int fd = activated(&port, why, why_len);
+	if (fd == 0)
+		fd = bind_listen(&app->conf, &port, why, why_len);
+	if (fd < 0) {
+		SSL_CTX_free(ssl);
 		return fd;
+	}
 	h2o_config_init(&app->h2o);
 	app->h2o.max_request_entity_size = app->conf.max_body;
 	app->h2o.http1.req_timeout = app->conf.request_timeout_ms;

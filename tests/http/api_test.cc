@@ -257,3 +257,62 @@ TEST_F(HttpTest, DroppedCacheAndRestartedLoader)
 }
 
 } // namespace
+
+namespace {
+
+// Socket activation (systemd's LISTEN_FDS protocol, packaging's
+// shmkv-http.socket): the server takes fd 3 instead of binding, and refuses
+// a passed descriptor that is not a listening TCP socket.
+pid_t start_activated(const Env &env, int fd)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		int log = open((env.base() + "/act.log").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+		dup2(log, 2);
+		if (fd == 3)
+			fcntl(3, F_SETFD, 0); /* dup2 onto itself would keep close-on-exec */
+		else
+			dup2(fd, 3);
+		setenv("LISTEN_PID", std::to_string(getpid()).c_str(), 1);
+		setenv("LISTEN_FDS", "1", 1);
+		std::string exe = env_or_empty("SHMKV_HTTP");
+		execl(exe.c_str(), exe.c_str(), "--root", env.root().c_str(), (char *)nullptr);
+		_exit(127);
+	}
+	return pid;
+}
+
+TEST_F(HttpTest, SocketActivation)
+{
+	int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	sockaddr_in a{};
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	socklen_t al = sizeof a;
+	ASSERT_EQ(bind(ls, (sockaddr *)&a, sizeof a), 0);
+	ASSERT_EQ(listen(ls, 16), 0);
+	ASSERT_EQ(getsockname(ls, (sockaddr *)&a, &al), 0);
+	unsigned port = ntohs(a.sin_port);
+	pid_t pid = start_activated(env, ls);
+	close(ls);
+	// the kernel queues connections before the server runs: no wait needed
+	Resp r = get(port, "/v1/caches/c/keys/" + key_of(2));
+	EXPECT_EQ(r.status, 200) << r.body << read_file(env.base() + "/act.log");
+	EXPECT_EQ(r.body, value_of("one", 2));
+	kill(pid, SIGTERM);
+	int st = 0;
+	waitpid(pid, &st, 0);
+	EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+
+	// a descriptor that is not a listening socket: refused with the reason
+	int notl = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	pid = start_activated(env, notl);
+	close(notl);
+	waitpid(pid, &st, 0);
+	EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 1);
+	EXPECT_NE(read_file(env.base() + "/act.log").find("expected one listening TCP socket"), std::string::npos)
+		<< read_file(env.base() + "/act.log");
+}
+
+} // namespace
