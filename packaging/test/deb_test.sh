@@ -87,6 +87,12 @@ deb=$(echo "$tmp"/src/shmkv_*.deb)
 dev=$(echo "$tmp"/src/libshmkv-dev_*.deb)
 dpkg-deb -c "$deb" | awk '{print $6}' >"$tmp/shmkv.lst"
 dpkg-deb -c "$dev" | awk '{print $6}' >"$tmp/dev.lst"
+http=$(echo "$tmp"/src/shmkv-http_*.deb)
+dpkg-deb -c "$http" | awk '{print $6}' >"$tmp/http.lst"
+for f in ./usr/sbin/shmkv-http ./lib/systemd/system/shmkv-http.service ./lib/systemd/system/shmkv-http.socket \
+	./etc/shmkv/http.conf ./usr/share/man/man8/shmkv-http.8.gz; do
+	grep -qx "$f" "$tmp/http.lst" || fail "shmkv-http: $f missing"
+done
 # built with BPF export and NUMA placement (Build-Depends: libbpf-dev, libnuma-dev)
 depends=$(dpkg-deb -f "$deb" Depends)
 case $depends in *libbpf1*) ;; *) fail "shmkv does not depend on libbpf1 (built without BPF export?): $depends" ;; esac
