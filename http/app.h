@@ -17,6 +17,7 @@ struct http_app {
 	h2o_globalconf_t h2o;
 	h2o_context_t ctx;
 	h2o_accept_ctx_t accept;
+	h2o_socket_t *listener;
 	h2o_timeout_t write_timeout; /* a PUT/DELETE's wait for the loader (changes.c) */
 	int listening; /* /readyz: the socket is bound */
 };

@@ -187,6 +187,7 @@ int http_server_start(struct http_app *app, h2o_loop_t **loopp, char *why, size_
 	the_app = app;
 	h2o_socket_t *ls = h2o_evloop_socket_create(loop, fd, H2O_SOCKET_FLAG_DONT_READ);
 	h2o_socket_read_start(ls, on_accept);
+	app->listener = ls;
 	if (app->conf.port_file[0]) {
 		int err = write_port(app->conf.port_file, port, why, why_len);
 		if (err)
@@ -201,7 +202,10 @@ int http_server_start(struct http_app *app, h2o_loop_t **loopp, char *why, size_
 
 void http_server_run(struct http_app *app, h2o_loop_t *loop, volatile sig_atomic_t *stop)
 {
-	(void)app;
 	while (!*stop)
 		h2o_evloop_run(loop, 500);
+	/* stop accepting; the close completes on the loop's next turn */
+	h2o_socket_read_stop(app->listener);
+	h2o_socket_close(app->listener);
+	h2o_evloop_run(loop, 0);
 }
