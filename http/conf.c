@@ -29,28 +29,6 @@ void http_conf_defaults(struct http_conf *c)
 	c->max_caches = 256;
 }
 
-int http_parse_duration_ms(const char *s, uint64_t *ms)
-{
-	char *end;
-	if (!isdigit((unsigned char)*s))
-		return -EINVAL;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	uint64_t mul = 1000;
-	if (!strcmp(end, "ms"))
-		mul = 1, end += 2;
-	else if (*end == 's')
-		end++;
-	else if (*end == 'm')
-		mul = 60000, end++;
-	else if (*end == 'h')
-		mul = 3600000, end++;
-	if (errno || *end || v > UINT64_MAX / mul)
-		return -EINVAL;
-	*ms = v * mul;
-	return 0;
-}
-
 static int set_listen(struct http_conf *c, const char *v)
 {
 	/* HOST:PORT, [V6]:PORT or HOST alone; HOST numeric (no resolver at start) */
@@ -187,7 +165,7 @@ int http_conf_set(struct http_conf *c, const char *k, const char *v, char *why, 
 	else if (!strcmp(k, "max_caches"))
 		err = set_u64(&c->max_caches, v, 1, 65536);
 	else if (!strcmp(k, "request_timeout") || !strcmp(k, "write_timeout")) {
-		if (!http_parse_duration_ms(v, &ms) && ms >= 100 && ms <= 3600000) {
+		if (!host_parse_duration_ms(v, &ms) && ms >= 100 && ms <= 3600000) {
 			*(!strcmp(k, "request_timeout") ? &c->request_timeout_ms : &c->write_timeout_ms) = ms;
 			err = 0;
 		}

@@ -53,7 +53,5 @@ int http_conf_load(const char *path, struct http_conf *c, char *why, size_t why_
 /* One setting by its config-file name (the flags use the same names):
  * 0 or -EINVAL with why. */
 int http_conf_set(struct http_conf *c, const char *key, const char *value, char *why, size_t why_len);
-/* Durations: N, Nms, Ns, Nm, Nh (no suffix: seconds) into milliseconds. */
-int http_parse_duration_ms(const char *s, uint64_t *ms);
 
 #endif
