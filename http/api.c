@@ -3,7 +3,6 @@
  * reads a cache comes from one generation: http_caches_get() refreshes once
  * before the handler reads, and nothing refreshes until the answer is sent
  * (the loop is single-threaded). */
-#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -14,6 +13,7 @@
 #include "auth.h"
 #include "batchreq.h"
 #include "changes.h"
+#include "ctlnames.h"
 #include "json.h"
 #include "keyenc.h"
 #include "reply.h"
@@ -340,22 +340,19 @@ static void list_caches(struct http_app *app, h2o_req_t *req, struct route_args 
 		allowed(app, req, a, "", AUTH_READ); /* 401 invalid_token */
 		return;
 	}
-	DIR *d = opendir(app->caches.root);
-	if (!d) {
-		reply_error(app, NULL, req, 503, "no_root", "%s: %s", app->caches.root, strerror(errno));
+	char **names = NULL;
+	size_t nn = 0;
+	int err = ctlnames_list(app->caches.root, &names, &nn);
+	if (err) {
+		reply_error(app, NULL, req, err == -ENOMEM ? 500 : 503, err == -ENOMEM ? "ENOMEM" : "no_root",
+			    "%s: %s", app->caches.root, strerror(-err));
 		return;
 	}
 	struct json w;
 	json_init(&w);
 	json_arr_begin(&w, "caches");
-	for (struct dirent *e; (e = readdir(d));) {
-		size_t l = strlen(e->d_name);
-		char name[SHMKV_CACHE_NAME_MAX + 1];
-		if (l <= 4 || l - 4 > SHMKV_CACHE_NAME_MAX || strcmp(e->d_name + l - 4, ".ctl"))
-			continue;
-		snprintf(name, sizeof name, "%.*s", (int)(l - 4), e->d_name);
-		if (shmkv_name_check(name))
-			continue; /* the loader's temporary files */
+	for (size_t i = 0; i < nn; i++) {
+		const char *name = names[i];
 		if (auth_check(&app->conf, a->tok, name, AUTH_READ) != AUTH_OK)
 			continue; /* protected, and not this token's */
 		shmkv_ctl *ctl = NULL;
@@ -380,7 +377,7 @@ static void list_caches(struct http_app *app, h2o_req_t *req, struct route_args 
 		json_bool(&w, "attached", c && c->db);
 		json_obj_end(&w);
 	}
-	closedir(d);
+	ctlnames_free(names, nn);
 	json_arr_end(&w);
 	char *text = json_finish(&w);
 	if (!text)
