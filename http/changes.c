@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
+#include "ctlconnect.h"
 #include "json.h"
 #include "loaderreply.h"
 #include "reply.h"
@@ -120,23 +120,6 @@ static void on_written(h2o_socket_t *sock, const char *err)
 		finish(op, 503, "no_loader", "cannot send to the loader's control socket", NULL);
 }
 
-/* A connection to ROOT/control.sock, non-blocking; -errno on failure. */
-static int dial(const char *root)
-{
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	if ((size_t)snprintf(sa.sun_path, sizeof sa.sun_path, "%s/control.sock", root) >= sizeof sa.sun_path)
-		return -ENAMETOOLONG;
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0)
-		return -errno;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof sa)) {
-		int e = -errno;
-		close(fd);
-		return e;
-	}
-	return fd;
-}
-
 /* The value of a PUT into w: the body as the type of x-shmkv-type (default
  * string) says; NULL, or why it is refused. */
 static const char *put_value(struct json *w, h2o_req_t *req)
@@ -241,7 +224,7 @@ void changes_send(struct http_app *app, h2o_req_t *req, const char *name, const 
 	op->line = line;
 	op->app = app;
 	snprintf(op->name, sizeof op->name, "%s", name);
-	int fd = dial(app->conf.root);
+	int fd = ctl_connect(app->conf.root, SOCK_NONBLOCK);
 	if (fd < 0) {
 		free(op->line), free(op);
 		reply_error(app, NULL, req, 503, "no_loader",

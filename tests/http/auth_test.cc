@@ -5,6 +5,8 @@
 // the server at start with the file and line.
 #include <set>
 
+#include <sys/un.h>
+
 #include "http_server.h"
 
 using namespace http_test;
@@ -217,6 +219,40 @@ TEST_F(AuthTest, PutWithoutLoader)
 	expect_error(r, 503, "no_loader");
 	EXPECT_NE(r.body.find("control.sock"), std::string::npos) << r.body;
 	EXPECT_EQ(get(p, "/v1/caches/c/keys/" + key_of(1), bearer(kReader)).status, 200);
+}
+
+// A root too long for a socket address (over 108 bytes): the loader listens
+// through its directory's descriptor, and shmkv-http reaches it the same way
+// (common/ctlconnect.c), as shmctl does.
+TEST(LongRootTest, PutThroughALongRoot)
+{
+	const char *t = getenv("TMPDIR");
+	std::string deep = make_temp_dir(t && *t ? t : "/tmp", "shmkv-longroot") + "/" + std::string(110, 'r');
+	ASSERT_EQ(mkdir(deep.c_str(), 0755), 0) << deep << ": " << strerror(errno);
+	std::string saved = t ? t : "";
+	setenv("TMPDIR", deep.c_str(), 1);
+	{
+		Env env;
+		ASSERT_GT(env.root().size() + sizeof "/control.sock", sizeof(sockaddr_un::sun_path)) << env.root();
+		Loader ld{env};
+		ASSERT_TRUE(ld.start());
+		ASSERT_TRUE(build_and_load(ld, env, "c", "one", 10).ok());
+		std::string conf = env.base() + "/http.conf";
+		FILE *f = fopen(conf.c_str(), "w");
+		ASSERT_NE(f, nullptr);
+		fputs(("[token writer]\nsecret = " + kWriter + "\nwrite = c\n").c_str(), f);
+		fclose(f);
+		Server s(env, {"--config", conf});
+		Resp put = send(s.port(), "PUT", "/v1/caches/c/keys/long", bearer(kWriter), "root");
+		EXPECT_EQ(put.status, 200) << put.body;
+		EXPECT_EQ(get(s.port(), "/v1/caches/c/keys/long", bearer(kWriter)).body, "root");
+	}
+	if (saved.empty())
+		unsetenv("TMPDIR");
+	else
+		setenv("TMPDIR", saved.c_str(), 1);
+	std::error_code ec;
+	std::filesystem::remove_all(std::filesystem::path(deep).parent_path(), ec);
 }
 
 } // namespace
