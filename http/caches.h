@@ -17,6 +17,11 @@ struct http_cache {
 	char name[SHMKV_CACHE_NAME_MAX + 1];
 	shmkv *db;                  /* NULL: not attached now (dropped, or failed) */
 	struct http_cache_metrics m; /* kept across re-attaches */
+	/* the x-shmkv-generation and etag values of (tags_gen, tags_sum), the
+	 * image's generation and checksum (api.c) */
+	int tags_made;
+	uint64_t tags_gen, tags_sum;
+	char gen_text[24], etag[48];
 };
 
 struct http_caches {

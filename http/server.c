@@ -170,6 +170,9 @@ int http_server_start(struct http_app *app, h2o_loop_t **loopp, char *why, size_
 		return fd;
 	}
 	h2o_config_init(&app->h2o);
+	/* no "server: h2o/VERSION" header: it names the library's version to
+	 * every client, and its sprintf was a tenth of a GET's instructions */
+	app->h2o.server_name = h2o_iovec_init(H2O_STRLIT(""));
 	app->h2o.max_request_entity_size = app->conf.max_body;
 	app->h2o.http1.req_timeout = app->conf.request_timeout_ms;
 	app->h2o.http2.idle_timeout = app->conf.request_timeout_ms;

@@ -102,6 +102,7 @@ TEST_F(HttpTest, Endpoints)
 	EXPECT_EQ(r.header("content-type"), "text/plain; charset=utf-8");
 	EXPECT_EQ(r.header("x-shmkv-type"), "string");
 	EXPECT_EQ(r.header("content-length"), std::to_string(r.body.size()));
+	EXPECT_EQ(r.header("server"), ""); // no library name and version to every client
 	std::string gen = r.header("x-shmkv-generation"), tag = r.header("etag");
 	EXPECT_FALSE(gen.empty());
 	EXPECT_EQ(tag.rfind("\"" + gen + "-", 0), 0u) << tag;
@@ -240,13 +241,19 @@ TEST_F(HttpTest, DroppedCacheAndRestartedLoader)
 {
 	Server s(env);
 	unsigned p = s.port();
-	EXPECT_EQ(get(p, "/v1/caches/c/keys/" + key_of(1)).status, 200);
+	Resp before = get(p, "/v1/caches/c/keys/" + key_of(1));
+	EXPECT_EQ(before.status, 200);
 	EXPECT_TRUE(ld.req({"drop", "c"}).ok());
 	expect_error(get(p, "/v1/caches/c/keys/" + key_of(1)), 404, "no_cache");
 	EXPECT_TRUE(build_and_load(ld, env, "c", "two", 1000).ok());
 	Resp r = get(p, "/v1/caches/c/keys/" + key_of(1));
 	EXPECT_EQ(r.status, 200);
 	EXPECT_EQ(r.body, value_of("two", 1));
+	// another image, whatever its generation: another tag, and the old one
+	// is not answered 304
+	EXPECT_NE(r.header("etag"), before.header("etag"));
+	EXPECT_EQ(get(p, "/v1/caches/c/keys/" + key_of(1), "If-None-Match: " + before.header("etag") + "\r\n").status,
+		  200);
 
 	ld.kill9();
 	ASSERT_TRUE(ld.start());
