@@ -479,7 +479,7 @@ int write_image(shmkv_builder *b, const Layout &L, const char *path)
 int finish_image(shmkv_builder *b, const char *path, shmkv_build_stats *st)
 {
 	auto t0 = std::chrono::steady_clock::now();
-	if (b->mem_limit && !b->spill) { // records added since the last check
+	if (b->mem_limit && !b->spill && !b->presorted.on) { // records added since the last check
 		int err;
 		try {
 			err = spill_check(b);
