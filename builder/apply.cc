@@ -91,7 +91,7 @@ int open_chain(const char *base, const char *const *deltas, size_t n, bool trust
 	int rc;
 	if (trusted) {
 		char why[512] = "";
-		rc = shmkv_open_file_diag(base, SHMKV_OPEN_NOVERIFY, &c.dbs[0], why, sizeof why);
+		rc = shmkv_open_file_diag(base, 0, &c.dbs[0], why, sizeof why); // checksums too
 		if (rc) {
 			size_t k = strlen(base);
 			return strncmp(why, base, k) || why[k] != ':' ? m.set(rc, "%s: %s", base, why)
