@@ -110,7 +110,7 @@ int open_chain(const char *base, const char *const *deltas, size_t n, bool trust
 
 int merge_by_build(const char *out, const char *base, const char *const *deltas, size_t n,
 		   bool as_delta, const shmkv_join_options &jo, Chain &c, shmkv_build_stats *stats,
-		   ErrMsg &m)
+		   ErrMsg &m, bool no_sync)
 {
 	// The output's header: the base's (lib/FORMAT.md §19.5), or, for one
 	// delta, the last delta's name, created time and dedup flag.
@@ -122,6 +122,7 @@ int merge_by_build(const char *out, const char *base, const char *const *deltas,
 	own.reset(b);
 	if (rc)
 		return rc;
+	b->no_sync = no_sync;
 	b->opt.on_duplicate = SHMKV_DUP_LAST; // a later delta's word on a key wins
 	b->removes = true;
 	if (as_delta) {

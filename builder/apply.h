@@ -35,9 +35,10 @@ int open_chain(const char *base, const char *const *deltas, size_t n, bool trust
 
 // The merge of an opened chain as one build of all its records (the
 // spilling build when the memory limit asks): the image a full build of the
-// merged records gives, or (as_delta) one delta of the base.
+// merged records gives, or (as_delta) one delta of the base; no_sync: out
+// is not fsynced (SHMKV_COMPACT_NOSYNC).
 int merge_by_build(const char *out, const char *base, const char *const *deltas, size_t n,
 		   bool as_delta, const shmkv_join_options &jo, Chain &c, shmkv_build_stats *stats,
-		   ErrMsg &m);
+		   ErrMsg &m, bool no_sync = false);
 
 } // namespace shmkv_build

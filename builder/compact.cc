@@ -201,7 +201,7 @@ int merge_in_memory(shmkv_builder *b, const char *base, const char *const *delta
 } // namespace
 
 extern "C" int shmkv_build_compact(const char *out, const char *base, const char *const *deltas,
-				   size_t n, const shmkv_join_options *opt,
+				   size_t n, unsigned flags, const shmkv_join_options *opt,
 				   shmkv_build_stats *stats, char *err, size_t err_len)
 {
 	ErrMsg m{err, err_len};
@@ -213,6 +213,8 @@ extern "C" int shmkv_build_compact(const char *out, const char *base, const char
 		return m.set(-EINVAL, "compact: no base image given");
 	if (n == 0 || !deltas)
 		return m.set(-EINVAL, "compact: no delta given");
+	if (flags & ~SHMKV_COMPACT_NOSYNC)
+		return m.set(-EINVAL, "compact: unknown flags 0x%x", flags & ~SHMKV_COMPACT_NOSYNC);
 	Chain c;
 	int rc = open_chain(base, deltas, n, true, c, m);
 	if (rc)
@@ -227,8 +229,9 @@ extern "C" int shmkv_build_compact(const char *out, const char *base, const char
 	}
 	unsigned T = jo.threads ? jo.threads : default_threads();
 	uint64_t need = records * kInMemPerRecord + bytes + (uint64_t)T * (8 << 20);
+	bool no_sync = flags & SHMKV_COMPACT_NOSYNC;
 	if (records > UINT32_MAX - 1 || (jo.memory_limit && need > jo.memory_limit))
-		return merge_by_build(out, base, deltas, n, false, jo, c, stats, m);
+		return merge_by_build(out, base, deltas, n, false, jo, c, stats, m, no_sync);
 
 	shmkv_builder *b = nullptr;
 	std::unique_ptr<shmkv_builder, void (*)(shmkv_builder *)> own(nullptr, shmkv_builder_free);
@@ -236,6 +239,7 @@ extern "C" int shmkv_build_compact(const char *out, const char *base, const char
 	own.reset(b);
 	if (rc)
 		return rc;
+	b->no_sync = no_sync;
 	rc = rebuild_input(b, base, m);
 	for (size_t k = 0; k < n && !rc; k++) // no input is the output
 		rc = rebuild_input(b, deltas[k], m);

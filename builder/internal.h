@@ -222,6 +222,9 @@ struct shmkv_builder {
 		std::vector<uint64_t> hash;
 		uint64_t duplicates = 0;
 	} presorted;
+	// The output is a temporary its caller reads at once and removes
+	// (SHMKV_COMPACT_NOSYNC): written and renamed, never fsynced.
+	bool no_sync = false;
 	// A kept record: false for a tombstone that leaves (drop_tombs, keep_tomb).
 	bool kept(uint8_t type, const uint8_t *key, size_t len) const
 	{

@@ -20,7 +20,7 @@
  *   shmkv_build_diff(out, old, new, &jo, &stats, err, len)   the delta from old to new
  *   shmkv_build_apply(out, base, deltas, n, as_delta, &jo, &stats, err, len)
  *                                                a chain merged: the new image, or one delta
- *   shmkv_build_compact(out, base, deltas, n, &jo, &stats, err, len)
+ *   shmkv_build_compact(out, base, deltas, n, flags, &jo, &stats, err, len)
  *                                                apply's image, base trusted (the loader)
  *   shmkv_build_cleanup()                        signal handlers: remove temporaries
  *   shmkv_builder_error(b)                       what went wrong, where and why
@@ -375,11 +375,15 @@ int shmkv_build_apply(const char *out, const char *base, const char *const *delt
  * while reading is still an error naming it), the deltas are verified
  * whole, and the chain checked as apply does. The records are merged in
  * key order where they lie in the mapped images, not copied and sorted; a
- * memory limit too small for that merges as apply does (spilling). Returns
- * what shmkv_build_apply() returns. */
+ * memory limit too small for that merges as apply does (spilling). flags:
+ * 0, or SHMKV_COMPACT_NOSYNC: out is a temporary the caller reads at once
+ * and removes, so it is not fsynced (a crash loses it; the write's page
+ * cache flush costs about as much as the merge). Returns what
+ * shmkv_build_apply() returns, or -EINVAL for an unknown flag. */
+#define SHMKV_COMPACT_NOSYNC 1u
 int shmkv_build_compact(const char *out, const char *base, const char *const *deltas, size_t n,
-			const shmkv_join_options *opt, shmkv_build_stats *stats, char *err,
-			size_t err_len);
+			unsigned flags, const shmkv_join_options *opt, shmkv_build_stats *stats,
+			char *err, size_t err_len);
 
 /* Removes the named temporary files of the builds now writing in this
  * process (at most 8 at once). Async-signal-safe: call it from a SIGINT or
