@@ -101,8 +101,10 @@ int op_compact(struct loader *L, const char *name, int automatic, char **reply, 
 	shmkv_join_options jo;
 	shmkv_join_options_init(&jo);
 	shmkv_build_stats st;
-	/* the base was verified at its load: the builder trusts it */
-	err = shmkv_build_compact(out, c->cur.path, deltas, 1, &jo, &st, e, sizeof e);
+	/* the base was verified at its load: the builder trusts it; the new
+	 * base is fsynced only where it is kept (durable) */
+	err = shmkv_build_compact(out, c->cur.path, deltas, 1, keep ? 0 : SHMKV_COMPACT_NOSYNC, &jo,
+				  &st, e, sizeof e);
 	if (err) {
 		unlink(out);
 		return overlay_refused(L, c, "compact", err, e, reply);
