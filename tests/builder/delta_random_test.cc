@@ -392,7 +392,8 @@ private:
 			std::string out = file("compact.shmkv");
 			shmkv_build_stats st, ast;
 			ASSERT_EQ(shmkv_build_compact(out.c_str(), file("base.shmkv").c_str(), p.data(),
-						      p.size(), &jo, &st, why, sizeof why), 0) << why;
+						      p.size(), limit ? 0 : SHMKV_COMPACT_NOSYNC, &jo,
+						      &st, why, sizeof why), 0) << why;
 			same_bytes(out, full, "shmkv_build_compact vs the model's build");
 			ASSERT_EQ(shmkv_build_apply(file("api.shmkv").c_str(), file("base.shmkv").c_str(),
 						    p.data(), p.size(), 0, &jo, &ast, why, sizeof why), 0)
@@ -635,7 +636,7 @@ TEST(Compact, Refusals)
 		SCOPED_TRACE(c.base + " + " + c.delta);
 		char why[1024] = "";
 		const char *dp[] = {c.delta.c_str()};
-		int rc = shmkv_build_compact(out.c_str(), c.base.c_str(), dp, 1, nullptr, nullptr, why,
+		int rc = shmkv_build_compact(out.c_str(), c.base.c_str(), dp, 1, 0, nullptr, nullptr, why,
 					     sizeof why);
 		if (c.code)
 			EXPECT_EQ(rc, c.code) << why;
@@ -648,12 +649,14 @@ TEST(Compact, Refusals)
 	}
 	char why[1024] = "";
 	const char *dp[] = {delta.c_str()};
-	EXPECT_EQ(shmkv_build_compact(out.c_str(), base.c_str(), dp, 0, nullptr, nullptr, why,
+	EXPECT_EQ(shmkv_build_compact(out.c_str(), base.c_str(), dp, 0, 0, nullptr, nullptr, why,
 				      sizeof why), -EINVAL);
-	EXPECT_NE(shmkv_build_compact(base.c_str(), base.c_str(), dp, 1, nullptr, nullptr, why,
+	EXPECT_NE(shmkv_build_compact(base.c_str(), base.c_str(), dp, 1, 0, nullptr, nullptr, why,
 				      sizeof why), 0) << why; // the base is no output
 	EXPECT_NE(std::string(why).find("base.shmkv"), std::string::npos) << why;
-	ASSERT_EQ(shmkv_build_compact(out.c_str(), base.c_str(), dp, 1, nullptr, nullptr, why,
+	EXPECT_EQ(shmkv_build_compact(out.c_str(), base.c_str(), dp, 1, 2, nullptr, nullptr, why,
+				      sizeof why), -EINVAL); // an unknown flag
+	ASSERT_EQ(shmkv_build_compact(out.c_str(), base.c_str(), dp, 1, 0, nullptr, nullptr, why,
 				      sizeof why), 0) << why;
 }
 
