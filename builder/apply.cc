@@ -13,23 +13,11 @@
 #include <cstring>
 #include <memory>
 
-#include "delta.h"
-#include "rebuild.h"
+#include "apply.h"
 
 namespace {
 
 using namespace shmkv_build;
-
-// The inputs' mappings, closed whatever happens.
-struct Images {
-	std::vector<shmkv *> dbs;
-	~Images()
-	{
-		for (shmkv *db : dbs)
-			if (db)
-				shmkv_close(db);
-	}
-};
 
 std::string seq_of(const ImageId &d)
 {
@@ -89,6 +77,76 @@ bool base_holds(void *ctx, const uint8_t *key, size_t len)
 
 } // namespace
 
+namespace shmkv_build {
+
+int open_chain(const char *base, const char *const *deltas, size_t n, bool trusted, Chain &c,
+	       ErrMsg &m)
+{
+	try {
+		c.dbs.assign(n + 1, nullptr);
+		c.deltas.resize(n);
+	} catch (const std::bad_alloc &) {
+		return m.set(-ENOMEM, "apply: out of memory");
+	}
+	int rc;
+	if (trusted) {
+		char why[512] = "";
+		rc = shmkv_open_file_diag(base, 0, &c.dbs[0], why, sizeof why); // checksums too
+		if (rc) {
+			size_t k = strlen(base);
+			return strncmp(why, base, k) || why[k] != ':' ? m.set(rc, "%s: %s", base, why)
+								      : m.set(rc, "%s", why);
+		}
+	} else {
+		rc = open_verified(base, &c.dbs[0], m);
+	}
+	if (!rc)
+		image_id_of(c.dbs[0], &c.base);
+	for (size_t k = 0; k < n && !rc; k++)
+		if (!(rc = open_verified(deltas[k], &c.dbs[k + 1], m)))
+			image_id_of(c.dbs[k + 1], &c.deltas[k]);
+	return rc ? rc : check_chain(base, c.base, deltas, c.deltas, m);
+}
+
+int merge_by_build(const char *out, const char *base, const char *const *deltas, size_t n,
+		   bool as_delta, const shmkv_join_options &jo, Chain &c, shmkv_build_stats *stats,
+		   ErrMsg &m, bool no_sync)
+{
+	// The output's header: the base's (lib/FORMAT.md §19.5), or, for one
+	// delta, the last delta's name, created time and dedup flag.
+	const ImageId &bid = c.base, &last = c.deltas[n - 1];
+	shmkv_builder *b = nullptr;
+	std::unique_ptr<shmkv_builder, void (*)(shmkv_builder *)> own(nullptr, shmkv_builder_free);
+	int rc = rebuild_builder(shmkv_header(as_delta ? c.dbs[n] : c.dbs[0]), false, jo, out, &b,
+				 m);
+	own.reset(b);
+	if (rc)
+		return rc;
+	b->no_sync = no_sync;
+	b->opt.on_duplicate = SHMKV_DUP_LAST; // a later delta's word on a key wins
+	b->removes = true;
+	if (as_delta) {
+		if ((rc = start_delta(b, DeltaId{bid.checksum, bid.file_size, 0, last.did.seq}, bid.seed,
+				      bid.hash_bits, base, "")) != 0)
+			return m.set(rc, "%s", shmkv_builder_error(b));
+		b->keep_tomb = base_holds;
+		b->keep_tomb_ctx = c.dbs[0];
+	} else {
+		b->drop_tombs = true;
+	}
+	rc = rebuild_input(b, base, m);
+	for (size_t k = 0; k < n && !rc; k++) // no input is the output
+		rc = rebuild_input(b, deltas[k], m);
+	bool forget = jo.memory_limit != 0;
+	if (!rc && !as_delta)
+		rc = add_image(b, base, c.dbs[0], forget, m);
+	for (size_t k = 0; k < n && !rc; k++)
+		rc = add_image(b, deltas[k], c.dbs[k + 1], forget, m);
+	return rc ? rc : rebuild_finish(b, out, stats, m);
+}
+
+} // namespace shmkv_build
+
 extern "C" int shmkv_build_apply(const char *out, const char *base, const char *const *deltas,
 				 size_t n, int as_delta, const shmkv_join_options *opt,
 				 shmkv_build_stats *stats, char *err, size_t err_len)
@@ -102,51 +160,7 @@ extern "C" int shmkv_build_apply(const char *out, const char *base, const char *
 		return m.set(-EINVAL, "apply: no base image given");
 	if (n == 0 || !deltas)
 		return m.set(-EINVAL, "apply: no delta given");
-	Images im;
-	std::vector<ImageId> ids;
-	ImageId bid;
-	try {
-		im.dbs.assign(n + 1, nullptr);
-		ids.resize(n);
-	} catch (const std::bad_alloc &) {
-		return m.set(-ENOMEM, "apply: out of memory");
-	}
-	int rc = open_verified(base, &im.dbs[0], m);
-	if (!rc)
-		image_id_of(im.dbs[0], &bid);
-	for (size_t k = 0; k < n && !rc; k++)
-		if (!(rc = open_verified(deltas[k], &im.dbs[k + 1], m)))
-			image_id_of(im.dbs[k + 1], &ids[k]);
-	if (rc || (rc = check_chain(base, bid, deltas, ids, m)))
-		return rc;
-
-	// The output's header: the base's (lib/FORMAT.md §19.5), or, for one
-	// delta, the last delta's name, created time and dedup flag.
-	const ImageId &last = ids[n - 1];
-	shmkv_builder *b = nullptr;
-	std::unique_ptr<shmkv_builder, void (*)(shmkv_builder *)> own(nullptr, shmkv_builder_free);
-	rc = rebuild_builder(shmkv_header(as_delta ? im.dbs[n] : im.dbs[0]), false, jo, out, &b, m);
-	own.reset(b);
-	if (rc)
-		return rc;
-	b->opt.on_duplicate = SHMKV_DUP_LAST; // a later delta's word on a key wins
-	b->removes = true;
-	if (as_delta) {
-		if ((rc = start_delta(b, DeltaId{bid.checksum, bid.file_size, 0, last.did.seq}, bid.seed,
-				      bid.hash_bits, base, "")) != 0)
-			return m.set(rc, "%s", shmkv_builder_error(b));
-		b->keep_tomb = base_holds;
-		b->keep_tomb_ctx = im.dbs[0];
-	} else {
-		b->drop_tombs = true;
-	}
-	rc = rebuild_input(b, base, m);
-	for (size_t k = 0; k < n && !rc; k++) // no input is the output
-		rc = rebuild_input(b, deltas[k], m);
-	bool forget = jo.memory_limit != 0;
-	if (!rc && !as_delta)
-		rc = add_image(b, base, im.dbs[0], forget, m);
-	for (size_t k = 0; k < n && !rc; k++)
-		rc = add_image(b, deltas[k], im.dbs[k + 1], forget, m);
-	return rc ? rc : rebuild_finish(b, out, stats, m);
+	Chain c;
+	int rc = open_chain(base, deltas, n, false, c, m);
+	return rc ? rc : merge_by_build(out, base, deltas, n, as_delta != 0, jo, c, stats, m);
 }

@@ -211,6 +211,20 @@ struct shmkv_builder {
 	bool drop_tombs = false;
 	bool (*keep_tomb)(void *ctx, const uint8_t *key, size_t len) = nullptr;
 	void *keep_tomb_ctx = nullptr;
+	// The loader's compaction (compact.cc): the kept records in key order
+	// already, as indices into recs (a record replaced by a later change is
+	// in recs, not in order) and their key hashes; compute_layout takes
+	// them instead of sorting. Such a build never spills (compact.cc
+	// checks the memory limit first).
+	struct {
+		bool on = false;
+		std::vector<uint32_t> order;
+		std::vector<uint64_t> hash;
+		uint64_t duplicates = 0;
+	} presorted;
+	// The output is a temporary its caller reads at once and removes
+	// (SHMKV_COMPACT_NOSYNC): written and renamed, never fsynced.
+	bool no_sync = false;
 	// A kept record: false for a tombstone that leaves (drop_tombs, keep_tomb).
 	bool kept(uint8_t type, const uint8_t *key, size_t len) const
 	{

@@ -182,9 +182,14 @@ int compute_layout(shmkv_builder *b, Layout &L)
 			       UINT32_MAX - 1);
 	b->progress("sorting keys", 0, n);
 	Items sorted, tmp;
-	int err = sort_and_dedup_keys(b, T, L, sorted, tmp);
-	if (err)
+	int err = 0;
+	if (b->presorted.on) { // merged in key order already (compact.cc)
+		L.order = std::move(b->presorted.order);
+		L.hash = std::move(b->presorted.hash);
+		L.duplicates = b->presorted.duplicates;
+	} else if ((err = sort_and_dedup_keys(b, T, L, sorted, tmp)) != 0) {
 		return err;
+	}
 	size_t m = L.order.size();
 	L.entries = m;
 	if (b->delta) { // the key filter (lib/FORMAT.md §19.3), from every kept key's hash

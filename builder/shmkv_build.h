@@ -20,6 +20,8 @@
  *   shmkv_build_diff(out, old, new, &jo, &stats, err, len)   the delta from old to new
  *   shmkv_build_apply(out, base, deltas, n, as_delta, &jo, &stats, err, len)
  *                                                a chain merged: the new image, or one delta
+ *   shmkv_build_compact(out, base, deltas, n, flags, &jo, &stats, err, len)
+ *                                                apply's image, base trusted (the loader)
  *   shmkv_build_cleanup()                        signal handlers: remove temporaries
  *   shmkv_builder_error(b)                       what went wrong, where and why
  *
@@ -365,6 +367,23 @@ int shmkv_build_diff(const char *out, const char *old_path, const char *new_path
 int shmkv_build_apply(const char *out, const char *base, const char *const *deltas, size_t n,
 		      int as_delta, const shmkv_join_options *opt, shmkv_build_stats *stats,
 		      char *err, size_t err_len);
+
+/* shmkv_build_apply(out, base, deltas, n, 0, ...) for a base its caller
+ * verified itself (the loader's compaction: the base it serves was verified
+ * at its load): the same bytes, at a fraction of the cost. The base gets
+ * the open's checks only (header, every checksum; a record found damaged
+ * while reading is still an error naming it), the deltas are verified
+ * whole, and the chain checked as apply does. The records are merged in
+ * key order where they lie in the mapped images, not copied and sorted; a
+ * memory limit too small for that merges as apply does (spilling). flags:
+ * 0, or SHMKV_COMPACT_NOSYNC: out is a temporary the caller reads at once
+ * and removes, so it is not fsynced (a crash loses it; the write's page
+ * cache flush costs about as much as the merge). Returns what
+ * shmkv_build_apply() returns, or -EINVAL for an unknown flag. */
+#define SHMKV_COMPACT_NOSYNC 1u
+int shmkv_build_compact(const char *out, const char *base, const char *const *deltas, size_t n,
+			unsigned flags, const shmkv_join_options *opt, shmkv_build_stats *stats,
+			char *err, size_t err_len);
 
 /* Removes the named temporary files of the builds now writing in this
  * process (at most 8 at once). Async-signal-safe: call it from a SIGINT or

@@ -363,7 +363,7 @@ int name_temp(Target &t)
 			}
 		}
 		close(in);
-		if (fsync(t.fd) != 0)
+		if (!t.b->no_sync && fsync(t.fd) != 0)
 			return t.b->fail(-errno, "fsync %s/%s: %s", t.dir.c_str(), t.tmp.c_str(),
 					 strerror(errno));
 		return 0;
@@ -425,7 +425,7 @@ int open_target(shmkv_builder *b, const char *path, Target &t)
 int commit_target(shmkv_builder *b, Target &t)
 {
 	const char *path = t.path.c_str();
-	if (fsync(t.fd) != 0)
+	if (!b->no_sync && fsync(t.fd) != 0)
 		return b->fail(-errno, "fsync %s: %s", t.shown.c_str(), strerror(errno));
 	int err = t.tmp.empty() ? name_temp(t) : 0;
 	if (err)
@@ -442,7 +442,8 @@ int commit_target(shmkv_builder *b, Target &t)
 		return b->fail(-errno, "rename %s/%s to %s: %s", t.dir.c_str(), t.tmp.c_str(), path,
 			       strerror(errno));
 	t.tmp.clear();
-	fsync(t.dfd); // make the rename durable
+	if (!b->no_sync)
+		fsync(t.dfd); // make the rename durable
 	return 0;
 }
 
@@ -479,7 +480,7 @@ int write_image(shmkv_builder *b, const Layout &L, const char *path)
 int finish_image(shmkv_builder *b, const char *path, shmkv_build_stats *st)
 {
 	auto t0 = std::chrono::steady_clock::now();
-	if (b->mem_limit && !b->spill) { // records added since the last check
+	if (b->mem_limit && !b->spill && !b->presorted.on) { // records added since the last check
 		int err;
 		try {
 			err = spill_check(b);

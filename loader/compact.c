@@ -1,5 +1,5 @@
 /* compact.c - compaction (compact.h): a changed cache's base and overlay
- * merged by the builder (shmkv_build_apply: the image a full build of the
+ * merged by the builder (shmkv_build_compact: the image a full build of the
  * merged records gives, memory-bounded) into a temporary file, which is
  * then loaded and published as any full load is (verified, the cache's
  * memory policy; the generation before, base plus overlay, becomes the
@@ -101,7 +101,10 @@ int op_compact(struct loader *L, const char *name, int automatic, char **reply, 
 	shmkv_join_options jo;
 	shmkv_join_options_init(&jo);
 	shmkv_build_stats st;
-	err = shmkv_build_apply(out, c->cur.path, deltas, 1, 0, &jo, &st, e, sizeof e);
+	/* the base was verified at its load: the builder trusts it; the new
+	 * base is fsynced only where it is kept (durable) */
+	err = shmkv_build_compact(out, c->cur.path, deltas, 1, keep ? 0 : SHMKV_COMPACT_NOSYNC, &jo,
+				  &st, e, sizeof e);
 	if (err) {
 		unlink(out);
 		return overlay_refused(L, c, "compact", err, e, reply);

@@ -7,7 +7,7 @@
 
 #include "loader.h"
 
-/* Compacts cache name: its base and overlay merged (shmkv_build_apply, the
+/* Compacts cache name: its base and overlay merged (shmkv_build_compact, the
  * builder's default memory limit) into a new base, loaded and published as
  * a full load is, with no overlay; deltas of the image the cache was loaded
  * from, and its chain, apply after it as before (loader/README.md,

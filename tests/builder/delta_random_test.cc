@@ -11,13 +11,20 @@
 //                             SHMKV_DELTA_SEED=N to run that seed again)
 //
 // Each case checks: apply(base, chain) == build(model), by the API and by
-// shmctl; apply --as-delta (both ways, the same bytes), and that one delta
+// shmctl; the loader's compaction (shmkv_build_compact: its merge in key
+// order, and under a memory limit too small for it apply's build) ==
+// build(model), its every record (key, type, value, expiry) the model's;
+// apply --as-delta (both ways, the same bytes), and that one delta
 // applied gives build(model) again; the base read through it
 // (shmkv_delta_set) answers every key as the model (get, get_expires at a
 // pinned clock, both iterations); diff(base, build(model)) (both ways), and
 // apply(base, that diff) == build(model); diff(build(model), base) applied
 // back gives the base; each delta dumped (shmctl image dump) and built again
 // from the dump (shmctl image build --delta-of --after) gives its bytes.
+//
+//   Compact.Refusals          shmkv_build_compact of a damaged base or delta,
+//                             a broken chain, a delta as base: the error
+//                             names the file and the reason, no output
 //
 //   DeltaCli.InspectAndRefusals   inspect (text and -j) of a delta; TSV
 //                             removals (--tsv-removes) as JSONL ones; a broken
@@ -176,6 +183,7 @@ public:
 		std::string full = file("full.shmkv");
 		build_model(full);
 		check_apply(full);
+		check_compact(full);
 		check_merged_delta(full);
 		check_diff(full);
 		check_dumps();
@@ -206,8 +214,8 @@ private:
 			o.dedup = 0;
 			o.fixed |= SHMKV_OPT_DEDUP;
 		}
-		if (r_.chance(20)) {
-			o.hash_bits = (unsigned)(24 + r_.below(40));
+		if (r_.chance(20)) { // few bits: keys of equal hashes (order by key bytes)
+			o.hash_bits = (unsigned)(r_.chance(30) ? 2 + r_.below(6) : 24 + r_.below(40));
 			o.fixed |= SHMKV_OPT_HASH_BITS;
 		}
 		size_t n = r_.chance(10) ? 0 : r_.below(400);
@@ -369,6 +377,50 @@ private:
 		same_bytes(file("cli.shmkv"), full, "shmctl image apply vs the model's build");
 	}
 
+	// The loader's compaction: apply's bytes, in memory (its merge in key
+	// order) and under a memory limit too small for it (apply's build, the
+	// spilling one); the image's every record is the model's.
+	void check_compact(const std::string &full)
+	{
+		std::vector<const char *> p = delta_ptrs();
+		for (uint64_t limit : {uint64_t(0), uint64_t(1) << 20}) {
+			SCOPED_TRACE("memory limit " + std::to_string(limit));
+			shmkv_join_options jo;
+			shmkv_join_options_init(&jo);
+			jo.memory_limit = limit;
+			char why[1024] = "";
+			std::string out = file("compact.shmkv");
+			shmkv_build_stats st, ast;
+			ASSERT_EQ(shmkv_build_compact(out.c_str(), file("base.shmkv").c_str(), p.data(),
+						      p.size(), limit ? 0 : SHMKV_COMPACT_NOSYNC, &jo,
+						      &st, why, sizeof why), 0) << why;
+			same_bytes(out, full, "shmkv_build_compact vs the model's build");
+			ASSERT_EQ(shmkv_build_apply(file("api.shmkv").c_str(), file("base.shmkv").c_str(),
+						    p.data(), p.size(), 0, &jo, &ast, why, sizeof why), 0)
+				<< why;
+			EXPECT_EQ(st.records, ast.records);
+			EXPECT_EQ(st.entries, ast.entries);
+			EXPECT_EQ(st.duplicates, ast.duplicates);
+			Db db = open_db(out);
+			ASSERT_TRUE(db);
+			EXPECT_EQ(shmkv_verify(db, why, sizeof why), 0) << why;
+			Model got;
+			shmkv_iter it;
+			const void *key;
+			size_t len;
+			shmkv_value v;
+			int rc;
+			shmkv_iter_init_all(db, &it);
+			while ((rc = shmkv_iter_next(&it, &key, &len, &v)) == 0)
+				EXPECT_TRUE(got.emplace(sv(key, len), Val{v.type, sv(v.data, v.size),
+									 shmkv_iter_expires(&it)})
+						    .second) << "a key twice: " << show_key(sv(key, len));
+			EXPECT_EQ(rc, SHMKV_EEND);
+			EXPECT_TRUE(got == model_) << "compacted: " << got.size() << " records, the model "
+						   << model_.size();
+		}
+	}
+
 	void check_merged_delta(const std::string &full)
 	{
 		std::string m = file("merged.shmkv");
@@ -527,6 +579,85 @@ TEST(DeltaRandom, TimeSeed)
 	run_case(seed);
 	if (HasFailure())
 		fprintf(stderr, "DeltaRandom.TimeSeed failed with seed %llu\n", (unsigned long long)seed);
+}
+
+// ---- shmkv_build_compact: refusals -------------------------------------------
+
+// Builds keys k0..k(n-1) (a delta of base when given) into path.
+void build_keys(const std::string &path, int n, const char *base, const std::string &val)
+{
+	Builder b;
+	ASSERT_TRUE(b.ok());
+	if (base) {
+		ASSERT_EQ(shmkv_builder_set_delta(b, base, nullptr), 0) << b.error();
+	}
+	for (int i = 0; i < n; i++)
+		ASSERT_EQ(b.str("k" + std::to_string(i), val), 0) << b.error();
+	ASSERT_EQ(b.finish(path), 0) << b.error();
+}
+
+// A copy of from with the byte at off changed.
+void damaged_copy(const std::string &from, const std::string &to, size_t off)
+{
+	std::string s = read_file(from);
+	ASSERT_LT(off, s.size());
+	s[off] = (char)(s[off] ^ 0x5a);
+	ASSERT_TRUE(write_file(to, s));
+}
+
+TEST(Compact, Refusals)
+{
+	TempDir d;
+	std::string base = d.file("base.shmkv"), other = d.file("other.shmkv"),
+		    delta = d.file("delta.shmkv"), od = d.file("other-delta.shmkv"),
+		    out = d.file("out.shmkv");
+	ASSERT_NO_FATAL_FAILURE(build_keys(base, 3000, nullptr, "base value"));
+	ASSERT_NO_FATAL_FAILURE(build_keys(other, 10, nullptr, "another image"));
+	ASSERT_NO_FATAL_FAILURE(build_keys(delta, 50, base.c_str(), "changed"));
+	ASSERT_NO_FATAL_FAILURE(build_keys(od, 5, other.c_str(), "changed"));
+	// a byte of the index (a bucket), of the header, past each one's header
+	ASSERT_NO_FATAL_FAILURE(damaged_copy(base, d.file("bad-base.shmkv"), 4096 + 300));
+	ASSERT_NO_FATAL_FAILURE(damaged_copy(base, d.file("bad-head.shmkv"), 40));
+	ASSERT_NO_FATAL_FAILURE(damaged_copy(delta, d.file("bad-delta.shmkv"), 4096 + 8));
+	struct Bad {
+		std::string base, delta;
+		int code;
+		std::vector<std::string> says;
+	} cases[] = {
+		{d.file("bad-base.shmkv"), delta, SHMKV_ECHECKSUM, {"bad-base.shmkv"}},
+		{d.file("bad-head.shmkv"), delta, 0, {"bad-head.shmkv"}},
+		{base, d.file("bad-delta.shmkv"), SHMKV_ECHECKSUM, {"bad-delta.shmkv"}},
+		{base, od, SHMKV_EBASE, {"other-delta.shmkv", "is a delta of base"}},
+		{delta, delta, SHMKV_EBASE, {"is a delta image"}},
+		{base, base, SHMKV_EBASE, {"is a plain image, not a delta"}},
+		{d.file("absent.shmkv"), delta, -ENOENT, {"absent.shmkv"}},
+	};
+	for (const Bad &c : cases) {
+		SCOPED_TRACE(c.base + " + " + c.delta);
+		char why[1024] = "";
+		const char *dp[] = {c.delta.c_str()};
+		int rc = shmkv_build_compact(out.c_str(), c.base.c_str(), dp, 1, 0, nullptr, nullptr, why,
+					     sizeof why);
+		if (c.code)
+			EXPECT_EQ(rc, c.code) << why;
+		else
+			EXPECT_NE(rc, 0) << why;
+		for (const std::string &w : c.says)
+			EXPECT_NE(std::string(why).find(w), std::string::npos) << "wanted \"" << w
+									   << "\" in: " << why;
+		EXPECT_FALSE(file_exists(out)) << "an output was left";
+	}
+	char why[1024] = "";
+	const char *dp[] = {delta.c_str()};
+	EXPECT_EQ(shmkv_build_compact(out.c_str(), base.c_str(), dp, 0, 0, nullptr, nullptr, why,
+				      sizeof why), -EINVAL);
+	EXPECT_NE(shmkv_build_compact(base.c_str(), base.c_str(), dp, 1, 0, nullptr, nullptr, why,
+				      sizeof why), 0) << why; // the base is no output
+	EXPECT_NE(std::string(why).find("base.shmkv"), std::string::npos) << why;
+	EXPECT_EQ(shmkv_build_compact(out.c_str(), base.c_str(), dp, 1, 2, nullptr, nullptr, why,
+				      sizeof why), -EINVAL); // an unknown flag
+	ASSERT_EQ(shmkv_build_compact(out.c_str(), base.c_str(), dp, 1, 0, nullptr, nullptr, why,
+				      sizeof why), 0) << why;
 }
 
 // ---- shmctl: inspect, TSV removals, refusals --------------------------------
