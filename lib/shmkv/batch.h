@@ -128,9 +128,10 @@ static inline size_t shmkv__batch_base(const shmkv *db, const shmkv_key *keys, s
 	return found;
 }
 
-/* A batch read through a delta (FORMAT.md §19), per group: hash every key
- * and request its filter word; ask the delta for the keys its filter lets
- * through (an upsert or a tombstone answers); the rest go to the base's
+/* A batch read through deltas (FORMAT.md §19, §19.6), per group: hash
+ * every key and request its filter words (the top delta's and the lower
+ * one's); ask the deltas for the keys their filters let through (the top
+ * first: an upsert or a tombstone answers); the rest go to the base's
  * passes above as one batch, so its lines still overlap. A key's answer is
  * the single get's (shmkv__through, then the base's get). */
 static inline size_t shmkv__batch_over(const shmkv *db, const shmkv_key *keys, size_t n,
@@ -138,7 +139,7 @@ static inline size_t shmkv__batch_over(const shmkv *db, const shmkv_key *keys, s
 {
 	size_t found = 0;
 	int64_t now = 0;
-	const shmkv *d = db->over;
+	const shmkv *d = db->over, *t = db->top;
 	for (size_t base = 0; base < n; base += SHMKV_BATCH_GROUP) {
 		const size_t m = n - base < SHMKV_BATCH_GROUP ? n - base : SHMKV_BATCH_GROUP;
 		uint64_t hash[SHMKV_BATCH_GROUP];
@@ -152,6 +153,8 @@ static inline size_t shmkv__batch_over(const shmkv *db, const shmkv_key *keys, s
 			if (SHMKV__UNLIKELY(k->len >= db->bound_key_len))
 				continue;
 			hash[i] = shmkv__hash64(db->seed, k->data, k->len);
+			if (t)
+				__builtin_prefetch(t->kf + 8 * shmkv__kf_word(hash[i], t->kf_words));
 			__builtin_prefetch(d->kf + 8 * shmkv__kf_word(hash[i], d->kf_words));
 		}
 		for (size_t i = 0; i < m; i++) {
@@ -171,7 +174,7 @@ static inline size_t shmkv__batch_over(const shmkv *db, const shmkv_key *keys, s
 			err[base + i] = e;
 			found += e == 0;
 		}
-		/* the keys the delta does not hold: the base alone answers */
+		/* the keys no delta holds: the base alone answers */
 		found += shmkv__batch_base(db, rest, nr, rv, re);
 		for (size_t j = 0; j < nr; j++) {
 			err[base + at[j]] = re[j];
