@@ -26,7 +26,7 @@ const (
 	ctlPathMax     = 224
 	ctlRetired     = 1
 	ctlLayoutHash  = 0x4b43ad88b167e31c // protocol 1: XXH3-64 of SHMKV_CTL_LAYOUT_DESC (lib/shmkv/protocol.h)
-	ctlLayoutHash2 = 0x3bf262da49ef7315 // protocol 2: of SHMKV_CTL_LAYOUT_DESC_V2
+	ctlLayoutHash2 = 0x15a70b2227f150fa // protocol 2: of SHMKV_CTL_LAYOUT_DESC_V2
 	ctlSegHugetlb  = 1                  // segments[].flags: a hugetlbfs file
 	ctlSegOverlay  = 2                  // protocol 2: a copy of the overlay, else of the base
 	ctlSeqSpins    = 1 << 16            // attach: a seq odd this long is a dead loader's

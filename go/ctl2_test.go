@@ -239,7 +239,7 @@ func TestProtocol2Refused(t *testing.T) {
 		says    string
 	}{
 		{"protocol 3", 3, ctlLayoutHash2, []ctlSegment{base}, ErrProto, "protocol version 3; this reader speaks versions 1 and 2"},
-		{"protocol 2 with protocol 1's hash", 2, ctlLayoutHash, []ctlSegment{base}, ErrProto, "protocol 2 has 0x3bf262da49ef7315"},
+		{"protocol 2 with protocol 1's hash", 2, ctlLayoutHash, []ctlSegment{base}, ErrProto, "protocol 2 has 0x15a70b2227f150fa"},
 		{"protocol 1 with protocol 2's hash", 1, ctlLayoutHash2, []ctlSegment{base}, ErrProto, "protocol 1 has 0x4b43ad88b167e31c"},
 		{"OVERLAY under protocol 1", 1, 0, []ctlSegment{base, ov}, ErrProto, "segment 1 (" + ov.path + ") has flags 0x2; protocol 1 defines 1 (hugetlb)"},
 		{"an unknown flag", 2, 0, []ctlSegment{ov, unknown}, ErrProto, "segment 1 (" + base.path + ") has flags 0x4; protocol 2 defines"},

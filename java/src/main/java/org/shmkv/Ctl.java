@@ -28,7 +28,7 @@ final class Ctl implements AutoCloseable {
 	/** Protocol 1: one image a generation; 2: a base and its overlay (PROTOCOL.md, "Protocol 2"). */
 	static final int PROTOCOL_1 = 1, PROTOCOL_2 = 2;
 	/** The XXH3-64 (seed 0) of each version's layout description. */
-	static final long LAYOUT_HASH = 0x4b43ad88b167e31cL, LAYOUT_HASH_V2 = 0x3bf262da49ef7315L;
+	static final long LAYOUT_HASH = 0x4b43ad88b167e31cL, LAYOUT_HASH_V2 = 0x15a70b2227f150faL;
 	static final long SIZE = 4096;
 	static final int WORDS = 2176 / 8, MAX_SEGMENTS = 8, PATH_MAX = 224;
 	/** The control segment's flags. */

@@ -294,7 +294,7 @@ class ControlSegmentTest {
 			MessagesTest.saysEachThingOnce(where, e);
 			assertTrue(e.getMessage().contains("protocol version " + vh[0]), e.getMessage());
 			assertTrue(e.getMessage().contains("this library speaks versions 1 (layout 4b43ad88b167e31c) and 2 (layout "
-					+ "3bf262da49ef7315), size 4096"), e.getMessage());
+					+ "15a70b2227f150fa), size 4096"), e.getMessage());
 		}
 		// both pairs attach
 		create(1, Ctl.LAYOUT_HASH, Seg.base(baseF));
