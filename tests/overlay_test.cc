@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <map>
+#include <random>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -385,7 +386,7 @@ TEST(Overlay, ReadThroughTwoDeltas)
 	for (uint32_t bits : {64u, 6u}) { // 6: the checked path (a test hash)
 		SCOPED_TRACE("hash_bits " + std::to_string(bits));
 		Images im = images(l, bits);
-		Mem base(im.base), lower(im.lower), top(im.top);
+		Mem base(im.base), lower(im.lower), top(im.top), alone(im.base);
 		ASSERT_EQ(base.err, 0) << base.why;
 		ASSERT_EQ(lower.err, 0) << lower.why;
 		ASSERT_EQ(top.err, 0) << top.why;
@@ -393,7 +394,7 @@ TEST(Overlay, ReadThroughTwoDeltas)
 		ASSERT_EQ(shmkv_delta_set2(&base.db, &lower.db, &top.db, why, sizeof why), 0) << why;
 		for (uint32_t now : {kNow, kNow - 100, kNow + 2000}) {
 			SCOPED_TRACE("now " + std::to_string(now));
-			expect_view(&base.db, Model(l), &base.db, &lower.db, &top.db, now, l);
+			expect_view(&base.db, Model(l), &alone.db, &lower.db, &top.db, now, l);
 		}
 		// the reasons name the level that decided
 		shmkv_value v;
@@ -412,12 +413,12 @@ TEST(Overlay, ReadThroughTwoDeltas)
 		// the lower alone (top NULL), then the image alone
 		ASSERT_EQ(shmkv_delta_set2(&base.db, &lower.db, nullptr, why, sizeof why), 0) << why;
 		EXPECT_EQ(base.db.top, nullptr);
-		expect_view(&base.db, Model(l, true, false), &base.db, &lower.db, nullptr, kNow, l);
+		expect_view(&base.db, Model(l, true, false), &alone.db, &lower.db, nullptr, kNow, l);
 		ASSERT_EQ(shmkv_delta_set2(&base.db, &lower.db, &top.db, why, sizeof why), 0) << why;
 		ASSERT_EQ(shmkv_delta_set(&base.db, nullptr, why, sizeof why), 0);
 		EXPECT_EQ(base.db.over, nullptr);
 		EXPECT_EQ(base.db.top, nullptr) << "shmkv_delta_set(NULL) reads the image alone";
-		expect_view(&base.db, Model(l, false, false), &base.db, nullptr, nullptr, kNow, l);
+		expect_view(&base.db, Model(l, false, false), &alone.db, nullptr, nullptr, kNow, l);
 	}
 }
 
@@ -734,4 +735,56 @@ TEST(Overlay, RefreshAcrossLevels)
 	expect_view(db, Model(l, false, false), &a.base.db, nullptr, nullptr, kNow, l);
 	EXPECT_EQ(shmkv_refresh(db), 0);
 	shmkv_close(db);
+}
+
+// Random levels over a shared key space (each key in any subset of the
+// three, any record kind, expiring or not), every path against the model.
+TEST(Overlay, RandomizedModel)
+{
+	std::mt19937_64 rng(0x70b);
+	for (int round = 0; round < 40; round++) {
+		SCOPED_TRACE("round " + std::to_string(round));
+		Levels l;
+		const int keys = 20 + (int)(rng() % 200);
+		auto rec = [&](const std::string &k, const char *tag, bool delta) {
+			if (delta && rng() % 4 == 0)
+				return tomb(k, rng() % 3 == 0);
+			uint32_t x = 0;
+			switch (rng() % 6) {
+			case 0: x = kNow - 1 - (uint32_t)(rng() % 100); break;
+			case 1: x = kNow + 1 + (uint32_t)(rng() % 100); break;
+			default: break;
+			}
+			if (rng() % 5 == 0) {
+				Rec r = i64(k, (int64_t)rng());
+				r.expires = x;
+				return r;
+			}
+			return str(k, tag + std::string(rng() % 40, 'x'), x, rng() % 4 == 0);
+		};
+		for (int i = 0; i < keys; i++) {
+			const std::string k = "k" + std::to_string(i);
+			const unsigned in = (unsigned)(rng() % 8); // bit 0 base, 1 lower, 2 top
+			if (in & 1)
+				l.base.push_back(rec(k, "b", false));
+			if (in & 2)
+				l.lower.push_back(rec(k, "l", true));
+			if (in & 4)
+				l.top.push_back(rec(k, "t", true));
+		}
+		testimg::Options bo;
+		bo.bucket_count = l.base.size() / 2 + 8;
+		bo.seed = rng();
+		const std::string bytes = testimg::compose(l.base, bo).bytes;
+		Mem base(bytes), alone(bytes);
+		ASSERT_EQ(base.err, 0) << base.why;
+		Mem lower(testimg::compose(l.lower, delta_of(base.db, l.lower.size() / 2 + 4)).bytes);
+		Mem top(testimg::compose(l.top, delta_of(base.db, l.top.size() / 2 + 4)).bytes);
+		ASSERT_EQ(lower.err | top.err, 0) << lower.why << top.why;
+		char why[512] = "";
+		ASSERT_EQ(shmkv_delta_set2(&base.db, &lower.db, &top.db, why, sizeof why), 0) << why;
+		expect_view(&base.db, Model(l), &alone.db, &lower.db, &top.db, kNow, l);
+		if (::testing::Test::HasFailure())
+			break;
+	}
 }
