@@ -325,7 +325,10 @@ static Py_ssize_t cache_len(CacheObject *c)
 	if (!live(c))
 		return -1;
 	const shmkv_image_header *h = shmkv_header(c->gen->db);
-	if (!gen_expiry(c->gen) && !c->gen->over && !shmkv_is_delta(c->gen->db))
+	/* a base read through a delta (its own, or a protocol 2 overlay that
+	 * attach set) counts its live entries */
+	if (!gen_expiry(c->gen) && !c->gen->over && !c->gen->db->over &&
+	    !shmkv_is_delta(c->gen->db))
 		return (Py_ssize_t)h->entry_count;
 	GenObject *g = (GenObject *)Py_NewRef(c->gen); /* mapped while the GIL is away */
 	Py_ssize_t n = 0;

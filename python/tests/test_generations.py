@@ -165,3 +165,23 @@ def test_drop_and_reload_reported(served, shmctl):
     assert "v" not in n and n.refresh() is False
     n.close()
     c.close()
+
+
+def test_changes_counted(served, shmctl):
+    """A cache with changes (protocol 2: its base read through an overlay)
+    counts, lists and reads what the changes left: len() is not the base's
+    entry count."""
+    root, shm, publish = served
+    publish([("a", "1"), ("b", "2")])
+    c = attach_when_ready(root)
+    assert len(c) == 2
+    for args in (["set", "feat", "c", "3"], ["set", "feat", "d", "4"], ["remove", "feat", "a"]):
+        subprocess.run([shmctl, "-r", root, "cache", *args], check=True, capture_output=True,
+                       timeout=120)
+    with pytest.raises(shmkv.StaleCache):
+        c.refresh()  # the first change retires the protocol 1 control segment
+    c.close()
+    n = shmkv.attach("feat", root=root)
+    assert len(n) == 3 and sorted(n.keys()) == ["b", "c", "d"]
+    assert n["c"] == "3" and "a" not in n
+    n.close()
