@@ -756,8 +756,11 @@ int op_fold(struct loader *L, const char *name)
 	if (!c)
 		return 0;
 	c->fold_queued = 0;
-	if (!overlay_fold_due(c) || c->broken || !c->ctl.map)
-		return 0; /* rolled back, loaded or compacted meanwhile: nothing due any more */
+	/* rolled back, loaded or compacted meanwhile: nothing due any more; a
+	 * compaction queued meanwhile (a stream's batches went first) takes
+	 * the top too */
+	if (!overlay_fold_due(c) || c->compact_queued || c->broken || !c->ctl.map)
+		return 0;
 	uint64_t t0 = mono_ms(), top_records = c->top.entries, lower_records = c->ov.entries;
 	char out[PATH_MAX], why[600];
 	overlay_tmp_path(L, c, "fold.tmp", out, sizeof out);

@@ -32,7 +32,8 @@ int overlay_fold_due(const struct cache *c);
  * verified and loaded as a change is, published with the base and no top.
  * The content stays; so do the rollback generation (the one before the
  * last change) and the durable log. Queued only (no reply); nothing due any
- * more is 0; a failure is logged and leaves the top serving. */
+ * more, or a compaction queued (it takes the top too), is 0; a failure is
+ * logged and leaves the top serving. */
 int op_fold(struct loader *L, const char *name);
 /* The merge of c's top and lower (the top's word on a key wins), one delta
  * of the base at out: a fold's, and compact.c's before it merges with the
