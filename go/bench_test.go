@@ -156,8 +156,9 @@ func BenchmarkGet(b *testing.B) {
 // ("base-hit", alone, through the one delta and through both), hits of
 // the lower's upserts ("delta-hit", through), of the top's ("top-hit",
 // through both), and misses ("miss", alone, through one, through both),
-// each a sub-benchmark. "interleaved" measures the nine in turn, 2^16
-// gets each (the benchmark thread's CPU time; each measurement its own
+// each a sub-benchmark. "interleaved" measures the nine in turn, in an
+// order that rotates each round, 2^16 gets each (the benchmark thread's
+// CPU time; each measurement its own
 // window of the key lists, so that none finds the lines of the one before
 // it in cache), b.N rounds, and reports each one's median (ns/get) and
 // the ratios of the medians: through/alone and both/alone for base hits
@@ -259,7 +260,9 @@ func BenchmarkGetDelta(b *testing.B) {
 				defer runtime.UnlockOSThread()
 				ns := make([][]float64, len(cases))
 				for r := 0; r < b.N; r++ {
-					for i, c := range cases {
+					for k := range cases {
+						i := (k + r) % len(cases) // the order rotates: no case always follows the same one
+						c := cases[i]
 						c0 := threadCPU()
 						sink += gets(b, c.v, c.keys, c.err, (r*len(cases)+i)*per, per) // a window of its own: no case reads lines another just brought in
 						ns[i] = append(ns[i], float64(threadCPU()-c0)/per)
