@@ -177,6 +177,7 @@ class FormatTest {
 		want.put("SHMKV_CTL_RETIRED", (long) Ctl.RETIRED);
 		want.put("SHMKV_SEG_HUGETLB", (long) Ctl.SEG_HUGETLB);
 		want.put("SHMKV_SEG_OVERLAY", (long) Ctl.SEG_OVERLAY);
+		want.put("SHMKV_SEG_TOP", (long) Ctl.SEG_TOP);
 		want.put("SHMKV_CTL_LAYOUT_HASH", Ctl.LAYOUT_HASH);
 		want.put("SHMKV_CTL_LAYOUT_HASH_V2", Ctl.LAYOUT_HASH_V2);
 		for (Map.Entry<String, Long> w : want.entrySet()) {
@@ -186,10 +187,8 @@ class FormatTest {
 			assertEquals(w.getValue(), v.startsWith("0x") ? Long.parseUnsignedLong(v.substring(2), 16) : Long.parseLong(v),
 					w.getKey());
 		}
-		// protocol.h knows TOP too; this reader refuses a TOP copy as an unknown flag
-		// until it reads a top overlay
 		assertEquals("(SHMKV_SEG_HUGETLB | SHMKV_SEG_OVERLAY | SHMKV_SEG_TOP)", d.get("SHMKV_SEG_KNOWN_V2"));
-		assertEquals(Ctl.SEG_HUGETLB | Ctl.SEG_OVERLAY, Ctl.SEG_KNOWN_V2);
+		assertEquals(Ctl.SEG_HUGETLB | Ctl.SEG_OVERLAY | Ctl.SEG_TOP, Ctl.SEG_KNOWN_V2);
 		assertEquals("SHMKV_SEG_HUGETLB", d.get("SHMKV_SEG_KNOWN_V1"));
 		assertEquals(Ctl.SEG_HUGETLB, Ctl.SEG_KNOWN_V1);
 		assertEquals(2176, Ctl.WORDS * 8, "the words a snapshot copies: 2176 bytes");
