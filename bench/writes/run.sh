@@ -79,13 +79,13 @@ done
 has_part() { case ",$PARTS," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 log() { echo "[$(date +%H:%M:%S)] $*" >&2; }
 
-# Memory: the image and its input, two cache copies of it (case (a), case
-# (b)), the delta, a compaction's temporary and new segment, a rebuilt image
+# Memory: the image and its input, three cache copies of it (cases (a),
+# (b), (c)), the deltas, a compaction's temporary and new segment, a rebuilt image
 # and its load with the merged records (part 3), and the
 # stream's overlays (the current one, the rollback and one being built;
 # ~50 bytes a record).
 img_est=$((KEYS * 50))
-need=$((img_est * 9 + RATE * SECS * 50 * 3 + (256 << 20)))
+need=$((img_est * 10 + RATE * SECS * 50 * 3 + (256 << 20)))
 avail=$(($(awk '/MemAvailable/ {print $2}' /proc/meminfo) * 1024))
 if [ "$avail" -lt "$need" ]; then
 	echo "needs about $((need >> 20)) MiB of memory, $((avail >> 20)) MiB available: use fewer --keys" >&2
@@ -144,6 +144,11 @@ awk -v n="$KEYS" -v m="$PENDING" -v s="$stride" \
 	'BEGIN { for (i = 0; i < m; i++) printf "key_%d\tdelta-%d\n", (i * s + 7) % n, i }' > "$T/delta.tsv"
 timed "${S[@]}" image build --delta-of "$T/base.img" -o "$T/delta.img" "$T/delta.tsv" >> "$T/build.txt"
 rm -f "$T/delta.tsv"
+# case (c)'s second delta: PENDING / 10 other existing keys (the next of the stride)
+awk -v n="$KEYS" -v m="$PENDING" -v s="$stride" \
+	'BEGIN { for (i = m; i < m + m / 10; i++) printf "key_%d\tlate-%d\n", (i * s + 7) % n, i }' > "$T/top.tsv"
+timed "${S[@]}" image build --delta-of "$T/base.img" -o "$T/top.img" "$T/top.tsv" >> "$T/build.txt"
+rm -f "$T/top.tsv"
 echo "- base image: $KEYS keys \`key_N\` → 16-byte strings, $(($(stat -c %s "$T/base.img") >> 20)) MiB (\`shmctl image build\`); delta: $PENDING upserts, $(($(stat -c %s "$T/delta.img") >> 20)) MiB (\`--delta-of\`)"
 
 # ---- the loader ------------------------------------------------------------------------------
@@ -170,22 +175,29 @@ load_cache() { "${S[@]}" -j cache load "$1" "$T/base.img" > /dev/null; }
 
 # ---- 1: sets ---------------------------------------------------------------------------------
 if has_part 1 || has_part 2 || has_part 3; then
-	log "loading caches a (nothing pending) and b ($PENDING pending)"
+	log "loading caches a (nothing pending), b ($PENDING pending) and c (and $((PENDING / 10)) more)"
 	load_cache a
 	load_cache b
 	applied=$("${S[@]}" -j cache apply b "$T/delta.img")
 	echo "- case (b): \`cache apply b delta.img\` of $PENDING changes: overlay $(jq -r .overlay_bytes <<<"$applied") bytes"
 fi
+if has_part 1; then # (c): the same, then a second delta, in the top overlay unless folds are off
+	load_cache c
+	"${S[@]}" -j cache apply c "$T/delta.img" > /dev/null
+	applied=$("${S[@]}" -j cache apply c "$T/top.img")
+	echo "- case (c): the same, then \`cache apply c top.img\` of $((PENDING / 10)) other keys: $(jq -r .lower_records <<<"$applied") records in the lower overlay, $(jq -r .top_records <<<"$applied") in the top (the sets go there: a publish rebuilds it; below the fold bound, max(2048, $PENDING / 8), for all the sets of part 1)"
+fi
 if has_part 1; then
 	echo
 	echo "### 1. One set until every reader sees it"
 	echo
-	echo "$READERS reader processes attached to both caches, polling (refresh + one get of the key set) every 50 µs; sets interleaved over cache × client, $SETS each. a: nothing pending; b: $PENDING pending. socket: a direct control-socket client (\`change\`); shmctl: \`shmctl cache set\` exec'ed (its process start included)."
+	echo "$READERS reader processes attached to the caches, polling (refresh + one get of the key set) every 50 µs; sets interleaved over cache × client, $SETS each. a: nothing pending; b: $PENDING pending (the lower overlay: the sets go into a top of their own); c: $((PENDING + PENDING / 10)) pending, $((PENDING / 10)) of them in the top. socket: a direct control-socket client (\`change\`); shmctl: \`shmctl cache set\` exec'ed (its process start included)."
 	echo
 	log "part 1: $SETS sets per cache and client ($(load_now))"
 	echo "- $(load_now) before"
-	timed "$W/wbench_set" --root "$ROOT" --cache a --cache b --keys "$KEYS" --sets "$SETS" \
+	timed "$W/wbench_set" --root "$ROOT" --cache a --cache b --cache c --keys "$KEYS" --sets "$SETS" \
 		--readers "$READERS" --shmctl "$SHMCTL" > "$T/sets.txt"
+	"${S[@]}" cache drop c > /dev/null
 	echo "- $(load_now) after"
 	sed -n '/^| cache/,$p' "$T/sets.txt"
 fi
