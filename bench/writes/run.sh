@@ -24,9 +24,9 @@ usage: $0 --build BUILDDIR [options]
   --secs S          stream: seconds per phase (default 60)
   --reps N          stream: off/on/after repetitions; compactions (default 2)
   --via shmctl|socket  stream client (default shmctl: cache apply NAME -)
-  --no-compact      caches a and b with compact_entries = compact_ratio = 0 (a
+  --no-compact      caches a, b and c with compact_entries = compact_ratio = 0 (a
                     config file): no compaction, the publishes alone
-  --fold-entries N  caches a and b with fold_entries = N (a config file; 0: no
+  --fold-entries N  caches a, b and c with fold_entries = N (a config file; 0: no
                     top overlay, every change rebuilds the one overlay, as
                     the loader did before it had a top: the baseline)
   --parts LIST      1 sets, 2 publish phases (bpftrace), 3 compaction of case (b)
@@ -154,7 +154,7 @@ echo "- base image: $KEYS keys \`key_N\` → 16-byte strings, $(($(stat -c %s "$
 # ---- the loader ------------------------------------------------------------------------------
 conf=()
 if [ "$COMPACT" = off ] || [ -n "$FOLD" ]; then
-	for c in a b; do
+	for c in a b c; do
 		printf '[cache %s]\nmemory = shm\n' "$c"
 		[ "$COMPACT" = off ] && printf 'compact_entries = 0\ncompact_ratio = 0\n'
 		[ -n "$FOLD" ] && printf 'fold_entries = %s\n' "$FOLD"
