@@ -472,23 +472,21 @@ static void adopt_one(struct loader *L, struct scan *sc, const char *name)
 		c->have_rb = 1;
 		adopt_rb_more(sc, c, rb_more_hint, nrb_more_hint);
 	}
-	if (c->have_rb && rbov_hint.path[0] && found_for(sc, name, rbov_hint.path) &&
-	    seg_inspect(rbov_hint.path, &in, why, sizeof why) == 0) {
-		c->rbov = in;
-		c->have_rbov = 1;
-	}
-	/* its top, over that lower only */
-	if (c->have_rbov && rbtop_hint.path[0] && found_for(sc, name, rbtop_hint.path) &&
-	    seg_inspect(rbtop_hint.path, &in, why, sizeof why) == 0) {
-		c->rbtop = in;
-		c->have_rbtop = 1;
-	} else if (c->have_rbov && rbtop_hint.path[0]) {
-		/* its lower alone is not that generation: no rollback rather than
-		 * one that loses the top's changes */
-		log_warn("cache=%s: the rollback's top overlay %s is gone: no rollback", name,
-			 rbtop_hint.path);
-		c->have_rb = c->have_rbov = 0;
-		c->nrb_more = 0;
+	/* its overlays: the lower, and a top over it only */
+	const struct seg_info *want[2] = {&rbov_hint, &rbtop_hint};
+	for (int i = 0; i < 2 && c->have_rb && want[i]->path[0]; i++) {
+		if (!found_for(sc, name, want[i]->path) ||
+		    seg_inspect(want[i]->path, &in, why, sizeof why) != 0) {
+			/* the rollback without it is not that generation: none rather
+			 * than one that loses its changes */
+			log_warn("cache=%s: the rollback's %s overlay %s is gone: no rollback", name,
+				 i ? "top" : "lower", want[i]->path);
+			c->have_rb = c->have_rbov = c->have_rbtop = 0;
+			c->nrb_more = 0;
+			break;
+		}
+		*(i ? &c->rbtop : &c->rbov) = in;
+		*(i ? &c->have_rbtop : &c->have_rbov) = 1;
 	}
 	/* no overlay served: no chain continues, unless a compaction made the
 	 * base (it keeps the chain of the image it started from) */

@@ -407,6 +407,57 @@ TEST_F(Writes, AdoptAfterKill9KeepsBaseAndOverlays)
 	shmkv_close(db);
 }
 
+// A restart whose rollback generation lost an overlay file (removed by
+// hand, or a kill between its unlink and the state file's update) keeps no
+// rollback rather than one that would serve its base without those changes:
+// its top, and its lower (after a fold, the current generation's is
+// another file).
+TEST_F(Writes, AdoptedRollbackWithoutItsOverlayIsNone)
+{
+	ld.kill9();
+	std::string conf = env.base() + "/loader.conf";
+	ASSERT_TRUE(shmkv_test::write_file(conf, "[cache w]\nfold_entries = 3\nfold_ratio = 0\n"));
+	const std::vector<std::string> args = {"--memory", "shm", "--config", conf};
+	for (const char *lost : {"rbtop", "rbov"}) {
+		std::string what = std::string("without its ") + lost;
+		std::unique_ptr<Loader> fl(new Loader(env, args));
+		ASSERT_TRUE(fl->start()) << what;
+		ASSERT_TRUE(fl->load("w", base).ok()) << what;
+		// k1 the lower, k2 and k3 the top; with k4 the top folds (rbov
+		// then names the lower before the fold: not the current one)
+		int keys = strcmp(lost, "rbov") ? 3 : 4;
+		for (int i = 1; i <= keys; i++)
+			ASSERT_TRUE(change(*fl, "w", "{\"key\": \"k" + std::to_string(i) +
+						   "\", \"value\": \"" + std::to_string(i) + "\"}").ok());
+		if (keys == 4) {
+			ASSERT_EQ(wait_folds(*fl, "w", 1)["fold"]["count"].u64(), 1u) << env.log();
+		}
+		fl->kill9();
+		std::string state = read_file(env.root() + "/w.state"), key = "\n" + std::string(lost) + ".path=";
+		size_t p = state.find(key);
+		ASSERT_NE(p, std::string::npos) << what << "\n" << state;
+		p += key.size();
+		std::string file = state.substr(p, state.find('\n', p) - p);
+		ASSERT_EQ(unlink(file.c_str()), 0) << what << ": " << file;
+		fl.reset(new Loader(env, args));
+		ASSERT_TRUE(fl->start()) << what;
+		EXPECT_EQ(fl->status("w")["rollback"].kind, Json::NUL) << what << env.log();
+		EXPECT_FALSE(fl->req({"rollback", "w"}).ok()) << what << ": a rollback losing changes";
+		int err;
+		std::string why;
+		shmkv *db = attach(env.root(), "w", SHMKV_ATTACH_VERIFY, &err, &why);
+		ASSERT_NE(db, nullptr) << what << ": " << why;
+		for (int i = 1; i <= keys; i++)
+			EXPECT_EQ(get_str(db, "k" + std::to_string(i), &err), std::to_string(i)) << what;
+		EXPECT_EQ(check_handle(db, "a", n), 0u) << what;
+		shmkv_close(db);
+		EXPECT_NE(env.log().find(std::string("the rollback's ") +
+					 (keys == 4 ? "lower" : "top") + " overlay"),
+			  std::string::npos) << what << env.log();
+		fl->kill9();
+	}
+}
+
 // Two levels (loader/README.md, "Writes"): each change goes into the top
 // overlay alone; once the top holds fold_entries records the loader folds
 // it into the lower by itself, after the reply. A reader attached
