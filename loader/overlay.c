@@ -865,7 +865,7 @@ static struct cache *log_base(struct loader *L, const char *name, const struct w
 			      int *fresh, int *staged)
 {
 	struct cache *c = cache_find(L, name);
-	struct wal_head now;
+	struct wal_head now = {0};
 	char why[600];
 	*fresh = *staged = 0;
 	if (c && c->have_cur && log_head(c, &now, why, sizeof why) == 0 &&

@@ -26,6 +26,9 @@ usage: $0 --build BUILDDIR [options]
   --via shmctl|socket  stream client (default shmctl: cache apply NAME -)
   --no-compact      caches a and b with compact_entries = compact_ratio = 0 (a
                     config file): no compaction, the publishes alone
+  --fold-entries N  caches a and b with fold_entries = N (a config file; 0: no
+                    top overlay, every change rebuilds the one overlay, as
+                    the loader did before it had a top: the baseline)
   --parts LIST      1 sets, 2 publish phases (bpftrace), 3 compaction of case (b)
                     against a full rebuild (--reps times), 4 stream (default 1,2,3,4)
   --work DIR        where the temporary directory goes (default /dev/shm)
@@ -36,7 +39,7 @@ EOF
 }
 
 BUILD= KEYS=10000000 PENDING=100000 SETS=200 READERS=2 RATE=20000 SECS=60 REPS=2 VIA=shmctl
-PARTS=1,2,3,4 WORKDIR=/dev/shm KEEP= LOCK=/tmp/shmkv-bench.lock COMPACT=default
+PARTS=1,2,3,4 WORKDIR=/dev/shm KEEP= LOCK=/tmp/shmkv-bench.lock COMPACT=default FOLD=
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--build) BUILD=$2; shift 2 ;;
@@ -53,6 +56,7 @@ while [ $# -gt 0 ]; do
 	--keep) KEEP=$2; shift 2 ;;
 	--no-lock) LOCK=; shift ;;
 	--no-compact) COMPACT=off; shift ;;
+	--fold-entries) FOLD=$2; shift 2 ;;
 	-h|--help) usage; exit 0 ;;
 	*) usage >&2; exit 2 ;;
 	esac
@@ -61,6 +65,7 @@ done
 for n in KEYS PENDING SETS READERS RATE SECS REPS; do
 	[[ ${!n} =~ ^[1-9][0-9]*$ ]] || { echo "--${n,,} ${!n}: expected a positive integer" >&2; exit 2; }
 done
+[ -z "$FOLD" ] || [[ $FOLD =~ ^[0-9]+$ ]] || { echo "--fold-entries $FOLD: expected a number" >&2; exit 2; }
 [ "$PENDING" -lt "$KEYS" ] || { echo "--pending $PENDING: must be below --keys $KEYS" >&2; exit 2; }
 case "$VIA" in shmctl|socket) ;; *) echo "--via $VIA: expected shmctl or socket" >&2; exit 2 ;; esac
 BUILD=$(realpath "$BUILD")
@@ -120,11 +125,11 @@ ROOT=$T/root
 mkdir -p "$ROOT" "$T/spool" "$T/shm"
 S=("$SHMCTL" -r "$ROOT")
 
-echo "## Writes: bench/writes/run.sh --keys $KEYS --pending $PENDING --sets $SETS --readers $READERS --rate $RATE --secs $SECS --reps $REPS --via $VIA$([ "$COMPACT" = off ] && echo ' --no-compact')"
+echo "## Writes: bench/writes/run.sh --keys $KEYS --pending $PENDING --sets $SETS --readers $READERS --rate $RATE --secs $SECS --reps $REPS --via $VIA$([ "$COMPACT" = off ] && echo ' --no-compact')$([ -n "$FOLD" ] && echo " --fold-entries $FOLD")"
 echo
 echo "- $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git -C "$HERE" rev-parse --short HEAD 2>/dev/null || echo '?')"
 echo "- CPU: $(lscpu | sed -n 's/^Model name: *//p' | head -n1), $(nproc) CPUs; $(load_now) at the start"
-echo "- memory: shm (tmpfs, 4 KiB pages) in $WORKDIR; stream_interval 100 ms (the default); compaction: $([ "$COMPACT" = off ] && echo "off (compact_entries = compact_ratio = 0)" || echo "the defaults (compact_entries 1000000, compact_ratio 0.25)")"
+echo "- memory: shm (tmpfs, 4 KiB pages) in $WORKDIR; stream_interval 100 ms (the default); compaction: $([ "$COMPACT" = off ] && echo "off (compact_entries = compact_ratio = 0)" || echo "the defaults (compact_entries 1000000, compact_ratio 0.25)"); folds: $([ -n "$FOLD" ] && echo "fold_entries $FOLD$([ "$FOLD" = 0 ] && echo ' (no top: every change rebuilds the one overlay)')" || echo "the defaults (fold_entries 2048, fold_ratio 0.125)")"
 echo
 
 # ---- images ----------------------------------------------------------------------------------
@@ -143,8 +148,12 @@ echo "- base image: $KEYS keys \`key_N\` → 16-byte strings, $(($(stat -c %s "$
 
 # ---- the loader ------------------------------------------------------------------------------
 conf=()
-if [ "$COMPACT" = off ]; then
-	printf '[cache %s]\nmemory = shm\ncompact_entries = 0\ncompact_ratio = 0\n' a b > "$T/loader.conf"
+if [ "$COMPACT" = off ] || [ -n "$FOLD" ]; then
+	for c in a b; do
+		printf '[cache %s]\nmemory = shm\n' "$c"
+		[ "$COMPACT" = off ] && printf 'compact_entries = 0\ncompact_ratio = 0\n'
+		[ -n "$FOLD" ] && printf 'fold_entries = %s\n' "$FOLD"
+	done > "$T/loader.conf"
 	conf=(--config "$T/loader.conf")
 fi
 nice -n 10 "$LOADER" --foreground "${conf[@]}" --root "$ROOT" --spool "$T/spool" \
