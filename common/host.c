@@ -1,6 +1,7 @@
 /* host.c - see host.h. */
 #include "host.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -223,4 +224,28 @@ long long host_pool_available(const char *root, uint64_t page_size)
 		if (p[i].page_size == page_size)
 			return p[i].free > p[i].resv ? (long long)(p[i].free - p[i].resv) : 0;
 	return -1;
+}
+
+int host_parse_duration_ms(const char *s, uint64_t *ms)
+{
+	char *end;
+	if (!isdigit((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	uint64_t mul = 1000;
+	if (!strcmp(end, "ms"))
+		mul = 1, end += 2;
+	else if (*end == 's')
+		end++;
+	else if (*end == 'm')
+		mul = 60000, end++;
+	else if (*end == 'h')
+		mul = 3600000, end++;
+	else if (*end == 'd')
+		mul = 86400000, end++;
+	if (errno || *end || v > UINT64_MAX / mul)
+		return -EINVAL;
+	*ms = v * mul;
+	return 0;
 }

@@ -47,6 +47,11 @@ void host_unescape(char *s);
  * not a number, another suffix) / -ERANGE (past 2^64). 0 parses: callers
  * that need a page size refuse it. */
 int host_parse_size(const char *s, uint64_t *out);
+/* "250ms", "30s", "5m", "2h", "1d", "10" (no suffix: seconds): a duration
+ * into milliseconds, the one parser of durations (the loader's config,
+ * shmkv-http's). Returns 0, or -EINVAL (empty, not a number, another
+ * suffix, past 2^64 ms). */
+int host_parse_duration_ms(const char *s, uint64_t *ms);
 /* A page size's short name: "4K", "2M", "1G" (the pagesize= spelling). */
 const char *host_size_name(uint64_t bytes, char *buf, size_t len);
 /* The value of option name= in a comma-separated list into buf (0), or

@@ -66,22 +66,11 @@ int conf_parse_block_size(const char *s, uint64_t *out)
 
 int conf_parse_duration(const char *s, uint64_t *secs)
 {
-	char *end;
-	if (!isdigit((unsigned char)*s))
+	uint64_t ms;
+	/* whole seconds only (common/host.h owns the syntax) */
+	if (host_parse_duration_ms(s, &ms) || ms % 1000)
 		return -EINVAL;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	uint64_t mul = 1;
-	switch (*end) {
-	case 's': end++; break;
-	case 'm': mul = 60; end++; break;
-	case 'h': mul = 3600; end++; break;
-	case 'd': mul = 86400; end++; break;
-	default: break;
-	}
-	if (errno || *end || v > UINT64_MAX / 1000 / mul)
-		return -EINVAL;
-	*secs = v * mul;
+	*secs = ms / 1000;
 	return 0;
 }
 

@@ -1,13 +1,13 @@
 /* cache_ctl.c - reading control segments (lib/PROTOCOL.md) without the
  * loader, through the reader's shmkv_ctl_open()/shmkv_ctl_read(): ctl_read()
  * for `cache readers` and the fallback of `cache list`. */
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cache.h"
+#include "ctlnames.h"
 #include "diag.h"
 #include "json.h"
 #include "memkind.h"
@@ -44,11 +44,6 @@ const char *fmt_bytes(uint64_t n, char *buf, size_t len)
 	}
 	snprintf(buf, len, v < 10 ? "%.2f %s" : v < 100 ? "%.1f %s" : "%.0f %s", v, units[u]);
 	return buf;
-}
-
-static int by_name(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
 /* One cache's figures, as the loader's list names them. */
@@ -88,41 +83,18 @@ static void list_one(struct json *w, const char *root, const char *name)
 int ctl_list(const char *root, const char *note, jv **out, char *why, size_t why_len)
 {
 	why[0] = 0;
-	DIR *d = opendir(root);
-	if (!d) {
-		snprintf(why, why_len, "%s: %s", root, strerror(errno));
+	char **names = NULL;
+	size_t n = 0;
+	int err = ctlnames_list(root, &names, &n);
+	if (err) {
+		snprintf(why, why_len, "%s: %s", root, strerror(-err));
 		return -1;
 	}
-	char **names = NULL;
-	size_t n = 0, cap = 0;
-	struct dirent *e;
 	char *text = NULL;
 	size_t len = 0;
 	FILE *f;
 	struct json w;
 	int rc = -1;
-	while ((e = readdir(d))) {
-		size_t l = strlen(e->d_name);
-		if (l <= 4 || strcmp(e->d_name + l - 4, ".ctl"))
-			continue;
-		char name[256];
-		snprintf(name, sizeof name, "%.*s", (int)(l - 4), e->d_name);
-		if (shmkv_name_check(name))
-			continue; /* the loader's temporary files start with '.' */
-		if (n == cap) {
-			cap = cap ? cap * 2 : 16;
-			char **nn = realloc(names, cap * sizeof *nn);
-			if (!nn)
-				goto out;
-			names = nn;
-		}
-		if (!(names[n] = strdup(name)))
-			goto out;
-		n++;
-	}
-	if (n)
-		qsort(names, n, sizeof *names, by_name);
-
 	if (!(f = open_memstream(&text, &len)))
 		goto out;
 	json_init_file(&w, f, false);
@@ -141,9 +113,6 @@ int ctl_list(const char *root, const char *note, jv **out, char *why, size_t why
 out:
 	if (rc && !why[0])
 		snprintf(why, why_len, "out of memory");
-	for (size_t i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
-	closedir(d);
+	ctlnames_free(names, n);
 	return rc;
 }

@@ -1,6 +1,8 @@
 /* ctlsock.c - the control socket client. See ctlsock.h. */
 #include "ctlsock.h"
 
+#include "ctlconnect.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -8,11 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
-#define CTL_SOCK_NAME "control.sock"
 #define CTL_REPLY_MAX (16u << 20) /* a list of many caches stays far below */
 
 static long long now_ms(void)
@@ -20,34 +20,6 @@ static long long now_ms(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* Connects to root/control.sock; a root too long for sun_path is reached
- * through /proc/self/fd of the directory. Returns the socket or -errno. */
-static int ctl_connect(const char *root)
-{
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int dirfd = -1, err = 0;
-	if ((size_t)snprintf(sa.sun_path, sizeof sa.sun_path, "%s/%s", root, CTL_SOCK_NAME) >=
-	    sizeof sa.sun_path) {
-		dirfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (dirfd < 0)
-			return -errno;
-		snprintf(sa.sun_path, sizeof sa.sun_path, "/proc/self/fd/%d/%s", dirfd, CTL_SOCK_NAME);
-	}
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		err = -errno;
-	else if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0)
-		err = -errno;
-	if (dirfd >= 0)
-		close(dirfd);
-	if (err) {
-		if (fd >= 0)
-			close(fd);
-		return err;
-	}
-	return fd;
 }
 
 static int send_all(int fd, const char *p, size_t n)
@@ -195,7 +167,7 @@ int ctl_reply_parse(const char *sock, const char *buf, size_t have, jv **reply, 
 
 int ctl_dial(const char *root, char *why, size_t why_len)
 {
-	int fd = ctl_connect(root);
+	int fd = ctl_connect(root, 0);
 	if (fd >= 0)
 		return fd;
 	snprintf(why, why_len, "cannot connect to %s/%s: %s%s", root, CTL_SOCK_NAME, strerror(-fd),

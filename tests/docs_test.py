@@ -126,7 +126,7 @@ if sys.argv[1:] == ['--self-test']:
 src, build = sys.argv[1], sys.argv[2]
 fails = []
 PLUMBING = {'meson.build', 'meson_options.txt', '.gitignore'}
-CODE_DIRS = ['lib', 'builder', 'common', 'numa', 'loader', 'shmctl', 'examples/bpf']
+CODE_DIRS = ['lib', 'builder', 'common', 'numa', 'loader', 'shmctl', 'http', 'examples/bpf']
 
 
 def read(*p):

@@ -18,19 +18,21 @@ src=$(cd "$(dirname "$0")/../.." && pwd)
 fail() { echo "deb_test: FAIL: $*" >&2; exit 1; }
 step() { echo "== deb_test: $*"; }
 
+PKGS=(shmkv libshmkv-dev libshmkv-build0 shmkv-http)
 tmp=$(mktemp -d /var/tmp/shmkv-deb.XXXXXX) # not /tmp: the unit's view must see it
 chmod 0755 "$tmp"
 notify_pid=
 loader_pid=
+http_pid=
 cleanup() {
 	local rc=$?
+	[ -n "$http_pid" ] && kill "$http_pid" 2>/dev/null
 	[ -n "$loader_pid" ] && kill "$loader_pid" 2>/dev/null
 	[ -n "$notify_pid" ] && wait "$notify_pid" 2>/dev/null
-	if dpkg-query -W -f='${Status}\n' shmkv libshmkv-dev libshmkv-build0 2>/dev/null |
+	if dpkg-query -W -f='${Status}\n' "${PKGS[@]}" 2>/dev/null |
 		grep -q installed; then
 		echo "deb_test: purging the packages after a failure"
-		DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq shmkv libshmkv-dev \
-			libshmkv-build0 >/dev/null 2>&1 || true
+		DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq "${PKGS[@]}" >/dev/null 2>&1 || true
 	fi
 	userdel shmkvtest-in 2>/dev/null || true
 	userdel shmkvtest-out 2>/dev/null || true
@@ -40,7 +42,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'echo "deb_test: FAIL: line $LINENO: $BASH_COMMAND exited $?" >&2' ERR
 
-for p in shmkv libshmkv-dev libshmkv-build0; do
+for p in "${PKGS[@]}"; do
 	if dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
 		fail "$p is installed already: purge it first (this test installs and purges it)"
 	fi
@@ -87,6 +89,12 @@ deb=$(echo "$tmp"/src/shmkv_*.deb)
 dev=$(echo "$tmp"/src/libshmkv-dev_*.deb)
 dpkg-deb -c "$deb" | awk '{print $6}' >"$tmp/shmkv.lst"
 dpkg-deb -c "$dev" | awk '{print $6}' >"$tmp/dev.lst"
+http=$(echo "$tmp"/src/shmkv-http_*.deb)
+dpkg-deb -c "$http" | awk '{print $6}' >"$tmp/http.lst"
+for f in ./usr/sbin/shmkv-http ./lib/systemd/system/shmkv-http.service ./lib/systemd/system/shmkv-http.socket \
+	./etc/shmkv/http.conf ./usr/share/man/man8/shmkv-http.8.gz; do
+	grep -qx "$f" "$tmp/http.lst" || fail "shmkv-http: $f missing"
+done
 # built with BPF export and NUMA placement (Build-Depends: libbpf-dev, libnuma-dev)
 depends=$(dpkg-deb -f "$deb" Depends)
 case $depends in *libbpf1*) ;; *) fail "shmkv does not depend on libbpf1 (built without BPF export?): $depends" ;; esac
@@ -110,7 +118,7 @@ grep -q 'pkgconfig/shmkv-build.pc$' "$tmp/dev.lst" || fail "libshmkv-dev: shmkv-
 step "4. install"
 touch "$tmp/install.stamp" # what shmkv owns after the purge is counted from here
 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$tmp"/src/shmkv_*.deb "$tmp"/src/libshmkv-dev_*.deb \
-	"$tmp"/src/libshmkv-build0_*.deb >"$tmp/install.log" 2>&1 ||
+	"$tmp"/src/libshmkv-build0_*.deb "$tmp"/src/shmkv-http_*.deb >"$tmp/install.log" 2>&1 ||
 	{ cat "$tmp/install.log"; fail "apt-get install failed"; }
 getent passwd shmkv >/dev/null || fail "user shmkv not created (sysusers.d)"
 getent group shmkv >/dev/null || fail "group shmkv not created (sysusers.d)"
@@ -119,12 +127,20 @@ getent group shmkv >/dev/null || fail "group shmkv not created (sysusers.d)"
 [ "$(stat -c '%U:%G %a' /var/spool/shmkv)" = "shmkv:shmkv 755" ] ||
 	fail "/var/spool/shmkv: $(stat -c '%U:%G %a' /var/spool/shmkv), want shmkv:shmkv 755 (tmpfiles.d)"
 unit=/lib/systemd/system/shmkv-loader.service
-systemd-analyze verify --man=no "$unit" || fail "systemd-analyze verify $unit"
-exposure=$(systemd-analyze security --offline=yes "$unit" 2>/dev/null |
-	sed -n 's/.*Overall exposure level for shmkv-loader.service: \([0-9.]*\).*/\1/p')
-echo "   systemd-analyze security: exposure $exposure"
-awk -v e="$exposure" 'BEGIN { exit !(e != "" && e <= 2.0) }' ||
-	fail "the unit's exposure level is ${exposure:-unknown}, want <= 2.0 (hardening)"
+http_unit=/lib/systemd/system/shmkv-http.service
+for u in "$unit" "$http_unit" /lib/systemd/system/shmkv-http.socket; do
+	systemd-analyze verify --man=no "$u" || fail "systemd-analyze verify $u"
+done
+for u in "$unit" "$http_unit"; do
+	exposure=$(systemd-analyze security --offline=yes "$u" 2>/dev/null |
+		sed -n "s/.*Overall exposure level for $(basename "$u"): \([0-9.]*\).*/\1/p")
+	echo "   systemd-analyze security $(basename "$u"): exposure $exposure"
+	awk -v e="$exposure" 'BEGIN { exit !(e != "" && e <= 2.0) }' ||
+		fail "$(basename "$u"): exposure level ${exposure:-unknown}, want <= 2.0 (hardening)"
+done
+for u in shmkv-http.service shmkv-http.socket; do # installed disabled: serving is a choice
+	if [ -d /run/systemd/system ] && systemctl is-enabled -q "$u"; then fail "$u is enabled at install"; fi
+done
 grep -qx 'Type=notify' "$unit" || fail "$unit: not Type=notify"
 [ "$(pkg-config --modversion shmkv)" = 0.1.0 ] || fail "pkg-config shmkv: $(pkg-config --modversion shmkv 2>&1)"
 man -w shmctl >/dev/null && man -w 3 shmkv >/dev/null && man -w 5 shmkv.conf >/dev/null ||
@@ -235,7 +251,48 @@ names=$(bash --norc --noprofile -c 'source /usr/share/bash-completion/bash_compl
 	COMP_POINT=${#COMP_LINE}; _shmctl; echo "${COMPREPLY[@]}"')
 [ "$names" = users ] || fail "completion of 'shmctl cache status u': \"$names\", want users"
 
-step "10. stop (SIGTERM), purge, and check what is left"
+step "10. shmkv-http as its unit starts it: the cache over HTTP"
+http_get() { # PATH: the body, retried while the server starts (30 s)
+	local i
+	for i in $(seq 300); do
+		curl -sf "http://127.0.0.1:$http_port$1" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+if [ -d /run/systemd/system ]; then
+	systemctl start shmkv-http.service || { journalctl -u shmkv-http -n 50; fail "systemctl start shmkv-http"; }
+	http_port=8420
+else
+	# as the unit's User= (its ExecStart; a free port instead of 8420, written
+	# where that user may write)
+	start=$(sed -n 's/^ExecStart=//p' "$http_unit")
+	[ "$(sed -n 's/^User=//p' "$http_unit")" = shmkv ] || fail "$http_unit: User= is not shmkv"
+	install -d -m 0700 -o shmkv -g shmkv "$tmp/http"
+	# shellcheck disable=SC2086 # the unit's command line, split as systemd does
+	setpriv --reuid=shmkv --regid=shmkv --init-groups --inh-caps=-all --no-new-privs \
+		$start --listen 127.0.0.1:0 --port-file "$tmp/http/port" 2>"$tmp/http.log" &
+	http_pid=$!
+	for _ in $(seq 300); do [ -s "$tmp/http/port" ] && break; sleep 0.1; done
+	[ -s "$tmp/http/port" ] || { cat "$tmp/http.log"; fail "shmkv-http did not start"; }
+	http_port=$(cat "$tmp/http/port")
+	[ "$(stat -c '%U' "/proc/$http_pid")" = shmkv ] || fail "shmkv-http does not run as user shmkv"
+fi
+got=$(http_get /v1/caches/users/keys/user:1:name) || { cat "$tmp/http.log" 2>/dev/null; fail "GET of users/user:1:name"; }
+[ "$got" = "Ada Lovelace" ] || fail "shmkv-http answered \"$got\", want \"Ada Lovelace\""
+metrics=$(http_get /metrics) || fail "shmkv-http: GET /metrics"
+grep -q "^shmkv_http_" <<<"$metrics" || fail "shmkv-http: /metrics has no shmkv_http_ series"
+echo "   GET /v1/caches/users/keys/user:1:name: $got (port $http_port)"
+if [ -d /run/systemd/system ]; then
+	systemctl stop shmkv-http.service
+else
+	kill -TERM "$http_pid"
+	wait "$http_pid" || fail "shmkv-http exited $? after SIGTERM"
+	rm -rf "$tmp/http" # the test's port file, not the package's
+fi
+http_pid=
+
+step "11. stop (SIGTERM), purge, and check what is left"
 if [ -d /run/systemd/system ]; then
 	systemctl stop shmkv-loader.service
 else
@@ -246,7 +303,7 @@ else
 fi
 loader_pid= notify_pid=
 grep -qx 'shmkv_up 0' /var/lib/shmkv/shmkv.prom || fail "the metrics file does not say shmkv_up 0 after the stop"
-DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq shmkv libshmkv-dev libshmkv-build0 \
+DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq "${PKGS[@]}" \
 	>"$tmp/purge.log" 2>&1 || { cat "$tmp/purge.log"; fail "apt-get purge failed"; }
 left=()
 for f in /etc/shmkv /run/shmkv /var/spool/shmkv "$(dirname "$seg")" /usr/bin/shmctl \
@@ -254,7 +311,8 @@ for f in /etc/shmkv /run/shmkv /var/spool/shmkv "$(dirname "$seg")" /usr/bin/shm
 	/usr/include/shmkv /usr/include/shmkv_build.h "$unit" /usr/lib/sysusers.d/shmkv.conf \
 	/usr/lib/tmpfiles.d/shmkv.conf /etc/sysctl.d/60-shmkv-hugepages.conf \
 	/usr/share/bash-completion/completions/shmctl /usr/share/doc/shmkv \
-	/usr/share/man/man8/shmctl.8.gz /usr/share/man/man3/shmkv.3.gz; do
+	/usr/share/man/man8/shmctl.8.gz /usr/share/man/man3/shmkv.3.gz /usr/sbin/shmkv-http \
+	"$http_unit" /lib/systemd/system/shmkv-http.socket /usr/share/man/man8/shmkv-http.8.gz; do
 	[ -e "$f" ] || [ -L "$f" ] && left+=("$f")
 done
 pkg-config --exists shmkv 2>/dev/null && left+=("shmkv.pc")
@@ -266,7 +324,7 @@ while IFS= read -r f; do left+=("$f (owned by shmkv)"); done < <(
 		\( -uid "$uid" -o -gid "$(getent group shmkv | cut -d: -f3)" \) \
 		-print 2>/dev/null | grep -v '^/proc' || true)
 [ ${#left[@]} -eq 0 ] || fail "left after purge: ${left[*]}"
-for p in shmkv libshmkv-dev libshmkv-build0; do
+for p in "${PKGS[@]}"; do
 	dpkg -s "$p" >/dev/null 2>&1 && fail "dpkg still knows $p after the purge"
 done
 echo "   nothing left but user and group shmkv ($(getent passwd shmkv | cut -d: -f1,3,4))"

@@ -33,6 +33,14 @@ done
 for m in man8/shmctl.8 man8/shmkv-loader.8 man5/shmkv.conf.5 man5/shmkv-format.5; do
 	grep -qE "^/usr/share/man/$m(\.gz)?$" "$tmp/main.lst" || fail "shmkv.rpm: $m missing"
 done
+http=$(find "$tmp/RPMS" -name "shmkv-http-$version-*.rpm")
+[ -n "$http" ] || fail "expected shmkv-http"
+rpm -qlp "$http" >"$tmp/http.lst"
+for f in /usr/sbin/shmkv-http /usr/lib/systemd/system/shmkv-http.service \
+	/usr/lib/systemd/system/shmkv-http.socket /etc/shmkv/http.conf; do
+	grep -qx "$f" "$tmp/http.lst" || fail "shmkv-http.rpm: $f missing"
+done
+grep -qE "^/usr/share/man/man8/shmkv-http.8(\.gz)?$" "$tmp/http.lst" || fail "shmkv-http.rpm: man page missing"
 rpm -qlp "$devel" >"$tmp/devel.lst"
 rpm -qlp "$libs" >"$tmp/libs.lst"
 grep -qx /usr/include/shmkv.h "$tmp/devel.lst" || fail "shmkv-devel.rpm: shmkv.h missing"

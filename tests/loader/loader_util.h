@@ -188,26 +188,33 @@ private:
 
 // ---- the control socket -----------------------------------------------------
 
-// Connects to ROOT/control.sock; -1 on failure (errno set).
+// Connects to ROOT/control.sock (a root too long for sun_path through
+// /proc/self/fd of its directory, as the loader listens); -1 on failure
+// (errno set).
 inline int sock_connect(const std::string &root)
 {
 	struct sockaddr_un a;
 	memset(&a, 0, sizeof a);
 	a.sun_family = AF_UNIX;
 	std::string p = root + "/control.sock";
+	int dirfd = -1;
 	if (p.size() >= sizeof a.sun_path) {
-		errno = ENAMETOOLONG;
-		return -1;
+		if ((dirfd = open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+			return -1;
+		p = "/proc/self/fd/" + std::to_string(dirfd) + "/control.sock";
 	}
 	memcpy(a.sun_path, p.c_str(), p.size() + 1);
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -1;
-	if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
 		int e = errno;
 		close(fd);
 		errno = e;
-		return -1;
+		fd = -1;
+	}
+	if (dirfd >= 0) {
+		int e = errno;
+		close(dirfd);
+		errno = e;
 	}
 	return fd;
 }

@@ -1,4 +1,4 @@
-/* value.h - printing shmkv values: as JSON (get -j, dump) and as plain text.
+/* value.h - printing shmkv values: as JSON (shmctl get -j, dump; shmkv-http) and as plain text.
  *
  * JSON form, which the builder's JSONL reader reads back to the same bits:
  *   bytes            base64 string
@@ -13,8 +13,8 @@
  * Plain form: strings raw, bytes base64, numbers in the shortest form that
  * reads back exactly, lists as [a, b], string lists as ["a", "b"].
  */
-#ifndef SHMCTL_VALUE_H
-#define SHMCTL_VALUE_H
+#ifndef SHMKV_COMMON_VALUE_H
+#define SHMKV_COMMON_VALUE_H
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -42,4 +42,4 @@ void value_json(struct json *w, const shmkv_value *v);
 /* Writes v as plain text and a newline. */
 void value_plain(FILE *f, const shmkv_value *v);
 
-#endif /* SHMCTL_VALUE_H */
+#endif /* SHMKV_COMMON_VALUE_H */
