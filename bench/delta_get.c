@@ -1,23 +1,30 @@
 /* delta_get: what a get costs when the image is read through a delta
- * (lib/FORMAT.md §19) against the same image read alone, in one process,
- * interleaved (bench/README.md, "Gets through a delta").
+ * (lib/FORMAT.md §19), and through a lower and a top delta (§19.6, a
+ * protocol 2 cache with a top overlay), against the same image read alone,
+ * in one process, interleaved (bench/README.md, "Gets through a delta").
  *
  *   delta_get N ROUNDS [single|batch] [DIR]
  *
- * Builds (or reuses) DIR/delta_get-N.base.shmkv: key_I -> val_I for I < N,
- * and DIR/delta_get-N.delta.shmkv, a delta of it changing 1% of the keys:
+ * Builds (or reuses) DIR/delta_get-N.base.shmkv: key_I -> val_I for I < N;
+ * DIR/delta_get-N.delta.shmkv, the lower delta, changing 1% of the keys:
  * key_I -> new_I for I % 100 == 0 (upserts of base keys), a tombstone for
  * I % 1000 == 1 (0.1%), and key_{N+J} -> new_{N+J} for J < N / 1000 (new
- * keys). DIR defaults to $TMPDIR, else /tmp. The base is opened twice: once
- * read alone, once through the delta (shmkv_delta_set).
+ * keys); and DIR/delta_get-N.top.shmkv, the top delta (recent changes, 0.03%
+ * of the keys): key_I -> top_I for I % 10000 == 0 (over the lower's upsert)
+ * and == 7 (over the base), a tombstone for I % 10000 == 3. DIR defaults
+ * to $TMPDIR, else /tmp. The base is opened three times: read alone,
+ * through the lower delta (shmkv_delta_set) and through both
+ * (shmkv_delta_set2).
  *
  * Each round times, in an order that alternates between rounds, 1,000,000
  * gets (shmkv_get, or shmkv_get_batch 64 keys a call) of each class on
- * each handle: base hits (unchanged keys), changed keys (the base's value on
- * the handle alone, the delta's through it) and misses (key_I for I >= 2N).
- * It prints ns a get per round and the medians of the ratios:
- *   through / alone for base hits and for misses (goal <= 1.1),
- *   changed-key hits through / base hits alone (goal <= 1.0). */
+ * each handle: base hits (keys neither delta changes), changed keys (the
+ * lower's upserts the top leaves), top keys (the top's upserts) and misses
+ * (key_I for I >= 2N); every answer is checked. It prints ns a get per
+ * round and the medians of the ratios:
+ *   lower / alone and top / alone, for base hits and misses (goal <= 1.1),
+ *   changed-key hits through the lower, and top-key hits through both,
+ *   / base hits alone (goal <= 1.0). */
 #include <shmkv.h>
 #include <shmkv_build.h>
 
@@ -29,14 +36,20 @@
 #include <sys/stat.h>
 #include <time.h>
 
-enum { GETS = 1000000, BATCH = 64, MAX_ROUNDS = 99, KEY_MAX = 32 };
+enum { GETS = 1000000, BATCH = 64, MAX_ROUNDS = 99, KEY_MAX = 32, TOP_EVERY = 10000 };
 
-enum { C_BASE, C_CHANGED, C_MISS, CLASSES };
-static const char *const class_name[CLASSES] = {"base hits", "changed keys", "misses"};
+enum { C_BASE, C_CHANGED, C_TOP, C_MISS, CLASSES };
+static const char *const class_name[CLASSES] = {"base hits", "changed keys", "top keys",
+						"misses"};
+
+/* the handles: the image alone, through the lower delta, through both */
+enum { S_ALONE, S_LOWER, S_TOP, SIDES };
+static const char *const side_name[SIDES] = {"alone", "lower", "top"};
 
 struct keys {
 	char (*text)[KEY_MAX];
 	shmkv_key *views;
+	uint64_t found[SIDES], first[SIDES]; /* what each side must answer */
 };
 
 static int usage(void)
@@ -81,6 +94,53 @@ static int build_base(const char *path, uint64_t n)
 	return rc;
 }
 
+/* The first byte of key_I's value on side (0: absent), from the rules
+ * above: the top's change, else the lower's, else the base's. */
+static unsigned char expect(uint64_t i, uint64_t n, int side)
+{
+	if (i >= 2 * n)
+		return 0;
+	if (side == S_TOP && i < n && i % TOP_EVERY == 3)
+		return 0;
+	if (side == S_TOP && i < n && (i % TOP_EVERY == 0 || i % TOP_EVERY == 7))
+		return 't';
+	if (side != S_ALONE && i >= n)
+		return i < n + n / 1000 ? 'n' : 0;
+	if (side != S_ALONE && i % 1000 == 1)
+		return 0;
+	if (side != S_ALONE && i % 100 == 0)
+		return 'n';
+	return i < n ? 'v' : 0;
+}
+
+static int build_top(const char *path, const char *base, uint64_t n)
+{
+	shmkv_build_options o;
+	shmkv_build_options_init(&o);
+	shmkv_builder *b;
+	int err = shmkv_builder_new(&o, &b);
+	if (err)
+		return fail(path, err, NULL);
+	err = shmkv_builder_set_delta(b, base, NULL);
+	char k[KEY_MAX], v[KEY_MAX];
+	for (uint64_t i = 0; i < n && !err; i++) {
+		uint64_t r = i % TOP_EVERY;
+		if (r != 0 && r != 3 && r != 7)
+			continue;
+		int kl = snprintf(k, sizeof k, "key_%llu", (unsigned long long)i);
+		snprintf(v, sizeof v, "top_%llu", (unsigned long long)i);
+		if (r == 3)
+			err = shmkv_builder_remove(b, k, (size_t)kl);
+		else
+			err = shmkv_builder_add_str(b, k, (size_t)kl, v, strlen(v));
+	}
+	if (!err)
+		err = shmkv_builder_finish(b, path, NULL);
+	int rc = err ? fail(path, err, shmkv_builder_error(b)) : 0;
+	shmkv_builder_free(b);
+	return rc;
+}
+
 static int build_delta(const char *path, const char *base, uint64_t n)
 {
 	shmkv_build_options o;
@@ -106,27 +166,45 @@ static int build_delta(const char *path, const char *base, uint64_t n)
 	return rc;
 }
 
-/* GETS keys of one class in a shuffled order. */
+/* Whether the lower or the top delta changes key_I (I < n). */
+static int changed(uint64_t i)
+{
+	uint64_t t = i % TOP_EVERY;
+	return i % 100 == 0 || i % 1000 == 1 || t == 3 || t == 7;
+}
+
+/* GETS keys of one class in a shuffled order, with what each side answers. */
 static int make_keys(struct keys *ks, int cls, uint64_t n, uint64_t seed)
 {
 	ks->text = malloc(sizeof *ks->text * GETS);
 	ks->views = malloc(sizeof *ks->views * GETS);
 	if (!ks->text || !ks->views)
 		return -ENOMEM;
+	memset(ks->found, 0, sizeof ks->found);
+	memset(ks->first, 0, sizeof ks->first);
 	for (size_t j = 0; j < GETS; j++) {
 		uint64_t r = rng(&seed), i;
 		if (cls == C_MISS) {
 			i = 2 * n + r % n;
 		} else if (cls == C_CHANGED) {
-			i = (r % ((n + 99) / 100)) * 100;
+			i = (r % ((n + 99) / 100)) * 100; /* the lower's, not the top's */
+			if (i % TOP_EVERY == 0)
+				i = i + 100 < n ? i + 100 : 100;
+		} else if (cls == C_TOP) {
+			i = (r % (n / TOP_EVERY)) * TOP_EVERY + ((r >> 40) & 1 ? 7 : 0);
 		} else {
 			i = r % n;
-			while (i % 100 == 0 || i % 1000 == 1)
+			while (changed(i))
 				i = (i + 1) % n;
 		}
 		int kl = snprintf(ks->text[j], KEY_MAX, "key_%llu", (unsigned long long)i);
 		ks->views[j].data = ks->text[j];
 		ks->views[j].len = (size_t)kl;
+		for (int s = 0; s < SIDES; s++) {
+			unsigned char c = expect(i, n, s);
+			ks->found[s] += c != 0;
+			ks->first[s] += c;
+		}
 	}
 	return 0;
 }
@@ -197,7 +275,7 @@ int main(int argc, char **argv)
 		return usage();
 	char *end;
 	unsigned long long n = strtoull(argv[1], &end, 10);
-	if (*end || n < 1000)
+	if (*end || n < TOP_EVERY)
 		return usage();
 	long rounds = strtol(argv[2], &end, 10);
 	if (*end || rounds < 1 || rounds > MAX_ROUNDS)
@@ -211,74 +289,90 @@ int main(int argc, char **argv)
 	if (!dir || !dir[0])
 		dir = "/tmp";
 
-	char base_path[4096], delta_path[4096];
+	char base_path[4096], delta_path[4096], top_path[4096];
 	snprintf(base_path, sizeof base_path, "%s/delta_get-%llu.base.shmkv", dir, n);
 	snprintf(delta_path, sizeof delta_path, "%s/delta_get-%llu.delta.shmkv", dir, n);
+	snprintf(top_path, sizeof top_path, "%s/delta_get-%llu.top.shmkv", dir, n);
 	struct stat st;
 	if (stat(base_path, &st) != 0 && build_base(base_path, n))
 		return 1;
 	if (stat(delta_path, &st) != 0 && build_delta(delta_path, base_path, n))
 		return 1;
+	if (stat(top_path, &st) != 0 && build_top(top_path, base_path, n))
+		return 1;
 
-	shmkv *alone, *through, *delta;
-	if (open_image(base_path, &alone) || open_image(base_path, &through) ||
-	    open_image(delta_path, &delta))
+	shmkv *side[SIDES], *delta, *top;
+	if (open_image(base_path, &side[S_ALONE]) || open_image(base_path, &side[S_LOWER]) ||
+	    open_image(base_path, &side[S_TOP]) || open_image(delta_path, &delta) ||
+	    open_image(top_path, &top))
 		return 1;
 	char why[256] = "";
-	int err = shmkv_delta_set(through, delta, why, sizeof why);
+	int err = shmkv_delta_set(side[S_LOWER], delta, why, sizeof why);
 	if (err)
 		return fail(delta_path, err, why);
+	err = shmkv_delta_set2(side[S_TOP], delta, top, why, sizeof why);
+	if (err)
+		return fail(top_path, err, why);
 
-	struct keys ks[CLASSES];
+	static struct keys ks[CLASSES];
 	for (int c = 0; c < CLASSES; c++)
 		if (make_keys(&ks[c], c, n, 0x5eed + (uint64_t)c))
 			return fail("keys", -ENOMEM, NULL);
 
-	/* [class][0 alone, 1 through][round] */
-	static double ns[CLASSES][2][MAX_ROUNDS];
-	printf("# delta_get N=%llu, %s, %d gets a pass; ns a get\n", n, batch ? "batch 64" : "single",
-	       GETS);
+	/* [class][side][round] */
+	static double ns[CLASSES][SIDES][MAX_ROUNDS];
+	printf("# delta_get N=%llu, %s, %d gets a pass; ns a get (alone: the image; lower: "
+	       "through the lower delta; top: through the lower and the top)\n", n,
+	       batch ? "batch 64" : "single", GETS);
 	printf("round");
 	for (int c = 0; c < CLASSES; c++)
-		printf("\t%s alone\t%s through", class_name[c], class_name[c]);
+		for (int sd = 0; sd < SIDES; sd++)
+			printf("\t%s %s", class_name[c], side_name[sd]);
 	printf("\n");
 	for (long r = 0; r < rounds; r++) {
-		for (int k = 0; k < 2 * CLASSES; k++) {
-			/* alternate the order of the six passes between rounds */
-			int idx = r % 2 ? 2 * CLASSES - 1 - k : k;
-			int c = idx / 2, side = idx % 2;
+		for (int k = 0; k < SIDES * CLASSES; k++) {
+			/* alternate the order of the passes between rounds */
+			int idx = r % 2 ? SIDES * CLASSES - 1 - k : k;
+			int c = idx / SIDES, sd = idx % SIDES;
 			uint64_t found, first;
-			ns[c][side][r] = pass(side ? through : alone, &ks[c], batch, &found, &first);
-			/* the answers: base hits and misses the same on both handles;
-			 * changed keys give val_ alone and new_ through the delta */
-			uint64_t want = c == C_MISS ? 0 : GETS;
-			uint64_t want_first = c == C_MISS ? 0 : (uint64_t)(c == C_CHANGED && side ? 'n' : 'v') * GETS;
-			if (found != want || first != want_first) {
+			ns[c][sd][r] = pass(side[sd], &ks[c], batch, &found, &first);
+			if (found != ks[c].found[sd] || first != ks[c].first[sd]) {
 				fprintf(stderr, "delta_get: %s %s: %llu found (want %llu), wrong values\n",
-					class_name[c], side ? "through" : "alone",
-					(unsigned long long)found, (unsigned long long)want);
+					class_name[c], side_name[sd], (unsigned long long)found,
+					(unsigned long long)ks[c].found[sd]);
 				return 1;
 			}
 		}
 		printf("%ld", r + 1);
 		for (int c = 0; c < CLASSES; c++)
-			printf("\t%.1f\t%.1f", ns[c][0][r], ns[c][1][r]);
+			for (int sd = 0; sd < SIDES; sd++)
+				printf("\t%.1f", ns[c][sd][r]);
 		printf("\n");
 	}
-	double ratio[3][MAX_ROUNDS];
+	double ratio[8][MAX_ROUNDS];
 	for (long r = 0; r < rounds; r++) {
-		ratio[0][r] = ns[C_BASE][1][r] / ns[C_BASE][0][r];
-		ratio[1][r] = ns[C_MISS][1][r] / ns[C_MISS][0][r];
-		ratio[2][r] = ns[C_CHANGED][1][r] / ns[C_BASE][0][r];
+		ratio[0][r] = ns[C_BASE][S_LOWER][r] / ns[C_BASE][S_ALONE][r];
+		ratio[1][r] = ns[C_BASE][S_TOP][r] / ns[C_BASE][S_ALONE][r];
+		ratio[2][r] = ns[C_MISS][S_LOWER][r] / ns[C_MISS][S_ALONE][r];
+		ratio[3][r] = ns[C_MISS][S_TOP][r] / ns[C_MISS][S_ALONE][r];
+		ratio[4][r] = ns[C_CHANGED][S_LOWER][r] / ns[C_BASE][S_ALONE][r];
+		ratio[5][r] = ns[C_TOP][S_TOP][r] / ns[C_BASE][S_ALONE][r];
+		ratio[6][r] = ns[C_CHANGED][S_TOP][r] / ns[C_BASE][S_ALONE][r];
 	}
-	printf("median through / alone: base hits %.3f, misses %.3f (goal <= 1.1)\n",
-	       median(ratio[0], (int)rounds), median(ratio[1], (int)rounds));
-	printf("median changed-key hits through / base hits alone: %.3f (goal <= 1.0)\n",
-	       median(ratio[2], (int)rounds));
-	shmkv_delta_set(through, NULL, NULL, 0);
+	printf("median lower / alone: base hits %.3f, misses %.3f (goal <= 1.1)\n",
+	       median(ratio[0], (int)rounds), median(ratio[2], (int)rounds));
+	printf("median top / alone: base hits %.3f, misses %.3f (goal <= 1.1)\n",
+	       median(ratio[1], (int)rounds), median(ratio[3], (int)rounds));
+	printf("median hits / base hits alone: changed keys through the lower %.3f, through "
+	       "both %.3f; top keys through both %.3f (goal <= 1.0)\n",
+	       median(ratio[4], (int)rounds), median(ratio[6], (int)rounds),
+	       median(ratio[5], (int)rounds));
+	shmkv_delta_set(side[S_LOWER], NULL, NULL, 0);
+	shmkv_delta_set(side[S_TOP], NULL, NULL, 0);
+	shmkv_close(top);
 	shmkv_close(delta);
-	shmkv_close(through);
-	shmkv_close(alone);
+	for (int sd = 0; sd < SIDES; sd++)
+		shmkv_close(side[sd]);
 	for (int c = 0; c < CLASSES; c++) {
 		free(ks[c].text);
 		free(ks[c].views);

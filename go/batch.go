@@ -16,7 +16,8 @@ const (
 // it: one key's damage or absence never changes another key's answer. The
 // memory reads of the keys overlap (getBatch); the clock is read at most
 // once for the whole call. Through a delta, each key as Get answers it
-// through the delta (FORMAT.md §19).
+// through the delta (FORMAT.md §19); through a lower and a top, through
+// both (§19.6).
 func (v *View) GetBatch(keys []string, vals []Value, errs []error) {
 	vals, errs = vals[:len(keys)], errs[:len(keys)]
 	if v.released.Load() {
@@ -25,7 +26,7 @@ func (v *View) GetBatch(keys []string, vals []Value, errs []error) {
 		}
 		return
 	}
-	v.im.getBatch(keys, vals, errs, v.clock, v.dm)
+	v.im.getBatch(keys, vals, errs, v.clock, v.dm, v.top)
 }
 
 // getBatch is GetBatch, a pipeline over blocks of pipeBlock keys. Pass p
@@ -44,8 +45,9 @@ func (v *View) GetBatch(keys []string, vals []Value, errs []error) {
 // in rings for its later stages. pin is a pinned clock, 0 for none. dm,
 // when not nil, is the delta im is read through: at a key's lookup, the
 // delta's filter, then its lookup (a small image, in cache: not part of
-// the pipeline) answer before the base where they hold the key.
-func (im *image) getBatch(keys []string, vals []Value, errs []error, pin int64, dm *image) {
+// the pipeline) answer before the base where they hold the key. top, when
+// not nil, is the top delta over dm: asked so before dm (FORMAT.md §19.6).
+func (im *image) getBatch(keys []string, vals []Value, errs []error, pin int64, dm, top *image) {
 	var hs, homes [pipeRing]uint64
 	var bks [pipeRing]*[bucketBytes]byte
 	var ann, absent [pipeRing]bool // b+1 announced; settled by the home bucket alone
@@ -88,6 +90,13 @@ func (im *image) getBatch(keys []string, vals []Value, errs []error, pin int64, 
 		for i := lo - 2*pipeBlock; i < min(lo-pipeBlock, n); i++ { // block p-2: look up, its lines in cache by now
 			r := i & ring
 			k := keys[i]
+			if top != nil && len(k) <= maxKeyLen && top.mayHold(hs[r]) {
+				tb, tbk := top.homeBucket(hs[r])
+				if val, err := top.getFast(strBytes(k), hs[r], tb, tbk, &now); err != ErrNotFound {
+					vals[i], errs[i] = val, err // as get: the top's upsert or tombstone
+					continue
+				}
+			}
 			if dm != nil && len(k) <= maxKeyLen && dm.mayHold(hs[r]) {
 				db, dbk := dm.homeBucket(hs[r])
 				if val, err := dm.getFast(strBytes(k), hs[r], db, dbk, &now); err != ErrNotFound {

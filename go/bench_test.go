@@ -146,18 +146,24 @@ func BenchmarkGet(b *testing.B) {
 	}
 }
 
-// BenchmarkGetDelta: Get on the same base image (benchImage) read alone
-// and read through a delta holding 1% of its keys (FORMAT.md §19; 90% of
+// BenchmarkGetDelta: Get on the same base image (benchImage) read alone,
+// read through a delta holding 1% of its keys (FORMAT.md §19; 90% of
 // them upserts "dval_N", 10% tombstones; the test encoder's, with the
-// builder's filter of 16 bits a key): hits of keys the delta lacks
-// ("base-hit", alone and through), hits of the delta's upserts
-// ("delta-hit", through), and misses of both ("miss", alone and through),
-// each a sub-benchmark. "interleaved" measures the five in turn, 2^16
-// gets each (the benchmark thread's CPU time; each measurement its own
+// builder's filter of 16 bits a key), and read through that delta as the
+// lower and a top delta over it holding 0.03% of the keys (§19.6: what a
+// protocol 2 cache with a top overlay reads; upserts "tval_N" of keys the
+// lower holds or not, 10% tombstones): hits of keys neither delta holds
+// ("base-hit", alone, through the one delta and through both), hits of
+// the lower's upserts ("delta-hit", through), of the top's ("top-hit",
+// through both), and misses ("miss", alone, through one, through both),
+// each a sub-benchmark. "interleaved" measures the nine in turn, in an
+// order that rotates each round, 2^16 gets each (the benchmark thread's
+// CPU time; each measurement its own
 // window of the key lists, so that none finds the lines of the one before
-// it in cache), b.N rounds, and reports
-// each one's median (ns/get) and the ratios of the medians: through/alone
-// for base hits and misses, delta hits/base hits alone:
+// it in cache), b.N rounds, and reports each one's median (ns/get) and
+// the ratios of the medians: through/alone and both/alone for base hits
+// and misses, both/through (what the top adds), delta and top hits/base
+// hits alone:
 //
 //	go test -run '^$' -bench 'GetDelta/1M/interleaved' -benchtime 21x
 func BenchmarkGetDelta(b *testing.B) {
@@ -165,20 +171,29 @@ func BenchmarkGetDelta(b *testing.B) {
 		b.Run(sz.name, func(b *testing.B) {
 			img := benchImage(b, sz.n)
 			defer img.Close()
-			delta, upserts := benchDelta(b, img, sz.n)
+			delta, upserts := benchDelta(b, img, sz.n, sz.n/100, 8, "dval")
 			defer delta.Close()
+			top, topUpserts := benchDelta(b, img, sz.n, sz.n/3000, 10, "tval")
+			defer top.Close()
 			through, err := img.WithDelta(delta)
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer through.Close()
-			alone, tv := pinned(b, img), pinned(b, through)
+			both, err := img.WithDeltas(delta, top)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer both.Close()
+			alone, tv, bv := pinned(b, img), pinned(b, through), pinned(b, both)
 			held := map[string]bool{}
-			for e, err := range pinned(b, delta).Records() {
-				if err != nil {
-					b.Fatal(err)
+			for _, d := range []*Image{delta, top} {
+				for e, err := range pinned(b, d).Records() {
+					if err != nil {
+						b.Fatal(err)
+					}
+					held[string(e.Key)] = true
 				}
-				held[string(e.Key)] = true
 			}
 			var baseHits []string
 			for _, k := range randomKeys(sz.n, false) {
@@ -190,9 +205,22 @@ func BenchmarkGetDelta(b *testing.B) {
 				baseHits = append(baseHits, baseHits[:benchKeys-len(baseHits)]...)
 			}
 			rng := rand.New(rand.NewPCG(uint64(sz.n), 9))
+			topHeld := map[string]bool{}
+			for e, err := range pinned(b, top).Records() {
+				if err != nil {
+					b.Fatal(err)
+				}
+				topHeld[string(e.Key)] = true
+			}
 			deltaHits := make([]string, benchKeys)
 			for i := range deltaHits {
-				deltaHits[i] = upserts[rng.IntN(len(upserts))]
+				for deltaHits[i] = upserts[rng.IntN(len(upserts))]; topHeld[deltaHits[i]]; {
+					deltaHits[i] = upserts[rng.IntN(len(upserts))] // the lower's answer: a key the top lacks
+				}
+			}
+			topHits := make([]string, benchKeys)
+			for i := range topHits {
+				topHits[i] = topUpserts[rng.IntN(len(topUpserts))]
 			}
 			misses := randomKeys(sz.n, true)
 			cases := []struct {
@@ -202,8 +230,11 @@ func BenchmarkGetDelta(b *testing.B) {
 				err  error
 			}{
 				{"base-hit/alone", alone, baseHits, nil}, {"base-hit/through", tv, baseHits, nil},
-				{"delta-hit/through", tv, deltaHits, nil},
+				{"base-hit/both", bv, baseHits, nil},
+				{"delta-hit/through", tv, deltaHits, nil}, {"delta-hit/both", bv, deltaHits, nil},
+				{"top-hit/both", bv, topHits, nil},
 				{"miss/alone", alone, misses, ErrNotFound}, {"miss/through", tv, misses, ErrNotFound},
+				{"miss/both", bv, misses, ErrNotFound},
 			}
 			gets := func(b *testing.B, v *View, keys []string, want error, from, n int) int {
 				s := 0
@@ -229,20 +260,27 @@ func BenchmarkGetDelta(b *testing.B) {
 				defer runtime.UnlockOSThread()
 				ns := make([][]float64, len(cases))
 				for r := 0; r < b.N; r++ {
-					for i, c := range cases {
+					for k := range cases {
+						i := (k + r) % len(cases) // the order rotates: no case always follows the same one
+						c := cases[i]
 						c0 := threadCPU()
 						sink += gets(b, c.v, c.keys, c.err, (r*len(cases)+i)*per, per) // a window of its own: no case reads lines another just brought in
 						ns[i] = append(ns[i], float64(threadCPU()-c0)/per)
 					}
 				}
-				med := make([]float64, len(cases))
+				med := map[string]float64{}
 				for i, c := range cases {
-					med[i] = median(ns[i])
-					b.ReportMetric(med[i], c.name+"-ns")
+					med[c.name] = median(ns[i])
+					b.ReportMetric(med[c.name], c.name+"-ns")
 				}
-				b.ReportMetric(med[1]/med[0], "base-hit-through/alone")
-				b.ReportMetric(med[4]/med[3], "miss-through/alone")
-				b.ReportMetric(med[2]/med[0], "delta-hit/base-hit-alone")
+				b.ReportMetric(med["base-hit/through"]/med["base-hit/alone"], "base-hit-through/alone")
+				b.ReportMetric(med["base-hit/both"]/med["base-hit/alone"], "base-hit-both/alone")
+				b.ReportMetric(med["base-hit/both"]/med["base-hit/through"], "base-hit-both/through")
+				b.ReportMetric(med["miss/through"]/med["miss/alone"], "miss-through/alone")
+				b.ReportMetric(med["miss/both"]/med["miss/alone"], "miss-both/alone")
+				b.ReportMetric(med["miss/both"]/med["miss/through"], "miss-both/through")
+				b.ReportMetric(med["delta-hit/through"]/med["base-hit/alone"], "delta-hit/base-hit-alone")
+				b.ReportMetric(med["top-hit/both"]/med["base-hit/alone"], "top-hit/base-hit-alone")
 			})
 		})
 	}
@@ -258,15 +296,16 @@ func median(x []float64) float64 {
 }
 
 // benchDelta encodes a delta of the n-key base img (test encoder) holding
-// n/100 of its keys, 90% upserts and 10% tombstones, into a temporary
-// file, and opens it; it returns the upserted keys too.
-func benchDelta(b *testing.B, img *Image, n int) (*Image, []string) {
+// count of its keys (chosen by a generator of seed), 90% upserts
+// "prefix_N" and 10% tombstones, into a temporary file, and opens it; it
+// returns the upserted keys too.
+func benchDelta(b *testing.B, img *Image, n, count int, seed uint64, prefix string) (*Image, []string) {
 	m := img.cur.Load()
-	rng := rand.New(rand.NewPCG(uint64(n), 8))
+	rng := rand.New(rand.NewPCG(uint64(n), seed))
 	seen := map[int]bool{}
 	var recs []rec2
 	var upserts []string
-	for len(recs) < n/100 {
+	for len(recs) < count {
 		k := rng.IntN(n)
 		if seen[k] {
 			continue
@@ -277,7 +316,7 @@ func benchDelta(b *testing.B, img *Image, n int) (*Image, []string) {
 			recs = append(recs, rec2{key: key, tomb: true})
 			continue
 		}
-		recs = append(recs, rec2{key: key, typ: TypeString, value: []byte(fmt.Sprintf("dval_%d", k))})
+		recs = append(recs, rec2{key: key, typ: TypeString, value: []byte(fmt.Sprintf("%s_%d", prefix, k))})
 		upserts = append(upserts, key)
 	}
 	rooms := 0 // the builder's bucket count (FORMAT.md §14): the records' rooms at a load factor of 0.72

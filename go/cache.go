@@ -31,8 +31,9 @@ type AttachOptions struct {
 // Cache is a loader-managed cache (lib/PROTOCOL.md): its current
 // generation, and Refresh to follow the loader to the next one. A
 // generation of a cache with changes (protocol 2) is a base read through
-// its overlay, a delta image (FORMAT.md §19): every getter answers as
-// Image.WithDelta's do. A Cache,
+// its overlays, delta images of it (FORMAT.md §19): the lower one, and the
+// top one over it where the generation has one (§19.6); every getter
+// answers as Image.WithDeltas' do. A Cache,
 // Refresh and Close included, is safe for any number of goroutines: a
 // refresh swaps the generation for new pins, while every pinned View keeps
 // its own generation mapped until it is released. The copying getters
@@ -109,8 +110,8 @@ func checkName(name string) error {
 }
 
 // mapSnap opens, maps and checks the generation a snapshot names: a base
-// copy, read through an overlay copy where the generation has one
-// (PROTOCOL.md, "Replicas" and "Protocol 2").
+// copy, read through a lower overlay copy and a top overlay copy where the
+// generation has them (PROTOCOL.md, "Replicas" and "Protocol 2").
 func (c *Cache) mapSnap(s ctlSnap) (*mapping, error) {
 	if s.flags&ctlRetired != 0 {
 		return nil, errf(ErrStale, "cache %q: the loader dropped it or replaced its control segment (generation %d)", c.name, s.gen)
@@ -118,7 +119,7 @@ func (c *Cache) mapSnap(s ctlSnap) (*mapping, error) {
 	if s.gen == 0 {
 		return nil, errf(ErrAgain, "cache %q: nothing published yet", c.name)
 	}
-	bases, overlays, err := s.roles(c.ctl.version)
+	bases, lowers, tops, err := s.roles(c.ctl.version)
 	if err != nil {
 		return nil, errf(ErrProto, "cache %q: %s", c.name, detail(err))
 	}
@@ -130,40 +131,73 @@ func (c *Cache) mapSnap(s ctlSnap) (*mapping, error) {
 		want = currentNode()
 	}
 	i := pickSegment(bases, want)
-	m, err := c.mapGen(bases[i], overlays, s.gen)
-	if err != nil && i != 0 { // the chosen copy will not map: the first, and its overlay
-		m, err = c.mapGen(bases[0], overlays, s.gen)
+	m, err := c.mapGen(bases[i], lowers, tops, s.gen)
+	if err != nil && i != 0 { // the chosen copy will not map: the first, and its overlays
+		m, err = c.mapGen(bases[0], lowers, tops, s.gen)
 	}
 	return m, err
 }
 
-// mapGen maps base copy seg and the overlay copy that goes with it (of
-// its node, else the first; none without overlays), and reads the one
-// through the other: ErrBase (as a bad segment) if the overlay does not
-// apply to the base (FORMAT.md §19.4).
-func (c *Cache) mapGen(seg ctlSegment, overlays []ctlSegment, gen uint64) (*mapping, error) {
-	b, err := c.mapSegment(seg, gen, false)
-	ov := pickOverlay(overlays, seg.node)
-	if err != nil || ov == nil {
+// mapGen maps base copy seg and the copies of the overlays that go with
+// it (each of its node, else the first; none without copies), and reads
+// the base through the lower overlay, and the top one over it: ErrBase (as
+// a bad segment) if an overlay does not apply to the base (FORMAT.md
+// §19.4; the top is a delta of the base, as the lower is).
+func (c *Cache) mapGen(seg ctlSegment, lowers, tops []ctlSegment, gen uint64) (*mapping, error) {
+	b, err := c.mapSegment(seg, gen, roleBase)
+	lo, tp := pickOverlay(lowers, seg.node), pickOverlay(tops, seg.node)
+	if err != nil || lo == nil {
 		return b, err
 	}
-	d, err := c.mapSegment(*ov, gen, true)
-	if err != nil {
-		b.release()
-		return nil, err
+	ms := []*mapping{b}
+	release := func() {
+		for _, m := range ms {
+			m.release()
+		}
 	}
-	m, err := through(b, d, gen, seg.node)
-	if err != nil {
-		return nil, errf(ErrBase, "cache %q: overlay %s: %s", c.name, ov.path, detail(err))
+	for _, l := range []struct {
+		role segRole
+		seg  *ctlSegment
+	}{{roleLower, lo}, {roleTop, tp}} {
+		if l.seg == nil {
+			break
+		}
+		d, err := c.mapSegment(*l.seg, gen, l.role)
+		if err != nil {
+			release()
+			return nil, err
+		}
+		ms = append(ms, d)
+		if err := applies(b, d); err != nil {
+			release()
+			return nil, errf(ErrBase, "cache %q: %s %s: %s", c.name, segRoleName[l.role], l.seg.path, detail(err))
+		}
 	}
-	return m, nil
+	var t *mapping
+	if len(ms) == 3 {
+		t = ms[2]
+	}
+	return through(b, ms[1], t, gen, seg.node), nil
 }
+
+// segRole is what a control segment's entry is a copy of (PROTOCOL.md,
+// "Protocol 2"): the base, the lower overlay or the top overlay.
+type segRole int
+
+const (
+	roleBase segRole = iota
+	roleLower
+	roleTop
+)
+
+var segRoleName = [...]string{roleBase: "base", roleLower: "overlay", roleTop: "top overlay"}
 
 // mapSegment: O_NONBLOCK, fstat (a regular file of the control segment's
 // owner, writable by neither group nor others, at least size bytes), map,
 // check the image header (every checksum with Verify): a delta image for
-// an overlay copy, a plain image for a base copy, else ErrProto.
-func (c *Cache) mapSegment(seg ctlSegment, gen uint64, overlay bool) (*mapping, error) {
+// an overlay copy (lower or top), a plain image for a base copy, else
+// ErrProto.
+func (c *Cache) mapSegment(seg ctlSegment, gen uint64, role segRole) (*mapping, error) {
 	fd, err := unix.Open(seg.path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("shmkv: segment: %w", &os.PathError{Op: "open", Path: seg.path, Err: err})
@@ -191,8 +225,8 @@ func (c *Cache) mapSegment(seg ctlSegment, gen uint64, overlay bool) (*mapping, 
 		return nil, fmt.Errorf("shmkv: mmap %s: %w", seg.path, err)
 	}
 	im, err := checkImage(mem[:seg.size], c.verify)
-	if err == nil && im.delta != overlay {
-		err = errf(ErrProto, "%s where the control segment names %s", imageKind[im.delta], segmentRole[overlay])
+	if err == nil && im.delta != (role != roleBase) {
+		err = errf(ErrProto, "%s where the control segment names %s", imageKind[im.delta], segmentRole[role])
 	}
 	if err != nil {
 		unmapFile(mem)
@@ -203,7 +237,10 @@ func (c *Cache) mapSegment(seg ctlSegment, gen uint64, overlay bool) (*mapping, 
 
 var (
 	imageKind   = map[bool]string{false: "a plain image", true: "a delta image"}
-	segmentRole = map[bool]string{false: "a base copy (a plain image)", true: "an overlay copy (a delta image)"}
+	segmentRole = [...]string{
+		roleBase: "a base copy (a plain image)", roleLower: "an overlay copy (a delta image)",
+		roleTop: "a top overlay copy (a delta image)",
+	}
 )
 
 // Refresh follows the loader to its current generation (PROTOCOL.md,

@@ -26,9 +26,10 @@ const (
 	ctlPathMax     = 224
 	ctlRetired     = 1
 	ctlLayoutHash  = 0x4b43ad88b167e31c // protocol 1: XXH3-64 of SHMKV_CTL_LAYOUT_DESC (lib/shmkv/protocol.h)
-	ctlLayoutHash2 = 0x3bf262da49ef7315 // protocol 2: of SHMKV_CTL_LAYOUT_DESC_V2
+	ctlLayoutHash2 = 0x15a70b2227f150fa // protocol 2: of SHMKV_CTL_LAYOUT_DESC_V2
 	ctlSegHugetlb  = 1                  // segments[].flags: a hugetlbfs file
-	ctlSegOverlay  = 2                  // protocol 2: a copy of the overlay, else of the base
+	ctlSegOverlay  = 2                  // protocol 2: a copy of an overlay (the lower one, or with ctlSegTop the top one), else of the base
+	ctlSegTop      = 4                  // protocol 2, with ctlSegOverlay only: a copy of the top overlay
 	ctlSeqSpins    = 1 << 16            // attach: a seq odd this long is a dead loader's
 	ctlRefreshPass = 64                 // refresh: bounded, never waits long
 
@@ -39,7 +40,8 @@ const (
 var ctlMagic = []byte("SHMKVCTL")
 
 // ctlSegment is one published copy of an image (PROTOCOL.md, segments[]):
-// of the generation's base, or (protocol 2, ctlSegOverlay) of its overlay.
+// of the generation's base, or (protocol 2, ctlSegOverlay) of its lower
+// overlay, or (ctlSegOverlay|ctlSegTop) of its top overlay.
 type ctlSegment struct {
 	node    int
 	flags   uint32
@@ -208,34 +210,44 @@ func decodeSnap(w *[ctlWords]uint64, seq uint64) (ctlSnap, error) {
 }
 
 // roles splits a snapshot of a control segment of protocol version into
-// its base copies and its overlay copies, each in order (PROTOCOL.md,
-// "Protocol 2"): a flag the version does not define (OVERLAY under
-// protocol 1 included), or overlay copies without a base copy, is
+// its base copies, its lower overlay's copies and its top overlay's, each
+// in order (PROTOCOL.md, "Protocol 2"): a flag the version does not define
+// (OVERLAY or TOP under protocol 1 included), TOP without OVERLAY, overlay
+// copies without a base copy, or top copies without a lower copy, is
 // ErrProto. Protocol 1 has base copies only.
-func (s ctlSnap) roles(version uint32) (bases, overlays []ctlSegment, err error) {
+func (s ctlSnap) roles(version uint32) (bases, lowers, tops []ctlSegment, err error) {
 	known, names := uint32(ctlSegHugetlb), "1 (hugetlb)"
 	if version == 2 {
-		known, names = ctlSegHugetlb|ctlSegOverlay, "1 (hugetlb) and 2 (overlay)"
+		known, names = ctlSegHugetlb|ctlSegOverlay|ctlSegTop, "1 (hugetlb), 2 (overlay) and 4 (top, with overlay)"
 	}
 	for i, seg := range s.segs {
-		if seg.flags&^known != 0 {
-			return nil, nil, errf(ErrProto, "control segment (protocol %d), generation %d: segment %d (%s) has flags %#x; protocol %d defines %s",
+		switch {
+		case seg.flags&^known != 0:
+			return nil, nil, nil, errf(ErrProto, "control segment (protocol %d), generation %d: segment %d (%s) has flags %#x; protocol %d defines %s",
 				version, s.gen, i, seg.path, seg.flags, version, names)
-		}
-		if seg.flags&ctlSegOverlay != 0 {
-			overlays = append(overlays, seg)
-		} else {
+		case seg.flags&ctlSegTop != 0 && seg.flags&ctlSegOverlay == 0:
+			return nil, nil, nil, errf(ErrProto, "control segment, generation %d: segment %d (%s) has the TOP flag without OVERLAY (flags %#x)",
+				s.gen, i, seg.path, seg.flags)
+		case seg.flags&ctlSegTop != 0:
+			tops = append(tops, seg)
+		case seg.flags&ctlSegOverlay != 0:
+			lowers = append(lowers, seg)
+		default:
 			bases = append(bases, seg)
 		}
 	}
-	if len(overlays) > 0 && len(bases) == 0 {
-		return nil, nil, errf(ErrProto, "control segment, generation %d: %d overlay copies and no base copy", s.gen, len(overlays))
+	switch {
+	case len(lowers)+len(tops) > 0 && len(bases) == 0:
+		return nil, nil, nil, errf(ErrProto, "control segment, generation %d: %d overlay copies and no base copy", s.gen, len(lowers)+len(tops))
+	case len(tops) > 0 && len(lowers) == 0:
+		return nil, nil, nil, errf(ErrProto, "control segment, generation %d: %d top overlay copies and no lower overlay copy (one overlay is published as the lower)", s.gen, len(tops))
 	}
-	return bases, overlays, nil
+	return bases, lowers, tops, nil
 }
 
-// pickOverlay is the overlay copy read with a base copy of node: the one
-// of that node, else the first; nil without overlay copies.
+// pickOverlay is the copy of an overlay (the lower's or the top's copies)
+// read with a base copy of node: the one of that node, else the first;
+// nil without copies.
 func pickOverlay(overlays []ctlSegment, node int) *ctlSegment {
 	for i := range overlays {
 		if overlays[i].node == node {

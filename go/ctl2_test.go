@@ -229,7 +229,7 @@ func TestProtocol2Refused(t *testing.T) {
 	plainAsOverlay := c.file("plain.img", other, -1, ctlSegOverlay)
 	foreign := c.file("foreign.img", overlayOf(other, overlay2Recs("F")), -1, ctlSegOverlay)
 	unknown := base
-	unknown.flags = 4
+	unknown.flags = 8
 	for _, tc := range []struct {
 		name    string
 		version uint32
@@ -239,10 +239,10 @@ func TestProtocol2Refused(t *testing.T) {
 		says    string
 	}{
 		{"protocol 3", 3, ctlLayoutHash2, []ctlSegment{base}, ErrProto, "protocol version 3; this reader speaks versions 1 and 2"},
-		{"protocol 2 with protocol 1's hash", 2, ctlLayoutHash, []ctlSegment{base}, ErrProto, "protocol 2 has 0x3bf262da49ef7315"},
+		{"protocol 2 with protocol 1's hash", 2, ctlLayoutHash, []ctlSegment{base}, ErrProto, "protocol 2 has 0x15a70b2227f150fa"},
 		{"protocol 1 with protocol 2's hash", 1, ctlLayoutHash2, []ctlSegment{base}, ErrProto, "protocol 1 has 0x4b43ad88b167e31c"},
 		{"OVERLAY under protocol 1", 1, 0, []ctlSegment{base, ov}, ErrProto, "segment 1 (" + ov.path + ") has flags 0x2; protocol 1 defines 1 (hugetlb)"},
-		{"an unknown flag", 2, 0, []ctlSegment{ov, unknown}, ErrProto, "segment 1 (" + base.path + ") has flags 0x4; protocol 2 defines"},
+		{"an unknown flag", 2, 0, []ctlSegment{ov, unknown}, ErrProto, "segment 1 (" + base.path + ") has flags 0x8; protocol 2 defines"},
 		{"overlays without a base", 2, 0, []ctlSegment{ov, ov}, ErrProto, "2 overlay copies and no base copy"},
 		{"a delta as the base", 2, 0, []ctlSegment{deltaAsBase}, ErrProto, "a delta image where the control segment names a base copy"},
 		{"a delta as the base under protocol 1", 1, 0, []ctlSegment{deltaAsBase}, ErrProto, "a delta image where the control segment names a base copy"},
@@ -398,7 +398,7 @@ func TestCtlLayoutHashes(t *testing.T) {
 				tc.version, got, tc.desc, len(d), xxh3.Hash([]byte(d)), tc.hashName, hash(tc.hashName))
 		}
 	}
-	if ctlSegHugetlb != 1 || ctlSegOverlay != 2 || !strings.Contains(h, "#define SHMKV_SEG_OVERLAY 2u") || !strings.Contains(h, "#define SHMKV_SEG_HUGETLB 1u") {
+	if ctlSegHugetlb != 1 || ctlSegOverlay != 2 || ctlSegTop != 4 || !strings.Contains(h, "#define SHMKV_SEG_OVERLAY 2u") || !strings.Contains(h, "#define SHMKV_SEG_HUGETLB 1u") || !strings.Contains(h, "#define SHMKV_SEG_TOP 4u") {
 		t.Error("segment flags differ from protocol.h's")
 	}
 	if ctlLayoutHashOf(3) != 0 || ctlLayoutHashOf(0) != 0 {

@@ -2,6 +2,7 @@ package shmkv
 
 import (
 	"fmt"
+	"io/fs"
 	"math/bits"
 	"unsafe"
 )
@@ -52,38 +53,80 @@ func (i *Image) Checksum() uint64 { return i.checksum }
 // View, keep both mapped until released). Its name and Checksum are i's; its
 // clock is its own (SetClock).
 func (i *Image) WithDelta(d *Image) (*Image, error) {
-	bm, err := i.pin()
-	if err != nil {
-		return nil, err
+	return i.withDeltas(d, nil)
+}
+
+// WithDeltas returns an Image that reads i through two deltas of it, a
+// lower and a top (FORMAT.md §19.6: what a loader publishes as protocol
+// 2's two overlays): a key top holds (an upsert, expired or not, or a
+// tombstone) is top's answer, else a key lower holds is lower's, else i's.
+// Every getter and Pin's views answer so; iteration yields top's upserts,
+// then lower's whose key top does not hold, then i's whose key neither
+// holds.
+//
+// Each delta must apply to i itself, as WithDelta's does (§19.4: top is a
+// delta of i, not of lower), or ErrBase says which ("lower delta: ...",
+// "top delta: ...") and why. top nil is WithDelta(lower); lower nil is
+// refused (an error of class EINVAL: one delta is always read as the
+// lower). As WithDelta, the returned Image holds its own references to
+// the three mappings.
+func (i *Image) WithDeltas(lower, top *Image) (*Image, error) {
+	if lower == nil {
+		return nil, fmt.Errorf("shmkv: WithDeltas without a lower delta: read one delta as the lower (WithDelta): %w", fs.ErrInvalid)
 	}
-	dm, err := d.pin()
-	if err != nil {
-		bm.release()
-		return nil, err
+	return i.withDeltas(lower, top)
+}
+
+func (i *Image) withDeltas(lower, top *Image) (*Image, error) {
+	var ms []*mapping
+	release := func() {
+		for _, m := range ms {
+			m.release()
+		}
 	}
-	m, err := through(bm, dm, 0, -1)
-	if err != nil {
-		return nil, err
+	for _, img := range []*Image{i, lower, top} {
+		if img == nil {
+			break
+		}
+		m, err := img.pin()
+		if err != nil {
+			release()
+			return nil, err
+		}
+		ms = append(ms, m)
 	}
+	for l, d := range ms[1:] {
+		if err := applies(ms[0], d); err != nil {
+			release()
+			if top != nil {
+				return nil, errf(ErrBase, "%s delta: %s", []string{"lower", "top"}[l], detail(err))
+			}
+			return nil, err
+		}
+	}
+	var tm *mapping
+	if top != nil {
+		tm = ms[2]
+	}
+	m := through(ms[0], ms[1], tm, 0, -1)
 	img := &Image{name: i.name, checksum: i.checksum}
 	img.cur.Store(m)
 	return img, nil
 }
 
-// through is the mapping of base b read through delta d (gen and node
-// its cache generation and NUMA node, or 0 and -1), if d applies to b
-// (§19.4); it takes over a reference to each (released with it, or at
-// once on error). A cache's generation of protocol 2 (PROTOCOL.md,
-// "Protocol 2") is one: its base and its overlay.
-func through(b, d *mapping, gen uint64, node int) (*mapping, error) {
-	if err := applies(b, d); err != nil {
-		b.release()
-		d.release()
-		return nil, err
-	}
+// through is the mapping of base b read through delta d, and through top t
+// over d where t is not nil (gen and node its cache generation and NUMA
+// node, or 0 and -1); each delta applies to b (the caller checked:
+// applies). It takes over a reference to each (released with it). A
+// cache's generation of protocol 2 (PROTOCOL.md, "Protocol 2") is one: its
+// base and its overlays.
+func through(b, d, t *mapping, gen uint64, node int) *mapping {
 	m := newMapping(nil, b.im, gen, node)
 	m.dm, m.held = d.im, []*mapping{b, d}
-	return m, nil
+	if t != nil {
+		m.top, m.held = t.im, append(m.held, t)
+	}
+	return m
 }
 
 // applies is FORMAT.md §19.4's table: base b can be read through delta d.
@@ -162,46 +205,78 @@ func (im *image) tombstone(bk *[bucketBytes]byte, b, pos uint64) error {
 	return errTombstone
 }
 
-// expiresThrough is View.Expires through delta d: d's record of the key
-// answers (its upsert's expiry, or its tombstone: absent), else the base.
-func (im *image) expiresThrough(d *image, key []byte) (uint32, error) {
+// expiresThrough is View.Expires through delta d (and top t over it, where
+// not nil): the first of t and d that holds the key answers (its upsert's
+// expiry, or its tombstone: absent), else the base.
+func (im *image) expiresThrough(t, d *image, key []byte) (uint32, error) {
 	if len(key) > maxKeyLen {
 		return 0, errKeyLen
 	}
 	h := im.hash(key)
-	if d.mayHold(h) {
-		if e, err := d.expiresAt(key, h); err != ErrNotFound {
-			return e, err
+	for _, dl := range [2]*image{t, d} {
+		if dl != nil && dl.mayHold(h) {
+			if e, err := dl.expiresAt(key, h); err != ErrNotFound {
+				return e, err
+			}
 		}
 	}
 	return im.expiresAt(key, h)
 }
 
-// throughLen is View.Len through the delta: the base's entry_count, one
-// more for each upsert of a key the base lacks, one less for each
-// tombstone of a key it holds; -1 where damage stops the count.
+// throughLen is View.Len through the deltas: the base's entry_count; for
+// each record of the lower delta, one more for an upsert of a key the
+// base lacks, one less for a tombstone of a key it holds; then the same
+// for each record of the top against the base read through the lower (the
+// lower's record of the key, else the base's); -1 where damage stops the
+// count.
 func (m *mapping) throughLen() int {
 	m.lenOnce.Do(func() {
 		n := int(m.im.entryCount)
-		c := cursor{im: m.dm}
-		for {
-			e, ok, err := c.next()
-			if err != nil {
-				m.n = -1
-				return
+		// present: the key has an upsert in the first level of levels that
+		// holds it (a tombstone's: absent), or in the base.
+		present := func(key []byte, levels ...*image) (bool, error) {
+			for _, l := range levels {
+				b, pos, err := l.locate(key, l.hash(key))
+				switch {
+				case err == nil:
+					return l.bucket(b)[pos]&recTomb == 0, nil
+				case err != ErrNotFound:
+					return false, err
+				}
 			}
-			if !ok {
-				break
+			_, _, err := m.im.locate(key, m.im.hash(key))
+			if err == ErrNotFound {
+				return false, nil
 			}
-			_, _, err = m.im.locate(e.Key, m.im.hash(e.Key))
-			switch {
-			case err != nil && err != ErrNotFound:
-				m.n = -1
-				return
-			case e.Value.typ == TypeTombstone && err == nil:
-				n--
-			case e.Value.typ != TypeTombstone && err != nil:
-				n++
+			return err == nil, err
+		}
+		for _, lv := range []struct {
+			d     *image
+			below []*image
+		}{{m.dm, nil}, {m.top, []*image{m.dm}}} {
+			if lv.d == nil {
+				continue
+			}
+			c := cursor{im: lv.d}
+			for {
+				e, ok, err := c.next()
+				if err != nil {
+					m.n = -1
+					return
+				}
+				if !ok {
+					break
+				}
+				was, err := present(e.Key, lv.below...)
+				switch {
+				case err != nil:
+					m.n = -1
+					return
+				case e.Value.typ == TypeTombstone && was:
+					n--
+				case e.Value.typ != TypeTombstone && !was:
+					n++
+				}
 			}
 		}
 		m.n = n

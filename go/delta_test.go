@@ -75,7 +75,7 @@ func openImage(t *testing.T, b []byte, flags OpenFlags) *Image {
 	return img
 }
 
-func pin(t *testing.T, img *Image) *View {
+func pin(t *testing.T, img interface{ Pin() (*View, error) }) *View {
 	t.Helper()
 	v, err := img.Pin()
 	if err != nil {
@@ -548,20 +548,7 @@ func TestThroughAllocatesNothing(t *testing.T) {
 // throughOracle: key's answer through delta d over base b by the general
 // lookups alone (getSlow): the delta's, where its filter lets the key
 // through and it holds it, else the base's.
-func throughOracle(b, d *image, key string) (Value, error) {
-	if len(key) > maxKeyLen {
-		return Value{}, errKeyLen
-	}
-	k := []byte(key)
-	h := b.hash(k)
-	now := int64(0)
-	if d.mayHold(h) {
-		if v, err := d.getSlow(k, h, &now); err != ErrNotFound {
-			return v, err
-		}
-	}
-	return b.getSlow(k, h, &now)
-}
+func throughOracle(b, d *image, key string) (Value, error) { return levelsOracle(b, key, d) }
 
 // TestThroughFastAgrees: through a delta, Get and GetBatch answer as the
 // general lookups do (throughOracle), value and error, for every key, on

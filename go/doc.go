@@ -28,9 +28,13 @@
 // delta: the delta's upserts and tombstones first, the base for every
 // other key, in every getter, batch and iteration, with no allocation
 // per get; a delta built for another image is refused with [ErrBase].
-// A cache with changes (shmctl cache set, remove, apply; protocol 2 of
-// lib/PROTOCOL.md) is served as a base and an overlay, a delta of it: a
-// [Cache] reads each generation through its overlay the same way.
+// [Image.WithDeltas] reads a base through two deltas of it, a lower and a
+// top over it (FORMAT.md §19.6): the top's records first, then the
+// lower's, then the base's. A cache with changes (shmctl cache set,
+// remove, apply; protocol 2 of lib/PROTOCOL.md) is served as a base and
+// one or two overlays, deltas of it: a [Cache] reads each generation
+// through its lower overlay, and its top one where it has one, the same
+// way.
 //
 //	users, err := base.WithDelta(delta) // base, delta: Images (OpenFile)
 //	if err != nil {

@@ -53,10 +53,22 @@ var fuzzBase = sync.OnceValue(func() *Image {
 	return img
 })
 
+// fuzzLower: a delta of the fuzz base (deltaPair's), the lower a fuzzed
+// delta is read over as a top (FORMAT.md §19.6).
+var fuzzLower = sync.OnceValue(func() *Image {
+	_, d := deltaPair(fuzzBaseOpts, 23, 0)
+	img, err := OpenBytes(d, 0)
+	if err != nil {
+		panic(err)
+	}
+	return img
+})
+
 // exercise reads everything an image offers, the way a user would; a
-// delta, alone and the fuzz base through it (when it applies: ErrBase
-// otherwise), every get through it answering as the general lookups of
-// the delta, then the base, do (throughOracle).
+// delta, alone, the fuzz base through it (when it applies: ErrBase
+// otherwise) and through fuzzLower with it as the top, every get through
+// them answering as the general lookups of the deltas, then the base, do
+// (levelsOracle).
 func exercise(t *testing.T, img *Image) {
 	if img.IsDelta() {
 		through, err := fuzzBase().WithDelta(img)
@@ -66,6 +78,14 @@ func exercise(t *testing.T, img *Image) {
 			through.Close()
 		case !errors.Is(err, ErrBase):
 			t.Fatalf("WithDelta: %v", err)
+		}
+		through, err = fuzzBase().WithDeltas(fuzzLower(), img)
+		switch {
+		case err == nil:
+			exercise(t, through)
+			through.Close()
+		case !errors.Is(err, ErrBase):
+			t.Fatalf("WithDeltas: %v", err)
 		}
 	}
 	v, err := img.Pin()
@@ -110,8 +130,8 @@ func exercise(t *testing.T, img *Image) {
 			t.Fatalf("batch and get disagree on %q: %v, %v", k, errs[i], err)
 		}
 		if v.dm != nil {
-			if w, werr := throughOracle(v.im, v.dm, k); Class(err) != Class(werr) || string(one.Raw()) != string(w.Raw()) || one.Type() != w.Type() {
-				t.Fatalf("through the delta, %q: %v (%v); the general lookups %v (%v)", k, one.Raw(), err, w.Raw(), werr)
+			if w, werr := levelsOracle(v.im, k, v.top, v.dm); Class(err) != Class(werr) || string(one.Raw()) != string(w.Raw()) || one.Type() != w.Type() {
+				t.Fatalf("through the deltas, %q: %v (%v); the general lookups %v (%v)", k, one.Raw(), err, w.Raw(), werr)
 			}
 		}
 		_, _ = v.Expires(k)
@@ -175,6 +195,11 @@ func FuzzCtl(f *testing.F) {
 	le.PutUint64(v2[16:], ctlLayoutHash2)
 	le.PutUint32(v2[384+4:], ctlSegOverlay)
 	f.Add(v2)
+	v3 := append([]byte{}, v2...) // and a top overlay copy
+	le.PutUint32(v3[40:], 3)
+	copy(v3[128+2*256+32:], "/dev/shm/t")
+	le.PutUint32(v3[128+2*256+4:], ctlSegOverlay|ctlSegTop)
+	f.Add(v3)
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		mem := make([]byte, ctlSize)
@@ -191,16 +216,24 @@ func FuzzCtl(f *testing.F) {
 		if err != nil {
 			return
 		}
-		bases, overlays, err := s.roles(le.Uint32(mem[8:]))
+		bases, lowers, tops, err := s.roles(le.Uint32(mem[8:]))
 		if err != nil || len(bases) == 0 {
 			return
+		}
+		if len(tops) > 0 && len(lowers) == 0 {
+			t.Fatalf("%d top copies accepted without a lower copy", len(tops))
 		}
 		i := pickSegment(bases, int(mem[0]%4))
 		if i < 0 || i >= len(bases) {
 			t.Fatalf("picked segment %d of %d", i, len(bases))
 		}
-		if ov := pickOverlay(overlays, bases[i].node); (ov == nil) != (len(overlays) == 0) || ov != nil && ov.flags&ctlSegOverlay == 0 {
-			t.Fatalf("overlay %v picked of %d", ov, len(overlays))
+		for _, l := range []struct {
+			copies []ctlSegment
+			flags  uint32
+		}{{lowers, ctlSegOverlay}, {tops, ctlSegOverlay | ctlSegTop}} {
+			if ov := pickOverlay(l.copies, bases[i].node); (ov == nil) != (len(l.copies) == 0) || ov != nil && ov.flags&(ctlSegOverlay|ctlSegTop) != l.flags {
+				t.Fatalf("overlay %v picked of %d", ov, len(l.copies))
+			}
 		}
 	})
 }

@@ -395,7 +395,9 @@ func (im *image) getSlow(key []byte, h uint64, now *int64) (Value, error) {
 // the key, hashed once (the delta has the base's seed and bits), is asked
 // of the delta's filter, then of the delta's lookup, whose answer other
 // than "no record" (bare ErrNotFound: an upsert's value, errExpired,
-// errTombstone, damage) is the get's; else the base answers.
+// errTombstone, damage) is the get's; else the base answers. Through a
+// lower and a top (v.top, §19.6) the top is asked so first, then the
+// lower, then the base.
 func (im *image) get(key []byte, v *View) (Value, error) {
 	if v.released.Load() {
 		return Value{}, ErrClosed
@@ -410,6 +412,12 @@ func (im *image) get(key []byte, v *View) (Value, error) {
 		h = im.hash(key)
 	}
 	now := v.clock
+	if t := v.top; t != nil && t.mayHold(h) { // through a top: it answers before the lower (FORMAT.md §19.6)
+		tb, tbk := t.homeBucket(h)
+		if val, err := t.getFast(key, h, tb, tbk, &now); err != ErrNotFound {
+			return val, err
+		}
+	}
 	if d := v.dm; d != nil && d.mayHold(h) { // through a delta: it answers first (FORMAT.md §19)
 		db, dbk := d.homeBucket(h)
 		if val, err := d.getFast(key, h, db, dbk, &now); err != ErrNotFound {

@@ -27,7 +27,9 @@ type Entry struct {
 // tombstones). Through a delta ([Image.WithDelta], FORMAT.md §19): the
 // delta's live upserts in its index order, then the base's live entries
 // whose key the delta does not hold (as an upsert, expired or not, or a
-// tombstone), in the base's index order.
+// tombstone), in the base's index order. Through a lower and a top
+// ([Image.WithDeltas], §19.6): the top's live upserts, then the lower's
+// whose key the top does not hold, then the base's whose key neither holds.
 //
 //	for e, err := range view.Entries() {
 //		if err != nil {
@@ -44,19 +46,26 @@ func (v *View) Entries() iter.Seq2[Entry, error] { return v.iterate(false) }
 // bytes; its getters say ErrType) and Expires 0. Through a delta: the
 // delta's upserts, expired ones included, then the base's records whose
 // key the delta does not hold; no tombstone (a key it removes is absent).
+// Through a lower and a top, the same walk as Entries with every upsert
+// and record (FORMAT.md §19.6).
 func (v *View) Records() iter.Seq2[Entry, error] { return v.iterate(true) }
 
 func (v *View) iterate(all bool) iter.Seq2[Entry, error] {
 	return func(yield func(Entry, error) bool) {
-		im, dm := v.im, v.dm
+		im, dm, top := v.im, v.dm, v.top
 		now := int64(0) // isExpired(e, 0) is false: no record expires
-		if !all && (im.expiry || dm != nil && dm.expiry) && !v.released.Load() {
+		if !all && (im.expiry || dm != nil && dm.expiry || top != nil && top.expiry) && !v.released.Load() {
 			if now = v.clock; now == 0 {
 				now = clock() // once, at the start
 			}
 		}
-		passes := []*image{im} // through a delta: its records, then the base's it does not hold
-		if dm != nil {
+		// The levels, the first read first: through deltas, each level's
+		// records whose key no level above it holds (FORMAT.md §19.6).
+		passes := []*image{im}
+		switch {
+		case top != nil:
+			passes = []*image{top, dm, im}
+		case dm != nil:
 			passes = []*image{dm, im}
 		}
 		for p, src := range passes {
@@ -67,9 +76,14 @@ func (v *View) iterate(all bool) iter.Seq2[Entry, error] {
 					return
 				}
 				e, ok, err := c.next()
-				if err == nil && ok && p == 1 { // the base's record: hidden where the delta holds its key
-					var held bool
-					if held, err = dm.holds(e.Key); held && err == nil {
+				if err == nil && ok && p > 0 { // hidden where a level above holds its key
+					held := false
+					for _, above := range passes[:p] {
+						if held, err = above.holds(e.Key); held || err != nil {
+							break
+						}
+					}
+					if held && err == nil {
 						continue
 					}
 				}

@@ -35,7 +35,7 @@ const (
 )
 
 // Image is an image file, mapped read-only, or a base read through a
-// delta (WithDelta). Its copying getters (Bytes, Text, Int64, ... promoted
+// delta (WithDelta) or two (WithDeltas). Its copying getters (Bytes, Text, Int64, ... promoted
 // from its source) and Pin may be used from any number of goroutines;
 // Close unmaps once no View holds the mapping.
 type Image struct {

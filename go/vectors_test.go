@@ -348,10 +348,23 @@ func checkBatch(t *testing.T, v *View, keysHex, results []string) {
 	}
 }
 
+// copyingGetters: what an Image and a Cache share, for checkGetters.
+type copyingGetters interface {
+	Bytes(string) ([]byte, error)
+	Text(string) (string, error)
+	Int64(string) (int64, error)
+	Float64(string) (float64, error)
+	Bool(string) (bool, error)
+	Float32s(string) ([]float32, error)
+	Float64s(string) ([]float64, error)
+	Int64s(string) ([]int64, error)
+	Strings(string) ([]string, error)
+}
+
 // checkGetters: every copying getter of the image answers key with the
 // get's class (result); where the get succeeds, the getter of the value's
 // type succeeds and the others say ErrType.
-func checkGetters(t *testing.T, img *Image, key string, result string, typ Type) {
+func checkGetters(t *testing.T, img copyingGetters, key string, result string, typ Type) {
 	getters := map[Type]func() error{
 		TypeBytes:   func() error { _, err := img.Bytes(key); return err },
 		TypeString:  func() error { _, err := img.Text(key); return err },

@@ -11,19 +11,21 @@ import (
 // reference count: its owner (the Image, or the Cache while this is its
 // current generation) holds one reference, each pinned View one more. It is
 // unmapped when the count reaches zero, so no View can outlive its memory.
-// A base read through a delta (Image.WithDelta) is a mapping of no memory
-// of its own: it holds a reference to the base's mapping and to the
-// delta's (held), dropped when its own count reaches zero.
+// A base read through a delta (Image.WithDelta), or through a lower and
+// a top delta (Image.WithDeltas), is a mapping of no memory of its own: it
+// holds a reference to the base's mapping and to each delta's (held),
+// dropped when its own count reaches zero.
 type mapping struct {
 	mem  []byte // the whole mmap(2) region; nil for an in-memory image
 	im   *image
-	dm   *image // the delta im is read through (FORMAT.md §19); nil: none
+	dm   *image // the (lower) delta im is read through (FORMAT.md §19); nil: none
+	top  *image // the top delta read before dm (FORMAT.md §19.6); nil: none (never without dm)
 	held []*mapping
 	gen  uint64
 	node int
 	refs atomic.Int64
 
-	lenOnce sync.Once // View.Len through a delta: counted once
+	lenOnce sync.Once // View.Len through deltas: counted once
 	n       int
 }
 
@@ -105,7 +107,7 @@ func (s *source) Pin() (*View, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &View{m: m, im: m.im, dm: m.dm, clock: s.clockPin.Load()}, nil
+	return &View{m: m, im: m.im, dm: m.dm, top: m.top, clock: s.clockPin.Load()}, nil
 }
 
 // read pins the current mapping, reads key's value with get (one of
@@ -118,7 +120,7 @@ func read[T any](s *source, key string, get func(Value) (T, error), clone func(T
 		return zero, err
 	}
 	defer m.release()
-	v, err := m.im.get(strBytes(key), &View{dm: m.dm, clock: s.clockPin.Load()}) // on the stack
+	v, err := m.im.get(strBytes(key), &View{dm: m.dm, top: m.top, clock: s.clockPin.Load()}) // on the stack
 	if err != nil {
 		return zero, err
 	}
@@ -176,7 +178,8 @@ func (s *source) Strings(key string) ([]string, error) { return read(s, key, Val
 type View struct {
 	m        *mapping
 	im       *image
-	dm       *image // the delta im is read through; nil: none
+	dm       *image // the (lower) delta im is read through; nil: none
+	top      *image // the top delta, read before dm (FORMAT.md §19.6); nil: none
 	clock    int64  // the source's pinned clock when pinned; 0: the system clock
 	released atomic.Bool
 }
@@ -197,10 +200,10 @@ func (v *View) Node() int { return v.m.node }
 
 // Len is the image's entry_count: every record, expired ones included
 // (Entries yields the live ones); of a delta read alone, its upserts and
-// its tombstones. Through a delta, the number of records Records yields,
-// counted at the first call (a lookup in the base for each record of the
-// delta) and kept; -1 if damage in either image stops the count (Records
-// says where).
+// its tombstones. Through a delta (or a lower and a top), the number of
+// records Records yields, counted at the first call (a lookup in the
+// levels below for each record of each delta) and kept; -1 if damage in
+// any image stops the count (Records says where).
 func (v *View) Len() int {
 	if v.dm == nil {
 		return int(v.im.entryCount)
@@ -228,20 +231,23 @@ func (v *View) GetBytes(key []byte) (Value, error) {
 // Expires is when key's entry expires, in Unix seconds (FORMAT.md §17),
 // expired or not; 0 when it never does. ErrNotFound for a key the image
 // does not hold (a delta's tombstone included). Through a delta, the
-// delta's upsert of the key answers, or its tombstone, else the base.
+// delta's upsert of the key answers, or its tombstone, else the base;
+// through a lower and a top, the top's record, else the lower's, else the
+// base's (FORMAT.md §19.6).
 func (v *View) Expires(key string) (uint32, error) {
 	if v.released.Load() {
 		return 0, ErrClosed
 	}
 	if v.dm != nil {
-		return v.im.expiresThrough(v.dm, strBytes(key))
+		return v.im.expiresThrough(v.top, v.dm, strBytes(key))
 	}
 	return v.im.expiresOf(strBytes(key))
 }
 
 // Verify runs the full structural check of FORMAT.md §13 (checksums
 // included; a delta's, §19.4's too) on the view's image: nil, or the first
-// problem found. Through a delta, the base's, then the delta's.
+// problem found. Through a delta, the base's, then the delta's; through
+// a lower and a top, the base's, the lower's, then the top's.
 func (v *View) Verify() error {
 	if v.released.Load() {
 		return ErrClosed
@@ -249,8 +255,17 @@ func (v *View) Verify() error {
 	if err := v.im.verifyAll(); err != nil || v.dm == nil {
 		return err
 	}
+	lower := "the delta"
+	if v.top != nil {
+		lower = "the lower delta"
+	}
 	if err := v.dm.verifyAll(); err != nil {
-		return fmt.Errorf("the delta: %w", err)
+		return fmt.Errorf("%s: %w", lower, err)
+	}
+	if v.top != nil {
+		if err := v.top.verifyAll(); err != nil {
+			return fmt.Errorf("the top delta: %w", err)
+		}
 	}
 	return nil
 }

@@ -49,9 +49,11 @@
  *   Delta images (shmkv/delta.h; FORMAT.md §19): changes (upserts, tombstones) to a base
  *     shmkv_is_delta(db), shmkv_checksum(db), shmkv_delta_id_of(db, &id)
  *     shmkv_delta_set(db, delta, why, why_len)       read db through delta (NULL: alone)
+ *     shmkv_delta_set2(db, lower, top, why, why_len) through two deltas of db: top, then lower
  *   Iteration (shmkv/iter.h; FORMAT.md §18)
  *     shmkv_iter_init(db, &it), shmkv_iter_init_all(db, &it)  live entries; every record
  *     shmkv_iter_next(&it, &key, &key_len, &value), shmkv_iter_expires(&it)
+ *     shmkv_count(db, &n)                            the live entries' number
  *   USDT probes (shmkv/trace.h; perf/README.md), opt-in: -DSHMKV_USDT=1 for every
  *     file including <shmkv.h>, and #define SHMKV_USDT_SEMAPHORES 1 in one of them
  *   Value types and errors (shmkv/types.h, shmkv/errors.h, shmkv/probe.h)
@@ -100,6 +102,7 @@
  *               string i is damaged (*len 0): never bytes outside the list.
  *   shmkv_iter_next: 0; SHMKV_EEND (every record passed); SHMKV_ECORRUPT (the
  *               next record is damaged: every later call returns it too).
+ *   shmkv_count: 0; SHMKV_ECORRUPT (a damaged record on the way).
  *   shmkv_open_file, shmkv_open_file_diag: 0; -errno (open, fstat, mmap); -EINVAL
  *               (unknown flags, not a regular file);
  *               SHMKV_EMAGIC, SHMKV_EVERSION, SHMKV_ELAYOUT, SHMKV_ETRUNCATED,
@@ -111,6 +114,8 @@
  *   shmkv_delta_set: 0; SHMKV_EBASE (the delta does not apply to db: another base,
  *               a later delta of a chain, another seed, db itself a delta, or an
  *               image given as the delta); -EINVAL (an attached handle).
+ *   shmkv_delta_set2: as shmkv_delta_set, for either delta; -EINVAL also for a
+ *               top without a lower.
  *   shmkv_delta_id_of: 0; SHMKV_EBASE (not a delta). shmkv_is_delta: 1 or 0.
  *   shmkv_checksum: the header's checksum.
  *   shmkv_attach, shmkv_attach_diag, shmkv_attach_node: 0; -ENOENT (no such cache);

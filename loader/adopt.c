@@ -20,6 +20,7 @@
 #include "loader.h"
 #include "log.h"
 #include "mounts.h"
+#include "overlay.h"
 #include "probes.h"
 #include "state.h"
 
@@ -243,9 +244,10 @@ static int adopt_published(struct cache *c, const char *name, const shmkv_ctl_se
 		shmkv_ctl_segment rs;
 		memcpy(&rs, (const void *)&c->ctl.map->segments[k], sizeof rs);
 		rs.path[SHMKV_CTL_PATH_MAX - 1] = 0;
-		if (rs.flags & SHMKV_SEG_OVERLAY) { /* protocol 2: the overlay (overlay.c) */
-			if (c->have_ov)
-				continue; /* this loader publishes one copy */
+		if (rs.flags & SHMKV_SEG_OVERLAY) { /* protocol 2: an overlay (overlay.c) */
+			int top = (rs.flags & SHMKV_SEG_TOP) != 0;
+			if (top ? c->have_top : c->have_ov)
+				continue; /* this loader publishes one copy of each */
 			struct seg_info oi;
 			int oerr = seg_inspect(rs.path, &oi, why, why_len);
 			if (!oerr && oi.size != rs.size)
@@ -254,15 +256,21 @@ static int adopt_published(struct cache *c, const char *name, const shmkv_ctl_se
 						 "%llu", rs.path, (unsigned long long)oi.size,
 						 (unsigned long long)rs.size);
 			if (oerr) {
-				/* the base serves alone: its changes are lost, said loudly */
-				log_err("cache=%s: published overlay unusable, the changes since "
-					"the base are lost: %s", name, why);
+				/* served without it: its changes are lost, said loudly */
+				log_err("cache=%s: published %s overlay unusable, the changes %s "
+					"are lost: %s", name, top ? "top" : "lower",
+					top ? "it holds" : "since the base", why);
 				*lost = 1;
 				continue;
 			}
 			oi.generation = gen;
-			c->ov = oi;
-			c->have_ov = 1;
+			if (top) {
+				c->top = oi;
+				c->have_top = 1;
+			} else {
+				c->ov = oi;
+				c->have_ov = 1;
+			}
 			continue;
 		}
 		struct seg_info ri;
@@ -280,6 +288,14 @@ static int adopt_published(struct cache *c, const char *name, const shmkv_ctl_se
 		ri.generation = gen;
 		ri.node = rs.node >= 0 && rs.node < 64 ? rs.node : -1;
 		c->cur_more[c->ncur_more++] = ri;
+	}
+	if (c->have_top && !c->have_ov) {
+		/* a top read alone would not be the cache (its lower is lost, or
+		 * a generation of another writer): the base serves alone */
+		log_err("cache=%s: a top overlay published without a usable lower one, the "
+			"changes since the base are lost", name);
+		c->have_top = 0;
+		*lost = 1;
 	}
 	return 1;
 }
@@ -316,14 +332,19 @@ static void adopt_repair(struct scan *sc, struct cache *c, const char *name, uin
 	uint64_t ng = gen + 1;
 	if (c->have_cur) {
 		shmkv_ctl_segment cs[SHMKV_CTL_MAX_SEGMENTS];
-		uint32_t ncs = cache_ctl_entries(&c->cur, c->cur_more, c->ncur_more, cs);
-		if (valid && c->have_ov && ncs < SHMKV_CTL_MAX_SEGMENTS) {
-			cs[ncs] = seg_ctl_entry(&c->ov);
-			cs[ncs++].flags |= SHMKV_SEG_OVERLAY;
-			c->ov.generation = ng;
-		} else {
+		uint32_t ncs = 0;
+		if (!valid)
 			c->have_ov = 0;
+		c->have_top = c->have_top && c->have_ov;
+		/* as published before: the overlays fitted then */
+		if (cache_gen_entries(&c->cur, c->cur_more, c->ncur_more,
+				      c->have_ov ? &c->ov : NULL, c->have_top ? &c->top : NULL, cs,
+				      &ncs, why, why_len)) {
+			log_err("cache=%s: %s; republished without its changes", name, why);
+			c->have_ov = c->have_top = 0;
+			ncs = cache_ctl_entries(&c->cur, c->cur_more, c->ncur_more, cs);
 		}
+		c->ov.generation = c->top.generation = ng;
 		if (ctl_publish(&c->ctl, ng, cs, ncs, why, why_len))
 			log_err("cache=%s: repair not published: %s", name, why);
 		c->cur.generation = ng;
@@ -345,15 +366,25 @@ static void adopt_repair(struct scan *sc, struct cache *c, const char *name, uin
  * the loader saved it again: the change, load, rollback or compaction went
  * through, the file did not): the one the file describes is its rollback.
  * A rollback published so (the file's rollback is served) swaps the two
- * generations' figures too. Else the hints stand. */
+ * generations' figures too. A fold published so (the file names the lower
+ * it was about to publish, now served over the same base without a top)
+ * changed no content and keeps the file's rollback. Else the hints stand. */
 static void published_after_state(struct cache *c, uint64_t gen, struct seg_info *rb_hint,
-				  struct seg_info *rbov_hint, unsigned *nrb_more_hint)
+				  struct seg_info *rbov_hint, struct seg_info *rbtop_hint,
+				  unsigned *nrb_more_hint)
 {
-	const char *ov = c->have_ov ? c->ov.path : "";
-	if (!c->base_saved[0] || (!strcmp(c->base_saved, c->cur.path) && !strcmp(c->ov_saved, ov)))
+	const char *ov = c->have_ov ? c->ov.path : "", *top = c->have_top ? c->top.path : "";
+	if (!c->base_saved[0] || (!strcmp(c->base_saved, c->cur.path) &&
+				  !strcmp(c->ov_saved, ov) && !strcmp(c->top_saved, top)))
 		return;
+	if (c->fold_saved[0] && !strcmp(c->base_saved, c->cur.path) &&
+	    !strcmp(c->fold_saved, ov) && !c->have_top) {
+		log_warn("cache=%s: gen=%llu, a fold, was published after the state file was "
+			 "saved: its rollback stays", c->name, (unsigned long long)gen);
+		return;
+	}
 	int rollback = rb_hint->path[0] && !strcmp(rb_hint->path, c->cur.path) &&
-		       !strcmp(rbov_hint->path, ov);
+		       !strcmp(rbov_hint->path, ov) && !strcmp(rbtop_hint->path, top);
 	struct load_stats st = c->stats;
 	uint64_t chain_last = c->chain_last, chain_seq = c->chain_seq;
 	uint64_t origin_sum = c->origin_sum, origin_size = c->origin_size;
@@ -375,10 +406,11 @@ static void published_after_state(struct cache *c, uint64_t gen, struct seg_info
 	rb_hint->node = -1; /* not known: not pinned */
 	*nrb_more_hint = 0;  /* its replicas are not in the file */
 	snprintf(rbov_hint->path, sizeof rbov_hint->path, "%s", c->ov_saved);
+	snprintf(rbtop_hint->path, sizeof rbtop_hint->path, "%s", c->top_saved);
 	log_warn("cache=%s: gen=%llu was published after the state file was saved: its "
-		 "rollback is the generation the file describes (%s%s%s)", c->name,
+		 "rollback is the generation the file describes (%s%s%s%s%s)", c->name,
 		 (unsigned long long)gen, c->base_saved, c->ov_saved[0] ? " with " : "",
-		 c->ov_saved);
+		 c->ov_saved, c->top_saved[0] ? " and " : "", c->top_saved);
 }
 
 static void adopt_one(struct loader *L, struct scan *sc, const char *name)
@@ -419,11 +451,12 @@ static void adopt_one(struct loader *L, struct scan *sc, const char *name)
 	int odd = ctl_seq_odd(&c->ctl), valid = 0, lost = 0;
 	if (gen && count >= 1)
 		valid = adopt_published(c, name, &seg, count, gen, &lost, why, sizeof why);
-	struct seg_info in, rbov_hint = c->rbov;
+	struct seg_info in, rbov_hint = c->rbov, rbtop_hint = c->rbtop;
 	memset(&c->rbov, 0, sizeof c->rbov);
+	memset(&c->rbtop, 0, sizeof c->rbtop);
 	if (valid)
-		published_after_state(c, gen, &rb_hint, &rbov_hint, &nrb_more_hint);
-	c->base_saved[0] = c->ov_saved[0] = 0;
+		published_after_state(c, gen, &rb_hint, &rbov_hint, &rbtop_hint, &nrb_more_hint);
+	c->base_saved[0] = c->ov_saved[0] = c->top_saved[0] = c->fold_saved[0] = 0;
 	if (rb_hint.path[0] && valid && !strcmp(rb_hint.path, c->cur.path)) {
 		/* a change was the last publish: the rollback is the same base */
 		c->rb = c->cur;
@@ -439,10 +472,21 @@ static void adopt_one(struct loader *L, struct scan *sc, const char *name)
 		c->have_rb = 1;
 		adopt_rb_more(sc, c, rb_more_hint, nrb_more_hint);
 	}
-	if (c->have_rb && rbov_hint.path[0] && found_for(sc, name, rbov_hint.path) &&
-	    seg_inspect(rbov_hint.path, &in, why, sizeof why) == 0) {
-		c->rbov = in;
-		c->have_rbov = 1;
+	/* its overlays: the lower, and a top over it only */
+	const struct seg_info *want[2] = {&rbov_hint, &rbtop_hint};
+	for (int i = 0; i < 2 && c->have_rb && want[i]->path[0]; i++) {
+		if (!found_for(sc, name, want[i]->path) ||
+		    seg_inspect(want[i]->path, &in, why, sizeof why) != 0) {
+			/* the rollback without it is not that generation: none rather
+			 * than one that loses its changes */
+			log_warn("cache=%s: the rollback's %s overlay %s is gone: no rollback", name,
+				 i ? "top" : "lower", want[i]->path);
+			c->have_rb = c->have_rbov = c->have_rbtop = 0;
+			c->nrb_more = 0;
+			break;
+		}
+		*(i ? &c->rbtop : &c->rbov) = in;
+		*(i ? &c->have_rbtop : &c->have_rbov) = 1;
 	}
 	/* no overlay served: no chain continues, unless a compaction made the
 	 * base (it keeps the chain of the image it started from) */
@@ -450,6 +494,11 @@ static void adopt_one(struct loader *L, struct scan *sc, const char *name)
 		c->chain_last = c->chain_seq = c->changes = 0;
 	if (odd || (gen && !valid) || lost)
 		adopt_repair(sc, c, name, gen, odd, valid, lost, why, sizeof why);
+	/* the keys changed, as the publishes that made them counted */
+	if (c->have_cur && c->have_ov)
+		c->ov_keys = overlay_keys(&c->ov, c->have_top ? &c->top : NULL);
+	if (c->have_rb && c->have_rbov)
+		c->rb_ov_keys = overlay_keys(&c->rbov, c->have_rbtop ? &c->rbtop : NULL);
 	if (c->have_cur)
 		log_info("adopted cache=%s gen=%llu bytes=%llu entries=%llu memory=%s file=%s%s%s",
 			 name, (unsigned long long)c->cur.generation,
@@ -471,17 +520,10 @@ static int kept(struct loader *L, const struct found *f)
 			continue;
 		if (c->broken)
 			return 1; /* not ours to judge: its control segment is unreadable */
-		if ((c->have_cur && !strcmp(c->cur.path, f->path)) ||
-		    (c->have_rb && !strcmp(c->rb.path, f->path)) ||
-		    (c->have_ov && !strcmp(c->ov.path, f->path)) ||
-		    (c->have_rbov && !strcmp(c->rbov.path, f->path)))
+		/* a copy of the base, a replica (numa=replicate) or an overlay
+		 * of a generation kept, current or rollback */
+		if (cache_names(c, f->path))
 			return 1;
-		for (unsigned k = 0; c->have_rb && k < c->nrb_more; k++)
-			if (!strcmp(c->rb_more[k].path, f->path))
-				return 1; /* a rollback replica */
-		for (unsigned k = 0; c->have_cur && k < c->ncur_more; k++)
-			if (!strcmp(c->cur_more[k].path, f->path))
-				return 1; /* a published replica (numa=replicate) */
 	}
 	return 0;
 }

@@ -481,16 +481,18 @@ static int export_cache(struct loader *L, struct cache *c, const char *prefix,
 	uint32_t value_size = SHMKV_BPF_VALUE_SIZE(max_value);
 	size_t plen = strlen(prefix);
 
-	shmkv *db, *ov = NULL;
+	shmkv *db, *ov = NULL, *top = NULL;
 	char w[300];
 	unsigned oflags = SHMKV_OPEN_NOVERIFY; /* verified by the load that published it */
 	err = shmkv_open_file_diag(c->cur.path, oflags, &db, w, sizeof w);
 	if (err)
 		return fail(why, len, err, "%s", w);
-	/* a generation with changes: the base read through its overlay */
+	/* a generation with changes: the base read through its overlays */
 	if (c->have_ov &&
 	    ((err = shmkv_open_file_diag(c->ov.path, oflags, &ov, w, sizeof w)) ||
-	     (err = shmkv_delta_set(db, ov, w, sizeof w)))) {
+	     (c->have_top && (err = shmkv_open_file_diag(c->top.path, oflags, &top, w, sizeof w))) ||
+	     (err = shmkv_delta_set2(db, ov, top, w, sizeof w)))) {
+		shmkv_close(top);
 		shmkv_close(ov);
 		shmkv_close(db);
 		return fail(why, len, err, "overlay: %s", w);
@@ -500,6 +502,7 @@ static int export_cache(struct loader *L, struct cache *c, const char *prefix,
 	if (err) {
 		shmkv_close(db);
 		shmkv_close(ov);
+		shmkv_close(top);
 		return err;
 	}
 	int outer = c->bpf.have_fd && c->bpf.value_size == value_size && !strcmp(c->bpf.pin, pin)
@@ -514,6 +517,7 @@ static int export_cache(struct loader *L, struct cache *c, const char *prefix,
 	if (f.fd < 0) {
 		shmkv_close(db);
 		shmkv_close(ov);
+		shmkv_close(top);
 		if (adopted >= 0)
 			close(adopted);
 		return fail(why, len, f.fd, "creating a BPF hash map of %" PRIu64 " entries of %u "
@@ -523,6 +527,7 @@ static int export_cache(struct loader *L, struct cache *c, const char *prefix,
 	err = fill_table(db, c->cur.path, &f, prefix, plen, max_value, why, len);
 	shmkv_close(db);
 	shmkv_close(ov);
+	shmkv_close(top);
 	uint64_t memlock = fd_memlock(f.fd);
 	if (!err)
 		err = swap_in(c, pin, value_size, max_value, &outer, f.fd, why, len);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "diag.h"
 #include "loader.h"
 #include "log.h"
 #include "memkind.h"
@@ -111,17 +112,20 @@ int cache_drop_rollback(struct loader *L, struct cache *c, const char *reason)
 {
 	if (!c->have_rb)
 		return 0;
-	struct seg_info rb = c->rb, more[SHMKV_CTL_MAX_SEGMENTS - 1], rbov = c->rbov;
+	struct seg_info rb = c->rb, more[SHMKV_CTL_MAX_SEGMENTS - 1], rbov = c->rbov,
+			rbtop = c->rbtop;
 	unsigned nmore = c->nrb_more;
-	int had_rbov = c->have_rbov, shared = cache_rb_shares_base(c);
+	int had_rbov = c->have_rbov, had_rbtop = c->have_rbtop, shared = cache_rb_shares_base(c);
 	memcpy(more, c->rb_more, sizeof more);
 	pthread_mutex_lock(&L->lock);
 	c->have_rb = 0;
 	c->nrb_more = 0;
-	c->have_rbov = 0;
+	c->have_rbov = c->have_rbtop = 0;
 	pthread_mutex_unlock(&L->lock);
-	if (had_rbov)
-		unlink(rbov.path);
+	if (had_rbov) /* the current generation's lower too, after a change */
+		cache_release(c, &rbov);
+	if (had_rbtop)
+		cache_release(c, &rbtop);
 	int err = 0;
 	if (!shared) { /* the base of the current generation too: kept */
 		cache_unlink_more(c, more, nmore);
@@ -211,4 +215,59 @@ void cache_unlink_more(const struct cache *c, const struct seg_info *more, unsig
 		log_info("freed cache=%s gen=%llu replica node=%d file=%s", c->name,
 			 (unsigned long long)more[i].generation, more[i].node, more[i].path);
 	}
+}
+
+int cache_names(const struct cache *c, const char *path)
+{
+	if (c->have_cur) {
+		if (!strcmp(c->cur.path, path) || (c->have_ov && !strcmp(c->ov.path, path)) ||
+		    (c->have_top && !strcmp(c->top.path, path)))
+			return 1;
+		for (unsigned i = 0; i < c->ncur_more; i++)
+			if (!strcmp(c->cur_more[i].path, path))
+				return 1;
+	}
+	if (c->have_rb) {
+		if (!strcmp(c->rb.path, path) || (c->have_rbov && !strcmp(c->rbov.path, path)) ||
+		    (c->have_rbtop && !strcmp(c->rbtop.path, path)))
+			return 1;
+		for (unsigned i = 0; i < c->nrb_more; i++)
+			if (!strcmp(c->rb_more[i].path, path))
+				return 1;
+	}
+	return 0;
+}
+
+void cache_release(const struct cache *c, const struct seg_info *s)
+{
+	if (!s->path[0] || cache_names(c, s->path))
+		return;
+	/* readers still mapping it keep it; the kernel frees it after them */
+	if (unlink(s->path) != 0 && errno != ENOENT)
+		log_warn("unlink file=%s: %s", s->path, strerror(errno));
+	else
+		PROBE(unlink, c->name, s->generation, s->path);
+}
+
+int cache_gen_entries(const struct seg_info *first, const struct seg_info *more, unsigned nmore,
+		      const struct seg_info *lower, const struct seg_info *top,
+		      shmkv_ctl_segment *out, uint32_t *n, char *why, size_t why_len)
+{
+	uint32_t k = cache_ctl_entries(first, more, nmore, out);
+	uint32_t need = k + (lower != NULL) + (top != NULL);
+	if (need > SHMKV_CTL_MAX_SEGMENTS)
+		return diag_fail(-ENOSPC, why, why_len,
+				 "%u base copies leave no room for %s in the control segment (at "
+				 "most %u entries)", k, top ? "two overlays" : "an overlay",
+				 SHMKV_CTL_MAX_SEGMENTS);
+	if (lower) {
+		out[k] = seg_ctl_entry(lower);
+		out[k++].flags |= SHMKV_SEG_OVERLAY;
+	}
+	if (top) {
+		out[k] = seg_ctl_entry(top);
+		out[k++].flags |= SHMKV_SEG_OVERLAY | SHMKV_SEG_TOP;
+	}
+	*n = k;
+	return 0;
 }

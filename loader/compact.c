@@ -1,4 +1,4 @@
-/* compact.c - compaction (compact.h): a changed cache's base and overlay
+/* compact.c - compaction (compact.h): a changed cache's base and overlays
  * merged by the builder (shmkv_build_compact: the image a full build of the
  * merged records gives, memory-bounded) into a temporary file, which is
  * then loaded and published as any full load is (verified, the cache's
@@ -36,12 +36,14 @@ int compact_due(const struct cache *c)
 {
 	if (!c->have_cur || !c->have_ov)
 		return 0;
-	if (c->conf.compact_entries && c->ov.entries >= c->conf.compact_entries)
+	/* the keys changed (a key both overlays hold once), their bytes */
+	uint64_t bytes = c->ov.size + (c->have_top ? c->top.size : 0);
+	if (c->conf.compact_entries && c->ov_keys >= c->conf.compact_entries)
 		return 1;
 	/* the ratio from COMPACT_RATIO_FLOOR on: a small cache's overlay soon
 	 * outweighs its base, yet costs next to nothing to rebuild */
-	return c->conf.compact_ratio > 0 && c->ov.size >= COMPACT_RATIO_FLOOR &&
-	       (double)c->ov.size >= c->conf.compact_ratio * (double)c->cur.size;
+	return c->conf.compact_ratio > 0 && bytes >= COMPACT_RATIO_FLOOR &&
+	       (double)bytes >= c->conf.compact_ratio * (double)c->cur.size;
 }
 
 static char *reply_compacted(const struct cache *c, uint64_t records, uint64_t ms)
@@ -74,7 +76,7 @@ int op_compact(struct loader *L, const char *name, int automatic, char **reply, 
 		*reply = reply_compacted(c, 0, 0);
 		return 0;
 	}
-	uint64_t t0 = mono_ms(), records = c->ov.entries;
+	uint64_t t0 = mono_ms(), records = c->ov_keys;
 	/* what deltas apply to after it: the image the base came from */
 	uint64_t origin_sum = c->origin_sum, origin_size = c->origin_size;
 	if (!origin_sum) {
@@ -97,7 +99,16 @@ int op_compact(struct loader *L, const char *name, int automatic, char **reply, 
 	} else {
 		overlay_tmp_path(L, c, "compact.tmp", out, sizeof out);
 	}
-	const char *deltas[1] = {c->ov.path};
+	/* a top is merged into the lower first (the fold's merge, into a
+	 * temporary): the builder takes a chain, and the two overlays
+	 * are each a delta of the base */
+	char merged[PATH_MAX];
+	overlay_tmp_path(L, c, "compact.top.tmp", merged, sizeof merged);
+	const char *deltas[1] = {c->have_top ? merged : c->ov.path};
+	if (c->have_top && (err = overlay_merge_top(c, merged, e, sizeof e)) != 0) {
+		unlink(merged);
+		return overlay_refused(L, c, "compact", err, e, reply);
+	}
 	shmkv_join_options jo;
 	shmkv_join_options_init(&jo);
 	shmkv_build_stats st;
@@ -105,6 +116,7 @@ int op_compact(struct loader *L, const char *name, int automatic, char **reply, 
 	 * base is fsynced only where it is kept (durable) */
 	err = shmkv_build_compact(out, c->cur.path, deltas, 1, keep ? 0 : SHMKV_COMPACT_NOSYNC, &jo,
 				  &st, e, sizeof e);
+	unlink(merged);
 	if (err) {
 		unlink(out);
 		return overlay_refused(L, c, "compact", err, e, reply);
@@ -124,7 +136,7 @@ int op_compact(struct loader *L, const char *name, int automatic, char **reply, 
 		if (!err && (rename(out, kept) != 0 || fsync(L->durable_fd) != 0))
 			err = diag_fail(-errno, e, sizeof e, "%s: %s", kept, strerror(errno));
 		if (!err)
-			err = wal_reset(L, name, &h, 0, NULL, 0, e, sizeof e);
+			err = wal_reset(L, name, &h, NULL, 0, e, sizeof e);
 		if (err) {
 			unlink(out);
 			overlay_log_reset(L, name); /* the log of what is served again */

@@ -1,5 +1,5 @@
 /* compact.h - compaction of a changed cache (compact.c): its base and
- * overlay merged into a new base off the readers' path. Worker thread. */
+ * overlays merged into a new base off the readers' path. Worker thread. */
 #ifndef LOADER_COMPACT_H
 #define LOADER_COMPACT_H
 
@@ -7,7 +7,8 @@
 
 #include "loader.h"
 
-/* Compacts cache name: its base and overlay merged (shmkv_build_compact, the
+/* Compacts cache name: its base and overlays (the lower, then the top)
+ * merged (shmkv_build_compact, the
  * builder's default memory limit) into a new base, loaded and published as
  * a full load is, with no overlay; deltas of the image the cache was loaded
  * from, and its chain, apply after it as before (loader/README.md,
@@ -15,8 +16,8 @@
  * (nothing to do is then no reply). */
 int op_compact(struct loader *L, const char *name, int automatic, char **reply, char *why,
 	       size_t why_len);
-/* 1 once c's overlay passed the cache's bound (compact_entries records, or
- * compact_ratio of the base's bytes): the worker then queues a compaction
+/* 1 once c's overlays passed the cache's bound (compact_entries keys
+ * changed, or compact_ratio of the base's bytes): the worker then queues a compaction
  * (worker.c, after the publish's reply). */
 int compact_due(const struct cache *c);
 

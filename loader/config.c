@@ -37,6 +37,8 @@ void conf_cache_defaults(const struct loader_conf *lc, struct cache_conf *cc)
 	cc->gid = (gid_t)-1;
 	cc->compact_entries = CONF_DEFAULT_COMPACT_ENTRIES;
 	cc->compact_ratio = CONF_DEFAULT_COMPACT_RATIO;
+	cc->fold_entries = CONF_DEFAULT_FOLD_ENTRIES;
+	cc->fold_ratio = CONF_DEFAULT_FOLD_RATIO;
 }
 
 int conf_parse_size(const char *s, uint64_t *out)
@@ -358,9 +360,30 @@ static int cache_key(struct parse *p, const char *k, const char *v)
 		cc->compact_ratio = r;
 		return 1;
 	}
+	if (!strcmp(k, "fold_entries")) {
+		char *end;
+		errno = 0;
+		unsigned long long n = strtoull(v, &end, 10);
+		if (errno || *end || !*v || v[0] == '-')
+			return perr(p, "fold_entries \"%s\" is not a number (0: no top overlay, "
+				       "every change rebuilds the lower one)", v);
+		cc->fold_entries = n;
+		return 1;
+	}
+	if (!strcmp(k, "fold_ratio")) {
+		char *end;
+		errno = 0;
+		double r = strtod(v, &end);
+		if (errno || *end || !*v || !(r >= 0 && r <= 100))
+			return perr(p, "fold_ratio \"%s\" is not a number from 0 (fold_entries "
+				       "alone) to 100, the top overlay's records over the lower's "
+				       "(0.125: an eighth)", v);
+		cc->fold_ratio = r;
+		return 1;
+	}
 	return perr(p, "unknown key \"%s\" in [cache %s] (source, memory, numa, group, mode, "
-		       "max_size, bpf, bpf_prefix, bpf_max_value, compact_entries, compact_ratio)", k,
-		    p->cur->name);
+		       "max_size, bpf, bpf_prefix, bpf_max_value, compact_entries, compact_ratio, "
+		       "fold_entries, fold_ratio)", k, p->cur->name);
 }
 
 /* A new section: "loader" or "cache NAME". */

@@ -42,6 +42,12 @@ struct cache_conf {
 	 * (and 1 MiB at least) (0: that bound is off) */
 	uint64_t compact_entries;
 	double compact_ratio;
+	/* a change goes into the top overlay, folded into the lower one
+	 * (overlay.c) once the top holds max(fold_entries, fold_ratio x the
+	 * lower's records) records; fold_entries 0: no top, every change
+	 * rebuilds the lower */
+	uint64_t fold_entries;
+	double fold_ratio;
 	int line;              /* line of the [cache NAME] header, 0 for defaults */
 };
 
@@ -83,6 +89,8 @@ struct loader_conf {
 #define CONF_DEFAULT_STREAM_INTERVAL_MS 100u
 #define CONF_DEFAULT_COMPACT_ENTRIES UINT64_C(1000000)
 #define CONF_DEFAULT_COMPACT_RATIO 0.25
+#define CONF_DEFAULT_FOLD_ENTRIES UINT64_C(2048)
+#define CONF_DEFAULT_FOLD_RATIO 0.125
 #define CONF_STREAM_INTERVAL_RANGE "1ms..60s"
 #define CONF_DEFAULT_EXPIRY_TIMES (UINT64_C(1) << 24) /* 64 MiB */
 #define CONF_EXPIRY_TIMES_MAX (UINT64_C(1) << 28)     /* 1 GiB */

@@ -238,14 +238,20 @@ static int publish_new(struct loader *L, struct cache *c, const struct seg_info 
 	unsigned old_nrb_more = c->nrb_more;
 	memcpy(old_rb_more, c->rb_more, sizeof old_rb_more);
 	/* the rollback's base may be the current one's (a change was published
-	 * last: it stays, as the new rollback's); its overlay goes */
-	int had_rb = c->have_rb && !cache_rb_shares_base(c), had_rbov = c->have_rbov;
-	struct seg_info old_rbov = c->rbov;
+	 * last: it stays, as the new rollback's); its overlays go, but for a
+	 * lower the current generation has too */
+	int had_rb = c->have_rb && !cache_rb_shares_base(c), had_rbov = c->have_rbov,
+	    had_rbtop = c->have_rbtop;
+	struct seg_info old_rbov = c->rbov, old_rbtop = c->rbtop;
 	pthread_mutex_lock(&L->lock);
 	c->protocol = cache_protocol(c);
 	c->rbov = c->ov;
 	c->have_rbov = c->have_cur && c->have_ov;
-	c->have_ov = 0;
+	c->rbtop = c->top;
+	c->have_rbtop = c->have_rbov && c->have_top;
+	c->rb_ov_keys = c->ov_keys;
+	c->have_ov = c->have_top = 0;
+	c->ov_keys = 0;
 	c->rb_chain_last = c->chain_last;
 	c->rb_chain_seq = c->chain_seq;
 	c->rb_origin_sum = c->origin_sum;
@@ -287,7 +293,9 @@ static int publish_new(struct loader *L, struct cache *c, const struct seg_info 
 	pthread_mutex_unlock(&L->lock);
 	expiry_free(&old_exp);
 	if (had_rbov)
-		unlink(old_rbov.path);
+		cache_release(c, &old_rbov);
+	if (had_rbtop)
+		cache_release(c, &old_rbtop);
 	if (had_rb)
 		cache_unlink_more(c, old_rb_more, old_nrb_more);
 	if (had_rb) {

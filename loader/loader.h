@@ -81,20 +81,34 @@ struct cache {
 	struct seg_info cur_more[SHMKV_CTL_MAX_SEGMENTS - 1];
 	struct seg_info rb_more[SHMKV_CTL_MAX_SEGMENTS - 1];
 	uint64_t next_load;        /* load id of the next segment file */
-	/* changes (lib/PROTOCOL.md, protocol 2): the overlay read through cur,
-	 * a delta image of cur holding every change since cur was loaded, and
-	 * the rollback generation's (its base is rb, which is cur itself after
-	 * a change: then rb.path == cur.path and the base files are kept) */
-	int have_ov, have_rbov;
-	struct seg_info ov, rbov;
+	/* changes (lib/PROTOCOL.md, protocol 2): the overlays read through
+	 * cur, delta images of cur holding every change since cur was loaded:
+	 * ov the lower one, top the top one (the latest changes; only with a
+	 * lower); and the rollback generation's (its base is rb, which is cur
+	 * itself after a change: then rb.path == cur.path and the base files
+	 * are kept; its lower may be cur's too). A file goes once no kept
+	 * generation names it (cache_release()). */
+	int have_ov, have_rbov, have_top, have_rbtop;
+	struct seg_info ov, rbov, top, rbtop;
+	/* keys changed since the base: the records of lower and top, a key
+	 * both hold counted once (what one merged overlay would hold) */
+	uint64_t ov_keys, rb_ov_keys;
 	uint64_t changes;          /* publishes of changes since the base was loaded */
+	uint64_t folds;            /* tops folded into the lower since the loader started */
+	uint64_t fold_unix;        /* when the last fold published (0: none) */
+	uint64_t fold_ms;          /* how long it took */
+	int fold_queued;           /* a fold waits in the queue */
 	uint64_t chain_last, chain_seq; /* the last delta applied that continues a chain
 				     * (its header_checksum and seq); 0: none */
 	uint64_t rb_chain_last, rb_chain_seq;
 	/* the state file only (state.c, adopt.c): the generation served when
-	 * it was saved, its base's first copy and its overlay ("" none); ""
+	 * it was saved, its base's first copy and its overlays ("" none); ""
 	 * base: the file did not say */
 	char base_saved[SHMKV_CTL_PATH_MAX], ov_saved[SHMKV_CTL_PATH_MAX];
+	char top_saved[SHMKV_CTL_PATH_MAX];
+	/* the lower a fold was about to publish when the file was saved ("":
+	 * none): found published, the fold went through and kept the rollback */
+	char fold_saved[SHMKV_CTL_PATH_MAX];
 	/* the base deltas apply to (op_apply): the image loaded last by a full
 	 * load, which compactions keep (a compacted base is that image plus the
 	 * changes, so a delta of it applies the same); 0: cur itself. The
@@ -133,7 +147,7 @@ struct cache {
 struct loader;
 
 enum job_kind { JOB_LOAD, JOB_RELOAD, JOB_ROLLBACK, JOB_DROP, JOB_CONFIG, JOB_START,
-	       JOB_BPF_EXPORT, JOB_BPF_UNEXPORT, JOB_APPLY, JOB_CHANGE, JOB_COMPACT };
+	       JOB_BPF_EXPORT, JOB_BPF_UNEXPORT, JOB_APPLY, JOB_CHANGE, JOB_COMPACT, JOB_FOLD };
 
 struct job {
 	enum job_kind kind;
@@ -239,6 +253,20 @@ uint32_t cache_ctl_entries(const struct seg_info *first, const struct seg_info *
 			   unsigned nmore, shmkv_ctl_segment *out);
 /* cache.c: unlinks replicas (logged "freed ... replica") */
 void cache_unlink_more(const struct cache *c, const struct seg_info *more, unsigned n);
+/* cache.c: whether a generation the cache keeps (current or rollback)
+ * names the file at path: its base, a replica or an overlay */
+int cache_names(const struct cache *c, const char *path);
+/* cache.c: unlinks overlay s of a generation no longer kept, unless a
+ * kept one names it too */
+void cache_release(const struct cache *c, const struct seg_info *s);
+/* cache.c: the control-segment entries of a generation: its base copies
+ * (first, more[0..nmore)), then its lower and top overlays (NULL: none;
+ * one copy each, lib/PROTOCOL.md) into out (room for
+ * SHMKV_CTL_MAX_SEGMENTS), their count in *n; -ENOSPC with why where they
+ * do not fit */
+int cache_gen_entries(const struct seg_info *first, const struct seg_info *more, unsigned nmore,
+		      const struct seg_info *lower, const struct seg_info *top,
+		      shmkv_ctl_segment *out, uint32_t *n, char *why, size_t why_len);
 
 /* adopt.c: restart; refuses (error in why) a root others can write */
 int adopt_all(struct loader *L, char *why, size_t why_len);

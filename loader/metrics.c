@@ -103,19 +103,51 @@ static void f_entries(FILE *f, const char *m, const struct cache_snap *s, const 
 		(unsigned long long)(s->c.have_cur ? s->c.cur.entries : 0));
 }
 
-/* Changes (overlay.c): records in the served overlay and its bytes, 0 without one */
+/* Changes (overlay.c): the keys changed since the base (a key both
+ * overlays hold once) and the overlays' bytes, 0 without one; the top's */
 static void f_ov_records(FILE *f, const char *m, const struct cache_snap *s, const unsigned rd[2])
 {
 	(void)rd;
 	fprintf(f, "%s" LBL " %llu\n", m, s->c.name,
-		(unsigned long long)(s->c.have_cur && s->c.have_ov ? s->c.ov.entries : 0));
+		(unsigned long long)(s->c.have_cur && s->c.have_ov ? s->c.ov_keys : 0));
 }
 
 static void f_ov_bytes(FILE *f, const char *m, const struct cache_snap *s, const unsigned rd[2])
 {
 	(void)rd;
+	int ov = s->c.have_cur && s->c.have_ov, top = ov && s->c.have_top;
 	fprintf(f, "%s" LBL " %llu\n", m, s->c.name,
-		(unsigned long long)(s->c.have_cur && s->c.have_ov ? s->c.ov.size : 0));
+		(unsigned long long)((ov ? s->c.ov.size : 0) + (top ? s->c.top.size : 0)));
+}
+
+static void f_top_records(FILE *f, const char *m, const struct cache_snap *s, const unsigned rd[2])
+{
+	(void)rd;
+	int top = s->c.have_cur && s->c.have_ov && s->c.have_top;
+	fprintf(f, "%s" LBL " %llu\n", m, s->c.name, (unsigned long long)(top ? s->c.top.entries : 0));
+}
+
+static void f_top_bytes(FILE *f, const char *m, const struct cache_snap *s, const unsigned rd[2])
+{
+	(void)rd;
+	int top = s->c.have_cur && s->c.have_ov && s->c.have_top;
+	fprintf(f, "%s" LBL " %llu\n", m, s->c.name, (unsigned long long)(top ? s->c.top.size : 0));
+}
+
+/* Folds of the top into the lower (overlay.c) since the loader started,
+ * and the last one's duration (absent before the first) */
+static void f_folds(FILE *f, const char *m, const struct cache_snap *s, const unsigned rd[2])
+{
+	(void)rd;
+	fprintf(f, "%s" LBL " %llu\n", m, s->c.name, (unsigned long long)s->c.folds);
+}
+
+static void f_fold_seconds(FILE *f, const char *m, const struct cache_snap *s,
+			   const unsigned rd[2])
+{
+	(void)rd;
+	if (s->c.fold_unix)
+		fprintf(f, "%s" LBL " %.3f\n", m, s->c.name, (double)s->c.fold_ms / 1000.0);
 }
 
 /* Compactions (compact.c) since the loader started */
@@ -254,8 +286,18 @@ static const struct family families[] = {
 	 "shared memory kept for the rollback generation", f_rollback_memory},
 	{"shmkv_cache_entries", "gauge", "keys in the served image", f_entries},
 	{"shmkv_cache_overlay_records", "gauge",
-	 "upserts and removals in the served overlay (changes since the base)", f_ov_records},
-	{"shmkv_cache_overlay_bytes", "gauge", "bytes of the served overlay image", f_ov_bytes},
+	 "keys upserted or removed since the base in the served overlays (a key both the lower "
+	 "and the top hold counts once)", f_ov_records},
+	{"shmkv_cache_overlay_bytes", "gauge", "bytes of the served overlay images, lower and top",
+	 f_ov_bytes},
+	{"shmkv_cache_overlay_top_records", "gauge",
+	 "upserts and removals in the served top overlay (the latest changes, folded into the "
+	 "lower past a bound)", f_top_records},
+	{"shmkv_cache_overlay_top_bytes", "gauge", "bytes of the served top overlay image",
+	 f_top_bytes},
+	{"shmkv_cache_folds_total", "counter",
+	 "folds of the top overlay into the lower since the loader started", f_folds},
+	{"shmkv_cache_fold_duration_seconds", "gauge", "duration of the last fold", f_fold_seconds},
 	{"shmkv_cache_compactions_total", "counter",
 	 "compactions of changes into a new base since the loader started", f_compactions},
 	{"shmkv_cache_entries_expiring", "gauge",

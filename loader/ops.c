@@ -73,19 +73,23 @@ int op_rollback(struct loader *L, const char *name, char **reply)
 		return json_reply_error(reply, err, "cache %s: the rollback segment is unusable: %s", name, why);
 	}
 	uint64_t gen = ctl_generation(&c->ctl) + 1, from = c->cur.generation;
-	shmkv_ctl_segment cs[SHMKV_CTL_MAX_SEGMENTS];
-	uint32_t ncs = cache_ctl_entries(&c->rb, c->rb_more, c->nrb_more, cs);
-	if (c->have_rbov && ncs < SHMKV_CTL_MAX_SEGMENTS) { /* its overlay with it */
-		if ((err = seg_inspect(c->rbov.path, &chk, why, sizeof why)) != 0) {
+	/* its overlays with it (a top only over a lower) */
+	const struct seg_info *ov[2] = {c->have_rbov ? &c->rbov : NULL,
+					c->have_rbov && c->have_rbtop ? &c->rbtop : NULL};
+	for (int i = 0; i < 2; i++) {
+		if (ov[i] && (err = seg_inspect(ov[i]->path, &chk, why, sizeof why)) != 0) {
 			cache_drop_rollback(L, c, "unusable overlay");
-			return json_reply_error(reply, err, "cache %s: the rollback overlay is "
-						"unusable: %s", name, why);
+			return json_reply_error(reply, err, "cache %s: the rollback's %s overlay is "
+						"unusable: %s", name, i ? "top" : "lower", why);
 		}
-		cs[ncs] = seg_ctl_entry(&c->rbov);
-		cs[ncs++].flags |= SHMKV_SEG_OVERLAY;
 	}
+	shmkv_ctl_segment cs[SHMKV_CTL_MAX_SEGMENTS];
+	uint32_t ncs = 0;
+	err = cache_gen_entries(&c->rb, c->rb_more, c->nrb_more, ov[0], ov[1], cs, &ncs, why,
+				sizeof why);
 	/* its replicas with it; a cache that had changes stays protocol 2 */
-	err = ctl_publish(&c->ctl, gen, cs, ncs, why, sizeof why);
+	if (!err)
+		err = ctl_publish(&c->ctl, gen, cs, ncs, why, sizeof why);
 	if (err) {
 		cache_set_error(L, c, "rollback: %s", why);
 		return json_reply_error(reply, err, "cache %s: %s", name, why);
@@ -113,8 +117,16 @@ int op_rollback(struct loader *L, const char *name, char **reply)
 	c->have_rb = had_cur;
 	c->have_cur = 1;
 	{ /* the overlays and chain positions swap with their bases */
-		struct seg_info to = c->ov;
-		int th = c->have_ov;
+		struct seg_info to = c->ov, tt = c->top;
+		int th = c->have_ov, tth = c->have_top;
+		uint64_t tk = c->ov_keys;
+		c->top = c->rbtop;
+		c->have_top = c->have_rbov && c->have_rbtop;
+		c->rbtop = tt;
+		c->have_rbtop = tth;
+		c->ov_keys = c->rb_ov_keys;
+		c->rb_ov_keys = tk;
+		c->top.generation = gen;
 		uint64_t tl = c->chain_last, ts2 = c->chain_seq;
 		uint64_t os = c->origin_sum, oz = c->origin_size;
 		c->origin_sum = c->rb_origin_sum;
@@ -173,8 +185,12 @@ int op_drop(struct loader *L, const char *name, char **reply)
 	}
 	if (c->have_ov)
 		unlink(c->ov.path);
+	if (c->have_top)
+		unlink(c->top.path);
 	if (c->have_rbov)
 		unlink(c->rbov.path);
+	if (c->have_rbtop)
+		unlink(c->rbtop.path);
 	if (c->have_cur && unlink(c->cur.path) == 0)
 		PROBE(unlink, c->name, c->cur.generation, c->cur.path);
 	if (c->have_rb && unlink(c->rb.path) == 0)
@@ -189,7 +205,8 @@ int op_drop(struct loader *L, const char *name, char **reply)
 	if (c->configured) {
 		pthread_mutex_lock(&L->lock);
 		c->have_cur = c->have_rb = 0;
-		c->have_ov = c->have_rbov = 0;
+		c->have_ov = c->have_rbov = c->have_top = c->have_rbtop = 0;
+		c->ov_keys = c->rb_ov_keys = 0;
 		c->chain_last = c->chain_seq = c->rb_chain_last = c->rb_chain_seq = 0;
 		c->origin_sum = c->origin_size = c->rb_origin_sum = c->rb_origin_size = 0;
 		c->ncur_more = c->nrb_more = 0;

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <shmkv_build.h>
@@ -138,13 +139,47 @@ static int delta_builder(const struct cache *c, int dup, shmkv_builder **out, ch
 	return err;
 }
 
-/* The new overlay at out: the records of d (the new changes), then those of
- * the current overlay whose key d does not hold. */
-static int build_merged(struct cache *c, const shmkv *d, const char *out, char *why,
-			size_t why_len)
+/* Whether delta d holds key (an upsert or a tombstone): 1, 0, or an error
+ * (damage on the key's path). */
+static int holds(const shmkv *d, const void *k, size_t kl)
+{
+	uint64_t off;
+	int err = shmkv_find_record(d, k, kl, &off, NULL);
+	return err == SHMKV_ENOTFOUND ? 0 : err ? err : 1;
+}
+
+/* *added: the keys of d that neither old nor also (NULL: none) holds. */
+static int count_new(const shmkv *d, const shmkv *old, const shmkv *also, uint64_t *added,
+		     char *why, size_t why_len)
+{
+	shmkv_iter it;
+	const void *k;
+	size_t kl;
+	shmkv_value v;
+	int err;
+	*added = 0;
+	shmkv_iter_init_all(d, &it);
+	while ((err = shmkv_iter_next(&it, &k, &kl, &v)) == 0) {
+		int in = old ? holds(old, k, kl) : 0;
+		if (in == 0 && also)
+			in = holds(also, k, kl);
+		if (in < 0)
+			return diag_fail(in, why, why_len, "an overlay: %s", shmkv_strerror(in));
+		*added += !in;
+	}
+	if (err != SHMKV_EEND)
+		return diag_fail(err, why, why_len, "the new changes: %s", shmkv_strerror(err));
+	return 0;
+}
+
+/* A new overlay at out: the records of d (the newer changes), then those
+ * of old (NULL: none) whose key d does not hold. The one merge of two
+ * levels: a change into the top or the lower, a fold (the top into the
+ * lower), the overlays before a compaction. */
+static int build_merged(const struct cache *c, const shmkv *d, const shmkv *old,
+			const char *old_name, const char *out, char *why, size_t why_len)
 {
 	struct keyset ks = {0};
-	shmkv *old = NULL;
 	shmkv_builder *b;
 	int err = delta_builder(c, SHMKV_DUP_ERROR, &b, why, why_len);
 	if (err)
@@ -157,14 +192,8 @@ static int build_merged(struct cache *c, const shmkv *d, const char *out, char *
 		err = diag_fail(-ENOMEM, why, why_len, "out of memory");
 	if (!err)
 		err = feed(b, d, NULL, &ks, "the new changes", why, why_len);
-	if (!err && c->have_ov) {
-		char w[300];
-		err = shmkv_open_file_diag(c->ov.path, 0, &old, w, sizeof w);
-		if (err)
-			diag_fail(err, why, why_len, "current overlay: %s", w);
-		else
-			err = feed(b, old, &ks, NULL, c->ov.path, why, why_len);
-	}
+	if (!err && old)
+		err = feed(b, old, &ks, NULL, old_name, why, why_len);
 	if (!err) {
 		shmkv_build_stats st;
 		err = shmkv_builder_finish(b, out, &st);
@@ -172,10 +201,52 @@ static int build_merged(struct cache *c, const shmkv *d, const char *out, char *
 			diag_fail(err, why, why_len, "building the overlay: %s",
 				  shmkv_builder_error(b));
 	}
-	shmkv_close(old);
 	free(ks.slot);
 	shmkv_builder_free(b);
 	return err;
+}
+
+/* The overlay at path opened (flags: shmkv_open_file's), or an error
+ * naming it as what. */
+static int open_overlay(const struct seg_info *s, unsigned flags, const char *what, shmkv **out,
+			char *why, size_t why_len)
+{
+	char w[300];
+	int err = shmkv_open_file_diag(s->path, flags, out, w, sizeof w);
+	if (err)
+		diag_fail(err, why, why_len, "%s overlay: %s", what, w);
+	return err;
+}
+
+int overlay_merge_top(const struct cache *c, const char *out, char *why, size_t why_len)
+{
+	shmkv *top = NULL, *lower = NULL;
+	int err = open_overlay(&c->top, 0, "top", &top, why, why_len);
+	if (!err)
+		err = open_overlay(&c->ov, 0, "lower", &lower, why, why_len);
+	if (!err)
+		err = build_merged(c, top, lower, c->ov.path, out, why, why_len);
+	shmkv_close(top);
+	shmkv_close(lower);
+	return err;
+}
+
+uint64_t overlay_keys(const struct seg_info *lower, const struct seg_info *top)
+{
+	shmkv *l = NULL, *t = NULL;
+	uint64_t added = 0;
+	char w[300];
+	if (!top)
+		return lower ? lower->entries : 0;
+	/* opened without their checksums: only their keys are looked up, and
+	 * every lookup stays within the image */
+	if (shmkv_open_file_diag(lower->path, SHMKV_OPEN_NOVERIFY, &l, w, sizeof w) ||
+	    shmkv_open_file_diag(top->path, SHMKV_OPEN_NOVERIFY, &t, w, sizeof w) ||
+	    count_new(t, l, NULL, &added, w, sizeof w))
+		added = top->entries; /* an estimate: status figures only */
+	shmkv_close(l);
+	shmkv_close(t);
+	return lower->entries + added;
 }
 
 /* The overlay at path, every check (structure too), and that it applies
@@ -205,37 +276,61 @@ static void unlink_infos(const struct seg_info *first, const struct seg_info *mo
 		unlink(more[i].path);
 }
 
-/* Publishes the cache's base copies with the overlay copy first. One
- * overlay copy serves every node (readers take the overlay copy of their
- * base copy's node, else the first: lib/PROTOCOL.md): an overlay is small,
- * and one copy leaves room for 7 base copies. Replicas of it (more[], from
- * numa=replicate) are unlinked. */
-static int publish_overlay(struct loader *L, struct cache *c, const struct seg_info *first,
-			   struct seg_info *more, unsigned nmore, char *why, size_t why_len)
+/* Which overlay a publish of changes rebuilds: the top, unless the cache
+ * has no lower yet (one overlay is always the lower one: lib/PROTOCOL.md),
+ * the top is off (fold_entries 0) or the control segment has no room for
+ * a top beside the base copies and the lower (numa=replicate over 7
+ * nodes). A top there stays the top until it is folded: a change put into
+ * the lower under it would be hidden by its older record of the key. */
+static int into_top(const struct cache *c)
 {
-	shmkv_ctl_segment cs[SHMKV_CTL_MAX_SEGMENTS];
-	uint32_t n = cache_ctl_entries(&c->cur, c->cur_more, c->ncur_more, cs);
-	if (n >= SHMKV_CTL_MAX_SEGMENTS) {
-		unlink_infos(first, more, nmore);
-		return diag_fail(-ENOSPC, why, why_len,
-				 "%u base copies leave no room for an overlay in the control "
-				 "segment (at most %u entries)", n, SHMKV_CTL_MAX_SEGMENTS);
-	}
-	cs[n] = seg_ctl_entry(first);
-	cs[n++].flags |= SHMKV_SEG_OVERLAY;
+	return c->have_top || (c->have_ov && c->conf.fold_entries &&
+			       c->ncur_more + 3 <= SHMKV_CTL_MAX_SEGMENTS);
+}
+
+int overlay_fold_due(const struct cache *c)
+{
+	if (!c->have_cur || !c->have_top)
+		return 0;
+	if (!c->conf.fold_entries)
+		return 1; /* the top was turned off: folded at once */
+	double bound = c->conf.fold_ratio * (double)c->ov.entries;
+	return c->top.entries >= c->conf.fold_entries && (double)c->top.entries >= bound;
+}
+
+/* Publishes the cache's base copies with the overlays: the new one (first,
+ * as the top when top, else as the lower) and the other level as it is.
+ * One copy of an overlay serves every node (readers take the copy of their
+ * base copy's node, else the first: lib/PROTOCOL.md): an overlay is small.
+ * Replicas of it (more[], from numa=replicate) are unlinked. keys: the
+ * keys changed since the base, after it (c->ov_keys). The generation
+ * before becomes the rollback; its files that no kept generation names
+ * any more are unlinked. */
+static int publish_overlay(struct loader *L, struct cache *c, int top, const struct seg_info *first,
+			   struct seg_info *more, unsigned nmore, uint64_t keys, char *why,
+			   size_t why_len)
+{
 	for (unsigned i = 0; i < nmore; i++)
 		unlink(more[i].path);
+	shmkv_ctl_segment cs[SHMKV_CTL_MAX_SEGMENTS];
+	uint32_t n;
+	int err = cache_gen_entries(&c->cur, c->cur_more, c->ncur_more, top ? &c->ov : first,
+				    top ? first : NULL, cs, &n, why, why_len);
 	uint64_t gen = ctl_generation(&c->ctl) + 1;
-	int err = ctl_publish_version(&c->ctl, SHMKV_PROTOCOL_VERSION_2, gen, cs, n, why, why_len);
+	if (!err)
+		err = ctl_publish_version(&c->ctl, SHMKV_PROTOCOL_VERSION_2, gen, cs, n, why,
+					  why_len);
 	if (err) {
 		unlink(first->path);
 		return err;
 	}
 	PROBE(publish, c->name, gen, first->size, first->path);
-	/* the generation before becomes the rollback: same base, its overlay */
-	struct seg_info old_rb = c->rb, old_rbov = c->rbov, old_rb_more[SHMKV_CTL_MAX_SEGMENTS - 1];
+	/* the generation before becomes the rollback: same base, its overlays */
+	struct seg_info old_rb = c->rb, old_rbov = c->rbov, old_rbtop = c->rbtop,
+			old_rb_more[SHMKV_CTL_MAX_SEGMENTS - 1];
 	unsigned old_nrb_more = c->nrb_more;
-	int had_rb = c->have_rb, had_rbov = c->have_rbov, rb_shared = cache_rb_shares_base(c);
+	int had_rb = c->have_rb, had_rbov = c->have_rbov, had_rbtop = c->have_rbtop,
+	    rb_shared = cache_rb_shares_base(c);
 	memcpy(old_rb_more, c->rb_more, sizeof old_rb_more);
 	pthread_mutex_lock(&L->lock);
 	c->protocol = cache_protocol(c);
@@ -246,29 +341,52 @@ static int publish_overlay(struct loader *L, struct cache *c, const struct seg_i
 	c->have_rb = 1;
 	c->rbov = c->ov;
 	c->have_rbov = c->have_ov;
+	c->rbtop = c->top;
+	c->have_rbtop = c->have_top;
+	c->rb_ov_keys = c->ov_keys;
 	c->rb_chain_last = c->chain_last;
 	c->rb_chain_seq = c->chain_seq;
 	c->rb_origin_sum = c->origin_sum;
 	c->rb_origin_size = c->origin_size;
-	c->ov = *first;
-	c->ov.generation = gen;
-	c->have_ov = 1;
+	if (top) {
+		c->top = *first;
+		c->have_top = 1;
+	} else {
+		c->ov = *first;
+		c->have_ov = 1;
+	}
+	c->ov.generation = c->top.generation = gen;
+	c->ov_keys = keys;
 	c->cur.generation = gen;
 	for (unsigned i = 0; i < c->ncur_more; i++)
 		c->cur_more[i].generation = gen;
 	c->changes++;
 	c->last_error[0] = 0;
 	pthread_mutex_unlock(&L->lock);
-	/* saved before the old rollback's overlay goes: killed in between, a
-	 * restart finds the state naming the overlay before this one (adopt.c) */
+	/* saved before the old rollback's overlays go: killed in between, a
+	 * restart finds the state naming the generation before this one
+	 * (adopt.c) */
 	cache_save_state(L, c);
 	if (had_rbov)
-		unlink(old_rbov.path);
+		cache_release(c, &old_rbov);
+	if (had_rbtop)
+		cache_release(c, &old_rbtop);
 	if (had_rb && !rb_shared) { /* an older base: no generation kept uses it */
 		cache_unlink_more(c, old_rb_more, old_nrb_more);
 		unlink(old_rb.path);
 	}
 	return 0;
+}
+
+static void overlay_reply_fields(struct json *j, const struct cache *c)
+{
+	int ov = c->have_cur && c->have_ov, top = ov && c->have_top;
+	json_u64(j, "changes", ov ? c->ov_keys : 0);
+	json_u64(j, "overlay_bytes", (ov ? c->ov.size : 0) + (top ? c->top.size : 0));
+	json_str(j, "overlay", ov ? c->ov.path : NULL);
+	json_u64(j, "lower_records", ov ? c->ov.entries : 0);
+	json_u64(j, "top_records", top ? c->top.entries : 0);
+	json_str(j, "top", top ? c->top.path : NULL);
 }
 
 static char *reply_changed(const struct cache *c, uint64_t records)
@@ -279,9 +397,7 @@ static char *reply_changed(const struct cache *c, uint64_t records)
 	json_str(&j, "cache", c->name);
 	json_u64(&j, "generation", c->cur.generation);
 	json_u64(&j, "records", records);
-	json_u64(&j, "changes", c->ov.entries);
-	json_u64(&j, "overlay_bytes", c->ov.size);
-	json_str(&j, "overlay", c->ov.path);
+	overlay_reply_fields(&j, c);
 	return json_finish(&j);
 }
 
@@ -304,9 +420,27 @@ static int log_head(const struct cache *c, struct wal_head *h, char *why, size_t
 static int publish_changes(struct loader *L, struct cache *c, const shmkv *d, uint32_t flags,
 			   char *why, size_t why_len)
 {
+	/* the level the changes go into; its records are read with their
+	 * checksums (they are fed to the new overlay), the lower's under a top
+	 * only looked up (its keys count the changes: c->ov_keys) */
+	int top = into_top(c);
+	const struct seg_info *old = top ? (c->have_top ? &c->top : NULL)
+					 : (c->have_ov ? &c->ov : NULL);
+	shmkv *olddb = NULL, *lower = NULL;
+	uint64_t added = 0;
 	char out[PATH_MAX];
 	overlay_tmp_path(L, c, "overlay.tmp", out, sizeof out);
-	int err = build_merged(c, d, out, why, why_len);
+	int err = old ? open_overlay(old, 0, top ? "current top" : "current", &olddb, why,
+				     why_len)
+		      : 0;
+	if (!err && top)
+		err = open_overlay(&c->ov, SHMKV_OPEN_NOVERIFY, "lower", &lower, why, why_len);
+	if (!err && top)
+		err = count_new(d, olddb, lower, &added, why, why_len);
+	if (!err)
+		err = build_merged(c, d, olddb, old ? old->path : "", out, why, why_len);
+	shmkv_close(olddb);
+	shmkv_close(lower);
 	if (!err)
 		err = verify_overlay(c, out, why, why_len);
 	struct seg_info first, more[SHMKV_CTL_MAX_SEGMENTS - 1];
@@ -327,8 +461,10 @@ static int publish_changes(struct loader *L, struct cache *c, const shmkv *d, ui
 			unlink_infos(&first, more, nmore);
 		logged = !err;
 	}
+	/* a lower rebuilt holds every changed key once */
+	uint64_t keys = top ? c->ov_keys + added : first.entries;
 	if (!err)
-		err = publish_overlay(L, c, &first, more, nmore, why, why_len);
+		err = publish_overlay(L, c, top, &first, more, nmore, keys, why, why_len);
 	if (err && logged)
 		wal_undo(L, c->name, undo);
 	else if (logged)
@@ -372,20 +508,26 @@ void overlay_log_reset(struct loader *L, const char *name)
 		forget_kept(L, name, 0, 0);
 		return;
 	}
+	/* the overlays served, as records in their order: the lower, then
+	 * the top (replayed in order, the top's word on a key wins) */
 	struct wal_head h;
-	shmkv *ov = NULL;
+	shmkv *ov[2] = {NULL, NULL};
+	struct wal_rec recs[2];
+	size_t n = 0;
+	const struct seg_info *lv[2] = {c->have_ov ? &c->ov : NULL,
+					c->have_ov && c->have_top ? &c->top : NULL};
 	int err = log_head(c, &h, why, sizeof why);
-	if (!err && c->have_ov) {
-		char w[300];
-		err = shmkv_open_file_diag(c->ov.path, SHMKV_OPEN_NOVERIFY, &ov, w, sizeof w);
-		if (err)
-			diag_fail(err, why, sizeof why, "overlay: %s", w);
+	for (int i = 0; i < 2 && !err && lv[i]; i++) {
+		err = open_overlay(lv[i], SHMKV_OPEN_NOVERIFY, i ? "top" : "lower", &ov[i], why,
+				   sizeof why);
+		if (!err)
+			recs[n++] = (struct wal_rec){c->wal_seq + 1 + (uint64_t)i,
+						     shmkv_header(ov[i]), ov[i]->size, 0};
 	}
-	uint64_t seq = c->wal_seq + 1;
 	if (!err)
-		err = wal_reset(L, name, &h, seq, ov ? (const void *)shmkv_header(ov) : NULL,
-				ov ? ov->size : 0, why, sizeof why);
-	shmkv_close(ov);
+		err = wal_reset(L, name, &h, recs, n, why, sizeof why);
+	shmkv_close(ov[0]);
+	shmkv_close(ov[1]);
 	if (err) {
 		/* the log names the generation before: a reboot would bring back
 		 * that one's changes over a base it may not find (then not at all) */
@@ -393,8 +535,8 @@ void overlay_log_reset(struct loader *L, const char *name)
 			(unsigned long long)c->cur.generation, why);
 		return;
 	}
-	if (c->have_ov)
-		c->wal_seq = seq;
+	if (n)
+		c->wal_seq += n;
 	cache_save_state(L, c);
 	/* compacted bases kept for the log: gone once neither the log's base
 	 * nor the rollback's */
@@ -434,10 +576,14 @@ int overlay_refused(struct loader *L, struct cache *c, const char *what, int err
 static void changed(struct loader *L, struct cache *c, const char *what, uint64_t records)
 {
 	cache_save_state(L, c);
-	log_info("changed cache=%s gen=%llu by=%s records=%llu overlay_records=%llu "
-		 "overlay_bytes=%llu file=%s", c->name, (unsigned long long)c->cur.generation, what,
-		 (unsigned long long)records, (unsigned long long)c->ov.entries,
-		 (unsigned long long)c->ov.size, c->ov.path);
+	int top = c->have_top;
+	log_info("changed cache=%s gen=%llu by=%s records=%llu changes=%llu level=%s "
+		 "overlay_records=%llu overlay_bytes=%llu file=%s", c->name,
+		 (unsigned long long)c->cur.generation, what, (unsigned long long)records,
+		 (unsigned long long)c->ov_keys, top ? "top" : "lower",
+		 (unsigned long long)(top ? c->top.entries : c->ov.entries),
+		 (unsigned long long)(top ? c->top.size : c->ov.size),
+		 top ? c->top.path : c->ov.path);
 	notify_status("cache %s: generation %llu (%s)", c->name,
 		      (unsigned long long)c->cur.generation, what);
 }
@@ -485,8 +631,7 @@ static char *reply_stream(const struct cache *c, const struct job *j, uint64_t r
 	json_u64(&jj, "first_line", j->first_line);
 	json_u64(&jj, "last_line", j->first_line + j->lines - 1);
 	json_u64(&jj, "records", records);
-	json_u64(&jj, "changes", c->have_ov ? c->ov.entries : 0);
-	json_u64(&jj, "overlay_bytes", c->have_ov ? c->ov.size : 0);
+	overlay_reply_fields(&jj, c);
 	return json_finish(&jj);
 }
 
@@ -596,6 +741,99 @@ int op_apply(struct loader *L, const char *name, const char *path, int nofollow,
 	return 0;
 }
 
+/* ---- folding the top into the lower (overlay.h) ---- */
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+int op_fold(struct loader *L, const char *name)
+{
+	struct cache *c = cache_find(L, name);
+	if (!c)
+		return 0;
+	c->fold_queued = 0;
+	/* rolled back, loaded or compacted meanwhile: nothing due any more; a
+	 * compaction queued meanwhile (a stream's batches went first) takes
+	 * the top too */
+	if (!overlay_fold_due(c) || c->compact_queued || c->broken || !c->ctl.map)
+		return 0;
+	uint64_t t0 = mono_ms(), top_records = c->top.entries, lower_records = c->ov.entries;
+	char out[PATH_MAX], why[600];
+	overlay_tmp_path(L, c, "fold.tmp", out, sizeof out);
+	int err = overlay_merge_top(c, out, why, sizeof why);
+	if (!err)
+		err = verify_overlay(c, out, why, sizeof why);
+	struct seg_info first, more[SHMKV_CTL_MAX_SEGMENTS - 1];
+	unsigned nmore = 0;
+	if (!err)
+		err = load_segments(L, c, out, &first, more, &nmore, why, sizeof why);
+	unlink(out);
+	for (unsigned i = 0; !err && i < nmore; i++) /* one copy of an overlay */
+		unlink(more[i].path);
+	shmkv_ctl_segment cs[SHMKV_CTL_MAX_SEGMENTS];
+	uint32_t n = 0;
+	uint64_t gen = ctl_generation(&c->ctl) + 1;
+	if (!err && (err = cache_gen_entries(&c->cur, c->cur_more, c->ncur_more, &first, NULL, cs,
+					     &n, why, sizeof why)))
+		unlink(first.path);
+	if (!err) {
+		/* the state names the new lower before it is published: a restart
+		 * that finds it published knows a fold, not a change, came after
+		 * the file (the rollback stays: adopt.c) */
+		snprintf(c->fold_saved, sizeof c->fold_saved, "%s", first.path);
+		cache_save_state(L, c);
+		err = ctl_publish_version(&c->ctl, SHMKV_PROTOCOL_VERSION_2, gen, cs, n, why,
+					  sizeof why);
+		c->fold_saved[0] = 0;
+		if (err)
+			unlink(first.path);
+	}
+	if (err) {
+		/* nothing lost: the top keeps serving, folded by a later change */
+		char q[700];
+		cache_set_error(L, c, "fold: %s", why);
+		log_err("fold of cache=%s failed (the top keeps serving) error=%s", c->name,
+			log_quote(q, sizeof q, why));
+		cache_save_state(L, c);
+		return err;
+	}
+	PROBE(publish, c->name, gen, first.size, first.path);
+	/* the same content: the rollback stays the generation before the last
+	 * change (loader/README.md, "Writes"), the counts of changes too */
+	struct seg_info old_ov = c->ov, old_top = c->top;
+	uint64_t ms = mono_ms() - t0, old_gen = c->cur.generation;
+	pthread_mutex_lock(&L->lock);
+	/* a BPF export of the generation folded holds this one's content:
+	 * current still, not exported again (bpf.c) */
+	if (c->bpf.pinned && c->bpf.generation == old_gen)
+		c->bpf.generation = gen;
+	c->ov = first;
+	c->ov.generation = gen;
+	c->have_top = 0;
+	c->ov_keys = first.entries;
+	c->cur.generation = gen;
+	for (unsigned i = 0; i < c->ncur_more; i++)
+		c->cur_more[i].generation = gen;
+	c->folds++;
+	c->fold_unix = (uint64_t)time(NULL);
+	c->fold_ms = ms;
+	c->last_error[0] = 0;
+	pthread_mutex_unlock(&L->lock);
+	cache_save_state(L, c);
+	cache_release(c, &old_ov);
+	cache_release(c, &old_top);
+	log_info("folded cache=%s gen=%llu top_records=%llu lower_records=%llu records=%llu "
+		 "bytes=%llu ms=%llu file=%s", c->name, (unsigned long long)gen,
+		 (unsigned long long)top_records, (unsigned long long)lower_records,
+		 (unsigned long long)first.entries, (unsigned long long)first.size,
+		 (unsigned long long)ms, first.path);
+	return 0;
+}
+
 /* ---- durable mode: the logs replayed at start (wal.h) ---- */
 
 void overlay_kept_base(const struct loader *L, const char *name, uint64_t sum, char *out,
@@ -627,7 +865,7 @@ static struct cache *log_base(struct loader *L, const char *name, const struct w
 			      int *fresh, int *staged)
 {
 	struct cache *c = cache_find(L, name);
-	struct wal_head now;
+	struct wal_head now = {0};
 	char why[600];
 	*fresh = *staged = 0;
 	if (c && c->have_cur && log_head(c, &now, why, sizeof why) == 0 &&

@@ -1,7 +1,9 @@
 /* overlay.h - changes to a loaded cache (overlay.c): a generation becomes
- * its base plus an overlay, one delta image (lib/FORMAT.md §19) holding
- * every change since the base was loaded, published under protocol 2
- * (lib/PROTOCOL.md). Worker thread; each reply is malloc'd JSON. */
+ * its base plus a lower and a top overlay, delta images (lib/FORMAT.md §19)
+ * holding every change since the base was loaded, published under
+ * protocol 2 (lib/PROTOCOL.md). A change is merged into the top alone; past
+ * a bound the top is folded into the lower off the changes' path. Worker
+ * thread; each reply is malloc'd JSON. */
 #ifndef LOADER_OVERLAY_H
 #define LOADER_OVERLAY_H
 
@@ -22,6 +24,26 @@ int op_apply(struct loader *L, const char *name, const char *path, int nofollow,
  * j->first_line, any number of records, the last of a key winning. */
 int op_change(struct loader *L, const struct job *j, char **reply, char *why, size_t why_len);
 
+/* 1 once c's top passed the cache's bound, max(fold_entries, fold_ratio x
+ * the lower's records), or the top was turned off (fold_entries 0): the
+ * worker then queues a fold (worker.c, after the publish's reply). */
+int overlay_fold_due(const struct cache *c);
+/* Folds cache name's top into its lower: the merge of the two, built,
+ * verified and loaded as a change is, published with the base and no top.
+ * The content stays; so do the rollback generation (the one before the
+ * last change) and the durable log. Queued only (no reply); nothing due any
+ * more, or a compaction queued (it takes the top too), is 0; a failure is
+ * logged and leaves the top serving. */
+int op_fold(struct loader *L, const char *name);
+/* The merge of c's top and lower (the top's word on a key wins), one delta
+ * of the base at out: a fold's, and compact.c's before it merges with the
+ * base. 0 or an error with why. */
+int overlay_merge_top(const struct cache *c, const char *out, char *why, size_t why_len);
+/* The keys changed since the base in a generation with these overlays
+ * (NULL: none): the lower's records and the top's that the lower does not
+ * hold (adopt.c: what c->ov_keys is for an adopted generation). */
+uint64_t overlay_keys(const struct seg_info *lower, const struct seg_info *top);
+
 /* For compact.c: the cache name if it has a loaded image to change (else
  * 0 with *reply an error); a failure logged, kept as the cache's last
  * error and replied with the reason; ROOT/.NAME.WHAT, a temporary. */
@@ -33,7 +55,8 @@ void overlay_tmp_path(const struct loader *L, const struct cache *c, const char 
 
 /* Durable mode (wal.h): after a publish that changed the base or stepped
  * back (load, rollback, compaction, drop), the cache's log is rewritten to
- * name the base and hold the overlay served, if any, as one record. */
+ * name the base and hold the overlays served, if any, as one record each
+ * (the lower, then the top). A fold leaves the log as it is. */
 void overlay_log_reset(struct loader *L, const char *name);
 /* At start, after adoption and the configured loads: every log in
  * DURABLE replayed onto its base (loader/README.md, "What is kept"). */

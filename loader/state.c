@@ -43,8 +43,8 @@ int state_write(int root_fd, const char *root, const struct cache *c, char *why,
 		c->name);
 	fprintf(f, "next_load=%" PRIu64 "\n", c->next_load);
 	put_stats(f, "cur", &c->stats);
-	/* changes (overlay.c): the overlay itself is named by the control
-	 * segment; the chain position and counts are kept here */
+	/* changes (overlay.c): the overlays themselves are named by the
+	 * control segment; the chain position and counts are kept here */
 	fprintf(f, "changes=%" PRIu64 "\nchain.last=%" PRIu64 "\nchain.seq=%" PRIu64 "\n",
 		c->changes, c->chain_last, c->chain_seq);
 	fprintf(f, "origin.sum=%" PRIu64 "\norigin.size=%" PRIu64 "\nwal.seq=%" PRIu64 "\n",
@@ -53,7 +53,12 @@ int state_write(int root_fd, const char *root, const struct cache *c, char *why,
 	 * published after this file, and that this one is its rollback
 	 * (adopt.c) */
 	if (c->have_cur)
-		fprintf(f, "base.path=%s\nov.path=%s\n", c->cur.path, c->have_ov ? c->ov.path : "");
+		fprintf(f, "base.path=%s\nov.path=%s\ntop.path=%s\n", c->cur.path,
+			c->have_ov ? c->ov.path : "", c->have_ov && c->have_top ? c->top.path : "");
+	/* a fold about to publish this lower (overlay.c): found published,
+	 * the generation above is this one folded, and its rollback stands */
+	if (c->fold_saved[0])
+		fprintf(f, "fold.path=%s\n", c->fold_saved);
 	if (c->have_rb) {
 		fprintf(f, "rb.path=%s\nrb.generation=%" PRIu64 "\nrb.node=%d\n", c->rb.path,
 			c->rb.generation, (int)c->rb.node);
@@ -64,6 +69,8 @@ int state_write(int root_fd, const char *root, const struct cache *c, char *why,
 		put_stats(f, "rb", &c->rb_stats);
 		if (c->have_rbov)
 			fprintf(f, "rbov.path=%s\n", c->rbov.path);
+		if (c->have_rbov && c->have_rbtop)
+			fprintf(f, "rbtop.path=%s\n", c->rbtop.path);
 		fprintf(f, "rb.chain.last=%" PRIu64 "\nrb.chain.seq=%" PRIu64 "\n",
 			c->rb_chain_last, c->rb_chain_seq);
 		fprintf(f, "rb.origin.sum=%" PRIu64 "\nrb.origin.size=%" PRIu64 "\n",
@@ -171,8 +178,14 @@ int state_read(int fd, struct cache *c)
 			snprintf(c->base_saved, sizeof c->base_saved, "%s", v);
 		else if (!strcmp(k, "ov.path"))
 			snprintf(c->ov_saved, sizeof c->ov_saved, "%s", v);
+		else if (!strcmp(k, "top.path"))
+			snprintf(c->top_saved, sizeof c->top_saved, "%s", v);
+		else if (!strcmp(k, "fold.path"))
+			snprintf(c->fold_saved, sizeof c->fold_saved, "%s", v);
 		else if (!strcmp(k, "rbov.path")) /* a hint: adopt.c inspects it */
 			snprintf(c->rbov.path, sizeof c->rbov.path, "%s", v);
+		else if (!strcmp(k, "rbtop.path")) /* a hint too */
+			snprintf(c->rbtop.path, sizeof c->rbtop.path, "%s", v);
 		else if (!strcmp(k, "rb.path"))
 			snprintf(c->rb.path, sizeof c->rb.path, "%s", v);
 		else if (!strcmp(k, "rb.generation"))

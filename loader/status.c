@@ -31,7 +31,15 @@ void status_take(const struct cache *c, struct cache_snap *s)
 	/* changes (overlay.c) and the protocol of the control segment */
 	s->c.have_ov = c->have_ov;
 	s->c.ov = c->ov;
+	s->c.have_top = c->have_top;
+	s->c.top = c->top;
+	s->c.ov_keys = c->ov_keys;
 	s->c.changes = c->changes;
+	s->c.folds = c->folds;
+	s->c.fold_unix = c->fold_unix;
+	s->c.fold_ms = c->fold_ms;
+	s->c.conf.fold_entries = c->conf.fold_entries;
+	s->c.conf.fold_ratio = c->conf.fold_ratio;
 	s->c.compactions = c->compactions;
 	s->c.compact_unix = c->compact_unix;
 	s->c.compact_ms = c->compact_ms;
@@ -70,8 +78,9 @@ static void summary(struct json *j, const struct loader *L, const struct cache_s
 							   sizeof mem)
 					  : NULL);
 	json_bool(j, "loading", s->total != 0);
-	/* changes: records in the served overlay (0: the base alone) */
-	json_u64(j, "changes", c->have_cur && c->have_ov ? c->ov.entries : 0);
+	/* changes: keys changed since the base, in the served overlays (0: the
+	 * base alone) */
+	json_u64(j, "changes", c->have_cur && c->have_ov ? c->ov_keys : 0);
 	json_str(j, "last_error", c->last_error[0] ? c->last_error : NULL);
 	/* failed: nothing published and the last load failed */
 	json_bool(j, "failed", !c->have_cur && c->last_error[0]);
@@ -247,15 +256,44 @@ int status_cache(struct loader *L, const char *name, bool any_path, char **reply
 	}
 	json_u64(&j, "protocol", c->protocol);
 	if (c->have_cur && c->have_ov) { /* changes since the base (overlay.c) */
+		int top = c->have_top;
 		json_obj_begin(&j, "overlay");
-		json_u64(&j, "records", c->ov.entries);
-		json_u64(&j, "bytes", c->ov.size);
+		/* both levels: the keys changed (a key both hold once), bytes */
+		json_u64(&j, "records", c->ov_keys);
+		json_u64(&j, "bytes", c->ov.size + (top ? c->top.size : 0));
 		json_u64(&j, "publishes", c->changes);
 		json_str(&j, "segment", c->ov.path);
+		json_obj_begin(&j, "lower");
+		json_u64(&j, "records", c->ov.entries);
+		json_u64(&j, "bytes", c->ov.size);
+		json_str(&j, "segment", c->ov.path);
+		json_obj_end(&j);
+		if (top) {
+			json_obj_begin(&j, "top");
+			json_u64(&j, "records", c->top.entries);
+			json_u64(&j, "bytes", c->top.size);
+			json_str(&j, "segment", c->top.path);
+			json_obj_end(&j);
+		} else {
+			json_null(&j, "top");
+		}
 		json_obj_end(&j);
 	} else {
 		json_null(&j, "overlay");
 	}
+	/* folds (overlay.c): the bound and the last one since start */
+	json_obj_begin(&j, "fold");
+	json_u64(&j, "entries_bound", c->conf.fold_entries);
+	json_f64(&j, "ratio_bound", c->conf.fold_ratio, 3);
+	json_u64(&j, "count", c->folds);
+	if (c->fold_unix) {
+		json_u64(&j, "last_unix", c->fold_unix);
+		json_u64(&j, "last_ms", c->fold_ms);
+	} else {
+		json_null(&j, "last_unix");
+		json_null(&j, "last_ms");
+	}
+	json_obj_end(&j);
 	/* compaction (compact.c): the bounds and the last one since start */
 	json_obj_begin(&j, "compaction");
 	json_u64(&j, "entries_bound", c->conf.compact_entries);

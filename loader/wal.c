@@ -163,8 +163,8 @@ void wal_undo(struct loader *L, const char *name, uint64_t size)
 		close(fd);
 }
 
-int wal_reset(struct loader *L, const char *name, const struct wal_head *h, uint64_t seq,
-	      const void *data, uint64_t len, char *why, size_t why_len)
+int wal_reset(struct loader *L, const char *name, const struct wal_head *h,
+	      const struct wal_rec *recs, size_t n, char *why, size_t why_len)
 {
 	char f[SHMKV_CACHE_NAME_MAX + 8], tmp[SHMKV_CACHE_NAME_MAX + 16];
 	file_of(name, f, sizeof f);
@@ -177,8 +177,8 @@ int wal_reset(struct loader *L, const char *name, const struct wal_head *h, uint
 	unsigned char hb[WAL_HEAD];
 	head_bytes(h, hb);
 	int err = write_all(fd, hb, sizeof hb);
-	if (!err && data)
-		err = write_rec(fd, seq, 0, data, len);
+	for (size_t i = 0; !err && i < n; i++)
+		err = write_rec(fd, recs[i].seq, 0, recs[i].data, recs[i].len);
 	if (!err && fsync(fd) != 0)
 		err = -errno;
 	close(fd);

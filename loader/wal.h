@@ -39,10 +39,11 @@ int wal_append(struct loader *L, const char *name, const struct wal_head *h, uin
 	       size_t why_len);
 /* Cuts the log back to size (a record whose publish failed after all). */
 void wal_undo(struct loader *L, const char *name, uint64_t size);
-/* Replaces the log by head h and, with data, one record seq: written aside,
- * fsync'd, renamed over the log, the directory fsync'd. 0 or -errno. */
-int wal_reset(struct loader *L, const char *name, const struct wal_head *h, uint64_t seq,
-	      const void *data, uint64_t len, char *why, size_t why_len);
+/* Replaces the log by head h and the records recs[0..n) (their seq, data,
+ * len; flags 0): written aside, fsync'd, renamed over the log, the
+ * directory fsync'd. 0 or -errno. */
+int wal_reset(struct loader *L, const char *name, const struct wal_head *h,
+	      const struct wal_rec *recs, size_t n, char *why, size_t why_len);
 /* Renames the log aside as NAME.wal.SUFFIX (kept for an operator), or
  * removes it (suffix NULL). */
 void wal_retire(struct loader *L, const char *name, const char *suffix);

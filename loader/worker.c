@@ -74,9 +74,27 @@ static void compact_queue(struct loader *L, const char *name)
 		return;
 	}
 	c->compact_queued = 1;
-	log_info("compaction queued cache=%s overlay_records=%llu overlay_bytes=%llu "
-		 "base_bytes=%llu", name, (unsigned long long)c->ov.entries,
-		 (unsigned long long)c->ov.size, (unsigned long long)c->cur.size);
+	log_info("compaction queued cache=%s changes=%llu overlay_bytes=%llu base_bytes=%llu",
+		 name, (unsigned long long)c->ov_keys,
+		 (unsigned long long)(c->ov.size + (c->have_top ? c->top.size : 0)),
+		 (unsigned long long)c->cur.size);
+	worker_push(L, j);
+}
+
+/* A fold of cache name's top into its lower once the top passed its bound
+ * (overlay.h), at most one queued at a time; none where a compaction is
+ * due (it takes the top too). */
+static void fold_queue(struct loader *L, const char *name)
+{
+	struct cache *c = cache_find(L, name);
+	if (!c || c->fold_queued || c->compact_queued || !overlay_fold_due(c))
+		return;
+	struct job *j = job_new(JOB_FOLD, name);
+	if (!j) {
+		log_warn("fold of cache=%s not queued: out of memory", name);
+		return;
+	}
+	c->fold_queued = 1;
 	worker_push(L, j);
 }
 
@@ -122,6 +140,9 @@ static void run(struct loader *L, struct job *j)
 	case JOB_COMPACT:
 		err = op_compact(L, j->name, !j->client, &reply, why, sizeof why);
 		break;
+	case JOB_FOLD:
+		err = op_fold(L, j->name);
+		break;
 	}
 	if (j->finish)
 		j->finish(L, j, err, why);
@@ -131,8 +152,10 @@ static void run(struct loader *L, struct job *j)
 		     j->kind == JOB_COMPACT || j->kind == JOB_DROP))
 		overlay_log_reset(L, j->name);
 	post(L, j->client, reply, err != 0);
-	if (!err && (j->kind == JOB_CHANGE || j->kind == JOB_APPLY))
+	if (!err && (j->kind == JOB_CHANGE || j->kind == JOB_APPLY)) {
 		compact_queue(L, j->name);
+		fold_queue(L, j->name);
+	}
 	/* BPF after the reply and the publish: readers have the new generation
 	 * first, BPF programs right after (loader/README.md, "BPF export") */
 	if (!err && (j->kind == JOB_LOAD || j->kind == JOB_RELOAD || j->kind == JOB_ROLLBACK ||

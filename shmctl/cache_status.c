@@ -201,13 +201,24 @@ static void summary(const jv *r)
 	load_lines(r);
 	/* changes since the base (loader/README.md, "Writes") */
 	const jv *ov = jv_get(r, "overlay");
-	if (jv_type(ov) == JV_OBJ)
+	if (jv_type(ov) == JV_OBJ) {
 		line("changes", "%" PRIu64 " records in the overlay (%s), %" PRIu64
 		     " publishes since the base, protocol %" PRIu64, u64_or0(ov, "records"),
 		     fmt_bytes(u64_or0(ov, "bytes"), b, sizeof b), u64_or0(ov, "publishes"),
 		     u64_or0(r, "protocol"));
-	else
+		/* its two levels: the lower, and the top with the latest changes */
+		const jv *lo = jv_get(ov, "lower"), *tp = jv_get(ov, "top"), *fo = jv_get(r, "fold");
+		char b2[32], last[48] = "";
+		if (jv_type(jv_get(fo, "last_ms")) == JV_NUM)
+			snprintf(last, sizeof last, ", the last took %" PRIu64 " ms",
+				 u64_or0(fo, "last_ms"));
+		line("overlays", "lower %" PRIu64 " records (%s), top %" PRIu64 " records (%s); %" PRIu64
+		     " folds since start%s", u64_or0(lo, "records"),
+		     fmt_bytes(u64_or0(lo, "bytes"), b, sizeof b), u64_or0(tp, "records"),
+		     fmt_bytes(u64_or0(tp, "bytes"), b2, sizeof b2), u64_or0(fo, "count"), last);
+	} else {
 		line("changes", "none (the base alone, protocol %" PRIu64 ")", u64_or0(r, "protocol"));
+	}
 	const jv *rb = jv_get(r, "rollback");
 	if (jv_type(rb) == JV_OBJ)
 		line("rollback", "generation %" PRIu64 " (%s) from %s", u64_or0(rb, "generation"),

@@ -441,10 +441,16 @@ inline std::string show(const Proc &r)
 // read-write, published with segments the test names.
 class HandCtl {
 public:
-	explicit HandCtl(const std::string &name = "c") : name_(name)
+	// version: the protocol the file speaks (2: base and overlays).
+	explicit HandCtl(const std::string &name = "c", uint32_t version = SHMKV_PROTOCOL_VERSION)
+		: name_(name)
 	{
 		shmkv_ctl init;
 		shmkv_ctl_init(&init);
+		if (version == SHMKV_PROTOCOL_VERSION_2) {
+			init.protocol_version = version;
+			init.layout_hash = SHMKV_CTL_LAYOUT_HASH_V2;
+		}
 		std::string bytes(SHMKV_CTL_SIZE, '\0');
 		memcpy(&bytes[0], &init, sizeof init);
 		EXPECT_TRUE(write_file(dir_.file(name + ".ctl"), bytes));

@@ -24,8 +24,13 @@ usage: $0 --build BUILDDIR [options]
   --secs S          stream: seconds per phase (default 60)
   --reps N          stream: off/on/after repetitions; compactions (default 2)
   --via shmctl|socket  stream client (default shmctl: cache apply NAME -)
-  --no-compact      caches a and b with compact_entries = compact_ratio = 0 (a
+  --no-compact      caches a, b and c with compact_entries = compact_ratio = 0 (a
                     config file): no compaction, the publishes alone
+  --stream-interval T  the loader's stream_interval (a config file; default
+                    100ms): a stream publishes at most once per T
+  --fold-entries N  caches a, b and c with fold_entries = N (a config file; 0: no
+                    top overlay, every change rebuilds the one overlay, as
+                    the loader did before it had a top: the baseline)
   --parts LIST      1 sets, 2 publish phases (bpftrace), 3 compaction of case (b)
                     against a full rebuild (--reps times), 4 stream (default 1,2,3,4)
   --work DIR        where the temporary directory goes (default /dev/shm)
@@ -36,7 +41,7 @@ EOF
 }
 
 BUILD= KEYS=10000000 PENDING=100000 SETS=200 READERS=2 RATE=20000 SECS=60 REPS=2 VIA=shmctl
-PARTS=1,2,3,4 WORKDIR=/dev/shm KEEP= LOCK=/tmp/shmkv-bench.lock COMPACT=default
+PARTS=1,2,3,4 WORKDIR=/dev/shm KEEP= LOCK=/tmp/shmkv-bench.lock COMPACT=default FOLD= SINTERVAL=
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--build) BUILD=$2; shift 2 ;;
@@ -53,6 +58,8 @@ while [ $# -gt 0 ]; do
 	--keep) KEEP=$2; shift 2 ;;
 	--no-lock) LOCK=; shift ;;
 	--no-compact) COMPACT=off; shift ;;
+	--fold-entries) FOLD=$2; shift 2 ;;
+	--stream-interval) SINTERVAL=$2; shift 2 ;;
 	-h|--help) usage; exit 0 ;;
 	*) usage >&2; exit 2 ;;
 	esac
@@ -61,6 +68,8 @@ done
 for n in KEYS PENDING SETS READERS RATE SECS REPS; do
 	[[ ${!n} =~ ^[1-9][0-9]*$ ]] || { echo "--${n,,} ${!n}: expected a positive integer" >&2; exit 2; }
 done
+[ -z "$SINTERVAL" ] || [[ $SINTERVAL =~ ^[0-9]+(ms|s)?$ ]] || { echo "--stream-interval $SINTERVAL: expected a duration like 500ms" >&2; exit 2; }
+[ -z "$FOLD" ] || [[ $FOLD =~ ^[0-9]+$ ]] || { echo "--fold-entries $FOLD: expected a number" >&2; exit 2; }
 [ "$PENDING" -lt "$KEYS" ] || { echo "--pending $PENDING: must be below --keys $KEYS" >&2; exit 2; }
 case "$VIA" in shmctl|socket) ;; *) echo "--via $VIA: expected shmctl or socket" >&2; exit 2 ;; esac
 BUILD=$(realpath "$BUILD")
@@ -74,13 +83,13 @@ done
 has_part() { case ",$PARTS," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 log() { echo "[$(date +%H:%M:%S)] $*" >&2; }
 
-# Memory: the image and its input, two cache copies of it (case (a), case
-# (b)), the delta, a compaction's temporary and new segment, a rebuilt image
+# Memory: the image and its input, three cache copies of it (cases (a),
+# (b), (c)), the deltas, a compaction's temporary and new segment, a rebuilt image
 # and its load with the merged records (part 3), and the
 # stream's overlays (the current one, the rollback and one being built;
 # ~50 bytes a record).
 img_est=$((KEYS * 50))
-need=$((img_est * 9 + RATE * SECS * 50 * 3 + (256 << 20)))
+need=$((img_est * 10 + RATE * SECS * 50 * 3 + (256 << 20)))
 avail=$(($(awk '/MemAvailable/ {print $2}' /proc/meminfo) * 1024))
 if [ "$avail" -lt "$need" ]; then
 	echo "needs about $((need >> 20)) MiB of memory, $((avail >> 20)) MiB available: use fewer --keys" >&2
@@ -120,11 +129,11 @@ ROOT=$T/root
 mkdir -p "$ROOT" "$T/spool" "$T/shm"
 S=("$SHMCTL" -r "$ROOT")
 
-echo "## Writes: bench/writes/run.sh --keys $KEYS --pending $PENDING --sets $SETS --readers $READERS --rate $RATE --secs $SECS --reps $REPS --via $VIA$([ "$COMPACT" = off ] && echo ' --no-compact')"
+echo "## Writes: bench/writes/run.sh --keys $KEYS --pending $PENDING --sets $SETS --readers $READERS --rate $RATE --secs $SECS --reps $REPS --via $VIA$([ "$COMPACT" = off ] && echo ' --no-compact')$([ -n "$FOLD" ] && echo " --fold-entries $FOLD")$([ -n "$SINTERVAL" ] && echo " --stream-interval $SINTERVAL")"
 echo
 echo "- $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git -C "$HERE" rev-parse --short HEAD 2>/dev/null || echo '?')"
 echo "- CPU: $(lscpu | sed -n 's/^Model name: *//p' | head -n1), $(nproc) CPUs; $(load_now) at the start"
-echo "- memory: shm (tmpfs, 4 KiB pages) in $WORKDIR; stream_interval 100 ms (the default); compaction: $([ "$COMPACT" = off ] && echo "off (compact_entries = compact_ratio = 0)" || echo "the defaults (compact_entries 1000000, compact_ratio 0.25)")"
+echo "- memory: shm (tmpfs, 4 KiB pages) in $WORKDIR; stream_interval ${SINTERVAL:-100 ms (the default)}; compaction: $([ "$COMPACT" = off ] && echo "off (compact_entries = compact_ratio = 0)" || echo "the defaults (compact_entries 1000000, compact_ratio 0.25)"); folds: $([ -n "$FOLD" ] && echo "fold_entries $FOLD$([ "$FOLD" = 0 ] && echo ' (no top: every change rebuilds the one overlay)')" || echo "the defaults (fold_entries 2048, fold_ratio 0.125)")"
 echo
 
 # ---- images ----------------------------------------------------------------------------------
@@ -139,12 +148,24 @@ awk -v n="$KEYS" -v m="$PENDING" -v s="$stride" \
 	'BEGIN { for (i = 0; i < m; i++) printf "key_%d\tdelta-%d\n", (i * s + 7) % n, i }' > "$T/delta.tsv"
 timed "${S[@]}" image build --delta-of "$T/base.img" -o "$T/delta.img" "$T/delta.tsv" >> "$T/build.txt"
 rm -f "$T/delta.tsv"
+# case (c)'s second delta: PENDING / 10 other existing keys (the next of the stride)
+awk -v n="$KEYS" -v m="$PENDING" -v s="$stride" \
+	'BEGIN { for (i = m; i < m + m / 10; i++) printf "key_%d\tlate-%d\n", (i * s + 7) % n, i }' > "$T/top.tsv"
+timed "${S[@]}" image build --delta-of "$T/base.img" -o "$T/top.img" "$T/top.tsv" >> "$T/build.txt"
+rm -f "$T/top.tsv"
 echo "- base image: $KEYS keys \`key_N\` → 16-byte strings, $(($(stat -c %s "$T/base.img") >> 20)) MiB (\`shmctl image build\`); delta: $PENDING upserts, $(($(stat -c %s "$T/delta.img") >> 20)) MiB (\`--delta-of\`)"
 
 # ---- the loader ------------------------------------------------------------------------------
 conf=()
-if [ "$COMPACT" = off ]; then
-	printf '[cache %s]\nmemory = shm\ncompact_entries = 0\ncompact_ratio = 0\n' a b > "$T/loader.conf"
+if [ "$COMPACT" = off ] || [ -n "$FOLD" ] || [ -n "$SINTERVAL" ]; then
+	{
+		if [ -n "$SINTERVAL" ]; then printf '[loader]\nstream_interval = %s\n' "$SINTERVAL"; fi
+		for c in a b c; do
+			printf '[cache %s]\nmemory = shm\n' "$c"
+			if [ "$COMPACT" = off ]; then printf 'compact_entries = 0\ncompact_ratio = 0\n'; fi
+			if [ -n "$FOLD" ]; then printf 'fold_entries = %s\n' "$FOLD"; fi
+		done
+	} > "$T/loader.conf"
 	conf=(--config "$T/loader.conf")
 fi
 nice -n 10 "$LOADER" --foreground "${conf[@]}" --root "$ROOT" --spool "$T/spool" \
@@ -161,22 +182,29 @@ load_cache() { "${S[@]}" -j cache load "$1" "$T/base.img" > /dev/null; }
 
 # ---- 1: sets ---------------------------------------------------------------------------------
 if has_part 1 || has_part 2 || has_part 3; then
-	log "loading caches a (nothing pending) and b ($PENDING pending)"
+	log "loading caches a (nothing pending), b ($PENDING pending) and c (and $((PENDING / 10)) more)"
 	load_cache a
 	load_cache b
 	applied=$("${S[@]}" -j cache apply b "$T/delta.img")
 	echo "- case (b): \`cache apply b delta.img\` of $PENDING changes: overlay $(jq -r .overlay_bytes <<<"$applied") bytes"
 fi
+if has_part 1; then # (c): the same, then a second delta, in the top overlay unless folds are off
+	load_cache c
+	"${S[@]}" -j cache apply c "$T/delta.img" > /dev/null
+	applied=$("${S[@]}" -j cache apply c "$T/top.img")
+	echo "- case (c): the same, then \`cache apply c top.img\` of $((PENDING / 10)) other keys: $(jq -r .lower_records <<<"$applied") records in the lower overlay, $(jq -r .top_records <<<"$applied") in the top (the sets go there: a publish rebuilds it; below the fold bound, max(2048, $PENDING / 8), for all the sets of part 1)"
+fi
 if has_part 1; then
 	echo
 	echo "### 1. One set until every reader sees it"
 	echo
-	echo "$READERS reader processes attached to both caches, polling (refresh + one get of the key set) every 50 µs; sets interleaved over cache × client, $SETS each. a: nothing pending; b: $PENDING pending. socket: a direct control-socket client (\`change\`); shmctl: \`shmctl cache set\` exec'ed (its process start included)."
+	echo "$READERS reader processes attached to the caches, polling (refresh + one get of the key set) every 50 µs; sets interleaved over cache × client, $SETS each. a: nothing pending; b: $PENDING pending (the lower overlay: the sets go into a top of their own); c: $((PENDING + PENDING / 10)) pending, $((PENDING / 10)) of them in the top. socket: a direct control-socket client (\`change\`); shmctl: \`shmctl cache set\` exec'ed (its process start included)."
 	echo
 	log "part 1: $SETS sets per cache and client ($(load_now))"
 	echo "- $(load_now) before"
-	timed "$W/wbench_set" --root "$ROOT" --cache a --cache b --keys "$KEYS" --sets "$SETS" \
+	timed "$W/wbench_set" --root "$ROOT" --cache a --cache b --cache c --keys "$KEYS" --sets "$SETS" \
 		--readers "$READERS" --shmctl "$SHMCTL" > "$T/sets.txt"
+	"${S[@]}" cache drop c > /dev/null
 	echo "- $(load_now) after"
 	sed -n '/^| cache/,$p' "$T/sets.txt"
 fi

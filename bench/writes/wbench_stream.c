@@ -35,7 +35,8 @@
  * scheduled send time of its last line, p50/p99/max over the batches and for
  * the last one; the overlay's records and bytes at the end; compactions
  * the loader made meanwhile (loader/README.md, "Compaction": past its
- * bounds the overlay is merged into a new base) and the last one's time.
+ * bounds the overlay is merged into a new base) and the last one's time;
+ * folds likewise ("Writes": the top overlay merged into the lower).
  * --raw FILE: one line per acknowledgement (time, lines, lag, overlay).
  * Prints "phase ..." lines, then a markdown table, the medians, and whether
  * the drop (1 - on/off) meets the goal (--goal, default 10 %).
@@ -400,14 +401,16 @@ static void stream_phase(int via_socket, double rate, double secs, uint64_t *rng
 	free(lines);
 }
 
-/* The cache's compactions since the loader started and the last one's
- * duration (`status`: "compaction"; 0 from a loader without it). */
-static void compactions(uint64_t *count, uint64_t *last_ms)
+/* The cache's compactions or folds (what: `status`'s "compaction",
+ * "fold") since the loader started and the last one's duration (0 from a
+ * loader without them). */
+static void counted(const char *what, uint64_t *count, uint64_t *last_ms)
 {
-	char req[300];
+	char req[300], key[32];
 	snprintf(req, sizeof req, "status\t%s", cache);
+	snprintf(key, sizeof key, "\"%s\":", what);
 	char *r = lb_request(root, req);
-	const char *c = r ? strstr(r, "\"compaction\":") : NULL;
+	const char *c = r ? strstr(r, key) : NULL;
 	*count = c ? lb_json_u64(c, "count") : 0;
 	*last_ms = c ? lb_json_u64(c, "last_ms") : 0;
 	free(r);
@@ -520,29 +523,32 @@ int main(int argc, char **argv)
 		between(&a, &b, &off[rep]);
 		print_phase(rep + 1, "off", &off[rep]);
 
-		uint64_t m0 = 0, c0, c1, cms;
+		uint64_t m0 = 0, c0, c1, cms, f0, f1, fms;
 		for (int i = 0; i < nreaders; i++)
 			m0 += atomic_load(&sh->moves[i]);
-		compactions(&c0, &cms);
+		counted("compaction", &c0, &cms);
+		counted("fold", &f0, &fms);
 		stream_phase(via_socket, rate, secs, &rng, rep + 1, raw, &a, &b, &sr[rep]);
 		between(&a, &b, &on[rep]);
 		uint64_t m1 = 0;
 		for (int i = 0; i < nreaders; i++)
 			m1 += atomic_load(&sh->moves[i]);
 		print_phase(rep + 1, "on", &on[rep]);
-		compactions(&c1, &cms);
+		counted("compaction", &c1, &cms);
+		counted("fold", &f1, &fms);
 		const struct stream_res *r = &sr[rep];
 		printf("stream rep=%d sent=%llu sent_per_s=%.0f acked_in_phase=%llu acked_per_s=%.0f "
 		       "acks=%llu lines_per_ack_p50=%.0f lines_per_ack_max=%.0f lag_p50_ms=%.1f "
 		       "lag_p99_ms=%.1f lag_max_ms=%.1f last_ack_lag_ms=%.1f drain_s=%.2f "
 		       "loader_cpu_s=%.2f changes=%llu overlay_bytes=%llu reader_moves=%llu "
-		       "compactions=%llu compaction_last_ms=%llu\n", rep + 1,
+		       "compactions=%llu compaction_last_ms=%llu folds=%llu fold_last_ms=%llu\n", rep + 1,
 		       (unsigned long long)r->sent, r->sent_s, (unsigned long long)r->acked_in,
 		       r->acked_s, (unsigned long long)r->acks, r->lines_p50, r->lines_max,
 		       r->lag_p50, r->lag_p99, r->lag_max, r->last_lag, r->drain_s, r->loader_cpu_s,
 		       (unsigned long long)r->changes, (unsigned long long)r->overlay_bytes,
 		       (unsigned long long)(m1 - m0), (unsigned long long)(c1 - c0),
-		       (unsigned long long)(c1 > c0 ? cms : 0));
+		       (unsigned long long)(c1 > c0 ? cms : 0), (unsigned long long)(f1 - f0),
+		       (unsigned long long)(f1 > f0 ? fms : 0));
 		fflush(stdout);
 
 		wb_sleep_ns(1000000000u);

@@ -79,7 +79,7 @@ static inline int shmkv__open_segment(const shmkv_ctl_segment *seg, uint64_t own
 }
 
 /* Checks the image mapped at m for seg: a plain image (a base copy) or,
- * when delta, a delta image (an overlay copy); checksums with
+ * when delta, a delta image (a copy of an overlay); checksums with
  * SHMKV_ATTACH_VERIFY. */
 static inline int shmkv__check_segment(const void *m, const shmkv_ctl_segment *seg, int delta,
 				       unsigned flags, char *why, size_t why_len)
@@ -138,49 +138,58 @@ static inline int shmkv__page_ok(uint64_t ps)
 	return ps >= 4096 && ps <= (UINT64_C(1) << 30) && !(ps & (ps - 1));
 }
 
-/* Maps a base copy and an overlay copy (protocol 2) as ONE range of the
- * address space: [base][PROT_NONE gap to the overlay's page size][overlay],
- * so that the handle's one mapping (db->map, db->map_len), which
- * shmkv_close and shmkv_refresh unmap, holds both; the gap is ours, so the
- * one munmap never touches another mapping. Checks both images (the overlay
- * a delta, checksums when asked) and that the overlay applies to the base
- * (shmkv_delta_set's checks, FORMAT.md §19.4): a mismatch refuses the
- * generation as any bad segment does. *ovh: the overlay's handle, bound. */
-static inline int shmkv__map_pair(const shmkv_ctl_segment *seg, const shmkv_ctl_segment *ov,
-				  uint64_t owner, unsigned flags, void **map, size_t *map_len,
-				  shmkv *ovh, char *why, size_t why_len)
+/* Maps a base copy and its overlays' copies (protocol 2: the lower one,
+ * and the top one when n is 3) as ONE range of the address space:
+ * [base][PROT_NONE gap to the lower's page size][lower][gap][top], so that
+ * the handle's one mapping (db->map, db->map_len), which shmkv_close and
+ * shmkv_refresh unmap, holds them all; the gaps are ours, so the one munmap
+ * never touches another mapping. seg[0] is the base copy, seg[1] the lower
+ * overlay's, seg[2] the top's. Checks every image (the overlays deltas,
+ * checksums when asked) and that each overlay applies to the base
+ * (shmkv_delta_set2's checks, FORMAT.md §19.4): a mismatch refuses the
+ * generation as any bad segment does. ovh[0] (and ovh[1]): the overlays'
+ * handles, bound. */
+static inline int shmkv__map_levels(const shmkv_ctl_segment *const *seg, unsigned n,
+				    uint64_t owner, unsigned flags, void **map, size_t *map_len,
+				    shmkv *ovh, char *why, size_t why_len)
 {
-	if (!shmkv__page_ok(seg->page_size) || !shmkv__page_ok(ov->page_size) ||
-	    seg->map_size % seg->page_size || ov->map_size % ov->page_size)
-		return shmkv__fail(SHMKV_EPROTO, why, why_len,
-				   "control segment: page sizes %llu and %llu, map sizes %llu and %llu "
-				   "are not a mapping's", (unsigned long long)seg->page_size,
-				   (unsigned long long)ov->page_size, (unsigned long long)seg->map_size,
-				   (unsigned long long)ov->map_size);
-	uint64_t align = seg->page_size > ov->page_size ? seg->page_size : ov->page_size;
-	uint64_t ov_off = (seg->map_size + ov->page_size - 1) & ~(ov->page_size - 1);
-	uint64_t total = ov_off + ov->map_size;
-	if (ov_off < seg->map_size || total < ov_off || total > SIZE_MAX - align)
-		return shmkv__fail(SHMKV_EPROTO, why, why_len, "control segment: sizes overflow");
-	int bfd = shmkv__open_segment(seg, owner, why, why_len);
-	if (bfd < 0)
-		return bfd;
-	int ofd = shmkv__open_segment(ov, owner, why, why_len);
-	if (ofd < 0) {
-		close(bfd);
-		return ofd;
+	uint64_t off[3], align = 0, total = 0;
+	int fd[3] = {-1, -1, -1};
+	for (unsigned i = 0; i < n; i++) {
+		const shmkv_ctl_segment *s = seg[i];
+		if (!shmkv__page_ok(s->page_size) || s->map_size % s->page_size)
+			return shmkv__fail(SHMKV_EPROTO, why, why_len,
+					   "control segment: %s: page size %llu, map size %llu are "
+					   "not a mapping's", s->path, (unsigned long long)s->page_size,
+					   (unsigned long long)s->map_size);
+		if (s->page_size > align)
+			align = s->page_size;
+		off[i] = (total + s->page_size - 1) & ~(s->page_size - 1);
+		if (off[i] < total || off[i] + s->map_size < off[i])
+			return shmkv__fail(SHMKV_EPROTO, why, why_len,
+					   "control segment: sizes overflow");
+		total = off[i] + s->map_size;
 	}
+	if (total > SIZE_MAX - align)
+		return shmkv__fail(SHMKV_EPROTO, why, why_len, "control segment: sizes overflow");
 	int err = 0;
 	uint8_t *start = NULL;
-	void *r = mmap(NULL, (size_t)(total + align), PROT_NONE,
-		       MAP_PRIVATE | SHMKV__MAP_ANONYMOUS | SHMKV__MAP_NORESERVE, -1, 0);
-	if (r == MAP_FAILED) {
-		err = -errno;
-		shmkv__fail(err, why, why_len, "mmap %llu bytes: %s",
-			    (unsigned long long)(total + align), shmkv_strerror(err));
-		goto out;
+	for (unsigned i = 0; i < n && !err; i++) {
+		fd[i] = shmkv__open_segment(seg[i], owner, why, why_len);
+		if (fd[i] < 0)
+			err = fd[i];
 	}
+	if (err)
+		goto out;
 	{
+		void *r = mmap(NULL, (size_t)(total + align), PROT_NONE,
+			       MAP_PRIVATE | SHMKV__MAP_ANONYMOUS | SHMKV__MAP_NORESERVE, -1, 0);
+		if (r == MAP_FAILED) {
+			err = -errno;
+			shmkv__fail(err, why, why_len, "mmap %llu bytes: %s",
+				    (unsigned long long)(total + align), shmkv_strerror(err));
+			goto out;
+		}
 		uintptr_t a = ((uintptr_t)r + (uintptr_t)align - 1) & ~(uintptr_t)(align - 1);
 		start = (uint8_t *)a;
 		size_t head = (size_t)(a - (uintptr_t)r), tail = (size_t)(align - head);
@@ -189,30 +198,32 @@ static inline int shmkv__map_pair(const shmkv_ctl_segment *seg, const shmkv_ctl_
 		if (tail)
 			munmap(start + total, tail);
 	}
-	if (mmap(start, (size_t)seg->map_size, PROT_READ, MAP_SHARED | MAP_FIXED, bfd, 0) ==
-		    MAP_FAILED ||
-	    mmap(start + ov_off, (size_t)ov->map_size, PROT_READ, MAP_SHARED | MAP_FIXED, ofd, 0) ==
-		    MAP_FAILED) {
-		err = -errno;
-		shmkv__fail(err, why, why_len, "%s: mmap: %s", seg->path, shmkv_strerror(err));
-		goto out;
-	}
-	err = shmkv__check_segment(start, seg, 0, flags, why, why_len);
-	if (!err)
-		err = shmkv__check_segment(start + ov_off, ov, 1, flags, why, why_len);
+	for (unsigned i = 0; i < n && !err; i++)
+		if (mmap(start + off[i], (size_t)seg[i]->map_size, PROT_READ, MAP_SHARED | MAP_FIXED,
+			 fd[i], 0) == MAP_FAILED) {
+			err = -errno;
+			shmkv__fail(err, why, why_len, "%s: mmap: %s", seg[i]->path,
+				    shmkv_strerror(err));
+		}
+	for (unsigned i = 0; i < n && !err; i++)
+		err = shmkv__check_segment(start + off[i], seg[i], i > 0, flags, why, why_len);
 	if (!err) {
 		shmkv b;
 		memset(&b, 0, sizeof b);
-		memset(ovh, 0, sizeof *ovh);
-		shmkv__bind(&b, start, seg->size);
-		shmkv__bind(ovh, start + ov_off, ov->size);
-		err = shmkv_delta_set(&b, ovh, why, why_len);
-		if (err)
-			shmkv__prefix(err, why, why_len, "overlay %s: ", ov->path);
+		shmkv__bind(&b, start, seg[0]->size);
+		for (unsigned i = 1; i < n && !err; i++) {
+			memset(&ovh[i - 1], 0, sizeof ovh[i - 1]);
+			shmkv__bind(&ovh[i - 1], start + off[i], seg[i]->size);
+			err = shmkv__delta_applies(&b, &ovh[i - 1], why, why_len);
+			if (err)
+				shmkv__prefix(err, why, why_len, "%s %s: ",
+					      i == 1 ? "overlay" : "top overlay", seg[i]->path);
+		}
 	}
 out:
-	close(bfd);
-	close(ofd);
+	for (unsigned i = 0; i < n; i++)
+		if (fd[i] >= 0)
+			close(fd[i]);
 	if (err && start)
 		munmap(start, (size_t)total);
 	if (!err) {
@@ -306,45 +317,63 @@ static inline uint32_t shmkv__pick_segment(const shmkv_ctl *copy, int want)
 typedef struct shmkv__gen_map {
 	uint64_t gen;
 	shmkv_ctl_segment seg; /* the base copy mapped */
-	void *map;             /* the base, and after it the overlay when has_over */
+	void *map;             /* the base, and after it its overlays */
 	size_t map_len;
-	int has_over;
-	shmkv over;            /* the overlay's handle, bound (has_over) */
+	unsigned overlays;     /* 0; 1: the lower overlay; 2: the lower and the top */
+	shmkv over[2];         /* the overlays' handles, bound: the lower, the top */
 } shmkv__gen_map;
 
-/* Splits a snapshot of protocol version into its base copies (*bases, in
- * order) and overlay copies (ovs[], *nov): protocol 1 has no overlay; any
- * flag the version does not define, or overlay copies without a base copy,
- * is SHMKV_EPROTO. */
-static inline int shmkv__split_roles(const shmkv_ctl *copy, uint32_t version, shmkv_ctl *bases,
-				     shmkv_ctl_segment *ovs, uint32_t *nov, char *why,
-				     size_t why_len)
+/* A protocol 2 generation's entries by role (lib/PROTOCOL.md, "Protocol
+ * 2"): base copies (in a shmkv_ctl, for shmkv__pick_segment), the lower
+ * overlay's copies and the top overlay's, each in control segment order. */
+typedef struct shmkv__roles {
+	shmkv_ctl bases;
+	shmkv_ctl_segment lower[SHMKV_CTL_MAX_SEGMENTS], top[SHMKV_CTL_MAX_SEGMENTS];
+	uint32_t nlower, ntop;
+} shmkv__roles;
+
+/* Splits a snapshot of protocol version into its roles: protocol 1 has
+ * base copies only; any flag the version does not define, TOP without
+ * OVERLAY, overlay copies without a base copy, or top copies without a
+ * lower copy, is SHMKV_EPROTO. */
+static inline int shmkv__split_roles(const shmkv_ctl *copy, uint32_t version, shmkv__roles *ro,
+				     char *why, size_t why_len)
 {
 	uint32_t known = version == SHMKV_PROTOCOL_VERSION_2 ? SHMKV_SEG_KNOWN_V2
 							    : SHMKV_SEG_KNOWN_V1;
-	*bases = *copy;
-	bases->segment_count = 0;
-	*nov = 0;
+	ro->bases = *copy;
+	ro->bases.segment_count = 0;
+	ro->nlower = ro->ntop = 0;
 	for (uint32_t i = 0; i < copy->segment_count; i++) {
 		const shmkv_ctl_segment *s = &copy->segments[i];
 		if (s->flags & ~known)
 			return shmkv__fail(SHMKV_EPROTO, why, why_len,
 					   "control segment (protocol %u): segment %u has unknown "
 					   "flags %x", version, i, s->flags);
-		if (s->flags & SHMKV_SEG_OVERLAY)
-			ovs[(*nov)++] = *s;
+		if ((s->flags & SHMKV_SEG_TOP) && !(s->flags & SHMKV_SEG_OVERLAY))
+			return shmkv__fail(SHMKV_EPROTO, why, why_len,
+					   "control segment: segment %u has the TOP flag without "
+					   "OVERLAY", i);
+		if (s->flags & SHMKV_SEG_TOP)
+			ro->top[ro->ntop++] = *s;
+		else if (s->flags & SHMKV_SEG_OVERLAY)
+			ro->lower[ro->nlower++] = *s;
 		else
-			bases->segments[bases->segment_count++] = *s;
+			ro->bases.segments[ro->bases.segment_count++] = *s;
 	}
-	if (*nov && !bases->segment_count)
+	if (ro->nlower + ro->ntop && !ro->bases.segment_count)
 		return shmkv__fail(SHMKV_EPROTO, why, why_len,
 				   "control segment: generation %llu has an overlay but no base",
 				   (unsigned long long)copy->generation);
+	if (ro->ntop && !ro->nlower)
+		return shmkv__fail(SHMKV_EPROTO, why, why_len,
+				   "control segment: generation %llu has a top overlay but no lower "
+				   "one", (unsigned long long)copy->generation);
 	return 0;
 }
 
-/* The overlay copy for the base copy mapped: the one on its node, else the
- * first (lib/PROTOCOL.md, "Protocol 2"); NULL: none. */
+/* The copy of an overlay for the base copy mapped: the one on its node,
+ * else the first (lib/PROTOCOL.md, "Protocol 2"); NULL: none. */
 static inline const shmkv_ctl_segment *shmkv__pick_overlay(const shmkv_ctl_segment *ovs,
 							   uint32_t nov, int32_t node)
 {
@@ -354,20 +383,21 @@ static inline const shmkv_ctl_segment *shmkv__pick_overlay(const shmkv_ctl_segme
 	return nov ? &ovs[0] : NULL;
 }
 
-/* Maps base copy pick of bases and its overlay (if any). */
-static inline int shmkv__map_gen(const shmkv_ctl *bases, uint32_t pick,
-				 const shmkv_ctl_segment *ovs, uint32_t nov, uint64_t owner,
+/* Maps base copy pick and its overlays' copies (if any). */
+static inline int shmkv__map_gen(const shmkv__roles *ro, uint32_t pick, uint64_t owner,
 				 unsigned flags, shmkv__gen_map *g, char *why, size_t why_len)
 {
-	g->seg = bases->segments[pick];
-	const shmkv_ctl_segment *ov = shmkv__pick_overlay(ovs, nov, g->seg.node);
-	g->has_over = ov != NULL;
-	if (!ov) {
+	g->seg = ro->bases.segments[pick];
+	const shmkv_ctl_segment *seg[3] = {
+		&g->seg, shmkv__pick_overlay(ro->lower, ro->nlower, g->seg.node),
+		shmkv__pick_overlay(ro->top, ro->ntop, g->seg.node)};
+	g->overlays = seg[2] ? 2 : seg[1] ? 1 : 0;
+	if (!g->overlays) {
 		g->map_len = (size_t)g->seg.map_size;
 		return shmkv__map_segment(&g->seg, owner, flags, &g->map, why, why_len);
 	}
-	return shmkv__map_pair(&g->seg, ov, owner, flags, &g->map, &g->map_len, &g->over, why,
-			       why_len);
+	return shmkv__map_levels(seg, 1 + g->overlays, owner, flags, &g->map, &g->map_len, g->over,
+				 why, why_len);
 }
 
 /* Maps the current generation, retrying when it moves underneath (the
@@ -382,9 +412,8 @@ static inline int shmkv__attach_current(const shmkv_ctl *ctl, uint64_t owner, un
 	if (node == SHMKV_ATTACH_NODE_CURRENT)
 		node = shmkv__current_node();
 	int err = -EAGAIN;
-	shmkv_ctl copy, bases;
-	shmkv_ctl_segment ovs[SHMKV_CTL_MAX_SEGMENTS];
-	uint32_t nov = 0;
+	shmkv_ctl copy;
+	shmkv__roles ro;
 	/* written once before the file got its name, checked by shmkv_ctl_open */
 	uint32_t version = ctl->protocol_version;
 	for (int tries = 0; tries < 100; tries++) {
@@ -407,17 +436,17 @@ static inline int shmkv__attach_current(const shmkv_ctl *ctl, uint64_t owner, un
 		 * its images gone at restart): nothing to map */
 		if (g->gen == 0)
 			return shmkv__fail(-EAGAIN, why, why_len, "no generation published yet");
-		err = shmkv__split_roles(&copy, version, &bases, ovs, &nov, why, why_len);
+		err = shmkv__split_roles(&copy, version, &ro, why, why_len);
 		if (err)
 			return err;
-		uint32_t pick = shmkv__pick_segment(&bases, node);
-		if (bases.segment_count == 0 || !bases.segments[pick].path[0])
+		uint32_t pick = shmkv__pick_segment(&ro.bases, node);
+		if (ro.bases.segment_count == 0 || !ro.bases.segments[pick].path[0])
 			return shmkv__fail(-EAGAIN, why, why_len,
 					   "nothing published (generation %llu has no segment)",
 					   (unsigned long long)g->gen);
-		err = shmkv__map_gen(&bases, pick, ovs, nov, owner, flags, g, why, why_len);
+		err = shmkv__map_gen(&ro, pick, owner, flags, g, why, why_len);
 		if (err && pick != 0) /* that replica is unusable: the first copy */
-			err = shmkv__map_gen(&bases, 0, ovs, nov, owner, flags, g, why, why_len);
+			err = shmkv__map_gen(&ro, 0, owner, flags, g, why, why_len);
 		if (err != -ENOENT)
 			return err;
 		if (shmkv_ctl_generation(ctl) == g->gen)
@@ -436,24 +465,28 @@ typedef struct shmkv__attached {
 	int want_node;       /* replica wanted: a node, or SHMKV_ATTACH_NODE_CURRENT */
 	int node;            /* node of the replica mapped now; -1: not pinned */
 	char name[SHMKV_CACHE_NAME_MAX + 1]; /* the cache's name, for the probes (trace.h) */
-	shmkv over; /* protocol 2: the overlay mapped after the base (db.over points here
-		       while there is one; its memory is part of db.map) */
+	shmkv over[2]; /* protocol 2: the overlays mapped after the base, the lower and the
+			  top (db.over and db.top point here while there are; their
+			  memory is part of db.map) */
 } shmkv__attached;
 
 /* Makes db (attached: allocated as a shmkv__attached) serve generation g,
- * mapped by shmkv__attach_current: the base, read through its overlay. */
+ * mapped by shmkv__attach_current: the base, read through its overlays. */
 static inline void shmkv__install(shmkv *db, shmkv__gen_map *g)
 {
 	shmkv__attached *a = (shmkv__attached *)db;
-	shmkv__bind(db, g->map, g->seg.size); /* db->over = NULL */
+	shmkv__bind(db, g->map, g->seg.size); /* db->over = db->top = NULL */
 	db->map = g->map;
 	db->map_len = g->map_len;
 	db->generation = g->gen;
 	a->node = g->seg.node;
-	if (g->has_over) {
-		a->over = g->over; /* checked against the base by shmkv__map_pair */
-		db->over = &a->over;
-	}
+	/* checked against the base by shmkv__map_levels */
+	for (unsigned i = 0; i < g->overlays; i++)
+		a->over[i] = g->over[i];
+	if (g->overlays)
+		db->over = &a->over[0];
+	if (g->overlays > 1)
+		db->top = &a->over[1];
 }
 
 /* Whether the control segment behind ctl_fd can still be read, checked
@@ -552,13 +585,18 @@ static inline int shmkv_attach_node(const char *root, const char *name, int node
 	db->ctl = ctl;
 	db->flags = flags;
 	if (flags & SHMKV_OPEN_DEEP) {
-		/* the base alone, then the overlay alone (each image's own walk) */
-		db->over = NULL;
+		/* the base alone, then each overlay alone (each image's own walk) */
+		const shmkv *over = db->over, *top = db->top;
+		db->over = db->top = NULL;
 		err = shmkv_verify(db, why, why_len);
-		if (!err && g.has_over)
-			err = shmkv_verify(&((shmkv__attached *)db)->over, why, why_len);
-		if (!err && g.has_over)
-			db->over = &((shmkv__attached *)db)->over;
+		for (unsigned i = 0; i < g.overlays && !err; i++) {
+			err = shmkv_verify(&((shmkv__attached *)db)->over[i], why, why_len);
+			if (err)
+				shmkv__prefix(err, why, why_len, "%s: ",
+					      i ? "top overlay" : "overlay");
+		}
+		db->over = over;
+		db->top = top;
 		if (err) {
 			shmkv_close(db);
 			db = NULL;
@@ -649,8 +687,8 @@ static inline int shmkv_detach(shmkv *db, shmkv **out)
 	*out = NULL;
 	if (!db->ctl || !db->map)
 		return -EINVAL;
-	/* one block (shmkv_close frees it): the handle, then its overlay's */
-	shmkv *g = (shmkv *)calloc(2, sizeof *g);
+	/* one block (shmkv_close frees it): the handle, then its overlays' */
+	shmkv *g = (shmkv *)calloc(3, sizeof *g);
 	if (!g)
 		return -ENOMEM;
 	shmkv__bind(g, db->map, db->size);
@@ -662,9 +700,13 @@ static inline int shmkv_detach(shmkv *db, shmkv **out)
 		g[1] = *db->over;
 		g->over = &g[1];
 	}
+	if (db->top) {
+		g[2] = *db->top;
+		g->top = &g[2];
+	}
 	db->map = NULL; /* g's now; shmkv_refresh maps the next one */
 	db->map_len = 0;
-	db->over = NULL;
+	db->over = db->top = NULL;
 	*out = g;
 	return 0;
 }

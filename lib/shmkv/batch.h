@@ -27,7 +27,8 @@ enum { SHMKV__B_DONE, SHMKV__B_HOME, SHMKV__B_WALK, SHMKV__B_AGAIN, SHMKV__B_COL
 
 /* Looks up n keys in db's own image (a delta set on db is the caller's:
  * shmkv__batch_over): err[i] is what shmkv_get() would return, values[i]
- * set when 0; returns the keys found. One key's damage costs that key alone
+ * set when 0; returns the keys found. hashes: each key's hash when the
+ * caller has it (shmkv__batch_over), else NULL. One key's damage costs that key alone
  * (FORMAT.md §18). Per group, hash and request both lines of
  * every home bucket; then compare each home bucket's tag directory, which
  * settles a key with no candidate there and no displaced keys of its tag
@@ -38,7 +39,7 @@ enum { SHMKV__B_DONE, SHMKV__B_HOME, SHMKV__B_WALK, SHMKV__B_AGAIN, SHMKV__B_COL
  * walk (shmkv__get_walk), their lines now on their way. The clock is read
  * once per batch at most. */
 static inline size_t shmkv__batch_base(const shmkv *db, const shmkv_key *keys, size_t n,
-				       shmkv_value *values, int *err)
+				       const uint64_t *hashes, shmkv_value *values, int *err)
 {
 	size_t found = 0;
 	int64_t now = 0;
@@ -53,7 +54,7 @@ static inline size_t shmkv__batch_base(const shmkv *db, const shmkv_key *keys, s
 			bk[i] = NULL;
 			if (SHMKV__UNLIKELY(k->len >= db->bound_key_len))
 				continue; /* too long, or a test hash: the checked path */
-			hash[i] = shmkv__hash64(db->seed, k->data, k->len);
+			hash[i] = hashes ? hashes[base + i] : shmkv__hash64(db->seed, k->data, k->len);
 			home[i] = shmkv__home(hash[i], db->bucket_count);
 			bk[i] = shmkv__bucket(db, home[i]);
 			__builtin_prefetch(bk[i]);
@@ -128,20 +129,22 @@ static inline size_t shmkv__batch_base(const shmkv *db, const shmkv_key *keys, s
 	return found;
 }
 
-/* A batch read through a delta (FORMAT.md §19), per group: hash every key
- * and request its filter word; ask the delta for the keys its filter lets
- * through (an upsert or a tombstone answers); the rest go to the base's
- * passes above as one batch, so its lines still overlap. A key's answer is
+/* A batch read through deltas (FORMAT.md §19, §19.6), per group: hash
+ * every key and request its filter words (the top delta's and the lower
+ * one's) and its base bucket's lines (most keys end there); ask the deltas
+ * for the keys their filters let through (the top first: an upsert or a
+ * tombstone answers); the rest, with their hashes, go to the base's passes
+ * above as one batch, their lines already on their way. A key's answer is
  * the single get's (shmkv__through, then the base's get). */
 static inline size_t shmkv__batch_over(const shmkv *db, const shmkv_key *keys, size_t n,
 				       shmkv_value *values, int *err)
 {
 	size_t found = 0;
 	int64_t now = 0;
-	const shmkv *d = db->over;
+	const shmkv *d = db->over, *t = db->top;
 	for (size_t base = 0; base < n; base += SHMKV_BATCH_GROUP) {
 		const size_t m = n - base < SHMKV_BATCH_GROUP ? n - base : SHMKV_BATCH_GROUP;
-		uint64_t hash[SHMKV_BATCH_GROUP];
+		uint64_t hash[SHMKV_BATCH_GROUP], rest_hash[SHMKV_BATCH_GROUP];
 		shmkv_key rest[SHMKV_BATCH_GROUP];
 		shmkv_value rv[SHMKV_BATCH_GROUP];
 		int re[SHMKV_BATCH_GROUP];
@@ -152,7 +155,12 @@ static inline size_t shmkv__batch_over(const shmkv *db, const shmkv_key *keys, s
 			if (SHMKV__UNLIKELY(k->len >= db->bound_key_len))
 				continue;
 			hash[i] = shmkv__hash64(db->seed, k->data, k->len);
+			if (t)
+				__builtin_prefetch(t->kf + 8 * shmkv__kf_word(hash[i], t->kf_words));
 			__builtin_prefetch(d->kf + 8 * shmkv__kf_word(hash[i], d->kf_words));
+			const uint8_t *bk = shmkv__bucket(db, shmkv__home(hash[i], db->bucket_count));
+			__builtin_prefetch(bk);
+			__builtin_prefetch(bk + 64);
 		}
 		for (size_t i = 0; i < m; i++) {
 			const shmkv_key *k = &keys[base + i];
@@ -164,6 +172,7 @@ static inline size_t shmkv__batch_over(const shmkv *db, const shmkv_key *keys, s
 						   &now, NULL, 0);
 				if (e == SHMKV__NEXT) {
 					at[nr] = (unsigned char)i;
+					rest_hash[nr] = hash[i];
 					rest[nr++] = *k;
 					continue;
 				}
@@ -171,8 +180,8 @@ static inline size_t shmkv__batch_over(const shmkv *db, const shmkv_key *keys, s
 			err[base + i] = e;
 			found += e == 0;
 		}
-		/* the keys the delta does not hold: the base alone answers */
-		found += shmkv__batch_base(db, rest, nr, rv, re);
+		/* the keys no delta holds: the base alone answers */
+		found += shmkv__batch_base(db, rest, nr, rest_hash, rv, re);
 		for (size_t j = 0; j < nr; j++) {
 			err[base + at[j]] = re[j];
 			if (!re[j])
@@ -187,7 +196,7 @@ static inline size_t shmkv_get_batch(const shmkv *db, const shmkv_key *keys, siz
 {
 	if (SHMKV__UNLIKELY(db->over != NULL))
 		return shmkv__batch_over(db, keys, n, values, err);
-	return shmkv__batch_base(db, keys, n, values, err);
+	return shmkv__batch_base(db, keys, n, NULL, values, err);
 }
 
 #endif /* SHMKV_BATCH_H */

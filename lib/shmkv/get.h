@@ -183,17 +183,25 @@ static inline void shmkv_set_clock(shmkv *db, int64_t now)
 }
 
 /* When key's entry expires (unix seconds; 0: never), expired or not;
- * through a delta, the delta's upsert's (a tombstone: SHMKV_ENOTFOUND). */
+ * through deltas, the record that decides (FORMAT.md §19.6): the top
+ * delta's, else the lower one's, else the base's (a tombstone:
+ * SHMKV_ENOTFOUND). */
 static inline int shmkv_get_expires(const shmkv *db, const void *key, size_t key_len,
 				    uint32_t *expires)
 {
 	uint64_t off = 0;
-	if (db->over && key_len <= SHMKV_MAX_KEY_LEN &&
-	    shmkv__kf_maybe(db->over, shmkv__hash(db->seed, db->hash_bits, key, key_len))) {
-		uint32_t x = 0;
-		int err = shmkv__find(db->over, key, key_len, &off, &x, NULL, 0);
-		if (err != SHMKV_ENOTFOUND) {
-			if (!err && (db->over->base[off] & SHMKV_REC_TOMB))
+	if (db->over && key_len <= SHMKV_MAX_KEY_LEN) {
+		const uint64_t h = shmkv__hash(db->seed, db->hash_bits, key, key_len);
+		const shmkv *levels[2] = {db->top, db->over};
+		for (int i = 0; i < 2; i++) {
+			const shmkv *d = levels[i];
+			if (!d || !shmkv__kf_maybe(d, h))
+				continue;
+			uint32_t x = 0;
+			int err = shmkv__find(d, key, key_len, &off, &x, NULL, 0);
+			if (err == SHMKV_ENOTFOUND)
+				continue;
+			if (!err && (d->base[off] & SHMKV_REC_TOMB))
 				err = SHMKV_ENOTFOUND;
 			if (!err && expires)
 				*expires = x;

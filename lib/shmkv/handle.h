@@ -53,7 +53,10 @@ typedef struct shmkv {
 	uint64_t ent_unit0;       /* ENTRIES offset / 8 (OUT records count 8-byte units) */
 	uint64_t ent_units;       /* ENTRIES size / 8 */
 	uint64_t ent_room;        /* ENTRIES size - 8: room for a key after an entry header */
-	const struct shmkv *over; /* shmkv_delta_set: the delta read first, else NULL */
+	const struct shmkv *over; /* shmkv_delta_set: the delta read before the image (the
+				     lower one when top is set), else NULL */
+	const struct shmkv *top;  /* shmkv_delta_set2: the delta read before over, else NULL
+				     (never set without over) */
 	uint32_t max_probe;
 	uint32_t expiry;          /* header flag EXPIRY (the clock is read only if set) */
 	int64_t clock_pin;        /* shmkv_set_clock: the "now" of expiry, 0: CLOCK_REALTIME
@@ -311,7 +314,7 @@ static inline void shmkv__bind(shmkv *db, const void *base, uint64_t size)
 	db->delta = h->layout_hash == SHMKV_DELTA_LAYOUT_HASH;
 	db->kf = db->delta ? db->base + h->sections[3].offset : NULL;
 	db->kf_words = db->delta ? h->sections[3].size / 8 : 0;
-	db->over = NULL;
+	db->over = db->top = NULL;
 	db->expiry = (h->flags & SHMKV_HFLAG_EXPIRY) != 0;
 	/* test hashes (hash_bits < 64) take the checked path, which applies them */
 	db->fast_key_len = h->hash_bits == 64 ? (size_t)SHMKV_MAX_KEY_LEN + 1 : 0;

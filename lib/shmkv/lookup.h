@@ -139,9 +139,10 @@ static inline int shmkv__tomb_answer(const shmkv *d, const uint8_t *bk, const sh
 }
 
 /* Delta d's answer for key (hash h) read through by db (FORMAT.md §19):
- * SHMKV__NEXT when d does not hold it (the base answers); a tombstone or an
- * expired upsert SHMKV_ENOTFOUND (never the base's record); else the
- * upsert's value as the checked get gives it. *now: db's clock, read once. */
+ * SHMKV__NEXT when d does not hold it (the next level answers); a tombstone
+ * or an expired upsert SHMKV_ENOTFOUND (never a lower level's record); else
+ * the upsert's value as the checked get gives it. *now: db's clock, read
+ * once. */
 static inline int shmkv__delta_get(const shmkv *db, const shmkv *d, const void *key,
 				   size_t key_len, uint64_t h, unsigned want, shmkv_value *v,
 					int64_t *now, char *why, size_t why_len)
@@ -149,41 +150,61 @@ static inline int shmkv__delta_get(const shmkv *db, const shmkv *d, const void *
 	const uint8_t *bk = NULL, *e = NULL;
 	shmkv__rec r;
 	memset(&r, 0, sizeof r);
+	const char *where = d == db->top ? "top delta: " : "delta: ";
 	int err = shmkv__locate(d, key, key_len, h, &bk, &r, &e, why, why_len);
 	if (err == SHMKV_ENOTFOUND)
 		return SHMKV__NEXT;
 	if (err)
-		return shmkv__prefix(err, why, why_len, "delta: ");
+		return shmkv__prefix(err, why, why_len, "%s", where);
 	if (r.kind & SHMKV_REC_TOMB)
-		return shmkv__tomb_answer(d, bk, &r, e, "delta: ", "key removed by the delta", why,
-					  why_len);
+		return shmkv__tomb_answer(d, bk, &r, e, where,
+					  d == db->top ? "key removed by the top delta"
+						       : "key removed by the delta",
+					  why, why_len);
 	if (d->expiry && r.expires) {
 		if (!*now)
 			*now = shmkv__now(db);
 		if (*now >= (int64_t)r.expires)
 			return shmkv__fail(SHMKV_ENOTFOUND, why, why_len,
-					   "key expired at %u (unix seconds, the delta's upsert), "
-					   "now is %lld", r.expires, (long long)*now);
+					   "key expired at %u (unix seconds, the %supsert), now is "
+					   "%lld", r.expires, d == db->top ? "top delta's " : "delta's ",
+					   (long long)*now);
 	}
 	shmkv_value got;
 	err = shmkv__rec_value(d, bk, &r, e, 0, &got, why, why_len);
 	if (err)
-		return shmkv__prefix(err, why, why_len, "delta: ");
+		return shmkv__prefix(err, why, why_len, "%s", where);
 	err = shmkv__type_want(&got, want, why, why_len);
 	if (!err)
 		*v = got;
 	return err;
 }
 
-/* The delta's answer when its filter lets the key through, else
- * SHMKV__NEXT: the base answers. */
+/* Delta d's answer when its filter lets the key through, else
+ * SHMKV__NEXT. */
+static inline int shmkv__through_one(const shmkv *db, const shmkv *d, const void *key,
+				     size_t key_len, uint64_t h, unsigned want, shmkv_value *v,
+				     int64_t *now, char *why, size_t why_len)
+{
+	if (!shmkv__kf_maybe(d, h))
+		return SHMKV__NEXT;
+	return shmkv__delta_get(db, d, key, key_len, h, want, v, now, why, why_len);
+}
+
+/* The deltas' answer (db->over set): the top delta's if it holds the key,
+ * else the lower one's (FORMAT.md §19.6), else SHMKV__NEXT: the base
+ * answers. A key neither holds costs their two filter words. */
 static inline int shmkv__through(const shmkv *db, const void *key, size_t key_len, uint64_t h,
 				 unsigned want, shmkv_value *v, int64_t *now, char *why,
 				 size_t why_len)
 {
-	if (!shmkv__kf_maybe(db->over, h))
-		return SHMKV__NEXT;
-	return shmkv__delta_get(db, db->over, key, key_len, h, want, v, now, why, why_len);
+	if (db->top) {
+		const int rc = shmkv__through_one(db, db->top, key, key_len, h, want, v, now, why,
+						  why_len);
+		if (rc != SHMKV__NEXT)
+			return rc;
+	}
+	return shmkv__through_one(db, db->over, key, key_len, h, want, v, now, why, why_len);
 }
 
 /* The checked get (shmkv_get_diag, and every case the hot path leaves). */
@@ -355,9 +376,9 @@ static SHMKV__HOT int shmkv__get_at(const shmkv *db, const void *key, size_t key
 	return shmkv__get_fast(db, key, key_len, h, b, want, v, NULL);
 }
 
-/* The hot get of a key over 16 bytes (xxhash's long-input code). */
-/* A hot get read through a delta (shmkv_delta_set): the delta's filter,
- * the delta if it may hold the key, then the base. */
+/* A hot get read through deltas (shmkv_delta_set, shmkv_delta_set2, an
+ * attached protocol 2 cache): each delta's filter, a delta if it may hold
+ * the key, then the base. */
 static __attribute__((noinline)) int shmkv__get_over(const shmkv *db, const void *key,
 						      size_t key_len, uint64_t h, unsigned want,
 						      shmkv_value *v)
@@ -378,6 +399,7 @@ static SHMKV__HOT int shmkv__get_h(const shmkv *db, const void *key, size_t key_
 	return shmkv__get_at(db, key, key_len, h, want, v);
 }
 
+/* The hot get of a key over 16 bytes (xxhash's long-input code). */
 static __attribute__((noinline)) int shmkv__get_long(const shmkv *db, const void *key,
 						      size_t key_len, unsigned want,
 						      shmkv_value *v)

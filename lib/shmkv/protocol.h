@@ -13,7 +13,8 @@
 
 #define SHMKV_CTL_MAGIC "SHMKVCTL"
 #define SHMKV_PROTOCOL_VERSION 1u /* what shmkv_ctl_init() writes: a cache without changes */
-#define SHMKV_PROTOCOL_VERSION_2 2u /* a cache with changes: base + overlay (lib/PROTOCOL.md) */
+#define SHMKV_PROTOCOL_VERSION_2 2u /* a cache with changes: base + one or two overlays
+				      (lib/PROTOCOL.md) */
 #define SHMKV_PROTOCOL_MAX 2u /* readers of this header speak versions 1..2 */
 #define SHMKV_CTL_SIZE 4096u
 #define SHMKV_CTL_MAX_SEGMENTS 8u /* one per NUMA node at most */
@@ -28,10 +29,13 @@
 
 /* segment flags */
 #define SHMKV_SEG_HUGETLB 1u /* hugetlbfs-backed; otherwise tmpfs (/dev/shm) */
-#define SHMKV_SEG_OVERLAY 2u /* protocol 2: a copy of the generation's overlay, a delta
-				image (FORMAT.md §19) of the base copies; else a base copy */
+#define SHMKV_SEG_OVERLAY 2u /* protocol 2: a copy of one of the generation's overlays,
+				delta images (FORMAT.md §19) of the base copies; else a base
+				copy. Alone: the lower overlay */
+#define SHMKV_SEG_TOP 4u /* protocol 2, with SHMKV_SEG_OVERLAY only: a copy of the top
+			    overlay, read before the lower one (lib/PROTOCOL.md) */
 #define SHMKV_SEG_KNOWN_V1 SHMKV_SEG_HUGETLB
-#define SHMKV_SEG_KNOWN_V2 (SHMKV_SEG_HUGETLB | SHMKV_SEG_OVERLAY)
+#define SHMKV_SEG_KNOWN_V2 (SHMKV_SEG_HUGETLB | SHMKV_SEG_OVERLAY | SHMKV_SEG_TOP)
 
 typedef struct shmkv_ctl_segment {
 	int32_t node;       /* NUMA node of this copy, -1 when not pinned */
@@ -64,15 +68,18 @@ typedef struct shmkv_ctl {
 #define SHMKV_CTL_LAYOUT_HASH UINT64_C(0x4b43ad88b167e31c)
 
 /* Protocol 2: the same bytes; segments[] holds the base copies and the
- * overlay copies of one generation, told apart by SHMKV_SEG_OVERLAY
+ * copies of up to two overlays of one generation, the lower one
+ * (SHMKV_SEG_OVERLAY) and the top one (SHMKV_SEG_OVERLAY | SHMKV_SEG_TOP),
+ * both deltas of the base; a get asks the top, then the lower, then the base
  * (lib/PROTOCOL.md, "Protocol 2"). */
 #define SHMKV_CTL_LAYOUT_DESC_V2                                                                 \
 	"shmkv-ctl-v2;ctl=2176:magic@0,protocol_version@8,ctl_size@12,layout_hash@16,seq@24,"       \
 	"generation@32,segment_count@40,flags@44,loader_pid@48,published_ns@56,reserved@64,"        \
 	"segments@128;segment=256:node@0,flags@4,size@8,map_size@16,page_size@24,path@32;"          \
-	"sflags=hugetlb1,overlay2;generation=base1..+overlay0..,overlay=delta-of-base,"             \
+	"sflags=hugetlb1,overlay2,top4;generation=base1..+lower0..+top0..,lower=overlay,"           \
+	"top=overlay+top,top-needs-lower,overlay=delta-of-base,read=top>lower>base,"                \
 	"pick=base-by-node,overlay-same-node-else-first"
-#define SHMKV_CTL_LAYOUT_HASH_V2 UINT64_C(0x3bf262da49ef7315)
+#define SHMKV_CTL_LAYOUT_HASH_V2 UINT64_C(0x15a70b2227f150fa)
 
 #ifdef __cplusplus
 static_assert(sizeof(shmkv_ctl_segment) == 256, "segment layout");

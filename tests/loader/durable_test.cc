@@ -38,11 +38,11 @@ protected:
 		write_conf(true);
 		start();
 	}
-	void write_conf(bool source)
+	void write_conf(bool source, const std::string &more = "")
 	{
 		ASSERT_TRUE(shmkv_test::write_file(
 			conf, "[loader]\ndurable_dir = " + dir + "\n" +
-				      (source ? "[cache w]\nsource = " + base + "\n" : "")));
+				      (source ? "[cache w]\nsource = " + base + "\n" + more : "")));
 	}
 	// Compacted bases kept beside the log (DIR/w.SUM.base.shmkv).
 	size_t kept_bases() const
@@ -288,4 +288,56 @@ TEST_F(Durable, ALogWithoutItsBaseIsKeptAside)
 	EXPECT_TRUE(shmkv_test::file_exists(dir + "/v.wal.stale"));
 	EXPECT_EQ(ld->status("v")["reason"].s(), "no_cache");
 	EXPECT_EQ(check(), ""); // w is served as loaded
+}
+
+// Two levels (loader/README.md, "Writes"): changes in the top overlay come
+// back after a reboot, so do they after a fold (which leaves the log as it
+// is), and a rollback to a generation with a top is what comes back (its
+// log written anew: the lower, then the top).
+TEST_F(Durable, ATopAFoldAndARollbackToATopComeBack)
+{
+	ld->kill9();
+	write_conf(true, "fold_entries = 3\nfold_ratio = 0\n");
+	start();
+	set("a", "1"); // the lower
+	set("b", "2"); // the top
+	remove(key_of(3));
+	Json s = ld->status("w");
+	EXPECT_EQ(s["overlay"]["top"]["records"].u64(), 2u);
+	reboot();
+	EXPECT_EQ(check(), "") << env.log();
+	// replayed as one publish: the lower alone
+	s = ld->status("w");
+	EXPECT_EQ(s["generation"].u64(), 1u);
+	EXPECT_EQ(s["overlay"]["records"].u64(), 3u);
+	EXPECT_EQ(s["overlay"]["top"].kind, Json::NUL);
+	// past the bound: folded by itself; the log keeps its records
+	set("c", "3");
+	set("a", "4");
+	set("d", "5");
+	for (uint64_t t0 = now_ms(); now_ms() - t0 < slow_ms(60000); usleep(10000))
+		if (ld->status("w")["fold"]["count"].u64() >= 1)
+			break;
+	ASSERT_EQ(ld->status("w")["fold"]["count"].u64(), 1u) << env.log();
+	set("e", "6"); // a top again
+	reboot();
+	EXPECT_EQ(check(), "") << env.log();
+	// a rollback to a generation with a top: its log holds both levels
+	set("f", "7");
+	set("g", "8");
+	ASSERT_TRUE(ld->req({"rollback", "w"}).ok());
+	model["g"] = "";
+	EXPECT_EQ(check(), "");
+	EXPECT_EQ(ld->status("w")["overlay"]["top"]["records"].u64(), 1u);
+	reboot();
+	EXPECT_EQ(check(), "") << env.log();
+	// a plain restart (adopted, lower and top) replays nothing twice
+	set("h", "9");
+	set("h", "10");
+	ld->kill9();
+	start();
+	EXPECT_EQ(check(), "") << env.log();
+	set("i", "11");
+	reboot();
+	EXPECT_EQ(check(), "") << env.log();
 }

@@ -29,6 +29,10 @@
 //     the instant the control segment moves (a thread spinning on its
 //     generation word), before the state file or the durable log catches
 //     up: what a restart (and a reboot) must still know then.
+//   FoldKilledAtItsPublishOrInFlight: the top overlay's fold into the
+//     lower killed at its publish or at a random moment: every change
+//     acknowledged is served, no file left over, and the rollback is still
+//     the generation before the last change.
 //
 // Kill delays are random (the seed is printed; SHMKV_TEST_SEED repeats
 // them); every wait is for an event, with generous deadlines.
@@ -215,8 +219,8 @@ std::vector<std::string> temporaries(const Env &env)
 }
 
 // Segment files that neither the control segment nor the state file's
-// rollback (ROOT/NAME.state: rb.path, rbov.path) names: what a restart
-// should have removed ("" when none).
+// rollback (ROOT/NAME.state: rb.path, rbov.path, rbtop.path) names: what a
+// restart should have removed ("" when none).
 std::string orphans(const Env &env)
 {
 	CtlSnap s;
@@ -225,7 +229,7 @@ std::string orphans(const Env &env)
 	std::unordered_set<std::string> named(s.bases.begin(), s.bases.end());
 	named.insert(s.overlays.begin(), s.overlays.end());
 	std::string state = read_file(env.root() + "/" + kCache + ".state");
-	for (const char *key : {"\nrb.path=", "\nrbov.path="}) {
+	for (const char *key : {"\nrb.path=", "\nrbov.path=", "\nrbtop.path="}) {
 		size_t p = state.find(key);
 		if (p != std::string::npos) {
 			p += strlen(key);
@@ -655,6 +659,22 @@ std::string apply_delta(const std::string &path, const std::string &base, int r,
 
 } // namespace
 
+// Waits until a fold the loader queued by itself (loader/README.md,
+// "Writes": once its top holds max(fold_entries, fold_ratio x the lower's
+// records)) has published: a round then sees only its own request publish.
+void wait_fold_settled(Loader &ld)
+{
+	EXPECT_TRUE(wait_until([&] {
+		Json s = ld.status(kCache);
+		const Json &top = s["overlay"]["top"], &f = s["fold"];
+		if (top.kind == Json::NUL)
+			return true;
+		double bound = std::max((double)f["entries_bound"].u64(),
+					f["ratio_bound"].num * (double)s["overlay"]["lower"]["records"].u64());
+		return (double)top["records"].u64() < bound;
+	}, 120000, 10)) << "a fold due did not publish";
+}
+
 TEST(WritesCrash, MidApply)
 {
 	Env env;
@@ -689,6 +709,7 @@ TEST(WritesCrash, MidApply)
 		std::string when = "round " + std::to_string(r);
 		std::string d = env.img_path("d" + std::to_string(r) + ".delta");
 		ASSERT_EQ(apply_delta(d, base, r, &recs), "");
+		wait_fold_settled(*ld); // of the last round's change: not this round's publish
 		CtlSnap before;
 		ASSERT_TRUE(ctl_snap(env, &before));
 		int fd = -1;
@@ -721,7 +742,9 @@ TEST(WritesCrash, MidApply)
 			EXPECT_FALSE(replied) << when << ": the apply was acknowledged, then lost";
 		} else {
 			EXPECT_EQ(now.bases, before.bases) << when << ": an apply keeps the base";
-			EXPECT_EQ(now.overlays.size(), 1u) << when;
+			// a lower and the top it went into, or the two folded into one
+			EXPECT_GE(now.overlays.size(), 1u) << when;
+			EXPECT_LE(now.overlays.size(), 2u) << when;
 		}
 		const Model &want = applied ? after : m;
 		std::string w = mismatch(db.get(), model_keys(want),
@@ -825,7 +848,7 @@ TEST(WritesCrash, MidCompact)
 		std::string when = "round " + std::to_string(r);
 		CtlSnap before;
 		ASSERT_TRUE(ctl_snap(env, &before));
-		ASSERT_EQ(before.overlays.size(), 1u) << when;
+		ASSERT_GE(before.overlays.size(), 1u) << when; // a lower, and a top after a change
 		int fd = -1;
 		std::string at = kill_during(*ld, env, [&] {
 			fd = request_async(env.root(), {"compact", kCache});
@@ -1123,6 +1146,90 @@ TEST(WritesCrash, DurableCompactionKilledAtItsPublishThenAReboot)
 		ld = start();
 		check(when + ", after a reboot");
 		printf("%s: durable dir: %s\n", when.c_str(), join(list_dir(dir)).c_str());
+		if (::testing::Test::HasFailure())
+			return;
+	}
+}
+
+// A fold (loader/README.md, "Writes": the top overlay merged into the
+// lower one by itself, after the reply to the change that passed the
+// bound) killed the instant it is published, before the state file says
+// so, or at a random moment while it runs: the restarted loader serves
+// every change acknowledged, no file is left over, and its rollback is
+// still the generation before the last change (a fold is no step back).
+TEST(WritesCrash, FoldKilledAtItsPublishOrInFlight)
+{
+	Env env;
+	std::string base = env.img_path("a.shmkv");
+	const uint64_t n = 2000, big = 20000;
+	ASSERT_EQ(build_image(base, "a", n), "");
+	const std::vector<std::string> args = {
+		"--memory", "shm", "--config",
+		conf_file(env, "[cache w]\nfold_entries = " + std::to_string(big) +
+				       "\nfold_ratio = 0\n")};
+	std::unique_ptr<Loader> ld = restart(env, args);
+	std::mt19937_64 rng(test_seed());
+	printf("seed %llu (SHMKV_TEST_SEED repeats it)\n", (unsigned long long)test_seed());
+	// d0: the lower overlay; d1: the top, past the bound at once
+	std::string d0 = env.img_path("d0.delta"), d1 = env.img_path("d1.delta");
+	ASSERT_EQ(build_delta(d0, base, {{"first", "1"}}, {}), "");
+	std::vector<std::pair<std::string, std::string>> set;
+	for (uint64_t i = 0; i < big; i++)
+		set.push_back({"f" + std::to_string(i), std::to_string(i)});
+	ASSERT_EQ(build_delta(d1, base, set, {key_of(5)}), "");
+	Model before, after;
+	before.tag = after.tag = "a";
+	before.n = after.n = n;
+	before.changes = {{"first", "1"}};
+	after.changes = before.changes;
+	for (const auto &kv : set)
+		after.changes[kv.first] = kv.second;
+	after.changes[key_of(5)] = std::nullopt;
+	auto serves = [&](shmkv *db, const Model &m) {
+		return mismatch(db, model_keys(m, 7), [&](const std::string &k) { return m.get(k); });
+	};
+	for (int attempt = 0; attempt < 6; attempt++) {
+		bool at_publish = attempt % 2 == 0;
+		std::string when = "try " + std::to_string(attempt);
+		ASSERT_TRUE(ld->load(kCache, base).ok()) << when; // no changes, anew
+		ASSERT_TRUE(ld->req({"apply", kCache, d0}).ok()) << when;
+		uint64_t g0 = ld->status(kCache)["generation"].u64();
+		if (at_publish) {
+			// the apply publishes g0 + 1, its fold g0 + 2
+			int fd = -1;
+			when += " " + kill_during(*ld, env, [&] {
+				fd = request_async(env.root(), {"apply", kCache, d1});
+			}, true, g0 + 1, 0, rng);
+			if (fd >= 0)
+				close(fd);
+		} else {
+			Json j = ld->req({"apply", kCache, d1});
+			ASSERT_TRUE(j.ok()) << when << ": " << j["error"].s();
+			unsigned d = (unsigned)(rng() % 400);
+			sleep_ms(d);
+			ld->kill9();
+			when += ", " + std::to_string(d) + " ms after the reply";
+		}
+		ld = restart(env, args);
+		shmkv_test::Db db(after_restart(env, when));
+		ASSERT_TRUE(db) << when;
+		EXPECT_EQ(serves(db.get(), after), "") << when << ": the apply acknowledged";
+		Json s = ld->status(kCache);
+		EXPECT_EQ(s["overlay"]["records"].u64(), big + 2) << when;
+		bool folded = s["overlay"]["top"].kind == Json::NUL;
+		EXPECT_TRUE(folded || s["overlay"]["top"]["records"].u64() == big + 1) << when;
+		if (at_publish) {
+			EXPECT_TRUE(folded) << when << ": killed at the fold's publish";
+		}
+		printf("%s: %s\n", when.c_str(), folded ? "folded" : "not folded");
+		Json j = ld->req({"rollback", kCache});
+		ASSERT_TRUE(j.ok()) << when << ": " << j["error"].s();
+		EXPECT_EQ(shmkv_refresh(db.get()), 1) << when;
+		EXPECT_EQ(serves(db.get(), before), "") << when << ": a rollback steps back the apply";
+		ASSERT_TRUE(ld->req({"rollback", kCache}).ok()) << when;
+		EXPECT_EQ(shmkv_refresh(db.get()), 1) << when;
+		EXPECT_EQ(serves(db.get(), after), "") << when << ": and forth";
+		EXPECT_EQ(orphans(env), "") << when;
 		if (::testing::Test::HasFailure())
 			return;
 	}

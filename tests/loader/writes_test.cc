@@ -6,6 +6,8 @@
 // protocol 1 only is refused); bad deltas are refused while the cache
 // serves; only the loader's users may write; compaction (by request and
 // past the bound) keeps the answers and the deltas that apply.
+#include <sys/mman.h>
+
 #include <atomic>
 #include <thread>
 
@@ -51,6 +53,48 @@ bool old_reader_accepts(const std::string &root, const std::string &name)
 Json change(Loader &ld, const std::string &cache, const std::string &jsonl)
 {
 	return ld.req({"change", cache, jsonl});
+}
+
+// The flags of ROOT/NAME.ctl's entries as a reader snapshots them.
+std::vector<uint32_t> ctl_flags(const std::string &root, const std::string &name)
+{
+	std::vector<uint32_t> out;
+	std::string p = root + "/" + name + ".ctl";
+	int fd = open(p.c_str(), O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return out;
+	void *m = mmap(nullptr, SHMKV_CTL_SIZE, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED)
+		return out;
+	shmkv_ctl c;
+	if (shmkv_ctl_read((const shmkv_ctl *)m, &c) == 0)
+		for (uint32_t i = 0; i < c.segment_count && i < SHMKV_CTL_MAX_SEGMENTS; i++)
+			out.push_back(c.segments[i].flags);
+	munmap(m, SHMKV_CTL_SIZE);
+	return out;
+}
+
+// How many entries of ROOT/NAME.ctl are base copies, lower and top copies.
+std::string ctl_roles(const std::string &root, const std::string &name)
+{
+	unsigned n[3] = {0, 0, 0};
+	for (uint32_t f : ctl_flags(root, name))
+		n[f & SHMKV_SEG_TOP ? 2 : f & SHMKV_SEG_OVERLAY ? 1 : 0]++;
+	return "base " + std::to_string(n[0]) + ", lower " + std::to_string(n[1]) + ", top " +
+	       std::to_string(n[2]);
+}
+
+// Waits (generously) until the cache's fold count reaches want; its status.
+Json wait_folds(Loader &ld, const std::string &cache, uint64_t want)
+{
+	Json s;
+	for (uint64_t t0 = now_ms(); now_ms() - t0 < slow_ms(60000); usleep(10000)) {
+		s = ld.status(cache);
+		if (s["fold"]["count"].u64() >= want)
+			break;
+	}
+	return s;
 }
 
 class Writes : public ::testing::Test {
@@ -314,10 +358,13 @@ TEST_F(Writes, OnlyTheLoadersUsersWrite)
 	EXPECT_EQ(gl.status("w")["generation"].u64(), gen);
 }
 
-TEST_F(Writes, AdoptAfterKill9KeepsBaseAndOverlay)
+TEST_F(Writes, AdoptAfterKill9KeepsBaseAndOverlays)
 {
+	// the first change is the lower overlay, the second the top one
 	ASSERT_TRUE(change(ld, "w", R"({"key": "k", "value": "1"})").ok());
+	EXPECT_EQ(ctl_roles(env.root(), "w"), "base 1, lower 1, top 0");
 	ASSERT_TRUE(change(ld, "w", "{\"key\": \"" + key_of(9) + "\", \"remove\": true}").ok());
+	EXPECT_EQ(ctl_roles(env.root(), "w"), "base 1, lower 1, top 1");
 	uint64_t gen = ld.status("w")["generation"].u64();
 	ld.kill9();
 	Loader again(env);
@@ -325,7 +372,10 @@ TEST_F(Writes, AdoptAfterKill9KeepsBaseAndOverlay)
 	Json s = again.status("w");
 	EXPECT_EQ(s["generation"].u64(), gen);
 	EXPECT_EQ(s["overlay"]["records"].u64(), 2u);
+	EXPECT_EQ(s["overlay"]["lower"]["records"].u64(), 1u);
+	EXPECT_EQ(s["overlay"]["top"]["records"].u64(), 1u);
 	EXPECT_EQ(s["protocol"].u64(), 2u);
+	EXPECT_EQ(ctl_roles(env.root(), "w"), "base 1, lower 1, top 1");
 	int err;
 	std::string why;
 	shmkv *db = attach(env.root(), "w", SHMKV_ATTACH_VERIFY, &err, &why);
@@ -335,16 +385,255 @@ TEST_F(Writes, AdoptAfterKill9KeepsBaseAndOverlay)
 	EXPECT_EQ(err, SHMKV_ENOTFOUND);
 	// the segments it adopted were kept (no orphan sweep took them)
 	EXPECT_EQ(check_handle(db, "a", 9), 0u);
-	// changes go on from the adopted overlay; the rollback survived too
-	ASSERT_TRUE(change(again, "w", R"({"key": "m", "value": "2"})").ok());
+	// changes go on from the adopted top (a key it holds changed again
+	// counts once); the rollback survived too
+	Json j = change(again, "w", R"({"key": "m", "value": "2"})");
+	ASSERT_TRUE(j.ok()) << j["error"].s();
+	EXPECT_EQ(j["changes"].u64(), 3u);
+	EXPECT_EQ(j["top_records"].u64(), 2u);
+	j = change(again, "w", "{\"key\": \"" + key_of(9) + "\", \"value\": \"back\"}");
+	ASSERT_TRUE(j.ok()) << j["error"].s();
+	EXPECT_EQ(j["changes"].u64(), 3u);
 	EXPECT_EQ(shmkv_refresh(db), 1);
 	EXPECT_EQ(get_str(db, "k", &err), "1");
 	EXPECT_EQ(get_str(db, "m", &err), "2");
+	EXPECT_EQ(get_str(db, key_of(9), &err), "back");
 	ASSERT_TRUE(again.req({"rollback", "w"}).ok());
 	EXPECT_EQ(shmkv_refresh(db), 1);
-	get_str(db, "m", &err);
+	get_str(db, key_of(9), &err);
 	EXPECT_EQ(err, SHMKV_ENOTFOUND);
+	EXPECT_EQ(get_str(db, "m", &err), "2");
 	EXPECT_EQ(get_str(db, "k", &err), "1");
+	shmkv_close(db);
+}
+
+// A restart whose rollback generation lost an overlay file (removed by
+// hand, or a kill between its unlink and the state file's update) keeps no
+// rollback rather than one that would serve its base without those changes:
+// its top, and its lower (after a fold, the current generation's is
+// another file).
+TEST_F(Writes, AdoptedRollbackWithoutItsOverlayIsNone)
+{
+	ld.kill9();
+	std::string conf = env.base() + "/loader.conf";
+	ASSERT_TRUE(shmkv_test::write_file(conf, "[cache w]\nfold_entries = 3\nfold_ratio = 0\n"));
+	const std::vector<std::string> args = {"--memory", "shm", "--config", conf};
+	for (const char *lost : {"rbtop", "rbov"}) {
+		std::string what = std::string("without its ") + lost;
+		std::unique_ptr<Loader> fl(new Loader(env, args));
+		ASSERT_TRUE(fl->start()) << what;
+		ASSERT_TRUE(fl->load("w", base).ok()) << what;
+		// k1 the lower, k2 and k3 the top; with k4 the top folds (rbov
+		// then names the lower before the fold: not the current one)
+		int keys = strcmp(lost, "rbov") ? 3 : 4;
+		for (int i = 1; i <= keys; i++)
+			ASSERT_TRUE(change(*fl, "w", "{\"key\": \"k" + std::to_string(i) +
+						   "\", \"value\": \"" + std::to_string(i) + "\"}").ok());
+		if (keys == 4) {
+			ASSERT_EQ(wait_folds(*fl, "w", 1)["fold"]["count"].u64(), 1u) << env.log();
+		}
+		fl->kill9();
+		std::string state = read_file(env.root() + "/w.state"), key = "\n" + std::string(lost) + ".path=";
+		size_t p = state.find(key);
+		ASSERT_NE(p, std::string::npos) << what << "\n" << state;
+		p += key.size();
+		std::string file = state.substr(p, state.find('\n', p) - p);
+		ASSERT_EQ(unlink(file.c_str()), 0) << what << ": " << file;
+		fl.reset(new Loader(env, args));
+		ASSERT_TRUE(fl->start()) << what;
+		EXPECT_EQ(fl->status("w")["rollback"].kind, Json::NUL) << what << env.log();
+		EXPECT_FALSE(fl->req({"rollback", "w"}).ok()) << what << ": a rollback losing changes";
+		int err;
+		std::string why;
+		shmkv *db = attach(env.root(), "w", SHMKV_ATTACH_VERIFY, &err, &why);
+		ASSERT_NE(db, nullptr) << what << ": " << why;
+		for (int i = 1; i <= keys; i++)
+			EXPECT_EQ(get_str(db, "k" + std::to_string(i), &err), std::to_string(i)) << what;
+		EXPECT_EQ(check_handle(db, "a", n), 0u) << what;
+		shmkv_close(db);
+		EXPECT_NE(env.log().find(std::string("the rollback's ") +
+					 (keys == 4 ? "lower" : "top") + " overlay"),
+			  std::string::npos) << what << env.log();
+		fl->kill9();
+	}
+}
+
+// Two levels (loader/README.md, "Writes"): each change goes into the top
+// overlay alone; once the top holds fold_entries records the loader folds
+// it into the lower by itself, after the reply. A reader attached
+// throughout sees every acknowledged change at its next refresh and never
+// a half state (a delta's keys all old or all new), across the folds.
+TEST_F(Writes, FoldsPastTheBoundReadersSeeEveryChange)
+{
+	ld.kill9();
+	std::string conf = env.base() + "/loader.conf";
+	ASSERT_TRUE(shmkv_test::write_file(conf, "[cache w]\nfold_entries = 8\nfold_ratio = 0\n"));
+	Loader fl(env, {"--memory", "shm", "--config", conf});
+	ASSERT_TRUE(fl.start());
+	ASSERT_TRUE(fl.load("w", base).ok());
+	// round i: p = q = i, c<i> = v<i>, and key_<i> of the base removed
+	const uint64_t rounds = 60;
+	auto apply = [&](uint64_t i) {
+		std::string d = env.img_path("r" + std::to_string(i) + ".delta");
+		std::string v = std::to_string(i);
+		EXPECT_EQ(build_delta(d, base, {{"p", v}, {"q", v}, {"c" + v, "v" + v}}, {key_of(i)}),
+			  "");
+		return fl.req({"apply", "w", d});
+	};
+	Json j = apply(0);
+	ASSERT_TRUE(j.ok()) << j["error"].s();
+	EXPECT_EQ(ctl_roles(env.root(), "w"), "base 1, lower 1, top 0");
+	// what a generation serves, as far as round p of the changes
+	auto consistent = [&](const shmkv *db, int64_t *p) -> std::string {
+		int err, e2;
+		std::string ps = get_str(db, "p", &err), qs = get_str(db, "q", &e2);
+		if (err || e2 || ps != qs)
+			return "p \"" + ps + "\" and q \"" + qs + "\"";
+		*p = std::stoll(ps);
+		for (int64_t k = 0; k < (int64_t)rounds; k++) {
+			std::string c = get_str(db, "c" + std::to_string(k), &err);
+			if (k <= *p ? c != "v" + std::to_string(k) : err != SHMKV_ENOTFOUND)
+				return "round " + ps + ": c" + std::to_string(k) + " is \"" + c + "\"";
+			get_str(db, key_of((uint64_t)k), &err);
+			if ((err == SHMKV_ENOTFOUND) != (k <= *p))
+				return "round " + ps + ": " + key_of((uint64_t)k) + " error " +
+				       std::to_string(err);
+		}
+		return "";
+	};
+	int err;
+	std::string why;
+	shmkv *db = attach(env.root(), "w", 0, &err, &why);
+	ASSERT_NE(db, nullptr) << why;
+	std::atomic<bool> stop{false};
+	std::atomic<uint64_t> checks{0};
+	std::string bad;
+	std::thread reader([&] {
+		shmkv *r = attach(env.root(), "w", 0, &err, &why);
+		if (!r) {
+			bad = "attach: " + why;
+			return;
+		}
+		int64_t last = -1;
+		while (!stop.load() && bad.empty()) {
+			shmkv_refresh(r);
+			int64_t p = -1;
+			std::string b = consistent(r, &p);
+			if (b.empty() && p < last)
+				b = "round " + std::to_string(p) + " after round " + std::to_string(last);
+			if (!b.empty())
+				bad = "generation " + std::to_string(shmkv_generation(r)) + ": " + b;
+			last = p;
+			checks++;
+		}
+		shmkv_close(r);
+	});
+	for (uint64_t i = 1; i < rounds && bad.empty(); i++) {
+		j = apply(i);
+		ASSERT_TRUE(j.ok()) << j["error"].s();
+		// p and q, the c keys and the removals: every key once
+		EXPECT_EQ(j["changes"].u64(), 2 + 2 * (i + 1)) << "round " << i;
+		EXPECT_LT(j["top_records"].u64(), 8u + 4u) << "round " << i;
+		// acknowledged: the next refresh serves it (or a fold of it)
+		shmkv_refresh(db);
+		EXPECT_GE(shmkv_generation(db), j["generation"].u64());
+		int64_t p = -1;
+		EXPECT_EQ(consistent(db, &p), "") << "round " << i;
+		EXPECT_EQ(p, (int64_t)i);
+	}
+	uint64_t seen = checks.load();
+	EXPECT_TRUE(wait_until([&] { return checks.load() > seen + 2 || !bad.empty(); }, 60000, 5));
+	stop = true;
+	reader.join();
+	EXPECT_EQ(bad, "");
+	Json s = fl.status("w");
+	// a fold every 2 or 3 rounds, each of the top alone into the lower
+	EXPECT_GE(s["fold"]["count"].u64(), 15u) << env.log();
+	EXPECT_EQ(s["fold"]["entries_bound"].u64(), 8u);
+	EXPECT_EQ(s["overlay"]["records"].u64(), 2 + 2 * rounds);
+	EXPECT_EQ(s["overlay"]["lower"]["records"].u64() +
+			  (s["overlay"]["top"].kind == Json::NUL ? 0 : s["overlay"]["top"]["records"].u64()),
+		  s["overlay"]["records"].u64() + (s["overlay"]["top"].kind == Json::NUL ? 0 : 2))
+		<< "p and q in both levels";
+	std::string m = fl.req({"metrics"})["text"].s();
+	EXPECT_NE(m.find("shmkv_cache_folds_total{cache=\"w\"} " +
+			 std::to_string(s["fold"]["count"].u64())), std::string::npos) << m;
+	EXPECT_NE(m.find("shmkv_cache_overlay_records{cache=\"w\"} " +
+			 std::to_string(2 + 2 * rounds)), std::string::npos) << m;
+	CmdRun r = shmctl(env, {"cache", "status", "w"});
+	EXPECT_NE(r.out.find("folds since start"), std::string::npos) << r.out;
+	// only the files the current and the rollback generation name are kept
+	EXPECT_LE(env.shm_files().size(), 5u);
+	shmkv_close(db);
+}
+
+// A fold changes no content, so it is no step for rollback: across a fold
+// the rollback stays the generation before the last change (loader/README.md,
+// "Writes"), also after a restart.
+TEST_F(Writes, RollbackAcrossAFoldStepsBackTheLastChange)
+{
+	ld.kill9();
+	std::string conf = env.base() + "/loader.conf";
+	ASSERT_TRUE(shmkv_test::write_file(conf, "[cache w]\nfold_entries = 3\nfold_ratio = 0\n"));
+	std::unique_ptr<Loader> fl(new Loader(env, {"--memory", "shm", "--config", conf}));
+	ASSERT_TRUE(fl->start());
+	ASSERT_TRUE(fl->load("w", base).ok());
+	auto set = [&](const std::string &k) {
+		Json j = change(*fl, "w", "{\"key\": \"" + k + "\", \"value\": \"" + k + "\"}");
+		EXPECT_TRUE(j.ok()) << j["error"].s();
+		return j["generation"].u64();
+	};
+	set("k1"); // the lower
+	set("k2"); // the top from here on
+	set("k3");
+	uint64_t g4 = set("k4"); // the top's third record: folded after the reply
+	Json s = wait_folds(*fl, "w", 1);
+	ASSERT_EQ(s["fold"]["count"].u64(), 1u) << env.log();
+	EXPECT_EQ(s["generation"].u64(), g4 + 1);
+	EXPECT_EQ(s["overlay"]["lower"]["records"].u64(), 4u);
+	EXPECT_EQ(s["overlay"]["top"].kind, Json::NUL);
+	EXPECT_EQ(ctl_roles(env.root(), "w"), "base 1, lower 1, top 0");
+	EXPECT_EQ(s["rollback"]["generation"].u64(), g4 - 1) << "the generation before k4";
+	int err;
+	std::string why;
+	shmkv *db = attach(env.root(), "w", SHMKV_ATTACH_VERIFY, &err, &why);
+	ASSERT_NE(db, nullptr) << why;
+	auto has = [&](const std::string &k) { return get_str(db, k, &err) == k; };
+	EXPECT_TRUE(has("k1") && has("k2") && has("k3") && has("k4"));
+	// back: k4 goes, not the fold
+	Json j = fl->req({"rollback", "w"});
+	ASSERT_TRUE(j.ok()) << j["error"].s();
+	EXPECT_EQ(j["rollback_generation"].u64(), g4 + 1);
+	EXPECT_EQ(shmkv_refresh(db), 1);
+	EXPECT_TRUE(has("k1") && has("k2") && has("k3"));
+	EXPECT_FALSE(has("k4"));
+	EXPECT_EQ(ctl_roles(env.root(), "w"), "base 1, lower 1, top 1");
+	EXPECT_EQ(check_handle(db, "a", n), 0u);
+	// and forth: the folded generation again
+	ASSERT_TRUE(fl->req({"rollback", "w"}).ok());
+	EXPECT_EQ(shmkv_refresh(db), 1);
+	EXPECT_TRUE(has("k4"));
+	// a restart keeps that rollback: k4 goes again
+	fl->kill9();
+	fl.reset(new Loader(env, {"--memory", "shm", "--config", conf}));
+	ASSERT_TRUE(fl->start());
+	ASSERT_TRUE(fl->req({"rollback", "w"}).ok());
+	EXPECT_EQ(shmkv_refresh(db), 1);
+	EXPECT_TRUE(has("k3"));
+	EXPECT_FALSE(has("k4"));
+	// a change there goes into its top; its rollback is the generation
+	// before it, and the fold of that top keeps it so
+	uint64_t g5 = set("k5");
+	EXPECT_EQ(wait_folds(*fl, "w", 1)["fold"]["count"].u64(), 1u);
+	ASSERT_TRUE(fl->req({"rollback", "w"}).ok());
+	EXPECT_EQ(shmkv_refresh(db), 1);
+	EXPECT_FALSE(has("k5"));
+	EXPECT_TRUE(has("k3"));
+	EXPECT_EQ(check_handle(db, "a", n), 0u);
+	EXPECT_GT(shmkv_generation(db), g5);
+	shmkv_close(db);
+	db = attach(env.root(), "w", SHMKV_ATTACH_VERIFY | SHMKV_OPEN_DEEP, &err, &why);
+	ASSERT_NE(db, nullptr) << why;
 	shmkv_close(db);
 }
 

@@ -14,15 +14,22 @@ publish), `cache rollback` (also twice in a row: undone), `cache compact`,
 a full `cache load` now and then, and requests that must be refused (a
 delta of another image, a delta out of its chain's order: nothing
 published). The cache's compaction bound is low (`compact_entries`), so
-the loader also compacts by itself, between requests.
+the loader also compacts by itself, between requests; so is its fold bound
+(`fold_entries`, `fold_ratio`): a change goes into the top overlay, which
+the loader folds into the lower one by itself every few changes.
 
 The model: every generation's contents (a dict), with the loader's rules
 for what each request publishes: a change applies to the current
 contents; `rollback` swaps the current and the rollback generation (its
 contents, its origin image and its chain position); a compaction keeps the
-contents; a full load replaces them. A generation that no reply named is
-an automatic compaction (checked: the model's overlay was past the bound;
-and at the end, the loader's compaction count). Each reply's figures are
+contents; a full load replaces them. Each generation also has the keys of
+its lower and its top overlay: a change goes into the top (into the lower
+while there is none); a fold merges the top into the lower and keeps the
+contents and the rollback generation (the one before the last change). A
+generation that no reply named is an automatic compaction, else a fold
+(checked: the model's overlay was past the compaction bound, or its top
+past the fold bound; and at the end, the loader's compaction and fold
+counts). Each reply's figures are
 checked too (`changes`: the overlay's records; `records`: the delta's or
 the batch's; `rollback_generation`).
 
@@ -39,13 +46,15 @@ seed to replay it is printed.
 
 usage: writes_model.py --shmctl SHMCTL --loader SHMKV_LOADER
          --reader NAME=COMMAND...  (COMMAND gets ROOT CACHE appended)
-         [--publishes N] [--seed S] [--keys N] [--keep]
+         [--publishes N] [--seed S] [--keys N] [--fold-entries N]
+         [--fold-ratio R] [--keep]
 Environment: SHMKV_MODEL_PUBLISHES (default 600), SHMKV_MODEL_SEED,
 SHMKV_TEST_SLOW (a factor for every deadline).
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import queue
@@ -66,6 +75,7 @@ CACHE = 'model'
 SLOW = max(1.0, float(os.environ.get('SHMKV_TEST_SLOW') or 1))
 DEADLINE = 120.0 * SLOW  # seconds: any wait for an event
 COMPACT_ENTRIES = 300    # the cache's compaction bound (records in the overlay)
+FOLD = (5, 0.5)          # its fold bound: fold_entries, fold_ratio (--fold-entries, --fold-ratio)
 NOW = int(time.time())
 FAR = (4_000_000_000, 4_294_967_295)  # expiries far ahead (2096..2106): live
 PAST = (1, 1_000_000_000)             # expiries long gone: absent
@@ -103,25 +113,45 @@ def field_of(b: bytes) -> bytes:
 class State:
     """What one generation serves, and what the loader keeps with it: its
     records (removed keys gone, expired ones kept: absent to reads), the
-    keys its overlay holds (every change since its base), the image its
-    base was loaded from (deltas are built against it) and the last delta
-    applied (a chain's next one follows it)."""
+    keys its overlays hold (every change since its base), the image its
+    base was loaded from (deltas are built against it), the last delta
+    applied (a chain's next one follows it), and the keys of its lower and
+    its top overlay (None: no such overlay)."""
     d: dict[str, Entry]
     ov: frozenset[str]
     origin: str
     chain: str | None
     cache: dict[str, Any] = field(default_factory=dict, compare=False)
+    lower: frozenset[str] | None = None
+    top: frozenset[str] | None = None
 
     def changed(self, changes: Iterable[tuple[str, Entry | None]]) -> 'State':
         d = dict(self.d)
         keys = set(self.ov)
+        new: set[str] = set()
         for k, e in changes:
-            keys.add(k)
+            new.add(k)
             if e is None:
                 d.pop(k, None)
             else:
                 d[k] = e
-        return State(d, frozenset(keys), self.origin, self.chain)
+        keys |= new
+        # into the top; the first overlay is the lower one
+        if self.lower is None:
+            return State(d, frozenset(keys), self.origin, self.chain, lower=frozenset(new))
+        return State(d, frozenset(keys), self.origin, self.chain, lower=self.lower,
+                     top=(self.top or frozenset()) | new)
+
+    def fold_due(self) -> bool:
+        """The loader's rule (loader/README.md, "Writes"): the top holds
+        max(fold_entries, fold_ratio x the lower's records) records."""
+        if self.top is None or self.lower is None:
+            return False
+        return len(self.top) >= FOLD[0] and len(self.top) >= FOLD[1] * len(self.lower)
+
+    def folded(self) -> 'State':
+        assert self.lower is not None and self.top is not None
+        return dataclasses.replace(self, lower=self.lower | self.top, top=None)
 
     def check_digest(self, pool: list[str]) -> tuple[str, int]:
         """The CRC-32 of a check's answers over pool (model_reader.c), and
@@ -160,9 +190,14 @@ class Model:
         self.gens: dict[int, State] = {gen: base}
         self.auto = 0      # compactions inferred (no request named them)
         self.compacts = 0  # compactions by request that published
+        self.folds = 0     # folds inferred (no request names one)
 
     def due(self) -> bool:
         return len(self.cur.ov) >= COMPACT_ENTRIES
+
+    def unnamed_due(self) -> bool:
+        """A generation no request names is due: a compaction or a fold."""
+        return self.due() or self.cur.fold_due()
 
     def publish(self, gen: int, new: State, what: str) -> None:
         self.fill(gen)
@@ -180,17 +215,24 @@ class Model:
 
     def fill(self, gen: int) -> None:
         """Generations before gen that no reply named: compactions the
-        loader made by itself, each of the contents then current."""
+        loader made by itself, each of the contents then current, else
+        folds (the same contents; the rollback generation stays)."""
         while self.known + 1 < gen:
-            if not self.due():
-                fail(f'generation {self.known + 1} was published by no request, and no '
-                     f'compaction was due (overlay {len(self.cur.ov)} records, bound {COMPACT_ENTRIES})')
-                raise Failed('the model lost track of the generations')
             g = self.known + 1
-            self.rb, self.cur = self.cur, self.compacted()
+            if self.due():  # queued first: a compaction takes the top too
+                self.rb, self.cur = self.cur, self.compacted()
+                self.auto += 1
+            elif self.cur.fold_due():
+                self.cur = self.cur.folded()
+                self.folds += 1
+            else:
+                top = len(self.cur.top) if self.cur.top is not None else 'no'
+                fail(f'generation {g} was published by no request, and neither a compaction '
+                     f'(overlay {len(self.cur.ov)} records, bound {COMPACT_ENTRIES}) nor a fold '
+                     f'({top} top records, bound {FOLD}) was due')
+                raise Failed('the model lost track of the generations')
             self.known = g
             self.gens[g] = self.cur
-            self.auto += 1
 
     def rollback(self, gen: int, rb_gen: int) -> None:
         self.fill(gen)
@@ -402,7 +444,8 @@ class Run:
         conf = os.path.join(self.tmp, 'loader.conf')
         with open(conf, 'w') as f:
             f.write('[loader]\nstream_interval = 5ms\n'
-                    f'[cache {CACHE}]\ncompact_entries = {COMPACT_ENTRIES}\ncompact_ratio = 0\n')
+                    f'[cache {CACHE}]\ncompact_entries = {COMPACT_ENTRIES}\ncompact_ratio = 0\n'
+                    f'fold_entries = {FOLD[0]}\nfold_ratio = {FOLD[1]}\n')
         self.loader = subprocess.Popen(
             [self.args.loader, '--config', conf, '--root', self.root, '--spool',
              os.path.join(self.tmp, 'spool'), '--shm-dir', self.shm, '--memory', 'shm',
@@ -465,7 +508,7 @@ class Run:
         while gen > self.m.known and self.stream_acks is not None and self.stream_last < self.stream_sent:
             if not self.take_ack(DEADLINE):
                 break
-        if gen == self.m.known + 1 and self.m.due():
+        if gen == self.m.known + 1 and self.m.unnamed_due():
             self.m.fill(gen + 1)
         return self.m.gens.get(gen)
 
@@ -622,8 +665,7 @@ class Run:
         delta = self.build_delta(cur.origin, after, lines, dup)
         _, j = self.shmctl('cache', 'apply', CACHE, delta)
         self.m.fill(j['generation'])  # a compaction keeps the origin and the chain
-        new = self.m.cur.changed(changes)
-        new = State(new.d, new.ov, new.origin, delta)
+        new = dataclasses.replace(self.m.cur.changed(changes), chain=delta)
         self.expect(j, 'apply', records=len({k for k, _ in changes}), changes=len(new.ov))
         self.m.publish(j['generation'], new, 'apply')
         self.applied.append((delta, cur.origin))
@@ -828,7 +870,7 @@ class Run:
         while True:
             _, s = self.shmctl('cache', 'status', CACHE)
             gen, count = s.get('generation'), (s.get('compaction') or {}).get('count')
-            if gen == self.m.known + 1 and self.m.due():
+            if gen == self.m.known + 1 and self.m.unnamed_due():
                 self.m.fill(gen + 1)
                 self.check(self.m.known, iterate=True)
                 continue
@@ -840,12 +882,19 @@ class Run:
         if count != self.m.compacts + self.m.auto:
             fail(f'status: {count} compactions, the model {self.m.compacts} by request and '
                  f'{self.m.auto} by the bound')
+        folds = (s.get('fold') or {}).get('count')
+        if folds != self.m.folds:
+            fail(f'status: {folds} folds, the model {self.m.folds}')
+        top = ((s.get('overlay') or {}).get('top') or {}).get('records', 0)
+        if top != len(self.m.cur.top or ()):
+            fail(f'status: a top of {top} records, the model {len(self.m.cur.top or ())}')
         ov = (s.get('overlay') or {}).get('records', 0)
         if ov != len(self.m.cur.ov):
             fail(f'status: overlay of {ov} records, the model {len(self.m.cur.ov)}')
 
 
 def main() -> int:
+    global FOLD
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--shmctl', required=True)
@@ -859,8 +908,15 @@ def main() -> int:
     ap.add_argument('--keys', type=int, default=2000, help='the key pool')
     ap.add_argument('--iterate', type=float, default=0.1,
                     help='the share of checks that also iterate (always at start and end)')
+    ap.add_argument('--fold-entries', type=int, default=FOLD[0],
+                    help='the cache\'s fold_entries: a fold once the top holds this many records '
+                         '(and fold_ratio of the lower\'s)')
+    ap.add_argument('--fold-ratio', type=float, default=FOLD[1], help='the cache\'s fold_ratio')
     ap.add_argument('--keep', action='store_true', help='keep the temporary directory')
     args = ap.parse_args()
+    if args.fold_entries < 1 or not 0 <= args.fold_ratio <= 100:
+        ap.error('--fold-entries: at least 1 (the model has a top); --fold-ratio: 0..100')
+    FOLD = (args.fold_entries, args.fold_ratio)
     print(f'writes_model: seed {args.seed} (SHMKV_MODEL_SEED={args.seed} replays it), '
           f'{args.publishes} publishes, {args.keys} keys, readers '
           f'{", ".join(r.partition("=")[0] for r in args.reader)}', flush=True)
@@ -879,7 +935,8 @@ def main() -> int:
     answers = run.checks * len(run.readers) * len(run.pool)
     print(f'writes_model: {m.known if m else 0} generations in {secs:.1f} s: '
           + ', '.join(f'{v} {k}' for k, v in sorted(run.counts.items()))
-          + f'; {m.auto if m else 0} compactions by the bound; {run.changes} changes; '
+          + f'; {m.auto if m else 0} compactions by the bound; {m.folds if m else 0} folds; '
+          f'{run.changes} changes; '
           f'{run.checks} checks ({answers} answers compared), {run.iters} iterations, '
           f'{len(run.readers)} readers')
     if fails:

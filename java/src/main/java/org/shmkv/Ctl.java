@@ -20,23 +20,27 @@ import java.util.Map;
  * The control segment ROOT/NAME.ctl (lib/PROTOCOL.md): opening it, the
  * reader's side of the seqcount, whose writer is shmkv_ctl_publish() in
  * lib/shmkv/ctl.h, and which entries of a snapshot a reader maps (a base
- * copy and, in protocol 2, its overlay). Loads use VarHandle acquire mode
+ * copy and, in protocol 2, its lower overlay's copy and its top overlay's). Loads use VarHandle acquire mode
  * on the mapped words, as the C reader's __atomic loads do. The constants
  * are lib/shmkv/protocol.h's (FormatTest compares them).
  */
 final class Ctl implements AutoCloseable {
-	/** Protocol 1: one image a generation; 2: a base and its overlay (PROTOCOL.md, "Protocol 2"). */
+	/** Protocol 1: one image a generation; 2: a base and its overlays, a lower and a top (PROTOCOL.md, "Protocol 2"). */
 	static final int PROTOCOL_1 = 1, PROTOCOL_2 = 2;
 	/** The XXH3-64 (seed 0) of each version's layout description. */
-	static final long LAYOUT_HASH = 0x4b43ad88b167e31cL, LAYOUT_HASH_V2 = 0x3bf262da49ef7315L;
+	static final long LAYOUT_HASH = 0x4b43ad88b167e31cL, LAYOUT_HASH_V2 = 0x15a70b2227f150faL;
 	static final long SIZE = 4096;
 	static final int WORDS = 2176 / 8, MAX_SEGMENTS = 8, PATH_MAX = 224;
 	/** The control segment's flags. */
 	static final int RETIRED = 1;
-	/** A segment entry's flags: hugetlbfs-backed; (protocol 2) a copy of the overlay, else of the base. */
-	static final int SEG_HUGETLB = 1, SEG_OVERLAY = 2;
+	/**
+	 * A segment entry's flags: hugetlbfs-backed; (protocol 2) a copy of an
+	 * overlay, else of the base; with OVERLAY only, a copy of the top
+	 * overlay (OVERLAY alone: of the lower one).
+	 */
+	static final int SEG_HUGETLB = 1, SEG_OVERLAY = 2, SEG_TOP = 4;
 	/** The segment flags each version defines: any other bit is SHMKV_EPROTO. */
-	static final int SEG_KNOWN_V1 = SEG_HUGETLB, SEG_KNOWN_V2 = SEG_HUGETLB | SEG_OVERLAY;
+	static final int SEG_KNOWN_V1 = SEG_HUGETLB, SEG_KNOWN_V2 = SEG_HUGETLB | SEG_OVERLAY | SEG_TOP;
 	static final int SEQ_SPINS = 1 << 16, SEQ_PAUSES = 256;
 	static final String NAME_RULE = "1-63 bytes of A-Z a-z 0-9 _ - ., not starting with .";
 	/** Coordinates (MemorySegment, long offset); native order is the format's (little-endian hosts only). */
@@ -207,50 +211,65 @@ final class Ctl implements AutoCloseable {
 	}
 
 	/**
-	 * The entries of a generation a reader maps: base, a base copy's index,
-	 * and overlay, its overlay copy's index or -1 (none: the base is read
-	 * alone).
+	 * The entries of a generation a reader maps: base, a base copy's index;
+	 * lower and top, its lower overlay's copy and its top overlay's, or -1
+	 * (none: without a lower the base is read alone, without a top through
+	 * the lower alone).
 	 */
-	record Pick(int base, int overlay) {}
+	record Pick(int base, int lower, int top) {}
 
 	/**
 	 * Which entries of s to map (PROTOCOL.md, "Replicas" and "Protocol 2"):
-	 * the entries split into base copies (no OVERLAY flag) and overlay
-	 * copies; the base copy is the first (Java cannot ask getcpu for the
-	 * thread's node, so no node is preferred), the overlay the copy on the
-	 * base copy's node, else the first overlay copy. Proto when an entry has
-	 * a flag its protocol version does not define (OVERLAY in version 1), or
-	 * the generation has overlay copies but no base copy; null when it has
-	 * no entry (nothing published).
+	 * the entries split into base copies (no OVERLAY flag), lower overlay
+	 * copies (OVERLAY) and top overlay copies (OVERLAY and TOP); the base
+	 * copy is the first (Java cannot ask getcpu for the thread's node, so no
+	 * node is preferred), each overlay's the copy on the base copy's node,
+	 * else its first copy. Proto when an entry has a flag its protocol
+	 * version does not define (OVERLAY and TOP in version 1), TOP without
+	 * OVERLAY, or the generation has overlay copies but no base copy, or top
+	 * copies but no lower copy; null when it has no entry (nothing
+	 * published).
 	 */
 	Pick pick(Snap s) {
 		int known = version == PROTOCOL_2 ? SEG_KNOWN_V2 : SEG_KNOWN_V1;
-		int base = -1, overlays = 0;
+		int base = -1, lowers = 0, tops = 0;
 		for (int i = 0; i < s.segmentCount(); i++) {
 			int f = s.segFlags(i);
 			if ((f & ~known) != 0)
 				throw new ShmkvException.Proto(path.toString(), "segment " + i + " has flags " + Integer.toHexString(f)
 						+ ", unknown to protocol " + version + " (its flags: " + Integer.toHexString(known) + ")");
-			if ((f & SEG_OVERLAY) != 0)
-				overlays++;
+			if ((f & (SEG_TOP | SEG_OVERLAY)) == SEG_TOP)
+				throw new ShmkvException.Proto(path.toString(), "segment " + i + " has flags " + Integer.toHexString(f)
+						+ ": the TOP flag without OVERLAY");
+			if ((f & SEG_TOP) != 0)
+				tops++;
+			else if ((f & SEG_OVERLAY) != 0)
+				lowers++;
 			else if (base < 0)
 				base = i;
 		}
+		String gen = "generation " + Long.toUnsignedString(s.generation());
 		if (base < 0) {
-			if (overlays > 0)
-				throw new ShmkvException.Proto(path.toString(), "generation " + Long.toUnsignedString(s.generation())
-						+ " has an overlay but no base");
+			if (lowers + tops > 0)
+				throw new ShmkvException.Proto(path.toString(), gen + " has an overlay but no base");
 			return null;
 		}
-		int overlay = -1;
-		for (int i = 0; i < s.segmentCount() && overlays > 0; i++)
-			if ((s.segFlags(i) & SEG_OVERLAY) != 0) {
-				if (s.segNode(i) == s.segNode(base))
-					return new Pick(base, i);
-				if (overlay < 0)
-					overlay = i;
+		if (tops > 0 && lowers == 0)
+			throw new ShmkvException.Proto(path.toString(), gen + " has a top overlay but no lower one");
+		return new Pick(base, copy(s, SEG_OVERLAY, s.segNode(base)), copy(s, SEG_OVERLAY | SEG_TOP, s.segNode(base)));
+	}
+
+	/** The copy of the overlay whose role bits are role: the one on node, else the first; -1: none. */
+	private static int copy(Snap s, int role, int node) {
+		int first = -1;
+		for (int i = 0; i < s.segmentCount(); i++)
+			if ((s.segFlags(i) & (SEG_OVERLAY | SEG_TOP)) == role) {
+				if (s.segNode(i) == node)
+					return i;
+				if (first < 0)
+					first = i;
 			}
-		return new Pick(base, overlay);
+		return first;
 	}
 
 	/**

@@ -4,8 +4,9 @@ import java.lang.foreign.Arena;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * One mapped image, the delta it is read through if any (FORMAT.md §19),
- * and the shared arena that owns their mappings. The mapping
+ * One mapped image, the delta it is read through if any (FORMAT.md §19)
+ * and the top delta read before that one if any (§19.6), and the shared
+ * arena that owns their mappings. The mapping
  * is unmapped (arena closed) once the generation is retired (a refresh
  * switched to a newer one, or close) and no {@link Snapshot} pins it. A view
  * used after that fails: the JDK refuses any access to a closed shared arena's
@@ -16,8 +17,10 @@ import java.util.concurrent.atomic.AtomicInteger;
 final class Generation {
 	/** The image read: a plain image or a delta read alone, or the base a delta is read through. */
 	final Image image;
-	/** The delta image is read through (checked against it, §19.4); null: none. */
+	/** The delta image is read through (checked against it, §19.4): the lower one under a top; null: none. */
 	final Image delta;
+	/** The top delta, read before delta (a delta of image too, §19.6); null: none (always without delta). */
+	final Image top;
 	final long number;
 	final String source;
 	private final Arena arena;
@@ -30,8 +33,13 @@ final class Generation {
 	}
 
 	Generation(Image image, Image delta, Arena arena, long number, String source) {
+		this(image, delta, null, arena, number, source);
+	}
+
+	Generation(Image image, Image delta, Image top, Arena arena, long number, String source) {
 		this.image = image;
 		this.delta = delta;
+		this.top = top;
 		this.arena = arena;
 		this.number = number;
 		this.source = source;

@@ -123,6 +123,53 @@ public final class Shmkv extends ShmkvReader implements AutoCloseable {
 		}), null, source + " through " + delta, check);
 	}
 
+	/**
+	 * Opens an image file read through two delta images of it, a lower and
+	 * a top (FORMAT.md §19.6: what a protocol 2 cache with a top overlay
+	 * reads, and lib's shmkv_delta_set2): a key the top holds (an upsert,
+	 * expired or not, or a tombstone) is the top's answer, else a key the
+	 * lower holds is the lower's, else the image's; the iteration yields the
+	 * top's upserts, then the lower's whose key the top does not hold, then
+	 * the image's whose key neither holds. Each delta is checked against the
+	 * image itself as {@link #open(Path, Path, Check)} checks one (§19.4: the
+	 * top is a delta of the image, not of the lower). All three stay mapped
+	 * until close.
+	 *
+	 * @param base the image file
+	 * @param lower the lower delta image file made for it
+	 * @param top the top delta image file made for it; null: the lower alone,
+	 *     as {@link #open(Path, Path, Check)}
+	 * @param check how much to check of each now
+	 * @return the reader; close it
+	 * @throws ShmkvException.Base when a delta does not apply to the image
+	 *     (the message names which, "lower delta" or "top delta", and both
+	 *     checksums), Io EINVAL for a top without a lower (one delta is read
+	 *     as the lower), or another ShmkvException when a file cannot be read
+	 *     or is not a sound image
+	 */
+	public static Shmkv open(Path base, Path lower, Path top, Check check) {
+		if (lower == null)
+			throw noLower(top);
+		if (top == null)
+			return open(base, lower, check);
+		long bsize = fileSize(base), lsize = fileSize(lower), tsize = fileSize(top);
+		String source = base.toString(), what = source + " through " + lower + " and " + top;
+		Arena arena = Arena.ofShared();
+		return new Shmkv(generation(arena, source, () -> {
+			Image b = mapImage(arena, base, bsize, bsize, source, check, true);
+			Image l = mapImage(arena, lower, lsize, lsize, lower.toString(), check, true);
+			Image t = mapImage(arena, top, tsize, tsize, top.toString(), check, true);
+			Through.check(b, l, "lower delta");
+			Through.check(b, t, "top delta");
+			return new Generation(b, l, t, arena, 0, what);
+		}), null, what, check);
+	}
+
+	private static ShmkvException noLower(Object top) {
+		return new ShmkvException.Io(22, "EINVAL", String.valueOf(top), "a top delta without a lower one: one delta "
+				+ "is read as the lower (FORMAT.md §19.6)", null);
+	}
+
 	/** A file's size; Io when it cannot be read or is not a regular file. */
 	private static long fileSize(Path file) {
 		Map<String, Object> st;
@@ -173,6 +220,36 @@ public final class Shmkv extends ShmkvReader implements AutoCloseable {
 		}), null, source, check);
 	}
 
+	/**
+	 * Images held in memory (copied, aligned as a mapping is), base read
+	 * through a lower and a top delta, as
+	 * {@link #open(Path, Path, Path, Check)} reads files.
+	 *
+	 * @param base the image
+	 * @param lower the lower delta image made for it
+	 * @param top the top delta image made for it; null: the lower alone
+	 * @param check how much to check of each now
+	 * @return the reader; close it
+	 * @throws ShmkvException.Base when a delta does not apply to the image,
+	 *     Io EINVAL for a top without a lower, or another ShmkvException when
+	 *     one is not a sound image
+	 */
+	public static Shmkv of(byte[] base, byte[] lower, byte[] top, Check check) {
+		if (lower == null)
+			throw noLower("the top delta in memory");
+		if (top == null)
+			return of(base, lower, check);
+		String source = "an image in memory";
+		Arena arena = Arena.ofShared();
+		return new Shmkv(generation(arena, source, () -> {
+			Image b = copy(arena, base, source, check), l = copy(arena, lower, "the lower delta in memory", check),
+					t = copy(arena, top, "the top delta in memory", check);
+			Through.check(b, l, "lower delta");
+			Through.check(b, t, "top delta");
+			return new Generation(b, l, t, arena, 0, source);
+		}), null, source, check);
+	}
+
 	/** bytes copied into arena, 4096-aligned, and checked as an image. */
 	private static Image copy(Arena arena, byte[] bytes, String source, Check check) {
 		MemorySegment seg = arena.allocate(Math.max(bytes.length, 1), 4096);
@@ -217,9 +294,10 @@ public final class Shmkv extends ShmkvReader implements AutoCloseable {
 	 * {@link Check#HEADER} is the usual choice.
 	 *
 	 * <p>A cache with changes (a control segment of protocol 2, PROTOCOL.md
-	 * "Protocol 2") is read as its base image through its overlay, a delta
-	 * image of it (FORMAT.md §19): every get, batch and iteration answers
-	 * with the changes, and both images are of one generation.
+	 * "Protocol 2") is read as its base image through its overlays, delta
+	 * images of it (FORMAT.md §19): the lower one, and the top one over it
+	 * where the generation has one (§19.6); every get, batch and iteration
+	 * answers with the changes, and the images are of one generation.
 	 *
 	 * @param name the cache's name
 	 * @param root the loader's root directory; null: $SHMKV_ROOT, else /run/shmkv
@@ -254,9 +332,10 @@ public final class Shmkv extends ShmkvReader implements AutoCloseable {
 	/**
 	 * Maps the generation of snapshot s (PROTOCOL.md, "Attach" and "Protocol
 	 * 2"): its base copy, checked as a plain image, and in protocol 2 its
-	 * overlay copy if it has one, checked as a delta image that applies to
-	 * the base (FORMAT.md §19.4), both in one arena: a get reads base and
-	 * overlay of one generation, and both are released together.
+	 * lower overlay's copy and its top overlay's if it has them, each
+	 * checked as a delta image that applies to the base (FORMAT.md §19.4),
+	 * all in one arena: a get reads base and overlays of one generation, and
+	 * they are released together.
 	 */
 	private static Generation mapSnap(Ctl ctl, Ctl.Snap s, String name, Check check) {
 		if ((s.flags() & Ctl.RETIRED) != 0)
@@ -271,25 +350,31 @@ public final class Shmkv extends ShmkvReader implements AutoCloseable {
 		String source = s.segPath(pk.base()) + " (cache \"" + name + "\", generation " + gen + ")";
 		Arena arena = Arena.ofShared();
 		return generation(arena, source, () -> {
-			Image b = mapSegment(arena, ctl, s, pk.base(), source, check, false);
-			if (pk.overlay() < 0)
+			Image b = mapSegment(arena, ctl, s, pk.base(), source, check, 0);
+			if (pk.lower() < 0)
 				return new Generation(b, arena, s.generation(), source);
-			Image d = mapSegment(arena, ctl, s, pk.overlay(), s.segPath(pk.overlay()) + " (the overlay of generation " + gen
-					+ ")", check, true);
+			Image d = mapSegment(arena, ctl, s, pk.lower(), s.segPath(pk.lower()) + " (the overlay of generation " + gen
+					+ ")", check, Ctl.SEG_OVERLAY);
 			Through.check(b, d);
-			return new Generation(b, d, arena, s.generation(), source);
+			if (pk.top() < 0)
+				return new Generation(b, d, arena, s.generation(), source);
+			Image t = mapSegment(arena, ctl, s, pk.top(), s.segPath(pk.top()) + " (the top overlay of generation " + gen
+					+ ")", check, Ctl.SEG_OVERLAY | Ctl.SEG_TOP);
+			Through.check(b, t);
+			return new Generation(b, d, t, arena, s.generation(), source);
 		});
 	}
 
 	/**
 	 * Entry i of snapshot s mapped into arena and checked as an image, a
-	 * delta image when overlay (an overlay copy), else a plain one: the
+	 * delta image for an overlay copy (role: its OVERLAY and TOP flags),
+	 * else a plain one: the
 	 * segment file must be a regular file of the control segment's owner
 	 * that no one else can write (PROTOCOL.md, "Trust"), at least the
 	 * entry's size long.
 	 */
 	private static Image mapSegment(Arena arena, Ctl ctl, Ctl.Snap s, int i, String source, Check check,
-			boolean overlay) {
+			int role) {
 		Path p = Path.of(s.segPath(i));
 		Map<String, Object> st;
 		try {
@@ -310,10 +395,13 @@ public final class Shmkv extends ShmkvReader implements AutoCloseable {
 		long ms = s.segMapSize(i);
 		long mapLen = Long.compareUnsigned(ms, size) >= 0 && Long.compareUnsigned(ms, fileLen) <= 0 ? ms : size;
 		Image im = mapImage(arena, p, size, mapLen, source, check, false);
-		if (im.delta != overlay)
-			throw new ShmkvException.Proto(source, overlay
-					? "a plain image where an overlay belongs (a delta image: its entry has the OVERLAY flag)"
-					: "a delta image where a base belongs (a plain image: its entry has no OVERLAY flag)");
+		if (im.delta != (role != 0))
+			throw new ShmkvException.Proto(source, role == 0
+					? "a delta image where a base belongs (a plain image: its entry has no OVERLAY flag)"
+					: role == Ctl.SEG_OVERLAY
+							? "a plain image where an overlay belongs (a delta image: its entry has the OVERLAY flag)"
+							: "a plain image where the top overlay belongs (a delta image: its entry has the OVERLAY "
+									+ "and TOP flags)");
 		return im;
 	}
 

@@ -101,17 +101,27 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	}
 
 	/**
-	 * Marks a locator in the delta a generation's image is read through:
+	 * Marks a locator in a delta a generation's image is read through:
 	 * bit 63, which no locator has (they are below 2^63, and -1 has every
 	 * other bit set too).
 	 */
 	static final long IN_DELTA = Long.MIN_VALUE;
 
 	/**
+	 * With {@link #IN_DELTA}, marks a locator in the top delta (FORMAT.md
+	 * §19.6): bit 50, which no locator has (the high bit of an inline
+	 * record's value_len, Index's locator: an inline value fits its
+	 * 128-byte bucket, so its length is below 128; an OUT locator has no
+	 * length bits).
+	 */
+	static final long IN_TOP = 1L << 50;
+
+	/**
 	 * The lookup every getter makes, in the generation's image or through
-	 * its delta: -1 when the key is absent, else its record's locator, its
-	 * value checked; a locator in the delta comes with {@link #IN_DELTA}
-	 * (callers take {@link #imageOf} and {@link #locator}).
+	 * its deltas: -1 when the key is absent, else its record's locator, its
+	 * value checked; a locator in a delta comes with {@link #IN_DELTA} (and
+	 * {@link #IN_TOP} in the top one; callers take {@link #imageOf} and
+	 * {@link #locator}).
 	 */
 	final long lookup(Generation g, byte[] key, long lo, long tl, int len, long[] now) {
 		return g.delta == null ? find(g.image, key, lo, tl, len, now) : through(g, key, lo, tl, len, now);
@@ -123,10 +133,16 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 * when it may hold the key, the delta's lookup (§6.4): an upsert answers
 	 * (absent when it has expired: the base is not consulted), a tombstone
 	 * makes the key absent; a key the delta does not hold, the base answers.
+	 * Under a top delta (§19.6) the top is asked so first, then the lower.
 	 */
 	private long through(Generation g, byte[] key, long lo, long tl, int len, long[] now) {
-		Image im = g.image, d = g.delta;
+		Image im = g.image, d = g.delta, t = g.top;
 		long h = im.checkedHash(key, lo, tl, len);
+		if (t != null && t.mayHold(h)) {
+			long loc = Index.find(t, key, lo, tl, len, h);
+			if (loc >= 0)
+				return (loc = live(t, loc, now)) < 0 ? -1 : loc | IN_DELTA | IN_TOP;
+		}
 		if (d.mayHold(h)) {
 			long loc = Index.find(d, key, lo, tl, len, h);
 			if (loc >= 0)
@@ -135,14 +151,14 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 		return live(im, Index.find(im, key, lo, tl, len, h), now);
 	}
 
-	/** The image of a lookup's answer (not -1): the generation's, or (IN_DELTA) its delta. */
+	/** The image of a lookup's answer (not -1): the generation's, or (IN_DELTA) its delta, (IN_TOP) its top. */
 	static Image imageOf(Generation g, long loc) {
-		return loc < -1 ? g.delta : g.image;
+		return loc >= -1 ? g.image : (loc & IN_TOP) != 0 ? g.top : g.delta;
 	}
 
 	/** The locator of a lookup's answer (not -1) in its image. */
 	static long locator(long loc) {
-		return loc & ~IN_DELTA;
+		return loc & ~(IN_DELTA | IN_TOP);
 	}
 
 	/** The generation to read now. */
@@ -246,8 +262,8 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 			try {
 				long loc = lookup(g, key, lo, tl, len, null);
 				Image im = g.image;
-				if (loc < -1) { // in the delta it is read through
-					im = g.delta;
+				if (loc < -1) { // in a delta it is read through
+					im = imageOf(g, loc);
 					loc = locator(loc);
 				}
 				if (loc < 0) {
@@ -340,7 +356,7 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 
 	/**
 	 * The number of entries the iteration yields: the records that have not
-	 * expired (and, through a delta, as the delta has them). O(1) for a
+	 * expired (and, through deltas, as the deltas have them). O(1) for a
 	 * plain image without the EXPIRY flag (its entry_count); else (expiring
 	 * records, a delta read alone or through) the entries are counted, O(n),
 	 * against the clock read once.
@@ -357,7 +373,8 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	/**
 	 * The number of records {@link #allRecords()} yields, expired ones
 	 * included: the header's entry_count (O(1)), a delta's tombstones
-	 * included; through a delta the records are counted, O(n).
+	 * included; through a delta (or a lower and a top) the records are
+	 * counted, O(n).
 	 *
 	 * @return the record count
 	 */
@@ -408,7 +425,8 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	/**
 	 * The delta this reader reads: the image itself when it is a delta read
 	 * alone, or the delta a base is read through
-	 * ({@link Shmkv#open(java.nio.file.Path, java.nio.file.Path)}).
+	 * ({@link Shmkv#open(java.nio.file.Path, java.nio.file.Path)}); through
+	 * a lower and a top delta, the lower one (see {@link #topDeltaId()}).
 	 *
 	 * @return its identity and its base's; empty for a plain image read alone
 	 */
@@ -416,6 +434,19 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 		Generation g = current();
 		Image d = g.delta != null ? g.delta : g.image.delta ? g.image : null;
 		return d == null ? Optional.empty() : Optional.of(DeltaId.of(d.hdr));
+	}
+
+	/**
+	 * The top delta a base is read through over its lower one (FORMAT.md
+	 * §19.6: {@link Shmkv#open(java.nio.file.Path, java.nio.file.Path,
+	 * java.nio.file.Path, Shmkv.Check)}, or a cache generation with a top
+	 * overlay).
+	 *
+	 * @return its identity and its base's; empty without a top delta
+	 */
+	public Optional<DeltaId> topDeltaId() {
+		Generation g = current();
+		return g.top == null ? Optional.empty() : Optional.of(DeltaId.of(g.top.hdr));
 	}
 
 	/**
@@ -776,28 +807,43 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 * The iteration of g: live (the default) or every record. A delta read
 	 * alone: its upserts, and (every record) its tombstones. Through a delta
 	 * (FORMAT.md §19): the delta's upserts, then the base's records whose key
-	 * the delta does not hold, one clock read for both.
+	 * the delta does not hold; through a lower and a top (§19.6): the top's
+	 * upserts, then the lower's whose key the top does not hold, then the
+	 * base's whose key neither holds; one clock read for all.
 	 */
 	private Iterator<Value> records(Generation g, boolean live) {
-		Image im = g.image, d = g.delta;
-		long[] now = {live && (im.expiry || d != null && d.expiry) ? now() : 0};
+		Image im = g.image, d = g.delta, t = g.top;
+		long[] now = {live && (im.expiry || d != null && d.expiry || t != null && t.expiry) ? now() : 0};
 		ShmkvReader expiry = live ? this : null;
 		if (d == null)
-			return new RecordIterator(expiry, g, im, !live, null, now);
-		Iterator<Value> upserts = new RecordIterator(expiry, g, d, false, null, now);
-		Iterator<Value> rest = new RecordIterator(expiry, g, im, false, d, now);
+			return new RecordIterator(expiry, g, im, !live, NO_IMAGES, now);
+		List<Iterator<Value>> levels = t == null
+				? List.of(new RecordIterator(expiry, g, d, false, NO_IMAGES, now),
+						new RecordIterator(expiry, g, im, false, new Image[] {d}, now))
+				: List.of(new RecordIterator(expiry, g, t, false, NO_IMAGES, now),
+						new RecordIterator(expiry, g, d, false, new Image[] {t}, now),
+						new RecordIterator(expiry, g, im, false, new Image[] {t, d}, now));
 		return new Iterator<>() {
+			private int at;
+
 			@Override
 			public boolean hasNext() {
-				return upserts.hasNext() || rest.hasNext();
+				for (; at < levels.size(); at++)
+					if (levels.get(at).hasNext())
+						return true;
+				return false;
 			}
 
 			@Override
 			public Value next() {
-				return upserts.hasNext() ? upserts.next() : rest.next();
+				if (!hasNext())
+					throw new NoSuchElementException();
+				return levels.get(at).next();
 			}
 		};
 	}
+
+	private static final Image[] NO_IMAGES = {};
 
 	/**
 	 * Calls action with the key and value of every live entry, as
@@ -813,14 +859,16 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	/**
 	 * The full structural check of FORMAT.md §13 (and §19.4 for a delta) on
 	 * the generation read now: through a delta, of the base, then of the
-	 * delta.
+	 * delta; through a lower and a top, of the base, the lower, then the
+	 * top.
 	 *
 	 * @throws ShmkvException.Corrupt (or Checksum) naming the first problem
 	 */
 	public void verify() {
 		Generation g = current();
 		try {
-			for (Image im : g.delta == null ? List.of(g.image) : List.of(g.image, g.delta)) {
+			for (Image im : g.delta == null ? List.of(g.image)
+					: g.top == null ? List.of(g.image, g.delta) : List.of(g.image, g.delta, g.top)) {
 				im.hdr.checkSections(im.seg);
 				im.verify();
 			}
@@ -835,8 +883,8 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 * Iteration of one image: every bucket's records in index order, each
 	 * checked as verify checks it (an OUT record's entry too), those a
 	 * reader leaves out skipped: expired ones (live), tombstones (unless
-	 * asked for), and (the base's records through a delta) those whose key
-	 * the delta holds.
+	 * asked for), and (a level under another through deltas) those whose key
+	 * a level above holds.
 	 */
 	private static final class RecordIterator implements Iterator<Value> {
 		private final Generation g;
@@ -850,10 +898,10 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 		private final ShmkvReader reader;
 		/** Whether a delta's tombstones are yielded (its every record, read alone). */
 		private final boolean tombstones;
-		/** The delta whose keys are left out; null: none. */
-		private final Image skip;
+		/** The deltas above im whose keys are left out: the top's and the lower's, or none. */
+		private final Image[] skip;
 
-		RecordIterator(ShmkvReader reader, Generation g, Image im, boolean tombstones, Image skip, long[] now) {
+		RecordIterator(ShmkvReader reader, Generation g, Image im, boolean tombstones, Image[] skip, long[] now) {
 			this.g = g;
 			this.im = im;
 			left = im.entryCount;
@@ -870,8 +918,7 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 					Value v = advance();
 					left--;
 					if (v.isTombstone() ? tombstones
-							: (reader == null || !reader.expired(im, v.locator(), now))
-									&& (skip == null || !skip.holds(v.key())))
+							: (reader == null || !reader.expired(im, v.locator(), now)) && !held(v.key()))
 						next = v;
 				}
 				return next != null;
@@ -880,6 +927,14 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 			} catch (IndexOutOfBoundsException x) {
 				throw outside(g, x);
 			}
+		}
+
+		/** Whether a level above holds key (an upsert, expired or not, or a tombstone). */
+		private boolean held(byte[] key) {
+			for (Image d : skip)
+				if (d.holds(key))
+					return true;
+			return false;
 		}
 
 		@Override

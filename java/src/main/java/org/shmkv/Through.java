@@ -1,10 +1,12 @@
 package org.shmkv;
 
 /**
- * Reading a base image through a delta (FORMAT.md §19): the checks of
- * §19.4 that a delta applies to the image it is read through, made once,
- * before any get. The reading itself is the readers' ({@link ShmkvReader}:
- * the delta's filter, then its lookup, then the base's).
+ * Reading a base image through a delta (FORMAT.md §19), or through a lower
+ * and a top delta (§19.6): the checks of §19.4 that a delta applies to the
+ * image it is read through, made once, before any get (for each of two
+ * deltas against the base itself: a top is not a delta of the lower). The
+ * reading itself is the readers' ({@link ShmkvReader}: the top's filter
+ * and lookup, then the lower's, then the base's).
  */
 final class Through {
 	private Through() {}
@@ -16,26 +18,32 @@ final class Through {
 	 * checksums and, for a chain's later delta, its place.
 	 */
 	static void check(Image b, Image d) {
-		Header bh = b.hdr, dh = d.hdr;
-		if (bh.delta)
-			throw error(b, d, "the image is itself a delta; a delta applies to a plain image");
-		if (!dh.delta)
-			throw new ShmkvException.Base(b.source, d.source + ", given as the delta, is a plain image (its layout "
-					+ "hash is not a delta's); the base's header checksum is " + Bytes.hex(bh.checksum));
-		if (dh.baseChecksum != bh.checksum || dh.baseSize != bh.fileSize)
-			throw error(b, d, "it was made for another image");
-		if (dh.prev != 0)
-			throw error(b, d, "it follows delta " + Bytes.hex(dh.prev) + ", as number " + Long.toUnsignedString(dh.seq)
-					+ " of its chain: chains are merged before they are read ('shmctl image apply')");
-		if (dh.hashSeed != bh.hashSeed || dh.hashBits != bh.hashBits)
-			throw error(b, d, "it hashes keys with seed " + Bytes.hex(dh.hashSeed) + " and " + dh.hashBits
-					+ " bits, the image with seed " + Bytes.hex(bh.hashSeed) + " and " + bh.hashBits);
-		// the same seed and width: a key hashed once serves both lookups
+		check(b, d, "delta");
 	}
 
-	private static ShmkvException.Base error(Image b, Image d, String why) {
+	/** check, the delta named role in messages ("delta", "lower delta", "top delta"). */
+	static void check(Image b, Image d, String role) {
 		Header bh = b.hdr, dh = d.hdr;
-		return new ShmkvException.Base(b.source, "delta " + d.source + ": " + why + " (its header names base checksum "
+		if (bh.delta)
+			throw error(b, d, role, "the image is itself a delta; a delta applies to a plain image");
+		if (!dh.delta)
+			throw new ShmkvException.Base(b.source, d.source + ", given as the " + role + ", is a plain image (its "
+					+ "layout hash is not a delta's); the base's header checksum is " + Bytes.hex(bh.checksum));
+		if (dh.baseChecksum != bh.checksum || dh.baseSize != bh.fileSize)
+			throw error(b, d, role, "it was made for another image");
+		if (dh.prev != 0)
+			throw error(b, d, role, "it follows delta " + Bytes.hex(dh.prev) + ", as number "
+					+ Long.toUnsignedString(dh.seq) + " of its chain: chains are merged before they are read "
+					+ "('shmctl image apply')");
+		if (dh.hashSeed != bh.hashSeed || dh.hashBits != bh.hashBits)
+			throw error(b, d, role, "it hashes keys with seed " + Bytes.hex(dh.hashSeed) + " and " + dh.hashBits
+					+ " bits, the image with seed " + Bytes.hex(bh.hashSeed) + " and " + bh.hashBits);
+		// the same seed and width: a key hashed once serves every lookup
+	}
+
+	private static ShmkvException.Base error(Image b, Image d, String role, String why) {
+		Header bh = b.hdr, dh = d.hdr;
+		return new ShmkvException.Base(b.source, role + " " + d.source + ": " + why + " (its header names base checksum "
 				+ Bytes.hex(dh.baseChecksum) + ", " + Long.toUnsignedString(dh.baseSize) + " bytes; this image's "
 				+ "header checksum is " + Bytes.hex(bh.checksum) + ", " + bh.fileSize + " bytes)");
 	}

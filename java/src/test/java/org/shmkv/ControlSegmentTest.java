@@ -24,7 +24,8 @@ import org.junit.jupiter.api.io.TempDir;
  * {@link Shmkv#of(byte[], byte[], Shmkv.Check)} does, the overlay copy
  * chosen by the base copy's node, refresh across overlays and bases; and
  * every rule of "Protocol 2" broken once: unknown segment flags (OVERLAY in
- * version 1), overlay copies without a base copy, a delta where a base is
+ * version 1), overlay copies without a base copy (the top overlay's rules:
+ * {@link LevelsTest}), a delta where a base is
  * named and a plain image where an overlay is, another version's layout
  * hash, an overlay of another base (SHMKV_EBASE) — at attach, and at
  * refresh, which keeps its generation and remembers the failure.
@@ -294,20 +295,21 @@ class ControlSegmentTest {
 			MessagesTest.saysEachThingOnce(where, e);
 			assertTrue(e.getMessage().contains("protocol version " + vh[0]), e.getMessage());
 			assertTrue(e.getMessage().contains("this library speaks versions 1 (layout 4b43ad88b167e31c) and 2 (layout "
-					+ "3bf262da49ef7315), size 4096"), e.getMessage());
+					+ "15a70b2227f150fa), size 4096"), e.getMessage());
 		}
 		// both pairs attach
 		create(1, Ctl.LAYOUT_HASH, Seg.base(baseF));
 		attach().close();
 		create2(Seg.base(baseF));
 		attach().close();
-		// flags a version does not define: OVERLAY in version 1; any bit above OVERLAY
+		// flags a version does not define: OVERLAY in version 1; any bit above TOP
+		// (TOP itself: LevelsTest)
 		create(1, Ctl.LAYOUT_HASH, Seg.base(baseF), Seg.overlay(deltaF));
 		refused(ShmkvException.Proto.class, where, "segment 1 has flags 2, unknown to protocol 1 (its flags: 1)");
 		create(1, Ctl.LAYOUT_HASH, Seg.base(baseF).flags(Ctl.SEG_HUGETLB | 8));
 		refused(ShmkvException.Proto.class, where, "segment 0 has flags 9, unknown to protocol 1");
-		create2(Seg.base(baseF), Seg.overlay(deltaF).flags(Ctl.SEG_OVERLAY | 4));
-		refused(ShmkvException.Proto.class, where, "segment 1 has flags 6, unknown to protocol 2 (its flags: 3)");
+		create2(Seg.base(baseF), Seg.overlay(deltaF).flags(Ctl.SEG_OVERLAY | 8));
+		refused(ShmkvException.Proto.class, where, "segment 1 has flags a, unknown to protocol 2 (its flags: 7)");
 		// a hugetlb flag is fine in either role
 		create2(Seg.base(baseF).flags(Ctl.SEG_HUGETLB), Seg.overlay(deltaF).flags(Ctl.SEG_OVERLAY | Ctl.SEG_HUGETLB));
 		try (Shmkv c = attach()) {
@@ -373,7 +375,7 @@ class ControlSegmentTest {
 		try (Shmkv c = attach()) {
 			List<Runnable> bad = List.of(() -> pub(2, Seg.base(baseF), Seg.overlay(delta22F)), // EBASE
 					() -> pub(3, Seg.overlay(deltaF)), // no base
-					() -> pub(4, Seg.base(baseF), Seg.overlay(deltaF).flags(6)), // unknown flag
+					() -> pub(4, Seg.base(baseF), Seg.overlay(deltaF).flags(10)), // unknown flag
 					() -> pub(5, Seg.base(deltaF)), // a delta as the base
 					() -> pub(6, Seg.base(baseF), Seg.overlay(baseF))); // a plain image as the overlay
 			List<Class<? extends ShmkvException>> kinds = List.of(ShmkvException.Base.class, ShmkvException.Proto.class,

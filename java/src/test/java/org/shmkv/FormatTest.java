@@ -177,6 +177,7 @@ class FormatTest {
 		want.put("SHMKV_CTL_RETIRED", (long) Ctl.RETIRED);
 		want.put("SHMKV_SEG_HUGETLB", (long) Ctl.SEG_HUGETLB);
 		want.put("SHMKV_SEG_OVERLAY", (long) Ctl.SEG_OVERLAY);
+		want.put("SHMKV_SEG_TOP", (long) Ctl.SEG_TOP);
 		want.put("SHMKV_CTL_LAYOUT_HASH", Ctl.LAYOUT_HASH);
 		want.put("SHMKV_CTL_LAYOUT_HASH_V2", Ctl.LAYOUT_HASH_V2);
 		for (Map.Entry<String, Long> w : want.entrySet()) {
@@ -186,14 +187,14 @@ class FormatTest {
 			assertEquals(w.getValue(), v.startsWith("0x") ? Long.parseUnsignedLong(v.substring(2), 16) : Long.parseLong(v),
 					w.getKey());
 		}
-		assertEquals("(SHMKV_SEG_HUGETLB | SHMKV_SEG_OVERLAY)", d.get("SHMKV_SEG_KNOWN_V2"));
-		assertEquals(Ctl.SEG_HUGETLB | Ctl.SEG_OVERLAY, Ctl.SEG_KNOWN_V2);
+		assertEquals("(SHMKV_SEG_HUGETLB | SHMKV_SEG_OVERLAY | SHMKV_SEG_TOP)", d.get("SHMKV_SEG_KNOWN_V2"));
+		assertEquals(Ctl.SEG_HUGETLB | Ctl.SEG_OVERLAY | Ctl.SEG_TOP, Ctl.SEG_KNOWN_V2);
 		assertEquals("SHMKV_SEG_HUGETLB", d.get("SHMKV_SEG_KNOWN_V1"));
 		assertEquals(Ctl.SEG_HUGETLB, Ctl.SEG_KNOWN_V1);
 		assertEquals(2176, Ctl.WORDS * 8, "the words a snapshot copies: 2176 bytes");
 		String v1 = unquote(d.get("SHMKV_CTL_LAYOUT_DESC")), v2 = unquote(d.get("SHMKV_CTL_LAYOUT_DESC_V2"));
 		assertTrue(v1.startsWith("shmkv-ctl-v1;ctl=2176:"), v1);
-		assertEquals(368, v2.length(), "PROTOCOL.md: 368 ASCII bytes");
+		assertEquals(444, v2.length(), "PROTOCOL.md: 444 ASCII bytes");
 		for (String[] dh : new String[][] {{v1, "SHMKV_CTL_LAYOUT_HASH"}, {v2, "SHMKV_CTL_LAYOUT_HASH_V2"}}) {
 			byte[] b = dh[0].getBytes(StandardCharsets.US_ASCII);
 			assertEquals(want.get(dh[1]), Xxh3.checksum(MemorySegment.ofArray(b), 0, b.length), dh[1]);

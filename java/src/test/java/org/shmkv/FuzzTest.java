@@ -22,8 +22,9 @@ import org.junit.jupiter.api.Test;
  * verified: the only exceptions allowed are ShmkvException's; never an
  * IndexOutOfBoundsException, an IllegalStateException, an
  * ArithmeticException or anything else unchecked. The delta seed (FORMAT.md
- * §19) is also read, damaged, through its intact base, and the base,
- * damaged, through the intact delta.
+ * §19) is also read, damaged, through its intact base, and as the top over
+ * the intact delta (§19.6), and the base, damaged, through the intact
+ * delta.
  */
 class FuzzTest {
 	/** The seed that is a delta image: DeltaTest's, of {@link #deltaBase()}. */
@@ -76,10 +77,11 @@ class FuzzTest {
 				if (!SEEDS[which].equals(DELTA))
 					opened = exercise(b, keys.get(which), r);
 				else
-					opened = switch (r.nextInt(3)) {
+					opened = switch (r.nextInt(4)) {
 						case 0 -> exercise(b, keys.get(which), r); // the delta alone
-						case 1 -> exerciseThrough(base, b, throughKeys, r); // the damaged delta through its base
-						default -> exerciseThrough(mutate(base, r), images.get(which), throughKeys, r);
+						case 1 -> exerciseThrough(base, b, null, throughKeys, r); // the damaged delta through its base
+						case 2 -> exerciseThrough(base, images.get(which), b, throughKeys, r); // as the top over it
+						default -> exerciseThrough(mutate(base, r), images.get(which), null, throughKeys, r);
 					};
 				outcomes[opened ? 0 : 1]++;
 			} catch (Throwable t) {
@@ -180,12 +182,16 @@ class FuzzTest {
 		return true;
 	}
 
-	/** exercise of base read through delta (FORMAT.md §19): true when both opened and the delta applied. */
-	static boolean exerciseThrough(byte[] base, byte[] delta, List<byte[]> keys, SplittableRandom r) {
+	/**
+	 * exercise of base read through delta (FORMAT.md §19), and through top
+	 * over it where not null (§19.6): true when all opened and the deltas
+	 * applied.
+	 */
+	static boolean exerciseThrough(byte[] base, byte[] delta, byte[] top, List<byte[]> keys, SplittableRandom r) {
 		Shmkv.Check check = Shmkv.Check.values()[r.nextInt(3)];
 		Shmkv db;
 		try {
-			db = Shmkv.of(base, delta, check);
+			db = Shmkv.of(base, delta, top, check);
 		} catch (ShmkvException e) {
 			seen(e);
 			return false;

@@ -88,7 +88,7 @@ class JazzerFuzzTest {
 				FuzzTest.resum(img);
 		}
 		if (through)
-			FuzzTest.exerciseThrough(base, img, throughKeys, new SplittableRandom(mode));
+			FuzzTest.exerciseThrough(base, img, null, throughKeys, new SplittableRandom(mode));
 		else
 			FuzzTest.exercise(img, k, new SplittableRandom(mode));
 	}

@@ -30,7 +30,8 @@ import org.shmkv.Shmkv;
  * long_KEYS.shmkv (a key of more than 16 bytes: user:profile:key_N) and
  * utf8_KEYS.shmkv (a non-ASCII key: ключ_N); each against a
  * HashMap&lt;String,String&gt; of its keys; and kv_KEYS.delta (DeltaBench's:
- * a delta of 1% of the keys), read through against the base alone.
+ * a delta of 1% of the keys), read through against the base alone, and
+ * kv_KEYS.top (a top delta over it) read through both against the one.
  */
 public final class CpuTimeBench {
 	private CpuTimeBench() {}
@@ -142,19 +143,25 @@ public final class CpuTimeBench {
 	 * same keys of the base alone), when DIR has kv_KEYS.delta: base hits
 	 * and misses through the delta against the base alone's, delta hits
 	 * against the base alone's hits of other keys (the goal: no slower) and
-	 * of the same keys.
+	 * of the same keys. With kv_KEYS.top too (a top delta over that one,
+	 * FORMAT.md §19.6): base hits and misses through both against the same
+	 * through the one delta (what the top adds), and hits of the top's keys
+	 * against the base alone's hits of other keys.
 	 */
-	static void addDelta(List<Loop> loops, Path img, Path delta, int keys) {
+	static void addDelta(List<Loop> loops, Path img, Path delta, Path top, int keys) {
 		if (!Files.exists(img) || !Files.exists(delta))
 			return;
 		Shmkv plain = Shmkv.open(img, Shmkv.Check.HEADER), through = Shmkv.open(img, delta, Shmkv.Check.HEADER);
+		Shmkv both = Files.exists(top) ? Shmkv.open(img, delta, top, Shmkv.Check.HEADER) : null;
 		SplittableRandom r = new SplittableRandom(45);
-		String[] base = new String[RING], dk = new String[RING], miss = new String[RING];
+		String[] base = new String[RING], dk = new String[RING], miss = new String[RING], tk = new String[RING];
+		SplittableRandom rt = new SplittableRandom(46); // its own: the other rings as before
 		for (int i = 0; i < RING; i++) {
 			int n = r.nextInt(keys);
 			base[i] = "key_" + (n % 100 == 0 ? n + 1 : n);
 			dk[i] = "key_" + 100 * r.nextInt(keys / 100);
 			miss[i] = "key_" + (keys + r.nextInt(keys));
+			tk[i] = "key_" + 10_000 * rt.nextInt(Math.max(1, keys / 10_000)); // the top's upserts
 		}
 		byte[] dst = new byte[64];
 		String[][] sets = {base, dk, miss};
@@ -178,7 +185,25 @@ public final class CpuTimeBench {
 					return s;
 				}
 			});
+			if (both != null && k != 1)
+				loops.add(new Loop("lower+top " + names[k], "1% delta " + names[k]) {
+					long run(int n) {
+						long s = 0;
+						for (int i = 0; i < n; i++)
+							s += both.getInto(ring[i & (RING - 1)], dst);
+						return s;
+					}
+				});
 		}
+		if (both != null)
+			loops.add(new Loop("lower+top top-key hit", "plain base-key hit") {
+				long run(int n) {
+					long s = 0;
+					for (int i = 0; i < n; i++)
+						s += both.getInto(tk[i & (RING - 1)], dst);
+					return s;
+				}
+			});
 	}
 
 	public static void main(String[] a) {
@@ -201,7 +226,8 @@ public final class CpuTimeBench {
 				}
 			});
 		}
-		addDelta(loops, dir.resolve("kv_" + keys + ".shmkv"), dir.resolve("kv_" + keys + ".delta"), keys);
+		addDelta(loops, dir.resolve("kv_" + keys + ".shmkv"), dir.resolve("kv_" + keys + ".delta"),
+				dir.resolve("kv_" + keys + ".top"), keys);
 		add(loops, "long", dir.resolve("long_" + keys + ".shmkv"), "user:profile:key_", keys, false);
 		add(loops, "utf8", dir.resolve("utf8_" + keys + ".shmkv"), "ключ_", keys, false);
 		if (a.length > 4) {

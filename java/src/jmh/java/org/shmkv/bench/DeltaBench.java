@@ -17,7 +17,12 @@ import org.shmkv.Shmkv;
  * bucket) and misses (N in [keys, 2 keys): the filter, then the base). Each
  * kind has its baseline, "plain", the same keys from the base alone (a delta
  * key's base value). The goals: through a delta, base hits and misses within
- * 1.1x of plain; delta hits no slower than plain base hits.
+ * 1.1x of plain; delta hits no slower than plain base hits. "levels" reads
+ * the base through that delta as the lower and kv_KEYS.top (BenchDeltas'
+ * too) as the top over it (FORMAT.md §19.6: a protocol 2 cache with a top
+ * overlay): base hits and misses (the top's filter, then the lower's, then
+ * the base), against "through", and hits of the top's upserts (key_N, N a
+ * multiple of 10,000).
  */
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
@@ -32,7 +37,7 @@ public class DeltaBench {
 		@Param({"1000000"})
 		public int keys;
 
-		String[] baseKey, deltaKey, miss;
+		String[] baseKey, deltaKey, miss, topKey;
 		int next;
 
 		@Setup(Level.Trial)
@@ -41,7 +46,10 @@ public class DeltaBench {
 			baseKey = new String[RING];
 			deltaKey = new String[RING];
 			miss = new String[RING];
+			topKey = new String[RING];
+			SplittableRandom rt = new SplittableRandom(46); // its own: the other rings as before
 			for (int i = 0; i < RING; i++) {
+				topKey[i] = "key_" + 10_000 * rt.nextInt(Math.max(1, keys / 10_000));
 				int n = r.nextInt(keys);
 				baseKey[i] = "key_" + (n % 100 == 0 ? n + 1 : n);
 				deltaKey[i] = "key_" + 100 * r.nextInt(keys / 100);
@@ -56,7 +64,7 @@ public class DeltaBench {
 
 	@State(Scope.Benchmark)
 	public static class Readers {
-		Shmkv plain, through;
+		Shmkv plain, through, levels;
 		final byte[] dst = new byte[64];
 
 		@Setup(Level.Trial)
@@ -65,12 +73,15 @@ public class DeltaBench {
 			Path base = dir.resolve("kv_" + k.keys + ".shmkv");
 			plain = Shmkv.open(base, Shmkv.Check.HEADER);
 			through = Shmkv.open(base, dir.resolve("kv_" + k.keys + ".delta"), Shmkv.Check.HEADER);
+			levels = Shmkv.open(base, dir.resolve("kv_" + k.keys + ".delta"), dir.resolve("kv_" + k.keys + ".top"),
+					Shmkv.Check.HEADER);
 		}
 
 		@TearDown(Level.Trial)
 		public void close() {
 			plain.close();
 			through.close();
+			levels.close();
 		}
 	}
 
@@ -103,5 +114,20 @@ public class DeltaBench {
 	@Benchmark
 	public int throughMiss(Readers s, Keys k) {
 		return s.through.getInto(k.miss[k.i()], s.dst);
+	}
+
+	@Benchmark
+	public int levelsBaseHit(Readers s, Keys k) {
+		return s.levels.getInto(k.baseKey[k.i()], s.dst);
+	}
+
+	@Benchmark
+	public int levelsTopHit(Readers s, Keys k) {
+		return s.levels.getInto(k.topKey[k.i()], s.dst);
+	}
+
+	@Benchmark
+	public int levelsMiss(Readers s, Keys k) {
+		return s.levels.getInto(k.miss[k.i()], s.dst);
 	}
 }

@@ -1,0 +1,790 @@
+// overlay_test: an image read through two deltas of it, a lower and a top
+// (lib/FORMAT.md §19.6; lib/PROTOCOL.md, "Protocol 2"): keys in every
+// combination of the three levels (only the base; a lower upsert; a lower
+// tombstone; a top upsert over a lower tombstone; a top tombstone over a
+// lower upsert over the base; only the top; expiring records deciding at
+// each level) checked against a model on every path a reader has: get,
+// typed get, the diagnosing get, batch, shmkv_get_expires, both iterations
+// (their order too), shmkv_count. First offline (shmkv_delta_set2, images
+// composed by image_util.h), then attached to hand-made protocol 2 control
+// segments: every rule of the protocol broken once, the replica pick of
+// each overlay, and refresh from no overlay to a lower one, a lower and a
+// top, the lower alone and none, the values held staying valid until a
+// refresh returns 1.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <map>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "image_util.h"
+#include "test_util.h"
+
+using testimg::Rec;
+
+namespace {
+
+const uint32_t kNow = 1'800'000'000;
+
+Rec str(const std::string &key, const std::string &v, uint32_t expires = 0, bool out = false)
+{
+	Rec r;
+	r.key = key;
+	r.value = v;
+	r.expires = expires;
+	r.out = out;
+	return r;
+}
+
+Rec i64(const std::string &key, int64_t x)
+{
+	Rec r;
+	r.key = key;
+	r.type = SHMKV_TYPE_I64;
+	r.value = testimg::i64(x);
+	return r;
+}
+
+Rec tomb(const std::string &key, bool out = false)
+{
+	Rec r;
+	r.key = key;
+	r.tomb = true;
+	r.out = out;
+	return r;
+}
+
+std::string long_key(const std::string &k)
+{
+	return std::string(200, 'L') + k; // too long for a bucket: OUT
+}
+
+// The three levels: keys named for the case they are.
+struct Levels {
+	std::vector<Rec> base, lower, top;
+};
+
+Levels levels()
+{
+	Levels l;
+	const uint32_t past = kNow - 10, later = kNow + 1000;
+	// filler, so that each image has many buckets and displaced keys
+	for (int i = 0; i < 60; i++)
+		l.base.push_back(str("fill" + std::to_string(i), "base-fill" + std::to_string(i), 0,
+				     i % 9 == 0));
+	for (int i = 0; i < 12; i++)
+		l.lower.push_back(str("lfill" + std::to_string(i), "lower-fill" + std::to_string(i)));
+	for (int i = 0; i < 5; i++)
+		l.top.push_back(str("tfill" + std::to_string(i), "top-fill" + std::to_string(i)));
+
+	l.base.push_back(str("base-only", "b"));
+	l.base.push_back(str("lower-up", "b"));
+	l.lower.push_back(str("lower-up", "l"));
+	l.base.push_back(str("lower-tomb", "b"));
+	l.lower.push_back(tomb("lower-tomb"));
+	l.base.push_back(str("top-up-over-lower-tomb", "b"));
+	l.lower.push_back(tomb("top-up-over-lower-tomb"));
+	l.top.push_back(str("top-up-over-lower-tomb", "t"));
+	l.base.push_back(str("top-tomb-over-lower-up", "b"));
+	l.lower.push_back(str("top-tomb-over-lower-up", "l"));
+	l.top.push_back(tomb("top-tomb-over-lower-up"));
+	l.base.push_back(str("top-up-over-both", "b"));
+	l.lower.push_back(str("top-up-over-both", "l"));
+	l.top.push_back(str("top-up-over-both", "t", 0, true));
+	l.top.push_back(str("top-only", "t"));
+	l.lower.push_back(str("lower-only", "l"));
+	l.base.push_back(str("top-tomb-over-base", "b"));
+	l.top.push_back(tomb("top-tomb-over-base"));
+	l.top.push_back(tomb("top-tomb-of-nothing"));
+	l.lower.push_back(tomb("lower-tomb-of-nothing"));
+	// OUT records and OUT tombstones at each level
+	l.base.push_back(str(long_key("a"), "b", 0, true));
+	l.lower.push_back(tomb(long_key("a"), true));
+	l.top.push_back(str(long_key("a"), "t", 0, true));
+	l.base.push_back(str(long_key("b"), "b", 0, true));
+	l.lower.push_back(str(long_key("b"), "l", 0, true));
+	l.top.push_back(tomb(long_key("b"), true));
+	// a type change per level: typed gets see the deciding record's type
+	l.base.push_back(str("typed", "b"));
+	l.lower.push_back(i64("typed", -2));
+	l.top.push_back(str("typed", "t"));
+	l.base.push_back(i64("typed2", 1));
+	l.top.push_back(i64("typed2", 3));
+	// expiry, deciding at each level
+	l.base.push_back(str("exp-base-past", "b", past));
+	l.base.push_back(str("exp-base-later", "b", later));
+	l.base.push_back(str("exp-lower-past", "b"));
+	l.lower.push_back(str("exp-lower-past", "l", past)); // hides the base's live record
+	l.base.push_back(str("exp-lower-later", "b"));
+	l.lower.push_back(str("exp-lower-later", "l", later, true));
+	l.base.push_back(str("lower-revives-base", "b", past));
+	l.lower.push_back(str("lower-revives-base", "l"));
+	l.lower.push_back(str("exp-top-past", "l"));
+	l.top.push_back(str("exp-top-past", "t", past)); // hides the lower's live upsert
+	l.lower.push_back(str("top-revives-lower", "l", past));
+	l.top.push_back(str("top-revives-lower", "t", later));
+	l.base.push_back(str("top-later-over-base", "b", past));
+	l.top.push_back(str("top-later-over-base", "t", later, true));
+	return l;
+}
+
+// What a get answers: the value's bytes, or the error.
+struct Answer {
+	int err = 0;
+	unsigned type = 0;
+	std::string bytes;
+	bool operator==(const Answer &o) const
+	{
+		return err == o.err && type == o.type && bytes == o.bytes;
+	}
+};
+
+std::ostream &operator<<(std::ostream &os, const Answer &a)
+{
+	return os << (a.err ? shmkv_errname(a.err) : "OK") << " type " << a.type << " '"
+		  << a.bytes << "'";
+}
+
+Answer answer(int err, const shmkv_value &v)
+{
+	Answer a;
+	a.err = err;
+	if (!err) {
+		a.type = v.type;
+		a.bytes.assign((const char *)v.data, v.size);
+	}
+	return a;
+}
+
+// The model: the base's records, then the lower's changes, then the top's
+// (FORMAT.md §19.5's merge, which §19.6 reads).
+struct Model {
+	std::map<std::string, Rec> m;
+	explicit Model(const Levels &l, bool lower = true, bool top = true)
+	{
+		for (const Rec &r : l.base)
+			m[r.key] = r;
+		if (lower)
+			apply(l.lower);
+		if (top)
+			apply(l.top);
+	}
+	void apply(const std::vector<Rec> &d)
+	{
+		for (const Rec &r : d)
+			if (r.tomb)
+				m.erase(r.key);
+			else
+				m[r.key] = r;
+	}
+	Answer want(const std::string &k, uint32_t now) const
+	{
+		auto it = m.find(k);
+		if (it == m.end() || (it->second.expires && now >= it->second.expires))
+			return Answer{SHMKV_ENOTFOUND, 0, ""};
+		return Answer{0, it->second.type, it->second.value};
+	}
+};
+
+// Every record an iteration yields: (key, type, bytes, expires).
+using Entry = std::tuple<std::string, unsigned, std::string, uint32_t>;
+
+std::vector<Entry> iterate(const shmkv *db, bool all, int *end_err)
+{
+	shmkv_iter it;
+	if (all)
+		shmkv_iter_init_all(db, &it);
+	else
+		shmkv_iter_init(db, &it);
+	std::vector<Entry> out;
+	const void *k;
+	size_t kl;
+	shmkv_value v;
+	int e;
+	while ((e = shmkv_iter_next(&it, &k, &kl, &v)) == 0)
+		out.emplace_back(std::string((const char *)k, kl), v.type,
+				 std::string((const char *)v.data, v.size), shmkv_iter_expires(&it));
+	*end_err = e;
+	return out;
+}
+
+// The order FORMAT.md §19.6 states, from each image read alone: the top's
+// upserts, the lower's whose key the top does not hold, the base's whose
+// key neither holds; live: expired ones left out.
+std::vector<Entry> want_order(const shmkv *base, const shmkv *lower, const shmkv *top, bool all,
+			      uint32_t now)
+{
+	std::vector<Entry> out;
+	std::map<std::string, bool> held;
+	for (const shmkv *img : {top, lower, base}) {
+		if (!img)
+			continue;
+		int e;
+		std::vector<Entry> recs = iterate(img, true, &e);
+		EXPECT_EQ(e, SHMKV_EEND);
+		for (const Entry &r : recs) {
+			const std::string &k = std::get<0>(r);
+			if (held.count(k))
+				continue;
+			held[k] = true;
+			if (std::get<1>(r) == SHMKV_TYPE_TOMBSTONE)
+				continue;
+			uint32_t x = std::get<3>(r);
+			if (!all && x && now >= x)
+				continue;
+			out.push_back(r);
+		}
+	}
+	return out;
+}
+
+// Every key of the model (and a few absent ones) through db at now on
+// every path, against model; the iterations against the images alone.
+void expect_view(shmkv *db, const Model &model, const shmkv *base, const shmkv *lower,
+		 const shmkv *top, uint32_t now, const Levels &l)
+{
+	shmkv_set_clock(db, now);
+	std::vector<std::string> keys;
+	for (const auto *v : {&l.base, &l.lower, &l.top})
+		for (const Rec &r : *v)
+			keys.push_back(r.key);
+	for (const char *absent : {"absent", "", "fill", "top-onl"})
+		keys.push_back(absent);
+	std::vector<shmkv_key> bk;
+	for (const std::string &k : keys)
+		bk.push_back({k.data(), k.size()});
+	std::vector<shmkv_value> bv(keys.size());
+	std::vector<int> be(keys.size());
+	size_t found = shmkv_get_batch(db, bk.data(), bk.size(), bv.data(), be.data());
+	size_t want_found = 0;
+	for (size_t i = 0; i < keys.size(); i++) {
+		const std::string &k = keys[i];
+		SCOPED_TRACE("key " + k.substr(k.size() > 20 ? k.size() - 20 : 0));
+		const Answer w = model.want(k, now);
+		want_found += w.err == 0;
+		shmkv_value v;
+		EXPECT_EQ(answer(shmkv_get(db, k.data(), k.size(), &v), v), w);
+		char why[300] = "";
+		EXPECT_EQ(answer(shmkv_get_diag(db, k.data(), k.size(), &v, why, sizeof why), v), w)
+			<< why;
+		EXPECT_EQ(answer(be[i], bv[i]), w) << "batch";
+		const char *s = nullptr;
+		size_t len = 0;
+		int te = shmkv_get_str(db, k.data(), k.size(), &s, &len);
+		int64_t x64 = 0;
+		int ie = shmkv_get_i64(db, k.data(), k.size(), &x64);
+		if (w.err) {
+			EXPECT_EQ(te, w.err);
+			EXPECT_EQ(ie, w.err);
+		} else if (w.type == SHMKV_TYPE_STRING) {
+			EXPECT_EQ(te, 0);
+			EXPECT_EQ(std::string(s, len), w.bytes);
+			EXPECT_EQ(ie, SHMKV_ETYPE);
+		} else {
+			EXPECT_EQ(te, SHMKV_ETYPE);
+			EXPECT_EQ(ie, 0);
+			EXPECT_EQ(testimg::i64(x64), w.bytes);
+		}
+		uint32_t x = 0;
+		auto it = model.m.find(k);
+		int xe = shmkv_get_expires(db, k.data(), k.size(), &x);
+		if (it == model.m.end()) {
+			EXPECT_EQ(xe, SHMKV_ENOTFOUND);
+		} else {
+			EXPECT_EQ(xe, 0);
+			EXPECT_EQ(x, it->second.expires);
+		}
+	}
+	EXPECT_EQ(found, want_found);
+	for (int all = 0; all < 2; all++) {
+		int e;
+		std::vector<Entry> got = iterate(db, all, &e);
+		EXPECT_EQ(e, SHMKV_EEND);
+		EXPECT_EQ(got, want_order(base, lower, top, all, now))
+			<< (all ? "every record" : "live") << ": the order of §19.6";
+		std::map<std::string, std::pair<std::string, uint32_t>> g, w;
+		for (const Entry &t : got)
+			EXPECT_TRUE(g.emplace(std::get<0>(t), std::make_pair(std::get<2>(t), std::get<3>(t)))
+					    .second)
+				<< "twice: " << std::get<0>(t);
+		for (auto &[k, r] : model.m)
+			if (all || !r.expires || now < r.expires)
+				w.emplace(k, std::make_pair(r.value, r.expires));
+		EXPECT_EQ(g, w) << (all ? "every record" : "live");
+		if (!all) {
+			uint64_t n = 0;
+			EXPECT_EQ(shmkv_count(db, &n), 0);
+			EXPECT_EQ(n, got.size()) << "shmkv_count";
+		}
+	}
+}
+
+// A handle bound to an image in memory (128-aligned, as a mapping is).
+struct Mem {
+	std::string img;
+	void *mem = nullptr;
+	shmkv db{};
+	int err = 0;
+	char why[512] = "";
+	explicit Mem(std::string bytes) : img(std::move(bytes))
+	{
+		mem = aligned_alloc(4096, img.size());
+		memcpy(mem, img.data(), img.size());
+		err = shmkv_bind_mem(&db, mem, img.size(), 0, why, sizeof why);
+	}
+	~Mem() { free(mem); }
+	Mem(const Mem &) = delete;
+	Mem &operator=(const Mem &) = delete;
+};
+
+testimg::Options delta_of(const shmkv &base, uint64_t buckets)
+{
+	testimg::Options o;
+	o.bucket_count = buckets;
+	o.delta = true;
+	o.base_checksum = shmkv_checksum(&base);
+	o.base_size = base.size;
+	o.seed = base.seed;
+	o.hash_bits = base.hash_bits;
+	return o;
+}
+
+testimg::Options base_options(uint32_t bits = 64)
+{
+	testimg::Options o;
+	o.bucket_count = 64;
+	o.hash_bits = bits;
+	return o;
+}
+
+// The three images of levels() as bytes.
+struct Images {
+	std::string base, lower, top;
+};
+
+Images images(const Levels &l, uint32_t bits = 64)
+{
+	Images im;
+	im.base = testimg::compose(l.base, base_options(bits)).bytes;
+	Mem b(im.base);
+	EXPECT_EQ(b.err, 0) << b.why;
+	im.lower = testimg::compose(l.lower, delta_of(b.db, 16)).bytes;
+	im.top = testimg::compose(l.top, delta_of(b.db, 8)).bytes;
+	return im;
+}
+
+} // namespace
+
+TEST(Overlay, ReadThroughTwoDeltas)
+{
+	const Levels l = levels();
+	for (uint32_t bits : {64u, 6u}) { // 6: the checked path (a test hash)
+		SCOPED_TRACE("hash_bits " + std::to_string(bits));
+		Images im = images(l, bits);
+		Mem base(im.base), lower(im.lower), top(im.top), alone(im.base);
+		ASSERT_EQ(base.err, 0) << base.why;
+		ASSERT_EQ(lower.err, 0) << lower.why;
+		ASSERT_EQ(top.err, 0) << top.why;
+		char why[512] = "";
+		ASSERT_EQ(shmkv_delta_set2(&base.db, &lower.db, &top.db, why, sizeof why), 0) << why;
+		for (uint32_t now : {kNow, kNow - 100, kNow + 2000}) {
+			SCOPED_TRACE("now " + std::to_string(now));
+			expect_view(&base.db, Model(l), &alone.db, &lower.db, &top.db, now, l);
+		}
+		// the reasons name the level that decided
+		shmkv_value v;
+		shmkv_set_clock(&base.db, kNow);
+		EXPECT_EQ(shmkv_get_diag(&base.db, "top-tomb-over-lower-up", 22, &v, why, sizeof why),
+			  SHMKV_ENOTFOUND);
+		EXPECT_NE(std::string(why).find("top delta"), std::string::npos) << why;
+		EXPECT_EQ(shmkv_get_diag(&base.db, "lower-tomb", 10, &v, why, sizeof why),
+			  SHMKV_ENOTFOUND);
+		EXPECT_EQ(std::string(why).find("top"), std::string::npos) << why;
+		EXPECT_NE(std::string(why).find("delta"), std::string::npos) << why;
+		EXPECT_EQ(shmkv_get_diag(&base.db, "exp-top-past", 12, &v, why, sizeof why),
+			  SHMKV_ENOTFOUND);
+		EXPECT_NE(std::string(why).find("top delta's upsert"), std::string::npos) << why;
+
+		// the lower alone (top NULL), then the image alone
+		ASSERT_EQ(shmkv_delta_set2(&base.db, &lower.db, nullptr, why, sizeof why), 0) << why;
+		EXPECT_EQ(base.db.top, nullptr);
+		expect_view(&base.db, Model(l, true, false), &alone.db, &lower.db, nullptr, kNow, l);
+		ASSERT_EQ(shmkv_delta_set2(&base.db, &lower.db, &top.db, why, sizeof why), 0) << why;
+		ASSERT_EQ(shmkv_delta_set(&base.db, nullptr, why, sizeof why), 0);
+		EXPECT_EQ(base.db.over, nullptr);
+		EXPECT_EQ(base.db.top, nullptr) << "shmkv_delta_set(NULL) reads the image alone";
+		expect_view(&base.db, Model(l, false, false), &alone.db, nullptr, nullptr, kNow, l);
+	}
+}
+
+// shmkv_delta_set2's refusals, each leaving the handle as it was.
+TEST(Overlay, SetTwoRefuses)
+{
+	const Levels l = levels();
+	Images im = images(l);
+	Mem base(im.base), lower(im.lower), top(im.top);
+	Levels o = l;
+	o.base.push_back(str("other", "o"));
+	Images other = images(o);
+	Mem obase(other.base), otop(other.top);
+	ASSERT_EQ(base.err | lower.err | top.err | obase.err | otop.err, 0);
+	char why[512] = "";
+	ASSERT_EQ(shmkv_delta_set(&base.db, &lower.db, why, sizeof why), 0) << why;
+	auto refused = [&](const shmkv *lo, const shmkv *tp, int want, const char *says) {
+		EXPECT_EQ(shmkv_delta_set2(&base.db, lo, tp, why, sizeof why), want) << says;
+		EXPECT_NE(std::string(why).find(says), std::string::npos) << why;
+		EXPECT_EQ(base.db.over, &lower.db) << "unchanged on error: " << says;
+		EXPECT_EQ(base.db.top, nullptr) << "unchanged on error: " << says;
+	};
+	refused(nullptr, &top.db, -EINVAL, "without a lower");
+	refused(&lower.db, &otop.db, SHMKV_EBASE, "top delta: delta applies to the image with");
+	refused(&otop.db, &top.db, SHMKV_EBASE, "lower delta: delta applies to the image with");
+	refused(&lower.db, &obase.db, SHMKV_EBASE, "top delta: an image (not a delta)");
+	// a delta as the image read through them
+	EXPECT_EQ(shmkv_delta_set2(&top.db, &lower.db, &top.db, why, sizeof why), SHMKV_EBASE);
+	EXPECT_EQ(top.db.over, nullptr);
+	// a top naming another chain position (prev != 0)
+	testimg::Options c = delta_of(base.db, 8);
+	c.prev = 0x1234;
+	c.seq = 2;
+	Mem chained(testimg::compose(l.top, c).bytes);
+	ASSERT_EQ(chained.err, 0) << chained.why;
+	refused(&lower.db, &chained.db, SHMKV_EBASE, "top delta: delta 2 of its chain");
+}
+
+namespace {
+
+// A protocol 2 cache "c" whose control segment the test writes, with its
+// images as files in the same directory.
+class Cache : public shmkv_test::HandCtl {
+public:
+	explicit Cache(uint32_t version = SHMKV_PROTOCOL_VERSION_2) : HandCtl("c", version) {}
+	std::string put(const std::string &name, const std::string &bytes)
+	{
+		std::string p = file(name);
+		EXPECT_TRUE(shmkv_test::write_file(p, bytes));
+		return p;
+	}
+	static shmkv_ctl_segment seg(const std::string &path, uint32_t flags, int node = -1)
+	{
+		shmkv_ctl_segment s = segment(path, node);
+		s.flags = flags;
+		return s;
+	}
+	shmkv *attach(unsigned flags, int *err, std::string *why, int node = -2)
+	{
+		shmkv *db = nullptr;
+		char w[512] = "";
+		*err = node == -2 ? shmkv_attach_diag(root(), "c", flags, &db, w, sizeof w)
+				  : shmkv_attach_node(root(), "c", node, flags, &db, w, sizeof w);
+		*why = w;
+		return db;
+	}
+	int attach_err(unsigned flags, std::string *why)
+	{
+		int err;
+		shmkv_close(attach(flags, &err, why));
+		return err;
+	}
+};
+
+const unsigned kLower = SHMKV_SEG_OVERLAY, kTop = SHMKV_SEG_OVERLAY | SHMKV_SEG_TOP;
+
+// The images a test reads the attached handle's view against.
+struct Alone {
+	Mem base, lower, top;
+	explicit Alone(const Images &im) : base(im.base), lower(im.lower), top(im.top) {}
+};
+
+} // namespace
+
+TEST(Overlay, AttachedBaseLowerTop)
+{
+	const Levels l = levels();
+	Images im = images(l);
+	Alone a(im);
+	Cache c;
+	std::string b = c.put("base.shmkv", im.base), lo = c.put("lower.delta", im.lower),
+		    tp = c.put("top.delta", im.top);
+	// any order of the entries: the flags say the roles
+	c.publish(1, {Cache::seg(tp, kTop), Cache::seg(b, 0), Cache::seg(lo, kLower)});
+	for (unsigned flags : {0u, (unsigned)SHMKV_ATTACH_VERIFY, (unsigned)SHMKV_OPEN_DEEP}) {
+		SCOPED_TRACE("flags " + std::to_string(flags));
+		int err;
+		std::string why;
+		shmkv *db = c.attach(flags, &err, &why);
+		ASSERT_NE(db, nullptr) << why;
+		expect_view(db, Model(l), &a.base.db, &a.lower.db, &a.top.db, kNow, l);
+		// the generation handed to a plain handle keeps both overlays
+		shmkv *g = nullptr;
+		ASSERT_EQ(shmkv_detach(db, &g), 0);
+		expect_view(g, Model(l), &a.base.db, &a.lower.db, &a.top.db, kNow, l);
+		shmkv_close(g);
+		shmkv_close(db);
+	}
+}
+
+// Each rule of "Protocol 2" broken once: the generation is refused with
+// its error.
+TEST(Overlay, AttachRefuses)
+{
+	const Levels l = levels();
+	Images im = images(l);
+	Levels o = l;
+	o.base.push_back(str("other", "o"));
+	Images other = images(o);
+	struct Case {
+		const char *what;
+		uint32_t version;
+		int want;
+		const char *says;
+		std::vector<std::pair<std::string, unsigned>> segs; // file name, flags
+		unsigned flags = 0;
+	};
+	std::string damaged = im.top;
+	{ // a byte of the top's INDEX flipped: only its checksum sees it
+		shmkv_image_header h;
+		memcpy(&h, damaged.data(), sizeof h);
+		damaged[h.sections[0].offset + 200] ^= 0x40;
+	}
+	const std::vector<Case> cases = {
+		{"TOP without OVERLAY", 2, SHMKV_EPROTO, "TOP flag without OVERLAY",
+		 {{"base", 0}, {"lower", kLower}, {"top", SHMKV_SEG_TOP}}},
+		{"TOP alone as the base", 2, SHMKV_EPROTO, "TOP flag without OVERLAY",
+		 {{"base", SHMKV_SEG_TOP}}},
+		{"TOP under protocol 1", 1, SHMKV_EPROTO, "unknown flags",
+		 {{"base", 0}, {"top", SHMKV_SEG_TOP}}},
+		{"an overlay under protocol 1", 1, SHMKV_EPROTO, "unknown flags",
+		 {{"base", 0}, {"lower", kLower}, {"top", kTop}}},
+		{"a top without a lower", 2, SHMKV_EPROTO, "top overlay but no lower",
+		 {{"base", 0}, {"top", kTop}}},
+		{"overlays without a base", 2, SHMKV_EPROTO, "overlay but no base",
+		 {{"lower", kLower}, {"top", kTop}}},
+		{"a top of another base", 2, SHMKV_EBASE, "top overlay",
+		 {{"base", 0}, {"lower", kLower}, {"otop", kTop}}},
+		{"a lower of another base", 2, SHMKV_EBASE, "overlay",
+		 {{"base", 0}, {"olower", kLower}, {"top", kTop}}},
+		{"a top that is no delta", 2, SHMKV_EPROTO, "a plain image where",
+		 {{"base", 0}, {"lower", kLower}, {"obase", kTop}}},
+		{"a damaged top, verified", 2, SHMKV_ECHECKSUM, "checksum",
+		 {{"base", 0}, {"lower", kLower}, {"damaged", kTop}}, SHMKV_ATTACH_VERIFY},
+		{"a missing top", 2, -ENOENT, "top.gone",
+		 {{"base", 0}, {"lower", kLower}, {"top.gone", kTop}}},
+		{"an unknown flag", 2, SHMKV_EPROTO, "unknown flags",
+		 {{"base", 0}, {"lower", kLower | 8}}},
+	};
+	for (const Case &k : cases) {
+		SCOPED_TRACE(k.what);
+		Cache c(k.version);
+		std::map<std::string, std::string> files = {
+			{"base", c.put("base", im.base)},	  {"lower", c.put("lower", im.lower)},
+			{"top", c.put("top", im.top)},		  {"otop", c.put("otop", other.top)},
+			{"olower", c.put("olower", other.lower)}, {"obase", c.put("obase", other.base)},
+			{"damaged", c.put("damaged", damaged)},	  {"top.gone", c.file("top.gone")}};
+		std::vector<shmkv_ctl_segment> segs;
+		for (auto &[name, flags] : k.segs)
+			segs.push_back(Cache::seg(files[name], flags));
+		c.publish(1, segs);
+		std::string why;
+		EXPECT_EQ(c.attach_err(k.flags, &why), k.want) << why;
+		EXPECT_NE(why.find(k.says), std::string::npos) << why;
+	}
+	{ // the damaged top attaches unverified: its checksums are what VERIFY adds
+		Cache c;
+		c.publish(1, {Cache::seg(c.put("base", im.base), 0),
+			      Cache::seg(c.put("lower", im.lower), kLower),
+			      Cache::seg(c.put("damaged", damaged), kTop)});
+		std::string why;
+		EXPECT_EQ(c.attach_err(0, &why), 0) << why;
+	}
+}
+
+// Each overlay's copy is the one on the base copy's node, else its first.
+TEST(Overlay, PickPerNode)
+{
+	Levels l = levels();
+	Images im = images(l);
+	Levels l1 = l;
+	l1.top.push_back(str("copy", "node1"));
+	Levels l0 = l;
+	l0.top.push_back(str("copy", "node0"));
+	Mem b(im.base);
+	// two top copies told apart by one key (real copies are equal)
+	std::string top0 = testimg::compose(l0.top, delta_of(b.db, 8)).bytes;
+	std::string top1 = testimg::compose(l1.top, delta_of(b.db, 8)).bytes;
+	Cache c;
+	std::string b0 = c.put("b0", im.base), b1 = c.put("b1", im.base),
+		    lo = c.put("lower", im.lower), t0 = c.put("t0", top0), t1 = c.put("t1", top1);
+	auto copy_read = [&](int node) {
+		int err;
+		std::string why;
+		shmkv *db = c.attach(0, &err, &why, node);
+		EXPECT_NE(db, nullptr) << why;
+		if (!db)
+			return std::string("no handle");
+		shmkv_value v;
+		std::string got = shmkv_get(db, "copy", 4, &v) ? "absent"
+							       : std::string((const char *)v.data, v.size);
+		EXPECT_EQ(answer(shmkv_get(db, "top-only", 8, &v), v),
+			  (Answer{0, SHMKV_TYPE_STRING, "t"}));
+		EXPECT_EQ(answer(shmkv_get(db, "lower-only", 10, &v), v),
+			  (Answer{0, SHMKV_TYPE_STRING, "l"}));
+		shmkv_close(db);
+		return got;
+	};
+	c.publish(1, {Cache::seg(t1, kTop, 1), Cache::seg(b0, 0, 0), Cache::seg(lo, kLower, 0),
+		      Cache::seg(b1, 0, 1), Cache::seg(t0, kTop, 0)});
+	EXPECT_EQ(copy_read(0), "node0");
+	EXPECT_EQ(copy_read(1), "node1");
+	// no top copy on the base copy's node: the first top copy
+	c.publish(2, {Cache::seg(b0, 0, 0), Cache::seg(lo, kLower, 0), Cache::seg(t1, kTop, 1)});
+	EXPECT_EQ(copy_read(0), "node1");
+}
+
+// Refresh across none -> lower -> lower+top -> lower -> none: each move
+// returns 1 and reads the new view; a refused generation keeps the old
+// one; values taken from any level stay valid (and unchanged) until the
+// refresh that returns 1, the files gone or not.
+TEST(Overlay, RefreshAcrossLevels)
+{
+	const Levels l = levels();
+	Images im = images(l);
+	Alone a(im);
+	Levels o = l;
+	o.base.push_back(str("other", "o"));
+	Images other = images(o);
+	Cache c;
+	std::string b = c.put("base", im.base);
+	auto lower = [&](uint64_t g) { return c.put("lower." + std::to_string(g), im.lower); };
+	auto top = [&](uint64_t g) { return c.put("top." + std::to_string(g), im.top); };
+	c.publish(1, {Cache::seg(b, 0)});
+	int err;
+	std::string why;
+	shmkv *db = c.attach(0, &err, &why);
+	ASSERT_NE(db, nullptr) << why;
+	shmkv_set_clock(db, kNow);
+	expect_view(db, Model(l, false, false), &a.base.db, nullptr, nullptr, kNow, l);
+
+	// values held, by key: pointer and the bytes they showed
+	std::vector<std::tuple<std::string, const char *, std::string>> held;
+	auto hold = [&](const std::string &k) {
+		shmkv_value v;
+		ASSERT_EQ(shmkv_get(db, k.data(), k.size(), &v), 0) << k;
+		held.emplace_back(k, (const char *)v.data, std::string((const char *)v.data, v.size));
+	};
+	auto still = [&](const char *when) {
+		for (auto &[k, p, bytes] : held)
+			EXPECT_EQ(std::string(p, bytes.size()), bytes) << k << " " << when;
+	};
+	auto moved = [&]() {
+		still("before the refresh that returns 1");
+		EXPECT_EQ(shmkv_refresh(db), 1);
+		held.clear();
+	};
+	hold("base-only");
+	hold("lower-up");
+
+	std::string lo2 = lower(2);
+	c.publish(2, {Cache::seg(b, 0), Cache::seg(lo2, kLower)});
+	moved();
+	EXPECT_EQ(shmkv_generation(db), 2u);
+	expect_view(db, Model(l, true, false), &a.base.db, &a.lower.db, nullptr, kNow, l);
+	hold("base-only");
+	hold("lower-up");
+	hold("top-up-over-both");
+
+	// a generation whose top is another base's: refused, the old one kept
+	std::string bad = c.put("top.bad", other.top);
+	c.publish(3, {Cache::seg(b, 0), Cache::seg(lo2, kLower), Cache::seg(bad, kTop)});
+	EXPECT_EQ(shmkv_refresh(db), SHMKV_EBASE);
+	EXPECT_EQ(shmkv_refresh(db), SHMKV_EBASE) << "remembered until the next publish";
+	EXPECT_EQ(shmkv_generation(db), 2u);
+	still("after a refused refresh");
+	expect_view(db, Model(l, true, false), &a.base.db, &a.lower.db, nullptr, kNow, l);
+
+	std::string lo4 = lower(4), tp4 = top(4);
+	c.publish(4, {Cache::seg(b, 0), Cache::seg(lo4, kLower), Cache::seg(tp4, kTop)});
+	unlink(lo2.c_str()); // what the loader does after publishing: the mapping lives on
+	still("with the lower file unlinked");
+	moved();
+	EXPECT_EQ(shmkv_generation(db), 4u);
+	expect_view(db, Model(l), &a.base.db, &a.lower.db, &a.top.db, kNow, l);
+	hold("base-only");
+	hold("lower-up");
+	hold("top-up-over-both");
+	hold("top-only");
+
+	std::string lo5 = lower(5);
+	c.publish(5, {Cache::seg(lo5, kLower), Cache::seg(b, 0)});
+	unlink(lo4.c_str());
+	unlink(tp4.c_str());
+	still("with the lower and top files unlinked");
+	EXPECT_EQ(shmkv_refresh(db), 1);
+	held.clear();
+	expect_view(db, Model(l, true, false), &a.base.db, &a.lower.db, nullptr, kNow, l);
+	hold("lower-up");
+
+	c.publish(6, {Cache::seg(b, 0)});
+	moved();
+	EXPECT_EQ(shmkv_generation(db), 6u);
+	expect_view(db, Model(l, false, false), &a.base.db, nullptr, nullptr, kNow, l);
+	EXPECT_EQ(shmkv_refresh(db), 0);
+	shmkv_close(db);
+}
+
+// Random levels over a shared key space (each key in any subset of the
+// three, any record kind, expiring or not), every path against the model.
+TEST(Overlay, RandomizedModel)
+{
+	std::mt19937_64 rng(0x70b);
+	for (int round = 0; round < 40; round++) {
+		SCOPED_TRACE("round " + std::to_string(round));
+		Levels l;
+		const int keys = 20 + (int)(rng() % 200);
+		auto rec = [&](const std::string &k, const char *tag, bool delta) {
+			if (delta && rng() % 4 == 0)
+				return tomb(k, rng() % 3 == 0);
+			uint32_t x = 0;
+			switch (rng() % 6) {
+			case 0: x = kNow - 1 - (uint32_t)(rng() % 100); break;
+			case 1: x = kNow + 1 + (uint32_t)(rng() % 100); break;
+			default: break;
+			}
+			if (rng() % 5 == 0) {
+				Rec r = i64(k, (int64_t)rng());
+				r.expires = x;
+				return r;
+			}
+			return str(k, tag + std::string(rng() % 40, 'x'), x, rng() % 4 == 0);
+		};
+		for (int i = 0; i < keys; i++) {
+			const std::string k = "k" + std::to_string(i);
+			const unsigned in = (unsigned)(rng() % 8); // bit 0 base, 1 lower, 2 top
+			if (in & 1)
+				l.base.push_back(rec(k, "b", false));
+			if (in & 2)
+				l.lower.push_back(rec(k, "l", true));
+			if (in & 4)
+				l.top.push_back(rec(k, "t", true));
+		}
+		testimg::Options bo;
+		bo.bucket_count = l.base.size() / 2 + 8;
+		bo.seed = rng();
+		const std::string bytes = testimg::compose(l.base, bo).bytes;
+		Mem base(bytes), alone(bytes);
+		ASSERT_EQ(base.err, 0) << base.why;
+		Mem lower(testimg::compose(l.lower, delta_of(base.db, l.lower.size() / 2 + 4)).bytes);
+		Mem top(testimg::compose(l.top, delta_of(base.db, l.top.size() / 2 + 4)).bytes);
+		ASSERT_EQ(lower.err | top.err, 0) << lower.why << top.why;
+		char why[512] = "";
+		ASSERT_EQ(shmkv_delta_set2(&base.db, &lower.db, &top.db, why, sizeof why), 0) << why;
+		expect_view(&base.db, Model(l), &alone.db, &lower.db, &top.db, kNow, l);
+		if (::testing::Test::HasFailure())
+			break;
+	}
+}
