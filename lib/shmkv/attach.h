@@ -42,9 +42,10 @@ static inline int shmkv__access_hint(const char *path, char *why, size_t why_len
 /* Opens a segment file read-only for mapping: only a regular file of owner
  * (the control segment file's uid) that no one else can write (-EPERM):
  * else whoever can write a directory above the segment directory could put
- * a file of their own there. Returns the descriptor or an error. */
-static inline int shmkv__open_segment(const shmkv_ctl_segment *seg, uint64_t owner, char *why,
-				      size_t why_len)
+ * a file of their own there. Returns the descriptor or an error; id (if
+ * not NULL): the file's device and inode. */
+static inline int shmkv__open_segment(const shmkv_ctl_segment *seg, uint64_t owner,
+				      uint64_t id[2], char *why, size_t why_len)
 {
 	SHMKV_TRACE(segment_open);
 	/* O_NONBLOCK: a FIFO under a segment's name must not block the reader */
@@ -75,6 +76,10 @@ static inline int shmkv__open_segment(const shmkv_ctl_segment *seg, uint64_t own
 				   "%s: segment smaller than the %llu-byte image", seg->path,
 				   (unsigned long long)seg->size);
 	}
+	if (id) {
+		id[0] = (uint64_t)st.st_dev;
+		id[1] = (uint64_t)st.st_ino;
+	}
 	return fd;
 }
 
@@ -102,7 +107,7 @@ static inline int shmkv__check_segment(const void *m, const shmkv_ctl_segment *s
 static inline int shmkv__map_segment(const shmkv_ctl_segment *seg, uint64_t owner, unsigned flags,
 				     void **map, char *why, size_t why_len)
 {
-	int fd = shmkv__open_segment(seg, owner, why, why_len);
+	int fd = shmkv__open_segment(seg, owner, NULL, why, why_len);
 	if (fd < 0)
 		return fd;
 	void *m = mmap(NULL, (size_t)seg->map_size, PROT_READ, MAP_SHARED, fd, 0);
@@ -138,30 +143,103 @@ static inline int shmkv__page_ok(uint64_t ps)
 	return ps >= 4096 && ps <= (UINT64_C(1) << 30) && !(ps & (ps - 1));
 }
 
-/* Maps a base copy and its overlays' copies (protocol 2: the lower one,
- * and the top one when n is 3) as ONE range of the address space:
- * [base][PROT_NONE gap to the lower's page size][lower][gap][top], so that
- * the handle's one mapping (db->map, db->map_len), which shmkv_close and
- * shmkv_refresh unmap, holds them all; the gaps are ours, so the one munmap
- * never touches another mapping. seg[0] is the base copy, seg[1] the lower
- * overlay's, seg[2] the top's. Checks every image (the overlays deltas,
- * checksums when asked) and that each overlay applies to the base
- * (shmkv_delta_set2's checks, FORMAT.md §19.4): a mismatch refuses the
- * generation as any bad segment does. ovh[0] (and ovh[1]): the overlays'
- * handles, bound. */
-static inline int shmkv__map_levels(const shmkv_ctl_segment *const *seg, unsigned n,
-				    uint64_t owner, unsigned flags, void **map, size_t *map_len,
-				    shmkv *ovh, char *why, size_t why_len)
+/* One image of a generation in a handle's range: which file (its control
+ * segment entry, its device and inode) and where (off, len: the mapping's
+ * bytes from the range's start; len 0: no such image). */
+typedef struct shmkv__level {
+	shmkv_ctl_segment seg;
+	uint64_t id[2];
+	size_t off, len;
+} shmkv__level;
+
+/* What attach and refresh map: one generation. */
+typedef struct shmkv__gen_map {
+	uint64_t gen;
+	shmkv__level lv[3];    /* the base copy, the lower overlay's, the top's */
+	void *map;             /* the base, and after it its overlays */
+	size_t map_len;
+	size_t room_off;       /* protocol 2: where the room for overlays starts (the
+				  base's end), else 0 */
+	unsigned overlays;     /* 0; 1: the lower overlay; 2: the lower and the top */
+	unsigned fresh;        /* bit i: lv[i] mapped by this call (else kept) */
+	int reused;            /* map is the handle's range, its base kept */
+	shmkv over[2];         /* the overlays' handles, bound: the lower, the top */
+} shmkv__gen_map;
+
+/* The page size and mapping size of s make a mapping, else SHMKV_EPROTO. */
+static inline int shmkv__seg_shape(const shmkv_ctl_segment *s, char *why, size_t why_len)
 {
+	if (!shmkv__page_ok(s->page_size) || s->map_size % s->page_size)
+		return shmkv__fail(SHMKV_EPROTO, why, why_len,
+				   "control segment: %s: page size %llu, map size %llu are "
+				   "not a mapping's", s->path, (unsigned long long)s->page_size,
+				   (unsigned long long)s->map_size);
+	return 0;
+}
+
+/* Address space a protocol 2 handle reserves behind its base for the
+ * overlays of later generations (PROT_NONE, MAP_NORESERVE: no memory): the
+ * base's size, at least 4 times what the overlays take now and 4 MiB; 0 on
+ * overflow. */
+static inline uint64_t shmkv__overlay_room(uint64_t base, uint64_t overlays)
+{
+	uint64_t r = base > (UINT64_C(4) << 20) ? base : UINT64_C(4) << 20;
+	if (overlays > UINT64_MAX / 4)
+		return 0;
+	return overlays * 4 > r ? overlays * 4 : r;
+}
+
+/* Checks the images of g that this call mapped (bit i of g->fresh): each
+ * image (the overlays deltas, checksums when asked) and that each overlay
+ * applies to the base (shmkv_delta_set2's checks, FORMAT.md §19.4): a
+ * mismatch refuses the generation as any bad segment does. A kept image
+ * was checked against the same base when it was mapped. Binds g->over. */
+static inline int shmkv__check_levels(shmkv__gen_map *g, unsigned flags, char *why,
+				      size_t why_len)
+{
+	uint8_t *start = (uint8_t *)g->map;
+	const unsigned n = 1 + g->overlays;
+	int err = 0;
+	for (unsigned i = 0; i < n && !err; i++)
+		if (g->fresh & (1u << i))
+			err = shmkv__check_segment(start + g->lv[i].off, &g->lv[i].seg, i > 0, flags,
+						   why, why_len);
+	shmkv b;
+	memset(&b, 0, sizeof b);
+	if (!err)
+		shmkv__bind(&b, start, g->lv[0].seg.size);
+	for (unsigned i = 1; i < n && !err; i++) {
+		memset(&g->over[i - 1], 0, sizeof g->over[i - 1]);
+		shmkv__bind(&g->over[i - 1], start + g->lv[i].off, g->lv[i].seg.size);
+		if (!(g->fresh & (1u << i)))
+			continue;
+		err = shmkv__delta_applies(&b, &g->over[i - 1], why, why_len);
+		if (err)
+			shmkv__prefix(err, why, why_len, "%s %s: ", i == 1 ? "overlay" : "top overlay",
+				      g->lv[i].seg.path);
+	}
+	return err;
+}
+
+/* Maps a base copy and its overlays' copies (protocol 2: the lower one,
+ * and the top one when there are two: g->lv) as ONE range of the address
+ * space: [base][PROT_NONE gap to the lower's page size][lower][gap][top],
+ * then, with room, PROT_NONE room for the overlays of later generations
+ * (shmkv__map_kept), so that the handle's one mapping (db->map,
+ * db->map_len), which shmkv_close and shmkv_refresh unmap, holds them all;
+ * the gaps are ours, so the one munmap never touches another mapping.
+ * Checks every image (shmkv__check_levels). */
+static inline int shmkv__map_levels(shmkv__gen_map *g, int room, uint64_t owner, unsigned flags,
+				    char *why, size_t why_len)
+{
+	const unsigned n = 1 + g->overlays;
 	uint64_t off[3], align = 0, total = 0;
 	int fd[3] = {-1, -1, -1};
 	for (unsigned i = 0; i < n; i++) {
-		const shmkv_ctl_segment *s = seg[i];
-		if (!shmkv__page_ok(s->page_size) || s->map_size % s->page_size)
-			return shmkv__fail(SHMKV_EPROTO, why, why_len,
-					   "control segment: %s: page size %llu, map size %llu are "
-					   "not a mapping's", s->path, (unsigned long long)s->page_size,
-					   (unsigned long long)s->map_size);
+		const shmkv_ctl_segment *s = &g->lv[i].seg;
+		int bad = shmkv__seg_shape(s, why, why_len);
+		if (bad)
+			return bad;
 		if (s->page_size > align)
 			align = s->page_size;
 		off[i] = (total + s->page_size - 1) & ~(s->page_size - 1);
@@ -170,24 +248,34 @@ static inline int shmkv__map_levels(const shmkv_ctl_segment *const *seg, unsigne
 					   "control segment: sizes overflow");
 		total = off[i] + s->map_size;
 	}
-	if (total > SIZE_MAX - align)
+	uint64_t len = total, base_end = g->lv[0].seg.map_size;
+	if (room) {
+		uint64_t r = shmkv__overlay_room(base_end, total - base_end);
+		if (!r || r > UINT64_MAX - base_end - align)
+			return shmkv__fail(SHMKV_EPROTO, why, why_len,
+					   "control segment: sizes overflow");
+		uint64_t want = (base_end + r + align - 1) & ~(align - 1);
+		if (want > len)
+			len = want;
+	}
+	if (len > SIZE_MAX - align)
 		return shmkv__fail(SHMKV_EPROTO, why, why_len, "control segment: sizes overflow");
 	int err = 0;
 	uint8_t *start = NULL;
 	for (unsigned i = 0; i < n && !err; i++) {
-		fd[i] = shmkv__open_segment(seg[i], owner, why, why_len);
+		fd[i] = shmkv__open_segment(&g->lv[i].seg, owner, g->lv[i].id, why, why_len);
 		if (fd[i] < 0)
 			err = fd[i];
 	}
 	if (err)
 		goto out;
 	{
-		void *r = mmap(NULL, (size_t)(total + align), PROT_NONE,
+		void *r = mmap(NULL, (size_t)(len + align), PROT_NONE,
 			       MAP_PRIVATE | SHMKV__MAP_ANONYMOUS | SHMKV__MAP_NORESERVE, -1, 0);
 		if (r == MAP_FAILED) {
 			err = -errno;
 			shmkv__fail(err, why, why_len, "mmap %llu bytes: %s",
-				    (unsigned long long)(total + align), shmkv_strerror(err));
+				    (unsigned long long)(len + align), shmkv_strerror(err));
 			goto out;
 		}
 		uintptr_t a = ((uintptr_t)r + (uintptr_t)align - 1) & ~(uintptr_t)(align - 1);
@@ -196,42 +284,90 @@ static inline int shmkv__map_levels(const shmkv_ctl_segment *const *seg, unsigne
 		if (head)
 			munmap(r, head);
 		if (tail)
-			munmap(start + total, tail);
+			munmap(start + len, tail);
 	}
-	for (unsigned i = 0; i < n && !err; i++)
-		if (mmap(start + off[i], (size_t)seg[i]->map_size, PROT_READ, MAP_SHARED | MAP_FIXED,
-			 fd[i], 0) == MAP_FAILED) {
+	for (unsigned i = 0; i < n && !err; i++) {
+		g->lv[i].off = (size_t)off[i];
+		g->lv[i].len = (size_t)g->lv[i].seg.map_size;
+		if (mmap(start + off[i], g->lv[i].len, PROT_READ, MAP_SHARED | MAP_FIXED, fd[i],
+			 0) == MAP_FAILED) {
 			err = -errno;
-			shmkv__fail(err, why, why_len, "%s: mmap: %s", seg[i]->path,
+			shmkv__fail(err, why, why_len, "%s: mmap: %s", g->lv[i].seg.path,
 				    shmkv_strerror(err));
 		}
-	for (unsigned i = 0; i < n && !err; i++)
-		err = shmkv__check_segment(start + off[i], seg[i], i > 0, flags, why, why_len);
-	if (!err) {
-		shmkv b;
-		memset(&b, 0, sizeof b);
-		shmkv__bind(&b, start, seg[0]->size);
-		for (unsigned i = 1; i < n && !err; i++) {
-			memset(&ovh[i - 1], 0, sizeof ovh[i - 1]);
-			shmkv__bind(&ovh[i - 1], start + off[i], seg[i]->size);
-			err = shmkv__delta_applies(&b, &ovh[i - 1], why, why_len);
-			if (err)
-				shmkv__prefix(err, why, why_len, "%s %s: ",
-					      i == 1 ? "overlay" : "top overlay", seg[i]->path);
-		}
 	}
+	g->map = start;
+	g->fresh = (1u << n) - 1;
+	g->reused = 0;
+	if (!err)
+		err = shmkv__check_levels(g, flags, why, why_len);
 out:
 	for (unsigned i = 0; i < n; i++)
 		if (fd[i] >= 0)
 			close(fd[i]);
 	if (err && start)
-		munmap(start, (size_t)total);
+		munmap(start, (size_t)len);
 	if (!err) {
-		*map = start;
-		*map_len = (size_t)total;
+		g->map_len = (size_t)len;
+		g->room_off = room ? (size_t)base_end : 0;
 	}
 	return err;
 }
+
+/* Whether the image the handle maps as cur (its range starts at start) is
+ * the one entry s names, its file open as fd (device and inode id): the
+ * same entry (path, sizes, page size, node), the same file (the mapping
+ * keeps cur's inode alive, so no other file has its number meanwhile) and
+ * the same header (which holds every section's checksum). */
+static inline int shmkv__same_image(const shmkv__level *cur, const uint8_t *start,
+				    const shmkv_ctl_segment *s, int fd, const uint64_t id[2])
+{
+	if (!cur->len || strcmp(cur->seg.path, s->path) != 0 || cur->seg.size != s->size ||
+	    cur->seg.map_size != s->map_size || cur->seg.page_size != s->page_size ||
+	    cur->seg.node != s->node || cur->id[0] != id[0] || cur->id[1] != id[1])
+		return 0;
+	shmkv_image_header h;
+	/* a fresh descriptor: offset 0 */
+	return read(fd, &h, sizeof h) == (ssize_t)sizeof h &&
+	       memcmp(&h, start + cur->off, sizeof h) == 0;
+}
+
+/* Gives a range's part back to the reservation (PROT_NONE, no memory, the
+ * file's pages released); -1 if it stays mapped. */
+static inline int shmkv__unmap_level(uint8_t *p, size_t len)
+{
+	return mmap(p, len, PROT_NONE,
+		    MAP_PRIVATE | MAP_FIXED | SHMKV__MAP_ANONYMOUS | SHMKV__MAP_NORESERVE, -1,
+		    0) == MAP_FAILED ? -1 : 0;
+}
+
+/* The first offset in [from, end) of the range at start where len bytes
+ * aligned to ps overlap none of the nb busy [off, end) parts; SIZE_MAX:
+ * none. */
+static inline size_t shmkv__place(uintptr_t start, size_t from, size_t end, uint64_t ps,
+				  uint64_t len, size_t busy[][2], unsigned nb)
+{
+	size_t o = from;
+	for (;;) {
+		uintptr_t a = start + o;
+		if (a > UINTPTR_MAX - ps)
+			return SIZE_MAX;
+		o = (size_t)(((a + ps - 1) & ~(uintptr_t)(ps - 1)) - start);
+		if (o > end || len > end - o)
+			return SIZE_MAX;
+		unsigned i = 0;
+		while (i < nb && !(o < busy[i][1] && busy[i][0] < o + len))
+			i++;
+		if (i == nb)
+			return o;
+		o = busy[i][1];
+	}
+}
+
+/* Defined after the handle: the parts of a protocol 2 handle's range. */
+typedef struct shmkv__attached shmkv__attached;
+static inline int shmkv__map_kept(shmkv__attached *a, uint64_t owner, unsigned flags,
+				  shmkv__gen_map *g, char *why, size_t why_len);
 
 /* Replica choice (lib/PROTOCOL.md, "Replicas"): the node from getcpu(2),
  * the distances from sysfs (no libnuma). SHMKV_ATTACH_NODE_CURRENT: the
@@ -313,16 +449,6 @@ static inline uint32_t shmkv__pick_segment(const shmkv_ctl *copy, int want)
 	return best;
 }
 
-/* What attach and refresh map: one generation. */
-typedef struct shmkv__gen_map {
-	uint64_t gen;
-	shmkv_ctl_segment seg; /* the base copy mapped */
-	void *map;             /* the base, and after it its overlays */
-	size_t map_len;
-	unsigned overlays;     /* 0; 1: the lower overlay; 2: the lower and the top */
-	shmkv over[2];         /* the overlays' handles, bound: the lower, the top */
-} shmkv__gen_map;
-
 /* A protocol 2 generation's entries by role (lib/PROTOCOL.md, "Protocol
  * 2"): base copies (in a shmkv_ctl, for shmkv__pick_segment), the lower
  * overlay's copies and the top overlay's, each in control segment order. */
@@ -383,21 +509,37 @@ static inline const shmkv_ctl_segment *shmkv__pick_overlay(const shmkv_ctl_segme
 	return nov ? &ovs[0] : NULL;
 }
 
-/* Maps base copy pick and its overlays' copies (if any). */
-static inline int shmkv__map_gen(const shmkv__roles *ro, uint32_t pick, uint64_t owner,
-				 unsigned flags, shmkv__gen_map *g, char *why, size_t why_len)
+/* Maps base copy pick and its overlays' copies (if any). Protocol 2 (v2):
+ * with room for later overlays; keep (refresh; NULL at attach): the handle,
+ * whose base is kept if the generation's base copy is the same image. */
+static inline int shmkv__map_gen(const shmkv__roles *ro, uint32_t pick, int v2,
+				 shmkv__attached *keep, uint64_t owner, unsigned flags,
+				 shmkv__gen_map *g, char *why, size_t why_len)
 {
-	g->seg = ro->bases.segments[pick];
-	const shmkv_ctl_segment *seg[3] = {
-		&g->seg, shmkv__pick_overlay(ro->lower, ro->nlower, g->seg.node),
-		shmkv__pick_overlay(ro->top, ro->ntop, g->seg.node)};
-	g->overlays = seg[2] ? 2 : seg[1] ? 1 : 0;
-	if (!g->overlays) {
-		g->map_len = (size_t)g->seg.map_size;
-		return shmkv__map_segment(&g->seg, owner, flags, &g->map, why, why_len);
+	memset(g->lv, 0, sizeof g->lv);
+	g->lv[0].seg = ro->bases.segments[pick];
+	const shmkv_ctl_segment *lower = shmkv__pick_overlay(ro->lower, ro->nlower,
+							     g->lv[0].seg.node),
+				*top = shmkv__pick_overlay(ro->top, ro->ntop, g->lv[0].seg.node);
+	g->overlays = top ? 2 : lower ? 1 : 0;
+	if (lower)
+		g->lv[1].seg = *lower;
+	if (top)
+		g->lv[2].seg = *top;
+	g->room_off = 0;
+	g->fresh = 1;
+	g->reused = 0;
+	if (keep) {
+		int err = shmkv__map_kept(keep, owner, flags, g, why, why_len);
+		if (err != 1)
+			return err;
 	}
-	return shmkv__map_levels(seg, 1 + g->overlays, owner, flags, &g->map, &g->map_len, g->over,
-				 why, why_len);
+	if (!g->overlays && !v2) {
+		g->map_len = (size_t)g->lv[0].seg.map_size;
+		g->lv[0].len = g->map_len;
+		return shmkv__map_segment(&g->lv[0].seg, owner, flags, &g->map, why, why_len);
+	}
+	return shmkv__map_levels(g, v2, owner, flags, why, why_len);
 }
 
 /* Maps the current generation, retrying when it moves underneath (the
@@ -406,8 +548,8 @@ static inline int shmkv__map_gen(const shmkv__roles *ro, uint32_t pick, uint64_t
  * map falls back to the first base copy); owner: the only uid a segment may
  * have. */
 static inline int shmkv__attach_current(const shmkv_ctl *ctl, uint64_t owner, unsigned flags,
-					uint32_t passes, int node, shmkv__gen_map *g, char *why,
-					size_t why_len)
+					uint32_t passes, int node, shmkv__attached *keep,
+					shmkv__gen_map *g, char *why, size_t why_len)
 {
 	if (node == SHMKV_ATTACH_NODE_CURRENT)
 		node = shmkv__current_node();
@@ -444,9 +586,10 @@ static inline int shmkv__attach_current(const shmkv_ctl *ctl, uint64_t owner, un
 			return shmkv__fail(-EAGAIN, why, why_len,
 					   "nothing published (generation %llu has no segment)",
 					   (unsigned long long)g->gen);
-		err = shmkv__map_gen(&ro, pick, owner, flags, g, why, why_len);
+		const int v2 = version == SHMKV_PROTOCOL_VERSION_2;
+		err = shmkv__map_gen(&ro, pick, v2, keep, owner, flags, g, why, why_len);
 		if (err && pick != 0) /* that replica is unusable: the first copy */
-			err = shmkv__map_gen(&ro, 0, owner, flags, g, why, why_len);
+			err = shmkv__map_gen(&ro, 0, v2, keep, owner, flags, g, why, why_len);
 		if (err != -ENOENT)
 			return err;
 		if (shmkv_ctl_generation(ctl) == g->gen)
@@ -457,7 +600,7 @@ static inline int shmkv__attach_current(const shmkv_ctl *ctl, uint64_t owner, un
 
 /* An attached handle: the handle first (shmkv_close frees it as one
  * block), then what shmkv_refresh remembers. File handles are plain shmkv. */
-typedef struct shmkv__attached {
+struct shmkv__attached {
 	shmkv db;
 	uint64_t failed_seq; /* seq whose generation failed to map; odd (never a
 				published seq) when none */
@@ -468,18 +611,105 @@ typedef struct shmkv__attached {
 	shmkv over[2]; /* protocol 2: the overlays mapped after the base, the lower and the
 			  top (db.over and db.top point here while there are; their
 			  memory is part of db.map) */
-} shmkv__attached;
+	shmkv__level lv[3]; /* the images db.map holds: the base, the lower, the top */
+	size_t room_off;    /* protocol 2: where the room for overlays starts in
+			       db.map, else 0 (no image kept at refresh) */
+	int no_reuse;       /* a part of db.map could not be given back: map the next
+			       generation anew */
+};
+
+/* Maps generation g keeping what a (a protocol 2 handle that maps its
+ * generation) maps of it: its base when g's base copy is the same image
+ * (shmkv__same_image), and each overlay that is; maps the others into free
+ * room behind the base (MAP_FIXED over the reservation, clear of the
+ * handle's current overlays, so that a refused generation leaves the
+ * handle whole) and checks them. 0: g is mapped, g->reused; 1: it cannot
+ * be (another base, no room): map it anew; else an error, nothing kept. */
+static inline int shmkv__map_kept(shmkv__attached *a, uint64_t owner, unsigned flags,
+				  shmkv__gen_map *g, char *why, size_t why_len)
+{
+	uint8_t *start = (uint8_t *)a->db.map;
+	if (!start || !a->room_off || a->no_reuse)
+		return 1;
+	const unsigned n = 1 + g->overlays;
+	int fd[3] = {-1, -1, -1}, err = 0;
+	unsigned mapped = 0, i;
+	size_t busy[4][2];
+	unsigned nb = 0;
+	for (i = 1; i < 3; i++)
+		if (a->lv[i].len) {
+			busy[nb][0] = a->lv[i].off;
+			busy[nb++][1] = a->lv[i].off + a->lv[i].len;
+		}
+	g->fresh = 0;
+	for (i = 0; i < n && !err; i++) {
+		shmkv__level *l = &g->lv[i];
+		fd[i] = shmkv__open_segment(&l->seg, owner, l->id, why, why_len);
+		if (fd[i] < 0) {
+			err = fd[i];
+			break;
+		}
+		if (shmkv__same_image(&a->lv[i], start, &l->seg, fd[i], l->id)) {
+			l->off = a->lv[i].off;
+			l->len = a->lv[i].len;
+			continue;
+		}
+		if (i == 0) {
+			err = 1; /* another base */
+			break;
+		}
+		err = shmkv__seg_shape(&l->seg, why, why_len);
+		if (err)
+			break;
+		l->off = shmkv__place((uintptr_t)start, a->room_off, a->db.map_len,
+				      l->seg.page_size, l->seg.map_size, busy, nb);
+		if (l->off == SIZE_MAX) {
+			err = 1; /* no room: the whole generation anew, with more */
+			break;
+		}
+		l->len = (size_t)l->seg.map_size;
+		busy[nb][0] = l->off;
+		busy[nb++][1] = l->off + l->len;
+		g->fresh |= 1u << i;
+	}
+	for (i = 0; i < n && !err; i++)
+		if (g->fresh & (1u << i)) {
+			mapped |= 1u << i; /* on failure too: MAP_FIXED may have unmapped */
+			if (mmap(start + g->lv[i].off, g->lv[i].len, PROT_READ,
+				 MAP_SHARED | MAP_FIXED, fd[i], 0) == MAP_FAILED) {
+				err = -errno;
+				shmkv__fail(err, why, why_len, "%s: mmap: %s", g->lv[i].seg.path,
+					    shmkv_strerror(err));
+			}
+		}
+	g->map = start;
+	g->map_len = a->db.map_len;
+	g->room_off = a->room_off;
+	if (!err)
+		err = shmkv__check_levels(g, flags, why, why_len);
+	for (i = 0; i < n; i++)
+		if (fd[i] >= 0)
+			close(fd[i]);
+	for (i = 1; i < n && err; i++)
+		if ((mapped & (1u << i)) && shmkv__unmap_level(start + g->lv[i].off, g->lv[i].len))
+			a->no_reuse = 1; /* stays mapped until the range is unmapped */
+	g->reused = !err;
+	return err;
+}
 
 /* Makes db (attached: allocated as a shmkv__attached) serve generation g,
  * mapped by shmkv__attach_current: the base, read through its overlays. */
 static inline void shmkv__install(shmkv *db, shmkv__gen_map *g)
 {
 	shmkv__attached *a = (shmkv__attached *)db;
-	shmkv__bind(db, g->map, g->seg.size); /* db->over = db->top = NULL */
+	shmkv__bind(db, g->map, g->lv[0].seg.size); /* db->over = db->top = NULL */
 	db->map = g->map;
 	db->map_len = g->map_len;
 	db->generation = g->gen;
-	a->node = g->seg.node;
+	a->node = g->lv[0].seg.node;
+	a->room_off = g->room_off;
+	for (unsigned i = 0; i < 3; i++)
+		a->lv[i] = g->lv[i]; /* len 0 past the overlays */
 	/* checked against the base by shmkv__map_levels */
 	for (unsigned i = 0; i < g->overlays; i++)
 		a->over[i] = g->over[i];
@@ -560,7 +790,8 @@ static inline int shmkv_attach_node(const char *root, const char *name, int node
 		err = shmkv__ctl_sound(ctl_fd, &owner, why, why_len);
 	if (err)
 		goto done;
-	err = shmkv__attach_current(ctl, owner, flags, SHMKV__SEQ_SPINS, node, &g, why, why_len);
+	err = shmkv__attach_current(ctl, owner, flags, SHMKV__SEQ_SPINS, node, NULL, &g, why,
+				    why_len);
 	if (err) {
 		shmkv__prefix(err, why, why_len, "cache \"%s\": ", name);
 		goto done;
@@ -660,10 +891,22 @@ static inline int shmkv_refresh(shmkv *db)
 	int saved_errno = errno;
 	shmkv__gen_map g;
 	int err = shmkv__attach_current(db->ctl, owner, db->flags, SHMKV__REFRESH_PASSES,
-					a->want_node, &g, NULL, 0);
+					a->want_node, a, &g, NULL, 0);
 	if (!err) {
-		if (db->map) /* NULL after shmkv_detach */
-			munmap(db->map, db->map_len); /* the base and its overlay, if any */
+		if (g.reused) {
+			/* the same range: the overlays not kept give their room back */
+			for (unsigned i = 1; i < 3; i++)
+				if (a->lv[i].len &&
+				    (i > g.overlays || (g.fresh & (1u << i)) ||
+				     g.lv[i].off != a->lv[i].off) &&
+				    shmkv__unmap_level((uint8_t *)db->map + a->lv[i].off,
+						       a->lv[i].len))
+					a->no_reuse = 1; /* unmapped with the range */
+		} else {
+			if (db->map) /* NULL after shmkv_detach */
+				munmap(db->map, db->map_len); /* the base and its overlays */
+			a->no_reuse = 0;
+		}
 		shmkv__install(db, &g);
 		a->failed_seq = 1;
 		err = 1;
