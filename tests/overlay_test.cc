@@ -10,7 +10,9 @@
 // segments: every rule of the protocol broken once, the replica pick of
 // each overlay, and refresh from no overlay to a lower one, a lower and a
 // top, the lower alone and none, the values held staying valid until a
-// refresh returns 1.
+// refresh returns 1; refresh keeping the base's mapping (and the lower's)
+// across generations that change only overlays, and mapping anew for a new
+// base or overlays past the room behind it.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -735,6 +737,209 @@ TEST(Overlay, RefreshAcrossLevels)
 	expect_view(db, Model(l, false, false), &a.base.db, nullptr, nullptr, kNow, l);
 	EXPECT_EQ(shmkv_refresh(db), 0);
 	shmkv_close(db);
+}
+
+namespace {
+
+// How many lines of /proc/self/maps name path (a file unlinked since
+// shows it with " (deleted)").
+int maps_of(const std::string &path)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	if (!f)
+		return -1;
+	char line[4096];
+	int n = 0;
+	while (fgets(line, sizeof line, f)) {
+		std::string s(line);
+		size_t at = s.find('/');
+		if (at == std::string::npos)
+			continue;
+		std::string name = s.substr(at);
+		while (!name.empty() && name.back() == '\n')
+			name.pop_back();
+		n += name == path || name == path + " (deleted)";
+	}
+	fclose(f);
+	return n;
+}
+
+} // namespace
+
+// A refresh to a generation with the same base image keeps the base's
+// mapping (the same address, one mapping of its file) and the lower's when
+// it is the same file, and maps only the new overlays; a new base, or
+// overlays too big for the room behind the base, map the generation anew.
+// Every generation reads as the model says, the old files unlinked as the
+// loader does, and no old overlay stays mapped.
+TEST(Overlay, RefreshKeepsBase)
+{
+	std::mt19937_64 rng(0x6b5e);
+	const Levels l = levels();
+	Images im = images(l);
+	Mem base(im.base);
+	ASSERT_EQ(base.err, 0) << base.why;
+	Levels o = l;
+	o.base.push_back(str("other", "o"));
+	Images other = images(o);
+	Cache c;
+	std::string b = c.put("base", im.base);
+	c.publish(1, {Cache::seg(b, 0)});
+	int err;
+	std::string why;
+	shmkv *db = c.attach(SHMKV_ATTACH_VERIFY, &err, &why);
+	ASSERT_NE(db, nullptr) << why;
+	const void *at = shmkv_header(db);
+	EXPECT_EQ(maps_of(b), 1);
+
+	Levels x = l; // the view published now
+	std::string lower_path, top_path, lower_bytes, top_bytes;
+	bool with_lower = false, with_top = false;
+	auto check = [&](const char *what, uint64_t gen) {
+		SCOPED_TRACE(std::string(what) + " at generation " + std::to_string(gen));
+		EXPECT_EQ(shmkv_generation(db), gen);
+		EXPECT_EQ(maps_of(b), 1);
+		if (with_lower) {
+			EXPECT_EQ(maps_of(lower_path), 1);
+		}
+		if (with_top) {
+			EXPECT_EQ(maps_of(top_path), 1);
+		}
+		Mem lo(with_lower ? lower_bytes : im.lower), tp(with_top ? top_bytes : im.top);
+		expect_view(db, Model(x, with_lower, with_top), &base.db,
+			    with_lower ? &lo.db : nullptr, with_top ? &tp.db : nullptr, kNow, x);
+	};
+	// random upserts and tombstones of the base's keys and new ones
+	auto changes = [&](const std::string &tag, size_t n) {
+		std::vector<Rec> d;
+		std::map<std::string, bool> seen;
+		for (size_t i = 0; i < n; i++) {
+			std::string k = rng() % 2 ? l.base[rng() % l.base.size()].key
+						  : "new" + std::to_string(rng() % 500);
+			if (seen[k])
+				continue;
+			seen[k] = true;
+			const bool out = k.size() > 100 || rng() % 5 == 0; // long keys: OUT
+			d.push_back(rng() % 4 ? str(k, tag + std::to_string(i), 0, out) : tomb(k, out));
+		}
+		return d;
+	};
+	std::vector<std::string> gone; // files the generation before named
+	auto publish = [&](uint64_t g) {
+		std::vector<shmkv_ctl_segment> segs = {Cache::seg(b, 0)};
+		if (with_lower)
+			segs.push_back(Cache::seg(lower_path, kLower));
+		if (with_top)
+			segs.push_back(Cache::seg(top_path, kTop));
+		c.publish(g, segs);
+		for (const std::string &f : gone)
+			unlink(f.c_str());
+		gone.clear();
+	};
+	for (uint64_t g = 2; g < 40; g++) {
+		SCOPED_TRACE("generation " + std::to_string(g));
+		const void *lower_at = with_lower ? (const void *)db->over->base : nullptr;
+		const bool lower_kept = with_lower && g % 7 != 0 && g % 13 != 0;
+		if (!lower_kept && with_top)
+			gone.push_back(top_path);
+		if (!lower_kept) { // a fold: a new lower, no top (or none at all)
+			if (with_lower)
+				gone.push_back(lower_path);
+			with_top = false;
+			with_lower = g % 13 != 0;
+			x.lower = with_lower ? changes("l" + std::to_string(g), 1 + rng() % 80)
+					     : std::vector<Rec>();
+			x.top.clear();
+			if (with_lower) {
+				lower_bytes = testimg::compose(x.lower, delta_of(base.db, x.lower.size() / 2 + 8)).bytes;
+				lower_path = c.put("lower." + std::to_string(g), lower_bytes);
+			}
+		} else { // a change: a new top over the same lower
+			if (with_top)
+				gone.push_back(top_path);
+			with_top = true;
+			x.top = changes("t" + std::to_string(g), 1 + rng() % 200);
+			top_bytes = testimg::compose(x.top, delta_of(base.db, x.top.size() / 2 + 8 + rng() % 32)).bytes;
+			top_path = c.put("top." + std::to_string(g), top_bytes);
+		}
+		publish(g);
+		ASSERT_EQ(shmkv_refresh(db), 1);
+		EXPECT_EQ(shmkv_header(db), at) << "the base stays mapped where it was";
+		if (lower_kept) {
+			EXPECT_EQ((const void *)db->over->base, lower_at)
+				<< "the same lower stays mapped where it was";
+		}
+		check("kept base", g);
+		for (const std::string &f : gone)
+			EXPECT_EQ(maps_of(f), 0) << f << " stays mapped";
+		if (::testing::Test::HasFailure())
+			break;
+	}
+	// a top that does not apply to the base: refused, the view kept whole
+	// and the refused file not left mapped
+	std::string bad = c.put("top.bad", other.top);
+	{
+		std::vector<shmkv_ctl_segment> segs = {Cache::seg(b, 0)};
+		if (with_lower)
+			segs.push_back(Cache::seg(lower_path, kLower));
+		segs.push_back(Cache::seg(bad, with_lower ? kTop : kLower));
+		c.publish(40, segs);
+	}
+	EXPECT_EQ(shmkv_refresh(db), SHMKV_EBASE);
+	EXPECT_EQ(maps_of(bad), 0);
+	EXPECT_EQ(shmkv_header(db), at);
+	check("after a refused generation", 39);
+
+	// overlays bigger than the room behind the base: mapped anew, all of it
+	with_lower = true;
+	with_top = true;
+	x.lower = changes("big", 40);
+	x.lower.push_back(str("big", std::string(3u << 20, 'b'), 0, true));
+	x.top = changes("t41", 30);
+	x.top.push_back(str("big2", std::string(2u << 20, 'c'), 0, true));
+	lower_bytes = testimg::compose(x.lower, delta_of(base.db, x.lower.size() / 2 + 8)).bytes;
+	top_bytes = testimg::compose(x.top, delta_of(base.db, x.top.size() / 2 + 8)).bytes;
+	lower_path = c.put("lower.41", lower_bytes);
+	top_path = c.put("top.41", top_bytes);
+	publish(41);
+	ASSERT_EQ(shmkv_refresh(db), 1);
+	EXPECT_NE(shmkv_header(db), at) << "no room: mapped anew (both at once, then the old "
+					    "unmapped)";
+	check("overlays past the room", 41);
+	at = shmkv_header(db);
+	// the next top fits the room the new mapping made
+	x.top = changes("t42", 50);
+	top_bytes = testimg::compose(x.top, delta_of(base.db, x.top.size() / 2 + 8)).bytes;
+	gone.push_back(top_path);
+	top_path = c.put("top.42", top_bytes);
+	publish(42);
+	ASSERT_EQ(shmkv_refresh(db), 1);
+	EXPECT_EQ(shmkv_header(db), at);
+	check("kept base after growing", 42);
+
+	// another base file (the same bytes): mapped anew, the old base unmapped
+	std::string b2 = c.put("base.2", im.base);
+	gone = {b};
+	b = b2;
+	publish(43);
+	ASSERT_EQ(shmkv_refresh(db), 1);
+	EXPECT_NE(shmkv_header(db), at) << "a new base file maps anew";
+	EXPECT_EQ(maps_of(c.file("base")), 0);
+	check("new base", 43);
+	// a detached generation keeps its range; the handle maps the next anew
+	shmkv *held = nullptr;
+	ASSERT_EQ(shmkv_detach(db, &held), 0);
+	x.top = changes("t44", 20);
+	top_bytes = testimg::compose(x.top, delta_of(base.db, x.top.size() / 2 + 8)).bytes;
+	top_path = c.put("top.44", top_bytes);
+	publish(44);
+	ASSERT_EQ(shmkv_refresh(db), 1);
+	EXPECT_NE(shmkv_header(db), shmkv_header(held));
+	EXPECT_EQ(maps_of(b), 2) << "the detached generation's and the handle's";
+	shmkv_close(held);
+	check("after a detach", 44);
+	shmkv_close(db);
+	EXPECT_EQ(maps_of(b), 0);
 }
 
 // Random levels over a shared key space (each key in any subset of the
