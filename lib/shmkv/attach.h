@@ -431,15 +431,19 @@ static inline void shmkv__node_distances(int from, int dist[64])
  * else the nearest by distance, else 0. */
 static inline uint32_t shmkv__pick_segment(const shmkv_ctl *copy, int want)
 {
-	if (copy->segment_count <= 1 || want < 0)
+	/* at most SHMKV_CTL_MAX_SEGMENTS (shmkv_ctl_read), said again for the
+	 * compiler, which otherwise sees an uninitialized entry past them */
+	const uint32_t n = copy->segment_count < SHMKV_CTL_MAX_SEGMENTS ? copy->segment_count
+									: SHMKV_CTL_MAX_SEGMENTS;
+	if (n <= 1 || want < 0)
 		return 0;
-	for (uint32_t i = 0; i < copy->segment_count; i++)
+	for (uint32_t i = 0; i < n; i++)
 		if (copy->segments[i].node == want)
 			return i;
 	int dist[64], best_d = INT_MAX;
 	uint32_t best = 0;
 	shmkv__node_distances(want, dist);
-	for (uint32_t i = 0; i < copy->segment_count; i++) {
+	for (uint32_t i = 0; i < n; i++) {
 		int node = copy->segments[i].node;
 		if (node >= 0 && node < 64 && dist[node] < best_d) {
 			best_d = dist[node];
