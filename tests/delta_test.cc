@@ -18,6 +18,7 @@
 
 #include "image_util.h"
 
+using testimg::Answer;
 using testimg::Rec;
 
 namespace {
@@ -69,23 +70,6 @@ Rec str(const std::string &key, const std::string &v, uint32_t expires = 0, bool
 	r.expires = expires;
 	r.out = out;
 	return r;
-}
-
-// What a get answers: the value's bytes, or the error.
-struct Answer {
-	int err = 0;
-	unsigned type = 0;
-	std::string bytes;
-	bool operator==(const Answer &o) const
-	{
-		return err == o.err && type == o.type && bytes == o.bytes;
-	}
-};
-
-std::ostream &operator<<(std::ostream &os, const Answer &a)
-{
-	return os << (a.err ? shmkv_errname(a.err) : "OK") << " type " << a.type << " '"
-		  << a.bytes << "'";
 }
 
 Answer get(const shmkv *db, const std::string &k)

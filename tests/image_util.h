@@ -16,6 +16,8 @@
 //   Guarded                 an image copied into memory between PROT_NONE
 //                           guards, so that any read past its ends faults
 //   i64 / f64 / strlist     little-endian value encodings
+//   Answer                  what a get answers (the value's type and bytes, or
+//                           the error), printable in a test's failure
 #pragma once
 
 #include <sys/mman.h>
@@ -24,6 +26,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -378,5 +381,22 @@ private:
 	uint8_t *b_ = nullptr, *base_ = nullptr;
 	size_t size_ = 0, body_ = 0;
 };
+
+// What a get answers: the value's bytes, or the error.
+struct Answer {
+	int err = 0;
+	unsigned type = 0;
+	std::string bytes;
+	bool operator==(const Answer &o) const
+	{
+		return err == o.err && type == o.type && bytes == o.bytes;
+	}
+};
+
+inline std::ostream &operator<<(std::ostream &os, const Answer &a)
+{
+	return os << (a.err ? shmkv_errname(a.err) : "OK") << " type " << a.type << " '"
+		  << a.bytes << "'";
+}
 
 } // namespace testimg

@@ -27,6 +27,7 @@
 #include "image_util.h"
 #include "test_util.h"
 
+using testimg::Answer;
 using testimg::Rec;
 
 namespace {
@@ -133,23 +134,6 @@ Levels levels()
 	l.base.push_back(str("top-later-over-base", "b", past));
 	l.top.push_back(str("top-later-over-base", "t", later, true));
 	return l;
-}
-
-// What a get answers: the value's bytes, or the error.
-struct Answer {
-	int err = 0;
-	unsigned type = 0;
-	std::string bytes;
-	bool operator==(const Answer &o) const
-	{
-		return err == o.err && type == o.type && bytes == o.bytes;
-	}
-};
-
-std::ostream &operator<<(std::ostream &os, const Answer &a)
-{
-	return os << (a.err ? shmkv_errname(a.err) : "OK") << " type " << a.type << " '"
-		  << a.bytes << "'";
 }
 
 Answer answer(int err, const shmkv_value &v)
