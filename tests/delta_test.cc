@@ -197,29 +197,7 @@ TEST(Delta, OpensAloneAndVerifies)
 }
 
 // The model: base records, then the delta's upserts and tombstones.
-struct Model {
-	std::map<std::string, Rec> m;
-	explicit Model(const std::vector<Rec> &base)
-	{
-		for (const Rec &r : base)
-			m[r.key] = r;
-	}
-	void apply(const std::vector<Rec> &delta)
-	{
-		for (const Rec &r : delta)
-			if (r.tomb)
-				m.erase(r.key);
-			else
-				m[r.key] = r;
-	}
-	Answer want(const std::string &k, uint32_t now) const
-	{
-		auto it = m.find(k);
-		if (it == m.end() || (it->second.expires && now >= it->second.expires))
-			return Answer{SHMKV_ENOTFOUND, 0, ""};
-		return Answer{0, it->second.type, it->second.value};
-	}
-};
+using Model = testimg::RecModel;
 
 // Every key of keys through db (pinned at now) on every path against model.
 void expect_through(shmkv *db, const Model &model, const std::vector<std::string> &keys,

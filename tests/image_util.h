@@ -16,6 +16,9 @@
 //   Guarded                 an image copied into memory between PROT_NONE
 //                           guards, so that any read past its ends faults
 //   i64 / f64 / strlist     little-endian value encodings
+//   RecModel                records merged as FORMAT.md §19.5 says (a base,
+//                           then deltas' upserts and tombstones) and what a
+//                           get of them answers at a time
 //   Answer                  what a get answers (the value's type and bytes, or
 //                           the error), printable in a test's failure
 #pragma once
@@ -26,6 +29,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -398,5 +402,31 @@ inline std::ostream &operator<<(std::ostream &os, const Answer &a)
 	return os << (a.err ? shmkv_errname(a.err) : "OK") << " type " << a.type << " '"
 		  << a.bytes << "'";
 }
+
+// Records merged as FORMAT.md §19.5 says: a base's, then each delta's
+// upserts and tombstones in turn; want() is what a get answers at now.
+struct RecModel {
+	std::map<std::string, Rec> m;
+	explicit RecModel(const std::vector<Rec> &base)
+	{
+		for (const Rec &r : base)
+			m[r.key] = r;
+	}
+	void apply(const std::vector<Rec> &delta)
+	{
+		for (const Rec &r : delta)
+			if (r.tomb)
+				m.erase(r.key);
+			else
+				m[r.key] = r;
+	}
+	Answer want(const std::string &k, uint32_t now) const
+	{
+		auto it = m.find(k);
+		if (it == m.end() || (it->second.expires && now >= it->second.expires))
+			return Answer{SHMKV_ENOTFOUND, 0, ""};
+		return Answer{0, it->second.type, it->second.value};
+	}
+};
 
 } // namespace testimg

@@ -149,31 +149,13 @@ Answer answer(int err, const shmkv_value &v)
 
 // The model: the base's records, then the lower's changes, then the top's
 // (FORMAT.md §19.5's merge, which §19.6 reads).
-struct Model {
-	std::map<std::string, Rec> m;
-	explicit Model(const Levels &l, bool lower = true, bool top = true)
+struct Model : testimg::RecModel {
+	explicit Model(const Levels &l, bool lower = true, bool top = true) : RecModel(l.base)
 	{
-		for (const Rec &r : l.base)
-			m[r.key] = r;
 		if (lower)
 			apply(l.lower);
 		if (top)
 			apply(l.top);
-	}
-	void apply(const std::vector<Rec> &d)
-	{
-		for (const Rec &r : d)
-			if (r.tomb)
-				m.erase(r.key);
-			else
-				m[r.key] = r;
-	}
-	Answer want(const std::string &k, uint32_t now) const
-	{
-		auto it = m.find(k);
-		if (it == m.end() || (it->second.expires && now >= it->second.expires))
-			return Answer{SHMKV_ENOTFOUND, 0, ""};
-		return Answer{0, it->second.type, it->second.value};
 	}
 };
 
