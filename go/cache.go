@@ -195,7 +195,8 @@ const (
 var segRoleName = [...]string{roleBase: "base", roleLower: "overlay", roleTop: "top overlay"}
 
 // mapSegment: O_NONBLOCK, fstat (a regular file of the control segment's
-// owner, writable by neither group nor others, at least size bytes); then
+// owner, writable by neither group nor others, at least size bytes, a
+// map_size not below size); then
 // keep, with one more reference, if it is the same image (sameImage), else
 // map, check the image header (every checksum with Verify): a delta image
 // for an overlay copy (lower or top), a plain image for a base copy, else
@@ -218,6 +219,8 @@ func (c *Cache) mapSegment(seg ctlSegment, gen uint64, role segRole, keep *mappi
 			seg.path, st.Uid, st.Mode&0o7777, c.ctl.uid, unix.EPERM)
 	case seg.size < headerBlock || uint64(st.Size) < seg.size:
 		return nil, errf(ErrTruncated, "segment %s: %d bytes, the control segment says the image has %d", seg.path, st.Size, seg.size)
+	case seg.mapSize < seg.size: // as lib's attach: a mapping shorter than its image
+		return nil, errf(ErrTruncated, "segment %s: map_size %d below the image's size %d", seg.path, seg.mapSize, seg.size)
 	}
 	if keep != nil && sameImage(keep, seg, fd, &st) && keep.acquire() {
 		return keep, nil
