@@ -408,7 +408,8 @@ public final class Shmkv extends ShmkvReader implements AutoCloseable {
 	/**
 	 * The attributes of p, entry i's segment file, once it is checked as one
 	 * (PROTOCOL.md, "Trust"): a regular file of the control segment's owner
-	 * that no one else can write, at least the entry's size long.
+	 * that no one else can write, at least the entry's size long; the
+	 * entry's map_size not below its size.
 	 */
 	private static Map<String, Object> segmentStat(Ctl ctl, Ctl.Snap s, int i, Path p, String source) {
 		Map<String, Object> st;
@@ -427,6 +428,9 @@ public final class Shmkv extends ShmkvReader implements AutoCloseable {
 		if (Long.compareUnsigned(fileLen, size) < 0)
 			throw new ShmkvException.Truncated(source, "the segment is " + fileLen + " bytes, its image "
 					+ Long.toUnsignedString(size));
+		if (Long.compareUnsigned(s.segMapSize(i), size) < 0) // as lib's attach: a mapping shorter than its image
+			throw new ShmkvException.Truncated(source, "map_size " + Long.toUnsignedString(s.segMapSize(i))
+					+ " below the image's size " + Long.toUnsignedString(size));
 		return st;
 	}
 
