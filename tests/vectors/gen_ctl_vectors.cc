@@ -377,6 +377,10 @@ std::vector<Case> cases(uint64_t top_size)
 		c.layout_hash = kHashV1;
 		add("layout_hash_v1_in_v2", "protocol 2 with protocol 1's layout hash", c,
 		    "SHMKV_EPROTO");
+		c = v(1, {base});
+		c.layout_hash = kHashV2;
+		add("layout_hash_v2_in_v1", "protocol 1 with protocol 2's layout hash", c,
+		    "SHMKV_EPROTO");
 		c = v(2, {base});
 		c.layout_hash = 0x3bf262da49ef7315ull;
 		add("layout_hash_v2_draft", "protocol 2 with the hash of its first form, which "
