@@ -21,7 +21,7 @@ CTL = os.path.join(VEC, 'ctl')
 
 def _manifest() -> dict[str, Any]:
     with open(os.path.join(CTL, 'manifest.json'), encoding='utf-8') as f:
-        m = json.load(f)
+        m: dict[str, Any] = json.load(f)
     got = (m.get('format'), m.get('manifest_version'))
     if got != ('shmkv-ctl-vectors', 1) or not m.get('dir_token'):
         raise ValueError(f"a control-segment manifest this test does not know: {got}")
