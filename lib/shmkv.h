@@ -128,7 +128,9 @@
  *   shmkv_refresh: 0 (unchanged, or a file handle); 1 (moved: values from before
  *               are invalid); SHMKV_ESTALE (dropped or replaced: attach again);
  *               < 0 as shmkv_attach, the handle still serving its old generation.
- *   shmkv_detach: 0; -EINVAL (not attached, or nothing mapped); -ENOMEM.
+ *   shmkv_detach: 0; -EINVAL (not attached, or nothing mapped); -ENOMEM. The two
+ *               handles share the mapping (refresh keeps the base); each close
+ *               gives back what the other does not read, from any thread.
  *   shmkv_ctl_close, shmkv_close, shmkv_iter_init, shmkv_iter_init_all, shmkv_set_clock:
  *               nothing (void).
  *   shmkv_name_check: 0; -EINVAL.
@@ -155,7 +157,9 @@
  * when no other thread is using that handle. The simple pattern: one handle
  * per thread (attach is cheap: each maps the same pages), each thread
  * refreshing its own between requests. Handles share nothing, so threads
- * never wait on each other.
+ * never wait on each other (a generation shmkv_detach hands out shares its
+ * mapping with its attached handle through atomic counts: closing it from
+ * any thread is safe, also while that handle refreshes).
  *
  * Example
  *   shmkv *db;

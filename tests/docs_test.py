@@ -47,7 +47,7 @@ LIB_LEVELS = {
     'shmkv/attach.h': 1, 'shmkv/tools.h': 1, 'shmkv/batch.h': 1, 'shmkv/iter.h': 1,
     'shmkv/get.h': 1,
     'shmkv/open.h': 2, 'shmkv/ctl.h': 2, 'shmkv/delta.h': 2,
-    'shmkv/verify.h': 3,
+    'shmkv/verify.h': 3, 'shmkv/range.h': 3,
     'shmkv/lookup.h': 4,
     'shmkv/bucket.h': 5,
     'shmkv/entry.h': 6,

@@ -1,5 +1,6 @@
 /* shmkv/atomic.h - the atomics shim: <stdatomic.h> in C, std::atomic in C++
- * (C++ programs include this C header). Only what the control segment needs.
+ * (C++ programs include this C header). Only what the control segment and
+ * the reference counts of a shared range (range.h) need.
  * Part of the header-only reader; include <shmkv.h>, not this file. */
 #ifndef SHMKV_ATOMIC_H
 #define SHMKV_ATOMIC_H
@@ -24,6 +25,14 @@ static inline void shmkv__store_release(uint64_t *p, uint64_t v)
 static inline void shmkv__store_relaxed(uint64_t *p, uint64_t v)
 {
 	std::atomic_store_explicit(SHMKV__ATOMIC(p), v, std::memory_order_relaxed);
+}
+static inline void shmkv__fetch_add_relaxed(uint64_t *p, uint64_t v)
+{
+	std::atomic_fetch_add_explicit(SHMKV__ATOMIC(p), v, std::memory_order_relaxed);
+}
+static inline uint64_t shmkv__fetch_sub_acq_rel(uint64_t *p, uint64_t v)
+{
+	return std::atomic_fetch_sub_explicit(SHMKV__ATOMIC(p), v, std::memory_order_acq_rel);
 }
 static inline void shmkv__fence_acquire(void)
 {
@@ -51,6 +60,14 @@ static inline void shmkv__store_release(uint64_t *p, uint64_t v)
 static inline void shmkv__store_relaxed(uint64_t *p, uint64_t v)
 {
 	atomic_store_explicit(SHMKV__ATOMIC(p), v, memory_order_relaxed);
+}
+static inline void shmkv__fetch_add_relaxed(uint64_t *p, uint64_t v)
+{
+	atomic_fetch_add_explicit(SHMKV__ATOMIC(p), v, memory_order_relaxed);
+}
+static inline uint64_t shmkv__fetch_sub_acq_rel(uint64_t *p, uint64_t v)
+{
+	return atomic_fetch_sub_explicit(SHMKV__ATOMIC(p), v, memory_order_acq_rel);
 }
 static inline void shmkv__fence_acquire(void)
 {

@@ -124,19 +124,6 @@ static inline int shmkv__map_segment(const shmkv_ctl_segment *seg, uint64_t owne
 	return 0;
 }
 
-/* Strict -std=c11 hides these; the values are the kernel ABI of x86-64 and
- * AArch64. */
-#ifdef MAP_ANONYMOUS
-#define SHMKV__MAP_ANONYMOUS MAP_ANONYMOUS
-#else
-#define SHMKV__MAP_ANONYMOUS 0x20
-#endif
-#ifdef MAP_NORESERVE
-#define SHMKV__MAP_NORESERVE MAP_NORESERVE
-#else
-#define SHMKV__MAP_NORESERVE 0x4000
-#endif
-
 /* A page size fit to align a mapping at: a power of two, 4 KiB..1 GiB. */
 static inline int shmkv__page_ok(uint64_t ps)
 {
@@ -145,11 +132,13 @@ static inline int shmkv__page_ok(uint64_t ps)
 
 /* One image of a generation in a handle's range: which file (its control
  * segment entry, its device and inode) and where (off, len: the mapping's
- * bytes from the range's start; len 0: no such image). */
+ * bytes from the range's start; len 0: no such image; part: an overlay's
+ * part of the range, range.h). */
 typedef struct shmkv__level {
 	shmkv_ctl_segment seg;
 	uint64_t id[2];
 	size_t off, len;
+	unsigned part;
 } shmkv__level;
 
 /* What attach and refresh map: one generation. */
@@ -162,7 +151,8 @@ typedef struct shmkv__gen_map {
 				  base's end), else 0 */
 	unsigned overlays;     /* 0; 1: the lower overlay; 2: the lower and the top */
 	unsigned fresh;        /* bit i: lv[i] mapped by this call (else kept) */
-	int reused;            /* map is the handle's range, its base kept */
+	shmkv__range *range;   /* map's: a new one, or the handle's (its base kept) */
+	uint64_t parts;        /* the parts of range the overlays lie in */
 	shmkv over[2];         /* the overlays' handles, bound: the lower, the top */
 } shmkv__gen_map;
 
@@ -226,9 +216,9 @@ static inline int shmkv__check_levels(shmkv__gen_map *g, unsigned flags, char *w
  * space: [base][PROT_NONE gap to the lower's page size][lower][gap][top],
  * then, with room, PROT_NONE room for the overlays of later generations
  * (shmkv__map_kept), so that the handle's one mapping (db->map,
- * db->map_len), which shmkv_close and shmkv_refresh unmap, holds them all;
- * the gaps are ours, so the one munmap never touches another mapping.
- * Checks every image (shmkv__check_levels). */
+ * db->map_len: its range, range.h), which the range's last holder unmaps,
+ * holds them all; the gaps are ours, so the one munmap never touches
+ * another mapping. Checks every image (shmkv__check_levels). */
 static inline int shmkv__map_levels(shmkv__gen_map *g, int room, uint64_t owner, unsigned flags,
 				    char *why, size_t why_len)
 {
@@ -298,7 +288,6 @@ static inline int shmkv__map_levels(shmkv__gen_map *g, int room, uint64_t owner,
 	}
 	g->map = start;
 	g->fresh = (1u << n) - 1;
-	g->reused = 0;
 	if (!err)
 		err = shmkv__check_levels(g, flags, why, why_len);
 out:
@@ -330,15 +319,6 @@ static inline int shmkv__same_image(const shmkv__level *cur, const uint8_t *star
 	/* a fresh descriptor: offset 0 */
 	return read(fd, &h, sizeof h) == (ssize_t)sizeof h &&
 	       memcmp(&h, start + cur->off, sizeof h) == 0;
-}
-
-/* Gives a range's part back to the reservation (PROT_NONE, no memory, the
- * file's pages released); -1 if it stays mapped. */
-static inline int shmkv__unmap_level(uint8_t *p, size_t len)
-{
-	return mmap(p, len, PROT_NONE,
-		    MAP_PRIVATE | MAP_FIXED | SHMKV__MAP_ANONYMOUS | SHMKV__MAP_NORESERVE, -1,
-		    0) == MAP_FAILED ? -1 : 0;
 }
 
 /* The first offset in [from, end) of the range at start where len bytes
@@ -513,6 +493,24 @@ static inline const shmkv_ctl_segment *shmkv__pick_overlay(const shmkv_ctl_segme
 	return nov ? &ovs[0] : NULL;
 }
 
+/* A new range (range.h) for generation g, mapped anew: held by the handle
+ * that will serve it, each overlay in a part of its own. -ENOMEM: g
+ * unmapped. */
+static inline int shmkv__gen_range(shmkv__gen_map *g, char *why, size_t why_len)
+{
+	g->range = shmkv__range_new(g->map, g->map_len);
+	if (!g->range) {
+		munmap(g->map, g->map_len);
+		return shmkv__fail(-ENOMEM, why, why_len, "out of memory");
+	}
+	for (unsigned i = 1; i <= g->overlays; i++) {
+		g->lv[i].part = i - 1;
+		shmkv__part_claim(g->range, i - 1, g->lv[i].off, g->lv[i].len);
+		g->parts |= UINT64_C(1) << (i - 1);
+	}
+	return 0;
+}
+
 /* Maps base copy pick and its overlays' copies (if any). Protocol 2 (v2):
  * with room for later overlays; keep (refresh; NULL at attach): the handle,
  * whose base is kept if the generation's base copy is the same image. */
@@ -532,18 +530,22 @@ static inline int shmkv__map_gen(const shmkv__roles *ro, uint32_t pick, int v2,
 		g->lv[2].seg = *top;
 	g->room_off = 0;
 	g->fresh = 1;
-	g->reused = 0;
+	g->range = NULL;
+	g->parts = 0;
+	int err;
 	if (keep) {
-		int err = shmkv__map_kept(keep, owner, flags, g, why, why_len);
+		err = shmkv__map_kept(keep, owner, flags, g, why, why_len);
 		if (err != 1)
 			return err;
 	}
 	if (!g->overlays && !v2) {
 		g->map_len = (size_t)g->lv[0].seg.map_size;
 		g->lv[0].len = g->map_len;
-		return shmkv__map_segment(&g->lv[0].seg, owner, flags, &g->map, why, why_len);
+		err = shmkv__map_segment(&g->lv[0].seg, owner, flags, &g->map, why, why_len);
+	} else {
+		err = shmkv__map_levels(g, v2, owner, flags, why, why_len);
 	}
-	return shmkv__map_levels(g, v2, owner, flags, why, why_len);
+	return err ? err : shmkv__gen_range(g, why, why_len);
 }
 
 /* Maps the current generation, retrying when it moves underneath (the
@@ -614,36 +616,42 @@ struct shmkv__attached {
 	char name[SHMKV_CACHE_NAME_MAX + 1]; /* the cache's name, for the probes (trace.h) */
 	shmkv over[2]; /* protocol 2: the overlays mapped after the base, the lower and the
 			  top (db.over and db.top point here while there are; their
-			  memory is part of db.map) */
-	shmkv__level lv[3]; /* the images db.map holds: the base, the lower, the top */
+			  memory is part of db.range) */
+	shmkv__level lv[3]; /* the images of the generation mapped last (db.range's,
+			       also once handed to shmkv_detach): the base, the lower,
+			       the top */
 	size_t room_off;    /* protocol 2: where the room for overlays starts in
-			       db.map, else 0 (no image kept at refresh) */
-	int no_reuse;       /* a part of db.map could not be given back: map the next
+			       db.range, else 0 (no image kept at refresh) */
+	int no_reuse;       /* room of db.range could not be given back: map the next
 			       generation anew */
 };
 
-/* Maps generation g keeping what a (a protocol 2 handle that maps its
- * generation) maps of it: its base when g's base copy is the same image
+/* Maps generation g keeping what a (a protocol 2 handle) maps of it, in
+ * its range (range.h), whether or not it handed its generation to
+ * shmkv_detach: its base when g's base copy is the same image
  * (shmkv__same_image), and each overlay that is; maps the others into free
- * room behind the base (MAP_FIXED over the reservation, clear of the
- * handle's current overlays, so that a refused generation leaves the
- * handle whole) and checks them. 0: g is mapped, g->reused; 1: it cannot
- * be (another base, no room): map it anew; else an error, nothing kept. */
+ * room behind the base (MAP_FIXED over the reservation, clear of every
+ * overlay the range holds: the handle's and its detached generations', so
+ * that a refused generation leaves them all whole), each in a free part,
+ * and checks them. 0: g is mapped in a's range, its new overlays' parts
+ * claimed for a; 1: it cannot be (another base, no room, no part free): map
+ * it anew; else an error, nothing kept. */
 static inline int shmkv__map_kept(shmkv__attached *a, uint64_t owner, unsigned flags,
 				  shmkv__gen_map *g, char *why, size_t why_len)
 {
-	uint8_t *start = (uint8_t *)a->db.map;
-	if (!start || !a->room_off || a->no_reuse)
+	shmkv__range *r = a->db.range;
+	if (!r || !a->room_off || a->no_reuse)
 		return 1;
+	uint8_t *start = r->start;
 	const unsigned n = 1 + g->overlays;
 	int fd[3] = {-1, -1, -1}, err = 0;
-	unsigned mapped = 0, i;
-	size_t busy[4][2];
+	unsigned mapped = 0, i, next = 0;
+	size_t busy[SHMKV__RANGE_PARTS + 2][2];
 	unsigned nb = 0;
-	for (i = 1; i < 3; i++)
-		if (a->lv[i].len) {
-			busy[nb][0] = a->lv[i].off;
-			busy[nb++][1] = a->lv[i].off + a->lv[i].len;
+	for (i = 0; i < SHMKV__RANGE_PARTS; i++)
+		if (!shmkv__part_free(r, i)) {
+			busy[nb][0] = r->part[i].off;
+			busy[nb++][1] = r->part[i].off + r->part[i].len;
 		}
 	g->fresh = 0;
 	for (i = 0; i < n && !err; i++) {
@@ -656,6 +664,7 @@ static inline int shmkv__map_kept(shmkv__attached *a, uint64_t owner, unsigned f
 		if (shmkv__same_image(&a->lv[i], start, &l->seg, fd[i], l->id)) {
 			l->off = a->lv[i].off;
 			l->len = a->lv[i].len;
+			l->part = a->lv[i].part;
 			continue;
 		}
 		if (i == 0) {
@@ -665,12 +674,18 @@ static inline int shmkv__map_kept(shmkv__attached *a, uint64_t owner, unsigned f
 		err = shmkv__seg_shape(&l->seg, why, why_len);
 		if (err)
 			break;
-		l->off = shmkv__place((uintptr_t)start, a->room_off, a->db.map_len,
-				      l->seg.page_size, l->seg.map_size, busy, nb);
+		/* free now, free until claimed: only this handle claims parts */
+		while (next < SHMKV__RANGE_PARTS && !shmkv__part_free(r, next))
+			next++;
+		l->off = next < SHMKV__RANGE_PARTS
+				 ? shmkv__place((uintptr_t)start, a->room_off, r->len,
+						l->seg.page_size, l->seg.map_size, busy, nb)
+				 : SIZE_MAX;
 		if (l->off == SIZE_MAX) {
 			err = 1; /* no room: the whole generation anew, with more */
 			break;
 		}
+		l->part = next++;
 		l->len = (size_t)l->seg.map_size;
 		busy[nb][0] = l->off;
 		busy[nb++][1] = l->off + l->len;
@@ -687,7 +702,7 @@ static inline int shmkv__map_kept(shmkv__attached *a, uint64_t owner, unsigned f
 			}
 		}
 	g->map = start;
-	g->map_len = a->db.map_len;
+	g->map_len = r->len;
 	g->room_off = a->room_off;
 	if (!err)
 		err = shmkv__check_levels(g, flags, why, why_len);
@@ -697,8 +712,15 @@ static inline int shmkv__map_kept(shmkv__attached *a, uint64_t owner, unsigned f
 	for (i = 1; i < n && err; i++)
 		if ((mapped & (1u << i)) && shmkv__unmap_level(start + g->lv[i].off, g->lv[i].len))
 			a->no_reuse = 1; /* stays mapped until the range is unmapped */
-	g->reused = !err;
-	return err;
+	if (err)
+		return err;
+	g->range = r;
+	for (i = 1; i < n; i++) {
+		if (g->fresh & (1u << i))
+			shmkv__part_claim(r, g->lv[i].part, g->lv[i].off, g->lv[i].len);
+		g->parts |= UINT64_C(1) << g->lv[i].part;
+	}
+	return 0;
 }
 
 /* Makes db (attached: allocated as a shmkv__attached) serve generation g,
@@ -709,6 +731,8 @@ static inline void shmkv__install(shmkv *db, shmkv__gen_map *g)
 	shmkv__bind(db, g->map, g->lv[0].seg.size); /* db->over = db->top = NULL */
 	db->map = g->map;
 	db->map_len = g->map_len;
+	db->range = g->range;
+	db->range_parts = g->parts;
 	db->generation = g->gen;
 	a->node = g->lv[0].seg.node;
 	a->room_off = g->room_off;
@@ -812,7 +836,7 @@ static inline int shmkv_attach_node(const char *root, const char *name, int node
 		}
 	}
 	if (!db) {
-		munmap(g.map, g.map_len);
+		shmkv__range_drop(g.range, g.parts); /* its one holder: unmapped */
 		err = shmkv__fail(-ENOMEM, why, why_len, "out of memory");
 		goto done;
 	}
@@ -897,21 +921,18 @@ static inline int shmkv_refresh(shmkv *db)
 	int err = shmkv__attach_current(db->ctl, owner, db->flags, SHMKV__REFRESH_PASSES,
 					a->want_node, a, &g, NULL, 0);
 	if (!err) {
-		if (g.reused) {
-			/* the same range: the overlays not kept give their room back */
-			for (unsigned i = 1; i < 3; i++)
-				if (a->lv[i].len &&
-				    (i > g.overlays || (g.fresh & (1u << i)) ||
-				     g.lv[i].off != a->lv[i].off) &&
-				    shmkv__unmap_level((uint8_t *)db->map + a->lv[i].off,
-						       a->lv[i].len))
-					a->no_reuse = 1; /* unmapped with the range */
+		shmkv__range *old = db->range;
+		uint64_t old_parts = db->range_parts;
+		shmkv__install(db, &g);
+		if (g.range == old) {
+			/* the same range: the overlays not kept give their room back,
+			 * unless a detached generation still reads them */
+			shmkv__parts_drop(old, old_parts & ~g.parts);
 		} else {
-			if (db->map) /* NULL after shmkv_detach */
-				munmap(db->map, db->map_len); /* the base and its overlays */
+			/* unmapped unless a detached generation still holds it */
+			shmkv__range_drop(old, old_parts);
 			a->no_reuse = 0;
 		}
-		shmkv__install(db, &g);
 		a->failed_seq = 1;
 		err = 1;
 	} else {
@@ -925,10 +946,12 @@ static inline int shmkv_refresh(shmkv *db)
 
 /* For bindings whose values outlive a refresh (python/src/cache.c): hands
  * the generation db maps to a new plain handle *out, which serves it until
- * shmkv_close(*out). db goes on following the cache but maps nothing until
- * its next shmkv_refresh that returns 1 (until then only refresh,
- * shmkv_generation, shmkv_detach and close). -EINVAL: not attached, or
- * nothing mapped; -ENOMEM: db unchanged. */
+ * shmkv_close(*out) (from any thread, also while db refreshes). db goes on
+ * following the cache but serves nothing until its next shmkv_refresh that
+ * returns 1 (until then only refresh, shmkv_generation, shmkv_detach and
+ * close); both share the range (range.h), so that refresh keeps the base
+ * and the overlays that stay. -EINVAL: not attached, or nothing mapped;
+ * -ENOMEM: db unchanged. */
 static inline int shmkv_detach(shmkv *db, shmkv **out)
 {
 	*out = NULL;
@@ -941,6 +964,9 @@ static inline int shmkv_detach(shmkv *db, shmkv **out)
 	shmkv__bind(g, db->map, db->size);
 	g->map = db->map;
 	g->map_len = db->map_len;
+	g->range = db->range;
+	g->range_parts = db->range_parts;
+	shmkv__range_hold(g->range, g->range_parts);
 	g->generation = db->generation;
 	g->flags = db->flags;
 	if (db->over) {
@@ -951,7 +977,7 @@ static inline int shmkv_detach(shmkv *db, shmkv **out)
 		g[2] = *db->top;
 		g->top = &g[2];
 	}
-	db->map = NULL; /* g's now; shmkv_refresh maps the next one */
+	db->map = NULL; /* served by g now; db keeps its share for shmkv_refresh */
 	db->map_len = 0;
 	db->over = db->top = NULL;
 	*out = g;

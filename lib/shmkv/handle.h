@@ -39,6 +39,10 @@
 #define SHMKV_OPEN_KNOWN_                                                                          \
 	(SHMKV_OPEN_NOVERIFY | SHMKV_OPEN_POPULATE | SHMKV_OPEN_DEEP | SHMKV_OPEN_HUGEPAGES)
 
+/* The address range of an attached handle's generation, shared with the
+ * generations shmkv_detach hands out (range.h). */
+typedef struct shmkv__range shmkv__range;
+
 /* The handle (opaque). The lookup fields come first; shmkv__bind derives the
  * bounds a lookup checks once, so that a get pays a compare per offset. */
 typedef struct shmkv {
@@ -69,6 +73,9 @@ typedef struct shmkv {
 	uint64_t values_off, values_end;   /* VALUES section [off, end) */
 	void *map;                /* image mapping, munmap() on close */
 	size_t map_len;
+	shmkv__range *range;      /* attached and detached handles: the range map lies in,
+				     given back on close (range.h), else NULL */
+	uint64_t range_parts;     /* the parts of range whose overlays this handle reads */
 	const shmkv_ctl *ctl;     /* attached handles: the control segment, else NULL */
 	int ctl_fd;               /* attached handles: its descriptor (refresh fstats it) */
 	uint64_t generation;      /* attached and detached handles: generation served, else 0 */

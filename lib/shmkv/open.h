@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "range.h"
 #include "verify.h"
 
 #define SHMKV__HUGE_ALIGN ((size_t)2 << 20)
@@ -186,14 +187,18 @@ static inline int shmkv_open_file(const char *path, unsigned flags, shmkv **out)
 	return shmkv_open_file_diag(path, flags, out, NULL, 0);
 }
 
-/* Unmaps and frees (NULL is fine); values from db are invalid after. */
+/* Unmaps and frees (NULL is fine); values from db are invalid after. An
+ * attached or detached handle gives its share of a range back (range.h):
+ * what other handles still read stays mapped. */
 static inline void shmkv_close(shmkv *db)
 {
 	if (!db)
 		return;
 	int saved_errno = errno;
 	SHMKV__USDT(close, 2, db, db->generation);
-	if (db->map)
+	if (db->range)
+		shmkv__range_drop(db->range, db->range_parts);
+	else if (db->map)
 		munmap(db->map, db->map_len);
 	if (db->ctl) {
 		munmap((void *)(uintptr_t)db->ctl, SHMKV_CTL_SIZE);

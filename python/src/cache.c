@@ -760,7 +760,11 @@ static void tracker_lock(CacheObject *c)
  * protocol: the control segment's fstat first, retired control segments,
  * generations that failed not retried until the next publish) and hands a
  * generation it moved to to a new Gen (shmkv_detach): the old Gen stays
- * mapped while any value of it lives. */
+ * mapped while any value of it lives. The Gens and the tracker share the
+ * base's mapping (lib/PROTOCOL.md, "Protocol 2"): a refresh to new overlays
+ * of the same base maps the overlays alone, and a Gen's dealloc (any thread
+ * with the GIL, while a refresh may run without it) gives back only what
+ * no other Gen and not the tracker reads. */
 static PyObject *cache_refresh(CacheObject *c, PyObject *unused)
 {
 	(void)unused;

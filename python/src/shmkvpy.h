@@ -6,8 +6,10 @@
  * handle, that is one mapped generation. A Cache points at its current Gen;
  * every zero-copy Array and every iterator holds a reference to the Gen it
  * reads, so a mapping is unmapped (shmkv_close) only when the last of them
- * goes. Refresh never unmaps in place: it attaches a new handle and swaps
- * the Cache's Gen.
+ * goes. Refresh never unmaps in place: it hands the generation it moved to
+ * to a new Gen (shmkv_detach) and swaps the Cache's Gen; lib shares the
+ * base's mapping between them, so a refresh that only changes overlays
+ * does not map the base again.
  *
  * Threads: every object here is changed only with the GIL held; get_many
  * and build release it around the C work, holding references to what that

@@ -3,6 +3,7 @@ zero-copy values are held, use them after, and see the old segment unmapped
 once the last of them goes."""
 import gc
 import os
+import random
 import shutil
 import signal
 import subprocess
@@ -27,6 +28,29 @@ def wait_for(cond, seconds=60.0):
 def mapped_segments(shm):
     with open("/proc/self/maps") as f:
         return {line.split()[-1] for line in f if shm in line}
+
+
+def maps():
+    """/proc/self/maps as (start, end, path or None); an unlinked file's path
+    without its " (deleted)"."""
+    out = []
+    with open("/proc/self/maps") as f:
+        for line in f:
+            parts = line.split(maxsplit=5)
+            lo, hi = (int(x, 16) for x in parts[0].split("-"))
+            path = parts[5].strip().removesuffix(" (deleted)") if len(parts) == 6 else None
+            out.append((lo, hi, path))
+    return out
+
+
+def file_at(addr):
+    """The file mapped at addr, or None."""
+    return next((p for lo, hi, p in maps() if lo <= addr < hi), None)
+
+
+def mappings_of(path):
+    """How many mappings of path the process has."""
+    return sum(p == path for _, _, p in maps())
 
 
 @pytest.fixture
@@ -185,3 +209,59 @@ def test_changes_counted(served, shmctl):
     assert len(n) == 3 and sorted(n.keys()) == ["b", "c", "d"]
     assert n["c"] == "3" and "a" not in n
     n.close()
+
+
+def test_refresh_keeps_base(served, shmctl):
+    """Changes publish a new top overlay over the same base (lib/PROTOCOL.md,
+    "Protocol 2"): each refresh maps that top alone, also while values of old
+    generations live (lib shares the base's mapping with them), so the base
+    stays where it was, mapped once; every value held reads what it read
+    after many refreshes, and as the old generations go, in any order, their
+    tops are unmapped."""
+    root, shm, publish = served
+    publish([(f"k{i}", np.full(16, float(i), np.float32), "f32list") for i in range(500)])
+    c = attach_when_ready(root)
+
+    def cache_set(key, value):
+        subprocess.run([shmctl, "-r", root, "cache", "set", "feat", key, value, "--type", "f32list"],
+                       check=True, capture_output=True, timeout=120)
+
+    cache_set("w0", "[0, 0.5]")  # the first change: a protocol 2 control segment
+    with pytest.raises(shmkv.StaleCache):
+        c.refresh()
+    c.close()
+    c = shmkv.attach("feat", root=root)
+    base_at = c.mapping[0]
+    base = file_at(base_at)
+    assert base and base.startswith(shm), base
+    held = [(c["k7"], 7.0), (c["w0"], 0.0)]  # zero-copy: they hold their generation
+    tops = set()
+    for i in range(1, 31):
+        cache_set(f"w{i}", f"[{i}, 0.5]")
+        assert wait_for(lambda: c.refresh()), "no new generation within 60 s"
+        assert c.mapping[0] == base_at, f"refresh {i} mapped the base anew"
+        assert mappings_of(base) == 1, f"refresh {i}: the base mapped again"
+        w = c[f"w{i}"]
+        tops.add(file_at(np.asarray(w).ctypes.data))
+        held += [(w, float(i)), (c[f"k{i}"], float(i))]
+        # the first generation's values still read what they read
+        assert held[0][0][15] == 7.0 and held[1][0][0] == 0.0 and held[1][0][1] == 0.5
+    assert len(tops) == 30 and all(t and t.startswith(shm) for t in tops), tops
+    assert all(mappings_of(t) == 1 for t in tops), "a held generation's top is unmapped"
+    for a, want in held:
+        assert a[0] == want
+    random.Random(7).shuffle(held)
+    while held:
+        del held[-1]
+        gc.collect()
+        for a, want in held[-3:]:
+            assert a[0] == want
+        assert mappings_of(base) == 1
+    del a, w  # the last values the loops bound
+    gc.collect()
+    now = file_at(np.asarray(c["w30"]).ctypes.data)
+    assert [t for t in tops if mappings_of(t)] == [now], "old tops stay mapped"
+    assert c.mapping[0] == base_at and c["k3"][0] == 3.0
+    c.close()
+    gc.collect()
+    assert mappings_of(base) == 0 and mappings_of(now) == 0
