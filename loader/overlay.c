@@ -109,10 +109,8 @@ void overlay_tmp_path(const struct loader *L, const struct cache *c, const char 
 		out[0] = 0; /* cannot happen: ROOT is checked at startup to leave room */
 }
 
-/* A builder of a delta of the cache's base into *out (dup: what a key
- * given twice does, enum shmkv_on_duplicate); 0 or an error. */
-static int delta_builder(const struct cache *c, int dup, shmkv_builder **out, char *why,
-			 size_t why_len)
+int overlay_delta_builder(const char *base_path, int dup, shmkv_builder **out, char *why,
+			  size_t why_len)
 {
 	shmkv_build_options o;
 	shmkv_builder *b = NULL;
@@ -126,17 +124,24 @@ static int delta_builder(const struct cache *c, int dup, shmkv_builder **out, ch
 	 * it: its identity is read from its header, never the whole base */
 	shmkv *base = NULL;
 	char w[300];
-	int err = shmkv_open_file_diag(c->cur.path, SHMKV_OPEN_NOVERIFY, &base, w, sizeof w);
+	int err = shmkv_open_file_diag(base_path, SHMKV_OPEN_NOVERIFY, &base, w, sizeof w);
 	if (err)
 		diag_fail(err, why, why_len, "base: %s", w);
-	else if ((err = shmkv_builder_set_delta_of(b, base, c->cur.path)))
-		diag_fail(err, why, why_len, "base %s: %s", c->cur.path, shmkv_builder_error(b));
+	else if ((err = shmkv_builder_set_delta_of(b, base, base_path)))
+		diag_fail(err, why, why_len, "base %s: %s", base_path, shmkv_builder_error(b));
 	shmkv_close(base);
 	if (err)
 		shmkv_builder_free(b);
 	else
 		*out = b;
 	return err;
+}
+
+/* A builder of a delta of the cache's base. */
+static int delta_builder(const struct cache *c, int dup, shmkv_builder **out, char *why,
+			 size_t why_len)
+{
+	return overlay_delta_builder(c->cur.path, dup, out, why, why_len);
 }
 
 /* Whether delta d holds key (an upsert or a tombstone): 1, 0, or an error
@@ -176,12 +181,12 @@ static int count_new(const shmkv *d, const shmkv *old, const shmkv *also, uint64
  * of old (NULL: none) whose key d does not hold. The one merge of two
  * levels: a change into the top or the lower, a fold (the top into the
  * lower), the overlays before a compaction. */
-static int build_merged(const struct cache *c, const shmkv *d, const shmkv *old,
+static int build_merged(const char *base_path, const shmkv *d, const shmkv *old,
 			const char *old_name, const char *out, char *why, size_t why_len)
 {
 	struct keyset ks = {0};
 	shmkv_builder *b;
-	int err = delta_builder(c, SHMKV_DUP_ERROR, &b, why, why_len);
+	int err = overlay_delta_builder(base_path, SHMKV_DUP_ERROR, &b, why, why_len);
 	if (err)
 		return err;
 	ks.cap = 16;
@@ -218,17 +223,26 @@ static int open_overlay(const struct seg_info *s, unsigned flags, const char *wh
 	return err;
 }
 
-int overlay_merge_top(const struct cache *c, const char *out, char *why, size_t why_len)
+int overlay_merge_files(const char *base, const char *top_path, const char *lower_path,
+			const char *out, char *why, size_t why_len)
 {
 	shmkv *top = NULL, *lower = NULL;
-	int err = open_overlay(&c->top, 0, "top", &top, why, why_len);
+	struct seg_info t = {0}, l = {0};
+	snprintf(t.path, sizeof t.path, "%s", top_path);
+	snprintf(l.path, sizeof l.path, "%s", lower_path);
+	int err = open_overlay(&t, 0, "top", &top, why, why_len);
 	if (!err)
-		err = open_overlay(&c->ov, 0, "lower", &lower, why, why_len);
+		err = open_overlay(&l, 0, "lower", &lower, why, why_len);
 	if (!err)
-		err = build_merged(c, top, lower, c->ov.path, out, why, why_len);
+		err = build_merged(base, top, lower, lower_path, out, why, why_len);
 	shmkv_close(top);
 	shmkv_close(lower);
 	return err;
+}
+
+int overlay_merge_top(const struct cache *c, const char *out, char *why, size_t why_len)
+{
+	return overlay_merge_files(c->cur.path, c->top.path, c->ov.path, out, why, why_len);
 }
 
 uint64_t overlay_keys(const struct seg_info *lower, const struct seg_info *top)
@@ -251,7 +265,7 @@ uint64_t overlay_keys(const struct seg_info *lower, const struct seg_info *top)
 
 /* The overlay at path, every check (structure too), and that it applies
  * to the current base (lib/FORMAT.md §19.4). */
-static int verify_overlay(const struct cache *c, const char *path, char *why, size_t why_len)
+int overlay_verify(const char *base_path, const char *path, char *why, size_t why_len)
 {
 	shmkv *ov = NULL, *base = NULL;
 	char w[400];
@@ -259,7 +273,7 @@ static int verify_overlay(const struct cache *c, const char *path, char *why, si
 	if (!err && !shmkv_is_delta(ov))
 		err = diag_fail(SHMKV_EBASE, w, sizeof w, "not a delta image");
 	if (!err)
-		err = shmkv_open_file_diag(c->cur.path, SHMKV_OPEN_NOVERIFY, &base, w, sizeof w);
+		err = shmkv_open_file_diag(base_path, SHMKV_OPEN_NOVERIFY, &base, w, sizeof w);
 	if (!err)
 		err = shmkv_delta_set(base, ov, w, sizeof w);
 	if (err)
@@ -267,6 +281,11 @@ static int verify_overlay(const struct cache *c, const char *path, char *why, si
 	shmkv_close(base);
 	shmkv_close(ov);
 	return err;
+}
+
+static int verify_overlay(const struct cache *c, const char *path, char *why, size_t why_len)
+{
+	return overlay_verify(c->cur.path, path, why, why_len);
 }
 
 static void unlink_infos(const struct seg_info *first, const struct seg_info *more, unsigned n)
@@ -438,7 +457,7 @@ static int publish_changes(struct loader *L, struct cache *c, const shmkv *d, ui
 	if (!err && top)
 		err = count_new(d, olddb, lower, &added, why, why_len);
 	if (!err)
-		err = build_merged(c, d, olddb, old ? old->path : "", out, why, why_len);
+		err = build_merged(c->cur.path, d, olddb, old ? old->path : "", out, why, why_len);
 	shmkv_close(olddb);
 	shmkv_close(lower);
 	if (!err)
