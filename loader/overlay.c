@@ -881,12 +881,13 @@ static int is_log_base(const char *path, const struct wal_head *h)
  * served nothing, so that readers never see it without the log's changes.
  * *fresh: loaded here, the whole log to replay. */
 static struct cache *log_base(struct loader *L, const char *name, const struct wal_head *h,
-			      int *fresh, int *staged)
+			      int *fresh, int *staged, char *defer, size_t defer_len)
 {
 	struct cache *c = cache_find(L, name);
 	struct wal_head now = {0};
 	char why[600];
 	*fresh = *staged = 0;
+	defer[0] = 0;
 	if (c && c->have_cur && log_head(c, &now, why, sizeof why) == 0 &&
 	    now.base_sum == h->base_sum && now.base_size == h->base_size)
 		return c;
@@ -900,15 +901,21 @@ static struct cache *log_base(struct loader *L, const char *name, const struct w
 	for (int i = 0; i < 2; i++) {
 		if (!paths[i][0] || !is_log_base(paths[i], h))
 			continue;
+		if (serving) {
+			/* another base served (a compaction killed between its log
+			 * and its publish): loaded with the log's records over it, as
+			 * one publish (recover_one()), never alone */
+			snprintf(defer, defer_len, "%s", paths[i]);
+			*fresh = 1;
+			return c;
+		}
 		char *reply = NULL;
 		int nofollow = i == 0; /* the kept base is the loader's own file */
-		int err = serving ? op_load(L, name, paths[i], nofollow, "", &reply, why, sizeof why)
-				  : op_load_staged(L, name, paths[i], nofollow, &reply, why,
-						   sizeof why);
+		int err = op_load_staged(L, name, paths[i], nofollow, &reply, why, sizeof why);
 		free(reply);
 		if (!err) {
 			*fresh = 1;
-			*staged = !serving;
+			*staged = 1;
 			return cache_find(L, name);
 		}
 		log_err("durable log of cache=%s: its base %s did not load: %s", name, paths[i],
@@ -933,11 +940,12 @@ static void publish_base_alone(struct loader *L, struct cache *c)
 /* Records recs[0..n) merged in order (the last word on a key wins) into one
  * delta of c's base at img; chain (last, seq) moved on by the deltas
  * applied among them. */
-static int merge_records(struct loader *L, struct cache *c, const struct wal_rec *recs, size_t n,
-			 const char *img, uint64_t chain[2], char *why, size_t why_len)
+static int merge_records(struct loader *L, struct cache *c, const char *base,
+			 const struct wal_rec *recs, size_t n, const char *img, uint64_t chain[2],
+			 char *why, size_t why_len)
 {
 	shmkv_builder *b;
-	int err = delta_builder(c, SHMKV_DUP_LAST, &b, why, why_len);
+	int err = overlay_delta_builder(base, SHMKV_DUP_LAST, &b, why, why_len);
 	char one[PATH_MAX];
 	overlay_tmp_path(L, c, "replay.tmp", one, sizeof one);
 	for (size_t i = 0; !err && i < n; i++) {
@@ -988,6 +996,26 @@ static void take_lineage(struct loader *L, struct cache *c, const struct wal_hea
 	pthread_mutex_unlock(&L->lock);
 }
 
+/* The log's base at base (not the one served) loaded and published with
+ * the replayed records at img (NULL: none) over it, as one generation. */
+static int publish_with_base(struct loader *L, struct cache *c, const char *base,
+			     const char *img, char *why, size_t why_len)
+{
+	struct seg_info low, more[SHMKV_CTL_MAX_SEGMENTS - 1];
+	unsigned nmore = 0;
+	int err = img ? overlay_verify(base, img, why, why_len) : 0;
+	if (!err && img)
+		err = load_segments(L, c, img, &low, more, &nmore, why, why_len);
+	for (unsigned i = 0; !err && i < nmore; i++)
+		unlink(more[i].path); /* one copy of an overlay serves every node */
+	char *reply = NULL;
+	if (!err && (err = op_load_compacted(L, c->name, base, img ? &low : NULL, &reply, why,
+					     why_len)) && img)
+		unlink(low.path);
+	free(reply);
+	return err;
+}
+
 static void recover_one(struct loader *L, const char *name)
 {
 	struct wal_head h;
@@ -1005,7 +1033,8 @@ static void recover_one(struct loader *L, const char *name)
 		return;
 	}
 	int fresh, staged;
-	struct cache *c = log_base(L, name, &h, &fresh, &staged);
+	char defer[PATH_MAX];
+	struct cache *c = log_base(L, name, &h, &fresh, &staged, defer, sizeof defer);
 	if (!c) {
 		wal_retire(L, name, "stale");
 		free(recs);
@@ -1029,10 +1058,13 @@ static void recover_one(struct loader *L, const char *name)
 		overlay_tmp_path(L, c, "change.tmp", img, sizeof img);
 		shmkv *d = NULL;
 		char w[300];
-		err = merge_records(L, c, recs + first, n - first, img, chain, why, sizeof why);
+		err = merge_records(L, c, defer[0] ? defer : c->cur.path, recs + first, n - first,
+				    img, chain, why, sizeof why);
 		if (!err && (err = shmkv_open_file_diag(img, 0, &d, w, sizeof w)))
 			diag_fail(err, why, sizeof why, "%s", w);
-		if (!err)
+		if (!err && defer[0])
+			err = publish_with_base(L, c, defer, img, why, sizeof why);
+		else if (!err)
 			err = publish_changes(L, c, d, 0, why, sizeof why);
 		uint64_t records = d ? d->entry_count : 0;
 		shmkv_close(d);
@@ -1056,6 +1088,13 @@ static void recover_one(struct loader *L, const char *name)
 			 (unsigned long long)recs[first].seq, (unsigned long long)recs[n - 1].seq,
 			 (unsigned long long)records, (unsigned long long)c->cur.generation);
 	} else {
+		if (defer[0] && (err = publish_with_base(L, c, defer, NULL, why, sizeof why))) {
+			log_err("durable log of cache=%s: its base %s did not load: %s", name, defer,
+				why);
+			free(recs);
+			free(buf);
+			return;
+		}
 		if (fresh) /* the log's head alone */
 			take_lineage(L, c, &h, chain);
 		if (staged)
