@@ -44,6 +44,7 @@ struct compaction {
 	uint64_t waiters[COMPACT_WAITERS]; /* clients answered when it is over */
 	unsigned nwait;
 	uint64_t t0, records, changes_at;  /* c->ov_keys and c->changes at the snapshot */
+	uint64_t gen;                      /* the generation merged (the snapshot's) */
 	uint64_t origin_sum, origin_size;  /* what deltas apply to */
 	/* the snapshot: its files held open (a fold or a publish may unlink
 	 * them meanwhile), merged by the thread through /proc/self/fd; its
@@ -90,7 +91,7 @@ int compact_running(const struct loader *L, const char *name)
 }
 
 static char *reply_compacted(const struct cache *c, uint64_t records, uint64_t catchup,
-			     uint64_t ms)
+			     uint64_t merged, uint64_t ms)
 {
 	struct json j;
 	json_init(&j);
@@ -100,6 +101,8 @@ static char *reply_compacted(const struct cache *c, uint64_t records, uint64_t c
 	json_u64(&j, "generation", c->cur.generation);
 	json_u64(&j, "records", records);
 	json_u64(&j, "catch_up", catchup); /* changes published while it ran */
+	if (merged)
+		json_u64(&j, "merged_generation", merged); /* the snapshot */
 	json_u64(&j, "entries", c->cur.entries);
 	json_u64(&j, "bytes", c->cur.size);
 	json_u64(&j, "ms", ms);
@@ -253,6 +256,7 @@ static int start(struct loader *L, struct cache *c, const struct job *j, char **
 	k->t0 = mono_ms();
 	k->records = c->ov_keys;
 	k->changes_at = c->changes;
+	k->gen = c->cur.generation;
 	k->keep = L->durable_fd >= 0;
 	if (k->keep)
 		snprintf(k->out, sizeof k->out, "%s/.%s.base.tmp", L->durable, c->name);
@@ -287,9 +291,9 @@ static int start(struct loader *L, struct cache *c, const struct job *j, char **
 		return overlay_refused(L, c, "compact", err, e, reply);
 	}
 	note_running(L, c, (uint64_t)time(NULL));
-	log_info("compaction started cache=%s by=%s records=%llu base_bytes=%llu", c->name,
-		 j->client ? "request" : "bound", (unsigned long long)c->ov_keys,
-		 (unsigned long long)c->cur.size);
+	log_info("compaction started cache=%s gen=%llu by=%s records=%llu base_bytes=%llu",
+		 c->name, (unsigned long long)k->gen, j->client ? "request" : "bound",
+		 (unsigned long long)c->ov_keys, (unsigned long long)c->cur.size);
 	return COMPACT_LATER;
 }
 
@@ -337,7 +341,7 @@ int op_compact(struct loader *L, const struct job *j, char **reply)
 	if (err)
 		return err;
 	if (!c->have_ov) {
-		*reply = reply_compacted(c, 0, 0, 0);
+		*reply = reply_compacted(c, 0, 0, 0, 0);
 		return 0;
 	}
 	return start(L, c, j, reply);
@@ -513,12 +517,12 @@ static int finish(struct loader *L, struct cache *c, struct compaction *k, char 
 	c->compact_ms = ms;
 	pthread_mutex_unlock(&L->lock);
 	cache_save_state(L, c);
-	log_info("compacted cache=%s gen=%llu by=%s records=%llu catch_up=%llu entries=%llu "
-		 "bytes=%llu ms=%llu", c->name, (unsigned long long)c->cur.generation,
-		 k->automatic ? "bound" : "request", (unsigned long long)k->records,
-		 (unsigned long long)n, (unsigned long long)c->cur.entries,
+	log_info("compacted cache=%s gen=%llu merged_gen=%llu by=%s records=%llu catch_up=%llu "
+		 "entries=%llu bytes=%llu ms=%llu", c->name, (unsigned long long)c->cur.generation,
+		 (unsigned long long)k->gen, k->automatic ? "bound" : "request",
+		 (unsigned long long)k->records, (unsigned long long)n, (unsigned long long)c->cur.entries,
 		 (unsigned long long)c->cur.size, (unsigned long long)ms);
-	*reply = reply_compacted(c, k->records, n, ms);
+	*reply = reply_compacted(c, k->records, n, k->gen, ms);
 	return 0;
 }
 
