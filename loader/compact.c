@@ -565,7 +565,8 @@ void compact_stopped(struct loader *L)
 		L->compact_wait = w->next;
 		free(w);
 	}
+	/* L->compaction is not read: its thread, seeing the stop, frees it */
 	if (L->compaction)
-		log_info("stopping: the compaction of cache=%s is abandoned (its temporaries go "
-			 "with it, or at the next start)", L->compaction->name);
+		log_info("stopping: a compaction's merge is abandoned (its temporaries go with "
+			 "it, or at the next start)");
 }
