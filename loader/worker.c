@@ -69,7 +69,7 @@ static void fold_queue(struct loader *L, const char *name)
 static void run(struct loader *L, struct job *j)
 {
 	char *reply = NULL, why[512] = "";
-	int err = 0;
+	int err = 0, later = 0;
 	if (j->from_spool && !job_source_current(j))
 		return; /* queued twice (a rescan) and handled, or replaced: its own job loads it */
 	switch (j->kind) {
@@ -107,8 +107,8 @@ static void run(struct loader *L, struct job *j)
 		break;
 	case JOB_COMPACT:
 		err = op_compact(L, j, &reply);
-		if (err == COMPACT_LATER)
-			return; /* answered when it is published or cancelled */
+		if (err == COMPACT_LATER) /* answered when it is published or cancelled */
+			err = 0, later = 1;
 		break;
 	case JOB_COMPACT_DONE:
 		err = op_compact_done(L, j);
@@ -130,7 +130,8 @@ static void run(struct loader *L, struct job *j)
 	if (!err && (j->kind == JOB_LOAD || j->kind == JOB_RELOAD || j->kind == JOB_ROLLBACK ||
 		     j->kind == JOB_COMPACT_DONE || j->kind == JOB_DROP))
 		overlay_log_reset(L, j->name);
-	worker_post(L, j->client, reply, err != 0);
+	if (!later)
+		worker_post(L, j->client, reply, err != 0);
 	if (!err && (j->kind == JOB_CHANGE || j->kind == JOB_APPLY)) {
 		compact_queue(L, j->name);
 		fold_queue(L, j->name);
