@@ -2,6 +2,7 @@ package shmkv
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -295,11 +296,25 @@ func median(x []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-// benchDelta encodes a delta of the n-key base img (test encoder) holding
-// count of its keys (chosen by a generator of seed), 90% upserts
-// "prefix_N" and 10% tombstones, into a temporary file, and opens it; it
-// returns the upserted keys too.
+// benchDelta encodes a delta of the n-key base img (benchDeltaBytes) into
+// a temporary file, and opens it; it returns the upserted keys too.
 func benchDelta(b *testing.B, img *Image, n, count int, seed uint64, prefix string) (*Image, []string) {
+	delta, upserts := benchDeltaBytes(img, n, count, seed, prefix)
+	path := filepath.Join(b.TempDir(), "delta.shmkv")
+	if err := os.WriteFile(path, delta, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	d, err := OpenFile(path, Populate)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return d, upserts
+}
+
+// benchDeltaBytes encodes a delta of the n-key base img (test encoder)
+// holding count of its keys (chosen by a generator of seed), 90% upserts
+// "prefix_N" and 10% tombstones; and the upserted keys.
+func benchDeltaBytes(img *Image, n, count int, seed uint64, prefix string) ([]byte, []string) {
 	m := img.cur.Load()
 	rng := rand.New(rand.NewPCG(uint64(n), seed))
 	seen := map[int]bool{}
@@ -325,15 +340,7 @@ func benchDelta(b *testing.B, img *Image, n, count int, seed uint64, prefix stri
 	}
 	o := enc2Opts{seed: m.im.seed, hashBits: m.im.hashBits, buckets: uint64(math.Ceil(float64(rooms) / (120.0 * 0.72))),
 		delta: &deltaOpts{id: DeltaID{BaseChecksum: m.im.checksum, BaseSize: m.im.fileSize, Seq: 1}}}
-	path := filepath.Join(b.TempDir(), "delta.shmkv")
-	if err := os.WriteFile(path, encodeV2(recs, o), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	d, err := OpenFile(path, Populate)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return d, upserts
+	return encodeV2(recs, o), upserts
 }
 
 func pinned(b *testing.B, img *Image) *View {
@@ -343,6 +350,92 @@ func pinned(b *testing.B, img *Image) *View {
 	}
 	b.Cleanup(v.Release)
 	return v
+}
+
+// BenchmarkRefreshTop: the CPU a reader of a cache of 1M and 10M keys
+// (benchImage's) spends on a refresh to a top-only publish (PROTOCOL.md,
+// "Protocol 2"), what a stream of sets costs it: rounds of a new top
+// (1,000 keys) over the same base and lower (1,000 keys), published in a
+// control segment written by hand (ctl_test.go's fixture, its files in
+// the system's temporary directory: TMPDIR=/dev/shm puts them on tmpfs,
+// as a loader's), then Refresh and refreshGets gets of random base keys
+// through a pinned view, interleaved with rounds of the gets alone. It
+// reports the medians of the thread's CPU in each kind of round
+// (refresh-ms: refresh and gets, gets-ms: the gets alone) and their
+// difference, the refresh's cost (cost-ms), the faults of what it maps
+// anew included.
+//
+//	TMPDIR=/dev/shm go test -run '^$' -bench RefreshTop -benchtime 60x
+func BenchmarkRefreshTop(b *testing.B) {
+	const refreshGets = 20_000
+	for _, sz := range benchSizes {
+		b.Run(sz.name, func(b *testing.B) {
+			img := benchImage(b, sz.n)
+			defer img.Close()
+			m := img.cur.Load()
+			c := newCtlVersion(b, 2, 0, 0, nil)
+			base := c.file("base", m.mem[:m.im.fileSize], -1, 0)
+			lo, _ := benchDeltaBytes(img, sz.n, 1000, 1, "lower")
+			lower := c.file("lower", lo, -1, ctlSegOverlay)
+			var tops []ctlSegment
+			for i := range 4 {
+				tp, _ := benchDeltaBytes(img, sz.n, 1000, uint64(2+i), "top")
+				tops = append(tops, c.file(fmt.Sprint("top.", i), tp, -1, ctlSegOverlay|ctlSegTop))
+			}
+			seq, gen := uint64(2), uint64(1)
+			c.publish(seq, gen, []ctlSegment{base, lower, tops[0]})
+			cache, err := AttachWith("c", AttachOptions{Root: c.dir})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer cache.Close()
+			keys := randomKeys(sz.n, false)
+			k := 0
+			round := func(publish bool) float64 {
+				if publish {
+					seq, gen = seq+2, gen+1
+					c.publish(seq, gen, []ctlSegment{base, lower, tops[gen%4]})
+				}
+				t0 := threadCPU()
+				if publish {
+					if ok, err := cache.Refresh(); !ok || err != nil {
+						b.Fatalf("refresh to generation %d: %v %v", gen, ok, err)
+					}
+				}
+				v, err := cache.Pin()
+				if err != nil {
+					b.Fatal(err)
+				}
+				for range refreshGets {
+					if _, err := v.Get(keys[k&(benchKeys-1)]); err != nil && !errors.Is(err, ErrNotFound) {
+						b.Fatal(err)
+					}
+					k++
+				}
+				v.Release()
+				return float64(threadCPU()-t0) / 1e6
+			}
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			for i := range 4 { // warm: every file read once
+				round(i%2 == 0)
+			}
+			var refresh, gets []float64
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if i%2 == 0 {
+					refresh = append(refresh, round(true))
+				} else {
+					gets = append(gets, round(false))
+				}
+			}
+			if len(gets) > 0 {
+				b.ReportMetric(median(refresh), "refresh-ms")
+				b.ReportMetric(median(gets), "gets-ms")
+				b.ReportMetric(median(refresh)-median(gets), "cost-ms")
+			}
+		})
+	}
 }
 
 // BenchmarkGetBatch: the per-key time of GetBatch, batches of 64 keys.

@@ -80,7 +80,7 @@ func AttachWith(name string, o AttachOptions) (*Cache, error) {
 		snap, err := ctl.snapshot(ctlSeqSpins)
 		if err == nil {
 			var m *mapping
-			m, err = c.mapSnap(snap)
+			m, err = c.mapSnap(snap, nil)
 			if err == nil {
 				c.cur.Store(m)
 				return c, nil
@@ -111,8 +111,10 @@ func checkName(name string) error {
 
 // mapSnap opens, maps and checks the generation a snapshot names: a base
 // copy, read through a lower overlay copy and a top overlay copy where the
-// generation has them (PROTOCOL.md, "Replicas" and "Protocol 2").
-func (c *Cache) mapSnap(s ctlSnap) (*mapping, error) {
+// generation has them (PROTOCOL.md, "Replicas" and "Protocol 2"), keeping
+// what it shares with generation keep (the current one at a refresh; nil
+// at attach: keep.go).
+func (c *Cache) mapSnap(s ctlSnap, keep *mapping) (*mapping, error) {
 	if s.flags&ctlRetired != 0 {
 		return nil, errf(ErrStale, "cache %q: the loader dropped it or replaced its control segment (generation %d)", c.name, s.gen)
 	}
@@ -131,9 +133,9 @@ func (c *Cache) mapSnap(s ctlSnap) (*mapping, error) {
 		want = currentNode()
 	}
 	i := pickSegment(bases, want)
-	m, err := c.mapGen(bases[i], lowers, tops, s.gen)
+	m, err := c.mapGen(bases[i], lowers, tops, s.gen, keep)
 	if err != nil && i != 0 { // the chosen copy will not map: the first, and its overlays
-		m, err = c.mapGen(bases[0], lowers, tops, s.gen)
+		m, err = c.mapGen(bases[0], lowers, tops, s.gen, keep)
 	}
 	return m, err
 }
@@ -142,42 +144,42 @@ func (c *Cache) mapSnap(s ctlSnap) (*mapping, error) {
 // it (each of its node, else the first; none without copies), and reads
 // the base through the lower overlay, and the top one over it: ErrBase (as
 // a bad segment) if an overlay does not apply to the base (FORMAT.md
-// §19.4; the top is a delta of the base, as the lower is).
-func (c *Cache) mapGen(seg ctlSegment, lowers, tops []ctlSegment, gen uint64) (*mapping, error) {
-	b, err := c.mapSegment(seg, gen, roleBase)
-	lo, tp := pickOverlay(lowers, seg.node), pickOverlay(tops, seg.node)
-	if err != nil || lo == nil {
-		return b, err
+// §19.4; the top is a delta of the base, as the lower is). A level that is
+// the same image as keep's at that level is kept (keep.go), an overlay's
+// only over a kept base; a refused generation drops only what it took.
+func (c *Cache) mapGen(seg ctlSegment, lowers, tops []ctlSegment, gen uint64, keep *mapping) (*mapping, error) {
+	segs := []ctlSegment{seg}
+	for _, o := range [...]*ctlSegment{pickOverlay(lowers, seg.node), pickOverlay(tops, seg.node)} {
+		if o == nil {
+			break
+		}
+		segs = append(segs, *o)
 	}
-	ms := []*mapping{b}
+	var ls []*mapping
 	release := func() {
-		for _, m := range ms {
+		for _, m := range ls {
 			m.release()
 		}
 	}
-	for _, l := range []struct {
-		role segRole
-		seg  *ctlSegment
-	}{{roleLower, lo}, {roleTop, tp}} {
-		if l.seg == nil {
-			break
-		}
-		d, err := c.mapSegment(*l.seg, gen, l.role)
+	for i, s := range segs {
+		m, err := c.mapSegment(s, gen, segRole(i), level(keep, i))
 		if err != nil {
 			release()
 			return nil, err
 		}
-		ms = append(ms, d)
-		if err := applies(b, d); err != nil {
+		ls = append(ls, m)
+		if i == 0 {
+			if m != level(keep, 0) {
+				keep = nil // a new base: its overlays are new too
+			}
+			continue
+		}
+		if err := applies(ls[0], m); err != nil {
 			release()
-			return nil, errf(ErrBase, "cache %q: %s %s: %s", c.name, segRoleName[l.role], l.seg.path, detail(err))
+			return nil, errf(ErrBase, "cache %q: %s %s: %s", c.name, segRoleName[i], s.path, detail(err))
 		}
 	}
-	var t *mapping
-	if len(ms) == 3 {
-		t = ms[2]
-	}
-	return through(b, ms[1], t, gen, seg.node), nil
+	return through(gen, seg.node, ls...), nil
 }
 
 // segRole is what a control segment's entry is a copy of (PROTOCOL.md,
@@ -193,11 +195,12 @@ const (
 var segRoleName = [...]string{roleBase: "base", roleLower: "overlay", roleTop: "top overlay"}
 
 // mapSegment: O_NONBLOCK, fstat (a regular file of the control segment's
-// owner, writable by neither group nor others, at least size bytes), map,
-// check the image header (every checksum with Verify): a delta image for
-// an overlay copy (lower or top), a plain image for a base copy, else
+// owner, writable by neither group nor others, at least size bytes); then
+// keep, with one more reference, if it is the same image (sameImage), else
+// map, check the image header (every checksum with Verify): a delta image
+// for an overlay copy (lower or top), a plain image for a base copy, else
 // ErrProto.
-func (c *Cache) mapSegment(seg ctlSegment, gen uint64, role segRole) (*mapping, error) {
+func (c *Cache) mapSegment(seg ctlSegment, gen uint64, role segRole, keep *mapping) (*mapping, error) {
 	fd, err := unix.Open(seg.path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("shmkv: segment: %w", &os.PathError{Op: "open", Path: seg.path, Err: err})
@@ -216,6 +219,9 @@ func (c *Cache) mapSegment(seg ctlSegment, gen uint64, role segRole) (*mapping, 
 	case seg.size < headerBlock || uint64(st.Size) < seg.size:
 		return nil, errf(ErrTruncated, "segment %s: %d bytes, the control segment says the image has %d", seg.path, st.Size, seg.size)
 	}
+	if keep != nil && sameImage(keep, seg, fd, &st) && keep.acquire() {
+		return keep, nil
+	}
 	mapLen := seg.size
 	if seg.mapSize >= seg.size && seg.mapSize <= uint64(st.Size) {
 		mapLen = seg.mapSize // a hugetlbfs mapping must be whole pages
@@ -232,7 +238,9 @@ func (c *Cache) mapSegment(seg ctlSegment, gen uint64, role segRole) (*mapping, 
 		unmapFile(mem)
 		return nil, fmt.Errorf("segment %s: %w", seg.path, err)
 	}
-	return newMapping(mem, im, gen, seg.node), nil
+	m := newMapping(mem, im, gen, seg.node)
+	m.id = &segID{seg: seg, dev: uint64(st.Dev), ino: uint64(st.Ino)}
+	return m, nil
 }
 
 var (
@@ -249,7 +257,12 @@ var (
 // nothing published, ErrStale when the cache was dropped or its control
 // segment replaced (attach again), another error if the new generation will
 // not map (tried again after the next publish). On error the Cache keeps
-// its generation. Views pinned before keep theirs until released.
+// its generation. Views pinned before keep theirs until released. A
+// generation whose base is the same image as the current one's keeps the
+// base's mapping, and each overlay's that is the same image at the same
+// level: only the new overlays are mapped and checked (PROTOCOL.md,
+// "Protocol 2"), so a stream of top-only publishes faults in a top, not
+// the base, per refresh.
 func (c *Cache) Refresh() (bool, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -276,7 +289,7 @@ func (c *Cache) Refresh() (bool, error) {
 	snap, err := c.ctl.snapshot(ctlRefreshPass)
 	var m *mapping
 	if err == nil {
-		m, err = c.mapSnap(snap)
+		m, err = c.mapSnap(snap, cur) // cur stays current (c.mu held) until the swap below
 	}
 	if err != nil {
 		c.failSeq, c.failErr = s, err

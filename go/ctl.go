@@ -43,11 +43,12 @@ var ctlMagic = []byte("SHMKVCTL")
 // of the generation's base, or (protocol 2, ctlSegOverlay) of its lower
 // overlay, or (ctlSegOverlay|ctlSegTop) of its top overlay.
 type ctlSegment struct {
-	node    int
-	flags   uint32
-	size    uint64
-	mapSize uint64
-	path    string
+	node     int
+	flags    uint32
+	size     uint64
+	mapSize  uint64
+	pageSize uint64
+	path     string
 }
 
 // ctlSnap is a consistent copy of the control segment's fields.
@@ -203,7 +204,7 @@ func decodeSnap(w *[ctlWords]uint64, seq uint64) (ctlSnap, error) {
 		}
 		s.segs = append(s.segs, ctlSegment{
 			node: int(int32(le.Uint32(d))), flags: le.Uint32(d[4:]),
-			size: le.Uint64(d[8:]), mapSize: le.Uint64(d[16:]), path: string(p),
+			size: le.Uint64(d[8:]), mapSize: le.Uint64(d[16:]), pageSize: le.Uint64(d[24:]), path: string(p),
 		})
 	}
 	return s, nil

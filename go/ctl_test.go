@@ -12,7 +12,7 @@ import (
 // replicas, without a loader.
 
 type ctlFixture struct {
-	t    *testing.T
+	t    testing.TB
 	dir  string
 	path string
 	mem  []byte
@@ -26,7 +26,7 @@ func newCtl(t *testing.T, seq, gen uint64, segs []ctlSegment) *ctlFixture {
 
 // newCtlVersion is newCtl of protocol version (1 or 2), with its layout
 // hash.
-func newCtlVersion(t *testing.T, version uint32, seq, gen uint64, segs []ctlSegment) *ctlFixture {
+func newCtlVersion(t testing.TB, version uint32, seq, gen uint64, segs []ctlSegment) *ctlFixture {
 	t.Helper()
 	c := &ctlFixture{t: t, dir: t.TempDir(), mem: make([]byte, ctlSize)}
 	c.path = filepath.Join(c.dir, "c.ctl")

@@ -104,27 +104,28 @@ func (i *Image) withDeltas(lower, top *Image) (*Image, error) {
 			return nil, err
 		}
 	}
-	var tm *mapping
-	if top != nil {
-		tm = ms[2]
-	}
-	m := through(ms[0], ms[1], tm, 0, -1)
+	m := through(0, -1, ms...)
 	img := &Image{name: i.name, checksum: i.checksum}
 	img.cur.Store(m)
 	return img, nil
 }
 
-// through is the mapping of base b read through delta d, and through top t
-// over d where t is not nil (gen and node its cache generation and NUMA
-// node, or 0 and -1); each delta applies to b (the caller checked:
-// applies). It takes over a reference to each (released with it). A
-// cache's generation of protocol 2 (PROTOCOL.md, "Protocol 2") is one: its
-// base and its overlays.
-func through(b, d, t *mapping, gen uint64, node int) *mapping {
-	m := newMapping(nil, b.im, gen, node)
-	m.dm, m.held = d.im, []*mapping{b, d}
-	if t != nil {
-		m.top, m.held = t.im, append(m.held, t)
+// through is the mapping of base levels[0] read through delta levels[1],
+// and through top levels[2] over it, where given (gen and node its cache
+// generation and NUMA node, or 0 and -1); each delta applies to the base
+// (the caller checked: applies). It takes over a reference to each level
+// (released with it) and holds them in that order (held: a refresh finds
+// the levels it may keep there, keep.go). A cache's generation
+// (PROTOCOL.md, "Protocol 2") is one: its base, read through its overlays
+// where it has them.
+func through(gen uint64, node int, levels ...*mapping) *mapping {
+	m := newMapping(nil, levels[0].im, gen, node)
+	m.held = levels
+	if len(levels) > 1 {
+		m.dm = levels[1].im
+	}
+	if len(levels) > 2 {
+		m.top = levels[2].im
 	}
 	return m
 }

@@ -497,6 +497,30 @@ func TestLevelsOutliveImages(t *testing.T) {
 	}
 }
 
+// viewHolds: a view pinned at clock lvNow still answers its generation's
+// model m (Get, the order of Records), whatever refreshes and unlinks came
+// since.
+func viewHolds(t *testing.T, what string, v *View, m map[string]rec2, a lvAlone) {
+	t.Helper()
+	for k, r := range m {
+		got, err := v.Get(k)
+		if live(r, lvNow) && (err != nil || !bytes.Equal(got.Raw(), r.value)) || !live(r, lvNow) && !errors.Is(err, ErrNotFound) {
+			t.Fatalf("%s (generation %d), %.24q: %q %v; want %q", what, v.Generation(), k, got.Raw(), err, r.value)
+		}
+	}
+	n := 0
+	want := wantOrder(t, a, true, lvNow)
+	for e, err := range v.Records() {
+		if err != nil || n >= len(want) || !bytes.Equal(e.Key, want[n].Key) {
+			t.Fatalf("%s (generation %d), record %d: %.24q %v", what, v.Generation(), n, e.Key, err)
+		}
+		n++
+	}
+	if n != len(want) {
+		t.Fatalf("%s (generation %d): %d records, want %d", what, v.Generation(), n, len(want))
+	}
+}
+
 // levelsOracle: key's answer through deltas (the first read first) over
 // base b by the general lookups alone (getSlow).
 func levelsOracle(b *image, key string, deltas ...*image) (Value, error) {
@@ -909,28 +933,12 @@ func TestProtocol2LevelsRefresh(t *testing.T) {
 		}
 		views = append(views, p)
 	}
-	// still: every view pinned before answers its generation's model
-	// (Get, the order of Records), its files unlinked or not.
+	// still: every view pinned before answers its generation's model, its
+	// files unlinked or not.
 	still := func(when string) {
 		t.Helper()
 		for i, p := range views {
-			for k, r := range p.m {
-				got, err := p.v.Get(k)
-				if live(r, lvNow) && (err != nil || !bytes.Equal(got.Raw(), r.value)) || !live(r, lvNow) && !errors.Is(err, ErrNotFound) {
-					t.Fatalf("%s: view %d (generation %d), %.24q: %q %v; want %q", when, i, p.v.Generation(), k, got.Raw(), err, r.value)
-				}
-			}
-			n := 0
-			want := wantOrder(t, p.a, true, lvNow)
-			for e, err := range p.v.Records() {
-				if err != nil || n >= len(want) || !bytes.Equal(e.Key, want[n].Key) {
-					t.Fatalf("%s: view %d, record %d: %.24q %v", when, i, n, e.Key, err)
-				}
-				n++
-			}
-			if n != len(want) {
-				t.Fatalf("%s: view %d: %d records, want %d", when, i, n, len(want))
-			}
+			viewHolds(t, fmt.Sprintf("%s: view %d", when, i), p.v, p.m, p.a)
 		}
 	}
 	unlink := func(segs ...ctlSegment) { // what the loader does after a publish

@@ -159,6 +159,14 @@ func (s *served) attach(t *testing.T) *Cache {
 
 // segmentsMapped: this process's mappings of files in the shm directory.
 func segmentsMapped(t *testing.T, shm string) int {
+	return mapsWhere(t, func(file string) bool { return strings.HasPrefix(file, shm+"/") })
+}
+
+// mapsWhere: how many of this process's mappings (/proc/self/maps) are of
+// a file whose name (" (deleted)" after one unlinked since) is, as
+// file(name) says.
+func mapsWhere(t *testing.T, file func(string) bool) int {
+	t.Helper()
 	f, err := os.Open("/proc/self/maps")
 	if err != nil {
 		t.Fatal(err)
@@ -166,7 +174,7 @@ func segmentsMapped(t *testing.T, shm string) int {
 	defer f.Close()
 	n := 0
 	for sc := bufio.NewScanner(f); sc.Scan(); {
-		if strings.Contains(sc.Text(), shm) {
+		if i := strings.IndexByte(sc.Text(), '/'); i >= 0 && file(sc.Text()[i:]) {
 			n++
 		}
 	}

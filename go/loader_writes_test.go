@@ -193,6 +193,7 @@ func TestLoaderWrites(t *testing.T) {
 	}
 	c := s.attach(t) // attached from here to the end
 	defer c.Close()
+	base := level(c.cur.Load(), 0) // kept by every refresh until the full load (keep.go)
 	model.set("k_1", "changed", 0)
 	model.check(t, "set k_1", c)
 	first, err := c.Pin() // one generation, pinned through every change below
@@ -313,6 +314,9 @@ func TestLoaderWrites(t *testing.T) {
 	watcher.Close()
 	refreshed(t, "apply", c)
 	model.check(t, "apply", c) // the earlier changes merged with the delta's
+	if level(c.cur.Load(), 0) != base {
+		t.Fatal("a refresh to a change mapped the base anew")
+	}
 	if n, err := c.Int64("count"); n != 42 || err != nil {
 		t.Fatalf("count after the apply: %d %v", n, err)
 	}
@@ -339,6 +343,9 @@ func TestLoaderWrites(t *testing.T) {
 		t.Fatalf("after a full load: protocol %d, want 2", p)
 	}
 	newModel(2).check(t, "load", c)
+	if level(c.cur.Load(), 0) == base {
+		t.Fatal("a full load's base is the old one's mapping")
+	}
 	if _, err := c.Int64("count"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("count, a change to the base before, after the load: %v", err)
 	}

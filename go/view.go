@@ -12,15 +12,17 @@ import (
 // current generation) holds one reference, each pinned View one more. It is
 // unmapped when the count reaches zero, so no View can outlive its memory.
 // A base read through a delta (Image.WithDelta), or through a lower and
-// a top delta (Image.WithDeltas), is a mapping of no memory of its own: it
-// holds a reference to the base's mapping and to each delta's (held),
-// dropped when its own count reaches zero.
+// a top delta (Image.WithDeltas), and every generation of a cache, is a
+// mapping of no memory of its own: it holds a reference to the base's
+// mapping and to each delta's (held), dropped when its own count reaches
+// zero; a refresh that keeps a level takes one more (keep.go).
 type mapping struct {
 	mem  []byte // the whole mmap(2) region; nil for an in-memory image
 	im   *image
 	dm   *image // the (lower) delta im is read through (FORMAT.md §19); nil: none
 	top  *image // the top delta read before dm (FORMAT.md §19.6); nil: none (never without dm)
 	held []*mapping
+	id   *segID // a level of a cache's generation: what it was mapped from (keep.go); nil otherwise
 	gen  uint64
 	node int
 	refs atomic.Int64

@@ -163,6 +163,7 @@ final class Ctl implements AutoCloseable {
 		int segFlags(int i) { return (int) (words[(128 + 256 * i) / 8] >>> 32); }
 		long segSize(int i) { return words[(128 + 256 * i + 8) / 8]; }
 		long segMapSize(int i) { return words[(128 + 256 * i + 16) / 8]; }
+		long segPageSize(int i) { return words[(128 + 256 * i + 24) / 8]; }
 		int segNode(int i) { return (int) words[(128 + 256 * i) / 8]; }
 		String segPath(int i) {
 			byte[] b = new byte[PATH_MAX];

@@ -49,7 +49,7 @@ public final class DoubleList extends View {
 
 	/**
 	 * The elements as a buffer, which fails (as the JDK's buffers do) once
-	 * the generation is released.
+	 * the generation is released and its image unmapped.
 	 *
 	 * @return a read-only buffer over the image (no copy)
 	 */

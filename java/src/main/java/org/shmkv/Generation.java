@@ -6,13 +6,15 @@ import java.util.concurrent.atomic.AtomicInteger;
 /**
  * One mapped image, the delta it is read through if any (FORMAT.md §19)
  * and the top delta read before that one if any (§19.6), and the shared
- * arena that owns their mappings. The mapping
- * is unmapped (arena closed) once the generation is retired (a refresh
- * switched to a newer one, or close) and no {@link Snapshot} pins it. A view
- * used after that fails: the JDK refuses any access to a closed shared arena's
- * memory (IllegalStateException, which the views turn into
- * {@link ShmkvException.Released}); closing waits out a thread that is in the
- * middle of an access, so no read ever touches unmapped memory.
+ * arenas that own their mappings ({@link Level}s: one for an image file or
+ * images in memory; one per image of a cache's generation, which the next
+ * generation may hold too). The generation is released once it is retired
+ * (a refresh switched to a newer one, or close) and no {@link Snapshot}
+ * pins it; each arena is closed (unmapped) when no generation holds it. A
+ * view used after that fails: the JDK refuses any access to a closed shared
+ * arena's memory (IllegalStateException, which the views turn into
+ * {@link ShmkvException.Released}); closing waits out a thread that is in
+ * the middle of an access, so no read ever touches unmapped memory.
  */
 final class Generation {
 	/** The image read: a plain image or a delta read alone, or the base a delta is read through. */
@@ -23,7 +25,8 @@ final class Generation {
 	final Image top;
 	final long number;
 	final String source;
-	private final Arena arena;
+	/** What it holds: a cache's base, lower and top in that order (up to its images), else the one arena. */
+	private final Level[] levels;
 	/** Snapshots pinning this generation; -1 once the arena is closed. */
 	private final AtomicInteger pins = new AtomicInteger();
 	private volatile boolean retired;
@@ -37,12 +40,27 @@ final class Generation {
 	}
 
 	Generation(Image image, Image delta, Image top, Arena arena, long number, String source) {
+		this(image, delta, top, new Level[] {new Level(arena)}, number, source);
+	}
+
+	/** A cache's generation: levels[0] its base, read through levels[1] and levels[2] where given, each held once. */
+	Generation(Level[] levels, long number, String source) {
+		this(levels[0].image, levels.length > 1 ? levels[1].image : null, levels.length > 2 ? levels[2].image : null,
+				levels, number, source);
+	}
+
+	private Generation(Image image, Image delta, Image top, Level[] levels, long number, String source) {
 		this.image = image;
 		this.delta = delta;
 		this.top = top;
-		this.arena = arena;
+		this.levels = levels;
 		this.number = number;
 		this.source = source;
+	}
+
+	/** Level i of a cache's generation (0 its base, 1 its lower overlay, 2 its top overlay); null where it has none. */
+	Level level(int i) {
+		return i < levels.length && levels[i].image != null ? levels[i] : null;
 	}
 
 	/** Pins the mapping for a snapshot; false when it is already released. */
@@ -75,16 +93,8 @@ final class Generation {
 		// 0 -> -1 excludes a concurrent pin (0 -> 1): one of the two wins
 		if (!pins.compareAndSet(0, -1))
 			return;
-		for (;;) {
-			try {
-				arena.close();
-				return;
-			} catch (IllegalStateException busy) {
-				// a JDK that refuses to close while another thread is inside an
-				// access of this arena (before JDK 23): that access ends soon
-				Thread.onSpinWait();
-			}
-		}
+		for (Level l : levels)
+			l.release();
 	}
 
 	ShmkvException.Released releasedError(Throwable cause) {

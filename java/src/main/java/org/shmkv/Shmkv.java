@@ -15,11 +15,13 @@ import java.util.Map;
  * shmkv-loader ({@link #attach}), which {@link #refresh()} moves to the
  * newest generation. Safe for any number of threads, refresh and close
  * included: a get reads one generation whole (one racing a refresh
- * finishes on the new one), and an old generation's mapping is unmapped
- * when the refresh that replaced it returns, or when the last
- * {@link Snapshot} pinning it closes. Values read from the cache directly
- * are valid until then; a value used after its generation was released
- * throws {@link ShmkvException.Released}.
+ * finishes on the new one), and an old generation is released when the
+ * refresh that replaced it returns, or when the last {@link Snapshot}
+ * pinning it closes. Values read from the cache directly are valid until
+ * then; a value used after its generation was released throws
+ * {@link ShmkvException.Released} once the image it lies in is unmapped
+ * (an image the newer generations keep, as the base while only overlays
+ * change, stays mapped: see {@link #refresh()}).
  */
 public final class Shmkv extends ShmkvReader implements AutoCloseable {
 	/** How much of an image is checked when it is mapped. */
@@ -265,13 +267,18 @@ public final class Shmkv extends ShmkvReader implements AutoCloseable {
 
 	/** The generation m maps into arena; any failure closes the arena and is thrown. */
 	private static Generation generation(Arena arena, String source, Mapping m) {
+		return generation(arena::close, source, m);
+	}
+
+	/** The generation m maps; any failure runs undo (what m took is given back) and is thrown. */
+	private static Generation generation(Runnable undo, String source, Mapping m) {
 		try {
 			return m.map();
 		} catch (IndexOutOfBoundsException e) {
-			arena.close();
+			undo.run();
 			throw new ShmkvException.Corrupt(source, "an offset points outside the image", e);
 		} catch (RuntimeException e) {
-			arena.close();
+			undo.run();
 			throw e;
 		}
 	}
@@ -316,7 +323,7 @@ public final class Shmkv extends ShmkvReader implements AutoCloseable {
 			for (int attempt = 0; ; attempt++) {
 				Ctl.Snap s = ctl.read(Ctl.SEQ_SPINS);
 				try {
-					return new Shmkv(mapSnap(ctl, s, name, check), ctl, source, check);
+					return new Shmkv(mapSnap(ctl, s, name, check, null), ctl, source, check);
 				} catch (ShmkvException e) {
 					// the loader replaced the segment between snapshot and open
 					if (!"ENOENT".equals(e.codeName()) || ctl.generation() == s.generation() || attempt >= 16)
@@ -334,10 +341,15 @@ public final class Shmkv extends ShmkvReader implements AutoCloseable {
 	 * 2"): its base copy, checked as a plain image, and in protocol 2 its
 	 * lower overlay's copy and its top overlay's if it has them, each
 	 * checked as a delta image that applies to the base (FORMAT.md §19.4),
-	 * all in one arena: a get reads base and overlays of one generation, and
-	 * they are released together.
+	 * each in an arena of its own that the generation holds: a get reads
+	 * base and overlays of one generation. A base that is the same image as
+	 * keep's (the current generation at a refresh; null at attach) is kept,
+	 * not mapped again, and so is an overlay that is the same image as
+	 * keep's at its level (PROTOCOL.md, "Protocol 2": a refresh keeps what
+	 * the new generation shares with the current one); a failure releases
+	 * only what this call took, so keep stays whole.
 	 */
-	private static Generation mapSnap(Ctl ctl, Ctl.Snap s, String name, Check check) {
+	private static Generation mapSnap(Ctl ctl, Ctl.Snap s, String name, Check check, Generation keep) {
 		if ((s.flags() & Ctl.RETIRED) != 0)
 			throw new ShmkvException.Stale(ctl.path.toString(), "the cache was retired");
 		if (s.generation() == 0 || s.segmentCount() == 0)
@@ -348,37 +360,60 @@ public final class Shmkv extends ShmkvReader implements AutoCloseable {
 			throw new ShmkvException.Unavailable(ctl.path.toString(), "nothing published (generation " + gen
 					+ " has no segment)");
 		String source = s.segPath(pk.base()) + " (cache \"" + name + "\", generation " + gen + ")";
-		Arena arena = Arena.ofShared();
-		return generation(arena, source, () -> {
-			Image b = mapSegment(arena, ctl, s, pk.base(), source, check, 0);
-			if (pk.lower() < 0)
-				return new Generation(b, arena, s.generation(), source);
-			Image d = mapSegment(arena, ctl, s, pk.lower(), s.segPath(pk.lower()) + " (the overlay of generation " + gen
-					+ ")", check, Ctl.SEG_OVERLAY);
-			Through.check(b, d);
-			if (pk.top() < 0)
-				return new Generation(b, d, arena, s.generation(), source);
-			Image t = mapSegment(arena, ctl, s, pk.top(), s.segPath(pk.top()) + " (the top overlay of generation " + gen
-					+ ")", check, Ctl.SEG_OVERLAY | Ctl.SEG_TOP);
-			Through.check(b, t);
-			return new Generation(b, d, t, arena, s.generation(), source);
+		int n = pk.lower() < 0 ? 1 : pk.top() < 0 ? 2 : 3;
+		Level[] ls = new Level[n];
+		return generation(() -> {
+			for (Level l : ls)
+				if (l != null)
+					l.release();
+		}, source, () -> {
+			ls[0] = mapLevel(ctl, s, pk.base(), source, check, 0, keep == null ? null : keep.level(0));
+			boolean kept = keep != null && ls[0] == keep.level(0); // else: a new base, new overlays
+			if (n > 1) {
+				ls[1] = mapLevel(ctl, s, pk.lower(), s.segPath(pk.lower()) + " (the overlay of generation " + gen + ")",
+						check, Ctl.SEG_OVERLAY, kept ? keep.level(1) : null);
+				Through.check(ls[0].image, ls[1].image);
+			}
+			if (n > 2) {
+				ls[2] = mapLevel(ctl, s, pk.top(), s.segPath(pk.top()) + " (the top overlay of generation " + gen + ")",
+						check, Ctl.SEG_OVERLAY | Ctl.SEG_TOP, kept ? keep.level(2) : null);
+				Through.check(ls[0].image, ls[2].image);
+			}
+			return new Generation(ls, s.generation(), source);
 		});
 	}
 
 	/**
-	 * Entry i of snapshot s mapped into arena and checked as an image, a
-	 * delta image for an overlay copy (role: its OVERLAY and TOP flags),
-	 * else a plain one: the
-	 * segment file must be a regular file of the control segment's owner
-	 * that no one else can write (PROTOCOL.md, "Trust"), at least the
-	 * entry's size long.
+	 * Entry i of snapshot s (a copy of role: 0 the base, else its OVERLAY
+	 * and TOP flags): keep, held once more, if it is the same image
+	 * ({@link Level#sameImage}), else mapped into an arena of its own and
+	 * checked ({@link #mapSegment}).
 	 */
-	private static Image mapSegment(Arena arena, Ctl ctl, Ctl.Snap s, int i, String source, Check check,
-			int role) {
+	private static Level mapLevel(Ctl ctl, Ctl.Snap s, int i, String source, Check check, int role, Level keep) {
 		Path p = Path.of(s.segPath(i));
+		Map<String, Object> st = segmentStat(ctl, s, i, p, source);
+		Level.Id id = new Level.Id(p.toString(), s.segSize(i), s.segMapSize(i), s.segPageSize(i), s.segNode(i),
+				st.get("fileKey"));
+		if (keep != null && keep.sameImage(id, p) && keep.retain())
+			return keep;
+		Arena arena = Arena.ofShared();
+		try {
+			return new Level(arena, mapSegment(arena, s, i, p, st, source, check, role), id);
+		} catch (RuntimeException e) {
+			arena.close();
+			throw e;
+		}
+	}
+
+	/**
+	 * The attributes of p, entry i's segment file, once it is checked as one
+	 * (PROTOCOL.md, "Trust"): a regular file of the control segment's owner
+	 * that no one else can write, at least the entry's size long.
+	 */
+	private static Map<String, Object> segmentStat(Ctl ctl, Ctl.Snap s, int i, Path p, String source) {
 		Map<String, Object> st;
 		try {
-			st = Files.readAttributes(p, "unix:mode,uid,size,isRegularFile", LinkOption.NOFOLLOW_LINKS);
+			st = Files.readAttributes(p, "unix:mode,uid,size,fileKey,isRegularFile", LinkOption.NOFOLLOW_LINKS);
 		} catch (IOException e) {
 			throw Ctl.io(p, e);
 		}
@@ -392,6 +427,18 @@ public final class Shmkv extends ShmkvReader implements AutoCloseable {
 		if (Long.compareUnsigned(fileLen, size) < 0)
 			throw new ShmkvException.Truncated(source, "the segment is " + fileLen + " bytes, its image "
 					+ Long.toUnsignedString(size));
+		return st;
+	}
+
+	/**
+	 * Entry i of snapshot s, the file p (st: its attributes, checked by
+	 * {@link #segmentStat}), mapped into arena and checked as an image, a
+	 * delta image for an overlay copy (role: its OVERLAY and TOP flags),
+	 * else a plain one.
+	 */
+	private static Image mapSegment(Arena arena, Ctl.Snap s, int i, Path p, Map<String, Object> st, String source,
+			Check check, int role) {
+		long size = s.segSize(i), fileLen = (Long) st.get("size");
 		long ms = s.segMapSize(i);
 		long mapLen = Long.compareUnsigned(ms, size) >= 0 && Long.compareUnsigned(ms, fileLen) <= 0 ? ms : size;
 		Image im = mapImage(arena, p, size, mapLen, source, check, false);
@@ -464,7 +511,14 @@ public final class Shmkv extends ShmkvReader implements AutoCloseable {
 	/**
 	 * Moves to the newest generation the loader published (lib/PROTOCOL.md,
 	 * "Refresh"): the old generation is released, unless a snapshot pins it.
-	 * On any error the cache keeps its generation.
+	 * On any error the cache keeps its generation. A generation whose base
+	 * copy is the same image as the current one's (the same control segment
+	 * entry, the same file by its key, the same 4096-byte header) keeps the
+	 * base's mapping, and each overlay's that is the same image at the same
+	 * level: only the new overlays are mapped and checked, so a stream of
+	 * top-only publishes maps a top, not the base, per refresh
+	 * (PROTOCOL.md, "Protocol 2"). An image is unmapped when no generation
+	 * that holds it is current or pinned.
 	 *
 	 * @return true when it switched; false when there was nothing new (one
 	 *     file-key check and one acquire load; always false for an image file)
@@ -489,7 +543,7 @@ public final class Shmkv extends ShmkvReader implements AutoCloseable {
 			throw failedError;
 		Generation g;
 		try {
-			g = mapSnap(ctl, ctl.read(64), ctl.name, check);
+			g = mapSnap(ctl, ctl.read(64), ctl.name, check, old); // old stays current (synchronized) until the switch
 		} catch (ShmkvException e) {
 			failedSeq = s;
 			failedError = e;

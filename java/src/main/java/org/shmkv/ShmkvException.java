@@ -257,8 +257,9 @@ public sealed class ShmkvException extends RuntimeException
 
 	/**
 	 * A value view, list or snapshot used after its generation's mapping was
-	 * released (a refresh that switched generations, or close). The memory
-	 * is gone; the access was refused, nothing was read.
+	 * released (a refresh that switched generations, or close) and the image
+	 * it reads unmapped (a refresh keeps an image the new generation shares).
+	 * The memory is gone; the access was refused, nothing was read.
 	 */
 	public static final class Released extends ShmkvException {
 		private static final long serialVersionUID = 2L;

@@ -782,7 +782,8 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 * EXPIRY flag never reads it). Every entry is checked as verify checks
 	 * it (FORMAT.md §13): a damaged one ends the iteration with Corrupt. An
 	 * iteration over a cache that a refresh switches away from fails with
-	 * Released: iterate a {@link Snapshot} to be sure to finish.
+	 * Released at its next read of an image the refresh unmapped: iterate a
+	 * {@link Snapshot} to be sure to finish.
 	 *
 	 * @return an iterator of the live entries
 	 */

@@ -12,7 +12,9 @@ import java.nio.charset.StandardCharsets;
  * it (a string is UTF-8). Valid while its generation is mapped: until a
  * refresh switches generations or the cache closes (or, from a
  * {@link Snapshot}, until the snapshot closes); used after that, every
- * method that reads the image throws {@link ShmkvException.Released}.
+ * method that reads the image throws {@link ShmkvException.Released} once
+ * the image is unmapped (one a newer generation keeps, as the base while
+ * only overlays change, stays mapped and reads on).
  */
 public final class Value {
 	private final Generation gen;

@@ -172,6 +172,7 @@ class LoaderWritesTest {
 			answers(c, model, gone, 0);
 			assertTrue(c.deltaId().isPresent(), "read through an overlay");
 			long g = c.generation();
+			Level baseMap = c.current().level(0); // kept by every refresh until the full load
 
 			// remove a base key: absent once refreshed
 			ld.shmctl("cache", "remove", CACHE, "key_5");
@@ -258,6 +259,7 @@ class LoaderWritesTest {
 			answers(c, model, gone, 0);
 			answers(held, beforeApply, goneBeforeApply, 0); // the snapshot: its generation whole
 			held.close();
+			assertSame(baseMap, c.current().level(0), "a refresh to a change mapped the base anew");
 			Map<String, Want> afterApply = new LinkedHashMap<>(model);
 			List<String> goneAfterApply = new ArrayList<>(gone);
 
@@ -277,6 +279,7 @@ class LoaderWritesTest {
 			gone = new ArrayList<>(List.of("new", "count", "exp_new", "key_" + KEYS));
 			answers(c, model, gone, 0);
 			assertTrue(c.deltaId().isEmpty(), "no overlay after a full load");
+			assertNotSame(baseMap, c.current().level(0), "a full load's base is the old one's mapping");
 			// and a change on the new base
 			ld.shmctl("cache", "set", CACHE, "new", "two");
 			switches(c, ld);
