@@ -214,8 +214,9 @@ static char *reply_loaded(const struct cache *c, const struct load_stats *ls)
  * current becomes the rollback candidate, the old candidate is unlinked.
  * exp (the new generation's expiry times) moves into the cache once published. */
 static int publish_new(struct loader *L, struct cache *c, const struct seg_info *in,
-		       const struct seg_info *more, unsigned nmore, const struct load_stats *st,
-		       struct expiry *exp, int staged, char *why, size_t why_len)
+		       const struct seg_info *more, unsigned nmore, const struct seg_info *lower,
+		       const struct load_stats *st, struct expiry *exp, int staged, char *why,
+		       size_t why_len)
 {
 	if (!c->ctl.map) {
 		int err = ctl_create(L->root_fd, L->root, c->name, c->conf.mode, c->conf.gid,
@@ -225,10 +226,21 @@ static int publish_new(struct loader *L, struct cache *c, const struct seg_info 
 	}
 	uint64_t gen = ctl_generation(&c->ctl) + 1;
 	if (!staged) {
-		/* every copy of the generation at once (numa=replicate) */
+		/* every copy of the generation at once (numa=replicate), and a
+		 * compaction's catch-up over them (protocol 2) */
 		shmkv_ctl_segment cs[SHMKV_CTL_MAX_SEGMENTS];
-		uint32_t ncs = cache_ctl_entries(in, more, nmore, cs);
-		int perr = ctl_publish(&c->ctl, gen, cs, ncs, why, why_len);
+		uint32_t ncs = 0;
+		int perr = 0;
+		if (lower) {
+			perr = cache_gen_entries(in, more, nmore, lower, NULL, cs, &ncs, why,
+						 why_len);
+			if (!perr)
+				perr = ctl_publish_version(&c->ctl, SHMKV_PROTOCOL_VERSION_2, gen, cs,
+							   ncs, why, why_len);
+		} else {
+			ncs = cache_ctl_entries(in, more, nmore, cs);
+			perr = ctl_publish(&c->ctl, gen, cs, ncs, why, why_len);
+		}
 		if (perr)
 			return perr;
 		PROBE(publish, c->name, gen, in->size, in->path);
@@ -266,6 +278,13 @@ static int publish_new(struct loader *L, struct cache *c, const struct seg_info 
 		c->origin_sum = c->origin_size = 0; /* deltas of this image apply */
 	}
 	c->changes = 0;
+	if (lower) { /* a compaction's catch-up: one publish of changes */
+		c->ov = *lower;
+		c->ov.generation = gen;
+		c->have_ov = 1;
+		c->ov_keys = lower->entries;
+		c->changes = 1;
+	}
 	if (c->have_cur) {
 		c->rb = c->cur;
 		c->rb_stats = c->stats;
@@ -363,6 +382,7 @@ struct load {
 	struct expiry exp; /* the image's expiry times (scan_expiry) */
 	int overlay;       /* load_segments(): a delta image, published by overlay.c */
 	int staged;        /* op_load_staged(): not published */
+	const struct seg_info *lower; /* op_load_compacted(): published over it */
 	char why[512], note[160];
 };
 
@@ -582,8 +602,8 @@ static int publish_all(struct load *ld)
 	struct seg_info more[SHMKV_CTL_MAX_SEGMENTS - 1];
 	for (unsigned i = 0; i < cp->nmore; i++)
 		more[i] = cp->more[i].info;
-	int err = publish_new(ld->L, ld->c, &ld->s.info, more, cp->nmore, &ld->ls, &ld->exp,
-			      ld->staged, ld->why, sizeof ld->why);
+	int err = publish_new(ld->L, ld->c, &ld->s.info, more, cp->nmore, ld->lower, &ld->ls,
+			      &ld->exp, ld->staged, ld->why, sizeof ld->why);
 	if (err) {
 		unlink_committed(&ld->s.info, more, cp->nmore);
 		cp->nmore = 0;
@@ -667,7 +687,8 @@ static void load_free(struct load *ld)
 }
 
 static int load_run(struct loader *L, const char *name, const char *path, int nofollow,
-		    const char *numa, int staged, char **reply, char *why_out, size_t why_out_len)
+		    const char *numa, int staged, const struct seg_info *lower, char **reply,
+		    char *why_out, size_t why_out_len)
 {
 	struct load *ld = calloc(1, sizeof *ld);
 	if (!ld) {
@@ -683,6 +704,7 @@ static int load_run(struct loader *L, const char *name, const char *path, int no
 	ld->t0 = now_ns();
 	ld->c = cache_find(L, name);
 	ld->staged = staged;
+	ld->lower = lower;
 	ld->cp = calloc(1, sizeof *ld->cp);
 	int err = ld->cp ? 0 : diag_fail(-ENOMEM, ld->why, sizeof ld->why, "out of memory");
 	if (!err)
@@ -718,13 +740,19 @@ static int load_run(struct loader *L, const char *name, const char *path, int no
 int op_load(struct loader *L, const char *name, const char *path, int nofollow,
 	    const char *numa, char **reply, char *why, size_t why_len)
 {
-	return load_run(L, name, path, nofollow, numa, 0, reply, why, why_len);
+	return load_run(L, name, path, nofollow, numa, 0, NULL, reply, why, why_len);
 }
 
 int op_load_staged(struct loader *L, const char *name, const char *path, int nofollow,
 		   char **reply, char *why, size_t why_len)
 {
-	return load_run(L, name, path, nofollow, NULL, 1, reply, why, why_len);
+	return load_run(L, name, path, nofollow, NULL, 1, NULL, reply, why, why_len);
+}
+
+int op_load_compacted(struct loader *L, const char *name, const char *path,
+		      const struct seg_info *lower, char **reply, char *why, size_t why_len)
+{
+	return load_run(L, name, path, 1, "", 0, lower, reply, why, why_len);
 }
 
 int load_publish_staged(struct loader *L, struct cache *c, char *why, size_t why_len)

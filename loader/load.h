@@ -25,6 +25,13 @@ int op_load(struct loader *L, const char *name, const char *path, int nofollow,
 int op_load_staged(struct loader *L, const char *name, const char *path, int nofollow,
 		   char **reply, char *why, size_t why_len);
 
+/* op_load() of a compaction's new base at path (compact.c), published
+ * with lower (NULL: none), a delta of it loaded by load_segments() (the
+ * catch-up), as one generation: readers never see the base without it.
+ * lower is the cache's once published; on failure the caller unlinks it. */
+int op_load_compacted(struct loader *L, const char *name, const char *path,
+		      const struct seg_info *lower, char **reply, char *why, size_t why_len);
+
 /* Publishes the staged generation of c (op_load_staged()) as it is. */
 int load_publish_staged(struct loader *L, struct cache *c, char *why, size_t why_len);
 

@@ -3,6 +3,9 @@
  * Threads: the main thread (main.c) owns the event loop: signals, the spool
  * watch, the control socket. One worker thread (worker.c) runs every job that
  * changes a cache (load, reload, rollback, drop, config apply) one at a time.
+ * A compaction's merge runs on a thread of its own (compact.c), which
+ * touches no cache: it reads files the worker opened for it and hands its
+ * result back as a job (JOB_COMPACT_DONE).
  * The worker is the only writer of struct cache and of the cache table; it
  * writes them under L->lock, and the main thread reads them under L->lock
  * (status, list). The worker reads its own state without the lock. */
@@ -124,6 +127,8 @@ struct cache {
 	uint64_t compact_unix;     /* when the last one published (0: none) */
 	uint64_t compact_ms;       /* how long it took */
 	int compact_queued;        /* an automatic compaction waits in the queue */
+	uint64_t compact_since;    /* unix time a compaction of it started (compact.c);
+				    * 0: none runs. Under L->lock, for status.c */
 	uint64_t wal_seq;          /* the last record of DURABLE/NAME.wal published (wal.c) */
 	struct load_stats stats;    /* of the current image */
 	struct load_stats rb_stats; /* of the rollback candidate */
@@ -146,8 +151,13 @@ struct cache {
 
 struct loader;
 
+/* JOB_COMPACT_DONE: queued by compact.c's thread once its merge is over;
+ * the worker catches up and publishes (or discards a cancelled one) */
 enum job_kind { JOB_LOAD, JOB_RELOAD, JOB_ROLLBACK, JOB_DROP, JOB_CONFIG, JOB_START,
-	       JOB_BPF_EXPORT, JOB_BPF_UNEXPORT, JOB_APPLY, JOB_CHANGE, JOB_COMPACT, JOB_FOLD };
+	       JOB_BPF_EXPORT, JOB_BPF_UNEXPORT, JOB_APPLY, JOB_CHANGE, JOB_COMPACT, JOB_FOLD,
+	       JOB_COMPACT_DONE };
+
+struct compaction;
 
 struct job {
 	enum job_kind kind;
@@ -173,6 +183,7 @@ struct job {
 	void (*finish)(struct loader *L, const struct job *j, int err, const char *why);
 	uint64_t client;             /* control connection waiting for the reply, 0 = none */
 	struct loader_conf *conf;    /* JOB_CONFIG: the new config (the job owns it) */
+	struct compaction *compaction; /* JOB_COMPACT_DONE: the one it ends (the job owns it) */
 	struct job *next;
 };
 
@@ -211,6 +222,11 @@ struct loader {
 	atomic_int metrics_dirty;   /* a job ended: the metrics file is rewritten */
 	pthread_t worker;
 	atomic_int cancel;          /* abort the running load: the loader stops */
+	/* the worker's: the compaction running off it (compact.c; NULL: none;
+	 * at most one per loader), and the compaction requests that wait for
+	 * it to end (queued again then) */
+	struct compaction *compaction;
+	struct job *compact_wait;
 
 	/* main thread */
 	int lock_fd, sig_fd, spool_fd, listen_fd, ep_fd;

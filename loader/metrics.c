@@ -158,6 +158,23 @@ static void f_compactions(FILE *f, const char *m, const struct cache_snap *s,
 	fprintf(f, "%s" LBL " %llu\n", m, s->c.name, (unsigned long long)s->c.compactions);
 }
 
+/* A compaction running now (compact.c), and since when (absent: none) */
+static void f_compacting(FILE *f, const char *m, const struct cache_snap *s,
+			 const unsigned rd[2])
+{
+	(void)rd;
+	fprintf(f, "%s" LBL " %d\n", m, s->c.name, s->c.compact_since != 0);
+}
+
+static void f_compact_since(FILE *f, const char *m, const struct cache_snap *s,
+			    const unsigned rd[2])
+{
+	(void)rd;
+	if (s->c.compact_since)
+		fprintf(f, "%s" LBL " %llu\n", m, s->c.name,
+			(unsigned long long)s->c.compact_since);
+}
+
 /* Expiry (expiry.h), at the time status_take() ran: absent while unknown */
 static void f_expiring(FILE *f, const char *m, const struct cache_snap *s, const unsigned rd[2])
 {
@@ -300,6 +317,11 @@ static const struct family families[] = {
 	{"shmkv_cache_fold_duration_seconds", "gauge", "duration of the last fold", f_fold_seconds},
 	{"shmkv_cache_compactions_total", "counter",
 	 "compactions of changes into a new base since the loader started", f_compactions},
+	{"shmkv_cache_compacting", "gauge",
+	 "1 while a compaction of the cache runs (its merge off the worker), else 0",
+	 f_compacting},
+	{"shmkv_cache_compaction_start_timestamp_seconds", "gauge",
+	 "unix time the running compaction started (absent when none runs)", f_compact_since},
 	{"shmkv_cache_entries_expiring", "gauge",
 	 "entries of the served image that carry an expiry time (format 2)", f_expiring},
 	{"shmkv_cache_entries_expired", "gauge",

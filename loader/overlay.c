@@ -109,10 +109,8 @@ void overlay_tmp_path(const struct loader *L, const struct cache *c, const char 
 		out[0] = 0; /* cannot happen: ROOT is checked at startup to leave room */
 }
 
-/* A builder of a delta of the cache's base into *out (dup: what a key
- * given twice does, enum shmkv_on_duplicate); 0 or an error. */
-static int delta_builder(const struct cache *c, int dup, shmkv_builder **out, char *why,
-			 size_t why_len)
+int overlay_delta_builder(const char *base_path, int dup, shmkv_builder **out, char *why,
+			  size_t why_len)
 {
 	shmkv_build_options o;
 	shmkv_builder *b = NULL;
@@ -126,17 +124,24 @@ static int delta_builder(const struct cache *c, int dup, shmkv_builder **out, ch
 	 * it: its identity is read from its header, never the whole base */
 	shmkv *base = NULL;
 	char w[300];
-	int err = shmkv_open_file_diag(c->cur.path, SHMKV_OPEN_NOVERIFY, &base, w, sizeof w);
+	int err = shmkv_open_file_diag(base_path, SHMKV_OPEN_NOVERIFY, &base, w, sizeof w);
 	if (err)
 		diag_fail(err, why, why_len, "base: %s", w);
-	else if ((err = shmkv_builder_set_delta_of(b, base, c->cur.path)))
-		diag_fail(err, why, why_len, "base %s: %s", c->cur.path, shmkv_builder_error(b));
+	else if ((err = shmkv_builder_set_delta_of(b, base, base_path)))
+		diag_fail(err, why, why_len, "base %s: %s", base_path, shmkv_builder_error(b));
 	shmkv_close(base);
 	if (err)
 		shmkv_builder_free(b);
 	else
 		*out = b;
 	return err;
+}
+
+/* A builder of a delta of the cache's base. */
+static int delta_builder(const struct cache *c, int dup, shmkv_builder **out, char *why,
+			 size_t why_len)
+{
+	return overlay_delta_builder(c->cur.path, dup, out, why, why_len);
 }
 
 /* Whether delta d holds key (an upsert or a tombstone): 1, 0, or an error
@@ -176,12 +181,12 @@ static int count_new(const shmkv *d, const shmkv *old, const shmkv *also, uint64
  * of old (NULL: none) whose key d does not hold. The one merge of two
  * levels: a change into the top or the lower, a fold (the top into the
  * lower), the overlays before a compaction. */
-static int build_merged(const struct cache *c, const shmkv *d, const shmkv *old,
+static int build_merged(const char *base_path, const shmkv *d, const shmkv *old,
 			const char *old_name, const char *out, char *why, size_t why_len)
 {
 	struct keyset ks = {0};
 	shmkv_builder *b;
-	int err = delta_builder(c, SHMKV_DUP_ERROR, &b, why, why_len);
+	int err = overlay_delta_builder(base_path, SHMKV_DUP_ERROR, &b, why, why_len);
 	if (err)
 		return err;
 	ks.cap = 16;
@@ -218,17 +223,26 @@ static int open_overlay(const struct seg_info *s, unsigned flags, const char *wh
 	return err;
 }
 
-int overlay_merge_top(const struct cache *c, const char *out, char *why, size_t why_len)
+int overlay_merge_files(const char *base, const char *top_path, const char *lower_path,
+			const char *out, char *why, size_t why_len)
 {
 	shmkv *top = NULL, *lower = NULL;
-	int err = open_overlay(&c->top, 0, "top", &top, why, why_len);
+	struct seg_info t = {0}, l = {0};
+	snprintf(t.path, sizeof t.path, "%s", top_path);
+	snprintf(l.path, sizeof l.path, "%s", lower_path);
+	int err = open_overlay(&t, 0, "top", &top, why, why_len);
 	if (!err)
-		err = open_overlay(&c->ov, 0, "lower", &lower, why, why_len);
+		err = open_overlay(&l, 0, "lower", &lower, why, why_len);
 	if (!err)
-		err = build_merged(c, top, lower, c->ov.path, out, why, why_len);
+		err = build_merged(base, top, lower, lower_path, out, why, why_len);
 	shmkv_close(top);
 	shmkv_close(lower);
 	return err;
+}
+
+int overlay_merge_top(const struct cache *c, const char *out, char *why, size_t why_len)
+{
+	return overlay_merge_files(c->cur.path, c->top.path, c->ov.path, out, why, why_len);
 }
 
 uint64_t overlay_keys(const struct seg_info *lower, const struct seg_info *top)
@@ -251,7 +265,7 @@ uint64_t overlay_keys(const struct seg_info *lower, const struct seg_info *top)
 
 /* The overlay at path, every check (structure too), and that it applies
  * to the current base (lib/FORMAT.md §19.4). */
-static int verify_overlay(const struct cache *c, const char *path, char *why, size_t why_len)
+int overlay_verify(const char *base_path, const char *path, char *why, size_t why_len)
 {
 	shmkv *ov = NULL, *base = NULL;
 	char w[400];
@@ -259,7 +273,7 @@ static int verify_overlay(const struct cache *c, const char *path, char *why, si
 	if (!err && !shmkv_is_delta(ov))
 		err = diag_fail(SHMKV_EBASE, w, sizeof w, "not a delta image");
 	if (!err)
-		err = shmkv_open_file_diag(c->cur.path, SHMKV_OPEN_NOVERIFY, &base, w, sizeof w);
+		err = shmkv_open_file_diag(base_path, SHMKV_OPEN_NOVERIFY, &base, w, sizeof w);
 	if (!err)
 		err = shmkv_delta_set(base, ov, w, sizeof w);
 	if (err)
@@ -267,6 +281,11 @@ static int verify_overlay(const struct cache *c, const char *path, char *why, si
 	shmkv_close(base);
 	shmkv_close(ov);
 	return err;
+}
+
+static int verify_overlay(const struct cache *c, const char *path, char *why, size_t why_len)
+{
+	return overlay_verify(c->cur.path, path, why, why_len);
 }
 
 static void unlink_infos(const struct seg_info *first, const struct seg_info *more, unsigned n)
@@ -438,7 +457,7 @@ static int publish_changes(struct loader *L, struct cache *c, const shmkv *d, ui
 	if (!err && top)
 		err = count_new(d, olddb, lower, &added, why, why_len);
 	if (!err)
-		err = build_merged(c, d, olddb, old ? old->path : "", out, why, why_len);
+		err = build_merged(c->cur.path, d, olddb, old ? old->path : "", out, why, why_len);
 	shmkv_close(olddb);
 	shmkv_close(lower);
 	if (!err)
@@ -862,12 +881,13 @@ static int is_log_base(const char *path, const struct wal_head *h)
  * served nothing, so that readers never see it without the log's changes.
  * *fresh: loaded here, the whole log to replay. */
 static struct cache *log_base(struct loader *L, const char *name, const struct wal_head *h,
-			      int *fresh, int *staged)
+			      int *fresh, int *staged, char *defer, size_t defer_len)
 {
 	struct cache *c = cache_find(L, name);
 	struct wal_head now = {0};
 	char why[600];
 	*fresh = *staged = 0;
+	defer[0] = 0;
 	if (c && c->have_cur && log_head(c, &now, why, sizeof why) == 0 &&
 	    now.base_sum == h->base_sum && now.base_size == h->base_size)
 		return c;
@@ -881,15 +901,21 @@ static struct cache *log_base(struct loader *L, const char *name, const struct w
 	for (int i = 0; i < 2; i++) {
 		if (!paths[i][0] || !is_log_base(paths[i], h))
 			continue;
+		if (serving) {
+			/* another base served (a compaction killed between its log
+			 * and its publish): loaded with the log's records over it, as
+			 * one publish (recover_one()), never alone */
+			snprintf(defer, defer_len, "%s", paths[i]);
+			*fresh = 1;
+			return c;
+		}
 		char *reply = NULL;
 		int nofollow = i == 0; /* the kept base is the loader's own file */
-		int err = serving ? op_load(L, name, paths[i], nofollow, "", &reply, why, sizeof why)
-				  : op_load_staged(L, name, paths[i], nofollow, &reply, why,
-						   sizeof why);
+		int err = op_load_staged(L, name, paths[i], nofollow, &reply, why, sizeof why);
 		free(reply);
 		if (!err) {
 			*fresh = 1;
-			*staged = !serving;
+			*staged = 1;
 			return cache_find(L, name);
 		}
 		log_err("durable log of cache=%s: its base %s did not load: %s", name, paths[i],
@@ -914,11 +940,12 @@ static void publish_base_alone(struct loader *L, struct cache *c)
 /* Records recs[0..n) merged in order (the last word on a key wins) into one
  * delta of c's base at img; chain (last, seq) moved on by the deltas
  * applied among them. */
-static int merge_records(struct loader *L, struct cache *c, const struct wal_rec *recs, size_t n,
-			 const char *img, uint64_t chain[2], char *why, size_t why_len)
+static int merge_records(struct loader *L, struct cache *c, const char *base,
+			 const struct wal_rec *recs, size_t n, const char *img, uint64_t chain[2],
+			 char *why, size_t why_len)
 {
 	shmkv_builder *b;
-	int err = delta_builder(c, SHMKV_DUP_LAST, &b, why, why_len);
+	int err = overlay_delta_builder(base, SHMKV_DUP_LAST, &b, why, why_len);
 	char one[PATH_MAX];
 	overlay_tmp_path(L, c, "replay.tmp", one, sizeof one);
 	for (size_t i = 0; !err && i < n; i++) {
@@ -969,6 +996,26 @@ static void take_lineage(struct loader *L, struct cache *c, const struct wal_hea
 	pthread_mutex_unlock(&L->lock);
 }
 
+/* The log's base at base (not the one served) loaded and published with
+ * the replayed records at img (NULL: none) over it, as one generation. */
+static int publish_with_base(struct loader *L, struct cache *c, const char *base,
+			     const char *img, char *why, size_t why_len)
+{
+	struct seg_info low, more[SHMKV_CTL_MAX_SEGMENTS - 1];
+	unsigned nmore = 0;
+	int err = img ? overlay_verify(base, img, why, why_len) : 0;
+	if (!err && img)
+		err = load_segments(L, c, img, &low, more, &nmore, why, why_len);
+	for (unsigned i = 0; !err && i < nmore; i++)
+		unlink(more[i].path); /* one copy of an overlay serves every node */
+	char *reply = NULL;
+	if (!err && (err = op_load_compacted(L, c->name, base, img ? &low : NULL, &reply, why,
+					     why_len)) && img)
+		unlink(low.path);
+	free(reply);
+	return err;
+}
+
 static void recover_one(struct loader *L, const char *name)
 {
 	struct wal_head h;
@@ -986,7 +1033,8 @@ static void recover_one(struct loader *L, const char *name)
 		return;
 	}
 	int fresh, staged;
-	struct cache *c = log_base(L, name, &h, &fresh, &staged);
+	char defer[PATH_MAX];
+	struct cache *c = log_base(L, name, &h, &fresh, &staged, defer, sizeof defer);
 	if (!c) {
 		wal_retire(L, name, "stale");
 		free(recs);
@@ -1010,10 +1058,13 @@ static void recover_one(struct loader *L, const char *name)
 		overlay_tmp_path(L, c, "change.tmp", img, sizeof img);
 		shmkv *d = NULL;
 		char w[300];
-		err = merge_records(L, c, recs + first, n - first, img, chain, why, sizeof why);
+		err = merge_records(L, c, defer[0] ? defer : c->cur.path, recs + first, n - first,
+				    img, chain, why, sizeof why);
 		if (!err && (err = shmkv_open_file_diag(img, 0, &d, w, sizeof w)))
 			diag_fail(err, why, sizeof why, "%s", w);
-		if (!err)
+		if (!err && defer[0])
+			err = publish_with_base(L, c, defer, img, why, sizeof why);
+		else if (!err)
 			err = publish_changes(L, c, d, 0, why, sizeof why);
 		uint64_t records = d ? d->entry_count : 0;
 		shmkv_close(d);
@@ -1037,6 +1088,13 @@ static void recover_one(struct loader *L, const char *name)
 			 (unsigned long long)recs[first].seq, (unsigned long long)recs[n - 1].seq,
 			 (unsigned long long)records, (unsigned long long)c->cur.generation);
 	} else {
+		if (defer[0] && (err = publish_with_base(L, c, defer, NULL, why, sizeof why))) {
+			log_err("durable log of cache=%s: its base %s did not load: %s", name, defer,
+				why);
+			free(recs);
+			free(buf);
+			return;
+		}
 		if (fresh) /* the log's head alone */
 			take_lineage(L, c, &h, chain);
 		if (staged)

@@ -39,6 +39,21 @@ int op_fold(struct loader *L, const char *name);
  * of the base at out: a fold's, and compact.c's before it merges with the
  * base. 0 or an error with why. */
 int overlay_merge_top(const struct cache *c, const char *out, char *why, size_t why_len);
+/* The same merge by files: the top and lower overlays at top and lower,
+ * deltas of the image at base (paths; /proc/self/fd/N for files held open
+ * that a fold may unlink meanwhile). Touches no cache: compact.c's thread
+ * runs it. 0 or an error with why. */
+int overlay_merge_files(const char *base, const char *top, const char *lower, const char *out,
+			char *why, size_t why_len);
+/* A builder (libshmkv-build) of a delta of the image at base_path (its
+ * header names it; the image is not read), one thread; dup: what a key
+ * given twice does (enum shmkv_on_duplicate). 0 or an error with why. */
+struct shmkv_builder;
+/* The overlay at path, every check (structure too), and that it applies to
+ * the image at base_path (lib/FORMAT.md §19.4): 0 or an error with why. */
+int overlay_verify(const char *base_path, const char *path, char *why, size_t why_len);
+int overlay_delta_builder(const char *base_path, int dup, struct shmkv_builder **out, char *why,
+			  size_t why_len);
 /* The keys changed since the base in a generation with these overlays
  * (NULL: none): the lower's records and the top's that the lower does not
  * hold (adopt.c: what c->ov_keys is for an adopted generation). */

@@ -43,6 +43,7 @@ void status_take(const struct cache *c, struct cache_snap *s)
 	s->c.compactions = c->compactions;
 	s->c.compact_unix = c->compact_unix;
 	s->c.compact_ms = c->compact_ms;
+	s->c.compact_since = c->compact_since;
 	s->c.conf.compact_entries = c->conf.compact_entries;
 	s->c.conf.compact_ratio = c->conf.compact_ratio;
 	s->c.protocol = c->protocol;
@@ -299,6 +300,12 @@ int status_cache(struct loader *L, const char *name, bool any_path, char **reply
 	json_u64(&j, "entries_bound", c->conf.compact_entries);
 	json_f64(&j, "ratio_bound", c->conf.compact_ratio, 3);
 	json_u64(&j, "count", c->compactions);
+	/* one running now (its merge off the worker): since when */
+	json_bool(&j, "running", c->compact_since != 0);
+	if (c->compact_since)
+		json_u64(&j, "running_since_unix", c->compact_since);
+	else
+		json_null(&j, "running_since_unix");
 	if (c->compact_unix) {
 		json_u64(&j, "last_unix", c->compact_unix);
 		json_u64(&j, "last_ms", c->compact_ms);

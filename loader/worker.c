@@ -19,16 +19,6 @@
 #include "compact.h"
 #include "overlay.h"
 
-struct job *job_new(enum job_kind kind, const char *name)
-{
-	struct job *j = calloc(1, sizeof *j);
-	if (!j)
-		return NULL;
-	j->kind = kind;
-	if (name)
-		snprintf(j->name, sizeof j->name, "%s", name);
-	return j;
-}
 
 int job_source_current(const struct job *j)
 {
@@ -38,35 +28,13 @@ int job_source_current(const struct job *j)
 	return st.st_dev == j->src_dev && st.st_ino == j->src_ino;
 }
 
-static void post(struct loader *L, uint64_t client, char *line, int failed)
-{
-	if (!client) {
-		free(line);
-		return;
-	}
-	struct done *d = calloc(1, sizeof *d);
-	if (!d) {
-		free(line);
-		return;
-	}
-	d->client = client;
-	d->line = line ? line : json_error("out of memory");
-	d->failed = failed || !line;
-	pthread_mutex_lock(&L->qlock);
-	*L->dones_tail = d;
-	L->dones_tail = &d->next;
-	pthread_mutex_unlock(&L->qlock);
-	uint64_t one = 1;
-	ssize_t w = write(L->done_fd, &one, sizeof one);
-	(void)w;
-}
 
 /* An automatic compaction of cache name once its changes passed its bound
  * (compact.h), at most one queued at a time. */
 static void compact_queue(struct loader *L, const char *name)
 {
 	struct cache *c = cache_find(L, name);
-	if (!c || c->compact_queued || !compact_due(c))
+	if (!c || c->compact_queued || compact_running(L, name) || !compact_due(c))
 		return;
 	struct job *j = job_new(JOB_COMPACT, name);
 	if (!j) {
@@ -101,7 +69,7 @@ static void fold_queue(struct loader *L, const char *name)
 static void run(struct loader *L, struct job *j)
 {
 	char *reply = NULL, why[512] = "";
-	int err = 0;
+	int err = 0, later = 0;
 	if (j->from_spool && !job_source_current(j))
 		return; /* queued twice (a rescan) and handled, or replaced: its own job loads it */
 	switch (j->kind) {
@@ -138,20 +106,32 @@ static void run(struct loader *L, struct job *j)
 		err = op_change(L, j, &reply, why, sizeof why);
 		break;
 	case JOB_COMPACT:
-		err = op_compact(L, j->name, !j->client, &reply, why, sizeof why);
+		err = op_compact(L, j, &reply);
+		if (err == COMPACT_LATER) /* answered when it is published or cancelled */
+			err = 0, later = 1;
+		break;
+	case JOB_COMPACT_DONE:
+		err = op_compact_done(L, j);
 		break;
 	case JOB_FOLD:
 		err = op_fold(L, j->name);
 		break;
 	}
+	/* a new base or a step back: a compaction of the cache merging the
+	 * generation before is cancelled (compact.h) */
+	static const char *const cancels[] = {[JOB_LOAD] = "a load", [JOB_RELOAD] = "a reload",
+					      [JOB_ROLLBACK] = "a rollback", [JOB_DROP] = "a drop"};
+	if (!err && (size_t)j->kind < sizeof cancels / sizeof cancels[0] && cancels[j->kind])
+		compact_cancel(L, j->name, cancels[j->kind]);
 	if (j->finish)
 		j->finish(L, j, err, why);
 	/* durable mode: the log follows a new base or a step back before the
 	 * reply says it happened (at start op_start() replays the logs) */
 	if (!err && (j->kind == JOB_LOAD || j->kind == JOB_RELOAD || j->kind == JOB_ROLLBACK ||
-		     j->kind == JOB_COMPACT || j->kind == JOB_DROP))
+		     j->kind == JOB_COMPACT_DONE || j->kind == JOB_DROP))
 		overlay_log_reset(L, j->name);
-	post(L, j->client, reply, err != 0);
+	if (!later)
+		worker_post(L, j->client, reply, err != 0);
 	if (!err && (j->kind == JOB_CHANGE || j->kind == JOB_APPLY)) {
 		compact_queue(L, j->name);
 		fold_queue(L, j->name);
@@ -159,7 +139,7 @@ static void run(struct loader *L, struct job *j)
 	/* BPF after the reply and the publish: readers have the new generation
 	 * first, BPF programs right after (loader/README.md, "BPF export") */
 	if (!err && (j->kind == JOB_LOAD || j->kind == JOB_RELOAD || j->kind == JOB_ROLLBACK ||
-		     j->kind == JOB_COMPACT || j->kind == JOB_CHANGE || j->kind == JOB_APPLY))
+		     j->kind == JOB_COMPACT_DONE || j->kind == JOB_CHANGE || j->kind == JOB_APPLY))
 		bpf_after_publish(L, j->name);
 	else if (j->kind == JOB_START || j->kind == JOB_CONFIG)
 		bpf_sync_all(L);
@@ -196,6 +176,7 @@ static void *worker_main(void *arg)
 		}
 		if (L->qstop) {
 			pthread_mutex_unlock(&L->qlock);
+			compact_stopped(L);
 			break;
 		}
 		if (expire) {
@@ -210,6 +191,7 @@ static void *worker_main(void *arg)
 		pthread_mutex_unlock(&L->qlock);
 		run(L, j);
 		conf_free(j->conf);
+		compact_job_free(j);
 		free(j->change);
 		free(j);
 	}
@@ -229,27 +211,8 @@ int worker_start(struct loader *L, char *why, size_t why_len)
 	return 0;
 }
 
-void worker_push(struct loader *L, struct job *j)
-{
-	pthread_mutex_lock(&L->qlock);
-	*L->jobs_tail = j;
-	L->jobs_tail = &j->next;
-	pthread_cond_signal(&L->qcond);
-	pthread_mutex_unlock(&L->qlock);
-}
 
-struct done *worker_take_done(struct loader *L)
-{
-	uint64_t n;
-	ssize_t r = read(L->done_fd, &n, sizeof n);
-	(void)r;
-	pthread_mutex_lock(&L->qlock);
-	struct done *d = L->dones;
-	L->dones = NULL;
-	L->dones_tail = &L->dones;
-	pthread_mutex_unlock(&L->qlock);
-	return d;
-}
+
 
 void worker_stop(struct loader *L)
 {
@@ -265,6 +228,7 @@ void worker_stop(struct loader *L)
 		struct job *j = L->jobs;
 		L->jobs = j->next;
 		conf_free(j->conf);
+		compact_job_free(j);
 		free(j->change);
 		free(j);
 	}

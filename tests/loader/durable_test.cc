@@ -4,10 +4,12 @@
 // configured source or the compacted base kept beside the log, in the
 // first generation published (never the base without them); a torn tail
 // is discarded with a log line; a log whose base is nowhere is kept aside;
-// a rollback and a compaction are what comes back.
+// a rollback and a compaction are what comes back, also one killed while
+// it merged off the worker or while it published.
 #include <filesystem>
 #include <map>
 
+#include "fault_util.h"
 #include "loader_util.h"
 
 using namespace loader_test;
@@ -29,6 +31,7 @@ protected:
 	std::string dir = env.base() + "/durable";
 	std::string conf = env.base() + "/loader.conf";
 	std::unique_ptr<Loader> ld;
+	Fault *shim = nullptr; // start the loader with the fault shim (fault_util.h)
 	const uint64_t n = 200;
 	std::map<std::string, std::string> model; // "" absent
 
@@ -68,7 +71,8 @@ protected:
 		bool logged = shmkv_test::file_exists(dir + "/w.wal");
 		size_t before = recoveries();
 		ld.reset(new Loader(env, {"--memory", "shm", "--config", conf}));
-		ASSERT_TRUE(ld->start());
+		std::string skip;
+		ASSERT_TRUE(shim ? start_with_shim(*ld, *shim, &skip) : ld->start()) << skip;
 		// the log's base and its changes are published (or found served),
 		// which the loader logs, or the configured source loads
 		bool up = wait_until([&] { return ld->status("w")["generation"].u64() > 0 &&
@@ -212,6 +216,53 @@ TEST_F(Durable, CompactionAndRollbackComeBackAsServed)
 	reboot();
 	EXPECT_EQ(check(), "");
 	EXPECT_EQ(kept_bases(), 0u);
+}
+
+// A compaction killed (kill -9) while it merges off the worker, and while
+// it publishes (the new base kept and the log naming it with the catch-up
+// written, the state file's rename held): the restart answers every
+// acknowledged change, those sent during the merge too, in one publish
+// (never the new base without its catch-up), and so does a reboot after it.
+TEST_F(Durable, CompactionKilledWhileItMergesOrPublishes)
+{
+	Fault fault(env);
+	ld->kill9();
+	shim = &fault;
+	start();
+	for (int phase = 0; phase < 2; phase++) {
+		SCOPED_TRACE(phase ? "publish" : "merge");
+		std::string p = std::to_string(phase);
+		set("k0", "a" + p);
+		set("k1", "a" + p);
+		remove(key_of(3 + phase));
+		fault.hold(dir + "/.w.base.tmp"); // the merge's output, kept (durable)
+		int fd = request_async(env.root(), {"compact", "w"});
+		ASSERT_GE(fd, 0);
+		ASSERT_TRUE(fault.held()) << env.log();
+		set("k0", "b" + p);
+		remove("k1");
+		set("n" + p, "1");
+		if (phase) { // the merge goes on; the publish waits in its state save
+			fault.hold(env.root() + "/w.state");
+			ASSERT_TRUE(fault.held()) << env.log();
+			EXPECT_EQ(kept_bases(), 1u) << "the new base is kept before the publish";
+		}
+		uint64_t gen = ld->status("w")["generation"].u64();
+		ld->kill9();
+		close(fd);
+		fault.clear();
+		start();
+		EXPECT_EQ(check(), "") << "restarted: " << env.log();
+		EXPECT_EQ(ld->status("w")["generation"].u64(), gen + phase)
+			<< "one publish: the new base with its catch-up";
+		for (const std::string &f : list_dir(dir))
+			EXPECT_NE(f[0], '.') << f << " left in the durable dir";
+		reboot();
+		EXPECT_EQ(check(), "") << "rebooted: " << env.log();
+	}
+	ASSERT_TRUE(ld->req({"compact", "w"}).ok());
+	reboot();
+	EXPECT_EQ(check(), "");
 }
 
 // A producer's delta chain goes on after a reboot: the log knows the last

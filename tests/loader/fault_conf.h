@@ -11,6 +11,11 @@
  *   short N  every read returns at most N bytes
  *   slow N   every read first sleeps N microseconds
  *   slowrename N  (fault_shim.c only) a rename() onto PATH first sleeps
+ *            N microseconds; a renameat() too (onto PATH's last component
+ *            when it names no directory: the builder's output put in place)
+ *   holdrename N  (fault_shim.c only) such a rename waits while the control
+ *            file says "holdrename" onto the same PATH (at most N
+ *            microseconds), with the file CONF.held there meanwhile
  *   accepterr N   (fault_shim.c only) every accept()/accept4() fails with
  *            errno N (EMFILE 24, ENFILE 23: out of descriptors, and giving
  *            one up does not help, as when the whole system is out); PATH

@@ -1,6 +1,6 @@
 /* fault_shim.c - an LD_PRELOAD library for fault_test: makes pread()/pread64()
  * of one file fail, end early, return short counts or go slowly, a rename()
- * onto one name go slowly, accept()/accept4() fail (EMFILE) and open() of
+ * or renameat() onto one name go slowly, accept()/accept4() fail (EMFILE) and open() of
  * /dev/null fail (the loader's reserve descriptor), as told by the control file the test
  * rewrites while the loader runs (fault_conf.h: the modes).
  * Reads of other files (by device and inode), or with no control file, pass
@@ -23,6 +23,7 @@
 
 typedef ssize_t (*pread_fn)(int, void *, size_t, off64_t);
 typedef int (*rename_fn)(const char *, const char *);
+typedef int (*renameat_fn)(int, const char *, int, const char *);
 
 static int is_target(int fd, const struct fault *f)
 {
@@ -60,15 +61,62 @@ ssize_t pread(int fd, void *buf, size_t n, off_t off)
 	return faulty(real, fd, buf, n, off);
 }
 
+/* Whether a rename onto to is the one of f (relative: to is a name in a
+ * directory given by descriptor, matched against f's last component). */
+static int rename_target(const char *to, int relative, const struct fault *f)
+{
+	const char *base = strrchr(f->path, '/');
+	return !strcmp(to, relative && base ? base + 1 : f->path);
+}
+
+/* "slowrename N": sleeps N microseconds. "holdrename N": waits while the
+ * control file still says so (at most N microseconds), having created
+ * CONF.held for the test to see it waits. */
+static void slow_rename(const char *to, int relative)
+{
+	const char *conf = getenv("SHMKV_FAULT_CONF");
+	struct fault f;
+	if (!fault_read_conf(conf, &f) || !rename_target(to, relative, &f))
+		return;
+	if (!strcmp(f.mode, "slowrename")) {
+		usleep((useconds_t)f.arg);
+	} else if (!strcmp(f.mode, "holdrename")) {
+		char held[4200];
+		snprintf(held, sizeof held, "%s.held", conf);
+		int fd = open(held, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+		if (fd >= 0)
+			close(fd);
+		for (long long waited = 0; waited < f.arg; waited += 10000) {
+			struct fault g;
+			if (!fault_read_conf(conf, &g) || strcmp(g.mode, "holdrename") ||
+			    strcmp(g.path, f.path))
+				break;
+			usleep(10000);
+		}
+		unlink(held);
+	}
+}
+
 int rename(const char *from, const char *to)
 {
 	static rename_fn real;
 	if (!real)
 		real = (rename_fn)dlsym(RTLD_NEXT, "rename");
-	struct fault f;
-	if (fault_read_conf(getenv("SHMKV_FAULT_CONF"), &f) && !strcmp(f.mode, "slowrename") && !strcmp(to, f.path))
-		usleep((useconds_t)f.arg);
+	slow_rename(to, 0);
 	return real(from, to);
+}
+
+/* renameat() as rename(): libshmkv-build renames its output into place by
+ * the directory's descriptor, to a name without the directory: matched
+ * against PATH's last component (the loader's temporaries have names of
+ * their own, `.NAME.compact.tmp`). */
+int renameat(int fromfd, const char *from, int tofd, const char *to)
+{
+	static renameat_fn real;
+	if (!real)
+		real = (renameat_fn)dlsym(RTLD_NEXT, "renameat");
+	slow_rename(to, to[0] != '/');
+	return real(fromfd, from, tofd, to);
 }
 
 /* "accepterr N": the errno every accept fails with; "acceptflap N": every

@@ -19,6 +19,18 @@ public:
 		ASSERT_EQ(rename(tmp.c_str(), conf_.c_str()), 0);
 	}
 	void clear() { unlink(conf_.c_str()); }
+	// The next rename onto path (or, by descriptor, onto its last
+	// component: a builder's output, the state file) waits until clear()
+	// or another fault; held() once one does (fault_conf.h: holdrename).
+	void hold(const std::string &path)
+	{
+		unlink((conf_ + ".held").c_str());
+		set("holdrename", 300000000LL, path);
+	}
+	bool held() const
+	{
+		return wait_until([&] { return shmkv_test::file_exists(conf_ + ".held"); }, 60000, 5);
+	}
 	const std::string &conf() const { return conf_; }
 
 private:

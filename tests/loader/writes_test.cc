@@ -5,12 +5,16 @@
 // retires the protocol 1 control segment (ESTALE, then a reader of
 // protocol 1 only is refused); bad deltas are refused while the cache
 // serves; only the loader's users may write; compaction (by request and
-// past the bound) keeps the answers and the deltas that apply.
+// past the bound) keeps the answers and the deltas that apply; its merge
+// runs off the worker: changes (to that cache too) go on meanwhile and are
+// caught up at its publish; a rollback, load, drop or stop cancels it.
 #include <sys/mman.h>
 
 #include <atomic>
+#include <map>
 #include <thread>
 
+#include "fault_util.h"
 #include "loader_util.h"
 #include "uid_util.h"
 
@@ -742,6 +746,326 @@ TEST_F(Writes, CompactsByItselfPastTheBound)
 	shmkv_close(db);
 	std::string m = bl.req({"metrics"})["text"].s();
 	EXPECT_NE(m.find("shmkv_cache_compactions_total{cache=\"w\"} 1"), std::string::npos) << m;
+}
+
+// ---- a compaction's merge off the worker (loader/README.md, "Compaction") ----
+
+// The loader with the fault shim, so that a test holds a compaction's merge
+// in the builder's rename of its output (fault_conf.h: holdrename) for as
+// long as it likes; caches w and v loaded; a model of the keys changed.
+class CompactOff : public ::testing::Test {
+protected:
+	struct Rec {
+		std::string v; // "" removed
+		uint32_t exp;
+	};
+	Env env;
+	Fault fault{env};
+	Loader ld{env};
+	std::string base = env.img_path("a.shmkv");
+	const uint64_t n = 200;
+	std::map<std::string, Rec> model;
+
+	void SetUp() override
+	{
+		ASSERT_EQ(build_image(base, "a", n), "");
+		std::string skip;
+		if (!start_with_shim(ld, fault, &skip)) {
+			if (!skip.empty())
+				GTEST_SKIP() << skip;
+			FAIL() << env.log();
+		}
+		for (const char *c : {"w", "v"}) {
+			Json j = ld.load(c, base);
+			ASSERT_TRUE(j.ok()) << j["error"].s();
+		}
+	}
+	void TearDown() override { fault.clear(); }
+	// The next rename onto ROOT/FILE (the merge's output: .w.compact.tmp)
+	// waits until release(); held() once it does.
+	void hold(const std::string &file) { fault.hold(env.root() + "/" + file); }
+	bool held() { return fault.held(); }
+	void release() { fault.clear(); }
+	void set(const std::string &k, const std::string &v, uint32_t exp = 0,
+		 const std::string &cache = "w")
+	{
+		std::string r = "{\"key\": \"" + k + "\", \"value\": \"" + v + "\"" +
+				(exp ? ", \"expires\": " + std::to_string(exp) : "") + "}";
+		Json j = change(ld, cache, r);
+		ASSERT_TRUE(j.ok()) << j["error"].s();
+		if (cache == "w")
+			model[k] = {v, exp};
+	}
+	void remove(const std::string &k)
+	{
+		Json j = change(ld, "w", "{\"key\": \"" + k + "\", \"remove\": true}");
+		ASSERT_TRUE(j.ok()) << j["error"].s();
+		model[k] = {"", 0};
+	}
+	// What db answers differs from the model (and the base's other keys): "" if not.
+	std::string check(shmkv *db)
+	{
+		std::string bad;
+		int err;
+		uint64_t removed = 0;
+		for (const auto &kv : model) {
+			std::string got = get_str(db, kv.first, &err);
+			uint32_t x = 0;
+			if (!err)
+				shmkv_get_expires(db, kv.first.data(), kv.first.size(), &x);
+			if (got != kv.second.v || (!err && x != kv.second.exp))
+				bad += kv.first + "=\"" + got + "\"@" + std::to_string(x) + " (want \"" +
+				       kv.second.v + "\"@" + std::to_string(kv.second.exp) + ") ";
+			for (uint64_t i = 0; i < n; i++)
+				removed += kv.first == key_of(i) && kv.second.v.empty();
+		}
+		uint64_t wrong = check_handle(db, "a", n);
+		if (wrong != removed)
+			bad += std::to_string(wrong) + " base keys wrong, " + std::to_string(removed) +
+			       " removed";
+		return bad;
+	}
+	std::string check_now()
+	{
+		int err;
+		std::string why;
+		shmkv *db = attach(env.root(), "w", SHMKV_ATTACH_VERIFY, &err, &why);
+		if (!db)
+			return "attach: " + why;
+		std::string bad = check(db);
+		shmkv_close(db);
+		return bad;
+	}
+	Json reply(int fd)
+	{
+		std::string line;
+		Json j;
+		EXPECT_TRUE(read_line(fd, &line, 120000) && parse_json(line, &j)) << line;
+		close(fd);
+		return j;
+	}
+	size_t logged(const std::string &what) const
+	{
+		size_t k = 0;
+		std::string log = env.log();
+		for (size_t at = 0; (at = log.find(what, at)) != std::string::npos; at++)
+			k++;
+		return k;
+	}
+};
+
+// While the merge of w is held, changes to w and to v are answered (the
+// compaction still runs after them: they did not wait for it) and seen by
+// readers; at the publish every key answers as the model says: the changes
+// made meanwhile caught up (sets, removes, a value set back to what the
+// merge holds, an expiry), and a rollback steps back to the generation
+// before the compaction, with the same answers.
+TEST_F(CompactOff, ChangesGoOnWhileItMergesAndCatchUp)
+{
+	const uint32_t e1 = 4000000000u, e2 = 4000000100u;
+	set("k0", "a");
+	set("k1", "a");
+	set("same", "1");
+	set("e", "x", e1);
+	remove(key_of(3));
+	hold(".w.compact.tmp");
+	uint64_t t0 = now_ms();
+	int fd = request_async(env.root(), {"compact", "w"});
+	ASSERT_GE(fd, 0);
+	ASSERT_TRUE(held()) << env.log();
+	Json s = ld.status("w");
+	EXPECT_TRUE(s["compaction"]["running"].b);
+	EXPECT_GE(s["compaction"]["running_since_unix"].u64(), (uint64_t)time(nullptr) - 3600);
+	std::string m = ld.req({"metrics"})["text"].s();
+	EXPECT_NE(m.find("shmkv_cache_compacting{cache=\"w\"} 1"), std::string::npos) << m;
+	EXPECT_NE(m.find("shmkv_cache_compacting{cache=\"v\"} 0"), std::string::npos) << m;
+	EXPECT_NE(m.find("shmkv_cache_compaction_start_timestamp_seconds{cache=\"w\"}"),
+		  std::string::npos) << m;
+	uint64_t gen = s["generation"].u64();
+
+	set("k0", "b");
+	remove("k1");
+	set("same", "2");
+	set("same", "1"); // back to the value the merge holds
+	set("e", "x", e2);
+	remove(key_of(5));
+	set("n1", "1");
+	set("vk", "1", 0, "v");
+	EXPECT_TRUE(ld.status("w")["compaction"]["running"].b) << "the changes waited for it";
+	EXPECT_EQ(ld.status("w")["generation"].u64(), gen + 7);
+	EXPECT_EQ(check_now(), "") << "before the publish";
+	{
+		int err;
+		std::string why;
+		shmkv *v = attach(env.root(), "v", 0, &err, &why);
+		ASSERT_NE(v, nullptr) << why;
+		EXPECT_EQ(get_str(v, "vk", &err), "1");
+		shmkv_close(v);
+	}
+	release();
+	Json j = reply(fd);
+	ASSERT_TRUE(j.ok()) << j["error"].s() << env.log();
+	EXPECT_TRUE(j["compacted"].b);
+	EXPECT_EQ(j["records"].u64(), 5u); // the snapshot's keys
+	// k0, k1, e, key 5, n1 differ from the snapshot; "same" does not
+	EXPECT_EQ(j["catch_up"].u64(), 5u);
+	EXPECT_EQ(j["generation"].u64(), gen + 8);
+	printf("compaction held %llu ms, published\n", (unsigned long long)(now_ms() - t0));
+	EXPECT_EQ(check_now(), "") << "after the publish";
+	s = ld.status("w");
+	EXPECT_FALSE(s["compaction"]["running"].b);
+	EXPECT_EQ(s["compaction"]["count"].u64(), 1u);
+	EXPECT_EQ(s["overlay"]["records"].u64(), 5u) << "the catch-up is the lower overlay";
+	EXPECT_EQ(s["overlay"]["top"].kind, Json::NUL);
+	// rollback steps back one publish: to the generation before the
+	// compaction (its base and both overlays), the same answers; again:
+	// the compacted one (a rollback undoes a rollback)
+	Json r = ld.req({"rollback", "w"});
+	ASSERT_TRUE(r.ok()) << r["error"].s();
+	EXPECT_EQ(ld.status("w")["rollback"]["generation"].u64(), gen + 8);
+	EXPECT_NE(ld.status("w")["overlay"]["top"].kind, Json::NUL) << "base and both overlays";
+	EXPECT_EQ(check_now(), "") << "rolled back the compaction";
+	ASSERT_TRUE(ld.req({"rollback", "w"}).ok());
+	EXPECT_EQ(ld.status("w")["overlay"]["records"].u64(), 5u) << "the compacted one again";
+	EXPECT_EQ(check_now(), "") << "the compacted one again";
+	// a change after it goes over the catch-up
+	set("k0", "c");
+	EXPECT_EQ(check_now(), "");
+	// nothing left behind
+	EXPECT_FALSE(file_exists(env.root() + "/.w.compact.tmp"));
+	EXPECT_FALSE(file_exists(env.root() + "/.w.catchup.tmp"));
+}
+
+// A second request for the same cache is answered with the running one; a
+// request for another cache waits for it, then runs.
+TEST_F(CompactOff, OneAtATime)
+{
+	set("k0", "a");
+	set("vk", "1", 0, "v");
+	hold(".w.compact.tmp");
+	int a = request_async(env.root(), {"compact", "w"});
+	ASSERT_TRUE(held()) << env.log();
+	int b = request_async(env.root(), {"compact", "w"});
+	int c = request_async(env.root(), {"compact", "v"});
+	ASSERT_TRUE(a >= 0 && b >= 0 && c >= 0);
+	set("k1", "b"); // the worker still serves
+	release();
+	Json ja = reply(a), jb = reply(b), jc = reply(c);
+	ASSERT_TRUE(ja.ok()) << ja["error"].s();
+	ASSERT_TRUE(jb.ok()) << jb["error"].s();
+	ASSERT_TRUE(jc.ok()) << jc["error"].s();
+	EXPECT_EQ(ja["generation"].u64(), jb["generation"].u64()) << "one compaction";
+	EXPECT_EQ(ja["catch_up"].u64(), 1u);
+	EXPECT_TRUE(jc["compacted"].b);
+	EXPECT_EQ(ld.status("w")["compaction"]["count"].u64(), 1u);
+	EXPECT_EQ(ld.status("v")["compaction"]["count"].u64(), 1u);
+	EXPECT_EQ(check_now(), "");
+}
+
+// A rollback, a load or a drop of the cache while it merges cancels it: the
+// request gets an error naming why, nothing of it is published (the merge
+// ending later is discarded, its files removed), and the next one runs.
+TEST_F(CompactOff, CancelledByRollbackLoadDrop)
+{
+	for (const char *what : {"rollback", "load", "drop"}) {
+		SCOPED_TRACE(what);
+		set("k0", what);
+		set("k1", what);
+		hold(".w.compact.tmp");
+		int fd = request_async(env.root(), {"compact", "w"});
+		ASSERT_TRUE(held()) << env.log();
+		size_t discarded = logged("compaction of cache=w discarded");
+		Json j = std::string(what) == "load" ? ld.load("w", base) : ld.req({what, "w"});
+		ASSERT_TRUE(j.ok()) << j["error"].s();
+		Json r = reply(fd);
+		EXPECT_FALSE(r.ok());
+		EXPECT_EQ(r["code"].s(), "ECANCELED");
+		EXPECT_NE(r["error"].s().find(std::string("a ") + what), std::string::npos)
+			<< r["error"].s();
+		if (std::string(what) != "drop") {
+			EXPECT_FALSE(ld.status("w")["compaction"]["running"].b);
+		}
+		uint64_t gen = std::string(what) == "drop" ? 0 : ld.status("w")["generation"].u64();
+		release();
+		ASSERT_TRUE(wait_until([&] { return logged("compaction of cache=w discarded") >
+						    discarded; }, 60000, 10)) << env.log();
+		EXPECT_FALSE(file_exists(env.root() + "/.w.compact.tmp"));
+		if (std::string(what) == "drop") {
+			ASSERT_TRUE(ld.load("w", base).ok());
+			model.clear();
+			continue;
+		}
+		EXPECT_EQ(ld.status("w")["generation"].u64(), gen) << "nothing of it published";
+		if (std::string(what) == "load")
+			model.clear();
+		if (std::string(what) == "rollback")
+			model["k1"] = {"", 0};
+		EXPECT_EQ(check_now(), "");
+	}
+	// the next one runs
+	set("k2", "x");
+	Json j = ld.req({"compact", "w"});
+	ASSERT_TRUE(j.ok()) << j["error"].s();
+	EXPECT_TRUE(j["compacted"].b);
+	EXPECT_EQ(check_now(), "");
+}
+
+// A stop while it merges does not wait for the merge: the request is
+// answered "stopping", and the next loader starts with no temporary left.
+TEST_F(CompactOff, StopDoesNotWaitForTheMerge)
+{
+	set("k0", "a");
+	hold(".w.compact.tmp");
+	int fd = request_async(env.root(), {"compact", "w"});
+	ASSERT_TRUE(held()) << env.log();
+	uint64_t t0 = now_ms();
+	EXPECT_EQ(ld.stop(), 0) << env.log();
+	EXPECT_LT(now_ms() - t0, slow_ms(30000)) << "the stop waited for the merge";
+	Json r = reply(fd);
+	EXPECT_FALSE(r.ok());
+	EXPECT_EQ(r["reason"].s(), "stopping") << r["error"].s();
+	release();
+	Loader again(env);
+	ASSERT_TRUE(again.start());
+	EXPECT_FALSE(file_exists(env.root() + "/.w.compact.tmp"));
+	EXPECT_EQ(check_now(), "");
+	Json j = again.req({"compact", "w"});
+	ASSERT_TRUE(j.ok()) << j["error"].s();
+	EXPECT_EQ(check_now(), "");
+}
+
+// kill -9 during the merge, and during the catch-up (held in the state
+// file's rename before the publish): the restarted loader answers every
+// acknowledged change (the generation it adopts), and compacts again.
+TEST_F(CompactOff, Kill9DuringMergeOrCatchUpKeepsEveryChange)
+{
+	for (int phase = 0; phase < 2; phase++) {
+		SCOPED_TRACE(phase ? "catch-up" : "merge");
+		std::string p = std::to_string(phase);
+		set("k0", "a" + p);
+		set("k1", "a" + p);
+		hold(".w.compact.tmp");
+		int fd = request_async(env.root(), {"compact", "w"});
+		ASSERT_TRUE(held()) << env.log();
+		set("k0", "b" + p);
+		remove("k1");
+		set("n" + p, "1");
+		if (phase) { // the merge goes on, the catch-up waits in the publish's state save
+			hold("w.state");
+			ASSERT_TRUE(held()) << env.log();
+		}
+		ld.kill9();
+		close(fd);
+		release();
+		std::string skip;
+		ASSERT_TRUE(start_with_shim(ld, fault, &skip)) << skip << env.log();
+		EXPECT_EQ(check_now(), "") << "after the restart";
+		EXPECT_FALSE(file_exists(env.root() + "/.w.compact.tmp"));
+		EXPECT_FALSE(file_exists(env.root() + "/.w.catchup.tmp"));
+	}
+	Json j = ld.req({"compact", "w"});
+	ASSERT_TRUE(j.ok()) << j["error"].s();
+	EXPECT_EQ(check_now(), "");
 }
 
 TEST_F(Writes, SpoolAppliesNameDotDelta)

@@ -26,10 +26,13 @@ contents; a full load replaces them. Each generation also has the keys of
 its lower and its top overlay: a change goes into the top (into the lower
 while there is none); a fold merges the top into the lower and keeps the
 contents and the rollback generation (the one before the last change). A
-generation that no reply named is an automatic compaction, else a fold
-(checked: the model's overlay was past the compaction bound, or its top
-past the fold bound; and at the end, the loader's compaction and fold
-counts). Each reply's figures are
+compaction merges a generation (its snapshot) off the loader's worker
+while changes go on: what it publishes keeps the contents then current,
+its one overlay the keys whose records changed since the snapshot (the
+catch-up). A generation that no reply named is an automatic compaction
+(the loader's log names it and the generation it merged, whose overlay
+was past the compaction bound), else a fold (its top past the fold bound);
+checked at the end against the loader's compaction and fold counts. Each reply's figures are
 checked too (`changes`: the overlay's records; `records`: the delta's or
 the batch's; `rollback_generation`).
 
@@ -59,6 +62,7 @@ import json
 import os
 import queue
 import random
+import re
 import shlex
 import shutil
 import signal
@@ -183,13 +187,15 @@ class State:
 class Model:
     """The generations the loader published, as the model has them."""
 
-    def __init__(self, gen: int, base: State) -> None:
+    def __init__(self, gen: int, base: State, log: str) -> None:
+        self.log = log     # the loader's log: which generations compactions published
         self.cur = base
         self.rb: State | None = None
         self.known = gen
         self.gens: dict[int, State] = {gen: base}
         self.auto = 0      # compactions inferred (no request named them)
         self.compacts = 0  # compactions by request that published
+        self.caught_up = 0  # compactions that published changes made while they merged
         self.folds = 0     # folds inferred (no request names one)
 
     def due(self) -> bool:
@@ -210,8 +216,39 @@ class Model:
         for g in [g for g in self.gens if g < gen - 64]:
             del self.gens[g]
 
-    def compacted(self) -> State:
-        return State(self.cur.d, frozenset(), self.cur.origin, self.cur.chain, self.cur.cache)
+    def compacted(self, snap: State) -> State:
+        """The current contents over a compaction of snap: its overlay the
+        catch-up, every key whose record differs from snap's (catchup.c)."""
+        cur = self.cur
+        catch = frozenset(k for k in cur.ov if k not in snap.ov or snap.d.get(k) != cur.d.get(k))
+        return State(cur.d, catch, cur.origin, cur.chain, cur.cache,
+                     lower=catch if catch else None)
+
+    def unnamed(self, gen: int) -> int | None:
+        """What published gen, which no reply named: the generation a
+        compaction merged, or None for a fold, as the loader's log says
+        (its line comes right after the publish: waited for)."""
+        end = time.monotonic() + DEADLINE
+        while True:
+            with open(self.log, 'rb') as f:
+                text = f.read().decode('utf-8', 'replace')
+            m = re.search(rf'^compacted cache={CACHE} gen={gen} merged_gen=(\d+) ', text, re.M)
+            if m:
+                return int(m.group(1))
+            if re.search(rf'^folded cache={CACHE} gen={gen} ', text, re.M):
+                return None
+            if time.monotonic() > end:
+                fail(f'generation {gen} was published by no request, and the loader logged '
+                     'neither a compaction nor a fold of it')
+                raise Failed('the model lost track of the generations')
+            time.sleep(0.01)
+
+    def snapshot(self, gen: int, what: str) -> State:
+        snap = self.gens.get(gen)
+        if snap is None:
+            fail(f'{what}: merged generation {gen}, which the model no longer keeps')
+            raise Failed('the model lost track of the generations')
+        return snap
 
     def fill(self, gen: int) -> None:
         """Generations before gen that no reply named: compactions the
@@ -219,8 +256,14 @@ class Model:
         folds (the same contents; the rollback generation stays)."""
         while self.known + 1 < gen:
             g = self.known + 1
-            if self.due():  # queued first: a compaction takes the top too
-                self.rb, self.cur = self.cur, self.compacted()
+            merged = self.unnamed(g)
+            if merged is not None:
+                snap = self.snapshot(merged, f'generation {g}')
+                if len(snap.ov) < COMPACT_ENTRIES:
+                    fail(f'generation {g}: a compaction by no request of generation {merged}, '
+                         f'whose overlay ({len(snap.ov)} records) was within the bound')
+                self.rb, self.cur = self.cur, self.compacted(snap)
+                self.caught_up += merged != self.known
                 self.auto += 1
             elif self.cur.fold_due():
                 self.cur = self.cur.folded()
@@ -461,7 +504,8 @@ class Run:
         self.foreign = self.build_image({'foreign': ('not the cache', 0)})
         base = self.build_image(self.random_dict(len(self.pool) // 2))
         _, j = self.shmctl('cache', 'load', CACHE, base)
-        self.model = Model(j['generation'], State(self.images[base], frozenset(), base, None))
+        self.model = Model(j['generation'], State(self.images[base], frozenset(), base, None),
+                           self.log.name)
         self.count('load')
         for spec in self.args.reader:
             name, _, cmd = spec.partition('=')
@@ -508,7 +552,7 @@ class Run:
         while gen > self.m.known and self.stream_acks is not None and self.stream_last < self.stream_sent:
             if not self.take_ack(DEADLINE):
                 break
-        if gen == self.m.known + 1 and self.m.unnamed_due():
+        if gen > self.m.known:  # published by no request: a compaction or a fold
             self.m.fill(gen + 1)
         return self.m.gens.get(gen)
 
@@ -716,8 +760,14 @@ class Run:
             self.check(self.m.known, iterate=False)
             return
         self.m.fill(j['generation'])
-        self.expect(j, 'compact', records=len(self.m.cur.ov))
-        self.m.publish(j['generation'], self.m.compacted(), 'compact')
+        # the one running may have merged an earlier generation (one the
+        # loader started by itself, which this request waited for)
+        snap = self.m.snapshot(j.get('merged_generation', -1), 'compact')
+        self.expect(j, 'compact', records=len(snap.ov))
+        new = self.m.compacted(snap)
+        self.m.caught_up += snap is not self.m.gens.get(self.m.known)
+        self.expect(j, 'compact', catch_up=len(new.ov))
+        self.m.publish(j['generation'], new, 'compact')
         self.m.compacts += 1
         self.count('compact')
 
@@ -870,7 +920,10 @@ class Run:
         while True:
             _, s = self.shmctl('cache', 'status', CACHE)
             gen, count = s.get('generation'), (s.get('compaction') or {}).get('count')
-            if gen == self.m.known + 1 and self.m.unnamed_due():
+            if (s.get('compaction') or {}).get('running') and time.monotonic() < end:
+                time.sleep(0.05)  # its publish comes
+                continue
+            if gen == self.m.known + 1:
                 self.m.fill(gen + 1)
                 self.check(self.m.known, iterate=True)
                 continue
@@ -935,7 +988,9 @@ def main() -> int:
     answers = run.checks * len(run.readers) * len(run.pool)
     print(f'writes_model: {m.known if m else 0} generations in {secs:.1f} s: '
           + ', '.join(f'{v} {k}' for k, v in sorted(run.counts.items()))
-          + f'; {m.auto if m else 0} compactions by the bound; {m.folds if m else 0} folds; '
+          + f'; {m.auto if m else 0} compactions by the bound; '
+          + f'{m.caught_up if m else 0} caught up changes made while they merged; '
+          + f'{m.folds if m else 0} folds; '
           f'{run.changes} changes; '
           f'{run.checks} checks ({answers} answers compared), {run.iters} iterations, '
           f'{len(run.readers)} readers')
