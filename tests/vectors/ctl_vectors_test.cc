@@ -19,40 +19,18 @@
 
 #include <shmkv.h>
 
+#include "vec_util.h"
+
 namespace {
 
-std::string vdir()
-{
-	const char *d = getenv("SHMKV_VECTORS_DIR");
-	return d ? d : "tests/vectors";
-}
-
-std::string unhex(const char *h)
-{
-	std::string out;
-	for (size_t i = 0; h[i] && h[i + 1]; i += 2)
-		out += (char)std::stoi(std::string(h + i, 2), nullptr, 16);
-	return out;
-}
+using vec::read_whole;
+using vec::unhex;
+const auto vdir = vec::dir;
 
 const char *s_of(json_t *o, const char *k)
 {
 	const char *s = json_string_value(json_object_get(o, k));
 	return s ? s : "";
-}
-
-bool read_whole(const std::string &path, std::string &out)
-{
-	FILE *f = fopen(path.c_str(), "rb");
-	if (!f)
-		return false;
-	out.clear();
-	char buf[65536];
-	size_t n;
-	while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-		out.append(buf, n);
-	fclose(f);
-	return true;
 }
 
 // Writes bytes to path with mode (whatever the umask).

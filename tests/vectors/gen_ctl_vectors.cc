@@ -22,28 +22,20 @@
 #include <unistd.h>
 
 #include <shmkv.h>
+
+#include "vec_util.h"
 #include <shmkv_build.h>
 
 namespace {
+
+using vec::hex;
+using vec::jstr;
+using vec::read_whole;
 
 [[noreturn]] void die(const std::string &what)
 {
 	fprintf(stderr, "gen_ctl_vectors: %s\n", what.c_str());
 	exit(2);
-}
-
-bool read_whole(const std::string &path, std::string &out)
-{
-	FILE *f = fopen(path.c_str(), "rb");
-	if (!f)
-		return false;
-	out.clear();
-	char buf[65536];
-	size_t n;
-	while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-		out.append(buf, n);
-	fclose(f);
-	return true;
 }
 
 // ---- the top overlay: a delta of delta_base.img (FORMAT.md §19), as
@@ -160,35 +152,6 @@ std::string ctl_bytes(const Ctl &c)
 }
 
 // ---- the manifest -----------------------------------------------------------
-
-std::string hex(const std::string &s)
-{
-	static const char *d = "0123456789abcdef";
-	std::string h;
-	for (unsigned char c : s) {
-		h += d[c >> 4];
-		h += d[c & 15];
-	}
-	return h;
-}
-
-std::string jstr(const std::string &s)
-{
-	std::string o = "\"";
-	for (unsigned char c : s) {
-		if (c == '"' || c == '\\') {
-			o += '\\';
-			o += (char)c;
-		} else if (c < 0x20) {
-			char u[8];
-			snprintf(u, sizeof u, "\\u%04x", c);
-			o += u;
-		} else {
-			o += (char)c;
-		}
-	}
-	return o + "\"";
-}
 
 // A lookup and its answer: absent (ENOTFOUND), a string, or an i64.
 struct Get {

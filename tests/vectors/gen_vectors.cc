@@ -28,10 +28,16 @@
 #include <unistd.h>
 
 #include <shmkv.h>
+
+#include "vec_util.h"
 #include <shmkv_build.h>
 #include <xxhash.h>
 
 namespace {
+
+using vec::hex;
+using vec::jstr;
+using vec::read_whole;
 
 [[noreturn]] void die(const std::string &what)
 {
@@ -203,35 +209,6 @@ template <class T> void put_at(std::string &img, uint64_t off, T x)
 }
 
 // ---- the manifest ----------------------------------------------------------
-
-std::string hex(const std::string &s)
-{
-	static const char d[] = "0123456789abcdef";
-	std::string out;
-	for (unsigned char c : s) {
-		out += d[c >> 4];
-		out += d[c & 15];
-	}
-	return out;
-}
-
-std::string jstr(const std::string &s)
-{
-	std::string out = "\"";
-	for (unsigned char c : s) {
-		if (c == '"' || c == '\\') {
-			out += '\\';
-			out += (char)c;
-		} else if (c < 0x20) {
-			char buf[8];
-			snprintf(buf, sizeof buf, "\\u%04x", c);
-			out += buf;
-		} else {
-			out += (char)c;
-		}
-	}
-	return out + "\"";
-}
 
 // A number with a '.' or an exponent, so that every JSON parser reads a float
 // (and -0.0 keeps its sign).
@@ -1490,20 +1467,6 @@ std::map<std::string, std::string> files_of(const std::vector<Vector> &vs)
 			f[v.name + ".img"] = v.img;
 	f["manifest.json"] = manifest(vs);
 	return f;
-}
-
-bool read_whole(const std::string &path, std::string &out)
-{
-	FILE *f = fopen(path.c_str(), "rb");
-	if (!f)
-		return false;
-	out.clear();
-	char buf[65536];
-	size_t n;
-	while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-		out.append(buf, n);
-	fclose(f);
-	return true;
 }
 
 } // namespace

@@ -23,21 +23,12 @@
 
 #include <shmkv.h>
 
+#include "vec_util.h"
+
 namespace {
 
-std::string dir()
-{
-	const char *d = getenv("SHMKV_VECTORS_DIR");
-	return d ? d : "tests/vectors";
-}
-
-std::string unhex(const char *h)
-{
-	std::string out;
-	for (size_t i = 0; h[i] && h[i + 1]; i += 2)
-		out += (char)std::stoi(std::string(h + i, 2), nullptr, 16);
-	return out;
-}
+using vec::dir;
+using vec::unhex;
 
 const char *s_of(json_t *o, const char *k)
 {
