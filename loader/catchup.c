@@ -100,14 +100,11 @@ static int same(const struct crec *a, const struct crec *b)
 
 static int emit(shmkv_builder *b, const struct crec *r, char *why, size_t why_len)
 {
-	int err;
-	if (r->type == SHMKV_TYPE_TOMBSTONE) {
-		err = shmkv_builder_remove(b, r->key, r->klen);
-	} else {
-		err = shmkv_builder_set_expires(b, r->expires);
-		if (!err)
-			err = shmkv_builder_add(b, r->key, r->klen, r->type, r->data, r->size);
-	}
+	shmkv_value v = {0};
+	v.type = r->type;
+	v.data = r->data;
+	v.size = r->size;
+	int err = overlay_builder_put(b, r->key, r->klen, &v, r->expires);
 	if (err)
 		diag_fail(err, why, why_len, "the catch-up: %s", shmkv_builder_error(b));
 	return err;

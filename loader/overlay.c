@@ -67,6 +67,15 @@ static int keyset_has(const struct keyset *s, const void *k, size_t n)
 
 /* ---- building the merged overlay ---- */
 
+int overlay_builder_put(shmkv_builder *b, const void *k, size_t kl, const shmkv_value *v,
+			uint32_t expires)
+{
+	if (v->type == SHMKV_TYPE_TOMBSTONE)
+		return shmkv_builder_remove(b, k, kl);
+	int err = shmkv_builder_set_expires(b, expires);
+	return err ? err : shmkv_builder_add(b, k, kl, v->type, v->data, v->size);
+}
+
 /* Adds every record of the delta d (upserts with their expiry, tombstones)
  * to b, skipping keys in skip (NULL: none) and adding the others to add
  * (NULL: none). */
@@ -84,14 +93,7 @@ static int feed(shmkv_builder *b, const shmkv *d, const struct keyset *skip, str
 			continue;
 		if (add)
 			keyset_add(add, k, kl);
-		if (v.type == SHMKV_TYPE_TOMBSTONE) {
-			err = shmkv_builder_remove(b, k, kl);
-		} else {
-			err = shmkv_builder_set_expires(b, shmkv_iter_expires(&it));
-			if (!err)
-				err = shmkv_builder_add(b, k, kl, v.type, v.data, v.size);
-		}
-		if (err)
+		if ((err = overlay_builder_put(b, k, kl, &v, shmkv_iter_expires(&it))) != 0)
 			return diag_fail(err, why, why_len, "%s: %s", what, shmkv_builder_error(b));
 	}
 	if (err != SHMKV_EEND)

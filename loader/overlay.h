@@ -54,6 +54,10 @@ struct shmkv_builder;
 int overlay_verify(const char *base_path, const char *path, char *why, size_t why_len);
 int overlay_delta_builder(const char *base_path, int dup, struct shmkv_builder **out, char *why,
 			  size_t why_len);
+/* Adds one overlay record to b: a tombstone (v->type SHMKV_TYPE_TOMBSTONE)
+ * or an upsert with its expiry (0: none). 0 or the builder's error. */
+int overlay_builder_put(struct shmkv_builder *b, const void *k, size_t kl,
+			const struct shmkv_value *v, uint32_t expires);
 /* The keys changed since the base in a generation with these overlays
  * (NULL: none): the lower's records and the top's that the lower does not
  * hold (adopt.c: what c->ov_keys is for an adopted generation). */
