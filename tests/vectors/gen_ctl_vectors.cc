@@ -17,7 +17,6 @@
 #include <string>
 #include <vector>
 
-#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -495,39 +494,14 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "--out")) {
 		if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
 			die("mkdir " + dir + ": " + strerror(errno));
-		for (const auto &f : files) {
-			const std::string path = dir + "/" + f.first;
-			FILE *o = fopen(path.c_str(), "wb");
-			if (!o || fwrite(f.second.data(), 1, f.second.size(), o) != f.second.size() ||
-			    fclose(o) != 0)
-				die("write " + path);
-		}
+		const std::string failed = vec::write_files(files, dir);
+		if (!failed.empty())
+			die("write " + failed);
 		printf("gen_ctl_vectors: %zu files in %s\n", files.size(), dir.c_str());
 		return 0;
 	}
-	int bad = 0;
-	for (const auto &f : files) {
-		std::string have;
-		if (!read_whole(dir + "/" + f.first, have)) {
-			fprintf(stderr, "gen_ctl_vectors: %s/%s is missing\n", dir.c_str(), f.first.c_str());
-			bad = 1;
-		} else if (have != f.second) {
-			fprintf(stderr, "gen_ctl_vectors: %s/%s differs from what this build generates\n",
-				dir.c_str(), f.first.c_str());
-			bad = 1;
-		}
-	}
-	if (DIR *d = opendir(dir.c_str())) {
-		while (struct dirent *e = readdir(d)) {
-			const std::string n = e->d_name;
-			if (n != "." && n != ".." && n != "README.md" && !files.count(n)) {
-				fprintf(stderr, "gen_ctl_vectors: %s/%s is not generated any more\n",
-					dir.c_str(), n.c_str());
-				bad = 1;
-			}
-		}
-		closedir(d);
-	}
+	int bad = vec::check_files(files, dir, "gen_ctl_vectors",
+				  [](const std::string &n) { return n != "README.md"; });
 	if (bad)
 		fprintf(stderr, "gen_ctl_vectors: regenerate with `gen_ctl_vectors --out %s` if the "
 				"change is meant (tests/vectors/README.md)\n", vdir.c_str());

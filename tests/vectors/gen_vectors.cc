@@ -23,7 +23,6 @@
 #include <string>
 #include <vector>
 
-#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -1484,40 +1483,15 @@ int main(int argc, char **argv)
 	std::map<std::string, std::string> files = files_of(make_all(tmpl, dir));
 	rmdir(tmpl);
 	if (!strcmp(argv[1], "--out")) {
-		for (const auto &f : files) {
-			std::string path = dir + "/" + f.first;
-			FILE *o = fopen(path.c_str(), "wb");
-			if (!o || fwrite(f.second.data(), 1, f.second.size(), o) != f.second.size() ||
-			    fclose(o) != 0)
-				die("write " + path);
-		}
+		const std::string failed = vec::write_files(files, dir);
+		if (!failed.empty())
+			die("write " + failed);
 		printf("gen_vectors: %zu files in %s\n", files.size(), dir.c_str());
 		return 0;
 	}
-	int bad = 0;
-	for (const auto &f : files) {
-		std::string have;
-		if (!read_whole(dir + "/" + f.first, have)) {
-			fprintf(stderr, "gen_vectors: %s/%s is missing\n", dir.c_str(), f.first.c_str());
-			bad = 1;
-		} else if (have != f.second) {
-			fprintf(stderr, "gen_vectors: %s/%s differs from what this build generates\n",
-				dir.c_str(), f.first.c_str());
-			bad = 1;
-		}
-	}
-	if (DIR *d = opendir(dir.c_str())) {
-		while (struct dirent *e = readdir(d)) {
-			std::string n = e->d_name;
-			bool ours = n.size() > 4 && (n.compare(n.size() - 4, 4, ".img") == 0);
-			if ((ours || n == "manifest.json") && !files.count(n)) {
-				fprintf(stderr, "gen_vectors: %s/%s is not generated any more\n",
-					dir.c_str(), n.c_str());
-				bad = 1;
-			}
-		}
-		closedir(d);
-	}
+	int bad = vec::check_files(files, dir, "gen_vectors", [](const std::string &n) {
+		return n == "manifest.json" || (n.size() > 4 && !n.compare(n.size() - 4, 4, ".img"));
+	});
 	if (bad)
 		fprintf(stderr, "gen_vectors: regenerate with `gen_vectors --out %s` if the change is "
 				"meant (tests/vectors/README.md)\n", dir.c_str());

@@ -5,7 +5,10 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <string>
+
+#include <dirent.h>
 
 namespace vec {
 
@@ -67,6 +70,54 @@ inline bool read_whole(const std::string &path, std::string &out)
 		out.append(buf, n);
 	fclose(f);
 	return true;
+}
+
+// A generator's files (name -> bytes) written into dir: "" or the path
+// that could not be written.
+inline std::string write_files(const std::map<std::string, std::string> &files,
+			       const std::string &dir)
+{
+	for (const auto &f : files) {
+		const std::string path = dir + "/" + f.first;
+		FILE *o = fopen(path.c_str(), "wb");
+		bool ok = o && fwrite(f.second.data(), 1, f.second.size(), o) == f.second.size();
+		if ((o && fclose(o) != 0) || !ok)
+			return path;
+	}
+	return "";
+}
+
+// A generator's --check: each of files missing from dir or different
+// there, and each file of dir that ours(name) claims but files lacks, said
+// on stderr as "prog: dir/name ..."; 1 if any, else 0.
+template <class Ours>
+int check_files(const std::map<std::string, std::string> &files, const std::string &dir,
+		const char *prog, Ours ours)
+{
+	int bad = 0;
+	for (const auto &f : files) {
+		std::string have;
+		if (!read_whole(dir + "/" + f.first, have)) {
+			fprintf(stderr, "%s: %s/%s is missing\n", prog, dir.c_str(), f.first.c_str());
+			bad = 1;
+		} else if (have != f.second) {
+			fprintf(stderr, "%s: %s/%s differs from what this build generates\n", prog,
+				dir.c_str(), f.first.c_str());
+			bad = 1;
+		}
+	}
+	if (DIR *d = opendir(dir.c_str())) {
+		while (struct dirent *e = readdir(d)) {
+			const std::string n = e->d_name;
+			if (n != "." && n != ".." && ours(n) && !files.count(n)) {
+				fprintf(stderr, "%s: %s/%s is not generated any more\n", prog,
+					dir.c_str(), n.c_str());
+				bad = 1;
+			}
+		}
+		closedir(d);
+	}
+	return bad;
 }
 
 } // namespace vec
