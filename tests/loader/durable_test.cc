@@ -72,7 +72,10 @@ protected:
 		size_t before = recoveries();
 		ld.reset(new Loader(env, {"--memory", "shm", "--config", conf}));
 		std::string skip;
-		ASSERT_TRUE(shim ? start_with_shim(*ld, *shim, &skip) : ld->start()) << skip;
+		bool ok = shim ? start_with_shim(*ld, *shim, &skip) : ld->start();
+		if (!ok && !skip.empty()) // no shim here (qemu-user): the test cannot fault
+			GTEST_SKIP() << skip;
+		ASSERT_TRUE(ok) << env.log();
 		// the log's base and its changes are published (or found served),
 		// which the loader logs, or the configured source loads
 		bool up = wait_until([&] { return ld->status("w")["generation"].u64() > 0 &&
@@ -229,6 +232,8 @@ TEST_F(Durable, CompactionKilledWhileItMergesOrPublishes)
 	ld->kill9();
 	shim = &fault;
 	start();
+	if (IsSkipped())
+		return;
 	for (int phase = 0; phase < 2; phase++) {
 		SCOPED_TRACE(phase ? "publish" : "merge");
 		std::string p = std::to_string(phase);
