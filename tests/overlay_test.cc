@@ -1221,39 +1221,47 @@ TEST(Overlay, DetachedClosedByAnotherThread)
 
 // Random levels over a shared key space (each key in any subset of the
 // three, any record kind, expiring or not), every path against the model.
+// Random levels over keys k0..k(keys-1): each key in any of the three
+// levels, a delta's record a tombstone one time in four, records expiring
+// (past or later than kNow) or not, strings (some OUT) or i64s.
+Levels random_levels(std::mt19937_64 &rng, int keys)
+{
+	Levels l;
+	auto rec = [&](const std::string &k, const char *tag, bool delta) {
+		if (delta && rng() % 4 == 0)
+			return tomb(k, rng() % 3 == 0);
+		uint32_t x = 0;
+		switch (rng() % 6) {
+		case 0: x = kNow - 1 - (uint32_t)(rng() % 100); break;
+		case 1: x = kNow + 1 + (uint32_t)(rng() % 100); break;
+		default: break;
+		}
+		if (rng() % 5 == 0) {
+			Rec r = i64(k, (int64_t)rng());
+			r.expires = x;
+			return r;
+		}
+		return str(k, tag + std::string(rng() % 40, 'x'), x, rng() % 4 == 0);
+	};
+	for (int i = 0; i < keys; i++) {
+		const std::string k = "k" + std::to_string(i);
+		const unsigned in = (unsigned)(rng() % 8); // bit 0 base, 1 lower, 2 top
+		if (in & 1)
+			l.base.push_back(rec(k, "b", false));
+		if (in & 2)
+			l.lower.push_back(rec(k, "l", true));
+		if (in & 4)
+			l.top.push_back(rec(k, "t", true));
+	}
+	return l;
+}
+
 TEST(Overlay, RandomizedModel)
 {
 	std::mt19937_64 rng(0x70b);
 	for (int round = 0; round < 40; round++) {
 		SCOPED_TRACE("round " + std::to_string(round));
-		Levels l;
-		const int keys = 20 + (int)(rng() % 200);
-		auto rec = [&](const std::string &k, const char *tag, bool delta) {
-			if (delta && rng() % 4 == 0)
-				return tomb(k, rng() % 3 == 0);
-			uint32_t x = 0;
-			switch (rng() % 6) {
-			case 0: x = kNow - 1 - (uint32_t)(rng() % 100); break;
-			case 1: x = kNow + 1 + (uint32_t)(rng() % 100); break;
-			default: break;
-			}
-			if (rng() % 5 == 0) {
-				Rec r = i64(k, (int64_t)rng());
-				r.expires = x;
-				return r;
-			}
-			return str(k, tag + std::string(rng() % 40, 'x'), x, rng() % 4 == 0);
-		};
-		for (int i = 0; i < keys; i++) {
-			const std::string k = "k" + std::to_string(i);
-			const unsigned in = (unsigned)(rng() % 8); // bit 0 base, 1 lower, 2 top
-			if (in & 1)
-				l.base.push_back(rec(k, "b", false));
-			if (in & 2)
-				l.lower.push_back(rec(k, "l", true));
-			if (in & 4)
-				l.top.push_back(rec(k, "t", true));
-		}
+		const Levels l = random_levels(rng, 20 + (int)(rng() % 200));
 		testimg::Options bo;
 		bo.bucket_count = l.base.size() / 2 + 8;
 		bo.seed = rng();
@@ -1268,5 +1276,83 @@ TEST(Overlay, RandomizedModel)
 		expect_view(&base.db, Model(l), &alone.db, &lower.db, &top.db, kNow, l);
 		if (::testing::Test::HasFailure())
 			break;
+	}
+}
+
+// Batches through deltas (FORMAT.md §19.6, §18): keys decided by the top,
+// the lower and the base (upserts, tombstones, expired records at each
+// level), keys no level holds (some let through by a delta's filter, then
+// the base's), repeated keys and a key over the length limit, in random
+// order and batch sizes (groups cut anywhere); each answer the model's,
+// and the single get's. Through both deltas and through the lower alone.
+TEST(Overlay, BatchMixedLevels)
+{
+	std::mt19937_64 rng(0xba7c);
+	const std::string too_long(SHMKV_MAX_KEY_LEN + 1, 'x');
+	for (int round = 0; round < 12; round++) {
+		SCOPED_TRACE("round " + std::to_string(round));
+		const int nkeys = 100 + (int)(rng() % 500);
+		const Levels l = random_levels(rng, nkeys);
+		testimg::Options bo;
+		bo.bucket_count = l.base.size() / 4 + 8; // full buckets: displaced keys
+		bo.seed = rng();
+		const std::string bytes = testimg::compose(l.base, bo).bytes;
+		Mem base(bytes);
+		ASSERT_EQ(base.err, 0) << base.why;
+		// small filters: many keys a delta does not hold get through them
+		Mem lower(testimg::compose(l.lower, delta_of(base.db, l.lower.size() / 4 + 2)).bytes);
+		Mem top(testimg::compose(l.top, delta_of(base.db, l.top.size() / 4 + 2)).bytes);
+		ASSERT_EQ(lower.err | top.err, 0) << lower.why << top.why;
+		for (bool with_top : {true, false}) {
+			SCOPED_TRACE(with_top ? "lower and top" : "lower alone");
+			char why[512] = "";
+			ASSERT_EQ(shmkv_delta_set2(&base.db, &lower.db, with_top ? &top.db : nullptr, why,
+						   sizeof why),
+				  0)
+				<< why;
+			const Model model(l, true, with_top);
+			for (uint32_t now : {kNow, kNow + 50, kNow + 200}) {
+				shmkv_set_clock(&base.db, now);
+				for (int b = 0; b < 8; b++) {
+					std::vector<std::string> keys;
+					const size_t n = 1 + rng() % 100;
+					for (size_t i = 0; i < n; i++) {
+						const unsigned r = (unsigned)(rng() % 100);
+						if (r < 80)
+							keys.push_back("k" + std::to_string(rng() % nkeys));
+						else if (r < 98)
+							keys.push_back("absent" + std::to_string(rng()));
+						else if (r < 99 || keys.empty())
+							keys.push_back(too_long);
+						else
+							keys.push_back(keys[rng() % keys.size()]);
+					}
+					std::vector<shmkv_key> bk;
+					for (const std::string &k : keys)
+						bk.push_back({k.data(), k.size()});
+					std::vector<shmkv_value> bv(n);
+					std::vector<int> be(n, 12345);
+					const size_t found =
+						shmkv_get_batch(&base.db, bk.data(), n, bv.data(), be.data());
+					size_t want_found = 0;
+					for (size_t i = 0; i < n; i++) {
+						const std::string &k = keys[i];
+						SCOPED_TRACE("batch of " + std::to_string(n) + ", key " +
+							     std::to_string(i) + " " + k.substr(0, 24));
+						Answer w = model.want(k, now);
+						if (k.size() > SHMKV_MAX_KEY_LEN)
+							w = Answer{SHMKV_EKEYLEN, 0, ""};
+						want_found += w.err == 0;
+						EXPECT_EQ(answer(be[i], bv[i]), w);
+						shmkv_value v;
+						EXPECT_EQ(answer(shmkv_get(&base.db, k.data(), k.size(), &v), v), w)
+							<< "single get";
+					}
+					EXPECT_EQ(found, want_found);
+				}
+			}
+			if (::testing::Test::HasFailure())
+				return;
+		}
 	}
 }
