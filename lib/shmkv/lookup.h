@@ -357,13 +357,11 @@ static SHMKV__HOT int shmkv__get_fast(const shmkv *db, const void *key, size_t k
 				v, now);
 }
 
-/* The hot get of key with hash h: the home bucket's second line and
- * SHMKV_PREFETCH_NEXT lines of the next bucket requested, then the get. */
-static SHMKV__HOT int shmkv__get_at(const shmkv *db, const void *key, size_t key_len, uint64_t h,
-				     unsigned want, shmkv_value *v)
+/* What a hot get from home bucket b at bk reads after bk's first line:
+ * its second line and SHMKV_PREFETCH_NEXT lines of the next bucket,
+ * requested together. */
+static SHMKV__HOT void shmkv__get_request(const shmkv *db, uint64_t b, const uint8_t *bk)
 {
-	const uint64_t b = shmkv__home(h, db->bucket_count);
-	const uint8_t *bk = shmkv__bucket(db, b);
 	__builtin_prefetch(bk + 64); /* the pair's second line, with the first */
 #if SHMKV_PREFETCH_NEXT /* the reader policy above */
 	const uint8_t *nx =
@@ -372,13 +370,26 @@ static SHMKV__HOT int shmkv__get_at(const shmkv *db, const void *key, size_t key
 #if SHMKV_PREFETCH_NEXT == 2
 	__builtin_prefetch(nx + 64);
 #endif
+#else
+	(void)db;
+	(void)b;
 #endif
-	return shmkv__get_fast(db, key, key_len, h, b, want, v, NULL);
 }
 
-/* A hot get read through deltas (shmkv_delta_set, shmkv_delta_set2, an
- * attached protocol 2 cache): each delta's filter, a delta if it may hold
- * the key, then the base. */
+/* Whether a delta db is read through (db->over, and db->top when set) may
+ * hold the key of hash h: both filter words read and tested together
+ * (FORMAT.md §19.3; the deltas share the base's hash, §19.4). */
+static SHMKV__HOT int shmkv__over_maybe(const shmkv *db, uint64_t h)
+{
+	int maybe = shmkv__kf_maybe(db->over, h);
+	if (db->top)
+		maybe |= shmkv__kf_maybe(db->top, h);
+	return maybe;
+}
+
+/* A hot get read through deltas whose filters let the key through: the
+ * deltas' answer (§19.6: the top's, else the lower's), else the base's,
+ * its lines requested already (shmkv__get_h). */
 static __attribute__((noinline)) int shmkv__get_over(const shmkv *db, const void *key,
 						      size_t key_len, uint64_t h, unsigned want,
 						      shmkv_value *v)
@@ -387,16 +398,32 @@ static __attribute__((noinline)) int shmkv__get_over(const shmkv *db, const void
 	const int rc = shmkv__through(db, key, key_len, h, want, v, &now, NULL, 0);
 	if (rc != SHMKV__NEXT)
 		return rc;
-	return shmkv__get_at(db, key, key_len, h, want, v);
+	return shmkv__get_fast(db, key, key_len, h, shmkv__home(h, db->bucket_count), want, v,
+				NULL);
 }
 
-/* The hot get of key with hash h: through a delta if one is set. */
+/* The hot get of key with hash h: the home bucket's lines requested
+ * (shmkv__get_request), then the get. Read through deltas (shmkv_delta_set,
+ * shmkv_delta_set2, an attached protocol 2 cache), the base's lines are
+ * requested before the deltas' filters are read, so that the filter reads
+ * overlap the base's instead of preceding it (a request decides nothing: a
+ * delta that holds the key still answers first, FORMAT.md §19.6, and the
+ * base's lines go unused); a key neither filter lets through (most keys)
+ * goes on to the base here, without a call. */
 static SHMKV__HOT int shmkv__get_h(const shmkv *db, const void *key, size_t key_len, uint64_t h,
 				    unsigned want, shmkv_value *v)
 {
-	if (SHMKV__UNLIKELY(db->over != NULL))
-		return shmkv__get_over(db, key, key_len, h, want, v);
-	return shmkv__get_at(db, key, key_len, h, want, v);
+	const uint64_t b = shmkv__home(h, db->bucket_count);
+	const uint8_t *bk = shmkv__bucket(db, b);
+	if (SHMKV__UNLIKELY(db->over != NULL)) {
+		__builtin_prefetch(bk);
+		shmkv__get_request(db, b, bk);
+		if (SHMKV__UNLIKELY(shmkv__over_maybe(db, h)))
+			return shmkv__get_over(db, key, key_len, h, want, v);
+	} else {
+		shmkv__get_request(db, b, bk);
+	}
+	return shmkv__get_fast(db, key, key_len, h, b, want, v, NULL);
 }
 
 /* The hot get of a key over 16 bytes (xxhash's long-input code). */
