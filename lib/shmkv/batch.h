@@ -27,9 +27,8 @@ enum { SHMKV__B_DONE, SHMKV__B_HOME, SHMKV__B_WALK, SHMKV__B_AGAIN, SHMKV__B_COL
 
 /* Looks up n keys in db's own image (a delta set on db is the caller's:
  * shmkv__batch_over): err[i] is what shmkv_get() would return, values[i]
- * set when 0; returns the keys found. hashes: each key's hash, its home
- * bucket's lines already requested, when the caller has them
- * (shmkv__batch_over), else NULL. *now: the batch's clock (0: not read
+ * set when 0; returns the keys found. hashes: each key's hash when the
+ * caller has it (shmkv__batch_over), else NULL. *now: the batch's clock (0: not read
  * yet), read once per batch at most. One key's damage costs that key alone
  * (FORMAT.md §18). Per group, hash and request both lines of
  * every home bucket; then compare each home bucket's tag directory, which
@@ -58,10 +57,8 @@ static inline size_t shmkv__batch_base(const shmkv *db, const shmkv_key *keys, s
 			hash[i] = hashes ? hashes[base + i] : shmkv__hash64(db->seed, k->data, k->len);
 			home[i] = shmkv__home(hash[i], db->bucket_count);
 			bk[i] = shmkv__bucket(db, home[i]);
-			if (!hashes) {
-				__builtin_prefetch(bk[i]);
-				__builtin_prefetch(bk[i] + 64);
-			}
+			__builtin_prefetch(bk[i]); /* shmkv__batch_over requested them: a hint, kept */
+			__builtin_prefetch(bk[i] + 64);
 		}
 		for (size_t i = 0; i < m; i++) {
 			state[i] = SHMKV__B_COLD;
@@ -161,8 +158,9 @@ static inline void shmkv__batch_request(const shmkv *img, uint64_t h)
  * were hashed and their filter words (the top delta's and the lower one's:
  * small sections) requested a group before (shmkv__batch_filters); test
  * them, requesting the base bucket of each key neither filter lets through
- * (most keys) and the deltas' buckets of the others (the deltas share the
- * base's hash, §19.4); hash the next group and request its filter words;
+ * (most keys) and, for the others, the bucket of the delta that first
+ * may hold the key (the deltas share the base's hash, §19.4); hash the
+ * next group and request its filter words;
  * ask the deltas for this group's keys their filters let through (the top
  * first: an upsert or a tombstone answers), requesting the base bucket of
  * each they do not hold; the rest go, with their hashes, to the base's
@@ -201,10 +199,10 @@ static inline size_t shmkv__batch_over(const shmkv *db, const shmkv_key *keys, s
 				rest[nr++] = *k;
 				continue;
 			}
-			if (tm)
-				shmkv__batch_request(t, hash[i]);
-			if (lm)
-				shmkv__batch_request(d, hash[i]);
+			/* the top's bucket where its filter lets the key through
+			 * (it mostly holds it then: the lower's would go unused),
+			 * else the lower's */
+			shmkv__batch_request(tm ? t : d, hash[i]);
 			ask[na++] = (unsigned char)i;
 		}
 		if (n - base > SHMKV_BATCH_GROUP) { /* the next group's filter words */
