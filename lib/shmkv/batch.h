@@ -28,8 +28,7 @@ enum { SHMKV__B_DONE, SHMKV__B_HOME, SHMKV__B_WALK, SHMKV__B_AGAIN, SHMKV__B_COL
 /* Looks up n keys in db's own image (a delta set on db is the caller's:
  * shmkv__batch_over): err[i] is what shmkv_get() would return, values[i]
  * set when 0; returns the keys found. hashes: each key's hash when the
- * caller has it (shmkv__batch_over), else NULL. *now: the batch's clock (0: not read
- * yet), read once per batch at most. One key's damage costs that key alone
+ * caller has it (shmkv__batch_over), else NULL. One key's damage costs that key alone
  * (FORMAT.md §18). Per group, hash and request both lines of
  * every home bucket; then compare each home bucket's tag directory, which
  * settles a key with no candidate there and no displaced keys of its tag
@@ -37,12 +36,13 @@ enum { SHMKV__B_DONE, SHMKV__B_HOME, SHMKV__B_WALK, SHMKV__B_AGAIN, SHMKV__B_COL
  * an OUT record that matches, or, no tag matching and displaced keys
  * announced, the next bucket's lines; then resolve the others as the
  * single get does, from the compared directory (shmkv__get_home) or the
- * walk (shmkv__get_walk), their lines now on their way. */
+ * walk (shmkv__get_walk), their lines now on their way. The clock is read
+ * once per batch at most. */
 static inline size_t shmkv__batch_base(const shmkv *db, const shmkv_key *keys, size_t n,
-				       const uint64_t *hashes, shmkv_value *values, int *err,
-				       int64_t *now)
+				       const uint64_t *hashes, shmkv_value *values, int *err)
 {
 	size_t found = 0;
+	int64_t now = 0;
 	for (size_t base = 0; base < n; base += SHMKV_BATCH_GROUP) {
 		size_t m = n - base < SHMKV_BATCH_GROUP ? n - base : SHMKV_BATCH_GROUP;
 		const uint8_t *bk[SHMKV_BATCH_GROUP];
@@ -57,7 +57,7 @@ static inline size_t shmkv__batch_base(const shmkv *db, const shmkv_key *keys, s
 			hash[i] = hashes ? hashes[base + i] : shmkv__hash64(db->seed, k->data, k->len);
 			home[i] = shmkv__home(hash[i], db->bucket_count);
 			bk[i] = shmkv__bucket(db, home[i]);
-			__builtin_prefetch(bk[i]); /* shmkv__batch_over requested them: a hint, kept */
+			__builtin_prefetch(bk[i]);
 			__builtin_prefetch(bk[i] + 64);
 		}
 		for (size_t i = 0; i < m; i++) {
@@ -110,14 +110,14 @@ static inline size_t shmkv__batch_base(const shmkv *db, const shmkv_key *keys, s
 				continue;
 			case SHMKV__B_HOME: /* the directory compared above */
 				e = shmkv__get_home(db, k->data, k->len, shmkv__tag(hash[i]), home[i],
-						     bk[i], nrec[i], mask[i], 0, v, now);
+						     bk[i], nrec[i], mask[i], 0, v, &now);
 				break;
 			case SHMKV__B_WALK:
 				e = shmkv__get_walk(db, k->data, k->len, shmkv__tag(hash[i]), home[i],
-						     dis[i], 0, v, now);
+						     dis[i], 0, v, &now);
 				break;
 			case SHMKV__B_AGAIN:
-				e = shmkv__get_fast(db, k->data, k->len, hash[i], home[i], 0, v, now);
+				e = shmkv__get_fast(db, k->data, k->len, hash[i], home[i], 0, v, &now);
 				break;
 			default:
 				e = shmkv__get_cold(db, k->data, k->len, 0, v, NULL, 0);
@@ -166,8 +166,7 @@ static inline void shmkv__batch_request(const shmkv *img, uint64_t h)
  * each they do not hold; the rest go, with their hashes, to the base's
  * passes above as one batch, their lines on their way. A key a delta
  * decides costs no base line. A key's answer is the single get's
- * (shmkv__through, then the base's get); the clock is read once per batch
- * at most. */
+ * (shmkv__through, then the base's get). */
 static inline size_t shmkv__batch_over(const shmkv *db, const shmkv_key *keys, size_t n,
 				       shmkv_value *values, int *err)
 {
@@ -232,7 +231,7 @@ static inline size_t shmkv__batch_over(const shmkv *db, const shmkv_key *keys, s
 			found += e == 0;
 		}
 		/* the keys no delta holds: the base alone answers */
-		found += shmkv__batch_base(db, rest, nr, rest_hash, rv, re, &now);
+		found += shmkv__batch_base(db, rest, nr, rest_hash, rv, re);
 		for (size_t j = 0; j < nr; j++) {
 			err[base + at[j]] = re[j];
 			if (!re[j])
@@ -247,8 +246,7 @@ static inline size_t shmkv_get_batch(const shmkv *db, const shmkv_key *keys, siz
 {
 	if (SHMKV__UNLIKELY(db->over != NULL))
 		return shmkv__batch_over(db, keys, n, values, err);
-	int64_t now = 0;
-	return shmkv__batch_base(db, keys, n, NULL, values, err, &now);
+	return shmkv__batch_base(db, keys, n, NULL, values, err);
 }
 
 #endif /* SHMKV_BATCH_H */

@@ -387,42 +387,39 @@ static SHMKV__HOT int shmkv__over_maybe(const shmkv *db, uint64_t h)
 	return maybe;
 }
 
-/* A hot get read through deltas whose filters let the key through: the
- * deltas' answer (§19.6: the top's, else the lower's), else the base's,
- * its lines requested already (shmkv__get_h). */
+/* A hot get read through deltas (shmkv_delta_set, shmkv_delta_set2, an
+ * attached protocol 2 cache). The base's lines are requested before the
+ * deltas' filters are read, so that the filter reads overlap the base's
+ * instead of preceding it (a request decides nothing: a delta that holds
+ * the key still answers first, FORMAT.md §19.6, and the base's lines go
+ * unused); a key neither filter lets through (most keys) goes straight to
+ * the base. Out of line: the path without deltas keeps its code. */
 static __attribute__((noinline)) int shmkv__get_over(const shmkv *db, const void *key,
 						      size_t key_len, uint64_t h, unsigned want,
 						      shmkv_value *v)
 {
-	int64_t now = 0;
-	const int rc = shmkv__through(db, key, key_len, h, want, v, &now, NULL, 0);
-	if (rc != SHMKV__NEXT)
-		return rc;
-	return shmkv__get_fast(db, key, key_len, h, shmkv__home(h, db->bucket_count), want, v,
-				NULL);
+	const uint64_t b = shmkv__home(h, db->bucket_count);
+	const uint8_t *bk = shmkv__bucket(db, b);
+	__builtin_prefetch(bk);
+	shmkv__get_request(db, b, bk);
+	if (SHMKV__UNLIKELY(shmkv__over_maybe(db, h))) {
+		int64_t now = 0;
+		const int rc = shmkv__through(db, key, key_len, h, want, v, &now, NULL, 0);
+		if (rc != SHMKV__NEXT)
+			return rc;
+	}
+	return shmkv__get_fast(db, key, key_len, h, b, want, v, NULL);
 }
 
 /* The hot get of key with hash h: the home bucket's lines requested
- * (shmkv__get_request), then the get. Read through deltas (shmkv_delta_set,
- * shmkv_delta_set2, an attached protocol 2 cache), the base's lines are
- * requested before the deltas' filters are read, so that the filter reads
- * overlap the base's instead of preceding it (a request decides nothing: a
- * delta that holds the key still answers first, FORMAT.md §19.6, and the
- * base's lines go unused); a key neither filter lets through (most keys)
- * goes on to the base here, without a call. */
+ * (shmkv__get_request), then the get; through deltas if they are set. */
 static SHMKV__HOT int shmkv__get_h(const shmkv *db, const void *key, size_t key_len, uint64_t h,
 				    unsigned want, shmkv_value *v)
 {
+	if (SHMKV__UNLIKELY(db->over != NULL))
+		return shmkv__get_over(db, key, key_len, h, want, v);
 	const uint64_t b = shmkv__home(h, db->bucket_count);
-	const uint8_t *bk = shmkv__bucket(db, b);
-	if (SHMKV__UNLIKELY(db->over != NULL)) {
-		__builtin_prefetch(bk);
-		shmkv__get_request(db, b, bk);
-		if (SHMKV__UNLIKELY(shmkv__over_maybe(db, h)))
-			return shmkv__get_over(db, key, key_len, h, want, v);
-	} else {
-		shmkv__get_request(db, b, bk);
-	}
+	shmkv__get_request(db, b, shmkv__bucket(db, b));
 	return shmkv__get_fast(db, key, key_len, h, b, want, v, NULL);
 }
 
