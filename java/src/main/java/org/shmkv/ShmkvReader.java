@@ -87,7 +87,7 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 * (its entry checked, §19.4) or an expired record; else loc, its value
 	 * checked.
 	 */
-	private long live(Image im, long loc, long[] now) {
+	final long live(Image im, long loc, long[] now) {
 		if (loc < 0)
 			return -1;
 		if (Index.tomb(loc)) {
@@ -124,7 +124,8 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 * {@link #locator}).
 	 */
 	final long lookup(Generation g, byte[] key, long lo, long tl, int len, long[] now) {
-		return g.delta == null ? find(g.image, key, lo, tl, len, now) : through(g, key, lo, tl, len, now);
+		return g.delta == null ? find(g.image, key, lo, tl, len, now)
+				: through(g, key, lo, tl, len, g.image.checkedHash(key, lo, tl, len), now, false);
 	}
 
 	/**
@@ -134,10 +135,11 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 * (absent when it has expired: the base is not consulted), a tombstone
 	 * makes the key absent; a key the delta does not hold, the base answers.
 	 * Under a top delta (§19.6) the top is asked so first, then the lower.
+	 * h: the key's hash; batch: the base's lines were requested (Batch),
+	 * its lookup does not request them again.
 	 */
-	private long through(Generation g, byte[] key, long lo, long tl, int len, long[] now) {
+	final long through(Generation g, byte[] key, long lo, long tl, int len, long h, long[] now, boolean batch) {
 		Image im = g.image, d = g.delta, t = g.top;
-		long h = im.checkedHash(key, lo, tl, len);
 		if (t != null && t.mayHold(h)) {
 			long loc = Index.find(t, key, lo, tl, len, h);
 			if (loc >= 0)
@@ -148,7 +150,7 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 			if (loc >= 0)
 				return (loc = live(d, loc, now)) < 0 ? -1 : loc | IN_DELTA;
 		}
-		return live(im, Index.find(im, key, lo, tl, len, h), now);
+		return live(im, batch ? Index.scan(im, key, lo, tl, len, h) : Index.find(im, key, lo, tl, len, h), now);
 	}
 
 	/** The image of a lookup's answer (not -1): the generation's, or (IN_DELTA) its delta, (IN_TOP) its top. */
@@ -341,7 +343,7 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 		return Bytes.copy(im.seg, im.valueOffset(loc), im.valueLen(loc));
 	}
 
-	private static Value value(Generation g, Image im, long loc, int type) {
+	static Value value(Generation g, Image im, long loc, int type) {
 		return new Value(g, im, loc, type, im.valueOffset(loc), im.valueLen(loc));
 	}
 
@@ -715,46 +717,21 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 * @throws ShmkvException the first failing key's error (Corrupt, KeyLength)
 	 */
 	public Value[] getAll(byte[]... keys) {
+		return getAll(keys, null);
+	}
+
+	/** getAll of keys (bytes, or strings: the other null) on the generation read now, again on a newer one. */
+	private Value[] getAll(byte[][] bytes, String[] strings) {
 		for (;;) {
 			Generation g = current();
 			try {
-				return getAll(g, keys);
+				return Batch.getAll(this, g, bytes, strings);
 			} catch (IllegalStateException x) {
 				onClosed(g, x);
 			} catch (ShmkvException.Released x) {
 				onClosed(g, x);
 			}
 		}
-	}
-
-	private Value[] getAll(Generation g, byte[][] keys) {
-		Value[] out = new Value[keys.length];
-		Map<Integer, ShmkvException> errors = null;
-		long[] now = {0};
-		for (int i = 0; i < keys.length; i++) {
-			byte[] k = keys[i];
-			int n = k.length;
-			try {
-				long lo = Keys.lo(k, n);
-				long loc = lookup(g, n > Keys.PACKED ? k : null, lo, Keys.tl(k, n, lo), n, now);
-				if (loc != -1) {
-					Image im = imageOf(g, loc);
-					loc = locator(loc);
-					out[i] = value(g, im, loc, im.type(loc));
-				}
-			} catch (IndexOutOfBoundsException x) {
-				(errors = errors == null ? new LinkedHashMap<>() : errors).put(i, outside(g, x));
-			} catch (ShmkvException.Released x) {
-				throw x;
-			} catch (ShmkvException x) {
-				(errors = errors == null ? new LinkedHashMap<>() : errors).put(i, x);
-			}
-		}
-		if (errors == null)
-			return out;
-		Map.Entry<Integer, ShmkvException> first = errors.entrySet().iterator().next();
-		int i = first.getKey();
-		throw first.getValue().thrownByBatch(Keys.show(keys[i], keys[i].length), i, out, errors);
 	}
 
 	/**
@@ -766,11 +743,9 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 *     key's answer
 	 */
 	public List<Value> getAll(List<String> keys) {
-		byte[][] k = new byte[keys.size()][];
-		for (int i = 0; i < k.length; i++)
-			k[i] = keys.get(i).getBytes(StandardCharsets.UTF_8);
-		List<Value> out = new ArrayList<>(k.length);
-		for (Value v : getAll(k))
+		Value[] vs = getAll(null, keys.toArray(new String[0]));
+		List<Value> out = new ArrayList<>(vs.length);
+		for (Value v : vs)
 			out.add(v);
 		return out;
 	}
