@@ -23,7 +23,7 @@ import java.util.Map;
  * independent, are in flight together.
  *
  * <p>Each key is answered by the single get's own steps on the hash stage
- * A computed ({@link Index#scan}, {@link ShmkvReader#live}, through deltas
+ * A computed ({@link Index#find}, {@link ShmkvReader#live}, through deltas
  * {@link ShmkvReader#through}), with every check of §12.1: the early loads
  * are of buckets inside the image (a bucket that would not be is left to
  * the lookup, which says why), they decide nothing. A key too long for the
@@ -101,8 +101,8 @@ final class Batch {
 				int r = i & MASK;
 				try {
 					long loc = cold[r] ? reader.lookup(g, key[r], lo[r], tl[r], len[r], now)
-							: g.delta == null ? reader.live(im, Index.scan(im, key[r], lo[r], tl[r], len[r], hash[r]), now)
-							: reader.through(g, key[r], lo[r], tl[r], len[r], hash[r], now, true);
+							: g.delta == null ? reader.live(im, Index.find(im, key[r], lo[r], tl[r], len[r], hash[r]), now)
+							: reader.through(g, key[r], lo[r], tl[r], len[r], hash[r], now);
 					if (loc != -1) {
 						Image m = ShmkvReader.imageOf(g, loc);
 						loc = ShmkvReader.locator(loc);

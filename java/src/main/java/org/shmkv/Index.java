@@ -232,38 +232,17 @@ final class Index {
 	}
 
 	/**
-	 * FORMAT.md §6.4's reader policy, in part: the home bucket's second line
-	 * is requested with its first, so that a record in the second line costs
-	 * about one round trip, not two. Java has no prefetch: this is a plain
-	 * load whose word only a branch that is (all but) never taken reads, so
-	 * nothing waits for it before the home bucket is scanned. The next
-	 * bucket (where a key displaced by one bucket lies: 28.9% of key_N at 1M,
-	 * 23.5% at 10M) is not requested: a load that must complete before it
-	 * retires, unlike a prefetch, made a loop of single gets slower where
-	 * it was (misses at 1M: 130-160 ns against 119-123 without it, the
-	 * line of the same bucket 135), since it holds the core's room for the
-	 * next get's loads; a batch requests it where the home announces
-	 * displaced keys (Batch).
+	 * Takes the xor of the words a batch loaded early (Batch): Java has no
+	 * prefetch, so a batch requests a line by a plain load whose word only
+	 * a comparison that is (all but) never true reads.
 	 */
-	static void request(MemorySegment s, long bk) {
-		if (Bytes.u64(s, bk + BUCKET / 2) == 0x6b6d6873_2e76325aL)
-			requested++;
-	}
-
-	/** Takes the xor of words a batch loaded early (Batch) as request takes its own: never read. */
 	static void sink(long x) {
 		if (x == 0x6b6d6873_2e76325aL)
 			requested++;
 	}
 
-	/** Counts the loads of {@link #request} (and {@link #sink}) whose word happened to be its constant: never read. */
+	/** Counts the sinks whose word happened to be the constant: never read. */
 	static int requested;
-
-	/** The lookup: {@link #scan}, the home's second line requested first (a single get). */
-	static long find(Image im, byte[] key, long lo, long tl, int len, long h) {
-		request(im.seg, im.idxOff + BUCKET * home(h, im.bucketCount));
-		return scan(im, key, lo, tl, len, h);
-	}
 
 	/**
 	 * The lookup (§6.4): the locator of the record holding the key (expired
@@ -276,10 +255,18 @@ final class Index {
 	 * filter announce, each bucket's directory four entries a word: the JIT
 	 * compiles it whole, once, and its callers call it (a lookup split into
 	 * methods of their own, each compiled alone first, would be calls within
-	 * calls). {@link #find} requests the lines a lookup may need next first;
-	 * a batch, which requested them itself, calls this.
+	 * calls).
+	 *
+	 * <p>A single get requests no line ahead (FORMAT.md §6.4's reader
+	 * policy asks for the home's second line and the next bucket): without a
+	 * prefetch instruction a request is a load that must complete before it
+	 * retires, and it held the core's room for the next get's loads, so that
+	 * a loop of gets overlapped less. Measured (Compare, 1M keys, three
+	 * interleaved runs): misses 96 ns with no request, 113 requesting the
+	 * next bucket, 116 the home's second line; hits 215, 210, 219. A batch
+	 * requests lines for a block of keys at once (Batch).
 	 */
-	static long scan(Image im, byte[] key, long lo, long tl, int len, long h) {
+	static long find(Image im, byte[] key, long lo, long tl, int len, long h) {
 		MemorySegment s = im.seg;
 		long idxOff = im.idxOff, buckets = im.bucketCount;
 		int kinds = im.kinds, tag = tag(h);

@@ -125,7 +125,7 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 */
 	final long lookup(Generation g, byte[] key, long lo, long tl, int len, long[] now) {
 		return g.delta == null ? find(g.image, key, lo, tl, len, now)
-				: through(g, key, lo, tl, len, g.image.checkedHash(key, lo, tl, len), now, false);
+				: through(g, key, lo, tl, len, g.image.checkedHash(key, lo, tl, len), now);
 	}
 
 	/**
@@ -135,10 +135,9 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 * (absent when it has expired: the base is not consulted), a tombstone
 	 * makes the key absent; a key the delta does not hold, the base answers.
 	 * Under a top delta (§19.6) the top is asked so first, then the lower.
-	 * h: the key's hash; batch: the base's lines were requested (Batch),
-	 * its lookup does not request them again.
+	 * h: the key's hash.
 	 */
-	final long through(Generation g, byte[] key, long lo, long tl, int len, long h, long[] now, boolean batch) {
+	final long through(Generation g, byte[] key, long lo, long tl, int len, long h, long[] now) {
 		Image im = g.image, d = g.delta, t = g.top;
 		if (t != null && t.mayHold(h)) {
 			long loc = Index.find(t, key, lo, tl, len, h);
@@ -150,7 +149,7 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 			if (loc >= 0)
 				return (loc = live(d, loc, now)) < 0 ? -1 : loc | IN_DELTA;
 		}
-		return live(im, batch ? Index.scan(im, key, lo, tl, len, h) : Index.find(im, key, lo, tl, len, h), now);
+		return live(im, Index.find(im, key, lo, tl, len, h), now);
 	}
 
 	/** The image of a lookup's answer (not -1): the generation's, or (IN_DELTA) its delta, (IN_TOP) its top. */
