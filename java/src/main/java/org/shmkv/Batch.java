@@ -18,9 +18,10 @@ import java.util.Map;
  * the next bucket's lines where the home's D and filter announce displaced
  * keys of the key's tag (FORMAT.md §6.1); stage C looks block p-2 up, its
  * lines in cache. Java has no prefetch: the early reads are plain loads
- * whose words only a comparison that is never true reads, so no
- * instruction but that one waits for them, and the loads of a block, being
- * independent, are in flight together.
+ * whose words only a comparison that is never true reads, so nothing else
+ * depends on them and the loads of a block, being independent, are in
+ * flight together; each must still complete before it retires, so a block
+ * waits about one round trip where a prefetch would not.
  *
  * <p>Each key is answered by the single get's own steps on the hash stage
  * A computed ({@link Index#find}, {@link ShmkvReader#live}, through deltas
