@@ -34,6 +34,14 @@ import java.util.Map;
 final class Batch {
 	/** Keys a stage takes at a time, and the ring of their state (a power of two, three blocks or more). */
 	private static final int BLOCK = 8, RING = 32, MASK = RING - 1;
+	/**
+	 * Images up to this size make no early loads: their lines are in the
+	 * core's caches, where the loads cost more (7–13 ns a key, java/README.md)
+	 * than they hide.
+	 */
+	static final long EARLY_MIN = 1 << 20;
+	/** {@link #EARLY_MIN}, but tests take the early loads on small images too (0). */
+	static long earlyMin = EARLY_MIN;
 
 	private final ShmkvReader reader;
 	private final Generation g;
@@ -75,18 +83,19 @@ final class Batch {
 		// the last offset at which a whole bucket lies inside the image
 		long last = s.byteSize() - BUCKET, end = im.idxOff + BUCKET * im.bucketCount;
 		long sink = 0;
+		final boolean early = s.byteSize() > earlyMin;
 		for (int at = 0; at < n + 2 * BLOCK; at += BLOCK) {
 			if (at < n) { // stage A: block p hashed, its home buckets loaded
 				int hi = Math.min(at + BLOCK, n);
 				for (int i = at; i < hi; i++)
 					hash(im, i, i & MASK, last);
-				for (int i = at; i < hi; i++) { // the loads alone: one block's in flight together
+				for (int i = at; early && i < hi; i++) { // the loads alone: one block's in flight together
 					int r = i & MASK;
 					if (!cold[r])
 						sink ^= Bytes.u64(s, bucket[r]) ^ Bytes.u64(s, bucket[r] + BUCKET / 2);
 				}
 			}
-			if (at >= BLOCK && at - BLOCK < n) { // stage B: block p-1's next buckets where announced
+			if (early && at >= BLOCK && at - BLOCK < n) { // stage B: block p-1's next buckets where announced
 				for (int i = at - BLOCK, hi = Math.min(at, n); i < hi; i++) {
 					int r = i & MASK;
 					if (cold[r] || Index.displaced(Bytes.u64(s, bucket[r]), Index.tag(hash[r]), im.maxProbe) == 0)

@@ -10,6 +10,8 @@ import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -67,6 +69,17 @@ class BatchTest {
 
 	/** Every batch size over keys: each answer is the single get's, by bytes and (UTF-8 keys) by Strings. */
 	static void asSingleGets(ShmkvReader db, List<byte[]> keys, String what) {
+		try {
+			for (long min : new long[] {0, Batch.EARLY_MIN}) {
+				Batch.earlyMin = min;
+				compare(db, keys, what + (min == 0 ? ", early loads" : ", no early loads (a small image)"));
+			}
+		} finally {
+			Batch.earlyMin = 0;
+		}
+	}
+
+	private static void compare(ShmkvReader db, List<byte[]> keys, String what) {
 		Value[] want = new Value[keys.size()];
 		for (int i = 0; i < want.length; i++)
 			want[i] = db.get(keys.get(i));
@@ -102,6 +115,17 @@ class BatchTest {
 		assertArrayEquals(want.toBytes(), got.toBytes(), what);
 		assertArrayEquals(want.key(), got.key(), what);
 		assertEquals(want.expires(), got.expires(), what);
+	}
+
+	/** The test images are small: every case takes the early loads, as a large image does, unless it says. */
+	@BeforeEach
+	void earlyLoads() {
+		Batch.earlyMin = 0;
+	}
+
+	@AfterEach
+	void asShipped() {
+		Batch.earlyMin = Batch.EARLY_MIN;
 	}
 
 	@Test
