@@ -269,9 +269,15 @@ uint64_t overlay_keys(const struct seg_info *lower, const struct seg_info *top)
  * to the current base (lib/FORMAT.md §19.4). */
 int overlay_verify(const char *base_path, const char *path, char *why, size_t why_len)
 {
+	return overlay_applies(base_path, path, SHMKV_OPEN_DEEP, why, why_len);
+}
+
+int overlay_applies(const char *base_path, const char *path, unsigned flags, char *why,
+		    size_t why_len)
+{
 	shmkv *ov = NULL, *base = NULL;
 	char w[400];
-	int err = shmkv_open_file_diag(path, SHMKV_OPEN_DEEP, &ov, w, sizeof w);
+	int err = shmkv_open_file_diag(path, flags, &ov, w, sizeof w);
 	if (!err && !shmkv_is_delta(ov))
 		err = diag_fail(SHMKV_EBASE, w, sizeof w, "not a delta image");
 	if (!err)
@@ -285,9 +291,39 @@ int overlay_verify(const char *base_path, const char *path, char *why, size_t wh
 	return err;
 }
 
+/* A new overlay we built, before load_segments() reads it: only that it is
+ * a delta of the current base (its header). Every other check of `shmctl
+ * image verify` (checksums, the structural walk) is the load's, as the
+ * bytes are read into the segment (vstream.h): one pass over the overlay,
+ * not two, and nothing unverified is published. */
 static int verify_overlay(const struct cache *c, const char *path, char *why, size_t why_len)
 {
-	return overlay_verify(c->cur.path, path, why, why_len);
+	return overlay_applies(c->cur.path, path, SHMKV_OPEN_NOVERIFY, why, why_len);
+}
+
+void overlay_unmap_stale(struct cache *c)
+{
+	if (c->lower_db && (!c->have_cur || !c->have_ov || strcmp(c->lower_db_path, c->ov.path))) {
+		shmkv_close(c->lower_db);
+		c->lower_db = NULL;
+	}
+}
+
+/* The cache's lower overlay, mapped at its first publish into the top and
+ * kept (c->lower_db) until it is no longer the lower: looked up without its
+ * checksums, as a segment of ours verified at its load. */
+static int lower_mapped(struct cache *c, shmkv **out, char *why, size_t why_len)
+{
+	overlay_unmap_stale(c);
+	if (!c->lower_db) {
+		int err = open_overlay(&c->ov, SHMKV_OPEN_NOVERIFY, "lower", &c->lower_db, why,
+				       why_len);
+		if (err)
+			return err;
+		snprintf(c->lower_db_path, sizeof c->lower_db_path, "%s", c->ov.path);
+	}
+	*out = c->lower_db;
+	return 0;
 }
 
 static void unlink_infos(const struct seg_info *first, const struct seg_info *more, unsigned n)
@@ -441,9 +477,12 @@ static int log_head(const struct cache *c, struct wal_head *h, char *why, size_t
 static int publish_changes(struct loader *L, struct cache *c, const shmkv *d, uint32_t flags,
 			   char *why, size_t why_len)
 {
-	/* the level the changes go into; its records are read with their
-	 * checksums (they are fed to the new overlay), the lower's under a top
-	 * only looked up (its keys count the changes: c->ov_keys) */
+	/* the level the changes go into, its records fed to the new overlay;
+	 * the lower's under a top only looked up (its keys count the changes:
+	 * c->ov_keys). Both are segments of ours, verified when they were
+	 * loaded, as the base is: read without their checksums, which would
+	 * cost a pass over the whole top at every publish (each record read is
+	 * still checked, and the new overlay is verified at its load) */
 	int top = into_top(c);
 	const struct seg_info *old = top ? (c->have_top ? &c->top : NULL)
 					 : (c->have_ov ? &c->ov : NULL);
@@ -451,17 +490,16 @@ static int publish_changes(struct loader *L, struct cache *c, const shmkv *d, ui
 	uint64_t added = 0;
 	char out[PATH_MAX];
 	overlay_tmp_path(L, c, "overlay.tmp", out, sizeof out);
-	int err = old ? open_overlay(old, 0, top ? "current top" : "current", &olddb, why,
-				     why_len)
+	int err = old ? open_overlay(old, SHMKV_OPEN_NOVERIFY, top ? "current top" : "current",
+				     &olddb, why, why_len)
 		      : 0;
 	if (!err && top)
-		err = open_overlay(&c->ov, SHMKV_OPEN_NOVERIFY, "lower", &lower, why, why_len);
+		err = lower_mapped(c, &lower, why, why_len);
 	if (!err && top)
 		err = count_new(d, olddb, lower, &added, why, why_len);
 	if (!err)
 		err = build_merged(c->cur.path, d, olddb, old ? old->path : "", out, why, why_len);
 	shmkv_close(olddb);
-	shmkv_close(lower);
 	if (!err)
 		err = verify_overlay(c, out, why, why_len);
 	struct seg_info first, more[SHMKV_CTL_MAX_SEGMENTS - 1];
