@@ -232,9 +232,12 @@ int overlay_merge_files(const char *base, const char *top_path, const char *lowe
 	struct seg_info t = {0}, l = {0};
 	snprintf(t.path, sizeof t.path, "%s", top_path);
 	snprintf(l.path, sizeof l.path, "%s", lower_path);
-	int err = open_overlay(&t, 0, "top", &top, why, why_len);
+	/* segments of ours, verified at their load: read without their
+	 * checksums, as the base is (each record read is checked, and what is
+	 * built from them is verified at its load) */
+	int err = open_overlay(&t, SHMKV_OPEN_NOVERIFY, "top", &top, why, why_len);
 	if (!err)
-		err = open_overlay(&l, 0, "lower", &lower, why, why_len);
+		err = open_overlay(&l, SHMKV_OPEN_NOVERIFY, "lower", &lower, why, why_len);
 	if (!err)
 		err = build_merged(base, top, lower, lower_path, out, why, why_len);
 	shmkv_close(top);
