@@ -24,47 +24,6 @@
 #include "probes.h"
 #include "wal.h"
 
-/* ---- the keys of the new changes (they replace the overlay's records) ---- */
-
-struct keyset {
-	struct kslot {
-		const void *key; /* in the new delta's mapping */
-		size_t len;
-		uint64_t h;
-		int used;
-	} *slot;
-	size_t cap;
-};
-
-static uint64_t key_hash(const void *k, size_t n)
-{
-	return XXH3_64bits(k, n);
-}
-
-static int keyset_add(struct keyset *s, const void *k, size_t n)
-{
-	uint64_t h = key_hash(k, n);
-	for (size_t i = h & (s->cap - 1);; i = (i + 1) & (s->cap - 1)) {
-		if (!s->slot[i].used) {
-			s->slot[i] = (struct kslot){k, n, h, 1};
-			return 0;
-		}
-		if (s->slot[i].h == h && s->slot[i].len == n && !memcmp(s->slot[i].key, k, n))
-			return 0;
-	}
-}
-
-static int keyset_has(const struct keyset *s, const void *k, size_t n)
-{
-	uint64_t h = key_hash(k, n);
-	for (size_t i = h & (s->cap - 1);; i = (i + 1) & (s->cap - 1)) {
-		if (!s->slot[i].used)
-			return 0;
-		if (s->slot[i].h == h && s->slot[i].len == n && !memcmp(s->slot[i].key, k, n))
-			return 1;
-	}
-}
-
 /* ---- building the merged overlay ---- */
 
 int overlay_builder_put(shmkv_builder *b, const void *k, size_t kl, const shmkv_value *v,
@@ -77,10 +36,8 @@ int overlay_builder_put(shmkv_builder *b, const void *k, size_t kl, const shmkv_
 }
 
 /* Adds every record of the delta d (upserts with their expiry, tombstones)
- * to b, skipping keys in skip (NULL: none) and adding the others to add
- * (NULL: none). */
-static int feed(shmkv_builder *b, const shmkv *d, const struct keyset *skip, struct keyset *add,
-		const char *what, char *why, size_t why_len)
+ * to b. */
+static int feed(shmkv_builder *b, const shmkv *d, const char *what, char *why, size_t why_len)
 {
 	shmkv_iter it;
 	const void *k;
@@ -88,14 +45,9 @@ static int feed(shmkv_builder *b, const shmkv *d, const struct keyset *skip, str
 	shmkv_value v;
 	int err;
 	shmkv_iter_init_all(d, &it);
-	while ((err = shmkv_iter_next(&it, &k, &kl, &v)) == 0) {
-		if (skip && keyset_has(skip, k, kl))
-			continue;
-		if (add)
-			keyset_add(add, k, kl);
+	while ((err = shmkv_iter_next(&it, &k, &kl, &v)) == 0)
 		if ((err = overlay_builder_put(b, k, kl, &v, shmkv_iter_expires(&it))) != 0)
 			return diag_fail(err, why, why_len, "%s: %s", what, shmkv_builder_error(b));
-	}
 	if (err != SHMKV_EEND)
 		return diag_fail(err, why, why_len, "%s: %s", what, shmkv_strerror(err));
 	return 0;
@@ -182,25 +134,20 @@ static int count_new(const shmkv *d, const shmkv *old, const shmkv *also, uint64
 /* A new overlay at out: the records of d (the newer changes), then those
  * of old (NULL: none) whose key d does not hold. The one merge of two
  * levels: a change into the top or the lower, a fold (the top into the
- * lower), the overlays before a compaction. */
+ * lower), the overlays before a compaction. d's records go in first and
+ * the builder keeps the first record of a key (it sorts every key anyway):
+ * no set of d's keys to look each of old's up in, which cost a hash and a
+ * cache miss per record of old (a fold's lower: every record). */
 static int build_merged(const char *base_path, const shmkv *d, const shmkv *old,
 			const char *old_name, const char *out, char *why, size_t why_len)
 {
-	struct keyset ks = {0};
 	shmkv_builder *b;
-	int err = overlay_delta_builder(base_path, SHMKV_DUP_ERROR, &b, why, why_len);
+	int err = overlay_delta_builder(base_path, SHMKV_DUP_FIRST, &b, why, why_len);
 	if (err)
 		return err;
-	ks.cap = 16;
-	while (ks.cap < 2 * d->entry_count + 2)
-		ks.cap *= 2;
-	ks.slot = calloc(ks.cap, sizeof *ks.slot);
-	if (!ks.slot)
-		err = diag_fail(-ENOMEM, why, why_len, "out of memory");
-	if (!err)
-		err = feed(b, d, NULL, &ks, "the new changes", why, why_len);
+	err = feed(b, d, "the new changes", why, why_len);
 	if (!err && old)
-		err = feed(b, old, &ks, NULL, old_name, why, why_len);
+		err = feed(b, old, old_name, why, why_len);
 	if (!err) {
 		shmkv_build_stats st;
 		err = shmkv_builder_finish(b, out, &st);
@@ -208,7 +155,6 @@ static int build_merged(const char *base_path, const shmkv *d, const shmkv *old,
 			diag_fail(err, why, why_len, "building the overlay: %s",
 				  shmkv_builder_error(b));
 	}
-	free(ks.slot);
 	shmkv_builder_free(b);
 	return err;
 }
@@ -1005,7 +951,7 @@ static int merge_records(struct loader *L, struct cache *c, const char *base,
 				  (unsigned long long)recs[i].seq, w);
 		snprintf(what, sizeof what, "record %llu", (unsigned long long)recs[i].seq);
 		if (!err)
-			err = feed(b, d, NULL, NULL, what, why, why_len);
+			err = feed(b, d, what, why, why_len);
 		shmkv_delta_id id;
 		if (!err && (recs[i].flags & WAL_APPLIED) && shmkv_delta_id_of(d, &id) == 0) {
 			chain[0] = shmkv_checksum(d); /* as op_apply() moves it */
