@@ -194,7 +194,9 @@ const (
 
 var segRoleName = [...]string{roleBase: "base", roleLower: "overlay", roleTop: "top overlay"}
 
-// mapSegment: O_NONBLOCK, fstat (a regular file of the control segment's
+// mapSegment: the entry's page_size (a power of two from 4096 to 2^30) and
+// map_size (a multiple of it), else ErrProto; O_NONBLOCK, fstat (a regular
+// file, else ErrProto; of the control segment's
 // owner, writable by neither group nor others, at least size bytes, a
 // map_size not below size); then
 // keep, with one more reference, if it is the same image (sameImage), else
@@ -202,6 +204,9 @@ var segRoleName = [...]string{roleBase: "base", roleLower: "overlay", roleTop: "
 // for an overlay copy (lower or top), a plain image for a base copy, else
 // ErrProto.
 func (c *Cache) mapSegment(seg ctlSegment, gen uint64, role segRole, keep *mapping) (*mapping, error) {
+	if ps := seg.pageSize; ps < 4096 || ps > 1<<30 || ps&(ps-1) != 0 || seg.mapSize%ps != 0 {
+		return nil, errf(ErrProto, "control segment: %s: page size %d, map size %d are not a mapping's", seg.path, ps, seg.mapSize)
+	}
 	fd, err := unix.Open(seg.path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("shmkv: segment: %w", &os.PathError{Op: "open", Path: seg.path, Err: err})

@@ -541,7 +541,10 @@ static inline int shmkv__map_gen(const shmkv__roles *ro, uint32_t pick, int v2,
 	if (!g->overlays && !v2) {
 		g->map_len = (size_t)g->lv[0].seg.map_size;
 		g->lv[0].len = g->map_len;
-		err = shmkv__map_segment(&g->lv[0].seg, owner, flags, &g->map, why, why_len);
+		err = shmkv__seg_shape(&g->lv[0].seg, why, why_len);
+		if (!err)
+			err = shmkv__map_segment(&g->lv[0].seg, owner, flags, &g->map, why,
+						 why_len);
 	} else {
 		err = shmkv__map_levels(g, v2, owner, flags, why, why_len);
 	}

@@ -111,6 +111,7 @@ struct Ctl {
 	uint64_t generation = 7;
 	int64_t count = -1;       // -1: segs.size()
 	uint32_t flags = 0;
+	uint64_t reserved = 0; // each of the 8 reserved words
 	std::vector<Seg> segs;
 	size_t file_size = 4096;
 };
@@ -133,6 +134,8 @@ std::string ctl_bytes(const Ctl &c)
 	put<uint32_t>(b, 44, c.flags);
 	put<uint64_t>(b, 48, 4242);                       // loader_pid
 	put<int64_t>(b, 56, 1700000000000000000ll);       // published_ns
+	for (size_t i = 0; i < 8; i++)
+		put<uint64_t>(b, 64 + 8 * i, c.reserved);
 	for (size_t i = 0; i < c.segs.size() && i < 8; i++) {
 		const Seg &s = c.segs[i];
 		const size_t o = 128 + 256 * i;
@@ -304,6 +307,16 @@ std::vector<Case> cases(uint64_t top_size)
 		add("p1_hugetlb_flag", "protocol 1: the hugetlb flag on a base copy (a tmpfs file "
 		    "here; the flag changes nothing a reader checks)", v(1, {h}), "OK", kBaseGets);
 	}
+	{
+		Ctl c = v(2, {base, lower});
+		c.flags = 2 | 4 | 0x80000000u;
+		add("ctl_flags_unknown", "protocol 2: the control segment's flag bits 1, 2 and 31 "
+		    "set (unknown: ignored; RETIRED, bit 0, is not set)", c, "OK", kLowerGets);
+		c = v(1, {base});
+		c.reserved = 0xa5a5a5a5a5a5a5a5ull;
+		add("reserved_nonzero", "protocol 1: every reserved word 0xa5a5a5a5a5a5a5a5 "
+		    "(ignored)", c, "OK", kBaseGets);
+	}
 	add("p1_replicas", "protocol 1, two base copies of nodes 0 and 1 (two files, the same "
 	    "image): a reader may read either, the answers are the same",
 	    v(1, {seg("base.img", 0, 0), seg("base1.img", 0, 1)}), "OK", kBaseGets);
@@ -443,6 +456,43 @@ std::vector<Case> cases(uint64_t top_size)
 		s.size = s.map_size = 4096;
 		add("image_truncated", "size 4096, the file's, of an image whose header says more "
 		    "(truncated.img): the image check's error", v(1, {s}), "SHMKV_ETRUNCATED");
+	}
+	// refused: a copy's page and mapping sizes (PROTOCOL.md, "Attach")
+	{
+		Seg s = seg("base.img");
+		s.page_size = 3000;
+		add("p1_page_size_3000", "protocol 1: page_size 3000 (not a power of two)",
+		    v(1, {s}), "SHMKV_EPROTO");
+		s = seg("lower.img", kOverlay);
+		s.page_size = 0;
+		add("p2_page_size_0", "protocol 2: the lower copy's page_size 0", v(2, {base, s}),
+		    "SHMKV_EPROTO");
+		s = seg("base.img");
+		s.page_size = 2048;
+		s.map_size = 8192;
+		add("p2_page_size_2048", "protocol 2: page_size 2048 (below 4096; map_size a "
+		    "multiple of it)", v(2, {s}), "SHMKV_EPROTO");
+		s = seg("base.img");
+		s.page_size = 1ull << 31;
+		s.map_size = 1ull << 31;
+		add("p1_page_size_2g", "protocol 1: page_size and map_size 2^31 (over 2^30) for an "
+		    "8192-byte image", v(1, {s}), "SHMKV_EPROTO");
+		s = seg("base.img");
+		s.map_size = 10000;
+		add("p1_map_size_unaligned", "protocol 1: map_size 10000, not a multiple of the "
+		    "page size 4096", v(1, {s}), "SHMKV_EPROTO");
+		s = seg("top.img", kOverlay | kTop);
+		s.size = top_size;
+		s.map_size = top_size + 1;
+		add("p2_top_map_size_unaligned", "protocol 2: the top copy's map_size one byte "
+		    "more than its size (a multiple of 4096)",
+		    v(2, {base, lower, s}), "SHMKV_EPROTO");
+	}
+	{
+		Seg d;
+		d.raw_path = "@DIR@";
+		add("segment_is_directory", "the segment's path names the harness's directory "
+		    "(not a regular file)", v(1, {d}), "SHMKV_EPROTO");
 	}
 	{
 		Seg s;

@@ -407,11 +407,16 @@ public final class Shmkv extends ShmkvReader implements AutoCloseable {
 
 	/**
 	 * The attributes of p, entry i's segment file, once it is checked as one
-	 * (PROTOCOL.md, "Trust"): a regular file of the control segment's owner
-	 * that no one else can write, at least the entry's size long; the
-	 * entry's map_size not below its size.
+	 * (PROTOCOL.md, "Attach" and "Trust"): the entry's page_size a power of
+	 * two from 4096 to 2^30 and its map_size a multiple of it; a regular file
+	 * of the control segment's owner that no one else can write, at least the
+	 * entry's size long; the entry's map_size not below its size.
 	 */
 	private static Map<String, Object> segmentStat(Ctl ctl, Ctl.Snap s, int i, Path p, String source) {
+		long ps = s.segPageSize(i);
+		if (ps < 4096 || ps > 1L << 30 || (ps & (ps - 1)) != 0 || Long.remainderUnsigned(s.segMapSize(i), ps) != 0)
+			throw new ShmkvException.Proto(source, "page size " + Long.toUnsignedString(ps) + ", map size "
+					+ Long.toUnsignedString(s.segMapSize(i)) + " are not a mapping's");
 		Map<String, Object> st;
 		try {
 			st = Files.readAttributes(p, "unix:mode,uid,size,fileKey,isRegularFile", LinkOption.NOFOLLOW_LINKS);
@@ -420,8 +425,10 @@ public final class Shmkv extends ShmkvReader implements AutoCloseable {
 		}
 		long size = s.segSize(i);
 		int mode = (Integer) st.get("mode");
-		if (!(Boolean) st.get("isRegularFile") || (Integer) st.get("uid") != ctl.uid || (mode & 022) != 0)
-			throw new ShmkvException.Io(1, "EPERM", source, String.format("not a regular file of the control segment's "
+		if (!(Boolean) st.get("isRegularFile"))
+			throw new ShmkvException.Proto(source, "the segment is not a regular file");
+		if ((Integer) st.get("uid") != ctl.uid || (mode & 022) != 0)
+			throw new ShmkvException.Io(1, "EPERM", source, String.format("not a file of the control segment's "
 					+ "owner (uid %d) writable by it alone (uid %d mode %04o)", ctl.uid, st.get("uid"), mode & 07777),
 					null);
 		long fileLen = (Long) st.get("size");
