@@ -65,8 +65,14 @@ void cache_remove(struct loader *L, struct cache *c)
 		}
 	}
 	pthread_mutex_unlock(&L->lock);
+	cache_free(c);
+}
+
+void cache_free(struct cache *c)
+{
 	ctl_close(&c->ctl);
 	expiry_free(&c->exp);
+	shmkv_close(c->lower_db);
 	free(c);
 }
 

@@ -505,6 +505,11 @@ static int read_verified(struct load *ld)
 		.cancel = &L->cancel,
 		.progress = &c->load_done,
 	};
+	/* an overlay of changes: a delta image the loader has just written
+	 * (the page cache holds it), read at every publish; a ring and its
+	 * kernel workers set up each time cost more than the copy */
+	if (ld->overlay)
+		o.engine = IO_PREAD;
 	char *why = ld->why;
 	size_t wl = sizeof ld->why;
 	int err = ioread(ld->fd, &ld->direct, ld->path, ld->s.map, ld->size, &o, &ld->v, why, wl);

@@ -96,6 +96,12 @@ struct cache {
 	/* keys changed since the base: the records of lower and top, a key
 	 * both hold counted once (what one merged overlay would hold) */
 	uint64_t ov_keys, rb_ov_keys;
+	/* overlay.c: ov mapped once and kept while it is the lower (NULL:
+	 * not mapped): a publish into the top looks its keys up in it, and
+	 * a mapping made again at each would fault its pages in again;
+	 * lower_db_path names the file it maps (overlay_unmap_stale()) */
+	shmkv *lower_db;
+	char lower_db_path[SHMKV_CTL_PATH_MAX];
 	uint64_t changes;          /* publishes of changes since the base was loaded */
 	uint64_t folds;            /* tops folded into the lower since the loader started */
 	uint64_t fold_unix;        /* when the last fold published (0: none) */
@@ -244,6 +250,7 @@ struct loader {
 struct cache *cache_find(struct loader *L, const char *name);      /* any thread, lock held by main */
 int cache_add(struct loader *L, const char *name, struct cache **out); /* worker; takes the lock */
 void cache_remove(struct loader *L, struct cache *c);               /* worker; takes the lock */
+void cache_free(struct cache *c); /* its memory and mappings (the files stay); out of the table */
 void cache_set_error(struct loader *L, struct cache *c, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* cache.c: the label of a failure reason ("source", "checksum", ...), and

@@ -403,11 +403,8 @@ static void shutdown_(struct loader *L)
 	}
 	server_close(L);
 	metrics_stop(L);
-	for (size_t i = 0; i < L->ncaches; i++) {
-		ctl_close(&L->caches[i]->ctl); /* the files stay: readers keep serving */
-		expiry_free(&L->caches[i]->exp);
-		free(L->caches[i]);
-	}
+	for (size_t i = 0; i < L->ncaches; i++)
+		cache_free(L->caches[i]); /* the files stay: readers keep serving */
 	free(L->caches);
 	conf_free(L->conf);
 	log_info("stopped: control segments and segments stay for readers and the next loader");

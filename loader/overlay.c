@@ -24,47 +24,6 @@
 #include "probes.h"
 #include "wal.h"
 
-/* ---- the keys of the new changes (they replace the overlay's records) ---- */
-
-struct keyset {
-	struct kslot {
-		const void *key; /* in the new delta's mapping */
-		size_t len;
-		uint64_t h;
-		int used;
-	} *slot;
-	size_t cap;
-};
-
-static uint64_t key_hash(const void *k, size_t n)
-{
-	return XXH3_64bits(k, n);
-}
-
-static int keyset_add(struct keyset *s, const void *k, size_t n)
-{
-	uint64_t h = key_hash(k, n);
-	for (size_t i = h & (s->cap - 1);; i = (i + 1) & (s->cap - 1)) {
-		if (!s->slot[i].used) {
-			s->slot[i] = (struct kslot){k, n, h, 1};
-			return 0;
-		}
-		if (s->slot[i].h == h && s->slot[i].len == n && !memcmp(s->slot[i].key, k, n))
-			return 0;
-	}
-}
-
-static int keyset_has(const struct keyset *s, const void *k, size_t n)
-{
-	uint64_t h = key_hash(k, n);
-	for (size_t i = h & (s->cap - 1);; i = (i + 1) & (s->cap - 1)) {
-		if (!s->slot[i].used)
-			return 0;
-		if (s->slot[i].h == h && s->slot[i].len == n && !memcmp(s->slot[i].key, k, n))
-			return 1;
-	}
-}
-
 /* ---- building the merged overlay ---- */
 
 int overlay_builder_put(shmkv_builder *b, const void *k, size_t kl, const shmkv_value *v,
@@ -77,10 +36,8 @@ int overlay_builder_put(shmkv_builder *b, const void *k, size_t kl, const shmkv_
 }
 
 /* Adds every record of the delta d (upserts with their expiry, tombstones)
- * to b, skipping keys in skip (NULL: none) and adding the others to add
- * (NULL: none). */
-static int feed(shmkv_builder *b, const shmkv *d, const struct keyset *skip, struct keyset *add,
-		const char *what, char *why, size_t why_len)
+ * to b. */
+static int feed(shmkv_builder *b, const shmkv *d, const char *what, char *why, size_t why_len)
 {
 	shmkv_iter it;
 	const void *k;
@@ -88,14 +45,9 @@ static int feed(shmkv_builder *b, const shmkv *d, const struct keyset *skip, str
 	shmkv_value v;
 	int err;
 	shmkv_iter_init_all(d, &it);
-	while ((err = shmkv_iter_next(&it, &k, &kl, &v)) == 0) {
-		if (skip && keyset_has(skip, k, kl))
-			continue;
-		if (add)
-			keyset_add(add, k, kl);
+	while ((err = shmkv_iter_next(&it, &k, &kl, &v)) == 0)
 		if ((err = overlay_builder_put(b, k, kl, &v, shmkv_iter_expires(&it))) != 0)
 			return diag_fail(err, why, why_len, "%s: %s", what, shmkv_builder_error(b));
-	}
 	if (err != SHMKV_EEND)
 		return diag_fail(err, why, why_len, "%s: %s", what, shmkv_strerror(err));
 	return 0;
@@ -182,25 +134,20 @@ static int count_new(const shmkv *d, const shmkv *old, const shmkv *also, uint64
 /* A new overlay at out: the records of d (the newer changes), then those
  * of old (NULL: none) whose key d does not hold. The one merge of two
  * levels: a change into the top or the lower, a fold (the top into the
- * lower), the overlays before a compaction. */
+ * lower), the overlays before a compaction. d's records go in first and
+ * the builder keeps the first record of a key (it sorts every key anyway):
+ * no set of d's keys to look each of old's up in, which cost a hash and a
+ * cache miss per record of old (a fold's lower: every record). */
 static int build_merged(const char *base_path, const shmkv *d, const shmkv *old,
 			const char *old_name, const char *out, char *why, size_t why_len)
 {
-	struct keyset ks = {0};
 	shmkv_builder *b;
-	int err = overlay_delta_builder(base_path, SHMKV_DUP_ERROR, &b, why, why_len);
+	int err = overlay_delta_builder(base_path, SHMKV_DUP_FIRST, &b, why, why_len);
 	if (err)
 		return err;
-	ks.cap = 16;
-	while (ks.cap < 2 * d->entry_count + 2)
-		ks.cap *= 2;
-	ks.slot = calloc(ks.cap, sizeof *ks.slot);
-	if (!ks.slot)
-		err = diag_fail(-ENOMEM, why, why_len, "out of memory");
-	if (!err)
-		err = feed(b, d, NULL, &ks, "the new changes", why, why_len);
+	err = feed(b, d, "the new changes", why, why_len);
 	if (!err && old)
-		err = feed(b, old, &ks, NULL, old_name, why, why_len);
+		err = feed(b, old, old_name, why, why_len);
 	if (!err) {
 		shmkv_build_stats st;
 		err = shmkv_builder_finish(b, out, &st);
@@ -208,7 +155,6 @@ static int build_merged(const char *base_path, const shmkv *d, const shmkv *old,
 			diag_fail(err, why, why_len, "building the overlay: %s",
 				  shmkv_builder_error(b));
 	}
-	free(ks.slot);
 	shmkv_builder_free(b);
 	return err;
 }
@@ -232,9 +178,12 @@ int overlay_merge_files(const char *base, const char *top_path, const char *lowe
 	struct seg_info t = {0}, l = {0};
 	snprintf(t.path, sizeof t.path, "%s", top_path);
 	snprintf(l.path, sizeof l.path, "%s", lower_path);
-	int err = open_overlay(&t, 0, "top", &top, why, why_len);
+	/* segments of ours, verified at their load: read without their
+	 * checksums, as the base is (each record read is checked, and what is
+	 * built from them is verified at its load) */
+	int err = open_overlay(&t, SHMKV_OPEN_NOVERIFY, "top", &top, why, why_len);
 	if (!err)
-		err = open_overlay(&l, 0, "lower", &lower, why, why_len);
+		err = open_overlay(&l, SHMKV_OPEN_NOVERIFY, "lower", &lower, why, why_len);
 	if (!err)
 		err = build_merged(base, top, lower, lower_path, out, why, why_len);
 	shmkv_close(top);
@@ -269,9 +218,15 @@ uint64_t overlay_keys(const struct seg_info *lower, const struct seg_info *top)
  * to the current base (lib/FORMAT.md §19.4). */
 int overlay_verify(const char *base_path, const char *path, char *why, size_t why_len)
 {
+	return overlay_applies(base_path, path, SHMKV_OPEN_DEEP, why, why_len);
+}
+
+int overlay_applies(const char *base_path, const char *path, unsigned flags, char *why,
+		    size_t why_len)
+{
 	shmkv *ov = NULL, *base = NULL;
 	char w[400];
-	int err = shmkv_open_file_diag(path, SHMKV_OPEN_DEEP, &ov, w, sizeof w);
+	int err = shmkv_open_file_diag(path, flags, &ov, w, sizeof w);
 	if (!err && !shmkv_is_delta(ov))
 		err = diag_fail(SHMKV_EBASE, w, sizeof w, "not a delta image");
 	if (!err)
@@ -285,9 +240,39 @@ int overlay_verify(const char *base_path, const char *path, char *why, size_t wh
 	return err;
 }
 
+/* A new overlay we built, before load_segments() reads it: only that it is
+ * a delta of the current base (its header). Every other check of `shmctl
+ * image verify` (checksums, the structural walk) is the load's, as the
+ * bytes are read into the segment (vstream.h): one pass over the overlay,
+ * not two, and nothing unverified is published. */
 static int verify_overlay(const struct cache *c, const char *path, char *why, size_t why_len)
 {
-	return overlay_verify(c->cur.path, path, why, why_len);
+	return overlay_applies(c->cur.path, path, SHMKV_OPEN_NOVERIFY, why, why_len);
+}
+
+void overlay_unmap_stale(struct cache *c)
+{
+	if (c->lower_db && (!c->have_cur || !c->have_ov || strcmp(c->lower_db_path, c->ov.path))) {
+		shmkv_close(c->lower_db);
+		c->lower_db = NULL;
+	}
+}
+
+/* The cache's lower overlay, mapped at its first publish into the top and
+ * kept (c->lower_db) until it is no longer the lower: looked up without its
+ * checksums, as a segment of ours verified at its load. */
+static int lower_mapped(struct cache *c, shmkv **out, char *why, size_t why_len)
+{
+	overlay_unmap_stale(c);
+	if (!c->lower_db) {
+		int err = open_overlay(&c->ov, SHMKV_OPEN_NOVERIFY, "lower", &c->lower_db, why,
+				       why_len);
+		if (err)
+			return err;
+		snprintf(c->lower_db_path, sizeof c->lower_db_path, "%s", c->ov.path);
+	}
+	*out = c->lower_db;
+	return 0;
 }
 
 static void unlink_infos(const struct seg_info *first, const struct seg_info *more, unsigned n)
@@ -441,9 +426,12 @@ static int log_head(const struct cache *c, struct wal_head *h, char *why, size_t
 static int publish_changes(struct loader *L, struct cache *c, const shmkv *d, uint32_t flags,
 			   char *why, size_t why_len)
 {
-	/* the level the changes go into; its records are read with their
-	 * checksums (they are fed to the new overlay), the lower's under a top
-	 * only looked up (its keys count the changes: c->ov_keys) */
+	/* the level the changes go into, its records fed to the new overlay;
+	 * the lower's under a top only looked up (its keys count the changes:
+	 * c->ov_keys). Both are segments of ours, verified when they were
+	 * loaded, as the base is: read without their checksums, which would
+	 * cost a pass over the whole top at every publish (each record read is
+	 * still checked, and the new overlay is verified at its load) */
 	int top = into_top(c);
 	const struct seg_info *old = top ? (c->have_top ? &c->top : NULL)
 					 : (c->have_ov ? &c->ov : NULL);
@@ -451,17 +439,16 @@ static int publish_changes(struct loader *L, struct cache *c, const shmkv *d, ui
 	uint64_t added = 0;
 	char out[PATH_MAX];
 	overlay_tmp_path(L, c, "overlay.tmp", out, sizeof out);
-	int err = old ? open_overlay(old, 0, top ? "current top" : "current", &olddb, why,
-				     why_len)
+	int err = old ? open_overlay(old, SHMKV_OPEN_NOVERIFY, top ? "current top" : "current",
+				     &olddb, why, why_len)
 		      : 0;
 	if (!err && top)
-		err = open_overlay(&c->ov, SHMKV_OPEN_NOVERIFY, "lower", &lower, why, why_len);
+		err = lower_mapped(c, &lower, why, why_len);
 	if (!err && top)
 		err = count_new(d, olddb, lower, &added, why, why_len);
 	if (!err)
 		err = build_merged(c->cur.path, d, olddb, old ? old->path : "", out, why, why_len);
 	shmkv_close(olddb);
-	shmkv_close(lower);
 	if (!err)
 		err = verify_overlay(c, out, why, why_len);
 	struct seg_info first, more[SHMKV_CTL_MAX_SEGMENTS - 1];
@@ -964,7 +951,7 @@ static int merge_records(struct loader *L, struct cache *c, const char *base,
 				  (unsigned long long)recs[i].seq, w);
 		snprintf(what, sizeof what, "record %llu", (unsigned long long)recs[i].seq);
 		if (!err)
-			err = feed(b, d, NULL, NULL, what, why, why_len);
+			err = feed(b, d, what, why, why_len);
 		shmkv_delta_id id;
 		if (!err && (recs[i].flags & WAL_APPLIED) && shmkv_delta_id_of(d, &id) == 0) {
 			chain[0] = shmkv_checksum(d); /* as op_apply() moves it */

@@ -52,6 +52,10 @@ struct shmkv_builder;
 /* The overlay at path, every check (structure too), and that it applies to
  * the image at base_path (lib/FORMAT.md §19.4): 0 or an error with why. */
 int overlay_verify(const char *base_path, const char *path, char *why, size_t why_len);
+/* The same with flags of shmkv_open_file (SHMKV_OPEN_NOVERIFY: only the
+ * header's checks and that it applies, for an overlay the load verifies). */
+int overlay_applies(const char *base_path, const char *path, unsigned flags, char *why,
+		    size_t why_len);
 int overlay_delta_builder(const char *base_path, int dup, struct shmkv_builder **out, char *why,
 			  size_t why_len);
 /* Adds one overlay record to b: a tombstone (v->type SHMKV_TYPE_TOMBSTONE)
@@ -62,6 +66,11 @@ int overlay_builder_put(struct shmkv_builder *b, const void *k, size_t kl,
  * (NULL: none): the lower's records and the top's that the lower does not
  * hold (adopt.c: what c->ov_keys is for an adopted generation). */
 uint64_t overlay_keys(const struct seg_info *lower, const struct seg_info *top);
+
+/* Unmaps c's lower overlay kept mapped across publishes (c->lower_db) once
+ * it is not the lower of the generation served any more: the worker after
+ * every job, so that a file gone (a fold, a load, a drop) is not kept. */
+void overlay_unmap_stale(struct cache *c);
 
 /* For compact.c: the cache name if it has a loaded image to change (else
  * 0 with *reply an error); a failure logged, kept as the cache's last

@@ -125,6 +125,10 @@ static void run(struct loader *L, struct job *j)
 		compact_cancel(L, j->name, cancels[j->kind]);
 	if (j->finish)
 		j->finish(L, j, err, why);
+	/* a lower overlay kept mapped goes with its file (a job may change
+	 * other caches than its own: a start, a config) */
+	for (size_t i = 0; i < L->ncaches; i++)
+		overlay_unmap_stale(L->caches[i]);
 	/* durable mode: the log follows a new base or a step back before the
 	 * reply says it happened (at start op_start() replays the logs) */
 	if (!err && (j->kind == JOB_LOAD || j->kind == JOB_RELOAD || j->kind == JOB_ROLLBACK ||

@@ -15,7 +15,10 @@ TOP=$(cd "$HERE/../.." && pwd)
 rm -rf "$OUT/driver" "$OUT/classes"
 mkdir -p "$OUT/driver"
 JAVA_HOME=$J mvn -B -q -f "$TOP/java/pom.xml" package -DskipTests
-cp "$TOP"/java/target/shmkv-*.jar "$OUT/shmkv.jar"
+# the library jar, not its -sources and -javadoc jars beside it
+for j in "$TOP"/java/target/shmkv-*.jar; do
+	case $j in *-sources.jar | *-javadoc.jar) ;; *) cp "$j" "$OUT/shmkv.jar" ;; esac
+done
 # the reader's runtime dependencies (from ~/.m2), as a class path
 JAVA_HOME=$J mvn -B -q -f "$TOP/java/pom.xml" dependency:build-classpath -Dmdep.includeScope=runtime \
 	-Dmdep.outputFile="$OUT/deps.classpath"

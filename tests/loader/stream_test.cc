@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include <map>
+#include <set>
 
 #include "loader_util.h"
 #include "stream_util.h"
@@ -24,6 +25,20 @@ std::string upsert(const std::string &k, const std::string &v)
 std::string removal(const std::string &k)
 {
 	return "{\"key\": \"" + k + "\", \"remove\": true}\n";
+}
+
+// The lines of /proc/PID/maps that map a file under dir.
+std::vector<std::string> maps_under(pid_t pid, const std::string &dir)
+{
+	std::vector<std::string> v;
+	std::string text = shmkv_test::read_file("/proc/" + std::to_string(pid) + "/maps");
+	size_t at = 0;
+	for (size_t nl; (nl = text.find('\n', at)) != std::string::npos; at = nl + 1) {
+		std::string l = text.substr(at, nl - at);
+		if (l.find(" " + dir + "/") != std::string::npos)
+			v.push_back(l);
+	}
+	return v;
 }
 
 // Every key of model read through db: the value, or absent ("").
@@ -113,6 +128,55 @@ TEST_F(Streams, EveryLineAcknowledgedOnceAndPublishedWhenAcknowledged)
 	EXPECT_EQ(next, line + 1);
 	EXPECT_EQ(ld->status("w")["generation"].u64(), gen);
 	shmkv_close(db);
+}
+
+// A publish into the top counts the keys the lower does not hold in the
+// lower, which the loader keeps mapped across publishes (overlay.c): through
+// folds (a new lower each time) the counts stay exact, and a lower gone (a
+// fold, a drop) is not kept mapped: the loader maps no file of it.
+TEST_F(Streams, KeptLowerFollowsFoldsAndGoesWithItsFile)
+{
+	start("[cache w]\nfold_entries = 16\nfold_ratio = 0\n");
+	Stream s(env, "w");
+	std::set<std::string> keys;
+	uint64_t line = 0;
+	for (int round = 0; round < 25; round++) {
+		std::string text;
+		for (int i = 0; i < 12; i++, line++) {
+			std::string k = "s" + std::to_string((round * 5 + i * 3) % 140);
+			keys.insert(k);
+			text += upsert(k, "r" + std::to_string(round));
+		}
+		ASSERT_TRUE(s.write(text));
+		ASSERT_TRUE(s.wait_acked(line)) << s.err();
+		// nothing else is sent meanwhile: the generation served holds
+		// every line so far (a fold after it keeps the count)
+		Json st = ld->status("w");
+		ASSERT_EQ(st["changes"].u64(), keys.size()) << "round " << round;
+		ASSERT_EQ(st["overlay.records"].u64(), keys.size()) << "round " << round;
+	}
+	ASSERT_EQ(s.finish(), 0) << s.err();
+	ASSERT_GE(ld->status("w")["fold.count"].u64(), 2u) << "the lower was rebuilt";
+	// the fold queued after the last publish done, nothing gone stays mapped
+	auto gone = [&] {
+		std::vector<std::string> v;
+		for (const std::string &l : maps_under(ld->pid(), env.shm()))
+			if (l.find("(deleted)") != std::string::npos)
+				v.push_back(l);
+		return v;
+	};
+	EXPECT_TRUE(wait_until([&] { return gone().empty(); }, 60000, 10))
+		<< gone().front();
+	// one more publish maps the lower again; a drop unmaps it
+	ASSERT_TRUE(ld->req({"change", "w", R"({"key": "s0", "value": "again"})"}).ok());
+	std::string lower = ld->status("w")["overlay.segment"].s();
+	std::vector<std::string> m = maps_under(ld->pid(), env.shm());
+	ASSERT_EQ(m.size(), 1u) << "the lower alone: " << (m.empty() ? "" : m.back());
+	EXPECT_NE(m[0].find(" " + lower), std::string::npos) << m[0] << " is not " << lower;
+	ASSERT_TRUE(ld->req({"drop", "w"}).ok());
+	EXPECT_TRUE(wait_until([&] { return maps_under(ld->pid(), env.shm()).empty(); }, 60000,
+			       10))
+		<< maps_under(ld->pid(), env.shm()).front();
 }
 
 TEST_F(Streams, AtMostOnePublishPerInterval)

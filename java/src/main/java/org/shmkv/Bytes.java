@@ -30,9 +30,17 @@ final class Bytes {
 		return s.get(ValueLayout.JAVA_BYTE, off) & 0xFF;
 	}
 
-	/** A copy of [off, off + len). */
+	/**
+	 * A copy of [off, off + len): by {@link #copy(MemorySegment, long, byte[], int)}
+	 * (a get's value: asSlice and toArray cost a slice, a heap segment and
+	 * the JDK's checks of both, more than the copy).
+	 */
 	static byte[] copy(MemorySegment s, long off, long len) {
-		return s.asSlice(off, len).toArray(ValueLayout.JAVA_BYTE);
+		if (len > Integer.MAX_VALUE - 8 || off < 0 || len < 0 || off > s.byteSize() - len)
+			return s.asSlice(off, len).toArray(ValueLayout.JAVA_BYTE); // the JDK's error, or its own limit
+		byte[] b = new byte[(int) len];
+		copy(s, off, b, (int) len);
+		return b;
 	}
 
 	/**

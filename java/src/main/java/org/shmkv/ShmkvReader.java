@@ -87,7 +87,7 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 * (its entry checked, §19.4) or an expired record; else loc, its value
 	 * checked.
 	 */
-	private long live(Image im, long loc, long[] now) {
+	final long live(Image im, long loc, long[] now) {
 		if (loc < 0)
 			return -1;
 		if (Index.tomb(loc)) {
@@ -124,7 +124,8 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 * {@link #locator}).
 	 */
 	final long lookup(Generation g, byte[] key, long lo, long tl, int len, long[] now) {
-		return g.delta == null ? find(g.image, key, lo, tl, len, now) : through(g, key, lo, tl, len, now);
+		return g.delta == null ? find(g.image, key, lo, tl, len, now)
+				: through(g, key, lo, tl, len, g.image.checkedHash(key, lo, tl, len), now);
 	}
 
 	/**
@@ -134,10 +135,10 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 * (absent when it has expired: the base is not consulted), a tombstone
 	 * makes the key absent; a key the delta does not hold, the base answers.
 	 * Under a top delta (§19.6) the top is asked so first, then the lower.
+	 * h: the key's hash.
 	 */
-	private long through(Generation g, byte[] key, long lo, long tl, int len, long[] now) {
+	final long through(Generation g, byte[] key, long lo, long tl, int len, long h, long[] now) {
 		Image im = g.image, d = g.delta, t = g.top;
-		long h = im.checkedHash(key, lo, tl, len);
 		if (t != null && t.mayHold(h)) {
 			long loc = Index.find(t, key, lo, tl, len, h);
 			if (loc >= 0)
@@ -341,7 +342,7 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 		return Bytes.copy(im.seg, im.valueOffset(loc), im.valueLen(loc));
 	}
 
-	private static Value value(Generation g, Image im, long loc, int type) {
+	static Value value(Generation g, Image im, long loc, int type) {
 		return new Value(g, im, loc, type, im.valueOffset(loc), im.valueLen(loc));
 	}
 
@@ -715,46 +716,21 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 * @throws ShmkvException the first failing key's error (Corrupt, KeyLength)
 	 */
 	public Value[] getAll(byte[]... keys) {
+		return getAll(keys, null);
+	}
+
+	/** getAll of keys (bytes, or strings: the other null) on the generation read now, again on a newer one. */
+	private Value[] getAll(byte[][] bytes, String[] strings) {
 		for (;;) {
 			Generation g = current();
 			try {
-				return getAll(g, keys);
+				return Batch.getAll(this, g, bytes, strings);
 			} catch (IllegalStateException x) {
 				onClosed(g, x);
 			} catch (ShmkvException.Released x) {
 				onClosed(g, x);
 			}
 		}
-	}
-
-	private Value[] getAll(Generation g, byte[][] keys) {
-		Value[] out = new Value[keys.length];
-		Map<Integer, ShmkvException> errors = null;
-		long[] now = {0};
-		for (int i = 0; i < keys.length; i++) {
-			byte[] k = keys[i];
-			int n = k.length;
-			try {
-				long lo = Keys.lo(k, n);
-				long loc = lookup(g, n > Keys.PACKED ? k : null, lo, Keys.tl(k, n, lo), n, now);
-				if (loc != -1) {
-					Image im = imageOf(g, loc);
-					loc = locator(loc);
-					out[i] = value(g, im, loc, im.type(loc));
-				}
-			} catch (IndexOutOfBoundsException x) {
-				(errors = errors == null ? new LinkedHashMap<>() : errors).put(i, outside(g, x));
-			} catch (ShmkvException.Released x) {
-				throw x;
-			} catch (ShmkvException x) {
-				(errors = errors == null ? new LinkedHashMap<>() : errors).put(i, x);
-			}
-		}
-		if (errors == null)
-			return out;
-		Map.Entry<Integer, ShmkvException> first = errors.entrySet().iterator().next();
-		int i = first.getKey();
-		throw first.getValue().thrownByBatch(Keys.show(keys[i], keys[i].length), i, out, errors);
 	}
 
 	/**
@@ -766,11 +742,9 @@ public abstract sealed class ShmkvReader implements Iterable<Value> permits Shmk
 	 *     key's answer
 	 */
 	public List<Value> getAll(List<String> keys) {
-		byte[][] k = new byte[keys.size()][];
-		for (int i = 0; i < k.length; i++)
-			k[i] = keys.get(i).getBytes(StandardCharsets.UTF_8);
-		List<Value> out = new ArrayList<>(k.length);
-		for (Value v : getAll(k))
+		Value[] vs = getAll(null, keys.toArray(new String[0]));
+		List<Value> out = new ArrayList<>(vs.length);
+		for (Value v : vs)
 			out.add(v);
 		return out;
 	}
