@@ -129,7 +129,10 @@ def setup(a) -> Ctx:
     c.venv_python = os.path.join(venv, "bin", "python")
     cfg = os.path.join(venv, "pyvenv.cfg")
     made_by = open(cfg).read() if os.path.exists(cfg) else ""
-    if f"home = {os.path.dirname(sys.executable)}\n" not in made_by:  # absent, or another python's
+    # absent, another python's, or half made (its pip comes last: a venv
+    # whose ensurepip failed has none; a venv cannot be made aside and moved)
+    if (f"home = {os.path.dirname(sys.executable)}\n" not in made_by
+            or not os.path.exists(os.path.join(venv, "bin", "pip"))):
         shutil.rmtree(venv, ignore_errors=True)
         sh([sys.executable, "-m", "venv", "--system-site-packages", venv])
     stamp, h = os.path.join(venv, "shmkv.tree"), tree_hash("python", "lib", "builder")
