@@ -5,7 +5,6 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
-import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.Map;
@@ -419,7 +418,10 @@ public final class Shmkv extends ShmkvReader implements AutoCloseable {
 					+ Long.toUnsignedString(s.segMapSize(i)) + " are not a mapping's");
 		Map<String, Object> st;
 		try {
-			st = Files.readAttributes(p, "unix:mode,uid,size,fileKey,isRegularFile", LinkOption.NOFOLLOW_LINKS);
+			// the file a symbolic link names, as the C reader's open() of the
+			// segment follows it (only the control segment is opened with
+			// O_NOFOLLOW): the checks are the target's, owner and mode
+			st = Files.readAttributes(p, "unix:mode,uid,size,fileKey,isRegularFile");
 		} catch (IOException e) {
 			throw Ctl.io(p, e);
 		}

@@ -22,7 +22,8 @@ import org.junit.jupiter.api.io.TempDir;
  * them out, over images of the test-only {@link Encoder}: protocol 2's base
  * read through its overlay (FORMAT.md §19) answers as
  * {@link Shmkv#of(byte[], byte[], Shmkv.Check)} does, the overlay copy
- * chosen by the base copy's node, refresh across overlays and bases; and
+ * chosen by the base copy's node, refresh across overlays and bases, a
+ * segment path that is a symbolic link (its target, checked); and
  * every rule of "Protocol 2" broken once: unknown segment flags (OVERLAY in
  * version 1), overlay copies without a base copy (the top overlay's rules:
  * {@link LevelsTest}), a delta where a base is
@@ -184,6 +185,36 @@ class ControlSegmentTest {
 
 	static Encoder.Rec rec(Value v) {
 		return v == null ? null : new Encoder.Rec(v.key(), v.type().code(), v.toBytes(), v.expires(), false, false);
+	}
+
+	/**
+	 * A segment path that is a symbolic link is followed, as the C reader's
+	 * open() of a segment follows it (lib/PROTOCOL.md, "Attach": only the
+	 * control segment is opened with O_NOFOLLOW): its target is read, and
+	 * checked as the file itself would be ("Trust": a target writable by
+	 * others is EPERM); a link to nothing is ENOENT.
+	 */
+	@Test
+	void aSegmentBehindASymbolicLinkIsItsTarget() throws Exception {
+		Path link = Files.createSymbolicLink(root.resolve("base.link"), baseF);
+		Path overlay = Files.createSymbolicLink(root.resolve("delta.link"), deltaF);
+		create2(Seg.base(link), Seg.overlay(overlay));
+		try (Shmkv c = attach(); Shmkv ref = Shmkv.of(base, delta, Shmkv.Check.CHECKSUMS)) {
+			readsAs(ref, c);
+			assertEquals(Encoder.checksum(base), c.checksum());
+		}
+		Path loose = write("loose.seg", base);
+		Files.setPosixFilePermissions(loose, PosixFilePermissions.fromString("rw-rw-rw-"));
+		Path looseLink = Files.createSymbolicLink(root.resolve("loose.link"), loose);
+		create2(Seg.base(looseLink));
+		ShmkvException e = assertThrows(ShmkvException.Io.class, this::attach);
+		assertEquals("EPERM", e.codeName(), e.getMessage());
+		Path gone = write("gone.seg", base);
+		Seg dangling = Seg.base(Files.createSymbolicLink(root.resolve("gone.link"), gone));
+		Files.delete(gone);
+		create2(dangling);
+		e = assertThrows(ShmkvException.Io.class, this::attach);
+		assertEquals("ENOENT", e.codeName(), e.getMessage());
 	}
 
 	/** A generation of protocol 2 is its base read through its overlay, in any order of entries. */
