@@ -36,13 +36,14 @@ enum { SHMKV__B_DONE, SHMKV__B_HOME, SHMKV__B_WALK, SHMKV__B_AGAIN, SHMKV__B_COL
  * an OUT record that matches, or, no tag matching and displaced keys
  * announced, the next bucket's lines; then resolve the others as the
  * single get does, from the compared directory (shmkv__get_home) or the
- * walk (shmkv__get_walk), their lines now on their way. The clock is read
- * once per batch at most. */
+ * walk (shmkv__get_walk), their lines now on their way. *now: the call's
+ * clock, read once when first needed (the batch through deltas passes its
+ * own, so that its every group and level shares one reading). */
 static inline size_t shmkv__batch_base(const shmkv *db, const shmkv_key *keys, size_t n,
-				       const uint64_t *hashes, shmkv_value *values, int *err)
+				       const uint64_t *hashes, shmkv_value *values, int *err,
+				       int64_t *now)
 {
 	size_t found = 0;
-	int64_t now = 0;
 	for (size_t base = 0; base < n; base += SHMKV_BATCH_GROUP) {
 		size_t m = n - base < SHMKV_BATCH_GROUP ? n - base : SHMKV_BATCH_GROUP;
 		const uint8_t *bk[SHMKV_BATCH_GROUP];
@@ -110,17 +111,17 @@ static inline size_t shmkv__batch_base(const shmkv *db, const shmkv_key *keys, s
 				continue;
 			case SHMKV__B_HOME: /* the directory compared above */
 				e = shmkv__get_home(db, k->data, k->len, shmkv__tag(hash[i]), home[i],
-						     bk[i], nrec[i], mask[i], 0, v, &now);
+						     bk[i], nrec[i], mask[i], 0, v, now);
 				break;
 			case SHMKV__B_WALK:
 				e = shmkv__get_walk(db, k->data, k->len, shmkv__tag(hash[i]), home[i],
-						     dis[i], 0, v, &now);
+						     dis[i], 0, v, now);
 				break;
 			case SHMKV__B_AGAIN:
-				e = shmkv__get_fast(db, k->data, k->len, hash[i], home[i], 0, v, &now);
+				e = shmkv__get_fast(db, k->data, k->len, hash[i], home[i], 0, v, now);
 				break;
 			default:
-				e = shmkv__get_cold(db, k->data, k->len, 0, v, NULL, 0);
+				e = shmkv__get_cold_at(db, k->data, k->len, 0, v, now, NULL, 0);
 			}
 			err[base + i] = e;
 			found += e == 0;
@@ -215,7 +216,8 @@ static inline size_t shmkv__batch_over(const shmkv *db, const shmkv_key *keys, s
 			const shmkv_key *k = &keys[base + i];
 			int e;
 			if (SHMKV__UNLIKELY(k->len >= db->bound_key_len)) {
-				e = shmkv__get_cold(db, k->data, k->len, 0, &values[base + i], NULL, 0);
+				e = shmkv__get_cold_at(db, k->data, k->len, 0, &values[base + i], &now,
+						       NULL, 0);
 			} else {
 				e = shmkv__through(db, k->data, k->len, hash[i], 0, &values[base + i],
 						   &now, NULL, 0);
@@ -231,7 +233,7 @@ static inline size_t shmkv__batch_over(const shmkv *db, const shmkv_key *keys, s
 			found += e == 0;
 		}
 		/* the keys no delta holds: the base alone answers */
-		found += shmkv__batch_base(db, rest, nr, rest_hash, rv, re);
+		found += shmkv__batch_base(db, rest, nr, rest_hash, rv, re, &now);
 		for (size_t j = 0; j < nr; j++) {
 			err[base + at[j]] = re[j];
 			if (!re[j])
@@ -246,7 +248,8 @@ static inline size_t shmkv_get_batch(const shmkv *db, const shmkv_key *keys, siz
 {
 	if (SHMKV__UNLIKELY(db->over != NULL))
 		return shmkv__batch_over(db, keys, n, values, err);
-	return shmkv__batch_base(db, keys, n, NULL, values, err);
+	int64_t now = 0; /* the clock, read at most once a batch (FORMAT.md §17) */
+	return shmkv__batch_base(db, keys, n, NULL, values, err, &now);
 }
 
 #endif /* SHMKV_BATCH_H */

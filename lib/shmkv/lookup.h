@@ -207,18 +207,19 @@ static inline int shmkv__through(const shmkv *db, const void *key, size_t key_le
 	return shmkv__through_one(db, db->over, key, key_len, h, want, v, now, why, why_len);
 }
 
-/* The checked get (shmkv_get_diag, and every case the hot path leaves). */
-static SHMKV__COLD int shmkv__get_cold(const shmkv *db, const void *key, size_t key_len,
-					unsigned want, shmkv_value *v, char *why, size_t why_len)
+/* The checked get of a call whose clock is *now (read once, when first
+ * needed: a batch's keys share it). */
+static SHMKV__COLD int shmkv__get_cold_at(const shmkv *db, const void *key, size_t key_len,
+					   unsigned want, shmkv_value *v, int64_t *now, char *why,
+					   size_t why_len)
 {
 	const uint8_t *bk = NULL, *e = NULL;
 	shmkv__rec r;
 	memset(&r, 0, sizeof r); /* set by the locate on success; GCC cannot tell */
-	int64_t now = 0;
 	if (db->over && key_len <= SHMKV_MAX_KEY_LEN) {
 		int rc = shmkv__through(db, key, key_len,
 					shmkv__hash(db->seed, db->hash_bits, key, key_len), want, v,
-					&now, why, why_len);
+					now, why, why_len);
 		if (rc != SHMKV__NEXT)
 			return rc;
 	}
@@ -228,10 +229,10 @@ static SHMKV__COLD int shmkv__get_cold(const shmkv *db, const void *key, size_t 
 	if (r.kind & SHMKV_REC_TOMB) /* a delta read alone */
 		return shmkv__tomb_answer(db, bk, &r, e, "", "key removed (a tombstone)", why,
 					  why_len);
-	if (shmkv__rec_expired(db, &r, &now))
+	if (shmkv__rec_expired(db, &r, now))
 		return shmkv__fail(SHMKV_ENOTFOUND, why, why_len,
 				   "key expired at %u (unix seconds), now is %lld", r.expires,
-				   (long long)now);
+				   (long long)*now);
 	shmkv_value got;
 	err = shmkv__rec_value(db, bk, &r, e, 0, &got, why, why_len);
 	if (!err)
@@ -240,6 +241,14 @@ static SHMKV__COLD int shmkv__get_cold(const shmkv *db, const void *key, size_t 
 		return err;
 	*v = got;
 	return 0;
+}
+
+/* The checked get (shmkv_get_diag, and every case the hot path leaves). */
+static SHMKV__COLD int shmkv__get_cold(const shmkv *db, const void *key, size_t key_len,
+					unsigned want, shmkv_value *v, char *why, size_t why_len)
+{
+	int64_t now = 0;
+	return shmkv__get_cold_at(db, key, key_len, want, v, &now, why, why_len);
 }
 
 /* shmkv__get_cold in five arguments, so the hot path's jump is a tail call. */
