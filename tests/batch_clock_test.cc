@@ -31,7 +31,7 @@ int reads = 0;
 int64_t fake_now = 0;
 } // namespace
 
-// The reader's clock (lookup.h shmkv__now). Outside a counted batch: the
+// The reader's clock (FORMAT.md §17, read through libc). Outside a counted batch: the
 // real time, from clock_gettime.
 extern "C" int timespec_get(struct timespec *ts, int base)
 {
