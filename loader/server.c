@@ -70,6 +70,10 @@ struct client {
 	int stream;
 	char stream_name[SHMKV_CACHE_NAME_MAX + 1];
 	uint64_t stream_lines; /* lines handed to the worker so far */
+	/* in[]: the lines before stream_line_at are whole and checked, and
+	 * [stream_line_at, stream_scanned) holds no '\n' (stream_pump scans
+	 * only what came since, not the whole buffer at every read) */
+	size_t stream_line_at, stream_scanned;
 	uint64_t stream_sent;  /* CLOCK_MONOTONIC ms of the last batch handed over */
 	uid_t uid;   /* the peer's (SO_PEERCRED at accept); (uid_t)-1 unknown */
 	struct client *next, *next_ready;
@@ -638,27 +642,31 @@ static void stream_pump(struct loader *L, struct client *c)
 {
 	if (c->pending || c->bad || !c->in_len)
 		return;
-	const char *end = memrchr(c->in, '\n', c->in_len);
-	size_t len = end ? (size_t)(end - c->in) + 1 : 0;
-	if (c->eof)
-		len = c->in_len;
-	/* every line, the partial last one too, within the longest line */
-	for (size_t at = 0; at < c->in_len;) {
-		const char *nl = memchr(c->in + at, '\n', c->in_len - at);
-		size_t n = nl ? (size_t)(nl - (c->in + at)) : c->in_len - at;
-		if (n > STREAM_LINE_MAX) {
+	/* every line, the partial last one too, within the longest line: the
+	 * bytes not scanned yet */
+	for (;;) {
+		const char *nl = memchr(c->in + c->stream_scanned, '\n',
+					c->in_len - c->stream_scanned);
+		size_t upto = nl ? (size_t)(nl - c->in) : c->in_len;
+		if (upto - c->stream_line_at > STREAM_LINE_MAX) {
 			char msg[300];
 			snprintf(msg, sizeof msg, "stream line %llu is longer than %u bytes: lines "
 				 "from it on were not published (lines before them were), and "
 				 "the stream ends; larger values go in a delta image applied with "
 				 "'shmctl cache apply'", (unsigned long long)(c->stream_lines +
-				 (uint64_t)memcnt(c->in, '\n', at) + 1), STREAM_LINE_MAX);
+				 (uint64_t)memcnt(c->in, '\n', c->stream_line_at) + 1),
+				 STREAM_LINE_MAX);
 			bad_request(c, msg, -E2BIG);
 			c->bad = 1;
 			return;
 		}
-		at += n + 1;
+		if (!nl) {
+			c->stream_scanned = c->in_len;
+			break;
+		}
+		c->stream_line_at = c->stream_scanned = upto + 1;
 	}
+	size_t len = c->eof ? c->in_len : c->stream_line_at;
 	if (!len)
 		return;
 	uint64_t now = now_ms(), next = c->stream_sent + stream_interval(L);
@@ -682,6 +690,8 @@ static void stream_pump(struct loader *L, struct client *c)
 	j->client = c->id;
 	memmove(c->in, c->in + len, c->in_len - len);
 	c->in_len -= len;
+	c->stream_line_at -= len < c->stream_line_at ? len : c->stream_line_at;
+	c->stream_scanned -= len < c->stream_scanned ? len : c->stream_scanned;
 	c->stream_lines += j->lines;
 	c->stream_sent = now;
 	c->pending = 1;

@@ -3,7 +3,8 @@
 // stream_interval; one acknowledgement per batch, in order, covering every
 // line once; what is acknowledged is published (a reader attached
 // throughout sees it); a bad line ends the stream with an error naming it,
-// its batch unpublished and the cache serving.
+// its batch unpublished and the cache serving; the line limit, checked on
+// what came since the last read, keeps line numbers across batches.
 #include <fcntl.h>
 #include <sys/stat.h>
 
@@ -238,6 +239,40 @@ TEST_F(Streams, BadLineEndsTheStreamItsBatchUnpublished)
 			EXPECT_EQ(a.size(), 1u) << c.what;
 			EXPECT_EQ(shmctl(env, {"cache", "get", "w", "same-batch"}).rc, 1) << c.what;
 		}
+	}
+}
+
+// The line limit is checked on what came since the last read (the lines
+// before are whole and checked once): a line cut over reads and batches,
+// and an over-long line after batches taken, keep their line numbers.
+TEST_F(Streams, LineLimitCountsLinesAcrossReadsAndBatches)
+{
+	start("[loader]\nstream_interval = 200ms\n");
+	Stream s(env, "w");
+	ASSERT_TRUE(s.write(upsert("a1", "v1")));
+	ASSERT_TRUE(s.wait_acked(1)) << s.err();
+	std::string a3 = upsert("a3", "v3");
+	// line 2 whole, line 3 cut: a batch takes line 2 alone
+	ASSERT_TRUE(s.write(upsert("a2", "v2") + a3.substr(0, 10)));
+	ASSERT_TRUE(s.wait_acked(2)) << s.err();
+	ASSERT_TRUE(s.write(a3.substr(10) + upsert("a4", "v4")));
+	ASSERT_TRUE(s.wait_acked(4)) << s.err();
+	// line 5 over the limit, in pieces (many reads), after a whole line 6
+	// was not sent: the error names line 5
+	std::string big = "{\"key\": \"x\", \"value\": \"" + std::string(2 << 20, 'v') + "\"}\n";
+	for (size_t at = 0; at < big.size() && s.write(big.substr(at, 65536)); at += 65536) {
+	}
+	EXPECT_NE(s.finish(), 0);
+	EXPECT_NE(s.err().find("stream line 5 is longer than"), std::string::npos)
+		<< s.err().substr(0, 500);
+	std::vector<Ack> a = s.acks();
+	ASSERT_FALSE(a.empty());
+	EXPECT_EQ(a.back().last, 4u);
+	for (int i = 1; i <= 4; i++) {
+		std::string k = "a" + std::to_string(i);
+		CmdRun g = shmctl(env, {"cache", "get", "w", k});
+		EXPECT_EQ(g.rc, 0) << k << ": " << g.err;
+		EXPECT_EQ(g.out, "v" + std::to_string(i) + "\n") << k;
 	}
 }
 
