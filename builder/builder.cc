@@ -235,6 +235,10 @@ static int check_value(shmkv_builder *b, unsigned type, const uint8_t *v, size_t
 static int add_record(shmkv_builder *b, const void *key, size_t key_len, unsigned type,
 		      const void *value, size_t value_len, uint32_t expires)
 {
+	if (b->presorted.on) // merged in key order: a record now would be out of it
+		return b->fail(-EINVAL, "%s: a record after images merged "
+				       "(shmkv_builder_add_images, a builder's one input)",
+			       b->here().c_str());
 	if (key_len > SHMKV_MAX_KEY_LEN)
 		return b->fail(SHMKV_ELIMIT, "%s: key of %zu bytes exceeds the %u-byte limit",
 			       b->here().c_str(), key_len, SHMKV_MAX_KEY_LEN);

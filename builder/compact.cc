@@ -1,6 +1,8 @@
-// builder/compact.cc - shmkv_build_compact(): the loader's compaction, a
-// base and its chain of deltas merged into the image shmkv_build_apply()
-// writes, byte for byte, at a fraction of its cost:
+// builder/compact.cc - merges of images in their key order, for the loader:
+// shmkv_builder_add_images() (its overlays: the new changes over a top, a
+// top over the lower) and shmkv_build_compact(), its compaction, a base and
+// its chain of deltas merged into the image shmkv_build_apply() writes,
+// byte for byte, at a fraction of its cost:
 //
 // - the base is trusted (its loader verified it at its load): it gets the
 //   open's checks (header, every checksum), not the full structural check;
@@ -198,7 +200,127 @@ int merge_in_memory(shmkv_builder *b, const char *base, const char *const *delta
 	return 0;
 }
 
+// The records of db (all of them) appended to R, and their keys in key
+// order into keys (i: the index into R). image: db's place (1..n) in
+// messages.
+int image_keyed(shmkv_builder *b, const shmkv *db, size_t image, size_t n, Records &R,
+		std::vector<Keyed> &keys)
+{
+	keys.clear();
+	keys.reserve(shmkv_header(db)->entry_count);
+	shmkv_iter it;
+	const void *key;
+	size_t key_len;
+	shmkv_value v;
+	int err;
+	uint64_t count = 0;
+	shmkv_iter_init_all(db, &it);
+	while ((err = shmkv_iter_next(&it, &key, &key_len, &v)) == 0) {
+		if (v.type == kTombType && !b->removes)
+			return b->fail(SHMKV_EINPUT, "image %zu of %zu: entry %" PRIu64 ": a tombstone: "
+				       "only a delta build takes removals", image, n, count + 1);
+		keys.push_back(Keyed{shmkv_key_hash(b->opt.seed, b->opt.hash_bits, key, key_len),
+				     (const uint8_t *)key, (uint32_t)key_len, (uint32_t)R.size()});
+		R.push_back(record_of(key, key_len, v, shmkv_iter_expires(&it)));
+		count++;
+	}
+	if (err != SHMKV_EEND)
+		return b->fail(err, "image %zu of %zu: entry %" PRIu64 ": %s", image, n, count + 1,
+			       shmkv_strerror(err));
+	sort_nearly_sorted(keys);
+	for (size_t k = 1; k < keys.size(); k++)
+		if (!key_less(keys[k - 1], keys[k]))
+			return b->fail(SHMKV_ECORRUPT, "image %zu of %zu: key %s twice", image, n,
+				       show_key(keys[k].key, keys[k].key_len).c_str());
+	return 0;
+}
+
+// shmkv_builder_add_images: each image's keys merged into the kept ones so
+// far (an earlier image's record of a key wins), then b->presorted.
+int add_images(shmkv_builder *b, const shmkv *const *dbs, size_t n)
+{
+	Records &R = b->recs;
+	uint64_t total = 0;
+	for (size_t k = 0; k < n; k++)
+		total += shmkv_header(dbs[k])->entry_count;
+	if (total > UINT32_MAX - 1)
+		return b->fail(SHMKV_ELIMIT, "%" PRIu64 " records exceed the builder's limit of %u",
+			       total, UINT32_MAX - 1);
+	R.reserve(total);
+	std::vector<Keyed> kept, img, merged;
+	uint64_t dups = 0;
+	for (size_t k = 0; k < n; k++) {
+		if (int err = image_keyed(b, dbs[k], k + 1, n, R, k ? img : kept))
+			return err;
+		if (!k)
+			continue;
+		merged.clear();
+		merged.reserve(kept.size() + img.size());
+		size_t i = 0, j = 0;
+		while (i < kept.size() || j < img.size()) {
+			if (j == img.size() || (i < kept.size() && key_less(kept[i], img[j]))) {
+				merged.push_back(kept[i++]);
+			} else if (i == kept.size() || key_less(img[j], kept[i])) {
+				merged.push_back(img[j++]);
+			} else { // the earlier image's record stays
+				merged.push_back(kept[i++]);
+				j++;
+				dups++;
+			}
+		}
+		kept.swap(merged);
+	}
+	auto &P = b->presorted;
+	P.order.reserve(kept.size());
+	P.hash.reserve(kept.size());
+	for (const Keyed &x : kept) {
+		const Record &r = R[x.i];
+		if (!b->kept(r.type, r.key, r.key_len))
+			continue;
+		P.order.push_back(x.i);
+		P.hash.push_back(x.h);
+	}
+	P.duplicates = dups;
+	P.on = true;
+	return 0;
+}
+
 } // namespace
+
+extern "C" int shmkv_builder_add_images(shmkv_builder *b, const shmkv *const *dbs, size_t n)
+{
+	if (b->finished)
+		return b->fail(-EINVAL, "builder already finished");
+	if (b->nrecs() || b->seq0 || b->presorted.on || b->spill)
+		return b->fail(-EINVAL, "images are merged into a builder with no records yet, "
+					"as its one input");
+	if (b->part_n)
+		return b->fail(-EINVAL, "a part build (%" PRIu64 "/%" PRIu64 ") takes records, not "
+			       "images merged", b->part_k, b->part_n);
+	if (!dbs || !n)
+		return b->fail(-EINVAL, "no image to merge");
+	for (size_t k = 0; k < n; k++) {
+		ImageId id;
+		image_id_of(dbs[k], &id);
+		if (id.seed != b->opt.seed || id.hash_bits != b->opt.hash_bits)
+			return b->fail(-EINVAL, "image %zu of %zu has the seed %s and %u hash bits, the "
+				       "build %s and %u: its keys' order is another", k + 1, n,
+				       hex64(id.seed).c_str(), id.hash_bits, hex64(b->opt.seed).c_str(),
+				       b->opt.hash_bits);
+	}
+	try {
+		int err = add_images(b, dbs, n);
+		if (err) { // nothing of it stays
+			b->recs.clear();
+			b->presorted.order.clear();
+			b->presorted.hash.clear();
+		}
+		return err;
+	} catch (const std::bad_alloc &) {
+		b->recs.clear();
+		return b->fail(-ENOMEM, "out of memory merging %zu images", n);
+	}
+}
 
 extern "C" int shmkv_build_compact(const char *out, const char *base, const char *const *deltas,
 				   size_t n, unsigned flags, const shmkv_join_options *opt,

@@ -17,6 +17,8 @@
  *   shmkv_builder_set_delta(b, base, after)      build a delta of base (lib/FORMAT.md §19)
  *   shmkv_builder_set_delta_of(b, db, label)     the same, of an image held open
  *   shmkv_builder_remove(b, key, key_len)        a delta's tombstone
+ *   shmkv_builder_add_images(b, dbs, n)          open images' records merged, the first's
+ *                                                of a key winning (the loader's overlays)
  *   shmkv_build_diff(out, old, new, &jo, &stats, err, len)   the delta from old to new
  *   shmkv_build_apply(out, base, deltas, n, as_delta, &jo, &stats, err, len)
  *                                                a chain merged: the new image, or one delta
@@ -172,6 +174,26 @@ int shmkv_builder_set_delta(shmkv_builder *b, const char *base, const char *afte
  * Returns as shmkv_builder_set_delta(). */
 struct shmkv;
 int shmkv_builder_set_delta_of(shmkv_builder *b, const struct shmkv *base, const char *label);
+
+/* Adds every record of the open images dbs[0..n) (all of them: upserts,
+ * expired records, a delta's tombstones), of a key only the first image's
+ * that holds it: the image finish() then writes is the one that adding
+ * each image's records in turn, dbs[0]'s first, under SHMKV_DUP_FIRST
+ * gives, byte for byte, at a fraction of its cost. The records are taken
+ * where they lie, in their images' key order (bucket order but for
+ * displaced keys): not copied, not sorted again, their values not checked
+ * again (the caller's images were checked: opened with the reader's
+ * checks, or segments of its own verified at their load; a record damaged
+ * on the way is the iteration's error). The images must stay open until
+ * finish() and have the builder's seed and hash bits (a delta build's:
+ * its base's, so call shmkv_builder_set_delta*() first). The builder's
+ * one input: on a builder with no records, once, and nothing added after;
+ * such a build never spills (the memory limit does not apply). Returns 0,
+ * -EINVAL (records added before or after, n 0, another seed or hash bits,
+ * a part build), SHMKV_EINPUT (a tombstone outside a delta build),
+ * SHMKV_ECORRUPT (a key twice in one image), an iteration's SHMKV_E*
+ * code, -ENOMEM; with a message naming the image (1..n) and entry. */
+int shmkv_builder_add_images(shmkv_builder *b, const struct shmkv *const *dbs, size_t n);
 
 /* Adds a tombstone: key is removed by this delta (lib/FORMAT.md §19.2). A
  * key removed and also added (or removed twice) is a duplicate key, as

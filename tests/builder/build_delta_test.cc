@@ -32,6 +32,13 @@
 //                                      errors name the line; a delta as base refused
 //   BuildDelta.MetaLineDelta           a dump's meta line naming the delta: rebuilt the same;
 //                                      naming another base, or without a delta build: refused
+//   BuildDelta.ImagesMergedAsAdded     shmkv_builder_add_images (two deltas over one base,
+//                                      keys of both, tombstones, expiries, shared values;
+//                                      inputs and output with keys wrapped past the last
+//                                      bucket): the bytes of adding the newer's records, then
+//                                      the older's, under DUP_FIRST; one image alone the
+//                                      same; records before or after, another seed, a
+//                                      tombstone into a plain build: refused
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -580,3 +587,124 @@ TEST(BuildDelta, MetaLineDelta)
 }
 
 } // namespace
+
+namespace {
+
+// Opens path with the reader's checks (the images add_images is given).
+shmkv *opened(const std::string &path)
+{
+	shmkv *db = nullptr;
+	int err = shmkv_open_file(path.c_str(), 0, &db);
+	EXPECT_EQ(err, 0) << path << ": " << shmkv_strerror(err);
+	return db;
+}
+
+// A delta of base merged from dbs by add_images at out: 0 or the error.
+int merged_delta(const std::string &base, const std::vector<shmkv *> &dbs, const std::string &out,
+		 double load_factor, std::string *msg)
+{
+	shmkv_build_options o = test_options();
+	o.on_duplicate = SHMKV_DUP_FIRST;
+	o.load_factor = load_factor;
+	Builder b(o);
+	int rc = shmkv_builder_set_delta(b, base.c_str(), nullptr);
+	if (!rc)
+		rc = shmkv_builder_add_images(b, dbs.data(), dbs.size());
+	if (!rc)
+		rc = b.finish(out);
+	*msg = b.error();
+	return rc;
+}
+
+} // namespace
+
+TEST(BuildDelta, ImagesMergedAsAdded)
+{
+	TempDir d;
+	std::vector<Rec> base, older, newer;
+	random_case(21, 30000, base, older);
+	std::mt19937_64 g(5);
+	std::map<std::string, bool> in_newer;
+	for (size_t i = 0; i < older.size() / 2; i++) { // keys of older, of the base, new ones
+		unsigned what = (unsigned)(g() % 3);
+		std::string k = what == 0 ? older[g() % older.size()].key
+			      : what == 1 ? base[g() % base.size()].key
+					  : random_key(g, "m" + std::to_string(i) + "_");
+		if (in_newer.count(k))
+			continue;
+		in_newer[k] = true;
+		newer.push_back(g() % 4 == 0 ? Rec{k, 0, "", 0} : random_upsert(g, k));
+	}
+	for (int i = 0; i < 20000; i++) // small inline tombstones: buckets wrap at 0.97
+		older.push_back({"t" + std::to_string(i), 0, "", 0});
+	build_plain(base, d.file("base.shmkv"));
+	std::string msg;
+	shmkv_build_options dup_first = test_options();
+	dup_first.on_duplicate = SHMKV_DUP_FIRST;
+	std::vector<Rec> both = newer; // newer's records first: they win
+	both.insert(both.end(), older.begin(), older.end());
+	for (double lf : {0.0, 0.97}) {
+		ASSERT_EQ(build_delta(d.file("base.shmkv"), older, d.file("older.shmkv"), {1, 0, lf},
+				      &msg), 0) << msg;
+		ASSERT_EQ(build_delta(d.file("base.shmkv"), newer, d.file("newer.shmkv"), {1, 0, lf},
+				      &msg), 0) << msg;
+		ASSERT_EQ(build_delta(d.file("base.shmkv"), both, d.file("ref.shmkv"), {1, 0, lf},
+				      &msg, dup_first), 0) << msg;
+		std::string ref = read_file(d.file("ref.shmkv"));
+		Decoder dec(ref);
+		dec.check();
+		if (lf > 0) {
+			uint64_t wrapped = dec.wrapped;
+			EXPECT_GT(wrapped, 0u) << "no key was displaced past the last bucket";
+		}
+		shmkv *o = opened(d.file("older.shmkv")), *n = opened(d.file("newer.shmkv"));
+		ASSERT_TRUE(o && n);
+		ASSERT_EQ(merged_delta(d.file("base.shmkv"), {n, o}, d.file("x.shmkv"), lf, &msg), 0)
+			<< msg;
+		EXPECT_TRUE(read_file(d.file("x.shmkv")) == ref) << "load factor " << lf
+								 << ": other bytes";
+		// one image alone: its records as added
+		ASSERT_EQ(merged_delta(d.file("base.shmkv"), {o}, d.file("x.shmkv"), lf, &msg), 0)
+			<< msg;
+		EXPECT_TRUE(read_file(d.file("x.shmkv")) == read_file(d.file("older.shmkv")))
+			<< "load factor " << lf << ": other bytes";
+		shmkv_close(o);
+		shmkv_close(n);
+	}
+
+	// refused: records before or after the images, an image of another
+	// seed, a tombstone into a plain build
+	shmkv *n = opened(d.file("newer.shmkv"));
+	ASSERT_NE(n, nullptr);
+	{
+		Builder b(dup_first);
+		ASSERT_EQ(shmkv_builder_set_delta(b, d.file("base.shmkv").c_str(), nullptr), 0);
+		ASSERT_EQ(b.str("k", "v"), 0);
+		EXPECT_EQ(shmkv_builder_add_images(b, &n, 1), -EINVAL);
+		EXPECT_NE(b.error().find("no records yet"), std::string::npos) << b.error();
+	}
+	{
+		Builder b(dup_first);
+		ASSERT_EQ(shmkv_builder_set_delta(b, d.file("base.shmkv").c_str(), nullptr), 0);
+		ASSERT_EQ(shmkv_builder_add_images(b, &n, 1), 0) << b.error();
+		EXPECT_EQ(b.str("k", "v"), -EINVAL);
+		EXPECT_NE(b.error().find("after images merged"), std::string::npos) << b.error();
+		EXPECT_EQ(shmkv_builder_add_images(b, &n, 1), -EINVAL);
+	}
+	{
+		shmkv_build_options o = test_options();
+		o.seed = 77;
+		o.fixed |= SHMKV_OPT_SEED;
+		Builder b(o);
+		EXPECT_EQ(shmkv_builder_add_images(b, &n, 1), -EINVAL);
+		EXPECT_NE(b.error().find("image 1 of 1 has the seed"), std::string::npos) << b.error();
+	}
+	{
+		Builder b; // a plain build (the base's seed) of a delta's records: its tombstones
+		int rc = shmkv_builder_add_images(b, &n, 1);
+		EXPECT_EQ(rc, SHMKV_EINPUT) << b.error();
+		EXPECT_NE(b.error().find("a tombstone"), std::string::npos) << b.error();
+	}
+	shmkv_close(n);
+}
+
