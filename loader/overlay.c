@@ -134,10 +134,10 @@ static int count_new(const shmkv *d, const shmkv *old, const shmkv *also, uint64
 /* A new overlay at out: the records of d (the newer changes), then those
  * of old (NULL: none) whose key d does not hold. The one merge of two
  * levels: a change into the top or the lower, a fold (the top into the
- * lower), the overlays before a compaction. d's records go in first and
- * the builder keeps the first record of a key (it sorts every key anyway):
- * no set of d's keys to look each of old's up in, which cost a hash and a
- * cache miss per record of old (a fold's lower: every record). */
+ * lower), the overlays before a compaction. The builder merges both
+ * images where they lie, in their key order, d's record of a key winning
+ * (shmkv_builder_add_images): no copy of a record, no sort of them all
+ * (a fold's lower: every record), the same bytes as adding them. */
 static int build_merged(const char *base_path, const shmkv *d, const shmkv *old,
 			const char *old_name, const char *out, char *why, size_t why_len)
 {
@@ -145,9 +145,13 @@ static int build_merged(const char *base_path, const shmkv *d, const shmkv *old,
 	int err = overlay_delta_builder(base_path, SHMKV_DUP_FIRST, &b, why, why_len);
 	if (err)
 		return err;
-	err = feed(b, d, "the new changes", why, why_len);
-	if (!err && old)
-		err = feed(b, old, old_name, why, why_len);
+	const shmkv *dbs[2] = {d, old};
+	err = shmkv_builder_add_images(b, dbs, old ? 2 : 1);
+	if (err && old)
+		diag_fail(err, why, why_len, "merging the new changes (image 1) and %s (image 2): %s",
+			  old_name, shmkv_builder_error(b));
+	else if (err)
+		diag_fail(err, why, why_len, "the new changes: %s", shmkv_builder_error(b));
 	if (!err) {
 		shmkv_build_stats st;
 		err = shmkv_builder_finish(b, out, &st);
