@@ -209,6 +209,15 @@ class ControlSegmentTest {
 		create2(Seg.base(looseLink));
 		ShmkvException e = assertThrows(ShmkvException.Io.class, this::attach);
 		assertEquals("EPERM", e.codeName(), e.getMessage());
+		// a target of another user (the link itself the control segment's
+		// owner's): EPERM, as the file itself would be; root can make one
+		if ((int) Files.getAttribute(root, "unix:uid") == 0) {
+			Path theirs = write("theirs.seg", base);
+			Files.setAttribute(theirs, "unix:uid", 65534);
+			create2(Seg.base(Files.createSymbolicLink(root.resolve("theirs.link"), theirs)));
+			e = assertThrows(ShmkvException.Io.class, this::attach);
+			assertEquals("EPERM", e.codeName(), e.getMessage());
+		}
 		Path gone = write("gone.seg", base);
 		Seg dangling = Seg.base(Files.createSymbolicLink(root.resolve("gone.link"), gone));
 		Files.delete(gone);
