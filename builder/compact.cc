@@ -90,6 +90,31 @@ int iter_error(const char *path, uint64_t count, int err, ErrMsg &m)
 		     count + 1, shmkv_strerror(err));
 }
 
+// The records of db (all of them) appended to R, and their keys, hashed
+// with seed and bits, to keys in db's order (i: the index into R). A
+// tombstone is taken where tombs, else it stops the read. Returns 0, 1 (a
+// tombstone) or the iteration's error; count: the records read before.
+int read_keyed(const shmkv *db, uint64_t seed, unsigned bits, bool tombs, Records &R,
+	       std::vector<Keyed> &keys, uint64_t &count)
+{
+	shmkv_iter it;
+	const void *key;
+	size_t key_len;
+	shmkv_value v;
+	int err;
+	count = 0;
+	shmkv_iter_init_all(db, &it);
+	while ((err = shmkv_iter_next(&it, &key, &key_len, &v)) == 0) {
+		if (v.type == kTombType && !tombs)
+			return 1;
+		keys.push_back(Keyed{shmkv_key_hash(seed, bits, key, key_len), (const uint8_t *)key,
+				     (uint32_t)key_len, (uint32_t)R.size()});
+		R.push_back(record_of(key, key_len, v, shmkv_iter_expires(&it)));
+		count++;
+	}
+	return err == SHMKV_EEND ? 0 : err;
+}
+
 // The changes of deltas[0..n) (c.dbs[1..n]): per key the last delta's
 // record, in key order, into ch (records) and keys (their keys, i their
 // index in ch); dups: records dropped (a key of several deltas).
@@ -97,21 +122,8 @@ int read_changes(const char *const *deltas, size_t n, const Chain &c, const Imag
 		 Records &ch, std::vector<Keyed> &keys, uint64_t &dups, ErrMsg &m)
 {
 	for (size_t k = 0; k < n; k++) {
-		shmkv_iter it;
-		const void *key;
-		size_t key_len;
-		shmkv_value v;
-		int err;
-		uint64_t count = 0;
-		shmkv_iter_init_all(c.dbs[k + 1], &it);
-		while ((err = shmkv_iter_next(&it, &key, &key_len, &v)) == 0) {
-			ch.push_back(record_of(key, key_len, v, shmkv_iter_expires(&it)));
-			keys.push_back(Keyed{shmkv_key_hash(bid.seed, bid.hash_bits, key, key_len),
-					     (const uint8_t *)key, (uint32_t)key_len,
-					     (uint32_t)(ch.size() - 1)});
-			count++;
-		}
-		if (err != SHMKV_EEND)
+		uint64_t count;
+		if (int err = read_keyed(c.dbs[k + 1], bid.seed, bid.hash_bits, true, ch, keys, count))
 			return iter_error(deltas[k], count, err, m);
 	}
 	// key order, then chain order (ordinals ascend along the chain)
@@ -149,22 +161,10 @@ int merge_in_memory(shmkv_builder *b, const char *base, const char *const *delta
 	R.reserve(nb + changes.size());
 	std::vector<Keyed> bk;
 	bk.reserve(nb);
-	shmkv_iter it;
-	const void *key;
-	size_t key_len;
-	shmkv_value v;
-	int err;
-	shmkv_iter_init_all(db, &it);
 	b->progress("reading", 0, nb);
-	while ((err = shmkv_iter_next(&it, &key, &key_len, &v)) == 0) {
-		if (v.type == kTombType) // a plain image holds none (its open checked)
-			return iter_error(base, R.size(), SHMKV_ECORRUPT, m);
-		bk.push_back(Keyed{shmkv_key_hash(bid.seed, bid.hash_bits, key, key_len),
-				   (const uint8_t *)key, (uint32_t)key_len, (uint32_t)R.size()});
-		R.push_back(record_of(key, key_len, v, shmkv_iter_expires(&it)));
-	}
-	if (err != SHMKV_EEND)
-		return iter_error(base, R.size(), err, m);
+	uint64_t count; // a plain image holds no tombstone (its open checked)
+	if (int err = read_keyed(db, bid.seed, bid.hash_bits, false, R, bk, count))
+		return iter_error(base, count, err > 0 ? SHMKV_ECORRUPT : err, m);
 	b->progress("sorting keys", 0, nb);
 	sort_nearly_sorted(bk);
 
@@ -208,23 +208,12 @@ int image_keyed(shmkv_builder *b, const shmkv *db, size_t image, size_t n, Recor
 {
 	keys.clear();
 	keys.reserve(shmkv_header(db)->entry_count);
-	shmkv_iter it;
-	const void *key;
-	size_t key_len;
-	shmkv_value v;
-	int err;
-	uint64_t count = 0;
-	shmkv_iter_init_all(db, &it);
-	while ((err = shmkv_iter_next(&it, &key, &key_len, &v)) == 0) {
-		if (v.type == kTombType && !b->removes)
-			return b->fail(SHMKV_EINPUT, "image %zu of %zu: entry %" PRIu64 ": a tombstone: "
-				       "only a delta build takes removals", image, n, count + 1);
-		keys.push_back(Keyed{shmkv_key_hash(b->opt.seed, b->opt.hash_bits, key, key_len),
-				     (const uint8_t *)key, (uint32_t)key_len, (uint32_t)R.size()});
-		R.push_back(record_of(key, key_len, v, shmkv_iter_expires(&it)));
-		count++;
-	}
-	if (err != SHMKV_EEND)
+	uint64_t count;
+	int err = read_keyed(db, b->opt.seed, b->opt.hash_bits, b->removes, R, keys, count);
+	if (err > 0)
+		return b->fail(SHMKV_EINPUT, "image %zu of %zu: entry %" PRIu64 ": a tombstone: "
+			       "only a delta build takes removals", image, n, count + 1);
+	if (err)
 		return b->fail(err, "image %zu of %zu: entry %" PRIu64 ": %s", image, n, count + 1,
 			       shmkv_strerror(err));
 	sort_nearly_sorted(keys);
