@@ -1,6 +1,7 @@
 // fault_util.h - read faults asked of a loader: the control file of
 // fault_conf.h and a loader started with fault_shim.c preloaded (pread
 // engine). For fault_test and hugepage_test; meson sets SHMKV_FAULT_SHIM.
+// Bodies in fault_util.cc, in the loader_util library.
 #pragma once
 
 #include "loader_util.h"
@@ -11,26 +12,13 @@ namespace loader_test {
 class Fault {
 public:
 	explicit Fault(const Env &env) : conf_(env.base() + "/fault.conf") { clear(); }
-	void set(const std::string &mode, long long arg, const std::string &path)
-	{
-		std::string tmp = conf_ + ".tmp";
-		ASSERT_TRUE(shmkv_test::write_file(tmp, mode + " " + std::to_string(arg) + " " + path +
-								"\n"));
-		ASSERT_EQ(rename(tmp.c_str(), conf_.c_str()), 0);
-	}
+	void set(const std::string &mode, long long arg, const std::string &path);
 	void clear() { unlink(conf_.c_str()); }
 	// The next rename onto path (or, by descriptor, onto its last
 	// component: a builder's output, the state file) waits until clear()
 	// or another fault; held() once one does (fault_conf.h: holdrename).
-	void hold(const std::string &path)
-	{
-		unlink((conf_ + ".held").c_str());
-		set("holdrename", 300000000LL, path);
-	}
-	bool held() const
-	{
-		return wait_until([&] { return shmkv_test::file_exists(conf_ + ".held"); }, 60000, 5);
-	}
+	void hold(const std::string &path);
+	bool held() const;
 	const std::string &conf() const { return conf_; }
 
 private:
@@ -38,31 +26,6 @@ private:
 };
 
 // Starts ld with the shim preloaded (and told where its control file is).
-inline bool start_with_shim(Loader &ld, const Fault &f, std::string *skip)
-{
-	std::string shim = env_or_empty("SHMKV_FAULT_SHIM");
-	if (shim.empty()) {
-		*skip = "SHMKV_FAULT_SHIM is not set (meson sets it)";
-		return false;
-	}
-	if (!shmkv_test::emulator().empty()) {
-		*skip = "under " + shmkv_test::emulator() + " a native LD_PRELOAD does not apply";
-		return false;
-	}
-	std::string asan = env_or_empty("ASAN_OPTIONS");
-	setenv("LD_PRELOAD", shim.c_str(), 1);
-	setenv("SHMKV_FAULT_CONF", f.conf().c_str(), 1);
-	// a sanitizer build: the shim comes before the ASan runtime, which is fine here
-	setenv("ASAN_OPTIONS", (asan + (asan.empty() ? "" : ":") + "verify_asan_link_order=0").c_str(),
-	       1);
-	bool ok = ld.start();
-	unsetenv("LD_PRELOAD");
-	unsetenv("SHMKV_FAULT_CONF");
-	if (asan.empty())
-		unsetenv("ASAN_OPTIONS");
-	else
-		setenv("ASAN_OPTIONS", asan.c_str(), 1);
-	return ok;
-}
+bool start_with_shim(Loader &ld, const Fault &f, std::string *skip);
 
 } // namespace loader_test
