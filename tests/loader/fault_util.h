@@ -1,6 +1,7 @@
 // fault_util.h - read faults asked of a loader: the control file of
 // fault_conf.h and a loader started with fault_shim.c preloaded (pread
-// engine). For fault_test and hugepage_test; meson sets SHMKV_FAULT_SHIM.
+// engine). For fault_test, hugepage_test, writes_test and durable_test;
+// meson sets SHMKV_FAULT_SHIM.
 // Bodies in fault_util.cc, in the loader_util library.
 #pragma once
 

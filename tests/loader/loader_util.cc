@@ -232,14 +232,21 @@ int Loader::start_expect_exit(unsigned timeout_ms)
 	if (!spawn(&w))
 		return -1;
 	int st = 0;
-	bool exited = wait_until([&] { return waitpid(pid_, &st, WNOHANG) == pid_; },
+	if (!reaped(timeout_ms, &st))
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+bool Loader::reaped(unsigned timeout_ms, int *st)
+{
+	bool exited = wait_until([&] { return waitpid(pid_, st, WNOHANG) == pid_; },
 				 timeout_ms, 5);
 	if (!exited) {
 		kill9();
-		return -1;
+		return false;
 	}
 	pid_ = -1;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	return true;
 }
 
 bool Loader::alive()
@@ -271,13 +278,8 @@ int Loader::stop(unsigned timeout_ms)
 		return -1;
 	kill(pid_, SIGTERM);
 	int st = 0;
-	bool exited = wait_until([&] { return waitpid(pid_, &st, WNOHANG) == pid_; },
-				 timeout_ms, 5);
-	if (!exited) {
-		kill9();
+	if (!reaped(timeout_ms, &st))
 		return -1;
-	}
-	pid_ = -1;
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 

@@ -194,6 +194,9 @@ private:
 
 	bool spawn(std::string *why);
 	bool start_(std::string *why, unsigned timeout_ms);
+	// its exit within timeout_ms: true with *st (pid_ reaped), else
+	// kill -9 and false
+	bool reaped(unsigned timeout_ms, int *st);
 };
 
 // ---- images -------------------------------------------------------------------
