@@ -31,7 +31,7 @@ usage: $0 --build BUILDDIR [options]
 EOF
 }
 
-BUILD= KEYS=1000000 SECS=10 REPS=5 CONNS=64 BATCH=64 SCPU=0 CCPU=1 WORKDIR=/dev/shm
+BUILD= KEYS=1000000 SECS=10 WARM=5 REPS=5 CONNS=64 BATCH=64 SCPU=0 CCPU=1 WORKDIR=/dev/shm
 LOCK=/tmp/shmkv-bench.lock BCVER=v3.1.0
 BCDIR=${XDG_CACHE_HOME:-$HOME/.cache}/shmkv-bench/bigcache-$BCVER
 while [ $# -gt 0 ]; do
@@ -142,6 +142,7 @@ rm -f "$T/kv.img"
 "${PRIO[@]}" taskset -c "$SCPU" "$HTTPD" --root "$ROOT" --listen 127.0.0.1:0 --port-file "$T/http.port" \
 	--caches kv > "$T/http.log" 2>&1 &
 PIDS+=($!)
+SPID=$!
 wait_for "$T/http.log" 'listening on' "${PIDS[-1]}" "shmkv-http"
 SPORT=$(cat "$T/http.port")
 
@@ -152,6 +153,7 @@ BPORT=$(free_port)
 "${PRIO[@]}" taskset -c "$SCPU" "$BCDIR/server" -port "$BPORT" -lifetime 24h -maxInWindow "$KEYS" \
 	-max $(((KEYS * 64 >> 20) + 256)) -logfile /dev/null > "$T/bigcache.log" 2>&1 &
 PIDS+=($!)
+BPID=$!
 for _ in $(seq 600); do
 	curl -s -o /dev/null "http://127.0.0.1:$BPORT/api/v1/stats" && break
 	kill -0 "${PIDS[-1]}" 2>/dev/null || { cat "$T/bigcache.log" >&2; exit 1; }
@@ -180,14 +182,25 @@ for i in [0, n - 1] + [rnd.randrange(n) for _ in range(998)]:
 EOF
 
 # ---- timed runs --------------------------------------------------------------------------------
-# run_wrk NAME URL SCRIPT: one timed run of round $r; appends "NAME rps p50_us
+# run_wrk NAME URL SCRIPT SERVER_PID: one timed run of round $r; appends "NAME rps p50_us
 # p99_us timeouts round" to $T/runs.txt
 to_us() { # wrk's 1.23ms / 456.00us / 1.02s
 	awk -v v="$1" 'BEGIN { n = v + 0; if (v ~ /us$/) print n; else if (v ~ /ms$/) print n * 1000; else if (v ~ /s$/) print n * 1e6; else print n }'
 }
+# CPU seconds: a process's (PID), or this shell's waited-for children (so
+# wrk's, around one run)
+cpu_of() { awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) / hz}' "/proc/$1/stat"; }
+cpu_children() { # into $T/times by the shell itself (in a subshell, times counts its children)
+	times > "$T/times"
+	awk 'NR == 2 {gsub(/[ms]/, " "); print $1 * 60 + $2 + $3 * 60 + $4}' "$T/times"
+}
 run_wrk() {
-	local out=$T/wrk.txt
+	local out=$T/wrk.txt spid=$4 s0 c0 s1 c1
+	s0=$(cpu_of "$spid")
+	cpu_children > "$T/c0"
 	KEYS=$KEYS BATCH=$BATCH "${PRIO[@]}" taskset -c "$CCPU" wrk -t1 -c"$CONNS" -d"${SECS}s" --latency -s "$3" "$2" > "$out" 2>&1
+	cpu_children > "$T/c1"
+	s1=$(cpu_of "$spid") c0=$(cat "$T/c0") c1=$(cat "$T/c1")
 	# a wrong answer or a broken connection fails the run; wrk's timeouts
 	# (no answer within 2 s: a stalled server on a busy machine) are counted
 	local se
@@ -202,23 +215,33 @@ run_wrk() {
 	p50=$(to_us "$(awk '$1 == "50%" {print $2}' "$out")")
 	p99=$(to_us "$(awk '$1 == "99%" {print $2}' "$out")")
 	[ -n "$rps" ] || { cat "$out" >&2; echo "$1: no result from wrk" >&2; exit 1; }
+	local busy
+	busy=$(awk -v s="$s1" -v t="$s0" -v c="$c1" -v d="$c0" -v n="$SECS" \
+		'BEGIN {printf "server %.0f%%, wrk %.0f%% of a core", (s - t) * 100 / n, (c - d) * 100 / n}')
 	echo "$1 $rps $p50 $p99 ${tmo:-0} $r" >> "$T/runs.txt"
-	log "$1: $rps req/s, p50 $p50 us, p99 $p99 us, ${tmo:-0} timeouts ($(load_now))"
+	log "$1: $rps req/s, p50 $p50 us, p99 $p99 us, ${tmo:-0} timeouts; $busy ($(load_now))"
 }
 [ -z "$LOCK" ] || exec 9> "$LOCK"
-echo "- $(load_now) before the timed runs"
 SHMKV_GET=http://127.0.0.1:$SPORT/v1/caches/kv/keys/
 BC_GET=http://127.0.0.1:$BPORT/api/v1/cache/
+# One untimed pass of each server first: the first requests after a start
+# fault in the pages they touch (shmkv-http's mapping of the image, Go's
+# heap), which is not what a serving host pays.
+log "warming both servers (${WARM}s each, untimed)"
+for url in "$SHMKV_GET" "$BC_GET"; do
+	KEYS=$KEYS taskset -c "$CCPU" wrk -t1 -c"$CONNS" -d"${WARM}s" -s "$HERE/get.lua" "$url" > /dev/null 2>&1
+done
+echo "- $(load_now) before the timed runs"
 for r in $(seq "$REPS"); do
 	lock_round
 	if [ $((r % 2)) = 1 ]; then
-		run_wrk shmkv "$SHMKV_GET" "$HERE/get.lua"
-		run_wrk bigcache "$BC_GET" "$HERE/get.lua"
+		run_wrk shmkv "$SHMKV_GET" "$HERE/get.lua" "$SPID"
+		run_wrk bigcache "$BC_GET" "$HERE/get.lua" "$BPID"
 	else
-		run_wrk bigcache "$BC_GET" "$HERE/get.lua"
-		run_wrk shmkv "$SHMKV_GET" "$HERE/get.lua"
+		run_wrk bigcache "$BC_GET" "$HERE/get.lua" "$BPID"
+		run_wrk shmkv "$SHMKV_GET" "$HERE/get.lua" "$SPID"
 	fi
-	run_wrk batch "http://127.0.0.1:$SPORT/v1/caches/kv/get" "$HERE/batch.lua"
+	run_wrk batch "http://127.0.0.1:$SPORT/v1/caches/kv/get" "$HERE/batch.lua" "$SPID"
 	unlock_round
 done
 echo "- $(load_now) after"
