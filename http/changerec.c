@@ -13,6 +13,17 @@
 #include "keyenc.h"
 #include "loaderreply.h"
 
+/* Printable ASCII, as every type name and time is: a header value of other
+ * bytes is refused here, not passed on cut at a NUL or with U+FFFD in
+ * place of its bytes (the JSON writer's way with what is not UTF-8). */
+static int ascii(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (s[i] < 0x20 || s[i] > 0x7e)
+			return 0;
+	return 1;
+}
+
 /* The value of a PUT into w: the body as the type of x-shmkv-type (default
  * string) says; NULL, or why it is refused. */
 static const char *put_value(struct json *w, const struct changerec_put *p)
@@ -21,7 +32,7 @@ static const char *put_value(struct json *w, const struct changerec_put *p)
 	size_t len = p->body ? p->len : 0;
 	char type[16] = "string";
 	if (p->type) {
-		if (p->type_len >= sizeof type)
+		if (p->type_len >= sizeof type || !ascii(p->type, p->type_len))
 			return "x-shmkv-type: not a type (string, bytes, i64, bool, f64, f32list, f64list, "
 			       "i64list, strlist)";
 		snprintf(type, sizeof type, "%.*s", (int)p->type_len, p->type);
@@ -44,7 +55,7 @@ static const char *put_value(struct json *w, const struct changerec_put *p)
 	json_str(w, "type", type); /* an unknown type: the loader says so */
 	if (p->expires) {
 		char t[64], *end;
-		if (p->expires_len >= sizeof t)
+		if (p->expires_len >= sizeof t || !ascii(p->expires, p->expires_len))
 			return "x-shmkv-expires: a Unix time or an RFC 3339 time";
 		snprintf(t, sizeof t, "%.*s", (int)p->expires_len, p->expires);
 		errno = 0;

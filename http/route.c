@@ -12,7 +12,10 @@ enum route_shape route_shape(const char *p, size_t n, char name[SHMKV_CACHE_NAME
 		return ROUTE_EXACT;
 	const char *nm = p + pl;
 	const char *slash = memchr(nm, '/', n - pl);
-	if (!slash || (size_t)(slash - nm) > SHMKV_CACHE_NAME_MAX || slash == nm)
+	/* a NUL would end the name early: the handlers would serve and
+	 * authorize the cache of its first bytes */
+	if (!slash || (size_t)(slash - nm) > SHMKV_CACHE_NAME_MAX || slash == nm ||
+	    memchr(nm, 0, (size_t)(slash - nm)))
 		return ROUTE_EXACT;
 	memcpy(name, nm, (size_t)(slash - nm)); /* no snprintf: this is every request's path */
 	name[slash - nm] = 0;

@@ -15,8 +15,8 @@ enum route_shape {
 };
 
 /* The shape of path p[0..n) (no query): ROUTE_CACHE_KEY or ROUTE_CACHE_GET
- * with name (NAME's raw bytes, 1..SHMKV_CACHE_NAME_MAX, NUL-terminated; not
- * checked here: the handlers do) and, for a key, *key and *key_len (the raw,
+ * with name (NAME's raw bytes, 1..SHMKV_CACHE_NAME_MAX, none a NUL,
+ * NUL-terminated; not checked as a name here: the handlers do) and, for a key, *key and *key_len (the raw,
  * percent-encoded text inside p); else ROUTE_EXACT. */
 enum route_shape route_shape(const char *p, size_t n, char name[SHMKV_CACHE_NAME_MAX + 1],
 			     const char **key, size_t *key_len);
