@@ -58,9 +58,10 @@ static const char *put_value(struct json *w, const struct changerec_put *p)
 		if (p->expires_len >= sizeof t || !ascii(p->expires, p->expires_len))
 			return "x-shmkv-expires: a Unix time or an RFC 3339 time";
 		snprintf(t, sizeof t, "%.*s", (int)p->expires_len, p->expires);
+		/* a Unix time is digits alone: strtoll would also take " 12", "+12" */
 		errno = 0;
 		long long n = strtoll(t, &end, 10);
-		if (t[0] && !*end && !errno)
+		if (t[0] >= '0' && t[0] <= '9' && !*end && !errno)
 			json_i64(w, "expires", n);
 		else
 			json_str(w, "expires", t); /* RFC 3339: the builder checks it */

@@ -209,6 +209,9 @@ TEST_F(AuthTest, PutAndDelete)
 		     "bad_value");
 	expect_error(send(p, "PUT", k + "x", bearer(kWriter) + "x-shmkv-expires: 2030-01-01T00:00:00Z\xff\r\n", "v"),
 		     400, "bad_value");
+	// a Unix time is digits alone (strtoll took "+4102444800" for one)
+	expect_error(send(p, "PUT", k + "x", bearer(kWriter) + "x-shmkv-expires: +4102444800\r\n", "v"), 400,
+		     "change_refused");
 	expect_error(send(p, "PUT", k + "x", bearer(kWriter), std::string(9000, 'v')), 413, "change_too_large");
 	expect_error(get(p, k + "x", bearer(kReader)), 404, "SHMKV_ENOTFOUND");
 	expect_error(send(p, "PUT", "/v1/caches/c/keys/%zz", bearer(kWriter), "v"), 400, "bad_key");
