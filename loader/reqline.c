@@ -46,8 +46,14 @@ void req_verb_list(char *out, size_t len, int who, const char *last_sep)
 int req_parse(char *line, size_t len, int priv, unsigned euid, long peer_uid, struct req *r,
 	      char *msg, size_t msg_len)
 {
-	(void)len;
 	memset(r, 0, sizeof *r);
+	/* the words are C strings from here on: a NUL would cut one short, and
+	 * the request run would not be the one sent (drop<TAB>c<NUL>x, three
+	 * bytes of name, dropped cache c) */
+	const char *nul = memchr(line, 0, len);
+	if (nul)
+		return diag_fail(-EINVAL, msg, msg_len, "a request holds a NUL byte (at byte %zu)",
+				 (size_t)(nul - line));
 	for (char *p = line;;) {
 		if (r->n == REQ_MAX_WORDS)
 			return diag_fail(-EINVAL, msg, msg_len, "too many words");

@@ -72,7 +72,7 @@ struct req {
 
 /* Cuts line[0..len) (line[len] is 0) into words at its TABs, in place, and
  * checks them against the verbs: 0 with *r; or the refusal with its reason
- * in msg: -EINVAL (bad_request: more than REQ_MAX_WORDS words,
+ * in msg: -EINVAL (bad_request: a NUL byte, more than REQ_MAX_WORDS words,
  * an unknown verb, a wrong word count) or -EPERM (not_permitted: a REQ_PRIV
  * verb from a peer that is not priv; euid and peer_uid name both in msg). */
 int req_parse(char *line, size_t len, int priv, unsigned euid, long peer_uid, struct req *r,

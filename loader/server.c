@@ -751,8 +751,8 @@ static void process(struct loader *L, struct client *c, int budget)
 		line[len] = 0;
 		memmove(c->in, c->in + used, c->in_len - used);
 		c->in_len -= used;
-		if (!line[0])
-			continue;
+		if (!len)
+			continue; /* a blank line; one that starts with a NUL is refused */
 		/* kept whole: request() cuts its words in place */
 		char copy[REQ_LINE_MAX + 1];
 		memcpy(copy, line, len + 1);

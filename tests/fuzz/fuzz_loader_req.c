@@ -39,7 +39,7 @@ static size_t piece(uint32_t *seed)
 /* line[0..len) against the rules: words are the bytes between TABs; a
  * request is refused, with a message, when it has more than DOC_MAX_WORDS
  * words, an unknown verb, a wrong number of words, or a verb for root and
- * the loader's uid from another peer. */
+ * the loader's uid from another peer, or a NUL byte. */
 static void check_request(const char *line, size_t len, int priv)
 {
 	char *l = malloc(len + 1); /* the line as process() hands it on */
@@ -63,7 +63,10 @@ static void check_request(const char *line, size_t len, int priv)
 	for (size_t i = 0; i < req_nverbs && !verb; i++)
 		if (strlen(req_verbs[i].name) == wl[0] && !memcmp(req_verbs[i].name, w[0], wl[0]))
 			verb = &req_verbs[i];
-	int want = k > DOC_MAX_WORDS || !verb || k - 1 < verb->min || k - 1 > verb->max ? -EINVAL
+	/* a NUL byte anywhere: refused (a word would be cut short at it) */
+	int want = memchr(line, 0, len) || k > DOC_MAX_WORDS || !verb || k - 1 < verb->min ||
+			   k - 1 > verb->max
+		? -EINVAL
 		: verb->who == REQ_PRIV && !priv ? -EPERM : 0;
 
 	struct req r;
