@@ -3,7 +3,8 @@
  * base_sum, base_size, origin_sum, origin_size, chain_last, chain_seq,
  * u64 0, u64 XXH3 of the 72 bytes before; then records: u32 magic "WREC",
  * u32 flags (WAL_APPLIED), u64 seq, u64 len, len bytes, zero padding to 8,
- * u64 XXH3 (seeded with seq ^ len ^ flags << 56) of the len bytes. */
+ * u64 XXH3 (seeded with seq ^ len ^ flags << 56) of the len bytes; each
+ * record's seq above the one before. */
 #include "walfmt.h"
 
 #include <errno.h>
@@ -117,6 +118,13 @@ int walfmt_parse(const void *buf, size_t size, struct wal_head *h, struct wal_re
 		if (get64(p + at + WAL_REC_HEAD + len + pad) != rec_sum(seq, flags, data, len) ||
 		    (flags & ~WAL_APPLIED)) {
 			*torn = "a record whose checksum does not match";
+			break;
+		}
+		/* the writer numbers records in order (wal.h: wal_append), and the
+		 * replay skips those an overlay holds by their seq (overlay.c:
+		 * recover_one): one out of order would be replayed over a later one */
+		if (*n && seq <= (*recs)[*n - 1].seq) {
+			*torn = "a record out of order (its seq not above the one before)";
 			break;
 		}
 		if (*n == cap) {

@@ -46,7 +46,8 @@ size_t walfmt_rec_tail(unsigned char out[WAL_REC_TAIL], uint64_t seq, uint32_t f
 
 /* Reads a log's bytes p[0..size): 0 with *h and the records *recs[0..*n)
  * (malloc'd, pointing into p), *end where the whole records end: size, or
- * with *torn why the bytes from *end on are no record (cut short, damaged;
+ * with *torn why the bytes from *end on are no record (cut short, damaged,
+ * out of order;
  * the log ends at the last whole record before them). SHMKV_ECORRUPT (the
  * head damaged or of another version) or -ENOMEM, with why. */
 int walfmt_parse(const void *p, size_t size, struct wal_head *h, struct wal_rec **recs,
