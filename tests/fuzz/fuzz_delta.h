@@ -17,7 +17,8 @@
  * by the builder (shmkv_build_apply, as `shmctl image apply`; and
  * shmkv_build_compact, the loader's): the output must open with
  * SHMKV_OPEN_DEEP and hold exactly the records the view through the delta
- * holds. */
+ * holds; and merged over the lower as the loader merges overlays
+ * (shmkv_builder_add_images): the view of it as the top over the lower. */
 #ifndef SHMKV_FUZZ_DELTA_H
 #define SHMKV_FUZZ_DELTA_H
 
@@ -431,6 +432,41 @@ static void fd_merge(int w, const shmkv *view, int applies)
 	shmkv_close(o);
 }
 
+/* The loader's merge of two overlays (loader/overlay.c: build_merged): a
+ * delta of the base holding the fuzzed delta d's records, then the lower's
+ * whose key d does not hold (shmkv_builder_add_images, the first image's
+ * record of a key winning). Read through, it must be the view of d as the
+ * top over the lower (FORMAT.md §19.6). */
+static void fd_overlay(int w, const shmkv *d, const shmkv *view)
+{
+	shmkv_build_options o;
+	shmkv_builder *b;
+	if (shmkv_build_options_init(&o) != 0)
+		abort();
+	o.on_duplicate = SHMKV_DUP_FIRST;
+	if (shmkv_builder_new(&o, &b) != 0)
+		abort();
+	shmkv_builder_set_threads(b, 1); /* as the loader: small, its own thread */
+	const shmkv *dbs[2] = {d, &fd.lower[w].db};
+	int err = shmkv_builder_set_delta_of(b, &fd.base[w].db, "base");
+	FUZZ_CHECK(err == 0, "set_delta_of: %s", shmkv_builder_error(b));
+	err = shmkv_builder_add_images(b, dbs, 2);
+	if (!err)
+		err = shmkv_builder_finish(b, fd.out3, NULL);
+	/* the reader verified d: the builder takes it whole */
+	FUZZ_CHECK(err == 0, "merging overlays: %d (%s)", err, shmkv_builder_error(b));
+	shmkv_builder_free(b);
+	shmkv *m;
+	char why[512];
+	err = shmkv_open_file_diag(fd.out3, SHMKV_OPEN_DEEP, &m, why, sizeof why);
+	FUZZ_CHECK(err == 0, "merged overlay refused: %s", why);
+	shmkv through = fd.base[w].db;
+	err = shmkv_delta_set(&through, m, why, sizeof why);
+	FUZZ_CHECK(err == 0, "merged overlay does not apply: %s", why);
+	fd_same_records(view, &through, "overlay merge");
+	shmkv_close(m);
+}
+
 /* One run over the bytes b[0, size) as they are now. */
 static void fd_run(uint8_t *b, size_t size, unsigned flags)
 {
@@ -483,6 +519,10 @@ static void fd_run(uint8_t *b, size_t size, unsigned flags)
 		if (fdw < 0 || write(fdw, b, size) != (ssize_t)size || close(fdw) != 0)
 			abort();
 		fd_merge(w, &view[0], applies);
+		if (applies) {
+			shmkv_delta_set2(&view[1], lower, &d, NULL, 0);
+			fd_overlay(w, &d, &view[1]);
+		}
 	}
 	for (int i = 0; i < FD_VIEWS; i++)
 		shmkv_delta_set2(&view[i], NULL, NULL, NULL, 0);
