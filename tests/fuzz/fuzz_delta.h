@@ -373,6 +373,21 @@ static void fd_read_view(const shmkv *view, const shmkv *top, const shmkv *lower
 	(void)keep;
 }
 
+/* The delta the builder wrote to fd.out3 opens with SHMKV_OPEN_DEEP, and
+ * base w read through it holds the records of view. */
+static void fd_same_through(int w, const shmkv *view, const char *what)
+{
+	shmkv *m;
+	char why[512];
+	int err = shmkv_open_file_diag(fd.out3, SHMKV_OPEN_DEEP, &m, why, sizeof why);
+	FUZZ_CHECK(err == 0, "%s: the delta written is refused: %s", what, why);
+	shmkv through = fd.base[w].db;
+	err = shmkv_delta_set(&through, m, why, sizeof why);
+	FUZZ_CHECK(err == 0, "%s: the delta written does not apply: %s", what, why);
+	fd_same_records(view, &through, what);
+	shmkv_close(m);
+}
+
 /* The builder's merge of the base and the fuzzed delta (at fd.in), one
  * that passes the reader's shmkv_verify (the builder verifies its inputs
  * with it and refuses the others): an error (the delta does not apply)
@@ -423,13 +438,7 @@ static void fd_merge(int w, const shmkv *view, int applies)
 	err = shmkv_build_apply(fd.out3, fd.base[w].path, deltas, 1, 1, &jo, NULL, why,
 				sizeof why);
 	FUZZ_CHECK(err == 0, "apply --delta refused what apply merged: %s", why);
-	err = shmkv_open_file_diag(fd.out3, SHMKV_OPEN_DEEP, &o, why, sizeof why);
-	FUZZ_CHECK(err == 0, "merged delta refused: %s", why);
-	shmkv through = fd.base[w].db;
-	err = shmkv_delta_set(&through, o, why, sizeof why);
-	FUZZ_CHECK(err == 0, "merged delta does not apply: %s", why);
-	fd_same_records(view, &through, "apply --delta");
-	shmkv_close(o);
+	fd_same_through(w, view, "apply --delta");
 }
 
 /* The loader's merge of two overlays (loader/overlay.c: build_merged): a
@@ -456,15 +465,7 @@ static void fd_overlay(int w, const shmkv *d, const shmkv *view)
 	/* the reader verified d: the builder takes it whole */
 	FUZZ_CHECK(err == 0, "merging overlays: %d (%s)", err, shmkv_builder_error(b));
 	shmkv_builder_free(b);
-	shmkv *m;
-	char why[512];
-	err = shmkv_open_file_diag(fd.out3, SHMKV_OPEN_DEEP, &m, why, sizeof why);
-	FUZZ_CHECK(err == 0, "merged overlay refused: %s", why);
-	shmkv through = fd.base[w].db;
-	err = shmkv_delta_set(&through, m, why, sizeof why);
-	FUZZ_CHECK(err == 0, "merged overlay does not apply: %s", why);
-	fd_same_records(view, &through, "overlay merge");
-	shmkv_close(m);
+	fd_same_through(w, view, "overlay merge");
 }
 
 /* One run over the bytes b[0, size) as they are now. */
@@ -497,6 +498,8 @@ static void fd_run(uint8_t *b, size_t size, unsigned flags)
 		err = shmkv_delta_set2(&view[1], &d, lower, why, sizeof why);
 		FUZZ_CHECK(err == SHMKV_EBASE && why[0], "delta_set2 (lower): %d", err);
 	}
+	err = shmkv_delta_set2(&view[1], NULL, &d, why, sizeof why);
+	FUZZ_CHECK(err == -EINVAL && why[0], "a top without a lower: %d", err);
 	if (shmkv_is_delta(&d)) {
 		/* a delta is never read through another */
 		shmkv dd = d;

@@ -92,6 +92,18 @@ static inline int fuzz_delta_add_expiring(shmkv_builder *b, int from, int to, in
 	return r;
 }
 
+/* b written to path unless r (the adds' errors) says otherwise; b freed.
+ * 0, or the builder's error (said on stderr). */
+static inline int fuzz_delta_finish(shmkv_builder *b, int r, const char *path)
+{
+	if (!r)
+		r = shmkv_builder_finish(b, path, NULL);
+	if (r)
+		fprintf(stderr, "fuzz_delta: %s: %s\n", path, shmkv_builder_error(b));
+	shmkv_builder_free(b);
+	return r;
+}
+
 /* The base `which` at path. 0, or the builder's error. */
 static inline int fuzz_delta_build_base(const char *path, int which)
 {
@@ -102,12 +114,7 @@ static inline int fuzz_delta_build_base(const char *path, int which)
 	for (int i = 0; i < (which ? 3 : 5); i++)
 		r |= fuzz_delta_add_types(b, i, 0);
 	r |= fuzz_delta_add_expiring(b, 0, which ? 6 : 12, 0);
-	if (!r)
-		r = shmkv_builder_finish(b, path, NULL);
-	if (r)
-		fprintf(stderr, "fuzz_delta_build_base: %s\n", shmkv_builder_error(b));
-	shmkv_builder_free(b);
-	return r;
+	return fuzz_delta_finish(b, r, path);
 }
 
 /* The lower delta of base `which` (at base_path), at path: an upsert of a
@@ -128,12 +135,7 @@ static inline int fuzz_delta_build_lower(const char *path, const char *base_path
 	r |= shmkv_builder_add_i64(b, "k:5", 3, 5);
 	r |= shmkv_builder_set_expires(b, FUZZ_DELTA_FAR);
 	r |= shmkv_builder_add_bool(b, "bool:1", 6, 1);
-	if (!r)
-		r = shmkv_builder_finish(b, path, NULL);
-	if (r)
-		fprintf(stderr, "fuzz_delta_build_lower: %s\n", shmkv_builder_error(b));
-	shmkv_builder_free(b);
-	return r;
+	return fuzz_delta_finish(b, r, path);
 }
 
 #endif /* SHMKV_FUZZ_DELTA_BASE_H */
