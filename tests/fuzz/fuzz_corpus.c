@@ -2,7 +2,7 @@
  *   fuzz_corpus OUTDIR [STAMP]
  * makes OUTDIR/image (real images from the builder: every type, shared
  * values, OUT records, expiring records, forced hash collisions, an empty
- * image; also the seeds of image_fixsum), OUTDIR/jsonl, OUTDIR/tsv (input
+ * image, deltas read alone; also the seeds of image_fixsum), OUTDIR/jsonl, OUTDIR/tsv (input
  * texts), OUTDIR/ctl (control segments that point at fuzz_ctl's own
  * image, "@/seg.shmkv") and OUTDIR/delta (deltas of fuzz_delta's bases,
  * fuzz_delta_base.h; OUTDIR/delta_fixsum names the same directory). */
@@ -90,13 +90,13 @@ static void add_all_types(shmkv_builder *b, int i)
 		die(shmkv_builder_error(b));
 }
 
-/* A delta of base `which` (at base) to OUTDIR/delta/NAME.shmkv, after
- * the delta at `after` when not NULL; the records added by add(b, which). */
-static void delta_seed(const char *name, int which, const char *base, const char *after,
-		       int (*add)(shmkv_builder *, int))
+/* A delta of base `which` (at base) to OUTDIR/DIR/NAME.shmkv, after the
+ * delta at `after` when not NULL; the records added by add(b, which). */
+static void delta_seed(const char *dir, const char *name, int which, const char *base,
+		       const char *after, int (*add)(shmkv_builder *, int))
 {
 	char path[4096];
-	snprintf(path, sizeof path, "%s/delta/%s-%c.shmkv", out, name, which ? 'c' : 'a');
+	snprintf(path, sizeof path, "%s/%s/%s-%c.shmkv", out, dir, name, which ? 'c' : 'a');
 	shmkv_builder *b = fuzz_delta_builder(which);
 	if (!b || shmkv_builder_set_delta(b, base, after) != 0 || add(b, which) != 0 ||
 	    shmkv_builder_finish(b, path, NULL) != 0)
@@ -183,13 +183,15 @@ static void deltas(void)
 		snprintf(p, sizeof p, "%s/delta/lower-%c.shmkv", out, w ? 'c' : 'a');
 		if (fuzz_delta_build_lower(p, base, w) != 0)
 			die("lower delta");
-		delta_seed("upserts", w, base, NULL, add_upserts);
-		delta_seed("tombstones", w, base, NULL, add_tombstones);
-		delta_seed("expiring", w, base, NULL, add_expiring);
-		delta_seed("mixed", w, base, NULL, add_mixed);
-		delta_seed("empty", w, base, NULL, add_none);
+		delta_seed("delta", "upserts", w, base, NULL, add_upserts);
+		delta_seed("delta", "tombstones", w, base, NULL, add_tombstones);
+		delta_seed("delta", "expiring", w, base, NULL, add_expiring);
+		delta_seed("delta", "mixed", w, base, NULL, add_mixed);
+		delta_seed("delta", "empty", w, base, NULL, add_none);
+		/* a delta read alone, by fuzz_image */
+		delta_seed("image", "delta-mixed", w, base, NULL, add_mixed);
 		snprintf(p, sizeof p, "%s/delta/mixed-%c.shmkv", out, w ? 'c' : 'a');
-		delta_seed("chain-2", w, base, p, add_one);
+		delta_seed("delta", "chain-2", w, base, p, add_one);
 		/* diff: the base against an image with records changed,
 		 * dropped and added */
 		shmkv_builder *b = fuzz_delta_builder(w);
