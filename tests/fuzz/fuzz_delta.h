@@ -358,6 +358,7 @@ static void fd_read_view(const shmkv *view, const shmkv *top, const shmkv *lower
 	if (verified && n != -2)
 		FUZZ_CHECK(n >= (long)live, "whole delta: all-records iteration %ld, %llu live", n,
 			   (unsigned long long)live);
+	uint64_t found_all = 0;
 	for (long i = 0; i < n; i++) {
 		uint32_t exp = 0;
 		err = shmkv_get_expires(view, all[i].key, all[i].key_len, &exp);
@@ -367,6 +368,20 @@ static void fd_read_view(const shmkv *view, const shmkv *top, const shmkv *lower
 				   exp, all[i].expires);
 			FUZZ_CHECK(!i || fd_rec_cmp(&all[i - 1], &all[i]) != 0,
 				   "whole delta: a key twice in the view");
+			found_all += shmkv_get(view, all[i].key, all[i].key_len, &v) == 0;
+		}
+	}
+	/* the live iteration is exactly what get finds: each record found
+	 * is the view's, and none is left out */
+	if (verified && n >= 0) {
+		FUZZ_CHECK(found_all == live, "whole delta: %llu live entries, get finds %llu "
+			   "records", (unsigned long long)live, (unsigned long long)found_all);
+		for (size_t i = 0; i < nk; i++) {
+			fd_rec key = {(const uint8_t *)keys[i].data, keys[i].len, NULL, 0, 0, 0};
+			if (shmkv_get_expires(view, keys[i].data, keys[i].len, NULL) == 0)
+				FUZZ_CHECK(bsearch(&key, all, (size_t)n, sizeof *all, fd_rec_cmp),
+					   "whole delta: key %zu has a record, which the all-records "
+					   "iteration leaves out", i);
 		}
 	}
 	volatile unsigned keep = sink;
