@@ -963,7 +963,7 @@ TEST_F(CompactOff, OneAtATime)
 }
 
 // A compaction is seen before it starts, while it runs and after (status,
-// metrics): w's requested while the worker is held in
+// metrics, `shmctl cache status`): w's requested while the worker is held in
 // the state save of a change to v (queued behind the worker's jobs), then
 // running (its merge held); v's, queued by its bound meanwhile, behind w's;
 // then the last of each, w's figures those of its reply.
@@ -1012,6 +1012,8 @@ TEST_F(CompactOff, QueuedThenRunningThenLastAreSeen)
 	EXPECT_TRUE(has(m, "shmkv_cache_compaction_queued_timestamp_seconds{cache=\"w\"} ")) << m;
 	EXPECT_FALSE(has(m, "shmkv_cache_compaction_queued_timestamp_seconds{cache=\"v\"}")) << m;
 	EXPECT_TRUE(has(m, "shmkv_cache_compacting{cache=\"w\"} 0")) << m;
+	CmdRun r = shmctl(env, {"cache", "status", "w"});
+	EXPECT_TRUE(has(r.out, "(requested, behind the loader's jobs)")) << r.out;
 
 	// running: the worker let go, w's merge held
 	hold(".w.compact.tmp");
@@ -1049,6 +1051,10 @@ TEST_F(CompactOff, QueuedThenRunningThenLastAreSeen)
 	EXPECT_TRUE(has(m, "shmkv_cache_compaction_queued{cache=\"w\",by=\"request\"} 0")) << m;
 	EXPECT_TRUE(has(m, "shmkv_cache_compacting{cache=\"w\"} 1")) << m;
 	EXPECT_FALSE(has(m, "shmkv_cache_compaction_duration_seconds{cache=\"w\"}")) << m;
+	r = shmctl(env, {"cache", "status", "v"});
+	EXPECT_TRUE(has(r.out, "(the bound, behind the compaction of w)")) << r.out;
+	r = shmctl(env, {"cache", "status", "w"});
+	EXPECT_TRUE(has(r.out, "running for")) << r.out;
 
 	// last: w published (then v runs and publishes)
 	release();
@@ -1075,6 +1081,9 @@ TEST_F(CompactOff, QueuedThenRunningThenLastAreSeen)
 	m = metrics();
 	EXPECT_TRUE(has(m, "shmkv_cache_compaction_duration_seconds{cache=\"w\"} ")) << m;
 	EXPECT_TRUE(has(m, "shmkv_cache_compaction_queued{cache=\"v\",by=\"bound\"} 0")) << m;
+	r = shmctl(env, {"cache", "status", "w"});
+	EXPECT_TRUE(has(r.out, "1 since start, the last")) << r.out;
+	EXPECT_TRUE(has(r.out, "(1 keys merged")) << r.out;
 	EXPECT_EQ(check_now(), "");
 }
 
