@@ -142,12 +142,18 @@ static void f_folds(FILE *f, const char *m, const struct cache_snap *s, const un
 	fprintf(f, "%s" LBL " %llu\n", m, s->c.name, (unsigned long long)s->c.folds);
 }
 
+/* The duration of the last fold or compaction: absent before one (when 0) */
+static void last_seconds(FILE *f, const char *m, const char *name, uint64_t when, uint64_t ms)
+{
+	if (when)
+		fprintf(f, "%s" LBL " %.3f\n", m, name, (double)ms / 1000.0);
+}
+
 static void f_fold_seconds(FILE *f, const char *m, const struct cache_snap *s,
 			   const unsigned rd[2])
 {
 	(void)rd;
-	if (s->c.fold_unix)
-		fprintf(f, "%s" LBL " %.3f\n", m, s->c.name, (double)s->c.fold_ms / 1000.0);
+	last_seconds(f, m, s->c.name, s->c.fold_unix, s->c.fold_ms);
 }
 
 /* Compactions (compact.c) since the loader started */
@@ -197,8 +203,7 @@ static void f_compact_seconds(FILE *f, const char *m, const struct cache_snap *s
 			      const unsigned rd[2])
 {
 	(void)rd;
-	if (s->c.compact_unix)
-		fprintf(f, "%s" LBL " %.3f\n", m, s->c.name, (double)s->c.compact_ms / 1000.0);
+	last_seconds(f, m, s->c.name, s->c.compact_unix, s->c.compact_ms);
 }
 
 /* Expiry (expiry.h), at the time status_take() ran: absent while unknown */

@@ -47,9 +47,8 @@ void status_take(struct loader *L, const struct cache *c, struct cache_snap *s)
 	s->c.compact_by_request = c->compact_by_request;
 	s->c.compact_records = c->compact_records;
 	s->c.compact_catch_up = c->compact_catch_up;
-	/* the queue with the rest: a compaction taken from it is running
-	 * before this lock is let go (compact.c:start()), save the moment
-	 * compact.h's compact_waiting() names */
+	/* the compactions waiting in the queue (compact.h: compact_waiting(),
+	 * and the moment a starting one is in neither) */
 	compact_waiting(L, c->name, &s->wait);
 	s->c.conf.compact_entries = c->conf.compact_entries;
 	s->c.conf.compact_ratio = c->conf.compact_ratio;
