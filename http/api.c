@@ -17,6 +17,7 @@
 #include "json.h"
 #include "keyenc.h"
 #include "reply.h"
+#include "route.h"
 #include "value.h"
 
 /* The path's parts: /v1/caches/NAME/REST... (raw, still percent-encoded). */
@@ -70,15 +71,6 @@ static int wants_json(h2o_req_t *req)
 	return h2o_strstr(v.base, v.len, H2O_STRLIT("application/json")) != SIZE_MAX;
 }
 
-/* A key's answer as JSON: the key itself when UTF-8, else key_base64. */
-static void key_json(struct json *w, const char *key, size_t len)
-{
-	if (shmkv_utf8_valid((const uint8_t *)key, len))
-		json_str_n(w, "key", key, len);
-	else
-		json_base64(w, "key_base64", key, len);
-}
-
 static const char *raw_type(unsigned type)
 {
 	switch (type) {
@@ -130,32 +122,13 @@ static void tags_of(struct http_cache *c)
 	c->tags_gen = gen, c->tags_sum = sum, c->tags_made = 1;
 }
 
-/* If-None-Match holds tag (or *): a list of entity tags, weak ones compared
- * weakly (RFC 9110 §13.1.2). */
+/* If-None-Match holds tag (or *), in any of its values. */
 static int not_modified(h2o_req_t *req, const char *tag)
 {
-	size_t tl = strlen(tag);
 	for (ssize_t i = -1; (i = h2o_find_header(&req->headers, H2O_TOKEN_IF_NONE_MATCH, i)) >= 0;) {
 		h2o_iovec_t v = req->headers.entries[i].value;
-		size_t p = 0;
-		while (p < v.len) {
-			while (p < v.len && (v.base[p] == ' ' || v.base[p] == ','))
-				p++;
-			size_t s = p;
-			while (p < v.len && v.base[p] != ',')
-				p++;
-			size_t e = p;
-			while (e > s && v.base[e - 1] == ' ')
-				e--;
-			const char *t = v.base + s;
-			size_t n = e - s;
-			if (n == 1 && t[0] == '*')
-				return 1;
-			if (n > 2 && t[0] == 'W' && t[1] == '/')
-				t += 2, n -= 2;
-			if (n == tl && !memcmp(t, tag, tl))
-				return 1;
-		}
+		if (route_etag_listed(v.base, v.len, tag))
+			return 1;
 	}
 	return 0;
 }
@@ -254,7 +227,7 @@ static void get_key(struct http_app *app, h2o_req_t *req, struct route_args *a)
 	struct json w;
 	json_init(&w);
 	json_str(&w, "cache", c->name);
-	key_json(&w, key, (size_t)kl);
+	keyenc_json(&w, key, (size_t)kl);
 	json_u64(&w, "generation", shmkv_generation(c->db));
 	json_str(&w, "type", shmkv_type_name(v.type));
 	json_name(&w, "value");
@@ -431,53 +404,23 @@ static void readyz(struct http_app *app, h2o_req_t *req, struct route_args *a)
 	reply_send(app, NULL, req, 200, "application/json", ok, sizeof ok - 1);
 }
 
-enum shape { EXACT, CACHE_KEY, CACHE_GET };
-
 struct route {
 	const char *method;
-	enum shape shape;
-	const char *path; /* EXACT: the path */
+	enum route_shape shape;
+	const char *path; /* ROUTE_EXACT: the path */
 	void (*fn)(struct http_app *, h2o_req_t *, struct route_args *);
 };
 
 static const struct route routes[] = {
-	{"GET", EXACT, "/v1/caches", list_caches},
-	{"GET", CACHE_KEY, NULL, get_key},
-	{"PUT", CACHE_KEY, NULL, put_key},
-	{"DELETE", CACHE_KEY, NULL, delete_key},
-	{"POST", CACHE_GET, NULL, post_batch},
-	{"GET", EXACT, "/metrics", metrics},
-	{"GET", EXACT, "/healthz", healthz},
-	{"GET", EXACT, "/readyz", readyz},
+	{"GET", ROUTE_EXACT, "/v1/caches", list_caches},
+	{"GET", ROUTE_CACHE_KEY, NULL, get_key},
+	{"PUT", ROUTE_CACHE_KEY, NULL, put_key},
+	{"DELETE", ROUTE_CACHE_KEY, NULL, delete_key},
+	{"POST", ROUTE_CACHE_GET, NULL, post_batch},
+	{"GET", ROUTE_EXACT, "/metrics", metrics},
+	{"GET", ROUTE_EXACT, "/healthz", healthz},
+	{"GET", ROUTE_EXACT, "/readyz", readyz},
 };
-
-/* Which shape path has; fills a (the cache name decoded from its raw text). */
-static int shape_of(const char *p, size_t n, enum shape *s, struct route_args *a)
-{
-	static const char pre[] = "/v1/caches/";
-	size_t pl = sizeof pre - 1;
-	if (n <= pl || memcmp(p, pre, pl))
-		return -1;
-	const char *name = p + pl;
-	const char *slash = memchr(name, '/', n - pl);
-	if (!slash || (size_t)(slash - name) > SHMKV_CACHE_NAME_MAX || slash == name)
-		return -1;
-	memcpy(a->name, name, (size_t)(slash - name)); /* no snprintf: this is every request's path */
-	a->name[slash - name] = 0;
-	const char *rest = slash + 1;
-	size_t rl = n - (size_t)(rest - p);
-	if (rl == 3 && !memcmp(rest, "get", 3)) {
-		*s = CACHE_GET;
-		return 0;
-	}
-	if (rl > 5 && !memcmp(rest, "keys/", 5)) {
-		*s = CACHE_KEY;
-		a->key = rest + 5;
-		a->key_len = rl - 5;
-		return 0;
-	}
-	return -1;
-}
 
 int http_api_on_req(struct http_app *app, h2o_req_t *req)
 {
@@ -503,14 +446,13 @@ int http_api_on_req(struct http_app *app, h2o_req_t *req)
 	ssize_t ah = h2o_find_header(&req->headers, H2O_TOKEN_AUTHORIZATION, -1);
 	a.tok = auth_token(&app->conf, ah < 0 ? NULL : req->headers.entries[ah].value.base,
 			   ah < 0 ? 0 : req->headers.entries[ah].value.len);
-	enum shape s = EXACT;
-	int known = shape_of(p, n, &s, &a) == 0;
+	enum route_shape s = route_shape(p, n, a.name, &a.key, &a.key_len);
 	const char *allow = NULL;
 	char allow_buf[64] = "";
 	for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
 		const struct route *r = &routes[i];
-		int match = r->shape == EXACT ? h2o_memis(p, n, r->path, strlen(r->path))
-					      : known && r->shape == s;
+		int match = r->shape == ROUTE_EXACT ? h2o_memis(p, n, r->path, strlen(r->path))
+						    : r->shape == s;
 		if (!match)
 			continue;
 		if (!method_is(req, r->method)) {

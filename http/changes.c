@@ -3,7 +3,6 @@
  * JSON line once the change is published or refused. */
 #include "changes.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -12,8 +11,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "changerec.h"
 #include "ctlconnect.h"
-#include "json.h"
 #include "loaderreply.h"
 #include "reply.h"
 
@@ -120,79 +119,25 @@ static void on_written(h2o_socket_t *sock, const char *err)
 		finish(op, 503, "no_loader", "cannot send to the loader's control socket", NULL);
 }
 
-/* The value of a PUT into w: the body as the type of x-shmkv-type (default
- * string) says; NULL, or why it is refused. */
-static const char *put_value(struct json *w, h2o_req_t *req)
-{
-	const char *body = req->entity.base ? req->entity.base : "";
-	size_t len = req->entity.base ? req->entity.len : 0;
-	ssize_t th = h2o_find_header_by_str(&req->headers, H2O_STRLIT("x-shmkv-type"), -1);
-	char type[16] = "string";
-	if (th >= 0) {
-		h2o_iovec_t t = req->headers.entries[th].value;
-		if (t.len >= sizeof type)
-			return "x-shmkv-type: not a type (string, bytes, i64, bool, f64, f32list, f64list, "
-			       "i64list, strlist)";
-		snprintf(type, sizeof type, "%.*s", (int)t.len, t.base);
-	}
-	if (!strcmp(type, "string")) {
-		if (!shmkv_utf8_valid((const uint8_t *)body, len))
-			return "a string value must be UTF-8 (send other bytes with x-shmkv-type: bytes)";
-		json_str_n(w, "value", body, len);
-	} else if (!strcmp(type, "bytes")) {
-		json_base64(w, "value", body, len);
-	} else {
-		/* the other types: the body is the JSON value (42, true, [1.5, "inf"]),
-		 * checked and written on one line */
-		char *text = loaderreply_compact(body, len);
-		if (!text)
-			return "the body of a non-text type is its JSON value (42, true, [1, 2])";
-		json_raw(w, "value", text);
-		free(text);
-	}
-	json_str(w, "type", type); /* an unknown type: the loader says so */
-	ssize_t eh = h2o_find_header_by_str(&req->headers, H2O_STRLIT("x-shmkv-expires"), -1);
-	if (eh >= 0) {
-		h2o_iovec_t e = req->headers.entries[eh].value;
-		char t[64], *end;
-		if (e.len >= sizeof t)
-			return "x-shmkv-expires: a Unix time or an RFC 3339 time";
-		snprintf(t, sizeof t, "%.*s", (int)e.len, e.base);
-		errno = 0;
-		long long n = strtoll(t, &end, 10);
-		if (t[0] && !*end && !errno)
-			json_i64(w, "expires", n);
-		else
-			json_str(w, "expires", t); /* RFC 3339: the builder checks it */
-	}
-	return NULL;
-}
-
-/* The JSONL record of the change, as shmctl cache set / remove writes it
- * (builder/README.md's JSONL); NULL with the error answer sent. */
+/* The JSONL record of the change (changerec.h) from req; NULL with the
+ * error answer sent. */
 static char *record(struct http_app *app, h2o_req_t *req, const char *key, size_t key_len, int remove)
 {
-	struct json w;
-	json_init(&w);
-	if (shmkv_utf8_valid((const uint8_t *)key, key_len))
-		json_str_n(&w, "key", key, key_len);
-	else
-		json_base64(&w, "key_base64", key, key_len);
-	const char *why = NULL;
-	if (remove)
-		json_bool(&w, "remove", true);
-	else
-		why = put_value(&w, req);
-	char *text = json_finish(&w);
-	if (why || !text) {
-		free(text);
-		if (why)
-			reply_error(app, NULL, req, 400, "bad_value", "%s", why);
-		else
-			reply_error(app, NULL, req, 500, "ENOMEM", "out of memory");
-		return NULL;
-	}
-	text[strcspn(text, "\n")] = 0;
+	struct changerec_put put = {req->entity.base, req->entity.base ? req->entity.len : 0, NULL, 0,
+				    NULL, 0};
+	ssize_t th = h2o_find_header_by_str(&req->headers, H2O_STRLIT("x-shmkv-type"), -1);
+	if (th >= 0)
+		put.type = req->headers.entries[th].value.base, put.type_len = req->headers.entries[th].value.len;
+	ssize_t eh = h2o_find_header_by_str(&req->headers, H2O_STRLIT("x-shmkv-expires"), -1);
+	if (eh >= 0)
+		put.expires = req->headers.entries[eh].value.base,
+		put.expires_len = req->headers.entries[eh].value.len;
+	const char *why;
+	char *text = changerec_make(key, key_len, remove ? NULL : &put, &why);
+	if (!text && why)
+		reply_error(app, NULL, req, 400, "bad_value", "%s", why);
+	else if (!text)
+		reply_error(app, NULL, req, 500, "ENOMEM", "out of memory");
 	return text;
 }
 

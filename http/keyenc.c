@@ -1,6 +1,12 @@
 /* keyenc.c - percent-decoding of keys. See keyenc.h. */
 #include "keyenc.h"
 
+#include <stdint.h>
+
+#include <shmkv.h>
+
+#include "json.h"
+
 static int hexval(char c)
 {
 	if (c >= '0' && c <= '9')
@@ -35,4 +41,12 @@ long keyenc_decode(const char *in, size_t n, char *out, size_t *bad)
 		}
 	}
 	return (long)o;
+}
+
+void keyenc_json(struct json *w, const char *key, size_t len)
+{
+	if (shmkv_utf8_valid((const uint8_t *)key, len))
+		json_str_n(w, "key", key, len);
+	else
+		json_base64(w, "key_base64", key, len);
 }

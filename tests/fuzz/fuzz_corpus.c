@@ -4,8 +4,9 @@
  * values, OUT records, expiring records, forced hash collisions, an empty
  * image, deltas read alone; also the seeds of image_fixsum), OUTDIR/jsonl, OUTDIR/tsv (input
  * texts), OUTDIR/ctl (control segments that point at fuzz_ctl's own
- * image, "@/seg.shmkv") and OUTDIR/delta (deltas of fuzz_delta's bases,
- * fuzz_delta_base.h; OUTDIR/delta_fixsum names the same directory). */
+ * image, "@/seg.shmkv"), OUTDIR/http_req (shmkv-http's request forms) and
+ * OUTDIR/delta (deltas of fuzz_delta's bases, fuzz_delta_base.h;
+ * OUTDIR/delta_fixsum names the same directory). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,6 +89,54 @@ static void add_all_types(shmkv_builder *b, int i)
 	r |= shmkv_builder_add_strlist(b, k, strlen(k), strs, lens, 3);
 	if (r)
 		die(shmkv_builder_error(b));
+}
+
+/* http_req: shmkv-http's request forms of http/README.md, each behind the
+ * byte that picks its reader in fuzz_http_req.c (route 0, key 1, batch 2,
+ * change 3, auth 4, If-None-Match 5, loader reply 6) */
+static void http_req_seeds(void)
+{
+	char dir[4096];
+	snprintf(dir, sizeof dir, "%s/http_req", out);
+	if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+		die(dir);
+	static const struct {
+		const char *name;
+		const char *bytes;
+		size_t len; /* 0: strlen */
+	} seeds[] = {
+		{"route-key", "\x00/v1/caches/users/keys/user:1:name", 0},
+		{"route-get", "\x00/v1/caches/users/get", 0},
+		{"route-list", "\x00/v1/caches", 0},
+		{"route-nokey", "\x00/v1/caches/users/keys/", 0},
+		{"key-plain", "\x01user:1:name", 0},
+		{"key-binary", "\x01%FF%00", 0},
+		{"key-slash", "\x01" "a%2Fb%3Fc%23d%25e%20f", 0},
+		{"key-utf8", "\x01%C3%A9t%C3%A9", 0},
+		{"key-bad", "\x01" "ab%4", 0},
+		{"batch", "\x02\x0f{\"keys\": [\"user:1:name\", {\"base64\": \"/wA=\"}, \"\\u0000x\"]}", 0},
+		{"batch-empty", "\x02\x00{\"keys\": []}", 0},
+		{"batch-over", "\x02\x01{\"keys\": [\"a\", \"b\", \"c\"]}", 0},
+		{"batch-notjson", "\x02\x0f{\"keys\": [", 0},
+		{"change-string", "\x03\x00\x00\x00\x0buser:1:nameAda Lovelace", 0},
+		{"change-i64", "\x03\x02\x03\x00\x01" "i64k42", 0},
+		{"change-f32list", "\x03\x06\x07\x0a\x01" "f32list1767225600k[1.5, \"inf\"]", 0},
+		{"change-bytes", "\x03\x06\x05\x14\x02" "bytes2030-01-01T00:00:00Zk\xff\x00\x01", 34},
+		{"change-remove", "\x03\x01\x00\x00\x02\xff\x00", 7},
+		{"auth-reader", "\x04" "Bearer reader-secret-0123456789", 0},
+		{"auth-writer", "\x04" "bearer  writer-secret-0123456789abcdef ", 0},
+		{"auth-basic", "\x04" "Basic dXNlcjpwYXNz", 0},
+		{"etag", "\x05\x00W/\"7-00000000deadbeef\", \"1-0000000000000000\"", 0},
+		{"etag-star", "\x05\x01*", 0},
+		{"reply-ok", "\x06{\"ok\": true, \"generation\": 7}", 0},
+		{"reply-refused", "\x06{\"ok\": false, \"error\": \"bad value\", \"code\": \"EINVAL\", "
+				  "\"reason\": \"bad_request\"}", 0},
+	};
+	for (size_t i = 0; i < sizeof seeds / sizeof *seeds; i++) {
+		/* the leading byte may be \x00: strlen from the second */
+		size_t n = seeds[i].len ? seeds[i].len : 1 + strlen(seeds[i].bytes + 1);
+		put("http_req", seeds[i].name, seeds[i].bytes, n);
+	}
 }
 
 /* A delta of base `which` (at base) to OUTDIR/DIR/NAME.shmkv, after the
@@ -317,6 +366,7 @@ int main(int argc, char **argv)
 		snprintf(name, sizeof name, "seed-%zu.ctl", i);
 		put("ctl", name, &c, sizeof c);
 	}
+	http_req_seeds();
 	deltas();
 	if (argc == 3) { /* for meson: the file its custom_target names */
 		FILE *f = fopen(argv[2], "w");

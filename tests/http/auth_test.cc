@@ -202,6 +202,16 @@ TEST_F(AuthTest, PutAndDelete)
 		     "bad_value");
 	expect_error(send(p, "PUT", k + "x", bearer(kWriter) + "x-shmkv-type: i64\r\n", "\"text\""), 400,
 		     "change_refused");
+	// a type or an expiry of bytes no type name or time holds (not ASCII):
+	// refused by the server, never passed on with U+FFFD in their place
+	// (tests/fuzz: fuzz_http_req); they were the loader's change_refused
+	expect_error(send(p, "PUT", k + "x", bearer(kWriter) + "x-shmkv-type: f32l\xeest\r\n", "[1]"), 400,
+		     "bad_value");
+	expect_error(send(p, "PUT", k + "x", bearer(kWriter) + "x-shmkv-expires: 2030-01-01T00:00:00Z\xff\r\n", "v"),
+		     400, "bad_value");
+	// a Unix time is digits alone (strtoll took "+4102444800" for one)
+	expect_error(send(p, "PUT", k + "x", bearer(kWriter) + "x-shmkv-expires: +4102444800\r\n", "v"), 400,
+		     "change_refused");
 	expect_error(send(p, "PUT", k + "x", bearer(kWriter), std::string(9000, 'v')), 413, "change_too_large");
 	expect_error(get(p, k + "x", bearer(kReader)), 404, "SHMKV_ENOTFOUND");
 	expect_error(send(p, "PUT", "/v1/caches/c/keys/%zz", bearer(kWriter), "v"), 400, "bad_key");
