@@ -90,6 +90,35 @@ int compact_running(const struct loader *L, const char *name)
 	return k && !k->cancelled && !strcmp(k->name, name);
 }
 
+static void waiting_add(struct compact_waiting *w, const struct job *j, int waits)
+{
+	if (j->kind != JOB_COMPACT)
+		return;
+	int first = !w->requests && !w->bound;
+	w->requests += j->client != 0;
+	w->bound |= !j->client;
+	if (!first && j->queued_unix >= w->since)
+		return;
+	w->since = j->queued_unix; /* worker_push() set it */
+	w->by_request = j->client != 0;
+	/* a cache name (wait_turn()) */
+	snprintf(w->behind, sizeof w->behind, "%.*s", (int)sizeof w->behind - 1,
+		 waits ? j->path : "");
+}
+
+void compact_waiting(struct loader *L, const char *name, struct compact_waiting *w)
+{
+	memset(w, 0, sizeof *w);
+	pthread_mutex_lock(&L->qlock);
+	for (const struct job *j = L->jobs; j; j = j->next)
+		if (!strcmp(j->name, name))
+			waiting_add(w, j, 0);
+	for (const struct job *j = L->compact_wait; j; j = j->next)
+		if (!strcmp(j->name, name))
+			waiting_add(w, j, 1);
+	pthread_mutex_unlock(&L->qlock);
+}
+
 static char *reply_compacted(const struct cache *c, uint64_t records, uint64_t catchup,
 			     uint64_t merged, uint64_t ms)
 {
@@ -236,10 +265,11 @@ static int origin(const struct cache *c, struct compaction *k, char *why, size_t
 	return 0;
 }
 
-static void note_running(struct loader *L, struct cache *c, uint64_t since)
+static void note_running(struct loader *L, struct cache *c, uint64_t since, int by_request)
 {
 	pthread_mutex_lock(&L->lock); /* read by status.c and metrics.c */
 	c->compact_since = since;
+	c->compact_by_request = by_request;
 	pthread_mutex_unlock(&L->lock);
 }
 
@@ -290,7 +320,7 @@ static int start(struct loader *L, struct cache *c, const struct job *j, char **
 		compact_free(k);
 		return overlay_refused(L, c, "compact", err, e, reply);
 	}
-	note_running(L, c, (uint64_t)time(NULL));
+	note_running(L, c, (uint64_t)time(NULL), !k->automatic);
 	log_info("compaction started cache=%s gen=%llu by=%s records=%llu base_bytes=%llu",
 		 c->name, (unsigned long long)k->gen, j->client ? "request" : "bound",
 		 (unsigned long long)c->ov_keys, (unsigned long long)c->cur.size);
@@ -305,10 +335,14 @@ static int wait_turn(struct loader *L, const struct job *j, char **reply)
 	if (!w)
 		return json_reply_error(reply, -ENOMEM, "compact %s: out of memory", j->name);
 	w->client = j->client;
+	w->queued_unix = j->queued_unix;
+	snprintf(w->path, sizeof w->path, "%s", L->compaction->name); /* for status.c */
+	pthread_mutex_lock(&L->qlock); /* compact_waiting() reads the list */
 	struct job **p = &L->compact_wait;
 	while (*p)
 		p = &(*p)->next;
 	*p = w;
+	pthread_mutex_unlock(&L->qlock);
 	struct cache *c = cache_find(L, j->name);
 	if (c && !j->client)
 		c->compact_queued = 1; /* not queued again meanwhile */
@@ -366,7 +400,7 @@ void compact_cancel(struct loader *L, const char *name, const char *why)
 	atomic_store_explicit(&k->cancel, 1, memory_order_relaxed);
 	struct cache *c = cache_find(L, name);
 	if (c)
-		note_running(L, c, 0);
+		note_running(L, c, 0, 0);
 	char msg[400];
 	snprintf(msg, sizeof msg, "compaction of cache %s cancelled: %s; nothing of it was "
 		 "published", name, why);
@@ -376,17 +410,11 @@ void compact_cancel(struct loader *L, const char *name, const char *why)
 	log_info("compaction cancelled cache=%s: %s (its merge is discarded)", name, why);
 }
 
-/* The compaction requests that waited for this one queued again. */
+/* The compaction requests that waited for this one queued again (each
+ * keeps when it was first queued). */
 static void requeue(struct loader *L)
 {
-	struct job *w = L->compact_wait;
-	L->compact_wait = NULL;
-	while (w) {
-		struct job *nx = w->next;
-		w->next = NULL;
-		worker_push(L, w);
-		w = nx;
-	}
+	worker_push_all(L, &L->compact_wait);
 }
 
 /* The catch-up of c's changes since the snapshot, as a delta of the new
@@ -511,10 +539,13 @@ static int finish(struct loader *L, struct cache *c, struct compaction *k, char 
 	}
 	free(lreply);
 	uint64_t ms = mono_ms() - k->t0;
-	pthread_mutex_lock(&L->lock);
-	c->compactions++;
+	pthread_mutex_lock(&L->lock); /* read by status.c and metrics.c: with the count, */
+	c->compactions++;	      /* no longer running (never neither, never both) */
 	c->compact_unix = (uint64_t)time(NULL);
 	c->compact_ms = ms;
+	c->compact_records = k->records;
+	c->compact_catch_up = n;
+	c->compact_since = 0;
 	pthread_mutex_unlock(&L->lock);
 	cache_save_state(L, c);
 	log_info("compacted cache=%s gen=%llu merged_gen=%llu by=%s records=%llu catch_up=%llu "
@@ -538,13 +569,16 @@ int op_compact_done(struct loader *L, struct job *j)
 	if (!c)
 		k->cancelled = 1; /* dropped (which cancels it): cannot happen */
 	if (!k->cancelled) {
-		note_running(L, c, 0);
+		/* it runs until published (finish()) or refused: the catch-up
+		 * and the load of the new base take the worker a while too */
 		if (k->err) {
 			unlink(k->out);
 			err = overlay_refused(L, c, "compact", k->err, k->why, &reply);
 		} else {
 			err = finish(L, c, k, &reply);
 		}
+		if (err)
+			note_running(L, c, 0, 0);
 		answer(L, k, reply, err != 0);
 	} else {
 		log_info("compaction of cache=%s discarded: its merge ended after it was cancelled",
@@ -560,10 +594,14 @@ void compact_stopped(struct loader *L)
 {
 	/* answered by server_close() ("the loader is stopping"), as every
 	 * request the worker did not finish */
-	while (L->compact_wait) {
-		struct job *w = L->compact_wait;
-		L->compact_wait = w->next;
+	pthread_mutex_lock(&L->qlock); /* compact_waiting() reads the list */
+	struct job *w = L->compact_wait;
+	L->compact_wait = NULL;
+	pthread_mutex_unlock(&L->qlock);
+	while (w) {
+		struct job *nx = w->next;
 		free(w);
+		w = nx;
 	}
 	/* L->compaction is not read: its thread, seeing the stop, frees it */
 	if (L->compaction)

@@ -6,6 +6,7 @@
 #define LOADER_COMPACT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "loader.h"
 
@@ -40,6 +41,23 @@ int op_compact_done(struct loader *L, struct job *j);
 void compact_cancel(struct loader *L, const char *name, const char *why);
 /* 1 while a compaction of cache name runs (not cancelled). */
 int compact_running(const struct loader *L, const char *name);
+/* The compactions of a cache that wait to start: requests and automatic
+ * ones in the worker's queue (behind its other jobs), or waiting for the
+ * compaction of another cache to end (L->compact_wait). */
+struct compact_waiting {
+	uint64_t since;     /* unix time the oldest was first queued; 0: none waits */
+	int by_request;     /* the oldest: an operator's request (1) or the bound (0) */
+	unsigned requests;  /* operators' requests waiting */
+	int bound;          /* an automatic one (the bound) waits */
+	/* the oldest waits for the compaction of this cache to end; "": it is
+	 * in the worker's queue */
+	char behind[SHMKV_CACHE_NAME_MAX + 1];
+};
+/* Fills *w for cache name. Any thread; takes L->qlock (L->lock may be
+ * held: status.c:status_take()). A compaction the worker has just taken
+ * from its queue is in neither *w nor compact_since for the moment it
+ * takes to open its files. */
+void compact_waiting(struct loader *L, const char *name, struct compact_waiting *w);
 /* 1 once c's overlays passed the cache's bound (compact_entries keys
  * changed, or compact_ratio of the base's bytes): the worker then queues a compaction
  * (worker.c, after the publish's reply). */

@@ -131,10 +131,14 @@ struct cache {
 	} lineage;
 	uint64_t compactions;      /* since the loader started */
 	uint64_t compact_unix;     /* when the last one published (0: none) */
-	uint64_t compact_ms;       /* how long it took */
+	uint64_t compact_ms;       /* how long it took, from its start to its publish */
+	uint64_t compact_records;  /* the keys it merged (the snapshot's changes) */
+	uint64_t compact_catch_up; /* the changes published while it merged */
 	int compact_queued;        /* an automatic compaction waits in the queue */
-	uint64_t compact_since;    /* unix time a compaction of it started (compact.c);
-				    * 0: none runs. Under L->lock, for status.c */
+	uint64_t compact_since;    /* unix time a compaction of it started (compact.c),
+				    * until it published or failed; 0: none runs */
+	int compact_by_request;    /* that one: 1 an operator's request, 0 the bound.
+				    * These seven under L->lock, for status.c */
 	uint64_t wal_seq;          /* the last record of DURABLE/NAME.wal published (wal.c) */
 	struct load_stats stats;    /* of the current image */
 	struct load_stats rb_stats; /* of the rollback candidate */
@@ -169,7 +173,8 @@ struct job {
 	enum job_kind kind;
 	char name[SHMKV_CACHE_NAME_MAX + 1];
 	char path[PATH_MAX];         /* JOB_LOAD: the image file; JOB_BPF_EXPORT: the prefix;
-				      * JOB_APPLY: the delta file */
+				      * JOB_APPLY: the delta file; JOB_COMPACT waiting in
+				      * L->compact_wait: the cache whose compaction it waits for */
 	char *change;                /* JOB_CHANGE: one JSONL record, or a stream's batch of
 				      * lines (malloc'd, the job's) */
 	size_t change_len;
@@ -188,6 +193,8 @@ struct job {
 	 * queuing layer (spool.c) finish its part without the worker calling up. */
 	void (*finish)(struct loader *L, const struct job *j, int err, const char *why);
 	uint64_t client;             /* control connection waiting for the reply, 0 = none */
+	uint64_t queued_unix;        /* when it was first queued (worker_push; kept when a
+				      * compaction's request is queued again: compact.c) */
 	struct loader_conf *conf;    /* JOB_CONFIG: the new config (the job owns it) */
 	struct compaction *compaction; /* JOB_COMPACT_DONE: the one it ends (the job owns it) */
 	struct job *next;
@@ -217,7 +224,8 @@ struct loader {
 	struct cache **caches;
 	size_t ncaches, caps;
 
-	/* job queue: guarded by qlock */
+	/* job queue: guarded by qlock, which may be taken with L->lock held
+	 * (status.c:status_take()), never the other way round */
 	pthread_mutex_t qlock;
 	pthread_cond_t qcond;
 	struct job *jobs, **jobs_tail;
@@ -229,8 +237,9 @@ struct loader {
 	pthread_t worker;
 	atomic_int cancel;          /* abort the running load: the loader stops */
 	/* the worker's: the compaction running off it (compact.c; NULL: none;
-	 * at most one per loader), and the compaction requests that wait for
-	 * it to end (queued again then) */
+	 * at most one per loader); and the compaction requests that wait for
+	 * it to end (queued again then): written by the worker, under qlock
+	 * since status.c reads it with the queue (compact_queued_take()) */
 	struct compaction *compaction;
 	struct job *compact_wait;
 

@@ -142,12 +142,18 @@ static void f_folds(FILE *f, const char *m, const struct cache_snap *s, const un
 	fprintf(f, "%s" LBL " %llu\n", m, s->c.name, (unsigned long long)s->c.folds);
 }
 
+/* The duration of the last fold or compaction: absent before one (when 0) */
+static void last_seconds(FILE *f, const char *m, const char *name, uint64_t when, uint64_t ms)
+{
+	if (when)
+		fprintf(f, "%s" LBL " %.3f\n", m, name, (double)ms / 1000.0);
+}
+
 static void f_fold_seconds(FILE *f, const char *m, const struct cache_snap *s,
 			   const unsigned rd[2])
 {
 	(void)rd;
-	if (s->c.fold_unix)
-		fprintf(f, "%s" LBL " %.3f\n", m, s->c.name, (double)s->c.fold_ms / 1000.0);
+	last_seconds(f, m, s->c.name, s->c.fold_unix, s->c.fold_ms);
 }
 
 /* Compactions (compact.c) since the loader started */
@@ -173,6 +179,31 @@ static void f_compact_since(FILE *f, const char *m, const struct cache_snap *s,
 	if (s->c.compact_since)
 		fprintf(f, "%s" LBL " %llu\n", m, s->c.name,
 			(unsigned long long)s->c.compact_since);
+}
+
+/* Compactions waiting to start (compact.h: compact_waiting()), by reason:
+ * both labels always present, so that their sum is what waits */
+static void f_compact_queued(FILE *f, const char *m, const struct cache_snap *s,
+			     const unsigned rd[2])
+{
+	(void)rd;
+	fprintf(f, "%s{cache=\"%s\",by=\"request\"} %u\n", m, s->c.name, s->wait.requests);
+	fprintf(f, "%s{cache=\"%s\",by=\"bound\"} %d\n", m, s->c.name, s->wait.bound);
+}
+
+static void f_compact_queued_since(FILE *f, const char *m, const struct cache_snap *s,
+				   const unsigned rd[2])
+{
+	(void)rd;
+	if (s->wait.since)
+		fprintf(f, "%s" LBL " %llu\n", m, s->c.name, (unsigned long long)s->wait.since);
+}
+
+static void f_compact_seconds(FILE *f, const char *m, const struct cache_snap *s,
+			      const unsigned rd[2])
+{
+	(void)rd;
+	last_seconds(f, m, s->c.name, s->c.compact_unix, s->c.compact_ms);
 }
 
 /* Expiry (expiry.h), at the time status_take() ran: absent while unknown */
@@ -318,10 +349,20 @@ static const struct family families[] = {
 	{"shmkv_cache_compactions_total", "counter",
 	 "compactions of changes into a new base since the loader started", f_compactions},
 	{"shmkv_cache_compacting", "gauge",
-	 "1 while a compaction of the cache runs (its merge off the worker), else 0",
+	 "1 while a compaction of the cache runs (its merge off the worker, then its catch-up "
+	 "and publish), else 0",
 	 f_compacting},
 	{"shmkv_cache_compaction_start_timestamp_seconds", "gauge",
 	 "unix time the running compaction started (absent when none runs)", f_compact_since},
+	{"shmkv_cache_compaction_queued", "gauge",
+	 "compactions of the cache waiting to start (behind the worker's jobs or another "
+	 "cache's compaction), by what asked: an operator's request or the bound",
+	 f_compact_queued},
+	{"shmkv_cache_compaction_queued_timestamp_seconds", "gauge",
+	 "unix time the oldest waiting compaction was queued (absent when none waits)",
+	 f_compact_queued_since},
+	{"shmkv_cache_compaction_duration_seconds", "gauge",
+	 "duration of the last compaction, from its start to its publish", f_compact_seconds},
 	{"shmkv_cache_entries_expiring", "gauge",
 	 "entries of the served image that carry an expiry time (format 2)", f_expiring},
 	{"shmkv_cache_entries_expired", "gauge",
@@ -369,7 +410,7 @@ int metrics_text(struct loader *L, char **out)
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < n; i++)
-		status_take(L->caches[i], &s[i]);
+		status_take(L, L->caches[i], &s[i]);
 	pthread_mutex_unlock(&L->lock);
 	unsigned (*rd)[2] = n ? calloc(n, sizeof *rd) : NULL;
 	char *text = NULL;

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "queue.h"
@@ -21,12 +22,34 @@ struct job *job_new(enum job_kind kind, const char *name)
 	return j;
 }
 
-void worker_push(struct loader *L, struct job *j)
+/* j at the queue's end; L->qlock held */
+static void append(struct loader *L, struct job *j)
 {
-	pthread_mutex_lock(&L->qlock);
+	if (!j->queued_unix)
+		j->queued_unix = (uint64_t)time(NULL);
 	*L->jobs_tail = j;
 	L->jobs_tail = &j->next;
 	pthread_cond_signal(&L->qcond);
+}
+
+void worker_push(struct loader *L, struct job *j)
+{
+	pthread_mutex_lock(&L->qlock);
+	append(L, j);
+	pthread_mutex_unlock(&L->qlock);
+}
+
+void worker_push_all(struct loader *L, struct job **list)
+{
+	pthread_mutex_lock(&L->qlock);
+	struct job *j = *list;
+	*list = NULL;
+	while (j) {
+		struct job *nx = j->next;
+		j->next = NULL;
+		append(L, j);
+		j = nx;
+	}
 	pthread_mutex_unlock(&L->qlock);
 }
 
@@ -34,11 +57,8 @@ int worker_push_live(struct loader *L, struct job *j)
 {
 	pthread_mutex_lock(&L->qlock);
 	int stopped = L->qstop;
-	if (!stopped) {
-		*L->jobs_tail = j;
-		L->jobs_tail = &j->next;
-		pthread_cond_signal(&L->qcond);
-	}
+	if (!stopped)
+		append(L, j);
 	pthread_mutex_unlock(&L->qlock);
 	return stopped ? -ECANCELED : 0;
 }

@@ -16,6 +16,10 @@ void worker_push(struct loader *L, struct job *j);
  * it); 0 once queued (the worker's then). The two are decided under
  * L->qlock, so a job is either run or cleaned up by worker_stop(). */
 int worker_push_live(struct loader *L, struct job *j);
+/* The jobs of *list (linked by next) at the queue's end, taken from it at
+ * once under L->qlock (a list the lock guards too: no moment in neither);
+ * *list NULL. */
+void worker_push_all(struct loader *L, struct job **list);
 /* Posts reply line (malloc'd, taken; NULL: out of memory) to client (0:
  * none, line freed) for the main thread to deliver. Worker thread. */
 void worker_post(struct loader *L, uint64_t client, char *line, int failed);

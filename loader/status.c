@@ -11,7 +11,7 @@
 #include "json.h"
 #include "readers.h"
 
-void status_take(const struct cache *c, struct cache_snap *s)
+void status_take(struct loader *L, const struct cache *c, struct cache_snap *s)
 {
 	memcpy(s->c.name, c->name, sizeof c->name);
 	s->c.configured = c->configured;
@@ -44,6 +44,12 @@ void status_take(const struct cache *c, struct cache_snap *s)
 	s->c.compact_unix = c->compact_unix;
 	s->c.compact_ms = c->compact_ms;
 	s->c.compact_since = c->compact_since;
+	s->c.compact_by_request = c->compact_by_request;
+	s->c.compact_records = c->compact_records;
+	s->c.compact_catch_up = c->compact_catch_up;
+	/* the compactions waiting in the queue (compact.h: compact_waiting(),
+	 * and the moment a starting one is in neither) */
+	compact_waiting(L, c->name, &s->wait);
 	s->c.conf.compact_entries = c->conf.compact_entries;
 	s->c.conf.compact_ratio = c->conf.compact_ratio;
 	s->c.protocol = c->protocol;
@@ -167,6 +173,58 @@ static void expiry_status(struct json *j, const struct expiry_figs *f)
 	json_obj_end(j);
 }
 
+static const char *compact_by(int by_request)
+{
+	return by_request ? "request" : "bound";
+}
+
+/* "compaction" (compact.c): the bounds; waiting to start (the oldest: since
+ * when, why, behind what), running (since when, why), the last one since
+ * start (when, how long, the keys it merged and the changes caught up) */
+static void compaction_status(struct json *j, const struct cache *c,
+			      const struct compact_waiting *w)
+{
+	json_obj_begin(j, "compaction");
+	json_u64(j, "entries_bound", c->conf.compact_entries);
+	json_f64(j, "ratio_bound", c->conf.compact_ratio, 3);
+	json_u64(j, "count", c->compactions);
+	json_bool(j, "queued", w->since != 0);
+	if (w->since) {
+		json_u64(j, "queued_since_unix", w->since);
+		json_str(j, "queued_by", compact_by(w->by_request));
+		json_str(j, "queued_behind", w->behind[0] ? "compaction" : "jobs");
+		json_str(j, "queued_behind_cache", w->behind[0] ? w->behind : NULL);
+	} else {
+		json_null(j, "queued_since_unix");
+		json_null(j, "queued_by");
+		json_null(j, "queued_behind");
+		json_null(j, "queued_behind_cache");
+	}
+	json_u64(j, "queued_requests", w->requests);
+	/* running: from its start to its publish (the merge off the worker,
+	 * then the catch-up and the load on it) */
+	json_bool(j, "running", c->compact_since != 0);
+	if (c->compact_since) {
+		json_u64(j, "running_since_unix", c->compact_since);
+		json_str(j, "running_by", compact_by(c->compact_by_request));
+	} else {
+		json_null(j, "running_since_unix");
+		json_null(j, "running_by");
+	}
+	if (c->compact_unix) {
+		json_u64(j, "last_unix", c->compact_unix);
+		json_u64(j, "last_ms", c->compact_ms);
+		json_u64(j, "last_records", c->compact_records);
+		json_u64(j, "last_catch_up", c->compact_catch_up);
+	} else {
+		json_null(j, "last_unix");
+		json_null(j, "last_ms");
+		json_null(j, "last_records");
+		json_null(j, "last_catch_up");
+	}
+	json_obj_end(j);
+}
+
 static void spool_health(struct json *j, const struct loader *L)
 {
 	json_obj_begin(j, "spool");
@@ -187,7 +245,7 @@ char *status_list(struct loader *L)
 		struct cache_snap *s = malloc(sizeof *s);
 		if (!s)
 			break;
-		status_take(L->caches[i], s);
+		status_take(L, L->caches[i], s);
 		json_obj_begin(&j, NULL);
 		summary(&j, L, s);
 		json_obj_end(&j);
@@ -212,7 +270,7 @@ int status_cache(struct loader *L, const char *name, bool any_path, char **reply
 	pthread_mutex_lock(&L->lock);
 	struct cache *c0 = cache_find(L, name);
 	if (c0)
-		status_take(c0, s);
+		status_take(L, c0, s);
 	pthread_mutex_unlock(&L->lock);
 	if (!c0) {
 		free(s);
@@ -295,25 +353,7 @@ int status_cache(struct loader *L, const char *name, bool any_path, char **reply
 		json_null(&j, "last_ms");
 	}
 	json_obj_end(&j);
-	/* compaction (compact.c): the bounds and the last one since start */
-	json_obj_begin(&j, "compaction");
-	json_u64(&j, "entries_bound", c->conf.compact_entries);
-	json_f64(&j, "ratio_bound", c->conf.compact_ratio, 3);
-	json_u64(&j, "count", c->compactions);
-	/* one running now (its merge off the worker): since when */
-	json_bool(&j, "running", c->compact_since != 0);
-	if (c->compact_since)
-		json_u64(&j, "running_since_unix", c->compact_since);
-	else
-		json_null(&j, "running_since_unix");
-	if (c->compact_unix) {
-		json_u64(&j, "last_unix", c->compact_unix);
-		json_u64(&j, "last_ms", c->compact_ms);
-	} else {
-		json_null(&j, "last_unix");
-		json_null(&j, "last_ms");
-	}
-	json_obj_end(&j);
+	compaction_status(&j, c, &s->wait);
 	if (c->have_rb) {
 		json_obj_begin(&j, "rollback");
 		json_u64(&j, "generation", c->rb.generation);

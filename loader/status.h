@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 
+#include "compact.h"
 #include "loader.h"
 
 /* A copy of a cache taken under L->lock, so that /proc is scanned without it. */
@@ -13,9 +14,10 @@ struct cache_snap {
 	uint64_t done, total; /* load progress; total 0: no load runs */
 	struct expiry_figs exp; /* expiry of the current generation at the time taken
 				   (c.exp.times is not copied: NULL here) */
+	struct compact_waiting wait; /* its compactions waiting to start */
 };
-/* Copies what status and metrics show; L->lock held. */
-void status_take(const struct cache *c, struct cache_snap *s);
+/* Copies what status and metrics show; L->lock held (L->qlock taken). */
+void status_take(struct loader *L, const struct cache *c, struct cache_snap *s);
 
 char *status_list(struct loader *L);
 /* The status reply of cache name in *reply (malloc'd; "no cache" included).

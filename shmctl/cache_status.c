@@ -1,14 +1,15 @@
 /* cache_status.c - `cache status NAME`: the loader's status reply as the
  * dozen lines an operator reads first (state, generation, size, memory and
- * placement, readers, last load, last error, rollback), leaving out what
- * does not apply (BPF when not exported, NUMA when unplaced, progress when
- * idle); `--all` prints every field, and -j the reply as it came. */
+ * placement, readers, last load, last error, changes, compaction,
+ * rollback), leaving out what does not apply (BPF when not exported, NUMA
+ * when unplaced, progress when idle, compaction before the first); `--all` prints every field, and -j the reply as it came. */
 #include <getopt.h>
 #include <stdarg.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "cache.h"
 #include "lookup.h"
@@ -183,6 +184,43 @@ static void load_lines(const jv *r)
 		line("spool", "%s", se);
 }
 
+/* "compaction": what waits to start (the oldest: for how long, what asked,
+ * behind what), what runs, and the last since the loader started; nothing
+ * while none of the three is. */
+static void compaction_line(const jv *r, uint64_t now)
+{
+	const jv *k = jv_get(r, "compaction");
+	char q[200] = "", run[80] = "", last[160] = "", d[32], more[32] = "";
+	uint64_t t, n = u64_or0(k, "count");
+	if (bool_of(k, "queued") && jv_get_u64(k, "queued_since_unix", &t)) {
+		const char *by = str_or(k, "queued_by", "?");
+		const char *cache = str_or(k, "queued_behind_cache", NULL);
+		uint64_t req = u64_or0(k, "queued_requests");
+		/* requests besides the oldest */
+		if (req > 1 || (req && strcmp(by, "request")))
+			snprintf(more, sizeof more, ", %" PRIu64 " request%s", req, req == 1 ? "" : "s");
+		fmt_secs(now > t ? now - t : 0, d, sizeof d);
+		snprintf(q, sizeof q, "queued for %s (%s%s, behind %s%s)", d,
+			 strcmp(by, "request") ? "the bound" : "requested", more,
+			 cache ? "the compaction of " : "the loader's jobs", cache ? cache : "");
+	}
+	if (bool_of(k, "running") && jv_get_u64(k, "running_since_unix", &t)) {
+		fmt_secs(now > t ? now - t : 0, d, sizeof d);
+		snprintf(run, sizeof run, "running for %s (%s)", d,
+			 strcmp(str_or(k, "running_by", "?"), "request") ? "the bound" : "requested");
+	}
+	if (n && jv_get_u64(k, "last_unix", &t)) {
+		fmt_secs(now > t ? now - t : 0, d, sizeof d);
+		snprintf(last, sizeof last, "%" PRIu64 " since start, the last %s ago in %" PRIu64
+			 " ms (%" PRIu64 " keys merged, %" PRIu64 " caught up)", n, d,
+			 u64_or0(k, "last_ms"), u64_or0(k, "last_records"),
+			 u64_or0(k, "last_catch_up"));
+	}
+	if (q[0] || run[0] || last[0])
+		line("compaction", "%s%s%s%s%s", q, q[0] && (run[0] || last[0]) ? "; " : "", run,
+		     run[0] && last[0] ? "; " : "", last);
+}
+
 static void summary(const jv *r)
 {
 	char b[32];
@@ -219,6 +257,7 @@ static void summary(const jv *r)
 	} else {
 		line("changes", "none (the base alone, protocol %" PRIu64 ")", u64_or0(r, "protocol"));
 	}
+	compaction_line(r, (uint64_t)time(NULL));
 	const jv *rb = jv_get(r, "rollback");
 	if (jv_type(rb) == JV_OBJ)
 		line("rollback", "generation %" PRIu64 " (%s) from %s", u64_or0(rb, "generation"),

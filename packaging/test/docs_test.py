@@ -7,6 +7,8 @@
   codes shmkv.h's "Return values" and lib/README.md give each agree;
 - every key the loader's config parser accepts is in the example
   loader.conf and in shmkv.conf(5);
+- every metric family loader/metrics.c writes is in shmctl(8) and
+  loader/README.md;
 - every command shmctl's help lists is in shmctl(8) and in the bash
   completion, and the completion completes objects, commands and options
   (bash with bash-completion: a real completion run, not a grep).
@@ -185,6 +187,20 @@ for o in objs:
     if not re.search(r'\*' + o + r'[* ]', man8):
         fail(f'shmctl.8.scd: object {o} is not described')
 
+# 4. every metric family the loader writes, in shmctl(8) (cache stats
+# --prometheus) and loader/README.md (per cache as "_suffix")
+lreadme = read(src, 'loader', 'README.md')
+fams = sorted(set(re.findall(r'"(shmkv_[a-z_]+)"', read(src, 'loader', 'metrics.c'))))
+if len(fams) < 20:
+    fail(f'loader/metrics.c: only {len(fams)} metric families found: the scan is broken')
+for f in fams:
+    short = f[len('shmkv_cache'):] if f.startswith('shmkv_cache_') else None
+    if not (re.search(r'\*' + f + r'\*', man8) or
+            (short and re.search(r'\*\\' + short + r'\*', man8))):
+        fail(f'shmctl.8.scd: metric {f} is not listed under cache stats')
+    if not (('`' + f + '`') in lreadme or (short and ('`' + short + '`') in lreadme)):
+        fail(f'loader/README.md: metric {f} is not listed')
+
 
 def complete(line):
     """COMPREPLY for the words of line (the last one is being completed)."""
@@ -239,6 +255,6 @@ else:
 
 for f in fails:
     print('FAIL:', f)
-print(f'{len(names)} functions, {len(keys)} config keys, '
+print(f'{len(names)} functions, {len(keys)} config keys, {len(fams)} metric families, '
       f'{sum(len(v) for v in cmds.values())} shmctl commands checked; {len(fails)} failures')
 sys.exit(1 if fails else 0)

@@ -2,11 +2,13 @@
  *   fuzz_corpus OUTDIR [STAMP]
  * makes OUTDIR/image (real images from the builder: every type, shared
  * values, OUT records, expiring records, forced hash collisions, an empty
- * image; also the seeds of image_fixsum), OUTDIR/jsonl, OUTDIR/tsv (input
+ * image, deltas read alone; also the seeds of image_fixsum), OUTDIR/jsonl, OUTDIR/tsv (input
  * texts), OUTDIR/ctl (control segments that point at fuzz_ctl's own
  * image, "@/seg.shmkv"), OUTDIR/http_req (shmkv-http's request forms),
- * OUTDIR/loader_req (the loader's socket requests and a stream) and
- * OUTDIR/wal (durable logs written by the loader's writer, loader/walfmt.h). */
+ * OUTDIR/delta (deltas of fuzz_delta's bases, fuzz_delta_base.h;
+ * OUTDIR/delta_fixsum names the same directory), OUTDIR/loader_req (the
+ * loader's socket requests and a stream) and OUTDIR/wal (durable logs
+ * written by the loader's writer, loader/walfmt.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +18,7 @@
 
 #include <shmkv.h>
 
+#include "fuzz_delta_base.h"
 #include "fuzz_seg_image.h"
 #include "walfmt.h"
 
@@ -139,6 +142,127 @@ static void http_req_seeds(void)
 	}
 }
 
+/* A delta of base `which` (at base) to OUTDIR/DIR/NAME.shmkv, after the
+ * delta at `after` when not NULL; the records added by add(b, which). */
+static void delta_seed(const char *dir, const char *name, int which, const char *base,
+		       const char *after, int (*add)(shmkv_builder *, int))
+{
+	char path[4096];
+	snprintf(path, sizeof path, "%s/%s/%s-%c.shmkv", out, dir, name, which ? 'c' : 'a');
+	shmkv_builder *b = fuzz_delta_builder(which);
+	if (!b || shmkv_builder_set_delta(b, base, after) != 0 || add(b, which) != 0 ||
+	    shmkv_builder_finish(b, path, NULL) != 0)
+		die(b ? shmkv_builder_error(b) : "builder");
+	shmkv_builder_free(b);
+}
+
+static int remove_str(shmkv_builder *b, const char *k)
+{
+	return shmkv_builder_remove(b, k, strlen(k));
+}
+
+/* every type, over keys the base holds (types changed too) and new ones */
+static int add_upserts(shmkv_builder *b, int which)
+{
+	(void)which;
+	return fuzz_delta_add_types(b, 1, 1) | fuzz_delta_add_types(b, 9, 2) |
+	       shmkv_builder_add_i64(b, "str:2", 5, 42);
+}
+
+/* inline and OUT tombstones: of keys the base holds, the lower's keys, an
+ * absent key, the empty key */
+static int add_tombstones(shmkv_builder *b, int which)
+{
+	(void)which;
+	char k[200];
+	int r = remove_str(b, "bytes:0") | remove_str(b, "str:0") | remove_str(b, "gone:1") |
+		remove_str(b, "new:L") | remove_str(b, "str:1") | remove_str(b, "");
+	r |= shmkv_builder_remove(b, k, (size_t)fuzz_delta_long_key(k, sizeof k, 0));
+	r |= shmkv_builder_remove(b, k, (size_t)fuzz_delta_long_key(k, sizeof k, 4));
+	r |= shmkv_builder_remove(b, k, (size_t)fuzz_delta_long_key(k, sizeof k, 99));
+	return r;
+}
+
+/* expired upserts hiding the base's records, far ones, OUT ones */
+static int add_expiring(shmkv_builder *b, int which)
+{
+	(void)which;
+	int r = shmkv_builder_set_expires(b, 1) | fuzz_delta_add_types(b, 2, 3);
+	r |= shmkv_builder_set_expires(b, FUZZ_DELTA_FAR) | fuzz_delta_add_types(b, 8, 4);
+	return r | fuzz_delta_add_expiring(b, 0, 9, 5);
+}
+
+static int add_mixed(shmkv_builder *b, int which)
+{
+	(void)which;
+	char k[200];
+	int r = fuzz_delta_add_types(b, 0, 6) | remove_str(b, "k:1") | remove_str(b, "i64:1");
+	r |= shmkv_builder_remove(b, k, (size_t)fuzz_delta_long_key(k, sizeof k, 8));
+	r |= shmkv_builder_set_expires(b, 1) | shmkv_builder_add_bool(b, "bool:2", 6, 1);
+	r |= shmkv_builder_set_expires(b, FUZZ_DELTA_FAR) | fuzz_delta_add_expiring(b, 20, 26, 7);
+	return r | shmkv_builder_set_expires(b, 0) | shmkv_builder_add_str(b, "new:L", 5, "t", 1);
+}
+
+static int add_none(shmkv_builder *b, int which)
+{
+	(void)b;
+	(void)which;
+	return 0;
+}
+
+static int add_one(shmkv_builder *b, int which)
+{
+	(void)which;
+	return shmkv_builder_add_i64(b, "k:2", 3, 2);
+}
+
+/* The seed deltas of each base of fuzz_delta (fuzz_delta_base.h): upserts
+ * of every type, tombstones inline and OUT, expiry, a mix, one from diff,
+ * an empty one, a delta later in a chain (refused: prev), the lower, and
+ * the base itself (refused: an image, not a delta). */
+static void deltas(void)
+{
+	char fix[4096];
+	snprintf(fix, sizeof fix, "%s/delta_fixsum", out);
+	if (symlink("delta", fix) != 0 && errno != EEXIST)
+		die(fix);
+	for (int w = 0; w < FUZZ_DELTA_BASES; w++) {
+		char base[4096], next[4096], p[4096];
+		snprintf(base, sizeof base, "%s/delta/base-%c.shmkv", out, w ? 'c' : 'a');
+		snprintf(next, sizeof next, "%s/.next-%c.shmkv", out, w ? 'c' : 'a');
+		if (fuzz_delta_build_base(base, w) != 0)
+			die("delta base");
+		snprintf(p, sizeof p, "%s/delta/lower-%c.shmkv", out, w ? 'c' : 'a');
+		if (fuzz_delta_build_lower(p, base, w) != 0)
+			die("lower delta");
+		delta_seed("delta", "upserts", w, base, NULL, add_upserts);
+		delta_seed("delta", "tombstones", w, base, NULL, add_tombstones);
+		delta_seed("delta", "expiring", w, base, NULL, add_expiring);
+		delta_seed("delta", "mixed", w, base, NULL, add_mixed);
+		delta_seed("delta", "empty", w, base, NULL, add_none);
+		/* a delta read alone, by fuzz_image */
+		delta_seed("image", "delta-mixed", w, base, NULL, add_mixed);
+		snprintf(p, sizeof p, "%s/delta/mixed-%c.shmkv", out, w ? 'c' : 'a');
+		delta_seed("delta", "chain-2", w, base, p, add_one);
+		/* diff: the base against an image with records changed,
+		 * dropped and added */
+		shmkv_builder *b = fuzz_delta_builder(w);
+		if (!b || fuzz_delta_add_types(b, 0, 0) | fuzz_delta_add_types(b, 1, 5) |
+				  fuzz_delta_add_expiring(b, 2, 9, 0) |
+				  shmkv_builder_add_str(b, "new:d", 5, "d", 1) ||
+		    shmkv_builder_finish(b, next, NULL) != 0)
+			die(b ? shmkv_builder_error(b) : "builder");
+		shmkv_builder_free(b);
+		shmkv_join_options jo;
+		shmkv_join_options_init(&jo);
+		char why[1024];
+		snprintf(p, sizeof p, "%s/delta/diff-%c.shmkv", out, w ? 'c' : 'a');
+		if (shmkv_build_diff(p, base, next, &jo, NULL, why, sizeof why) != 0)
+			die(why);
+		unlink(next);
+	}
+}
+
 /* loader_req: requests of loader/README.md's protocol and a stream; bytes
  * 0-2 as fuzz_loader_req.c reads them (mode, peer, eof; piece sizes; a
  * stream's longest line - 1) */
@@ -208,7 +332,7 @@ int main(int argc, char **argv)
 	if (argc != 2 && argc != 3)
 		die("usage: fuzz_corpus OUTDIR [STAMP]");
 	out = argv[1];
-	const char *dirs[] = {"", "image", "jsonl", "tsv", "ctl", "loader_req", "wal"};
+	const char *dirs[] = {"", "image", "jsonl", "tsv", "ctl", "delta", "loader_req", "wal"};
 	for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++) {
 		char p[4096];
 		snprintf(p, sizeof p, "%s/%s", out, dirs[i]);
@@ -310,6 +434,7 @@ int main(int argc, char **argv)
 		put("ctl", name, &c, sizeof c);
 	}
 	http_req_seeds();
+	deltas();
 	loader_req_seeds();
 	wal_seeds();
 	if (argc == 3) { /* for meson: the file its custom_target names */

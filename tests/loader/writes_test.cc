@@ -962,6 +962,131 @@ TEST_F(CompactOff, OneAtATime)
 	EXPECT_EQ(check_now(), "");
 }
 
+// A compaction is seen before it starts, while it runs and after (status,
+// metrics, `shmctl cache status`): w's requested while the worker is held in
+// the state save of a change to v (queued behind the worker's jobs), then
+// running (its merge held); v's, queued by its bound meanwhile, behind w's;
+// then the last of each, w's figures those of its reply.
+TEST_F(CompactOff, QueuedThenRunningThenLastAreSeen)
+{
+	std::string conf = env.base() + "/loader.conf";
+	ASSERT_TRUE(shmkv_test::write_file(conf, "[cache v]\ncompact_entries = 2\n"));
+	ASSERT_EQ(ld.stop(), 0) << env.log();
+	ld.extra().insert(ld.extra().end(), {"--config", conf});
+	std::string skip;
+	ASSERT_TRUE(start_with_shim(ld, fault, &skip)) << skip << env.log();
+	set("k0", "a");
+	auto metrics = [&] { return ld.req({"metrics"})["text"].s(); };
+	auto has = [](const std::string &text, const std::string &what) {
+		return text.find(what) != std::string::npos;
+	};
+
+	// queued: behind the worker, busy with v's change
+	hold("v.state");
+	int cv = request_async(env.root(), {"change", "v", "{\"key\": \"v1\", \"value\": \"1\"}"});
+	ASSERT_GE(cv, 0);
+	ASSERT_TRUE(held()) << env.log();
+	uint64_t t0 = (uint64_t)time(nullptr);
+	int cw = request_async(env.root(), {"compact", "w"});
+	ASSERT_GE(cw, 0);
+	Json s;
+	ASSERT_TRUE(wait_until([&] {
+		s = ld.status("w");
+		return s["compaction"]["queued"].b;
+	}, 60000, 5)) << env.log();
+	const Json *k = s.get("compaction");
+	ASSERT_NE(k, nullptr);
+	EXPECT_GE((*k)["queued_since_unix"].u64(), t0);
+	EXPECT_LE((*k)["queued_since_unix"].u64(), (uint64_t)time(nullptr));
+	EXPECT_EQ((*k)["queued_by"].s(), "request");
+	EXPECT_EQ((*k)["queued_behind"].s(), "jobs");
+	EXPECT_TRUE((*k)["queued_behind_cache"].is_null());
+	EXPECT_EQ((*k)["queued_requests"].u64(), 1u);
+	EXPECT_FALSE((*k)["running"].b);
+	EXPECT_TRUE((*k)["running_since_unix"].is_null());
+	EXPECT_TRUE((*k)["last_unix"].is_null());
+	std::string m = metrics();
+	EXPECT_TRUE(has(m, "shmkv_cache_compaction_queued{cache=\"w\",by=\"request\"} 1")) << m;
+	EXPECT_TRUE(has(m, "shmkv_cache_compaction_queued{cache=\"w\",by=\"bound\"} 0")) << m;
+	EXPECT_TRUE(has(m, "shmkv_cache_compaction_queued{cache=\"v\",by=\"request\"} 0")) << m;
+	EXPECT_TRUE(has(m, "shmkv_cache_compaction_queued_timestamp_seconds{cache=\"w\"} ")) << m;
+	EXPECT_FALSE(has(m, "shmkv_cache_compaction_queued_timestamp_seconds{cache=\"v\"}")) << m;
+	EXPECT_TRUE(has(m, "shmkv_cache_compacting{cache=\"w\"} 0")) << m;
+	CmdRun r = shmctl(env, {"cache", "status", "w"});
+	EXPECT_TRUE(has(r.out, "(requested, behind the loader's jobs)")) << r.out;
+
+	// running: the worker let go, w's merge held
+	hold(".w.compact.tmp");
+	Json j = reply(cv);
+	ASSERT_TRUE(j.ok()) << j["error"].s();
+	ASSERT_TRUE(held()) << env.log();
+	s = ld.status("w");
+	k = s.get("compaction");
+	ASSERT_NE(k, nullptr);
+	EXPECT_TRUE((*k)["running"].b);
+	EXPECT_GE((*k)["running_since_unix"].u64(), t0);
+	EXPECT_EQ((*k)["running_by"].s(), "request");
+	EXPECT_FALSE((*k)["queued"].b);
+	EXPECT_TRUE((*k)["queued_since_unix"].is_null());
+	EXPECT_EQ((*k)["queued_requests"].u64(), 0u);
+	EXPECT_TRUE((*k)["last_unix"].is_null());
+	// v past its bound: its compaction waits for w's
+	uint64_t t1 = (uint64_t)time(nullptr);
+	set("v2", "2", 0, "v");
+	Json sv;
+	ASSERT_TRUE(wait_until([&] {
+		sv = ld.status("v");
+		return sv["compaction"]["queued_behind"].s() == "compaction";
+	}, 60000, 5)) << env.log();
+	k = sv.get("compaction");
+	ASSERT_NE(k, nullptr);
+	EXPECT_TRUE((*k)["queued"].b);
+	EXPECT_GE((*k)["queued_since_unix"].u64(), t1);
+	EXPECT_EQ((*k)["queued_by"].s(), "bound");
+	EXPECT_EQ((*k)["queued_behind_cache"].s(), "w");
+	EXPECT_EQ((*k)["queued_requests"].u64(), 0u);
+	EXPECT_FALSE((*k)["running"].b);
+	m = metrics();
+	EXPECT_TRUE(has(m, "shmkv_cache_compaction_queued{cache=\"v\",by=\"bound\"} 1")) << m;
+	EXPECT_TRUE(has(m, "shmkv_cache_compaction_queued{cache=\"w\",by=\"request\"} 0")) << m;
+	EXPECT_TRUE(has(m, "shmkv_cache_compacting{cache=\"w\"} 1")) << m;
+	EXPECT_FALSE(has(m, "shmkv_cache_compaction_duration_seconds{cache=\"w\"}")) << m;
+	r = shmctl(env, {"cache", "status", "v"});
+	EXPECT_TRUE(has(r.out, "(the bound, behind the compaction of w)")) << r.out;
+	r = shmctl(env, {"cache", "status", "w"});
+	EXPECT_TRUE(has(r.out, "running for")) << r.out;
+
+	// last: w published (then v runs and publishes)
+	release();
+	j = reply(cw);
+	ASSERT_TRUE(j.ok()) << j["error"].s();
+	s = ld.status("w");
+	k = s.get("compaction");
+	ASSERT_NE(k, nullptr);
+	EXPECT_FALSE((*k)["running"].b);
+	EXPECT_FALSE((*k)["queued"].b);
+	EXPECT_EQ((*k)["count"].u64(), 1u);
+	EXPECT_GE((*k)["last_unix"].u64(), t0);
+	EXPECT_EQ((*k)["last_ms"].u64(), j["ms"].u64());
+	EXPECT_EQ((*k)["last_records"].u64(), j["records"].u64());
+	EXPECT_EQ((*k)["last_records"].u64(), 1u); // k0
+	EXPECT_EQ((*k)["last_catch_up"].u64(), j["catch_up"].u64());
+	ASSERT_TRUE(wait_until([&] {
+		sv = ld.status("v");
+		return sv["compaction"]["count"].u64() == 1;
+	}, 60000, 5)) << env.log();
+	EXPECT_FALSE(sv["compaction"]["queued"].b);
+	EXPECT_FALSE(sv["compaction"]["running"].b);
+	EXPECT_EQ(sv["compaction"]["last_records"].u64(), 2u); // v1, v2
+	m = metrics();
+	EXPECT_TRUE(has(m, "shmkv_cache_compaction_duration_seconds{cache=\"w\"} ")) << m;
+	EXPECT_TRUE(has(m, "shmkv_cache_compaction_queued{cache=\"v\",by=\"bound\"} 0")) << m;
+	r = shmctl(env, {"cache", "status", "w"});
+	EXPECT_TRUE(has(r.out, "1 since start, the last")) << r.out;
+	EXPECT_TRUE(has(r.out, "(1 keys merged")) << r.out;
+	EXPECT_EQ(check_now(), "");
+}
+
 // A rollback, a load or a drop of the cache while it merges cancels it: the
 // request gets an error naming why, nothing of it is published (the merge
 // ending later is discarded, its files removed), and the next one runs.
