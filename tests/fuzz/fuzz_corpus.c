@@ -285,8 +285,22 @@ static void loader_req_seeds(void)
 		{"stream-open", "\x03\x05\x1f{\"key\": \"a\", \"value\": 1}\n{\"key\": \"b\", "
 				"\"value\": [1.5, 2.5], \"type\": \"f32list\"}\n{\"ke"},
 	};
-	for (size_t i = 0; i < sizeof seeds / sizeof *seeds; i++)
-		put("loader_req", seeds[i].name, seeds[i].bytes, strlen(seeds[i].bytes));
+	for (size_t i = 0; i < sizeof seeds / sizeof *seeds; i++) /* bytes 0-2 may be \0 */
+		put("loader_req", seeds[i].name, seeds[i].bytes, 3 + strlen(seeds[i].bytes + 3));
+	/* lines at the limit (8192 bytes, a '\r' counted) and one past it */
+	static char big[3 + 8200 + 16];
+	for (int over = 0; over < 2; over++) {
+		size_t n = 0;
+		memcpy(big, "\x06\x03\x00", 3);
+		n = 3;
+		memcpy(big + n, "load\tusers\t/", 13);
+		n += 13;
+		memset(big + n, 'p', 8192 - 13 - 1 + (size_t)over);
+		n += 8192 - 13 - 1 + (size_t)over;
+		memcpy(big + n, "\r\nping\n", 8);
+		n += 8;
+		put("loader_req", over ? "line-too-long" : "line-max", big, n);
+	}
 }
 
 /* wal: logs as wal.c writes them (the head, then each record's head, data

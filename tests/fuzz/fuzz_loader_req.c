@@ -3,7 +3,8 @@
  * through its I/O-free seam (loader/reqline.h), as server.c calls it. Byte
  * 0: bit 0 picks the mode, bit 1 the peer is root or the loader's uid, bit 2
  * the peer closes its side after the last byte; byte 1 seeds the sizes of
- * the pieces the bytes arrive in (and in a stream when a batch is taken);
+ * the pieces the bytes arrive in (1 byte to 8 KiB; and in a stream when a
+ * batch is taken);
  * byte 2, in a stream, its longest line - 1 (so that short inputs reach the
  * limit); the rest is what the peer sent:
  *   0 requests: the connection's buffer cut into lines (reqline_next), each
@@ -27,11 +28,13 @@
 #define DOC_LINE_MAX 8192
 #define DOC_MAX_WORDS 4
 
-/* the next piece's size, 1..64 */
+/* the next piece's size: 1..64, or 128..8192 by 128 (a peer that writes
+ * a byte at a time, or one whose writes fill the socket's buffer) */
 static size_t piece(uint32_t *seed)
 {
 	*seed = *seed * 1103515245u + 12345u;
-	return 1 + (*seed >> 16) % 64;
+	size_t p = 1 + (*seed >> 16) % 64;
+	return (*seed >> 12) & 1 ? p * 128 : p;
 }
 
 /* ---- 0: request lines, their words ---- */
@@ -108,19 +111,21 @@ static void fuzz_requests(const uint8_t *d, size_t n, int priv, int eof, uint32_
 		size_t p = piece(&seed);
 		got += p < n - got ? p : n - got;
 		int end = eof && got == n;
+		/* the bytes not handed on yet, in a block that ends where they do */
+		size_t from = at;
+		uint8_t *blk = fuzz_copy(d + from, got - from);
 		for (;;) {
 			size_t avail = got - at, len = 0, used = 0;
 			if (!avail)
 				break;
-			uint8_t *in = fuzz_copy(d + at, avail);
-			int r = reqline_next((const char *)in, avail, end, &len, &used);
-			free(in);
+			int r = reqline_next((const char *)blk + (at - from), avail, end, &len, &used);
 			/* the rule: a line runs to its '\n' (at eof, to the end);
 			 * longer than DOC_LINE_MAX, the connection is refused */
 			const uint8_t *nl = memchr(d + at, '\n', avail);
 			size_t ll = nl ? (size_t)(nl - (d + at)) : avail;
 			if (ll > DOC_LINE_MAX) {
 				FUZZ_CHECK(r == -E2BIG, "a line of %zu bytes taken (%d)", ll, r);
+				free(blk);
 				return; /* the connection ends */
 			}
 			if (!nl && !end) {
@@ -135,6 +140,7 @@ static void fuzz_requests(const uint8_t *d, size_t n, int priv, int eof, uint32_
 				check_request((const char *)d + at, len, priv);
 			at += used;
 		}
+		free(blk);
 	}
 }
 
