@@ -30,17 +30,15 @@
 #include "log.h"
 #include "metrics.h"
 #include "readers.h"
+#include "reqline.h"
 #include "status.h"
 #include "worker.h"
 
-#define LINE_MAX_ 8192        /* longest request line */
-#define MAX_WORDS 4
 #define OUT_MAX_ (128u << 10) /* replies held for a peer that does not read them:
 			       * beyond this, its requests wait (no EPOLLIN) */
 #define ACCEPT_BATCH 64       /* connections taken per turn of the loop */
 #define PAUSE_MS 200          /* accept paused this long when out of descriptors */
 #define STREAM_IN_MAX (16u << 20) /* a stream's lines buffered for its next batch */
-#define STREAM_LINE_MAX (1u << 20) /* a stream's longest line */
 
 /* Every epoll entry of this file points at a struct whose first member is
  * its kind (main.c hands them to server_event). */
@@ -70,10 +68,7 @@ struct client {
 	int stream;
 	char stream_name[SHMKV_CACHE_NAME_MAX + 1];
 	uint64_t stream_lines; /* lines handed to the worker so far */
-	/* in[]: the lines before stream_line_at are whole and checked, and
-	 * [stream_line_at, stream_scanned) holds no '\n' (stream_pump scans
-	 * only what came since, not the whole buffer at every read) */
-	size_t stream_line_at, stream_scanned;
+	struct req_stream stream_in; /* in[]'s lines scanned so far */
 	uint64_t stream_sent;  /* CLOCK_MONOTONIC ms of the last batch handed over */
 	uid_t uid;   /* the peer's (SO_PEERCRED at accept); (uid_t)-1 unknown */
 	struct client *next, *next_ready;
@@ -439,20 +434,15 @@ static void bad_request(struct client *c, const char *msg, int err)
 
 /* ---- the verbs ---- */
 
-enum who { WHO_ANY, WHO_PRIV };
 enum { WAIT_JOB = 1, WAIT_SCAN };
 
+/* How a verb of reqline.h's REQ_VERBS runs; its words are checked there. */
 struct verb {
-	const char *name;
-	const char *args; /* after the verb, for usage and help */
-	int min, max;     /* words after the verb */
-	enum who who;
 	/* emits the reply and returns 0, or returns WAIT_JOB (the worker
 	 * replies) or WAIT_SCAN (run again once a reader scan ended, with
 	 * retry set) */
 	int (*fn)(struct loader *L, struct client *c, const struct verb *v, char **w, int retry);
 	enum job_kind job; /* the worker's job, for v_job */
-	const char *help;
 };
 
 static int v_ping(struct loader *L, struct client *c, const struct verb *v, char **w, int retry)
@@ -571,14 +561,6 @@ static int v_change(struct loader *L, struct client *c, const struct verb *v, ch
 	return WAIT_JOB;
 }
 
-static uint64_t memcnt(const char *p, char ch, size_t n)
-{
-	uint64_t k = 0;
-	for (const char *e = p + n; (p = memchr(p, ch, (size_t)(e - p))); p++)
-		k++;
-	return k;
-}
-
 static uint64_t now_ms(void)
 {
 	struct timespec ts;
@@ -616,7 +598,7 @@ static int v_stream(struct loader *L, struct client *c, const struct verb *v, ch
 	json_str(&j, "cache", w[1]);
 	json_bool(&j, "stream", 1);
 	json_u64(&j, "interval_ms", stream_interval(L));
-	json_u64(&j, "line_max", STREAM_LINE_MAX);
+	json_u64(&j, "line_max", REQ_STREAM_LINE_MAX);
 	emit(c, json_finish(&j));
 	return 0;
 }
@@ -644,29 +626,18 @@ static void stream_pump(struct loader *L, struct client *c)
 		return;
 	/* every line, the partial last one too, within the longest line: the
 	 * bytes not scanned yet */
-	for (;;) {
-		const char *nl = memchr(c->in + c->stream_scanned, '\n',
-					c->in_len - c->stream_scanned);
-		size_t upto = nl ? (size_t)(nl - c->in) : c->in_len;
-		if (upto - c->stream_line_at > STREAM_LINE_MAX) {
-			char msg[300];
-			snprintf(msg, sizeof msg, "stream line %llu is longer than %u bytes: lines "
-				 "from it on were not published (lines before them were), and "
-				 "the stream ends; larger values go in a delta image applied with "
-				 "'shmctl cache apply'", (unsigned long long)(c->stream_lines +
-				 (uint64_t)memcnt(c->in, '\n', c->stream_line_at) + 1),
-				 STREAM_LINE_MAX);
-			bad_request(c, msg, -E2BIG);
-			c->bad = 1;
-			return;
-		}
-		if (!nl) {
-			c->stream_scanned = c->in_len;
-			break;
-		}
-		c->stream_line_at = c->stream_scanned = upto + 1;
+	uint64_t bad_line;
+	if (req_stream_scan(&c->stream_in, c->in, c->in_len, REQ_STREAM_LINE_MAX, &bad_line)) {
+		char msg[300];
+		snprintf(msg, sizeof msg, "stream line %llu is longer than %u bytes: lines from it "
+			 "on were not published (lines before them were), and the stream ends; "
+			 "larger values go in a delta image applied with 'shmctl cache apply'",
+			 (unsigned long long)(c->stream_lines + bad_line), REQ_STREAM_LINE_MAX);
+		bad_request(c, msg, -E2BIG);
+		c->bad = 1;
+		return;
 	}
-	size_t len = c->eof ? c->in_len : c->stream_line_at;
+	size_t len = req_stream_batch(&c->stream_in, c->in_len, c->eof);
 	if (!len)
 		return;
 	uint64_t now = now_ms(), next = c->stream_sent + stream_interval(L);
@@ -684,14 +655,13 @@ static void stream_pump(struct loader *L, struct client *c)
 	memcpy(j->change, c->in, len);
 	j->change[len] = 0;
 	j->change_len = len;
-	j->lines = memcnt(c->in, '\n', len) + (c->in[len - 1] != '\n');
+	j->lines = req_stream_lines(c->in, len);
 	j->first_line = c->stream_lines + 1;
 	j->stream = 1;
 	j->client = c->id;
 	memmove(c->in, c->in + len, c->in_len - len);
 	c->in_len -= len;
-	c->stream_line_at -= len < c->stream_line_at ? len : c->stream_line_at;
-	c->stream_scanned -= len < c->stream_scanned ? len : c->stream_scanned;
+	req_stream_consumed(&c->stream_in, len);
 	c->stream_lines += j->lines;
 	c->stream_sent = now;
 	c->pending = 1;
@@ -714,49 +684,10 @@ static void stream_tick(struct loader *L)
 	}
 }
 
-/* The one list of verbs: the dispatcher, `help`, and both messages below. */
-static const struct verb verbs[] = {
-	{"ping", "", 0, 0, WHO_ANY, v_ping, 0, "the loader's pid, version, root, spool"},
-	{"help", "", 0, 0, WHO_ANY, v_help, 0, "these verbs, their words and who may use them"},
-	{"list", "", 0, 0, WHO_ANY, v_list, 0, "every cache's summary, the spool, the metrics file"},
-	{"status", "NAME", 1, 1, WHO_ANY, v_status, 0, "one cache in full, its readers too"},
-	{"metrics", "", 0, 0, WHO_ANY, v_metrics, 0, "the Prometheus text of every cache"},
-	{"bpf_status", "[NAME]", 0, 1, WHO_ANY, v_bpf_status, 0, "the BPF exports' figures"},
-	{"load", "NAME PATH [NUMA]", 2, 3, WHO_PRIV, v_job, JOB_LOAD,
-	 "load an image file into a cache (created if new) and publish it"},
-	{"reload", "NAME", 1, 1, WHO_PRIV, v_job, JOB_RELOAD, "load the cache's configured source"},
-	{"rollback", "NAME", 1, 1, WHO_PRIV, v_job, JOB_ROLLBACK,
-	 "publish the rollback generation again"},
-	{"drop", "NAME", 1, 1, WHO_PRIV, v_job, JOB_DROP, "remove the cache and its segments"},
-	{"apply", "NAME PATH", 2, 2, WHO_PRIV, v_job, JOB_APPLY,
-	 "apply a delta image of the cache's base (or the next of its chain)"},
-	{"change", "NAME JSONL", 2, 2, WHO_PRIV, v_change, JOB_CHANGE,
-	 "one upsert or removal, a JSONL record as image build reads them"},
-	{"compact", "NAME", 1, 1, WHO_PRIV, v_job, JOB_COMPACT,
-	 "merge the cache's changes into a new base and publish it"},
-	{"stream", "NAME", 1, 1, WHO_PRIV, v_stream, 0,
-	 "every later line is a change, published in batches, each acknowledged"},
-	{"bpf_export", "NAME PREFIX MAX_VALUE", 3, 3, WHO_PRIV, v_job, JOB_BPF_EXPORT,
-	 "export the cache to BPF programs"},
-	{"bpf_unexport", "NAME", 1, 1, WHO_PRIV, v_job, JOB_BPF_UNEXPORT, "end its BPF export"},
-};
-#define NVERBS (sizeof verbs / sizeof verbs[0])
-
-/* "a, b and c": the verbs for who (or all of them with who < 0). */
-static void verb_list(char *out, size_t len, int who, const char *last_sep)
-{
-	size_t n = 0, count = 0, k = 0;
-	for (size_t i = 0; i < NVERBS; i++)
-		count += who < 0 || (int)verbs[i].who == who;
-	out[0] = 0;
-	for (size_t i = 0; i < NVERBS && n < len; i++) {
-		if (who >= 0 && (int)verbs[i].who != who)
-			continue;
-		const char *sep = k == 0 ? "" : k + 1 == count ? last_sep : ", ";
-		n += (size_t)snprintf(out + n, len - n, "%s%s", sep, verbs[i].name);
-		k++;
-	}
-}
+/* How each verb of the one list (reqline.h: REQ_VERBS) runs, in its order. */
+#define X(n, a, lo, hi, wh, fn, job, h) {fn, job},
+static const struct verb verbs[] = {REQ_VERBS(X)};
+#undef X
 
 static int v_help(struct loader *L, struct client *c, const struct verb *v, char **w, int retry)
 {
@@ -765,13 +696,13 @@ static int v_help(struct loader *L, struct client *c, const struct verb *v, char
 	json_init(&j);
 	json_bool(&j, "ok", 1);
 	json_arr_begin(&j, "verbs");
-	for (size_t i = 0; i < NVERBS; i++) {
+	for (size_t i = 0; i < req_nverbs; i++) {
 		json_obj_begin(&j, NULL);
-		json_str(&j, "verb", verbs[i].name);
-		json_str(&j, "args", verbs[i].args);
-		json_str(&j, "who", verbs[i].who == WHO_ANY ? "anyone who can connect"
-							 : "root and the loader's uid");
-		json_str(&j, "help", verbs[i].help);
+		json_str(&j, "verb", req_verbs[i].name);
+		json_str(&j, "args", req_verbs[i].args);
+		json_str(&j, "who", req_verbs[i].who == REQ_ANY ? "anyone who can connect"
+								: "root and the loader's uid");
+		json_str(&j, "help", req_verbs[i].help);
 		json_obj_end(&j);
 	}
 	json_arr_end(&j);
@@ -779,53 +710,21 @@ static int v_help(struct loader *L, struct client *c, const struct verb *v, char
 	return 0;
 }
 
-/* Handles one request line; returns 0 or what the client now waits for. */
-static int request(struct loader *L, struct client *c, char *line, int retry)
+/* Handles one request line line[0..len) (line[len] is 0); returns 0 or
+ * what the client now waits for. */
+static int request(struct loader *L, struct client *c, char *line, size_t len, int retry)
 {
-	char *w[MAX_WORDS + 1] = {0};
-	int n = 0;
-	for (char *p = line;;) {
-		if (n == MAX_WORDS) {
-			bad_request(c, "too many words", -EINVAL);
-			return 0;
-		}
-		w[n++] = p;
-		char *t = strchr(p, '\t');
-		if (!t)
-			break;
-		*t = 0;
-		p = t + 1;
-	}
-	const struct verb *v = NULL;
-	for (size_t i = 0; i < NVERBS && !v; i++)
-		if (!strcmp(w[0], verbs[i].name))
-			v = &verbs[i];
+	struct req r;
 	char msg[400];
-	if (!v) {
-		char all[300];
-		verb_list(all, sizeof all, -1, ", ");
-		snprintf(msg, sizeof msg, "unknown verb \"%.64s\" (%s)", w[0], all);
-		bad_request(c, msg, -EINVAL);
+	int err = req_parse(line, len, c->priv, (unsigned)geteuid(),
+			    c->uid == (uid_t)-1 ? -1 : (long)c->uid, &r, msg, sizeof msg);
+	if (err) {
+		emit(c, json_error_reason(msg, err, err == -EPERM ? JSON_R_NOT_PERMITTED
+								  : JSON_R_BAD_REQUEST));
 		return 0;
 	}
-	if (n - 1 < v->min || n - 1 > v->max) {
-		snprintf(msg, sizeof msg, "usage: %s%s%s (words separated by TAB)", v->name,
-			 v->args[0] ? " " : "", v->args);
-		bad_request(c, msg, -EINVAL);
-		return 0;
-	}
-	/* the socket may be group-accessible (0660) for status; what changes a
-	 * cache, or reads a file as the loader, is for root and our own uid */
-	if (v->who == WHO_PRIV && !c->priv) {
-		char any[300];
-		verb_list(any, sizeof any, WHO_ANY, " and ");
-		snprintf(msg, sizeof msg, "%s is for root and the loader's user (uid %u); uid %d "
-			 "may only %s", v->name, (unsigned)geteuid(),
-			 c->uid == (uid_t)-1 ? -1 : (int)c->uid, any);
-		emit(c, json_error_reason(msg, -EPERM, JSON_R_NOT_PERMITTED));
-		return 0;
-	}
-	return v->fn(L, c, v, w, retry);
+	const struct verb *v = &verbs[r.verb - req_verbs];
+	return v->fn(L, c, v, r.w, retry);
 }
 
 /* Runs up to budget complete lines, until one waits for the worker or a scan. */
@@ -836,41 +735,33 @@ static void process(struct loader *L, struct client *c, int budget)
 			stream_pump(L, c);
 			return;
 		}
-		char *nl = memchr(c->in, '\n', c->in_len);
-		if (!nl && !c->eof)
-			break;
-		if (budget-- == 0)
-			return; /* more next turn: server_event(IT_MORE) */
-		size_t len = nl ? (size_t)(nl - c->in) : c->in_len;
-		char line[LINE_MAX_ + 1];
-		if (len > LINE_MAX_) {
+		size_t len, used;
+		int got = reqline_next(c->in, c->in_len, c->eof, &len, &used);
+		if (got == -E2BIG) {
 			bad_request(c, "request line too long", -E2BIG);
 			c->bad = 1;
-			break;
+			return;
 		}
+		if (!got)
+			return;
+		if (budget-- == 0)
+			return; /* more next turn: server_event(IT_MORE) */
+		char line[REQ_LINE_MAX + 1];
 		memcpy(line, c->in, len);
 		line[len] = 0;
-		if (len && line[len - 1] == '\r')
-			line[len - 1] = 0;
-		size_t used = nl ? len + 1 : len;
 		memmove(c->in, c->in + used, c->in_len - used);
 		c->in_len -= used;
-		if (!line[0])
-			continue;
+		if (!len)
+			continue; /* a blank line; one that starts with a NUL is refused */
 		/* kept whole: request() cuts its words in place */
-		char copy[LINE_MAX_ + 1];
+		char copy[REQ_LINE_MAX + 1];
 		memcpy(copy, line, len + 1);
-		int wait = request(L, c, line, 0);
+		int wait = request(L, c, line, len, 0);
 		if (wait == WAIT_SCAN && !(c->held = strdup(copy))) {
 			emit(c, NULL);
 			wait = 0;
 		}
 		c->pending = wait != 0;
-	}
-	if (!c->stream && !c->pending && c->out_len < OUT_MAX_ && c->in_len > LINE_MAX_ &&
-	    !memchr(c->in, '\n', c->in_len)) {
-		bad_request(c, "request line too long", -E2BIG);
-		c->bad = 1;
 	}
 }
 
@@ -949,7 +840,7 @@ static void client_event(struct loader *L, struct client *c, uint32_t events)
 			ssize_t n = read(c->fd, c->in + c->in_len, c->in_cap - c->in_len);
 			if (n > 0) {
 				c->in_len += (size_t)n;
-				if (c->in_len > (c->stream ? STREAM_IN_MAX : 4 * LINE_MAX_))
+				if (c->in_len > (c->stream ? STREAM_IN_MAX : 4 * REQ_LINE_MAX))
 					break; /* process some first */
 				continue;
 			}
@@ -1001,10 +892,10 @@ static void scan_done(struct loader *L)
 		nx = c->next;
 		if (!c->held)
 			continue;
-		char line[LINE_MAX_ + 1];
+		char line[REQ_LINE_MAX + 1];
 		snprintf(line, sizeof line, "%s", c->held);
 		c->pending = 0;
-		if (request(L, c, line, 1)) {
+		if (request(L, c, line, strlen(line), 1)) {
 			c->pending = 1; /* not fresh yet: the next scan */
 			continue;
 		}

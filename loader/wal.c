@@ -1,10 +1,6 @@
-/* wal.c - the durable log of changes (wal.h). Layout, little-endian:
- * head (80 bytes): "SHMKVWAL", u32 version 2, u32 head size 80, u64
- * base_sum, base_size, origin_sum, origin_size, chain_last, chain_seq,
- * u64 0, u64 XXH3 of the 72 bytes before; then records: u32 magic "WREC",
- * u32 flags (WAL_APPLIED), u64 seq, u64 len, len bytes, zero padding to 8,
- * u64 XXH3 (seeded with seq ^ len ^ flags << 56) of the len bytes. Records
- * only ever append; everything else rewrites the file. */
+/* wal.c - the durable log of changes (wal.h): its file written and read;
+ * its bytes are walfmt.c's. Records only ever append; everything else
+ * rewrites the file. */
 #include "wal.h"
 
 #include <dirent.h>
@@ -16,64 +12,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <xxhash.h>
-
 #include "diag.h"
 #include "log.h"
 
-#define WAL_MAGIC "SHMKVWAL"
-#define WAL_VERSION 2u
-#define WAL_HEAD 80u
-#define WAL_IDENT 48u /* magic to origin_size: what wal_append() compares */
-#define REC_MAGIC 0x43455257u /* "WREC" */
-#define REC_HEAD 24u
 #define SUFFIX ".wal"
 
 static void file_of(const char *name, char *out, size_t len)
 {
 	snprintf(out, len, "%s" SUFFIX, name);
-}
-
-static void put64(unsigned char *p, uint64_t v)
-{
-	memcpy(p, &v, 8); /* little-endian hosts only, as the images */
-}
-
-static uint64_t get64(const unsigned char *p)
-{
-	uint64_t v;
-	memcpy(&v, p, 8);
-	return v;
-}
-
-static void head_bytes(const struct wal_head *h, unsigned char out[WAL_HEAD])
-{
-	memset(out, 0, WAL_HEAD);
-	memcpy(out, WAL_MAGIC, 8);
-	uint32_t v = WAL_VERSION, hs = WAL_HEAD;
-	memcpy(out + 8, &v, 4);
-	memcpy(out + 12, &hs, 4);
-	put64(out + 16, h->base_sum);
-	put64(out + 24, h->base_size);
-	put64(out + 32, h->origin_sum);
-	put64(out + 40, h->origin_size);
-	put64(out + 48, h->chain_last);
-	put64(out + 56, h->chain_seq);
-	put64(out + 72, XXH3_64bits(out, 72));
-}
-
-static int head_sound(const unsigned char *p)
-{
-	uint32_t v, hs;
-	memcpy(&v, p + 8, 4);
-	memcpy(&hs, p + 12, 4);
-	return !memcmp(p, WAL_MAGIC, 8) && v == WAL_VERSION && hs == WAL_HEAD &&
-	       get64(p + 72) == XXH3_64bits(p, 72);
-}
-
-static uint64_t rec_sum(uint64_t seq, uint32_t flags, const void *data, uint64_t len)
-{
-	return XXH3_64bits_withSeed(data, (size_t)len, seq ^ len ^ (uint64_t)flags << 56);
 }
 
 static int write_all(int fd, const void *p, size_t n)
@@ -92,19 +38,14 @@ static int write_all(int fd, const void *p, size_t n)
 
 static int write_rec(int fd, uint64_t seq, uint32_t flags, const void *data, uint64_t len)
 {
-	unsigned char h[REC_HEAD] = {0}, tail[16] = {0};
-	uint32_t m = REC_MAGIC;
-	memcpy(h, &m, 4);
-	memcpy(h + 4, &flags, 4);
-	put64(h + 8, seq);
-	put64(h + 16, len);
-	size_t pad = (size_t)((8 - len % 8) % 8);
-	put64(tail + pad, rec_sum(seq, flags, data, len));
+	unsigned char h[WAL_REC_HEAD], tail[WAL_REC_TAIL];
+	walfmt_rec_head(h, seq, flags, len);
+	size_t tl = walfmt_rec_tail(tail, seq, flags, data, len);
 	int err = write_all(fd, h, sizeof h);
 	if (!err)
 		err = write_all(fd, data, (size_t)len);
 	if (!err)
-		err = write_all(fd, tail, pad + 8);
+		err = write_all(fd, tail, tl);
 	return err;
 }
 
@@ -120,10 +61,10 @@ int wal_append(struct loader *L, const char *name, const struct wal_head *h, uin
 	struct stat st;
 	int err = fstat(fd, &st) ? -errno : 0;
 	unsigned char hb[WAL_HEAD], old[WAL_HEAD];
-	head_bytes(h, hb);
+	walfmt_head(h, hb);
 	/* a log of another base (a load it missed) holds nothing that applies */
 	if (!err && st.st_size >= WAL_HEAD &&
-	    (pread(fd, old, WAL_HEAD, 0) != WAL_HEAD || !head_sound(old) ||
+	    (pread(fd, old, WAL_HEAD, 0) != WAL_HEAD || !walfmt_head_sound(old) ||
 	     memcmp(old, hb, WAL_IDENT))) {
 		log_warn("durable log %s/%s names another base (or its head is damaged): started "
 			 "again", L->durable, f);
@@ -175,7 +116,7 @@ int wal_reset(struct loader *L, const char *name, const struct wal_head *h,
 		return diag_fail(-errno, why, why_len, "%s/%s: %s", L->durable, tmp,
 				 strerror(errno));
 	unsigned char hb[WAL_HEAD];
-	head_bytes(h, hb);
+	walfmt_head(h, hb);
 	int err = write_all(fd, hb, sizeof hb);
 	for (size_t i = 0; !err && i < n; i++)
 		err = write_rec(fd, recs[i].seq, 0, recs[i].data, recs[i].len);
@@ -253,49 +194,13 @@ int wal_read(struct loader *L, const char *name, struct wal_head *h, char **buf,
 		return err == -ENOENT ? err
 				      : diag_fail(err, why, why_len, "%s/%s: %s", L->durable, f,
 						  strerror(-err));
-	const unsigned char *p = (const unsigned char *)*buf;
-	if (size < WAL_HEAD || !head_sound(p))
-		return diag_fail(SHMKV_ECORRUPT, why, why_len, "%s/%s: not a durable log of this "
-				 "loader (its head is damaged or of another version)", L->durable,
-				 f);
-	*h = (struct wal_head){get64(p + 16), get64(p + 24), get64(p + 32), get64(p + 40),
-			       get64(p + 48), get64(p + 56)};
-	size_t at = WAL_HEAD, cap = 0;
-	const char *torn = NULL;
-	while (at < size) {
-		uint32_t m;
-		if (size - at < REC_HEAD + 8) {
-			torn = "a record cut short";
-			break;
-		}
-		uint32_t flags;
-		memcpy(&m, p + at, 4);
-		memcpy(&flags, p + at + 4, 4);
-		uint64_t seq = get64(p + at + 8), len = get64(p + at + 16);
-		uint64_t pad = (8 - len % 8) % 8;
-		if (m != REC_MAGIC) {
-			torn = "no record there";
-			break;
-		}
-		if (len > size - at - REC_HEAD - 8 || pad + 8 > size - at - REC_HEAD - len) {
-			torn = "a record cut short";
-			break;
-		}
-		const void *data = p + at + REC_HEAD;
-		if (get64(p + at + REC_HEAD + len + pad) != rec_sum(seq, flags, data, len) ||
-		    (flags & ~WAL_APPLIED)) {
-			torn = "a record whose checksum does not match";
-			break;
-		}
-		if (*n == cap) {
-			cap = cap ? 2 * cap : 16;
-			struct wal_rec *r = realloc(*recs, cap * sizeof *r);
-			if (!r)
-				return diag_fail(-ENOMEM, why, why_len, "out of memory");
-			*recs = r;
-		}
-		(*recs)[(*n)++] = (struct wal_rec){seq, data, len, flags};
-		at += REC_HEAD + len + pad + 8;
+	size_t at;
+	const char *torn;
+	err = walfmt_parse(*buf, size, h, recs, n, &at, &torn, why, why_len);
+	if (err) {
+		char w[300];
+		snprintf(w, sizeof w, "%s", why);
+		return diag_fail(err, why, why_len, "%s/%s: %s", L->durable, f, w);
 	}
 	if (torn) {
 		log_warn("durable log %s/%s: %s at byte %zu: the %zu bytes from there on are "

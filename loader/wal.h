@@ -10,26 +10,7 @@
 #include <stdint.h>
 
 #include "loader.h"
-
-struct wal_head {
-	uint64_t base_sum, base_size;     /* the base's header checksum and size */
-	uint64_t origin_sum, origin_size; /* what deltas apply to (0: the base) */
-	/* the last delta applied when the log was written anew (checksum and
-	 * chain seq; 0: none): records flagged WAL_APPLIED move it on. Not
-	 * compared by wal_append(): it names the log's start, not its end */
-	uint64_t chain_last, chain_seq;
-};
-
-/* A record's flags: a delta applied as it came (`apply`, the spool): the
- * delta chain's position moves to it when it is replayed */
-#define WAL_APPLIED 1u
-
-struct wal_rec {
-	uint64_t seq;
-	const void *data; /* a delta image of the base */
-	uint64_t len;
-	uint32_t flags;   /* WAL_APPLIED */
-};
+#include "walfmt.h"
 
 /* Appends record seq (data, len), creating the log with head h when there
  * is none, and fdatasyncs it. *undo: the log's size before, for wal_undo().

@@ -4,9 +4,11 @@
  * values, OUT records, expiring records, forced hash collisions, an empty
  * image, deltas read alone; also the seeds of image_fixsum), OUTDIR/jsonl, OUTDIR/tsv (input
  * texts), OUTDIR/ctl (control segments that point at fuzz_ctl's own
- * image, "@/seg.shmkv"), OUTDIR/http_req (shmkv-http's request forms) and
+ * image, "@/seg.shmkv"), OUTDIR/http_req (shmkv-http's request forms),
  * OUTDIR/delta (deltas of fuzz_delta's bases, fuzz_delta_base.h;
- * OUTDIR/delta_fixsum names the same directory). */
+ * OUTDIR/delta_fixsum names the same directory), OUTDIR/loader_req (the
+ * loader's socket requests and a stream) and OUTDIR/wal (durable logs
+ * written by the loader's writer, loader/walfmt.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +20,7 @@
 
 #include "fuzz_delta_base.h"
 #include "fuzz_seg_image.h"
+#include "walfmt.h"
 
 static const char *out;
 
@@ -260,12 +263,90 @@ static void deltas(void)
 	}
 }
 
+/* loader_req: requests of loader/README.md's protocol and a stream; bytes
+ * 0-2 as fuzz_loader_req.c reads them (mode, peer, eof; piece sizes; a
+ * stream's longest line - 1) */
+static void loader_req_seeds(void)
+{
+	static const struct {
+		const char *name, *bytes;
+	} seeds[] = {
+		{"read-verbs", "\x06\x00\x00ping\nhelp\nlist\nstatus\tusers\nmetrics\nbpf_status\n"
+			       "bpf_status\tusers\n"},
+		{"write-verbs", "\x06\x07\x00load\tusers\t/data/users.shmkv\tnode=0\r\nreload\tusers\n"
+				"rollback\tusers\ndrop\tusers\napply\tusers\t/spool/users.delta\n"
+				"compact\tusers\nbpf_export\tusers\tuser:\t256\nbpf_unexport\tusers\n"
+				"stream\tusers"},
+		{"change", "\x06\x01\x00change\tusers\t{\"key\": \"k\", \"value\": \"v\"}\n"},
+		{"not-permitted", "\x04\x03\x00load\tusers\t/etc/shadow\nstatus\tusers\n"},
+		{"refused", "\x06\x00\x00nope\tx\nstatus\nstatus\ta\tb\tc\td\n\r\n\n"},
+		{"stream", "\x07\x02\x3f{\"key\": \"a\", \"value\": 1}\n\n{\"key\": \"b\", "
+			   "\"remove\": true}\n{\"key\": \"c\", \"value\": 2}"},
+		{"stream-open", "\x03\x05\x1f{\"key\": \"a\", \"value\": 1}\n{\"key\": \"b\", "
+				"\"value\": [1.5, 2.5], \"type\": \"f32list\"}\n{\"ke"},
+	};
+	for (size_t i = 0; i < sizeof seeds / sizeof *seeds; i++) /* bytes 0-2 may be \0 */
+		put("loader_req", seeds[i].name, seeds[i].bytes, 3 + strlen(seeds[i].bytes + 3));
+	/* lines at the limit (8192 bytes, a '\r' counted) and one past it */
+	static char big[3 + 8200 + 16];
+	for (int over = 0; over < 2; over++) {
+		size_t n = 0;
+		memcpy(big, "\x06\x03\x00", 3);
+		n = 3;
+		memcpy(big + n, "load\tusers\t/", 13);
+		n += 13;
+		memset(big + n, 'p', 8192 - 13 - 1 + (size_t)over);
+		n += 8192 - 13 - 1 + (size_t)over;
+		memcpy(big + n, "\r\nping\n", 8);
+		n += 8;
+		put("loader_req", over ? "line-too-long" : "line-max", big, n);
+	}
+}
+
+/* wal: logs as wal.c writes them (the head, then each record's head, data
+ * and tail), their records an image's bytes; and one cut in its last
+ * record (a write the loader did not finish) */
+static void wal_seeds(void)
+{
+	char path[4096];
+	snprintf(path, sizeof path, "%s/image/all-types.shmkv", out);
+	FILE *f = fopen(path, "rb");
+	static unsigned char img[1 << 16];
+	size_t il = f ? fread(img, 1, sizeof img, f) : 0;
+	if (!f || fclose(f) != 0 || !il)
+		die(path);
+	static unsigned char log[4 * (1 << 16)];
+	struct wal_head h = {0x1234, 1 << 20, 0x5678, 1 << 20, 0, 0};
+	const uint64_t lens[] = {il, 5, 13, 0, 4096 < il ? 4096 : il};
+	for (int k = 0; k < 4; k++) {
+		size_t n = WAL_HEAD;
+		h.chain_seq = (uint64_t)k;
+		walfmt_head(&h, log);
+		for (int i = 0; i < k + (k == 3); i++) {
+			unsigned char tail[WAL_REC_TAIL];
+			uint32_t flags = i == 1 ? WAL_APPLIED : 0;
+			walfmt_rec_head(log + n, 7 + (uint64_t)i, flags, lens[i]);
+			n += WAL_REC_HEAD;
+			memcpy(log + n, img, (size_t)lens[i]);
+			n += (size_t)lens[i];
+			size_t tl = walfmt_rec_tail(tail, 7 + (uint64_t)i, flags, img, lens[i]);
+			memcpy(log + n, tail, tl);
+			n += tl;
+		}
+		char name[32];
+		snprintf(name, sizeof name, "log-%d.wal", k);
+		put("wal", name, log, n);
+		if (k == 3)
+			put("wal", "log-torn.wal", log, n - 11);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2 && argc != 3)
 		die("usage: fuzz_corpus OUTDIR [STAMP]");
 	out = argv[1];
-	const char *dirs[] = {"", "image", "jsonl", "tsv", "ctl", "delta"};
+	const char *dirs[] = {"", "image", "jsonl", "tsv", "ctl", "delta", "loader_req", "wal"};
 	for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++) {
 		char p[4096];
 		snprintf(p, sizeof p, "%s/%s", out, dirs[i]);
@@ -368,6 +449,8 @@ int main(int argc, char **argv)
 	}
 	http_req_seeds();
 	deltas();
+	loader_req_seeds();
+	wal_seeds();
 	if (argc == 3) { /* for meson: the file its custom_target names */
 		FILE *f = fopen(argv[2], "w");
 		if (!f || fclose(f) != 0)

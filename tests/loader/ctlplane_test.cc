@@ -526,3 +526,32 @@ TEST(ControlPlane, VerbTableAndReasons)
 	r = shmctl(env, {"cache", "rollback", "nope"});
 	EXPECT_EQ(r.rc, 1) << r.err;
 }
+
+// A request line that holds a NUL byte is refused and runs nothing; so is
+// one that starts with it (it was skipped without a reply). Found by
+// fuzz_loader_req (tests/fuzz/regress/loader_req): the words were cut at the
+// NUL, so `drop<TAB>c<NUL>x`, a name of three bytes, dropped cache c.
+TEST(ControlPlane, RequestWithNulRefused)
+{
+	Env env;
+	Loader ld(env);
+	ASSERT_TRUE(ld.start());
+	ASSERT_TRUE(build_and_load(ld, env, "c", "c", 10).ok());
+	int fd = sock_connect(env.root());
+	ASSERT_GE(fd, 0) << strerror(errno);
+	static const char reqs[] = "drop\tc\0x\n\0drop\tc\nstatus\tc\n";
+	ASSERT_TRUE(send_all(fd, std::string(reqs, sizeof reqs - 1)));
+	std::string line;
+	for (int i = 0; i < 2; i++) {
+		ASSERT_TRUE(read_line(fd, &line, 60000)) << "no reply to request " << i;
+		Json j;
+		ASSERT_TRUE(parse_json(line, &j)) << line;
+		EXPECT_EQ(j["reason"].s(), "bad_request") << line;
+		EXPECT_NE(j["error"].s().find("NUL"), std::string::npos) << line;
+	}
+	ASSERT_TRUE(read_line(fd, &line, 60000));
+	Json j;
+	ASSERT_TRUE(parse_json(line, &j)) << line;
+	EXPECT_TRUE(j.ok()) << "the cache is gone: " << line;
+	close(fd);
+}
