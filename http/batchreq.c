@@ -53,7 +53,10 @@ int batchreq_parse(const char *body, size_t len, size_t max_keys, struct batchre
 	size_t used = 0;
 	for (size_t i = 0; i < n; i++) {
 		json_t *e = json_array_get(keys, i);
-		json_t *b = json_is_object(e) ? json_object_get(e, "base64") : NULL;
+		/* that member alone: another one is a client's mistake to say */
+		json_t *b = json_is_object(e) && json_object_size(e) == 1
+				    ? json_object_get(e, "base64")
+				    : NULL;
 		if (json_is_string(e)) {
 			r->keys[i].data = json_string_value(e);
 			r->keys[i].len = json_string_length(e);
@@ -63,7 +66,8 @@ int batchreq_parse(const char *body, size_t len, size_t max_keys, struct batchre
 		if (json_is_string(b) && json_string_length(b) == strlen(json_string_value(b)))
 			dl = base64_decode(json_string_value(b), r->decoded + used);
 		if (dl < 0) {
-			snprintf(why, why_len, "keys[%zu]: expected a string or {\"base64\": \"...\"}%s", i,
+			snprintf(why, why_len, "keys[%zu]: expected a string or {\"base64\": \"...\"} "
+				 "(that member alone)%s", i,
 				 json_is_string(b) ? " (the base64 is not base64)" : "");
 			batchreq_free(r);
 			return -EINVAL;

@@ -189,7 +189,7 @@ static int batch_key(json_t *e, unsigned char *buf, const char **k, size_t *kl)
 		*k = json_string_value(e), *kl = json_string_length(e);
 		return 1;
 	}
-	json_t *b = json_is_object(e) ? json_object_get(e, "base64") : NULL;
+	json_t *b = json_is_object(e) && json_object_size(e) == 1 ? json_object_get(e, "base64") : NULL;
 	if (!json_is_string(b) || strlen(json_string_value(b)) != json_string_length(b))
 		return 0;
 	long dl = base64_decode(json_string_value(b), buf);

@@ -194,6 +194,9 @@ TEST_F(HttpTest, Limits)
 	expect_error(post(p, "/v1/caches/c/get", "{\"keys\": [1]}"), 400, "bad_request");
 	expect_error(post(p, "/v1/caches/c/get", "not json"), 400, "bad_request");
 	expect_error(post(p, "/v1/caches/c/get", "{\"keys\": [{\"base64\": \"@@\"}]}"), 400, "bad_request");
+	// a key object holds base64 alone (a second member is a client's mistake)
+	expect_error(post(p, "/v1/caches/c/get", "{\"keys\": [{\"base64\": \"a2V5XzE=\", \"x\": 1}]}"), 400,
+		     "bad_request");
 	EXPECT_EQ(get(p, "/healthz").status, 200);
 	EXPECT_TRUE(s.alive());
 }
