@@ -525,7 +525,8 @@ uint64_t check_handle(const shmkv *db, const std::string &tag, uint64_t n, uint6
 	return bad;
 }
 
-bool read_ctl(const std::string &root, const std::string &name, CtlView *out)
+bool read_ctl_copy(const std::string &root, const std::string &name, shmkv_ctl *copy,
+		   uint64_t *raw_seq)
 {
 	std::string p = root + "/" + name + ".ctl";
 	int fd = open(p.c_str(), O_RDONLY | O_CLOEXEC);
@@ -536,8 +537,17 @@ bool read_ctl(const std::string &root, const std::string &name, CtlView *out)
 	if (m == MAP_FAILED)
 		return false;
 	const shmkv_ctl *c = (const shmkv_ctl *)m;
+	if (raw_seq)
+		*raw_seq = __atomic_load_n(&c->seq, __ATOMIC_ACQUIRE);
+	bool ok = shmkv_ctl_read(c, copy) == 0;
+	munmap(m, SHMKV_CTL_SIZE);
+	return ok;
+}
+
+bool read_ctl(const std::string &root, const std::string &name, CtlView *out)
+{
 	shmkv_ctl copy;
-	bool ok = shmkv_ctl_read(c, &copy) == 0;
+	bool ok = read_ctl_copy(root, name, &copy, nullptr);
 	if (ok) {
 		out->generation = copy.generation;
 		out->segment_count = copy.segment_count;
@@ -547,7 +557,6 @@ bool read_ctl(const std::string &root, const std::string &name, CtlView *out)
 		out->seq = copy.seq;
 	}
 	out->seg.path[SHMKV_CTL_PATH_MAX - 1] = 0;
-	munmap(m, SHMKV_CTL_SIZE);
 	return ok;
 }
 

@@ -20,6 +20,7 @@
 //   expect_no_spin(...)  a process's CPU over 3 s under a fifth of the time
 //   spool_drop(...)      rename (or hard link, then rename) an image into the spool
 //   read_ctl(...)        a seqcount copy of ROOT/NAME.ctl (generation, segment)
+//   read_ctl_copy(...)   the same, whole, with the raw seq word
 //   Child                a forked process running a function, with a result pipe
 //   wait_until(...)      bounded polling
 //   cpu_ms(pid)          a process's CPU time (utime + stime), in ms
@@ -283,6 +284,10 @@ struct CtlView {
 
 // A consistent copy of ROOT/NAME.ctl (read-only mapping, seqcount loop).
 bool read_ctl(const std::string &root, const std::string &name, CtlView *out);
+// The same, whole, into *copy; *raw_seq (when not null): its seq word as it
+// lay before the copy (odd: a publish left open).
+bool read_ctl_copy(const std::string &root, const std::string &name, shmkv_ctl *copy,
+		   uint64_t *raw_seq);
 
 // ---- child processes ----------------------------------------------------------
 

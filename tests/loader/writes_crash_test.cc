@@ -171,19 +171,9 @@ struct CtlSnap {
 
 bool ctl_snap(const Env &env, CtlSnap *out)
 {
-	std::string p = env.root() + "/" + kCache + ".ctl";
-	int fd = open(p.c_str(), O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	void *m = mmap(nullptr, SHMKV_CTL_SIZE, PROT_READ, MAP_SHARED, fd, 0);
-	close(fd);
-	if (m == MAP_FAILED)
-		return false;
 	shmkv_ctl c;
-	uint64_t raw = __atomic_load_n(&((const shmkv_ctl *)m)->seq, __ATOMIC_ACQUIRE);
-	bool ok = shmkv_ctl_read((const shmkv_ctl *)m, &c) == 0;
-	munmap(m, SHMKV_CTL_SIZE);
-	if (!ok)
+	uint64_t raw = 0;
+	if (!read_ctl_copy(env.root(), kCache, &c, &raw))
 		return false;
 	*out = CtlSnap();
 	out->generation = c.generation;
