@@ -4,7 +4,8 @@
  * u64 0, u64 XXH3 of the 72 bytes before; then records: u32 magic "WREC",
  * u32 flags (WAL_APPLIED), u64 seq, u64 len, len bytes, zero padding to 8,
  * u64 XXH3 (seeded with seq ^ len ^ flags << 56) of the len bytes; each
- * record's seq above the one before. */
+ * record's seq above the one before. The reader takes only what this writer
+ * writes: a reserved word or padding that is not zero is not its log. */
 #include "walfmt.h"
 
 #include <errno.h>
@@ -54,7 +55,7 @@ int walfmt_head_sound(const unsigned char p[WAL_HEAD])
 	memcpy(&v, p + 8, 4);
 	memcpy(&hs, p + 12, 4);
 	return !memcmp(p, WAL_MAGIC, 8) && v == WAL_VERSION && hs == WAL_HEAD &&
-	       get64(p + 72) == XXH3_64bits(p, 72);
+	       get64(p + 64) == 0 && get64(p + 72) == XXH3_64bits(p, 72);
 }
 
 static uint64_t rec_sum(uint64_t seq, uint32_t flags, const void *data, uint64_t len)
@@ -118,6 +119,13 @@ int walfmt_parse(const void *buf, size_t size, struct wal_head *h, struct wal_re
 		if (get64(p + at + WAL_REC_HEAD + len + pad) != rec_sum(seq, flags, data, len) ||
 		    (flags & ~WAL_APPLIED)) {
 			*torn = "a record whose checksum does not match";
+			break;
+		}
+		/* the padding is outside the checksum: bytes there that are not
+		 * the writer's zeros are damage the checksum cannot see */
+		static const unsigned char zero[8];
+		if (memcmp(p + at + WAL_REC_HEAD + len, zero, (size_t)pad)) {
+			*torn = "a record whose padding is not zero";
 			break;
 		}
 		/* the writer numbers records in order (wal.h: wal_append), and the

@@ -10,8 +10,8 @@
  * one before (the writer's order, which the replay relies on). Then what
  * was read is written again by the loader's writer (walfmt_head,
  * walfmt_rec_head, walfmt_rec_tail, as wal.c writes a file) and must read
- * back whole, the same records, the same bytes but for the padding and the
- * head's reserved word. All of it on the bytes as they are, then with every checksum
+ * back whole, the same records, the same bytes (a reserved word or padding
+ * that is not zero is no log of that writer's). All of it on the bytes as they are, then with every checksum
  * recomputed (fix_checksums: what anyone who can write the file can do).
  * Seeds: logs of that writer (fuzz_corpus.c). */
 #include <errno.h>
@@ -44,7 +44,7 @@ static uint32_t rd32(const uint8_t *p)
 static int ref_head(const uint8_t *p, size_t size)
 {
 	return size >= 80 && !memcmp(p, "SHMKVWAL", 8) && rd32(p + 8) == 2 && rd32(p + 12) == 80 &&
-	       rd64(p + 72) == XXH3_64bits(p, 72);
+	       rd64(p + 64) == 0 && rd64(p + 72) == XXH3_64bits(p, 72);
 }
 
 /* The record at p + at, size bytes in all: its length in the file (header,
@@ -60,6 +60,9 @@ static size_t ref_rec(const uint8_t *p, size_t size, size_t at)
 	uint64_t total = 24 + (len + 7) / 8 * 8 + 8;
 	if (total > size - at || (flags & ~1u))
 		return 0;
+	for (uint64_t i = 24 + len; i < total - 8; i++)
+		if (p[at + i])
+			return 0; /* padding not zero */
 	uint64_t sum = XXH3_64bits_withSeed(p + at + 24, (size_t)len, seq ^ len ^ (uint64_t)flags << 56);
 	return rd64(p + at + total - 8) == sum ? (size_t)total : 0;
 }
@@ -155,16 +158,13 @@ static void check_log(const uint8_t *data, size_t size)
 				   recs2[i].flags == recs[i].flags &&
 				   !memcmp(recs2[i].data, recs[i].data, (size_t)recs[i].len),
 			   "record %zu differs when written again", i);
-	/* the same bytes as the file's whole part, but for the head's reserved
-	 * word (and so its checksum) and the records' padding */
-	FUZZ_CHECK(wsize == end && !memcmp(w, data, 64), "written again: %zu bytes of %zu, or "
-		   "another head", wsize, end);
+	/* the same bytes as the file's whole part */
+	FUZZ_CHECK(wsize == end && !memcmp(w, data, WAL_HEAD), "written again: %zu bytes of %zu, "
+		   "or another head", wsize, end);
 	for (size_t i = 0, o = WAL_HEAD; i < n; i++) {
-		size_t dl = WAL_REC_HEAD + (size_t)recs[i].len;
-		size_t pl = (size_t)(recs[i].len + 7) / 8 * 8 - (size_t)recs[i].len;
-		FUZZ_CHECK(!memcmp(w + o, data + o, dl) && !memcmp(w + o + dl + pl, data + o + dl + pl, 8),
-			   "record %zu written again differs", i);
-		o += dl + pl + 8;
+		size_t rl = WAL_REC_HEAD + (size_t)(recs[i].len + 7) / 8 * 8 + 8;
+		FUZZ_CHECK(!memcmp(w + o, data + o, rl), "record %zu written again differs", i);
+		o += rl;
 	}
 	free(recs2);
 	free(wp);
