@@ -246,9 +246,12 @@ Image make_image(const std::string &kind, const TempDir &dir)
 // it: under valgrind (about 40x) the full set was 200 s of CI on one core.
 size_t sparse()
 {
-	const char *v = getenv("SHMKV_HOSTILE_SPARSE");
-	long k = v ? strtol(v, nullptr, 10) : 1;
-	return k >= 1 ? (size_t)k : 1;
+	static const size_t k = [] {
+		const char *v = getenv("SHMKV_HOSTILE_SPARSE");
+		long n = v ? strtol(v, nullptr, 10) : 1;
+		return n >= 1 ? (size_t)n : (size_t)1;
+	}();
+	return k;
 }
 
 std::vector<Entry> sample(const std::vector<Entry> &all, size_t stride)
