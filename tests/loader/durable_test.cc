@@ -433,9 +433,7 @@ TEST_F(Durable, ARecordOutOfOrderEndsTheLog)
 // A head whose reserved word is not zero, its checksum recomputed (another
 // writer's, or a future version's): not this loader's log. Kept aside as
 // NAME.wal.bad with a log line, never replayed; the source is served as
-// configured. (A record's padding, outside its checksum, that is not zero
-// ends the log as a damaged record does: fuzz_wal's regress input
-// padding-not-zero; the loader's own records are whole 8-byte units.)
+// configured.
 TEST_F(Durable, AHeadWithItsReservedWordSetIsKeptAsBad)
 {
 	set("x", "1");
@@ -452,4 +450,41 @@ TEST_F(Durable, AHeadWithItsReservedWordSetIsKeptAsBad)
 	EXPECT_TRUE(shmkv_test::file_exists(dir + "/w.wal.bad"));
 	model.clear(); // the change was in that log alone
 	EXPECT_EQ(check(), "") << env.log();
+}
+
+// A record whose padding to 8 bytes (outside its checksum) is not zero ends
+// the log as a damaged record does: the records before it are replayed, it
+// and what follows are cut off with a log line. (The loader's own records
+// hold delta images, whole 8-byte units: this one is appended by hand, its
+// checksum right.)
+TEST_F(Durable, ARecordWhosePaddingIsNotZeroEndsTheLog)
+{
+	set("x", "1");
+	ld->kill9();
+	std::string wal = dir + "/w.wal", bytes = shmkv_test::read_file(wal);
+	uint64_t last = 0; // the last record's seq (loader/walfmt.c's layout)
+	for (size_t at = 80; at + 24 <= bytes.size();) {
+		uint64_t len;
+		memcpy(&last, bytes.data() + at + 8, 8);
+		memcpy(&len, bytes.data() + at + 16, 8);
+		at += 24 + (size_t)(len + 7) / 8 * 8 + 8;
+	}
+	ASSERT_GT(last, 0u);
+	const uint64_t seq = last + 1, len = 5;
+	const uint32_t magic = 0x43455257u, flags = 0; // "WREC"
+	std::string rec(24, '\0');
+	memcpy(&rec[0], &magic, 4);
+	memcpy(&rec[4], &flags, 4);
+	memcpy(&rec[8], &seq, 8);
+	memcpy(&rec[16], &len, 8);
+	rec += "abcde";
+	rec += std::string("\0\1\0", 3); // padding: one byte not zero
+	uint64_t sum = XXH3_64bits_withSeed("abcde", 5, seq ^ len);
+	rec.append((const char *)&sum, 8);
+	ASSERT_TRUE(shmkv_test::write_file(wal, bytes + rec));
+	reboot();
+	EXPECT_NE(env.log().find("a record whose padding is not zero"), std::string::npos)
+		<< env.log();
+	EXPECT_EQ(check(), "") << env.log(); // x=1, from the record before it
+	EXPECT_EQ(shmkv_test::read_file(wal).size(), bytes.size()) << "the record is cut off";
 }
