@@ -3,7 +3,7 @@
  * protocol 2 cache with a top overlay), against the same image read alone,
  * in one process, interleaved (bench/README.md, "Gets through a delta").
  *
- *   delta_get N ROUNDS [single|batch] [DIR]
+ *   delta_get N ROUNDS [single|batch|lone] [DIR]
  *
  * Builds (or reuses) DIR/delta_get-N.base.shmkv: key_I -> val_I for I < N;
  * DIR/delta_get-N.delta.shmkv, the lower delta, changing 1% of the keys:
@@ -17,8 +17,9 @@
  * (shmkv_delta_set2).
  *
  * Each round times, in an order that alternates between rounds, 1,000,000
- * gets (shmkv_get, or shmkv_get_batch 64 keys a call) of each class on
- * each handle: base hits (keys neither delta changes), changed keys (the
+ * gets (shmkv_get, or shmkv_get_batch 64 keys a call; lone: shmkv_get, each
+ * get's key chosen by the answer before it, so that the gets do not
+ * overlap: a get's latency) of each class on each handle: base hits (keys neither delta changes), changed keys (the
  * lower's upserts the top leaves), top keys (the top's upserts) and misses
  * (key_I for I >= 2N); every answer is checked. It prints ns a get per
  * round and the medians of the ratios:
@@ -54,7 +55,7 @@ struct keys {
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: delta_get N ROUNDS [single|batch] [DIR]\n");
+	fprintf(stderr, "usage: delta_get N ROUNDS [single|batch|lone] [DIR]\n");
 	return 2;
 }
 
@@ -66,6 +67,24 @@ static uint64_t rng(uint64_t *s)
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
 	return z ^ (z >> 31);
 }
+
+/* 0, read at run time: a lone get's key index adds (answer & zero), which the
+ * compiler cannot fold, so each get waits for the one before */
+static volatile uint64_t zero;
+
+/* A miss's answer is a constant on the path the branch predictor takes, so
+ * no data dependency makes the next get wait for it: a fence does (x86:
+ * lfence, each get's loads complete before the next get starts; other
+ * CPUs: the dependency through a hit's first byte alone). */
+static inline void lone_fence(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__asm__ volatile("lfence" ::: "memory");
+#endif
+}
+
+enum { M_SINGLE, M_BATCH, M_LONE };
+static const char *const mode_name[] = {"single", "batch 64", "lone"};
 
 static int fail(const char *what, int err, const char *msg)
 {
@@ -220,12 +239,28 @@ static double now_ns(void)
 
 /* ns a get; *found and *first (sum of each value's first byte) let the
  * caller check the answers and keep the reads from being optimised away. */
-static double pass(const shmkv *db, const struct keys *ks, int batch, uint64_t *found,
+static double pass(const shmkv *db, const struct keys *ks, int mode, uint64_t *found,
 		   uint64_t *first)
 {
 	uint64_t f = 0, s = 0;
 	double t0 = now_ns();
-	if (batch) {
+	if (mode == M_LONE) {
+		const uint64_t z = zero;
+		uint64_t d = 0;
+		for (size_t j = 0; j < GETS; j++) {
+			shmkv_value v;
+			const shmkv_key *k = &ks->views[j + (d & z)];
+			int rc = shmkv_get(db, k->data, k->len, &v);
+			if (rc == 0) {
+				f++;
+				d = *(const unsigned char *)v.data;
+				s += d;
+			} else {
+				d = (uint64_t)(unsigned)rc;
+			}
+			lone_fence();
+		}
+	} else if (mode == M_BATCH) {
 		shmkv_value v[BATCH];
 		int err[BATCH];
 		for (size_t b = 0; b < GETS; b += BATCH) {
@@ -282,9 +317,11 @@ int main(int argc, char **argv)
 	long rounds = strtol(argv[2], &end, 10);
 	if (*end || rounds < 1 || rounds > MAX_ROUNDS)
 		return usage();
-	int batch = 0;
+	int mode = M_SINGLE;
 	if (argc > 3 && !strcmp(argv[3], "batch"))
-		batch = 1;
+		mode = M_BATCH;
+	else if (argc > 3 && !strcmp(argv[3], "lone"))
+		mode = M_LONE;
 	else if (argc > 3 && strcmp(argv[3], "single"))
 		return usage();
 	const char *dir = argc > 4 ? argv[4] : getenv("TMPDIR");
@@ -325,7 +362,7 @@ int main(int argc, char **argv)
 	static double ns[CLASSES][SIDES][MAX_ROUNDS];
 	printf("# delta_get N=%llu, %s, %d gets a pass; ns a get (alone: the image; lower: "
 	       "through the lower delta; top: through the lower and the top)\n", n,
-	       batch ? "batch 64" : "single", GETS);
+	       mode_name[mode], GETS);
 	printf("round");
 	for (int c = 0; c < CLASSES; c++)
 		for (int sd = 0; sd < SIDES; sd++)
@@ -337,7 +374,7 @@ int main(int argc, char **argv)
 			int idx = r % 2 ? SIDES * CLASSES - 1 - k : k;
 			int c = idx / SIDES, sd = idx % SIDES;
 			uint64_t found, first;
-			ns[c][sd][r] = pass(side[sd], &ks[c], batch, &found, &first);
+			ns[c][sd][r] = pass(side[sd], &ks[c], mode, &found, &first);
 			if (found != ks[c].found[sd] || first != ks[c].first[sd]) {
 				fprintf(stderr, "delta_get: %s %s: %llu found (want %llu), wrong values\n",
 					class_name[c], side_name[sd], (unsigned long long)found,
