@@ -13,8 +13,8 @@ cd "$src"
 dirs="loader shmctl builder bench numa perf common lib/examples tests"
 
 # white-box tests of lib internals: the SIMD variants of the directory
-# compare, the displaced-key filter and the hot key compare against their
-# references (checkasm style)
+# compare, the displaced-key filter, the hot key compare and the text
+# check against their references (checkasm style)
 exceptions='
 tests/probe_variants_test.cc
 tests/probe_avx2.cc

@@ -8,7 +8,8 @@
 // The AVX2 variant is always compiled on x86-64 (probe_avx2.cc, -mavx2) and
 // run when the CPU has it. Also the displaced-key filter (D and the 48
 // filter bits) against a direct model, and the hot path's key compare
-// without a call (shmkv__key_eq2) against memcmp. DISABLED_Bench times the
+// without a call (shmkv__key_eq2) against memcmp, and the text check every
+// get of a string makes (shmkv__ascii) against a byte at a time. DISABLED_Bench times the
 // variants:
 //   probe_variants_test --gtest_also_run_disabled_tests --gtest_filter='*Bench*'
 #include <chrono>
@@ -284,5 +285,35 @@ TEST(ProbeVariants, HotKeyCompareMatchesMemcmp)
 			ASSERT_EQ(memcmp(a, b, n) == 0, shmkv__key_eq2(a, b, n));
 			b[at] = a[at];
 		}
+	}
+}
+
+// shmkv__ascii (every get of a string checks its bytes, FORMAT.md §8)
+// against a byte at a time, for every length up to 80 (the no-loop forms
+// of 4..7 and 8..16 bytes, the loop past 16): all ASCII, then one high
+// bit at each position. Each value sits alone in a buffer of exactly its
+// size (ASan: no read past it) and the test fills the bytes after it, in
+// a second buffer, with high bits, so that a read past the end would
+// also change the answer.
+TEST(ProbeVariants, AsciiCheckMatchesBytes)
+{
+	std::mt19937_64 rng(11);
+	for (size_t n = 0; n <= 80; n++) {
+		std::vector<uint8_t> pad(n + 16, 0xff);
+		uint8_t *a = new uint8_t[n ? n : 1];
+		for (size_t i = 0; i < n; i++)
+			pad[i] = a[i] = (uint8_t)(rng() & 0x7f);
+		ASSERT_TRUE(shmkv__ascii(a, n)) << n;
+		ASSERT_TRUE(shmkv__ascii(pad.data(), n)) << n << " with high bytes after it";
+		for (size_t at = 0; at < n; at++) {
+			for (uint8_t high : {0x80, 0xc3, 0xff}) {
+				const uint8_t was = a[at];
+				a[at] = pad[at] = high;
+				ASSERT_FALSE(shmkv__ascii(a, n)) << n << " at " << at;
+				ASSERT_FALSE(shmkv__ascii(pad.data(), n)) << n << " at " << at;
+				a[at] = pad[at] = was;
+			}
+		}
+		delete[] a;
 	}
 }
