@@ -3,7 +3,6 @@ package org.shmkv;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
-import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
@@ -21,29 +20,14 @@ import java.util.function.IntFunction;
  * pinned copy nearest to it by the SLIT distances in sysfs, else the first.
  *
  * <p>The calling thread's node comes from libc's getcpu(3) through the FFM
- * linker, which (as {@link Advice}'s madvise) is called only where native
- * access is enabled for this code; elsewhere the node is unknown and the
- * first copy is read, as before.
+ * linker ({@link Libc}: only where native access is enabled for this
+ * code); elsewhere the node is unknown and the first copy is read.
  */
 final class Numa {
 	private Numa() {}
 
-	private static final MethodHandle GETCPU = getcpu();
-
-	@SuppressWarnings("restricted") // called only where native access is enabled
-	private static MethodHandle getcpu() {
-		if (!Numa.class.getModule().isNativeAccessEnabled() || !"Linux".equals(System.getProperty("os.name")))
-			return null;
-		try {
-			Linker l = Linker.nativeLinker();
-			return l.defaultLookup().find("getcpu")
-					.map(a -> l.downcallHandle(a, FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS,
-							ValueLayout.ADDRESS)))
-					.orElse(null);
-		} catch (RuntimeException e) { // no linker for this platform, or native access refused after all
-			return null;
-		}
-	}
+	private static final MethodHandle GETCPU = Libc.function("getcpu",
+			FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.ADDRESS));
 
 	/** Whether {@link #currentNode} can know the node in this JVM (native access enabled, Linux, libc's getcpu found). */
 	static boolean known() {
