@@ -303,7 +303,9 @@ public final class Shmkv extends ShmkvReader implements AutoCloseable {
 	 * "Protocol 2") is read as its base image through its overlays, delta
 	 * images of it (FORMAT.md §19): the lower one, and the top one over it
 	 * where the generation has one (§19.6); every get, batch and iteration
-	 * answers with the changes, and the images are of one generation.
+	 * answers with the changes, and the images are of one generation. A
+	 * cache replicated to each NUMA node is read from the copy of the
+	 * calling thread's node ({@link #attach(String, Path, Check, int)}).
 	 *
 	 * @param name the cache's name
 	 * @param root the loader's root directory; null: $SHMKV_ROOT, else /run/shmkv
