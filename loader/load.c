@@ -249,8 +249,10 @@ static int publish_new(struct loader *L, struct cache *c, const struct seg_info 
 			ncs = cache_ctl_entries(in, more, nmore, cs);
 			perr = ctl_publish(&c->ctl, gen, cs, ncs, why, why_len);
 		}
-		if (perr)
+		if (perr) {
+			c->compact_saved[0] = 0; /* not published: never found so */
 			return perr;
+		}
 		PROBE(publish, c->name, gen, in->size, in->path);
 	}
 
