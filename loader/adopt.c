@@ -400,6 +400,16 @@ static void published_after_state(struct cache *c, uint64_t gen, struct seg_info
 	c->rb_chain_seq = chain_seq;
 	c->rb_origin_sum = origin_sum;
 	c->rb_origin_size = origin_size;
+	if (!rollback && strcmp(c->base_saved, c->cur.path) &&
+	    strcmp(c->compact_saved, c->cur.path) && (c->origin_sum || c->chain_last)) {
+		/* another base, not the compaction's the file named: a load's,
+		 * whose deltas apply to it alone (load.c), not the file's */
+		log_warn("cache=%s: gen=%llu, a loaded base, was published after the state file "
+			 "was saved: deltas apply to it alone (the file's origin and chain are "
+			 "its rollback's)", c->name, (unsigned long long)gen);
+		c->origin_sum = c->origin_size = 0;
+		c->chain_last = c->chain_seq = 0;
+	}
 	memset(rb_hint, 0, sizeof *rb_hint);
 	snprintf(rb_hint->path, sizeof rb_hint->path, "%s", c->base_saved);
 	rb_hint->generation = gen - 1;
@@ -457,6 +467,7 @@ static void adopt_one(struct loader *L, struct scan *sc, const char *name)
 	if (valid)
 		published_after_state(c, gen, &rb_hint, &rbov_hint, &rbtop_hint, &nrb_more_hint);
 	c->base_saved[0] = c->ov_saved[0] = c->top_saved[0] = c->fold_saved[0] = 0;
+	c->compact_saved[0] = 0;
 	if (rb_hint.path[0] && valid && !strcmp(rb_hint.path, c->cur.path)) {
 		/* a change was the last publish: the rollback is the same base */
 		c->rb = c->cur;

@@ -225,6 +225,14 @@ static int publish_new(struct loader *L, struct cache *c, const struct seg_info 
 			return err;
 	}
 	uint64_t gen = ctl_generation(&c->ctl) + 1;
+	if (!staged && c->lineage.keep) {
+		/* a compaction's base: the state file names it before the
+		 * publish, so that a restart finding it published keeps the
+		 * origin and chain, and one finding another base (a load killed
+		 * at its publish) drops them (adopt.c) */
+		snprintf(c->compact_saved, sizeof c->compact_saved, "%s", in->path);
+		cache_save_state(L, c);
+	}
 	if (!staged) {
 		/* every copy of the generation at once (numa=replicate), and a
 		 * compaction's catch-up over them (protocol 2) */
@@ -241,8 +249,10 @@ static int publish_new(struct loader *L, struct cache *c, const struct seg_info 
 			ncs = cache_ctl_entries(in, more, nmore, cs);
 			perr = ctl_publish(&c->ctl, gen, cs, ncs, why, why_len);
 		}
-		if (perr)
+		if (perr) {
+			c->compact_saved[0] = 0; /* not published: never found so */
 			return perr;
+		}
 		PROBE(publish, c->name, gen, in->size, in->path);
 	}
 
@@ -268,6 +278,7 @@ static int publish_new(struct loader *L, struct cache *c, const struct seg_info 
 	c->rb_chain_seq = c->chain_seq;
 	c->rb_origin_sum = c->origin_sum;
 	c->rb_origin_size = c->origin_size;
+	c->compact_saved[0] = 0; /* published: the next state file drops it */
 	if (c->lineage.keep) { /* a compaction (compact.c): what deltas apply to stays */
 		c->chain_last = c->lineage.chain_last;
 		c->chain_seq = c->lineage.chain_seq;

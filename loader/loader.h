@@ -118,6 +118,10 @@ struct cache {
 	/* the lower a fold was about to publish when the file was saved ("":
 	 * none): found published, the fold went through and kept the rollback */
 	char fold_saved[SHMKV_CTL_PATH_MAX];
+	/* the base a compaction was about to publish when the file was saved
+	 * ("": none): found published, it keeps the file's origin and chain;
+	 * another base found published (a load's) starts none (adopt.c) */
+	char compact_saved[SHMKV_CTL_PATH_MAX];
 	/* the base deltas apply to (op_apply): the image loaded last by a full
 	 * load, which compactions keep (a compacted base is that image plus the
 	 * changes, so a delta of it applies the same); 0: cur itself. The

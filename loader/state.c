@@ -59,6 +59,10 @@ int state_write(int root_fd, const char *root, const struct cache *c, char *why,
 	 * the generation above is this one folded, and its rollback stands */
 	if (c->fold_saved[0])
 		fprintf(f, "fold.path=%s\n", c->fold_saved);
+	/* a compaction about to publish this base (load.c): found published,
+	 * it keeps this file's origin and chain; any other base a load's */
+	if (c->compact_saved[0])
+		fprintf(f, "compact.path=%s\n", c->compact_saved);
 	if (c->have_rb) {
 		fprintf(f, "rb.path=%s\nrb.generation=%" PRIu64 "\nrb.node=%d\n", c->rb.path,
 			c->rb.generation, (int)c->rb.node);
@@ -182,6 +186,8 @@ int state_read(int fd, struct cache *c)
 			snprintf(c->top_saved, sizeof c->top_saved, "%s", v);
 		else if (!strcmp(k, "fold.path"))
 			snprintf(c->fold_saved, sizeof c->fold_saved, "%s", v);
+		else if (!strcmp(k, "compact.path"))
+			snprintf(c->compact_saved, sizeof c->compact_saved, "%s", v);
 		else if (!strcmp(k, "rbov.path")) /* a hint: adopt.c inspects it */
 			snprintf(c->rbov.path, sizeof c->rbov.path, "%s", v);
 		else if (!strcmp(k, "rbtop.path")) /* a hint too */

@@ -1,7 +1,8 @@
 #!/bin/bash
 # run.sh - shmkv-http against BigCache's own HTTP server (bench/README.md,
-# "HTTP"): GET requests per second and latency percentiles with wrk, the
-# server pinned to one core and wrk to the other, both servers holding the
+# "HTTP"): GET requests per second and latency percentiles with wrk (or
+# requests per second with h2load: --client), the server pinned to one core
+# and the client to the other, both servers holding the
 # same keys key_N -> val_N, interleaved and repeated; then shmkv-http's batch
 # endpoint (POST .../get, --batch keys a request). Prints markdown on stdout,
 # progress on stderr.
@@ -23,7 +24,10 @@ usage: $0 --build BUILDDIR [options]
   --conns C          wrk's connections (default 64)
   --batch K          keys per POST .../get of the batch runs (default 64)
   --server-cpu N     the CPU both servers are pinned to (default 0)
-  --client-cpu N     the CPU wrk is pinned to (default 1)
+  --client-cpu N     the CPU the client is pinned to (default 1)
+  --client C         the GET runs' client: wrk (default) or h2load (nghttp2's,
+                     HTTP/1.1, the same connections; no percentiles: its
+                     per-request log costs its core 13%); the batch runs use wrk
   --bigcache DIR     where BigCache's server is built (default
                      \${XDG_CACHE_HOME:-~/.cache}/shmkv-bench/bigcache-v3.1.0)
   --work DIR         where the temporary directory goes (default /dev/shm)
@@ -31,7 +35,7 @@ usage: $0 --build BUILDDIR [options]
 EOF
 }
 
-BUILD= KEYS=1000000 SECS=10 WARM=5 REPS=5 CONNS=64 BATCH=64 SCPU=0 CCPU=1 WORKDIR=/dev/shm
+BUILD= KEYS=1000000 SECS=10 WARM=5 REPS=5 CONNS=64 BATCH=64 SCPU=0 CCPU=1 WORKDIR=/dev/shm CLIENT=wrk
 LOCK=/tmp/shmkv-bench.lock BCVER=v3.1.0
 BCDIR=${XDG_CACHE_HOME:-$HOME/.cache}/shmkv-bench/bigcache-$BCVER
 while [ $# -gt 0 ]; do
@@ -44,6 +48,7 @@ while [ $# -gt 0 ]; do
 	--batch) BATCH=$2; shift 2 ;;
 	--server-cpu) SCPU=$2; shift 2 ;;
 	--client-cpu) CCPU=$2; shift 2 ;;
+	--client) CLIENT=$2; shift 2 ;;
 	--bigcache) BCDIR=$2; shift 2 ;;
 	--work) WORKDIR=$2; shift 2 ;;
 	--no-lock) LOCK=; shift ;;
@@ -60,6 +65,11 @@ for n in SCPU CCPU; do
 		{ echo "--server-cpu/--client-cpu ${!n}: expected a CPU below $(nproc)" >&2; exit 2; }
 done
 [ "$SCPU" != "$CCPU" ] || { echo "--server-cpu and --client-cpu must differ" >&2; exit 2; }
+case $CLIENT in
+wrk) ;;
+h2load) command -v h2load > /dev/null || { echo "--client h2load needs h2load (Debian: nghttp2-client)" >&2; exit 2; } ;;
+*) echo "--client $CLIENT: expected wrk or h2load" >&2; exit 2 ;;
+esac
 BUILD=$(realpath "$BUILD")
 HERE=$(dirname "$(realpath "$0")")
 HTTPD=$BUILD/http/shmkv-http LOADER=$BUILD/loader/shmkv-loader SHMCTL=$BUILD/shmctl/shmctl
@@ -120,11 +130,16 @@ wait_for() {
 }
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
-echo "## HTTP: bench/http/run.sh --keys $KEYS --secs $SECS --reps $REPS --conns $CONNS --batch $BATCH"
+echo "## HTTP: bench/http/run.sh --keys $KEYS --secs $SECS --reps $REPS --conns $CONNS --batch $BATCH --client $CLIENT"
 echo
 echo "- $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git -C "$HERE" rev-parse --short HEAD 2>/dev/null || echo '?')"
 echo "- CPU: $(lscpu | sed -n 's/^Model name: *//p' | head -n1), $(nproc) CPUs; $(load_now) at the start"
-echo "- servers pinned to CPU $SCPU (taskset)$([ ${#PRIO[@]} = 0 ] || echo ' at nice -10'), wrk ($(wrk --version 2>&1 | head -n1 | cut -d' ' -f2), 1 thread, $CONNS connections, keep-alive, a uniformly random key a request) to CPU $CCPU; loopback"
+if [ "$CLIENT" = h2load ]; then
+	CDESC="h2load ($(h2load --version 2>&1 | head -n1 | cut -d' ' -f2), --h1, 1 thread, $CONNS connections, keep-alive, a uniformly random key a request; wrk for the batch)"
+else
+	CDESC="wrk ($(wrk --version 2>&1 | head -n1 | cut -d' ' -f2), 1 thread, $CONNS connections, keep-alive, a uniformly random key a request)"
+fi
+echo "- servers pinned to CPU $SCPU (taskset)$([ ${#PRIO[@]} = 0 ] || echo ' at nice -10'), the client to CPU $CCPU: $CDESC; loopback"
 echo
 
 # ---- the shmkv side: an image, the loader, shmkv-http ----------------------------------------
@@ -221,6 +236,43 @@ run_wrk() {
 	echo "$1 $rps $p50 $p99 ${tmo:-0} $r" >> "$T/runs.txt"
 	log "$1: $rps req/s, p50 $p50 us, p99 $p99 us, ${tmo:-0} timeouts; $busy ($(load_now))"
 }
+# run_h2load NAME URLS SERVER_PID: run_wrk's timed GET run with h2load, from
+# the file URLS (2^18 URLs of random keys, made below, cycled); no
+# percentiles ("-" in runs.txt)
+run_h2load() {
+	local out=$T/h2load.txt spid=$3 s0 c0 s1 c1
+	s0=$(cpu_of "$spid")
+	cpu_children > "$T/c0"
+	"${PRIO[@]}" taskset -c "$CCPU" h2load --h1 -t1 -c"$CONNS" -D"$SECS" -i "$2" > "$out" 2>&1 || true
+	cpu_children > "$T/c1"
+	s1=$(cpu_of "$spid") c0=$(cat "$T/c0") c1=$(cat "$T/c1")
+	# requests: N total, N started, N done, N succeeded, F failed, E errored, T timeout
+	local req codes rps
+	req=$(sed -n 's/^requests: .* \([0-9]*\) failed, \([0-9]*\) errored, \([0-9]*\) timeout.*/\1 \2 \3/p' "$out")
+	codes=$(sed -n 's/^status codes: [0-9]* 2xx, \([0-9]*\) 3xx, \([0-9]*\) 4xx, \([0-9]*\) 5xx.*/\1 \2 \3/p' "$out")
+	rps=$(sed -n 's/^finished in [0-9.]*s, \([0-9.]*\) req\/s.*/\1/p' "$out")
+	if [ -z "$rps" ] || [ -z "$req" ] || [ -z "$codes" ] ||
+		[ "$(echo "$req $codes" | awk '{print $1 + $2 + $4 + $5 + $6}')" != 0 ]; then
+		cat "$out" >&2
+		echo "$1: no result, errors or non-2xx answers from h2load (above)" >&2
+		exit 1
+	fi
+	local tmo=${req##* } busy
+	busy=$(awk -v s="$s1" -v t="$s0" -v c="$c1" -v d="$c0" -v n="$SECS" \
+		'BEGIN {printf "server %.0f%%, h2load %.0f%% of a core", (s - t) * 100 / n, (c - d) * 100 / n}')
+	echo "$1 $rps - - $tmo $r" >> "$T/runs.txt"
+	log "$1: $rps req/s, $tmo timeouts; $busy ($(load_now))"
+}
+# run_get NAME: one timed GET run of NAME (shmkv or bigcache) with $CLIENT
+run_get() {
+	if [ "$CLIENT" = h2load ]; then
+		run_h2load "$1" "$T/urls-$1.txt" "$([ "$1" = shmkv ] && echo "$SPID" || echo "$BPID")"
+	elif [ "$1" = shmkv ]; then
+		run_wrk shmkv "$SHMKV_GET" "$HERE/get.lua" "$SPID"
+	else
+		run_wrk bigcache "$BC_GET" "$HERE/get.lua" "$BPID"
+	fi
+}
 [ -z "$LOCK" ] || exec 9> "$LOCK"
 SHMKV_GET=http://127.0.0.1:$SPORT/v1/caches/kv/keys/
 BC_GET=http://127.0.0.1:$BPORT/api/v1/cache/
@@ -231,15 +283,25 @@ log "warming both servers (${WARM}s each, untimed)"
 for url in "$SHMKV_GET" "$BC_GET"; do
 	KEYS=$KEYS taskset -c "$CCPU" wrk -t1 -c"$CONNS" -d"${WARM}s" -s "$HERE/get.lua" "$url" > /dev/null 2>&1
 done
+if [ "$CLIENT" = h2load ]; then
+	# get.lua's requests as URLs: 2^18 uniformly random keys
+	python3 - "$KEYS" "$SHMKV_GET" "$T/urls-shmkv.txt" "$BC_GET" "$T/urls-bigcache.txt" <<'EOF'
+import random, sys
+n = int(sys.argv[1])
+for base, path in zip(sys.argv[2::2], sys.argv[3::2]):
+    with open(path, "w") as f:
+        f.writelines(f"{base}key_{random.randrange(n)}\n" for _ in range(1 << 18))
+EOF
+fi
 echo "- $(load_now) before the timed runs"
 for r in $(seq "$REPS"); do
 	lock_round
 	if [ $((r % 2)) = 1 ]; then
-		run_wrk shmkv "$SHMKV_GET" "$HERE/get.lua" "$SPID"
-		run_wrk bigcache "$BC_GET" "$HERE/get.lua" "$BPID"
+		run_get shmkv
+		run_get bigcache
 	else
-		run_wrk bigcache "$BC_GET" "$HERE/get.lua" "$BPID"
-		run_wrk shmkv "$SHMKV_GET" "$HERE/get.lua" "$SPID"
+		run_get bigcache
+		run_get shmkv
 	fi
 	run_wrk batch "http://127.0.0.1:$SPORT/v1/caches/kv/get" "$HERE/batch.lua" "$SPID"
 	unlock_round
@@ -265,11 +327,20 @@ ratios() {
 		awk '{v[NR] = $1; all = all sep $1; sep = " "}
 			END {m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.2f (%s)", m, all}'
 }
-echo "| server | GET req/s | p50 µs | p99 µs | timeouts (> 2 s) |"
-echo "|---|---|---|---|---|"
-printf '| shmkv-http | %.0f (%s) | %.0f | %.0f (%s) | %d |\n' "$s_rps" "$(all shmkv 2)" "$(med shmkv 3)" "$s_p99" "$(all shmkv 4)" "$(tmo shmkv)"
-printf '| BigCache server %s | %.0f (%s) | %.0f | %.0f (%s) | %d |\n' "$BCVER" "$b_rps" "$(all bigcache 2)" "$(med bigcache 3)" "$b_p99" "$(all bigcache 4)" "$(tmo bigcache)"
-printf '| shmkv-http ÷ BigCache, per round | **%s** | | **%s** | |\n' "$(ratios 2)" "$(ratios 4)"
+if [ "$CLIENT" = h2load ]; then
+	# h2load: requests/s only (its timeouts column is its own count)
+	echo "| server | GET req/s (h2load) | timeouts |"
+	echo "|---|---|---|"
+	printf '| shmkv-http | %.0f (%s) | %d |\n' "$s_rps" "$(all shmkv 2)" "$(tmo shmkv)"
+	printf '| BigCache server %s | %.0f (%s) | %d |\n' "$BCVER" "$b_rps" "$(all bigcache 2)" "$(tmo bigcache)"
+	printf '| shmkv-http ÷ BigCache, per round | **%s** | |\n' "$(ratios 2)"
+else
+	echo "| server | GET req/s | p50 µs | p99 µs | timeouts (> 2 s) |"
+	echo "|---|---|---|---|---|"
+	printf '| shmkv-http | %.0f (%s) | %.0f | %.0f (%s) | %d |\n' "$s_rps" "$(all shmkv 2)" "$(med shmkv 3)" "$s_p99" "$(all shmkv 4)" "$(tmo shmkv)"
+	printf '| BigCache server %s | %.0f (%s) | %.0f | %.0f (%s) | %d |\n' "$BCVER" "$b_rps" "$(all bigcache 2)" "$(med bigcache 3)" "$b_p99" "$(all bigcache 4)" "$(tmo bigcache)"
+	printf '| shmkv-http ÷ BigCache, per round | **%s** | | **%s** | |\n' "$(ratios 2)" "$(ratios 4)"
+fi
 echo
 printf 'Batch (`POST /v1/caches/kv/get`, %d random keys a request, JSON): %.0f requests/s = **%.0f keys/s** (p99 %.0f µs; runs: %s req/s).\n' \
 	"$BATCH" "$k_rps" "$(awk -v a="$k_rps" -v b="$BATCH" 'BEGIN {print a * b}')" "$(med batch 4)" "$(all batch 2)"

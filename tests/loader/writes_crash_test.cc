@@ -24,7 +24,8 @@
 //     source loaded and the log replayed give a prefix with every
 //     acknowledged line.
 //   CompactionOriginSurvivesAKillAtItsPublish, DurableCompactionKilledAt-
-//     ItsPublishThenAReboot, RollbackAfterAKillAtAChangesPublish,
+//     ItsPublishThenAReboot, LoadAfterACompactionKilledAtItsPublish,
+//     RollbackAfterAKillAtAChangesPublish,
 //     RollbackAfterAKillAtARollbacksOrALoadsPublish: kills
 //     the instant the control segment moves (a thread spinning on its
 //     generation word), before the state file or the durable log catches
@@ -955,6 +956,66 @@ TEST(WritesCrash, CompactionOriginSurvivesAKillAtItsPublish)
 		if (::testing::Test::HasFailure())
 			return;
 	}
+}
+
+// A load after a compaction starts over: deltas of the image the
+// compacted base was made from no longer apply, the loaded image's do
+// (loader/README.md, "Compaction"). Killed the instant the load is
+// published, before the state file says so, the restarted loader must
+// refuse the old chain's next delta, which the file's origin and chain
+// would let through onto the new image, and take the new image's. Five
+// tries; the log says which kills came before the file was saved.
+TEST(WritesCrash, LoadAfterACompactionKilledAtItsPublish)
+{
+	Env env;
+	const std::vector<std::string> args = {"--memory", "shm"};
+	std::string pa = env.img_path("a.shmkv"), pb = env.img_path("b.shmkv"),
+		    d1 = env.img_path("d1.delta"), d2 = env.img_path("d2.delta"),
+		    e1 = env.img_path("e1.delta");
+	const uint64_t n = 2000;
+	ASSERT_EQ(build_image(pa, "a", n), "");
+	ASSERT_EQ(build_image(pb, "b", n), "");
+	ASSERT_EQ(build_delta(d1, pa, {{"x", "1"}}, {key_of(3)}), "");
+	ASSERT_EQ(build_delta(d2, pa, {{"y", "2"}}, {key_of(4)}, d1), "");
+	ASSERT_EQ(build_delta(e1, pb, {{"z", "3"}}, {key_of(5)}), "");
+	std::unique_ptr<Loader> ld = restart(env, args);
+	std::mt19937_64 rng(test_seed());
+	unsigned before_save = 0;
+	for (int attempt = 0; attempt < 5; attempt++) {
+		std::string when = "try " + std::to_string(attempt);
+		ASSERT_TRUE(ld->load(kCache, pa).ok()) << when;
+		ASSERT_TRUE(ld->req({"apply", kCache, d1}).ok()) << when;
+		Json j = ld->req({"compact", kCache});
+		ASSERT_TRUE(j.ok()) << when << ": " << j["error"].s();
+		uint64_t g0 = ld->status(kCache)["generation"].u64();
+		int fd = -1;
+		kill_during(*ld, env, [&] { fd = request_async(env.root(), {"load", kCache, pb}); },
+			    true, g0, 0, rng);
+		if (fd >= 0)
+			close(fd);
+		ld = restart(env, args);
+		before_save += (unsigned)log_lines(last_run_log(env),
+						   {"a loaded base, was published after"}).size();
+		shmkv_test::Db db(after_restart(env, when));
+		ASSERT_TRUE(db) << when;
+		Model m;
+		m.tag = "b";
+		m.n = n;
+		EXPECT_EQ(mismatch(db.get(), model_keys(m), [&](const std::string &k) { return m.get(k); }),
+			  "") << when << ": the image loaded before the kill";
+		j = ld->req({"apply", kCache, d2});
+		EXPECT_FALSE(j.ok()) << when << ": the chain of the image before the load went on "
+				     << "over the loaded one";
+		j = ld->req({"apply", kCache, e1});
+		EXPECT_TRUE(j.ok()) << when << ": a delta of the loaded image: " << j["error"].s();
+		EXPECT_EQ(shmkv_refresh(db.get()), 1) << when;
+		m.changes = {{"z", "3"}, {key_of(5), std::nullopt}};
+		EXPECT_EQ(mismatch(db.get(), model_keys(m), [&](const std::string &k) { return m.get(k); }),
+			  "") << when << ": the loaded image and its delta";
+		if (::testing::Test::HasFailure())
+			return;
+	}
+	printf("%u of 5 kills came before the state file was saved\n", before_save);
 }
 
 // `rollback` steps back one publish (loader/README.md, "Writes"), and a

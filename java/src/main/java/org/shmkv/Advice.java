@@ -1,7 +1,6 @@
 package org.shmkv;
 
 import java.lang.foreign.FunctionDescriptor;
-import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
@@ -14,12 +13,9 @@ import java.lang.invoke.MethodHandle;
  * KiB pages need 512 (bench/RESULTS.md, Java: hits 0.31-0.39 of AxonCache's
  * on 2 MiB entries against 0.42-0.55 on 4 KiB pages).
  *
- * <p>Java has no madvise; the FFM linker can call libc's, but a downcall
- * handle is a restricted method: without native access granted to this
- * code (--enable-native-access=ALL-UNNAMED, or the module's name on a
- * module path), the JDK would print a warning, and will refuse it in a
- * later release. So the advice is given only where native access is
- * enabled; elsewhere nothing restricted is called and the mapping is
+ * <p>Java has no madvise; the FFM linker can call libc's ({@link Libc}),
+ * only where native access is enabled for this code, so the advice is
+ * given only there; elsewhere nothing restricted is called and the mapping is
  * whatever the page cache holds (a file another reader advised stays in 2
  * MiB folios for every mapping of it).
  */
@@ -30,22 +26,8 @@ final class Advice {
 	private static final int MADV_HUGEPAGE = 14;
 	/** Smaller mappings cannot hold a 2 MiB entry. */
 	private static final long HUGE = 2L << 20;
-	private static final MethodHandle MADVISE = madvise();
-
-	@SuppressWarnings("restricted") // called only where native access is enabled
-	private static MethodHandle madvise() {
-		if (!Advice.class.getModule().isNativeAccessEnabled() || !"Linux".equals(System.getProperty("os.name")))
-			return null;
-		try {
-			Linker l = Linker.nativeLinker();
-			return l.defaultLookup().find("madvise")
-					.map(a -> l.downcallHandle(a, FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS,
-							ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT)))
-					.orElse(null);
-		} catch (RuntimeException e) { // no linker for this platform, or native access refused after all
-			return null;
-		}
-	}
+	private static final MethodHandle MADVISE = Libc.function("madvise",
+			FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT));
 
 	/** Whether {@link #hugePages} gives the advice in this JVM (native access enabled, Linux, libc's madvise found). */
 	static boolean enabled() {

@@ -14,6 +14,7 @@ import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.BasicFileAttributes;
+import java.util.Arrays;
 import java.util.Map;
 
 /**
@@ -76,6 +77,13 @@ final class Ctl implements AutoCloseable {
 		String env = System.getenv("SHMKV_ROOT");
 		return Path.of(env != null && !env.isEmpty() ? env : "/run/shmkv");
 	}
+
+	/**
+	 * The node whose base copy to map (numa=replicate): 0 to 63, or
+	 * {@link Shmkv#NODE_CURRENT}, the calling thread's at each attach and
+	 * refresh.
+	 */
+	int node = Shmkv.NODE_CURRENT;
 
 	/** shmkv_ctl_open() for a reader: checks and maps the file read-only. */
 	Ctl(Path root, String name) {
@@ -223,17 +231,19 @@ final class Ctl implements AutoCloseable {
 	 * Which entries of s to map (PROTOCOL.md, "Replicas" and "Protocol 2"):
 	 * the entries split into base copies (no OVERLAY flag), lower overlay
 	 * copies (OVERLAY) and top overlay copies (OVERLAY and TOP); the base
-	 * copy is the first (Java cannot ask getcpu for the thread's node, so no
-	 * node is preferred), each overlay's the copy on the base copy's node,
+	 * copy is the one for node want ({@link Numa#pick}: pinned to it, else
+	 * the nearest, else the first; want -1, unknown: the first), each
+	 * overlay's the copy on the base copy's node,
 	 * else its first copy. Proto when an entry has a flag its protocol
 	 * version does not define (OVERLAY and TOP in version 1), TOP without
 	 * OVERLAY, or the generation has overlay copies but no base copy, or top
 	 * copies but no lower copy; null when it has no entry (nothing
 	 * published).
 	 */
-	Pick pick(Snap s) {
+	Pick pick(Snap s, int want) {
 		int known = version == PROTOCOL_2 ? SEG_KNOWN_V2 : SEG_KNOWN_V1;
-		int base = -1, lowers = 0, tops = 0;
+		int base = -1, bases = 0, lowers = 0, tops = 0;
+		int[] at = new int[s.segmentCount()], nodes = new int[s.segmentCount()];
 		for (int i = 0; i < s.segmentCount(); i++) {
 			int f = s.segFlags(i);
 			if ((f & ~known) != 0)
@@ -246,8 +256,12 @@ final class Ctl implements AutoCloseable {
 				tops++;
 			else if ((f & SEG_OVERLAY) != 0)
 				lowers++;
-			else if (base < 0)
-				base = i;
+			else {
+				if (base < 0)
+					base = i;
+				at[bases] = i;
+				nodes[bases++] = s.segNode(i);
+			}
 		}
 		String gen = "generation " + Long.toUnsignedString(s.generation());
 		if (base < 0) {
@@ -257,6 +271,7 @@ final class Ctl implements AutoCloseable {
 		}
 		if (tops > 0 && lowers == 0)
 			throw new ShmkvException.Proto(path.toString(), gen + " has a top overlay but no lower one");
+		base = at[Numa.pick(Arrays.copyOf(nodes, bases), want, Numa::distances)];
 		return new Pick(base, copy(s, SEG_OVERLAY, s.segNode(base)), copy(s, SEG_OVERLAY | SEG_TOP, s.segNode(base)));
 	}
 

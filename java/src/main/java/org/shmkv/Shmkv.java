@@ -303,7 +303,9 @@ public final class Shmkv extends ShmkvReader implements AutoCloseable {
 	 * "Protocol 2") is read as its base image through its overlays, delta
 	 * images of it (FORMAT.md §19): the lower one, and the top one over it
 	 * where the generation has one (§19.6); every get, batch and iteration
-	 * answers with the changes, and the images are of one generation.
+	 * answers with the changes, and the images are of one generation. A
+	 * cache replicated to each NUMA node is read from the copy of the
+	 * calling thread's node ({@link #attach(String, Path, Check, int)}).
 	 *
 	 * @param name the cache's name
 	 * @param root the loader's root directory; null: $SHMKV_ROOT, else /run/shmkv
@@ -316,7 +318,39 @@ public final class Shmkv extends ShmkvReader implements AutoCloseable {
 	 *     rules), Base (an overlay made for another base), or an image error
 	 */
 	public static Shmkv attach(String name, Path root, Check check) {
+		return attach(name, root, check, NODE_CURRENT);
+	}
+
+	/**
+	 * The node argument of {@link #attach(String, Path, Check, int)} for the
+	 * calling thread's node, what the other attach methods read.
+	 */
+	public static final int NODE_CURRENT = -1;
+
+	/**
+	 * {@link #attach(String, Path, Check)} reading, of a cache the loader
+	 * replicates to each NUMA node (numa=replicate, PROTOCOL.md "Replicas"),
+	 * the copy of node, else the nearest copy by the node distances in
+	 * sysfs, else the first; {@link #NODE_CURRENT}: the node of the CPU the
+	 * calling thread runs on, at attach and at each refresh. That node is
+	 * known where native access is enabled for this library (libc's
+	 * getcpu, as the C reader asks it: java/README.md, "NUMA"); elsewhere
+	 * the first copy is read. A copy that will not map gives way to the
+	 * first.
+	 *
+	 * @param name the cache's name
+	 * @param root the loader's root directory; null: $SHMKV_ROOT, else /run/shmkv
+	 * @param check how much to check each generation when it is mapped
+	 * @param node 0 to 63, or {@link #NODE_CURRENT}
+	 * @return the reader; close it
+	 * @throws ShmkvException see {@link #attach(String, Path, Check)}; Io
+	 *     EINVAL for a node outside 0 to 63 and not NODE_CURRENT
+	 */
+	public static Shmkv attach(String name, Path root, Check check, int node) {
+		if (node != NODE_CURRENT && (node < 0 || node > 63))
+			throw new ShmkvException.Io(22, "EINVAL", null, "node " + node + ": expected 0 to 63 or NODE_CURRENT", null);
 		Ctl ctl = new Ctl(root, name);
+		ctl.node = node;
 		try {
 			String source = "cache \"" + name + "\" (" + ctl.path + ")";
 			for (int attempt = 0; ; attempt++) {
@@ -353,11 +387,25 @@ public final class Shmkv extends ShmkvReader implements AutoCloseable {
 			throw new ShmkvException.Stale(ctl.path.toString(), "the cache was retired");
 		if (s.generation() == 0 || s.segmentCount() == 0)
 			throw new ShmkvException.Unavailable(ctl.path.toString(), "nothing published yet");
-		Ctl.Pick pk = ctl.pick(s);
+		int want = ctl.node != NODE_CURRENT ? ctl.node : Numa.currentNode();
+		Ctl.Pick pk = ctl.pick(s, want);
 		String gen = Long.toUnsignedString(s.generation());
 		if (pk == null || s.segPath(pk.base()).isEmpty())
 			throw new ShmkvException.Unavailable(ctl.path.toString(), "nothing published (generation " + gen
 					+ " has no segment)");
+		Ctl.Pick first = ctl.pick(s, -1);
+		if (pk.base() == first.base())
+			return mapPick(ctl, s, pk, name, check, keep);
+		try {
+			return mapPick(ctl, s, pk, name, check, keep);
+		} catch (ShmkvException e) { // the node's copy will not map: the first, and its overlays (as the C and Go readers)
+			return mapPick(ctl, s, first, name, check, keep);
+		}
+	}
+
+	/** {@link #mapSnap} of the copies pk picked. */
+	private static Generation mapPick(Ctl ctl, Ctl.Snap s, Ctl.Pick pk, String name, Check check, Generation keep) {
+		String gen = Long.toUnsignedString(s.generation());
 		String source = s.segPath(pk.base()) + " (cache \"" + name + "\", generation " + gen + ")";
 		int n = pk.lower() < 0 ? 1 : pk.top() < 0 ? 2 : 3;
 		Level[] ls = new Level[n];

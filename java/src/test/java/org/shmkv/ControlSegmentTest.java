@@ -254,18 +254,48 @@ class ControlSegmentTest {
 		}
 	}
 
-	/** The base copy: the first (Java has no getcpu); its overlay: the copy on its node, else the first. */
+	/**
+	 * The base copy: the node's (the calling thread's, from getcpu, where
+	 * native access is enabled, as in these tests), else the first; its
+	 * overlay: the copy on its node, else the first.
+	 */
 	@Test
 	void theOverlayOfTheBaseCopysNode() throws Exception {
-		// delta2F on node 1, deltaF on node 0: the base copy read is node 0's
+		// delta2F on node 1, deltaF on node 0 (each overlay's answer names its node)
 		create2(Seg.overlay(delta2F).on(1), Seg.base(baseF).on(0), Seg.base(baseF).on(1), Seg.overlay(deltaF).on(0));
-		try (Shmkv c = attach()) {
+		try (Shmkv c = Shmkv.attach(NAME, root, Shmkv.Check.CHECKSUMS, 0)) {
 			assertEquals("new_5", c.getString("key_5"));
 		}
-		create2(Seg.base(baseF).on(1), Seg.base(baseF).on(0), Seg.overlay(deltaF).on(0), Seg.overlay(delta2F).on(1));
-		try (Shmkv c = attach()) {
+		try (Shmkv c = Shmkv.attach(NAME, root, Shmkv.Check.CHECKSUMS, 1)) {
 			assertEquals("second_5", c.getString("key_5"));
 		}
+		create2(Seg.base(baseF).on(1), Seg.base(baseF).on(0), Seg.overlay(deltaF).on(0), Seg.overlay(delta2F).on(1));
+		try (Shmkv c = Shmkv.attach(NAME, root, Shmkv.Check.CHECKSUMS, 0)) {
+			assertEquals("new_5", c.getString("key_5"), "node 0's base copy, the second");
+		}
+		try (Shmkv c = Shmkv.attach(NAME, root, Shmkv.Check.CHECKSUMS, 1)) {
+			assertEquals("second_5", c.getString("key_5"));
+		}
+		// the calling thread's node (this machine's: getcpu with native access)
+		assertTrue(Numa.known(), "native access is enabled for the tests (pom.xml): getcpu found");
+		int here = Numa.currentNode();
+		assertTrue(here >= 0 && here < 64, "node " + here);
+		boolean second = Numa.pick(new int[] {1, 0}, here, Numa::distances) == 1;
+		try (Shmkv c = attach()) {
+			assertEquals(second ? "new_5" : "second_5", c.getString("key_5"), "the copy for node " + here);
+		}
+		// node 0's copy will not map (its file is gone): the first copy, and its overlay
+		create2(Seg.base(baseF).on(1), new Seg(0, 0, root.resolve("gone.shmkv"), Seg.size(baseF)),
+				Seg.overlay(deltaF).on(0), Seg.overlay(delta2F).on(1));
+		try (Shmkv c = Shmkv.attach(NAME, root, Shmkv.Check.CHECKSUMS, 0)) {
+			assertEquals("second_5", c.getString("key_5"));
+		}
+		// a node without a copy, and sysfs without it: the first copy
+		try (Shmkv c = Shmkv.attach(NAME, root, Shmkv.Check.CHECKSUMS, 63)) {
+			assertEquals("second_5", c.getString("key_5"));
+		}
+		assertThrows(ShmkvException.Io.class, () -> Shmkv.attach(NAME, root, Shmkv.Check.CHECKSUMS, 64));
+		assertThrows(ShmkvException.Io.class, () -> Shmkv.attach(NAME, root, Shmkv.Check.CHECKSUMS, -2));
 		// no overlay on the base copy's node: the first overlay copy
 		create2(Seg.base(baseF).on(3), Seg.overlay(delta2F).on(0), Seg.overlay(deltaF).on(1));
 		try (Shmkv c = attach()) {

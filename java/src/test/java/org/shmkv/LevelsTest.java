@@ -599,7 +599,7 @@ class LevelsTest {
 		}
 	}
 
-	/** Each overlay's copy: the one on the base copy's node, else its first. */
+	/** Each overlay's copy: the one on the base copy's (the node's) node, else its first. */
 	@Test
 	void eachOverlayOfTheBaseCopysNode() throws IOException {
 		Levels l = hand(64);
@@ -617,17 +617,19 @@ class LevelsTest {
 				l0 = c.lower("l0", copy.apply(l.lower, "l0")).on(0), l1 = c.lower("l1", copy.apply(l.lower, "l1")).on(1),
 				t0 = c.top("t0", copy.apply(l.top, "t0")).on(0), t1 = c.top("t1", copy.apply(l.top, "t1")).on(1);
 		for (Object[] k : new Object[][] {
-				{new ControlSegmentTest.Seg[] {t1, b0, l1, b1, t0, l0}, "l0", "t0"}, // the base copy read: the first, node 0
-				{new ControlSegmentTest.Seg[] {b1, l0, t0, b0, l1, t1}, "l1", "t1"},
-				{new ControlSegmentTest.Seg[] {b0, l1, t1, l0}, "l0", "t1"}, // no top on node 0: the first
-				{new ControlSegmentTest.Seg[] {b0.on(3), t1, l0, t0, l1}, "l0", "t1"}}) { // neither on node 3
+				{new ControlSegmentTest.Seg[] {t1, b0, l1, b1, t0, l0}, 0, "l0", "t0"}, // the base copy read: node 0's
+				{new ControlSegmentTest.Seg[] {t1, b0, l1, b1, t0, l0}, 1, "l1", "t1"},
+				{new ControlSegmentTest.Seg[] {b1, l0, t0, b0, l1, t1}, 1, "l1", "t1"},
+				{new ControlSegmentTest.Seg[] {b1, l0, t0, b0, l1, t1}, 0, "l0", "t0"},
+				{new ControlSegmentTest.Seg[] {b0, l1, t1, l0}, 0, "l0", "t1"}, // no top on node 0: the first
+				{new ControlSegmentTest.Seg[] {b0.on(3), t1, l0, t0, l1}, Shmkv.NODE_CURRENT, "l0", "t1"}}) { // neither on node 3
 			c.h.create2((ControlSegmentTest.Seg[]) k[0]);
-			try (Shmkv db = c.h.attach()) {
+			try (Shmkv db = Shmkv.attach(ControlSegmentTest.NAME, c.h.root, Shmkv.Check.CHECKSUMS, (int) k[1])) {
 				Generation g = db.current();
-				assertEquals(k[2], new String(db.get("copy").toBytes(), StandardCharsets.UTF_8), "the top's copy");
+				assertEquals(k[3], new String(db.get("copy").toBytes(), StandardCharsets.UTF_8), "the top's copy");
 				try (Shmkv lower = Shmkv.of(g.delta.seg.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE),
 						Shmkv.Check.HEADER)) {
-					assertEquals(k[1], lower.getString("copy"), "the lower's copy");
+					assertEquals(k[2], lower.getString("copy"), "the lower's copy");
 				}
 				assertEquals("t", db.getString("top-only"));
 				assertEquals("l", db.getString("lower-only"));
