@@ -135,9 +135,10 @@ echo
 echo "- $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git -C "$HERE" rev-parse --short HEAD 2>/dev/null || echo '?')"
 echo "- CPU: $(lscpu | sed -n 's/^Model name: *//p' | head -n1), $(nproc) CPUs; $(load_now) at the start"
 if [ "$CLIENT" = h2load ]; then
-	CDESC="h2load ($(h2load --version 2>&1 | head -n1 | cut -d' ' -f2), --h1, 1 thread, $CONNS connections, keep-alive, a uniformly random key a request; wrk for the batch)"
+	# (versions: wrk --version exits 1, and an assignment's status is its $(...)'s)
+	CDESC="h2load ($(h2load --version 2>&1 | head -n1 | cut -d' ' -f2 || true), --h1, 1 thread, $CONNS connections, keep-alive, a uniformly random key a request; wrk for the batch)"
 else
-	CDESC="wrk ($(wrk --version 2>&1 | head -n1 | cut -d' ' -f2), 1 thread, $CONNS connections, keep-alive, a uniformly random key a request)"
+	CDESC="wrk ($(wrk --version 2>&1 | head -n1 | cut -d' ' -f2 || true), 1 thread, $CONNS connections, keep-alive, a uniformly random key a request)"
 fi
 echo "- servers pinned to CPU $SCPU (taskset)$([ ${#PRIO[@]} = 0 ] || echo ' at nice -10'), the client to CPU $CCPU: $CDESC; loopback"
 echo
