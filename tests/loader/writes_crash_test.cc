@@ -25,6 +25,7 @@
 //     acknowledged line.
 //   CompactionOriginSurvivesAKillAtItsPublish, DurableCompactionKilledAt-
 //     ItsPublishThenAReboot, LoadAfterACompactionKilledAtItsPublish,
+//     RollbackToACompactedBaseKilledAtItsPublish,
 //     RollbackAfterAKillAtAChangesPublish,
 //     RollbackAfterAKillAtARollbacksOrALoadsPublish: kills
 //     the instant the control segment moves (a thread spinning on its
@@ -1016,6 +1017,57 @@ TEST(WritesCrash, LoadAfterACompactionKilledAtItsPublish)
 			return;
 	}
 	printf("%u of 5 kills came before the state file was saved\n", before_save);
+}
+
+// The other way: a load after a compaction, then a rollback to the
+// compacted base killed at its publish. The restart must give the
+// compacted base back its origin and chain (the state file's rollback
+// figures), so that the old chain's next delta applies again. Five tries.
+TEST(WritesCrash, RollbackToACompactedBaseKilledAtItsPublish)
+{
+	Env env;
+	const std::vector<std::string> args = {"--memory", "shm"};
+	std::string pa = env.img_path("a.shmkv"), pb = env.img_path("b.shmkv"),
+		    d1 = env.img_path("d1.delta"), d2 = env.img_path("d2.delta");
+	const uint64_t n = 2000;
+	ASSERT_EQ(build_image(pa, "a", n), "");
+	ASSERT_EQ(build_image(pb, "b", n), "");
+	ASSERT_EQ(build_delta(d1, pa, {{"x", "1"}}, {key_of(3)}), "");
+	ASSERT_EQ(build_delta(d2, pa, {{"y", "2"}}, {key_of(4)}, d1), "");
+	std::unique_ptr<Loader> ld = restart(env, args);
+	std::mt19937_64 rng(test_seed());
+	for (int attempt = 0; attempt < 5; attempt++) {
+		std::string when = "try " + std::to_string(attempt);
+		ASSERT_TRUE(ld->load(kCache, pa).ok()) << when;
+		ASSERT_TRUE(ld->req({"apply", kCache, d1}).ok()) << when;
+		Json j = ld->req({"compact", kCache});
+		ASSERT_TRUE(j.ok()) << when << ": " << j["error"].s();
+		ASSERT_TRUE(ld->load(kCache, pb).ok()) << when;
+		uint64_t g0 = ld->status(kCache)["generation"].u64();
+		int fd = -1;
+		kill_during(*ld, env, [&] { fd = request_async(env.root(), {"rollback", kCache}); },
+			    true, g0, 0, rng);
+		if (fd >= 0)
+			close(fd);
+		ld = restart(env, args);
+		shmkv_test::Db db(after_restart(env, when));
+		ASSERT_TRUE(db) << when;
+		Model m;
+		m.tag = "a";
+		m.n = n;
+		m.changes = {{"x", "1"}, {key_of(3), std::nullopt}};
+		EXPECT_EQ(mismatch(db.get(), model_keys(m), [&](const std::string &k) { return m.get(k); }),
+			  "") << when << ": the compacted base, rolled back to before the kill";
+		j = ld->req({"apply", kCache, d2});
+		EXPECT_TRUE(j.ok()) << when << ": the chain's next delta on the compacted base: "
+				    << j["error"].s();
+		EXPECT_EQ(shmkv_refresh(db.get()), 1) << when;
+		m.changes.insert({{"y", "2"}, {key_of(4), std::nullopt}});
+		EXPECT_EQ(mismatch(db.get(), model_keys(m), [&](const std::string &k) { return m.get(k); }),
+			  "") << when << ": and the delta";
+		if (::testing::Test::HasFailure())
+			return;
+	}
 }
 
 // `rollback` steps back one publish (loader/README.md, "Writes"), and a
