@@ -447,6 +447,35 @@ std::string kill_during(Loader &ld, const Env &env, const std::function<void()> 
 	return when;
 }
 
+// Sends req (not awaited), kills ld the instant its publish moves the
+// control segment past the generation served now, and starts a loader
+// again with args: the one returned.
+std::unique_ptr<Loader> killed_at_publish(Loader &ld, const Env &env,
+					  const std::vector<std::string> &req,
+					  const std::vector<std::string> &args, std::mt19937_64 &rng)
+{
+	uint64_t g0 = ld.status(kCache)["generation"].u64();
+	int fd = -1;
+	kill_during(ld, env, [&] { fd = request_async(env.root(), req); }, true, g0, 0, rng);
+	if (fd >= 0)
+		close(fd);
+	return restart(env, args);
+}
+
+// Loads img, applies its delta d1 and compacts: a base whose deltas are
+// img's (its origin) and whose chain is at d1.
+::testing::AssertionResult compacted_of(Loader &ld, const std::string &img, const std::string &d1)
+{
+	if (!ld.load(kCache, img).ok())
+		return ::testing::AssertionFailure() << "load " << img;
+	Json j = ld.req({"apply", kCache, d1});
+	if (j.ok())
+		j = ld.req({"compact", kCache});
+	if (!j.ok())
+		return ::testing::AssertionFailure() << j["error"].s();
+	return ::testing::AssertionSuccess();
+}
+
 } // namespace
 
 // ---- kill -9 while a stream publishes ------------------------------------------------
@@ -984,17 +1013,8 @@ TEST(WritesCrash, LoadAfterACompactionKilledAtItsPublish)
 	unsigned before_save = 0;
 	for (int attempt = 0; attempt < 5; attempt++) {
 		std::string when = "try " + std::to_string(attempt);
-		ASSERT_TRUE(ld->load(kCache, pa).ok()) << when;
-		ASSERT_TRUE(ld->req({"apply", kCache, d1}).ok()) << when;
-		Json j = ld->req({"compact", kCache});
-		ASSERT_TRUE(j.ok()) << when << ": " << j["error"].s();
-		uint64_t g0 = ld->status(kCache)["generation"].u64();
-		int fd = -1;
-		kill_during(*ld, env, [&] { fd = request_async(env.root(), {"load", kCache, pb}); },
-			    true, g0, 0, rng);
-		if (fd >= 0)
-			close(fd);
-		ld = restart(env, args);
+		ASSERT_TRUE(compacted_of(*ld, pa, d1)) << when;
+		ld = killed_at_publish(*ld, env, {"load", kCache, pb}, args, rng);
 		before_save += (unsigned)log_lines(last_run_log(env),
 						   {"a loaded base, was published after"}).size();
 		shmkv_test::Db db(after_restart(env, when));
@@ -1004,7 +1024,7 @@ TEST(WritesCrash, LoadAfterACompactionKilledAtItsPublish)
 		m.n = n;
 		EXPECT_EQ(mismatch(db.get(), model_keys(m), [&](const std::string &k) { return m.get(k); }),
 			  "") << when << ": the image loaded before the kill";
-		j = ld->req({"apply", kCache, d2});
+		Json j = ld->req({"apply", kCache, d2});
 		EXPECT_FALSE(j.ok()) << when << ": the chain of the image before the load went on "
 				     << "over the loaded one";
 		j = ld->req({"apply", kCache, e1});
@@ -1038,18 +1058,9 @@ TEST(WritesCrash, RollbackToACompactedBaseKilledAtItsPublish)
 	std::mt19937_64 rng(test_seed());
 	for (int attempt = 0; attempt < 5; attempt++) {
 		std::string when = "try " + std::to_string(attempt);
-		ASSERT_TRUE(ld->load(kCache, pa).ok()) << when;
-		ASSERT_TRUE(ld->req({"apply", kCache, d1}).ok()) << when;
-		Json j = ld->req({"compact", kCache});
-		ASSERT_TRUE(j.ok()) << when << ": " << j["error"].s();
+		ASSERT_TRUE(compacted_of(*ld, pa, d1)) << when;
 		ASSERT_TRUE(ld->load(kCache, pb).ok()) << when;
-		uint64_t g0 = ld->status(kCache)["generation"].u64();
-		int fd = -1;
-		kill_during(*ld, env, [&] { fd = request_async(env.root(), {"rollback", kCache}); },
-			    true, g0, 0, rng);
-		if (fd >= 0)
-			close(fd);
-		ld = restart(env, args);
+		ld = killed_at_publish(*ld, env, {"rollback", kCache}, args, rng);
 		shmkv_test::Db db(after_restart(env, when));
 		ASSERT_TRUE(db) << when;
 		Model m;
@@ -1058,7 +1069,7 @@ TEST(WritesCrash, RollbackToACompactedBaseKilledAtItsPublish)
 		m.changes = {{"x", "1"}, {key_of(3), std::nullopt}};
 		EXPECT_EQ(mismatch(db.get(), model_keys(m), [&](const std::string &k) { return m.get(k); }),
 			  "") << when << ": the compacted base, rolled back to before the kill";
-		j = ld->req({"apply", kCache, d2});
+		Json j = ld->req({"apply", kCache, d2});
 		EXPECT_TRUE(j.ok()) << when << ": the chain's next delta on the compacted base: "
 				    << j["error"].s();
 		EXPECT_EQ(shmkv_refresh(db.get()), 1) << when;
@@ -1140,12 +1151,7 @@ TEST(WritesCrash, RollbackAfterAKillAtARollbacksOrALoadsPublish)
 	std::vector<shmkv_test::Db> dbs;
 	// the request killed at its publish, then a restart: the handle
 	auto killed = [&](const std::vector<std::string> &req, const std::string &when) {
-		uint64_t g0 = ld->status(kCache)["generation"].u64();
-		int fd = -1;
-		kill_during(*ld, env, [&] { fd = request_async(env.root(), req); }, true, g0, 0, rng);
-		if (fd >= 0)
-			close(fd);
-		ld = restart(env, args);
+		ld = killed_at_publish(*ld, env, req, args, rng);
 		dbs.emplace_back(after_restart(env, when));
 		return dbs.back().get();
 	};
