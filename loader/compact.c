@@ -490,15 +490,14 @@ static int publish(struct loader *L, struct cache *c, struct compaction *k, cons
 		unlink(more[i].path); /* one copy of an overlay serves every node */
 	if (err)
 		return overlay_refused(L, c, "compact", err, why, reply);
-	/* the origin in the state file before the publish: a kill right after
-	 * it (before the load saves the state) leaves it there for adopt.c;
-	 * it is as true of the generation served now (its base is the origin,
-	 * or was compacted from it) */
+	/* the origin, which the load's state file saved before its publish
+	 * carries (load.c, publish_new: a kill right after the publish leaves
+	 * it there for adopt.c); it is as true of the generation served now
+	 * (its base is the origin, or was compacted from it) */
 	pthread_mutex_lock(&L->lock);
 	c->origin_sum = k->origin_sum;
 	c->origin_size = k->origin_size;
 	pthread_mutex_unlock(&L->lock);
-	cache_save_state(L, c);
 	c->lineage.keep = 1;
 	c->lineage.origin_sum = k->origin_sum;
 	c->lineage.origin_size = k->origin_size;
