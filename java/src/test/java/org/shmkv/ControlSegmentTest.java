@@ -296,6 +296,19 @@ class ControlSegmentTest {
 		}
 		assertThrows(ShmkvException.Io.class, () -> Shmkv.attach(NAME, root, Shmkv.Check.CHECKSUMS, 64));
 		assertThrows(ShmkvException.Io.class, () -> Shmkv.attach(NAME, root, Shmkv.Check.CHECKSUMS, -2));
+		// node 0's copy a file others can write ("Trust": EPERM): never read, the first copy instead
+		Path loose = write("loose-node0.seg", base);
+		Files.setPosixFilePermissions(loose, PosixFilePermissions.fromString("rw-rw-rw-"));
+		create2(Seg.base(baseF).on(1), new Seg(0, 0, loose, Seg.size(loose)),
+				Seg.overlay(deltaF).on(0), Seg.overlay(delta2F).on(1));
+		try (Shmkv c = Shmkv.attach(NAME, root, Shmkv.Check.CHECKSUMS, 0)) {
+			assertEquals("second_5", c.getString("key_5"));
+			assertTrue(c.current().source.startsWith(baseF.toString()), c.current().source);
+		}
+		// and alone, with no copy to fall back on: its error
+		create2(new Seg(0, 0, loose, Seg.size(loose)));
+		assertEquals("EPERM", assertThrows(ShmkvException.Io.class,
+				() -> Shmkv.attach(NAME, root, Shmkv.Check.CHECKSUMS, 0)).codeName());
 		// no overlay on the base copy's node: the first overlay copy
 		create2(Seg.base(baseF).on(3), Seg.overlay(delta2F).on(0), Seg.overlay(deltaF).on(1));
 		try (Shmkv c = attach()) {
