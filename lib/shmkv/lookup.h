@@ -386,49 +386,42 @@ static SHMKV__HOT void shmkv__get_request(const shmkv *db, uint64_t b, const uin
 }
 
 /* Whether a delta db is read through (db->over, and db->top when set) may
- * hold the key of hash h: both filter words read and tested together
- * (FORMAT.md §19.3; the deltas share the base's hash, §19.4). */
+ * hold the key of hash h: one mask for both filter words (FORMAT.md §19.3;
+ * the deltas share the base's hash, §19.4). */
 static SHMKV__HOT int shmkv__over_maybe(const shmkv *db, uint64_t h)
 {
-	int maybe = shmkv__kf_maybe(db->over, h);
-	if (db->top)
-		maybe |= shmkv__kf_maybe(db->top, h);
-	return maybe;
+	return shmkv__kf_maybe(db->over, h) || (db->top && shmkv__kf_maybe(db->top, h));
 }
 
 /* A hot get read through deltas (shmkv_delta_set, shmkv_delta_set2, an
- * attached protocol 2 cache). The base's lines are requested before the
- * deltas' filters are read, so that the filter reads overlap the base's
- * instead of preceding it (a request decides nothing: a delta that holds
- * the key still answers first, FORMAT.md §19.6, and the base's lines go
- * unused); a key neither filter lets through (most keys) goes straight to
- * the base. Out of line: the path without deltas keeps its code. */
+ * attached protocol 2 cache) of a key a delta's filter lets through (few
+ * keys): the deltas first, then, for a key neither holds, the base from
+ * bucket b, whose lines shmkv__get_h requested before it read the filters
+ * (a request decides nothing: a delta that holds the key still answers
+ * first, FORMAT.md §19.6). Out of line: what every other get runs stays
+ * one copy of shmkv__get_fast. */
 static __attribute__((noinline)) int shmkv__get_over(const shmkv *db, const void *key,
-						      size_t key_len, uint64_t h, unsigned want,
-						      shmkv_value *v)
+						      size_t key_len, uint64_t h, uint64_t b,
+						      unsigned want, shmkv_value *v)
 {
-	const uint64_t b = shmkv__home(h, db->bucket_count);
-	const uint8_t *bk = shmkv__bucket(db, b);
-	__builtin_prefetch(bk);
-	shmkv__get_request(db, b, bk);
-	if (SHMKV__UNLIKELY(shmkv__over_maybe(db, h))) {
-		int64_t now = 0;
-		const int rc = shmkv__through(db, key, key_len, h, want, v, &now, NULL, 0);
-		if (rc != SHMKV__NEXT)
-			return rc;
-	}
+	int64_t now = 0;
+	const int rc = shmkv__through(db, key, key_len, h, want, v, &now, NULL, 0);
+	if (rc != SHMKV__NEXT)
+		return rc;
 	return shmkv__get_fast(db, key, key_len, h, b, want, v, NULL);
 }
 
 /* The hot get of key with hash h: the home bucket's lines requested
- * (shmkv__get_request), then the get; through deltas if they are set. */
+ * (shmkv__get_request), then the get. Read through deltas, a key their
+ * filters rule out (most keys) costs only the filter test here, made
+ * while the base's lines are on their way; the rest go to shmkv__get_over. */
 static SHMKV__HOT int shmkv__get_h(const shmkv *db, const void *key, size_t key_len, uint64_t h,
 				    unsigned want, shmkv_value *v)
 {
-	if (SHMKV__UNLIKELY(db->over != NULL))
-		return shmkv__get_over(db, key, key_len, h, want, v);
 	const uint64_t b = shmkv__home(h, db->bucket_count);
 	shmkv__get_request(db, b, shmkv__bucket(db, b));
+	if (SHMKV__UNLIKELY(db->over != NULL) && SHMKV__UNLIKELY(shmkv__over_maybe(db, h)))
+		return shmkv__get_over(db, key, key_len, h, b, want, v);
 	return shmkv__get_fast(db, key, key_len, h, b, want, v, NULL);
 }
 
