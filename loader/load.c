@@ -232,6 +232,12 @@ static int publish_new(struct loader *L, struct cache *c, const struct seg_info 
 		 * at its publish) drops them (adopt.c) */
 		snprintf(c->compact_saved, sizeof c->compact_saved, "%s", in->path);
 		cache_save_state(L, c);
+	} else if (!staged && L->durable_fd >= 0) {
+		/* a new base: the durable log names the one before until the
+		 * worker writes it anew after this publish; killed in between,
+		 * a restart must not replay it over this one (overlay.c) */
+		c->wal_behind = 1;
+		cache_save_state(L, c);
 	}
 	if (!staged) {
 		/* every copy of the generation at once (numa=replicate), and a
@@ -251,6 +257,7 @@ static int publish_new(struct loader *L, struct cache *c, const struct seg_info 
 		}
 		if (perr) {
 			c->compact_saved[0] = 0; /* not published: never found so */
+			c->wal_behind = 0;       /* the log names what is served */
 			return perr;
 		}
 		PROBE(publish, c->name, gen, in->size, in->path);

@@ -144,6 +144,13 @@ struct cache {
 	int compact_by_request;    /* that one: 1 an operator's request, 0 the bound.
 				    * These seven under L->lock, for status.c */
 	uint64_t wal_seq;          /* the last record of DURABLE/NAME.wal published (wal.c) */
+	/* durable: a load or rollback is being published and the log, which
+	 * it rewrites after its publish (overlay_log_reset()), may name the
+	 * generation before; saved in the state file before that publish and
+	 * cleared once the log is written anew: a restart finding it set
+	 * writes the log from the generation served, never replays it over
+	 * that (overlay.c: recover_one) */
+	int wal_behind;
 	struct load_stats stats;    /* of the current image */
 	struct load_stats rb_stats; /* of the rollback candidate */
 	char last_error[512];      /* "" = the last operation succeeded */

@@ -87,10 +87,18 @@ int op_rollback(struct loader *L, const char *name, char **reply)
 	uint32_t ncs = 0;
 	err = cache_gen_entries(&c->rb, c->rb_more, c->nrb_more, ov[0], ov[1], cs, &ncs, why,
 				sizeof why);
+	if (!err && L->durable_fd >= 0) {
+		/* the durable log names the generation before until the worker
+		 * writes it anew after this publish; killed in between, a
+		 * restart must not replay it over this one (overlay.c) */
+		c->wal_behind = 1;
+		cache_save_state(L, c);
+	}
 	/* its replicas with it; a cache that had changes stays protocol 2 */
 	if (!err)
 		err = ctl_publish(&c->ctl, gen, cs, ncs, why, sizeof why);
 	if (err) {
+		c->wal_behind = 0; /* the log names what is served */
 		cache_set_error(L, c, "rollback: %s", why);
 		return json_reply_error(reply, err, "cache %s: %s", name, why);
 	}

@@ -549,6 +549,7 @@ void overlay_log_reset(struct loader *L, const char *name)
 	}
 	if (n)
 		c->wal_seq += n;
+	c->wal_behind = 0;
 	cache_save_state(L, c);
 	/* compacted bases kept for the log: gone once neither the log's base
 	 * nor the rollback's */
@@ -1025,9 +1026,25 @@ static void recover_one(struct loader *L, const char *name)
 		free(buf);
 		return;
 	}
+	struct cache *c = cache_find(L, name);
+	if (c && c->have_cur && c->wal_behind) {
+		/* a load or rollback was published (or about to be) and the
+		 * loader died before the log followed it: the log names the
+		 * generation before, whose records replayed over the one
+		 * served (or its base loaded again) would step back from what
+		 * readers were served. The generation served holds every change
+		 * acknowledged: the log is written anew from it */
+		free(recs);
+		free(buf);
+		overlay_log_reset(L, name);
+		log_warn("durable log of cache=%s: written anew from gen=%llu, nothing replayed "
+			 "(a load or rollback was published before the log followed it)", name,
+			 (unsigned long long)c->cur.generation);
+		return;
+	}
 	int fresh, staged;
 	char defer[PATH_MAX];
-	struct cache *c = log_base(L, name, &h, &fresh, &staged, defer, sizeof defer);
+	c = log_base(L, name, &h, &fresh, &staged, defer, sizeof defer);
 	if (!c) {
 		wal_retire(L, name, "stale");
 		free(recs);

@@ -49,6 +49,10 @@ int state_write(int root_fd, const char *root, const struct cache *c, char *why,
 		c->changes, c->chain_last, c->chain_seq);
 	fprintf(f, "origin.sum=%" PRIu64 "\norigin.size=%" PRIu64 "\nwal.seq=%" PRIu64 "\n",
 		c->origin_sum, c->origin_size, c->wal_seq);
+	/* a load or rollback about to publish (or published) before the
+	 * durable log follows it: a restart writes the log anew (overlay.c) */
+	if (c->wal_behind)
+		fprintf(f, "wal.behind=1\n");
 	/* a restart that finds another generation published knows it was
 	 * published after this file, and that this one is its rollback
 	 * (adopt.c) */
@@ -170,6 +174,8 @@ int state_read(int fd, struct cache *c)
 			c->rb_chain_seq = strtoull(v, NULL, 10);
 		else if (!strcmp(k, "wal.seq"))
 			c->wal_seq = strtoull(v, NULL, 10);
+		else if (!strcmp(k, "wal.behind"))
+			c->wal_behind = !strcmp(v, "1");
 		else if (!strcmp(k, "origin.sum"))
 			c->origin_sum = strtoull(v, NULL, 10);
 		else if (!strcmp(k, "origin.size"))

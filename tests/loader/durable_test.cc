@@ -36,6 +36,7 @@ protected:
 	Fault *shim = nullptr; // start the loader with the fault shim (fault_util.h)
 	const uint64_t n = 200;
 	std::map<std::string, std::string> model; // "" absent
+	std::string tag = "a"; // of the base image served (build_image)
 
 	void SetUp() override
 	{
@@ -123,7 +124,7 @@ protected:
 		uint64_t removed = 0;
 		for (uint64_t i = 0; i < n; i++)
 			removed += model.count(key_of(i)) != 0;
-		uint64_t wrong = check_handle(db, "a", n);
+		uint64_t wrong = check_handle(db, tag, n);
 		if (wrong != removed)
 			bad += std::to_string(wrong) + " base keys wrong, " + std::to_string(removed) +
 			       " changed ";
@@ -487,4 +488,72 @@ TEST_F(Durable, ARecordWhosePaddingIsNotZeroEndsTheLog)
 		<< env.log();
 	EXPECT_EQ(check(), "") << env.log(); // x=1, from the record before it
 	EXPECT_EQ(shmkv_test::read_file(wal).size(), bytes.size()) << "the record is cut off";
+}
+
+// A load, a reload and a rollback rewrite the log after their publish
+// (loader/README.md, "What is kept"). Killed there (the log's rename held:
+// the publish and the state file are through), the log still names the
+// generation before: the restart must serve the generation published, as
+// the kill found it, never that log replayed over it (nor its base loaded
+// again), and must keep the log of what it serves, so that a reboot after
+// it gives back every change acknowledged and none stepped back. Each
+// part sets its generations up with acknowledged requests first.
+TEST_F(Durable, ALoadOrRollbackKilledBeforeTheLogFollowsIt)
+{
+	Fault fault(env);
+	ld->kill9();
+	shim = &fault;
+	start();
+	if (IsSkipped())
+		return;
+	std::string other = env.img_path("b.shmkv");
+	ASSERT_EQ(build_image(other, "b", n), "");
+	// req held at the log's rename, after its publish; killed, restarted
+	auto killed = [&](const std::vector<std::string> &req) {
+		fault.hold(dir + "/w.wal");
+		int fd = request_async(env.root(), req);
+		ASSERT_GE(fd, 0);
+		ASSERT_TRUE(fault.held()) << env.log();
+		ld->kill9();
+		close(fd);
+		fault.clear();
+		start();
+	};
+
+	// a load of another image over the source and its change (the log's
+	// base is the configured source, found at the restart)
+	ASSERT_TRUE(ld->load("w", base).ok());
+	set("x", "1");
+	killed({"load", "w", other});
+	model = {{"x", ""}};
+	tag = "b";
+	EXPECT_EQ(check(), "") << "a load: " << env.log();
+
+	// a rollback from another base to the source and its change (the log
+	// names that other base, found nowhere at the restart)
+	ASSERT_TRUE(ld->load("w", base).ok());
+	tag = "a";
+	set("x", "1");
+	ASSERT_TRUE(ld->load("w", other).ok());
+	killed({"rollback", "w"});
+	EXPECT_EQ(check(), "") << "a rollback to another base: " << env.log();
+	reboot();
+	EXPECT_EQ(check(), "") << "a rollback to another base, then a reboot: " << env.log();
+
+	// a reload of the source (the log's base) over its change
+	ASSERT_TRUE(ld->load("w", base).ok());
+	set("x", "1");
+	killed({"reload", "w"});
+	model = {{"x", ""}};
+	EXPECT_EQ(check(), "") << "a reload: " << env.log();
+	reboot();
+	EXPECT_EQ(check(), "") << "a reload, then a reboot: " << env.log();
+
+	// a rollback to the source alone, from its first change
+	set("x", "1");
+	killed({"rollback", "w"});
+	model = {{"x", ""}};
+	EXPECT_EQ(check(), "") << "a rollback to the base alone: " << env.log();
+	reboot();
+	EXPECT_EQ(check(), "") << "a rollback to the base alone, then a reboot: " << env.log();
 }
