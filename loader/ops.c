@@ -267,7 +267,8 @@ static void load_missing(struct loader *L)
 		char *reply = NULL;
 		char src[PATH_MAX];
 		snprintf(src, sizeof src, "%s", d->c.source);
-		op_load(L, d->name, src, 0, NULL, &reply, NULL, 0);
+		if (op_load(L, d->name, src, 0, NULL, &reply, NULL, 0) == 0)
+			overlay_log_reset(L, d->name); /* as after a load job (worker.c) */
 		free(reply);
 	}
 }

@@ -557,3 +557,26 @@ TEST_F(Durable, ALoadOrRollbackKilledBeforeTheLogFollowsIt)
 	reboot();
 	EXPECT_EQ(check(), "") << "a rollback to the base alone, then a reboot: " << env.log();
 }
+
+// The configured source loaded at the start (and at a config change) is
+// followed by its log, as a load request is: the state file keeps no mark
+// of a log behind (wal.behind), which would make the next restart write
+// the log anew from what it adopts instead of replaying it.
+TEST_F(Durable, AConfiguredLoadLeavesNoMarkOfALogBehind)
+{
+	// a worker job queued behind the start's (which loads the source):
+	// answered once that one is over (a compaction of nothing changed)
+	ASSERT_TRUE(ld->req({"compact", "w"}).ok());
+	EXPECT_EQ(shmkv_test::read_file(env.root() + "/w.state").find("wal.behind"),
+		  std::string::npos);
+	// a cache the config gains, loaded at its SIGHUP
+	ASSERT_TRUE(shmkv_test::write_file(
+		conf, shmkv_test::read_file(conf) + "[cache v]\nsource = " + base + "\n"));
+	kill(ld->pid(), SIGHUP);
+	ASSERT_TRUE(wait_until([&] { return ld->status("v")["generation"].u64() > 0; }, 60000, 10))
+		<< env.log();
+	ASSERT_TRUE(ld->req({"compact", "v"}).ok());
+	EXPECT_EQ(shmkv_test::read_file(env.root() + "/v.state").find("wal.behind"),
+		  std::string::npos);
+	EXPECT_TRUE(shmkv_test::file_exists(dir + "/v.wal"));
+}
