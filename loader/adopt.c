@@ -385,6 +385,10 @@ static void published_after_state(struct cache *c, uint64_t gen, struct seg_info
 	}
 	int rollback = rb_hint->path[0] && !strcmp(rb_hint->path, c->cur.path) &&
 		       !strcmp(rbov_hint->path, ov) && !strcmp(rbtop_hint->path, top);
+	/* the same base with other overlays, no rollback: a change, whose
+	 * record the durable log got before its publish (overlay.c) */
+	if (!rollback && !strcmp(c->base_saved, c->cur.path))
+		c->wal_held = 1;
 	struct load_stats st = c->stats;
 	uint64_t chain_last = c->chain_last, chain_seq = c->chain_seq;
 	uint64_t origin_sum = c->origin_sum, origin_size = c->origin_size;

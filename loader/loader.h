@@ -151,6 +151,10 @@ struct cache {
 	 * writes the log from the generation served, never replays it over
 	 * that (overlay.c: recover_one) */
 	int wal_behind;
+	/* adopt.c: the generation served was published by a change after the
+	 * state file was saved: it holds every record of the log, the last
+	 * that change's (overlay.c: recover_one replays none). Not saved */
+	int wal_held;
 	struct load_stats stats;    /* of the current image */
 	struct load_stats rb_stats; /* of the rollback candidate */
 	char last_error[512];      /* "" = the last operation succeeded */

@@ -475,12 +475,18 @@ static int publish_changes(struct loader *L, struct cache *c, const shmkv *d, ui
 	}
 	/* a lower rebuilt holds every changed key once */
 	uint64_t keys = top ? c->ov_keys + added : first.entries;
+	/* the state file publish_overlay() saves right after the publish
+	 * says the record is in it: a restart replays it no more (a replay
+	 * is one more publish, and `rollback` would step back that one) */
+	uint64_t was_seq = c->wal_seq;
+	if (logged)
+		c->wal_seq = seq;
 	if (!err)
 		err = publish_overlay(L, c, top, &first, more, nmore, keys, why, why_len);
-	if (err && logged)
+	if (err && logged) {
+		c->wal_seq = was_seq;
 		wal_undo(L, c->name, undo);
-	else if (logged)
-		c->wal_seq = seq;
+	}
 	return err;
 }
 
@@ -1055,6 +1061,11 @@ static void recover_one(struct loader *L, const char *name)
 	 * one (a reboot: the base loaded again) every record is replayed, from
 	 * the chain position the log started at */
 	uint64_t after = c->have_ov && !fresh ? c->wal_seq : 0;
+	/* a change published after the state file was saved (adopt.c): its
+	 * record, the log's last, and every one before it are served */
+	if (c->wal_held && !fresh)
+		after = UINT64_MAX;
+	c->wal_held = 0;
 	uint64_t chain[2] = {c->chain_last, c->chain_seq};
 	if (fresh) {
 		chain[0] = h.chain_last;

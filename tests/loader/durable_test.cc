@@ -580,3 +580,38 @@ TEST_F(Durable, AConfiguredLoadLeavesNoMarkOfALogBehind)
 		  std::string::npos);
 	EXPECT_TRUE(shmkv_test::file_exists(dir + "/v.wal"));
 }
+
+// A change killed between its publish and the state file's save (its
+// rename held): the restart serves it (adopted), and replays no record of
+// the log the generation served holds already, so that `rollback` still
+// steps back exactly that change (as without a log: writes_crash_test's
+// RollbackAfterAKillAtAChangesPublish), and a reboot after it gives back
+// the changes before it.
+TEST_F(Durable, RollbackAfterAChangeKilledBeforeTheStateFollowsIt)
+{
+	Fault fault(env);
+	ld->kill9();
+	shim = &fault;
+	start();
+	if (IsSkipped())
+		return;
+	set("k1", "1");
+	set("k2", "2");
+	fault.hold(env.root() + "/w.state");
+	int fd = request_async(env.root(), {"change", "w", R"({"key": "k3", "value": "3"})"});
+	ASSERT_GE(fd, 0);
+	ASSERT_TRUE(fault.held()) << env.log();
+	ld->kill9();
+	close(fd);
+	fault.clear();
+	start();
+	model["k3"] = "3";
+	EXPECT_EQ(check(), "") << "the change published before the kill: " << env.log();
+	Json j = ld->req({"rollback", "w"});
+	ASSERT_TRUE(j.ok()) << j["error"].s();
+	model["k3"] = "";
+	EXPECT_EQ(check(), "") << "a rollback steps back one publish: k3 goes, k1 and k2 stay\n"
+			       << env.log();
+	reboot();
+	EXPECT_EQ(check(), "") << "and a reboot after it: " << env.log();
+}
