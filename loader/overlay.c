@@ -1144,4 +1144,17 @@ void overlay_recover(struct loader *L)
 		free(names[i]);
 	}
 	free(names);
+	/* a generation served that no log holds (adopted by a loader durable
+	 * for the first time, or its log set aside above): its log written
+	 * from it, else the next change would start a log of its own record
+	 * alone, and a reboot would give the base with only the changes
+	 * after this start */
+	for (size_t i = 0; i < L->ncaches; i++) {
+		struct cache *c = L->caches[i];
+		if (!c->have_cur || !c->ctl.map || c->broken || wal_exists(L, c->name))
+			continue;
+		overlay_log_reset(L, c->name);
+		log_info("durable log of cache=%s: written from gen=%llu (the cache had none)",
+			 c->name, (unsigned long long)c->cur.generation);
+	}
 }

@@ -216,6 +216,14 @@ int wal_read(struct loader *L, const char *name, struct wal_head *h, char **buf,
 	return 0;
 }
 
+int wal_exists(struct loader *L, const char *name)
+{
+	char f[SHMKV_CACHE_NAME_MAX + 8];
+	struct stat st;
+	file_of(name, f, sizeof f);
+	return fstatat(L->durable_fd, f, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
 int wal_list(struct loader *L, char ***names, size_t *n)
 {
 	*names = NULL;

@@ -34,6 +34,8 @@ void wal_retire(struct loader *L, const char *name, const char *suffix);
  * -errno or SHMKV_ECORRUPT (a damaged head) with why. */
 int wal_read(struct loader *L, const char *name, struct wal_head *h, char **buf,
 	     struct wal_rec **recs, size_t *n, char *why, size_t why_len);
+/* 1 when cache name has a log in DURABLE, else 0. */
+int wal_exists(struct loader *L, const char *name);
 /* Names of the caches with a log in DURABLE: *names (malloc'd array of
  * malloc'd names), *n. 0 or -errno. Called at start: the temporaries a
  * loader that died left there (`.*.tmp`) are removed, logged. */

@@ -615,3 +615,27 @@ TEST_F(Durable, RollbackAfterAChangeKilledBeforeTheStateFollowsIt)
 	reboot();
 	EXPECT_EQ(check(), "") << "and a reboot after it: " << env.log();
 }
+
+// A cache served with changes that no log holds (adopted by a loader
+// started durable for the first time; so is one whose log was set aside as
+// `.wal.stale` or `.wal.bad` at the start): the start writes its log from
+// the generation served, so that a reboot gives back that generation with
+// the changes made after it, never the base with only the later ones (a
+// content never served).
+TEST_F(Durable, AGenerationServedWithoutALogGetsOneAtTheStart)
+{
+	ld->kill9();
+	unlink((dir + "/w.wal").c_str());
+	ASSERT_TRUE(shmkv_test::write_file(conf, "[cache w]\nsource = " + base + "\n"));
+	start(); // not durable: the source, changed without a log
+	set("x", "1");
+	remove(key_of(3));
+	EXPECT_FALSE(shmkv_test::file_exists(dir + "/w.wal"));
+	ld->kill9();
+	write_conf(true); // durable from now on: the generation adopted
+	start();
+	EXPECT_EQ(check(), "");
+	set("y", "2");
+	reboot();
+	EXPECT_EQ(check(), "") << "x and the removal before the log, y after it: " << env.log();
+}
