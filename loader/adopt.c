@@ -101,7 +101,21 @@ static void dir_of(const char *path, char *out, size_t len)
 		*s = 0;
 }
 
-/* The newest committed segment of a cache that checks out (repair). */
+/* Whether the segment file at path is a delta image: an overlay of a
+ * changed cache, never a base. */
+static int is_overlay(const char *path)
+{
+	shmkv *db = NULL;
+	char why[256];
+	int delta = shmkv_open_file_diag(path, SHMKV_OPEN_NOVERIFY, &db, why, sizeof why) == 0 &&
+		    shmkv_is_delta(db);
+	shmkv_close(db);
+	return delta;
+}
+
+/* The newest committed segment of a cache that checks out (repair): an
+ * image, not an overlay (readers refuse a delta as the base; a change's
+ * overlay is newer than its base). */
 static int newest_valid(const struct scan *sc, const char *cache, struct seg_info *out)
 {
 	int found = 0;
@@ -112,7 +126,7 @@ static int newest_valid(const struct scan *sc, const char *cache, struct seg_inf
 			continue;
 		struct seg_info in;
 		char why[256];
-		if (seg_inspect(f->path, &in, why, sizeof why) == 0) {
+		if (seg_inspect(f->path, &in, why, sizeof why) == 0 && !is_overlay(f->path)) {
 			*out = in;
 			best = f->load_id;
 			found = 1;

@@ -11,8 +11,9 @@
  *   short N  every read returns at most N bytes
  *   slow N   every read first sleeps N microseconds
  *   slowrename N  (fault_shim.c only) a rename() onto PATH first sleeps
- *            N microseconds; a renameat() too (onto PATH's last component
- *            when it names no directory: the builder's output put in place)
+ *            N microseconds; a renameat() or renameat2() too (onto PATH's
+ *            last component when it names no directory: the builder's
+ *            output put in place, a control segment renamed into place)
  *   holdrename N  (fault_shim.c only) such a rename waits while the control
  *            file says "holdrename" onto the same PATH (at most N
  *            microseconds), with the file CONF.held there meanwhile

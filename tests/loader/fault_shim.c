@@ -1,6 +1,6 @@
 /* fault_shim.c - an LD_PRELOAD library for fault_test: makes pread()/pread64()
  * of one file fail, end early, return short counts or go slowly, a rename()
- * or renameat() onto one name go slowly, accept()/accept4() fail (EMFILE) and open() of
+ * renameat() or renameat2() onto one name go slowly (or wait), accept()/accept4() fail (EMFILE) and open() of
  * /dev/null fail (the loader's reserve descriptor), as told by the control file the test
  * rewrites while the loader runs (fault_conf.h: the modes).
  * Reads of other files (by device and inode), or with no control file, pass
@@ -24,6 +24,7 @@
 typedef ssize_t (*pread_fn)(int, void *, size_t, off64_t);
 typedef int (*rename_fn)(const char *, const char *);
 typedef int (*renameat_fn)(int, const char *, int, const char *);
+typedef int (*renameat2_fn)(int, const char *, int, const char *, unsigned int);
 
 static int is_target(int fd, const struct fault *f)
 {
@@ -117,6 +118,17 @@ int renameat(int fromfd, const char *from, int tofd, const char *to)
 		real = (renameat_fn)dlsym(RTLD_NEXT, "renameat");
 	slow_rename(to, to[0] != '/');
 	return real(fromfd, from, tofd, to);
+}
+
+/* renameat2() as renameat(): the loader renames a control segment into
+ * place with it (loader/ctl.c), a committed segment too. */
+int renameat2(int fromfd, const char *from, int tofd, const char *to, unsigned int flags)
+{
+	static renameat2_fn real;
+	if (!real)
+		real = (renameat2_fn)dlsym(RTLD_NEXT, "renameat2");
+	slow_rename(to, to[0] != '/');
+	return real(fromfd, from, tofd, to, flags);
 }
 
 /* "accepterr N": the errno every accept fails with; "acceptflap N": every

@@ -31,6 +31,10 @@
 //     the instant the control segment moves (a thread spinning on its
 //     generation word), before the state file or the durable log catches
 //     up: what a restart (and a reboot) must still know then.
+//   FirstChangeKilledBetweenItsRetireAndItsRename: a cache's first change,
+//     which replaces its protocol 1 control segment, killed between the
+//     old file's retire and the new one's rename (held with the fault
+//     shim): the restart serves the base, never the overlay as a base.
 //   FoldKilledAtItsPublishOrInFlight: the top overlay's fold into the
 //     lower killed at its publish or at a random moment: every change
 //     acknowledged is served, no file left over, and the rollback is still
@@ -49,6 +53,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "fault_util.h"
 #include "loader_util.h"
 #include "stream_util.h"
 
@@ -1258,6 +1263,60 @@ TEST(WritesCrash, DurableCompactionKilledAtItsPublishThenAReboot)
 		if (::testing::Test::HasFailure())
 			return;
 	}
+}
+
+// The first change of a cache replaces its protocol 1 control segment by
+// a protocol 2 one (lib/PROTOCOL.md, "From version 1 to 2"): the new file
+// is written aside with the change published, the old one retired (it
+// names no segment then) and the new one renamed over it. Killed between
+// the retire and the rename (the rename held with the fault shim), the
+// restart finds the retired file: it must serve a whole generation, the
+// one before the change (the change was never acknowledged), never a
+// segment file it picks up (the change's overlay, a delta image, is no
+// base: no reader could attach), and take changes again.
+TEST(WritesCrash, FirstChangeKilledBetweenItsRetireAndItsRename)
+{
+	Env env;
+	Fault fault(env);
+	const std::vector<std::string> args = {"--memory", "shm"};
+	std::string base = env.img_path("a.shmkv");
+	const uint64_t n = 2000;
+	ASSERT_EQ(build_image(base, "a", n), "");
+	Loader ld(env, args);
+	std::string skip;
+	if (!start_with_shim(ld, fault, &skip)) {
+		if (!skip.empty())
+			GTEST_SKIP() << skip;
+		FAIL() << env.log();
+	}
+	ASSERT_TRUE(ld.load(kCache, base).ok()); // protocol 1
+	fault.hold(env.root() + "/" + kCache + ".ctl");
+	int fd = request_async(env.root(), {"change", kCache, R"({"key": "x", "value": "1"})"});
+	ASSERT_GE(fd, 0);
+	ASSERT_TRUE(fault.held()) << env.log();
+	ld.kill9();
+	close(fd);
+	fault.clear();
+	std::vector<std::string> left = temporaries(env);
+	std::unique_ptr<Loader> again = restart(env, args);
+	shmkv_test::Db db(after_restart(env, "restarted", left));
+	ASSERT_TRUE(db) << last_run_log(env);
+	Model m;
+	m.tag = "a";
+	m.n = n;
+	m.changes = {{"x", std::nullopt}};
+	auto serves = [&](shmkv *h) {
+		return mismatch(h, model_keys(m), [&](const std::string &k) { return m.get(k); });
+	};
+	EXPECT_EQ(serves(db.get()), "") << "the base, as before the change";
+	Json j = again->req({"change", kCache, R"({"key": "y", "value": "2"})"});
+	EXPECT_TRUE(j.ok()) << j["error"].s();
+	int err;
+	std::string why;
+	shmkv_test::Db db2(attach(env.root(), kCache, SHMKV_ATTACH_VERIFY, &err, &why));
+	ASSERT_TRUE(db2) << why;
+	m.changes["y"] = "2";
+	EXPECT_EQ(serves(db2.get()), "") << "a change after the restart";
 }
 
 // A fold (loader/README.md, "Writes": the top overlay merged into the
