@@ -484,6 +484,8 @@ static void adopt_one(struct loader *L, struct scan *sc, const char *name)
 	memset(&c->rbtop, 0, sizeof c->rbtop);
 	if (valid)
 		published_after_state(c, gen, &rb_hint, &rbov_hint, &rbtop_hint, &nrb_more_hint);
+	if (lost) /* not the generation published: the log gives back what it lost */
+		c->wal_held = 0;
 	c->base_saved[0] = c->ov_saved[0] = c->top_saved[0] = c->fold_saved[0] = 0;
 	c->compact_saved[0] = 0;
 	if (rb_hint.path[0] && valid && !strcmp(rb_hint.path, c->cur.path)) {

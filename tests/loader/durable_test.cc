@@ -639,3 +639,18 @@ TEST_F(Durable, AGenerationServedWithoutALogGetsOneAtTheStart)
 	reboot();
 	EXPECT_EQ(check(), "") << "x and the removal before the log, y after it: " << env.log();
 }
+
+// A restart that finds an overlay segment gone (removed by hand: the
+// loader serves the base without it, logged as changes lost): the durable
+// log still holds those changes, and the start gives them back.
+TEST_F(Durable, AnOverlayGoneAtARestartComesBackFromTheLog)
+{
+	set("x", "1");
+	set("y", "2"); // into the top
+	std::string lower = ld->status("w")["overlay"]["lower"]["segment"].s();
+	ASSERT_FALSE(lower.empty());
+	ld->kill9();
+	ASSERT_EQ(unlink(lower.c_str()), 0) << lower;
+	start();
+	EXPECT_EQ(check(), "") << env.log();
+}
