@@ -314,16 +314,47 @@ static int adopt_published(struct cache *c, const char *name, const shmkv_ctl_se
 	return 1;
 }
 
+/* The generation the state file names (its base and overlays), as c->cur,
+ * c->ov and c->top, where each is a complete segment file of this cache
+ * that checks out, the base an image and the overlays delta images: 1,
+ * else 0 (nothing set). For a control segment that names no usable
+ * generation: a drop, or the replacement of the file (a cache's first
+ * change), killed after it retired the file (no segment then); the state
+ * file was saved after the last publish the loader finished. */
+static int adopt_saved(const struct scan *sc, struct cache *c, const char *name)
+{
+	const char *p[3] = {c->base_saved, c->ov_saved, c->top_saved};
+	struct seg_info s[3];
+	char why[400];
+	if (!p[0][0] || (p[2][0] && !p[1][0]))
+		return 0;
+	for (int i = 0; i < 3; i++)
+		if (p[i][0] && (!found_for(sc, name, p[i]) || seg_inspect(p[i], &s[i], why, sizeof why) ||
+				is_overlay(p[i]) != (i > 0)))
+			return 0;
+	c->cur = s[0];
+	c->have_cur = 1;
+	c->ncur_more = 0; /* its replicas are not in the file */
+	if ((c->have_ov = p[1][0] != 0))
+		c->ov = s[1];
+	if ((c->have_top = p[2][0] != 0))
+		c->top = s[2];
+	return 1;
+}
+
 /* A publish a crash left open (odd), a published file that is gone or bad
  * (gen but not valid) or a lost replica: publishes generation gen + 1 with
- * the best there is (the segment itself, the newest complete one, the
+ * the best there is (the segment itself, the generation the state file
+ * names (saved: adopt_saved() set it), the newest complete one, the
  * rollback segment, or none). */
 static void adopt_repair(struct scan *sc, struct cache *c, const char *name, uint64_t gen,
-			 int odd, int valid, int lost, char *why, size_t why_len)
+			 int odd, int valid, int saved, int lost, char *why, size_t why_len)
 {
 	struct seg_info in;
 	const char *how;
-	if (!valid && newest_valid(sc, name, &in)) {
+	if (saved) {
+		how = "republished the generation the state file names";
+	} else if (!valid && newest_valid(sc, name, &in)) {
 		c->cur = in;
 		c->have_cur = 1;
 		c->ncur_more = 0;
@@ -347,7 +378,7 @@ static void adopt_repair(struct scan *sc, struct cache *c, const char *name, uin
 	if (c->have_cur) {
 		shmkv_ctl_segment cs[SHMKV_CTL_MAX_SEGMENTS];
 		uint32_t ncs = 0;
-		if (!valid)
+		if (!valid && !saved)
 			c->have_ov = 0;
 		c->have_top = c->have_top && c->have_ov;
 		/* as published before: the overlays fitted then */
@@ -486,16 +517,20 @@ static void adopt_one(struct loader *L, struct scan *sc, const char *name)
 		published_after_state(c, gen, &rb_hint, &rbov_hint, &rbtop_hint, &nrb_more_hint);
 	if (lost) /* not the generation published: the log gives back what it lost */
 		c->wal_held = 0;
+	/* the control segment names no segment (retired by a drop or by a
+	 * replacement the loader died in): the state file's generation, as it
+	 * was; a file naming one that is gone or bad is repaired as before */
+	int saved = gen && !count && !odd && adopt_saved(sc, c, name);
 	c->base_saved[0] = c->ov_saved[0] = c->top_saved[0] = c->fold_saved[0] = 0;
 	c->compact_saved[0] = 0;
-	if (rb_hint.path[0] && valid && !strcmp(rb_hint.path, c->cur.path)) {
+	if (rb_hint.path[0] && (valid || saved) && !strcmp(rb_hint.path, c->cur.path)) {
 		/* a change was the last publish: the rollback is the same base */
 		c->rb = c->cur;
 		c->rb.generation = rb_hint.generation;
 		memcpy(c->rb_more, c->cur_more, sizeof c->rb_more);
 		c->nrb_more = c->ncur_more;
 		c->have_rb = 1;
-	} else if (rb_hint.path[0] && (!valid || strcmp(rb_hint.path, c->cur.path)) &&
+	} else if (rb_hint.path[0] && (!(valid || saved) || strcmp(rb_hint.path, c->cur.path)) &&
 	    seg_inspect(rb_hint.path, &in, why, sizeof why) == 0) {
 		c->rb = in;
 		c->rb.generation = rb_hint.generation;
@@ -524,7 +559,7 @@ static void adopt_one(struct loader *L, struct scan *sc, const char *name)
 	if (!c->have_ov && !c->origin_sum)
 		c->chain_last = c->chain_seq = c->changes = 0;
 	if (odd || (gen && !valid) || lost)
-		adopt_repair(sc, c, name, gen, odd, valid, lost, why, sizeof why);
+		adopt_repair(sc, c, name, gen, odd, valid, saved, lost, why, sizeof why);
 	/* the keys changed, as the publishes that made them counted */
 	if (c->have_cur && c->have_ov)
 		c->ov_keys = overlay_keys(&c->ov, c->have_top ? &c->top : NULL);

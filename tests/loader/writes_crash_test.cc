@@ -35,6 +35,9 @@
 //     which replaces its protocol 1 control segment, killed between the
 //     old file's retire and the new one's rename (held with the fault
 //     shim): the restart serves the base, never the overlay as a base.
+//   RetiredControlSegmentAtARestart: the control segment a drop (or a
+//     replacement) retired before the loader died: the restart serves the
+//     generation the state file names, its changes and rollback with it.
 //   FoldKilledAtItsPublishOrInFlight: the top overlay's fold into the
 //     lower killed at its publish or at a random moment: every change
 //     acknowledged is served, no file left over, and the rollback is still
@@ -1317,6 +1320,56 @@ TEST(WritesCrash, FirstChangeKilledBetweenItsRetireAndItsRename)
 	ASSERT_TRUE(db2) << why;
 	m.changes["y"] = "2";
 	EXPECT_EQ(serves(db2.get()), "") << "a change after the restart";
+}
+
+// A drop retires the control segment (readers learn it at their next
+// refresh: no segment, SHMKV_CTL_RETIRED), then unlinks it and the
+// segments; so does the replacement of a control segment (the first
+// change's, above) before its rename. A loader killed between the two
+// leaves the retired file (here retired by hand once the loader is killed:
+// the moment is too short to hit with a kill). The restart must serve the
+// generation the state file names, every change with it (the drop or the
+// change was not acknowledged), never one it makes up from the segment
+// files it finds (the base without its changes), and its rollback must
+// step back one publish.
+TEST(WritesCrash, RetiredControlSegmentAtARestart)
+{
+	Env env;
+	const std::vector<std::string> args = {"--memory", "shm"};
+	std::string base = env.img_path("a.shmkv");
+	const uint64_t n = 2000;
+	ASSERT_EQ(build_image(base, "a", n), "");
+	std::unique_ptr<Loader> ld = restart(env, args);
+	ASSERT_TRUE(ld->load(kCache, base).ok());
+	ASSERT_TRUE(ld->req({"change", kCache, R"({"key": "x", "value": "1"})"}).ok());
+	ASSERT_TRUE(ld->req({"change", kCache, R"({"key": "y", "value": "2"})"}).ok());
+	ld->kill9();
+	std::string p = env.root() + "/" + kCache + ".ctl";
+	int fd = open(p.c_str(), O_RDWR | O_CLOEXEC);
+	ASSERT_GE(fd, 0) << p;
+	void *map = mmap(nullptr, SHMKV_CTL_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	ASSERT_NE(map, MAP_FAILED);
+	shmkv_ctl *ctl = (shmkv_ctl *)map;
+	ASSERT_EQ(shmkv_ctl_retire(ctl, shmkv_ctl_generation(ctl) + 1, 1, 1), 0);
+	munmap(map, SHMKV_CTL_SIZE);
+	ld = restart(env, args);
+	shmkv_test::Db db(after_restart(env, "restarted"));
+	ASSERT_TRUE(db) << last_run_log(env);
+	Model m;
+	m.tag = "a";
+	m.n = n;
+	m.changes = {{"x", "1"}, {"y", "2"}};
+	auto serves = [&]() {
+		return mismatch(db.get(), model_keys(m), [&](const std::string &k) { return m.get(k); });
+	};
+	EXPECT_EQ(serves(), "") << "the generation before, its changes with it\n"
+				<< last_run_log(env);
+	Json j = ld->req({"rollback", kCache});
+	ASSERT_TRUE(j.ok()) << j["error"].s();
+	EXPECT_EQ(shmkv_refresh(db.get()), 1);
+	m.changes.erase("y");
+	EXPECT_EQ(serves(), "") << "a rollback steps back one publish: y goes, x stays";
 }
 
 // A fold (loader/README.md, "Writes": the top overlay merged into the
