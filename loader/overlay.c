@@ -1083,10 +1083,28 @@ static void recover_one(struct loader *L, const char *name)
 				    img, chain, why, sizeof why);
 		if (!err && (err = shmkv_open_file_diag(img, 0, &d, w, sizeof w)))
 			diag_fail(err, why, sizeof why, "%s", w);
-		if (!err && defer[0])
+		if (!err && defer[0]) {
 			err = publish_with_base(L, c, defer, img, why, sizeof why);
-		else if (!err)
+		} else if (!err) {
+			/* what deltas apply to first: the publish appends its record
+			 * to the log, whose head must keep naming them (wal_append
+			 * starts a log anew for another head: killed before the log
+			 * is written anew below, a reboot would have lost them), its
+			 * seq after the log's last */
+			uint64_t was[4] = {c->origin_sum, c->origin_size, c->chain_last, c->chain_seq};
+			take_lineage(L, c, &h, chain);
+			if (c->wal_seq < recs[n - 1].seq)
+				c->wal_seq = recs[n - 1].seq;
 			err = publish_changes(L, c, d, 0, why, sizeof why);
+			if (err) { /* its records are not served */
+				pthread_mutex_lock(&L->lock);
+				c->origin_sum = was[0];
+				c->origin_size = was[1];
+				c->chain_last = was[2];
+				c->chain_seq = was[3];
+				pthread_mutex_unlock(&L->lock);
+			}
+		}
 		uint64_t records = d ? d->entry_count : 0;
 		shmkv_close(d);
 		unlink(img);

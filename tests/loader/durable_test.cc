@@ -654,3 +654,56 @@ TEST_F(Durable, AnOverlayGoneAtARestartComesBackFromTheLog)
 	start();
 	EXPECT_EQ(check(), "") << env.log();
 }
+
+// A reboot onto a compacted base: its replay publishes the log's records,
+// then writes the log anew. Killed in between (that rename held), a
+// second reboot must still know what deltas apply to (the image the base
+// was compacted from, and the chain where the log left it): the log the
+// replay appended to keeps its head.
+TEST_F(Durable, AReplayKilledBeforeItsLogIsWrittenKeepsWhatDeltasApplyTo)
+{
+	Fault fault(env);
+	ld->kill9();
+	shim = &fault;
+	start();
+	if (IsSkipped())
+		return;
+	std::string prev;
+	for (int i = 1; i <= 2; i++) {
+		std::string d = env.img_path("c" + std::to_string(i) + ".delta");
+		std::string in = env.img_path("c" + std::to_string(i) + ".jsonl");
+		ASSERT_TRUE(shmkv_test::write_file(in, "{\"key\": \"c" + std::to_string(i) +
+							       "\", \"value\": \"1\"}\n"));
+		std::vector<std::string> a = {"image", "build", "--delta-of", base, "-o", d};
+		if (!prev.empty()) {
+			a.push_back("--after");
+			a.push_back(prev);
+		}
+		a.push_back(in);
+		CmdRun b = shmctl(env, a);
+		ASSERT_EQ(b.rc, 0) << b.err;
+		prev = d;
+	}
+	ASSERT_TRUE(ld->req({"apply", "w", env.img_path("c1.delta")}).ok());
+	model["c1"] = "1";
+	ASSERT_TRUE(ld->req({"compact", "w"}).ok());
+	set("x", "1"); // a record over the compacted base
+	// a reboot, killed as its replay writes the log anew
+	ld->kill9();
+	std::error_code ec;
+	for (const std::string &d : {env.root(), env.seg_dir()})
+		for (const auto &e : std::filesystem::directory_iterator(d, ec))
+			std::filesystem::remove_all(e.path(), ec);
+	fault.hold(dir + "/w.wal");
+	ld.reset(new Loader(env, {"--memory", "shm", "--config", conf}));
+	std::string skip;
+	ASSERT_TRUE(start_with_shim(*ld, fault, &skip)) << skip << env.log();
+	ASSERT_TRUE(fault.held()) << env.log();
+	fault.clear();
+	reboot();
+	EXPECT_EQ(check(), "") << env.log();
+	Json j = ld->req({"apply", "w", env.img_path("c2.delta")});
+	EXPECT_TRUE(j.ok()) << "the chain's next delta: " << j["error"].s() << "\n" << env.log();
+	model["c2"] = "1";
+	EXPECT_EQ(check(), "");
+}
