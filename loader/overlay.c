@@ -518,10 +518,13 @@ static void forget_kept(struct loader *L, const char *name, uint64_t keep1, uint
 void overlay_log_reset(struct loader *L, const char *name)
 {
 	struct cache *c = cache_find(L, name);
-	if (L->durable_fd < 0 || !c)
+	if (L->durable_fd < 0)
 		return;
 	char why[600];
-	if (!c->have_cur) { /* dropped */
+	/* dropped (a cache without a [cache] section is forgotten by its drop:
+	 * its log and kept bases go all the same, else a restart would bring
+	 * the cache back from them) */
+	if (!c || !c->have_cur) {
 		wal_retire(L, name, NULL);
 		forget_kept(L, name, 0, 0);
 		return;

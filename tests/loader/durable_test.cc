@@ -707,3 +707,27 @@ TEST_F(Durable, AReplayKilledBeforeItsLogIsWrittenKeepsWhatDeltasApplyTo)
 	model["c2"] = "1";
 	EXPECT_EQ(check(), "");
 }
+
+// `drop` removes the log (loader/README.md, "What is kept") and the bases
+// kept beside it, also of a cache loaded by hand (no [cache] section, so
+// the drop forgets the cache): a restart and a reboot after the drop find
+// nothing to bring back.
+TEST_F(Durable, ADropRemovesTheLogOfACacheLoadedByHand)
+{
+	std::string other = env.img_path("b.shmkv");
+	ASSERT_EQ(build_image(other, "b", 10), "");
+	ASSERT_TRUE(ld->load("v", other).ok());
+	ASSERT_TRUE(ld->req({"change", "v", R"({"key": "k", "value": "1"})"}).ok());
+	ASSERT_TRUE(ld->req({"compact", "v"}).ok()); // a base kept beside the log
+	ASSERT_TRUE(ld->req({"change", "v", R"({"key": "k", "value": "2"})"}).ok());
+	Json j = ld->req({"drop", "v"});
+	ASSERT_TRUE(j.ok()) << j["error"].s();
+	for (const std::string &f : list_dir(dir))
+		EXPECT_NE(f.rfind("v.", 0), 0u) << f << " left in " << dir;
+	ld->kill9();
+	start();
+	EXPECT_EQ(ld->status("v")["reason"].s(), "no_cache") << "a restart\n" << env.log();
+	reboot();
+	EXPECT_EQ(ld->status("v")["reason"].s(), "no_cache") << "a reboot\n" << env.log();
+	EXPECT_EQ(check(), ""); // w as loaded
+}
