@@ -5,7 +5,11 @@
 // first generation published (never the base without them); a torn tail
 // is discarded with a log line; a log whose base is nowhere is kept aside;
 // a rollback and a compaction are what comes back, also one killed while
-// it merged off the worker or while it published.
+// it merged off the worker or while it published; a load, a rollback, a
+// change and a replay killed before the log or the state file follows
+// them, a cache served without a log, an overlay gone, a drop: a restart
+// serves what was published and a reboot after it every change
+// acknowledged, no more.
 #include <filesystem>
 #include <map>
 
