@@ -1000,9 +1000,14 @@ static void take_lineage(struct loader *L, struct cache *c, const struct wal_hea
 }
 
 /* The log's base at base (not the one served) loaded and published with
- * the replayed records at img (NULL: none) over it, as one generation. */
+ * the replayed records at img (NULL: none) over it, as one generation: a
+ * compaction's publish finished, what deltas apply to the log head's
+ * origin and the chain where its records left it, as compact.c publishes
+ * (the state file the load saves before its publish carries them, for a
+ * restart that finds it published). */
 static int publish_with_base(struct loader *L, struct cache *c, const char *base,
-			     const char *img, char *why, size_t why_len)
+			     const char *img, const struct wal_head *h, const uint64_t chain[2],
+			     char *why, size_t why_len)
 {
 	struct seg_info low, more[SHMKV_CTL_MAX_SEGMENTS - 1];
 	unsigned nmore = 0;
@@ -1012,9 +1017,26 @@ static int publish_with_base(struct loader *L, struct cache *c, const char *base
 	for (unsigned i = 0; !err && i < nmore; i++)
 		unlink(more[i].path); /* one copy of an overlay serves every node */
 	char *reply = NULL;
+	uint64_t was[2] = {c->origin_sum, c->origin_size};
+	pthread_mutex_lock(&L->lock);
+	c->origin_sum = h->origin_sum;
+	c->origin_size = h->origin_size;
+	pthread_mutex_unlock(&L->lock);
+	c->lineage.keep = 1;
+	c->lineage.origin_sum = h->origin_sum;
+	c->lineage.origin_size = h->origin_size;
+	c->lineage.chain_last = chain[0];
+	c->lineage.chain_seq = chain[1];
 	if (!err && (err = op_load_compacted(L, c->name, base, img ? &low : NULL, &reply, why,
 					     why_len)) && img)
 		unlink(low.path);
+	c->lineage.keep = 0;
+	if (err) { /* the generation served keeps its own */
+		pthread_mutex_lock(&L->lock);
+		c->origin_sum = was[0];
+		c->origin_size = was[1];
+		pthread_mutex_unlock(&L->lock);
+	}
 	free(reply);
 	return err;
 }
@@ -1087,7 +1109,7 @@ static void recover_one(struct loader *L, const char *name)
 		if (!err && (err = shmkv_open_file_diag(img, 0, &d, w, sizeof w)))
 			diag_fail(err, why, sizeof why, "%s", w);
 		if (!err && defer[0]) {
-			err = publish_with_base(L, c, defer, img, why, sizeof why);
+			err = publish_with_base(L, c, defer, img, &h, chain, why, sizeof why);
 		} else if (!err) {
 			/* what deltas apply to first: the publish appends its record
 			 * to the log, whose head must keep naming them (wal_append
@@ -1130,7 +1152,8 @@ static void recover_one(struct loader *L, const char *name)
 			 (unsigned long long)recs[first].seq, (unsigned long long)recs[n - 1].seq,
 			 (unsigned long long)records, (unsigned long long)c->cur.generation);
 	} else {
-		if (defer[0] && (err = publish_with_base(L, c, defer, NULL, why, sizeof why))) {
+		if (defer[0] && (err = publish_with_base(L, c, defer, NULL, &h, chain, why,
+							  sizeof why))) {
 			log_err("durable log of cache=%s: its base %s did not load: %s", name, defer,
 				why);
 			free(recs);

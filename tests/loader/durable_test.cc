@@ -735,3 +735,79 @@ TEST_F(Durable, ADropRemovesTheLogOfACacheLoadedByHand)
 	EXPECT_EQ(ld->status("v")["reason"].s(), "no_cache") << "a reboot\n" << env.log();
 	EXPECT_EQ(check(), ""); // w as loaded
 }
+
+// A compaction killed before its publish (its log and kept base written)
+// is finished by the next start: the kept base loaded with the log's
+// records over it, one publish. That start killed in turn the moment that
+// publish is through (the state file's next save held), the one after it
+// must still know what deltas apply to: the chain's next delta of the
+// image the base was compacted from applies.
+TEST_F(Durable, ACompactionFinishedAtAStartKilledAtItsPublish)
+{
+	Fault fault(env);
+	ld->kill9();
+	shim = &fault;
+	start();
+	if (IsSkipped())
+		return;
+	std::string prev;
+	for (int i = 1; i <= 2; i++) {
+		std::string d = env.img_path("c" + std::to_string(i) + ".delta");
+		std::string in = env.img_path("c" + std::to_string(i) + ".jsonl");
+		ASSERT_TRUE(shmkv_test::write_file(in, "{\"key\": \"c" + std::to_string(i) +
+							       "\", \"value\": \"1\"}\n"));
+		std::vector<std::string> a = {"image", "build", "--delta-of", base, "-o", d};
+		if (!prev.empty()) {
+			a.push_back("--after");
+			a.push_back(prev);
+		}
+		a.push_back(in);
+		CmdRun b = shmctl(env, a);
+		ASSERT_EQ(b.rc, 0) << b.err;
+		prev = d;
+	}
+	ASSERT_TRUE(ld->req({"apply", "w", env.img_path("c1.delta")}).ok());
+	model["c1"] = "1";
+	set("x", "1");
+	// the compaction's publish waits in its state save (log and base kept)
+	std::string state = env.root() + "/w.state";
+	fault.hold(state);
+	int fd = request_async(env.root(), {"compact", "w"});
+	ASSERT_GE(fd, 0);
+	ASSERT_TRUE(fault.held()) << env.log();
+	ld->kill9();
+	close(fd);
+	CtlView before;
+	ASSERT_TRUE(read_ctl(env.root(), "w", &before));
+	// the next start: its state saves held one by one until the control
+	// segment moved (the compaction published), then killed (from a thread
+	// of the test: the loader dies with the thread that started it)
+	ld.reset(new Loader(env, {"--memory", "shm", "--config", conf}));
+	fault.hold_next(state);
+	bool published = false;
+	std::thread holds([&] {
+		for (int saves = 0; saves < 50 && fault.held_next(); saves++) {
+			CtlView now;
+			if ((published = read_ctl(env.root(), "w", &now) &&
+					 now.generation > before.generation))
+				break;
+			fault.hold_next(state);
+		}
+		std::string pid = shmkv_test::read_file(env.root() + "/loader.lock");
+		if (published && atoi(pid.c_str()) > 0)
+			kill(atoi(pid.c_str()), SIGKILL);
+	});
+	std::string skip;
+	start_with_shim(*ld, fault, &skip); // ready before the publish, or killed
+	holds.join();
+	fault.clear();
+	ASSERT_TRUE(published) << env.log();
+	ld->kill9(); // reaped
+	shim = nullptr;
+	start();
+	EXPECT_EQ(check(), "") << env.log();
+	Json j = ld->req({"apply", "w", env.img_path("c2.delta")});
+	EXPECT_TRUE(j.ok()) << "the chain's next delta: " << j["error"].s() << "\n" << env.log();
+	model["c2"] = "1";
+	EXPECT_EQ(check(), "");
+}

@@ -15,8 +15,9 @@
  *            last component when it names no directory: the builder's
  *            output put in place, a control segment renamed into place)
  *   holdrename N  (fault_shim.c only) such a rename waits while the control
- *            file says "holdrename" onto the same PATH (at most N
- *            microseconds), with the file CONF.held there meanwhile
+ *            file says "holdrename" onto the same PATH with the same N (at
+ *            most N microseconds), with the file CONF.held there meanwhile
+ *            (holding N)
  *   accepterr N   (fault_shim.c only) every accept()/accept4() fails with
  *            errno N (EMFILE 24, ENFILE 23: out of descriptors, and giving
  *            one up does not help, as when the whole system is out); PATH

@@ -71,8 +71,9 @@ static int rename_target(const char *to, int relative, const struct fault *f)
 }
 
 /* "slowrename N": sleeps N microseconds. "holdrename N": waits while the
- * control file still says so (at most N microseconds), having created
- * CONF.held for the test to see it waits. */
+ * control file still says so, with the same N (at most N microseconds),
+ * having written N into CONF.held for the test to see it waits (the test
+ * lets it go on and holds the next such rename by writing another N). */
 static void slow_rename(const char *to, int relative)
 {
 	const char *conf = getenv("SHMKV_FAULT_CONF");
@@ -84,13 +85,18 @@ static void slow_rename(const char *to, int relative)
 	} else if (!strcmp(f.mode, "holdrename")) {
 		char held[4200];
 		snprintf(held, sizeof held, "%s.held", conf);
-		int fd = open(held, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-		if (fd >= 0)
+		int fd = open(held, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		if (fd >= 0) {
+			char n[32];
+			int len = snprintf(n, sizeof n, "%lld\n", f.arg);
+			ssize_t w = write(fd, n, (size_t)len);
+			(void)w;
 			close(fd);
+		}
 		for (long long waited = 0; waited < f.arg; waited += 10000) {
 			struct fault g;
 			if (!fault_read_conf(conf, &g) || strcmp(g.mode, "holdrename") ||
-			    strcmp(g.path, f.path))
+			    strcmp(g.path, f.path) || g.arg != f.arg)
 				break;
 			usleep(10000);
 		}

@@ -15,12 +15,23 @@ void Fault::set(const std::string &mode, long long arg, const std::string &path)
 void Fault::hold(const std::string &path)
 {
 	unlink((conf_ + ".held").c_str());
-	set("holdrename", 300000000LL, path);
+	set("holdrename", epoch_, path);
 }
 
 bool Fault::held() const
 {
 	return wait_until([&] { return shmkv_test::file_exists(conf_ + ".held"); }, 60000, 5);
+}
+
+void Fault::hold_next(const std::string &path)
+{
+	set("holdrename", ++epoch_, path);
+}
+
+bool Fault::held_next() const
+{
+	std::string want = std::to_string(epoch_) + "\n";
+	return wait_until([&] { return shmkv_test::read_file(conf_ + ".held") == want; }, 60000, 5);
 }
 
 bool start_with_shim(Loader &ld, const Fault &f, std::string *skip)

@@ -20,10 +20,15 @@ public:
 	// or another fault; held() once one does (fault_conf.h: holdrename).
 	void hold(const std::string &path);
 	bool held() const;
+	// Lets the rename held now go on and holds the next one onto path;
+	// held_next() once that one waits.
+	void hold_next(const std::string &path);
+	bool held_next() const;
 	const std::string &conf() const { return conf_; }
 
 private:
 	std::string conf_;
+	long long epoch_ = 300000000LL; // holdrename's N: at most 300 s, one more per hold_next
 };
 
 // Starts ld with the shim preloaded (and told where its control file is).
