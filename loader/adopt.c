@@ -275,6 +275,7 @@ static int adopt_published(struct cache *c, const char *name, const shmkv_ctl_se
 					"are lost: %s", name, top ? "top" : "lower",
 					top ? "it holds" : "since the base", why);
 				*lost = 1;
+				c->top_lost |= top; /* the durable log gives them back */
 				continue;
 			}
 			oi.generation = gen;

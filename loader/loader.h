@@ -155,6 +155,10 @@ struct cache {
 	 * state file was saved: it holds every record of the log, the last
 	 * that change's (overlay.c: recover_one replays none). Not saved */
 	int wal_held;
+	/* adopt.c: the top overlay published was gone (its lower served):
+	 * the log's records are replayed over the base, all of them, as the
+	 * lower alone (overlay.c: recover_one). Not saved */
+	int top_lost;
 	struct load_stats stats;    /* of the current image */
 	struct load_stats rb_stats; /* of the rollback candidate */
 	char last_error[512];      /* "" = the last operation succeeded */

@@ -425,19 +425,28 @@ static int log_head(const struct cache *c, struct wal_head *h, char *why, size_t
 	return 0;
 }
 
+/* How publish_changes() publishes: PUB_REPLAY, a replay of the durable log
+ * at the start; PUB_ALONE, d holds every change since the base (the whole
+ * log replayed), published as the lower with no top, the overlays served
+ * not merged in. */
+enum { PUB_REPLAY = 1, PUB_ALONE = 2 };
+
 /* The changes of d published as the cache's next generation. flags: of
- * its record in the durable log (WAL_APPLIED: a delta applied as it came). */
+ * its record in the durable log (WAL_APPLIED: a delta applied as it came).
+ * how: PUB_*, or 0. */
 static int publish_changes(struct loader *L, struct cache *c, const shmkv *d, uint32_t flags,
-			   char *why, size_t why_len)
+			   unsigned how, char *why, size_t why_len)
 {
+	int alone = (how & PUB_ALONE) != 0;
 	/* the level the changes go into, its records fed to the new overlay;
 	 * the lower's under a top only looked up (its keys count the changes:
 	 * c->ov_keys). Both are segments of ours, verified when they were
 	 * loaded, as the base is: read without their checksums, which would
 	 * cost a pass over the whole top at every publish (each record read is
 	 * still checked, and the new overlay is verified at its load) */
-	int top = into_top(c);
-	const struct seg_info *old = top ? (c->have_top ? &c->top : NULL)
+	int top = !alone && into_top(c);
+	const struct seg_info *old = alone ? NULL
+				   : top ? (c->have_top ? &c->top : NULL)
 					 : (c->have_ov ? &c->ov : NULL);
 	shmkv *olddb = NULL, *lower = NULL;
 	uint64_t added = 0;
@@ -670,7 +679,7 @@ int op_change(struct loader *L, const struct job *j, char **reply, char *why, si
 	uint64_t records = d ? d->entry_count : 0;
 	/* a batch of blank lines changes nothing: acknowledged, not published */
 	if (!err && records)
-		err = publish_changes(L, c, d, 0, why, why_len);
+		err = publish_changes(L, c, d, 0, 0, why, why_len);
 	shmkv_close(d);
 	unlink(img);
 	const char *what = j->stream ? "stream" : "change";
@@ -745,7 +754,7 @@ int op_apply(struct loader *L, const char *name, const char *path, int nofollow,
 				(unsigned long long)c->chain_seq);
 	shmkv_close(base);
 	if (!err)
-		err = publish_changes(L, c, d, WAL_APPLIED, why, why_len);
+		err = publish_changes(L, c, d, WAL_APPLIED, 0, why, why_len);
 	uint64_t records = d ? d->entry_count : 0;
 	if (!err) {
 		pthread_mutex_lock(&L->lock);
@@ -1082,13 +1091,20 @@ static void recover_one(struct loader *L, const char *name)
 		free(buf);
 		return;
 	}
+	/* the top overlay was gone at the adoption (adopt.c): the lower served
+	 * holds the records up to one that nothing names (a fold leaves the
+	 * log as it is), so every record is replayed over the base, and, as
+	 * they hold every change since it, published as the lower alone (as
+	 * a top they would repeat the whole lower under them) */
+	int alone = c->top_lost && !fresh;
+	c->top_lost = 0;
 	/* an overlay served (adopted) holds the records up to wal_seq; without
 	 * one (a reboot: the base loaded again) every record is replayed, from
 	 * the chain position the log started at */
-	uint64_t after = c->have_ov && !fresh ? c->wal_seq : 0;
+	uint64_t after = c->have_ov && !fresh && !alone ? c->wal_seq : 0;
 	/* a change published after the state file was saved (adopt.c): its
 	 * record, the log's last, and every one before it are served */
-	if (c->wal_held && !fresh)
+	if (c->wal_held && !fresh && !alone)
 		after = UINT64_MAX;
 	c->wal_held = 0;
 	uint64_t chain[2] = {c->chain_last, c->chain_seq};
@@ -1120,7 +1136,8 @@ static void recover_one(struct loader *L, const char *name)
 			take_lineage(L, c, &h, chain);
 			if (c->wal_seq < recs[n - 1].seq)
 				c->wal_seq = recs[n - 1].seq;
-			err = publish_changes(L, c, d, 0, why, sizeof why);
+			err = publish_changes(L, c, d, 0, PUB_REPLAY | (alone ? PUB_ALONE : 0), why,
+					      sizeof why);
 			if (err) { /* its records are not served */
 				pthread_mutex_lock(&L->lock);
 				c->origin_sum = was[0];
@@ -1195,6 +1212,7 @@ void overlay_recover(struct loader *L)
 	 * after this start */
 	for (size_t i = 0; i < L->ncaches; i++) {
 		struct cache *c = L->caches[i];
+		c->top_lost = 0; /* a log not replayed: its changes are lost, logged */
 		if (!c->have_cur || !c->ctl.map || c->broken || wal_exists(L, c->name))
 			continue;
 		overlay_log_reset(L, c->name);

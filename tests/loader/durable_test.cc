@@ -7,9 +7,9 @@
 // a rollback and a compaction are what comes back, also one killed while
 // it merged off the worker or while it published; a load, a rollback, a
 // change and a replay killed before the log or the state file follows
-// them, a cache served without a log, an overlay gone, a drop: a restart
-// serves what was published and a reboot after it every change
-// acknowledged, no more.
+// them, a cache served without a log, an overlay gone (the lower or the
+// top), a drop: a restart serves what was published and a reboot after it
+// every change acknowledged, no more.
 #include <filesystem>
 #include <map>
 
@@ -655,6 +655,41 @@ TEST_F(Durable, AnOverlayGoneAtARestartComesBackFromTheLog)
 	ASSERT_FALSE(lower.empty());
 	ld->kill9();
 	ASSERT_EQ(unlink(lower.c_str()), 0) << lower;
+	start();
+	EXPECT_EQ(check(), "") << env.log();
+}
+
+// A restart that finds the top overlay gone, its lower still there: the
+// lower serves, and the log gives back what the top held. The lower holds
+// the records up to a fold's, which no file names (a fold leaves the log
+// as it is): the whole log is replayed over the base (a key the lower
+// holds and the top removed stays removed, one it set again keeps the
+// top's value).
+TEST_F(Durable, ATopGoneAtARestartComesBackFromTheLog)
+{
+	ld->kill9();
+	write_conf(true, "fold_entries = 3\nfold_ratio = 0\n");
+	start();
+	set("a", "1"); // the lower
+	set("k", "1"); // the top
+	set("b", "2");
+	remove(key_of(3)); // 3 in the top: folded into the lower
+	for (uint64_t t0 = now_ms(); now_ms() - t0 < slow_ms(60000); usleep(10000))
+		if (ld->status("w")["fold"]["count"].u64() >= 1)
+			break;
+	ASSERT_EQ(ld->status("w")["fold"]["count"].u64(), 1u) << env.log();
+	set("a", "4"); // a top again (two records: under the bound), over keys
+	remove("k");   // the lower holds
+	std::string top = ld->status("w")["overlay"]["top"]["segment"].s();
+	ASSERT_FALSE(top.empty());
+	ld->kill9();
+	ASSERT_EQ(unlink(top.c_str()), 0) << top;
+	start();
+	EXPECT_EQ(check(), "") << env.log();
+	// the log written anew from what the replay published
+	reboot();
+	EXPECT_EQ(check(), "") << env.log();
+	ld->kill9();
 	start();
 	EXPECT_EQ(check(), "") << env.log();
 }
