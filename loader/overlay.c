@@ -534,7 +534,7 @@ void overlay_log_reset(struct loader *L, const char *name)
 	 * its log and kept bases go all the same, else a restart would bring
 	 * the cache back from them) */
 	if (!c || !c->have_cur) {
-		wal_retire(L, name, NULL);
+		wal_retire(L, name, NULL, NULL, 0);
 		forget_kept(L, name, 0, 0);
 		return;
 	}
@@ -934,9 +934,9 @@ static struct cache *log_base(struct loader *L, const char *name, const struct w
 			why);
 	}
 	log_err("durable log of cache=%s: its base %016llx (%llu bytes) is neither served nor "
-		"kept as %s%s%s: its changes are not replayed; the log is kept as %s.wal.stale",
-		name, (unsigned long long)h->base_sum, (unsigned long long)h->base_size, kept,
-		src[0] ? " nor the configured source " : "", src, name);
+		"kept as %s%s%s: its changes are not replayed", name,
+		(unsigned long long)h->base_sum, (unsigned long long)h->base_size, kept,
+		src[0] ? " nor the configured source " : "", src);
 	return NULL;
 }
 
@@ -1050,18 +1050,28 @@ static int publish_with_base(struct loader *L, struct cache *c, const char *base
 	return err;
 }
 
+/* The log set aside as NAME.wal.SUFFIX (or .SUFFIX.N: an older one there
+ * is kept, wal.h): its name in kept, for the log line. */
+static const char *set_aside(struct loader *L, const char *name, const char *suffix, char *kept,
+			     size_t len)
+{
+	if (wal_retire(L, name, suffix, kept, len))
+		snprintf(kept, len, "%s.wal (not renamed, logged)", name);
+	return kept;
+}
+
 static void recover_one(struct loader *L, const char *name)
 {
 	struct wal_head h;
 	struct wal_rec *recs = NULL;
-	char *buf = NULL, why[700];
+	char *buf = NULL, why[700], kept[SHMKV_CACHE_NAME_MAX + 64];
 	size_t n = 0;
 	int err = wal_read(L, name, &h, &buf, &recs, &n, why, sizeof why);
 	if (err) {
 		if (err != -ENOENT) {
-			log_err("durable log of cache=%s unreadable, kept as %s.wal.bad: %s", name,
-				name, why);
-			wal_retire(L, name, "bad");
+			set_aside(L, name, "bad", kept, sizeof kept);
+			log_err("durable log of cache=%s unreadable, kept as %s: %s", name, kept,
+				why);
 		}
 		free(buf);
 		return;
@@ -1086,7 +1096,8 @@ static void recover_one(struct loader *L, const char *name)
 	char defer[PATH_MAX];
 	c = log_base(L, name, &h, &fresh, &staged, defer, sizeof defer);
 	if (!c) {
-		wal_retire(L, name, "stale");
+		log_err("durable log of cache=%s: not replayed, kept as %s", name,
+			set_aside(L, name, "stale", kept, sizeof kept));
 		free(recs);
 		free(buf);
 		return;
@@ -1152,10 +1163,10 @@ static void recover_one(struct loader *L, const char *name)
 		unlink(img);
 		if (err) {
 			log_err("durable log of cache=%s: replaying records %llu-%llu failed, the "
-				"log is kept as %s.wal.bad: %s", name,
+				"log is kept as %s: %s", name,
 				(unsigned long long)recs[first].seq,
-				(unsigned long long)recs[n - 1].seq, name, why);
-			wal_retire(L, name, "bad");
+				(unsigned long long)recs[n - 1].seq,
+				set_aside(L, name, "bad", kept, sizeof kept), why);
 			if (staged)
 				publish_base_alone(L, c);
 			cache_set_error(L, c, "durable log not replayed: %s", why);

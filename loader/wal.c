@@ -135,18 +135,38 @@ int wal_reset(struct loader *L, const char *name, const struct wal_head *h,
 	return 0;
 }
 
-void wal_retire(struct loader *L, const char *name, const char *suffix)
+int wal_retire(struct loader *L, const char *name, const char *suffix, char *kept,
+	       size_t kept_len)
 {
-	char f[SHMKV_CACHE_NAME_MAX + 8], to[SHMKV_CACHE_NAME_MAX + 40];
+	char f[SHMKV_CACHE_NAME_MAX + 8], to[SHMKV_CACHE_NAME_MAX + 48];
 	file_of(name, f, sizeof f);
-	if (!suffix) {
-		unlinkat(L->durable_fd, f, 0);
-		return;
+	if (kept_len)
+		kept[0] = 0;
+	if (!suffix)
+		return unlinkat(L->durable_fd, f, 0) != 0 && errno != ENOENT ? -errno : 0;
+	/* never over a log set aside before: an operator's evidence, kept
+	 * until they remove it. NAME.wal.SUFFIX, else the lowest free
+	 * NAME.wal.SUFFIX.N (RENAME_NOREPLACE, a link where a filesystem has
+	 * no such rename: neither replaces a name) */
+	int err = -EEXIST;
+	for (unsigned i = 0; err == -EEXIST && i < 1000; i++) {
+		if (i)
+			snprintf(to, sizeof to, "%s.%s.%u", f, suffix, i);
+		else
+			snprintf(to, sizeof to, "%s.%s", f, suffix);
+		int r = renameat2(L->durable_fd, f, L->durable_fd, to, RENAME_NOREPLACE);
+		if (r != 0 && errno == EINVAL)
+			r = linkat(L->durable_fd, f, L->durable_fd, to, 0) == 0
+				    ? unlinkat(L->durable_fd, f, 0)
+				    : -1;
+		err = r ? -errno : 0;
 	}
-	snprintf(to, sizeof to, "%s.%s", f, suffix);
-	if (renameat(L->durable_fd, f, L->durable_fd, to) != 0 && errno != ENOENT)
-		log_err("durable log %s/%s: renaming it to %s: %s", L->durable, f, to,
-			strerror(errno));
+	if (err && err != -ENOENT)
+		log_err("durable log %s/%s: renaming it to %s: %s (it stays: the next start "
+			"reads it again)", L->durable, f, to, strerror(-err));
+	if (!err)
+		snprintf(kept, kept_len, "%s", to);
+	return err;
 }
 
 /* The whole of the log file into *buf, *size. */

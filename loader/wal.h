@@ -25,9 +25,12 @@ void wal_undo(struct loader *L, const char *name, uint64_t size);
  * directory fsync'd. 0 or -errno. */
 int wal_reset(struct loader *L, const char *name, const struct wal_head *h,
 	      const struct wal_rec *recs, size_t n, char *why, size_t why_len);
-/* Renames the log aside as NAME.wal.SUFFIX (kept for an operator), or
- * removes it (suffix NULL). */
-void wal_retire(struct loader *L, const char *name, const char *suffix);
+/* Renames the log aside as NAME.wal.SUFFIX (kept for an operator), or,
+ * where a log set aside before has that name, NAME.wal.SUFFIX.N (the
+ * lowest N free): never over another file. kept: the name it got ("" if
+ * not renamed, logged). suffix NULL: removes it. 0 or -errno. */
+int wal_retire(struct loader *L, const char *name, const char *suffix, char *kept,
+	       size_t kept_len);
 /* Reads the log: its head and records, pointing into *buf (malloc'd, the
  * whole file; free it). A torn or damaged record ends the log: it and what
  * follows are cut off the file, logged. 0; -ENOENT without a log; another

@@ -9,7 +9,7 @@
 // change and a replay killed before the log or the state file follows
 // them, a cache served without a log, an overlay gone (the lower or the
 // top), a drop: a restart serves what was published and a reboot after it
-// every change acknowledged, no more.
+// every change acknowledged, no more; a log set aside keeps the older ones.
 #include <filesystem>
 #include <map>
 
@@ -433,6 +433,33 @@ TEST_F(Durable, ARecordOutOfOrderEndsTheLog)
 	model["x"] = "2";
 	EXPECT_EQ(check(), "") << env.log();
 	EXPECT_NE(env.log().find("out of order"), std::string::npos) << env.log();
+}
+
+// A log set aside never replaces one set aside before (an operator's
+// evidence): the next is NAME.wal.stale.1, then .2, each logged by name.
+TEST_F(Durable, ALogSetAsideKeepsTheOlderOnes)
+{
+	std::string other = env.img_path("b.shmkv");
+	std::vector<std::string> logs;
+	for (int i = 0; i < 3; i++) {
+		ASSERT_EQ(build_image(other, "b", 10), "");
+		ASSERT_TRUE(ld->load("v", other).ok());
+		Json j = ld->req({"change", "v",
+				  "{\"key\": \"k\", \"value\": \"" + std::to_string(i) + "\"}"});
+		ASSERT_TRUE(j.ok()) << j["error"].s();
+		logs.push_back(shmkv_test::read_file(dir + "/v.wal"));
+		ASSERT_FALSE(logs.back().empty());
+		unlink(other.c_str());
+		reboot();
+	}
+	const std::vector<std::string> names = {"v.wal.stale", "v.wal.stale.1", "v.wal.stale.2"};
+	for (size_t i = 0; i < names.size(); i++) {
+		EXPECT_EQ(shmkv_test::read_file(dir + "/" + names[i]), logs[i]) << names[i];
+		EXPECT_NE(env.log().find("durable log of cache=v: not replayed, kept as " + names[i]),
+			  std::string::npos) << env.log();
+	}
+	EXPECT_NE(logs[0], logs[1]);
+	EXPECT_EQ(check(), ""); // w is served as loaded
 }
 
 // A head whose reserved word is not zero, its checksum recomputed (another
