@@ -493,8 +493,16 @@ static int publish_changes(struct loader *L, struct cache *c, const shmkv *d, ui
 	if (!err)
 		err = publish_overlay(L, c, top, &first, more, nmore, keys, why, why_len);
 	if (err && logged) {
-		c->wal_seq = was_seq;
-		wal_undo(L, c->name, undo);
+		if (wal_undo(L, c->name, undo) == 0)
+			c->wal_seq = was_seq;
+		else if (!(how & PUB_REPLAY))
+			/* the record, never served, may still be there: its seq
+			 * stays taken (the next record numbered as it would end
+			 * the log at a replay, the changes after it acknowledged
+			 * and lost), and the log is written anew from what is
+			 * served, without it. A replay's log is set aside whole
+			 * (recover_one) */
+			overlay_log_reset(L, c->name);
 	}
 	return err;
 }

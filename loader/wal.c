@@ -92,16 +92,19 @@ int wal_append(struct loader *L, const char *name, const struct wal_head *h, uin
 	return 0;
 }
 
-void wal_undo(struct loader *L, const char *name, uint64_t size)
+int wal_undo(struct loader *L, const char *name, uint64_t size)
 {
 	char f[SHMKV_CACHE_NAME_MAX + 8];
 	file_of(name, f, sizeof f);
-	int fd = openat(L->durable_fd, f, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 || ftruncate(fd, (off_t)size) != 0 || fdatasync(fd) != 0)
+	int fd = openat(L->durable_fd, f, O_WRONLY | O_NOFOLLOW | O_CLOEXEC), err = 0;
+	if (fd < 0 || ftruncate(fd, (off_t)size) != 0 || fdatasync(fd) != 0) {
+		err = -errno;
 		log_err("durable log %s/%s: cutting a record whose publish failed: %s", L->durable,
 			f, strerror(errno));
+	}
 	if (fd >= 0)
 		close(fd);
+	return err;
 }
 
 int wal_reset(struct loader *L, const char *name, const struct wal_head *h,

@@ -18,8 +18,9 @@
 int wal_append(struct loader *L, const char *name, const struct wal_head *h, uint64_t seq,
 	       uint32_t flags, const void *data, uint64_t len, uint64_t *undo, char *why,
 	       size_t why_len);
-/* Cuts the log back to size (a record whose publish failed after all). */
-void wal_undo(struct loader *L, const char *name, uint64_t size);
+/* Cuts the log back to size (a record whose publish failed after all).
+ * 0, or -errno (logged): the record may still be there. */
+int wal_undo(struct loader *L, const char *name, uint64_t size);
 /* Replaces the log by head h and the records recs[0..n) (their seq, data,
  * len; flags 0): written aside, fsync'd, renamed over the log, the
  * directory fsync'd. 0 or -errno. */

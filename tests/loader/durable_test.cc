@@ -8,8 +8,9 @@
 // it merged off the worker or while it published; a load, a rollback, a
 // change and a replay killed before the log or the state file follows
 // them, a cache served without a log, an overlay gone (the lower or the
-// top), a drop: a restart serves what was published and a reboot after it
-// every change acknowledged, no more; a log set aside keeps the older ones.
+// top), a drop, a refused change whose record could not be cut out of the
+// log: a restart serves what was published and a reboot after it every
+// change acknowledged, no more; a log set aside keeps the older ones.
 #include <filesystem>
 #include <map>
 
@@ -718,6 +719,38 @@ TEST_F(Durable, ATopGoneAtARestartComesBackFromTheLog)
 	EXPECT_EQ(check(), "") << env.log();
 	ld->kill9();
 	start();
+	EXPECT_EQ(check(), "") << env.log();
+}
+
+// A change refused after its record is in the log (its publish failed:
+// the control segment's rename, as the cache's first change makes it
+// protocol 2), the record then not cut back out (an I/O error): the log is
+// written anew from what is served, so a reboot neither gives back the
+// refused change nor loses the one acknowledged after it (numbered as the
+// record left there, it would have ended the log at the replay).
+TEST_F(Durable, ARefusedChangeWhoseRecordIsNotCutIsNeverReplayed)
+{
+	Fault fault(env);
+	ld->kill9();
+	shim = &fault;
+	start();
+	if (IsSkipped())
+		return;
+	ASSERT_EQ(ld->status("w")["protocol"].u64(), 1u);
+	ASSERT_TRUE(shmkv_test::write_file(fault.conf(), "renameerr 5 " + env.root() +
+								 "/w.ctl\ntruncerr 5 " + dir + "/w.wal\n"));
+	Json j = ld->req({"change", "w", R"({"key": "x", "value": "1"})"});
+	ASSERT_FALSE(j.ok()) << env.log();
+	fault.clear();
+	model["x"] = "";
+	set("y", "2");
+	reboot();
+	EXPECT_EQ(check(), "") << env.log();
+	set("z", "3");
+	ld->kill9();
+	start();
+	EXPECT_EQ(check(), "") << env.log();
+	reboot();
 	EXPECT_EQ(check(), "") << env.log();
 }
 

@@ -27,6 +27,12 @@
  *            loader's two tries (the one that fails and the reserve's)
  *   nullerr N     (fault_shim.c only) open() of /dev/null (the loader's
  *            reserve descriptor) fails with errno N
+ *   renameerr N   (fault_shim.c only) a rename onto PATH (matched as
+ *            slowrename's) fails with errno N, renaming nothing
+ *   truncerr N    (fault_shim.c only) ftruncate() of the file at PATH (by
+ *            device and inode) fails with errno N
+ * renameerr and truncerr are found on any line (fault_find()), so both can
+ * be asked at once; every other mode on the first line only.
  * The file is read again on every read, so a test changes the fault while
  * the loader runs; no file, no fault. */
 #ifndef SHMKV_TEST_FAULT_CONF_H
@@ -59,6 +65,31 @@ static inline int fault_read_conf(const char *conf, struct fault *f)
 		return 0;
 	buf[n] = 0;
 	return sscanf(buf, "%15s %lld %4095s", f->mode, &f->arg, f->path) == 3;
+}
+
+/* 1 and *f filled when a line of conf asks for mode, else 0. */
+static inline int fault_find(const char *conf, const char *mode, struct fault *f)
+{
+	if (!conf)
+		return 0;
+	int fd = open(conf, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	char buf[8400];
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	for (char *line = buf, *next; line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = 0;
+		if (sscanf(line, "%15s %lld %4095s", f->mode, &f->arg, f->path) == 3 &&
+		    !strcmp(f->mode, mode))
+			return 1;
+	}
+	return 0;
 }
 
 /* What a read of n bytes at off does under f: -EIO or -EFAULT, or how many bytes it

@@ -1,6 +1,7 @@
 /* fault_shim.c - an LD_PRELOAD library for fault_test: makes pread()/pread64()
  * of one file fail, end early, return short counts or go slowly, a rename()
- * renameat() or renameat2() onto one name go slowly (or wait), accept()/accept4() fail (EMFILE) and open() of
+ * renameat() or renameat2() onto one name go slowly (or wait, or fail),
+ * ftruncate() of one file fail, accept()/accept4() fail (EMFILE) and open() of
  * /dev/null fail (the loader's reserve descriptor), as told by the control file the test
  * rewrites while the loader runs (fault_conf.h: the modes).
  * Reads of other files (by device and inode), or with no control file, pass
@@ -104,12 +105,27 @@ static void slow_rename(const char *to, int relative)
 	}
 }
 
+/* "renameerr N": the errno a rename onto the name fails with; else 0. */
+static int rename_err(const char *to, int relative)
+{
+	struct fault f;
+	return fault_find(getenv("SHMKV_FAULT_CONF"), "renameerr", &f) &&
+			       rename_target(to, relative, &f)
+		       ? (int)f.arg
+		       : 0;
+}
+
 int rename(const char *from, const char *to)
 {
 	static rename_fn real;
 	if (!real)
 		real = (rename_fn)dlsym(RTLD_NEXT, "rename");
 	slow_rename(to, 0);
+	int e = rename_err(to, 0);
+	if (e) {
+		errno = e;
+		return -1;
+	}
 	return real(from, to);
 }
 
@@ -123,6 +139,11 @@ int renameat(int fromfd, const char *from, int tofd, const char *to)
 	if (!real)
 		real = (renameat_fn)dlsym(RTLD_NEXT, "renameat");
 	slow_rename(to, to[0] != '/');
+	int e = rename_err(to, to[0] != '/');
+	if (e) {
+		errno = e;
+		return -1;
+	}
 	return real(fromfd, from, tofd, to);
 }
 
@@ -134,7 +155,40 @@ int renameat2(int fromfd, const char *from, int tofd, const char *to, unsigned i
 	if (!real)
 		real = (renameat2_fn)dlsym(RTLD_NEXT, "renameat2");
 	slow_rename(to, to[0] != '/');
+	int e = rename_err(to, to[0] != '/');
+	if (e) {
+		errno = e;
+		return -1;
+	}
 	return real(fromfd, from, tofd, to, flags);
+}
+
+/* "truncerr N": ftruncate() of the file fails with errno N (the durable
+ * log cut back: loader/wal.c). */
+typedef int (*ftruncate_fn)(int, off64_t);
+
+static int truncate_via(ftruncate_fn *real, const char *sym, int fd, off64_t len)
+{
+	if (!*real)
+		*real = (ftruncate_fn)dlsym(RTLD_NEXT, sym);
+	struct fault f;
+	if (fault_find(getenv("SHMKV_FAULT_CONF"), "truncerr", &f) && is_target(fd, &f)) {
+		errno = (int)f.arg;
+		return -1;
+	}
+	return (*real)(fd, len);
+}
+
+int ftruncate64(int fd, off64_t len)
+{
+	static ftruncate_fn real;
+	return truncate_via(&real, "ftruncate64", fd, len);
+}
+
+int ftruncate(int fd, off_t len)
+{
+	static ftruncate_fn real;
+	return truncate_via(&real, "ftruncate64", fd, len);
 }
 
 /* "accepterr N": the errno every accept fails with; "acceptflap N": every
