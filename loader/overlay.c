@@ -480,6 +480,13 @@ static int publish_changes(struct loader *L, struct cache *c, const shmkv *d, ui
 					 &undo, why, why_len);
 		if (err)
 			unlink_infos(&first, more, nmore);
+		if (err && undo == WAL_UNCUT) {
+			/* its bytes may be there, torn or whole: as after a
+			 * wal_undo() that failed (below) */
+			c->wal_seq = seq;
+			if (!(how & PUB_REPLAY))
+				overlay_log_reset(L, c->name);
+		}
 		logged = !err;
 	}
 	/* a lower rebuilt holds every changed key once */

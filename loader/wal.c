@@ -85,6 +85,8 @@ int wal_append(struct loader *L, const char *name, const struct wal_head *h, uin
 		err = -errno;
 	if (err && ftruncate(fd, st.st_size) == 0)
 		fdatasync(fd); /* no half record left behind us */
+	else if (err)
+		*undo = WAL_UNCUT;
 	close(fd);
 	if (err)
 		return diag_fail(err, why, why_len, "durable log %s/%s: %s", L->durable, f,

@@ -14,7 +14,9 @@
 
 /* Appends record seq (data, len), creating the log with head h when there
  * is none, and fdatasyncs it. *undo: the log's size before, for wal_undo().
- * 0, or -errno with why. */
+ * 0, or -errno with why; then the record's bytes are cut off again, or,
+ * where that fails too, *undo is WAL_UNCUT: the log may still hold them. */
+#define WAL_UNCUT UINT64_MAX
 int wal_append(struct loader *L, const char *name, const struct wal_head *h, uint64_t seq,
 	       uint32_t flags, const void *data, uint64_t len, uint64_t *undo, char *why,
 	       size_t why_len);

@@ -8,9 +8,10 @@
 // it merged off the worker or while it published; a load, a rollback, a
 // change and a replay killed before the log or the state file follows
 // them, a cache served without a log, an overlay gone (the lower or the
-// top), a drop, a refused change whose record could not be cut out of the
-// log: a restart serves what was published and a reboot after it every
-// change acknowledged, no more; a log set aside keeps the older ones.
+// top), a drop, a refused change (or a failed append) whose record could
+// not be cut out of the log: a restart serves what was published and a
+// reboot after it every change acknowledged, no more; a log set aside
+// keeps the older ones.
 #include <filesystem>
 #include <map>
 
@@ -750,6 +751,30 @@ TEST_F(Durable, ARefusedChangeWhoseRecordIsNotCutIsNeverReplayed)
 	ld->kill9();
 	start();
 	EXPECT_EQ(check(), "") << env.log();
+	reboot();
+	EXPECT_EQ(check(), "") << env.log();
+}
+
+// The same where the append itself fails (its fdatasync: an I/O error, the
+// record written whole) and cutting it off again fails too.
+TEST_F(Durable, AChangeWhoseRecordFailedAndIsNotCutIsNeverReplayed)
+{
+	Fault fault(env);
+	ld->kill9();
+	shim = &fault;
+	start();
+	if (IsSkipped())
+		return;
+	ASSERT_TRUE(shmkv_test::write_file(fault.conf(), "syncerr 5 " + dir + "/w.wal\ntruncerr 5 " +
+								 dir + "/w.wal\n"));
+	Json j = ld->req({"change", "w", R"({"key": "x", "value": "1"})"});
+	ASSERT_FALSE(j.ok()) << env.log();
+	fault.clear();
+	model["x"] = "";
+	set("y", "2");
+	reboot();
+	EXPECT_EQ(check(), "") << env.log();
+	set("z", "3");
 	reboot();
 	EXPECT_EQ(check(), "") << env.log();
 }

@@ -31,7 +31,9 @@
  *            slowrename's) fails with errno N, renaming nothing
  *   truncerr N    (fault_shim.c only) ftruncate() of the file at PATH (by
  *            device and inode) fails with errno N
- * renameerr and truncerr are found on any line (fault_find()), so both can
+ *   syncerr N     (fault_shim.c only) fdatasync() of the file at PATH fails
+ *            with errno N (what it wrote stays written)
+ * renameerr, truncerr and syncerr are found on any line (fault_find()), so both can
  * be asked at once; every other mode on the first line only.
  * The file is read again on every read, so a test changes the fault while
  * the loader runs; no file, no fault. */

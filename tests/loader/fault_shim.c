@@ -1,7 +1,7 @@
 /* fault_shim.c - an LD_PRELOAD library for fault_test: makes pread()/pread64()
  * of one file fail, end early, return short counts or go slowly, a rename()
  * renameat() or renameat2() onto one name go slowly (or wait, or fail),
- * ftruncate() of one file fail, accept()/accept4() fail (EMFILE) and open() of
+ * ftruncate() or fdatasync() of one file fail, accept()/accept4() fail (EMFILE) and open() of
  * /dev/null fail (the loader's reserve descriptor), as told by the control file the test
  * rewrites while the loader runs (fault_conf.h: the modes).
  * Reads of other files (by device and inode), or with no control file, pass
@@ -189,6 +189,23 @@ int ftruncate(int fd, off_t len)
 {
 	static ftruncate_fn real;
 	return truncate_via(&real, "ftruncate64", fd, len);
+}
+
+/* "syncerr N": fdatasync() of the file fails with errno N, what was
+ * written staying written (the durable log's append: loader/wal.c). */
+typedef int (*fdatasync_fn)(int);
+
+int fdatasync(int fd)
+{
+	static fdatasync_fn real;
+	if (!real)
+		real = (fdatasync_fn)dlsym(RTLD_NEXT, "fdatasync");
+	struct fault f;
+	if (fault_find(getenv("SHMKV_FAULT_CONF"), "syncerr", &f) && is_target(fd, &f)) {
+		errno = (int)f.arg;
+		return -1;
+	}
+	return real(fd);
 }
 
 /* "accepterr N": the errno every accept fails with; "acceptflap N": every
