@@ -114,6 +114,26 @@ protected:
 		ASSERT_TRUE(j.ok()) << j["error"].s();
 		model[k] = "";
 	}
+	// Delta number i of a producer's chain of the base (after prev, the
+	// one before it; "" for the first): key -> value. Its path, "" (a
+	// failure reported) when shmctl refused it.
+	std::string chain_delta(int i, const std::string &prev, const std::string &key,
+				const std::string &value)
+	{
+		std::string d = env.img_path("c" + std::to_string(i) + ".delta");
+		std::string in = env.img_path("c" + std::to_string(i) + ".jsonl");
+		EXPECT_TRUE(shmkv_test::write_file(in, "{\"key\": \"" + key + "\", \"value\": \"" +
+							       value + "\"}\n"));
+		std::vector<std::string> a = {"image", "build", "--delta-of", base, "-o", d};
+		if (!prev.empty()) {
+			a.push_back("--after");
+			a.push_back(prev);
+		}
+		a.push_back(in);
+		CmdRun b = shmctl(env, a);
+		EXPECT_EQ(b.rc, 0) << b.err;
+		return b.rc == 0 ? d : "";
+	}
 	// Every key of the model, and the base's other keys, as served now.
 	std::string check()
 	{
@@ -288,18 +308,8 @@ TEST_F(Durable, ADeltaChainGoesOnAfterAReboot)
 	int i = 0;
 	std::string prev;
 	auto next = [&](const std::string &key) {
-		std::string d = env.img_path("c" + std::to_string(++i) + ".delta");
-		std::string in = env.img_path("c" + std::to_string(i) + ".jsonl");
-		EXPECT_TRUE(shmkv_test::write_file(in, "{\"key\": \"" + key + "\", \"value\": \"" +
-							       std::to_string(i) + "\"}\n"));
-		std::vector<std::string> a = {"image", "build", "--delta-of", base, "-o", d};
-		if (!prev.empty()) {
-			a.push_back("--after");
-			a.push_back(prev);
-		}
-		a.push_back(in);
-		CmdRun b = shmctl(env, a);
-		EXPECT_EQ(b.rc, 0) << b.err;
+		++i;
+		std::string d = chain_delta(i, prev, key, std::to_string(i));
 		Json j = ld->req({"apply", "w", d});
 		EXPECT_TRUE(j.ok()) << "delta " << i << ": " << j["error"].s() << env.log();
 		model[key] = std::to_string(i);
@@ -792,22 +802,9 @@ TEST_F(Durable, AReplayKilledBeforeItsLogIsWrittenKeepsWhatDeltasApplyTo)
 	start();
 	if (IsSkipped())
 		return;
-	std::string prev;
-	for (int i = 1; i <= 2; i++) {
-		std::string d = env.img_path("c" + std::to_string(i) + ".delta");
-		std::string in = env.img_path("c" + std::to_string(i) + ".jsonl");
-		ASSERT_TRUE(shmkv_test::write_file(in, "{\"key\": \"c" + std::to_string(i) +
-							       "\", \"value\": \"1\"}\n"));
-		std::vector<std::string> a = {"image", "build", "--delta-of", base, "-o", d};
-		if (!prev.empty()) {
-			a.push_back("--after");
-			a.push_back(prev);
-		}
-		a.push_back(in);
-		CmdRun b = shmctl(env, a);
-		ASSERT_EQ(b.rc, 0) << b.err;
-		prev = d;
-	}
+	const std::string c1 = chain_delta(1, "", "c1", "1");
+	ASSERT_FALSE(c1.empty());
+	ASSERT_FALSE(chain_delta(2, c1, "c2", "1").empty());
 	ASSERT_TRUE(ld->req({"apply", "w", env.img_path("c1.delta")}).ok());
 	model["c1"] = "1";
 	ASSERT_TRUE(ld->req({"compact", "w"}).ok());
@@ -870,22 +867,9 @@ TEST_F(Durable, ACompactionFinishedAtAStartKilledAtItsPublish)
 	start();
 	if (IsSkipped())
 		return;
-	std::string prev;
-	for (int i = 1; i <= 2; i++) {
-		std::string d = env.img_path("c" + std::to_string(i) + ".delta");
-		std::string in = env.img_path("c" + std::to_string(i) + ".jsonl");
-		ASSERT_TRUE(shmkv_test::write_file(in, "{\"key\": \"c" + std::to_string(i) +
-							       "\", \"value\": \"1\"}\n"));
-		std::vector<std::string> a = {"image", "build", "--delta-of", base, "-o", d};
-		if (!prev.empty()) {
-			a.push_back("--after");
-			a.push_back(prev);
-		}
-		a.push_back(in);
-		CmdRun b = shmctl(env, a);
-		ASSERT_EQ(b.rc, 0) << b.err;
-		prev = d;
-	}
+	const std::string c1 = chain_delta(1, "", "c1", "1");
+	ASSERT_FALSE(c1.empty());
+	ASSERT_FALSE(chain_delta(2, c1, "c2", "1").empty());
 	ASSERT_TRUE(ld->req({"apply", "w", env.img_path("c1.delta")}).ok());
 	model["c1"] = "1";
 	set("x", "1");
