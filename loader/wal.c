@@ -59,7 +59,13 @@ int wal_append(struct loader *L, const char *name, const struct wal_head *h, uin
 	if (fd < 0)
 		return diag_fail(-errno, why, why_len, "%s/%s: %s", L->durable, f, strerror(errno));
 	struct stat st;
-	int err = fstat(fd, &st) ? -errno : 0;
+	if (fstat(fd, &st) != 0) { /* nothing written: nothing to cut */
+		int e = -errno;
+		close(fd);
+		return diag_fail(e, why, why_len, "durable log %s/%s: %s", L->durable, f,
+				 strerror(-e));
+	}
+	int err = 0;
 	unsigned char hb[WAL_HEAD], old[WAL_HEAD];
 	walfmt_head(h, hb);
 	/* a log of another base (a load it missed) holds nothing that applies */
