@@ -92,6 +92,15 @@ protected:
 				     60000, 20);
 		ASSERT_TRUE(up) << ld->status("w")["last_error"].s() << env.log();
 	}
+	// The loader killed and started again under fault's shim: false when
+	// the shim cannot run here (the test skipped, start() says why).
+	bool restart_under(Fault &fault)
+	{
+		ld->kill9();
+		shim = &fault;
+		start();
+		return !IsSkipped();
+	}
 	// As after a reboot: the loader killed, ROOT and the segments gone.
 	void reboot()
 	{
@@ -258,10 +267,7 @@ TEST_F(Durable, CompactionAndRollbackComeBackAsServed)
 TEST_F(Durable, CompactionKilledWhileItMergesOrPublishes)
 {
 	Fault fault(env);
-	ld->kill9();
-	shim = &fault;
-	start();
-	if (IsSkipped())
+	if (!restart_under(fault))
 		return;
 	for (int phase = 0; phase < 2; phase++) {
 		SCOPED_TRACE(phase ? "publish" : "merge");
@@ -544,10 +550,7 @@ TEST_F(Durable, ARecordWhosePaddingIsNotZeroEndsTheLog)
 TEST_F(Durable, ALoadOrRollbackKilledBeforeTheLogFollowsIt)
 {
 	Fault fault(env);
-	ld->kill9();
-	shim = &fault;
-	start();
-	if (IsSkipped())
+	if (!restart_under(fault))
 		return;
 	std::string other = env.img_path("b.shmkv");
 	ASSERT_EQ(build_image(other, "b", n), "");
@@ -633,10 +636,7 @@ TEST_F(Durable, AConfiguredLoadLeavesNoMarkOfALogBehind)
 TEST_F(Durable, RollbackAfterAChangeKilledBeforeTheStateFollowsIt)
 {
 	Fault fault(env);
-	ld->kill9();
-	shim = &fault;
-	start();
-	if (IsSkipped())
+	if (!restart_under(fault))
 		return;
 	set("k1", "1");
 	set("k2", "2");
@@ -742,10 +742,7 @@ TEST_F(Durable, ATopGoneAtARestartComesBackFromTheLog)
 TEST_F(Durable, ARefusedChangeWhoseRecordIsNotCutIsNeverReplayed)
 {
 	Fault fault(env);
-	ld->kill9();
-	shim = &fault;
-	start();
-	if (IsSkipped())
+	if (!restart_under(fault))
 		return;
 	ASSERT_EQ(ld->status("w")["protocol"].u64(), 1u);
 	ASSERT_TRUE(shmkv_test::write_file(fault.conf(), "renameerr 5 " + env.root() +
@@ -770,10 +767,7 @@ TEST_F(Durable, ARefusedChangeWhoseRecordIsNotCutIsNeverReplayed)
 TEST_F(Durable, AChangeWhoseRecordFailedAndIsNotCutIsNeverReplayed)
 {
 	Fault fault(env);
-	ld->kill9();
-	shim = &fault;
-	start();
-	if (IsSkipped())
+	if (!restart_under(fault))
 		return;
 	ASSERT_TRUE(shmkv_test::write_file(fault.conf(), "syncerr 5 " + dir + "/w.wal\ntruncerr 5 " +
 								 dir + "/w.wal\n"));
@@ -797,10 +791,7 @@ TEST_F(Durable, AChangeWhoseRecordFailedAndIsNotCutIsNeverReplayed)
 TEST_F(Durable, AReplayKilledBeforeItsLogIsWrittenKeepsWhatDeltasApplyTo)
 {
 	Fault fault(env);
-	ld->kill9();
-	shim = &fault;
-	start();
-	if (IsSkipped())
+	if (!restart_under(fault))
 		return;
 	const std::string c1 = chain_delta(1, "", "c1", "1");
 	ASSERT_FALSE(c1.empty());
@@ -862,10 +853,7 @@ TEST_F(Durable, ADropRemovesTheLogOfACacheLoadedByHand)
 TEST_F(Durable, ACompactionFinishedAtAStartKilledAtItsPublish)
 {
 	Fault fault(env);
-	ld->kill9();
-	shim = &fault;
-	start();
-	if (IsSkipped())
+	if (!restart_under(fault))
 		return;
 	const std::string c1 = chain_delta(1, "", "c1", "1");
 	ASSERT_FALSE(c1.empty());
