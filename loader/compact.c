@@ -490,21 +490,10 @@ static int publish(struct loader *L, struct cache *c, struct compaction *k, cons
 		unlink(more[i].path); /* one copy of an overlay serves every node */
 	if (err)
 		return overlay_refused(L, c, "compact", err, why, reply);
-	/* the origin, which the load's state file saved before its publish
-	 * carries (load.c, publish_new: a kill right after the publish leaves
-	 * it there for adopt.c); it is as true of the generation served now
-	 * (its base is the origin, or was compacted from it) */
-	pthread_mutex_lock(&L->lock);
-	c->origin_sum = k->origin_sum;
-	c->origin_size = k->origin_size;
-	pthread_mutex_unlock(&L->lock);
-	c->lineage.keep = 1;
-	c->lineage.origin_sum = k->origin_sum;
-	c->lineage.origin_size = k->origin_size;
-	c->lineage.chain_last = c->chain_last; /* deltas applied meanwhile are in the catch-up */
-	c->lineage.chain_seq = c->chain_seq;
-	err = op_load_compacted(L, c->name, img, n ? &low : NULL, reply, why, why_len);
-	c->lineage.keep = 0;
+	/* what deltas apply to stays: the origin the snapshot had, the chain
+	 * where it is now (deltas applied meanwhile are in the catch-up) */
+	err = op_load_compacted(L, c, img, n ? &low : NULL, k->origin_sum, k->origin_size,
+				c->chain_last, c->chain_seq, reply, why, why_len);
 	if (err && n)
 		unlink(low.path);
 	return err; /* op_load said why (logged, the cache's last error) */

@@ -772,10 +772,30 @@ int op_load_staged(struct loader *L, const char *name, const char *path, int nof
 	return load_run(L, name, path, nofollow, NULL, 1, NULL, reply, why, why_len);
 }
 
-int op_load_compacted(struct loader *L, const char *name, const char *path,
-		      const struct seg_info *lower, char **reply, char *why, size_t why_len)
+int op_load_compacted(struct loader *L, struct cache *c, const char *path,
+		      const struct seg_info *lower, uint64_t origin_sum, uint64_t origin_size,
+		      uint64_t chain_last, uint64_t chain_seq, char **reply, char *why,
+		      size_t why_len)
 {
-	return load_run(L, name, path, 1, "", 0, lower, reply, why, why_len);
+	const uint64_t was[2] = {c->origin_sum, c->origin_size};
+	pthread_mutex_lock(&L->lock);
+	c->origin_sum = origin_sum;
+	c->origin_size = origin_size;
+	pthread_mutex_unlock(&L->lock);
+	c->lineage.keep = 1;
+	c->lineage.origin_sum = origin_sum;
+	c->lineage.origin_size = origin_size;
+	c->lineage.chain_last = chain_last;
+	c->lineage.chain_seq = chain_seq;
+	int err = load_run(L, c->name, path, 1, "", 0, lower, reply, why, why_len);
+	c->lineage.keep = 0;
+	if (err) { /* the generation served keeps its own */
+		pthread_mutex_lock(&L->lock);
+		c->origin_sum = was[0];
+		c->origin_size = was[1];
+		pthread_mutex_unlock(&L->lock);
+	}
+	return err;
 }
 
 int load_publish_staged(struct loader *L, struct cache *c, char *why, size_t why_len)

@@ -25,12 +25,20 @@ int op_load(struct loader *L, const char *name, const char *path, int nofollow,
 int op_load_staged(struct loader *L, const char *name, const char *path, int nofollow,
 		   char **reply, char *why, size_t why_len);
 
-/* op_load() of a compaction's new base at path (compact.c), published
- * with lower (NULL: none), a delta of it loaded by load_segments() (the
- * catch-up), as one generation: readers never see the base without it.
- * lower is the cache's once published; on failure the caller unlinks it. */
-int op_load_compacted(struct loader *L, const char *name, const char *path,
-		      const struct seg_info *lower, char **reply, char *why, size_t why_len);
+/* op_load() of a compaction's new base at path for cache c (compact.c,
+ * and a compaction finished at the start: overlay.c), published with lower
+ * (NULL: none), a delta of it loaded by load_segments() (the catch-up), as
+ * one generation: readers never see the base without it. What deltas apply
+ * to after it: the origin (origin_sum, origin_size: the image the base was
+ * compacted from), set before the publish, so that the state file saved
+ * before it carries it (publish_new: a kill right after the publish leaves
+ * it there for adopt.c), and the chain (chain_last, chain_seq); on failure
+ * the origin c had. lower is the cache's once published; on failure the
+ * caller unlinks it. */
+int op_load_compacted(struct loader *L, struct cache *c, const char *path,
+		      const struct seg_info *lower, uint64_t origin_sum, uint64_t origin_size,
+		      uint64_t chain_last, uint64_t chain_seq, char **reply, char *why,
+		      size_t why_len);
 
 /* Publishes the staged generation of c (op_load_staged()) as it is. */
 int load_publish_staged(struct loader *L, struct cache *c, char *why, size_t why_len);

@@ -1041,26 +1041,10 @@ static int publish_with_base(struct loader *L, struct cache *c, const char *base
 	for (unsigned i = 0; !err && i < nmore; i++)
 		unlink(more[i].path); /* one copy of an overlay serves every node */
 	char *reply = NULL;
-	uint64_t was[2] = {c->origin_sum, c->origin_size};
-	pthread_mutex_lock(&L->lock);
-	c->origin_sum = h->origin_sum;
-	c->origin_size = h->origin_size;
-	pthread_mutex_unlock(&L->lock);
-	c->lineage.keep = 1;
-	c->lineage.origin_sum = h->origin_sum;
-	c->lineage.origin_size = h->origin_size;
-	c->lineage.chain_last = chain[0];
-	c->lineage.chain_seq = chain[1];
-	if (!err && (err = op_load_compacted(L, c->name, base, img ? &low : NULL, &reply, why,
+	if (!err && (err = op_load_compacted(L, c, base, img ? &low : NULL, h->origin_sum,
+					     h->origin_size, chain[0], chain[1], &reply, why,
 					     why_len)) && img)
 		unlink(low.path);
-	c->lineage.keep = 0;
-	if (err) { /* the generation served keeps its own */
-		pthread_mutex_lock(&L->lock);
-		c->origin_sum = was[0];
-		c->origin_size = was[1];
-		pthread_mutex_unlock(&L->lock);
-	}
 	free(reply);
 	return err;
 }
