@@ -97,6 +97,19 @@ int cache_save_state(struct loader *L, struct cache *c)
 	return err;
 }
 
+int cache_save_before_publish(struct loader *L, struct cache *c, const char *what, char *why,
+			      size_t why_len)
+{
+	char e[300];
+	int err = state_write(L->root_fd, L->root, c, e, sizeof e);
+	if (err)
+		diag_fail(err, why, why_len,
+			  "not published: the state file cannot record %s first "
+			  "(a restart would not know of it): %s",
+			  what, e);
+	return err;
+}
+
 uint32_t cache_protocol(const struct cache *c)
 {
 	return c->ctl.map ? (c->ctl.version ? c->ctl.version : 1) : 0;

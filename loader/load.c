@@ -231,13 +231,22 @@ static int publish_new(struct loader *L, struct cache *c, const struct seg_info 
 		 * origin and chain, and one finding another base (a load killed
 		 * at its publish) drops them (adopt.c) */
 		snprintf(c->compact_saved, sizeof c->compact_saved, "%s", in->path);
-		cache_save_state(L, c);
+		int err = cache_save_before_publish(L, c, "the compacted base", why, why_len);
+		if (err) {
+			c->compact_saved[0] = 0;
+			return err;
+		}
 	} else if (!staged && L->durable_fd >= 0) {
 		/* a new base: the durable log names the one before until the
 		 * worker writes it anew after this publish; killed in between,
 		 * a restart must not replay it over this one (overlay.c) */
 		c->wal_behind = 1;
-		cache_save_state(L, c);
+		int err = cache_save_before_publish(L, c, "that the durable log is behind", why,
+						    why_len);
+		if (err) {
+			c->wal_behind = 0;
+			return err;
+		}
 	}
 	if (!staged) {
 		/* every copy of the generation at once (numa=replicate), and a

@@ -289,6 +289,13 @@ const char *mem_kind_name(uint32_t flags, uint64_t page_size, char *buf, size_t 
 const char *mem_policy_name(enum mem_policy p);
 /* worker: writes ROOT/NAME.state; a failure is logged and returned (-errno) */
 int cache_save_state(struct loader *L, struct cache *c);
+/* worker: writes ROOT/NAME.state before a publish that a restart must know
+ * of (what marks the state: a new base's wal.behind, a compaction's or a
+ * fold's path); on failure why says so and the caller does not publish:
+ * published unrecorded, a kill before the next save would bring the
+ * generation before back at the restart. 0 or -errno. */
+int cache_save_before_publish(struct loader *L, struct cache *c, const char *what, char *why,
+			      size_t why_len);
 /* the rollback generation's base is the current one's (a change was the last publish) */
 int cache_rb_shares_base(const struct cache *c);
 /* worker: c->ctl's protocol version, 0 without a control segment (for c->protocol) */

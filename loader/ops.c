@@ -92,7 +92,8 @@ int op_rollback(struct loader *L, const char *name, char **reply)
 		 * writes it anew after this publish; killed in between, a
 		 * restart must not replay it over this one (overlay.c) */
 		c->wal_behind = 1;
-		cache_save_state(L, c);
+		err = cache_save_before_publish(L, c, "that the durable log is behind", why,
+						sizeof why);
 	}
 	/* its replicas with it; a cache that had changes stays protocol 2 */
 	if (!err)

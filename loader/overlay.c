@@ -831,9 +831,10 @@ int op_fold(struct loader *L, const char *name)
 		 * that finds it published knows a fold, not a change, came after
 		 * the file (the rollback stays: adopt.c) */
 		snprintf(c->fold_saved, sizeof c->fold_saved, "%s", first.path);
-		cache_save_state(L, c);
-		err = ctl_publish_version(&c->ctl, SHMKV_PROTOCOL_VERSION_2, gen, cs, n, why,
-					  sizeof why);
+		err = cache_save_before_publish(L, c, "the folded lower", why, sizeof why);
+		if (!err)
+			err = ctl_publish_version(&c->ctl, SHMKV_PROTOCOL_VERSION_2, gen, cs, n,
+						  why, sizeof why);
 		c->fold_saved[0] = 0;
 		if (err)
 			unlink(first.path);

@@ -627,6 +627,48 @@ TEST_F(Durable, AConfiguredLoadLeavesNoMarkOfALogBehind)
 	EXPECT_TRUE(shmkv_test::file_exists(dir + "/v.wal"));
 }
 
+// A publish that a restart must know of before it happens (a load's or a
+// rollback's mark that the log is behind, a compaction's base) while the
+// state file cannot be written (its rename fails: ROOT full): refused,
+// saying why, the generation before still served. Published unrecorded, a
+// kill before the log's rewrite would have brought the generation before
+// back at the restart over it. A restart and a reboot after the refusals
+// give back what was served, every change acknowledged in it.
+TEST_F(Durable, APublishTheStateFileCannotRecordIsRefused)
+{
+	Fault fault(env);
+	if (!restart_under(fault))
+		return;
+	std::string other = env.img_path("b.shmkv");
+	ASSERT_EQ(build_image(other, "b", n), "");
+	set("x", "1");
+	auto refused = [&](const std::vector<std::string> &req) {
+		uint64_t gen = ld->status("w")["generation"].u64();
+		ASSERT_TRUE(shmkv_test::write_file(fault.conf(),
+						   "renameerr 28 " + env.root() + "/w.state\n"));
+		Json j = ld->req(req);
+		fault.clear();
+		EXPECT_FALSE(j.ok()) << req[0] << " published: " << env.log();
+		EXPECT_NE(j["error"].s().find("the state file cannot record"), std::string::npos)
+			<< req[0] << ": " << j["error"].s();
+		EXPECT_EQ(ld->status("w")["generation"].u64(), gen) << req[0];
+	};
+	refused({"load", "w", other});
+	EXPECT_EQ(check(), "") << "a load refused: " << env.log();
+	refused({"compact", "w"});
+	EXPECT_EQ(check(), "") << "a compaction refused: " << env.log();
+	ld->kill9();
+	start();
+	EXPECT_EQ(check(), "") << "a restart after them: " << env.log();
+
+	// a rollback (of a change: the log is written anew after it too)
+	set("y", "2");
+	refused({"rollback", "w"});
+	EXPECT_EQ(check(), "") << "a rollback refused: " << env.log();
+	reboot();
+	EXPECT_EQ(check(), "") << "a reboot after them: " << env.log();
+}
+
 // A change killed between its publish and the state file's save (its
 // rename held): the restart serves it (adopted), and replays no record of
 // the log the generation served holds already, so that `rollback` still
