@@ -391,13 +391,12 @@ func (im *image) getSlow(key []byte, h uint64, now *int64) (Value, error) {
 // clock (SetClock), is read instead where it is not 0. v is the View the
 // get is made through (ErrClosed once released; the copying getters pass
 // one of their own, only its clock and delta set), checked here so that
-// View.Get inlines into its caller. Through a delta (v.dm, FORMAT.md §19)
-// the key, hashed once (the delta has the base's seed and bits), is asked
-// of the delta's filter, then of the delta's lookup, whose answer other
-// than "no record" (bare ErrNotFound: an upsert's value, errExpired,
-// errTombstone, damage) is the get's; else the base answers. Through a
-// lower and a top (v.top, §19.6) the top is asked so first, then the
-// lower, then the base.
+// View.Get inlines into its caller. Through a delta (v.dm, FORMAT.md §19;
+// a lower and a top, v.top, §19.6) the key is hashed once (the deltas have
+// the base's seed and bits) and the base's lines are requested before the
+// deltas' filters are read, so that the filter reads overlap them (as
+// lib's shmkv__get_h): a key no filter lets through (most keys) then costs
+// only the filter test; the others go to getOver.
 func (im *image) get(key []byte, v *View) (Value, error) {
 	if v.released.Load() {
 		return Value{}, ErrClosed
@@ -412,20 +411,38 @@ func (im *image) get(key []byte, v *View) (Value, error) {
 		h = im.hash(key)
 	}
 	now := v.clock
+	b, bk := im.homeBucket(h)
+	if v.dm == nil {
+		prefetchNext(bk)
+		return im.getFast(key, h, b, bk, &now)
+	}
+	prefetchHome(bk) // a request decides nothing: a delta that holds the key still answers first
+	if (v.top != nil && v.top.mayHold(h)) || v.dm.mayHold(h) {
+		return im.getOver(key, h, b, bk, v, now)
+	}
+	return im.getFast(key, h, b, bk, &now)
+}
+
+// getOver is get's answer for a key a delta's filter lets through: the
+// top's lookup first (FORMAT.md §19.6), then the lower's, whose answer
+// other than "no record" (bare ErrNotFound: an upsert's value, errExpired,
+// errTombstone, damage) is the get's; else the base answers from bucket b
+// (bk), whose lines get requested.
+//
+//go:noinline
+func (im *image) getOver(key []byte, h, b uint64, bk *[bucketBytes]byte, v *View, now int64) (Value, error) {
 	if t := v.top; t != nil && t.mayHold(h) { // through a top: it answers before the lower (FORMAT.md §19.6)
 		tb, tbk := t.homeBucket(h)
 		if val, err := t.getFast(key, h, tb, tbk, &now); err != ErrNotFound {
 			return val, err
 		}
 	}
-	if d := v.dm; d != nil && d.mayHold(h) { // through a delta: it answers first (FORMAT.md §19)
+	if d := v.dm; d.mayHold(h) { // through a delta: it answers first (FORMAT.md §19)
 		db, dbk := d.homeBucket(h)
 		if val, err := d.getFast(key, h, db, dbk, &now); err != ErrNotFound {
 			return val, err // its upsert, expired or not, or its tombstone: never the base's record
 		}
 	}
-	b, bk := im.homeBucket(h)
-	prefetchNext(bk)
 	return im.getFast(key, h, b, bk, &now)
 }
 

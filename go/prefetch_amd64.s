@@ -10,6 +10,15 @@ TEXT ·prefetchNext(SB), NOSPLIT|NOFRAME, $0-8
 	PREFETCHT0 192(AX)
 	RET
 
+// func prefetchHome(bk *[128]byte)
+TEXT ·prefetchHome(SB), NOSPLIT|NOFRAME, $0-8
+	MOVQ bk+0(FP), AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 64(AX)
+	PREFETCHT0 128(AX)
+	PREFETCHT0 192(AX)
+	RET
+
 // func prefetchHomes(bks *[8]*[128]byte): both lines of each home bucket.
 TEXT ·prefetchHomes(SB), NOSPLIT|NOFRAME, $0-8
 	MOVQ bks+0(FP), AX

@@ -10,6 +10,15 @@ TEXT ·prefetchNext(SB), NOSPLIT|NOFRAME, $0-8
 	PRFM 192(R0), PLDL1KEEP
 	RET
 
+// func prefetchHome(bk *[128]byte)
+TEXT ·prefetchHome(SB), NOSPLIT|NOFRAME, $0-8
+	MOVD bk+0(FP), R0
+	PRFM (R0), PLDL1KEEP
+	PRFM 64(R0), PLDL1KEEP
+	PRFM 128(R0), PLDL1KEEP
+	PRFM 192(R0), PLDL1KEEP
+	RET
+
 // func prefetchHomes(bks *[8]*[128]byte): both lines of each home bucket.
 TEXT ·prefetchHomes(SB), NOSPLIT|NOFRAME, $0-8
 	MOVD bks+0(FP), R0

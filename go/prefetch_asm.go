@@ -14,6 +14,13 @@ package shmkv
 //go:noescape
 func prefetchNext(bk *[bucketBytes]byte)
 
+// prefetchHome asks for both lines of bucket bk and both of the bucket
+// after it (a hint, as above): a get read through deltas requests its base
+// lines before it reads the deltas' filters.
+//
+//go:noescape
+func prefetchHome(bk *[bucketBytes]byte)
+
 // prefetchHomes asks for both lines of each of the eight home buckets of
 // a GetBatch block (a hint, as above; one call a block: Go keeps no
 // register across a call).

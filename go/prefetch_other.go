@@ -6,6 +6,9 @@ package shmkv
 // only, lookups answer the same without it.
 func prefetchNext(bk *[bucketBytes]byte) {}
 
+// prefetchHome is a no-op here (a hint only).
+func prefetchHome(bk *[bucketBytes]byte) {}
+
 // prefetchHomes is a no-op here (a hint only).
 func prefetchHomes(bks *[pipeBlock]*[bucketBytes]byte) {}
 
