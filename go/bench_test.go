@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -164,9 +165,11 @@ func BenchmarkGet(b *testing.B) {
 // it in cache), b.N rounds, and reports each one's median (ns/get) and
 // the ratios of the medians: through/alone and both/alone for base hits
 // and misses, both/through (what the top adds), delta and top hits/base
-// hits alone:
+// hits alone. "interleaved-batch" does the same with GetBatch, 64 keys a
+// call (ns a key):
 //
-//	go test -run '^$' -bench 'GetDelta/1M/interleaved' -benchtime 21x
+//	go test -run '^$' -bench 'GetDelta/1M/interleaved$' -benchtime 21x
+//	go test -run '^$' -bench 'GetDelta/10M/interleaved-batch' -benchtime 27x
 func BenchmarkGetDelta(b *testing.B) {
 	for _, sz := range benchSizes {
 		b.Run(sz.name, func(b *testing.B) {
@@ -213,15 +216,22 @@ func BenchmarkGetDelta(b *testing.B) {
 				}
 				topHeld[string(e.Key)] = true
 			}
+			// Each list's keys are copies made in its order, as
+			// randomKeys' are: a key's bytes are read where the one before
+			// it lies, not in a line of its own (picked at random from
+			// the upserts' strings, a batch's hits of the changes paid a
+			// cache miss a key before its lookup).
 			deltaHits := make([]string, benchKeys)
 			for i := range deltaHits {
-				for deltaHits[i] = upserts[rng.IntN(len(upserts))]; topHeld[deltaHits[i]]; {
-					deltaHits[i] = upserts[rng.IntN(len(upserts))] // the lower's answer: a key the top lacks
+				k := upserts[rng.IntN(len(upserts))]
+				for topHeld[k] {
+					k = upserts[rng.IntN(len(upserts))] // the lower's answer: a key the top lacks
 				}
+				deltaHits[i] = strings.Clone(k)
 			}
 			topHits := make([]string, benchKeys)
 			for i := range topHits {
-				topHits[i] = topUpserts[rng.IntN(len(topUpserts))]
+				topHits[i] = strings.Clone(topUpserts[rng.IntN(len(topUpserts))])
 			}
 			misses := randomKeys(sz.n, true)
 			cases := []struct {
@@ -255,34 +265,56 @@ func BenchmarkGetDelta(b *testing.B) {
 					sink = gets(b, c.v, c.keys, c.err, 0, b.N)
 				})
 			}
-			b.Run("interleaved", func(b *testing.B) {
-				const per = 1 << 16
-				runtime.LockOSThread()
-				defer runtime.UnlockOSThread()
-				ns := make([][]float64, len(cases))
-				for r := 0; r < b.N; r++ {
-					for k := range cases {
-						i := (k + r) % len(cases) // the order rotates: no case always follows the same one
-						c := cases[i]
-						c0 := threadCPU()
-						sink += gets(b, c.v, c.keys, c.err, (r*len(cases)+i)*per, per) // a window of its own: no case reads lines another just brought in
-						ns[i] = append(ns[i], float64(threadCPU()-c0)/per)
+			batches := func(b *testing.B, v *View, keys []string, want error, from, n int) int {
+				const batch = 64
+				var vals [batch]Value
+				var errs [batch]error
+				s := 0
+				for i := from; i < from+n; i += batch {
+					lo := i & (benchKeys - 1) &^ (batch - 1)
+					v.GetBatch(keys[lo:lo+batch], vals[:], errs[:])
+					for j := range errs {
+						if errs[j] != want && !errors.Is(errs[j], want) {
+							b.Fatal(errs[j])
+						}
+						s += len(vals[j].Raw())
 					}
 				}
-				med := map[string]float64{}
-				for i, c := range cases {
-					med[c.name] = median(ns[i])
-					b.ReportMetric(med[c.name], c.name+"-ns")
-				}
-				b.ReportMetric(med["base-hit/through"]/med["base-hit/alone"], "base-hit-through/alone")
-				b.ReportMetric(med["base-hit/both"]/med["base-hit/alone"], "base-hit-both/alone")
-				b.ReportMetric(med["base-hit/both"]/med["base-hit/through"], "base-hit-both/through")
-				b.ReportMetric(med["miss/through"]/med["miss/alone"], "miss-through/alone")
-				b.ReportMetric(med["miss/both"]/med["miss/alone"], "miss-both/alone")
-				b.ReportMetric(med["miss/both"]/med["miss/through"], "miss-both/through")
-				b.ReportMetric(med["delta-hit/through"]/med["base-hit/alone"], "delta-hit/base-hit-alone")
-				b.ReportMetric(med["top-hit/both"]/med["base-hit/alone"], "top-hit/base-hit-alone")
-			})
+				return s
+			}
+			for _, mode := range []struct {
+				name string
+				get  func(b *testing.B, v *View, keys []string, want error, from, n int) int
+			}{{"interleaved", gets}, {"interleaved-batch", batches}} {
+				b.Run(mode.name, func(b *testing.B) {
+					const per = 1 << 16
+					runtime.LockOSThread()
+					defer runtime.UnlockOSThread()
+					ns := make([][]float64, len(cases))
+					for r := 0; r < b.N; r++ {
+						for k := range cases {
+							i := (k + r) % len(cases) // the order rotates: no case always follows the same one
+							c := cases[i]
+							c0 := threadCPU()
+							sink += mode.get(b, c.v, c.keys, c.err, (r*len(cases)+i)*per, per) // a window of its own: no case reads lines another just brought in
+							ns[i] = append(ns[i], float64(threadCPU()-c0)/per)
+						}
+					}
+					med := map[string]float64{}
+					for i, c := range cases {
+						med[c.name] = median(ns[i])
+						b.ReportMetric(med[c.name], c.name+"-ns")
+					}
+					b.ReportMetric(med["base-hit/through"]/med["base-hit/alone"], "base-hit-through/alone")
+					b.ReportMetric(med["base-hit/both"]/med["base-hit/alone"], "base-hit-both/alone")
+					b.ReportMetric(med["base-hit/both"]/med["base-hit/through"], "base-hit-both/through")
+					b.ReportMetric(med["miss/through"]/med["miss/alone"], "miss-through/alone")
+					b.ReportMetric(med["miss/both"]/med["miss/alone"], "miss-both/alone")
+					b.ReportMetric(med["miss/both"]/med["miss/through"], "miss-both/through")
+					b.ReportMetric(med["delta-hit/through"]/med["base-hit/alone"], "delta-hit/base-hit-alone")
+					b.ReportMetric(med["top-hit/both"]/med["base-hit/alone"], "top-hit/base-hit-alone")
+				})
+			}
 		})
 	}
 }
