@@ -43,14 +43,18 @@ func (v *View) GetBatch(keys []string, vals []Value, errs []error) {
 // saves no register across a call, and a call a key cost reloads of the
 // loop's values. A key's hash, home and bucket are computed once and kept
 // in rings for its later stages. pin is a pinned clock, 0 for none. dm,
-// when not nil, is the delta im is read through: at a key's lookup, the
-// delta's filter, then its lookup (a small image, in cache: not part of
-// the pipeline) answer before the base where they hold the key. top, when
-// not nil, is the top delta over dm: asked so before dm (FORMAT.md §19.6).
+// when not nil, is the delta im is read through, and top, when not nil,
+// the top delta over dm, asked before it (FORMAT.md §19.6): their filters
+// are asked as a key is hashed, and a key one lets through (few keys) has
+// that delta's bucket requested in the pipeline instead of the base's
+// (lib's batch does the same); at its lookup the deltas answer where they
+// hold the key, else the base does from its bucket, not requested (a
+// filter's false "maybe").
 func (im *image) getBatch(keys []string, vals []Value, errs []error, pin int64, dm, top *image) {
 	var hs, homes [pipeRing]uint64
 	var bks [pipeRing]*[bucketBytes]byte
 	var ann, absent [pipeRing]bool // b+1 announced; settled by the home bucket alone
+	var over [pipeRing]bool        // a delta's filter lets the key through: bks holds that delta's bucket
 	const ring = pipeRing - 1      // a mask: pipeRing is a power of two
 	now := pin                     // the clock, read at most once for the whole batch (getFast)
 	n := uint(len(keys))
@@ -65,6 +69,22 @@ func (im *image) getBatch(keys []string, vals []Value, errs []error, pin int64, 
 					h = im.hash(strBytes(k))
 				}
 				b, bk := im.homeBucket(h)
+				if dm != nil {
+					// through deltas, a key a filter lets through (few
+					// keys) has the bucket of the first delta that may
+					// hold it requested instead of the base's (the top's,
+					// else the lower's: FORMAT.md §19.6), as lib's batch:
+					// a key a delta answers costs no base line
+					o := false
+					if top != nil && top.mayHold(h) {
+						_, bk = top.homeBucket(h)
+						o = true
+					} else if dm.mayHold(h) {
+						_, bk = dm.homeBucket(h)
+						o = true
+					}
+					over[j&ring] = o
+				}
 				hs[j&ring], homes[j&ring], bks[j&ring] = h, b, bk
 				if !havePrefetch {
 					sink += bk[0] // a load where there is no hint: it holds the loop, still overlaps
@@ -76,6 +96,10 @@ func (im *image) getBatch(keys []string, vals []Value, errs []error, pin int64, 
 		}
 		if lo >= pipeBlock && lo-pipeBlock < n { // block p-1: b+1 where the home announces it
 			for k := lo - pipeBlock; k < min(lo, n); k++ {
+				if over[k&ring] { // a delta's bucket: the lookup decides
+					ann[k&ring], absent[k&ring] = false, false
+					continue
+				}
 				bk, tag := bks[k&ring], tagOf(hs[k&ring])
 				a := im.probes(bk, tag) != 0
 				ann[k&ring] = a
@@ -90,19 +114,29 @@ func (im *image) getBatch(keys []string, vals []Value, errs []error, pin int64, 
 		for i := lo - 2*pipeBlock; i < min(lo-pipeBlock, n); i++ { // block p-2: look up, its lines in cache by now
 			r := i & ring
 			k := keys[i]
-			if top != nil && len(k) <= maxKeyLen && top.mayHold(hs[r]) {
-				tb, tbk := top.homeBucket(hs[r])
-				if val, err := top.getFast(strBytes(k), hs[r], tb, tbk, &now); err != ErrNotFound {
-					vals[i], errs[i] = val, err // as get: the top's upsert or tombstone
+			if over[r] {
+				if len(k) > maxKeyLen {
+					vals[i], errs[i] = Value{}, errKeyLen
 					continue
 				}
-			}
-			if dm != nil && len(k) <= maxKeyLen && dm.mayHold(hs[r]) {
-				db, dbk := dm.homeBucket(hs[r])
-				if val, err := dm.getFast(strBytes(k), hs[r], db, dbk, &now); err != ErrNotFound {
-					vals[i], errs[i] = val, err // as get: the delta's upsert or tombstone
-					continue
+				if top != nil && top.mayHold(hs[r]) {
+					tb, tbk := top.homeBucket(hs[r])
+					if val, err := top.getFast(strBytes(k), hs[r], tb, tbk, &now); err != ErrNotFound {
+						vals[i], errs[i] = val, err // as get: the top's upsert or tombstone
+						continue
+					}
 				}
+				if dm.mayHold(hs[r]) {
+					db, dbk := dm.homeBucket(hs[r])
+					if val, err := dm.getFast(strBytes(k), hs[r], db, dbk, &now); err != ErrNotFound {
+						vals[i], errs[i] = val, err // as get: the delta's upsert or tombstone
+						continue
+					}
+				}
+				// no delta holds it (a filter's false "maybe"): the base,
+				// its bucket not requested
+				vals[i], errs[i] = im.getFast(strBytes(k), hs[r], homes[r], im.bucket(homes[r]), &now)
+				continue
 			}
 			switch {
 			case len(k) > maxKeyLen:

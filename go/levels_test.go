@@ -599,7 +599,8 @@ func TestLevelsRandomized(t *testing.T) {
 		withClock(t, lvNow)
 		both.SetClock(0) // the system clock (withClock's), as the general lookups read it
 		v := pin(t, both)
-		keys := l.keys()
+		keys := append(l.keys(), strings.Repeat("x", maxKeyLen+1)) // a key too long, among keys the filters let through
+		rng.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
 		vals, errs := make([]Value, len(keys)), make([]error, len(keys))
 		v.GetBatch(keys, vals, errs)
 		for i, k := range keys {
