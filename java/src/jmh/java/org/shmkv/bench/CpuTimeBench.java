@@ -12,6 +12,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.SplittableRandom;
 import org.shmkv.Shmkv;
+import org.shmkv.Value;
 
 /**
  * LookupBench's lookups timed by the thread's CPU time (ThreadMXBean), for a
@@ -204,6 +205,40 @@ public final class CpuTimeBench {
 					return s;
 				}
 			});
+		// the same through getAll, 64 keys a call (ns a key): the batch's
+		// pipeline through deltas
+		for (int k = 0; k < 3; k++) {
+			byte[][][] w = windows(sets[k]);
+			String p = "plain " + names[k] + " batch";
+			loops.add(batchLoop(p, null, plain, w));
+			loops.add(batchLoop("1% delta " + names[k] + " batch", k == 1 ? "plain base-key hit batch" : p, through, w));
+			if (both != null && k != 1)
+				loops.add(batchLoop("lower+top " + names[k] + " batch", "1% delta " + names[k] + " batch", both, w));
+		}
+		if (both != null)
+			loops.add(batchLoop("lower+top top-key hit batch", "plain base-key hit batch", both, windows(tk)));
+	}
+
+	/** A ring of keys as getAll's arguments: windows of 64 keys' UTF-8 bytes. */
+	static byte[][][] windows(String[] ring) {
+		byte[][][] w = new byte[RING / 64][64][];
+		for (int i = 0; i < RING; i++)
+			w[i / 64][i % 64] = ring[i].getBytes(StandardCharsets.UTF_8);
+		return w;
+	}
+
+	/** getAll of db over the windows w, n keys a run (n a multiple of 64 or not: whole windows). */
+	static Loop batchLoop(String name, String baseline, Shmkv db, byte[][][] w) {
+		return new Loop(name, baseline) {
+			long run(int n) {
+				long s = 0;
+				for (int i = 0; i < n; i += 64) {
+					Value[] v = db.getAll(w[(i / 64) & (RING / 64 - 1)]);
+					s += v[0] == null ? 1 : v[0].byteSize();
+				}
+				return s;
+			}
+		};
 	}
 
 	public static void main(String[] a) {
