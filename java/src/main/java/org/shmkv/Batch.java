@@ -57,6 +57,15 @@ final class Batch {
 	private final int[] len = new int[RING];
 	private final byte[][] key = new byte[RING][];
 	private final boolean[] cold = new boolean[RING];
+	/**
+	 * Through deltas, per slot: the delta whose filter lets the key through
+	 * first (the top's, else the lower's: FORMAT.md §19.6), whose home
+	 * bucket stage A loads instead of the base's; null for other keys (most).
+	 */
+	private final Image[] over = new Image[RING];
+	private final long[] overBucket = new long[RING];
+	/** Through deltas, per slot: a delta's filter lets the key through (the lookup goes through them; else to the base alone). */
+	private final boolean[] maybe = new boolean[RING];
 
 	private Batch(ShmkvReader reader, Generation g, byte[][] bytes, String[] strings) {
 		this.reader = reader;
@@ -89,16 +98,23 @@ final class Batch {
 				int hi = Math.min(at + BLOCK, n);
 				for (int i = at; i < hi; i++)
 					hash(im, i, i & MASK, last);
+				if (g.delta != null)
+					for (int i = at; i < hi; i++)
+						overOf(g, i & MASK);
 				for (int i = at; early && i < hi; i++) { // the loads alone: one block's in flight together
 					int r = i & MASK;
-					if (!cold[r])
+					Image o = over[r];
+					if (o != null) // a key a delta may hold: that delta's bucket, not the base's
+						sink ^= Bytes.u64(o.seg, overBucket[r]) ^ Bytes.u64(o.seg, overBucket[r] + BUCKET / 2);
+					else if (!cold[r])
 						sink ^= Bytes.u64(s, bucket[r]) ^ Bytes.u64(s, bucket[r] + BUCKET / 2);
 				}
 			}
 			if (early && at >= BLOCK && at - BLOCK < n) { // stage B: block p-1's next buckets where announced
 				for (int i = at - BLOCK, hi = Math.min(at, n); i < hi; i++) {
 					int r = i & MASK;
-					if (cold[r] || Index.displaced(Bytes.u64(s, bucket[r]), Index.tag(hash[r]), im.maxProbe) == 0)
+					if (cold[r] || over[r] != null
+							|| Index.displaced(Bytes.u64(s, bucket[r]), Index.tag(hash[r]), im.maxProbe) == 0)
 						continue;
 					long nb = bucket[r] + BUCKET == end ? im.idxOff : bucket[r] + BUCKET;
 					if (nb <= last)
@@ -111,8 +127,9 @@ final class Batch {
 				int r = i & MASK;
 				try {
 					long loc = cold[r] ? reader.lookup(g, key[r], lo[r], tl[r], len[r], now)
-							: g.delta == null ? reader.live(im, Index.find(im, key[r], lo[r], tl[r], len[r], hash[r]), now)
-							: reader.through(g, key[r], lo[r], tl[r], len[r], hash[r], now);
+							: g.delta == null || !maybe[r] // no delta's filter lets it through: the base's (stage A asked them)
+									? reader.live(im, Index.find(im, key[r], lo[r], tl[r], len[r], hash[r]), now)
+									: reader.through(g, key[r], lo[r], tl[r], len[r], hash[r], now);
 					if (loc != -1) {
 						Image m = ShmkvReader.imageOf(g, loc);
 						loc = ShmkvReader.locator(loc);
@@ -134,6 +151,36 @@ final class Batch {
 		int i = first.getKey();
 		byte[] k = bytes != null ? bytes[i] : strings[i].getBytes(StandardCharsets.UTF_8);
 		throw first.getValue().thrownByBatch(Keys.show(k, k.length), i, out, errors);
+	}
+
+	/**
+	 * Through deltas, stage A's filter test of the key in slot r: the first
+	 * delta that may hold it and its home bucket (the deltas share the
+	 * base's hash, §19.4), so that the lookup of a key a delta answers (few
+	 * keys) finds its delta's lines in cache, as the C and Go readers'
+	 * batches do; a key no filter lets through, or a cold one, none. A key
+	 * a filter lets through is looked up through the deltas
+	 * (ShmkvReader.through), where a false "maybe" reads the base's bucket,
+	 * not loaded early; any other goes straight to the base.
+	 */
+	private void overOf(Generation g, int r) {
+		Image o = null;
+		if (!cold[r]) {
+			long h = hash[r];
+			if (g.top != null && g.top.mayHold(h))
+				o = g.top;
+			else if (g.delta.mayHold(h))
+				o = g.delta;
+		}
+		maybe[r] = o != null;
+		if (o != null) {
+			long bk = o.idxOff + BUCKET * Index.home(hash[r], o.bucketCount);
+			if (bk < 0 || bk > o.seg.byteSize() - BUCKET)
+				o = null; // outside the delta: no early load, the lookup says why
+			else
+				overBucket[r] = bk;
+		}
+		over[r] = o;
 	}
 
 	/** Stage A of key i into slot r: packed or encoded, hashed, its home bucket (cold: the single get's way). */

@@ -215,7 +215,13 @@ class LevelsTest {
 	static void readsAs(ShmkvReader db, Levels l, Map<String, Encoder.Rec> m, Alone a, long now) {
 		db.setClock(now);
 		List<byte[]> keys = l.keys();
-		Value[] batch = db.getAll(keys.toArray(new byte[0][]));
+		Value[] batch = db.getAll(keys.toArray(new byte[0][])), early;
+		try { // the batch's early loads too, the deltas' buckets among them, as a large image takes them
+			Batch.earlyMin = 0;
+			early = db.getAll(keys.toArray(new byte[0][]));
+		} finally {
+			Batch.earlyMin = Batch.EARLY_MIN;
+		}
 		for (int n = 0; n < keys.size(); n++) {
 			byte[] k = keys.get(n);
 			String what = new String(k, StandardCharsets.UTF_8) + " at " + now;
@@ -224,6 +230,7 @@ class LevelsTest {
 			DeltaTest.same(want, db.get(k), what);
 			DeltaTest.same(want, db.get(new String(k, StandardCharsets.UTF_8)), what + " (a String key)");
 			DeltaTest.same(want, batch[n], what + " (batch)");
+			DeltaTest.same(want, early[n], what + " (batch, early loads)");
 			if (want == null) {
 				assertEquals(-1, db.getInto(k, new byte[8]), what);
 				assertThrows(ShmkvException.NotFound.class, () -> db.getLong(k), what);
