@@ -10,6 +10,9 @@
 
 #include "lookup.h"
 
+/* Filter words (8 bytes each) of 32 KiB: what a core's L1 holds */
+#define SHMKV__KF_CACHED_WORDS 4096
+
 #ifndef SHMKV_BATCH_GROUP
 #define SHMKV_BATCH_GROUP 16
 #endif
@@ -32,11 +35,12 @@ enum { SHMKV__B_DONE, SHMKV__B_HOME, SHMKV__B_WALK, SHMKV__B_AGAIN, SHMKV__B_COL
  * (db->over set; a constant at each call, so that the batch without deltas
  * keeps its code). One key's damage costs that key alone
  * (FORMAT.md §18). Per group, hash and request both lines of
- * every home bucket, but, through deltas, for a key a delta's filter lets
- * through (few keys) the bucket of the first delta that may hold it
- * instead (the top's, else the lower's: FORMAT.md §19.6; the deltas share
- * the base's hash, §19.4), so that a key a delta decides costs no base
- * line; then compare each home bucket's tag directory, which
+ * every home bucket; through deltas, hash and request each key's filter
+ * word, then test the filters and request the home bucket's lines, but for
+ * a key a delta's filter lets through (few keys) the bucket of the first
+ * delta that may hold it instead (the top's, else the lower's: FORMAT.md
+ * §19.6; the deltas share the base's hash, §19.4), so that a key a delta
+ * decides costs no base line; then compare each home bucket's tag directory, which
  * settles a key with no candidate there and no displaced keys of its tag
  * announced (absent), and request what the others need next: the entry of
  * an OUT record that matches, or, no tag matching and displaced keys
@@ -52,6 +56,12 @@ shmkv__batch_run(const shmkv *db, const shmkv_key *keys, size_t n, shmkv_value *
 {
 	size_t found = 0;
 	int64_t now_ = 0, *now = &now_;
+	/* a top's filter of more words than L1 holds is requested with the
+	 * lower's; a smaller one (a few recent changes) stays in the cache */
+	const uint8_t *tkf = over && db->top && db->top->kf_words > SHMKV__KF_CACHED_WORDS
+				     ? db->top->kf
+				     : NULL;
+	const uint64_t tkf_words = tkf ? db->top->kf_words : 0;
 	for (size_t base = 0; base < n; base += SHMKV_BATCH_GROUP) {
 		size_t m = n - base < SHMKV_BATCH_GROUP ? n - base : SHMKV_BATCH_GROUP;
 		const uint8_t *bk[SHMKV_BATCH_GROUP];
@@ -65,13 +75,14 @@ shmkv__batch_run(const shmkv *db, const shmkv_key *keys, size_t n, shmkv_value *
 			if (SHMKV__UNLIKELY(k->len >= db->bound_key_len))
 				continue; /* too long, or a test hash: the checked path */
 			hash[i] = shmkv__hash64(db->seed, k->data, k->len);
-			if (over && SHMKV__UNLIKELY(shmkv__over_maybe(db, hash[i]))) {
-				const shmkv *d = db->top && shmkv__kf_maybe(db->top, hash[i])
-							 ? db->top
-							 : db->over;
-				const uint8_t *dk = shmkv__bucket(d, shmkv__home(hash[i], d->bucket_count));
-				__builtin_prefetch(dk);
-				__builtin_prefetch(dk + 64);
+			if (over) {
+				/* the lower's filter word requested, tested in
+				 * the next pass: a load here would hold up the
+				 * requests of the keys after it */
+				__builtin_prefetch(db->over->kf +
+						   8 * shmkv__kf_word(hash[i], db->over->kf_words));
+				if (tkf)
+					__builtin_prefetch(tkf + 8 * shmkv__kf_word(hash[i], tkf_words));
 				state[i] = SHMKV__B_OVER;
 				continue;
 			}
@@ -79,6 +90,22 @@ shmkv__batch_run(const shmkv *db, const shmkv_key *keys, size_t n, shmkv_value *
 			bk[i] = shmkv__bucket(db, home[i]);
 			__builtin_prefetch(bk[i]);
 			__builtin_prefetch(bk[i] + 64);
+		}
+		for (size_t i = 0; over && i < m; i++) {
+			if (state[i] != SHMKV__B_OVER)
+				continue;
+			if (SHMKV__LIKELY(!shmkv__over_maybe(db, hash[i]))) {
+				home[i] = shmkv__home(hash[i], db->bucket_count);
+				bk[i] = shmkv__bucket(db, home[i]);
+				__builtin_prefetch(bk[i]);
+				__builtin_prefetch(bk[i] + 64);
+				continue;
+			}
+			const shmkv *d =
+				db->top && shmkv__kf_maybe(db->top, hash[i]) ? db->top : db->over;
+			const uint8_t *dk = shmkv__bucket(d, shmkv__home(hash[i], d->bucket_count));
+			__builtin_prefetch(dk);
+			__builtin_prefetch(dk + 64);
 		}
 		for (size_t i = 0; i < m; i++) {
 			if (!bk[i])
