@@ -85,6 +85,9 @@ final class Ctl implements AutoCloseable {
 	 */
 	int node = Shmkv.NODE_CURRENT;
 
+	/** Tests only: runs between the control segment's checks and its opening (null: nothing). */
+	static volatile Runnable beforeOpen;
+
 	/** shmkv_ctl_open() for a reader: checks and maps the file read-only. */
 	Ctl(Path root, String name) {
 		if (!validName(name))
@@ -116,11 +119,21 @@ final class Ctl implements AutoCloseable {
 		uid = (Integer) st.get("uid");
 		fileKey = st.get("fileKey");
 		arena = Arena.ofShared();
-		try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ)) {
+		Runnable hook = beforeOpen;
+		if (hook != null)
+			hook.run();
+		// O_NOFOLLOW, as the check above; then the path's key again (no
+		// fstat of a descriptor in Java): the file mapped is the one checked,
+		// not one put under its name between them
+		try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ, LinkOption.NOFOLLOW_LINKS)) {
 			seg = ch.map(FileChannel.MapMode.READ_ONLY, 0, SIZE, arena);
+			checkCurrent();
 		} catch (IOException e) {
 			arena.close();
 			throw io(path, e);
+		} catch (RuntimeException e) {
+			arena.close();
+			throw e;
 		}
 		// written once before the file got its name, never after: plain reads
 		byte[] magic = seg.asSlice(0, 8).toArray(ValueLayout.JAVA_BYTE);

@@ -443,13 +443,46 @@ public final class Shmkv extends ShmkvReader implements AutoCloseable {
 				st.get("fileKey"));
 		if (keep != null && keep.sameImage(id, p) && keep.retain())
 			return keep;
+		Runnable hook = beforeSegmentOpen;
+		if (hook != null)
+			hook.run();
 		Arena arena = Arena.ofShared();
 		try {
-			return new Level(arena, mapSegment(arena, s, i, p, st, source, check, role), id);
+			Image im = mapSegment(arena, s, i, p, st, source, check, role);
+			sameSegment(ctl, s, i, p, st, source);
+			return new Level(arena, im, id);
 		} catch (RuntimeException e) {
 			arena.close();
 			throw e;
 		}
+	}
+
+	/** Tests only: runs between a segment's checks and its opening (null: nothing). */
+	static volatile Runnable beforeSegmentOpen;
+
+	/**
+	 * After entry i's segment is mapped: p still names the file checked as st
+	 * describes it (its key, device and inode), checked again. Java has no
+	 * fstat of a descriptor, and p was named twice, for the checks and for
+	 * the open: another local user may have put a file of theirs under the
+	 * name between them (the loader's segment removed from a shared
+	 * directory such as /dev/shm, then a name anyone may create there;
+	 * PROTOCOL.md, "Trust"). The file opened was p's then; a file the
+	 * control segment's owner made stays under its name (sticky directory or
+	 * the owner's own), so a key that is still the one checked means the
+	 * mapping is of that file.
+	 */
+	private static void sameSegment(Ctl ctl, Ctl.Snap s, int i, Path p, Map<String, Object> st, String source) {
+		Map<String, Object> again;
+		try {
+			again = segmentStat(ctl, s, i, p, source);
+		} catch (ShmkvException e) {
+			throw new ShmkvException.Stale(source, "the segment file changed while it was opened: "
+					+ e.getMessage());
+		}
+		if (st.get("fileKey") == null || !st.get("fileKey").equals(again.get("fileKey")))
+			throw new ShmkvException.Stale(source, "the segment file was replaced while it was opened (file key "
+					+ st.get("fileKey") + ", then " + again.get("fileKey") + ")");
 	}
 
 	/**

@@ -187,6 +187,88 @@ class ControlSegmentTest {
 		return v == null ? null : new Encoder.Rec(v.key(), v.type().code(), v.toBytes(), v.expires(), false, false);
 	}
 
+	/** The test's hook, run once: IOExceptions unchecked. */
+	interface Swap {
+		void run() throws IOException;
+	}
+
+	static Runnable once(Swap s) {
+		boolean[] done = {false};
+		return () -> {
+			if (done[0])
+				return;
+			done[0] = true;
+			try {
+				s.run();
+			} catch (IOException e) {
+				throw new java.io.UncheckedIOException(e);
+			}
+		};
+	}
+
+	/**
+	 * A file put under a segment's or the control segment's name between the
+	 * reader's checks and its opening (another user's, where a loader's file
+	 * was removed from a shared directory such as /dev/shm) is not read:
+	 * Java has no fstat of a descriptor, so the key (device, inode) the path
+	 * names after the mapping must be the one checked (ESTALE), and the
+	 * control segment is opened with O_NOFOLLOW. Here the swaps are the
+	 * test's own (a link re-pointed, a file renamed over), each to a file
+	 * every other check passes, a copy of the same bytes among them: only
+	 * the key tells.
+	 */
+	@Test
+	void aFileSwappedBetweenCheckAndOpenIsNotRead() throws Exception {
+		Path link = Files.createSymbolicLink(root.resolve("swap.link"), baseF);
+		Path copy = write("copy.seg", base);
+		create2(Seg.base(link), Seg.overlay(deltaF));
+		try {
+			Shmkv.beforeSegmentOpen = once(() -> {
+				Files.delete(link);
+				Files.createSymbolicLink(link, copy);
+			});
+			ShmkvException e = assertThrows(ShmkvException.Stale.class, this::attach);
+			assertTrue(e.getMessage().contains("replaced while it was opened"), e.getMessage());
+			// the overlay's turn: the base maps, then its overlay is swapped
+			Path olink = Files.createSymbolicLink(root.resolve("swap.olink"), deltaF);
+			Path ocopy = write("ocopy.seg", delta);
+			create2(Seg.base(baseF), Seg.overlay(olink));
+			int[] calls = {0};
+			Runnable swap = once(() -> {
+				Files.delete(olink);
+				Files.createSymbolicLink(olink, ocopy);
+			});
+			Shmkv.beforeSegmentOpen = () -> {
+				if (++calls[0] == 2)
+					swap.run();
+			};
+			e = assertThrows(ShmkvException.Stale.class, this::attach);
+			assertTrue(e.getMessage().contains("replaced while it was opened"), e.getMessage());
+			// no swap: the same files attach and read as ever
+			Shmkv.beforeSegmentOpen = null;
+			try (Shmkv c = attach(); Shmkv ref = Shmkv.of(base, delta, Shmkv.Check.CHECKSUMS)) {
+				readsAs(ref, c);
+			}
+			// the control segment renamed over by a copy of itself: ESTALE
+			Path ctlCopy = root.resolve("ctl.copy");
+			Files.copy(ctl, ctlCopy);
+			Ctl.beforeOpen = once(() -> Files.move(ctlCopy, ctl, java.nio.file.StandardCopyOption.REPLACE_EXISTING));
+			e = assertThrows(ShmkvException.Stale.class, this::attach);
+			assertTrue(e.getMessage().contains("replaced"), e.getMessage());
+			// ... or by a symbolic link to it: not followed
+			Files.copy(ctl, ctlCopy);
+			Ctl.beforeOpen = once(() -> {
+				Files.delete(ctl);
+				Files.createSymbolicLink(ctl, ctlCopy);
+			});
+			e = assertThrows(ShmkvException.class, this::attach);
+			assertTrue(e.getMessage().contains("symbolic link"), e.getMessage());
+		} finally {
+			Shmkv.beforeSegmentOpen = null;
+			Ctl.beforeOpen = null;
+		}
+	}
+
 	/**
 	 * A segment path that is a symbolic link is followed, as the C reader's
 	 * open() of a segment follows it (lib/PROTOCOL.md, "Attach": only the
