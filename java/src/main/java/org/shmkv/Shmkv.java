@@ -464,10 +464,10 @@ public final class Shmkv extends ShmkvReader implements AutoCloseable {
 	 * After entry i's segment is mapped: p still names the file checked as st
 	 * describes it (its key, device and inode), checked again. Java has no
 	 * fstat of a descriptor, and p was named twice, for the checks and for
-	 * the open: another local user may have put a file of theirs under the
-	 * name between them (the loader's segment removed from a shared
-	 * directory such as /dev/shm, then a name anyone may create there;
-	 * PROTOCOL.md, "Trust"). The file opened was p's then; a file the
+	 * the open: where p's directory is one others can write (not the
+	 * loader's own DIR/shmkv; a control segment may name any path), another
+	 * local user may have put a file of theirs under the name between them
+	 * (PROTOCOL.md, "Trust"). The file opened was p's then; a file the
 	 * control segment's owner made stays under its name (sticky directory or
 	 * the owner's own), so a key that is still the one checked means the
 	 * mapping is of that file.

@@ -208,8 +208,8 @@ class ControlSegmentTest {
 
 	/**
 	 * A file put under a segment's or the control segment's name between the
-	 * reader's checks and its opening (another user's, where a loader's file
-	 * was removed from a shared directory such as /dev/shm) is not read:
+	 * reader's checks and its opening (another user's, in a directory others
+	 * can write that a control segment names) is not read:
 	 * Java has no fstat of a descriptor, so the key (device, inode) the path
 	 * names after the mapping must be the one checked (ESTALE), and the
 	 * control segment is opened with O_NOFOLLOW. Here the swaps are the
