@@ -40,8 +40,8 @@ enum { SHMKV__B_DONE, SHMKV__B_HOME, SHMKV__B_WALK, SHMKV__B_AGAIN, SHMKV__B_COL
  * a key a delta's filter lets through (few keys) the bucket of the first
  * delta that may hold it instead (the top's, else the lower's: FORMAT.md
  * §19.6; the deltas share the base's hash, §19.4), so that a key a delta
- * decides costs no base line; then compare each home bucket's tag directory, which
- * settles a key with no candidate there and no displaced keys of its tag
+ * decides costs no base line; then compare each home bucket's tag
+ * directory, which settles a key with no candidate there and no displaced keys of its tag
  * announced (absent), and request what the others need next: the entry of
  * an OUT record that matches, or, no tag matching and displaced keys
  * announced, the next bucket's lines; then resolve the others as the
