@@ -215,7 +215,7 @@ class ControlSegmentTest {
 	 * control segment is opened with O_NOFOLLOW. Here the swaps are the
 	 * test's own (a link re-pointed, a file renamed over), each to a file
 	 * every other check passes, a copy of the same bytes among them: only
-	 * the key tells.
+	 * the key tells; and, run as root, to a file of a second uid (65534).
 	 */
 	@Test
 	void aFileSwappedBetweenCheckAndOpenIsNotRead() throws Exception {
@@ -244,6 +244,22 @@ class ControlSegmentTest {
 			};
 			e = assertThrows(ShmkvException.Stale.class, this::attach);
 			assertTrue(e.getMessage().contains("replaced while it was opened"), e.getMessage());
+			// another user's file swapped in (a second uid; root can make
+			// one): refused, saying whose it is, never read
+			if ((int) Files.getAttribute(root, "unix:uid") == 0) {
+				Path theirs = write("theirs.seg", base);
+				Files.setAttribute(theirs, "unix:uid", 65534);
+				Path tlink = Files.createSymbolicLink(root.resolve("swap.tlink"), baseF);
+				create2(Seg.base(tlink), Seg.overlay(deltaF));
+				Shmkv.beforeSegmentOpen = once(() -> {
+					Files.delete(tlink);
+					Files.createSymbolicLink(tlink, theirs);
+				});
+				e = assertThrows(ShmkvException.Stale.class, this::attach);
+				assertTrue(e.getMessage().contains("changed while it was opened")
+						&& e.getMessage().contains("uid 65534"), e.getMessage());
+				create2(Seg.base(baseF), Seg.overlay(olink));
+			}
 			// no swap: the same files attach and read as ever
 			Shmkv.beforeSegmentOpen = null;
 			try (Shmkv c = attach(); Shmkv ref = Shmkv.of(base, delta, Shmkv.Check.CHECKSUMS)) {
